@@ -1,0 +1,3 @@
+"""G4: sustained power plateau and thermal throttling."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""G8: official playbooks that ship broken."""
+
+from __future__ import annotations

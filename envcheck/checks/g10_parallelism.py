@@ -1,0 +1,3 @@
+"""G10: tensor parallelism across two Sparks."""
+
+from __future__ import annotations

@@ -1,0 +1,111 @@
+"""The engine: read each target, run every check over its inventory, apply suppressions. Never prints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from envcheck import rules
+from envcheck.config import Config
+from envcheck.errors import EnvcheckError, InputError, ServiceError
+from envcheck.model import Finding, Inventory, Location, ReadProblem, Report, Status, TargetResult
+from envcheck.profile import Profile, load_profile
+
+
+@dataclass(frozen=True)
+class Target:
+    """One thing to check: its name as the user gave it, its kind, and how to read it."""
+
+    name: str
+    kind: str
+    read: Callable[[], Inventory]
+
+
+def read_safely(target: Target, debug: bool = False) -> Inventory:
+    """Read a target; every failure becomes a ReadProblem, so one bad target never stops the run."""
+    try:
+        return target.read()
+    except ServiceError as exc:
+        return Inventory(problems=[ReadProblem(exc.message, Location(target.name), service=True)])
+    except InputError as exc:
+        where = Location(exc.path or target.name, line=exc.line, offset=exc.offset)
+        return Inventory(problems=[ReadProblem(exc.message, where)])
+    except EnvcheckError as exc:
+        return Inventory(problems=[ReadProblem(exc.message, Location(target.name))])
+    except (OSError, UnicodeError, ValueError, MemoryError, RecursionError, KeyError, IndexError, TypeError) as exc:
+        if debug:
+            raise
+        return Inventory(problems=[ReadProblem(f"could not read {target.name}: {type(exc).__name__}: {exc}", Location(target.name))])
+
+
+def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[str, Any] | None = None) -> list[Finding]:
+    """Every finding the registered checks yield for ``inventory``, problems first."""
+    rules.load_all()
+    findings: list[Finding] = []
+    for problem in inventory.problems:
+        rule = rules.SERVICE_ERROR if problem.service else rules.INPUT_ERROR
+        findings.append(rule.finding(problem.message, problem.location))
+    ctx = rules.CheckContext(inventory=inventory, profile=profile, kind=kind, options=options or {})
+    for check in rules.CHECKS:
+        findings.extend(check(ctx))
+    return findings
+
+
+def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str | None:
+    """The reason ``finding`` is suppressed, or None. ERROR findings are never suppressed."""
+    if finding.status is Status.ERROR:
+        return None
+    for key in (finding.rule, finding.gotcha):
+        if key in config.ignores:
+            return config.ignores[key]
+    loc = finding.location
+    if loc is not None and loc.line is not None:
+        for pragma in inventory.pragmas:
+            if (
+                pragma.location.path == loc.path
+                and pragma.location.line == loc.line
+                and (finding.rule in pragma.rules or finding.gotcha in pragma.rules)
+            ):
+                return pragma.reason or "inline pragma"
+    return None
+
+
+def judge(target: Target, inventory: Inventory, profile: Profile, config: Config) -> TargetResult:
+    """Findings for one already-read inventory, with config overrides and suppressions applied."""
+    result = TargetResult(target=target.name, kind=target.kind, inventory=inventory)
+    for finding in evaluate(inventory, profile, target.kind, config.options):
+        override = config.severity.get(finding.rule)
+        if override and finding.status not in (Status.PASS, Status.INFO, Status.ERROR):
+            finding = replace(finding, status=Status[override])
+        reason = _suppression(finding, inventory, config)
+        if reason is None:
+            result.findings.append(finding)
+        else:
+            result.suppressed.append((finding, reason))
+    return result
+
+
+def exit_code(findings: Iterable[Finding], threshold: Status | None) -> int:
+    """3 a service was unreachable; 2 a target was unreadable; 1 findings at/above the threshold; else 0."""
+    findings = list(findings)
+    if any(f.rule == rules.SERVICE_ERROR_ID for f in findings):
+        return 3
+    if any(f.status is Status.ERROR for f in findings):
+        return 2
+    if threshold is not None and any(
+        f.status.rank >= threshold.rank and f.status not in (Status.SKIP, Status.INFO) for f in findings
+    ):
+        return 1
+    return 0
+
+
+def run(targets: Iterable[Target], config: Config, debug: bool = False) -> Report:
+    """Check every target and return the report (with its exit code)."""
+    profile = load_profile(config.profile)
+    report = Report(profile=profile.name)
+    for target in targets:
+        inventory = read_safely(target, debug)
+        report.targets.append(judge(target, inventory, profile, config))
+    report.exit_code = exit_code(report.findings, config.fail_threshold)
+    return report

@@ -1,0 +1,37 @@
+"""One small error hierarchy. Messages say what was read, what was wrong, and what to do."""
+
+from __future__ import annotations
+
+
+class EnvcheckError(Exception):
+    """Base of every expected failure; the CLI prints ``message`` without a traceback."""
+
+    exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UsageError(EnvcheckError):
+    """The command line, a config file or a profile is wrong."""
+
+    exit_code = 2
+
+
+class InputError(EnvcheckError):
+    """A target could not be read or parsed. ``where`` is 'path:line' or 'path@offset' when known."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None, offset: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+        self.offset = offset
+
+
+class ServiceError(EnvcheckError):
+    """A registry, Docker engine or web API could not be reached or refused us."""
+
+    exit_code = 3

@@ -1,0 +1,1 @@
+"""Shipped target profiles (TOML)."""

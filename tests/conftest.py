@@ -1,0 +1,41 @@
+"""Shared test helpers. Tests talk to loopback only; optional resources skip outside CI and fail in it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip (outside CI) or fail (under CI=true) when an optional resource is missing."""
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"required in CI but missing: {reason}")
+    pytest.skip(reason)
+
+
+def run_envcheck(*args: str, cwd: Path | None = None, input: str | None = None, env: dict[str, str] | None = None,
+                 timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the real command line (`python -m envcheck ...`) and return the finished process."""
+    full_env = dict(os.environ)
+    full_env.setdefault("ENVCHECK_CACHE_DIR", str(REPO / ".work" / "test-cache"))
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "envcheck", *args],
+        cwd=cwd or REPO, input=input, capture_output=True, text=True, timeout=timeout, env=full_env,
+    )
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return FIXTURES
