@@ -39,3 +39,7 @@ def run_envcheck(*args: str, cwd: Path | None = None, input: str | None = None, 
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+# Container test images (built once per session) and the Docker client fixture: tests/docker_images.py.
+pytest_plugins = ["docker_images"]

@@ -1,3 +1,121 @@
 """G6: one global unified-memory pool shared by every process."""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from envcheck.checks.host_facts import gib, gpus, is_live, nvidia_smi, unified_memory
+from envcheck.model import Finding, Status
+from envcheck.rules import CheckContext, check, rule
+
+# A neighbour capped at or below this share of memory coexists with a small run (GOTCHAS.md G6).
+CAPPED_SHARE = 0.5
+# An unrecognised process holding at least this share of memory is a heavy neighbour.
+HEAVY_SHARE = 0.5
+
+# Known servers: how to recognise them, the option that caps their memory, and its default.
+SERVERS: tuple[tuple[str, re.Pattern[str], str | None, float | None], ...] = (
+    ("vLLM", re.compile(r"(^|[/\s])vllm(\s|$)|vllm\.entrypoints|VLLM::", re.I), "gpu_memory_utilization", 0.9),
+    ("SGLang", re.compile(r"sglang", re.I), "mem_fraction_static", 0.88),
+    ("llama.cpp server", re.compile(r"llama-server|llama_cpp\.server", re.I), None, None),
+    ("Ollama", re.compile(r"ollama", re.I), None, None),
+    ("Triton server", re.compile(r"tritonserver", re.I), None, None),
+    ("TGI", re.compile(r"text-generation-launcher|text-generation-server", re.I), None, None),
+)
+
+NEIGHBOUR = rule(
+    "G6-gpu-neighbour",
+    "G6",
+    "An uncapped or heavy process already resident on the GPU",
+    Status.WARN,
+    """Unified memory is one global pool: a process that is uncapped or near capacity competes with
+    everything else and can silently evict another process's KV cache or weights, with no OOM in
+    that process's own log. preflight lists the processes nvidia-smi shows on the GPU, reads their
+    command lines from /proc, recognises known servers (vLLM, SGLang, llama.cpp, Ollama, Triton,
+    TGI) and whether their memory is capped. Small capped work coexists (a <4 GB LoRA next to vLLM
+    with --gpu-memory-utilization <= 0.5).""",
+    """Cap the neighbour (vLLM --gpu-memory-utilization <= 0.5, SGLang --mem-fraction-static) or stop
+    unrelated servers before an uncapped or near-capacity run: one heavy job at a time.""",
+    inputs=("host",),
+)
+
+
+def _cap(words: Sequence[str], option: str) -> float | None:
+    for i, word in enumerate(words):
+        key, eq, value = word.partition("=")
+        if key.lstrip("-").replace("-", "_") != option:
+            continue
+        if not eq and i + 1 < len(words):
+            value = words[i + 1]
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _describe(process: dict[str, Any]) -> tuple[str | None, float | None, bool]:
+    """(server name, memory cap, cap given explicitly) for a process and its ancestors."""
+    lines: list[list[str]] = []
+    if process.get("cmdline"):
+        lines.append(list(process["cmdline"]))
+    lines.extend(list(a) for a in process.get("ancestors", []) or [])
+    name = str(process.get("process_name") or "")
+    for label, pattern, option, default in SERVERS:
+        texts = [name, *(" ".join(words) for words in lines)]
+        if not any(pattern.search(text) for text in texts if text):
+            continue
+        if option is None:
+            return label, None, False
+        for words in lines:
+            value = _cap(words, option)
+            if value is not None:
+                return label, value, True
+        return label, default, False
+    return None, None, False
+
+
+@check
+def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
+    """WARN for uncapped known servers and heavy unknown processes; PASS when the GPU is free."""
+    if not is_live(ctx):
+        return
+    smi, reason = nvidia_smi(ctx)
+    if smi is None:
+        yield NEIGHBOUR.finding(f"{reason}: cannot list GPU processes", status=Status.SKIP)
+        return
+    if smi.get("apps_error"):
+        yield NEIGHBOUR.finding(f"cannot list GPU processes: {smi['apps_error']}", status=Status.SKIP)
+        return
+    others = [p for p in smi.get("processes", []) if not p.get("ours")]
+    if not others:
+        yield NEIGHBOUR.passed("no other process holds GPU memory")
+        return
+    capacity_by_gpu = {g.get("uuid"): g.get("memory_total_mib") for g in gpus(ctx)}
+    mem_total = ctx.inventory.host.get("meminfo", {}).get("bytes", {}).get("MemTotal")
+    uma = unified_memory(ctx)
+    for process in others:
+        pid = process.get("pid")
+        label, cap, explicit = _describe(process)
+        used = process.get("used_memory_mib")
+        used_text = f", {gib(float(used) * 2**20)}" if isinstance(used, (int, float)) else ""
+        who = f"pid {pid} ({label or process.get('process_name') or '?'}{used_text})"
+        evidence = {"pid": pid, "server": label, "cap": cap, "used_mib": used, "cmdline": process.get("cmdline")}
+        if label is not None:
+            if cap is not None and cap <= CAPPED_SHARE:
+                yield NEIGHBOUR.info(f"{who} is capped at {cap:g}", **evidence)
+            elif cap is not None:
+                how = f"capped at {cap:g}" if explicit else f"uncapped (default {cap:g})"
+                yield NEIGHBOUR.finding(f"{who} is {how}: cap it at <= {CAPPED_SHARE:g} or stop it before a heavy run", evidence=evidence)
+            else:
+                yield NEIGHBOUR.finding(f"{who} has no memory cap: stop it before a heavy run", evidence=evidence)
+            continue
+        capacity_mib = None if uma else capacity_by_gpu.get(process.get("gpu_uuid"))
+        if capacity_mib is None and isinstance(mem_total, int):
+            capacity_mib = mem_total / 2**20
+        if isinstance(used, (int, float)) and isinstance(capacity_mib, (int, float)) and capacity_mib > 0 and used / capacity_mib >= HEAVY_SHARE:
+            yield NEIGHBOUR.finding(f"{who} holds {used / capacity_mib:.0%} of memory: stop or cap it before a heavy run", evidence=evidence)
+        else:
+            yield NEIGHBOUR.info(f"{who} is resident on the GPU", **evidence)

@@ -1,3 +1,58 @@
 """G10: tensor parallelism across two Sparks."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from envcheck.checks.host_facts import is_live
+from envcheck.inspect.launch import TP_KEYS
+from envcheck.model import Finding, Location, Status
+from envcheck.rules import CheckContext, check, rule
+
+TP_ACROSS_NODES = rule(
+    "G10-tp-across-nodes",
+    "G10",
+    "Tensor parallelism across more than one node",
+    Status.FAIL,
+    """Two DGX Sparks are linked by ConnectX-7 (200 Gb/s): fast enough for DDP/FSDP gradient and
+    parameter sync, too thin for tensor parallelism's fine-grained traffic, so TP across two Sparks
+    hangs, errors or runs far slower than one Spark. The rule reads the launch command (--launch:
+    torchrun, accelerate, deepspeed, vLLM, SGLang, Megatron, ms-swift) or launch config
+    (--launch-config: JSON/YAML, DeepSpeed hostfile) and fails when more than one node is combined
+    with a tensor-parallel degree above 1.""",
+    """On two Sparks use DDP or FSDP; keep tensor parallelism inside one node (tp=1 across nodes).""",
+    inputs=("host",),
+)
+
+
+def _where(launch: dict[str, Any]) -> Location:
+    origin = str(launch.get("origin") or "--launch")
+    lines = [s.get("line") for s in launch.get("settings", []) if s.get("line") and s.get("key") in TP_KEYS]
+    lines = lines or [s.get("line") for s in launch.get("settings", []) if s.get("line")]
+    return Location(origin, line=lines[-1] if lines else None)
+
+
+@check
+def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
+    """FAIL for nodes > 1 with tp > 1; PASS otherwise; SKIP when no launch was given."""
+    if not is_live(ctx):
+        return
+    launches = ctx.inventory.host.get("launch")
+    if not isinstance(launches, list):
+        return
+    if not launches:
+        yield TP_ACROSS_NODES.finding("no --launch or --launch-config given", status=Status.SKIP)
+        return
+    for launch in launches:
+        nodes = launch.get("nodes") or 1
+        tp = launch.get("tp") or 1
+        origin = str(launch.get("origin") or "--launch")
+        where = _where(launch)
+        evidence = {"nodes": nodes, "tp": tp, "tool": launch.get("tool")}
+        if nodes > 1 and tp > 1:
+            yield TP_ACROSS_NODES.finding(f"{origin}: tensor parallelism (tp={tp}) across {nodes} nodes; use DDP/FSDP across Sparks", where, evidence)
+        elif nodes > 1:
+            yield TP_ACROSS_NODES.passed(f"{origin}: {nodes} nodes without tensor parallelism", where, **evidence)
+        else:
+            yield TP_ACROSS_NODES.passed(f"{origin}: single node (tp={tp})", where, **evidence)

@@ -1,0 +1,103 @@
+"""A small on-disk cache of what envcheck read from binaries, so an unchanged environment rescans fast.
+
+One JSON file per scanned root (a folder or a wheel), under ``$ENVCHECK_CACHE_DIR`` or the user cache
+folder (``$XDG_CACHE_HOME/envcheck``, default ``~/.cache/envcheck``). Entries are keyed by the file's
+path and (size, mtime_ns, inode): any change to a file makes its entry miss. Writes go to a temporary
+file that is renamed into place, so concurrent runs never see a torn file (the last writer wins, and a
+lost write only costs a rescan). An unreadable or corrupt cache is ignored, never an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from envcheck.model import Binary, Location
+
+# Bump when what the readers produce changes, so old entries are not reused.
+FORMAT = 3
+
+
+def cache_dir() -> Path:
+    """Where envcheck keeps its cache files."""
+    explicit = os.environ.get("ENVCHECK_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "envcheck"
+
+
+class ScanCache:
+    """Cached values for the files of one scanned root, keyed by path and a change key."""
+
+    def __init__(self, namespace: str, directory: Path | None = None) -> None:
+        self.directory = directory or cache_dir()
+        digest = hashlib.sha256(f"{FORMAT}:{namespace}".encode()).hexdigest()[:32]
+        self.path = self.directory / f"scan-{digest}.json"
+        self._old: dict[str, list[Any]] = {}
+        self._new: dict[str, list[Any]] = {}
+        self._dirty = False
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                data = json.load(fh)
+            if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("files"), dict):
+                self._old = data["files"]
+        except (OSError, ValueError):
+            self._old = {}
+
+    def get(self, path: str, key: tuple[int, ...]) -> Any | None:
+        """The cached value for ``path`` if its change key matches; None on a miss.
+
+        A cached "nothing here" (a non-ELF file) is returned as ``False``.
+        """
+        entry = self._old.get(path)
+        if entry is None or tuple(entry[0]) != key:
+            return None
+        self._new[path] = entry
+        return False if entry[1] is None else entry[1]
+
+    def put(self, path: str, key: tuple[int, ...], value: Any) -> None:
+        """Remember ``value`` (JSON data, or None for "nothing here") for ``path`` at ``key``."""
+        self._new[path] = [list(key), value]
+        self._dirty = True
+
+    def save(self) -> None:
+        """Write the entries used or added in this run (atomically; errors are ignored)."""
+        if not self._dirty and len(self._new) == len(self._old):
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".scan-", suffix=".tmp", dir=self.directory)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump({"format": FORMAT, "files": self._new}, fh, separators=(",", ":"))
+                os.replace(tmp, self.path)
+            except BaseException:
+                with _suppress():
+                    os.unlink(tmp)
+                raise
+        except OSError:
+            pass
+
+
+class _suppress:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return True
+
+
+def binary_from_json(data: dict[str, Any]) -> Binary:
+    """A :class:`Binary` from its ``to_json()`` form (what the cache stores)."""
+    values = dict(data)
+    for name in ("needed", "runpath", "sass", "ptx", "lto", "ptx_isa", "sections"):
+        values[name] = tuple(values.get(name, ()))
+    loc = values.get("location")
+    if isinstance(loc, dict):
+        values["location"] = Location(**loc)
+    return Binary(**values)

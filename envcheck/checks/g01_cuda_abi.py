@@ -1,0 +1,196 @@
+"""G1: a CUDA 12 (or CPU-only) build where the Spark's CUDA 13 is needed.
+
+Symptom: ``ImportError: undefined symbol`` naming a CUDA function, or a segfault at the first
+``.cuda()``. pip does not check the CUDA ABI, so it surfaces only at import or first kernel launch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from envcheck.inspect.builds import (
+    CudaBuild,
+    build_of_index,
+    build_of_version,
+    distribution_cuda_major,
+    installs_on,
+    pypi_torch_build,
+)
+from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.model import Finding, Package, Status
+from envcheck.rules import CheckContext, check, rule
+
+_FIX_CU130 = (
+    "Install the CUDA 13 build: pip install torch --index-url https://download.pytorch.org/whl/cu130 "
+    "(torch >= 2.9), or use an NGC container (nvcr.io/nvidia/pytorch:25.08-py3 or newer)."
+)
+
+LOCAL_VERSION = rule(
+    "G1-cuda12-local-version", "G1", "A +cu11x/+cu12x build is pinned", Status.FAIL,
+    """The version's local part (+cu121, +cu128, ...) names a CUDA 11/12 build. Its extensions link
+    libcudart.so.12 and friends, which a CUDA 13 Spark does not have: import fails with undefined symbols
+    or the first .cuda() segfaults. pip does not check this.""",
+    _FIX_CU130, ("requirements", "pyproject", "lock", "dockerfile", "freeze"),
+)
+CPU_BUILD = rule(
+    "G1-cpu-build", "G1", "torch resolves to a CPU-only build", Status.FAIL,
+    """The torch that this input installs has no CUDA at all: a +cpu build, the whl/cpu index, or a PyPI
+    torch older than 2.11, whose aarch64 wheels are CPU-only (verified: 2.8-2.10 aarch64 wheels carry no
+    libtorch_cuda.so). On a Spark torch.cuda.is_available() is then False and training runs on the CPU.""",
+    "Use torch >= 2.11 from PyPI, or the cu130 index (torch >= 2.9), or an NGC PyTorch container.",
+    ("requirements", "pyproject", "lock", "dockerfile", "freeze"),
+)
+CUDA12_DIST = rule(
+    "G1-cuda12-distribution", "G1", "A CUDA 12 library distribution is installed", Status.FAIL,
+    """Distributions such as nvidia-cuda-runtime-cu12, nvidia-cublas-cu12, cupy-cuda12x or conda's
+    pytorch-cuda=12.x carry CUDA 12 libraries (libcudart.so.12, ...). Note that library versions do not
+    follow the toolkit's major: nvidia-cufft 12.x and nvidia-curand 10.4.x are CUDA 13 releases and pass.""",
+    "Replace it with the CUDA 13 distribution (unsuffixed nvidia-* 13.x, or the -cu13 variant), or drop the pin and let torch's cu130 build pull its own.",
+    ("requirements", "pyproject", "lock", "dockerfile", "freeze", "folder", "image", "container", "host"),
+)
+CUDA12_INDEX = rule(
+    "G1-cuda12-index", "G1", "A package index serves CUDA 12 builds", Status.FAIL,
+    """--index-url/--extra-index-url (or a uv index) points at download.pytorch.org/whl/cu11x or cu12x, so
+    torch, torchvision and torchaudio come as CUDA 12 builds even when the version looks right.""",
+    "Point the index at https://download.pytorch.org/whl/cu130 (or cu13x), or remove it and use torch >= 2.11 from PyPI.",
+    ("requirements", "pyproject", "lock", "dockerfile"),
+)
+TORCH_BUILD = rule(
+    "G1-torch-build", "G1", "Which CUDA build of torch this input gets", Status.WARN,
+    """envcheck works out which CUDA build of torch an input installs: from the local version (+cu130),
+    an NGC version (.nv25.09), the package index, or what PyPI serves for that version on aarch64. WARN
+    means it cannot tell (a direct URL, an unknown index, an unpinned torch in an installed set); envcheck
+    says what is unknown rather than guessing.""",
+    "Pin torch with its build (torch==2.9.0+cu130 with the cu130 index, or torch>=2.11 from PyPI) so the CUDA build is explicit.",
+    ("requirements", "pyproject", "lock", "dockerfile", "freeze"),
+)
+
+_TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
+
+
+def _torch_packages(ctx: CheckContext) -> list[Package]:
+    return [p for p in ctx.inventory.packages if p.name == "torch" and installs_on(p, ctx.profile) and p.role != "constraint"]
+
+
+def _index_builds(ctx: CheckContext) -> list[tuple[CudaBuild, str]]:
+    out = []
+    for index in ctx.inventory.indexes:
+        build = build_of_index(index.url)
+        if build is not None:
+            out.append((build, index.url))
+    return out
+
+
+def _judge(build: CudaBuild, profile_major: int) -> Status:
+    if build.flavor == "cuda" and build.cuda_major == profile_major:
+        return Status.PASS
+    return Status.FAIL
+
+
+def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]:
+    """The CUDA build this torch package gets, and how that was worked out (or why it is unknown)."""
+    build = build_of_version(pkg.version)
+    if build is not None:
+        return build, f"its version {pkg.version}"
+    if pkg.url:
+        wheel = parse_wheel_name(pkg.url)
+        if wheel is not None:
+            build = build_of_version(wheel.version)
+            if build is not None:
+                return build, f"the wheel {wheel.filename}"
+        if "download.pytorch.org" in pkg.url and (index_build := build_of_index(pkg.url)):
+            return index_build, f"the URL {pkg.url}"
+        return None, f"it is installed from {pkg.url}, whose CUDA build envcheck cannot tell"
+    indexed = _index_builds(ctx)
+    if indexed and not pkg.installed:
+        majors = {(b.flavor, b.cuda_major) for b, _ in indexed}
+        if len(majors) == 1:
+            build, url = indexed[0]
+            return build, f"the index {url}"
+        return None, "several indexes serve different builds: " + ", ".join(f"{u} ({b.detail})" for b, u in indexed)
+    found = pypi_torch_build(pkg.specifier, pkg.version, ctx.profile.machine)
+    if found is not None:
+        build, source = found
+        return build, f"PyPI serves that release as {'a CPU-only' if build.flavor == 'cpu' else f'a CUDA {build.cuda_major}'} build on {ctx.profile.machine} ({source})"
+    return None, "nothing in the input says which CUDA build of torch is installed"
+
+
+@check
+def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
+    """G1 over packages and indexes: local versions, CUDA 12 distributions, indexes, torch's build."""
+    inv = ctx.inventory
+    major = ctx.profile.cuda_major
+    seen_any = False
+    failed = False
+    for pkg in inv.packages:
+        if not installs_on(pkg, ctx.profile) or pkg.role == "constraint":
+            continue
+        build = build_of_version(pkg.version)
+        if build is not None and build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:
+            failed = True
+            yield LOCAL_VERSION.finding(
+                f"{pkg.name} {pkg.version} is a CUDA {build.cuda_major} build ({build.detail}); {ctx.profile.name} has CUDA {major}",
+                pkg.location, {"package": pkg.name, "version": pkg.version, "build": build.detail},
+            )
+            continue
+        dist = distribution_cuda_major(pkg)
+        if dist is not None:
+            seen_any = True
+            dist_major, why = dist
+            if dist_major < major:
+                failed = True
+                yield CUDA12_DIST.finding(
+                    f"{pkg.name}{' ' + pkg.version if pkg.version else ''} carries CUDA {dist_major} libraries: {why}",
+                    pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": dist_major},
+                )
+        if pkg.role == "conda" and pkg.name in ("pytorch-cuda", "cuda-version", "cudatoolkit") and pkg.version:
+            seen_any = True
+            try:
+                conda_major = int(pkg.version.split(".")[0])
+            except ValueError:
+                conda_major = major
+            if conda_major < major:
+                failed = True
+                yield CUDA12_DIST.finding(
+                    f"conda {pkg.name}={pkg.version} selects a CUDA {conda_major} environment",
+                    pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": conda_major},
+                )
+    for index in inv.indexes:
+        build = build_of_index(index.url)
+        if build is None:
+            continue
+        seen_any = True
+        if build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:
+            failed = True
+            yield CUDA12_INDEX.finding(
+                f"{index.option} {index.url} serves CUDA {build.cuda_major} builds ({build.detail})",
+                index.location, {"url": index.url, "option": index.option},
+            )
+        elif build.flavor in ("cpu", "rocm", "xpu"):
+            failed = True
+            yield CPU_BUILD.finding(
+                f"{index.option} {index.url} serves {build.detail} builds, not CUDA {major}",
+                index.location, {"url": index.url, "option": index.option},
+            )
+    torch_libs = any("torch/lib/libtorch_cuda" in b.path for b in inv.binaries)
+    for pkg in _torch_packages(ctx):
+        seen_any = True
+        if torch_libs and pkg.installed:
+            continue  # the binaries themselves are judged by the soname checks: they do not lie
+        build, how = torch_build(pkg, ctx)
+        evidence = {"package": "torch", "version": pkg.version, "specifier": pkg.specifier, "how": how}
+        if build is None:
+            yield TORCH_BUILD.finding(f"cannot tell which CUDA build of torch is installed: {how}", pkg.location, evidence)
+        elif build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:
+            if build_of_version(pkg.version) is None:  # already reported as a local version otherwise
+                failed = True
+                yield LOCAL_VERSION.finding(f"torch is a CUDA {build.cuda_major} build, from {how}", pkg.location, evidence)
+        elif build.flavor != "cuda":
+            failed = True
+            yield CPU_BUILD.finding(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}", pkg.location, evidence)
+        else:
+            yield TORCH_BUILD.passed(f"torch is a CUDA {build.cuda_major} build ({build.detail})", pkg.location, **evidence)
+    if seen_any and not failed:
+        cuda_pkgs = [p.name for p in inv.packages if distribution_cuda_major(p) or p.name in _TORCH_FAMILY]
+        if cuda_pkgs and not _torch_packages(ctx):
+            yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {major} builds ({len(cuda_pkgs)} distributions)", None, packages=sorted(set(cuda_pkgs)))

@@ -1,0 +1,212 @@
+"""G9: a bare-pip ML stack drifts: versions that contradict each other's pins, unpinned packages, Unsloth
+installed with its dependencies, and NGC's pre-release torch replaced by an unrelated install."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from envcheck import knowledge
+from envcheck.inspect.builds import installs_on, ngc_release, requirement_applies
+from envcheck.inspect.wheel_tags import canonical
+from envcheck.model import Finding, Package, Status
+from envcheck.rules import CheckContext, check, rule
+
+PIN_CONFLICT = rule(
+    "G9-pin-conflict", "G9", "Versions contradict each other's pins", Status.FAIL,
+    """Two packages in this set cannot both be right: one's Requires-Dist (read from its metadata where the
+    input carries it, otherwise from envcheck's sourced pin table: torch/triton, torchvision/torchaudio/torch,
+    xformers/torch, transformers minimums) excludes the other's version. pip installs them anyway when they
+    arrive in separate commands, and the environment breaks at import or at the first compiled kernel.""",
+    "Pick versions that agree (the evidence names the pin), install them in one pip command so the resolver sees both, or use an NGC container where they are built together.",
+    ("requirements", "freeze", "lock", "dockerfile", "folder", "image", "container", "host"),
+)
+NGC_TORCH_REPLACED = rule(
+    "G9-ngc-torch-replaced", "G9", "A requirement would replace NGC's pre-release torch", Status.FAIL,
+    """NGC containers ship torch as a pre-release (2.9.0a0+<hash>.nv25.09). Under PEP 440, 2.9.0a0 < 2.9.0,
+    so torch>=2.9 or torch==2.9.0 (directly, or through a package that pins torch) is not satisfied, and pip
+    replaces NGC's torch with a PyPI build that lacks NGC's CUDA 13/SM121 tuning.""",
+    "Install with --no-deps, loosen the requirement to accept the pre-release (e.g. torch>=2.9.0a0), or pick versions built against the container's torch.",
+    ("requirements", "dockerfile", "image", "container", "host"),
+)
+UNPINNED = rule(
+    "G9-unpinned", "G9", "An ML package is not pinned", Status.WARN,
+    """Under bare pip, torch, triton, xformers, transformers and friends drift independently: an unpinned
+    one resolves to whatever is newest on the day of the install, so two 'identical' environments differ
+    and an unrelated pip install can break one that worked yesterday. Nothing pins them to GB10's SM121.""",
+    "Pin exact versions (==) that are known to work together, or use a lock file, or an NGC/Unsloth container.",
+    ("requirements", "pyproject", "dockerfile"),
+)
+UNSLOTH_DEPS = rule(
+    "G9-unsloth-with-deps", "G9", "Unsloth is installed with its dependencies", Status.WARN,
+    """NVIDIA's Spark install order installs unsloth and unsloth_zoo with --no-deps after the rest of the
+    stack; installing it with dependencies lets pip replace torch, transformers or trl with versions that
+    do not match the container or the rest of the stack.""",
+    "Install the stack first, then: pip install --no-deps unsloth unsloth_zoo bitsandbytes (NVIDIA's Unsloth playbook order).",
+    ("requirements", "pyproject", "dockerfile"),
+)
+MARKER_EXCLUDED = rule(
+    "G9-marker-excludes-aarch64", "G9", "An ML requirement is skipped on aarch64 by its marker", Status.INFO,
+    """The requirement's environment marker is false on linux/aarch64 (for example
+    platform_machine == 'x86_64'), so on a Spark it is not installed at all. Older torch wheels gate triton
+    this way.""",
+    "If the Spark needs it, add a requirement without the x86_64 marker.",
+)
+
+
+@lru_cache(maxsize=1)
+def _pins() -> dict[str, Any]:
+    return knowledge.load("pins")
+
+
+def _version(pkg: Package) -> Version | None:
+    if not pkg.version:
+        return None
+    try:
+        return Version(pkg.version)
+    except InvalidVersion:
+        return None
+
+
+def _satisfies(version: Version, spec: SpecifierSet) -> bool:
+    # Pre-releases (NGC's 2.9.0a0) count as what they are: pip does not accept them for torch>=2.9.
+    return spec.contains(version, prereleases=True)
+
+
+def _requirements_of(pkg: Package) -> list[tuple[str, SpecifierSet, str]]:
+    """(required name, specifier, source) from metadata when present, else from the pin table."""
+    out: list[tuple[str, SpecifierSet, str]] = []
+    version = _version(pkg)
+    if pkg.requires is not None:
+        for line in pkg.requires:
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if req.marker is not None and "extra" in str(req.marker):
+                continue
+            out.append((canonical(req.name), req.specifier, f"{pkg.name} {pkg.version} Requires-Dist: {line}"))
+        return out
+    if version is None:
+        return out
+    for row in _pins().get("pin", []):
+        if row["package"] == pkg.name:
+            try:
+                if _satisfies(Version(str(version.base_version)), SpecifierSet(row["when"])):
+                    out.append((row["requires"], SpecifierSet(row["spec"]), f"pin table: {pkg.name} {row['when']} needs {row['requires']}{row['spec']} ({row['source']})"))
+            except (InvalidSpecifier, InvalidVersion):
+                continue
+    for row in _pins().get("same_version", []):
+        if row["package"] == pkg.name and version >= Version(row["since"]):
+            out.append((row["requires"], SpecifierSet(f"=={version.major}.{version.minor}.*"), f"{pkg.name} shares torch's version ({row['source']})"))
+    return out
+
+
+def _exact_versions(ctx: CheckContext) -> dict[str, Package]:
+    out: dict[str, Package] = {}
+    for pkg in ctx.inventory.packages:
+        if pkg.version and installs_on(pkg, ctx.profile) and pkg.role != "constraint":
+            # installed facts win over declared ones of the same name
+            if pkg.name not in out or (pkg.installed and not out[pkg.name].installed):
+                out[pkg.name] = pkg
+    return out
+
+
+@check
+def pins(ctx: CheckContext) -> Iterator[Finding]:
+    """G9: contradictory pins, NGC torch replaced, unpinned ML packages, unsloth with dependencies."""
+    pkgs = [p for p in ctx.inventory.packages if p.role != "constraint"]
+    if not pkgs:
+        return
+    exact = _exact_versions(ctx)
+    conflicts = 0
+    for pkg in exact.values():
+        for name, spec, source in _requirements_of(pkg):
+            other = exact.get(name)
+            other_version = _version(other) if other else None
+            if other is None or other_version is None or other is pkg:
+                continue
+            if _satisfies(other_version, spec) or not str(spec):
+                continue
+            if name == "torch" and ngc_release(other.version):
+                continue  # reported below as an NGC replacement, with its own explanation
+            conflicts += 1
+            yield PIN_CONFLICT.finding(
+                f"{pkg.name} {pkg.version} needs {name}{spec}, but {name} is {other.version}",
+                pkg.location or other.location,
+                {"package": pkg.name, "version": pkg.version, "requires": f"{name}{spec}", "found": other.version, "source": source},
+            )
+    yield from _ngc_torch(ctx, exact)
+    # Markers that drop a requirement on aarch64 (the torch->triton x86_64-only gate).
+    stack = set(_pins()["stack"]["ml_stack"])
+    for pkg in pkgs:
+        if pkg.name in stack and not installs_on(pkg, ctx.profile) and not pkg.installed:
+            yield MARKER_EXCLUDED.info(f"{pkg.name} is not installed on {ctx.profile.machine}: its marker is {pkg.marker}", pkg.location)
+    if ctx.inventory.context == "declared":
+        yield from _unpinned(ctx, pkgs, stack)
+        yield from _unsloth(ctx, pkgs)
+    if conflicts == 0 and exact:
+        yield PIN_CONFLICT.passed(f"no contradicting pins among {len(exact)} pinned packages", None)
+
+
+def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding]:
+    torch = exact.get("torch")
+    if torch is None or ngc_release(torch.version) is None:
+        return
+    version = _version(torch)
+    if version is None:
+        return
+    for pkg in ctx.inventory.packages:
+        if pkg.installed or pkg.role == "constraint" or not installs_on(pkg, ctx.profile):
+            continue
+        if pkg.name == "torch" and pkg.specifier:
+            try:
+                spec = SpecifierSet(pkg.specifier)
+            except InvalidSpecifier:
+                continue
+            if not _satisfies(version, spec) and not pkg.no_deps:
+                yield NGC_TORCH_REPLACED.finding(
+                    f"torch{spec} is not satisfied by NGC's torch {torch.version} (a pre-release): pip will replace it",
+                    pkg.location, {"requirement": f"torch{spec}", "ngc_torch": torch.version},
+                )
+        elif not pkg.no_deps:
+            for name, spec, source in _requirements_of(pkg):
+                if name == "torch" and str(spec) and not _satisfies(version, spec):
+                    yield NGC_TORCH_REPLACED.finding(
+                        f"{pkg.name} {pkg.version or ''} needs torch{spec}, which NGC's torch {torch.version} does not satisfy: pip will replace NGC's torch".replace("  ", " "),
+                        pkg.location, {"package": pkg.name, "requires": f"torch{spec}", "ngc_torch": torch.version, "source": source},
+                    )
+
+
+def _pinned_by_constraint(ctx: CheckContext, name: str) -> bool:
+    return any(p.name == name and p.role == "constraint" and p.version for p in ctx.inventory.packages)
+
+
+def _unpinned(ctx: CheckContext, pkgs: list[Package], stack: set[str]) -> Iterator[Finding]:
+    for pkg in pkgs:
+        if pkg.role not in ("requirement",) or pkg.name not in stack or not installs_on(pkg, ctx.profile):
+            continue
+        if pkg.version or pkg.url or _pinned_by_constraint(ctx, pkg.name):
+            continue
+        yield UNPINNED.finding(
+            f"{pkg.name}{pkg.specifier or ''} is not pinned to an exact version",
+            pkg.location, {"package": pkg.name, "specifier": pkg.specifier},
+        )
+
+
+def _unsloth(ctx: CheckContext, pkgs: list[Package]) -> Iterator[Finding]:
+    for pkg in pkgs:
+        if pkg.name != "unsloth" or pkg.role not in ("requirement", "conda"):
+            continue
+        if pkg.no_deps:
+            yield UNSLOTH_DEPS.passed("unsloth is installed with --no-deps", pkg.location)
+            continue
+        yield UNSLOTH_DEPS.finding(
+            "unsloth is installed with its dependencies (no --no-deps): pip may replace torch, transformers or trl",
+            pkg.location, {"package": "unsloth"},
+        )

@@ -1,0 +1,53 @@
+"""Accessors for the live readings in ``Inventory.host`` that several gotcha checks share (G3, G4, G6, G7).
+
+Pure functions over the inventory: no I/O. A check that needs a reading which is not there gets the
+reason as text, so it can say SKIP with that reason instead of guessing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envcheck.rules import CheckContext
+
+
+def is_live(ctx: CheckContext) -> bool:
+    """True for targets that describe a running machine (``envcheck preflight``, a container probe)."""
+    return ctx.kind == "host" or bool(ctx.inventory.host)
+
+
+def nvidia_smi(ctx: CheckContext) -> tuple[dict[str, Any] | None, str]:
+    """The nvidia-smi readings, or None and the reason they are missing."""
+    smi = ctx.inventory.host.get("nvidia_smi")
+    if not isinstance(smi, dict):
+        return None, "nvidia-smi was not run"
+    status = smi.get("status")
+    if status == "absent":
+        return None, "nvidia-smi not found (no NVIDIA driver here)"
+    if status != "ok":
+        return None, f"nvidia-smi failed: {smi.get('error', status)}"
+    samples = smi.get("samples") or []
+    if not samples or not samples[0].get("gpus"):
+        return None, "nvidia-smi lists no GPU"
+    return smi, ""
+
+
+def gpus(ctx: CheckContext) -> list[dict[str, Any]]:
+    """The GPUs of the last nvidia-smi sample (empty when there is none)."""
+    smi, _ = nvidia_smi(ctx)
+    if smi is None:
+        return []
+    return list(smi["samples"][-1]["gpus"])
+
+
+def unified_memory(ctx: CheckContext) -> bool:
+    """Does the GPU share system memory? GB10 reports memory.total as [N/A]; no GPU: judge by the profile."""
+    found = gpus(ctx)
+    if not found:
+        return True  # the profile's platform (DGX Spark) is unified-memory
+    return any(g.get("memory_total_mib") is None for g in found)
+
+
+def gib(value_bytes: float) -> str:
+    """Bytes as 'N.N GiB'."""
+    return f"{value_bytes / 2**30:.1f} GiB"

@@ -1,0 +1,278 @@
+"""Command line: parse options, build targets, run the engine, render, map to an exit code. Nothing else.
+
+    envcheck [OPTIONS] [PATH ...]          check files and folders (default: the current folder)
+    envcheck rules [ID|GOTCHA]             explain rules
+    envcheck image REF                     judge a registry image before pulling it
+    envcheck container IMAGE               run the checks inside a container
+    envcheck preflight                     live checks of this host, one line per gotcha
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+from envcheck import __version__
+from envcheck.errors import EnvcheckError, UsageError
+
+COMMANDS = {
+    "image": "envcheck.commands.image",
+    "container": "envcheck.commands.container",
+    "preflight": "envcheck.commands.preflight",
+}
+BUILTIN = ("rules",)
+_FORMATS = ("text", "json", "sarif", "github", "preflight")
+# Common options that take a value: needed to find the subcommand word among the arguments.
+_VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python"}
+
+
+def _common(parser: argparse.ArgumentParser, default_format: str | None = None) -> None:
+    g = parser.add_argument_group("output and policy")
+    g.add_argument("-f", "--format", choices=_FORMATS, default=default_format, help="output format (default: text; preflight for `envcheck preflight`)")
+    g.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    g.add_argument("--fail-on", choices=("fail", "warn", "never"), help="lowest status that makes the exit code 1 (default: fail)")
+    g.add_argument("--ignore", action="append", default=[], metavar="RULE", help="ignore a rule id or a whole gotcha (G2); repeatable")
+    g.add_argument("--config", metavar="FILE", help="config file (default: .envcheck.toml or [tool.envcheck] in pyproject.toml)")
+    g.add_argument("--profile", help="target profile name or TOML file (default: dgx-spark)")
+    g.add_argument("--nvfp4", action="store_true", help="WARN when no sm_121a kernels exist (you plan to run NVFP4)")
+    g.add_argument("--no-cache", action="store_true", help="do not read or write envcheck's cache")
+    g.add_argument("-q", "--quiet", action="count", default=0, help="show only failures")
+    g.add_argument("-v", "--verbose", action="count", default=0, help="also show passing and informational findings")
+    g.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+
+
+def _check_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="envcheck",
+        description="Will this Python environment or container work on an NVIDIA DGX Spark (GB10, aarch64, CUDA 13, sm_121)?",
+        epilog="Subcommands: envcheck rules [ID], envcheck image REF, envcheck container IMAGE, envcheck preflight. "
+        "Exit codes: 0 clean, 1 findings at/above --fail-on, 2 usage error or unreadable target, 3 a service was unreachable.",
+    )
+    parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="requirements/freeze/pyproject/uv.lock/pylock/Dockerfile/wheel/ELF/folder (default: the current folder)")
+    parser.add_argument("--kind", help="force the input kind: requirements, freeze, pyproject, uv-lock, pylock, dockerfile, wheel, elf, folder")
+    parser.add_argument("--build-arg", action="append", default=[], metavar="NAME=VALUE", help="Dockerfile build argument (repeatable)")
+    parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
+    parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
+    _common(parser)
+    return parser
+
+
+def _split_command(argv: list[str]) -> tuple[str | None, list[str]]:
+    """The subcommand word (if any) and the arguments without it; common options may precede it."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            return None, argv
+        if word.startswith("-"):
+            if word in _VALUE_OPTS:
+                i += 1
+            i += 1
+            continue
+        if word in COMMANDS or word in BUILTIN:
+            return word, argv[:i] + argv[i + 1:]
+        return None, argv
+    return None, argv
+
+
+def _command_module(name: str) -> ModuleType:
+    try:
+        return importlib.import_module(COMMANDS[name])
+    except ImportError as exc:
+        raise UsageError(f"`envcheck {name}` is not available in this build: {exc}") from exc
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `envcheck` console script; returns the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    command, rest = _split_command(args_list)
+    debug = "--debug" in args_list
+    try:
+        if command == "rules":
+            return _rules(rest)
+        return _run(command, rest)
+    except EnvcheckError as exc:
+        print(f"envcheck: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("envcheck: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug in envcheck: say so briefly, traceback only with --debug
+        if debug:
+            raise
+        print(f"envcheck: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", file=sys.stderr)
+        return 2
+
+
+def _run(command: str | None, argv: list[str]) -> int:
+    from envcheck import engine
+    from envcheck.config import load_config
+
+    if command is None:
+        parser = _check_parser()
+        module = None
+    else:
+        module = _command_module(command)
+        parser = argparse.ArgumentParser(prog=f"envcheck {command}", description=getattr(module, "HELP", None))
+        module.configure(parser)
+        _common(parser, getattr(module, "DEFAULT_FORMAT", None))
+    args = parser.parse_args(argv)
+    config = _layered_config(args, load_config(args.config, Path.cwd()))
+    if module is None:
+        targets = _path_targets(args, config)
+    else:
+        targets = module.build(args, config)
+    report = engine.run(targets, config, debug=args.debug)
+    from envcheck.formats import renderer
+
+    fmt = args.format or "text"
+    verbosity = args.verbose - args.quiet
+    text = renderer(fmt)(report, verbosity)
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
+        if fmt != "text" and args.quiet <= 0:
+            print(renderer("text")(report, verbosity), end="")
+    else:
+        sys.stdout.write(text)
+    return report.exit_code
+
+
+def _layered_config(args: argparse.Namespace, config: object) -> object:
+    """Command-line options are the top layer over file and environment config."""
+    from dataclasses import replace
+
+    from envcheck.config import Config
+
+    assert isinstance(config, Config)
+    changes: dict[str, object] = {}
+    if args.profile:
+        changes["profile"] = args.profile
+    if args.fail_on:
+        changes["fail_on"] = args.fail_on
+    if args.ignore:
+        changes["ignores"] = {**config.ignores, **{r: "ignored on the command line" for r in args.ignore}}
+    options = dict(config.options)
+    if args.nvfp4:
+        options["nvfp4"] = True
+    if getattr(args, "deep_fatbin", False):
+        options["deep_fatbin"] = True
+    if args.no_cache:
+        options["no_cache"] = True
+    changes["options"] = options
+    return replace(config, **changes)  # type: ignore[arg-type]
+
+
+def _path_targets(args: argparse.Namespace, config: object) -> list[object]:
+    from envcheck import sources
+    from envcheck.engine import Target
+    from envcheck.errors import InputError
+
+    build_args = {}
+    for item in args.build_arg:
+        name, eq, value = item.partition("=")
+        if not eq:
+            value = os.environ.get(name, "")
+        build_args[name] = value
+    options = sources.ReadOptions(
+        kind=args.kind,
+        build_args=build_args,
+        deep_fatbin=bool(args.deep_fatbin),
+        use_cache=not args.no_cache,
+    )
+    targets: list[object] = []
+    paths = [Path(p) for p in args.paths]
+    if not paths and not args.python:
+        found = sources.discover(Path.cwd())
+        if not found:
+            raise UsageError("nothing to check in the current folder (no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, Dockerfile or wheel); pass a PATH")
+        for path, kind in found:
+            targets.append(_file_target(path, kind, options))
+    for path in paths:
+        if not path.exists() and not path.is_symlink():
+            targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(f"{path}: no such file or folder", str(path)))))
+            continue
+        kind = args.kind or sources.detect(path)
+        if kind is None:
+            targets.append(Target(str(path), "unknown", _raiser(InputError(
+                f"{path}: cannot tell what kind of input this is; pass --kind (requirements, freeze, pyproject, uv-lock, pylock, dockerfile, wheel, elf, folder)", str(path)))))
+            continue
+        targets.append(_file_target(path, kind, options))
+    if args.python:
+        targets.append(_python_target(args.python, options))
+    return targets
+
+
+def _raiser(exc: Exception):  # type: ignore[no-untyped-def]
+    def read():  # type: ignore[no-untyped-def]
+        raise exc
+
+    return read
+
+
+def _file_target(path: Path, kind: str, options: object) -> object:
+    from dataclasses import replace
+
+    from envcheck import sources
+    from envcheck.engine import Target
+
+    source_kind = "requirements" if kind == "freeze" else kind
+    module = sources.module_for(source_kind)
+    opts = replace(options, kind=kind) if kind == "freeze" else options  # type: ignore[type-var]
+    return Target(str(path), kind, lambda: module.read(path, opts))
+
+
+def _python_target(python: str, options: object) -> object:
+    from envcheck import sources
+    from envcheck.engine import Target
+    from envcheck.model import Inventory
+
+    def read() -> Inventory:
+        module = sources.module_for("folder")
+        inventory = Inventory(context="installed")
+        for site in module.site_packages_of(python):
+            inventory.extend(module.scan_folder(site, options))
+        inventory.context = "installed"
+        return inventory
+
+    return Target(f"python:{python}", "folder", read)
+
+
+def _rules(argv: list[str]) -> int:
+    from envcheck import rules
+
+    parser = argparse.ArgumentParser(prog="envcheck rules", description="List every rule, or explain one rule or gotcha.")
+    parser.add_argument("selector", nargs="?", help="a rule id (G1-cuda12-index) or a gotcha (G2, ARCH)")
+    parser.add_argument("-f", "--format", choices=("text", "json", "markdown"), default="text")
+    args = parser.parse_args(argv)
+    selected = list(rules.iter_rules(args.selector))
+    if not selected:
+        raise UsageError(f"no rule or gotcha named {args.selector!r}; `envcheck rules` lists them")
+    if args.format == "json":
+        import json
+
+        data = [{"id": r.id, "gotcha": r.gotcha, "title": r.title, "severity": r.severity.value, "explanation": r.explanation, "fix": r.fix} for r in selected]
+        print(json.dumps(data, indent=2))
+        return 0
+    if args.format == "markdown":
+        from envcheck.formats.rules_doc import markdown
+
+        print(markdown(selected), end="")
+        return 0
+    detailed = args.selector is not None
+    for r in selected:
+        print(f"{r.id:34} {r.gotcha:8} {r.severity.value:5} {r.title}")
+        if detailed:
+            print(f"    {r.explanation}")
+            print(f"    Fix: {r.fix}\n")
+    return 0

@@ -1,0 +1,76 @@
+"""``envcheck image REF``: judge a registry (or local) image before pulling it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from envcheck import engine
+from envcheck.config import Config
+from envcheck.errors import UsageError
+from envcheck.profile import load_profile
+from envcheck.registry.auth import Credentials
+from envcheck.registry.reference import parse_reference
+from envcheck.sources.image import KIND, ImageOptions, looks_like_image, read_image
+
+HELP = "check a container image from its registry metadata (and with --deep, its layers) without pulling it"
+DEFAULT_FORMAT = "text"
+
+EPILOG = """\
+REF is a registry reference as `docker pull` takes it (nvcr.io/nvidia/pytorch:25.11-py3, ubuntu,
+host:port/repo@sha256:...), or a local image: docker-daemon:NAME (an image in the Docker engine),
+oci-layout:DIR[:TAG] (an OCI image layout folder), docker-archive:FILE.tar (docker save output).
+Registries are reached over HTTPS; plain HTTP only for loopback and --insecure-registry hosts.
+Credentials: --username with --password-stdin, else the Docker config (DOCKER_CONFIG, docker login,
+credential helpers), else anonymous. Exit code 3 when a registry or engine could not be reached."""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the image command's arguments."""
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("ref", metavar="REF", help="image reference, or docker-daemon:/oci-layout:/docker-archive: path")
+    parser.add_argument("--platform", default=None,
+                        help="platform to select from a multi-platform image (default: the profile's, linux/arm64)")
+    parser.add_argument("--deep", action="store_true",
+                        help="also stream the layers: installed distributions and ELF files (CUDA sonames, GPU code)")
+    parser.add_argument("--username", default=None, help="registry user name (with --password-stdin)")
+    parser.add_argument("--password-stdin", action="store_true", help="read the registry password or token from stdin")
+    parser.add_argument("--insecure-registry", action="append", default=[], metavar="HOST",
+                        help="allow plain HTTP to this registry (repeatable; loopback is always allowed)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (it only shows on a terminal anyway)")
+
+
+def _credentials(args: argparse.Namespace) -> Credentials | None:
+    if args.password_stdin and not args.username:
+        raise UsageError("--password-stdin needs --username")
+    if args.username and not args.password_stdin:
+        raise UsageError("--username needs --password-stdin (envcheck never takes a password as an argument)")
+    if not args.username:
+        return None
+    password = sys.stdin.read()
+    if password.endswith("\n"):
+        password = password[:-1].rstrip("\r")
+    if not password:
+        raise UsageError("--password-stdin read an empty password")
+    return Credentials(args.username, password, origin="--username/--password-stdin")
+
+
+def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
+    """One target of kind ``image`` for REF."""
+    ref_text: str = args.ref
+    if not looks_like_image(ref_text):
+        parse_reference(ref_text)  # a malformed reference is a usage error (exit 2) before any network use
+    platform = args.platform or load_profile(config.profile).docker_platform
+    if platform.count("/") not in (1, 2):
+        raise UsageError(f"--platform {platform!r}: expected os/arch[/variant], e.g. linux/arm64")
+    options = ImageOptions(
+        platform=platform,
+        deep=bool(args.deep),
+        credentials=_credentials(args),
+        insecure_registries=tuple(args.insecure_registry),
+        progress=not args.no_progress,
+        use_cache=not getattr(args, "no_cache", False),
+        deep_fatbin=bool(getattr(args, "deep_fatbin", False) or config.options.get("deep_fatbin", False)),
+    )
+    return [engine.Target(name=ref_text, kind=KIND, read=lambda: read_image(ref_text, options))]

@@ -1,0 +1,36 @@
+"""Versioned JSON (``schema_version`` 1), described by ``report.schema.json`` in this package."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from envcheck import __version__
+from envcheck.model import Report
+
+SCHEMA_VERSION = 1
+
+
+def report_data(report: Report) -> dict[str, Any]:
+    """The report as JSON-ready data (what ``--format json`` prints)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "envcheck_version": __version__,
+        "profile": report.profile,
+        "targets": [
+            {
+                "target": t.target,
+                "kind": t.kind,
+                "inventory": t.inventory.to_json(),
+                "findings": [f.to_json() for f in t.findings],
+                "suppressed": [dict(f.to_json(), reason=reason) for f, reason in t.suppressed],
+            }
+            for t in report.targets
+        ],
+        "summary": {g: s.value for g, s in report.summary().items()},
+        "exit_code": report.exit_code,
+    }
+
+
+def render(report: Report, verbosity: int = 0) -> str:
+    return json.dumps(report_data(report), indent=2, sort_keys=False, default=str) + "\n"

@@ -1,0 +1,41 @@
+"""The original preflight script's contract: one line per gotcha, G1..G10 in order.
+
+``G<n> <STATUS> <detail>`` with STATUS in PASS/FAIL/WARN/SKIP, and ``G<n> INFO: <readings>`` where a
+gotcha has only raw readings. Findings outside G1..G10 (ARCH, envcheck's own ERRORs) follow the ten
+lines, one each, so scripts that read the G lines keep working.
+"""
+
+from __future__ import annotations
+
+from envcheck.model import GOTCHAS, Finding, Report, Status
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def gotcha_line(gotcha: str, findings: list[Finding]) -> str:
+    """The single line for one gotcha."""
+    if not findings:
+        return f"{gotcha} SKIP not checked by this command"
+    worst = Status.worst(f.status for f in findings)
+    infos = [f for f in findings if f.status is Status.INFO]
+    if worst is Status.INFO:
+        return f"{gotcha} INFO: " + "; ".join(_one_line(f.message) for f in infos)
+    lead = [f for f in findings if f.status is worst]
+    detail = _one_line(lead[0].message)
+    if len(lead) > 1:
+        detail += f" (+{len(lead) - 1} more)"
+    if infos and worst in (Status.PASS, Status.WARN):
+        detail += " | INFO: " + "; ".join(_one_line(f.message) for f in infos[:3])
+    return f"{gotcha} {worst.value} {detail}"
+
+
+def render(report: Report, verbosity: int = 0) -> str:
+    findings = report.findings
+    lines = [gotcha_line(g, [f for f in findings if f.gotcha == g]) for g in GOTCHAS]
+    for f in findings:
+        if f.gotcha not in GOTCHAS and f.status in (Status.FAIL, Status.WARN, Status.ERROR):
+            where = f" ({f.location})" if f.location is not None else ""
+            lines.append(f"{f.gotcha} {f.status.value} {_one_line(f.message)}{where}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,80 @@
+"""SARIF 2.1.0 for code scanning: rules from the registry in ``tool.driver.rules``, results with line numbers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from envcheck import __version__, rules
+from envcheck.model import Report, Status
+
+_LEVEL = {Status.ERROR: "error", Status.FAIL: "error", Status.WARN: "warning", Status.INFO: "note"}
+HELP_URI = "https://github.com/envcheck/envcheck/blob/main/docs/rules.md"
+
+
+def _rule_descriptor(rule: rules.Rule) -> dict[str, Any]:
+    return {
+        "id": rule.id,
+        "name": rule.id.replace("-", "_"),
+        "shortDescription": {"text": f"{rule.gotcha}: {rule.title}"},
+        "fullDescription": {"text": rule.explanation},
+        "help": {"text": f"{rule.explanation}\n\nFix: {rule.fix}", "markdown": f"{rule.explanation}\n\n**Fix:** {rule.fix}"},
+        "helpUri": f"{HELP_URI}#{rule.id.lower()}",
+        "defaultConfiguration": {"level": _LEVEL.get(rule.severity, "warning")},
+        "properties": {"gotcha": rule.gotcha, "tags": [rule.gotcha, "dgx-spark"]},
+    }
+
+
+def sarif_data(report: Report) -> dict[str, Any]:
+    """The report as a SARIF 2.1.0 log."""
+    all_rules = list(rules.iter_rules())
+    index = {r.id: i for i, r in enumerate(all_rules)}
+    results = []
+    for target in report.targets:
+        for f in target.findings:
+            level = _LEVEL.get(f.status)
+            if level is None or (f.status is Status.INFO):
+                continue
+            loc = f.location
+            path = loc.path if loc is not None else target.target
+            region: dict[str, Any] = {}
+            if loc is not None and loc.line is not None:
+                region["startLine"] = loc.line
+            physical: dict[str, Any] = {"artifactLocation": {"uri": path.lstrip("./") if not path.startswith("/") else path}}
+            if region:
+                physical["region"] = region
+            result: dict[str, Any] = {
+                "ruleId": f.rule,
+                "level": level,
+                "message": {"text": f.message + (f" Fix: {f.fix}" if f.fix else "")},
+                "locations": [{"physicalLocation": physical}],
+                "properties": {"gotcha": f.gotcha, "status": f.status.value},
+            }
+            if f.rule in index:
+                result["ruleIndex"] = index[f.rule]
+            if loc is not None and loc.member:
+                result["locations"][0]["logicalLocations"] = [{"name": loc.member, "kind": "member"}]
+            results.append(result)
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "envcheck",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": "https://github.com/envcheck/envcheck",
+                        "rules": [_rule_descriptor(r) for r in all_rules],
+                    }
+                },
+                "results": results,
+                "properties": {"profile": report.profile},
+            }
+        ],
+    }
+
+
+def render(report: Report, verbosity: int = 0) -> str:
+    return json.dumps(sarif_data(report), indent=2) + "\n"

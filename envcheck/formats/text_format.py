@@ -1,0 +1,36 @@
+"""Human-readable text: one block per target, failures first, each with the rule's fix."""
+
+from __future__ import annotations
+
+from envcheck.model import Report, Status
+
+_SHOWN = {
+    -1: (Status.ERROR, Status.FAIL),
+    0: (Status.ERROR, Status.FAIL, Status.WARN),
+    1: (Status.ERROR, Status.FAIL, Status.WARN, Status.INFO, Status.SKIP, Status.PASS),
+}
+
+
+def render(report: Report, verbosity: int = 0) -> str:
+    shown = _SHOWN[max(-1, min(1, verbosity))]
+    lines: list[str] = []
+    for target in report.targets:
+        findings = sorted(target.findings, key=lambda f: (-f.status.rank, f.location.line if f.location and f.location.line else 0))
+        visible = [f for f in findings if f.status in shown]
+        worst = Status.worst((f.status for f in target.findings), Status.PASS)
+        lines.append(f"{target.target} ({target.kind}): {worst.value}")
+        for f in visible:
+            where = f"{f.location}: " if f.location is not None else ""
+            lines.append(f"  {where}{f.status.value} {f.gotcha} {f.rule}: {f.message}")
+            if f.fix and f.status in (Status.FAIL, Status.WARN, Status.ERROR):
+                lines.append(f"      fix: {f.fix}")
+        if target.suppressed and verbosity > 0:
+            for f, reason in target.suppressed:
+                lines.append(f"  suppressed {f.rule} at {f.location}: {reason}")
+        hidden = len(findings) - len(visible)
+        if hidden and verbosity <= 0:
+            lines.append(f"  ({hidden} passing or informational findings hidden; -v shows them)")
+    summary = report.summary()
+    counted = [f"{g} {s.value}" for g, s in summary.items() if s is not Status.SKIP]
+    lines.append("summary: " + (", ".join(counted) if counted else "nothing checked"))
+    return "\n".join(lines) + "\n"

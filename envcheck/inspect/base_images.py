@@ -1,0 +1,154 @@
+"""What a base image reference says about the image: NGC release, CUDA, torch, arm64, flash-attn, triton.
+
+Pure lookups in ``knowledge/ngc_tags.toml``. Where the table has no row, the answer says so
+(``known=False``) together with what the tag lets us infer (a YY.MM after the first CUDA 13 release,
+a ``cuda12.4`` in the tag text), and ``inferred=True``: nothing is guessed silently.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from envcheck import knowledge
+from envcheck.errors import UsageError
+from envcheck.registry.reference import DEFAULT_REGISTRY, parse_reference
+
+_YYMM = re.compile(r"^(\d{2})\.(\d{2})(?:\.post\d+)?(?:-|$)")
+
+
+@dataclass(frozen=True)
+class BaseFacts:
+    """Facts about one base image reference (fields are None where nothing is known)."""
+
+    ref: str
+    repository: str  # registry-qualified for non-Hub images: nvcr.io/nvidia/pytorch; Hub: ubuntu, pytorch/pytorch
+    tag: str | None  # None: no tag written (Docker uses latest)
+    digest: str | None
+    family: str  # ngc-pytorch | ngc-vllm | ngc | cuda | other
+    release: str | None = None  # YY.MM for NGC tags
+    known: bool = False  # a row in the table matched
+    cuda: str | None = None  # "13.0", "12.8", "12" ...
+    torch: str | None = None
+    flash_attn: str | None = None
+    triton: str | None = None
+    arm64: bool | None = None
+    amd64_only: bool = False
+    ngc_torch: bool = False  # ships NVIDIA's PyTorch build (a0 pre-release, /etc/pip/constraint.txt)
+    inferred: bool = False
+    source: str = ""
+    note: str = ""  # what was inferred, in words
+
+    @property
+    def cuda_major(self) -> int | None:
+        return int(self.cuda.split(".")[0]) if self.cuda else None
+
+    @property
+    def floating(self) -> bool:
+        """``latest``, no tag, or a moving tag: the image changes under the same Dockerfile."""
+        return self.digest is None and (self.tag is None or self.tag in ("latest", "nightly") or self.tag.startswith(("latest-", "nightly-")))
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict[str, Any]:
+    return knowledge.load("ngc_tags")
+
+
+def _yymm(text: str) -> tuple[int, int]:
+    y, m = text.split(".")[:2]
+    return int(y), int(m)
+
+
+def describe(ref: str) -> BaseFacts:
+    """Facts about ``ref`` (as written after ARG substitution). Raises UsageError for a malformed reference."""
+    parsed = parse_reference(ref)
+    tag_written = _tag_written(ref)
+    repo = parsed.repository
+    if parsed.registry == DEFAULT_REGISTRY:
+        name = repo.removeprefix("library/")
+    else:
+        name = f"{parsed.registry}/{repo}"
+    tag = parsed.tag if tag_written else None
+    table = _table()
+    base = {"ref": ref, "repository": name, "tag": tag, "digest": parsed.digest}
+    if parsed.registry == "nvcr.io" and repo.startswith("nvidia/"):
+        return _ngc(base, repo, tag, table)
+    cuda_images = table["cuda_images"]
+    if name in cuda_images["repos"]:
+        m = re.match(cuda_images["tag_pattern"], tag or "")
+        if m:
+            return BaseFacts(**base, family="cuda", known=True, cuda=f"{m.group(1)}.{m.group(2)}", arm64=bool(cuda_images["arm64"]),
+                             source=cuda_images["source"])
+        return BaseFacts(**base, family="cuda", note=f"tag {tag or '(none)'} does not name a CUDA version", source=cuda_images["source"])
+    for row in table.get("amd64_only", []):
+        if name == row["repo"]:
+            facts = _tag_text(base, tag, table)
+            return BaseFacts(**{**facts.__dict__, "amd64_only": True, "arm64": False,
+                                "source": "; ".join(s for s in (facts.source, row["source"]) if s),
+                                "inferred": facts.inferred or bool(row.get("inferred", False))})
+    return _tag_text(base, tag, table)
+
+
+def _tag_written(ref: str) -> bool:
+    name = ref.split("@", 1)[0]
+    return name.rfind(":") > name.rfind("/")
+
+
+def _tag_text(base: dict[str, Any], tag: str | None, table: dict[str, Any]) -> BaseFacts:
+    spec = table["tag_text"]
+    for pattern in spec["patterns"]:
+        m = re.search(pattern, tag or "")
+        if m:
+            major = int(m.group(1))
+            if major in (10, 11, 12, 13, 14):
+                return BaseFacts(**base, family="other", cuda=str(major), inferred=True, source=spec["source"],
+                                 note=f"CUDA {major} read from the tag text {tag!r}")
+    return BaseFacts(**base, family="other")
+
+
+def _ngc(base: dict[str, Any], repo: str, tag: str | None, table: dict[str, Any]) -> BaseFacts:
+    short = repo  # nvidia/pytorch
+    ngc_torch = short in table["ngc_torch_repos"]
+    family = {"nvidia/pytorch": "ngc-pytorch", "nvidia/vllm": "ngc-vllm"}.get(short, "ngc")
+    if short == "nvidia/cuda":
+        spec = table["cuda_images"]
+        m = re.match(spec["tag_pattern"], tag or "")
+        if m:
+            return BaseFacts(**base, family="cuda", known=True, cuda=f"{m.group(1)}.{m.group(2)}", arm64=bool(spec["arm64"]), source=spec["source"])
+        return BaseFacts(**base, family="cuda", note=f"tag {tag or '(none)'} does not name a CUDA version")
+    m = _YYMM.match(tag or "")
+    if not m:
+        return BaseFacts(**base, family=family, ngc_torch=ngc_torch, note=f"tag {tag or '(none)'} is not an NGC YY.MM release")
+    release = f"{m.group(1)}.{m.group(2)}"
+    rows = table.get(family.removeprefix("ngc-"), []) if family != "ngc" else []
+    for row in rows:
+        if row["tag"] == release:
+            return BaseFacts(
+                **base, family=family, release=release, known=True, cuda=row.get("cuda"), torch=row.get("torch"),
+                flash_attn=row.get("flash_attn"), triton=row.get("triton"), arm64=row.get("arm64"), ngc_torch=ngc_torch,
+                inferred=bool(row.get("inferred", False)), source=row["source"],
+            )
+    first = table["first_cuda13_pytorch"]
+    newest = max((r["tag"] for r in rows), key=_yymm, default=None)
+    if short in table["built_on_pytorch"] or family == "ngc-vllm":
+        if _yymm(release) < _yymm(first):
+            note = f"{release} is older than {first}, the first NGC release on CUDA 13, so it is a CUDA 12 (or older) image"
+            return BaseFacts(**base, family=family, release=release, cuda="12", ngc_torch=ngc_torch, inferred=True,
+                             source=table["first_cuda13_source"], note=note)
+        later = newest is not None and _yymm(release) > _yymm(newest)
+        note = (f"{release} is {'newer than the newest release envcheck knows (' + newest + ')' if later else 'not in the table'}; "
+                f"releases from {first} on are CUDA 13, so CUDA 13 is inferred")
+        return BaseFacts(**base, family=family, release=release, cuda="13", ngc_torch=ngc_torch, inferred=True,
+                         source=table["first_cuda13_source"], note=note)
+    note = f"no table for {short}; its CUDA cannot be told from the tag {release}"
+    return BaseFacts(**base, family=family, release=release, ngc_torch=ngc_torch, inferred=True, note=note)
+
+
+def safe_describe(ref: str) -> BaseFacts | None:
+    """``describe`` that returns None for a malformed reference (the source reports those)."""
+    try:
+        return describe(ref)
+    except UsageError:
+        return None

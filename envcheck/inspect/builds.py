@@ -1,0 +1,185 @@
+"""What a version string, distribution name or index URL says about the CUDA build behind it.
+
+Pure functions over the knowledge files: they say what is known and return None where nothing is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from envcheck import knowledge
+from envcheck.model import Package
+from envcheck.profile import Profile
+
+_LOCAL_CUDA = re.compile(r"(?:^|[.+])cu(\d{2,3})(?:$|[.])")
+_LOCAL_ROCM = re.compile(r"(?:^|[.+])rocm\d")
+_INDEX_TAG = re.compile(r"/whl/(?:nightly/|test/)?(cu\d{2,3}|cpu|rocm[\d.]+|xpu)(?:/|$)")
+
+
+@dataclass(frozen=True)
+class CudaBuild:
+    """The CUDA build a version or URL names: ``cuda_major`` None with ``flavor`` cpu/rocm/unknown."""
+
+    flavor: str  # cuda | cpu | rocm | xpu | unknown
+    cuda_major: int | None
+    detail: str  # e.g. "+cu128", "NGC 25.09", "cu130 index"
+
+
+def cuda_from_tag(tag: str) -> int | None:
+    """``cu128`` -> 12, ``cu130`` -> 13, ``cu118`` -> 11."""
+    m = re.fullmatch(r"cu(\d{2,3})", tag)
+    if not m:
+        return None
+    digits = m.group(1)
+    return int(digits[:-1]) if len(digits) == 3 else int(digits[0])
+
+
+def build_of_version(version: str | None) -> CudaBuild | None:
+    """The build a version's local part names (``+cu130``, ``+cpu``, NGC ``.nv25.09``), or None."""
+    if not version or "+" not in version:
+        return None
+    local = version.split("+", 1)[1]
+    ngc = ngc_release(version)
+    if ngc is not None:
+        first = knowledge.load("torch_builds")["ngc"]["first_cuda13_release"]
+        major = 13 if _yymm(ngc) >= _yymm(first) else 12
+        return CudaBuild("cuda", major, f"NGC {ngc}")
+    m = _LOCAL_CUDA.search(local)
+    if m:
+        tag = f"cu{m.group(1)}"
+        return CudaBuild("cuda", cuda_from_tag(tag), f"+{tag}")
+    if local == "cpu" or local.startswith("cpu"):
+        return CudaBuild("cpu", None, "+cpu")
+    if _LOCAL_ROCM.search(local) or local.startswith("rocm"):
+        return CudaBuild("rocm", None, f"+{local}")
+    return None
+
+
+def ngc_release(version: str | None) -> str | None:
+    """``2.9.0a0+50eac811a6.nv25.09`` -> ``25.09``; None for other versions."""
+    if not version:
+        return None
+    pattern = knowledge.load("torch_builds")["ngc"]["version_pattern"]
+    m = re.search(pattern, version)
+    if not m:
+        return None
+    return f"{m.group(1)}.{int(m.group(2)):02d}"
+
+
+def _yymm(release: str) -> tuple[int, int]:
+    yy, mm = release.split(".")[:2]
+    return int(yy), int(mm)
+
+
+def build_of_index(url: str) -> CudaBuild | None:
+    """What a package index serves: ``download.pytorch.org/whl/cu128`` -> CUDA 12; None if it says nothing."""
+    if url.startswith("uv-torch-backend:"):
+        tag = url.split(":", 1)[1]
+        if tag in ("auto",):
+            return None
+        major = cuda_from_tag(tag)
+        return CudaBuild("cuda" if major else ("cpu" if tag == "cpu" else "unknown"), major, f"uv --torch-backend={tag}")
+    m = _INDEX_TAG.search(url.rstrip("/") + "/")
+    if not m:
+        return None
+    tag = m.group(1)
+    if tag == "cpu":
+        return CudaBuild("cpu", None, "CPU-only index")
+    if tag.startswith("rocm"):
+        return CudaBuild("rocm", None, f"{tag} index")
+    if tag == "xpu":
+        return CudaBuild("xpu", None, "xpu index")
+    return CudaBuild("cuda", cuda_from_tag(tag), f"{tag} index")
+
+
+def pypi_torch_build(specifier: str, version: str | None, machine: str) -> tuple[CudaBuild, str] | None:
+    """What PyPI serves for torch on ``machine`` for this pin/specifier: judged by the newest release allowed."""
+    data = knowledge.load("torch_builds")
+    chosen: Version | None = None
+    try:
+        if version:
+            chosen = Version(version.split("+", 1)[0])
+        else:
+            spec = SpecifierSet(specifier or "")
+            allowed = [Version(v) for v in data["pypi_releases"]["versions"] if Version(v) in spec]
+            if not allowed:
+                return None
+            chosen = max(allowed)
+    except (InvalidVersion, InvalidSpecifier):
+        return None
+    for row in data["pypi"]:
+        if chosen in SpecifierSet(row["versions"]):
+            flavor = str(row.get(machine, "unknown"))
+            if flavor == "cpu":
+                return CudaBuild("cpu", None, f"PyPI torch {chosen} on {machine}"), str(row["source"])
+            if flavor.isdigit():
+                return CudaBuild("cuda", int(flavor), f"PyPI torch {chosen} on {machine}"), str(row["source"])
+    return None
+
+
+def distribution_cuda_major(pkg: Package) -> tuple[int, str] | None:
+    """(CUDA major, why) for distributions that carry CUDA libraries; None when the name says nothing."""
+    data = knowledge.load("nvidia_distributions")
+    name = pkg.name
+    for suffix, major in data["suffix"].items():
+        if name.endswith(suffix) and (name.startswith(("nvidia-", "cuda-")) or name.count("-") >= 1):
+            return int(major), f"the distribution name ends in {suffix}"
+    for row in data["pattern"]:
+        m = re.match(row["regex"], name)
+        if m:
+            return int(m.group(1)), f"the distribution name {name} names CUDA {m.group(1)}"
+    row = _unsuffixed().get(name)
+    if row is not None and pkg.version:
+        try:
+            v = Version(pkg.version)
+        except InvalidVersion:
+            return None
+        for key, value in row.items():
+            if key.startswith("cuda") and key[4:].isdigit() and v in SpecifierSet(value):
+                return int(key[4:]), f"{name} {pkg.version} is the CUDA {key[4:]} release line ({row['source']})"
+        if "cuda12" not in row:
+            return 12, f"{name} {pkg.version} is outside the CUDA 13 release line ({row['cuda13']}), so it is an older CUDA build"
+    return None
+
+
+@lru_cache(maxsize=1)
+def _unsuffixed() -> dict[str, dict[str, Any]]:
+    return {row["name"]: row for row in knowledge.load("nvidia_distributions")["unsuffixed"]}
+
+
+def installs_on(pkg: Package, profile: Profile, extras: tuple[str, ...] = ("",)) -> bool:
+    """Whether a requirement's environment marker selects it on the profile's platform."""
+    if not pkg.marker:
+        return True
+    try:
+        marker = Marker(pkg.marker)
+    except InvalidMarker:
+        return True
+    for extra in extras:
+        env = dict(profile.marker_env)
+        env["extra"] = extra
+        try:
+            if marker.evaluate(env):
+                return True
+        except UndefinedEnvironmentName:
+            return True
+    return False
+
+
+def requirement_applies(marker: Marker | None, profile: Profile) -> bool:
+    """Whether a Requires-Dist line's marker holds on the profile (no extras requested)."""
+    if marker is None:
+        return True
+    env = dict(profile.marker_env)
+    env["extra"] = ""
+    try:
+        return bool(marker.evaluate(env))
+    except UndefinedEnvironmentName:
+        return True

@@ -1,0 +1,708 @@
+"""A Dockerfile parser that follows BuildKit's rules (the ``docker/dockerfile:1`` frontend).
+
+Why our own: ``dockerfile-parse`` (PyPI) reads heredoc bodies as instructions and mis-substitutes
+``${TAG:-default}`` in ``FROM`` lines; see docs/dockerfiles.md. This module reads:
+
+- parser directives (``# syntax=``, ``# escape=`` with ``\\`` or a backtick), comments (also between
+  continued lines), line continuations, blank lines inside continuations;
+- heredocs on RUN/COPY/ADD (``<<EOF``, ``<<-EOF``, quoted delimiters, several per instruction);
+- JSON (exec) and shell forms; flags (``FROM --platform``, ``RUN --mount``, ``COPY --from``);
+- build stages (``FROM ... AS name``, ``FROM <stage>``), which stages reach the final image;
+- ``ARG`` before and after ``FROM`` with ``--build-arg`` overrides, ``ENV`` in both syntaxes, and
+  variable substitution with ``$V``, ``${V}``, ``${V:-x}``, ``${V-x}``, ``${V:+x}``, ``${V+x}``,
+  ``${V:?msg}``, ``${V#p}``, ``${V%p}``, ``${V/p/r}`` as BuildKit does it.
+
+Errors that ``docker build`` would stop on raise :class:`DockerfileSyntaxError` with the line.
+"""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+INSTRUCTIONS = frozenset({
+    "FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT",
+    "VOLUME", "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL",
+})
+_FLAG_INSTRUCTIONS = frozenset({"FROM", "RUN", "COPY", "ADD", "HEALTHCHECK"})
+_HEREDOC_INSTRUCTIONS = frozenset({"RUN", "COPY", "ADD"})
+_DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+_HEREDOC = re.compile(r"<<(-?)\s*(?:\"([^\"\n]+)\"|'([^'\n]+)'|([A-Za-z0-9_.\-]+))")
+_STAGE_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_.\-]*$")
+_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class DockerfileSyntaxError(Exception):
+    """A Dockerfile that ``docker build`` would reject; ``line`` is 1-based."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.message = message
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Heredoc:
+    """One heredoc attached to an instruction: its delimiter, body, and where the body starts."""
+
+    name: str
+    body: str
+    line: int  # 1-based line of the first body line
+    strip_tabs: bool = False  # <<-EOF
+    expand: bool = True  # False when the delimiter was quoted (<<'EOF'): no variable expansion
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One instruction as written: keyword, flags, argument text and where each part came from.
+
+    ``args`` is the argument text after the flags with continuations joined the way BuildKit joins
+    them (the escape character and the newline are removed). ``line_of(offset)`` maps an offset in
+    ``args`` back to the physical line, so a command in the middle of a long RUN is located exactly.
+    """
+
+    keyword: str
+    args: str
+    line: int
+    end_line: int
+    flags: tuple[tuple[str, str | None], ...] = ()
+    json_args: tuple[str, ...] | None = None  # exec form
+    heredocs: tuple[Heredoc, ...] = ()
+    offsets: tuple[int, ...] = (0,)  # offsets in args where each physical line starts
+    lines: tuple[int, ...] = ()  # the physical line number for each entry in offsets
+    stage: int = -1  # index of its stage; -1 for global ARGs
+
+    def flag(self, name: str) -> str | None:
+        """The value of ``--name=value`` (last one wins), or None."""
+        value = None
+        for key, val in self.flags:
+            if key == name:
+                value = val if val is not None else ""
+        return value
+
+    def flag_values(self, name: str) -> list[str]:
+        """Every value of a repeatable flag such as ``--mount``."""
+        return [val or "" for key, val in self.flags if key == name]
+
+    def line_of(self, offset: int) -> int:
+        """The physical line on which ``args[offset]`` was written."""
+        if not self.lines:
+            return self.line
+        i = bisect.bisect_right(self.offsets, offset) - 1
+        return self.lines[max(0, i)]
+
+
+@dataclass
+class Stage:
+    """One build stage: its base, its name, its instructions and the variables it ends with."""
+
+    index: int
+    name: str | None
+    base: str  # the FROM reference after substitution
+    base_written: str  # as written
+    line: int
+    platform: str | None = None
+    platform_written: str | None = None
+    parent: int | None = None  # index of the stage it builds on (FROM <stage>)
+    instructions: list[Instruction] = field(default_factory=list)
+    final: bool = False  # ends up in the final image (the target stage or one it builds on)
+    unresolved: tuple[str, ...] = ()  # ARG names in FROM that had no value
+
+    @property
+    def label(self) -> str:
+        """The stage's name as users refer to it: its AS name, or its index."""
+        return self.name or str(self.index)
+
+
+@dataclass
+class Dockerfile:
+    """A parsed Dockerfile."""
+
+    directives: dict[str, str]
+    escape: str
+    global_args: list[Instruction]
+    stages: list[Stage]
+    instructions: list[Instruction]
+    global_values: dict[str, str]  # global ARG values (after --build-arg) visible to FROM
+
+    @property
+    def final_stage(self) -> Stage:
+        return self.stages[-1]
+
+    def stage_by_ref(self, ref: str) -> Stage | None:
+        """The stage named ``ref`` (case-insensitive) or with that index."""
+        low = ref.lower()
+        for stage in self.stages:
+            if stage.name is not None and stage.name.lower() == low:
+                return stage
+        if low.isdigit() and int(low) < len(self.stages):
+            return self.stages[int(low)]
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Variable substitution (BuildKit's shell lexer subset used for Dockerfile words)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Expansion:
+    """The result of expanding one word: its value and the variables it used that had no value."""
+
+    value: str
+    missing: list[str] = field(default_factory=list)
+
+
+def expand(text: str, values: Mapping[str, str], escape: str = "\\", keep_unknown: bool = False,
+           remove_quotes: bool = True) -> Expansion:
+    """Expand ``$VAR`` forms in ``text`` with ``values``; quotes are removed like BuildKit does.
+
+    ``keep_unknown`` leaves references to unknown variables as written (used for RUN text, where the
+    shell of the base image would expand them from an environment we cannot see).
+    """
+    out: list[str] = []
+    missing: list[str] = []
+    i = 0
+    n = len(text)
+    quote: str | None = None
+    while i < n:
+        ch = text[i]
+        if quote == "'":
+            if ch == "'":
+                quote = None
+                if not remove_quotes:
+                    out.append(ch)
+            else:
+                out.append(ch)
+            i += 1
+            continue
+        if ch == escape and i + 1 < n:
+            nxt = text[i + 1]
+            if (quote == '"' and nxt not in ('"', "$", escape)) or not remove_quotes:
+                out.append(ch)
+            out.append(nxt)
+            i += 2
+            continue
+        if ch in ("'", '"') and quote is None:
+            quote = ch
+            if not remove_quotes:
+                out.append(ch)
+            i += 1
+            continue
+        if ch == '"' and quote == '"':
+            quote = None
+            if not remove_quotes:
+                out.append(ch)
+            i += 1
+            continue
+        if ch == "$" and i + 1 < n:
+            i = _dollar(text, i, values, escape, keep_unknown, out, missing)
+            continue
+        out.append(ch)
+        i += 1
+    return Expansion("".join(out), missing)
+
+
+def _dollar(text: str, i: int, values: Mapping[str, str], escape: str, keep_unknown: bool,
+            out: list[str], missing: list[str]) -> int:
+    """Expand the reference at ``text[i] == '$'``; return the index after it."""
+    n = len(text)
+    if text[i + 1] != "{":
+        m = _VAR_NAME.match(text, i + 1)
+        if not m:
+            out.append("$")
+            return i + 1
+        name = m.group(0)
+        if name in values:
+            out.append(values[name])
+        else:
+            missing.append(name)
+            if keep_unknown:
+                out.append(text[i:m.end()])
+        return m.end()
+    # ${...}: find the matching brace (nested ${} allowed in the word part)
+    depth = 0
+    j = i + 1
+    while j < n:
+        if text[j] == escape:
+            j += 2
+            continue
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                break
+        j += 1
+    if j >= n:
+        out.append(text[i:])  # unterminated: BuildKit reports "missing '}'"; keep it literal
+        return n
+    body = text[i + 2 : j]
+    m = _VAR_NAME.match(body)
+    if not m:
+        out.append(text[i : j + 1])
+        return j + 1
+    name = m.group(0)
+    rest = body[m.end():]
+    is_set = name in values
+    value = values.get(name, "")
+    result: str
+    if rest == "":
+        if not is_set:
+            missing.append(name)
+            if keep_unknown:
+                out.append(text[i : j + 1])
+                return j + 1
+        result = value
+    elif rest[:2] in (":-", ":+", ":?") or rest[:1] in ("-", "+", "?"):
+        colon = rest.startswith(":")
+        op = rest[1] if colon else rest[0]
+        word = rest[2:] if colon else rest[1:]
+        present = (is_set and value != "") if colon else is_set
+        inner = expand(word, values, escape, keep_unknown)
+        if op == "-":
+            result = value if present else inner.value
+            if not present:
+                missing.extend(inner.missing)
+        elif op == "+":
+            result = inner.value if present else ""
+        else:  # ?: an error in BuildKit when unset; keep going with an empty value, record it
+            if not present:
+                missing.append(name)
+            result = value
+    elif rest[:1] in ("#", "%"):
+        double = rest[1:2] == rest[:1]
+        pattern = expand(rest[2:] if double else rest[1:], values, escape, keep_unknown).value
+        result = _trim(value, pattern, prefix=rest[0] == "#", longest=double)
+        if not is_set:
+            missing.append(name)
+    elif rest[:1] == "/":
+        every = rest[1:2] == "/"
+        spec = rest[2:] if every else rest[1:]
+        pattern, _, replacement = spec.partition("/")
+        result = _replace(value, pattern, replacement, every)
+        if not is_set:
+            missing.append(name)
+    else:
+        out.append(text[i : j + 1])
+        return j + 1
+    out.append(result)
+    return j + 1
+
+
+def _trim(value: str, pattern: str, prefix: bool, longest: bool) -> str:
+    cuts = range(len(value), -1, -1) if longest == prefix else range(len(value) + 1)
+    for k in cuts:
+        part = value[:k] if prefix else value[len(value) - k :]
+        if fnmatch.fnmatchcase(part, pattern):
+            return value[k:] if prefix else value[: len(value) - k]
+    return value
+
+
+def _replace(value: str, pattern: str, replacement: str, every: bool) -> str:
+    regex = fnmatch.translate(pattern).replace("\\Z", "").removeprefix("(?s:").removesuffix(")")
+    try:
+        return re.sub(f"(?s:{regex})", lambda _m: replacement, value, count=0 if every else 1)
+    except re.error:
+        return value
+
+
+def split_words(text: str, escape: str = "\\") -> list[str]:
+    """Split on blanks outside quotes, keeping quotes and escapes (BuildKit's parseWords)."""
+    words: list[str] = []
+    buf: list[str] = []
+    quote: str | None = None
+    i = 0
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if quote is None and ch in " \t\r\n":
+            if buf:
+                words.append("".join(buf))
+                buf = []
+            i += 1
+            continue
+        if ch == escape and i + 1 < n and quote != "'":
+            buf.append(text[i : i + 2])
+            i += 2
+            continue
+        if quote is None and ch in ("'", '"'):
+            quote = ch
+        elif quote == ch:
+            quote = None
+        buf.append(ch)
+        i += 1
+    if buf:
+        words.append("".join(buf))
+    return words
+
+
+# ---------------------------------------------------------------------------------------------
+# Lines, instructions, heredocs
+# ---------------------------------------------------------------------------------------------
+
+
+def _directives(lines: list[str]) -> tuple[dict[str, str], int]:
+    """Parser directives at the top of the file, and the index of the first line after them."""
+    found: dict[str, str] = {}
+    index = 0
+    for index, raw in enumerate(lines):
+        m = _DIRECTIVE.match(raw.strip())
+        if not m or not raw.lstrip().startswith("#"):
+            return found, index
+        key = m.group(1).lower()
+        if key in found:  # a repeated directive is a comment from then on
+            return found, index
+        found[key] = m.group(2)
+    return found, len(lines)
+
+
+def _heredoc_markers(text: str) -> list[tuple[str, bool, bool]]:
+    """(delimiter, strip_tabs, expand) for each ``<<WORD`` outside quotes in an instruction line."""
+    found: list[tuple[str, bool, bool]] = []
+    quote: str | None = None
+    i = 0
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if quote is None and ch in ("'", '"'):
+            quote = ch
+        elif quote is not None and ch == quote:
+            quote = None
+        elif quote is None and text.startswith("<<", i) and not text.startswith("<<<", i):
+            m = _HEREDOC.match(text, i)
+            if m:
+                name = m.group(2) or m.group(3) or m.group(4)
+                found.append((name, m.group(1) == "-", m.group(4) is not None))
+                i = m.end()
+                continue
+        i += 1
+    return found
+
+
+def _split_flags(keyword: str, args: str, start: int) -> tuple[list[tuple[str, str | None]], int]:
+    """Leading ``--name[=value]`` flags of an instruction; returns them and the offset after them."""
+    flags: list[tuple[str, str | None]] = []
+    if keyword not in _FLAG_INSTRUCTIONS:
+        return flags, start
+    pos = start
+    n = len(args)
+    while True:
+        while pos < n and args[pos] in " \t":
+            pos += 1
+        if not args.startswith("--", pos):
+            return flags, pos
+        end = pos
+        quote: str | None = None
+        while end < n and (quote is not None or args[end] not in " \t"):
+            if quote is None and args[end] in ("'", '"'):
+                quote = args[end]
+            elif quote is not None and args[end] == quote:
+                quote = None
+            end += 1
+        word = args[pos + 2 : end]
+        if not word:
+            return flags, pos
+        name, eq, value = word.partition("=")
+        flags.append((name.lower(), _unquote(value) if eq else None))
+        pos = end
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in ("'", '"'):
+        return value[1:-1]
+    return value
+
+
+def read_instructions(text: str) -> tuple[dict[str, str], str, list[Instruction]]:
+    """Split Dockerfile text into instructions (no stage semantics yet)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+    directives, first = _directives(lines)
+    escape = directives.get("escape", "\\")
+    if escape not in ("\\", "`"):
+        raise DockerfileSyntaxError(f"invalid escape directive {escape!r}: must be ` or \\", 1)
+    continuation = re.compile(re.escape(escape) + r"[ \t]*$")
+    out: list[Instruction] = []
+    i = first
+    n = len(lines)
+    while i < n:
+        raw = lines[i]
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            i += 1
+            continue
+        start_line = i + 1
+        parts: list[str] = []
+        offsets: list[int] = []
+        numbers: list[int] = []
+        length = 0
+        current = raw.lstrip()
+        while True:
+            m = continuation.search(current)
+            piece = current[: m.start()] if m else current
+            offsets.append(length)
+            numbers.append(i + 1)
+            parts.append(piece)
+            length += len(piece)
+            i += 1
+            if not m:
+                break
+            # continued: skip comment lines and blank lines, as BuildKit does
+            while i < n and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
+                i += 1
+            if i >= n:
+                break
+            current = lines[i]
+        end_line = numbers[-1]
+        joined = "".join(parts)
+        m_kw = re.match(r"\s*(\S+)", joined)
+        if m_kw is None:  # only continuation characters
+            continue
+        keyword = m_kw.group(1).upper()
+        if keyword not in INSTRUCTIONS:
+            raise DockerfileSyntaxError(f"unknown instruction: {m_kw.group(1)}", start_line)
+        flags, args_start = _split_flags(keyword, joined, m_kw.end())
+        while args_start < len(joined) and joined[args_start] in " \t":
+            args_start += 1
+        args = joined[args_start:].rstrip()
+        shifted = [max(0, off - args_start) for off in offsets]
+        heredocs: list[Heredoc] = []
+        if keyword in _HEREDOC_INSTRUCTIONS:
+            for name, strip_tabs, expand_vars in _heredoc_markers(args):
+                body_start = i + 1
+                body: list[str] = []
+                while i < n:
+                    candidate = lines[i].lstrip("\t") if strip_tabs else lines[i]
+                    if candidate == name:
+                        break
+                    body.append(candidate)
+                    i += 1
+                else:
+                    raise DockerfileSyntaxError(f"heredoc <<{name} is never closed (no line {name!r})", start_line)
+                end_line = i + 1
+                i += 1
+                heredocs.append(Heredoc(name, "\n".join(body) + ("\n" if body else ""), body_start, strip_tabs, expand_vars))
+        json_args: tuple[str, ...] | None = None
+        if args.startswith("[") and keyword in ("RUN", "CMD", "ENTRYPOINT", "SHELL", "COPY", "ADD", "VOLUME", "HEALTHCHECK"):
+            try:
+                parsed = json.loads(args)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, list) and all(isinstance(x, str) for x in parsed):
+                json_args = tuple(parsed)
+        if keyword == "SHELL" and json_args is None:
+            raise DockerfileSyntaxError("SHELL requires the arguments to be in JSON form", start_line)
+        out.append(Instruction(
+            keyword=keyword, args=args, line=start_line, end_line=end_line, flags=tuple(flags),
+            json_args=json_args, heredocs=tuple(heredocs), offsets=tuple(shifted), lines=tuple(numbers),
+        ))
+    return directives, escape, out
+
+
+# ---------------------------------------------------------------------------------------------
+# Stages and variables
+# ---------------------------------------------------------------------------------------------
+
+
+def platform_args(platform: str) -> dict[str, str]:
+    """BuildKit's automatic platform ARGs for a build on and for ``platform`` (e.g. linux/arm64)."""
+    os_name, _, rest = platform.partition("/")
+    arch, _, variant = rest.partition("/")
+    values: dict[str, str] = {}
+    for prefix in ("TARGET", "BUILD"):
+        values[f"{prefix}PLATFORM"] = platform
+        values[f"{prefix}OS"] = os_name
+        values[f"{prefix}ARCH"] = arch
+        values[f"{prefix}VARIANT"] = variant
+    return values
+
+
+def arg_pairs(inst: Instruction, escape: str) -> list[tuple[str, str | None]]:
+    """(name, default or None) for each name an ARG declares."""
+    pairs: list[tuple[str, str | None]] = []
+    words = split_words(inst.args, escape)
+    if not words:
+        raise DockerfileSyntaxError("ARG requires at least one argument", inst.line)
+    for word in words:
+        name, eq, default = word.partition("=")
+        if not _VAR_NAME.fullmatch(name):
+            raise DockerfileSyntaxError(f"ARG name {name!r} is not a valid variable name", inst.line)
+        pairs.append((name, default if eq else None))
+    return pairs
+
+
+def env_pairs(inst: Instruction, escape: str) -> list[tuple[str, str]]:
+    """(name, raw value) pairs of ENV/LABEL in either syntax (``K=V ...`` or legacy ``K V``)."""
+    words = split_words(inst.args, escape)
+    if not words:
+        raise DockerfileSyntaxError(f"{inst.keyword} requires at least one argument", inst.line)
+    if "=" not in words[0]:
+        # legacy form: ENV NAME value with spaces (one variable, the rest of the line is its value)
+        m = re.match(r"(\S+)\s+(.*)$", inst.args, re.S)
+        if not m:
+            raise DockerfileSyntaxError(f"{inst.keyword} {words[0]} has no value (use {words[0]}=VALUE)", inst.line)
+        return [(m.group(1), m.group(2).strip())]
+    pairs: list[tuple[str, str]] = []
+    for word in words:
+        name, eq, value = word.partition("=")
+        if not eq:
+            raise DockerfileSyntaxError(f"syntax error - can't find = in {word!r}. Must be of the form: name=value", inst.line)
+        if not name:
+            raise DockerfileSyntaxError(f"{inst.keyword} names can not be blank", inst.line)
+        pairs.append((name, value))
+    return pairs
+
+
+def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str = "linux/arm64",
+          target: str | None = None) -> Dockerfile:
+    """Parse a Dockerfile with ``--build-arg`` values, for a build on/for ``platform``.
+
+    ``target`` is ``docker build --target``: the stage that becomes the image (default: the last).
+    """
+    build_args = dict(build_args or {})
+    directives, escape, instructions = read_instructions(text)
+    global_values: dict[str, str] = platform_args(platform)
+    global_args: list[Instruction] = []
+    stages: list[Stage] = []
+    current: Stage | None = None
+    for index, inst in enumerate(instructions):
+        if inst.keyword == "FROM":
+            current = _new_stage(inst, stages, global_values, escape)
+            stages.append(current)
+            instructions[index] = _with_stage(inst, current.index)
+            current.instructions.append(instructions[index])
+            continue
+        if current is None:
+            if inst.keyword != "ARG":
+                raise DockerfileSyntaxError(f"{inst.keyword} before the first FROM: only ARG may come first", inst.line)
+            for name, default in arg_pairs(inst, escape):
+                if name in build_args:
+                    global_values[name] = build_args[name]
+                elif default is not None:
+                    global_values[name] = expand(default, global_values, escape).value
+            global_args.append(inst)
+            continue
+        instructions[index] = _with_stage(inst, current.index)
+        current.instructions.append(instructions[index])
+        if inst.keyword in ("ENV", "LABEL"):
+            env_pairs(inst, escape)  # validates the syntax
+        elif inst.keyword == "ARG":
+            arg_pairs(inst, escape)
+    if not stages:
+        raise DockerfileSyntaxError("no FROM instruction: a Dockerfile must start a build stage", instructions[-1].line if instructions else 1)
+    _mark_final(stages, target)
+    return Dockerfile(directives, escape, global_args, stages, instructions, global_values)
+
+
+def _with_stage(inst: Instruction, stage: int) -> Instruction:
+    from dataclasses import replace
+
+    return replace(inst, stage=stage)
+
+
+def _new_stage(inst: Instruction, stages: list[Stage], global_values: dict[str, str], escape: str) -> Stage:
+    words = split_words(inst.args, escape)
+    name: str | None = None
+    if len(words) == 3 and words[1].lower() == "as":
+        name = words[2]
+        if not _STAGE_NAME.match(name):
+            raise DockerfileSyntaxError(f"invalid stage name {name!r}", inst.line)
+    elif len(words) != 1:
+        raise DockerfileSyntaxError("FROM requires either one argument, or three: FROM <image> [AS <name>]", inst.line)
+    expanded = expand(words[0], global_values, escape)
+    base = expanded.value
+    if not base.strip():
+        raise DockerfileSyntaxError(f"base name ({words[0]}) should not be blank: give the ARG a default or pass --build-arg", inst.line)
+    platform_written = inst.flag("platform")
+    platform = expand(platform_written, global_values, escape).value if platform_written else None
+    parent = None
+    low = base.lower()
+    for earlier in stages:
+        if earlier.name is not None and earlier.name.lower() == low:
+            parent = earlier.index
+    for key, _ in inst.flags:
+        if key != "platform":
+            raise DockerfileSyntaxError(f"unknown flag for FROM: --{key}", inst.line)
+    return Stage(
+        index=len(stages), name=name, base=base, base_written=words[0], line=inst.line, platform=platform,
+        platform_written=platform_written, parent=parent, unresolved=tuple(dict.fromkeys(expanded.missing)),
+    )
+
+
+def copied_from(inst: Instruction) -> str | None:
+    """The stage or image a ``COPY --from=...`` reads from."""
+    if inst.keyword not in ("COPY", "ADD"):
+        return None
+    return inst.flag("from")
+
+
+def _mark_final(stages: list[Stage], target: str | None) -> None:
+    chosen = stages[-1]
+    if target:
+        low = target.lower()
+        for candidate in stages:
+            if candidate.name is not None and candidate.name.lower() == low:
+                chosen = candidate
+    walk: Stage | None = chosen
+    while walk is not None:
+        walk.final = True
+        walk = stages[walk.parent] if walk.parent is not None else None
+
+
+def inherited_env(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]) -> dict[str, str]:
+    """ENV values a stage starts with from the stages it builds on (ARGs do not cross FROM)."""
+    if stage.parent is None:
+        return {}
+    parent = df.stages[stage.parent]
+    values = inherited_env(df, parent, build_args)
+    env = dict(values)
+    for inst in parent.instructions:
+        for name, value, origin in apply_instruction(df, inst, values, build_args):
+            if origin == "env":
+                env[name] = value
+    return env
+
+
+def walk_stage(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]) -> Iterator[tuple[Instruction, dict[str, str]]]:
+    """Each instruction of ``stage`` with the variables visible to it (a live dict: copy to keep)."""
+    values = inherited_env(df, stage, build_args)
+    env_names = set(values)
+    for inst in stage.instructions:
+        yield inst, values
+        apply_instruction(df, inst, values, build_args, env_names)
+
+
+def apply_instruction(df: Dockerfile, inst: Instruction, values: dict[str, str], build_args: Mapping[str, str],
+                      env_names: set[str] | None = None) -> list[tuple[str, str, str]]:
+    """Update ``values`` for an ARG/ENV instruction; returns (name, value, origin) for each it sets.
+
+    ``env_names`` collects names set by ENV: an ARG never overrides them (Docker's rule).
+    """
+    changed: list[tuple[str, str, str]] = []
+    env_names = set() if env_names is None else env_names
+    if inst.keyword == "ENV":
+        for name, raw in env_pairs(inst, df.escape):
+            expanded = expand(raw, values, df.escape, keep_unknown=True).value
+            values[name] = expanded
+            env_names.add(name)
+            changed.append((name, expanded, "env"))
+    elif inst.keyword == "ARG":
+        for name, default in arg_pairs(inst, df.escape):
+            if name in build_args:
+                value: str | None = build_args[name]
+            elif default is not None:
+                value = expand(default, values, df.escape).value
+            else:
+                value = df.global_values.get(name)  # ARG NAME re-imports the global value
+            if value is not None:
+                if name not in env_names:
+                    values[name] = value
+                changed.append((name, value, "arg"))
+    return changed

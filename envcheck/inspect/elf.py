@@ -1,0 +1,513 @@
+"""ELF files and ``ar`` archives read with bounded, header-only reads (no whole-file loads).
+
+Everything is read through a :class:`ByteSource` (``read_at(offset, size)``), so the same code reads a
+file on disk (``os.pread``), a wheel member held in memory, or the pieces of a streamed member that
+:mod:`envcheck.inspect.wheelzip` captured. Every size and count taken from the file is checked against
+the file's size before it is used: a lying header raises :class:`MalformedBinary` naming the offset, it
+never makes the reader allocate or loop.
+
+We read ELF with ``struct`` rather than pyelftools here because the scan must account for (and
+minimise) every byte it reads and must survive hostile headers with a precise offset in the message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import BinaryIO, Protocol
+
+ELF_MAGIC = b"\x7fELF"
+AR_MAGIC = b"!<arch>\n"
+
+# e_machine values (the ELF gABI registry) as the names uname and wheel tags use.
+MACHINES: dict[int, str] = {
+    2: "sparc", 3: "x86", 8: "mips", 20: "ppc", 21: "ppc64", 22: "s390x", 40: "arm", 43: "sparcv9",
+    50: "ia64", 62: "x86_64", 183: "aarch64", 190: "cuda", 243: "riscv", 258: "loongarch64",
+}
+ELF_TYPES = {0: "NONE", 1: "REL", 2: "EXEC", 3: "DYN", 4: "CORE"}
+
+SHT_NOBITS = 8
+SHT_DYNAMIC = 6
+PT_LOAD = 1
+PT_DYNAMIC = 2
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RPATH, DT_RUNPATH = 0, 1, 5, 10, 14, 15, 29
+
+MAX_SECTIONS = 1 << 17  # real files have < 100k sections; more is a lie
+MAX_STRTAB = 64 << 20  # the largest string table we will read for names (libtorch_cuda's .dynstr is ~MBs)
+MAX_DYNAMIC_ENTRIES = 1 << 16
+
+
+class MalformedBinary(Exception):
+    """An ELF file or archive whose headers contradict themselves or the file size.
+
+    ``offset`` is the byte offset of the bad field; ``member`` the archive member, where there is one.
+    """
+
+    def __init__(self, message: str, offset: int | None = None, member: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+        self.member = member
+
+
+class ByteSource(Protocol):
+    """Random access to a file's bytes; counts what it read."""
+
+    size: int
+    bytes_read: int
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        """Exactly ``size`` bytes at ``offset`` (raises MalformedBinary past the end)."""
+        ...
+
+
+class FileSource:
+    """A :class:`ByteSource` over an open binary file (``os.pread`` when it has a descriptor)."""
+
+    def __init__(self, fileobj: BinaryIO, size: int, base: int = 0) -> None:
+        self.fileobj = fileobj
+        self.size = size
+        self.base = base  # offset of this file inside fileobj (archive members)
+        self.bytes_read = 0
+        try:
+            self._fd: int | None = fileobj.fileno()
+        except (AttributeError, OSError, ValueError):
+            self._fd = None
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise MalformedBinary(f"read of {size} bytes at {offset:#x} runs past the end ({self.size} bytes)", offset)
+        if self._fd is not None:
+            data = os.pread(self._fd, size, self.base + offset)
+        else:
+            self.fileobj.seek(self.base + offset)
+            data = self.fileobj.read(size)
+        self.bytes_read += len(data)
+        if len(data) != size:
+            raise MalformedBinary(f"file ended early: wanted {size} bytes at {offset:#x}, got {len(data)}", offset)
+        return data
+
+
+class BytesSource:
+    """A :class:`ByteSource` over bytes in memory (small wheel members, archive members, tests)."""
+
+    def __init__(self, data: bytes | memoryview, base: int = 0, size: int | None = None) -> None:
+        self.data = data
+        self.base = base
+        self.size = len(data) - base if size is None else size
+        self.bytes_read = 0
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise MalformedBinary(f"read of {size} bytes at {offset:#x} runs past the end ({self.size} bytes)", offset)
+        self.bytes_read += size
+        return bytes(self.data[self.base + offset : self.base + offset + size])
+
+
+class SubSource:
+    """A window ``[base, base+size)`` of another source (an ``ar`` member)."""
+
+    def __init__(self, parent: ByteSource, base: int, size: int) -> None:
+        self.parent = parent
+        self.base = base
+        self.size = size
+
+    @property
+    def bytes_read(self) -> int:
+        return self.parent.bytes_read
+
+    @bytes_read.setter
+    def bytes_read(self, value: int) -> None:  # the parent keeps the count
+        pass
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise MalformedBinary(f"read of {size} bytes at {offset:#x} runs past the member end ({self.size} bytes)", offset)
+        return self.parent.read_at(self.base + offset, size)
+
+
+@dataclass(frozen=True)
+class ElfHeader:
+    """The fields of the ELF header we use."""
+
+    bits: int  # 32 | 64
+    endian: str  # "<" | ">"
+    elf_type: str
+    machine: str
+    e_machine: int
+    phoff: int
+    phentsize: int
+    phnum: int
+    shoff: int
+    shentsize: int
+    shnum: int
+    shstrndx: int
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section header (name resolved)."""
+
+    index: int
+    name: str
+    type: int
+    flags: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+
+    @property
+    def has_bytes(self) -> bool:
+        return self.type != SHT_NOBITS and self.size > 0
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One program header."""
+
+    type: int
+    offset: int
+    vaddr: int
+    filesz: int
+
+
+@dataclass(frozen=True)
+class DynamicInfo:
+    """What the dynamic table says: SONAME, DT_NEEDED (in order), RUNPATH/RPATH entries."""
+
+    soname: str | None = None
+    needed: tuple[str, ...] = ()
+    runpath: tuple[str, ...] = ()
+
+
+def parse_header(head: bytes) -> ElfHeader:
+    """Parse the ELF header from the first bytes (at least 52 for 32-bit, 64 for 64-bit)."""
+    if len(head) < 20 or head[:4] != ELF_MAGIC:
+        raise MalformedBinary("not an ELF file (bad magic)", 0)
+    cls, data = head[4], head[5]
+    if cls not in (1, 2):
+        raise MalformedBinary(f"unknown ELF class {cls}", 4)
+    if data not in (1, 2):
+        raise MalformedBinary(f"unknown ELF data encoding {data}", 5)
+    endian = "<" if data == 1 else ">"
+    bits = 32 if cls == 1 else 64
+    need = 52 if bits == 32 else 64
+    if len(head) < need:
+        raise MalformedBinary(f"ELF header truncated ({len(head)} of {need} bytes)", 0)
+    if bits == 64:
+        e_type, e_machine, _v, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum, shstrndx = (
+            struct.unpack_from(endian + "HHIQQQIHHHHHH", head, 16)
+        )
+    else:
+        e_type, e_machine, _v, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum, shstrndx = (
+            struct.unpack_from(endian + "HHIIIIIHHHHHH", head, 16)
+        )
+    return ElfHeader(
+        bits=bits, endian=endian, elf_type=ELF_TYPES.get(e_type, str(e_type)),
+        machine=MACHINES.get(e_machine, f"em_{e_machine}"), e_machine=e_machine,
+        phoff=phoff, phentsize=phentsize, phnum=phnum, shoff=shoff, shentsize=shentsize, shnum=shnum,
+        shstrndx=shstrndx,
+    )
+
+
+def _section_format(hdr: ElfHeader) -> tuple[str, int]:
+    return (hdr.endian + "IIQQQQIIQQ", 64) if hdr.bits == 64 else (hdr.endian + "IIIIIIIIII", 40)
+
+
+def read_section_table(src: ByteSource, hdr: ElfHeader) -> list[tuple[int, ...]]:
+    """Raw section header tuples (name_off, type, flags, addr, offset, size, link, ...); bounds-checked."""
+    if hdr.shoff == 0:
+        return []
+    fmt, entsize = _section_format(hdr)
+    if hdr.shentsize < entsize:
+        raise MalformedBinary(f"section header size {hdr.shentsize} is smaller than {entsize}", 0x3A if hdr.bits == 64 else 0x2E)
+    shnum = hdr.shnum
+    if shnum == 0:  # extended numbering: the real count is section 0's sh_size
+        first = struct.unpack_from(fmt, src.read_at(hdr.shoff, entsize))
+        shnum = first[5]
+    if shnum > MAX_SECTIONS or hdr.shoff + shnum * hdr.shentsize > src.size:
+        raise MalformedBinary(
+            f"section table ({shnum} x {hdr.shentsize} bytes at {hdr.shoff:#x}) runs past the end of the file", hdr.shoff
+        )
+    table = src.read_at(hdr.shoff, shnum * hdr.shentsize)
+    return [struct.unpack_from(fmt, table, i * hdr.shentsize) for i in range(shnum)]
+
+
+def section_names(src: ByteSource, hdr: ElfHeader, raw: list[tuple[int, ...]]) -> list[Section]:
+    """Resolve section names through the section-name string table."""
+    if not raw:
+        return []
+    strndx = hdr.shstrndx
+    if strndx == 0xFFFF:
+        strndx = raw[0][6]
+    names = b""
+    if 0 < strndx < len(raw):
+        s = raw[strndx]
+        _check_range(src, s[4], s[5], f"section-name table (section {strndx})", hdr.shoff)
+        if s[5] > MAX_STRTAB:
+            raise MalformedBinary(f"section-name table claims {s[5]} bytes", hdr.shoff)
+        names = src.read_at(s[4], s[5])
+    out = []
+    for i, s in enumerate(raw):
+        name_off = s[0]
+        name = ""
+        if names and name_off < len(names):
+            end = names.find(b"\0", name_off)
+            name = names[name_off : end if end >= 0 else len(names)].decode("utf-8", "replace")
+        out.append(Section(i, name, s[1], s[2], s[3], s[4], s[5], s[6]))
+    return out
+
+
+def read_sections(src: ByteSource, hdr: ElfHeader) -> list[Section]:
+    """Every section header with its name."""
+    return section_names(src, hdr, read_section_table(src, hdr))
+
+
+def read_segments(src: ByteSource, hdr: ElfHeader) -> list[Segment]:
+    """Program headers (empty for objects)."""
+    if hdr.phoff == 0 or hdr.phnum == 0:
+        return []
+    fmt, entsize = (hdr.endian + "IIQQQQQQ", 56) if hdr.bits == 64 else (hdr.endian + "IIIIIIII", 32)
+    if hdr.phentsize < entsize or hdr.phnum > 4096 or hdr.phoff + hdr.phnum * hdr.phentsize > src.size:
+        raise MalformedBinary("program header table runs past the end of the file or has a bad entry size", hdr.phoff)
+    table = src.read_at(hdr.phoff, hdr.phnum * hdr.phentsize)
+    out = []
+    for i in range(hdr.phnum):
+        f = struct.unpack_from(fmt, table, i * hdr.phentsize)
+        if hdr.bits == 64:
+            out.append(Segment(f[0], f[2], f[3], f[5]))
+        else:
+            out.append(Segment(f[0], f[1], f[2], f[4]))
+    return out
+
+
+def _check_range(src: ByteSource, offset: int, size: int, what: str, where: int) -> None:
+    if offset < 0 or size < 0 or offset + size > src.size:
+        raise MalformedBinary(f"{what} ({size} bytes at {offset:#x}) runs past the end of the file ({src.size} bytes)", where)
+
+
+def parse_dynamic(table: bytes, hdr: ElfHeader) -> list[tuple[int, int]]:
+    """(tag, value) pairs of a dynamic table, up to DT_NULL."""
+    fmt, size = (hdr.endian + "qQ", 16) if hdr.bits == 64 else (hdr.endian + "iI", 8)
+    out = []
+    for i in range(min(len(table) // size, MAX_DYNAMIC_ENTRIES)):
+        tag, val = struct.unpack_from(fmt, table, i * size)
+        if tag == DT_NULL:
+            break
+        out.append((tag, val))
+    return out
+
+
+def dynamic_strings(entries: list[tuple[int, int]], strtab: bytes) -> DynamicInfo:
+    """Resolve SONAME/NEEDED/RUNPATH/RPATH string offsets against the dynamic string table."""
+
+    def text(off: int) -> str | None:
+        if off >= len(strtab):
+            return None
+        end = strtab.find(b"\0", off)
+        return strtab[off : end if end >= 0 else len(strtab)].decode("utf-8", "replace")
+
+    soname = None
+    needed: list[str] = []
+    runpath: list[str] = []
+    for tag, val in entries:
+        if tag == DT_NEEDED:
+            name = text(val)
+            if name:
+                needed.append(name)
+        elif tag == DT_SONAME:
+            soname = text(val)
+        elif tag in (DT_RUNPATH, DT_RPATH):
+            value = text(val)
+            if value:
+                runpath.extend(p for p in value.split(":") if p)
+    return DynamicInfo(soname, tuple(needed), tuple(runpath))
+
+
+def vaddr_to_offset(vaddr: int, sections: list[Section], segments: list[Segment]) -> int | None:
+    """The file offset of a virtual address, through the sections or the loadable segments."""
+    for s in sections:
+        if s.addr and s.type != SHT_NOBITS and s.addr <= vaddr < s.addr + s.size:
+            return s.offset + (vaddr - s.addr)
+    for g in segments:
+        if g.type == PT_LOAD and g.vaddr <= vaddr < g.vaddr + g.filesz:
+            return g.offset + (vaddr - g.vaddr)
+    return None
+
+
+def read_dynamic(src: ByteSource, hdr: ElfHeader, sections: list[Section], *, strings_at_once: bool = False) -> DynamicInfo:
+    """SONAME, DT_NEEDED and RUNPATH of a shared object or executable (empty for objects).
+
+    Strings are read one by one in small reads (a file), or with ``strings_at_once`` in one read up to
+    the furthest one (a stream, where every extra read can mean inflating the member again).
+    """
+    dyn = next((s for s in sections if s.type == SHT_DYNAMIC and s.size), None)
+    segments: list[Segment] = []
+    strtab_sec: Section | None = None
+    if dyn is not None:
+        _check_range(src, dyn.offset, dyn.size, "dynamic section", hdr.shoff)
+        table = src.read_at(dyn.offset, min(dyn.size, MAX_DYNAMIC_ENTRIES * 16))
+        if 0 < dyn.link < len(sections):
+            strtab_sec = sections[dyn.link]
+    else:
+        segments = read_segments(src, hdr)
+        pdyn = next((g for g in segments if g.type == PT_DYNAMIC and g.filesz), None)
+        if pdyn is None:
+            return DynamicInfo()
+        _check_range(src, pdyn.offset, pdyn.filesz, "dynamic segment", hdr.phoff)
+        table = src.read_at(pdyn.offset, min(pdyn.filesz, MAX_DYNAMIC_ENTRIES * 16))
+    entries = parse_dynamic(table, hdr)
+    wanted = [v for t, v in entries if t in (DT_NEEDED, DT_SONAME, DT_RUNPATH, DT_RPATH)]
+    if not wanted:
+        return DynamicInfo()
+    if strtab_sec is not None and strtab_sec.has_bytes:
+        str_off, str_size = strtab_sec.offset, strtab_sec.size
+    else:
+        vals = dict(entries)
+        if DT_STRTAB not in vals:
+            raise MalformedBinary("dynamic table has names but no string table", dyn.offset if dyn else hdr.phoff)
+        if not segments:
+            segments = read_segments(src, hdr)
+        mapped = vaddr_to_offset(vals[DT_STRTAB], sections, segments)
+        if mapped is None:
+            raise MalformedBinary(f"dynamic string table address {vals[DT_STRTAB]:#x} is not in the file", hdr.phoff)
+        str_off, str_size = mapped, vals.get(DT_STRSZ, 0)
+    if str_size > MAX_STRTAB:
+        raise MalformedBinary(f"dynamic string table claims {str_size} bytes", str_off)
+    _check_range(src, str_off, str_size, "dynamic string table", str_off)
+    if strings_at_once:
+        # One read up to the furthest string we need (a stream is cheaper read once than seeked).
+        strtab = src.read_at(str_off, min(str_size, max(wanted) + 4096))
+        return dynamic_strings(entries, strtab)
+    texts: dict[int, bytes] = {}
+    for off in set(wanted):
+        texts[off] = _string_at(src, str_off, str_size, off)
+    # Build a small table holding just the strings we read, at their own offsets' order.
+    remap: list[tuple[int, int]] = []
+    blob = bytearray()
+    where: dict[int, int] = {}
+    for off, text in texts.items():
+        where[off] = len(blob)
+        blob += text + b"\0"
+    for tag, val in entries:
+        remap.append((tag, where[val] if tag in (DT_NEEDED, DT_SONAME, DT_RUNPATH, DT_RPATH) else val))
+    return dynamic_strings(remap, bytes(blob))
+
+
+def _string_at(src: ByteSource, base: int, limit: int, off: int) -> bytes:
+    """A NUL-terminated string at ``base + off`` inside a table of ``limit`` bytes, in small reads."""
+    out = b""
+    pos = off
+    while pos < limit:
+        n = min(256, limit - pos)
+        piece = src.read_at(base + pos, n)
+        end = piece.find(b"\0")
+        if end >= 0:
+            return out + piece[:end]
+        out += piece
+        pos += n
+        if len(out) > 65536:
+            break
+    return out
+
+
+@dataclass(frozen=True)
+class ArMember:
+    """One member of a System V / GNU ``ar`` archive."""
+
+    name: str
+    offset: int  # of the member's data
+    size: int
+
+
+def ar_members(src: ByteSource, limit: int = 100_000) -> list[ArMember]:
+    """The members of an ``ar`` archive (symbol tables and the long-name table left out)."""
+    if src.read_at(0, 8) != AR_MAGIC:
+        raise MalformedBinary("not an ar archive", 0)
+    pos = 8
+    longnames = b""
+    out: list[ArMember] = []
+    while pos + 60 <= src.size:
+        head = src.read_at(pos, 60)
+        if head[58:60] != b"`\n":
+            raise MalformedBinary("bad ar member header", pos)
+        raw_name = head[0:16].decode("latin-1").rstrip()
+        try:
+            size = int(head[48:58].decode("ascii").strip() or "0")
+        except ValueError:
+            raise MalformedBinary("bad ar member size", pos + 48) from None
+        data = pos + 60
+        next_pos = data + size + (size & 1)
+        if size < 0 or data + size > src.size:
+            raise MalformedBinary(f"ar member {raw_name!r} claims {size} bytes past the end of the archive", pos + 48)
+        if raw_name == "//":
+            longnames = src.read_at(data, min(size, MAX_STRTAB))
+        elif raw_name in ("/", "/SYM64/", "__.SYMDEF", "__.SYMDEF SORTED"):
+            pass
+        else:
+            name = raw_name
+            if raw_name.startswith("/") and raw_name[1:].isdigit():
+                i = int(raw_name[1:])
+                end = longnames.find(b"/\n", i)
+                name = longnames[i : end if end >= 0 else len(longnames)].decode("utf-8", "replace")
+            elif raw_name.startswith("#1/") and raw_name[3:].isdigit():  # BSD long name in front of the data
+                n = int(raw_name[3:])
+                name = src.read_at(data, min(n, size)).rstrip(b"\0").decode("utf-8", "replace")
+                data += n
+                size -= n
+            out.append(ArMember(name.rstrip("/"), data, size))
+            if len(out) > limit:
+                raise MalformedBinary(f"ar archive has more than {limit} members", pos)
+        pos = next_pos
+    return out
+
+
+# ---- sonames and the CUDA major they imply (data: envcheck/knowledge/cuda_sonames.toml) -------------
+
+_HASHED = re.compile(r"^(?P<stem>.+?)[.-][0-9a-f]{8}(?P<rest>\.so(?:\..*)?)$")
+_SONAME = re.compile(r"^(?P<stem>.+?\.so)(?:\.(?P<major>\d+))?")
+
+
+def soname_key(name: str) -> str:
+    """A soname as the data table keys it: auditwheel hash and minor versions stripped.
+
+    ``libcudart.faf08d9a.so.13`` -> ``libcudart.so.13``; ``libcudart.so.11.0`` -> ``libcudart.so.11``.
+    """
+    base = name.rsplit("/", 1)[-1]
+    m = _HASHED.match(base)
+    if m:
+        base = m.group("stem") + m.group("rest")
+    m2 = _SONAME.match(base)
+    if not m2:
+        return base
+    return m2.group("stem") + (f".{m2.group('major')}" if m2.group("major") else "")
+
+
+@lru_cache(maxsize=1)
+def _soname_table() -> tuple[dict[str, tuple[int, ...]], frozenset[str]]:
+    from envcheck import knowledge
+
+    data = knowledge.load("cuda_sonames")
+    libs = {str(row["soname"]): tuple(int(x) for x in row["cuda"]) for row in data.get("library", [])}
+    silent = frozenset(str(row["soname"]) for row in data.get("silent", []))
+    return libs, silent
+
+
+def cuda_majors(soname: str) -> tuple[int, ...] | None:
+    """The CUDA majors that ship this soname (None: it says nothing about the CUDA major)."""
+    return _soname_table()[0].get(soname_key(soname))
+
+
+def is_silent_cuda_soname(soname: str) -> bool:
+    """True for CUDA sonames known to say nothing about the CUDA major (libnccl.so.2, libcudnn.so.9, ...)."""
+    return soname_key(soname) in _soname_table()[1]
+
+
+def implied_cuda_major(sonames: list[str] | tuple[str, ...]) -> int | None:
+    """The CUDA major a set of sonames pins down: the lowest one that a single-major soname names."""
+    majors = [m[0] for s in sonames if (m := cuda_majors(s)) is not None and len(m) == 1]
+    return min(majors) if majors else None

@@ -1,0 +1,349 @@
+"""Fatbin containers (the GPU code nvcc embeds in ELF files), read from headers only.
+
+Layout (verified in ``research/fatbin.md`` §4): a container is a 16-byte header (magic 0xBA55ED50,
+u16 version 1, u16 header size 16, u64 size of the entries) followed by entries; each entry has a fixed
+64-byte header (u16 kind, u32 header size, u64 padded payload size, ..., u16 minor, u16 major, u32 SM at
++0x1C, u64 flags at +0x28) and its payload. Kind 1 is PTX, 2 a cubin (SASS), 8 NVVM IR for LTO. Flag
+0x100000 marks an arch-specific ``a`` target and 0x200000 a family ``f`` target. No payload is read.
+
+Two walkers produce the same :class:`Container` lists: :func:`walk_section` over random-access bytes
+(a file on disk) and :class:`StreamScanner` over a forward-only stream (a deflated wheel member).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from envcheck.inspect.elf import ByteSource, MalformedBinary
+
+MAGIC = b"\x50\xed\x55\xba"
+MAGIC_V1 = b"\x50\xed\x55\xba\x01\x00\x10\x00"  # magic, version 1, header size 16
+CONTAINER_HEADER = 16
+ENTRY_HEADER = 64
+MAX_ENTRY_HEADER = 4096  # seen: 0x40..0x78
+
+KIND_PTX, KIND_ELF, KIND_LTO = 1, 2, 8
+KIND_NAMES = {KIND_PTX: "ptx", KIND_ELF: "sass", KIND_LTO: "lto"}
+
+FLAG_DEBUG = 0x2
+FLAG_LZ4 = 0x2000
+FLAG_ZSTD = 0x8000
+FLAG_ARCH_SPECIFIC = 0x100000  # "a"
+FLAG_FAMILY = 0x200000  # "f"
+
+# Sections nvcc puts fatbins in; cuobjdump reads these (and only these).
+STANDARD_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
+
+_ENTRY = struct.Struct("<HHIQIIHHIIIQ")  # kind, ver, hdr_size, padded, csize, optdesc, minor, major, sm, idoff, idlen, flags
+_CONTAINER = struct.Struct("<IHHQ")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One image in a container: what kind, which SM, which variant, which version."""
+
+    kind: int
+    sm: int
+    flags: int
+    header_size: int
+    payload_size: int
+    major: int
+    minor: int
+    offset: int
+
+    @property
+    def variant(self) -> str:
+        """``a`` (arch-specific), ``f`` (family) or ``""``."""
+        if self.flags & FLAG_ARCH_SPECIFIC:
+            return "a"
+        if self.flags & FLAG_FAMILY:
+            return "f"
+        return ""
+
+    @property
+    def label(self) -> str:
+        """sm_121a for SASS, compute_121f for PTX, lto_121 for LTO IR."""
+        prefix = {KIND_ELF: "sm_", KIND_PTX: "compute_", KIND_LTO: "lto_"}.get(self.kind, f"kind{self.kind}_")
+        return f"{prefix}{self.sm}{self.variant}"
+
+    @property
+    def cuobjdump_label(self) -> str:
+        """The name ``cuobjdump --list-elf/--list-ptx`` prints (it never shows ``f`` on cubins)."""
+        if self.kind == KIND_ELF:
+            return f"sm_{self.sm}" + ("a" if self.flags & FLAG_ARCH_SPECIFIC else "")
+        return f"sm_{self.sm}{self.variant}"
+
+    @property
+    def compression(self) -> str:
+        return "zstd" if self.flags & FLAG_ZSTD else "lz4" if self.flags & FLAG_LZ4 else ""
+
+
+@dataclass
+class Container:
+    """One fatbin container: where it is, and its entries in order."""
+
+    section: str
+    offset: int  # file offset of the container header
+    size: int  # header + entries
+    entries: list[Entry] = field(default_factory=list)
+
+
+def parse_container_header(head: bytes, offset: int) -> int:
+    """The entries' size of a container whose 16-byte header is ``head``; MalformedBinary if it is not one."""
+    magic, version, hsize, fat_size = _CONTAINER.unpack_from(head, 0)
+    if magic != 0xBA55ED50:
+        raise MalformedBinary("no fatbin magic", offset)
+    if version != 1 or hsize != CONTAINER_HEADER:
+        raise MalformedBinary(f"fatbin container version {version} / header size {hsize} not understood", offset)
+    return int(fat_size)
+
+
+def parse_entry(head: bytes, offset: int, container_end: int) -> Entry:
+    """One entry from its 64-byte fixed header; checks that it fits in its container."""
+    kind, _ver, hsize, padded, _cs, _opt, minor, major, sm, _io, _il, flags = _ENTRY.unpack_from(head, 0)
+    if hsize < ENTRY_HEADER or hsize > MAX_ENTRY_HEADER:
+        raise MalformedBinary(f"fatbin entry header size {hsize} is impossible", offset + 4)
+    if offset + hsize + padded > container_end:
+        raise MalformedBinary(
+            f"fatbin entry of {hsize}+{padded} bytes runs past its container (ends at {container_end:#x})", offset + 8
+        )
+    return Entry(kind, sm, flags, hsize, padded, major, minor, offset)
+
+
+def walk_containers(src: ByteSource, start: int, size: int, section: str) -> list[Container]:
+    """Contiguous containers from ``start`` (a standard fatbin section), skipping zero padding.
+
+    Stops at the first bytes that are neither padding nor a container (raising MalformedBinary for a
+    container whose header or entries lie about sizes). Every step moves forward, so it always ends.
+    """
+    end = start + size
+    if end > src.size:
+        raise MalformedBinary(f"section {section} ({size} bytes at {start:#x}) runs past the end of the file", start)
+    out: list[Container] = []
+    pos = start
+    while pos + CONTAINER_HEADER <= end:
+        head = src.read_at(pos, CONTAINER_HEADER)
+        if head[:4] != MAGIC:
+            if head[:8] == b"\0" * 8:
+                pos += 8
+                continue
+            raise MalformedBinary(f"unexpected bytes in {section} (no fatbin magic)", pos)
+        fat = parse_container_header(head, pos)
+        cend = pos + CONTAINER_HEADER + fat
+        if cend > end:
+            raise MalformedBinary(f"fatbin container claims {fat} bytes, past the end of {section}", pos + 8)
+        out.append(Container(section, pos, CONTAINER_HEADER + fat, _walk_entries(src, pos + CONTAINER_HEADER, cend)))
+        pos = cend
+    return out
+
+
+def _walk_entries(src: ByteSource, pos: int, cend: int) -> list[Entry]:
+    entries = []
+    while pos + ENTRY_HEADER <= cend:
+        entry = parse_entry(src.read_at(pos, ENTRY_HEADER), pos, cend)
+        entries.append(entry)
+        pos += entry.header_size + entry.payload_size
+    return entries
+
+
+def scan_containers(src: ByteSource, start: int, size: int, section: str, chunk: int = 4 << 20) -> list[Container]:
+    """Containers anywhere in a section (``--deep-fatbin``): magic search, then validation of each hit.
+
+    Hits whose header or first entry does not validate are ignored (a magic can occur by chance).
+    """
+    scanner = StreamScanner()
+    end = start + size
+    pos = start
+    while pos < end:
+        n = min(chunk, end - pos)
+        scanner.feed(src.read_at(pos, n), pos)
+        pos += n
+    found = [Container(section, c.offset, c.size, c.entries) for c in scanner.finish()]
+    return validate_scanned(found, end)
+
+
+class StreamScanner:
+    """Finds and walks fatbin containers in bytes fed strictly in order (a forward-only stream).
+
+    ``feed(chunk, offset)`` with consecutive chunks; ``finish()`` returns the containers found, with
+    section ``""`` (the caller assigns sections once it has read the section table). Hits that do not
+    validate are skipped; a container that runs past the stream is dropped and counted in ``broken``.
+    """
+
+    def __init__(self) -> None:
+        self.containers: list[Container] = []
+        self.broken: list[tuple[int, str]] = []
+        self._carry = b""
+        self._carry_at = 0  # absolute offset of _carry[0] (or where the next interesting byte is)
+        self._current: Container | None = None
+        self._cend = 0
+        self._cursor = 0  # next entry header inside the current container
+
+    def feed(self, chunk: bytes | memoryview, offset: int) -> None:
+        """Consume ``chunk``, which starts at absolute ``offset`` (right after the previous one)."""
+        if self._carry:
+            data = self._carry + bytes(chunk)
+            base = self._carry_at
+        else:
+            data = bytes(chunk)
+            base = offset
+        end = base + len(data)
+        self._carry = b""
+        while True:
+            if self._current is not None:
+                if self._cursor >= self._cend:
+                    self._close()
+                    continue
+                if self._cursor + ENTRY_HEADER > end:
+                    self._keep(data, base, self._cursor, end)
+                    return
+                i = self._cursor - base
+                try:
+                    entry = parse_entry(data[i : i + ENTRY_HEADER], self._cursor, self._cend)
+                except MalformedBinary as exc:
+                    self.broken.append((self._cursor, exc.message))
+                    self._carry_at = self._current.offset + 8  # not a container after all: search on
+                    self._current = None
+                    continue
+                self._current.entries.append(entry)
+                self._cursor += entry.header_size + entry.payload_size
+                continue
+            start = max(self._carry_at, base)
+            i = start - base
+            i += (-(base + i)) % 8
+            hit = data.find(MAGIC_V1, i)
+            while hit >= 0 and (base + hit) % 8:
+                hit = data.find(MAGIC_V1, hit + 1)
+            if hit < 0:
+                # keep the tail that could hold the start of a magic split across chunks
+                keep_from = max(i, len(data) - len(MAGIC_V1) + 1)
+                keep_from += (-(base + keep_from)) % 8
+                self._keep(data, base, base + keep_from, end)
+                return
+            at = base + hit
+            if hit + CONTAINER_HEADER > len(data):
+                self._keep(data, base, at, end)
+                return
+            fat = int.from_bytes(data[hit + 8 : hit + 16], "little")
+            self._current = Container("", at, CONTAINER_HEADER + fat)
+            self._cend = at + CONTAINER_HEADER + fat
+            self._cursor = at + CONTAINER_HEADER
+            self._carry_at = self._cend
+
+    def _keep(self, data: bytes, base: int, at: int, end: int) -> None:
+        if at < end:
+            self._carry = data[at - base :]
+        else:
+            self._carry = b""
+        self._carry_at = at
+
+    def _close(self) -> None:
+        c = self._current
+        assert c is not None
+        self._current = None
+        self._carry_at = self._cend
+        if c.size == CONTAINER_HEADER or c.entries:
+            self.containers.append(c)
+
+    def finish(self, stream_size: int | None = None) -> list[Container]:
+        """The containers found; one still open at the end of the stream is reported as broken."""
+        if self._current is not None:
+            self.broken.append((self._current.offset, "fatbin container runs past the end of the file"))
+            self._current = None
+        return self.containers
+
+
+def validate_scanned(containers: Iterable[Container], end: int) -> list[Container]:
+    """Drop magic hits that are not plausible containers (first entry of a known kind, inside ``end``)."""
+    out = []
+    for c in containers:
+        if c.offset + c.size > end:
+            continue
+        if c.entries and c.entries[0].kind not in KIND_NAMES:
+            continue
+        if c.size > CONTAINER_HEADER and not c.entries:
+            continue
+        out.append(c)
+    return out
+
+
+# ---- what the images mean on a target GPU ------------------------------------------------------------
+
+NATIVE, COMPATIBLE, PTX_JIT, NONE = "native", "compatible", "ptx-jit", "none"
+_LEVEL = {NONE: 0, PTX_JIT: 1, COMPATIBLE: 2, NATIVE: 3}
+
+
+def image_level(entry: Entry, target_sm: int) -> str:
+    """How one image runs on a GPU of SM ``target_sm`` (121 for GB10), per research/fatbin.md §10.1.
+
+    SASS: runs on the same major with an equal or higher minor (``a`` only on exactly its SM). PTX: the
+    driver JIT-compiles plain PTX of any older or equal SM; ``f`` PTX within its family; ``a`` PTX only
+    on exactly its SM. LTO IR never runs as is.
+    """
+    major, minor = divmod(target_sm, 10)
+    e_major, e_minor = divmod(entry.sm, 10)
+    if entry.kind == KIND_ELF:
+        if entry.flags & FLAG_ARCH_SPECIFIC:
+            ok = entry.sm == target_sm
+        else:
+            ok = e_major == major and e_minor <= minor
+        if not ok:
+            return NONE
+        return NATIVE if entry.sm == target_sm else COMPATIBLE
+    if entry.kind == KIND_PTX:
+        if entry.flags & FLAG_ARCH_SPECIFIC:
+            ok = entry.sm == target_sm
+        elif entry.flags & FLAG_FAMILY:
+            ok = e_major == major and e_minor <= minor
+        else:
+            ok = entry.sm <= target_sm
+        return PTX_JIT if ok else NONE
+    return NONE
+
+
+def container_level(entries: Iterable[Entry], target_sm: int) -> str | None:
+    """The best level over a module's images (None when it has no SASS or PTX at all)."""
+    best: str | None = None
+    for e in entries:
+        if e.kind not in (KIND_ELF, KIND_PTX):
+            continue
+        level = image_level(e, target_sm)
+        if best is None or _LEVEL[level] > _LEVEL[best]:
+            best = level
+    return best
+
+
+def binary_level(containers: list[Container], target_sm: int = 121) -> str | None:
+    """A binary's runnability on ``target_sm``: the worst over the modules it registers.
+
+    Modules are judged one by one because each container is registered separately (a union would hide
+    a module with, say, only sm_100a). Rules of thumb verified in research/fatbin.md §3.1 and §10.3:
+    only the standard sections count (libraries that load code from other sections pick kernels by
+    device themselves); in ``-rdc`` builds the device-linked ``.nv_fatbin`` cubins and the relocatable
+    PTX in ``__nv_relfatbin`` form one module (the runtime JIT-links that PTX); and nvcc's extra
+    device-link container (SASS only, the same archs as a container that also carries PTX) is judged
+    with that container.
+    """
+    std = [c for c in containers if c.section in STANDARD_SECTIONS and any(e.kind in (KIND_ELF, KIND_PTX) for e in c.entries)]
+    if not std:
+        return None
+    if any(c.section == "__nv_relfatbin" for c in std):
+        return container_level([e for c in std for e in c.entries], target_sm)
+    with_ptx = [{e.label for e in c.entries if e.kind == KIND_ELF} for c in std if any(e.kind == KIND_PTX for e in c.entries)]
+    worst: str | None = None
+    for c in std:
+        has_ptx = any(e.kind == KIND_PTX for e in c.entries)
+        sass = {e.label for e in c.entries if e.kind == KIND_ELF}
+        if not has_ptx and any(sass <= other for other in with_ptx):
+            continue  # nvcc's device-link companion of PTX-bearing modules
+        level = container_level(c.entries, target_sm)
+        if level is not None and (worst is None or _LEVEL[level] < _LEVEL[worst]):
+            worst = level
+    return worst
+
+
+def distinct(labels: Iterable[str]) -> tuple[str, ...]:
+    """Labels in order of first appearance, each once."""
+    return tuple(dict.fromkeys(labels))

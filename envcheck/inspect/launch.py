@@ -1,0 +1,199 @@
+"""Read the parallelism a training/serving launch asks for: how many nodes, what tensor-parallel degree.
+
+Understands command lines of torchrun (``python -m torch.distributed.run``), ``accelerate launch``,
+``deepspeed``, ``vllm serve``, ``sglang.launch_server``, Megatron-style scripts and ms-swift (``NNODES=2
+swift sft ...``), and their config files: JSON (accelerate, DeepSpeed ``tensor_parallel.autotp_size``),
+YAML and DeepSpeed hostfiles. Option and key names are compared after dropping leading dashes and
+mapping ``-`` to ``_``, so ``--tensor-parallel-size`` and ``tensor_parallel_size:`` are the same.
+
+YAML is read with a deliberately small reader (no PyYAML dependency): ``key: value`` lines at any
+indentation, ``#`` comments, quoted scalars; nesting is ignored and every scalar leaf counts by its own
+key name. Launch configs are flat or shallow, and the keys that matter have distinctive names. Flow
+collections and multi-line scalars are skipped, not misread.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+# Keys (normalised) that give the number of nodes / machines.
+NODE_KEYS = frozenset({"nnodes", "num_nodes", "num_machines", "nodes", "n_nodes", "node_count", "num_node"})
+# Keys that give a tensor-parallel degree.
+TP_KEYS = frozenset({
+    "tensor_parallel_size", "tp", "tp_size", "tensor_model_parallel_size", "tensor_parallel_degree",
+    "tp_degree", "megatron_lm_tp_degree", "autotp_size", "tensor_parallel",
+})
+# Short options that mean tensor parallelism only in the tools that define them (vllm -tp).
+_SHORT_TP = frozenset({"-tp"})
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_YAML_LINE = re.compile(r"^(\s*)(?:-\s+)?([A-Za-z0-9_.\-]+)\s*:\s*(.*?)\s*$")
+_TOOLS = ("torchrun", "torch.distributed.run", "accelerate", "deepspeed", "vllm", "sglang", "swift", "megatron", "llamafactory-cli", "python")
+
+
+class LaunchFormatError(ValueError):
+    """A launch command or config that cannot be read; ``line`` is 1-based where known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One parallelism setting as written: normalised key, value, and the line it is on (configs)."""
+
+    key: str
+    value: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What a launch asks for. ``nodes``/``tp`` are None where the launch does not say."""
+
+    origin: str  # "--launch" or a config file path
+    tool: str | None
+    nodes: int | None
+    tp: int | None
+    settings: tuple[Setting, ...] = field(default=())
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "origin": self.origin, "tool": self.tool, "nodes": self.nodes, "tp": self.tp,
+            "settings": [{"key": s.key, "value": s.value, **({"line": s.line} if s.line else {})} for s in self.settings],
+        }
+
+
+def normalise(key: str) -> str:
+    """``--tensor-parallel-size`` -> ``tensor_parallel_size``; env names are lower-cased."""
+    return key.lstrip("-").replace("-", "_").lower()
+
+
+def _count(value: str) -> int | None:
+    """An integer setting; ``MIN:MAX`` (torchrun elastic nnodes) counts as MAX."""
+    text = value.strip().strip("\"'")
+    if ":" in text:
+        text = text.rsplit(":", 1)[1]
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            as_float = float(text)
+        except ValueError:
+            return None
+        return int(as_float) if as_float.is_integer() else None
+
+
+def _summarise(origin: str, tool: str | None, settings: list[Setting]) -> Launch:
+    nodes: int | None = None
+    tp: int | None = None
+    for setting in settings:
+        count = _count(setting.value)
+        if count is None:
+            continue
+        if setting.key in NODE_KEYS:
+            nodes = max(nodes or 0, count)
+        elif setting.key in TP_KEYS:
+            tp = max(tp or 0, count)
+    return Launch(origin, tool, nodes, tp, tuple(settings))
+
+
+def parse_command(command: str, origin: str = "--launch") -> Launch:
+    """Parallelism settings of a launch command line (env assignments, options, ``--opt=value``)."""
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError as exc:
+        raise LaunchFormatError(f"cannot split the command line: {exc}") from exc
+    if not words:
+        raise LaunchFormatError("the launch command is empty")
+    settings: list[Setting] = []
+    tool: str | None = None
+    at_start = True
+    i = 0
+    while i < len(words):
+        word = words[i]
+        assign = _ASSIGN.match(word)
+        if at_start and assign:  # NNODES=2 NPROC_PER_NODE=8 swift sft ...
+            settings.append(Setting(normalise(assign.group(1)), assign.group(2)))
+            i += 1
+            continue
+        at_start = False
+        if tool is None:
+            base = word.rsplit("/", 1)[-1]
+            tool = next((t for t in _TOOLS if base == t or base.startswith(t)), None) if base != "env" else None
+        if word.startswith("--") or word in _SHORT_TP:
+            key, eq, value = word.partition("=")
+            name = "tp" if key in _SHORT_TP else normalise(key)
+            if name in NODE_KEYS or name in TP_KEYS:
+                if not eq and i + 1 < len(words) and not words[i + 1].startswith("-"):
+                    value = words[i + 1]
+                    i += 1
+                if value:
+                    settings.append(Setting(name, value))
+        elif word == "-m" and i + 1 < len(words) and tool in (None, "python"):
+            module = words[i + 1]
+            tool = next((t for t in _TOOLS if module.startswith(t)), tool)
+        i += 1
+    return _summarise(origin, tool, settings)
+
+
+def parse_config(text: str, origin: str) -> Launch:
+    """Parallelism settings of a JSON/YAML launch config or a DeepSpeed hostfile."""
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise LaunchFormatError(f"invalid JSON: {exc.msg}", exc.lineno) from exc
+        settings = [Setting(key, value) for key, value in _json_leaves(data)]
+        return _summarise(origin, _tool_from_keys(settings), settings)
+    if _looks_like_hostfile(text):
+        hosts = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        return _summarise(origin, "deepspeed", [Setting("num_nodes", str(len(hosts)), 1)])
+    settings = list(_yaml_leaves(text))
+    return _summarise(origin, _tool_from_keys(settings), settings)
+
+
+def _json_leaves(data: object, key: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(data, dict):
+        for k, v in data.items():  # nested tables count by their leaf keys: {"tensor_parallel": {"autotp_size": 2}}
+            yield from _json_leaves(v, normalise(str(k)))
+    elif isinstance(data, list):
+        for item in data:
+            yield from _json_leaves(item, key)
+    elif key and isinstance(data, (int, float, str)) and not isinstance(data, bool):
+        yield key, str(data)
+
+
+def _yaml_leaves(text: str) -> Iterator[Setting]:
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split(" #", 1)[0].rstrip() if not raw.lstrip().startswith("#") else ""
+        if not line.strip() or line.strip() in ("---", "..."):
+            continue
+        match = _YAML_LINE.match(line)
+        if match is None:
+            continue  # list items, flow collections, continuation lines: not parallelism settings
+        _, key, value = match.groups()
+        value = value.strip()
+        if not value or value.startswith(("{", "[", "|", ">", "&", "*")):
+            continue
+        yield Setting(normalise(key), value.strip("\"'"), number)
+
+
+def _looks_like_hostfile(text: str) -> bool:
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+    return bool(lines) and all(re.match(r"^[\w.\-]+\s+slots=\d+$", line) for line in lines)
+
+
+def _tool_from_keys(settings: list[Setting]) -> str | None:
+    keys = {s.key for s in settings}
+    if "num_machines" in keys or "distributed_type" in keys or "compute_environment" in keys:
+        return "accelerate"
+    if "autotp_size" in keys or "zero_optimization" in keys or "train_micro_batch_size_per_gpu" in keys:
+        return "deepspeed"
+    return None

@@ -1,0 +1,153 @@
+"""Read ``nvidia-smi --query-gpu`` / ``--query-compute-apps`` CSV output.
+
+Both shapes nvidia-smi prints are read: ``--format=csv,noheader,nounits`` (the caller says which fields
+were asked for) and ``--format=csv`` (a header line names the fields, values carry units such as
+``MiB``, ``W``, ``%``, ``MHz``). Values nvidia-smi cannot give (``[N/A]``, ``[Not Supported]``,
+``[Not Found]``, ...) become ``None``: a GB10 prints ``[N/A]`` for every memory field because its
+memory is the unified system memory (research/spark-facts.md §9).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# Placeholders nvidia-smi prints instead of a value.
+_UNAVAILABLE = re.compile(r"^\[?(N/A|Not Supported|Not Found|Unknown Error|Insufficient Permissions|GPU is lost|Unknown)\]?$", re.I)
+_UNIT = re.compile(r"\s*\[[^\]]*\]\s*$")  # "memory.total [MiB]" -> "memory.total"
+_VALUE_UNIT = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(MiB|GiB|KiB|W|%|MHz|C)$")
+# Fields whose values may contain commas (nvidia-smi does not quote): extra cells are joined into them.
+_FREE_TEXT = ("process_name", "name", "gpu_name")
+
+# The queries envcheck runs (the probe and the host source use the same lists).
+GPU_FIELDS: tuple[str, ...] = (
+    "index", "uuid", "name", "driver_version", "temperature.gpu", "power.draw", "power.limit",
+    "memory.total", "memory.used", "utilization.gpu", "clocks.sm", "clocks_throttle_reasons.active",
+    "compute_cap",
+)
+GPU_FIELDS_BASIC: tuple[str, ...] = GPU_FIELDS[:11]  # drivers that reject compute_cap / the throttle mask
+APP_FIELDS: tuple[str, ...] = ("pid", "process_name", "used_memory", "gpu_uuid")
+
+# clocks_throttle_reasons.active bits (nvml.h: nvmlClocksEventReason*).
+THROTTLE_BITS: dict[int, str] = {
+    0x0000000000000004: "sw_power_cap",
+    0x0000000000000008: "hw_slowdown",
+    0x0000000000000020: "sw_thermal_slowdown",
+    0x0000000000000040: "hw_thermal_slowdown",
+    0x0000000000000080: "hw_power_brake_slowdown",
+}
+
+
+class NvidiaSmiFormatError(ValueError):
+    """A line that does not have the fields the query asked for; ``line`` is 1-based."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Table:
+    """Parsed rows: field name -> value text (units stripped), None where nvidia-smi had no value."""
+
+    fields: tuple[str, ...]
+    rows: tuple[dict[str, str | None], ...]
+
+
+def field_name(header: str) -> str:
+    """``"memory.total [MiB]"`` -> ``"memory.total"``; also the long names nvidia-smi echoes back."""
+    return _UNIT.sub("", header).strip()
+
+
+def clean_value(text: str) -> str | None:
+    """One cell: stripped, unit removed, placeholders -> None."""
+    value = text.strip()
+    if not value or _UNAVAILABLE.match(value):
+        return None
+    match = _VALUE_UNIT.match(value)
+    return match.group(1) if match else value
+
+
+def parse_csv(text: str, fields: Sequence[str] | None = None) -> Table:
+    """Parse query output. ``fields`` for ``noheader`` output; ``None`` when the first line is a header."""
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if fields is None:
+        if not lines:
+            raise NvidiaSmiFormatError("no header line (use --format=csv, or pass the queried fields)", 1)
+        header_no, header = lines.pop(0)
+        names = tuple(field_name(cell) for cell in header.split(","))
+        if not all(names):
+            raise NvidiaSmiFormatError("header has an empty field name", header_no)
+    else:
+        names = tuple(fields)
+    rows: list[dict[str, str | None]] = []
+    for number, line in lines:
+        if line.startswith(("No devices were found", "NVIDIA-SMI has failed", "No running processes found")):
+            continue
+        cells = [cell.strip() for cell in line.split(",")]
+        if len(cells) > len(names):
+            free = next((f for f in _FREE_TEXT if f in names), None)
+            if free is None:
+                raise NvidiaSmiFormatError(f"{len(cells)} values for {len(names)} fields", number)
+            at = names.index(free)
+            extra = len(cells) - len(names)
+            cells[at:at + extra + 1] = [", ".join(cells[at:at + extra + 1])]
+        if len(cells) < len(names):
+            raise NvidiaSmiFormatError(f"{len(cells)} values for {len(names)} fields", number)
+        rows.append({name: clean_value(cell) for name, cell in zip(names, cells, strict=True)})
+    return Table(names, tuple(rows))
+
+
+def number(value: str | None) -> float | None:
+    """A numeric cell as float (None for placeholders or text)."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def throttle_reasons(value: str | None) -> list[str]:
+    """Names of the active clock-event reasons in a ``clocks_throttle_reasons.active`` bitmask."""
+    if value is None:
+        return []
+    try:
+        mask = int(value, 16) if value.lower().startswith("0x") else int(value)
+    except ValueError:
+        return []
+    return [name for bit, name in THROTTLE_BITS.items() if mask & bit]
+
+
+def gpu_row(row: dict[str, str | None]) -> dict[str, object]:
+    """A ``--query-gpu`` row as typed readings (numbers as float, None where not available)."""
+    out: dict[str, object] = {
+        "index": int(number(row.get("index")) or 0) if row.get("index") is not None else None,
+        "name": row.get("name"),
+        "uuid": row.get("uuid"),
+        "driver_version": row.get("driver_version"),
+        "temperature_c": number(row.get("temperature.gpu")),
+        "power_w": number(row.get("power.draw")),
+        "power_limit_w": number(row.get("power.limit")),
+        "memory_total_mib": number(row.get("memory.total")),
+        "memory_used_mib": number(row.get("memory.used")),
+        "utilization_pct": number(row.get("utilization.gpu")),
+        "clock_sm_mhz": number(row.get("clocks.sm") or row.get("clocks.current.sm")),
+        "throttle_reasons": throttle_reasons(row.get("clocks_throttle_reasons.active") or row.get("clocks_event_reasons.active")),
+        "compute_cap": row.get("compute_cap"),
+    }
+    return out
+
+
+def app_row(row: dict[str, str | None]) -> dict[str, object]:
+    """A ``--query-compute-apps`` row as typed readings."""
+    pid = number(row.get("pid"))
+    used = row.get("used_memory", row.get("used_gpu_memory"))
+    return {
+        "pid": int(pid) if pid is not None else None,
+        "process_name": row.get("process_name"),
+        "used_memory_mib": number(used),
+        "gpu_uuid": row.get("gpu_uuid"),
+    }

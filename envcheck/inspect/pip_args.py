@@ -1,0 +1,255 @@
+"""Package-installer command lines and requirement strings, read the way pip, uv and conda read them.
+
+Used by the requirements source (for option lines such as ``--index-url`` and ``-r``) and by the
+Dockerfile source (for every ``pip install`` in a RUN line), so both produce the same facts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
+from envcheck.model import InstallCommand, Location, Package, PackageIndex, ReadProblem
+
+# pip install options that take a value (both spellings); everything else starting with '-' is a flag.
+_VALUE_OPTIONS = {
+    "-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f",
+    "--find-links", "-e", "--editable", "-t", "--target", "--prefix", "--root", "--platform",
+    "--python-version", "--implementation", "--abi", "--only-binary", "--no-binary", "--trusted-host",
+    "--config-settings", "-C", "--global-option", "--build-option", "--progress-bar", "--upgrade-strategy",
+    "--src", "--root-user-action", "--cache-dir", "--log", "--timeout", "--retries", "--proxy", "--cert",
+    "--client-cert", "--exists-action", "--python", "-p", "--index-strategy", "--torch-backend",
+    "--default-index", "--index", "--override", "--keyring-provider", "--resolution", "--prerelease",
+    "--extra", "--group", "--report", "--use-feature", "--use-deprecated", "--dry-run-report",
+}
+_INDEX_OPTIONS = {
+    "-i": "index-url", "--index-url": "index-url", "--default-index": "index-url",
+    "--extra-index-url": "extra-index-url", "--index": "extra-index-url",
+    "-f": "find-links", "--find-links": "find-links",
+}
+_CONDA_VALUE_OPTIONS = {"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file", "--override-channels-x"}
+# conda package names that are PyPI names under another spelling.
+_CONDA_TO_PYPI = {"pytorch": "torch", "pytorch-gpu": "torch", "pytorch-cuda": "pytorch-cuda", "cuda-version": "cuda-version"}
+
+
+@dataclass
+class InstallParse:
+    """What one installer command line installs and from where."""
+
+    command: InstallCommand
+    packages: list[Package] = field(default_factory=list)
+    indexes: list[PackageIndex] = field(default_factory=list)
+    requirement_files: list[str] = field(default_factory=list)
+    constraint_files: list[str] = field(default_factory=list)
+    problems: list[ReadProblem] = field(default_factory=list)
+
+
+def installer_of(argv: list[str]) -> tuple[str, int] | None:
+    """(tool, index of the first argument after the install verb) if ``argv`` is an install command."""
+    if not argv:
+        return None
+    words = list(argv)
+    exe = words[0].rsplit("/", 1)[-1]
+    i = 1
+    if re.fullmatch(r"python(\d+(\.\d+)?)?", exe):
+        # python -m pip install / python -m uv pip install
+        while i < len(words) and words[i].startswith("-") and words[i] != "-m":
+            i += 1
+        if i + 1 < len(words) and words[i] == "-m":
+            exe = words[i + 1]
+            i += 2
+        else:
+            return None
+    if re.fullmatch(r"pip(\d+(\.\d+)?)?", exe):
+        tool = "pip"
+    elif exe == "uv":
+        if i < len(words) and words[i] == "pip":
+            i += 1
+            tool = "uv"
+        elif i < len(words) and words[i] == "add":
+            return ("uv", i + 1)
+        else:
+            return None
+    elif exe in ("conda", "mamba", "micromamba"):
+        tool = exe
+    else:
+        return None
+    # skip global options before the verb (pip -q install ...)
+    while i < len(words) and words[i].startswith("-"):
+        i += 2 if words[i] in _VALUE_OPTIONS and "=" not in words[i] else 1
+    if i < len(words) and words[i] in ("install", "create"):
+        return (tool, i + 1)
+    return None
+
+
+def parse_install_command(argv: list[str], location: Location | None, base_dir: Path | None = None) -> InstallParse | None:
+    """Parse one shell-split installer command; None when ``argv`` installs nothing.
+
+    ``base_dir`` resolves ``-r`` paths for callers that can read them (the requirements source).
+    """
+    found = installer_of(argv)
+    if found is None:
+        return None
+    tool, start = found
+    args = argv[start:]
+    if tool in ("conda", "mamba", "micromamba"):
+        return _parse_conda(tool, argv, args, location)
+    result = InstallParse(InstallCommand(tool=tool, packages=(), text=" ".join(argv), location=location))
+    options: list[str] = []
+    names: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word.startswith("-") and word not in ("-",):
+            opt, eq, inline = word.partition("=")
+            if opt.startswith("-") and not opt.startswith("--") and len(opt) > 2 and opt[:2] in _VALUE_OPTIONS and not eq:
+                opt, inline, eq = opt[:2], opt[2:], "="  # -rrequirements.txt
+            if opt in _VALUE_OPTIONS:
+                if eq:
+                    value = inline
+                elif i + 1 < len(args):
+                    value = args[i + 1]
+                    i += 1
+                else:
+                    result.problems.append(ReadProblem(f"option {opt} needs a value", location))
+                    break
+                options.append(f"{opt}={value}")
+                _apply_value_option(opt, value, result, location, names, tool)
+            else:
+                options.append(opt)
+            i += 1
+            continue
+        pkg = parse_requirement_text(word, location, role="requirement")
+        if isinstance(pkg, ReadProblem):
+            result.problems.append(pkg)
+        elif pkg is not None:
+            result.packages.append(pkg)
+            names.append(pkg.name)
+        i += 1
+    no_deps = "--no-deps" in options
+    if no_deps:
+        result.packages = [_with(p, no_deps=True) for p in result.packages]
+    result.command = InstallCommand(tool=tool, packages=tuple(names), options=tuple(options), text=" ".join(argv), location=location)
+    return result
+
+
+def _apply_value_option(opt: str, value: str, result: InstallParse, location: Location | None, names: list[str], tool: str) -> None:
+    if opt in _INDEX_OPTIONS:
+        result.indexes.append(PackageIndex(value, _INDEX_OPTIONS[opt], location))
+    elif opt in ("-r", "--requirement"):
+        result.requirement_files.append(value)
+    elif opt in ("-c", "--constraint", "--override"):
+        result.constraint_files.append(value)
+    elif opt in ("-e", "--editable"):
+        pkg = parse_requirement_text(value, location, role="requirement")
+        if isinstance(pkg, Package):
+            pkg = _with(pkg, editable=True)
+            result.packages.append(pkg)
+            names.append(pkg.name)
+    elif opt == "--torch-backend" and tool == "uv":
+        # uv's --torch-backend=cu126 picks the PyTorch index for that CUDA build.
+        result.indexes.append(PackageIndex(f"uv-torch-backend:{value}", "index-url", location))
+
+
+def _parse_conda(tool: str, argv: list[str], args: list[str], location: Location | None) -> InstallParse:
+    result = InstallParse(InstallCommand(tool=tool, packages=(), text=" ".join(argv), location=location))
+    options: list[str] = []
+    names: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word.startswith("-"):
+            opt, eq, inline = word.partition("=")
+            if opt in _CONDA_VALUE_OPTIONS:
+                value = inline if eq else (args[i + 1] if i + 1 < len(args) else "")
+                i += 0 if eq else 1
+                if opt in ("-c", "--channel"):
+                    result.indexes.append(PackageIndex(value, "conda-channel", location))
+                options.append(f"{opt}={value}")
+            else:
+                options.append(opt)
+            i += 1
+            continue
+        spec = word.split("::", 1)[-1]
+        m = re.match(r"^([A-Za-z0-9_.\-]+)\s*(?:(==|=|>=|<=|>|<|!=)\s*([^\s=]+?))?(?:=[^=\s]+)?$", spec)
+        if not m:
+            result.problems.append(ReadProblem(f"cannot read conda package spec {word!r}", location))
+            i += 1
+            continue
+        raw_name, op, version = m.group(1), m.group(2), m.group(3)
+        name = _CONDA_TO_PYPI.get(raw_name.lower(), canonical(raw_name))
+        exact = version if op in ("=", "==") and version and "*" not in version else None
+        result.packages.append(Package(name=name, version=exact, specifier=f"{op or ''}{version or ''}", role="conda", location=location))
+        names.append(name)
+        i += 1
+    result.command = InstallCommand(tool=tool, packages=tuple(names), options=tuple(options), text=" ".join(argv), location=location)
+    return result
+
+
+_GIT_NAME = re.compile(r"/([A-Za-z0-9_.\-]+?)(?:\.git)?(?:@[^/#]*)?(?:#.*)?$")
+# Repository names whose package name differs (flash-attention's repo builds the flash-attn distribution).
+_REPO_TO_PACKAGE = {"flash-attention": "flash-attn"}
+
+
+def parse_requirement_text(text: str, location: Location | None, role: str = "requirement", installed: bool = False) -> Package | ReadProblem | None:
+    """One requirement as pip reads it: PEP 508, ``name @ url``, a wheel path/URL, a VCS URL, or a path.
+
+    Returns None for things that name no distribution we can tell (``.``, a bare local folder).
+    """
+    text = text.strip()
+    if not text:
+        return None
+    # pip allows per-requirement options after the requirement: `pkg==1 --hash=sha256:...`
+    text = re.split(r"\s+--?(?:hash|global-option|config-settings|install-option)\b", text)[0].strip()
+    wheel = parse_wheel_name(text.split(";", 1)[0].strip()) if ".whl" in text else None
+    if wheel is not None and " @ " not in text:
+        return Package(name=wheel.name, version=wheel.version, specifier=f"=={wheel.version}", url=text, installed=installed, role=role, location=location)
+    lowered = text.lower()
+    if lowered.startswith(("git+", "hg+", "svn+", "bzr+", "http://", "https://", "file:")) and " @ " not in text:
+        egg = re.search(r"[#&]egg=([A-Za-z0-9_.\-]+)", text)
+        if egg:
+            name = egg.group(1)
+        else:
+            m = _GIT_NAME.search(text.split("#", 1)[0])
+            if not m:
+                return ReadProblem(f"cannot tell which distribution {text!r} installs", location)
+            name = m.group(1)
+            for suffix in (".tar.gz", ".zip", ".tar.bz2", ".tgz"):
+                if name.endswith(suffix):
+                    name = re.sub(r"-\d.*$", "", name[: -len(suffix)])
+        cname = _REPO_TO_PACKAGE.get(canonical(name), canonical(name))
+        return Package(name=cname, url=text, installed=installed, role=role, location=location)
+    if text in (".", "..") or text.startswith(("./", "../", "/")) or text.endswith(("/",)):
+        return None
+    try:
+        req = Requirement(text)
+    except InvalidRequirement as exc:
+        return ReadProblem(f"invalid requirement {text!r}: {str(exc).splitlines()[0]}", location)
+    version = None
+    specs = list(req.specifier)
+    if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+        version = specs[0].version
+    url = req.url
+    if url and (w := parse_wheel_name(url)) is not None:
+        version = version or w.version
+    return Package(
+        name=canonical(req.name),
+        version=version,
+        specifier=str(req.specifier),
+        extras=tuple(sorted(req.extras)),
+        marker=str(req.marker) if req.marker else None,
+        url=url,
+        installed=installed,
+        role=role,
+        location=location,
+    )
+
+
+def _with(pkg: Package, **changes: object) -> Package:
+    from dataclasses import replace
+
+    return replace(pkg, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,224 @@
+"""Zip (wheel) members read as streams: inflated chunk by chunk, never extracted to disk.
+
+Python's ``zipfile`` reads the central directory (names, sizes, offsets); this module streams a member's
+data itself so it can (a) stop inflating as soon as it has what it needs, (b) bound every member by its
+declared size and by what deflate can physically produce (a member "claiming 100 GB" from a few bytes
+is refused before any work), and (c) inflate several members at once on several cores (zlib releases
+the GIL while it inflates). ``isal`` (ISA-L) is used as a faster inflater when it is installed.
+
+:class:`StreamedElf` reads an ELF file from such a stream in (usually) one forward pass: it captures
+the header, the dynamic table and the section table as they go by, and walks fatbin containers with a
+:class:`envcheck.inspect.fatbin.StreamScanner`. What it missed (a string table it learned about too
+late) is fetched by a second, shorter pass that stops at the last byte it needs.
+"""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+from collections.abc import Iterator
+from typing import Any
+
+from envcheck.inspect.elf import MalformedBinary
+
+try:  # ISA-L inflates 2-3x faster than zlib where it is available
+    from isal import isal_zlib as _zlib  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - depends on the environment
+    import zlib as _zlib
+
+CHUNK_IN = 1 << 20  # compressed bytes per read
+MAX_DEFLATE_RATIO = 1032  # deflate cannot expand more than ~1032:1
+_LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")
+
+
+class MemberError(MalformedBinary):
+    """A zip member that cannot be streamed: bad local header, lying sizes, corrupt data."""
+
+
+def data_offset(fh: Any, info: zipfile.ZipInfo) -> int:
+    """Offset of a member's data, from its local header."""
+    fh.seek(info.header_offset)
+    raw = fh.read(_LOCAL_HEADER.size)
+    if len(raw) != _LOCAL_HEADER.size:
+        raise MemberError("local file header is truncated", info.header_offset, info.filename)
+    fields = _LOCAL_HEADER.unpack(raw)
+    if fields[0] != 0x04034B50:
+        raise MemberError("bad local file header signature", info.header_offset, info.filename)
+    return int(info.header_offset + _LOCAL_HEADER.size + fields[9] + fields[10])
+
+
+def check_member(info: zipfile.ZipInfo, archive_size: int) -> None:
+    """Refuse members whose declared sizes are impossible, before reading anything."""
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise MemberError(f"compression method {info.compress_type} is not supported (only stored/deflate)", info.header_offset, info.filename)
+    if info.compress_size > archive_size:
+        raise MemberError(f"member claims {info.compress_size} compressed bytes in a {archive_size}-byte file", info.header_offset, info.filename)
+    limit = info.compress_size if info.compress_type == zipfile.ZIP_STORED else info.compress_size * MAX_DEFLATE_RATIO + 1024
+    if info.file_size > limit:
+        raise MemberError(
+            f"member claims {info.file_size} bytes from {info.compress_size} compressed bytes, which deflate cannot produce",
+            info.header_offset, info.filename,
+        )
+
+
+def iter_member(path: str, info: zipfile.ZipInfo, stop_at: int | None = None, chunk: int = CHUNK_IN) -> Iterator[bytes]:
+    """The inflated bytes of ``info`` in order, stopping once ``stop_at`` bytes were produced.
+
+    Raises :class:`MemberError` when the member produces more or fewer bytes than it declares.
+    """
+    want = info.file_size if stop_at is None else min(stop_at, info.file_size)
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        check_member(info, fh.tell())
+        start = data_offset(fh, info)
+        fh.seek(start)
+        remaining_in = info.compress_size
+        produced = 0
+        inflater = _zlib.decompressobj(-15) if info.compress_type == zipfile.ZIP_DEFLATED else None
+        while produced < want:
+            if remaining_in <= 0:
+                if inflater is not None:
+                    tail = inflater.flush()
+                    if tail:
+                        produced += len(tail)
+                        if produced > info.file_size:
+                            raise MemberError("member inflates past its declared size", produced, info.filename)
+                        yield tail
+                        continue
+                raise MemberError(
+                    f"member data ends after {produced} of its declared {info.file_size} bytes", produced, info.filename
+                )
+            raw = fh.read(min(chunk, remaining_in))
+            if not raw:
+                raise MemberError("zip file ends inside the member's data", start + info.compress_size - remaining_in, info.filename)
+            remaining_in -= len(raw)
+            data = raw
+            while data:
+                if inflater is None:
+                    out, data = data, b""
+                else:
+                    try:
+                        # Bound what one call may produce, so a compression bomb cannot blow memory up.
+                        out = inflater.decompress(data, chunk * 4)
+                    except _zlib.error as exc:
+                        raise MemberError(f"corrupt deflate data: {exc}", produced, info.filename) from None
+                    data = inflater.unconsumed_tail
+                produced += len(out)
+                if produced > info.file_size:
+                    raise MemberError("member inflates past its declared size", produced, info.filename)
+                if out:
+                    yield out
+
+
+class _Pieces:
+    """A ByteSource over captured ranges of a stream; a read of anything not captured raises _Missing."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.bytes_read = 0
+        self.pieces: dict[int, bytes] = {}
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise MalformedBinary(f"read of {size} bytes at {offset:#x} runs past the end ({self.size} bytes)", offset)
+        for start, data in self.pieces.items():
+            if start <= offset and offset + size <= start + len(data):
+                return data[offset - start : offset - start + size]
+        raise _Missing(offset, size)
+
+
+class _Missing(Exception):
+    def __init__(self, offset: int, size: int) -> None:
+        super().__init__(offset, size)
+        self.offset = offset
+        self.size = size
+
+
+class StreamedElf:
+    """Captures what an ELF reader needs from a forward-only stream, and scans fatbins on the way."""
+
+    HEAD = 64 << 10
+    TAIL = 1 << 20  # before the section table: where .shstrtab usually sits
+
+    def __init__(self, size: int) -> None:
+        from envcheck.inspect.fatbin import StreamScanner
+
+        self.size = size
+        self.source = _Pieces(size)
+        self.scanner = StreamScanner()
+        self.wanted: list[tuple[int, int]] = [(0, min(self.HEAD, size))]
+        self._buffers: dict[int, bytearray] = {}
+        self._planned = False
+        self.bytes_seen = 0
+        self._hdr: Any = None
+        self._segments: list[Any] = []
+        self._dynamic_at: int | None = None
+
+    def _plan(self) -> None:
+        """After the head is in: also capture the section table, the bytes before it, and PT_DYNAMIC."""
+        from envcheck.inspect.elf import parse_header, read_segments, PT_DYNAMIC
+
+        self._planned = True
+        try:
+            hdr = parse_header(self.source.read_at(0, min(64, self.size)))
+        except (MalformedBinary, _Missing):
+            return
+        if hdr.shoff and hdr.shoff < self.size:
+            end = min(self.size, hdr.shoff + max(hdr.shnum, 1) * max(hdr.shentsize, 1))
+            self.wanted.append((max(0, hdr.shoff - self.TAIL), end))
+        self._hdr = hdr
+        try:
+            self._segments = read_segments(self.source, hdr)
+        except (MalformedBinary, _Missing):
+            return
+        for seg in self._segments:
+            if seg.type == PT_DYNAMIC and 0 < seg.filesz < (1 << 20) and seg.offset + seg.filesz <= self.size:
+                self.wanted.append((seg.offset, seg.offset + seg.filesz))
+                self._dynamic_at = seg.offset
+
+    def _plan_strings(self) -> None:
+        """Once the dynamic table is in: capture its string table too if it is still ahead (patchelf'd files)."""
+        from envcheck.inspect.elf import DT_STRSZ, DT_STRTAB, parse_dynamic, vaddr_to_offset
+
+        assert self._dynamic_at is not None and self._hdr is not None
+        entries = dict(parse_dynamic(self.source.pieces[self._dynamic_at], self._hdr))
+        self._dynamic_at = None
+        if DT_STRTAB not in entries:
+            return
+        at = vaddr_to_offset(entries[DT_STRTAB], [], self._segments)
+        size = min(entries.get(DT_STRSZ, 0), 64 << 20)
+        if at is not None and at >= self.bytes_seen and at + size <= self.size:
+            self.wanted.append((at, at + size))
+
+    def feed(self, chunk: bytes, offset: int, scan: bool = True) -> None:
+        """Consume the next chunk of the stream (starting at ``offset``)."""
+        end = offset + len(chunk)
+        self.bytes_seen = end
+        if scan:
+            self.scanner.feed(chunk, offset)
+        for lo, hi in self.wanted:
+            if lo < end and hi > offset and lo not in self.source.pieces:
+                buf = self._buffers.setdefault(lo, bytearray())
+                a = lo + len(buf)
+                if a < offset or a >= end:
+                    continue  # we joined late (a second pass handles it)
+                buf += chunk[a - offset : min(hi, end) - offset]
+                if lo + len(buf) >= hi:
+                    self.source.pieces[lo] = bytes(self._buffers.pop(lo))
+        if not self._planned and 0 in self.source.pieces:
+            self._plan()
+        if self._dynamic_at is not None and self._dynamic_at in self.source.pieces:
+            self._plan_strings()
+
+    def want(self, offset: int, size: int) -> None:
+        """Ask for a range in the next pass."""
+        self.wanted.append((offset, offset + size))
+
+    def pending_end(self) -> int:
+        """The furthest byte still wanted (0 when everything was captured)."""
+        ends = [hi for lo, hi in self.wanted if lo not in self.source.pieces]
+        return max(ends, default=0)
+
+    def restart(self) -> None:
+        """Prepare for another pass over the stream (buffers of incomplete ranges are dropped)."""
+        self._buffers.clear()

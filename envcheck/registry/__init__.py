@@ -1,0 +1,1 @@
+"""Reading images from OCI registries: references, authentication, the distribution client, a cache."""

@@ -1,0 +1,97 @@
+"""A content-addressed cache: manifests and configs by digest, deep-scan results by layer digest.
+
+Lives under ``$ENVCHECK_CACHE_DIR`` or the user cache folder (``$XDG_CACHE_HOME/envcheck``,
+``~/.cache/envcheck``). Entries are immutable (the key is the digest of the content), written
+atomically, and re-verified on read, so a damaged entry is a cache miss, never a wrong answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+DEEP_FORMAT = 1  # bump when the shape of cached deep results changes
+
+
+def cache_root() -> Path:
+    """``$ENVCHECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/envcheck``, else ``~/.cache/envcheck``."""
+    explicit = os.environ.get("ENVCHECK_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "envcheck"
+
+
+class BlobCache:
+    """Digest-keyed storage; every method is a no-op when the cache is disabled or unwritable."""
+
+    def __init__(self, root: Path | None = None, enabled: bool = True) -> None:
+        self.root = root or cache_root()
+        self.enabled = enabled
+        self.hits = 0
+
+    def _path(self, kind: str, digest: str) -> Path | None:
+        algorithm, _, hexpart = digest.partition(":")
+        if algorithm not in ("sha256", "sha512") or not hexpart.isalnum():
+            return None
+        return self.root / kind / algorithm / hexpart
+
+    def get_blob(self, digest: str) -> bytes | None:
+        """The cached bytes of ``digest``, or None (also when the stored bytes no longer match)."""
+        path = self._path("blobs", digest) if self.enabled else None
+        if path is None:
+            return None
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        algorithm, _, expected = digest.partition(":")
+        if hashlib.new(algorithm, data).hexdigest() != expected:
+            return None
+        self.hits += 1
+        return data
+
+    def put_blob(self, digest: str, data: bytes) -> None:
+        path = self._path("blobs", digest) if self.enabled else None
+        if path is not None:
+            _write_atomic(path, data)
+
+    def get_deep(self, digest: str) -> dict[str, Any] | None:
+        """Cached deep-scan result of one layer, or None."""
+        path = self._path(f"deep-v{DEEP_FORMAT}", digest) if self.enabled else None
+        if path is None:
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("layer") != digest:
+            return None
+        self.hits += 1
+        return data
+
+    def put_deep(self, digest: str, result: dict[str, Any]) -> None:
+        path = self._path(f"deep-v{DEEP_FORMAT}", digest) if self.enabled else None
+        if path is not None:
+            _write_atomic(path, json.dumps({**result, "layer": digest}, sort_keys=True).encode())
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write via a temporary file and rename, so readers never see half an entry. Failures are ignored:
+    a cache that cannot be written only makes the next run slower."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass

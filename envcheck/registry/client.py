@@ -1,0 +1,445 @@
+"""A small OCI distribution client: auth challenges, retries, manifest negotiation, verified blobs.
+
+HTTPS by default; plain HTTP only for loopback registries and hosts named with --insecure-registry
+(as dockerd does). Proxies come from the environment (``HTTPS_PROXY``, ``NO_PROXY``), as requests reads them.
+Every failure to talk to the registry is a :class:`ServiceError` (exit code 3) with a message that says
+what was asked, what came back and what to do.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import json
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+
+from envcheck.errors import ServiceError
+from envcheck.registry.auth import Challenge, Credentials, TokenCache, parse_challenge, token_url
+from envcheck.registry.reference import Reference
+
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_SCHEMA1 = ("application/vnd.docker.distribution.manifest.v1+prettyjws", "application/vnd.docker.distribution.manifest.v1+json")
+INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
+MANIFEST_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
+ACCEPT_ALL = ", ".join((OCI_INDEX, DOCKER_LIST, OCI_MANIFEST, DOCKER_MANIFEST))
+
+MAX_MANIFEST_BYTES = 4 << 20  # the distribution spec's suggested manifest limit
+MAX_CONFIG_BYTES = 64 << 20
+RETRY_STATUSES = (429, 500, 502, 503, 504)
+USER_AGENT = "envcheck (+https://github.com/ envcheck image)"
+
+
+def sha256_digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def media_type_of(body: dict[str, Any], header: str | None) -> str:
+    """The manifest's media type: the Content-Type header, its ``mediaType`` field, else its shape."""
+    header = (header or "").split(";", 1)[0].strip()
+    if header in (*INDEX_TYPES, *MANIFEST_TYPES, *DOCKER_SCHEMA1):
+        return header
+    declared = body.get("mediaType")
+    if isinstance(declared, str) and declared:
+        return declared
+    if body.get("schemaVersion") == 1:
+        return DOCKER_SCHEMA1[0]
+    if "manifests" in body:
+        return OCI_INDEX
+    if "layers" in body or "config" in body:
+        return OCI_MANIFEST
+    return header or "unknown"
+
+
+@dataclass
+class Manifest:
+    """A fetched manifest or index: raw bytes, parsed body, media type and verified digest."""
+
+    raw: bytes
+    body: dict[str, Any]
+    media_type: str
+    digest: str
+
+    @property
+    def is_index(self) -> bool:
+        return self.media_type in INDEX_TYPES
+
+
+@dataclass
+class RegistryClient:
+    """Talks to one registry for one repository; counts the HTTP requests it makes."""
+
+    ref: Reference
+    credentials: Credentials | None = None
+    insecure: Iterable[str] = ()
+    timeout: tuple[float, float] = (10.0, 60.0)
+    retries: int = 4
+    backoff: float = 0.5
+    max_wait: float = 60.0
+    tokens: TokenCache = field(default_factory=TokenCache)
+    requests_made: int = 0
+    session: requests.Session = field(default_factory=requests.Session)
+
+    def __post_init__(self) -> None:
+        self.session.headers["User-Agent"] = USER_AGENT
+        self._auth_header: str | None = None
+        self._challenge: Challenge | None = None
+        insecure = set(self.insecure)
+        plain = self.ref.is_loopback or self.ref.registry in insecure or self.ref.hostname in insecure
+        self.base = f"{'http' if plain else 'https'}://{self.ref.api_host}/v2/"
+
+    # -- transport -------------------------------------------------------------------------------
+    @property
+    def scope(self) -> str:
+        return f"repository:{self.ref.repository}:pull"
+
+    def _sleep_before_retry(self, attempt: int, response: requests.Response | None) -> None:
+        wait = self.backoff * (2**attempt)
+        header = response.headers.get("Retry-After") if response is not None else None
+        if header:
+            try:
+                wait = float(header)
+            except ValueError:
+                try:
+                    when = email.utils.parsedate_to_datetime(header)
+                    wait = when.timestamp() - time.time()
+                except (TypeError, ValueError):
+                    pass
+        time.sleep(min(max(wait, 0.0), self.max_wait))
+
+    def _send(self, method: str, url: str, what: str, headers: dict[str, str] | None = None, stream: bool = False,
+              auth: tuple[str, str] | None = None, data: dict[str, str] | None = None) -> requests.Response:
+        """One request with retries on 429/5xx (honouring Retry-After) and on transient network errors."""
+        attempt = 0
+        while True:
+            self.requests_made += 1
+            try:
+                response = self.session.request(method, url, headers=headers, stream=stream, timeout=self.timeout,
+                                                auth=auth, data=data, allow_redirects=True)
+            except requests.exceptions.SSLError as exc:
+                raise ServiceError(f"TLS error talking to {self.ref.registry} for {what}: {exc}. If this registry "
+                                   f"serves plain HTTP, name it with --insecure-registry {self.ref.registry}") from None
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                if attempt >= min(self.retries, 2):
+                    reason = "timed out" if isinstance(exc, requests.Timeout) else "connection failed"
+                    raise ServiceError(f"{self.ref.registry} could not be reached ({reason}) while fetching {what}: "
+                                       f"{_short(exc)}. Check the registry address, the network and HTTPS_PROXY.") from None
+                self._sleep_before_retry(attempt, None)
+                attempt += 1
+                continue
+            if response.status_code in RETRY_STATUSES and attempt < self.retries:
+                response.close()
+                self._sleep_before_retry(attempt, response)
+                attempt += 1
+                continue
+            return response
+
+    def _authorize(self, response: requests.Response, what: str) -> bool:
+        """Answer a 401 challenge; True when a new Authorization header is worth a retry."""
+        challenge = parse_challenge(response.headers.get("WWW-Authenticate", ""))
+        if challenge is None:
+            return False
+        self._challenge = challenge
+        creds = self.credentials
+        if challenge.scheme == "basic":
+            if creds is None or not (creds.username or creds.password):
+                raise ServiceError(f"{self.ref.registry} requires a login for {what} (Basic auth) and no credentials were "
+                                   "found: run `docker login`, or pass --username and --password-stdin")
+            header = creds.basic_header()
+            if header == self._auth_header:
+                return False
+            self._auth_header = header
+            return True
+        if challenge.scheme != "bearer":
+            raise ServiceError(f"{self.ref.registry} asked for unsupported authentication scheme {challenge.scheme!r}")
+        key = (challenge.params.get("realm", ""), challenge.params.get("service", ""), self.scope)
+        token = self.tokens.get(key)
+        if token is None or f"Bearer {token}" == self._auth_header:
+            token = self._fetch_token(challenge)
+        header = f"Bearer {token}"
+        if header == self._auth_header:
+            return False
+        self._auth_header = header
+        return True
+
+    def _fetch_token(self, challenge: Challenge) -> str:
+        url = token_url(challenge, self.scope)
+        creds = self.credentials
+        what = f"a token for {self.scope}"
+        if creds is not None and creds.identity_token:
+            form = {"grant_type": "refresh_token", "refresh_token": creds.identity_token, "client_id": "envcheck",
+                    "scope": self.scope, "service": challenge.params.get("service", "")}
+            response = self._send("POST", challenge.params["realm"], what, data=form)
+        else:
+            auth = (creds.username, creds.password) if creds is not None and (creds.username or creds.password) else None
+            response = self._send("GET", url, what, auth=auth)
+        with response:
+            if response.status_code in (401, 403):
+                who = f"the credentials from {creds.origin or 'the command line'}" if creds else "an anonymous request"
+                raise ServiceError(f"the token server of {self.ref.registry} refused {who} (HTTP {response.status_code}) "
+                                   f"for {self.scope}: check the user name and password (docker login), or whether this "
+                                   "image needs a login at all")
+            if response.status_code != 200:
+                raise ServiceError(f"the token server of {self.ref.registry} answered HTTP {response.status_code} for {what}")
+            try:
+                data = response.json()
+                token = data.get("token") or data.get("access_token")
+                expires = float(data.get("expires_in") or 60)
+            except (ValueError, AttributeError, TypeError):
+                raise ServiceError(f"the token server of {self.ref.registry} did not answer with JSON") from None
+        if not isinstance(token, str) or not token:
+            raise ServiceError(f"the token server of {self.ref.registry} answered without a token")
+        key = (challenge.params.get("realm", ""), challenge.params.get("service", ""), self.scope)
+        self.tokens.put(key, token, expires)
+        return token
+
+    def get(self, path: str, what: str, headers: dict[str, str] | None = None, stream: bool = False) -> requests.Response:
+        """GET ``/v2/<path>`` with authentication; raise ServiceError on any answer but 2xx."""
+        url = self.base + path
+        for _ in range(3):
+            merged = dict(headers or {})
+            if self._auth_header:
+                merged["Authorization"] = self._auth_header
+            response = self._send("GET", url, what, headers=merged, stream=stream)
+            if response.status_code == 401 and self._authorize(response, what):
+                response.close()
+                continue
+            break
+        if response.status_code < 300:
+            return response
+        self._raise_for(response, what)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _raise_for(self, response: requests.Response, what: str) -> None:
+        status = response.status_code
+        detail = _error_detail(response)
+        response.close()
+        where = f"{self.ref.registry}/{self.ref.repository}"
+        if status == 401:
+            if self._auth_header is None:
+                raise ServiceError(f"{where}: {what} needs authentication (HTTP 401){detail}: run `docker login "
+                                   f"{self.ref.registry}` or pass --username/--password-stdin")
+            raise ServiceError(f"{where}: the registry rejected the credentials for {what} (HTTP 401){detail}; "
+                               "check the user name and password")
+        if status == 403:
+            raise ServiceError(f"{where}: access to {what} denied (HTTP 403){detail}; the account may lack pull access")
+        if status == 404:
+            raise ServiceError(f"{where}: {what} not found (HTTP 404){detail}; check the name and tag. Some registries "
+                               "(nvcr.io) also answer 404 or 401 when a login is needed")
+        if status == 429:
+            raise ServiceError(f"{where}: still rate-limited (HTTP 429) after {self.retries} retries for {what}; try later")
+        raise ServiceError(f"{where}: the registry answered HTTP {status} for {what}{detail}")
+
+    # -- manifests and blobs ---------------------------------------------------------------------
+    def manifest(self, reference: str | None = None) -> Manifest:
+        """Fetch the manifest or index at ``reference`` (tag or digest), accepting every media type."""
+        reference = reference or self.ref.reference
+        what = f"manifest {reference}"
+        accept = ACCEPT_ALL
+        for _ in range(2):
+            try:
+                response = self.get(f"{self.ref.repository}/manifests/{reference}", what, {"Accept": accept})
+                break
+            except ServiceError as exc:
+                # distribution 2.8 answers 404 when an OCI index exists but Accept lacks its type; some
+                # proxies rewrite Accept, so ask again for the index type alone.
+                if "OCI index found" in exc.message and accept != OCI_INDEX:
+                    accept = OCI_INDEX
+                    continue
+                raise
+        with response:
+            raw = _read_limited(response, MAX_MANIFEST_BYTES, what)
+            content_type = response.headers.get("Content-Type")
+            header_digest = response.headers.get("Docker-Content-Digest")
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is not JSON ({exc}); the registry "
+                               "or a proxy in between sent something else") from None
+        if not isinstance(body, dict):
+            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is JSON but not an object")
+        digest = sha256_digest(raw)
+        expected = reference if reference.startswith("sha256:") else (header_digest if (header_digest or "").startswith("sha256:") else None)
+        if expected and expected != digest:
+            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} has digest {digest}, expected {expected}: "
+                               "the content was altered in transit or by the registry")
+        media_type = media_type_of(body, content_type)
+        if media_type in DOCKER_SCHEMA1:
+            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is a legacy schema 1 manifest, which "
+                               "carries no image config; envcheck reads schema 2 and OCI images only")
+        return Manifest(raw=raw, body=body, media_type=media_type, digest=digest)
+
+    def blob(self, digest: str, limit: int = MAX_CONFIG_BYTES, what: str = "") -> bytes:
+        """A small blob (an image config) read whole and verified against its digest."""
+        what = what or f"blob {digest[:19]}"
+        with self.get(f"{self.ref.repository}/blobs/{digest}", what, stream=True) as response:
+            data = _read_limited(response, limit, what)
+        verify_digest(data, digest, f"{self.ref.registry}/{self.ref.repository} {what}")
+        return data
+
+    def open_blob(self, digest: str, what: str = "") -> VerifiedStream:
+        """A streaming reader over a blob that checks the digest (and size) once it reaches the end."""
+        what = what or f"blob {digest[:19]}"
+        response = self.get(f"{self.ref.repository}/blobs/{digest}", what, stream=True)
+        return VerifiedStream(_ResponseReader(response, what), digest, f"{self.ref.registry}/{self.ref.repository} {what}",
+                              on_close=response.close)
+
+
+def verify_digest(data: bytes, digest: str, what: str) -> None:
+    algorithm, _, expected = digest.partition(":")
+    if algorithm not in ("sha256", "sha512"):
+        raise ServiceError(f"{what}: unsupported digest algorithm {algorithm!r}")
+    actual = hashlib.new(algorithm, data).hexdigest()
+    if actual != expected:
+        raise ServiceError(f"{what}: content does not match its digest {digest} (got {algorithm}:{actual}); "
+                           "the data was corrupted in transit or in the registry")
+
+
+class _ResponseReader:
+    """``read(n)`` over a streamed response body, turning a cut connection into a ServiceError."""
+
+    def __init__(self, response: requests.Response, what: str) -> None:
+        self._raw = response.raw
+        self._what = what
+        self._expected = int(response.headers.get("Content-Length") or -1)
+        self.read_bytes = 0
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            data: bytes = self._raw.read(size if size >= 0 else None, decode_content=False)
+        except Exception as exc:  # urllib3 raises ProtocolError/IncompleteRead/ReadTimeoutError on a cut stream
+            raise ServiceError(f"the connection broke while reading {self._what} after {self.read_bytes} bytes: "
+                               f"{_short(exc)}") from None
+        self.read_bytes += len(data)
+        if not data and size != 0 and 0 <= self.read_bytes < self._expected:
+            raise ServiceError(f"the stream of {self._what} ended after {self.read_bytes} of {self._expected} bytes")
+        return data
+
+
+class VerifiedStream:
+    """A file-like reader that hashes what passes through and raises at EOF if the digest is wrong."""
+
+    def __init__(self, source: Any, digest: str | None, what: str, size: int | None = None, on_close: Any = None) -> None:
+        # digest None: only compute it (``digest()`` after the end), for streams whose digest is learnt later.
+        algorithm, _, self._expected = (digest or "sha256:").partition(":")
+        if algorithm not in ("sha256", "sha512"):
+            raise ServiceError(f"{what}: unsupported digest algorithm {algorithm!r}")
+        self._hash = hashlib.new(algorithm)
+        self._source = source
+        self._digest = digest or ""
+        self._what = what
+        self._size = size
+        self._on_close = on_close
+        self.bytes_read = 0
+        self.verified = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data: bytes = self._source.read(size)
+        if data:
+            self._hash.update(data)
+            self.bytes_read += len(data)
+        elif size != 0 and not self.verified:
+            self._check()
+        return data
+
+    def digest(self) -> str:
+        """The digest of what has been read so far (the whole blob once it is drained)."""
+        return f"{self._hash.name}:{self._hash.hexdigest()}"
+
+    def drain(self) -> None:
+        """Read (and hash) whatever the consumer left unread, then verify."""
+        while self.read(1 << 20):
+            pass
+
+    def _check(self) -> None:
+        if self._size is not None and self.bytes_read != self._size:
+            raise ServiceError(f"{self._what}: got {self.bytes_read} bytes, the manifest says {self._size}")
+        if self._expected and self._hash.hexdigest() != self._expected:
+            raise ServiceError(f"{self._what}: content does not match its digest {self._digest}; the data was "
+                               "corrupted in transit or in the registry")
+        self.verified = True
+
+    def close(self) -> None:
+        if self._on_close is not None:
+            self._on_close()
+
+    def __enter__(self) -> VerifiedStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _read_limited(response: requests.Response, limit: int, what: str) -> bytes:
+    reader = _ResponseReader(response, what)
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = reader.read(1 << 16)
+        if not chunk:
+            break
+        total += len(chunk)
+        if total > limit:
+            raise ServiceError(f"{what} is larger than {limit >> 20} MiB; refusing to read it into memory")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _error_detail(response: requests.Response) -> str:
+    """The registry's error code and message from an error body, as ': CODE message'."""
+    try:
+        body = response.json()
+        errors = body.get("errors") or []
+        if errors and isinstance(errors[0], dict):
+            first = errors[0]
+            return f": {first.get('code', '')} {first.get('message', '')}".rstrip()
+    except (ValueError, AttributeError):
+        pass
+    return ""
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    if "Connection refused" in text or "Errno 111" in text:
+        return "connection refused"
+    return text[:300]
+
+
+def iter_platforms(index: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(os/arch[/variant], descriptor)`` for each child of an index, skipping attestation entries."""
+    for entry in index.get("manifests") or []:
+        if not isinstance(entry, dict):
+            continue
+        platform = entry.get("platform") or {}
+        annotations = entry.get("annotations") or {}
+        if annotations.get("vnd.docker.reference.type") == "attestation-manifest":
+            continue
+        os_name = str(platform.get("os", "unknown"))
+        arch = str(platform.get("architecture", "unknown"))
+        if os_name == "unknown" and arch == "unknown":
+            continue
+        text = f"{os_name}/{arch}" + (f"/{platform['variant']}" if platform.get("variant") else "")
+        yield text, entry
+
+
+def platform_matches(wanted: str, offered: str) -> bool:
+    """``linux/arm64`` matches ``linux/arm64`` and ``linux/arm64/v8`` (v8 is arm64's only variant)."""
+    w = wanted.split("/")
+    o = offered.split("/")
+    if w[:2] != o[:2]:
+        return False
+    if len(w) > 2 and len(o) > 2:
+        return w[2] == o[2]
+    if len(w) > 2:  # wanted a variant, offered none: only arm64/v8 is implied
+        return w[1] == "arm64" and w[2] == "v8"
+    return True

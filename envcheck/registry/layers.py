@@ -1,0 +1,289 @@
+"""Streaming reads of image layers: decompress on the fly, walk the tar, never extract, never buffer a layer.
+
+One layer is read by :func:`scan_layer` into a :class:`LayerScan` (plain JSON-ready facts: the installed
+distributions' METADATA, the ELF files found under site-packages/dist-packages and CUDA library folders,
+the whiteouts). :func:`merge_layers` then applies the layers in order (whiteouts and opaque directories
+hide what lower layers put there, a file in an upper layer replaces the same path below), so the result
+describes the image's final filesystem. Because each layer's scan stands alone, it is cached by the
+layer's digest and layers can be read in any order (a ``docker save`` stream lists them out of order).
+"""
+
+from __future__ import annotations
+
+import email.parser
+import posixpath
+import re
+import tarfile
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any, Protocol
+
+from envcheck.errors import EnvcheckError
+
+WHITEOUT_PREFIX = ".wh."
+OPAQUE_MARKER = ".wh..wh..opq"
+MAX_METADATA_BYTES = 4 << 20
+SPOOL_IN_MEMORY = 8 << 20  # an ELF member up to this size stays in memory; larger ones spill to a temp file
+MAX_ELF_BYTES = 8 << 30
+
+_SITE = re.compile(r"(?:^|/)(?:site|dist)-packages/")
+_METADATA = re.compile(r"(?:^|/)(?:site|dist)-packages/([^/]+)\.(?:dist-info/METADATA|egg-info/PKG-INFO|egg-info)$")
+# CUDA library folders: the toolkit tree and distro library folders that hold CUDA libraries.
+_CUDA_DIR = re.compile(r"(?:^|/)(?:usr/local/cuda[^/]*|opt/nvidia|usr/lib/(?:x86_64|aarch64)-linux-gnu|usr/lib64|usr/local/nvidia)/")
+_CUDA_LIB = re.compile(r"(?:^|/)lib(?:cuda|cudart|cublas|cublasLt|cudnn[^/]*|nccl|nvrtc|cufft|curand|cusparse|cusolver|nvjitlink|nvJitLink|cupti|nvToolsExt|cufile|nvshmem[^/]*)\.so")
+_SHARED_OBJECT = re.compile(r"\.so(?:\.[0-9][^/]*)?$|\.so\.[^/]*$")
+
+
+class BinaryReader(Protocol):
+    """The binary scanner's entry point: facts about one ELF file read from an open file object."""
+
+    def __call__(self, fileobj: IO[bytes], path: str, size: int, *, deep_fatbin: bool = ...) -> Any: ...
+
+
+@dataclass
+class LayerScan:
+    """What one layer holds that matters: candidates' paths, whiteouts, METADATA and ELF facts."""
+
+    paths: list[str] = field(default_factory=list)  # every candidate path in this layer (files and links)
+    whiteouts: list[str] = field(default_factory=list)  # paths this layer deletes
+    opaque: list[str] = field(default_factory=list)  # directories whose lower contents this layer hides
+    packages: list[dict[str, Any]] = field(default_factory=list)  # {path, name, version, requires}
+    binaries: list[dict[str, Any]] = field(default_factory=list)  # Binary.to_json() plus "path"
+    problems: list[dict[str, Any]] = field(default_factory=list)  # {message, path}
+    members: int = 0
+    bytes: int = 0  # uncompressed bytes walked
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("paths", "whiteouts", "opaque", "packages", "binaries", "problems", "members", "bytes")}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LayerScan:
+        return cls(**{k: data[k] for k in ("paths", "whiteouts", "opaque", "packages", "binaries", "problems", "members", "bytes")})
+
+
+class LayerError(EnvcheckError):
+    """A layer that is not a readable (compressed) tar stream."""
+
+
+def normalise(name: str) -> str:
+    """A tar member name as an absolute-free, normalised path (``./usr/lib/`` -> ``usr/lib``)."""
+    name = posixpath.normpath("/" + name).lstrip("/")
+    return "" if name in (".", "") else name
+
+
+def is_elf_candidate(path: str, mode: int) -> bool:
+    """Files whose first bytes are worth reading: shared objects and executables in the places that matter."""
+    in_site = bool(_SITE.search(path))
+    in_cuda = bool(_CUDA_DIR.search(path))
+    if not (in_site or in_cuda):
+        return False
+    if _SHARED_OBJECT.search(path):
+        return in_site or bool(_CUDA_LIB.search(path)) or "/cuda" in path
+    # Executables: only inside the CUDA toolkit tree or site-packages (console tools rarely matter).
+    return bool(mode & 0o111) and (in_site or "usr/local/cuda" in path) and "." not in posixpath.basename(path)
+
+
+def _open_tar(stream: IO[bytes]) -> tarfile.TarFile:
+    """A streaming TarFile over ``stream``, decompressing gzip or zstd as its first bytes say."""
+    head = _Peek(stream)
+    magic = head.peek(4)
+    if magic[:2] == b"\x1f\x8b":
+        return tarfile.open(fileobj=head, mode="r|gz")  # type: ignore[call-overload]
+    if magic == b"\x28\xb5\x2f\xfd":
+        try:
+            import zstandard
+        except ImportError:
+            raise LayerError("this layer is zstd-compressed and the zstandard package is not installed") from None
+        reader = zstandard.ZstdDecompressor().stream_reader(head, read_across_frames=True, closefd=False)
+        return tarfile.open(fileobj=reader, mode="r|")  # type: ignore[call-overload]
+    if magic[:3] == b"BZh" or magic == b"\xfd7zX":
+        raise LayerError("this layer uses bzip2/xz compression, which OCI images do not allow")
+    return tarfile.open(fileobj=head, mode="r|")  # type: ignore[call-overload]
+
+
+class _Peek:
+    """Lets the first bytes of a non-seekable stream be looked at and then read again."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._buffer = b""
+
+    def peek(self, size: int) -> bytes:
+        while len(self._buffer) < size:
+            more = self._stream.read(size - len(self._buffer))
+            if not more:
+                break
+            self._buffer += more
+        return self._buffer[:size]
+
+    def read(self, size: int = -1) -> bytes:
+        if self._buffer:
+            if size < 0:
+                data, self._buffer = self._buffer + self._stream.read(), b""
+                return data
+            data, self._buffer = self._buffer[:size], self._buffer[size:]
+            return data
+        return self._stream.read(size)
+
+
+def read_metadata(data: bytes) -> tuple[str, str, tuple[str, ...]] | None:
+    """(Name, Version, Requires-Dist) from a METADATA / PKG-INFO file; None without a Name."""
+    message = email.parser.BytesHeaderParser().parsebytes(data)
+    name = message.get("Name")
+    if not name:
+        return None
+    return str(name).strip(), str(message.get("Version", "")).strip(), tuple(str(v).strip() for v in message.get_all("Requires-Dist") or [])
+
+
+def scan_layer(stream: IO[bytes], read_binary: BinaryReader | None, *, deep_fatbin: bool = False,
+               progress: Callable[[int], None] | None = None) -> LayerScan:
+    """Walk one layer's tar stream once, reading only the members that matter."""
+    scan = LayerScan()
+    seen_bytes = 0
+    try:
+        tar = _open_tar(stream)
+        with tar:
+            for member in tar:
+                scan.members += 1
+                seen_bytes += member.size
+                if progress is not None:
+                    progress(seen_bytes)
+                path = normalise(member.name)
+                base = posixpath.basename(path)
+                parent = posixpath.dirname(path)
+                if base == OPAQUE_MARKER:
+                    scan.opaque.append(parent)
+                    continue
+                if base.startswith(WHITEOUT_PREFIX):
+                    scan.whiteouts.append(posixpath.join(parent, base[len(WHITEOUT_PREFIX) :]))
+                    continue
+                if member.isdir():
+                    continue
+                metadata = _METADATA.search(path)
+                if metadata:
+                    scan.paths.append(path)
+                    if member.isfile() and member.size <= MAX_METADATA_BYTES:
+                        _read_package(tar, member, path, scan)
+                    continue
+                if not is_elf_candidate(path, member.mode):
+                    continue
+                scan.paths.append(path)
+                if member.islnk():
+                    # A hard link shares its target's content, which this layer already carried.
+                    target = normalise(member.linkname)
+                    for found in list(scan.binaries):
+                        if found["path"] == target:
+                            scan.binaries.append({**found, "path": path})
+                    continue
+                if not member.isfile() or member.size < 64 or member.size > MAX_ELF_BYTES or read_binary is None:
+                    continue
+                _read_binary(tar, member, path, scan, read_binary, deep_fatbin)
+    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+        raise LayerError(f"not a readable tar stream after {scan.members} members: {exc}") from None
+    except Exception as exc:  # zstandard raises its own ZstdError
+        if type(exc).__name__ == "ZstdError":
+            raise LayerError(f"zstd stream is corrupt after {scan.members} members: {exc}") from None
+        raise
+    scan.bytes = seen_bytes
+    return scan
+
+
+def _read_package(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str, scan: LayerScan) -> None:
+    handle = tar.extractfile(member)
+    if handle is None:
+        return
+    data = handle.read(MAX_METADATA_BYTES)
+    found = read_metadata(data)
+    if found is None:
+        scan.problems.append({"path": path, "message": "METADATA has no Name field"})
+        return
+    name, version, requires = found
+    scan.packages.append({"path": path, "name": name, "version": version, "requires": list(requires)})
+
+
+def _read_binary(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str, scan: LayerScan,
+                 read_binary: BinaryReader, deep_fatbin: bool) -> None:
+    handle = tar.extractfile(member)
+    if handle is None:
+        return
+    magic = handle.read(4)
+    if magic != b"\x7fELF":
+        return
+    # One member at a time goes to a bounded spool: memory up to SPOOL_IN_MEMORY, a temp file beyond.
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:
+        spool.write(magic)
+        while True:
+            chunk = handle.read(1 << 20)
+            if not chunk:
+                break
+            spool.write(chunk)
+        spool.seek(0)
+        try:
+            binary = read_binary(_SeekOnly(spool), path, member.size, deep_fatbin=deep_fatbin)  # type: ignore[arg-type]
+        except EnvcheckError as exc:
+            scan.problems.append({"path": path, "message": exc.message})
+            return
+        except Exception as exc:  # the scanner's MalformedBinary and friends: a problem, not a crash
+            if type(exc).__name__ not in ("MalformedBinary", "ELFError"):
+                raise
+            scan.problems.append({"path": path, "message": f"unreadable ELF file: {exc}"})
+            return
+    if binary is None:
+        return
+    data = binary.to_json() if hasattr(binary, "to_json") else dict(binary)
+    data.pop("location", None)
+    scan.binaries.append({**data, "path": path})
+
+
+class _SeekOnly:
+    """Hides ``fileno()``: asking a SpooledTemporaryFile for it would move an in-memory spool to disk."""
+
+    def __init__(self, spool: IO[bytes]) -> None:
+        self._spool = spool
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._spool.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._spool.tell()
+
+    def read(self, size: int = -1) -> bytes:
+        return self._spool.read(size)
+
+
+def _under(path: str, folder: str) -> bool:
+    return folder == "" or path == folder or path.startswith(folder + "/")
+
+
+@dataclass
+class FinalFiles:
+    """The result of applying layers in order: what the final filesystem holds."""
+
+    packages: dict[str, dict[str, Any]] = field(default_factory=dict)  # METADATA path -> package facts
+    binaries: dict[str, dict[str, Any]] = field(default_factory=dict)  # ELF path -> binary facts
+    problems: list[dict[str, Any]] = field(default_factory=list)
+
+    def apply(self, layer: LayerScan, label: str) -> None:
+        """Lay ``layer`` over what is there: whiteouts and opaque dirs first, then its own files."""
+        for table in (self.packages, self.binaries):
+            doomed = [p for p in table if any(_under(p, w) for w in layer.whiteouts) or any(_under(p, o) for o in layer.opaque)]
+            for path in set(layer.paths):
+                if path in table:
+                    doomed.append(path)
+            for path in doomed:
+                table.pop(path, None)
+        self.problems = [p for p in self.problems if not any(_under(p["path"], w) for w in layer.whiteouts)]
+        for package in layer.packages:
+            self.packages[package["path"]] = {**package, "layer": label}
+        for binary in layer.binaries:
+            self.binaries[binary["path"]] = {**binary, "layer": label}
+        self.problems.extend({**p, "layer": label} for p in layer.problems)
+
+
+def merge_layers(layers: list[tuple[str, LayerScan]]) -> FinalFiles:
+    """Apply ``(label, scan)`` pairs bottom to top."""
+    final = FinalFiles()
+    for label, scan in layers:
+        final.apply(scan, label)
+    return final

@@ -1,0 +1,326 @@
+"""Images that are already here: an OCI layout folder, a ``docker save`` archive, a Docker engine.
+
+Each store answers the same questions as a registry (manifests and blobs by digest, a streaming
+reader per layer that verifies the digest), so the image source treats all of them alike. A Docker
+engine's export stream cannot be read out of order, so for ``--deep`` it is walked once as a whole
+(:func:`scan_save_stream`), which also serves ``docker save`` archives.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from envcheck.errors import InputError, ServiceError, UsageError
+from envcheck.registry.client import (
+    INDEX_TYPES,
+    OCI_INDEX,
+    OCI_MANIFEST,
+    Manifest,
+    VerifiedStream,
+    media_type_of,
+    sha256_digest,
+    verify_digest,
+)
+from envcheck.registry.layers import BinaryReader, LayerError, LayerScan, scan_layer
+
+MAX_JSON_BYTES = 16 << 20
+
+
+def _json(data: bytes, what: str, path: str) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{what} is not JSON: {exc}", path=path) from None
+
+
+class OciLayoutStore:
+    """An OCI image layout folder (``oci-layout``, ``index.json``, ``blobs/<alg>/<hex>``)."""
+
+    def __init__(self, folder: Path, tag: str | None) -> None:
+        self.folder = folder
+        self.tag = tag
+        self.name = f"oci-layout:{folder}" + (f":{tag}" if tag else "")
+        if not (folder / "index.json").is_file():
+            raise InputError(f"{folder} is not an OCI image layout: it has no index.json", path=str(folder))
+
+    def _blob_path(self, digest: str) -> Path:
+        algorithm, _, hexpart = digest.partition(":")
+        if not algorithm.isalnum() or not hexpart.isalnum():
+            raise InputError(f"bad digest {digest!r} in {self.name}", path=str(self.folder))
+        return self.folder / "blobs" / algorithm / hexpart
+
+    def top(self) -> Manifest:
+        """The manifest the tag names in index.json (or the only one there), else index.json itself."""
+        raw = (self.folder / "index.json").read_bytes()
+        body = _json(raw, "index.json", str(self.folder / "index.json"))
+        entries = [e for e in body.get("manifests") or [] if isinstance(e, dict)]
+        if self.tag:
+            named = [e for e in entries if (e.get("annotations") or {}).get("org.opencontainers.image.ref.name") == self.tag]
+            if not named:
+                tags = sorted({str((e.get("annotations") or {}).get("org.opencontainers.image.ref.name")) for e in entries} - {"None"})
+                raise InputError(f"{self.name}: no manifest is tagged {self.tag!r} (tags: {', '.join(tags) or 'none'})",
+                                 path=str(self.folder / "index.json"))
+            return self.manifest(named[0]["digest"])
+        if len(entries) == 1 and entries[0].get("mediaType") not in INDEX_TYPES and "platform" not in entries[0]:
+            return self.manifest(entries[0]["digest"])
+        return Manifest(raw=raw, body=body, media_type=OCI_INDEX, digest=sha256_digest(raw))
+
+    def manifest(self, digest: str) -> Manifest:
+        data = self.blob(digest, MAX_JSON_BYTES)
+        body = _json(data, f"manifest {digest}", str(self._blob_path(digest)))
+        return Manifest(raw=data, body=body, media_type=media_type_of(body, None), digest=digest)
+
+    def blob(self, digest: str, limit: int = MAX_JSON_BYTES) -> bytes:
+        path = self._blob_path(digest)
+        try:
+            if path.stat().st_size > limit:
+                raise InputError(f"{path} is larger than {limit >> 20} MiB", path=str(path))
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise InputError(f"{self.name}: blob {digest} is missing", path=str(path)) from None
+        try:
+            verify_digest(data, digest, str(path))
+        except ServiceError as exc:
+            raise InputError(exc.message, path=str(path)) from None
+        return data
+
+    def open_layer(self, digest: str, size: int | None) -> VerifiedStream:
+        path = self._blob_path(digest)
+        try:
+            handle = path.open("rb")
+        except FileNotFoundError:
+            raise InputError(f"{self.name}: layer {digest} is missing", path=str(path)) from None
+        return VerifiedStream(handle, digest, str(path), size=size, on_close=handle.close)
+
+
+@dataclass
+class ArchiveImage:
+    """One image inside a ``docker save`` archive: its config and layer members in order."""
+
+    config: dict[str, Any]
+    config_member: str
+    layers: list[str]  # member names, bottom first
+    repo_tags: list[str] = field(default_factory=list)
+
+
+def _layer_digest(member: str, index: int, diff_ids: list[str]) -> str | None:
+    """The digest a layer member must have: its blob name, else the config's diff_id at its position."""
+    parts = member.split("/")
+    if len(parts) == 3 and parts[0] == "blobs":
+        return f"{parts[1]}:{parts[2]}"
+    return diff_ids[index] if index < len(diff_ids) else None
+
+
+def _pick(entries: list[Any], tag: str | None, where: str) -> dict[str, Any]:
+    if not isinstance(entries, list) or not entries:
+        raise InputError(f"{where}: manifest.json lists no images", path=where)
+    if tag:
+        for entry in entries:
+            if isinstance(entry, dict) and any(t == tag or t.endswith("/" + tag) or t.split(":")[-1] == tag for t in entry.get("RepoTags") or []):
+                return entry
+        raise InputError(f"{where}: no image tagged {tag!r} in this archive", path=where)
+    first = entries[0]
+    if not isinstance(first, dict) or "Config" not in first or "Layers" not in first:
+        raise InputError(f"{where}: manifest.json entry lacks Config/Layers", path=where)
+    return first
+
+
+class DockerArchiveStore:
+    """A ``docker save`` tar file on disk, read by seeking (members are read lazily, never extracted)."""
+
+    def __init__(self, path: Path, tag: str | None) -> None:
+        self.path = path
+        self.name = f"docker-archive:{path}"
+        try:
+            self.tar = tarfile.open(path, mode="r:")  # noqa: SIM115  (closed by close())
+        except (OSError, tarfile.TarError) as exc:
+            raise InputError(f"{path} is not a tar archive (docker save output): {exc}", path=str(path)) from None
+        self.tag = tag
+
+    def close(self) -> None:
+        self.tar.close()
+
+    def _read(self, member: str, limit: int = MAX_JSON_BYTES) -> bytes:
+        try:
+            info = self.tar.getmember(member)
+        except KeyError:
+            raise InputError(f"{self.name}: member {member} is missing", path=str(self.path)) from None
+        if info.size > limit:
+            raise InputError(f"{self.name}: member {member} is larger than {limit >> 20} MiB", path=str(self.path))
+        handle = self.tar.extractfile(info)
+        if handle is None:
+            raise InputError(f"{self.name}: member {member} is not a file", path=str(self.path))
+        return handle.read()
+
+    def image(self) -> ArchiveImage:
+        entries = _json(self._read("manifest.json"), "manifest.json", f"{self.path}!manifest.json")
+        entry = _pick(entries, self.tag, str(self.path))
+        config_raw = self._read(str(entry["Config"]))
+        parts = str(entry["Config"]).split("/")
+        expected = f"{parts[1]}:{parts[2]}" if len(parts) == 3 and parts[0] == "blobs" else "sha256:" + parts[-1].removesuffix(".json")
+        if len(expected) == 71:
+            try:
+                verify_digest(config_raw, expected, f"{self.name}!{entry['Config']}")
+            except ServiceError as exc:
+                raise InputError(exc.message, path=str(self.path)) from None
+        config = _json(config_raw, "image config", f"{self.path}!{entry['Config']}")
+        return ArchiveImage(config=config, config_member=str(entry["Config"]), layers=[str(x) for x in entry["Layers"]],
+                            repo_tags=list(entry.get("RepoTags") or []))
+
+    def open_layer(self, image: ArchiveImage, index: int) -> VerifiedStream:
+        member = image.layers[index]
+        diff_ids = list((image.config.get("rootfs") or {}).get("diff_ids") or [])
+        try:
+            info = self.tar.getmember(member)
+        except KeyError:
+            raise InputError(f"{self.name}: layer member {member} is missing", path=str(self.path)) from None
+        handle = self.tar.extractfile(info)
+        if handle is None:
+            raise InputError(f"{self.name}: layer member {member} is not a file", path=str(self.path))
+        return VerifiedStream(handle, _layer_digest(member, index, diff_ids), f"{self.name}!{member}", size=info.size)
+
+
+class _ChunkStream:
+    """A read(n) file object over an iterator of byte chunks (the Docker SDK's export stream)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buffer = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._buffer) < size:
+            try:
+                chunk = next(self._chunks)
+            except StopIteration:
+                break
+            self._buffer += chunk
+        if size < 0:
+            data, self._buffer = self._buffer, b""
+        else:
+            data, self._buffer = self._buffer[:size], self._buffer[size:]
+        return data
+
+
+def scan_save_stream(stream: IO[bytes], where: str, tag: str | None, read_binary: BinaryReader | None, *,
+                     deep_fatbin: bool = False, progress: Callable[[int], None] | None = None,
+                     ) -> tuple[ArchiveImage, list[tuple[str, str, LayerScan]]]:
+    """Walk a ``docker save`` stream once: scan every layer as it passes, order them by manifest.json.
+
+    Returns the image and ``(member, digest, scan)`` bottom to top. Small JSON members (configs,
+    manifest.json) are kept in memory; layers are scanned in passing and never buffered.
+    """
+    small: dict[str, bytes] = {}
+    scanned: dict[str, tuple[str, LayerScan]] = {}
+    try:
+        with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]
+            for member in tar:
+                if not member.isfile():
+                    continue
+                handle = tar.extractfile(member)
+                if handle is None:
+                    continue
+                head = handle.read(1)
+                if member.size <= MAX_JSON_BYTES and (head == b"{" or head == b"[" or member.name in ("repositories", "oci-layout")):
+                    small[member.name] = head + handle.read()
+                    continue
+                if not (member.name.endswith("layer.tar") or member.name.startswith("blobs/")):
+                    continue
+                reader = VerifiedStream(_Prefixed(head, handle), None, f"{where}!{member.name}", size=member.size)
+                try:
+                    scan = scan_layer(reader, read_binary, deep_fatbin=deep_fatbin, progress=progress)
+                except LayerError as exc:
+                    scan = LayerScan(problems=[{"path": member.name, "message": f"layer {member.name}: {exc.message}"}])
+                reader.drain()
+                scanned[member.name] = (reader.digest(), scan)
+    except (tarfile.TarError, EOFError) as exc:
+        raise InputError(f"{where} is not a complete docker save stream: {exc}", path=where) from None
+    if "manifest.json" not in small:
+        raise InputError(f"{where}: no manifest.json (is this docker save output?)", path=where)
+    entry = _pick(_json(small["manifest.json"], "manifest.json", where), tag, where)
+    config_raw = small.get(str(entry["Config"]))
+    if config_raw is None:
+        raise InputError(f"{where}: config {entry['Config']} is missing", path=where)
+    config = _json(config_raw, "image config", f"{where}!{entry['Config']}")
+    image = ArchiveImage(config=config, config_member=str(entry["Config"]), layers=[str(x) for x in entry["Layers"]],
+                         repo_tags=list(entry.get("RepoTags") or []))
+    diff_ids = list((config.get("rootfs") or {}).get("diff_ids") or [])
+    ordered: list[tuple[str, str, LayerScan]] = []
+    for index, member in enumerate(image.layers):
+        if member not in scanned:
+            raise InputError(f"{where}: layer {member} named in manifest.json is missing", path=where)
+        digest, scan = scanned[member]
+        expected = _layer_digest(member, index, diff_ids)
+        if expected and expected != digest:
+            raise InputError(f"{where}!{member}: content does not match its digest {expected}", path=where)
+        ordered.append((member, digest, scan))
+    return image, ordered
+
+
+class _Prefixed:
+    """A reader that yields ``head`` and then the rest of ``handle``."""
+
+    def __init__(self, head: bytes, handle: IO[bytes]) -> None:
+        self._head = head
+        self._handle = handle
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            if size < 0:
+                data, self._head = self._head + self._handle.read(), b""
+                return data
+            data, self._head = self._head[:size], self._head[size:]
+            return data
+        return self._handle.read(size)
+
+
+class DockerDaemonImage:
+    """An image in a Docker engine, through the Docker SDK (config from inspect; layers from the export stream)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        try:
+            import docker
+            import docker.errors
+        except ImportError:
+            raise UsageError("docker-daemon: images need the docker package (pip install docker)") from None
+        self._errors = docker.errors
+        try:
+            self.client = docker.from_env()
+            self.client.ping()
+        except Exception as exc:  # DockerException and requests errors: the engine is not reachable
+            raise ServiceError(f"the Docker engine could not be reached (DOCKER_HOST={_docker_host()}): {exc}") from None
+
+    def inspect(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """(inspect attrs, history entries) of the image."""
+        try:
+            attrs = self.client.api.inspect_image(self.name)
+            history = self.client.api.history(self.name)
+        except self._errors.ImageNotFound:
+            raise InputError(f"the Docker engine has no image {self.name!r} (docker images lists what it has)", path=f"docker-daemon:{self.name}") from None
+        except self._errors.APIError as exc:
+            raise ServiceError(f"the Docker engine refused to inspect {self.name}: {exc}") from None
+        return attrs, list(history or [])
+
+    def export_stream(self) -> IO[bytes]:
+        try:
+            chunks = self.client.api.get_image(self.name, chunk_size=1 << 20)
+        except self._errors.APIError as exc:
+            raise ServiceError(f"the Docker engine refused to export {self.name}: {exc}") from None
+        return _ChunkStream(iter(chunks))  # type: ignore[return-value]
+
+
+def _docker_host() -> str:
+    import os
+
+    return os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+
+
+__all__ = ["INDEX_TYPES", "OCI_MANIFEST", "ArchiveImage", "DockerArchiveStore", "DockerDaemonImage", "OciLayoutStore", "scan_save_stream"]

@@ -1,0 +1,118 @@
+"""Image references parsed the way Docker parses them (``distribution/reference`` normalisation).
+
+``ubuntu`` is ``docker.io/library/ubuntu:latest``; the first path component is a registry host only
+when it contains a ``.`` or a ``:`` or is ``localhost``; a reference may carry a tag, a digest or both
+(``name:tag@sha256:...``: the digest wins for fetching, the tag is kept for messages and drift rules).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+
+from envcheck.errors import UsageError
+
+DEFAULT_REGISTRY = "docker.io"
+DOCKER_HUB_API_HOST = "registry-1.docker.io"  # where docker.io's distribution API actually lives
+_LEGACY_HUB_HOSTS = ("index.docker.io", "registry-1.docker.io", "registry.hub.docker.com")
+
+_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*\Z")
+_TAG = re.compile(r"[\w][\w.-]{0,127}\Z")
+_DIGEST = re.compile(r"[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}\Z")
+_SHA256 = re.compile(r"sha256:[a-f0-9]{64}\Z")
+_HOST = re.compile(r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:.]+\])(?::[0-9]+)?\Z")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A fully qualified image reference: registry host, repository path, tag and/or digest."""
+
+    registry: str  # as the user names it: docker.io, nvcr.io, 127.0.0.1:5000
+    repository: str  # nvidia/pytorch, library/ubuntu
+    tag: str | None = None
+    digest: str | None = None
+
+    @property
+    def api_host(self) -> str:
+        """The host that serves the distribution API (docker.io is served by registry-1.docker.io)."""
+        return DOCKER_HUB_API_HOST if self.registry == DEFAULT_REGISTRY else self.registry
+
+    @property
+    def hostname(self) -> str:
+        """The registry host without its port (brackets removed from IPv6 literals)."""
+        host = self.registry
+        if host.startswith("["):
+            return host[1 : host.index("]")]
+        return host.rsplit(":", 1)[0] if ":" in host else host
+
+    @property
+    def is_loopback(self) -> bool:
+        """True for localhost and 127.0.0.0/8 / ::1, which Docker also treats as insecure by default."""
+        host = self.hostname
+        if host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def reference(self) -> str:
+        """What to ask the registry for: the digest when there is one, else the tag."""
+        return self.digest or self.tag or "latest"
+
+    def __str__(self) -> str:
+        text = f"{self.registry}/{self.repository}"
+        if self.tag:
+            text += f":{self.tag}"
+        if self.digest:
+            text += f"@{self.digest}"
+        return text
+
+    def with_digest(self, digest: str) -> Reference:
+        return Reference(self.registry, self.repository, self.tag, digest)
+
+
+def parse_reference(text: str) -> Reference:
+    """Parse ``text`` as ``docker pull`` would; raise UsageError naming the bad part."""
+    original = text
+    text = text.strip()
+    if text.startswith("docker://"):
+        text = text[len("docker://") :].lstrip("/")
+    if not text:
+        raise UsageError("empty image reference")
+    digest = None
+    if "@" in text:
+        text, digest = text.split("@", 1)
+        if not _DIGEST.match(digest):
+            raise UsageError(f"image reference {original!r}: invalid digest {digest!r} (expected sha256:<64 hex digits>)")
+        if digest.startswith("sha256:") and not _SHA256.match(digest):
+            raise UsageError(f"image reference {original!r}: a sha256 digest has 64 lowercase hex digits")
+    tag = None
+    slash = text.rfind("/")
+    colon = text.rfind(":")
+    if colon > slash:
+        text, tag = text[:colon], text[colon + 1 :]
+        if not _TAG.match(tag):
+            raise UsageError(f"image reference {original!r}: invalid tag {tag!r}")
+    first, _, rest = text.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost" or first.startswith("[")):
+        registry, path = first, rest
+        if not _HOST.match(registry):
+            raise UsageError(f"image reference {original!r}: invalid registry host {registry!r}")
+    else:
+        registry, path = DEFAULT_REGISTRY, text
+    if registry in _LEGACY_HUB_HOSTS:
+        registry = DEFAULT_REGISTRY
+    if registry == DEFAULT_REGISTRY and "/" not in path:
+        path = f"library/{path}"
+    for component in path.split("/"):
+        if not _COMPONENT.match(component):
+            hint = " (repository names are lowercase)" if component.lower() != component else ""
+            raise UsageError(f"image reference {original!r}: invalid repository name component {component!r}{hint}")
+    if len(path) > 255:
+        raise UsageError(f"image reference {original!r}: repository name longer than 255 characters")
+    if tag is None and digest is None:
+        tag = "latest"
+    return Reference(registry=registry, repository=path, tag=tag, digest=digest)

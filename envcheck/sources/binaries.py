@@ -1,0 +1,522 @@
+"""ELF files, ``ar`` archives and whole folders (site-packages, venvs, conda envs, unpacked images).
+
+KIND ``elf`` reads one file; KIND ``folder`` walks a directory, finds ELF files by magic (not by name),
+reads each one's machine, SONAME, DT_NEEDED, RUNPATH and fatbin architectures from headers only, and
+collects the installed distributions from ``*.dist-info`` (METADATA for name, version and Requires-Dist;
+RECORD to say which distribution each binary belongs to).
+
+Public API used by other sources (images, containers): :func:`binary_from_file`, :func:`scan_folder`,
+:func:`site_packages_of`, and :func:`read_binary` (the same reading, returning problems as data).
+"""
+
+from __future__ import annotations
+
+import email.parser
+import json
+import os
+import stat
+import subprocess
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from envcheck.cache import ScanCache, binary_from_json
+from envcheck.errors import InputError
+from envcheck.inspect import fatbin
+from envcheck.inspect.elf import (
+    AR_MAGIC,
+    ELF_MAGIC,
+    ByteSource,
+    BytesSource,
+    DynamicInfo,
+    FileSource,
+    MalformedBinary,
+    Section,
+    SubSource,
+    ar_members,
+    implied_cuda_major,
+    parse_header,
+    read_dynamic,
+    read_sections,
+)
+from envcheck.model import Binary, Inventory, Location, Package, ReadProblem
+from envcheck.sources import ReadOptions
+
+KIND = "folder"
+TARGET_SM = 121  # judged by checks against the profile; the source records the GB10 reading
+
+# Section names that never hold fatbins and are large: skipped by --deep-fatbin (code and symbols).
+_NOT_FATBIN = (".text", ".symtab", ".strtab", ".dynsym", ".dynstr", ".debug", ".rela", ".rel.", ".eh_frame", ".gcc_except_table")
+
+
+@dataclass
+class BinaryReading:
+    """The result of reading one file: the binary (None when it is not an ELF file) and its problems."""
+
+    binary: Binary | None
+    problems: list[ReadProblem] = field(default_factory=list)
+
+
+def _problem(exc: MalformedBinary, location: Location, prefix: str = "") -> ReadProblem:
+    where = Location(location.path, offset=exc.offset, member=exc.member or location.member)
+    return ReadProblem(f"{prefix}{location}: {exc.message}", where)
+
+
+def is_binary_head(head: bytes) -> bool:
+    """True when ``head`` starts like an ELF file or an ``ar`` archive."""
+    return head.startswith(ELF_MAGIC) or head.startswith(AR_MAGIC)
+
+
+def fatbin_sections(sections: list[Section], deep: bool) -> list[Section]:
+    """Sections to read fatbins from: the standard two, plus every other data section when ``deep``."""
+    out = []
+    for s in sections:
+        if not s.has_bytes:
+            continue
+        if s.name in fatbin.STANDARD_SECTIONS:
+            out.append(s)
+        elif deep and not s.name.startswith(_NOT_FATBIN) and s.size >= 80:
+            out.append(s)
+    return out
+
+
+def describe(
+    path: str,
+    machine: str,
+    elf_type: str,
+    dyn_soname: str | None,
+    needed: tuple[str, ...],
+    runpath: tuple[str, ...],
+    containers: list[fatbin.Container],
+    has_fatbin_segment: bool,
+    size: int,
+    bytes_read: int,
+    location: Location,
+) -> Binary:
+    """Assemble a :class:`Binary` from what was read (shared by the file, archive and stream readers)."""
+    entries = [e for c in containers for e in c.entries]
+    sass = fatbin.distinct(e.label for e in entries if e.kind == fatbin.KIND_ELF)
+    ptx = fatbin.distinct(e.label for e in entries if e.kind == fatbin.KIND_PTX)
+    lto = fatbin.distinct(e.label for e in entries if e.kind == fatbin.KIND_LTO)
+    ptx_isa = fatbin.distinct(f"{e.major}.{e.minor}" for e in entries if e.kind == fatbin.KIND_PTX)
+    sections = fatbin.distinct(c.section for c in containers)
+    names = [*needed, *([dyn_soname] if dyn_soname else [])]
+    static_cudart = has_fatbin_segment and not any(n.startswith("libcudart") for n in needed)
+    return Binary(
+        path=path,
+        machine=machine,
+        elf_type=elf_type,
+        soname=dyn_soname,
+        needed=needed,
+        runpath=runpath,
+        cuda_major=implied_cuda_major(names),
+        sass=sass,
+        ptx=ptx,
+        lto=lto,
+        ptx_isa=ptx_isa,
+        sm121=fatbin.binary_level(containers, TARGET_SM),
+        sections=sections,
+        static_cudart=static_cudart,
+        size=size,
+        bytes_read=bytes_read,
+        location=location,
+    )
+
+
+def _read_elf(
+    src: ByteSource,
+    path: str,
+    deep: bool,
+    location: Location,
+    scanned: list[fatbin.Container] | None = None,
+    strings_at_once: bool = False,
+) -> tuple[Binary, list[ReadProblem]]:
+    """Read one ELF file. ``scanned``: containers a stream scanner already found (section not yet known)."""
+    problems: list[ReadProblem] = []
+    head = src.read_at(0, min(64, src.size))
+    hdr = parse_header(head)
+    sections = read_sections(src, hdr)
+    try:
+        dyn = read_dynamic(src, hdr, sections, strings_at_once=strings_at_once)
+    except MalformedBinary as exc:
+        problems.append(_problem(exc, location, "dynamic table of "))
+        dyn = DynamicInfo()
+    if scanned is not None:
+        containers = _place(scanned, sections, deep)
+    else:
+        containers = _walk_fatbins(src, sections, deep, location, problems)
+        if not deep and fatbin.binary_level(containers, TARGET_SM) == fatbin.NONE:
+            # No image in the standard sections runs on the target: libraries such as cuFFT keep their
+            # real kernels in other sections and load them themselves, so look there before judging.
+            extra = [c for c in _walk_fatbins(src, sections, True, location, problems) if c.section not in fatbin.STANDARD_SECTIONS]
+            containers.extend(extra)
+    has_segment = any(s.name == ".nvFatBinSegment" for s in sections)
+    binary = describe(
+        path, hdr.machine, hdr.elf_type, dyn.soname, dyn.needed, dyn.runpath, containers, has_segment,
+        src.size, src.bytes_read, location,
+    )
+    return binary, problems
+
+
+def _walk_fatbins(
+    src: ByteSource, sections: list[Section], deep: bool, location: Location, problems: list[ReadProblem]
+) -> list[fatbin.Container]:
+    containers: list[fatbin.Container] = []
+    for s in fatbin_sections(sections, deep):
+        try:
+            if s.name in fatbin.STANDARD_SECTIONS:
+                containers.extend(fatbin.walk_containers(src, s.offset, s.size, s.name))
+            elif deep:
+                containers.extend(fatbin.scan_containers(src, s.offset, s.size, s.name))
+        except MalformedBinary as exc:
+            problems.append(_problem(exc, location, f"fatbin in section {s.name} of "))
+    return containers
+
+
+def _place(scanned: list[fatbin.Container], sections: list[Section], deep: bool) -> list[fatbin.Container]:
+    """Give stream-scanned containers their section; keep the standard ones (all, when ``deep``)."""
+    spans = sorted((s.offset, s.offset + s.size, s.name) for s in sections if s.has_bytes)
+    out = []
+    for c in scanned:
+        name = next((n for lo, hi, n in spans if lo <= c.offset < hi and c.offset + c.size <= hi), None)
+        if name is None:
+            continue
+        if name in fatbin.STANDARD_SECTIONS or deep:
+            out.append(fatbin.Container(name, c.offset, c.size, c.entries))
+    if deep:
+        out = [c for c in out if c.section in fatbin.STANDARD_SECTIONS or fatbin.validate_scanned([c], 1 << 62)]
+    elif fatbin.binary_level(out, TARGET_SM) == fatbin.NONE:
+        extra = [
+            fatbin.Container(n, c.offset, c.size, c.entries)
+            for c in scanned
+            for lo, hi, n in spans
+            if lo <= c.offset < hi and c.offset + c.size <= hi and n not in fatbin.STANDARD_SECTIONS
+            and not n.startswith(_NOT_FATBIN) and fatbin.validate_scanned([c], 1 << 62)
+        ]
+        out.extend(extra)
+    return out
+
+
+def _read_archive(src: ByteSource, path: str, deep: bool, location: Location) -> tuple[Binary | None, list[ReadProblem]]:
+    """An ``ar`` archive as one binary: members' fatbins in order, the first ELF member's machine."""
+    problems: list[ReadProblem] = []
+    parts: list[Binary] = []
+    for m in ar_members(src):
+        sub = SubSource(src, m.offset, m.size)
+        if m.size < 4 or sub.read_at(0, 4) != ELF_MAGIC:
+            continue
+        member_loc = Location(location.path, member=m.name)
+        try:
+            b, probs = _read_elf(sub, f"{path}({m.name})", deep, member_loc)
+        except MalformedBinary as exc:
+            exc.member = exc.member or m.name
+            problems.append(_problem(exc, member_loc))
+            continue
+        parts.append(b)
+        problems.extend(probs)
+    if not parts:
+        return None, problems
+    merged_containers: list[fatbin.Container] = []  # labels are kept per member, levels merged below
+
+    def join(attr: str) -> tuple[str, ...]:
+        return fatbin.distinct(x for b in parts for x in getattr(b, attr))
+
+    levels = [b.sm121 for b in parts if b.sm121 is not None]
+    order = [fatbin.NONE, fatbin.PTX_JIT, fatbin.COMPATIBLE, fatbin.NATIVE]
+    sm121 = min(levels, key=order.index) if levels else None
+    del merged_containers
+    return Binary(
+        path=path, machine=parts[0].machine, elf_type="AR", needed=join("needed"),
+        cuda_major=implied_cuda_major(join("needed")), sass=join("sass"), ptx=join("ptx"), lto=join("lto"),
+        ptx_isa=join("ptx_isa"), sm121=sm121, sections=join("sections"),
+        static_cudart=any(b.static_cudart for b in parts), size=src.size, bytes_read=src.bytes_read,
+        location=location,
+    ), problems
+
+
+def read_binary(src: ByteSource, path: str, *, deep_fatbin: bool = False, location: Location | None = None) -> BinaryReading:
+    """Read an ELF file or ``ar`` archive from ``src``; never raises for bad content.
+
+    Returns ``binary=None`` for anything that is not ELF/ar. A file whose headers cannot be read at all
+    gives ``binary=None`` plus a problem; a file whose fatbin or dynamic table is damaged gives the
+    binary (what could be read) plus a problem naming the section and offset.
+    """
+    location = location or Location(path)
+    try:
+        head = src.read_at(0, min(8, src.size))
+        if head.startswith(ELF_MAGIC):
+            binary, problems = _read_elf(src, path, deep_fatbin, location)
+            return BinaryReading(binary, problems)
+        if head.startswith(AR_MAGIC):
+            maybe, problems = _read_archive(src, path, deep_fatbin, location)
+            return BinaryReading(maybe, problems)
+        return BinaryReading(None)
+    except MalformedBinary as exc:
+        return BinaryReading(None, [_problem(exc, location)])
+    except (OSError, MemoryError, RecursionError, ValueError, IndexError, OverflowError) as exc:
+        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {type(exc).__name__}: {exc}", location)])
+
+
+class UnreadableBinary(InputError):
+    """Raised by :func:`binary_from_file` for an ELF file or archive it could not fully read.
+
+    ``partial`` is what could be read (None when even the headers were bad); ``problems`` are the
+    :class:`ReadProblem` records (each names the file and the byte offset) to put in an inventory.
+    """
+
+    def __init__(self, reading: BinaryReading, path: str) -> None:
+        first = reading.problems[0]
+        super().__init__(first.message, path=path, offset=first.location.offset if first.location else None)
+        self.partial = reading.binary
+        self.problems = reading.problems
+
+
+def binary_from_file(fileobj: BinaryIO, path: str, size: int, *, deep_fatbin: bool = False) -> Binary | None:
+    """What one ELF file or ``ar`` archive says (``fileobj`` must be seekable; read with bounded reads).
+
+    Returns None for anything that is not ELF/ar (junk is not an error). For an ELF file whose headers,
+    dynamic table or fatbins are damaged it raises :class:`UnreadableBinary` (an ``InputError``) carrying
+    the partial binary and the problems; nothing else escapes. Use :func:`read_binary` to get problems as
+    data instead.
+    """
+    reading = read_binary(FileSource(fileobj, size), path, deep_fatbin=deep_fatbin)
+    if reading.problems:
+        raise UnreadableBinary(reading, path)
+    return reading.binary
+
+
+# ---- folders -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Distribution:
+    package: Package
+    files: set[str]  # absolute, normalised paths from RECORD
+
+
+def _read_dist_info(info_dir: Path, base: Path) -> tuple[_Distribution | None, list[ReadProblem]]:
+    """Package and RECORD file set of one ``*.dist-info`` directory."""
+    from packaging.utils import canonicalize_name
+
+    meta_path = info_dir / "METADATA"
+    try:
+        text = meta_path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return None, [ReadProblem(f"{meta_path}: cannot read METADATA: {exc.strerror or exc}", Location(str(meta_path)))]
+    msg = email.parser.HeaderParser().parsestr(text)
+    name, version = msg.get("Name"), msg.get("Version")
+    if not name:
+        return None, [ReadProblem(f"{meta_path}: METADATA has no Name field", Location(str(meta_path)))]
+    requires = tuple(str(r) for r in msg.get_all("Requires-Dist") or [])
+    pkg = Package(
+        name=str(canonicalize_name(name)), version=str(version) if version else None, installed=True,
+        requires=requires, role="installed", location=Location(str(meta_path)),
+    )
+    files: set[str] = set()
+    try:
+        with open(info_dir / "RECORD", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                rel = line.split(",", 1)[0].strip().strip('"')
+                if rel:
+                    files.add(os.path.normpath(os.path.join(base, rel)))
+    except OSError:
+        pass  # RECORD is optional (conda, system packages)
+    return _Distribution(pkg, files), []
+
+
+def _walk(root: Path, problems: list[ReadProblem]) -> Iterator[tuple[str, os.stat_result]]:
+    """Regular files under ``root`` with their stat; symlinks followed once, loops and repeats skipped."""
+    seen_dirs: set[tuple[int, int]] = set()
+    seen_files: set[tuple[int, int]] = set()
+    try:
+        st = os.stat(root)
+    except OSError as exc:
+        raise InputError(f"cannot read folder {root}: {exc.strerror or exc}", path=str(root)) from exc
+    seen_dirs.add((st.st_dev, st.st_ino))
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(ReadProblem(f"{folder}: cannot list folder: {exc.strerror or exc}", Location(folder)))
+            continue
+        subdirs = []
+        for entry in entries:
+            try:
+                est = entry.stat()  # follows symlinks
+            except OSError as exc:
+                if not entry.is_symlink():
+                    problems.append(ReadProblem(f"{entry.path}: cannot stat: {exc.strerror or exc}", Location(entry.path)))
+                continue  # dangling symlink: nothing to read
+            key = (est.st_dev, est.st_ino)
+            if stat.S_ISDIR(est.st_mode):
+                if key not in seen_dirs:
+                    seen_dirs.add(key)
+                    subdirs.append(entry.path)
+            elif stat.S_ISREG(est.st_mode):
+                if key in seen_files:
+                    continue
+                seen_files.add(key)
+                yield entry.path, est
+        stack.extend(reversed(subdirs))
+
+
+def _scan_file(path: str, st: os.stat_result, deep: bool) -> BinaryReading:
+    if st.st_size < 8:
+        return BinaryReading(None)
+    try:
+        with open(path, "rb", buffering=0) as fh:
+            src = FileSource(fh, st.st_size)  # type: ignore[arg-type]
+            head = src.read_at(0, 8)
+            if not is_binary_head(head):
+                return BinaryReading(None)
+            return read_binary(src, path, deep_fatbin=deep)
+    except OSError as exc:
+        return BinaryReading(None, [ReadProblem(f"{path}: cannot read: {exc.strerror or exc}", Location(path))])
+
+
+def scan_folder(root: Path, options: ReadOptions) -> Inventory:
+    """Every ELF file and installed distribution under ``root`` (context ``installed``).
+
+    Results per file are cached by (path, size, mtime, inode) unless ``options.use_cache`` is False.
+    """
+    root = Path(root)
+    inv = Inventory(context="installed")
+    problems: list[ReadProblem] = []
+    deep = options.deep_fatbin
+    cache = ScanCache(f"folder:{os.path.abspath(root)}:deep={deep}") if options.use_cache else None
+    dist_dirs: list[tuple[str, os.stat_result]] = []
+    readings: list[BinaryReading] = []
+    for path, st in _walk(root, problems):
+        parent = os.path.dirname(path)
+        if parent.endswith(".dist-info") and os.path.basename(path) == "METADATA":
+            dist_dirs.append((parent, st))
+        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+        hit = cache.get(path, key) if cache is not None else None
+        if hit is not None:
+            readings.append(_reading_from_cache(hit))
+            continue
+        reading = _scan_file(path, st, deep)
+        if cache is not None:
+            cache.put(path, key, _reading_to_cache(reading))
+        readings.append(reading)
+    if cache is not None:
+        cache.save()
+    owners: dict[str, str] = {}
+    for info_dir, _st in dist_dirs:
+        dist, probs = _read_dist_info(Path(info_dir), Path(info_dir).parent)
+        problems.extend(probs)
+        if dist is None:
+            continue
+        inv.packages.append(dist.package)
+        for f in dist.files:
+            owners.setdefault(f, dist.package.name)
+    for reading in readings:
+        problems.extend(reading.problems)
+        b = reading.binary
+        if b is None:
+            continue
+        owner = owners.get(os.path.normpath(b.path))
+        if owner is None and b.path.endswith(")") and "(" in b.path:
+            owner = owners.get(os.path.normpath(b.path.rsplit("(", 1)[0]))
+        if owner is not None:
+            from dataclasses import replace
+
+            b = replace(b, distribution=owner)
+        inv.binaries.append(b)
+    inv.problems.extend(problems)
+    return inv
+
+
+def _reading_to_cache(reading: BinaryReading) -> dict[str, object] | None:
+    if reading.binary is None and not reading.problems:
+        return None
+    return {
+        "binary": reading.binary.to_json() if reading.binary is not None else None,
+        "problems": [p.to_json() for p in reading.problems],
+    }
+
+
+def _reading_from_cache(value: object) -> BinaryReading:
+    if not isinstance(value, dict):
+        return BinaryReading(None)
+    b = value.get("binary")
+    probs = []
+    for p in value.get("problems") or []:
+        loc = p.get("location")
+        probs.append(ReadProblem(p["message"], Location(**loc) if loc else None))
+    return BinaryReading(binary_from_json(b) if b else None, probs)
+
+
+def site_packages_of(python: str) -> list[Path]:
+    """The site-packages folders of the interpreter ``python`` (it is run once to ask)."""
+    code = (
+        "import json, site, sysconfig; p = []\n"
+        "for k in ('purelib', 'platlib'):\n"
+        "    v = sysconfig.get_paths().get(k)\n"
+        "    v and v not in p and p.append(v)\n"
+        "try:\n"
+        "    [p.append(x) for x in site.getsitepackages() if x not in p]\n"
+        "except Exception: pass\n"
+        "print(json.dumps(p))"
+    )
+    try:
+        out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=True)
+        paths = json.loads(out.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+        raise InputError(f"cannot ask {python} for its site-packages: {exc}", path=python) from exc
+    return [Path(p) for p in paths if Path(p).is_dir()]
+
+
+def read(path: Path, options: ReadOptions) -> Inventory:
+    """KIND ``elf`` (one file) or ``folder`` (a directory tree)."""
+    path = Path(path)
+    if path.is_dir():
+        return scan_folder(path, options)
+    try:
+        st = path.stat()
+        with path.open("rb", buffering=0) as fh:
+            reading = read_binary(FileSource(fh, st.st_size), str(path), deep_fatbin=options.deep_fatbin)  # type: ignore[arg-type]
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
+    if reading.binary is None and not reading.problems:
+        raise InputError(f"{path} is not an ELF file or ar archive (no ELF magic)", path=str(path), offset=0)
+    inv = Inventory(context="installed")
+    if reading.binary is not None:
+        inv.binaries.append(reading.binary)
+    inv.problems.extend(reading.problems)
+    return inv
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """ELF files and ar archives, by magic."""
+    return is_binary_head(head)
+
+
+def read_in_memory(data: bytes, path: str, *, deep_fatbin: bool, location: Location) -> BinaryReading:
+    """Read a binary held in memory (a small wheel member)."""
+    return read_binary(BytesSource(data), path, deep_fatbin=deep_fatbin, location=location)
+
+
+def iter_binaries(readings: Iterable[BinaryReading]) -> Iterator[Binary]:
+    """The binaries of several readings."""
+    for r in readings:
+        if r.binary is not None:
+            yield r.binary
+
+
+__all__ = [
+    "KIND",
+    "BinaryReading",
+    "UnreadableBinary",
+    "binary_from_file",
+    "read",
+    "read_binary",
+    "scan_folder",
+    "site_packages_of",
+]
+
+_unused: Callable[..., object] | None = None

@@ -1,0 +1,499 @@
+"""Dockerfiles and Containerfiles: base images, ENV/ARG, and every package install in RUN lines.
+
+Facts only: each FROM becomes a :class:`BaseImage` (stage, platform, whether it reaches the final
+image), each ENV/ARG an :class:`EnvVar` located at its line and stage, each pip/uv/conda/mamba
+install an :class:`InstallCommand` with its packages and indexes (read by the same code as
+requirements files), ``-r`` files copied into the image from the build context are read with the
+requirements source. Packages installed in stages that do not reach the final image carry
+``role="build"``; checks name the stage from ``location.stage``.
+
+:func:`inventory_from_history` turns an image config's ``history[].created_by`` strings into the
+same facts, for images whose Dockerfile is not at hand.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from envcheck.inspect.dockerfile import (
+    Dockerfile,
+    DockerfileSyntaxError,
+    Heredoc,
+    Instruction,
+    Stage,
+    apply_instruction,
+    copied_from,
+    env_pairs,
+    expand,
+    parse,
+    split_words,
+    walk_stage,
+)
+from envcheck.inspect.pip_args import InstallParse, parse_install_command
+from envcheck.inspect.shell import SimpleCommand, split_commands
+from envcheck.inspect.wheel_tags import canonical
+from envcheck.model import EnvVar, InstallCommand, Inventory, Location, Package, Pragma, ReadProblem
+from envcheck.sources import ReadOptions
+
+KIND = "dockerfile"
+BUILD_PLATFORM = "linux/arm64"  # the Spark builds its own images: $TARGETARCH etc. resolve to arm64
+_PRAGMA = re.compile(r"^\s*#\s*envcheck:\s*ignore=([A-Za-z0-9_,.\-]+)\s*(.*)$")
+_FIRST_WORD = re.compile(rb"^\s*([A-Za-z]+)[ \t]")
+_SHELL_EXES = frozenset({"sh", "bash", "dash", "ash", "zsh"})
+_SITE_DIRS = ("site-packages", "dist-packages", "/opt/venv", "/opt/conda", "/venv", "/.venv", "/usr/local/lib/python")
+# `git clone` of these repositories followed by a build in that folder installs this distribution.
+_REPO_PACKAGES = {"flash-attention": "flash-attn", "triton": "triton", "xformers": "xformers"}
+_TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST",)
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A Dockerfile starts (after comments and directives) with FROM or ARG and has a FROM."""
+    for raw in head.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(b"#"):
+            continue
+        m = _FIRST_WORD.match(raw)
+        if m is None or m.group(1).upper() not in (b"FROM", b"ARG"):
+            return False
+        return re.search(rb"(?im)^\s*FROM\s+\S", head) is not None
+    return False
+
+
+def read(path: Path, options: ReadOptions) -> Inventory:
+    """Read one Dockerfile. A syntax error is a problem at its line; nothing else is read then."""
+    from envcheck.sources.requirements import read_text_file
+
+    text, problems = read_text_file(path)
+    inventory = Inventory(problems=list(problems))
+    target = options.extra.get("target") if options.extra else None
+    try:
+        df = parse(text, options.build_args, BUILD_PLATFORM, str(target) if target else None)
+    except DockerfileSyntaxError as exc:
+        inventory.problems.append(ReadProblem(f"Dockerfile syntax error: {exc.message}", Location(str(path), line=exc.line)))
+        return inventory
+    reader = _Reader(df, str(path), path.parent, options)
+    reader.read_all(inventory)
+    inventory.pragmas.extend(_pragmas(text, df, str(path)))
+    return inventory
+
+
+def _pragmas(text: str, df: Dockerfile, path: str) -> list[Pragma]:
+    """``# envcheck: ignore=RULE reason`` applies to the next line, or to every line of the next instruction."""
+    spans = {inst.line: inst.end_line for inst in df.instructions}
+    lines = text.splitlines()
+    found: list[Pragma] = []
+    for number, raw in enumerate(lines, 1):
+        m = _PRAGMA.match(raw)
+        if not m:
+            continue
+        rules = tuple(r.strip() for r in m.group(1).split(",") if r.strip())
+        target = number + 1
+        while target <= len(lines) and (not lines[target - 1].strip() or _PRAGMA.match(lines[target - 1])):
+            target += 1
+        end = spans.get(target, target)
+        for line in range(target, end + 1):
+            found.append(Pragma(rules, m.group(2).strip(), Location(path, line=line)))
+    return found
+
+
+@dataclass
+class _Script:
+    """State of one RUN's shell script: the folder it is in and what was cloned where."""
+
+    cwd: str
+    clones: dict[str, str] = field(default_factory=dict)  # absolute folder -> repository URL
+
+
+class _Reader:
+    def __init__(self, df: Dockerfile, path: str, context: Path, options: ReadOptions) -> None:
+        self.df = df
+        self.path = path
+        self.context = context
+        self.options = options
+        self.build_args: Mapping[str, str] = options.build_args
+
+    # -- stages --------------------------------------------------------------------------------
+    def read_all(self, inventory: Inventory) -> None:
+        keeps = self._stages_in_image()
+        for stage in self.df.stages:
+            self._read_stage(stage, stage.index in keeps, inventory)
+
+    def _stages_in_image(self) -> set[int]:
+        """Stages whose installed packages end up in the final image.
+
+        The final stage and the stages it builds on, plus stages whose site-packages, venv or conda
+        folder a final stage copies with ``COPY --from``.
+        """
+        keeps = {s.index for s in self.df.stages if s.final}
+        changed = True
+        while changed:
+            changed = False
+            for stage in self.df.stages:
+                if stage.index not in keeps:
+                    continue
+                for inst in stage.instructions:
+                    source = copied_from(inst)
+                    if source is None:
+                        continue
+                    other = self.df.stage_by_ref(source)
+                    if other is None or other.index in keeps:
+                        continue
+                    words = list(inst.json_args) if inst.json_args else split_words(inst.args, self.df.escape)
+                    if any(marker in w for w in words[:-1] for marker in _SITE_DIRS):
+                        walk: Stage | None = other
+                        while walk is not None:
+                            keeps.add(walk.index)
+                            walk = self.df.stages[walk.parent] if walk.parent is not None else None
+                        changed = True
+        return keeps
+
+    def _loc(self, line: int, stage: Stage) -> Location:
+        return Location(self.path, line=line, stage=stage.label)
+
+    def _read_stage(self, stage: Stage, in_image: bool, inventory: Inventory) -> None:
+        from envcheck.model import BaseImage
+
+        if stage.parent is None and stage.base.lower() != "scratch":
+            if stage.unresolved:
+                names = ", ".join(stage.unresolved)
+                inventory.problems.append(ReadProblem(
+                    f"FROM {stage.base_written} uses ARG {names} with no value (read as {stage.base!r}): "
+                    f"give it a default or pass --build-arg {stage.unresolved[0]}=...", self._loc(stage.line, stage)))
+            inventory.images.append(BaseImage(
+                ref=stage.base, stage=stage.label, platform=stage.platform, final=in_image,
+                location=self._loc(stage.line, stage),
+            ))
+        workdir = "/"
+        copies: list[tuple[list[str], str, str]] = []  # (sources in context, destination, workdir)
+        heredoc_files: dict[str, tuple[Heredoc, Instruction]] = {}
+        for inst, values in walk_stage(self.df, stage, self.build_args):
+            if inst.keyword in ("ENV", "ARG"):
+                scratch = dict(values)
+                for name, value, origin in apply_instruction(self.df, inst, scratch, self.build_args):
+                    inventory.env.append(EnvVar(name, value, origin, self._loc(inst.line, stage)))
+            elif inst.keyword == "WORKDIR":
+                target = expand(inst.args.strip(), values, self.df.escape, keep_unknown=True).value
+                workdir = posixpath.normpath(posixpath.join(workdir, target))
+            elif inst.keyword in ("COPY", "ADD") and copied_from(inst) is None:
+                words = list(inst.json_args) if inst.json_args else [expand(w, values, self.df.escape, keep_unknown=True).value for w in split_words(inst.args, self.df.escape)]
+                if len(words) >= 2:
+                    dest = posixpath.join(workdir, words[-1])
+                    for doc in inst.heredocs:
+                        target = dest if not words[-1].endswith("/") else posixpath.join(dest, doc.name)
+                        heredoc_files[posixpath.normpath(target)] = (doc, inst)
+                    copies.append(([w for w in words[:-1] if not w.startswith("<<")], words[-1], workdir))
+            elif inst.keyword == "RUN":
+                mounts = _bind_mounts(inst, workdir)
+                files = _ContextFiles(self.context, copies, mounts, workdir)
+                for cmd, line in self._commands(inst, values):
+                    self._command(cmd, line, stage, in_image, values, files, inventory)
+
+    # -- RUN -----------------------------------------------------------------------------------
+    def _commands(self, inst: Instruction, values: Mapping[str, str]) -> list[tuple[SimpleCommand, int]]:
+        """Every simple command of a RUN with the Dockerfile line it is on."""
+        out: list[tuple[SimpleCommand, int]] = []
+        env = dict(values)
+        if inst.json_args is not None:
+            argv = list(inst.json_args)
+            if argv and argv[0].rsplit("/", 1)[-1] in _SHELL_EXES and len(argv) >= 3 and argv[1].startswith("-") and "c" in argv[1]:
+                for cmd in split_commands(argv[2], env):
+                    out.append((cmd, inst.line))
+            elif argv:
+                out.append((SimpleCommand(tuple(argv), 0, (), env, " ".join(argv)), inst.line))
+            return out
+        outer = split_commands(inst.args, env)
+        script_docs = list(inst.heredocs)
+        for cmd in outer:
+            if script_docs and cmd.argv and cmd.argv[0].rsplit("/", 1)[-1] in _SHELL_EXES and all(a.startswith("-") for a in cmd.argv[1:]):
+                continue  # `RUN bash <<EOF`: the heredoc is the script, read below
+            out.append((cmd, inst.line_of(cmd.offset)))
+        reads_stdin_script = not outer or all(
+            c.argv[0].rsplit("/", 1)[-1] in _SHELL_EXES and all(a.startswith("-") for a in c.argv[1:]) for c in outer
+        )
+        if reads_stdin_script:
+            for doc in script_docs:
+                for cmd in split_commands(doc.body, env):
+                    out.append((cmd, doc.line + doc.body.count("\n", 0, cmd.offset)))
+        return out
+
+    def _command(self, cmd: SimpleCommand, line: int, stage: Stage, in_image: bool, values: Mapping[str, str],
+                 files: _ContextFiles, inventory: Inventory) -> None:
+        argv = list(cmd.argv)
+        exe = argv[0].rsplit("/", 1)[-1] if argv else ""
+        loc = self._loc(line, stage)
+        if exe == "cd" and len(argv) >= 2:
+            files.script.cwd = posixpath.normpath(posixpath.join(files.script.cwd, argv[1]))
+            return
+        if exe == "git" and "clone" in argv:
+            _record_clone(argv, files.script)
+            return
+        for name in _TRACKED_BUILD_ENV:
+            if name in cmd.env and cmd.env.get(name) != values.get(name) and _builds(argv):
+                inventory.env.append(EnvVar(name, cmd.env[name], "run", loc))
+        if re.fullmatch(r"python(\d+(\.\d+)?)?", exe) and len(argv) >= 3 and argv[1] == "setup.py" and argv[2] in ("install", "develop", "bdist_wheel", "build_ext"):
+            self._source_build(files.script.cwd, "setup.py", argv, cmd, loc, in_image, files, inventory)
+            return
+        parsed = parse_install_command(_resolvable(argv), loc)
+        if parsed is None:
+            return
+        self._add_install(parsed, cmd, loc, in_image, files, inventory, stage)
+
+    def _add_install(self, parsed: InstallParse, cmd: SimpleCommand, loc: Location, in_image: bool,
+                     files: _ContextFiles, inventory: Inventory, stage: Stage) -> None:
+        role_override = None if in_image else "build"
+        text = cmd.text or parsed.command.text
+        packages = [p if role_override is None or p.role != "requirement" else replace(p, role=role_override) for p in parsed.packages]
+        names = list(parsed.command.packages)
+        # local folders (`pip install .`, `pip install ./xformers`) inside a cloned repository
+        if parsed.command.tool in ("pip", "uv"):
+            for word in _local_paths(cmd.argv):
+                folder = posixpath.normpath(posixpath.join(files.script.cwd, word))
+                repo = _repo_of(folder, files.script)
+                if repo is not None:
+                    name, url = repo
+                    pkg = Package(name=name, url=f"git+{url}" if not url.startswith("git+") else url, role=role_override or "requirement",
+                                  editable="-e" in cmd.argv or "--editable" in cmd.argv, no_deps=parsed.command.no_deps, location=loc)
+                    packages.append(pkg)
+                    names.append(name)
+        inventory.installs.append(replace(parsed.command, packages=tuple(names), text=text))
+        inventory.packages.extend(packages)
+        inventory.indexes.extend(parsed.indexes)
+        inventory.problems.extend(parsed.problems)
+        for listed, role in ((parsed.requirement_files, "requirement"), (parsed.constraint_files, "constraint")):
+            for name in listed:
+                self._read_listed_file(name, role, role_override, files, loc, stage, inventory)
+
+    def _read_listed_file(self, name: str, role: str, role_override: str | None, files: _ContextFiles, loc: Location,
+                          stage: Stage, inventory: Inventory) -> None:
+        """Read a ``-r``/``-c`` file that the build copied (or bind-mounted) from the context."""
+        from envcheck.sources import requirements
+
+        found = files.resolve(name)
+        if found is None:
+            return
+        try:
+            sub = requirements.read(found, ReadOptions())
+        except Exception as exc:  # an unreadable included file is a problem at the RUN line
+            message = getattr(exc, "message", str(exc))
+            inventory.problems.append(ReadProblem(f"cannot read {name} (from {found}): {message}", loc))
+            return
+        for pkg in sub.packages:
+            new_role = pkg.role
+            if role == "constraint" and pkg.role == "requirement":
+                new_role = "constraint"
+            if role_override is not None and new_role == "requirement":
+                new_role = role_override
+            where = replace(pkg.location, stage=stage.label) if pkg.location else loc
+            inventory.packages.append(replace(pkg, role=new_role, location=where))
+        inventory.indexes.extend(replace(i, location=replace(i.location, stage=stage.label) if i.location else loc) for i in sub.indexes)
+        inventory.installs.extend(replace(c, location=loc) for c in sub.installs if c.tool == "requirements" and c.options)
+        inventory.problems.extend(sub.problems)
+        inventory.pragmas.extend(sub.pragmas)
+
+    def _source_build(self, cwd: str, tool: str, argv: list[str], cmd: SimpleCommand, loc: Location, in_image: bool,
+                      files: _ContextFiles, inventory: Inventory) -> None:
+        repo = _repo_of(cwd, files.script)
+        if repo is None:
+            return
+        name, url = repo
+        role = "requirement" if in_image else "build"
+        inventory.packages.append(Package(name=name, url=f"git+{url}", role=role, location=loc))
+        inventory.installs.append(InstallCommand(tool=tool, packages=(name,), options=(), text=cmd.text or " ".join(argv), location=loc))
+
+
+def _builds(argv: list[str]) -> bool:
+    """Is this a command that compiles or installs Python packages?"""
+    exe = argv[0].rsplit("/", 1)[-1] if argv else ""
+    return bool(re.fullmatch(r"(pip\d?(\.\d+)?|python\d?(\.\d+)?|uv|conda|mamba|micromamba|make|cmake|ninja)", exe))
+
+
+def _resolvable(argv: list[str]) -> list[str]:
+    """Words with shell variables we could not resolve: keep the package name, drop the rest."""
+    out: list[str] = []
+    for word in argv:
+        if "$" not in word:
+            out.append(word)
+            continue
+        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._\-]*(?:\[[^\]$]*\])?)\s*(?:==|>=|<=|~=|!=|<|>|@)", word)
+        if m and "$" not in m.group(1):
+            out.append(m.group(1))
+        elif out and out[-1].startswith("-") and "=" not in out[-1] and out[-1] in ("-r", "-c", "-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--requirement", "--constraint"):
+            out.pop()  # an option whose value we cannot know
+    return out
+
+
+def _local_paths(argv: tuple[str, ...]) -> list[str]:
+    """Arguments pip reads as local folders: ``.``, ``./x``, ``/x``, ``a/b`` (pip's own rule: a path separator)."""
+    found: list[str] = []
+    for word in argv[1:]:
+        if word.startswith("-") or "://" in word or "@" in word or re.search(r"[=<>~!;\[]", word):
+            continue
+        if word in (".", "..") or word.startswith(("./", "../", "/")) or "/" in word:
+            found.append(word)
+    return found
+
+
+def _record_clone(argv: list[str], script: _Script) -> None:
+    # options with values: -b/--branch NAME, --depth N
+    skip_values = {"-b", "--branch", "--depth", "-c", "--config", "--origin", "-o", "--reference", "-j", "--jobs", "--filter"}
+    after = argv[argv.index("clone") + 1 :]
+    positional: list[str] = []
+    i = 0
+    while i < len(after):
+        word = after[i]
+        if word in skip_values:
+            i += 2
+            continue
+        if not word.startswith("-"):
+            positional.append(word)
+        i += 1
+    if not positional:
+        return
+    url = positional[0]
+    folder = positional[1] if len(positional) > 1 else url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    script.clones[posixpath.normpath(posixpath.join(script.cwd, folder))] = url
+
+
+def _repo_of(folder: str, script: _Script) -> tuple[str, str] | None:
+    """(distribution, url) when ``folder`` is inside a cloned repository we know the package of."""
+    for root, url in script.clones.items():
+        if folder == root or folder.startswith(root + "/"):
+            repo = url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+            return _REPO_PACKAGES.get(repo.lower(), canonical(repo)), url
+    return None
+
+
+def _bind_mounts(inst: Instruction, workdir: str) -> dict[str, str]:
+    """RUN --mount=type=bind,source=S,target=T from the build context: image path -> context path."""
+    mounts: dict[str, str] = {}
+    for spec in inst.flag_values("mount"):
+        fields = dict(part.partition("=")[::2] for part in spec.split(","))
+        kind = fields.get("type", "bind")
+        if kind != "bind" or "from" in fields:
+            continue
+        target = fields.get("target") or fields.get("dst") or fields.get("destination")
+        if not target:
+            continue
+        source = fields.get("source") or fields.get("src") or "."
+        mounts[posixpath.normpath(posixpath.join(workdir, target))] = source
+    return mounts
+
+
+class _ContextFiles:
+    """Maps a path inside the image back to a file in the build context, where the build copied it."""
+
+    def __init__(self, context: Path, copies: list[tuple[list[str], str, str]], mounts: dict[str, str], workdir: str) -> None:
+        self.context = context
+        self.copies = copies
+        self.mounts = mounts
+        self.script = _Script(cwd=workdir)
+
+    def resolve(self, name: str) -> Path | None:
+        wanted = posixpath.normpath(posixpath.join(self.script.cwd, name))
+        for target, source in self.mounts.items():
+            found = self._under(wanted, target, source, is_dir_dest=True)
+            if found is not None:
+                return found
+        for sources, dest, workdir in reversed(self.copies):
+            dest_abs = posixpath.normpath(posixpath.join(workdir, dest))
+            for source in sources:
+                found = self._under(wanted, dest_abs, source, is_dir_dest=dest.endswith("/") or len(sources) > 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _under(self, wanted: str, dest: str, source: str, is_dir_dest: bool) -> Path | None:
+        src = (self.context / source).resolve()
+        try:
+            src.relative_to(self.context.resolve())
+        except ValueError:
+            return None  # outside the context: docker would refuse it
+        candidates: list[Path] = []
+        if src.is_dir():
+            if wanted == dest or wanted.startswith(dest.rstrip("/") + "/"):
+                candidates.append(src / posixpath.relpath(wanted, dest))
+        else:
+            if wanted == dest and not is_dir_dest:
+                candidates.append(src)
+            if posixpath.join(dest, src.name) == wanted:
+                candidates.append(src)
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+        return None
+
+
+# -------------------------------------------------------------------------------------------------
+# Image history (the image engineer's entry point)
+# -------------------------------------------------------------------------------------------------
+
+_NOP = re.compile(r"^/bin/sh -c #\(nop\)\s+(.*)$", re.S)
+_BUILDKIT_SUFFIX = re.compile(r"\s*# buildkit\s*$")
+_ARGS_PREFIX = re.compile(r"^\|(\d+)((?:\s+[A-Za-z_][A-Za-z0-9_]*=\S*)*)\s+(.*)$", re.S)
+_SHELL_PREFIX = re.compile(r"^((?:/usr)?/bin/(?:ba|da|z)?sh)((?:\s+-[A-Za-z]+|\s+-o\s+\S+)*)\s+-c\s+(.*)$", re.S)
+
+
+def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
+    """Facts from an image config's ``history[].created_by`` strings (legacy builder and BuildKit).
+
+    Recognises ``/bin/sh -c #(nop)  ENV A=B``, ``ENV A=B`` / ``ARG X=1`` (BuildKit), RUN steps in both
+    spellings (``/bin/sh -c pip install x``, ``RUN /bin/sh -c pip install x # buildkit``) including
+    build-arg prefixes (``|1 TAG=v /bin/sh -c ...``). Locations are ``origin!history[N]``.
+    """
+    inventory = Inventory()
+    env: dict[str, str] = {}
+    for index, raw in enumerate(created_by):
+        loc = Location(origin, member=f"history[{index}]")
+        text = _BUILDKIT_SUFFIX.sub("", raw or "").strip()
+        m = _NOP.match(text)
+        if m:
+            text = m.group(1).strip()
+        keyword, _, rest = text.partition(" ")
+        upper = keyword.upper()
+        if upper in ("ENV", "ARG") and (m or keyword.isupper()):
+            inst = Instruction(keyword=upper, args=rest.strip(), line=0, end_line=0)
+            try:
+                if upper == "ENV":
+                    for name, value in env_pairs(inst, "\\"):
+                        value = expand(value, env, keep_unknown=True).value
+                        env[name] = value
+                        inventory.env.append(EnvVar(name, value, "env", loc))
+                else:
+                    for word in split_words(inst.args):
+                        name, eq, value = word.partition("=")
+                        if eq:
+                            inventory.env.append(EnvVar(name, expand(value, env).value, "arg", loc))
+            except DockerfileSyntaxError as exc:
+                inventory.problems.append(ReadProblem(f"history entry {index}: {exc.message}", loc))
+            continue
+        if m:
+            continue  # other metadata steps: CMD, LABEL, ADD file:... in /, WORKDIR
+        if upper == "RUN":
+            text = rest.strip()
+        elif upper in ("COPY", "ADD", "WORKDIR", "LABEL", "CMD", "ENTRYPOINT", "EXPOSE", "USER", "VOLUME", "SHELL", "HEALTHCHECK", "STOPSIGNAL", "ONBUILD", "MAINTAINER"):
+            continue
+        step_env = dict(env)
+        a = _ARGS_PREFIX.match(text)
+        if a:
+            for word in a.group(2).split():
+                name, _, value = word.partition("=")
+                step_env[name] = value
+            text = a.group(3)
+        s = _SHELL_PREFIX.match(text)
+        script = s.group(3) if s else text
+        for cmd in split_commands(script, step_env):
+            parsed = parse_install_command(_resolvable(list(cmd.argv)), loc)
+            if parsed is None:
+                continue
+            inventory.installs.append(replace(parsed.command, text=cmd.text or parsed.command.text))
+            inventory.packages.extend(parsed.packages)
+            inventory.indexes.extend(parsed.indexes)
+            inventory.problems.extend(parsed.problems)
+            for name in _TRACKED_BUILD_ENV:
+                if name in cmd.env and cmd.env[name] != env.get(name):
+                    inventory.env.append(EnvVar(name, cmd.env[name], "run", loc))
+    return inventory

@@ -1,0 +1,419 @@
+"""Container images: a registry reference, an OCI layout, a ``docker save`` archive or a Docker engine image.
+
+Config level (the default) reads only the manifest(s) and the image config, a few KB: environment,
+labels, architecture, the platforms an index offers, and the build history (whose ``RUN`` lines are
+Dockerfile instructions and go through the Dockerfile reader). ``deep`` also streams the selected
+platform's layers (see :mod:`envcheck.registry.layers`) for installed distributions and ELF files.
+Sources never judge: the ARCH, G1, G2, G7 and G9 checks read what this module records.
+
+Inventory vocabulary (``inventory.host["image"]``): ``ref``, ``source`` (registry | oci-layout |
+docker-archive | docker-daemon), ``digest`` (of what the reference names), ``media_type``, ``platform``
+(the one asked for), ``platforms`` (what an index offers; a single-platform image lists its own),
+``platform_found`` (False: nothing for the asked platform, no config was read), ``manifest_digest``,
+``config_digest``, ``os``, ``architecture``, ``variant``, ``labels``, ``created``, ``layers``, ``size``,
+``history`` (``created_by`` lines), ``requests`` (HTTP requests made), ``cache_hits``, and with
+``deep``: ``deep`` = {``layers_scanned``, ``layers_cached``, ``bytes``, ``files``}.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+from envcheck.errors import InputError, ServiceError, UsageError
+from envcheck.model import BaseImage, Binary, EnvVar, Inventory, Location, Package, ReadProblem
+from envcheck.registry.auth import Credentials, credentials_from_docker_config
+from envcheck.registry.cache import BlobCache
+from envcheck.registry.client import Manifest, RegistryClient, iter_platforms, platform_matches
+from envcheck.registry.layers import BinaryReader, FinalFiles, LayerError, LayerScan, scan_layer
+from envcheck.registry.local import DockerArchiveStore, DockerDaemonImage, OciLayoutStore, scan_save_stream
+from envcheck.registry.reference import parse_reference
+
+KIND = "image"
+TRANSPORTS = ("docker-daemon:", "oci-layout:", "docker-archive:", "docker://")
+MAX_INDEX_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class ImageOptions:
+    """How to read an image: which platform, how deep, with which credentials."""
+
+    platform: str = "linux/arm64"
+    deep: bool = False
+    credentials: Credentials | None = None
+    insecure_registries: tuple[str, ...] = ()
+    progress: bool = False
+    use_cache: bool = True
+    deep_fatbin: bool = False
+    retries: int = 4
+    backoff: float = 0.5
+
+
+@dataclass
+class LayerRef:
+    digest: str
+    size: int | None
+    media_type: str = ""
+
+
+@dataclass
+class Resolved:
+    """What the manifests say: the platforms, the selected config and its layers."""
+
+    top: Manifest | None
+    platforms: list[str] = field(default_factory=list)
+    selected: Manifest | None = None
+    config_digest: str | None = None
+    config: dict[str, Any] | None = None
+    layers: list[LayerRef] = field(default_factory=list)
+
+
+class _RegistryStore:
+    """A registry repository, with manifests and configs cached by digest."""
+
+    def __init__(self, client: RegistryClient, cache: BlobCache) -> None:
+        self.client = client
+        self.cache = cache
+
+    def top(self) -> Manifest:
+        ref = self.client.ref
+        if ref.digest:
+            return self.manifest(ref.digest)
+        return self.client.manifest(ref.reference)
+
+    def manifest(self, digest: str) -> Manifest:
+        cached = self.cache.get_blob(digest)
+        if cached is not None:
+            body = json.loads(cached)
+            from envcheck.registry.client import media_type_of
+
+            return Manifest(raw=cached, body=body, media_type=media_type_of(body, None), digest=digest)
+        found = self.client.manifest(digest)
+        self.cache.put_blob(digest, found.raw)
+        return found
+
+    def blob(self, digest: str) -> bytes:
+        cached = self.cache.get_blob(digest)
+        if cached is not None:
+            return cached
+        data = self.client.blob(digest, what=f"image config {digest[:19]}")
+        self.cache.put_blob(digest, data)
+        return data
+
+
+def _resolve(store: Any, top: Manifest, wanted: str, where: str) -> Resolved:
+    """Follow an index to the ``wanted`` platform's manifest, then read its config."""
+    resolved = Resolved(top=top)
+    current = top
+    for _ in range(MAX_INDEX_DEPTH):
+        if not current.is_index:
+            break
+        offered = list(iter_platforms(current.body))
+        resolved.platforms = [p for p, _ in offered]
+        match = next((entry for p, entry in offered if platform_matches(wanted, p)), None)
+        if match is None:
+            return resolved
+        current = store.manifest(str(match.get("digest", "")))
+    else:
+        raise InputError(f"{where}: indexes nested more than {MAX_INDEX_DEPTH} deep", path=where)
+    if current.is_index:
+        raise InputError(f"{where}: the index has no usable child", path=where)
+    resolved.selected = current
+    config_desc = current.body.get("config")
+    if not isinstance(config_desc, dict) or not str(config_desc.get("digest", "")).startswith("sha"):
+        raise ServiceError(f"{where}: manifest {current.digest} has no config descriptor")
+    resolved.config_digest = str(config_desc["digest"])
+    raw = store.blob(resolved.config_digest)
+    try:
+        config = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ServiceError(f"{where}: image config {resolved.config_digest} is not JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise ServiceError(f"{where}: image config {resolved.config_digest} is not a JSON object")
+    resolved.config = config
+    for layer in current.body.get("layers") or []:
+        if isinstance(layer, dict) and layer.get("digest"):
+            resolved.layers.append(LayerRef(str(layer["digest"]), layer.get("size"), str(layer.get("mediaType", ""))))
+    if not resolved.platforms:
+        resolved.platforms = [_platform_of(config)]
+    return resolved
+
+
+def _platform_of(config: dict[str, Any]) -> str:
+    text = f"{config.get('os') or config.get('Os') or 'unknown'}/{config.get('architecture') or config.get('Architecture') or 'unknown'}"
+    variant = config.get("variant") or config.get("Variant")
+    return text + (f"/{variant}" if variant else "")
+
+
+class Progress:
+    """Bytes and layers on stderr, on a terminal only (redrawn at most 10 times a second)."""
+
+    def __init__(self, enabled: bool, total_layers: int) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.total = total_layers
+        self.layer = 0
+        self.done = 0
+        self._last = 0.0
+
+    def start_layer(self) -> Callable[[int], None]:
+        self.layer += 1
+        base = self.done
+
+        def update(seen: int) -> None:
+            self.done = base + seen
+            now = time.monotonic()
+            if self.enabled and now - self._last > 0.1:
+                self._last = now
+                sys.stderr.write(f"\renvcheck: layer {self.layer}/{self.total}  {self.done / (1 << 20):9.1f} MiB")
+                sys.stderr.flush()
+
+        return update
+
+    def finish(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
+
+
+def binary_reader() -> BinaryReader | None:
+    """The binary scanner's ``binary_from_file`` (None while that module is absent)."""
+    try:
+        module = importlib.import_module("envcheck.sources.binaries")
+    except ImportError:
+        return None
+    reader = getattr(module, "binary_from_file", None)
+    return reader  # type: ignore[no-any-return]
+
+
+def _history_inventory(created_by: list[tuple[int, str]], where: str) -> Inventory | None:
+    """The Dockerfile reader's view of the history's ``created_by`` lines, where that reader exists."""
+    try:
+        module = importlib.import_module("envcheck.sources.dockerfile")
+    except ImportError:
+        return None
+    reader = getattr(module, "inventory_from_history", None)
+    if reader is None:
+        return None
+    result = reader([text for _, text in created_by], where)
+    return result if isinstance(result, Inventory) else None
+
+
+def _config_inventory(name: str, config: dict[str, Any], facts: dict[str, Any]) -> Inventory:
+    """Env, labels, platform and history from an image config (OCI/Docker config or engine inspect)."""
+    inventory = Inventory(context="installed")
+    section = config.get("config") or config.get("Config") or {}
+    where = Location(name, member="config")
+    for item in section.get("Env") or []:
+        key, sep, value = str(item).partition("=")
+        if sep:
+            inventory.env.append(EnvVar(key, value, origin="config", location=where))
+    labels = section.get("Labels") or {}
+    platform = _platform_of(config)
+    facts.update({
+        "os": config.get("os") or config.get("Os"),
+        "architecture": config.get("architecture") or config.get("Architecture"),
+        "variant": config.get("variant") or config.get("Variant"),
+        "labels": dict(labels) if isinstance(labels, dict) else {},
+        "created": config.get("created") or config.get("Created"),
+    })
+    inventory.images.append(BaseImage(ref=name, platform=platform, location=where))
+    history = config.get("history") or []
+    created_by = [(i, str(h.get("created_by") or h.get("CreatedBy") or "")) for i, h in enumerate(history) if isinstance(h, dict)]
+    created_by = [(i, text) for i, text in created_by if text]
+    facts["history"] = [text for _, text in created_by]
+    from_history = _history_inventory(created_by, f"{name}!history")
+    if from_history is not None:
+        # The history describes how the image was built; its packages are already installed there.
+        from_history.images.clear()
+        # The config's Env is the final word on the environment; keep only variables set for one RUN step.
+        from_history.env[:] = [var for var in from_history.env if var.origin == "run"]
+        from_history.context = "installed"
+        inventory.extend(from_history)
+    return inventory
+
+
+def _add_final_files(inventory: Inventory, name: str, final: FinalFiles) -> None:
+    for path, data in sorted(final.packages.items()):
+        inventory.packages.append(Package(
+            name=canonicalize_name(data["name"]), version=data.get("version") or None, installed=True,
+            role="installed", requires=tuple(data.get("requires") or ()), location=Location(name, member="/" + path),
+        ))
+    names = {f.name for f in dataclasses.fields(Binary)}
+    for path, data in sorted(final.binaries.items()):
+        values = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in names and k != "location"}
+        values["path"] = "/" + path
+        try:
+            inventory.binaries.append(Binary(**values, location=Location(name, member="/" + path)))
+        except TypeError:
+            continue
+    for problem in final.problems:
+        inventory.problems.append(ReadProblem(problem["message"], Location(name, member="/" + str(problem["path"]))))
+
+
+def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef], Any], cache: BlobCache,
+                 options: ImageOptions, facts: dict[str, Any]) -> FinalFiles:
+    """Scan each layer (or take its cached scan), then apply them bottom to top."""
+    read_binary = binary_reader()
+    progress = Progress(options.progress, len(layers))
+    scans: list[tuple[str, LayerScan]] = []
+    stats = {"layers_scanned": 0, "layers_cached": 0, "bytes": 0, "files": 0, "binary_scanner": read_binary is not None}
+    try:
+        for layer in layers:
+            cached = cache.get_deep(layer.digest) if options.use_cache and not options.deep_fatbin else None
+            if cached is not None:
+                scan = LayerScan.from_json(cached)
+                stats["layers_cached"] += 1
+            else:
+                with opener(layer) as stream:
+                    try:
+                        scan = scan_layer(stream, read_binary, deep_fatbin=options.deep_fatbin, progress=progress.start_layer())
+                    except LayerError as exc:
+                        raise InputError(f"{name}: layer {layer.digest}: {exc.message}", path=name) from None
+                    stream.drain()  # hash the tar padding too, then the digest is checked
+                stats["layers_scanned"] += 1
+                if options.use_cache and read_binary is not None and not options.deep_fatbin:
+                    cache.put_deep(layer.digest, scan.to_json())
+            stats["bytes"] += scan.bytes
+            stats["files"] += scan.members
+            scans.append((layer.digest, scan))
+    finally:
+        progress.finish()
+    facts["deep"] = stats
+    final = FinalFiles()
+    for label, scan in scans:
+        final.apply(scan, label)
+    return final
+
+
+def _split_local(spec: str, prefix: str) -> tuple[Path, str | None]:
+    """``prefix PATH[:TAG]``: the path as given when it exists, else split off a trailing ``:TAG``."""
+    rest = spec[len(prefix):]
+    if Path(rest).exists() or ":" not in rest:
+        return Path(rest), None
+    path, _, tag = rest.rpartition(":")
+    return Path(path), tag or None
+
+
+def read_image(spec: str, options: ImageOptions) -> Inventory:
+    """Read the image ``spec`` names into an inventory (config level, plus layers when ``options.deep``)."""
+    cache = BlobCache(enabled=options.use_cache)
+    if spec.startswith("docker-daemon:"):
+        return _read_daemon(spec, options, cache)
+    if spec.startswith("docker-archive:"):
+        return _read_archive(spec, options, cache)
+    if spec.startswith("oci-layout:"):
+        folder, tag = _split_local(spec, "oci-layout:")
+        store: Any = OciLayoutStore(folder, tag)
+        return _read_store(spec, store, store.top(), options, cache, {"source": "oci-layout"},
+                           lambda layer: store.open_layer(layer.digest, layer.size))
+    ref = parse_reference(spec)
+    creds = options.credentials or credentials_from_docker_config(ref.registry)
+    client = RegistryClient(ref, credentials=creds, insecure=options.insecure_registries, retries=options.retries,
+                            backoff=options.backoff)
+    registry_store = _RegistryStore(client, cache)
+    facts: dict[str, Any] = {"source": "registry", "registry": ref.registry, "repository": ref.repository, "tag": ref.tag}
+    try:
+        top = registry_store.top()
+        return _read_store(str(ref), registry_store, top, options, cache, facts,
+                           lambda layer: client.open_blob(layer.digest, what=f"layer {layer.digest[:19]}"), client)
+    finally:
+        client.session.close()
+
+
+def _read_store(name: str, store: Any, top: Manifest, options: ImageOptions, cache: BlobCache, facts: dict[str, Any],
+                opener: Callable[[LayerRef], Any], client: RegistryClient | None = None) -> Inventory:
+    resolved = _resolve(store, top, options.platform, name)
+    facts.update({"ref": name, "digest": top.digest, "media_type": top.media_type, "platform": options.platform,
+                  "platforms": resolved.platforms, "platform_found": resolved.config is not None})
+    if resolved.config is None:
+        inventory = Inventory(context="installed")
+        inventory.images.append(BaseImage(ref=name, platform=None, location=Location(name)))
+    else:
+        inventory = _config_inventory(name, resolved.config, facts)
+        assert resolved.selected is not None
+        facts.update({"manifest_digest": resolved.selected.digest, "config_digest": resolved.config_digest,
+                      "layers": len(resolved.layers), "size": sum(int(layer.size or 0) for layer in resolved.layers)})
+        if options.deep:
+            final = _scan_layers(name, resolved.layers, opener, cache, options, facts)
+            _add_final_files(inventory, name, final)
+    if client is not None:
+        facts["requests"] = client.requests_made
+    facts["cache_hits"] = cache.hits
+    inventory.host["image"] = facts
+    return inventory
+
+
+def _read_archive(spec: str, options: ImageOptions, cache: BlobCache) -> Inventory:
+    path, tag = _split_local(spec, "docker-archive:")
+    if options.deep:
+        try:
+            handle = path.open("rb")
+        except OSError as exc:
+            raise InputError(f"cannot open {path}: {exc.strerror}", path=str(path)) from None
+        with handle:
+            return _from_save_stream(spec, handle, tag, options, {"source": "docker-archive"})
+    store = DockerArchiveStore(path, tag)
+    try:
+        image = store.image()
+    finally:
+        store.close()
+    facts: dict[str, Any] = {"source": "docker-archive", "ref": spec, "platform": options.platform,
+                             "platforms": [_platform_of(image.config)], "platform_found": True,
+                             "repo_tags": image.repo_tags, "layers": len(image.layers)}
+    inventory = _config_inventory(spec, image.config, facts)
+    inventory.host["image"] = facts
+    return inventory
+
+
+def _from_save_stream(spec: str, stream: Any, tag: str | None, options: ImageOptions, facts: dict[str, Any]) -> Inventory:
+    progress = Progress(options.progress, 0)
+    try:
+        image, ordered = scan_save_stream(stream, spec, tag, binary_reader(), deep_fatbin=options.deep_fatbin,
+                                          progress=progress.start_layer())
+    finally:
+        progress.finish()
+    facts.update({"ref": spec, "platform": options.platform, "platforms": [_platform_of(image.config)],
+                  "platform_found": True, "repo_tags": image.repo_tags, "layers": len(image.layers),
+                  "deep": {"layers_scanned": len(ordered), "layers_cached": 0,
+                           "bytes": sum(s.bytes for _, _, s in ordered), "files": sum(s.members for _, _, s in ordered)}})
+    inventory = _config_inventory(spec, image.config, facts)
+    final = FinalFiles()
+    for _member, digest, scan in ordered:
+        final.apply(scan, digest)
+    _add_final_files(inventory, spec, final)
+    inventory.host["image"] = facts
+    return inventory
+
+
+def _read_daemon(spec: str, options: ImageOptions, cache: BlobCache) -> Inventory:
+    name = spec[len("docker-daemon:"):]
+    if not name:
+        raise UsageError("docker-daemon: needs an image name, e.g. docker-daemon:myimage:latest")
+    engine = DockerDaemonImage(name)
+    attrs, history = engine.inspect()
+    if options.deep:
+        return _from_save_stream(spec, engine.export_stream(), None, options, {"source": "docker-daemon", "digest": attrs.get("Id")})
+    # Engine inspect carries the same facts as the config, under the engine's capitalised keys.
+    config = {"os": attrs.get("Os"), "architecture": attrs.get("Architecture"), "variant": attrs.get("Variant"),
+              "created": attrs.get("Created"), "config": attrs.get("Config") or {},
+              "history": [{"created_by": h.get("CreatedBy", "")} for h in reversed(history)]}
+    facts: dict[str, Any] = {"source": "docker-daemon", "ref": spec, "digest": attrs.get("Id"), "platform": options.platform,
+                             "platforms": [_platform_of(config)], "platform_found": True,
+                             "layers": len((attrs.get("RootFS") or {}).get("Layers") or [])}
+    inventory = _config_inventory(spec, config, facts)
+    inventory.host["image"] = facts
+    return inventory
+
+
+def looks_like_image(text: str) -> bool:
+    """True for transport-prefixed specs (the command decides registry references itself)."""
+    return text.startswith(TRANSPORTS)

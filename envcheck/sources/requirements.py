@@ -1,0 +1,194 @@
+"""requirements.txt, constraints files and ``pip freeze`` output, with pip's full file syntax.
+
+Reads: ``-r``/``-c`` includes (relative to the including file, cycles reported), ``--index-url``,
+``--extra-index-url``, ``-f``, ``--hash`` options, environment markers, backslash continuations,
+``-e``/URL/VCS requirements, ``name @ file://...`` freeze lines, and ``# envcheck: ignore=RULE reason``
+pragmas on the line before a requirement.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from envcheck.errors import InputError
+from envcheck.inspect.pip_args import _INDEX_OPTIONS, parse_requirement_text
+from envcheck.model import InstallCommand, Inventory, Location, Package, PackageIndex, Pragma, ReadProblem
+from envcheck.sources import ReadOptions
+
+KIND = "requirements"
+MAX_BYTES = 64 * 1024 * 1024
+_PRAGMA = re.compile(r"#\s*envcheck:\s*ignore=([A-Za-z0-9_,.\-]+)\s*(.*)$")
+_COMMENT = re.compile(r"(^|\s+)#.*$")
+_REQ_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-]*(\[[^\]]*\])?\s*(==|>=|<=|~=|!=|<|>|===|@|;|$)|-[-a-zA-Z]|git\+|https?://)")
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """Does ``head`` look like a requirements file? Most non-comment lines must parse as requirements."""
+    if b"\x00" in head:
+        return False
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    lines = [ln for ln in text.splitlines()[:40] if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        return False
+    hits = sum(1 for ln in lines if _REQ_LINE.match(ln))
+    return hits >= max(1, int(0.8 * len(lines)))
+
+
+def read_text_file(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, list[ReadProblem]]:
+    """A text input as str: binary junk and oversize files raise InputError; bad UTF-8 is a problem, not a stop."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise InputError(f"{path} is {size} bytes, over the {max_bytes}-byte limit for a text input", str(path))
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}", str(path)) from exc
+    nul = data.find(b"\x00", 0, 65536)
+    if nul >= 0:
+        raise InputError(f"{path} is not a text file (NUL byte at offset {nul})", str(path), offset=nul)
+    problems: list[ReadProblem] = []
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        problems.append(ReadProblem(f"not valid UTF-8 at byte offset {exc.start}; read with replacement characters", Location(str(path), line=line, offset=exc.start)))
+        text = data.decode("utf-8", errors="replace")
+    return text, problems
+
+
+def logical_lines(text: str) -> list[tuple[int, str, str | None]]:
+    """(first line number, joined text without comment, pragma comment) for each logical line."""
+    out: list[tuple[int, str, str | None]] = []
+    buf: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not buf:
+            start = number
+        stripped = raw.rstrip()
+        if stripped.endswith("\\") and not stripped.lstrip().startswith("#"):
+            buf.append(stripped[:-1])
+            continue
+        buf.append(raw)
+        joined = " ".join(part.strip() for part in buf)
+        buf = []
+        pragma = None
+        m = _PRAGMA.search(joined)
+        if m and joined.lstrip().startswith("#"):
+            pragma = joined
+        out.append((start, _COMMENT.sub("", joined).strip(), pragma))
+    if buf:
+        out.append((start, _COMMENT.sub("", " ".join(p.strip() for p in buf)).strip(), None))
+    return out
+
+
+def read(path: Path, options: ReadOptions) -> Inventory:
+    """Read a requirements/constraints/freeze file and every file it includes."""
+    inventory = Inventory()
+    _read_into(path, options, inventory, role="requirement", seen=set(), depth=0)
+    if options.kind == "freeze" or "freeze" in path.name.lower() or _looks_like_freeze(inventory):
+        inventory.context = "installed"
+        inventory.packages = [_installed(p) for p in inventory.packages]
+    # The file as a whole is one install (pip install -r FILE): checks read its options from here.
+    names = tuple(p.name for p in inventory.packages if p.role == "requirement")
+    inventory.installs.insert(0, InstallCommand(tool="requirements", packages=names, options=(), text=f"pip install -r {path.name}", location=Location(str(path))))
+    return inventory
+
+
+def _installed(pkg: Package) -> Package:
+    from dataclasses import replace
+
+    return replace(pkg, installed=True, role="installed") if pkg.role == "requirement" else pkg
+
+
+def _looks_like_freeze(inventory: Inventory) -> bool:
+    pkgs = [p for p in inventory.packages if p.role == "requirement"]
+    if len(pkgs) < 3 or inventory.indexes:
+        return False
+    exact = all(p.version is not None or (p.url or "").startswith("file:") for p in pkgs)
+    return exact and any((p.url or "").startswith("file:") for p in pkgs)
+
+
+def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: str, seen: set[Path], depth: int,
+               included_from: Location | None = None) -> None:
+    resolved = path.resolve()
+    if resolved in seen:
+        inventory.problems.append(ReadProblem(f"include cycle: {path} is already being read", included_from))
+        return
+    if depth > 20:
+        inventory.problems.append(ReadProblem(f"includes nested more than 20 deep at {path}", included_from))
+        return
+    seen = seen | {resolved}
+    if included_from is not None:
+        try:
+            text, problems = read_text_file(path)
+        except InputError as exc:
+            inventory.problems.append(ReadProblem(exc.message, included_from))
+            return
+    else:
+        text, problems = read_text_file(path)
+    inventory.problems.extend(problems)
+    pending_pragma: tuple[tuple[str, ...], str] | None = None
+    for number, line, pragma in logical_lines(text):
+        loc = Location(str(path), line=number)
+        if pragma is not None:
+            m = _PRAGMA.search(pragma)
+            if m:
+                pending_pragma = (tuple(r.strip() for r in m.group(1).split(",") if r.strip()), m.group(2).strip())
+            continue
+        if not line:
+            continue
+        if pending_pragma is not None:
+            inventory.pragmas.append(Pragma(pending_pragma[0], pending_pragma[1], loc))
+            pending_pragma = None
+        if line.startswith("-"):
+            _option_line(line, loc, path, options, inventory, role, seen, depth)
+            continue
+        pkg = parse_requirement_text(line, loc, role=role)
+        if isinstance(pkg, ReadProblem):
+            inventory.problems.append(pkg)
+        elif pkg is not None:
+            inventory.packages.append(pkg)
+
+
+def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inventory: Inventory, role: str,
+                 seen: set[Path], depth: int) -> None:
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        inventory.problems.append(ReadProblem(f"cannot split option line: {exc}", loc))
+        return
+    opt, eq, value = words[0].partition("=")
+    if not eq and len(words) > 1:
+        value = words[1]
+    elif not eq and len(opt) > 2 and opt[:2] in ("-r", "-c", "-e", "-i", "-f"):
+        opt, value = opt[:2], opt[2:]
+    if opt in ("-r", "--requirement", "-c", "--constraint"):
+        if not value:
+            inventory.problems.append(ReadProblem(f"{opt} needs a file name", loc))
+            return
+        if "://" in value:
+            inventory.problems.append(ReadProblem(f"remote include {value} was not fetched (envcheck reads local files only)", loc))
+            return
+        child_role = "constraint" if opt in ("-c", "--constraint") else role
+        _read_into((path.parent / value), options, inventory, child_role, seen, depth + 1, included_from=loc)
+    elif opt in _INDEX_OPTIONS:
+        if value:
+            inventory.indexes.append(PackageIndex(value, _INDEX_OPTIONS[opt], loc))
+    elif opt in ("-e", "--editable"):
+        pkg = parse_requirement_text(value, loc, role=role)
+        if isinstance(pkg, ReadProblem):
+            inventory.problems.append(pkg)
+        elif pkg is not None:
+            from dataclasses import replace
+
+            inventory.packages.append(replace(pkg, editable=True))
+    elif opt in ("--no-index", "--pre", "--prefer-binary", "--require-hashes", "--no-binary", "--only-binary",
+                 "--trusted-host", "--use-feature", "--config-settings", "--global-option", "--hash"):
+        inventory.installs.append(InstallCommand(tool="requirements", packages=(), options=(line,), text=line, location=loc))
+    else:
+        inventory.problems.append(ReadProblem(f"unknown option line {line!r} (pip would reject it)", loc))

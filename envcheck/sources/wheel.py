@@ -1,0 +1,182 @@
+"""KIND ``wheel``: a ``.whl`` file's tags and metadata, and every ELF file inside it.
+
+The wheel is never extracted: the WHEEL and METADATA files are read from the zip, and each member that
+starts with the ELF (or ``ar``) magic is streamed through :mod:`envcheck.inspect.wheelzip`, several at
+once on several cores. The result is one :class:`Wheel`, one declared :class:`Package` (the wheel's own
+name, version and Requires-Dist) and the binaries, each located as ``wheel!member``.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import os
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+from envcheck.cache import ScanCache
+from envcheck.errors import InputError
+from envcheck.inspect import wheelzip
+from envcheck.inspect.elf import BytesSource, MalformedBinary
+from envcheck.inspect.fatbin import Container
+from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
+from envcheck.model import Inventory, Location, Package, ReadProblem, Wheel
+from envcheck.sources import ReadOptions
+from envcheck.sources.binaries import (
+    BinaryReading,
+    _read_elf,
+    _reading_from_cache,
+    _reading_to_cache,
+    is_binary_head,
+    read_binary,
+)
+
+KIND = "wheel"
+IN_MEMORY = 16 << 20  # members up to this size are inflated whole; bigger ones are streamed
+MAX_META = 16 << 20  # METADATA / WHEEL / RECORD bigger than this are refused
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A zip file whose name ends in ``.whl``."""
+    return path.name.endswith(".whl") and head.startswith(b"PK")
+
+
+def _read_text(zf: zipfile.ZipFile, path: str, name: str) -> str:
+    info = zf.getinfo(name)
+    wheelzip.check_member(info, os.path.getsize(path))
+    if info.file_size > MAX_META:
+        raise wheelzip.MemberError(f"{name} claims {info.file_size} bytes", info.header_offset, name)
+    return b"".join(wheelzip.iter_member(path, info)).decode("utf-8", "replace")
+
+
+def _peek(path: str, info: zipfile.ZipInfo) -> bytes:
+    """The first bytes of a member (inflating as little as possible)."""
+    out = b""
+    for piece in wheelzip.iter_member(path, info, stop_at=8, chunk=16 << 10):
+        out += piece
+        if len(out) >= 8:
+            break
+    return out[:8]
+
+
+def read_member(path: str, info: zipfile.ZipInfo, *, deep_fatbin: bool = False) -> BinaryReading:
+    """Read one member of a zip as a binary (None when it is not ELF/ar); problems come back as data."""
+    location = Location(path, member=info.filename)
+    try:
+        if info.file_size < 8 or not is_binary_head(_peek(path, info)):
+            return BinaryReading(None)
+        if info.file_size <= IN_MEMORY:
+            data = b"".join(wheelzip.iter_member(path, info))
+            return read_binary(BytesSource(data), info.filename, deep_fatbin=deep_fatbin, location=location)
+        return _read_streamed(path, info, deep_fatbin, location)
+    except MalformedBinary as exc:
+        where = Location(path, offset=exc.offset, member=info.filename)
+        return BinaryReading(None, [ReadProblem(f"{location}: {exc.message}", where)])
+    except OSError as exc:
+        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {exc.strerror or exc}", location)])
+
+
+def _read_streamed(path: str, info: zipfile.ZipInfo, deep: bool, location: Location) -> BinaryReading:
+    """A big member: one forward pass (plus a short second one if a string table came too late)."""
+    streamed = wheelzip.StreamedElf(info.file_size)
+    pos = 0
+    head_seen = False
+    for piece in wheelzip.iter_member(path, info):
+        streamed.feed(piece, pos)
+        pos += len(piece)
+        if not head_seen:
+            head_seen = True
+            if not piece.startswith(b"\x7fELF"):
+                # an ar archive or other: too big to hold, not worth a stream walker of its own
+                return BinaryReading(None, [ReadProblem(f"{location}: archives over {IN_MEMORY} bytes inside wheels are not read", location)])
+    containers: list[Container] = streamed.scanner.finish()
+    problems = [
+        ReadProblem(f"{location}: fatbin at {off:#x}: {msg}", Location(path, offset=off, member=info.filename))
+        for off, msg in streamed.scanner.broken
+    ]
+    inflated = pos
+    for _attempt in range(4):
+        try:
+            binary, more = _read_elf(streamed.source, info.filename, deep, location, scanned=containers, strings_at_once=True)
+        except wheelzip._Missing as missing:
+            streamed.restart()
+            streamed.want(missing.offset, max(missing.size, 64 << 10))
+            stop = streamed.pending_end()
+            pos = 0
+            for piece in wheelzip.iter_member(path, info, stop_at=stop):
+                streamed.feed(piece, pos, scan=False)
+                pos += len(piece)
+            inflated += pos
+            continue
+        return BinaryReading(replace(binary, bytes_read=inflated), problems + more)
+    return BinaryReading(None, [*problems, ReadProblem(f"{location}: ELF headers could not be collected from the stream", location)])
+
+
+def read(path: Path, options: ReadOptions) -> Inventory:
+    """The wheel's tags, metadata (as a declared package) and binaries."""
+    spath = str(path)
+    try:
+        st = os.stat(spath)
+        zf = zipfile.ZipFile(spath)
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise InputError(f"cannot read wheel {path}: {exc}", path=spath) from exc
+    inv = Inventory(context="declared")
+    with zf:
+        infos = [i for i in zf.infolist() if not i.is_dir()]
+        name = parse_wheel_name(path.name)
+        dist_info = next((i.filename.split("/")[0] for i in infos if i.filename.endswith(".dist-info/WHEEL") and i.filename.count("/") == 1), None)
+        tags: tuple[str, ...] = ()
+        requires: tuple[str, ...] = ()
+        meta_name, meta_version = (name.name, name.version) if name else (None, None)
+        if dist_info is None:
+            inv.problems.append(ReadProblem(f"{path}: no *.dist-info/WHEEL file: not a wheel", Location(spath)))
+        else:
+            try:
+                wheel_text = _read_text(zf, spath, f"{dist_info}/WHEEL")
+                tags = tuple(line.split(":", 1)[1].strip() for line in wheel_text.splitlines() if line.lower().startswith("tag:"))
+                meta = email.parser.HeaderParser().parsestr(_read_text(zf, spath, f"{dist_info}/METADATA"))
+                meta_name = canonical(meta.get("Name") or meta_name or "")
+                meta_version = meta.get("Version") or meta_version
+                requires = tuple(str(r) for r in meta.get_all("Requires-Dist") or [])
+            except (KeyError, MalformedBinary) as exc:
+                inv.problems.append(ReadProblem(f"{path}!{dist_info}: cannot read wheel metadata: {exc}", Location(spath, member=dist_info)))
+        if not tags and name:
+            tags = name.tags
+        if meta_name:
+            inv.wheels.append(Wheel(path.name, meta_name, str(meta_version or ""), tags, requires, Location(spath)))
+            inv.packages.append(Package(
+                name=meta_name, version=str(meta_version) if meta_version else None,
+                specifier=f"=={meta_version}" if meta_version else "", url=path.name, requires=requires,
+                role="requirement", location=Location(spath),
+            ))
+        readings = _read_members(spath, st, infos, options)
+    for reading in readings:
+        inv.problems.extend(reading.problems)
+        if reading.binary is not None:
+            inv.binaries.append(replace(reading.binary, distribution=meta_name) if meta_name else reading.binary)
+    return inv
+
+
+def _read_members(path: str, st: os.stat_result, infos: list[zipfile.ZipInfo], options: ReadOptions) -> list[BinaryReading]:
+    """Every member read as a binary, biggest first over a thread pool; cached by wheel identity."""
+    cache = ScanCache(f"wheel:{os.path.abspath(path)}:deep={options.deep_fatbin}") if options.use_cache else None
+    wheel_key = (st.st_size, st.st_mtime_ns, st.st_ino)
+    out: dict[str, BinaryReading] = {}
+    todo = []
+    for info in infos:
+        hit = cache.get(info.filename, (*wheel_key, info.CRC)) if cache is not None else None
+        if hit is not None:
+            out[info.filename] = _reading_from_cache(hit)
+        else:
+            todo.append(info)
+    todo.sort(key=lambda i: -i.file_size)
+    workers = max(1, min(len(todo), os.cpu_count() or 1, 8))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for info, reading in zip(todo, pool.map(lambda i: read_member(path, i, deep_fatbin=options.deep_fatbin), todo)):
+            out[info.filename] = reading
+            if cache is not None:
+                cache.put(info.filename, (*wheel_key, info.CRC), _reading_to_cache(reading))
+    if cache is not None:
+        cache.save()
+    return [out[i.filename] for i in infos]
