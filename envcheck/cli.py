@@ -203,6 +203,10 @@ def _path_targets(args: argparse.Namespace, config: object) -> list[object]:
             targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(f"{path}: no such file or folder", str(path)))))
             continue
         kind = args.kind or sources.detect(path)
+        if kind == "project":
+            for found_path, found_kind in sources.discover(path):
+                targets.append(_file_target(found_path, found_kind, options))
+            continue
         if kind is None:
             targets.append(Target(str(path), "unknown", _raiser(InputError(
                 f"{path}: cannot tell what kind of input this is; pass --kind (requirements, freeze, pyproject, uv-lock, pylock, dockerfile, wheel, elf, folder)", str(path)))))

@@ -194,3 +194,53 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
         cuda_pkgs = [p.name for p in inv.packages if distribution_cuda_major(p) or p.name in _TORCH_FAMILY]
         if cuda_pkgs and not _torch_packages(ctx):
             yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {major} builds ({len(cuda_pkgs)} distributions)", None, packages=sorted(set(cuda_pkgs)))
+
+
+# --- live: torch as the target interpreter imports it (envcheck preflight, container probes) --------
+
+LIVE_TORCH = rule(
+    "G1-live-torch", "G1", "torch does not import, or reports the wrong CUDA major, in this environment", Status.FAIL,
+    """preflight imports torch with the environment's own interpreter in a child process with a timeout and
+    reads torch.version.cuda. An import that segfaults or fails with an undefined CUDA symbol is G1's
+    symptom itself; a torch.version.cuda whose major differs from the Spark's CUDA 13 links the wrong
+    libraries. NGC builds report 13.x without a +cu130 tag, which passes.""",
+    _FIX_CU130, ("host", "container", "image"),
+)
+
+
+@check
+def live_torch(ctx: CheckContext) -> Iterator[Finding]:
+    """G1 over the live torch probe: crash/import error FAIL, wrong CUDA major FAIL, timeout WARN."""
+    host = ctx.inventory.host
+    torch = host.get("torch")
+    if not isinstance(torch, dict):
+        if host.get("python", {}).get("status") == "absent":
+            yield LIVE_TORCH.finding("no python3 to probe: cannot check torch", status=Status.SKIP)
+        return
+    python = str(host.get("python", {}).get("executable") or "python3")
+    status = torch.get("status")
+    stage = "initialising CUDA" if torch.get("stage") == "cuda-init" else "importing torch"
+    evidence = {k: torch.get(k) for k in ("status", "stage", "signal", "error", "version", "cuda") if torch.get(k) is not None}
+    if status == "absent":
+        yield LIVE_TORCH.finding(f"torch is not installed for {python}", status=Status.SKIP)
+    elif status == "crashed":
+        yield LIVE_TORCH.finding(f"{python} crashed ({torch.get('signal')}) {stage}", evidence=evidence)
+    elif status in ("import-error", "error"):
+        yield LIVE_TORCH.finding(f"{stage} failed: {torch.get('error') or 'no message'}", evidence=evidence)
+    elif status == "timeout":
+        yield LIVE_TORCH.finding(f"{stage} did not finish within {torch.get('timeout_s')} s", evidence=evidence, status=Status.WARN)
+    elif status == "ok":
+        version = torch.get("version")
+        cuda = torch.get("cuda")
+        if not cuda:
+            yield LIVE_TORCH.finding(f"torch {version} is not a CUDA build (torch.version.cuda is None)", evidence=evidence)
+            return
+        try:
+            major = int(str(cuda).split(".")[0])
+        except ValueError:
+            yield LIVE_TORCH.finding(f"torch {version} reports an unreadable CUDA version {cuda!r}", evidence=evidence, status=Status.WARN)
+            return
+        if major != ctx.profile.cuda_major:
+            yield LIVE_TORCH.finding(f"torch {version} is built for CUDA {cuda}; {ctx.profile.name} needs CUDA {ctx.profile.cuda_major}", evidence=evidence)
+        else:
+            yield LIVE_TORCH.passed(f"torch {version} imports; torch.version.cuda {cuda}", **evidence)

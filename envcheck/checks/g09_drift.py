@@ -92,12 +92,14 @@ def _requirements_of(pkg: Package) -> list[tuple[str, SpecifierSet, str]]:
                 continue
             out.append((canonical(req.name), req.specifier, f"{pkg.name} {pkg.version} Requires-Dist: {line}"))
         return out
-    if version is None:
+    if version is None or ngc_release(pkg.version) is not None:
+        # The pin table describes public releases; NGC builds pair their own (e.g. torch 2.10a0 with triton 3.5).
         return out
+    public = Version(str(version).split("+", 1)[0])
     for row in _pins().get("pin", []):
         if row["package"] == pkg.name:
             try:
-                if _satisfies(Version(str(version.base_version)), SpecifierSet(row["when"])):
+                if _satisfies(public, SpecifierSet(row["when"])):
                     out.append((row["requires"], SpecifierSet(row["spec"]), f"pin table: {pkg.name} {row['when']} needs {row['requires']}{row['spec']} ({row['source']})"))
             except (InvalidSpecifier, InvalidVersion):
                 continue
@@ -210,3 +212,29 @@ def _unsloth(ctx: CheckContext, pkgs: list[Package]) -> Iterator[Finding]:
             "unsloth is installed with its dependencies (no --no-deps): pip may replace torch, transformers or trl",
             pkg.location, {"package": "unsloth"},
         )
+
+
+# --- live: container or bare pip (envcheck preflight, issue 7) ------------------------------------
+
+LIVE_CONTAINER = rule(
+    "G9-bare-pip", "G9", "The environment is bare pip, not a container", Status.INFO,
+    """The original preflight's G9 test: /.dockerenv, /run/.containerenv (podman), container cgroups or
+    mounts, KUBERNETES_SERVICE_HOST. In a container the stack was built together; under bare pip Triton,
+    xformers and transformers drift independently, so the pins of the installed distributions are
+    checked (G9-pin-conflict) and this rule reports which case applies.""",
+    "Prefer an NGC or Unsloth container; under bare pip follow NVIDIA's install order, including --no-deps for Unsloth.",
+    ("host",),
+)
+
+
+@check
+def live_container(ctx: CheckContext) -> Iterator[Finding]:
+    """PASS inside a container (with the evidence); INFO for bare pip."""
+    container = ctx.inventory.host.get("container")
+    if not isinstance(container, dict):
+        return
+    evidence = list(container.get("evidence") or [])
+    if container.get("kind"):
+        yield LIVE_CONTAINER.passed(f"inside a {container['kind']} container ({'; '.join(evidence[:2])})", evidence=evidence)
+    else:
+        yield LIVE_CONTAINER.info("bare pip (no container markers found): installed pins are checked", evidence=evidence)

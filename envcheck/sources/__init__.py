@@ -64,7 +64,7 @@ _NAME_PATTERNS: tuple[tuple[str, str], ...] = (
 def detect(path: Path) -> str | None:
     """The input kind of ``path`` from its name and, where that is ambiguous, its content."""
     if path.is_dir():
-        return "folder"
+        return "folder" if is_environment(path) or not discover(path) else "project"
     name = path.name
     lower = name.lower()
     for pattern, kind in _NAME_PATTERNS:
@@ -93,18 +93,39 @@ def detect(path: Path) -> str | None:
     return None
 
 
-def discover(folder: Path) -> list[tuple[Path, str]]:
-    """Dependency files and recipes directly in ``folder`` (what ``envcheck`` with no PATH checks)."""
+_SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache", ".ruff_cache", "site-packages", "dist-packages"}
+
+
+def is_environment(folder: Path) -> bool:
+    """Does ``folder`` hold installed software (a venv, a site-packages, a CUDA tree) rather than a project?"""
+    if folder.name in ("site-packages", "dist-packages") or (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir():
+        return True
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return False
+    if any(e.name.endswith((".dist-info", ".egg-info")) for e in entries):
+        return True
+    return (folder / "lib64").is_dir() and (folder / "include").is_dir()  # /usr/local/cuda and friends
+
+
+def discover(folder: Path, depth: int = 3) -> list[tuple[Path, str]]:
+    """Dependency files and recipes in ``folder`` and its subfolders, ``depth`` levels deep (skipping
+    VCS folders and virtual environments): what ``envcheck`` checks in a project folder."""
     found: list[tuple[Path, str]] = []
     try:
         entries = sorted(folder.iterdir())
     except OSError:
         return found
     for entry in entries:
+        if entry.is_dir() and not entry.is_symlink():
+            if depth > 0 and entry.name not in _SKIP_DIRS and not entry.name.startswith(".") and not is_environment(entry):
+                found.extend(discover(entry, depth - 1))
+            continue
         if not entry.is_file():
             continue
         lower = entry.name.lower()
-        if (lower.startswith(("requirements", "constraints")) and lower.endswith((".txt", ".in"))) or lower in (
+        if (any(w in lower for w in ("requirements", "constraints", "freeze")) and lower.endswith((".txt", ".in"))) or lower in (
             "pyproject.toml", "uv.lock", "pylock.toml", "freeze.txt",
         ) or (lower.startswith("pylock.") and lower.endswith(".toml")) or lower.startswith(("dockerfile", "containerfile")) or lower.endswith((".dockerfile", ".whl")):
             kind = detect(entry)

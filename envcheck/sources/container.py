@@ -89,6 +89,7 @@ class ContainerOptions:
     probe_module: str = PROBE_MODULE
     probe_args: tuple[str, ...] = ()
     payload: tuple[Path, ...] | None = None  # package folders to inject; None: envcheck + its collector deps
+    environment: tuple[tuple[str, str], ...] = ()  # extra variables for the collector's environment
 
 
 @dataclass
@@ -335,6 +336,7 @@ def _container_settings(image: str, name: str, user: str, options: ContainerOpti
         "ENVCHECK_IN_CONTAINER": "1",
         "ENVCHECK_GPUS": options.gpus or "",
     }
+    environment.update(dict(options.environment))
     if not options.gpus:
         # NGC images set NVIDIA_VISIBLE_DEVICES=all; with the nvidia runtime as the engine's default
         # that alone would hand the container every GPU. No --gpus means no GPU.

@@ -237,7 +237,7 @@ class _Reader:
         if re.fullmatch(r"python(\d+(\.\d+)?)?", exe) and len(argv) >= 3 and argv[1] == "setup.py" and argv[2] in ("install", "develop", "bdist_wheel", "build_ext"):
             self._source_build(files.script.cwd, "setup.py", argv, cmd, loc, in_image, files, inventory)
             return
-        parsed = parse_install_command(_resolvable(argv), loc)
+        parsed = parse_install_command(_as_install(_resolvable(argv)), loc)
         if parsed is None:
             return
         self._add_install(parsed, cmd, loc, in_image, files, inventory, stage)
@@ -303,6 +303,16 @@ class _Reader:
         role = "requirement" if in_image else "build"
         inventory.packages.append(Package(name=name, url=f"git+{url}", role=role, location=loc))
         inventory.installs.append(InstallCommand(tool=tool, packages=(name,), options=(), text=cmd.text or " ".join(argv), location=loc))
+
+
+def _as_install(argv: list[str]) -> list[str]:
+    """``pip wheel X`` builds X the way ``pip install X`` does: read it as an install."""
+    for i, word in enumerate(argv):
+        if word == "wheel" and i > 0 and re.fullmatch(r"pip(\d+(\.\d+)?)?", argv[i - 1].rsplit("/", 1)[-1]):
+            return [*argv[:i], "install", *argv[i + 1 :]]
+        if not (word.startswith("-") or i == 0 or word == "pip" or (i == 1 and argv[0].rsplit("/", 1)[-1].startswith("python"))):
+            break
+    return argv
 
 
 def _builds(argv: list[str]) -> bool:

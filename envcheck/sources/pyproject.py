@@ -85,8 +85,5 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         value = uv.get(key)
         for url in ([value] if isinstance(value, str) else value or []):
             inventory.indexes.append(PackageIndex(str(url), option, Location(str(path), line=line_of(text, str(url)))))
-    sources = uv.get("sources") or {}
-    if sources:
-        inventory.host["uv_sources"] = {k: v for k, v in sources.items() if isinstance(k, str)}
     inventory.installs.append(InstallCommand(tool="requirements", packages=tuple(names), text=f"pip install {path.parent.name or '.'}", location=Location(str(path))))
     return inventory

@@ -1,0 +1,71 @@
+"""``envcheck preflight``: live checks of this host (G1-G10), one line per gotcha in the original's format."""
+
+from __future__ import annotations
+
+import argparse
+
+from envcheck import engine
+from envcheck.config import Config
+from envcheck.errors import UsageError
+from envcheck.model import Inventory
+from envcheck.sources.host import KIND, HostOptions, read_host
+
+HELP = "live checks of this host and a Python environment right before a long job (G1-G10)"
+DEFAULT_FORMAT = "preflight"
+
+EPILOG = """\
+Prints ten lines, G1..G10: `G<n> PASS|FAIL|WARN|SKIP <detail>`, or `G<n> INFO: <readings>` where a
+gotcha has only raw readings (the original preflight script's format; --format picks another).
+The Python environment is probed with its own interpreter (--python, default the python3 on PATH)
+in a child process with a timeout, so a torch import that segfaults is a G1 FAIL, not a crash.
+nvidia-smi is sampled for --sample-seconds (G4 temperature/power, G6 GPU processes); memory comes
+from /proc/meminfo (G3). Without a GPU, nvidia-smi or torch the affected lines say SKIP and why.
+--launch-config is named so because --config is envcheck's own config file."""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add preflight's arguments."""
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--python", metavar="PATH", default=None,
+                        help="interpreter of the environment to check (default: python3 on PATH, not envcheck's own)")
+    parser.add_argument("--sample-seconds", type=float, default=3.0, metavar="N",
+                        help="sample nvidia-smi temperature/power for N seconds (default 3; 0: one reading)")
+    parser.add_argument("--online", action="store_true",
+                        help="G8: list the newest open issues of github.com/NVIDIA/dgx-spark-playbooks (public API)")
+    parser.add_argument("--launch", action="append", default=[], metavar="CMD",
+                        help="G10: a launch command line (torchrun/accelerate/deepspeed/vllm/sglang/swift); repeatable")
+    parser.add_argument("--launch-config", action="append", default=[], metavar="FILE",
+                        help="G10: a launch config (accelerate/DeepSpeed YAML or JSON, DeepSpeed hostfile); repeatable")
+    parser.add_argument("--expect-bandwidth", type=float, default=None, metavar="GBS",
+                        help="G5: the memory bandwidth (GB/s) your throughput plan assumes")
+    parser.add_argument("--binaries", action="store_true",
+                        help="also scan the environment's site-packages ELF files (G1 sonames, G7 GPU code; slower)")
+    parser.add_argument("--probe-timeout", type=float, default=20.0, metavar="S",
+                        help="seconds allowed for importing torch / flash-attn in the environment (default 20)")
+
+
+def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
+    """One target of kind ``host``: this machine and the chosen interpreter."""
+    if args.sample_seconds < 0:
+        raise UsageError("--sample-seconds must be 0 or more")
+    if args.probe_timeout <= 0:
+        raise UsageError("--probe-timeout must be more than 0")
+    if args.expect_bandwidth is not None and args.expect_bandwidth <= 0:
+        raise UsageError("--expect-bandwidth must be a positive number of GB/s")
+    options = HostOptions(
+        python=args.python,
+        sample_seconds=args.sample_seconds,
+        online=args.online,
+        launch=tuple(args.launch),
+        launch_configs=tuple(args.launch_config),
+        expect_bandwidth=args.expect_bandwidth,
+        binaries=args.binaries,
+        probe_timeout=args.probe_timeout,
+    )
+
+    def read() -> Inventory:
+        return read_host(options)
+
+    name = f"host (python: {args.python or 'python3 on PATH'})"
+    return [engine.Target(name=name, kind=KIND, read=read)]
