@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import REPO, require
 
 DOCKERFILES = REPO / "dockerfiles" / "test-images"

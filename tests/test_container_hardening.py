@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import REPO
+
 from envcheck.sources.container import (
     LABEL,
     ContainerOptions,

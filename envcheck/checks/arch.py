@@ -53,3 +53,133 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
             yield WHEEL_PLATFORM.finding(f"{wheel_set.name} {wheel_set.version}: {why}", wheel_set.location, {"package": wheel_set.name, "platforms": list(platforms)})
     if checked and not failed:
         yield WHEEL_PLATFORM.passed(f"{checked} wheel(s) install on {ctx.profile.docker_platform}", None)
+
+
+# --- binaries: ELF machine of every binary (issue 3) ---------------------------------------------------
+
+from envcheck.model import Binary as _Binary  # noqa: E402
+
+ELF_MACHINE = rule(
+    "ARCH-elf-machine", "ARCH", "A binary is built for another CPU architecture", Status.FAIL,
+    """The ELF header's e_machine of this file is not the target's CPU (aarch64 on a DGX Spark): an
+    x86_64 extension or library cannot be loaded there ("wrong ELF class" / "cannot open shared object
+    file"), usually because a wheel, venv or image was built on an x86_64 machine and copied over.""",
+    "Install the linux/aarch64 (manylinux_*_aarch64) build of the package, or build the image for linux/arm64.",
+    ("elf", "folder", "wheel", "image", "container", "host"),
+)
+
+
+@check
+def binary_machines(ctx: CheckContext) -> Iterator[Finding]:
+    """ARCH over binaries: one FAIL per distribution (or loose file) with binaries for another CPU."""
+    binaries = [b for b in ctx.inventory.binaries if b.machine != "cuda"]  # standalone cubins are GPU code
+    if not binaries:
+        return
+    want = ctx.profile.machine
+    wrong: dict[str, list[_Binary]] = {}
+    for b in binaries:
+        if b.machine != want:
+            wrong.setdefault(b.distribution or b.path, []).append(b)
+    for owner, group in sorted(wrong.items()):
+        machines = sorted({b.machine for b in group})
+        first = group[0]
+        count = f"{len(group)} binaries" if len(group) > 1 else "binary"
+        where = f"{owner}: {count}" if first.distribution else owner
+        yield ELF_MACHINE.finding(
+            f"{where} built for {', '.join(machines)}, not {want} (e.g. {first.path})", first.location,
+            {"distribution": first.distribution, "machines": machines, "binaries": [b.path for b in group][:20]},
+        )
+    if not wrong:
+        yield ELF_MACHINE.passed(f"{len(binaries)} binaries are built for {want}", None)
+
+
+# --- Dockerfile base images (issue 4: Dockerfiles) ------------------------------------------------------
+
+BASE_PLATFORM = rule(
+    "ARCH-base-platform", "ARCH", "A build stage runs on another CPU architecture", Status.FAIL,
+    """FROM --platform=linux/amd64 (or another non-arm64 platform), or a base image that is published for
+    linux/amd64 only (pytorch/pytorch on Docker Hub), makes the stage an x86_64 image. On a Spark it runs
+    under emulation at best, and every wheel and binary it installs is x86_64. A stage outside the final
+    image is a WARN: only what it builds and copies over is affected.""",
+    """Drop --platform (or use --platform=$BUILDPLATFORM / linux/arm64) and start from a multi-arch base such as
+    nvcr.io/nvidia/pytorch:25.11-py3 or nvidia/cuda:13.0.x.""",
+    ("dockerfile",),
+)
+
+
+@check
+def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
+    """ARCH over Dockerfile FROM lines: a non-arm64 --platform or an amd64-only base image."""
+    if ctx.kind != "dockerfile":
+        return
+    from envcheck.inspect.base_images import in_stage, is_arm64, safe_describe
+
+    want = ctx.profile.docker_platform
+    for image in ctx.inventory.images:
+        facts = safe_describe(image.ref)
+        evidence = {"image": image.ref, "stage": image.stage, "platform": image.platform, "final": image.final}
+        status = Status.FAIL if image.final else Status.WARN
+        tail = "" if image.final else " (this stage is not in the final image; what it builds and copies is x86_64)"
+        if is_arm64(image.platform) is False:
+            yield BASE_PLATFORM.finding(f"{in_stage(image.stage)}FROM --platform={image.platform} builds a {image.platform} stage, "
+                                        f"not {want}{tail}", image.location, evidence, status=status)
+        elif facts is not None and facts.amd64_only:
+            yield BASE_PLATFORM.finding(f"{in_stage(image.stage)}{facts.repository} publishes linux/amd64 images only{tail}",
+                                        image.location, {**evidence, "source": facts.source}, status=status)
+        elif image.final and (is_arm64(image.platform) or (facts is not None and facts.arm64)):
+            yield BASE_PLATFORM.passed(f"{in_stage(image.stage)}{image.ref} has a {want} image", image.location, **evidence)
+
+
+# --- registry and local images (issue 5: envcheck image) -----------------------------------------------
+
+from envcheck.model import Location as _Location  # noqa: E402
+
+IMAGE_NO_PLATFORM = rule(
+    "ARCH-image-no-arm64", "ARCH", "The image has no linux/arm64 variant", Status.FAIL,
+    """The image's index (manifest list) offers no child for the profile's platform (linux/arm64 on a
+    Spark). docker pull on a Spark fails with "no matching manifest for linux/arm64/v8", or, with
+    --platform linux/amd64, runs x86_64 code under emulation, where CUDA does not work at all. The message
+    lists the platforms the image does offer.""",
+    """Use a tag that publishes linux/arm64 (NGC's pytorch, vllm and cuda images do), or build the image for
+    linux/arm64 yourself (docker buildx build --platform linux/arm64).""",
+    ("image",),
+)
+IMAGE_CONFIG_ARCH = rule(
+    "ARCH-image-config", "ARCH", "The image config is for another CPU architecture", Status.FAIL,
+    """The image config (what docker inspect shows as Architecture) says the image holds binaries for another
+    CPU (amd64, ppc64le, ...) than the Spark's arm64. A single-platform image built on an x86_64 machine is
+    the usual cause; the index, if any, may even label it arm64 while the config says otherwise.""",
+    """Rebuild the image for linux/arm64 (docker buildx build --platform linux/arm64) or pick an arm64 tag.""",
+    ("image",),
+)
+
+
+@check
+def image_platform(ctx: CheckContext) -> Iterator[Finding]:
+    """ARCH over an image: the index has a linux/arm64 child, and the selected config says arm64."""
+    if ctx.kind != "image":
+        return
+    facts = ctx.inventory.host.get("image")
+    if not isinstance(facts, dict):
+        return
+    want = str(facts.get("platform") or ctx.profile.docker_platform)
+    ref = str(facts.get("ref", ""))
+    where = _Location(ref) if ref else None
+    platforms = [str(p) for p in facts.get("platforms") or []]
+    if facts.get("platform_found") is False:
+        yield IMAGE_NO_PLATFORM.finding(
+            f"{ref} has no {want} image; it offers {', '.join(platforms) or 'no platforms at all'}",
+            where, {"platforms": platforms, "wanted": want, "digest": facts.get("digest")})
+        return
+    arch = facts.get("architecture")
+    if arch is None:
+        return
+    want_os, _, want_arch = want.partition("/")
+    want_arch = want_arch.split("/")[0]
+    found = f"{facts.get('os')}/{arch}" + (f"/{facts['variant']}" if facts.get("variant") else "")
+    location = _Location(ref, member="config") if ref else None
+    if arch != want_arch or facts.get("os") not in (None, want_os):
+        yield IMAGE_CONFIG_ARCH.finding(f"{ref}: the image config is {found}, not {want}", location,
+                                        {"config_platform": found, "wanted": want, "platforms": platforms})
+    else:
+        yield IMAGE_CONFIG_ARCH.passed(f"{ref} has a {found} image config", location, platforms=platforms)

@@ -244,3 +244,135 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
             yield LIVE_TORCH.finding(f"torch {version} is built for CUDA {cuda}; {ctx.profile.name} needs CUDA {ctx.profile.cuda_major}", evidence=evidence)
         else:
             yield LIVE_TORCH.passed(f"torch {version} imports; torch.version.cuda {cuda}", **evidence)
+
+
+# --- binaries: CUDA library sonames in DT_NEEDED / DT_SONAME of ELF files ----------------------------
+# (appended section; owned by the binaries work, issue 3)
+
+import os as _os  # noqa: E402
+import re as _re  # noqa: E402
+
+from envcheck.inspect.elf import cuda_majors as _cuda_majors  # noqa: E402
+from envcheck.inspect.elf import soname_key as _soname_key  # noqa: E402
+from envcheck.model import Binary as _Binary  # noqa: E402
+
+BINARY_SONAME = rule(
+    "G1-binary-soname", "G1", "A binary needs (or is) a CUDA library of another major", Status.FAIL,
+    """The ELF file's DT_NEEDED (or its own DT_SONAME) names a CUDA library that only CUDA 12 (or 11)
+    ships, e.g. libcudart.so.12, libcublas.so.12, libcufft.so.11. The sonames were mapped to CUDA majors
+    from a sourced table (envcheck/knowledge/cuda_sonames.toml): libcufft.so.12, libcusparse.so.12,
+    libcusolver.so.12 and libcurand.so.10 are CUDA 13 libraries, libnccl.so.2 and libcudnn.so.9 say
+    nothing. On a CUDA 13 Spark such a binary fails at import (cannot open shared object file, undefined
+    symbol). Packages that ship one library per CUDA version and pick one at import time are judged by
+    whether a CUDA 13 variant exists next to it (INFO then).""",
+    _FIX_CU130,
+    ("elf", "folder", "wheel", "image", "container", "host"),
+)
+BINARY_STATIC_CUDART = rule(
+    "G1-binary-static-cudart", "G1", "Binaries with the CUDA runtime linked in statically", Status.INFO,
+    """These binaries register fatbins but need no libcudart: nvcc linked the CUDA runtime statically (its
+    default). Their CUDA major cannot be read from sonames; the driver API they use is backward
+    compatible, so this is a reading, not a failure.""",
+    "",
+    ("elf", "folder", "wheel", "image", "container", "host"),
+)
+
+_DIGITS = _re.compile(r"\d+")
+
+
+def _foreign(names: tuple[str, ...], major: int) -> list[tuple[str, tuple[int, ...]]]:
+    out = []
+    for name in names:
+        majors = _cuda_majors(name)
+        if majors is not None and major not in majors:
+            out.append((name, majors))
+    return out
+
+
+def _variant_key(b: _Binary) -> tuple[str, str]:
+    """Owner and file name with digit runs blanked: libbnb_cuda121.so matches libbnb_cuda130.so, and
+    triton's cupti/libcupti.so.12 matches cupti-blackwell/libcupti.so.13 (same distribution)."""
+    folder, name = _os.path.split(b.path)
+    return b.distribution or folder, _DIGITS.sub("#", name)
+
+
+@check
+def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
+    """G1 over binaries: FAIL for each binary needing (or being) a CUDA library of another major."""
+    binaries = ctx.inventory.binaries
+    if not binaries:
+        return
+    major = ctx.profile.cuda_major
+    good_variants = {_variant_key(b) for b in binaries if b.cuda_major == major}
+    judged = 0
+    failed = False
+    for b in binaries:
+        names = (*b.needed, *((b.soname,) if b.soname else ()))
+        if any(_cuda_majors(n) is not None for n in names):
+            judged += 1
+        bad_needed = _foreign(b.needed, major)
+        bad_self = _foreign((b.soname,), major) if b.soname else []
+        if not bad_needed and not bad_self:
+            continue
+        owner = b.distribution or "no known distribution"
+        libs = ", ".join(f"{n} (CUDA {'/'.join(map(str, m))})" for n, m in [*bad_self, *bad_needed])
+        evidence = {"binary": b.path, "distribution": b.distribution, "libraries": [n for n, _ in [*bad_self, *bad_needed]],
+                    "soname_keys": [_soname_key(n) for n, _ in [*bad_self, *bad_needed]]}
+        if bad_self and not bad_needed:
+            what = f"{b.path} ({owner}) is the CUDA library {libs}, not one of CUDA {major}"
+        else:
+            what = f"{b.path} ({owner}) needs {libs}; {ctx.profile.name} has CUDA {major}"
+        if _variant_key(b) in good_variants:
+            yield BINARY_SONAME.finding(f"{what}; a CUDA {major} variant of it is shipped alongside and is picked at import",
+                                        b.location, evidence, status=Status.INFO)
+            continue
+        failed = True
+        yield BINARY_SONAME.finding(what, b.location, evidence)
+    if judged and not failed:
+        yield BINARY_SONAME.passed(f"{judged} binaries link CUDA libraries; none needs a library of a CUDA major other than {major}",
+                                   None, binaries=judged)
+    static = sorted({b.path for b in binaries if b.static_cudart})
+    if static:
+        yield BINARY_STATIC_CUDART.info(f"{len(static)} binaries link the CUDA runtime statically, e.g. {static[0]}",
+                                        None, binaries=static[:20])
+
+
+# --- Dockerfile base images (issue 4: Dockerfiles) ------------------------------------------------------
+
+CUDA12_BASE = rule(
+    "G1-cuda12-base", "G1", "The base image is a CUDA 12 (or older) image", Status.FAIL,
+    """The Dockerfile builds on an image whose CUDA is older than the Spark's CUDA 13: nvidia/cuda:12.*,
+    an NGC release before 25.08 (the first NGC PyTorch on CUDA 13.0), or a tag that names cuda12/cu12x.
+    Everything in it (torch, extensions, libraries) links libcudart.so.12 and fails at import or at the
+    first kernel. envcheck maps NGC tags with a dated, sourced table (knowledge/ngc_tags.toml) and says
+    when a mapping is inferred rather than quoted. A stage that does not reach the final image is a WARN:
+    only what it builds and copies over carries the CUDA 12 linkage.""",
+    """Use a CUDA 13 base: nvcr.io/nvidia/pytorch:25.08-py3 or newer (25.11-py3 is what NVIDIA's Spark
+    playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
+    ("dockerfile",),
+)
+
+
+@check
+def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
+    """G1 over Dockerfile base images: CUDA 12 bases FAIL (WARN in stages outside the final image)."""
+    if ctx.kind != "dockerfile":
+        return
+    from envcheck.inspect.base_images import in_stage, safe_describe
+
+    for image in ctx.inventory.images:
+        facts = safe_describe(image.ref)
+        if facts is None or facts.cuda_major is None:
+            continue
+        how = facts.note or (f"NGC {facts.release}" if facts.release else f"tag {facts.tag}")
+        evidence = {"image": image.ref, "stage": image.stage, "cuda": facts.cuda, "inferred": facts.inferred,
+                    "source": facts.source, "final": image.final}
+        if facts.cuda_major < ctx.profile.cuda_major:
+            message = f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how}); {ctx.profile.name} has CUDA {ctx.profile.cuda_major}"
+            if image.final:
+                yield CUDA12_BASE.finding(message, image.location, evidence)
+            else:
+                yield CUDA12_BASE.finding(message + "; this stage is not in the final image, but what it builds and copies links CUDA "
+                                          f"{facts.cuda_major}", image.location, evidence, status=Status.WARN)
+        elif facts.known and image.final:
+            yield CUDA12_BASE.passed(f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how})", image.location, **evidence)

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-
 # --- live: the GPU of this host and the kernels torch carries (envcheck preflight) --------------------
 # (appended section; owned by the preflight work, issue 7)
+import re as _re
+from collections.abc import Iterator as _Iterator
+from typing import Any
 
-import re as _re  # noqa: E402
-from collections.abc import Iterator as _Iterator  # noqa: E402
-
-from envcheck.checks.host_facts import gpus as _live_gpus  # noqa: E402
-from envcheck.model import Finding as _Finding  # noqa: E402
-from envcheck.model import Status as _Status  # noqa: E402
-from envcheck.rules import CheckContext as _CheckContext  # noqa: E402
-from envcheck.rules import check as _check  # noqa: E402
-from envcheck.rules import rule as _rule  # noqa: E402
+from envcheck.checks.host_facts import gpus as _live_gpus
+from envcheck.model import Finding as _Finding
+from envcheck.model import Status as _Status
+from envcheck.rules import CheckContext as _CheckContext
+from envcheck.rules import check as _check
+from envcheck.rules import rule as _rule
 
 LIVE_CAPABILITY = _rule(
     "G7-live-capability", "G7", "The GPU is not compute capability 12.1, or torch has no kernels for it", _Status.FAIL,
@@ -50,7 +49,8 @@ def live_capability(ctx: _CheckContext) -> _Iterator[_Finding]:
     host = ctx.inventory.host
     if ctx.kind != "host" and "torch" not in host:
         return
-    torch = host.get("torch") if isinstance(host.get("torch"), dict) else {}
+    found = host.get("torch")
+    torch: dict[str, Any] = found if isinstance(found, dict) else {}
     capability: tuple[int, int] | None = None
     name = None
     source = ""
@@ -91,6 +91,7 @@ def live_capability(ctx: _CheckContext) -> _Iterator[_Finding]:
 # --- static: the GPU code inside ELF files (binaries in wheels, folders, images) ----------------------
 # (appended section; owned by the binaries work, issue 3)
 
+from envcheck.inspect.elf import cuda_majors as _cuda_majors  # noqa: E402
 from envcheck.model import Binary as _Binary  # noqa: E402
 
 BINARY_NO_SM121 = _rule(
@@ -153,7 +154,15 @@ def binary_gpu_code(ctx: _CheckContext) -> _Iterator[_Finding]:
             where = b.location
             evidence = {"binary": b.path, "distribution": b.distribution, "sass": list(b.sass), "ptx": list(b.ptx),
                         "sections": list(b.sections)}
-            if b.sm121 == "none":
+            if b.sm121 == "none" and b.soname and ctx.profile.cuda_major in (_cuda_majors(b.soname) or ()):
+                # NVIDIA's own CUDA 13 toolkit libraries support every GPU CUDA 13 supports (7.5 to 12.x,
+                # CUDA 13.0 release notes) and pick kernels by device; a leftover module is not launched.
+                yield BINARY_NO_SM121.info(
+                    f"{b.path} ({owner}) is the CUDA {ctx.profile.cuda_major} toolkit library {b.soname}; its fatbin "
+                    f"modules ({', '.join([*b.sass, *b.ptx])}) have no {target} image, but the library dispatches by device",
+                    where, **evidence,
+                )
+            elif b.sm121 == "none":
                 yield BINARY_NO_SM121.finding(
                     f"{b.path} ({owner}) has GPU code for {', '.join([*b.sass, *b.ptx]) or 'nothing loadable'} "
                     f"but none that runs on {target}", where, evidence,

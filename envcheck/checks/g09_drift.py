@@ -238,3 +238,78 @@ def live_container(ctx: CheckContext) -> Iterator[Finding]:
         yield LIVE_CONTAINER.passed(f"inside a {container['kind']} container ({'; '.join(evidence[:2])})", evidence=evidence)
     else:
         yield LIVE_CONTAINER.info("bare pip (no container markers found): installed pins are checked", evidence=evidence)
+
+
+# --- Dockerfile base images (issue 4: Dockerfiles) ------------------------------------------------------
+
+FLOATING_BASE = rule(
+    "G9-floating-base-tag", "G9", "The base image tag moves (latest, nightly, or no tag)", Status.WARN,
+    """FROM image:latest, a nightly tag, or no tag at all (Docker then uses latest) rebuilds on whatever was
+    pushed last: torch, CUDA and every pin under it can change between two builds of the same Dockerfile,
+    so an image that worked yesterday breaks today.""",
+    "Pin a release tag (nvcr.io/nvidia/pytorch:25.11-py3) or a digest (image@sha256:...).",
+    ("dockerfile",),
+)
+BARE_PIP_BASE = rule(
+    "G9-bare-pip-base", "G9", "The ML stack is pip-installed on a base without NGC's PyTorch", Status.WARN,
+    """The final image starts from a base that carries no NVIDIA-built PyTorch (python, ubuntu, nvidia/cuda)
+    and pip-installs the ML stack on top. Under bare pip, torch, triton, xformers and transformers drift
+    independently and nothing pins them to GB10's SM121; the gotchas' advice is container-first.""",
+    """Start from nvcr.io/nvidia/pytorch:25.11-py3 (or newer) and add only what it lacks; if bare pip is
+    unavoidable, pin every ML package and install Unsloth last with --no-deps (NVIDIA's order).""",
+    ("dockerfile",),
+)
+UNKNOWN_BASE = rule(
+    "G9-base-image-unknown", "G9", "envcheck's table does not know this NVIDIA base image tag", Status.INFO,
+    """The base is an NVIDIA image (nvcr.io/nvidia/..., nvidia/cuda) whose tag is not in envcheck's dated table
+    of NGC releases, so its CUDA, torch and shipped flash-attn/triton are not known. envcheck reports what
+    the tag lets it infer (a release after 25.08 is CUDA 13) instead of guessing silently.""",
+    "Check the release notes of that tag, or pin a tag envcheck knows (envcheck/knowledge/ngc_tags.toml).",
+    ("dockerfile",),
+)
+
+
+@check
+def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
+    """G9 over Dockerfile bases: moving tags, bare pip without NGC's torch, NVIDIA tags not in the table."""
+    if ctx.kind != "dockerfile" or not ctx.inventory.images:
+        return
+    from envcheck.inspect.base_images import in_stage, safe_describe
+
+    floating = 0
+    ngc_final = False
+    for image in ctx.inventory.images:
+        facts = safe_describe(image.ref)
+        if facts is None:
+            continue
+        evidence = {"image": image.ref, "stage": image.stage, "final": image.final}
+        if facts.floating:
+            floating += 1
+            what = "has no tag (Docker uses latest)" if facts.tag is None else f"uses the moving tag {facts.tag!r}"
+            yield FLOATING_BASE.finding(f"{in_stage(image.stage)}{image.ref} {what}", image.location, evidence)
+        if image.final and facts.ngc_torch:
+            ngc_final = True
+        if (facts.family.startswith("ngc") or facts.family == "cuda") and not facts.known and not facts.floating:
+            yield UNKNOWN_BASE.info(f"{in_stage(image.stage)}{image.ref}: {facts.note or 'tag not in the table'}", image.location,
+                                    **evidence, inferred_cuda=facts.cuda)
+    if not floating:
+        yield FLOATING_BASE.passed(f"{len(ctx.inventory.images)} base image(s) use fixed tags", None)
+    stack = set(_pins()["stack"]["ml_stack"])
+    pip_installed = [p for p in ctx.inventory.packages
+                     if p.name in stack and p.role == "requirement" and not p.installed and p.location is not None and p.location.stage is not None]
+    if ngc_final:
+        if pip_installed:
+            yield BARE_PIP_BASE.passed("the final image builds on an NGC PyTorch container (container-first)", None)
+        return
+    seen: set[str | None] = set()
+    for pkg in pip_installed:
+        stage = pkg.location.stage if pkg.location else None
+        if stage in seen:
+            continue
+        seen.add(stage)
+        names = sorted({p.name for p in pip_installed if p.location is not None and p.location.stage == stage})
+        bases = ", ".join(sorted({i.ref for i in ctx.inventory.images if i.final})) or "an unknown base"
+        yield BARE_PIP_BASE.finding(
+            f"{in_stage(stage)}pip installs {', '.join(names)} on {bases}, which carries no NGC PyTorch",
+            pkg.location, {"stage": stage, "packages": names, "bases": bases},
+        )

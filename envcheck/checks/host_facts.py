@@ -13,7 +13,7 @@ from envcheck.rules import CheckContext
 
 def is_live(ctx: CheckContext) -> bool:
     """True for targets that describe a running machine (``envcheck preflight``, a container probe)."""
-    return ctx.kind == "host" or bool(ctx.inventory.host)
+    return ctx.kind in ("host", "container")
 
 
 def nvidia_smi(ctx: CheckContext) -> tuple[dict[str, Any] | None, str]:

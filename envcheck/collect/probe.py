@@ -280,8 +280,9 @@ def container_facts(root: str = "/") -> dict[str, Any]:
             if marker in mounts:
                 note(found, f"mountinfo mentions {marker}")
                 break
-    if os.environ.get("container") and not kind:
-        note(os.environ["container"], f"container={os.environ['container']} is set")
+    runtime = os.environ.get("container")  # noqa: SIM112  (systemd-nspawn/podman set it lowercase)
+    if runtime and not kind:
+        note(runtime, f"container={runtime} is set")
     return {"kind": kind, "evidence": evidence}
 
 
@@ -341,19 +342,25 @@ def _run(cmd: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]
 
 
 def binaries(locations: Sequence[str]) -> dict[str, Any]:
-    """ELF facts of the site-packages folders, through envcheck's binary scanner when importable here."""
+    """ELF facts of the site-packages folders, through envcheck's folder scanner when importable here."""
     try:
-        from envcheck.sources.binaries import scan_folder  # type: ignore[attr-defined]
+        from pathlib import Path
+
+        from envcheck.sources import ReadOptions
+        from envcheck.sources.binaries import scan_folder
     except Exception as exc:  # the target environment need not have envcheck's dependencies
         return {"status": "unavailable", "error": f"{type(exc).__name__}: {exc}"}
     found: list[Any] = []
+    problems: list[str] = []
     for location in locations:
         try:
-            inventory = scan_folder(location)
-            found.extend(b.to_json() for b in getattr(inventory, "binaries", inventory))
+            inventory = scan_folder(Path(location), ReadOptions(kind="folder"))
         except Exception as exc:
-            return {"status": "error", "error": f"{location}: {type(exc).__name__}: {exc}"}
-    return {"status": "ok", "items": found}
+            problems.append(f"{location}: {type(exc).__name__}: {exc}")
+            continue
+        found.extend(b.to_json() for b in inventory.binaries)
+        problems.extend(f"{p.location or location}: {p.message}" for p in inventory.problems)
+    return {"status": "ok", "items": found, "problems": problems}
 
 
 def probe(timeout: float = 30.0, with_binaries: bool = False, with_nvidia_smi: bool = True) -> dict[str, Any]:

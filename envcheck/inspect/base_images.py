@@ -152,3 +152,17 @@ def safe_describe(ref: str) -> BaseFacts | None:
         return describe(ref)
     except UsageError:
         return None
+
+
+def in_stage(stage: str | None) -> str:
+    """``stage 'builder': `` for messages (empty when the fact has no stage)."""
+    return f"stage {stage!r}: " if stage else ""
+
+
+def is_arm64(platform: str | None) -> bool | None:
+    """True/False for a ``--platform`` value naming arm64 or another architecture; None when unset."""
+    if not platform:
+        return None
+    parts = platform.lower().split("/")
+    arch = parts[1] if len(parts) > 1 else parts[0]
+    return arch in ("arm64", "aarch64", "arm64v8")

@@ -316,32 +316,17 @@ def container_level(entries: Iterable[Entry], target_sm: int) -> str | None:
 
 
 def binary_level(containers: list[Container], target_sm: int = 121) -> str | None:
-    """A binary's runnability on ``target_sm``: the worst over the modules it registers.
+    """A binary's runnability on ``target_sm``: the best level over its fatbin modules.
 
-    Modules are judged one by one because each container is registered separately (a union would hide
-    a module with, say, only sm_100a). Rules of thumb verified in research/fatbin.md §3.1 and §10.3:
-    only the standard sections count (libraries that load code from other sections pick kernels by
-    device themselves); in ``-rdc`` builds the device-linked ``.nv_fatbin`` cubins and the relocatable
-    PTX in ``__nv_relfatbin`` form one module (the runtime JIT-links that PTX); and nvcc's extra
-    device-link container (SASS only, the same archs as a container that also carries PTX) is judged
-    with that container.
+    The best, not the worst: libraries dispatch kernels by device (cuBLASLt keeps sm_90a-only and
+    sm_100a-only modules that it never launches on other GPUs; with lazy loading such a module is never
+    even loaded), so one module without a 12.1 image proves nothing, while a binary with no module
+    that has one cannot run any kernel there. Only the standard sections count unless the caller added
+    containers from other sections (libraries such as cuFFT load those themselves). The relocatable PTX
+    in ``__nv_relfatbin`` counts (the runtime JIT-links it, research/fatbin.md §10.3). None: no SASS or
+    PTX at all.
     """
-    std = [c for c in containers if c.section in STANDARD_SECTIONS and any(e.kind in (KIND_ELF, KIND_PTX) for e in c.entries)]
-    if not std:
-        return None
-    if any(c.section == "__nv_relfatbin" for c in std):
-        return container_level([e for c in std for e in c.entries], target_sm)
-    with_ptx = [{e.label for e in c.entries if e.kind == KIND_ELF} for c in std if any(e.kind == KIND_PTX for e in c.entries)]
-    worst: str | None = None
-    for c in std:
-        has_ptx = any(e.kind == KIND_PTX for e in c.entries)
-        sass = {e.label for e in c.entries if e.kind == KIND_ELF}
-        if not has_ptx and any(sass <= other for other in with_ptx):
-            continue  # nvcc's device-link companion of PTX-bearing modules
-        level = container_level(c.entries, target_sm)
-        if level is not None and (worst is None or _LEVEL[level] < _LEVEL[worst]):
-            worst = level
-    return worst
+    return container_level([e for c in containers for e in c.entries], target_sm)
 
 
 def distinct(labels: Iterable[str]) -> tuple[str, ...]:

@@ -156,7 +156,7 @@ class StreamedElf:
 
     def _plan(self) -> None:
         """After the head is in: also capture the section table, the bytes before it, and PT_DYNAMIC."""
-        from envcheck.inspect.elf import parse_header, read_segments, PT_DYNAMIC
+        from envcheck.inspect.elf import PT_DYNAMIC, parse_header, read_segments
 
         self._planned = True
         try:

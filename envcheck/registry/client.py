@@ -223,7 +223,8 @@ class RegistryClient:
         response.close()
         where = f"{self.ref.registry}/{self.ref.repository}"
         if status == 401:
-            if self._auth_header is None:
+            anonymous = self.credentials is None or not (self.credentials.username or self.credentials.identity_token)
+            if self._auth_header is None or anonymous:
                 raise ServiceError(f"{where}: {what} needs authentication (HTTP 401){detail}: run `docker login "
                                    f"{self.ref.registry}` or pass --username/--password-stdin")
             raise ServiceError(f"{where}: the registry rejected the credentials for {what} (HTTP 401){detail}; "
@@ -245,7 +246,7 @@ class RegistryClient:
         accept = ACCEPT_ALL
         for _ in range(2):
             try:
-                response = self.get(f"{self.ref.repository}/manifests/{reference}", what, {"Accept": accept})
+                response = self.get(f"{self.ref.repository}/manifests/{reference}", what, {"Accept": accept}, stream=True)
                 break
             except ServiceError as exc:
                 # distribution 2.8 answers 404 when an OCI index exists but Accept lacks its type; some

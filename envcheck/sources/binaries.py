@@ -16,8 +16,8 @@ import json
 import os
 import stat
 import subprocess
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -28,7 +28,6 @@ from envcheck.inspect.elf import (
     AR_MAGIC,
     ELF_MAGIC,
     ByteSource,
-    BytesSource,
     DynamicInfo,
     FileSource,
     MalformedBinary,
@@ -74,9 +73,7 @@ def fatbin_sections(sections: list[Section], deep: bool) -> list[Section]:
     for s in sections:
         if not s.has_bytes:
             continue
-        if s.name in fatbin.STANDARD_SECTIONS:
-            out.append(s)
-        elif deep and not s.name.startswith(_NOT_FATBIN) and s.size >= 80:
+        if s.name in fatbin.STANDARD_SECTIONS or (deep and not s.name.startswith(_NOT_FATBIN) and s.size >= 80):
             out.append(s)
     return out
 
@@ -217,15 +214,13 @@ def _read_archive(src: ByteSource, path: str, deep: bool, location: Location) ->
         problems.extend(probs)
     if not parts:
         return None, problems
-    merged_containers: list[fatbin.Container] = []  # labels are kept per member, levels merged below
-
     def join(attr: str) -> tuple[str, ...]:
         return fatbin.distinct(x for b in parts for x in getattr(b, attr))
 
+    # The archive as a whole: the best level over its members, as for the modules of one binary.
     levels = [b.sm121 for b in parts if b.sm121 is not None]
     order = [fatbin.NONE, fatbin.PTX_JIT, fatbin.COMPATIBLE, fatbin.NATIVE]
-    sm121 = min(levels, key=order.index) if levels else None
-    del merged_containers
+    sm121 = max(levels, key=order.index) if levels else None
     return Binary(
         path=path, machine=parts[0].machine, elf_type="AR", needed=join("needed"),
         cuda_major=implied_cuda_major(join("needed")), sass=join("sass"), ptx=join("ptx"), lto=join("lto"),
@@ -423,8 +418,6 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
         if owner is None and b.path.endswith(")") and "(" in b.path:
             owner = owners.get(os.path.normpath(b.path.rsplit("(", 1)[0]))
         if owner is not None:
-            from dataclasses import replace
-
             b = replace(b, distribution=owner)
         inv.binaries.append(b)
     inv.problems.extend(problems)
@@ -496,18 +489,6 @@ def sniff(path: Path, head: bytes) -> bool:
     return is_binary_head(head)
 
 
-def read_in_memory(data: bytes, path: str, *, deep_fatbin: bool, location: Location) -> BinaryReading:
-    """Read a binary held in memory (a small wheel member)."""
-    return read_binary(BytesSource(data), path, deep_fatbin=deep_fatbin, location=location)
-
-
-def iter_binaries(readings: Iterable[BinaryReading]) -> Iterator[Binary]:
-    """The binaries of several readings."""
-    for r in readings:
-        if r.binary is not None:
-            yield r.binary
-
-
 __all__ = [
     "KIND",
     "BinaryReading",
@@ -518,5 +499,3 @@ __all__ = [
     "scan_folder",
     "site_packages_of",
 ]
-
-_unused: Callable[..., object] | None = None

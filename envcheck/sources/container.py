@@ -412,6 +412,11 @@ def run_probe(client: DockerClient, image: str, options: ContainerOptions | None
                     if _NO_EXECUTABLE.search(str(exc)) and "python3" in str(exc):
                         run.no_python = True
                         return run
+                    if "could not select device driver" in str(exc):
+                        raise InputError(
+                            f"--gpus {options.gpus}: the Docker engine cannot give containers GPUs ({_short(exc)}). "
+                            "Install the NVIDIA Container Toolkit where the engine runs, or run without --gpus "
+                            "(GPU readings are then SKIP).", image) from exc
                     raise
                 try:
                     status = container.wait(timeout=max(1.0, options.timeout - (time.monotonic() - started)))
@@ -511,7 +516,10 @@ def read_container(image: str, options: ContainerOptions | None = None,
         inventory = _inventory_from_output(image, run)
     inventory.context = "installed"
     inventory.images.append(_image_fact(image, image_obj))
-    inventory.host.setdefault("container", {}).update({
+    if not isinstance(inventory.host.get("container"), dict) and (run.no_python or run.python_too_old):
+        # the static look has no live container markers; the target is a container image all the same
+        inventory.host["container"] = {"kind": "docker", "evidence": [f"{image} is a container image (static look)"]}
+    inventory.host["container_run"] = {
         "image": image,
         "user": run.user,
         "gpus": run.gpus,
@@ -521,7 +529,7 @@ def read_container(image: str, options: ContainerOptions | None = None,
         "seconds": round(run.seconds, 3),
         "hardened": {"network": "none", "read_only_rootfs": True, "cap_drop": "ALL", "no_new_privileges": True,
                      "memory": options.memory, "pids": options.pids},
-    })
+    }
     return inventory
 
 
@@ -535,7 +543,7 @@ def _image_fact(image: str, image_obj: Any) -> BaseImage:
 
 def _inventory_from_output(image: str, run: ProbeRun) -> Inventory:
     """Parse and validate the probe's JSON; anything wrong with it is a ReadProblem, never a crash."""
-    origin = f"container:{image}"
+    origin = image
     text = run.stdout.decode("utf-8", "replace")
     tail = _stderr_tail(run.stderr)
     if run.facts.get("oom_killed"):
@@ -559,11 +567,26 @@ def _inventory_from_output(image: str, run: ProbeRun) -> Inventory:
     from envcheck.sources.host import inventory_from_probe
 
     inventory: Inventory = inventory_from_probe(data, origin)  # validates; bad fields become problems
+    _relabel(inventory, image)
     if run.exit_code not in (0, None):
         inventory.problems.append(ReadProblem(
             f"the collector in {image} exited with status {run.exit_code}" + (f": {tail}" if tail else ""),
             Location(image)))
     return inventory
+
+
+def _relabel(inventory: Inventory, image: str) -> None:
+    """Paths inside the container become members of the image (``IMAGE!/usr/lib/...``), as in a static look."""
+
+    def moved(location: Location | None) -> Location | None:
+        if location is None or not location.path.startswith("/") or location.member:
+            return location
+        return dataclasses.replace(location, path=image, member=location.path)
+
+    inventory.packages[:] = [dataclasses.replace(p, location=moved(p.location)) for p in inventory.packages]
+    inventory.binaries[:] = [dataclasses.replace(b, location=moved(b.location)) for b in inventory.binaries]
+    inventory.env[:] = [dataclasses.replace(e, location=moved(e.location)) for e in inventory.env]
+    inventory.problems[:] = [dataclasses.replace(p, location=moved(p.location)) for p in inventory.problems]
 
 
 def _stderr_tail(stderr: str, lines: int = 3) -> str:
@@ -646,6 +669,11 @@ def _extract_relevant(stream: io.RawIOBase, root: Path) -> int:
             if ".." in path.parts or not path.parts:
                 continue
             in_site = any(part in _SITE_DIRS for part in path.parts)
+            # site-packages, and CUDA/NVIDIA library folders (/usr/local/cuda*/lib64, .../nvidia/...):
+            # what the live collector reads too; the image's own libc and friends are not the question
+            cuda_folder = any(part.startswith("cuda") or "nvidia" in part for part in path.parts[:-1])
+            if not (in_site or cuda_folder):
+                continue
             metadata = in_site and len(path.parts) >= 2 and path.parts[-2].endswith(".dist-info") \
                 and path.name in ("METADATA", "RECORD")
             library = bool(_LIBRARY_NAME.search(path.name))

@@ -33,6 +33,7 @@ from envcheck.inspect.dockerfile import (
     split_words,
     walk_stage,
 )
+from envcheck.inspect.base_images import safe_describe
 from envcheck.inspect.pip_args import InstallParse, parse_install_command
 from envcheck.inspect.shell import SimpleCommand, split_commands
 from envcheck.inspect.wheel_tags import canonical
@@ -167,6 +168,8 @@ class _Reader:
                 ref=stage.base, stage=stage.label, platform=stage.platform, final=in_image,
                 location=self._loc(stage.line, stage),
             ))
+            if in_image:
+                inventory.packages.extend(shipped_packages(stage.base, self._loc(stage.line, stage)))
         workdir = "/"
         copies: list[tuple[list[str], str, str]] = []  # (sources in context, destination, workdir)
         heredoc_files: dict[str, tuple[Heredoc, Instruction]] = {}
@@ -303,6 +306,28 @@ class _Reader:
         role = "requirement" if in_image else "build"
         inventory.packages.append(Package(name=name, url=f"git+{url}", role=role, location=loc))
         inventory.installs.append(InstallCommand(tool=tool, packages=(name,), options=(), text=cmd.text or " ".join(argv), location=loc))
+
+
+def shipped_packages(ref: str, location: Location | None) -> list[Package]:
+    """torch, flash-attn and triton that a known CUDA 13 NGC base image already contains (installed facts).
+
+    These let the package rules see what the container brings: a later ``pip install`` that replaces
+    NGC's pre-release torch, or Unsloth next to the shipped flash-attn. CUDA 12 bases are reported as a
+    whole by G1-cuda12-base, so their contents are not repeated here.
+    """
+    facts = safe_describe(ref)
+    if facts is None or not facts.ngc_torch or facts.cuda_major is None or facts.cuda_major < 13:
+        return []
+    out: list[Package] = []
+    torch = facts.torch
+    if torch is not None and "+" in torch:
+        out.append(Package(name="torch", version=torch, specifier=f"=={torch}", installed=True, role="installed", location=location))
+    if facts.flash_attn is not None or facts.family == "ngc-pytorch":
+        version = facts.flash_attn if facts.flash_attn and facts.flash_attn[0].isdigit() else None
+        out.append(Package(name="flash-attn", version=version, installed=True, role="installed", location=location))
+    if facts.triton is not None:
+        out.append(Package(name="triton", version=facts.triton, installed=True, role="installed", location=location))
+    return out
 
 
 def _as_install(argv: list[str]) -> list[str]:

@@ -476,28 +476,19 @@ def fetch_playbook_issues(limit: int = 5, timeout: float = 5.0) -> dict[str, Any
 
 
 def _scan_binaries(inventory: Inventory) -> None:
-    """ELF facts of the environment's site-packages through envcheck's folder source, if it is present."""
+    """ELF facts of the environment's site-packages through envcheck's folder scanner, if it is present."""
     try:
-        from envcheck.sources import ReadOptions, module_for
-
-        folder_source = module_for("folder")
-    except Exception as exc:  # the folder source is another part of envcheck; it may be absent
+        from envcheck.sources import ReadOptions
+        from envcheck.sources.binaries import scan_folder
+    except ImportError as exc:  # the folder scanner is another part of envcheck; it may be absent
         inventory.host["binaries"] = {"status": "unavailable", "error": f"{type(exc).__name__}: {exc}"}
         return
-    prefix = str(inventory.host.get("python", {}).get("prefix", ""))
-    locations = sorted({p.location.path for p in inventory.packages if p.location is not None})
-    folders = sorted({str(Path(loc).parent) if loc.endswith((".dist-info", ".egg-info")) else loc for loc in locations})
+    folders = sorted({str(Path(p.location.path).parent) for p in inventory.packages
+                      if p.location is not None and p.location.path.endswith((".dist-info", ".egg-info"))})
     scanned: list[str] = []
     for folder in folders:
-        if prefix and not folder.startswith(prefix) and "site-packages" not in folder and "dist-packages" not in folder:
-            continue
-        try:
-            found = folder_source.read(Path(folder), ReadOptions(kind="folder"))
-        except Exception as exc:
-            inventory.problems.append(ReadProblem(f"cannot scan {folder}: {type(exc).__name__}: {exc}", Location(folder)))
-            continue
+        found = scan_folder(Path(folder), ReadOptions(kind="folder"))
         inventory.binaries.extend(found.binaries)
         inventory.problems.extend(found.problems)
         scanned.append(folder)
     inventory.host["binaries"] = {"status": "ok", "folders": scanned, "count": len(inventory.binaries)}
-

@@ -1,0 +1,663 @@
+"""A real OCI registry on loopback (Debian's ``docker-registry``), test images pushed to it, and faults.
+
+Started once per test process (the first fixture that needs it) and stopped at exit: a plain registry,
+one with htpasswd Basic auth and one with token auth (a token server in this process signs RS256 JWTs
+the way Docker Hub's does). Images are built here from bytes with ``requests`` (no Docker engine):
+OCI and Docker media types, indexes with and without arm64, gzip/zstd/plain layers, whiteouts, real
+METADATA files and real ELF files built with gcc against stub CUDA 12 and 13 runtimes.
+:class:`FaultProxy` sits in front of a registry and injects the failures users meet (429, 5xx, cut
+streams, corrupted blobs, non-JSON manifests, nvcr.io-style challenges). Loopback only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import datetime
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+import requests
+
+from conftest import IN_CI, REPO, require
+
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_CONFIG = "application/vnd.docker.container.image.v1+json"
+LAYER_TYPES = {
+    ("oci", "gzip"): "application/vnd.oci.image.layer.v1.tar+gzip",
+    ("oci", "zstd"): "application/vnd.oci.image.layer.v1.tar+zstd",
+    ("oci", "none"): "application/vnd.oci.image.layer.v1.tar",
+    ("docker", "gzip"): "application/vnd.docker.image.rootfs.diff.tar.gzip",
+}
+USER, PASSWORD = "alice", "s3cret"
+WORK = Path(tempfile.gettempdir()) / f"envcheck-registry-{os.getpid()}"
+_STARTED: list[subprocess.Popen[bytes]] = []
+_SERVERS: list[ThreadingHTTPServer] = []
+
+
+def digest_of(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _stop_all() -> None:
+    for server in _SERVERS:
+        server.shutdown()
+    for proc in _STARTED:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+atexit.register(_stop_all)
+
+
+def registry_binary() -> str | None:
+    """``docker-registry`` on PATH; installed with apt when missing and we are root (as .ci/setup does)."""
+    found = shutil.which("docker-registry")
+    if found is None and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "docker-registry"]
+        if subprocess.run(install, env=env, capture_output=True, check=False).returncode != 0:
+            subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True, check=False)
+            subprocess.run(install, env=env, capture_output=True, check=False)
+        found = shutil.which("docker-registry")
+    return found
+
+
+def _start_registry(name: str, auth_yaml: str = "") -> str:
+    """Start a registry with in-memory storage on a free loopback port; its ``host:port``."""
+    binary = registry_binary()
+    require(binary is not None, "docker-registry is not installed (apt-get install docker-registry)")
+    assert binary is not None
+    WORK.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    config = WORK / f"{name}.yml"
+    config.write_text(
+        "version: 0.1\nlog: {level: error, accesslog: {disabled: true}}\n"
+        "storage: {inmemory: {}, delete: {enabled: true}}\n"
+        f'http: {{addr: "127.0.0.1:{port}", secret: test-only}}\n' + auth_yaml
+    )
+    log = (WORK / f"{name}.log").open("wb")
+    proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
+    _STARTED.append(proc)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            requests.get(f"http://127.0.0.1:{port}/v2/", timeout=1)
+            return f"127.0.0.1:{port}"
+        except requests.ConnectionError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+    raise RuntimeError(f"docker-registry did not start: {(WORK / f'{name}.log').read_text()[-2000:]}")
+
+
+# ---- token server ---------------------------------------------------------------------------------
+
+class TokenServer:
+    """Docker's token protocol: Basic-authenticated GET /token -> RS256 JWT with the asked access.
+
+    Anonymous requests get pull access to ``public/*`` repositories only (as public images on
+    nvcr.io and Docker Hub do); a missing ``service`` parameter (nvcr.io's challenge has none) is
+    answered for the one service this server signs for.
+    """
+
+    service = "test-registry"
+    issuer = "test-issuer"
+
+    def __init__(self) -> None:
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import padding, rsa
+        from cryptography.x509.oid import NameOID
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, self.issuer)])
+        now = datetime.datetime.now(datetime.timezone.utc)
+        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+                .not_valid_after(now + datetime.timedelta(days=2)).sign(key, hashes.SHA256()))
+        WORK.mkdir(parents=True, exist_ok=True)
+        self.cert_path = WORK / "token-cert.pem"
+        self.cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        x5c = base64.b64encode(cert.public_bytes(serialization.Encoding.DER)).decode()
+        self.requests: list[dict[str, list[str]]] = []
+        server_self = self
+
+        def b64(data: bytes) -> str:
+            return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                query = parse_qs(urlparse(self.path).query)
+                server_self.requests.append(query)
+                header = self.headers.get("Authorization", "")
+                user = None
+                if header:
+                    if header != "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode():
+                        self.send_response(401)
+                        self.end_headers()
+                        return
+                    user = USER
+                access = []
+                for scope in query.get("scope", []):
+                    kind, _, rest = scope.partition(":")
+                    repo, _, actions = rest.rpartition(":")
+                    allowed = actions.split(",") if user else (["pull"] if repo.startswith("public/") else [])
+                    access.append({"type": kind, "name": repo, "actions": [a for a in actions.split(",") if a in allowed]})
+                now = int(time.time())
+                claims = {"iss": server_self.issuer, "sub": user or "", "aud": (query.get("service") or [server_self.service])[0],
+                          "iat": now, "nbf": now - 5, "exp": now + 300, "jti": f"{now}-{len(server_self.requests)}", "access": access}
+                message = b64(json.dumps({"typ": "JWT", "alg": "RS256", "x5c": [x5c]}).encode()) + "." + b64(json.dumps(claims).encode())
+                token = message + "." + b64(key.sign(message.encode(), padding.PKCS1v15(), hashes.SHA256()))
+                body = json.dumps({"token": token, "access_token": token, "expires_in": 300}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        _SERVERS.append(self.server)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.realm = f"http://127.0.0.1:{self.server.server_address[1]}/token"
+
+
+# ---- pushing images --------------------------------------------------------------------------------
+
+class Pusher:
+    """Pushes blobs and manifests with requests, authenticating like a client would (for setup only)."""
+
+    def __init__(self, host: str, auth: Callable[[str], dict[str, str]] | None = None) -> None:
+        self.base = f"http://{host}"
+        self.auth = auth or (lambda repo: {})
+
+    def blob(self, repo: str, data: bytes) -> dict[str, Any]:
+        headers = self.auth(repo)
+        post = requests.post(f"{self.base}/v2/{repo}/blobs/uploads/", headers=headers, timeout=30)
+        post.raise_for_status()
+        location = post.headers["Location"]
+        url = location if location.startswith("http") else self.base + location
+        put = requests.put(url, params={"digest": digest_of(data)}, data=data, headers=headers, timeout=60)
+        put.raise_for_status()
+        return {"size": len(data), "digest": digest_of(data)}
+
+    def manifest(self, repo: str, ref: str, body: dict[str, Any]) -> dict[str, Any]:
+        raw = json.dumps(body).encode()
+        headers = {**self.auth(repo), "Content-Type": body["mediaType"]}
+        requests.put(f"{self.base}/v2/{repo}/manifests/{ref}", data=raw, headers=headers, timeout=30).raise_for_status()
+        return {"mediaType": body["mediaType"], "size": len(raw), "digest": digest_of(raw)}
+
+
+@dataclass
+class Layer:
+    """A layer's uncompressed tar and how to compress it."""
+
+    tar: bytes
+    compression: str = "gzip"  # gzip | zstd | none
+
+    def blob(self) -> bytes:
+        if self.compression == "gzip":
+            return gzip.compress(self.tar, mtime=0)
+        if self.compression == "zstd":
+            import zstandard
+
+            return zstandard.ZstdCompressor().compress(self.tar)
+        return self.tar
+
+
+def tar_of(files: dict[str, bytes | None], modes: dict[str, int] | None = None) -> bytes:
+    """A tar with ``files`` (None: a directory); names as given (``.wh.`` names make whiteouts)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.mtime = 0
+            if data is None:
+                info.type = tarfile.DIRTYPE
+                info.mode = 0o755
+                tf.addfile(info)
+                continue
+            info.size = len(data)
+            info.mode = (modes or {}).get(name, 0o644)
+            tf.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def push_image(pusher: Pusher, repo: str, ref: str, config: dict[str, Any], layers: list[Layer],
+               flavour: str = "oci") -> dict[str, Any]:
+    """Push config, layers and a manifest (OCI or Docker media types); the manifest's descriptor."""
+    config = {**config, "rootfs": {"type": "layers", "diff_ids": [digest_of(layer.tar) for layer in layers]}}
+    config_desc = pusher.blob(repo, json.dumps(config).encode())
+    layer_descs = []
+    for layer in layers:
+        media = LAYER_TYPES[(flavour, layer.compression)]
+        layer_descs.append({"mediaType": media, **pusher.blob(repo, layer.blob())})
+    body = {"schemaVersion": 2, "mediaType": OCI_MANIFEST if flavour == "oci" else DOCKER_MANIFEST,
+            "config": {"mediaType": OCI_CONFIG if flavour == "oci" else DOCKER_CONFIG, **config_desc}, "layers": layer_descs}
+    return pusher.manifest(repo, ref, body)
+
+
+def push_index(pusher: Pusher, repo: str, ref: str, children: list[tuple[dict[str, str], dict[str, Any]]],
+               flavour: str = "oci") -> dict[str, Any]:
+    body = {"schemaVersion": 2, "mediaType": OCI_INDEX if flavour == "oci" else DOCKER_LIST,
+            "manifests": [{**desc, "platform": platform} for platform, desc in children]}
+    return pusher.manifest(repo, ref, body)
+
+
+# ---- image contents ---------------------------------------------------------------------------------
+
+DIST = "usr/local/lib/python3.12/dist-packages"
+
+# NGC PyTorch 25.10 (arm64) config, modelled on spark-facts.md §1.4 (values from the reconstructed image).
+NGC_25_10_ENV = [
+    "PATH=/usr/local/nvm/versions/node/v22.20.0/bin:/usr/local/lib/python3.12/dist-packages/torch_tensorrt/bin:/usr/local/mpi/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "CUDA_VERSION=13.0.2.006", "CUDA_DRIVER_VERSION=580.95.05", "NVIDIA_REQUIRE_CUDA=cuda>=9.0",
+    "NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility,video", "NVIDIA_PRODUCT_NAME=PyTorch",
+    "CUDNN_VERSION=9.14.0.64", "NCCL_VERSION=2.27.7", "CUBLAS_VERSION=13.1.0.3",
+    "CUDA_ARCH_LIST=8.0 8.6 9.0 10.0 11.0 12.0", "MAXSMVER=121", "TRANSFORMER_ENGINE_VERSION=2.8",
+    "PYTORCH_BUILD_VERSION=2.9.0a0+145a3a7", "PYTORCH_VERSION=2.9.0a0+145a3a7", "PYTORCH_BUILD_NUMBER=0",
+    "NVIDIA_PYTORCH_VERSION=25.10", "PIP_BREAK_SYSTEM_PACKAGES=1", "PIP_CONSTRAINT=/etc/pip/constraint.txt",
+    "TORCH_CUDA_ARCH_LIST=8.0 8.6 9.0 10.0 11.0 12.0+PTX", "CUDA_HOME=/usr/local/cuda",
+    "TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas", "NVIDIA_BUILD_ID=222161059",
+]
+NGC_LABELS = {
+    "org.opencontainers.image.ref.name": "ubuntu", "org.opencontainers.image.version": "24.04",
+    "com.nvidia.volumes.needed": "nvidia_driver", "com.nvidia.cuda.version": "9.0",
+    "com.nvidia.pytorch.version": "2.9.0a0+145a3a7", "com.nvidia.build.id": "222161059",
+}
+NGC_HISTORY = [
+    {"created_by": "/bin/sh -c #(nop) ADD file:0123 in / "},
+    {"created_by": "ENV CUDA_VERSION=13.0.2.006", "empty_layer": True},
+    {"created_by": "RUN |1 TARGETARCH=arm64 /bin/sh -c pip install --no-cache-dir /opt/transfer/flash_attn*.whl # buildkit"},
+    {"created_by": "ENV NVIDIA_PYTORCH_VERSION=25.10", "empty_layer": True},
+]
+# A CUDA 12 NGC release (24.10 era) as users still pull it.
+NGC_24_10_ENV = ["CUDA_VERSION=12.6.2.004", "NVIDIA_PYTORCH_VERSION=24.10", "PYTORCH_VERSION=2.5.0a0+e000cf0",
+                 "TORCH_CUDA_ARCH_LIST=5.2 6.0 6.1 7.0 7.2 7.5 8.0 8.6 8.7 9.0+PTX"]
+
+
+def config_for(arch: str, env: list[str] | None = None, labels: dict[str, str] | None = None,
+               history: list[dict[str, Any]] | None = None, variant: str | None = None) -> dict[str, Any]:
+    config: dict[str, Any] = {"architecture": arch, "os": "linux", "created": "2025-10-20T00:00:00Z",
+                              "config": {"Env": env or ["PATH=/usr/bin"], "Labels": labels or {}},
+                              "history": history or [{"created_by": "/bin/sh -c #(nop) ADD file:0 in / "}]}
+    if variant:
+        config["variant"] = variant
+    return config
+
+
+def metadata(name: str, version: str, requires: list[str] = ()) -> bytes:  # type: ignore[assignment]
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", *[f"Requires-Dist: {r}" for r in requires]]
+    return ("\n".join(lines) + "\n\nlong description\n").encode()
+
+
+@dataclass
+class ElfFiles:
+    """ELF shared objects built with gcc: stub CUDA runtimes and extensions linked against them."""
+
+    cudart12: bytes
+    cudart13: bytes
+    ext12: bytes  # NEEDED libcudart.so.12
+    ext13: bytes  # NEEDED libcudart.so.13
+
+
+def build_elves(folder: Path) -> ElfFiles:
+    require(shutil.which("gcc") is not None, "gcc is needed to build test ELF files")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "stub.c").write_text("int cudaGetDeviceCount(int *n) { *n = 1; return 0; }\n")
+    (folder / "ext.c").write_text("int cudaGetDeviceCount(int *n);\nint ext_devices(void) { int n = 0; cudaGetDeviceCount(&n); return n; }\n")
+    for major in (12, 13):
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", f"libcudart.so.{major}", f"-Wl,-soname,libcudart.so.{major}", "stub.c"],
+                       cwd=folder, check=True)
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", f"libext{major}.so", "ext.c", "-L.", f"-l:libcudart.so.{major}"],
+                       cwd=folder, check=True)
+    read = lambda name: (folder / name).read_bytes()  # noqa: E731
+    return ElfFiles(read("libcudart.so.12"), read("libcudart.so.13"), read("libext12.so"), read("libext13.so"))
+
+
+@dataclass
+class Images:
+    """References (``host/repo:tag``) of the session's test images on the plain registry."""
+
+    host: str
+    ngc_arm64: str  # OCI index amd64+arm64, NGC 25.10-like configs
+    amd64_only: str  # OCI index without arm64 (amd64, ppc64le)
+    docker_list: str  # Docker manifest list amd64 + arm64/v8, Docker media types
+    single_arm64: str  # plain OCI manifest, arm64
+    single_amd64: str  # plain Docker v2 manifest, amd64 config
+    ngc_cuda12: str  # arm64 image whose config says CUDA 12.6
+    deep_clean: str  # amd64 (x86-64 ELF): CUDA 12 extension deleted by a whiteout; CUDA 13 left
+    deep_cuda12: str  # amd64: a CUDA 12 extension in the final filesystem
+    digests: dict[str, str] = field(default_factory=dict)
+
+
+def _deep_layers(elves: ElfFiles, keep_cuda12: bool) -> list[Layer]:
+    base = Layer(tar_of({
+        f"{DIST}/torch-2.9.0a0+145a3a7.nv25.10.dist-info/METADATA": metadata("torch", "2.9.0a0+145a3a7.nv25.10", ["filelock", "triton==3.4.0; platform_system == 'Linux'"]),
+        f"{DIST}/torch/lib/libtorch_ext.so": elves.ext13,
+        "usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13": elves.cudart13,
+        f"{DIST}/oldcu12-1.0.dist-info/METADATA": metadata("oldcu12", "1.0"),
+        f"{DIST}/oldcu12/_C.so": elves.ext12,
+        f"{DIST}/legacy/": None,
+        f"{DIST}/legacy/_legacy.so": elves.ext12,
+        f"{DIST}/Flash_Attn-2.7.4.post1.dist-info/METADATA": metadata("Flash_Attn", "2.7.4.post1", ["torch", "einops"]),
+        "etc/motd": b"hello\n",
+    }), "gzip")
+    if keep_cuda12:
+        upper = Layer(tar_of({f"{DIST}/unsloth-2025.10.1.dist-info/METADATA": metadata("unsloth", "2025.10.1")}), "zstd")
+        return [base, upper]
+    # zstd layer: whiteouts remove the CUDA 12 package (dist-info and module folder).
+    removal = Layer(tar_of({
+        f"{DIST}/.wh.oldcu12-1.0.dist-info": b"",
+        f"{DIST}/.wh.oldcu12": b"",
+    }), "zstd")
+    # uncompressed layer: an opaque directory hides everything the lower layers had in legacy/.
+    opaque = Layer(tar_of({
+        f"{DIST}/legacy/": None,
+        f"{DIST}/legacy/.wh..wh..opq": b"",
+        f"{DIST}/legacy/__init__.py": b"",
+        f"{DIST}/numpy-2.1.0.dist-info/METADATA": metadata("numpy", "2.1.0"),
+    }), "none")
+    return [base, removal, opaque]
+
+
+_IMAGES: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def session_registry() -> str:
+    """``host:port`` of the plain registry (started once per process)."""
+    with _LOCK:
+        if "plain" not in _IMAGES:
+            _IMAGES["plain"] = _start_registry("plain")
+        return str(_IMAGES["plain"])
+
+
+def session_images() -> Images:
+    """Push the test images once per process."""
+    host = session_registry()
+    with _LOCK:
+        if "images" in _IMAGES:
+            return _IMAGES["images"]  # type: ignore[no-any-return]
+        pusher = Pusher(host)
+        elves = build_elves(WORK / "elf")
+        small = Layer(tar_of({"etc/os-release": b"ID=ubuntu\nVERSION_ID=24.04\n"}))
+        images = Images(host=host, ngc_arm64=f"{host}/nvidia/pytorch:25.10-py3", amd64_only=f"{host}/lab/amd64only:1.0",
+                        docker_list=f"{host}/lab/dockerlist:1.0", single_arm64=f"{host}/lab/single:arm64",
+                        single_amd64=f"{host}/lab/single:amd64", ngc_cuda12=f"{host}/nvidia/pytorch:24.10-py3",
+                        deep_clean=f"{host}/lab/deep:clean", deep_cuda12=f"{host}/lab/deep:cuda12")
+        arm = push_image(pusher, "nvidia/pytorch", "25.10-py3-arm64", config_for("arm64", NGC_25_10_ENV, NGC_LABELS, NGC_HISTORY), [small])
+        amd = push_image(pusher, "nvidia/pytorch", "25.10-py3-amd64", config_for("amd64", NGC_25_10_ENV, NGC_LABELS, NGC_HISTORY), [small])
+        top = push_index(pusher, "nvidia/pytorch", "25.10-py3", [({"architecture": "amd64", "os": "linux"}, amd),
+                                                                 ({"architecture": "arm64", "os": "linux"}, arm)])
+        images.digests["ngc_arm64"] = top["digest"]
+        images.digests["ngc_arm64_child"] = arm["digest"]
+        a = push_image(pusher, "lab/amd64only", "amd64", config_for("amd64"), [small])
+        p = push_image(pusher, "lab/amd64only", "ppc64le", config_for("ppc64le"), [small])
+        push_index(pusher, "lab/amd64only", "1.0", [({"architecture": "amd64", "os": "linux"}, a), ({"architecture": "ppc64le", "os": "linux"}, p)])
+        da = push_image(pusher, "lab/dockerlist", "amd64", config_for("amd64"), [Layer(small.tar, "gzip")], flavour="docker")
+        dr = push_image(pusher, "lab/dockerlist", "arm64", config_for("arm64", variant="v8"), [Layer(small.tar, "gzip")], flavour="docker")
+        push_index(pusher, "lab/dockerlist", "1.0", [({"architecture": "amd64", "os": "linux"}, da),
+                                                      ({"architecture": "arm64", "os": "linux", "variant": "v8"}, dr)], flavour="docker")
+        push_image(pusher, "lab/single", "arm64", config_for("arm64", ["CUDA_VERSION=13.0.2"]), [small])
+        push_image(pusher, "lab/single", "amd64", config_for("amd64", ["CUDA_VERSION=13.0.2"]), [Layer(small.tar, "gzip")], flavour="docker")
+        push_image(pusher, "nvidia/pytorch", "24.10-py3", config_for("arm64", NGC_24_10_ENV), [small])
+        clean = push_image(pusher, "lab/deep", "clean", config_for("amd64", ["CUDA_VERSION=13.0.2"]), _deep_layers(elves, keep_cuda12=False))
+        images.digests["deep_clean"] = clean["digest"]
+        push_image(pusher, "lab/deep", "cuda12", config_for("amd64", ["CUDA_VERSION=13.0.2"]), _deep_layers(elves, keep_cuda12=True))
+        _IMAGES["images"] = images
+        _IMAGES["elves"] = elves
+        return images
+
+
+def session_elves() -> ElfFiles:
+    session_images()
+    return _IMAGES["elves"]  # type: ignore[no-any-return]
+
+
+@dataclass
+class AuthRegistry:
+    host: str
+    image: str  # a pushed image reference (arm64 single manifest)
+    token: TokenServer | None = None
+    public_image: str = ""  # token registry only: anonymous pull allowed
+
+
+def _bcrypt_line() -> str:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import crypt
+        return f"{USER}:" + crypt.crypt(PASSWORD, crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16))
+    except ImportError:  # Python 3.13+: the bcrypt package
+        import bcrypt
+
+        return f"{USER}:" + bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()
+
+
+def session_basic_registry() -> AuthRegistry:
+    """A registry with htpasswd Basic auth (alice:s3cret, bcrypt cost 4) holding one image."""
+    with _LOCK:
+        if "basic" in _IMAGES:
+            return _IMAGES["basic"]  # type: ignore[no-any-return]
+    WORK.mkdir(parents=True, exist_ok=True)
+    htpasswd = WORK / "htpasswd"
+    htpasswd.write_text(_bcrypt_line() + "\n")
+    host = _start_registry("basic", f"auth: {{htpasswd: {{realm: test-realm, path: {htpasswd}}}}}\n")
+    creds = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    pusher = Pusher(host, lambda repo: {"Authorization": creds})
+    push_image(pusher, "private/app", "1.0", config_for("arm64", ["CUDA_VERSION=13.0.2"]), [Layer(tar_of({"etc/x": b"x"}))])
+    found = AuthRegistry(host=host, image=f"{host}/private/app:1.0")
+    with _LOCK:
+        _IMAGES["basic"] = found
+    return found
+
+
+def session_token_registry() -> AuthRegistry:
+    """A registry with token auth; ``private/app`` needs alice's login, ``public/app`` is anonymous."""
+    with _LOCK:
+        if "token" in _IMAGES:
+            return _IMAGES["token"]  # type: ignore[no-any-return]
+    try:
+        token = TokenServer()
+    except ImportError:
+        require(False, "the cryptography package is needed for the token server")
+        raise
+    host = _start_registry("token", (
+        f'auth: {{token: {{realm: "{token.realm}", service: {token.service}, issuer: {token.issuer}, '
+        f"rootcertbundle: {token.cert_path}}}}}\n"))
+
+    def auth(repo: str) -> dict[str, str]:
+        got = requests.get(token.realm, params={"service": token.service, "scope": f"repository:{repo}:pull,push"},
+                           auth=(USER, PASSWORD), timeout=10)
+        got.raise_for_status()
+        return {"Authorization": f"Bearer {got.json()['token']}"}
+
+    pusher = Pusher(host, auth)
+    for repo in ("private/app", "public/app"):
+        push_image(pusher, repo, "1.0", config_for("arm64", ["CUDA_VERSION=13.0.2"]), [Layer(tar_of({"etc/x": b"x"}))])
+    found = AuthRegistry(host=host, image=f"{host}/private/app:1.0", token=token, public_image=f"{host}/public/app:1.0")
+    with _LOCK:
+        _IMAGES["token"] = found
+    return found
+
+
+# ---- fault injection ---------------------------------------------------------------------------------
+
+@dataclass
+class Fault:
+    """Inject ``action`` on requests whose method and path match, ``times`` times (-1: always)."""
+
+    pattern: str  # regex on the request path
+    action: str  # status | corrupt | cut | not-json | nvcr-challenge | accept-docker-only
+    times: int = 1
+    status: int = 500
+    headers: dict[str, str] = field(default_factory=dict)
+    method: str = "GET"
+
+
+class FaultProxy:
+    """A loopback HTTP proxy in front of a registry that injects :class:`Fault` s and counts requests."""
+
+    def __init__(self, upstream: str, faults: list[Fault]) -> None:
+        self.upstream = f"http://{upstream}"
+        self.faults = faults
+        self.seen: list[tuple[str, str]] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                proxy.handle(self, "GET")
+
+            def do_HEAD(self) -> None:  # noqa: N802
+                proxy.handle(self, "HEAD")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        _SERVERS.append(self.server)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.host = f"127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        if self.server in _SERVERS:
+            _SERVERS.remove(self.server)
+
+    def _fault_for(self, method: str, path: str) -> Fault | None:
+        for fault in self.faults:
+            if fault.times != 0 and fault.method == method and re.search(fault.pattern, path):
+                if fault.times > 0:
+                    fault.times -= 1
+                return fault
+        return None
+
+    def handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:
+        path = handler.path
+        self.seen.append((method, path))
+        fault = self._fault_for(method, path)
+        headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host", "connection")}
+        if fault is not None and fault.action == "status":
+            body = json.dumps({"errors": [{"code": "INJECTED", "message": f"injected HTTP {fault.status}"}]}).encode()
+            self._reply(handler, fault.status, {"Content-Type": "application/json", **fault.headers}, body)
+            return
+        if fault is not None and fault.action == "accept-docker-only" and "," in headers.get("Accept", ""):
+            headers["Accept"] = f"{DOCKER_MANIFEST}, {DOCKER_LIST}"
+        upstream = requests.request(method, self.upstream + path, headers=headers, timeout=30, allow_redirects=False)
+        body = upstream.content
+        out = {k: v for k, v in upstream.headers.items() if k.lower() in ("content-type", "docker-content-digest", "www-authenticate", "location", "retry-after")}
+        if fault is not None and fault.action == "nvcr-challenge" and "WWW-Authenticate" in upstream.headers:
+            realm = re.search(r'realm="([^"]+)"', upstream.headers["WWW-Authenticate"])
+            repo = path.split("/v2/", 1)[1].rsplit("/manifests/", 1)[0].rsplit("/blobs/", 1)[0]
+            assert realm is not None
+            out["WWW-Authenticate"] = f'Bearer realm="{realm.group(1)}?scope=repository:{repo}:pull,push"'
+        if fault is not None and fault.action == "corrupt" and body:
+            body = body[:-1] + bytes([body[-1] ^ 0xFF])
+        if fault is not None and fault.action == "not-json":
+            body = b"<html><body>502 Bad Gateway from a captive portal</body></html>"
+            out["Content-Type"] = OCI_MANIFEST
+            out.pop("Docker-Content-Digest", None)
+        if fault is not None and fault.action == "cut":
+            out["Content-Length"] = str(len(body))
+            handler.send_response(upstream.status_code)
+            for key, value in out.items():
+                handler.send_header(key, value)
+            handler.send_header("Connection", "close")
+            handler.end_headers()
+            handler.wfile.write(body[: len(body) // 2])
+            handler.wfile.flush()
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+            return
+        self._reply(handler, upstream.status_code, out, body if method != "HEAD" else b"", upstream.headers.get("Content-Length"))
+
+    @staticmethod
+    def _reply(handler: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: bytes, length: str | None = None) -> None:
+        handler.send_response(status)
+        for key, value in headers.items():
+            handler.send_header(key, value)
+        handler.send_header("Content-Length", length if (length and not body) else str(len(body)))
+        handler.end_headers()
+        if body:
+            handler.wfile.write(body)
+
+
+@pytest.fixture(scope="session")
+def registry_images() -> Images:
+    return session_images()
+
+
+@pytest.fixture(scope="session")
+def basic_registry() -> AuthRegistry:
+    return session_basic_registry()
+
+
+@pytest.fixture(scope="session")
+def token_registry() -> AuthRegistry:
+    return session_token_registry()
+
+
+@pytest.fixture
+def fault_proxy(registry_images: Images) -> Iterator[Callable[..., FaultProxy]]:
+    made: list[FaultProxy] = []
+
+    def make(*faults: Fault, upstream: str | None = None) -> FaultProxy:
+        proxy = FaultProxy(upstream or registry_images.host, list(faults))
+        made.append(proxy)
+        return proxy
+
+    yield make
+    for proxy in made:
+        proxy.close()
+
+
+@pytest.fixture
+def image_cache(tmp_path: Path) -> Path:
+    """An empty envcheck cache folder for one test (set as ENVCHECK_CACHE_DIR by the caller)."""
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    return folder
+
+
+__all__ = ["IN_CI", "REPO"]

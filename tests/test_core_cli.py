@@ -1,0 +1,119 @@
+"""The command line: exit codes, policy options, layered config, pragmas, partial results, rules."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from tests.conftest import REPO, require, run_envcheck
+
+CUDA12 = "torch==2.5.1+cu121\n"
+CLEAN = "--index-url https://download.pytorch.org/whl/cu130\ntorch==2.9.0+cu130\n"
+
+
+def _req(tmp: Path, text: str, name: str = "requirements.txt") -> Path:
+    path = tmp / name
+    path.write_text(text)
+    return path
+
+
+def test_exit_codes(tmp_path: Path) -> None:
+    clean = _req(tmp_path, CLEAN, "requirements-clean.txt")
+    bad = _req(tmp_path, CUDA12, "requirements-bad.txt")
+    assert run_envcheck(str(clean)).returncode == 0
+    assert run_envcheck(str(bad)).returncode == 1
+    assert run_envcheck("--fail-on", "never", str(bad)).returncode == 0
+    warn = _req(tmp_path, "transformers\n", "requirements-warn.txt")
+    assert run_envcheck(str(warn)).returncode == 0
+    assert run_envcheck("--fail-on", "warn", str(warn)).returncode == 1
+    proc = run_envcheck("--no-such-flag")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    missing = run_envcheck(str(tmp_path / "nope.txt"), str(bad), "--format", "json")
+    assert missing.returncode == 2
+    data = json.loads(missing.stdout)
+    assert len(data["targets"]) == 2 and data["targets"][1]["findings"]
+
+
+def test_nothing_given_user_is_modified(tmp_path: Path) -> None:
+    bad = _req(tmp_path, CUDA12)
+    before = (bad.read_bytes(), bad.stat().st_mtime_ns)
+    run_envcheck(str(bad), "-o", str(tmp_path / "out.json"), "--format", "json")
+    assert (bad.read_bytes(), bad.stat().st_mtime_ns) == before
+
+
+def test_ignore_from_command_line_config_file_and_environment(tmp_path: Path) -> None:
+    bad = _req(tmp_path, CUDA12)
+    assert run_envcheck("--ignore", "G1-cuda12-local-version", str(bad)).returncode == 0
+    assert run_envcheck("--ignore", "G1", str(bad)).returncode == 0
+    (tmp_path / ".envcheck.toml").write_text('fail-on = "fail"\n[[ignore]]\nrule = "G1-cuda12-local-version"\nreason = "legacy box"\n')
+    (tmp_path / ".git").mkdir()
+    proc = run_envcheck("--format", "json", str(bad), cwd=tmp_path)
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 0
+    assert data["targets"][0]["suppressed"][0]["reason"] == "legacy box"
+    assert run_envcheck(str(bad), cwd=tmp_path, env={"ENVCHECK_FAIL_ON": "never"}).returncode == 0
+
+
+def test_pyproject_tool_table_and_severity_override(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.envcheck]\nfail-on = "warn"\n[tool.envcheck.severity]\n"G1-cuda12-local-version" = "warn"\n')
+    bad = _req(tmp_path, CUDA12)
+    data = json.loads(run_envcheck("--format", "json", str(bad), cwd=tmp_path).stdout)
+    statuses = [f["status"] for f in data["targets"][0]["findings"] if f["rule"] == "G1-cuda12-local-version"]
+    assert statuses == ["WARN"] and data["exit_code"] == 1
+
+
+def test_bad_config_is_a_usage_error(tmp_path: Path) -> None:
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text('fail-on = "sometimes"\n')
+    proc = run_envcheck("--config", str(cfg), str(_req(tmp_path, CLEAN)))
+    assert proc.returncode == 2 and "fail-on" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_inline_pragma_suppresses_the_next_line_only(tmp_path: Path) -> None:
+    req = _req(tmp_path, "# envcheck: ignore=G1-cuda12-local-version pinned for the x86 CI box\ntorch==2.5.1+cu121\ntorchvision==0.20.1+cu121\n")
+    data = json.loads(run_envcheck("--format", "json", str(req)).stdout)
+    target = data["targets"][0]
+    assert [f["location"]["line"] for f in target["findings"] if f["rule"] == "G1-cuda12-local-version"] == [3]
+    assert target["suppressed"][0]["reason"] == "pinned for the x86 CI box"
+
+
+def test_project_folder_discovery(tmp_path: Path) -> None:
+    (tmp_path / "svc").mkdir()
+    _req(tmp_path / "svc", CUDA12)
+    _req(tmp_path, CLEAN, "requirements-dev.txt")
+    (tmp_path / ".venv").mkdir()
+    _req(tmp_path / ".venv", CUDA12)
+    data = json.loads(run_envcheck("--format", "json", str(tmp_path)).stdout)
+    targets = sorted(t["target"] for t in data["targets"])
+    assert targets == sorted([str(tmp_path / "requirements-dev.txt"), str(tmp_path / "svc" / "requirements.txt")])
+    data = json.loads(run_envcheck("--format", "json", cwd=tmp_path / "svc").stdout)
+    assert data["summary"]["G1"] == "FAIL"
+
+
+def test_rules_command_lists_and_explains() -> None:
+    listing = run_envcheck("rules")
+    assert listing.returncode == 0
+    for gotcha in ("G1", "G2", "G9", "ARCH"):
+        assert f" {gotcha} " in listing.stdout
+    g2 = run_envcheck("rules", "G2")
+    assert "HAS_FLASH_ATTENTION" in g2.stdout and "Fix:" in g2.stdout
+    assert run_envcheck("rules", "G42").returncode == 2
+    data = json.loads(run_envcheck("rules", "--format", "json").stdout)
+    assert all(r["explanation"] and r["gotcha"] for r in data)
+
+
+def test_console_script_and_module_entry_point() -> None:
+    exe = shutil.which("envcheck")
+    require(exe is not None, "envcheck console script not installed (pip install -e .)")
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("envcheck ")
+    assert run_envcheck("--version").returncode == 0
+
+
+def test_rules_doc_is_generated_from_the_registry() -> None:
+    doc = (REPO / "docs" / "rules.md").read_text()
+    generated = run_envcheck("rules", "--format", "markdown").stdout
+    assert doc == generated, "docs/rules.md is stale: run `envcheck rules --format markdown > docs/rules.md`"

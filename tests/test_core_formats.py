@@ -1,0 +1,88 @@
+"""Output formats on real reports: the JSON Schema, SARIF's required fields, GitHub annotations, preflight lines."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import jsonschema
+import pytest
+
+from tests.conftest import REPO, run_envcheck
+
+EXAMPLES = sorted(str(p) for p in (REPO / "examples").rglob("*") if p.is_file())
+
+
+@pytest.fixture(scope="module")
+def json_report() -> dict:
+    proc = run_envcheck("--format", "json", *EXAMPLES)
+    assert proc.returncode == 1, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_json_validates_against_the_shipped_schema(json_report: dict) -> None:
+    schema = json.loads(resources.files("envcheck.formats").joinpath("report.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(json_report, schema)
+    assert json_report["schema_version"] == 1
+    assert json_report["summary"]["G1"] == "FAIL"
+    assert json_report["exit_code"] == 1
+    kinds = {t["kind"] for t in json_report["targets"]}
+    assert {"requirements", "pyproject"} <= kinds
+    assert all("inventory" in t and "context" in t["inventory"] for t in json_report["targets"])
+
+
+def test_json_schema_rejects_a_broken_report(json_report: dict) -> None:
+    schema = json.loads(resources.files("envcheck.formats").joinpath("report.schema.json").read_text())
+    broken = json.loads(json.dumps(json_report))
+    broken["targets"][0]["findings"].append({"rule": "x", "gotcha": "G11", "status": "MAYBE", "message": "", "evidence": {}, "fix": ""})
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+
+
+def test_sarif_has_what_code_scanning_requires() -> None:
+    proc = run_envcheck("--format", "sarif", *EXAMPLES)
+    sarif = json.loads(proc.stdout)
+    assert sarif["version"] == "2.1.0" and "$schema" in sarif
+    run = sarif["runs"][0]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "envcheck" and driver["rules"]
+    ids = [r["id"] for r in driver["rules"]]
+    assert len(ids) == len(set(ids))
+    for rule in driver["rules"]:
+        assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"] and rule["help"]["text"]
+    assert run["results"]
+    for result in run["results"]:
+        assert result["ruleId"] in ids and driver["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["level"] in ("error", "warning", "note")
+        assert result["message"]["text"]
+        phys = result["locations"][0]["physicalLocation"]
+        assert phys["artifactLocation"]["uri"]
+    lines = [r["locations"][0]["physicalLocation"].get("region", {}).get("startLine") for r in run["results"]]
+    assert any(isinstance(n, int) and n >= 1 for n in lines)
+
+
+def test_github_annotations_escape_and_point_at_lines(tmp_path) -> None:
+    req = tmp_path / "requirements,odd:name.txt"
+    req.write_text("torch==2.5.1+cu121\nflash-attn==2.7.4.post1\n")
+    proc = run_envcheck("--format", "github", "--kind", "requirements", str(req))
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("::error file=") and ",line=1," in line for line in lines), lines
+    assert all("%2C" in line and "%3A" in line for line in lines if line.startswith("::error file="))
+    assert proc.returncode == 1
+
+
+def test_preflight_format_has_ten_gotcha_lines_in_order() -> None:
+    proc = run_envcheck("--format", "preflight", str(REPO / "examples" / "requirements-cuda12.txt"))
+    lines = proc.stdout.splitlines()
+    assert [line.split()[0] for line in lines[:10]] == [f"G{n}" for n in range(1, 11)]
+    assert lines[0].startswith("G1 FAIL ")
+    assert lines[2].startswith("G3 SKIP")
+    for line in lines[:10]:
+        assert line.split()[1] in ("PASS", "FAIL", "WARN", "SKIP", "INFO:")
+
+
+def test_text_format_shows_fix_and_summary() -> None:
+    proc = run_envcheck(str(REPO / "examples" / "requirements-cuda12.txt"))
+    assert "fix:" in proc.stdout and "summary: G1 FAIL" in proc.stdout
+    assert proc.returncode == 1
