@@ -43,3 +43,12 @@ def fixtures_dir() -> Path:
 
 # Container test images (built once per session) and the Docker client fixture: tests/docker_images.py.
 pytest_plugins = ["docker_images"]
+
+
+@pytest.fixture(scope="session")
+def preflight_envs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Real venvs with real pip-installed package sets for the preflight tests (tests/preflight_envs.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from preflight_envs import build_envs
+
+    return build_envs(tmp_path_factory.mktemp("preflight-envs"))

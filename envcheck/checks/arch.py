@@ -35,7 +35,11 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
         if not ok:
             failed = True
             yield WHEEL_PLATFORM.finding(f"{wheel.filename}: {why}", pkg.location, {"wheel": wheel.filename, "platforms": list(wheel.platforms)})
+    locked_fail: list[Finding] = []
+    skipped = {(p.name, p.version) for p in ctx.inventory.packages if p.role == "lock" and not installs_on(p, ctx.profile)}
     for wheel_set in ctx.inventory.wheels:
+        if (wheel_set.name, wheel_set.version) in skipped:
+            continue  # a universal lock's x86_64-only branch: not installed on this platform
         platforms = tuple(sorted({t.rsplit("-", 1)[-1] for t in wheel_set.tags if t != "sdist"}))
         if not platforms:
             continue
@@ -44,13 +48,25 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
         if ok:
             continue
         failed = True
+        evidence = {"package": wheel_set.name, "version": wheel_set.version, "platforms": list(platforms)}
         if "sdist" in wheel_set.tags:
             yield WHEEL_PLATFORM.finding(
                 f"{wheel_set.name} {wheel_set.version}: no {ctx.profile.machine} wheel ({why}); pip will build the sdist from source",
-                wheel_set.location, {"package": wheel_set.name, "platforms": list(platforms)}, status=Status.WARN,
+                wheel_set.location, evidence, status=Status.WARN,
             )
         else:
-            yield WHEEL_PLATFORM.finding(f"{wheel_set.name} {wheel_set.version}: {why}", wheel_set.location, {"package": wheel_set.name, "platforms": list(platforms)})
+            locked_fail.append(WHEEL_PLATFORM.finding(f"{wheel_set.name} {wheel_set.version}: {why}", wheel_set.location, evidence))
+    if len(locked_fail) > 5:
+        # A lock resolved on another machine: one finding that says so, not dozens of identical ones.
+        names = [str(f.evidence["package"]) for f in locked_fail]
+        first = locked_fail[0].location
+        where = type(first)(first.path) if first is not None else None
+        yield WHEEL_PLATFORM.finding(
+            f"{len(names)} locked packages have no {ctx.profile.machine} wheel (the lock was resolved for another platform): {', '.join(names[:8])}{' ...' if len(names) > 8 else ''}",
+            where, {"packages": names},
+        )
+    else:
+        yield from locked_fail
     if checked and not failed:
         yield WHEEL_PLATFORM.passed(f"{checked} wheel(s) install on {ctx.profile.docker_platform}", None)
 

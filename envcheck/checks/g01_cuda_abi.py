@@ -110,8 +110,9 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
         return None, "several indexes serve different builds: " + ", ".join(f"{u} ({b.detail})" for b, u in indexed)
     found = pypi_torch_build(pkg.specifier, pkg.version, ctx.profile.machine)
     if found is not None:
-        build, source = found
-        return build, f"PyPI serves that release as {'a CPU-only' if build.flavor == 'cpu' else f'a CUDA {build.cuda_major}'} build on {ctx.profile.machine} ({source})"
+        build, _source = found
+        kind = "a CPU-only" if build.flavor == "cpu" else f"a CUDA {build.cuda_major}"
+        return build, f"PyPI serves {build.detail.removeprefix('PyPI ')} as {kind} build (knowledge/torch_builds.toml)"
     return None, "nothing in the input says which CUDA build of torch is installed"
 
 
@@ -376,3 +377,57 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                                           f"{facts.cuda_major}", image.location, evidence, status=Status.WARN)
         elif facts.known and image.final:
             yield CUDA12_BASE.passed(f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how})", image.location, **evidence)
+
+
+# --- registry and local images (issue 5: envcheck image) -----------------------------------------------
+
+from envcheck.model import Location as _ImageLocation  # noqa: E402
+
+IMAGE_CUDA = rule(
+    "G1-image-cuda", "G1", "The image's CUDA is older than the Spark's CUDA 13", Status.FAIL,
+    """The image config's CUDA_VERSION (set by every nvidia/cuda and NGC image; the com.nvidia.cuda.version
+    label is stale in NGC images and is not used) names a CUDA major older than the profile's. Everything
+    built into the image links that major's libraries (libcudart.so.12, ...), which fail at import or at the
+    first kernel on a CUDA 13 Spark. Without CUDA_VERSION, an NGC tag is mapped through the dated table
+    knowledge/ngc_tags.toml, and the message says when that mapping is inferred.""",
+    """Use a CUDA 13 image: nvcr.io/nvidia/pytorch:25.08-py3 or newer (25.11-py3 is what NVIDIA's Spark
+    playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
+    ("image",),
+)
+
+
+@check
+def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
+    """G1 over an image: the CUDA major from its config's CUDA_VERSION, else from its NGC tag."""
+    if ctx.kind != "image":
+        return
+    facts = ctx.inventory.host.get("image")
+    if not isinstance(facts, dict) or facts.get("platform_found") is False:
+        return
+    ref = str(facts.get("ref", ""))
+    where = _ImageLocation(ref, member="config") if ref else None
+    value = next((v.value for v in reversed(ctx.inventory.env) if v.name == "CUDA_VERSION" and v.origin == "config"), None)
+    major: int | None = None
+    how = ""
+    evidence: dict[str, object] = {"image": ref}
+    if value:
+        head = _re.match(r"\s*(\d+)", value)
+        if head:
+            major = int(head.group(1))
+            how = f"CUDA_VERSION={value}"
+            evidence["CUDA_VERSION"] = value
+    if major is None:
+        from envcheck.inspect.base_images import safe_describe
+
+        described = safe_describe(str(facts.get("registry", "")) + "/" + str(facts.get("repository", "")) + ":" + str(facts.get("tag") or "latest")) if facts.get("repository") else None
+        if described is not None and described.cuda_major is not None:
+            major = described.cuda_major
+            how = (described.note or f"NGC {described.release}") + (" (inferred)" if described.inferred else "")
+            evidence.update({"cuda": described.cuda, "inferred": described.inferred, "source": described.source})
+    if major is None:
+        return
+    if major < ctx.profile.cuda_major:
+        yield IMAGE_CUDA.finding(f"{ref} is a CUDA {major} image ({how}); {ctx.profile.name} has CUDA {ctx.profile.cuda_major}",
+                                 where, evidence)
+    else:
+        yield IMAGE_CUDA.passed(f"{ref} is a CUDA {major} image ({how})", where, **evidence)

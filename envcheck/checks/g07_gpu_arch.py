@@ -189,3 +189,133 @@ def binary_gpu_code(ctx: _CheckContext) -> _Iterator[_Finding]:
                                     status=_Status.WARN)
     else:
         yield BINARY_SM121A.info(f"no binary carries {nvfp4} kernels (NVFP4 would be slower than FP8)")
+
+
+# --- static: TORCH_CUDA_ARCH_LIST and CUDA extension source builds in Dockerfiles ----------------------
+# (appended section; owned by the Dockerfile work, issue 4)
+
+ARCH_LIST = _rule(
+    "G7-torch-cuda-arch-list", "G7", "TORCH_CUDA_ARCH_LIST does not cover sm_121", _Status.WARN,
+    """TORCH_CUDA_ARCH_LIST (ENV, ARG, or exported in a RUN) chooses the GPU code that torch extensions
+    (xformers, custom ops, apex, ...) are compiled for. A GB10 (compute capability 12.1) runs SASS built for
+    12.1, 12.1a or 12.0 (same major, lower minor), and PTX of 12.0/12.1 through the driver's JIT. A list
+    without any of these yields extensions that fail with "no kernel image is available"; a list with only
+    older PTX (8.0+PTX) JIT-compiles every kernel at first load. Whether the list includes 12.1a (the
+    arch-specific target whose FP4 instructions make NVFP4 faster than FP8) is reported as INFO.""",
+    "Add 12.1 to the list (TORCH_CUDA_ARCH_LIST=\"12.1\"; \"12.1a\" for NVFP4 kernels; \"12.0+PTX\" keeps other Blackwell GPUs working too).",
+    ("dockerfile", "image"),
+)
+ARCH_LIST_NVFP4 = _rule(
+    "G7-arch-list-sm121a", "G7", "Whether TORCH_CUDA_ARCH_LIST builds sm_121a (NVFP4) kernels", _Status.INFO,
+    """Only kernels compiled for the arch-specific target 12.1a (sm_121a) can use cvt.e2m1x2, which NVFP4 needs
+    to be faster than FP8 on a Spark (about 32% slower without it).""",
+    "Add 12.1a to TORCH_CUDA_ARCH_LIST for extensions that run NVFP4 kernels; otherwise stay on FP8.",
+    ("dockerfile", "image"),
+)
+SOURCE_BUILD_ARCH = _rule(
+    "G7-source-build-arch", "G7", "A CUDA extension is built from source without sm_121 in TORCH_CUDA_ARCH_LIST", _Status.WARN,
+    """xformers (or another torch CUDA extension) is compiled from source in the Dockerfile (git clone + pip
+    install ., setup.py install, pip install git+...). During docker build no GPU is visible, so the kernels
+    are built for TORCH_CUDA_ARCH_LIST; when it is unset on a base that does not set it (NGC images set one
+    that includes 12.0+PTX) or lacks 12.x, the extension has no code for sm_121. Triton is not judged here:
+    it compiles kernels at run time, not at build time.""",
+    "Set TORCH_CUDA_ARCH_LIST=\"12.1\" (or \"12.0;12.1a\") in the same RUN or in an ENV before the build, as Unsloth's Spark recipe does.",
+    ("dockerfile",),
+)
+
+_ENTRY = _re.compile(r"^(\d+)\.(\d+)([af]?)(\+ptx)?$", _re.I)
+_EXTENSIONS = ("xformers", "flash-attn", "apex", "bitsandbytes", "deepspeed", "vllm", "flashinfer-python", "causal-conv1d", "mamba-ssm")
+
+
+def arch_list_coverage(value: str, sm: int) -> tuple[str, list[str], bool]:
+    """(native | jit-same-major | jit-older | none, readable targets, includes the sm_XXXa target)."""
+    major_want, minor_want = divmod(sm, 10)
+    level = "none"
+    targets: list[str] = []
+    nvfp4 = False
+    order = {"none": 0, "jit-older": 1, "jit-same-major": 2, "native": 3}
+    for raw in _re.split(r"[;,\s]+", value.strip().strip("\"'")):
+        m = _ENTRY.match(raw)
+        if not m:
+            continue
+        major, minor, suffix, ptx = int(m.group(1)), int(m.group(2)), m.group(3).lower(), bool(m.group(4))
+        label = f"sm_{major}{minor}{suffix}"
+        targets.append(label + (f"+compute_{major}{minor}{suffix}" if ptx else ""))
+        found = "none"
+        if major == major_want and (minor, suffix) == (minor_want, "a"):
+            nvfp4 = True
+            found = "native"
+        elif major == major_want and minor <= minor_want and suffix in ("", "f"):
+            found = "native"
+        if ptx and suffix != "a" and (major, minor) <= (major_want, minor_want) and found == "none":
+            found = "jit-same-major" if major == major_want else "jit-older"
+        if order[found] > order[level]:
+            level = found
+    return level, targets, nvfp4
+
+
+@_check
+def dockerfile_arch_list(ctx: _CheckContext) -> _Iterator[_Finding]:
+    """G7 over TORCH_CUDA_ARCH_LIST values in a Dockerfile and the extensions it builds from source."""
+    if ctx.kind not in ("dockerfile", "image"):
+        return
+    from envcheck.inspect.base_images import in_stage, safe_describe
+
+    sm = ctx.profile.sm
+    settings = [v for v in ctx.inventory.env if v.name == "TORCH_CUDA_ARCH_LIST"]
+    for var in settings:
+        stage = var.location.stage if var.location else None
+        level, targets, nvfp4 = arch_list_coverage(var.value, sm)
+        evidence = {"value": var.value, "targets": targets, "coverage": level, "stage": stage, "origin": var.origin}
+        what = f"{in_stage(stage)}TORCH_CUDA_ARCH_LIST={var.value!r} targets {', '.join(targets) or 'nothing envcheck can read'}"
+        if level in ("native", "jit-same-major"):
+            how = "SASS that runs on" if level == "native" else "PTX that the driver JIT-compiles for"
+            yield ARCH_LIST.passed(f"{what}: {how} sm_{sm}", var.location, **evidence)
+        elif level == "jit-older":
+            yield ARCH_LIST.finding(f"{what}: sm_{sm} only through JIT of older PTX (slow first load, no Blackwell features)",
+                                    var.location, evidence)
+        else:
+            yield ARCH_LIST.finding(f"{what}: nothing that runs on sm_{sm}", var.location, evidence)
+        state = "includes" if nvfp4 else "does not include"
+        yield ARCH_LIST_NVFP4.info(f"{in_stage(stage)}TORCH_CUDA_ARCH_LIST {state} sm_{sm}a"
+                                   + ("" if nvfp4 else ": NVFP4 kernels built here will be slower than FP8"), var.location)
+    if ctx.kind != "dockerfile":
+        return
+    ngc_stages = {i.stage for i in ctx.inventory.images if (f := safe_describe(i.ref)) is not None and f.ngc_torch}
+    own_base = {i.stage for i in ctx.inventory.images}
+    for pkg in ctx.inventory.packages:
+        if pkg.name not in _EXTENSIONS or pkg.installed or pkg.location is None or pkg.location.line is None:
+            continue
+        url = pkg.url or ""
+        if not (url.startswith(("git+", "file:", "/", ".")) or ("://" in url and not url.endswith(".whl"))):
+            continue
+        if pkg.name == "flash-attn":
+            continue  # reported by G2-flash-attn-build: the build itself is the problem
+        loc = pkg.location
+        effective = None
+        for var in settings:
+            vloc = var.location
+            if vloc is None or vloc.path != loc.path or vloc.stage != loc.stage or vloc.line is None:
+                continue
+            if (var.origin in ("env", "arg") and vloc.line <= loc.line) or (var.origin == "run" and vloc.line == loc.line):
+                effective = var
+        evidence = {"package": pkg.name, "url": url, "stage": loc.stage}
+        if effective is None:
+            # a stage FROM another stage has no base image of its own: it inherits an NGC base if the file uses one
+            if loc.stage in ngc_stages or (loc.stage not in own_base and ngc_stages):
+                yield SOURCE_BUILD_ARCH.passed(
+                    f"{in_stage(loc.stage)}{pkg.name} is built from source with the NGC image's TORCH_CUDA_ARCH_LIST (includes 12.0+PTX; no sm_{sm}a)",
+                    loc, **evidence)
+            else:
+                yield SOURCE_BUILD_ARCH.finding(
+                    f"{in_stage(loc.stage)}{pkg.name} is built from source with no TORCH_CUDA_ARCH_LIST: with no GPU visible during "
+                    f"docker build it gets torch's default list, which may lack sm_{sm}", loc, evidence)
+            continue
+        level, targets, _ = arch_list_coverage(effective.value, sm)
+        evidence["arch_list"] = effective.value
+        if level in ("native", "jit-same-major"):
+            yield SOURCE_BUILD_ARCH.passed(f"{in_stage(loc.stage)}{pkg.name} is built for {', '.join(targets)}", loc, **evidence)
+        else:
+            yield SOURCE_BUILD_ARCH.finding(
+                f"{in_stage(loc.stage)}{pkg.name} is built for {', '.join(targets) or effective.value!r}, with no code that runs on sm_{sm}",
+                loc, evidence)

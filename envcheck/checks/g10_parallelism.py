@@ -44,6 +44,7 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
     if not launches:
         yield TP_ACROSS_NODES.finding("no --launch or --launch-config given", status=Status.SKIP)
         return
+    failed = False
     for launch in launches:
         nodes = launch.get("nodes") or 1
         tp = launch.get("tp") or 1
@@ -51,8 +52,18 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
         where = _where(launch)
         evidence = {"nodes": nodes, "tp": tp, "tool": launch.get("tool")}
         if nodes > 1 and tp > 1:
+            failed = True
             yield TP_ACROSS_NODES.finding(f"{origin}: tensor parallelism (tp={tp}) across {nodes} nodes; use DDP/FSDP across Sparks", where, evidence)
         elif nodes > 1:
             yield TP_ACROSS_NODES.passed(f"{origin}: {nodes} nodes without tensor parallelism", where, **evidence)
         else:
             yield TP_ACROSS_NODES.passed(f"{origin}: single node (tp={tp})", where, **evidence)
+    # A launch command and a config given separately (deepspeed --hostfile H + ds_config.json) add up.
+    most_nodes = max(launches, key=lambda item: item.get("nodes") or 1)
+    most_tp = max(launches, key=lambda item: item.get("tp") or 1)
+    if not failed and (most_nodes.get("nodes") or 1) > 1 and (most_tp.get("tp") or 1) > 1:
+        yield TP_ACROSS_NODES.finding(
+            f"{most_tp.get('origin')} sets tp={most_tp.get('tp')} and {most_nodes.get('origin')} runs"
+            f" {most_nodes.get('nodes')} nodes: tensor parallelism across nodes; use DDP/FSDP across Sparks",
+            _where(most_tp), {"nodes": most_nodes.get("nodes"), "tp": most_tp.get("tp")},
+        )

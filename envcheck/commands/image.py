@@ -38,6 +38,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--password-stdin", action="store_true", help="read the registry password or token from stdin")
     parser.add_argument("--insecure-registry", action="append", default=[], metavar="HOST",
                         help="allow plain HTTP to this registry (repeatable; loopback is always allowed)")
+    parser.add_argument("--deep-fatbin", action="store_true",
+                        help="with --deep: also find fatbins stored outside .nv_fatbin (slower)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (it only shows on a terminal anyway)")
 
 

@@ -136,7 +136,7 @@ def credentials_from_docker_config(registry: str, config_dir: Path | None = None
             return Credentials(identity_token=str(entry["identitytoken"]), origin=f"{path} auths")
         if entry.get("auth"):
             try:
-                username, _, password = base64.b64decode(str(entry["auth"])).decode().partition(":")
+                username, _, password = base64.b64decode(str(entry["auth"]), validate=True).decode().partition(":")
             except (binascii.Error, UnicodeDecodeError):
                 raise UsageError(f"Docker config {path}: auths[{key!r}].auth is not base64 of user:password") from None
             return Credentials(username, password, origin=f"{path} auths")

@@ -364,7 +364,7 @@ def _scan_file(path: str, st: os.stat_result, deep: bool) -> BinaryReading:
         return BinaryReading(None)
     try:
         with open(path, "rb", buffering=0) as fh:
-            src = FileSource(fh, st.st_size)  # type: ignore[arg-type]
+            src = FileSource(fh, st.st_size)
             head = src.read_at(0, 8)
             if not is_binary_head(head):
                 return BinaryReading(None)
@@ -472,7 +472,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     try:
         st = path.stat()
         with path.open("rb", buffering=0) as fh:
-            reading = read_binary(FileSource(fh, st.st_size), str(path), deep_fatbin=options.deep_fatbin)  # type: ignore[arg-type]
+            reading = read_binary(FileSource(fh, st.st_size), str(path), deep_fatbin=options.deep_fatbin)
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
     if reading.binary is None and not reading.problems:
@@ -499,3 +499,23 @@ __all__ = [
     "scan_folder",
     "site_packages_of",
 ]
+
+
+def standard_containers(src: ByteSource) -> list[fatbin.Container]:
+    """The fatbin containers cuobjdump lists: ``.nv_fatbin`` and ``__nv_relfatbin``, in section order
+    (archives: member by member). Raises MalformedBinary for bad headers. Used by the oracle tests and
+    the benchmarks to compare with ``cuobjdump``."""
+    head = src.read_at(0, min(8, src.size))
+    if head.startswith(AR_MAGIC):
+        out: list[fatbin.Container] = []
+        for m in ar_members(src):
+            sub = SubSource(src, m.offset, m.size)
+            if m.size >= 4 and sub.read_at(0, 4) == ELF_MAGIC:
+                out.extend(standard_containers(sub))
+        return out
+    hdr = parse_header(src.read_at(0, min(64, src.size)))
+    found: list[fatbin.Container] = []
+    for s in read_sections(src, hdr):
+        if s.has_bytes and s.name in fatbin.STANDARD_SECTIONS:
+            found.extend(fatbin.walk_containers(src, s.offset, s.size, s.name))
+    return found

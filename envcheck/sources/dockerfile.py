@@ -430,7 +430,7 @@ class _ContextFiles:
     def resolve(self, name: str) -> Path | None:
         wanted = posixpath.normpath(posixpath.join(self.script.cwd, name))
         for target, source in self.mounts.items():
-            found = self._under(wanted, target, source, is_dir_dest=True)
+            found = self._under(wanted, target, source, is_dir_dest=False)
             if found is not None:
                 return found
         for sources, dest, workdir in reversed(self.copies):

@@ -277,6 +277,8 @@ def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef],
                     try:
                         scan = scan_layer(stream, read_binary, deep_fatbin=options.deep_fatbin, progress=progress.start_layer())
                     except LayerError as exc:
+                        # A damaged download looks like a broken tar: let the digest say which it was.
+                        stream.drain()
                         raise InputError(f"{name}: layer {layer.digest}: {exc.message}", path=name) from None
                     stream.drain()  # hash the tar padding too, then the digest is checked
                 stats["layers_scanned"] += 1

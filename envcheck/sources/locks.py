@@ -28,6 +28,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         return inventory
     seen_indexes: set[str] = set()
     names: list[str] = []
+    reach = _uv_markers(entries) if style == "uv" else {}
     cursor = 0
     for entry in entries:
         if not isinstance(entry, dict) or "name" not in entry:
@@ -44,10 +45,13 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             seen_indexes.add(index)
             inventory.indexes.append(PackageIndex(index, "lock-index", loc))
         requires = _dependencies(entry)
+        marker = entry.get("marker") if style == "pylock" else reach.get((name, str(version)), None)
+        if style == "uv" and isinstance(entry.get("source"), dict) and any(k in entry["source"] for k in ("virtual", "editable")):
+            continue  # the project itself
         inventory.packages.append(Package(
             name=name, version=str(version) if version is not None else None,
-            specifier=f"=={version}" if version is not None else "", marker=entry.get("marker"),
-            url=index, requires=requires, role="lock", location=loc,
+            specifier=f"=={version}" if version is not None else "", marker=marker,
+            url=_direct_url(entry), requires=requires, role="lock", location=loc,
         ))
         names.append(name)
         wheels = entry.get("wheels") or []
@@ -68,6 +72,83 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             ))
     inventory.installs.append(InstallCommand(tool="requirements", packages=tuple(names), text=f"install from {path.name}", location=Location(str(path))))
     return inventory
+
+
+_NEVER = "python_version < '0'"  # a marker no environment satisfies: not reachable from the project
+_MAX_PATHS = 8
+
+
+def _uv_markers(entries: list[Any]) -> dict[tuple[str, str], str | None]:
+    """For each (name, version) of a universal uv.lock, the marker under which it is installed.
+
+    uv.lock is universal: one lock for every platform. A package is installed where some path of
+    dependency edges from the project holds (edges carry markers such as platform_machine == 'x86_64').
+    """
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries:
+        if isinstance(entry, dict) and "name" in entry:
+            by_name.setdefault(canonical(str(entry["name"])), []).append(entry)
+    roots = [e for group in by_name.values() for e in group
+             if isinstance(e.get("source"), dict) and any(k in e["source"] for k in ("virtual", "editable"))]
+    if not roots:
+        return {}
+    conditions: dict[tuple[str, str], list[str | None]] = {}
+    queue: list[tuple[dict[str, Any], str | None]] = [(r, None) for r in roots]
+    while queue:
+        entry, cond = queue.pop()
+        for dep in entry.get("dependencies") or []:
+            if not isinstance(dep, dict) or "name" not in dep:
+                continue
+            edge = dep.get("marker")
+            child_cond = _and(cond, str(edge) if edge else None)
+            for child in by_name.get(canonical(str(dep["name"])), []):
+                if dep.get("version") and str(child.get("version")) != str(dep["version"]):
+                    continue
+                key = (canonical(str(child["name"])), str(child.get("version")))
+                known = conditions.setdefault(key, [])
+                if None in known or child_cond in known:
+                    continue
+                if len(known) >= _MAX_PATHS:
+                    known.clear()
+                    child_cond = None
+                known.append(child_cond)
+                queue.append((child, child_cond))
+    out: dict[tuple[str, str], str | None] = {}
+    for group in by_name.values():
+        for e in group:
+            key = (canonical(str(e["name"])), str(e.get("version")))
+            conds = conditions.get(key)
+            if conds is None:
+                out[key] = _NEVER
+            elif None in conds:
+                out[key] = None
+            else:
+                out[key] = " or ".join(f"({c})" for c in conds)
+    return out
+
+
+def _and(a: str | None, b: str | None) -> str | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return f"({a}) and ({b})"
+
+
+def _direct_url(entry: dict[str, Any]) -> str | None:
+    source = entry.get("source")
+    if isinstance(source, dict):
+        for key in ("url", "git", "path"):
+            if source.get(key):
+                return str(source[key])
+    for key in ("url", "path"):
+        value = (entry.get("archive") or {}).get(key) if isinstance(entry.get("archive"), dict) else None
+        if value:
+            return str(value)
+    vcs = entry.get("vcs")
+    if isinstance(vcs, dict) and vcs.get("url"):
+        return f"git+{vcs['url']}"
+    return None
 
 
 def raise_problem(inventory: Inventory, path: Path, message: str) -> None:

@@ -173,7 +173,7 @@ def _read_members(path: str, st: os.stat_result, infos: list[zipfile.ZipInfo], o
     todo.sort(key=lambda i: -i.file_size)
     workers = max(1, min(len(todo), os.cpu_count() or 1, 8))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for info, reading in zip(todo, pool.map(lambda i: read_member(path, i, deep_fatbin=options.deep_fatbin), todo)):
+        for info, reading in zip(todo, pool.map(lambda i: read_member(path, i, deep_fatbin=options.deep_fatbin), todo), strict=True):
             out[info.filename] = reading
             if cache is not None:
                 cache.put(info.filename, (*wheel_key, info.CRC), _reading_to_cache(reading))
