@@ -586,7 +586,9 @@ class FaultProxy:
             headers["Accept"] = f"{DOCKER_MANIFEST}, {DOCKER_LIST}"
         upstream = requests.request(method, self.upstream + path, headers=headers, timeout=30, allow_redirects=False)
         body = upstream.content
-        out = {k: v for k, v in upstream.headers.items() if k.lower() in ("content-type", "docker-content-digest", "www-authenticate", "location", "retry-after")}
+        keep = {"content-type": "Content-Type", "docker-content-digest": "Docker-Content-Digest", "www-authenticate": "WWW-Authenticate",
+                "location": "Location", "retry-after": "Retry-After"}
+        out = {keep[k.lower()]: v for k, v in upstream.headers.items() if k.lower() in keep}
         if fault is not None and fault.action == "nvcr-challenge" and "WWW-Authenticate" in upstream.headers:
             realm = re.search(r'realm="([^"]+)"', upstream.headers["WWW-Authenticate"])
             repo = path.split("/v2/", 1)[1].rsplit("/manifests/", 1)[0].rsplit("/blobs/", 1)[0]

@@ -373,7 +373,10 @@ def _heredoc_markers(text: str) -> list[tuple[str, bool, bool]]:
             quote = ch
         elif quote is not None and ch == quote:
             quote = None
-        elif quote is None and text.startswith("<<", i) and not text.startswith("<<<", i):
+        elif quote is None and text.startswith("<<<", i):
+            i += 3  # a here-string, not a heredoc
+            continue
+        elif quote is None and text.startswith("<<", i):
             m = _HEREDOC.match(text, i)
             if m:
                 name = m.group(2) or m.group(3) or m.group(4)

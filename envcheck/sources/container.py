@@ -26,6 +26,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import tarfile
 import tempfile
@@ -155,14 +156,21 @@ def engine_client(timeout: float = 60.0) -> DockerClient:
 
 
 def _use_ssh_binary(host: str) -> bool:
-    """ssh:// needs paramiko in the SDK's default mode; without it, shell out to the ssh client."""
+    """For ``ssh://``, use the ``ssh`` client when it is installed, as the Docker CLI does.
+
+    Then ``~/.ssh/config``, known_hosts, agents and ProxyJump behave exactly as for ``docker -H ssh://``.
+    Without it the SDK's paramiko transport is used. The SDK imports paramiko for ``ssh://`` either way.
+    """
     if not host.startswith("ssh://"):
         return False
     try:
         import paramiko  # noqa: F401
     except ImportError:
-        return True
-    return False
+        raise ServiceError(
+            f"DOCKER_HOST={host} needs the paramiko package (the Docker SDK's ssh:// transport): "
+            "pip install 'envcheck[ssh]'"
+        ) from None
+    return shutil.which("ssh") is not None
 
 
 def _context_endpoint() -> tuple[str | None, Any]:

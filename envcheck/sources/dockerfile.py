@@ -45,7 +45,9 @@ BUILD_PLATFORM = "linux/arm64"  # the Spark builds its own images: $TARGETARCH e
 _PRAGMA = re.compile(r"^\s*#\s*envcheck:\s*ignore=([A-Za-z0-9_,.\-]+)\s*(.*)$")
 _FIRST_WORD = re.compile(rb"^\s*([A-Za-z]+)[ \t]")
 _SHELL_EXES = frozenset({"sh", "bash", "dash", "ash", "zsh"})
-_SITE_DIRS = ("site-packages", "dist-packages", "/opt/venv", "/opt/conda", "/venv", "/.venv", "/usr/local/lib/python")
+# COPY --from sources that carry a stage's Python packages into the image: installed trees and wheel folders.
+_SITE_DIRS = ("site-packages", "dist-packages", "/opt/venv", "/opt/conda", "/venv", "/.venv", "/usr/local/lib/python",
+              "wheels", "wheelhouse", ".whl")
 # `git clone` of these repositories followed by a build in that folder installs this distribution.
 _REPO_PACKAGES = {"flash-attention": "flash-attn", "triton": "triton", "xformers": "xformers"}
 _TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST",)
@@ -171,6 +173,7 @@ class _Reader:
             if in_image:
                 inventory.packages.extend(shipped_packages(stage.base, self._loc(stage.line, stage)))
         workdir = "/"
+        clones: dict[str, str] = {}  # git clones made by earlier RUNs of this stage
         copies: list[tuple[list[str], str, str]] = []  # (sources in context, destination, workdir)
         heredoc_files: dict[str, tuple[Heredoc, Instruction]] = {}
         for inst, values in walk_stage(self.df, stage, self.build_args):
@@ -191,7 +194,7 @@ class _Reader:
                     copies.append(([w for w in words[:-1] if not w.startswith("<<")], words[-1], workdir))
             elif inst.keyword == "RUN":
                 mounts = _bind_mounts(inst, workdir)
-                files = _ContextFiles(self.context, copies, mounts, workdir)
+                files = _ContextFiles(self.context, copies, mounts, workdir, clones)
                 for cmd, line in self._commands(inst, values):
                     self._command(cmd, line, stage, in_image, values, files, inventory)
 
@@ -421,11 +424,12 @@ def _bind_mounts(inst: Instruction, workdir: str) -> dict[str, str]:
 class _ContextFiles:
     """Maps a path inside the image back to a file in the build context, where the build copied it."""
 
-    def __init__(self, context: Path, copies: list[tuple[list[str], str, str]], mounts: dict[str, str], workdir: str) -> None:
+    def __init__(self, context: Path, copies: list[tuple[list[str], str, str]], mounts: dict[str, str], workdir: str,
+                 clones: dict[str, str]) -> None:
         self.context = context
         self.copies = copies
         self.mounts = mounts
-        self.script = _Script(cwd=workdir)
+        self.script = _Script(cwd=workdir, clones=clones)
 
     def resolve(self, name: str) -> Path | None:
         wanted = posixpath.normpath(posixpath.join(self.script.cwd, name))
