@@ -13,12 +13,19 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from envcheck import __version__
 from envcheck.errors import EnvcheckError, UsageError
+
+if TYPE_CHECKING:
+    from envcheck.config import Config
+    from envcheck.engine import Target
+    from envcheck.model import Inventory
+    from envcheck.sources import ReadOptions
 
 COMMANDS = {
     "image": "envcheck.commands.image",
@@ -126,10 +133,7 @@ def _run(command: str | None, argv: list[str]) -> int:
         _common(parser, getattr(module, "DEFAULT_FORMAT", None))
     args = parser.parse_args(argv)
     config = _layered_config(args, load_config(args.config, Path.cwd()))
-    if module is None:
-        targets = _path_targets(args, config)
-    else:
-        targets = module.build(args, config)
+    targets: list[Target] = _path_targets(args, config) if module is None else module.build(args, config)
     report = engine.run(targets, config, debug=args.debug)
     from envcheck.formats import renderer
 
@@ -148,13 +152,10 @@ def _run(command: str | None, argv: list[str]) -> int:
     return report.exit_code
 
 
-def _layered_config(args: argparse.Namespace, config: object) -> object:
+def _layered_config(args: argparse.Namespace, config: Config) -> Config:
     """Command-line options are the top layer over file and environment config."""
     from dataclasses import replace
 
-    from envcheck.config import Config
-
-    assert isinstance(config, Config)
     changes: dict[str, object] = {}
     if args.profile:
         changes["profile"] = args.profile
@@ -173,7 +174,7 @@ def _layered_config(args: argparse.Namespace, config: object) -> object:
     return replace(config, **changes)  # type: ignore[arg-type]
 
 
-def _path_targets(args: argparse.Namespace, config: object) -> list[object]:
+def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
     from envcheck import sources
     from envcheck.engine import Target
     from envcheck.errors import InputError
@@ -182,7 +183,7 @@ def _path_targets(args: argparse.Namespace, config: object) -> list[object]:
     for item in args.build_arg:
         name, eq, value = item.partition("=")
         if not eq:
-            value = os.environ.get(name, "")
+            value = os.environ.get(name) or ""
         build_args[name] = value
     options = sources.ReadOptions(
         kind=args.kind,
@@ -190,14 +191,14 @@ def _path_targets(args: argparse.Namespace, config: object) -> list[object]:
         deep_fatbin=bool(args.deep_fatbin),
         use_cache=not args.no_cache,
     )
-    targets: list[object] = []
+    targets: list[Target] = []
     paths = [Path(p) for p in args.paths]
     if not paths and not args.python:
         found = sources.discover(Path.cwd())
         if not found:
             raise UsageError("nothing to check in the current folder (no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, Dockerfile or wheel); pass a PATH")
-        for path, kind in found:
-            targets.append(_file_target(path, kind, options))
+        for found_path, found_kind in found:
+            targets.append(_file_target(found_path, found_kind, options))
     for path in paths:
         if not path.exists() and not path.is_symlink():
             targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(f"{path}: no such file or folder", str(path)))))
@@ -217,14 +218,14 @@ def _path_targets(args: argparse.Namespace, config: object) -> list[object]:
     return targets
 
 
-def _raiser(exc: Exception):  # type: ignore[no-untyped-def]
-    def read():  # type: ignore[no-untyped-def]
+def _raiser(exc: Exception) -> Callable[[], Inventory]:
+    def read() -> Inventory:
         raise exc
 
     return read
 
 
-def _file_target(path: Path, kind: str, options: object) -> object:
+def _file_target(path: Path, kind: str, options: ReadOptions) -> Target:
     from dataclasses import replace
 
     from envcheck import sources
@@ -232,11 +233,11 @@ def _file_target(path: Path, kind: str, options: object) -> object:
 
     source_kind = "requirements" if kind == "freeze" else kind
     module = sources.module_for(source_kind)
-    opts = replace(options, kind=kind) if kind == "freeze" else options  # type: ignore[type-var]
+    opts = replace(options, kind=kind) if kind == "freeze" else options
     return Target(str(path), kind, lambda: module.read(path, opts))
 
 
-def _python_target(python: str, options: object) -> object:
+def _python_target(python: str, options: ReadOptions) -> Target:
     from envcheck import sources
     from envcheck.engine import Target
     from envcheck.model import Inventory

@@ -268,7 +268,8 @@ class Inventory:
         """The first package of that canonical name, preferring installed ones."""
         found = [p for p in self.packages if p.name == name]
         installed = [p for p in found if p.installed]
-        return (installed or found or [None])[0]
+        chosen = installed or found
+        return chosen[0] if chosen else None
 
     def env_value(self, name: str) -> str | None:
         """Last value set for ``name`` (later definitions win, as in a Dockerfile)."""

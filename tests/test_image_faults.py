@@ -73,7 +73,7 @@ def test_500_then_success(registry_images: Images, fault_proxy, image_cache: Pat
 
 
 def test_persistent_500_gives_up(registry_images: Images, fault_proxy, image_cache: Path) -> None:  # type: ignore[no-untyped-def]
-    proxy = fault_proxy(Fault(r"/manifests/", "status", times=-1, status=502))
+    proxy = fault_proxy(Fault(r"/manifests/", "status", times=-1, status=502, headers={"Retry-After": "0"}))
     code, report, _ = check(via(proxy, registry_images.single_arm64), cache=image_cache)
     assert code == 3
     assert "HTTP 502" in service_error(report)

@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 from tests.conftest import REPO, require
 
@@ -42,8 +41,7 @@ def test_examples_doc_matches_real_output() -> None:
     proc = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'scripts'); import gen_examples_doc as g; print(g.render(), end='')"],
                           cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert (REPO / "docs" / "examples.md").read_text() == proc.stdout + ("" if proc.stdout.endswith("\n") else ""), \
-        "docs/examples.md is stale: run `python scripts/gen_examples_doc.py`"
+    assert (REPO / "docs" / "examples.md").read_text() == proc.stdout, "docs/examples.md is stale: run `python scripts/gen_examples_doc.py`"
 
 
 def test_every_example_has_its_expected_output_documented() -> None:

@@ -48,8 +48,8 @@ def _prebuilt_aarch64(pkg: Package, ctx: CheckContext) -> str | None:
         wheel = parse_wheel_name(pkg.url)
         if wheel is not None and platform_verdict(wheel.platforms, ctx.profile)[0]:
             return f"installed from the prebuilt wheel {wheel.filename}"
-    for wheel in ctx.inventory.wheels:
-        if wheel.name == "flash-attn" and any(t.endswith(ctx.profile.machine) for t in wheel.tags):
+    for wheel_set in ctx.inventory.wheels:
+        if wheel_set.name == "flash-attn" and any(t.endswith(ctx.profile.machine) for t in wheel_set.tags):
             return f"the lock file lists an {ctx.profile.machine} wheel for flash-attn"
     return None
 

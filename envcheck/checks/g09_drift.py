@@ -12,7 +12,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck import knowledge
-from envcheck.inspect.builds import installs_on, ngc_release, requirement_applies
+from envcheck.inspect.builds import installs_on, ngc_release
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.model import Finding, Package, Status
 from envcheck.rules import CheckContext, check, rule

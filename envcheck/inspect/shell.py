@@ -54,7 +54,7 @@ def _tokens(text: str, values: Mapping[str, str], base: int) -> list[_Word]:
 
     def flush() -> None:
         nonlocal buf, start, quoted, redirect_next
-        if start >= 0:
+        if start >= 0 and (buf and "".join(buf) or quoted):  # an unquoted word that expands to nothing is dropped
             out.append(_Word("".join(buf), base + start, quoted, redirect=redirect_next))
             redirect_next = False
         buf, start, quoted = [], -1, False

@@ -259,6 +259,11 @@ class RegistryClient:
             raw = _read_limited(response, MAX_MANIFEST_BYTES, what)
             content_type = response.headers.get("Content-Type")
             header_digest = response.headers.get("Docker-Content-Digest")
+        digest = sha256_digest(raw)
+        expected = reference if reference.startswith("sha256:") else (header_digest if (header_digest or "").startswith("sha256:") else None)
+        if expected and expected != digest:
+            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} has digest {digest}, expected {expected}: "
+                               "the content was altered in transit or by the registry")
         try:
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -266,11 +271,6 @@ class RegistryClient:
                                "or a proxy in between sent something else") from None
         if not isinstance(body, dict):
             raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is JSON but not an object")
-        digest = sha256_digest(raw)
-        expected = reference if reference.startswith("sha256:") else (header_digest if (header_digest or "").startswith("sha256:") else None)
-        if expected and expected != digest:
-            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} has digest {digest}, expected {expected}: "
-                               "the content was altered in transit or by the registry")
         media_type = media_type_of(body, content_type)
         if media_type in DOCKER_SCHEMA1:
             raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is a legacy schema 1 manifest, which "

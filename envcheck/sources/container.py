@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import io
 import json
 import os
@@ -145,6 +146,8 @@ def engine_client(timeout: float = 60.0) -> DockerClient:
                     base_url=host, tls=tls or False, timeout=int(timeout), use_ssh_client=_use_ssh_binary(host)
                 )
         client.ping()
+    except ServiceError:
+        raise
     except DockerException as exc:
         raise ServiceError(
             f"cannot reach the Docker engine at {where}: {_short(exc)}. Start the engine or set DOCKER_HOST "
@@ -174,23 +177,43 @@ def _use_ssh_binary(host: str) -> bool:
 
 
 def _context_endpoint() -> tuple[str | None, Any]:
-    """Host and TLS settings of ``DOCKER_CONTEXT`` or the CLI's current context (None: the default)."""
-    try:
-        from docker.context import ContextAPI
-    except ImportError:  # pragma: no cover
-        return None, None
+    """Host and TLS settings of ``DOCKER_CONTEXT`` or the CLI's current context (None: the default).
+
+    Read from the Docker CLI's own store (``$DOCKER_CONFIG`` or ``~/.docker``: ``config.json``
+    ``currentContext``, ``contexts/meta/<sha256 of name>/meta.json``, ``contexts/tls/<id>/docker/``),
+    because the SDK's reader ignores contexts when no ``config.json`` exists.
+    """
+    config_dir = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker")
     name = os.environ.get("DOCKER_CONTEXT")
+    if not name:
+        try:
+            name = json.loads((config_dir / "config.json").read_text(encoding="utf-8")).get("currentContext")
+        except (OSError, ValueError, AttributeError):
+            name = None
+    if not name or name == "default":
+        return None, None
+    context_id = hashlib.sha256(name.encode()).hexdigest()
+    meta_path = config_dir / "contexts" / "meta" / context_id / "meta.json"
     try:
-        context = ContextAPI.get_context(name) if name else ContextAPI.get_current_context()
-    except Exception as exc:
-        raise ServiceError(f"cannot read Docker context {name or '(current)'}: {_short(exc)}") from exc
-    if context is None:
-        if name:
-            raise ServiceError(f"Docker context {name!r} does not exist (docker context ls lists them)")
-        return None, None
-    if context.name == "default":
-        return None, None
-    return context.Host, context.TLSConfig
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        endpoint = meta["Endpoints"]["docker"]
+        host = str(endpoint["Host"])
+    except FileNotFoundError:
+        raise ServiceError(f"Docker context {name!r} does not exist ({meta_path} is missing; docker context ls "
+                           "lists the contexts)") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ServiceError(f"cannot read Docker context {name!r} from {meta_path}: {_short(exc)}") from exc
+    tls_dir = config_dir / "contexts" / "tls" / context_id / "docker"
+    if not tls_dir.is_dir():
+        return host, None
+    from docker.tls import TLSConfig
+
+    cert, key, ca = tls_dir / "cert.pem", tls_dir / "key.pem", tls_dir / "ca.pem"
+    return host, TLSConfig(
+        client_cert=(str(cert), str(key)) if cert.is_file() and key.is_file() else None,
+        ca_cert=str(ca) if ca.is_file() else None,
+        verify=not endpoint.get("SkipTLSVerify", False),
+    )
 
 
 def _short(exc: BaseException) -> str:

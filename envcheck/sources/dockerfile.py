@@ -476,6 +476,25 @@ _ARGS_PREFIX = re.compile(r"^\|(\d+)((?:\s+[A-Za-z_][A-Za-z0-9_]*=\S*)*)\s+(.*)$
 _SHELL_PREFIX = re.compile(r"^((?:/usr)?/bin/(?:ba|da|z)?sh)((?:\s+-[A-Za-z]+|\s+-o\s+\S+)*)\s+-c\s+(.*)$", re.S)
 
 
+_HISTORY_NAME = re.compile(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=")
+
+
+def _history_env_pairs(inst: Instruction) -> list[tuple[str, str]]:
+    """ENV pairs as image history prints them: values are not quoted (``ENV LIST=8.0 9.0``), so a pair
+    runs until the next ``NAME=``; the legacy ``ENV NAME value`` form is read too."""
+    starts = list(_HISTORY_NAME.finditer(inst.args))
+    if not starts:
+        return env_pairs(inst, "\\")
+    pairs: list[tuple[str, str]] = []
+    for k, m in enumerate(starts):
+        end = starts[k + 1].start() if k + 1 < len(starts) else len(inst.args)
+        value = inst.args[m.end() : end].strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        pairs.append((m.group(1), value))
+    return pairs
+
+
 def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
     """Facts from an image config's ``history[].created_by`` strings (legacy builder and BuildKit).
 
@@ -497,7 +516,7 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
             inst = Instruction(keyword=upper, args=rest.strip(), line=0, end_line=0)
             try:
                 if upper == "ENV":
-                    for name, value in env_pairs(inst, "\\"):
+                    for name, value in _history_env_pairs(inst):
                         value = expand(value, env, keep_unknown=True).value
                         env[name] = value
                         inventory.env.append(EnvVar(name, value, "env", loc))

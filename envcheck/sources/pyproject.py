@@ -34,7 +34,8 @@ def parse_toml(path: Path) -> tuple[dict[str, Any], str]:
             import re
 
             m = re.search(r"line (\d+)", str(exc))
-            line = int(m.group(1)) if m else None
+            # tomllib says "(at end of document)" for an unterminated value: that is the last line.
+            line = int(m.group(1)) if m else (len(text.splitlines()) or 1) if "end of document" in str(exc) else None
         raise InputError(f"{path} is not valid TOML: {exc}", str(path), line=line) from exc
 
 

@@ -1,0 +1,144 @@
+"""`envcheck preflight` end to end: the real command line, real venvs, real /proc, a loopback GitHub API."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_envcheck
+
+LINE = re.compile(r"^G(\d+) (?:(PASS|FAIL|WARN|SKIP) \S.*|INFO: \S.*)$")
+
+
+def ten_lines(stdout: str) -> dict[str, str]:
+    lines = stdout.splitlines()
+    assert len(lines) >= 10, stdout
+    for n, line in enumerate(lines[:10], start=1):
+        match = LINE.match(line)
+        assert match is not None and match.group(1) == str(n), line
+    return {line.split(" ", 1)[0]: line for line in lines[:10]}
+
+
+def no_gpu_tools_path(tmp_path: Path) -> str:
+    """A PATH with no nvidia-smi on it (so the 'nvidia-smi absent' case is real on any machine)."""
+    empty = tmp_path / "bin"
+    empty.mkdir(exist_ok=True)
+    return str(empty)
+
+
+def test_preflight_prints_ten_lines_in_the_original_format(preflight_envs: dict[str, Path], tmp_path: Path) -> None:
+    done = run_envcheck("preflight", "--python", str(preflight_envs["good"]), "--sample-seconds", "1",
+                        env={"PATH": no_gpu_tools_path(tmp_path)})
+    lines = ten_lines(done.stdout)
+    assert lines["G1"].startswith("G1 PASS torch 2.11.0+cu130 imports; torch.version.cuda 13.0")
+    assert lines["G4"] == "G4 SKIP nvidia-smi not found (no NVIDIA driver here): cannot sample temperature/power"
+    assert lines["G6"].startswith("G6 SKIP nvidia-smi not found")
+    assert lines["G7"].startswith("G7 SKIP torch sees no CUDA device")
+    assert lines["G8"].startswith("G8 SKIP offline: check https://github.com/NVIDIA/dgx-spark-playbooks/issues")
+    assert lines["G10"] == "G10 SKIP no --launch or --launch-config given"
+    assert lines["G3"].split(" ")[1] in ("PASS", "WARN") and "MemTotal" in lines["G3"]
+    assert lines["G5"].startswith("G5 INFO: plan memory-bound work on 180-192 GB/s")
+    assert done.stderr == ""
+
+
+def test_preflight_segfaulting_torch_is_a_g1_fail(preflight_envs: dict[str, Path], tmp_path: Path) -> None:
+    done = run_envcheck("preflight", "--python", str(preflight_envs["crash"]), "--sample-seconds", "0",
+                        env={"PATH": no_gpu_tools_path(tmp_path)})
+    assert ten_lines(done.stdout)["G1"].endswith("crashed (SIGSEGV) importing torch")
+    assert done.returncode == 1
+
+
+def test_preflight_cuda12_torch_and_pins(preflight_envs: dict[str, Path], tmp_path: Path) -> None:
+    done = run_envcheck("preflight", "--python", str(preflight_envs["cu12"]), "--sample-seconds", "0",
+                        env={"PATH": no_gpu_tools_path(tmp_path)})
+    lines = ten_lines(done.stdout)
+    assert lines["G1"].startswith("G1 FAIL ")
+    assert lines["G9"].startswith("G9 FAIL ") and "torch" in lines["G9"]
+    assert done.returncode == 1
+
+
+def test_preflight_every_format(preflight_envs: dict[str, Path], tmp_path: Path) -> None:
+    env = {"PATH": no_gpu_tools_path(tmp_path)}
+    base = ("preflight", "--python", str(preflight_envs["good"]), "--sample-seconds", "0")
+    report = json.loads(run_envcheck(*base, "-f", "json", env=env).stdout)
+    assert report["targets"][0]["kind"] == "host"
+    assert {f["gotcha"] for f in report["targets"][0]["findings"]} >= {f"G{n}" for n in range(1, 11)}
+    sarif = json.loads(run_envcheck(*base, "-f", "sarif", env=env).stdout)
+    assert sarif["version"] == "2.1.0"
+    assert "G1" in run_envcheck(*base, "-f", "text", "-v", env=env).stdout
+    run_envcheck(*base, "-f", "github", env=env)
+
+
+def test_preflight_missing_python_is_an_error_and_the_rest_still_runs(tmp_path: Path) -> None:
+    done = run_envcheck("preflight", "--python", str(tmp_path / "nope"), "--sample-seconds", "0",
+                        env={"PATH": no_gpu_tools_path(tmp_path)})
+    assert done.returncode == 2
+    assert "G3 " in done.stdout and "no such executable" in done.stdout
+
+
+def test_preflight_usage_errors() -> None:
+    assert run_envcheck("preflight", "--sample-seconds", "-1").returncode == 2
+    assert run_envcheck("preflight", "--expect-bandwidth", "0").returncode == 2
+
+
+def test_preflight_launch_config_fails_with_file_and_line(preflight_envs: dict[str, Path], fixtures_dir: Path, tmp_path: Path) -> None:
+    config = fixtures_dir / "launch" / "accelerate-two-nodes-megatron-tp.yaml"
+    done = run_envcheck("preflight", "--python", str(preflight_envs["good"]), "--sample-seconds", "0",
+                        "--launch-config", str(config), "--expect-bandwidth", "273", "-f", "text",
+                        env={"PATH": no_gpu_tools_path(tmp_path)})
+    assert done.returncode == 1
+    assert f"{config}:16" in done.stdout and "G10-tp-across-nodes" in done.stdout
+    assert "plan assumes 273 GB/s" in done.stdout
+
+
+class _Issues(BaseHTTPRequestHandler):
+    status = 200
+    seen: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        type(self).seen.append(self.path)
+        body = json.dumps([
+            {"number": 131, "title": "Unsloth playbook: torch replaced by pip", "created_at": "2026-11-28T09:00:00Z",
+             "html_url": "https://github.com/NVIDIA/dgx-spark-playbooks/issues/131"},
+            {"number": 130, "title": "a pull request", "created_at": "2026-11-27T09:00:00Z", "pull_request": {}},
+        ]).encode() if self.status == 200 else b'{"message": "API rate limit exceeded"}'
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def github_api() -> Iterator[tuple[str, type[_Issues]]]:
+    handler = type("Issues", (_Issues,), {"status": 200, "seen": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_preflight_online_lists_playbook_issues(preflight_envs: dict[str, Path], github_api: tuple[str, type[_Issues]],
+                                                tmp_path: Path) -> None:
+    url, handler = github_api
+    env = {"PATH": no_gpu_tools_path(tmp_path), "ENVCHECK_GITHUB_API": url}
+    done = run_envcheck("preflight", "--python", str(preflight_envs["good"]), "--sample-seconds", "0", "--online", env=env)
+    assert ten_lines(done.stdout)["G8"] == "G8 INFO: #131 Unsloth playbook: torch replaced by pip (2026-11-28)"
+    assert handler.seen and handler.seen[0].startswith("/repos/NVIDIA/dgx-spark-playbooks/issues?state=open")
+    handler.status = 403
+    done = run_envcheck("preflight", "--python", str(preflight_envs["good"]), "--sample-seconds", "0", "--online", env=env)
+    assert done.returncode == 3
+    assert ten_lines(done.stdout)["G8"].startswith("G8 SKIP ") and "HTTP 403" in done.stdout
