@@ -19,7 +19,7 @@ from typing import Any
 from envcheck.model import Binary, Location
 
 # Bump when what the readers produce changes, so old entries are not reused.
-FORMAT = 3
+FORMAT = 5
 
 
 def cache_dir() -> Path:

@@ -66,7 +66,7 @@ def render() -> str:
         chosen = sorted((r for r in rules.RULES.values() if set(r.inputs) & set(hook.kinds)), key=lambda r: r.id)
         gotchas = sorted({r.gotcha for r in chosen}, key=lambda g: (g == "ARCH", int(g[1:]) if g[1:].isdigit() else 99))
         description = (f"Checks {hook.what} against the DGX Spark (GB10, aarch64, CUDA 13, sm_121): "
-                       f"{len(chosen)} rules for {', '.join(gotchas)} ({', '.join(r.id for r in chosen)}).")
+                       f"the {', '.join(gotchas)} rules (`envcheck rules` lists them).")
         lines += [
             f"- id: {hook.id}",
             f"  name: {_quote(hook.name)}",

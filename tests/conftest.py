@@ -42,7 +42,7 @@ def fixtures_dir() -> Path:
 
 
 # Container test images (built once per session) and the Docker client fixture: tests/docker_images.py.
-pytest_plugins = ["docker_images"]
+pytest_plugins = ["docker_images", "registry_fixtures"]
 
 
 @pytest.fixture(scope="session")

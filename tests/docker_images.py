@@ -14,6 +14,7 @@ engine reuses them. Loaded as a pytest plugin (``tests/conftest.py``); fixtures:
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import shutil
@@ -31,8 +32,13 @@ from conftest import REPO, require
 
 DOCKERFILES = REPO / "dockerfiles" / "test-images"
 HOST_PYTHON = Path("/usr/bin/python3.11")  # Debian's interpreter: its library closure is plain system files
-OLD_PYTHON = Path("/root/.pyenv/versions/3.8.18")  # a real CPython older than the collector accepts
+PYENV = Path("/root/.pyenv/versions")
+OLD_PYTHON = PYENV / "3.8.18"  # a real CPython older than the collector accepts
+MIN_PYTHON = PYENV / "3.10.13"  # a real CPython of the oldest version the collector accepts
 CUDART13 = Path("/usr/local/cuda/lib64/libcudart.so.13")
+# Repositories this module builds (others may keep their own images under envcheck-test/).
+OWN_REPOSITORIES = frozenset(f"envcheck-test/{name}" for name in (
+    "py", "py-user", "cuda13", "cuda12", "flash-unsloth", "no-python", "old-python", "py310-cuda13", "root-only"))
 STDLIB_SKIP = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "site-packages", "__pycache__"}
 
 
@@ -46,6 +52,8 @@ class TestImages:
     flash_unsloth: str
     no_python: str
     old_python: str
+    python310: str  # CPython 3.10.13 with the clean CUDA 13 set: the oldest interpreter the collector takes
+    root_only: str  # the clean CUDA 13 set, but python3.11 is mode 0700: only root may run it
 
 
 # ----------------------------------------------------------------------------------- site-packages
@@ -216,17 +224,19 @@ def python311_rootfs(root: Path) -> None:
                     str(root / "usr/lib/python3.11")], check=True, capture_output=True)
 
 
-def python38_rootfs(root: Path) -> None:
-    """This machine's pyenv CPython 3.8.18 under /usr/local, with libpython in /usr/lib."""
+def pyenv_rootfs(root: Path, version: str) -> None:
+    """This machine's pyenv CPython ``version`` (e.g. 3.8.18) under /usr/local, with libpython in /usr/lib."""
+    source = PYENV / version
+    short = ".".join(version.split(".")[:2])
     (root / "usr/local/bin").mkdir(parents=True)
     (root / "usr/lib").mkdir(parents=True)
-    shutil.copy2(OLD_PYTHON / "bin/python3.8", root / "usr/local/bin/python3.8")
-    (root / "usr/local/bin/python3").symlink_to("python3.8")
-    shutil.copy2(OLD_PYTHON / "lib/libpython3.8.so.1.0", root / "usr/lib/libpython3.8.so.1.0")
-    _copy_stdlib(OLD_PYTHON / "lib/python3.8", root / "usr/local/lib/python3.8")
-    (root / "usr/local/lib/python3.8/site-packages").mkdir(parents=True)
-    dynload = sorted((root / "usr/local/lib/python3.8/lib-dynload").glob("*.so"))
-    for lib in _library_closure([OLD_PYTHON / "bin/python3.8", *dynload]):
+    shutil.copy2(source / f"bin/python{short}", root / f"usr/local/bin/python{short}")
+    (root / "usr/local/bin/python3").symlink_to(f"python{short}")
+    shutil.copy2(source / f"lib/libpython{short}.so.1.0", root / f"usr/lib/libpython{short}.so.1.0")
+    _copy_stdlib(source / f"lib/python{short}", root / f"usr/local/lib/python{short}")
+    (root / f"usr/local/lib/python{short}/site-packages").mkdir(parents=True)
+    dynload = sorted((root / f"usr/local/lib/python{short}/lib-dynload").glob("*.so"))
+    for lib in _library_closure([source / f"bin/python{short}", *dynload]):
         if "pyenv" not in str(lib):
             _copy_into(root, lib)
     _etc(root)
@@ -240,7 +250,7 @@ def inputs_digest() -> str:
     digest = hashlib.sha256(Path(__file__).read_bytes())
     for dockerfile in sorted(DOCKERFILES.glob("*.Dockerfile")):
         digest.update(dockerfile.read_bytes())
-    for path in (HOST_PYTHON, OLD_PYTHON / "bin/python3.8", CUDART13):
+    for path in (HOST_PYTHON, OLD_PYTHON / "bin/python3.8", MIN_PYTHON / "bin/python3.10", CUDART13):
         digest.update(f"{path}:{path.stat().st_size}:{path.stat().st_mtime_ns}".encode())
     return digest.hexdigest()[:12]
 
@@ -255,6 +265,17 @@ def _has(client: Any, tag: str) -> bool:
         return False
 
 
+def _prune_other_digests(client: Any, digest: str) -> None:
+    """Drop test images of earlier inputs so the engine does not fill up while this file changes."""
+    from docker.errors import APIError
+
+    old = [t for image in client.images.list(name="envcheck-test/*") for t in image.tags
+           if t.rsplit(":", 1)[0] in OWN_REPOSITORIES and digest not in t]
+    for tag in sorted(old, key=lambda t: t.startswith("envcheck-test/py:")):  # images built on a base first
+        with contextlib.suppress(APIError):  # still used by a container of a running session
+            client.images.remove(tag)
+
+
 def _import_rootfs(client: Any, root: Path, tag: str, work: Path) -> None:
     archive = work / (tag.replace("/", "_").replace(":", "_") + ".tar")
     with tarfile.open(archive, "w") as tar:
@@ -267,7 +288,7 @@ def _import_rootfs(client: Any, root: Path, tag: str, work: Path) -> None:
 
 def _build(client: Any, dockerfile: str, tag: str, site_writer: Any, libs: Mapping[str, bytes], work: Path,
            base: str | None) -> None:
-    context = work / f"ctx-{dockerfile}"
+    context = work / f"ctx-{tag.replace('/', '_').replace(':', '_')}"
     site = context / "site-packages"
     site.mkdir(parents=True)
     site_writer(site, libs)
@@ -286,25 +307,35 @@ def build_test_images(client: Any) -> TestImages:
         flash_unsloth=f"envcheck-test/flash-unsloth:{digest}",
         no_python=f"envcheck-test/no-python:{digest}",
         old_python=f"envcheck-test/old-python:{digest}",
+        python310=f"envcheck-test/py310-cuda13:{digest}",
+        root_only=f"envcheck-test/root-only:{digest}",
     )
     if all(_has(client, t) for t in tags.__dict__.values()):
         return tags
+    _prune_other_digests(client, digest)
     old_base = f"envcheck-test/py:3.8-{digest}"
+    min_base = f"envcheck-test/py:3.10-{digest}"
     with tempfile.TemporaryDirectory(prefix="envcheck-test-images-") as scratch:
         work = Path(scratch)
         libs = build_libraries(work / "libs")
-        if not _has(client, tags.python):
+        root_only_base = f"envcheck-test/py:3.11-root-only-{digest}"
+        if not _has(client, tags.python) or not _has(client, root_only_base):
             python311_rootfs(work / "py311")
             _import_rootfs(client, work / "py311", tags.python, work)
-        if not _has(client, old_base):
-            python38_rootfs(work / "py38")
-            _import_rootfs(client, work / "py38", old_base, work)
+            (work / "py311/usr/bin/python3.11").chmod(0o700)
+            _import_rootfs(client, work / "py311", root_only_base, work)
+        for base, version in ((old_base, "3.8.18"), (min_base, "3.10.13")):
+            if not _has(client, base):
+                pyenv_rootfs(work / version, version)
+                _import_rootfs(client, work / version, base, work)
         builds = (
             ("cuda13.Dockerfile", tags.cuda13, cuda13_site, tags.python),
             ("cuda12.Dockerfile", tags.cuda12, cuda12_site, tags.python),
             ("flash-unsloth.Dockerfile", tags.flash_unsloth, flash_unsloth_site, tags.python),
             ("no-python.Dockerfile", tags.no_python, cuda12_site, None),
             ("old-python.Dockerfile", tags.old_python, cuda12_site, old_base),
+            ("cuda13.Dockerfile", tags.root_only, cuda13_site, root_only_base),
+            ("py310.Dockerfile", tags.python310, cuda13_site, min_base),
         )
         for dockerfile, tag, writer, base in builds:
             if not _has(client, tag):
@@ -333,7 +364,8 @@ def docker_client() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def test_images(docker_client: Any) -> TestImages:
     """The session's test images (built once; reused across sessions with the same inputs)."""
-    missing = [str(p) for p in (HOST_PYTHON, OLD_PYTHON / "bin/python3.8", CUDART13) if not p.exists()]
+    missing = [str(p) for p in (HOST_PYTHON, OLD_PYTHON / "bin/python3.8", MIN_PYTHON / "bin/python3.10", CUDART13)
+               if not p.exists()]
     require(not missing and shutil.which("gcc") is not None and shutil.which("ldd") is not None,
             f"test images need gcc, ldd and {', '.join(missing) or 'the host interpreters'}")
     return build_test_images(docker_client)

@@ -50,17 +50,17 @@ import flash_attn_2_cuda as flash_attn_gpu  # the compiled extension: absent in 
 '''
 
 
-def write_wheel(folder: Path, name: str, version: str, files: dict[str, str], requires: tuple[str, ...] = ()) -> Path:
+def write_wheel(folder: Path, name: str, version: str, files: dict[str, str | bytes], requires: tuple[str, ...] = ()) -> Path:
     """A valid py3-none-any wheel (METADATA, WHEEL, RECORD with hashes) that pip installs."""
     dist = name.replace("-", "_")
     info = f"{dist}-{version}.dist-info"
     metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires)
-    entries = dict(files)
+    entries: dict[str, str | bytes] = dict(files)
     entries[f"{info}/METADATA"] = metadata
     entries[f"{info}/WHEEL"] = "Wheel-Version: 1.0\nGenerator: envcheck-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     record_lines = []
     for path, text in entries.items():
-        data = text.encode()
+        data = text.encode() if isinstance(text, str) else text
         digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
         record_lines.append(f"{path},sha256={digest},{len(data)}")
     record_lines.append(f"{info}/RECORD,,")

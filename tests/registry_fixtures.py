@@ -37,7 +37,6 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 import requests
-
 from conftest import IN_CI, REPO, require
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -53,6 +52,7 @@ LAYER_TYPES = {
     ("docker", "gzip"): "application/vnd.docker.image.rootfs.diff.tar.gzip",
 }
 USER, PASSWORD = "alice", "s3cret"
+REFRESH_TOKEN = "alice-refresh-token"  # a test secret: the identity token the token server accepts
 WORK = Path(tempfile.gettempdir()) / f"envcheck-registry-{os.getpid()}"
 _STARTED: list[subprocess.Popen[bytes]] = []
 _SERVERS: list[ThreadingHTTPServer] = []
@@ -97,8 +97,8 @@ def registry_binary() -> str | None:
     return found
 
 
-def _start_registry(name: str, auth_yaml: str = "") -> str:
-    """Start a registry with in-memory storage on a free loopback port; its ``host:port``."""
+def _start_registry(name: str, auth_yaml: str = "", storage_dir: Path | None = None) -> str:
+    """Start a registry on a free loopback port (in-memory storage unless ``storage_dir``); its ``host:port``."""
     binary = registry_binary()
     require(binary is not None, "docker-registry is not installed (apt-get install docker-registry)")
     assert binary is not None
@@ -107,8 +107,9 @@ def _start_registry(name: str, auth_yaml: str = "") -> str:
     config = WORK / f"{name}.yml"
     config.write_text(
         "version: 0.1\nlog: {level: error, accesslog: {disabled: true}}\n"
-        "storage: {inmemory: {}, delete: {enabled: true}}\n"
-        f'http: {{addr: "127.0.0.1:{port}", secret: test-only}}\n' + auth_yaml
+        + (f"storage: {{filesystem: {{rootdirectory: {storage_dir}}}, delete: {{enabled: true}}}}\n" if storage_dir else
+           "storage: {inmemory: {}, delete: {enabled: true}}\n")
+        + f'http: {{addr: "127.0.0.1:{port}", secret: test-only}}\n' + auth_yaml
     )
     log = (WORK / f"{name}.log").open("wb")
     proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
@@ -164,7 +165,19 @@ class TokenServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
+                """OAuth2 refresh-token grant (what `docker login` stores as an identity token)."""
+                length = int(self.headers.get("Content-Length") or 0)
+                form = parse_qs(self.rfile.read(length).decode())
+                server_self.requests.append({**form, "method": ["POST"]})
+                if form.get("grant_type") != ["refresh_token"] or form.get("refresh_token") != [REFRESH_TOKEN]:
+                    self.send_response(401)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.issue(form, USER)
+
+            def do_GET(self) -> None:
                 query = parse_qs(urlparse(self.path).query)
                 server_self.requests.append(query)
                 header = self.headers.get("Authorization", "")
@@ -175,6 +188,9 @@ class TokenServer:
                         self.end_headers()
                         return
                     user = USER
+                self.issue(query, user)
+
+            def issue(self, query: dict[str, list[str]], user: str | None) -> None:
                 access = []
                 for scope in query.get("scope", []):
                     kind, _, rest = scope.partition(":")
@@ -381,7 +397,8 @@ def _deep_layers(elves: ElfFiles, keep_cuda12: bool) -> list[Layer]:
         "etc/motd": b"hello\n",
     }), "gzip")
     if keep_cuda12:
-        upper = Layer(tar_of({f"{DIST}/unsloth-2025.10.1.dist-info/METADATA": metadata("unsloth", "2025.10.1")}), "zstd")
+        upper = Layer(tar_of({f"{DIST}/unsloth-2025.10.1.dist-info/METADATA": metadata("unsloth", "2025.10.1"),
+                              f"{DIST}/oldstyle-0.9-py3.12.egg-info/PKG-INFO": metadata("OldStyle", "0.9")}), "zstd")
         return [base, upper]
     # zstd layer: whiteouts remove the CUDA 12 package (dist-info and module folder).
     removal = Layer(tar_of({
@@ -548,10 +565,10 @@ class FaultProxy:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 proxy.handle(self, "GET")
 
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 proxy.handle(self, "HEAD")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -576,6 +593,8 @@ class FaultProxy:
     def handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:
         path = handler.path
         self.seen.append((method, path))
+        if path.startswith("http://"):  # used as a forward proxy (HTTP_PROXY): the request line has the full URL
+            path = "/" + path.split("/", 3)[3]
         fault = self._fault_for(method, path)
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host", "connection")}
         if fault is not None and fault.action == "status":
@@ -663,3 +682,50 @@ def image_cache(tmp_path: Path) -> Path:
 
 
 __all__ = ["IN_CI", "REPO"]
+
+
+# ---- local image formats ---------------------------------------------------------------------------------
+
+def deep_image_parts(keep_cuda12: bool) -> tuple[dict[str, Any], list[Layer]]:
+    """Config and layers of the ``lab/deep`` images, to write them in local formats too."""
+    return config_for("amd64", ["CUDA_VERSION=13.0.2"]), _deep_layers(session_elves(), keep_cuda12)
+
+
+def write_oci_layout(folder: Path, config: dict[str, Any], layers: list[Layer], tag: str) -> None:
+    """An OCI image layout as `skopeo copy oci:` writes it: blobs by digest, index.json with ref names."""
+    blobs = folder / "blobs" / "sha256"
+    blobs.mkdir(parents=True)
+
+    def put(data: bytes) -> dict[str, Any]:
+        (blobs / digest_of(data).split(":")[1]).write_bytes(data)
+        return {"size": len(data), "digest": digest_of(data)}
+
+    config = {**config, "rootfs": {"type": "layers", "diff_ids": [digest_of(layer.tar) for layer in layers]}}
+    manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                "config": {"mediaType": OCI_CONFIG, **put(json.dumps(config).encode())},
+                "layers": [{"mediaType": LAYER_TYPES[("oci", layer.compression)], **put(layer.blob())} for layer in layers]}
+    desc = {"mediaType": OCI_MANIFEST, **put(json.dumps(manifest).encode()),
+            "annotations": {"org.opencontainers.image.ref.name": tag}}
+    (folder / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
+    (folder / "index.json").write_text(json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [desc]}))
+
+
+def write_docker_archive(path: Path, config: dict[str, Any], layers: list[Layer], repo_tag: str) -> None:
+    """``docker save`` output in the classic format: ``<id>/layer.tar`` (uncompressed), ``<hex>.json``, manifest.json.
+
+    Members are written layers first and manifest.json last, as Docker 20.10 streams them.
+    """
+    config = {**config, "rootfs": {"type": "layers", "diff_ids": [digest_of(layer.tar) for layer in layers]}}
+    config_raw = json.dumps(config).encode()
+    config_name = digest_of(config_raw).split(":")[1] + ".json"
+    files: dict[str, bytes | None] = {}
+    names = []
+    for index, layer in enumerate(layers):
+        layer_id = hashlib.sha256(f"{index}:{digest_of(layer.tar)}".encode()).hexdigest()
+        files[f"{layer_id}/"] = None
+        files[f"{layer_id}/VERSION"] = b"1.0"
+        files[f"{layer_id}/layer.tar"] = layer.tar
+        names.append(f"{layer_id}/layer.tar")
+    files[config_name] = config_raw
+    files["manifest.json"] = json.dumps([{"Config": config_name, "RepoTags": [repo_tag], "Layers": names}]).encode()
+    path.write_bytes(tar_of(files))

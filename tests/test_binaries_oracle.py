@@ -96,17 +96,14 @@ def cuobjdump_lists(tool: str, path: Path, everything: bool) -> tuple[list[str],
 
 
 def parsed_lists(path: Path, everything: bool) -> tuple[list[str], list[str]]:
-    """The same lists from envcheck's header walk (cuobjdump's default shows .nv_fatbin when present)."""
+    """The same lists from envcheck's header walk. cuobjdump shows, per ELF file (archive member),
+    ``.nv_fatbin`` when it has one and else ``__nv_relfatbin``; with ``-all`` both, ``.nv_fatbin`` first."""
     with path.open("rb") as fh:
         containers = standard_containers(FileSource(fh, path.stat().st_size))
-    if not everything:
-        by_file: dict[int, list[fatbin.Container]] = {}
-        # per ELF file (archive members are walked one by one): .nv_fatbin if it has any, else relfatbin
-        chosen = [c for c in containers if c.section == ".nv_fatbin"] or containers
-        if path.suffix == ".a":
-            chosen = containers
-        del by_file
-        containers = chosen
+    if path.suffix != ".a":  # archive members are objects: one of the two sections each
+        nv = [c for c in containers if c.section == ".nv_fatbin"]
+        rel = [c for c in containers if c.section == "__nv_relfatbin"]
+        containers = nv + rel if everything else (nv or rel)
     entries = [e for c in containers for e in c.entries]
     return ([e.cuobjdump_label for e in entries if e.kind == fatbin.KIND_ELF],
             [e.cuobjdump_label for e in entries if e.kind == fatbin.KIND_PTX])

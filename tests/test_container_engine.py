@@ -1,12 +1,14 @@
 """Which engine ``envcheck container`` talks to: DOCKER_HOST (unix, ssh://), Docker contexts.
 
 Real parts only: the session's engine, the Docker CLI to create contexts in a private DOCKER_CONFIG,
-and a real OpenSSH server on loopback for ``DOCKER_HOST=ssh://`` (the remote side runs
-``docker system dial-stdio`` exactly as on a Spark reached over ssh).
+a real OpenSSH server on loopback for ``DOCKER_HOST=ssh://`` (the remote side runs
+``docker system dial-stdio`` exactly as on a Spark reached over ssh), and a TLS listener with
+openssl-made certificates in front of the engine's socket for ``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -123,3 +125,95 @@ def test_ssh_docker_host_refused(ssh_engine: dict[str, str], test_images: Any) -
     code, report = run_json(test_images.cuda12, env=bad)
     assert code == 3
     assert report["targets"][0]["findings"][0]["rule"] == "service-error"
+
+
+# --------------------------------------------------------------------------- DOCKER_HOST=tcp:// + TLS
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def make_tls_files(folder: Path, name: str) -> Path:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, as DOCKER_CERT_PATH holds them."""
+    folder.mkdir(parents=True)
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name}-ca",
+             "-keyout", "ca-key.pem", "-out", "ca.pem", cwd=folder)
+    (folder / "server.ext").write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    (folder / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
+    for who in ("server", "client"):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}-{who}",
+                 "-keyout", f"{who}-key.pem", "-out", f"{who}.csr", cwd=folder)
+        _openssl("x509", "-req", "-in", f"{who}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
+                 "-days", "2", "-extfile", f"{who}.ext", "-out", f"{who}.pem", cwd=folder)
+    shutil.copy(folder / "client.pem", folder / "cert.pem")
+    shutil.copy(folder / "client-key.pem", folder / "key.pem")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tls_engine(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The engine's unix socket behind a TLS listener on 127.0.0.1 that demands a client certificate
+    (what `dockerd --tlsverify -H tcp://...` does), so the SDK's TLS settings are really used."""
+    import ssl
+    import threading
+
+    require(shutil.which("openssl") is not None, "openssl makes the test certificates")
+    require(os.path.exists("/var/run/docker.sock"), "the TLS listener forwards to /var/run/docker.sock")
+    certs = make_tls_files(tmp_path_factory.mktemp("tls") / "good", "envcheck")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certs / "server.pem", certs / "server-key.pem")
+    context.load_verify_locations(certs / "ca.pem")
+    context.verify_mode = ssl.CERT_REQUIRED
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    stop = threading.Event()
+
+    def pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while chunk := source.recv(65536):
+                sink.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with contextlib.suppress(OSError):
+                    end.close()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                raw, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                client = context.wrap_socket(raw, server_side=True)
+            except (OSError, ssl.SSLError):
+                raw.close()
+                continue
+            engine = socket.socket(socket.AF_UNIX)
+            engine.connect("/var/run/docker.sock")
+            threading.Thread(target=pump, args=(client, engine), daemon=True).start()
+            threading.Thread(target=pump, args=(engine, client), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"tcp://127.0.0.1:{listener.getsockname()[1]}", certs
+    finally:
+        stop.set()
+        listener.close()
+
+
+def test_tls_docker_host(tls_engine: tuple[str, Path], test_images: Any, tmp_path: Path) -> None:
+    host, certs = tls_engine
+    env = {"DOCKER_HOST": host, "DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": str(certs)}
+    code, report = run_json(test_images.cuda13, "--ignore", "ARCH", env=env)
+    assert code == 0 and statuses(report, "G1") == {"PASS"}
+    # another CA's certificates: the engine's certificate is not trusted, nothing runs
+    wrong = make_tls_files(tmp_path / "wrong", "other")
+    code, report = run_json(test_images.cuda13, env={**env, "DOCKER_CERT_PATH": str(wrong)})
+    assert code == 3
+    message = report["targets"][0]["findings"][0]["message"]
+    assert host.replace("tcp://", "") in message and "SSL" in message.upper()

@@ -28,6 +28,7 @@ from envcheck.sources.container import (
     ProbeRun,
     leftover_containers,
     run_probe,
+    sweep_orphans,
 )
 
 pytestmark = pytest.mark.docker
@@ -191,36 +192,49 @@ def test_fifty_runs_leave_nothing(docker_client: Any, test_images: Any, test_pro
     assert {v.name for v in docker_client.volumes.list()} <= volumes_before  # anonymous volumes went too
 
 
-RUNNER = textwrap.dedent('''
-    import sys
-    sys.path.insert(0, sys.argv[3])
-    from envcheck.sources.container import ContainerOptions, engine_client, run_probe
-    from pathlib import Path
-    options = ContainerOptions(probe_module="envcheck_test_probe", probe_args=("sleep",),
-                               payload=(Path(sys.argv[2]),), timeout=300)
-    try:
-        run_probe(engine_client(), sys.argv[1], options)
-    except KeyboardInterrupt:
-        sys.exit(130)
-''')
+SLOW_SITECUSTOMIZE = """\
+import os, sys, time
+if os.environ.get("ENVCHECK_IN_CONTAINER") == "1":  # only under envcheck: hang like a stuck import
+    sys.stderr.write("sleeping\\n")
+    sys.stderr.flush()
+    time.sleep(600)
+"""
+
+
+@pytest.fixture(scope="module")
+def slow_image(docker_client: Any, test_images: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The python image plus a sitecustomize that hangs at interpreter start (a stuck collector)."""
+    context = tmp_path_factory.mktemp("slow")
+    (context / "sitecustomize.py").write_text(SLOW_SITECUSTOMIZE)
+    (context / "Dockerfile").write_text(
+        f"FROM {test_images.python}\nCOPY sitecustomize.py /usr/local/lib/python3.11/dist-packages/\n")
+    tag = test_images.python.replace("envcheck-test/py:", "envcheck-test/py-user:slow-")
+    docker_client.images.build(path=str(context), tag=tag, rm=True, network_mode="none")
+    return tag
+
+
+def start_envcheck(docker_client: Any, image: str) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    """The real command line on a hanging image; returns once its container is running."""
+    child = subprocess.Popen([sys.executable, "-m", "envcheck", "container", image, "--timeout", "300"],
+                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    label = {"label": f"{LABEL}.pid={child.pid}"}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        running = docker_client.containers.list(filters={**label, "status": "running"})
+        if running and b"sleeping" in running[0].logs(stdout=False, stderr=True):
+            return child, label
+        if child.poll() is not None:
+            pytest.fail(f"envcheck ended early: {child.communicate()}")
+        time.sleep(0.1)
+    child.kill()
+    child.wait()
+    pytest.fail("the probe container never started")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_killed_envcheck_removes_its_container(docker_client: Any, test_images: Any, test_probe: Path,
-                                                signum: int) -> None:
-    child = subprocess.Popen([sys.executable, "-c", RUNNER, test_images.python, str(test_probe), str(REPO)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    label = {"label": f"{LABEL}.pid={child.pid}"}
+def test_killed_envcheck_removes_its_container(docker_client: Any, slow_image: str, signum: int) -> None:
+    child, label = start_envcheck(docker_client, slow_image)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # wait until its container is running the sleeping probe
-            running = docker_client.containers.list(filters={**label, "status": "running"})
-            if running and b"sleeping" in running[0].logs(stdout=False, stderr=True):
-                break
-            assert child.poll() is None, child.communicate()
-            time.sleep(0.1)
-        else:
-            pytest.fail("the probe container never started")
         os.kill(child.pid, signum)
         _, stderr = child.communicate(timeout=30)
     finally:
@@ -229,4 +243,14 @@ def test_killed_envcheck_removes_its_container(docker_client: Any, test_images: 
             child.wait()
     assert child.returncode == 128 + signum, stderr
     assert "Traceback" not in stderr
+    assert docker_client.containers.list(all=True, filters=label) == []
+
+
+def test_container_of_a_sigkilled_envcheck_is_swept(docker_client: Any, slow_image: str) -> None:
+    child, label = start_envcheck(docker_client, slow_image)
+    child.kill()  # SIGKILL: no cleanup can run in that process
+    child.communicate(timeout=30)
+    orphans = docker_client.containers.list(all=True, filters=label)
+    assert len(orphans) == 1  # left behind, still running the hanging collector
+    assert sweep_orphans(docker_client) == [orphans[0].name]  # the next run's sweep removes it
     assert docker_client.containers.list(all=True, filters=label) == []

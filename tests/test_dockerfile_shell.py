@@ -136,3 +136,10 @@ def test_history_created_by_strings() -> None:
         ("VLLM", "0.11.0", "arg"), ("TORCH_CUDA_ARCH_LIST", "12.1", "run")]
     assert [i.url for i in inv.indexes] == ["https://download.pytorch.org/whl/cu128"]
     assert inv.packages[0].location is not None and inv.packages[0].location.member == "history[3]"
+
+
+def test_an_empty_arg_that_still_names_an_image_is_not_an_error(tmp_path: Path) -> None:
+    # docker builds this (the unset ARG expands to nothing); only a reference that breaks is an error
+    (tmp_path / "Dockerfile").write_text("ARG SUFFIX\nFROM nvcr.io/nvidia/pytorch:25.11-py3${SUFFIX}\n")
+    inv = read(tmp_path / "Dockerfile", ReadOptions())
+    assert inv.problems == [] and inv.images[0].ref == "nvcr.io/nvidia/pytorch:25.11-py3"

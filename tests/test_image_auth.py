@@ -9,9 +9,8 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from conftest import run_envcheck
-from registry_fixtures import PASSWORD, USER, AuthRegistry, Fault, basic_registry, fault_proxy, image_cache, registry_images, token_registry  # noqa: F401
+from registry_fixtures import PASSWORD, REFRESH_TOKEN, USER, AuthRegistry, Fault
 from test_image_registry import check, findings, image_facts
 
 pytestmark = pytest.mark.registry
@@ -124,3 +123,19 @@ def test_password_options_are_checked(registry_images, image_cache: Path) -> Non
     assert done.returncode == 2 and "--password-stdin needs --username" in done.stderr
     done = run_envcheck("image", registry_images.single_arm64, "--username", "alice")
     assert done.returncode == 2 and "--password-stdin" in done.stderr
+
+
+def test_identity_token_from_docker_config(token_registry: AuthRegistry, image_cache: Path, tmp_path: Path) -> None:
+    """`docker login` against an OAuth registry stores an identity (refresh) token: envcheck POSTs it."""
+    assert token_registry.token is not None
+    folder = tmp_path / "dc"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"auths": {token_registry.host: {"identitytoken": REFRESH_TOKEN}}}))
+    before = len(token_registry.token.requests)
+    code, report, _ = check(token_registry.image, cache=image_cache, env={"DOCKER_CONFIG": str(folder)})
+    assert code == 0, findings(report)
+    asked = token_registry.token.requests[before:]
+    assert [(q["method"], q["grant_type"], q["scope"]) for q in asked] == [(["POST"], ["refresh_token"], ["repository:private/app:pull"])]
+    (folder / "config.json").write_text(json.dumps({"auths": {token_registry.host: {"identitytoken": "expired"}}}))
+    code, report, _ = check(token_registry.image, cache=image_cache, env={"DOCKER_CONFIG": str(folder)})
+    assert code == 3 and "refused" in findings(report, "service-error")[0]["message"]

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 import requests
-
-from registry_fixtures import Fault, FaultProxy, Images, free_port, image_cache, registry_images, fault_proxy  # noqa: F401
+from registry_fixtures import Fault, FaultProxy, Images, free_port
 from test_image_registry import check, findings, image_facts
 
 pytestmark = pytest.mark.registry

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 import requests
-
 from conftest import run_envcheck
-from registry_fixtures import Images, basic_registry, fault_proxy, image_cache, registry_images, token_registry  # noqa: F401
+from registry_fixtures import Fault, Images
 
 pytestmark = pytest.mark.registry
 
@@ -150,3 +149,18 @@ def test_registry_behaviour_the_client_relies_on(registry_images: Images) -> Non
     url = f"http://{registry_images.host}/v2/{name}"
     assert requests.get(url, headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"}, timeout=10).status_code == 404
     assert requests.get(url, headers={"Accept": "application/vnd.oci.image.index.v1+json"}, timeout=10).status_code == 200
+
+
+def test_proxy_from_the_environment_and_insecure_registry(registry_images: Images, fault_proxy, image_cache: Path) -> None:  # type: ignore[no-untyped-def]
+    """A named registry goes through HTTP_PROXY (the proxy forwards to loopback); plain HTTP only when named insecure."""
+    proxy = fault_proxy(Fault("^$", "status", times=0))
+    name = "registry.lab:5000/" + registry_images.single_arm64.split("/", 1)[1]
+    env = {"HTTP_PROXY": f"http://{proxy.host}", "HTTPS_PROXY": f"http://{proxy.host}", "NO_PROXY": "", "no_proxy": ""}
+    code, report, _ = check(name, "--insecure-registry", "registry.lab:5000", cache=image_cache, env=env)
+    assert code == 0, findings(report)
+    assert proxy.seen and all(path.startswith("http://registry.lab:5000/v2/lab/single/") for _, path in proxy.seen)
+    # not named insecure: HTTPS through the proxy (CONNECT, which this proxy refuses), never plain HTTP
+    seen = len(proxy.seen)
+    code, report, _ = check(name, cache=image_cache, env=env)
+    assert code == 3 and "could not be reached" in findings(report, "service-error")[0]["message"]
+    assert len(proxy.seen) == seen

@@ -267,6 +267,44 @@ def test_g10_launches() -> None:
     assert statuses(host(launch=split), "G10") == [Status.PASS, Status.PASS, Status.FAIL]
 
 
+LIVE_RULES = ("G3-", "G4-", "G5-planning", "G6-", "G8-", "G10-", "G7-live", "G1-live", "G9-bare")
+
+
 def test_static_targets_get_no_live_findings() -> None:
     found = engine.evaluate(Inventory(), load_profile("dgx-spark"), "requirements")
-    assert not [f for f in found if f.rule.startswith(("G3-", "G4-", "G6-", "G8-", "G10-", "G7-live", "G1-live", "G9-bare"))]
+    assert not [f for f in found if f.rule.startswith(LIVE_RULES)]
+    image = Inventory(host={"image": {"ref": "nvcr.io/nvidia/pytorch:25.11-py3"}})
+    assert not [f.rule for f in engine.evaluate(image, load_profile("dgx-spark"), "image") if f.rule.startswith(LIVE_RULES)]
+
+
+def test_a_collector_document_gets_live_findings() -> None:
+    """A collector run read back (as envcheck container does) is live, whatever the target kind."""
+    doc = {"probe_schema": 1, "python": {"version": "3.12.3"}, "distributions": [],
+           "meminfo": {"status": "ok", "text": Path("/proc/meminfo").read_text()}, "nvidia_smi": {"status": "absent"}}
+    found = engine.evaluate(inventory_from_probe(doc, "probe.json"), load_profile("dgx-spark"), "probe")
+    assert {f.rule for f in found} >= {"G3-memory-readings", "G4-throttling", "G6-gpu-neighbour", "G5-planning-figure"}
+
+
+def test_the_real_h200_probe_document() -> None:
+    """The collector's output on the lent H200 (torch 2.11.0+cu130): G1 passes, G7 says 'not a GB10'."""
+    import json
+
+    doc = json.loads((SMI.parent / "device" / "h200" / "probe.json").read_text())
+    inv = inventory_from_probe(doc, "h200")
+    assert inv.problems == []
+    assert inv.host["torch"]["capability"] == [9, 0] and inv.host["torch"]["cuda"] == "13.0"
+    assert [f.status for f in findings(inv, "G1") if f.rule == "G1-live-torch"] == [Status.PASS]
+    g7 = findings(inv, "G7")
+    assert [f.status for f in g7 if f.rule == "G7-live-capability"] == [Status.INFO]
+    assert Status.FAIL not in [f.status for f in g7]
+    assert inv.package("torch") is not None and inv.package("nvidia-cudnn-cu13") is not None
+
+
+def test_g1_torch_that_cannot_see_the_listed_gpu_warns() -> None:
+    torch = {"status": "ok", "version": "2.11.0+cu130", "cuda": "13.0", "cuda_available": False, "arch_list": []}
+    smi = smi_from("h100-name-driver-cap.csv")
+    found = [f for f in findings(host(torch=torch, nvidia_smi=smi), "G1") if f.rule == "G1-live-torch"]
+    assert [f.status for f in found] == [Status.WARN] and "nvidia-smi lists 1 GPU(s)" in found[0].message
+    # no GPU listed: nothing to contradict
+    alone = [f for f in findings(host(torch=torch, nvidia_smi={"status": "absent"}), "G1") if f.rule == "G1-live-torch"]
+    assert [f.status for f in alone] == [Status.PASS]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from envcheck.model import Status
 from envcheck.sources import host
 from envcheck.sources.host import HostOptions, inventory_from_probe, read_host
+from tests.conftest import require
 
 PROBE = Path(host.PROBE_PATH)
 
@@ -72,10 +73,8 @@ def test_container_detection_follows_the_original_test() -> None:
 
     facts = container_facts()
     original = os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
-    try:
+    with contextlib.suppress(OSError):
         original = original or any(w in Path("/proc/1/cgroup").read_text() for w in ("docker", "containerd"))
-    except OSError:
-        pass
     if original:
         assert facts["kind"] is not None and facts["evidence"]
     if os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -206,5 +205,37 @@ def test_read_launches_records_problems_with_locations(fixtures_dir: Path) -> No
     assert "cannot read launch config" in problems[1].message
 
 
-def test_status_enum_of_skip_reasons_is_plain() -> None:
-    assert Status.SKIP.value == "SKIP"
+@pytest.fixture(scope="module")
+def elf_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv whose one distribution carries a real shared object built here with gcc."""
+    from tests.preflight_envs import make_env, write_wheel
+
+    gcc = shutil.which("gcc")
+    require(gcc is not None, "gcc is needed to build a real shared object")
+    assert gcc is not None
+    root = tmp_path_factory.mktemp("elf-env")
+    (root / "ext.c").write_text("int answer(void) { return 42; }\n")
+    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(root / "_ext.so"), str(root / "ext.c")], check=True)
+    wheel = write_wheel(root, "spark-ext", "0.1", {"spark_ext/__init__.py": "", "spark_ext/_ext.so": (root / "_ext.so").read_bytes()})
+    return make_env(root, "env", [wheel])
+
+
+def test_read_host_scans_the_environment_binaries(elf_env: Path) -> None:
+    inv = read_host(HostOptions(python=str(elf_env), sample_seconds=0, binaries=True))
+    assert inv.host["binaries"]["status"] == "ok"
+    found = [b for b in inv.binaries if b.path.endswith("spark_ext/_ext.so")]
+    assert len(found) == 1 and found[0].machine == os.uname().machine
+
+
+def test_probe_binaries_round_trip(elf_env: Path) -> None:
+    """The collector's --binaries output (envcheck importable there) becomes Binary objects again."""
+    from envcheck.collect.probe import binaries
+
+    site = next(elf_env.parent.parent.glob("lib/python*/site-packages"))
+    doc = {"probe_schema": 1, "python": {"version": "3.11"}, "distributions": [], "binaries": binaries([str(site)])}
+    assert doc["binaries"]["status"] == "ok"
+    inv = inventory_from_probe(doc, "probe")
+    assert inv.problems == []
+    assert [b.path.rsplit("/", 1)[-1] for b in inv.binaries] == ["_ext.so"]
+    bad = inventory_from_probe({**doc, "binaries": {"status": "ok", "items": [{"path": 3}]}}, "probe")
+    assert [p.location.member for p in bad.problems] == ["binaries[0]"]  # type: ignore[union-attr]

@@ -161,3 +161,20 @@ def test_broken_json_config_names_the_line() -> None:
     with pytest.raises(launch.LaunchFormatError) as info:
         launch.parse_config((LAUNCH / "broken.json").read_text(), "broken.json")
     assert info.value.line == 3
+
+
+# --- the H200 of the lent GPU machine (fixtures/device/preflight.sh, driver 580.159.04) ---------------
+
+def test_h200_capture_with_the_exact_queries_envcheck_runs() -> None:
+    row = nvidia_smi.parse_csv(read("h200-gpu.noheader.nounits.csv"), nvidia_smi.GPU_FIELDS).rows[0]
+    gpu = nvidia_smi.gpu_row(row)
+    assert (gpu["name"], gpu["compute_cap"], gpu["memory_total_mib"], gpu["power_limit_w"]) == ("NVIDIA H200", "9.0", 143771.0, 700.0)
+    assert gpu["throttle_reasons"] == []  # 0x1 is "GPU idle", not a slowdown
+    basic = nvidia_smi.gpu_row(nvidia_smi.parse_csv(read("h200-gpu-basic.noheader.nounits.csv"), nvidia_smi.GPU_FIELDS_BASIC).rows[0])
+    assert basic["compute_cap"] is None and basic["temperature_c"] == 36.0
+    # the header names the long forms of the fields asked for; the reader takes both
+    header = nvidia_smi.parse_csv(read("h200-gpu.csv"))
+    assert "clocks.current.sm" in header.fields and "clocks_event_reasons.active" in header.fields
+    assert nvidia_smi.gpu_row(header.rows[0])["clock_sm_mhz"] == 345.0
+    assert nvidia_smi.parse_csv(read("h200-no-compute-apps.csv")).rows == ()
+    assert read("h200-bad-field.txt").strip() == 'Field "no.such.field" is not a valid field to query.'

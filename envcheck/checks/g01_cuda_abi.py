@@ -241,8 +241,19 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
         except ValueError:
             yield LIVE_TORCH.finding(f"torch {version} reports an unreadable CUDA version {cuda!r}", evidence=evidence, status=Status.WARN)
             return
+        smi = host.get("nvidia_smi")
+        listed: list[object] = []
+        if isinstance(smi, dict) and smi.get("status") == "ok" and smi.get("samples"):
+            listed = list(smi["samples"][-1].get("gpus") or [])
         if major != ctx.profile.cuda_major:
             yield LIVE_TORCH.finding(f"torch {version} is built for CUDA {cuda}; {ctx.profile.name} needs CUDA {ctx.profile.cuda_major}", evidence=evidence)
+        elif torch.get("cuda_available") is False and listed:
+            hidden = ctx.inventory.env_value("CUDA_VISIBLE_DEVICES")
+            why = f" (CUDA_VISIBLE_DEVICES={hidden!r})" if hidden is not None else " (driver too old for CUDA 13, or no device access)"
+            yield LIVE_TORCH.finding(
+                f"torch {version} imports but torch.cuda.is_available() is False while nvidia-smi lists {len(listed)} GPU(s){why}",
+                evidence=evidence, status=Status.WARN,
+            )
         else:
             yield LIVE_TORCH.passed(f"torch {version} imports; torch.version.cuda {cuda}", **evidence)
 
@@ -431,3 +442,56 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
                                  where, evidence)
     else:
         yield IMAGE_CUDA.passed(f"{ref} is a CUDA {major} image ({how})", where, **evidence)
+
+
+DEFAULT_INDEX_PULL = rule(
+    "G1-default-index-pull", "G1", "An install pulls CUDA packages through a CUDA 12 default index", Status.WARN,
+    """ENV or ARG PIP_INDEX_URL / PIP_EXTRA_INDEX_URL (UV_INDEX_URL, UV_EXTRA_INDEX_URL, UV_DEFAULT_INDEX,
+    UV_INDEX) make a CUDA 12 index (download.pytorch.org/whl/cu12x) the default for every later pip or uv
+    command of the stage. An install that does not name torch itself still pulls torch, torchvision or
+    nvidia-* libraries through its dependencies, and they come from that index as CUDA 12 builds. The
+    finding points at the install that pulls them; the index itself is reported where it is set.""",
+    """Point the variable at https://download.pytorch.org/whl/cu130 (or drop it), or install with --no-deps
+    after a torch that is already right.""",
+    ("dockerfile",),
+)
+
+
+@check
+def default_index_pulls(ctx: CheckContext) -> Iterator[Finding]:
+    """G1: Dockerfile installs that resolve dependencies through a CUDA 12 index set in ENV/ARG."""
+    if ctx.kind != "dockerfile":
+        return
+    from envcheck.sources.dockerfile import INDEX_VARIABLES
+
+    defaults = []  # (stage, line, variable, url, build)
+    for var in ctx.inventory.env:
+        if var.name not in INDEX_VARIABLES or var.origin not in ("env", "arg") or var.location is None or var.location.line is None:
+            continue
+        for url in var.value.split():
+            build = build_of_index(url)
+            if build is not None and build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < ctx.profile.cuda_major:
+                defaults.append((var.location.stage, var.location.line, var.name, url, build))
+    if not defaults:
+        return
+    from envcheck import knowledge
+
+    stack = set(knowledge.load("pins")["stack"]["ml_stack"])
+    for install in ctx.inventory.installs:
+        loc = install.location
+        if install.tool not in ("pip", "uv") or install.no_deps or loc is None or loc.line is None or not install.packages:
+            continue
+        if set(install.packages) & set(_TORCH_FAMILY):
+            continue  # torch named here: G1-cuda12-local-version judges it with the same index
+        if not set(install.packages) & stack:
+            continue  # nothing here that depends on torch or CUDA libraries
+        own_index = any(o.startswith(("--index-url=", "-i=", "--default-index=")) for o in install.options)
+        for stage, line, name, url, build in defaults:
+            if stage != loc.stage or line >= loc.line or (own_index and name.endswith(("INDEX_URL", "DEFAULT_INDEX")) and "EXTRA" not in name):
+                continue
+            yield DEFAULT_INDEX_PULL.finding(
+                f"stage {stage!r}: {install.text or 'this install'} resolves dependencies through {url} ({build.detail}, "
+                f"set by {name} on line {line}): torch and nvidia-* packages it pulls come as CUDA {build.cuda_major} builds",
+                loc, {"stage": stage, "index": url, "variable": name, "set_on_line": line, "packages": list(install.packages)},
+            )
+            break

@@ -75,7 +75,7 @@ def throttling(ctx: CheckContext) -> Iterator[Finding]:
         rated = limit if limit is not None else ctx.profile.power_rating_w
         limit_text = f"limit {limit:g} W" if limit is not None else f"limit N/A, rated {rated:g} W"
         yield READINGS.info(
-            f"{label}: {_span(temps, 'C')}, {_span(powers, 'W')} ({limit_text}) over {len(readings)} samples",
+            f"{label}: {_span(temps, 'C')}, {_span(powers, 'W')} ({limit_text}) over {len(readings)} sample{'s' if len(readings) != 1 else ''}",
             gpu=label, temperatures=temps, powers=powers, limit=limit,
         )
         thermal = sorted({r for g in readings for r in g.get("throttle_reasons", []) if r in THERMAL_REASONS})
@@ -96,7 +96,7 @@ def throttling(ctx: CheckContext) -> Iterator[Finding]:
                 evidence={"temperatures": temps, "powers": powers, "rated": rated},
             )
         else:
-            yield THROTTLING.passed(f"{label}: no throttling signature over {seconds:.0f} s", gpu=label)
+            yield THROTTLING.passed(f"{label}: no throttling signature over {seconds:.1f} s", gpu=label)
     if not judged:
         yield THROTTLING.finding(
             "need two or more temperature/power samples to judge (nvidia-smi gave none, or --sample-seconds 0)",

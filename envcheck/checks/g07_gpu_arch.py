@@ -295,7 +295,7 @@ def dockerfile_arch_list(ctx: _CheckContext) -> _Iterator[_Finding]:
         effective = None
         for var in settings:
             vloc = var.location
-            if vloc is None or vloc.path != loc.path or vloc.stage != loc.stage or vloc.line is None:
+            if vloc is None or vloc.path != loc.path or vloc.stage != loc.stage or vloc.line is None or loc.line is None:
                 continue
             if (var.origin in ("env", "arg") and vloc.line <= loc.line) or (var.origin == "run" and vloc.line == loc.line):
                 effective = var

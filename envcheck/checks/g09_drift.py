@@ -296,7 +296,7 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
         yield FLOATING_BASE.passed(f"{len(ctx.inventory.images)} base image(s) use fixed tags", None)
     stack = set(_pins()["stack"]["ml_stack"])
     pip_installed = [p for p in ctx.inventory.packages
-                     if p.name in stack and p.role == "requirement" and not p.installed and p.location is not None and p.location.stage is not None]
+                     if p.name in stack and p.role in ("requirement", "lock") and not p.installed and p.location is not None and p.location.stage is not None]
     if ngc_final:
         if pip_installed:
             yield BARE_PIP_BASE.passed("the final image builds on an NGC PyTorch container (container-first)", None)
@@ -310,6 +310,6 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
         names = sorted({p.name for p in pip_installed if p.location is not None and p.location.stage == stage})
         bases = ", ".join(sorted({i.ref for i in ctx.inventory.images if i.final})) or "an unknown base"
         yield BARE_PIP_BASE.finding(
-            f"{in_stage(stage)}pip installs {', '.join(names)} on {bases}, which carries no NGC PyTorch",
+            f"{in_stage(stage)}{', '.join(names)} installed by pip/uv on {bases}, which carries no NGC PyTorch",
             pkg.location, {"stage": stage, "packages": names, "bases": bases},
         )

@@ -12,8 +12,10 @@ from envcheck.rules import CheckContext
 
 
 def is_live(ctx: CheckContext) -> bool:
-    """True for targets that describe a running machine (``envcheck preflight``, a container probe)."""
-    return ctx.kind in ("host", "container")
+    """True for targets that describe a running machine: ``envcheck preflight`` (kind host), ``envcheck
+    container`` (kind container), or any inventory read from a collector document (``probe`` is set by
+    ``inventory_from_probe``). Image metadata (``envcheck image``) is not live."""
+    return ctx.kind in ("host", "container") or "probe" in ctx.inventory.host
 
 
 def nvidia_smi(ctx: CheckContext) -> tuple[dict[str, Any] | None, str]:

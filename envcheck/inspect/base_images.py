@@ -72,7 +72,7 @@ def describe(ref: str) -> BaseFacts:
         name = f"{parsed.registry}/{repo}"
     tag = parsed.tag if tag_written else None
     table = _table()
-    base = {"ref": ref, "repository": name, "tag": tag, "digest": parsed.digest}
+    base: dict[str, Any] = {"ref": ref, "repository": name, "tag": tag, "digest": parsed.digest}
     if parsed.registry == "nvcr.io" and repo.startswith("nvidia/"):
         return _ngc(base, repo, tag, table)
     cuda_images = table["cuda_images"]
@@ -125,20 +125,27 @@ def _ngc(base: dict[str, Any], repo: str, tag: str | None, table: dict[str, Any]
     rows = table.get(family.removeprefix("ngc-"), []) if family != "ngc" else []
     for row in rows:
         if row["tag"] == release:
+            torch, inferred, source = row.get("torch"), bool(row.get("inferred", False)), str(row["source"])
+            if torch is None and family == "ngc-vllm":
+                # NGC vLLM images are built on the PyTorch image of the same release (spark-facts.md §1.3)
+                same = next((r for r in table.get("pytorch", []) if r["tag"] == release), None)
+                if same is not None and same.get("torch"):
+                    torch, inferred = same["torch"], True
+                    source += f"; torch from nvidia/pytorch:{release} (vLLM images are built on it: inferred)"
             return BaseFacts(
-                **base, family=family, release=release, known=True, cuda=row.get("cuda"), torch=row.get("torch"),
+                **base, family=family, release=release, known=True, cuda=row.get("cuda"), torch=torch,
                 flash_attn=row.get("flash_attn"), triton=row.get("triton"), arm64=row.get("arm64"), ngc_torch=ngc_torch,
-                inferred=bool(row.get("inferred", False)), source=row["source"],
+                inferred=inferred, source=source,
             )
-    first = table["first_cuda13_pytorch"]
-    newest = max((r["tag"] for r in rows), key=_yymm, default=None)
+    first = str(table["first_cuda13_pytorch"])
+    newest: str | None = max((str(r["tag"]) for r in rows), key=_yymm, default=None)
     if short in table["built_on_pytorch"] or family == "ngc-vllm":
         if _yymm(release) < _yymm(first):
             note = f"{release} is older than {first}, the first NGC release on CUDA 13, so it is a CUDA 12 (or older) image"
             return BaseFacts(**base, family=family, release=release, cuda="12", ngc_torch=ngc_torch, inferred=True,
                              source=table["first_cuda13_source"], note=note)
-        later = newest is not None and _yymm(release) > _yymm(newest)
-        note = (f"{release} is {'newer than the newest release envcheck knows (' + newest + ')' if later else 'not in the table'}; "
+        known_text = f"newer than the newest release envcheck knows ({newest})" if newest and _yymm(release) > _yymm(newest) else "not in the table"
+        note = (f"{release} is {known_text}; "
                 f"releases from {first} on are CUDA 13, so CUDA 13 is inferred")
         return BaseFacts(**base, family=family, release=release, cuda="13", ngc_torch=ngc_torch, inferred=True,
                          source=table["first_cuda13_source"], note=note)

@@ -128,6 +128,8 @@ class Dockerfile:
     stages: list[Stage]
     instructions: list[Instruction]
     global_values: dict[str, str]  # global ARG values (after --build-arg) visible to FROM
+    # ENV values at the end of each stage, by (stage index, build args): the stages built on it start with them
+    env_at_end: dict[tuple[int, tuple[tuple[str, str], ...]], dict[str, str]] = field(default_factory=dict)
 
     @property
     def final_stage(self) -> Stage:
@@ -364,6 +366,8 @@ def _directives(lines: list[str]) -> tuple[dict[str, str], int]:
 def _heredoc_markers(text: str) -> list[tuple[str, bool, bool]]:
     """(delimiter, strip_tabs, expand) for each ``<<WORD`` outside quotes in an instruction line."""
     found: list[tuple[str, bool, bool]] = []
+    if "<<" not in text:
+        return found
     quote: str | None = None
     i = 0
     n = len(text)
@@ -660,17 +664,29 @@ def _mark_final(stages: list[Stage], target: str | None) -> None:
 
 
 def inherited_env(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]) -> dict[str, str]:
-    """ENV values a stage starts with from the stages it builds on (ARGs do not cross FROM)."""
+    """ENV values a stage starts with from the stages it builds on (ARGs do not cross FROM).
+
+    The ENV at the end of each stage is cached on ``df`` and filled from the root down, so a long
+    chain of ``FROM <stage>`` never recurses deeply and each stage is walked once.
+    """
     if stage.parent is None:
         return {}
-    parent = df.stages[stage.parent]
-    values = inherited_env(df, parent, build_args)
-    env = dict(values)
-    for inst in parent.instructions:
-        for name, value, origin in apply_instruction(df, inst, values, build_args):
-            if origin == "env":
-                env[name] = value
-    return env
+    args_key = tuple(sorted(build_args.items()))
+    chain: list[Stage] = []
+    walk: Stage | None = df.stages[stage.parent]
+    while walk is not None and (walk.index, args_key) not in df.env_at_end:
+        chain.append(walk)
+        walk = df.stages[walk.parent] if walk.parent is not None else None
+    for ancestor in reversed(chain):
+        start = dict(df.env_at_end[(ancestor.parent, args_key)]) if ancestor.parent is not None else {}
+        values, env = dict(start), dict(start)
+        env_names = set(start)
+        for inst in ancestor.instructions:
+            for name, value, origin in apply_instruction(df, inst, values, build_args, env_names):
+                if origin == "env":
+                    env[name] = value
+        df.env_at_end[(ancestor.index, args_key)] = env
+    return dict(df.env_at_end[(stage.parent, args_key)])
 
 
 def walk_stage(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]) -> Iterator[tuple[Instruction, dict[str, str]]]:
@@ -691,8 +707,9 @@ def apply_instruction(df: Dockerfile, inst: Instruction, values: dict[str, str],
     changed: list[tuple[str, str, str]] = []
     env_names = set() if env_names is None else env_names
     if inst.keyword == "ENV":
+        before = dict(values)  # `ENV A=1 B=$A`: B sees A as it was before this instruction (Docker's rule)
         for name, raw in env_pairs(inst, df.escape):
-            expanded = expand(raw, values, df.escape, keep_unknown=True).value
+            expanded = expand(raw, before, df.escape, keep_unknown=True).value
             values[name] = expanded
             env_names.add(name)
             changed.append((name, expanded, "env"))

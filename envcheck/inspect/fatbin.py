@@ -316,17 +316,37 @@ def container_level(entries: Iterable[Entry], target_sm: int) -> str | None:
 
 
 def binary_level(containers: list[Container], target_sm: int = 121) -> str | None:
-    """A binary's runnability on ``target_sm``: the best level over its fatbin modules.
+    """A binary's runnability on ``target_sm``, judged module by module (each container is registered
+    as one module), in the terms of the Binary.sm121 field: ``native`` / ``compatible`` when modules
+    carry SASS that runs there (the weaker of the two among those modules: torch has 474 modules with
+    sm_120 SASS and one with sm_121a SASS, so ``compatible``), ``ptx-jit`` when the only runnable
+    images are PTX, ``none`` when no module has an image that runs there.
 
-    The best, not the worst: libraries dispatch kernels by device (cuBLASLt keeps sm_90a-only and
-    sm_100a-only modules that it never launches on other GPUs; with lazy loading such a module is never
-    even loaded), so one module without a 12.1 image proves nothing, while a binary with no module
-    that has one cannot run any kernel there. Only the standard sections count unless the caller added
-    containers from other sections (libraries such as cuFFT load those themselves). The relocatable PTX
-    in ``__nv_relfatbin`` counts (the runtime JIT-links it, research/fatbin.md §10.3). None: no SASS or
-    PTX at all.
+    Modules with no runnable image, or only PTX, do not pull a SASS level down: libraries dispatch
+    kernels by device (cuBLASLt keeps sm_90a-only and sm_100a-only modules it never launches elsewhere,
+    cuFFT and cuSPARSELt keep PTX fallbacks next to SASS; with lazy loading an unused module is not even
+    loaded), so one such module proves nothing. In ``-rdc`` builds the device-linked cubins of
+    ``.nv_fatbin`` and the relocatable PTX of ``__nv_relfatbin`` are one module (the runtime JIT-links
+    that PTX, research/fatbin.md §10.3). None: no SASS or PTX at all.
     """
-    return container_level([e for c in containers for e in c.entries], target_sm)
+    groups: list[list[Entry]]
+    if any(c.section == "__nv_relfatbin" for c in containers):
+        rdc = [e for c in containers if c.section in STANDARD_SECTIONS for e in c.entries]
+        groups = [rdc, *[c.entries for c in containers if c.section not in STANDARD_SECTIONS]]
+    else:
+        groups = [c.entries for c in containers]
+    return combine_levels([container_level(g, target_sm) for g in groups])
+
+
+def combine_levels(levels: Iterable[str | None]) -> str | None:
+    """Module levels -> one level (see :func:`binary_level`); also used for the members of an archive."""
+    known = [lv for lv in levels if lv is not None]
+    if not known:
+        return None
+    sass = [lv for lv in known if lv in (NATIVE, COMPATIBLE)]
+    if sass:
+        return min(sass, key=lambda lv: _LEVEL[lv])
+    return PTX_JIT if PTX_JIT in known else NONE
 
 
 def distinct(labels: Iterable[str]) -> tuple[str, ...]:

@@ -177,7 +177,7 @@ def _parse_conda(tool: str, argv: list[str], args: list[str], location: Location
         spec = word.split("::", 1)[-1]
         m = re.match(r"^([A-Za-z0-9_.\-]+)\s*(?:(==|=|>=|<=|>|<|!=)\s*([^\s=]+?))?(?:=[^=\s]+)?$", spec)
         if not m:
-            result.problems.append(ReadProblem(f"cannot read conda package spec {word!r}", location))
+            result.problems.append(ReadProblem(f"cannot read conda package spec {shown(word)}", location))
             i += 1
             continue
         raw_name, op, version = m.group(1), m.group(2), m.group(3)
@@ -216,7 +216,7 @@ def parse_requirement_text(text: str, location: Location | None, role: str = "re
         else:
             m = _GIT_NAME.search(text.split("#", 1)[0])
             if not m:
-                return ReadProblem(f"cannot tell which distribution {text!r} installs", location)
+                return ReadProblem(f"cannot tell which distribution {shown(text)} installs", location)
             name = m.group(1)
             for suffix in (".tar.gz", ".zip", ".tar.bz2", ".tgz"):
                 if name.endswith(suffix):
@@ -228,7 +228,7 @@ def parse_requirement_text(text: str, location: Location | None, role: str = "re
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
-        return ReadProblem(f"invalid requirement {text!r}: {str(exc).splitlines()[0]}", location)
+        return ReadProblem(f"invalid requirement {shown(text)}: {str(exc).splitlines()[0][:200]}", location)
     version = None
     specs = list(req.specifier)
     if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
@@ -247,6 +247,13 @@ def parse_requirement_text(text: str, location: Location | None, role: str = "re
         role=role,
         location=location,
     )
+
+
+def shown(text: str, limit: int = 120) -> str:
+    """``text`` quoted for a message, cut to ``limit`` characters (a 1 MB line must not become a 1 MB message)."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def _with(pkg: Package, **changes: object) -> Package:

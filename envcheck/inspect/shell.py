@@ -18,6 +18,7 @@ _KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!"
 _ENDS = frozenset({"fi", "done", "esac", "}"})
 _WRAPPERS = frozenset({"sudo", "time", "exec", "nohup", "command", "builtin", "xargs", "nice", "stdbuf"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
+_PLAIN = re.compile(r"[^\s\\'\"$#<>&|;()]+")
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 
@@ -54,12 +55,19 @@ def _tokens(text: str, values: Mapping[str, str], base: int) -> list[_Word]:
 
     def flush() -> None:
         nonlocal buf, start, quoted, redirect_next
-        if start >= 0 and (buf and "".join(buf) or quoted):  # an unquoted word that expands to nothing is dropped
+        if start >= 0 and ((buf and "".join(buf)) or quoted):  # an unquoted word that expands to nothing is dropped
             out.append(_Word("".join(buf), base + start, quoted, redirect=redirect_next))
             redirect_next = False
         buf, start, quoted = [], -1, False
 
     while i < n:
+        plain = _PLAIN.match(text, i)
+        if plain is not None:  # fast path: a run of ordinary characters
+            if start < 0:
+                start = i
+            buf.append(plain.group())
+            i = plain.end()
+            continue
         ch = text[i]
         if ch == "\\" and i + 1 < n:
             if text[i + 1] == "\n":  # line continuation
@@ -137,7 +145,7 @@ def _tokens(text: str, values: Mapping[str, str], base: int) -> list[_Word]:
             else:
                 redirect_next = True
             continue
-        op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
+        op = next((o for o in _OPERATORS if text.startswith(o, i)), None) if ch in "&|;()\n" else None
         if op is not None:
             # redirections like 2>&1 or >& stay part of words
             if op == "&" and (buf[-1:] == [">"] or text.startswith("&>", i)):

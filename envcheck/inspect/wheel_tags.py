@@ -24,7 +24,10 @@ class WheelName:
 
 def parse_wheel_name(text: str) -> WheelName | None:
     """Parse a wheel filename, path or URL (``.../torch-2.9.0%2Bcu130-cp312-...whl``); None if not a wheel."""
-    path = urlparse(text).path if "://" in text else text
+    try:
+        path = urlparse(text).path if "://" in text else text
+    except ValueError:  # e.g. "Invalid IPv6 URL" for http://[ : not a wheel URL we can read
+        return None
     filename = unquote(path.rsplit("/", 1)[-1].split("#", 1)[0])
     if not filename.endswith(".whl"):
         return None

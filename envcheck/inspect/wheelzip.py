@@ -111,7 +111,7 @@ def iter_member(path: str, info: zipfile.ZipInfo, stop_at: int | None = None, ch
 
 
 class _Pieces:
-    """A ByteSource over captured ranges of a stream; a read of anything not captured raises _Missing."""
+    """A ByteSource over captured ranges of a stream; a read of anything not captured raises NotCaptured."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -124,10 +124,12 @@ class _Pieces:
         for start, data in self.pieces.items():
             if start <= offset and offset + size <= start + len(data):
                 return data[offset - start : offset - start + size]
-        raise _Missing(offset, size)
+        raise NotCaptured(offset, size)
 
 
-class _Missing(Exception):
+class NotCaptured(Exception):
+    """A read of bytes the stream did not keep: the caller asks for them in another pass."""
+
     def __init__(self, offset: int, size: int) -> None:
         super().__init__(offset, size)
         self.offset = offset
@@ -161,7 +163,7 @@ class StreamedElf:
         self._planned = True
         try:
             hdr = parse_header(self.source.read_at(0, min(64, self.size)))
-        except (MalformedBinary, _Missing):
+        except (MalformedBinary, NotCaptured):
             return
         if hdr.shoff and hdr.shoff < self.size:
             end = min(self.size, hdr.shoff + max(hdr.shnum, 1) * max(hdr.shentsize, 1))
@@ -169,7 +171,7 @@ class StreamedElf:
         self._hdr = hdr
         try:
             self._segments = read_segments(self.source, hdr)
-        except (MalformedBinary, _Missing):
+        except (MalformedBinary, NotCaptured):
             return
         for seg in self._segments:
             if seg.type == PT_DYNAMIC and 0 < seg.filesz < (1 << 20) and seg.offset + seg.filesz <= self.size:
@@ -222,3 +224,123 @@ class StreamedElf:
     def restart(self) -> None:
         """Prepare for another pass over the stream (buffers of incomplete ranges are dropped)."""
         self._buffers.clear()
+
+
+class ArStream:
+    """Walks an ``ar`` archive fed as a forward-only stream; each ELF member goes to a StreamedElf.
+
+    ``feed(chunk, offset)`` in order; ``finished()`` hands out (member name, StreamedElf) pairs for the
+    members that ended. ``error`` is set (and the walk stops) on a bad member header.
+    """
+
+    def __init__(self) -> None:
+        self._head = bytearray()
+        self._magic_ok = False
+        self._left = 0  # data bytes left in the current member
+        self._pad = 0
+        self._member: StreamedElf | None = None
+        self._member_at = 0
+        self._name = ""
+        self._longnames: bytearray | None = None
+        self._names = b""
+        self._done: list[tuple[str, StreamedElf]] = []
+        self._size = 0
+        self._decided = False
+        self._pending = bytearray()
+        self.error: str | None = None
+
+    def feed(self, chunk: bytes, offset: int) -> None:
+        """Consume the next chunk."""
+        view = memoryview(chunk)
+        while view and self.error is None:
+            if not self._magic_ok:
+                need = 8 - len(self._head)
+                self._head += view[:need]
+                view = view[need:]
+                if len(self._head) == 8:
+                    if bytes(self._head) != b"!<arch>\n":
+                        self.error = "not an ar archive"
+                        return
+                    self._magic_ok = True
+                    self._head.clear()
+                continue
+            if self._pad:
+                take = min(self._pad, len(view))
+                self._pad -= take
+                view = view[take:]
+                continue
+            if self._left == 0:
+                need = 60 - len(self._head)
+                self._head += view[:need]
+                view = view[need:]
+                if len(self._head) == 60:
+                    self._start_member(bytes(self._head))
+                    self._head.clear()
+                continue
+            take = min(self._left, len(view))
+            piece = bytes(view[:take])
+            view = view[take:]
+            self._member_data(piece)
+            self._left -= take
+            if self._left == 0:
+                self._end_member()
+
+    def _start_member(self, head: bytes) -> None:
+        if head[58:60] != b"`\n":
+            self.error = "bad ar member header"
+            return
+        raw = head[0:16].decode("latin-1").rstrip()
+        try:
+            size = int(head[48:58].decode("ascii").strip() or "0")
+        except ValueError:
+            self.error = "bad ar member size"
+            return
+        if raw.startswith("/") and raw[1:].isdigit():
+            i = int(raw[1:])
+            end = self._names.find(b"/\n", i)
+            raw = self._names[i : end if end >= 0 else len(self._names)].decode("utf-8", "replace")
+        self._name = raw.rstrip("/")
+        self._left = size
+        self._pad = size & 1
+        self._member = None
+        self._member_at = 0
+        self._size = size
+        self._decided = False
+        self._pending = bytearray()
+        self._longnames = bytearray() if raw == "//" else None
+        if size == 0:
+            self._end_member()
+
+    def _member_data(self, piece: bytes) -> None:
+        if self._longnames is not None:
+            if len(self._longnames) < (16 << 20):
+                self._longnames += piece
+            return
+        if self._decided:
+            if self._member is not None:
+                self._member.feed(piece, self._member_at)
+            self._member_at += len(piece)
+            return
+        self._pending += piece
+        if len(self._pending) < 4 and self._left > len(piece):
+            return  # the magic is split across chunks: wait for more
+        self._decided = True
+        data = bytes(self._pending)
+        self._pending = bytearray()
+        if data[:4] == b"\x7fELF":
+            self._member = StreamedElf(self._size)
+            self._member.feed(data, 0)
+        self._member_at = len(data)
+
+    def _end_member(self) -> None:
+        if self._longnames is not None:
+            self._names = bytes(self._longnames)
+            self._longnames = None
+        elif self._member is not None:
+            self._done.append((self._name, self._member))
+        self._member = None
+
+    def finished(self) -> list[tuple[str, StreamedElf]]:
+        """Members completed since the last call."""
+        out, self._done = self._done, []
+        return out

@@ -34,7 +34,7 @@ ACCEPT_ALL = ", ".join((OCI_INDEX, DOCKER_LIST, OCI_MANIFEST, DOCKER_MANIFEST))
 MAX_MANIFEST_BYTES = 4 << 20  # the distribution spec's suggested manifest limit
 MAX_CONFIG_BYTES = 64 << 20
 RETRY_STATUSES = (429, 500, 502, 503, 504)
-USER_AGENT = "envcheck (+https://github.com/ envcheck image)"
+USER_AGENT = "envcheck-image/0.1 (python-requests)"
 
 
 def sha256_digest(data: bytes) -> str:
@@ -89,6 +89,9 @@ class RegistryClient:
 
     def __post_init__(self) -> None:
         self.session.headers["User-Agent"] = USER_AGENT
+        if self.ref.is_loopback:
+            # A proxy from HTTPS_PROXY cannot reach this machine's loopback; never send loopback traffic to it.
+            self.session.trust_env = False
         self._auth_header: str | None = None
         self._challenge: Challenge | None = None
         insecure = set(self.insecure)

@@ -17,7 +17,7 @@ import tarfile
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, cast
 
 from envcheck.errors import EnvcheckError
 
@@ -84,28 +84,34 @@ def is_elf_candidate(path: str, mode: int) -> bool:
     return bool(mode & 0o111) and (in_site or "usr/local/cuda" in path) and "." not in posixpath.basename(path)
 
 
-def _open_tar(stream: IO[bytes]) -> tarfile.TarFile:
+class Readable(Protocol):
+    """Anything with ``read(n)``: a response body, a member of an outer tar, a verifying wrapper."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def _open_tar(stream: Readable) -> tarfile.TarFile:
     """A streaming TarFile over ``stream``, decompressing gzip or zstd as its first bytes say."""
     head = _Peek(stream)
     magic = head.peek(4)
     if magic[:2] == b"\x1f\x8b":
-        return tarfile.open(fileobj=head, mode="r|gz")  # type: ignore[call-overload]
+        return tarfile.open(fileobj=cast(IO[bytes], head), mode="r|gz")
     if magic == b"\x28\xb5\x2f\xfd":
         try:
             import zstandard
         except ImportError:
             raise LayerError("this layer is zstd-compressed and the zstandard package is not installed") from None
-        reader = zstandard.ZstdDecompressor().stream_reader(head, read_across_frames=True, closefd=False)
-        return tarfile.open(fileobj=reader, mode="r|")  # type: ignore[call-overload]
+        reader = zstandard.ZstdDecompressor().stream_reader(cast(IO[bytes], head), read_across_frames=True, closefd=False)
+        return tarfile.open(fileobj=cast(IO[bytes], reader), mode="r|")
     if magic[:3] == b"BZh" or magic == b"\xfd7zX":
         raise LayerError("this layer uses bzip2/xz compression, which OCI images do not allow")
-    return tarfile.open(fileobj=head, mode="r|")  # type: ignore[call-overload]
+    return tarfile.open(fileobj=cast(IO[bytes], head), mode="r|")
 
 
 class _Peek:
     """Lets the first bytes of a non-seekable stream be looked at and then read again."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    def __init__(self, stream: Readable) -> None:
         self._stream = stream
         self._buffer = b""
 
@@ -136,7 +142,7 @@ def read_metadata(data: bytes) -> tuple[str, str, tuple[str, ...]] | None:
     return str(name).strip(), str(message.get("Version", "")).strip(), tuple(str(v).strip() for v in message.get_all("Requires-Dist") or [])
 
 
-def scan_layer(stream: IO[bytes], read_binary: BinaryReader | None, *, deep_fatbin: bool = False,
+def scan_layer(stream: Readable, read_binary: BinaryReader | None, *, deep_fatbin: bool = False,
                progress: Callable[[int], None] | None = None) -> LayerScan:
     """Walk one layer's tar stream once, reading only the members that matter."""
     scan = LayerScan()
@@ -144,7 +150,13 @@ def scan_layer(stream: IO[bytes], read_binary: BinaryReader | None, *, deep_fatb
     try:
         tar = _open_tar(stream)
         with tar:
-            for member in tar:
+            while True:
+                member = tar.next()
+                if member is None:
+                    break
+                # TarFile remembers every member it has read; a layer can hold 100k+ files, so forget them
+                # as we go to keep memory flat (nothing here looks members up by name afterwards).
+                tar.members.clear()  # type: ignore[attr-defined]
                 scan.members += 1
                 seen_bytes += member.size
                 if progress is not None:
@@ -222,7 +234,8 @@ def _read_binary(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str, scan:
         try:
             binary = read_binary(_SeekOnly(spool), path, member.size, deep_fatbin=deep_fatbin)  # type: ignore[arg-type]
         except EnvcheckError as exc:
-            scan.problems.append({"path": path, "message": exc.message})
+            offset = getattr(exc, "offset", None)
+            scan.problems.append({"path": path, "message": exc.message, **({"offset": offset} if offset is not None else {})})
             return
         except Exception as exc:  # the scanner's MalformedBinary and friends: a problem, not a crash
             if type(exc).__name__ not in ("MalformedBinary", "ELFError"):

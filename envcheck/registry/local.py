@@ -220,8 +220,12 @@ def scan_save_stream(stream: IO[bytes], where: str, tag: str | None, read_binary
     small: dict[str, bytes] = {}
     scanned: dict[str, tuple[str, LayerScan]] = {}
     try:
-        with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]
-            for member in tar:
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
+            while True:
+                member = tar.next()
+                if member is None:
+                    break
+                tar.members.clear()  # type: ignore[attr-defined]  # keep memory flat over long streams
                 if not member.isfile():
                     continue
                 handle = tar.extractfile(member)
@@ -253,14 +257,14 @@ def scan_save_stream(stream: IO[bytes], where: str, tag: str | None, read_binary
                          repo_tags=list(entry.get("RepoTags") or []))
     diff_ids = list((config.get("rootfs") or {}).get("diff_ids") or [])
     ordered: list[tuple[str, str, LayerScan]] = []
-    for index, member in enumerate(image.layers):
-        if member not in scanned:
-            raise InputError(f"{where}: layer {member} named in manifest.json is missing", path=where)
-        digest, scan = scanned[member]
-        expected = _layer_digest(member, index, diff_ids)
+    for index, name in enumerate(image.layers):
+        if name not in scanned:
+            raise InputError(f"{where}: layer {name} named in manifest.json is missing", path=where)
+        digest, scan = scanned[name]
+        expected = _layer_digest(name, index, diff_ids)
         if expected and expected != digest:
-            raise InputError(f"{where}!{member}: content does not match its digest {expected}", path=where)
-        ordered.append((member, digest, scan))
+            raise InputError(f"{where}!{name}: content does not match its digest {expected}", path=where)
+        ordered.append((name, digest, scan))
     return image, ordered
 
 

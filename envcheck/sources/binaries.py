@@ -14,7 +14,9 @@ from __future__ import annotations
 import email.parser
 import json
 import os
+import re
 import stat
+import struct
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -99,7 +101,9 @@ def describe(
     ptx_isa = fatbin.distinct(f"{e.major}.{e.minor}" for e in entries if e.kind == fatbin.KIND_PTX)
     sections = fatbin.distinct(c.section for c in containers)
     names = [*needed, *([dyn_soname] if dyn_soname else [])]
-    static_cudart = has_fatbin_segment and not any(n.startswith("libcudart") for n in needed)
+    # A linked file that registers fatbins but needs no libcudart carries the runtime itself (nvcc's
+    # default -cudart static). Objects and archives are linked later: nothing to say for them.
+    static_cudart = elf_type in ("DYN", "EXEC") and has_fatbin_segment and not any(n.startswith("libcudart") for n in needed)
     return Binary(
         path=path,
         machine=machine,
@@ -121,7 +125,7 @@ def describe(
     )
 
 
-def _read_elf(
+def read_elf(
     src: ByteSource,
     path: str,
     deep: bool,
@@ -129,7 +133,14 @@ def _read_elf(
     scanned: list[fatbin.Container] | None = None,
     strings_at_once: bool = False,
 ) -> tuple[Binary, list[ReadProblem]]:
-    """Read one ELF file. ``scanned``: containers a stream scanner already found (section not yet known)."""
+    """Read one ELF file: header, sections, dynamic table, fatbins. Raises MalformedBinary when the
+    headers themselves are unreadable; damage in the dynamic table or a fatbin section is returned as
+    problems next to what could be read.
+
+    ``scanned``: containers a stream scanner already found (sections are assigned here); otherwise the
+    standard sections are walked (and, with ``deep``, every data section searched). ``strings_at_once``
+    reads the dynamic string table in one read (streams: one pass instead of many small reads).
+    """
     problems: list[ReadProblem] = []
     head = src.read_at(0, min(64, src.size))
     hdr = parse_header(head)
@@ -205,7 +216,7 @@ def _read_archive(src: ByteSource, path: str, deep: bool, location: Location) ->
             continue
         member_loc = Location(location.path, member=m.name)
         try:
-            b, probs = _read_elf(sub, f"{path}({m.name})", deep, member_loc)
+            b, probs = read_elf(sub, f"{path}({m.name})", deep, member_loc)
         except MalformedBinary as exc:
             exc.member = exc.member or m.name
             problems.append(_problem(exc, member_loc))
@@ -214,20 +225,21 @@ def _read_archive(src: ByteSource, path: str, deep: bool, location: Location) ->
         problems.extend(probs)
     if not parts:
         return None, problems
+    return merge_archive(parts, path, src.size, src.bytes_read, location), problems
+
+
+def merge_archive(parts: list[Binary], path: str, size: int, bytes_read: int, location: Location) -> Binary:
+    """An ``ar`` archive as one binary: its ELF members' facts joined in order."""
+
     def join(attr: str) -> tuple[str, ...]:
         return fatbin.distinct(x for b in parts for x in getattr(b, attr))
 
-    # The archive as a whole: the best level over its members, as for the modules of one binary.
-    levels = [b.sm121 for b in parts if b.sm121 is not None]
-    order = [fatbin.NONE, fatbin.PTX_JIT, fatbin.COMPATIBLE, fatbin.NATIVE]
-    sm121 = max(levels, key=order.index) if levels else None
     return Binary(
         path=path, machine=parts[0].machine, elf_type="AR", needed=join("needed"),
         cuda_major=implied_cuda_major(join("needed")), sass=join("sass"), ptx=join("ptx"), lto=join("lto"),
-        ptx_isa=join("ptx_isa"), sm121=sm121, sections=join("sections"),
-        static_cudart=any(b.static_cudart for b in parts), size=src.size, bytes_read=src.bytes_read,
-        location=location,
-    ), problems
+        ptx_isa=join("ptx_isa"), sm121=fatbin.combine_levels(b.sm121 for b in parts), sections=join("sections"),
+        static_cudart=False, size=size, bytes_read=bytes_read, location=location,
+    )
 
 
 def read_binary(src: ByteSource, path: str, *, deep_fatbin: bool = False, location: Location | None = None) -> BinaryReading:
@@ -241,7 +253,7 @@ def read_binary(src: ByteSource, path: str, *, deep_fatbin: bool = False, locati
     try:
         head = src.read_at(0, min(8, src.size))
         if head.startswith(ELF_MAGIC):
-            binary, problems = _read_elf(src, path, deep_fatbin, location)
+            binary, problems = read_elf(src, path, deep_fatbin, location)
             return BinaryReading(binary, problems)
         if head.startswith(AR_MAGIC):
             maybe, problems = _read_archive(src, path, deep_fatbin, location)
@@ -249,7 +261,7 @@ def read_binary(src: ByteSource, path: str, *, deep_fatbin: bool = False, locati
         return BinaryReading(None)
     except MalformedBinary as exc:
         return BinaryReading(None, [_problem(exc, location)])
-    except (OSError, MemoryError, RecursionError, ValueError, IndexError, OverflowError) as exc:
+    except (OSError, MemoryError, RecursionError, ValueError, IndexError, OverflowError, struct.error) as exc:
         return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {type(exc).__name__}: {exc}", location)])
 
 
@@ -290,10 +302,13 @@ class _Distribution:
     files: set[str]  # absolute, normalised paths from RECORD
 
 
+def _canonical(name: str) -> str:
+    """PEP 503 normalised distribution name (as packaging.utils.canonicalize_name)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def _read_dist_info(info_dir: Path, base: Path) -> tuple[_Distribution | None, list[ReadProblem]]:
     """Package and RECORD file set of one ``*.dist-info`` directory."""
-    from packaging.utils import canonicalize_name
-
     meta_path = info_dir / "METADATA"
     try:
         text = meta_path.read_text(encoding="utf-8", errors="replace")
@@ -305,19 +320,26 @@ def _read_dist_info(info_dir: Path, base: Path) -> tuple[_Distribution | None, l
         return None, [ReadProblem(f"{meta_path}: METADATA has no Name field", Location(str(meta_path)))]
     requires = tuple(str(r) for r in msg.get_all("Requires-Dist") or [])
     pkg = Package(
-        name=str(canonicalize_name(name)), version=str(version) if version else None, installed=True,
+        name=_canonical(name), version=str(version) if version else None, installed=True,
         requires=requires, role="installed", location=Location(str(meta_path)),
     )
     files: set[str] = set()
+    prefix = str(base) + os.sep
     try:
         with open(info_dir / "RECORD", encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 rel = line.split(",", 1)[0].strip().strip('"')
-                if rel:
-                    files.add(os.path.normpath(os.path.join(base, rel)))
+                if not rel:
+                    continue
+                # plain joins are what the folder walk produces; only ../ entries need normalising
+                files.add(os.path.normpath(prefix + rel) if ".." in rel or "./" in rel else prefix + rel)
     except OSError:
         pass  # RECORD is optional (conda, system packages)
     return _Distribution(pkg, files), []
+
+
+def _entry_name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 def _walk(root: Path, problems: list[ReadProblem]) -> Iterator[tuple[str, os.stat_result]]:
@@ -334,7 +356,8 @@ def _walk(root: Path, problems: list[ReadProblem]) -> Iterator[tuple[str, os.sta
         folder = stack.pop()
         try:
             with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = list(it)
+            entries.sort(key=_entry_name)
         except OSError as exc:
             problems.append(ReadProblem(f"{folder}: cannot list folder: {exc.strerror or exc}", Location(folder)))
             continue
@@ -386,17 +409,17 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     dist_dirs: list[tuple[str, os.stat_result]] = []
     readings: list[BinaryReading] = []
     for path, st in _walk(root, problems):
-        parent = os.path.dirname(path)
-        if parent.endswith(".dist-info") and os.path.basename(path) == "METADATA":
-            dist_dirs.append((parent, st))
+        if path.endswith("METADATA") and path.endswith(".dist-info/METADATA"):
+            dist_dirs.append((os.path.dirname(path), st))
         key = (st.st_size, st.st_mtime_ns, st.st_ino)
         hit = cache.get(path, key) if cache is not None else None
         if hit is not None:
-            readings.append(_reading_from_cache(hit))
+            if hit:  # False: cached "not a binary"
+                readings.append(reading_from_cache(hit))
             continue
         reading = _scan_file(path, st, deep)
         if cache is not None:
-            cache.put(path, key, _reading_to_cache(reading))
+            cache.put(path, key, reading_to_cache(reading))
         readings.append(reading)
     if cache is not None:
         cache.save()
@@ -414,9 +437,7 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
         b = reading.binary
         if b is None:
             continue
-        owner = owners.get(os.path.normpath(b.path))
-        if owner is None and b.path.endswith(")") and "(" in b.path:
-            owner = owners.get(os.path.normpath(b.path.rsplit("(", 1)[0]))
+        owner = owners.get(b.path) or owners.get(os.path.normpath(b.path))
         if owner is not None:
             b = replace(b, distribution=owner)
         inv.binaries.append(b)
@@ -424,7 +445,8 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     return inv
 
 
-def _reading_to_cache(reading: BinaryReading) -> dict[str, object] | None:
+def reading_to_cache(reading: BinaryReading) -> dict[str, object] | None:
+    """A reading as JSON data for :class:`envcheck.cache.ScanCache` (None: not a binary)."""
     if reading.binary is None and not reading.problems:
         return None
     return {
@@ -433,7 +455,8 @@ def _reading_to_cache(reading: BinaryReading) -> dict[str, object] | None:
     }
 
 
-def _reading_from_cache(value: object) -> BinaryReading:
+def reading_from_cache(value: object) -> BinaryReading:
+    """The reading that :func:`reading_to_cache` stored."""
     if not isinstance(value, dict):
         return BinaryReading(None)
     b = value.get("binary")

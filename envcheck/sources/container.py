@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gzip
 import hashlib
 import io
 import json
@@ -29,11 +30,12 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -106,6 +108,7 @@ class ProbeRun:
     python: str | None = None  # "3.11.2" as the bootstrap reported it
     python_path: str | None = None
     no_python: bool = False  # the image has no python3 on PATH
+    permission_denied: bool = False  # python3 exists but this user may not run it
     timed_out: bool = False
     user: str = ""
     gpus: str | None = None
@@ -124,25 +127,25 @@ def engine_client(timeout: float = 60.0) -> DockerClient:
     """A Docker SDK client for the engine the environment names; ServiceError when it does not answer.
 
     Order: ``DOCKER_HOST`` (with ``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH``), then ``DOCKER_CONTEXT`` or the
-    Docker CLI's current context, then the local socket. ``ssh://`` hosts use paramiko when installed and
-    the ``ssh`` binary otherwise.
+    Docker CLI's current context, then the local socket. ``ssh://`` hosts go through the ``ssh`` client
+    when it is installed (as the Docker CLI does), else paramiko; the SDK needs paramiko either way.
     """
     try:
-        import docker
         from docker.errors import DockerException
     except ImportError as exc:  # pragma: no cover - docker is a declared dependency
         raise ServiceError(f"the Docker SDK is not installed ({exc}); pip install docker") from exc
     where = os.environ.get("DOCKER_HOST") or "the local Docker engine"
     try:
         if os.environ.get("DOCKER_HOST"):
-            client = docker.from_env(timeout=int(timeout), use_ssh_client=_use_ssh_binary(os.environ["DOCKER_HOST"]))
+            client = _engine_client_class().from_env(
+                timeout=int(timeout), use_ssh_client=_use_ssh_binary(os.environ["DOCKER_HOST"]))
         else:
             host, tls = _context_endpoint()
             if host is None:
-                client = docker.from_env(timeout=int(timeout))
+                client = _engine_client_class().from_env(timeout=int(timeout))
             else:
                 where = host
-                client = docker.DockerClient(
+                client = _engine_client_class()(
                     base_url=host, tls=tls or False, timeout=int(timeout), use_ssh_client=_use_ssh_binary(host)
                 )
         client.ping()
@@ -156,6 +159,30 @@ def engine_client(timeout: float = 60.0) -> DockerClient:
     except Exception as exc:  # requests/paramiko/socket errors surface unwrapped from ping()
         raise ServiceError(f"cannot reach the Docker engine at {where}: {type(exc).__name__}: {_short(exc)}") from exc
     return client
+
+
+@lru_cache(maxsize=1)
+def _engine_client_class() -> type[DockerClient]:
+    """``docker.DockerClient`` whose requests trust the engine's CA (``DOCKER_CERT_PATH/ca.pem``).
+
+    requests lets ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` from the environment replace a session's
+    ``verify`` on every request, so with either set (common behind corporate proxies) the SDK would
+    check the engine's certificate against the public CAs and refuse it. Here a CA file set on the
+    session wins; proxies and everything else from the environment still apply.
+    """
+    import docker
+
+    class EngineAPI(docker.APIClient):  # type: ignore[misc]
+        def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any, cert: Any) -> Any:
+            if verify is None and isinstance(self.verify, str):
+                verify = self.verify
+            return super().merge_environment_settings(url, proxies, stream, verify, cert)
+
+    class EngineClient(docker.DockerClient):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.api = EngineAPI(*args, **kwargs)
+
+    return EngineClient
 
 
 def _use_ssh_binary(host: str) -> bool:
@@ -250,32 +277,53 @@ def ensure_image(client: DockerClient, image: str, pull: str) -> Any:
 
 
 def payload_folders() -> tuple[Path, ...]:
-    """The pure-Python packages the collector needs inside the image: envcheck and its readers' deps."""
+    """The pure-Python packages the collector needs inside the image: envcheck and its readers' deps.
+
+    Python 3.10 images have no ``tomllib`` (envcheck's knowledge files are TOML): on Python 3.11+ the
+    standard library's pure-Python ``tomllib`` travels and is installed in the payload as ``tomli``, the
+    same code under the name envcheck imports on 3.10. (An installed tomli may be a compiled build for
+    this machine only, so it travels only when it is pure Python.)
+    """
     import elftools
     import packaging
 
     import envcheck
 
     folders = [Path(envcheck.__file__).parent, Path(elftools.__file__).parent, Path(packaging.__file__).parent]
-    with contextlib.suppress(ImportError):  # TOML on a Python 3.10 image, where tomllib is missing
-        import tomli
-
-        folders.append(Path(tomli.__file__).parent)
+    toml = _pure_toml_package()
+    if toml is not None:
+        folders.append(toml)
     return tuple(folders)
 
 
+def _pure_toml_package() -> Path | None:
+    with contextlib.suppress(ImportError):
+        import tomllib
+
+        return Path(tomllib.__file__).parent
+    with contextlib.suppress(ImportError):
+        import tomli
+
+        folder = Path(tomli.__file__).parent
+        if not any(folder.glob("*.so")):
+            return folder
+    return None
+
+
 @lru_cache(maxsize=8)
-def payload_archive(folders: tuple[Path, ...]) -> bytes:
+def payload_archive(folders: tuple[Path, ...], compress: bool = False) -> bytes:
     """A tar of ``folders`` (source files only, no caches), root-owned and world-readable, read-only.
 
     Only package folders travel, never ``*.dist-info``: the collector must not see envcheck's own copies
-    of packaging or pyelftools as distributions installed in the image.
+    of packaging or pyelftools as distributions installed in the image. ``compress``: gzip it (the
+    engine unpacks gzip), worth it when the engine is remote (tcp://, ssh://), not on a local socket.
     """
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for folder in folders:
+            top = "tomli" if folder.name == "tomllib" else folder.name  # see payload_folders
             for path in sorted(folder.rglob("*")):
-                relative = path.relative_to(folder.parent)
+                relative = Path(top, path.relative_to(folder))
                 if "__pycache__" in relative.parts or path.suffix in (".pyc", ".pyo") or path.is_symlink():
                     continue
                 info = tar.gettarinfo(str(path), arcname=relative.as_posix())
@@ -289,7 +337,13 @@ def payload_archive(folders: tuple[Path, ...]) -> bytes:
                     info.mode = 0o444
                     with path.open("rb") as fh:
                         tar.addfile(info, fh)
-    return buffer.getvalue()
+    data = buffer.getvalue()
+    return gzip.compress(data, compresslevel=6, mtime=0) if compress else data
+
+
+def _engine_is_local(client: DockerClient) -> bool:
+    """True for a unix socket (the SDK's base URL ``http+docker://localhost``)."""
+    return str(getattr(client.api, "base_url", "")).startswith("http+docker://localhost")
 
 
 # ------------------------------------------------------------------------------------------------ run
@@ -392,7 +446,7 @@ def _container_settings(image: str, name: str, user: str, options: ContainerOpti
         "pids_limit": options.pids,
         "ipc_mode": "private",
         "log_config": LogConfig(type="json-file"),
-        "labels": {LABEL: "1", f"{LABEL}.pid": str(os.getpid())},
+        "labels": _labels(),
         "device_requests": _device_requests(options.gpus),
         "stdin_open": False,
         "tty": False,
@@ -428,7 +482,7 @@ def run_probe(client: DockerClient, image: str, options: ContainerOptions | None
     user = _choose_user(image_obj, options.user)
     run = ProbeRun(image=image, container_name=name, user=user, gpus=options.gpus)
     folders = options.payload if options.payload is not None else payload_folders()
-    archive = payload_archive(tuple(folders))
+    archive = payload_archive(tuple(folders), compress=not _engine_is_local(client))
     started = time.monotonic()
     container: Container | None = None
     try:
@@ -443,6 +497,9 @@ def run_probe(client: DockerClient, image: str, options: ContainerOptions | None
                     if _NO_EXECUTABLE.search(str(exc)) and "python3" in str(exc):
                         run.no_python = True
                         return run
+                    if "permission denied" in str(exc).lower() and "python3" in str(exc):
+                        run.permission_denied = True  # python3 is there, but not for this user
+                        return run
                     if "could not select device driver" in str(exc):
                         raise InputError(
                             f"--gpus {options.gpus}: the Docker engine cannot give containers GPUs ({_short(exc)}). "
@@ -451,9 +508,9 @@ def run_probe(client: DockerClient, image: str, options: ContainerOptions | None
                     raise
                 try:
                     status = container.wait(timeout=max(1.0, options.timeout - (time.monotonic() - started)))
-                except Exception as exc:  # requests' ReadTimeout/ConnectionError: the wall clock ran out
+                except OSError as exc:  # requests' errors are OSErrors; a read timeout means the clock ran out
                     if not _is_timeout(exc):
-                        raise
+                        raise ServiceError(f"lost the Docker engine while {image} ran: {_short(exc)}") from exc
                     run.timed_out = True
                     with contextlib.suppress(DockerException):
                         container.kill()
@@ -466,7 +523,7 @@ def run_probe(client: DockerClient, image: str, options: ContainerOptions | None
                 )
             except APIError as exc:
                 raise ServiceError(f"the Docker engine failed while running {image}: {_short(exc)}") from exc
-            except DockerException as exc:
+            except (DockerException, OSError) as exc:
                 raise ServiceError(f"the Docker engine failed while running {image}: {_short(exc)}") from exc
     finally:
         with _signals_held():
@@ -477,11 +534,12 @@ def run_probe(client: DockerClient, image: str, options: ContainerOptions | None
 
 
 def _is_timeout(exc: Exception) -> bool:
-    try:
-        import requests
-    except ImportError:  # pragma: no cover
-        return False
-    return isinstance(exc, (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError))
+    """A read timeout of ``wait``: requests raises ReadTimeout, or ConnectionError on a unix socket."""
+    import requests
+
+    if isinstance(exc, requests.exceptions.ReadTimeout):
+        return True
+    return isinstance(exc, requests.exceptions.ConnectionError) and "timed out" in str(exc).lower()
 
 
 def _remove(client: DockerClient, container: Container | None, name: str, not_found: type[Exception]) -> None:
@@ -508,6 +566,48 @@ def _read_python_tag(run: ProbeRun) -> None:
             break
 
 
+def _labels() -> dict[str, str]:
+    """Labels that say which envcheck process, on which machine, owns a probe container."""
+    return {LABEL: "1", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()}
+
+
+def sweep_orphans(client: DockerClient) -> list[str]:
+    """Remove probe containers whose envcheck process on this machine is gone (SIGKILL, power loss).
+
+    Only containers labelled with this machine's host name and a process id that no longer exists are
+    touched; containers of other machines sharing the engine, and of live processes, are left alone.
+    """
+    from docker.errors import DockerException
+
+    removed: list[str] = []
+    try:
+        found = client.containers.list(
+            all=True, filters={"label": [LABEL, f"{LABEL}.host={socket.gethostname()}"]})
+    except DockerException:
+        return removed
+    for container in found:
+        try:
+            pid = int((container.labels or {}).get(f"{LABEL}.pid", ""))
+        except ValueError:
+            continue
+        if pid == os.getpid() or _process_alive(pid):
+            continue
+        with contextlib.suppress(DockerException):
+            container.remove(force=True, v=True)
+            removed.append(str(container.name))
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def leftover_containers(client: DockerClient) -> list[str]:
     """Names of probe containers this process started that still exist (for tests and diagnostics)."""
     found = client.containers.list(all=True, filters={"label": f"{LABEL}.pid={os.getpid()}"})
@@ -521,9 +621,19 @@ def read_container(image: str, options: ContainerOptions | None = None,
                    client: DockerClient | None = None) -> Inventory:
     """The inventory of ``image`` as its own python3 sees it, or a static look when it cannot run."""
     options = options or ContainerOptions()
-    client = client or engine_client()
+    if client is None:
+        own = engine_client()
+        try:
+            return read_container(image, options, own)
+        finally:
+            own.close()
     image_obj = ensure_image(client, image, options.pull)
+    sweep_orphans(client)
     run = run_probe(client, image, options, image_obj)
+    if run.permission_denied and options.user is None:
+        # The image keeps its interpreter from other users (e.g. under a 0700 /root): non-root is not
+        # possible here, so run as root; still no capabilities, no network, read-only, no-new-privileges.
+        run = run_probe(client, image, dataclasses.replace(options, user="0:0"), image_obj)
     where = Location(image)
     if run.no_python or run.python_too_old:
         inventory = static_look(client, image, image_obj)
@@ -539,6 +649,9 @@ def read_container(image: str, options: ContainerOptions | None = None,
             f"{len(inventory.binaries)} ELF files",
             where,
         ))
+    elif run.permission_denied:
+        inventory = Inventory(context="installed", problems=[ReadProblem(
+            f"user {run.user} may not run python3 in {image}; pass --user with a user that can", where)])
     elif run.timed_out:
         inventory = Inventory(context="installed", problems=[ReadProblem(
             f"the collector in {image} did not finish within {options.timeout:g} s; the container was killed "
@@ -546,6 +659,8 @@ def read_container(image: str, options: ContainerOptions | None = None,
     else:
         inventory = _inventory_from_output(image, run)
     inventory.context = "installed"
+    if not options.gpus and (inventory.host.get("nvidia_smi") or {}).get("status") == "not-run":
+        inventory.host.pop("nvidia_smi")  # no GPU was given: the GPU lines say "not run" (SKIP), not "failed"
     inventory.images.append(_image_fact(image, image_obj))
     if not isinstance(inventory.host.get("container"), dict) and (run.no_python or run.python_too_old):
         # the static look has no live container markers; the target is a container image all the same
@@ -574,7 +689,6 @@ def _image_fact(image: str, image_obj: Any) -> BaseImage:
 
 def _inventory_from_output(image: str, run: ProbeRun) -> Inventory:
     """Parse and validate the probe's JSON; anything wrong with it is a ReadProblem, never a crash."""
-    origin = image
     text = run.stdout.decode("utf-8", "replace")
     tail = _stderr_tail(run.stderr)
     if run.facts.get("oom_killed"):
@@ -587,6 +701,13 @@ def _inventory_from_output(image: str, run: ProbeRun) -> Inventory:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
+        # The collector prints its document as the last line; something in the image (a sitecustomize,
+        # a noisy .pth file) may have printed before it. A last line that is a whole object is the result.
+        last = text.rstrip().rsplit("\n", 1)[-1]
+        with contextlib.suppress(json.JSONDecodeError):
+            data = json.loads(last) if last.startswith("{") else None
+            if isinstance(data, dict):
+                return _validated(data, image, run, tail)
         return Inventory(problems=[ReadProblem(
             f"the collector in {image} printed a result that is not valid JSON ({exc.msg} at line {exc.lineno}, "
             f"column {exc.colno}); exit status {run.exit_code}" + (f"; its last error output: {tail}" if tail else ""),
@@ -595,9 +716,13 @@ def _inventory_from_output(image: str, run: ProbeRun) -> Inventory:
         return Inventory(problems=[ReadProblem(
             f"the collector in {image} printed JSON of type {type(data).__name__}, not an object",
             Location(image, member="stdout", offset=0))])
+    return _validated(data, image, run, tail)
+
+
+def _validated(data: dict[str, Any], image: str, run: ProbeRun, tail: str) -> Inventory:
     from envcheck.sources.host import inventory_from_probe
 
-    inventory: Inventory = inventory_from_probe(data, origin)  # validates; bad fields become problems
+    inventory: Inventory = inventory_from_probe(data, image)  # validates; bad fields become problems
     _relabel(inventory, image)
     if run.exit_code not in (0, None):
         inventory.problems.append(ReadProblem(
@@ -653,7 +778,7 @@ def static_look(client: DockerClient, image: str, image_obj: Any = None) -> Inve
             with _signals_raise():
                 container = client.containers.create(
                     image, name=name, entrypoint=["/nonexistent"], network_mode="none",
-                    labels={LABEL: "1", f"{LABEL}.pid": str(os.getpid())},
+                    labels=_labels(),
                 )
                 kept = _extract_relevant(_ChunkReader(container.export(chunk_size=1 << 20)), root)
         except (DockerException, tarfile.TarError, OSError) as exc:
@@ -776,8 +901,3 @@ def container_target(image: str, **opts: Any) -> Target:
     _device_requests(options.gpus)  # a malformed --gpus is a usage error before anything starts
     return Target(name=image, kind=KIND, read=lambda: read_container(image, options))
 
-
-def options_from(values: Mapping[str, Any]) -> ContainerOptions:
-    """ContainerOptions from parsed command-line values (None means the default)."""
-    known = set(ContainerOptions.__dataclass_fields__)
-    return ContainerOptions(**{k: v for k, v in values.items() if k in known and v is not None})

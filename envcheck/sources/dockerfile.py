@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from envcheck.errors import UsageError
+from envcheck.inspect.base_images import safe_describe
 from envcheck.inspect.dockerfile import (
     Dockerfile,
     DockerfileSyntaxError,
@@ -33,11 +35,20 @@ from envcheck.inspect.dockerfile import (
     split_words,
     walk_stage,
 )
-from envcheck.inspect.base_images import safe_describe
 from envcheck.inspect.pip_args import InstallParse, parse_install_command
 from envcheck.inspect.shell import SimpleCommand, split_commands
 from envcheck.inspect.wheel_tags import canonical
-from envcheck.model import EnvVar, InstallCommand, Inventory, Location, Package, Pragma, ReadProblem
+from envcheck.model import (
+    EnvVar,
+    InstallCommand,
+    Inventory,
+    Location,
+    Package,
+    PackageIndex,
+    Pragma,
+    ReadProblem,
+)
+from envcheck.registry.reference import parse_reference
 from envcheck.sources import ReadOptions
 
 KIND = "dockerfile"
@@ -51,6 +62,12 @@ _SITE_DIRS = ("site-packages", "dist-packages", "/opt/venv", "/opt/conda", "/ven
 # `git clone` of these repositories followed by a build in that folder installs this distribution.
 _REPO_PACKAGES = {"flash-attention": "flash-attn", "triton": "triton", "xformers": "xformers"}
 _TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST",)
+# Environment variables that set pip's or uv's default index for every install after them.
+INDEX_VARIABLES = {
+    "PIP_INDEX_URL": "index-url", "PIP_EXTRA_INDEX_URL": "extra-index-url", "PIP_FIND_LINKS": "find-links",
+    "UV_INDEX_URL": "index-url", "UV_DEFAULT_INDEX": "index-url", "UV_EXTRA_INDEX_URL": "extra-index-url", "UV_INDEX": "extra-index-url",
+}
+_INDEX_VARIABLES = INDEX_VARIABLES
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -161,11 +178,16 @@ class _Reader:
         from envcheck.model import BaseImage
 
         if stage.parent is None and stage.base.lower() != "scratch":
-            if stage.unresolved:
-                names = ", ".join(stage.unresolved)
-                inventory.problems.append(ReadProblem(
-                    f"FROM {stage.base_written} uses ARG {names} with no value (read as {stage.base!r}): "
-                    f"give it a default or pass --build-arg {stage.unresolved[0]}=...", self._loc(stage.line, stage)))
+            try:
+                parse_reference(stage.base)
+            except UsageError as exc:  # docker build stops here: "invalid reference format"
+                if stage.unresolved:
+                    message = (f"FROM {stage.base_written} uses ARG {', '.join(stage.unresolved)} with no value (read as "
+                               f"{stage.base!r}): give it a default or pass --build-arg {stage.unresolved[0]}=...")
+                else:
+                    message = f"FROM {stage.base_written}: {exc.message}"
+                inventory.problems.append(ReadProblem(message, self._loc(stage.line, stage)))
+                return
             inventory.images.append(BaseImage(
                 ref=stage.base, stage=stage.label, platform=stage.platform, final=in_image,
                 location=self._loc(stage.line, stage),
@@ -181,6 +203,10 @@ class _Reader:
                 scratch = dict(values)
                 for name, value, origin in apply_instruction(self.df, inst, scratch, self.build_args):
                     inventory.env.append(EnvVar(name, value, origin, self._loc(inst.line, stage)))
+                    # pip/uv read their default index from the environment of every later RUN
+                    option = _INDEX_VARIABLES.get(name)
+                    if option is not None:
+                        inventory.indexes.extend(PackageIndex(url, option, self._loc(inst.line, stage)) for url in value.split())
             elif inst.keyword == "WORKDIR":
                 target = expand(inst.args.strip(), values, self.df.escape, keep_unknown=True).value
                 workdir = posixpath.normpath(posixpath.join(workdir, target))
@@ -243,9 +269,14 @@ class _Reader:
         if re.fullmatch(r"python(\d+(\.\d+)?)?", exe) and len(argv) >= 3 and argv[1] == "setup.py" and argv[2] in ("install", "develop", "bdist_wheel", "build_ext"):
             self._source_build(files.script.cwd, "setup.py", argv, cmd, loc, in_image, files, inventory)
             return
+        if exe == "uv" and len(argv) >= 2 and argv[1] == "sync":
+            self._read_project_file("uv.lock", "locks", in_image, files, loc, stage, inventory, cmd)
+            return
         parsed = parse_install_command(_as_install(_resolvable(argv)), loc)
         if parsed is None:
             return
+        if parsed.command.tool in ("pip", "uv") and "." in [w for w in argv if not w.startswith("-")] and _repo_of(files.script.cwd, files.script) is None:
+            self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, None)
         self._add_install(parsed, cmd, loc, in_image, files, inventory, stage)
 
     def _add_install(self, parsed: InstallParse, cmd: SimpleCommand, loc: Location, in_image: bool,
@@ -299,6 +330,33 @@ class _Reader:
         inventory.installs.extend(replace(c, location=loc) for c in sub.installs if c.tool == "requirements" and c.options)
         inventory.problems.extend(sub.problems)
         inventory.pragmas.extend(sub.pragmas)
+
+    def _read_project_file(self, name: str, module: str, in_image: bool, files: _ContextFiles, loc: Location, stage: Stage,
+                           inventory: Inventory, cmd: SimpleCommand | None) -> None:
+        """``uv sync`` reads uv.lock, ``pip install .`` reads pyproject.toml, where the build copied them."""
+        import importlib
+
+        found = files.resolve(name)
+        if found is None:
+            return
+        try:
+            sub = importlib.import_module(f"envcheck.sources.{module}").read(found, ReadOptions())
+        except Exception as exc:  # a broken project file is a problem at the RUN line, the rest is still read
+            inventory.problems.append(ReadProblem(f"cannot read {name} (from {found}): {getattr(exc, 'message', exc)}", loc))
+            return
+        role_override = None if in_image else "build"
+        for pkg in sub.packages:
+            where = replace(pkg.location, stage=stage.label) if pkg.location else loc
+            new_role = role_override if role_override is not None and pkg.role in ("requirement", "lock") else pkg.role
+            inventory.packages.append(replace(pkg, role=new_role, location=where))
+        inventory.indexes.extend(replace(i, location=replace(i.location, stage=stage.label) if i.location else loc) for i in sub.indexes)
+        inventory.wheels.extend(replace(w, location=replace(w.location, stage=stage.label) if w.location else loc) for w in sub.wheels)
+        inventory.problems.extend(sub.problems)
+        inventory.pragmas.extend(sub.pragmas)
+        if cmd is not None:
+            names = tuple(p.name for p in sub.packages)
+            inventory.installs.append(InstallCommand(tool="uv", packages=names, options=tuple(w for w in cmd.argv[2:] if w.startswith("-")),
+                                                     text=cmd.text, location=loc))
 
     def _source_build(self, cwd: str, tool: str, argv: list[str], cmd: SimpleCommand, loc: Location, in_image: bool,
                       files: _ContextFiles, inventory: Inventory) -> None:
@@ -439,16 +497,32 @@ class _ContextFiles:
                 return found
         for sources, dest, workdir in reversed(self.copies):
             dest_abs = posixpath.normpath(posixpath.join(workdir, dest))
-            for source in sources:
-                found = self._under(wanted, dest_abs, source, is_dir_dest=dest.endswith("/") or len(sources) > 1)
+            expanded = [m for source in sources for m in self._matches(source)]
+            for source in expanded:
+                found = self._under(wanted, dest_abs, source, is_dir_dest=dest.endswith("/") or len(expanded) > 1)
                 if found is not None:
                     return found
         return None
 
-    def _under(self, wanted: str, dest: str, source: str, is_dir_dest: bool) -> Path | None:
-        src = (self.context / source).resolve()
+    def _matches(self, source: str) -> list[str]:
+        """A COPY source with wildcards (``requirements*.txt``) as the context paths it matches."""
+        if not any(c in source for c in "*?["):
+            return [source]
         try:
-            src.relative_to(self.context.resolve())
+            return sorted(p.relative_to(self.context).as_posix() for p in self.context.glob(source.lstrip("/")))
+        except (OSError, ValueError):
+            return []
+
+    def _under(self, wanted: str, dest: str, source: str, is_dir_dest: bool) -> Path | None:
+        try:
+            return self._lookup(wanted, dest, source, is_dir_dest)
+        except (OSError, ValueError):  # a name the file system rejects (too long, NUL): docker could not copy it either
+            return None
+
+    def _lookup(self, wanted: str, dest: str, source: str, is_dir_dest: bool) -> Path | None:
+        src = self.context / posixpath.normpath(source.lstrip("/") or ".")
+        try:
+            src.resolve().relative_to(self.context.resolve())
         except ValueError:
             return None  # outside the context: docker would refuse it
         candidates: list[Path] = []

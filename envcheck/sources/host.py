@@ -345,6 +345,7 @@ def sample_nvidia_smi(seconds: float, exe: str | None = None, proc: str = "/proc
     start = time.monotonic()
     deadline = start + max(0.0, seconds)
     interval = min(1.0, seconds / 2) if seconds > 0 else 0.0
+    due = start
     while True:
         taken = time.monotonic()
         result = _query(path, nvidia_smi.GPU_FIELDS, "gpu")
@@ -360,9 +361,11 @@ def sample_nvidia_smi(seconds: float, exe: str | None = None, proc: str = "/proc
             return {"status": "error", "path": path, "error": f"--query-gpu output line {exc.line}: {exc.message}"}
         out["fields"] = list(fields)
         out["samples"].append({"t": round(taken - start, 3), "gpus": [nvidia_smi.gpu_row(r) for r in table.rows]})
-        if taken + interval > deadline or interval <= 0:
+        # samples on a fixed schedule (0, 1, 2, ... s) so slow nvidia-smi calls do not shrink the window
+        due += interval
+        if interval <= 0 or due > deadline + 0.05:
             break
-        time.sleep(max(0.0, taken + interval - time.monotonic()))
+        time.sleep(max(0.0, due - time.monotonic()))
     apps = _query(path, nvidia_smi.APP_FIELDS, "apps")
     if isinstance(apps, str):
         out["apps_error"] = apps

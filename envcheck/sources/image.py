@@ -173,7 +173,8 @@ class Progress:
             now = time.monotonic()
             if self.enabled and now - self._last > 0.1:
                 self._last = now
-                sys.stderr.write(f"\renvcheck: layer {self.layer}/{self.total}  {self.done / (1 << 20):9.1f} MiB")
+                of = f"/{self.total}" if self.total else ""
+                sys.stderr.write(f"\renvcheck: layer {self.layer}{of}  {self.done / (1 << 20):9.1f} MiB")
                 sys.stderr.flush()
 
         return update
@@ -190,8 +191,8 @@ def binary_reader() -> BinaryReader | None:
         module = importlib.import_module("envcheck.sources.binaries")
     except ImportError:
         return None
-    reader = getattr(module, "binary_from_file", None)
-    return reader  # type: ignore[no-any-return]
+    reader: BinaryReader | None = getattr(module, "binary_from_file", None)
+    return reader
 
 
 def _history_inventory(created_by: list[tuple[int, str]], where: str) -> Inventory | None:
@@ -249,14 +250,15 @@ def _add_final_files(inventory: Inventory, name: str, final: FinalFiles) -> None
         ))
     names = {f.name for f in dataclasses.fields(Binary)}
     for path, data in sorted(final.binaries.items()):
-        values = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in names and k != "location"}
+        values: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in names and k != "location"}
         values["path"] = "/" + path
         try:
             inventory.binaries.append(Binary(**values, location=Location(name, member="/" + path)))
         except TypeError:
             continue
     for problem in final.problems:
-        inventory.problems.append(ReadProblem(problem["message"], Location(name, member="/" + str(problem["path"]))))
+        where = Location(name, member="/" + str(problem["path"]), offset=problem.get("offset"))
+        inventory.problems.append(ReadProblem(problem["message"], where))
 
 
 def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef], Any], cache: BlobCache,

@@ -31,7 +31,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     reach = _uv_markers(entries) if style == "uv" else {}
     cursor = 0
     for entry in entries:
-        if not isinstance(entry, dict) or "name" not in entry:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
             inventory.problems.append(ReadProblem("lock entry without a name", Location(str(path))))
             continue
         name = canonical(str(entry["name"]))
@@ -46,6 +46,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             inventory.indexes.append(PackageIndex(index, "lock-index", loc))
         requires = _dependencies(entry)
         marker = entry.get("marker") if style == "pylock" else reach.get((name, str(version)), None)
+        marker = str(marker) if marker is not None else None
         if style == "uv" and isinstance(entry.get("source"), dict) and any(k in entry["source"] for k in ("virtual", "editable")):
             continue  # the project itself
         inventory.packages.append(Package(
@@ -55,6 +56,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         ))
         names.append(name)
         wheels = entry.get("wheels") or []
+        if not isinstance(wheels, list):
+            inventory.problems.append(ReadProblem(f"{name}: wheels must be a list of tables", loc))
+            wheels = []
         tags: list[str] = []
         for wheel in wheels:
             if not isinstance(wheel, dict):
@@ -96,7 +100,8 @@ def _uv_markers(entries: list[Any]) -> dict[tuple[str, str], str | None]:
     queue: list[tuple[dict[str, Any], str | None]] = [(r, None) for r in roots]
     while queue:
         entry, cond = queue.pop()
-        for dep in entry.get("dependencies") or []:
+        deps = entry.get("dependencies") or []
+        for dep in deps if isinstance(deps, list) else []:
             if not isinstance(dep, dict) or "name" not in dep:
                 continue
             edge = dep.get("marker")

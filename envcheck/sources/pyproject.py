@@ -54,11 +54,11 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     inventory = Inventory()
     project = data.get("project", {}) if isinstance(data.get("project"), dict) else {}
     groups: list[tuple[str, Any]] = [("dependencies", project.get("dependencies", []))]
-    for extra, reqs in (project.get("optional-dependencies") or {}).items():
+    for extra, reqs in _table(project, "optional-dependencies", inventory, path, text).items():
         groups.append((f"optional-dependencies.{extra}", reqs))
-    for group, reqs in (data.get("dependency-groups") or {}).items():
+    for group, reqs in _table(data, "dependency-groups", inventory, path, text).items():
         groups.append((f"dependency-groups.{group}", reqs))
-    build_reqs = (data.get("build-system") or {}).get("requires", [])
+    build_reqs = _table(data, "build-system", inventory, path, text).get("requires", [])
     groups.append(("build-system.requires", build_reqs))
     names: list[str] = []
     for group, reqs in groups:
@@ -78,13 +78,25 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             elif pkg is not None:
                 inventory.packages.append(pkg)
                 names.append(pkg.name)
-    uv = (data.get("tool") or {}).get("uv") or {}
-    for index in uv.get("index", []) or []:
+    uv = _table(_table(data, "tool", inventory, path, text), "uv", inventory, path, text)
+    uv_indexes = uv.get("index", []) or []
+    for index in uv_indexes if isinstance(uv_indexes, list) else [uv_indexes]:
         if isinstance(index, dict) and index.get("url"):
             inventory.indexes.append(PackageIndex(str(index["url"]), "uv-index", Location(str(path), line=line_of(text, str(index["url"])))))
     for key, option in (("index-url", "index-url"), ("extra-index-url", "extra-index-url"), ("find-links", "find-links")):
         value = uv.get(key)
-        for url in ([value] if isinstance(value, str) else value or []):
+        for url in ([value] if isinstance(value, str) else value if isinstance(value, list) else []):
             inventory.indexes.append(PackageIndex(str(url), option, Location(str(path), line=line_of(text, str(url)))))
     inventory.installs.append(InstallCommand(tool="requirements", packages=tuple(names), text=f"pip install {path.parent.name or '.'}", location=Location(str(path))))
     return inventory
+
+
+def _table(parent: dict[str, Any], key: str, inventory: Inventory, path: Path, text: str) -> dict[str, Any]:
+    """``parent[key]`` when it is a TOML table; anything else is a problem at its line and reads as empty."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        inventory.problems.append(ReadProblem(f"{key} must be a table, not {type(value).__name__}", Location(str(path), line=line_of(text, key))))
+        return {}
+    return value

@@ -13,7 +13,7 @@ import shlex
 from pathlib import Path
 
 from envcheck.errors import InputError
-from envcheck.inspect.pip_args import _INDEX_OPTIONS, parse_requirement_text
+from envcheck.inspect.pip_args import _INDEX_OPTIONS, parse_requirement_text, shown
 from envcheck.model import InstallCommand, Inventory, Location, Package, PackageIndex, Pragma, ReadProblem
 from envcheck.sources import ReadOptions
 
@@ -45,7 +45,10 @@ def read_text_file(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, list[Re
         size = path.stat().st_size
         if size > max_bytes:
             raise InputError(f"{path} is {size} bytes, over the {max_bytes}-byte limit for a text input", str(path))
-        data = path.read_bytes()
+        with path.open("rb") as fh:  # bounded: /dev/zero or a FIFO reports size 0 and never ends
+            data = fh.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise InputError(f"{path} is over the {max_bytes}-byte limit for a text input", str(path))
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}", str(path)) from exc
     nul = data.find(b"\x00", 0, 65536)
@@ -66,7 +69,12 @@ def logical_lines(text: str) -> list[tuple[int, str, str | None]]:
     out: list[tuple[int, str, str | None]] = []
     buf: list[str] = []
     start = 0
-    for number, raw in enumerate(text.splitlines(), 1):
+    # Lines split the way pip splits them (form feeds and U+2028 too), numbered the way editors count them.
+    physical = 1
+    for raw_line in text.splitlines(keepends=True):
+        raw = raw_line.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+        number = physical
+        physical += 1 if raw_line.endswith(("\n", "\r")) else 0
         if not buf:
             start = number
         stripped = raw.rstrip()
@@ -115,7 +123,13 @@ def _looks_like_freeze(inventory: Inventory) -> bool:
 
 def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: str, seen: set[Path], depth: int,
                included_from: Location | None = None) -> None:
-    resolved = path.resolve()
+    try:
+        resolved = path.resolve()
+    except (RuntimeError, OSError) as exc:  # a symlink loop: RuntimeError up to 3.12, OSError(ELOOP) after
+        if included_from is None:
+            raise InputError(f"cannot read {path}: {exc}", str(path)) from None
+        inventory.problems.append(ReadProblem(f"cannot read {path}: {exc}", included_from))
+        return
     if resolved in seen:
         inventory.problems.append(ReadProblem(f"include cycle: {path} is already being read", included_from))
         return
@@ -191,4 +205,4 @@ def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inv
                  "--trusted-host", "--use-feature", "--config-settings", "--global-option", "--hash"):
         inventory.installs.append(InstallCommand(tool="requirements", packages=(), options=(line,), text=line, location=loc))
     else:
-        inventory.problems.append(ReadProblem(f"unknown option line {line!r} (pip would reject it)", loc))
+        inventory.problems.append(ReadProblem(f"unknown option line {shown(line)} (pip would reject it)", loc))

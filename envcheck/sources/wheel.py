@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import email.parser
 import os
+import struct
 import zipfile
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -25,10 +27,11 @@ from envcheck.model import Inventory, Location, Package, ReadProblem, Wheel
 from envcheck.sources import ReadOptions
 from envcheck.sources.binaries import (
     BinaryReading,
-    _read_elf,
-    _reading_from_cache,
-    _reading_to_cache,
+    read_elf,
+    reading_from_cache,
+    reading_to_cache,
     is_binary_head,
+    merge_archive,
     read_binary,
 )
 
@@ -75,42 +78,97 @@ def read_member(path: str, info: zipfile.ZipInfo, *, deep_fatbin: bool = False) 
         return BinaryReading(None, [ReadProblem(f"{location}: {exc.message}", where)])
     except OSError as exc:
         return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {exc.strerror or exc}", location)])
+    except (ValueError, IndexError, OverflowError, MemoryError, struct.error) as exc:
+        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {type(exc).__name__}: {exc}", location)])
+
+
+Pieces = Callable[[int | None], Iterator[bytes]]  # the member's bytes in order, from the start, up to a stop
 
 
 def _read_streamed(path: str, info: zipfile.ZipInfo, deep: bool, location: Location) -> BinaryReading:
     """A big member: one forward pass (plus a short second one if a string table came too late)."""
+    return _stream_pieces(lambda stop: wheelzip.iter_member(path, info, stop_at=stop), info, deep, location)
+
+
+def read_streamed_bytes(data: bytes, name: str, deep: bool = False, chunk: int = 4096) -> BinaryReading:
+    """Read ``data`` through the forward-only stream reader, as a big wheel member would be (tests, fuzzing)."""
+    info = zipfile.ZipInfo(name)
+    info.file_size = len(data)
+    try:
+        return _stream_pieces(lambda stop: _chunks(data, chunk, stop), info, deep, Location(name))
+    except MalformedBinary as exc:
+        return BinaryReading(None, [ReadProblem(f"{name}: {exc.message}", Location(name, offset=exc.offset))])
+    except (ValueError, IndexError, OverflowError, struct.error) as exc:
+        return BinaryReading(None, [ReadProblem(f"{name}: cannot read: {type(exc).__name__}: {exc}", Location(name))])
+
+
+def _chunks(data: bytes, size: int, stop: int | None) -> Iterator[bytes]:
+    end = len(data) if stop is None else min(stop, len(data))
+    for i in range(0, end, size):
+        yield data[i : min(i + size, end)]
+
+
+def _stream_pieces(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, location: Location) -> BinaryReading:
     streamed = wheelzip.StreamedElf(info.file_size)
     pos = 0
     head_seen = False
-    for piece in wheelzip.iter_member(path, info):
-        streamed.feed(piece, pos)
-        pos += len(piece)
+    for piece in pieces(None):
         if not head_seen:
             head_seen = True
             if not piece.startswith(b"\x7fELF"):
-                # an ar archive or other: too big to hold, not worth a stream walker of its own
-                return BinaryReading(None, [ReadProblem(f"{location}: archives over {IN_MEMORY} bytes inside wheels are not read", location)])
+                return _read_streamed_archive(pieces, info, deep, location)
+        streamed.feed(piece, pos)
+        pos += len(piece)
     containers: list[Container] = streamed.scanner.finish()
+    member = location.member
     problems = [
-        ReadProblem(f"{location}: fatbin at {off:#x}: {msg}", Location(path, offset=off, member=info.filename))
+        ReadProblem(f"{location}: fatbin at {off:#x}: {msg}", Location(location.path, offset=off, member=member))
         for off, msg in streamed.scanner.broken
     ]
     inflated = pos
     for _attempt in range(4):
         try:
-            binary, more = _read_elf(streamed.source, info.filename, deep, location, scanned=containers, strings_at_once=True)
-        except wheelzip._Missing as missing:
+            binary, more = read_elf(streamed.source, info.filename, deep, location, scanned=containers, strings_at_once=True)
+        except wheelzip.NotCaptured as missing:
             streamed.restart()
             streamed.want(missing.offset, max(missing.size, 64 << 10))
-            stop = streamed.pending_end()
             pos = 0
-            for piece in wheelzip.iter_member(path, info, stop_at=stop):
+            for piece in pieces(streamed.pending_end()):
                 streamed.feed(piece, pos, scan=False)
                 pos += len(piece)
             inflated += pos
             continue
         return BinaryReading(replace(binary, bytes_read=inflated), problems + more)
     return BinaryReading(None, [*problems, ReadProblem(f"{location}: ELF headers could not be collected from the stream", location)])
+
+
+def _read_streamed_archive(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, location: Location) -> BinaryReading:
+    """A big ``ar`` archive (a static library): members walked in one pass, each ELF member streamed."""
+    stream = wheelzip.ArStream()
+    parts = []
+    problems: list[ReadProblem] = []
+    pos = 0
+    for piece in pieces(None):
+        stream.feed(piece, pos)
+        pos += len(piece)
+        for name, streamed in stream.finished():
+            member_loc = Location(location.path, member=f"{info.filename}({name})")
+            containers = streamed.scanner.finish()
+            try:
+                binary, more = read_elf(streamed.source, f"{info.filename}({name})", deep, member_loc, scanned=containers, strings_at_once=True)
+            except wheelzip.NotCaptured:
+                problems.append(ReadProblem(f"{member_loc}: headers of this archive member were not where a one-pass read finds them", member_loc))
+                continue
+            except MalformedBinary as exc:
+                problems.append(ReadProblem(f"{member_loc}: {exc.message}", Location(location.path, offset=exc.offset, member=member_loc.member)))
+                continue
+            parts.append(binary)
+            problems.extend(more)
+    if stream.error:
+        problems.append(ReadProblem(f"{location}: {stream.error}", location))
+    if not parts:
+        return BinaryReading(None, problems)
+    return BinaryReading(merge_archive(parts, info.filename, info.file_size, pos, location), problems)
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
@@ -147,7 +205,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             inv.wheels.append(Wheel(path.name, meta_name, str(meta_version or ""), tags, requires, Location(spath)))
             inv.packages.append(Package(
                 name=meta_name, version=str(meta_version) if meta_version else None,
-                specifier=f"=={meta_version}" if meta_version else "", url=path.name, requires=requires,
+                specifier=f"=={meta_version}" if meta_version else "", requires=requires,
                 role="requirement", location=Location(spath),
             ))
         readings = _read_members(spath, st, infos, options)
@@ -167,7 +225,7 @@ def _read_members(path: str, st: os.stat_result, infos: list[zipfile.ZipInfo], o
     for info in infos:
         hit = cache.get(info.filename, (*wheel_key, info.CRC)) if cache is not None else None
         if hit is not None:
-            out[info.filename] = _reading_from_cache(hit)
+            out[info.filename] = reading_from_cache(hit)
         else:
             todo.append(info)
     todo.sort(key=lambda i: -i.file_size)
@@ -176,7 +234,7 @@ def _read_members(path: str, st: os.stat_result, infos: list[zipfile.ZipInfo], o
         for info, reading in zip(todo, pool.map(lambda i: read_member(path, i, deep_fatbin=options.deep_fatbin), todo), strict=True):
             out[info.filename] = reading
             if cache is not None:
-                cache.put(info.filename, (*wheel_key, info.CRC), _reading_to_cache(reading))
+                cache.put(info.filename, (*wheel_key, info.CRC), reading_to_cache(reading))
     if cache is not None:
         cache.save()
     return [out[i.filename] for i in infos]

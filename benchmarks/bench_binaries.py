@@ -1,0 +1,201 @@
+"""Benchmark: binaries (issue 3). Whole CUDA 13 torch environment and the torch wheel.
+
+    python3 benchmarks/bench_binaries.py --env .work/torch-venv --wheel .work/torch-wheel/torch-2.14.1-*.whl
+
+Measures (warm page cache; each envcheck run is a fresh process, interpreter start included):
+  * envcheck over the environment (no cache): wall time, peak RSS, bytes read per ELF file;
+  * `readelf -d` + `cuobjdump --list-elf --list-ptx` over the same ELF files, and whether every DT_NEEDED
+    list and every arch list is identical to envcheck's (cuobjdump's own view: standard sections);
+  * the cached second scan;
+  * the wheel: envcheck vs `unzip -p` of the same ELF members vs `auditwheel show` (auditwheel is pip
+    installed into a throwaway venv under .work/).
+Prints a JSON summary (and the rows for BENCHMARKS.md). Nothing here is asserted by tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from envcheck.inspect import fatbin  # noqa: E402
+from envcheck.inspect.elf import FileSource  # noqa: E402
+from envcheck.sources import ReadOptions  # noqa: E402
+from envcheck.sources.binaries import scan_folder, standard_containers  # noqa: E402
+
+
+def timed_process(cmd: list[str], env: dict[str, str] | None = None, stdout: int | None = subprocess.DEVNULL) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS MB, exit code) of a child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL, env=env)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    return wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
+def best(n: int, fn):  # type: ignore[no-untyped-def]
+    runs = [fn() for _ in range(n)]
+    return min(runs, key=lambda r: r[0])
+
+
+def cuobjdump_tool() -> str:
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    try:
+        import nvidia
+    except ImportError:
+        raise SystemExit("cuobjdump not found (pip install nvidia-cuda-cuobjdump)") from None
+    for base in nvidia.__path__:
+        p = Path(base) / "cu13" / "bin" / "cuobjdump"
+        if p.exists():
+            return str(p)
+    raise SystemExit("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
+
+
+_LABEL = re.compile(r"\.(sm_\d+[af]?)\.(cubin|ptx)$")
+
+
+def cuobjdump_lists(tool: str, path: str) -> tuple[list[str], list[str]] | None:
+    out = subprocess.run([tool, "--list-elf", "--list-ptx", path], capture_output=True, text=True)
+    if out.returncode not in (0, 255) or "Invalid" in out.stderr:
+        return None
+    elf: list[str] = []
+    ptx: list[str] = []
+    for line in out.stdout.splitlines():
+        m = _LABEL.search(line.strip())
+        if m:
+            (elf if line.lstrip().startswith("ELF") else ptx).append(m.group(1))
+    return elf, ptx
+
+
+def parsed_lists(path: str) -> tuple[list[str], list[str]]:
+    with open(path, "rb") as fh:
+        containers = standard_containers(FileSource(fh, os.path.getsize(path)))
+    if not path.endswith(".a"):
+        nv = [c for c in containers if c.section == ".nv_fatbin"]
+        containers = nv or [c for c in containers if c.section == "__nv_relfatbin"]
+    entries = [e for c in containers for e in c.entries]
+    return ([e.cuobjdump_label for e in entries if e.kind == fatbin.KIND_ELF],
+            [e.cuobjdump_label for e in entries if e.kind == fatbin.KIND_PTX])
+
+
+def readelf_needed(path: str) -> list[str]:
+    out = subprocess.run(["readelf", "-d", "-W", path], capture_output=True, text=True).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def bench_env(env: Path, peers: bool) -> dict[str, object]:
+    result: dict[str, object] = {}
+    cache = tempfile.mkdtemp(prefix="envcheck-bench-cache-")
+    base_env = dict(os.environ, ENVCHECK_CACHE_DIR=cache, PYTHONPATH=str(REPO))
+    cmd = [sys.executable, "-m", "envcheck", str(env), "--format", "json", "--no-cache"]
+    wall, rss, _rc = best(3, lambda: timed_process(cmd, base_env))
+    result["envcheck_no_cache_s"] = round(wall, 3)
+    result["envcheck_peak_rss_mb"] = round(rss, 1)
+    # first run with the cache fills it; then the second scan
+    timed_process([sys.executable, "-m", "envcheck", str(env), "--format", "json"], base_env)
+    wall2, _rss2, _ = best(5, lambda: timed_process([sys.executable, "-m", "envcheck", str(env), "--format", "json"], base_env))
+    result["envcheck_cached_s"] = round(wall2, 3)
+    os.environ["ENVCHECK_CACHE_DIR"] = cache  # the cache the CLI runs above filled
+    runs = []
+    for _ in range(5):
+        start = time.perf_counter()
+        scan_folder(env, ReadOptions(use_cache=True))
+        runs.append(time.perf_counter() - start)
+    result["cached_scan_in_process_s"] = round(min(runs), 3)
+    result["load_average"] = os.getloadavg()[0]
+    inv = scan_folder(env, ReadOptions(use_cache=False))
+    elfs = [b for b in inv.binaries]
+    result["elf_files"] = len(elfs)
+    result["elf_bytes_total"] = sum(b.size for b in elfs)
+    result["bytes_read_total"] = sum(b.bytes_read for b in elfs)
+    result["bytes_read_per_file_mean"] = int(sum(b.bytes_read for b in elfs) / max(1, len(elfs)))
+    ordered = sorted(elfs, key=lambda b: -b.bytes_read)
+    result["bytes_read_largest"] = [(os.path.relpath(b.path, env), b.size, b.bytes_read) for b in ordered[:5]]
+    cuda = next((b for b in elfs if b.path.endswith("libtorch_cuda.so")), None)
+    if cuda is not None:
+        result["libtorch_cuda_bytes_read"] = cuda.bytes_read
+    if not peers:
+        return result
+    tool = cuobjdump_tool()
+    start = time.perf_counter()
+    peer: dict[str, tuple[list[str], tuple[list[str], list[str]] | None]] = {}
+    for b in elfs:
+        peer[b.path] = (readelf_needed(b.path), cuobjdump_lists(tool, b.path))
+    result["readelf_plus_cuobjdump_s"] = round(time.perf_counter() - start, 2)
+    # peak RSS of cuobjdump on the biggest fatbin
+    if cuda is not None:
+        _w, crss, _ = timed_process([tool, "--list-elf", "--list-ptx", cuda.path])
+        result["cuobjdump_libtorch_cuda_peak_rss_mb"] = round(crss, 1)
+    needed_diff = [b.path for b in elfs if b.elf_type != "AR" and list(b.needed) != peer[b.path][0]]
+    arch_diff, skipped = [], 0
+    for b in elfs:
+        theirs = peer[b.path][1]
+        if theirs is None:
+            skipped += 1
+            continue
+        if parsed_lists(b.path) != theirs:
+            arch_diff.append(b.path)
+    result["needed_mismatches"] = needed_diff
+    result["arch_mismatches"] = arch_diff
+    result["cuobjdump_failed"] = skipped
+    result["speedup_vs_peers"] = round(float(result["readelf_plus_cuobjdump_s"]) / float(result["envcheck_no_cache_s"]), 1)  # type: ignore[arg-type]
+    return result
+
+
+def bench_wheel(wheel: Path, peers: bool) -> dict[str, object]:
+    result: dict[str, object] = {}
+    cache = tempfile.mkdtemp(prefix="envcheck-bench-cache-")
+    env = dict(os.environ, ENVCHECK_CACHE_DIR=cache, PYTHONPATH=str(REPO))
+    wall, rss, _ = best(3, lambda: timed_process([sys.executable, "-m", "envcheck", str(wheel), "--format", "json", "--no-cache"], env))
+    result["envcheck_wheel_s"] = round(wall, 2)
+    result["envcheck_wheel_peak_rss_mb"] = round(rss, 1)
+    timed_process([sys.executable, "-m", "envcheck", str(wheel), "--format", "json"], env)
+    result["envcheck_wheel_cached_s"] = round(best(3, lambda: timed_process([sys.executable, "-m", "envcheck", str(wheel), "--format", "json"], env))[0], 3)
+    with zipfile.ZipFile(wheel) as zf:
+        members = [i.filename for i in zf.infolist() if i.filename.endswith((".so",)) or ".so." in i.filename]
+    result["elf_like_members"] = len(members)
+    if not peers:
+        return result
+    result["unzip_p_s"] = round(best(3, lambda: timed_process(["unzip", "-p", str(wheel), *members]))[0], 2)
+    venv = REPO / ".work" / "auditwheel-venv"
+    if not (venv / "bin" / "auditwheel").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "auditwheel"], check=True)
+    result["auditwheel_show_s"] = round(best(1, lambda: timed_process([str(venv / "bin" / "auditwheel"), "show", str(wheel)]))[0], 2)
+    result["ratio_unzip"] = round(float(result["unzip_p_s"]) / float(result["envcheck_wheel_s"]), 2)  # type: ignore[arg-type]
+    result["ratio_auditwheel"] = round(float(result["auditwheel_show_s"]) / float(result["envcheck_wheel_s"]), 1)  # type: ignore[arg-type]
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--env", type=Path, help="an environment folder (a venv or site-packages)")
+    parser.add_argument("--wheel", type=Path, help="a wheel file")
+    parser.add_argument("--no-peers", action="store_true", help="skip readelf/cuobjdump/unzip/auditwheel")
+    args = parser.parse_args()
+    out: dict[str, object] = {
+        "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+    }
+    if args.env:
+        out["env"] = bench_env(args.env, not args.no_peers)
+    if args.wheel:
+        out["wheel"] = bench_wheel(args.wheel, not args.no_peers)
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Real artifacts: a CUDA 13 PyTorch environment (torch 2.14.1 and its nvidia-* wheels), the torch wheel
+itself, and a real CUDA 12 wheel from the package index. Slow (a 5 GB venv, big downloads); CI runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envcheck.inspect import fatbin
+from envcheck.inspect.elf import FileSource
+from envcheck.sources import ReadOptions
+from envcheck.sources import wheel as wheel_source
+from envcheck.sources.binaries import read_binary, scan_folder, standard_containers
+from tests.conftest import REPO, require, run_envcheck
+from tests.test_binaries_oracle import cuobjdump_lists, cuobjdump_path, parsed_lists
+from tests.test_binaries_read import facts, pyelftools_facts
+
+pytestmark = pytest.mark.slow
+
+WORK = REPO / ".work"
+TORCH = "torch==2.14.1"
+
+
+def _pip(*args: str, python: str = sys.executable, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([python, "-m", "pip", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def torch_venv() -> Path:
+    """The CUDA 13 torch environment (made once; reused across sessions)."""
+    venv = WORK / "torch-venv"
+    python = venv / "bin" / "python"
+    if not (venv / "lib").exists() or not list(venv.glob("lib/python*/site-packages/torch/lib/libtorch_cuda.so")):
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+        proc = _pip("install", "-q", TORCH, python=str(python))
+        require(proc.returncode == 0, f"pip install {TORCH} failed: {proc.stderr[-500:]}")
+    [site] = list(venv.glob("lib/python*/site-packages"))
+    return site
+
+
+@pytest.fixture(scope="session")
+def torch_wheel() -> Path:
+    found = sorted(WORK.glob("torch-wheel/torch-2.14.1-*.whl"))
+    if not found:
+        proc = _pip("download", "-q", "--no-deps", TORCH, "-d", str(WORK / "torch-wheel"))
+        require(proc.returncode == 0, f"pip download {TORCH} failed: {proc.stderr[-500:]}")
+        found = sorted(WORK.glob("torch-wheel/torch-2.14.1-*.whl"))
+    return found[0]
+
+
+@pytest.fixture(scope="session")
+def cuda12_runtime_wheel() -> Path:
+    found = sorted(WORK.glob("cu12/nvidia_cuda_runtime_cu12-*.whl"))
+    if not found:
+        proc = _pip("download", "-q", "--no-deps", "nvidia-cuda-runtime-cu12", "-d", str(WORK / "cu12"), timeout=600)
+        require(proc.returncode == 0, f"cannot download nvidia-cuda-runtime-cu12: {proc.stderr[-500:]}")
+        found = sorted(WORK.glob("cu12/nvidia_cuda_runtime_cu12-*.whl"))
+    return found[0]
+
+
+def test_cuda13_torch_env_is_clean_for_g1(torch_venv: Path, tmp_path: Path) -> None:
+    proc = run_envcheck(str(torch_venv), "--format", "json", env={"ENVCHECK_CACHE_DIR": str(tmp_path)}, timeout=600)
+    report = json.loads(proc.stdout)
+    [target] = report["targets"]
+    found = target["findings"]
+    assert not [f for f in found if f["status"] == "ERROR"], proc.stdout[-2000:]
+    g1 = [f for f in found if f["gotcha"] == "G1"]
+    assert g1 and not [f for f in g1 if f["status"] in ("FAIL", "WARN")], g1
+    assert any(f["rule"] == "G1-binary-soname" and f["status"] == "PASS" for f in g1)
+    binaries = target["inventory"]["binaries"]
+    cuda = next(b for b in binaries if b["path"].endswith("torch/lib/libtorch_cuda.so"))
+    assert cuda["distribution"] == "torch"
+    assert "libcudart.so.13" in cuda["needed"] and cuda["cuda_major"] == 13
+    assert cuda["sm121"] == "compatible"  # sm_120 SASS in every module (research/fatbin.md §9.1)
+    assert "sm_121a" in cuda["sass"] and "ptx" not in cuda
+    # cuFFT keeps its kernels outside .nv_fatbin (which has only sm_75): found there, not a false FAIL
+    cufft = next(b for b in binaries if b["path"].endswith("nvidia/cu13/lib/libcufft.so.12"))
+    assert ".ldata" in cufft["sections"] and "sm_120" in cufft["sass"] and cufft["sm121"] == "compatible"
+    # G7: every torch binary with GPU code runs on sm_121
+    assert not [f for f in found if f["gotcha"] == "G7" and f["status"] == "FAIL"], [f["message"] for f in found if f["gotcha"] == "G7"]
+
+
+def test_torch_libraries_match_cuobjdump(torch_venv: Path) -> None:
+    tool = cuobjdump_path()
+    require(tool is not None, "cuobjdump not installed (pip install nvidia-cuda-cuobjdump)")
+    assert tool is not None
+    lib = torch_venv / "torch" / "lib"
+    # libtorch_cuda.so costs cuobjdump ~10 s and 5.7 GB: only its ELF list; the others fully
+    for name, everything in (("libtorch_cuda_linalg.so", True), ("libtorch_nvshmem.so", True), ("libtorch_cuda_linalg.so", False)):
+        path = lib / name
+        got = parsed_lists(path, everything)
+        assert got == cuobjdump_lists(tool, path, everything), name
+        assert got[0]
+    path = lib / "libtorch_cuda.so"
+    out = subprocess.run([tool, "--list-elf", str(path)], capture_output=True, text=True, timeout=600)
+    want = [line.rsplit(".", 2)[-2] for line in out.stdout.splitlines() if line.startswith("ELF file")]
+    with path.open("rb") as fh:
+        entries = [e for c in standard_containers(FileSource(fh, path.stat().st_size)) if c.section == ".nv_fatbin" for e in c.entries]
+    assert [e.cuobjdump_label for e in entries if e.kind == fatbin.KIND_ELF] == want
+    assert len(want) > 2000
+
+
+def test_torch_env_dynamic_facts_agree_with_pyelftools(torch_venv: Path) -> None:
+    inv = scan_folder(torch_venv, ReadOptions(use_cache=False))
+    shared = [b for b in inv.binaries if b.elf_type == "DYN" and "/torch/lib/" in b.path]
+    assert len(shared) > 10
+    for b in shared:
+        assert (b.machine, b.soname, b.needed, b.runpath) == pyelftools_facts(Path(b.path)), b.path
+
+
+def test_torch_wheel_reads_like_the_installed_files(torch_venv: Path, torch_wheel: Path) -> None:
+    inv = wheel_source.read(torch_wheel, ReadOptions(use_cache=False))
+    assert inv.problems == []
+    by_member = {b.path: b for b in inv.binaries}
+    assert "torch/lib/libtorch_cuda.so" in by_member  # streamed (over the in-memory limit)
+    for member, b in by_member.items():
+        path = torch_venv / member
+        if not path.exists():
+            continue
+        with path.open("rb") as fh:
+            installed = read_binary(FileSource(fh, path.stat().st_size), str(path)).binary
+        assert installed is not None
+        assert facts(b) == facts(installed), member
+    [w] = inv.wheels
+    assert w.name == "torch" and any("nvidia-cudnn-cu13" in r for r in w.requires)
+
+
+def test_cuda12_runtime_wheel_fails_g1(cuda12_runtime_wheel: Path, tmp_path: Path) -> None:
+    proc = run_envcheck(str(cuda12_runtime_wheel), "--format", "json", env={"ENVCHECK_CACHE_DIR": str(tmp_path / "c")})
+    assert proc.returncode == 1, proc.stderr
+    found = json.loads(proc.stdout)["targets"][0]["findings"]
+    [soname] = [f for f in found if f["rule"] == "G1-binary-soname" and f["status"] == "FAIL"]
+    for part in ("libcudart.so.12", "nvidia/cuda_runtime/lib/libcudart.so.12", "nvidia-cuda-runtime-cu12"):
+        assert part in soname["message"]
+    # installed into a folder: the distribution comes from RECORD
+    site = tmp_path / "site"
+    proc2 = _pip("install", "-q", "--no-deps", "--no-index", "--target", str(site), str(cuda12_runtime_wheel))
+    assert proc2.returncode == 0, proc2.stderr
+    inv = scan_folder(site, ReadOptions(use_cache=False))
+    [rt] = [b for b in inv.binaries if b.path.endswith("libcudart.so.12")]
+    assert rt.distribution == "nvidia-cuda-runtime-cu12" and rt.soname == "libcudart.so.12" and rt.cuda_major == 12
+    assert os.path.isabs(rt.path)

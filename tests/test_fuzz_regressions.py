@@ -1,0 +1,275 @@
+"""Every crash the fuzzers found, as a minimal reproducer (fuzz/README.md lists them with dates).
+
+Crashes already fixed are plain tests. Crashes in modules still being written by their owners are
+``xfail(strict=True)`` with the owner in the reason: when the owner fixes one, its test starts passing,
+strict xfail turns that into a failure, and the marker must come off (so a fix is never silent).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import run_envcheck
+from fuzz_strategies import hang_guard
+
+from envcheck.errors import EnvcheckError, InputError
+from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.model import Inventory
+from envcheck.sources import ReadOptions, locks, pyproject, requirements
+from envcheck.sources import wheel as wheel_source
+from envcheck.sources.image import ImageOptions, read_image
+
+# ---- fixed (core parsers) -------------------------------------------------------------------------
+
+
+def test_include_of_an_endless_device_is_a_bounded_error(tmp_path: Path) -> None:
+    """fuzz: `-r /dev/zero` read forever (size 0 in stat, endless in read). Fixed: bounded read."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("-r /dev/zero\ntorch==2.9.0\n")
+    with hang_guard():
+        inventory = requirements.read(req, ReadOptions())
+    assert [p.location.line for p in inventory.problems if p.location] == [1]
+    assert "/dev/zero" in inventory.problems[0].message
+    assert [p.name for p in inventory.packages] == ["torch"]
+
+
+def test_direct_reference_with_a_broken_ipv6_host_is_a_package(tmp_path: Path) -> None:
+    """fuzz (requirements): `name @ http://[` raised ValueError("Invalid IPv6 URL") from urlparse."""
+    assert parse_wheel_name("http://[/x-1.0-py3-none-any.whl") is None
+    req = tmp_path / "requirements.txt"
+    req.write_text("name @ http://[\n")
+    inventory = requirements.read(req, ReadOptions())
+    assert [p.name for p in inventory.packages] == ["name"]
+
+
+def test_requirement_lines_are_numbered_as_editors_count_them(tmp_path: Path) -> None:
+    """hypothesis: a form feed counted as a line break (pip's split) gave line 4 in a 2-line file."""
+    req = tmp_path / "requirements.txt"
+    req.write_bytes(b"\x0c\n\x0c:\n")
+    inventory = requirements.read(req, ReadOptions())
+    assert [p.location.line for p in inventory.problems if p.location] == [2]
+
+
+@pytest.mark.parametrize("text, key", [
+    ("[project]\noptional-dependencies = 1\n", "optional-dependencies"),
+    ("dependency-groups = [1]\n", "dependency-groups"),
+    ("build-system = 'x'\n", "build-system"),
+    ("[tool]\nuv = 3\n", "uv"),
+    ("tool = 3\n", "tool"),
+])
+def test_pyproject_tables_of_the_wrong_type_are_problems(tmp_path: Path, text: str, key: str) -> None:
+    """hypothesis: non-table values raised AttributeError/TypeError out of the pyproject reader."""
+    path = tmp_path / "pyproject.toml"
+    path.write_text(text)
+    inventory = pyproject.read(path, ReadOptions())
+    assert any(key in p.message and p.location and p.location.line for p in inventory.problems), inventory.problems
+
+
+@pytest.mark.parametrize("text", ["[tool.uv]\nindex = 1\n", "[tool.uv]\nindex-url = 1\n", "[tool.uv]\nextra-index-url = {a = 1}\n"])
+def test_pyproject_uv_index_settings_of_the_wrong_type_are_ignored(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text(text)
+    assert pyproject.read(path, ReadOptions()).indexes == []
+
+
+@pytest.mark.parametrize("text", [
+    '[[package]]\nname = "a"\nwheels = 1\n',
+    '[[package]]\nname = ""\n',
+    '[[package]]\nname = 3\n',
+    '[[package]]\nname = "root"\nsource = {virtual = "."}\ndependencies = 7\n',
+    '[[packages]]\nname = "a"\nmarker = 1\n',
+])
+def test_lock_entries_of_the_wrong_shape_are_problems_not_crashes(tmp_path: Path, text: str) -> None:
+    """hypothesis: `wheels = 1`, nameless entries and non-list dependencies raised TypeError."""
+    path = tmp_path / ("pylock.toml" if "[[packages]]" in text else "uv.lock")
+    path.write_text(text)
+    inventory = locks.read(path, ReadOptions())
+    assert all(p.name for p in inventory.packages)
+    assert all(p.marker is None or isinstance(p.marker, str) for p in inventory.packages)
+
+
+# ---- open (modules still being written): xfail until the owner fixes them -------------------------
+
+
+def _wheel(extra: list[zipfile.ZipInfo] | None = None) -> bytearray:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("demo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: py3-none-any\n")
+        zf.writestr("demo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n")
+        for info in extra or []:
+            zf.writestr(info, "x")
+    return bytearray(buf.getvalue())
+
+
+def wheel_with_negative_member_offset() -> bytes:
+    """The end record puts the central directory 4 KiB later than it is: member offsets go negative."""
+    data = _wheel()
+    eocd = data.rfind(b"PK\x05\x06")
+    (cd_offset,) = struct.unpack_from("<I", data, eocd + 16)
+    struct.pack_into("<I", data, eocd + 16, cd_offset + 4096)
+    return bytes(data)
+
+
+def wheel_with_nameless_member() -> bytes:
+    return bytes(_wheel([zipfile.ZipInfo("")]))
+
+
+def wheel_needing_zip_version_14_8() -> bytes:
+    data = _wheel()
+    central = data.find(b"PK\x01\x02")
+    struct.pack_into("<H", data, central + 6, 148)  # "version needed to extract"
+    return bytes(data)
+
+
+def truncated_docker_save() -> bytes:
+    """A docker-save tar cut inside manifest.json's data."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        members = (("config.json", b'{"architecture": "arm64", "os": "linux"}'),
+                   ("manifest.json", json.dumps([{"Config": "config.json", "Layers": []}]).encode() + b" " * 2000))
+        for name, body in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    return out.getvalue()[: 1024 + 512 + 700]
+
+
+WHEEL_CRASHES = [
+    pytest.param(wheel_with_negative_member_offset, id="negative-member-offset",
+                 marks=pytest.mark.xfail(strict=True, raises=OSError, reason="OSError [Errno 22] from seek(negative header_offset) in "
+                                         "wheelzip.data_offset - owner: envcheck/inspect/wheelzip.py")),
+    pytest.param(wheel_with_nameless_member, id="nameless-member",
+                 marks=pytest.mark.xfail(strict=True, raises=IndexError, reason="IndexError from ZipInfo.is_dir() on an empty name in "
+                                         "wheel.read - owner: envcheck/sources/wheel.py")),
+    pytest.param(wheel_needing_zip_version_14_8, id="zip-version-14.8",
+                 marks=pytest.mark.xfail(strict=True, raises=NotImplementedError, reason="NotImplementedError from zipfile.ZipFile escapes wheel.read "
+                                         "(and engine.read_safely: the whole run stops) - owner: envcheck/sources/wheel.py")),
+]
+
+
+@pytest.mark.parametrize("build", WHEEL_CRASHES)
+def test_broken_wheel_reads_as_an_input_error(tmp_path: Path, build: object) -> None:
+    path = tmp_path / "demo-1.0-py3-none-any.whl"
+    path.write_bytes(build())  # type: ignore[operator]
+    try:
+        inventory = wheel_source.read(path, ReadOptions())
+    except InputError as exc:
+        assert exc.path == str(path)
+        return
+    assert isinstance(inventory, Inventory) and inventory.problems
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="NotImplementedError escapes engine.read_safely, so one bad wheel stops every other "
+                   "target (internal error) - owner: envcheck/sources/wheel.py (and envcheck/engine.py's safety net)")
+def test_unsupported_zip_version_does_not_stop_other_targets(tmp_path: Path) -> None:
+    bad = tmp_path / "demo-1.0-py3-none-any.whl"
+    bad.write_bytes(wheel_needing_zip_version_14_8())
+    good = tmp_path / "requirements.txt"
+    good.write_text("torch==2.9.0+cu130\n")
+    done = run_envcheck(str(bad), str(good), "-f", "json", timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "internal error" not in done.stderr, done.stderr
+    targets = {t["target"] for t in json.loads(done.stdout)["targets"]}
+    assert targets == {str(bad), str(good)}
+
+
+@pytest.mark.xfail(strict=True, raises=tarfile.ReadError, reason="tarfile.ReadError from DockerArchiveStore._read (getmember loads every header) - "
+                   "owner: envcheck/registry/local.py")
+def test_truncated_docker_save_archive_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "image.tar"
+    path.write_bytes(truncated_docker_save())
+    with pytest.raises(EnvcheckError):
+        read_image(f"docker-archive:{path}", ImageOptions(use_cache=False))
+
+
+@pytest.mark.xfail(strict=True, raises=KeyError, reason="KeyError 'digest' from OciLayoutStore.top for an index.json entry "
+                   "without a digest - owner: envcheck/registry/local.py")
+def test_index_entry_without_digest_is_an_input_error(tmp_path: Path) -> None:
+    (tmp_path / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
+    (tmp_path / "index.json").write_text('{"schemaVersion": 2, "manifests": [{}]}')
+    with pytest.raises(EnvcheckError):
+        read_image(f"oci-layout:{tmp_path}", ImageOptions(use_cache=False))
+
+
+def test_copy_of_an_overlong_file_name_keeps_the_dockerfile(tmp_path: Path) -> None:
+    from envcheck.sources import dockerfile as dockerfile_source
+
+    long = "r" * 300 + ".txt"
+    path = tmp_path / "Dockerfile"
+    path.write_text(f"FROM python:3.12\nWORKDIR /w\nCOPY {long} ./\nRUN pip install -r {long}\nRUN pip install torch==2.9.0\n")
+    inventory = dockerfile_source.read(path, ReadOptions())
+    assert "torch" in {p.name for p in inventory.packages}
+
+
+def _oci_layout(folder: Path, index: bytes | None = None, manifest: bytes | None = None, layer: bytes | None = None) -> Path:
+    """A real OCI layout (one arm64 image); ``index``/``manifest``/``layer`` replace those parts, stored under their digest."""
+    import hashlib
+
+    def digest(data: bytes) -> str:
+        return "sha256:" + hashlib.sha256(data).hexdigest()
+
+    blobs = folder / "blobs" / "sha256"
+    blobs.mkdir(parents=True)
+    config = json.dumps({"architecture": "arm64", "os": "linux", "config": {}, "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+    layer = layer if layer is not None else b""
+    manifest = manifest if manifest is not None else json.dumps({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest(config), "size": len(config)},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": digest(layer), "size": len(layer)}],
+    }).encode()
+    index = index if index is not None else json.dumps({"schemaVersion": 2, "manifests": [
+        {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest(manifest), "size": len(manifest)}]}).encode()
+    for blob in (config, layer, manifest):
+        (blobs / hashlib.sha256(blob).hexdigest()).write_bytes(blob)
+    (folder / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
+    (folder / "index.json").write_bytes(index)
+    return folder
+
+
+IMAGE_CRASHES = [
+    pytest.param({"index": b"1"}, False, id="index-json-not-an-object",
+                 marks=pytest.mark.xfail(strict=True, raises=AttributeError, reason="AttributeError from OciLayoutStore.top "
+                                         "(body.get on a JSON number) - owner: envcheck/registry/local.py")),
+    pytest.param({"manifest": b"[1]"}, False, id="manifest-json-not-an-object",
+                 marks=pytest.mark.xfail(strict=True, raises=AttributeError, reason="AttributeError from client.media_type_of "
+                                         "(body.get on a JSON list) - owner: envcheck/registry/client.py")),
+    pytest.param({"layer": b"\x1f\x8b\x08\x3d\x00"}, True, id="layer-gzip-header-cut-short",
+                 marks=pytest.mark.xfail(strict=True, raises=TypeError, reason="TypeError (ord() of an empty string) from "
+                                         "tarfile's gzip reader escapes layers._open_tar - owner: envcheck/registry/layers.py")),
+]
+
+
+@pytest.mark.parametrize("parts, deep", IMAGE_CRASHES)
+def test_broken_image_json_and_layers_are_input_errors(tmp_path: Path, parts: dict[str, bytes], deep: bool) -> None:
+    folder = _oci_layout(tmp_path / "image", **parts)
+    with pytest.raises(EnvcheckError):
+        read_image(f"oci-layout:{folder}", ImageOptions(deep=deep, use_cache=False))
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="ValueError from base64.b64decode on a non-ASCII `auth` value in "
+                   "credentials_from_docker_config (only binascii.Error is caught) - owner: envcheck/registry/auth.py")
+def test_docker_config_with_non_ascii_auth_is_a_usage_error(tmp_path: Path) -> None:
+    from envcheck.errors import UsageError
+    from envcheck.registry.auth import credentials_from_docker_config
+
+    (tmp_path / "config.json").write_text(json.dumps({"auths": {"localhost:5000": {"auth": "dXNlcjpw\u00e9"}}}))
+    with pytest.raises(UsageError):
+        credentials_from_docker_config("localhost:5000", tmp_path)
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="ValueError('Invalid IPv6 URL') from urlsplit in token_url for a "
+                   "registry's Bearer realm 'http://[' (should be a ServiceError) - owner: envcheck/registry/auth.py")
+def test_bearer_challenge_with_a_broken_realm_is_a_service_error() -> None:
+    from envcheck.errors import ServiceError
+    from envcheck.registry.auth import parse_challenge, token_url
+
+    challenge = parse_challenge('Bearer realm="http://[",service="registry"')
+    assert challenge is not None
+    with pytest.raises(ServiceError):
+        token_url(challenge, "repository:x:pull")

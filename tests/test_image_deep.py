@@ -1,0 +1,194 @@
+"""`envcheck image --deep`: layers streamed from a real registry, an OCI layout, a docker save archive, an engine."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, require
+from registry_fixtures import (
+    DIST,
+    Images,
+    Layer,
+    Pusher,
+    config_for,
+    deep_image_parts,
+    push_image,
+    session_elves,
+    tar_of,
+    write_docker_archive,
+    write_oci_layout,
+)
+from test_image_registry import check, findings, image_facts
+
+pytestmark = pytest.mark.registry
+
+AMD64 = ("--platform", "linux/amd64")  # the deep images hold this machine's x86-64 ELF files
+CLEAN_PACKAGES = {"flash-attn": "2.7.4.post1", "numpy": "2.1.0", "torch": "2.9.0a0+145a3a7.nv25.10"}
+CLEAN_BINARIES = {f"/{DIST}/torch/lib/libtorch_ext.so": ["libcudart.so.13"],
+                  "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13": []}
+
+
+def inventory(report: dict[str, Any]) -> dict[str, Any]:
+    return report["targets"][0]["inventory"]  # type: ignore[no-any-return]
+
+
+def packages(report: dict[str, Any]) -> dict[str, str]:
+    return {p["name"]: p["version"] for p in inventory(report).get("packages", []) if p.get("role") == "installed"}
+
+
+def binaries(report: dict[str, Any]) -> dict[str, list[str]]:
+    return {b["path"]: b.get("needed", []) for b in inventory(report).get("binaries", [])}
+
+
+def test_whiteouts_and_opaque_dirs_give_the_final_filesystem(registry_images: Images, image_cache: Path) -> None:
+    code, report, _ = check(registry_images.deep_clean, "--deep", *AMD64, cache=image_cache)
+    assert packages(report) == CLEAN_PACKAGES  # oldcu12 was whited out in the zstd layer
+    assert binaries(report) == CLEAN_BINARIES  # oldcu12/_C.so whited out, legacy/_legacy.so hidden by an opaque dir
+    torch = next(p for p in inventory(report)["packages"] if p["name"] == "torch")
+    assert torch["installed"] is True and "triton==3.4.0; platform_system == 'Linux'" in torch["requires"]
+    assert torch["location"]["member"] == f"/{DIST}/torch-2.9.0a0+145a3a7.nv25.10.dist-info/METADATA"
+    assert [f["status"] for f in findings(report, "G1-binary-soname")] == ["PASS"]
+    assert not findings(report, "input-error") and not findings(report, "service-error")
+    deep = image_facts(report)["deep"]
+    assert (deep["layers_scanned"], deep["layers_cached"]) == (3, 0)
+    assert code == 1  # only because the x86-64 test ELF files are not aarch64 (ARCH-elf-machine)
+    assert {f["rule"] for f in findings(report) if f["status"] == "FAIL"} == {"ARCH-elf-machine"}
+
+
+def test_second_deep_run_comes_from_the_layer_cache(registry_images: Images, image_cache: Path) -> None:
+    _, first, _ = check(registry_images.deep_clean, "--deep", *AMD64, cache=image_cache)
+    _, second, _ = check(registry_images.deep_clean, "--deep", *AMD64, cache=image_cache)
+    assert (image_facts(second)["deep"]["layers_scanned"], image_facts(second)["deep"]["layers_cached"]) == (0, 3)
+    assert image_facts(second)["requests"] == 1  # only the tag
+    assert packages(second) == packages(first) and binaries(second) == binaries(first)
+    assert [(f["rule"], f["status"]) for f in findings(second)] == [(f["rule"], f["status"]) for f in findings(first)]
+
+
+def test_cuda12_extension_left_in_the_image_fails_g1(registry_images: Images, image_cache: Path) -> None:
+    code, report, _ = check(registry_images.deep_cuda12, "--deep", *AMD64, cache=image_cache)
+    assert code == 1
+    failing = sorted(f["location"]["member"] for f in findings(report, "G1-binary-soname") if f["status"] == "FAIL")
+    assert failing == [f"/{DIST}/legacy/_legacy.so", f"/{DIST}/oldcu12/_C.so"]
+    assert packages(report)["unsloth"] == "2025.10.1"
+    assert packages(report)["oldstyle"] == "0.9"  # egg-info PKG-INFO counts as installed metadata too
+    assert [f["status"] for f in findings(report, "G2-unsloth-prefers-flash-attn")] == ["WARN"]
+
+
+def test_config_level_reads_no_layers(registry_images: Images, image_cache: Path) -> None:
+    _, report, _ = check(registry_images.deep_cuda12, *AMD64, cache=image_cache)
+    assert "deep" not in image_facts(report) and not packages(report) and not binaries(report)
+    assert image_facts(report)["requests"] == 2
+
+
+def test_broken_layer_and_broken_elf_are_errors_naming_the_member(registry_images: Images, image_cache: Path) -> None:
+    elves = session_elves()
+    pusher = Pusher(registry_images.host)
+    truncated = elves.ext13[: len(elves.ext13) // 3]
+    push_image(pusher, "lab/broken", "elf", config_for("arm64"), [Layer(tar_of({f"{DIST}/bad/_ext.so": truncated}))])
+    code, report, _ = check(f"{registry_images.host}/lab/broken:elf", "--deep", cache=image_cache)
+    assert code == 2
+    (error,) = findings(report, "input-error")
+    assert error["location"]["member"] == f"/{DIST}/bad/_ext.so" and "offset" in error["location"]
+    assert not binaries(report)
+    # a layer that is not a tar at all: an input error, exit 2
+    config = config_for("arm64")
+    layer = Layer(b"not a tar archive at all" * 40, "none")
+    push_image(pusher, "lab/broken", "layer", config, [layer])
+    code, report, _ = check(f"{registry_images.host}/lab/broken:layer", "--deep", cache=image_cache)
+    assert code == 2 and "tar" in findings(report, "input-error")[0]["message"]
+
+
+def test_oci_layout(tmp_path: Path, image_cache: Path) -> None:
+    config, layers = deep_image_parts(keep_cuda12=False)
+    folder = tmp_path / "layout"
+    write_oci_layout(folder, config, layers, "clean")
+    code, report, _ = check(f"oci-layout:{folder}:clean", "--deep", *AMD64, cache=image_cache)
+    assert packages(report) == CLEAN_PACKAGES and binaries(report) == CLEAN_BINARIES
+    assert image_facts(report)["source"] == "oci-layout"
+    code, report, _ = check(f"oci-layout:{folder}:nosuchtag", cache=image_cache)
+    assert code == 2 and "no manifest is tagged 'nosuchtag'" in findings(report, "input-error")[0]["message"]
+    # a damaged blob in the layout: the digest check catches it
+    blob = next(p for p in (folder / "blobs" / "sha256").iterdir() if p.stat().st_size > 10_000)
+    data = bytearray(blob.read_bytes())
+    data[-1] ^= 0xFF
+    blob.write_bytes(bytes(data))
+    code, report, _ = check(f"oci-layout:{folder}:clean", "--deep", "--no-cache", *AMD64, cache=image_cache)
+    assert code in (2, 3) and "digest" in (findings(report, "input-error") + findings(report, "service-error"))[0]["message"]
+
+
+def test_docker_archive(tmp_path: Path, image_cache: Path) -> None:
+    config, layers = deep_image_parts(keep_cuda12=True)
+    archive = tmp_path / "image.tar"
+    write_docker_archive(archive, config, layers, "lab/deep:cuda12")
+    code, report, _ = check(f"docker-archive:{archive}", cache=image_cache)
+    assert image_facts(report)["architecture"] == "amd64" and image_facts(report)["repo_tags"] == ["lab/deep:cuda12"]
+    assert [f["status"] for f in findings(report, "ARCH-image-config")] == ["FAIL"]  # default platform linux/arm64
+    code, report, _ = check(f"docker-archive:{archive}", "--deep", *AMD64, cache=image_cache)
+    assert packages(report)["unsloth"] == "2025.10.1" and packages(report)["oldcu12"] == "1.0"
+    assert f"/{DIST}/oldcu12/_C.so" in binaries(report)
+    code, report, _ = check(f"docker-archive:{tmp_path / 'missing.tar'}", cache=image_cache)
+    assert code == 2
+
+
+def test_progress_only_on_a_terminal(registry_images: Images, image_cache: Path) -> None:
+    master, slave = pty.openpty()
+    env = {**os.environ, "ENVCHECK_CACHE_DIR": str(image_cache)}
+    proc = subprocess.run([sys.executable, "-m", "envcheck", "image", registry_images.deep_clean, "--deep", *AMD64, "--no-cache"],
+                          cwd=REPO, stdout=subprocess.PIPE, stderr=slave, env=env, timeout=120, check=False)
+    os.close(slave)
+    shown = b""
+    try:
+        while chunk := os.read(master, 65536):
+            shown += chunk
+    except OSError:
+        pass
+    os.close(master)
+    assert proc.returncode == 1
+    # tiny layers finish within one redraw interval, so the bar may or may not be drawn: when it is, it is cleared
+    assert b"Traceback" not in shown
+    if b"layer" in shown:
+        assert shown.rstrip(b" ").endswith(b"\r")
+
+
+def _engine() -> Any:
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+        return client
+    except Exception:
+        return None
+
+
+@pytest.mark.docker
+def test_docker_daemon_image(tmp_path: Path, image_cache: Path) -> None:
+    client = _engine()
+    require(client is not None, "no Docker engine (start dockerd, as .ci/setup does)")
+    config, layers = deep_image_parts(keep_cuda12=True)
+    archive = tmp_path / "image.tar"
+    write_docker_archive(archive, config, layers, "envcheck-test/deep:cuda12")
+    with archive.open("rb") as fh:
+        client.images.load(fh.read())
+    try:
+        code, report, _ = check("docker-daemon:envcheck-test/deep:cuda12", *AMD64, cache=image_cache)
+        assert image_facts(report)["architecture"] == "amd64" and image_facts(report)["source"] == "docker-daemon"
+        code, report, _ = check("docker-daemon:envcheck-test/deep:cuda12", "--deep", *AMD64, cache=image_cache)
+        assert packages(report)["unsloth"] == "2025.10.1"
+        assert f"/{DIST}/oldcu12/_C.so" in binaries(report)
+        code, report, _ = check("docker-daemon:envcheck-test/nosuch:1", cache=image_cache)
+        assert code == 2 and "has no image" in findings(report, "input-error")[0]["message"]
+    finally:
+        client.images.remove("envcheck-test/deep:cuda12", force=True)
+
+
+def test_docker_daemon_unreachable(image_cache: Path) -> None:
+    code, report, _ = check("docker-daemon:x:1", cache=image_cache, env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+    assert code == 3 and "Docker engine could not be reached" in findings(report, "service-error")[0]["message"]
+
