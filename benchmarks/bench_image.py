@@ -35,11 +35,14 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import registry_fixtures as rf  # noqa: E402
 
+# Peak RSS from VmHWM: ru_maxrss of a spawned child also counts the parent's RSS at exec time (Linux
+# records the old address space's high-water mark on exec), which would make this benchmark measure itself.
 RSS_WRAPPER = """
-import resource, sys
+import sys
 from envcheck.cli import main
 code = main(sys.argv[1:])
-sys.stderr.write(f"\\nMAXRSS_KB={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n")
+hwm = next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+sys.stderr.write(f"\\nMAXRSS_KB={hwm}\\n")
 sys.exit(code)
 """
 

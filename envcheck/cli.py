@@ -35,7 +35,7 @@ COMMANDS = {
 BUILTIN = ("rules",)
 _FORMATS = ("text", "json", "sarif", "github", "preflight")
 # Common options that take a value: needed to find the subcommand word among the arguments.
-_VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python"}
+_VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python", "--target"}
 
 
 def _common(parser: argparse.ArgumentParser, default_format: str | None = None) -> None:
@@ -64,6 +64,7 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("paths", nargs="*", metavar="PATH", help="requirements/freeze/pyproject/uv.lock/pylock/Dockerfile/wheel/ELF/folder (default: the current folder)")
     parser.add_argument("--kind", help="force the input kind: requirements, freeze, pyproject, uv-lock, pylock, dockerfile, wheel, elf, folder")
     parser.add_argument("--build-arg", action="append", default=[], metavar="NAME=VALUE", help="Dockerfile build argument (repeatable)")
+    parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
     parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
     parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
     _common(parser)
@@ -190,6 +191,7 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         build_args=build_args,
         deep_fatbin=bool(args.deep_fatbin),
         use_cache=not args.no_cache,
+        extra={"target": args.target} if args.target else {},
     )
     targets: list[Target] = []
     paths = [Path(p) for p in args.paths]

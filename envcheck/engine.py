@@ -39,8 +39,13 @@ def read_safely(target: Target, debug: bool = False) -> Inventory:
         return Inventory(problems=[ReadProblem(f"could not read {target.name}: {type(exc).__name__}: {exc}", Location(target.name))])
 
 
-def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[str, Any] | None = None) -> list[Finding]:
-    """Every finding the registered checks yield for ``inventory``, problems first."""
+def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[str, Any] | None = None,
+             debug: bool = False) -> list[Finding]:
+    """Every finding the registered checks yield for ``inventory``, problems first.
+
+    A check that breaks on unexpected facts costs only its own findings: it becomes one ERROR finding
+    naming the check, and every other check still runs (``debug`` re-raises instead).
+    """
     rules.load_all()
     findings: list[Finding] = []
     for problem in inventory.problems:
@@ -48,7 +53,15 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[st
         findings.append(rule.finding(problem.message, problem.location))
     ctx = rules.CheckContext(inventory=inventory, profile=profile, kind=kind, options=options or {})
     for check in rules.CHECKS:
-        findings.extend(check(ctx))
+        try:
+            findings.extend(check(ctx))
+        except Exception as exc:
+            if debug:
+                raise
+            findings.append(rules.INTERNAL_ERROR.finding(
+                f"check {check.__module__}.{check.__name__} failed on this input: {type(exc).__name__}: {exc}",
+                evidence={"check": f"{check.__module__}.{check.__name__}"},
+            ))
     return findings
 
 
@@ -71,10 +84,10 @@ def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str 
     return None
 
 
-def judge(target: Target, inventory: Inventory, profile: Profile, config: Config) -> TargetResult:
+def judge(target: Target, inventory: Inventory, profile: Profile, config: Config, debug: bool = False) -> TargetResult:
     """Findings for one already-read inventory, with config overrides and suppressions applied."""
     result = TargetResult(target=target.name, kind=target.kind, inventory=inventory)
-    for finding in evaluate(inventory, profile, target.kind, config.options):
+    for finding in evaluate(inventory, profile, target.kind, config.options, debug):
         override = config.severity.get(finding.rule)
         if override and finding.status not in (Status.PASS, Status.INFO, Status.ERROR):
             finding = replace(finding, status=Status[override])
@@ -106,6 +119,6 @@ def run(targets: Iterable[Target], config: Config, debug: bool = False) -> Repor
     report = Report(profile=profile.name)
     for target in targets:
         inventory = read_safely(target, debug)
-        report.targets.append(judge(target, inventory, profile, config))
+        report.targets.append(judge(target, inventory, profile, config, debug))
     report.exit_code = exit_code(report.findings, config.fail_threshold)
     return report

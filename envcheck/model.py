@@ -74,6 +74,8 @@ class Location:
             text += f":{self.line}"
         if self.offset is not None:
             text += f"@{self.offset:#x}"
+        if self.stage:
+            text += f" [stage {self.stage}]"
         return text
 
     def to_json(self) -> dict[str, Any]:

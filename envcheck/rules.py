@@ -134,3 +134,12 @@ SERVICE_ERROR = rule(
     the target could not be checked. envcheck exits with code 3.""",
     """Check the network, credentials (docker login / --username) and DOCKER_HOST, then run again.""",
 )
+INTERNAL_ERROR = rule(
+    "internal-error",
+    "ENVCHECK",
+    "A check failed on unexpected input",
+    Status.ERROR,
+    """One of envcheck's checks raised an error on facts it did not expect. Its findings for this target are
+    missing; every other check still ran. This is a bug in envcheck: please report it with the input.""",
+    """Run again with --debug for a traceback and report it; meanwhile review this target by hand.""",
+)

@@ -3,13 +3,14 @@ command lines (torchrun / accelerate YAML / DeepSpeed JSON / hostfiles)."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import main  # noqa: E402
+from harness import main
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.inspect import launch, meminfo, nvidia_smi
@@ -41,14 +42,10 @@ def target(data: bytes) -> None:
         parsed.gib("MemAvailable")
     except meminfo.MeminfoFormatError as exc:
         assert exc.line >= 1
-    try:
+    with contextlib.suppress(launch.LaunchFormatError):
         launch.parse_config(text, "fuzz.yaml")
-    except launch.LaunchFormatError:
-        pass
-    try:
+    with contextlib.suppress(launch.LaunchFormatError):
         launch.parse_command(text)
-    except launch.LaunchFormatError:
-        pass
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from pathlib import Path
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import main  # noqa: E402
+from harness import main
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.inspect.pip_args import InstallParse, parse_install_command, parse_requirement_text

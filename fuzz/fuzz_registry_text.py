@@ -3,6 +3,7 @@ manifest media types, and the Docker config file that holds credentials."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import main, scratch_dir, write_input  # noqa: E402
+from harness import main, scratch_dir, write_input
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError
@@ -34,16 +35,14 @@ def target(data: bytes) -> None:
     try:
         ref = parse_reference(text)
         assert isinstance(ref, Reference) and ref.repository
-        str(ref), ref.api_host, ref.is_loopback  # noqa: B018
+        str(ref), ref.api_host, ref.is_loopback
     except EnvcheckError:
         pass
     challenge = parse_challenge(text)
     assert challenge is None or isinstance(challenge, Challenge)
     if challenge is not None:
-        try:
+        with contextlib.suppress(EnvcheckError):
             token_url(challenge, "repository:x:pull")
-        except EnvcheckError:
-            pass
     try:
         body = json.loads(text)
     except ValueError:

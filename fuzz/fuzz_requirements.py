@@ -8,7 +8,7 @@ from pathlib import Path
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import main, scratch_dir, write_input  # noqa: E402
+from harness import main, scratch_dir, write_input
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError

@@ -37,7 +37,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 import requests
-from conftest import IN_CI, REPO, require
+from conftest import require
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -381,6 +381,7 @@ class Images:
     ngc_cuda12: str  # arm64 image whose config says CUDA 12.6
     deep_clean: str  # amd64 (x86-64 ELF): CUDA 12 extension deleted by a whiteout; CUDA 13 left
     deep_cuda12: str  # amd64: a CUDA 12 extension in the final filesystem
+    bare_pip_latest: str  # arm64 `:latest` whose history pip-installs torch on a plain Python base
     digests: dict[str, str] = field(default_factory=dict)
 
 
@@ -439,7 +440,8 @@ def session_images() -> Images:
         images = Images(host=host, ngc_arm64=f"{host}/nvidia/pytorch:25.10-py3", amd64_only=f"{host}/lab/amd64only:1.0",
                         docker_list=f"{host}/lab/dockerlist:1.0", single_arm64=f"{host}/lab/single:arm64",
                         single_amd64=f"{host}/lab/single:amd64", ngc_cuda12=f"{host}/nvidia/pytorch:24.10-py3",
-                        deep_clean=f"{host}/lab/deep:clean", deep_cuda12=f"{host}/lab/deep:cuda12")
+                        deep_clean=f"{host}/lab/deep:clean", deep_cuda12=f"{host}/lab/deep:cuda12",
+                        bare_pip_latest=f"{host}/lab/barepip:latest")
         arm = push_image(pusher, "nvidia/pytorch", "25.10-py3-arm64", config_for("arm64", NGC_25_10_ENV, NGC_LABELS, NGC_HISTORY), [small])
         amd = push_image(pusher, "nvidia/pytorch", "25.10-py3-amd64", config_for("amd64", NGC_25_10_ENV, NGC_LABELS, NGC_HISTORY), [small])
         top = push_index(pusher, "nvidia/pytorch", "25.10-py3", [({"architecture": "amd64", "os": "linux"}, amd),
@@ -459,6 +461,12 @@ def session_images() -> Images:
         clean = push_image(pusher, "lab/deep", "clean", config_for("amd64", ["CUDA_VERSION=13.0.2"]), _deep_layers(elves, keep_cuda12=False))
         images.digests["deep_clean"] = clean["digest"]
         push_image(pusher, "lab/deep", "cuda12", config_for("amd64", ["CUDA_VERSION=13.0.2"]), _deep_layers(elves, keep_cuda12=True))
+        bare = push_image(pusher, "lab/barepip", "latest", config_for("arm64", ["PATH=/usr/local/bin:/usr/bin", "PYTHON_VERSION=3.12.7"], history=[
+            {"created_by": "/bin/sh -c #(nop) ADD file:1 in / "},
+            {"created_by": "ENV PYTHON_VERSION=3.12.7", "empty_layer": True},
+            {"created_by": "RUN /bin/sh -c pip install --no-cache-dir torch==2.9.0 xformers==0.0.33.post1 transformers # buildkit"},
+        ]), [small])
+        images.digests["bare_pip_latest"] = bare["digest"]
         _IMAGES["images"] = images
         _IMAGES["elves"] = elves
         return images
@@ -681,8 +689,6 @@ def image_cache(tmp_path: Path) -> Path:
     return folder
 
 
-__all__ = ["IN_CI", "REPO"]
-
 
 # ---- local image formats ---------------------------------------------------------------------------------
 
@@ -691,8 +697,13 @@ def deep_image_parts(keep_cuda12: bool) -> tuple[dict[str, Any], list[Layer]]:
     return config_for("amd64", ["CUDA_VERSION=13.0.2"]), _deep_layers(session_elves(), keep_cuda12)
 
 
-def write_oci_layout(folder: Path, config: dict[str, Any], layers: list[Layer], tag: str) -> None:
-    """An OCI image layout as `skopeo copy oci:` writes it: blobs by digest, index.json with ref names."""
+def write_oci_layout(folder: Path, config: dict[str, Any], layers: list[Layer], tag: str,
+                     others: list[tuple[dict[str, str], dict[str, Any], list[Layer]]] = ()) -> None:  # type: ignore[assignment]
+    """An OCI image layout as `skopeo copy oci:` writes it: blobs by digest, index.json with ref names.
+
+    With ``others`` (platform, config, layers), ``tag`` names a multi-platform index holding the first
+    image (as linux/<its architecture>) and the others.
+    """
     blobs = folder / "blobs" / "sha256"
     blobs.mkdir(parents=True)
 
@@ -700,14 +711,37 @@ def write_oci_layout(folder: Path, config: dict[str, Any], layers: list[Layer], 
         (blobs / digest_of(data).split(":")[1]).write_bytes(data)
         return {"size": len(data), "digest": digest_of(data)}
 
-    config = {**config, "rootfs": {"type": "layers", "diff_ids": [digest_of(layer.tar) for layer in layers]}}
-    manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
-                "config": {"mediaType": OCI_CONFIG, **put(json.dumps(config).encode())},
-                "layers": [{"mediaType": LAYER_TYPES[("oci", layer.compression)], **put(layer.blob())} for layer in layers]}
-    desc = {"mediaType": OCI_MANIFEST, **put(json.dumps(manifest).encode()),
-            "annotations": {"org.opencontainers.image.ref.name": tag}}
+    def image(config: dict[str, Any], layers: list[Layer]) -> dict[str, Any]:
+        config = {**config, "rootfs": {"type": "layers", "diff_ids": [digest_of(layer.tar) for layer in layers]}}
+        manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                    "config": {"mediaType": OCI_CONFIG, **put(json.dumps(config).encode())},
+                    "layers": [{"mediaType": LAYER_TYPES[("oci", layer.compression)], **put(layer.blob())} for layer in layers]}
+        return {"mediaType": OCI_MANIFEST, **put(json.dumps(manifest).encode())}
+
+    desc = image(config, layers)
+    if others:
+        children = [{**desc, "platform": {"os": "linux", "architecture": config["architecture"]}}]
+        children += [{**image(c, ls), "platform": platform} for platform, c, ls in others]
+        desc = {"mediaType": OCI_INDEX, **put(json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": children}).encode())}
+    desc["annotations"] = {"org.opencontainers.image.ref.name": tag}
     (folder / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
     (folder / "index.json").write_text(json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [desc]}))
+
+
+def write_docker_archive_oci(path: Path, config: dict[str, Any], layers: list[Layer], repo_tag: str) -> None:
+    """``docker save`` output of Docker 25+: an OCI layout in the tar plus manifest.json naming blobs."""
+    config = {**config, "rootfs": {"type": "layers", "diff_ids": [digest_of(layer.tar) for layer in layers]}}
+    config_raw = json.dumps(config).encode()
+    files: dict[str, bytes | None] = {"blobs/": None, "blobs/sha256/": None}
+    names = []
+    for layer in layers:
+        files[f"blobs/sha256/{digest_of(layer.tar).split(':')[1]}"] = layer.tar
+        names.append(f"blobs/sha256/{digest_of(layer.tar).split(':')[1]}")
+    config_name = f"blobs/sha256/{digest_of(config_raw).split(':')[1]}"
+    files[config_name] = config_raw
+    files["oci-layout"] = b'{"imageLayoutVersion": "1.0.0"}'
+    files["manifest.json"] = json.dumps([{"Config": config_name, "RepoTags": [repo_tag], "Layers": names}]).encode()
+    path.write_bytes(tar_of(files))
 
 
 def write_docker_archive(path: Path, config: dict[str, Any], layers: list[Layer], repo_tag: str) -> None:

@@ -201,3 +201,40 @@ def test_archive_members_are_read(nvcc_builds: dict[str, Path]) -> None:
     assert b.elf_type == "AR"
     assert set(b.sass) == {"sm_90a", "sm_121f"}
     assert b.sm121 == "native"
+
+
+CUBINS = {"sm_121a": "-arch=sm_121a", "sm_121f": "-arch=sm_121f", "sm_120": "-arch=sm_120", "sm_90": "-arch=sm_90",
+          "sm_90a": "-arch=sm_90a", "sm_100a": "-arch=sm_100a", "sm_80": "-arch=sm_80"}
+
+
+@pytest.fixture(scope="session")
+def cubins(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    require(shutil.which("nvcc") is not None, "nvcc not on PATH")
+    root = tmp_path_factory.mktemp("cubins")
+    (root / "k.cu").write_text(KERNEL)
+
+    def build(item: tuple[str, str]) -> tuple[str, Path]:
+        name, flag = item
+        out = root / f"k_{name}.cubin"
+        subprocess.run(["nvcc", "-cubin", flag, "-o", str(out), "k.cu"], cwd=root, check=True, capture_output=True, timeout=300)
+        return name, out
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return dict(pool.map(build, CUBINS.items()))
+
+
+def test_standalone_cubins_match_cuobjdump(cubins: dict[str, Path], cuobjdump: str) -> None:
+    for name, path in cubins.items():
+        want, _ptx = cuobjdump_lists(cuobjdump, path, False)
+        with path.open("rb") as fh:
+            b = read_binary(FileSource(fh, path.stat().st_size), str(path)).binary
+        assert b is not None and b.machine == "cuda"
+        assert list(b.sass) == want == [name.rstrip("f")], name  # a cubin does not record the f
+    levels = {}
+    for name, path in cubins.items():
+        with path.open("rb") as fh:
+            b = read_binary(FileSource(fh, path.stat().st_size), str(path)).binary
+        assert b is not None
+        levels[name] = b.sm121
+    assert levels == {"sm_121a": "native", "sm_121f": "native", "sm_120": "compatible", "sm_90": "none",
+                      "sm_90a": "none", "sm_100a": "none", "sm_80": "none"}

@@ -358,7 +358,7 @@ def test_cuda13_only_folder_is_clean_for_g1(tmp_path: Path) -> None:
     result = findings(scan_folder(tmp_path, NO_CACHE))
     g1 = [f for f in result if f.gotcha == "G1"]
     assert g1 and all(f.status in (Status.PASS, Status.INFO) for f in g1)
-    assert any(f.rule == "G7-binary-sm121" and f.status is Status.PASS for f in result)
+    assert any(f.rule == "G7-binary-no-sm121" and f.status is Status.PASS for f in result)
 
 
 def test_multi_variant_package_is_judged_by_its_cuda13_variant(tmp_path: Path) -> None:
@@ -501,7 +501,8 @@ def test_stream_scanner_finds_the_same_containers_at_any_chunk_size(name: str, c
 
     data = (BIN / name).read_bytes()
     if chunk == 1:
-        data_chunks = [data[i : i + 1] for i in range(len(data))][:200_000]
+        data = data[:200_000]  # byte by byte is slow: the first 200 KB (and the containers inside them)
+        data_chunks = [data[i : i + 1] for i in range(len(data))]
     else:
         data_chunks = [data[i : i + chunk] for i in range(0, len(data), chunk)]
     scanner = fatbin.StreamScanner()
@@ -510,8 +511,11 @@ def test_stream_scanner_finds_the_same_containers_at_any_chunk_size(name: str, c
         scanner.feed(piece, pos)
         pos += len(piece)
     found = [(c.offset, c.size, c.entries) for c in scanner.finish()]
-    walked = [(c.offset, c.size, c.entries) for c in standard_containers(FileSource(io.BytesIO(data), len(data)))]  # type: ignore[arg-type]
-    assert found == walked and walked
+    whole = (BIN / name).read_bytes()
+    walked = [(c.offset, c.size, c.entries) for c in standard_containers(FileSource(io.BytesIO(whole), len(whole)))  # type: ignore[arg-type]
+              if c.offset + c.size <= len(data)]
+    assert found == walked
+    assert walked or chunk == 1
 
 
 def test_cli_on_a_wheel(tmp_path: Path) -> None:
@@ -565,3 +569,16 @@ def test_fuzzed_library_reads_or_reports(edits: list[tuple[int, int]], cut: int,
     # the same bytes through the forward-only stream reader of wheels
     streamed = wheel_source.read_streamed_bytes(bytes(data), "fuzzed.so", deep)
     assert (streamed.binary is None) == (reading.binary is None) or streamed.problems or reading.problems
+
+
+@pytest.mark.parametrize("chunk", [1000, 4096, 1 << 20])
+@pytest.mark.parametrize("name", ALL_FIXTURES)
+def test_stream_reader_equals_file_reader(name: str, chunk: int) -> None:
+    data = (BIN / name).read_bytes()
+    streamed = wheel_source.read_streamed_bytes(data, name, chunk=chunk)
+    on_disk = read_path(BIN / name)
+    assert streamed.problems == [] and on_disk.problems == []
+    assert streamed.binary is not None and on_disk.binary is not None
+    assert facts(streamed.binary) == facts(on_disk.binary)
+    if not name.endswith(".a"):
+        assert streamed.binary.bytes_read == len(data)  # one pass, never a second one for these

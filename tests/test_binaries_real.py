@@ -145,3 +145,15 @@ def test_cuda12_runtime_wheel_fails_g1(cuda12_runtime_wheel: Path, tmp_path: Pat
     [rt] = [b for b in inv.binaries if b.path.endswith("libcudart.so.12")]
     assert rt.distribution == "nvidia-cuda-runtime-cu12" and rt.soname == "libcudart.so.12" and rt.cuda_major == 12
     assert os.path.isabs(rt.path)
+
+
+@pytest.mark.parametrize(("name", "section"), [("libcufft.so.12", ".ldata"), ("libcublasLt.so.13", ".cask_resource")])
+def test_deep_fatbin_finds_kernels_outside_nv_fatbin(torch_venv: Path, name: str, section: str) -> None:
+    path = torch_venv / "nvidia" / "cu13" / "lib" / name
+    with path.open("rb") as fh:
+        deep = read_binary(FileSource(fh, path.stat().st_size), str(path), deep_fatbin=True)
+    assert deep.problems == [] and deep.binary is not None
+    assert section in deep.binary.sections
+    # the stream reader of wheels finds the same (one pass over the bytes)
+    streamed = wheel_source.read_streamed_bytes(path.read_bytes(), name, deep=True, chunk=1 << 20)
+    assert streamed.binary is not None and facts(streamed.binary) == facts(deep.binary)

@@ -113,7 +113,7 @@ def test_try_repo_blocks_a_bad_dockerfile_and_shows_the_line(hook_repo: Path, pr
     done = _try_repo(hook_repo, pre_commit_home, repo, "envcheck-dockerfile", "Dockerfile")
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
-    assert "Failed" in out and "Dockerfile:11: FAIL G2 G2-flash-attn-build" in out
+    assert "Failed" in out and "Dockerfile:11 [stage" in out and "FAIL G2 G2-flash-attn-build" in out
 
 
 @pytest.mark.slow
@@ -140,7 +140,7 @@ def test_git_commit_is_blocked_until_the_dockerfile_is_fixed(hook_repo: Path, pr
                             env={**env, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e.invalid", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e.invalid"})
     out = commit.stdout + commit.stderr
     assert commit.returncode != 0, out
-    assert "Dockerfile:1: FAIL G1 G1-cuda12-base" in out and "requirements.txt:1: FAIL G1 G1-cuda12-local-version" in out
+    assert "Dockerfile:1 [stage" in out and "FAIL G1 G1-cuda12-base" in out and "requirements.txt:1: FAIL G1 G1-cuda12-local-version" in out
     assert _git(repo, "rev-parse", "--verify", "HEAD").returncode != 0  # nothing was committed
     user_repo("Dockerfile", "FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install --no-deps einops==0.8.0\n")
     user_repo("requirements.txt", "einops==0.8.0\n")

@@ -70,3 +70,18 @@ def test_findings_name_their_stage_in_a_multistage_build() -> None:
     result = _judge(case)
     warn = [f for f in result.findings if f.rule == "G1-cuda12-base" and f.status.value == "WARN"]
     assert warn and "stage 'tools'" in warn[0].message and "not in the final image" in warn[0].message
+
+
+def test_command_line_build_arg_and_a_broken_file_next_to_good_ones() -> None:
+    from tests.conftest import run_envcheck
+
+    arg = RECIPES / "arg-base-tag" / "Dockerfile"
+    assert run_envcheck(str(arg)).returncode == 1  # default ARG: NGC 25.06, CUDA 12.9
+    done = run_envcheck("--build-arg", "NGC_VERSION=25.11", str(arg))
+    assert done.returncode == 0, done.stdout
+    broken = RECIPES.parent / "fixtures" / "dockerfile-errors" / "unknown-instruction" / "Dockerfile"
+    done = run_envcheck(str(broken), str(RECIPES / "ngc-24.10" / "Dockerfile"), str(RECIPES / "vllm-ngc" / "Dockerfile"))
+    assert done.returncode == 2
+    assert f"{broken}:3: ERROR" in done.stdout and "unknown instruction: PIP" in done.stdout
+    assert "ngc-24.10/Dockerfile:1 [stage" in done.stdout and "FAIL G1 G1-cuda12-base" in done.stdout  # the other targets are still checked
+    assert "vllm-ngc/Dockerfile (dockerfile): PASS" in done.stdout

@@ -73,13 +73,13 @@ def test_fatbin_walkers_stay_inside_their_bytes(data: bytes, chunk: int) -> None
         with hang_guard():
             containers = fatbin.walk_containers(src, 0, len(data), ".nv_fatbin")
         for container in containers:
-            assert 0 <= container.offset and container.offset + container.size <= len(data)
+            assert container.offset >= 0 and container.offset + container.size <= len(data)
     except MalformedBinary as exc:
         assert exc.offset is None or 0 <= exc.offset <= len(data) + 16
     with hang_guard():
         found = fatbin.scan_containers(src, 0, len(data), ".data", chunk=chunk)
     for container in found:
-        assert 0 <= container.offset and container.offset + container.size <= len(data)
+        assert container.offset >= 0 and container.offset + container.size <= len(data)
         assert fatbin.container_level(container.entries, 121) in (None, "native", "compatible", "ptx-jit", "none")
     # How the bytes are chunked must not change what the scanner finds.
     whole = fatbin.scan_containers(src, 0, len(data), ".data", chunk=len(data) + 1 or 1)

@@ -198,6 +198,8 @@ def test_index_entry_without_digest_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_copy_of_an_overlong_file_name_keeps_the_dockerfile(tmp_path: Path) -> None:
+    """fuzz (dockerfile): OSError ENAMETOOLONG from Path.is_dir() on a COPY source over 255 bytes lost the
+    whole Dockerfile. Fixed by the owner of envcheck/sources/dockerfile.py during this session."""
     from envcheck.sources import dockerfile as dockerfile_source
 
     long = "r" * 300 + ".txt"
@@ -273,3 +275,14 @@ def test_bearer_challenge_with_a_broken_realm_is_a_service_error() -> None:
     assert challenge is not None
     with pytest.raises(ServiceError):
         token_url(challenge, "repository:x:pull")
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="AttributeError from config._table_from_file for "
+                   "`tool = 1` in .envcheck.toml: the run stops with 'internal error' instead of a usage error naming the "
+                   "file - owner: envcheck/config.py")
+def test_config_with_a_non_table_tool_key_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".envcheck.toml").write_text("tool = 1\n")
+    (tmp_path / "requirements.txt").write_text("torch==2.9.0+cu130\n")
+    done = run_envcheck("requirements.txt", cwd=tmp_path, timeout=120)
+    assert done.returncode == 2 and ".envcheck.toml" in done.stderr and "internal error" not in done.stderr, done.stderr

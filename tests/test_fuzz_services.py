@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fuzz_strategies import NASTY_TEXT, PROPERTY_SETTINGS, REPO, hang_guard, known_crash, mutated, seed_bytes, text_file
+from fuzz_strategies import (
+    NASTY_TEXT,
+    PROPERTY_SETTINGS,
+    REPO,
+    hang_guard,
+    known_crash,
+    mutated,
+    seed_bytes,
+    text_file,
+)
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -83,8 +92,8 @@ def test_nvidia_smi_output_parses_or_names_the_line(data: bytes, headerless: boo
             assert number is None or isinstance(number, float)
 
 
-MEMINFO = ("MemTotal:       128451232 kB\nMemFree:         1234567 kB\nMemAvailable:   98765432 kB\nBuffers:  1 kB\n"
-           "Cached:         45678901 kB\nHugePages_Total:       0\nDirectMap1G:    1 kB\n").encode()
+MEMINFO = (b"MemTotal:       128451232 kB\nMemFree:         1234567 kB\nMemAvailable:   98765432 kB\nBuffers:  1 kB\n"
+           b"Cached:         45678901 kB\nHugePages_Total:       0\nDirectMap1G:    1 kB\n")
 
 
 @PROPERTY_SETTINGS

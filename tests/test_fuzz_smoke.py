@@ -16,10 +16,10 @@ import pytest
 from conftest import REPO, require
 
 sys.path.insert(0, str(REPO / "fuzz"))
-from harness import is_known  # noqa: E402
+from harness import is_known
 
 HARNESSES = sorted(p.stem.removeprefix("fuzz_") for p in (REPO / "fuzz").glob("fuzz_*.py"))
-SMOKE_SECONDS = 3
+SMOKE_SECONDS = 2
 
 
 def test_every_parser_has_a_harness() -> None:
@@ -27,6 +27,7 @@ def test_every_parser_has_a_harness() -> None:
     assert set(HARNESSES) >= {
         "requirements", "pip_args", "pyproject", "locks", "wheel_tags", "dockerfile", "shell", "elf", "fatbin",
         "wheel", "layer", "image_layout", "docker_archive", "registry_text", "host_readings", "probe_output",
+        "config", "base_images", "dist_info",
     }
 
 

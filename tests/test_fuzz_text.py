@@ -13,26 +13,40 @@ import re
 from pathlib import Path
 
 import pytest
-from fuzz_strategies import NASTY_TEXT, PROPERTY_SETTINGS, hang_guard, known_crash, lines_of, mutated, seed_bytes, text_file
+from fuzz_strategies import (
+    NASTY_TEXT,
+    PROPERTY_SETTINGS,
+    hang_guard,
+    known_crash,
+    lines_of,
+    mutated,
+    seed_bytes,
+    text_file,
+)
 from hypothesis import example, given
 from hypothesis import strategies as st
 from packaging.utils import canonicalize_name
 
 from envcheck.errors import EnvcheckError, InputError
 from envcheck.inspect.dockerfile import DockerfileSyntaxError, parse
-from envcheck.inspect.pip_args import InstallParse, installer_of, parse_install_command, parse_requirement_text
+from envcheck.inspect.pip_args import (
+    InstallParse,
+    installer_of,
+    parse_install_command,
+    parse_requirement_text,
+)
 from envcheck.inspect.shell import split_commands
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.model import Inventory, Location, Package, ReadProblem
 from envcheck.sources import ReadOptions, locks, pyproject, requirements
 from envcheck.sources import dockerfile as dockerfile_source
 
-REQ_LINES = lines_of("examples/*.txt", "fixtures/rules/**/*.txt", "dockerfiles/**/requirements.txt") + [
+REQ_LINES = [*lines_of("examples/*.txt", "fixtures/rules/**/*.txt", "dockerfiles/**/requirements.txt"),
     "-r other.txt", "-c constraints.txt", "--index-url https://download.pytorch.org/whl/cu130", "-e .",
     "# envcheck: ignore=G2 we build it ourselves", "torch @ https://example.org/torch-2.9.0-cp312-cp312-manylinux_2_28_aarch64.whl",
     "flash-attn==2.8.3 --hash=sha256:" + "0" * 64, "-r requirements.txt",
 ]
-DOCKER_LINES = lines_of("dockerfiles/**/Dockerfile", "dockerfiles/**/*.Dockerfile") + [
+DOCKER_LINES = [*lines_of("dockerfiles/**/Dockerfile", "dockerfiles/**/*.Dockerfile"),
     "# syntax=docker/dockerfile:1", "# escape=`", "ARG TAG=25.09-py3", "FROM nvcr.io/nvidia/pytorch:${TAG} AS base",
     "RUN <<EOF", "pip install flash-attn", "EOF", "ENV A=1 B=\"two words\"", "COPY --from=base /a /b", "FROM base",
 ]

@@ -22,6 +22,7 @@ from registry_fixtures import (
     session_elves,
     tar_of,
     write_docker_archive,
+    write_docker_archive_oci,
     write_oci_layout,
 )
 from test_image_registry import check, findings, image_facts
@@ -122,6 +123,28 @@ def test_oci_layout(tmp_path: Path, image_cache: Path) -> None:
     assert code in (2, 3) and "digest" in (findings(report, "input-error") + findings(report, "service-error"))[0]["message"]
 
 
+def test_multi_platform_oci_layout(tmp_path: Path, image_cache: Path) -> None:
+    config, layers = deep_image_parts(keep_cuda12=False)
+    folder = tmp_path / "multi"
+    arm = config_for("arm64", ["CUDA_VERSION=13.0.2"])
+    write_oci_layout(folder, config, layers, "multi", others=[({"os": "linux", "architecture": "arm64"}, arm, layers[:1])])
+    code, report, _ = check(f"oci-layout:{folder}:multi", cache=image_cache)
+    assert code == 0, findings(report)
+    assert image_facts(report)["platforms"] == ["linux/amd64", "linux/arm64"] and image_facts(report)["architecture"] == "arm64"
+    code, report, _ = check(f"oci-layout:{folder}", "--platform", "linux/s390x", cache=image_cache)
+    assert code == 1 and "linux/amd64, linux/arm64" in findings(report, "ARCH-image-no-arm64")[0]["message"]
+
+
+def test_docker_archive_in_the_oci_format_of_docker_25(tmp_path: Path, image_cache: Path) -> None:
+    config, layers = deep_image_parts(keep_cuda12=False)
+    archive = tmp_path / "image.tar"
+    write_docker_archive_oci(archive, config, layers, "lab/deep:clean")
+    for extra in ((), ("--deep",)):
+        _, report, _ = check(f"docker-archive:{archive}", *extra, *AMD64, cache=image_cache)
+        assert image_facts(report)["repo_tags"] == ["lab/deep:clean"]
+    assert packages(report) == CLEAN_PACKAGES and binaries(report) == CLEAN_BINARIES
+
+
 def test_docker_archive(tmp_path: Path, image_cache: Path) -> None:
     config, layers = deep_image_parts(keep_cuda12=True)
     archive = tmp_path / "image.tar"
@@ -136,24 +159,31 @@ def test_docker_archive(tmp_path: Path, image_cache: Path) -> None:
     assert code == 2
 
 
-def test_progress_only_on_a_terminal(registry_images: Images, image_cache: Path) -> None:
+def _stderr_on_a_terminal(*args: str, cache: Path) -> tuple[int, bytes]:
+    """Run envcheck with stderr on a pseudo-terminal; (exit code, what the terminal showed)."""
     master, slave = pty.openpty()
-    env = {**os.environ, "ENVCHECK_CACHE_DIR": str(image_cache)}
-    proc = subprocess.run([sys.executable, "-m", "envcheck", "image", registry_images.deep_clean, "--deep", *AMD64, "--no-cache"],
-                          cwd=REPO, stdout=subprocess.PIPE, stderr=slave, env=env, timeout=120, check=False)
+    env = {**os.environ, "ENVCHECK_CACHE_DIR": str(cache)}
+    proc = subprocess.run([sys.executable, "-m", "envcheck", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=slave,
+                          env=env, timeout=120, check=False)
     os.close(slave)
     shown = b""
     try:
         while chunk := os.read(master, 65536):
             shown += chunk
-    except OSError:
+    except OSError:  # EIO once the terminal's other end is closed
         pass
     os.close(master)
-    assert proc.returncode == 1
-    # tiny layers finish within one redraw interval, so the bar may or may not be drawn: when it is, it is cleared
-    assert b"Traceback" not in shown
-    if b"layer" in shown:
-        assert shown.rstrip(b" ").endswith(b"\r")
+    return proc.returncode, shown
+
+
+def test_progress_only_on_a_terminal(registry_images: Images, image_cache: Path) -> None:
+    code, shown = _stderr_on_a_terminal("image", registry_images.deep_clean, "--deep", *AMD64, "--no-cache", cache=image_cache)
+    assert code == 1 and b"Traceback" not in shown
+    assert b"envcheck: layer 1/3" in shown and b"envcheck: layer 3/3" in shown
+    assert shown.rstrip(b" ").endswith(b"\r")  # the bar is cleared before the report
+    code, shown = _stderr_on_a_terminal("image", registry_images.deep_clean, "--deep", *AMD64, "--no-cache", "--no-progress",
+                                        cache=image_cache)
+    assert code == 1 and shown == b""
 
 
 def _engine() -> Any:

@@ -164,3 +164,19 @@ def test_proxy_from_the_environment_and_insecure_registry(registry_images: Image
     code, report, _ = check(name, cache=image_cache, env=env)
     assert code == 3 and "could not be reached" in findings(report, "service-error")[0]["message"]
     assert len(proxy.seen) == seen
+
+
+def test_moving_tag_and_bare_pip_history(registry_images: Images, image_cache: Path) -> None:
+    code, report, _ = check(registry_images.bare_pip_latest, cache=image_cache)
+    assert code == 1
+    # the history's `pip install torch==2.9.0` is a CPU-only build on aarch64 PyPI (the lead's G1 rule, same facts)
+    assert [f["status"] for f in findings(report, "G1-cpu-build")] == ["FAIL"]
+    (floating,) = findings(report, "G9-image-floating-tag")
+    assert floating["status"] == "WARN" and registry_images.digests["bare_pip_latest"] in floating["message"]
+    (bare,) = findings(report, "G9-image-bare-pip")
+    assert bare["status"] == "WARN" and "torch, xformers" in bare["message"]
+    assert bare["location"]["member"] == "history[2]"
+    # the NGC image: a release tag, and its history installs no stack package with pip
+    _, ngc, _ = check(registry_images.ngc_arm64, cache=image_cache)
+    assert [f["status"] for f in findings(ngc, "G9-image-floating-tag")] == ["PASS"]
+    assert not findings(ngc, "G9-image-bare-pip")

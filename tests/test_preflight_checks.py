@@ -308,3 +308,17 @@ def test_g1_torch_that_cannot_see_the_listed_gpu_warns() -> None:
     # no GPU listed: nothing to contradict
     alone = [f for f in findings(host(torch=torch, nvidia_smi={"status": "absent"}), "G1") if f.rule == "G1-live-torch"]
     assert [f.status for f in alone] == [Status.PASS]
+
+
+@pytest.mark.parametrize(("words", "name", "server"), [
+    (["python3", "-m", "sglang.launch_server", "--model-path", "m"], "python3", "SGLang"),
+    (["python3", "train_sglang_rl.py"], "python3", None),
+    (["/usr/local/bin/ollama", "runner", "--model", "x"], "ollama", "Ollama"),
+    (["python3", "/home/u/vllm_bench/train.py"], "python3", None),
+    (["/usr/local/bin/vllm", "serve", "m"], "vllm", "vLLM"),
+    (["/app/llama-server", "-m", "x.gguf"], "/app/llama-server", "llama.cpp server"),
+])
+def test_g6_recognises_servers_not_scripts_named_after_them(words: list[str], name: str, server: str | None) -> None:
+    from envcheck.checks.g06_shared_memory import _describe
+
+    assert _describe({"cmdline": words, "process_name": name})[0] == server

@@ -146,3 +146,38 @@ def test_preflight_online_lists_playbook_issues(preflight_envs: dict[str, Path],
     done = run_envcheck("preflight", "--python", str(preflight_envs["good"]), "--sample-seconds", "0", "--online", env=env)
     assert done.returncode == 3
     assert ten_lines(done.stdout)["G8"].startswith("G8 SKIP ") and "HTTP 403" in done.stdout
+
+
+def test_preflight_deepspeed_hostfile_and_autotp_config_add_up(preflight_envs: dict[str, Path], fixtures_dir: Path,
+                                                               tmp_path: Path) -> None:
+    launch = fixtures_dir / "launch"
+    command = f"deepspeed --hostfile {launch / 'hostfile-two-sparks'} train.py --deepspeed {launch / 'deepspeed-autotp.json'}"
+    done = run_envcheck("preflight", "--python", str(preflight_envs["good"]), "--sample-seconds", "0", "--launch", command,
+                        env={"PATH": no_gpu_tools_path(tmp_path)})
+    line = ten_lines(done.stdout)["G10"]
+    assert line.startswith("G10 FAIL ") and "tp=2" in line and "2 nodes" in line
+
+
+def test_preflight_on_gb10_readings(preflight_envs: dict[str, Path], fixtures_dir: Path, tmp_path: Path) -> None:
+    """End to end with a stand-in nvidia-smi printing GB10 readings (fixtures/nvidia-smi/README.md)."""
+    smi_dir = fixtures_dir / "nvidia-smi"
+    bin_dir = Path(no_gpu_tools_path(tmp_path))
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\n"
+        "case \"$1\" in\n"
+        f"  --query-gpu=*) cat '{smi_dir / 'gb10-composite.noheader.nounits.csv'}';;\n"
+        # the capture has pid,process_name,used_memory; envcheck also asks for gpu_uuid (the GB10's, zeroed)
+        f"  --query-compute-apps=*) sed 's/$/, GPU-00000000-0000-0000-0000-000000000000/' "
+        f"'{smi_dir / 'gb10-compute-apps.noheader.nounits.csv'}';;\n"
+        "  *) exit 2;;\n"
+        "esac\n")
+    smi.chmod(0o755)
+    done = run_envcheck("preflight", "--python", str(preflight_envs["good"]), "--sample-seconds", "1",
+                        env={"PATH": f"{bin_dir}:/bin:/usr/bin"})
+    lines = ten_lines(done.stdout)
+    assert "limit N/A, rated 240 W" in lines["G4"] and lines["G4"].startswith("G4 PASS GPU0 NVIDIA GB10: no throttling")
+    assert lines["G6"].startswith("G6 WARN pid 6330 (SGLang, 93.8 GiB) is uncapped (default 0.88)")
+    assert lines["G7"].startswith("G7 PASS NVIDIA GB10 has capability (12, 1) (nvidia-smi)")
+    # unified memory: the page-cache rule judges (PASS or WARN by this machine's cache), never 'own memory'
+    assert "GPU has its own memory" not in lines["G3"]

@@ -239,3 +239,33 @@ def test_probe_binaries_round_trip(elf_env: Path) -> None:
     assert [b.path.rsplit("/", 1)[-1] for b in inv.binaries] == ["_ext.so"]
     bad = inventory_from_probe({**doc, "binaries": {"status": "ok", "items": [{"path": 3}]}}, "probe")
     assert [p.location.member for p in bad.problems] == ["binaries[0]"]  # type: ignore[union-attr]
+
+
+def test_files_named_by_a_launch_command_are_read(fixtures_dir: Path) -> None:
+    ds = fixtures_dir / "launch" / "deepspeed-autotp.json"
+    hosts = fixtures_dir / "launch" / "hostfile-two-sparks"
+    launches, problems = host.read_launches((f"deepspeed --hostfile {hosts} train.py --deepspeed {ds} --gone missing.json",), ())
+    assert problems == []
+    assert [(item["origin"], item["nodes"], item["tp"]) for item in launches] == [
+        ("--launch", None, None), (str(hosts), 2, None), (str(ds), None, 2)]
+
+
+@pytest.mark.parametrize(("files", "kind", "evidence"), [
+    ({".dockerenv": ""}, "docker", "/.dockerenv exists"),
+    ({"run/.containerenv": "engine=\"podman-4.9.3\"\n"}, "podman", "/run/.containerenv exists"),
+    ({"proc/1/cgroup": "0::/kubepods.slice/kubepods-burstable.slice/cri-containerd-1a2b.scope\n"}, "kubernetes", "/proc/1/cgroup mentions kubepods"),
+    ({"proc/1/cgroup": "12:pids:/docker/3f1e\n"}, "docker", "/proc/1/cgroup mentions docker"),
+    ({"proc/1/cgroup": "0::/init.scope\n", "proc/self/mountinfo": "1 0 0:1 / / rw - overlay overlay rw\n"}, None, None),
+])
+def test_container_markers_in_a_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str],
+                                     kind: str | None, evidence: str | None) -> None:
+    from envcheck.collect.probe import container_facts
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("container", raising=False)
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    facts = container_facts(str(tmp_path))
+    assert facts["kind"] == kind
+    assert (facts["evidence"][0] if facts["evidence"] else None) == evidence

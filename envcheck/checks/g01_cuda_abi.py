@@ -92,6 +92,8 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
     build = build_of_version(pkg.version)
     if build is not None:
         return build, f"its version {pkg.version}"
+    if pkg.role == "conda":
+        return _conda_torch_build(ctx)
     if pkg.url:
         wheel = parse_wheel_name(pkg.url)
         if wheel is not None:
@@ -114,6 +116,18 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
         kind = "a CPU-only" if build.flavor == "cpu" else f"a CUDA {build.cuda_major}"
         return build, f"PyPI serves {build.detail.removeprefix('PyPI ')} as {kind} build (knowledge/torch_builds.toml)"
     return None, "nothing in the input says which CUDA build of torch is installed"
+
+
+def _conda_torch_build(ctx: CheckContext) -> tuple[CudaBuild | None, str]:
+    """conda's pytorch takes its CUDA build from pytorch-cuda / cuda-version / cudatoolkit in the same install."""
+    for pkg in ctx.inventory.packages:
+        if pkg.role == "conda" and pkg.name in ("pytorch-cuda", "cuda-version", "cudatoolkit") and pkg.version:
+            try:
+                major = int(pkg.version.split(".")[0])
+            except ValueError:
+                continue
+            return CudaBuild("cuda", major, f"conda {pkg.name}={pkg.version}"), f"conda {pkg.name}={pkg.version}"
+    return None, "conda's pytorch build depends on the channel and on pytorch-cuda/cuda-version, which this install does not name"
 
 
 @check
@@ -355,10 +369,11 @@ CUDA12_BASE = rule(
     "G1-cuda12-base", "G1", "The base image is a CUDA 12 (or older) image", Status.FAIL,
     """The Dockerfile builds on an image whose CUDA is older than the Spark's CUDA 13: nvidia/cuda:12.*,
     an NGC release before 25.08 (the first NGC PyTorch on CUDA 13.0), or a tag that names cuda12/cu12x.
-    Everything in it (torch, extensions, libraries) links libcudart.so.12 and fails at import or at the
-    first kernel. envcheck maps NGC tags with a dated, sourced table (knowledge/ngc_tags.toml) and says
-    when a mapping is inferred rather than quoted. A stage that does not reach the final image is a WARN:
-    only what it builds and copies over carries the CUDA 12 linkage.""",
+    Its torch, extensions and libraries are CUDA 12 builds (libcudart.so.12): CUDA 13 wheels (cu130,
+    nvidia-*-cu13) installed on top cannot load next to them, CUDA releases before 12.8 carry no code for
+    Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
+    dated, sourced table (knowledge/ngc_tags.toml) and says when a mapping is inferred rather than quoted.
+    A stage that does not reach the final image is a WARN: only what it builds and copies over is affected.""",
     """Use a CUDA 13 base: nvcr.io/nvidia/pytorch:25.08-py3 or newer (25.11-py3 is what NVIDIA's Spark
     playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("dockerfile",),

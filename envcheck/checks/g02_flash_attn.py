@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 from envcheck.inspect.builds import installs_on
 from envcheck.inspect.wheel_tags import parse_wheel_name, platform_verdict
 from envcheck.model import Finding, Package, Status
@@ -54,6 +57,25 @@ def _prebuilt_aarch64(pkg: Package, ctx: CheckContext) -> str | None:
     return None
 
 
+_UPGRADE = ("-U", "--upgrade", "--force-reinstall", "--ignore-installed", "-I")
+
+
+def _already_installed(pkg: Package, installed: list[Package], ctx: CheckContext) -> str | None:
+    """Why pip would keep an already installed flash-attn (NGC ships one) instead of building, or None."""
+    if not installed:
+        return None
+    have = installed[0].version
+    try:
+        allowed = not pkg.specifier or (have is not None and Version(have) in SpecifierSet(pkg.specifier, prereleases=True))
+    except (InvalidVersion, InvalidSpecifier):
+        return None
+    command = next((c for c in ctx.inventory.installs if pkg.location is not None and c.location == pkg.location), None)
+    upgrading = command is not None and any(opt.split("=", 1)[0] in _UPGRADE for opt in command.options)
+    if allowed and not upgrading:
+        return f"already installed ({have or 'shipped by the base image'}): pip keeps it and builds nothing"
+    return None
+
+
 @check
 def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
     """G2 over packages: pip-built flash-attn, installed flash-attn, and flash-attn next to Unsloth."""
@@ -64,7 +86,7 @@ def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
     for pkg in flash:
         if pkg.installed:
             continue
-        why = _prebuilt_aarch64(pkg, ctx)
+        why = _prebuilt_aarch64(pkg, ctx) or _already_installed(pkg, installed_flash, ctx)
         if why:
             yield FLASH_ATTN_BUILD.passed(f"flash-attn is {why}", pkg.location)
         else:

@@ -18,9 +18,9 @@ HEAVY_SHARE = 0.5
 # Known servers: how to recognise them, the option that caps their memory, and its default.
 SERVERS: tuple[tuple[str, re.Pattern[str], str | None, float | None], ...] = (
     ("vLLM", re.compile(r"(^|[/\s])vllm(\s|$)|vllm\.entrypoints|VLLM::", re.I), "gpu_memory_utilization", 0.9),
-    ("SGLang", re.compile(r"sglang", re.I), "mem_fraction_static", 0.88),
+    ("SGLang", re.compile(r"sglang\.launch_server|sglang::|(^|[/\s])sglang(\s|$)", re.I), "mem_fraction_static", 0.88),
     ("llama.cpp server", re.compile(r"llama-server|llama_cpp\.server", re.I), None, None),
-    ("Ollama", re.compile(r"ollama", re.I), None, None),
+    ("Ollama", re.compile(r"(^|[/\s\\])ollama(\s|$|\.exe)|ollama_llama_server", re.I), None, None),
     ("Triton server", re.compile(r"tritonserver", re.I), None, None),
     ("TGI", re.compile(r"text-generation-launcher|text-generation-server", re.I), None, None),
 )

@@ -116,14 +116,6 @@ BINARY_PTX_ONLY = _rule(
     (CUDA_CACHE_MAXSIZE, ~/.nv/ComputeCache) is large enough and persists between runs.""",
     ("elf", "folder", "wheel", "image", "container", "host"),
 )
-BINARY_SM121 = _rule(
-    "G7-binary-sm121", "G7", "GPU code in binaries runs on sm_121", _Status.PASS,
-    """Every fatbin module of these binaries has SASS built for 12.1 (native: sm_121, sm_121a, sm_121f) or
-    SASS that runs on 12.1 by CUDA's binary-compatibility rule (compatible: sm_120, sm_120f: same major,
-    lower minor).""",
-    "",
-    ("elf", "folder", "wheel", "image", "container", "host"),
-)
 BINARY_SM121A = _rule(
     "G7-binary-sm121a", "G7", "Whether sm_121a (NVFP4) kernels exist", _Status.INFO,
     """Only kernels built for the arch-specific sm_121a target can use the FP4 conversion instructions
@@ -177,8 +169,8 @@ def binary_gpu_code(ctx: _CheckContext) -> _Iterator[_Finding]:
                 good[str(b.sm121)] = good.get(str(b.sm121), 0) + 1
         if good:
             detail = ", ".join(f"{n} {level}" for level, n in sorted(good.items()))
-            yield BINARY_SM121.passed(f"{owner}: GPU code in {sum(good.values())} binaries runs on {target} ({detail})",
-                                      None, distribution=owner, levels=good)
+            yield BINARY_NO_SM121.passed(f"{owner}: GPU code in {sum(good.values())} binaries runs on {target} ({detail})",
+                                         None, distribution=owner, levels=good)
     nvfp4 = f"sm_{ctx.profile.sm}a"
     carriers = sorted({b.path for b in with_code if nvfp4 in b.sass})
     if carriers:

@@ -4,6 +4,7 @@ installed with its dependencies, and NGC's pre-release torch replaced by an unre
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -12,9 +13,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck import knowledge
-from envcheck.inspect.builds import installs_on, ngc_release
+from envcheck.inspect.builds import installs_on, ngc_release, requirement_applies
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.model import Finding, Package, Status
+from envcheck.profile import Profile
 from envcheck.rules import CheckContext, check, rule
 
 PIN_CONFLICT = rule(
@@ -78,7 +80,7 @@ def _satisfies(version: Version, spec: SpecifierSet) -> bool:
     return spec.contains(version, prereleases=True)
 
 
-def _requirements_of(pkg: Package) -> list[tuple[str, SpecifierSet, str]]:
+def _requirements_of(pkg: Package, profile: Profile) -> list[tuple[str, SpecifierSet, str]]:
     """(required name, specifier, source) from metadata when present, else from the pin table."""
     out: list[tuple[str, SpecifierSet, str]] = []
     version = _version(pkg)
@@ -88,7 +90,7 @@ def _requirements_of(pkg: Package) -> list[tuple[str, SpecifierSet, str]]:
                 req = Requirement(line)
             except InvalidRequirement:
                 continue
-            if req.marker is not None and "extra" in str(req.marker):
+            if req.marker is not None and ("extra" in str(req.marker) or not requirement_applies(req.marker, profile)):
                 continue
             out.append((canonical(req.name), req.specifier, f"{pkg.name} {pkg.version} Requires-Dist: {line}"))
         return out
@@ -119,16 +121,28 @@ def _exact_versions(ctx: CheckContext) -> dict[str, Package]:
     return out
 
 
+def _marker_profile(ctx: CheckContext) -> Profile:
+    """The profile, with the Python version of a live environment where one was read (markers use it)."""
+    python = ctx.inventory.host.get("python")
+    version = python.get("version") if isinstance(python, dict) else None
+    if not isinstance(version, str) or not version[:1].isdigit():
+        return ctx.profile
+    env = dict(ctx.profile.marker_env)
+    env.update(python_version=".".join(version.split(".")[:2]), python_full_version=version)
+    return replace(ctx.profile, marker_env=env)
+
+
 @check
 def pins(ctx: CheckContext) -> Iterator[Finding]:
     """G9: contradictory pins, NGC torch replaced, unpinned ML packages, unsloth with dependencies."""
     pkgs = [p for p in ctx.inventory.packages if p.role != "constraint"]
     if not pkgs:
         return
+    marker_profile = _marker_profile(ctx)
     exact = _exact_versions(ctx)
     conflicts = 0
     for pkg in exact.values():
-        for name, spec, source in _requirements_of(pkg):
+        for name, spec, source in _requirements_of(pkg, marker_profile):
             other = exact.get(name)
             other_version = _version(other) if other else None
             if other is None or other_version is None or other is pkg:
@@ -177,7 +191,7 @@ def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding
                     pkg.location, {"requirement": f"torch{spec}", "ngc_torch": torch.version},
                 )
         elif not pkg.no_deps:
-            for name, spec, source in _requirements_of(pkg):
+            for name, spec, source in _requirements_of(pkg, ctx.profile):
                 if name == "torch" and str(spec) and not _satisfies(version, spec):
                     yield NGC_TORCH_REPLACED.finding(
                         f"{pkg.name} {pkg.version or ''} needs torch{spec}, which NGC's torch {torch.version} does not satisfy: pip will replace NGC's torch".replace("  ", " "),
@@ -294,9 +308,11 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
                                     **evidence, inferred_cuda=facts.cuda)
     if not floating:
         yield FLOATING_BASE.passed(f"{len(ctx.inventory.images)} base image(s) use fixed tags", None)
-    stack = set(_pins()["stack"]["ml_stack"])
+    # the GPU stack: torch and what pulls it (transformers alone does not require torch)
+    stack = set(_pins()["stack"]["ml_stack"]) - {"transformers"}
     pip_installed = [p for p in ctx.inventory.packages
-                     if p.name in stack and p.role in ("requirement", "lock") and not p.installed and p.location is not None and p.location.stage is not None]
+                     if p.name in stack and p.role in ("requirement", "lock", "conda") and not p.installed
+                     and p.location is not None and p.location.stage is not None]
     if ngc_final:
         if pip_installed:
             yield BARE_PIP_BASE.passed("the final image builds on an NGC PyTorch container (container-first)", None)
@@ -310,6 +326,63 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
         names = sorted({p.name for p in pip_installed if p.location is not None and p.location.stage == stage})
         bases = ", ".join(sorted({i.ref for i in ctx.inventory.images if i.final})) or "an unknown base"
         yield BARE_PIP_BASE.finding(
-            f"{in_stage(stage)}{', '.join(names)} installed by pip/uv on {bases}, which carries no NGC PyTorch",
+            f"{in_stage(stage)}{', '.join(names)} installed by pip/uv/conda on {bases}, which carries no NGC PyTorch",
             pkg.location, {"stage": stage, "packages": names, "bases": bases},
         )
+
+
+# --- registry and local images (issue 5: envcheck image) -----------------------------------------------
+
+from envcheck.model import Location as _ImageLocation  # noqa: E402
+
+IMAGE_FLOATING_TAG = rule(
+    "G9-image-floating-tag", "G9", "The image is named by a moving tag (latest, nightly)", Status.WARN,
+    """The checked image was named by `latest`, a nightly tag or no tag at all. What envcheck judged is what
+    the tag points to today; the next pull can bring another torch, CUDA or set of pins. The finding names the
+    digest that was checked, so it can be pinned.""",
+    "Pin the digest that was checked (image@sha256:...) or a release tag (nvcr.io/nvidia/pytorch:25.11-py3).",
+    ("image",),
+)
+IMAGE_BARE_PIP = rule(
+    "G9-image-bare-pip", "G9", "The image pip-installs the ML stack without NGC's PyTorch", Status.WARN,
+    """The image's build history installs torch or the packages that pull it (triton, xformers, vllm, ...) with
+    pip/uv/conda, and the image is not an NGC PyTorch container (no NVIDIA_PYTORCH_VERSION). Under bare pip
+    these drift independently and nothing pins them to GB10's SM121.""",
+    """Build on nvcr.io/nvidia/pytorch:25.11-py3 (or newer) and add only what it lacks; otherwise pin every ML
+    package and install Unsloth last with --no-deps (NVIDIA's order).""",
+    ("image",),
+)
+
+
+@check
+def image_drift(ctx: CheckContext) -> Iterator[Finding]:
+    """G9 over an image: a moving tag, and an ML stack pip-installed (per its history) without NGC's torch."""
+    if ctx.kind != "image":
+        return
+    facts = ctx.inventory.host.get("image")
+    if not isinstance(facts, dict):
+        return
+    ref = str(facts.get("ref", ""))
+    tag = facts.get("tag")
+    if facts.get("source") == "registry" and "@" not in ref:
+        where = _ImageLocation(ref)
+        if tag in ("latest", "nightly") or str(tag or "").startswith(("latest-", "nightly-")):
+            pin = f"{ref.rsplit(':', 1)[0]}@{facts['digest']}" if facts.get("digest") else ""
+            yield IMAGE_FLOATING_TAG.finding(f"{ref} is a moving tag" + (f"; what was checked is {pin}" if pin else ""),
+                                             where, {"tag": tag, "digest": facts.get("digest")})
+        else:
+            yield IMAGE_FLOATING_TAG.passed(f"{ref} uses the release tag {tag!r}", where, tag=tag)
+    if facts.get("platform_found") is False:
+        return
+    stack = set(_pins()["stack"]["ml_stack"]) - {"transformers"}
+    history = [p for p in ctx.inventory.packages if p.name in stack and not p.installed and p.role != "installed"
+               and p.location is not None and (p.location.member or "").startswith("history")]
+    if not history:
+        return
+    ngc = ctx.inventory.env_value("NVIDIA_PYTORCH_VERSION") or (facts.get("labels") or {}).get("com.nvidia.pytorch.version")
+    names = sorted({p.name for p in history})
+    if ngc:
+        yield IMAGE_BARE_PIP.passed(f"{', '.join(names)} installed on an NGC PyTorch container ({ngc})", history[0].location)
+    else:
+        yield IMAGE_BARE_PIP.finding(f"{ref}: the build history pip-installs {', '.join(names)}, and the image carries no NGC PyTorch",
+                                     history[0].location, {"packages": names})

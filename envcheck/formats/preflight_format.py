@@ -23,6 +23,8 @@ def gotcha_line(gotcha: str, findings: list[Finding]) -> str:
     if worst is Status.INFO:
         return f"{gotcha} INFO: " + "; ".join(_one_line(f.message) for f in infos)
     lead = [f for f in findings if f.status is worst]
+    # A live reading (a torch import that segfaults) says more than a package-name rule: show it first.
+    lead.sort(key=lambda f: "-live-" not in f.rule)
     detail = _one_line(lead[0].message)
     if len(lead) > 1:
         detail += f" (+{len(lead) - 1} more)"

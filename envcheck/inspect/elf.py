@@ -145,6 +145,8 @@ class ElfHeader:
     shentsize: int
     shnum: int
     shstrndx: int
+    flags: int = 0  # e_flags (a cubin's SM lives here)
+    abi_version: int = 0  # EI_ABIVERSION
 
 
 @dataclass(frozen=True)
@@ -210,7 +212,7 @@ def parse_header(head: bytes) -> ElfHeader:
         bits=bits, endian=endian, elf_type=ELF_TYPES.get(e_type, str(e_type)),
         machine=MACHINES.get(e_machine, f"em_{e_machine}"), e_machine=e_machine,
         phoff=phoff, phentsize=phentsize, phnum=phnum, shoff=shoff, shentsize=shentsize, shnum=shnum,
-        shstrndx=shstrndx,
+        shstrndx=shstrndx, flags=_flags, abi_version=head[8],
     )
 
 
@@ -511,3 +513,46 @@ def implied_cuda_major(sonames: list[str] | tuple[str, ...]) -> int | None:
     """The CUDA major a set of sonames pins down: the lowest one that a single-major soname names."""
     majors = [m[0] for s in sonames if (m := cuda_majors(s)) is not None and len(m) == 1]
     return min(majors) if majors else None
+
+
+# ---- standalone cubins (e_machine 190, EM_CUDA) ---------------------------------------------------------
+
+EM_CUDA = 190
+SHT_CUDA_COMPAT = 0x70000086  # .nv.compat
+COMPAT_ACCELERATOR_TARGET = 0x09  # EICOMPAT_ATTR_CUDA_ACCELERATOR_TARGET: 1 for "a" targets
+
+
+def cubin_target(src: ByteSource, hdr: ElfHeader, sections: list[Section]) -> tuple[int, bool]:
+    """(SM number, arch-specific ``a``) of a standalone cubin, per research/fatbin.md §5.
+
+    The SM sits in e_flags (low byte in the old ABI 7, second byte in ABI 8). ``a`` is e_flags 0x800
+    in ABI 7, e_flags 0x8 from ptxas 12.8/12.9, and attribute 0x09 of ``.nv.compat`` from CUDA 13.
+    The family ``f`` is not recorded in a cubin at all.
+    """
+    if hdr.abi_version >= 8:
+        sm = (hdr.flags >> 8) & 0xFF
+        arch_specific = bool(hdr.flags & 0x8)
+    else:
+        sm = hdr.flags & 0xFF
+        arch_specific = bool(hdr.flags & 0x800)
+    compat = next((s for s in sections if s.type == SHT_CUDA_COMPAT and s.size), None)
+    if compat is not None and compat.size <= 4096:
+        data = src.read_at(compat.offset, compat.size)
+        i = 0
+        while i + 1 < len(data):
+            fmt = data[i]
+            if fmt == 0:
+                i += 1
+                continue
+            attr = data[i + 1]
+            if fmt == 2:
+                if attr == COMPAT_ACCELERATOR_TARGET and i + 2 < len(data):
+                    arch_specific = arch_specific or data[i + 2] == 1
+                i += 3
+            elif fmt == 3:
+                i += 4
+            elif fmt == 4 and i + 4 <= len(data):
+                i += 4 + int.from_bytes(data[i + 2 : i + 4], "little" if hdr.endian == "<" else "big")
+            else:
+                break
+    return sm, arch_specific

@@ -247,7 +247,7 @@ class StreamScanner:
         if c.size == CONTAINER_HEADER or c.entries:
             self.containers.append(c)
 
-    def finish(self, stream_size: int | None = None) -> list[Container]:
+    def finish(self) -> list[Container]:
         """The containers found; one still open at the end of the stream is reported as broken."""
         if self._current is not None:
             self.broken.append((self._current.offset, "fatbin container runs past the end of the file"))

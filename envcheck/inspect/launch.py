@@ -27,6 +27,8 @@ TP_KEYS = frozenset({
     "tensor_parallel_size", "tp", "tp_size", "tensor_model_parallel_size", "tensor_parallel_degree",
     "tp_degree", "megatron_lm_tp_degree", "autotp_size", "tensor_parallel",
 })
+# Options whose value is a file holding more launch settings (accelerate, DeepSpeed, generic --config).
+FILE_KEYS = frozenset({"config_file", "deepspeed", "deepspeed_config", "hostfile", "ds_config"})
 # Short options that mean tensor parallelism only in the tools that define them (vllm -tp).
 _SHORT_TP = frozenset({"-tp"})
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -140,6 +142,25 @@ def parse_command(command: str, origin: str = "--launch") -> Launch:
             tool = next((t for t in _TOOLS if module.startswith(t)), tool)
         i += 1
     return _summarise(origin, tool, settings)
+
+
+def referenced_files(command: str) -> list[str]:
+    """Config files a launch command names (``--config_file``, ``--deepspeed``, ``--hostfile``, ...)."""
+    try:
+        words = shlex.split(command, comments=True)
+    except ValueError:
+        return []
+    found: list[str] = []
+    for i, word in enumerate(words):
+        if not word.startswith("--"):
+            continue
+        key, eq, value = word.partition("=")
+        if normalise(key) in FILE_KEYS:
+            if not eq and i + 1 < len(words) and not words[i + 1].startswith("-"):
+                value = words[i + 1]
+            if value:
+                found.append(value)
+    return found
 
 
 def parse_config(text: str, origin: str) -> Launch:

@@ -24,7 +24,7 @@ _VALUE_OPTIONS = {
     "--src", "--root-user-action", "--cache-dir", "--log", "--timeout", "--retries", "--proxy", "--cert",
     "--client-cert", "--exists-action", "--python", "-p", "--index-strategy", "--torch-backend",
     "--default-index", "--index", "--override", "--keyring-provider", "--resolution", "--prerelease",
-    "--extra", "--group", "--report", "--use-feature", "--use-deprecated", "--dry-run-report",
+    "--extra", "--group", "--report", "-w", "--wheel-dir", "--use-feature", "--use-deprecated", "--dry-run-report",
 }
 _INDEX_OPTIONS = {
     "-i": "index-url", "--index-url": "index-url", "--default-index": "index-url",

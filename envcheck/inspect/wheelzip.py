@@ -149,8 +149,10 @@ class StreamedElf:
         self.source = _Pieces(size)
         self.scanner = StreamScanner()
         self.wanted: list[tuple[int, int]] = [(0, min(self.HEAD, size))]
-        self._buffers: dict[int, bytearray] = {}
+        self._buffers: dict[tuple[int, int], bytearray] = {}
+        self._captured: set[tuple[int, int]] = set()
         self._planned = False
+        self._early = bytearray()  # every byte until the header and program headers are in
         self.bytes_seen = 0
         self._hdr: Any = None
         self._segments: list[Any] = []
@@ -192,23 +194,49 @@ class StreamedElf:
         if at is not None and at >= self.bytes_seen and at + size <= self.size:
             self.wanted.append((at, at + size))
 
+    def _ready_to_plan(self) -> bool:
+        """Whether the bytes seen so far hold the ELF header and the program headers."""
+        early = self._early
+        if len(early) >= self.HEAD or len(early) >= self.size:
+            return True
+        if len(early) < 64:
+            return False
+        from envcheck.inspect.elf import parse_header
+
+        try:
+            hdr = parse_header(bytes(early[:64]))
+        except MalformedBinary:
+            return True
+        return len(early) >= min(self.HEAD, hdr.phoff + hdr.phnum * hdr.phentsize)
+
     def feed(self, chunk: bytes, offset: int, scan: bool = True) -> None:
         """Consume the next chunk of the stream (starting at ``offset``)."""
         end = offset + len(chunk)
         self.bytes_seen = end
         if scan:
             self.scanner.feed(chunk, offset)
+        if not self._planned and offset == len(self._early):
+            self._early += chunk
+            if self._ready_to_plan():
+                self.source.pieces[0] = bytes(self._early)  # for planning; the head range completes below
+                self._plan()
+                # ranges that start in bytes already gone by: seed them from what was kept
+                for lo, hi in self.wanted:
+                    if lo < offset and (lo, hi) not in self._captured:
+                        self._buffers[(lo, hi)] = bytearray(self._early[lo : min(hi, offset)])
+                self._early = bytearray()
         for lo, hi in self.wanted:
-            if lo < end and hi > offset and lo not in self.source.pieces:
-                buf = self._buffers.setdefault(lo, bytearray())
+            if lo < end and hi > offset and (lo, hi) not in self._captured:
+                buf = self._buffers.setdefault((lo, hi), bytearray())
                 a = lo + len(buf)
                 if a < offset or a >= end:
                     continue  # we joined late (a second pass handles it)
                 buf += chunk[a - offset : min(hi, end) - offset]
                 if lo + len(buf) >= hi:
-                    self.source.pieces[lo] = bytes(self._buffers.pop(lo))
-        if not self._planned and 0 in self.source.pieces:
-            self._plan()
+                    data = bytes(self._buffers.pop((lo, hi)))
+                    self._captured.add((lo, hi))
+                    if len(data) > len(self.source.pieces.get(lo, b"")):
+                        self.source.pieces[lo] = data
         if self._dynamic_at is not None and self._dynamic_at in self.source.pieces:
             self._plan_strings()
 
@@ -218,7 +246,7 @@ class StreamedElf:
 
     def pending_end(self) -> int:
         """The furthest byte still wanted (0 when everything was captured)."""
-        ends = [hi for lo, hi in self.wanted if lo not in self.source.pieces]
+        ends = [hi for lo, hi in self.wanted if (lo, hi) not in self._captured]
         return max(ends, default=0)
 
     def restart(self) -> None:

@@ -66,8 +66,12 @@ class OciLayoutStore:
                 raise InputError(f"{self.name}: no manifest is tagged {self.tag!r} (tags: {', '.join(tags) or 'none'})",
                                  path=str(self.folder / "index.json"))
             return self.manifest(named[0]["digest"])
-        if len(entries) == 1 and entries[0].get("mediaType") not in INDEX_TYPES and "platform" not in entries[0]:
-            return self.manifest(entries[0]["digest"])
+        if len(entries) == 1 and "platform" not in entries[0]:
+            return self.manifest(entries[0]["digest"])  # the one image (or index) the layout holds
+        if entries and not any("platform" in e for e in entries):
+            tags = sorted({str((e.get("annotations") or {}).get("org.opencontainers.image.ref.name")) for e in entries} - {"None"})
+            raise InputError(f"{self.name} holds {len(entries)} images; name one as oci-layout:DIR:TAG "
+                             f"(tags: {', '.join(tags) or 'none'})", path=str(self.folder / "index.json"))
         return Manifest(raw=raw, body=body, media_type=OCI_INDEX, digest=sha256_digest(raw))
 
     def manifest(self, digest: str) -> Manifest:

@@ -29,6 +29,7 @@ from envcheck.inspect import fatbin
 from envcheck.inspect.elf import (
     AR_MAGIC,
     ELF_MAGIC,
+    EM_CUDA,
     ByteSource,
     DynamicInfo,
     FileSource,
@@ -36,6 +37,7 @@ from envcheck.inspect.elf import (
     Section,
     SubSource,
     ar_members,
+    cubin_target,
     implied_cuda_major,
     parse_header,
     read_dynamic,
@@ -164,6 +166,11 @@ def read_elf(
         path, hdr.machine, hdr.elf_type, dyn.soname, dyn.needed, dyn.runpath, containers, has_segment,
         src.size, src.bytes_read, location,
     )
+    if hdr.e_machine == EM_CUDA:
+        # A standalone cubin (shipped as a file and loaded with cuModuleLoad): it is one SASS image.
+        sm, arch_specific = cubin_target(src, hdr, sections)
+        image = fatbin.Entry(fatbin.KIND_ELF, sm, fatbin.FLAG_ARCH_SPECIFIC if arch_specific else 0, 64, 0, 0, 0, 0)
+        binary = replace(binary, sass=(image.label,), sm121=fatbin.image_level(image, TARGET_SM), bytes_read=src.bytes_read)
     return binary, problems
 
 
@@ -183,27 +190,25 @@ def _walk_fatbins(
 
 
 def _place(scanned: list[fatbin.Container], sections: list[Section], deep: bool) -> list[fatbin.Container]:
-    """Give stream-scanned containers their section; keep the standard ones (all, when ``deep``)."""
+    """Give stream-scanned containers their section. Kept: those in the standard sections; with
+    ``deep`` (or when the standard ones have nothing that runs on the target, as for cuFFT) also the
+    validated ones in other data sections, as the file reader does."""
     spans = sorted((s.offset, s.offset + s.size, s.name) for s in sections if s.has_bytes)
-    out = []
+    standard: list[fatbin.Container] = []
+    other: list[fatbin.Container] = []
     for c in scanned:
-        name = next((n for lo, hi, n in spans if lo <= c.offset < hi and c.offset + c.size <= hi), None)
-        if name is None:
+        span = next(((hi, n) for lo, hi, n in spans if lo <= c.offset < hi and c.offset + c.size <= hi), None)
+        if span is None:
             continue
-        if name in fatbin.STANDARD_SECTIONS or deep:
-            out.append(fatbin.Container(name, c.offset, c.size, c.entries))
-    if deep:
-        out = [c for c in out if c.section in fatbin.STANDARD_SECTIONS or fatbin.validate_scanned([c], 1 << 62)]
-    elif fatbin.binary_level(out, TARGET_SM) == fatbin.NONE:
-        extra = [
-            fatbin.Container(n, c.offset, c.size, c.entries)
-            for c in scanned
-            for lo, hi, n in spans
-            if lo <= c.offset < hi and c.offset + c.size <= hi and n not in fatbin.STANDARD_SECTIONS
-            and not n.startswith(_NOT_FATBIN) and fatbin.validate_scanned([c], 1 << 62)
-        ]
-        out.extend(extra)
-    return out
+        hi, name = span
+        placed = fatbin.Container(name, c.offset, c.size, c.entries)
+        if name in fatbin.STANDARD_SECTIONS:
+            standard.append(placed)
+        elif not name.startswith(_NOT_FATBIN) and fatbin.validate_scanned([placed], hi):
+            other.append(placed)
+    if deep or fatbin.binary_level(standard, TARGET_SM) == fatbin.NONE:
+        return sorted(standard + other, key=lambda c: c.offset)
+    return standard
 
 
 def _read_archive(src: ByteSource, path: str, deep: bool, location: Location) -> tuple[Binary | None, list[ReadProblem]]:

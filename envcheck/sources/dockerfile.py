@@ -220,7 +220,7 @@ class _Reader:
                     copies.append(([w for w in words[:-1] if not w.startswith("<<")], words[-1], workdir))
             elif inst.keyword == "RUN":
                 mounts = _bind_mounts(inst, workdir)
-                files = _ContextFiles(self.context, copies, mounts, workdir, clones)
+                files = _ContextFiles(self.context, copies, mounts, workdir, clones, heredoc_files)
                 for cmd, line in self._commands(inst, values):
                     self._command(cmd, line, stage, in_image, values, files, inventory)
 
@@ -309,6 +309,10 @@ class _Reader:
         """Read a ``-r``/``-c`` file that the build copied (or bind-mounted) from the context."""
         from envcheck.sources import requirements
 
+        inline = files.inline(name)
+        if inline is not None:
+            self._read_inline_file(inline, name, role, role_override, loc, stage, inventory)
+            return
         found = files.resolve(name)
         if found is None:
             return
@@ -330,6 +334,35 @@ class _Reader:
         inventory.installs.extend(replace(c, location=loc) for c in sub.installs if c.tool == "requirements" and c.options)
         inventory.problems.extend(sub.problems)
         inventory.pragmas.extend(sub.pragmas)
+
+    def _read_inline_file(self, doc: Heredoc, name: str, role: str, role_override: str | None, loc: Location, stage: Stage,
+                          inventory: Inventory) -> None:
+        """A requirements file written by ``COPY <<EOF``: read it, and locate its lines in the Dockerfile."""
+        import tempfile
+
+        from envcheck.sources import requirements
+
+        with tempfile.TemporaryDirectory(prefix="envcheck-heredoc-") as tmp:
+            path = Path(tmp) / (posixpath.basename(name) or "requirements.txt")
+            path.write_text(doc.body, encoding="utf-8")
+            try:
+                sub = requirements.read(path, ReadOptions())
+            except Exception as exc:  # reported at the RUN line; the rest of the Dockerfile is still read
+                inventory.problems.append(ReadProblem(f"cannot read the heredoc {name}: {getattr(exc, 'message', exc)}", loc))
+                return
+
+        def here(where: Location | None) -> Location:
+            if where is None or where.path != str(path) or where.line is None:
+                return loc
+            return Location(self.path, line=doc.line + where.line - 1, stage=stage.label)
+
+        for pkg in sub.packages:
+            new_role = "constraint" if role == "constraint" and pkg.role == "requirement" else pkg.role
+            if role_override is not None and new_role == "requirement":
+                new_role = role_override
+            inventory.packages.append(replace(pkg, role=new_role, location=here(pkg.location)))
+        inventory.indexes.extend(replace(i, location=here(i.location)) for i in sub.indexes)
+        inventory.problems.extend(replace(p, location=here(p.location)) for p in sub.problems)
 
     def _read_project_file(self, name: str, module: str, in_image: bool, files: _ContextFiles, loc: Location, stage: Stage,
                            inventory: Inventory, cmd: SimpleCommand | None) -> None:
@@ -483,11 +516,18 @@ class _ContextFiles:
     """Maps a path inside the image back to a file in the build context, where the build copied it."""
 
     def __init__(self, context: Path, copies: list[tuple[list[str], str, str]], mounts: dict[str, str], workdir: str,
-                 clones: dict[str, str]) -> None:
+                 clones: dict[str, str], heredocs: dict[str, tuple[Heredoc, Instruction]] | None = None) -> None:
         self.context = context
         self.copies = copies
         self.mounts = mounts
+        self.heredocs = heredocs or {}
         self.script = _Script(cwd=workdir, clones=clones)
+
+    def inline(self, name: str) -> Heredoc | None:
+        """The heredoc a ``COPY <<EOF /path`` wrote at the path ``name`` refers to, if any."""
+        wanted = posixpath.normpath(posixpath.join(self.script.cwd, name))
+        found = self.heredocs.get(wanted)
+        return found[0] if found else None
 
     def resolve(self, name: str) -> Path | None:
         wanted = posixpath.normpath(posixpath.join(self.script.cwd, name))

@@ -430,12 +430,16 @@ def read_launches(commands: tuple[str, ...], configs: tuple[str, ...]) -> tuple[
     """Parallelism of each ``--launch`` command and ``--launch-config`` file."""
     launches: list[dict[str, Any]] = []
     problems: list[ReadProblem] = []
+    files = list(configs)
     for command in commands:
         try:
             launches.append(launch_reader.parse_command(command).to_json())
         except launch_reader.LaunchFormatError as exc:
             problems.append(ReadProblem(f"--launch: {exc.message}", Location("--launch")))
-    for config in configs:
+            continue
+        # accelerate --config_file, deepspeed --deepspeed ds.json / --hostfile: read them too, when they are here
+        files.extend(f for f in launch_reader.referenced_files(command) if Path(f).is_file() and f not in files)
+    for config in files:
         path = Path(config)
         try:
             text = path.read_text(encoding="utf-8")

@@ -33,7 +33,7 @@ from envcheck.errors import InputError, ServiceError, UsageError
 from envcheck.model import BaseImage, Binary, EnvVar, Inventory, Location, Package, ReadProblem
 from envcheck.registry.auth import Credentials, credentials_from_docker_config
 from envcheck.registry.cache import BlobCache
-from envcheck.registry.client import Manifest, RegistryClient, iter_platforms, platform_matches
+from envcheck.registry.client import Manifest, RegistryClient, iter_platforms, media_type_of, platform_matches
 from envcheck.registry.layers import BinaryReader, FinalFiles, LayerError, LayerScan, scan_layer
 from envcheck.registry.local import DockerArchiveStore, DockerDaemonImage, OciLayoutStore, scan_save_stream
 from envcheck.registry.reference import parse_reference
@@ -94,8 +94,6 @@ class _RegistryStore:
         cached = self.cache.get_blob(digest)
         if cached is not None:
             body = json.loads(cached)
-            from envcheck.registry.client import media_type_of
-
             return Manifest(raw=cached, body=body, media_type=media_type_of(body, None), digest=digest)
         found = self.client.manifest(digest)
         self.cache.put_blob(digest, found.raw)
@@ -167,6 +165,7 @@ class Progress:
     def start_layer(self) -> Callable[[int], None]:
         self.layer += 1
         base = self.done
+        self._last = 0.0  # always show a new layer's first update
 
         def update(seen: int) -> None:
             self.done = base + seen
@@ -231,7 +230,7 @@ def _config_inventory(name: str, config: dict[str, Any], facts: dict[str, Any]) 
     created_by = [(i, str(h.get("created_by") or h.get("CreatedBy") or "")) for i, h in enumerate(history) if isinstance(h, dict)]
     created_by = [(i, text) for i, text in created_by if text]
     facts["history"] = [text for _, text in created_by]
-    from_history = _history_inventory(created_by, f"{name}!history")
+    from_history = _history_inventory(created_by, name)
     if from_history is not None:
         # The history describes how the image was built; its packages are already installed there.
         from_history.images.clear()

@@ -27,12 +27,12 @@ from envcheck.model import Inventory, Location, Package, ReadProblem, Wheel
 from envcheck.sources import ReadOptions
 from envcheck.sources.binaries import (
     BinaryReading,
-    read_elf,
-    reading_from_cache,
-    reading_to_cache,
     is_binary_head,
     merge_archive,
     read_binary,
+    read_elf,
+    reading_from_cache,
+    reading_to_cache,
 )
 
 KIND = "wheel"
@@ -126,7 +126,7 @@ def _stream_pieces(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, location: 
         for off, msg in streamed.scanner.broken
     ]
     inflated = pos
-    for _attempt in range(4):
+    for _attempt in range(8):
         try:
             binary, more = read_elf(streamed.source, info.filename, deep, location, scanned=containers, strings_at_once=True)
         except wheelzip.NotCaptured as missing:
