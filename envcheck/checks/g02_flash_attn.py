@@ -104,3 +104,35 @@ def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
         )
     if not flash and pkgs:
         yield FLASH_ATTN_BUILD.passed("no flash-attn source build in this input", None)
+
+
+FLASH_ATTN_LOADS = rule(
+    "G2-live-flash-attn-extension", "G2", "flash-attn is installed but its CUDA extension does not load", Status.FAIL,
+    """Read live (preflight, container): flash_attn is importable only if its compiled CUDA extension
+    (flash_attn_2_cuda) loads. A build for another CUDA major, another Python or another GPU architecture
+    imports with an ImportError or crashes; Unsloth then either fails at model load or silently falls back.""",
+    "Reinstall flash-attn built for this environment (NGC containers ship one built for SM121), or uninstall it and use SDPA.",
+    ("host", "container"),
+)
+
+
+@check
+def flash_attn_live(ctx: CheckContext) -> Iterator[Finding]:
+    """G2 on live readings: does the installed flash-attn's CUDA extension load?"""
+    reading = ctx.inventory.host.get("flash_attn")
+    if not isinstance(reading, dict):
+        return
+    status = reading.get("status")
+    version = reading.get("version") or ""
+    if status == "absent":
+        return
+    if status == "ok" and reading.get("extension") == "ok":
+        yield FLASH_ATTN_LOADS.passed(f"flash-attn {version} imports and its CUDA extension loads".replace("  ", " "))
+    elif status == "ok" and reading.get("extension") == "error":
+        yield FLASH_ATTN_LOADS.finding(
+            f"flash-attn {version} imports but its CUDA extension does not load: {reading.get('extension_error') or 'unknown error'}".replace("  ", " "),
+            None, {"reading": reading},
+        )
+    elif status in ("import-error", "error", "crashed", "timeout"):
+        detail = reading.get("signal") or reading.get("error") or status
+        yield FLASH_ATTN_LOADS.finding(f"importing flash_attn failed ({status}: {detail})", None, {"reading": reading})
