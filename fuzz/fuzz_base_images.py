@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import main  # noqa: E402
+from harness import main
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError
@@ -26,10 +27,8 @@ def target(data: bytes) -> None:
     for line in text.splitlines()[:20]:
         words = line.split()
         if len(words) >= 2 and words[0].upper() == "FROM":
-            try:
+            with contextlib.suppress(EnvcheckError):
                 assert isinstance(describe(words[-1] if words[-2].upper() != "AS" else words[1]), BaseFacts)
-            except EnvcheckError:
-                pass
     is_arm64(text)
 
 

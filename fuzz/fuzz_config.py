@@ -9,7 +9,7 @@ from pathlib import Path
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import main, scratch_dir  # noqa: E402
+from harness import main, scratch_dir
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.config import Config, load_config

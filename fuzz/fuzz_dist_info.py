@@ -10,7 +10,7 @@ from pathlib import Path
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import REPO, main, scratch_dir  # noqa: E402
+from harness import REPO, main, scratch_dir
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError

@@ -55,7 +55,7 @@ def pyelftools_facts(path: Path) -> tuple[str, str | None, tuple[str, ...], tupl
     """machine, soname, needed, runpath as pyelftools reads them (an independent reader)."""
     with path.open("rb") as fh:
         elf = ELFFile(fh)
-        machine = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64"}.get(elf["e_machine"], elf["e_machine"])
+        machine = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_386": "x86"}.get(elf["e_machine"], elf["e_machine"])
         soname, needed, runpath = None, [], []
         for section in elf.iter_sections():
             if isinstance(section, DynamicSection):
@@ -107,6 +107,12 @@ def test_gpu_fixtures(name: str, sass: tuple[str, ...], ptx: tuple[str, ...], le
     assert (b.sass, b.ptx, b.sm121) == (sass, ptx, level)
     assert "libcudart.so.13" in b.needed and b.cuda_major == 13
     assert b.bytes_read < b.size  # headers only
+
+
+def test_32_bit_elf() -> None:
+    b = read_path(BIN / "libext32_cuda12.so").binary
+    assert b is not None
+    assert (b.machine, b.soname, b.needed, b.cuda_major) == ("x86", "libext32.so", ("libcudart.so.12",), 12)
 
 
 def test_static_library_members() -> None:

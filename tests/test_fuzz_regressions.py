@@ -286,3 +286,15 @@ def test_config_with_a_non_table_tool_key_is_a_usage_error(tmp_path: Path) -> No
     (tmp_path / "requirements.txt").write_text("torch==2.9.0+cu130\n")
     done = run_envcheck("requirements.txt", cwd=tmp_path, timeout=120)
     assert done.returncode == 2 and ".envcheck.toml" in done.stderr and "internal error" not in done.stderr, done.stderr
+
+
+@pytest.mark.xfail(strict=True, raises=RecursionError, reason="RecursionError from inspect.dockerfile.expand on ${A:-...} "
+                   "nested 1000 deep: the engine's safety net turns it into 'could not read Dockerfile: RecursionError' "
+                   "without a line, and nothing else in the file is read - owner: envcheck/inspect/dockerfile.py")
+def test_deeply_nested_variable_defaults_are_a_syntax_error_at_their_line() -> None:
+    from envcheck.inspect.dockerfile import DockerfileSyntaxError, parse
+
+    text = "ARG A=" + "${A:-" * 1000 + "x" + "}" * 1000 + "\nFROM python:3.12\n"
+    with pytest.raises(DockerfileSyntaxError) as caught:
+        parse(text)
+    assert caught.value.line == 1

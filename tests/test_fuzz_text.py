@@ -316,3 +316,25 @@ def test_properties_cover_the_real_fixtures() -> None:
     """The seed vocabulary is the project's real inputs (a guard against an empty glob hiding the tests)."""
     assert len(REQ_LINES) > 40 and len(DOCKER_LINES) > 40
     assert json.dumps(REQ_LINES)  # all str
+
+
+@PROPERTY_SETTINGS
+@given(text=st.one_of(text_file(REQ_LINES), text_file(DOCKER_LINES)), nvfp4=st.booleans())
+def test_every_check_answers_whatever_the_sources_read(scratch: Path, text: str, nvfp4: bool) -> None:
+    """Checks are pure functions of the inventory: odd but readable facts must not break one (debug=True
+    re-raises instead of turning the failure into an internal-error finding)."""
+    from envcheck import engine
+    from envcheck.profile import load_profile
+
+    dockerfile = text.lstrip().upper().startswith(("FROM", "ARG", "#"))
+    path = scratch / ("Dockerfile" if dockerfile else "requirements.txt")
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    reader = dockerfile_source if dockerfile else requirements
+    try:
+        inventory = reader.read(path, ReadOptions())
+    except EnvcheckError:
+        return
+    with hang_guard():
+        findings = engine.evaluate(inventory, load_profile("dgx-spark"), "dockerfile" if dockerfile else "requirements",
+                                   {"nvfp4": nvfp4}, debug=True)
+    assert all(f.rule and f.gotcha and f.message for f in findings)

@@ -14,6 +14,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 import tarfile
 import zipfile
 import zlib
@@ -200,8 +201,8 @@ def _layer_member(name: str, size: int, data: bytes) -> bytes:
     return info.tobuf(format=tarfile.GNU_FORMAT) + data
 
 
-def test_tar_member_claiming_100_gb_in_a_short_layer(tmp_path: Path) -> None:
-    raw = _layer_member("usr/local/lib/python3.12/site-packages/x/huge.so", 100 << 30, b"\x7fELF" + bytes(1020))
+def test_tar_member_claiming_10_gb_in_a_short_layer(tmp_path: Path) -> None:
+    raw = _layer_member("usr/local/lib/python3.12/site-packages/x/huge.so", 10 << 30, b"\x7fELF" + bytes(1020))
     folder = _oci_layout(tmp_path / "image", gzip.compress(raw, mtime=0))
     done, report = check_image(folder)
     assert done.returncode == 2
@@ -298,3 +299,25 @@ def test_nothing_the_user_gave_is_modified(tmp_path: Path) -> None:
     assert {p: (p.read_bytes(), os.stat(p).st_mtime_ns) for p in (wheel, req)} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in before)
 
+
+
+# ---- pipes -------------------------------------------------------------------------------------------
+
+
+def _through_a_pipe(*args: str) -> subprocess.CompletedProcess[str]:
+    """`envcheck ARGS <(cat GOOD)`: the file arrives through a pipe, as with `envcheck <(pip freeze)`."""
+    command = f'"$0" -m envcheck {" ".join(args)} -f json <(cat "$1")'
+    env = dict(os.environ, ENVCHECK_CACHE_DIR=str(REPO / ".work" / "test-cache"))
+    return subprocess.run(["bash", "-c", command, sys.executable, str(GOOD)], cwd=REPO, capture_output=True, text=True,
+                          timeout=BOUND, env=env)
+
+
+def test_a_pipe_is_never_a_silent_pass() -> None:
+    """Guessing the kind used to read the pipe's first 4 KiB, leaving the reader nothing: an empty PASS."""
+    done = _through_a_pipe()
+    report = json.loads(done.stdout)
+    assert done.returncode == 2 and report["targets"][0]["findings"][0]["status"] == "ERROR", report
+    assert "--kind" in report["targets"][0]["findings"][0]["message"]
+    done = _through_a_pipe("--kind", "requirements")
+    rules = {f["rule"] for f in json.loads(done.stdout)["targets"][0]["findings"]}
+    assert done.returncode == 1 and "G1-cuda12-local-version" in rules, done.stderr

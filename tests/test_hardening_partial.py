@@ -188,3 +188,28 @@ def test_token_login_never_leaks_password_or_tokens(image_command: None, token_r
     basic = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
     # Bearer tokens are JWTs: their base64url header starts with "eyJ"; none may be written anywhere.
     assert not _grep_everywhere([PASSWORD, basic, REFRESH_TOKEN, "eyJ"], texts, [cache, out])
+
+
+def test_secrets_from_a_credential_helper_never_leak(image_command: None, basic_registry: Any, tmp_path: Path) -> None:
+    """A real `docker-credential-*` program on PATH supplies the login (the helper protocol over stdin/stdout)."""
+    from registry_fixtures import PASSWORD, USER
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    helper = bin_dir / "docker-credential-envchecksecret"
+    helper.write_text(
+        "#!/bin/sh\n[ \"$1\" = get ] || exit 1\nread server\n"
+        f"printf '{{\"ServerURL\":\"%s\",\"Username\":\"{USER}\",\"Secret\":\"{PASSWORD}\"}}' \"$server\"\n"
+    )
+    helper.chmod(0o755)
+    folder = tmp_path / "docker-config"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"credHelpers": {basic_registry.host: "envchecksecret"}}))
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    out.mkdir()
+    env = {"DOCKER_CONFIG": str(folder), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    texts = _run_image(basic_registry.image, cache, out, "--deep", env=env)
+    assert texts["json exit"] in ("0", "1"), texts  # the helper's login worked
+    texts.update({f"debug {k}": v for k, v in _run_image(basic_registry.image, cache, out, "--debug", "-v", env=env).items()})
+    basic = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+    assert not _grep_everywhere([PASSWORD, basic], texts, [cache, out])

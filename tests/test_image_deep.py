@@ -214,11 +214,42 @@ def test_docker_daemon_image(tmp_path: Path, image_cache: Path) -> None:
         assert f"/{DIST}/oldcu12/_C.so" in binaries(report)
         code, report, _ = check("docker-daemon:envcheck-test/nosuch:1", cache=image_cache)
         assert code == 2 and "has no image" in findings(report, "input-error")[0]["message"]
+        # what the engine itself writes: docker import, then docker save, read back as docker-archive:
+        client.api.import_image_from_data(layers[0].tar, repository="envcheck-test/imported", tag="1")
+        saved = tmp_path / "saved.tar"
+        with saved.open("wb") as fh:
+            for chunk in client.images.get("envcheck-test/imported:1").save(chunk_size=1 << 20):
+                fh.write(chunk)
+        code, report, _ = check(f"docker-archive:{saved}", "--deep", *AMD64, cache=image_cache)
+        assert packages(report) == {"flash-attn": "2.7.4.post1", "oldcu12": "1.0", "torch": "2.9.0a0+145a3a7.nv25.10"}
+        assert f"/{DIST}/legacy/_legacy.so" in binaries(report) and image_facts(report)["architecture"] == "amd64"
     finally:
         client.images.remove("envcheck-test/deep:cuda12", force=True)
+        if any("envcheck-test/imported:1" in (i.tags or []) for i in client.images.list()):
+            client.images.remove("envcheck-test/imported:1", force=True)
 
 
 def test_docker_daemon_unreachable(image_cache: Path) -> None:
     code, report, _ = check("docker-daemon:x:1", cache=image_cache, env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
     assert code == 3 and "Docker engine could not be reached" in findings(report, "service-error")[0]["message"]
 
+
+
+def test_gpu_code_and_cpu_architecture_of_binaries_in_layers(registry_images: Images, image_cache: Path) -> None:
+    """Checked-in nvcc builds (fixtures/binaries) inside an arm64 image: G7 and ARCH judge them like files on disk."""
+    binaries_dir = REPO / "fixtures" / "binaries"
+    pusher = Pusher(registry_images.host)
+    layer = Layer(tar_of({
+        f"{DIST}/torch/lib/libtorch_global_deps.so": (binaries_dir / "aarch64_libtorch_global_deps.so").read_bytes(),
+        f"{DIST}/kernels/_sm80.so": (binaries_dir / "gpu_sm80.so").read_bytes(),
+        f"{DIST}/kernels/_sm121.so": (binaries_dir / "gpu_sm121.so").read_bytes(),
+    }), "zstd")
+    push_image(pusher, "lab/gpu", "1", config_for("arm64", ["CUDA_VERSION=13.0.2"]), [layer])
+    code, report, _ = check(f"{registry_images.host}/lab/gpu:1", "--deep", cache=image_cache)
+    assert code == 1
+    machines = {b["path"].rsplit("/", 1)[1]: b["machine"] for b in inventory(report)["binaries"]}
+    assert machines == {"libtorch_global_deps.so": "aarch64", "_sm80.so": "x86_64", "_sm121.so": "x86_64"}
+    failing = {(f["rule"], f["location"]["member"].rsplit("/", 1)[1]) for f in findings(report) if f["status"] == "FAIL" and f.get("location")}
+    assert ("G7-binary-no-sm121", "_sm80.so") in failing
+    assert not any(name == "_sm121.so" for rule, name in failing if rule.startswith("G7"))
+    assert not any(name == "libtorch_global_deps.so" for _, name in failing)

@@ -103,7 +103,7 @@ def test_layer_whose_digest_does_not_match(registry_images: Images, fault_proxy,
     assert code == 3
     assert "does not match its digest" in service_error(report)
     assert not report["targets"][0]["inventory"].get("packages")
-    assert not (image_cache / "deep-v1").exists()
+    assert not list(image_cache.glob("deep-*"))
 
 
 def test_stream_cut_in_the_middle_of_a_layer(registry_images: Images, fault_proxy, image_cache: Path) -> None:  # type: ignore[no-untyped-def]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import requests
-from conftest import run_envcheck
+from conftest import REPO, run_envcheck
 from registry_fixtures import Fault, Images
 
 pytestmark = pytest.mark.registry
@@ -19,7 +21,14 @@ def check(ref: str, *args: str, cache: Path, env: dict[str, str] | None = None, 
     done = run_envcheck("image", ref, "-f", "json", "--no-progress", *args, env={"ENVCHECK_CACHE_DIR": str(cache), **(env or {})}, input=input)
     assert "Traceback" not in done.stderr + done.stdout
     report = json.loads(done.stdout) if done.stdout.strip() else {}
+    if report:
+        jsonschema.validate(report, _schema())  # every image report is a valid envcheck JSON report
     return done.returncode, report, done.stderr
+
+
+@functools.lru_cache(maxsize=1)
+def _schema() -> dict[str, Any]:
+    return json.loads((REPO / "envcheck" / "formats" / "report.schema.json").read_text())  # type: ignore[no-any-return]
 
 
 def findings(report: dict[str, Any], rule: str | None = None) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from envcheck.config import Config
 from envcheck.errors import UsageError
 from envcheck.profile import load_profile
 from envcheck.registry.auth import Credentials
+from envcheck.registry.layers import DEFAULT_MAX_EXPANSION
 from envcheck.registry.reference import parse_reference
 from envcheck.sources.image import KIND, ImageOptions, looks_like_image, read_image
 
@@ -40,6 +41,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="allow plain HTTP to this registry (repeatable; loopback is always allowed)")
     parser.add_argument("--deep-fatbin", action="store_true",
                         help="with --deep: also find fatbins stored outside .nv_fatbin (slower)")
+    parser.add_argument("--max-expansion", type=float, default=DEFAULT_MAX_EXPANSION, metavar="RATIO",
+                        help=f"with --deep: a layer may expand to RATIO times its compressed size (at least 16 MiB) "
+                             f"before it is refused as a decompression bomb (default {DEFAULT_MAX_EXPANSION}; 0: no limit)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (it only shows on a terminal anyway)")
 
 
@@ -74,5 +78,6 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
         progress=not args.no_progress,
         use_cache=not getattr(args, "no_cache", False),
         deep_fatbin=bool(getattr(args, "deep_fatbin", False) or config.options.get("deep_fatbin", False)),
+        max_expansion=float(args.max_expansion),
     )
     return [engine.Target(name=ref_text, kind=KIND, read=lambda: read_image(ref_text, options))]

@@ -9,7 +9,6 @@ token requests are anonymous, which is how public images on nvcr.io and Docker H
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import os
 import re
@@ -137,7 +136,7 @@ def credentials_from_docker_config(registry: str, config_dir: Path | None = None
         if entry.get("auth"):
             try:
                 username, _, password = base64.b64decode(str(entry["auth"]), validate=True).decode().partition(":")
-            except (binascii.Error, UnicodeDecodeError):
+            except ValueError:  # binascii.Error, non-ASCII text, bad UTF-8
                 raise UsageError(f"Docker config {path}: auths[{key!r}].auth is not base64 of user:password") from None
             return Credentials(username, password, origin=f"{path} auths")
         if entry.get("username"):
@@ -152,7 +151,11 @@ def token_url(challenge: Challenge, scope: str) -> str:
     the realm's own scope is replaced by the one we need, so anonymous pulls are not refused for push.
     """
     realm = challenge.params.get("realm", "")
-    parts = urlsplit(realm)
+    try:
+        parts = urlsplit(realm)
+        parts.port  # noqa: B018  (raises ValueError for a bad port)
+    except ValueError:
+        raise ServiceError(f"registry sent a Bearer challenge with an unusable realm {realm!r}") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ServiceError(f"registry sent a Bearer challenge with an unusable realm {realm!r}")
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "scope"]

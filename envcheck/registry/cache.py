@@ -17,6 +17,15 @@ from typing import Any
 DEEP_FORMAT = 1  # bump when the shape of cached deep results changes
 
 
+def _deep_kind() -> str:
+    """The cache folder for deep results: also keyed by the binary scanner's format, whose output they hold."""
+    try:
+        from envcheck.cache import FORMAT as scanner_format
+    except ImportError:
+        scanner_format = 0
+    return f"deep-v{DEEP_FORMAT}-b{scanner_format}"
+
+
 def cache_root() -> Path:
     """``$ENVCHECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/envcheck``, else ``~/.cache/envcheck``."""
     explicit = os.environ.get("ENVCHECK_CACHE_DIR")
@@ -62,7 +71,7 @@ class BlobCache:
 
     def get_deep(self, digest: str) -> dict[str, Any] | None:
         """Cached deep-scan result of one layer, or None."""
-        path = self._path(f"deep-v{DEEP_FORMAT}", digest) if self.enabled else None
+        path = self._path(_deep_kind(), digest) if self.enabled else None
         if path is None:
             return None
         try:
@@ -75,7 +84,7 @@ class BlobCache:
         return data
 
     def put_deep(self, digest: str, result: dict[str, Any]) -> None:
-        path = self._path(f"deep-v{DEEP_FORMAT}", digest) if self.enabled else None
+        path = self._path(_deep_kind(), digest) if self.enabled else None
         if path is not None:
             _write_atomic(path, json.dumps({**result, "layer": digest}, sort_keys=True).encode())
 

@@ -41,11 +41,13 @@ def sha256_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def media_type_of(body: dict[str, Any], header: str | None) -> str:
+def media_type_of(body: Any, header: str | None) -> str:
     """The manifest's media type: the Content-Type header, its ``mediaType`` field, else its shape."""
     header = (header or "").split(";", 1)[0].strip()
     if header in (*INDEX_TYPES, *MANIFEST_TYPES, *DOCKER_SCHEMA1):
         return header
+    if not isinstance(body, dict):
+        return header or "unknown"
     declared = body.get("mediaType")
     if isinstance(declared, str) and declared:
         return declared

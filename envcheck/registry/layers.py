@@ -15,6 +15,7 @@ import posixpath
 import re
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol, cast
@@ -142,61 +143,109 @@ def read_metadata(data: bytes) -> tuple[str, str, tuple[str, ...]] | None:
     return str(name).strip(), str(message.get("Version", "")).strip(), tuple(str(v).strip() for v in message.get_all("Requires-Dist") or [])
 
 
+DEFAULT_MAX_EXPANSION = 100  # uncompressed / compressed; real layers are 2-5x, a gzip bomb 1000x
+EXPANSION_FLOOR = 16 << 20  # small layers may expand more than the ratio: never limit below this
+
+
+def expansion_limit(compressed_size: int | None, ratio: float) -> int | None:
+    """The most uncompressed bytes a layer of ``compressed_size`` may produce (None: no limit)."""
+    if compressed_size is None or ratio <= 0:
+        return None
+    return max(int(compressed_size * ratio), EXPANSION_FLOOR)
+
+
+try:  # zstd layers fail with zstandard's own error type
+    from zstandard import ZstdError as _ZstdError
+except ImportError:  # pragma: no cover - zstandard is a dependency
+    class _ZstdError(Exception):  # type: ignore[no-redef]
+        """Stands in for zstandard.ZstdError when zstandard is missing."""
+
+
+_TAR_FAILURES = (tarfile.TarError, EOFError, OSError, ValueError, TypeError, zlib.error, _ZstdError)
+
+
+def _next_member(tar: tarfile.TarFile, done: int) -> tarfile.TarInfo | None:
+    """The next member header; a damaged stream is a LayerError (tarfile's gzip reader even raises TypeError)."""
+    try:
+        return tar.next()
+    except _TAR_FAILURES as exc:
+        raise LayerError(f"not a readable tar stream after {done} members: {exc or type(exc).__name__}") from None
+
+
+def _member_bytes(handle: IO[bytes], size: int, done: int) -> bytes:
+    try:
+        return handle.read(size)
+    except _TAR_FAILURES as exc:
+        raise LayerError(f"the tar stream broke inside member {done}: {exc or type(exc).__name__}") from None
+
+
 def scan_layer(stream: Readable, read_binary: BinaryReader | None, *, deep_fatbin: bool = False,
-               progress: Callable[[int], None] | None = None) -> LayerScan:
-    """Walk one layer's tar stream once, reading only the members that matter."""
+               progress: Callable[[int], None] | None = None, max_bytes: int | None = None) -> LayerScan:
+    """Walk one layer's tar stream once, reading only the members that matter.
+
+    ``max_bytes`` bounds the uncompressed bytes the layer may claim (see :func:`expansion_limit`): a member
+    header that would pass it is an error before tarfile tries to skip that much data.
+    """
     scan = LayerScan()
     seen_bytes = 0
     try:
         tar = _open_tar(stream)
-        with tar:
-            while True:
-                member = tar.next()
-                if member is None:
-                    break
-                # TarFile remembers every member it has read; a layer can hold 100k+ files, so forget them
-                # as we go to keep memory flat (nothing here looks members up by name afterwards).
-                tar.members.clear()  # type: ignore[attr-defined]
-                scan.members += 1
-                seen_bytes += member.size
-                if progress is not None:
-                    progress(seen_bytes)
-                path = normalise(member.name)
-                base = posixpath.basename(path)
-                parent = posixpath.dirname(path)
-                if base == OPAQUE_MARKER:
-                    scan.opaque.append(parent)
-                    continue
-                if base.startswith(WHITEOUT_PREFIX):
-                    scan.whiteouts.append(posixpath.join(parent, base[len(WHITEOUT_PREFIX) :]))
-                    continue
-                if member.isdir():
-                    continue
-                metadata = _METADATA.search(path)
-                if metadata:
-                    scan.paths.append(path)
-                    if member.isfile() and member.size <= MAX_METADATA_BYTES:
-                        _read_package(tar, member, path, scan)
-                    continue
-                if not is_elf_candidate(path, member.mode):
-                    continue
-                scan.paths.append(path)
-                if member.islnk():
-                    # A hard link shares its target's content, which this layer already carried.
-                    target = normalise(member.linkname)
-                    for found in list(scan.binaries):
-                        if found["path"] == target:
-                            scan.binaries.append({**found, "path": path})
-                    continue
-                if not member.isfile() or member.size < 64 or member.size > MAX_ELF_BYTES or read_binary is None:
-                    continue
-                _read_binary(tar, member, path, scan, read_binary, deep_fatbin)
-    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-        raise LayerError(f"not a readable tar stream after {scan.members} members: {exc}") from None
-    except Exception as exc:  # zstandard raises its own ZstdError
-        if type(exc).__name__ == "ZstdError":
-            raise LayerError(f"zstd stream is corrupt after {scan.members} members: {exc}") from None
+    except LayerError:
         raise
+    except _TAR_FAILURES as exc:
+        raise LayerError(f"not a readable (gzip/zstd) tar stream: {exc or type(exc).__name__}") from None
+    with tar:
+        while True:
+            member = _next_member(tar, scan.members)
+            if member is None:
+                break
+            # TarFile remembers every member it has read; a layer can hold 100k+ files, so forget them
+            # as we go to keep memory flat (nothing here looks members up by name afterwards).
+            tar.members.clear()  # type: ignore[attr-defined]
+            scan.members += 1
+            seen_bytes += member.size
+            if max_bytes is not None and seen_bytes > max_bytes:
+                raise LayerError(
+                    f"member {scan.members} ({member.name[:200]}) takes the layer past {max_bytes:,} uncompressed bytes, "
+                    "more than its compressed size allows: a decompression bomb or a lying tar header. If the layer "
+                    "is genuine (huge sparse files), raise the limit with --max-expansion")
+            if progress is not None:
+                progress(seen_bytes)
+            relative = posixpath.normpath(member.name.lstrip("/")) if member.name.strip("/") else "."
+            if relative == ".." or relative.startswith("../"):
+                scan.problems.append({"path": member.name, "message": f"layer member {member.name!r} escapes the image "
+                                      "root (path traversal); a runtime that extracted it would write outside the container"})
+                continue
+            path = normalise(member.name)
+            base = posixpath.basename(path)
+            parent = posixpath.dirname(path)
+            if base == OPAQUE_MARKER:
+                scan.opaque.append(parent)
+                continue
+            if base.startswith(WHITEOUT_PREFIX):
+                scan.whiteouts.append(posixpath.join(parent, base[len(WHITEOUT_PREFIX) :]))
+                continue
+            if member.isdir():
+                continue
+            metadata = _METADATA.search(path)
+            if metadata:
+                scan.paths.append(path)
+                if member.isfile() and member.size <= MAX_METADATA_BYTES:
+                    _read_package(tar, member, path, scan)
+                continue
+            if not is_elf_candidate(path, member.mode):
+                continue
+            scan.paths.append(path)
+            if member.islnk():
+                # A hard link shares its target's content, which this layer already carried.
+                target = normalise(member.linkname)
+                for found in list(scan.binaries):
+                    if found["path"] == target:
+                        scan.binaries.append({**found, "path": path})
+                continue
+            if not member.isfile() or member.size < 64 or member.size > MAX_ELF_BYTES or read_binary is None:
+                continue
+            _read_binary(tar, member, path, scan, read_binary, deep_fatbin)
     scan.bytes = seen_bytes
     return scan
 
@@ -205,7 +254,7 @@ def _read_package(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str, scan
     handle = tar.extractfile(member)
     if handle is None:
         return
-    data = handle.read(MAX_METADATA_BYTES)
+    data = _member_bytes(handle, MAX_METADATA_BYTES, 0)
     found = read_metadata(data)
     if found is None:
         scan.problems.append({"path": path, "message": "METADATA has no Name field"})
@@ -219,14 +268,14 @@ def _read_binary(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str, scan:
     handle = tar.extractfile(member)
     if handle is None:
         return
-    magic = handle.read(4)
+    magic = _member_bytes(handle, 4, 0)
     if magic != b"\x7fELF":
         return
     # One member at a time goes to a bounded spool: memory up to SPOOL_IN_MEMORY, a temp file beyond.
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:
         spool.write(magic)
         while True:
-            chunk = handle.read(1 << 20)
+            chunk = _member_bytes(handle, 1 << 20, 0)
             if not chunk:
                 break
             spool.write(chunk)

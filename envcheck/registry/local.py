@@ -26,7 +26,14 @@ from envcheck.registry.client import (
     sha256_digest,
     verify_digest,
 )
-from envcheck.registry.layers import BinaryReader, LayerError, LayerScan, scan_layer
+from envcheck.registry.layers import (
+    DEFAULT_MAX_EXPANSION,
+    BinaryReader,
+    LayerError,
+    LayerScan,
+    expansion_limit,
+    scan_layer,
+)
 
 MAX_JSON_BYTES = 16 << 20
 
@@ -56,9 +63,15 @@ class OciLayoutStore:
 
     def top(self) -> Manifest:
         """The manifest the tag names in index.json (or the only one there), else index.json itself."""
+        where = str(self.folder / "index.json")
         raw = (self.folder / "index.json").read_bytes()
-        body = _json(raw, "index.json", str(self.folder / "index.json"))
+        body = _json(raw, "index.json", where)
+        if not isinstance(body, dict) or not isinstance(body.get("manifests", []), list):
+            raise InputError(f"{where} is not an OCI image index (a JSON object with a manifests list)", path=where)
         entries = [e for e in body.get("manifests") or [] if isinstance(e, dict)]
+        for entry in entries:
+            if not isinstance(entry.get("digest"), str) or ":" not in entry["digest"]:
+                raise InputError(f"{where}: an entry of manifests has no digest", path=where)
         if self.tag:
             named = [e for e in entries if (e.get("annotations") or {}).get("org.opencontainers.image.ref.name") == self.tag]
             if not named:
@@ -77,6 +90,8 @@ class OciLayoutStore:
     def manifest(self, digest: str) -> Manifest:
         data = self.blob(digest, MAX_JSON_BYTES)
         body = _json(data, f"manifest {digest}", str(self._blob_path(digest)))
+        if not isinstance(body, dict):
+            raise InputError(f"manifest {digest} is JSON but not an object", path=str(self._blob_path(digest)))
         return Manifest(raw=data, body=body, media_type=media_type_of(body, None), digest=digest)
 
     def blob(self, digest: str, limit: int = MAX_JSON_BYTES) -> bytes:
@@ -120,18 +135,26 @@ def _layer_digest(member: str, index: int, diff_ids: list[str]) -> str | None:
     return diff_ids[index] if index < len(diff_ids) else None
 
 
-def _pick(entries: list[Any], tag: str | None, where: str) -> dict[str, Any]:
+def _pick(entries: Any, tag: str | None, where: str) -> dict[str, Any]:
+    """The manifest.json entry for ``tag`` (or the first), checked to have a Config name and a Layers list."""
     if not isinstance(entries, list) or not entries:
         raise InputError(f"{where}: manifest.json lists no images", path=where)
+    chosen: Any = entries[0]
     if tag:
-        for entry in entries:
-            if isinstance(entry, dict) and any(t == tag or t.endswith("/" + tag) or t.split(":")[-1] == tag for t in entry.get("RepoTags") or []):
-                return entry
-        raise InputError(f"{where}: no image tagged {tag!r} in this archive", path=where)
-    first = entries[0]
-    if not isinstance(first, dict) or "Config" not in first or "Layers" not in first:
-        raise InputError(f"{where}: manifest.json entry lacks Config/Layers", path=where)
-    return first
+        chosen = next((e for e in entries if isinstance(e, dict) and any(
+            isinstance(t, str) and (t == tag or t.endswith("/" + tag) or t.split(":")[-1] == tag) for t in e.get("RepoTags") or [])), None)
+        if chosen is None:
+            raise InputError(f"{where}: no image tagged {tag!r} in this archive", path=where)
+    if not isinstance(chosen, dict) or not isinstance(chosen.get("Config"), str) or not isinstance(chosen.get("Layers"), list):
+        raise InputError(f"{where}: manifest.json entry lacks a Config name or a Layers list", path=where)
+    return chosen
+
+
+def _config_object(data: bytes, where: str) -> dict[str, Any]:
+    config = _json(data, "image config", where)
+    if not isinstance(config, dict):
+        raise InputError(f"{where}: the image config is JSON but not an object", path=where)
+    return config
 
 
 class DockerArchiveStore:
@@ -149,17 +172,26 @@ class DockerArchiveStore:
     def close(self) -> None:
         self.tar.close()
 
-    def _read(self, member: str, limit: int = MAX_JSON_BYTES) -> bytes:
+    def _member(self, member: str) -> tarfile.TarInfo:
+        """The named member; a truncated or damaged archive is an InputError (getmember reads every header)."""
         try:
-            info = self.tar.getmember(member)
+            return self.tar.getmember(member)
         except KeyError:
             raise InputError(f"{self.name}: member {member} is missing", path=str(self.path)) from None
+        except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+            raise InputError(f"{self.name} is damaged or truncated: {exc}", path=str(self.path)) from None
+
+    def _read(self, member: str, limit: int = MAX_JSON_BYTES) -> bytes:
+        info = self._member(member)
         if info.size > limit:
             raise InputError(f"{self.name}: member {member} is larger than {limit >> 20} MiB", path=str(self.path))
         handle = self.tar.extractfile(info)
         if handle is None:
             raise InputError(f"{self.name}: member {member} is not a file", path=str(self.path))
-        return handle.read()
+        try:
+            return handle.read()
+        except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+            raise InputError(f"{self.name}: member {member} cannot be read: {exc}", path=str(self.path)) from None
 
     def image(self) -> ArchiveImage:
         entries = _json(self._read("manifest.json"), "manifest.json", f"{self.path}!manifest.json")
@@ -172,17 +204,14 @@ class DockerArchiveStore:
                 verify_digest(config_raw, expected, f"{self.name}!{entry['Config']}")
             except ServiceError as exc:
                 raise InputError(exc.message, path=str(self.path)) from None
-        config = _json(config_raw, "image config", f"{self.path}!{entry['Config']}")
+        config = _config_object(config_raw, f"{self.path}!{entry['Config']}")
         return ArchiveImage(config=config, config_member=str(entry["Config"]), layers=[str(x) for x in entry["Layers"]],
                             repo_tags=list(entry.get("RepoTags") or []))
 
     def open_layer(self, image: ArchiveImage, index: int) -> VerifiedStream:
         member = image.layers[index]
         diff_ids = list((image.config.get("rootfs") or {}).get("diff_ids") or [])
-        try:
-            info = self.tar.getmember(member)
-        except KeyError:
-            raise InputError(f"{self.name}: layer member {member} is missing", path=str(self.path)) from None
+        info = self._member(member)
         handle = self.tar.extractfile(info)
         if handle is None:
             raise InputError(f"{self.name}: layer member {member} is not a file", path=str(self.path))
@@ -215,7 +244,7 @@ class _ChunkStream:
 
 def scan_save_stream(stream: IO[bytes], where: str, tag: str | None, read_binary: BinaryReader | None, *,
                      deep_fatbin: bool = False, progress: Callable[[int], None] | None = None,
-                     ) -> tuple[ArchiveImage, list[tuple[str, str, LayerScan]]]:
+                     max_expansion: float = DEFAULT_MAX_EXPANSION) -> tuple[ArchiveImage, list[tuple[str, str, LayerScan]]]:
     """Walk a ``docker save`` stream once: scan every layer as it passes, order them by manifest.json.
 
     Returns the image and ``(member, digest, scan)`` bottom to top. Small JSON members (configs,
@@ -243,20 +272,21 @@ def scan_save_stream(stream: IO[bytes], where: str, tag: str | None, read_binary
                     continue
                 reader = VerifiedStream(_Prefixed(head, handle), None, f"{where}!{member.name}", size=member.size)
                 try:
-                    scan = scan_layer(reader, read_binary, deep_fatbin=deep_fatbin, progress=progress)
+                    scan = scan_layer(reader, read_binary, deep_fatbin=deep_fatbin, progress=progress,
+                                      max_bytes=expansion_limit(member.size, max_expansion))
                 except LayerError as exc:
                     scan = LayerScan(problems=[{"path": member.name, "message": f"layer {member.name}: {exc.message}"}])
                 reader.drain()
                 scanned[member.name] = (reader.digest(), scan)
-    except (tarfile.TarError, EOFError) as exc:
-        raise InputError(f"{where} is not a complete docker save stream: {exc}", path=where) from None
+    except (tarfile.TarError, EOFError, ValueError, TypeError, OSError) as exc:
+        raise InputError(f"{where} is not a complete docker save stream: {exc or type(exc).__name__}", path=where) from None
     if "manifest.json" not in small:
         raise InputError(f"{where}: no manifest.json (is this docker save output?)", path=where)
     entry = _pick(_json(small["manifest.json"], "manifest.json", where), tag, where)
     config_raw = small.get(str(entry["Config"]))
     if config_raw is None:
         raise InputError(f"{where}: config {entry['Config']} is missing", path=where)
-    config = _json(config_raw, "image config", f"{where}!{entry['Config']}")
+    config = _config_object(config_raw, f"{where}!{entry['Config']}")
     image = ArchiveImage(config=config, config_member=str(entry["Config"]), layers=[str(x) for x in entry["Layers"]],
                          repo_tags=list(entry.get("RepoTags") or []))
     diff_ids = list((config.get("rootfs") or {}).get("diff_ids") or [])

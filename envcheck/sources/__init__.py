@@ -78,6 +78,8 @@ def detect(path: Path) -> str | None:
         return "dockerfile"
     if lower.endswith((".txt", ".in", ".pip")) and ("requirement" in lower or "constraint" in lower or "freeze" in lower or lower.endswith(".in")):
         return "requirements"
+    if not path.is_file():
+        return None  # a pipe (<(pip freeze)) or device: sniffing would eat what the reader needs; use --kind
     try:
         with path.open("rb") as fh:
             head = fh.read(4096)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -34,11 +35,20 @@ from envcheck.model import BaseImage, Binary, EnvVar, Inventory, Location, Packa
 from envcheck.registry.auth import Credentials, credentials_from_docker_config
 from envcheck.registry.cache import BlobCache
 from envcheck.registry.client import Manifest, RegistryClient, iter_platforms, media_type_of, platform_matches
-from envcheck.registry.layers import BinaryReader, FinalFiles, LayerError, LayerScan, scan_layer
+from envcheck.registry.layers import (
+    DEFAULT_MAX_EXPANSION,
+    BinaryReader,
+    FinalFiles,
+    LayerError,
+    LayerScan,
+    expansion_limit,
+    scan_layer,
+)
 from envcheck.registry.local import DockerArchiveStore, DockerDaemonImage, OciLayoutStore, scan_save_stream
 from envcheck.registry.reference import parse_reference
 
 KIND = "image"
+_DIGEST = re.compile(r"(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})\Z")
 TRANSPORTS = ("docker-daemon:", "oci-layout:", "docker-archive:", "docker://")
 MAX_INDEX_DEPTH = 4
 
@@ -56,6 +66,7 @@ class ImageOptions:
     deep_fatbin: bool = False
     retries: int = 4
     backoff: float = 0.5
+    max_expansion: float = DEFAULT_MAX_EXPANSION  # --max-expansion: uncompressed/compressed bound per layer
 
 
 @dataclass
@@ -120,14 +131,17 @@ def _resolve(store: Any, top: Manifest, wanted: str, where: str) -> Resolved:
         match = next((entry for p, entry in offered if platform_matches(wanted, p)), None)
         if match is None:
             return resolved
-        current = store.manifest(str(match.get("digest", "")))
+        digest = match.get("digest")
+        if not isinstance(digest, str) or not _DIGEST.match(digest):
+            raise InputError(f"{where}: the index entry for {wanted} has no valid digest ({digest!r})", path=where)
+        current = store.manifest(digest)
     else:
         raise InputError(f"{where}: indexes nested more than {MAX_INDEX_DEPTH} deep", path=where)
     if current.is_index:
         raise InputError(f"{where}: the index has no usable child", path=where)
     resolved.selected = current
     config_desc = current.body.get("config")
-    if not isinstance(config_desc, dict) or not str(config_desc.get("digest", "")).startswith("sha"):
+    if not isinstance(config_desc, dict) or not _DIGEST.match(str(config_desc.get("digest", ""))):
         raise ServiceError(f"{where}: manifest {current.digest} has no config descriptor")
     resolved.config_digest = str(config_desc["digest"])
     raw = store.blob(resolved.config_digest)
@@ -138,9 +152,13 @@ def _resolve(store: Any, top: Manifest, wanted: str, where: str) -> Resolved:
     if not isinstance(config, dict):
         raise ServiceError(f"{where}: image config {resolved.config_digest} is not a JSON object")
     resolved.config = config
-    for layer in current.body.get("layers") or []:
-        if isinstance(layer, dict) and layer.get("digest"):
-            resolved.layers.append(LayerRef(str(layer["digest"]), layer.get("size"), str(layer.get("mediaType", ""))))
+    layers = current.body.get("layers") or []
+    for layer in layers if isinstance(layers, list) else []:
+        if not isinstance(layer, dict) or not _DIGEST.match(str(layer.get("digest", ""))):
+            raise InputError(f"{where}: manifest {current.digest} has a layer without a valid digest", path=where)
+        size = layer.get("size")
+        resolved.layers.append(LayerRef(str(layer["digest"]), size if isinstance(size, int) and size >= 0 else None,
+                                        str(layer.get("mediaType", ""))))
     if not resolved.platforms:
         resolved.platforms = [_platform_of(config)]
     return resolved
@@ -212,7 +230,14 @@ def _config_inventory(name: str, config: dict[str, Any], facts: dict[str, Any]) 
     inventory = Inventory(context="installed")
     section = config.get("config") or config.get("Config") or {}
     where = Location(name, member="config")
-    for item in section.get("Env") or []:
+    if not isinstance(section, dict):
+        inventory.problems.append(ReadProblem("the image config's `config` section is not a JSON object", where))
+        section = {}
+    env = section.get("Env") or []
+    if not isinstance(env, list):
+        inventory.problems.append(ReadProblem("the image config's Env is not a list", where))
+        env = []
+    for item in env:
         key, sep, value = str(item).partition("=")
         if sep:
             inventory.env.append(EnvVar(key, value, origin="config", location=where))
@@ -227,6 +252,7 @@ def _config_inventory(name: str, config: dict[str, Any], facts: dict[str, Any]) 
     })
     inventory.images.append(BaseImage(ref=name, platform=platform, location=where))
     history = config.get("history") or []
+    history = history if isinstance(history, list) else []
     created_by = [(i, str(h.get("created_by") or h.get("CreatedBy") or "")) for i, h in enumerate(history) if isinstance(h, dict)]
     created_by = [(i, text) for i, text in created_by if text]
     facts["history"] = [text for _, text in created_by]
@@ -276,7 +302,8 @@ def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef],
             else:
                 with opener(layer) as stream:
                     try:
-                        scan = scan_layer(stream, read_binary, deep_fatbin=options.deep_fatbin, progress=progress.start_layer())
+                        scan = scan_layer(stream, read_binary, deep_fatbin=options.deep_fatbin, progress=progress.start_layer(),
+                                          max_bytes=expansion_limit(layer.size, options.max_expansion))
                     except LayerError as exc:
                         # A damaged download looks like a broken tar: let the digest say which it was.
                         stream.drain()
@@ -381,7 +408,7 @@ def _from_save_stream(spec: str, stream: Any, tag: str | None, options: ImageOpt
     progress = Progress(options.progress, 0)
     try:
         image, ordered = scan_save_stream(stream, spec, tag, binary_reader(), deep_fatbin=options.deep_fatbin,
-                                          progress=progress.start_layer())
+                                          progress=progress.start_layer(), max_expansion=options.max_expansion)
     finally:
         progress.finish()
     facts.update({"ref": spec, "platform": options.platform, "platforms": [_platform_of(image.config)],

@@ -41,7 +41,7 @@ def parse_toml(path: Path) -> tuple[dict[str, Any], str]:
 
 def line_of(text: str, needle: str, after: int = 0) -> int | None:
     """1-based line of the first occurrence of ``needle`` (quoted as in TOML), searching from line ``after``."""
-    lines = text.splitlines()
+    lines = text.split("\n")  # TOML lines end in LF or CRLF only (splitlines would also split at U+2028)
     for quoted in (f'"{needle}"', f"'{needle}'", needle):
         for i in range(after, len(lines)):
             if quoted in lines[i]:

@@ -1,0 +1,54 @@
+"""Fuzz the checks through the real sources: a mutated requirements file, freeze, Dockerfile, pyproject or
+lock is read, then every registered check runs over the inventory with ``debug=True`` (so a check that
+breaks on odd but readable facts raises here instead of becoming an internal-error finding)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import atheris
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import REPO, main, scratch_dir, write_input
+
+with atheris.instrument_imports(include=["envcheck"]):
+    from envcheck import engine
+    from envcheck.errors import EnvcheckError
+    from envcheck.profile import load_profile
+    from envcheck.rules import load_all
+    from envcheck.sources import ReadOptions, dockerfile, locks, module_for, pyproject, requirements  # noqa: F401
+
+    load_all()  # the check modules, imported here so that they are instrumented too
+
+FOLDER = scratch_dir()
+PROFILE = load_profile("dgx-spark")
+KINDS = (("requirements", "requirements.txt"), ("requirements", "freeze.txt"), ("dockerfile", "Dockerfile"),
+         ("pyproject", "pyproject.toml"), ("uv-lock", "uv.lock"), ("pylock", "pylock.toml"))
+OPTIONS = ReadOptions()
+
+
+def target(data: bytes) -> None:
+    if not data:
+        return
+    kind, name = KINDS[data[0] % len(KINDS)]
+    path = write_input(FOLDER, name, data[1:])
+    inventory = module_for(kind).read(path, OPTIONS)
+    for nvfp4 in (False, True):
+        findings = engine.evaluate(inventory, PROFILE, kind, {"nvfp4": nvfp4}, debug=True)
+        assert all(f.rule and f.gotcha and f.message for f in findings)
+
+
+def seeds() -> list[bytes]:
+    out = []
+    for index, (_kind, name) in enumerate(KINDS):
+        pattern = {"requirements.txt": "examples/requirements-*.txt", "freeze.txt": "examples/freeze-*.txt",
+                   "Dockerfile": "dockerfiles/*/Dockerfile", "pyproject.toml": "examples/*/pyproject.toml",
+                   "uv.lock": "examples/*/uv.lock", "pylock.toml": "examples/*/pylock.toml"}[name]
+        out += [bytes([index]) + p.read_bytes()[:16 << 10] for p in sorted(REPO.glob(pattern))]
+    out += [b"\x00" + p.read_bytes() for p in sorted(REPO.glob("fixtures/rules/*/*/requirements.txt"))]
+    return out
+
+
+if __name__ == "__main__":
+    main("checks", target, (EnvcheckError,), [], seeds(), max_len=16 << 10)
