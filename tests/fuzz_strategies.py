@@ -7,6 +7,7 @@ grammar-built lines from the formats' own vocabulary, so the properties reach de
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -21,7 +22,8 @@ REPO = Path(__file__).resolve().parent.parent
 HANG_SECONDS = 10
 
 PROPERTY_SETTINGS = settings(
-    max_examples=120,
+    # 120 per property in the suite; ENVCHECK_FUZZ_EXAMPLES=5000 for a deeper run by hand.
+    max_examples=int(os.environ.get("ENVCHECK_FUZZ_EXAMPLES", "120")),
     deadline=None,  # no timed assertions; the hang guard below catches runaway inputs instead
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
     derandomize=False,

@@ -253,3 +253,16 @@ def test_gpu_code_and_cpu_architecture_of_binaries_in_layers(registry_images: Im
     assert ("G7-binary-no-sm121", "_sm80.so") in failing
     assert not any(name == "_sm121.so" for rule, name in failing if rule.startswith("G7"))
     assert not any(name == "libtorch_global_deps.so" for _, name in failing)
+
+
+def test_decompression_bomb_is_refused_until_the_limit_is_raised(registry_images: Images, image_cache: Path) -> None:
+    zeros = Layer(tar_of({f"{DIST}/data/zeros.bin": bytes(40 << 20)}), "gzip")  # 40 MiB from ~40 KiB: 1000:1
+    assert len(zeros.blob()) < 100 << 10
+    push_image(Pusher(registry_images.host), "lab/bomb", "1", config_for("arm64"), [zeros])
+    ref = f"{registry_images.host}/lab/bomb:1"
+    code, report, _ = check(ref, "--deep", cache=image_cache)
+    assert code == 2
+    (error,) = findings(report, "input-error")
+    assert "decompression bomb" in error["message"] and "--max-expansion" in error["message"]
+    code, report, _ = check(ref, "--deep", "--max-expansion", "2000", cache=image_cache)
+    assert code == 0 and image_facts(report)["deep"]["bytes"] == 40 << 20

@@ -71,3 +71,21 @@ def test_multi_frame_zstd_and_not_a_tar() -> None:
         scan_layer(io.BytesIO(gzip.compress(b"\x01" * 5000)), binary_from_file)
     with pytest.raises(LayerError):
         scan_layer(io.BytesIO(b"BZh91AY&SY" + b"\0" * 100), binary_from_file)
+
+
+def test_hard_links_share_the_scanned_target() -> None:
+    import tarfile
+
+    elves = session_elves()
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        info = tarfile.TarInfo(f"{DIST}/pkg/_real.so")
+        info.size = len(elves.ext12)
+        tar.addfile(info, io.BytesIO(elves.ext12))
+        link = tarfile.TarInfo(f"{DIST}/pkg/_alias.so")
+        link.type = tarfile.LNKTYPE
+        link.linkname = f"{DIST}/pkg/_real.so"
+        tar.addfile(link)
+    result = scan_layer(io.BytesIO(out.getvalue()), binary_from_file)
+    assert {b["path"]: b["needed"] for b in result.binaries} == {
+        f"{DIST}/pkg/_real.so": ["libcudart.so.12"], f"{DIST}/pkg/_alias.so": ["libcudart.so.12"]}

@@ -322,6 +322,14 @@ def _variant_key(b: _Binary) -> tuple[str, str]:
     return b.distribution or folder, _DIGITS.sub("#", name)
 
 
+def _cuda_dist(distribution: str | None, major: int) -> bool:
+    """Is ``distribution`` itself a CUDA library distribution of another major (nvidia-cuda-runtime-cu12)?"""
+    if not distribution:
+        return False
+    found = distribution_cuda_major(Package(distribution))
+    return found is not None and found[0] != major
+
+
 @check
 def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over binaries: FAIL for each binary needing (or being) a CUDA library of another major."""
@@ -330,6 +338,7 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
         return
     major = ctx.profile.cuda_major
     good_variants = {_variant_key(b) for b in binaries if b.cuda_major == major}
+    needed_anywhere = {name for b in binaries for name in b.needed}
     judged = 0
     failed = False
     for b in binaries:
@@ -348,6 +357,12 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
             what = f"{b.path} ({owner}) is the CUDA library {libs}, not one of CUDA {major}"
         else:
             what = f"{b.path} ({owner}) needs {libs}; {ctx.profile.name} has CUDA {major}"
+        if bad_self and not bad_needed and b.soname not in needed_anywhere and not _cuda_dist(b.distribution, major):
+            # A CUDA 12 library bundled inside a non-CUDA distribution (triton ships CUPTI 12 for its
+            # profiler) that no scanned binary links: loaded on demand, if at all, so not a G1 failure.
+            yield BINARY_SONAME.finding(f"{what}; it is bundled by {owner} and no scanned binary links it (loaded on demand, if at all)",
+                                        b.location, evidence, status=Status.INFO)
+            continue
         if _variant_key(b) in good_variants:
             yield BINARY_SONAME.finding(f"{what}; a CUDA {major} variant of it is shipped alongside and is picked at import",
                                         b.location, evidence, status=Status.INFO)

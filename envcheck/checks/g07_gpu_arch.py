@@ -126,6 +126,12 @@ BINARY_SM121A = _rule(
 )
 
 
+def _nvidia_cuda13_library(b: _Binary, major: int) -> bool:
+    """Is ``b`` a library of NVIDIA's own CUDA ``major`` wheels (site-packages/nvidia/cu13/, nvidia-*-cu13)?"""
+    dist = b.distribution or ""
+    return dist.startswith("nvidia-") and (f"/nvidia/cu{major}/" in b.path or dist.endswith(f"-cu{major}"))
+
+
 def _owner(b: _Binary) -> str:
     return b.distribution or "(no distribution)"
 
@@ -158,6 +164,14 @@ def binary_gpu_code(ctx: _CheckContext) -> _Iterator[_Finding]:
                 yield BINARY_NO_SM121.finding(
                     f"{b.path} ({owner}) has GPU code for {', '.join([*b.sass, *b.ptx]) or 'nothing loadable'} "
                     f"but none that runs on {target}", where, evidence,
+                )
+            elif b.sm121 == "ptx-jit" and _nvidia_cuda13_library(b, ctx.profile.cuda_major):
+                isa = f" (PTX ISA {', '.join(b.ptx_isa)})" if b.ptx_isa else ""
+                # NVIDIA ships some CUDA 13 libraries (cuFile) with PTX for newer GPUs; their PTX ISA is
+                # older than the CUDA 13 driver's, and the kernels are few: a reading, not a warning.
+                yield BINARY_PTX_ONLY.info(
+                    f"{b.path} ({owner}) is part of NVIDIA's CUDA {ctx.profile.cuda_major} stack and reaches {target} "
+                    f"by JIT-compiling {', '.join(b.ptx)}{isa} at first use", where, **evidence,
                 )
             elif b.sm121 == "ptx-jit":
                 isa = f" (PTX ISA {', '.join(b.ptx_isa)})" if b.ptx_isa else ""

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-DEEP_FORMAT = 1  # bump when the shape of cached deep results changes
+DEEP_FORMAT = 2  # bump when what a layer scan records changes (2: path-traversal problems, expansion limit)
 
 
 def _deep_kind() -> str:
@@ -78,8 +78,9 @@ class BlobCache:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(data, dict) or data.get("layer") != digest:
-            return None
+        keys = ("paths", "whiteouts", "opaque", "packages", "binaries", "problems", "members", "bytes")
+        if not isinstance(data, dict) or data.get("layer") != digest or not all(k in data for k in keys):
+            return None  # damaged or foreign: a miss, never a wrong answer
         self.hits += 1
         return data
 

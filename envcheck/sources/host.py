@@ -224,6 +224,10 @@ def inventory_from_probe(data: Any, origin: str) -> Inventory:
                 problem(f"collector binary entry {index} is malformed", f"binaries[{index}]")
             else:
                 inventory.binaries.append(binary)
+        # Files the collector could not read are reported, not dropped (a damaged .so inside an image).
+        for text in binaries.get("problems", []) or []:
+            if isinstance(text, str) and text:
+                inventory.problems.append(ReadProblem(text[:500], Location(origin, member="binaries")))
     elif isinstance(binaries, dict):
         host["binaries"] = {"status": binaries.get("status"), "error": binaries.get("error")}
     host["probe"] = {"origin": origin, "duration_s": data.get("duration_s"), "pid": data.get("pid")}
