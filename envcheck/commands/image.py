@@ -45,6 +45,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"with --deep: a layer may expand to RATIO times its compressed size (at least 16 MiB) "
                              f"before it is refused as a decompression bomb (default {DEFAULT_MAX_EXPANSION}; 0: no limit)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (it only shows on a terminal anyway)")
+    parser.add_argument("--run", action="store_true",
+                        help="pull the image and run the checks inside it (the same as `envcheck container REF`)")
+    parser.add_argument("--gpus", default=None, metavar="all|N|IDS", help="with --run: give the container GPUs (GPU lines SKIP otherwise)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="with --run: kill the container after this long")
 
 
 def _credentials(args: argparse.Namespace) -> Credentials | None:
@@ -63,8 +67,14 @@ def _credentials(args: argparse.Namespace) -> Credentials | None:
 
 
 def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
-    """One target of kind ``image`` for REF."""
+    """One target of kind ``image`` for REF (kind ``container`` with --run)."""
     ref_text: str = args.ref
+    if args.run:
+        from envcheck.sources.container import container_target
+
+        if args.deep or args.username:
+            raise UsageError("--run checks inside a running container: --deep and --username do not apply (use docker login)")
+        return [container_target(ref_text, pull="missing", gpus=args.gpus, timeout=args.timeout)]
     if not looks_like_image(ref_text):
         parse_reference(ref_text)  # a malformed reference is a usage error (exit 2) before any network use
     platform = args.platform or load_profile(config.profile).docker_platform

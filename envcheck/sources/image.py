@@ -264,10 +264,27 @@ def _config_inventory(name: str, config: dict[str, Any], facts: dict[str, Any]) 
         from_history.env[:] = [var for var in from_history.env if var.origin == "run"]
         from_history.context = "installed"
         inventory.extend(from_history)
+    _ngc_shipped(inventory, name)
     return inventory
 
 
+_NGC_FACTS = "config: NGC base facts"
+
+
+def _ngc_shipped(inventory: Inventory, name: str) -> None:
+    """What an NGC PyTorch base ships (torch a0, flash-attn, triton), known from NVIDIA_PYTORCH_VERSION in the
+    config: lets G2 (Unsloth next to flash-attn) and G9 (NGC torch replaced) judge an image without --deep."""
+    release = inventory.env_value("NVIDIA_PYTORCH_VERSION")
+    if not release or not release.replace(".", "").isdigit():
+        return
+    from envcheck.sources.dockerfile import shipped_packages
+
+    inventory.packages.extend(shipped_packages(f"nvcr.io/nvidia/pytorch:{release}-py3", Location(name, member=_NGC_FACTS)))
+
+
 def _add_final_files(inventory: Inventory, name: str, final: FinalFiles) -> None:
+    if final.packages:  # the layers' own METADATA is the truth: drop what the NGC tag table assumed
+        inventory.packages[:] = [p for p in inventory.packages if not (p.location and p.location.member == _NGC_FACTS)]
     for path, data in sorted(final.packages.items()):
         inventory.packages.append(Package(
             name=canonicalize_name(data["name"]), version=data.get("version") or None, installed=True,

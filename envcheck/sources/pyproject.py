@@ -37,6 +37,8 @@ def parse_toml(path: Path) -> tuple[dict[str, Any], str]:
             # tomllib says "(at end of document)" for an unterminated value: that is the last line.
             line = int(m.group(1)) if m else (len(text.splitlines()) or 1) if "end of document" in str(exc) else None
         raise InputError(f"{path} is not valid TOML: {exc}", str(path), line=line) from exc
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise InputError(f"{path}: arrays or inline tables nested too deeply to read", str(path)) from None
 
 
 def line_of(text: str, needle: str, after: int = 0) -> int | None:
