@@ -15,7 +15,7 @@ What it does, within a time budget (default 7.5 minutes, ``--budget``):
   3. runs envcheck's checks over the inventory (G1, G7, ARCH, ...) and keeps the worst status per
      gotcha plus every FAIL/ERROR message;
   4. writes the summary to ``$OUT/device_scan.json`` (or ``--output``) and a short text summary to
-     stdout. The lead keeps that JSON as ``fixtures/binaries/device_scan.json`` and a line in
+     stdout. The lead keeps that JSON as ``fixtures/device/h200/device_scan.json`` and a line in
      BENCHMARKS.md.
 """
 

@@ -19,7 +19,8 @@ def example_inputs() -> list[Path]:
     from envcheck import sources
 
     found = [p for p, _ in sources.discover(REPO / "examples")]
-    docker = sorted(p for p in (REPO / "dockerfiles").iterdir() if p.is_file() and sources.detect(p) == "dockerfile") if (REPO / "dockerfiles").is_dir() else []
+    # The recipes of dockerfiles/ (the test images' own Dockerfiles under test-images/ are not examples).
+    docker = [p for p, kind in sources.discover(REPO / "dockerfiles") if kind == "dockerfile" and "test-images" not in p.parts]
     return found + docker
 
 

@@ -115,7 +115,9 @@ def test_flash_attn_with_unsloth_warns_g2(test_images: Any) -> None:
     assert host["flash_attn"]["extension"] == "error"  # imported in a child of the collector, extension missing
     assert host["unsloth"] == {"present": True, "version": "2025.11.1"}
     assert {f["status"] for f in by_gotcha(report, "G1")} == {"PASS"}
-    assert code == 0  # WARN is below the default --fail-on fail
+    # The stand-in flash-attn ships no compiled extension: read live, that is a G2 FAIL of its own.
+    assert g2["G2-live-flash-attn-extension"]["status"] == "FAIL"
+    assert code == 1
 
 
 def test_image_without_python_gets_a_static_look(test_images: Any) -> None:

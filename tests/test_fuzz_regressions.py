@@ -330,3 +330,21 @@ def test_bearer_realm_with_an_invalid_host_is_a_service_error(monkeypatch: pytes
             read_image(f"{server.host}/fuzz/app:1.0", ImageOptions(retries=0, backoff=0.0, use_cache=False))
     finally:
         server.close()
+
+
+def test_toml_nested_too_deeply_is_an_input_error(tmp_path: Path) -> None:
+    """manual: 5000 nested arrays made tomllib raise RecursionError; the file was lost with no reason given."""
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[project]\nname = "x"\ndependencies = ' + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(InputError, match="nested too deeply"):
+        pyproject.read(path, ReadOptions())
+
+
+@pytest.mark.xfail(strict=True, raises=RecursionError, reason="RecursionError from json.loads escapes launch.parse_config "
+                   "(only JSONDecodeError is caught) and read_launches, so one deeply nested --launch-config loses every "
+                   "host reading of the preflight - owner: envcheck/inspect/launch.py")
+def test_launch_config_nested_too_deeply_is_a_format_error() -> None:
+    from envcheck.inspect import launch
+
+    with pytest.raises(launch.LaunchFormatError):
+        launch.parse_config("[" * 100_000 + "]" * 100_000, "ds_config.json")

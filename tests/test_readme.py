@@ -49,3 +49,5 @@ def test_every_example_has_its_expected_output_documented() -> None:
     for path in sorted((REPO / "examples").rglob("*")):
         if path.is_file() and path.name != "requirements.in":
             assert f"`{path.relative_to(REPO)}`" in doc, path
+    for path in sorted((REPO / "dockerfiles").glob("*/Dockerfile")):
+        assert f"`{path.relative_to(REPO)}`" in doc, path
