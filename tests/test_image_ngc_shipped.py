@@ -6,7 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from registry_fixtures import NGC_25_10_ENV, NGC_HISTORY, Images, Layer, Pusher, config_for, push_image, tar_of
+from registry_fixtures import (
+    NGC_25_10_ENV,
+    NGC_HISTORY,
+    Images,
+    Layer,
+    Pusher,
+    config_for,
+    push_image,
+    tar_of,
+)
 from test_image_registry import check, findings
 
 pytestmark = pytest.mark.registry

@@ -114,10 +114,10 @@ def _requirements_of(pkg: Package, profile: Profile) -> list[tuple[str, Specifie
 def _exact_versions(ctx: CheckContext) -> dict[str, Package]:
     out: dict[str, Package] = {}
     for pkg in ctx.inventory.packages:
-        if pkg.version and installs_on(pkg, ctx.profile) and pkg.role != "constraint":
-            # installed facts win over declared ones of the same name
-            if pkg.name not in out or (pkg.installed and not out[pkg.name].installed):
-                out[pkg.name] = pkg
+        # installed facts win over declared ones of the same name
+        if (pkg.version and installs_on(pkg, ctx.profile) and pkg.role != "constraint"
+                and (pkg.name not in out or (pkg.installed and not out[pkg.name].installed))):
+            out[pkg.name] = pkg
     return out
 
 

@@ -7,7 +7,7 @@ Each file has a ``[meta]`` table (``updated``, ``sources``) and rows that carry 
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -17,7 +17,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> dict[str, Any]:
     """The parsed knowledge file ``envcheck/knowledge/<name>.toml``."""
     text = resources.files(__name__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
