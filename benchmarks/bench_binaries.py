@@ -19,7 +19,6 @@ import json
 import os
 import platform
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,10 +29,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from envcheck.inspect import fatbin  # noqa: E402
-from envcheck.inspect.elf import FileSource  # noqa: E402
+from benchmarks.cuobjdump_oracle import cuobjdump_lists, find_cuobjdump, parsed_lists  # noqa: E402
 from envcheck.sources import ReadOptions  # noqa: E402
-from envcheck.sources.binaries import scan_folder, standard_containers  # noqa: E402
+from envcheck.sources.binaries import scan_folder  # noqa: E402
 
 
 def timed_process(cmd: list[str], env: dict[str, str] | None = None, stdout: int | None = subprocess.DEVNULL) -> tuple[float, float, int]:
@@ -51,45 +49,10 @@ def best(n: int, fn):  # type: ignore[no-untyped-def]
 
 
 def cuobjdump_tool() -> str:
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    try:
-        import nvidia
-    except ImportError:
-        raise SystemExit("cuobjdump not found (pip install nvidia-cuda-cuobjdump)") from None
-    for base in nvidia.__path__:
-        p = Path(base) / "cu13" / "bin" / "cuobjdump"
-        if p.exists():
-            return str(p)
-    raise SystemExit("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
-
-
-_LABEL = re.compile(r"\.(sm_\d+[af]?)\.(cubin|ptx)$")
-
-
-def cuobjdump_lists(tool: str, path: str) -> tuple[list[str], list[str]] | None:
-    out = subprocess.run([tool, "--list-elf", "--list-ptx", path], capture_output=True, text=True)
-    if out.returncode not in (0, 255) or "Invalid" in out.stderr:
-        return None
-    elf: list[str] = []
-    ptx: list[str] = []
-    for line in out.stdout.splitlines():
-        m = _LABEL.search(line.strip())
-        if m:
-            (elf if line.lstrip().startswith("ELF") else ptx).append(m.group(1))
-    return elf, ptx
-
-
-def parsed_lists(path: str) -> tuple[list[str], list[str]]:
-    with open(path, "rb") as fh:
-        containers = standard_containers(FileSource(fh, os.path.getsize(path)))
-    if not path.endswith(".a"):
-        nv = [c for c in containers if c.section == ".nv_fatbin"]
-        containers = nv or [c for c in containers if c.section == "__nv_relfatbin"]
-    entries = [e for c in containers for e in c.entries]
-    return ([e.cuobjdump_label for e in entries if e.kind == fatbin.KIND_ELF],
-            [e.cuobjdump_label for e in entries if e.kind == fatbin.KIND_PTX])
+    tool = find_cuobjdump()
+    if tool is None:
+        raise SystemExit("cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
+    return tool
 
 
 def readelf_needed(path: str) -> list[str]:
@@ -132,7 +95,7 @@ def bench_env(env: Path, peers: bool) -> dict[str, object]:
         return result
     tool = cuobjdump_tool()
     start = time.perf_counter()
-    peer: dict[str, tuple[list[str], tuple[list[str], list[str]] | None]] = {}
+    peer: dict[str, tuple[list[str], tuple[list[str], list[str]] | str]] = {}
     for b in elfs:
         peer[b.path] = (readelf_needed(b.path), cuobjdump_lists(tool, b.path))
     result["readelf_plus_cuobjdump_s"] = round(time.perf_counter() - start, 2)
@@ -144,7 +107,7 @@ def bench_env(env: Path, peers: bool) -> dict[str, object]:
     arch_diff, skipped = [], 0
     for b in elfs:
         theirs = peer[b.path][1]
-        if theirs is None:
+        if isinstance(theirs, str):  # cuobjdump failed on this file
             skipped += 1
             continue
         if parsed_lists(b.path) != theirs:

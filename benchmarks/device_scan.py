@@ -25,9 +25,6 @@ import argparse
 import json
 import os
 import platform
-import re
-import shutil
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -37,64 +34,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.cuobjdump_oracle import cuobjdump_lists, find_cuobjdump, parsed_lists  # noqa: E402
 from envcheck.inspect import fatbin  # noqa: E402
-from envcheck.inspect.elf import FileSource, MalformedBinary  # noqa: E402
+from envcheck.inspect.elf import MalformedBinary  # noqa: E402
 from envcheck.model import Inventory  # noqa: E402
 from envcheck.sources import ReadOptions  # noqa: E402
-from envcheck.sources.binaries import scan_folder, site_packages_of, standard_containers  # noqa: E402
-
-_LABEL = re.compile(r"\.(sm_\d+[af]?)\.(cubin|ptx)$")
-
-
-def find_cuobjdump() -> str | None:
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    for candidate in ("/usr/local/cuda/bin/cuobjdump",):
-        if os.path.exists(candidate):
-            return candidate
-    try:
-        import nvidia
-
-        for base in nvidia.__path__:
-            p = Path(base) / "cu13" / "bin" / "cuobjdump"
-            if p.exists():
-                return str(p)
-    except ImportError:
-        pass
-    return None
-
-
-def cuobjdump_lists(tool: str, path: str, timeout: float) -> tuple[list[str], list[str]] | str:
-    """cuobjdump's ordered (ELF, PTX) labels, or a reason string when it failed."""
-    try:
-        out = subprocess.run([tool, "--list-elf", "--list-ptx", path], capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return "timeout"
-    except OSError as exc:
-        return f"cannot run: {exc}"
-    # exit 255 with "No PTX file found" / "does not contain device code" is not a failure
-    if out.returncode not in (0, 255) or re.search(r"(?i)invalid|error|fatal", out.stderr):
-        return f"exit {out.returncode}: {out.stderr.strip()[:200]}"
-    elf: list[str] = []
-    ptx: list[str] = []
-    for line in out.stdout.splitlines():
-        m = _LABEL.search(line.strip())
-        if m:
-            (elf if line.lstrip().startswith("ELF") else ptx).append(m.group(1))
-    return elf, ptx
-
-
-def parsed_lists(path: str) -> tuple[list[str], list[str]]:
-    """envcheck's labels in cuobjdump's default view (.nv_fatbin when present, else __nv_relfatbin)."""
-    with open(path, "rb") as fh:
-        containers = standard_containers(FileSource(fh, os.path.getsize(path)))
-    if not path.endswith(".a"):
-        nv = [c for c in containers if c.section == ".nv_fatbin"]
-        containers = nv or [c for c in containers if c.section == "__nv_relfatbin"]
-    entries = [e for c in containers for e in c.entries]
-    return ([e.cuobjdump_label for e in entries if e.kind == fatbin.KIND_ELF],
-            [e.cuobjdump_label for e in entries if e.kind == fatbin.KIND_PTX])
+from envcheck.sources.binaries import scan_folder, site_packages_of  # noqa: E402
 
 
 def judge(inv: Inventory) -> dict[str, object]:
