@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from envcheck.inspect.builds import installs_on
 from envcheck.inspect.wheel_tags import parse_wheel_name, platform_verdict
-from envcheck.model import Finding, Status
+from envcheck.model import Binary, Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
 WHEEL_PLATFORM = rule(
@@ -73,7 +73,6 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
 
 # --- binaries: ELF machine of every binary (issue 3) ---------------------------------------------------
 
-from envcheck.model import Binary as _Binary  # noqa: E402
 
 ELF_MACHINE = rule(
     "ARCH-elf-machine", "ARCH", "A binary is built for another CPU architecture", Status.FAIL,
@@ -92,7 +91,7 @@ def binary_machines(ctx: CheckContext) -> Iterator[Finding]:
     if not binaries:
         return
     want = ctx.profile.machine
-    wrong: dict[str, list[_Binary]] = {}
+    wrong: dict[str, list[Binary]] = {}
     for b in binaries:
         if b.machine != want:
             wrong.setdefault(b.distribution or b.path, []).append(b)
@@ -148,7 +147,6 @@ def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
 
 # --- registry and local images (issue 5: envcheck image) -----------------------------------------------
 
-from envcheck.model import Location as _Location  # noqa: E402
 
 IMAGE_NO_PLATFORM = rule(
     "ARCH-image-no-arm64", "ARCH", "The image has no linux/arm64 variant", Status.FAIL,
@@ -180,7 +178,7 @@ def image_platform(ctx: CheckContext) -> Iterator[Finding]:
         return
     want = str(facts.get("platform") or ctx.profile.docker_platform)
     ref = str(facts.get("ref", ""))
-    where = _Location(ref) if ref else None
+    where = Location(ref) if ref else None
     platforms = [str(p) for p in facts.get("platforms") or []]
     if facts.get("platform_found") is False:
         yield IMAGE_NO_PLATFORM.finding(
@@ -193,7 +191,7 @@ def image_platform(ctx: CheckContext) -> Iterator[Finding]:
     want_os, _, want_arch = want.partition("/")
     want_arch = want_arch.split("/")[0]
     found = f"{facts.get('os')}/{arch}" + (f"/{facts['variant']}" if facts.get("variant") else "")
-    location = _Location(ref, member="config") if ref else None
+    location = Location(ref, member="config") if ref else None
     if arch != want_arch or facts.get("os") not in (None, want_os):
         yield IMAGE_CONFIG_ARCH.finding(f"{ref}: the image config is {found}, not {want}", location,
                                         {"config_platform": found, "wanted": want, "platforms": platforms})

@@ -6,6 +6,8 @@ Symptom: ``ImportError: undefined symbol`` naming a CUDA function, or a segfault
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterator
 
 from envcheck.inspect.builds import (
@@ -16,8 +18,9 @@ from envcheck.inspect.builds import (
     installs_on,
     pypi_torch_build,
 )
+from envcheck.inspect.elf import cuda_majors, soname_key
 from envcheck.inspect.wheel_tags import parse_wheel_name
-from envcheck.model import Finding, Package, Status
+from envcheck.model import Binary, Finding, Location, Package, Status
 from envcheck.rules import CheckContext, check, rule
 
 _FIX_CU130 = (
@@ -273,14 +276,8 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
 
 
 # --- binaries: CUDA library sonames in DT_NEEDED / DT_SONAME of ELF files ----------------------------
-# (appended section; owned by the binaries work, issue 3)
 
-import os as _os  # noqa: E402
-import re as _re  # noqa: E402
 
-from envcheck.inspect.elf import cuda_majors as _cuda_majors  # noqa: E402
-from envcheck.inspect.elf import soname_key as _soname_key  # noqa: E402
-from envcheck.model import Binary as _Binary  # noqa: E402
 
 BINARY_SONAME = rule(
     "G1-binary-soname", "G1", "A binary needs (or is) a CUDA library of another major", Status.FAIL,
@@ -303,22 +300,22 @@ BINARY_STATIC_CUDART = rule(
     ("elf", "folder", "wheel", "image", "container", "host"),
 )
 
-_DIGITS = _re.compile(r"\d+")
+_DIGITS = re.compile(r"\d+")
 
 
 def _foreign(names: tuple[str, ...], major: int) -> list[tuple[str, tuple[int, ...]]]:
     out = []
     for name in names:
-        majors = _cuda_majors(name)
+        majors = cuda_majors(name)
         if majors is not None and major not in majors:
             out.append((name, majors))
     return out
 
 
-def _variant_key(b: _Binary) -> tuple[str, str]:
+def _variant_key(b: Binary) -> tuple[str, str]:
     """Owner and file name with digit runs blanked: libbnb_cuda121.so matches libbnb_cuda130.so, and
     triton's cupti/libcupti.so.12 matches cupti-blackwell/libcupti.so.13 (same distribution)."""
-    folder, name = _os.path.split(b.path)
+    folder, name = os.path.split(b.path)
     return b.distribution or folder, _DIGITS.sub("#", name)
 
 
@@ -343,7 +340,7 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     failed = False
     for b in binaries:
         names = (*b.needed, *((b.soname,) if b.soname else ()))
-        if any(_cuda_majors(n) is not None for n in names):
+        if any(cuda_majors(n) is not None for n in names):
             judged += 1
         bad_needed = _foreign(b.needed, major)
         bad_self = _foreign((b.soname,), major) if b.soname else []
@@ -352,7 +349,7 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
         owner = b.distribution or "no known distribution"
         libs = ", ".join(f"{n} (CUDA {'/'.join(map(str, m))})" for n, m in [*bad_self, *bad_needed])
         evidence = {"binary": b.path, "distribution": b.distribution, "libraries": [n for n, _ in [*bad_self, *bad_needed]],
-                    "soname_keys": [_soname_key(n) for n, _ in [*bad_self, *bad_needed]]}
+                    "soname_keys": [soname_key(n) for n, _ in [*bad_self, *bad_needed]]}
         if bad_self and not bad_needed:
             what = f"{b.path} ({owner}) is the CUDA library {libs}, not one of CUDA {major}"
         else:
@@ -422,7 +419,6 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
 
 # --- registry and local images (issue 5: envcheck image) -----------------------------------------------
 
-from envcheck.model import Location as _ImageLocation  # noqa: E402
 
 IMAGE_CUDA = rule(
     "G1-image-cuda", "G1", "The image's CUDA is older than the Spark's CUDA 13", Status.FAIL,
@@ -446,13 +442,13 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
     if not isinstance(facts, dict) or facts.get("platform_found") is False:
         return
     ref = str(facts.get("ref", ""))
-    where = _ImageLocation(ref, member="config") if ref else None
+    where = Location(ref, member="config") if ref else None
     value = next((v.value for v in reversed(ctx.inventory.env) if v.name == "CUDA_VERSION" and v.origin == "config"), None)
     major: int | None = None
     how = ""
     evidence: dict[str, object] = {"image": ref}
     if value:
-        head = _re.match(r"\s*(\d+)", value)
+        head = re.match(r"\s*(\d+)", value)
         if head:
             major = int(head.group(1))
             how = f"CUDA_VERSION={value}"

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
 # --- live: the GPU of this host and the kernels torch carries (envcheck preflight) --------------------
-# (appended section; owned by the preflight work, issue 7)
-import re as _re
-from collections.abc import Iterator as _Iterator
 from typing import Any
 
-from envcheck.checks.host_facts import gpus as _live_gpus
-from envcheck.model import Finding as _Finding
-from envcheck.model import Status as _Status
-from envcheck.rules import CheckContext as _CheckContext
-from envcheck.rules import check as _check
-from envcheck.rules import rule as _rule
+from envcheck.checks.host_facts import gpus
+from envcheck.inspect.elf import cuda_majors
+from envcheck.model import Binary, Finding, Status
+from envcheck.rules import CheckContext, check, rule
 
-LIVE_CAPABILITY = _rule(
-    "G7-live-capability", "G7", "The GPU is not compute capability 12.1, or torch has no kernels for it", _Status.FAIL,
+LIVE_CAPABILITY = rule(
+    "G7-live-capability", "G7", "The GPU is not compute capability 12.1, or torch has no kernels for it", Status.FAIL,
     """preflight reads the GPU's compute capability (torch.cuda.get_device_capability(), else nvidia-smi's
     compute_cap) and torch.cuda.get_arch_list(). On a GB10 the capability must be (12, 1) and torch needs
     SASS that runs on sm_121 (sm_120, sm_121, a family sm_12xf target) or PTX to JIT; sm_121a kernels are
@@ -27,7 +25,7 @@ LIVE_CAPABILITY = _rule(
     ("host",),
 )
 
-_ARCH = _re.compile(r"^(sm|compute)_(\d+)([af]?)$")
+_ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
 
 
 def _runs_on(label: str, sm: int) -> bool:
@@ -43,8 +41,8 @@ def _runs_on(label: str, sm: int) -> bool:
     return number // 10 == sm // 10 and number <= sm  # SASS: same major, same or lower minor (f: the family)
 
 
-@_check
-def live_capability(ctx: _CheckContext) -> _Iterator[_Finding]:
+@check
+def live_capability(ctx: CheckContext) -> Iterator[Finding]:
     """G7 on the live GPU: (12, 1) with usable torch kernels PASS; other GPUs INFO; no GPU SKIP."""
     host = ctx.inventory.host
     if ctx.kind != "host" and "torch" not in host:
@@ -59,15 +57,15 @@ def live_capability(ctx: _CheckContext) -> _Iterator[_Finding]:
         capability, source = (int(cap[0]), int(cap[1])), "torch"
         name = (torch.get("devices") or [{}])[0].get("name")
     else:
-        for gpu in _live_gpus(ctx):
+        for gpu in gpus(ctx):
             text = gpu.get("compute_cap")
-            if text and _re.match(r"^\d+\.\d+$", str(text)):
+            if text and re.match(r"^\d+\.\d+$", str(text)):
                 major, minor = str(text).split(".")
                 capability, source, name = (int(major), int(minor)), "nvidia-smi", gpu.get("name")
                 break
     if capability is None:
         why = "torch sees no CUDA device" if torch.get("status") == "ok" else "no torch and no nvidia-smi compute_cap"
-        yield LIVE_CAPABILITY.finding(f"{why}: cannot read the compute capability", status=_Status.SKIP)
+        yield LIVE_CAPABILITY.finding(f"{why}: cannot read the compute capability", status=Status.SKIP)
         return
     want = ctx.profile.compute_capability
     label = f"{name or 'GPU'} has capability {capability} ({source})"
@@ -89,13 +87,10 @@ def live_capability(ctx: _CheckContext) -> _Iterator[_Finding]:
 
 
 # --- static: the GPU code inside ELF files (binaries in wheels, folders, images) ----------------------
-# (appended section; owned by the binaries work, issue 3)
 
-from envcheck.inspect.elf import cuda_majors as _cuda_majors  # noqa: E402
-from envcheck.model import Binary as _Binary  # noqa: E402
 
-BINARY_NO_SM121 = _rule(
-    "G7-binary-no-sm121", "G7", "A binary carries GPU code, but none that runs on sm_121", _Status.FAIL,
+BINARY_NO_SM121 = rule(
+    "G7-binary-no-sm121", "G7", "A binary carries GPU code, but none that runs on sm_121", Status.FAIL,
     """The ELF file embeds fatbins (SASS cubins and/or PTX), but no module has an image that a compute
     capability 12.1 GPU can load: SASS only for other majors (sm_80, sm_90, sm_100, ...) or for sm_120a
     (arch-specific, 12.0 only), and no PTX the driver could JIT. Its kernels fail with
@@ -106,8 +101,8 @@ BINARY_NO_SM121 = _rule(
     arch=compute_121,code=sm_121.""",
     ("elf", "folder", "wheel", "image", "container", "host"),
 )
-BINARY_PTX_ONLY = _rule(
-    "G7-binary-ptx-only", "G7", "A binary runs on sm_121 only through PTX JIT", _Status.WARN,
+BINARY_PTX_ONLY = rule(
+    "G7-binary-ptx-only", "G7", "A binary runs on sm_121 only through PTX JIT", Status.WARN,
     """No SASS in this binary runs on compute capability 12.1, but it ships PTX that the driver can
     JIT-compile at first load. That works, but the first launch is slow (minutes for big libraries; the
     JIT cache helps later), and the driver must support the PTX ISA version it carries (9.0 needs CUDA
@@ -116,8 +111,8 @@ BINARY_PTX_ONLY = _rule(
     (CUDA_CACHE_MAXSIZE, ~/.nv/ComputeCache) is large enough and persists between runs.""",
     ("elf", "folder", "wheel", "image", "container", "host"),
 )
-BINARY_SM121A = _rule(
-    "G7-binary-sm121a", "G7", "Whether sm_121a (NVFP4) kernels exist", _Status.INFO,
+BINARY_SM121A = rule(
+    "G7-binary-sm121a", "G7", "Whether sm_121a (NVFP4) kernels exist", Status.INFO,
     """Only kernels built for the arch-specific sm_121a target can use the FP4 conversion instructions
     (cvt.e2m1x2) that make NVFP4 pay off on a Spark; without them NVFP4 is about 32% slower than FP8.
     Reported as INFO; with --nvfp4 a WARN when no binary carries sm_121a kernels.""",
@@ -126,24 +121,24 @@ BINARY_SM121A = _rule(
 )
 
 
-def _nvidia_cuda13_library(b: _Binary, major: int) -> bool:
+def _nvidia_cuda13_library(b: Binary, major: int) -> bool:
     """Is ``b`` a library of NVIDIA's own CUDA ``major`` wheels (site-packages/nvidia/cu13/, nvidia-*-cu13)?"""
     dist = b.distribution or ""
     return dist.startswith("nvidia-") and (f"/nvidia/cu{major}/" in b.path or dist.endswith(f"-cu{major}"))
 
 
-def _owner(b: _Binary) -> str:
+def _owner(b: Binary) -> str:
     return b.distribution or "(no distribution)"
 
 
-@_check
-def binary_gpu_code(ctx: _CheckContext) -> _Iterator[_Finding]:
+@check
+def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over binaries: FAIL for code that cannot run on sm_121, WARN for PTX-only, PASS per distribution."""
     with_code = [b for b in ctx.inventory.binaries if b.sm121 is not None]
     if not with_code:
         return
     target = f"sm_{ctx.profile.sm}"
-    by_owner: dict[str, list[_Binary]] = {}
+    by_owner: dict[str, list[Binary]] = {}
     for b in with_code:
         by_owner.setdefault(_owner(b), []).append(b)
     for owner, group in sorted(by_owner.items()):
@@ -152,7 +147,7 @@ def binary_gpu_code(ctx: _CheckContext) -> _Iterator[_Finding]:
             where = b.location
             evidence = {"binary": b.path, "distribution": b.distribution, "sass": list(b.sass), "ptx": list(b.ptx),
                         "sections": list(b.sections)}
-            if b.sm121 == "none" and b.soname and ctx.profile.cuda_major in (_cuda_majors(b.soname) or ()):
+            if b.sm121 == "none" and b.soname and ctx.profile.cuda_major in (cuda_majors(b.soname) or ()):
                 # NVIDIA's own CUDA 13 toolkit libraries support every GPU CUDA 13 supports (7.5 to 12.x,
                 # CUDA 13.0 release notes) and pick kernels by device; a leftover module is not launched.
                 yield BINARY_NO_SM121.info(
@@ -192,16 +187,15 @@ def binary_gpu_code(ctx: _CheckContext) -> _Iterator[_Finding]:
                                  None, binaries=carriers[:20])
     elif ctx.options.get("nvfp4"):
         yield BINARY_SM121A.finding(f"no binary carries {nvfp4} kernels: NVFP4 will be slower than FP8 here",
-                                    status=_Status.WARN)
+                                    status=Status.WARN)
     else:
         yield BINARY_SM121A.info(f"no binary carries {nvfp4} kernels (NVFP4 would be slower than FP8)")
 
 
 # --- static: TORCH_CUDA_ARCH_LIST and CUDA extension source builds in Dockerfiles ----------------------
-# (appended section; owned by the Dockerfile work, issue 4)
 
-ARCH_LIST = _rule(
-    "G7-torch-cuda-arch-list", "G7", "TORCH_CUDA_ARCH_LIST does not cover sm_121", _Status.WARN,
+ARCH_LIST = rule(
+    "G7-torch-cuda-arch-list", "G7", "TORCH_CUDA_ARCH_LIST does not cover sm_121", Status.WARN,
     """TORCH_CUDA_ARCH_LIST (ENV, ARG, or exported in a RUN) chooses the GPU code that torch extensions
     (xformers, custom ops, apex, ...) are compiled for. A GB10 (compute capability 12.1) runs SASS built for
     12.1, 12.1a or 12.0 (same major, lower minor), and PTX of 12.0/12.1 through the driver's JIT. A list
@@ -211,15 +205,15 @@ ARCH_LIST = _rule(
     "Add 12.1 to the list (TORCH_CUDA_ARCH_LIST=\"12.1\"; \"12.1a\" for NVFP4 kernels; \"12.0+PTX\" keeps other Blackwell GPUs working too).",
     ("dockerfile", "image"),
 )
-ARCH_LIST_NVFP4 = _rule(
-    "G7-arch-list-sm121a", "G7", "Whether TORCH_CUDA_ARCH_LIST builds sm_121a (NVFP4) kernels", _Status.INFO,
+ARCH_LIST_NVFP4 = rule(
+    "G7-arch-list-sm121a", "G7", "Whether TORCH_CUDA_ARCH_LIST builds sm_121a (NVFP4) kernels", Status.INFO,
     """Only kernels compiled for the arch-specific target 12.1a (sm_121a) can use cvt.e2m1x2, which NVFP4 needs
     to be faster than FP8 on a Spark (about 32% slower without it).""",
     "Add 12.1a to TORCH_CUDA_ARCH_LIST for extensions that run NVFP4 kernels; otherwise stay on FP8.",
     ("dockerfile", "image"),
 )
-SOURCE_BUILD_ARCH = _rule(
-    "G7-source-build-arch", "G7", "A CUDA extension is built from source without sm_121 in TORCH_CUDA_ARCH_LIST", _Status.WARN,
+SOURCE_BUILD_ARCH = rule(
+    "G7-source-build-arch", "G7", "A CUDA extension is built from source without sm_121 in TORCH_CUDA_ARCH_LIST", Status.WARN,
     """xformers (or another torch CUDA extension) is compiled from source in the Dockerfile (git clone + pip
     install ., setup.py install, pip install git+...). During docker build no GPU is visible, so the kernels
     are built for TORCH_CUDA_ARCH_LIST; when it is unset on a base that does not set it (NGC images set one
@@ -229,7 +223,7 @@ SOURCE_BUILD_ARCH = _rule(
     ("dockerfile",),
 )
 
-_ENTRY = _re.compile(r"^(\d+)\.(\d+)([af]?)(\+ptx)?$", _re.I)
+_ENTRY = re.compile(r"^(\d+)\.(\d+)([af]?)(\+ptx)?$", re.I)
 _EXTENSIONS = ("xformers", "flash-attn", "apex", "bitsandbytes", "deepspeed", "vllm", "flashinfer-python", "causal-conv1d", "mamba-ssm")
 
 
@@ -240,7 +234,7 @@ def arch_list_coverage(value: str, sm: int) -> tuple[str, list[str], bool]:
     targets: list[str] = []
     nvfp4 = False
     order = {"none": 0, "jit-older": 1, "jit-same-major": 2, "native": 3}
-    for raw in _re.split(r"[;,\s]+", value.strip().strip("\"'")):
+    for raw in re.split(r"[;,\s]+", value.strip().strip("\"'")):
         m = _ENTRY.match(raw)
         if not m:
             continue
@@ -260,8 +254,8 @@ def arch_list_coverage(value: str, sm: int) -> tuple[str, list[str], bool]:
     return level, targets, nvfp4
 
 
-@_check
-def dockerfile_arch_list(ctx: _CheckContext) -> _Iterator[_Finding]:
+@check
+def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over TORCH_CUDA_ARCH_LIST values in a Dockerfile and the extensions it builds from source."""
     if ctx.kind not in ("dockerfile", "image"):
         return

@@ -15,7 +15,7 @@ from packaging.version import InvalidVersion, Version
 from envcheck import knowledge
 from envcheck.inspect.builds import installs_on, ngc_release, requirement_applies
 from envcheck.inspect.wheel_tags import canonical
-from envcheck.model import Finding, Package, Status
+from envcheck.model import Finding, Location, Package, Status
 from envcheck.profile import Profile
 from envcheck.rules import CheckContext, check, rule
 
@@ -333,7 +333,6 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
 
 # --- registry and local images (issue 5: envcheck image) -----------------------------------------------
 
-from envcheck.model import Location as _ImageLocation  # noqa: E402
 
 IMAGE_FLOATING_TAG = rule(
     "G9-image-floating-tag", "G9", "The image is named by a moving tag (latest, nightly)", Status.WARN,
@@ -365,7 +364,7 @@ def image_drift(ctx: CheckContext) -> Iterator[Finding]:
     ref = str(facts.get("ref", ""))
     tag = facts.get("tag")
     if facts.get("source") == "registry" and "@" not in ref:
-        where = _ImageLocation(ref)
+        where = Location(ref)
         if tag in ("latest", "nightly") or str(tag or "").startswith(("latest-", "nightly-")):
             pin = f"{ref.rsplit(':', 1)[0]}@{facts['digest']}" if facts.get("digest") else ""
             yield IMAGE_FLOATING_TAG.finding(f"{ref} is a moving tag" + (f"; what was checked is {pin}" if pin else ""),
