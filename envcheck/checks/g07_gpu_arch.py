@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-
-# --- live: the GPU of this host and the kernels torch carries (envcheck preflight) --------------------
 from typing import Any
 
 from envcheck.checks.host_facts import gpus
 from envcheck.inspect.elf import cuda_majors
 from envcheck.model import Binary, Finding, Status
 from envcheck.rules import CheckContext, check, rule
+
+# --- live: the GPU of this host and the kernels torch carries (envcheck preflight) --------------------
 
 LIVE_CAPABILITY = rule(
     "G7-live-capability", "G7", "The GPU is not compute capability 12.1, or torch has no kernels for it", Status.FAIL,
