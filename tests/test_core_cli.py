@@ -117,3 +117,15 @@ def test_rules_doc_is_generated_from_the_registry() -> None:
     doc = (REPO / "docs" / "rules.md").read_text()
     generated = run_envcheck("rules", "--format", "markdown").stdout
     assert doc == generated, "docs/rules.md is stale: run `envcheck rules --format markdown > docs/rules.md`"
+
+
+def test_python_option_scans_that_interpreters_environment(preflight_envs: dict[str, Path]) -> None:
+    """`envcheck --python PATH` reads the installed distributions (and binaries) of another interpreter."""
+    proc = run_envcheck("--python", str(preflight_envs["cu12"]), "--format", "json")
+    data = json.loads(proc.stdout)
+    (target,) = data["targets"]
+    assert target["target"].startswith("python:") and target["inventory"]["context"] == "installed"
+    names = {p["name"] for p in target["inventory"]["packages"]}
+    assert "torch" in names
+    assert any(f["rule"] == "G9-pin-conflict" and f["status"] == "FAIL" for f in target["findings"])
+    assert proc.returncode == 1
