@@ -42,10 +42,15 @@ def _table_from_file(path: Path) -> dict[str, Any] | None:
         raise UsageError(f"cannot read config {path}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"config {path} is not valid TOML: {exc}") from exc
+    tool = data.get("tool")
+    if tool is not None and not isinstance(tool, dict):
+        raise UsageError(f"config {path}: `tool` must be a table ([tool.envcheck]), not {type(tool).__name__}")
+    table = (tool or {}).get("envcheck")
+    if table is not None and not isinstance(table, dict):
+        raise UsageError(f"config {path}: [tool.envcheck] must be a table, not {type(table).__name__}")
     if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("envcheck")
-        return table if isinstance(table, dict) else None
-    return data.get("tool", {}).get("envcheck", data) if isinstance(data, dict) else None
+        return table
+    return table if table is not None else data
 
 
 def find_config(start: Path) -> Path | None:

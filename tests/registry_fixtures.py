@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import tarfile
 import tempfile
@@ -551,11 +552,15 @@ class Fault:
     """Inject ``action`` on requests whose method and path match, ``times`` times (-1: always)."""
 
     pattern: str  # regex on the request path
-    action: str  # status | corrupt | cut | not-json | nvcr-challenge | accept-docker-only
+    # status | corrupt | cut | not-json | nvcr-challenge | accept-docker-only | reset | reset-before-answer |
+    # slow-body | slow-headers | rewrite | redirect (see FaultProxy.handle)
+    action: str
     times: int = 1
     status: int = 500
     headers: dict[str, str] = field(default_factory=dict)
     method: str = "GET"
+    body: bytes | None = None  # rewrite: the body to send instead of upstream's
+    interval: float = 1.0  # slow-*: seconds between bytes
 
 
 class FaultProxy:
@@ -565,6 +570,8 @@ class FaultProxy:
         self.upstream = f"http://{upstream}"
         self.faults = faults
         self.seen: list[tuple[str, str]] = []
+        self.headers_seen: list[dict[str, str]] = []  # the request headers, in the order of ``seen``
+        self.stopping = threading.Event()  # ends slow-* answers when the proxy closes
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -579,12 +586,13 @@ class FaultProxy:
             def do_HEAD(self) -> None:
                 proxy.handle(self, "HEAD")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
         _SERVERS.append(self.server)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.host = f"127.0.0.1:{self.server.server_address[1]}"
 
     def close(self) -> None:
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
         if self.server in _SERVERS:
@@ -601,10 +609,22 @@ class FaultProxy:
     def handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:
         path = handler.path
         self.seen.append((method, path))
+        self.headers_seen.append(dict(handler.headers.items()))
         if path.startswith("http://"):  # used as a forward proxy (HTTP_PROXY): the request line has the full URL
             path = "/" + path.split("/", 3)[3]
         fault = self._fault_for(method, path)
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host", "connection")}
+        if fault is not None and fault.action == "reset-before-answer":
+            _reset(handler)
+            return
+        if fault is not None and fault.action == "redirect":
+            self._reply(handler, fault.status, {"Location": fault.headers["Location"].format(path=path)}, b"")
+            return
+        if fault is not None and fault.action == "slow-headers":
+            # A status line, then one header byte per interval: the answer never gets past its headers.
+            handler.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            self._dribble(handler, b"X-Slow: " + b"z" * 100000, fault.interval)
+            return
         if fault is not None and fault.action == "status":
             body = json.dumps({"errors": [{"code": "INJECTED", "message": f"injected HTTP {fault.status}"}]}).encode()
             self._reply(handler, fault.status, {"Content-Type": "application/json", **fault.headers}, body)
@@ -627,6 +647,25 @@ class FaultProxy:
             body = b"<html><body>502 Bad Gateway from a captive portal</body></html>"
             out["Content-Type"] = OCI_MANIFEST
             out.pop("Docker-Content-Digest", None)
+        if fault is not None and fault.action == "rewrite":
+            out.update(fault.headers)
+            if fault.body is not None:
+                body = fault.body
+                out.pop("Docker-Content-Digest", None)
+        if fault is not None and fault.action in ("reset", "slow-body"):
+            handler.send_response(upstream.status_code)
+            for key, value in out.items():
+                handler.send_header(key, value)
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            if fault.action == "slow-body":  # one byte per interval, never the whole body
+                self._dribble(handler, body[:-1], fault.interval)
+                return
+            handler.wfile.write(body[: len(body) // 2])
+            handler.wfile.flush()
+            time.sleep(0.05)  # let the client start reading the body before the reset
+            _reset(handler)
+            return
         if fault is not None and fault.action == "cut":
             out["Content-Length"] = str(len(body))
             handler.send_response(upstream.status_code)
@@ -641,6 +680,18 @@ class FaultProxy:
             return
         self._reply(handler, upstream.status_code, out, body if method != "HEAD" else b"", upstream.headers.get("Content-Length"))
 
+    def _dribble(self, handler: BaseHTTPRequestHandler, data: bytes, interval: float) -> None:
+        """Send ``data`` one byte per ``interval`` until it ends, the client leaves or the proxy closes."""
+        handler.close_connection = True
+        for index in range(len(data)):
+            try:
+                handler.wfile.write(data[index : index + 1])
+                handler.wfile.flush()
+            except OSError:
+                return
+            if self.stopping.wait(interval):
+                return
+
     @staticmethod
     def _reply(handler: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: bytes, length: str | None = None) -> None:
         handler.send_response(status)
@@ -650,6 +701,21 @@ class FaultProxy:
         handler.end_headers()
         if body:
             handler.wfile.write(body)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A threading HTTP server that does not print the client errors the faults cause on purpose."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass
+
+
+def _reset(handler: BaseHTTPRequestHandler) -> None:
+    """Abort the connection with a TCP RST (SO_LINGER 0), not a clean FIN."""
+    handler.close_connection = True
+    sock = handler.connection
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
 
 
 @pytest.fixture(scope="session")

@@ -265,9 +265,6 @@ def test_bearer_challenge_with_a_broken_realm_is_a_service_error() -> None:
         token_url(challenge, "repository:x:pull")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="AttributeError from config._table_from_file for "
-                   "`tool = 1` in .envcheck.toml: the run stops with 'internal error' instead of a usage error naming the "
-                   "file - owner: envcheck/config.py")
 def test_config_with_a_non_table_tool_key_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / ".envcheck.toml").write_text("tool = 1\n")

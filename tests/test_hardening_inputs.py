@@ -189,7 +189,9 @@ def _oci_layout(folder: Path, layer: bytes) -> Path:
 
 
 def check_image(folder: Path, *extra: str, timeout: float = BOUND) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    done = run_envcheck("image", "--deep", "--no-progress", *extra, "-f", "json", f"oci-layout:{folder}", timeout=timeout)
+    # A cache of its own: a layer scan cached by an earlier run (say with --max-expansion 0) must not answer for it.
+    done = run_envcheck("image", "--deep", "--no-progress", *extra, "-f", "json", f"oci-layout:{folder}", timeout=timeout,
+                        env={"ENVCHECK_CACHE_DIR": str(folder.parent / f"cache{len(extra)}")})
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr[-3000:]
     return done, json.loads(done.stdout)
 

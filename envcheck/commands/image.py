@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from envcheck import engine
@@ -10,6 +11,7 @@ from envcheck.config import Config
 from envcheck.errors import UsageError
 from envcheck.profile import load_profile
 from envcheck.registry.auth import Credentials
+from envcheck.registry.client import DEFAULT_DEADLINE
 from envcheck.registry.layers import DEFAULT_MAX_EXPANSION
 from envcheck.registry.reference import parse_reference
 from envcheck.sources.image import KIND, ImageOptions, looks_like_image, read_image
@@ -23,7 +25,10 @@ host:port/repo@sha256:...), or a local image: docker-daemon:NAME (an image in th
 oci-layout:DIR[:TAG] (an OCI image layout folder), docker-archive:FILE.tar (docker save output).
 Registries are reached over HTTPS; plain HTTP only for loopback and --insecure-registry hosts.
 Credentials: --username with --password-stdin, else the Docker config (DOCKER_CONFIG, docker login,
-credential helpers), else anonymous. Exit code 3 when a registry or engine could not be reached."""
+credential helpers), else anonymous. Exit code 3 when a registry or engine could not be reached.
+Every registry request has an overall deadline (--http-timeout, else ENVCHECK_HTTP_TIMEOUT, else
+300 s; a layer gets one more second per MiB), so a stalled or trickling server cannot hold envcheck;
+429/5xx answers and failed connections are retried a few times, redirects followed at most 10 times."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +49,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-expansion", type=float, default=DEFAULT_MAX_EXPANSION, metavar="RATIO",
                         help=f"with --deep: a layer may expand to RATIO times its compressed size (at least 16 MiB) "
                              f"before it is refused as a decompression bomb (default {DEFAULT_MAX_EXPANSION}; 0: no limit)")
+    parser.add_argument("--http-timeout", type=float, default=None, metavar="SECONDS",
+                        help="give up on a registry request that has not finished after this long (default: "
+                             "ENVCHECK_HTTP_TIMEOUT, else 300; a layer gets one more second per MiB)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (it only shows on a terminal anyway)")
     parser.add_argument("--run", action="store_true",
                         help="pull the image and run the checks inside it (the same as `envcheck container REF`)")
@@ -64,6 +72,21 @@ def _credentials(args: argparse.Namespace) -> Credentials | None:
     if not password:
         raise UsageError("--password-stdin read an empty password")
     return Credentials(args.username, password, origin="--username/--password-stdin")
+
+
+def _http_timeout(args: argparse.Namespace) -> float:
+    """--http-timeout, else ENVCHECK_HTTP_TIMEOUT, else the client's default."""
+    text = args.http_timeout if args.http_timeout is not None else os.environ.get("ENVCHECK_HTTP_TIMEOUT")
+    if text is None or text == "":
+        return DEFAULT_DEADLINE
+    source = "--http-timeout" if args.http_timeout is not None else "ENVCHECK_HTTP_TIMEOUT"
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise UsageError(f"{source}={text!r}: expected a number of seconds") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise UsageError(f"{source}={text!r}: expected a positive number of seconds")
+    return seconds
 
 
 def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
@@ -89,5 +112,6 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
         use_cache=not getattr(args, "no_cache", False),
         deep_fatbin=bool(getattr(args, "deep_fatbin", False) or config.options.get("deep_fatbin", False)),
         max_expansion=float(args.max_expansion),
+        http_timeout=_http_timeout(args),
     )
     return [engine.Target(name=ref_text, kind=KIND, read=lambda: read_image(ref_text, options))]

@@ -4,19 +4,32 @@ HTTPS by default; plain HTTP only for loopback registries and hosts named with -
 (as dockerd does). Proxies come from the environment (``HTTPS_PROXY``, ``NO_PROXY``), as requests reads them.
 Every failure to talk to the registry is a :class:`ServiceError` (exit code 3) with a message that says
 what was asked, what came back and what to do.
+
+Bounds: a per-read timeout alone lets a server that sends a byte every few seconds (slow-loris) hold
+envcheck forever, so every request also has an overall deadline (``deadline``, from ``ENVCHECK_HTTP_TIMEOUT``
+or ``--http-timeout``): when it passes, a watchdog shuts the request's socket down. A layer stream gets
+one more second per MiB of its size. Redirects are followed (registries send blobs to storage hosts) at
+most :data:`MAX_REDIRECTS` times; requests drops the Authorization header when a redirect leaves the host.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import hashlib
 import json
+import socket
+import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from envcheck.errors import ServiceError
 from envcheck.registry.auth import Challenge, Credentials, TokenCache, parse_challenge, token_url
@@ -34,6 +47,9 @@ ACCEPT_ALL = ", ".join((OCI_INDEX, DOCKER_LIST, OCI_MANIFEST, DOCKER_MANIFEST))
 MAX_MANIFEST_BYTES = 4 << 20  # the distribution spec's suggested manifest limit
 MAX_CONFIG_BYTES = 64 << 20
 RETRY_STATUSES = (429, 500, 502, 503, 504)
+DEFAULT_DEADLINE = 300.0  # seconds for one request and its answer (ENVCHECK_HTTP_TIMEOUT, --http-timeout)
+LAYER_SECONDS_PER_MIB = 1.0  # a layer stream's deadline grows by this much per MiB (a 1 MiB/s floor)
+MAX_REDIRECTS = 10
 USER_AGENT = "envcheck-image/0.1 (python-requests)"
 
 
@@ -42,13 +58,19 @@ def sha256_digest(data: bytes) -> str:
 
 
 def media_type_of(body: Any, header: str | None) -> str:
-    """The manifest's media type: the Content-Type header, its ``mediaType`` field, else its shape."""
+    """The manifest's media type: its own ``mediaType`` field, else a known Content-Type, else its shape.
+
+    The document is covered by its digest and the header is not: a proxy or a misconfigured registry
+    that labels a manifest ``text/html`` or an index as a manifest must not change how it is read.
+    """
     header = (header or "").split(";", 1)[0].strip()
+    declared = body.get("mediaType") if isinstance(body, dict) else None
+    if isinstance(declared, str) and declared in (*INDEX_TYPES, *MANIFEST_TYPES, *DOCKER_SCHEMA1):
+        return declared
     if header in (*INDEX_TYPES, *MANIFEST_TYPES, *DOCKER_SCHEMA1):
         return header
     if not isinstance(body, dict):
         return header or "unknown"
-    declared = body.get("mediaType")
     if isinstance(declared, str) and declared:
         return declared
     if body.get("schemaVersion") == 1:
@@ -74,6 +96,87 @@ class Manifest:
         return self.media_type in INDEX_TYPES
 
 
+_CURRENT = threading.local()  # the _Watchdog of the request this thread is sending, if any
+
+
+class _Watchdog:
+    """An overall deadline for one request: when it passes, the sockets the request used are shut down.
+
+    Shutting a socket down makes the blocked ``recv`` return at once, so the request fails wherever it
+    was (connecting, reading headers one byte at a time, or streaming a body) and the caller sees
+    ``fired``. A connection that went back to the pool and was taken by a later request carries a newer
+    ``_envcheck_use`` number and is left alone.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.fired = False
+        self._uses: list[tuple[weakref.ref[HTTPConnection], int]] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, connection: HTTPConnection) -> None:
+        with self._lock:
+            self._uses.append((weakref.ref(connection), getattr(connection, "_envcheck_use", 0)))
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            for ref, use in self._uses:
+                connection = ref()
+                sock = getattr(connection, "sock", None) if connection is not None else None
+                if sock is None or getattr(connection, "_envcheck_use", 0) != use:
+                    continue
+                # socket.socket's own shutdown: on an SSLSocket it leaves the TLS object in place
+                with contextlib.suppress(OSError):
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _watched(self)
+        super().request(*args, **kwargs)
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _watched(self)
+        super().request(*args, **kwargs)
+
+
+def _watched(connection: HTTPConnection) -> None:
+    connection._envcheck_use = getattr(connection, "_envcheck_use", 0) + 1  # type: ignore[attr-defined]
+    watchdog: _Watchdog | None = getattr(_CURRENT, "watchdog", None)
+    if watchdog is not None:
+        watchdog.watch(connection)
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+class _WatchedAdapter(HTTPAdapter):
+    """requests' adapter with connections a :class:`_Watchdog` can find (direct and through a proxy)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+        return manager
+
+
 @dataclass
 class RegistryClient:
     """Talks to one registry for one repository; counts the HTTP requests it makes."""
@@ -85,12 +188,16 @@ class RegistryClient:
     retries: int = 4
     backoff: float = 0.5
     max_wait: float = 60.0
+    deadline: float = DEFAULT_DEADLINE  # overall seconds for one request and its answer (see the module doc)
     tokens: TokenCache = field(default_factory=TokenCache)
     requests_made: int = 0
     session: requests.Session = field(default_factory=requests.Session)
 
     def __post_init__(self) -> None:
         self.session.headers["User-Agent"] = USER_AGENT
+        self.session.max_redirects = MAX_REDIRECTS
+        for prefix in ("http://", "https://"):
+            self.session.mount(prefix, _WatchedAdapter())
         if self.ref.is_loopback:
             # A proxy from HTTPS_PROXY cannot reach this machine's loopback; never send loopback traffic to it.
             self.session.trust_env = False
@@ -120,36 +227,70 @@ class RegistryClient:
         time.sleep(min(max(wait, 0.0), self.max_wait))
 
     def _send(self, method: str, url: str, what: str, headers: dict[str, str] | None = None, stream: bool = False,
-              auth: tuple[str, str] | None = None, data: dict[str, str] | None = None) -> requests.Response:
-        """One request with retries on 429/5xx (honouring Retry-After) and on transient network errors."""
+              auth: tuple[str, str] | None = None, data: dict[str, str] | None = None,
+              extra_seconds: float = 0.0) -> requests.Response:
+        """One request with retries on 429/5xx (honouring Retry-After) and on transient network errors.
+
+        Each attempt runs under its own :class:`_Watchdog` (``deadline + extra_seconds``); a streamed
+        response carries it as ``envcheck_watchdog`` until its body has been read. A passed deadline is
+        not retried: the deadline is the user's bound on the wait.
+        """
         attempt = 0
+        host = _host_of(url)
         while True:
             self.requests_made += 1
+            watchdog = _Watchdog(self.deadline + extra_seconds)
+            _CURRENT.watchdog = watchdog
             try:
                 response = self.session.request(method, url, headers=headers, stream=stream, timeout=self.timeout,
                                                 auth=auth, data=data, allow_redirects=True)
             except requests.exceptions.SSLError as exc:
-                raise ServiceError(f"TLS error talking to {self.ref.registry} for {what}: {exc}. If this registry "
+                watchdog.cancel()
+                raise ServiceError(f"TLS error talking to {host} for {what}: {_short(exc)}. If this registry "
                                    f"serves plain HTTP, name it with --insecure-registry {self.ref.registry}") from None
+            except requests.TooManyRedirects:
+                watchdog.cancel()
+                raise ServiceError(f"{host} redirected the request for {what} more than {self.session.max_redirects} "
+                                   "times (a redirect loop); the registry or a proxy in between is misconfigured") from None
             except (requests.ConnectionError, requests.Timeout) as exc:
+                watchdog.cancel()
+                if watchdog.fired:
+                    raise _deadline_error(f"{host} did not finish answering the request for {what}", watchdog.seconds) from None
                 if attempt >= min(self.retries, 2):
                     reason = "timed out" if isinstance(exc, requests.Timeout) else "connection failed"
-                    raise ServiceError(f"{self.ref.registry} could not be reached ({reason}) while fetching {what}: "
+                    raise ServiceError(f"{host} could not be reached ({reason}) while fetching {what}: "
                                        f"{_short(exc)}. Check the registry address, the network and HTTPS_PROXY.") from None
                 self._sleep_before_retry(attempt, None)
                 attempt += 1
                 continue
+            except requests.RequestException as exc:  # a bad redirect Location, a broken chunked answer, ...
+                watchdog.cancel()
+                if watchdog.fired:
+                    raise _deadline_error(f"{host} did not finish answering the request for {what}", watchdog.seconds) from None
+                raise ServiceError(f"{host} sent an answer for {what} that could not be used: "
+                                   f"{type(exc).__name__}: {_short(exc)}") from None
+            finally:
+                _CURRENT.watchdog = None
+            if not stream:
+                watchdog.cancel()
             if response.status_code in RETRY_STATUSES and attempt < self.retries:
+                watchdog.cancel()
                 response.close()
                 self._sleep_before_retry(attempt, response)
                 attempt += 1
                 continue
+            response.envcheck_watchdog = watchdog  # type: ignore[attr-defined]
             return response
 
     def _authorize(self, response: requests.Response, what: str) -> bool:
         """Answer a 401 challenge; True when a new Authorization header is worth a retry."""
-        challenge = parse_challenge(response.headers.get("WWW-Authenticate", ""))
+        header = response.headers.get("WWW-Authenticate", "")
+        challenge = parse_challenge(header)
         if challenge is None:
+            if header.strip():
+                raise ServiceError(f"{self.ref.registry} answered HTTP 401 for {what} with a WWW-Authenticate challenge "
+                                   f"envcheck cannot read ({header[:120]!r}); the registry or a proxy in between is "
+                                   "misconfigured")
             return False
         self._challenge = challenge
         creds = self.credentials
@@ -163,7 +304,8 @@ class RegistryClient:
             self._auth_header = header
             return True
         if challenge.scheme != "bearer":
-            raise ServiceError(f"{self.ref.registry} asked for unsupported authentication scheme {challenge.scheme!r}")
+            raise ServiceError(f"{self.ref.registry} asked for unsupported authentication scheme {challenge.scheme!r} "
+                               f"(HTTP 401 for {what}); envcheck speaks Bearer and Basic, as docker pull does")
         key = (challenge.params.get("realm", ""), challenge.params.get("service", ""), self.scope)
         token = self.tokens.get(key)
         if token is None or f"Bearer {token}" == self._auth_header:
@@ -175,7 +317,11 @@ class RegistryClient:
         return True
 
     def _fetch_token(self, challenge: Challenge) -> str:
-        url = token_url(challenge, self.scope)
+        try:
+            url = token_url(challenge, self.scope)
+        except ServiceError as exc:
+            raise ServiceError(f"{self.ref.registry}: {exc.message} (HTTP 401 challenge); the registry or a proxy in "
+                               "between is misconfigured") from None
         creds = self.credentials
         what = f"a token for {self.scope}"
         if creds is not None and creds.identity_token:
@@ -205,15 +351,17 @@ class RegistryClient:
         self.tokens.put(key, token, expires)
         return token
 
-    def get(self, path: str, what: str, headers: dict[str, str] | None = None, stream: bool = False) -> requests.Response:
+    def get(self, path: str, what: str, headers: dict[str, str] | None = None, stream: bool = False,
+            extra_seconds: float = 0.0) -> requests.Response:
         """GET ``/v2/<path>`` with authentication; raise ServiceError on any answer but 2xx."""
         url = self.base + path
         for _ in range(3):
             merged = dict(headers or {})
             if self._auth_header:
                 merged["Authorization"] = self._auth_header
-            response = self._send("GET", url, what, headers=merged, stream=stream)
+            response = self._send("GET", url, what, headers=merged, stream=stream, extra_seconds=extra_seconds)
             if response.status_code == 401 and self._authorize(response, what):
+                _finish(response)
                 response.close()
                 continue
             break
@@ -225,6 +373,7 @@ class RegistryClient:
     def _raise_for(self, response: requests.Response, what: str) -> None:
         status = response.status_code
         detail = _error_detail(response)
+        _finish(response)
         response.close()
         where = f"{self.ref.registry}/{self.ref.repository}"
         if status == 401:
@@ -251,7 +400,8 @@ class RegistryClient:
         accept = ACCEPT_ALL
         for _ in range(2):
             try:
-                response = self.get(f"{self.ref.repository}/manifests/{reference}", what, {"Accept": accept}, stream=True)
+                raw, response = self._document(f"{self.ref.repository}/manifests/{reference}", what, MAX_MANIFEST_BYTES,
+                                               {"Accept": accept})
                 break
             except ServiceError as exc:
                 # distribution 2.8 answers 404 when an OCI index exists but Accept lacks its type; some
@@ -260,10 +410,8 @@ class RegistryClient:
                     accept = OCI_INDEX
                     continue
                 raise
-        with response:
-            raw = _read_limited(response, MAX_MANIFEST_BYTES, what)
-            content_type = response.headers.get("Content-Type")
-            header_digest = response.headers.get("Docker-Content-Digest")
+        content_type = response.headers.get("Content-Type")
+        header_digest = response.headers.get("Docker-Content-Digest")
         digest = sha256_digest(raw)
         expected = reference if reference.startswith("sha256:") else (header_digest if (header_digest or "").startswith("sha256:") else None)
         if expected and expected != digest:
@@ -272,11 +420,15 @@ class RegistryClient:
         try:
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is not JSON ({exc}); the registry "
-                               "or a proxy in between sent something else") from None
+            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is not JSON ({exc}; Content-Type "
+                               f"{content_type or 'none'}); the registry or a proxy in between sent something else") from None
         if not isinstance(body, dict):
             raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is JSON but not an object")
         media_type = media_type_of(body, content_type)
+        if media_type not in (*INDEX_TYPES, *MANIFEST_TYPES, *DOCKER_SCHEMA1):
+            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is JSON but neither an image manifest "
+                               f"nor an index (media type {media_type[:80]!r}, Content-Type {content_type or 'none'}); "
+                               "the registry or a proxy in between sent something else")
         if media_type in DOCKER_SCHEMA1:
             raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is a legacy schema 1 manifest, which "
                                "carries no image config; envcheck reads schema 2 and OCI images only")
@@ -285,17 +437,41 @@ class RegistryClient:
     def blob(self, digest: str, limit: int = MAX_CONFIG_BYTES, what: str = "") -> bytes:
         """A small blob (an image config) read whole and verified against its digest."""
         what = what or f"blob {digest[:19]}"
-        with self.get(f"{self.ref.repository}/blobs/{digest}", what, stream=True) as response:
-            data = _read_limited(response, limit, what)
+        data, _ = self._document(f"{self.ref.repository}/blobs/{digest}", what, limit)
         verify_digest(data, digest, f"{self.ref.registry}/{self.ref.repository} {what}")
         return data
 
-    def open_blob(self, digest: str, what: str = "") -> VerifiedStream:
-        """A streaming reader over a blob that checks the digest (and size) once it reaches the end."""
+    def open_blob(self, digest: str, what: str = "", size: int | None = None) -> VerifiedStream:
+        """A streaming reader over a blob that checks the digest (and size) once it reaches the end.
+
+        ``size`` (from the manifest) extends the request's deadline by LAYER_SECONDS_PER_MIB per MiB.
+        """
         what = what or f"blob {digest[:19]}"
-        response = self.get(f"{self.ref.repository}/blobs/{digest}", what, stream=True)
-        return VerifiedStream(_ResponseReader(response, what), digest, f"{self.ref.registry}/{self.ref.repository} {what}",
-                              on_close=response.close)
+        extra = (size or 0) / (1 << 20) * LAYER_SECONDS_PER_MIB
+        response = self.get(f"{self.ref.repository}/blobs/{digest}", what, stream=True, extra_seconds=extra)
+        where = f"{self.ref.registry}/{self.ref.repository} {what}"
+        reader = _ResponseReader(response, where)
+
+        def close() -> None:
+            reader.finish()
+            response.close()
+
+        return VerifiedStream(reader, digest, where, on_close=close)
+
+    def _document(self, path: str, what: str, limit: int, headers: dict[str, str] | None = None) -> tuple[bytes, requests.Response]:
+        """GET a small document (manifest, config) whole; a stream broken midway is asked for again
+        (as often as a failed connection is), since nothing of it has been used yet."""
+        attempt = 0
+        while True:
+            response = self.get(path, what, headers, stream=True)
+            try:
+                with response:
+                    return _read_limited(response, limit, f"{self.ref.registry}/{self.ref.repository} {what}"), response
+            except _BrokenStream:
+                if attempt >= min(self.retries, 2):
+                    raise
+                self._sleep_before_retry(attempt, None)
+                attempt += 1
 
 
 def verify_digest(data: bytes, digest: str, what: str) -> None:
@@ -308,25 +484,46 @@ def verify_digest(data: bytes, digest: str, what: str) -> None:
                            "the data was corrupted in transit or in the registry")
 
 
+class _BrokenStream(ServiceError):
+    """The connection broke or ended early while a body was read."""
+
+
 class _ResponseReader:
-    """``read(n)`` over a streamed response body, turning a cut connection into a ServiceError."""
+    """``read(n)`` over a streamed response body, turning a cut connection into a ServiceError.
+
+    ``what`` names the registry and the object, for messages. A body still unread when the request's
+    deadline passes ends in a ServiceError that says so (see :class:`_Watchdog`).
+    """
 
     def __init__(self, response: requests.Response, what: str) -> None:
         self._raw = response.raw
         self._what = what
         self._expected = int(response.headers.get("Content-Length") or -1)
+        self._watchdog: _Watchdog | None = getattr(response, "envcheck_watchdog", None)
         self.read_bytes = 0
 
     def read(self, size: int = -1) -> bytes:
         try:
             data: bytes = self._raw.read(size if size >= 0 else None, decode_content=False)
         except Exception as exc:  # urllib3 raises ProtocolError/IncompleteRead/ReadTimeoutError on a cut stream
-            raise ServiceError(f"the connection broke while reading {self._what} after {self.read_bytes} bytes: "
-                               f"{_short(exc)}") from None
+            self._raise_deadline()
+            raise _BrokenStream(f"the connection broke while reading {self._what} after {self.read_bytes} bytes: "
+                                f"{_short(exc)}") from None
         self.read_bytes += len(data)
-        if not data and size != 0 and 0 <= self.read_bytes < self._expected:
-            raise ServiceError(f"the stream of {self._what} ended after {self.read_bytes} of {self._expected} bytes")
+        if not data and size != 0:
+            self._raise_deadline()
+            self.finish()
+            if 0 <= self.read_bytes < self._expected:
+                raise _BrokenStream(f"the stream of {self._what} ended after {self.read_bytes} of {self._expected} bytes")
         return data
+
+    def finish(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+
+    def _raise_deadline(self) -> None:
+        if self._watchdog is not None and self._watchdog.fired:
+            raise _deadline_error(f"{self._what} did not arrive in full", self._watchdog.seconds)
 
 
 class VerifiedStream:
@@ -390,15 +587,35 @@ def _read_limited(response: requests.Response, limit: int, what: str) -> bytes:
     reader = _ResponseReader(response, what)
     chunks: list[bytes] = []
     total = 0
-    while True:
-        chunk = reader.read(1 << 16)
-        if not chunk:
-            break
-        total += len(chunk)
-        if total > limit:
-            raise ServiceError(f"{what} is larger than {limit >> 20} MiB; refusing to read it into memory")
-        chunks.append(chunk)
+    try:
+        while True:
+            chunk = reader.read(1 << 16)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > limit:
+                raise ServiceError(f"{what} is larger than {limit >> 20} MiB; refusing to read it into memory")
+            chunks.append(chunk)
+    finally:
+        reader.finish()
     return b"".join(chunks)
+
+
+def _finish(response: requests.Response) -> None:
+    """Cancel the deadline of a response whose body is no longer wanted."""
+    watchdog: _Watchdog | None = getattr(response, "envcheck_watchdog", None)
+    if watchdog is not None:
+        watchdog.cancel()
+
+
+def _deadline_error(subject: str, seconds: float) -> ServiceError:
+    return ServiceError(f"{subject} within {seconds:g} s (a stalled or very slow connection), so envcheck gave up; "
+                        "raise the limit with --http-timeout or ENVCHECK_HTTP_TIMEOUT if the registry is just slow")
+
+
+def _host_of(url: str) -> str:
+    """``host[:port]`` of ``url``, for messages (the registry, or its token server when that is elsewhere)."""
+    return url.split("://", 1)[-1].split("/", 1)[0]
 
 
 def _error_detail(response: requests.Response) -> str:
@@ -418,6 +635,8 @@ def _short(exc: BaseException) -> str:
     text = str(exc)
     if "Connection refused" in text or "Errno 111" in text:
         return "connection refused"
+    if "Connection reset" in text or "Errno 104" in text:
+        return "connection reset by the server"
     return text[:300]
 
 

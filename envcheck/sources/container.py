@@ -510,7 +510,10 @@ def run_probe(client: DockerClient, image: str, options: ContainerOptions | None
                     status = container.wait(timeout=max(1.0, options.timeout - (time.monotonic() - started)))
                 except OSError as exc:  # requests' errors are OSErrors; a read timeout means the clock ran out
                     if not _is_timeout(exc):
-                        raise ServiceError(f"lost the Docker engine while {image} ran: {_short(exc)}") from exc
+                        raise ServiceError(
+                            f"lost the Docker engine ({_engine_where()}) while {image} ran: {_short(exc)}. If the engine "
+                            "went down, the next `envcheck container` run removes the probe container left behind"
+                        ) from exc
                     run.timed_out = True
                     with contextlib.suppress(DockerException):
                         container.kill()
@@ -524,13 +527,18 @@ def run_probe(client: DockerClient, image: str, options: ContainerOptions | None
             except APIError as exc:
                 raise ServiceError(f"the Docker engine failed while running {image}: {_short(exc)}") from exc
             except (DockerException, OSError) as exc:
-                raise ServiceError(f"the Docker engine failed while running {image}: {_short(exc)}") from exc
+                raise ServiceError(f"the Docker engine ({_engine_where()}) failed while running {image}: {_short(exc)}") from exc
     finally:
         with _signals_held():
             _remove(client, container, name, NotFound)
         run.seconds = time.monotonic() - started
     _read_python_tag(run)
     return run
+
+
+def _engine_where() -> str:
+    """The engine address for messages: DOCKER_HOST, else the context or local socket the SDK chose."""
+    return os.environ.get("DOCKER_HOST") or "the current Docker context or local socket"
 
 
 def _is_timeout(exc: Exception) -> bool:

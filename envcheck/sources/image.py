@@ -34,7 +34,14 @@ from envcheck.errors import InputError, ServiceError, UsageError
 from envcheck.model import BaseImage, Binary, EnvVar, Inventory, Location, Package, ReadProblem
 from envcheck.registry.auth import Credentials, credentials_from_docker_config
 from envcheck.registry.cache import BlobCache
-from envcheck.registry.client import Manifest, RegistryClient, iter_platforms, media_type_of, platform_matches
+from envcheck.registry.client import (
+    DEFAULT_DEADLINE,
+    Manifest,
+    RegistryClient,
+    iter_platforms,
+    media_type_of,
+    platform_matches,
+)
 from envcheck.registry.layers import (
     DEFAULT_MAX_EXPANSION,
     BinaryReader,
@@ -66,6 +73,7 @@ class ImageOptions:
     deep_fatbin: bool = False
     retries: int = 4
     backoff: float = 0.5
+    http_timeout: float = DEFAULT_DEADLINE  # overall seconds per registry request (--http-timeout, ENVCHECK_HTTP_TIMEOUT)
     max_expansion: float = DEFAULT_MAX_EXPANSION  # --max-expansion: uncompressed/compressed bound per layer
 
 
@@ -365,13 +373,13 @@ def read_image(spec: str, options: ImageOptions) -> Inventory:
     ref = parse_reference(spec)
     creds = options.credentials or credentials_from_docker_config(ref.registry)
     client = RegistryClient(ref, credentials=creds, insecure=options.insecure_registries, retries=options.retries,
-                            backoff=options.backoff)
+                            backoff=options.backoff, deadline=options.http_timeout)
     registry_store = _RegistryStore(client, cache)
     facts: dict[str, Any] = {"source": "registry", "registry": ref.registry, "repository": ref.repository, "tag": ref.tag}
     try:
         top = registry_store.top()
         return _read_store(str(ref), registry_store, top, options, cache, facts,
-                           lambda layer: client.open_blob(layer.digest, what=f"layer {layer.digest[:19]}"), client)
+                           lambda layer: client.open_blob(layer.digest, what=f"layer {layer.digest[:19]}", size=layer.size), client)
     finally:
         client.session.close()
 
