@@ -33,7 +33,7 @@ def read_safely(target: Target, debug: bool = False) -> Inventory:
         return Inventory(problems=[ReadProblem(exc.message, where)])
     except EnvcheckError as exc:
         return Inventory(problems=[ReadProblem(exc.message, Location(target.name))])
-    except (OSError, UnicodeError, ValueError, MemoryError, RecursionError, KeyError, IndexError, TypeError) as exc:
+    except Exception as exc:  # a reader bug or an unforeseen input: this target is an ERROR, the others go on
         if debug:
             raise
         return Inventory(problems=[ReadProblem(f"could not read {target.name}: {type(exc).__name__}: {exc}", Location(target.name))])

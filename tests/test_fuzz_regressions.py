@@ -141,15 +141,9 @@ def truncated_docker_save() -> bytes:
 
 
 WHEEL_CRASHES = [
-    pytest.param(wheel_with_negative_member_offset, id="negative-member-offset",
-                 marks=pytest.mark.xfail(strict=True, raises=OSError, reason="OSError [Errno 22] from seek(negative header_offset) in "
-                                         "wheelzip.data_offset - owner: envcheck/inspect/wheelzip.py")),
-    pytest.param(wheel_with_nameless_member, id="nameless-member",
-                 marks=pytest.mark.xfail(strict=True, raises=IndexError, reason="IndexError from ZipInfo.is_dir() on an empty name in "
-                                         "wheel.read - owner: envcheck/sources/wheel.py")),
-    pytest.param(wheel_needing_zip_version_14_8, id="zip-version-14.8",
-                 marks=pytest.mark.xfail(strict=True, raises=NotImplementedError, reason="NotImplementedError from zipfile.ZipFile escapes wheel.read "
-                                         "(and engine.read_safely: the whole run stops) - owner: envcheck/sources/wheel.py")),
+    pytest.param(wheel_with_negative_member_offset, id="negative-member-offset"),
+    pytest.param(wheel_with_nameless_member, id="nameless-member"),
+    pytest.param(wheel_needing_zip_version_14_8, id="zip-version-14.8"),
 ]
 
 
@@ -165,8 +159,6 @@ def test_broken_wheel_reads_as_an_input_error(tmp_path: Path, build: object) -> 
     assert isinstance(inventory, Inventory) and inventory.problems
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="NotImplementedError escapes engine.read_safely, so one bad wheel stops every other "
-                   "target (internal error) - owner: envcheck/sources/wheel.py (and envcheck/engine.py's safety net)")
 def test_unsupported_zip_version_does_not_stop_other_targets(tmp_path: Path) -> None:
     bad = tmp_path / "demo-1.0-py3-none-any.whl"
     bad.write_bytes(wheel_needing_zip_version_14_8())
@@ -273,9 +265,6 @@ def test_config_with_a_non_table_tool_key_is_a_usage_error(tmp_path: Path) -> No
     assert done.returncode == 2 and ".envcheck.toml" in done.stderr and "internal error" not in done.stderr, done.stderr
 
 
-@pytest.mark.xfail(strict=True, raises=RecursionError, reason="RecursionError from inspect.dockerfile.expand on ${A:-...} "
-                   "nested 1000 deep: the engine's safety net turns it into 'could not read Dockerfile: RecursionError' "
-                   "without a line, and nothing else in the file is read - owner: envcheck/inspect/dockerfile.py")
 def test_deeply_nested_variable_defaults_are_a_syntax_error_at_their_line() -> None:
     from envcheck.inspect.dockerfile import DockerfileSyntaxError, parse
 
@@ -314,9 +303,6 @@ class _ChallengeServer:
         self.server.server_close()
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="requests.exceptions.InvalidURL (a ValueError) escapes "
-                   "RegistryClient._send for a Bearer realm whose host is not a valid name; it should be a ServiceError "
-                   "(exit 3) naming the registry - owner: envcheck/registry/client.py")
 def test_bearer_realm_with_an_invalid_host_is_a_service_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from envcheck.errors import ServiceError
 
@@ -337,9 +323,6 @@ def test_toml_nested_too_deeply_is_an_input_error(tmp_path: Path) -> None:
         pyproject.read(path, ReadOptions())
 
 
-@pytest.mark.xfail(strict=True, raises=RecursionError, reason="RecursionError from json.loads escapes launch.parse_config "
-                   "(only JSONDecodeError is caught) and read_launches, so one deeply nested --launch-config loses every "
-                   "host reading of the preflight - owner: envcheck/inspect/launch.py")
 def test_launch_config_nested_too_deeply_is_a_format_error() -> None:
     from envcheck.inspect import launch
 

@@ -417,8 +417,8 @@ class PrivateEngine:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                with docker.DockerClient(base_url=self.host, timeout=5) as client:
-                    client.ping()
+                with docker.APIClient(base_url=self.host, timeout=5) as api:
+                    api.ping()
                 return
             except Exception:
                 if self.process.poll() is not None:
@@ -480,8 +480,8 @@ def private_engine(docker_client: Any, test_images: Any) -> Iterator[tuple[Priva
     engine = PrivateEngine(Path(tempfile.mkdtemp(prefix="ecd-", dir="/tmp")))
     try:
         engine.start()
-        with engine.client() as client:
-            client.images.load(b"".join(docker_client.images.get(test_images.python).save()))  # read-only on the shared engine
+        with contextlib.closing(engine.client()) as client:
+            client.images.load(b"".join(docker_client.images.get(test_images.python).save(named=True)))  # read-only on the shared engine
             context = engine.root / "slow"
             context.mkdir()
             (context / "sitecustomize.py").write_text(SLOW_SITECUSTOMIZE)
@@ -504,7 +504,7 @@ def test_engine_that_goes_away_mid_run(private_engine: tuple[PrivateEngine, str,
                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     mine = {"label": f"{LABEL}.pid={child.pid}"}
     try:
-        with engine.client() as client:
+        with contextlib.closing(engine.client()) as client:
             deadline = time.monotonic() + BOUND
             while time.monotonic() < deadline and child.poll() is None:
                 running = client.containers.list(filters={**mine, "status": "running"})
@@ -526,7 +526,7 @@ def test_engine_that_goes_away_mid_run(private_engine: tuple[PrivateEngine, str,
     assert f"lost the Docker engine ({engine.host}) while {slow} ran" in finding["message"]
 
     engine.start()  # the engine is back; a crashed engine could not remove the container, the next run does
-    with engine.client() as client:
+    with contextlib.closing(engine.client()) as client:
         left = client.containers.list(all=True, filters=mine)
         assert len(left) <= 1 and all(c.status != "running" for c in left)  # a restarted engine stops what it finds
         done = run_envcheck("-f", "json", "container", quick, env={"DOCKER_HOST": engine.host}, timeout=BOUND)

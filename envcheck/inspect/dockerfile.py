@@ -579,29 +579,34 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
     global_args: list[Instruction] = []
     stages: list[Stage] = []
     current: Stage | None = None
-    for index, inst in enumerate(instructions):
-        if inst.keyword == "FROM":
-            current = _new_stage(inst, stages, global_values, escape)
-            stages.append(current)
+    line = instructions[0].line if instructions else 1
+    try:
+        for index, inst in enumerate(instructions):
+            line = inst.line
+            if inst.keyword == "FROM":
+                current = _new_stage(inst, stages, global_values, escape)
+                stages.append(current)
+                instructions[index] = _with_stage(inst, current.index)
+                current.instructions.append(instructions[index])
+                continue
+            if current is None:
+                if inst.keyword != "ARG":
+                    raise DockerfileSyntaxError(f"{inst.keyword} before the first FROM: only ARG may come first", inst.line)
+                for name, default in arg_pairs(inst, escape):
+                    if name in build_args:
+                        global_values[name] = build_args[name]
+                    elif default is not None:
+                        global_values[name] = expand(default, global_values, escape).value
+                global_args.append(inst)
+                continue
             instructions[index] = _with_stage(inst, current.index)
             current.instructions.append(instructions[index])
-            continue
-        if current is None:
-            if inst.keyword != "ARG":
-                raise DockerfileSyntaxError(f"{inst.keyword} before the first FROM: only ARG may come first", inst.line)
-            for name, default in arg_pairs(inst, escape):
-                if name in build_args:
-                    global_values[name] = build_args[name]
-                elif default is not None:
-                    global_values[name] = expand(default, global_values, escape).value
-            global_args.append(inst)
-            continue
-        instructions[index] = _with_stage(inst, current.index)
-        current.instructions.append(instructions[index])
-        if inst.keyword in ("ENV", "LABEL"):
-            env_pairs(inst, escape)  # validates the syntax
-        elif inst.keyword == "ARG":
-            arg_pairs(inst, escape)
+            if inst.keyword in ("ENV", "LABEL"):
+                env_pairs(inst, escape)  # validates the syntax
+            elif inst.keyword == "ARG":
+                arg_pairs(inst, escape)
+    except RecursionError as exc:  # ${A:-${A:-...}} nested beyond any real recipe
+        raise DockerfileSyntaxError("variable substitution nested too deeply", line) from exc
     if not stages:
         raise DockerfileSyntaxError("no FROM instruction: a Dockerfile must start a build stage", instructions[-1].line if instructions else 1)
     _mark_final(stages, target)

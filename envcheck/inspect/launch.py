@@ -169,9 +169,11 @@ def parse_config(text: str, origin: str) -> Launch:
     if stripped.startswith(("{", "[")):
         try:
             data = json.loads(text)
+            settings = [Setting(key, value) for key, value in _json_leaves(data)]
         except json.JSONDecodeError as exc:
             raise LaunchFormatError(f"invalid JSON: {exc.msg}", exc.lineno) from exc
-        settings = [Setting(key, value) for key, value in _json_leaves(data)]
+        except RecursionError as exc:
+            raise LaunchFormatError("JSON nested too deeply to be a launch config", 1) from exc
         return _summarise(origin, _tool_from_keys(settings), settings)
     if _looks_like_hostfile(text):
         hosts = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]

@@ -37,6 +37,8 @@ class MemberError(MalformedBinary):
 
 def data_offset(fh: Any, info: zipfile.ZipInfo) -> int:
     """Offset of a member's data, from its local header."""
+    if info.header_offset < 0:
+        raise MemberError(f"local header offset {info.header_offset} is negative", 0, info.filename)
     fh.seek(info.header_offset)
     raw = fh.read(_LOCAL_HEADER.size)
     if len(raw) != _LOCAL_HEADER.size:

@@ -177,11 +177,21 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     try:
         st = os.stat(spath)
         zf = zipfile.ZipFile(spath)
-    except (OSError, zipfile.BadZipFile, ValueError) as exc:
-        raise InputError(f"cannot read wheel {path}: {exc}", path=spath) from exc
+    except (OSError, zipfile.BadZipFile, ValueError, NotImplementedError, EOFError) as exc:
+        raise InputError(f"cannot read wheel {path}: {type(exc).__name__}: {exc}", path=spath) from exc
     inv = Inventory(context="declared")
     with zf:
-        infos = [i for i in zf.infolist() if not i.is_dir()]
+        infos = []
+        for info in zf.infolist():
+            member = info.filename
+            if not member:
+                inv.problems.append(ReadProblem(f"{path}: a member has an empty name", Location(spath, offset=max(info.header_offset, 0))))
+            elif member.startswith("/") or ".." in member.replace("\\", "/").split("/"):
+                # pip refuses such a wheel: installing it would write outside site-packages.
+                inv.problems.append(ReadProblem(f"{path}: member name {member!r} escapes the install folder (pip refuses this wheel)",
+                                                Location(spath, member=member)))
+            elif not member.endswith("/"):
+                infos.append(info)
         name = parse_wheel_name(path.name)
         dist_info = next((i.filename.split("/")[0] for i in infos if i.filename.endswith(".dist-info/WHEEL") and i.filename.count("/") == 1), None)
         tags: tuple[str, ...] = ()
