@@ -150,6 +150,11 @@ def _run(command: str | None, argv: list[str]) -> int:
             print(renderer("text")(report, verbosity), end="")
     else:
         sys.stdout.write(text)
+    if fmt == "preflight":
+        from envcheck.formats.preflight_format import other_lines
+
+        for line in other_lines(report):
+            print(line, file=sys.stderr)
     return report.exit_code
 
 

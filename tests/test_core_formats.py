@@ -86,3 +86,15 @@ def test_text_format_shows_fix_and_summary() -> None:
     proc = run_envcheck(str(REPO / "examples" / "requirements-cuda12.txt"))
     assert "fix:" in proc.stdout and "summary: G1 FAIL" in proc.stdout
     assert proc.returncode == 1
+
+
+def test_preflight_format_keeps_ten_lines_and_sends_other_findings_to_stderr(tmp_path) -> None:
+    wheel_url = "https://example.org/w/bitsandbytes-0.48.0-py3-none-manylinux_2_24_x86_64.whl"
+    req = tmp_path / "requirements.txt"
+    req.write_text(f"torch==2.5.1+cu121\n{wheel_url}\n")
+    broken = tmp_path / "requirements-broken.txt"
+    broken.write_bytes(b"\x00\x01junk")
+    proc = run_envcheck("--format", "preflight", str(req), str(broken))
+    assert [line.split()[0] for line in proc.stdout.splitlines()] == [f"G{n}" for n in range(1, 11)]
+    assert "ARCH FAIL" in proc.stderr and "ENVCHECK ERROR" in proc.stderr
+    assert proc.returncode == 2

@@ -1,8 +1,8 @@
 """The original preflight script's contract: one line per gotcha, G1..G10 in order.
 
 ``G<n> <STATUS> <detail>`` with STATUS in PASS/FAIL/WARN/SKIP, and ``G<n> INFO: <readings>`` where a
-gotcha has only raw readings. Findings outside G1..G10 (ARCH, envcheck's own ERRORs) follow the ten
-lines, one each, so scripts that read the G lines keep working.
+gotcha has only raw readings: exactly ten lines on stdout. Findings outside G1..G10 (ARCH, envcheck's own
+ERRORs) are written to stderr, one line each (see :func:`other_lines`); the exit code counts them.
 """
 
 from __future__ import annotations
@@ -34,10 +34,18 @@ def gotcha_line(gotcha: str, findings: list[Finding]) -> str:
 
 
 def render(report: Report, verbosity: int = 0) -> str:
+    """Exactly ten lines, G1..G10: what scripts written against the original parse."""
     findings = report.findings
     lines = [gotcha_line(g, [f for f in findings if f.gotcha == g]) for g in GOTCHAS]
-    for f in findings:
+    return "\n".join(lines) + "\n"
+
+
+def other_lines(report: Report) -> list[str]:
+    """Findings outside G1..G10 (ARCH, envcheck's own ERRORs), one line each: the CLI prints them on
+    stderr so that stdout keeps the ten-line contract while nothing is hidden."""
+    out = []
+    for f in report.findings:
         if f.gotcha not in GOTCHAS and f.status in (Status.FAIL, Status.WARN, Status.ERROR):
             where = f" ({f.location})" if f.location is not None else ""
-            lines.append(f"{f.gotcha} {f.status.value} {_one_line(f.message)}{where}")
-    return "\n".join(lines) + "\n"
+            out.append(f"{f.gotcha} {f.status.value} {_one_line(f.message)}{where}")
+    return out
