@@ -204,14 +204,20 @@ def _pinned_by_constraint(ctx: CheckContext, name: str) -> bool:
 
 
 def _unpinned(ctx: CheckContext, pkgs: list[Package], stack: set[str]) -> Iterator[Finding]:
+    """One finding per line (a requirement line, a pip command) naming every unpinned ML package on it."""
+    by_line: dict[Location | None, list[Package]] = {}
     for pkg in pkgs:
         if pkg.role not in ("requirement",) or pkg.name not in stack or not installs_on(pkg, ctx.profile):
             continue
         if pkg.version or pkg.url or _pinned_by_constraint(ctx, pkg.name):
             continue
+        by_line.setdefault(pkg.location, []).append(pkg)
+    for location, group in by_line.items():
+        names = [f"{p.name}{p.specifier or ''}" for p in group]
+        what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         yield UNPINNED.finding(
-            f"{pkg.name}{pkg.specifier or ''} is not pinned to an exact version",
-            pkg.location, {"package": pkg.name, "specifier": pkg.specifier},
+            f"{what} {'is' if len(names) == 1 else 'are'} not pinned to an exact version",
+            location, {"packages": [p.name for p in group], "specifiers": [p.specifier for p in group]},
         )
 
 
