@@ -117,7 +117,11 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
     if found is not None:
         build, _source = found
         kind = "a CPU-only" if build.flavor == "cpu" else f"a CUDA {build.cuda_major}"
-        return build, f"PyPI serves {build.detail.removeprefix('PyPI ')} as {kind} build (knowledge/torch_builds.toml)"
+        served = f"PyPI serves {build.detail.removeprefix('PyPI ')} as {kind} build (knowledge/torch_builds.toml)"
+        if not pkg.version:
+            # not pinned: pip takes the newest release the specifier allows, as far as envcheck knows them
+            return build, f"not pinned, so pip takes the newest release allowed, and {served}"
+        return build, served
     return None, "nothing in the input says which CUDA build of torch is installed"
 
 
@@ -207,7 +211,7 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
             failed = True
             yield CPU_BUILD.finding(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}", pkg.location, evidence)
         else:
-            yield TORCH_BUILD.passed(f"torch is a CUDA {build.cuda_major} build ({build.detail})", pkg.location, **evidence)
+            yield TORCH_BUILD.passed(f"torch is a CUDA {build.cuda_major} build: {how}", pkg.location, **evidence)
     if seen_any and not failed:
         cuda_pkgs = [p.name for p in inv.packages if distribution_cuda_major(p) or p.name in _TORCH_FAMILY]
         if cuda_pkgs and not _torch_packages(ctx):
