@@ -47,9 +47,27 @@ _seen_signatures: set[str] = set()
 
 
 def scratch_dir() -> Path:
-    """A per-process folder for inputs that must be files (in memory where /dev/shm exists)."""
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    return Path(tempfile.mkdtemp(prefix="envcheck-fuzz-", dir=base))
+    """A per-process folder for inputs that must be files (in memory where /dev/shm exists).
+
+    libFuzzer ends the process without running Python's exit handlers, so each harness removes the
+    folders of earlier harness processes that are gone (``envcheck-fuzz-<pid>-*``) when it starts.
+    """
+    base = Path("/dev/shm") if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
+    for old in base.glob("envcheck-fuzz-*-*"):
+        pid = old.name.split("-")[2]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"envcheck-fuzz-{os.getpid()}-", dir=base))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def write_input(folder: Path, name: str, data: bytes) -> Path:
