@@ -263,7 +263,7 @@ class RegistryClient:
                 self._sleep_before_retry(attempt, None)
                 attempt += 1
                 continue
-            except requests.RequestException as exc:  # a bad redirect Location, a broken chunked answer, ...
+            except (requests.RequestException, ValueError) as exc:  # a bad redirect Location or realm host, a broken chunked answer, ...
                 watchdog.cancel()
                 if watchdog.fired:
                     raise _deadline_error(f"{host} did not finish answering the request for {what}", watchdog.seconds) from None
