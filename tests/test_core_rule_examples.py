@@ -49,10 +49,6 @@ def test_rules_on_file_inputs_have_examples() -> None:
     """A rule that judges files users commit (requirements, Dockerfiles, ...) ships its two examples."""
     rules.load_all()
     have = {p.name for p in RULE_DIRS}
-    missing = [r.id for r in rules.RULES.values() if set(r.inputs) & FILE_KINDS and r.id not in have and r.id not in _EXEMPT]
+    missing = [r.id for r in rules.RULES.values() if set(r.inputs) & FILE_KINDS and r.id not in have]
     assert not missing, f"rules without fixtures/rules examples: {missing}"
 
-
-# Rules whose examples live with their input kind's own tests (binaries are built by a script,
-# Dockerfiles have their expected-findings manifest in dockerfiles/expected.toml).
-_EXEMPT: set[str] = set()
