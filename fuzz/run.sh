@@ -7,7 +7,9 @@
 #
 # Unexpected exceptions are recorded (one per distinct crash site) under .work/fuzz/<name>/findings/
 # and the run goes on. Each run appends "date host harness seconds executions stops findings" to
-# .work/fuzz/runs.tsv; fuzz/README.md records the totals. Environment: FUZZ_RSS_MB (default 2048).
+# .work/fuzz/runs.tsv; fuzz/README.md records the totals. Environment: FUZZ_RSS_MB (default 2048);
+# FUZZ_RUNS=N stops a harness once it has executed N inputs (SECONDS stays the upper bound), e.g.
+#   FUZZ_RUNS=1000000 fuzz/run.sh 3600 fatbin      # a million executions, or an hour, whichever first
 set -u
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
@@ -16,6 +18,7 @@ if [ "$#" -gt 0 ]; then names=("$@"); else names=(); for f in fuzz/fuzz_*.py; do
 work=".work/fuzz"
 mkdir -p "$work"
 rss="${FUZZ_RSS_MB:-2048}"
+want="${FUZZ_RUNS:-0}"
 host="$(hostname)/$(nproc)cpu"
 for name in "${names[@]}"; do
   script="fuzz/fuzz_${name}.py"
@@ -25,8 +28,13 @@ for name in "${names[@]}"; do
   mkdir -p "$work/$name"
   while [ "$left" -gt 0 ]; do
     started=$(date +%s)
+    limit=()
+    if [ "$want" -gt 0 ]; then
+      [ "$total" -ge "$want" ] && break
+      limit=(-runs=$((want - total)))
+    fi
     ENVCHECK_FUZZ_KEEP_GOING=1 nice -n 19 python3 "$script" -max_total_time="$left" -rss_limit_mb="$rss" \
-      -timeout=2 -print_final_stats=1 </dev/null >"$log" 2>&1
+      -timeout=2 -print_final_stats=1 "${limit[@]}" </dev/null >"$log" 2>&1
     rc=$?
     runs=$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+$' | tail -1)
     [ -n "$runs" ] || runs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
@@ -40,5 +48,6 @@ for name in "${names[@]}"; do
     fi
   done
   findings=$(ls "$work/$name/findings/"*.txt 2>/dev/null | wc -l)
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$host" "$name" "$seconds" "$total" "$stops" "$findings" | tee -a "$work/runs.tsv"
+  spent=$((seconds - left)); [ "$spent" -gt "$seconds" ] && spent="$seconds"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$host" "$name" "$spent" "$total" "$stops" "$findings" | tee -a "$work/runs.tsv"
 done

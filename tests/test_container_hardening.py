@@ -27,6 +27,7 @@ from envcheck.sources.container import (
     ContainerOptions,
     ProbeRun,
     leftover_containers,
+    read_container,
     run_probe,
     sweep_orphans,
 )
@@ -76,6 +77,16 @@ PROBE = textwrap.dedent('''
     if mode == "sleep":
         print("sleeping", file=sys.stderr, flush=True)
         time.sleep(600)
+    if mode == "hog":  # touch ever more memory, until the container's limit kills it
+        hog = []
+        while True:
+            hog.append(b"\\x01" * (16 << 20))
+    if mode == "flood":  # far more stdout than any collector document
+        chunk = b"x" * (1 << 20)
+        for _ in range(int(sys.argv[2])):
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.flush()
+        sys.exit(0)
     host_port = int(os.environ.get("HOST_PORT", "0") or 0)
     print(json.dumps({
         "uid": os.getuid(), "gid": os.getgid(),
@@ -181,6 +192,24 @@ def test_timeout_kills_and_removes(docker_client: Any, test_images: Any, test_pr
     assert time.monotonic() - started < 20
     assert leftover_containers(docker_client) == []
     assert docker_client.containers.list(all=True, filters={"name": run.container_name}) == []
+
+
+def test_collector_out_of_memory_is_a_clear_error(docker_client: Any, test_images: Any, test_probe: Path) -> None:
+    inventory = read_container(test_images.python, probe_options(test_probe, "hog", memory="64m"), docker_client)
+    (problem,) = inventory.problems
+    assert "was killed (exit status 137)" in problem.message and "raise --memory, now 64m" in problem.message
+    assert leftover_containers(docker_client) == []
+
+
+def test_collector_output_is_bounded(docker_client: Any, test_images: Any, test_probe: Path) -> None:
+    from envcheck.sources.container import MAX_STDOUT
+
+    megabytes = (MAX_STDOUT >> 20) + 16
+    inventory = read_container(test_images.python, probe_options(test_probe, "flood", str(megabytes)), docker_client)
+    (problem,) = inventory.problems
+    assert f"printed more than {MAX_STDOUT >> 20} MiB" in problem.message
+    assert problem.location is not None and problem.location.offset == MAX_STDOUT
+    assert leftover_containers(docker_client) == []
 
 
 def test_fifty_runs_leave_nothing(docker_client: Any, test_images: Any, test_probe: Path) -> None:

@@ -10,7 +10,10 @@ The container is hardened by default: no network, read-only root filesystem with
 ``/tmp``, every capability dropped, ``no-new-privileges``, memory and pids limits, a non-root user unless
 the image or ``--user`` says otherwise, and a wall-clock timeout after which it is killed. It is always
 removed (with its volume), also when the run fails, times out, or the envcheck process gets SIGINT or
-SIGTERM.
+SIGTERM: the engine itself removes it when it exits (``AutoRemove``, as ``docker run --rm``), so a
+container stopped by an engine crash is removed when that engine restarts, and envcheck removes it too.
+Its output is read through an attach made before it starts (kept up to a bound), its exit status from a
+wait registered before it starts.
 
 When the image has no ``python3`` or one older than 3.10, the live collector cannot run; the source
 then says so (an ERROR finding) and still does a static look at the exported container filesystem:
@@ -59,6 +62,8 @@ TOO_OLD_EXIT = 90  # the bootstrap's exit status when the interpreter is older t
 NOBODY = "65534:65534"
 LABEL = "io.envcheck.probe"
 PULL_POLICIES = ("missing", "always", "never")
+MAX_STDOUT = 64 << 20  # the collector's document; more than this is not a collector's output
+MAX_STDERR = 1 << 20  # the end of its error output is kept
 
 # Runs under whatever python3 the image has, so it must parse on old Pythons (2.7 included): it reports
 # the interpreter, refuses old ones with a distinct exit status, arms an in-container alarm (the
@@ -430,6 +435,7 @@ def _container_settings(image: str, name: str, user: str, options: ContainerOpti
     return {
         "image": image,
         "name": name,
+        "auto_remove": True,  # the engine removes it on exit, also after a restart that found it stopped
         "entrypoint": ["python3"],
         "command": ["-c", BOOTSTRAP, str(alarm), options.probe_module, *collector_args(options)],
         "user": user,
@@ -445,7 +451,7 @@ def _container_settings(image: str, name: str, user: str, options: ContainerOpti
         "memswap_limit": options.memory,
         "pids_limit": options.pids,
         "ipc_mode": "private",
-        "log_config": LogConfig(type="json-file"),
+        "log_config": LogConfig(type="json-file", config={"max-size": "8m", "max-file": "1"}),
         "labels": _labels(),
         "device_requests": _device_requests(options.gpus),
         "stdin_open": False,
@@ -491,9 +497,14 @@ def run_probe(client: DockerClient, image: str, options: ContainerOptions | None
                 container = client.containers.create(**_container_settings(image, name, user, options))
                 if not container.put_archive(PAYLOAD_DIR, archive):
                     raise ServiceError(f"the Docker engine refused the collector payload for {image}")
+                # Both before start: the container may exit (and the engine remove it) at once.
+                waiter = _ExitWaiter(client, container.id, max(1.0, options.timeout - (time.monotonic() - started)))
+                output = _Output(client.api.attach_socket(container.id, params={"stdout": 1, "stderr": 1, "stream": 1}))
                 try:
                     container.start()
                 except APIError as exc:
+                    output.close()
+                    waiter.close()
                     if _NO_EXECUTABLE.search(str(exc)) and "python3" in str(exc):
                         run.no_python = True
                         return run
@@ -507,23 +518,25 @@ def run_probe(client: DockerClient, image: str, options: ContainerOptions | None
                             "(GPU readings are then SKIP).", image) from exc
                     raise
                 try:
-                    status = container.wait(timeout=max(1.0, options.timeout - (time.monotonic() - started)))
+                    status = waiter.result()
                 except OSError as exc:  # requests' errors are OSErrors; a read timeout means the clock ran out
+                    output.close()
                     if not _is_timeout(exc):
                         raise ServiceError(
-                            f"lost the Docker engine ({_engine_where()}) while {image} ran: {_short(exc)}. If the engine "
-                            "went down, the next `envcheck container` run removes the probe container left behind"
+                            f"lost the Docker engine ({_engine_where()}) while {image} ran: {_short(exc)}. The engine "
+                            "removes the probe container when it comes back (or the next `envcheck container` run does)"
                         ) from exc
                     run.timed_out = True
                     with contextlib.suppress(DockerException):
                         container.kill()
                     return run
                 run.exit_code = int(status.get("StatusCode", -1))
-                run.stdout = container.logs(stdout=True, stderr=False)
-                run.stderr = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
-                run.facts["oom_killed"] = bool(
-                    (client.api.inspect_container(container.id).get("State") or {}).get("OOMKilled")
-                )
+                output.finish(timeout=10.0)
+                run.stdout, stderr = output.stdout(), output.stderr()
+                run.stderr = stderr.decode("utf-8", "replace")
+                run.facts["killed"] = run.exit_code == 137
+                run.facts["memory"] = options.memory
+                run.facts["stdout_truncated"] = output.truncated
             except APIError as exc:
                 raise ServiceError(f"the Docker engine failed while running {image}: {_short(exc)}") from exc
             except (DockerException, OSError) as exc:
@@ -534,6 +547,106 @@ def run_probe(client: DockerClient, image: str, options: ContainerOptions | None
         run.seconds = time.monotonic() - started
     _read_python_tag(run)
     return run
+
+
+class _ExitWaiter:
+    """The engine's answer to "wait until it is removed", asked before the container starts.
+
+    The engine registers the wait, then sends the response headers at once (``stream=True`` returns on
+    them) and the body, with the exit status, once the container is gone. Reading the body is bounded
+    by ``timeout`` seconds of silence (requests' read timeout).
+    """
+
+    def __init__(self, client: DockerClient, container_id: str, timeout: float) -> None:
+        api = client.api
+        self._response = api._post(api._url("/containers/{0}/wait", container_id),
+                                   params={"condition": "removed"}, stream=True, timeout=timeout)
+        api._raise_for_status(self._response)
+
+    def result(self) -> dict[str, Any]:
+        try:
+            body = self._response.content
+        finally:
+            self._response.close()
+        try:
+            data = json.loads(body or b"{}")
+        except ValueError:
+            data = {}
+        return data if isinstance(data, dict) else {}
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._response.close()
+
+
+class _Output:
+    """The container's stdout and stderr, read by a thread from an attach socket, within bounds.
+
+    The socket carries the engine's multiplexed stream (8-byte frame headers: stream id, size) and is
+    read with plain blocking reads: the SDK's reader polls the file descriptor, which misses data that
+    TLS has already decrypted and buffered, so over ``tcp://`` with TLS it stalls. Stdout beyond
+    MAX_STDOUT is dropped (``truncated``); of stderr the last MAX_STDERR bytes are kept.
+    """
+
+    def __init__(self, sock: Any) -> None:
+        self._sock = sock
+        ends: tuple[Any, ...] = (sock, getattr(sock, "_sock", None))
+        for end in ends:  # blocking: the collector may be quiet for minutes
+            with contextlib.suppress(Exception):
+                end.settimeout(None)
+        self._out = bytearray()
+        self._err = bytearray()
+        self.truncated = False
+        self._thread = threading.Thread(target=self._read, name="envcheck-probe-output", daemon=True)
+        self._thread.start()
+
+    def _recv(self) -> bytes:
+        if hasattr(self._sock, "recv"):
+            return bytes(self._sock.recv(1 << 16))
+        return bytes(self._sock.read(1 << 16) or b"")  # socket.SocketIO (unix sockets, plain tcp)
+
+    def _read(self) -> None:
+        pending = bytearray()
+        try:
+            while chunk := self._recv():
+                pending += chunk
+                while len(pending) >= 8:
+                    size = int.from_bytes(pending[4:8], "big")
+                    if len(pending) < 8 + size:
+                        break
+                    self._keep(pending[0], pending[8:8 + size])
+                    del pending[:8 + size]
+        except Exception:  # the stream ends with the container, the engine or close()
+            return
+
+    def _keep(self, stream: int, data: bytes | bytearray) -> None:
+        if stream == 1:
+            room = MAX_STDOUT - len(self._out)
+            self.truncated = self.truncated or len(data) > room
+            self._out += data[:max(0, room)]
+        elif stream == 2:
+            self._err += data
+            if len(self._err) > 2 * MAX_STDERR:
+                del self._err[:-MAX_STDERR]
+
+    def finish(self, timeout: float) -> None:
+        """Wait for the stream to end (the container is gone), at most ``timeout`` seconds."""
+        self._thread.join(timeout)
+        self.close()
+
+    def close(self) -> None:
+        ends: tuple[Any, ...] = (getattr(self._sock, "_sock", None), self._sock)
+        for end in ends:
+            with contextlib.suppress(Exception):
+                end.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(Exception):
+            self._sock.close()
+
+    def stdout(self) -> bytes:
+        return bytes(self._out)
+
+    def stderr(self) -> bytes:
+        return bytes(self._err[-MAX_STDERR:])
 
 
 def _engine_where() -> str:
@@ -699,9 +812,15 @@ def _inventory_from_output(image: str, run: ProbeRun) -> Inventory:
     """Parse and validate the probe's JSON; anything wrong with it is a ReadProblem, never a crash."""
     text = run.stdout.decode("utf-8", "replace")
     tail = _stderr_tail(run.stderr)
-    if run.facts.get("oom_killed"):
+    if run.facts.get("killed") and not text.strip():
         return Inventory(problems=[ReadProblem(
-            f"the collector in {image} ran out of memory and was killed (raise --memory)", Location(image))])
+            f"the collector in {image} was killed (exit status 137): it ran out of memory under the container's "
+            f"limit (raise --memory, now {run.facts.get('memory', '?')}) or was killed from outside envcheck",
+            Location(image))])
+    if run.facts.get("stdout_truncated"):
+        return Inventory(problems=[ReadProblem(
+            f"the collector in {image} printed more than {MAX_STDOUT >> 20} MiB; that is not a collector's result",
+            Location(image, member="stdout", offset=MAX_STDOUT))])
     if not text.strip():
         return Inventory(problems=[ReadProblem(
             f"the collector in {image} exited with status {run.exit_code} and printed no result"
