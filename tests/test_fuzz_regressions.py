@@ -7,6 +7,7 @@ strict xfail turns that into a failure, and the marker must come off (so a fix i
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import struct
@@ -275,21 +276,25 @@ def test_deeply_nested_variable_defaults_are_a_syntax_error_at_their_line() -> N
 
 
 class _ChallengeServer:
-    """A loopback HTTP server that answers every request with 401 and the given WWW-Authenticate header."""
+    """A loopback HTTP server that answers every request but ``/v2/`` with 401 and the given WWW-Authenticate
+    header (or, with ``challenge=None``, with 200 and ``body``)."""
 
-    def __init__(self, challenge: str) -> None:
+    def __init__(self, challenge: str | None, body: bytes = b"{}") -> None:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                status = 200 if self.path == "/v2/" else 401
+                status = 200 if self.path == "/v2/" or challenge is None else 401
+                answer = body if self.path != "/v2/" else b"{}"
                 self.send_response(status)
-                if status == 401:
+                if status == 401 and challenge is not None:
                     self.send_header("WWW-Authenticate", challenge)
-                self.send_header("Content-Length", "2")
+                self.send_header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+                self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
-                self.wfile.write(b"{}")
+                with contextlib.suppress(OSError):
+                    self.wfile.write(answer)
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -340,3 +345,34 @@ def test_bearer_realm_with_an_overlong_host_label_is_a_service_error(monkeypatch
             read_image(f"{server.host}/fuzz/app:1.0", ImageOptions(retries=0, backoff=0.0, use_cache=False))
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("challenge,body", [
+    ("Digest nonce=1", b"{}"),  # a challenge envcheck cannot answer: ServiceError from _authorize
+    (None, b" " * ((4 << 20) + 1)),  # a manifest over the size limit: ServiceError from the limited read
+])
+def test_failed_registry_requests_leave_no_deadline_timers(monkeypatch: pytest.MonkeyPatch, challenge: str | None,
+                                                           body: bytes) -> None:
+    """fuzz (registry_http): the harness's memory grew by ~4 KB per input, to 430 MB after 110k inputs: each
+    streamed answer that ended in an error kept its deadline timer thread alive until the deadline passed."""
+    import threading
+    import time
+
+    from envcheck.errors import ServiceError
+
+    def timers() -> int:
+        return sum(isinstance(t, threading.Timer) for t in threading.enumerate())
+
+    monkeypatch.setenv("NO_PROXY", "*")
+    server = _ChallengeServer(challenge, body)
+    before = timers()
+    try:
+        for _ in range(10):
+            with pytest.raises(ServiceError):
+                read_image(f"{server.host}/fuzz/app:1.0", ImageOptions(retries=0, backoff=0.0, use_cache=False))
+    finally:
+        server.close()
+    deadline = time.monotonic() + 5  # a cancelled timer's thread ends at once; a live one waits for minutes
+    while timers() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert timers() == before

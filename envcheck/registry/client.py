@@ -360,7 +360,13 @@ class RegistryClient:
             if self._auth_header:
                 merged["Authorization"] = self._auth_header
             response = self._send("GET", url, what, headers=merged, stream=stream, extra_seconds=extra_seconds)
-            if response.status_code == 401 and self._authorize(response, what):
+            try:
+                again = response.status_code == 401 and self._authorize(response, what)
+            except BaseException:
+                _finish(response)
+                response.close()
+                raise
+            if again:
                 _finish(response)
                 response.close()
                 continue
@@ -472,6 +478,8 @@ class RegistryClient:
                     raise
                 self._sleep_before_retry(attempt, None)
                 attempt += 1
+            finally:
+                _finish(response)  # also when the body was too big or broke: its deadline timer ends now
 
 
 def verify_digest(data: bytes, digest: str, what: str) -> None:
