@@ -245,6 +245,27 @@ def test_gzip_bomb_layer(tmp_path: Path) -> None:
     assert not [f for t in report["targets"] for f in t["findings"] if f["status"] == "ERROR"]
 
 
+def test_a_cached_scan_does_not_bypass_a_lower_expansion_limit(tmp_path: Path) -> None:
+    """A layer scanned (and cached) under --max-expansion 0 is checked against the limit of a later run."""
+    folder = _oci_layout(tmp_path / "image", _gzip_bomb(64 << 20))
+    env = {"ENVCHECK_CACHE_DIR": str(tmp_path / "shared-cache")}
+
+    def run(*extra: str) -> tuple[int, list[dict[str, Any]]]:
+        done = run_envcheck("image", "--deep", "--no-progress", *extra, "-f", "json", f"oci-layout:{folder}",
+                            timeout=BOUND, env=env)
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]
+        report = json.loads(done.stdout)
+        return done.returncode, [f for t in report["targets"] for f in t["findings"] if f["status"] == "ERROR"]
+
+    code, errors = run("--max-expansion", "0")
+    assert code in (0, 1) and not errors
+    assert list((tmp_path / "shared-cache").rglob("*")), "the unlimited scan was cached"
+    code, errors = run()  # the default limit: the cached scan of 64 MiB from 64 KiB must not answer
+    assert code == 2 and errors and "--max-expansion" in errors[0]["message"]
+    code, errors = run("--max-expansion", "0")  # and the cache still serves the run that allows it
+    assert code in (0, 1) and not errors
+
+
 def test_tar_member_names_that_escape_the_root(tmp_path: Path) -> None:
     elf = (FIXTURES / "binaries" / "libext_cuda12.so").read_bytes()
     buf = io.BytesIO()

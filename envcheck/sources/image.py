@@ -320,7 +320,10 @@ def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef],
     stats = {"layers_scanned": 0, "layers_cached": 0, "bytes": 0, "files": 0, "binary_scanner": read_binary is not None}
     try:
         for layer in layers:
+            limit = expansion_limit(layer.size, options.max_expansion)
             cached = cache.get_deep(layer.digest) if options.use_cache and not options.deep_fatbin else None
+            if cached is not None and limit is not None and int(cached.get("bytes") or 0) > limit:
+                cached = None  # scanned under a higher --max-expansion: this run's limit decides, so read it again
             if cached is not None:
                 scan = LayerScan.from_json(cached)
                 stats["layers_cached"] += 1
@@ -328,7 +331,7 @@ def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef],
                 with opener(layer) as stream:
                     try:
                         scan = scan_layer(stream, read_binary, deep_fatbin=options.deep_fatbin, progress=progress.start_layer(),
-                                          max_bytes=expansion_limit(layer.size, options.max_expansion))
+                                          max_bytes=limit)
                     except LayerError as exc:
                         # A damaged download looks like a broken tar: let the digest say which it was.
                         stream.drain()
