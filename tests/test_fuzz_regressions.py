@@ -376,3 +376,17 @@ def test_failed_registry_requests_leave_no_deadline_timers(monkeypatch: pytest.M
     while timers() > before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert timers() == before
+
+
+def test_shell_scripts_that_expand_each_other_are_read_within_a_budget() -> None:
+    """fuzz (probe_output): a 5 KB image history line took 7 s: variables holding `sh -c` scripts that name
+    themselves expand width^depth times (here 20^4 = 160,000 commands from a 140-character line). Reading
+    now stops at a budget of characters; ordinary commands before the blow-up are still found."""
+    from envcheck.inspect.shell import SPLIT_BUDGET, split_commands
+
+    copies = ";".join(["$X"] * 20)
+    text = f"pip install torch==2.9.0; X='sh -c \"{copies}\"'; sh -c \"{copies}\""
+    with hang_guard():
+        commands = split_commands(text)
+    assert commands[0].argv == ("pip", "install", "torch==2.9.0")
+    assert len(commands) < SPLIT_BUDGET // 10

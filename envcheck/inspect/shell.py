@@ -194,13 +194,23 @@ def split_commands(text: str, values: Mapping[str, str] | None = None, base: int
     """
     env = dict(values or {})
     commands: list[SimpleCommand] = []
-    _split(text, env, base, commands, depth=0)
+    _split(text, env, base, commands, depth=0, budget=[max(SPLIT_BUDGET, 4 * len(text))])
     return commands
 
 
-def _split(text: str, env: dict[str, str], base: int, commands: list[SimpleCommand], depth: int) -> None:
+# Characters the splitter may read for one call, nested `sh -c` scripts and their expanded variables
+# included. Real RUN lines use a few times their length; a line whose variables hold `sh -c` scripts that
+# expand one another can need exponentially more (a 5 KB history line took 7 s), so reading stops there.
+SPLIT_BUDGET = 64 << 10
+
+
+def _split(text: str, env: dict[str, str], base: int, commands: list[SimpleCommand], depth: int,
+           budget: list[int]) -> None:
     # First find the command boundaries, then read each command with the variables in effect when it
     # runs, so `export V=1 && pip install x==$V` sees V.
+    budget[0] -= len(text)
+    if budget[0] < 0:
+        return
     tokens = _tokens(text, {}, 0)
     seg_start = 0
     for tok in [*tokens, _Word(";", len(text), operator=True)]:
@@ -208,13 +218,17 @@ def _split(text: str, env: dict[str, str], base: int, commands: list[SimpleComma
             continue
         segment = text[seg_start : tok.start]
         if segment.strip():
+            budget[0] -= len(segment)
+            if budget[0] < 0:
+                return
             words = [w for w in _tokens(segment, env, base + seg_start) if not w.operator and not w.redirect]
             if words:
-                _emit(words, segment.strip(), env, commands, depth)
+                _emit(words, segment.strip(), env, commands, depth, budget)
         seg_start = tok.start + len(tok.value)
 
 
-def _emit(words: list[_Word], written: str, env: dict[str, str], commands: list[SimpleCommand], depth: int) -> None:
+def _emit(words: list[_Word], written: str, env: dict[str, str], commands: list[SimpleCommand], depth: int,
+          budget: list[int]) -> None:
     # drop shell keywords that precede a command (if, then, do, !) and lone terminators (fi, done)
     while words and not words[0].quoted and words[0].value in _KEYWORDS:
         words = words[1:]
@@ -256,7 +270,7 @@ def _emit(words: list[_Word], written: str, env: dict[str, str], commands: list[
             inner_env = {**env, **dict(assignments)}
             # offsets inside the nested script are approximate: they point at the script's start
             sub: list[SimpleCommand] = []
-            _split(nested.value, inner_env, 0, sub, depth + 1)
+            _split(nested.value, inner_env, 0, sub, depth + 1, budget)
             for cmd in sub:
                 commands.append(SimpleCommand(cmd.argv, nested.start, cmd.assignments, cmd.env, cmd.text))
             return
