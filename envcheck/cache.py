@@ -9,10 +9,12 @@ lost write only costs a rescan). An unreadable or corrupt cache is ignored, neve
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,7 @@ class ScanCache:
                 data = json.load(fh)
             if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("files"), dict):
                 self._old = data["files"]
+                touch(self.path)
         except (OSError, ValueError):
             self._old = {}
 
@@ -77,19 +80,11 @@ class ScanCache:
                     json.dump({"format": FORMAT, "files": self._new}, fh, separators=(",", ":"))
                 os.replace(tmp, self.path)
             except BaseException:
-                with _suppress():
+                with contextlib.suppress(OSError):
                     os.unlink(tmp)
                 raise
         except OSError:
             pass
-
-
-class _suppress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return True
 
 
 def binary_from_json(data: dict[str, Any]) -> Binary:
@@ -101,3 +96,75 @@ def binary_from_json(data: dict[str, Any]) -> Binary:
     if isinstance(loc, dict):
         values["location"] = Location(**loc)
     return Binary(**values)
+
+
+# ------------------------------------------------------------------------------ `envcheck cache`
+
+# What envcheck writes under the cache folder (the folder may be shared: nothing else is touched).
+_ENTRIES = {
+    "binary scans": ("scan-*.json", ".scan-*.tmp"),
+    "registry manifests and configs": ("blobs",),
+    "image layer scans": ("deep-v*",),
+}
+
+
+def touch(path: Path) -> None:
+    """Mark a cache entry as used now (``envcheck cache clean --older-than`` keeps what is in use)."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
+def _entry_files(root: Path) -> dict[str, list[Path]]:
+    found: dict[str, list[Path]] = {}
+    for kind, patterns in _ENTRIES.items():
+        files: list[Path] = []
+        for pattern in patterns:
+            for match in sorted(root.glob(pattern)):
+                if match.is_symlink():
+                    continue
+                if match.is_dir():
+                    files += [f for f in match.rglob("*") if f.is_file() and not f.is_symlink()]
+                elif match.is_file():
+                    files.append(match)
+        found[kind] = files
+    return found
+
+
+def usage(root: Path | None = None) -> dict[str, tuple[int, int]]:
+    """Files and bytes of each kind of cache entry."""
+    result: dict[str, tuple[int, int]] = {}
+    for kind, files in _entry_files(root or cache_dir()).items():
+        sizes = [f.stat().st_size for f in files if f.exists()]
+        result[kind] = (len(sizes), sum(sizes))
+    return result
+
+
+def clean(older_than_days: float | None = None, root: Path | None = None) -> tuple[int, int]:
+    """Remove cache entries (all, or those not used for ``older_than_days``); (files, bytes) removed.
+
+    Only envcheck's own entries are removed, and emptied folders of them; symlinks are never followed.
+    """
+    root = root or cache_dir()
+    cutoff = None if older_than_days is None else time.time() - older_than_days * 86400
+    removed = freed = 0
+    for files in _entry_files(root).values():
+        for path in files:
+            try:
+                info = path.stat()
+                if cutoff is not None and info.st_mtime >= cutoff:
+                    continue
+                path.unlink()
+            except OSError:
+                continue
+            removed += 1
+            freed += info.st_size
+    for patterns in _ENTRIES.values():
+        for pattern in patterns:
+            for folder in root.glob(pattern):
+                if folder.is_dir() and not folder.is_symlink():
+                    for sub in sorted((d for d in folder.rglob("*") if d.is_dir()), key=lambda d: len(d.parts), reverse=True):
+                        with contextlib.suppress(OSError):
+                            sub.rmdir()
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()
+    return removed, freed

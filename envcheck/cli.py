@@ -5,6 +5,7 @@
     envcheck image REF                     judge a registry image before pulling it
     envcheck container IMAGE               run the checks inside a container
     envcheck preflight                     live checks of this host, one line per gotcha
+    envcheck cache [info|clean]            show or empty envcheck's cache
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ COMMANDS = {
     "container": "envcheck.commands.container",
     "preflight": "envcheck.commands.preflight",
 }
-BUILTIN = ("rules",)
+BUILTIN = ("rules", "cache")
 _FORMATS = ("text", "json", "sarif", "github", "preflight")
 # Common options that take a value: needed to find the subcommand word among the arguments.
 _VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python", "--target"}
@@ -57,7 +58,8 @@ def _check_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="envcheck",
         description="Will this Python environment or container work on an NVIDIA DGX Spark (GB10, aarch64, CUDA 13, sm_121)?",
-        epilog="Subcommands: envcheck rules [ID], envcheck image REF, envcheck container IMAGE, envcheck preflight. "
+        epilog="Subcommands: envcheck rules [ID], envcheck image REF, envcheck container IMAGE, envcheck preflight, "
+        "envcheck cache [info|clean]. "
         "Exit codes: 0 clean, 1 findings at/above --fail-on, 2 usage error or unreadable target, 3 a service was unreachable.",
     )
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
@@ -104,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if command == "rules":
             return _rules(rest)
+        if command == "cache":
+            return _cache(rest)
         return _run(command, rest)
     except EnvcheckError as exc:
         print(f"envcheck: error: {exc.message}", file=sys.stderr)
@@ -288,3 +292,52 @@ def _rules(argv: list[str]) -> int:
             print(f"    {r.explanation}")
             print(f"    Fix: {r.fix}\n")
     return 0
+
+
+def _cache(argv: list[str]) -> int:
+    from envcheck import cache
+
+    parser = argparse.ArgumentParser(
+        prog="envcheck cache",
+        description="Show what envcheck's cache holds (binary scans, registry manifests and configs, image layer "
+        "scans), or remove it. The folder is $ENVCHECK_CACHE_DIR, else $XDG_CACHE_HOME/envcheck or ~/.cache/envcheck; "
+        "only envcheck's own entries in it are touched.")
+    parser.add_argument("action", nargs="?", choices=("info", "clean"), default="info")
+    parser.add_argument("--older-than", type=float, metavar="DAYS",
+                        help="clean: remove only entries not used for DAYS days (default: everything)")
+    parser.add_argument("-f", "--format", choices=("text", "json"), default="text")
+    args = parser.parse_args(argv)
+    if args.older_than is not None and (args.action != "clean" or args.older_than < 0):
+        raise UsageError("--older-than DAYS goes with `envcheck cache clean` and is zero or more")
+    root = cache.cache_dir()
+    if args.action == "clean":
+        removed, freed = cache.clean(args.older_than, root)
+        if args.format == "json":
+            import json
+
+            print(json.dumps({"cache_dir": str(root), "removed_files": removed, "freed_bytes": freed}))
+        else:
+            age = f" not used for {args.older_than:g} days" if args.older_than is not None else ""
+            print(f"{root}: removed {removed} cache files{age} ({_size(freed)})")
+        return 0
+    parts = cache.usage(root)
+    if args.format == "json":
+        import json
+
+        print(json.dumps({"cache_dir": str(root), "entries": {k: {"files": n, "bytes": b} for k, (n, b) in parts.items()}}))
+        return 0
+    total_files = sum(n for n, _ in parts.values())
+    total_bytes = sum(b for _, b in parts.values())
+    print(f"{root}: {total_files} files, {_size(total_bytes)}")
+    for kind, (files, size) in parts.items():
+        print(f"  {kind:32} {files:6} files  {_size(size):>10}")
+    return 0
+
+
+def _size(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"  # pragma: no cover

@@ -14,6 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from envcheck.cache import cache_dir, touch
+
 DEEP_FORMAT = 2  # bump when what a layer scan records changes (2: path-traversal problems, expansion limit)
 
 
@@ -26,20 +28,11 @@ def _deep_kind() -> str:
     return f"deep-v{DEEP_FORMAT}-b{scanner_format}"
 
 
-def cache_root() -> Path:
-    """``$ENVCHECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/envcheck``, else ``~/.cache/envcheck``."""
-    explicit = os.environ.get("ENVCHECK_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "envcheck"
-
-
 class BlobCache:
     """Digest-keyed storage; every method is a no-op when the cache is disabled or unwritable."""
 
     def __init__(self, root: Path | None = None, enabled: bool = True) -> None:
-        self.root = root or cache_root()
+        self.root = root or cache_dir()
         self.enabled = enabled
         self.hits = 0
 
@@ -62,6 +55,7 @@ class BlobCache:
         if hashlib.new(algorithm, data).hexdigest() != expected:
             return None
         self.hits += 1
+        touch(path)
         return data
 
     def put_blob(self, digest: str, data: bytes) -> None:
@@ -82,6 +76,7 @@ class BlobCache:
         if not isinstance(data, dict) or data.get("layer") != digest or not all(k in data for k in keys):
             return None  # damaged or foreign: a miss, never a wrong answer
         self.hits += 1
+        touch(path)
         return data
 
     def put_deep(self, digest: str, result: dict[str, Any]) -> None:

@@ -1,0 +1,75 @@
+"""`envcheck cache`: what the cache holds, and removing it (all, or what was not used for N days)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import tarfile
+import time
+from pathlib import Path
+
+from conftest import FIXTURES, run_envcheck
+from test_hardening_inputs import _oci_layout
+
+from envcheck.registry.cache import BlobCache
+
+DAY = 86400
+
+
+def _layer() -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        data = (FIXTURES / "binaries" / "libext_cuda13.so").read_bytes()
+        info = tarfile.TarInfo("usr/local/lib/python3.12/site-packages/ext/libext.so")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return gzip.compress(buf.getvalue(), mtime=0)
+
+
+def _info(env: dict[str, str]) -> dict[str, dict[str, int]]:
+    done = run_envcheck("cache", "info", "-f", "json", env=env)
+    assert done.returncode == 0, done.stderr
+    entries: dict[str, dict[str, int]] = json.loads(done.stdout)["entries"]
+    return entries
+
+
+def test_info_and_clean(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    env = {"ENVCHECK_CACHE_DIR": str(root)}
+    assert run_envcheck(str(FIXTURES / "binaries"), "-f", "json", env=env).returncode in (0, 1)
+    image = _oci_layout(tmp_path / "image", _layer())
+    assert run_envcheck("image", "--deep", "--no-progress", "-f", "json", f"oci-layout:{image}", env=env).returncode in (0, 1)
+    blob = b'{"schemaVersion": 2}'
+    BlobCache(root).put_blob("sha256:" + hashlib.sha256(blob).hexdigest(), blob)
+    foreign = root / "notes" / "mine.txt"  # the folder may be shared: not envcheck's, never touched
+    foreign.parent.mkdir(parents=True)
+    foreign.write_text("keep")
+
+    entries = _info(env)
+    assert {k: v["files"] for k, v in entries.items()} == {
+        "binary scans": 1, "registry manifests and configs": 1, "image layer scans": 1}
+    on_disk = sum(f.stat().st_size for f in root.rglob("*") if f.is_file() and f != foreign)
+    assert sum(v["bytes"] for v in entries.values()) == on_disk
+
+    # Age everything by 10 days, then use the binary scan again: its entry is marked as used.
+    for path in root.rglob("*"):
+        if path.is_file():
+            os.utime(path, (time.time() - 10 * DAY, time.time() - 10 * DAY))
+    assert run_envcheck(str(FIXTURES / "binaries"), "-f", "json", env=env).returncode in (0, 1)
+    done = run_envcheck("cache", "clean", "--older-than", "5", env=env)
+    assert done.returncode == 0 and "removed 2 cache files not used for 5 days" in done.stdout, done.stdout
+    assert {k: v["files"] for k, v in _info(env).items()} == {
+        "binary scans": 1, "registry manifests and configs": 0, "image layer scans": 0}
+
+    done = run_envcheck("cache", "clean", "-f", "json", env=env)
+    assert json.loads(done.stdout)["removed_files"] == 1
+    assert all(v == {"files": 0, "bytes": 0} for v in _info(env).values())
+    assert foreign.read_text() == "keep" and [p for p in root.iterdir()] == [foreign.parent]
+
+
+def test_older_than_only_with_clean(tmp_path: Path) -> None:
+    done = run_envcheck("cache", "info", "--older-than", "3", env={"ENVCHECK_CACHE_DIR": str(tmp_path)})
+    assert done.returncode == 2 and "--older-than" in done.stderr and "Traceback" not in done.stderr
