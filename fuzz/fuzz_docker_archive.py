@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-import io
 import json
 import sys
-import tarfile
 from pathlib import Path
 
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import main, scratch_dir, write_input
+from seed_builders import docker_save, tar_of
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError
@@ -26,23 +25,12 @@ DEEP = ImageOptions(deep=True, use_cache=False)
 
 def save_archive() -> bytes:
     """A real docker-save style archive built with tarfile."""
-    layer = io.BytesIO()
-    with tarfile.open(fileobj=layer, mode="w") as tar:
-        data = b"Metadata-Version: 2.1\nName: flash-attn\nVersion: 2.8.3\n"
-        info = tarfile.TarInfo("usr/lib/python3/dist-packages/flash_attn-2.8.3.dist-info/METADATA")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
+    layer = tar_of([("usr/lib/python3/dist-packages/flash_attn-2.8.3.dist-info/METADATA",
+                     b"Metadata-Version: 2.1\nName: flash-attn\nVersion: 2.8.3\n")])
     config = json.dumps({"architecture": "amd64", "os": "linux", "config": {"Env": ["CUDA_VERSION=12.4.1"]},
                          "history": [{"created_by": "/bin/sh -c pip install flash-attn"}],
                          "rootfs": {"type": "layers", "diff_ids": ["sha256:" + "2" * 64]}}).encode()
-    manifest = json.dumps([{"Config": "config.json", "RepoTags": ["demo:latest"], "Layers": ["layer/layer.tar"]}]).encode()
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as tar:
-        for name, data in (("config.json", config), ("layer/layer.tar", layer.getvalue()), ("manifest.json", manifest)):
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return out.getvalue()
+    return docker_save(config, layer)
 
 
 def target(data: bytes) -> None:

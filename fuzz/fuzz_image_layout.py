@@ -4,19 +4,16 @@ the parsers (a registry serves bytes that match their digest just the same)."""
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import io
 import json
 import shutil
 import sys
-import tarfile
 from pathlib import Path
 
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import main, scratch_dir
+from seed_builders import metadata_layer, oci_index, oci_manifest, write_oci_layout
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError
@@ -28,21 +25,7 @@ OPTIONS = ImageOptions(deep=True, use_cache=False)
 PARTS = ("index", "manifest", "config", "layer")
 
 
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def _layer() -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        data = b"Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0+cu130\n"
-        info = tarfile.TarInfo("usr/local/lib/python3.12/site-packages/torch-2.9.0.dist-info/METADATA")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return gzip.compress(buf.getvalue(), mtime=0)
-
-
-LAYER = _layer()
+LAYER = metadata_layer()
 CONFIG = json.dumps({
     "architecture": "arm64", "os": "linux",
     "config": {"Env": ["PATH=/usr/bin", "CUDA_VERSION=13.0.1", "TORCH_CUDA_ARCH_LIST=12.1"]},
@@ -53,34 +36,22 @@ CONFIG = json.dumps({
 
 
 def _manifest(config: bytes, layer: bytes) -> bytes:
-    return json.dumps({
-        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": _digest(config), "size": len(config)},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": _digest(layer), "size": len(layer)}],
-    }).encode()
+    return json.dumps(oci_manifest(config, [layer])).encode()
 
 
 def _index(manifest: bytes) -> bytes:
-    return json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [
-        {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": _digest(manifest), "size": len(manifest),
-         "platform": {"architecture": "arm64", "os": "linux"}}]}).encode()
+    return json.dumps(oci_index(manifest)).encode()
 
 
 def layout(part: str, data: bytes) -> Path:
     """An OCI layout whose ``part`` is ``data`` and the rest valid (pointing at ``data`` by digest)."""
     folder = FOLDER / "image"
     shutil.rmtree(folder, ignore_errors=True)
-    blobs = folder / "blobs" / "sha256"
-    blobs.mkdir(parents=True)
     config = data if part == "config" else CONFIG
     layer = data if part == "layer" else LAYER
     manifest = data if part == "manifest" else _manifest(config, layer)
     index = data if part == "index" else _index(manifest)
-    for blob in (config, layer, manifest):
-        (blobs / hashlib.sha256(blob).hexdigest()).write_bytes(blob)
-    (folder / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
-    (folder / "index.json").write_bytes(index)
-    return folder
+    return write_oci_layout(folder, index, (config, layer, manifest))
 
 
 def target(data: bytes) -> None:

@@ -3,7 +3,6 @@ and the ELF members it streams."""
 
 from __future__ import annotations
 
-import io
 import sys
 import zipfile
 from pathlib import Path
@@ -11,7 +10,8 @@ from pathlib import Path
 import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import REPO, main, scratch_dir, write_input
+from harness import main, scratch_dir, write_input
+from seed_builders import small_wheel
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError
@@ -21,19 +21,6 @@ with atheris.instrument_imports(include=["envcheck"]):
 
 FOLDER = scratch_dir()
 NAME = "demo_pkg-1.0-cp311-cp311-manylinux_2_28_aarch64.whl"
-
-
-def small_wheel(compression: int, binary: str | None) -> bytes:
-    """A real, valid wheel (zip) built here, with an optional ELF member from the fixtures."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression) as zf:
-        zf.writestr("demo_pkg/__init__.py", "")
-        zf.writestr("demo_pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-manylinux_2_28_aarch64\n")
-        zf.writestr("demo_pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\nRequires-Dist: torch>=2.9\n")
-        if binary:
-            zf.writestr(f"demo_pkg/{binary}", (REPO / "fixtures" / "binaries" / binary).read_bytes())
-        zf.writestr("demo_pkg-1.0.dist-info/RECORD", "")
-    return buf.getvalue()
 
 
 def target(data: bytes) -> None:

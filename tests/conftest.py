@@ -11,6 +11,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
+# fuzz/seed_builders.py: the archives and image layouts both the fuzz harnesses and the property tests start from
+sys.path.insert(1, str(REPO / "fuzz"))
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 import os
-import tarfile
 import time
 from pathlib import Path
 
 from conftest import FIXTURES, run_envcheck
+from seed_builders import tar_of
 from test_hardening_inputs import _oci_layout
 
 from envcheck.registry.cache import BlobCache
@@ -20,13 +19,8 @@ DAY = 86400
 
 
 def _layer() -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        data = (FIXTURES / "binaries" / "libext_cuda13.so").read_bytes()
-        info = tarfile.TarInfo("usr/local/lib/python3.12/site-packages/ext/libext.so")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return gzip.compress(buf.getvalue(), mtime=0)
+    data = (FIXTURES / "binaries" / "libext_cuda13.so").read_bytes()
+    return gzip.compress(tar_of([("usr/local/lib/python3.12/site-packages/ext/libext.so", data)]), mtime=0)
 
 
 def _info(env: dict[str, str]) -> dict[str, dict[str, int]]:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import gzip
 import io
-import tarfile
 import zipfile
 
 import pytest
-from fuzz_strategies import PROPERTY_SETTINGS, REPO, hang_guard, known_crash, mutated, seed_bytes
+from fuzz_strategies import PROPERTY_SETTINGS, hang_guard, known_crash, mutated, seed_bytes
 from hypothesis import given
 from hypothesis import strategies as st
+from seed_builders import small_wheel, tar_of
 
 from envcheck.errors import EnvcheckError, InputError
 from envcheck.inspect import fatbin
@@ -86,20 +86,8 @@ def test_fatbin_walkers_stay_inside_their_bytes(data: bytes, chunk: int) -> None
     assert [(c.offset, c.size) for c in found] == [(c.offset, c.size) for c in whole]
 
 
-def _real_wheel(compression: int, binary: str | None) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression) as zf:
-        zf.writestr("demo_pkg/__init__.py", "")
-        zf.writestr("demo_pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: cp311-cp311-manylinux_2_28_aarch64\n")
-        zf.writestr("demo_pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n")
-        if binary:
-            zf.writestr(f"demo_pkg/{binary}", (REPO / "fixtures" / "binaries" / binary).read_bytes())
-        zf.writestr("demo_pkg-1.0.dist-info/RECORD", "")
-    return buf.getvalue()
-
-
-WHEELS = [_real_wheel(zipfile.ZIP_DEFLATED, "libext_cuda12.so"), _real_wheel(zipfile.ZIP_STORED, "gpu_sm121.so"),
-          _real_wheel(zipfile.ZIP_DEFLATED, None)]
+WHEELS = [small_wheel(zipfile.ZIP_DEFLATED, "libext_cuda12.so"), small_wheel(zipfile.ZIP_STORED, "gpu_sm121.so"),
+          small_wheel(zipfile.ZIP_DEFLATED, None)]
 
 
 @PROPERTY_SETTINGS
@@ -123,18 +111,11 @@ def test_wheel_reader_answers_every_zip(tmp_path_factory: pytest.TempPathFactory
 
 
 def _layer(gz: bool) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, body in (
-            ("usr/local/lib/python3.12/site-packages/torch-2.9.0.dist-info/METADATA",
-             b"Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0+cu130\n"),
-            ("usr/local/lib/python3.12/site-packages/torch/lib/libext.so", BINARIES[0][:20000]),
-        ):
-            info = tarfile.TarInfo(name)
-            info.size = len(body)
-            info.mode = 0o755
-            tar.addfile(info, io.BytesIO(body))
-    raw = buf.getvalue()
+    raw = tar_of([
+        ("usr/local/lib/python3.12/site-packages/torch-2.9.0.dist-info/METADATA",
+         b"Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0+cu130\n"),
+        ("usr/local/lib/python3.12/site-packages/torch/lib/libext.so", BINARIES[0][:20000]),
+    ], mode=0o755)
     return gzip.compress(raw, mtime=0) if gz else raw
 
 

@@ -11,13 +11,13 @@ import contextlib
 import io
 import json
 import struct
-import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
 from conftest import run_envcheck
 from fuzz_strategies import hang_guard
+from seed_builders import oci_index, oci_manifest, tar_of, write_oci_layout
 
 from envcheck.errors import EnvcheckError, InputError
 from envcheck.inspect.wheel_tags import parse_wheel_name
@@ -130,15 +130,9 @@ def wheel_needing_zip_version_14_8() -> bytes:
 
 def truncated_docker_save() -> bytes:
     """A docker-save tar cut inside manifest.json's data."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as tar:
-        members = (("config.json", b'{"architecture": "arm64", "os": "linux"}'),
-                   ("manifest.json", json.dumps([{"Config": "config.json", "Layers": []}]).encode() + b" " * 2000))
-        for name, body in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(body)
-            tar.addfile(info, io.BytesIO(body))
-    return out.getvalue()[: 1024 + 512 + 700]
+    whole = tar_of([("config.json", b'{"architecture": "arm64", "os": "linux"}'),
+                    ("manifest.json", json.dumps([{"Config": "config.json", "Layers": []}]).encode() + b" " * 2000)])
+    return whole[: 1024 + 512 + 700]
 
 
 WHEEL_CRASHES = [
@@ -200,27 +194,11 @@ def test_copy_of_an_overlong_file_name_keeps_the_dockerfile(tmp_path: Path) -> N
 
 def _oci_layout(folder: Path, index: bytes | None = None, manifest: bytes | None = None, layer: bytes | None = None) -> Path:
     """A real OCI layout (one arm64 image); ``index``/``manifest``/``layer`` replace those parts, stored under their digest."""
-    import hashlib
-
-    def digest(data: bytes) -> str:
-        return "sha256:" + hashlib.sha256(data).hexdigest()
-
-    blobs = folder / "blobs" / "sha256"
-    blobs.mkdir(parents=True)
     config = json.dumps({"architecture": "arm64", "os": "linux", "config": {}, "rootfs": {"type": "layers", "diff_ids": []}}).encode()
     layer = layer if layer is not None else b""
-    manifest = manifest if manifest is not None else json.dumps({
-        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": digest(config), "size": len(config)},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": digest(layer), "size": len(layer)}],
-    }).encode()
-    index = index if index is not None else json.dumps({"schemaVersion": 2, "manifests": [
-        {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest(manifest), "size": len(manifest)}]}).encode()
-    for blob in (config, layer, manifest):
-        (blobs / hashlib.sha256(blob).hexdigest()).write_bytes(blob)
-    (folder / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
-    (folder / "index.json").write_bytes(index)
-    return folder
+    manifest = manifest if manifest is not None else json.dumps(oci_manifest(config, [layer])).encode()
+    index = index if index is not None else json.dumps(oci_index(manifest)).encode()
+    return write_oci_layout(folder, index, (config, layer, manifest))
 
 
 IMAGE_CRASHES = [

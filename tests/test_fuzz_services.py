@@ -6,13 +6,10 @@ launch configs, and the collector document that comes back from a container or a
 from __future__ import annotations
 
 import gzip
-import hashlib
-import io
 import json
 import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +26,7 @@ from fuzz_strategies import (
 )
 from hypothesis import example, given
 from hypothesis import strategies as st
+from seed_builders import docker_save, metadata_layer, oci_index, oci_manifest, write_oci_layout
 
 from envcheck.errors import EnvcheckError, UsageError
 from envcheck.inspect import launch, meminfo, nvidia_smi
@@ -195,21 +193,7 @@ def test_image_history_reads_with_problems(lines: list[str]) -> None:
         assert problem.location is not None and problem.location.member and problem.location.member.startswith("history[")
 
 
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def _layer() -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        body = b"Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0+cu130\n"
-        info = tarfile.TarInfo("usr/local/lib/python3.12/site-packages/torch-2.9.0.dist-info/METADATA")
-        info.size = len(body)
-        tar.addfile(info, io.BytesIO(body))
-    return gzip.compress(buf.getvalue(), mtime=0)
-
-
-LAYER = _layer()
+LAYER = metadata_layer()
 CONFIG: dict[str, Any] = {"architecture": "arm64", "os": "linux", "config": {"Env": ["CUDA_VERSION=13.0.1"]},
                           "history": [{"created_by": "RUN /bin/sh -c pip install torch # buildkit"}],
                           "rootfs": {"type": "layers", "diff_ids": ["sha256:" + "1" * 64]}}
@@ -227,26 +211,17 @@ OCI_JSON = st.recursive(
 def _write_layout(folder: Path, part: str, replacement: Any) -> None:
     """A real OCI layout whose ``part`` (index/manifest/config) has one field replaced, stored under its real digest."""
     shutil.rmtree(folder, ignore_errors=True)
-    blobs = folder / "blobs" / "sha256"
-    blobs.mkdir(parents=True)
     key, value = replacement
-    config_doc = dict(CONFIG, **({key: value} if part == "config" else {}))
-    config = json.dumps(config_doc).encode()
-    manifest_doc = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                    "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": _digest(config), "size": len(config)},
-                    "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": _digest(LAYER), "size": len(LAYER)}]}
+    config = json.dumps(dict(CONFIG, **({key: value} if part == "config" else {}))).encode()
+    manifest_doc = oci_manifest(config, [LAYER])
     if part == "manifest":
         manifest_doc[key] = value
     manifest = json.dumps(manifest_doc).encode()
-    index_doc = {"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
-                                                    "digest": _digest(manifest), "size": len(manifest),
-                                                    "platform": {"architecture": "arm64", "os": "linux"}}]}
+    index_doc = oci_index(manifest)
+    del index_doc["mediaType"]
     if part == "index":
         index_doc[key] = value
-    for blob in (config, manifest, LAYER):
-        (blobs / hashlib.sha256(blob).hexdigest()).write_bytes(blob)
-    (folder / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
-    (folder / "index.json").write_text(json.dumps(index_doc))
+    write_oci_layout(folder, json.dumps(index_doc).encode(), (config, manifest, LAYER))
 
 
 @PROPERTY_SETTINGS
@@ -269,16 +244,7 @@ def test_image_json_of_any_shape_reads_or_says_why(tmp_path_factory: pytest.Temp
 
 
 def _save_archive() -> bytes:
-    out = io.BytesIO()
-    config = json.dumps(CONFIG).encode()
-    layer = gzip.decompress(LAYER)
-    manifest = json.dumps([{"Config": "config.json", "RepoTags": ["demo:latest"], "Layers": ["l/layer.tar"]}]).encode()
-    with tarfile.open(fileobj=out, mode="w") as tar:
-        for name, body in (("config.json", config), ("l/layer.tar", layer), ("manifest.json", manifest)):
-            info = tarfile.TarInfo(name)
-            info.size = len(body)
-            tar.addfile(info, io.BytesIO(body))
-    return out.getvalue()
+    return docker_save(json.dumps(CONFIG).encode(), gzip.decompress(LAYER))
 
 
 @PROPERTY_SETTINGS

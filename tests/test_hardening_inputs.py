@@ -9,7 +9,6 @@ formats (zipfile, tarfile, zlib, the fixture ELF files), never downloaded.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import os
@@ -23,6 +22,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, REPO, run_envcheck
+from seed_builders import digest, oci_index, oci_manifest, tar_of, write_oci_layout
 
 GOOD = REPO / "examples" / "requirements-cuda12.txt"  # a target with known FAIL findings (G1): proof it was checked
 BOUND = 120  # seconds: a hang fails the test through subprocess.TimeoutExpired
@@ -164,26 +164,12 @@ def test_zip_member_names_that_escape_the_install_folder(tmp_path: Path) -> None
 # ---- tar layers (images) -----------------------------------------------------------------------------
 
 
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 def _oci_layout(folder: Path, layer: bytes) -> Path:
     """A real OCI image layout (linux/arm64) with one gzip layer."""
-    blobs = folder / "blobs" / "sha256"
-    blobs.mkdir(parents=True)
     config = json.dumps({"architecture": "arm64", "os": "linux", "config": {},
-                         "rootfs": {"type": "layers", "diff_ids": [_digest(layer)]}}).encode()
-    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": _digest(config), "size": len(config)},
-                           "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": _digest(layer), "size": len(layer)}]}).encode()
-    index = json.dumps({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
-                                                           "digest": _digest(manifest), "size": len(manifest)}]}).encode()
-    for blob in (config, manifest, layer):
-        (blobs / hashlib.sha256(blob).hexdigest()).write_bytes(blob)
-    (folder / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
-    (folder / "index.json").write_bytes(index)
-    return folder
+                         "rootfs": {"type": "layers", "diff_ids": [digest(layer)]}}).encode()
+    manifest = json.dumps(oci_manifest(config, [layer])).encode()
+    return write_oci_layout(folder, json.dumps(oci_index(manifest)).encode(), (config, manifest, layer))
 
 
 def check_image(folder: Path, *extra: str, timeout: float = BOUND) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
@@ -268,13 +254,9 @@ def test_a_cached_scan_does_not_bypass_a_lower_expansion_limit(tmp_path: Path) -
 
 def test_tar_member_names_that_escape_the_root(tmp_path: Path) -> None:
     elf = (FIXTURES / "binaries" / "libext_cuda12.so").read_bytes()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name in ("../../../../etc/evil.so", "usr/local/lib/python3.12/site-packages/../../../../../../tmp/evil2.so"):
-            info = tarfile.TarInfo(name)
-            info.size = len(elf)
-            tar.addfile(info, io.BytesIO(elf))
-    folder = _oci_layout(tmp_path / "image", gzip.compress(buf.getvalue(), mtime=0))
+    names = ("../../../../etc/evil.so", "usr/local/lib/python3.12/site-packages/../../../../../../tmp/evil2.so")
+    layer = tar_of((name, elf) for name in names)
+    folder = _oci_layout(tmp_path / "image", gzip.compress(layer, mtime=0))
     done, report = check_image(folder)
     errors = [f for t in report["targets"] for f in t["findings"] if f["status"] == "ERROR"]
     assert done.returncode == 2 and any("evil" in (e["location"].get("member") or e["message"]) for e in errors), report
