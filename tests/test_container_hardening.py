@@ -283,3 +283,20 @@ def test_container_of_a_sigkilled_envcheck_is_swept(docker_client: Any, slow_ima
     assert len(orphans) == 1  # left behind, still running the hanging collector
     assert sweep_orphans(docker_client) == [orphans[0].name]  # the next run's sweep removes it
     assert docker_client.containers.list(all=True, filters=label) == []
+
+
+def test_probe_container_killed_from_outside(docker_client: Any, slow_image: str) -> None:
+    """Someone (an operator, the OOM killer of the host) kills the probe container: a clear ERROR, no leftovers."""
+    child, label = start_envcheck(docker_client, slow_image)
+    try:
+        (running,) = docker_client.containers.list(filters=label)
+        running.kill()
+        stdout, stderr = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 2, stdout + stderr
+    assert "Traceback" not in stdout + stderr
+    assert "was killed (exit status 137)" in stdout and "killed from outside envcheck" in stdout
+    assert docker_client.containers.list(all=True, filters=label) == []
