@@ -191,6 +191,7 @@ class BaseImage:
     platform: str | None = None  # --platform value or the image config's os/arch
     final: bool = True  # ends up in the final image
     location: Location | None = None
+    stages: tuple[str, ...] = ()  # Dockerfile: this stage and every stage built on it (FROM <stage>), by label
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)

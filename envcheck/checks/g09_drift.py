@@ -40,7 +40,8 @@ UNPINNED = rule(
     "G9-unpinned", "G9", "An ML package is not pinned", Status.WARN,
     """Under bare pip, torch, triton, xformers, transformers and friends drift independently: an unpinned
     one resolves to whatever is newest on the day of the install, so two 'identical' environments differ
-    and an unrelated pip install can break one that worked yesterday. Nothing pins them to GB10's SM121.""",
+    and an unrelated pip install can break one that worked yesterday. Nothing pins them to GB10's SM121.
+    In a Dockerfile, installs in a stage built on an NGC PyTorch container are not bare pip and pass.""",
     "Pin exact versions (==) that are known to work together, or use a lock file, or an NGC/Unsloth container.",
     ("requirements", "pyproject", "dockerfile"),
 )
@@ -203,15 +204,40 @@ def _pinned_by_constraint(ctx: CheckContext, name: str) -> bool:
     return any(p.name == name and p.role == "constraint" and p.version for p in ctx.inventory.packages)
 
 
+def _ngc_stages(ctx: CheckContext) -> set[str]:
+    """Dockerfile stages that build on an NGC PyTorch container (directly or through other stages)."""
+    if ctx.kind != "dockerfile":
+        return set()
+    from envcheck.inspect.base_images import safe_describe
+
+    found: set[str] = set()
+    for image in ctx.inventory.images:
+        facts = safe_describe(image.ref)
+        if facts is not None and facts.ngc_torch:
+            found.update(image.stages or ((image.stage,) if image.stage else ()))
+    return found
+
+
 def _unpinned(ctx: CheckContext, pkgs: list[Package], stack: set[str]) -> Iterator[Finding]:
-    """One finding per line (a requirement line, a pip command) naming every unpinned ML package on it."""
+    """One finding per line (a requirement line, a pip command) naming every unpinned ML package on it.
+
+    Only bare pip counts (GOTCHAS G9): a Dockerfile stage on an NGC PyTorch container installs against
+    NVIDIA's build and its pip constraints, the container-first setup the gotcha recommends.
+    """
+    ngc = _ngc_stages(ctx)
     by_line: dict[Location | None, list[Package]] = {}
+    on_ngc = 0
     for pkg in pkgs:
         if pkg.role not in ("requirement",) or pkg.name not in stack or not installs_on(pkg, ctx.profile):
             continue
         if pkg.version or pkg.url or _pinned_by_constraint(ctx, pkg.name):
             continue
+        if pkg.location is not None and pkg.location.stage in ngc:
+            on_ngc += 1
+            continue
         by_line.setdefault(pkg.location, []).append(pkg)
+    if on_ngc and not by_line:
+        yield UNPINNED.passed(f"{on_ngc} unpinned ML requirement(s) install on an NGC PyTorch container, not bare pip", None)
     for location, group in by_line.items():
         names = [f"{p.name}{p.specifier or ''}" for p in group]
         what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

@@ -171,6 +171,17 @@ class _Reader:
                         changed = True
         return keeps
 
+    def _built_on(self, root: Stage) -> tuple[str, ...]:
+        """Labels of ``root`` and of every stage that builds on it, directly or through other stages."""
+        labels = []
+        for stage in self.df.stages:
+            walk: Stage | None = stage
+            while walk is not None and walk.index != root.index:
+                walk = self.df.stages[walk.parent] if walk.parent is not None else None
+            if walk is not None:
+                labels.append(stage.label)
+        return tuple(labels)
+
     def _loc(self, line: int, stage: Stage) -> Location:
         return Location(self.path, line=line, stage=stage.label)
 
@@ -190,7 +201,7 @@ class _Reader:
                 return
             inventory.images.append(BaseImage(
                 ref=stage.base, stage=stage.label, platform=stage.platform, final=in_image,
-                location=self._loc(stage.line, stage),
+                location=self._loc(stage.line, stage), stages=self._built_on(stage),
             ))
             if in_image:
                 inventory.packages.extend(shipped_packages(stage.base, self._loc(stage.line, stage)))
