@@ -368,3 +368,17 @@ def test_shell_scripts_that_expand_each_other_are_read_within_a_budget() -> None
         commands = split_commands(text)
     assert commands[0].argv == ("pip", "install", "torch==2.9.0")
     assert len(commands) < SPLIT_BUDGET // 10
+
+
+def test_a_run_line_cut_at_the_budget_is_an_error_at_its_line(tmp_path: Path) -> None:
+    """The same expansion in a Dockerfile: reading stops, and the user hears so (an ERROR at that RUN line)."""
+    from envcheck.sources import dockerfile as dockerfile_source
+
+    copies = ";".join(["$X"] * 20)
+    path = tmp_path / "Dockerfile"
+    path.write_text(f"FROM python:3.12\nRUN pip install torch==2.9.0\nRUN X='sh -c \"{copies}\"'; sh -c \"{copies}\"\n")
+    with hang_guard():
+        inventory = dockerfile_source.read(path, ReadOptions())
+    (problem,) = inventory.problems
+    assert problem.location is not None and problem.location.line == 3 and "stopped reading" in problem.message
+    assert [p.name for p in inventory.packages if p.role == "requirement"] == ["torch"]

@@ -187,15 +187,23 @@ def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str]) -> int
     return m.end()
 
 
-def split_commands(text: str, values: Mapping[str, str] | None = None, base: int = 0) -> list[SimpleCommand]:
+def split_commands(text: str, values: Mapping[str, str] | None = None, base: int = 0) -> Commands:
     """Every simple command in ``text``, in order, with nested ``sh -c`` scripts expanded in place.
 
     ``base`` is added to offsets (used when ``text`` is itself part of a larger text).
     """
     env = dict(values or {})
-    commands: list[SimpleCommand] = []
-    _split(text, env, base, commands, depth=0, budget=[max(SPLIT_BUDGET, 4 * len(text))])
+    commands = Commands()
+    budget = [max(SPLIT_BUDGET, 4 * len(text))]
+    _split(text, env, base, commands, depth=0, budget=budget)
+    commands.truncated = budget[0] < 0
     return commands
+
+
+class Commands(list[SimpleCommand]):
+    """The commands :func:`split_commands` found; ``truncated`` when it stopped at its budget."""
+
+    truncated = False
 
 
 # Characters the splitter may read for one call, nested `sh -c` scripts and their expanded variables

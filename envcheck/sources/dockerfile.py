@@ -56,6 +56,8 @@ BUILD_PLATFORM = "linux/arm64"  # the Spark builds its own images: $TARGETARCH e
 _PRAGMA = re.compile(r"^\s*#\s*envcheck:\s*ignore=([A-Za-z0-9_,.\-]+)\s*(.*)$")
 _FIRST_WORD = re.compile(rb"^\s*([A-Za-z]+)[ \t]")
 _SHELL_EXES = frozenset({"sh", "bash", "dash", "ash", "zsh"})
+TRUNCATED_RUN = ("this RUN expands into far more shell text than it holds (variables holding `sh -c` scripts that run "
+                 "each other); envcheck stopped reading it there, so installs after that point were not checked")
 # COPY --from sources that carry a stage's Python packages into the image: installed trees and wheel folders.
 _SITE_DIRS = ("site-packages", "dist-packages", "/opt/venv", "/opt/conda", "/venv", "/.venv", "/usr/local/lib/python",
               "wheels", "wheelhouse", ".whl")
@@ -232,23 +234,28 @@ class _Reader:
             elif inst.keyword == "RUN":
                 mounts = _bind_mounts(inst, workdir)
                 files = _ContextFiles(self.context, copies, mounts, workdir, clones, heredoc_files)
-                for cmd, line in self._commands(inst, values):
+                commands, truncated = self._commands(inst, values)
+                for cmd, line in commands:
                     self._command(cmd, line, stage, in_image, values, files, inventory)
+                if truncated:
+                    inventory.problems.append(ReadProblem(TRUNCATED_RUN, self._loc(inst.line, stage)))
 
     # -- RUN -----------------------------------------------------------------------------------
-    def _commands(self, inst: Instruction, values: Mapping[str, str]) -> list[tuple[SimpleCommand, int]]:
-        """Every simple command of a RUN with the Dockerfile line it is on."""
+    def _commands(self, inst: Instruction, values: Mapping[str, str]) -> tuple[list[tuple[SimpleCommand, int]], bool]:
+        """Every simple command of a RUN with the Dockerfile line it is on; True when reading stopped early."""
         out: list[tuple[SimpleCommand, int]] = []
         env = dict(values)
         if inst.json_args is not None:
             argv = list(inst.json_args)
             if argv and argv[0].rsplit("/", 1)[-1] in _SHELL_EXES and len(argv) >= 3 and argv[1].startswith("-") and "c" in argv[1]:
-                for cmd in split_commands(argv[2], env):
-                    out.append((cmd, inst.line))
-            elif argv:
+                script = split_commands(argv[2], env)
+                out += [(cmd, inst.line) for cmd in script]
+                return out, script.truncated
+            if argv:
                 out.append((SimpleCommand(tuple(argv), 0, (), env, " ".join(argv)), inst.line))
-            return out
+            return out, False
         outer = split_commands(inst.args, env)
+        truncated = outer.truncated
         script_docs = list(inst.heredocs)
         for cmd in outer:
             if script_docs and cmd.argv and cmd.argv[0].rsplit("/", 1)[-1] in _SHELL_EXES and all(a.startswith("-") for a in cmd.argv[1:]):
@@ -259,9 +266,10 @@ class _Reader:
         )
         if reads_stdin_script:
             for doc in script_docs:
-                for cmd in split_commands(doc.body, env):
-                    out.append((cmd, doc.line + doc.body.count("\n", 0, cmd.offset)))
-        return out
+                script = split_commands(doc.body, env)
+                truncated = truncated or script.truncated
+                out += [(cmd, doc.line + doc.body.count("\n", 0, cmd.offset)) for cmd in script]
+        return out, truncated
 
     def _command(self, cmd: SimpleCommand, line: int, stage: Stage, in_image: bool, values: Mapping[str, str],
                  files: _ContextFiles, inventory: Inventory) -> None:
@@ -668,7 +676,10 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
             text = a.group(3)
         s = _SHELL_PREFIX.match(text)
         script = s.group(3) if s else text
-        for cmd in split_commands(script, step_env):
+        commands = split_commands(script, step_env)
+        if commands.truncated:
+            inventory.problems.append(ReadProblem(f"history entry {index}: {TRUNCATED_RUN}", loc))
+        for cmd in commands:
             parsed = parse_install_command(_resolvable(list(cmd.argv)), loc)
             if parsed is None:
                 continue
