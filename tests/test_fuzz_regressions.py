@@ -382,3 +382,15 @@ def test_a_run_line_cut_at_the_budget_is_an_error_at_its_line(tmp_path: Path) ->
     (problem,) = inventory.problems
     assert problem.location is not None and problem.location.line == 3 and "stopped reading" in problem.message
     assert [p.name for p in inventory.packages if p.role == "requirement"] == ["torch"]
+
+
+@pytest.mark.parametrize("cell", ["inf", "-inf", "nan", "1e400"])
+def test_nvidia_smi_cells_that_are_not_finite_are_not_readings(cell: str) -> None:
+    """fuzz (host_readings, second session): `--query-compute-apps` with pid `inf` raised OverflowError from
+    `app_row` (a GPU index `nan` raised ValueError from `gpu_row`) instead of reading as "not available"."""
+    from envcheck.inspect import nvidia_smi
+
+    app = nvidia_smi.app_row({"pid": cell, "process_name": "python3", "used_memory": cell, "gpu_uuid": "GPU-1"})
+    assert app["pid"] is None and app["used_memory_mib"] is None
+    gpu = nvidia_smi.gpu_row({"index": cell, "temperature.gpu": cell, "power.draw": "35.2"})
+    assert gpu["temperature_c"] is None and gpu["power_w"] == 35.2

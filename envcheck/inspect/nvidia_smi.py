@@ -9,6 +9,7 @@ memory is the unified system memory (research/spark-facts.md §9).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -101,13 +102,14 @@ def parse_csv(text: str, fields: Sequence[str] | None = None) -> Table:
 
 
 def number(value: str | None) -> float | None:
-    """A numeric cell as float (None for placeholders or text)."""
+    """A numeric cell as float (None for placeholders, text, and inf/nan, which no reading can be)."""
     if value is None:
         return None
     try:
-        return float(value)
+        result = float(value)
     except ValueError:
         return None
+    return result if math.isfinite(result) else None
 
 
 def throttle_reasons(value: str | None) -> list[str]:
