@@ -24,7 +24,7 @@ for name in "${names[@]}"; do
   script="fuzz/fuzz_${name}.py"
   [ -f "$script" ] || { echo "no harness $script" >&2; continue; }
   left="$seconds"; total=0; stops=0
-  log="$work/$name/last.log"
+  log="$work/$name/last.$$.log"  # per process: two campaigns of one harness may run at once
   mkdir -p "$work/$name"
   while [ "$left" -gt 0 ]; do
     started=$(date +%s)
