@@ -289,12 +289,11 @@ def payload_folders() -> tuple[Path, ...]:
     same code under the name envcheck imports on 3.10. (An installed tomli may be a compiled build for
     this machine only, so it travels only when it is pure Python.)
     """
-    import elftools
     import packaging
 
     import envcheck
 
-    folders = [Path(envcheck.__file__).parent, Path(elftools.__file__).parent, Path(packaging.__file__).parent]
+    folders = [Path(envcheck.__file__).parent, Path(packaging.__file__).parent]
     toml = _pure_toml_package()
     if toml is not None:
         folders.append(toml)
@@ -320,7 +319,7 @@ def payload_archive(folders: tuple[Path, ...], compress: bool = False) -> bytes:
     """A tar of ``folders`` (source files only, no caches), root-owned and world-readable, read-only.
 
     Only package folders travel, never ``*.dist-info``: the collector must not see envcheck's own copies
-    of packaging or pyelftools as distributions installed in the image. ``compress``: gzip it (the
+    of packaging as distributions installed in the image. ``compress``: gzip it (the
     engine unpacks gzip), worth it when the engine is remote (tcp://, ssh://), not on a local socket.
     """
     buffer = io.BytesIO()
