@@ -269,3 +269,31 @@ def test_container_markers_in_a_root(tmp_path: Path, monkeypatch: pytest.MonkeyP
     facts = container_facts(str(tmp_path))
     assert facts["kind"] == kind
     assert (facts["evidence"][0] if facts["evidence"] else None) == evidence
+
+
+def test_slow_nvidia_smi_readings_stay_inside_the_window(tmp_path: Path) -> None:
+    """A driver without persistence mode answers in ~0.5 s: readings are scheduled to end inside the
+    window, and the compute-process query runs beside them rather than after (issue 18: preflight within
+    the sample time + 1 s)."""
+    log = tmp_path / "calls.log"
+    smi = tmp_path / "nvidia-smi"
+    row = "0, GPU-0, NVIDIA GB10, 580.95.05, 41, 11.20, [N/A], [N/A], [N/A], 3, 2405, 0x0000000000000000, 12.1"
+    smi.write_text(
+        "#!/bin/sh\n"
+        f"echo \"start $1 $(date +%s.%N)\" >> {log}\n"
+        "sleep 0.5\n"
+        "case \"$1\" in\n"
+        f"  --query-gpu=*) echo '{row}';;\n"
+        "  --query-compute-apps=*) ;;\n"
+        "esac\n"
+        f"echo \"end $1 $(date +%s.%N)\" >> {log}\n")
+    smi.chmod(0o755)
+    reading = host.sample_nvidia_smi(2.0, str(smi))
+    assert reading["status"] == "ok", reading
+    times = [s["t"] for s in reading["samples"]]
+    assert len(times) >= 2
+    assert times[-1] < 2.0  # every reading started inside the window; the last one learned the call time
+    events = [line.split() for line in log.read_text().splitlines()]
+    apps_start = next(float(e[2]) for e in events if e[0] == "start" and e[1].startswith("--query-compute-apps"))
+    last_gpu_end = max(float(e[2]) for e in events if e[0] == "end" and e[1].startswith("--query-gpu"))
+    assert apps_start < last_gpu_end  # the process query overlapped the readings

@@ -228,7 +228,7 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
-        return ReadProblem(f"invalid requirement {shown(text)}: {str(exc).splitlines()[0][:200]}", location)
+        return ReadProblem(f"invalid requirement {_excerpt_to_error(text, str(exc))}: {str(exc).splitlines()[0][:200]}", location)
     version = None
     specs = list(req.specifier)
     if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
@@ -250,10 +250,26 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
 
 
 def shown(text: str, limit: int = 120) -> str:
-    """``text`` quoted for a message, cut to ``limit`` characters (a 1 MB line must not become a 1 MB message)."""
+    """``text`` quoted for a message, cut to ``limit`` characters (a 1 MB line must not become a 1 MB message),
+    with credentials masked (envcheck.redaction)."""
+    from envcheck.redaction import redact
+
     if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}... ({len(text)} characters)"
+        return repr(redact(text))
+    return f"{redact(text[:limit])!r}... ({len(text)} characters)"
+
+
+def _excerpt_to_error(text: str, error: str, limit: int = 40) -> str:
+    """The start of an invalid requirement up to the character packaging stopped at (its caret line), at most
+    ``limit`` characters: enough to find the line, never a whole line of a file that is not a requirements
+    file at all (``-r /etc/shadow`` must not print the file)."""
+    lines = error.splitlines()
+    stop = limit
+    if len(lines) >= 3 and lines[-1].strip().endswith("^"):
+        stop = min(limit, max(1, len(lines[-1].rstrip()) - 4))  # the caret line is indented like the quoted text
+    if len(text) <= stop:
+        return shown(text)
+    return f"{shown(text[:stop])}... ({len(text)} characters)"
 
 
 def _with(pkg: Package, **changes: object) -> Package:

@@ -352,20 +352,32 @@ def _query(exe: str, fields: tuple[str, ...], kind: str) -> tuple[tuple[str, ...
 
 
 def sample_nvidia_smi(seconds: float, exe: str | None = None, proc: str = "/proc") -> dict[str, Any]:
-    """GPU readings every second (at least two when ``seconds`` > 0), then the compute processes."""
+    """GPU readings every second (at least two when ``seconds`` > 0) and the compute processes.
+
+    The readings stay inside the window: a reading is started only when it can finish by the end of
+    ``seconds`` (its duration is learned from the first one), so a slow nvidia-smi (0.3-0.7 s a call on
+    a driver without persistence mode) does not push the command past the window. The compute-process
+    query runs beside the readings, not after them. ``preflight`` so ends within the window + ~1 s.
+    """
     path = exe or shutil.which("nvidia-smi")
     if path is None:
         return {"status": "absent"}
+    apps_box: list[tuple[tuple[str, ...], str] | str] = []
+    apps_thread = threading.Thread(target=lambda: apps_box.append(_query(path, nvidia_smi.APP_FIELDS, "apps")), daemon=True)
+    apps_thread.start()
     out: dict[str, Any] = {"status": "ok", "path": path, "samples": [], "processes": []}
     start = time.monotonic()
     deadline = start + max(0.0, seconds)
     interval = min(1.0, seconds / 2) if seconds > 0 else 0.0
     due = start
+    call_seconds = 0.0
     while True:
         taken = time.monotonic()
         result = _query(path, nvidia_smi.GPU_FIELDS, "gpu")
+        call_seconds = max(call_seconds, time.monotonic() - taken)
         if isinstance(result, str):
             if not out["samples"]:
+                apps_thread.join(_NVIDIA_SMI_TIMEOUT)
                 return {"status": "error", "path": path, "error": result}
             out["sample_error"] = result
             break
@@ -373,15 +385,23 @@ def sample_nvidia_smi(seconds: float, exe: str | None = None, proc: str = "/proc
         try:
             table = nvidia_smi.parse_csv(text, fields)
         except nvidia_smi.NvidiaSmiFormatError as exc:
+            apps_thread.join(_NVIDIA_SMI_TIMEOUT)
             return {"status": "error", "path": path, "error": f"--query-gpu output line {exc.line}: {exc.message}"}
         out["fields"] = list(fields)
         out["samples"].append({"t": round(taken - start, 3), "gpus": [nvidia_smi.gpu_row(r) for r in table.rows]})
-        # samples on a fixed schedule (0, 1, 2, ... s) so slow nvidia-smi calls do not shrink the window
+        # samples on a fixed schedule (0, 1, 2, ... s) so slow nvidia-smi calls do not shrink the window;
+        # the last one starts early enough to end inside it (two readings at least, for G4's trend)
         due += interval
-        if interval <= 0 or due > deadline + 0.05:
+        if interval <= 0:
             break
-        time.sleep(max(0.0, due - time.monotonic()))
-    apps = _query(path, nvidia_smi.APP_FIELDS, "apps")
+        if len(out["samples"]) >= 2 and due + call_seconds > deadline + 0.05:
+            break
+        if len(out["samples"]) >= 2 or due + call_seconds <= deadline + 0.05:
+            time.sleep(max(0.0, due - time.monotonic()))
+        else:  # the second reading cannot fit on schedule: take it as late as still fits
+            time.sleep(max(0.0, deadline - call_seconds - time.monotonic()))
+    apps_thread.join(_NVIDIA_SMI_TIMEOUT + 1.0)
+    apps = apps_box[0] if apps_box else f"nvidia-smi did not answer within {_NVIDIA_SMI_TIMEOUT:g} s"
     if isinstance(apps, str):
         out["apps_error"] = apps
         return out
