@@ -246,11 +246,13 @@ class RegistryClient:
         if wait >= left or (asked and wait > self.max_wait):
             status = f"HTTP {response.status_code}" if response is not None else "a failed attempt"
             if asked:
-                most = min(self.max_wait, max(left, 0.0))
-                raise ServiceError(f"{host} answered {status} for {what} and asked envcheck to wait {str(header).strip()[:40]!r} "
-                                   f"before asking again (Retry-After); envcheck waits at most {most:.0f} s of its "
-                                   f"{budget:g} s deadline: try later, or raise the limit with --http-timeout or "
-                                   "ENVCHECK_HTTP_TIMEOUT")
+                asked_for = f"asked envcheck to wait {str(header).strip()[:40]!r} before asking again (Retry-After)"
+                if wait >= left:
+                    raise ServiceError(f"{host} answered {status} for {what} and {asked_for}, past the {budget:g} s "
+                                       "deadline of the request: try later, or raise the limit with --http-timeout or "
+                                       "ENVCHECK_HTTP_TIMEOUT")
+                raise ServiceError(f"{host} answered {status} for {what} and {asked_for}, longer than the "
+                                   f"{self.max_wait:g} s envcheck waits between tries: try later")
             raise _deadline_error(f"{host} did not give a usable answer for {what} (last: {status})", budget)
         time.sleep(min(wait, self.max_wait))
 
