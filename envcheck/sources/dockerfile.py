@@ -40,13 +40,16 @@ from envcheck.inspect.shell import SimpleCommand, split_commands
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.model import (
     EnvVar,
+    IndexOption,
     InstallCommand,
     Inventory,
     Location,
+    Origin,
     Package,
     PackageIndex,
     Pragma,
     ReadProblem,
+    Role,
 )
 from envcheck.registry.reference import parse_reference
 from envcheck.sources import ReadOptions
@@ -67,8 +70,9 @@ _REPO_PACKAGES = {"flash-attention": "flash-attn", "triton": "triton", "xformers
 _TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST",)
 # Environment variables that set pip's or uv's default index for every install after them.
 INDEX_VARIABLES = {
-    "PIP_INDEX_URL": "index-url", "PIP_EXTRA_INDEX_URL": "extra-index-url", "PIP_FIND_LINKS": "find-links",
-    "UV_INDEX_URL": "index-url", "UV_DEFAULT_INDEX": "index-url", "UV_EXTRA_INDEX_URL": "extra-index-url", "UV_INDEX": "extra-index-url",
+    "PIP_INDEX_URL": IndexOption.INDEX_URL, "PIP_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL, "PIP_FIND_LINKS": IndexOption.FIND_LINKS,
+    "UV_INDEX_URL": IndexOption.INDEX_URL, "UV_DEFAULT_INDEX": IndexOption.INDEX_URL, "UV_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL,
+    "UV_INDEX": IndexOption.EXTRA_INDEX_URL,
 }
 _INDEX_VARIABLES = INDEX_VARIABLES
 
@@ -216,7 +220,7 @@ class _Reader:
             if inst.keyword in ("ENV", "ARG"):
                 scratch = dict(values)
                 for name, value, origin in apply_instruction(self.df, inst, scratch, self.build_args):
-                    inventory.env.append(EnvVar(name, value, origin, self._loc(inst.line, stage)))
+                    inventory.env.append(EnvVar(name, value, Origin(origin), self._loc(inst.line, stage)))
                     # pip/uv read their default index from the environment of every later RUN
                     option = _INDEX_VARIABLES.get(name)
                     if option is not None:
@@ -285,7 +289,7 @@ class _Reader:
             return
         for name in _TRACKED_BUILD_ENV:
             if name in cmd.env and cmd.env.get(name) != values.get(name) and _builds(argv):
-                inventory.env.append(EnvVar(name, cmd.env[name], "run", loc))
+                inventory.env.append(EnvVar(name, cmd.env[name], Origin.RUN, loc))
         if re.fullmatch(r"python(\d+(\.\d+)?)?", exe) and len(argv) >= 3 and argv[1] == "setup.py" and argv[2] in ("install", "develop", "bdist_wheel", "build_ext"):
             self._source_build(files.script.cwd, "setup.py", argv, cmd, loc, in_image, files, inventory)
             return
@@ -301,7 +305,7 @@ class _Reader:
 
     def _add_install(self, parsed: InstallParse, cmd: SimpleCommand, loc: Location, in_image: bool,
                      files: _ContextFiles, inventory: Inventory, stage: Stage) -> None:
-        role_override = None if in_image else "build"
+        role_override = None if in_image else Role.BUILD
         text = cmd.text or parsed.command.text
         packages = [p if role_override is None or p.role != "requirement" else replace(p, role=role_override) for p in parsed.packages]
         names = list(parsed.command.packages)
@@ -312,7 +316,7 @@ class _Reader:
                 repo = _repo_of(folder, files.script)
                 if repo is not None:
                     name, url = repo
-                    pkg = Package(name=name, url=f"git+{url}" if not url.startswith("git+") else url, role=role_override or "requirement",
+                    pkg = Package(name=name, url=f"git+{url}" if not url.startswith("git+") else url, role=role_override or Role.REQUIREMENT,
                                   editable="-e" in cmd.argv or "--editable" in cmd.argv, no_deps=parsed.command.no_deps, location=loc)
                     packages.append(pkg)
                     names.append(name)
@@ -320,11 +324,11 @@ class _Reader:
         inventory.packages.extend(packages)
         inventory.indexes.extend(parsed.indexes)
         inventory.problems.extend(parsed.problems)
-        for listed, role in ((parsed.requirement_files, "requirement"), (parsed.constraint_files, "constraint")):
+        for listed, role in ((parsed.requirement_files, Role.REQUIREMENT), (parsed.constraint_files, Role.CONSTRAINT)):
             for name in listed:
                 self._read_listed_file(name, role, role_override, files, loc, stage, inventory)
 
-    def _read_listed_file(self, name: str, role: str, role_override: str | None, files: _ContextFiles, loc: Location,
+    def _read_listed_file(self, name: str, role: Role, role_override: Role | None, files: _ContextFiles, loc: Location,
                           stage: Stage, inventory: Inventory) -> None:
         """Read a ``-r``/``-c`` file that the build copied (or bind-mounted) from the context."""
         from envcheck.sources import requirements
@@ -345,7 +349,7 @@ class _Reader:
         for pkg in sub.packages:
             new_role = pkg.role
             if role == "constraint" and pkg.role == "requirement":
-                new_role = "constraint"
+                new_role = Role.CONSTRAINT
             if role_override is not None and new_role == "requirement":
                 new_role = role_override
             inventory.packages.append(replace(pkg, role=new_role, location=_under(pkg.location, loc)))
@@ -354,7 +358,7 @@ class _Reader:
         inventory.problems.extend(sub.problems)
         inventory.pragmas.extend(sub.pragmas)
 
-    def _read_inline_file(self, doc: Heredoc, name: str, role: str, role_override: str | None, loc: Location, stage: Stage,
+    def _read_inline_file(self, doc: Heredoc, name: str, role: Role, role_override: Role | None, loc: Location, stage: Stage,
                           inventory: Inventory) -> None:
         """A requirements file written by ``COPY <<EOF``: read it, and locate its lines in the Dockerfile."""
         import tempfile
@@ -376,7 +380,7 @@ class _Reader:
             return replace(loc, line=doc.line + where.line - 1)
 
         for pkg in sub.packages:
-            new_role = "constraint" if role == "constraint" and pkg.role == "requirement" else pkg.role
+            new_role = Role.CONSTRAINT if role == "constraint" and pkg.role == "requirement" else pkg.role
             if role_override is not None and new_role == "requirement":
                 new_role = role_override
             inventory.packages.append(replace(pkg, role=new_role, location=here(pkg.location)))
@@ -396,7 +400,7 @@ class _Reader:
         except Exception as exc:  # a broken project file is a problem at the RUN line, the rest is still read
             inventory.problems.append(ReadProblem(f"cannot read {name} (from {found}): {getattr(exc, 'message', exc)}", loc))
             return
-        role_override = None if in_image else "build"
+        role_override = None if in_image else Role.BUILD
         for pkg in sub.packages:
             new_role = role_override if role_override is not None and pkg.role in ("requirement", "lock") else pkg.role
             inventory.packages.append(replace(pkg, role=new_role, location=_under(pkg.location, loc)))
@@ -415,7 +419,7 @@ class _Reader:
         if repo is None:
             return
         name, url = repo
-        role = "requirement" if in_image else "build"
+        role = Role.REQUIREMENT if in_image else Role.BUILD
         inventory.packages.append(Package(name=name, url=f"git+{url}", role=role, location=loc))
         inventory.installs.append(InstallCommand(tool=tool, packages=(name,), options=(), text=cmd.text or " ".join(argv), location=loc))
 
@@ -447,12 +451,12 @@ def shipped_packages(ref: str, location: Location | None) -> list[Package]:
     out: list[Package] = []
     torch = facts.torch
     if torch is not None and "+" in torch:
-        out.append(Package(name="torch", version=torch, specifier=f"=={torch}", installed=True, role="installed", location=location))
+        out.append(Package(name="torch", version=torch, specifier=f"=={torch}", installed=True, role=Role.INSTALLED, location=location))
     if facts.flash_attn is not None or facts.family == "ngc-pytorch":
         version = facts.flash_attn if facts.flash_attn and facts.flash_attn[0].isdigit() else None
-        out.append(Package(name="flash-attn", version=version, installed=True, role="installed", location=location))
+        out.append(Package(name="flash-attn", version=version, installed=True, role=Role.INSTALLED, location=location))
     if facts.triton is not None:
-        out.append(Package(name="triton", version=facts.triton, installed=True, role="installed", location=location))
+        out.append(Package(name="triton", version=facts.triton, installed=True, role=Role.INSTALLED, location=location))
     return out
 
 
@@ -665,12 +669,12 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
                     for name, value in _history_env_pairs(inst):
                         value = expand(value, env, keep_unknown=True).value
                         env[name] = value
-                        inventory.env.append(EnvVar(name, value, "env", loc))
+                        inventory.env.append(EnvVar(name, value, Origin.ENV, loc))
                 else:
                     for word in split_words(inst.args):
                         name, eq, value = word.partition("=")
                         if eq:
-                            inventory.env.append(EnvVar(name, expand(value, env).value, "arg", loc))
+                            inventory.env.append(EnvVar(name, expand(value, env).value, Origin.ARG, loc))
             except DockerfileSyntaxError as exc:
                 inventory.problems.append(ReadProblem(f"history entry {index}: {exc.message}", loc))
             continue
@@ -702,5 +706,5 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
             inventory.problems.extend(parsed.problems)
             for name in _TRACKED_BUILD_ENV:
                 if name in cmd.env and cmd.env[name] != env.get(name):
-                    inventory.env.append(EnvVar(name, cmd.env[name], "run", _in_branch(loc, cmd)))
+                    inventory.env.append(EnvVar(name, cmd.env[name], Origin.RUN, _in_branch(loc, cmd)))
     return inventory
