@@ -108,6 +108,10 @@ class Location:
     offset: int | None = None
     member: str | None = None  # a member inside a wheel, layer, archive or image
     stage: str | None = None  # Dockerfile build stage
+    # A command in a shell branch that may not run: the branch in words (``in a conditional branch (if
+    # `[ -n "$X" ]`)``), and whether it is a fallback that runs only when the main path fails.
+    branch: str | None = None
+    fallback: bool = False
 
     def __str__(self) -> str:
         text = self.path
@@ -122,7 +126,7 @@ class Location:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None and v is not False}
 
 
 @dataclass(frozen=True)
