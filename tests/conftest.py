@@ -30,6 +30,8 @@ def run_envcheck(*args: str, cwd: Path | None = None, input: str | None = None, 
     """Run the real command line (`python -m envcheck ...`) and return the finished process."""
     full_env = dict(os.environ)
     full_env.setdefault("ENVCHECK_CACHE_DIR", str(REPO / ".work" / "test-cache"))
+    # The envcheck under test is this checkout's, whatever the cwd (an installed copy may be elsewhere).
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), full_env.get("PYTHONPATH", "")) if p)
     if env:
         full_env.update(env)
     return subprocess.run(
