@@ -234,12 +234,12 @@ LIVE_TORCH = rule(
 def live_torch(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over the live torch probe: crash/import error FAIL, wrong CUDA major FAIL, timeout WARN."""
     host = ctx.inventory.host
-    torch = host.get("torch")
+    torch = host.torch
     if not isinstance(torch, dict):
-        if host.get("python", {}).get("status") == "absent":
+        if (host.python or {}).get("status") == "absent":
             yield LIVE_TORCH.finding("no python3 to probe: cannot check torch", status=Status.SKIP)
         return
-    python = str(host.get("python", {}).get("executable") or "python3")
+    python = str((host.python or {}).get("executable") or "python3")
     status = torch.get("status")
     stage = "initialising CUDA" if torch.get("stage") == "cuda-init" else "importing torch"
     evidence = {k: torch.get(k) for k in ("status", "stage", "signal", "error", "version", "cuda") if torch.get(k) is not None}
@@ -262,7 +262,7 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
         except ValueError:
             yield LIVE_TORCH.finding(f"torch {version} reports an unreadable CUDA version {cuda!r}", evidence=evidence, status=Status.WARN)
             return
-        smi = host.get("nvidia_smi")
+        smi = host.nvidia_smi
         listed: list[object] = []
         if isinstance(smi, dict) and smi.get("status") == "ok" and smi.get("samples"):
             listed = list(smi["samples"][-1].get("gpus") or [])
@@ -442,7 +442,7 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over an image: the CUDA major from its config's CUDA_VERSION, else from its NGC tag."""
     if ctx.kind != "image":
         return
-    facts = ctx.inventory.host.get("image")
+    facts = ctx.inventory.host.image
     if not isinstance(facts, dict) or facts.get("platform_found") is False:
         return
     ref = str(facts.get("ref", ""))

@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -780,13 +780,13 @@ def read_container(image: str, options: ContainerOptions | None = None,
     else:
         inventory = _inventory_from_output(image, run)
     inventory.context = "installed"
-    if not options.gpus and (inventory.host.get("nvidia_smi") or {}).get("status") == "not-run":
-        inventory.host.pop("nvidia_smi")  # no GPU was given: the GPU lines say "not run" (SKIP), not "failed"
+    if not options.gpus and (inventory.host.nvidia_smi or {}).get("status") == "not-run":
+        inventory.host = replace(inventory.host, nvidia_smi=None)  # no GPU was given: the GPU lines say "not run" (SKIP), not "failed"
     inventory.images.append(_image_fact(image, image_obj))
-    if not isinstance(inventory.host.get("container"), dict) and (run.no_python or run.python_too_old):
+    if not isinstance(inventory.host.container, dict) and (run.no_python or run.python_too_old):
         # the static look has no live container markers; the target is a container image all the same
-        inventory.host["container"] = {"kind": "docker", "evidence": [f"{image} is a container image (static look)"]}
-    inventory.host["container_run"] = {
+        inventory.host = replace(inventory.host, container={"kind": "docker", "evidence": [f"{image} is a container image (static look)"]})
+    inventory.host = replace(inventory.host, container_run={
         "image": image,
         "user": run.user,
         "gpus": run.gpus,
@@ -796,7 +796,7 @@ def read_container(image: str, options: ContainerOptions | None = None,
         "seconds": round(run.seconds, 3),
         "hardened": {"network": "none", "read_only_rootfs": True, "cap_drop": "ALL", "no_new_privileges": True,
                      "memory": options.memory, "pids": options.pids},
-    }
+    })
     return inventory
 
 

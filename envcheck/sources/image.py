@@ -24,14 +24,14 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
 from envcheck.errors import InputError, ServiceError, UsageError
-from envcheck.model import BaseImage, Binary, EnvVar, Inventory, Location, Package, ReadProblem
+from envcheck.model import BaseImage, Binary, EnvVar, Inventory, Location, Origin, Package, ReadProblem, Role
 from envcheck.registry.auth import Credentials, credentials_from_docker_config
 from envcheck.registry.cache import BlobCache
 from envcheck.registry.client import (
@@ -248,7 +248,7 @@ def _config_inventory(name: str, config: dict[str, Any], facts: dict[str, Any]) 
     for item in env:
         key, sep, value = str(item).partition("=")
         if sep:
-            inventory.env.append(EnvVar(key, value, origin="config", location=where))
+            inventory.env.append(EnvVar(key, value, origin=Origin.CONFIG, location=where))
     labels = section.get("Labels") or {}
     platform = _platform_of(config)
     facts.update({
@@ -296,7 +296,7 @@ def _add_final_files(inventory: Inventory, name: str, final: FinalFiles) -> None
     for path, data in sorted(final.packages.items()):
         inventory.packages.append(Package(
             name=canonicalize_name(data["name"]), version=data.get("version") or None, installed=True,
-            role="installed", requires=tuple(data.get("requires") or ()), location=Location(name, member="/" + path),
+            role=Role.INSTALLED, requires=tuple(data.get("requires") or ()), location=Location(name, member="/" + path),
         ))
     names = {f.name for f in dataclasses.fields(Binary)}
     for path, data in sorted(final.binaries.items()):
@@ -406,7 +406,7 @@ def _read_store(name: str, store: Any, top: Manifest, options: ImageOptions, cac
     if client is not None:
         facts["requests"] = client.requests_made
     facts["cache_hits"] = cache.hits
-    inventory.host["image"] = facts
+    inventory.host = replace(inventory.host, image=facts)
     return inventory
 
 
@@ -428,7 +428,7 @@ def _read_archive(spec: str, options: ImageOptions, cache: BlobCache) -> Invento
                              "platforms": [_platform_of(image.config)], "platform_found": True,
                              "repo_tags": image.repo_tags, "layers": len(image.layers)}
     inventory = _config_inventory(spec, image.config, facts)
-    inventory.host["image"] = facts
+    inventory.host = replace(inventory.host, image=facts)
     return inventory
 
 
@@ -448,7 +448,7 @@ def _from_save_stream(spec: str, stream: Any, tag: str | None, options: ImageOpt
     for _member, digest, scan in ordered:
         final.apply(scan, digest)
     _add_final_files(inventory, spec, final)
-    inventory.host["image"] = facts
+    inventory.host = replace(inventory.host, image=facts)
     return inventory
 
 
@@ -468,7 +468,7 @@ def _read_daemon(spec: str, options: ImageOptions, cache: BlobCache) -> Inventor
                              "platforms": [_platform_of(config)], "platform_found": True,
                              "layers": len((attrs.get("RootFS") or {}).get("Layers") or [])}
     inventory = _config_inventory(spec, config, facts)
-    inventory.host["image"] = facts
+    inventory.host = replace(inventory.host, image=facts)
     return inventory
 
 

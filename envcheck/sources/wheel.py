@@ -23,7 +23,7 @@ from envcheck.inspect import wheelzip
 from envcheck.inspect.elf import BytesSource, MalformedBinary
 from envcheck.inspect.fatbin import Container
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
-from envcheck.model import Inventory, Location, Package, ReadProblem, Wheel
+from envcheck.model import Inventory, Location, Package, ReadProblem, Role, Wheel
 from envcheck.sources import ReadOptions
 from envcheck.sources.binaries import (
     BinaryReading,
@@ -216,7 +216,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             inv.packages.append(Package(
                 name=meta_name, version=str(meta_version) if meta_version else None,
                 specifier=f"=={meta_version}" if meta_version else "", requires=requires,
-                role="requirement", location=Location(spath),
+                role=Role.REQUIREMENT, location=Location(spath),
             ))
         readings = _read_members(spath, st, infos, options)
     for reading in readings:
