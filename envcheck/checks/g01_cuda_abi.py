@@ -384,7 +384,9 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
 CUDA12_BASE = rule(
     "G1-cuda12-base", "G1", "The base image is a CUDA 12 (or older) image", Status.FAIL,
     """The Dockerfile builds on an image whose CUDA is older than the Spark's CUDA 13: nvidia/cuda:12.*,
-    an NGC release before 25.08 (the first NGC PyTorch on CUDA 13.0), or a tag that names cuda12/cu12x.
+    an NGC container of a release month before 25.08 (the first on CUDA 13.0; the month fixes the CUDA across
+    families: pytorch, pyg, jax, tensorflow, tritonserver, vllm, nemo, cuda-dl-base, ...), or a tag that names
+    cuda12/cu12x.
     Its torch, extensions and libraries are CUDA 12 builds (libcudart.so.12): CUDA 13 wheels (cu130,
     nvidia-*-cu13) installed on top cannot load next to them, CUDA releases before 12.8 carry no code for
     Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
