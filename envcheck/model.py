@@ -102,6 +102,10 @@ class Package:
     no_deps: bool = False  # installed with --no-deps (where visible)
     role: str = "requirement"  # requirement | constraint | lock | installed | build
     location: Location | None = None
+    # The opt-in part of a project that brings it: "extra 'cu128'", "group 'docs'"; None: the default install.
+    scope: str | None = None
+    # The index it must come from (uv's [tool.uv.sources] naming an index); None: whatever indexes apply.
+    index: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
@@ -114,6 +118,9 @@ class PackageIndex:
     url: str
     option: str  # index-url | extra-index-url | find-links | uv-index | conda-channel
     location: Location | None = None
+    name: str | None = None  # uv's [[tool.uv.index]] name
+    # uv's `explicit = true`: it serves only the packages whose source names it (Package.index), nothing else.
+    explicit: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
@@ -177,6 +184,7 @@ class Wheel:
     tags: tuple[str, ...]  # e.g. cp311-cp311-manylinux_2_28_aarch64
     requires: tuple[str, ...] = ()
     location: Location | None = None
+    scope: str | None = None  # as Package.scope: a lock's wheels of a package only an extra installs
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
