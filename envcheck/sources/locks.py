@@ -18,7 +18,17 @@ from typing import Any
 
 from envcheck.inspect.markers import with_extras
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
-from envcheck.model import InstallCommand, Inventory, Location, Package, PackageIndex, ReadProblem, Wheel
+from envcheck.model import (
+    IndexOption,
+    InstallCommand,
+    Inventory,
+    Location,
+    Package,
+    PackageIndex,
+    ReadProblem,
+    Role,
+    Wheel,
+)
 from envcheck.sources import ReadOptions
 from envcheck.sources.pyproject import parse_toml
 from envcheck.sources.requirements import text_limit
@@ -63,7 +73,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         if index and index not in seen_indexes:
             seen_indexes.add(index)
             # a lock names the index of each package: it serves those packages only (explicit)
-            inventory.indexes.append(PackageIndex(index, "lock-index", loc, explicit=True))
+            inventory.indexes.append(PackageIndex(index, IndexOption.LOCK_INDEX, loc, explicit=True))
         if graph is not None and graph.is_root(entry):
             continue  # the project itself
         requires = _dependencies(entry)
@@ -89,7 +99,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             inventory.packages.append(Package(
                 name=name, version=str(version) if version is not None else None,
                 specifier=f"=={version}" if version is not None else "", marker=marker,
-                url=_direct_url(entry), requires=requires, role="lock", location=loc, scope=scope, index=index,
+                url=_direct_url(entry), requires=requires, role=Role.LOCK, location=loc, scope=scope, index=index,
             ))
             if scope is None:
                 names.append(name)

@@ -19,7 +19,16 @@ from envcheck.errors import InputError
 from envcheck.inspect.markers import all_of, negated
 from envcheck.inspect.pip_args import parse_requirement_text, shown
 from envcheck.inspect.wheel_tags import canonical
-from envcheck.model import InstallCommand, Inventory, Location, Package, PackageIndex, ReadProblem
+from envcheck.model import (
+    IndexOption,
+    InstallCommand,
+    Inventory,
+    Location,
+    Package,
+    PackageIndex,
+    ReadProblem,
+    Role,
+)
 from envcheck.sources import ReadOptions
 from envcheck.sources.requirements import MAX_BYTES, read_text_file, text_limit
 
@@ -134,7 +143,7 @@ class _Reader:
             return {}
         return value
 
-    def requirements(self, path: tuple[str, ...], reqs: Any, scope: str | None, role: str = "requirement",
+    def requirements(self, path: tuple[str, ...], reqs: Any, scope: str | None, role: Role = Role.REQUIREMENT,
                      groups: dict[str, Any] | None = None, depth: int = 0) -> list[Package]:
         """The requirement strings at ``path`` (a list), each located on its own line."""
         label = ".".join(path)
@@ -186,12 +195,12 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         scope = None if group in defaults else f"group {group!r}"
         packages.extend(reader.requirements(("dependency-groups", group), reqs, scope, groups=groups))
     for key in ("constraint-dependencies", "override-dependencies"):  # uv's pins on what others pull in
-        packages.extend(reader.requirements(("tool", "uv", key), uv.get(key, []), None, role="constraint"))
-    packages.extend(reader.requirements(("build-system", "requires"), reader.table(data, "build-system").get("requires", []), None, role="build"))
+        packages.extend(reader.requirements(("tool", "uv", key), uv.get(key, []), None, role=Role.CONSTRAINT))
+    packages.extend(reader.requirements(("build-system", "requires"), reader.table(data, "build-system").get("requires", []), None, role=Role.BUILD))
     indexes = _uv_indexes(reader, uv)
     inventory.indexes.extend(indexes.values())
     inventory.packages.extend(_with_sources(reader, packages, reader.table(uv, "sources"), indexes))
-    names = tuple(dict.fromkeys(p.name for p in inventory.packages if p.scope is None and p.role == "requirement"))
+    names = tuple(dict.fromkeys(p.name for p in inventory.packages if p.scope is None and p.role == Role.REQUIREMENT))
     inventory.installs.append(InstallCommand(tool="requirements", packages=names, text=f"pip install {path.parent.name or '.'}",
                                              location=Location(str(path))))
     return inventory
@@ -241,11 +250,12 @@ def _uv_indexes(reader: _Reader, uv: dict[str, Any]) -> dict[str, PackageIndex]:
         found = reader.lines.find(url, cursor)
         cursor = found + 1 if found is not None else cursor
         name = str(entry["name"]) if isinstance(entry.get("name"), str) else None
-        option = "uv-default-index" if entry.get("default") is True else "uv-index"
+        # `default = true` replaces PyPI as the index every package may come from
+        option = IndexOption.INDEX_URL if entry.get("default") is True else IndexOption.UV_INDEX
         out[name or url] = PackageIndex(url, option, reader.loc(found), name=name, explicit=entry.get("explicit") is True)
     for table, where in ((reader.table(uv, "pip"), ("tool", "uv", "pip")), (uv, ("tool", "uv"))):
-        for key, option in (("index-url", "index-url"), ("default-index", "index-url"), ("extra-index-url", "extra-index-url"),
-                            ("find-links", "find-links")):
+        for key, option in (("index-url", IndexOption.INDEX_URL), ("default-index", IndexOption.INDEX_URL),
+                            ("extra-index-url", IndexOption.EXTRA_INDEX_URL), ("find-links", IndexOption.FIND_LINKS)):
             value = table.get(key)
             for url in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
                 start = reader.lines.key((*where, key))
@@ -253,7 +263,7 @@ def _uv_indexes(reader: _Reader, uv: dict[str, Any]) -> dict[str, PackageIndex]:
                 out.setdefault(str(url), PackageIndex(str(url), option, reader.loc(found if found is not None else start)))
         backend = table.get("torch-backend")
         if isinstance(backend, str):
-            out.setdefault(f"uv-torch-backend:{backend}", PackageIndex(f"uv-torch-backend:{backend}", "index-url",
+            out.setdefault(f"uv-torch-backend:{backend}", PackageIndex(f"uv-torch-backend:{backend}", IndexOption.INDEX_URL,
                                                                        reader.loc(reader.lines.key((*where, "torch-backend")))))
     return out
 
@@ -272,7 +282,7 @@ def _with_sources(reader: _Reader, packages: list[Package], sources: dict[str, A
     out: list[Package] = []
     for pkg in packages:
         entries = [e for e in by_name.get(pkg.name, []) if _source_applies(e, pkg.scope)]
-        if not entries or pkg.role == "build":
+        if not entries or pkg.role == Role.BUILD:
             out.append(pkg)
             continue
         unconditional = False
