@@ -14,7 +14,7 @@ from typing import Any
 
 from envcheck import knowledge
 from envcheck.errors import UsageError
-from envcheck.registry.reference import DEFAULT_REGISTRY, parse_reference
+from envcheck.inspect.image_reference import DEFAULT_REGISTRY, parse_reference
 
 _YYMM = re.compile(r"^(\d{2})\.(\d{2})(?:\.post\d+)?(?:-|$)")
 

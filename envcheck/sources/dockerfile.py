@@ -35,6 +35,7 @@ from envcheck.inspect.dockerfile import (
     split_words,
     walk_stage,
 )
+from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.pip_args import InstallParse, parse_install_command
 from envcheck.inspect.shell import SimpleCommand, split_commands
 from envcheck.inspect.wheel_tags import canonical
@@ -51,7 +52,6 @@ from envcheck.model import (
     ReadProblem,
     Role,
 )
-from envcheck.registry.reference import parse_reference
 from envcheck.sources import ReadOptions
 
 KIND = "dockerfile"

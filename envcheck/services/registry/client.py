@@ -36,8 +36,8 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from envcheck.errors import ServiceError
-from envcheck.registry.auth import Challenge, Credentials, TokenCache, parse_challenge, token_url
-from envcheck.registry.reference import Reference
+from envcheck.inspect.image_reference import Reference
+from envcheck.services.registry.auth import Challenge, Credentials, TokenCache, parse_challenge, token_url
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
