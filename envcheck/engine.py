@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from envcheck import rules
+from envcheck import rules, scopes
 from envcheck.config import Config
 from envcheck.errors import EnvcheckError, InputError, ServiceError
 from envcheck.model import Finding, Inventory, Location, ReadProblem, Report, Status, TargetResult
@@ -51,17 +51,26 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[st
     for problem in inventory.problems:
         rule = rules.SERVICE_ERROR if problem.service else rules.INPUT_ERROR
         findings.append(rule.finding(problem.message, problem.location))
-    ctx = rules.CheckContext(inventory=inventory, profile=profile, kind=kind, options=options or {})
-    for check in rules.CHECKS:
-        try:
-            findings.extend(check(ctx))
-        except Exception as exc:
-            if debug:
-                raise
-            findings.append(rules.INTERNAL_ERROR.finding(
-                f"check {check.__module__}.{check.__name__} failed on this input: {type(exc).__name__}: {exc}",
-                evidence={"check": f"{check.__module__}.{check.__name__}"},
-            ))
+
+    def run_checks(scoped: Inventory) -> list[Finding]:
+        out: list[Finding] = []
+        ctx = rules.CheckContext(inventory=scoped, profile=profile, kind=kind, options=options or {})
+        for check in rules.CHECKS:
+            try:
+                out.extend(check(ctx))
+            except Exception as exc:
+                if debug:
+                    raise
+                out.append(rules.INTERNAL_ERROR.finding(
+                    f"check {check.__module__}.{check.__name__} failed on this input: {type(exc).__name__}: {exc}",
+                    evidence={"check": f"{check.__module__}.{check.__name__}"},
+                ))
+        return out
+
+    # Extras and dependency groups are opt-in: each is judged in its own scope (envcheck.scopes).
+    from envcheck.inspect.builds import installs_on
+
+    findings.extend(scopes.judge_scopes(inventory, run_checks, lambda p: installs_on(p, profile)))
     return _distinct(_branch_aware(f) for f in findings)
 
 
