@@ -6,6 +6,7 @@ with :func:`envcheck.rules.check`. Importing this package registers them all.
 
 from envcheck.checks import (  # noqa: F401
     arch,
+    drift,
     g01_cuda_abi,
     g02_flash_attn,
     g03_memory,
