@@ -20,6 +20,9 @@ from envcheck.model import Binary, Finding, Inventory, Package, Status, TargetRe
 from envcheck.rules import rule
 
 _BAD = (Status.WARN, Status.FAIL, Status.ERROR)
+# Gotchas about the machine's state at the moment of reading (memory, power, bandwidth, GPU processes, open
+# playbook issues, launch plans), not about the environment: their findings are not drift.
+MACHINE_STATE_GOTCHAS = ("G3", "G4", "G5", "G6", "G8", "G10")
 # Variables that name the CUDA stack of an image or a live environment: a change is worth a WARN.
 CUDA_IDENTITY_VARIABLES = ("CUDA_VERSION", "CUDA_DRIVER_VERSION", "NCCL_VERSION", "CUDNN_VERSION", "NVIDIA_PYTORCH_VERSION",
                            "PYTORCH_VERSION", "TORCH_CUDA_ARCH_LIST", "NVIDIA_BUILD_ID", "LD_LIBRARY_PATH")
@@ -59,7 +62,9 @@ DRIFT_FINDING = rule(
     "G9-drift-finding", "G9", "A finding got worse since the other side", Status.FAIL,
     """A finding of another rule appeared as WARN/FAIL/ERROR, or its status got worse (PASS → FAIL) between
     the two sides; the message names the rule and both statuses. A finding that went away or got better is
-    INFO. `envcheck diff` exits 1 on these.""",
+    INFO. `envcheck diff` exits 1 on these. Findings about the machine's state at the moment of reading
+    (G3 memory, G4 power, G5 bandwidth, G6 GPU processes, G8 playbook issues, G10 launch plans) are not
+    compared.""",
     """Read the named rule's own fix (`envcheck rules RULE`); the package and binary changes listed with it
     usually say which install caused it.""",
 )
@@ -300,7 +305,7 @@ def _binary_rule(rule_id: str) -> bool:
 def _by_key(side: Side, skip_binary: bool) -> dict[tuple[str, str, str], Finding]:
     worst: dict[tuple[str, str, str], Finding] = {}
     for f in side.findings:
-        if f.status in (Status.INFO, Status.SKIP) or f.rule.startswith(("G9-drift-", "G10-twin-")):
+        if f.status in (Status.INFO, Status.SKIP) or f.gotcha in MACHINE_STATE_GOTCHAS or f.rule.startswith("G9-drift-"):
             continue
         if skip_binary and _binary_rule(f.rule):
             continue
@@ -384,6 +389,24 @@ def twins(sides: Sequence[Side]) -> list[Finding]:
     elif not out:
         out.append(TWIN_MATCH.passed(f"{len(sides)} nodes match: {', '.join(sorted(compared))}", nodes=[s.name for s in sides]))
     return out
+
+
+def summary(findings: Sequence[Finding], lead: str, shown: int = 3) -> Finding | None:
+    """One finding that stands for ``findings`` (for the one-line-per-gotcha preflight format): the worst
+    status, the most important changes first in its message, all of them in ``evidence["changes"]``."""
+    if not findings:
+        return None
+    ordered = sorted(findings, key=lambda f: -f.status.rank)
+    worst = ordered[0]
+    if worst.status is Status.PASS:
+        return worst
+    notable = [f for f in ordered if f.status.rank >= Status.WARN.rank] or ordered
+    text = "; ".join(f.message for f in notable[:shown])
+    more = len(findings) - min(shown, len(notable))
+    message = f"{lead}: {text}" + (f" (+{more} more changes)" if more > 0 else "")
+    evidence = {"changes": [{"rule": f.rule, "status": f.status.value, "message": f.message} for f in ordered]}
+    return Finding(rule=worst.rule, gotcha=worst.gotcha, status=worst.status, message=message, location=None,
+                   evidence=evidence, fix=worst.fix)
 
 
 def _is_package(key: str) -> bool:

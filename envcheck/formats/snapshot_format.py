@@ -3,8 +3,8 @@
 Same schema as ``--format json`` (``report.schema.json``, ``schema_version`` 1) with the optional top-level
 ``snapshot`` object: ``snapshot_version``, ``created`` (UTC, ISO 8601) and ``node`` (the machine it was
 taken on; informational, twin mode ignores it). To stay small (a full CUDA 13 torch environment is a few
-hundred KB), it is written without indentation and an ELF record drops what only the scan itself needs:
-``bytes_read`` and a ``location`` that repeats its ``path``.
+hundred KB), it is written without indentation and an ELF record drops a ``location`` that only repeats
+its ``path``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ def snapshot_data(report: Report, created: str | None = None, node: str | None =
     data = report_data(report)
     for target in data["targets"]:
         for binary in target["inventory"].get("binaries", []):
-            binary.pop("bytes_read", None)
             if binary.get("location") == {"path": binary["path"]}:
                 del binary["location"]
     data["snapshot"] = {
