@@ -323,16 +323,15 @@ def _finding_changes(a: Side, b: Side) -> Iterator[Finding]:
         fa, fb = old.get(key), new.get(key)
         sa = fa.status if fa else None
         sb = fb.status if fb else None
-        where = f" ({key[1]}{'!' + key[2] if key[2] else ''})" if key[1] else ""
         evidence = {"rule": key[0], "a": sa.value if sa else None, "b": sb.value if sb else None}
         if fb is not None and sb in _BAD and (sa is None or sb.rank > sa.rank):
             target = DRIFT_PIN if key[0] == "G9-pin-conflict" else DRIFT_FINDING
             before = sa.value if sa else "not reported"
-            yield target.finding(f"{key[0]} {before} → {sb.value}{where}: {fb.message}", fb.location,
+            yield target.finding(f"{key[0]} {before} → {sb.value}: {fb.message}", fb.location,
                                  {**evidence, "message": fb.message}, fix=fb.fix or None)
         elif fa is not None and sa in _BAD and (sb is None or sb.rank < sa.rank):
             after = sb.value if sb else "no longer reported"
-            yield DRIFT_FINDING.info(f"{key[0]} {sa.value} → {after}{where}: {fa.message}", fa.location, **evidence)
+            yield DRIFT_FINDING.info(f"{key[0]} {sa.value} → {after}: {fa.message}", fa.location, **evidence)
 
 
 # ---------------------------------------------------------------------------------------------- twins
