@@ -21,7 +21,7 @@ from typing import Any
 from envcheck.model import Binary, Location
 
 # Bump when what the readers produce changes, so old entries are not reused.
-FORMAT = 5
+FORMAT = 6
 
 
 def cache_dir() -> Path:

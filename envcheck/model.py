@@ -109,6 +109,10 @@ class Location:
     offset: int | None = None
     member: str | None = None  # a member inside a wheel, layer, archive or image
     stage: str | None = None  # Dockerfile build stage
+    # A command in a shell branch that may not run: the branch in words (``in a conditional branch (if
+    # `[ -n "$X" ]`)``), and whether it is a fallback that runs only when the main path fails.
+    branch: str | None = None
+    fallback: bool = False
 
     def __str__(self) -> str:
         text = self.path
@@ -123,7 +127,7 @@ class Location:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None and v is not False}
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,10 @@ class Package:
     no_deps: bool = False  # installed with --no-deps (where visible)
     role: Role = Role.REQUIREMENT
     location: Location | None = None
+    # The opt-in part of a project that brings it: "extra 'cu128'", "group 'docs'"; None: the default install.
+    scope: str | None = None
+    # The index it must come from (uv's [tool.uv.sources] naming an index); None: whatever indexes apply.
+    index: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
@@ -158,6 +166,9 @@ class PackageIndex:
     url: str
     option: IndexOption
     location: Location | None = None
+    name: str | None = None  # uv's [[tool.uv.index]] name
+    # uv's `explicit = true`: it serves only the packages whose source names it (Package.index), nothing else.
+    explicit: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
@@ -221,6 +232,7 @@ class Wheel:
     tags: tuple[str, ...]  # e.g. cp311-cp311-manylinux_2_28_aarch64
     requires: tuple[str, ...] = ()
     location: Location | None = None
+    scope: str | None = None  # as Package.scope: a lock's wheels of a package only an extra installs
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)

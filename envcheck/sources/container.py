@@ -730,8 +730,9 @@ def _process_alive(pid: int) -> bool:
 
 def leftover_containers(client: DockerClient) -> list[str]:
     """Names of probe containers this process started that still exist (for tests and diagnostics)."""
-    found = client.containers.list(all=True, filters={"label": f"{LABEL}.pid={os.getpid()}"})
-    return [c.name for c in found]
+    # One call, no per-container inspect: a container the engine removes meanwhile (AutoRemove) is simply absent.
+    found = client.api.containers(all=True, filters={"label": f"{LABEL}.pid={os.getpid()}"})
+    return [str(c["Names"][0]).lstrip("/") for c in found if c.get("Names")]
 
 
 # ------------------------------------------------------------------------------------- inventory

@@ -35,6 +35,7 @@ from envcheck.inspect.dockerfile import (
     split_words,
     walk_stage,
 )
+from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.pip_args import InstallParse, parse_install_command
 from envcheck.inspect.shell import SimpleCommand, split_commands
 from envcheck.inspect.wheel_tags import canonical
@@ -51,11 +52,11 @@ from envcheck.model import (
     ReadProblem,
     Role,
 )
-from envcheck.registry.reference import parse_reference
 from envcheck.sources import ReadOptions
 
 KIND = "dockerfile"
 BUILD_PLATFORM = "linux/arm64"  # the Spark builds its own images: $TARGETARCH etc. resolve to arm64
+_ARCH = BUILD_PLATFORM.split("/")[1]  # what `$(uname -m)`-style probes in RUN conditions answer
 _PRAGMA = re.compile(r"^\s*#\s*envcheck:\s*ignore=([A-Za-z0-9_,.\-]+)\s*(.*)$")
 _FIRST_WORD = re.compile(rb"^\s*([A-Za-z]+)[ \t]")
 _SHELL_EXES = frozenset({"sh", "bash", "dash", "ash", "zsh"})
@@ -66,7 +67,9 @@ _SITE_DIRS = ("site-packages", "dist-packages", "/opt/venv", "/opt/conda", "/ven
               "wheels", "wheelhouse", ".whl")
 # `git clone` of these repositories followed by a build in that folder installs this distribution.
 _REPO_PACKAGES = {"flash-attention": "flash-attn", "triton": "triton", "xformers": "xformers"}
-_TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST",)
+# Build settings that choose GPU targets: recorded where a RUN sets them for a build command.
+_TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
+_CMAKE_ARCH_FLAG = re.compile(r"^-D\s*CMAKE_CUDA_ARCHITECTURES(?::[A-Za-z]+)?=(.*)$", re.S)
 # Environment variables that set pip's or uv's default index for every install after them.
 INDEX_VARIABLES = {
     "PIP_INDEX_URL": IndexOption.INDEX_URL, "PIP_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL, "PIP_FIND_LINKS": IndexOption.FIND_LINKS,
@@ -252,13 +255,13 @@ class _Reader:
         if inst.json_args is not None:
             argv = list(inst.json_args)
             if argv and argv[0].rsplit("/", 1)[-1] in _SHELL_EXES and len(argv) >= 3 and argv[1].startswith("-") and "c" in argv[1]:
-                script = split_commands(argv[2], env)
+                script = split_commands(argv[2], env, arch=_ARCH)
                 out += [(cmd, inst.line) for cmd in script]
                 return out, script.truncated
             if argv:
                 out.append((SimpleCommand(tuple(argv), 0, (), env, " ".join(argv)), inst.line))
             return out, False
-        outer = split_commands(inst.args, env)
+        outer = split_commands(inst.args, env, arch=_ARCH)
         truncated = outer.truncated
         script_docs = list(inst.heredocs)
         for cmd in outer:
@@ -270,7 +273,7 @@ class _Reader:
         )
         if reads_stdin_script:
             for doc in script_docs:
-                script = split_commands(doc.body, env)
+                script = split_commands(doc.body, env, arch=_ARCH)
                 truncated = truncated or script.truncated
                 out += [(cmd, doc.line + doc.body.count("\n", 0, cmd.offset)) for cmd in script]
         return out, truncated
@@ -279,16 +282,15 @@ class _Reader:
                  files: _ContextFiles, inventory: Inventory) -> None:
         argv = list(cmd.argv)
         exe = argv[0].rsplit("/", 1)[-1] if argv else ""
-        loc = self._loc(line, stage)
+        loc = _in_branch(self._loc(line, stage), cmd)
         if exe == "cd" and len(argv) >= 2:
             files.script.cwd = posixpath.normpath(posixpath.join(files.script.cwd, argv[1]))
             return
         if exe == "git" and "clone" in argv:
             _record_clone(argv, files.script)
             return
-        for name in _TRACKED_BUILD_ENV:
-            if name in cmd.env and cmd.env.get(name) != values.get(name) and _builds(argv):
-                inventory.env.append(EnvVar(name, cmd.env[name], Origin.RUN, loc))
+        for name, value in build_settings(cmd, values):
+            inventory.env.append(EnvVar(name, value, Origin.RUN, loc))
         if re.fullmatch(r"python(\d+(\.\d+)?)?", exe) and len(argv) >= 3 and argv[1] == "setup.py" and argv[2] in ("install", "develop", "bdist_wheel", "build_ext"):
             self._source_build(files.script.cwd, "setup.py", argv, cmd, loc, in_image, files, inventory)
             return
@@ -351,9 +353,8 @@ class _Reader:
                 new_role = Role.CONSTRAINT
             if role_override is not None and new_role == "requirement":
                 new_role = role_override
-            where = replace(pkg.location, stage=stage.label) if pkg.location else loc
-            inventory.packages.append(replace(pkg, role=new_role, location=where))
-        inventory.indexes.extend(replace(i, location=replace(i.location, stage=stage.label) if i.location else loc) for i in sub.indexes)
+            inventory.packages.append(replace(pkg, role=new_role, location=_under(pkg.location, loc)))
+        inventory.indexes.extend(replace(i, location=_under(i.location, loc)) for i in sub.indexes)
         inventory.installs.extend(replace(c, location=loc) for c in sub.installs if c.tool == "requirements" and c.options)
         inventory.problems.extend(sub.problems)
         inventory.pragmas.extend(sub.pragmas)
@@ -377,7 +378,7 @@ class _Reader:
         def here(where: Location | None) -> Location:
             if where is None or where.path != str(path) or where.line is None:
                 return loc
-            return Location(self.path, line=doc.line + where.line - 1, stage=stage.label)
+            return replace(loc, line=doc.line + where.line - 1)
 
         for pkg in sub.packages:
             new_role = Role.CONSTRAINT if role == "constraint" and pkg.role == "requirement" else pkg.role
@@ -402,11 +403,10 @@ class _Reader:
             return
         role_override = None if in_image else Role.BUILD
         for pkg in sub.packages:
-            where = replace(pkg.location, stage=stage.label) if pkg.location else loc
             new_role = role_override if role_override is not None and pkg.role in ("requirement", "lock") else pkg.role
-            inventory.packages.append(replace(pkg, role=new_role, location=where))
-        inventory.indexes.extend(replace(i, location=replace(i.location, stage=stage.label) if i.location else loc) for i in sub.indexes)
-        inventory.wheels.extend(replace(w, location=replace(w.location, stage=stage.label) if w.location else loc) for w in sub.wheels)
+            inventory.packages.append(replace(pkg, role=new_role, location=_under(pkg.location, loc)))
+        inventory.indexes.extend(replace(i, location=_under(i.location, loc)) for i in sub.indexes)
+        inventory.wheels.extend(replace(w, location=_under(w.location, loc)) for w in sub.wheels)
         inventory.problems.extend(sub.problems)
         inventory.pragmas.extend(sub.pragmas)
         if cmd is not None:
@@ -423,6 +423,20 @@ class _Reader:
         role = Role.REQUIREMENT if in_image else Role.BUILD
         inventory.packages.append(Package(name=name, url=f"git+{url}", role=role, location=loc))
         inventory.installs.append(InstallCommand(tool=tool, packages=(name,), options=(), text=cmd.text or " ".join(argv), location=loc))
+
+
+def _in_branch(loc: Location, cmd: SimpleCommand) -> Location:
+    """``loc`` marked with the shell branch ``cmd`` runs in, if it runs only under a condition."""
+    if cmd.branch is None:
+        return loc
+    return replace(loc, branch=cmd.branch.describe(), fallback=cmd.branch.fallback)
+
+
+def _under(where: Location | None, loc: Location) -> Location:
+    """A fact's location in a file a RUN read (-r file, pyproject), with the RUN's stage and branch."""
+    if where is None:
+        return loc
+    return replace(where, stage=loc.stage, branch=loc.branch, fallback=loc.fallback)
 
 
 def shipped_packages(ref: str, location: Location | None) -> list[Package]:
@@ -455,6 +469,27 @@ def _as_install(argv: list[str]) -> list[str]:
         if not (word.startswith("-") or i == 0 or word == "pip" or (i == 1 and argv[0].rsplit("/", 1)[-1].startswith("python"))):
             break
     return argv
+
+
+def build_settings(cmd: SimpleCommand, known: Mapping[str, str]) -> list[tuple[str, str]]:
+    """GPU-target settings a build command runs with that differ from the stage's: TORCH_CUDA_ARCH_LIST,
+    CMAKE_CUDA_ARCHITECTURES and CUDAARCHS set for it (prefix or export), ``-DCMAKE_CUDA_ARCHITECTURES=``
+    on a cmake command line, or inside ``CMAKE_ARGS`` for a pip build (llama-cpp-python)."""
+    argv = list(cmd.argv)
+    if not _builds(argv):
+        return []
+    found = [(name, cmd.env[name]) for name in _TRACKED_BUILD_ENV if name in cmd.env and cmd.env[name] != known.get(name)]
+    words = argv[1:] if argv[0].rsplit("/", 1)[-1] == "cmake" else []
+    if "CMAKE_ARGS" in cmd.env and cmd.env["CMAKE_ARGS"] != known.get("CMAKE_ARGS"):
+        words += split_words(cmd.env["CMAKE_ARGS"])
+    for i, word in enumerate(words):
+        if word == "-D" and i + 1 < len(words):
+            word = "-D" + words[i + 1]
+        m = _CMAKE_ARCH_FLAG.match(word)
+        value = m.group(1).strip("\"'") if m else None
+        if value is not None and value != known.get("CMAKE_CUDA_ARCHITECTURES"):  # an ARG passed on: reported where set
+            found.append(("CMAKE_CUDA_ARCHITECTURES", value))
+    return found
 
 
 def _builds(argv: list[str]) -> bool:
@@ -684,14 +719,14 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
         if commands.truncated:
             inventory.problems.append(ReadProblem(f"history entry {index}: {TRUNCATED_RUN}", loc))
         for cmd in commands:
-            parsed = parse_install_command(_resolvable(list(cmd.argv)), loc)
+            parsed = parse_install_command(_resolvable(list(cmd.argv)), _in_branch(loc, cmd))
             if parsed is None:
                 continue
             inventory.installs.append(replace(parsed.command, text=cmd.text or parsed.command.text))
             inventory.packages.extend(parsed.packages)
             inventory.indexes.extend(parsed.indexes)
             inventory.problems.extend(parsed.problems)
-            for name in _TRACKED_BUILD_ENV:
-                if name in cmd.env and cmd.env[name] != env.get(name):
-                    inventory.env.append(EnvVar(name, cmd.env[name], Origin.RUN, loc))
+        for cmd in commands:
+            for name, value in build_settings(cmd, env):
+                inventory.env.append(EnvVar(name, value, Origin.RUN, _in_branch(loc, cmd)))
     return inventory
