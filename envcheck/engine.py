@@ -62,7 +62,30 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[st
                 f"check {check.name} failed on this input: {type(exc).__name__}: {exc}",
                 evidence={"check": check.name},
             ))
-    return findings
+    return _distinct(_branch_aware(f) for f in findings)
+
+
+def _branch_aware(finding: Finding) -> Finding:
+    """A finding about a command that runs only in a shell branch says so; in a fallback (it runs only
+    when the main path fails) a FAIL is a WARN: it is the recipe's second path, not what it does."""
+    loc = finding.location
+    if loc is None or not loc.branch:
+        return finding
+    status = Status.WARN if loc.fallback and finding.status is Status.FAIL else finding.status
+    return replace(finding, status=status, message=f"{finding.message}; {loc.branch}")
+
+
+def _distinct(findings: Iterable[Finding]) -> list[Finding]:
+    """Each finding once: the same rule, status, location and message reached twice (a file read directly
+    and again through a Dockerfile that copies it, two checks meeting on one fact) is one finding."""
+    seen: set[tuple[str, Status, Location | None, str]] = set()
+    out: list[Finding] = []
+    for finding in findings:
+        key = (finding.rule, finding.status, finding.location, finding.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(finding)
+    return out
 
 
 def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from envcheck import engine, kinds, rules, sources
-from envcheck.model import Inventory, Status
+from envcheck.model import HostReadings, Inventory, Status
 from envcheck.profile import load_profile
 from tests.conftest import REPO, run_envcheck
 
@@ -104,7 +104,7 @@ def test_check_modules_table_matches_registered_checks() -> None:
 
 def test_engine_runs_only_the_checks_of_the_target_kind() -> None:
     """Image facts in a requirements target are not judged as an image: checks are selected by kind."""
-    inv = Inventory(host={"image": {"ref": "docker.io/library/ubuntu:22.04", "architecture": "amd64", "os": "linux"}})
+    inv = Inventory(host=HostReadings(image={"ref": "docker.io/library/ubuntu:22.04", "architecture": "amd64", "os": "linux"}))
     as_image = {f.rule for f in engine.evaluate(inv, load_profile(), "image")}
     as_requirements = {f.rule for f in engine.evaluate(inv, load_profile(), "requirements")}
     assert "ARCH-image-config" in as_image
@@ -121,7 +121,7 @@ print("\\n".join(sorted(sys.modules)))
 # Nothing on the path of one requirements file or one Dockerfile needs these.
 HEAVY = ("docker", "requests", "urllib3", "zstandard", "elftools", "envcheck.inspect.elf", "envcheck.inspect.fatbin",
          "envcheck.sources.binaries", "envcheck.sources.wheel", "envcheck.sources.image", "envcheck.sources.container",
-         "envcheck.sources.host", "envcheck.registry.client", "envcheck.checks.g03_memory", "envcheck.checks.g04_power",
+         "envcheck.sources.host", "envcheck.services", "envcheck.checks.g03_memory", "envcheck.checks.g04_power",
          "envcheck.checks.g06_shared_memory", "envcheck.checks.g08_playbooks", "envcheck.checks.g10_parallelism")
 
 

@@ -169,7 +169,7 @@ IMAGE_CONFIG_ARCH = rule(
 @check(IMAGE_CONFIG_ARCH, IMAGE_NO_PLATFORM)
 def image_platform(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over an image: the index has a linux/arm64 child, and the selected config says arm64."""
-    facts = ctx.inventory.host.get("image")
+    facts = ctx.inventory.host.image
     if not isinstance(facts, dict):
         return
     want = str(facts.get("platform") or ctx.profile.docker_platform)

@@ -233,12 +233,12 @@ LIVE_TORCH = rule(
 def live_torch(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over the live torch probe: crash/import error FAIL, wrong CUDA major FAIL, timeout WARN."""
     host = ctx.inventory.host
-    torch = host.get("torch")
+    torch = host.torch
     if not isinstance(torch, dict):
-        if host.get("python", {}).get("status") == "absent":
+        if (host.python or {}).get("status") == "absent":
             yield LIVE_TORCH.finding("no python3 to probe: cannot check torch", status=Status.SKIP)
         return
-    python = str(host.get("python", {}).get("executable") or "python3")
+    python = str((host.python or {}).get("executable") or "python3")
     status = torch.get("status")
     stage = "initialising CUDA" if torch.get("stage") == "cuda-init" else "importing torch"
     evidence = {k: torch.get(k) for k in ("status", "stage", "signal", "error", "version", "cuda") if torch.get(k) is not None}
@@ -261,7 +261,7 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
         except ValueError:
             yield LIVE_TORCH.finding(f"torch {version} reports an unreadable CUDA version {cuda!r}", evidence=evidence, status=Status.WARN)
             return
-        smi = host.get("nvidia_smi")
+        smi = host.nvidia_smi
         listed: list[object] = []
         if isinstance(smi, dict) and smi.get("status") == "ok" and smi.get("samples"):
             listed = list(smi["samples"][-1].get("gpus") or [])
@@ -387,7 +387,9 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
 CUDA12_BASE = rule(
     "G1-cuda12-base", "G1", "The base image is a CUDA 12 (or older) image", Status.FAIL,
     """The Dockerfile builds on an image whose CUDA is older than the Spark's CUDA 13: nvidia/cuda:12.*,
-    an NGC release before 25.08 (the first NGC PyTorch on CUDA 13.0), or a tag that names cuda12/cu12x.
+    an NGC container of a release month before 25.08 (the first on CUDA 13.0; the month fixes the CUDA across
+    families: pytorch, pyg, jax, tensorflow, tritonserver, vllm, nemo, cuda-dl-base, ...), or a tag that names
+    cuda12/cu12x.
     Its torch, extensions and libraries are CUDA 12 builds (libcudart.so.12): CUDA 13 wheels (cu130,
     nvidia-*-cu13) installed on top cannot load next to them, CUDA releases before 12.8 carry no code for
     Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
@@ -441,7 +443,7 @@ IMAGE_CUDA = rule(
 @check(IMAGE_CUDA)
 def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over an image: the CUDA major from its config's CUDA_VERSION, else from its NGC tag."""
-    facts = ctx.inventory.host.get("image")
+    facts = ctx.inventory.host.image
     if not isinstance(facts, dict) or facts.get("platform_found") is False:
         return
     ref = str(facts.get("ref", ""))

@@ -120,7 +120,7 @@ FLASH_ATTN_LOADS = rule(
 @check(FLASH_ATTN_LOADS)
 def flash_attn_live(ctx: CheckContext) -> Iterator[Finding]:
     """G2 on live readings: does the installed flash-attn's CUDA extension load?"""
-    reading = ctx.inventory.host.get("flash_attn")
+    reading = ctx.inventory.host.flash_attn
     if not isinstance(reading, dict):
         return
     status = reading.get("status")

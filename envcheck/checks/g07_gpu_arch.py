@@ -44,9 +44,9 @@ def _runs_on(label: str, sm: int) -> bool:
 def live_capability(ctx: CheckContext) -> Iterator[Finding]:
     """G7 on the live GPU: (12, 1) with usable torch kernels PASS; other GPUs INFO; no GPU SKIP."""
     host = ctx.inventory.host
-    if ctx.kind != "host" and "torch" not in host:
+    if ctx.kind != "host" and host.torch is None:
         return
-    found = host.get("torch")
+    found = host.torch
     torch: dict[str, Any] = found if isinstance(found, dict) else {}
     capability: tuple[int, int] | None = None
     name = None

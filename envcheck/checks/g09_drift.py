@@ -125,7 +125,7 @@ def _exact_versions(ctx: CheckContext) -> dict[str, Package]:
 
 def _marker_profile(ctx: CheckContext) -> Profile:
     """The profile, with the Python version of a live environment where one was read (markers use it)."""
-    python = ctx.inventory.host.get("python")
+    python = ctx.inventory.host.python
     version = python.get("version") if isinstance(python, dict) else None
     if not isinstance(version, str) or not version[:1].isdigit():
         return ctx.profile
@@ -277,7 +277,7 @@ LIVE_CONTAINER = rule(
 @check(LIVE_CONTAINER)
 def live_container(ctx: CheckContext) -> Iterator[Finding]:
     """PASS inside a container (with the evidence); INFO for bare pip."""
-    container = ctx.inventory.host.get("container")
+    container = ctx.inventory.host.container
     if not isinstance(container, dict):
         return
     evidence = list(container.get("evidence") or [])
@@ -389,7 +389,7 @@ IMAGE_BARE_PIP = rule(
 @check(IMAGE_FLOATING_TAG, IMAGE_BARE_PIP)
 def image_drift(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over an image: a moving tag, and an ML stack pip-installed (per its history) without NGC's torch."""
-    facts = ctx.inventory.host.get("image")
+    facts = ctx.inventory.host.image
     if not isinstance(facts, dict):
         return
     ref = str(facts.get("ref", ""))

@@ -7,7 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
-from envcheck.model import InstallCommand, Inventory, Location, Package, PackageIndex, ReadProblem, Wheel
+from envcheck.model import (
+    IndexOption,
+    InstallCommand,
+    Inventory,
+    Location,
+    Package,
+    PackageIndex,
+    ReadProblem,
+    Role,
+    Wheel,
+)
 from envcheck.sources import ReadOptions
 from envcheck.sources.pyproject import line_of, parse_toml
 
@@ -43,7 +53,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         index = _index_of(entry, style)
         if index and index not in seen_indexes:
             seen_indexes.add(index)
-            inventory.indexes.append(PackageIndex(index, "lock-index", loc))
+            inventory.indexes.append(PackageIndex(index, IndexOption.LOCK_INDEX, loc))
         requires = _dependencies(entry)
         marker = entry.get("marker") if style == "pylock" else reach.get((name, str(version)), None)
         marker = str(marker) if marker is not None else None
@@ -52,7 +62,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         inventory.packages.append(Package(
             name=name, version=str(version) if version is not None else None,
             specifier=f"=={version}" if version is not None else "", marker=marker,
-            url=_direct_url(entry), requires=requires, role="lock", location=loc,
+            url=_direct_url(entry), requires=requires, role=Role.LOCK, location=loc,
         ))
         names.append(name)
         wheels = entry.get("wheels") or []

@@ -9,7 +9,7 @@ from typing import Any
 
 from envcheck.errors import InputError
 from envcheck.inspect.pip_args import parse_requirement_text
-from envcheck.model import InstallCommand, Inventory, Location, PackageIndex, ReadProblem
+from envcheck.model import IndexOption, InstallCommand, Inventory, Location, PackageIndex, ReadProblem, Role
 from envcheck.sources import ReadOptions
 from envcheck.sources.requirements import read_text_file
 
@@ -74,7 +74,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
                 inventory.problems.append(ReadProblem(f"{group}: {req!r} is not a requirement string", Location(str(path))))
                 continue
             loc = Location(str(path), line=line_of(text, req))
-            pkg = parse_requirement_text(req, loc, role="build" if group.startswith("build-system") else "requirement")
+            pkg = parse_requirement_text(req, loc, role=Role.BUILD if group.startswith("build-system") else Role.REQUIREMENT)
             if isinstance(pkg, ReadProblem):
                 inventory.problems.append(pkg)
             elif pkg is not None:
@@ -84,8 +84,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     uv_indexes = uv.get("index", []) or []
     for index in uv_indexes if isinstance(uv_indexes, list) else [uv_indexes]:
         if isinstance(index, dict) and index.get("url"):
-            inventory.indexes.append(PackageIndex(str(index["url"]), "uv-index", Location(str(path), line=line_of(text, str(index["url"])))))
-    for key, option in (("index-url", "index-url"), ("extra-index-url", "extra-index-url"), ("find-links", "find-links")):
+            inventory.indexes.append(PackageIndex(str(index["url"]), IndexOption.UV_INDEX, Location(str(path), line=line_of(text, str(index["url"])))))
+    for key, option in (("index-url", IndexOption.INDEX_URL), ("extra-index-url", IndexOption.EXTRA_INDEX_URL), ("find-links", IndexOption.FIND_LINKS)):
         value = uv.get(key)
         for url in ([value] if isinstance(value, str) else value if isinstance(value, list) else []):
             inventory.indexes.append(PackageIndex(str(url), option, Location(str(path), line=line_of(text, str(url)))))

@@ -14,7 +14,16 @@ from pathlib import Path
 
 from envcheck.errors import InputError
 from envcheck.inspect.pip_args import _INDEX_OPTIONS, parse_requirement_text, shown
-from envcheck.model import InstallCommand, Inventory, Location, Package, PackageIndex, Pragma, ReadProblem
+from envcheck.model import (
+    InstallCommand,
+    Inventory,
+    Location,
+    Package,
+    PackageIndex,
+    Pragma,
+    ReadProblem,
+    Role,
+)
 from envcheck.sources import ReadOptions
 
 KIND = "requirements"
@@ -97,7 +106,7 @@ def logical_lines(text: str) -> list[tuple[int, str, str | None]]:
 def read(path: Path, options: ReadOptions) -> Inventory:
     """Read a requirements/constraints/freeze file and every file it includes."""
     inventory = Inventory()
-    _read_into(path, options, inventory, role="requirement", seen=set(), depth=0)
+    _read_into(path, options, inventory, role=Role.REQUIREMENT, seen=set(), depth=0)
     if options.kind == "freeze" or "freeze" in path.name.lower() or _looks_like_freeze(inventory):
         inventory.context = "installed"
         inventory.packages = [_installed(p) for p in inventory.packages]
@@ -110,7 +119,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 def _installed(pkg: Package) -> Package:
     from dataclasses import replace
 
-    return replace(pkg, installed=True, role="installed") if pkg.role == "requirement" else pkg
+    return replace(pkg, installed=True, role=Role.INSTALLED) if pkg.role == "requirement" else pkg
 
 
 def _looks_like_freeze(inventory: Inventory) -> bool:
@@ -121,7 +130,7 @@ def _looks_like_freeze(inventory: Inventory) -> bool:
     return exact and any((p.url or "").startswith("file:") for p in pkgs)
 
 
-def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: str, seen: set[Path], depth: int,
+def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Role, seen: set[Path], depth: int,
                included_from: Location | None = None) -> None:
     try:
         resolved = path.resolve()
@@ -169,7 +178,7 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: str
             inventory.packages.append(pkg)
 
 
-def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inventory: Inventory, role: str,
+def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inventory: Inventory, role: Role,
                  seen: set[Path], depth: int) -> None:
     try:
         words = shlex.split(line)
@@ -188,7 +197,7 @@ def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inv
         if "://" in value:
             inventory.problems.append(ReadProblem(f"remote include {value} was not fetched (envcheck reads local files only)", loc))
             return
-        child_role = "constraint" if opt in ("-c", "--constraint") else role
+        child_role = Role.CONSTRAINT if opt in ("-c", "--constraint") else role
         _read_into((path.parent / value), options, inventory, child_role, seen, depth + 1, included_from=loc)
     elif opt in _INDEX_OPTIONS:
         if value:
