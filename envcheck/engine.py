@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from envcheck import rules
+from envcheck import rules, scopes
 from envcheck.config import Config
 from envcheck.errors import EnvcheckError, InputError, ServiceError
 from envcheck.model import Finding, Inventory, Location, ReadProblem, Report, Status, TargetResult
@@ -44,24 +44,34 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[st
     """Every finding the checks for ``kind`` yield for ``inventory``, problems first.
 
     Only the checks whose rules apply to ``kind`` run (their modules are imported now, see
-    :func:`envcheck.rules.checks_for`). A check that breaks on unexpected facts costs only its own findings: it becomes one ERROR finding
-    naming the check, and every other check still runs (``debug`` re-raises instead).
+    :func:`envcheck.rules.checks_for`). A check that breaks on unexpected facts costs only its own
+    findings: it becomes one ERROR finding naming the check, and every other check still runs (``debug``
+    re-raises instead).
     """
     findings: list[Finding] = []
     for problem in inventory.problems:
         rule = rules.SERVICE_ERROR if problem.service else rules.INPUT_ERROR
         findings.append(rule.finding(problem.message, problem.location))
-    ctx = rules.CheckContext(inventory=inventory, profile=profile, kind=kind, options=options or {})
-    for check in rules.checks_for(kind):
-        try:
-            findings.extend(check.fn(ctx))
-        except Exception as exc:
-            if debug:
-                raise
-            findings.append(rules.INTERNAL_ERROR.finding(
-                f"check {check.name} failed on this input: {type(exc).__name__}: {exc}",
-                evidence={"check": check.name},
-            ))
+
+    def run_checks(scoped: Inventory) -> list[Finding]:
+        out: list[Finding] = []
+        ctx = rules.CheckContext(inventory=scoped, profile=profile, kind=kind, options=options or {})
+        for check in rules.checks_for(kind):
+            try:
+                out.extend(check.fn(ctx))
+            except Exception as exc:
+                if debug:
+                    raise
+                out.append(rules.INTERNAL_ERROR.finding(
+                    f"check {check.name} failed on this input: {type(exc).__name__}: {exc}",
+                    evidence={"check": check.name},
+                ))
+        return out
+
+    # Extras and dependency groups are opt-in: each is judged in its own scope (envcheck.scopes).
+    from envcheck.inspect.builds import installs_on
+
+    findings.extend(scopes.judge_scopes(inventory, run_checks, lambda p: installs_on(p, profile)))
     return _distinct(_branch_aware(f) for f in findings)
 
 

@@ -149,6 +149,10 @@ class Package:
     no_deps: bool = False  # installed with --no-deps (where visible)
     role: Role = Role.REQUIREMENT
     location: Location | None = None
+    # The opt-in part of a project that brings it: "extra 'cu128'", "group 'docs'"; None: the default install.
+    scope: str | None = None
+    # The index it must come from (uv's [tool.uv.sources] naming an index); None: whatever indexes apply.
+    index: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
@@ -161,6 +165,9 @@ class PackageIndex:
     url: str
     option: IndexOption
     location: Location | None = None
+    name: str | None = None  # uv's [[tool.uv.index]] name
+    # uv's `explicit = true`: it serves only the packages whose source names it (Package.index), nothing else.
+    explicit: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
@@ -224,6 +231,7 @@ class Wheel:
     tags: tuple[str, ...]  # e.g. cp311-cp311-manylinux_2_28_aarch64
     requires: tuple[str, ...] = ()
     location: Location | None = None
+    scope: str | None = None  # as Package.scope: a lock's wheels of a package only an extra installs
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)

@@ -75,9 +75,10 @@ def _torch_packages(ctx: CheckContext) -> list[Package]:
 
 
 def _index_builds(ctx: CheckContext) -> list[tuple[CudaBuild, str]]:
+    """Builds served by the indexes every package may come from (an explicit uv index serves only its own)."""
     out = []
     for index in ctx.inventory.indexes:
-        build = build_of_index(index.url)
+        build = build_of_index(index.url) if not index.explicit else None
         if build is not None:
             out.append((build, index.url))
     return out
@@ -105,6 +106,11 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
         if "download.pytorch.org" in pkg.url and (index_build := build_of_index(pkg.url)):
             return index_build, f"the URL {pkg.url}"
         return None, f"it is installed from {pkg.url}, whose CUDA build envcheck cannot tell"
+    if pkg.index and not _is_pypi(pkg.index):  # uv sources, lock entries: this package comes from that index only
+        build = build_of_index(pkg.index)
+        if build is not None:
+            return build, f"its index {pkg.index}"
+        return None, f"it comes from the index {pkg.index}, whose CUDA build envcheck cannot tell"
     indexed = _index_builds(ctx)
     if indexed and not pkg.installed:
         majors = {(b.flavor, b.cuda_major) for b, _ in indexed}
@@ -122,6 +128,10 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
             return build, f"not pinned, so pip takes the newest release allowed, and {served}"
         return build, served
     return None, "nothing in the input says which CUDA build of torch is installed"
+
+
+def _is_pypi(url: str) -> bool:
+    return url.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
 
 
 def _conda_torch_build(ctx: CheckContext) -> tuple[CudaBuild | None, str]:

@@ -162,8 +162,15 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
     yield from _ngc_torch(ctx, exact)
     # Markers that drop a requirement on aarch64 (the torch->triton x86_64-only gate).
     stack = set(_pins()["stack"]["ml_stack"])
+    # One requirement read as several (uv sources by marker) is excluded only when none of them installs.
+    installed_here = {(p.name, p.location, p.scope) for p in pkgs if installs_on(p, ctx.profile)}
+    reported: set[tuple[str, Location | None, str | None]] = set()
     for pkg in pkgs:
+        key = (pkg.name, pkg.location, pkg.scope)
+        if key in installed_here or key in reported:
+            continue
         if pkg.name in stack and not installs_on(pkg, ctx.profile) and not pkg.installed:
+            reported.add(key)
             yield MARKER_EXCLUDED.info(f"{pkg.name} is not installed on {ctx.profile.machine}: its marker is {pkg.marker}", pkg.location)
     if ctx.inventory.context == "declared":
         yield from _unpinned(ctx, pkgs, stack)
