@@ -136,8 +136,8 @@ def _file_target(path: Path, kind: str, options: object) -> engine.Target:
 
 
 def _image_target(ref: str, options: LiveOptions, config: Config) -> engine.Target:
-    from envcheck.profile import load_profile
     from envcheck.inspect.image_reference import parse_reference
+    from envcheck.profile import load_profile
     from envcheck.sources.image import KIND, ImageOptions, looks_like_image, read_image
 
     if options.container:
