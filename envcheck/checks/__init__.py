@@ -26,12 +26,12 @@ MODULES: dict[str, tuple[str, ...]] = {
     "envcheck.checks.g08_playbooks": _LIVE,
     "envcheck.checks.g09_drift": _PACKAGES,
     "envcheck.checks.g10_parallelism": _LIVE,
-    # rules only: envcheck diff and preflight --baseline/--twin call its comparisons, no target runs them
-    "envcheck.checks.drift": (),
 }
+# Modules with rules but no checks: `envcheck diff` and `preflight --baseline/--twin` call their comparisons.
+RULES_ONLY = ("envcheck.checks.drift",)
 
 
 def load_all() -> None:
     """Import every check module (``envcheck rules``, the docs, SARIF's rule table need them all)."""
-    for module in MODULES:
+    for module in (*MODULES, *RULES_ONLY):
         importlib.import_module(module)
