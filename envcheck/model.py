@@ -211,6 +211,30 @@ class EnvVar:
 
 
 @dataclass(frozen=True)
+class ResolvedFile:
+    """A file a resolver picked for the target platform (``envcheck --resolve``), and where its facts came from.
+
+    ``kind``: wheel | sdist (only a source archive fits: pip builds it on the target) | none (no file fits) |
+    conflict (the resolver refused the set; ``reason`` holds its words). ``url`` is always redacted.
+    """
+
+    name: str
+    version: str | None
+    kind: str
+    filename: str | None = None
+    url: str | None = None
+    sha256: str | None = None
+    size: int | None = None
+    sources: tuple[str, ...] = ()  # index metadata | range read | download | facts table | cache | lock file | resolver
+    bytes_read: int = 0
+    reason: str = ""
+    location: Location | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain(self)
+
+
+@dataclass(frozen=True)
 class ReadProblem:
     """Something a source could not read. The engine turns each into an ERROR finding."""
 
@@ -253,6 +277,7 @@ class Inventory:
     context: str = "declared"
     problems: list[ReadProblem] = field(default_factory=list)
     pragmas: list[Pragma] = field(default_factory=list)
+    resolved: list[ResolvedFile] = field(default_factory=list)  # --resolve: the files chosen for the target
 
     def extend(self, other: Inventory) -> None:
         """Merge ``other`` into this inventory (host readings: ``other`` wins)."""
@@ -266,6 +291,7 @@ class Inventory:
         self.host.update(other.host)
         self.problems.extend(other.problems)
         self.pragmas.extend(other.pragmas)
+        self.resolved.extend(other.resolved)
 
     def package(self, name: str) -> Package | None:
         """The first package of that canonical name, preferring installed ones."""
@@ -284,7 +310,7 @@ class Inventory:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"context": self.context}
-        for key in ("packages", "indexes", "installs", "binaries", "wheels", "images", "env"):
+        for key in ("packages", "indexes", "installs", "binaries", "wheels", "images", "env", "resolved"):
             items = getattr(self, key)
             if items:
                 out[key] = [item.to_json() for item in items]
