@@ -5,7 +5,7 @@
 Measures, on the test images of ``tests/docker_images.py`` (built or reused first, not timed):
 - ``baseline``: the SDK's plain ``containers.run(img, python3 -c pass)`` + remove (no hardening, no payload);
 - ``probe-overhead``: envcheck's hardened runner with a probe that exits at once: create (AutoRemove),
-  put_archive of envcheck + pyelftools + packaging, the wait and the output attach registered, start, the
+  put_archive of envcheck + packaging, the wait and the output attach registered, start, the
   exit status, removal with its volume;
 - ``collector``: ``read_container`` with the real collector on the CUDA 13 image (engine client, image
   lookup, the run, JSON validation, the inventory), i.e. everything but the checks.

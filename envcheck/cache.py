@@ -21,7 +21,7 @@ from typing import Any
 from envcheck.model import Binary, Location
 
 # Bump when what the readers produce changes, so old entries are not reused.
-FORMAT = 5
+FORMAT = 6
 
 
 def cache_dir() -> Path:
@@ -73,7 +73,7 @@ class ScanCache:
         if not self._dirty and len(self._new) == len(self._old):
             return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: entries name the user's files
             fd, tmp = tempfile.mkstemp(prefix=".scan-", suffix=".tmp", dir=self.directory)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:

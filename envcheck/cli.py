@@ -122,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cache(rest)
         return _run(command, rest)
     except EnvcheckError as exc:
-        print(f"envcheck: error: {exc.message}", file=sys.stderr)
+        print(f"envcheck: error: {_clean(exc.message)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("envcheck: interrupted", file=sys.stderr)
@@ -132,8 +132,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug in envcheck: say so briefly, traceback only with --debug
         if debug:
             raise
-        print(f"envcheck: internal error: {type(exc).__name__}: {exc} (run with --debug for a traceback)", file=sys.stderr)
+        print(f"envcheck: internal error: {type(exc).__name__}: {_clean(str(exc))} (run with --debug for a traceback)", file=sys.stderr)
         return 2
+
+
+def _clean(text: str) -> str:
+    """A message for stderr: secrets masked, control characters escaped (envcheck.redaction)."""
+    from envcheck.redaction import clean
+
+    return clean(text)
 
 
 def _run(command: str | None, argv: list[str]) -> int:
@@ -168,8 +175,9 @@ def _run(command: str | None, argv: list[str]) -> int:
         sys.stdout.write(text)
     if fmt == "preflight":
         from envcheck.formats.preflight_format import other_lines
+        from envcheck.redaction import clean_report
 
-        for line in other_lines(report):
+        for line in other_lines(clean_report(report)):
             print(line, file=sys.stderr)
     return report.exit_code
 
@@ -343,7 +351,7 @@ def _cache(argv: list[str]) -> int:
             print(json.dumps({"cache_dir": str(root), "removed_files": removed, "freed_bytes": freed}))
         else:
             age = f" not used for {args.older_than:g} days" if args.older_than is not None else ""
-            print(f"{root}: removed {removed} cache files{age} ({_size(freed)})")
+            print(f"{_clean(str(root))}: removed {removed} cache files{age} ({_size(freed)})")
         return 0
     parts = cache.usage(root)
     if args.format == "json":
@@ -353,7 +361,7 @@ def _cache(argv: list[str]) -> int:
         return 0
     total_files = sum(n for n, _ in parts.values())
     total_bytes = sum(b for _, b in parts.values())
-    print(f"{root}: {total_files} files, {_size(total_bytes)}")
+    print(f"{_clean(str(root))}: {total_files} files, {_size(total_bytes)}")
     for kind, (files, size) in parts.items():
         print(f"  {kind:32} {files:6} files  {_size(size):>10}")
     return 0

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from envcheck import rules
+from envcheck import rules, scopes
 from envcheck.config import Config
 from envcheck.errors import EnvcheckError, InputError, ServiceError
 from envcheck.model import Finding, Inventory, Location, ReadProblem, Report, Status, TargetResult
@@ -51,18 +51,50 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[st
     for problem in inventory.problems:
         rule = rules.SERVICE_ERROR if problem.service else rules.INPUT_ERROR
         findings.append(rule.finding(problem.message, problem.location))
-    ctx = rules.CheckContext(inventory=inventory, profile=profile, kind=kind, options=options or {})
-    for check in rules.CHECKS:
-        try:
-            findings.extend(check(ctx))
-        except Exception as exc:
-            if debug:
-                raise
-            findings.append(rules.INTERNAL_ERROR.finding(
-                f"check {check.__module__}.{check.__name__} failed on this input: {type(exc).__name__}: {exc}",
-                evidence={"check": f"{check.__module__}.{check.__name__}"},
-            ))
-    return findings
+
+    def run_checks(scoped: Inventory) -> list[Finding]:
+        out: list[Finding] = []
+        ctx = rules.CheckContext(inventory=scoped, profile=profile, kind=kind, options=options or {})
+        for check in rules.CHECKS:
+            try:
+                out.extend(check(ctx))
+            except Exception as exc:
+                if debug:
+                    raise
+                out.append(rules.INTERNAL_ERROR.finding(
+                    f"check {check.__module__}.{check.__name__} failed on this input: {type(exc).__name__}: {exc}",
+                    evidence={"check": f"{check.__module__}.{check.__name__}"},
+                ))
+        return out
+
+    # Extras and dependency groups are opt-in: each is judged in its own scope (envcheck.scopes).
+    from envcheck.inspect.builds import installs_on
+
+    findings.extend(scopes.judge_scopes(inventory, run_checks, lambda p: installs_on(p, profile)))
+    return _distinct(_branch_aware(f) for f in findings)
+
+
+def _branch_aware(finding: Finding) -> Finding:
+    """A finding about a command that runs only in a shell branch says so; in a fallback (it runs only
+    when the main path fails) a FAIL is a WARN: it is the recipe's second path, not what it does."""
+    loc = finding.location
+    if loc is None or not loc.branch:
+        return finding
+    status = Status.WARN if loc.fallback and finding.status is Status.FAIL else finding.status
+    return replace(finding, status=status, message=f"{finding.message}; {loc.branch}")
+
+
+def _distinct(findings: Iterable[Finding]) -> list[Finding]:
+    """Each finding once: the same rule, status, location and message reached twice (a file read directly
+    and again through a Dockerfile that copies it, two checks meeting on one fact) is one finding."""
+    seen: set[tuple[str, Status, Location | None, str]] = set()
+    out: list[Finding] = []
+    for finding in findings:
+        key = (finding.rule, finding.status, finding.location, finding.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(finding)
+    return out
 
 
 def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str | None:

@@ -10,9 +10,52 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import types
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from envcheck.errors import InputError
+
+
+class _Vocabulary(str, enum.Enum):
+    """A closed vocabulary stored as text in JSON; compares equal to its text and prints as it."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class Role(_Vocabulary):
+    """Why a :class:`Package` is in an inventory."""
+
+    REQUIREMENT = "requirement"  # to be installed (requirements line, pyproject dependency, pip install argument)
+    CONSTRAINT = "constraint"  # limits versions but installs nothing (-c file, PIP_CONSTRAINT)
+    LOCK = "lock"  # an entry of a lock file (uv.lock, pylock.toml)
+    INSTALLED = "installed"  # present in an environment (site-packages, freeze output, image, probe)
+    BUILD = "build"  # needed only to build (build-system.requires, a Dockerfile build stage)
+    CONDA = "conda"  # a conda/mamba package spec (conda names, conda versions)
+
+
+class IndexOption(_Vocabulary):
+    """How a :class:`PackageIndex` was given."""
+
+    INDEX_URL = "index-url"  # --index-url, PIP_INDEX_URL, UV_DEFAULT_INDEX, uv --torch-backend
+    EXTRA_INDEX_URL = "extra-index-url"  # --extra-index-url, PIP_EXTRA_INDEX_URL, UV_INDEX
+    FIND_LINKS = "find-links"  # --find-links, PIP_FIND_LINKS
+    UV_INDEX = "uv-index"  # [[tool.uv.index]] in pyproject.toml
+    LOCK_INDEX = "lock-index"  # the index a lock file says a package came from
+    CONDA_CHANNEL = "conda-channel"  # conda -c CHANNEL
+
+
+class Origin(_Vocabulary):
+    """Where an :class:`EnvVar` was set."""
+
+    ENV = "env"  # Dockerfile ENV
+    ARG = "arg"  # Dockerfile ARG (build time only)
+    RUN = "run"  # a variable set on a RUN command line (VAR=value cmd)
+    CONFIG = "config"  # an image config's Env
+    LIVE = "live"  # the environment of a running interpreter (preflight, container)
 
 
 class Status(enum.Enum):
@@ -65,6 +108,10 @@ class Location:
     offset: int | None = None
     member: str | None = None  # a member inside a wheel, layer, archive or image
     stage: str | None = None  # Dockerfile build stage
+    # A command in a shell branch that may not run: the branch in words (``in a conditional branch (if
+    # `[ -n "$X" ]`)``), and whether it is a fallback that runs only when the main path fails.
+    branch: str | None = None
+    fallback: bool = False
 
     def __str__(self) -> str:
         text = self.path
@@ -79,7 +126,7 @@ class Location:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None and v is not False}
 
 
 @dataclass(frozen=True)
@@ -100,8 +147,12 @@ class Package:
     requires: tuple[str, ...] | None = None  # Requires-Dist lines when the input carries metadata
     editable: bool = False
     no_deps: bool = False  # installed with --no-deps (where visible)
-    role: str = "requirement"  # requirement | constraint | lock | installed | build
+    role: Role = Role.REQUIREMENT
     location: Location | None = None
+    # The opt-in part of a project that brings it: "extra 'cu128'", "group 'docs'"; None: the default install.
+    scope: str | None = None
+    # The index it must come from (uv's [tool.uv.sources] naming an index); None: whatever indexes apply.
+    index: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
@@ -112,8 +163,11 @@ class PackageIndex:
     """A package index or link source that an install uses."""
 
     url: str
-    option: str  # index-url | extra-index-url | find-links | uv-index | conda-channel
+    option: IndexOption
     location: Location | None = None
+    name: str | None = None  # uv's [[tool.uv.index]] name
+    # uv's `explicit = true`: it serves only the packages whose source names it (Package.index), nothing else.
+    explicit: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
@@ -177,6 +231,7 @@ class Wheel:
     tags: tuple[str, ...]  # e.g. cp311-cp311-manylinux_2_28_aarch64
     requires: tuple[str, ...] = ()
     location: Location | None = None
+    scope: str | None = None  # as Package.scope: a lock's wheels of a package only an extra installs
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
@@ -203,7 +258,7 @@ class EnvVar:
 
     name: str
     value: str
-    origin: str = "env"  # env | arg | config | live
+    origin: Origin = Origin.ENV
     location: Location | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -258,6 +313,73 @@ class Pragma:
         return _plain(self)
 
 
+@dataclass(frozen=True)
+class HostReadings:
+    """Live readings of a running machine or container, and the image facts of an image target.
+
+    One field per reading; each is the reading as JSON-ready data (its keys are documented in
+    ``docs/inventory.md``), None when the source did not take it. Sources build a new value with
+    :func:`dataclasses.replace`; checks read the fields.
+    """
+
+    python: dict[str, Any] | None = None  # the probed interpreter (status ok) or {"status": "absent"}
+    torch: dict[str, Any] | None = None  # importing torch in a child process
+    flash_attn: dict[str, Any] | None = None  # importing flash-attn and its CUDA extension
+    unsloth: dict[str, Any] | None = None  # present / version (never imported)
+    ldconfig: dict[str, Any] | None = None  # CUDA sonames ldconfig knows
+    container: dict[str, Any] | None = None  # container kind and the evidence for it
+    probe: dict[str, Any] | None = None  # the collector document: origin, duration_s, pid
+    meminfo: dict[str, Any] | None = None  # /proc/meminfo in bytes
+    nvidia_smi: dict[str, Any] | None = None  # samples, GPU processes
+    launch: list[dict[str, Any]] | None = None  # launch commands and configs (G10)
+    expected_bandwidth_gbs: float | None = None  # --expect-bandwidth (G5)
+    playbooks: dict[str, Any] | None = None  # open dgx-spark-playbooks issues (G8)
+    binaries: dict[str, Any] | None = None  # preflight --binaries: what was scanned
+    sample_seconds: float | None = None  # the nvidia-smi sampling window asked for
+    read_seconds: float | None = None  # wall time of the whole read
+    image: dict[str, Any] | None = None  # envcheck image: registry, manifest and config facts
+    container_run: dict[str, Any] | None = None  # envcheck container: how the collector ran
+
+    def __bool__(self) -> bool:
+        return any(getattr(self, f.name) is not None for f in dataclasses.fields(self))
+
+    def merged(self, other: HostReadings) -> HostReadings:
+        """These readings with every reading ``other`` has replacing ours."""
+        changes = {f.name: getattr(other, f.name) for f in dataclasses.fields(other) if getattr(other, f.name) is not None}
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "host") -> HostReadings:
+        """Readings from :meth:`to_json` output; unknown keys and wrongly typed readings are refused."""
+        if not isinstance(data, Mapping):
+            raise InputError(f"{where}: expected an object, found {_json_type(data)}")
+        names = {f.name: f for f in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in names:
+                raise InputError(f"{where}.{key}: not a reading this envcheck knows ({', '.join(names)})")
+            if value is None:
+                continue
+            expected = _HOST_TYPES.get(key, dict)
+            if expected is float:
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            else:
+                ok = isinstance(value, expected)
+                if ok and expected is list:
+                    ok = all(isinstance(item, dict) for item in value)
+            if not ok:
+                raise InputError(f"{where}.{key}: expected {_HOST_TYPE_NAMES[expected]}, found {_json_type(value)}")
+            values[key] = float(value) if expected is float else value
+        return cls(**values)
+
+
+_HOST_TYPES: dict[str, type] = {"launch": list, "expected_bandwidth_gbs": float, "sample_seconds": float, "read_seconds": float}
+_HOST_TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list of objects", float: "a number"}
+
+
 @dataclass
 class Inventory:
     """Everything a source saw in one target. Plain facts; checks judge them."""
@@ -270,8 +392,8 @@ class Inventory:
     images: list[BaseImage] = field(default_factory=list)
     env: list[EnvVar] = field(default_factory=list)
     # Live readings (host or container): meminfo, nvidia-smi samples, torch probe, container kind,
-    # GPU processes, launch configs. Keys are documented in docs/inventory.md.
-    host: dict[str, Any] = field(default_factory=dict)
+    # GPU processes, launch configs; image facts. Documented in docs/inventory.md.
+    host: HostReadings = field(default_factory=HostReadings)
     # What produced the inventory: "declared" inputs describe what will be installed, "installed"
     # ones describe what is there (freeze, site-packages, image).
     context: str = "declared"
@@ -288,7 +410,7 @@ class Inventory:
         self.wheels.extend(other.wheels)
         self.images.extend(other.images)
         self.env.extend(other.env)
-        self.host.update(other.host)
+        self.host = self.host.merged(other.host)
         self.problems.extend(other.problems)
         self.pragmas.extend(other.pragmas)
         self.resolved.extend(other.resolved)
@@ -315,8 +437,29 @@ class Inventory:
             if items:
                 out[key] = [item.to_json() for item in items]
         if self.host:
-            out["host"] = self.host
+            out["host"] = self.host.to_json()
         return out
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "inventory") -> Inventory:
+        """The inventory :meth:`to_json` wrote (problems and pragmas are not part of it)."""
+        if not isinstance(data, Mapping):
+            raise InputError(f"{where}: expected an object, found {_json_type(data)}")
+        context = data.get("context", "declared")
+        if context not in ("declared", "installed"):
+            raise InputError(f"{where}.context: expected declared or installed, found {context!r}")
+        inventory = cls(context=context)
+        for key, item_cls in _INVENTORY_ITEMS.items():
+            items = data.get(key, [])
+            if not isinstance(items, list):
+                raise InputError(f"{where}.{key}: expected a list, found {_json_type(items)}")
+            getattr(inventory, key).extend(_from_plain(item_cls, item, f"{where}.{key}[{i}]") for i, item in enumerate(items))
+        unknown = set(data) - set(_INVENTORY_ITEMS) - {"context", "host"}
+        if unknown:
+            raise InputError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+        if "host" in data:
+            inventory.host = HostReadings.from_json(data["host"], f"{where}.host")
+        return inventory
 
 
 @dataclass(frozen=True)
@@ -344,6 +487,28 @@ class Finding:
         out["fix"] = self.fix
         return out
 
+    @classmethod
+    def from_json(cls, data: Any, where: str = "finding") -> Finding:
+        """The finding :meth:`to_json` wrote (a ``reason`` key, as in ``suppressed``, is ignored)."""
+        if not isinstance(data, Mapping):
+            raise InputError(f"{where}: expected an object, found {_json_type(data)}")
+        for key in ("rule", "gotcha", "status", "message"):
+            if not isinstance(data.get(key), str):
+                raise InputError(f"{where}.{key}: expected text, found {_json_type(data.get(key))}")
+        try:
+            status = Status(data["status"])
+        except ValueError:
+            raise InputError(f"{where}.status: {data['status']!r} is not one of {', '.join(s.value for s in Status)}") from None
+        evidence = data.get("evidence", {})
+        if not isinstance(evidence, Mapping):
+            raise InputError(f"{where}.evidence: expected an object, found {_json_type(evidence)}")
+        location = data.get("location")
+        return cls(
+            rule=data["rule"], gotcha=data["gotcha"], status=status, message=data["message"],
+            location=None if location is None else _from_plain(Location, location, f"{where}.location"),
+            evidence=dict(evidence), fix=str(data.get("fix", "")),
+        )
+
 
 @dataclass
 class TargetResult:
@@ -354,6 +519,36 @@ class TargetResult:
     inventory: Inventory
     findings: list[Finding] = field(default_factory=list)
     suppressed: list[tuple[Finding, str]] = field(default_factory=list)  # (finding, reason)
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of a JSON report's ``targets``."""
+        return {
+            "target": self.target,
+            "kind": self.kind,
+            "inventory": self.inventory.to_json(),
+            "findings": [f.to_json() for f in self.findings],
+            "suppressed": [dict(f.to_json(), reason=reason) for f, reason in self.suppressed],
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "target") -> TargetResult:
+        """One entry of a JSON report's ``targets`` (``--format json``, ``envcheck snapshot``)."""
+        if not isinstance(data, Mapping):
+            raise InputError(f"{where}: expected an object, found {_json_type(data)}")
+        for key in ("target", "kind"):
+            if not isinstance(data.get(key), str):
+                raise InputError(f"{where}.{key}: expected text, found {_json_type(data.get(key))}")
+        findings = data.get("findings", [])
+        suppressed = data.get("suppressed", [])
+        if not isinstance(findings, list) or not isinstance(suppressed, list):
+            raise InputError(f"{where}: findings and suppressed must be lists")
+        return cls(
+            target=data["target"], kind=data["kind"],
+            inventory=Inventory.from_json(data.get("inventory"), f"{where}.inventory"),
+            findings=[Finding.from_json(f, f"{where}.findings[{i}]") for i, f in enumerate(findings)],
+            suppressed=[(Finding.from_json(f, f"{where}.suppressed[{i}]"), str(f.get("reason", "")))
+                        for i, f in enumerate(suppressed)],
+        )
 
 
 @dataclass
@@ -380,11 +575,88 @@ def _plain(obj: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
-        if value is None or value == () or value == "" or value is False:
+        if value == () and f.default is None:
+            pass  # an empty tuple that is a reading (no Requires-Dist at all), unlike None (not read)
+        elif value is None or value == () or value == "" or value is False:
             continue
         if isinstance(value, Location):
             value = value.to_json()
+        elif isinstance(value, enum.Enum):
+            value = value.value
         elif isinstance(value, tuple):
             value = list(value)
         out[f.name] = value
     return out
+
+
+_Plain = TypeVar("_Plain")
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "text", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _from_plain(cls: type[_Plain], data: Any, where: str) -> _Plain:
+    """A frozen model dataclass from what :func:`_plain` (or ``Location.to_json``) wrote, checked field by field.
+
+    Missing fields take their defaults (``_plain`` drops empty values); unknown keys, wrong types and
+    words outside an enum's vocabulary raise :class:`InputError` naming the JSON path.
+    """
+    if not isinstance(data, Mapping):
+        raise InputError(f"{where}: expected an object, found {_json_type(data)}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = set(data) - set(fields)
+    if unknown:
+        raise InputError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+    values: dict[str, Any] = {}
+    for name, value in data.items():
+        values[name] = _field_value(hints[name], value, f"{where}.{name}")
+    for name, f in fields.items():  # _plain drops empty tuples, required ones too (InstallCommand.packages)
+        if name not in values and f.default is dataclasses.MISSING and typing.get_origin(hints[name]) is tuple:
+            values[name] = ()
+    missing = [name for name, f in fields.items()
+               if name not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise InputError(f"{where}: missing {', '.join(missing)}")
+    return cls(**values)
+
+
+def _field_value(hint: Any, value: Any, where: str) -> Any:
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    if value is None:
+        if type(None) in options:
+            return None
+        raise InputError(f"{where}: may not be null")
+    kind = next(o for o in options if o is not type(None))
+    origin = typing.get_origin(kind)
+    if origin is tuple:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InputError(f"{where}: expected a list of text, found {_json_type(value)}")
+        return tuple(value)
+    if kind is Location:
+        return _from_plain(Location, value, where)
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        try:
+            return kind(value)
+        except ValueError:
+            raise InputError(f"{where}: {value!r} is not one of {', '.join(str(m.value) for m in kind)}") from None
+    if kind is bool:
+        ok = isinstance(value, bool)
+    elif kind is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kind is str:
+        ok = isinstance(value, str)
+    else:  # pragma: no cover - a model field type this reader does not know yet
+        raise TypeError(f"{where}: no reader for {kind!r}")
+    if not ok:
+        raise InputError(f"{where}: expected {_json_type(kind())}, found {_json_type(value)}")
+    return value
+
+
+_INVENTORY_ITEMS: dict[str, type] = {
+    "packages": Package, "indexes": PackageIndex, "installs": InstallCommand, "binaries": Binary,
+    "wheels": Wheel, "images": BaseImage, "env": EnvVar,
+}

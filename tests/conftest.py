@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -16,13 +18,40 @@ sys.path.insert(1, str(REPO / "fuzz"))
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
-def require(condition: bool, reason: str) -> None:
-    """Skip (outside CI) or fail (under CI=true) when an optional resource is missing."""
+def require(condition: bool, reason: str, provided: bool = True) -> None:
+    """Skip (outside CI) or fail (under CI=true) when an optional resource is missing.
+
+    ``provided``: whether CI provides the resource on this machine at all (see :func:`ci_provides`); a
+    resource that cannot exist here (a test dependency with no wheel for this architecture) is a skip
+    with its reason, also under CI.
+    """
     if condition:
         return
-    if IN_CI:
+    if IN_CI and provided:
         pytest.fail(f"required in CI but missing: {reason}")
+    if not provided:
+        reason += f" (CI does not provide it on {platform.machine()}, Python {platform.python_version()}: see the marker in pyproject's test extra)"
     pytest.skip(reason)
+
+
+def ci_provides(distribution: str, machine: Mapping[str, str] | None = None) -> bool:
+    """Whether `pip install -e '.[test]'` (what .ci/setup runs) installs ``distribution`` on this machine:
+    its requirement in pyproject's ``test`` extra has no environment marker, or one that holds here
+    (``atheris``: x86_64 and Python < 3.14; ``dockerfile``: x86_64 only). ``machine`` overrides marker
+    variables (``{"platform_machine": "aarch64"}``) to ask about another machine."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    for line in extras["test"]:
+        requirement = Requirement(line)
+        if canonicalize_name(requirement.name) == canonicalize_name(distribution):
+            return requirement.marker is None or requirement.marker.evaluate({"extra": "test", **(machine or {})})
+    raise AssertionError(f"{distribution} is not in pyproject's test extra")
 
 
 def run_envcheck(*args: str, cwd: Path | None = None, input: str | None = None, env: dict[str, str] | None = None,
@@ -30,6 +59,8 @@ def run_envcheck(*args: str, cwd: Path | None = None, input: str | None = None, 
     """Run the real command line (`python -m envcheck ...`) and return the finished process."""
     full_env = dict(os.environ)
     full_env.setdefault("ENVCHECK_CACHE_DIR", str(REPO / ".work" / "test-cache"))
+    # The envcheck under test is this checkout's, whatever the cwd (an installed copy may be elsewhere).
+    full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), full_env.get("PYTHONPATH", "")) if p)
     if env:
         full_env.update(env)
     return subprocess.run(

@@ -343,6 +343,32 @@ def build_test_images(client: Any) -> TestImages:
     return tags
 
 
+def containers(client: Any, filters: Mapping[str, Any], all: bool = True) -> list[dict[str, Any]]:
+    """The containers matching ``filters``, in ONE engine call (``Id``, ``Names``, ``State``, ``Labels``).
+
+    ``client.containers.list()`` lists, then inspects each container: a probe container that the engine
+    removes on exit (AutoRemove) between the two calls raises ``NotFound``. Tests that wait for containers
+    to go away use this instead (the flaky ``test_engine_that_goes_away_mid_run``)."""
+    found: list[dict[str, Any]] = client.api.containers(all=all, filters=dict(filters))
+    return found
+
+
+def container_names(client: Any, filters: Mapping[str, Any], all: bool = True) -> list[str]:
+    """Names of the containers matching ``filters`` (one engine call, see :func:`containers`)."""
+    return [str(c["Names"][0]).lstrip("/") for c in containers(client, filters, all) if c.get("Names")]
+
+
+def stderr_of(client: Any, container: Mapping[str, Any]) -> bytes:
+    """A container's stderr so far; empty once the engine removed it (it may go at any moment)."""
+    from docker.errors import NotFound
+
+    try:
+        data: bytes = client.api.logs(container["Id"], stdout=False, stderr=True)
+    except NotFound:
+        return b""
+    return data
+
+
 # ---------------------------------------------------------------------------------------- fixtures
 
 

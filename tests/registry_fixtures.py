@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import base64
 import datetime
+import functools
 import gzip
 import hashlib
 import io
@@ -29,6 +30,7 @@ import tempfile
 import threading
 import time
 import warnings
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -553,14 +555,31 @@ class Fault:
 
     pattern: str  # regex on the request path
     # status | corrupt | cut | not-json | nvcr-challenge | accept-docker-only | reset | reset-before-answer |
-    # slow-body | slow-headers | rewrite | redirect (see FaultProxy.handle)
+    # slow-body | slow-headers | rewrite | redirect | raw (see FaultProxy.handle)
     action: str
     times: int = 1
     status: int = 500
     headers: dict[str, str] = field(default_factory=dict)
     method: str = "GET"
-    body: bytes | None = None  # rewrite: the body to send instead of upstream's
+    body: bytes | None = None  # rewrite, status: the body to send instead of upstream's; raw: the whole answer, verbatim
     interval: float = 1.0  # slow-*: seconds between bytes
+
+
+@functools.lru_cache(maxsize=2)
+def gzip_bomb(size: int = 1 << 30) -> bytes:
+    """A valid gzip stream of ``size`` zero bytes (a multiple of 1 MiB) in about ``size / 1000`` bytes.
+
+    Built without compressing ``size`` bytes: after a full flush, deflate starts afresh, so the block for
+    one MiB of zeros is the same every time and can be repeated; the trailer's CRC is computed for real.
+    """
+    zeros = bytes(1 << 20)
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    first = compressor.compress(zeros) + compressor.flush(zlib.Z_FULL_FLUSH)
+    again = compressor.compress(zeros) + compressor.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    for _ in range(size >> 20):
+        crc = zlib.crc32(zeros, crc)
+    return first + again * ((size >> 20) - 1) + b"\x03\x00" + struct.pack("<II", crc, size & 0xFFFFFFFF)
 
 
 class FaultProxy:
@@ -627,7 +646,14 @@ class FaultProxy:
             return
         if fault is not None and fault.action == "status":
             body = json.dumps({"errors": [{"code": "INJECTED", "message": f"injected HTTP {fault.status}"}]}).encode()
-            self._reply(handler, fault.status, {"Content-Type": "application/json", **fault.headers}, body)
+            headers = {k: v.replace("{proxy}", self.host) for k, v in fault.headers.items()}
+            self._reply(handler, fault.status, {"Content-Type": "application/json", **headers},
+                        body if fault.body is None else fault.body)
+            return
+        if fault is not None and fault.action == "raw":  # status line, headers and body exactly as given, then close
+            handler.close_connection = True
+            handler.wfile.write(fault.body or b"")
+            handler.wfile.flush()
             return
         if fault is not None and fault.action == "accept-docker-only" and "," in headers.get("Accept", ""):
             headers["Accept"] = f"{DOCKER_MANIFEST}, {DOCKER_LIST}"

@@ -13,7 +13,7 @@ from conftest import FIXTURES, run_envcheck
 from seed_builders import tar_of
 from test_hardening_inputs import _oci_layout
 
-from envcheck.registry.cache import BlobCache
+from envcheck.services.registry.cache import BlobCache
 
 DAY = 86400
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO
+from docker_images import container_names, containers, stderr_of
 
 from envcheck.sources.container import (
     LABEL,
@@ -191,7 +192,7 @@ def test_timeout_kills_and_removes(docker_client: Any, test_images: Any, test_pr
     assert run.exit_code is None
     assert time.monotonic() - started < 20
     assert leftover_containers(docker_client) == []
-    assert docker_client.containers.list(all=True, filters={"name": run.container_name}) == []
+    assert containers(docker_client, {"name": run.container_name}) == []
 
 
 def test_collector_out_of_memory_is_a_clear_error(docker_client: Any, test_images: Any, test_probe: Path) -> None:
@@ -249,8 +250,8 @@ def start_envcheck(docker_client: Any, image: str) -> tuple[subprocess.Popen[str
     label = {"label": f"{LABEL}.pid={child.pid}"}
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        running = docker_client.containers.list(filters={**label, "status": "running"})
-        if running and b"sleeping" in running[0].logs(stdout=False, stderr=True):
+        running = containers(docker_client, {**label, "status": "running"}, all=False)
+        if running and b"sleeping" in stderr_of(docker_client, running[0]):
             return child, label
         if child.poll() is not None:
             pytest.fail(f"envcheck ended early: {child.communicate()}")
@@ -272,25 +273,25 @@ def test_killed_envcheck_removes_its_container(docker_client: Any, slow_image: s
             child.wait()
     assert child.returncode == 128 + signum, stderr
     assert "Traceback" not in stderr
-    assert docker_client.containers.list(all=True, filters=label) == []
+    assert containers(docker_client, label) == []
 
 
 def test_container_of_a_sigkilled_envcheck_is_swept(docker_client: Any, slow_image: str) -> None:
     child, label = start_envcheck(docker_client, slow_image)
     child.kill()  # SIGKILL: no cleanup can run in that process
     child.communicate(timeout=30)
-    orphans = docker_client.containers.list(all=True, filters=label)
+    orphans = container_names(docker_client, label)
     assert len(orphans) == 1  # left behind, still running the hanging collector
-    assert sweep_orphans(docker_client) == [orphans[0].name]  # the next run's sweep removes it
-    assert docker_client.containers.list(all=True, filters=label) == []
+    assert sweep_orphans(docker_client) == orphans  # the next run's sweep removes it
+    assert containers(docker_client, label) == []
 
 
 def test_probe_container_killed_from_outside(docker_client: Any, slow_image: str) -> None:
     """Someone (an operator, the OOM killer of the host) kills the probe container: a clear ERROR, no leftovers."""
     child, label = start_envcheck(docker_client, slow_image)
     try:
-        (running,) = docker_client.containers.list(filters=label)
-        running.kill()
+        (running,) = containers(docker_client, label, all=False)
+        docker_client.api.kill(running["Id"])
         stdout, stderr = child.communicate(timeout=60)
     finally:
         if child.poll() is None:
@@ -299,4 +300,4 @@ def test_probe_container_killed_from_outside(docker_client: Any, slow_image: str
     assert child.returncode == 2, stdout + stderr
     assert "Traceback" not in stdout + stderr
     assert "was killed (exit status 137)" in stdout and "killed from outside envcheck" in stdout
-    assert docker_client.containers.list(all=True, filters=label) == []
+    assert containers(docker_client, label) == []

@@ -7,39 +7,23 @@ nothing links it) and without G7 warnings for NVIDIA's own CUDA 13 libraries.
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import json
-from typing import Any
 
 import pytest
 
 from envcheck import engine
-from envcheck.model import Binary, Inventory, Location, Package, Status
+from envcheck.model import Inventory, Status
 from envcheck.profile import load_profile
 from tests.conftest import FIXTURES
 
 CAPTURE = FIXTURES / "device" / "h200" / "preflight-binaries.json.gz"
 
 
-def _build(cls: type, data: dict[str, Any]) -> Any:
-    names = {f.name for f in dataclasses.fields(cls)}
-    kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in names}
-    if isinstance(data.get("location"), dict):
-        kwargs["location"] = Location(**data["location"])
-    return cls(**kwargs)
-
-
 @pytest.fixture(scope="module")
 def h200_inventory() -> Inventory:
     report = json.loads(gzip.decompress(CAPTURE.read_bytes()))
-    inv_data = report["targets"][0]["inventory"]
-    return Inventory(
-        packages=[_build(Package, p) for p in inv_data.get("packages", [])],
-        binaries=[_build(Binary, b) for b in inv_data.get("binaries", [])],
-        host=inv_data.get("host", {}),
-        context="installed",
-    )
+    return Inventory.from_json(report["targets"][0]["inventory"])
 
 
 def test_capture_is_the_real_environment(h200_inventory: Inventory) -> None:

@@ -7,14 +7,14 @@ installed it checks instruction boundaries, line numbers, flags, heredoc bodies 
 
 from __future__ import annotations
 
-import platform
+import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
 from envcheck.inspect.dockerfile import read_instructions
-from tests.conftest import REPO, require
+from tests.conftest import REPO, ci_provides, require
 
 TRICKY = [
     "FROM a\nRUN apt-get update && \\\n    # comment in a continuation\n\n    pip install x \\\n      y\nCMD [\"python\"]\n",
@@ -64,12 +64,9 @@ def _cases() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("name", "text"), _cases(), ids=[n for n, _ in _cases()])
 def test_same_instructions_as_buildkit(name: str, text: str) -> None:
-    if platform.machine() != "x86_64":
-        pytest.skip("the `dockerfile` oracle publishes x86_64 wheels only")
-    try:
-        import dockerfile  # noqa: F401
-    except ImportError:
-        require(False, "the `dockerfile` package (BuildKit's parser, in the test extras) is not installed")
+    require(importlib.util.find_spec("dockerfile") is not None,
+            "the `dockerfile` package (BuildKit's parser, in the test extras; x86_64 wheels only) is not installed",
+            provided=ci_provides("dockerfile"))
     assert _ours(text) == _theirs(text), name
 
 

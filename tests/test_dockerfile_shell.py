@@ -143,3 +143,112 @@ def test_an_empty_arg_that_still_names_an_image_is_not_an_error(tmp_path: Path) 
     (tmp_path / "Dockerfile").write_text("ARG SUFFIX\nFROM nvcr.io/nvidia/pytorch:25.11-py3${SUFFIX}\n")
     inv = read(tmp_path / "Dockerfile", ReadOptions())
     assert inv.problems == [] and inv.images[0].ref == "nvcr.io/nvidia/pytorch:25.11-py3"
+
+
+def _runs(text: str, values: dict[str, str] | None = None) -> list[tuple[tuple[str, ...], str]]:
+    """(argv, branch in words or '') of every command that can run, tests and probes left out."""
+    return [(c.argv, c.branch.describe() if c.branch else "") for c in split_commands(text, values)
+            if c.argv[0] not in ("[", "[[", "test", "ls", "true")]
+
+
+def _runs_on(arch: str, text: str, values: dict[str, str]) -> list[tuple[tuple[str, ...], str]]:
+    return [(c.argv, c.branch.describe() if c.branch else "") for c in split_commands(text, values, arch=arch)
+            if c.argv[0] not in ("[", "[[", "test", "ls", "true")]
+
+
+def test_conditions_decided_by_known_values_drop_dead_branches() -> None:
+    values = {"FLASHINFER_VERSION": "", "PRE": "0", "N": "3"}
+    text = ('if [ -n "$FLASHINFER_VERSION" ]; then pip install "flashinfer-python==$FLASHINFER_VERSION"; fi; '
+            'if [ "$PRE" = "1" ]; then pip install -U transformers; elif test "$PRE" == 2; then pip install a; '
+            'else pip install transformers==4.57.1; fi; '
+            '[[ -z "$FLASHINFER_VERSION" && $N -ge 2 ]] && pip install b; '
+            '[ ! "$PRE" != 0 -a -n x ] || pip install dead; '
+            '[ "$(uname -m)" = x86_64 ] && pip install torch==2.9.0+cu128 || pip install c')
+    assert _runs_on("arm64", text, values) == [
+        (("pip", "install", "transformers==4.57.1"), ""), (("pip", "install", "b"), ""), (("pip", "install", "c"), "")]
+    # the same script with the switches on runs the other branches
+    on = {**values, "FLASHINFER_VERSION": "0.5.2", "PRE": "2"}
+    assert [argv for argv, _ in _runs_on("amd64", text, on)] == [
+        ("pip", "install", "flashinfer-python==0.5.2"), ("pip", "install", "a"), ("pip", "install", "dead"),
+        ("pip", "install", "torch==2.9.0+cu128"), ("pip", "install", "c")]  # c: now a fallback of the torch install
+
+
+def test_undecidable_conditions_mark_the_branch() -> None:
+    text = ('if [ "$USE_X" = 1 ]; then pip install xformers; else pip install y; fi; '
+            'case "$MODE" in dev|test) pip install pytest;; *) pip install z;; esac')
+    assert _runs(text) == [
+        (("pip", "install", "xformers"), 'in a conditional branch (if `[ "$USE_X" = 1 ]`)'),
+        (("pip", "install", "y"), 'in a conditional branch (unless `[ "$USE_X" = 1 ]`)'),
+        (("pip", "install", "pytest"), "in a conditional branch (if `case ... in dev|test)`)"),
+        (("pip", "install", "z"), "in a conditional branch (if `case ... in *)`)"),
+    ]
+
+
+def test_fallbacks_are_marked_as_such() -> None:
+    text = ("pip install /w/fa.whl || TORCH_CUDA_ARCH_LIST=12.1 pip install flash-attn; "
+            "if ls /w/x*.whl; then pip install /w/x*.whl; else pip install xformers; fi; "
+            "if ! pip download --only-binary :all: -d /w vllm; then pip install vllm; fi; "
+            "[ -f /w/t.whl ] || pip install triton")
+    cmds = [c for c in split_commands(text) if c.branch is not None and c.argv[:2] == ("pip", "install")]
+    assert [(c.argv[-1], c.branch.fallback if c.branch else None) for c in cmds] == [
+        ("flash-attn", True), ("xformers", True), ("vllm", True), ("triton", True)]
+    assert cmds[0].branch is not None and cmds[0].branch.describe() == "in a fallback that runs only when `pip install /w/fa.whl` fails"
+    assert cmds[0].env["TORCH_CUDA_ARCH_LIST"] == "12.1"
+
+
+def test_an_arg_empty_by_default_stays_unknown_in_commands() -> None:
+    # `pip install x==` would be an invalid requirement; the ARG is meant to be given with --build-arg
+    cmds = split_commands('pip install "flashinfer-python==${FLASHINFER_VERSION}" $EXTRA', {"FLASHINFER_VERSION": "", "EXTRA": ""})
+    assert [c.argv for c in cmds] == [("pip", "install", "flashinfer-python==${FLASHINFER_VERSION}", "$EXTRA")]
+
+
+def test_malformed_and_deeply_nested_scripts_are_read_without_recursion_errors() -> None:
+    assert _argvs("fi; then pip install a; done; ) pip install b") == [("pip", "install", "a"), ("pip", "install", "b")]
+    assert _argvs("if true; then pip install a") == [("true",), ("pip", "install", "a")]
+    deep = split_commands("(" * 5000 + "pip install a" + ")" * 5000)
+    assert deep.truncated
+    nested_ifs = split_commands("if true; then " * 3000 + "pip install a" + "; fi" * 3000)
+    assert nested_ifs.truncated
+
+
+def test_dockerfile_findings_name_the_branch(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.12\nARG FLASHINFER_VERSION=\"\"\nARG WITH_X\n"
+        "RUN pip install flashinfer-python==${FLASHINFER_VERSION}\n"
+        "RUN if [ -n \"$WITH_X\" ]; then pip install -r /r.txt; fi\n"
+    )
+    inv = read(tmp_path / "Dockerfile", ReadOptions())
+    assert inv.problems == []  # no invalid-requirement ERROR for the empty default
+    assert [(p.name, p.version) for p in inv.packages] == [("flashinfer-python", None)]
+    install = inv.installs[-1]
+    assert install.location is not None and install.location.branch == 'in a conditional branch (if `[ -n "$WITH_X" ]`)'
+    assert inv.packages[0].location is not None and inv.packages[0].location.branch is None
+
+
+def test_cmake_cuda_architectures_are_read_from_every_place_they_are_set(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        "FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\nENV CUDAARCHS=native\nARG ARCHS=121\n"
+        "RUN cmake -S a -B b -DCMAKE_CUDA_ARCHITECTURES=\"89;90\" && cmake -S c -B d -D CMAKE_CUDA_ARCHITECTURES:STRING=120-real\n"
+        "RUN cmake -S e -B f -DCMAKE_CUDA_ARCHITECTURES=${ARCHS} && CUDAARCHS=all-major make\n"
+        "RUN CMAKE_ARGS='-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=121a' pip install llama-cpp-python==0.3.16\n"
+        "RUN echo -DCMAKE_CUDA_ARCHITECTURES=70\n"  # not a build command
+    )
+    inv = read(tmp_path / "Dockerfile", ReadOptions())
+    got = [(v.name, v.value, str(v.origin), v.location.line if v.location else None) for v in inv.env]
+    assert got == [
+        ("CUDAARCHS", "native", "env", 2), ("ARCHS", "121", "arg", 3),
+        ("CMAKE_CUDA_ARCHITECTURES", "89;90", "run", 4), ("CMAKE_CUDA_ARCHITECTURES", "120-real", "run", 4),
+        ("CMAKE_CUDA_ARCHITECTURES", "121", "run", 5), ("CUDAARCHS", "all-major", "run", 5),
+        ("CMAKE_CUDA_ARCHITECTURES", "121a", "run", 6),
+    ]
+
+
+def test_cmake_architecture_lists_are_judged_for_sm121() -> None:
+    from envcheck.checks.g07_gpu_arch import cmake_arch_coverage
+
+    cases = {"121": "native", "121-real": "native", "120f": "native", "80;90-real;121a-real": "native",
+             "121-virtual": "jit-same-major", "120-virtual": "jit-same-major", "90": "jit-older", "86;89-virtual": "jit-older",
+             "122-real": "none", "90a-real": "none", "OFF": "none", "all": "all", "all-major": "all", "native": "undecidable"}
+    assert {value: cmake_arch_coverage(value, 121)[0] for value in cases} == cases
+    assert cmake_arch_coverage("120;121a-real", 121)[1:] == (["sm_120+compute_120", "sm_121a"], True)
+    assert cmake_arch_coverage("121-virtual", 121)[1] == ["compute_121"]

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, require
+from conftest import REPO, ci_provides, require
 
 sys.path.insert(0, str(REPO / "fuzz"))
 from harness import is_known
@@ -33,7 +33,8 @@ def test_every_parser_has_a_harness() -> None:
 
 @pytest.mark.parametrize("name", HARNESSES)
 def test_harness_smoke_run(name: str, tmp_path: Path) -> None:
-    require(importlib.util.find_spec("atheris") is not None, "atheris is not installed (pip install -e '.[test]' on x86_64)")
+    require(importlib.util.find_spec("atheris") is not None, "atheris is not installed (pip install -e '.[test]')",
+            provided=ci_provides("atheris"))
     env = dict(os.environ, ENVCHECK_FUZZ_WORK=str(tmp_path), ENVCHECK_FUZZ_KEEP_GOING="1",
                ENVCHECK_CACHE_DIR=str(tmp_path / "cache"))
     done = subprocess.run(

@@ -507,6 +507,8 @@ def private_engine(docker_client: Any, test_images: Any) -> Iterator[tuple[Priva
 
 @pytest.mark.docker
 def test_engine_that_goes_away_mid_run(private_engine: tuple[PrivateEngine, str, str], tmp_path: Path) -> None:
+    from docker_images import containers, stderr_of
+
     from envcheck.sources.container import LABEL
 
     engine, quick, slow = private_engine
@@ -518,8 +520,8 @@ def test_engine_that_goes_away_mid_run(private_engine: tuple[PrivateEngine, str,
         with contextlib.closing(engine.client()) as client:
             deadline = time.monotonic() + BOUND
             while time.monotonic() < deadline and child.poll() is None:
-                running = client.containers.list(filters={**mine, "status": "running"})
-                if running and b"sleeping" in running[0].logs(stdout=False, stderr=True):
+                running = containers(client, {**mine, "status": "running"}, all=False)
+                if running and b"sleeping" in stderr_of(client, running[0]):
                     break
                 time.sleep(0.1)
             else:
@@ -539,10 +541,10 @@ def test_engine_that_goes_away_mid_run(private_engine: tuple[PrivateEngine, str,
     engine.start()  # the engine is back: it finds the probe container stopped and removes it (AutoRemove)
     with contextlib.closing(engine.client()) as client:
         deadline = time.monotonic() + BOUND
-        while client.containers.list(all=True, filters=mine) and time.monotonic() < deadline:
+        while containers(client, mine) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert client.containers.list(all=True, filters=mine) == []  # no envcheck run needed to clean up
+        assert containers(client, mine) == []  # no envcheck run needed to clean up
         done = run_envcheck("-f", "json", "container", quick, env={"DOCKER_HOST": engine.host}, timeout=BOUND)
         assert done.returncode in (0, 1) and "Traceback" not in done.stderr
         assert not findings(json.loads(done.stdout), "service-error")
-        assert client.containers.list(all=True, filters={"label": LABEL}) == []  # nothing of either run is left
+        assert containers(client, {"label": LABEL}) == []  # nothing of either run is left

@@ -10,7 +10,7 @@ import pytest
 from envcheck import engine
 from envcheck.checks.g07_gpu_arch import _runs_on
 from envcheck.inspect import nvidia_smi
-from envcheck.model import Finding, Inventory, Status
+from envcheck.model import Finding, HostReadings, Inventory, Status
 from envcheck.profile import load_profile
 from envcheck.sources.host import inventory_from_probe, read_meminfo
 
@@ -36,9 +36,7 @@ def smi_from(gpu_file: str, apps: list[dict[str, Any]] | None = None, fields: li
 
 
 def host(**readings: Any) -> Inventory:
-    inv = Inventory(context="installed")
-    inv.host.update(readings)
-    return inv
+    return Inventory(context="installed", host=HostReadings.from_json(readings))
 
 
 def meminfo(total_gib: float, cached_gib: float) -> dict[str, Any]:
@@ -273,7 +271,7 @@ LIVE_RULES = ("G3-", "G4-", "G5-planning", "G6-", "G8-", "G10-", "G7-live", "G1-
 def test_static_targets_get_no_live_findings() -> None:
     found = engine.evaluate(Inventory(), load_profile("dgx-spark"), "requirements")
     assert not [f for f in found if f.rule.startswith(LIVE_RULES)]
-    image = Inventory(host={"image": {"ref": "nvcr.io/nvidia/pytorch:25.11-py3"}})
+    image = Inventory(host=HostReadings(image={"ref": "nvcr.io/nvidia/pytorch:25.11-py3"}))
     assert not [f.rule for f in engine.evaluate(image, load_profile("dgx-spark"), "image") if f.rule.startswith(LIVE_RULES)]
 
 
@@ -292,7 +290,7 @@ def test_the_real_h200_probe_document() -> None:
     doc = json.loads((SMI.parent / "device" / "h200" / "probe.json").read_text())
     inv = inventory_from_probe(doc, "h200")
     assert inv.problems == []
-    assert inv.host["torch"]["capability"] == [9, 0] and inv.host["torch"]["cuda"] == "13.0"
+    assert inv.host.torch["capability"] == [9, 0] and inv.host.torch["cuda"] == "13.0"
     assert [f.status for f in findings(inv, "G1") if f.rule == "G1-live-torch"] == [Status.PASS]
     g7 = findings(inv, "G7")
     assert [f.status for f in g7 if f.rule == "G7-live-capability"] == [Status.INFO]

@@ -88,8 +88,8 @@ def test_inventory_from_probe_document(preflight_envs: dict[str, Path]) -> None:
     pkg = inv.package("spark-demo-lib")
     assert pkg is not None and pkg.installed and pkg.requires == ("torch==2.10.0",)
     assert inv.package("torch").version == "2.8.0+cu128"  # type: ignore[union-attr]
-    assert inv.host["torch"]["cuda"] == "12.8"
-    assert inv.host["meminfo"]["bytes"]["MemTotal"] > 0
+    assert inv.host.torch["cuda"] == "12.8"
+    assert inv.host.meminfo["bytes"]["MemTotal"] > 0
 
 
 @pytest.mark.parametrize(("document", "fragment"), [
@@ -105,7 +105,7 @@ def test_inventory_from_probe_document(preflight_envs: dict[str, Path]) -> None:
 def test_corrupted_documents_become_problems(document: object, fragment: str | None) -> None:
     inv = inventory_from_probe(document, "probe.json")
     if fragment is None:  # a malformed nvidia-smi reading is a reading with an error, not a crash
-        assert inv.host["nvidia_smi"]["status"] == "error" and "line 1" in inv.host["nvidia_smi"]["error"]
+        assert inv.host.nvidia_smi["status"] == "error" and "line 1" in inv.host.nvidia_smi["error"]
         return
     assert any(fragment in p.message for p in inv.problems), [p.message for p in inv.problems]
     assert all(p.location is not None and p.location.path == "probe.json" for p in inv.problems)
@@ -124,17 +124,17 @@ def test_partial_document_keeps_what_it_can() -> None:
 def test_read_host_without_nvidia_smi_for_real(preflight_envs: dict[str, Path], tmp_path: Path) -> None:
     inv = read_host(HostOptions(python=str(preflight_envs["good"]), sample_seconds=1, nvidia_smi=None))
     if shutil.which("nvidia-smi") is None:
-        assert inv.host["nvidia_smi"] == {"status": "absent"}
-    assert inv.host["python"]["executable"] == str(preflight_envs["good"])
-    assert inv.host["meminfo"]["status"] == "ok"
-    assert inv.host["playbooks"]["status"] == "offline"
-    assert inv.host["launch"] == []
+        assert inv.host.nvidia_smi == {"status": "absent"}
+    assert inv.host.python["executable"] == str(preflight_envs["good"])
+    assert inv.host.meminfo["status"] == "ok"
+    assert inv.host.playbooks["status"] == "offline"
+    assert inv.host.launch == []
 
 
 def test_missing_python_is_a_problem_but_the_rest_is_read(tmp_path: Path) -> None:
     inv = read_host(HostOptions(python=str(tmp_path / "no-such-python"), sample_seconds=0))
     assert [p.message for p in inv.problems] == [f"--python {tmp_path / 'no-such-python'}: no such executable"]
-    assert inv.host["meminfo"]["status"] == "ok"
+    assert inv.host.meminfo["status"] == "ok"
 
 
 def test_an_interpreter_that_prints_no_json(tmp_path: Path) -> None:
@@ -222,7 +222,7 @@ def elf_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_read_host_scans_the_environment_binaries(elf_env: Path) -> None:
     inv = read_host(HostOptions(python=str(elf_env), sample_seconds=0, binaries=True))
-    assert inv.host["binaries"]["status"] == "ok"
+    assert inv.host.binaries["status"] == "ok"
     found = [b for b in inv.binaries if b.path.endswith("spark_ext/_ext.so")]
     assert len(found) == 1 and found[0].machine == os.uname().machine
 
@@ -269,3 +269,31 @@ def test_container_markers_in_a_root(tmp_path: Path, monkeypatch: pytest.MonkeyP
     facts = container_facts(str(tmp_path))
     assert facts["kind"] == kind
     assert (facts["evidence"][0] if facts["evidence"] else None) == evidence
+
+
+def test_slow_nvidia_smi_readings_stay_inside_the_window(tmp_path: Path) -> None:
+    """A driver without persistence mode answers in ~0.5 s: readings are scheduled to end inside the
+    window, and the compute-process query runs beside them rather than after (issue 18: preflight within
+    the sample time + 1 s)."""
+    log = tmp_path / "calls.log"
+    smi = tmp_path / "nvidia-smi"
+    row = "0, GPU-0, NVIDIA GB10, 580.95.05, 41, 11.20, [N/A], [N/A], [N/A], 3, 2405, 0x0000000000000000, 12.1"
+    smi.write_text(
+        "#!/bin/sh\n"
+        f"echo \"start $1 $(date +%s.%N)\" >> {log}\n"
+        "sleep 0.5\n"
+        "case \"$1\" in\n"
+        f"  --query-gpu=*) echo '{row}';;\n"
+        "  --query-compute-apps=*) ;;\n"
+        "esac\n"
+        f"echo \"end $1 $(date +%s.%N)\" >> {log}\n")
+    smi.chmod(0o755)
+    reading = host.sample_nvidia_smi(2.0, str(smi))
+    assert reading["status"] == "ok", reading
+    times = [s["t"] for s in reading["samples"]]
+    assert len(times) >= 2
+    assert times[-1] < 2.0  # every reading started inside the window; the last one learned the call time
+    events = [line.split() for line in log.read_text().splitlines()]
+    apps_start = next(float(e[2]) for e in events if e[0] == "start" and e[1].startswith("--query-compute-apps"))
+    last_gpu_end = max(float(e[2]) for e in events if e[0] == "end" and e[1].startswith("--query-gpu"))
+    assert apps_start < last_gpu_end  # the process query overlapped the readings

@@ -173,7 +173,7 @@ def image_platform(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over an image: the index has a linux/arm64 child, and the selected config says arm64."""
     if ctx.kind != "image":
         return
-    facts = ctx.inventory.host.get("image")
+    facts = ctx.inventory.host.image
     if not isinstance(facts, dict):
         return
     want = str(facts.get("platform") or ctx.profile.docker_platform)

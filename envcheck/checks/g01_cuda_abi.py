@@ -76,9 +76,10 @@ def _torch_packages(ctx: CheckContext) -> list[Package]:
 
 
 def _index_builds(ctx: CheckContext) -> list[tuple[CudaBuild, str]]:
+    """Builds served by the indexes every package may come from (an explicit uv index serves only its own)."""
     out = []
     for index in ctx.inventory.indexes:
-        build = build_of_index(index.url)
+        build = build_of_index(index.url) if not index.explicit else None
         if build is not None:
             out.append((build, index.url))
     return out
@@ -106,6 +107,11 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
         if "download.pytorch.org" in pkg.url and (index_build := build_of_index(pkg.url)):
             return index_build, f"the URL {pkg.url}"
         return None, f"it is installed from {pkg.url}, whose CUDA build envcheck cannot tell"
+    if pkg.index and not _is_pypi(pkg.index):  # uv sources, lock entries: this package comes from that index only
+        build = build_of_index(pkg.index)
+        if build is not None:
+            return build, f"its index {pkg.index}"
+        return None, f"it comes from the index {pkg.index}, whose CUDA build envcheck cannot tell"
     indexed = _index_builds(ctx)
     if indexed and not pkg.installed:
         majors = {(b.flavor, b.cuda_major) for b, _ in indexed}
@@ -123,6 +129,10 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
             return build, f"not pinned, so pip takes the newest release allowed, and {served}"
         return build, served
     return None, "nothing in the input says which CUDA build of torch is installed"
+
+
+def _is_pypi(url: str) -> bool:
+    return url.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
 
 
 def _conda_torch_build(ctx: CheckContext) -> tuple[CudaBuild | None, str]:
@@ -234,12 +244,12 @@ LIVE_TORCH = rule(
 def live_torch(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over the live torch probe: crash/import error FAIL, wrong CUDA major FAIL, timeout WARN."""
     host = ctx.inventory.host
-    torch = host.get("torch")
+    torch = host.torch
     if not isinstance(torch, dict):
-        if host.get("python", {}).get("status") == "absent":
+        if (host.python or {}).get("status") == "absent":
             yield LIVE_TORCH.finding("no python3 to probe: cannot check torch", status=Status.SKIP)
         return
-    python = str(host.get("python", {}).get("executable") or "python3")
+    python = str((host.python or {}).get("executable") or "python3")
     status = torch.get("status")
     stage = "initialising CUDA" if torch.get("stage") == "cuda-init" else "importing torch"
     evidence = {k: torch.get(k) for k in ("status", "stage", "signal", "error", "version", "cuda") if torch.get(k) is not None}
@@ -262,7 +272,7 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
         except ValueError:
             yield LIVE_TORCH.finding(f"torch {version} reports an unreadable CUDA version {cuda!r}", evidence=evidence, status=Status.WARN)
             return
-        smi = host.get("nvidia_smi")
+        smi = host.nvidia_smi
         listed: list[object] = []
         if isinstance(smi, dict) and smi.get("status") == "ok" and smi.get("samples"):
             listed = list(smi["samples"][-1].get("gpus") or [])
@@ -384,7 +394,9 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
 CUDA12_BASE = rule(
     "G1-cuda12-base", "G1", "The base image is a CUDA 12 (or older) image", Status.FAIL,
     """The Dockerfile builds on an image whose CUDA is older than the Spark's CUDA 13: nvidia/cuda:12.*,
-    an NGC release before 25.08 (the first NGC PyTorch on CUDA 13.0), or a tag that names cuda12/cu12x.
+    an NGC container of a release month before 25.08 (the first on CUDA 13.0; the month fixes the CUDA across
+    families: pytorch, pyg, jax, tensorflow, tritonserver, vllm, nemo, cuda-dl-base, ...), or a tag that names
+    cuda12/cu12x.
     Its torch, extensions and libraries are CUDA 12 builds (libcudart.so.12): CUDA 13 wheels (cu130,
     nvidia-*-cu13) installed on top cannot load next to them, CUDA releases before 12.8 carry no code for
     Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
@@ -442,7 +454,7 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over an image: the CUDA major from its config's CUDA_VERSION, else from its NGC tag."""
     if ctx.kind != "image":
         return
-    facts = ctx.inventory.host.get("image")
+    facts = ctx.inventory.host.image
     if not isinstance(facts, dict) or facts.get("platform_found") is False:
         return
     ref = str(facts.get("ref", ""))

@@ -119,7 +119,7 @@ FLASH_ATTN_LOADS = rule(
 @check
 def flash_attn_live(ctx: CheckContext) -> Iterator[Finding]:
     """G2 on live readings: does the installed flash-attn's CUDA extension load?"""
-    reading = ctx.inventory.host.get("flash_attn")
+    reading = ctx.inventory.host.flash_attn
     if not isinstance(reading, dict):
         return
     status = reading.get("status")

@@ -47,7 +47,7 @@ def page_cache(ctx: CheckContext) -> Iterator[Finding]:
     """WARN when the page cache is large on unified memory; INFO readings; SKIP without /proc/meminfo."""
     if not is_live(ctx):
         return
-    mem = ctx.inventory.host.get("meminfo")
+    mem = ctx.inventory.host.meminfo
     if not isinstance(mem, dict) or mem.get("status") != "ok":
         reason = mem.get("error", mem.get("status")) if isinstance(mem, dict) else "not read"
         yield PAGE_CACHE.finding(f"cannot read /proc/meminfo: {reason}", status=Status.SKIP)

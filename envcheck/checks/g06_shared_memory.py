@@ -94,7 +94,7 @@ def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
         yield NEIGHBOUR.passed("no other process holds GPU memory")
         return
     capacity_by_gpu = {g.get("uuid"): g.get("memory_total_mib") for g in gpus(ctx)}
-    mem_total = ctx.inventory.host.get("meminfo", {}).get("bytes", {}).get("MemTotal")
+    mem_total = (ctx.inventory.host.meminfo or {}).get("bytes", {}).get("MemTotal")
     uma = unified_memory(ctx)
     for process in others:
         pid = process.get("pid")

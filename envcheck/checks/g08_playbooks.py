@@ -30,7 +30,7 @@ def playbook_issues(ctx: CheckContext) -> Iterator[Finding]:
     """SKIP offline (with the URL); INFO per recent issue with --online; SKIP when the API failed."""
     if not is_live(ctx):
         return
-    playbooks = ctx.inventory.host.get("playbooks")
+    playbooks = ctx.inventory.host.playbooks
     if not isinstance(playbooks, dict):
         return  # the target was not read by preflight (a container probe): nothing to say
     url = str(playbooks.get("url") or PLAYBOOKS_URL)

@@ -124,7 +124,7 @@ def _exact_versions(ctx: CheckContext) -> dict[str, Package]:
 
 def _marker_profile(ctx: CheckContext) -> Profile:
     """The profile, with the Python version of a live environment where one was read (markers use it)."""
-    python = ctx.inventory.host.get("python")
+    python = ctx.inventory.host.python
     version = python.get("version") if isinstance(python, dict) else None
     if not isinstance(version, str) or not version[:1].isdigit():
         return ctx.profile
@@ -161,8 +161,15 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
     yield from _ngc_torch(ctx, exact)
     # Markers that drop a requirement on aarch64 (the torch->triton x86_64-only gate).
     stack = set(_pins()["stack"]["ml_stack"])
+    # One requirement read as several (uv sources by marker) is excluded only when none of them installs.
+    installed_here = {(p.name, p.location, p.scope) for p in pkgs if installs_on(p, ctx.profile)}
+    reported: set[tuple[str, Location | None, str | None]] = set()
     for pkg in pkgs:
+        key = (pkg.name, pkg.location, pkg.scope)
+        if key in installed_here or key in reported:
+            continue
         if pkg.name in stack and not installs_on(pkg, ctx.profile) and not pkg.installed:
+            reported.add(key)
             yield MARKER_EXCLUDED.info(f"{pkg.name} is not installed on {ctx.profile.machine}: its marker is {pkg.marker}", pkg.location)
     if ctx.inventory.context == "declared":
         yield from _unpinned(ctx, pkgs, stack)
@@ -276,7 +283,7 @@ LIVE_CONTAINER = rule(
 @check
 def live_container(ctx: CheckContext) -> Iterator[Finding]:
     """PASS inside a container (with the evidence); INFO for bare pip."""
-    container = ctx.inventory.host.get("container")
+    container = ctx.inventory.host.container
     if not isinstance(container, dict):
         return
     evidence = list(container.get("evidence") or [])
@@ -390,7 +397,7 @@ def image_drift(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over an image: a moving tag, and an ML stack pip-installed (per its history) without NGC's torch."""
     if ctx.kind != "image":
         return
-    facts = ctx.inventory.host.get("image")
+    facts = ctx.inventory.host.image
     if not isinstance(facts, dict):
         return
     ref = str(facts.get("ref", ""))

@@ -38,7 +38,7 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
     """FAIL for nodes > 1 with tp > 1; PASS otherwise; SKIP when no launch was given."""
     if not is_live(ctx):
         return
-    launches = ctx.inventory.host.get("launch")
+    launches = ctx.inventory.host.launch
     if not isinstance(launches, list):
         return
     if not launches:

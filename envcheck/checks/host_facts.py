@@ -15,12 +15,12 @@ def is_live(ctx: CheckContext) -> bool:
     """True for targets that describe a running machine: ``envcheck preflight`` (kind host), ``envcheck
     container`` (kind container), or any inventory read from a collector document (``probe`` is set by
     ``inventory_from_probe``). Image metadata (``envcheck image``) is not live."""
-    return ctx.kind in ("host", "container") or "probe" in ctx.inventory.host
+    return ctx.kind in ("host", "container") or ctx.inventory.host.probe is not None
 
 
 def nvidia_smi(ctx: CheckContext) -> tuple[dict[str, Any] | None, str]:
     """The nvidia-smi readings, or None and the reason they are missing."""
-    smi = ctx.inventory.host.get("nvidia_smi")
+    smi = ctx.inventory.host.nvidia_smi
     if not isinstance(smi, dict):
         return None, "nvidia-smi was not run"
     status = smi.get("status")

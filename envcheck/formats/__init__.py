@@ -1,4 +1,9 @@
-"""Output formats: one module per format, each with ``render(report, options) -> str``. The engine never prints."""
+"""Output formats: one module per format, each with ``render(report, verbosity) -> str``. The engine never prints.
+
+:func:`renderer` is the render boundary: every format receives the report after
+:func:`envcheck.redaction.clean_report` (secrets masked, control characters escaped), so no format can
+print a credential or let an input start a line of its own.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,12 @@ class Renderer(Protocol):
 
 def renderer(name: str) -> Renderer:
     """The ``render`` function of format ``name``."""
+    from envcheck.redaction import clean_report
+
     module = importlib.import_module(f"envcheck.formats.{name}_format")
     render: Renderer = module.render
-    return render
+
+    def safe_render(report: Report, verbosity: int = 0) -> str:
+        return render(clean_report(report), verbosity)
+
+    return safe_render

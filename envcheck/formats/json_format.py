@@ -17,16 +17,7 @@ def report_data(report: Report) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "envcheck_version": __version__,
         "profile": report.profile,
-        "targets": [
-            {
-                "target": t.target,
-                "kind": t.kind,
-                "inventory": t.inventory.to_json(),
-                "findings": [f.to_json() for f in t.findings],
-                "suppressed": [dict(f.to_json(), reason=reason) for f, reason in t.suppressed],
-            }
-            for t in report.targets
-        ],
+        "targets": [t.to_json() for t in report.targets],
         "summary": {g: s.value for g, s in report.summary().items()},
         "exit_code": report.exit_code,
     }

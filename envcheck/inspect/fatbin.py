@@ -169,7 +169,9 @@ class StreamScanner:
 
     ``feed(chunk, offset)`` with consecutive chunks; ``finish()`` returns the containers found, with
     section ``""`` (the caller assigns sections once it has read the section table). Hits that do not
-    validate are skipped; a container that runs past the stream is dropped and counted in ``broken``.
+    validate (a first entry of an unknown kind or an impossible header) are skipped and listed in
+    ``broken`` as (offset of the hit, message), as is a container that runs past the stream: the caller
+    reports only those inside a standard fatbin section, since elsewhere such a hit is simply not a fatbin.
     """
 
     def __init__(self) -> None:
@@ -200,11 +202,16 @@ class StreamScanner:
                     self._keep(data, base, self._cursor, end)
                     return
                 i = self._cursor - base
+                first = not self._current.entries
                 try:
                     entry = parse_entry(data[i : i + ENTRY_HEADER], self._cursor, self._cend)
+                    if first and entry.kind not in KIND_NAMES:
+                        raise MalformedBinary(f"fatbin entry kind {entry.kind} is unknown", self._cursor)
                 except MalformedBinary as exc:
-                    self.broken.append((self._cursor, exc.message))
-                    self._carry_at = self._current.offset + 8  # not a container after all: search on
+                    # Not a container after all (a magic can occur by chance): search on. The caller
+                    # decides, once it knows the sections, whether a broken one was in a fatbin section.
+                    self.broken.append((self._current.offset, exc.message))
+                    self._carry_at = self._current.offset + 8
                     self._current = None
                     continue
                 self._current.entries.append(entry)
@@ -250,7 +257,8 @@ class StreamScanner:
     def finish(self) -> list[Container]:
         """The containers found; one still open at the end of the stream is reported as broken."""
         if self._current is not None:
-            self.broken.append((self._current.offset, "fatbin container runs past the end of the file"))
+            at = self._current.offset
+            self.broken.append((at, "fatbin container runs past the end of the file"))
             self._current = None
         return self.containers
 

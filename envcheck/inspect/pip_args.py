@@ -13,7 +13,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
-from envcheck.model import InstallCommand, Location, Package, PackageIndex, ReadProblem
+from envcheck.model import IndexOption, InstallCommand, Location, Package, PackageIndex, ReadProblem, Role
 
 # pip install options that take a value (both spellings); everything else starting with '-' is a flag.
 _VALUE_OPTIONS = {
@@ -27,9 +27,9 @@ _VALUE_OPTIONS = {
     "--extra", "--group", "--report", "-w", "--wheel-dir", "--use-feature", "--use-deprecated", "--dry-run-report",
 }
 _INDEX_OPTIONS = {
-    "-i": "index-url", "--index-url": "index-url", "--default-index": "index-url",
-    "--extra-index-url": "extra-index-url", "--index": "extra-index-url",
-    "-f": "find-links", "--find-links": "find-links",
+    "-i": IndexOption.INDEX_URL, "--index-url": IndexOption.INDEX_URL, "--default-index": IndexOption.INDEX_URL,
+    "--extra-index-url": IndexOption.EXTRA_INDEX_URL, "--index": IndexOption.EXTRA_INDEX_URL,
+    "-f": IndexOption.FIND_LINKS, "--find-links": IndexOption.FIND_LINKS,
 }
 _CONDA_VALUE_OPTIONS = {"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file", "--override-channels-x"}
 # conda package names that are PyPI names under another spelling.
@@ -123,7 +123,7 @@ def parse_install_command(argv: list[str], location: Location | None, base_dir: 
                 options.append(opt)
             i += 1
             continue
-        pkg = parse_requirement_text(word, location, role="requirement")
+        pkg = parse_requirement_text(word, location, role=Role.REQUIREMENT)
         if isinstance(pkg, ReadProblem):
             result.problems.append(pkg)
         elif pkg is not None:
@@ -145,14 +145,14 @@ def _apply_value_option(opt: str, value: str, result: InstallParse, location: Lo
     elif opt in ("-c", "--constraint", "--override"):
         result.constraint_files.append(value)
     elif opt in ("-e", "--editable"):
-        pkg = parse_requirement_text(value, location, role="requirement")
+        pkg = parse_requirement_text(value, location, role=Role.REQUIREMENT)
         if isinstance(pkg, Package):
             pkg = _with(pkg, editable=True)
             result.packages.append(pkg)
             names.append(pkg.name)
     elif opt == "--torch-backend" and tool == "uv":
         # uv's --torch-backend=cu126 picks the PyTorch index for that CUDA build.
-        result.indexes.append(PackageIndex(f"uv-torch-backend:{value}", "index-url", location))
+        result.indexes.append(PackageIndex(f"uv-torch-backend:{value}", IndexOption.INDEX_URL, location))
 
 
 def _parse_conda(tool: str, argv: list[str], args: list[str], location: Location | None) -> InstallParse:
@@ -168,7 +168,7 @@ def _parse_conda(tool: str, argv: list[str], args: list[str], location: Location
                 value = inline if eq else (args[i + 1] if i + 1 < len(args) else "")
                 i += 0 if eq else 1
                 if opt in ("-c", "--channel"):
-                    result.indexes.append(PackageIndex(value, "conda-channel", location))
+                    result.indexes.append(PackageIndex(value, IndexOption.CONDA_CHANNEL, location))
                 options.append(f"{opt}={value}")
             else:
                 options.append(opt)
@@ -183,7 +183,7 @@ def _parse_conda(tool: str, argv: list[str], args: list[str], location: Location
         raw_name, op, version = m.group(1), m.group(2), m.group(3)
         name = _CONDA_TO_PYPI.get(raw_name.lower(), canonical(raw_name))
         exact = version if op in ("=", "==") and version and "*" not in version else None
-        result.packages.append(Package(name=name, version=exact, specifier=f"{op or ''}{version or ''}", role="conda", location=location))
+        result.packages.append(Package(name=name, version=exact, specifier=f"{op or ''}{version or ''}", role=Role.CONDA, location=location))
         names.append(name)
         i += 1
     result.command = InstallCommand(tool=tool, packages=tuple(names), options=tuple(options), text=" ".join(argv), location=location)
@@ -195,7 +195,7 @@ _GIT_NAME = re.compile(r"/([A-Za-z0-9_.\-]+?)(?:\.git)?(?:@[^/#]*)?(?:#.*)?$")
 _REPO_TO_PACKAGE = {"flash-attention": "flash-attn"}
 
 
-def parse_requirement_text(text: str, location: Location | None, role: str = "requirement", installed: bool = False) -> Package | ReadProblem | None:
+def parse_requirement_text(text: str, location: Location | None, role: Role = Role.REQUIREMENT, installed: bool = False) -> Package | ReadProblem | None:
     """One requirement as pip reads it: PEP 508, ``name @ url``, a wheel path/URL, a VCS URL, or a path.
 
     Returns None for things that name no distribution we can tell (``.``, a bare local folder).
@@ -228,7 +228,7 @@ def parse_requirement_text(text: str, location: Location | None, role: str = "re
     try:
         req = Requirement(text)
     except InvalidRequirement as exc:
-        return ReadProblem(f"invalid requirement {shown(text)}: {str(exc).splitlines()[0][:200]}", location)
+        return ReadProblem(f"invalid requirement {_excerpt_to_error(text, str(exc))}: {str(exc).splitlines()[0][:200]}", location)
     version = None
     specs = list(req.specifier)
     if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
@@ -250,10 +250,26 @@ def parse_requirement_text(text: str, location: Location | None, role: str = "re
 
 
 def shown(text: str, limit: int = 120) -> str:
-    """``text`` quoted for a message, cut to ``limit`` characters (a 1 MB line must not become a 1 MB message)."""
+    """``text`` quoted for a message, cut to ``limit`` characters (a 1 MB line must not become a 1 MB message),
+    with credentials masked (envcheck.redaction)."""
+    from envcheck.redaction import redact
+
     if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}... ({len(text)} characters)"
+        return repr(redact(text))
+    return f"{redact(text[:limit])!r}... ({len(text)} characters)"
+
+
+def _excerpt_to_error(text: str, error: str, limit: int = 40) -> str:
+    """The start of an invalid requirement up to the character packaging stopped at (its caret line), at most
+    ``limit`` characters: enough to find the line, never a whole line of a file that is not a requirements
+    file at all (``-r /etc/shadow`` must not print the file)."""
+    lines = error.splitlines()
+    stop = limit
+    if len(lines) >= 3 and lines[-1].strip().endswith("^"):
+        stop = min(limit, max(1, len(lines[-1].rstrip()) - 4))  # the caret line is indented like the quoted text
+    if len(text) <= stop:
+        return shown(text)
+    return f"{shown(text[:stop])}... ({len(text)} characters)"
 
 
 def _with(pkg: Package, **changes: object) -> Package:

@@ -5,6 +5,12 @@ keywords, comments, single/double quotes and backslashes, line continuations, ``
 ``export``, wrappers (``sudo``, ``env``, ``time``, ``exec``, ``nohup``) and nested ``sh -c '...'`` /
 ``bash -c "..."`` scripts. Variables are expanded from the values given (unknown ones stay as written),
 because ``pip install torch==${TORCH_VERSION}`` only means something once ``TORCH_VERSION`` is known.
+
+Conditions are evaluated where the values decide them: ``[ ]``, ``[[ ]]`` and ``test`` with ``-n``, ``-z``,
+``=``, ``==``, ``!=``, ``-eq``..., ``!``, ``-a``/``-o``, ``&&``/``||`` chains and ``if/elif/else/fi``.
+A command in a branch that cannot run is dropped; one whose condition cannot be decided carries a
+:class:`Branch` saying so, and a command that runs only when an earlier one fails (``a || b``, the
+``else`` of a probe such as ``[ -f x.whl ]``) is marked as a fallback.
 """
 
 from __future__ import annotations
@@ -20,7 +26,30 @@ _WRAPPERS = frozenset({"sudo", "time", "exec", "nohup", "command", "builtin", "x
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
 _PLAIN = re.compile(r"[^\s\\'\"$#<>&|;()]+")
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+# `$(uname -m)` and friends, answered from the build platform's architecture (arm64, amd64) when it is given.
+_ARCH_PROBES = {"uname -m": {"arm64": "aarch64", "amd64": "x86_64"}, "arch": {"arm64": "aarch64", "amd64": "x86_64"},
+                "dpkg --print-architecture": {"arm64": "arm64", "amd64": "amd64"}}
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Why a command may not run: the condition it depends on, as written.
+
+    ``negated``: it runs when the condition is false (``else``, ``||``). ``fallback``: it runs only when an
+    earlier command fails or a probe of the build's state (``[ -f wheel ]``, ``ls *.whl``) finds nothing:
+    the deliberate second path of a recipe, not its main one.
+    """
+
+    condition: str
+    negated: bool = False
+    fallback: bool = False
+
+    def describe(self) -> str:
+        """The branch in words, for messages: ``in a conditional branch (if [ -n "$X" ])``."""
+        if self.fallback:
+            return f"in a fallback that runs only when `{self.condition}` fails"
+        return f"in a conditional branch ({'unless' if self.negated else 'if'} `{self.condition}`)"
 
 
 @dataclass(frozen=True)
@@ -32,6 +61,7 @@ class SimpleCommand:
     assignments: tuple[tuple[str, str], ...] = ()  # VAR=value prefixes
     env: Mapping[str, str] = field(default_factory=dict)  # variables exported earlier in the same script
     text: str = ""  # the command as written
+    branch: Branch | None = None  # set when the command runs only under a condition envcheck cannot decide
 
 
 @dataclass
@@ -41,24 +71,30 @@ class _Word:
     quoted: bool = False
     operator: bool = False
     redirect: bool = False  # the target of a redirection (2> log, < file): not an argument
+    unknown: bool = False  # holds a variable or command substitution whose value is not known
 
 
-def _tokens(text: str, values: Mapping[str, str], base: int) -> list[_Word]:
-    """Words and operators (``operator=True``), each with its offset."""
+def _tokens(text: str, values: Mapping[str, str], base: int, keep_empty: bool = False, arch: str = "") -> list[_Word]:
+    """Words and operators (``operator=True``), each with its offset.
+
+    ``keep_empty``: a variable whose known value is empty stays as written (and the word is unknown):
+    an ARG that is empty by default is meant to be given with --build-arg, so ``x==${V}`` is not ``x==``.
+    """
     out: list[_Word] = []
     i = 0
     n = len(text)
     buf: list[str] = []
     start = -1
     quoted = False
+    unknown = False
     redirect_next = False
 
     def flush() -> None:
-        nonlocal buf, start, quoted, redirect_next
+        nonlocal buf, start, quoted, redirect_next, unknown
         if start >= 0 and ((buf and "".join(buf)) or quoted):  # an unquoted word that expands to nothing is dropped
-            out.append(_Word("".join(buf), base + start, quoted, redirect=redirect_next))
+            out.append(_Word("".join(buf), base + start, quoted, redirect=redirect_next, unknown=unknown))
             redirect_next = False
-        buf, start, quoted = [], -1, False
+        buf, start, quoted, unknown = [], -1, False, False
 
     while i < n:
         plain = _PLAIN.match(text, i)
@@ -66,6 +102,7 @@ def _tokens(text: str, values: Mapping[str, str], base: int) -> list[_Word]:
             if start < 0:
                 start = i
             buf.append(plain.group())
+            unknown = unknown or "`" in plain.group()
             i = plain.end()
             continue
         ch = text[i]
@@ -98,9 +135,16 @@ def _tokens(text: str, values: Mapping[str, str], base: int) -> list[_Word]:
                         buf.append(text[i + 1])
                     i += 2
                     continue
-                if text[i] == "$":
-                    i = _dollar(text, i, values, buf)
+                if text.startswith("$(", i):
+                    i, missing = _substitution(text, i, arch, buf)
+                    unknown = unknown or missing
                     continue
+                if text[i] == "$":
+                    i, missing = _dollar(text, i, values, buf, keep_empty)
+                    unknown = unknown or missing
+                    continue
+                if text[i] == "`":
+                    unknown = True
                 buf.append(text[i])
                 i += 1
             i += 1
@@ -108,21 +152,12 @@ def _tokens(text: str, values: Mapping[str, str], base: int) -> list[_Word]:
         if ch == "$":
             if start < 0:
                 start = i
-            if text.startswith("$(", i):  # command substitution: keep as written, unexpanded
-                depth = 0
-                j = i
-                while j < n:
-                    if text[j] == "(":
-                        depth += 1
-                    elif text[j] == ")":
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    j += 1
-                buf.append(text[i : j + 1])
-                i = j + 1
+            if text.startswith("$(", i):
+                i, missing = _substitution(text, i, arch, buf)
+                unknown = unknown or missing
                 continue
-            i = _dollar(text, i, values, buf)
+            i, missing = _dollar(text, i, values, buf, keep_empty)
+            unknown = unknown or missing
             continue
         if ch == "#" and start < 0:  # comment to end of line
             end = text.find("\n", i)
@@ -164,11 +199,34 @@ def _tokens(text: str, values: Mapping[str, str], base: int) -> list[_Word]:
     return out
 
 
-def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str]) -> int:
+def _substitution(text: str, i: int, arch: str, buf: list[str]) -> tuple[int, bool]:
+    """A command substitution at ``text[i:] == "$(..."``: kept as written (unknown), except the
+    architecture probes (``$(uname -m)``), answered from ``arch``. Returns the index after it."""
+    depth = 0
+    j = i
+    n = len(text)
+    while j < n:
+        if text[j] == "(":
+            depth += 1
+        elif text[j] == ")":
+            depth -= 1
+            if depth == 0:
+                break
+        j += 1
+    probe = _ARCH_PROBES.get(" ".join(text[i + 2 : j].split()), {}).get(arch)
+    if probe is not None:
+        buf.append(probe)
+        return j + 1, False
+    buf.append(text[i : j + 1])
+    return j + 1, True
+
+
+def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str], keep_empty: bool = False) -> tuple[int, bool]:
+    """Expand the reference at ``text[i]``; returns the index after it and whether its value is unknown."""
     m = _VAR.match(text, i)
     if not m:
         buf.append("$")
-        return i + 1
+        return i + 1, False
     name = m.group(1) or m.group(4)
     op, word = m.group(2), m.group(3)
     if name in values:
@@ -177,6 +235,9 @@ def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str]) -> int
             value = word if (value or op == "+") else ""
         elif op == ":-" and value == "":
             value = word
+        if keep_empty and value == "" and op is None:
+            buf.append(m.group(0))
+            return m.end(), True
         buf.append(value)
     elif op is not None and op.endswith("-"):
         buf.append(word)
@@ -184,18 +245,21 @@ def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str]) -> int
         pass
     else:
         buf.append(m.group(0))
-    return m.end()
+        return m.end(), True
+    return m.end(), False
 
 
-def split_commands(text: str, values: Mapping[str, str] | None = None, base: int = 0) -> Commands:
-    """Every simple command in ``text``, in order, with nested ``sh -c`` scripts expanded in place.
+def split_commands(text: str, values: Mapping[str, str] | None = None, base: int = 0, arch: str = "") -> Commands:
+    """Every simple command in ``text`` that can run, in order, with nested ``sh -c`` scripts expanded in place.
 
-    ``base`` is added to offsets (used when ``text`` is itself part of a larger text).
+    ``base`` is added to offsets (used when ``text`` is itself part of a larger text); ``arch`` (arm64,
+    amd64) answers ``$(uname -m)``-style probes in conditions. Commands in branches
+    that the known ``values`` rule out are left out; see :class:`Branch` for the ones that may run.
     """
     env = dict(values or {})
     commands = Commands()
     budget = [max(SPLIT_BUDGET, 4 * len(text))]
-    _split(text, env, base, commands, depth=0, budget=budget)
+    _split(text, env, base, commands, depth=0, budget=budget, outer=None, arch=arch)
     commands.truncated = budget[0] < 0
     return commands
 
@@ -210,38 +274,448 @@ class Commands(list[SimpleCommand]):
 # included. Real RUN lines use a few times their length; a line whose variables hold `sh -c` scripts that
 # expand one another can need exponentially more (a 5 KB history line took 7 s), so reading stops there.
 SPLIT_BUDGET = 64 << 10
+# Compound commands (if, loops, groups, subshells) nested deeper than this are not read further: real
+# scripts nest a few levels; the parser recurses once per level.
+MAX_NESTING = 40
+
+_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "select", "case",
+                       "esac", "in", "!", "{", "}", "function"})
+_FILE_TESTS = frozenset(["-e", "-f", "-d", "-x", "-s", "-r", "-w", "-L", "-h", "-p", "-S", "-b", "-c", "-g", "-u", "-k", "-O", "-G", "-N"])
+_DEAD = Branch("", fallback=True)  # marker: the branch cannot run (compared by identity)
+
+
+class _TooDeep(Exception):
+    pass
+
+
+@dataclass
+class _Status:
+    """What the shell knows about a command's exit status: T/F decided, U undecidable test, AS/AF assumed."""
+
+    value: str  # T | F | U | AS | AF
+    text: str = ""  # the condition as written
+    probe: bool = False  # a test of the build's state (files, command output), not of a setting
+
+
+@dataclass
+class _Item:
+    kind: str  # "op" | "kw" | "cmd"
+    value: str
+    start: int = 0
+    end: int = 0
+    detail: str = ""  # a case clause's pattern
+
+
+def _items(tokens: list[_Word], text: str) -> list[_Item]:
+    """Operators, reserved words at command positions, and simple commands (as text spans)."""
+    items: list[_Item] = []
+    at_start = True
+    cases = 0  # open `case ... esac` blocks: after `;;` come the next clause's patterns
+    k = 0
+    n = len(tokens)
+    while k < n:
+        tok = tokens[k]
+        if tok.operator:
+            items.append(_Item("op", tok.value, tok.start, tok.start + len(tok.value)))
+            at_start = True
+            k += 1
+            if tok.value == ";;" and cases:
+                k = _case_patterns(tokens, k, items)
+            continue
+        if at_start and not tok.quoted and tok.value in _RESERVED and tok.value != "in":
+            items.append(_Item("kw", tok.value, tok.start, tok.start))
+            cases += {"case": 1, "esac": -1 if cases else 0}.get(tok.value, 0)
+            k += 1
+            if tok.value in ("for", "select", "case"):  # the header up to `do`/`in` is not a command
+                ends = ("in",) if tok.value == "case" else ("do",)
+                while k < n and not tokens[k].operator and not (not tokens[k].quoted and tokens[k].value in ends):
+                    k += 1
+                if tok.value == "case":
+                    k = _case_patterns(tokens, k + 1, items)
+            continue
+        if tok.redirect:
+            k += 1
+            continue
+        if not tok.quoted and tok.value == "[[":  # [[ a && b ]] is one command
+            while k < n and not (not tokens[k].operator and tokens[k].value == "]]"):
+                k += 1
+            k = min(k + 1, n)
+        while k < n and not tokens[k].operator:
+            k += 1
+        items.append(_Item("cmd", "", tok.start, tokens[k].start if k < n else len(text)))
+        at_start = False
+    return items
+
+
+def _case_patterns(tokens: list[_Word], k: int, items: list[_Item]) -> int:
+    """Skip a case clause's patterns (``a|b)``) after ``in`` or ``;;``; emits a ``pattern`` keyword item."""
+    n = len(tokens)
+    while k < n and tokens[k].operator and tokens[k].value in ("\n", ";"):
+        k += 1
+    if k < n and not tokens[k].operator and tokens[k].value == "esac":
+        return k
+    start = k
+    while k < n and not (tokens[k].operator and tokens[k].value == ")"):
+        if not tokens[k].operator and tokens[k].value == "esac":
+            return k
+        k += 1
+    if k < n:
+        pattern = "".join(t.value for t in tokens[start:k]).lstrip("(")
+        items.append(_Item("kw", "pattern", tokens[start].start if start < n else 0, 0, pattern))
+        return k + 1
+    return k
+
+
+class _Parser:
+    """Recursive descent over the items of one script, evaluating conditions as it goes."""
+
+    def __init__(self, text: str, items: list[_Item], env: dict[str, str], base: int, commands: list[SimpleCommand],
+                 depth: int, budget: list[int], arch: str) -> None:
+        self.text = text
+        self.arch = arch
+        self.items = items
+        self.pos = 0
+        self.env = env
+        self.base = base
+        self.commands = commands
+        self.depth = depth
+        self.budget = budget
+        self.nesting = depth * 4
+
+    def peek(self) -> _Item | None:
+        return self.items[self.pos] if self.pos < len(self.items) else None
+
+    def at(self, kind: str, *values: str) -> bool:
+        item = self.peek()
+        return item is not None and item.kind == kind and (not values or item.value in values)
+
+    def take(self) -> _Item:
+        item = self.items[self.pos]
+        self.pos += 1
+        return item
+
+    def skip_separators(self) -> None:
+        while self.at("op", ";", "\n", "&", ";;"):
+            self.pos += 1
+
+    def nested(self) -> None:
+        self.nesting += 1
+        if self.nesting > MAX_NESTING:
+            raise _TooDeep
+
+    # list := and_or ((; | & | newline) and_or)*, up to one of ``stops`` (keywords or operators)
+    def parse_list(self, ctx: Branch | None, stops: tuple[str, ...]) -> _Status:
+        status = _Status("T")
+        while True:
+            self.skip_separators()
+            item = self.peek()
+            if item is None or (item.value in stops and item.kind in ("kw", "op")):
+                return status
+            if (item.kind == "op" and item.value in (")", "&&", "||", "|")) or (item.kind == "kw" and item.value in (
+                    "then", "else", "elif", "fi", "do", "done", "}", "esac", "pattern")):
+                if not stops:
+                    self.pos += 1  # a stray terminator at the top level: read on
+                    continue
+                return status
+            if self.budget[0] < 0:
+                return status
+            status = self.parse_and_or(ctx)
+
+    def parse_and_or(self, ctx: Branch | None) -> _Status:
+        status = self.parse_pipeline(ctx)
+        while self.at("op", "&&", "||"):
+            op = self.take().value
+            while self.at("op", "\n"):
+                self.pos += 1
+            nxt = _derive(ctx, status, op)
+            after = self.parse_pipeline(nxt)
+            if nxt is _DEAD:
+                continue
+            if nxt is ctx:
+                status = after
+            elif op == "&&":
+                status = _Status("U", status.text, status.probe)
+            else:
+                status = _Status("AS", after.text)
+        return status
+
+    def parse_pipeline(self, ctx: Branch | None) -> _Status:
+        negate = False
+        while self.at("kw", "!"):
+            self.pos += 1
+            negate = not negate
+        status = self.parse_command(ctx)
+        while self.at("op", "|"):
+            self.pos += 1
+            while self.at("op", "\n"):
+                self.pos += 1
+            status = self.parse_command(ctx)
+        if negate:
+            status = _Status({"T": "F", "F": "T", "AS": "AF", "AF": "AS"}.get(status.value, status.value),
+                             f"! {status.text}", status.probe)
+        return status
+
+    def parse_command(self, ctx: Branch | None) -> _Status:
+        item = self.peek()
+        if item is None:
+            return _Status("T")
+        if item.kind == "op" and item.value == "(":
+            self.pos += 1
+            self.nested()
+            status = self.parse_list(ctx, (")",))
+            if self.at("op", ")"):
+                self.pos += 1
+            self.nesting -= 1
+            return status
+        if item.kind == "kw":
+            return self.parse_compound(ctx, item.value)
+        if item.kind != "cmd":
+            return _Status("T")
+        self.pos += 1
+        if self.at("op", "(") and self.pos + 1 < len(self.items) and self.items[self.pos + 1].value == ")":
+            self.pos += 2  # name() { ...; }: a function definition; its body is read as if it ran
+            while self.at("op", "\n"):
+                self.pos += 1
+            return self.parse_command(ctx)
+        return self.simple(item, ctx)
+
+    def parse_compound(self, ctx: Branch | None, word: str) -> _Status:
+        self.pos += 1
+        if word == "function":
+            if self.at("cmd"):
+                self.pos += 1
+            if self.at("op", "(") and self.pos + 1 < len(self.items) and self.items[self.pos + 1].value == ")":
+                self.pos += 2
+            self.skip_separators()
+            return self.parse_command(ctx)
+        self.nested()
+        try:
+            if word == "if":
+                return self.parse_if(ctx)
+            if word in ("while", "until"):
+                cond = self.parse_list(ctx, ("do",))
+                if word == "until":
+                    cond = _Status({"T": "F", "F": "T"}.get(cond.value, cond.value), cond.text, cond.probe)
+                if self.at("kw", "do"):
+                    self.pos += 1
+                body_ctx = _DEAD if cond.value == "F" or ctx is _DEAD else ctx
+                self.parse_list(body_ctx, ("done",))
+                if self.at("kw", "done"):
+                    self.pos += 1
+                return _Status("AS", "loop")
+            if word in ("for", "select"):
+                if self.at("kw", "do"):
+                    self.pos += 1
+                self.parse_list(ctx, ("done",))
+                if self.at("kw", "done"):
+                    self.pos += 1
+                return _Status("AS", "loop")
+            if word == "case":
+                while self.at("kw", "pattern"):
+                    pattern = self.take()
+                    clause = ctx if ctx is _DEAD else _within(ctx, Branch(f"case ... in {_shorten(pattern.detail)})"))
+                    self.parse_list(clause, (";;", "esac", "pattern"))
+                    self.skip_separators()
+                if self.at("kw", "esac"):
+                    self.pos += 1
+                return _Status("AS", "case")
+            if word == "{":
+                status = self.parse_list(ctx, ("}",))
+                if self.at("kw", "}"):
+                    self.pos += 1
+                return status
+            return _Status("T")  # a reserved word out of place: skipped
+        finally:
+            self.nesting -= 1
+
+    def parse_if(self, ctx: Branch | None) -> _Status:
+        cond = self.parse_list(ctx, ("then",))
+        if self.at("kw", "then"):
+            self.pos += 1
+        self.parse_list(_derive(ctx, cond, "&&", "if"), ("elif", "else", "fi"))
+        rest = _derive(ctx, cond, "||", "if")
+        while self.at("kw", "elif"):
+            self.pos += 1
+            cond = self.parse_list(rest, ("then",))
+            if self.at("kw", "then"):
+                self.pos += 1
+            self.parse_list(_derive(rest, cond, "&&", "if"), ("elif", "else", "fi"))
+            rest = _derive(rest, cond, "||", "if")
+        if self.at("kw", "else"):
+            self.pos += 1
+            self.parse_list(rest, ("fi",))
+        if self.at("kw", "fi"):
+            self.pos += 1
+        return _Status("AS", "if")
+
+    def simple(self, item: _Item, ctx: Branch | None) -> _Status:
+        segment = self.text[item.start : item.end]
+        self.budget[0] -= len(segment)
+        if self.budget[0] < 0:
+            return _Status("AS")
+        raw = _tokens(segment, {}, 0)
+        head = raw[0].value if raw else ""
+        written = " ".join(segment.split())
+        if head in ("[", "[[", "test") and raw and not raw[0].quoted:
+            words = [w for w in _tokens(segment, self.env, 0, arch=self.arch) if not w.redirect]
+            value, probe = _evaluate_test(words)
+            status = _Status({True: "T", False: "F", None: "U"}[value], written, probe)
+        elif head in ("true", ":"):
+            status = _Status("T", written)
+        elif head == "false":
+            status = _Status("F", written)
+        else:
+            probe = bool(raw) and raw[0].value.rsplit("/", 1)[-1] in ("ls", "test", "command", "which", "find", "grep", "compgen", "stat")
+            status = _Status("AS", written, probe)
+        if ctx is _DEAD:
+            return status
+        words = [w for w in _tokens(segment, self.env, self.base + item.start, keep_empty=True, arch=self.arch)
+                 if not w.operator and not w.redirect]
+        if words:
+            _emit(words, written, self.env, self.commands, self.depth, self.budget, ctx, self.arch)
+        return status
+
+
+def _shorten(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _within(outer: Branch | None, inner: Branch) -> Branch:
+    """The branch of a command under ``inner`` inside ``outer``: a fallback anywhere makes it a fallback."""
+    if outer is None:
+        return inner
+    return Branch(inner.condition, inner.negated, inner.fallback or outer.fallback)
+
+
+def _derive(ctx: Branch | None, status: _Status, op: str, keyword: str = "") -> Branch | None:
+    """The branch of what runs after ``status`` through ``op`` (``&&``: on success, ``||``: on failure)."""
+    if ctx is _DEAD:
+        return _DEAD
+    value = status.value
+    success = op == "&&"
+    condition = _shorten(status.text)
+    if value in ("T", "F"):
+        return ctx if (value == "T") == success else _DEAD
+    if value == "AS":  # a command assumed to succeed: what follows on success runs; on failure, a fallback
+        return ctx if success else _within(ctx, Branch(condition, True, fallback=True))
+    if value == "AF":  # `! probe`: what runs on success runs only when the probe fails
+        return _within(ctx, Branch(condition.removeprefix("! "), False, fallback=True)) if success else ctx
+    # U: a test envcheck cannot decide; the negative side of a probe is a fallback
+    return _within(ctx, Branch(condition, not success, fallback=status.probe and not success))
+
+
+def _evaluate_test(words: list[_Word]) -> tuple[bool | None, bool]:
+    """The value of ``[ ... ]``, ``[[ ... ]]`` or ``test ...`` (None: undecidable) and whether it probes state."""
+    args = words[1:]
+    if (words[0].value == "[" and args and args[-1].value == "]") or (words[0].value == "[[" and args and args[-1].value == "]]"):
+        args = args[:-1]
+    probe = [False]
+    pos = [0]
+
+    def peek() -> _Word | None:
+        return args[pos[0]] if pos[0] < len(args) else None
+
+    def is_op(word: _Word | None, *ops: str) -> bool:
+        return word is not None and not word.quoted and word.value in ops
+
+    def or_expr(level: int) -> bool | None:
+        if level > 20:
+            raise _TooDeep
+        value = and_expr(level)
+        while is_op(peek(), "-o", "||"):
+            pos[0] += 1
+            right = and_expr(level)
+            value = True if value is True or right is True else (False if value is False and right is False else None)
+        return value
+
+    def and_expr(level: int) -> bool | None:
+        value = not_expr(level)
+        while is_op(peek(), "-a", "&&"):
+            pos[0] += 1
+            right = not_expr(level)
+            value = False if value is False or right is False else (True if value is True and right is True else None)
+        return value
+
+    def not_expr(level: int) -> bool | None:
+        if is_op(peek(), "!"):
+            pos[0] += 1
+            value = not_expr(level + 1)
+            return None if value is None else not value
+        return primary(level)
+
+    def primary(level: int) -> bool | None:
+        word = peek()
+        if word is None:
+            return False
+        if is_op(word, "(") or (word.operator and word.value == "("):
+            pos[0] += 1
+            value = or_expr(level + 1)
+            if peek() is not None and peek().value == ")":  # type: ignore[union-attr]
+                pos[0] += 1
+            return value
+        nxt = args[pos[0] + 1] if pos[0] + 1 < len(args) else None
+        after = args[pos[0] + 2] if pos[0] + 2 < len(args) else None
+        if nxt is not None and after is not None and is_op(nxt, "=", "==", "!=", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "=~", "<", ">"):
+            pos[0] += 3
+            if word.unknown or after.unknown or nxt.value in ("=~", "<", ">"):
+                probe[0] = probe[0] or "$(" in word.value or "$(" in after.value
+                return None
+            return _compare(word.value, nxt.value, after.value, pattern=not after.quoted and words[0].value == "[[")
+        if not word.quoted and word.value.startswith("-") and len(word.value) == 2 and nxt is not None:
+            pos[0] += 2
+            if word.value in _FILE_TESTS:
+                probe[0] = True
+                return None
+            if word.value in ("-n", "-z"):
+                if nxt.unknown:
+                    probe[0] = probe[0] or "$(" in nxt.value
+                    return None
+                return (nxt.value != "") == (word.value == "-n")
+            return None
+        pos[0] += 1
+        if word.unknown:
+            return None
+        return word.value != ""
+
+    try:
+        value = or_expr(0)
+    except _TooDeep:
+        return None, False
+    if pos[0] != len(args):
+        return None, probe[0]
+    return value, probe[0]
+
+
+def _compare(left: str, op: str, right: str, pattern: bool) -> bool | None:
+    if op in ("=", "==", "!="):
+        import fnmatch
+
+        same = fnmatch.fnmatchcase(left, right) if pattern else left == right
+        return same if op != "!=" else not same
+    try:
+        a, b = int(left), int(right)
+    except ValueError:
+        return None
+    return {"-eq": a == b, "-ne": a != b, "-lt": a < b, "-le": a <= b, "-gt": a > b, "-ge": a >= b}[op]
 
 
 def _split(text: str, env: dict[str, str], base: int, commands: list[SimpleCommand], depth: int,
-           budget: list[int]) -> None:
-    # First find the command boundaries, then read each command with the variables in effect when it
-    # runs, so `export V=1 && pip install x==$V` sees V.
+           budget: list[int], outer: Branch | None, arch: str) -> None:
+    # First find the structure (operators and reserved words), then read each simple command with the
+    # variables in effect when it runs, so `export V=1 && pip install x==$V` sees V.
     budget[0] -= len(text)
     if budget[0] < 0:
         return
-    tokens = _tokens(text, {}, 0)
-    seg_start = 0
-    for tok in [*tokens, _Word(";", len(text), operator=True)]:
-        if not tok.operator:
-            continue
-        segment = text[seg_start : tok.start]
-        if segment.strip():
-            budget[0] -= len(segment)
-            if budget[0] < 0:
-                return
-            words = [w for w in _tokens(segment, env, base + seg_start) if not w.operator and not w.redirect]
-            if words:
-                _emit(words, segment.strip(), env, commands, depth, budget)
-        seg_start = tok.start + len(tok.value)
+    parser = _Parser(text, _items(_tokens(text, {}, 0), text), env, base, commands, depth, budget, arch)
+    try:
+        parser.parse_list(outer, ())
+    except _TooDeep:
+        budget[0] = min(budget[0], -1)  # reported as truncated: the rest was not read
 
 
 def _emit(words: list[_Word], written: str, env: dict[str, str], commands: list[SimpleCommand], depth: int,
-          budget: list[int]) -> None:
-    # drop shell keywords that precede a command (if, then, do, !) and lone terminators (fi, done)
-    while words and not words[0].quoted and words[0].value in _KEYWORDS:
-        words = words[1:]
-    if not words or (not words[0].quoted and words[0].value in _ENDS):
-        return
+          budget: list[int], branch: Branch | None, arch: str) -> None:
     if words[0].value in ("for", "case", "select", "function") and not words[0].quoted:
         return
     assignments: list[tuple[str, str]] = []
@@ -278,11 +752,12 @@ def _emit(words: list[_Word], written: str, env: dict[str, str], commands: list[
             inner_env = {**env, **dict(assignments)}
             # offsets inside the nested script are approximate: they point at the script's start
             sub: list[SimpleCommand] = []
-            _split(nested.value, inner_env, 0, sub, depth + 1, budget)
+            _split(nested.value, inner_env, 0, sub, depth + 1, budget, branch, arch)
             for cmd in sub:
-                commands.append(SimpleCommand(cmd.argv, nested.start, cmd.assignments, cmd.env, cmd.text))
+                commands.append(SimpleCommand(cmd.argv, nested.start, cmd.assignments, cmd.env, cmd.text, cmd.branch))
             return
-    commands.append(SimpleCommand(tuple(argv), words[0].start, tuple(assignments), {**env, **dict(assignments)}, written))
+    commands.append(SimpleCommand(tuple(argv), words[0].start, tuple(assignments), {**env, **dict(assignments)}, written,
+                                  branch))
 
 
 def _shell_c_script(argv: list[str]) -> int | None:

@@ -242,9 +242,14 @@ class StreamedElf:
         if self._dynamic_at is not None and self._dynamic_at in self.source.pieces:
             self._plan_strings()
 
-    def want(self, offset: int, size: int) -> None:
-        """Ask for a range in the next pass."""
-        self.wanted.append((offset, offset + size))
+    def want(self, offset: int, size: int) -> bool:
+        """Ask for a range in the next pass (clipped to the file); False when that range was already
+        asked for and captured, or lies outside the file: another pass would not help."""
+        lo, hi = max(0, offset), min(self.size, offset + size)
+        if lo >= hi or any(a <= lo and hi <= b for a, b in self._captured):
+            return False
+        self.wanted.append((lo, hi))
+        return True
 
     def pending_end(self) -> int:
         """The furthest byte still wanted (0 when everything was captured)."""
@@ -259,8 +264,8 @@ class StreamedElf:
 class ArStream:
     """Walks an ``ar`` archive fed as a forward-only stream; each ELF member goes to a StreamedElf.
 
-    ``feed(chunk, offset)`` in order; ``finished()`` hands out (member name, StreamedElf) pairs for the
-    members that ended. ``error`` is set (and the walk stops) on a bad member header.
+    ``feed(chunk, offset)`` in order; ``finished()`` hands out (member name, StreamedElf, data offset) for
+    the members that ended. ``error`` is set (and the walk stops) on a bad member header.
     """
 
     def __init__(self) -> None:
@@ -273,7 +278,8 @@ class ArStream:
         self._name = ""
         self._longnames: bytearray | None = None
         self._names = b""
-        self._done: list[tuple[str, StreamedElf]] = []
+        self._done: list[tuple[str, StreamedElf, int]] = []
+        self._data_at = 0  # offset of the current member's data in the archive
         self._size = 0
         self._decided = False
         self._pending = bytearray()
@@ -304,6 +310,7 @@ class ArStream:
                 self._head += view[:need]
                 view = view[need:]
                 if len(self._head) == 60:
+                    self._data_at = offset + len(chunk) - len(view)
                     self._start_member(bytes(self._head))
                     self._head.clear()
                 continue
@@ -367,10 +374,10 @@ class ArStream:
             self._names = bytes(self._longnames)
             self._longnames = None
         elif self._member is not None:
-            self._done.append((self._name, self._member))
+            self._done.append((self._name, self._member, self._data_at))
         self._member = None
 
-    def finished(self) -> list[tuple[str, StreamedElf]]:
-        """Members completed since the last call."""
+    def finished(self) -> list[tuple[str, StreamedElf, int]]:
+        """Members completed since the last call: (name, reader, offset of the member's data)."""
         out, self._done = self._done, []
         return out

@@ -43,7 +43,7 @@ from envcheck.inspect.elf import (
     read_dynamic,
     read_sections,
 )
-from envcheck.model import Binary, Inventory, Location, Package, ReadProblem
+from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role
 from envcheck.sources import ReadOptions
 
 KIND = "folder"
@@ -326,7 +326,7 @@ def _read_dist_info(info_dir: Path, base: Path) -> tuple[_Distribution | None, l
     requires = tuple(str(r) for r in msg.get_all("Requires-Dist") or [])
     pkg = Package(
         name=_canonical(name), version=str(version) if version else None, installed=True,
-        requires=requires, role="installed", location=Location(str(meta_path)),
+        requires=requires, role=Role.INSTALLED, location=Location(str(meta_path)),
     )
     files: set[str] = set()
     prefix = str(base) + os.sep

@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -289,12 +289,11 @@ def payload_folders() -> tuple[Path, ...]:
     same code under the name envcheck imports on 3.10. (An installed tomli may be a compiled build for
     this machine only, so it travels only when it is pure Python.)
     """
-    import elftools
     import packaging
 
     import envcheck
 
-    folders = [Path(envcheck.__file__).parent, Path(elftools.__file__).parent, Path(packaging.__file__).parent]
+    folders = [Path(envcheck.__file__).parent, Path(packaging.__file__).parent]
     toml = _pure_toml_package()
     if toml is not None:
         folders.append(toml)
@@ -320,7 +319,7 @@ def payload_archive(folders: tuple[Path, ...], compress: bool = False) -> bytes:
     """A tar of ``folders`` (source files only, no caches), root-owned and world-readable, read-only.
 
     Only package folders travel, never ``*.dist-info``: the collector must not see envcheck's own copies
-    of packaging or pyelftools as distributions installed in the image. ``compress``: gzip it (the
+    of packaging as distributions installed in the image. ``compress``: gzip it (the
     engine unpacks gzip), worth it when the engine is remote (tcp://, ssh://), not on a local socket.
     """
     buffer = io.BytesIO()
@@ -731,8 +730,9 @@ def _process_alive(pid: int) -> bool:
 
 def leftover_containers(client: DockerClient) -> list[str]:
     """Names of probe containers this process started that still exist (for tests and diagnostics)."""
-    found = client.containers.list(all=True, filters={"label": f"{LABEL}.pid={os.getpid()}"})
-    return [c.name for c in found]
+    # One call, no per-container inspect: a container the engine removes meanwhile (AutoRemove) is simply absent.
+    found = client.api.containers(all=True, filters={"label": f"{LABEL}.pid={os.getpid()}"})
+    return [str(c["Names"][0]).lstrip("/") for c in found if c.get("Names")]
 
 
 # ------------------------------------------------------------------------------------- inventory
@@ -780,13 +780,13 @@ def read_container(image: str, options: ContainerOptions | None = None,
     else:
         inventory = _inventory_from_output(image, run)
     inventory.context = "installed"
-    if not options.gpus and (inventory.host.get("nvidia_smi") or {}).get("status") == "not-run":
-        inventory.host.pop("nvidia_smi")  # no GPU was given: the GPU lines say "not run" (SKIP), not "failed"
+    if not options.gpus and (inventory.host.nvidia_smi or {}).get("status") == "not-run":
+        inventory.host = replace(inventory.host, nvidia_smi=None)  # no GPU was given: the GPU lines say "not run" (SKIP), not "failed"
     inventory.images.append(_image_fact(image, image_obj))
-    if not isinstance(inventory.host.get("container"), dict) and (run.no_python or run.python_too_old):
+    if not isinstance(inventory.host.container, dict) and (run.no_python or run.python_too_old):
         # the static look has no live container markers; the target is a container image all the same
-        inventory.host["container"] = {"kind": "docker", "evidence": [f"{image} is a container image (static look)"]}
-    inventory.host["container_run"] = {
+        inventory.host = replace(inventory.host, container={"kind": "docker", "evidence": [f"{image} is a container image (static look)"]})
+    inventory.host = replace(inventory.host, container_run={
         "image": image,
         "user": run.user,
         "gpus": run.gpus,
@@ -796,7 +796,7 @@ def read_container(image: str, options: ContainerOptions | None = None,
         "seconds": round(run.seconds, 3),
         "hardened": {"network": "none", "read_only_rootfs": True, "cap_drop": "ALL", "no_new_privileges": True,
                      "memory": options.memory, "pids": options.pids},
-    }
+    })
     return inventory
 
 

@@ -35,24 +35,28 @@ from envcheck.inspect.dockerfile import (
     split_words,
     walk_stage,
 )
+from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.pip_args import InstallParse, parse_install_command
 from envcheck.inspect.shell import SimpleCommand, split_commands
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.model import (
     EnvVar,
+    IndexOption,
     InstallCommand,
     Inventory,
     Location,
+    Origin,
     Package,
     PackageIndex,
     Pragma,
     ReadProblem,
+    Role,
 )
-from envcheck.registry.reference import parse_reference
 from envcheck.sources import ReadOptions
 
 KIND = "dockerfile"
 BUILD_PLATFORM = "linux/arm64"  # the Spark builds its own images: $TARGETARCH etc. resolve to arm64
+_ARCH = BUILD_PLATFORM.split("/")[1]  # what `$(uname -m)`-style probes in RUN conditions answer
 _PRAGMA = re.compile(r"^\s*#\s*envcheck:\s*ignore=([A-Za-z0-9_,.\-]+)\s*(.*)$")
 _FIRST_WORD = re.compile(rb"^\s*([A-Za-z]+)[ \t]")
 _SHELL_EXES = frozenset({"sh", "bash", "dash", "ash", "zsh"})
@@ -63,11 +67,14 @@ _SITE_DIRS = ("site-packages", "dist-packages", "/opt/venv", "/opt/conda", "/ven
               "wheels", "wheelhouse", ".whl")
 # `git clone` of these repositories followed by a build in that folder installs this distribution.
 _REPO_PACKAGES = {"flash-attention": "flash-attn", "triton": "triton", "xformers": "xformers"}
-_TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST",)
+# Build settings that choose GPU targets: recorded where a RUN sets them for a build command.
+_TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
+_CMAKE_ARCH_FLAG = re.compile(r"^-D\s*CMAKE_CUDA_ARCHITECTURES(?::[A-Za-z]+)?=(.*)$", re.S)
 # Environment variables that set pip's or uv's default index for every install after them.
 INDEX_VARIABLES = {
-    "PIP_INDEX_URL": "index-url", "PIP_EXTRA_INDEX_URL": "extra-index-url", "PIP_FIND_LINKS": "find-links",
-    "UV_INDEX_URL": "index-url", "UV_DEFAULT_INDEX": "index-url", "UV_EXTRA_INDEX_URL": "extra-index-url", "UV_INDEX": "extra-index-url",
+    "PIP_INDEX_URL": IndexOption.INDEX_URL, "PIP_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL, "PIP_FIND_LINKS": IndexOption.FIND_LINKS,
+    "UV_INDEX_URL": IndexOption.INDEX_URL, "UV_DEFAULT_INDEX": IndexOption.INDEX_URL, "UV_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL,
+    "UV_INDEX": IndexOption.EXTRA_INDEX_URL,
 }
 _INDEX_VARIABLES = INDEX_VARIABLES
 
@@ -215,7 +222,7 @@ class _Reader:
             if inst.keyword in ("ENV", "ARG"):
                 scratch = dict(values)
                 for name, value, origin in apply_instruction(self.df, inst, scratch, self.build_args):
-                    inventory.env.append(EnvVar(name, value, origin, self._loc(inst.line, stage)))
+                    inventory.env.append(EnvVar(name, value, Origin(origin), self._loc(inst.line, stage)))
                     # pip/uv read their default index from the environment of every later RUN
                     option = _INDEX_VARIABLES.get(name)
                     if option is not None:
@@ -248,13 +255,13 @@ class _Reader:
         if inst.json_args is not None:
             argv = list(inst.json_args)
             if argv and argv[0].rsplit("/", 1)[-1] in _SHELL_EXES and len(argv) >= 3 and argv[1].startswith("-") and "c" in argv[1]:
-                script = split_commands(argv[2], env)
+                script = split_commands(argv[2], env, arch=_ARCH)
                 out += [(cmd, inst.line) for cmd in script]
                 return out, script.truncated
             if argv:
                 out.append((SimpleCommand(tuple(argv), 0, (), env, " ".join(argv)), inst.line))
             return out, False
-        outer = split_commands(inst.args, env)
+        outer = split_commands(inst.args, env, arch=_ARCH)
         truncated = outer.truncated
         script_docs = list(inst.heredocs)
         for cmd in outer:
@@ -266,7 +273,7 @@ class _Reader:
         )
         if reads_stdin_script:
             for doc in script_docs:
-                script = split_commands(doc.body, env)
+                script = split_commands(doc.body, env, arch=_ARCH)
                 truncated = truncated or script.truncated
                 out += [(cmd, doc.line + doc.body.count("\n", 0, cmd.offset)) for cmd in script]
         return out, truncated
@@ -275,16 +282,15 @@ class _Reader:
                  files: _ContextFiles, inventory: Inventory) -> None:
         argv = list(cmd.argv)
         exe = argv[0].rsplit("/", 1)[-1] if argv else ""
-        loc = self._loc(line, stage)
+        loc = _in_branch(self._loc(line, stage), cmd)
         if exe == "cd" and len(argv) >= 2:
             files.script.cwd = posixpath.normpath(posixpath.join(files.script.cwd, argv[1]))
             return
         if exe == "git" and "clone" in argv:
             _record_clone(argv, files.script)
             return
-        for name in _TRACKED_BUILD_ENV:
-            if name in cmd.env and cmd.env.get(name) != values.get(name) and _builds(argv):
-                inventory.env.append(EnvVar(name, cmd.env[name], "run", loc))
+        for name, value in build_settings(cmd, values):
+            inventory.env.append(EnvVar(name, value, Origin.RUN, loc))
         if re.fullmatch(r"python(\d+(\.\d+)?)?", exe) and len(argv) >= 3 and argv[1] == "setup.py" and argv[2] in ("install", "develop", "bdist_wheel", "build_ext"):
             self._source_build(files.script.cwd, "setup.py", argv, cmd, loc, in_image, files, inventory)
             return
@@ -300,7 +306,7 @@ class _Reader:
 
     def _add_install(self, parsed: InstallParse, cmd: SimpleCommand, loc: Location, in_image: bool,
                      files: _ContextFiles, inventory: Inventory, stage: Stage) -> None:
-        role_override = None if in_image else "build"
+        role_override = None if in_image else Role.BUILD
         text = cmd.text or parsed.command.text
         packages = [p if role_override is None or p.role != "requirement" else replace(p, role=role_override) for p in parsed.packages]
         names = list(parsed.command.packages)
@@ -311,7 +317,7 @@ class _Reader:
                 repo = _repo_of(folder, files.script)
                 if repo is not None:
                     name, url = repo
-                    pkg = Package(name=name, url=f"git+{url}" if not url.startswith("git+") else url, role=role_override or "requirement",
+                    pkg = Package(name=name, url=f"git+{url}" if not url.startswith("git+") else url, role=role_override or Role.REQUIREMENT,
                                   editable="-e" in cmd.argv or "--editable" in cmd.argv, no_deps=parsed.command.no_deps, location=loc)
                     packages.append(pkg)
                     names.append(name)
@@ -319,11 +325,11 @@ class _Reader:
         inventory.packages.extend(packages)
         inventory.indexes.extend(parsed.indexes)
         inventory.problems.extend(parsed.problems)
-        for listed, role in ((parsed.requirement_files, "requirement"), (parsed.constraint_files, "constraint")):
+        for listed, role in ((parsed.requirement_files, Role.REQUIREMENT), (parsed.constraint_files, Role.CONSTRAINT)):
             for name in listed:
                 self._read_listed_file(name, role, role_override, files, loc, stage, inventory)
 
-    def _read_listed_file(self, name: str, role: str, role_override: str | None, files: _ContextFiles, loc: Location,
+    def _read_listed_file(self, name: str, role: Role, role_override: Role | None, files: _ContextFiles, loc: Location,
                           stage: Stage, inventory: Inventory) -> None:
         """Read a ``-r``/``-c`` file that the build copied (or bind-mounted) from the context."""
         from envcheck.sources import requirements
@@ -344,17 +350,16 @@ class _Reader:
         for pkg in sub.packages:
             new_role = pkg.role
             if role == "constraint" and pkg.role == "requirement":
-                new_role = "constraint"
+                new_role = Role.CONSTRAINT
             if role_override is not None and new_role == "requirement":
                 new_role = role_override
-            where = replace(pkg.location, stage=stage.label) if pkg.location else loc
-            inventory.packages.append(replace(pkg, role=new_role, location=where))
-        inventory.indexes.extend(replace(i, location=replace(i.location, stage=stage.label) if i.location else loc) for i in sub.indexes)
+            inventory.packages.append(replace(pkg, role=new_role, location=_under(pkg.location, loc)))
+        inventory.indexes.extend(replace(i, location=_under(i.location, loc)) for i in sub.indexes)
         inventory.installs.extend(replace(c, location=loc) for c in sub.installs if c.tool == "requirements" and c.options)
         inventory.problems.extend(sub.problems)
         inventory.pragmas.extend(sub.pragmas)
 
-    def _read_inline_file(self, doc: Heredoc, name: str, role: str, role_override: str | None, loc: Location, stage: Stage,
+    def _read_inline_file(self, doc: Heredoc, name: str, role: Role, role_override: Role | None, loc: Location, stage: Stage,
                           inventory: Inventory) -> None:
         """A requirements file written by ``COPY <<EOF``: read it, and locate its lines in the Dockerfile."""
         import tempfile
@@ -373,10 +378,10 @@ class _Reader:
         def here(where: Location | None) -> Location:
             if where is None or where.path != str(path) or where.line is None:
                 return loc
-            return Location(self.path, line=doc.line + where.line - 1, stage=stage.label)
+            return replace(loc, line=doc.line + where.line - 1)
 
         for pkg in sub.packages:
-            new_role = "constraint" if role == "constraint" and pkg.role == "requirement" else pkg.role
+            new_role = Role.CONSTRAINT if role == "constraint" and pkg.role == "requirement" else pkg.role
             if role_override is not None and new_role == "requirement":
                 new_role = role_override
             inventory.packages.append(replace(pkg, role=new_role, location=here(pkg.location)))
@@ -396,13 +401,12 @@ class _Reader:
         except Exception as exc:  # a broken project file is a problem at the RUN line, the rest is still read
             inventory.problems.append(ReadProblem(f"cannot read {name} (from {found}): {getattr(exc, 'message', exc)}", loc))
             return
-        role_override = None if in_image else "build"
+        role_override = None if in_image else Role.BUILD
         for pkg in sub.packages:
-            where = replace(pkg.location, stage=stage.label) if pkg.location else loc
             new_role = role_override if role_override is not None and pkg.role in ("requirement", "lock") else pkg.role
-            inventory.packages.append(replace(pkg, role=new_role, location=where))
-        inventory.indexes.extend(replace(i, location=replace(i.location, stage=stage.label) if i.location else loc) for i in sub.indexes)
-        inventory.wheels.extend(replace(w, location=replace(w.location, stage=stage.label) if w.location else loc) for w in sub.wheels)
+            inventory.packages.append(replace(pkg, role=new_role, location=_under(pkg.location, loc)))
+        inventory.indexes.extend(replace(i, location=_under(i.location, loc)) for i in sub.indexes)
+        inventory.wheels.extend(replace(w, location=_under(w.location, loc)) for w in sub.wheels)
         inventory.problems.extend(sub.problems)
         inventory.pragmas.extend(sub.pragmas)
         if cmd is not None:
@@ -416,9 +420,23 @@ class _Reader:
         if repo is None:
             return
         name, url = repo
-        role = "requirement" if in_image else "build"
+        role = Role.REQUIREMENT if in_image else Role.BUILD
         inventory.packages.append(Package(name=name, url=f"git+{url}", role=role, location=loc))
         inventory.installs.append(InstallCommand(tool=tool, packages=(name,), options=(), text=cmd.text or " ".join(argv), location=loc))
+
+
+def _in_branch(loc: Location, cmd: SimpleCommand) -> Location:
+    """``loc`` marked with the shell branch ``cmd`` runs in, if it runs only under a condition."""
+    if cmd.branch is None:
+        return loc
+    return replace(loc, branch=cmd.branch.describe(), fallback=cmd.branch.fallback)
+
+
+def _under(where: Location | None, loc: Location) -> Location:
+    """A fact's location in a file a RUN read (-r file, pyproject), with the RUN's stage and branch."""
+    if where is None:
+        return loc
+    return replace(where, stage=loc.stage, branch=loc.branch, fallback=loc.fallback)
 
 
 def shipped_packages(ref: str, location: Location | None) -> list[Package]:
@@ -434,12 +452,12 @@ def shipped_packages(ref: str, location: Location | None) -> list[Package]:
     out: list[Package] = []
     torch = facts.torch
     if torch is not None and "+" in torch:
-        out.append(Package(name="torch", version=torch, specifier=f"=={torch}", installed=True, role="installed", location=location))
+        out.append(Package(name="torch", version=torch, specifier=f"=={torch}", installed=True, role=Role.INSTALLED, location=location))
     if facts.flash_attn is not None or facts.family == "ngc-pytorch":
         version = facts.flash_attn if facts.flash_attn and facts.flash_attn[0].isdigit() else None
-        out.append(Package(name="flash-attn", version=version, installed=True, role="installed", location=location))
+        out.append(Package(name="flash-attn", version=version, installed=True, role=Role.INSTALLED, location=location))
     if facts.triton is not None:
-        out.append(Package(name="triton", version=facts.triton, installed=True, role="installed", location=location))
+        out.append(Package(name="triton", version=facts.triton, installed=True, role=Role.INSTALLED, location=location))
     return out
 
 
@@ -451,6 +469,27 @@ def _as_install(argv: list[str]) -> list[str]:
         if not (word.startswith("-") or i == 0 or word == "pip" or (i == 1 and argv[0].rsplit("/", 1)[-1].startswith("python"))):
             break
     return argv
+
+
+def build_settings(cmd: SimpleCommand, known: Mapping[str, str]) -> list[tuple[str, str]]:
+    """GPU-target settings a build command runs with that differ from the stage's: TORCH_CUDA_ARCH_LIST,
+    CMAKE_CUDA_ARCHITECTURES and CUDAARCHS set for it (prefix or export), ``-DCMAKE_CUDA_ARCHITECTURES=``
+    on a cmake command line, or inside ``CMAKE_ARGS`` for a pip build (llama-cpp-python)."""
+    argv = list(cmd.argv)
+    if not _builds(argv):
+        return []
+    found = [(name, cmd.env[name]) for name in _TRACKED_BUILD_ENV if name in cmd.env and cmd.env[name] != known.get(name)]
+    words = argv[1:] if argv[0].rsplit("/", 1)[-1] == "cmake" else []
+    if "CMAKE_ARGS" in cmd.env and cmd.env["CMAKE_ARGS"] != known.get("CMAKE_ARGS"):
+        words += split_words(cmd.env["CMAKE_ARGS"])
+    for i, word in enumerate(words):
+        if word == "-D" and i + 1 < len(words):
+            word = "-D" + words[i + 1]
+        m = _CMAKE_ARCH_FLAG.match(word)
+        value = m.group(1).strip("\"'") if m else None
+        if value is not None and value != known.get("CMAKE_CUDA_ARCHITECTURES"):  # an ARG passed on: reported where set
+            found.append(("CMAKE_CUDA_ARCHITECTURES", value))
+    return found
 
 
 def _builds(argv: list[str]) -> bool:
@@ -652,12 +691,12 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
                     for name, value in _history_env_pairs(inst):
                         value = expand(value, env, keep_unknown=True).value
                         env[name] = value
-                        inventory.env.append(EnvVar(name, value, "env", loc))
+                        inventory.env.append(EnvVar(name, value, Origin.ENV, loc))
                 else:
                     for word in split_words(inst.args):
                         name, eq, value = word.partition("=")
                         if eq:
-                            inventory.env.append(EnvVar(name, expand(value, env).value, "arg", loc))
+                            inventory.env.append(EnvVar(name, expand(value, env).value, Origin.ARG, loc))
             except DockerfileSyntaxError as exc:
                 inventory.problems.append(ReadProblem(f"history entry {index}: {exc.message}", loc))
             continue
@@ -680,14 +719,14 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
         if commands.truncated:
             inventory.problems.append(ReadProblem(f"history entry {index}: {TRUNCATED_RUN}", loc))
         for cmd in commands:
-            parsed = parse_install_command(_resolvable(list(cmd.argv)), loc)
+            parsed = parse_install_command(_resolvable(list(cmd.argv)), _in_branch(loc, cmd))
             if parsed is None:
                 continue
             inventory.installs.append(replace(parsed.command, text=cmd.text or parsed.command.text))
             inventory.packages.extend(parsed.packages)
             inventory.indexes.extend(parsed.indexes)
             inventory.problems.extend(parsed.problems)
-            for name in _TRACKED_BUILD_ENV:
-                if name in cmd.env and cmd.env[name] != env.get(name):
-                    inventory.env.append(EnvVar(name, cmd.env[name], "run", loc))
+        for cmd in commands:
+            for name, value in build_settings(cmd, env):
+                inventory.env.append(EnvVar(name, value, Origin.RUN, _in_branch(loc, cmd)))
     return inventory

@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,17 @@ from packaging.utils import canonicalize_name
 from envcheck.inspect import launch as launch_reader
 from envcheck.inspect import meminfo as meminfo_reader
 from envcheck.inspect import nvidia_smi
-from envcheck.model import Binary, EnvVar, Inventory, Location, Package, ReadProblem
+from envcheck.model import (
+    Binary,
+    EnvVar,
+    HostReadings,
+    Inventory,
+    Location,
+    Origin,
+    Package,
+    ReadProblem,
+    Role,
+)
 
 KIND = "host"
 PROBE_PATH = Path(__file__).resolve().parent.parent / "collect" / "probe.py"
@@ -88,35 +98,35 @@ def read_host(options: HostOptions) -> Inventory:
         inventory = _finish_probe(probe_proc, python or "python3", options.probe_timeout)
     else:
         inventory = Inventory(context="installed")
-        inventory.host["python"] = {"status": "absent", "requested": options.python or "python3"}
+        inventory.host = replace(inventory.host, python={"status": "absent", "requested": options.python or "python3"})
     inventory.problems[:0] = problems
 
     ours = {os.getpid()}
     if probe_proc is not None:
         ours.add(probe_proc.pid)
     for child in ("torch", "flash_attn"):
-        pid = inventory.host.get(child, {}).get("pid")
+        pid = (getattr(inventory.host, child) or {}).get("pid")
         if isinstance(pid, int):
             ours.add(pid)
     for process in smi.get("processes", []):
         if process.get("pid") in ours:
             process["ours"] = True
-    inventory.host["nvidia_smi"] = smi
-    inventory.host["meminfo"] = read_meminfo(Path(options.proc) / "meminfo")
+    inventory.host = replace(inventory.host, nvidia_smi=smi)
+    inventory.host = replace(inventory.host, meminfo=read_meminfo(Path(options.proc) / "meminfo"))
     launches, launch_problems = read_launches(options.launch, options.launch_configs)
-    inventory.host["launch"] = launches
+    inventory.host = replace(inventory.host, launch=launches)
     inventory.problems.extend(launch_problems)
     if options.expect_bandwidth is not None:
-        inventory.host["expected_bandwidth_gbs"] = options.expect_bandwidth
+        inventory.host = replace(inventory.host, expected_bandwidth_gbs=options.expect_bandwidth)
     if options.binaries:
         _scan_binaries(inventory)
     if fetcher is not None:
         fetcher.join(timeout=10.0)
         if playbooks.get("status") == "error":
             inventory.problems.append(ReadProblem(f"G8: {playbooks.get('error')}", Location(str(playbooks.get("api"))), service=True))
-    inventory.host["playbooks"] = playbooks
-    inventory.host["sample_seconds"] = options.sample_seconds
-    inventory.host["read_seconds"] = round(time.monotonic() - started, 3)
+    inventory.host = replace(inventory.host, playbooks=playbooks)
+    inventory.host = replace(inventory.host, sample_seconds=options.sample_seconds)
+    inventory.host = replace(inventory.host, read_seconds=round(time.monotonic() - started, 3))
     return inventory
 
 
@@ -177,7 +187,7 @@ def inventory_from_probe(data: Any, origin: str) -> Inventory:
     if schema != 1:
         problem(f"collector document has probe_schema {schema!r}; this envcheck reads schema 1", "probe_schema")
         return inventory
-    host = inventory.host
+    host: dict[str, Any] = {}
     python = data.get("python")
     if isinstance(python, dict) and isinstance(python.get("version"), str):
         host["python"] = {"status": "ok", **{k: v for k, v in python.items() if k != "path"}}
@@ -205,7 +215,7 @@ def inventory_from_probe(data: Any, origin: str) -> Inventory:
     if isinstance(env, dict):
         for name, value in env.items():
             if isinstance(name, str) and isinstance(value, str):
-                inventory.env.append(EnvVar(name, value, origin="live", location=Location(origin, member="env")))
+                inventory.env.append(EnvVar(name, value, origin=Origin.LIVE, location=Location(origin, member="env")))
     elif "env" in data:
         problem("collector field env is malformed", "env")
     mem = data.get("meminfo")
@@ -231,6 +241,7 @@ def inventory_from_probe(data: Any, origin: str) -> Inventory:
     elif isinstance(binaries, dict):
         host["binaries"] = {"status": binaries.get("status"), "error": binaries.get("error")}
     host["probe"] = {"origin": origin, "duration_s": data.get("duration_s"), "pid": data.get("pid")}
+    inventory.host = HostReadings.from_json(host)
     return inventory
 
 
@@ -255,7 +266,7 @@ def _read_distributions(value: Any, inventory: Inventory, origin: str, problem: 
             requires=tuple(requires),
             editable=bool(item.get("editable")),
             url=item.get("direct_url") if isinstance(item.get("direct_url"), str) else None,
-            role="installed",
+            role=Role.INSTALLED,
             location=Location(str(where)),
         ))
 
@@ -341,20 +352,32 @@ def _query(exe: str, fields: tuple[str, ...], kind: str) -> tuple[tuple[str, ...
 
 
 def sample_nvidia_smi(seconds: float, exe: str | None = None, proc: str = "/proc") -> dict[str, Any]:
-    """GPU readings every second (at least two when ``seconds`` > 0), then the compute processes."""
+    """GPU readings every second (at least two when ``seconds`` > 0) and the compute processes.
+
+    The readings stay inside the window: a reading is started only when it can finish by the end of
+    ``seconds`` (its duration is learned from the first one), so a slow nvidia-smi (0.3-0.7 s a call on
+    a driver without persistence mode) does not push the command past the window. The compute-process
+    query runs beside the readings, not after them. ``preflight`` so ends within the window + ~1 s.
+    """
     path = exe or shutil.which("nvidia-smi")
     if path is None:
         return {"status": "absent"}
+    apps_box: list[tuple[tuple[str, ...], str] | str] = []
+    apps_thread = threading.Thread(target=lambda: apps_box.append(_query(path, nvidia_smi.APP_FIELDS, "apps")), daemon=True)
+    apps_thread.start()
     out: dict[str, Any] = {"status": "ok", "path": path, "samples": [], "processes": []}
     start = time.monotonic()
     deadline = start + max(0.0, seconds)
     interval = min(1.0, seconds / 2) if seconds > 0 else 0.0
     due = start
+    call_seconds = 0.0
     while True:
         taken = time.monotonic()
         result = _query(path, nvidia_smi.GPU_FIELDS, "gpu")
+        call_seconds = max(call_seconds, time.monotonic() - taken)
         if isinstance(result, str):
             if not out["samples"]:
+                apps_thread.join(_NVIDIA_SMI_TIMEOUT)
                 return {"status": "error", "path": path, "error": result}
             out["sample_error"] = result
             break
@@ -362,15 +385,23 @@ def sample_nvidia_smi(seconds: float, exe: str | None = None, proc: str = "/proc
         try:
             table = nvidia_smi.parse_csv(text, fields)
         except nvidia_smi.NvidiaSmiFormatError as exc:
+            apps_thread.join(_NVIDIA_SMI_TIMEOUT)
             return {"status": "error", "path": path, "error": f"--query-gpu output line {exc.line}: {exc.message}"}
         out["fields"] = list(fields)
         out["samples"].append({"t": round(taken - start, 3), "gpus": [nvidia_smi.gpu_row(r) for r in table.rows]})
-        # samples on a fixed schedule (0, 1, 2, ... s) so slow nvidia-smi calls do not shrink the window
+        # samples on a fixed schedule (0, 1, 2, ... s) so slow nvidia-smi calls do not shrink the window;
+        # the last one starts early enough to end inside it (two readings at least, for G4's trend)
         due += interval
-        if interval <= 0 or due > deadline + 0.05:
+        if interval <= 0:
             break
-        time.sleep(max(0.0, due - time.monotonic()))
-    apps = _query(path, nvidia_smi.APP_FIELDS, "apps")
+        if len(out["samples"]) >= 2 and due + call_seconds > deadline + 0.05:
+            break
+        if len(out["samples"]) >= 2 or due + call_seconds <= deadline + 0.05:
+            time.sleep(max(0.0, due - time.monotonic()))
+        else:  # the second reading cannot fit on schedule: take it as late as still fits
+            time.sleep(max(0.0, deadline - call_seconds - time.monotonic()))
+    apps_thread.join(_NVIDIA_SMI_TIMEOUT + 1.0)
+    apps = apps_box[0] if apps_box else f"nvidia-smi did not answer within {_NVIDIA_SMI_TIMEOUT:g} s"
     if isinstance(apps, str):
         out["apps_error"] = apps
         return out
@@ -492,7 +523,7 @@ def _scan_binaries(inventory: Inventory) -> None:
         from envcheck.sources import ReadOptions
         from envcheck.sources.binaries import scan_folder
     except ImportError as exc:  # the folder scanner is another part of envcheck; it may be absent
-        inventory.host["binaries"] = {"status": "unavailable", "error": f"{type(exc).__name__}: {exc}"}
+        inventory.host = replace(inventory.host, binaries={"status": "unavailable", "error": f"{type(exc).__name__}: {exc}"})
         return
     folders = sorted({str(Path(p.location.path).parent) for p in inventory.packages
                       if p.location is not None and p.location.path.endswith((".dist-info", ".egg-info"))})
@@ -502,4 +533,4 @@ def _scan_binaries(inventory: Inventory) -> None:
         inventory.binaries.extend(found.binaries)
         inventory.problems.extend(found.problems)
         scanned.append(folder)
-    inventory.host["binaries"] = {"status": "ok", "folders": scanned, "count": len(inventory.binaries)}
+    inventory.host = replace(inventory.host, binaries={"status": "ok", "folders": scanned, "count": len(inventory.binaries)})

@@ -3,7 +3,7 @@
 Config level (the default) reads only the manifest(s) and the image config, a few KB: environment,
 labels, architecture, the platforms an index offers, and the build history (whose ``RUN`` lines are
 Dockerfile instructions and go through the Dockerfile reader). ``deep`` also streams the selected
-platform's layers (see :mod:`envcheck.registry.layers`) for installed distributions and ELF files.
+platform's layers (see :mod:`envcheck.services.registry.layers`) for installed distributions and ELF files.
 Sources never judge: the ARCH, G1, G2, G7 and G9 checks read what this module records.
 
 Inventory vocabulary (``inventory.host["image"]``): ``ref``, ``source`` (registry | oci-layout |
@@ -24,17 +24,18 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
 from envcheck.errors import InputError, ServiceError, UsageError
-from envcheck.model import BaseImage, Binary, EnvVar, Inventory, Location, Package, ReadProblem
-from envcheck.registry.auth import Credentials, credentials_from_docker_config
-from envcheck.registry.cache import BlobCache
-from envcheck.registry.client import (
+from envcheck.inspect.image_reference import parse_reference
+from envcheck.model import BaseImage, Binary, EnvVar, Inventory, Location, Origin, Package, ReadProblem, Role
+from envcheck.services.registry.auth import Credentials, credentials_from_docker_config
+from envcheck.services.registry.cache import BlobCache
+from envcheck.services.registry.client import (
     DEFAULT_DEADLINE,
     Manifest,
     RegistryClient,
@@ -42,7 +43,7 @@ from envcheck.registry.client import (
     media_type_of,
     platform_matches,
 )
-from envcheck.registry.layers import (
+from envcheck.services.registry.layers import (
     DEFAULT_MAX_EXPANSION,
     BinaryReader,
     FinalFiles,
@@ -51,8 +52,12 @@ from envcheck.registry.layers import (
     expansion_limit,
     scan_layer,
 )
-from envcheck.registry.local import DockerArchiveStore, DockerDaemonImage, OciLayoutStore, scan_save_stream
-from envcheck.registry.reference import parse_reference
+from envcheck.services.registry.local import (
+    DockerArchiveStore,
+    DockerDaemonImage,
+    OciLayoutStore,
+    scan_save_stream,
+)
 
 KIND = "image"
 _DIGEST = re.compile(r"(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})\Z")
@@ -248,7 +253,7 @@ def _config_inventory(name: str, config: dict[str, Any], facts: dict[str, Any]) 
     for item in env:
         key, sep, value = str(item).partition("=")
         if sep:
-            inventory.env.append(EnvVar(key, value, origin="config", location=where))
+            inventory.env.append(EnvVar(key, value, origin=Origin.CONFIG, location=where))
     labels = section.get("Labels") or {}
     platform = _platform_of(config)
     facts.update({
@@ -296,7 +301,7 @@ def _add_final_files(inventory: Inventory, name: str, final: FinalFiles) -> None
     for path, data in sorted(final.packages.items()):
         inventory.packages.append(Package(
             name=canonicalize_name(data["name"]), version=data.get("version") or None, installed=True,
-            role="installed", requires=tuple(data.get("requires") or ()), location=Location(name, member="/" + path),
+            role=Role.INSTALLED, requires=tuple(data.get("requires") or ()), location=Location(name, member="/" + path),
         ))
     names = {f.name for f in dataclasses.fields(Binary)}
     for path, data in sorted(final.binaries.items()):
@@ -406,7 +411,7 @@ def _read_store(name: str, store: Any, top: Manifest, options: ImageOptions, cac
     if client is not None:
         facts["requests"] = client.requests_made
     facts["cache_hits"] = cache.hits
-    inventory.host["image"] = facts
+    inventory.host = replace(inventory.host, image=facts)
     return inventory
 
 
@@ -428,7 +433,7 @@ def _read_archive(spec: str, options: ImageOptions, cache: BlobCache) -> Invento
                              "platforms": [_platform_of(image.config)], "platform_found": True,
                              "repo_tags": image.repo_tags, "layers": len(image.layers)}
     inventory = _config_inventory(spec, image.config, facts)
-    inventory.host["image"] = facts
+    inventory.host = replace(inventory.host, image=facts)
     return inventory
 
 
@@ -448,7 +453,7 @@ def _from_save_stream(spec: str, stream: Any, tag: str | None, options: ImageOpt
     for _member, digest, scan in ordered:
         final.apply(scan, digest)
     _add_final_files(inventory, spec, final)
-    inventory.host["image"] = facts
+    inventory.host = replace(inventory.host, image=facts)
     return inventory
 
 
@@ -468,7 +473,7 @@ def _read_daemon(spec: str, options: ImageOptions, cache: BlobCache) -> Inventor
                              "platforms": [_platform_of(config)], "platform_found": True,
                              "layers": len((attrs.get("RootFS") or {}).get("Layers") or [])}
     inventory = _config_inventory(spec, config, facts)
-    inventory.host["image"] = facts
+    inventory.host = replace(inventory.host, image=facts)
     return inventory
 
 

@@ -14,7 +14,16 @@ from pathlib import Path
 
 from envcheck.errors import InputError
 from envcheck.inspect.pip_args import _INDEX_OPTIONS, parse_requirement_text, shown
-from envcheck.model import InstallCommand, Inventory, Location, Package, PackageIndex, Pragma, ReadProblem
+from envcheck.model import (
+    InstallCommand,
+    Inventory,
+    Location,
+    Package,
+    PackageIndex,
+    Pragma,
+    ReadProblem,
+    Role,
+)
 from envcheck.sources import ReadOptions
 
 KIND = "requirements"
@@ -37,6 +46,12 @@ def sniff(path: Path, head: bytes) -> bool:
         return False
     hits = sum(1 for ln in lines if _REQ_LINE.match(ln))
     return hits >= max(1, int(0.8 * len(lines)))
+
+
+def text_limit(options: ReadOptions) -> int:
+    """The size limit for one text input: ``--max-text-size`` / ``max-text-size`` (ReadOptions.extra), else MAX_BYTES."""
+    value = options.extra.get("max_text_bytes")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else MAX_BYTES
 
 
 def read_text_file(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, list[ReadProblem]]:
@@ -97,7 +112,7 @@ def logical_lines(text: str) -> list[tuple[int, str, str | None]]:
 def read(path: Path, options: ReadOptions) -> Inventory:
     """Read a requirements/constraints/freeze file and every file it includes."""
     inventory = Inventory()
-    _read_into(path, options, inventory, role="requirement", seen=set(), depth=0)
+    _read_into(path, options, inventory, role=Role.REQUIREMENT, seen=set(), depth=0)
     if options.kind == "freeze" or "freeze" in path.name.lower() or _looks_like_freeze(inventory):
         inventory.context = "installed"
         inventory.packages = [_installed(p) for p in inventory.packages]
@@ -110,7 +125,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 def _installed(pkg: Package) -> Package:
     from dataclasses import replace
 
-    return replace(pkg, installed=True, role="installed") if pkg.role == "requirement" else pkg
+    return replace(pkg, installed=True, role=Role.INSTALLED) if pkg.role == "requirement" else pkg
 
 
 def _looks_like_freeze(inventory: Inventory) -> bool:
@@ -121,7 +136,7 @@ def _looks_like_freeze(inventory: Inventory) -> bool:
     return exact and any((p.url or "").startswith("file:") for p in pkgs)
 
 
-def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: str, seen: set[Path], depth: int,
+def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Role, seen: set[Path], depth: int,
                included_from: Location | None = None) -> None:
     try:
         resolved = path.resolve()
@@ -169,7 +184,7 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: str
             inventory.packages.append(pkg)
 
 
-def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inventory: Inventory, role: str,
+def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inventory: Inventory, role: Role,
                  seen: set[Path], depth: int) -> None:
     try:
         words = shlex.split(line)
@@ -188,7 +203,7 @@ def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inv
         if "://" in value:
             inventory.problems.append(ReadProblem(f"remote include {value} was not fetched (envcheck reads local files only)", loc))
             return
-        child_role = "constraint" if opt in ("-c", "--constraint") else role
+        child_role = Role.CONSTRAINT if opt in ("-c", "--constraint") else role
         _read_into((path.parent / value), options, inventory, child_role, seen, depth + 1, included_from=loc)
     elif opt in _INDEX_OPTIONS:
         if value:

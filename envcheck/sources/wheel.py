@@ -11,6 +11,7 @@ from __future__ import annotations
 import email.parser
 import os
 import struct
+import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -19,11 +20,18 @@ from pathlib import Path
 
 from envcheck.cache import ScanCache
 from envcheck.errors import InputError
-from envcheck.inspect import wheelzip
-from envcheck.inspect.elf import BytesSource, MalformedBinary
+from envcheck.inspect import fatbin, wheelzip
+from envcheck.inspect.elf import (
+    BytesSource,
+    FileSource,
+    MalformedBinary,
+    Section,
+    parse_header,
+    read_sections,
+)
 from envcheck.inspect.fatbin import Container
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
-from envcheck.model import Inventory, Location, Package, ReadProblem, Wheel
+from envcheck.model import Inventory, Location, Package, ReadProblem, Role, Wheel
 from envcheck.sources import ReadOptions
 from envcheck.sources.binaries import (
     BinaryReading,
@@ -108,6 +116,10 @@ def _chunks(data: bytes, size: int, stop: int | None) -> Iterator[bytes]:
         yield data[i : min(i + size, end)]
 
 
+MAX_PASSES = 4  # inflate passes over one member before it is spilled to a temporary file instead
+SPILL_CHUNK = 1 << 20
+
+
 def _stream_pieces(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, location: Location) -> BinaryReading:
     streamed = wheelzip.StreamedElf(info.file_size)
     pos = 0
@@ -119,31 +131,97 @@ def _stream_pieces(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, location: 
                 return _read_streamed_archive(pieces, info, deep, location)
         streamed.feed(piece, pos)
         pos += len(piece)
-    containers: list[Container] = streamed.scanner.finish()
-    member = location.member
-    problems = [
-        ReadProblem(f"{location}: fatbin at {off:#x}: {msg}", Location(location.path, offset=off, member=member))
-        for off, msg in streamed.scanner.broken
-    ]
-    inflated = pos
-    for _attempt in range(8):
+    return _finish_elf(streamed, pieces, info.filename, deep, location, pos)
+
+
+def _finish_elf(
+    streamed: wheelzip.StreamedElf, pieces: Pieces, name: str, deep: bool, location: Location, inflated: int
+) -> BinaryReading:
+    """Read an ELF file from what one pass captured; ask for more passes when headers were elsewhere.
+
+    The one-pass reading is kept only when it must equal the file reader's: every header found, and the
+    containers the stream scanner found in ``.nv_fatbin``/``__nv_relfatbin`` tile those sections with no
+    broken candidate among them. Otherwise (headers in places a short pass cannot reach, a stray fatbin
+    magic that swallowed real containers) the member is spilled to a temporary file and read exactly as
+    an installed file is: a valid file never ends in an ERROR because it was streamed.
+    """
+    containers = streamed.scanner.finish()
+    for _attempt in range(MAX_PASSES):
         try:
-            binary, more = read_elf(streamed.source, info.filename, deep, location, scanned=containers, strings_at_once=True)
+            binary, more = read_elf(streamed.source, name, deep, location, scanned=containers, strings_at_once=True)
+            sections = read_sections(streamed.source, parse_header(streamed.source.read_at(0, min(64, streamed.size))))
         except wheelzip.NotCaptured as missing:
+            if not streamed.want(missing.offset, max(missing.size, 64 << 10)):
+                break
             streamed.restart()
-            streamed.want(missing.offset, max(missing.size, 64 << 10))
             pos = 0
             for piece in pieces(streamed.pending_end()):
                 streamed.feed(piece, pos, scan=False)
                 pos += len(piece)
             inflated += pos
             continue
-        return BinaryReading(replace(binary, bytes_read=inflated), problems + more)
-    return BinaryReading(None, [*problems, ReadProblem(f"{location}: ELF headers could not be collected from the stream", location)])
+        if not _scan_matches_sections(containers, streamed.scanner.broken, sections):
+            break
+        return BinaryReading(replace(binary, bytes_read=inflated), more)
+    return _spill(pieces, name, streamed.size, deep, location)
+
+
+def _scan_matches_sections(containers: list[Container], broken: list[tuple[int, str]], sections: list[Section]) -> bool:
+    """Whether the stream scanner's containers are exactly what walking the standard fatbin sections finds:
+    they follow each other from each section's start (zero padding of up to 4 KiB allowed between), fill
+    it to its end, and no candidate that failed to validate lies inside one of these sections."""
+    for s in sections:
+        if s.name not in fatbin.STANDARD_SECTIONS or not s.has_bytes:
+            continue
+        lo, hi = s.offset, s.offset + s.size
+        if any(lo <= at < hi for at, _msg in broken):
+            return False
+        pos = lo
+        for c in sorted((c for c in containers if lo <= c.offset < hi), key=lambda c: c.offset):
+            gap = c.offset - pos
+            if gap < 0 or gap >= 4096 or c.offset + c.size > hi:
+                return False
+            pos = c.offset + c.size
+        if hi - pos >= 4096:
+            return False
+    return True
+
+
+def _spill(pieces: Pieces, name: str, size: int, deep: bool, location: Location) -> BinaryReading:
+    """Inflate the member once more into a temporary file and read it as a file on disk (bounded by the
+    member's declared size, already checked against the expansion limit)."""
+    with tempfile.TemporaryFile(prefix="envcheck-member-") as fh:
+        written = 0
+        for piece in pieces(None):
+            fh.write(piece)
+            written += len(piece)
+        fh.flush()
+        reading = read_binary(FileSource(fh, written), name, deep_fatbin=deep, location=location)
+    if reading.binary is not None:
+        reading = BinaryReading(replace(reading.binary, bytes_read=written), reading.problems)
+    return reading
+
+
+def _slice(pieces: Pieces, start: int, length: int) -> Pieces:
+    """The bytes ``[start, start + length)`` of a stream, as a stream of their own (an archive member)."""
+
+    def member(stop: int | None) -> Iterator[bytes]:
+        end = start + (length if stop is None else min(stop, length))
+        pos = 0
+        for piece in pieces(end):
+            lo, hi = max(start, pos), min(end, pos + len(piece))
+            if lo < hi:
+                yield piece[lo - pos : hi - pos]
+            pos += len(piece)
+            if pos >= end:
+                return
+
+    return member
 
 
 def _read_streamed_archive(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, location: Location) -> BinaryReading:
-    """A big ``ar`` archive (a static library): members walked in one pass, each ELF member streamed."""
+    """A big ``ar`` archive (a static library): members walked in one pass, each ELF member streamed; a
+    member whose headers the pass missed is read again from its own bytes (see :func:`_finish_elf`)."""
     stream = wheelzip.ArStream()
     parts = []
     problems: list[ReadProblem] = []
@@ -151,19 +229,17 @@ def _read_streamed_archive(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, lo
     for piece in pieces(None):
         stream.feed(piece, pos)
         pos += len(piece)
-        for name, streamed in stream.finished():
-            member_loc = Location(location.path, member=f"{info.filename}({name})")
-            containers = streamed.scanner.finish()
+        for name, streamed, data_at in stream.finished():
+            member_name = f"{info.filename}({name})"
+            member_loc = Location(location.path, member=member_name)
             try:
-                binary, more = read_elf(streamed.source, f"{info.filename}({name})", deep, member_loc, scanned=containers, strings_at_once=True)
-            except wheelzip.NotCaptured:
-                problems.append(ReadProblem(f"{member_loc}: headers of this archive member were not where a one-pass read finds them", member_loc))
-                continue
+                reading = _finish_elf(streamed, _slice(pieces, data_at, streamed.size), member_name, deep, member_loc, 0)
             except MalformedBinary as exc:
-                problems.append(ReadProblem(f"{member_loc}: {exc.message}", Location(location.path, offset=exc.offset, member=member_loc.member)))
+                problems.append(ReadProblem(f"{member_loc}: {exc.message}", Location(location.path, offset=exc.offset, member=member_name)))
                 continue
-            parts.append(binary)
-            problems.extend(more)
+            problems.extend(reading.problems)
+            if reading.binary is not None:
+                parts.append(reading.binary)
     if stream.error:
         problems.append(ReadProblem(f"{location}: {stream.error}", location))
     if not parts:
@@ -216,7 +292,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             inv.packages.append(Package(
                 name=meta_name, version=str(meta_version) if meta_version else None,
                 specifier=f"=={meta_version}" if meta_version else "", requires=requires,
-                role="requirement", location=Location(spath),
+                role=Role.REQUIREMENT, location=Location(spath),
             ))
         readings = _read_members(spath, st, infos, options)
     for reading in readings:

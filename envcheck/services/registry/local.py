@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from envcheck.errors import InputError, ServiceError, UsageError
-from envcheck.registry.client import (
+from envcheck.services.registry.client import (
     INDEX_TYPES,
     OCI_INDEX,
     OCI_MANIFEST,
@@ -26,7 +26,7 @@ from envcheck.registry.client import (
     sha256_digest,
     verify_digest,
 )
-from envcheck.registry.layers import (
+from envcheck.services.registry.layers import (
     DEFAULT_MAX_EXPANSION,
     BinaryReader,
     LayerError,

@@ -7,8 +7,11 @@ what was asked, what came back and what to do.
 
 Bounds: a per-read timeout alone lets a server that sends a byte every few seconds (slow-loris) hold
 envcheck forever, so every request also has an overall deadline (``deadline``, from ``ENVCHECK_HTTP_TIMEOUT``
-or ``--http-timeout``): when it passes, a watchdog shuts the request's socket down. A layer stream gets
-one more second per MiB of its size. Redirects are followed (registries send blobs to storage hosts) at
+or ``--http-timeout``): when it passes, a watchdog shuts the request's socket down. The same deadline
+bounds the retries of that request and the waits between them (a ``Retry-After`` that would pass it ends
+the request at once). A layer stream gets one more second per MiB of its size. Every body read whole
+(manifests, configs, tokens, error answers, redirect answers) has a size limit counted on the decoded
+bytes, so a small gzip answer cannot inflate into memory. Redirects are followed (registries send blobs to storage hosts) at
 most :data:`MAX_REDIRECTS` times; requests drops the Authorization header when a redirect leaves the host.
 """
 
@@ -22,6 +25,7 @@ import socket
 import threading
 import time
 import weakref
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,8 +36,8 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from envcheck.errors import ServiceError
-from envcheck.registry.auth import Challenge, Credentials, TokenCache, parse_challenge, token_url
-from envcheck.registry.reference import Reference
+from envcheck.inspect.image_reference import Reference
+from envcheck.services.registry.auth import Challenge, Credentials, TokenCache, parse_challenge, token_url
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -46,6 +50,9 @@ ACCEPT_ALL = ", ".join((OCI_INDEX, DOCKER_LIST, OCI_MANIFEST, DOCKER_MANIFEST))
 
 MAX_MANIFEST_BYTES = 4 << 20  # the distribution spec's suggested manifest limit
 MAX_CONFIG_BYTES = 64 << 20
+MAX_TOKEN_BYTES = 1 << 20  # a token answer (JWTs are a few KiB)
+MAX_ERROR_BYTES = 64 << 10  # an error answer: only its first error's code and message are shown
+ACCEPT_ENCODING = "gzip, deflate"  # what _decoder reads; documents are decoded with their limits applied to the result
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 DEFAULT_DEADLINE = 300.0  # seconds for one request and its answer (ENVCHECK_HTTP_TIMEOUT, --http-timeout)
 LAYER_SECONDS_PER_MIB = 1.0  # a layer stream's deadline grows by this much per MiB (a 1 MiB/s floor)
@@ -108,12 +115,13 @@ class _Watchdog:
     ``_envcheck_use`` number and is left alone.
     """
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
+    def __init__(self, seconds: float, budget: float | None = None) -> None:
+        # seconds: what is left of the deadline now; budget: the whole deadline, for messages
+        self.seconds = budget if budget is not None else seconds
         self.fired = False
         self._uses: list[tuple[weakref.ref[HTTPConnection], int]] = []
         self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._fire)
+        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
         self._timer.daemon = True
         self._timer.start()
 
@@ -195,7 +203,9 @@ class RegistryClient:
 
     def __post_init__(self) -> None:
         self.session.headers["User-Agent"] = USER_AGENT
+        self.session.headers["Accept-Encoding"] = ACCEPT_ENCODING
         self.session.max_redirects = MAX_REDIRECTS
+        self.session.hooks["response"].append(_bound_redirect_body)
         for prefix in ("http://", "https://"):
             self.session.mount(prefix, _WatchedAdapter())
         if self.ref.is_loopback:
@@ -212,42 +222,70 @@ class RegistryClient:
     def scope(self) -> str:
         return f"repository:{self.ref.repository}:pull"
 
-    def _sleep_before_retry(self, attempt: int, response: requests.Response | None) -> None:
+    def _sleep_before_retry(self, attempt: int, response: requests.Response | None, until: float, budget: float,
+                            what: str, host: str) -> None:
+        """Wait before the next attempt: Retry-After when the answer has one, else exponential backoff.
+
+        The wait never passes ``until`` (the request's overall deadline): a registry that asks for a
+        longer wait ends the request now, with a message that says so, instead of holding envcheck.
+        """
         wait = self.backoff * (2**attempt)
         header = response.headers.get("Retry-After") if response is not None else None
+        asked = False
         if header:
             try:
-                wait = float(header)
+                wait, asked = float(header), True
             except ValueError:
                 try:
                     when = email.utils.parsedate_to_datetime(header)
-                    wait = when.timestamp() - time.time()
+                    wait, asked = when.timestamp() - time.time(), True
                 except (TypeError, ValueError):
                     pass
-        time.sleep(min(max(wait, 0.0), self.max_wait))
+        wait = max(wait, 0.0) if wait == wait else 0.0  # NaN: no wait
+        left = until - time.monotonic()
+        if wait >= left or (asked and wait > self.max_wait):
+            status = f"HTTP {response.status_code}" if response is not None else "a failed attempt"
+            if asked:
+                asked_for = f"asked envcheck to wait {str(header).strip()[:40]!r} before asking again (Retry-After)"
+                if wait >= left:
+                    raise ServiceError(f"{host} answered {status} for {what} and {asked_for}, past the {budget:g} s "
+                                       "deadline of the request: try later, or raise the limit with --http-timeout or "
+                                       "ENVCHECK_HTTP_TIMEOUT")
+                raise ServiceError(f"{host} answered {status} for {what} and {asked_for}, longer than the "
+                                   f"{self.max_wait:g} s envcheck waits between tries: try later")
+            raise _deadline_error(f"{host} did not give a usable answer for {what} (last: {status})", budget)
+        time.sleep(min(wait, self.max_wait))
 
-    def _send(self, method: str, url: str, what: str, headers: dict[str, str] | None = None, stream: bool = False,
+    def _send(self, method: str, url: str, what: str, headers: dict[str, str] | None = None,
               auth: tuple[str, str] | None = None, data: dict[str, str] | None = None,
-              extra_seconds: float = 0.0) -> requests.Response:
+              extra_seconds: float = 0.0, until: float | None = None) -> requests.Response:
         """One request with retries on 429/5xx (honouring Retry-After) and on transient network errors.
 
-        Each attempt runs under its own :class:`_Watchdog` (``deadline + extra_seconds``); a streamed
-        response carries it as ``envcheck_watchdog`` until its body has been read. A passed deadline is
+        The response is streamed: its body is read later, with a size limit, by the caller. All attempts
+        and the waits between them share one deadline (``until``, a ``time.monotonic()`` value; by default
+        ``deadline + extra_seconds`` from now); each attempt runs under a :class:`_Watchdog` for what is
+        left of it, carried as ``envcheck_watchdog`` until its body has been read. A passed deadline is
         not retried: the deadline is the user's bound on the wait.
         """
+        budget = self.deadline + extra_seconds
+        until = until if until is not None else time.monotonic() + budget
         attempt = 0
         host = _host_of(url)
         while True:
+            left = until - time.monotonic()
+            if left <= 0:
+                raise _deadline_error(f"{host} did not finish answering the request for {what}", budget)
             self.requests_made += 1
-            watchdog = _Watchdog(self.deadline + extra_seconds)
+            watchdog = _Watchdog(left, budget)
             _CURRENT.watchdog = watchdog
             try:
-                response = self.session.request(method, url, headers=headers, stream=stream, timeout=self.timeout,
+                response = self.session.request(method, url, headers=headers, stream=True, timeout=self.timeout,
                                                 auth=auth, data=data, allow_redirects=True)
             except requests.exceptions.SSLError as exc:
                 watchdog.cancel()
                 raise ServiceError(f"TLS error talking to {host} for {what}: {_short(exc)}. If this registry "
-                                   f"serves plain HTTP, name it with --insecure-registry {self.ref.registry}") from None
+                                   f"serves plain HTTP, name it with --insecure-registry {self.ref.registry}; if it "
+                                   "uses a private certificate authority, name its certificate with REQUESTS_CA_BUNDLE") from None
             except requests.TooManyRedirects:
                 watchdog.cancel()
                 raise ServiceError(f"{host} redirected the request for {what} more than {self.session.max_redirects} "
@@ -255,34 +293,32 @@ class RegistryClient:
             except (requests.ConnectionError, requests.Timeout) as exc:
                 watchdog.cancel()
                 if watchdog.fired:
-                    raise _deadline_error(f"{host} did not finish answering the request for {what}", watchdog.seconds) from None
+                    raise _deadline_error(f"{host} did not finish answering the request for {what}", budget) from None
                 if attempt >= min(self.retries, 2):
                     reason = "timed out" if isinstance(exc, requests.Timeout) else "connection failed"
                     raise ServiceError(f"{host} could not be reached ({reason}) while fetching {what}: "
                                        f"{_short(exc)}. Check the registry address, the network and HTTPS_PROXY.") from None
-                self._sleep_before_retry(attempt, None)
+                self._sleep_before_retry(attempt, None, until, budget, what, host)
                 attempt += 1
                 continue
             except (requests.RequestException, ValueError) as exc:  # a bad redirect Location or realm host, a broken chunked answer, ...
                 watchdog.cancel()
                 if watchdog.fired:
-                    raise _deadline_error(f"{host} did not finish answering the request for {what}", watchdog.seconds) from None
+                    raise _deadline_error(f"{host} did not finish answering the request for {what}", budget) from None
                 raise ServiceError(f"{host} sent an answer for {what} that could not be used: "
                                    f"{type(exc).__name__}: {_short(exc)}") from None
             finally:
                 _CURRENT.watchdog = None
-            if not stream:
-                watchdog.cancel()
             if response.status_code in RETRY_STATUSES and attempt < self.retries:
                 watchdog.cancel()
                 response.close()
-                self._sleep_before_retry(attempt, response)
+                self._sleep_before_retry(attempt, response, until, budget, what, host)
                 attempt += 1
                 continue
             response.envcheck_watchdog = watchdog  # type: ignore[attr-defined]
             return response
 
-    def _authorize(self, response: requests.Response, what: str) -> bool:
+    def _authorize(self, response: requests.Response, what: str, until: float) -> bool:
         """Answer a 401 challenge; True when a new Authorization header is worth a retry."""
         header = response.headers.get("WWW-Authenticate", "")
         challenge = parse_challenge(header)
@@ -309,14 +345,14 @@ class RegistryClient:
         key = (challenge.params.get("realm", ""), challenge.params.get("service", ""), self.scope)
         token = self.tokens.get(key)
         if token is None or f"Bearer {token}" == self._auth_header:
-            token = self._fetch_token(challenge)
+            token = self._fetch_token(challenge, until)
         header = f"Bearer {token}"
         if header == self._auth_header:
             return False
         self._auth_header = header
         return True
 
-    def _fetch_token(self, challenge: Challenge) -> str:
+    def _fetch_token(self, challenge: Challenge, until: float) -> str:
         try:
             url = token_url(challenge, self.scope)
         except ServiceError as exc:
@@ -327,11 +363,11 @@ class RegistryClient:
         if creds is not None and creds.identity_token:
             form = {"grant_type": "refresh_token", "refresh_token": creds.identity_token, "client_id": "envcheck",
                     "scope": self.scope, "service": challenge.params.get("service", "")}
-            response = self._send("POST", challenge.params["realm"], what, data=form)
+            response = self._send("POST", challenge.params["realm"], what, data=form, until=until)
         else:
             auth = (creds.username, creds.password) if creds is not None and (creds.username or creds.password) else None
-            response = self._send("GET", url, what, auth=auth)
-        with response:
+            response = self._send("GET", url, what, auth=auth, until=until)
+        try:
             if response.status_code in (401, 403):
                 who = f"the credentials from {creds.origin or 'the command line'}" if creds else "an anonymous request"
                 raise ServiceError(f"the token server of {self.ref.registry} refused {who} (HTTP {response.status_code}) "
@@ -339,29 +375,38 @@ class RegistryClient:
                                    "image needs a login at all")
             if response.status_code != 200:
                 raise ServiceError(f"the token server of {self.ref.registry} answered HTTP {response.status_code} for {what}")
+            raw = _read_limited(response, MAX_TOKEN_BYTES, f"the token server's answer ({_host_of(url)}) for {what}")
             try:
-                data = response.json()
+                data = json.loads(raw)
                 token = data.get("token") or data.get("access_token")
                 expires = float(data.get("expires_in") or 60)
-            except (ValueError, AttributeError, TypeError):
+            except (ValueError, AttributeError, TypeError, UnicodeDecodeError):
                 raise ServiceError(f"the token server of {self.ref.registry} did not answer with JSON") from None
+        finally:
+            _finish(response)
+            response.close()
         if not isinstance(token, str) or not token:
             raise ServiceError(f"the token server of {self.ref.registry} answered without a token")
         key = (challenge.params.get("realm", ""), challenge.params.get("service", ""), self.scope)
         self.tokens.put(key, token, expires)
         return token
 
-    def get(self, path: str, what: str, headers: dict[str, str] | None = None, stream: bool = False,
-            extra_seconds: float = 0.0) -> requests.Response:
-        """GET ``/v2/<path>`` with authentication; raise ServiceError on any answer but 2xx."""
+    def get(self, path: str, what: str, headers: dict[str, str] | None = None, extra_seconds: float = 0.0,
+            until: float | None = None) -> requests.Response:
+        """GET ``/v2/<path>`` with authentication; raise ServiceError on any answer but 2xx.
+
+        The answer is streamed (read its body with a limit). The request, its retries and the token
+        requests it needs share one deadline: ``until``, else ``deadline + extra_seconds`` from now.
+        """
         url = self.base + path
+        until = until if until is not None else time.monotonic() + self.deadline + extra_seconds
         for _ in range(3):
             merged = dict(headers or {})
             if self._auth_header:
                 merged["Authorization"] = self._auth_header
-            response = self._send("GET", url, what, headers=merged, stream=stream, extra_seconds=extra_seconds)
+            response = self._send("GET", url, what, headers=merged, extra_seconds=extra_seconds, until=until)
             try:
-                again = response.status_code == 401 and self._authorize(response, what)
+                again = response.status_code == 401 and self._authorize(response, what, until)
             except BaseException:
                 _finish(response)
                 response.close()
@@ -454,7 +499,7 @@ class RegistryClient:
         """
         what = what or f"blob {digest[:19]}"
         extra = (size or 0) / (1 << 20) * LAYER_SECONDS_PER_MIB
-        response = self.get(f"{self.ref.repository}/blobs/{digest}", what, stream=True, extra_seconds=extra)
+        response = self.get(f"{self.ref.repository}/blobs/{digest}", what, extra_seconds=extra)
         where = f"{self.ref.registry}/{self.ref.repository} {what}"
         reader = _ResponseReader(response, where)
 
@@ -468,15 +513,16 @@ class RegistryClient:
         """GET a small document (manifest, config) whole; a stream broken midway is asked for again
         (as often as a failed connection is), since nothing of it has been used yet."""
         attempt = 0
+        until = time.monotonic() + self.deadline
         while True:
-            response = self.get(path, what, headers, stream=True)
+            response = self.get(path, what, headers, until=until)
             try:
                 with response:
                     return _read_limited(response, limit, f"{self.ref.registry}/{self.ref.repository} {what}"), response
             except _BrokenStream:
                 if attempt >= min(self.retries, 2):
                     raise
-                self._sleep_before_retry(attempt, None)
+                self._sleep_before_retry(attempt, None, until, self.deadline, what, self.ref.registry)
                 attempt += 1
             finally:
                 _finish(response)  # also when the body was too big or broke: its deadline timer ends now
@@ -592,21 +638,51 @@ class VerifiedStream:
 
 
 def _read_limited(response: requests.Response, limit: int, what: str) -> bytes:
+    """The whole body of ``response``, decoded as its Content-Encoding says, and at most ``limit`` bytes
+    after decoding (a ServiceError beyond): a 1 MiB gzip answer that inflates to 1 GiB stops at the limit."""
     reader = _ResponseReader(response, what)
-    chunks: list[bytes] = []
-    total = 0
+    decoder = _decoder(response.headers.get("Content-Encoding", ""), what)
+    out = bytearray()
+    encoding = response.headers.get("Content-Encoding", "").strip()[:20]
     try:
         while True:
             chunk = reader.read(1 << 16)
             if not chunk:
                 break
-            total += len(chunk)
-            if total > limit:
-                raise ServiceError(f"{what} is larger than {limit >> 20} MiB; refusing to read it into memory")
-            chunks.append(chunk)
+            if decoder is None:
+                out += chunk
+            while decoder is not None and chunk and len(out) <= limit:
+                try:  # max_length keeps each step's output small; the rest of the input waits in unconsumed_tail
+                    out += decoder.decompress(chunk, limit + 1 - len(out))
+                except zlib.error as exc:
+                    raise ServiceError(f"{what} is not valid {encoding!r} data ({exc}); the server or a proxy in between "
+                                       "sent something else") from None
+                chunk = decoder.unconsumed_tail
+            if len(out) > limit:
+                raise ServiceError(f"{what} is larger than {_size(limit)} (counted after decompression); refusing to "
+                                   "read it into memory")
+        if decoder is not None:
+            if not decoder.eof:
+                raise _BrokenStream(f"the {encoding!r} data of {what} ended before its end")
+            out += decoder.flush()
     finally:
         reader.finish()
-    return b"".join(chunks)
+    return bytes(out)
+
+
+def _decoder(encoding: str, what: str) -> Any:
+    """A zlib decompressor for a ``Content-Encoding`` (gzip or deflate), None for none."""
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return None
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        return zlib.decompressobj(zlib.MAX_WBITS | 32)  # a gzip or zlib header, detected
+    raise ServiceError(f"{what} came with Content-Encoding {encoding[:40]!r}, which envcheck does not decode (it asks "
+                       f"for {ACCEPT_ENCODING}); the server or a proxy in between is misconfigured")
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
 
 
 def _finish(response: requests.Response) -> None:
@@ -627,16 +703,36 @@ def _host_of(url: str) -> str:
 
 
 def _error_detail(response: requests.Response) -> str:
-    """The registry's error code and message from an error body, as ': CODE message'."""
+    """The registry's error code and message from an error body, as ': CODE message'.
+
+    Best effort: a body that is too big, broken, compressed oddly or not JSON only loses the detail,
+    never turns the registry's answer into another error.
+    """
     try:
-        body = response.json()
+        body = json.loads(_read_limited(response, MAX_ERROR_BYTES, "an error answer"))
         errors = body.get("errors") or []
         if errors and isinstance(errors[0], dict):
             first = errors[0]
-            return f": {first.get('code', '')} {first.get('message', '')}".rstrip()
-    except (ValueError, AttributeError):
+            return f": {str(first.get('code', ''))[:80]} {str(first.get('message', ''))[:300]}".rstrip()
+    except (ServiceError, ValueError, AttributeError, UnicodeDecodeError):
         pass
     return ""
+
+
+def _bound_redirect_body(response: requests.Response, **_: Any) -> requests.Response:
+    """A ``response`` hook: requests reads a redirect's whole body (decoded) before following it; read at
+    most MAX_ERROR_BYTES of it here, raw, and close the connection when there is more."""
+    if response.is_redirect:
+        try:
+            response.raw.read(MAX_ERROR_BYTES, decode_content=False)
+            more = bool(response.raw.read(1, decode_content=False))
+        except Exception:  # a broken redirect body is not worth an error: nothing in it is used
+            more = True
+        if more:
+            response.raw.close()
+        response._content = b""  # what requests then "consumes" before following the redirect
+        response._content_consumed = True  # type: ignore[attr-defined]
+    return response
 
 
 def _short(exc: BaseException) -> str:

@@ -82,6 +82,10 @@ class BlobCache:
     def put_deep(self, digest: str, result: dict[str, Any]) -> None:
         path = self._path(_deep_kind(), digest) if self.enabled else None
         if path is not None:
+            from envcheck.redaction import clean_value
+
+            # What a layer scan could not read may quote a URL with credentials: never on disk (envcheck.redaction).
+            result = {**result, "problems": clean_value(result.get("problems", []), escape=False)}
             _write_atomic(path, json.dumps({**result, "layer": digest}, sort_keys=True).encode())
 
 
@@ -89,7 +93,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
     """Write via a temporary file and rename, so readers never see half an entry. Failures are ignored:
     a cache that cannot be written only makes the next run slower."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: entries describe the user's images
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as fh:

@@ -1,0 +1,152 @@
+"""What envcheck writes never carries a secret or a control character from its inputs.
+
+Inputs are hostile or careless: index URLs with ``user:password@``, Dockerfiles with ``ENV HF_TOKEN=...``,
+file names with an ESC or a newline (a newline followed by ``::error`` is a GitHub Actions workflow
+command). Everything envcheck writes goes through :func:`clean_report` (the formats) or :func:`clean`
+(error messages, stderr lines, the cache), so no output path is missed:
+
+- :func:`redact` replaces the userinfo of every URL (``https://***@host``), secret-looking query
+  parameters (``?token=***``), ``Authorization`` values and the values of secret-like variables
+  (``HF_TOKEN=***``; names with TOKEN, KEY, SECRET, PASSWORD, AUTH, CREDENTIAL ...);
+- :func:`escape_controls` writes every control character visibly (``\\x1b``, ``\\n``), so no input can
+  start a line, move the cursor, set a terminal title or open a hyperlink.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+MASK = "***"
+
+# A variable name is secret-like when one of its words (split at non-letters and camelCase humps) is one of
+# _SECRET_WORDS or ends with one of _SECRET_ENDINGS: HF_TOKEN, AWS_SECRET_ACCESS_KEY, PIP_PASSWORD, apiKey,
+# OAUTH, GITHUB_PAT; not TOKENIZERS_PARALLELISM, AUTHOR, KEYRING or PATH.
+_SECRET_WORDS = frozenset({"PASS", "PAT", "PRIVATE", "SIG", "SIGNATURE", "COOKIE", "SESSION", "AUTHORIZATION"})
+_SECRET_ENDINGS = ("TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE",
+                   "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "KEY", "KEYS")
+_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+# scheme://userinfo@host: the userinfo is everything up to the last @ before the host's end (also after a
+# path normalisation turned "//" into "/").
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*:/{1,3})(?P<userinfo>[^\s/?#@'\"<>]*@)+")
+# ?token=..., &X-Amz-Signature=..., ;password=...
+_QUERY_SECRET = re.compile(r"(?P<key>[?&;][^=&#\s'\"]*=)(?P<value>[^&#\s'\"]+)")
+# NAME=value and NAME: value (shell assignments, --build-arg, env files, YAML-ish), value quoted or bare.
+_ASSIGNMENT = re.compile(
+    r"(?P<name>\b[A-Za-z_][A-Za-z0-9_.\-]*)(?P<sep>=|:[ \t]*)(?P<value>\"[^\"]*\"|'[^']*'|[^\s'\";&|,)]+)")
+# Authorization: <anything>; and bearer tokens quoted on their own (long: English words are not caught).
+_AUTH_HEADER = re.compile(r"(?P<lead>\bAuthorization:\s*(?:(?:Bearer|Basic|token)\s+)?|\bBearer\s+(?=[A-Za-z0-9._~+/=\-]{16}))"
+                          r"(?P<value>[A-Za-z0-9._~+/=\-]+)", re.IGNORECASE)
+
+# C0 controls, DEL, C1 controls, and the Unicode characters that break or reorder lines (NEL is C1;
+# LINE/PARAGRAPH SEPARATOR; bidirectional overrides and isolates, which reorder what a reader sees).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def is_secret_name(name: str) -> bool:
+    """True for variable names whose values are credentials (``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``PIP_PASSWORD``)."""
+    for word in _NAME_WORD.findall(name):
+        upper = word.upper()
+        if upper in _SECRET_WORDS or upper.endswith(_SECRET_ENDINGS):
+            return True
+    return False
+
+
+def _query_secret(match: re.Match[str]) -> str:
+    key = match.group("key")
+    return key + MASK if is_secret_name(key[1:-1]) else match.group(0)
+
+
+def _assignment(match: re.Match[str]) -> str:
+    name, sep, value = match.group("name"), match.group("sep"), match.group("value")
+    if not is_secret_name(name) or value == MASK or value.strip("\"'") in ("", MASK):
+        return match.group(0)
+    if sep != "=" and name != name.upper():
+        return match.group(0)  # "key: value" in prose is not an assignment; "HF_TOKEN: abc" (YAML, env files) is
+    if value.startswith("$") or value.startswith("\"$") or value.startswith("'$"):
+        return match.group(0)  # a reference to another variable reveals nothing
+    quote = value[0] if value[0] in "\"'" else ""
+    return f"{name}{sep}{quote}{MASK}{quote}"
+
+
+def redact(text: str) -> str:
+    """``text`` with URL credentials, secret query parameters, auth headers and secret variable values masked."""
+    if not text:
+        return text
+    text = _URL_USERINFO.sub(lambda m: m.group("scheme") + MASK + "@", text)
+    if "=" in text or ":" in text or " " in text:
+        text = _QUERY_SECRET.sub(_query_secret, text)
+        text = _AUTH_HEADER.sub(lambda m: m.group("lead") + MASK, text)
+        text = _ASSIGNMENT.sub(_assignment, text)
+    return text
+
+
+def _visible(match: re.Match[str]) -> str:
+    char = match.group(0)
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every control character written visibly (ESC as ``\\x1b``, newline as ``\\n``)."""
+    return _CONTROL.sub(_visible, text) if text else text
+
+
+def clean(text: str) -> str:
+    """Redacted and escaped: safe to write anywhere (a terminal, a CI log, a file)."""
+    return escape_controls(redact(text))
+
+
+T = TypeVar("T")
+
+
+def clean_value(value: T, secret: bool = False, escape: bool = True) -> T:
+    """``value`` (a dataclass, mapping, sequence or string, nested) with every string cleaned (only
+    redacted with ``escape=False``, for data envcheck reads back, such as cache entries).
+
+    Mapping entries and dataclass fields named like secrets (an ``EnvVar`` ``HF_TOKEN``, an evidence key
+    ``password``) have their string values replaced by ``***`` entirely.
+    """
+    result: Any
+    if isinstance(value, str):
+        result = MASK if secret and value else clean(value) if escape else redact(value)
+    elif value is None or isinstance(value, (bool, int, float, enum.Enum, bytes)):
+        result = value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        secret_fields = _secret_fields(value)
+        changes = {f.name: clean_value(getattr(value, f.name), f.name in secret_fields, escape)
+                   for f in dataclasses.fields(value) if f.init}
+        result = dataclasses.replace(value, **changes)
+    elif isinstance(value, Mapping):
+        result = {clean_value(k, False, escape): clean_value(v, secret or (isinstance(k, str) and is_secret_name(k)), escape)
+                  for k, v in value.items()}
+    elif isinstance(value, tuple):
+        result = tuple(clean_value(v, secret, escape) for v in value)
+    elif isinstance(value, list):
+        result = [clean_value(v, secret, escape) for v in value]
+    elif isinstance(value, (set, frozenset)):
+        result = type(value)(clean_value(v, secret, escape) for v in value)
+    else:
+        result = value
+    return result  # type: ignore[no-any-return]
+
+
+def _secret_fields(obj: Any) -> set[str]:
+    """Fields of ``obj`` that hold a secret: the value of a variable whose name is secret-like."""
+    name = getattr(obj, "name", None)
+    if isinstance(name, str) and hasattr(obj, "value") and is_secret_name(name):
+        return {"value"}
+    return set()
+
+
+def clean_report(report: T) -> T:
+    """A copy of a report (or any result object) that is safe to render: every string redacted and escaped."""
+    return clean_value(report)

@@ -1,0 +1,190 @@
+"""Secrets are never printed and inputs cannot inject output (issue 13): a corpus of real inputs that carry
+credentials and control characters, run through every format of the real command line; every byte envcheck
+writes (stdout, stderr, the report file, the cache) is searched for the secrets and for raw control
+characters, and no input may start a line of its own."""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from pathlib import Path
+
+import pytest
+from seed_builders import digest, metadata_layer, oci_index, oci_manifest, write_oci_layout
+
+from envcheck.redaction import clean, escape_controls, is_secret_name, redact
+from tests.conftest import FIXTURES, run_envcheck
+
+FORMATS = ("text", "json", "sarif", "github", "preflight")
+SECRETS = ("alice", "S3cretPw", "bob", "S3cretInc", "hf_SecretValue123", "carol", "S3cretArg", "hf_RunSecret456",
+           "dave", "S3cretRun", "ghp_BuildArgSecret", "S3cretQuery", "erin", "S3cretCfg", "hf_ImageEnvSecret")
+# What an injected line would start with: a GitHub workflow command, or a fake envcheck line.
+INJECTED = ("::error file=injected", "INJECTED")
+ESC, BEL = "\x1b", "\x07"
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\n::error file=injected::INJECTED\r\x1b]8;;x\x07\x9b31m"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project folder whose files carry credentials where users really put them."""
+    root = tmp_path_factory.mktemp("secrets")
+    (root / "requirements.txt").write_text(
+        "--extra-index-url https://alice:S3cretPw@pypi.example.com/whl/cu121\n"
+        "-r https://bob:S3cretInc@files.example.com/more-requirements.txt\n"
+        "--index-url https://download.pytorch.org/whl/cu121?token=S3cretQuery\n"
+        "torch==2.5.1+cu121\n"
+        "root:$6$saltsalt$S3cretPwHashNotARequirement:19000:0:99999:7:::\n")
+    (root / "Dockerfile").write_text(
+        "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n"
+        "ENV HF_TOKEN=hf_SecretValue123\n"
+        "ARG PIP_INDEX_URL=https://carol:S3cretArg@idx.example.com/whl/cu121\n"
+        "ARG GITHUB_TOKEN\n"
+        "RUN HF_TOKEN=hf_RunSecret456 pip install torch==2.5.1+cu121 flash-attn\n"
+        "RUN pip install --extra-index-url https://dave:S3cretRun@x.example.com/whl/cu121 torch\n"
+        "RUN pip install ${PIP_INDEX_URL:+--index-url $PIP_INDEX_URL} transformers\n")
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\nversion = "1"\ndependencies = ["torch==2.5.1+cu121"]\n'
+        '[[tool.uv.index]]\nname = "private"\nurl = "https://erin:S3cretCfg@uv.example.com/whl/cu121"\n')
+    return root
+
+
+def _outputs(corpus: Path, tmp_path: Path, cache: Path) -> dict[str, str]:
+    """Everything envcheck writes for the corpus, per format (stdout + stderr + the -o file)."""
+    env = {"ENVCHECK_CACHE_DIR": str(cache)}
+    build_arg = ("--build-arg", "GITHUB_TOKEN=ghp_BuildArgSecret")
+    out: dict[str, str] = {}
+    for fmt in FORMATS:
+        for verbosity in ("-q", "", "-v"):
+            args = ["-f", fmt, *build_arg, *([verbosity] if verbosity else []), str(corpus)]
+            done = run_envcheck(*args, cwd=tmp_path, env=env)
+            assert "Traceback" not in done.stderr, done.stderr
+            out[f"{fmt}{verbosity}"] = done.stdout + done.stderr
+        report = tmp_path / f"report.{fmt}"
+        done = run_envcheck("-f", fmt, "-o", str(report), *build_arg, str(corpus), cwd=tmp_path, env=env)
+        out[f"{fmt} -o FILE"] = done.stdout + done.stderr + report.read_text(encoding="utf-8")
+    # Each file on its own (the requirements source and the Dockerfile source directly), and error messages.
+    for name in ("requirements.txt", "Dockerfile", "pyproject.toml"):
+        done = run_envcheck("-f", "json", *build_arg, str(corpus / name), cwd=tmp_path, env=env)
+        out[f"json {name}"] = done.stdout + done.stderr
+    done = run_envcheck("https://alice:S3cretPw@pypi.example.com/requirements.txt", cwd=tmp_path, env=env)
+    out["missing file named by a URL"] = done.stdout + done.stderr
+    done = run_envcheck("--config", "https://bob:S3cretInc@x/cfg.toml", str(corpus), cwd=tmp_path, env=env)
+    out["config error"] = done.stdout + done.stderr
+    return out
+
+
+def test_no_format_prints_a_secret(corpus: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    outputs = _outputs(corpus, tmp_path, cache)
+    for name, text in outputs.items():
+        for secret in SECRETS:
+            assert secret not in text, f"{name} prints {secret!r}:\n{text[:3000]}"
+    # The reports still say what is wrong (redaction hides the secret, not the finding) ...
+    assert "https://***@pypi.example.com/whl/cu121" in outputs["text"]
+    assert "G1" in outputs["preflight"]
+    data = json.loads(outputs["json Dockerfile"])
+    env = {e["name"]: e["value"] for t in data["targets"] for e in t["inventory"].get("env", [])}
+    assert env.get("HF_TOKEN") == "***", env
+    # ... and the invalid line of a file that is not a requirements file is not quoted whole.
+    assert "19000:0:99999" not in outputs["text"]
+    # Nothing envcheck left in its cache carries a secret either.
+    for path in cache.rglob("*"):
+        if path.is_file():
+            data_bytes = path.read_bytes()
+            for secret in SECRETS:
+                assert secret.encode() not in data_bytes, f"cache file {path} holds {secret!r}"
+
+
+def _hostile_inputs(root: Path) -> list[Path]:
+    """Files whose names and contents carry terminal escapes and a newline followed by a workflow command."""
+    root.mkdir(parents=True, exist_ok=True)
+    req = root / f"requirements{HOSTILE}.txt"
+    req.write_text(f"--extra-index-url https://pypi.example.com/{HOSTILE.replace(chr(10), '')}/whl/cu121\n"
+                   "torch==2.5.1+cu121\n")
+    docker = root / f"Dockerfile{HOSTILE}"
+    docker.write_text("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n"
+                      f"ENV TORCH_CUDA_ARCH_LIST=\"8.0{HOSTILE.replace(chr(10), '')}\"\n"
+                      "RUN pip install flash-attn\n")
+    # A wheel with a member whose name carries the escapes, holding an x86_64 CUDA 12 ELF file (ARCH + G1).
+    wheel = root / "demo_pkg-1.0-cp311-cp311-manylinux_2_28_aarch64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("demo_pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
+                    "Tag: cp311-cp311-manylinux_2_28_aarch64\n")
+        zf.writestr("demo_pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n")
+        zf.writestr(f"demo_pkg/lib{HOSTILE}.so", (FIXTURES / "binaries" / "libext_cuda12.so").read_bytes())
+        zf.writestr("demo_pkg-1.0.dist-info/RECORD", "")
+    # An ELF file whose DT_NEEDED names a CUDA 12 library with escapes in it (same length: a valid ELF).
+    elf = (FIXTURES / "binaries" / "libext_cuda12.so").read_bytes()
+    needed = b"libcudart.so.12"
+    hostile_needed = b"\x1b]0;X\x07\nINJECT.so.12"[: len(needed)]
+    assert needed in elf and len(hostile_needed) == len(needed)
+    (root / "libhostile_needed.so").write_bytes(elf.replace(needed + b"\0", hostile_needed + b"\0", 1))
+    return [req, docker, wheel, root / "libhostile_needed.so"]
+
+
+@pytest.fixture(scope="module")
+def hostile_image(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An OCI layout whose image config ENV carries escapes and a secret (read with `envcheck image`)."""
+    folder = tmp_path_factory.mktemp("hostile-image")
+    layer = metadata_layer("torch", "2.5.1+cu121")
+    config = json.dumps({"architecture": "arm64", "os": "linux", "config": {"Env": [
+        f"EVIL={HOSTILE}", "HF_TOKEN=hf_ImageEnvSecret", "PATH=/usr/bin"]},
+        "rootfs": {"type": "layers", "diff_ids": [digest(layer)]}}).encode()
+    manifest = json.dumps(oci_manifest(config, [layer])).encode()
+    write_oci_layout(folder, json.dumps(oci_index(manifest)).encode(), [config, layer, manifest])
+    return f"oci-layout:{folder}"
+
+
+def _check_clean(name: str, text: str, github: bool = False) -> None:
+    assert ESC not in text and BEL not in text and "\r" not in text, f"{name}: raw control characters:\n{text[:2000]!r}"
+    for line in text.splitlines():
+        for start in INJECTED:
+            assert not line.startswith(start), f"{name}: an input started a line: {line!r}"
+        if github and line.startswith("::"):
+            assert re.match(r"::(error|warning|notice) ", line), line
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_hostile_names_cannot_inject_any_format(fmt: str, tmp_path: Path, hostile_image: str) -> None:
+    paths = _hostile_inputs(tmp_path / "in")
+    report = tmp_path / "report.out"
+    runs = {
+        "files": run_envcheck("-v", "-f", fmt, *map(str, paths), cwd=tmp_path),
+        "-o FILE": run_envcheck("-f", fmt, "-o", str(report), *map(str, paths), cwd=tmp_path),
+        "image": run_envcheck("image", "-v", "-f", fmt, hostile_image, cwd=tmp_path),
+        "missing": run_envcheck("-f", fmt, str(tmp_path / f"nothing{HOSTILE}"), cwd=tmp_path),
+    }
+    shown = {name: done.stdout + done.stderr for name, done in runs.items()}
+    shown["-o FILE (the file)"] = report.read_text(encoding="utf-8")
+    for name, text in shown.items():
+        assert "Traceback" not in text, text
+        _check_clean(f"{fmt} {name}", text, github=fmt == "github")
+        assert "hf_ImageEnvSecret" not in text
+    # The escapes are visible, so the reader still sees what the name really holds.
+    if fmt in ("text", "github"):
+        assert "\\x1b]0;pwned\\x07" in shown["files"], shown["files"][:3000]
+        assert "INJECT" in shown["files"]  # the DT_NEEDED name, escaped
+
+
+def test_redaction_of_the_common_shapes() -> None:
+    """Positive and negative cases of the one redaction function every output goes through."""
+    assert redact("--extra-index-url https://user:pa%40ss@host/simple") == "--extra-index-url https://***@host/simple"
+    assert redact("git+https://ghp_token1234@github.com/o/r.git") == "git+https://***@github.com/o/r.git"
+    assert redact("RUN HF_TOKEN=hf_abc pip install x") == "RUN HF_TOKEN=*** pip install x"
+    assert redact('ENV AWS_SECRET_ACCESS_KEY="a b"') == 'ENV AWS_SECRET_ACCESS_KEY="***"'
+    assert redact("https://h/simple?token=abc&x=1") == "https://h/simple?token=***&x=1"
+    assert redact("Authorization: Bearer abc.def") == "Authorization: Bearer ***"
+    for kept in ("torch==2.5.1+cu121", "TOKENIZERS_PARALLELISM=false", "PATH=/usr/bin", "AUTHOR=me",
+                 "https://download.pytorch.org/whl/cu121", "HF_TOKEN=$HF_TOKEN", "the token endpoint said no",
+                 "G1 PASS key: value"):
+        assert redact(kept) == kept
+    assert is_secret_name("HF_TOKEN") and is_secret_name("apiKey") and is_secret_name("PIP_PASSWORD")
+    assert not is_secret_name("TOKENIZERS_PARALLELISM") and not is_secret_name("PIP_KEYRING_PROVIDER")
+
+
+def test_escaping_is_visible_and_total() -> None:
+    assert escape_controls("a\x1b[2Jb\nc\td\x07\x9b\u2028\u202e") == "a\\x1b[2Jb\\nc\\td\\x07\\x9b\\u2028\\u202e"
+    assert escape_controls("plain é ü 日本") == "plain é ü 日本"
+    assert clean(clean(HOSTILE)) == clean(HOSTILE)
+    assert "\n" not in clean(HOSTILE) and ESC not in clean(HOSTILE)
