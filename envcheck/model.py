@@ -35,6 +35,7 @@ class Role(_Vocabulary):
     INSTALLED = "installed"  # present in an environment (site-packages, freeze output, image, probe)
     BUILD = "build"  # needed only to build (build-system.requires, a Dockerfile build stage)
     CONDA = "conda"  # a conda/mamba package spec (conda names, conda versions)
+    RESOLVED = "resolved"  # the version a resolver picked for the target (envcheck --resolve)
 
 
 class IndexOption(_Vocabulary):
@@ -339,6 +340,7 @@ class HostReadings:
     read_seconds: float | None = None  # wall time of the whole read
     image: dict[str, Any] | None = None  # envcheck image: registry, manifest and config facts
     container_run: dict[str, Any] | None = None  # envcheck container: how the collector ran
+    resolve: dict[str, Any] | None = None  # envcheck --resolve: target, files, requests and bytes read
 
     def __bool__(self) -> bool:
         return any(getattr(self, f.name) is not None for f in dataclasses.fields(self))
@@ -658,5 +660,5 @@ def _field_value(hint: Any, value: Any, where: str) -> Any:
 
 _INVENTORY_ITEMS: dict[str, type] = {
     "packages": Package, "indexes": PackageIndex, "installs": InstallCommand, "binaries": Binary,
-    "wheels": Wheel, "images": BaseImage, "env": EnvVar,
+    "wheels": Wheel, "images": BaseImage, "env": EnvVar, "resolved": ResolvedFile,
 }

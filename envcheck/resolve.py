@@ -48,12 +48,14 @@ from envcheck.inspect.elf import ELF_MAGIC, FileSource, MalformedBinary
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.model import (
     Binary,
+    IndexOption,
     Inventory,
     Location,
     Package,
     PackageIndex,
     ReadProblem,
     ResolvedFile,
+    Role,
     Wheel,
 )
 from envcheck.profile import Profile
@@ -572,16 +574,16 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
             if settings.use_cache:
                 _store_resolution(key, chosen, conflict)
         if conflict and not chosen:
-            inventory.resolved.append(ResolvedFile("", None, "conflict", reason=redact_text(conflict_pair(conflict)),
+            inventory.resolved.append(ResolvedFile(path.name, None, "conflict", reason=redact_text(conflict_pair(conflict)),
                                                    sources=("resolver",), location=Location(str(path))))
             return inventory
     else:
         raise InputError(f"{path}: --resolve reads requirements, freeze, pyproject, uv.lock and pylock files, not {kind} inputs", str(path))
     for item in chosen:
         _add(inventory, item, client, settings)
-    inventory.host["resolve"] = {"python_version": python, "platform": uv_platform(profile), "files": len(chosen),
+    inventory.host = replace(inventory.host, resolve={"python_version": python, "platform": uv_platform(profile), "files": len(chosen),
                                  "requests": client.traffic.requests, "bytes_read": client.traffic.bytes,
-                                 "seconds": round(time.monotonic() - started, 3)}
+                                 "seconds": round(time.monotonic() - started, 3)})
     return inventory
 
 
@@ -613,16 +615,16 @@ def _add(inventory: Inventory, item: Chosen, client: IndexClient, settings: Reso
                                       requires or (), Location(where)))
     inventory.resolved.append(record)
     inventory.packages.append(Package(name=item.name, version=item.version, specifier=f"=={item.version}" if item.version else "",
-                                      requires=requires, role="resolved", location=item.location))
+                                      requires=requires, role=Role.RESOLVED, location=item.location))
 
 
 def index_entries(settings: ResolveSettings) -> list[PackageIndex]:
     """The index options given on the command line, as inventory facts (redacted)."""
     out = []
     if settings.index_url:
-        out.append(PackageIndex(redact(settings.index_url), "index-url"))
-    out += [PackageIndex(redact(u), "extra-index-url") for u in settings.extra_index_urls]
-    out += [PackageIndex(redact(u), "find-links") for u in settings.find_links]
+        out.append(PackageIndex(redact(settings.index_url), IndexOption.INDEX_URL))
+    out += [PackageIndex(redact(u), IndexOption.EXTRA_INDEX_URL) for u in settings.extra_index_urls]
+    out += [PackageIndex(redact(u), IndexOption.FIND_LINKS) for u in settings.find_links]
     return out
 
 
