@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from envcheck import __version__
+from envcheck import __version__, kinds
 from envcheck.errors import EnvcheckError, UsageError
 
 if TYPE_CHECKING:
@@ -63,8 +63,9 @@ def _check_parser() -> argparse.ArgumentParser:
         "Exit codes: 0 clean, 1 findings at/above --fail-on, 2 usage error or unreadable target, 3 a service was unreachable.",
     )
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="requirements/freeze/pyproject/uv.lock/pylock/Dockerfile/wheel/ELF/folder (default: the current folder)")
-    parser.add_argument("--kind", help="force the input kind: requirements, freeze, pyproject, uv-lock, pylock, dockerfile, wheel, elf, folder")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files and folders to check (default: the current folder); "
+                        "the kind of each is told from its name, else its content")
+    parser.add_argument("--kind", help="force the input kind, one of: " + ", ".join(kinds.path_kinds()))
     parser.add_argument("--build-arg", action="append", default=[], metavar="NAME=VALUE", help="Dockerfile build argument (repeatable)")
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
     parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
@@ -210,6 +211,8 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         use_cache=not args.no_cache,
         extra={"target": args.target} if args.target else {},
     )
+    if args.kind is not None and args.kind not in kinds.path_kinds():
+        raise UsageError(f"unknown input kind {args.kind!r} for --kind; known: {', '.join(kinds.path_kinds())}")
     targets: list[Target] = []
     paths = [Path(p) for p in args.paths]
     if not paths and not args.python:
@@ -229,7 +232,7 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
             continue
         if kind is None:
             targets.append(Target(str(path), "unknown", _raiser(InputError(
-                f"{path}: cannot tell what kind of input this is; pass --kind (requirements, freeze, pyproject, uv-lock, pylock, dockerfile, wheel, elf, folder)", str(path)))))
+                f"{path}: cannot tell what kind of input this is; pass --kind ({', '.join(kinds.path_kinds())})", str(path)))))
             continue
         targets.append(_file_target(path, kind, options))
     if args.python:
@@ -250,9 +253,8 @@ def _file_target(path: Path, kind: str, options: ReadOptions) -> Target:
     from envcheck import sources
     from envcheck.engine import Target
 
-    source_kind = "requirements" if kind == "freeze" else kind
-    module = sources.module_for(source_kind)
-    opts = replace(options, kind=kind) if kind == "freeze" else options
+    module = sources.module_for(kind)
+    opts = replace(options, kind=kind)
     return Target(str(path), kind, lambda: module.read(path, opts))
 
 

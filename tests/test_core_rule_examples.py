@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from envcheck import rules
+from envcheck import kinds, rules
 from tests.conftest import FIXTURES, run_envcheck
 
 EXAMPLES = FIXTURES / "rules"
 RULE_DIRS = sorted(p for p in EXAMPLES.iterdir() if p.is_dir())
-FILE_KINDS = {"requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"}
+# The rule inputs that files users commit satisfy (the table's kinds with `examples`), "any" aside.
+FILE_KINDS = {name for k in kinds.KINDS if k.examples for name in k.rule_inputs} - {kinds.ANY}
 
 
 def _findings(files: list[Path]) -> dict[str, list[dict[str, object]]]:

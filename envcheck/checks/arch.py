@@ -15,11 +15,11 @@ WHEEL_PLATFORM = rule(
     (manylinux_x86_64, win_amd64, macosx). pip on a Spark refuses it, or, for a lock file whose package has
     only an sdist besides, builds it from source.""",
     "Use a release that publishes manylinux aarch64 wheels (or build one for linux/aarch64), or drop the x86_64-only URL.",
-    ("requirements", "pyproject", "lock", "dockerfile", "wheel"),
+    ("requirements", "freeze", "pyproject", "lock", "dockerfile", "wheel", "folder", "image", "container", "host"),
 )
 
 
-@check
+@check(WHEEL_PLATFORM)
 def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over wheel URLs in requirements and the wheel sets of lock files."""
     checked = 0
@@ -84,7 +84,7 @@ ELF_MACHINE = rule(
 )
 
 
-@check
+@check(ELF_MACHINE)
 def binary_machines(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over binaries: one FAIL per distribution (or loose file) with binaries for another CPU."""
     binaries = [b for b in ctx.inventory.binaries if b.machine != "cuda"]  # standalone cubins are GPU code
@@ -122,11 +122,9 @@ BASE_PLATFORM = rule(
 )
 
 
-@check
+@check(BASE_PLATFORM)
 def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over Dockerfile FROM lines: a non-arm64 --platform or an amd64-only base image."""
-    if ctx.kind != "dockerfile":
-        return
     from envcheck.inspect.base_images import in_stage, is_arm64, safe_describe
 
     want = ctx.profile.docker_platform
@@ -168,11 +166,9 @@ IMAGE_CONFIG_ARCH = rule(
 )
 
 
-@check
+@check(IMAGE_CONFIG_ARCH, IMAGE_NO_PLATFORM)
 def image_platform(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over an image: the index has a linux/arm64 child, and the selected config says arm64."""
-    if ctx.kind != "image":
-        return
     facts = ctx.inventory.host.image
     if not isinstance(facts, dict):
         return
