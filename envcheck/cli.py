@@ -36,7 +36,8 @@ COMMANDS = {
 BUILTIN = ("rules", "cache")
 _FORMATS = ("text", "json", "sarif", "github", "preflight")
 # Common options that take a value: needed to find the subcommand word among the arguments.
-_VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python", "--target"}
+_VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python", "--target",
+               "--python-version", "--index-url", "--extra-index-url", "--find-links"}
 
 
 def _common(parser: argparse.ArgumentParser, default_format: str | None = None) -> None:
@@ -70,8 +71,19 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
     parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
     parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
+    _resolve_options(parser)
     _common(parser)
     return parser
+
+
+def _resolve_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("resolve (reads package indexes; docs/resolve.md)")
+    g.add_argument("--resolve", action="store_true", help="resolve dependency files for the target (uv) and judge the files picked, read from the index")
+    g.add_argument("--python-version", metavar="X.Y", help="--resolve: the target's Python (default: the profile's)")
+    g.add_argument("--index-url", metavar="URL", help="--resolve: the package index (default: the input's, then pip/uv configuration)")
+    g.add_argument("--extra-index-url", action="append", default=[], metavar="URL", help="--resolve: another index (repeatable)")
+    g.add_argument("--find-links", action="append", default=[], metavar="URL", help="--resolve: a folder or page of files (repeatable)")
+    g.add_argument("--offline", action="store_true", help="--resolve: use only envcheck's cache, its facts table and uv's cache")
 
 
 def _split_command(argv: list[str]) -> tuple[str | None, list[str]]:
@@ -237,7 +249,20 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         targets.append(_file_target(path, kind, options))
     if args.python:
         targets.append(_python_target(args.python, options))
+    if args.resolve:
+        targets = _resolved_targets(args, config, targets)
     return targets
+
+
+def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Target]) -> list[Target]:
+    from envcheck import resolve
+    from envcheck.engine import Target
+
+    settings = resolve.ResolveSettings(
+        python_version=args.python_version, index_url=args.index_url, extra_index_urls=tuple(args.extra_index_url),
+        find_links=tuple(args.find_links), offline=args.offline, use_cache=not args.no_cache,
+    )
+    return [Target(t.name, t.kind, resolve.resolved_reader(t.name, t.kind, t.read, settings, config.profile)) for t in targets]
 
 
 def _raiser(exc: Exception) -> Callable[[], Inventory]:

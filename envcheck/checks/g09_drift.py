@@ -423,3 +423,23 @@ def image_drift(ctx: CheckContext) -> Iterator[Finding]:
     else:
         yield IMAGE_BARE_PIP.finding(f"{ref}: the build history pip-installs {', '.join(names)}, and the image carries no NGC PyTorch",
                                      history[0].location, {"packages": names})
+
+
+RESOLVE_CONFLICT = rule(
+    "G9-resolve-conflict", "G9", "The resolver refuses the set of requirements", Status.FAIL,
+    """uv, resolving these requirements for the target (linux/aarch64, the profile's Python), found no set of
+    versions that satisfies them all: one requirement's metadata pins another package to a version the file
+    excludes (xformers 0.0.32.post2 requires torch==2.8.0 next to torch==2.14.1). pip would stop the same way.""",
+    "Change one of the two requirements the message names: usually pick the release of the dependent package "
+    "built for your torch (its Requires-Dist on the index says which).",
+    ("requirements", "pyproject", "freeze"),
+)
+
+
+@check
+def resolver_conflicts(ctx: CheckContext) -> Iterator[Finding]:
+    """G9 over ``--resolve``: the resolver's own refusal, in its words."""
+    for r in ctx.inventory.resolved:
+        if r.kind == "conflict":
+            yield RESOLVE_CONFLICT.finding(f"no version set satisfies these requirements on {ctx.profile.os}/{ctx.profile.machine}: {r.reason}",
+                                           r.location, {"resolver": "uv", "reason": r.reason})
