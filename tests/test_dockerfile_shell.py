@@ -252,3 +252,26 @@ def test_cmake_architecture_lists_are_judged_for_sm121() -> None:
     assert {value: cmake_arch_coverage(value, 121)[0] for value in cases} == cases
     assert cmake_arch_coverage("120;121a-real", 121)[1:] == (["sm_120+compute_120", "sm_121a"], True)
     assert cmake_arch_coverage("121-virtual", 121)[1] == ["compute_121"]
+
+
+def test_uv_and_pip_index_variables_are_package_indexes_wherever_they_are_set(tmp_path: Path) -> None:
+    from envcheck.sources.dockerfile import index_entries
+
+    assert index_entries("UV_INDEX", "pt=https://download.pytorch.org/whl/cu128 https://pypi.org/simple") == [
+        "https://download.pytorch.org/whl/cu128", "https://pypi.org/simple"]
+    assert index_entries("UV_TORCH_BACKEND", "cu126") == ["uv-torch-backend:cu126"]
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.12\nARG UV_DEFAULT_INDEX=https://mirror.example/simple\n"
+        "RUN UV_INDEX_URL=https://download.pytorch.org/whl/cu128 uv pip install torch==2.9.1\n"
+        "RUN export PIP_EXTRA_INDEX_URL='https://download.pytorch.org/whl/cu126 https://x.example/simple' && pip install a==1\n"
+        "RUN uv pip install --index pt=https://download.pytorch.org/whl/cu130 --default-index=https://y.example/simple b==1\n"
+        "RUN PIP_INDEX_URL=https://z.example/simple echo no install here\n"
+    )
+    inv = read(tmp_path / "Dockerfile", ReadOptions())
+    got = [(i.url, str(i.option), i.location.line if i.location else None) for i in inv.indexes]
+    assert got == [
+        ("https://mirror.example/simple", "index-url", 2),
+        ("https://download.pytorch.org/whl/cu128", "index-url", 3),
+        ("https://download.pytorch.org/whl/cu126", "extra-index-url", 4), ("https://x.example/simple", "extra-index-url", 4),
+        ("https://download.pytorch.org/whl/cu130", "extra-index-url", 5), ("https://y.example/simple", "index-url", 5),
+    ]

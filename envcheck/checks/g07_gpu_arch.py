@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from envcheck.checks.host_facts import gpus
-from envcheck.inspect.elf import cuda_majors
 from envcheck.model import Binary, Finding, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -22,7 +21,7 @@ LIVE_CAPABILITY = rule(
     of binaries still apply), never as a failure.""",
     """Use a torch built for CUDA 13 with sm_120/sm_121 kernels (cu130 wheels, NGC containers); stay on FP8
     unless the kernels you run target sm_121a.""",
-    ("host",),
+    ("host", "container"),
 )
 
 _ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
@@ -41,7 +40,7 @@ def _runs_on(label: str, sm: int) -> bool:
     return number // 10 == sm // 10 and number <= sm  # SASS: same major, same or lower minor (f: the family)
 
 
-@check
+@check(LIVE_CAPABILITY)
 def live_capability(ctx: CheckContext) -> Iterator[Finding]:
     """G7 on the live GPU: (12, 1) with usable torch kernels PASS; other GPUs INFO; no GPU SKIP."""
     host = ctx.inventory.host
@@ -131,12 +130,14 @@ def _owner(b: Binary) -> str:
     return b.distribution or "(no distribution)"
 
 
-@check
+@check(BINARY_NO_SM121, BINARY_PTX_ONLY, BINARY_SM121A)
 def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over binaries: FAIL for code that cannot run on sm_121, WARN for PTX-only, PASS per distribution."""
     with_code = [b for b in ctx.inventory.binaries if b.sm121 is not None]
     if not with_code:
         return
+    from envcheck.inspect.elf import cuda_majors  # the ELF code loads only for targets with binaries
+
     target = f"sm_{ctx.profile.sm}"
     by_owner: dict[str, list[Binary]] = {}
     for b in with_code:
@@ -308,11 +309,9 @@ def arch_list_coverage(value: str, sm: int) -> tuple[str, list[str], bool]:
     return level, targets, nvfp4
 
 
-@check
+@check(ARCH_LIST, ARCH_LIST_NVFP4, SOURCE_BUILD_ARCH)
 def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over TORCH_CUDA_ARCH_LIST values in a Dockerfile and the extensions it builds from source."""
-    if ctx.kind not in ("dockerfile", "image"):
-        return
     from envcheck.inspect.base_images import in_stage, safe_describe
 
     sm = ctx.profile.sm
