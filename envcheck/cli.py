@@ -69,6 +69,9 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
     parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
     parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
+    parser.add_argument("--max-expansion", type=float, default=None, metavar="RATIO",
+                        help="a wheel's binaries may expand to RATIO times their compressed size (at least 16 MiB) before "
+                             "they are refused as a decompression bomb (default 100; 0: no limit; docs/limits.md)")
     _common(parser)
     return parser
 
@@ -208,7 +211,8 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         build_args=build_args,
         deep_fatbin=bool(args.deep_fatbin),
         use_cache=not args.no_cache,
-        extra={"target": args.target} if args.target else {},
+        extra={**({"target": args.target} if args.target else {}),
+               **({"max_expansion": args.max_expansion} if args.max_expansion is not None else {})},
     )
     targets: list[Target] = []
     paths = [Path(p) for p in args.paths]
