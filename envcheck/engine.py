@@ -41,12 +41,13 @@ def read_safely(target: Target, debug: bool = False) -> Inventory:
 
 def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[str, Any] | None = None,
              debug: bool = False) -> list[Finding]:
-    """Every finding the registered checks yield for ``inventory``, problems first.
+    """Every finding the checks for ``kind`` yield for ``inventory``, problems first.
 
-    A check that breaks on unexpected facts costs only its own findings: it becomes one ERROR finding
-    naming the check, and every other check still runs (``debug`` re-raises instead).
+    Only the checks whose rules apply to ``kind`` run (their modules are imported now, see
+    :func:`envcheck.rules.checks_for`). A check that breaks on unexpected facts costs only its own
+    findings: it becomes one ERROR finding naming the check, and every other check still runs (``debug``
+    re-raises instead).
     """
-    rules.load_all()
     findings: list[Finding] = []
     for problem in inventory.problems:
         rule = rules.SERVICE_ERROR if problem.service else rules.INPUT_SKIPPED if problem.note else rules.INPUT_ERROR
@@ -55,15 +56,15 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[st
     def run_checks(scoped: Inventory) -> list[Finding]:
         out: list[Finding] = []
         ctx = rules.CheckContext(inventory=scoped, profile=profile, kind=kind, options=options or {})
-        for check in rules.CHECKS:
+        for check in rules.checks_for(kind):
             try:
-                out.extend(check(ctx))
+                out.extend(check.fn(ctx))
             except Exception as exc:
                 if debug:
                     raise
                 out.append(rules.INTERNAL_ERROR.finding(
-                    f"check {check.__module__}.{check.__name__} failed on this input: {type(exc).__name__}: {exc}",
-                    evidence={"check": f"{check.__module__}.{check.__name__}"},
+                    f"check {check.name} failed on this input: {type(exc).__name__}: {exc}",
+                    evidence={"check": check.name},
                 ))
         return out
 

@@ -35,6 +35,7 @@ class Role(_Vocabulary):
     INSTALLED = "installed"  # present in an environment (site-packages, freeze output, image, probe)
     BUILD = "build"  # needed only to build (build-system.requires, a Dockerfile build stage)
     CONDA = "conda"  # a conda/mamba package spec (conda names, conda versions)
+    RESOLVED = "resolved"  # the version a resolver picked for the target (envcheck --resolve)
 
 
 class IndexOption(_Vocabulary):
@@ -266,6 +267,30 @@ class EnvVar:
 
 
 @dataclass(frozen=True)
+class ResolvedFile:
+    """A file a resolver picked for the target platform (``envcheck --resolve``), and where its facts came from.
+
+    ``kind``: wheel | sdist (only a source archive fits: pip builds it on the target) | none (no file fits) |
+    conflict (the resolver refused the set; ``reason`` holds its words). ``url`` is always redacted.
+    """
+
+    name: str
+    version: str | None
+    kind: str
+    filename: str | None = None
+    url: str | None = None
+    sha256: str | None = None
+    size: int | None = None
+    sources: tuple[str, ...] = ()  # index metadata | range read | download | facts table | cache | lock file | resolver
+    bytes_read: int = 0
+    reason: str = ""
+    location: Location | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain(self)
+
+
+@dataclass(frozen=True)
 class ReadProblem:
     """Something a source could not read. The engine turns each into an ERROR finding (an INFO one for a note)."""
 
@@ -316,6 +341,7 @@ class HostReadings:
     read_seconds: float | None = None  # wall time of the whole read
     image: dict[str, Any] | None = None  # envcheck image: registry, manifest and config facts
     container_run: dict[str, Any] | None = None  # envcheck container: how the collector ran
+    resolve: dict[str, Any] | None = None  # envcheck --resolve: target, files, requests and bytes read
 
     def __bool__(self) -> bool:
         return any(getattr(self, f.name) is not None for f in dataclasses.fields(self))
@@ -376,6 +402,7 @@ class Inventory:
     context: str = "declared"
     problems: list[ReadProblem] = field(default_factory=list)
     pragmas: list[Pragma] = field(default_factory=list)
+    resolved: list[ResolvedFile] = field(default_factory=list)  # --resolve: the files chosen for the target
 
     def extend(self, other: Inventory) -> None:
         """Merge ``other`` into this inventory (host readings: ``other`` wins)."""
@@ -389,6 +416,7 @@ class Inventory:
         self.host = self.host.merged(other.host)
         self.problems.extend(other.problems)
         self.pragmas.extend(other.pragmas)
+        self.resolved.extend(other.resolved)
 
     def package(self, name: str) -> Package | None:
         """The first package of that canonical name, preferring installed ones."""
@@ -407,7 +435,7 @@ class Inventory:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"context": self.context}
-        for key in ("packages", "indexes", "installs", "binaries", "wheels", "images", "env"):
+        for key in ("packages", "indexes", "installs", "binaries", "wheels", "images", "env", "resolved"):
             items = getattr(self, key)
             if items:
                 out[key] = [item.to_json() for item in items]
@@ -633,5 +661,5 @@ def _field_value(hint: Any, value: Any, where: str) -> Any:
 
 _INVENTORY_ITEMS: dict[str, type] = {
     "packages": Package, "indexes": PackageIndex, "installs": InstallCommand, "binaries": Binary,
-    "wheels": Wheel, "images": BaseImage, "env": EnvVar,
+    "wheels": Wheel, "images": BaseImage, "env": EnvVar, "resolved": ResolvedFile,
 }
