@@ -56,7 +56,7 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[st
     def run_checks(scoped: Inventory) -> list[Finding]:
         out: list[Finding] = []
         ctx = rules.CheckContext(inventory=scoped, profile=profile, kind=kind, options=options or {})
-        for check in rules.checks_for(kind):
+        for check in rules.checks_for(kind, ("wheel",) if scoped.resolved else ()):
             try:
                 out.extend(check.fn(ctx))
             except Exception as exc:

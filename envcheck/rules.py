@@ -141,10 +141,14 @@ def check(*declared: Any) -> Any:
     return register
 
 
-def checks_for(kind: str) -> list[Check]:
-    """The registered checks that apply to a target of ``kind`` (their modules loaded first)."""
-    load_for(kind)
-    return [c for c in CHECKS if kinds.applies(c.inputs, kind)]
+def checks_for(kind: str, also: tuple[str, ...] = ()) -> list[Check]:
+    """The registered checks that apply to a target of ``kind`` (their modules loaded first).
+
+    ``also``: kinds whose checks run too (``envcheck --resolve`` adds ``wheel``: a requirements file's
+    inventory then holds the resolved wheels and their binaries)."""
+    for name in (kind, *also):
+        load_for(name)
+    return [c for c in CHECKS if any(kinds.applies(c.inputs, name) for name in (kind, *also))]
 
 
 def load_for(kind: str) -> None:
