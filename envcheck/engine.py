@@ -50,13 +50,13 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[st
     """
     findings: list[Finding] = []
     for problem in inventory.problems:
-        rule = rules.SERVICE_ERROR if problem.service else rules.INPUT_ERROR
+        rule = rules.SERVICE_ERROR if problem.service else rules.INPUT_SKIPPED if problem.note else rules.INPUT_ERROR
         findings.append(rule.finding(problem.message, problem.location))
 
     def run_checks(scoped: Inventory) -> list[Finding]:
         out: list[Finding] = []
         ctx = rules.CheckContext(inventory=scoped, profile=profile, kind=kind, options=options or {})
-        for check in rules.checks_for(kind):
+        for check in rules.checks_for(kind, ("wheel",) if scoped.resolved else ()):
             try:
                 out.extend(check.fn(ctx))
             except Exception as exc:
