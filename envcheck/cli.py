@@ -75,6 +75,9 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
     parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
     parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
+    parser.add_argument("--max-expansion", type=float, default=None, metavar="RATIO",
+                        help="a wheel's binaries may expand to RATIO times their compressed size (at least 16 MiB) before "
+                             "they are refused as a decompression bomb (default 100; 0: no limit; docs/limits.md)")
     _resolve_options(parser)
     _common(parser)
     return parser
@@ -228,7 +231,8 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         build_args=build_args,
         deep_fatbin=bool(args.deep_fatbin),
         use_cache=not args.no_cache,
-        extra={"target": args.target} if args.target else {},
+        extra={**({"target": args.target} if args.target else {}),
+               **({"max_expansion": args.max_expansion} if args.max_expansion is not None else {})},
     )
     if args.kind is not None and args.kind not in kinds.path_kinds():
         raise UsageError(f"unknown input kind {args.kind!r} for --kind; known: {', '.join(kinds.path_kinds())}")

@@ -293,11 +293,12 @@ class ResolvedFile:
 
 @dataclass(frozen=True)
 class ReadProblem:
-    """Something a source could not read. The engine turns each into an ERROR finding."""
+    """Something a source could not read. The engine turns each into an ERROR finding (an INFO one for a note)."""
 
     message: str
     location: Location | None = None
     service: bool = False  # True: a service (registry, engine) was unreachable -> exit code 3
+    note: bool = False  # True: not an error but something skipped on purpose (an INFO finding, rule input-skipped)
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)

@@ -196,6 +196,17 @@ SERVICE_ERROR = rule(
     the target could not be checked. envcheck exits with code 3.""",
     """Check the network, credentials (docker login / --username) and DOCKER_HOST, then run again.""",
 )
+INPUT_SKIPPED = rule(
+    "input-skipped",
+    "ENVCHECK",
+    "Part of a target was left out on purpose",
+    Status.INFO,
+    """envcheck left part of this input out on purpose and says what and why: in a folder, symbolic links
+    that lead outside it are not followed (a link to / would make the scan walk the whole machine, and a
+    scan of one environment must not judge another).""",
+    """Nothing to fix if the left-out part is not part of the environment; otherwise check the folder the
+    link leads to as its own target.""",
+)
 INTERNAL_ERROR = rule(
     "internal-error",
     "ENVCHECK",
