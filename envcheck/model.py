@@ -264,6 +264,7 @@ class ReadProblem:
     message: str
     location: Location | None = None
     service: bool = False  # True: a service (registry, engine) was unreachable -> exit code 3
+    fix: str = ""  # what to do, where it differs from the rule's general fix (a missing file: check the path)
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
