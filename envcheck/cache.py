@@ -21,7 +21,7 @@ from typing import Any
 from envcheck.model import Binary, Location
 
 # Bump when what the readers produce changes, so old entries are not reused.
-FORMAT = 5
+FORMAT = 6
 
 
 def cache_dir() -> Path:
@@ -105,6 +105,8 @@ _ENTRIES = {
     "binary scans": ("scan-*.json", ".scan-*.tmp"),
     "registry manifests and configs": ("blobs",),
     "image layer scans": ("deep-v*",),
+    "package file facts (--resolve)": ("files-v*",),
+    "resolutions (--resolve)": ("resolutions-v*",),
 }
 
 

@@ -16,7 +16,7 @@ from harness import REPO, main
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError
-    from envcheck.registry.layers import LayerScan, merge_layers, scan_layer
+    from envcheck.services.registry.layers import LayerScan, merge_layers, scan_layer
     from envcheck.sources.binaries import binary_from_file
 
 

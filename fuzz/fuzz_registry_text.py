@@ -15,9 +15,14 @@ from harness import main, scratch_dir, write_input
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError
-    from envcheck.registry.auth import Challenge, credentials_from_docker_config, parse_challenge, token_url
-    from envcheck.registry.client import media_type_of
-    from envcheck.registry.reference import Reference, parse_reference
+    from envcheck.inspect.image_reference import Reference, parse_reference
+    from envcheck.services.registry.auth import (
+        Challenge,
+        credentials_from_docker_config,
+        parse_challenge,
+        token_url,
+    )
+    from envcheck.services.registry.client import media_type_of
 
 FOLDER = scratch_dir()
 EXTRA = [

@@ -21,7 +21,8 @@ from elftools.elf.elffile import ELFFile
 
 from envcheck import engine
 from envcheck.config import Config
-from envcheck.inspect.elf import FileSource
+from envcheck.inspect import fatbin
+from envcheck.inspect.elf import BytesSource, FileSource
 from envcheck.model import Binary, Inventory, Status
 from envcheck.profile import load_profile
 from envcheck.sources import ReadOptions
@@ -588,3 +589,77 @@ def test_stream_reader_equals_file_reader(name: str, chunk: int) -> None:
     assert facts(streamed.binary) == facts(on_disk.binary)
     if not name.endswith(".a"):
         assert streamed.binary.bytes_read == len(data)  # one pass, never a second one for these
+
+
+# ---- a one-pass stream read never turns a valid file into an ERROR (issue 12) ----------------------------
+
+
+def _section(data: bytes, name: str) -> tuple[int, int]:
+    elf = ELFFile(io.BytesIO(data))
+    s = elf.get_section_by_name(name)
+    assert s is not None
+    return s["sh_offset"], s["sh_size"]
+
+
+@pytest.mark.parametrize("name", ["gpu_sm121.so", "gpu_rdc_sm80_ptx.so", "libext_cuda13.so", "gpu_static_sm121f.a"])
+def test_headers_out_of_one_pass_reach_are_read_in_another(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from envcheck.inspect import wheelzip
+
+    # Capture only the ELF and program headers up front and nothing before the section table: the name
+    # table must come from a later pass, and the range asked for runs past the end of the file (it must
+    # be clipped, not wanted forever).
+    monkeypatch.setattr(wheelzip.StreamedElf, "HEAD", 2048)
+    monkeypatch.setattr(wheelzip.StreamedElf, "TAIL", 0)
+    data = (BIN / name).read_bytes()
+    streamed = wheel_source.read_streamed_bytes(data, name, chunk=4096)
+    assert streamed.problems == [] and streamed.binary is not None
+    assert facts(streamed.binary) == facts(read_path(BIN / name).binary)  # type: ignore[arg-type]
+    if not name.endswith(".a"):
+        assert streamed.binary.bytes_read > len(data)  # a second pass happened
+
+
+@pytest.mark.parametrize("name", ["gpu_sm121.so", "gpu_static_sm121f.a"])
+def test_when_passes_run_out_the_member_is_read_from_a_temporary_file(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from envcheck.inspect import wheelzip
+
+    monkeypatch.setattr(wheelzip.StreamedElf, "HEAD", 2048)
+    monkeypatch.setattr(wheelzip.StreamedElf, "TAIL", 0)
+    monkeypatch.setattr(wheel_source, "MAX_PASSES", 1)
+    streamed = wheel_source.read_streamed_bytes((BIN / name).read_bytes(), name, chunk=4096)
+    assert streamed.problems == [] and streamed.binary is not None
+    assert facts(streamed.binary) == facts(read_path(BIN / name).binary)  # type: ignore[arg-type]
+
+
+def _stray_fatbin(entry_header_size: int) -> bytes:
+    """A fatbin container header and a first entry whose header size is ``entry_header_size``."""
+    entry = struct.pack("<HHIQ", 2, 0x101, entry_header_size, 0) + bytes(48)
+    return fatbin.MAGIC_V1 + struct.pack("<Q", len(entry)) + entry
+
+
+@pytest.mark.parametrize("name", ["gpu_sm121.so", "gpu_sm80.so"])
+def test_a_stray_fatbin_magic_outside_fatbin_sections_is_not_a_fatbin(name: str) -> None:
+    # A magic followed by a header that does not parse, in code (libcudnn_engines_tensor_ir.so.9 has one):
+    # not an error for either reader, and the facts do not change.
+    data = bytearray((BIN / name).read_bytes())
+    text, size = _section(bytes(data), ".text")
+    at = text + (-text) % 8
+    stray = _stray_fatbin(604277065)
+    assert at + len(stray) <= text + size
+    data[at : at + len(stray)] = stray
+    on_disk = read_binary(BytesSource(bytes(data)), name)
+    streamed = wheel_source.read_streamed_bytes(bytes(data), name, chunk=4096)
+    assert on_disk.problems == [] and streamed.problems == []
+    assert on_disk.binary is not None and streamed.binary is not None
+    assert facts(streamed.binary) == facts(on_disk.binary) == facts(read_path(BIN / name).binary)  # type: ignore[arg-type]
+
+
+def test_a_broken_entry_inside_nv_fatbin_is_reported_by_both_readers() -> None:
+    name = "gpu_sm121.so"
+    data = bytearray((BIN / name).read_bytes())
+    start, _size = _section(bytes(data), ".nv_fatbin")
+    struct.pack_into("<I", data, start + 16 + 4, 604277065)  # first entry's header size
+    on_disk = read_binary(BytesSource(bytes(data)), name)
+    streamed = wheel_source.read_streamed_bytes(bytes(data), name, chunk=4096)
+    assert [p.message for p in streamed.problems] == [p.message for p in on_disk.problems]
+    assert len(on_disk.problems) == 1 and "header size 604277065 is impossible" in on_disk.problems[0].message
+    assert streamed.problems[0].location is not None and streamed.problems[0].location.offset == start + 16 + 4

@@ -157,3 +157,77 @@ def test_deep_fatbin_finds_kernels_outside_nv_fatbin(torch_venv: Path, name: str
     # the stream reader of wheels finds the same (one pass over the bytes)
     streamed = wheel_source.read_streamed_bytes(path.read_bytes(), name, deep=True, chunk=1 << 20)
     assert streamed.binary is not None and facts(streamed.binary) == facts(deep.binary)
+
+
+# ---- official wheels whose one-pass stream read once gave ERROR (issue 12) ----------------------------------
+# Each is fetched once into .work/real-wheels/ (the exact file: platform and Python pinned) and its ELF/ar
+# members extracted next to it, as pip would install them.
+REAL_WHEELS = {
+    "nvidia-cudnn-cu13==9.24.0.43": ("--platform", "manylinux_2_27_x86_64", "--python-version", "3.12"),
+    "nvidia-cusparselt-cu13==0.8.1": ("--platform", "manylinux2014_x86_64", "--python-version", "3.12"),
+    "triton==3.8.0": ("--platform", "manylinux_2_28_aarch64", "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312"),
+}
+
+
+@pytest.fixture(scope="session", params=sorted(REAL_WHEELS), ids=lambda r: r.split("==")[0])
+def real_wheel(request: pytest.FixtureRequest) -> tuple[Path, Path]:
+    """(the wheel, a folder holding its ELF and ar members at their install paths)."""
+    import zipfile
+
+    spec: str = request.param
+    folder = WORK / "real-wheels" / spec.replace("==", "-")
+    stem = spec.split("==")[0].replace("-", "_")
+    found = sorted(folder.glob(f"{stem}-*.whl"))
+    if not found:
+        proc = _pip("download", "-q", "--no-deps", "--only-binary=:all:", *REAL_WHEELS[spec], spec, "-d", str(folder), timeout=900)
+        require(proc.returncode == 0, f"pip download {spec} failed: {proc.stderr[-500:]}")
+        found = sorted(folder.glob(f"{stem}-*.whl"))
+    whl = found[0]
+    installed = folder / "installed"
+    if not (installed / ".complete").exists():
+        with zipfile.ZipFile(whl) as zf:
+            for info in zf.infolist():
+                if info.is_dir():
+                    continue
+                with zf.open(info) as member:
+                    if not member.read(8).startswith((b"\x7fELF", b"!<arch>\n")):
+                        continue
+                zf.extract(info, installed)
+        (installed / ".complete").write_text("")
+    return whl, installed
+
+
+def test_real_wheel_reads_like_its_installed_files(real_wheel: tuple[Path, Path]) -> None:
+    whl, installed = real_wheel
+    inv = wheel_source.read(whl, ReadOptions(use_cache=False))
+    assert inv.problems == [], [p.message for p in inv.problems]
+    on_disk = scan_folder(installed, ReadOptions(use_cache=False))
+    assert on_disk.problems == []
+    files = {os.path.relpath(b.path, installed): b for b in on_disk.binaries}
+    members = {b.path: b for b in inv.binaries}
+    assert members.keys() == files.keys() and len(members) > 0
+    for member, b in members.items():
+        assert facts(b) == facts(files[member]), member
+    # the G7 reading of GPU libraries is there, not only the ELF facts
+    assert any(b.sass for b in members.values()) or whl.name.startswith("triton")
+
+
+def test_real_wheel_fatbins_match_cuobjdump_all(real_wheel: tuple[Path, Path]) -> None:
+    tool = cuobjdump_path()
+    require(tool is not None, "cuobjdump not installed (pip install nvidia-cuda-cuobjdump)")
+    assert tool is not None
+    _whl, installed = real_wheel
+    compared = 0
+    for path in sorted(p for p in installed.rglob("*") if p.is_file() and p.name != ".complete"):
+        want = cuobjdump_lists(tool, path, everything=True, timeout=600)  # -all: __nv_relfatbin too
+        assert want == parsed_lists(path, everything=True), path
+        compared += bool(want[0] or want[1])
+    assert compared or "triton" in installed.parent.name  # triton's aarch64 libraries carry no fatbin
+
+
+def test_real_wheel_gives_no_error_on_the_command_line(real_wheel: tuple[Path, Path], tmp_path: Path) -> None:
+    whl, _installed = real_wheel
+    proc = run_envcheck(str(whl), "--no-cache", "--format", "json", env={"ENVCHECK_CACHE_DIR": str(tmp_path)}, timeout=600)
+    assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
+    [target] = json.loads(proc.stdout)["targets"]
+    assert not [f for f in target["findings"] if f["status"] == "ERROR"]

@@ -39,13 +39,26 @@ def test_every_row_is_sourced_and_the_cuda13_boundary_is_25_08() -> None:
     ("pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime", "other", "12", False, True),
     ("lmsysorg/sglang:latest-cu130", "other", "13", False, True),
     ("python:3.12-slim", "other", None, False, False),
-    ("nvcr.io/nvidia/nemo:26.04", "ngc", None, False, True),
+    # other NGC families: the release month fixes the CUDA (read from the PyTorch row of that month)
+    ("nvcr.io/nvidia/nemo:26.04", "ngc", "13.2", True, True),
+    ("nvcr.io/nvidia/pyg:25.03-py3", "ngc", "12.8", True, True),
+    ("nvcr.io/nvidia/pyg:25.08-py3", "ngc", "13.0", True, True),
+    ("nvcr.io/nvidia/jax:25.07-py3", "ngc", "12", False, True),  # no row for 25.07: before the first CUDA 13 month
+    ("nvcr.io/nvidia/jax:27.01-py3", "ngc", "13", False, True),
+    ("nvcr.io/nvidia/tensorflow:25.02-tf2-py3", "ngc", "12.8", True, True),
+    ("nvcr.io/nvidia/tritonserver:25.10-py3", "ngc", "13.0", True, True),
+    ("nvcr.io/nvidia/tritonserver:25.10-trtllm-python-py3", "ngc", "12.9", True, False),  # the TRT-LLM builds lag
+    ("nvcr.io/nvidia/tritonserver:26.01-trtllm-python-py3", "ngc", "13", False, True),
+    ("nvcr.io/nvidia/cuda-dl-base:25.03-cuda12.8-devel-ubuntu24.04", "ngc", "12.8", True, False),  # the tag names it
+    ("nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6", "ngc", None, False, False),  # not a YY.MM release
 ])
 def test_describe(ref: str, family: str, cuda: str | None, known: bool, inferred: bool) -> None:
     facts = describe(ref)
     assert (facts.family, facts.cuda, facts.known, facts.inferred) == (family, cuda, known, inferred)
     if inferred and not known:
         assert facts.note  # what was inferred is said, in words
+    if family == "ngc" and cuda is not None:
+        assert facts.source  # every mapping names where it comes from
 
 
 def test_tags_digests_and_platforms() -> None:
@@ -73,3 +86,25 @@ def test_an_invalid_reference_is_an_error_at_its_line(tmp_path: Path) -> None:
     assert [(p.location.line if p.location else None) for p in inv.problems] == [3]
     assert "lowercase" in inv.problems[0].message
     assert [p.name for p in inv.packages] == ["a"]  # the good stage is still read
+
+
+def test_every_family_month_row_and_variant_is_sourced() -> None:
+    table = knowledge.load("ngc_tags")
+    assert table["release_cuda_source"] and table["release_cuda_inferred"]
+    assert {"nvidia/pytorch", "nvidia/pyg", "nvidia/jax", "nvidia/tensorflow", "nvidia/tritonserver", "nvidia/vllm",
+            "nvidia/nemo", "nvidia/cuda-dl-base"} <= set(table["monthly_release_repos"])
+    for row in [*table["release_variant"], *table["release_variant_row"], *table["tensorflow"]]:
+        assert row["source"], row
+
+
+def test_an_ngc_family_of_a_cuda12_month_fails_g1(tmp_path: Path) -> None:
+    from envcheck import engine
+    from envcheck.config import Config
+    from envcheck.profile import load_profile
+
+    (tmp_path / "Dockerfile").write_text("FROM nvcr.io/nvidia/pyg:25.03-py3\nRUN pip install torch-geometric==2.6.1\n")
+    target = engine.Target(str(tmp_path / "Dockerfile"), "dockerfile", lambda: read(tmp_path / "Dockerfile", ReadOptions()))
+    result = engine.judge(target, engine.read_safely(target), load_profile("dgx-spark"), Config())
+    g1 = [f for f in result.findings if f.rule == "G1-cuda12-base"]
+    assert [f.status.value for f in g1] == ["FAIL"] and "CUDA 12.8" in g1[0].message and "25.03" in g1[0].message
+    assert not [f for f in result.findings if f.rule == "G9-base-image-unknown"]

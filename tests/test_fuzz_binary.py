@@ -22,7 +22,7 @@ from envcheck.errors import EnvcheckError, InputError
 from envcheck.inspect import fatbin
 from envcheck.inspect.elf import BytesSource, MalformedBinary
 from envcheck.model import Binary, Inventory
-from envcheck.registry.layers import LayerScan, scan_layer
+from envcheck.services.registry.layers import LayerScan, scan_layer
 from envcheck.sources import ReadOptions
 from envcheck.sources import wheel as wheel_source
 from envcheck.sources.binaries import UnreadableBinary, binary_from_file, read_binary

@@ -202,7 +202,7 @@ def _oci_layout(folder: Path, index: bytes | None = None, manifest: bytes | None
 
 
 IMAGE_CRASHES = [
-    # fixed by the owner of envcheck/registry/ (issue 5): AttributeError from OciLayoutStore.top and
+    # fixed by the owner of envcheck/services/registry/ (issue 5): AttributeError from OciLayoutStore.top and
     # client.media_type_of, TypeError from tarfile's gzip reader escaping layers._open_tar
     pytest.param({"index": b"1"}, False, id="index-json-not-an-object"),
     pytest.param({"manifest": b"[1]"}, False, id="manifest-json-not-an-object"),
@@ -219,7 +219,7 @@ def test_broken_image_json_and_layers_are_input_errors(tmp_path: Path, parts: di
 
 def test_docker_config_with_non_ascii_auth_is_a_usage_error(tmp_path: Path) -> None:
     from envcheck.errors import UsageError
-    from envcheck.registry.auth import credentials_from_docker_config
+    from envcheck.services.registry.auth import credentials_from_docker_config
 
     (tmp_path / "config.json").write_text(json.dumps({"auths": {"localhost:5000": {"auth": "dXNlcjpw\u00e9"}}}))
     with pytest.raises(UsageError):
@@ -228,7 +228,7 @@ def test_docker_config_with_non_ascii_auth_is_a_usage_error(tmp_path: Path) -> N
 
 def test_bearer_challenge_with_a_broken_realm_is_a_service_error() -> None:
     from envcheck.errors import ServiceError
-    from envcheck.registry.auth import parse_challenge, token_url
+    from envcheck.services.registry.auth import parse_challenge, token_url
 
     challenge = parse_challenge('Bearer realm="http://[",service="registry"')
     assert challenge is not None

@@ -30,9 +30,9 @@ from seed_builders import docker_save, metadata_layer, oci_index, oci_manifest, 
 
 from envcheck.errors import EnvcheckError, UsageError
 from envcheck.inspect import launch, meminfo, nvidia_smi
+from envcheck.inspect.image_reference import Reference, parse_reference
 from envcheck.model import Inventory
-from envcheck.registry.auth import Challenge, parse_challenge
-from envcheck.registry.reference import Reference, parse_reference
+from envcheck.services.registry.auth import Challenge, parse_challenge
 from envcheck.sources.dockerfile import inventory_from_history
 from envcheck.sources.host import inventory_from_probe
 from envcheck.sources.image import ImageOptions, read_image

@@ -8,7 +8,7 @@ import io
 import pytest
 from registry_fixtures import DIST, Layer, metadata, session_elves, tar_of
 
-from envcheck.registry.layers import LayerError, LayerScan, merge_layers, scan_layer
+from envcheck.services.registry.layers import LayerError, LayerScan, merge_layers, scan_layer
 from envcheck.sources.binaries import binary_from_file
 
 

@@ -11,9 +11,14 @@ from pathlib import Path
 import pytest
 
 from envcheck.errors import ServiceError, UsageError
-from envcheck.registry.auth import Challenge, credentials_from_docker_config, parse_challenge, token_url
-from envcheck.registry.client import RegistryClient, platform_matches
-from envcheck.registry.reference import parse_reference
+from envcheck.inspect.image_reference import parse_reference
+from envcheck.services.registry.auth import (
+    Challenge,
+    credentials_from_docker_config,
+    parse_challenge,
+    token_url,
+)
+from envcheck.services.registry.client import RegistryClient, platform_matches
 
 
 @pytest.mark.parametrize(("text", "registry", "repository", "tag", "digest"), [

@@ -9,11 +9,11 @@ import sys
 from envcheck import engine
 from envcheck.config import Config
 from envcheck.errors import UsageError
+from envcheck.inspect.image_reference import parse_reference
 from envcheck.profile import load_profile
-from envcheck.registry.auth import Credentials
-from envcheck.registry.client import DEFAULT_DEADLINE
-from envcheck.registry.layers import DEFAULT_MAX_EXPANSION
-from envcheck.registry.reference import parse_reference
+from envcheck.services.registry.auth import Credentials
+from envcheck.services.registry.client import DEFAULT_DEADLINE
+from envcheck.services.registry.layers import DEFAULT_MAX_EXPANSION
 from envcheck.sources.image import KIND, ImageOptions, looks_like_image, read_image
 
 HELP = "check a container image from its registry metadata (and with --deep, its layers) without pulling it"
@@ -93,7 +93,7 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
     """One target of kind ``image`` for REF (kind ``container`` with --run)."""
     ref_text: str = args.ref
     if args.run:
-        from envcheck.sources.container import container_target
+        from envcheck.commands.container import container_target
 
         if args.deep or args.username:
             raise UsageError("--run checks inside a running container: --deep and --username do not apply (use docker login)")

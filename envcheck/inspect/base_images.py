@@ -14,7 +14,7 @@ from typing import Any
 
 from envcheck import knowledge
 from envcheck.errors import UsageError
-from envcheck.registry.reference import DEFAULT_REGISTRY, parse_reference
+from envcheck.inspect.image_reference import DEFAULT_REGISTRY, parse_reference
 
 _YYMM = re.compile(r"^(\d{2})\.(\d{2})(?:\.post\d+)?(?:-|$)")
 
@@ -118,11 +118,20 @@ def _ngc(base: dict[str, Any], repo: str, tag: str | None, table: dict[str, Any]
         if m:
             return BaseFacts(**base, family="cuda", known=True, cuda=f"{m.group(1)}.{m.group(2)}", arm64=bool(spec["arm64"]), source=spec["source"])
         return BaseFacts(**base, family="cuda", note=f"tag {tag or '(none)'} does not name a CUDA version")
+    named = _cuda_in_tag(tag)
+    if named is not None:  # cuda-dl-base:25.03-cuda12.8-devel-ubuntu24.04: the tag says it
+        m_named = _YYMM.match(tag or "")
+        return BaseFacts(**base, family=family, release=f"{m_named.group(1)}.{m_named.group(2)}" if m_named else None, known=True,
+                         cuda=named, ngc_torch=ngc_torch, source=f"the tag {tag!r} names CUDA {named}")
     m = _YYMM.match(tag or "")
     if not m:
         return BaseFacts(**base, family=family, ngc_torch=ngc_torch, note=f"tag {tag or '(none)'} is not an NGC YY.MM release")
     release = f"{m.group(1)}.{m.group(2)}"
-    rows = table.get(family.removeprefix("ngc-"), []) if family != "ngc" else []
+    variant = _release_variant(short, tag or "", release, table)
+    if variant is not None:
+        return BaseFacts(**base, family=family, release=release, ngc_torch=ngc_torch, **variant)
+    family_key = short.removeprefix("nvidia/") if family == "ngc" else family.removeprefix("ngc-")
+    rows = table.get(family_key, []) if family_key in ("pytorch", "vllm", "tensorflow") else []
     for row in rows:
         if row["tag"] == release:
             torch, inferred, source = row.get("torch"), bool(row.get("inferred", False)), str(row["source"])
@@ -139,7 +148,14 @@ def _ngc(base: dict[str, Any], repo: str, tag: str | None, table: dict[str, Any]
             )
     first = str(table["first_cuda13_pytorch"])
     newest: str | None = max((str(r["tag"]) for r in rows), key=_yymm, default=None)
-    if short in table["built_on_pytorch"] or family == "ngc-vllm":
+    if short in table["monthly_release_repos"] and short != "nvidia/pytorch":
+        same = next((r for r in table.get("pytorch", []) if r["tag"] == release and r.get("cuda")), None)
+        if same is not None:
+            note = (f"NGC release {release} is CUDA {same['cuda']} in every framework container of that month, "
+                    f"as nvidia/pytorch:{release}")
+            return BaseFacts(**base, family=family, release=release, known=True, cuda=str(same["cuda"]), ngc_torch=ngc_torch,
+                             inferred=True, source=f"{table['release_cuda_source']}; {same['source']}", note=note)
+    if short in table["monthly_release_repos"] or short in table["built_on_pytorch"] or family == "ngc-vllm":
         if _yymm(release) < _yymm(first):
             note = f"{release} is older than {first}, the first NGC release on CUDA 13, so it is a CUDA 12 (or older) image"
             return BaseFacts(**base, family=family, release=release, cuda="12", ngc_torch=ngc_torch, inferred=True,
@@ -151,6 +167,27 @@ def _ngc(base: dict[str, Any], repo: str, tag: str | None, table: dict[str, Any]
                          source=table["first_cuda13_source"], note=note)
     note = f"no table for {short}; its CUDA cannot be told from the tag {release}"
     return BaseFacts(**base, family=family, release=release, ngc_torch=ngc_torch, inferred=True, note=note)
+
+
+def _cuda_in_tag(tag: str | None) -> str | None:
+    """``12.8`` for a tag that names its CUDA (``25.03-cuda12.8-devel-ubuntu24.04``), else None."""
+    m = re.search(r"(?:^|[-_.])cuda(\d{2})\.(\d)", tag or "")
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def _release_variant(repo: str, tag: str, release: str, table: dict[str, Any]) -> dict[str, Any] | None:
+    """Facts for a variant that does not follow its month's CUDA (tritonserver's -trtllm- builds), or None."""
+    for row in table.get("release_variant_row", []):
+        if row["repo"] == repo and row["tag_contains"] in tag and row["tag"] == release:
+            return {"known": True, "cuda": str(row["cuda"]), "source": str(row["source"])}
+    for variant in table.get("release_variant", []):
+        if variant["repo"] == repo and variant["tag_contains"] in tag:
+            first = str(variant["first_cuda13"])
+            major = "13" if _yymm(release) >= _yymm(first) else "12"
+            note = (f"{variant['tag_contains'].strip('-')} builds of {repo} reach CUDA 13 only at {first}, "
+                    f"so {release} is CUDA {major}")
+            return {"cuda": major, "inferred": True, "source": str(variant["source"]), "note": note}
+    return None
 
 
 def safe_describe(ref: str) -> BaseFacts | None:

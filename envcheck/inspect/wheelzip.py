@@ -162,7 +162,7 @@ class StreamedElf:
 
     def _plan(self) -> None:
         """After the head is in: also capture the section table, the bytes before it, and PT_DYNAMIC."""
-        from envcheck.inspect.elf import PT_DYNAMIC, parse_header, read_segments
+        from envcheck.inspect.elf import MAX_SECTION_TABLE, PT_DYNAMIC, parse_header, read_segments
 
         self._planned = True
         try:
@@ -170,7 +170,9 @@ class StreamedElf:
         except (MalformedBinary, NotCaptured):
             return
         if hdr.shoff and hdr.shoff < self.size:
-            end = min(self.size, hdr.shoff + max(hdr.shnum, 1) * max(hdr.shentsize, 1))
+            # A table bigger than any real one is refused by the reader: capture only its first entry.
+            table = max(hdr.shnum, 1) * max(hdr.shentsize, 1)
+            end = min(self.size, hdr.shoff + (table if table <= MAX_SECTION_TABLE else max(hdr.shentsize, 64)))
             self.wanted.append((max(0, hdr.shoff - self.TAIL), end))
         self._hdr = hdr
         try:
@@ -184,15 +186,28 @@ class StreamedElf:
 
     def _plan_strings(self) -> None:
         """Once the dynamic table is in: capture its string table too if it is still ahead (patchelf'd files)."""
-        from envcheck.inspect.elf import DT_STRSZ, DT_STRTAB, parse_dynamic, vaddr_to_offset
+        from envcheck.inspect.elf import (
+            DT_NEEDED,
+            DT_RPATH,
+            DT_RUNPATH,
+            DT_SONAME,
+            DT_STRSZ,
+            DT_STRTAB,
+            MAX_STRTAB,
+            parse_dynamic,
+            vaddr_to_offset,
+        )
 
         assert self._dynamic_at is not None and self._hdr is not None
-        entries = dict(parse_dynamic(self.source.pieces[self._dynamic_at], self._hdr))
+        pairs = parse_dynamic(self.source.pieces[self._dynamic_at], self._hdr)
+        entries = dict(pairs)
         self._dynamic_at = None
-        if DT_STRTAB not in entries:
+        names = [v for t, v in pairs if t in (DT_NEEDED, DT_SONAME, DT_RUNPATH, DT_RPATH)]
+        if DT_STRTAB not in entries or not names:
             return
         at = vaddr_to_offset(entries[DT_STRTAB], [], self._segments)
-        size = min(entries.get(DT_STRSZ, 0), 64 << 20)
+        # only as far as the reader reads (strings_at_once): the furthest name it needs, plus its text
+        size = min(entries.get(DT_STRSZ, 0), MAX_STRTAB, max(names) + 4096)
         if at is not None and at >= self.bytes_seen and at + size <= self.size:
             self.wanted.append((at, at + size))
 
@@ -242,9 +257,14 @@ class StreamedElf:
         if self._dynamic_at is not None and self._dynamic_at in self.source.pieces:
             self._plan_strings()
 
-    def want(self, offset: int, size: int) -> None:
-        """Ask for a range in the next pass."""
-        self.wanted.append((offset, offset + size))
+    def want(self, offset: int, size: int) -> bool:
+        """Ask for a range in the next pass (clipped to the file); False when that range was already
+        asked for and captured, or lies outside the file: another pass would not help."""
+        lo, hi = max(0, offset), min(self.size, offset + size)
+        if lo >= hi or any(a <= lo and hi <= b for a, b in self._captured):
+            return False
+        self.wanted.append((lo, hi))
+        return True
 
     def pending_end(self) -> int:
         """The furthest byte still wanted (0 when everything was captured)."""
@@ -259,8 +279,8 @@ class StreamedElf:
 class ArStream:
     """Walks an ``ar`` archive fed as a forward-only stream; each ELF member goes to a StreamedElf.
 
-    ``feed(chunk, offset)`` in order; ``finished()`` hands out (member name, StreamedElf) pairs for the
-    members that ended. ``error`` is set (and the walk stops) on a bad member header.
+    ``feed(chunk, offset)`` in order; ``finished()`` hands out (member name, StreamedElf, data offset) for
+    the members that ended. ``error`` is set (and the walk stops) on a bad member header.
     """
 
     def __init__(self) -> None:
@@ -273,7 +293,9 @@ class ArStream:
         self._name = ""
         self._longnames: bytearray | None = None
         self._names = b""
-        self._done: list[tuple[str, StreamedElf]] = []
+        self._done: list[tuple[str, StreamedElf, int]] = []
+        self._data_at = 0  # offset of the current member's data in the archive
+        self._headers = 0
         self._size = 0
         self._decided = False
         self._pending = bytearray()
@@ -304,6 +326,7 @@ class ArStream:
                 self._head += view[:need]
                 view = view[need:]
                 if len(self._head) == 60:
+                    self._data_at = offset + len(chunk) - len(view)
                     self._start_member(bytes(self._head))
                     self._head.clear()
                 continue
@@ -316,8 +339,14 @@ class ArStream:
                 self._end_member()
 
     def _start_member(self, head: bytes) -> None:
+        from envcheck.inspect.elf import MAX_AR_MEMBERS
+
         if head[58:60] != b"`\n":
             self.error = "bad ar member header"
+            return
+        self._headers += 1
+        if self._headers > MAX_AR_MEMBERS:
+            self.error = f"ar archive has more than {MAX_AR_MEMBERS} member headers"
             return
         raw = head[0:16].decode("latin-1").rstrip()
         try:
@@ -367,10 +396,10 @@ class ArStream:
             self._names = bytes(self._longnames)
             self._longnames = None
         elif self._member is not None:
-            self._done.append((self._name, self._member))
+            self._done.append((self._name, self._member, self._data_at))
         self._member = None
 
-    def finished(self) -> list[tuple[str, StreamedElf]]:
-        """Members completed since the last call."""
+    def finished(self) -> list[tuple[str, StreamedElf, int]]:
+        """Members completed since the last call: (name, reader, offset of the member's data)."""
         out, self._done = self._done, []
         return out

@@ -3,7 +3,7 @@
 Config level (the default) reads only the manifest(s) and the image config, a few KB: environment,
 labels, architecture, the platforms an index offers, and the build history (whose ``RUN`` lines are
 Dockerfile instructions and go through the Dockerfile reader). ``deep`` also streams the selected
-platform's layers (see :mod:`envcheck.registry.layers`) for installed distributions and ELF files.
+platform's layers (see :mod:`envcheck.services.registry.layers`) for installed distributions and ELF files.
 Sources never judge: the ARCH, G1, G2, G7 and G9 checks read what this module records.
 
 Inventory vocabulary (``inventory.host["image"]``): ``ref``, ``source`` (registry | oci-layout |
@@ -31,10 +31,11 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from envcheck.errors import InputError, ServiceError, UsageError
+from envcheck.inspect.image_reference import parse_reference
 from envcheck.model import BaseImage, Binary, EnvVar, Inventory, Location, Origin, Package, ReadProblem, Role
-from envcheck.registry.auth import Credentials, credentials_from_docker_config
-from envcheck.registry.cache import BlobCache
-from envcheck.registry.client import (
+from envcheck.services.registry.auth import Credentials, credentials_from_docker_config
+from envcheck.services.registry.cache import BlobCache
+from envcheck.services.registry.client import (
     DEFAULT_DEADLINE,
     Manifest,
     RegistryClient,
@@ -42,7 +43,7 @@ from envcheck.registry.client import (
     media_type_of,
     platform_matches,
 )
-from envcheck.registry.layers import (
+from envcheck.services.registry.layers import (
     DEFAULT_MAX_EXPANSION,
     BinaryReader,
     FinalFiles,
@@ -51,8 +52,12 @@ from envcheck.registry.layers import (
     expansion_limit,
     scan_layer,
 )
-from envcheck.registry.local import DockerArchiveStore, DockerDaemonImage, OciLayoutStore, scan_save_stream
-from envcheck.registry.reference import parse_reference
+from envcheck.services.registry.local import (
+    DockerArchiveStore,
+    DockerDaemonImage,
+    OciLayoutStore,
+    scan_save_stream,
+)
 
 KIND = "image"
 _DIGEST = re.compile(r"(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})\Z")

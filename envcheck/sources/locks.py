@@ -1,11 +1,22 @@
 """Lock files: uv.lock and pylock.toml (PEP 751). Exact versions, the index each package comes from,
-and the wheel files that can be installed (their platform tags tell whether aarch64 is covered)."""
+and the wheel files that can be installed (their platform tags tell whether aarch64 is covered).
+
+A uv.lock is universal (one lock for every platform and every extra). Which packages an install gets is
+worked out the way uv does it: from the project's own entries (``source = { virtual | editable }``) along
+the dependency edges, through the extras an edge asks for (``{ name = "unstructured", extra = ["pdf"] }``
+follows unstructured's ``[package.optional-dependencies] pdf``), with the edges' markers. The project's own
+extras and dependency groups are opt-in scopes (``Package.scope``), each judged on its own; uv's internal
+conflict markers (``extra == 'extra-10-proj-cu128'``) are decided per scope and never shown.
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envcheck.inspect.markers import with_extras
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.model import (
     IndexOption,
@@ -19,13 +30,23 @@ from envcheck.model import (
     Wheel,
 )
 from envcheck.sources import ReadOptions
-from envcheck.sources.pyproject import line_of, parse_toml
+from envcheck.sources.pyproject import parse_toml
+from envcheck.sources.requirements import text_limit
 
 KIND = "uv-lock"
 
+# Distinct marker conditions kept per package before it counts as installed everywhere (conservative), and
+# the longest condition kept as text: a deep chain of markers must not grow without bound.
+_MAX_PATHS = 8
+_MAX_CONDITION = 400
+# The project's extras and groups judged one by one (the engine merges the rest, see envcheck.scopes).
+_MAX_ROOT_SCOPES = 64
+_DEFAULT_GROUPS = ("dev",)  # uv sync installs the dev group unless told otherwise
+
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    data, text = parse_toml(path)
+    """Read a uv.lock or pylock.toml: one package per locked entry, in the scopes that install it."""
+    data, text = parse_toml(path, text_limit(options))
     inventory = Inventory()
     if "packages" in data or path.name.startswith("pylock"):
         entries = data.get("packages", [])
@@ -36,35 +57,31 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     if not isinstance(entries, list):
         raise_problem(inventory, path, "the lock file has no package list")
         return inventory
+    lines = _entry_lines(text, "[[packages]]" if style == "pylock" else "[[package]]")
+    graph = _Graph(entries) if style == "uv" else None
     seen_indexes: set[str] = set()
     names: list[str] = []
-    reach = _uv_markers(entries) if style == "uv" else {}
-    cursor = 0
-    for entry in entries:
+    for number, entry in enumerate(entries):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
             inventory.problems.append(ReadProblem("lock entry without a name", Location(str(path))))
             continue
         name = canonical(str(entry["name"]))
-        line = _entry_line(text, str(entry["name"]), cursor)
-        if line:
-            cursor = line
+        line = lines[number][1] if number < len(lines) and lines[number][0] == entry["name"] else None
         loc = Location(str(path), line=line)
         version = entry.get("version")
         index = _index_of(entry, style)
         if index and index not in seen_indexes:
             seen_indexes.add(index)
-            inventory.indexes.append(PackageIndex(index, IndexOption.LOCK_INDEX, loc))
-        requires = _dependencies(entry)
-        marker = entry.get("marker") if style == "pylock" else reach.get((name, str(version)), None)
-        marker = str(marker) if marker is not None else None
-        if style == "uv" and isinstance(entry.get("source"), dict) and any(k in entry["source"] for k in ("virtual", "editable")):
+            # a lock names the index of each package: it serves those packages only (explicit)
+            inventory.indexes.append(PackageIndex(index, IndexOption.LOCK_INDEX, loc, explicit=True))
+        if graph is not None and graph.is_root(entry):
             continue  # the project itself
-        inventory.packages.append(Package(
-            name=name, version=str(version) if version is not None else None,
-            specifier=f"=={version}" if version is not None else "", marker=marker,
-            url=_direct_url(entry), requires=requires, role=Role.LOCK, location=loc,
-        ))
-        names.append(name)
+        requires = _dependencies(entry)
+        if graph is not None:
+            placements = graph.placements(number)
+        else:
+            marker = entry.get("marker")
+            placements = [(None, str(marker) if marker is not None else None)]
         wheels = entry.get("wheels") or []
         if not isinstance(wheels, list):
             inventory.problems.append(ReadProblem(f"{name}: wheels must be a list of tables", loc))
@@ -77,77 +94,155 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             parsed = parse_wheel_name(ref)
             if parsed is not None:
                 tags.extend(parsed.tags)
-        if wheels:
-            has_sdist = bool(entry.get("sdist")) or bool(entry.get("source", {}).get("git") if isinstance(entry.get("source"), dict) else False)
-            inventory.wheels.append(Wheel(
-                filename=f"{name}-{version} ({len(wheels)} wheel files{', sdist' if has_sdist else ''})",
-                name=name, version=str(version or ""), tags=tuple(sorted(set(tags))) + (("sdist",) if has_sdist else ()),
-                requires=requires or (), location=loc,
+        has_sdist = bool(entry.get("sdist")) or bool(entry.get("source", {}).get("git") if isinstance(entry.get("source"), dict) else False)
+        for scope, marker in placements:
+            inventory.packages.append(Package(
+                name=name, version=str(version) if version is not None else None,
+                specifier=f"=={version}" if version is not None else "", marker=marker,
+                url=_direct_url(entry), requires=requires, role=Role.LOCK, location=loc, scope=scope, index=index,
             ))
-    inventory.installs.append(InstallCommand(tool="requirements", packages=tuple(names), text=f"install from {path.name}", location=Location(str(path))))
+            if scope is None:
+                names.append(name)
+            if wheels:
+                inventory.wheels.append(Wheel(
+                    filename=f"{name}-{version} ({len(wheels)} wheel files{', sdist' if has_sdist else ''})",
+                    name=name, version=str(version or ""), tags=tuple(sorted(set(tags))) + (("sdist",) if has_sdist else ()),
+                    requires=requires or (), location=loc, scope=scope,
+                ))
+    inventory.installs.append(InstallCommand(tool="requirements", packages=tuple(dict.fromkeys(names)), text=f"install from {path.name}",
+                                             location=Location(str(path))))
     return inventory
 
 
-_NEVER = "python_version < '0'"  # a marker no environment satisfies: not reachable from the project
-_MAX_PATHS = 8
+@dataclass
+class _Reach:
+    """Where one node (a lock entry, or one of its extras) is reached in one scope: the marker conditions."""
+
+    conditions: list[str] = field(default_factory=list)
+    everywhere: bool = False
 
 
-def _uv_markers(entries: list[Any]) -> dict[tuple[str, str], str | None]:
-    """For each (name, version) of a universal uv.lock, the marker under which it is installed.
+class _Graph:
+    """The dependency graph of a universal uv.lock, walked once per scope of the project."""
 
-    uv.lock is universal: one lock for every platform. A package is installed where some path of
-    dependency edges from the project holds (edges carry markers such as platform_machine == 'x86_64').
-    """
-    by_name: dict[str, list[dict[str, Any]]] = {}
-    for entry in entries:
-        if isinstance(entry, dict) and "name" in entry:
-            by_name.setdefault(canonical(str(entry["name"])), []).append(entry)
-    roots = [e for group in by_name.values() for e in group
-             if isinstance(e.get("source"), dict) and any(k in e["source"] for k in ("virtual", "editable"))]
-    if not roots:
-        return {}
-    conditions: dict[tuple[str, str], list[str | None]] = {}
-    queue: list[tuple[dict[str, Any], str | None]] = [(r, None) for r in roots]
-    while queue:
-        entry, cond = queue.pop()
-        deps = entry.get("dependencies") or []
-        for dep in deps if isinstance(deps, list) else []:
-            if not isinstance(dep, dict) or "name" not in dep:
-                continue
-            edge = dep.get("marker")
-            child_cond = _and(cond, str(edge) if edge else None)
-            for child in by_name.get(canonical(str(dep["name"])), []):
-                if dep.get("version") and str(child.get("version")) != str(dep["version"]):
+    def __init__(self, entries: list[Any]) -> None:
+        self.entries = entries
+        self.by_name: dict[str, list[int]] = {}
+        for i, entry in enumerate(entries):
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                self.by_name.setdefault(canonical(entry["name"]), []).append(i)
+        self.roots = [i for i, e in enumerate(entries) if isinstance(e, dict) and self.is_root(e)]
+        # entry index -> [(scope, marker)]; entries reached in no scope stay out of this map
+        self.placed: dict[int, list[tuple[str | None, str | None]]] = {}
+        if self.roots:
+            self._walk_all()
+
+    @staticmethod
+    def is_root(entry: dict[str, Any]) -> bool:
+        source = entry.get("source")
+        return isinstance(source, dict) and any(k in source for k in ("virtual", "editable"))
+
+    def placements(self, number: int) -> list[tuple[str | None, str | None]]:
+        """(scope, marker) for each scope that installs entry ``number``; the default install when none was
+        found (a lock without a project entry, or one envcheck cannot follow: judged as installed)."""
+        return self.placed.get(number) or [(None, None)]
+
+    def _walk_all(self) -> None:
+        default: list[tuple[int, dict[str, Any]]] = []
+        scoped: list[tuple[str, frozenset[str], list[tuple[int, dict[str, Any]]]]] = []
+        for root in self.roots:
+            entry = self.entries[root]
+            project = canonical(str(entry["name"]))
+            default.extend((root, dep) for dep in _edges(entry.get("dependencies")))
+            for table, kind, prefix in (("optional-dependencies", "extra", "extra"), ("dev-dependencies", "group", "group")):
+                listed = entry.get(table)
+                if not isinstance(listed, dict):
                     continue
-                key = (canonical(str(child["name"])), str(child.get("version")))
-                known = conditions.setdefault(key, [])
-                if None in known or child_cond in known:
-                    continue
-                if len(known) >= _MAX_PATHS:
-                    known.clear()
-                    child_cond = None
-                known.append(child_cond)
-                queue.append((child, child_cond))
-    out: dict[tuple[str, str], str | None] = {}
-    for group in by_name.values():
-        for e in group:
-            key = (canonical(str(e["name"])), str(e.get("version")))
-            conds = conditions.get(key)
-            if conds is None:
-                out[key] = _NEVER
-            elif None in conds:
-                out[key] = None
+                for scope_name, deps in listed.items():
+                    edges = [(root, dep) for dep in _edges(deps)]
+                    if kind == "group" and scope_name in _DEFAULT_GROUPS:
+                        default.extend(edges)
+                        continue
+                    # uv's internal name for the selected extra or group in conflict markers
+                    active = frozenset({f"{prefix}-{len(project)}-{project}-{scope_name}"})
+                    scoped.append((f"{kind} {scope_name!r}", active, edges))
+        self._walk(None, frozenset(), default)
+        for scope, active, edges in scoped[:_MAX_ROOT_SCOPES]:
+            self._walk(scope, active, edges)
+        rest = scoped[_MAX_ROOT_SCOPES:]
+        if rest:
+            label = f"{len(rest)} more extras and groups"
+            self._walk(label, frozenset().union(*(a for _, a, _ in rest)), [e for _, _, edges in rest for e in edges])
+
+    def _walk(self, scope: str | None, active: frozenset[str], start: list[tuple[int, dict[str, Any]]]) -> None:
+        """Follow edges from ``start`` and place every entry reached (in ``scope``) with its conditions."""
+        reach: dict[tuple[int, str | None], _Reach] = {}
+        queue: list[tuple[int, str | None, str | None]] = []  # (entry, extra or None, condition)
+
+        def arrive(node: tuple[int, str | None], condition: str | None) -> None:
+            state = reach.setdefault(node, _Reach())
+            if state.everywhere or (condition is not None and condition in state.conditions):
+                return
+            if condition is None or len(condition) > _MAX_CONDITION or len(state.conditions) >= _MAX_PATHS:
+                state.everywhere = True
+                state.conditions.clear()
+                condition = None
             else:
-                out[key] = " or ".join(f"({c})" for c in conds)
-    return out
+                state.conditions.append(condition)
+            queue.append((node[0], node[1], condition))
+
+        def follow(parent_condition: str | None, dep: dict[str, Any]) -> None:
+            edge = dep.get("marker")
+            condition = parent_condition
+            if isinstance(edge, str) and edge.strip():
+                decided = with_extras(edge, active)
+                if decided is False:
+                    return
+                if decided is not True:
+                    condition = decided if parent_condition is None else f"({parent_condition}) and ({decided})"
+            for child in self._targets(dep):
+                arrive((child, None), condition)
+                extras = dep.get("extra")
+                for extra in extras if isinstance(extras, list) else []:
+                    arrive((child, str(extra)), condition)
+
+        for _root, dep in start:
+            follow(None, dep)
+        while queue:
+            number, extra, condition = queue.pop()
+            entry = self.entries[number]
+            if extra is None:
+                deps = entry.get("dependencies")
+            else:
+                optional = entry.get("optional-dependencies")
+                deps = optional.get(extra) if isinstance(optional, dict) else None
+            for dep in _edges(deps):
+                follow(condition, dep)
+        for (number, extra), state in reach.items():
+            if extra is not None or number in self.roots:
+                continue
+            conditions = state.conditions
+            marker = None if state.everywhere or not conditions else conditions[0] if len(conditions) == 1 else " or ".join(f"({c})" for c in conditions)
+            placed = self.placed.setdefault(number, [])
+            if scope is not None and any(s is None and (m is None or m == marker) for s, m in placed):
+                continue  # installed everywhere by default already: nothing for the scope to add
+            placed.append((scope, marker))
+
+    def _targets(self, dep: dict[str, Any]) -> list[int]:
+        """The lock entries an edge points at (its version and source pick one where a name has several)."""
+        out = []
+        for i in self.by_name.get(canonical(str(dep.get("name", ""))), []):
+            entry = self.entries[i]
+            if dep.get("version") is not None and str(entry.get("version")) != str(dep["version"]):
+                continue
+            if isinstance(dep.get("source"), dict) and isinstance(entry.get("source"), dict) and dep["source"] != entry["source"]:
+                continue
+            out.append(i)
+        return out
 
 
-def _and(a: str | None, b: str | None) -> str | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return f"({a}) and ({b})"
+def _edges(value: Any) -> list[dict[str, Any]]:
+    return [d for d in value if isinstance(d, dict) and isinstance(d.get("name"), str)] if isinstance(value, list) else []
 
 
 def _direct_url(entry: dict[str, Any]) -> str | None:
@@ -170,8 +265,24 @@ def raise_problem(inventory: Inventory, path: Path, message: str) -> None:
     inventory.problems.append(ReadProblem(message, Location(str(path))))
 
 
-def _entry_line(text: str, name: str, after: int) -> int | None:
-    return line_of(text, f'name = "{name}"', after) or line_of(text, name, after)
+_NAME_LINE = re.compile(r"""^\s*name\s*=\s*["']([^"']*)["']""")
+
+
+def _entry_lines(text: str, header: str) -> list[tuple[str, int]]:
+    """(name, 1-based line) of each ``[[package]]`` block's ``name = ...``, in file order, in one pass."""
+    out: list[tuple[str, int]] = []
+    in_header = False
+    for number, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            in_header = stripped == header
+            continue
+        if in_header:
+            m = _NAME_LINE.match(line)
+            if m:
+                out.append((m.group(1), number))
+                in_header = False
+    return out
 
 
 def _index_of(entry: dict[str, Any], style: str) -> str | None:
@@ -196,5 +307,10 @@ def _dependencies(entry: dict[str, Any]) -> tuple[str, ...] | None:
         if isinstance(dep, dict) and dep.get("name"):
             spec = str(dep.get("specifier", "") or "")
             marker = dep.get("marker")
+            if isinstance(marker, str):
+                decided = with_extras(marker, frozenset())
+                if decided is False:
+                    continue
+                marker = None if decided is True else decided
             out.append(f"{dep['name']}{spec}" + (f"; {marker}" if marker else ""))
     return tuple(out)

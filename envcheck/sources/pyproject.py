@@ -1,17 +1,36 @@
 """pyproject.toml: [project] dependencies and optional-dependencies, [dependency-groups], and uv's
-``[tool.uv]`` indexes and sources (which decide which CUDA build of torch is installed)."""
+index configuration (``[[tool.uv.index]]``, ``[tool.uv.sources]``, ``[tool.uv.pip]``), which decides
+which CUDA build of torch is installed.
+
+Extras and dependency groups are opt-in scopes (``Package.scope``): the default install is
+``[project].dependencies`` (plus uv's default groups, ``dev`` unless ``tool.uv.default-groups`` says
+otherwise), and each extra or other group is judged in its own scope (envcheck.scopes).
+"""
 
 from __future__ import annotations
 
+import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from envcheck.errors import InputError
-from envcheck.inspect.pip_args import parse_requirement_text
-from envcheck.model import IndexOption, InstallCommand, Inventory, Location, PackageIndex, ReadProblem, Role
+from envcheck.inspect.markers import all_of, negated
+from envcheck.inspect.pip_args import parse_requirement_text, shown
+from envcheck.inspect.wheel_tags import canonical
+from envcheck.model import (
+    IndexOption,
+    InstallCommand,
+    Inventory,
+    Location,
+    Package,
+    PackageIndex,
+    ReadProblem,
+    Role,
+)
 from envcheck.sources import ReadOptions
-from envcheck.sources.requirements import read_text_file
+from envcheck.sources.requirements import MAX_BYTES, read_text_file, text_limit
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -19,11 +38,13 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 KIND = "pyproject"
+# include-group chains and self-referencing extras (`all = ["proj[cpu,train]"]`) are followed this deep.
+_MAX_NESTING = 16
 
 
-def parse_toml(path: Path) -> tuple[dict[str, Any], str]:
+def parse_toml(path: Path, max_bytes: int = MAX_BYTES) -> tuple[dict[str, Any], str]:
     """The parsed TOML and its text; a syntax error raises InputError with the line."""
-    text, problems = read_text_file(path)
+    text, problems = read_text_file(path, max_bytes)
     if problems:
         raise InputError(problems[0].message, str(path), line=problems[0].location.line if problems[0].location else None)
     try:
@@ -31,74 +52,281 @@ def parse_toml(path: Path) -> tuple[dict[str, Any], str]:
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None)
         if line is None:
-            import re
-
             m = re.search(r"line (\d+)", str(exc))
             # tomllib says "(at end of document)" for an unterminated value: that is the last line.
             line = int(m.group(1)) if m else (len(text.splitlines()) or 1) if "end of document" in str(exc) else None
         raise InputError(f"{path} is not valid TOML: {exc}", str(path), line=line) from exc
     except RecursionError:  # tomllib recurses once per nested array or inline table
         raise InputError(f"{path}: arrays or inline tables nested too deeply to read", str(path)) from None
+    except ValueError as exc:  # a number past Python's integer digit limit
+        raise InputError(f"{path} cannot be read: {str(exc)[:200]}", str(path)) from None
+
+
+class TomlLines:
+    """Line numbers of keys and values in a TOML text, found in one pass (no re-splitting per lookup)."""
+
+    _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.split("\n")  # TOML lines end in LF or CRLF only (splitlines would also split at U+2028)
+        # (line index, dotted header) of every table header, in order
+        self.headers: list[tuple[int, str]] = []
+        for i, line in enumerate(self.lines):
+            if line.lstrip().startswith("["):
+                m = self._HEADER.match(line)
+                if m:
+                    self.headers.append((i, _plain_key(m.group(1))))
+
+    def find(self, needle: str, start: int = 0, end: int | None = None) -> int | None:
+        """0-based index of the first line from ``start`` holding ``needle`` quoted as in TOML (or bare)."""
+        stop = len(self.lines) if end is None else min(end, len(self.lines))
+        for quoted in (f'"{needle}"', f"'{needle}'", needle):
+            for i in range(start, stop):
+                if quoted in self.lines[i]:
+                    return i
+        return None
+
+    def key(self, path: tuple[str, ...]) -> int | None:
+        """0-based line where the value at ``path`` is assigned (``[a.b]`` then ``c = ...``, or ``b.c = ...`` in ``[a]``)."""
+        for split in range(len(path) - 1, -1, -1):
+            table, rest = ".".join(path[:split]), path[split:]
+            for start, end in self._sections(table):
+                pattern = re.compile(r"^\s*" + r"\s*\.\s*".join(rf"[\"']?{re.escape(k)}[\"']?" for k in rest) + r"\s*=")
+                for i in range(start, end):
+                    if pattern.match(self.lines[i]):
+                        return i
+        return None
+
+    def _sections(self, table: str) -> list[tuple[int, int]]:
+        """(first line, end) of each section with header ``table`` ('' is the top of the file)."""
+        bounds = [h[0] for h in self.headers] + [len(self.lines)]
+        if not table:
+            return [(0, bounds[0])]
+        return [(i + 1, bounds[n + 1]) for n, (i, name) in enumerate(self.headers) if name == table]
+
+
+def _plain_key(header: str) -> str:
+    return ".".join(part.strip().strip("\"'") for part in header.split("."))
 
 
 def line_of(text: str, needle: str, after: int = 0) -> int | None:
     """1-based line of the first occurrence of ``needle`` (quoted as in TOML), searching from line ``after``."""
-    lines = text.split("\n")  # TOML lines end in LF or CRLF only (splitlines would also split at U+2028)
-    for quoted in (f'"{needle}"', f"'{needle}'", needle):
-        for i in range(after, len(lines)):
-            if quoted in lines[i]:
-                return i + 1
-    return None
+    found = TomlLines(text).find(needle, after)
+    return None if found is None else found + 1
+
+
+class _Reader:
+    """One pyproject.toml read into an inventory."""
+
+    def __init__(self, path: Path, data: dict[str, Any], text: str) -> None:
+        self.path = path
+        self.data = data
+        self.lines = TomlLines(text)
+        self.inventory = Inventory()
+        project = self.table(data, "project")
+        self.project = project
+        self.name = canonical(str(project.get("name"))) if isinstance(project.get("name"), str) else None
+
+    def loc(self, index: int | None) -> Location:
+        return Location(str(self.path), line=None if index is None else index + 1)
+
+    def problem(self, message: str, index: int | None = None) -> None:
+        self.inventory.problems.append(ReadProblem(message, self.loc(index)))
+
+    def table(self, parent: dict[str, Any], key: str) -> dict[str, Any]:
+        """``parent[key]`` when it is a TOML table; anything else is a problem at its line and reads as empty."""
+        value = parent.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.problem(f"{key} must be a table, not {type(value).__name__}", self.lines.find(key))
+            return {}
+        return value
+
+    def requirements(self, path: tuple[str, ...], reqs: Any, scope: str | None, role: Role = Role.REQUIREMENT,
+                     groups: dict[str, Any] | None = None, depth: int = 0) -> list[Package]:
+        """The requirement strings at ``path`` (a list), each located on its own line."""
+        label = ".".join(path)
+        start = self.lines.key(path)
+        if not isinstance(reqs, list):
+            self.problem(f"{label} must be a list of requirement strings", start)
+            return []
+        out: list[Package] = []
+        cursor = start or 0
+        for req in reqs:
+            if isinstance(req, dict) and "include-group" in req and groups is not None:
+                included = str(req["include-group"])
+                if depth >= _MAX_NESTING or included not in groups:
+                    self.problem(f"{label}: include-group {shown(included)} is not a group here (or nested too deep)", start)
+                    continue
+                out.extend(self.requirements(("dependency-groups", included), groups[included], scope, role, groups, depth + 1))
+                continue
+            if not isinstance(req, str):
+                self.problem(f"{label}: {shown(repr(req))} is not a requirement string", start)
+                continue
+            found = self.lines.find(req, cursor)
+            if found is None:
+                found = self.lines.find(req)
+            else:
+                cursor = found + 1
+            pkg = parse_requirement_text(req, self.loc(found if found is not None else start), role=role)
+            if isinstance(pkg, ReadProblem):
+                self.inventory.problems.append(pkg)
+            elif pkg is not None:
+                out.append(replace(pkg, scope=scope))
+        return out
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    data, text = parse_toml(path)
-    inventory = Inventory()
-    project = data.get("project", {}) if isinstance(data.get("project"), dict) else {}
-    groups: list[tuple[str, Any]] = [("dependencies", project.get("dependencies", []))]
-    for extra, reqs in _table(project, "optional-dependencies", inventory, path, text).items():
-        groups.append((f"optional-dependencies.{extra}", reqs))
-    for group, reqs in _table(data, "dependency-groups", inventory, path, text).items():
-        groups.append((f"dependency-groups.{group}", reqs))
-    build_reqs = _table(data, "build-system", inventory, path, text).get("requires", [])
-    groups.append(("build-system.requires", build_reqs))
-    names: list[str] = []
-    for group, reqs in groups:
-        if not isinstance(reqs, list):
-            inventory.problems.append(ReadProblem(f"{group} must be a list of requirement strings", Location(str(path), line=line_of(text, group.split(".")[-1]))))
-            continue
-        for req in reqs:
-            if isinstance(req, dict):  # {include-group = "x"}
-                continue
-            if not isinstance(req, str):
-                inventory.problems.append(ReadProblem(f"{group}: {req!r} is not a requirement string", Location(str(path))))
-                continue
-            loc = Location(str(path), line=line_of(text, req))
-            pkg = parse_requirement_text(req, loc, role=Role.BUILD if group.startswith("build-system") else Role.REQUIREMENT)
-            if isinstance(pkg, ReadProblem):
-                inventory.problems.append(pkg)
-            elif pkg is not None:
-                inventory.packages.append(pkg)
-                names.append(pkg.name)
-    uv = _table(_table(data, "tool", inventory, path, text), "uv", inventory, path, text)
-    uv_indexes = uv.get("index", []) or []
-    for index in uv_indexes if isinstance(uv_indexes, list) else [uv_indexes]:
-        if isinstance(index, dict) and index.get("url"):
-            inventory.indexes.append(PackageIndex(str(index["url"]), IndexOption.UV_INDEX, Location(str(path), line=line_of(text, str(index["url"])))))
-    for key, option in (("index-url", IndexOption.INDEX_URL), ("extra-index-url", IndexOption.EXTRA_INDEX_URL), ("find-links", IndexOption.FIND_LINKS)):
-        value = uv.get(key)
-        for url in ([value] if isinstance(value, str) else value if isinstance(value, list) else []):
-            inventory.indexes.append(PackageIndex(str(url), option, Location(str(path), line=line_of(text, str(url)))))
-    inventory.installs.append(InstallCommand(tool="requirements", packages=tuple(names), text=f"pip install {path.parent.name or '.'}", location=Location(str(path))))
+    """Read a pyproject.toml: its requirements by scope, build requirements and uv's index configuration."""
+    data, text = parse_toml(path, text_limit(options))
+    reader = _Reader(path, data, text)
+    inventory = reader.inventory
+    project = reader.project
+    uv = reader.table(reader.table(data, "tool"), "uv")
+    extras = {extra: reader.requirements(("project", "optional-dependencies", extra), reqs, None)
+              for extra, reqs in reader.table(project, "optional-dependencies").items()}
+    packages = _own_extras(reader, reader.requirements(("project", "dependencies"), project.get("dependencies", []), None), extras, None)
+    for extra, listed in extras.items():
+        packages.extend(_own_extras(reader, listed, extras, f"extra {extra!r}"))
+    groups = reader.table(data, "dependency-groups")
+    defaults = _default_groups(uv, groups)
+    for group, reqs in groups.items():
+        scope = None if group in defaults else f"group {group!r}"
+        packages.extend(reader.requirements(("dependency-groups", group), reqs, scope, groups=groups))
+    for key in ("constraint-dependencies", "override-dependencies"):  # uv's pins on what others pull in
+        packages.extend(reader.requirements(("tool", "uv", key), uv.get(key, []), None, role=Role.CONSTRAINT))
+    packages.extend(reader.requirements(("build-system", "requires"), reader.table(data, "build-system").get("requires", []), None, role=Role.BUILD))
+    indexes = _uv_indexes(reader, uv)
+    inventory.indexes.extend(indexes.values())
+    inventory.packages.extend(_with_sources(reader, packages, reader.table(uv, "sources"), indexes))
+    names = tuple(dict.fromkeys(p.name for p in inventory.packages if p.scope is None and p.role == Role.REQUIREMENT))
+    inventory.installs.append(InstallCommand(tool="requirements", packages=names, text=f"pip install {path.parent.name or '.'}",
+                                             location=Location(str(path))))
     return inventory
 
 
-def _table(parent: dict[str, Any], key: str, inventory: Inventory, path: Path, text: str) -> dict[str, Any]:
-    """``parent[key]`` when it is a TOML table; anything else is a problem at its line and reads as empty."""
-    value = parent.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        inventory.problems.append(ReadProblem(f"{key} must be a table, not {type(value).__name__}", Location(str(path), line=line_of(text, key))))
-        return {}
-    return value
+def _own_extras(reader: _Reader, packages: list[Package], extras: dict[str, list[Package]], scope: str | None) -> list[Package]:
+    """``packages`` in ``scope``; ``proj[cpu]`` inside proj's own requirements (``all = ["proj[cpu,train]"]``)
+    brings the requirements of those extras into the same scope."""
+    out: list[Package] = []
+    for pkg in packages:
+        if reader.name is None or pkg.name != reader.name or not pkg.extras:
+            out.append(replace(pkg, scope=scope))
+            continue
+        seen: set[str] = set()
+        todo = [e for e in pkg.extras if e in extras]
+        while todo and len(seen) < _MAX_NESTING:
+            extra = todo.pop()
+            if extra in seen:
+                continue
+            seen.add(extra)
+            for inner in extras[extra]:
+                if inner.name == reader.name:
+                    todo.extend(e for e in inner.extras if e in extras)
+                else:
+                    out.append(replace(inner, scope=scope, marker=all_of(pkg.marker, inner.marker)))
+    return out
+
+
+def _default_groups(uv: dict[str, Any], groups: dict[str, Any]) -> set[str]:
+    """Dependency groups ``uv sync`` installs without being asked: ``tool.uv.default-groups``, else ``dev``."""
+    value = uv.get("default-groups", ["dev"])
+    if value == "all":
+        return set(groups)
+    return {str(g) for g in value} if isinstance(value, list) else {"dev"}
+
+
+def _uv_indexes(reader: _Reader, uv: dict[str, Any]) -> dict[str, PackageIndex]:
+    """uv's indexes by name (unnamed ones by URL): ``[[tool.uv.index]]``, ``[tool.uv.pip]`` and the older ``[tool.uv]`` keys."""
+    out: dict[str, PackageIndex] = {}
+    raw = uv.get("index", [])
+    cursor = reader.lines.key(("tool", "uv", "index")) or 0
+    for entry in raw if isinstance(raw, list) else [raw]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
+            reader.problem("[[tool.uv.index]] needs a url", reader.lines.find("tool.uv.index"))
+            continue
+        url = entry["url"]
+        found = reader.lines.find(url, cursor)
+        cursor = found + 1 if found is not None else cursor
+        name = str(entry["name"]) if isinstance(entry.get("name"), str) else None
+        # `default = true` replaces PyPI as the index every package may come from
+        option = IndexOption.INDEX_URL if entry.get("default") is True else IndexOption.UV_INDEX
+        out[name or url] = PackageIndex(url, option, reader.loc(found), name=name, explicit=entry.get("explicit") is True)
+    for table, where in ((reader.table(uv, "pip"), ("tool", "uv", "pip")), (uv, ("tool", "uv"))):
+        for key, option in (("index-url", IndexOption.INDEX_URL), ("default-index", IndexOption.INDEX_URL),
+                            ("extra-index-url", IndexOption.EXTRA_INDEX_URL), ("find-links", IndexOption.FIND_LINKS)):
+            value = table.get(key)
+            for url in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+                start = reader.lines.key((*where, key))
+                found = reader.lines.find(str(url), start or 0)
+                out.setdefault(str(url), PackageIndex(str(url), option, reader.loc(found if found is not None else start)))
+        backend = table.get("torch-backend")
+        if isinstance(backend, str):
+            out.setdefault(f"uv-torch-backend:{backend}", PackageIndex(f"uv-torch-backend:{backend}", IndexOption.INDEX_URL,
+                                                                       reader.loc(reader.lines.key((*where, "torch-backend")))))
+    return out
+
+
+def _with_sources(reader: _Reader, packages: list[Package], sources: dict[str, Any], indexes: dict[str, PackageIndex]) -> list[Package]:
+    """Apply ``[tool.uv.sources]``: the index (or URL, git repository, path) each package comes from, per extra,
+    group and marker, as uv picks it. Where every source of a package has a marker, the package comes from
+    the default indexes where none holds."""
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for name, value in sources.items():
+        entries = value if isinstance(value, list) else [value]
+        usable = [e for e in entries if isinstance(e, dict)]
+        if len(usable) != len(entries):
+            reader.problem(f"tool.uv.sources.{name} must be a table or a list of tables", reader.lines.key(("tool", "uv", "sources", name)))
+        by_name[canonical(str(name))] = usable
+    out: list[Package] = []
+    for pkg in packages:
+        entries = [e for e in by_name.get(pkg.name, []) if _source_applies(e, pkg.scope)]
+        if not entries or pkg.role == Role.BUILD:
+            out.append(pkg)
+            continue
+        unconditional = False
+        for entry in entries:
+            chosen = _sourced(reader, pkg, entry, indexes)
+            if chosen is None:
+                continue
+            marker = entry.get("marker") if isinstance(entry.get("marker"), str) else None
+            unconditional = unconditional or marker is None
+            out.append(replace(chosen, marker=all_of(pkg.marker, marker)))
+            if marker is None:
+                break  # uv takes the first source that applies
+        if not unconditional:
+            markers = [str(e["marker"]) for e in entries if isinstance(e.get("marker"), str)]
+            rest = [negated(m) for m in markers]
+            # where no source's marker holds, uv installs from the default indexes
+            out.append(replace(pkg, marker=all_of(pkg.marker, *rest)) if None not in rest else pkg)
+    return out
+
+
+def _source_applies(entry: dict[str, Any], scope: str | None) -> bool:
+    """A source limited to an extra or group applies only to the requirement in that extra or group."""
+    if isinstance(entry.get("extra"), str):
+        return scope == f"extra {entry['extra']!r}"
+    if isinstance(entry.get("group"), str):
+        return scope == f"group {entry['group']!r}"
+    return True
+
+
+def _sourced(reader: _Reader, pkg: Package, entry: dict[str, Any], indexes: dict[str, PackageIndex]) -> Package | None:
+    """``pkg`` as this source entry installs it; None for an entry that names nothing envcheck can read."""
+    if isinstance(entry.get("index"), str):
+        index = indexes.get(entry["index"])
+        if index is None:
+            reader.problem(f"tool.uv.sources.{pkg.name} names the index {shown(entry['index'])}, which no [[tool.uv.index]] defines",
+                           reader.lines.key(("tool", "uv", "sources", pkg.name)))
+            return None
+        return replace(pkg, index=index.url)
+    if isinstance(entry.get("git"), str):
+        ref = next((str(entry[k]) for k in ("rev", "tag", "branch") if isinstance(entry.get(k), str)), None)
+        return replace(pkg, url=f"git+{entry['git']}" + (f"@{ref}" if ref else ""))
+    for key in ("url", "path"):
+        if isinstance(entry.get(key), str):
+            return replace(pkg, url=str(entry[key]))
+    if entry.get("workspace") is True:
+        return None  # a member of the same workspace: read its own pyproject.toml
+    return pkg

@@ -48,6 +48,12 @@ def sniff(path: Path, head: bytes) -> bool:
     return hits >= max(1, int(0.8 * len(lines)))
 
 
+def text_limit(options: ReadOptions) -> int:
+    """The size limit for one text input: ``--max-text-size`` / ``max-text-size`` (ReadOptions.extra), else MAX_BYTES."""
+    value = options.extra.get("max_text_bytes")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else MAX_BYTES
+
+
 def read_text_file(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, list[ReadProblem]]:
     """A text input as str: binary junk and oversize files raise InputError; bad UTF-8 is a problem, not a stop."""
     try:

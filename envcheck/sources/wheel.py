@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import email.parser
 import os
+import stat
 import struct
+import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -19,10 +21,18 @@ from pathlib import Path
 
 from envcheck.cache import ScanCache
 from envcheck.errors import InputError
-from envcheck.inspect import wheelzip
-from envcheck.inspect.elf import BytesSource, MalformedBinary
+from envcheck.inspect import fatbin, wheelzip
+from envcheck.inspect.elf import (
+    BytesSource,
+    FileSource,
+    MalformedBinary,
+    Section,
+    parse_header,
+    read_sections,
+)
 from envcheck.inspect.fatbin import Container
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
+from envcheck.limits import DEFAULT_MAX_EXPANSION, EXPANSION_FLOOR, expansion_limit
 from envcheck.model import Inventory, Location, Package, ReadProblem, Role, Wheel
 from envcheck.sources import ReadOptions
 from envcheck.sources.binaries import (
@@ -38,6 +48,15 @@ from envcheck.sources.binaries import (
 KIND = "wheel"
 IN_MEMORY = 16 << 20  # members up to this size are inflated whole; bigger ones are streamed
 MAX_META = 16 << 20  # METADATA / WHEEL / RECORD bigger than this are refused
+
+
+def _file_type(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a plain file"
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -63,11 +82,14 @@ def _peek(path: str, info: zipfile.ZipInfo) -> bytes:
     return out[:8]
 
 
-def read_member(path: str, info: zipfile.ZipInfo, *, deep_fatbin: bool = False) -> BinaryReading:
-    """Read one member of a zip as a binary (None when it is not ELF/ar); problems come back as data."""
+def read_member(path: str, info: zipfile.ZipInfo, *, deep_fatbin: bool = False, known_binary: bool = False) -> BinaryReading:
+    """Read one member of a zip as a binary (None when it is not ELF/ar); problems come back as data.
+
+    ``known_binary``: the caller already peeked at the member's magic (see :func:`peek_member`).
+    """
     location = Location(path, member=info.filename)
     try:
-        if info.file_size < 8 or not is_binary_head(_peek(path, info)):
+        if not known_binary and (info.file_size < 8 or not is_binary_head(_peek(path, info))):
             return BinaryReading(None)
         if info.file_size <= IN_MEMORY:
             data = b"".join(wheelzip.iter_member(path, info))
@@ -76,6 +98,19 @@ def read_member(path: str, info: zipfile.ZipInfo, *, deep_fatbin: bool = False) 
     except MalformedBinary as exc:
         where = Location(path, offset=exc.offset, member=info.filename)
         return BinaryReading(None, [ReadProblem(f"{location}: {exc.message}", where)])
+    except OSError as exc:
+        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {exc.strerror or exc}", location)])
+    except (ValueError, IndexError, OverflowError, MemoryError, struct.error) as exc:
+        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {type(exc).__name__}: {exc}", location)])
+
+
+def peek_member(path: str, info: zipfile.ZipInfo) -> BinaryReading | bool:
+    """Whether a member starts like an ELF file or ``ar`` archive (a problem reading when it cannot be read)."""
+    location = Location(path, member=info.filename)
+    try:
+        return info.file_size >= 8 and is_binary_head(_peek(path, info))
+    except MalformedBinary as exc:
+        return BinaryReading(None, [ReadProblem(f"{location}: {exc.message}", Location(path, offset=exc.offset, member=info.filename))])
     except OSError as exc:
         return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {exc.strerror or exc}", location)])
     except (ValueError, IndexError, OverflowError, MemoryError, struct.error) as exc:
@@ -108,6 +143,10 @@ def _chunks(data: bytes, size: int, stop: int | None) -> Iterator[bytes]:
         yield data[i : min(i + size, end)]
 
 
+MAX_PASSES = 4  # inflate passes over one member before it is spilled to a temporary file instead
+SPILL_CHUNK = 1 << 20
+
+
 def _stream_pieces(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, location: Location) -> BinaryReading:
     streamed = wheelzip.StreamedElf(info.file_size)
     pos = 0
@@ -119,31 +158,97 @@ def _stream_pieces(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, location: 
                 return _read_streamed_archive(pieces, info, deep, location)
         streamed.feed(piece, pos)
         pos += len(piece)
-    containers: list[Container] = streamed.scanner.finish()
-    member = location.member
-    problems = [
-        ReadProblem(f"{location}: fatbin at {off:#x}: {msg}", Location(location.path, offset=off, member=member))
-        for off, msg in streamed.scanner.broken
-    ]
-    inflated = pos
-    for _attempt in range(8):
+    return _finish_elf(streamed, pieces, info.filename, deep, location, pos)
+
+
+def _finish_elf(
+    streamed: wheelzip.StreamedElf, pieces: Pieces, name: str, deep: bool, location: Location, inflated: int
+) -> BinaryReading:
+    """Read an ELF file from what one pass captured; ask for more passes when headers were elsewhere.
+
+    The one-pass reading is kept only when it must equal the file reader's: every header found, and the
+    containers the stream scanner found in ``.nv_fatbin``/``__nv_relfatbin`` tile those sections with no
+    broken candidate among them. Otherwise (headers in places a short pass cannot reach, a stray fatbin
+    magic that swallowed real containers) the member is spilled to a temporary file and read exactly as
+    an installed file is: a valid file never ends in an ERROR because it was streamed.
+    """
+    containers = streamed.scanner.finish()
+    for _attempt in range(MAX_PASSES):
         try:
-            binary, more = read_elf(streamed.source, info.filename, deep, location, scanned=containers, strings_at_once=True)
+            binary, more = read_elf(streamed.source, name, deep, location, scanned=containers, strings_at_once=True)
+            sections = read_sections(streamed.source, parse_header(streamed.source.read_at(0, min(64, streamed.size))))
         except wheelzip.NotCaptured as missing:
+            if not streamed.want(missing.offset, max(missing.size, 64 << 10)):
+                break
             streamed.restart()
-            streamed.want(missing.offset, max(missing.size, 64 << 10))
             pos = 0
             for piece in pieces(streamed.pending_end()):
                 streamed.feed(piece, pos, scan=False)
                 pos += len(piece)
             inflated += pos
             continue
-        return BinaryReading(replace(binary, bytes_read=inflated), problems + more)
-    return BinaryReading(None, [*problems, ReadProblem(f"{location}: ELF headers could not be collected from the stream", location)])
+        if streamed.scanner.stopped or not _scan_matches_sections(containers, streamed.scanner.broken, sections):
+            break  # the file reader decides (and names the limit, if a fatbin section is what used it up)
+        return BinaryReading(replace(binary, bytes_read=inflated), more)
+    return _spill(pieces, name, streamed.size, deep, location)
+
+
+def _scan_matches_sections(containers: list[Container], broken: list[tuple[int, str]], sections: list[Section]) -> bool:
+    """Whether the stream scanner's containers are exactly what walking the standard fatbin sections finds:
+    they follow each other from each section's start (zero padding of up to 4 KiB allowed between), fill
+    it to its end, and no candidate that failed to validate lies inside one of these sections."""
+    for s in sections:
+        if s.name not in fatbin.STANDARD_SECTIONS or not s.has_bytes:
+            continue
+        lo, hi = s.offset, s.offset + s.size
+        if any(lo <= at < hi for at, _msg in broken):
+            return False
+        pos = lo
+        for c in sorted((c for c in containers if lo <= c.offset < hi), key=lambda c: c.offset):
+            gap = c.offset - pos
+            if gap < 0 or gap >= 4096 or c.offset + c.size > hi:
+                return False
+            pos = c.offset + c.size
+        if hi - pos >= 4096:
+            return False
+    return True
+
+
+def _spill(pieces: Pieces, name: str, size: int, deep: bool, location: Location) -> BinaryReading:
+    """Inflate the member once more into a temporary file and read it as a file on disk (bounded by the
+    member's declared size, already checked against the expansion limit)."""
+    with tempfile.TemporaryFile(prefix="envcheck-member-") as fh:
+        written = 0
+        for piece in pieces(None):
+            fh.write(piece)
+            written += len(piece)
+        fh.flush()
+        reading = read_binary(FileSource(fh, written), name, deep_fatbin=deep, location=location)
+    if reading.binary is not None:
+        reading = BinaryReading(replace(reading.binary, bytes_read=written), reading.problems)
+    return reading
+
+
+def _slice(pieces: Pieces, start: int, length: int) -> Pieces:
+    """The bytes ``[start, start + length)`` of a stream, as a stream of their own (an archive member)."""
+
+    def member(stop: int | None) -> Iterator[bytes]:
+        end = start + (length if stop is None else min(stop, length))
+        pos = 0
+        for piece in pieces(end):
+            lo, hi = max(start, pos), min(end, pos + len(piece))
+            if lo < hi:
+                yield piece[lo - pos : hi - pos]
+            pos += len(piece)
+            if pos >= end:
+                return
+
+    return member
 
 
 def _read_streamed_archive(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, location: Location) -> BinaryReading:
-    """A big ``ar`` archive (a static library): members walked in one pass, each ELF member streamed."""
+    """A big ``ar`` archive (a static library): members walked in one pass, each ELF member streamed; a
+    member whose headers the pass missed is read again from its own bytes (see :func:`_finish_elf`)."""
     stream = wheelzip.ArStream()
     parts = []
     problems: list[ReadProblem] = []
@@ -151,19 +256,17 @@ def _read_streamed_archive(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, lo
     for piece in pieces(None):
         stream.feed(piece, pos)
         pos += len(piece)
-        for name, streamed in stream.finished():
-            member_loc = Location(location.path, member=f"{info.filename}({name})")
-            containers = streamed.scanner.finish()
+        for name, streamed, data_at in stream.finished():
+            member_name = f"{info.filename}({name})"
+            member_loc = Location(location.path, member=member_name)
             try:
-                binary, more = read_elf(streamed.source, f"{info.filename}({name})", deep, member_loc, scanned=containers, strings_at_once=True)
-            except wheelzip.NotCaptured:
-                problems.append(ReadProblem(f"{member_loc}: headers of this archive member were not where a one-pass read finds them", member_loc))
-                continue
+                reading = _finish_elf(streamed, _slice(pieces, data_at, streamed.size), member_name, deep, member_loc, 0)
             except MalformedBinary as exc:
-                problems.append(ReadProblem(f"{member_loc}: {exc.message}", Location(location.path, offset=exc.offset, member=member_loc.member)))
+                problems.append(ReadProblem(f"{member_loc}: {exc.message}", Location(location.path, offset=exc.offset, member=member_name)))
                 continue
-            parts.append(binary)
-            problems.extend(more)
+            problems.extend(reading.problems)
+            if reading.binary is not None:
+                parts.append(reading.binary)
     if stream.error:
         problems.append(ReadProblem(f"{location}: {stream.error}", location))
     if not parts:
@@ -176,6 +279,10 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     spath = str(path)
     try:
         st = os.stat(spath)
+        if not stat.S_ISREG(st.st_mode):
+            # /dev/zero never ends and a FIFO blocks: a wheel is a file (a symlink to one is fine).
+            raise InputError(f"cannot read wheel {path}: not a regular file ({_file_type(st.st_mode)}); "
+                             "envcheck reads wheels only from regular files", path=spath)
         zf = zipfile.ZipFile(spath)
     except (OSError, zipfile.BadZipFile, ValueError, NotImplementedError, EOFError) as exc:
         raise InputError(f"cannot read wheel {path}: {type(exc).__name__}: {exc}", path=spath) from exc
@@ -227,8 +334,16 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
 
 def _read_members(path: str, st: os.stat_result, infos: list[zipfile.ZipInfo], options: ReadOptions) -> list[BinaryReading]:
-    """Every member read as a binary, biggest first over a thread pool; cached by wheel identity."""
-    cache = ScanCache(f"wheel:{os.path.abspath(path)}:deep={options.deep_fatbin}") if options.use_cache else None
+    """Every member read as a binary, biggest first over a thread pool; cached by wheel identity.
+
+    Before anything is inflated beyond its first bytes, the binary members' declared sizes are held to
+    the expansion limit (``--max-expansion``): each member against its own compressed size, and all of
+    them together against the wheel's size (in the wheel's order). A member over either limit is one
+    problem naming the limit; the others are still read. Declared sizes are binding: a member that
+    inflates past its declared size is refused while it is read.
+    """
+    ratio = float(options.extra.get("max_expansion", DEFAULT_MAX_EXPANSION))
+    cache = ScanCache(f"wheel:{os.path.abspath(path)}:deep={options.deep_fatbin}:x={ratio:g}") if options.use_cache else None
     wheel_key = (st.st_size, st.st_mtime_ns, st.st_ino)
     out: dict[str, BinaryReading] = {}
     todo = []
@@ -238,13 +353,41 @@ def _read_members(path: str, st: os.stat_result, infos: list[zipfile.ZipInfo], o
             out[info.filename] = reading_from_cache(hit)
         else:
             todo.append(info)
-    todo.sort(key=lambda i: -i.file_size)
     workers = max(1, min(len(todo), os.cpu_count() or 1, 8))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for info, reading in zip(todo, pool.map(lambda i: read_member(path, i, deep_fatbin=options.deep_fatbin), todo), strict=True):
+        binaries = []
+        for info, peeked in zip(todo, pool.map(lambda i: peek_member(path, i), todo), strict=True):
+            if isinstance(peeked, BinaryReading):
+                out[info.filename] = peeked
+            elif peeked:
+                binaries.append(info)
+            else:
+                out[info.filename] = BinaryReading(None)
+        total_limit = expansion_limit(st.st_size, ratio)
+        total = 0
+        to_read = []
+        for info in binaries:
+            limit = expansion_limit(info.compress_size, ratio)
+            total += info.file_size
+            if limit is not None and info.file_size > limit:
+                out[info.filename] = _over_limit(path, info, f"{info.file_size} bytes from {info.compress_size} compressed bytes", ratio)
+            elif total_limit is not None and total > total_limit:
+                out[info.filename] = _over_limit(path, info, f"the wheel's binaries to {total} bytes from a {st.st_size}-byte wheel", ratio)
+            else:
+                to_read.append(info)
+        to_read.sort(key=lambda i: -i.file_size)
+        for info, reading in zip(to_read, pool.map(lambda i: read_member(path, i, deep_fatbin=options.deep_fatbin, known_binary=True), to_read), strict=True):
             out[info.filename] = reading
-            if cache is not None:
-                cache.put(info.filename, (*wheel_key, info.CRC), reading_to_cache(reading))
     if cache is not None:
+        for info in todo:
+            cache.put(info.filename, (*wheel_key, info.CRC), reading_to_cache(out[info.filename]))
         cache.save()
     return [out[i.filename] for i in infos]
+
+
+def _over_limit(path: str, info: zipfile.ZipInfo, what: str, ratio: float) -> BinaryReading:
+    location = Location(path, member=info.filename)
+    return BinaryReading(None, [ReadProblem(
+        f"{location}: not read: it would expand {what}, more than the expansion limit ({ratio:g} times the compressed "
+        f"size, at least {EXPANSION_FLOOR >> 20} MiB); if the wheel is genuine, raise the limit with --max-expansion "
+        f"(0: no limit)", location)])

@@ -1,0 +1,129 @@
+"""PEP 508 environment markers: combining and negating them as text, the way uv's sources need.
+
+uv picks a package's source by marker (``{ index = "pytorch-cu128", marker = "sys_platform == 'linux'" }``)
+and falls back to the default indexes where none holds. PEP 508 has no ``not``, so "none of these holds"
+is written by inverting each comparison (De Morgan).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from packaging.markers import InvalidMarker, Marker
+
+_INVERSE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">", "in": "not in", "not in": "in"}
+
+
+def all_of(*markers: str | None) -> str | None:
+    """The conjunction of ``markers`` (None: no condition)."""
+    parts = [m for m in markers if m]
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return " and ".join(f"({m})" for m in parts)
+
+
+def negated(marker: str) -> str | None:
+    """A marker that holds exactly where ``marker`` does not; None when it cannot be written (``~=``, ``===``)."""
+    try:
+        parsed = Marker(marker)._markers
+    except InvalidMarker:
+        return None
+    return _negate(parsed)
+
+
+def _negate(items: list[Any]) -> str | None:
+    # "a and b or c" is "(a and b) or c": not(...) is "(not a or not b) and not c" (De Morgan, by precedence)
+    alternatives: list[list[Any]] = [[]]
+    for item in items:
+        if item == "or":
+            alternatives.append([])
+        elif item != "and":
+            alternatives[-1].append(item)
+    negated_alternatives: list[str] = []
+    for terms in alternatives:
+        negated_terms: list[str] = []
+        for term in terms:
+            text = _negate_term(term)
+            if text is None:
+                return None
+            negated_terms.append(text)
+        joined = " or ".join(negated_terms)
+        negated_alternatives.append(f"({joined})" if len(negated_terms) > 1 and len(alternatives) > 1 else joined)
+    return " and ".join(negated_alternatives)
+
+
+def _negate_term(term: Any) -> str | None:
+    if isinstance(term, list):
+        inner = _negate(term)
+        return None if inner is None else f"({inner})"
+    left, op, right = term
+    inverse = _INVERSE.get(op.value)
+    if inverse is None:
+        return None
+    return f"{_term(left)} {inverse} {_term(right)}"
+
+
+def _term(node: Any) -> str:
+    """A marker variable as its name, a value quoted."""
+    text = str(node.value)
+    if type(node).__name__ == "Variable":
+        return text
+    return repr(text) if "'" not in text else f'"{text}"'
+
+
+@lru_cache(maxsize=4096)
+def with_extras(marker: str, active: frozenset[str]) -> bool | str:
+    """``marker`` with every ``extra`` comparison decided by the ``active`` extras: True (always holds), False
+    (never), or the rest of the marker as text.
+
+    uv.lock writes which conflicting extras and groups are selected as ``extra == 'extra-10-spark-proj-cu128'``
+    or ``extra == 'group-2-p4-docs'``; these are internal names that must never reach a user, and they are
+    decided per scope, so what remains is only the platform part (``platform_machine == 'aarch64'``).
+    """
+    try:
+        parsed = Marker(marker)._markers
+    except InvalidMarker:
+        return marker
+    return _decide(parsed, active)
+
+
+def _decide(items: list[Any], active: frozenset[str]) -> bool | str:
+    alternatives: list[list[Any]] = [[]]
+    for item in items:
+        if item == "or":
+            alternatives.append([])
+        elif item != "and":
+            alternatives[-1].append(item)
+    kept_alternatives: list[str] = []
+    for terms in alternatives:
+        kept: list[str] = []
+        never = False
+        for term in terms:
+            value = _decide(term, active) if isinstance(term, list) else _decide_term(term, active)
+            if value is False:
+                never = True
+                break
+            if value is not True:
+                kept.append(f"({value})" if isinstance(term, list) else value)
+        if never:
+            continue
+        if not kept:
+            return True  # one alternative always holds
+        kept_alternatives.append(" and ".join(kept))
+    if not kept_alternatives:
+        return False
+    if len(kept_alternatives) == 1:
+        return kept_alternatives[0]
+    return " or ".join(f"({a})" if " and " in a else a for a in kept_alternatives)
+
+
+def _decide_term(term: Any, active: frozenset[str]) -> bool | str:
+    left, op, right = term
+    names = [type(n).__name__ for n in (left, right)]
+    if "Variable" in names and str((left if names[0] == "Variable" else right).value) == "extra" and op.value in ("==", "!="):
+        value = str((right if names[0] == "Variable" else left).value)
+        return bool((value in active) == (op.value == "=="))
+    return f"{_term(left)} {op.value} {_term(right)}"

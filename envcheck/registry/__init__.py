@@ -1,1 +1,0 @@
-"""Reading images from OCI registries: references, authentication, the distribution client, a cache."""

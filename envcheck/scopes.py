@@ -1,0 +1,102 @@
+"""Opt-in parts of a project (extras, dependency groups), each judged in its own scope.
+
+A pyproject or lock file describes more than one install: the default one (``pip install .``,
+``uv sync``) and one per extra or dependency group that a user opts into (``.[cu128]``,
+``--group docs``). Extras are often alternatives that cannot be installed together (a ``cpu`` extra
+next to a ``gpu`` one, declared as uv ``conflicts``), so judging them all at once mixes facts that never
+meet. The default install decides a file's verdict; each opt-in scope is judged on its own (the default
+install plus that scope), and what it adds is reported as a WARN that names it, never as a FAIL of the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from envcheck.model import Finding, Inventory, Package, Status
+
+# Scopes judged one by one; past this many, the rest are judged together (a file with hundreds of
+# extras must not cost hundreds of full check runs).
+MAX_SCOPES = 16
+
+
+def scopes_of(inventory: Inventory) -> list[str]:
+    """The opt-in scopes of an inventory's packages and wheels, in the order they were read."""
+    seen: dict[str, None] = {}
+    for scope in [p.scope for p in inventory.packages] + [w.scope for w in inventory.wheels]:
+        if scope is not None:
+            seen.setdefault(scope, None)
+    return list(seen)
+
+
+def in_scope(inventory: Inventory, scopes: tuple[str, ...] = (), installs: Callable[[Package], bool] = lambda p: True) -> Inventory:
+    """The default install plus ``scopes``: what one install of the project would contain.
+
+    An explicit index (uv ``explicit = true``) belongs to a scope only when one of its packages that
+    ``installs`` on the target is sourced from it; every other index applies to the whole install, as pip
+    and uv use it.
+    """
+    wanted = {None, *scopes}
+    packages = [p for p in inventory.packages if p.scope in wanted]
+    sourced = {p.index for p in packages if p.index and installs(p)}
+    return Inventory(
+        packages=packages,
+        indexes=[i for i in inventory.indexes if not i.explicit or i.url in sourced],
+        installs=list(inventory.installs),
+        binaries=inventory.binaries,
+        wheels=[w for w in inventory.wheels if w.scope in wanted],
+        images=list(inventory.images),
+        env=list(inventory.env),
+        host=inventory.host,
+        context=inventory.context,
+        problems=[],
+        pragmas=list(inventory.pragmas),
+    )
+
+
+def _key(finding: Finding) -> tuple[str, str, str, str]:
+    return finding.rule, str(finding.location), finding.message, finding.status.value
+
+
+def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Finding]],
+                 installs: Callable[[Package], bool] = lambda p: True) -> list[Finding]:
+    """Findings of the default install, then what each opt-in scope adds (FAIL softened to WARN, scope named).
+
+    A finding that several scopes add alike is reported once, naming all of them; one that the default
+    install already has is not repeated. Summary PASS/INFO lines without a location are the default
+    install's only (a scope's count of pinned packages says nothing new).
+    """
+    scopes = scopes_of(inventory)
+    if not scopes and not any(i.explicit for i in inventory.indexes):
+        return run_checks(inventory)
+    base = run_checks(in_scope(inventory, (), installs))
+    if not scopes:
+        return base
+    groups: list[tuple[str, ...]] = [(s,) for s in scopes[:MAX_SCOPES]]
+    if len(scopes) > MAX_SCOPES:
+        groups.append(tuple(scopes[MAX_SCOPES:]))
+    known = {_key(f) for f in base}
+    added: dict[tuple[str, str, str, str], tuple[Finding, list[str]]] = {}
+    for group in groups:
+        label = " + ".join(group) if len(group) <= 3 else f"{', '.join(group[:3])} and {len(group) - 3} more scopes"
+        for finding in run_checks(in_scope(inventory, group, installs)):
+            key = _key(finding)
+            if key in known or (finding.location is None and finding.status in (Status.PASS, Status.INFO, Status.SKIP)):
+                continue
+            if key in added:
+                added[key][1].append(label)
+            else:
+                added[key] = (finding, [label])
+    out = list(base)
+    for finding, labels in added.values():
+        out.append(opt_in(finding, labels))
+    return out
+
+
+def opt_in(finding: Finding, labels: list[str]) -> Finding:
+    """``finding`` as seen only when a user opts into ``labels``: named, and a WARN at most."""
+    status = Status.WARN if finding.status is Status.FAIL else finding.status
+    named = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+    evidence = dict(finding.evidence)
+    evidence["scope"] = labels
+    return replace(finding, status=status, message=f"with {named} (opt-in): {finding.message}", evidence=evidence)

@@ -1,0 +1,215 @@
+"""pyproject.toml and uv.lock as uv reads them: extras and dependency groups judged in their own scope,
+uv's index configuration, and the lock's dependency graph followed through extras."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from packaging.markers import Marker
+
+from envcheck.inspect.markers import negated, with_extras
+from envcheck.sources import ReadOptions, locks, pyproject
+from tests.conftest import REPO, run_envcheck
+
+EXTRAS = REPO / "examples" / "project-uv-extras" / "pyproject.toml"
+CHAIN = REPO / "examples" / "project-uv-extra-chain"
+OPTS = ReadOptions()
+
+
+def _report(*paths: Path | str) -> dict:
+    proc = run_envcheck("--format", "json", "--fail-on", "never", *map(str, paths))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _findings(report: dict, status: tuple[str, ...] = ("WARN", "FAIL", "ERROR")) -> list[dict]:
+    return [f for t in report["targets"] for f in t["findings"] if f["status"] in status]
+
+
+def _write(tmp: Path, name: str, text: str) -> Path:
+    path = tmp / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_extras_are_opt_in_scopes_named_in_their_findings() -> None:
+    report = _report(EXTRAS)
+    bad = _findings(report)
+    # the default install (transformers, peft, the dev group) is fine: nothing fails the file
+    assert bad and all(f["status"] == "WARN" for f in bad)
+    by_line = {(f["rule"], f["location"]["line"]): f for f in bad}
+    # each extra's torch on its own line, each finding naming its extra
+    assert "extra 'cpu'" in by_line[("G1-cpu-build", 10)]["message"]
+    assert "extra 'cu128'" in by_line[("G1-cuda12-local-version", 11)]["message"]
+    assert by_line[("G1-cuda12-local-version", 11)]["evidence"]["scope"] == ["extra 'cu128'"]
+    assert "extra 'cu128'" in by_line[("G1-cuda12-index", 35)]["message"]
+    assert "group 'bench'" in by_line[("G2-flash-attn-build", 16)]["message"]
+    # the cu130 extra is fine, and says so in its own scope
+    passing = _findings(report, ("PASS",))
+    assert any(f["rule"] == "G1-torch-build" and f["location"]["line"] == 12 and "extra 'cu130'" in f["message"] for f in passing)
+    assert not [f for f in bad if f["location"]["line"] == 12]
+
+
+def test_no_finding_is_reported_twice() -> None:
+    report = _report(EXTRAS, CHAIN / "pyproject.toml", CHAIN / "uv.lock")
+    keys = Counter((t["target"], f["rule"], json.dumps(f.get("location")), f["status"])
+                   for t in report["targets"] for f in t["findings"] if f.get("location"))
+    assert [k for k, n in keys.items() if n > 1] == []
+
+
+def test_the_same_requirement_in_two_extras_gets_two_lines(tmp_path: Path) -> None:
+    path = _write(tmp_path, "pyproject.toml", '[project]\nname = "x"\nversion = "0"\ndependencies = ["torch>=2.9"]\n'
+                  '[project.optional-dependencies]\na = [\n  "torch>=2.9",\n]\nb = ["torch>=2.9"]\n'
+                  '[dependency-groups]\nc = ["torch>=2.9", {include-group = "d"}]\nd = ["torch>=2.9"]\n')
+    inv = pyproject.read(path, OPTS)
+    placed = [(p.scope, p.location.line) for p in inv.packages]
+    assert placed == [(None, 4), ("extra 'a'", 7), ("extra 'b'", 9), ("group 'c'", 11), ("group 'c'", 12), ("group 'd'", 12)]
+
+
+def test_dev_group_is_part_of_the_default_install_unless_uv_says_otherwise(tmp_path: Path) -> None:
+    text = '[project]\nname = "x"\nversion = "0"\n[dependency-groups]\ndev = ["flash-attn==2.7.4.post1"]\nlint = ["ruff"]\n'
+    default = pyproject.read(_write(tmp_path, "pyproject.toml", text), OPTS)
+    assert {p.name: p.scope for p in default.packages} == {"flash-attn": None, "ruff": "group 'lint'"}
+    (tmp_path / "other").mkdir()
+    chosen = pyproject.read(_write(tmp_path / "other", "pyproject.toml", text + '[tool.uv]\ndefault-groups = ["lint"]\n'), OPTS)
+    assert {p.name: p.scope for p in chosen.packages} == {"flash-attn": "group 'dev'", "ruff": None}
+
+
+def test_a_projects_own_extras_bring_their_requirements(tmp_path: Path) -> None:
+    path = _write(tmp_path, "pyproject.toml", '[project]\nname = "Spark_Proj"\nversion = "0"\n'
+                  'dependencies = ["spark-proj[train]"]\n[project.optional-dependencies]\n'
+                  'train = ["torch==2.5.1+cu121", "spark-proj[ui]"]\nui = ["gradio"]\nall = ["spark-proj[train]"]\n')
+    inv = pyproject.read(path, OPTS)
+    placed = sorted((p.name, p.scope or "") for p in inv.packages)
+    assert ("torch", "") in placed and ("gradio", "") in placed  # the default install asks for its own [train]
+    assert ("torch", "extra 'all'") in placed and ("gradio", "extra 'all'") in placed
+    assert not [p for p in inv.packages if p.name == "spark-proj"]
+
+
+def test_uv_sources_pick_the_index_by_marker_and_extra(tmp_path: Path) -> None:
+    path = _write(tmp_path, "pyproject.toml", '''[project]
+name = "x"
+version = "0"
+dependencies = ["torch==2.9.0", "torchvision==0.24.0"]
+[project.optional-dependencies]
+gpu = ["torch==2.9.0"]
+[tool.uv.sources]
+torch = [
+  { index = "cu130", extra = "gpu" },
+  { index = "cpu", marker = "sys_platform == 'darwin'" },
+]
+torchvision = { git = "https://github.com/pytorch/vision", tag = "v0.24.0" }
+[[tool.uv.index]]
+name = "cpu"
+url = "https://download.pytorch.org/whl/cpu"
+explicit = true
+[[tool.uv.index]]
+name = "cu130"
+url = "https://download.pytorch.org/whl/cu130"
+explicit = true
+[tool.uv.pip]
+extra-index-url = ["https://download.pytorch.org/whl/cu126"]
+torch-backend = "cu128"
+''')
+    inv = pyproject.read(path, OPTS)
+    torch = [(p.scope, p.marker, p.index) for p in inv.packages if p.name == "torch"]
+    assert torch == [
+        (None, "sys_platform == 'darwin'", "https://download.pytorch.org/whl/cpu"),
+        (None, "sys_platform != 'darwin'", None),  # where no source's marker holds: the default indexes
+        ("extra 'gpu'", None, "https://download.pytorch.org/whl/cu130"),
+    ]
+    vision = next(p for p in inv.packages if p.name == "torchvision")
+    assert vision.url == "git+https://github.com/pytorch/vision@v0.24.0"
+    indexes = {(i.option, i.url, i.explicit, i.location.line if i.location else None) for i in inv.indexes}
+    assert ("extra-index-url", "https://download.pytorch.org/whl/cu126", False, 22) in indexes
+    assert ("index-url", "uv-torch-backend:cu128", False, 23) in indexes
+    report = _report(path)
+    bad = {(f["rule"], f["status"], f["location"]["line"]) for f in _findings(report)}
+    # the cu126 extra index and the cu128 backend apply to the whole install; the cpu index only on macOS
+    assert ("G1-cuda12-index", "FAIL", 22) in bad and ("G1-cuda12-index", "FAIL", 23) in bad
+    assert not [b for b in bad if b[2] == 15]
+
+
+def test_a_source_naming_an_unknown_index_is_an_error_with_its_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "pyproject.toml", '[project]\nname = "x"\nversion = "0"\ndependencies = ["torch"]\n'
+                  '[tool.uv.sources]\ntorch = { index = "nope" }\n')
+    inv = pyproject.read(path, OPTS)
+    assert [(p.message.split(",")[0], p.location.line) for p in inv.problems] == [("tool.uv.sources.torch names the index 'nope'", 6)]
+    assert [p.name for p in inv.packages] == ["torch"]  # still judged, from the default indexes
+
+
+def test_uv_lock_follows_extras_of_dependencies_and_hides_internal_markers() -> None:
+    inv = locks.read(CHAIN / "uv.lock", OPTS)
+    by = {(p.name, p.version): p for p in inv.packages}
+    # transformers[torch] -> torch: installed by default, on aarch64 too
+    torch = by[("torch", "2.9.0")]
+    assert torch.scope is None and torch.marker is None
+    assert by[("numpy", "1.26.4")].scope == "extra 'legacy'"
+    assert by[("numpy", "2.2.0")].scope is None
+    assert by[("six", "1.16.0")].scope == "group 'docs'"
+    assert by[("pytest", "8.3.0")].scope is None  # uv sync installs the dev group
+    report = _report(CHAIN / "uv.lock")
+    text = json.dumps(report)
+    assert not re.search(r"'(extra|group)-\d+-", text) and "python_version < '0'" not in text
+    bad = _findings(report)
+    assert [(f["rule"], f["status"], f["location"]["line"]) for f in bad if f["rule"].startswith("G1")] == [("G1-cpu-build", "FAIL", 603)]
+
+
+def test_uv_lock_reached_only_through_a_project_extra_is_opt_in(tmp_path: Path) -> None:
+    lock = _write(tmp_path, "uv.lock", '''version = 1
+revision = 3
+requires-python = ">=3.11"
+
+[[package]]
+name = "proj"
+version = "0.1.0"
+source = { virtual = "." }
+dependencies = [{ name = "six" }]
+
+[package.optional-dependencies]
+gpu = [{ name = "torch", marker = "platform_machine == 'aarch64' and extra == 'extra-4-proj-gpu'" }]
+
+[[package]]
+name = "six"
+version = "1.16.0"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "torch"
+version = "2.5.1+cu121"
+source = { registry = "https://download.pytorch.org/whl/cu121" }
+''')
+    inv = locks.read(lock, OPTS)
+    torch = next(p for p in inv.packages if p.name == "torch")
+    assert (torch.scope, torch.marker, torch.location.line) == ("extra 'gpu'", "platform_machine == 'aarch64'", 20)
+    bad = _findings(_report(lock))
+    assert {(f["rule"], f["status"]) for f in bad} >= {("G1-cuda12-local-version", "WARN"), ("G1-cuda12-index", "WARN")}
+    assert all("extra 'gpu'" in f["message"] for f in bad)
+
+
+@pytest.mark.parametrize("marker", [
+    "sys_platform == 'linux'",
+    "sys_platform == 'linux' and platform_machine == 'aarch64'",
+    "sys_platform == 'darwin' or platform_machine == 'x86_64' and python_version < '3.12'",
+    "(sys_platform == 'win32' or python_version >= '3.12') and 'arm' in platform_machine",
+])
+def test_negated_marker_holds_exactly_where_the_marker_does_not(marker: str) -> None:
+    opposite = negated(marker)
+    assert opposite is not None
+    for plat, machine, python in itertools.product(("linux", "darwin", "win32"), ("x86_64", "aarch64", "arm64"), ("3.11", "3.12")):
+        env = {"sys_platform": plat, "platform_machine": machine, "python_version": python}
+        assert Marker(marker).evaluate(env) != Marker(opposite).evaluate(env), env
+
+
+def test_internal_extra_markers_are_decided_per_scope() -> None:
+    conflict = "extra == 'extra-4-proj-new' or extra != 'extra-4-proj-old'"
+    assert with_extras(conflict, frozenset()) is True
+    assert with_extras(conflict, frozenset({"extra-4-proj-old"})) is False
+    mixed = "platform_machine == 'aarch64' and extra == 'group-4-proj-a' or sys_platform == 'darwin'"
+    assert with_extras(mixed, frozenset({"group-4-proj-a"})) == "platform_machine == 'aarch64' or sys_platform == 'darwin'"
+    assert with_extras(mixed, frozenset()) == "sys_platform == 'darwin'"
