@@ -24,6 +24,8 @@ NAMES = {
     "Dockerfile": "dockerfile", "Dockerfile.cuda": "dockerfile", "app.Dockerfile": "dockerfile",
     "Containerfile": "dockerfile", "train.dockerfile": "dockerfile", "x.containerfile": "dockerfile",
     "torch-2.9.0-cp312-cp312-manylinux_2_28_aarch64.whl": "wheel",
+    "environment.yml": "conda", "environment-gpu.yaml": "conda", "dev.environment.yml": "conda",
+    "ci.yml": None, "environments.md": None,
     # not by name: code and docs about Dockerfiles, build files with a matching extension
     "dockerfile.py": None, "dockerfiles.md": None, "Dockerfile-cuda": None, "dockerignore": None,
     "MANIFEST.in": None, "setup.cfg": None, "README.md": None, "requirements.md": None,
