@@ -141,10 +141,14 @@ def check(*declared: Any) -> Any:
     return register
 
 
-def checks_for(kind: str) -> list[Check]:
-    """The registered checks that apply to a target of ``kind`` (their modules loaded first)."""
-    load_for(kind)
-    return [c for c in CHECKS if kinds.applies(c.inputs, kind)]
+def checks_for(kind: str, also: tuple[str, ...] = ()) -> list[Check]:
+    """The registered checks that apply to a target of ``kind`` (their modules loaded first).
+
+    ``also``: kinds whose checks run too (``envcheck --resolve`` adds ``wheel``: a requirements file's
+    inventory then holds the resolved wheels and their binaries)."""
+    for name in (kind, *also):
+        load_for(name)
+    return [c for c in CHECKS if any(kinds.applies(c.inputs, name) for name in (kind, *also))]
 
 
 def load_for(kind: str) -> None:
@@ -191,6 +195,17 @@ SERVICE_ERROR = rule(
     """A registry, Docker engine or API that this check needs did not answer or refused access, so
     the target could not be checked. envcheck exits with code 3.""",
     """Check the network, credentials (docker login / --username) and DOCKER_HOST, then run again.""",
+)
+INPUT_SKIPPED = rule(
+    "input-skipped",
+    "ENVCHECK",
+    "Part of a target was left out on purpose",
+    Status.INFO,
+    """envcheck left part of this input out on purpose and says what and why: in a folder, symbolic links
+    that lead outside it are not followed (a link to / would make the scan walk the whole machine, and a
+    scan of one environment must not judge another).""",
+    """Nothing to fix if the left-out part is not part of the environment; otherwise check the folder the
+    link leads to as its own target.""",
 )
 INTERNAL_ERROR = rule(
     "internal-error",

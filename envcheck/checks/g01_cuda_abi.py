@@ -523,7 +523,7 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
 DEFAULT_INDEX_PULL = rule(
     "G1-default-index-pull", "G1", "An install pulls CUDA packages through a CUDA 12 default index", Status.WARN,
     """ENV or ARG PIP_INDEX_URL / PIP_EXTRA_INDEX_URL (UV_INDEX_URL, UV_EXTRA_INDEX_URL, UV_DEFAULT_INDEX,
-    UV_INDEX) make a CUDA 12 index (download.pytorch.org/whl/cu12x) the default for every later pip or uv
+    UV_INDEX, UV_TORCH_BACKEND) make a CUDA 12 index (download.pytorch.org/whl/cu12x) the default for every later pip or uv
     command of the stage. An install that does not name torch itself still pulls torch, torchvision or
     nvidia-* libraries through its dependencies, and they come from that index as CUDA 12 builds. The
     finding points at the install that pulls them; the index itself is reported where it is set.""",
@@ -536,13 +536,13 @@ DEFAULT_INDEX_PULL = rule(
 @check(DEFAULT_INDEX_PULL)
 def default_index_pulls(ctx: CheckContext) -> Iterator[Finding]:
     """G1: Dockerfile installs that resolve dependencies through a CUDA 12 index set in ENV/ARG."""
-    from envcheck.sources.dockerfile import INDEX_VARIABLES
+    from envcheck.sources.dockerfile import INDEX_VARIABLES, index_entries
 
     defaults = []  # (stage, line, variable, url, build)
     for var in ctx.inventory.env:
         if var.name not in INDEX_VARIABLES or var.origin not in ("env", "arg") or var.location is None or var.location.line is None:
             continue
-        for url in var.value.split():
+        for url in index_entries(var.name, var.value):
             build = build_of_index(url)
             if build is not None and build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < ctx.profile.cuda_major:
                 defaults.append((var.location.stage, var.location.line, var.name, url, build))

@@ -74,9 +74,18 @@ _CMAKE_ARCH_FLAG = re.compile(r"^-D\s*CMAKE_CUDA_ARCHITECTURES(?::[A-Za-z]+)?=(.
 INDEX_VARIABLES = {
     "PIP_INDEX_URL": IndexOption.INDEX_URL, "PIP_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL, "PIP_FIND_LINKS": IndexOption.FIND_LINKS,
     "UV_INDEX_URL": IndexOption.INDEX_URL, "UV_DEFAULT_INDEX": IndexOption.INDEX_URL, "UV_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL,
-    "UV_INDEX": IndexOption.EXTRA_INDEX_URL,
+    "UV_INDEX": IndexOption.EXTRA_INDEX_URL, "UV_TORCH_BACKEND": IndexOption.INDEX_URL,
 }
 _INDEX_VARIABLES = INDEX_VARIABLES
+_NAMED_INDEX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*=(?=[A-Za-z][A-Za-z0-9+.\-]*://)")
+
+
+def index_entries(name: str, value: str) -> list[str]:
+    """The index URLs a pip/uv variable holds: space-separated, ``UV_INDEX``'s ``name=url`` form without the
+    name, and ``UV_TORCH_BACKEND=cu126`` as uv's torch-backend index (read like ``--torch-backend``)."""
+    if name == "UV_TORCH_BACKEND":
+        return [f"uv-torch-backend:{value.strip()}"] if value.strip() else []
+    return [_NAMED_INDEX.sub("", entry) for entry in value.split()]
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -226,7 +235,7 @@ class _Reader:
                     # pip/uv read their default index from the environment of every later RUN
                     option = _INDEX_VARIABLES.get(name)
                     if option is not None:
-                        inventory.indexes.extend(PackageIndex(url, option, self._loc(inst.line, stage)) for url in value.split())
+                        inventory.indexes.extend(PackageIndex(url, option, self._loc(inst.line, stage)) for url in index_entries(name, value))
             elif inst.keyword == "WORKDIR":
                 target = expand(inst.args.strip(), values, self.df.escape, keep_unknown=True).value
                 workdir = posixpath.normpath(posixpath.join(workdir, target))
@@ -297,9 +306,17 @@ class _Reader:
         if exe == "uv" and len(argv) >= 2 and argv[1] == "sync":
             self._read_project_file("uv.lock", "locks", in_image, files, loc, stage, inventory, cmd)
             return
-        parsed = parse_install_command(_as_install(_resolvable(argv)), loc)
+        install_argv, wheel_only = _as_install(_resolvable(argv))
+        parsed = parse_install_command(install_argv, loc)
         if parsed is None:
             return
+        in_image = in_image and not wheel_only  # `pip wheel`: built into a folder, not installed
+        if parsed.command.tool in ("pip", "uv"):
+            # PIP_*/UV_* index variables set for this command (prefix or export) count like its own index options
+            for name, option in _INDEX_VARIABLES.items():
+                if name in cmd.env and cmd.env[name] != values.get(name):
+                    parsed.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(name, cmd.env[name]))
+            parsed.indexes[:] = [replace(i, url=_NAMED_INDEX.sub("", i.url)) for i in parsed.indexes]  # uv --index name=url
         if parsed.command.tool in ("pip", "uv") and "." in [w for w in argv if not w.startswith("-")] and _repo_of(files.script.cwd, files.script) is None:
             self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, None)
         self._add_install(parsed, cmd, loc, in_image, files, inventory, stage)
@@ -461,14 +478,15 @@ def shipped_packages(ref: str, location: Location | None) -> list[Package]:
     return out
 
 
-def _as_install(argv: list[str]) -> list[str]:
-    """``pip wheel X`` builds X the way ``pip install X`` does: read it as an install."""
+def _as_install(argv: list[str]) -> tuple[list[str], bool]:
+    """``pip wheel X`` builds X the way ``pip install X`` does, without installing it: read it as an install,
+    and say so (True) so that its packages count as built, not installed (``pip download`` is neither)."""
     for i, word in enumerate(argv):
         if word == "wheel" and i > 0 and re.fullmatch(r"pip(\d+(\.\d+)?)?", argv[i - 1].rsplit("/", 1)[-1]):
-            return [*argv[:i], "install", *argv[i + 1 :]]
+            return [*argv[:i], "install", *argv[i + 1 :]], True
         if not (word.startswith("-") or i == 0 or word == "pip" or (i == 1 and argv[0].rsplit("/", 1)[-1].startswith("python"))):
             break
-    return argv
+    return argv, False
 
 
 def build_settings(cmd: SimpleCommand, known: Mapping[str, str]) -> list[tuple[str, str]]:
