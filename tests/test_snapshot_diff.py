@@ -22,6 +22,7 @@ from envcheck.commands.snapshot import load_snapshot
 from envcheck.formats.snapshot_format import snapshot_data
 from envcheck.model import Report, TargetResult
 from tests.conftest import FIXTURES, REPO, run_envcheck
+from tests.test_binaries_real import torch_venv  # noqa: F401  (the shared 5 GB CUDA 13 torch venv fixture)
 
 BINARIES = FIXTURES / "binaries"
 H200 = FIXTURES / "device" / "h200" / "preflight-binaries.json.gz"
@@ -295,3 +296,20 @@ def test_preflight_baseline_that_cannot_be_read_is_a_usage_error(tmp_path: Path)
     proc = run_envcheck("preflight", "--sample-seconds", "0", "--baseline", str(tmp_path / "none.json"))
     assert proc.returncode == 2 and "none.json" in proc.stderr and proc.stdout == ""
 
+
+
+@pytest.mark.slow
+def test_live_snapshot_of_the_real_cuda13_torch_venv(torch_venv: Path, tmp_path: Path) -> None:  # noqa: F811
+    """The 5 GB torch 2.14.1+cu130 venv of tests/test_binaries_real.py, read live as preflight reads it."""
+    python = torch_venv.parents[2] / "bin" / "python"
+    out = tmp_path / "torch.json"
+    proc = run_envcheck("snapshot", "--python", str(python), "-o", str(out), "-q", timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size < 1_000_000
+    data = json.loads(out.read_text())
+    jsonschema.validate(data, _schema())
+    inventory = TargetResult.from_json(data["targets"][0]).inventory
+    probe = inventory.host.torch
+    assert probe is not None and probe["cuda"] == "13.0" and str(probe["version"]).endswith("+cu130")
+    assert inventory.package("torch") is not None and any(b.cuda_major == 13 for b in inventory.binaries)
+    assert _diff(str(out), str(out)) == (0, [])

@@ -141,7 +141,7 @@ def _image_target(ref: str, options: LiveOptions, config: Config) -> engine.Targ
     from envcheck.sources.image import KIND, ImageOptions, looks_like_image, read_image
 
     if options.container:
-        from envcheck.sources.container import container_target
+        from envcheck.commands.container import container_target
 
         return container_target(ref)
     if not looks_like_image(ref):
