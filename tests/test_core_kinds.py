@@ -101,7 +101,9 @@ def test_check_modules_table_matches_registered_checks() -> None:
     for kind in [k.name for k in kinds.KINDS] + ["a-kind-outside-the-table"]:
         imported = {m for m, inputs in MODULES.items() if kinds.applies(inputs, kind)}
         needed = {c.fn.__module__ for c in rules.CHECKS if kinds.applies(c.inputs, kind)}
-        assert imported == needed, kind
+        assert imported == needed, (
+            f"{kind}: envcheck.checks.MODULES imports {sorted(imported)}, the checks need {sorted(needed)} "
+            "(a bare @check runs on every kind: name its rules, @check(RULE_A, RULE_B))")
 
 
 def test_engine_runs_only_the_checks_of_the_target_kind() -> None:
