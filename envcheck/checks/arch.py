@@ -224,7 +224,7 @@ def _target_words(ctx: CheckContext) -> str:
     return f"{ctx.profile.os}/{ctx.profile.machine}"
 
 
-@check
+@check(RESOLVE_NO_FILE, RESOLVE_SOURCE_BUILD)
 def resolved_files(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over ``--resolve`` results: no file for the target, or only an sdist (a source build)."""
     from envcheck.knowledge import load
