@@ -161,6 +161,17 @@ def test_diff_text_output_shows_the_changes_and_sarif_carries_the_rules(cuda_sit
     assert run_envcheck("diff", str(clean), str(drifted), "--ignore", "G9-drift-finding").returncode == 0
 
 
+def test_pins_that_now_contradict() -> None:
+    pins = FIXTURES / "rules" / "G9-pin-conflict"
+    code, findings = _diff(str(pins / "negative" / "requirements.txt"), str(pins / "positive" / "requirements.txt"))
+    rules = _rules(findings)
+    assert code == 1
+    assert [m.split(": ", 1)[0] for m in rules["G9-drift-pin"]] == ["FAIL G9-pin-conflict PASS → FAIL"]
+    assert "WARN triton 3.6.0 → 3.4.0" in rules["G9-drift-package"]
+    code, back = _diff(str(pins / "positive" / "requirements.txt"), str(pins / "negative" / "requirements.txt"))
+    assert code == 0 and "G9-drift-pin" not in _rules(back)
+
+
 # ---------------------------------------------------------------------------------------------- NGC image configs
 
 
