@@ -82,6 +82,9 @@ def test_snapshot_to_stdout_is_only_the_document_and_composes_with_diff_over_std
 
 def test_snapshot_without_a_target_or_of_nothing_is_a_usage_error(tmp_path: Path) -> None:
     assert run_envcheck("snapshot", "-o", "-").returncode == 2
+    # a file name that does not exist is not looked up as a Docker Hub image
+    proc = run_envcheck("snapshot", str(tmp_path / "requirements-typo.txt"), "-o", "-")
+    assert proc.returncode == 2 and "requirements-typo.txt: no such file" in proc.stderr and proc.stdout == ""
     proc = run_envcheck("diff", str(tmp_path / "missing.json"), str(tmp_path / "other.json"))
     assert proc.returncode == 2 and "missing.json" in proc.stderr
     bad = tmp_path / "bad.json"
