@@ -377,6 +377,26 @@ def _cuda_dist(distribution: str | None, major: int) -> bool:
     return found is not None and found[0] != major
 
 
+# Binaries that a torch install brings: the cu130 torch index replaces them all.
+_TORCH_INSTALL = frozenset({*_TORCH_FAMILY, "triton", "pytorch-triton"})
+
+
+def _binary_fix(b: Binary, major: int) -> str:
+    """The fix for this binary's own package: torch's is the cu130 index; another distribution needs its own
+    CUDA ``major`` build (nvidia-*-cu12 -> -cu13, cupy-cuda12x -> cupy-cuda13x); a loose file needs a rebuild."""
+    dist = b.distribution
+    if dist is None:
+        return (f"Rebuild {b.path} against CUDA {major} (it must link the CUDA {major} libraries), or get a "
+                f"CUDA {major} build of the software it belongs to.")
+    if dist in _TORCH_INSTALL:
+        return _FIX_CU130
+    renamed = re.sub(r"-(cu|cuda)1[0-2](x?)$", lambda m: f"-{m.group(1)}{major}{m.group(2)}", dist)
+    if renamed != dist:
+        return f"Replace {dist} with {renamed}, its CUDA {major} build (reinstalling torch does not change {dist})."
+    return (f"Install a CUDA {major} build of {dist} (a cu{major}x/cuda{major} variant, wheel index or conda channel), "
+            f"or use a container where it is built for CUDA {major}; reinstalling torch does not change {dist}.")
+
+
 @check(BINARY_SONAME, BINARY_STATIC_CUDART)
 def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over binaries: FAIL for each binary needing (or being) a CUDA library of another major."""
@@ -417,7 +437,7 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
                                         b.location, evidence, status=Status.INFO)
             continue
         failed = True
-        yield BINARY_SONAME.finding(what, b.location, evidence)
+        yield BINARY_SONAME.finding(what, b.location, evidence, fix=_binary_fix(b, major))
     if judged and not failed:
         yield BINARY_SONAME.passed(f"{judged} binaries link CUDA libraries; none needs a library of a CUDA major other than {major}",
                                    None, binaries=judged)
