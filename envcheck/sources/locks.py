@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.inspect.markers import with_extras
+from envcheck.inspect.pip_args import long_number, shown
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.model import (
     IndexOption,
@@ -69,6 +70,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         line = lines[number][1] if number < len(lines) and lines[number][0] == entry["name"] else None
         loc = Location(str(path), line=line)
         version = entry.get("version")
+        if version is not None and (problem := long_number(str(version))) is not None:
+            inventory.problems.append(ReadProblem(f"{name}: version {shown(str(version), 40)}: {problem}", loc))
+            continue
         index = _index_of(entry, style)
         if index and index not in seen_indexes:
             seen_indexes.add(index)
@@ -99,7 +103,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             inventory.packages.append(Package(
                 name=name, version=str(version) if version is not None else None,
                 specifier=f"=={version}" if version is not None else "", marker=marker,
-                url=_direct_url(entry), requires=requires, role=Role.LOCK, location=loc, scope=scope, index=index,
+                # a lock's edges carry no version specifiers: they are not Requires-Dist metadata, so the pins
+                # of a locked package come from envcheck's pin table (requires=None), as for a requirements line
+                url=_direct_url(entry), requires=None, role=Role.LOCK, location=loc, scope=scope, index=index,
             ))
             if scope is None:
                 names.append(name)
