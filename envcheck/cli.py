@@ -69,6 +69,8 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
     parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
     parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
+    parser.add_argument("--max-text-size", metavar="SIZE",
+                        help="largest requirements/pyproject/lock/config file read, includes counted together (default 16MiB; docs/limits.md)")
     _common(parser)
     return parser
 
@@ -144,7 +146,10 @@ def _run(command: str | None, argv: list[str]) -> int:
         module.configure(parser)
         _common(parser, getattr(module, "DEFAULT_FORMAT", None))
     args = parser.parse_args(argv)
-    config = _layered_config(args, load_config(args.config, Path.cwd()))
+    from envcheck.config import parse_size
+
+    max_text = parse_size(args.max_text_size, "--max-text-size") if getattr(args, "max_text_size", None) else None
+    config = _layered_config(args, load_config(args.config, Path.cwd(), max_text))
     targets: list[Target] = _path_targets(args, config) if module is None else module.build(args, config)
     report = engine.run(targets, config, debug=args.debug)
     from envcheck.formats import renderer
@@ -188,6 +193,10 @@ def _layered_config(args: argparse.Namespace, config: Config) -> Config:
         options["deep_fatbin"] = True
     if args.no_cache:
         options["no_cache"] = True
+    if getattr(args, "max_text_size", None):
+        from envcheck.config import parse_size
+
+        options["max_text_bytes"] = parse_size(args.max_text_size, "--max-text-size")
     changes["options"] = options
     return replace(config, **changes)  # type: ignore[arg-type]
 
@@ -208,7 +217,8 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         build_args=build_args,
         deep_fatbin=bool(args.deep_fatbin),
         use_cache=not args.no_cache,
-        extra={"target": args.target} if args.target else {},
+        extra={**({"target": args.target} if args.target else {}),
+               **({"max_text_bytes": config.options["max_text_bytes"]} if config.options.get("max_text_bytes") else {})},
     )
     targets: list[Target] = []
     paths = [Path(p) for p in args.paths]

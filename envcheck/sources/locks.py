@@ -32,7 +32,7 @@ from envcheck.model import (
 )
 from envcheck.sources import ReadOptions
 from envcheck.sources.pyproject import parse_toml
-from envcheck.sources.requirements import text_limit
+from envcheck.sources.requirements import MAX_PACKAGES, text_limit, too_many_packages
 
 KIND = "uv-lock"
 
@@ -62,6 +62,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     graph = _Graph(entries) if style == "uv" else None
     seen_indexes: set[str] = set()
     names: list[str] = []
+    if len(entries) > MAX_PACKAGES:
+        inventory.problems.append(ReadProblem(too_many_packages(), Location(str(path), line=lines[MAX_PACKAGES][1] if len(lines) > MAX_PACKAGES else None)))
+        entries = entries[:MAX_PACKAGES]
     for number, entry in enumerate(entries):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
             inventory.problems.append(ReadProblem("lock entry without a name", Location(str(path))))

@@ -29,7 +29,7 @@ from envcheck.model import (
 from envcheck.sources import ReadOptions
 
 KIND = "requirements"
-MAX_BYTES = 64 * 1024 * 1024
+MAX_BYTES = 16 * 1024 * 1024  # --max-text-size; docs/limits.md
 _PRAGMA = re.compile(r"#\s*envcheck:\s*ignore=([A-Za-z0-9_,.\-]+)\s*(.*)$")
 _REQ_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-]*(\[[^\]]*\])?\s*(==|>=|<=|~=|!=|<|>|===|@|;|$)|-[-a-zA-Z]|git\+|https?://)")
 
@@ -119,6 +119,17 @@ def _without_comment(line: str) -> str:
     while at > 0 and not line[at - 1].isspace():
         at = line.find("#", at + 1)
     return line if at < 0 else line[:at]
+
+
+# Requirements (or lock entries) one target may hold: real projects and environments have hundreds, a few
+# thousand at most; past this a target is refused from that line on, so its time is bounded by this, not
+# only by its size in bytes (16 MiB of short lines are 200 000 requirements).
+MAX_PACKAGES = 20_000
+
+
+def too_many_packages() -> str:
+    """The read problem of a target past MAX_PACKAGES."""
+    return f"more than {MAX_PACKAGES} requirements in this target: the rest was not read (no real project has this many)"
 
 
 # Files one target may include (-r/-c, all levels together): past this, the rest is a read problem.
@@ -217,6 +228,9 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
         if line.startswith("-"):
             _option_line(line, loc, path, options, inventory, role, seen, depth, includes)
             continue
+        if len(inventory.packages) >= MAX_PACKAGES:
+            inventory.problems.append(ReadProblem(too_many_packages(), loc))
+            return
         pkg = parse_requirement_text(line, loc, role=role)
         if isinstance(pkg, ReadProblem):
             inventory.problems.append(pkg)
