@@ -105,6 +105,8 @@ _ENTRIES = {
     "binary scans": ("scan-*.json", ".scan-*.tmp"),
     "registry manifests and configs": ("blobs",),
     "image layer scans": ("deep-v*",),
+    "package file facts (--resolve)": ("files-v*",),
+    "resolutions (--resolve)": ("resolutions-v*",),
 }
 
 

@@ -5,6 +5,8 @@
     envcheck image REF                     judge a registry image before pulling it
     envcheck container IMAGE               run the checks inside a container
     envcheck preflight                     live checks of this host, one line per gotcha
+    envcheck snapshot [TARGET] -o FILE     save a target's inventory and findings (JSON)
+    envcheck diff A B                      what changed between snapshots or live targets (--twins: nodes)
     envcheck cache [info|clean]            show or empty envcheck's cache
 """
 
@@ -19,30 +21,33 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from envcheck import __version__
+from envcheck import __version__, kinds
 from envcheck.errors import EnvcheckError, UsageError
 
 if TYPE_CHECKING:
     from envcheck.config import Config
     from envcheck.engine import Target
-    from envcheck.model import Inventory
+    from envcheck.model import Inventory, Report
     from envcheck.sources import ReadOptions
 
 COMMANDS = {
     "image": "envcheck.commands.image",
     "container": "envcheck.commands.container",
     "preflight": "envcheck.commands.preflight",
+    "snapshot": "envcheck.commands.snapshot",
+    "diff": "envcheck.commands.diff",
 }
 BUILTIN = ("rules", "cache")
-_FORMATS = ("text", "json", "sarif", "github", "preflight")
+_FORMATS = ("text", "json", "sarif", "github", "preflight", "snapshot")
 # Common options that take a value: needed to find the subcommand word among the arguments.
-_VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python", "--target"}
+_VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python", "--target",
+               "--python-version", "--index-url", "--extra-index-url", "--find-links"}
 
 
 def _common(parser: argparse.ArgumentParser, default_format: str | None = None) -> None:
     g = parser.add_argument_group("output and policy")
     g.add_argument("-f", "--format", choices=_FORMATS, default=default_format, help="output format (default: text; preflight for `envcheck preflight`)")
-    g.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    g.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout (-: stdout)")
     g.add_argument("--fail-on", choices=("fail", "warn", "never"), help="lowest status that makes the exit code 1 (default: fail)")
     g.add_argument("--ignore", action="append", default=[], metavar="RULE", help="ignore a rule id or a whole gotcha (G2); repeatable")
     g.add_argument("--config", metavar="FILE", help="config file (default: .envcheck.toml or [tool.envcheck] in pyproject.toml)")
@@ -59,20 +64,35 @@ def _check_parser() -> argparse.ArgumentParser:
         prog="envcheck",
         description="Will this Python environment or container work on an NVIDIA DGX Spark (GB10, aarch64, CUDA 13, sm_121)?",
         epilog="Subcommands: envcheck rules [ID], envcheck image REF, envcheck container IMAGE, envcheck preflight, "
-        "envcheck cache [info|clean]. "
+        "envcheck snapshot [TARGET] -o FILE, envcheck diff A B, envcheck cache [info|clean]. "
         "Exit codes: 0 clean, 1 findings at/above --fail-on, 2 usage error or unreadable target, 3 a service was unreachable.",
     )
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
-    parser.add_argument("paths", nargs="*", metavar="PATH", help="requirements/freeze/pyproject/uv.lock/pylock/Dockerfile/wheel/ELF/folder (default: the current folder)")
-    parser.add_argument("--kind", help="force the input kind: requirements, freeze, pyproject, uv-lock, pylock, dockerfile, wheel, elf, folder")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files and folders to check (default: the current folder); "
+                        "the kind of each is told from its name, else its content")
+    parser.add_argument("--kind", help="force the input kind, one of: " + ", ".join(kinds.path_kinds()))
     parser.add_argument("--build-arg", action="append", default=[], metavar="NAME=VALUE", help="Dockerfile build argument (repeatable)")
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
     parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
     parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
     parser.add_argument("--max-text-size", metavar="SIZE",
                         help="largest requirements/pyproject/lock/config file read, includes counted together (default 16MiB; docs/limits.md)")
+    parser.add_argument("--max-expansion", type=float, default=None, metavar="RATIO",
+                        help="a wheel's binaries may expand to RATIO times their compressed size (at least 16 MiB) before "
+                             "they are refused as a decompression bomb (default 100; 0: no limit; docs/limits.md)")
+    _resolve_options(parser)
     _common(parser)
     return parser
+
+
+def _resolve_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("resolve (reads package indexes; docs/resolve.md)")
+    g.add_argument("--resolve", action="store_true", help="resolve dependency files for the target (uv) and judge the files picked, read from the index")
+    g.add_argument("--python-version", metavar="X.Y", help="--resolve: the target's Python (default: the profile's)")
+    g.add_argument("--index-url", metavar="URL", help="--resolve: the package index (default: the input's, then pip/uv configuration)")
+    g.add_argument("--extra-index-url", action="append", default=[], metavar="URL", help="--resolve: another index (repeatable)")
+    g.add_argument("--find-links", action="append", default=[], metavar="URL", help="--resolve: a folder or page of files (repeatable)")
+    g.add_argument("--offline", action="store_true", help="--resolve: use only envcheck's cache, its facts table and uv's cache")
 
 
 def _split_command(argv: list[str]) -> tuple[str | None, list[str]]:
@@ -150,14 +170,17 @@ def _run(command: str | None, argv: list[str]) -> int:
 
     max_text = parse_size(args.max_text_size, "--max-text-size") if getattr(args, "max_text_size", None) else None
     config = _layered_config(args, load_config(args.config, Path.cwd(), max_text))
-    targets: list[Target] = _path_targets(args, config) if module is None else module.build(args, config)
-    report = engine.run(targets, config, debug=args.debug)
+    if module is not None and hasattr(module, "report"):  # a command that compares or post-processes (diff, snapshot)
+        report: Report = module.report(args, config)
+    else:
+        targets: list[Target] = _path_targets(args, config) if module is None else module.build(args, config)
+        report = engine.run(targets, config, debug=args.debug)
     from envcheck.formats import renderer
 
     fmt = args.format or "text"
     verbosity = args.verbose - args.quiet
     text = renderer(fmt)(report, verbosity)
-    if args.output:
+    if args.output and args.output != "-":
         try:
             Path(args.output).write_text(text, encoding="utf-8")
         except OSError as exc:
@@ -218,8 +241,11 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         deep_fatbin=bool(args.deep_fatbin),
         use_cache=not args.no_cache,
         extra={**({"target": args.target} if args.target else {}),
-               **({"max_text_bytes": config.options["max_text_bytes"]} if config.options.get("max_text_bytes") else {})},
+               **({"max_text_bytes": config.options["max_text_bytes"]} if config.options.get("max_text_bytes") else {}),
+               **({"max_expansion": args.max_expansion} if args.max_expansion is not None else {})},
     )
+    if args.kind is not None and args.kind not in kinds.path_kinds():
+        raise UsageError(f"unknown input kind {args.kind!r} for --kind; known: {', '.join(kinds.path_kinds())}")
     targets: list[Target] = []
     paths = [Path(p) for p in args.paths]
     if not paths and not args.python:
@@ -239,12 +265,25 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
             continue
         if kind is None:
             targets.append(Target(str(path), "unknown", _raiser(InputError(
-                f"{path}: cannot tell what kind of input this is; pass --kind (requirements, freeze, pyproject, uv-lock, pylock, dockerfile, wheel, elf, folder)", str(path)))))
+                f"{path}: cannot tell what kind of input this is; pass --kind ({', '.join(kinds.path_kinds())})", str(path)))))
             continue
         targets.append(_file_target(path, kind, options))
     if args.python:
         targets.append(_python_target(args.python, options))
+    if args.resolve:
+        targets = _resolved_targets(args, config, targets)
     return targets
+
+
+def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Target]) -> list[Target]:
+    from envcheck import resolve
+    from envcheck.engine import Target
+
+    settings = resolve.ResolveSettings(
+        python_version=args.python_version, index_url=args.index_url, extra_index_urls=tuple(args.extra_index_url),
+        find_links=tuple(args.find_links), offline=args.offline, use_cache=not args.no_cache,
+    )
+    return [Target(t.name, t.kind, resolve.resolved_reader(t.name, t.kind, t.read, settings, config.profile)) for t in targets]
 
 
 def _raiser(exc: Exception) -> Callable[[], Inventory]:
@@ -260,9 +299,8 @@ def _file_target(path: Path, kind: str, options: ReadOptions) -> Target:
     from envcheck import sources
     from envcheck.engine import Target
 
-    source_kind = "requirements" if kind == "freeze" else kind
-    module = sources.module_for(source_kind)
-    opts = replace(options, kind=kind) if kind == "freeze" else options
+    module = sources.module_for(kind)
+    opts = replace(options, kind=kind)
     return Target(str(path), kind, lambda: module.read(path, opts))
 
 

@@ -41,29 +41,30 @@ def read_safely(target: Target, debug: bool = False) -> Inventory:
 
 def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[str, Any] | None = None,
              debug: bool = False) -> list[Finding]:
-    """Every finding the registered checks yield for ``inventory``, problems first.
+    """Every finding the checks for ``kind`` yield for ``inventory``, problems first.
 
-    A check that breaks on unexpected facts costs only its own findings: it becomes one ERROR finding
-    naming the check, and every other check still runs (``debug`` re-raises instead).
+    Only the checks whose rules apply to ``kind`` run (their modules are imported now, see
+    :func:`envcheck.rules.checks_for`). A check that breaks on unexpected facts costs only its own
+    findings: it becomes one ERROR finding naming the check, and every other check still runs (``debug``
+    re-raises instead).
     """
-    rules.load_all()
     findings: list[Finding] = []
     for problem in inventory.problems:
-        rule = rules.SERVICE_ERROR if problem.service else rules.INPUT_ERROR
+        rule = rules.SERVICE_ERROR if problem.service else rules.INPUT_SKIPPED if problem.note else rules.INPUT_ERROR
         findings.append(rule.finding(problem.message, problem.location))
 
     def run_checks(scoped: Inventory) -> list[Finding]:
         out: list[Finding] = []
         ctx = rules.CheckContext(inventory=scoped, profile=profile, kind=kind, options=options or {})
-        for check in rules.CHECKS:
+        for check in rules.checks_for(kind, ("wheel",) if scoped.resolved else ()):
             try:
-                out.extend(check(ctx))
+                out.extend(check.fn(ctx))
             except Exception as exc:
                 if debug:
                     raise
                 out.append(rules.INTERNAL_ERROR.finding(
-                    f"check {check.__module__}.{check.__name__} failed on this input: {type(exc).__name__}: {exc}",
-                    evidence={"check": f"{check.__module__}.{check.__name__}"},
+                    f"check {check.name} failed on this input: {type(exc).__name__}: {exc}",
+                    evidence={"check": check.name},
                 ))
         return out
 
@@ -152,5 +153,35 @@ def run(targets: Iterable[Target], config: Config, debug: bool = False) -> Repor
     for target in targets:
         inventory = read_safely(target, debug)
         report.targets.append(judge(target, inventory, profile, config, debug))
+    _owned_once(report.targets)
     report.exit_code = exit_code(report.findings, config.fail_threshold)
     return report
+
+
+def _owned_once(results: list[TargetResult]) -> None:
+    """A finding about a file that is itself a target belongs to that target: a Dockerfile that COPYs the
+    project's pyproject.toml or requirements.txt does not repeat the findings that file's own target has."""
+    import os
+
+    def real(path: str) -> str:
+        try:
+            return os.path.realpath(path)
+        except (OSError, ValueError):
+            return path
+
+    owners = {real(r.target): r for r in results}
+    if len(owners) < 2:
+        return
+    for result in results:
+        own = real(result.target)
+        kept = []
+        for finding in result.findings:
+            path = finding.location.path if finding.location else None
+            owner = owners.get(real(path)) if path else None
+            line = finding.location.line if finding.location else None
+            if owner is not None and real(path or "") != own and any(
+                    (f.rule, f.status, f.message, f.location.line if f.location else None)
+                    == (finding.rule, finding.status, finding.message, line) for f in owner.findings):
+                continue
+            kept.append(finding)
+        result.findings[:] = kept

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -35,6 +36,7 @@ class Role(_Vocabulary):
     INSTALLED = "installed"  # present in an environment (site-packages, freeze output, image, probe)
     BUILD = "build"  # needed only to build (build-system.requires, a Dockerfile build stage)
     CONDA = "conda"  # a conda/mamba package spec (conda names, conda versions)
+    RESOLVED = "resolved"  # the version a resolver picked for the target (envcheck --resolve)
 
 
 class IndexOption(_Vocabulary):
@@ -266,12 +268,37 @@ class EnvVar:
 
 
 @dataclass(frozen=True)
+class ResolvedFile:
+    """A file a resolver picked for the target platform (``envcheck --resolve``), and where its facts came from.
+
+    ``kind``: wheel | sdist (only a source archive fits: pip builds it on the target) | none (no file fits) |
+    conflict (the resolver refused the set; ``reason`` holds its words). ``url`` is always redacted.
+    """
+
+    name: str
+    version: str | None
+    kind: str
+    filename: str | None = None
+    url: str | None = None
+    sha256: str | None = None
+    size: int | None = None
+    sources: tuple[str, ...] = ()  # index metadata | range read | download | facts table | cache | lock file | resolver
+    bytes_read: int = 0
+    reason: str = ""
+    location: Location | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain(self)
+
+
+@dataclass(frozen=True)
 class ReadProblem:
-    """Something a source could not read. The engine turns each into an ERROR finding."""
+    """Something a source could not read. The engine turns each into an ERROR finding (an INFO one for a note)."""
 
     message: str
     location: Location | None = None
     service: bool = False  # True: a service (registry, engine) was unreachable -> exit code 3
+    note: bool = False  # True: not an error but something skipped on purpose (an INFO finding, rule input-skipped)
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
@@ -315,6 +342,7 @@ class HostReadings:
     read_seconds: float | None = None  # wall time of the whole read
     image: dict[str, Any] | None = None  # envcheck image: registry, manifest and config facts
     container_run: dict[str, Any] | None = None  # envcheck container: how the collector ran
+    resolve: dict[str, Any] | None = None  # envcheck --resolve: target, files, requests and bytes read
 
     def __bool__(self) -> bool:
         return any(getattr(self, f.name) is not None for f in dataclasses.fields(self))
@@ -375,6 +403,7 @@ class Inventory:
     context: str = "declared"
     problems: list[ReadProblem] = field(default_factory=list)
     pragmas: list[Pragma] = field(default_factory=list)
+    resolved: list[ResolvedFile] = field(default_factory=list)  # --resolve: the files chosen for the target
 
     def extend(self, other: Inventory) -> None:
         """Merge ``other`` into this inventory (host readings: ``other`` wins)."""
@@ -388,6 +417,7 @@ class Inventory:
         self.host = self.host.merged(other.host)
         self.problems.extend(other.problems)
         self.pragmas.extend(other.pragmas)
+        self.resolved.extend(other.resolved)
 
     def package(self, name: str) -> Package | None:
         """The first package of that canonical name, preferring installed ones."""
@@ -406,7 +436,7 @@ class Inventory:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"context": self.context}
-        for key in ("packages", "indexes", "installs", "binaries", "wheels", "images", "env"):
+        for key in ("packages", "indexes", "installs", "binaries", "wheels", "images", "env", "resolved"):
             items = getattr(self, key)
             if items:
                 out[key] = [item.to_json() for item in items]
@@ -580,8 +610,7 @@ def _from_plain(cls: type[_Plain], data: Any, where: str) -> _Plain:
     """
     if not isinstance(data, Mapping):
         raise InputError(f"{where}: expected an object, found {_json_type(data)}")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    hints, fields = _fields_of(typing.cast(type, cls))
     unknown = set(data) - set(fields)
     if unknown:
         raise InputError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
@@ -596,6 +625,12 @@ def _from_plain(cls: type[_Plain], data: Any, where: str) -> _Plain:
     if missing:
         raise InputError(f"{where}: missing {', '.join(missing)}")
     return cls(**values)
+
+
+@functools.cache
+def _fields_of(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
+    """A model class's resolved field types and fields (resolving annotations is slow: once per class)."""
+    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
 
 
 def _field_value(hint: Any, value: Any, where: str) -> Any:
@@ -632,5 +667,5 @@ def _field_value(hint: Any, value: Any, where: str) -> Any:
 
 _INVENTORY_ITEMS: dict[str, type] = {
     "packages": Package, "indexes": PackageIndex, "installs": InstallCommand, "binaries": Binary,
-    "wheels": Wheel, "images": BaseImage, "env": EnvVar,
+    "wheels": Wheel, "images": BaseImage, "env": EnvVar, "resolved": ResolvedFile,
 }

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from envcheck import kinds
 from envcheck.model import Finding, Location, Status
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ class Rule:
     severity: Status
     explanation: str
     fix: str
-    inputs: tuple[str, ...] = ()  # input kinds it applies to: requirements, dockerfile, binary, ...
+    inputs: tuple[str, ...] = ()  # input kinds it applies to (envcheck.kinds: a kind, "lock" or "any"); () = engine-only
 
     def finding(
         self,
@@ -71,8 +72,22 @@ class CheckContext:
 
 CheckFn = Callable[[CheckContext], Iterable[Finding]]
 
+
+@dataclass(frozen=True)
+class Check:
+    """A registered check function and the rule inputs it serves (the union of its rules' ``inputs``)."""
+
+    fn: CheckFn
+    inputs: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        """module.function, as error findings name it."""
+        return f"{self.fn.__module__}.{self.fn.__name__}"
+
+
 RULES: dict[str, Rule] = {}
-CHECKS: list[CheckFn] = []
+CHECKS: list[Check] = []
 
 # Rules the engine itself reports: reading problems are findings, not exceptions.
 READ_ERROR_ID = "input-error"
@@ -91,20 +106,67 @@ def rule(
     """Declare a rule and add it to the registry (ids are unique and stable)."""
     if id in RULES:
         raise ValueError(f"rule {id} declared twice")
+    unknown = [name for name in inputs if name not in kinds.RULE_INPUTS]
+    if unknown:
+        raise ValueError(f"rule {id}: unknown input kinds {unknown}; known: {', '.join(sorted(kinds.RULE_INPUTS))}")
     declared = Rule(id, gotcha, title, severity, " ".join(explanation.split()), " ".join(fix.split()), inputs)
     RULES[id] = declared
     return declared
 
 
-def check(fn: CheckFn) -> CheckFn:
-    """Register a check function: ``fn(ctx) -> iterable of findings``. Checks are pure: no I/O."""
-    CHECKS.append(fn)
-    return fn
+_Fn = TypeVar("_Fn", bound=CheckFn)
+
+
+@overload
+def check(fn: _Fn, /) -> _Fn: ...
+@overload
+def check(*declared: Rule) -> Callable[[_Fn], _Fn]: ...
+def check(*declared: Any) -> Any:
+    """Register a pure check function ``fn(ctx) -> iterable of findings`` (no I/O).
+
+    ``@check(RULE_A, RULE_B)`` names the rules it reports: the engine runs it only on targets whose kind
+    one of those rules applies to (``Rule.inputs``, read through :mod:`envcheck.kinds`). A bare ``@check``
+    runs on every target and must decide from the facts it finds."""
+    if len(declared) == 1 and not isinstance(declared[0], Rule):
+        CHECKS.append(Check(declared[0], (kinds.ANY,)))
+        return declared[0]
+    if not declared or not all(isinstance(r, Rule) for r in declared):
+        raise TypeError("@check takes the rules the check reports: @check(RULE_A, RULE_B)")
+    names = tuple(dict.fromkeys(name for r in declared for name in r.inputs))
+
+    def register(fn: _Fn) -> _Fn:
+        CHECKS.append(Check(fn, names))
+        return fn
+
+    return register
+
+
+def checks_for(kind: str, also: tuple[str, ...] = ()) -> list[Check]:
+    """The registered checks that apply to a target of ``kind`` (their modules loaded first).
+
+    ``also``: kinds whose checks run too (``envcheck --resolve`` adds ``wheel``: a requirements file's
+    inventory then holds the resolved wheels and their binaries)."""
+    for name in (kind, *also):
+        load_for(name)
+    return [c for c in CHECKS if any(kinds.applies(c.inputs, name) for name in (kind, *also))]
+
+
+def load_for(kind: str) -> None:
+    """Import the check modules that serve ``kind`` (all of them for a kind outside the table)."""
+    import importlib
+
+    from envcheck.checks import MODULES
+
+    for module, inputs in MODULES.items():
+        if kinds.applies(inputs, kind):
+            importlib.import_module(module)
 
 
 def load_all() -> None:
     """Import every check module so its rules and checks are registered."""
-    import envcheck.checks  # noqa: F401  (imports its submodules)
+    import envcheck.checks
+
+    envcheck.checks.load_all()
 
 
 def iter_rules(selector: str | None = None) -> Iterator[Rule]:
@@ -133,6 +195,17 @@ SERVICE_ERROR = rule(
     """A registry, Docker engine or API that this check needs did not answer or refused access, so
     the target could not be checked. envcheck exits with code 3.""",
     """Check the network, credentials (docker login / --username) and DOCKER_HOST, then run again.""",
+)
+INPUT_SKIPPED = rule(
+    "input-skipped",
+    "ENVCHECK",
+    "Part of a target was left out on purpose",
+    Status.INFO,
+    """envcheck left part of this input out on purpose and says what and why: in a folder, symbolic links
+    that lead outside it are not followed (a link to / would make the scan walk the whole machine, and a
+    scan of one environment must not judge another).""",
+    """Nothing to fix if the left-out part is not part of the environment; otherwise check the folder the
+    link leads to as its own target.""",
 )
 INTERNAL_ERROR = rule(
     "internal-error",

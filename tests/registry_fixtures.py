@@ -21,8 +21,11 @@ import io
 import json
 import os
 import re
+import selectors
 import shutil
 import socket
+import socketserver
+import ssl
 import struct
 import subprocess
 import tarfile
@@ -58,7 +61,7 @@ USER, PASSWORD = "alice", "s3cret"
 REFRESH_TOKEN = "alice-refresh-token"  # a test secret: the identity token the token server accepts
 WORK = Path(tempfile.gettempdir()) / f"envcheck-registry-{os.getpid()}"
 _STARTED: list[subprocess.Popen[bytes]] = []
-_SERVERS: list[ThreadingHTTPServer] = []
+_SERVERS: list[socketserver.TCPServer] = []
 
 
 def digest_of(data: bytes) -> str:
@@ -100,7 +103,7 @@ def registry_binary() -> str | None:
     return found
 
 
-def _start_registry(name: str, auth_yaml: str = "", storage_dir: Path | None = None) -> str:
+def _start_registry(name: str, auth_yaml: str = "", storage_dir: Path | None = None, tls: tuple[Path, Path] | None = None) -> str:
     """Start a registry on a free loopback port (in-memory storage unless ``storage_dir``); its ``host:port``."""
     binary = registry_binary()
     require(binary is not None, "docker-registry is not installed (apt-get install docker-registry)")
@@ -112,7 +115,8 @@ def _start_registry(name: str, auth_yaml: str = "", storage_dir: Path | None = N
         "version: 0.1\nlog: {level: error, accesslog: {disabled: true}}\n"
         + (f"storage: {{filesystem: {{rootdirectory: {storage_dir}}}, delete: {{enabled: true}}}}\n" if storage_dir else
            "storage: {inmemory: {}, delete: {enabled: true}}\n")
-        + f'http: {{addr: "127.0.0.1:{port}", secret: test-only}}\n' + auth_yaml
+        + f'http: {{addr: "127.0.0.1:{port}", secret: test-only'
+        + (f", tls: {{certificate: {tls[0]}, key: {tls[1]}}}" if tls else "") + "}\n" + auth_yaml
     )
     log = (WORK / f"{name}.log").open("wb")
     proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
@@ -142,7 +146,9 @@ class TokenServer:
     service = "test-registry"
     issuer = "test-issuer"
 
-    def __init__(self) -> None:
+    def __init__(self, label: str = "token", tls: ssl.SSLContext | None = None, tls_host: str = "") -> None:
+        """``tls``: serve HTTPS with this context; the realm then names ``tls_host`` (reached through a
+        :class:`ConnectProxy`) instead of the loopback address."""
         from cryptography import x509
         from cryptography.hazmat.primitives import hashes, serialization
         from cryptography.hazmat.primitives.asymmetric import padding, rsa
@@ -155,7 +161,7 @@ class TokenServer:
                 .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
                 .not_valid_after(now + datetime.timedelta(days=2)).sign(key, hashes.SHA256()))
         WORK.mkdir(parents=True, exist_ok=True)
-        self.cert_path = WORK / "token-cert.pem"
+        self.cert_path = WORK / f"{label}-cert.pem"
         self.cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         x5c = base64.b64encode(cert.public_bytes(serialization.Encoding.DER)).decode()
         self.requests: list[dict[str, list[str]]] = []
@@ -213,9 +219,12 @@ class TokenServer:
                 self.wfile.write(body)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = int(self.server.server_address[1])
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         _SERVERS.append(self.server)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.realm = f"http://127.0.0.1:{self.server.server_address[1]}/token"
+        self.realm = f"https://{tls_host}/token" if tls is not None else f"http://127.0.0.1:{self.port}/token"
 
 
 # ---- pushing images --------------------------------------------------------------------------------
@@ -223,24 +232,27 @@ class TokenServer:
 class Pusher:
     """Pushes blobs and manifests with requests, authenticating like a client would (for setup only)."""
 
-    def __init__(self, host: str, auth: Callable[[str], dict[str, str]] | None = None) -> None:
-        self.base = f"http://{host}"
+    def __init__(self, host: str, auth: Callable[[str], dict[str, str]] | None = None, scheme: str = "http",
+                 verify: bool | str = True) -> None:
+        self.base = f"{scheme}://{host}"
         self.auth = auth or (lambda repo: {})
+        self.verify = verify
 
     def blob(self, repo: str, data: bytes) -> dict[str, Any]:
         headers = self.auth(repo)
-        post = requests.post(f"{self.base}/v2/{repo}/blobs/uploads/", headers=headers, timeout=30)
+        post = requests.post(f"{self.base}/v2/{repo}/blobs/uploads/", headers=headers, timeout=30, verify=self.verify)
         post.raise_for_status()
         location = post.headers["Location"]
         url = location if location.startswith("http") else self.base + location
-        put = requests.put(url, params={"digest": digest_of(data)}, data=data, headers=headers, timeout=60)
+        put = requests.put(url, params={"digest": digest_of(data)}, data=data, headers=headers, timeout=60, verify=self.verify)
         put.raise_for_status()
         return {"size": len(data), "digest": digest_of(data)}
 
     def manifest(self, repo: str, ref: str, body: dict[str, Any]) -> dict[str, Any]:
         raw = json.dumps(body).encode()
         headers = {**self.auth(repo), "Content-Type": body["mediaType"]}
-        requests.put(f"{self.base}/v2/{repo}/manifests/{ref}", data=raw, headers=headers, timeout=30).raise_for_status()
+        requests.put(f"{self.base}/v2/{repo}/manifests/{ref}", data=raw, headers=headers, timeout=30,
+                     verify=self.verify).raise_for_status()
         return {"mediaType": body["mediaType"], "size": len(raw), "digest": digest_of(raw)}
 
 
@@ -547,6 +559,179 @@ def session_token_registry() -> AuthRegistry:
     return found
 
 
+# ---- TLS: registries under real host names, behind a loopback CONNECT proxy ---------------------------------
+
+TLS_DOMAIN = "envcheck.test"  # a reserved name (RFC 2606): never resolved; the proxy maps it to loopback ports
+
+
+class ConnectProxy:
+    """An HTTPS proxy on loopback (``HTTPS_PROXY``): ``CONNECT host:port`` is tunnelled to the loopback port
+    ``routes[host]``; anything else (a plain-HTTP request through ``HTTP_PROXY``) is answered 502.
+    ``seen`` holds every request line, so a test can prove a request was never made."""
+
+    def __init__(self) -> None:
+        self.routes: dict[str, int] = {}
+        self.seen: list[str] = []
+        proxy = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = self.request.recv(4096)
+                    if not chunk or len(head) > 65536:
+                        return
+                    head += chunk
+                line = head.split(b"\r\n", 1)[0].decode("latin-1")
+                proxy.seen.append(line)
+                method, target = [*line.split(" "), "", ""][:2]
+                port = proxy.routes.get(target.rpartition(":")[0]) if method == "CONNECT" else None
+                if port is None:
+                    self.request.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    return
+                with socket.create_connection(("127.0.0.1", port), timeout=30) as upstream:
+                    self.request.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    _pipe(self.request, upstream)
+
+        self.server = _QuietTCPServer(("127.0.0.1", 0), Handler)
+        _SERVERS.append(self.server)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+class _QuietTCPServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass
+
+
+def _pipe(one: socket.socket, other: socket.socket) -> None:
+    """Copy bytes both ways until either side closes."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(one, selectors.EVENT_READ, other)
+        selector.register(other, selectors.EVENT_READ, one)
+        while True:
+            for key, _ in selector.select(timeout=60):
+                data = key.fileobj.recv(65536)  # type: ignore[union-attr]
+                if not data:
+                    return
+                key.data.sendall(data)
+
+
+@dataclass
+class TlsRegistries:
+    """Real registries serving HTTPS under ``*.envcheck.test`` names, their token server, and how to reach them.
+
+    ``image``: a private image on ``registry.envcheck.test`` (token realm ``https://auth.envcheck.test``);
+    ``downgrade``: a registry whose challenge names a plain-HTTP realm on another host;
+    ``loopback_realm``: a registry whose challenge names a plain-HTTP realm on loopback (the session's
+    plain token server). ``env()`` is what a client needs: the proxy and the test CA.
+    """
+
+    image: str
+    downgrade: str
+    loopback_realm: str
+    ca_path: Path
+    proxy: ConnectProxy
+    token: TokenServer
+
+    def env(self) -> dict[str, str]:
+        return {"HTTPS_PROXY": self.proxy.url, "https_proxy": self.proxy.url, "HTTP_PROXY": self.proxy.url,
+                "http_proxy": self.proxy.url, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
+                "REQUESTS_CA_BUNDLE": str(self.ca_path)}
+
+
+def _test_ca(names: list[str]) -> tuple[Path, Path, Path]:
+    """A throwaway CA and a server certificate for ``names`` (and 127.0.0.1): (ca.pem, cert.pem, key.pem)."""
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    valid = (now - datetime.timedelta(days=1), now + datetime.timedelta(days=2))
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "envcheck test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(valid[0]).not_valid_after(valid[1])
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
+                                       key_encipherment=False, data_encipherment=False, key_agreement=False,
+                                       encipher_only=False, decipher_only=False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in names]
+    sans.append(x509.IPAddress(ipaddress.ip_address("127.0.0.1")))
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(valid[0]).not_valid_after(valid[1])
+            .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    WORK.mkdir(parents=True, exist_ok=True)
+    paths = (WORK / "tls-ca.pem", WORK / "tls-cert.pem", WORK / "tls-key.pem")
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return paths
+
+
+def session_tls_registries() -> TlsRegistries:
+    """Start (once) three HTTPS registries with token auth, an HTTPS token server and the CONNECT proxy."""
+    with _LOCK:
+        if "tls" in _IMAGES:
+            return _IMAGES["tls"]  # type: ignore[no-any-return]
+    names = {part: f"{part}.{TLS_DOMAIN}" for part in ("registry", "auth", "downgrade", "loopback-realm")}
+    try:
+        ca_path, cert_path, key_path = _test_ca(list(names.values()))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert_path, key_path)
+        token = TokenServer("tls-token", tls=context, tls_host=names["auth"])
+    except ImportError:
+        require(False, "the cryptography package is needed for the TLS registries")
+        raise
+    plain_token = session_token_registry().token
+    assert plain_token is not None
+
+    def start(name: str, realm: str, issuer: TokenServer) -> str:
+        host = _start_registry(name, (f'auth: {{token: {{realm: "{realm}", service: {issuer.service}, '
+                                      f"issuer: {issuer.issuer}, rootcertbundle: {issuer.cert_path}}}}}\n"),
+                               tls=(cert_path, key_path))
+        proxy.routes[names[name]] = int(host.rsplit(":", 1)[1])
+        return host
+
+    proxy = ConnectProxy()
+    proxy.routes[names["auth"]] = token.port
+    host = start("registry", token.realm, token)
+    start("downgrade", f"http://{names['auth']}/token", token)
+    loopback = start("loopback-realm", plain_token.realm, plain_token)
+
+    def auth(url: str, service: str) -> Callable[[str], dict[str, str]]:
+        def header(repo: str) -> dict[str, str]:
+            got = requests.get(url, params={"service": service, "scope": f"repository:{repo}:pull,push"},
+                               auth=(USER, PASSWORD), timeout=10, verify=str(ca_path))
+            got.raise_for_status()
+            return {"Authorization": f"Bearer {got.json()['token']}"}
+        return header
+
+    for where, url in ((host, f"https://127.0.0.1:{token.port}/token"), (loopback, plain_token.realm)):
+        pusher = Pusher(where, auth(url, token.service), scheme="https", verify=str(ca_path))
+        push_image(pusher, "private/app", "1.0", config_for("arm64", ["CUDA_VERSION=13.0.2"]), [Layer(tar_of({"etc/x": b"x"}))])
+    found = TlsRegistries(image=f"{names['registry']}/private/app:1.0", downgrade=f"{names['downgrade']}/private/app:1.0",
+                          loopback_realm=f"{names['loopback-realm']}/private/app:1.0", ca_path=ca_path, proxy=proxy,
+                          token=token)
+    with _LOCK:
+        _IMAGES["tls"] = found
+    return found
+
+
 # ---- fault injection ---------------------------------------------------------------------------------
 
 @dataclass
@@ -757,6 +942,11 @@ def basic_registry() -> AuthRegistry:
 @pytest.fixture(scope="session")
 def token_registry() -> AuthRegistry:
     return session_token_registry()
+
+
+@pytest.fixture(scope="session")
+def tls_registries() -> TlsRegistries:
+    return session_tls_registries()
 
 
 @pytest.fixture

@@ -76,7 +76,7 @@ def test_sniff_and_reading_installs(tmp_path: Path) -> None:
     assert ("peft", None, "requirement", 5) in pkgs
     assert ("transformers", "4.57.1", "constraint", 1) in pkgs
     assert ("cuda-version", "13.0", "conda", 7) in pkgs
-    assert ("flash-attn", None, "requirement", 8) in pkgs
+    assert ("flash-attn", None, "build", 8) in pkgs  # `pip wheel`: built into /w, not installed
     assert [i.url for i in inv.indexes] == ["https://download.pytorch.org/whl/cu130", "nvidia"]
     # an option is located at the line its command starts on
     assert inv.indexes[0].location is not None and inv.indexes[0].location.line == 5
@@ -223,3 +223,90 @@ def test_dockerfile_findings_name_the_branch(tmp_path: Path) -> None:
     install = inv.installs[-1]
     assert install.location is not None and install.location.branch == 'in a conditional branch (if `[ -n "$WITH_X" ]`)'
     assert inv.packages[0].location is not None and inv.packages[0].location.branch is None
+
+
+def test_cmake_cuda_architectures_are_read_from_every_place_they_are_set(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        "FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\nENV CUDAARCHS=native\nARG ARCHS=121\n"
+        "RUN cmake -S a -B b -DCMAKE_CUDA_ARCHITECTURES=\"89;90\" && cmake -S c -B d -D CMAKE_CUDA_ARCHITECTURES:STRING=120-real\n"
+        "RUN cmake -S e -B f -DCMAKE_CUDA_ARCHITECTURES=${ARCHS} && CUDAARCHS=all-major make\n"
+        "RUN CMAKE_ARGS='-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=121a' pip install llama-cpp-python==0.3.16\n"
+        "RUN echo -DCMAKE_CUDA_ARCHITECTURES=70\n"  # not a build command
+    )
+    inv = read(tmp_path / "Dockerfile", ReadOptions())
+    got = [(v.name, v.value, str(v.origin), v.location.line if v.location else None) for v in inv.env]
+    assert got == [
+        ("CUDAARCHS", "native", "env", 2), ("ARCHS", "121", "arg", 3),
+        ("CMAKE_CUDA_ARCHITECTURES", "89;90", "run", 4), ("CMAKE_CUDA_ARCHITECTURES", "120-real", "run", 4),
+        ("CMAKE_CUDA_ARCHITECTURES", "121", "run", 5), ("CUDAARCHS", "all-major", "run", 5),
+        ("CMAKE_CUDA_ARCHITECTURES", "121a", "run", 6),
+    ]
+
+
+def test_cmake_architecture_lists_are_judged_for_sm121() -> None:
+    from envcheck.checks.g07_gpu_arch import cmake_arch_coverage
+
+    cases = {"121": "native", "121-real": "native", "120f": "native", "80;90-real;121a-real": "native",
+             "121-virtual": "jit-same-major", "120-virtual": "jit-same-major", "90": "jit-older", "86;89-virtual": "jit-older",
+             "122-real": "none", "90a-real": "none", "OFF": "none", "all": "all", "all-major": "all", "native": "undecidable"}
+    assert {value: cmake_arch_coverage(value, 121)[0] for value in cases} == cases
+    assert cmake_arch_coverage("120;121a-real", 121)[1:] == (["sm_120+compute_120", "sm_121a"], True)
+    assert cmake_arch_coverage("121-virtual", 121)[1] == ["compute_121"]
+
+
+def test_uv_and_pip_index_variables_are_package_indexes_wherever_they_are_set(tmp_path: Path) -> None:
+    from envcheck.sources.dockerfile import index_entries
+
+    assert index_entries("UV_INDEX", "pt=https://download.pytorch.org/whl/cu128 https://pypi.org/simple") == [
+        "https://download.pytorch.org/whl/cu128", "https://pypi.org/simple"]
+    assert index_entries("UV_TORCH_BACKEND", "cu126") == ["uv-torch-backend:cu126"]
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.12\nARG UV_DEFAULT_INDEX=https://mirror.example/simple\n"
+        "RUN UV_INDEX_URL=https://download.pytorch.org/whl/cu128 uv pip install torch==2.9.1\n"
+        "RUN export PIP_EXTRA_INDEX_URL='https://download.pytorch.org/whl/cu126 https://x.example/simple' && pip install a==1\n"
+        "RUN uv pip install --index pt=https://download.pytorch.org/whl/cu130 --default-index=https://y.example/simple b==1\n"
+        "RUN PIP_INDEX_URL=https://z.example/simple echo no install here\n"
+    )
+    inv = read(tmp_path / "Dockerfile", ReadOptions())
+    got = [(i.url, str(i.option), i.location.line if i.location else None) for i in inv.indexes]
+    assert got == [
+        ("https://mirror.example/simple", "index-url", 2),
+        ("https://download.pytorch.org/whl/cu128", "index-url", 3),
+        ("https://download.pytorch.org/whl/cu126", "extra-index-url", 4), ("https://x.example/simple", "extra-index-url", 4),
+        ("https://download.pytorch.org/whl/cu130", "extra-index-url", 5), ("https://y.example/simple", "index-url", 5),
+    ]
+
+
+def test_pip_wheel_builds_and_pip_download_installs_nothing(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.12\nRUN pip wheel --no-deps -w /wheels flash-attn==2.8.3 && pip download -d /d vllm==0.11.0\n"
+        "RUN pip install torch torch\n"
+    )
+    inv = read(tmp_path / "Dockerfile", ReadOptions())
+    assert [(p.name, str(p.role)) for p in inv.packages] == [("flash-attn", "build"), ("torch", "requirement"), ("torch", "requirement")]
+    from tests.conftest import run_envcheck
+
+    out = run_envcheck("--fail-on", "never", str(tmp_path / "Dockerfile")).stdout
+    assert "torch is not pinned" in out and "torch and torch" not in out
+    assert "G2-flash-attn-build" in out  # building it from source is still the problem
+    assert "flash-attn, torch installed" not in out and "vllm" not in out
+    verbose = run_envcheck("-v", "--fail-on", "never", str(tmp_path / "Dockerfile")).stdout
+    assert verbose.count("G1-torch-build") == 1, verbose  # the same torch twice on one line: one finding
+
+
+def test_a_file_a_dockerfile_copies_is_judged_once(tmp_path: Path) -> None:
+    import json
+
+    from tests.conftest import run_envcheck
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\nversion = "0.1"\ndependencies = ["torch>=2.9.1", "transformers>=4.57"]\n')
+    (tmp_path / "Dockerfile").write_text("FROM python:3.12\nWORKDIR /app\nCOPY pyproject.toml .\nRUN pip install .\n")
+    data = json.loads(run_envcheck("-f", "json", "--fail-on", "never", str(tmp_path)).stdout)
+    seen = [(f["rule"], f["status"], f["message"], f["location"]["line"]) for t in data["targets"] for f in t["findings"]
+            if f.get("location", {}).get("path", "").endswith("pyproject.toml")]
+    assert len(seen) == len(set(seen)), seen  # each finding about the file once, in the file's own target
+    assert [rule for rule, status, _, _ in seen if status == "WARN"].count("G9-unpinned") == 1
+    # the Dockerfile alone still reports what it installs from the file
+    alone = json.loads(run_envcheck("-f", "json", "--fail-on", "never", str(tmp_path / "Dockerfile")).stdout)
+    assert any(f["rule"] == "G9-unpinned" for f in alone["targets"][0]["findings"])

@@ -1,19 +1,37 @@
 """Checks: one module per gotcha (G1..G10) plus ``arch`` for CPU-architecture mismatch.
 
 Each module declares its rules with :func:`envcheck.rules.rule` and registers pure check functions
-with :func:`envcheck.rules.check`. Importing this package registers them all.
+with :func:`envcheck.rules.check`. The engine imports only the modules that serve the kind of target
+it checks (one requirements file loads neither the ELF nor the live-host checks): :data:`MODULES`
+says which rule inputs each module's checks serve, and a test holds it to the registered checks.
 """
 
-from envcheck.checks import (  # noqa: F401
-    arch,
-    g01_cuda_abi,
-    g02_flash_attn,
-    g03_memory,
-    g04_power,
-    g05_bandwidth,
-    g06_shared_memory,
-    g07_gpu_arch,
-    g08_playbooks,
-    g09_drift,
-    g10_parallelism,
-)
+from __future__ import annotations
+
+import importlib
+
+_PACKAGES = ("requirements", "freeze", "pyproject", "lock", "dockerfile", "wheel", "folder", "image", "container", "host")
+_LIVE = ("host", "container")
+
+# check module -> the rule inputs its checks serve (envcheck.kinds names; "any" = every target).
+MODULES: dict[str, tuple[str, ...]] = {
+    "envcheck.checks.arch": (*_PACKAGES, "elf"),
+    "envcheck.checks.g01_cuda_abi": (*_PACKAGES, "elf"),
+    "envcheck.checks.g02_flash_attn": _PACKAGES,
+    "envcheck.checks.g03_memory": _LIVE,
+    "envcheck.checks.g04_power": _LIVE,
+    "envcheck.checks.g05_bandwidth": ("any",),
+    "envcheck.checks.g06_shared_memory": _LIVE,
+    "envcheck.checks.g07_gpu_arch": ("dockerfile", "elf", "folder", "wheel", "image", "container", "host"),
+    "envcheck.checks.g08_playbooks": _LIVE,
+    "envcheck.checks.g09_drift": _PACKAGES,
+    "envcheck.checks.g10_parallelism": _LIVE,
+}
+# Modules with rules but no checks: `envcheck diff` and `preflight --baseline/--twin` call their comparisons.
+RULES_ONLY = ("envcheck.checks.drift",)
+
+
+def load_all() -> None:
+    """Import every check module (``envcheck rules``, the docs, SARIF's rule table need them all)."""
+    for module in (*MODULES, *RULES_ONLY):
+        importlib.import_module(module)

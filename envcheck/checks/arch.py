@@ -15,11 +15,11 @@ WHEEL_PLATFORM = rule(
     (manylinux_x86_64, win_amd64, macosx). pip on a Spark refuses it, or, for a lock file whose package has
     only an sdist besides, builds it from source.""",
     "Use a release that publishes manylinux aarch64 wheels (or build one for linux/aarch64), or drop the x86_64-only URL.",
-    ("requirements", "pyproject", "lock", "dockerfile", "wheel"),
+    ("requirements", "freeze", "pyproject", "lock", "dockerfile", "wheel", "folder", "image", "container", "host"),
 )
 
 
-@check
+@check(WHEEL_PLATFORM)
 def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over wheel URLs in requirements and the wheel sets of lock files."""
     checked = 0
@@ -84,7 +84,7 @@ ELF_MACHINE = rule(
 )
 
 
-@check
+@check(ELF_MACHINE)
 def binary_machines(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over binaries: one FAIL per distribution (or loose file) with binaries for another CPU."""
     binaries = [b for b in ctx.inventory.binaries if b.machine != "cuda"]  # standalone cubins are GPU code
@@ -122,11 +122,9 @@ BASE_PLATFORM = rule(
 )
 
 
-@check
+@check(BASE_PLATFORM)
 def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over Dockerfile FROM lines: a non-arm64 --platform or an amd64-only base image."""
-    if ctx.kind != "dockerfile":
-        return
     from envcheck.inspect.base_images import in_stage, is_arm64, safe_describe
 
     want = ctx.profile.docker_platform
@@ -168,11 +166,9 @@ IMAGE_CONFIG_ARCH = rule(
 )
 
 
-@check
+@check(IMAGE_CONFIG_ARCH, IMAGE_NO_PLATFORM)
 def image_platform(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over an image: the index has a linux/arm64 child, and the selected config says arm64."""
-    if ctx.kind != "image":
-        return
     facts = ctx.inventory.host.image
     if not isinstance(facts, dict):
         return
@@ -197,3 +193,60 @@ def image_platform(ctx: CheckContext) -> Iterator[Finding]:
                                         {"config_platform": found, "wanted": want, "platforms": platforms})
     else:
         yield IMAGE_CONFIG_ARCH.passed(f"{ref} has a {found} image config", location, platforms=platforms)
+
+
+# --- envcheck --resolve: the files a resolver picked for linux/aarch64 ------------------------------------
+
+RESOLVE_NO_FILE = rule(
+    "ARCH-resolve-no-file", "ARCH", "A resolved package has no file that installs on linux/aarch64", Status.FAIL,
+    """The version the resolver picked (or the lock pins) publishes no wheel for linux/aarch64 and no source
+    archive: pip on a Spark stops with "no matching distribution" (and a docker build fails). Seen with
+    lock files written on x86_64 CI and with releases that ship only x86_64 and Windows wheels.""",
+    "Pick a version that publishes a manylinux aarch64 wheel (check the project's files on the index), or re-lock for the target: "
+    "uv pip compile --python-platform aarch64-manylinux_2_39.",
+    ("requirements", "pyproject", "lock", "freeze"),
+)
+RESOLVE_SOURCE_BUILD = rule(
+    "ARCH-resolve-source-build", "ARCH", "A resolved package is built from source on the Spark", Status.FAIL,
+    """Only a source archive (sdist) fits linux/aarch64 for the version the resolver picked, so pip builds it on
+    the Spark. For packages with CUDA extensions (xformers, flash-attn, apex ...) that is an nvcc build of hours
+    that needs a matching torch and CUDA toolkit, and it often fails; the finding is FAIL for them and WARN for
+    other packages (a build toolchain is needed, and the build may still fail).""",
+    "Pin a version that publishes a manylinux aarch64 wheel, take the package from an NGC container, or build the wheel "
+    "once for linux/aarch64 and install that file.",
+    ("requirements", "pyproject", "lock", "freeze"),
+)
+
+
+def _target_words(ctx: CheckContext) -> str:
+    return f"{ctx.profile.os}/{ctx.profile.machine}"
+
+
+@check
+def resolved_files(ctx: CheckContext) -> Iterator[Finding]:
+    """ARCH over ``--resolve`` results: no file for the target, or only an sdist (a source build)."""
+    from envcheck.knowledge import load
+
+    cuda_ext = {row["name"]: row for row in load("cuda_extensions").get("package", [])}
+    files = [r for r in ctx.inventory.resolved if r.kind in ("wheel", "sdist", "none")]
+    if not files:
+        return
+    bad = 0
+    for r in files:
+        evidence = {"package": r.name, "version": r.version, "file": r.filename, "url": r.url, "sha256": r.sha256}
+        if r.kind == "none":
+            bad += 1
+            yield RESOLVE_NO_FILE.finding(f"{r.name} {r.version}: no file installs on {_target_words(ctx)} ({r.reason})", r.location, evidence)
+        elif r.kind == "sdist":
+            bad += 1
+            row = cuda_ext.get(r.name)
+            if row is not None:
+                yield RESOLVE_SOURCE_BUILD.finding(
+                    f"{r.name} {r.version}: only the source archive {r.filename} fits {_target_words(ctx)}, so pip builds it "
+                    f"on the Spark, and it {row['reason']}", r.location, {**evidence, "cuda_extension": row["source"]})
+            else:
+                yield RESOLVE_SOURCE_BUILD.finding(
+                    f"{r.name} {r.version}: only the source archive {r.filename} fits {_target_words(ctx)}: pip builds it on the Spark",
+                    r.location, evidence, status=Status.WARN)
+    if not bad:
+        yield RESOLVE_NO_FILE.passed(f"all {len(files)} resolved packages have a wheel for {_target_words(ctx)}", None)

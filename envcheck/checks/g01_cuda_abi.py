@@ -18,7 +18,6 @@ from envcheck.inspect.builds import (
     installs_on,
     pypi_torch_build,
 )
-from envcheck.inspect.elf import cuda_majors, soname_key
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.model import Binary, Finding, Location, Package, Status
 from envcheck.rules import CheckContext, check, rule
@@ -33,7 +32,7 @@ LOCAL_VERSION = rule(
     """The version's local part (+cu121, +cu128, ...) names a CUDA 11/12 build. Its extensions link
     libcudart.so.12 and friends, which a CUDA 13 Spark does not have: import fails with undefined symbols
     or the first .cuda() segfaults. pip does not check this.""",
-    _FIX_CU130, ("requirements", "pyproject", "lock", "dockerfile", "freeze"),
+    _FIX_CU130, ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
 )
 CPU_BUILD = rule(
     "G1-cpu-build", "G1", "torch resolves to a CPU-only build", Status.FAIL,
@@ -41,7 +40,7 @@ CPU_BUILD = rule(
     torch older than 2.11, whose aarch64 wheels are CPU-only (verified: 2.8-2.10 aarch64 wheels carry no
     libtorch_cuda.so). On a Spark torch.cuda.is_available() is then False and training runs on the CPU.""",
     "Use torch >= 2.11 from PyPI, or the cu130 index (torch >= 2.9), or an NGC PyTorch container.",
-    ("requirements", "pyproject", "lock", "dockerfile", "freeze"),
+    ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
 )
 CUDA12_DIST = rule(
     "G1-cuda12-distribution", "G1", "A CUDA 12 library distribution is installed", Status.FAIL,
@@ -49,7 +48,7 @@ CUDA12_DIST = rule(
     pytorch-cuda=12.x carry CUDA 12 libraries (libcudart.so.12, ...). Note that library versions do not
     follow the toolkit's major: nvidia-cufft 12.x and nvidia-curand 10.4.x are CUDA 13 releases and pass.""",
     "Replace it with the CUDA 13 distribution (unsuffixed nvidia-* 13.x, or the -cu13 variant), or drop the pin and let torch's cu130 build pull its own.",
-    ("requirements", "pyproject", "lock", "dockerfile", "freeze", "folder", "image", "container", "host"),
+    ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel", "folder", "image", "container", "host"),
 )
 CUDA12_INDEX = rule(
     "G1-cuda12-index", "G1", "A package index serves CUDA 12 builds", Status.FAIL,
@@ -65,7 +64,7 @@ TORCH_BUILD = rule(
     means it cannot tell (a direct URL, an unknown index, an unpinned torch in an installed set); envcheck
     says what is unknown rather than guessing.""",
     "Pin torch with its build (torch==2.9.0+cu130 with the cu130 index, or torch>=2.11 from PyPI) so the CUDA build is explicit.",
-    ("requirements", "pyproject", "lock", "dockerfile", "freeze"),
+    ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
 )
 
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
@@ -147,7 +146,7 @@ def _conda_torch_build(ctx: CheckContext) -> tuple[CudaBuild | None, str]:
     return None, "conda's pytorch build depends on the channel and on pytorch-cuda/cuda-version, which this install does not name"
 
 
-@check
+@check(LOCAL_VERSION, CPU_BUILD, CUDA12_DIST, CUDA12_INDEX, TORCH_BUILD)
 def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over packages and indexes: local versions, CUDA 12 distributions, indexes, torch's build."""
     inv = ctx.inventory
@@ -240,7 +239,7 @@ LIVE_TORCH = rule(
 )
 
 
-@check
+@check(LIVE_TORCH)
 def live_torch(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over the live torch probe: crash/import error FAIL, wrong CUDA major FAIL, timeout WARN."""
     host = ctx.inventory.host
@@ -318,6 +317,8 @@ _DIGITS = re.compile(r"\d+")
 
 
 def _foreign(names: tuple[str, ...], major: int) -> list[tuple[str, tuple[int, ...]]]:
+    from envcheck.inspect.elf import cuda_majors  # the ELF code loads only for targets with binaries
+
     out = []
     for name in names:
         majors = cuda_majors(name)
@@ -341,12 +342,14 @@ def _cuda_dist(distribution: str | None, major: int) -> bool:
     return found is not None and found[0] != major
 
 
-@check
+@check(BINARY_SONAME, BINARY_STATIC_CUDART)
 def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over binaries: FAIL for each binary needing (or being) a CUDA library of another major."""
     binaries = ctx.inventory.binaries
     if not binaries:
         return
+    from envcheck.inspect.elf import cuda_majors, soname_key  # only for targets with binaries
+
     major = ctx.profile.cuda_major
     good_variants = {_variant_key(b) for b in binaries if b.cuda_major == major}
     needed_anywhere = {name for b in binaries for name in b.needed}
@@ -408,11 +411,9 @@ CUDA12_BASE = rule(
 )
 
 
-@check
+@check(CUDA12_BASE)
 def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over Dockerfile base images: CUDA 12 bases FAIL (WARN in stages outside the final image)."""
-    if ctx.kind != "dockerfile":
-        return
     from envcheck.inspect.base_images import in_stage, safe_describe
 
     for image in ctx.inventory.images:
@@ -449,11 +450,9 @@ IMAGE_CUDA = rule(
 )
 
 
-@check
+@check(IMAGE_CUDA)
 def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over an image: the CUDA major from its config's CUDA_VERSION, else from its NGC tag."""
-    if ctx.kind != "image":
-        return
     facts = ctx.inventory.host.image
     if not isinstance(facts, dict) or facts.get("platform_found") is False:
         return
@@ -489,7 +488,7 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
 DEFAULT_INDEX_PULL = rule(
     "G1-default-index-pull", "G1", "An install pulls CUDA packages through a CUDA 12 default index", Status.WARN,
     """ENV or ARG PIP_INDEX_URL / PIP_EXTRA_INDEX_URL (UV_INDEX_URL, UV_EXTRA_INDEX_URL, UV_DEFAULT_INDEX,
-    UV_INDEX) make a CUDA 12 index (download.pytorch.org/whl/cu12x) the default for every later pip or uv
+    UV_INDEX, UV_TORCH_BACKEND) make a CUDA 12 index (download.pytorch.org/whl/cu12x) the default for every later pip or uv
     command of the stage. An install that does not name torch itself still pulls torch, torchvision or
     nvidia-* libraries through its dependencies, and they come from that index as CUDA 12 builds. The
     finding points at the install that pulls them; the index itself is reported where it is set.""",
@@ -499,18 +498,16 @@ DEFAULT_INDEX_PULL = rule(
 )
 
 
-@check
+@check(DEFAULT_INDEX_PULL)
 def default_index_pulls(ctx: CheckContext) -> Iterator[Finding]:
     """G1: Dockerfile installs that resolve dependencies through a CUDA 12 index set in ENV/ARG."""
-    if ctx.kind != "dockerfile":
-        return
-    from envcheck.sources.dockerfile import INDEX_VARIABLES
+    from envcheck.sources.dockerfile import INDEX_VARIABLES, index_entries
 
     defaults = []  # (stage, line, variable, url, build)
     for var in ctx.inventory.env:
         if var.name not in INDEX_VARIABLES or var.origin not in ("env", "arg") or var.location is None or var.location.line is None:
             continue
-        for url in var.value.split():
+        for url in index_entries(var.name, var.value):
             build = build_of_index(url)
             if build is not None and build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < ctx.profile.cuda_major:
                 defaults.append((var.location.stage, var.location.line, var.name, url, build))

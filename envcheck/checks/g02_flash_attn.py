@@ -28,13 +28,14 @@ FLASH_ATTN_BUILD = rule(
     """flash-attn publishes no aarch64 wheels, so pip compiles it from source: two to three hours on a Spark,
     often ending in a failure or an apparent hang. NGC PyTorch containers already ship a working build.""",
     "Drop flash-attn and use PyTorch SDPA (attn_implementation='sdpa'), or use an NGC PyTorch container, which ships flash-attn built for SM121; if you have a prebuilt aarch64 wheel, install that file explicitly.",
-    ("requirements", "pyproject", "lock", "dockerfile"),
+    ("requirements", "pyproject", "lock", "dockerfile", "wheel"),
 )
 FLASH_ATTN_PRESENT = rule(
     "G2-flash-attn-present", "G2", "flash-attn is installed", Status.INFO,
     """flash-attn is already installed (a freeze, an environment, an NGC image). That is not a failure, but
     libraries that auto-detect it (Unsloth) will use it even when another attention implementation is asked for.""",
     OVERRIDE,
+    ("requirements", "freeze", "lock", "folder", "image", "container", "host"),
 )
 UNSLOTH_SDPA = rule(
     "G2-unsloth-prefers-flash-attn", "G2", "Unsloth will use flash-attn even when SDPA is asked for", Status.WARN,
@@ -76,7 +77,7 @@ def _already_installed(pkg: Package, installed: list[Package], ctx: CheckContext
     return None
 
 
-@check
+@check(FLASH_ATTN_BUILD, FLASH_ATTN_PRESENT, UNSLOTH_SDPA)
 def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
     """G2 over packages: pip-built flash-attn, installed flash-attn, and flash-attn next to Unsloth."""
     pkgs = [p for p in ctx.inventory.packages if installs_on(p, ctx.profile) and p.role != "constraint"]
@@ -116,7 +117,7 @@ FLASH_ATTN_LOADS = rule(
 )
 
 
-@check
+@check(FLASH_ATTN_LOADS)
 def flash_attn_live(ctx: CheckContext) -> Iterator[Finding]:
     """G2 on live readings: does the installed flash-attn's CUDA extension load?"""
     reading = ctx.inventory.host.flash_attn

@@ -28,7 +28,7 @@ PAGE_CACHE = rule(
     MemTotal; on GPUs with their own memory the page cache does not compete and the rule passes.""",
     """Drop the page cache between runs (not during one): `sync; echo 3 > /proc/sys/vm/drop_caches`
     (needs root). Read `free -g` and /proc/meminfo, not nvidia-smi, for memory headroom.""",
-    inputs=("host",),
+    inputs=("host", "container"),
 )
 READINGS = rule(
     "G3-memory-readings",
@@ -38,11 +38,11 @@ READINGS = rule(
     """MemTotal, MemAvailable, Cached, Dirty and SwapTotal as the kernel reports them: the numbers
     to plan a model load with on unified memory, where nvidia-smi reports no memory.""",
     "",
-    inputs=("host",),
+    inputs=("host", "container"),
 )
 
 
-@check
+@check(PAGE_CACHE, READINGS)
 def page_cache(ctx: CheckContext) -> Iterator[Finding]:
     """WARN when the page cache is large on unified memory; INFO readings; SKIP without /proc/meminfo."""
     if not is_live(ctx):

@@ -29,7 +29,7 @@ THROTTLING = rule(
     well below the rated limit, or when nvidia-smi reports an active thermal slowdown.""",
     """Improve cooling (airflow, ambient temperature) or cap run length; do not plan throughput on
     the 240 W rating. Re-run with a longer --sample-seconds under load to confirm.""",
-    inputs=("host",),
+    inputs=("host", "container"),
 )
 READINGS = rule(
     "G4-power-readings",
@@ -38,7 +38,7 @@ READINGS = rule(
     Status.INFO,
     """Temperature and power per GPU over the sampling window, as nvidia-smi reports them.""",
     "",
-    inputs=("host",),
+    inputs=("host", "container"),
 )
 
 
@@ -49,7 +49,7 @@ def _span(values: list[float], unit: str) -> str:
     return f"{low:g} {unit}" if low == high else f"{low:g}-{high:g} {unit}"
 
 
-@check
+@check(THROTTLING, READINGS)
 def throttling(ctx: CheckContext) -> Iterator[Finding]:
     """Per GPU: INFO readings, then WARN on the throttling signature, PASS otherwise, SKIP without data."""
     if not is_live(ctx):

@@ -18,6 +18,7 @@ BANDWIDTH_PLAN = rule(
     built on the spec. The rule compares the bandwidth you plan with (--expect-bandwidth, or
     expect-bandwidth in envcheck's config) against the profile's sustained range.""",
     """Plan throughput on 180-192 GB/s and correct estimates derived from 273 GB/s.""",
+    inputs=("any",),  # the planned figure comes from the configuration, whatever the target
 )
 PLANNING_FIGURE = rule(
     "G5-planning-figure",
@@ -26,7 +27,7 @@ PLANNING_FIGURE = rule(
     Status.INFO,
     """The profile's sustained bandwidth range, shown on live checks so that plans start from it.""",
     "",
-    inputs=("host",),
+    inputs=("host", "container"),
 )
 
 
@@ -42,7 +43,7 @@ def _expected(ctx: CheckContext) -> float | None:
     return None
 
 
-@check
+@check(BANDWIDTH_PLAN, PLANNING_FIGURE)
 def bandwidth_plan(ctx: CheckContext) -> Iterator[Finding]:
     """INFO with the planning range on live targets; WARN/PASS for an expected bandwidth."""
     low, high = ctx.profile.bandwidth_gbs

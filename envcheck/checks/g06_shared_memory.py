@@ -38,7 +38,7 @@ NEIGHBOUR = rule(
     with --gpu-memory-utilization <= 0.5).""",
     """Cap the neighbour (vLLM --gpu-memory-utilization <= 0.5, SGLang --mem-fraction-static) or stop
     unrelated servers before an uncapped or near-capacity run: one heavy job at a time.""",
-    inputs=("host",),
+    inputs=("host", "container"),
 )
 
 
@@ -77,7 +77,7 @@ def _describe(process: dict[str, Any]) -> tuple[str | None, float | None, bool]:
     return None, None, False
 
 
-@check
+@check(NEIGHBOUR)
 def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
     """WARN for uncapped known servers and heavy unknown processes; PASS when the GPU is free."""
     if not is_live(ctx):

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from envcheck.checks.host_facts import gpus
-from envcheck.inspect.elf import cuda_majors
 from envcheck.model import Binary, Finding, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -22,7 +21,7 @@ LIVE_CAPABILITY = rule(
     of binaries still apply), never as a failure.""",
     """Use a torch built for CUDA 13 with sm_120/sm_121 kernels (cu130 wheels, NGC containers); stay on FP8
     unless the kernels you run target sm_121a.""",
-    ("host",),
+    ("host", "container"),
 )
 
 _ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
@@ -41,7 +40,7 @@ def _runs_on(label: str, sm: int) -> bool:
     return number // 10 == sm // 10 and number <= sm  # SASS: same major, same or lower minor (f: the family)
 
 
-@check
+@check(LIVE_CAPABILITY)
 def live_capability(ctx: CheckContext) -> Iterator[Finding]:
     """G7 on the live GPU: (12, 1) with usable torch kernels PASS; other GPUs INFO; no GPU SKIP."""
     host = ctx.inventory.host
@@ -131,12 +130,14 @@ def _owner(b: Binary) -> str:
     return b.distribution or "(no distribution)"
 
 
-@check
+@check(BINARY_NO_SM121, BINARY_PTX_ONLY, BINARY_SM121A)
 def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over binaries: FAIL for code that cannot run on sm_121, WARN for PTX-only, PASS per distribution."""
     with_code = [b for b in ctx.inventory.binaries if b.sm121 is not None]
     if not with_code:
         return
+    from envcheck.inspect.elf import cuda_majors  # the ELF code loads only for targets with binaries
+
     target = f"sm_{ctx.profile.sm}"
     by_owner: dict[str, list[Binary]] = {}
     for b in with_code:
@@ -223,6 +224,60 @@ SOURCE_BUILD_ARCH = rule(
     ("dockerfile",),
 )
 
+CMAKE_ARCH = rule(
+    "G7-cmake-cuda-architectures", "G7", "CMAKE_CUDA_ARCHITECTURES / CUDAARCHS does not cover sm_121", Status.WARN,
+    """CMake builds of CUDA code (llama.cpp, onnxruntime, llama-cpp-python through CMAKE_ARGS, custom kernels)
+    take their GPU targets from CMAKE_CUDA_ARCHITECTURES (ENV, ARG, -DCMAKE_CUDA_ARCHITECTURES= on the cmake
+    command line, CMAKE_ARGS) or from CUDAARCHS, the environment variable that initialises it. Entries are
+    compute capabilities without the dot: 121 builds SASS and PTX for sm_121, 121-real SASS only, 121-virtual
+    PTX only, 121a the arch-specific target NVFP4 needs; 120 (or 120f) SASS also runs on a GB10. `all` and
+    `all-major` include sm_120/sm_121 with a CUDA 12.8+ toolkit. `native` builds for the GPUs visible during
+    the build, and docker build sees none: the result cannot be told from the Dockerfile. A list with nothing
+    for 12.x yields binaries that fail with "no kernel image is available" on a Spark.""",
+    "Add 121 to the list (-DCMAKE_CUDA_ARCHITECTURES=121, or \"120;121a\" for NVFP4 kernels); replace native with an explicit list in container builds.",
+    ("dockerfile", "image"),
+)
+_CMAKE_ENTRY = re.compile(r"^(\d+)([af]?)(?:-(real|virtual))?$")
+CMAKE_VARIABLES = ("CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
+
+
+def cmake_arch_coverage(value: str, sm: int) -> tuple[str, list[str], bool]:
+    """(native | jit-same-major | jit-older | none | all | undecidable, readable targets, has the sm_XXXa target)
+    for a CMake CUDA architectures list (``121``, ``120-real;121a``, ``all-major``, ``native``)."""
+    text = value.strip().strip("\"'").strip()
+    low = text.lower()
+    if low in ("all", "all-major"):
+        return "all", [low], False
+    if low == "native" or not text:
+        return "undecidable", [low or "(empty)"], False
+    if low in ("off", "false", "0", "no"):
+        return "none", [f"{text} (the compiler's default)"], False
+    sass: list[str] = []  # in TORCH_CUDA_ARCH_LIST spelling, judged by arch_list_coverage
+    ptx: list[str] = []
+    targets: list[str] = []
+    for raw in re.split(r"[;,\s]+", text):
+        m = _CMAKE_ENTRY.match(raw.lower())
+        if not m or len(m.group(1)) < 2:
+            continue
+        number, suffix, kind = m.group(1), m.group(2), m.group(3)
+        dotted = f"{number[:-1]}.{number[-1]}{suffix}"
+        labels = []
+        if kind != "virtual":
+            sass.append(dotted)
+            labels.append(f"sm_{number}{suffix}")
+        if kind != "real":
+            ptx.append(dotted + "+PTX")
+            labels.append(f"compute_{number}{suffix}")
+        targets.append("+".join(labels))
+    level, _, nvfp4 = arch_list_coverage(" ".join(sass), sm)
+    if level != "native":  # PTX only counts where no SASS runs (a -virtual entry is never native)
+        ptx_level, _, _ = arch_list_coverage(" ".join(ptx), sm)
+        ptx_level = "jit-same-major" if ptx_level == "native" else ptx_level
+        order = ("none", "jit-older", "jit-same-major")
+        level = max(level, ptx_level, key=order.index)
+    return level, targets, nvfp4
+
+
 _ENTRY = re.compile(r"^(\d+)\.(\d+)([af]?)(\+ptx)?$", re.I)
 _EXTENSIONS = ("xformers", "flash-attn", "apex", "bitsandbytes", "deepspeed", "vllm", "flashinfer-python", "causal-conv1d", "mamba-ssm")
 
@@ -254,11 +309,9 @@ def arch_list_coverage(value: str, sm: int) -> tuple[str, list[str], bool]:
     return level, targets, nvfp4
 
 
-@check
+@check(ARCH_LIST, ARCH_LIST_NVFP4, SOURCE_BUILD_ARCH)
 def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over TORCH_CUDA_ARCH_LIST values in a Dockerfile and the extensions it builds from source."""
-    if ctx.kind not in ("dockerfile", "image"):
-        return
     from envcheck.inspect.base_images import in_stage, safe_describe
 
     sm = ctx.profile.sm
@@ -279,6 +332,7 @@ def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
         state = "includes" if nvfp4 else "does not include"
         yield ARCH_LIST_NVFP4.info(f"{in_stage(stage)}TORCH_CUDA_ARCH_LIST {state} sm_{sm}a"
                                    + ("" if nvfp4 else ": NVFP4 kernels built here will be slower than FP8"), var.location)
+    yield from _cmake_arch_lists(ctx)
     if ctx.kind != "dockerfile":
         return
     ngc_stages = {i.stage for i in ctx.inventory.images if (f := safe_describe(i.ref)) is not None and f.ngc_torch}
@@ -319,3 +373,37 @@ def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
             yield SOURCE_BUILD_ARCH.finding(
                 f"{in_stage(loc.stage)}{pkg.name} is built for {', '.join(targets) or effective.value!r}, with no code that runs on sm_{sm}",
                 loc, evidence)
+
+
+def _cmake_arch_lists(ctx: CheckContext) -> Iterator[Finding]:
+    """G7 over CMAKE_CUDA_ARCHITECTURES / CUDAARCHS values (ENV, ARG, cmake -D, CMAKE_ARGS)."""
+    from envcheck.inspect.base_images import in_stage
+
+    sm = ctx.profile.sm
+    for var in ctx.inventory.env:
+        if var.name not in CMAKE_VARIABLES:
+            continue
+        stage = var.location.stage if var.location else None
+        level, targets, nvfp4 = cmake_arch_coverage(var.value, sm)
+        evidence = {"variable": var.name, "value": var.value, "targets": targets, "coverage": level, "stage": stage,
+                    "origin": str(var.origin)}
+        what = f"{in_stage(stage)}{var.name}={var.value!r}"
+        a_note = "" if nvfp4 else f" (no sm_{sm}a: NVFP4 kernels built here will be slower than FP8)"
+        if level == "native":
+            yield CMAKE_ARCH.passed(f"{what} builds SASS that runs on sm_{sm}{a_note}", var.location, **evidence)
+        elif level == "jit-same-major":
+            yield CMAKE_ARCH.passed(f"{what} builds PTX that the driver JIT-compiles for sm_{sm}{a_note}", var.location, **evidence)
+        elif level == "all":
+            yield CMAKE_ARCH.passed(f"{what} builds for every architecture the CUDA toolkit knows (12.8 and newer include "
+                                    f"sm_120/sm_{sm}){a_note}", var.location, **evidence)
+        elif level == "undecidable":
+            where_built = "during docker build no GPU is visible" if ctx.kind == "dockerfile" else "it depends on the GPU of the build machine"
+            yield CMAKE_ARCH.finding(f"{what} builds for the GPUs present at build time and {where_built}: whether sm_{sm} "
+                                     "is covered cannot be told", var.location, evidence,
+                                     status=Status.WARN if ctx.kind == "dockerfile" else Status.INFO)
+        elif level == "jit-older":
+            yield CMAKE_ARCH.finding(f"{what} targets {', '.join(targets)}: sm_{sm} only through JIT of older PTX "
+                                     "(slow first load, no Blackwell features)", var.location, evidence)
+        else:
+            yield CMAKE_ARCH.finding(f"{what} targets {', '.join(targets) or 'nothing envcheck can read'}: nothing that runs on sm_{sm}",
+                                     var.location, evidence)

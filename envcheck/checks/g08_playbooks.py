@@ -21,11 +21,11 @@ PLAYBOOK_ISSUES = rule(
     to compare with the playbook you are about to trust.""",
     """Read the recent issues of github.com/NVIDIA/dgx-spark-playbooks before trusting a recipe for an
     expensive run.""",
-    inputs=("host",),
+    inputs=("host", "container"),
 )
 
 
-@check
+@check(PLAYBOOK_ISSUES)
 def playbook_issues(ctx: CheckContext) -> Iterator[Finding]:
     """SKIP offline (with the URL); INFO per recent issue with --online; SKIP when the API failed."""
     if not is_live(ctx):

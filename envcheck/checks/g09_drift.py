@@ -26,7 +26,7 @@ PIN_CONFLICT = rule(
     xformers/torch, transformers minimums) excludes the other's version. pip installs them anyway when they
     arrive in separate commands, and the environment breaks at import or at the first compiled kernel.""",
     "Pick versions that agree (the evidence names the pin), install them in one pip command so the resolver sees both, or use an NGC container where they are built together.",
-    ("requirements", "freeze", "lock", "dockerfile", "folder", "image", "container", "host"),
+    ("requirements", "freeze", "lock", "dockerfile", "wheel", "folder", "image", "container", "host"),
 )
 NGC_TORCH_REPLACED = rule(
     "G9-ngc-torch-replaced", "G9", "A requirement would replace NGC's pre-release torch", Status.FAIL,
@@ -59,6 +59,7 @@ MARKER_EXCLUDED = rule(
     platform_machine == 'x86_64'), so on a Spark it is not installed at all. Older torch wheels gate triton
     this way.""",
     "If the Spark needs it, add a requirement without the x86_64 marker.",
+    ("requirements", "freeze", "pyproject", "lock", "dockerfile"),
 )
 
 
@@ -141,7 +142,7 @@ def _marker_profile(ctx: CheckContext) -> Profile:
     return replace(ctx.profile, marker_env=env)
 
 
-@check
+@check(PIN_CONFLICT, NGC_TORCH_REPLACED, UNPINNED, UNSLOTH_DEPS, MARKER_EXCLUDED)
 def pins(ctx: CheckContext) -> Iterator[Finding]:
     """G9: contradictory pins, NGC torch replaced, unpinned ML packages, unsloth with dependencies."""
     pkgs = [p for p in ctx.inventory.packages if p.role != "constraint"]
@@ -254,7 +255,7 @@ def _unpinned(ctx: CheckContext, pkgs: list[Package], stack: set[str]) -> Iterat
     if on_ngc and not by_line:
         yield UNPINNED.passed(f"{on_ngc} unpinned ML requirement(s) install on an NGC PyTorch container, not bare pip", None)
     for location, group in by_line.items():
-        names = [f"{p.name}{p.specifier or ''}" for p in group]
+        names = list(dict.fromkeys(f"{p.name}{p.specifier or ''}" for p in group))  # `pip install torch torch`: once
         what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         yield UNPINNED.finding(
             f"{what} {'is' if len(names) == 1 else 'are'} not pinned to an exact version",
@@ -284,11 +285,11 @@ LIVE_CONTAINER = rule(
     xformers and transformers drift independently, so the pins of the installed distributions are
     checked (G9-pin-conflict) and this rule reports which case applies.""",
     "Prefer an NGC or Unsloth container; under bare pip follow NVIDIA's install order, including --no-deps for Unsloth.",
-    ("host",),
+    ("host", "container"),
 )
 
 
-@check
+@check(LIVE_CONTAINER)
 def live_container(ctx: CheckContext) -> Iterator[Finding]:
     """PASS inside a container (with the evidence); INFO for bare pip."""
     container = ctx.inventory.host.container
@@ -330,10 +331,10 @@ UNKNOWN_BASE = rule(
 )
 
 
-@check
+@check(FLOATING_BASE, BARE_PIP_BASE, UNKNOWN_BASE)
 def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over Dockerfile bases: moving tags, bare pip without NGC's torch, NVIDIA tags not in the table."""
-    if ctx.kind != "dockerfile" or not ctx.inventory.images:
+    if not ctx.inventory.images:
         return
     from envcheck.inspect.base_images import in_stage, safe_describe
 
@@ -400,11 +401,9 @@ IMAGE_BARE_PIP = rule(
 )
 
 
-@check
+@check(IMAGE_FLOATING_TAG, IMAGE_BARE_PIP)
 def image_drift(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over an image: a moving tag, and an ML stack pip-installed (per its history) without NGC's torch."""
-    if ctx.kind != "image":
-        return
     facts = ctx.inventory.host.image
     if not isinstance(facts, dict):
         return
@@ -432,3 +431,23 @@ def image_drift(ctx: CheckContext) -> Iterator[Finding]:
     else:
         yield IMAGE_BARE_PIP.finding(f"{ref}: the build history pip-installs {', '.join(names)}, and the image carries no NGC PyTorch",
                                      history[0].location, {"packages": names})
+
+
+RESOLVE_CONFLICT = rule(
+    "G9-resolve-conflict", "G9", "The resolver refuses the set of requirements", Status.FAIL,
+    """uv, resolving these requirements for the target (linux/aarch64, the profile's Python), found no set of
+    versions that satisfies them all: one requirement's metadata pins another package to a version the file
+    excludes (xformers 0.0.32.post2 requires torch==2.8.0 next to torch==2.14.1). pip would stop the same way.""",
+    "Change one of the two requirements the message names: usually pick the release of the dependent package "
+    "built for your torch (its Requires-Dist on the index says which).",
+    ("requirements", "pyproject", "freeze"),
+)
+
+
+@check
+def resolver_conflicts(ctx: CheckContext) -> Iterator[Finding]:
+    """G9 over ``--resolve``: the resolver's own refusal, in its words."""
+    for r in ctx.inventory.resolved:
+        if r.kind == "conflict":
+            yield RESOLVE_CONFLICT.finding(f"no version set satisfies these requirements on {ctx.profile.os}/{ctx.profile.machine}: {r.reason}",
+                                           r.location, {"resolver": "uv", "reason": r.reason})

@@ -22,7 +22,7 @@ TP_ACROSS_NODES = rule(
     (--launch-config: JSON/YAML, DeepSpeed hostfile) and fails when more than one node is combined
     with a tensor-parallel degree above 1.""",
     """On two Sparks use DDP or FSDP; keep tensor parallelism inside one node (tp=1 across nodes).""",
-    inputs=("host",),
+    inputs=("host", "container"),
 )
 
 
@@ -33,7 +33,7 @@ def _where(launch: dict[str, Any]) -> Location:
     return Location(origin, line=lines[-1] if lines else None)
 
 
-@check
+@check(TP_ACROSS_NODES)
 def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
     """FAIL for nodes > 1 with tp > 1; PASS otherwise; SKIP when no launch was given."""
     if not is_live(ctx):

@@ -49,13 +49,7 @@ class Reference:
     @property
     def is_loopback(self) -> bool:
         """True for localhost and 127.0.0.0/8 / ::1, which Docker also treats as insecure by default."""
-        host = self.hostname
-        if host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            return False
+        return is_loopback_host(self.hostname)
 
     @property
     def reference(self) -> str:
@@ -116,3 +110,13 @@ def parse_reference(text: str) -> Reference:
     if tag is None and digest is None:
         tag = "latest"
     return Reference(registry=registry, repository=path, tag=tag, digest=digest)
+
+
+def is_loopback_host(hostname: str) -> bool:
+    """True for ``localhost`` and 127.0.0.0/8 / ``::1`` (a host name without port or brackets)."""
+    if hostname.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(hostname).is_loopback
+    except ValueError:
+        return False

@@ -20,19 +20,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from envcheck import kinds
 from envcheck.errors import UsageError
 
-# kind -> module. Order matters for detection of files by content (first match wins).
-SOURCE_MODULES: dict[str, str] = {
-    "requirements": "envcheck.sources.requirements",
-    "pyproject": "envcheck.sources.pyproject",
-    "uv-lock": "envcheck.sources.locks",
-    "pylock": "envcheck.sources.locks",
-    "dockerfile": "envcheck.sources.dockerfile",
-    "wheel": "envcheck.sources.wheel",
-    "elf": "envcheck.sources.binaries",
-    "folder": "envcheck.sources.binaries",
-}
+# kind -> module, read from the table of input kinds (envcheck.kinds), kept for callers that list them.
+SOURCE_MODULES: dict[str, str] = {k.name: k.module for k in kinds.KINDS}
 
 
 @dataclass(frozen=True)
@@ -47,37 +39,21 @@ class ReadOptions:
 
 
 def module_for(kind: str) -> ModuleType:
-    """The source module that reads ``kind``."""
-    try:
-        return importlib.import_module(SOURCE_MODULES[kind])
-    except KeyError:
-        raise UsageError(f"unknown input kind {kind!r}; known: {', '.join(sorted(SOURCE_MODULES))}") from None
-
-
-_NAME_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("pyproject.toml", "pyproject"),
-    ("uv.lock", "uv-lock"),
-    ("pylock.toml", "pylock"),
-)
+    """The source module that reads ``kind`` (imported now: each kind's code loads only when needed)."""
+    row = kinds.get(kind)
+    if row is None:
+        raise UsageError(f"unknown input kind {kind!r}; known: {', '.join(kinds.path_kinds())}")
+    return importlib.import_module(row.module)
 
 
 def detect(path: Path) -> str | None:
-    """The input kind of ``path`` from its name and, where that is ambiguous, its content."""
+    """The input kind of ``path`` from its name (the table's name rules, as discovery and the pre-commit
+    hooks use them) and, where the name says nothing, its content (magic bytes, then each sniffer)."""
     if path.is_dir():
         return "folder" if is_environment(path) or not discover(path) else "project"
-    name = path.name
-    lower = name.lower()
-    for pattern, kind in _NAME_PATTERNS:
-        if lower == pattern:
-            return kind
-    if lower.startswith("pylock.") and lower.endswith(".toml"):
-        return "pylock"
-    if lower.endswith(".whl"):
-        return "wheel"
-    if lower.startswith(("dockerfile", "containerfile")) or lower.endswith((".dockerfile", ".containerfile")):
-        return "dockerfile"
-    if lower.endswith((".txt", ".in", ".pip")) and ("requirement" in lower or "constraint" in lower or "freeze" in lower or lower.endswith(".in")):
-        return "requirements"
+    by_name = kinds.by_file_name(path.name)
+    if by_name is not None:
+        return by_name.name
     if not path.is_file():
         return None  # a pipe (<(pip freeze)) or device: sniffing would eat what the reader needs; use --kind
     try:
@@ -85,13 +61,14 @@ def detect(path: Path) -> str | None:
             head = fh.read(4096)
     except OSError:
         return None
-    if head.startswith(b"\x7fELF") or head.startswith(b"!<arch>\n"):
-        return "elf"
-    for kind in ("requirements", "dockerfile"):
-        module = module_for(kind)
-        sniff = getattr(module, "sniff", None)
-        if sniff is not None and sniff(path, head):
-            return kind
+    for row in kinds.KINDS:
+        if row.magic and head.startswith(row.magic):
+            return row.name
+    for row in kinds.KINDS:
+        if row.sniff:
+            sniff = getattr(module_for(row.name), "sniff", None)
+            if sniff is not None and sniff(path, head):
+                return row.name
     return None
 
 
@@ -126,11 +103,7 @@ def discover(folder: Path, depth: int = 3) -> list[tuple[Path, str]]:
             continue
         if not entry.is_file():
             continue
-        lower = entry.name.lower()
-        if (any(w in lower for w in ("requirements", "constraints", "freeze")) and lower.endswith((".txt", ".in"))) or lower in (
-            "pyproject.toml", "uv.lock", "pylock.toml", "freeze.txt",
-        ) or (lower.startswith("pylock.") and lower.endswith(".toml")) or lower.startswith(("dockerfile", "containerfile")) or lower.endswith((".dockerfile", ".whl")):
-            kind = detect(entry)
-            if kind:
-                found.append((entry, kind))
+        row = kinds.by_file_name(entry.name)
+        if row is not None:
+            found.append((entry, row.name))
     return found

@@ -67,14 +67,25 @@ _SITE_DIRS = ("site-packages", "dist-packages", "/opt/venv", "/opt/conda", "/ven
               "wheels", "wheelhouse", ".whl")
 # `git clone` of these repositories followed by a build in that folder installs this distribution.
 _REPO_PACKAGES = {"flash-attention": "flash-attn", "triton": "triton", "xformers": "xformers"}
-_TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST",)
+# Build settings that choose GPU targets: recorded where a RUN sets them for a build command.
+_TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
+_CMAKE_ARCH_FLAG = re.compile(r"^-D\s*CMAKE_CUDA_ARCHITECTURES(?::[A-Za-z]+)?=(.*)$", re.S)
 # Environment variables that set pip's or uv's default index for every install after them.
 INDEX_VARIABLES = {
     "PIP_INDEX_URL": IndexOption.INDEX_URL, "PIP_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL, "PIP_FIND_LINKS": IndexOption.FIND_LINKS,
     "UV_INDEX_URL": IndexOption.INDEX_URL, "UV_DEFAULT_INDEX": IndexOption.INDEX_URL, "UV_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL,
-    "UV_INDEX": IndexOption.EXTRA_INDEX_URL,
+    "UV_INDEX": IndexOption.EXTRA_INDEX_URL, "UV_TORCH_BACKEND": IndexOption.INDEX_URL,
 }
 _INDEX_VARIABLES = INDEX_VARIABLES
+_NAMED_INDEX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*=(?=[A-Za-z][A-Za-z0-9+.\-]*://)")
+
+
+def index_entries(name: str, value: str) -> list[str]:
+    """The index URLs a pip/uv variable holds: space-separated, ``UV_INDEX``'s ``name=url`` form without the
+    name, and ``UV_TORCH_BACKEND=cu126`` as uv's torch-backend index (read like ``--torch-backend``)."""
+    if name == "UV_TORCH_BACKEND":
+        return [f"uv-torch-backend:{value.strip()}"] if value.strip() else []
+    return [_NAMED_INDEX.sub("", entry) for entry in value.split()]
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -224,7 +235,7 @@ class _Reader:
                     # pip/uv read their default index from the environment of every later RUN
                     option = _INDEX_VARIABLES.get(name)
                     if option is not None:
-                        inventory.indexes.extend(PackageIndex(url, option, self._loc(inst.line, stage)) for url in value.split())
+                        inventory.indexes.extend(PackageIndex(url, option, self._loc(inst.line, stage)) for url in index_entries(name, value))
             elif inst.keyword == "WORKDIR":
                 target = expand(inst.args.strip(), values, self.df.escape, keep_unknown=True).value
                 workdir = posixpath.normpath(posixpath.join(workdir, target))
@@ -287,18 +298,25 @@ class _Reader:
         if exe == "git" and "clone" in argv:
             _record_clone(argv, files.script)
             return
-        for name in _TRACKED_BUILD_ENV:
-            if name in cmd.env and cmd.env.get(name) != values.get(name) and _builds(argv):
-                inventory.env.append(EnvVar(name, cmd.env[name], Origin.RUN, loc))
+        for name, value in build_settings(cmd, values):
+            inventory.env.append(EnvVar(name, value, Origin.RUN, loc))
         if re.fullmatch(r"python(\d+(\.\d+)?)?", exe) and len(argv) >= 3 and argv[1] == "setup.py" and argv[2] in ("install", "develop", "bdist_wheel", "build_ext"):
             self._source_build(files.script.cwd, "setup.py", argv, cmd, loc, in_image, files, inventory)
             return
         if exe == "uv" and len(argv) >= 2 and argv[1] == "sync":
             self._read_project_file("uv.lock", "locks", in_image, files, loc, stage, inventory, cmd)
             return
-        parsed = parse_install_command(_as_install(_resolvable(argv)), loc)
+        install_argv, wheel_only = _as_install(_resolvable(argv))
+        parsed = parse_install_command(install_argv, loc)
         if parsed is None:
             return
+        in_image = in_image and not wheel_only  # `pip wheel`: built into a folder, not installed
+        if parsed.command.tool in ("pip", "uv"):
+            # PIP_*/UV_* index variables set for this command (prefix or export) count like its own index options
+            for name, option in _INDEX_VARIABLES.items():
+                if name in cmd.env and cmd.env[name] != values.get(name):
+                    parsed.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(name, cmd.env[name]))
+            parsed.indexes[:] = [replace(i, url=_NAMED_INDEX.sub("", i.url)) for i in parsed.indexes]  # uv --index name=url
         if parsed.command.tool in ("pip", "uv") and "." in [w for w in argv if not w.startswith("-")] and _repo_of(files.script.cwd, files.script) is None:
             self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, None)
         self._add_install(parsed, cmd, loc, in_image, files, inventory, stage)
@@ -460,14 +478,36 @@ def shipped_packages(ref: str, location: Location | None) -> list[Package]:
     return out
 
 
-def _as_install(argv: list[str]) -> list[str]:
-    """``pip wheel X`` builds X the way ``pip install X`` does: read it as an install."""
+def _as_install(argv: list[str]) -> tuple[list[str], bool]:
+    """``pip wheel X`` builds X the way ``pip install X`` does, without installing it: read it as an install,
+    and say so (True) so that its packages count as built, not installed (``pip download`` is neither)."""
     for i, word in enumerate(argv):
         if word == "wheel" and i > 0 and re.fullmatch(r"pip(\d+(\.\d+)?)?", argv[i - 1].rsplit("/", 1)[-1]):
-            return [*argv[:i], "install", *argv[i + 1 :]]
+            return [*argv[:i], "install", *argv[i + 1 :]], True
         if not (word.startswith("-") or i == 0 or word == "pip" or (i == 1 and argv[0].rsplit("/", 1)[-1].startswith("python"))):
             break
-    return argv
+    return argv, False
+
+
+def build_settings(cmd: SimpleCommand, known: Mapping[str, str]) -> list[tuple[str, str]]:
+    """GPU-target settings a build command runs with that differ from the stage's: TORCH_CUDA_ARCH_LIST,
+    CMAKE_CUDA_ARCHITECTURES and CUDAARCHS set for it (prefix or export), ``-DCMAKE_CUDA_ARCHITECTURES=``
+    on a cmake command line, or inside ``CMAKE_ARGS`` for a pip build (llama-cpp-python)."""
+    argv = list(cmd.argv)
+    if not _builds(argv):
+        return []
+    found = [(name, cmd.env[name]) for name in _TRACKED_BUILD_ENV if name in cmd.env and cmd.env[name] != known.get(name)]
+    words = argv[1:] if argv[0].rsplit("/", 1)[-1] == "cmake" else []
+    if "CMAKE_ARGS" in cmd.env and cmd.env["CMAKE_ARGS"] != known.get("CMAKE_ARGS"):
+        words += split_words(cmd.env["CMAKE_ARGS"])
+    for i, word in enumerate(words):
+        if word == "-D" and i + 1 < len(words):
+            word = "-D" + words[i + 1]
+        m = _CMAKE_ARCH_FLAG.match(word)
+        value = m.group(1).strip("\"'") if m else None
+        if value is not None and value != known.get("CMAKE_CUDA_ARCHITECTURES"):  # an ARG passed on: reported where set
+            found.append(("CMAKE_CUDA_ARCHITECTURES", value))
+    return found
 
 
 def _builds(argv: list[str]) -> bool:
@@ -704,7 +744,7 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
             inventory.packages.extend(parsed.packages)
             inventory.indexes.extend(parsed.indexes)
             inventory.problems.extend(parsed.problems)
-            for name in _TRACKED_BUILD_ENV:
-                if name in cmd.env and cmd.env[name] != env.get(name):
-                    inventory.env.append(EnvVar(name, cmd.env[name], Origin.RUN, _in_branch(loc, cmd)))
+        for cmd in commands:
+            for name, value in build_settings(cmd, env):
+                inventory.env.append(EnvVar(name, value, Origin.RUN, _in_branch(loc, cmd)))
     return inventory

@@ -29,6 +29,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -36,7 +37,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from envcheck.errors import ServiceError
-from envcheck.inspect.image_reference import Reference
+from envcheck.inspect.image_reference import Reference, is_loopback_host
 from envcheck.services.registry.auth import Challenge, Credentials, TokenCache, parse_challenge, token_url
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -358,6 +359,7 @@ class RegistryClient:
         except ServiceError as exc:
             raise ServiceError(f"{self.ref.registry}: {exc.message} (HTTP 401 challenge); the registry or a proxy in "
                                "between is misconfigured") from None
+        self._refuse_downgrade(url)
         creds = self.credentials
         what = f"a token for {self.scope}"
         if creds is not None and creds.identity_token:
@@ -390,6 +392,22 @@ class RegistryClient:
         key = (challenge.params.get("realm", ""), challenge.params.get("service", ""), self.scope)
         self.tokens.put(key, token, expires)
         return token
+
+    def _refuse_downgrade(self, realm: str) -> None:
+        """Refuse a plain-HTTP token server named by an HTTPS registry (loopback excepted).
+
+        The token request carries the registry credentials (as Basic auth, or a refresh token) and its
+        answer is the token every later request presents; over plain HTTP both travel in clear text,
+        so a 401 naming an ``http://`` realm would undo the registry's TLS. The credentials do go to a
+        token server on another host, as docker does (Docker Hub's is auth.docker.io), but only over
+        HTTPS, or over loopback, which never leaves the machine.
+        """
+        parts = urlsplit(realm)
+        if self.base.startswith("https://") and parts.scheme == "http" and not is_loopback_host(parts.hostname or ""):
+            raise ServiceError(f"{self.ref.registry} is reached over HTTPS but its 401 challenge names a plain-HTTP token "
+                               f"server ({parts.scheme}://{parts.netloc}); envcheck refuses to send credentials or token "
+                               "requests there in clear text. Fix the registry's token realm (auth.token.realm), or name "
+                               f"the registry with --insecure-registry {self.ref.registry} if it is meant to be plain HTTP")
 
     def get(self, path: str, what: str, headers: dict[str, str] | None = None, extra_seconds: float = 0.0,
             until: float | None = None) -> requests.Response:

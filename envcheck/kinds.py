@@ -1,0 +1,146 @@
+"""The input kinds envcheck reads: one typed table that everything about a kind reads from.
+
+A row says what a kind is called (``--kind``), which source module reads it (imported only when a
+target of that kind is read), which file names it has (one regular expression over the base name: the
+same rule for ``envcheck FILE``, for ``envcheck DIR`` discovery and for the pre-commit hook's ``files``),
+how to recognise it by content when the name says nothing, and which rule ``inputs`` it satisfies.
+
+Readers of the table: :mod:`envcheck.sources` (detect, discover, ``module_for``), ``envcheck --kind``
+help and errors (:mod:`envcheck.cli`), rule declarations (:func:`envcheck.rules.rule` rejects unknown
+input names), the engine (it runs a check on a target only when one of the check's rules applies to the
+target's kind), ``scripts/gen_hooks.py`` and the tests.
+
+This module imports nothing from envcheck and only ``re`` and ``dataclasses`` from the standard library:
+everything imports it, so it must stay cheap.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class InputKind:
+    """One input kind: its name, reader, file names, content recognition and the rule inputs it satisfies."""
+
+    name: str  # the --kind name and the target kind in reports
+    module: str  # the source module that reads it (KIND, read(path, options), optional sniff(path, head))
+    what: str  # what it is, in the user's words (--kind help, "cannot tell" errors, hook descriptions)
+    names: str = ""  # regular expression over a file's base name (full match); "" = never recognised by name
+    magic: tuple[bytes, ...] = ()  # leading bytes that identify it without importing its module
+    sniff: bool = False  # its module's sniff(path, head) recognises it by content (tried in table order)
+    satisfies: tuple[str, ...] = ()  # rule `inputs` names it answers to besides its own name
+    path: bool = True  # a PATH on the command line (False: a subcommand builds its targets)
+    discover: bool = True  # found by name in project folders (`envcheck DIR`)
+    examples: bool = False  # files users commit: every rule on this kind ships fixtures/rules examples
+    hook: str = ""  # id of the pre-commit hook that checks its files ("" = none)
+    pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pattern", re.compile(self.names) if self.names else re.compile(r"(?!)"))
+
+    @property
+    def rule_inputs(self) -> frozenset[str]:
+        """The rule ``inputs`` names that select checks for targets of this kind."""
+        return frozenset((self.name, ANY, *self.satisfies))
+
+    def matches_name(self, name: str) -> bool:
+        """Does a file called ``name`` (a base name, no folder) have this kind by its name alone?"""
+        return self.pattern.fullmatch(name) is not None
+
+
+# A rule input that every kind satisfies (a check driven by configuration, not by the input's facts).
+ANY = "any"
+
+# Dockerfile names follow pre-commit's identify (its `dockerfile` type): a name, or a dot-separated part
+# of it, that is exactly `Dockerfile` or `Containerfile` (Dockerfile.cuda, app.Dockerfile), plus the
+# `.dockerfile` / `.containerfile` extensions. Never `dockerfile.py` or `dockerfiles.md`.
+_DOCKERFILE = r"(?:[^/]*\.)?(?:Dockerfile|Containerfile)(?:\.[^/]*)?|[^/]+\.(?i:dockerfile|containerfile)"
+
+# Order matters twice: the first row whose name rule matches wins (freeze before requirements:
+# `requirements-freeze.txt` is pip freeze output), and sniffers are tried in this order.
+KINDS: tuple[InputKind, ...] = (
+    InputKind(
+        "freeze", "envcheck.sources.requirements", "pip freeze output (*freeze*.txt)",
+        names=r"(?i:[^/]*freeze[^/]*\.txt)", satisfies=("requirements",), examples=True, hook="envcheck-requirements",
+    ),
+    InputKind(
+        "requirements", "envcheck.sources.requirements", "requirements and constraints files (requirements*.txt, constraints*.in)",
+        names=r"(?i:[^/]*(?:requirement|constraint)[^/]*\.(?:txt|in|pip))", sniff=True, examples=True,
+        hook="envcheck-requirements",
+    ),
+    InputKind(
+        "pyproject", "envcheck.sources.pyproject", "pyproject.toml",
+        names=r"(?i:pyproject\.toml)", examples=True, hook="envcheck-pyproject",
+    ),
+    InputKind(
+        "uv-lock", "envcheck.sources.locks", "uv.lock",
+        names=r"(?i:uv\.lock)", satisfies=("lock",), examples=True, hook="envcheck-pyproject",
+    ),
+    InputKind(
+        "pylock", "envcheck.sources.locks", "PEP 751 lock files (pylock.toml, pylock.NAME.toml)",
+        names=r"(?i:pylock(?:\.[^/]+)?\.toml)", satisfies=("lock",), examples=True, hook="envcheck-pyproject",
+    ),
+    InputKind(
+        "dockerfile", "envcheck.sources.dockerfile", "Dockerfiles and Containerfiles",
+        names=_DOCKERFILE, sniff=True, examples=True, hook="envcheck-dockerfile",
+    ),
+    InputKind(
+        "wheel", "envcheck.sources.wheel", "wheels (*.whl)",
+        names=r"(?i:[^/]+\.whl)", examples=True,
+    ),
+    InputKind(
+        "elf", "envcheck.sources.binaries", "ELF files and ar archives (.so, executables, .a)",
+        magic=(b"\x7fELF", b"!<arch>\n"), discover=False,
+    ),
+    InputKind(
+        "folder", "envcheck.sources.binaries", "installed environments (a venv, site-packages, a conda env)",
+        discover=False,
+    ),
+    InputKind("image", "envcheck.sources.image", "container images (envcheck image)", path=False, discover=False),
+    InputKind("container", "envcheck.sources.container", "running containers (envcheck container)", path=False, discover=False),
+    InputKind("host", "envcheck.sources.host", "this machine (envcheck preflight)", path=False, discover=False),
+)
+
+BY_NAME: dict[str, InputKind] = {k.name: k for k in KINDS}
+# Names a rule may list in `inputs`: every kind, and what kinds satisfy besides their names.
+RULE_INPUTS: frozenset[str] = frozenset(n for k in KINDS for n in k.rule_inputs)
+
+
+def get(name: str) -> InputKind | None:
+    """The kind called ``name``, or None (a target kind outside the table, such as a read error's)."""
+    return BY_NAME.get(name)
+
+
+def path_kinds() -> list[str]:
+    """The kinds ``--kind`` accepts: those read from a PATH, in table order."""
+    return [k.name for k in KINDS if k.path]
+
+
+def by_file_name(name: str) -> InputKind | None:
+    """The kind a file called ``name`` has by its name alone (the first row that matches), or None."""
+    for kind in KINDS:
+        if kind.discover and kind.matches_name(name):
+            return kind
+    return None
+
+
+def hook_pattern(hook: str) -> str:
+    """The pre-commit ``files`` regex of ``hook``: the name rules of its kinds, on a path's last part."""
+    names = [k.names for k in KINDS if k.hook == hook]
+    if not names:
+        raise KeyError(hook)
+    return r"(^|/)(" + "|".join(f"(?:{n})" for n in names) + r")$"
+
+
+def applies(rule_inputs: tuple[str, ...], kind: str) -> bool:
+    """Does a rule (or check) with these ``inputs`` apply to a target of ``kind``?
+
+    A kind outside the table (a target that could not even be recognised, or a caller's own label such as
+    a collector document's) gets every check, as before checks were selected by kind: a check decides from
+    the facts it finds."""
+    row = BY_NAME.get(kind)
+    if row is None:
+        return True
+    return bool(row.rule_inputs & set(rule_inputs))

@@ -1,0 +1,659 @@
+"""``envcheck --resolve``: which files pip or uv would install on the target, and what is inside them.
+
+Steps, for one dependency file:
+
+1. Pick the files. Inputs that pin files already (``pylock.toml``, ``uv.lock``) are read as they are: the
+   wheel that fits the target is chosen from the files they list. Requirements, freeze files and
+   ``pyproject.toml`` go through a real resolver, uv (``envcheck[resolve]``), run for the target platform
+   (``uv pip compile --python-platform aarch64-manylinux_2_39 --python-version 3.12 --format pylock.toml``),
+   not for the machine envcheck runs on; freeze files are resolved with ``--no-deps`` (every pin is a file
+   lookup). The input's own index options and the user's pip/uv configuration apply. A resolver conflict is
+   recorded with uv's words (checks report it as G9).
+2. Read facts of each chosen file, as little as possible: Requires-Dist from the index's separate metadata
+   file (PEP 658) where offered; the wheel's zip directory, then each ELF member's headers, by HTTP range
+   requests (:class:`envcheck.services.package_index.RemoteFile`); deflated members are inflated from their
+   start. Facts are cached by the file's sha256 (a hash's facts never change) in envcheck's cache, and the
+   shipped facts table (``knowledge/wheel_facts.json``) answers for the largest common wheels.
+3. Return an :class:`Inventory`: the chosen files (:class:`ResolvedFile`, with their redacted URL, hash and
+   where each fact came from), the resolved packages with their Requires-Dist, wheel tags, and binaries
+   located as ``URL!member``. Checks judge them like any other inventory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.parser
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from packaging import tags as ptags
+
+from envcheck.cache import binary_from_json, cache_dir, touch
+from envcheck.errors import InputError, ServiceError
+from envcheck.inspect import wheelzip
+from envcheck.inspect.elf import ELF_MAGIC, FileSource, MalformedBinary
+from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
+from envcheck.model import (
+    Binary,
+    IndexOption,
+    Inventory,
+    Location,
+    Package,
+    PackageIndex,
+    ReadProblem,
+    ResolvedFile,
+    Role,
+    Wheel,
+)
+from envcheck.profile import Profile
+from envcheck.services.package_index import FileProblem, IndexClient, RemoteFile, redact
+from envcheck.sources.binaries import read_binary
+
+FACTS_FORMAT = 1
+MAX_MEMBER_BYTES = 1 << 30  # an ELF member bigger than this (inflated) is not read: its facts come from the table
+UV_TIMEOUT = 600.0
+_TEXT_SUFFIXES = (".py", ".pyi", ".pyc", ".txt", ".md", ".json", ".h", ".hpp", ".cuh", ".cu", ".c", ".cc", ".cpp",
+                  ".toml", ".cfg", ".typed", ".yaml", ".yml", ".html", ".js", ".css", ".png", ".jpg", ".pem", ".csv",
+                  "METADATA", "RECORD", "WHEEL", "LICENSE", ".rst", ".in", ".cmake", ".pxd", ".pyx", ".inc", ".proto")
+_NETWORK_WORDS = ("error sending request", "Failed to fetch", "dns error", "Connection refused", "connection error",
+                  "operation timed out", "tcp connect error", "Could not connect", "failed to lookup address",
+                  "Request failed after", "os error 111", "status code 5")
+
+
+@dataclass(frozen=True)
+class ResolveSettings:
+    """How to resolve: the target, the indexes, and what may be fetched."""
+
+    python_version: str | None = None  # None: the profile's
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    offline: bool = False  # the cache and the facts table only; uv --offline
+    use_cache: bool = True
+    uv: str | None = None  # the uv executable (default: found on PATH or next to this Python)
+
+
+@dataclass
+class FileFacts:
+    """What envcheck learned about one file (cached by its sha256)."""
+
+    requires: tuple[str, ...] | None = None
+    tags: tuple[str, ...] = ()
+    binaries: list[dict[str, Any]] = field(default_factory=list)  # Binary.to_json() without location, plus "member"
+    problems: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    bytes_read: int = 0
+    complete: bool = False  # every member that may be a binary was read (cacheable)
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """One package of the resolution and the file picked for the target."""
+
+    name: str
+    version: str | None
+    kind: str  # wheel | sdist | none | conflict
+    filename: str | None = None
+    url: str | None = None
+    sha256: str | None = None
+    size: int | None = None
+    reason: str = ""
+    location: Location | None = None
+    source: str = "resolver"
+
+
+# ------------------------------------------------------------------------------ the target platform
+
+def glibc_of(profile: Profile) -> tuple[int, int]:
+    """The newest glibc the profile's wheel platforms name (DGX OS: Ubuntu 24.04, glibc 2.39)."""
+    best = (2, 17)
+    for platform in profile.wheel_platforms:
+        m = re.match(r"manylinux_(\d+)_(\d+)_", platform)
+        if m:
+            best = max(best, (int(m.group(1)), int(m.group(2))))
+    return best
+
+
+def uv_platform(profile: Profile) -> str:
+    """uv's ``--python-platform`` for the profile: ``aarch64-manylinux_2_39`` for the Spark."""
+    major, minor = glibc_of(profile)
+    return f"{profile.machine}-manylinux_{major}_{minor}"
+
+
+@cache
+def _supported_tags(machine: str, glibc: tuple[int, int], python: str) -> dict[str, int]:
+    """Wheel tags that install on the target, best first (as pip orders them), tag -> rank."""
+    platforms = [f"manylinux_{glibc[0]}_{m}_{machine}" for m in range(glibc[1], 16, -1)]
+    platforms += [f"manylinux2014_{machine}", f"linux_{machine}"]
+    version = tuple(int(p) for p in python.split(".")[:2])
+    found = [*ptags.cpython_tags(version, platforms=platforms), *ptags.compatible_tags(version, platforms=platforms)]
+    return {str(t): i for i, t in enumerate(found)}
+
+
+def best_wheel(filenames: Iterable[str], profile: Profile, python: str) -> tuple[str | None, str]:
+    """The wheel of ``filenames`` pip would pick on the target, or None and why none fits."""
+    ranks = _supported_tags(profile.machine, glibc_of(profile), python)
+    best: tuple[int, str] | None = None
+    seen: list[str] = []
+    for filename in filenames:
+        parsed = parse_wheel_name(filename)
+        if parsed is None:
+            continue
+        seen.extend(parsed.platforms)
+        rank = min((ranks[t] for t in parsed.tags if t in ranks), default=None)
+        if rank is not None and (best is None or rank < best[0]):
+            best = (rank, filename)
+    if best is not None:
+        return best[1], ""
+    if not seen:
+        return None, "no wheel files"
+    return None, f"wheels only for {', '.join(sorted(set(seen))[:6])}"
+
+
+# ------------------------------------------------------------------------------ picking the files
+
+def _lock_choices(path: Path, profile: Profile, python: str) -> list[Chosen]:
+    """Files of a ``pylock.toml`` or ``uv.lock``: the wheel that fits the target, else the sdist, else none."""
+    from envcheck.sources.pyproject import parse_toml
+
+    data, text = parse_toml(path)
+    style = "pylock" if "packages" in data or path.name.startswith("pylock") else "uv"
+    entries = data.get("packages" if style == "pylock" else "package", [])
+    out: list[Chosen] = []
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        source = entry.get("source")
+        if style == "uv" and isinstance(source, dict) and any(k in source for k in ("virtual", "editable", "directory")):
+            continue  # the project itself
+        name = canonical(entry["name"])
+        version = str(entry["version"]) if entry.get("version") is not None else None
+        m = re.search(rf'^name = "{re.escape(entry["name"])}"', text, re.M)
+        loc = Location(str(path), line=text.count("\n", 0, m.start()) + 1 if m else None)
+        out.append(_choose(name, version, _files(entry.get("wheels")), _file(entry.get("sdist")), profile, python, loc, "lock file"))
+    return out
+
+
+def _file(item: Any) -> dict[str, Any] | None:
+    if not isinstance(item, dict):
+        return None
+    url = item.get("url") or item.get("path") or ""
+    name = item.get("name") or (str(url).split("#")[0].rsplit("/", 1)[-1] if url else "")
+    hashes: dict[str, Any] = item["hashes"] if isinstance(item.get("hashes"), dict) else {}
+    sha = hashes.get("sha256") or (str(item.get("hash", "")).partition("sha256:")[2] or None)
+    size = item.get("size")
+    return {"filename": str(name), "url": str(url) if url else None, "sha256": sha, "size": size if isinstance(size, int) else None}
+
+
+def _files(items: Any) -> list[dict[str, Any]]:
+    return [f for f in (_file(i) for i in (items if isinstance(items, list) else [])) if f is not None and f["filename"]]
+
+
+def _choose(name: str, version: str | None, wheels: list[dict[str, Any]], sdist: dict[str, Any] | None, profile: Profile,
+            python: str, loc: Location | None, source: str) -> Chosen:
+    filename, why = best_wheel([w["filename"] for w in wheels], profile, python)
+    if filename is not None:
+        w = next(w for w in wheels if w["filename"] == filename)
+        return Chosen(name, version, "wheel", filename, w["url"], w["sha256"], w["size"], location=loc, source=source)
+    if sdist is not None:
+        return Chosen(name, version, "sdist", sdist["filename"], sdist["url"], sdist["sha256"], sdist["size"],
+                      reason=why, location=loc, source=source)
+    return Chosen(name, version, "none", reason=why or "no files", location=loc, source=source)
+
+
+def find_uv(settings: ResolveSettings) -> str:
+    """The uv executable, or a clear error saying how to get it."""
+    if settings.uv:
+        return settings.uv
+    here = Path(os.path.realpath(sys.executable)).parent
+    for candidate in (shutil.which("uv"), str(here / "uv")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    with contextlib.suppress(ImportError, FileNotFoundError):
+        import uv  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+        found: str = uv.find_uv_bin()
+        return found
+    raise InputError("--resolve needs uv (a resolver that resolves for another platform): pip install 'envcheck[resolve]' or install uv")
+
+
+def _pip_config_args(settings: ResolveSettings) -> list[str]:
+    """Index options: the command line's first, else the user's pip environment (uv reads its own UV_* itself)."""
+    args: list[str] = []
+    index = settings.index_url or (None if os.environ.get("UV_INDEX_URL") or os.environ.get("UV_DEFAULT_INDEX") else os.environ.get("PIP_INDEX_URL"))
+    if index:
+        args += ["--index-url", index]
+    extras = list(settings.extra_index_urls) or ([] if os.environ.get("UV_EXTRA_INDEX_URL") or os.environ.get("UV_INDEX") else
+                                                (os.environ.get("PIP_EXTRA_INDEX_URL") or "").split())
+    for url in extras:
+        args += ["--extra-index-url", url]
+    links = list(settings.find_links) or ([] if os.environ.get("UV_FIND_LINKS") else (os.environ.get("PIP_FIND_LINKS") or "").split())
+    for link in links:
+        args += ["--find-links", link]
+    return args
+
+
+def uv_compile(path: Path, profile: Profile, settings: ResolveSettings, python: str, no_deps: bool) -> tuple[list[Chosen], str]:
+    """Resolve ``path`` with uv for the target; the chosen files and uv's words when it refused."""
+    uv = find_uv(settings)
+    with tempfile.TemporaryDirectory(prefix="envcheck-resolve-") as tmp:
+        out = Path(tmp) / "pylock.resolve.toml"
+        cmd = [uv, "pip", "compile", str(path.resolve()), "--python-platform", uv_platform(profile), "--python-version", python,
+               "--format", "pylock.toml", "-o", str(out), "--no-header", "--color", "never", "--no-python-downloads",
+               *_pip_config_args(settings)]
+        if no_deps:
+            cmd.append("--no-deps")
+        if settings.offline:
+            cmd.append("--offline")
+        env = dict(os.environ, NO_COLOR="1", UV_NO_PROGRESS="1")
+        try:
+            proc = subprocess.run(cmd, cwd=path.resolve().parent, capture_output=True, text=True, timeout=UV_TIMEOUT, env=env,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise ServiceError(f"{path}: uv did not finish resolving within {UV_TIMEOUT:g} s") from None
+        except OSError as exc:
+            raise InputError(f"{path}: cannot run uv ({uv}): {exc.strerror or exc}", str(path)) from None
+        words = _clean(proc.stderr)
+        if proc.returncode != 0:
+            if "No solution found" in words or "unsatisfiable" in words:
+                missing = _no_matching_wheel(words, path)
+                return (missing, words) if missing else ([], words)
+            if settings.offline and ("offline" in words.lower() or "network" in words.lower()):
+                raise ServiceError(f"{path}: --offline and uv's cache lacks what this resolution needs: {_last(words)}")
+            if any(w in words for w in _NETWORK_WORDS):
+                raise ServiceError(f"{path}: a package index did not answer while uv resolved: {redact_text(_last(words))}")
+            raise InputError(f"{path}: uv could not resolve this input: {redact_text(_last(words))}", str(path))
+        lock = out
+        if not lock.is_file():
+            raise InputError(f"{path}: uv wrote no lock file", str(path))
+        chosen = _lock_choices(lock, profile, python)
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    return [replace(c, location=_line_of(path, text, c.name), source="resolver") for c in chosen], ""
+
+
+def _no_matching_wheel(words: str, path: Path) -> list[Chosen]:
+    """uv's "X==V has no wheels with a matching platform tag" (and no sdist): no file fits the target."""
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    out = []
+    for m in re.finditer(r"Because (?:only )?([A-Za-z0-9._-]+)==(\S+?) has no wheels with a matching platform tag", words):
+        hint = re.search(rf"Wheels are available for `{re.escape(m.group(1))}` \(v[^)]*\) on the following platforms?: ([^.]*)", words)
+        reason = f"wheels only for {hint.group(1).replace('`', '')}" if hint else "no wheel with a matching platform tag"
+        out.append(Chosen(canonical(m.group(1)), m.group(2), "none", reason=reason[:300], location=_line_of(path, text, m.group(1))))
+    return out
+
+
+def _line_of(path: Path, text: str, name: str) -> Location:
+    pattern = re.compile(rf"^\s*[\"']?{'[-_.]'.join(map(re.escape, re.split('[-_.]', name)))}\b", re.I | re.M)
+    m = pattern.search(text)
+    return Location(str(path), line=text.count("\n", 0, m.start()) + 1 if m else None)
+
+
+def _clean(text: str) -> str:
+    """uv's error in one line: from its first ``error:`` on (warnings before it, with their causes, dropped)."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    raw = text.splitlines()
+    first = next((i for i, line in enumerate(raw) if line.lstrip().startswith(("error:", "×"))), 0)
+    lines = [re.sub(r"^[\s×╰─▶│├╭╮╯:]+", "", line).strip() for line in raw[first:]]
+    lines = [re.sub(r"^(error|cause):\s*", "", line) for line in lines]
+    return " ".join(line for line in lines if line and not line.startswith("warning:") and "is not available" not in line)
+
+
+def _last(words: str) -> str:
+    return words[-400:] if words else "no message"
+
+
+def redact_text(text: str) -> str:
+    """Every URL in ``text`` redacted, control characters replaced."""
+    return re.sub(r"[a-z][a-z0-9+.-]*://\S+", lambda m: redact(m.group(0)), text)
+
+
+def conflict_pair(words: str) -> str:
+    """The resolver's reason in one sentence: ``A depends on B and you require C`` where uv says so."""
+    m = re.search(r"Because .*", words)
+    text = (m.group(0) if m else words).split(" hint:", 1)[0]
+    return text[:600]
+
+
+# ------------------------------------------------------------------------------ cached resolutions
+
+RESOLUTION_TTL_HOURS = 24.0  # a resolution of unpinned requirements changes when new releases appear
+
+
+def _resolution_key(path: Path, declared: Inventory, profile: Profile, settings: ResolveSettings, python: str, no_deps: bool) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with contextlib.suppress(OSError):
+        digest.update(path.read_bytes())
+    facts = [[p.name, p.specifier, p.marker, p.url, p.role] for p in declared.packages]
+    facts += [[i.url, i.option] for i in declared.indexes]
+    digest.update(json.dumps([facts, uv_platform(profile), python, no_deps, _pip_config_args(settings), settings.offline,
+                              os.environ.get("UV_INDEX_URL"), os.environ.get("UV_EXTRA_INDEX_URL")], default=str).encode())
+    return digest.hexdigest()
+
+
+def _resolution_path(key: str) -> Path:
+    return cache_dir() / f"resolutions-v{FACTS_FORMAT}" / f"{key}.json"
+
+
+def _cached_resolution(key: str) -> tuple[list[Chosen], str] | None:
+    path = _resolution_path(key)
+    try:
+        if time.time() - path.stat().st_mtime > _env_hours("ENVCHECK_RESOLVE_TTL_HOURS", RESOLUTION_TTL_HOURS) * 3600:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        chosen = [Chosen(**{**c, "location": Location(**c["location"]) if c.get("location") else None}) for c in data["chosen"]]
+        return chosen, str(data.get("conflict") or "")
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def _store_resolution(key: str, chosen: list[Chosen], conflict: str) -> None:
+    import dataclasses
+
+    path = _resolution_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".resolution-", suffix=".tmp", dir=path.parent)
+        rows = [{**dataclasses.asdict(c), "location": c.location.to_json() if c.location else None} for c in chosen]
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"chosen": rows, "conflict": conflict}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _env_hours(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
+# ------------------------------------------------------------------------------ facts of one file
+
+@cache
+def facts_table() -> dict[str, Any]:
+    """The shipped facts of large common wheels, by sha256 (``scripts/gen_wheel_facts.py``)."""
+    try:
+        text = resources.files("envcheck.knowledge").joinpath("wheel_facts.json").read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) else None
+    return files if isinstance(files, dict) else {}
+
+
+def _cache_path(sha256: str) -> Path:
+    return cache_dir() / f"files-v{FACTS_FORMAT}" / sha256[:2] / f"{sha256}.json"
+
+
+def cached_facts(sha256: str) -> FileFacts | None:
+    """Facts of a file from envcheck's cache (None on a miss)."""
+    path = _cache_path(sha256)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != FACTS_FORMAT:
+        return None
+    touch(path)
+    requires = data.get("requires")
+    return FileFacts(tuple(requires) if isinstance(requires, list) else None, tuple(data.get("tags") or ()),
+                     list(data.get("binaries") or []), list(data.get("problems") or []), ["cache"], 0, True)
+
+
+def store_facts(sha256: str, facts: FileFacts) -> None:
+    """Remember complete facts of a file (atomically; errors are ignored)."""
+    path = _cache_path(sha256)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".facts-", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"format": FACTS_FORMAT, "requires": list(facts.requires) if facts.requires is not None else None,
+                       "tags": list(facts.tags), "binaries": facts.binaries, "problems": facts.problems}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _may_be_binary(info: zipfile.ZipInfo) -> bool:
+    name = info.filename
+    base = name.rsplit("/", 1)[-1]
+    if name.endswith("/") or info.file_size < 64 or base.endswith(_TEXT_SUFFIXES):
+        return False
+    return ".so" in base or base.endswith((".a", ".cubin", ".node")) or "/bin/" in name or "/scripts/" in name or "." not in base
+
+
+def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: str | None, offline: bool = False) -> FileFacts:
+    """Facts of a wheel on an index: metadata (PEP 658 first), then its binaries by range requests."""
+    facts = FileFacts()
+    start = client.traffic.bytes
+    parsed = parse_wheel_name(url)
+    facts.tags = parsed.tags if parsed else ()
+    meta = client.metadata(url)
+    if meta is not None:
+        facts.requires = _requires_of(meta)
+        facts.sources.append("index metadata")
+    remote = RemoteFile(client, url.split("#")[0], size)
+    try:
+        zf = zipfile.ZipFile(remote)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise FileProblem(f"{redact(url)}: not a readable wheel ({type(exc).__name__}: {exc})") from None
+    with zf:
+        infos = zf.infolist()
+        if facts.requires is None:
+            dist = next((i.filename for i in infos if i.filename.endswith(".dist-info/METADATA") and i.filename.count("/") == 1), None)
+            if dist is not None:
+                facts.requires = _requires_of(zf.read(dist))
+        for info in infos:
+            if not _may_be_binary(info):
+                continue
+            try:
+                wheelzip.check_member(info, remote.size)
+                binary, problems = _read_member(zf, remote, info)
+            except (MalformedBinary, zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+                facts.problems.append(f"{info.filename}: {getattr(exc, 'message', None) or exc}")
+                continue
+            facts.problems.extend(problems)
+            if binary is not None:
+                data = binary.to_json()
+                data.pop("location", None)
+                data["member"] = info.filename
+                facts.binaries.append(data)
+    facts.sources.append("range read" if remote.ranged else "download")
+    if not remote.ranged and sha256 and remote._whole is not None:
+        import hashlib
+
+        if hashlib.sha256(remote._whole).hexdigest() != sha256.lower():
+            raise FileProblem(f"{redact(url)}: the downloaded file's sha256 does not match {sha256[:16]}...: not judged")
+    facts.bytes_read = client.traffic.bytes - start
+    facts.complete = True
+    return facts
+
+
+def _requires_of(meta: bytes) -> tuple[str, ...]:
+    parsed = email.parser.HeaderParser().parsestr(meta.decode("utf-8", "replace"))
+    return tuple(str(r) for r in parsed.get_all("Requires-Dist") or [])
+
+
+def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo) -> tuple[Binary | None, list[str]]:
+    """One member read as a binary: stored ones in place by range reads, deflated ones inflated from the start."""
+    if info.compress_type == zipfile.ZIP_STORED:
+        base = wheelzip.data_offset(remote, info)
+        src = _RemoteWindow(remote, base, info.file_size)
+        reading = read_binary(src, info.filename, location=Location("", member=info.filename))
+        return reading.binary, [p.message for p in reading.problems]
+    with zf.open(info) as member:
+        head = member.read(8)
+        if not head.startswith((ELF_MAGIC, b"!<arch>\n")):
+            return None, []
+        if info.file_size > MAX_MEMBER_BYTES:
+            return None, [f"{info.filename}: {info.file_size} bytes inflated, more than envcheck inflates from a remote wheel"]
+        with tempfile.TemporaryFile(prefix="envcheck-member-") as spool:
+            spool.write(head)
+            shutil.copyfileobj(member, spool, 1 << 20)
+            spool.flush()
+            reading = read_binary(FileSource(spool, info.file_size), info.filename, location=Location("", member=info.filename))
+    return reading.binary, [p.message for p in reading.problems]
+
+
+class _RemoteWindow:
+    """A :class:`envcheck.inspect.elf.ByteSource` over a stored member of a remote zip (range reads)."""
+
+    def __init__(self, remote: RemoteFile, base: int, size: int) -> None:
+        self.remote = remote
+        self.base = base
+        self.size = size
+        self.bytes_read = 0
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise MalformedBinary(f"read of {size} bytes at {offset:#x} runs past the end ({self.size} bytes)", offset)
+        data = self.remote.read_at(self.base + offset, size)
+        self.bytes_read += len(data)
+        if len(data) != size:
+            raise MalformedBinary(f"file ended early: wanted {size} bytes at {offset:#x}", offset)
+        return data
+
+
+def facts_of(chosen: Chosen, client: IndexClient, settings: ResolveSettings) -> FileFacts:
+    """Facts of a chosen wheel: cache, then the shipped table, then the index (unless offline)."""
+    sha = (chosen.sha256 or "").lower() or None
+    if sha and settings.use_cache:
+        hit = cached_facts(sha)
+        if hit is not None:
+            return hit
+    if sha and sha in facts_table():
+        row = facts_table()[sha]
+        return FileFacts(tuple(row["requires"]) if isinstance(row.get("requires"), list) else None, tuple(row.get("tags") or ()),
+                         list(row.get("binaries") or []), [], ["facts table"], 0, True)
+    if settings.offline:
+        return FileFacts(sources=["not read: --offline and not in the cache or the facts table"])
+    if not chosen.url or not chosen.url.startswith(("http://", "https://")):
+        return FileFacts(problems=[f"{chosen.filename}: no http(s) URL to read it from"])
+    facts = read_remote_wheel(client, chosen.url, chosen.size, sha)
+    if facts.complete and sha and settings.use_cache:
+        store_facts(sha, facts)
+    return facts
+
+
+# ------------------------------------------------------------------------------ the whole target
+
+def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settings: ResolveSettings,
+            client: IndexClient | None = None) -> Inventory:
+    """The files the target resolves to on ``profile``, and their facts, as an inventory."""
+    python = settings.python_version or profile.python_version
+    client = client or IndexClient()
+    inventory = Inventory(context="declared")
+    started = time.monotonic()
+    if kind in ("pylock", "uv-lock"):
+        chosen = _lock_choices(path, profile, python)
+    elif kind in ("requirements", "freeze", "pyproject"):
+        freeze = kind == "freeze" or declared.context == "installed"
+        key = _resolution_key(path, declared, profile, settings, python, freeze)
+        hit = _cached_resolution(key) if settings.use_cache else None
+        if hit is not None:
+            chosen, conflict = hit
+        else:
+            chosen, conflict = uv_compile(path, profile, settings, python, no_deps=freeze)
+            if settings.use_cache:
+                _store_resolution(key, chosen, conflict)
+        if conflict and not chosen:
+            inventory.resolved.append(ResolvedFile(path.name, None, "conflict", reason=redact_text(conflict_pair(conflict)),
+                                                   sources=("resolver",), location=Location(str(path))))
+            return inventory
+    else:
+        raise InputError(f"{path}: --resolve reads requirements, freeze, pyproject, uv.lock and pylock files, not {kind} inputs", str(path))
+    for item in chosen:
+        _add(inventory, item, client, settings)
+    inventory.host = replace(inventory.host, resolve={"python_version": python, "platform": uv_platform(profile), "files": len(chosen),
+                                 "requests": client.traffic.requests, "bytes_read": client.traffic.bytes,
+                                 "seconds": round(time.monotonic() - started, 3)})
+    return inventory
+
+
+def _add(inventory: Inventory, item: Chosen, client: IndexClient, settings: ResolveSettings) -> None:
+    url = redact(item.url) if item.url else None
+    record = ResolvedFile(item.name, item.version, item.kind, item.filename, url, item.sha256, item.size,
+                          (item.source,), 0, item.reason, item.location)
+    requires: tuple[str, ...] | None = None
+    if item.kind == "wheel":
+        try:
+            facts = facts_of(item, client, settings)
+        except FileProblem as exc:
+            inventory.problems.append(ReadProblem(exc.message, item.location))
+            facts = FileFacts(sources=["index"])
+        except ServiceError as exc:
+            inventory.problems.append(ReadProblem(exc.message, item.location, service=True))
+            facts = FileFacts()
+        requires = facts.requires
+        record = replace(record, sources=(item.source, *facts.sources), bytes_read=facts.bytes_read)
+        for problem in facts.problems:
+            inventory.problems.append(ReadProblem(f"{url or item.filename}!{problem}", Location(url or str(item.filename))))
+        where = url or str(item.filename)
+        for data in facts.binaries:
+            values = {k: v for k, v in data.items() if k != "member"}
+            binary = binary_from_json(values)
+            inventory.binaries.append(replace(binary, distribution=item.name, location=Location(where, member=data.get("member"))))
+        parsed = parse_wheel_name(item.filename or "")
+        inventory.wheels.append(Wheel(item.filename or "", item.name, item.version or "", parsed.tags if parsed else facts.tags,
+                                      requires or (), Location(where)))
+    inventory.resolved.append(record)
+    inventory.packages.append(Package(name=item.name, version=item.version, specifier=f"=={item.version}" if item.version else "",
+                                      requires=requires, role=Role.RESOLVED, location=item.location))
+
+
+def index_entries(settings: ResolveSettings) -> list[PackageIndex]:
+    """The index options given on the command line, as inventory facts (redacted)."""
+    out = []
+    if settings.index_url:
+        out.append(PackageIndex(redact(settings.index_url), IndexOption.INDEX_URL))
+    out += [PackageIndex(redact(u), IndexOption.EXTRA_INDEX_URL) for u in settings.extra_index_urls]
+    out += [PackageIndex(redact(u), IndexOption.FIND_LINKS) for u in settings.find_links]
+    return out
+
+
+RESOLVABLE = ("requirements", "freeze", "pyproject", "uv-lock", "pylock")
+
+
+def resolved_reader(name: str, kind: str, read_declared: Any, settings: ResolveSettings, profile_name: str) -> Any:
+    """A target reader that reads the file as usual, then adds what it resolves to on the profile.
+
+    The resolved facts come first in the inventory (the exact versions and Requires-Dist of what would be
+    installed win over the file's own words). An unreachable index is a service problem next to whatever
+    was read (exit code 3 with partial results), never a lost target.
+    """
+    from envcheck.profile import load_profile
+
+    def read() -> Inventory:
+        declared: Inventory = read_declared()
+        if kind not in RESOLVABLE:
+            return declared
+        profile = load_profile(profile_name)
+        try:
+            inventory = resolve(Path(name), kind, declared, profile, settings)
+        except ServiceError as exc:
+            inventory = Inventory(problems=[ReadProblem(redact_text(exc.message), Location(name), service=True)])
+        except InputError as exc:
+            inventory = Inventory(problems=[ReadProblem(redact_text(exc.message), Location(exc.path or name, line=exc.line))])
+        inventory.extend(declared)
+        inventory.indexes.extend(index_entries(settings))
+        inventory.context = declared.context
+        return inventory
+
+    return read

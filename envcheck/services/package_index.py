@@ -1,0 +1,434 @@
+"""A small package-index client: the simple API, per-file metadata and HTTP range reads of wheels.
+
+What it speaks: the simple repository API as JSON (PEP 691) or HTML (PEP 503), with each file's separate
+core metadata where the index offers it (PEP 658/714: ``<file URL>.metadata``); ``Range`` requests, so a
+wheel's zip directory and the headers of its ELF members are read without downloading the wheel
+(:class:`RemoteFile`, a seekable file object that ``zipfile`` reads directly).
+
+Bounds, in one place: every request has a per-read timeout and an overall deadline (a watchdog shuts the
+socket down when it passes, so a server that drips bytes cannot hold envcheck); answers are size-limited;
+a server that ignores ``Range`` is read whole only up to :data:`MAX_FALLBACK_BYTES`. Credentials: URLs may
+carry ``user:password@`` and requests reads ``~/.netrc``; neither ever reaches a message, a finding or the
+JSON inventory: everything shown goes through :func:`redact`.
+
+Every failure to reach the index is a :class:`ServiceError` (exit code 3); an answer that is wrong (a 404,
+a hash that does not match) is a :class:`FileProblem`, which the caller records as data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import html.parser
+import io
+import json
+import os
+import socket
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+import requests
+
+from envcheck.errors import ServiceError
+
+USER_AGENT = "envcheck-resolve/0.1 (python-requests)"
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+ACCEPT_SIMPLE = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
+DEFAULT_DEADLINE = 60.0  # seconds for one request and its answer (ENVCHECK_HTTP_TIMEOUT)
+READ_TIMEOUT = 20.0
+MAX_PAGE_BYTES = 32 << 20  # a project page (torch's lists thousands of files)
+MAX_METADATA_BYTES = 4 << 20
+MAX_FALLBACK_BYTES = 64 << 20  # a server that ignores Range: read the whole file only up to this size
+BLOCK = 64 << 10
+MAX_READAHEAD = 8 << 20
+CACHE_BYTES = 64 << 20  # blocks a RemoteFile keeps in memory
+
+
+class FileProblem(Exception):
+    """The index answered, but not with what was asked (404, wrong hash, a refused range): data, not a crash."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def redact(url: str) -> str:
+    """``url`` without credentials: userinfo becomes ``***`` and query values named like secrets are hidden."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparsable URL>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    query = parts.query
+    if query:
+        kept = []
+        for item in query.split("&"):
+            key = item.split("=", 1)[0].lower()
+            secret = any(w in key for w in ("token", "key", "secret", "password", "sig", "auth", "credential"))
+            kept.append(f"{item.split('=', 1)[0]}=***" if secret else item)
+        query = "&".join(kept)
+    text = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    """One file a project page lists."""
+
+    filename: str
+    url: str
+    sha256: str | None = None
+    size: int | None = None
+    metadata: bool = False  # PEP 658/714: `<url>.metadata` is offered
+    metadata_sha256: str | None = None
+    yanked: bool = False
+    requires_python: str | None = None
+
+
+@dataclass
+class Traffic:
+    """What this client sent and received (reported in the inventory and measured by the benchmark)."""
+
+    requests: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class IndexClient:
+    """Requests to package indexes and file hosts, with deadlines, size limits and redacted errors."""
+
+    deadline: float = field(default_factory=lambda: _env_float("ENVCHECK_HTTP_TIMEOUT", DEFAULT_DEADLINE))
+    traffic: Traffic = field(default_factory=Traffic)
+    session: requests.Session = field(default_factory=requests.Session)
+
+    def __post_init__(self) -> None:
+        self.session.headers["User-Agent"] = USER_AGENT
+        self._lock = threading.Lock()
+
+    def _count(self, nbytes: int, requests_made: int = 0) -> None:
+        with self._lock:
+            self.traffic.bytes += nbytes
+            self.traffic.requests += requests_made
+
+    @contextlib.contextmanager
+    def _get(self, url: str, headers: dict[str, str] | None = None) -> Iterator[requests.Response]:
+        """A streamed GET; connection failures and timeouts are ServiceErrors naming the redacted URL."""
+        shown = redact(url)
+        start = time.monotonic()
+        try:
+            resp = self.session.get(url, headers=headers or {}, stream=True, timeout=(min(10.0, self.deadline), min(READ_TIMEOUT, self.deadline)),
+                                    allow_redirects=True)
+        except requests.exceptions.Timeout as exc:
+            raise ServiceError(f"{shown}: no answer within {min(READ_TIMEOUT, self.deadline):g} s ({type(exc).__name__}); check the index URL and the network") from None
+        except (requests.exceptions.ConnectionError, OSError) as exc:
+            raise ServiceError(f"{shown}: cannot connect ({_reason(exc)}); check the index URL, the proxy settings and the network") from None
+        except requests.exceptions.RequestException as exc:
+            raise ServiceError(f"{shown}: request failed: {type(exc).__name__}") from None
+        self._count(0, 1)
+        timer = threading.Timer(max(0.1, self.deadline - (time.monotonic() - start)), _shutdown, (resp,))
+        timer.daemon = True
+        timer.start()
+        try:
+            yield resp
+        finally:
+            timer.cancel()
+            resp.close()
+
+    def _body(self, resp: requests.Response, url: str, limit: int) -> bytes:
+        declared = resp.headers.get("Content-Length")
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise FileProblem(f"{redact(url)}: the answer is {int(declared)} bytes, more than the {limit} envcheck reads")
+        out = bytearray()
+        start = time.monotonic()
+        try:
+            for chunk in resp.iter_content(BLOCK):
+                out += chunk
+                self._count(len(chunk))
+                if len(out) > limit:
+                    raise FileProblem(f"{redact(url)}: the answer is more than the {limit} bytes envcheck reads")
+                if time.monotonic() - start > self.deadline:
+                    raise ServiceError(f"{redact(url)}: the answer did not finish within {self.deadline:g} s")
+        except (requests.exceptions.RequestException, OSError) as exc:
+            raise ServiceError(f"{redact(url)}: the answer broke off ({_reason(exc)}) or took longer than {self.deadline:g} s") from None
+        return bytes(out)
+
+    def fetch(self, url: str, limit: int, headers: dict[str, str] | None = None) -> tuple[bytes, str]:
+        """The whole body of ``url`` (at most ``limit`` bytes) and its content type; 4xx is a FileProblem."""
+        with self._get(url, headers) as resp:
+            if resp.status_code >= 500:
+                raise ServiceError(f"{redact(url)}: the server answered {resp.status_code}; try again later")
+            if resp.status_code in (401, 403):
+                raise ServiceError(f"{redact(url)}: access refused ({resp.status_code}); check the credentials for this index (netrc, keyring, URL)")
+            if resp.status_code >= 400:
+                raise FileProblem(f"{redact(url)}: the server answered {resp.status_code}")
+            return self._body(resp, url, limit), resp.headers.get("Content-Type", "")
+
+    def project_files(self, index_url: str, project: str) -> list[IndexFile]:
+        """The files of ``project`` on a simple-API index (JSON preferred, HTML understood)."""
+        from envcheck.inspect.wheel_tags import canonical
+
+        url = index_url.rstrip("/") + "/" + canonical(project) + "/"
+        body, ctype = self.fetch(url, MAX_PAGE_BYTES, {"Accept": ACCEPT_SIMPLE})
+        if ctype.split(";")[0].strip() == JSON_TYPE or body.lstrip()[:1] == b"{":
+            return parse_json_page(body, url)
+        return parse_html_page(body.decode("utf-8", "replace"), url)
+
+    def metadata(self, file_url: str, sha256: str | None = None) -> bytes | None:
+        """The file's core metadata from ``<url>.metadata`` (PEP 658); None when the index does not offer it."""
+        try:
+            body, _ = self.fetch(_without_fragment(file_url) + ".metadata", MAX_METADATA_BYTES)
+        except FileProblem:
+            return None
+        if sha256 and hashlib.sha256(body).hexdigest() != sha256.lower():
+            raise FileProblem(f"{redact(file_url)}.metadata: its sha256 does not match the index's")
+        return body
+
+    def read_range(self, url: str, start: int, end: int) -> tuple[bytes, int | None, bool]:
+        """Bytes ``start..end`` (inclusive) of ``url``: (data, total size if told, whether Range was honoured).
+
+        A server that ignores Range answers 200 with the whole file: then the first ``end + 1`` bytes are
+        read (bounded by :data:`MAX_FALLBACK_BYTES`) and the caller is told, so it can switch to a download.
+        """
+        with self._get(url, {"Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"}) as resp:
+            if resp.status_code == 416:
+                raise FileProblem(f"{redact(url)}: the server refused the byte range {start}-{end} (416)")
+            if resp.status_code >= 500:
+                raise ServiceError(f"{redact(url)}: the server answered {resp.status_code}; try again later")
+            if resp.status_code in (401, 403):
+                raise ServiceError(f"{redact(url)}: access refused ({resp.status_code}); check the credentials for this index")
+            if resp.status_code >= 400:
+                raise FileProblem(f"{redact(url)}: the server answered {resp.status_code}")
+            if resp.status_code == 206:
+                total = _total_of(resp.headers.get("Content-Range", ""))
+                return self._body(resp, url, end - start + 1 + BLOCK), total, True
+            length = resp.headers.get("Content-Length")
+            total = int(length) if length and length.isdigit() else None
+            return self._body(resp, url, MAX_FALLBACK_BYTES), total, False
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc)
+    for word in ("Connection refused", "Name or service not known", "Temporary failure in name resolution", "timed out",
+                 "Connection reset", "No route to host", "certificate verify failed", "Remote end closed"):
+        if word in text:
+            return word
+    return type(exc).__name__
+
+
+def _shutdown(resp: requests.Response) -> None:
+    """The deadline passed: shut the answer's socket, so a blocked read returns at once."""
+    connection = getattr(resp.raw, "_connection", None) or getattr(resp.raw, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def _total_of(content_range: str) -> int | None:
+    total = content_range.rpartition("/")[2].strip()
+    return int(total) if total.isdigit() else None
+
+
+def _without_fragment(url: str) -> str:
+    return url.split("#", 1)[0]
+
+
+def _hash_fragment(url: str) -> str | None:
+    frag = url.partition("#")[2]
+    if frag.startswith("sha256="):
+        return frag[len("sha256="):].lower()
+    return None
+
+
+def parse_json_page(body: bytes, page_url: str) -> list[IndexFile]:
+    """Files from a PEP 691 JSON project page."""
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise FileProblem(f"{redact(page_url)}: not a JSON project page ({exc})") from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list):
+        raise FileProblem(f"{redact(page_url)}: the JSON project page has no file list")
+    out = []
+    for item in files:
+        if not isinstance(item, dict) or not isinstance(item.get("filename"), str) or not isinstance(item.get("url"), str):
+            continue
+        hashes: dict[str, Any] = item["hashes"] if isinstance(item.get("hashes"), dict) else {}
+        meta = item.get("core-metadata", item.get("data-dist-info-metadata", False))
+        meta_hash = meta.get("sha256") if isinstance(meta, dict) else None
+        size = item.get("size")
+        out.append(IndexFile(
+            filename=item["filename"], url=urljoin(page_url, item["url"]),
+            sha256=str(hashes.get("sha256")).lower() if hashes.get("sha256") else None,
+            size=size if isinstance(size, int) else None,
+            metadata=bool(meta), metadata_sha256=str(meta_hash) if meta_hash else None,
+            yanked=bool(item.get("yanked")),
+            requires_python=item.get("requires-python") if isinstance(item.get("requires-python"), str) else None,
+        ))
+    return out
+
+
+class _Anchors(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[tuple[dict[str, str | None], str]] = []
+        self._attrs: dict[str, str | None] | None = None
+        self._text = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._attrs = dict(attrs)
+            self._text = ""
+
+    def handle_data(self, data: str) -> None:
+        if self._attrs is not None:
+            self._text += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._attrs is not None:
+            self.found.append((self._attrs, self._text.strip()))
+            self._attrs = None
+
+
+def parse_html_page(text: str, page_url: str) -> list[IndexFile]:
+    """Files from a PEP 503 HTML project page (with PEP 592 yanks and PEP 658/714 metadata attributes)."""
+    parser = _Anchors()
+    parser.feed(text)
+    out = []
+    for attrs, label in parser.found:
+        href = attrs.get("href")
+        if not href:
+            continue
+        url = urljoin(page_url, href)
+        filename = label or url.split("#")[0].rsplit("/", 1)[-1]
+        meta = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata"))
+        out.append(IndexFile(
+            filename=filename, url=_without_fragment(url), sha256=_hash_fragment(url),
+            metadata=meta is not None and meta != "false",
+            metadata_sha256=meta[len("sha256="):] if meta and meta.startswith("sha256=") else None,
+            yanked="data-yanked" in attrs, requires_python=attrs.get("data-requires-python"),
+        ))
+    return out
+
+
+class RemoteFile(io.RawIOBase):
+    """A remote file read through HTTP range requests: seekable, so ``zipfile.ZipFile`` can open it.
+
+    Reads are served from blocks of :data:`BLOCK` bytes kept in a bounded LRU; sequential reads double the
+    read-ahead up to :data:`MAX_READAHEAD` (a member streamed from its start costs few requests). When the
+    server ignores Range, the first answer (bounded by :data:`MAX_FALLBACK_BYTES`) holds the whole file and
+    every later read is served from it.
+    """
+
+    def __init__(self, client: IndexClient, url: str, size: int | None = None) -> None:
+        super().__init__()
+        self.client = client
+        self.url = url
+        self.pos = 0
+        self._blocks: OrderedDict[int, bytes] = OrderedDict()
+        self._whole: bytes | None = None
+        self._last_end = -1
+        self._readahead = BLOCK
+        self.ranged = True
+        if size is None:
+            tail, total, ranged = client.read_range(url, 0, BLOCK - 1)
+            self._take(0, tail, total, ranged)
+            if total is None:
+                raise FileProblem(f"{redact(url)}: the server did not say how big the file is")
+            size = total
+        self.size = size
+
+    def _take(self, start: int, data: bytes, total: int | None, ranged: bool) -> None:
+        if not ranged:
+            self.ranged = False
+            self._whole = data
+            if total is not None and len(data) < total:
+                raise FileProblem(f"{redact(self.url)}: the server ignores Range requests and the file ({total} bytes) is "
+                                  f"bigger than the {MAX_FALLBACK_BYTES} bytes envcheck downloads instead")
+            return
+        for i in range(0, len(data), BLOCK):
+            self._put((start + i) // BLOCK, data[i:i + BLOCK])
+
+    def _put(self, index: int, data: bytes) -> None:
+        self._blocks[index] = data
+        self._blocks.move_to_end(index)
+        while len(self._blocks) * BLOCK > CACHE_BYTES:
+            self._blocks.popitem(last=False)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_SET:
+            self.pos = offset
+        elif whence == io.SEEK_CUR:
+            self.pos += offset
+        else:
+            self.pos = self.size + offset
+        self.pos = max(0, self.pos)
+        return self.pos
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            size = self.size - self.pos
+        data = self.read_at(self.pos, size)
+        self.pos += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        """``size`` bytes at ``offset`` (fewer at the end of the file)."""
+        end = min(self.size, offset + size)
+        if end <= offset:
+            return b""
+        if self._whole is not None:
+            return self._whole[offset:end]
+        first, last = offset // BLOCK, (end - 1) // BLOCK
+        missing = [i for i in range(first, last + 1) if i not in self._blocks]
+        if missing:
+            sequential = offset == self._last_end
+            self._readahead = min(MAX_READAHEAD, self._readahead * 2) if sequential else BLOCK
+            lo = missing[0] * BLOCK
+            hi = min(self.size, max((missing[-1] + 1) * BLOCK, lo + self._readahead)) - 1
+            data, total, ranged = self.client.read_range(self.url, lo, hi)
+            if ranged and len(data) != hi - lo + 1:
+                raise FileProblem(f"{redact(self.url)}: asked for bytes {lo}-{hi}, got {len(data)} bytes")
+            self._take(lo, data, total, ranged)
+            if self._whole is not None:
+                return self._whole[offset:end]
+        self._last_end = end
+        out = bytearray()
+        for i in range(first, last + 1):
+            block = self._blocks.get(i)
+            if block is None:  # evicted while assembling a very large read
+                block, _, _ = self.client.read_range(self.url, i * BLOCK, min(self.size, (i + 1) * BLOCK) - 1)
+            else:
+                self._blocks.move_to_end(i)
+            out += block
+        skip = offset - first * BLOCK
+        return bytes(out[skip:skip + end - offset])
