@@ -259,7 +259,7 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
 
 # No version pip can install has a number this long; Python refuses to convert one past 4300 digits.
 MAX_VERSION_DIGITS = 64
-_LONG_NUMBER = re.compile(r"\d{%d,}" % (MAX_VERSION_DIGITS + 1))
+_LONG_NUMBER = re.compile(rf"\d{{{MAX_VERSION_DIGITS + 1},}}")
 
 
 def long_number(text: str) -> str | None:

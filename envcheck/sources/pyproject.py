@@ -30,7 +30,13 @@ from envcheck.model import (
     Role,
 )
 from envcheck.sources import ReadOptions
-from envcheck.sources.requirements import MAX_BYTES, MAX_PACKAGES, read_text_file, text_limit, too_many_packages
+from envcheck.sources.requirements import (
+    MAX_BYTES,
+    MAX_PACKAGES,
+    read_text_file,
+    text_limit,
+    too_many_packages,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
