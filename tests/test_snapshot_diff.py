@@ -82,6 +82,9 @@ def test_snapshot_to_stdout_is_only_the_document_and_composes_with_diff_over_std
 
 def test_snapshot_without_a_target_or_of_nothing_is_a_usage_error(tmp_path: Path) -> None:
     assert run_envcheck("snapshot", "-o", "-").returncode == 2
+    # a file name that does not exist is not looked up as a Docker Hub image
+    proc = run_envcheck("snapshot", str(tmp_path / "requirements-typo.txt"), "-o", "-")
+    assert proc.returncode == 2 and "requirements-typo.txt: no such file" in proc.stderr and proc.stdout == ""
     proc = run_envcheck("diff", str(tmp_path / "missing.json"), str(tmp_path / "other.json"))
     assert proc.returncode == 2 and "missing.json" in proc.stderr
     bad = tmp_path / "bad.json"
@@ -159,6 +162,17 @@ def test_diff_text_output_shows_the_changes_and_sarif_carries_the_rules(cuda_sit
     # --fail-on never: the same changes, exit 0; --ignore: a drift rule can be silenced like any rule
     assert run_envcheck("diff", str(clean), str(drifted), "--fail-on", "never").returncode == 0
     assert run_envcheck("diff", str(clean), str(drifted), "--ignore", "G9-drift-finding").returncode == 0
+
+
+def test_pins_that_now_contradict() -> None:
+    pins = FIXTURES / "rules" / "G9-pin-conflict"
+    code, findings = _diff(str(pins / "negative" / "requirements.txt"), str(pins / "positive" / "requirements.txt"))
+    rules = _rules(findings)
+    assert code == 1
+    assert [m.split(": ", 1)[0] for m in rules["G9-drift-pin"]] == ["FAIL G9-pin-conflict PASS → FAIL"]
+    assert "WARN triton 3.6.0 → 3.4.0" in rules["G9-drift-package"]
+    code, back = _diff(str(pins / "positive" / "requirements.txt"), str(pins / "negative" / "requirements.txt"))
+    assert code == 0 and "G9-drift-pin" not in _rules(back)
 
 
 # ---------------------------------------------------------------------------------------------- NGC image configs
@@ -279,6 +293,11 @@ def test_preflight_baseline_puts_what_changed_into_the_g9_line(preflight_envs: d
                         "--format", "json")
     [summary] = [f for f in json.loads(proc.stdout)["targets"][0]["findings"] if f["message"].startswith("since ")]
     assert any(c["message"].startswith("torch ") for c in summary["evidence"]["changes"])
+    # the README's form: the snapshot against the live environment of an interpreter
+    code, findings = _diff(str(good), "--python", str(preflight_envs["cu12"]), "--no-binaries")
+    rules = _rules(findings)
+    assert code == 1 and any(m.startswith("WARN torch ") and "(CUDA 13 → 12)" in m for m in rules["G9-drift-package"]), rules
+    assert any("G1-live-torch" in m for m in rules["G9-drift-finding"]), rules
 
 
 def test_preflight_twin_puts_node_differences_into_the_g10_line(preflight_envs: dict[str, Path], tmp_path: Path) -> None:

@@ -273,9 +273,13 @@ def _driver(inventory: Inventory) -> str | None:
     smi = inventory.host.nvidia_smi
     if not isinstance(smi, dict) or smi.get("status") != "ok":
         return None
-    samples = smi.get("samples") or []
-    gpus = samples[-1].get("gpus") if samples and isinstance(samples[-1], dict) else None
-    versions = sorted({str(g.get("driver_version")) for g in gpus or [] if isinstance(g, dict) and g.get("driver_version")})
+    # A snapshot is input: the readings are checked for shape here, not trusted.
+    samples = smi.get("samples")
+    last = samples[-1] if isinstance(samples, list) and samples else None
+    gpus = last.get("gpus") if isinstance(last, dict) else None
+    if not isinstance(gpus, list):
+        return None
+    versions = sorted({str(g["driver_version"]) for g in gpus if isinstance(g, dict) and g.get("driver_version")})
     return ", ".join(versions) or None
 
 
