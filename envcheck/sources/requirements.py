@@ -251,7 +251,10 @@ def _regular_file(path: Path) -> None:
 
 
 def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inventory: Inventory, role: Role,
-                 seen: set[Path], depth: int, includes: _Includes) -> None:
+                 seen: set[Path], depth: int, includes: _Includes | None = None) -> None:
+    """One option line (``-r``, ``--index-url``, ``-e``, ...) of a requirements file (or a conda file's pip list)."""
+    if includes is None:
+        includes = _Includes(text_limit(options))
     try:
         words = shlex.split(line)
     except ValueError as exc:
