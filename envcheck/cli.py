@@ -234,35 +234,62 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         extra={**({"target": args.target} if args.target else {}),
                **({"max_expansion": args.max_expansion} if args.max_expansion is not None else {})},
     )
+    _no_mistyped_command(args.paths)
     if args.kind is not None and args.kind not in kinds.path_kinds():
         raise UsageError(f"unknown input kind {args.kind!r} for --kind; known: {', '.join(kinds.path_kinds())}")
     targets: list[Target] = []
-    paths = [Path(p) for p in args.paths]
+    paths = [Path(p) for p in args.paths]  # named as the user gave them; what envcheck finds, relative to the cwd
     if not paths and not args.python:
-        found = sources.discover(Path.cwd())
+        found = sources.discover(Path("."))  # relative, as `envcheck .` prints them
         if not found:
             raise UsageError("nothing to check in the current folder (no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, Dockerfile or wheel); pass a PATH")
         for found_path, found_kind in found:
             targets.append(_file_target(found_path, found_kind, options))
     for path in paths:
         if not path.exists() and not path.is_symlink():
-            targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(f"{path}: no such file or folder", str(path)))))
+            targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(
+                f"{path}: no such file or folder", str(path),
+                fix=f"Check the path (relative paths start at {Path.cwd()}).",
+            ))))
             continue
         kind = args.kind or sources.detect(path)
         if kind == "project":
-            for found_path, found_kind in sources.discover(path):
+            for found_path, found_kind in sources.discover(_relative_to_cwd(path)):
                 targets.append(_file_target(found_path, found_kind, options))
             continue
         if kind is None:
             targets.append(Target(str(path), "unknown", _raiser(InputError(
                 f"{path}: cannot tell what kind of input this is; pass --kind ({', '.join(kinds.path_kinds())})", str(path)))))
             continue
-        targets.append(_file_target(path, kind, options))
+        targets.append(_file_target(path, kind, options, guessed=args.kind is None))
     if args.python:
         targets.append(_python_target(args.python, options))
     if args.resolve:
         targets = _resolved_targets(args, config, targets)
     return targets
+
+
+def _no_mistyped_command(paths: list[str]) -> None:
+    """``envcheck imgae foo``: a first PATH that does not exist and is spelled like a command is a typo (as git says)."""
+    if not paths or "/" in paths[0] or Path(paths[0]).exists():
+        return
+    import difflib
+
+    close = difflib.get_close_matches(paths[0], [*COMMANDS, *BUILTIN], n=1, cutoff=0.6)
+    if close:
+        raise UsageError(f"{paths[0]!r} is neither a file nor an envcheck command; the most similar command is "
+                         f"`envcheck {close[0]}` (`envcheck --help` lists them)")
+
+
+def _relative_to_cwd(path: Path) -> Path:
+    """``path`` relative to the working folder when it lies under it, else as given: the files found in a folder
+    are named the same way by ``envcheck``, ``envcheck .`` and ``envcheck $PWD``."""
+    if not path.is_absolute():
+        return path
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Target]) -> list[Target]:
@@ -283,15 +310,27 @@ def _raiser(exc: Exception) -> Callable[[], Inventory]:
     return read
 
 
-def _file_target(path: Path, kind: str, options: ReadOptions) -> Target:
+def _file_target(path: Path, kind: str, options: ReadOptions, guessed: bool = True) -> Target:
     from dataclasses import replace
 
     from envcheck import sources
     from envcheck.engine import Target
+    from envcheck.errors import InputError
 
     module = sources.module_for(kind)
     opts = replace(options, kind=kind)
-    return Target(str(path), kind, lambda: module.read(path, opts))
+
+    def read() -> Inventory:
+        try:
+            inventory: Inventory = module.read(path, opts)
+        except InputError as exc:
+            if guessed and not exc.fix and path.is_file():
+                # The kind came from the file's name or content: the file may simply be something else.
+                exc.fix = f"Fix the {kind} file, or pass --kind if {path} is not one ({', '.join(kinds.path_kinds())})."
+            raise
+        return inventory
+
+    return Target(str(path), kind, read)
 
 
 def _python_target(python: str, options: ReadOptions) -> Target:

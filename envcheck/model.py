@@ -299,6 +299,7 @@ class ReadProblem:
     location: Location | None = None
     service: bool = False  # True: a service (registry, engine) was unreachable -> exit code 3
     note: bool = False  # True: not an error but something skipped on purpose (an INFO finding, rule input-skipped)
+    fix: str = ""  # what to do, where it differs from the rule's general fix (a missing file: check the path)
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
@@ -364,7 +365,7 @@ class HostReadings:
         values: dict[str, Any] = {}
         for key, value in data.items():
             if key not in names:
-                raise InputError(f"{where}.{key}: not a reading this envcheck knows ({', '.join(names)})")
+                raise InputError(f"{where}: {key!r} is not a reading this envcheck knows ({', '.join(names)})")
             if value is None:
                 continue
             expected = _HOST_TYPES.get(key, dict)
@@ -460,7 +461,7 @@ class Inventory:
             getattr(inventory, key).extend(_from_plain(item_cls, item, f"{where}.{key}[{i}]") for i, item in enumerate(items))
         unknown = set(data) - set(_INVENTORY_ITEMS) - {"context", "host"}
         if unknown:
-            raise InputError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+            raise InputError(f"{where}: unknown keys {', '.join(repr(k) for k in sorted(unknown))}")
         if "host" in data:
             inventory.host = HostReadings.from_json(data["host"], f"{where}.host")
         return inventory
@@ -613,7 +614,7 @@ def _from_plain(cls: type[_Plain], data: Any, where: str) -> _Plain:
     hints, fields = _fields_of(typing.cast(type, cls))
     unknown = set(data) - set(fields)
     if unknown:
-        raise InputError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+        raise InputError(f"{where}: unknown keys {', '.join(repr(k) for k in sorted(unknown))}")
     values: dict[str, Any] = {}
     for name, value in data.items():
         values[name] = _field_value(hints[name], value, f"{where}.{name}")

@@ -436,7 +436,7 @@ RESOLVE_CONFLICT = rule(
 )
 
 
-@check
+@check(RESOLVE_CONFLICT)
 def resolver_conflicts(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over ``--resolve``: the resolver's own refusal, in its words."""
     for r in ctx.inventory.resolved:

@@ -337,12 +337,10 @@ class DockerDaemonImage:
             import docker.errors
         except ImportError:
             raise UsageError("docker-daemon: images need the docker package (pip install docker)") from None
+        from envcheck.services.docker_engine import engine_client
+
         self._errors = docker.errors
-        try:
-            self.client = docker.from_env()
-            self.client.ping()
-        except Exception as exc:  # DockerException and requests errors: the engine is not reachable
-            raise ServiceError(f"the Docker engine could not be reached (DOCKER_HOST={_docker_host()}): {exc}") from None
+        self.client = engine_client()  # DOCKER_HOST, contexts, TLS and ssh:// as for `envcheck container`
 
     def inspect(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """(inspect attrs, history entries) of the image."""
@@ -361,12 +359,6 @@ class DockerDaemonImage:
         except self._errors.APIError as exc:
             raise ServiceError(f"the Docker engine refused to export {self.name}: {exc}") from None
         return _ChunkStream(iter(chunks))  # type: ignore[return-value]
-
-
-def _docker_host() -> str:
-    import os
-
-    return os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
 
 
 __all__ = ["INDEX_TYPES", "OCI_MANIFEST", "ArchiveImage", "DockerArchiveStore", "DockerDaemonImage", "OciLayoutStore", "scan_save_stream"]
