@@ -177,11 +177,10 @@ def hostile_elf_seeds() -> list[bytes]:
     return out
 
 
-<<<<<<< HEAD
 # ---- hostile Dockerfiles (issue 13): generators for the bounded tests and the fuzz seeds -----------------
 
 
-def hostile_dockerfiles(scale: int = 1) -> dict[str, str]:
+def hostile_dockerfiles(scale: float = 1) -> dict[str, str]:
     """Dockerfiles of each hostile class, by name; ``scale=1`` is the issue's size, smaller fractions make
     seeds. Each stays a few MiB at most on disk; what makes it hostile is what reading it costs."""
 
@@ -214,7 +213,8 @@ def hostile_dockerfiles(scale: int = 1) -> dict[str, str]:
 def hostile_dockerfile_seeds() -> list[bytes]:
     """Small members of each hostile Dockerfile class (fuzz seeds)."""
     return [text.encode() for text in hostile_dockerfiles(scale=0.002).values()]
-=======
+
+
 # --- hostile dependency files and config (issue 13): the generators of tests/test_deps_bounds.py ----------
 
 
@@ -260,4 +260,3 @@ def big_uv_lock(packages: int = 11_000) -> str:
 def deep_toml(depth: int = 100_000, key: str = "tool.envcheck.severity") -> str:
     """A TOML document whose value at ``key`` nests arrays ``depth`` deep."""
     return f"{key} = {'[' * depth}{']' * depth}\n"
->>>>>>> main

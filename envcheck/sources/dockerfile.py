@@ -113,9 +113,9 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, options: ReadOptions) -> Inventory:
     """Read one Dockerfile. A syntax error is a problem at its line; nothing else is read then."""
-    from envcheck.sources.requirements import read_text_file
+    from envcheck.sources.requirements import read_text_file, text_limit
 
-    text, problems = read_text_file(path)
+    text, problems = read_text_file(path, text_limit(options))
     inventory = Inventory(problems=list(problems))
     target = options.extra.get("target") if options.extra else None
     try:
