@@ -29,15 +29,15 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from docker_images import build_test_images  # noqa: E402
 
-from envcheck.sources.container import (  # noqa: E402
+from envcheck.services.docker_engine import engine_client  # noqa: E402
+from envcheck.services.docker_runner import (  # noqa: E402
     ContainerOptions,
-    engine_client,
     leftover_containers,
     payload_archive,
     payload_folders,
-    read_container,
     run_probe,
 )
+from envcheck.sources.container import read_container  # noqa: E402
 
 
 def timed(fn: Callable[[], object], runs: int) -> dict[str, float]:

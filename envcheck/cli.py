@@ -5,6 +5,8 @@
     envcheck image REF                     judge a registry image before pulling it
     envcheck container IMAGE               run the checks inside a container
     envcheck preflight                     live checks of this host, one line per gotcha
+    envcheck snapshot [TARGET] -o FILE     save a target's inventory and findings (JSON)
+    envcheck diff A B                      what changed between snapshots or live targets (--twins: nodes)
     envcheck cache [info|clean]            show or empty envcheck's cache
 """
 
@@ -25,16 +27,18 @@ from envcheck.errors import EnvcheckError, UsageError
 if TYPE_CHECKING:
     from envcheck.config import Config
     from envcheck.engine import Target
-    from envcheck.model import Inventory
+    from envcheck.model import Inventory, Report
     from envcheck.sources import ReadOptions
 
 COMMANDS = {
     "image": "envcheck.commands.image",
     "container": "envcheck.commands.container",
     "preflight": "envcheck.commands.preflight",
+    "snapshot": "envcheck.commands.snapshot",
+    "diff": "envcheck.commands.diff",
 }
 BUILTIN = ("rules", "cache")
-_FORMATS = ("text", "json", "sarif", "github", "preflight")
+_FORMATS = ("text", "json", "sarif", "github", "preflight", "snapshot")
 # Common options that take a value: needed to find the subcommand word among the arguments.
 _VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python", "--target",
                "--python-version", "--index-url", "--extra-index-url", "--find-links"}
@@ -43,7 +47,7 @@ _VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--c
 def _common(parser: argparse.ArgumentParser, default_format: str | None = None) -> None:
     g = parser.add_argument_group("output and policy")
     g.add_argument("-f", "--format", choices=_FORMATS, default=default_format, help="output format (default: text; preflight for `envcheck preflight`)")
-    g.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    g.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout (-: stdout)")
     g.add_argument("--fail-on", choices=("fail", "warn", "never"), help="lowest status that makes the exit code 1 (default: fail)")
     g.add_argument("--ignore", action="append", default=[], metavar="RULE", help="ignore a rule id or a whole gotcha (G2); repeatable")
     g.add_argument("--config", metavar="FILE", help="config file (default: .envcheck.toml or [tool.envcheck] in pyproject.toml)")
@@ -60,7 +64,7 @@ def _check_parser() -> argparse.ArgumentParser:
         prog="envcheck",
         description="Will this Python environment or container work on an NVIDIA DGX Spark (GB10, aarch64, CUDA 13, sm_121)?",
         epilog="Subcommands: envcheck rules [ID], envcheck image REF, envcheck container IMAGE, envcheck preflight, "
-        "envcheck cache [info|clean]. "
+        "envcheck snapshot [TARGET] -o FILE, envcheck diff A B, envcheck cache [info|clean]. "
         "Exit codes: 0 clean, 1 findings at/above --fail-on, 2 usage error or unreadable target, 3 a service was unreachable.",
     )
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
@@ -71,6 +75,9 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
     parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
     parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
+    parser.add_argument("--max-expansion", type=float, default=None, metavar="RATIO",
+                        help="a wheel's binaries may expand to RATIO times their compressed size (at least 16 MiB) before "
+                             "they are refused as a decompression bomb (default 100; 0: no limit; docs/limits.md)")
     _resolve_options(parser)
     _common(parser)
     return parser
@@ -158,14 +165,17 @@ def _run(command: str | None, argv: list[str]) -> int:
         _common(parser, getattr(module, "DEFAULT_FORMAT", None))
     args = parser.parse_args(argv)
     config = _layered_config(args, load_config(args.config, Path.cwd()))
-    targets: list[Target] = _path_targets(args, config) if module is None else module.build(args, config)
-    report = engine.run(targets, config, debug=args.debug)
+    if module is not None and hasattr(module, "report"):  # a command that compares or post-processes (diff, snapshot)
+        report: Report = module.report(args, config)
+    else:
+        targets: list[Target] = _path_targets(args, config) if module is None else module.build(args, config)
+        report = engine.run(targets, config, debug=args.debug)
     from envcheck.formats import renderer
 
     fmt = args.format or "text"
     verbosity = args.verbose - args.quiet
     text = renderer(fmt)(report, verbosity)
-    if args.output:
+    if args.output and args.output != "-":
         try:
             Path(args.output).write_text(text, encoding="utf-8")
         except OSError as exc:
@@ -221,37 +231,65 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         build_args=build_args,
         deep_fatbin=bool(args.deep_fatbin),
         use_cache=not args.no_cache,
-        extra={"target": args.target} if args.target else {},
+        extra={**({"target": args.target} if args.target else {}),
+               **({"max_expansion": args.max_expansion} if args.max_expansion is not None else {})},
     )
+    _no_mistyped_command(args.paths)
     if args.kind is not None and args.kind not in kinds.path_kinds():
         raise UsageError(f"unknown input kind {args.kind!r} for --kind; known: {', '.join(kinds.path_kinds())}")
     targets: list[Target] = []
-    paths = [Path(p) for p in args.paths]
+    paths = [Path(p) for p in args.paths]  # named as the user gave them; what envcheck finds, relative to the cwd
     if not paths and not args.python:
-        found = sources.discover(Path.cwd())
+        found = sources.discover(Path("."))  # relative, as `envcheck .` prints them
         if not found:
             raise UsageError("nothing to check in the current folder (no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, Dockerfile or wheel); pass a PATH")
         for found_path, found_kind in found:
             targets.append(_file_target(found_path, found_kind, options))
     for path in paths:
         if not path.exists() and not path.is_symlink():
-            targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(f"{path}: no such file or folder", str(path)))))
+            targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(
+                f"{path}: no such file or folder", str(path),
+                fix=f"Check the path (relative paths start at {Path.cwd()}).",
+            ))))
             continue
         kind = args.kind or sources.detect(path)
         if kind == "project":
-            for found_path, found_kind in sources.discover(path):
+            for found_path, found_kind in sources.discover(_relative_to_cwd(path)):
                 targets.append(_file_target(found_path, found_kind, options))
             continue
         if kind is None:
             targets.append(Target(str(path), "unknown", _raiser(InputError(
                 f"{path}: cannot tell what kind of input this is; pass --kind ({', '.join(kinds.path_kinds())})", str(path)))))
             continue
-        targets.append(_file_target(path, kind, options))
+        targets.append(_file_target(path, kind, options, guessed=args.kind is None))
     if args.python:
         targets.append(_python_target(args.python, options))
     if args.resolve:
         targets = _resolved_targets(args, config, targets)
     return targets
+
+
+def _no_mistyped_command(paths: list[str]) -> None:
+    """``envcheck imgae foo``: a first PATH that does not exist and is spelled like a command is a typo (as git says)."""
+    if not paths or "/" in paths[0] or Path(paths[0]).exists():
+        return
+    import difflib
+
+    close = difflib.get_close_matches(paths[0], [*COMMANDS, *BUILTIN], n=1, cutoff=0.6)
+    if close:
+        raise UsageError(f"{paths[0]!r} is neither a file nor an envcheck command; the most similar command is "
+                         f"`envcheck {close[0]}` (`envcheck --help` lists them)")
+
+
+def _relative_to_cwd(path: Path) -> Path:
+    """``path`` relative to the working folder when it lies under it, else as given: the files found in a folder
+    are named the same way by ``envcheck``, ``envcheck .`` and ``envcheck $PWD``."""
+    if not path.is_absolute():
+        return path
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Target]) -> list[Target]:
@@ -272,15 +310,27 @@ def _raiser(exc: Exception) -> Callable[[], Inventory]:
     return read
 
 
-def _file_target(path: Path, kind: str, options: ReadOptions) -> Target:
+def _file_target(path: Path, kind: str, options: ReadOptions, guessed: bool = True) -> Target:
     from dataclasses import replace
 
     from envcheck import sources
     from envcheck.engine import Target
+    from envcheck.errors import InputError
 
     module = sources.module_for(kind)
     opts = replace(options, kind=kind)
-    return Target(str(path), kind, lambda: module.read(path, opts))
+
+    def read() -> Inventory:
+        try:
+            inventory: Inventory = module.read(path, opts)
+        except InputError as exc:
+            if guessed and not exc.fix and path.is_file():
+                # The kind came from the file's name or content: the file may simply be something else.
+                exc.fix = f"Fix the {kind} file, or pass --kind if {path} is not one ({', '.join(kinds.path_kinds())})."
+            raise
+        return inventory
+
+    return Target(str(path), kind, read)
 
 
 def _python_target(python: str, options: ReadOptions) -> Target:

@@ -30,7 +30,7 @@ def read_safely(target: Target, debug: bool = False) -> Inventory:
         return Inventory(problems=[ReadProblem(exc.message, Location(target.name), service=True)])
     except InputError as exc:
         where = Location(exc.path or target.name, line=exc.line, offset=exc.offset)
-        return Inventory(problems=[ReadProblem(exc.message, where)])
+        return Inventory(problems=[ReadProblem(exc.message, where, fix=exc.fix)])
     except EnvcheckError as exc:
         return Inventory(problems=[ReadProblem(exc.message, Location(target.name))])
     except Exception as exc:  # a reader bug or an unforeseen input: this target is an ERROR, the others go on
@@ -50,8 +50,8 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[st
     """
     findings: list[Finding] = []
     for problem in inventory.problems:
-        rule = rules.SERVICE_ERROR if problem.service else rules.INPUT_ERROR
-        findings.append(rule.finding(problem.message, problem.location))
+        rule = rules.SERVICE_ERROR if problem.service else rules.INPUT_SKIPPED if problem.note else rules.INPUT_ERROR
+        findings.append(rule.finding(problem.message, problem.location, fix=problem.fix or None))
 
     def run_checks(scoped: Inventory) -> list[Finding]:
         out: list[Finding] = []
@@ -153,5 +153,35 @@ def run(targets: Iterable[Target], config: Config, debug: bool = False) -> Repor
     for target in targets:
         inventory = read_safely(target, debug)
         report.targets.append(judge(target, inventory, profile, config, debug))
+    _owned_once(report.targets)
     report.exit_code = exit_code(report.findings, config.fail_threshold)
     return report
+
+
+def _owned_once(results: list[TargetResult]) -> None:
+    """A finding about a file that is itself a target belongs to that target: a Dockerfile that COPYs the
+    project's pyproject.toml or requirements.txt does not repeat the findings that file's own target has."""
+    import os
+
+    def real(path: str) -> str:
+        try:
+            return os.path.realpath(path)
+        except (OSError, ValueError):
+            return path
+
+    owners = {real(r.target): r for r in results}
+    if len(owners) < 2:
+        return
+    for result in results:
+        own = real(result.target)
+        kept = []
+        for finding in result.findings:
+            path = finding.location.path if finding.location else None
+            owner = owners.get(real(path)) if path else None
+            line = finding.location.line if finding.location else None
+            if owner is not None and real(path or "") != own and any(
+                    (f.rule, f.status, f.message, f.location.line if f.location else None)
+                    == (finding.rule, finding.status, finding.message, line) for f in owner.findings):
+                continue
+            kept.append(finding)
+        result.findings[:] = kept

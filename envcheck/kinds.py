@@ -83,6 +83,11 @@ KINDS: tuple[InputKind, ...] = (
         names=r"(?i:pylock(?:\.[^/]+)?\.toml)", satisfies=("lock",), examples=True, hook="envcheck-pyproject",
     ),
     InputKind(
+        "conda", "envcheck.sources.conda", "conda environment files (environment.yml)",
+        names=r"(?i:(?:[^/]*[-_.])?environment(?:[-_.][^/]*)?\.ya?ml)", sniff=True, satisfies=("requirements",),
+        examples=True, hook="envcheck-conda",
+    ),
+    InputKind(
         "dockerfile", "envcheck.sources.dockerfile", "Dockerfiles and Containerfiles",
         names=_DOCKERFILE, sniff=True, examples=True, hook="envcheck-dockerfile",
     ),

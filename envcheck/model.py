@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -292,11 +293,13 @@ class ResolvedFile:
 
 @dataclass(frozen=True)
 class ReadProblem:
-    """Something a source could not read. The engine turns each into an ERROR finding."""
+    """Something a source could not read. The engine turns each into an ERROR finding (an INFO one for a note)."""
 
     message: str
     location: Location | None = None
     service: bool = False  # True: a service (registry, engine) was unreachable -> exit code 3
+    note: bool = False  # True: not an error but something skipped on purpose (an INFO finding, rule input-skipped)
+    fix: str = ""  # what to do, where it differs from the rule's general fix (a missing file: check the path)
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
@@ -362,7 +365,7 @@ class HostReadings:
         values: dict[str, Any] = {}
         for key, value in data.items():
             if key not in names:
-                raise InputError(f"{where}.{key}: not a reading this envcheck knows ({', '.join(names)})")
+                raise InputError(f"{where}: {key!r} is not a reading this envcheck knows ({', '.join(names)})")
             if value is None:
                 continue
             expected = _HOST_TYPES.get(key, dict)
@@ -458,7 +461,7 @@ class Inventory:
             getattr(inventory, key).extend(_from_plain(item_cls, item, f"{where}.{key}[{i}]") for i, item in enumerate(items))
         unknown = set(data) - set(_INVENTORY_ITEMS) - {"context", "host"}
         if unknown:
-            raise InputError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+            raise InputError(f"{where}: unknown keys {', '.join(repr(k) for k in sorted(unknown))}")
         if "host" in data:
             inventory.host = HostReadings.from_json(data["host"], f"{where}.host")
         return inventory
@@ -608,11 +611,10 @@ def _from_plain(cls: type[_Plain], data: Any, where: str) -> _Plain:
     """
     if not isinstance(data, Mapping):
         raise InputError(f"{where}: expected an object, found {_json_type(data)}")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    hints, fields = _fields_of(typing.cast(type, cls))
     unknown = set(data) - set(fields)
     if unknown:
-        raise InputError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+        raise InputError(f"{where}: unknown keys {', '.join(repr(k) for k in sorted(unknown))}")
     values: dict[str, Any] = {}
     for name, value in data.items():
         values[name] = _field_value(hints[name], value, f"{where}.{name}")
@@ -624,6 +626,12 @@ def _from_plain(cls: type[_Plain], data: Any, where: str) -> _Plain:
     if missing:
         raise InputError(f"{where}: missing {', '.join(missing)}")
     return cls(**values)
+
+
+@functools.cache
+def _fields_of(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
+    """A model class's resolved field types and fields (resolving annotations is slow: once per class)."""
+    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
 
 
 def _field_value(hint: Any, value: Any, where: str) -> Any:

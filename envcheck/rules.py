@@ -185,7 +185,7 @@ INPUT_ERROR = rule(
     Status.ERROR,
     """envcheck could not read this input (or one line, member or section of it), so nothing it
     contains was checked. The message names the file and the line, byte offset or member.""",
-    """Fix or remove the broken input, or pass --kind if envcheck guessed the input kind wrong.""",
+    """Fix or remove the broken input; the message says what could not be read and where.""",
 )
 SERVICE_ERROR = rule(
     SERVICE_ERROR_ID,
@@ -195,6 +195,17 @@ SERVICE_ERROR = rule(
     """A registry, Docker engine or API that this check needs did not answer or refused access, so
     the target could not be checked. envcheck exits with code 3.""",
     """Check the network, credentials (docker login / --username) and DOCKER_HOST, then run again.""",
+)
+INPUT_SKIPPED = rule(
+    "input-skipped",
+    "ENVCHECK",
+    "Part of a target was left out on purpose",
+    Status.INFO,
+    """envcheck left part of this input out on purpose and says what and why: in a folder, symbolic links
+    that lead outside it are not followed (a link to / would make the scan walk the whole machine, and a
+    scan of one environment must not judge another).""",
+    """Nothing to fix if the left-out part is not part of the environment; otherwise check the folder the
+    link leads to as its own target.""",
 )
 INTERNAL_ERROR = rule(
     "internal-error",

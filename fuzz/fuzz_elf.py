@@ -10,6 +10,7 @@ import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import main
+from seed_builders import hostile_elf_seeds
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.inspect.elf import BytesSource
@@ -30,4 +31,4 @@ def target(data: bytes) -> None:
 
 
 if __name__ == "__main__":
-    main("elf", target, (), SEEDS, max_len=64 << 10)
+    main("elf", target, (), SEEDS, hostile_elf_seeds(), max_len=64 << 10)

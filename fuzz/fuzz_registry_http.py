@@ -19,8 +19,9 @@ from harness import main
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError
+    from envcheck.inspect import image_reference  # noqa: F401  (instrumented before use)
     from envcheck.model import Inventory
-    from envcheck.services.registry import auth, client, reference  # noqa: F401  (instrumented before use)
+    from envcheck.services.registry import auth, client  # noqa: F401
     from envcheck.sources.image import ImageOptions, read_image
 
 STATUSES = (200, 200, 200, 200, 401, 401, 403, 404, 429, 500, 503, 206, 204, 302)

@@ -92,3 +92,86 @@ def small_wheel(compression: int = zipfile.ZIP_DEFLATED, binary: str | None = No
             zf.writestr(f"demo_pkg/{binary}", (REPO / "fixtures" / "binaries" / binary).read_bytes())
         zf.writestr("demo_pkg-1.0.dist-info/RECORD", "")
     return buf.getvalue()
+
+
+# ---- hostile binaries and wheels (issue 13): generators for the bounded tests and the fuzz seeds -----------
+
+_SECTION = "<IIQQQQIIQQ"  # ELF64 section header
+SHT_PROGBITS, SHT_STRTAB = 1, 3
+
+
+def write_elf(path: Path, section: str = ".nv_fatbin", size: int = 0, head: bytes = b"", pattern: bytes = b"",
+              *, shnum: int | None = None, shentsize: int | None = None, file_size: int | None = None) -> Path:
+    """A minimal x86_64 shared object with one data section ``section`` of ``size`` bytes at offset 4096.
+
+    The section starts with ``head`` and is filled with ``pattern`` repeated (zeros, written sparse, when
+    ``pattern`` is empty). ``shnum``/``shentsize`` override what the header claims about its section table
+    (the real table has 3 entries); ``file_size`` extends the file (sparse) past its real end.
+    """
+    import struct
+
+    names = b"\0.shstrtab\0" + section.encode() + b"\0"
+    data_at = 4096
+    strtab_at = data_at + size
+    table_at = (strtab_at + len(names) + 7) // 8 * 8
+    header = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
+    header += struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, table_at, 0, 64, 56, 0,
+                          64 if shentsize is None else shentsize, 3 if shnum is None else shnum, 1)
+    table = bytes(64)
+    table += struct.pack(_SECTION, 1, SHT_STRTAB, 0, 0, strtab_at, len(names), 0, 0, 1, 0)
+    table += struct.pack(_SECTION, 11, SHT_PROGBITS, 2, data_at, data_at, size, 0, 0, 8, 0)
+    with path.open("wb") as fh:
+        fh.write(header)
+        fh.seek(data_at)
+        fh.write(head)
+        if pattern:
+            left = size - len(head)
+            block = pattern * max(1, (1 << 20) // len(pattern))
+            while left > 0:
+                piece = block[:left]
+                fh.write(piece)
+                left -= len(piece)
+        fh.seek(strtab_at)
+        fh.write(names)
+        fh.seek(table_at)
+        fh.write(table)
+        fh.truncate(max(fh.tell(), file_size or 0))
+    return path
+
+
+def empty_fatbin_entries(count: int) -> tuple[bytes, bytes]:
+    """(container header, one entry) for a ``.nv_fatbin`` of ``count`` empty SASS entries (64 bytes each)."""
+    import struct
+
+    entry = struct.pack("<HHIQ", 2, 0x101, 64, 0) + bytes(48)
+    return b"\x50\xed\x55\xba\x01\x00\x10\x00" + struct.pack("<Q", 64 * count), entry
+
+
+def write_wheel(path: Path, members: Iterable[tuple[str, Path]], name: str = "demo_pkg") -> Path:
+    """A valid wheel holding the files ``(member name, file)`` deflated, streamed (members may be GiBs)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        zf.writestr(f"{name}-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-manylinux_2_28_aarch64\n")
+        zf.writestr(f"{name}-1.0.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        for member, source in members:
+            info = zipfile.ZipInfo(member)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with source.open("rb") as src, zf.open(info, "w", force_zip64=True) as dst:
+                while chunk := src.read(4 << 20):
+                    dst.write(chunk)
+        zf.writestr(f"{name}-1.0.dist-info/RECORD", "")
+    return path
+
+
+def hostile_elf_seeds() -> list[bytes]:
+    """Small members of the hostile classes above (fuzz seeds): a huge section-table claim, a .nv_fatbin of
+    empty entries, a .nv_fatbin of zeros."""
+    import tempfile
+
+    out = []
+    head, entry = empty_fatbin_entries(500)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, kwargs in (("table", {"shnum": 4096, "shentsize": 0xFFFF}),
+                             ("entries", {"size": len(head) + 64 * 500, "head": head, "pattern": entry}),
+                             ("zeros", {"size": 16 << 10})):
+            out.append(write_elf(Path(tmp) / name, **kwargs).read_bytes())  # type: ignore[arg-type]
+    return out

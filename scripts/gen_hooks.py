@@ -31,6 +31,7 @@ HOOKS = (
     Hook("envcheck-dockerfile", "envcheck: Dockerfiles for DGX Spark", "Dockerfiles and Containerfiles"),
     Hook("envcheck-requirements", "envcheck: requirements files for DGX Spark", "requirements, constraints and pip freeze files"),
     Hook("envcheck-pyproject", "envcheck: pyproject.toml and lock files for DGX Spark", "pyproject.toml, uv.lock and pylock.toml"),
+    Hook("envcheck-conda", "envcheck: conda environment files for DGX Spark", "conda environment files (environment.yml)"),
 )
 
 

@@ -18,7 +18,8 @@ from conftest import run_envcheck
 from envcheck import engine
 from envcheck.config import Config
 from envcheck.model import Status
-from envcheck.sources.container import ContainerOptions, leftover_containers, read_container
+from envcheck.services.docker_runner import ContainerOptions, leftover_containers
+from envcheck.sources.container import read_container
 
 pytestmark = pytest.mark.docker
 
@@ -203,7 +204,7 @@ def test_the_image_and_engine_are_left_as_they_were(docker_client: Any, test_ima
 
 
 def test_noise_before_the_result_is_tolerated(docker_client: Any, test_images: Any, bad_probe: Path) -> None:
-    from envcheck.sources.container import container_target
+    from envcheck.commands.container import container_target
 
     target = container_target(test_images.python, probe_module="envcheck_bad_probe", probe_args=("banner",),
                               payload=(bad_probe,))
@@ -261,7 +262,7 @@ def bad_probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
 ])
 def test_corrupted_collector_result_is_an_error_finding(docker_client: Any, test_images: Any, bad_probe: Path,
                                                         mode: str, expected: str) -> None:
-    from envcheck.sources.container import container_target
+    from envcheck.commands.container import container_target
 
     target = container_target(test_images.python, probe_module="envcheck_bad_probe", probe_args=(mode,),
                               payload=(bad_probe,))

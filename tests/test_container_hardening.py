@@ -2,7 +2,7 @@
 
 A small test probe (written here, injected the same way as envcheck's collector) reports what the
 container can do: network, root filesystem writes, capabilities, limits, user. The runner is the real
-one (``envcheck.sources.container.run_probe``); nothing is mocked.
+one (``envcheck.services.docker_runner.run_probe``); nothing is mocked.
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ import pytest
 from conftest import REPO
 from docker_images import container_names, containers, stderr_of
 
-from envcheck.sources.container import (
+from envcheck.services.docker_runner import (
     LABEL,
     ContainerOptions,
     ProbeRun,
     leftover_containers,
-    read_container,
     run_probe,
     sweep_orphans,
 )
+from envcheck.sources.container import read_container
 
 pytestmark = pytest.mark.docker
 
@@ -203,7 +203,7 @@ def test_collector_out_of_memory_is_a_clear_error(docker_client: Any, test_image
 
 
 def test_collector_output_is_bounded(docker_client: Any, test_images: Any, test_probe: Path) -> None:
-    from envcheck.sources.container import MAX_STDOUT
+    from envcheck.services.docker_runner import MAX_STDOUT
 
     megabytes = (MAX_STDOUT >> 20) + 16
     inventory = read_container(test_images.python, probe_options(test_probe, "flood", str(megabytes)), docker_client)

@@ -24,6 +24,8 @@ NAMES = {
     "Dockerfile": "dockerfile", "Dockerfile.cuda": "dockerfile", "app.Dockerfile": "dockerfile",
     "Containerfile": "dockerfile", "train.dockerfile": "dockerfile", "x.containerfile": "dockerfile",
     "torch-2.9.0-cp312-cp312-manylinux_2_28_aarch64.whl": "wheel",
+    "environment.yml": "conda", "environment-gpu.yaml": "conda", "dev.environment.yml": "conda",
+    "ci.yml": None, "environments.md": None,
     # not by name: code and docs about Dockerfiles, build files with a matching extension
     "dockerfile.py": None, "dockerfiles.md": None, "Dockerfile-cuda": None, "dockerignore": None,
     "MANIFEST.in": None, "setup.cfg": None, "README.md": None, "requirements.md": None,
@@ -99,7 +101,9 @@ def test_check_modules_table_matches_registered_checks() -> None:
     for kind in [k.name for k in kinds.KINDS] + ["a-kind-outside-the-table"]:
         imported = {m for m, inputs in MODULES.items() if kinds.applies(inputs, kind)}
         needed = {c.fn.__module__ for c in rules.CHECKS if kinds.applies(c.inputs, kind)}
-        assert imported == needed, kind
+        assert imported == needed, (
+            f"{kind}: envcheck.checks.MODULES imports {sorted(imported)}, the checks need {sorted(needed)} "
+            "(a bare @check runs on every kind: name its rules, @check(RULE_A, RULE_B))")
 
 
 def test_engine_runs_only_the_checks_of_the_target_kind() -> None:

@@ -32,7 +32,7 @@ def test_hooks_cover_the_kinds_their_rules_declare() -> None:
     import re
 
     hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
-    assert set(hooks) == {"envcheck-dockerfile", "envcheck-requirements", "envcheck-pyproject"}
+    assert set(hooks) == {"envcheck-dockerfile", "envcheck-requirements", "envcheck-pyproject", "envcheck-conda"}
     for hook in hooks.values():
         assert hook["language"] == "python" and hook["pass_filenames"] is True
     docker = re.compile(hooks["envcheck-dockerfile"]["files"])

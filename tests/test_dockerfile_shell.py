@@ -76,7 +76,7 @@ def test_sniff_and_reading_installs(tmp_path: Path) -> None:
     assert ("peft", None, "requirement", 5) in pkgs
     assert ("transformers", "4.57.1", "constraint", 1) in pkgs
     assert ("cuda-version", "13.0", "conda", 7) in pkgs
-    assert ("flash-attn", None, "requirement", 8) in pkgs
+    assert ("flash-attn", None, "build", 8) in pkgs  # `pip wheel`: built into /w, not installed
     assert [i.url for i in inv.indexes] == ["https://download.pytorch.org/whl/cu130", "nvidia"]
     # an option is located at the line its command starts on
     assert inv.indexes[0].location is not None and inv.indexes[0].location.line == 5
@@ -275,3 +275,38 @@ def test_uv_and_pip_index_variables_are_package_indexes_wherever_they_are_set(tm
         ("https://download.pytorch.org/whl/cu126", "extra-index-url", 4), ("https://x.example/simple", "extra-index-url", 4),
         ("https://download.pytorch.org/whl/cu130", "extra-index-url", 5), ("https://y.example/simple", "index-url", 5),
     ]
+
+
+def test_pip_wheel_builds_and_pip_download_installs_nothing(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.12\nRUN pip wheel --no-deps -w /wheels flash-attn==2.8.3 && pip download -d /d vllm==0.11.0\n"
+        "RUN pip install torch torch\n"
+    )
+    inv = read(tmp_path / "Dockerfile", ReadOptions())
+    assert [(p.name, str(p.role)) for p in inv.packages] == [("flash-attn", "build"), ("torch", "requirement"), ("torch", "requirement")]
+    from tests.conftest import run_envcheck
+
+    out = run_envcheck("--fail-on", "never", str(tmp_path / "Dockerfile")).stdout
+    assert "torch is not pinned" in out and "torch and torch" not in out
+    assert "G2-flash-attn-build" in out  # building it from source is still the problem
+    assert "flash-attn, torch installed" not in out and "vllm" not in out
+    verbose = run_envcheck("-v", "--fail-on", "never", str(tmp_path / "Dockerfile")).stdout
+    assert verbose.count("G1-torch-build") == 1, verbose  # the same torch twice on one line: one finding
+
+
+def test_a_file_a_dockerfile_copies_is_judged_once(tmp_path: Path) -> None:
+    import json
+
+    from tests.conftest import run_envcheck
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\nversion = "0.1"\ndependencies = ["torch>=2.9.1", "transformers>=4.57"]\n')
+    (tmp_path / "Dockerfile").write_text("FROM python:3.12\nWORKDIR /app\nCOPY pyproject.toml .\nRUN pip install .\n")
+    data = json.loads(run_envcheck("-f", "json", "--fail-on", "never", str(tmp_path)).stdout)
+    seen = [(f["rule"], f["status"], f["message"], f["location"]["line"]) for t in data["targets"] for f in t["findings"]
+            if f.get("location", {}).get("path", "").endswith("pyproject.toml")]
+    assert len(seen) == len(set(seen)), seen  # each finding about the file once, in the file's own target
+    assert [rule for rule, status, _, _ in seen if status == "WARN"].count("G9-unpinned") == 1
+    # the Dockerfile alone still reports what it installs from the file
+    alone = json.loads(run_envcheck("-f", "json", "--fail-on", "never", str(tmp_path / "Dockerfile")).stdout)
+    assert any(f["rule"] == "G9-unpinned" for f in alone["targets"][0]["findings"])

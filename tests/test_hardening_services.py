@@ -509,7 +509,7 @@ def private_engine(docker_client: Any, test_images: Any) -> Iterator[tuple[Priva
 def test_engine_that_goes_away_mid_run(private_engine: tuple[PrivateEngine, str, str], tmp_path: Path) -> None:
     from docker_images import containers, stderr_of
 
-    from envcheck.sources.container import LABEL
+    from envcheck.services.docker_runner import LABEL
 
     engine, quick, slow = private_engine
     env = {**os.environ, "DOCKER_HOST": engine.host, "ENVCHECK_CACHE_DIR": str(tmp_path / "cache")}

@@ -231,7 +231,8 @@ def test_docker_daemon_image(tmp_path: Path, image_cache: Path) -> None:
 
 def test_docker_daemon_unreachable(image_cache: Path) -> None:
     code, report, _ = check("docker-daemon:x:1", cache=image_cache, env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
-    assert code == 3 and "Docker engine could not be reached" in findings(report, "service-error")[0]["message"]
+    message = findings(report, "service-error")[0]["message"]
+    assert code == 3 and "cannot reach the Docker engine at unix:///nonexistent/docker.sock" in message
 
 
 

@@ -27,9 +27,11 @@ MODULES: dict[str, tuple[str, ...]] = {
     "envcheck.checks.g09_drift": _PACKAGES,
     "envcheck.checks.g10_parallelism": _LIVE,
 }
+# Modules with rules but no checks: `envcheck diff` and `preflight --baseline/--twin` call their comparisons.
+RULES_ONLY = ("envcheck.checks.drift",)
 
 
 def load_all() -> None:
     """Import every check module (``envcheck rules``, the docs, SARIF's rule table need them all)."""
-    for module in MODULES:
+    for module in (*MODULES, *RULES_ONLY):
         importlib.import_module(module)

@@ -100,8 +100,10 @@ def binary_machines(ctx: CheckContext) -> Iterator[Finding]:
         first = group[0]
         count = f"{len(group)} binaries" if len(group) > 1 else "binary"
         where = f"{owner}: {count}" if first.distribution else owner
+        # Name a file where the owner is a distribution; a loose file is already named.
+        example = f" (e.g. {first.path})" if len(group) > 1 else f" ({first.path})" if first.distribution else ""
         yield ELF_MACHINE.finding(
-            f"{where} built for {', '.join(machines)}, not {want} (e.g. {first.path})", first.location,
+            f"{where} built for {', '.join(machines)}, not {want}{example}", first.location,
             {"distribution": first.distribution, "machines": machines, "binaries": [b.path for b in group][:20]},
         )
     if not wrong:
@@ -222,7 +224,7 @@ def _target_words(ctx: CheckContext) -> str:
     return f"{ctx.profile.os}/{ctx.profile.machine}"
 
 
-@check
+@check(RESOLVE_NO_FILE, RESOLVE_SOURCE_BUILD)
 def resolved_files(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over ``--resolve`` results: no file for the target, or only an sdist (a source build)."""
     from envcheck.knowledge import load

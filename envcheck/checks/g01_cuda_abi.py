@@ -134,15 +134,49 @@ def _is_pypi(url: str) -> bool:
     return url.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
 
 
+# conda packages whose version is the environment's CUDA version (knowledge/nvidia_distributions.toml [[conda]]).
+_CONDA_CUDA = ("pytorch-cuda", "cuda-version", "cudatoolkit")
+_FIX_CONDA = (
+    "conda's pytorch channel has no CUDA 13 build (pytorch-cuda stops at 12.x). Get a CUDA 13 environment: "
+    "conda-forge's pytorch with cuda-version>=13 (channels: [conda-forge], no pytorch/nvidia CUDA 12 pins), or "
+    "install torch with pip from the cu130 PyTorch index in the pip: list "
+    "(--extra-index-url https://download.pytorch.org/whl/cu130), or use an NGC container (nvcr.io/nvidia/pytorch:25.08-py3 or newer)."
+)
+
+_FIX_CONDA_CHANNEL = (
+    "Use the CUDA 13 label of the channel (nvidia/label/cuda-13.0.0 or newer) or conda-forge with cuda-version>=13; "
+    "for torch, conda-forge's CUDA 13 pytorch or pip's cu130 PyTorch index in the pip: list."
+)
+
+
+def _conda_cuda_major(pkg: Package, major: int) -> int | None:
+    """The CUDA major a conda pytorch-cuda / cuda-version / cudatoolkit spec selects: from its exact version
+    (``=12.1``), a wildcard (``12.*``) or a range that allows no CUDA ``major`` release (``>=12,<13``)."""
+    if pkg.role != "conda" or pkg.name not in _CONDA_CUDA:
+        return None
+    text = pkg.version or pkg.specifier.lstrip("=")
+    exact = re.match(r"^(\d+)(?:\.[\d*]+)*\*?$", text)
+    if exact:
+        return int(exact.group(1))
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        spec = SpecifierSet(pkg.specifier)
+    except InvalidSpecifier:
+        return None
+    allowed = sorted({m for m in range(8, major + 3) for minor in range(10) if spec.contains(f"{m}.{minor}", prereleases=True)})
+    if allowed and major not in allowed and allowed[-1] < major:
+        return allowed[-1]
+    return None
+
+
 def _conda_torch_build(ctx: CheckContext) -> tuple[CudaBuild | None, str]:
     """conda's pytorch takes its CUDA build from pytorch-cuda / cuda-version / cudatoolkit in the same install."""
     for pkg in ctx.inventory.packages:
-        if pkg.role == "conda" and pkg.name in ("pytorch-cuda", "cuda-version", "cudatoolkit") and pkg.version:
-            try:
-                major = int(pkg.version.split(".")[0])
-            except ValueError:
-                continue
-            return CudaBuild("cuda", major, f"conda {pkg.name}={pkg.version}"), f"conda {pkg.name}={pkg.version}"
+        found = _conda_cuda_major(pkg, ctx.profile.cuda_major)
+        if found is not None:
+            spec = f"{pkg.name}={pkg.version}" if pkg.version else f"{pkg.name}{pkg.specifier}"
+            return CudaBuild("cuda", found, f"conda {spec}"), f"conda {spec}"
     return None, "conda's pytorch build depends on the channel and on pytorch-cuda/cuda-version, which this install does not name"
 
 
@@ -173,18 +207,17 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
                 yield CUDA12_DIST.finding(
                     f"{pkg.name}{' ' + pkg.version if pkg.version else ''} carries CUDA {dist_major} libraries: {why}",
                     pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": dist_major},
+                    fix=_FIX_CONDA if pkg.role == "conda" else None,
                 )
-        if pkg.role == "conda" and pkg.name in ("pytorch-cuda", "cuda-version", "cudatoolkit") and pkg.version:
+        conda_major = _conda_cuda_major(pkg, major)
+        if conda_major is not None:
             seen_any = True
-            try:
-                conda_major = int(pkg.version.split(".")[0])
-            except ValueError:
-                conda_major = major
             if conda_major < major:
                 failed = True
+                spec = f"{pkg.name}={pkg.version}" if pkg.version else f"{pkg.name}{pkg.specifier}"
                 yield CUDA12_DIST.finding(
-                    f"conda {pkg.name}={pkg.version} selects a CUDA {conda_major} environment",
-                    pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": conda_major},
+                    f"conda {spec} selects a CUDA {conda_major} environment",
+                    pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": conda_major}, fix=_FIX_CONDA,
                 )
     for index in inv.indexes:
         build = build_of_index(index.url)
@@ -196,6 +229,7 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
             yield CUDA12_INDEX.finding(
                 f"{index.option} {index.url} serves CUDA {build.cuda_major} builds ({build.detail})",
                 index.location, {"url": index.url, "option": index.option},
+                fix=_FIX_CONDA_CHANNEL if index.option == "conda-channel" else None,
             )
         elif build.flavor in ("cpu", "rocm", "xpu"):
             failed = True
@@ -215,7 +249,8 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
         elif build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:
             if build_of_version(pkg.version) is None:  # already reported as a local version otherwise
                 failed = True
-                yield LOCAL_VERSION.finding(f"torch is a CUDA {build.cuda_major} build, from {how}", pkg.location, evidence)
+                yield LOCAL_VERSION.finding(f"torch is a CUDA {build.cuda_major} build, from {how}", pkg.location, evidence,
+                                            fix=_FIX_CONDA if pkg.role == "conda" else None)
         elif build.flavor != "cuda":
             failed = True
             yield CPU_BUILD.finding(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}", pkg.location, evidence)
@@ -342,6 +377,26 @@ def _cuda_dist(distribution: str | None, major: int) -> bool:
     return found is not None and found[0] != major
 
 
+# Binaries that a torch install brings: the cu130 torch index replaces them all.
+_TORCH_INSTALL = frozenset({*_TORCH_FAMILY, "triton", "pytorch-triton"})
+
+
+def _binary_fix(b: Binary, major: int) -> str:
+    """The fix for this binary's own package: torch's is the cu130 index; another distribution needs its own
+    CUDA ``major`` build (nvidia-*-cu12 -> -cu13, cupy-cuda12x -> cupy-cuda13x); a loose file needs a rebuild."""
+    dist = b.distribution
+    if dist is None:
+        return (f"Rebuild {b.path} against CUDA {major} (it must link the CUDA {major} libraries), or get a "
+                f"CUDA {major} build of the software it belongs to.")
+    if dist in _TORCH_INSTALL:
+        return _FIX_CU130
+    renamed = re.sub(r"-(cu|cuda)1[0-2](x?)$", lambda m: f"-{m.group(1)}{major}{m.group(2)}", dist)
+    if renamed != dist:
+        return f"Replace {dist} with {renamed}, its CUDA {major} build (reinstalling torch does not change {dist})."
+    return (f"Install a CUDA {major} build of {dist} (a cu{major}x/cuda{major} variant, wheel index or conda channel), "
+            f"or use a container where it is built for CUDA {major}; reinstalling torch does not change {dist}.")
+
+
 @check(BINARY_SONAME, BINARY_STATIC_CUDART)
 def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over binaries: FAIL for each binary needing (or being) a CUDA library of another major."""
@@ -382,7 +437,7 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
                                         b.location, evidence, status=Status.INFO)
             continue
         failed = True
-        yield BINARY_SONAME.finding(what, b.location, evidence)
+        yield BINARY_SONAME.finding(what, b.location, evidence, fix=_binary_fix(b, major))
     if judged and not failed:
         yield BINARY_SONAME.passed(f"{judged} binaries link CUDA libraries; none needs a library of a CUDA major other than {major}",
                                    None, binaries=judged)

@@ -247,7 +247,7 @@ def _unpinned(ctx: CheckContext, pkgs: list[Package], stack: set[str]) -> Iterat
     if on_ngc and not by_line:
         yield UNPINNED.passed(f"{on_ngc} unpinned ML requirement(s) install on an NGC PyTorch container, not bare pip", None)
     for location, group in by_line.items():
-        names = [f"{p.name}{p.specifier or ''}" for p in group]
+        names = list(dict.fromkeys(f"{p.name}{p.specifier or ''}" for p in group))  # `pip install torch torch`: once
         what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         yield UNPINNED.finding(
             f"{what} {'is' if len(names) == 1 else 'are'} not pinned to an exact version",
@@ -436,7 +436,7 @@ RESOLVE_CONFLICT = rule(
 )
 
 
-@check
+@check(RESOLVE_CONFLICT)
 def resolver_conflicts(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over ``--resolve``: the resolver's own refusal, in its words."""
     for r in ctx.inventory.resolved:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from envcheck import engine
 from envcheck.config import Config
 from envcheck.errors import UsageError
-from envcheck.sources.container import PULL_POLICIES, ContainerOptions, container_target
+from envcheck.services.docker_engine import PULL_POLICIES
+from envcheck.services.docker_runner import ContainerOptions, device_requests
+from envcheck.sources.container import KIND, read_container
 
 HELP = "start an image (hardened, no network) and check the environment inside it with its own python3"
 DEFAULT_FORMAT = "text"
@@ -60,3 +63,19 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
         pull=args.pull or defaults.pull,
         memory=args.memory or defaults.memory,
     )]
+
+
+def container_target(image: str, **opts: Any) -> engine.Target:
+    """An engine target that checks ``image`` by running the collector inside it.
+
+    Keyword options are :class:`ContainerOptions` fields (gpus, timeout, user, pull, memory, pids, ...).
+    """
+    known = set(ContainerOptions.__dataclass_fields__)
+    unknown = sorted(set(opts) - known)
+    if unknown:
+        raise UsageError(f"unknown container option(s): {', '.join(unknown)}")
+    options = ContainerOptions(**{k: v for k, v in opts.items() if v is not None})
+    if options.pull not in PULL_POLICIES:
+        raise UsageError(f"pull must be one of {', '.join(PULL_POLICIES)}, not {options.pull!r}")
+    device_requests(options.gpus)  # a malformed --gpus is a usage error before anything starts
+    return engine.Target(name=image, kind=KIND, read=lambda: read_container(image, options))

@@ -93,7 +93,7 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
     """One target of kind ``image`` for REF (kind ``container`` with --run)."""
     ref_text: str = args.ref
     if args.run:
-        from envcheck.sources.container import container_target
+        from envcheck.commands.container import container_target
 
         if args.deep or args.username:
             raise UsageError("--run checks inside a running container: --deep and --username do not apply (use docker login)")

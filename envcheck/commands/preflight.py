@@ -7,7 +7,7 @@ import argparse
 from envcheck import engine
 from envcheck.config import Config
 from envcheck.errors import UsageError
-from envcheck.model import Inventory
+from envcheck.model import Finding, Inventory, Report
 from envcheck.sources.host import KIND, HostOptions, read_host
 
 HELP = "live checks of this host and a Python environment right before a long job (G1-G10)"
@@ -20,7 +20,10 @@ The Python environment is probed with its own interpreter (--python, default the
 in a child process with a timeout, so a torch import that segfaults is a G1 FAIL, not a crash.
 nvidia-smi is sampled for --sample-seconds (G4 temperature/power, G6 GPU processes); memory comes
 from /proc/meminfo (G3). Without a GPU, nvidia-smi or torch the affected lines say SKIP and why.
---launch-config is named so because --config is envcheck's own config file."""
+--launch-config is named so because --config is envcheck's own config file.
+--baseline FILE puts what changed since that snapshot (packages and their CUDA builds, the driver, findings
+that got worse; ELF files too with --binaries) into the G9 line; --twin FILE puts what differs from another
+node (torch, NCCL, CUDA runtime, driver, flash-attn, nvidia-*) into the G10 line."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +46,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="also scan the environment's site-packages ELF files (G1 sonames, G7 GPU code; slower)")
     parser.add_argument("--probe-timeout", type=float, default=20.0, metavar="S",
                         help="seconds allowed for importing torch / flash-attn in the environment (default 20)")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="G9: compare with this `envcheck snapshot` of the last environment that worked (-: stdin)")
+    parser.add_argument("--twin", metavar="FILE",
+                        help="G10: this node must match the node of this snapshot (torch, NCCL, CUDA, driver, nvidia-*)")
 
 
 def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
@@ -69,3 +76,38 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
 
     name = f"host (python: {args.python or 'python3 on PATH'})"
     return [engine.Target(name=name, kind=KIND, read=read)]
+
+
+def report(args: argparse.Namespace, config: Config) -> Report:
+    """The live checks, plus (with --baseline/--twin) what differs from a snapshot, in the G9/G10 lines."""
+    from envcheck.checks import drift
+    from envcheck.commands.snapshot import load_snapshot
+    from envcheck.profile import load_profile
+
+    if args.baseline == "-" and args.twin == "-":
+        raise UsageError("--baseline and --twin cannot both read stdin")
+    # Read the snapshots first: a missing or damaged file is a usage error before the slow live read.
+    baseline = load_snapshot(args.baseline) if args.baseline else None
+    twin = load_snapshot(args.twin) if args.twin else None
+    result = engine.run(build(args, config), config, debug=args.debug)
+    if baseline is None and twin is None:
+        return result
+    live = drift.side_of("this host", result.targets)
+    added: list[Finding] = []
+    if baseline is not None:
+        before = drift.side_of(baseline.source, baseline.targets)
+        taken = f" (taken {baseline.created})" if baseline.created else ""
+        changes = drift.compare(before, live, load_profile(config.profile).cuda_major)
+        found = drift.summary(changes, f"since {baseline.source}{taken}")
+        added.append(found or drift.DRIFT_PACKAGE.passed(f"no changes since {baseline.source}{taken}"))
+    if twin is not None:
+        other = drift.side_of(twin.source, twin.targets)
+        found = drift.summary(drift.twins([live, other]), f"differs from {twin.source}")
+        if found is not None:
+            added.append(found)
+    target = result.targets[0]
+    kept = [f for f in added if f.rule not in config.ignores and f.gotcha not in config.ignores]
+    target.findings[:0] = kept  # first: the preflight line leads with them at equal status
+    target.suppressed.extend((f, config.ignores.get(f.rule) or config.ignores[f.gotcha]) for f in added if f not in kept)
+    result.exit_code = engine.exit_code(result.findings, config.fail_threshold)
+    return result

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from envcheck.model import Report
 
-FORMATS = ("text", "json", "sarif", "github", "preflight")
+FORMATS = ("text", "json", "sarif", "github", "preflight", "snapshot")
 
 
 class Renderer(Protocol):

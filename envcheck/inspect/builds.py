@@ -20,6 +20,7 @@ from envcheck.profile import Profile
 
 _LOCAL_CUDA = re.compile(r"(?:^|[.+])cu(\d{2,3})(?:$|[.])")
 _LOCAL_ROCM = re.compile(r"(?:^|[.+])rocm\d")
+_CONDA_CUDA_LABEL = re.compile(r"(?:^|/)label/cuda-(\d+)\.\d+")
 _INDEX_TAG = re.compile(r"/whl/(?:nightly/|test/)?(cu\d{2,3}|cpu|rocm[\d.]+|xpu)(?:/|$)")
 
 
@@ -86,6 +87,9 @@ def build_of_index(url: str) -> CudaBuild | None:
             return None
         major = cuda_from_tag(tag)
         return CudaBuild("cuda" if major else ("cpu" if tag == "cpu" else "unknown"), major, f"uv --torch-backend={tag}")
+    label = _CONDA_CUDA_LABEL.search(url)
+    if label:  # conda: nvidia/label/cuda-12.4.0 holds that CUDA release's packages
+        return CudaBuild("cuda", int(label.group(1)), f"conda channel label cuda-{label.group(1)}")
     m = _INDEX_TAG.search(url.rstrip("/") + "/")
     if not m:
         return None

@@ -12,6 +12,7 @@ minimise) every byte it reads and must survive hostile headers with a precise of
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import struct
@@ -35,9 +36,14 @@ PT_LOAD = 1
 PT_DYNAMIC = 2
 DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RPATH, DT_RUNPATH = 0, 1, 5, 10, 14, 15, 29
 
+# Limits on what a header may make the readers read (docs/limits.md). Each is far above what real files
+# need and bounds memory and time whatever the file claims, even when the file really is that large.
 MAX_SECTIONS = 1 << 17  # real files have < 100k sections; more is a lie
-MAX_STRTAB = 64 << 20  # the largest string table we will read for names (libtorch_cuda's .dynstr is ~MBs)
+MAX_SECTION_TABLE = 16 << 20  # bytes of section headers (128k sections of the usual 64 bytes is 8 MiB)
+MAX_SECTION_NAMES = 16 << 20  # .shstrtab (a few KiB; MiBs only in -ffunction-sections objects)
+MAX_STRTAB = 64 << 20  # the dynamic string table (libtriton's .dynstr is 14 MiB)
 MAX_DYNAMIC_ENTRIES = 1 << 16
+MAX_AR_MEMBERS = 200_000  # member headers of one archive, special members included
 
 
 class MalformedBinary(Exception):
@@ -89,6 +95,19 @@ class FileSource:
         if len(data) != size:
             raise MalformedBinary(f"file ended early: wanted {size} bytes at {offset:#x}, got {len(data)}", offset)
         return data
+
+
+    def next_data(self, offset: int) -> int:
+        """Where data starts at or after ``offset`` (past the holes of a sparse file); ``offset`` when
+        unknown. Only a hint: the bytes there are still read and checked."""
+        if self._fd is None:
+            return offset
+        try:
+            return max(offset, min(self.size, os.lseek(self._fd, self.base + offset, os.SEEK_DATA) - self.base))
+        except OSError as exc:  # ENXIO: nothing but a hole from there to the end of the file
+            return self.size if exc.errno == errno.ENXIO else offset
+        except AttributeError:  # no SEEK_DATA on this platform
+            return offset
 
 
 class BytesSource:
@@ -231,7 +250,12 @@ def read_section_table(src: ByteSource, hdr: ElfHeader) -> list[tuple[int, ...]]
     if shnum == 0:  # extended numbering: the real count is section 0's sh_size
         first = struct.unpack_from(fmt, src.read_at(hdr.shoff, entsize))
         shnum = first[5]
-    if shnum > MAX_SECTIONS or hdr.shoff + shnum * hdr.shentsize > src.size:
+    if shnum > MAX_SECTIONS or shnum * hdr.shentsize > MAX_SECTION_TABLE:
+        raise MalformedBinary(
+            f"section table claims {shnum} x {hdr.shentsize} bytes, more than any real file has "
+            f"(limit {MAX_SECTIONS} sections, {MAX_SECTION_TABLE >> 20} MiB)", hdr.shoff
+        )
+    if hdr.shoff + shnum * hdr.shentsize > src.size:
         raise MalformedBinary(
             f"section table ({shnum} x {hdr.shentsize} bytes at {hdr.shoff:#x}) runs past the end of the file", hdr.shoff
         )
@@ -250,8 +274,8 @@ def section_names(src: ByteSource, hdr: ElfHeader, raw: list[tuple[int, ...]]) -
     if 0 < strndx < len(raw):
         s = raw[strndx]
         _check_range(src, s[4], s[5], f"section-name table (section {strndx})", hdr.shoff)
-        if s[5] > MAX_STRTAB:
-            raise MalformedBinary(f"section-name table claims {s[5]} bytes", hdr.shoff)
+        if s[5] > MAX_SECTION_NAMES:
+            raise MalformedBinary(f"section-name table claims {s[5]} bytes (limit {MAX_SECTION_NAMES >> 20} MiB)", hdr.shoff)
         names = src.read_at(s[4], s[5])
     out = []
     for i, s in enumerate(raw):
@@ -433,7 +457,11 @@ def ar_members(src: ByteSource, limit: int = 100_000) -> list[ArMember]:
     pos = 8
     longnames = b""
     out: list[ArMember] = []
+    headers = 0
     while pos + 60 <= src.size:
+        headers += 1
+        if headers > MAX_AR_MEMBERS:
+            raise MalformedBinary(f"ar archive has more than {MAX_AR_MEMBERS} member headers", pos)
         head = src.read_at(pos, 60)
         if head[58:60] != b"`\n":
             raise MalformedBinary("bad ar member header", pos)

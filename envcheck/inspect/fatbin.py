@@ -33,6 +33,9 @@ FLAG_ZSTD = 0x8000
 FLAG_ARCH_SPECIFIC = 0x100000  # "a"
 FLAG_FAMILY = 0x200000  # "f"
 
+MAX_RECORDS = 200_000  # containers + entries walked in one binary (real: cuDNN's largest has ~4,000 images)
+ZERO_SKIP = 1 << 20  # zero padding between containers is skipped a block at a time, not 8 bytes per step
+
 # Sections nvcc puts fatbins in; cuobjdump reads these (and only these).
 STANDARD_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 
@@ -112,54 +115,105 @@ def parse_entry(head: bytes, offset: int, container_end: int) -> Entry:
     return Entry(kind, sm, flags, hsize, padded, major, minor, offset)
 
 
-def walk_containers(src: ByteSource, start: int, size: int, section: str) -> list[Container]:
+class RecordBudget:
+    """How many more containers and entries one binary may have (:data:`MAX_RECORDS`), shared by the
+    walks over its sections so that no file, however it is built, makes the walk loop for long."""
+
+    def __init__(self, limit: int = MAX_RECORDS) -> None:
+        self.left = limit
+        self.limit = limit
+
+    def spend(self, offset: int) -> None:
+        """Count one container or entry at ``offset``; MalformedBinary once the budget is used up."""
+        self.left -= 1
+        if self.left < 0:
+            raise MalformedBinary(f"more than {self.limit} fatbin containers and entries; no real library has this many", offset)
+
+
+def walk_containers(src: ByteSource, start: int, size: int, section: str, budget: RecordBudget | None = None) -> list[Container]:
     """Contiguous containers from ``start`` (a standard fatbin section), skipping zero padding.
 
     Stops at the first bytes that are neither padding nor a container (raising MalformedBinary for a
-    container whose header or entries lie about sizes). Every step moves forward, so it always ends.
+    container whose header or entries lie about sizes, or past ``budget``). Every step moves forward,
+    so it always ends; runs of zeros are skipped a block at a time.
     """
     end = start + size
     if end > src.size:
         raise MalformedBinary(f"section {section} ({size} bytes at {start:#x}) runs past the end of the file", start)
+    budget = budget or RecordBudget()
     out: list[Container] = []
     pos = start
     while pos + CONTAINER_HEADER <= end:
         head = src.read_at(pos, CONTAINER_HEADER)
         if head[:4] != MAGIC:
             if head[:8] == b"\0" * 8:
-                pos += 8
+                pos = _skip_zeros(src, pos, end)
                 continue
             raise MalformedBinary(f"unexpected bytes in {section} (no fatbin magic)", pos)
+        budget.spend(pos)
         fat = parse_container_header(head, pos)
         cend = pos + CONTAINER_HEADER + fat
         if cend > end:
             raise MalformedBinary(f"fatbin container claims {fat} bytes, past the end of {section}", pos + 8)
-        out.append(Container(section, pos, CONTAINER_HEADER + fat, _walk_entries(src, pos + CONTAINER_HEADER, cend)))
+        out.append(Container(section, pos, CONTAINER_HEADER + fat, _walk_entries(src, pos + CONTAINER_HEADER, cend, budget)))
         pos = cend
     return out
 
 
-def _walk_entries(src: ByteSource, pos: int, cend: int) -> list[Entry]:
+_ZEROS = bytes(ZERO_SKIP)
+
+
+def _skip_zeros(src: ByteSource, pos: int, end: int) -> int:
+    """The first 8-aligned step from ``pos`` (which starts 8 zero bytes) that is not 8 zero bytes.
+
+    Holes of a sparse file are skipped without reading them (``next_data``, where the source has it).
+    """
+    next_data = getattr(src, "next_data", None)
+    while pos + 8 <= end:
+        if next_data is not None:
+            data_at = next_data(pos)
+            if data_at > pos:
+                pos = min(end, pos + (data_at - pos) // 8 * 8)
+                if pos + 8 > end:
+                    break
+        block = src.read_at(pos, min(ZERO_SKIP, end - pos))
+        if block == _ZEROS[: len(block)]:
+            zeros = len(block) // 8 * 8
+        else:
+            zeros = (len(block) - len(block.lstrip(b"\0"))) // 8 * 8
+        pos += zeros
+        if zeros < len(block) // 8 * 8 or zeros == 0:
+            return pos
+    return pos
+
+
+def _walk_entries(src: ByteSource, pos: int, cend: int, budget: RecordBudget) -> list[Entry]:
     entries = []
     while pos + ENTRY_HEADER <= cend:
+        budget.spend(pos)
         entry = parse_entry(src.read_at(pos, ENTRY_HEADER), pos, cend)
         entries.append(entry)
         pos += entry.header_size + entry.payload_size
     return entries
 
 
-def scan_containers(src: ByteSource, start: int, size: int, section: str, chunk: int = 4 << 20) -> list[Container]:
+def scan_containers(src: ByteSource, start: int, size: int, section: str, chunk: int = 4 << 20,
+                    budget: RecordBudget | None = None) -> list[Container]:
     """Containers anywhere in a section (``--deep-fatbin``): magic search, then validation of each hit.
 
-    Hits whose header or first entry does not validate are ignored (a magic can occur by chance).
+    Hits whose header or first entry does not validate are ignored (a magic can occur by chance);
+    MalformedBinary when the hits use up ``budget``.
     """
-    scanner = StreamScanner()
+    scanner = StreamScanner(budget)
     end = start + size
     pos = start
-    while pos < end:
+    while pos < end and not scanner.stopped:
         n = min(chunk, end - pos)
         scanner.feed(src.read_at(pos, n), pos)
         pos += n
+    if scanner.stopped:
+        at, message = scanner.broken[-1]
+        raise MalformedBinary(message, at)
     found = [Container(section, c.offset, c.size, c.entries) for c in scanner.finish()]
     return validate_scanned(found, end)
 
@@ -174,7 +228,9 @@ class StreamScanner:
     reports only those inside a standard fatbin section, since elsewhere such a hit is simply not a fatbin.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, budget: RecordBudget | None = None) -> None:
+        self.budget = budget or RecordBudget()
+        self.stopped = False  # the record budget ran out: nothing more is scanned
         self.containers: list[Container] = []
         self.broken: list[tuple[int, str]] = []
         self._carry = b""
@@ -185,6 +241,8 @@ class StreamScanner:
 
     def feed(self, chunk: bytes | memoryview, offset: int) -> None:
         """Consume ``chunk``, which starts at absolute ``offset`` (right after the previous one)."""
+        if self.stopped:
+            return
         if self._carry:
             data = self._carry + bytes(chunk)
             base = self._carry_at
@@ -203,6 +261,8 @@ class StreamScanner:
                     return
                 i = self._cursor - base
                 first = not self._current.entries
+                if not self._spend(self._cursor):
+                    return
                 try:
                     entry = parse_entry(data[i : i + ENTRY_HEADER], self._cursor, self._cend)
                     if first and entry.kind not in KIND_NAMES:
@@ -233,11 +293,24 @@ class StreamScanner:
             if hit + CONTAINER_HEADER > len(data):
                 self._keep(data, base, at, end)
                 return
+            if not self._spend(at):
+                return
             fat = int.from_bytes(data[hit + 8 : hit + 16], "little")
             self._current = Container("", at, CONTAINER_HEADER + fat)
             self._cend = at + CONTAINER_HEADER + fat
             self._cursor = at + CONTAINER_HEADER
             self._carry_at = self._cend
+
+    def _spend(self, offset: int) -> bool:
+        try:
+            self.budget.spend(offset)
+        except MalformedBinary as exc:
+            self.broken.append((offset, exc.message))
+            self.stopped = True
+            self._current = None
+            self._carry = b""
+            return False
+        return True
 
     def _keep(self, data: bytes, base: int, at: int, end: int) -> None:
         if at < end:

@@ -162,7 +162,7 @@ class StreamedElf:
 
     def _plan(self) -> None:
         """After the head is in: also capture the section table, the bytes before it, and PT_DYNAMIC."""
-        from envcheck.inspect.elf import PT_DYNAMIC, parse_header, read_segments
+        from envcheck.inspect.elf import MAX_SECTION_TABLE, PT_DYNAMIC, parse_header, read_segments
 
         self._planned = True
         try:
@@ -170,7 +170,9 @@ class StreamedElf:
         except (MalformedBinary, NotCaptured):
             return
         if hdr.shoff and hdr.shoff < self.size:
-            end = min(self.size, hdr.shoff + max(hdr.shnum, 1) * max(hdr.shentsize, 1))
+            # A table bigger than any real one is refused by the reader: capture only its first entry.
+            table = max(hdr.shnum, 1) * max(hdr.shentsize, 1)
+            end = min(self.size, hdr.shoff + (table if table <= MAX_SECTION_TABLE else max(hdr.shentsize, 64)))
             self.wanted.append((max(0, hdr.shoff - self.TAIL), end))
         self._hdr = hdr
         try:
@@ -184,15 +186,28 @@ class StreamedElf:
 
     def _plan_strings(self) -> None:
         """Once the dynamic table is in: capture its string table too if it is still ahead (patchelf'd files)."""
-        from envcheck.inspect.elf import DT_STRSZ, DT_STRTAB, parse_dynamic, vaddr_to_offset
+        from envcheck.inspect.elf import (
+            DT_NEEDED,
+            DT_RPATH,
+            DT_RUNPATH,
+            DT_SONAME,
+            DT_STRSZ,
+            DT_STRTAB,
+            MAX_STRTAB,
+            parse_dynamic,
+            vaddr_to_offset,
+        )
 
         assert self._dynamic_at is not None and self._hdr is not None
-        entries = dict(parse_dynamic(self.source.pieces[self._dynamic_at], self._hdr))
+        pairs = parse_dynamic(self.source.pieces[self._dynamic_at], self._hdr)
+        entries = dict(pairs)
         self._dynamic_at = None
-        if DT_STRTAB not in entries:
+        names = [v for t, v in pairs if t in (DT_NEEDED, DT_SONAME, DT_RUNPATH, DT_RPATH)]
+        if DT_STRTAB not in entries or not names:
             return
         at = vaddr_to_offset(entries[DT_STRTAB], [], self._segments)
-        size = min(entries.get(DT_STRSZ, 0), 64 << 20)
+        # only as far as the reader reads (strings_at_once): the furthest name it needs, plus its text
+        size = min(entries.get(DT_STRSZ, 0), MAX_STRTAB, max(names) + 4096)
         if at is not None and at >= self.bytes_seen and at + size <= self.size:
             self.wanted.append((at, at + size))
 
@@ -280,6 +295,7 @@ class ArStream:
         self._names = b""
         self._done: list[tuple[str, StreamedElf, int]] = []
         self._data_at = 0  # offset of the current member's data in the archive
+        self._headers = 0
         self._size = 0
         self._decided = False
         self._pending = bytearray()
@@ -323,8 +339,14 @@ class ArStream:
                 self._end_member()
 
     def _start_member(self, head: bytes) -> None:
+        from envcheck.inspect.elf import MAX_AR_MEMBERS
+
         if head[58:60] != b"`\n":
             self.error = "bad ar member header"
+            return
+        self._headers += 1
+        if self._headers > MAX_AR_MEMBERS:
+            self.error = f"ar archive has more than {MAX_AR_MEMBERS} member headers"
             return
         raw = head[0:16].decode("latin-1").rstrip()
         try:

@@ -155,11 +155,12 @@ def read_elf(
     if scanned is not None:
         containers = _place(scanned, sections, deep)
     else:
-        containers = _walk_fatbins(src, sections, deep, location, problems)
+        budget = fatbin.RecordBudget()  # one for the whole file, over all its sections
+        containers = _walk_fatbins(src, sections, deep, location, problems, budget)
         if not deep and fatbin.binary_level(containers, TARGET_SM) == fatbin.NONE:
             # No image in the standard sections runs on the target: libraries such as cuFFT keep their
             # real kernels in other sections and load them themselves, so look there before judging.
-            extra = [c for c in _walk_fatbins(src, sections, True, location, problems) if c.section not in fatbin.STANDARD_SECTIONS]
+            extra = [c for c in _walk_fatbins(src, sections, True, location, problems, budget) if c.section not in fatbin.STANDARD_SECTIONS]
             containers.extend(extra)
     has_segment = any(s.name == ".nvFatBinSegment" for s in sections)
     binary = describe(
@@ -175,15 +176,18 @@ def read_elf(
 
 
 def _walk_fatbins(
-    src: ByteSource, sections: list[Section], deep: bool, location: Location, problems: list[ReadProblem]
+    src: ByteSource, sections: list[Section], deep: bool, location: Location, problems: list[ReadProblem],
+    budget: fatbin.RecordBudget,
 ) -> list[fatbin.Container]:
     containers: list[fatbin.Container] = []
     for s in fatbin_sections(sections, deep):
+        if budget.left < 0:
+            break  # reported once, for the section that used it up
         try:
             if s.name in fatbin.STANDARD_SECTIONS:
-                containers.extend(fatbin.walk_containers(src, s.offset, s.size, s.name))
+                containers.extend(fatbin.walk_containers(src, s.offset, s.size, s.name, budget))
             elif deep:
-                containers.extend(fatbin.scan_containers(src, s.offset, s.size, s.name))
+                containers.extend(fatbin.scan_containers(src, s.offset, s.size, s.name, budget=budget))
         except MalformedBinary as exc:
             problems.append(_problem(exc, location, f"fatbin in section {s.name} of "))
     return containers
@@ -347,14 +351,26 @@ def _entry_name(entry: os.DirEntry[str]) -> str:
     return entry.name
 
 
-def _walk(root: Path, problems: list[ReadProblem]) -> Iterator[tuple[str, os.stat_result]]:
-    """Regular files under ``root`` with their stat; symlinks followed once, loops and repeats skipped."""
+def _inside(real: str, root_real: str) -> bool:
+    return real == root_real or real.startswith(root_real if root_real.endswith(os.sep) else root_real + os.sep)
+
+
+def _walk(root: Path, problems: list[ReadProblem], outside: list[str]) -> Iterator[tuple[str, os.stat_result]]:
+    """Regular files under ``root`` with their stat, each real file once.
+
+    Symbolic links are followed only while they stay inside ``root`` (their resolved target is under
+    ``root``'s real path); a link that leads outside is listed in ``outside`` and not followed, so a link
+    to ``/`` cannot make the scan walk the whole machine. Loops and repeated folders are skipped, and
+    devices, FIFOs and sockets are never opened.
+    """
     seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[tuple[int, int]] = set()
+    linked: list[tuple[str, os.stat_result]] = []
     try:
         st = os.stat(root)
     except OSError as exc:
         raise InputError(f"cannot read folder {root}: {exc.strerror or exc}", path=str(root)) from exc
+    root_real = os.path.realpath(root)
     seen_dirs.add((st.st_dev, st.st_ino))
     stack = [str(root)]
     while stack:
@@ -368,8 +384,11 @@ def _walk(root: Path, problems: list[ReadProblem]) -> Iterator[tuple[str, os.sta
             continue
         subdirs = []
         for entry in entries:
+            if entry.is_symlink() and not _inside(os.path.realpath(entry.path), root_real):
+                outside.append(entry.path)
+                continue
             try:
-                est = entry.stat()  # follows symlinks
+                est = entry.stat()  # follows symlinks (which stay inside the root)
             except OSError as exc:
                 if not entry.is_symlink():
                     problems.append(ReadProblem(f"{entry.path}: cannot stat: {exc.strerror or exc}", Location(entry.path)))
@@ -380,11 +399,30 @@ def _walk(root: Path, problems: list[ReadProblem]) -> Iterator[tuple[str, os.sta
                     seen_dirs.add(key)
                     subdirs.append(entry.path)
             elif stat.S_ISREG(est.st_mode):
+                if entry.is_symlink():
+                    linked.append((entry.path, est))  # after the real files: a file is reported by its own path
+                    continue
                 if key in seen_files:
                     continue
                 seen_files.add(key)
                 yield entry.path, est
         stack.extend(reversed(subdirs))
+    for path, est in linked:
+        key = (est.st_dev, est.st_ino)
+        if key not in seen_files:
+            seen_files.add(key)
+            yield path, est
+
+
+def outside_note(root: Path | str, outside: list[str]) -> ReadProblem:
+    """One INFO note for the symbolic links of a folder scan that lead outside it (not followed)."""
+    shown = ", ".join(f"{p} -> {os.readlink(p) if os.path.islink(p) else '?'}" for p in outside[:5])
+    more = f" and {len(outside) - 5} more" if len(outside) > 5 else ""
+    return ReadProblem(
+        f"{root}: {len(outside)} symbolic link{'s' if len(outside) != 1 else ''} lead{'' if len(outside) != 1 else 's'} "
+        f"outside the folder and {'were' if len(outside) != 1 else 'was'} not followed: {shown}{more}",
+        Location(str(root)), note=True,
+    )
 
 
 def _scan_file(path: str, st: os.stat_result, deep: bool) -> BinaryReading:
@@ -413,7 +451,8 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     cache = ScanCache(f"folder:{os.path.abspath(root)}:deep={deep}") if options.use_cache else None
     dist_dirs: list[tuple[str, os.stat_result]] = []
     readings: list[BinaryReading] = []
-    for path, st in _walk(root, problems):
+    outside: list[str] = []
+    for path, st in _walk(root, problems, outside):
         if path.endswith("METADATA") and path.endswith(".dist-info/METADATA"):
             dist_dirs.append((os.path.dirname(path), st))
         key = (st.st_size, st.st_mtime_ns, st.st_ino)
@@ -428,6 +467,8 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
         readings.append(reading)
     if cache is not None:
         cache.save()
+    if outside:
+        problems.append(outside_note(root, outside))
     owners: dict[str, str] = {}
     for info_dir, _st in dist_dirs:
         dist, probs = _read_dist_info(Path(info_dir), Path(info_dir).parent)
@@ -499,6 +540,10 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         return scan_folder(path, options)
     try:
         st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            # a device never ends and a FIFO blocks: binaries are read only from regular files
+            raise InputError(f"cannot read {path}: not a regular file; envcheck reads ELF files and archives only "
+                             "from regular files", path=str(path))
         with path.open("rb", buffering=0) as fh:
             reading = read_binary(FileSource(fh, st.st_size), str(path), deep_fatbin=options.deep_fatbin)
     except OSError as exc:

@@ -306,9 +306,11 @@ class _Reader:
         if exe == "uv" and len(argv) >= 2 and argv[1] == "sync":
             self._read_project_file("uv.lock", "locks", in_image, files, loc, stage, inventory, cmd)
             return
-        parsed = parse_install_command(_as_install(_resolvable(argv)), loc)
+        install_argv, wheel_only = _as_install(_resolvable(argv))
+        parsed = parse_install_command(install_argv, loc)
         if parsed is None:
             return
+        in_image = in_image and not wheel_only  # `pip wheel`: built into a folder, not installed
         if parsed.command.tool in ("pip", "uv"):
             # PIP_*/UV_* index variables set for this command (prefix or export) count like its own index options
             for name, option in _INDEX_VARIABLES.items():
@@ -476,14 +478,15 @@ def shipped_packages(ref: str, location: Location | None) -> list[Package]:
     return out
 
 
-def _as_install(argv: list[str]) -> list[str]:
-    """``pip wheel X`` builds X the way ``pip install X`` does: read it as an install."""
+def _as_install(argv: list[str]) -> tuple[list[str], bool]:
+    """``pip wheel X`` builds X the way ``pip install X`` does, without installing it: read it as an install,
+    and say so (True) so that its packages count as built, not installed (``pip download`` is neither)."""
     for i, word in enumerate(argv):
         if word == "wheel" and i > 0 and re.fullmatch(r"pip(\d+(\.\d+)?)?", argv[i - 1].rsplit("/", 1)[-1]):
-            return [*argv[:i], "install", *argv[i + 1 :]]
+            return [*argv[:i], "install", *argv[i + 1 :]], True
         if not (word.startswith("-") or i == 0 or word == "pip" or (i == 1 and argv[0].rsplit("/", 1)[-1].startswith("python"))):
             break
-    return argv
+    return argv, False
 
 
 def build_settings(cmd: SimpleCommand, known: Mapping[str, str]) -> list[tuple[str, str]]:

@@ -36,12 +36,10 @@ from envcheck.model import (
     ReadProblem,
     Role,
 )
+from envcheck.services.github import PLAYBOOKS_URL, fetch_playbook_issues
 
 KIND = "host"
 PROBE_PATH = Path(__file__).resolve().parent.parent / "collect" / "probe.py"
-PLAYBOOKS_REPO = "NVIDIA/dgx-spark-playbooks"
-PLAYBOOKS_URL = f"https://github.com/{PLAYBOOKS_REPO}/issues"
-GITHUB_API_ENV = "ENVCHECK_GITHUB_API"  # lets tests (and GitHub Enterprise mirrors) point elsewhere
 _NVIDIA_SMI_TIMEOUT = 10.0
 # /proc/meminfo fields kept in the inventory (G3 reads these; the rest is kernel detail).
 _MEMINFO_KEPT = frozenset({
@@ -486,35 +484,6 @@ def read_launches(commands: tuple[str, ...], configs: tuple[str, ...]) -> tuple[
         except launch_reader.LaunchFormatError as exc:
             problems.append(ReadProblem(f"launch config: {exc.message}", Location(config, line=exc.line)))
     return launches, problems
-
-
-def fetch_playbook_issues(limit: int = 5, timeout: float = 5.0) -> dict[str, Any]:
-    """Newest open issues of the DGX Spark playbooks repository (public API, no token)."""
-    import requests
-
-    api = os.environ.get(GITHUB_API_ENV, "https://api.github.com").rstrip("/")
-    url = f"{api}/repos/{PLAYBOOKS_REPO}/issues"
-    try:
-        response = requests.get(
-            url, params={"state": "open", "sort": "created", "direction": "desc", "per_page": str(limit * 2)},
-            headers={"Accept": "application/vnd.github+json", "User-Agent": "envcheck"}, timeout=timeout,
-        )
-    except requests.RequestException as exc:
-        return {"status": "error", "api": url, "url": PLAYBOOKS_URL, "error": f"cannot reach {url}: {type(exc).__name__}"}
-    if response.status_code != 200:
-        return {"status": "error", "api": url, "url": PLAYBOOKS_URL, "error": f"{url} answered HTTP {response.status_code}"}
-    try:
-        items = response.json()
-    except ValueError:
-        return {"status": "error", "api": url, "url": PLAYBOOKS_URL, "error": f"{url} did not answer JSON"}
-    if not isinstance(items, list):
-        return {"status": "error", "api": url, "url": PLAYBOOKS_URL, "error": f"{url} answered an unexpected document"}
-    issues = [
-        {"number": item.get("number"), "title": str(item.get("title", "")).strip(), "created_at": item.get("created_at"),
-         "url": item.get("html_url")}
-        for item in items if isinstance(item, dict) and "pull_request" not in item
-    ][:limit]
-    return {"status": "ok", "api": url, "url": PLAYBOOKS_URL, "issues": issues}
 
 
 def _scan_binaries(inventory: Inventory) -> None:

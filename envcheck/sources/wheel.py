@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import email.parser
 import os
+import stat
 import struct
 import tempfile
 import zipfile
@@ -31,6 +32,7 @@ from envcheck.inspect.elf import (
 )
 from envcheck.inspect.fatbin import Container
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
+from envcheck.limits import DEFAULT_MAX_EXPANSION, EXPANSION_FLOOR, expansion_limit
 from envcheck.model import Inventory, Location, Package, ReadProblem, Role, Wheel
 from envcheck.sources import ReadOptions
 from envcheck.sources.binaries import (
@@ -46,6 +48,15 @@ from envcheck.sources.binaries import (
 KIND = "wheel"
 IN_MEMORY = 16 << 20  # members up to this size are inflated whole; bigger ones are streamed
 MAX_META = 16 << 20  # METADATA / WHEEL / RECORD bigger than this are refused
+
+
+def _file_type(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a plain file"
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -71,11 +82,14 @@ def _peek(path: str, info: zipfile.ZipInfo) -> bytes:
     return out[:8]
 
 
-def read_member(path: str, info: zipfile.ZipInfo, *, deep_fatbin: bool = False) -> BinaryReading:
-    """Read one member of a zip as a binary (None when it is not ELF/ar); problems come back as data."""
+def read_member(path: str, info: zipfile.ZipInfo, *, deep_fatbin: bool = False, known_binary: bool = False) -> BinaryReading:
+    """Read one member of a zip as a binary (None when it is not ELF/ar); problems come back as data.
+
+    ``known_binary``: the caller already peeked at the member's magic (see :func:`peek_member`).
+    """
     location = Location(path, member=info.filename)
     try:
-        if info.file_size < 8 or not is_binary_head(_peek(path, info)):
+        if not known_binary and (info.file_size < 8 or not is_binary_head(_peek(path, info))):
             return BinaryReading(None)
         if info.file_size <= IN_MEMORY:
             data = b"".join(wheelzip.iter_member(path, info))
@@ -84,6 +98,19 @@ def read_member(path: str, info: zipfile.ZipInfo, *, deep_fatbin: bool = False) 
     except MalformedBinary as exc:
         where = Location(path, offset=exc.offset, member=info.filename)
         return BinaryReading(None, [ReadProblem(f"{location}: {exc.message}", where)])
+    except OSError as exc:
+        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {exc.strerror or exc}", location)])
+    except (ValueError, IndexError, OverflowError, MemoryError, struct.error) as exc:
+        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {type(exc).__name__}: {exc}", location)])
+
+
+def peek_member(path: str, info: zipfile.ZipInfo) -> BinaryReading | bool:
+    """Whether a member starts like an ELF file or ``ar`` archive (a problem reading when it cannot be read)."""
+    location = Location(path, member=info.filename)
+    try:
+        return info.file_size >= 8 and is_binary_head(_peek(path, info))
+    except MalformedBinary as exc:
+        return BinaryReading(None, [ReadProblem(f"{location}: {exc.message}", Location(path, offset=exc.offset, member=info.filename))])
     except OSError as exc:
         return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {exc.strerror or exc}", location)])
     except (ValueError, IndexError, OverflowError, MemoryError, struct.error) as exc:
@@ -160,8 +187,8 @@ def _finish_elf(
                 pos += len(piece)
             inflated += pos
             continue
-        if not _scan_matches_sections(containers, streamed.scanner.broken, sections):
-            break
+        if streamed.scanner.stopped or not _scan_matches_sections(containers, streamed.scanner.broken, sections):
+            break  # the file reader decides (and names the limit, if a fatbin section is what used it up)
         return BinaryReading(replace(binary, bytes_read=inflated), more)
     return _spill(pieces, name, streamed.size, deep, location)
 
@@ -252,6 +279,10 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     spath = str(path)
     try:
         st = os.stat(spath)
+        if not stat.S_ISREG(st.st_mode):
+            # /dev/zero never ends and a FIFO blocks: a wheel is a file (a symlink to one is fine).
+            raise InputError(f"cannot read wheel {path}: not a regular file ({_file_type(st.st_mode)}); "
+                             "envcheck reads wheels only from regular files", path=spath)
         zf = zipfile.ZipFile(spath)
     except (OSError, zipfile.BadZipFile, ValueError, NotImplementedError, EOFError) as exc:
         raise InputError(f"cannot read wheel {path}: {type(exc).__name__}: {exc}", path=spath) from exc
@@ -303,8 +334,16 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
 
 def _read_members(path: str, st: os.stat_result, infos: list[zipfile.ZipInfo], options: ReadOptions) -> list[BinaryReading]:
-    """Every member read as a binary, biggest first over a thread pool; cached by wheel identity."""
-    cache = ScanCache(f"wheel:{os.path.abspath(path)}:deep={options.deep_fatbin}") if options.use_cache else None
+    """Every member read as a binary, biggest first over a thread pool; cached by wheel identity.
+
+    Before anything is inflated beyond its first bytes, the binary members' declared sizes are held to
+    the expansion limit (``--max-expansion``): each member against its own compressed size, and all of
+    them together against the wheel's size (in the wheel's order). A member over either limit is one
+    problem naming the limit; the others are still read. Declared sizes are binding: a member that
+    inflates past its declared size is refused while it is read.
+    """
+    ratio = float(options.extra.get("max_expansion", DEFAULT_MAX_EXPANSION))
+    cache = ScanCache(f"wheel:{os.path.abspath(path)}:deep={options.deep_fatbin}:x={ratio:g}") if options.use_cache else None
     wheel_key = (st.st_size, st.st_mtime_ns, st.st_ino)
     out: dict[str, BinaryReading] = {}
     todo = []
@@ -314,13 +353,41 @@ def _read_members(path: str, st: os.stat_result, infos: list[zipfile.ZipInfo], o
             out[info.filename] = reading_from_cache(hit)
         else:
             todo.append(info)
-    todo.sort(key=lambda i: -i.file_size)
     workers = max(1, min(len(todo), os.cpu_count() or 1, 8))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for info, reading in zip(todo, pool.map(lambda i: read_member(path, i, deep_fatbin=options.deep_fatbin), todo), strict=True):
+        binaries = []
+        for info, peeked in zip(todo, pool.map(lambda i: peek_member(path, i), todo), strict=True):
+            if isinstance(peeked, BinaryReading):
+                out[info.filename] = peeked
+            elif peeked:
+                binaries.append(info)
+            else:
+                out[info.filename] = BinaryReading(None)
+        total_limit = expansion_limit(st.st_size, ratio)
+        total = 0
+        to_read = []
+        for info in binaries:
+            limit = expansion_limit(info.compress_size, ratio)
+            total += info.file_size
+            if limit is not None and info.file_size > limit:
+                out[info.filename] = _over_limit(path, info, f"{info.file_size} bytes from {info.compress_size} compressed bytes", ratio)
+            elif total_limit is not None and total > total_limit:
+                out[info.filename] = _over_limit(path, info, f"the wheel's binaries to {total} bytes from a {st.st_size}-byte wheel", ratio)
+            else:
+                to_read.append(info)
+        to_read.sort(key=lambda i: -i.file_size)
+        for info, reading in zip(to_read, pool.map(lambda i: read_member(path, i, deep_fatbin=options.deep_fatbin, known_binary=True), to_read), strict=True):
             out[info.filename] = reading
-            if cache is not None:
-                cache.put(info.filename, (*wheel_key, info.CRC), reading_to_cache(reading))
     if cache is not None:
+        for info in todo:
+            cache.put(info.filename, (*wheel_key, info.CRC), reading_to_cache(out[info.filename]))
         cache.save()
     return [out[i.filename] for i in infos]
+
+
+def _over_limit(path: str, info: zipfile.ZipInfo, what: str, ratio: float) -> BinaryReading:
+    location = Location(path, member=info.filename)
+    return BinaryReading(None, [ReadProblem(
+        f"{location}: not read: it would expand {what}, more than the expansion limit ({ratio:g} times the compressed "
+        f"size, at least {EXPANSION_FLOOR >> 20} MiB); if the wheel is genuine, raise the limit with --max-expansion "
+        f"(0: no limit)", location)])

@@ -9,6 +9,7 @@ engine's export stream cannot be read out of order, so for ``--deep`` it is walk
 from __future__ import annotations
 
 import json
+import stat
 import tarfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -94,9 +95,15 @@ class OciLayoutStore:
             raise InputError(f"manifest {digest} is JSON but not an object", path=str(self._blob_path(digest)))
         return Manifest(raw=data, body=body, media_type=media_type_of(body, None), digest=digest)
 
+    def _regular(self, path: Path) -> None:
+        """Refuse a blob that is not a regular file (a link to /dev/zero never ends; a FIFO blocks)."""
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise InputError(f"{self.name}: {path} is not a regular file; blobs are read only from regular files", path=str(path))
+
     def blob(self, digest: str, limit: int = MAX_JSON_BYTES) -> bytes:
         path = self._blob_path(digest)
         try:
+            self._regular(path)
             if path.stat().st_size > limit:
                 raise InputError(f"{path} is larger than {limit >> 20} MiB", path=str(path))
             data = path.read_bytes()
@@ -111,6 +118,7 @@ class OciLayoutStore:
     def open_layer(self, digest: str, size: int | None) -> VerifiedStream:
         path = self._blob_path(digest)
         try:
+            self._regular(path)
             handle = path.open("rb")
         except FileNotFoundError:
             raise InputError(f"{self.name}: layer {digest} is missing", path=str(path)) from None
@@ -329,12 +337,10 @@ class DockerDaemonImage:
             import docker.errors
         except ImportError:
             raise UsageError("docker-daemon: images need the docker package (pip install docker)") from None
+        from envcheck.services.docker_engine import engine_client
+
         self._errors = docker.errors
-        try:
-            self.client = docker.from_env()
-            self.client.ping()
-        except Exception as exc:  # DockerException and requests errors: the engine is not reachable
-            raise ServiceError(f"the Docker engine could not be reached (DOCKER_HOST={_docker_host()}): {exc}") from None
+        self.client = engine_client()  # DOCKER_HOST, contexts, TLS and ssh:// as for `envcheck container`
 
     def inspect(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """(inspect attrs, history entries) of the image."""
@@ -353,12 +359,6 @@ class DockerDaemonImage:
         except self._errors.APIError as exc:
             raise ServiceError(f"the Docker engine refused to export {self.name}: {exc}") from None
         return _ChunkStream(iter(chunks))  # type: ignore[return-value]
-
-
-def _docker_host() -> str:
-    import os
-
-    return os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
 
 
 __all__ = ["INDEX_TYPES", "OCI_MANIFEST", "ArchiveImage", "DockerArchiveStore", "DockerDaemonImage", "OciLayoutStore", "scan_save_stream"]

@@ -1,0 +1,235 @@
+"""``envcheck snapshot [TARGET] -o FILE``: what a target is made of and what envcheck found, saved for later.
+
+The document is the ``--format json`` report with a ``snapshot`` header (``envcheck.formats.snapshot_format``);
+``envcheck diff`` and ``preflight --baseline/--twin`` read it back with :func:`load_snapshot`. This module
+also turns a TARGET word into engine targets (:func:`live_targets`), for ``diff`` as well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from envcheck import engine
+from envcheck.config import Config
+from envcheck.errors import InputError, UsageError
+from envcheck.model import Inventory, Report, TargetResult
+
+HELP = "save what a target is made of (packages, CUDA builds, ELF facts, live readings) and its findings as a JSON snapshot"
+DEFAULT_FORMAT = "snapshot"
+
+EPILOG = """\
+TARGET is what `envcheck` checks (a requirements/lock/Dockerfile/wheel/ELF file, a project folder, a
+site-packages folder), an image reference (nvcr.io/nvidia/pytorch:25.11-py3, docker-daemon:NAME,
+oci-layout:DIR; --deep also reads its layers), `host` (the live machine as `envcheck preflight` reads it,
+with python3 on PATH), or nothing with --python PY (the live machine and that interpreter's environment).
+Live snapshots include the ELF facts of site-packages (CUDA majors, sm_121 verdicts; --no-binaries skips
+them) and one nvidia-smi reading.
+
+  envcheck snapshot --python .venv/bin/python -o good.json          # after a run that worked
+  envcheck diff good.json --python .venv/bin/python                 # later: what changed?
+  ssh spark-b envcheck snapshot --python /opt/venv/bin/python -o - > spark-b.json
+
+-o - writes the snapshot to stdout (nothing else is printed there); with -o FILE the findings are printed
+as text. Exit code 0 when the snapshot was taken (whatever it found), 2 when a target could not be read,
+3 when a registry or engine could not be reached."""
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    """How a live TARGET word is read (shared by ``snapshot`` and ``diff``)."""
+
+    python: str | None = None
+    kind: str | None = None
+    deep: bool = False
+    container: bool = False
+    binaries: bool = True
+    use_cache: bool = True
+    platform: str | None = None
+    probe_timeout: float = 20.0
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the snapshot command's arguments."""
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("target", nargs="?", metavar="TARGET", help="file, folder, image reference or `host` (default with --python: host)")
+    add_live_options(parser)
+
+
+def add_live_options(parser: argparse.ArgumentParser) -> None:
+    """Options that say how a live target is read."""
+    g = parser.add_argument_group("reading live targets")
+    g.add_argument("--python", metavar="PATH", help="the live machine and this interpreter's environment (as `envcheck preflight --python`)")
+    g.add_argument("--kind", help="force the input kind of a file TARGET (requirements, freeze, dockerfile, ...)")
+    g.add_argument("--deep", action="store_true", help="image TARGET: also read its layers (installed packages, ELF files)")
+    g.add_argument("--container", action="store_true", help="image TARGET: run it and read it from inside (as `envcheck container`)")
+    g.add_argument("--no-binaries", action="store_true", help="live TARGET: do not scan site-packages ELF files")
+    g.add_argument("--platform", default=None, help="image TARGET: platform to select (default: the profile's, linux/arm64)")
+    g.add_argument("--probe-timeout", type=float, default=20.0, metavar="S", help="live TARGET: seconds allowed for importing torch (default 20)")
+
+
+def live_options(args: argparse.Namespace) -> LiveOptions:
+    """The live-target options of a parsed command line."""
+    if args.probe_timeout <= 0:
+        raise UsageError("--probe-timeout must be more than 0")
+    return LiveOptions(python=args.python, kind=args.kind, deep=bool(args.deep), container=bool(args.container),
+                       binaries=not args.no_binaries, use_cache=not args.no_cache, platform=args.platform,
+                       probe_timeout=float(args.probe_timeout))
+
+
+def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
+    """The engine targets of TARGET (or of the host with --python)."""
+    options = live_options(args)
+    if args.target is None and options.python is None:
+        raise UsageError("name a TARGET (a file, folder, image reference or `host`), or --python PATH")
+    return live_targets(args.target or "host", options, config)
+
+
+def live_targets(word: str, options: LiveOptions, config: Config) -> list[engine.Target]:
+    """Engine targets for one TARGET word: `host`, an existing file or folder, else an image reference."""
+    if word == "host":
+        return [_host_target(options)]
+    path = Path(word)
+    if path.exists() or path.is_symlink():
+        return _path_targets(path, options)
+    if path.suffix.lower() in _FILE_SUFFIXES or path.name.lower().startswith(("dockerfile", "containerfile", "requirements")):
+        raise UsageError(f"{word}: no such file")  # a file name, not an image to look up on Docker Hub
+    return [_image_target(word, options, config)]
+
+
+_FILE_SUFFIXES = {".json", ".txt", ".in", ".toml", ".lock", ".whl", ".so", ".yml", ".yaml", ".gz"}
+
+
+def _host_target(options: LiveOptions) -> engine.Target:
+    from envcheck.sources.host import KIND, HostOptions, read_host
+
+    host_options = HostOptions(python=options.python, sample_seconds=0.0, binaries=options.binaries,
+                               probe_timeout=options.probe_timeout)
+
+    def read() -> Inventory:
+        return read_host(host_options)
+
+    return engine.Target(name=f"host (python: {options.python or 'python3 on PATH'})", kind=KIND, read=read)
+
+
+def _path_targets(path: Path, options: LiveOptions) -> list[engine.Target]:
+    from envcheck import sources
+
+    read_options = sources.ReadOptions(kind=options.kind, use_cache=options.use_cache)
+    kind = options.kind or sources.detect(path)
+    if kind == "project":
+        found = sources.discover(path)
+        if not found:
+            raise UsageError(f"{path}: nothing to read (no requirements*.txt, pyproject.toml, lock file, Dockerfile or wheel)")
+        return [_file_target(p, k, read_options) for p, k in found]
+    if kind is None:
+        raise UsageError(f"{path}: cannot tell what kind of input this is; pass --kind")
+    return [_file_target(path, kind, read_options)]
+
+
+def _file_target(path: Path, kind: str, options: object) -> engine.Target:
+    from envcheck import sources
+
+    assert isinstance(options, sources.ReadOptions)
+    module = sources.module_for("requirements" if kind == "freeze" else kind)
+    opts = replace(options, kind=kind)
+    return engine.Target(str(path), kind, lambda: module.read(path, opts))
+
+
+def _image_target(ref: str, options: LiveOptions, config: Config) -> engine.Target:
+    from envcheck.inspect.image_reference import parse_reference
+    from envcheck.profile import load_profile
+    from envcheck.sources.image import KIND, ImageOptions, looks_like_image, read_image
+
+    if options.container:
+        from envcheck.commands.container import container_target
+
+        return container_target(ref)
+    if not looks_like_image(ref):
+        try:
+            parse_reference(ref)
+        except UsageError:
+            raise UsageError(f"{ref}: no such file or folder, and not an image reference") from None
+    platform = options.platform or load_profile(config.profile).docker_platform
+    image_options = ImageOptions(platform=platform, deep=options.deep, progress=False, use_cache=options.use_cache)
+    return engine.Target(name=ref, kind=KIND, read=lambda: read_image(ref, image_options))
+
+
+def report(args: argparse.Namespace, config: Config) -> Report:
+    """Read and judge the target; findings are data here, so they do not make the exit code 1."""
+    result = engine.run(build(args, config), config, debug=args.debug)
+    if result.exit_code == 1:
+        result.exit_code = 0
+    return result
+
+
+# ---------------------------------------------------------------------------------------------- reading back
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A snapshot document read back: where it came from, its header and its targets."""
+
+    source: str  # the file name, or "-" for stdin
+    targets: tuple[TargetResult, ...]
+    created: str | None = None
+    node: str | None = None
+    profile: str | None = None
+
+
+MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024  # a snapshot of a full CUDA 13 torch environment is well under 1 MB
+
+
+def load_snapshot(where: str) -> Snapshot:
+    """Read a snapshot (or any ``--format json`` report) from a file, or from stdin for ``-``."""
+    name = "stdin" if where == "-" else where
+    try:
+        if where == "-":
+            raw = sys.stdin.buffer.read(MAX_SNAPSHOT_BYTES + 1)
+        else:
+            with open(where, "rb") as handle:
+                raw = handle.read(MAX_SNAPSHOT_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read {name}: {exc.strerror or exc}", path=name) from None
+    if len(raw) > MAX_SNAPSHOT_BYTES:
+        raise InputError(f"{name}: larger than {MAX_SNAPSHOT_BYTES >> 20} MiB; not a snapshot", path=name)
+    return parse_snapshot(raw, name)
+
+
+def parse_snapshot(raw: bytes, name: str) -> Snapshot:
+    """A snapshot from its bytes; ``name`` goes into error messages."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise InputError(f"{name}: not JSON ({getattr(exc, 'msg', exc)}); expected an `envcheck snapshot` file",
+                         path=name, line=line) from None
+    if not isinstance(data, dict) or "targets" not in data or "schema_version" not in data:
+        raise InputError(f"{name}: not an envcheck snapshot or JSON report (no schema_version/targets)", path=name)
+    if data["schema_version"] != 1:
+        raise InputError(f"{name}: schema_version {data['schema_version']!r}; this envcheck reads 1 (take the snapshot again)", path=name)
+    header = data["snapshot"] if isinstance(data.get("snapshot"), dict) else {}
+    targets = data["targets"]
+    if not isinstance(targets, list) or not targets:
+        raise InputError(f"{name}: the snapshot has no targets", path=name)
+    try:
+        results = tuple(TargetResult.from_json(t, f"targets[{i}]") for i, t in enumerate(targets))
+    except InputError as exc:
+        raise InputError(f"{name}: {exc.message}", path=name) from None
+    created, node, profile = header.get("created"), header.get("node"), data.get("profile")
+    return Snapshot(name, results, created if isinstance(created, str) else None, node if isinstance(node, str) else None,
+                    profile if isinstance(profile, str) else None)
+
+
+def looks_like_snapshot(path: Path) -> bool:
+    """A file whose first non-blank byte opens a JSON object: read it as a snapshot, not as an input."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(64)
+    except OSError:
+        return False
+    return path.is_file() and head.lstrip()[:1] == b"{"

@@ -1,0 +1,186 @@
+"""The Docker engine service: which engine the environment names, a client for it, and images on it.
+
+The engine is the one ``docker`` would use: ``DOCKER_HOST`` (``unix://``, ``tcp://`` with
+``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH``, ``ssh://``), else ``DOCKER_CONTEXT`` or the Docker CLI's current
+context, else the local socket. Every failure to reach it is a :class:`ServiceError` (exit code 3);
+an image that does not exist is an :class:`InputError`. Running containers: ``docker_runner``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envcheck.errors import InputError, ServiceError, UsageError
+
+if TYPE_CHECKING:
+    from docker import DockerClient
+
+PULL_POLICIES = ("missing", "always", "never")
+
+
+def engine_client(timeout: float = 60.0) -> DockerClient:
+    """A Docker SDK client for the engine the environment names; ServiceError when it does not answer.
+
+    Order: ``DOCKER_HOST`` (with ``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH``), then ``DOCKER_CONTEXT`` or the
+    Docker CLI's current context, then the local socket. ``ssh://`` hosts go through the ``ssh`` client
+    when it is installed (as the Docker CLI does), else paramiko; the SDK needs paramiko either way.
+    """
+    try:
+        from docker.errors import DockerException
+    except ImportError as exc:  # pragma: no cover - docker is a declared dependency
+        raise ServiceError(f"the Docker SDK is not installed ({exc}); pip install docker") from exc
+    where = os.environ.get("DOCKER_HOST") or "the local Docker engine"
+    try:
+        if os.environ.get("DOCKER_HOST"):
+            client = _engine_client_class().from_env(
+                timeout=int(timeout), use_ssh_client=_use_ssh_binary(os.environ["DOCKER_HOST"]))
+        else:
+            host, tls = _context_endpoint()
+            if host is None:
+                client = _engine_client_class().from_env(timeout=int(timeout))
+            else:
+                where = host
+                client = _engine_client_class()(
+                    base_url=host, tls=tls or False, timeout=int(timeout), use_ssh_client=_use_ssh_binary(host)
+                )
+        client.ping()
+    except ServiceError:
+        raise
+    except DockerException as exc:
+        raise ServiceError(
+            f"cannot reach the Docker engine at {where}: {short_error(exc)}. Start the engine or set DOCKER_HOST "
+            "(unix://, tcp:// with DOCKER_TLS_VERIFY/DOCKER_CERT_PATH, or ssh://user@host)."
+        ) from exc
+    except Exception as exc:  # requests/paramiko/socket errors surface unwrapped from ping()
+        raise ServiceError(f"cannot reach the Docker engine at {where}: {type(exc).__name__}: {short_error(exc)}") from exc
+    return client
+
+
+@lru_cache(maxsize=1)
+def _engine_client_class() -> type[DockerClient]:
+    """``docker.DockerClient`` whose requests trust the engine's CA (``DOCKER_CERT_PATH/ca.pem``).
+
+    requests lets ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` from the environment replace a session's
+    ``verify`` on every request, so with either set (common behind corporate proxies) the SDK would
+    check the engine's certificate against the public CAs and refuse it. Here a CA file set on the
+    session wins; proxies and everything else from the environment still apply.
+    """
+    import docker
+
+    class EngineAPI(docker.APIClient):  # type: ignore[misc]
+        def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any, cert: Any) -> Any:
+            if verify is None and isinstance(self.verify, str):
+                verify = self.verify
+            return super().merge_environment_settings(url, proxies, stream, verify, cert)
+
+    class EngineClient(docker.DockerClient):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.api = EngineAPI(*args, **kwargs)
+
+    return EngineClient
+
+
+def _use_ssh_binary(host: str) -> bool:
+    """For ``ssh://``, use the ``ssh`` client when it is installed, as the Docker CLI does.
+
+    Then ``~/.ssh/config``, known_hosts, agents and ProxyJump behave exactly as for ``docker -H ssh://``.
+    Without it the SDK's paramiko transport is used. The SDK imports paramiko for ``ssh://`` either way.
+    """
+    if not host.startswith("ssh://"):
+        return False
+    try:
+        import paramiko  # noqa: F401
+    except ImportError:
+        raise ServiceError(
+            f"DOCKER_HOST={host} needs the paramiko package (the Docker SDK's ssh:// transport): "
+            "pip install 'envcheck[ssh]'"
+        ) from None
+    return shutil.which("ssh") is not None
+
+
+def _context_endpoint() -> tuple[str | None, Any]:
+    """Host and TLS settings of ``DOCKER_CONTEXT`` or the CLI's current context (None: the default).
+
+    Read from the Docker CLI's own store (``$DOCKER_CONFIG`` or ``~/.docker``: ``config.json``
+    ``currentContext``, ``contexts/meta/<sha256 of name>/meta.json``, ``contexts/tls/<id>/docker/``),
+    because the SDK's reader ignores contexts when no ``config.json`` exists.
+    """
+    config_dir = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker")
+    name = os.environ.get("DOCKER_CONTEXT")
+    if not name:
+        try:
+            name = json.loads((config_dir / "config.json").read_text(encoding="utf-8")).get("currentContext")
+        except (OSError, ValueError, AttributeError):
+            name = None
+    if not name or name == "default":
+        return None, None
+    context_id = hashlib.sha256(name.encode()).hexdigest()
+    meta_path = config_dir / "contexts" / "meta" / context_id / "meta.json"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        endpoint = meta["Endpoints"]["docker"]
+        host = str(endpoint["Host"])
+    except FileNotFoundError:
+        raise ServiceError(f"Docker context {name!r} does not exist ({meta_path} is missing; docker context ls "
+                           "lists the contexts)") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ServiceError(f"cannot read Docker context {name!r} from {meta_path}: {short_error(exc)}") from exc
+    tls_dir = config_dir / "contexts" / "tls" / context_id / "docker"
+    if not tls_dir.is_dir():
+        return host, None
+    from docker.tls import TLSConfig
+
+    cert, key, ca = tls_dir / "cert.pem", tls_dir / "key.pem", tls_dir / "ca.pem"
+    return host, TLSConfig(
+        client_cert=(str(cert), str(key)) if cert.is_file() and key.is_file() else None,
+        ca_cert=str(ca) if ca.is_file() else None,
+        verify=not endpoint.get("SkipTLSVerify", False),
+    )
+
+
+def short_error(exc: BaseException) -> str:
+    """An exception's text on one line, at most 300 characters, for messages."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def ensure_image(client: DockerClient, image: str, pull: str) -> Any:
+    """The local image, pulled first when the policy asks; InputError when it cannot be had."""
+    from docker.errors import APIError, ImageNotFound
+
+    if pull not in PULL_POLICIES:
+        raise UsageError(f"--pull must be one of {', '.join(PULL_POLICIES)}, not {pull!r}")
+    if pull != "always":
+        try:
+            return client.images.get(image)
+        except ImageNotFound:
+            if pull == "never":
+                raise InputError(f"image {image} is not present on the engine and --pull=never", image) from None
+        except APIError as exc:
+            raise ServiceError(f"the Docker engine failed to look up {image}: {short_error(exc)}") from exc
+    try:
+        return client.images.pull(image)
+    except ImageNotFound as exc:
+        raise InputError(f"image {image} was not found: {short_error(exc)}", image) from exc
+    except APIError as exc:
+        text = str(exc).lower()
+        if any(word in text for word in ("not found", "manifest unknown", "does not exist", "repository name must")):
+            raise InputError(f"image {image} could not be pulled: {short_error(exc)}", image) from exc
+        raise ServiceError(f"pulling {image} failed: {short_error(exc)}") from exc
+
+
+
+def engine_is_local(client: DockerClient) -> bool:
+    """True for a unix socket (the SDK's base URL ``http+docker://localhost``)."""
+    return str(getattr(client.api, "base_url", "")).startswith("http+docker://localhost")
+
+
+def engine_where() -> str:
+    """The engine address for messages: DOCKER_HOST, else the context or local socket the SDK chose."""
+    return os.environ.get("DOCKER_HOST") or "the current Docker context or local socket"
