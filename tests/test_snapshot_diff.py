@@ -193,6 +193,25 @@ def test_two_ngc_image_configs(registry_images: Any, tmp_path: Path) -> None:
     assert _diff(str(snap), cuda13) == (0, [])
 
 
+# ---------------------------------------------------------------------------------------------- containers
+
+
+def test_snapshot_of_a_container_and_diff_with_another_image(test_images: Any, tmp_path: Path) -> None:
+    """The collector run inside the test images (tests/docker_images.py): a CUDA 13 one, then a CUDA 12 one."""
+    good = tmp_path / "cuda13.json"
+    proc = run_envcheck("snapshot", test_images.cuda13, "--container", "-o", str(good), "-q", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert _diff(str(good), str(good)) == (0, [])
+    proc = run_envcheck("diff", str(good), test_images.cuda12, "--container", "--format", "json", timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    rules = _rules(json.loads(proc.stdout)["targets"][0]["findings"])
+    assert any("G1-live-torch PASS → FAIL" in m for m in rules["G9-drift-finding"]), rules
+    assert any(m.startswith("WARN torch ") and "(CUDA 13 → 12)" in m for m in rules["G9-drift-package"]), rules
+    proc = run_envcheck("diff", "--twins", str(good), test_images.cuda12, "--container", "--format", "json", timeout=300)
+    mismatches = [f["message"] for f in json.loads(proc.stdout)["targets"][0]["findings"]]
+    assert proc.returncode == 1 and any(m.startswith("torch CUDA: 13.0 on ") for m in mismatches), mismatches
+
+
 # ---------------------------------------------------------------------------------------------- a real CUDA 13 torch environment
 
 
