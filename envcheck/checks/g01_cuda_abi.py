@@ -10,7 +10,8 @@ import os
 import re
 from collections.abc import Iterator
 
-from envcheck.inspect.builds import (
+from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.knowledge.builds import (
     CudaBuild,
     build_of_index,
     build_of_version,
@@ -18,7 +19,6 @@ from envcheck.inspect.builds import (
     installs_on,
     pypi_torch_build,
 )
-from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.model import Binary, Finding, Location, Package, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -352,7 +352,9 @@ _DIGITS = re.compile(r"\d+")
 
 
 def _foreign(names: tuple[str, ...], major: int) -> list[tuple[str, tuple[int, ...]]]:
-    from envcheck.inspect.elf import cuda_majors  # the ELF code loads only for targets with binaries
+    from envcheck.knowledge.sonames import (
+        cuda_majors,  # the soname table loads only for targets with binaries
+    )
 
     out = []
     for name in names:
@@ -403,7 +405,7 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     binaries = ctx.inventory.binaries
     if not binaries:
         return
-    from envcheck.inspect.elf import cuda_majors, soname_key  # only for targets with binaries
+    from envcheck.knowledge.sonames import cuda_majors, soname_key  # only for targets with binaries
 
     major = ctx.profile.cuda_major
     good_variants = {_variant_key(b) for b in binaries if b.cuda_major == major}
@@ -469,7 +471,7 @@ CUDA12_BASE = rule(
 @check(CUDA12_BASE)
 def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over Dockerfile base images: CUDA 12 bases FAIL (WARN in stages outside the final image)."""
-    from envcheck.inspect.base_images import in_stage, safe_describe
+    from envcheck.knowledge.base_images import in_stage, safe_describe
 
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
@@ -524,7 +526,7 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
             how = f"CUDA_VERSION={value}"
             evidence["CUDA_VERSION"] = value
     if major is None:
-        from envcheck.inspect.base_images import safe_describe
+        from envcheck.knowledge.base_images import safe_describe
 
         described = safe_describe(str(facts.get("registry", "")) + "/" + str(facts.get("repository", "")) + ":" + str(facts.get("tag") or "latest")) if facts.get("repository") else None
         if described is not None and described.cuda_major is not None:
@@ -556,7 +558,7 @@ DEFAULT_INDEX_PULL = rule(
 @check(DEFAULT_INDEX_PULL)
 def default_index_pulls(ctx: CheckContext) -> Iterator[Finding]:
     """G1: Dockerfile installs that resolve dependencies through a CUDA 12 index set in ENV/ARG."""
-    from envcheck.sources.dockerfile import INDEX_VARIABLES, index_entries
+    from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
 
     defaults = []  # (stage, line, variable, url, build)
     for var in ctx.inventory.env:

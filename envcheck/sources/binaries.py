@@ -38,11 +38,11 @@ from envcheck.inspect.elf import (
     SubSource,
     ar_members,
     cubin_target,
-    implied_cuda_major,
     parse_header,
     read_dynamic,
     read_sections,
 )
+from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role
 from envcheck.sources import ReadOptions
 
