@@ -75,6 +75,8 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
     parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
     parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
+    parser.add_argument("--max-text-size", metavar="SIZE",
+                        help="largest requirements/pyproject/lock/config file read, includes counted together (default 16MiB; docs/limits.md)")
     parser.add_argument("--max-expansion", type=float, default=None, metavar="RATIO",
                         help="a wheel's binaries may expand to RATIO times their compressed size (at least 16 MiB) before "
                              "they are refused as a decompression bomb (default 100; 0: no limit; docs/limits.md)")
@@ -164,7 +166,10 @@ def _run(command: str | None, argv: list[str]) -> int:
         module.configure(parser)
         _common(parser, getattr(module, "DEFAULT_FORMAT", None))
     args = parser.parse_args(argv)
-    config = _layered_config(args, load_config(args.config, Path.cwd()))
+    from envcheck.config import parse_size
+
+    max_text = parse_size(args.max_text_size, "--max-text-size") if getattr(args, "max_text_size", None) else None
+    config = _layered_config(args, load_config(args.config, Path.cwd(), max_text))
     if module is not None and hasattr(module, "report"):  # a command that compares or post-processes (diff, snapshot)
         report: Report = module.report(args, config)
     else:
@@ -211,6 +216,10 @@ def _layered_config(args: argparse.Namespace, config: Config) -> Config:
         options["deep_fatbin"] = True
     if args.no_cache:
         options["no_cache"] = True
+    if getattr(args, "max_text_size", None):
+        from envcheck.config import parse_size
+
+        options["max_text_bytes"] = parse_size(args.max_text_size, "--max-text-size")
     changes["options"] = options
     return replace(config, **changes)  # type: ignore[arg-type]
 
@@ -232,6 +241,7 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         deep_fatbin=bool(args.deep_fatbin),
         use_cache=not args.no_cache,
         extra={**({"target": args.target} if args.target else {}),
+               **({"max_text_bytes": config.options["max_text_bytes"]} if config.options.get("max_text_bytes") else {}),
                **({"max_expansion": args.max_expansion} if args.max_expansion is not None else {})},
     )
     _no_mistyped_command(args.paths)

@@ -130,6 +130,25 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
     return None, "nothing in the input says which CUDA build of torch is installed"
 
 
+def _distribution_fix(name: str, major: int) -> str | None:
+    """The CUDA ``major`` distribution that replaces ``name``: cupy-cuda12x -> cupy-cuda13x; nvidia-cublas-cu12
+    -> nvidia-cublas 13.x (toolkit parts drop the suffix); nvidia-cudnn-cu12 -> nvidia-cudnn-cu13. None: the rule's fix."""
+    from envcheck.inspect.builds import _unsuffixed
+
+    m = re.fullmatch(r"(.+)-(cu|cuda)1[0-2](x?)", name)
+    if m is None:
+        return None
+    base, prefix, x = m.groups()
+    row = _unsuffixed().get(base) if prefix == "cu" else None
+    if row is not None:  # toolkit parts drop the suffix; their CUDA 13 releases are not always 13.x (cuFFT 12.x)
+        spec = row.get(f"cuda{major}")
+        replacement = f"{base}{spec}" if isinstance(spec, str) else f"the unsuffixed {base} (its CUDA {major} release)"
+    else:
+        replacement = f"{base}-{prefix}{major}{x}"
+    return (f"Replace {name} with {replacement}, its CUDA {major} build, or drop the pin and let torch's cu{major}0 "
+            "build pull its own.")
+
+
 def _is_pypi(url: str) -> bool:
     return url.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
 
@@ -207,7 +226,7 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
                 yield CUDA12_DIST.finding(
                     f"{pkg.name}{' ' + pkg.version if pkg.version else ''} carries CUDA {dist_major} libraries: {why}",
                     pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": dist_major},
-                    fix=_FIX_CONDA if pkg.role == "conda" else None,
+                    fix=_FIX_CONDA if pkg.role == "conda" else _distribution_fix(pkg.name, major),
                 )
         conda_major = _conda_cuda_major(pkg, major)
         if conda_major is not None:
