@@ -133,13 +133,13 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
 def _distribution_fix(name: str, major: int) -> str | None:
     """The CUDA ``major`` distribution that replaces ``name``: cupy-cuda12x -> cupy-cuda13x; nvidia-cublas-cu12
     -> nvidia-cublas 13.x (toolkit parts drop the suffix); nvidia-cudnn-cu12 -> nvidia-cudnn-cu13. None: the rule's fix."""
-    from envcheck.inspect.builds import _unsuffixed
+    from envcheck.knowledge.builds import unsuffixed_distribution
 
     m = re.fullmatch(r"(.+)-(cu|cuda)1[0-2](x?)", name)
     if m is None:
         return None
     base, prefix, x = m.groups()
-    row = _unsuffixed().get(base) if prefix == "cu" else None
+    row = unsuffixed_distribution(base) if prefix == "cu" else None
     if row is not None:  # toolkit parts drop the suffix; their CUDA 13 releases are not always 13.x (cuFFT 12.x)
         spec = row.get(f"cuda{major}")
         replacement = f"{base}{spec}" if isinstance(spec, str) else f"the unsuffixed {base} (its CUDA {major} release)"
