@@ -206,7 +206,7 @@ RESOLVE_NO_FILE = rule(
     lock files written on x86_64 CI and with releases that ship only x86_64 and Windows wheels.""",
     "Pick a version that publishes a manylinux aarch64 wheel (check the project's files on the index), or re-lock for the target: "
     "uv pip compile --python-platform aarch64-manylinux_2_39.",
-    ("requirements", "pyproject", "lock", "freeze"),
+    ("requirements", "pyproject", "lock", "freeze", "dockerfile"),
 )
 RESOLVE_SOURCE_BUILD = rule(
     "ARCH-resolve-source-build", "ARCH", "A resolved package is built from source on the Spark", Status.FAIL,
@@ -216,7 +216,7 @@ RESOLVE_SOURCE_BUILD = rule(
     other packages (a build toolchain is needed, and the build may still fail).""",
     "Pin a version that publishes a manylinux aarch64 wheel, take the package from an NGC container, or build the wheel "
     "once for linux/aarch64 and install that file.",
-    ("requirements", "pyproject", "lock", "freeze"),
+    ("requirements", "pyproject", "lock", "freeze", "dockerfile"),
 )
 
 

@@ -440,7 +440,7 @@ RESOLVE_CONFLICT = rule(
     excludes (xformers 0.0.32.post2 requires torch==2.8.0 next to torch==2.14.1). pip would stop the same way.""",
     "Change one of the two requirements the message names: usually pick the release of the dependent package "
     "built for your torch (its Requires-Dist on the index says which).",
-    ("requirements", "pyproject", "freeze"),
+    ("requirements", "pyproject", "freeze", "dockerfile"),
 )
 
 
