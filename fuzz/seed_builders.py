@@ -177,6 +177,44 @@ def hostile_elf_seeds() -> list[bytes]:
     return out
 
 
+# ---- hostile Dockerfiles (issue 13): generators for the bounded tests and the fuzz seeds -----------------
+
+
+def hostile_dockerfiles(scale: float = 1) -> dict[str, str]:
+    """Dockerfiles of each hostile class, by name; ``scale=1`` is the issue's size, smaller fractions make
+    seeds. Each stays a few MiB at most on disk; what makes it hostile is what reading it costs."""
+
+    def n(count: int) -> int:
+        return max(2, int(count * scale))
+
+    deep = "${A:-" * n(10_000) + "x" + "}" * n(10_000)
+    return {
+        # a quoted 100 KB argument (was quadratic in the shell reader)
+        "quoted-argument": 'FROM ubuntu:24.04\nRUN pip install "' + "a" * n(100_000) + '"\n',
+        # 80k ENV lines (each copied the whole environment)
+        "many-env": "FROM ubuntu:24.04\n" + "".join(f"ENV A{i}={i}\n" for i in range(n(80_000))) + "RUN pip install torch\n",
+        # a 503-byte file whose ENV values double forty times (5.3 GB)
+        "doubling-env": "FROM ubuntu:24.04\nENV A=x\n" + "ENV A=$A$A\n" * n(40) + "RUN pip install torch\n",
+        # 8000 exports then 8000 commands in one RUN (each command copied every export)
+        "exports-then-commands": "FROM ubuntu:24.04\nRUN " + " && ".join(f"export V{i}=x{i}" for i in range(n(8_000)))
+        + " && " + " && ".join(f"echo {i}" for i in range(n(8_000))) + "\n",
+        # a 10 MB RUN line
+        "huge-run": "FROM ubuntu:24.04\nRUN " + "pip install torch && " * n(500_000) + "true\n",
+        # ${A:-${B:-...}} nested 10k deep, in ENV, WORKDIR and COPY
+        "nested-env": f"FROM ubuntu:24.04\nENV B={deep}\nRUN pip install torch\n",
+        "nested-workdir": f"FROM ubuntu:24.04\nWORKDIR /{deep}\nRUN pip install torch\n",
+        "nested-copy": f"FROM ubuntu:24.04\nCOPY {deep} /x\nRUN pip install torch\n",
+        "nested-arg": f"ARG B={deep}\nFROM ubuntu:24.04\n",
+        # if/subshell nesting past the shell reader's depth
+        "nested-shell": "FROM ubuntu:24.04\nRUN " + "(" * n(5_000) + "pip install torch" + ")" * n(5_000) + "\n",
+    }
+
+
+def hostile_dockerfile_seeds() -> list[bytes]:
+    """Small members of each hostile Dockerfile class (fuzz seeds)."""
+    return [text.encode() for text in hostile_dockerfiles(scale=0.002).values()]
+
+
 # --- hostile dependency files and config (issue 13): the generators of tests/test_deps_bounds.py ----------
 
 
