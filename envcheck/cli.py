@@ -77,6 +77,8 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
     parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
     parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
+    parser.add_argument("--max-text-size", metavar="SIZE",
+                        help="largest requirements/pyproject/lock/config file read, includes counted together (default 16MiB; docs/limits.md)")
     parser.add_argument("--max-expansion", type=float, default=None, metavar="RATIO",
                         help="a wheel's binaries may expand to RATIO times their compressed size (at least 16 MiB) before "
                              "they are refused as a decompression bomb (default 100; 0: no limit; docs/limits.md)")
@@ -166,7 +168,10 @@ def _run(command: str | None, argv: list[str]) -> int:
         module.configure(parser)
         _common(parser, getattr(module, "DEFAULT_FORMAT", None))
     args = parser.parse_args(argv)
-    config = _layered_config(args, load_config(args.config, Path.cwd()))
+    from envcheck.config import parse_size
+
+    max_text = parse_size(args.max_text_size, "--max-text-size") if getattr(args, "max_text_size", None) else None
+    config = _layered_config(args, load_config(args.config, Path.cwd(), max_text))
     if module is not None and hasattr(module, "report"):  # a command that compares or post-processes (diff, snapshot)
         report: Report = module.report(args, config)
     else:
@@ -213,6 +218,10 @@ def _layered_config(args: argparse.Namespace, config: Config) -> Config:
         options["deep_fatbin"] = True
     if args.no_cache:
         options["no_cache"] = True
+    if getattr(args, "max_text_size", None):
+        from envcheck.config import parse_size
+
+        options["max_text_bytes"] = parse_size(args.max_text_size, "--max-text-size")
     changes["options"] = options
     return replace(config, **changes)  # type: ignore[arg-type]
 
@@ -234,25 +243,30 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         deep_fatbin=bool(args.deep_fatbin),
         use_cache=not args.no_cache,
         extra={**({"target": args.target} if args.target else {}),
+               **({"max_text_bytes": config.options["max_text_bytes"]} if config.options.get("max_text_bytes") else {}),
                **({"max_expansion": args.max_expansion} if args.max_expansion is not None else {})},
     )
+    _no_mistyped_command(args.paths)
     if args.kind is not None and args.kind not in kinds.path_kinds():
         raise UsageError(f"unknown input kind {args.kind!r} for --kind; known: {', '.join(kinds.path_kinds())}")
     targets: list[Target] = []
-    paths = [Path(p) for p in args.paths]
+    paths = [Path(p) for p in args.paths]  # named as the user gave them; what envcheck finds, relative to the cwd
     if not paths and not args.python:
-        found = _discovered(sources.discover_tree(Path.cwd()), options, args.verbose > 0)
+        found = _discovered(sources.discover_tree(Path(".")), options, args.verbose > 0)  # relative, as `envcheck .` prints them
         if not found and not args.allow_empty:
             raise UsageError("nothing to check in the current folder (no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
                              "environment.yml, Dockerfile or wheel); pass a PATH")
         targets.extend(found)
     for path in paths:
         if not path.exists() and not path.is_symlink():
-            targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(f"{path}: no such file or folder", str(path)))))
+            targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(
+                f"{path}: no such file or folder", str(path),
+                fix=f"Check the path (relative paths start at {Path.cwd()}).",
+            ))))
             continue
         kind = args.kind or sources.detect(path)
         if kind == "project":
-            discovery = sources.discover_tree(path)
+            discovery = sources.discover_tree(_relative_to_cwd(path))
             if not discovery.files:  # no dependency file or recipe: a folder of binaries, or nothing to check
                 discovery.unreadable.clear()  # the folder scan reports the folders it cannot list itself
             found = _discovered(discovery, options, args.verbose > 0)
@@ -264,12 +278,35 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
             targets.append(Target(str(path), "unknown", _raiser(InputError(
                 f"{path}: cannot tell what kind of input this is; pass --kind ({', '.join(kinds.path_kinds())})", str(path)))))
             continue
-        targets.append(_file_target(path, kind, options))
+        targets.append(_file_target(path, kind, options, guessed=args.kind is None))
     if args.python:
         targets.append(_python_target(args.python, options))
     if args.resolve:
         targets = _resolved_targets(args, config, targets)
     return targets
+
+
+def _no_mistyped_command(paths: list[str]) -> None:
+    """``envcheck imgae foo``: a first PATH that does not exist and is spelled like a command is a typo (as git says)."""
+    if not paths or "/" in paths[0] or Path(paths[0]).exists():
+        return
+    import difflib
+
+    close = difflib.get_close_matches(paths[0], [*COMMANDS, *BUILTIN], n=1, cutoff=0.6)
+    if close:
+        raise UsageError(f"{paths[0]!r} is neither a file nor an envcheck command; the most similar command is "
+                         f"`envcheck {close[0]}` (`envcheck --help` lists them)")
+
+
+def _relative_to_cwd(path: Path) -> Path:
+    """``path`` relative to the working folder when it lies under it, else as given: the files found in a folder
+    are named the same way by ``envcheck``, ``envcheck .`` and ``envcheck $PWD``."""
+    if not path.is_absolute():
+        return path
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Target]) -> list[Target]:
@@ -322,15 +359,27 @@ def _raiser(exc: Exception) -> Callable[[], Inventory]:
     return read
 
 
-def _file_target(path: Path, kind: str, options: ReadOptions) -> Target:
+def _file_target(path: Path, kind: str, options: ReadOptions, guessed: bool = True) -> Target:
     from dataclasses import replace
 
     from envcheck import sources
     from envcheck.engine import Target
+    from envcheck.errors import InputError
 
     module = sources.module_for(kind)
     opts = replace(options, kind=kind)
-    return Target(str(path), kind, lambda: module.read(path, opts))
+
+    def read() -> Inventory:
+        try:
+            inventory: Inventory = module.read(path, opts)
+        except InputError as exc:
+            if guessed and not exc.fix and path.is_file():
+                # The kind came from the file's name or content: the file may simply be something else.
+                exc.fix = f"Fix the {kind} file, or pass --kind if {path} is not one ({', '.join(kinds.path_kinds())})."
+            raise
+        return inventory
+
+    return Target(str(path), kind, read)
 
 
 def _python_target(python: str, options: ReadOptions) -> Target:

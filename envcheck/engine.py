@@ -30,7 +30,7 @@ def read_safely(target: Target, debug: bool = False) -> Inventory:
         return Inventory(problems=[ReadProblem(exc.message, Location(target.name), service=True)])
     except InputError as exc:
         where = Location(exc.path or target.name, line=exc.line, offset=exc.offset)
-        return Inventory(problems=[ReadProblem(exc.message, where)])
+        return Inventory(problems=[ReadProblem(exc.message, where, fix=exc.fix)])
     except EnvcheckError as exc:
         return Inventory(problems=[ReadProblem(exc.message, Location(target.name))])
     except Exception as exc:  # a reader bug or an unforeseen input: this target is an ERROR, the others go on
@@ -51,7 +51,7 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[st
     findings: list[Finding] = []
     for problem in inventory.problems:
         rule = rules.SERVICE_ERROR if problem.service else rules.INPUT_SKIPPED if problem.note else rules.INPUT_ERROR
-        findings.append(rule.finding(problem.message, problem.location))
+        findings.append(rule.finding(problem.message, problem.location, fix=problem.fix or None))
 
     def run_checks(scoped: Inventory) -> list[Finding]:
         out: list[Finding] = []

@@ -24,11 +24,13 @@ class InputError(EnvcheckError):
 
     exit_code = 2
 
-    def __init__(self, message: str, path: str | None = None, line: int | None = None, offset: int | None = None) -> None:
+    def __init__(self, message: str, path: str | None = None, line: int | None = None, offset: int | None = None,
+                 fix: str = "") -> None:
         super().__init__(message)
         self.path = path
         self.line = line
         self.offset = offset
+        self.fix = fix  # what to do, when it is more precise than "fix or remove the broken input"
 
 
 class ServiceError(EnvcheckError):

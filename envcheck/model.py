@@ -299,6 +299,7 @@ class ReadProblem:
     location: Location | None = None
     service: bool = False  # True: a service (registry, engine) was unreachable -> exit code 3
     note: bool = False  # True: not an error but something skipped on purpose (an INFO finding, rule input-skipped)
+    fix: str = ""  # what to do, where it differs from the rule's general fix (a missing file: check the path)
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)

@@ -49,6 +49,7 @@ from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.model import (
     Binary,
     IndexOption,
+    InstallCommand,
     Inventory,
     Location,
     Package,
@@ -327,6 +328,52 @@ def conflict_pair(words: str) -> str:
     return text[:600]
 
 
+# ------------------------------------------------------------------------------ Dockerfile installs
+
+def dockerfile_installs(declared: Inventory) -> list[tuple[InstallCommand, list[str]]]:
+    """The ``pip``/``uv pip`` installs of a Dockerfile as requirements lines (index options of the same command
+    first). Stages built on an NGC image are left out: pip there starts from the image's own packages, which a
+    resolution from scratch would not see."""
+    ngc_stages = {st for img in declared.images if img.ref.startswith("nvcr.io/nvidia/") for st in (img.stages or (img.stage,)) if st}
+    out = []
+    for install in declared.installs:
+        loc = install.location
+        if install.tool not in ("pip", "uv") or loc is None or not install.packages or loc.stage in ngc_stages:
+            continue
+        lines = []
+        for index in declared.indexes:
+            if index.location is not None and (index.location.line, index.location.stage) == (loc.line, loc.stage):
+                flag = {IndexOption.INDEX_URL: "--index-url", IndexOption.EXTRA_INDEX_URL: "--extra-index-url",
+                        IndexOption.FIND_LINKS: "--find-links"}.get(index.option)
+                if flag:
+                    lines.append(f"{flag} {index.url}")
+        for pkg in declared.packages:
+            if pkg.location is None or (pkg.location.line, pkg.location.stage) != (loc.line, loc.stage) or pkg.role not in (Role.REQUIREMENT, Role.BUILD):
+                continue
+            extras = f"[{','.join(pkg.extras)}]" if pkg.extras else ""
+            text = f"{pkg.name}{extras} @ {pkg.url}" if pkg.url else f"{pkg.name}{extras}{pkg.specifier}"
+            lines.append(text + (f"; {pkg.marker}" if pkg.marker else ""))
+        if any(not line.startswith("--") for line in lines):
+            out.append((install, lines))
+    return out
+
+
+def _resolve_lines(lines: list[str], install: InstallCommand, profile: Profile, settings: ResolveSettings,
+                   python: str) -> tuple[list[Chosen], str]:
+    """Resolve one install command's requirements (cached like a file of the same lines)."""
+    with tempfile.TemporaryDirectory(prefix="envcheck-run-") as tmp:
+        req = Path(tmp) / "requirements.txt"
+        req.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        key = _resolution_key(req, Inventory(), profile, settings, python, install.no_deps)
+        hit = _cached_resolution(key) if settings.use_cache else None
+        if hit is None:
+            hit = uv_compile(req, profile, settings, python, no_deps=install.no_deps)
+            if settings.use_cache:
+                _store_resolution(key, *hit)
+    found, conflict = hit
+    return [replace(c, location=install.location) for c in found], conflict
+
+
 # ------------------------------------------------------------------------------ cached resolutions
 
 RESOLUTION_TTL_HOURS = 24.0  # a resolution of unpinned requirements changes when new releases appear
@@ -577,8 +624,22 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
             inventory.resolved.append(ResolvedFile(path.name, None, "conflict", reason=redact_text(conflict_pair(conflict)),
                                                    sources=("resolver",), location=Location(str(path))))
             return inventory
+    elif kind == "dockerfile":
+        chosen = []
+        for install, requirements in dockerfile_installs(declared):
+            where = f"{path}:{install.location.line if install.location else '?'}"
+            try:
+                found, conflict = _resolve_lines(requirements, install, profile, settings, python)
+            except (ServiceError, InputError) as exc:  # one install's failure never hides the others
+                message = re.sub(r"^\S*requirements\.txt", where, exc.message)
+                inventory.problems.append(ReadProblem(redact_text(message), install.location, service=isinstance(exc, ServiceError)))
+                continue
+            if conflict and not found:
+                inventory.resolved.append(ResolvedFile(path.name, None, "conflict", reason=redact_text(conflict_pair(conflict)),
+                                                       sources=("resolver",), location=install.location))
+            chosen += found
     else:
-        raise InputError(f"{path}: --resolve reads requirements, freeze, pyproject, uv.lock and pylock files, not {kind} inputs", str(path))
+        raise InputError(f"{path}: --resolve reads requirements, freeze, pyproject, uv.lock, pylock files and Dockerfiles, not {kind} inputs", str(path))
     for item in chosen:
         _add(inventory, item, client, settings)
     inventory.host = replace(inventory.host, resolve={"python_version": python, "platform": uv_platform(profile), "files": len(chosen),
@@ -628,7 +689,7 @@ def index_entries(settings: ResolveSettings) -> list[PackageIndex]:
     return out
 
 
-RESOLVABLE = ("requirements", "freeze", "pyproject", "uv-lock", "pylock")
+RESOLVABLE = ("requirements", "freeze", "pyproject", "uv-lock", "pylock", "dockerfile")
 
 
 def resolved_reader(name: str, kind: str, read_declared: Any, settings: ResolveSettings, profile_name: str) -> Any:

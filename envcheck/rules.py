@@ -185,7 +185,7 @@ INPUT_ERROR = rule(
     Status.ERROR,
     """envcheck could not read this input (or one line, member or section of it), so nothing it
     contains was checked. The message names the file and the line, byte offset or member.""",
-    """Fix or remove the broken input, or pass --kind if envcheck guessed the input kind wrong.""",
+    """Fix or remove the broken input; the message says what could not be read and where.""",
 )
 SERVICE_ERROR = rule(
     SERVICE_ERROR_ID,

@@ -5,10 +5,12 @@ the loopback server, so nothing leaves the machine; lengths are set by the serve
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import sys
 import threading
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -19,8 +21,9 @@ from harness import main
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError
+    from envcheck.inspect import image_reference  # noqa: F401  (instrumented before use)
     from envcheck.model import Inventory
-    from envcheck.services.registry import auth, client, reference  # noqa: F401  (instrumented before use)
+    from envcheck.services.registry import auth, client  # noqa: F401
     from envcheck.sources.image import ImageOptions, read_image
 
 STATUSES = (200, 200, 200, 200, 401, 401, 403, 404, 429, 500, 503, 206, 204, 302)
@@ -91,6 +94,15 @@ SEEDS = [
     b'{"schemaVersion": 2, "config": {"digest": "sha256:' + b"2" * 64 + b'", "size": 5}, "layers": []}',
     b"\x08Retry-After: 1\n\n{}",
     b'\x00\n\n{"token": "x", "expires_in": "soon"}',
+    # issue 13: compressed answers (decoded with their limits), waits past the deadline, encodings not asked for
+    b"\x07Content-Encoding: gzip\nContent-Type: application/json\n\n"
+    + gzip.compress(b'{"errors": [{"code": "MANIFEST_UNKNOWN", "message": "manifest unknown"}]}', mtime=0),
+    b"\x00Content-Encoding: gzip\n\n" + gzip.compress(bytes(3 << 20), mtime=0),
+    b"\x00Content-Encoding: deflate\n\n" + zlib.compress(b'{"schemaVersion": 2, "layers": []}'),
+    b"\x00Content-Encoding: gzip\n\n\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xffnot deflate",
+    b"\x00Content-Encoding: br\n\n{}",
+    b"\x08Retry-After: 99999\n\n{}",
+    b"\x08Retry-After: Fri, 31 Dec 2100 23:59:59 GMT\n\n{}",
 ]
 
 if __name__ == "__main__":

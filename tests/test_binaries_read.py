@@ -663,3 +663,42 @@ def test_a_broken_entry_inside_nv_fatbin_is_reported_by_both_readers() -> None:
     assert [p.message for p in streamed.problems] == [p.message for p in on_disk.problems]
     assert len(on_disk.problems) == 1 and "header size 604277065 is impossible" in on_disk.problems[0].message
     assert streamed.problems[0].location is not None and streamed.problems[0].location.offset == start + 16 + 4
+
+
+# ---- what a folder scan opens, and its cached walk (issue 18) ---------------------------------------------
+
+
+def _scan_paths(root: Path, cache: bool = False) -> list[str]:
+    inv = binaries_source.scan_folder(root, ReadOptions(use_cache=cache))
+    assert [p for p in inv.problems if not p.note] == []
+    return sorted(os.path.relpath(b.path, root) for b in inv.binaries)
+
+
+def test_a_folder_scan_opens_binary_names_and_executables_only(tmp_path: Path) -> None:
+    elf = (BIN / "libext_cuda12.so").read_bytes()
+    for name in ("libx.so", "liby.so.12", "libz.5f3a9c1d.so.13", "ext.cpython-312-aarch64-linux-gnu.so", "k.o",
+                 "k.cubin", "data.bin", "tool", "script.py", "blob.dat"):
+        (tmp_path / name).write_bytes(elf)
+    (tmp_path / "tool").chmod(0o755)  # an executable without an extension: read
+    (tmp_path / "script.py").chmod(0o755)  # a text name stays unopened whatever its mode
+    (tmp_path / "libs.a").write_bytes((BIN / "gpu_static_sm121f.a").read_bytes())
+    assert _scan_paths(tmp_path) == sorted(["libx.so", "liby.so.12", "libz.5f3a9c1d.so.13", "ext.cpython-312-aarch64-linux-gnu.so",
+                                            "k.o", "k.cubin", "tool", "libs.a"])
+    assert binaries_source.may_be_binary("libcudart.so.13") and not binaries_source.may_be_binary("model.safetensors", 0o644)
+
+
+def test_a_cached_walk_sees_every_change_that_touches_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "site-packages"
+    (root / "pkg" / "sub").mkdir(parents=True)
+    (root / "pkg" / "liba.so").write_bytes((BIN / "libext_cuda12.so").read_bytes())
+    assert _scan_paths(root, cache=True) == ["pkg/liba.so"]
+    assert _scan_paths(root, cache=True) == ["pkg/liba.so"]  # from the cache
+    (root / "pkg" / "sub" / "libb.so").write_bytes((BIN / "libext_cuda13.so").read_bytes())  # new file, deeper
+    assert _scan_paths(root, cache=True) == ["pkg/liba.so", "pkg/sub/libb.so"]
+    (root / "pkg" / "liba.so").write_bytes((BIN / "gpu_sm121.so").read_bytes())  # replaced in place
+    inv = binaries_source.scan_folder(root, ReadOptions(use_cache=True))
+    assert {Path(b.path).name: b.sass for b in inv.binaries}["liba.so"] == ("sm_121",)
+    (root / "pkg" / "sub" / "libb.so").unlink()
+    assert _scan_paths(root, cache=True) == ["pkg/liba.so"]
+    assert _scan_paths(root, cache=False) == ["pkg/liba.so"]

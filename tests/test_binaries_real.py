@@ -231,3 +231,39 @@ def test_real_wheel_gives_no_error_on_the_command_line(real_wheel: tuple[Path, P
     assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
     [target] = json.loads(proc.stdout)["targets"]
     assert not [f for f in target["findings"] if f["status"] == "ERROR"]
+
+
+# ---- the whole-environment scan: fast, and never at the price of a finding (issue 18) -----------------------
+
+
+def test_the_folder_scan_misses_no_elf_file_of_the_torch_env(torch_venv: Path) -> None:
+    """The scan opens only binary names and executables; every file that starts with the ELF or ar magic
+    (each file of the environment opened, the slow way) is still in the inventory, with the same facts."""
+    inv = scan_folder(torch_venv, ReadOptions(use_cache=False))
+    assert [p for p in inv.problems if not p.note] == []
+    scanned = {b.path: b for b in inv.binaries}
+    by_magic: dict[str, bool] = {}
+    for folder, _dirs, names in os.walk(torch_venv):
+        for name in names:
+            path = os.path.join(folder, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            with open(path, "rb") as fh:
+                if fh.read(8).startswith((b"\x7fELF", b"!<arch>\n")):
+                    by_magic[path] = True
+    assert scanned.keys() == by_magic.keys() and len(scanned) > 100
+    for path in ("torch/lib/libtorch_cuda.so", "nvidia/cu13/lib/libcufft.so.12"):
+        full = str(torch_venv / path)
+        with open(full, "rb") as fh:
+            whole = read_binary(FileSource(fh, os.path.getsize(full)), full).binary
+        assert whole is not None and facts(scanned[full]) == facts(whole)
+
+
+def test_torch_env_findings_are_the_same_cold_and_from_the_cache(torch_venv: Path, tmp_path: Path) -> None:
+    env = {"ENVCHECK_CACHE_DIR": str(tmp_path)}
+    runs = [run_envcheck(str(torch_venv), "--format", "json", *extra, env=env, timeout=600)
+            for extra in (("--no-cache",), (), ())]  # no cache; filling the cache; from the cache
+    reports = [json.loads(r.stdout)["targets"][0] for r in runs]
+    assert reports[0]["findings"] == reports[1]["findings"] == reports[2]["findings"]
+    strip = [[{k: v for k, v in b.items() if k != "bytes_read"} for b in r["inventory"]["binaries"]] for r in reports]
+    assert strip[0] == strip[1] == strip[2] and reports[0]["inventory"]["packages"] == reports[2]["inventory"]["packages"]

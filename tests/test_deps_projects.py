@@ -213,3 +213,15 @@ def test_internal_extra_markers_are_decided_per_scope() -> None:
     mixed = "platform_machine == 'aarch64' and extra == 'group-4-proj-a' or sys_platform == 'darwin'"
     assert with_extras(mixed, frozenset({"group-4-proj-a"})) == "platform_machine == 'aarch64' or sys_platform == 'darwin'"
     assert with_extras(mixed, frozenset()) == "sys_platform == 'darwin'"
+
+
+def test_cuda12_distributions_name_their_cuda13_replacement(tmp_path: Path) -> None:
+    req = _write(tmp_path, "requirements.txt", "cupy-cuda12x==13.3.0\nnvidia-cudnn-cu12==9.1.0.70\n"
+                 "nvidia-cufft-cu12==11.0.2.54\nnvidia-cublas-cu12==12.1.3.1\n")
+    proc = run_envcheck("--format", "json", str(req))
+    fixes = {f["location"]["line"]: f["fix"] for f in json.loads(proc.stdout)["targets"][0]["findings"]
+             if f["rule"] == "G1-cuda12-distribution" and f["status"] == "FAIL"}
+    assert "with cupy-cuda13x" in fixes[1]
+    assert "with nvidia-cudnn-cu13" in fixes[2]
+    assert "with nvidia-cufft>=12,<13" in fixes[3]  # cuFFT's CUDA 13 release is 12.x (knowledge/nvidia_distributions.toml)
+    assert "with nvidia-cublas>=13" in fixes[4]

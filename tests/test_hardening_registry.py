@@ -133,3 +133,18 @@ def test_malformed_chunked_body(registry_images: Images, fault_proxy: Proxy, ima
     code, report, _ = bounded_check(via(proxy, registry_images.single_arm64), cache=image_cache)
     assert code == 3
     assert words in service_error(report, proxy.host)
+
+
+# ---- a layer stream is held to its descriptor's size ----------------------------------------------------------
+
+def test_layer_longer_than_its_manifest_says(registry_images: Images, fault_proxy: Proxy, image_cache: Path) -> None:
+    """Reading stops one byte past the size the manifest gives, before the digest could even be checked."""
+    from test_hardening_services import manifest_of
+
+    layer = manifest_of(registry_images, "lab/deep", "clean")["layers"][0]
+    proxy = fault_proxy(Fault(layer["digest"], "rewrite", times=-1, body=bytes(layer["size"] + (8 << 20))))
+    code, report, _ = bounded_check(via(proxy, registry_images.deep_clean), "--deep", "--platform", "linux/amd64",
+                                    cache=image_cache)
+    assert code == 3
+    message = service_error(report, proxy.host)
+    assert f"layer {layer['digest'][:19]}: more than the {layer['size']} bytes the manifest says" in message

@@ -49,7 +49,7 @@ def _resolve(tmp_path: Path, uv_cache: Path, index_url: str, text: str, *args: s
              env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
     target = tmp_path / name
     target.write_text(text)
-    if name.endswith(".txt"):
+    if not name.endswith(".toml"):
         from tests.conftest import require
 
         require(UV is not None, "uv is not installed (pip install 'envcheck[resolve]')")
@@ -301,3 +301,19 @@ def test_uv_missing_is_a_clear_error(tmp_path: Path, index: PackageIndex) -> Non
     messages = [f["message"] for f in json.loads(proc.stdout)["targets"][0]["findings"] if f["rule"] == "input-error"]
     if shutil.which("uv", path=os.path.dirname(sys.executable)) is None:
         assert any("needs uv" in m for m in messages)
+
+
+def test_dockerfile_pip_installs_are_resolved_per_run_line(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
+    text = ("FROM ubuntu:24.04 AS app\n"
+            "RUN pip install cuda12ext==1.0\n"
+            "RUN pip install alpha==1.0 beta==2.0\n"
+            "FROM nvcr.io/nvidia/pytorch:25.11-py3 AS ngc\n"
+            "RUN pip install sm80ext==1.0\n")
+    _, target, _ = _resolve(tmp_path, uv_cache, index.url, text, name="Dockerfile")
+    files = _resolved(target)
+    assert files["cuda12ext"]["location"]["line"] == 2
+    assert "sm80ext" not in files  # an NGC stage starts from the image's own packages: not resolved from scratch
+    g1 = [f for f in _findings(target, "G1-binary-soname") if f["status"] == "FAIL"]
+    assert g1 and g1[0]["location"]["member"] == "cuda12ext/_C.so"
+    conflict = _findings(target, "G9-resolve-conflict")
+    assert conflict and conflict[0]["location"]["line"] == 3 and "beta==2.0" in conflict[0]["message"]

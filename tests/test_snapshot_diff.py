@@ -82,6 +82,9 @@ def test_snapshot_to_stdout_is_only_the_document_and_composes_with_diff_over_std
 
 def test_snapshot_without_a_target_or_of_nothing_is_a_usage_error(tmp_path: Path) -> None:
     assert run_envcheck("snapshot", "-o", "-").returncode == 2
+    # a file name that does not exist is not looked up as a Docker Hub image
+    proc = run_envcheck("snapshot", str(tmp_path / "requirements-typo.txt"), "-o", "-")
+    assert proc.returncode == 2 and "requirements-typo.txt: no such file" in proc.stderr and proc.stdout == ""
     proc = run_envcheck("diff", str(tmp_path / "missing.json"), str(tmp_path / "other.json"))
     assert proc.returncode == 2 and "missing.json" in proc.stderr
     bad = tmp_path / "bad.json"
@@ -161,6 +164,17 @@ def test_diff_text_output_shows_the_changes_and_sarif_carries_the_rules(cuda_sit
     assert run_envcheck("diff", str(clean), str(drifted), "--ignore", "G9-drift-finding").returncode == 0
 
 
+def test_pins_that_now_contradict() -> None:
+    pins = FIXTURES / "rules" / "G9-pin-conflict"
+    code, findings = _diff(str(pins / "negative" / "requirements.txt"), str(pins / "positive" / "requirements.txt"))
+    rules = _rules(findings)
+    assert code == 1
+    assert [m.split(": ", 1)[0] for m in rules["G9-drift-pin"]] == ["FAIL G9-pin-conflict PASS → FAIL"]
+    assert "WARN triton 3.6.0 → 3.4.0" in rules["G9-drift-package"]
+    code, back = _diff(str(pins / "positive" / "requirements.txt"), str(pins / "negative" / "requirements.txt"))
+    assert code == 0 and "G9-drift-pin" not in _rules(back)
+
+
 # ---------------------------------------------------------------------------------------------- NGC image configs
 
 
@@ -177,6 +191,25 @@ def test_two_ngc_image_configs(registry_images: Any, tmp_path: Path) -> None:
     snap = tmp_path / "ngc.json"
     assert run_envcheck("snapshot", cuda13, "-o", str(snap), "-q").returncode == 0
     assert _diff(str(snap), cuda13) == (0, [])
+
+
+# ---------------------------------------------------------------------------------------------- containers
+
+
+def test_snapshot_of_a_container_and_diff_with_another_image(test_images: Any, tmp_path: Path) -> None:
+    """The collector run inside the test images (tests/docker_images.py): a CUDA 13 one, then a CUDA 12 one."""
+    good = tmp_path / "cuda13.json"
+    proc = run_envcheck("snapshot", test_images.cuda13, "--container", "-o", str(good), "-q", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert _diff(str(good), str(good)) == (0, [])
+    proc = run_envcheck("diff", str(good), test_images.cuda12, "--container", "--format", "json", timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    rules = _rules(json.loads(proc.stdout)["targets"][0]["findings"])
+    assert any("G1-live-torch PASS → FAIL" in m for m in rules["G9-drift-finding"]), rules
+    assert any(m.startswith("WARN torch ") and "(CUDA 13 → 12)" in m for m in rules["G9-drift-package"]), rules
+    proc = run_envcheck("diff", "--twins", str(good), test_images.cuda12, "--container", "--format", "json", timeout=300)
+    mismatches = [f["message"] for f in json.loads(proc.stdout)["targets"][0]["findings"]]
+    assert proc.returncode == 1 and any(m.startswith("torch CUDA: 13.0 on ") for m in mismatches), mismatches
 
 
 # ---------------------------------------------------------------------------------------------- a real CUDA 13 torch environment
@@ -279,6 +312,11 @@ def test_preflight_baseline_puts_what_changed_into_the_g9_line(preflight_envs: d
                         "--format", "json")
     [summary] = [f for f in json.loads(proc.stdout)["targets"][0]["findings"] if f["message"].startswith("since ")]
     assert any(c["message"].startswith("torch ") for c in summary["evidence"]["changes"])
+    # the README's form: the snapshot against the live environment of an interpreter
+    code, findings = _diff(str(good), "--python", str(preflight_envs["cu12"]), "--no-binaries")
+    rules = _rules(findings)
+    assert code == 1 and any(m.startswith("WARN torch ") and "(CUDA 13 → 12)" in m for m in rules["G9-drift-package"]), rules
+    assert any("G1-live-torch" in m for m in rules["G9-drift-finding"]), rules
 
 
 def test_preflight_twin_puts_node_differences_into_the_g10_line(preflight_envs: dict[str, Path], tmp_path: Path) -> None:

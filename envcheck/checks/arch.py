@@ -100,8 +100,10 @@ def binary_machines(ctx: CheckContext) -> Iterator[Finding]:
         first = group[0]
         count = f"{len(group)} binaries" if len(group) > 1 else "binary"
         where = f"{owner}: {count}" if first.distribution else owner
+        # Name a file where the owner is a distribution; a loose file is already named.
+        example = f" (e.g. {first.path})" if len(group) > 1 else f" ({first.path})" if first.distribution else ""
         yield ELF_MACHINE.finding(
-            f"{where} built for {', '.join(machines)}, not {want} (e.g. {first.path})", first.location,
+            f"{where} built for {', '.join(machines)}, not {want}{example}", first.location,
             {"distribution": first.distribution, "machines": machines, "binaries": [b.path for b in group][:20]},
         )
     if not wrong:
@@ -204,7 +206,7 @@ RESOLVE_NO_FILE = rule(
     lock files written on x86_64 CI and with releases that ship only x86_64 and Windows wheels.""",
     "Pick a version that publishes a manylinux aarch64 wheel (check the project's files on the index), or re-lock for the target: "
     "uv pip compile --python-platform aarch64-manylinux_2_39.",
-    ("requirements", "pyproject", "lock", "freeze"),
+    ("requirements", "pyproject", "lock", "freeze", "dockerfile"),
 )
 RESOLVE_SOURCE_BUILD = rule(
     "ARCH-resolve-source-build", "ARCH", "A resolved package is built from source on the Spark", Status.FAIL,
@@ -214,7 +216,7 @@ RESOLVE_SOURCE_BUILD = rule(
     other packages (a build toolchain is needed, and the build may still fail).""",
     "Pin a version that publishes a manylinux aarch64 wheel, take the package from an NGC container, or build the wheel "
     "once for linux/aarch64 and install that file.",
-    ("requirements", "pyproject", "lock", "freeze"),
+    ("requirements", "pyproject", "lock", "freeze", "dockerfile"),
 )
 
 

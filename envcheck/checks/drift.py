@@ -145,12 +145,19 @@ def _shown(pkg: Package) -> str:
     return pkg.version or pkg.specifier or pkg.url or "(any version)"
 
 
-def _cuda(pkg: Package) -> int | None:
+def _cuda(pkg: Package, inventory: Inventory) -> int | None:
     build = build_of_version(pkg.version)
     if build is not None:
         return build.cuda_major
     found = distribution_cuda_major(pkg)
-    return found[0] if found else None
+    if found:
+        return found[0]
+    torch = inventory.host.torch
+    if pkg.name == "torch" and isinstance(torch, dict) and torch.get("status") == "ok" and isinstance(torch.get("cuda"), str):
+        # PyPI's torch wheels carry no +cuXXX; the live probe's torch.version.cuda names the build
+        major = torch["cuda"].split(".")[0]
+        return int(major) if major.isdigit() else None
+    return None
 
 
 def _important(name: str) -> bool:
@@ -176,7 +183,7 @@ def _package_changes(a: Side, b: Side, cuda_major: int) -> Iterator[Finding]:
         pa, pb = old.get(name), new.get(name)
         if pa is not None and pb is not None and _shown(pa) == _shown(pb):
             continue
-        ca, cb = (_cuda(pa) if pa else None), (_cuda(pb) if pb else None)
+        ca, cb = (_cuda(pa, a.inventory) if pa else None), (_cuda(pb, b.inventory) if pb else None)
         cuda_note = ""
         if pa is not None and pb is not None:
             change = _direction(pa.version, pb.version)

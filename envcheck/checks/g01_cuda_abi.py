@@ -130,6 +130,25 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
     return None, "nothing in the input says which CUDA build of torch is installed"
 
 
+def _distribution_fix(name: str, major: int) -> str | None:
+    """The CUDA ``major`` distribution that replaces ``name``: cupy-cuda12x -> cupy-cuda13x; nvidia-cublas-cu12
+    -> nvidia-cublas 13.x (toolkit parts drop the suffix); nvidia-cudnn-cu12 -> nvidia-cudnn-cu13. None: the rule's fix."""
+    from envcheck.inspect.builds import _unsuffixed
+
+    m = re.fullmatch(r"(.+)-(cu|cuda)1[0-2](x?)", name)
+    if m is None:
+        return None
+    base, prefix, x = m.groups()
+    row = _unsuffixed().get(base) if prefix == "cu" else None
+    if row is not None:  # toolkit parts drop the suffix; their CUDA 13 releases are not always 13.x (cuFFT 12.x)
+        spec = row.get(f"cuda{major}")
+        replacement = f"{base}{spec}" if isinstance(spec, str) else f"the unsuffixed {base} (its CUDA {major} release)"
+    else:
+        replacement = f"{base}-{prefix}{major}{x}"
+    return (f"Replace {name} with {replacement}, its CUDA {major} build, or drop the pin and let torch's cu{major}0 "
+            "build pull its own.")
+
+
 def _is_pypi(url: str) -> bool:
     return url.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
 
@@ -207,7 +226,7 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
                 yield CUDA12_DIST.finding(
                     f"{pkg.name}{' ' + pkg.version if pkg.version else ''} carries CUDA {dist_major} libraries: {why}",
                     pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": dist_major},
-                    fix=_FIX_CONDA if pkg.role == "conda" else None,
+                    fix=_FIX_CONDA if pkg.role == "conda" else _distribution_fix(pkg.name, major),
                 )
         conda_major = _conda_cuda_major(pkg, major)
         if conda_major is not None:
@@ -377,6 +396,26 @@ def _cuda_dist(distribution: str | None, major: int) -> bool:
     return found is not None and found[0] != major
 
 
+# Binaries that a torch install brings: the cu130 torch index replaces them all.
+_TORCH_INSTALL = frozenset({*_TORCH_FAMILY, "triton", "pytorch-triton"})
+
+
+def _binary_fix(b: Binary, major: int) -> str:
+    """The fix for this binary's own package: torch's is the cu130 index; another distribution needs its own
+    CUDA ``major`` build (nvidia-*-cu12 -> -cu13, cupy-cuda12x -> cupy-cuda13x); a loose file needs a rebuild."""
+    dist = b.distribution
+    if dist is None:
+        return (f"Rebuild {b.path} against CUDA {major} (it must link the CUDA {major} libraries), or get a "
+                f"CUDA {major} build of the software it belongs to.")
+    if dist in _TORCH_INSTALL:
+        return _FIX_CU130
+    renamed = re.sub(r"-(cu|cuda)1[0-2](x?)$", lambda m: f"-{m.group(1)}{major}{m.group(2)}", dist)
+    if renamed != dist:
+        return f"Replace {dist} with {renamed}, its CUDA {major} build (reinstalling torch does not change {dist})."
+    return (f"Install a CUDA {major} build of {dist} (a cu{major}x/cuda{major} variant, wheel index or conda channel), "
+            f"or use a container where it is built for CUDA {major}; reinstalling torch does not change {dist}.")
+
+
 @check(BINARY_SONAME, BINARY_STATIC_CUDART)
 def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over binaries: FAIL for each binary needing (or being) a CUDA library of another major."""
@@ -417,7 +456,7 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
                                         b.location, evidence, status=Status.INFO)
             continue
         failed = True
-        yield BINARY_SONAME.finding(what, b.location, evidence)
+        yield BINARY_SONAME.finding(what, b.location, evidence, fix=_binary_fix(b, major))
     if judged and not failed:
         yield BINARY_SONAME.passed(f"{judged} binaries link CUDA libraries; none needs a library of a CUDA major other than {major}",
                                    None, binaries=judged)

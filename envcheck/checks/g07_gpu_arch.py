@@ -127,7 +127,7 @@ def _nvidia_cuda13_library(b: Binary, major: int) -> bool:
 
 
 def _owner(b: Binary) -> str:
-    return b.distribution or "(no distribution)"
+    return b.distribution or "no distribution"
 
 
 @check(BINARY_NO_SM121, BINARY_PTX_ONLY, BINARY_SM121A)
@@ -179,8 +179,9 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
                 good[str(b.sm121)] = good.get(str(b.sm121), 0) + 1
         if good:
             detail = ", ".join(f"{n} {level}" for level, n in sorted(good.items()))
-            yield BINARY_NO_SM121.passed(f"{owner}: GPU code in {sum(good.values())} binaries runs on {target} ({detail})",
-                                         None, distribution=owner, levels=good)
+            label = owner if group[0].distribution else "files of no distribution"
+            yield BINARY_NO_SM121.passed(f"{label}: GPU code in {sum(good.values())} binaries runs on {target} ({detail})",
+                                         None, distribution=group[0].distribution, levels=good)
     nvfp4 = f"sm_{ctx.profile.sm}a"
     carriers = sorted({b.path for b in with_code if nvfp4 in b.sass})
     if carriers:

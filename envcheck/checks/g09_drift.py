@@ -82,15 +82,23 @@ def _satisfies(version: Version, spec: SpecifierSet) -> bool:
     return spec.contains(version, prereleases=True)
 
 
+@lru_cache(maxsize=16384)
+def _requirement(line: str) -> Requirement | None:
+    """A Requires-Dist line, parsed once (a lock repeats the same lines over thousands of packages)."""
+    try:
+        return Requirement(line)
+    except InvalidRequirement:
+        return None
+
+
 def _requirements_of(pkg: Package, profile: Profile) -> list[tuple[str, SpecifierSet, str]]:
     """(required name, specifier, source) from metadata when present, else from the pin table."""
     out: list[tuple[str, SpecifierSet, str]] = []
     version = _version(pkg)
     if pkg.requires is not None:
         for line in pkg.requires:
-            try:
-                req = Requirement(line)
-            except InvalidRequirement:
+            req = _requirement(line)
+            if req is None:
                 continue
             if req.marker is not None and ("extra" in str(req.marker) or not requirement_applies(req.marker, profile)):
                 continue
@@ -432,7 +440,7 @@ RESOLVE_CONFLICT = rule(
     excludes (xformers 0.0.32.post2 requires torch==2.8.0 next to torch==2.14.1). pip would stop the same way.""",
     "Change one of the two requirements the message names: usually pick the release of the dependent package "
     "built for your torch (its Requires-Dist on the index says which).",
-    ("requirements", "pyproject", "freeze"),
+    ("requirements", "pyproject", "freeze", "dockerfile"),
 )
 
 

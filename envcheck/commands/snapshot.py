@@ -96,7 +96,12 @@ def live_targets(word: str, options: LiveOptions, config: Config) -> list[engine
     path = Path(word)
     if path.exists() or path.is_symlink():
         return _path_targets(path, options)
+    if path.suffix.lower() in _FILE_SUFFIXES or path.name.lower().startswith(("dockerfile", "containerfile", "requirements")):
+        raise UsageError(f"{word}: no such file")  # a file name, not an image to look up on Docker Hub
     return [_image_target(word, options, config)]
+
+
+_FILE_SUFFIXES = {".json", ".txt", ".in", ".toml", ".lock", ".whl", ".so", ".yml", ".yaml", ".gz"}
 
 
 def _host_target(options: LiveOptions) -> engine.Target:

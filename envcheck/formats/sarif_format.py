@@ -25,8 +25,26 @@ def _rule_descriptor(rule: rules.Rule) -> dict[str, Any]:
     }
 
 
+def artifact_uri(path: str, base: str | None = None) -> str:
+    """A SARIF artifact URI: a path under ``base`` (the working folder: the checkout, in CI) as a relative URI
+    reference, which code scanning resolves against the checkout; any other absolute path as a ``file://``
+    URI; percent-encoded either way."""
+    from pathlib import PurePosixPath
+    from urllib.parse import quote
+
+    pure = PurePosixPath(path)
+    if pure.is_absolute() and base is not None and pure.is_relative_to(base):
+        pure = pure.relative_to(base)
+    if pure.is_absolute():
+        return pure.as_uri()
+    return quote(pure.as_posix(), safe="/")  # PurePosixPath drops "./" only: ".github" stays ".github"
+
+
 def sarif_data(report: Report) -> dict[str, Any]:
     """The report as a SARIF 2.1.0 log."""
+    import os
+
+    base = os.getcwd()
     all_rules = list(rules.iter_rules())
     index = {r.id: i for i, r in enumerate(all_rules)}
     results = []
@@ -40,7 +58,7 @@ def sarif_data(report: Report) -> dict[str, Any]:
             region: dict[str, Any] = {}
             if loc is not None and loc.line is not None:
                 region["startLine"] = loc.line
-            physical: dict[str, Any] = {"artifactLocation": {"uri": path.lstrip("./") if not path.startswith("/") else path}}
+            physical: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(path, base)}}
             if region:
                 physical["region"] = region
             result: dict[str, Any] = {

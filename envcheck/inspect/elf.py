@@ -260,23 +260,33 @@ def read_section_table(src: ByteSource, hdr: ElfHeader) -> list[tuple[int, ...]]
             f"section table ({shnum} x {hdr.shentsize} bytes at {hdr.shoff:#x}) runs past the end of the file", hdr.shoff
         )
     table = src.read_at(hdr.shoff, shnum * hdr.shentsize)
+    if hdr.shentsize == entsize:
+        return list(struct.iter_unpack(fmt, table))  # one C loop (objects of static archives: 40k sections)
     return [struct.unpack_from(fmt, table, i * hdr.shentsize) for i in range(shnum)]
 
 
-def section_names(src: ByteSource, hdr: ElfHeader, raw: list[tuple[int, ...]]) -> list[Section]:
-    """Resolve section names through the section-name string table."""
+def section_name_table(src: ByteSource, hdr: ElfHeader, raw: list[tuple[int, ...]]) -> bytes:
+    """The bytes of the section-name string table (``.shstrtab``); empty when there is none."""
     if not raw:
-        return []
+        return b""
     strndx = hdr.shstrndx
     if strndx == 0xFFFF:
         strndx = raw[0][6]
-    names = b""
     if 0 < strndx < len(raw):
         s = raw[strndx]
         _check_range(src, s[4], s[5], f"section-name table (section {strndx})", hdr.shoff)
         if s[5] > MAX_SECTION_NAMES:
             raise MalformedBinary(f"section-name table claims {s[5]} bytes (limit {MAX_SECTION_NAMES >> 20} MiB)", hdr.shoff)
-        names = src.read_at(s[4], s[5])
+        return src.read_at(s[4], s[5])
+    return b""
+
+
+def section_names(src: ByteSource, hdr: ElfHeader, raw: list[tuple[int, ...]], names: bytes | None = None) -> list[Section]:
+    """Resolve section names through the section-name string table (``names``, when already read)."""
+    if not raw:
+        return []
+    if names is None:
+        names = section_name_table(src, hdr, raw)
     out = []
     for i, s in enumerate(raw):
         name_off = s[0]

@@ -274,6 +274,8 @@ class Commands(list[SimpleCommand]):
 # included. Real RUN lines use a few times their length; a line whose variables hold `sh -c` scripts that
 # expand one another can need exponentially more (a 5 KB history line took 7 s), so reading stops there.
 SPLIT_BUDGET = 64 << 10
+# Simple commands read from one RUN (nested scripts included); real RUN lines hold tens.
+MAX_COMMANDS = 10_000
 # Compound commands (if, loops, groups, subshells) nested deeper than this are not read further: real
 # scripts nest a few levels; the parser recurses once per level.
 MAX_NESTING = 40
@@ -375,7 +377,7 @@ class _Parser:
         self.arch = arch
         self.items = items
         self.pos = 0
-        self.env = env
+        self.env = _ScriptEnv(env)
         self.base = base
         self.commands = commands
         self.depth = depth
@@ -557,7 +559,7 @@ class _Parser:
         head = raw[0].value if raw else ""
         written = " ".join(segment.split())
         if head in ("[", "[[", "test") and raw and not raw[0].quoted:
-            words = [w for w in _tokens(segment, self.env, 0, arch=self.arch) if not w.redirect]
+            words = [w for w in _tokens(segment, self.env.values, 0, arch=self.arch) if not w.redirect]
             value, probe = _evaluate_test(words)
             status = _Status({True: "T", False: "F", None: "U"}[value], written, probe)
         elif head in ("true", ":"):
@@ -569,7 +571,7 @@ class _Parser:
             status = _Status("AS", written, probe)
         if ctx is _DEAD:
             return status
-        words = [w for w in _tokens(segment, self.env, self.base + item.start, keep_empty=True, arch=self.arch)
+        words = [w for w in _tokens(segment, self.env.values, self.base + item.start, keep_empty=True, arch=self.arch)
                  if not w.operator and not w.redirect]
         if words:
             _emit(words, written, self.env, self.commands, self.depth, self.budget, ctx, self.arch)
@@ -714,7 +716,7 @@ def _split(text: str, env: dict[str, str], base: int, commands: list[SimpleComma
         budget[0] = min(budget[0], -1)  # reported as truncated: the rest was not read
 
 
-def _emit(words: list[_Word], written: str, env: dict[str, str], commands: list[SimpleCommand], depth: int,
+def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[SimpleCommand], depth: int,
           budget: list[int], branch: Branch | None, arch: str) -> None:
     if words[0].value in ("for", "case", "select", "function") and not words[0].quoted:
         return
@@ -723,14 +725,15 @@ def _emit(words: list[_Word], written: str, env: dict[str, str], commands: list[
         assignments.append((m.group(1), m.group(2)))
         words = words[1:]
     if not words:
-        env.update(assignments)  # plain assignment: visible to later commands in this script
+        for name, value in assignments:  # plain assignment: visible to later commands in this script
+            env.set(name, value)
         return
     head = words[0].value
     if head == "export" and not words[0].quoted:
         for word in words[1:]:
             m = _ASSIGN.match(word.value)
             if m:
-                env[m.group(1)] = m.group(2)
+                env.set(m.group(1), m.group(2))
         return
     # wrappers: sudo -E pip ..., env A=B pip ..., time pip ...
     while words and words[0].value.rsplit("/", 1)[-1] in (*_WRAPPERS, "env"):
@@ -749,15 +752,40 @@ def _emit(words: list[_Word], written: str, env: dict[str, str], commands: list[
         script_at = _shell_c_script(argv)
         if script_at is not None:
             nested = words[script_at]
-            inner_env = {**env, **dict(assignments)}
+            inner_env = {**env.values, **dict(assignments)}
             # offsets inside the nested script are approximate: they point at the script's start
             sub: list[SimpleCommand] = []
             _split(nested.value, inner_env, 0, sub, depth + 1, budget, branch, arch)
             for cmd in sub:
                 commands.append(SimpleCommand(cmd.argv, nested.start, cmd.assignments, cmd.env, cmd.text, cmd.branch))
             return
-    commands.append(SimpleCommand(tuple(argv), words[0].start, tuple(assignments), {**env, **dict(assignments)}, written,
+    commands.append(SimpleCommand(tuple(argv), words[0].start, tuple(assignments), env.view(assignments), written,
                                   branch))
+    if len(commands) >= MAX_COMMANDS:
+        budget[0] = min(budget[0], -1)  # reported as truncated: the rest is not read
+
+
+class _ScriptEnv:
+    """The variables of one script, with one shared copy for every command that runs while they are unchanged
+    (8000 exports then 8000 commands must not copy 8000 names 8000 times)."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+        self._shared: Mapping[str, str] | None = None
+
+    def set(self, name: str, value: str) -> None:
+        self.values[name] = value
+        self._shared = None
+
+    def view(self, assignments: list[tuple[str, str]]) -> Mapping[str, str]:
+        """What a command sees: the script's variables under its own ``VAR=value`` prefixes."""
+        if self._shared is None:
+            self._shared = dict(self.values)
+        if not assignments:
+            return self._shared
+        from collections import ChainMap
+
+        return ChainMap(dict(assignments), self._shared)  # type: ignore[arg-type]
 
 
 def _shell_c_script(argv: list[str]) -> int | None:

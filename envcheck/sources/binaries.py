@@ -1,6 +1,7 @@
 """ELF files, ``ar`` archives and whole folders (site-packages, venvs, conda envs, unpacked images).
 
-KIND ``elf`` reads one file; KIND ``folder`` walks a directory, finds ELF files by magic (not by name),
+KIND ``elf`` reads one file; KIND ``folder`` walks a directory, opens the files that can be native code (by name
+or executable bit, see docs/inventory.md) and recognises ELF files among them by magic,
 reads each one's machine, SONAME, DT_NEEDED, RUNPATH and fatbin architectures from headers only, and
 collects the installed distributions from ``*.dist-info`` (METADATA for name, version and Requires-Dist;
 RECORD to say which distribution each binary belongs to).
@@ -41,7 +42,10 @@ from envcheck.inspect.elf import (
     implied_cuda_major,
     parse_header,
     read_dynamic,
+    read_section_table,
     read_sections,
+    section_name_table,
+    section_names,
 )
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role
 from envcheck.sources import ReadOptions
@@ -146,7 +150,14 @@ def read_elf(
     problems: list[ReadProblem] = []
     head = src.read_at(0, min(64, src.size))
     hdr = parse_header(head)
-    sections = read_sections(src, hdr)
+    raw = read_section_table(src, hdr)
+    names = section_name_table(src, hdr, raw)
+    if (scanned is None and not deep and hdr.elf_type == "REL" and hdr.e_machine != EM_CUDA
+            and b"nv_fatbin\0" not in names and b"__nv_relfatbin\0" not in names):
+        # An object with no fatbin section (most members of static archives, with tens of thousands of
+        # sections each): no dynamic table, no GPU code; naming every section would change nothing.
+        return describe(path, hdr.machine, hdr.elf_type, None, (), (), [], False, src.size, src.bytes_read, location), problems
+    sections = section_names(src, hdr, raw, names)
     try:
         dyn = read_dynamic(src, hdr, sections, strings_at_once=strings_at_once)
     except MalformedBinary as exc:
@@ -355,62 +366,132 @@ def _inside(real: str, root_real: str) -> bool:
     return real == root_real or real.startswith(root_real if root_real.endswith(os.sep) else root_real + os.sep)
 
 
-def _walk(root: Path, problems: list[ReadProblem], outside: list[str]) -> Iterator[tuple[str, os.stat_result]]:
-    """Regular files under ``root`` with their stat, each real file once.
+# What a folder scan opens (docs/inventory.md): files whose name says shared library, archive, object or
+# cubin, and files with an executable bit. Everything else (Python sources, data, headers: 95% of a torch
+# environment) is never opened; an ELF file with none of these names and no executable bit cannot be
+# loaded by the dynamic linker or run, so it changes nothing on the target machine.
+BINARY_SUFFIXES = (".so", ".a", ".o", ".cubin")
+# Names that are source or text whatever their mode (an executable .py is a script): their mode is not
+# even looked at, which saves one stat per file on the 20,000 Python files of a torch environment.
+TEXT_SUFFIXES = (".py", ".pyc", ".pyi", ".pyx", ".pxd", ".h", ".hpp", ".hxx", ".cuh", ".inc", ".c", ".cc", ".cpp",
+                 ".cu", ".txt", ".md", ".rst", ".json", ".toml", ".yaml", ".yml", ".cfg", ".ini", ".pth", ".typed",
+                 ".html", ".js", ".css", ".csv", ".pem", ".sh")
+_WALK_PREFIX = "\0walk:"  # walk-cache keys (folders) next to the per-file entries of the same cache
+
+
+def may_be_binary(name: str, mode: int | None = None) -> bool:
+    """Whether a folder scan opens a file of this name (and mode, when the name does not decide)."""
+    if name.endswith(BINARY_SUFFIXES) or ".so." in name:
+        return True
+    return mode is not None and bool(mode & 0o111)
+
+
+def _list_folder(folder: str, root_real: str, problems: list[ReadProblem]) -> dict[str, list[str]] | None:
+    """One folder's entries that matter to the scan, by name: ``d`` subfolders, ``f`` files to read
+    (candidates and ``*.dist-info/METADATA``), ``l`` the same reached through links inside the root,
+    ``x`` links that lead outside the root. None when the folder cannot be listed (a problem is added)."""
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=_entry_name)
+    except OSError as exc:
+        problems.append(ReadProblem(f"{folder}: cannot list folder: {exc.strerror or exc}", Location(folder)))
+        return None
+    dist_info = folder.endswith(".dist-info")
+    listing: dict[str, list[str]] = {"d": [], "f": [], "l": [], "x": []}
+    for entry in entries:
+        name = entry.name
+        try:
+            if entry.is_symlink():
+                if not _inside(os.path.realpath(entry.path), root_real):
+                    listing["x"].append(name)
+                    continue
+                try:
+                    est = entry.stat()
+                except OSError:
+                    continue  # dangling or looping link: nothing to read
+                if stat.S_ISDIR(est.st_mode):
+                    listing["d"].append(name)
+                elif stat.S_ISREG(est.st_mode) and may_be_binary(name, est.st_mode):
+                    listing["l"].append(name)
+            elif entry.is_dir(follow_symlinks=False):
+                listing["d"].append(name)
+            elif entry.is_file(follow_symlinks=False) and (
+                may_be_binary(name)
+                or (dist_info and name == "METADATA")
+                or (not name.endswith(TEXT_SUFFIXES) and entry.stat(follow_symlinks=False).st_mode & 0o111)
+            ):
+                listing["f"].append(name)
+        except OSError as exc:
+            problems.append(ReadProblem(f"{entry.path}: cannot stat: {exc.strerror or exc}", Location(entry.path)))
+    return listing
+
+
+def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
+          cache: ScanCache | None = None) -> Iterator[tuple[str, os.stat_result]]:
+    """The files a folder scan reads under ``root`` (see :func:`may_be_binary`, plus ``*.dist-info/METADATA``),
+    with their stat, each real file once.
 
     Symbolic links are followed only while they stay inside ``root`` (their resolved target is under
     ``root``'s real path); a link that leads outside is listed in ``outside`` and not followed, so a link
     to ``/`` cannot make the scan walk the whole machine. Loops and repeated folders are skipped, and
-    devices, FIFOs and sockets are never opened.
+    devices, FIFOs and sockets are never opened. With ``cache``, a folder whose mtime (and inode) did not
+    change since the last scan is not listed again: its entries come from the cache.
     """
+    root = str(root)
     seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[tuple[int, int]] = set()
-    linked: list[tuple[str, os.stat_result]] = []
+    linked: list[str] = []
     try:
         st = os.stat(root)
     except OSError as exc:
-        raise InputError(f"cannot read folder {root}: {exc.strerror or exc}", path=str(root)) from exc
+        raise InputError(f"cannot read folder {root}: {exc.strerror or exc}", path=root) from exc
     root_real = os.path.realpath(root)
     seen_dirs.add((st.st_dev, st.st_ino))
-    stack = [str(root)]
+    stack = [(root, st)]
     while stack:
-        folder = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                entries = list(it)
-            entries.sort(key=_entry_name)
-        except OSError as exc:
-            problems.append(ReadProblem(f"{folder}: cannot list folder: {exc.strerror or exc}", Location(folder)))
-            continue
-        subdirs = []
-        for entry in entries:
-            if entry.is_symlink() and not _inside(os.path.realpath(entry.path), root_real):
-                outside.append(entry.path)
+        folder, fst = stack.pop()
+        key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev)
+        listing = cache.get(_WALK_PREFIX + folder, key) if cache is not None else None
+        if not listing:
+            listing = _list_folder(folder, root_real, problems)
+            if listing is None:
                 continue
+            if cache is not None:
+                cache.put(_WALK_PREFIX + folder, key, listing)
+        prefix = folder if folder.endswith(os.sep) else folder + os.sep
+        outside.extend(prefix + name for name in listing["x"])
+        for name in listing["f"]:
+            path = prefix + name
             try:
-                est = entry.stat()  # follows symlinks (which stay inside the root)
+                est = os.stat(path, follow_symlinks=False)
             except OSError as exc:
-                if not entry.is_symlink():
-                    problems.append(ReadProblem(f"{entry.path}: cannot stat: {exc.strerror or exc}", Location(entry.path)))
-                continue  # dangling symlink: nothing to read
-            key = (est.st_dev, est.st_ino)
-            if stat.S_ISDIR(est.st_mode):
-                if key not in seen_dirs:
-                    seen_dirs.add(key)
-                    subdirs.append(entry.path)
-            elif stat.S_ISREG(est.st_mode):
-                if entry.is_symlink():
-                    linked.append((entry.path, est))  # after the real files: a file is reported by its own path
-                    continue
-                if key in seen_files:
-                    continue
-                seen_files.add(key)
-                yield entry.path, est
+                problems.append(ReadProblem(f"{path}: cannot stat: {exc.strerror or exc}", Location(path)))
+                continue
+            fkey = (est.st_dev, est.st_ino)
+            if stat.S_ISREG(est.st_mode) and fkey not in seen_files:
+                seen_files.add(fkey)
+                yield path, est
+        linked.extend(prefix + name for name in listing["l"])
+        subdirs = []
+        for name in listing["d"]:
+            path = prefix + name
+            try:
+                sst = os.stat(path)
+            except OSError:
+                continue
+            dkey = (sst.st_dev, sst.st_ino)
+            if stat.S_ISDIR(sst.st_mode) and dkey not in seen_dirs:
+                seen_dirs.add(dkey)
+                subdirs.append((path, sst))
         stack.extend(reversed(subdirs))
-    for path, est in linked:
-        key = (est.st_dev, est.st_ino)
-        if key not in seen_files:
-            seen_files.add(key)
+    for path in linked:  # after the real files: a file is reported by its own path
+        try:
+            est = os.stat(path)
+        except OSError:
+            continue
+        fkey = (est.st_dev, est.st_ino)
+        if stat.S_ISREG(est.st_mode) and fkey not in seen_files:
+            seen_files.add(fkey)
             yield path, est
 
 
@@ -452,9 +533,10 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     dist_dirs: list[tuple[str, os.stat_result]] = []
     readings: list[BinaryReading] = []
     outside: list[str] = []
-    for path, st in _walk(root, problems, outside):
-        if path.endswith("METADATA") and path.endswith(".dist-info/METADATA"):
+    for path, st in _walk(root, problems, outside, cache):
+        if path.endswith(".dist-info/METADATA"):
             dist_dirs.append((os.path.dirname(path), st))
+            continue
         key = (st.st_size, st.st_mtime_ns, st.st_ino)
         hit = cache.get(path, key) if cache is not None else None
         if hit is not None:

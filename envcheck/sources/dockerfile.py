@@ -27,7 +27,6 @@ from envcheck.inspect.dockerfile import (
     Heredoc,
     Instruction,
     Stage,
-    apply_instruction,
     copied_from,
     env_pairs,
     expand,
@@ -60,8 +59,19 @@ _ARCH = BUILD_PLATFORM.split("/")[1]  # what `$(uname -m)`-style probes in RUN c
 _PRAGMA = re.compile(r"^\s*#\s*envcheck:\s*ignore=([A-Za-z0-9_,.\-]+)\s*(.*)$")
 _FIRST_WORD = re.compile(rb"^\s*([A-Za-z]+)[ \t]")
 _SHELL_EXES = frozenset({"sh", "bash", "dash", "ash", "zsh"})
-TRUNCATED_RUN = ("this RUN expands into far more shell text than it holds (variables holding `sh -c` scripts that run "
-                 "each other); envcheck stopped reading it there, so installs after that point were not checked")
+TRUNCATED_RUN = ("this RUN goes past what envcheck reads of one shell script (variables holding `sh -c` scripts that run "
+                 "each other, subshells or ifs nested 40 deep, or more than 10000 commands); envcheck stopped reading it "
+                 "there, so installs after that point were not checked")
+# The shell text of one RUN (its line and heredocs) that envcheck reads; real ones are a few KiB, the
+# largest seen in public recipes under 64 KiB. Longer ones are not read (docs/limits.md).
+MAX_RUN_TEXT = 1 << 20
+
+
+def _too_long(size: int) -> str:
+    return (f"this RUN holds {size} characters of shell text, over the {MAX_RUN_TEXT >> 20} MiB envcheck reads; "
+            "its installs were not checked (split it, or generate it from a script envcheck can read)")
+
+
 # COPY --from sources that carry a stage's Python packages into the image: installed trees and wheel folders.
 _SITE_DIRS = ("site-packages", "dist-packages", "/opt/venv", "/opt/conda", "/venv", "/.venv", "/usr/local/lib/python",
               "wheels", "wheelhouse", ".whl")
@@ -103,9 +113,9 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, options: ReadOptions) -> Inventory:
     """Read one Dockerfile. A syntax error is a problem at its line; nothing else is read then."""
-    from envcheck.sources.requirements import read_text_file
+    from envcheck.sources.requirements import read_text_file, text_limit
 
-    text, problems = read_text_file(path)
+    text, problems = read_text_file(path, text_limit(options))
     inventory = Inventory(problems=list(problems))
     target = options.extra.get("target") if options.extra else None
     try:
@@ -114,7 +124,13 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         inventory.problems.append(ReadProblem(f"Dockerfile syntax error: {exc.message}", Location(str(path), line=exc.line)))
         return inventory
     reader = _Reader(df, str(path), path.parent, options)
-    reader.read_all(inventory)
+    try:
+        reader.read_all(inventory)
+    except DockerfileSyntaxError as exc:  # a value that expands past the limits: what was read so far stays
+        inventory.problems.append(ReadProblem(f"Dockerfile: {exc.message}", Location(str(path), line=exc.line or reader.line)))
+    except RecursionError:  # a structure nested past anything real that a bound above did not catch
+        inventory.problems.append(ReadProblem("Dockerfile: nested too deeply to read; envcheck stopped here",
+                                              Location(str(path), line=reader.line)))
     inventory.pragmas.extend(_pragmas(text, df, str(path)))
     return inventory
 
@@ -153,6 +169,7 @@ class _Reader:
         self.context = context
         self.options = options
         self.build_args: Mapping[str, str] = options.build_args
+        self.line = 1  # the instruction being read (for errors raised while reading it)
 
     # -- stages --------------------------------------------------------------------------------
     def read_all(self, inventory: Inventory) -> None:
@@ -227,10 +244,10 @@ class _Reader:
         clones: dict[str, str] = {}  # git clones made by earlier RUNs of this stage
         copies: list[tuple[list[str], str, str]] = []  # (sources in context, destination, workdir)
         heredoc_files: dict[str, tuple[Heredoc, Instruction]] = {}
-        for inst, values in walk_stage(self.df, stage, self.build_args):
+        for inst, values, changes in walk_stage(self.df, stage, self.build_args):
+            self.line = inst.line
             if inst.keyword in ("ENV", "ARG"):
-                scratch = dict(values)
-                for name, value, origin in apply_instruction(self.df, inst, scratch, self.build_args):
+                for name, value, origin in changes:
                     inventory.env.append(EnvVar(name, value, Origin(origin), self._loc(inst.line, stage)))
                     # pip/uv read their default index from the environment of every later RUN
                     option = _INDEX_VARIABLES.get(name)
@@ -253,13 +270,18 @@ class _Reader:
                 commands, truncated = self._commands(inst, values)
                 for cmd, line in commands:
                     self._command(cmd, line, stage, in_image, values, files, inventory)
-                if truncated:
+                size = len(inst.args) + sum(len(doc.body) for doc in inst.heredocs)
+                if size > MAX_RUN_TEXT:
+                    inventory.problems.append(ReadProblem(_too_long(size), self._loc(inst.line, stage)))
+                elif truncated:
                     inventory.problems.append(ReadProblem(TRUNCATED_RUN, self._loc(inst.line, stage)))
 
     # -- RUN -----------------------------------------------------------------------------------
     def _commands(self, inst: Instruction, values: Mapping[str, str]) -> tuple[list[tuple[SimpleCommand, int]], bool]:
         """Every simple command of a RUN with the Dockerfile line it is on; True when reading stopped early."""
         out: list[tuple[SimpleCommand, int]] = []
+        if len(inst.args) + sum(len(doc.body) for doc in inst.heredocs) > MAX_RUN_TEXT:
+            return out, True
         env = dict(values)
         if inst.json_args is not None:
             argv = list(inst.json_args)
@@ -733,6 +755,9 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
             text = a.group(3)
         s = _SHELL_PREFIX.match(text)
         script = s.group(3) if s else text
+        if len(script) > MAX_RUN_TEXT:
+            inventory.problems.append(ReadProblem(f"history entry {index}: {_too_long(len(script))}", loc))
+            continue
         commands = split_commands(script, step_env)
         if commands.truncated:
             inventory.problems.append(ReadProblem(f"history entry {index}: {TRUNCATED_RUN}", loc))

@@ -30,7 +30,13 @@ from envcheck.model import (
     Role,
 )
 from envcheck.sources import ReadOptions
-from envcheck.sources.requirements import MAX_BYTES, read_text_file, text_limit
+from envcheck.sources.requirements import (
+    MAX_BYTES,
+    MAX_PACKAGES,
+    read_text_file,
+    text_limit,
+    too_many_packages,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -123,6 +129,7 @@ class _Reader:
         self.data = data
         self.lines = TomlLines(text)
         self.inventory = Inventory()
+        self.count = 0  # requirement strings read so far, every list together (MAX_PACKAGES)
         project = self.table(data, "project")
         self.project = project
         self.name = canonical(str(project.get("name"))) if isinstance(project.get("name"), str) else None
@@ -153,6 +160,11 @@ class _Reader:
             return []
         out: list[Package] = []
         cursor = start or 0
+        left = MAX_PACKAGES - self.count
+        if len(reqs) > left:
+            self.problem(f"{label}: {too_many_packages()}", start)
+            reqs = reqs[:max(left, 0)]
+        self.count += len(reqs)
         for req in reqs:
             if isinstance(req, dict) and "include-group" in req and groups is not None:
                 included = str(req["include-group"])

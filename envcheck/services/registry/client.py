@@ -405,7 +405,7 @@ class RegistryClient:
         parts = urlsplit(realm)
         if self.base.startswith("https://") and parts.scheme == "http" and not is_loopback_host(parts.hostname or ""):
             raise ServiceError(f"{self.ref.registry} is reached over HTTPS but its 401 challenge names a plain-HTTP token "
-                               f"server ({parts.scheme}://{parts.netloc}); envcheck refuses to send credentials or token "
+                               f"server (http://{_host_port(parts)}); envcheck refuses to send credentials or token "
                                "requests there in clear text. Fix the registry's token realm (auth.token.realm), or name "
                                f"the registry with --insecure-registry {self.ref.registry} if it is meant to be plain HTTP")
 
@@ -525,7 +525,7 @@ class RegistryClient:
             reader.finish()
             response.close()
 
-        return VerifiedStream(reader, digest, where, on_close=close)
+        return VerifiedStream(reader, digest, where, size=size, on_close=close)
 
     def _document(self, path: str, what: str, limit: int, headers: dict[str, str] | None = None) -> tuple[bytes, requests.Response]:
         """GET a small document (manifest, config) whole; a stream broken midway is asked for again
@@ -623,6 +623,9 @@ class VerifiedStream:
         if data:
             self._hash.update(data)
             self.bytes_read += len(data)
+            if self._size is not None and self.bytes_read > self._size:
+                # a stream longer than its descriptor says is wrong whatever follows: stop reading it now
+                raise ServiceError(f"{self._what}: more than the {self._size} bytes the manifest says")
         elif size != 0 and not self.verified:
             self._check()
         return data
@@ -713,6 +716,16 @@ def _finish(response: requests.Response) -> None:
 def _deadline_error(subject: str, seconds: float) -> ServiceError:
     return ServiceError(f"{subject} within {seconds:g} s (a stalled or very slow connection), so envcheck gave up; "
                         "raise the limit with --http-timeout or ENVCHECK_HTTP_TIMEOUT if the registry is just slow")
+
+
+def _host_port(parts: Any) -> str:
+    """``host[:port]`` of a split URL, without any user name or password it carries."""
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    try:
+        return f"{host}:{parts.port}" if parts.port else host
+    except ValueError:
+        return host
 
 
 def _host_of(url: str) -> str:
