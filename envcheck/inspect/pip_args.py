@@ -231,7 +231,8 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
                     name = re.sub(r"-\d.*$", "", name[: -len(suffix)])
         cname = _REPO_TO_PACKAGE.get(canonical(name), canonical(name))
         return Package(name=cname, url=text, installed=installed, role=role, location=location)
-    if text in (".", "..") or text.startswith(("./", "../", "/")) or text.endswith(("/",)):
+    local = re.sub(r"\[[^\]]*\]$", "", text)  # a local project with extras: `.[cu130]`, `./pkg[train]`
+    if local in (".", "..") or local.startswith(("./", "../", "/")) or local.endswith(("/",)):
         return None
     try:
         req = Requirement(text)

@@ -339,8 +339,9 @@ class _Reader:
                 if name in cmd.env and cmd.env[name] != values.get(name):
                     parsed.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(name, cmd.env[name]))
             parsed.indexes[:] = [replace(i, url=_NAMED_INDEX.sub("", i.url)) for i in parsed.indexes]  # uv --index name=url
-        if parsed.command.tool in ("pip", "uv") and "." in [w for w in argv if not w.startswith("-")] and _repo_of(files.script.cwd, files.script) is None:
-            self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, None)
+        if (parsed.command.tool in ("pip", "uv") and any(re.fullmatch(r"\.(\[[^\]]*\])?", w) for w in argv if not w.startswith("-"))
+                and _repo_of(files.script.cwd, files.script) is None):  # `pip install .` or `.[extra,...]`
+            self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, None, argv)
         self._add_install(parsed, cmd, loc, in_image, files, inventory, stage)
 
     def _add_install(self, parsed: InstallParse, cmd: SimpleCommand, loc: Location, in_image: bool,
@@ -428,9 +429,12 @@ class _Reader:
         inventory.problems.extend(replace(p, location=here(p.location)) for p in sub.problems)
 
     def _read_project_file(self, name: str, module: str, in_image: bool, files: _ContextFiles, loc: Location, stage: Stage,
-                           inventory: Inventory, cmd: SimpleCommand | None) -> None:
-        """``uv sync`` reads uv.lock, ``pip install .`` reads pyproject.toml, where the build copied them."""
+                           inventory: Inventory, cmd: SimpleCommand | None, argv: list[str] | None = None) -> None:
+        """``uv sync`` reads uv.lock, ``pip install .`` reads pyproject.toml, where the build copied them; the extras
+        and groups the command asks for (``--extra cu130``, ``.[cu130]``) are part of what it installs."""
         import importlib
+
+        from envcheck.scopes import install_scopes, scopes_asked
 
         found = files.resolve(name)
         if found is None:
@@ -440,6 +444,7 @@ class _Reader:
         except Exception as exc:  # a broken project file is a problem at the RUN line, the rest is still read
             inventory.problems.append(ReadProblem(f"cannot read {name} (from {found}): {getattr(exc, 'message', exc)}", loc))
             return
+        sub = install_scopes(sub, *scopes_asked(list(cmd.argv) if cmd is not None else argv or []))
         role_override = None if in_image else Role.BUILD
         for pkg in sub.packages:
             new_role = role_override if role_override is not None and pkg.role in ("requirement", "lock") else pkg.role
