@@ -255,7 +255,7 @@ def test_cmake_architecture_lists_are_judged_for_sm121() -> None:
 
 
 def test_uv_and_pip_index_variables_are_package_indexes_wherever_they_are_set(tmp_path: Path) -> None:
-    from envcheck.sources.dockerfile import index_entries
+    from envcheck.inspect.pip_args import index_entries
 
     assert index_entries("UV_INDEX", "pt=https://download.pytorch.org/whl/cu128 https://pypi.org/simple") == [
         "https://download.pytorch.org/whl/cu128", "https://pypi.org/simple"]
