@@ -13,8 +13,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck import knowledge
-from envcheck.inspect.builds import installs_on, ngc_release, requirement_applies
 from envcheck.inspect.wheel_tags import canonical
+from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
 from envcheck.model import Finding, Location, Package, Status
 from envcheck.profile import Profile
 from envcheck.rules import CheckContext, check, rule
@@ -224,7 +224,7 @@ def _ngc_stages(ctx: CheckContext) -> set[str]:
     """Dockerfile stages that build on an NGC PyTorch container (directly or through other stages)."""
     if ctx.kind != "dockerfile":
         return set()
-    from envcheck.inspect.base_images import safe_describe
+    from envcheck.knowledge.base_images import safe_describe
 
     found: set[str] = set()
     for image in ctx.inventory.images:
@@ -336,7 +336,7 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over Dockerfile bases: moving tags, bare pip without NGC's torch, NVIDIA tags not in the table."""
     if not ctx.inventory.images:
         return
-    from envcheck.inspect.base_images import in_stage, safe_describe
+    from envcheck.knowledge.base_images import in_stage, safe_describe
 
     floating = 0
     ngc_final = False

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envcheck.errors import UsageError
-from envcheck.inspect.base_images import safe_describe
 from envcheck.inspect.dockerfile import (
     Dockerfile,
     DockerfileSyntaxError,
@@ -35,12 +34,18 @@ from envcheck.inspect.dockerfile import (
     walk_stage,
 )
 from envcheck.inspect.image_reference import parse_reference
-from envcheck.inspect.pip_args import InstallParse, parse_install_command
+from envcheck.inspect.pip_args import (
+    INDEX_VARIABLES,
+    NAMED_INDEX,
+    InstallParse,
+    index_entries,
+    parse_install_command,
+)
 from envcheck.inspect.shell import SimpleCommand, split_commands
 from envcheck.inspect.wheel_tags import canonical
+from envcheck.knowledge.base_images import safe_describe
 from envcheck.model import (
     EnvVar,
-    IndexOption,
     InstallCommand,
     Inventory,
     Location,
@@ -81,21 +86,7 @@ _REPO_PACKAGES = {"flash-attention": "flash-attn", "triton": "triton", "xformers
 _TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
 _CMAKE_ARCH_FLAG = re.compile(r"^-D\s*CMAKE_CUDA_ARCHITECTURES(?::[A-Za-z]+)?=(.*)$", re.S)
 # Environment variables that set pip's or uv's default index for every install after them.
-INDEX_VARIABLES = {
-    "PIP_INDEX_URL": IndexOption.INDEX_URL, "PIP_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL, "PIP_FIND_LINKS": IndexOption.FIND_LINKS,
-    "UV_INDEX_URL": IndexOption.INDEX_URL, "UV_DEFAULT_INDEX": IndexOption.INDEX_URL, "UV_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL,
-    "UV_INDEX": IndexOption.EXTRA_INDEX_URL, "UV_TORCH_BACKEND": IndexOption.INDEX_URL,
-}
 _INDEX_VARIABLES = INDEX_VARIABLES
-_NAMED_INDEX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*=(?=[A-Za-z][A-Za-z0-9+.\-]*://)")
-
-
-def index_entries(name: str, value: str) -> list[str]:
-    """The index URLs a pip/uv variable holds: space-separated, ``UV_INDEX``'s ``name=url`` form without the
-    name, and ``UV_TORCH_BACKEND=cu126`` as uv's torch-backend index (read like ``--torch-backend``)."""
-    if name == "UV_TORCH_BACKEND":
-        return [f"uv-torch-backend:{value.strip()}"] if value.strip() else []
-    return [_NAMED_INDEX.sub("", entry) for entry in value.split()]
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -338,7 +329,7 @@ class _Reader:
             for name, option in _INDEX_VARIABLES.items():
                 if name in cmd.env and cmd.env[name] != values.get(name):
                     parsed.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(name, cmd.env[name]))
-            parsed.indexes[:] = [replace(i, url=_NAMED_INDEX.sub("", i.url)) for i in parsed.indexes]  # uv --index name=url
+            parsed.indexes[:] = [replace(i, url=NAMED_INDEX.sub("", i.url)) for i in parsed.indexes]  # uv --index name=url
         if (parsed.command.tool in ("pip", "uv") and any(re.fullmatch(r"\.(\[[^\]]*\])?", w) for w in argv if not w.startswith("-"))
                 and _repo_of(files.script.cwd, files.script) is None):  # `pip install .` or `.[extra,...]`
             self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, None, argv)

@@ -194,3 +194,8 @@ def requirement_applies(marker: Marker | None, profile: Profile) -> bool:
         return bool(marker.evaluate(env))
     except UndefinedEnvironmentName:
         return True
+
+
+def unsuffixed_distribution(name: str) -> dict[str, Any] | None:
+    """The row of a CUDA toolkit distribution without a -cuXX suffix (``nvidia-cublas``: its release line per CUDA major)."""
+    return _unsuffixed().get(name)
