@@ -317,3 +317,18 @@ def test_dockerfile_pip_installs_are_resolved_per_run_line(tmp_path: Path, uv_ca
     assert g1 and g1[0]["location"]["member"] == "cuda12ext/_C.so"
     conflict = _findings(target, "G9-resolve-conflict")
     assert conflict and conflict[0]["location"]["line"] == 3 and "beta==2.0" in conflict[0]["message"]
+
+
+def test_pyproject_dependencies_with_its_uv_index(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
+    """The project's own dependencies, resolved with its [[tool.uv.index]] (no --index-url), the project not built."""
+    text = ('[project]\nname = "demo"\nversion = "0.1"\nrequires-python = ">=3.12"\n'
+            'dependencies = [\n  "cuda12ext==1.0",\n  "helper",\n]\n[project.optional-dependencies]\nwin = ["winonly"]\n\n'
+            f'[[tool.uv.index]]\nname = "loop"\nurl = "{index.url}"\ndefault = true\n')
+    target = tmp_path / "pyproject.toml"
+    target.write_text(text)
+    proc = run_envcheck("--resolve", "-f", "json", "--fail-on", "never", str(target), env=_env(tmp_path, uv_cache))
+    result = json.loads(proc.stdout)["targets"][0]
+    files = _resolved(result)
+    assert set(files) == {"cuda12ext", "helper"}  # the optional extra is not part of the resolution
+    assert files["cuda12ext"]["location"]["line"] == 6
+    assert "FAIL" in _status(result, "G1-binary-soname")
