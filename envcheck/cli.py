@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from envcheck.config import Config
     from envcheck.engine import Target
     from envcheck.model import Inventory, Report
-    from envcheck.sources import ReadOptions
+    from envcheck.sources import Discovery, ReadOptions
 
 COMMANDS = {
     "image": "envcheck.commands.image",
@@ -71,10 +71,14 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files and folders to check (default: the current folder); "
                         "the kind of each is told from its name, else its content")
     parser.add_argument("--kind", help="force the input kind, one of: " + ", ".join(kinds.path_kinds()))
+    parser.add_argument("--allow-empty", action="store_true",
+                        help="a folder with nothing to check is not an error (default: exit 2, \"nothing to check in DIR\")")
     parser.add_argument("--build-arg", action="append", default=[], metavar="NAME=VALUE", help="Dockerfile build argument (repeatable)")
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
     parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
     parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
+    parser.add_argument("--max-text-size", metavar="SIZE",
+                        help="largest requirements/pyproject/lock/config file read, includes counted together (default 16MiB; docs/limits.md)")
     parser.add_argument("--max-expansion", type=float, default=None, metavar="RATIO",
                         help="a wheel's binaries may expand to RATIO times their compressed size (at least 16 MiB) before "
                              "they are refused as a decompression bomb (default 100; 0: no limit; docs/limits.md)")
@@ -164,7 +168,10 @@ def _run(command: str | None, argv: list[str]) -> int:
         module.configure(parser)
         _common(parser, getattr(module, "DEFAULT_FORMAT", None))
     args = parser.parse_args(argv)
-    config = _layered_config(args, load_config(args.config, Path.cwd()))
+    from envcheck.config import parse_size
+
+    max_text = parse_size(args.max_text_size, "--max-text-size") if getattr(args, "max_text_size", None) else None
+    config = _layered_config(args, load_config(args.config, Path.cwd(), max_text))
     if module is not None and hasattr(module, "report"):  # a command that compares or post-processes (diff, snapshot)
         report: Report = module.report(args, config)
     else:
@@ -211,6 +218,10 @@ def _layered_config(args: argparse.Namespace, config: Config) -> Config:
         options["deep_fatbin"] = True
     if args.no_cache:
         options["no_cache"] = True
+    if getattr(args, "max_text_size", None):
+        from envcheck.config import parse_size
+
+        options["max_text_bytes"] = parse_size(args.max_text_size, "--max-text-size")
     changes["options"] = options
     return replace(config, **changes)  # type: ignore[arg-type]
 
@@ -232,6 +243,7 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         deep_fatbin=bool(args.deep_fatbin),
         use_cache=not args.no_cache,
         extra={**({"target": args.target} if args.target else {}),
+               **({"max_text_bytes": config.options["max_text_bytes"]} if config.options.get("max_text_bytes") else {}),
                **({"max_expansion": args.max_expansion} if args.max_expansion is not None else {})},
     )
     _no_mistyped_command(args.paths)
@@ -240,11 +252,11 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
     targets: list[Target] = []
     paths = [Path(p) for p in args.paths]  # named as the user gave them; what envcheck finds, relative to the cwd
     if not paths and not args.python:
-        found = sources.discover(Path("."))  # relative, as `envcheck .` prints them
-        if not found:
-            raise UsageError("nothing to check in the current folder (no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, Dockerfile or wheel); pass a PATH")
-        for found_path, found_kind in found:
-            targets.append(_file_target(found_path, found_kind, options))
+        found = _discovered(sources.discover_tree(Path(".")), options, args.verbose > 0)  # relative, as `envcheck .` prints them
+        if not found and not args.allow_empty:
+            raise UsageError("nothing to check in the current folder (no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
+                             "environment.yml, Dockerfile or wheel); pass a PATH")
+        targets.extend(found)
     for path in paths:
         if not path.exists() and not path.is_symlink():
             targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(
@@ -254,8 +266,13 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
             continue
         kind = args.kind or sources.detect(path)
         if kind == "project":
-            for found_path, found_kind in sources.discover(_relative_to_cwd(path)):
-                targets.append(_file_target(found_path, found_kind, options))
+            discovery = sources.discover_tree(_relative_to_cwd(path))
+            if not discovery.files:  # no dependency file or recipe: a folder of binaries, or nothing to check
+                discovery.unreadable.clear()  # the folder scan reports the folders it cannot list itself
+            found = _discovered(discovery, options, args.verbose > 0)
+            if not discovery.files:
+                found.append(_folder_target(path, options, args.allow_empty))
+            targets.extend(found)
             continue
         if kind is None:
             targets.append(Target(str(path), "unknown", _raiser(InputError(
@@ -301,6 +318,38 @@ def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Ta
         find_links=tuple(args.find_links), offline=args.offline, use_cache=not args.no_cache,
     )
     return [Target(t.name, t.kind, resolve.resolved_reader(t.name, t.kind, t.read, settings, config.profile)) for t in targets]
+
+
+def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> list[Target]:
+    """Targets for what discovery found, an ERROR target per folder it could not read; -v lists what it skipped."""
+    from envcheck.engine import Target
+    from envcheck.errors import InputError
+    from envcheck.redaction import escape_controls
+
+    if verbose:
+        for skipped, reason in discovery.skipped:
+            print(f"envcheck: skipped {escape_controls(str(skipped))}: {reason}", file=sys.stderr)
+    targets = [_file_target(path, kind, options) for path, kind in discovery.files]
+    for path, why in discovery.unreadable:
+        targets.append(Target(str(path), "unreadable", _raiser(InputError(
+            f"{path}: cannot read this folder ({why}); nothing in it was checked", str(path)))))
+    return targets
+
+
+def _folder_target(path: Path, options: ReadOptions, allow_empty: bool) -> Target:
+    """A folder with no input files: its binaries are scanned; finding none is "nothing to check" (exit 2)."""
+    from envcheck import sources
+    from envcheck.engine import Target
+    from envcheck.errors import InputError
+
+    def read() -> Inventory:
+        inventory: Inventory = sources.module_for("folder").read(path, options)
+        if not (inventory.binaries or inventory.packages or inventory.problems or allow_empty):
+            raise InputError(f"nothing to check in {path}: no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
+                             "environment.yml, Dockerfile, wheel or ELF file (--allow-empty accepts that)", str(path))
+        return inventory
+
+    return Target(str(path), "folder", read)
 
 
 def _raiser(exc: Exception) -> Callable[[], Inventory]:

@@ -35,14 +35,62 @@ class Config:
         return FAIL_ON[self.fail_on]
 
 
-def _table_from_file(path: Path) -> dict[str, Any] | None:
+# Sizes: a plain number of bytes, or with a unit (16MiB, 64M, 1G, 500k; decimal units are read as binary).
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def parse_size(text: str, what: str = "a size") -> int:
+    """``16MiB``, ``64M``, ``1048576`` as bytes; anything else is a usage error naming ``what``."""
+    value = text.strip().lower().removesuffix("ib").removesuffix("b")
+    number, unit = value.rstrip("kmgt"), value[len(value.rstrip("kmgt")):]
+    if unit not in _UNITS or not number or len(number) > 20:
+        raise UsageError(f"{what} must be a size such as 16MiB, 64M or 1048576, not {text[:40]!r}")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read config {path}: {exc}") from exc
+        size = int(float(number) * _UNITS[unit])
+    except (ValueError, OverflowError):
+        raise UsageError(f"{what} must be a size such as 16MiB, 64M or 1048576, not {text[:40]!r}") from None
+    if size <= 0:
+        raise UsageError(f"{what} must be more than 0 bytes")
+    return size
+
+
+def text_limit_default() -> int:
+    """The size limit for text inputs and config files: ENVCHECK_MAX_TEXT_SIZE, else the built-in default."""
+    from envcheck.sources.requirements import MAX_BYTES
+
+    raw = os.environ.get("ENVCHECK_MAX_TEXT_SIZE")
+    return parse_size(raw, "ENVCHECK_MAX_TEXT_SIZE") if raw else MAX_BYTES
+
+
+def _config_bytes(path: Path, max_bytes: int) -> bytes:
+    """A config file's bytes: a regular file within the text-size limit (a sparse 1 GiB file is refused unread)."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise UsageError(f"config {path} is {size} bytes, over the {max_bytes}-byte limit for a config file "
+                             "(raise it with --max-text-size or ENVCHECK_MAX_TEXT_SIZE, or pass another --config)")
+        with path.open("rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read config {path}: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:
+        raise UsageError(f"config {path} is over the {max_bytes}-byte limit for a config file (raise it with --max-text-size)")
+    return data
+
+
+def _table_from_file(path: Path, max_bytes: int) -> dict[str, Any] | None:
+    data = _config_bytes(path, max_bytes)
+    try:
+        parsed = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"config {path} is not UTF-8 text (byte offset {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"config {path} is not valid TOML: {exc}") from exc
-    tool = data.get("tool")
+    except RecursionError:
+        raise UsageError(f"config {path}: arrays or inline tables nested too deeply to read") from None
+    except ValueError as exc:  # an integer past Python's digit limit
+        raise UsageError(f"config {path} cannot be read: {str(exc)[:120]}") from None
+    tool = parsed.get("tool")
     if tool is not None and not isinstance(tool, dict):
         raise UsageError(f"config {path}: `tool` must be a table ([tool.envcheck]), not {type(tool).__name__}")
     table = (tool or {}).get("envcheck")
@@ -50,73 +98,126 @@ def _table_from_file(path: Path) -> dict[str, Any] | None:
         raise UsageError(f"config {path}: [tool.envcheck] must be a table, not {type(table).__name__}")
     if path.name == "pyproject.toml":
         return table
-    return table if table is not None else data
+    return table if table is not None else parsed
 
 
-def find_config(start: Path) -> Path | None:
-    """``.envcheck.toml``, or a pyproject.toml with ``[tool.envcheck]``, in ``start`` or a parent."""
+def find_config(start: Path, max_bytes: int | None = None) -> Path | None:
+    """``.envcheck.toml``, or a pyproject.toml with ``[tool.envcheck]``, in ``start`` or a parent.
+
+    Only regular files count (a FIFO or a device named pyproject.toml is not read); a pyproject.toml is
+    searched in bounded chunks, never read whole, and one past the size limit is a usage error.
+    """
+    limit = text_limit_default() if max_bytes is None else max_bytes
     start = start.resolve()
     for folder in (start, *start.parents):
         candidate = folder / ".envcheck.toml"
         if candidate.is_file():
             return candidate
         pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
-            try:
-                if "[tool.envcheck" in pyproject.read_text(encoding="utf-8", errors="replace"):
-                    return pyproject
-            except OSError:
-                pass
+        if pyproject.is_file() and _mentions_envcheck(pyproject, limit):
+            return pyproject
         if (folder / ".git").exists():
             break
     return None
 
 
+def _mentions_envcheck(path: Path, max_bytes: int) -> bool:
+    needle = b"[tool.envcheck"
+    try:
+        with path.open("rb") as fh:
+            tail = b""
+            read = 0
+            while chunk := fh.read(1 << 20):
+                read += len(chunk)
+                if needle in tail + chunk:
+                    return True
+                if read > max_bytes:
+                    return False  # not a config file envcheck would read; it is judged (and refused) as an input
+                tail = chunk[-len(needle):]
+    except OSError:
+        return False
+    return False
+
+
+def _text(table: dict[str, Any], key: str, origin: str) -> str:
+    value = table[key]
+    if not isinstance(value, str):
+        raise UsageError(f"{origin}: {key} must be a string, not {_kind(value)}")
+    return value
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a table", list: "a list", bool: "true/false", int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
 def _apply_table(config: Config, table: dict[str, Any], origin: str) -> Config:
+    """The config layer ``table`` over ``config``; every malformed value is a usage error naming its key."""
     changes: dict[str, Any] = {"source": origin}
     if "profile" in table:
-        changes["profile"] = str(table["profile"])
-    if "fail-on" in table or "fail_on" in table:
-        value = str(table.get("fail-on", table.get("fail_on")))
-        if value not in FAIL_ON:
-            raise UsageError(f"{origin}: fail-on must be one of {', '.join(FAIL_ON)}, not {value!r}")
-        changes["fail_on"] = value
+        changes["profile"] = _text(table, "profile", origin)
+    for key in ("fail-on", "fail_on"):
+        if key in table:
+            value = _text(table, key, origin)
+            if value not in FAIL_ON:
+                raise UsageError(f"{origin}: {key} must be one of {', '.join(FAIL_ON)}, not {value[:40]!r}")
+            changes["fail_on"] = value
     ignores = dict(config.ignores)
     raw = table.get("ignore", [])
     if isinstance(raw, dict):
         raw = [{"rule": k, "reason": v} for k, v in raw.items()]
     if not isinstance(raw, list):
-        raise UsageError(f"{origin}: ignore must be a list of rule ids or {{rule, reason}} tables")
+        raise UsageError(f"{origin}: ignore must be a list of rule ids or {{rule, reason}} tables, not {_kind(raw)}")
     for item in raw:
         if isinstance(item, str):
             ignores[item] = "ignored in config"
-        elif isinstance(item, dict) and "rule" in item:
-            ignores[str(item["rule"])] = str(item.get("reason", "ignored in config"))
+        elif isinstance(item, dict) and isinstance(item.get("rule"), str) and isinstance(item.get("reason", ""), str):
+            ignores[item["rule"]] = item.get("reason") or "ignored in config"
         else:
-            raise UsageError(f"{origin}: bad ignore entry {item!r}")
+            raise UsageError(f"{origin}: ignore entries must be rule ids or {{rule = \"ID\", reason = \"...\"}} tables, not {_kind(item)}")
     changes["ignores"] = ignores
     severity = dict(config.severity)
-    for rule_id, status in dict(table.get("severity", {})).items():
-        if str(status).upper() not in Status.__members__:
-            raise UsageError(f"{origin}: severity for {rule_id} must be one of {', '.join(Status.__members__)}")
-        severity[str(rule_id)] = str(status).upper()
+    raw_severity = table.get("severity", {})
+    if not isinstance(raw_severity, dict):
+        raise UsageError(f"{origin}: severity must be a table of rule ids and statuses (severity = {{G9-unpinned = \"INFO\"}}), "
+                         f"not {_kind(raw_severity)}")
+    for rule_id, status in raw_severity.items():
+        if not isinstance(status, str) or status.upper() not in Status.__members__:
+            raise UsageError(f"{origin}: severity.{rule_id} must be one of {', '.join(Status.__members__)}")
+        severity[str(rule_id)] = status.upper()
     changes["severity"] = severity
     options = dict(config.options)
-    for key in ("nvfp4", "expect-bandwidth", "deep-fatbin"):
+    for key in ("nvfp4", "deep-fatbin"):
         if key in table:
+            if not isinstance(table[key], bool):
+                raise UsageError(f"{origin}: {key} must be true or false, not {_kind(table[key])}")
             options[key.replace("-", "_")] = table[key]
+    if "expect-bandwidth" in table:
+        value = table["expect-bandwidth"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e6:
+            raise UsageError(f"{origin}: expect-bandwidth must be a number of GB/s, not {_kind(value)}")
+        options["expect_bandwidth"] = value
+    if "max-text-size" in table:
+        value = table["max-text-size"]
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise UsageError(f"{origin}: max-text-size must be a size such as \"64MiB\" or a number of bytes, not {_kind(value)}")
+        options["max_text_bytes"] = parse_size(str(value), f"{origin}: max-text-size")
     changes["options"] = options
     return replace(config, **changes)
 
 
-def load_config(explicit: str | None, cwd: Path) -> Config:
-    """Defaults, then the config file (explicit or discovered), then ENVCHECK_* variables."""
+def load_config(explicit: str | None, cwd: Path, max_bytes: int | None = None) -> Config:
+    """Defaults, then the config file (explicit or discovered), then ENVCHECK_* variables.
+
+    ``max_bytes`` bounds the config file read (``--max-text-size``; default: ENVCHECK_MAX_TEXT_SIZE or the
+    built-in limit for text inputs).
+    """
     config = Config()
-    path = Path(explicit) if explicit else find_config(cwd)
+    limit = text_limit_default() if max_bytes is None else max_bytes
+    path = Path(explicit) if explicit else find_config(cwd, limit)
     if explicit and not path.is_file():  # type: ignore[union-attr]
-        raise UsageError(f"config file {explicit} does not exist")
+        raise UsageError(f"config file {explicit} does not exist (or is not a regular file)")
     if path is not None:
-        table = _table_from_file(path)
+        table = _table_from_file(path, limit)
         if table:
             config = _apply_table(config, table, str(path))
     env_table: dict[str, Any] = {}
@@ -126,6 +227,8 @@ def load_config(explicit: str | None, cwd: Path) -> Config:
         env_table["fail-on"] = os.environ["ENVCHECK_FAIL_ON"]
     if os.environ.get("ENVCHECK_IGNORE"):
         env_table["ignore"] = [r.strip() for r in os.environ["ENVCHECK_IGNORE"].split(",") if r.strip()]
+    if os.environ.get("ENVCHECK_MAX_TEXT_SIZE"):
+        env_table["max-text-size"] = os.environ["ENVCHECK_MAX_TEXT_SIZE"]
     if env_table:
         config = _apply_table(config, env_table, "environment")
     return config

@@ -51,6 +51,7 @@ def in_scope(inventory: Inventory, scopes: tuple[str, ...] = (), installs: Calla
         context=inventory.context,
         problems=[],
         pragmas=list(inventory.pragmas),
+        resolved=list(inventory.resolved),  # --resolve: what the default install resolves to
     )
 
 
@@ -100,3 +101,45 @@ def opt_in(finding: Finding, labels: list[str]) -> Finding:
     evidence = dict(finding.evidence)
     evidence["scope"] = labels
     return replace(finding, status=status, message=f"with {named} (opt-in): {finding.message}", evidence=evidence)
+
+
+def scopes_asked(argv: list[str] | tuple[str, ...]) -> tuple[set[str], bool]:
+    """The opt-in scopes an install command asks for, and whether it asks for every extra.
+
+    ``uv sync --extra cu130 --group docs`` asks for ``extra 'cu130'`` and ``group 'docs'``;
+    ``pip install '.[cu130,train]'`` for two extras; ``uv sync --all-extras`` (True) for every extra.
+    """
+    asked: set[str] = set()
+    every_extra = False
+    words = list(argv)
+    for i, word in enumerate(words):
+        option, eq, inline = word.partition("=")
+        value = inline if eq else (words[i + 1] if i + 1 < len(words) else "")
+        if option == "--extra" and value:
+            asked.update(f"extra {e.strip()!r}" for e in value.split(",") if e.strip())
+        elif option in ("--group", "--only-group") and value:
+            asked.add(f"group {value.strip()!r}")
+        elif option == "--all-extras":
+            every_extra = True
+        elif not word.startswith("-") and "[" in word and word.endswith("]"):
+            path, _, extras = word[:-1].partition("[")
+            if path in (".", "..") or path.startswith(("./", "../", "/")):
+                asked.update(f"extra {e.strip()!r}" for e in extras.split(",") if e.strip())
+    return asked, every_extra
+
+
+def install_scopes(inventory: Inventory, asked: set[str], every_extra: bool = False) -> Inventory:
+    """``inventory`` with the scopes an install asked for made part of its default install."""
+    def chosen(scope: str | None) -> bool:
+        return scope is not None and (scope in asked or (every_extra and scope.startswith("extra ")))
+
+    return replace_scopes(inventory, chosen)
+
+
+def replace_scopes(inventory: Inventory, chosen: Callable[[str | None], bool]) -> Inventory:
+    """A copy of ``inventory`` whose packages and wheels in a ``chosen`` scope are in the default install."""
+    out = Inventory(**{f: getattr(inventory, f) for f in ("indexes", "installs", "binaries", "images", "env", "host", "context",
+                                                          "problems", "pragmas")})
+    out.packages = [replace(p, scope=None) if chosen(p.scope) else p for p in inventory.packages]
+    out.wheels = [replace(w, scope=None) if chosen(w.scope) else w for w in inventory.wheels]
+    return out

@@ -10,6 +10,7 @@ import atheris
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import main, scratch_dir, write_input
+from seed_builders import hostile_dockerfile_seeds
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError
@@ -38,4 +39,4 @@ def target(data: bytes) -> None:
 
 
 if __name__ == "__main__":
-    main("dockerfile", target, (EnvcheckError,), SEEDS, max_len=8192)
+    main("dockerfile", target, (EnvcheckError,), SEEDS, hostile_dockerfile_seeds(), max_len=8192)

@@ -175,3 +175,90 @@ def hostile_elf_seeds() -> list[bytes]:
                              ("zeros", {"size": 16 << 10})):
             out.append(write_elf(Path(tmp) / name, **kwargs).read_bytes())  # type: ignore[arg-type]
     return out
+
+
+# ---- hostile Dockerfiles (issue 13): generators for the bounded tests and the fuzz seeds -----------------
+
+
+def hostile_dockerfiles(scale: float = 1) -> dict[str, str]:
+    """Dockerfiles of each hostile class, by name; ``scale=1`` is the issue's size, smaller fractions make
+    seeds. Each stays a few MiB at most on disk; what makes it hostile is what reading it costs."""
+
+    def n(count: int) -> int:
+        return max(2, int(count * scale))
+
+    deep = "${A:-" * n(10_000) + "x" + "}" * n(10_000)
+    return {
+        # a quoted 100 KB argument (was quadratic in the shell reader)
+        "quoted-argument": 'FROM ubuntu:24.04\nRUN pip install "' + "a" * n(100_000) + '"\n',
+        # 80k ENV lines (each copied the whole environment)
+        "many-env": "FROM ubuntu:24.04\n" + "".join(f"ENV A{i}={i}\n" for i in range(n(80_000))) + "RUN pip install torch\n",
+        # a 503-byte file whose ENV values double forty times (5.3 GB)
+        "doubling-env": "FROM ubuntu:24.04\nENV A=x\n" + "ENV A=$A$A\n" * n(40) + "RUN pip install torch\n",
+        # 8000 exports then 8000 commands in one RUN (each command copied every export)
+        "exports-then-commands": "FROM ubuntu:24.04\nRUN " + " && ".join(f"export V{i}=x{i}" for i in range(n(8_000)))
+        + " && " + " && ".join(f"echo {i}" for i in range(n(8_000))) + "\n",
+        # a 10 MB RUN line
+        "huge-run": "FROM ubuntu:24.04\nRUN " + "pip install torch && " * n(500_000) + "true\n",
+        # ${A:-${B:-...}} nested 10k deep, in ENV, WORKDIR and COPY
+        "nested-env": f"FROM ubuntu:24.04\nENV B={deep}\nRUN pip install torch\n",
+        "nested-workdir": f"FROM ubuntu:24.04\nWORKDIR /{deep}\nRUN pip install torch\n",
+        "nested-copy": f"FROM ubuntu:24.04\nCOPY {deep} /x\nRUN pip install torch\n",
+        "nested-arg": f"ARG B={deep}\nFROM ubuntu:24.04\n",
+        # just under 1 MiB of RUN text holding 340k tiny commands (past the 10,000 commands read per RUN)
+        "many-commands": "FROM ubuntu:24.04\nRUN " + "a&&" * n(340_000) + "true\n",
+        # if/subshell nesting past the shell reader's depth
+        "nested-shell": "FROM ubuntu:24.04\nRUN " + "(" * n(5_000) + "pip install torch" + ")" * n(5_000) + "\n",
+    }
+
+
+def hostile_dockerfile_seeds() -> list[bytes]:
+    """Small members of each hostile Dockerfile class (fuzz seeds)."""
+    return [text.encode() for text in hostile_dockerfiles(scale=0.002).values()]
+
+
+# --- hostile dependency files and config (issue 13): the generators of tests/test_deps_bounds.py ----------
+
+
+def include_fanout(folder: Path, levels: int = 20) -> Path:
+    """``levels`` requirements files, each including the next twice (-r and -r): 2**levels reads if each
+    include were read again. Returns the top file."""
+    for level in range(levels):
+        nxt = f"-r level{level + 1}.txt\n" * 2 if level + 1 < levels else "torch==2.5.1+cu121\n"
+        (folder / f"level{level}.txt").write_text(f"numpy=={level}.0\n{nxt}", encoding="utf-8")
+    top = folder / "requirements.txt"
+    top.write_text("-r level0.txt\n-r level0.txt\n", encoding="utf-8")
+    return top
+
+
+def spaces_requirements(size: int = 100_000) -> str:
+    """Requirement lines padded with ``size`` spaces where regexes backtrack: before ``==``, before a comment,
+    before ``--hash``, a bare run of spaces, a git URL of many segments."""
+    pad = " " * size
+    return "".join([
+        f"torch{pad}==2.9.0\n", f"numpy==2.0{pad}x\n", f"{pad}--hash=sha256:00\n", f"six==1.16.0{pad}#c\n",
+        f"a==1{pad}--hash=sha256:00\n", "git+https://x/" + "a/" * (size // 2) + "\n", f"foo ;{pad}\n",
+    ])
+
+
+def long_version_requirement(digits: int = 4301) -> str:
+    """A requirement whose version has more digits than Python converts to an int."""
+    return f"torch==1{'1' * (digits - 1)}\nnumpy==2.0\n"
+
+
+def big_uv_lock(packages: int = 11_000) -> str:
+    """A uv.lock of ``packages`` entries (about 1 MB), each depending on the next under a marker."""
+    out = ['version = 1', 'revision = 3', 'requires-python = ">=3.11"', '',
+           '[[package]]', 'name = "proj"', 'version = "0.1.0"', 'source = { virtual = "." }', 'dependencies = [',
+           *[f'    {{ name = "p{i}" }},' for i in range(0, packages, 100)], ']', '']
+    for i in range(packages):
+        out += ['[[package]]', f'name = "p{i}"', 'version = "1.0"', 'source = { registry = "https://pypi.org/simple" }']
+        if i + 1 < packages:
+            out += [f'dependencies = [{{ name = "p{i + 1}", marker = "sys_platform == \'linux\'" }}]']
+        out.append('')
+    return "\n".join(out)
+
+
+def deep_toml(depth: int = 100_000, key: str = "tool.envcheck.severity") -> str:
+    """A TOML document whose value at ``key`` nests arrays ``depth`` deep."""
+    return f"{key} = {'[' * depth}{']' * depth}\n"

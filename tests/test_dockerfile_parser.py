@@ -113,12 +113,12 @@ def test_stage_args_env_and_their_scope() -> None:
     )
     df = parse(text)
     base, child = df.stages
-    seen = {inst.line: dict(values) for inst, values in walk_stage(df, base, {})}
+    seen = {inst.line: dict(values) for inst, values, _ in walk_stage(df, base, {})}
     # C=${A}x sees A as it was before its own ENV line (Docker's rule): unset here, so it stays as written
     # (the base image's environment, which we cannot see, may define it); D on the next line sees A=1
     want = {"A": "override", "B": "two words", "C": "${A}x", "D": "1y", "LEGACY": "value with spaces", "VERSION": "1.0", "LOCAL": "1.0-local"}
     assert seen[10] == want
-    child_values = {inst.line: dict(values) for inst, values in walk_stage(df, child, {})}
+    child_values = {inst.line: dict(values) for inst, values, _ in walk_stage(df, child, {})}
     # ENV crosses FROM <stage>; ARG does not
     assert child_values[12] == {k: v for k, v in want.items() if k not in ("VERSION", "LOCAL")}
     assert child.parent == base.index and base.final and child.final

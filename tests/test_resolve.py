@@ -49,7 +49,7 @@ def _resolve(tmp_path: Path, uv_cache: Path, index_url: str, text: str, *args: s
              env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
     target = tmp_path / name
     target.write_text(text)
-    if name.endswith(".txt"):
+    if not name.endswith(".toml"):
         from tests.conftest import require
 
         require(UV is not None, "uv is not installed (pip install 'envcheck[resolve]')")
@@ -301,3 +301,34 @@ def test_uv_missing_is_a_clear_error(tmp_path: Path, index: PackageIndex) -> Non
     messages = [f["message"] for f in json.loads(proc.stdout)["targets"][0]["findings"] if f["rule"] == "input-error"]
     if shutil.which("uv", path=os.path.dirname(sys.executable)) is None:
         assert any("needs uv" in m for m in messages)
+
+
+def test_dockerfile_pip_installs_are_resolved_per_run_line(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
+    text = ("FROM ubuntu:24.04 AS app\n"
+            "RUN pip install cuda12ext==1.0\n"
+            "RUN pip install alpha==1.0 beta==2.0\n"
+            "FROM nvcr.io/nvidia/pytorch:25.11-py3 AS ngc\n"
+            "RUN pip install sm80ext==1.0\n")
+    _, target, _ = _resolve(tmp_path, uv_cache, index.url, text, name="Dockerfile")
+    files = _resolved(target)
+    assert files["cuda12ext"]["location"]["line"] == 2
+    assert "sm80ext" not in files  # an NGC stage starts from the image's own packages: not resolved from scratch
+    g1 = [f for f in _findings(target, "G1-binary-soname") if f["status"] == "FAIL"]
+    assert g1 and g1[0]["location"]["member"] == "cuda12ext/_C.so"
+    conflict = _findings(target, "G9-resolve-conflict")
+    assert conflict and conflict[0]["location"]["line"] == 3 and "beta==2.0" in conflict[0]["message"]
+
+
+def test_pyproject_dependencies_with_its_uv_index(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
+    """The project's own dependencies, resolved with its [[tool.uv.index]] (no --index-url), the project not built."""
+    text = ('[project]\nname = "demo"\nversion = "0.1"\nrequires-python = ">=3.12"\n'
+            'dependencies = [\n  "cuda12ext==1.0",\n  "helper",\n]\n[project.optional-dependencies]\nwin = ["winonly"]\n\n'
+            f'[[tool.uv.index]]\nname = "loop"\nurl = "{index.url}"\ndefault = true\n')
+    target = tmp_path / "pyproject.toml"
+    target.write_text(text)
+    proc = run_envcheck("--resolve", "-f", "json", "--fail-on", "never", str(target), env=_env(tmp_path, uv_cache))
+    result = json.loads(proc.stdout)["targets"][0]
+    files = _resolved(result)
+    assert set(files) == {"cuda12ext", "helper"}  # the optional extra is not part of the resolution
+    assert files["cuda12ext"]["location"]["line"] == 6
+    assert "FAIL" in _status(result, "G1-binary-soname")

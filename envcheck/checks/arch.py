@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from envcheck.inspect.builds import installs_on
-from envcheck.inspect.wheel_tags import parse_wheel_name, platform_verdict
+from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.knowledge.builds import installs_on
+from envcheck.knowledge.wheel_platforms import platform_verdict
 from envcheck.model import Binary, Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -127,7 +128,7 @@ BASE_PLATFORM = rule(
 @check(BASE_PLATFORM)
 def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over Dockerfile FROM lines: a non-arm64 --platform or an amd64-only base image."""
-    from envcheck.inspect.base_images import in_stage, is_arm64, safe_describe
+    from envcheck.knowledge.base_images import in_stage, is_arm64, safe_describe
 
     want = ctx.profile.docker_platform
     for image in ctx.inventory.images:
@@ -206,7 +207,7 @@ RESOLVE_NO_FILE = rule(
     lock files written on x86_64 CI and with releases that ship only x86_64 and Windows wheels.""",
     "Pick a version that publishes a manylinux aarch64 wheel (check the project's files on the index), or re-lock for the target: "
     "uv pip compile --python-platform aarch64-manylinux_2_39.",
-    ("requirements", "pyproject", "lock", "freeze"),
+    ("requirements", "pyproject", "lock", "freeze", "dockerfile"),
 )
 RESOLVE_SOURCE_BUILD = rule(
     "ARCH-resolve-source-build", "ARCH", "A resolved package is built from source on the Spark", Status.FAIL,
@@ -216,7 +217,7 @@ RESOLVE_SOURCE_BUILD = rule(
     other packages (a build toolchain is needed, and the build may still fail).""",
     "Pin a version that publishes a manylinux aarch64 wheel, take the package from an NGC container, or build the wheel "
     "once for linux/aarch64 and install that file.",
-    ("requirements", "pyproject", "lock", "freeze"),
+    ("requirements", "pyproject", "lock", "freeze", "dockerfile"),
 )
 
 

@@ -10,7 +10,8 @@ import os
 import re
 from collections.abc import Iterator
 
-from envcheck.inspect.builds import (
+from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.knowledge.builds import (
     CudaBuild,
     build_of_index,
     build_of_version,
@@ -18,7 +19,6 @@ from envcheck.inspect.builds import (
     installs_on,
     pypi_torch_build,
 )
-from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.model import Binary, Finding, Location, Package, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -130,6 +130,25 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
     return None, "nothing in the input says which CUDA build of torch is installed"
 
 
+def _distribution_fix(name: str, major: int) -> str | None:
+    """The CUDA ``major`` distribution that replaces ``name``: cupy-cuda12x -> cupy-cuda13x; nvidia-cublas-cu12
+    -> nvidia-cublas 13.x (toolkit parts drop the suffix); nvidia-cudnn-cu12 -> nvidia-cudnn-cu13. None: the rule's fix."""
+    from envcheck.knowledge.builds import unsuffixed_distribution
+
+    m = re.fullmatch(r"(.+)-(cu|cuda)1[0-2](x?)", name)
+    if m is None:
+        return None
+    base, prefix, x = m.groups()
+    row = unsuffixed_distribution(base) if prefix == "cu" else None
+    if row is not None:  # toolkit parts drop the suffix; their CUDA 13 releases are not always 13.x (cuFFT 12.x)
+        spec = row.get(f"cuda{major}")
+        replacement = f"{base}{spec}" if isinstance(spec, str) else f"the unsuffixed {base} (its CUDA {major} release)"
+    else:
+        replacement = f"{base}-{prefix}{major}{x}"
+    return (f"Replace {name} with {replacement}, its CUDA {major} build, or drop the pin and let torch's cu{major}0 "
+            "build pull its own.")
+
+
 def _is_pypi(url: str) -> bool:
     return url.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
 
@@ -207,7 +226,7 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
                 yield CUDA12_DIST.finding(
                     f"{pkg.name}{' ' + pkg.version if pkg.version else ''} carries CUDA {dist_major} libraries: {why}",
                     pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": dist_major},
-                    fix=_FIX_CONDA if pkg.role == "conda" else None,
+                    fix=_FIX_CONDA if pkg.role == "conda" else _distribution_fix(pkg.name, major),
                 )
         conda_major = _conda_cuda_major(pkg, major)
         if conda_major is not None:
@@ -352,7 +371,9 @@ _DIGITS = re.compile(r"\d+")
 
 
 def _foreign(names: tuple[str, ...], major: int) -> list[tuple[str, tuple[int, ...]]]:
-    from envcheck.inspect.elf import cuda_majors  # the ELF code loads only for targets with binaries
+    from envcheck.knowledge.sonames import (
+        cuda_majors,  # the soname table loads only for targets with binaries
+    )
 
     out = []
     for name in names:
@@ -403,7 +424,7 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     binaries = ctx.inventory.binaries
     if not binaries:
         return
-    from envcheck.inspect.elf import cuda_majors, soname_key  # only for targets with binaries
+    from envcheck.knowledge.sonames import cuda_majors, soname_key  # only for targets with binaries
 
     major = ctx.profile.cuda_major
     good_variants = {_variant_key(b) for b in binaries if b.cuda_major == major}
@@ -469,7 +490,7 @@ CUDA12_BASE = rule(
 @check(CUDA12_BASE)
 def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over Dockerfile base images: CUDA 12 bases FAIL (WARN in stages outside the final image)."""
-    from envcheck.inspect.base_images import in_stage, safe_describe
+    from envcheck.knowledge.base_images import in_stage, safe_describe
 
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
@@ -524,7 +545,7 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
             how = f"CUDA_VERSION={value}"
             evidence["CUDA_VERSION"] = value
     if major is None:
-        from envcheck.inspect.base_images import safe_describe
+        from envcheck.knowledge.base_images import safe_describe
 
         described = safe_describe(str(facts.get("registry", "")) + "/" + str(facts.get("repository", "")) + ":" + str(facts.get("tag") or "latest")) if facts.get("repository") else None
         if described is not None and described.cuda_major is not None:
@@ -556,7 +577,7 @@ DEFAULT_INDEX_PULL = rule(
 @check(DEFAULT_INDEX_PULL)
 def default_index_pulls(ctx: CheckContext) -> Iterator[Finding]:
     """G1: Dockerfile installs that resolve dependencies through a CUDA 12 index set in ENV/ARG."""
-    from envcheck.sources.dockerfile import INDEX_VARIABLES, index_entries
+    from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
 
     defaults = []  # (stage, line, variable, url, build)
     for var in ctx.inventory.env:

@@ -13,8 +13,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck import knowledge
-from envcheck.inspect.builds import installs_on, ngc_release, requirement_applies
 from envcheck.inspect.wheel_tags import canonical
+from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
 from envcheck.model import Finding, Location, Package, Status
 from envcheck.profile import Profile
 from envcheck.rules import CheckContext, check, rule
@@ -82,15 +82,23 @@ def _satisfies(version: Version, spec: SpecifierSet) -> bool:
     return spec.contains(version, prereleases=True)
 
 
+@lru_cache(maxsize=16384)
+def _requirement(line: str) -> Requirement | None:
+    """A Requires-Dist line, parsed once (a lock repeats the same lines over thousands of packages)."""
+    try:
+        return Requirement(line)
+    except InvalidRequirement:
+        return None
+
+
 def _requirements_of(pkg: Package, profile: Profile) -> list[tuple[str, SpecifierSet, str]]:
     """(required name, specifier, source) from metadata when present, else from the pin table."""
     out: list[tuple[str, SpecifierSet, str]] = []
     version = _version(pkg)
     if pkg.requires is not None:
         for line in pkg.requires:
-            try:
-                req = Requirement(line)
-            except InvalidRequirement:
+            req = _requirement(line)
+            if req is None:
                 continue
             if req.marker is not None and ("extra" in str(req.marker) or not requirement_applies(req.marker, profile)):
                 continue
@@ -216,7 +224,7 @@ def _ngc_stages(ctx: CheckContext) -> set[str]:
     """Dockerfile stages that build on an NGC PyTorch container (directly or through other stages)."""
     if ctx.kind != "dockerfile":
         return set()
-    from envcheck.inspect.base_images import safe_describe
+    from envcheck.knowledge.base_images import safe_describe
 
     found: set[str] = set()
     for image in ctx.inventory.images:
@@ -328,7 +336,7 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over Dockerfile bases: moving tags, bare pip without NGC's torch, NVIDIA tags not in the table."""
     if not ctx.inventory.images:
         return
-    from envcheck.inspect.base_images import in_stage, safe_describe
+    from envcheck.knowledge.base_images import in_stage, safe_describe
 
     floating = 0
     ngc_final = False
@@ -432,7 +440,7 @@ RESOLVE_CONFLICT = rule(
     excludes (xformers 0.0.32.post2 requires torch==2.8.0 next to torch==2.14.1). pip would stop the same way.""",
     "Change one of the two requirements the message names: usually pick the release of the dependent package "
     "built for your torch (its Requires-Dist on the index says which).",
-    ("requirements", "pyproject", "freeze"),
+    ("requirements", "pyproject", "freeze", "dockerfile"),
 )
 
 

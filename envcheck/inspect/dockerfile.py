@@ -34,6 +34,11 @@ _DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 _HEREDOC = re.compile(r"<<(-?)\s*(?:\"([^\"\n]+)\"|'([^'\n]+)'|([A-Za-z0-9_.\-]+))")
 _STAGE_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_.\-]*$")
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Bounds on variable substitution (docs/limits.md). Real Dockerfiles nest ${A:-${B}} a few levels and hold
+# values of a few KiB (PATH, LD_LIBRARY_PATH); Linux refuses a single environment string over 128 KiB.
+MAX_SUBSTITUTION_DEPTH = 64
+MAX_EXPANDED_VALUE = 128 << 10
+MAX_EXPANDED_TOTAL = 32 << 20
 
 
 class DockerfileSyntaxError(Exception):
@@ -130,6 +135,7 @@ class Dockerfile:
     global_values: dict[str, str]  # global ARG values (after --build-arg) visible to FROM
     # ENV values at the end of each stage, by (stage index, build args): the stages built on it start with them
     env_at_end: dict[tuple[int, tuple[tuple[str, str], ...]], dict[str, str]] = field(default_factory=dict)
+    expanded_chars: int = 0  # characters of ENV/ARG values expanded so far (bounded by MAX_EXPANDED_TOTAL)
 
     @property
     def final_stage(self) -> Stage:
@@ -160,14 +166,19 @@ class Expansion:
 
 
 def expand(text: str, values: Mapping[str, str], escape: str = "\\", keep_unknown: bool = False,
-           remove_quotes: bool = True) -> Expansion:
+           remove_quotes: bool = True, depth: int = 0) -> Expansion:
     """Expand ``$VAR`` forms in ``text`` with ``values``; quotes are removed like BuildKit does.
 
     ``keep_unknown`` leaves references to unknown variables as written (used for RUN text, where the
-    shell of the base image would expand them from an environment we cannot see).
+    shell of the base image would expand them from an environment we cannot see). Raises
+    :class:`DockerfileSyntaxError` (line 0: the caller knows the line) for ``${A:-${B:-...}}`` nested more than
+    :data:`MAX_SUBSTITUTION_DEPTH` deep or a result longer than :data:`MAX_EXPANDED_VALUE`.
     """
+    if depth > MAX_SUBSTITUTION_DEPTH:
+        raise DockerfileSyntaxError(f"variable substitution nested more than {MAX_SUBSTITUTION_DEPTH} levels deep", 0)
     out: list[str] = []
     missing: list[str] = []
+    size = 0
     i = 0
     n = len(text)
     quote: str | None = None
@@ -202,7 +213,12 @@ def expand(text: str, values: Mapping[str, str], escape: str = "\\", keep_unknow
             i += 1
             continue
         if ch == "$" and i + 1 < n:
-            i = _dollar(text, i, values, escape, keep_unknown, out, missing)
+            pieces = len(out)
+            i = _dollar(text, i, values, escape, keep_unknown, out, missing, depth)
+            size += sum(len(piece) for piece in out[pieces:])
+            if size > MAX_EXPANDED_VALUE:
+                raise DockerfileSyntaxError(f"a value expands to more than {MAX_EXPANDED_VALUE >> 10} KiB "
+                                            "(longer than Linux allows one environment variable)", 0)
             continue
         out.append(ch)
         i += 1
@@ -210,7 +226,7 @@ def expand(text: str, values: Mapping[str, str], escape: str = "\\", keep_unknow
 
 
 def _dollar(text: str, i: int, values: Mapping[str, str], escape: str, keep_unknown: bool,
-            out: list[str], missing: list[str]) -> int:
+            out: list[str], missing: list[str], depth: int = 0) -> int:
     """Expand the reference at ``text[i] == '$'``; return the index after it."""
     n = len(text)
     if text[i + 1] != "{":
@@ -227,17 +243,17 @@ def _dollar(text: str, i: int, values: Mapping[str, str], escape: str, keep_unkn
                 out.append(text[i:m.end()])
         return m.end()
     # ${...}: find the matching brace (nested ${} allowed in the word part)
-    depth = 0
+    braces = 0
     j = i + 1
     while j < n:
         if text[j] == escape:
             j += 2
             continue
         if text[j] == "{":
-            depth += 1
+            braces += 1
         elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
+            braces -= 1
+            if braces == 0:
                 break
         j += 1
     if j >= n:
@@ -265,7 +281,7 @@ def _dollar(text: str, i: int, values: Mapping[str, str], escape: str, keep_unkn
         op = rest[1] if colon else rest[0]
         word = rest[2:] if colon else rest[1:]
         present = (is_set and value != "") if colon else is_set
-        inner = expand(word, values, escape, keep_unknown)
+        inner = expand(word, values, escape, keep_unknown, depth=depth + 1)
         if op == "-":
             result = value if present else inner.value
             if not present:
@@ -278,7 +294,7 @@ def _dollar(text: str, i: int, values: Mapping[str, str], escape: str, keep_unkn
             result = value
     elif rest[:1] in ("#", "%"):
         double = rest[1:2] == rest[:1]
-        pattern = expand(rest[2:] if double else rest[1:], values, escape, keep_unknown).value
+        pattern = expand(rest[2:] if double else rest[1:], values, escape, keep_unknown, depth=depth + 1).value
         result = _trim(value, pattern, prefix=rest[0] == "#", longest=double)
         if not is_set:
             missing.append(name)
@@ -580,6 +596,7 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
     stages: list[Stage] = []
     current: Stage | None = None
     line = instructions[0].line if instructions else 1
+    expanded_chars = 0
     try:
         for index, inst in enumerate(instructions):
             line = inst.line
@@ -597,6 +614,10 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
                         global_values[name] = build_args[name]
                     elif default is not None:
                         global_values[name] = expand(default, global_values, escape).value
+                        expanded_chars += len(global_values[name])
+                        if expanded_chars > MAX_EXPANDED_TOTAL:
+                            raise DockerfileSyntaxError(f"the ARG values of this file expand to more than "
+                                                        f"{MAX_EXPANDED_TOTAL >> 20} MiB", inst.line)
                 global_args.append(inst)
                 continue
             instructions[index] = _with_stage(inst, current.index)
@@ -607,6 +628,10 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
                 arg_pairs(inst, escape)
     except RecursionError as exc:  # ${A:-${A:-...}} nested beyond any real recipe
         raise DockerfileSyntaxError("variable substitution nested too deeply", line) from exc
+    except DockerfileSyntaxError as exc:
+        if exc.line:
+            raise
+        raise DockerfileSyntaxError(exc.message, line) from exc
     if not stages:
         raise DockerfileSyntaxError("no FROM instruction: a Dockerfile must start a build stage", instructions[-1].line if instructions else 1)
     _mark_final(stages, target)
@@ -614,9 +639,10 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
 
 
 def _with_stage(inst: Instruction, stage: int) -> Instruction:
-    from dataclasses import replace
-
-    return replace(inst, stage=stage)
+    # The instruction was made by read_instructions for this parse alone: set its stage in place (a
+    # dataclasses.replace per instruction is most of the cost of a Dockerfile with 80k lines).
+    object.__setattr__(inst, "stage", stage)
+    return inst
 
 
 def _new_stage(inst: Instruction, stages: list[Stage], global_values: dict[str, str], escape: str) -> Stage:
@@ -694,13 +720,82 @@ def inherited_env(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]) -
     return dict(df.env_at_end[(stage.parent, args_key)])
 
 
-def walk_stage(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]) -> Iterator[tuple[Instruction, dict[str, str]]]:
-    """Each instruction of ``stage`` with the variables visible to it (a live dict: copy to keep)."""
+def walk_stage(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]
+               ) -> Iterator[tuple[Instruction, dict[str, str], list[tuple[str, str, str]]]]:
+    """Each instruction of ``stage`` with the variables visible to it (a live dict: copy to keep) and the
+    (name, value, origin) an ARG/ENV sets, applied once the consumer has seen the instruction."""
     values = inherited_env(df, stage, build_args)
     env_names = set(values)
     for inst in stage.instructions:
-        yield inst, values
-        apply_instruction(df, inst, values, build_args, env_names)
+        changes = instruction_changes(df, inst, values, build_args) if inst.keyword in ("ENV", "ARG") else []
+        yield inst, values, changes
+        _apply(changes, values, env_names)
+
+
+def instruction_changes(df: Dockerfile, inst: Instruction, values: Mapping[str, str], build_args: Mapping[str, str]
+                        ) -> list[tuple[str, str, str]]:
+    """(name, value, origin) for each variable an ARG/ENV instruction sets, without changing ``values``.
+
+    Raises :class:`DockerfileSyntaxError` (at the instruction's line) when the values of the file together
+    expand past :data:`MAX_EXPANDED_TOTAL`: ``ENV A=$A$A`` forty times is 503 bytes that double into gigabytes.
+    """
+    changed: list[tuple[str, str, str]] = []
+    try:
+        if inst.keyword == "ENV":
+            # `ENV A=1 B=$A`: B sees A as it was before this instruction (Docker's rule): no pair sees another
+            for name, raw in env_pairs(inst, df.escape):
+                changed.append((name, expand(raw, values, df.escape, keep_unknown=True).value, "env"))
+        elif inst.keyword == "ARG":
+            local: dict[str, str] = {}  # `ARG A=1 B=$A`: B sees A
+            for name, default in arg_pairs(inst, df.escape):
+                if name in build_args:
+                    value: str | None = build_args[name]
+                elif default is not None:
+                    value = expand(default, _Overlay(local, values) if local else values, df.escape).value
+                else:
+                    value = df.global_values.get(name)  # ARG NAME re-imports the global value
+                if value is not None:
+                    local[name] = value
+                    changed.append((name, value, "arg"))
+    except DockerfileSyntaxError as exc:
+        raise DockerfileSyntaxError(exc.message, exc.line or inst.line) from exc
+    df.expanded_chars += sum(len(value) for _, value, _ in changed)
+    if df.expanded_chars > MAX_EXPANDED_TOTAL:
+        raise DockerfileSyntaxError(
+            f"the ENV/ARG values of this file expand to more than {MAX_EXPANDED_TOTAL >> 20} MiB (variables that "
+            "repeat one another); envcheck stops reading it here", inst.line)
+    return changed
+
+
+class _Overlay(Mapping[str, str]):
+    """``top`` over ``base`` without copying either (an ARG line with many names would otherwise copy the
+    whole environment once per name)."""
+
+    def __init__(self, top: Mapping[str, str], base: Mapping[str, str]) -> None:
+        self.top = top
+        self.base = base
+
+    def __getitem__(self, key: str) -> str:
+        return self.top[key] if key in self.top else self.base[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.top or key in self.base
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.top
+        yield from (k for k in self.base if k not in self.top)
+
+    def __len__(self) -> int:
+        return len(self.top) + sum(1 for k in self.base if k not in self.top)
+
+
+def _apply(changes: list[tuple[str, str, str]], values: dict[str, str], env_names: set[str]) -> None:
+    for name, value, origin in changes:
+        if origin == "env":
+            values[name] = value
+            env_names.add(name)
+        elif name not in env_names:  # an ARG never overrides an ENV (Docker's rule)
+            values[name] = value
 
 
 def apply_instruction(df: Dockerfile, inst: Instruction, values: dict[str, str], build_args: Mapping[str, str],
@@ -709,25 +804,6 @@ def apply_instruction(df: Dockerfile, inst: Instruction, values: dict[str, str],
 
     ``env_names`` collects names set by ENV: an ARG never overrides them (Docker's rule).
     """
-    changed: list[tuple[str, str, str]] = []
-    env_names = set() if env_names is None else env_names
-    if inst.keyword == "ENV":
-        before = dict(values)  # `ENV A=1 B=$A`: B sees A as it was before this instruction (Docker's rule)
-        for name, raw in env_pairs(inst, df.escape):
-            expanded = expand(raw, before, df.escape, keep_unknown=True).value
-            values[name] = expanded
-            env_names.add(name)
-            changed.append((name, expanded, "env"))
-    elif inst.keyword == "ARG":
-        for name, default in arg_pairs(inst, df.escape):
-            if name in build_args:
-                value: str | None = build_args[name]
-            elif default is not None:
-                value = expand(default, values, df.escape).value
-            else:
-                value = df.global_values.get(name)  # ARG NAME re-imports the global value
-            if value is not None:
-                if name not in env_names:
-                    values[name] = value
-                changed.append((name, value, "arg"))
+    changed = instruction_changes(df, inst, values, build_args)
+    _apply(changed, values, set() if env_names is None else env_names)
     return changed

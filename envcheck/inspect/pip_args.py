@@ -181,6 +181,10 @@ def _parse_conda(tool: str, argv: list[str], args: list[str], location: Location
             i += 1
             continue
         raw_name, op, version = m.group(1), m.group(2), m.group(3)
+        if (problem := long_number(spec)) is not None:
+            result.problems.append(ReadProblem(f"cannot read conda package spec {shown(word)}: {problem}", location))
+            i += 1
+            continue
         name = _CONDA_TO_PYPI.get(raw_name.lower(), canonical(raw_name))
         exact = version if op in ("=", "==") and version and "*" not in version else None
         result.packages.append(Package(name=name, version=exact, specifier=f"{op or ''}{version or ''}", role=Role.CONDA, location=location))
@@ -190,6 +194,7 @@ def _parse_conda(tool: str, argv: list[str], args: list[str], location: Location
     return result
 
 
+_PER_REQUIREMENT_OPTION = re.compile(r"(?<!\s)\s+--?(?:hash|global-option|config-settings|install-option)\b")
 _GIT_NAME = re.compile(r"/([A-Za-z0-9_.\-]+?)(?:\.git)?(?:@[^/#]*)?(?:#.*)?$")
 # Repository names whose package name differs (flash-attention's repo builds the flash-attn distribution).
 _REPO_TO_PACKAGE = {"flash-attention": "flash-attn"}
@@ -203,8 +208,11 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
     text = text.strip()
     if not text:
         return None
+    if (problem := long_number(text)) is not None:
+        return ReadProblem(f"invalid requirement {shown(text)}: {problem}", location)
     # pip allows per-requirement options after the requirement: `pkg==1 --hash=sha256:...`
-    text = re.split(r"\s+--?(?:hash|global-option|config-settings|install-option)\b", text)[0].strip()
+    # (?<!\s): tried only where a run of whitespace starts, so a 100 KB run of spaces is scanned once, not per offset
+    text = _PER_REQUIREMENT_OPTION.split(text)[0].strip()
     wheel = parse_wheel_name(text.split(";", 1)[0].strip()) if ".whl" in text else None
     if wheel is not None and " @ " not in text:
         return Package(name=wheel.name, version=wheel.version, specifier=f"=={wheel.version}", url=text, installed=installed, role=role, location=location)
@@ -223,7 +231,8 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
                     name = re.sub(r"-\d.*$", "", name[: -len(suffix)])
         cname = _REPO_TO_PACKAGE.get(canonical(name), canonical(name))
         return Package(name=cname, url=text, installed=installed, role=role, location=location)
-    if text in (".", "..") or text.startswith(("./", "../", "/")) or text.endswith(("/",)):
+    local = re.sub(r"\[[^\]]*\]$", "", text)  # a local project with extras: `.[cu130]`, `./pkg[train]`
+    if local in (".", "..") or local.startswith(("./", "../", "/")) or local.endswith(("/",)):
         return None
     try:
         req = Requirement(text)
@@ -247,6 +256,19 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
         role=role,
         location=location,
     )
+
+
+# No version pip can install has a number this long; Python refuses to convert one past 4300 digits.
+MAX_VERSION_DIGITS = 64
+_LONG_NUMBER = re.compile(rf"\d{{{MAX_VERSION_DIGITS + 1},}}")
+
+
+def long_number(text: str) -> str | None:
+    """Why ``text`` cannot hold a version (a run of more than MAX_VERSION_DIGITS digits), or None."""
+    m = _LONG_NUMBER.search(text)
+    if m is None:
+        return None
+    return f"a number of {m.end() - m.start()} digits is not a version (at most {MAX_VERSION_DIGITS} digits are read)"
 
 
 def shown(text: str, limit: int = 120) -> str:
@@ -276,3 +298,20 @@ def _with(pkg: Package, **changes: object) -> Package:
     from dataclasses import replace
 
     return replace(pkg, **changes)  # type: ignore[arg-type]
+
+
+# pip and uv settings that name package indexes, as environment variables (ENV/ARG in a Dockerfile)
+INDEX_VARIABLES = {
+    "PIP_INDEX_URL": IndexOption.INDEX_URL, "PIP_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL, "PIP_FIND_LINKS": IndexOption.FIND_LINKS,
+    "UV_INDEX_URL": IndexOption.INDEX_URL, "UV_DEFAULT_INDEX": IndexOption.INDEX_URL, "UV_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL,
+    "UV_INDEX": IndexOption.EXTRA_INDEX_URL, "UV_TORCH_BACKEND": IndexOption.INDEX_URL,
+}
+NAMED_INDEX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*=(?=[A-Za-z][A-Za-z0-9+.\-]*://)")
+
+
+def index_entries(name: str, value: str) -> list[str]:
+    """The index URLs a pip/uv variable holds: space-separated, ``UV_INDEX``'s ``name=url`` form without the
+    name, and ``UV_TORCH_BACKEND=cu126`` as uv's torch-backend index (read like ``--torch-backend``)."""
+    if name == "UV_TORCH_BACKEND":
+        return [f"uv-torch-backend:{value.strip()}"] if value.strip() else []
+    return [NAMED_INDEX.sub("", entry) for entry in value.split()]

@@ -15,6 +15,7 @@ A command in a branch that cannot run is dropped; one whose condition cannot be 
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -64,7 +65,7 @@ class SimpleCommand:
     branch: Branch | None = None  # set when the command runs only under a condition envcheck cannot decide
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a 1 MiB RUN line is hundreds of thousands of words
 class _Word:
     value: str
     start: int
@@ -274,6 +275,8 @@ class Commands(list[SimpleCommand]):
 # included. Real RUN lines use a few times their length; a line whose variables hold `sh -c` scripts that
 # expand one another can need exponentially more (a 5 KB history line took 7 s), so reading stops there.
 SPLIT_BUDGET = 64 << 10
+# Simple commands read from one RUN (nested scripts included); real RUN lines hold tens.
+MAX_COMMANDS = 10_000
 # Compound commands (if, loops, groups, subshells) nested deeper than this are not read further: real
 # scripts nest a few levels; the parser recurses once per level.
 MAX_NESTING = 40
@@ -297,13 +300,14 @@ class _Status:
     probe: bool = False  # a test of the build's state (files, command output), not of a setting
 
 
-@dataclass
+@dataclass(slots=True)
 class _Item:
     kind: str  # "op" | "kw" | "cmd"
     value: str
     start: int = 0
     end: int = 0
     detail: str = ""  # a case clause's pattern
+    alternatives: tuple[str, ...] = ()  # the patterns of a case clause (a|b)
 
 
 def _items(tokens: list[_Word], text: str) -> list[_Item]:
@@ -328,9 +332,12 @@ def _items(tokens: list[_Word], text: str) -> list[_Item]:
             k += 1
             if tok.value in ("for", "select", "case"):  # the header up to `do`/`in` is not a command
                 ends = ("in",) if tok.value == "case" else ("do",)
+                head = k
                 while k < n and not tokens[k].operator and not (not tokens[k].quoted and tokens[k].value in ends):
                     k += 1
                 if tok.value == "case":
+                    if k > head:  # the case word's span, read with the variables when the case runs
+                        items[-1].start, items[-1].end = tokens[head].start, tokens[k].start if k < n else len(text)
                     k = _case_patterns(tokens, k + 1, items)
             continue
         if tok.redirect:
@@ -361,7 +368,8 @@ def _case_patterns(tokens: list[_Word], k: int, items: list[_Item]) -> int:
         k += 1
     if k < n:
         pattern = "".join(t.value for t in tokens[start:k]).lstrip("(")
-        items.append(_Item("kw", "pattern", tokens[start].start if start < n else 0, 0, pattern))
+        alternatives = tuple(t.value for t in tokens[start:k] if not t.operator)
+        items.append(_Item("kw", "pattern", tokens[start].start if start < n else 0, 0, pattern, alternatives))
         return k + 1
     return k
 
@@ -375,7 +383,7 @@ class _Parser:
         self.arch = arch
         self.items = items
         self.pos = 0
-        self.env = env
+        self.env = _ScriptEnv(env)
         self.base = base
         self.commands = commands
         self.depth = depth
@@ -511,9 +519,19 @@ class _Parser:
                     self.pos += 1
                 return _Status("AS", "loop")
             if word == "case":
+                head = self.items[self.pos - 1]
+                subject = self.case_subject(head)
+                matched = False
                 while self.at("kw", "pattern"):
                     pattern = self.take()
-                    clause = ctx if ctx is _DEAD else _within(ctx, Branch(f"case ... in {_shorten(pattern.detail)})"))
+                    if ctx is _DEAD:
+                        clause: Branch | None = _DEAD
+                    elif subject is None:
+                        clause = _within(ctx, Branch(f"case ... in {_shorten(pattern.detail)})"))
+                    else:  # the first clause whose pattern matches runs, no other
+                        hit = not matched and any(fnmatch.fnmatchcase(subject, alt) for alt in pattern.alternatives)
+                        matched = matched or hit
+                        clause = ctx if hit else _DEAD
                     self.parse_list(clause, (";;", "esac", "pattern"))
                     self.skip_separators()
                 if self.at("kw", "esac"):
@@ -527,6 +545,15 @@ class _Parser:
             return _Status("T")  # a reserved word out of place: skipped
         finally:
             self.nesting -= 1
+
+    def case_subject(self, head: _Item) -> str | None:
+        """The word a ``case`` matches, when the known variables decide it."""
+        if head.end <= head.start:
+            return None
+        words = [w for w in _tokens(self.text[head.start : head.end], self.env.values, 0, arch=self.arch) if not w.operator]
+        if len(words) != 1 or words[0].unknown:
+            return None
+        return words[0].value
 
     def parse_if(self, ctx: Branch | None) -> _Status:
         cond = self.parse_list(ctx, ("then",))
@@ -557,7 +584,7 @@ class _Parser:
         head = raw[0].value if raw else ""
         written = " ".join(segment.split())
         if head in ("[", "[[", "test") and raw and not raw[0].quoted:
-            words = [w for w in _tokens(segment, self.env, 0, arch=self.arch) if not w.redirect]
+            words = [w for w in _tokens(segment, self.env.values, 0, arch=self.arch) if not w.redirect]
             value, probe = _evaluate_test(words)
             status = _Status({True: "T", False: "F", None: "U"}[value], written, probe)
         elif head in ("true", ":"):
@@ -569,7 +596,7 @@ class _Parser:
             status = _Status("AS", written, probe)
         if ctx is _DEAD:
             return status
-        words = [w for w in _tokens(segment, self.env, self.base + item.start, keep_empty=True, arch=self.arch)
+        words = [w for w in _tokens(segment, self.env.values, self.base + item.start, keep_empty=True, arch=self.arch)
                  if not w.operator and not w.redirect]
         if words:
             _emit(words, written, self.env, self.commands, self.depth, self.budget, ctx, self.arch)
@@ -689,8 +716,6 @@ def _evaluate_test(words: list[_Word]) -> tuple[bool | None, bool]:
 
 def _compare(left: str, op: str, right: str, pattern: bool) -> bool | None:
     if op in ("=", "==", "!="):
-        import fnmatch
-
         same = fnmatch.fnmatchcase(left, right) if pattern else left == right
         return same if op != "!=" else not same
     try:
@@ -714,7 +739,7 @@ def _split(text: str, env: dict[str, str], base: int, commands: list[SimpleComma
         budget[0] = min(budget[0], -1)  # reported as truncated: the rest was not read
 
 
-def _emit(words: list[_Word], written: str, env: dict[str, str], commands: list[SimpleCommand], depth: int,
+def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[SimpleCommand], depth: int,
           budget: list[int], branch: Branch | None, arch: str) -> None:
     if words[0].value in ("for", "case", "select", "function") and not words[0].quoted:
         return
@@ -723,14 +748,15 @@ def _emit(words: list[_Word], written: str, env: dict[str, str], commands: list[
         assignments.append((m.group(1), m.group(2)))
         words = words[1:]
     if not words:
-        env.update(assignments)  # plain assignment: visible to later commands in this script
+        for name, value in assignments:  # plain assignment: visible to later commands in this script
+            env.set(name, value)
         return
     head = words[0].value
     if head == "export" and not words[0].quoted:
         for word in words[1:]:
             m = _ASSIGN.match(word.value)
             if m:
-                env[m.group(1)] = m.group(2)
+                env.set(m.group(1), m.group(2))
         return
     # wrappers: sudo -E pip ..., env A=B pip ..., time pip ...
     while words and words[0].value.rsplit("/", 1)[-1] in (*_WRAPPERS, "env"):
@@ -749,15 +775,40 @@ def _emit(words: list[_Word], written: str, env: dict[str, str], commands: list[
         script_at = _shell_c_script(argv)
         if script_at is not None:
             nested = words[script_at]
-            inner_env = {**env, **dict(assignments)}
+            inner_env = {**env.values, **dict(assignments)}
             # offsets inside the nested script are approximate: they point at the script's start
             sub: list[SimpleCommand] = []
             _split(nested.value, inner_env, 0, sub, depth + 1, budget, branch, arch)
             for cmd in sub:
                 commands.append(SimpleCommand(cmd.argv, nested.start, cmd.assignments, cmd.env, cmd.text, cmd.branch))
             return
-    commands.append(SimpleCommand(tuple(argv), words[0].start, tuple(assignments), {**env, **dict(assignments)}, written,
+    commands.append(SimpleCommand(tuple(argv), words[0].start, tuple(assignments), env.view(assignments), written,
                                   branch))
+    if len(commands) >= MAX_COMMANDS:
+        budget[0] = min(budget[0], -1)  # reported as truncated: the rest is not read
+
+
+class _ScriptEnv:
+    """The variables of one script, with one shared copy for every command that runs while they are unchanged
+    (8000 exports then 8000 commands must not copy 8000 names 8000 times)."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+        self._shared: Mapping[str, str] | None = None
+
+    def set(self, name: str, value: str) -> None:
+        self.values[name] = value
+        self._shared = None
+
+    def view(self, assignments: list[tuple[str, str]]) -> Mapping[str, str]:
+        """What a command sees: the script's variables under its own ``VAR=value`` prefixes."""
+        if self._shared is None:
+            self._shared = dict(self.values)
+        if not assignments:
+            return self._shared
+        from collections import ChainMap
+
+        return ChainMap(dict(assignments), self._shared)  # type: ignore[arg-type]
 
 
 def _shell_c_script(argv: list[str]) -> int | None:

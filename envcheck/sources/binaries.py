@@ -40,7 +40,6 @@ from envcheck.inspect.elf import (
     SubSource,
     ar_members,
     cubin_target,
-    implied_cuda_major,
     parse_header,
     read_dynamic,
     read_section_table,
@@ -48,6 +47,7 @@ from envcheck.inspect.elf import (
     section_name_table,
     section_names,
 )
+from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role
 from envcheck.sources import ReadOptions
 

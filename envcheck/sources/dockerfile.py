@@ -20,14 +20,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envcheck.errors import UsageError
-from envcheck.inspect.base_images import safe_describe
 from envcheck.inspect.dockerfile import (
     Dockerfile,
     DockerfileSyntaxError,
     Heredoc,
     Instruction,
     Stage,
-    apply_instruction,
     copied_from,
     env_pairs,
     expand,
@@ -36,12 +34,18 @@ from envcheck.inspect.dockerfile import (
     walk_stage,
 )
 from envcheck.inspect.image_reference import parse_reference
-from envcheck.inspect.pip_args import InstallParse, parse_install_command
+from envcheck.inspect.pip_args import (
+    INDEX_VARIABLES,
+    NAMED_INDEX,
+    InstallParse,
+    index_entries,
+    parse_install_command,
+)
 from envcheck.inspect.shell import SimpleCommand, split_commands
 from envcheck.inspect.wheel_tags import canonical
+from envcheck.knowledge.base_images import safe_describe
 from envcheck.model import (
     EnvVar,
-    IndexOption,
     InstallCommand,
     Inventory,
     Location,
@@ -60,8 +64,19 @@ _ARCH = BUILD_PLATFORM.split("/")[1]  # what `$(uname -m)`-style probes in RUN c
 _PRAGMA = re.compile(r"^\s*#\s*envcheck:\s*ignore=([A-Za-z0-9_,.\-]+)\s*(.*)$")
 _FIRST_WORD = re.compile(rb"^\s*([A-Za-z]+)[ \t]")
 _SHELL_EXES = frozenset({"sh", "bash", "dash", "ash", "zsh"})
-TRUNCATED_RUN = ("this RUN expands into far more shell text than it holds (variables holding `sh -c` scripts that run "
-                 "each other); envcheck stopped reading it there, so installs after that point were not checked")
+TRUNCATED_RUN = ("this RUN goes past what envcheck reads of one shell script (variables holding `sh -c` scripts that run "
+                 "each other, subshells or ifs nested 40 deep, or more than 10000 commands); envcheck stopped reading it "
+                 "there, so installs after that point were not checked")
+# The shell text of one RUN (its line and heredocs) that envcheck reads; real ones are a few KiB, the
+# largest seen in public recipes under 64 KiB. Longer ones are not read (docs/limits.md).
+MAX_RUN_TEXT = 1 << 20
+
+
+def _too_long(size: int) -> str:
+    return (f"this RUN holds {size} characters of shell text, over the {MAX_RUN_TEXT >> 20} MiB envcheck reads; "
+            "its installs were not checked (split it, or generate it from a script envcheck can read)")
+
+
 # COPY --from sources that carry a stage's Python packages into the image: installed trees and wheel folders.
 _SITE_DIRS = ("site-packages", "dist-packages", "/opt/venv", "/opt/conda", "/venv", "/.venv", "/usr/local/lib/python",
               "wheels", "wheelhouse", ".whl")
@@ -71,21 +86,7 @@ _REPO_PACKAGES = {"flash-attention": "flash-attn", "triton": "triton", "xformers
 _TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
 _CMAKE_ARCH_FLAG = re.compile(r"^-D\s*CMAKE_CUDA_ARCHITECTURES(?::[A-Za-z]+)?=(.*)$", re.S)
 # Environment variables that set pip's or uv's default index for every install after them.
-INDEX_VARIABLES = {
-    "PIP_INDEX_URL": IndexOption.INDEX_URL, "PIP_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL, "PIP_FIND_LINKS": IndexOption.FIND_LINKS,
-    "UV_INDEX_URL": IndexOption.INDEX_URL, "UV_DEFAULT_INDEX": IndexOption.INDEX_URL, "UV_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL,
-    "UV_INDEX": IndexOption.EXTRA_INDEX_URL, "UV_TORCH_BACKEND": IndexOption.INDEX_URL,
-}
 _INDEX_VARIABLES = INDEX_VARIABLES
-_NAMED_INDEX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*=(?=[A-Za-z][A-Za-z0-9+.\-]*://)")
-
-
-def index_entries(name: str, value: str) -> list[str]:
-    """The index URLs a pip/uv variable holds: space-separated, ``UV_INDEX``'s ``name=url`` form without the
-    name, and ``UV_TORCH_BACKEND=cu126`` as uv's torch-backend index (read like ``--torch-backend``)."""
-    if name == "UV_TORCH_BACKEND":
-        return [f"uv-torch-backend:{value.strip()}"] if value.strip() else []
-    return [_NAMED_INDEX.sub("", entry) for entry in value.split()]
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -103,9 +104,9 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, options: ReadOptions) -> Inventory:
     """Read one Dockerfile. A syntax error is a problem at its line; nothing else is read then."""
-    from envcheck.sources.requirements import read_text_file
+    from envcheck.sources.requirements import read_text_file, text_limit
 
-    text, problems = read_text_file(path)
+    text, problems = read_text_file(path, text_limit(options))
     inventory = Inventory(problems=list(problems))
     target = options.extra.get("target") if options.extra else None
     try:
@@ -114,7 +115,13 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         inventory.problems.append(ReadProblem(f"Dockerfile syntax error: {exc.message}", Location(str(path), line=exc.line)))
         return inventory
     reader = _Reader(df, str(path), path.parent, options)
-    reader.read_all(inventory)
+    try:
+        reader.read_all(inventory)
+    except DockerfileSyntaxError as exc:  # a value that expands past the limits: what was read so far stays
+        inventory.problems.append(ReadProblem(f"Dockerfile: {exc.message}", Location(str(path), line=exc.line or reader.line)))
+    except RecursionError:  # a structure nested past anything real that a bound above did not catch
+        inventory.problems.append(ReadProblem("Dockerfile: nested too deeply to read; envcheck stopped here",
+                                              Location(str(path), line=reader.line)))
     inventory.pragmas.extend(_pragmas(text, df, str(path)))
     return inventory
 
@@ -153,6 +160,7 @@ class _Reader:
         self.context = context
         self.options = options
         self.build_args: Mapping[str, str] = options.build_args
+        self.line = 1  # the instruction being read (for errors raised while reading it)
 
     # -- stages --------------------------------------------------------------------------------
     def read_all(self, inventory: Inventory) -> None:
@@ -227,10 +235,10 @@ class _Reader:
         clones: dict[str, str] = {}  # git clones made by earlier RUNs of this stage
         copies: list[tuple[list[str], str, str]] = []  # (sources in context, destination, workdir)
         heredoc_files: dict[str, tuple[Heredoc, Instruction]] = {}
-        for inst, values in walk_stage(self.df, stage, self.build_args):
+        for inst, values, changes in walk_stage(self.df, stage, self.build_args):
+            self.line = inst.line
             if inst.keyword in ("ENV", "ARG"):
-                scratch = dict(values)
-                for name, value, origin in apply_instruction(self.df, inst, scratch, self.build_args):
+                for name, value, origin in changes:
                     inventory.env.append(EnvVar(name, value, Origin(origin), self._loc(inst.line, stage)))
                     # pip/uv read their default index from the environment of every later RUN
                     option = _INDEX_VARIABLES.get(name)
@@ -253,13 +261,18 @@ class _Reader:
                 commands, truncated = self._commands(inst, values)
                 for cmd, line in commands:
                     self._command(cmd, line, stage, in_image, values, files, inventory)
-                if truncated:
+                size = len(inst.args) + sum(len(doc.body) for doc in inst.heredocs)
+                if size > MAX_RUN_TEXT:
+                    inventory.problems.append(ReadProblem(_too_long(size), self._loc(inst.line, stage)))
+                elif truncated:
                     inventory.problems.append(ReadProblem(TRUNCATED_RUN, self._loc(inst.line, stage)))
 
     # -- RUN -----------------------------------------------------------------------------------
     def _commands(self, inst: Instruction, values: Mapping[str, str]) -> tuple[list[tuple[SimpleCommand, int]], bool]:
         """Every simple command of a RUN with the Dockerfile line it is on; True when reading stopped early."""
         out: list[tuple[SimpleCommand, int]] = []
+        if len(inst.args) + sum(len(doc.body) for doc in inst.heredocs) > MAX_RUN_TEXT:
+            return out, True
         env = dict(values)
         if inst.json_args is not None:
             argv = list(inst.json_args)
@@ -316,9 +329,10 @@ class _Reader:
             for name, option in _INDEX_VARIABLES.items():
                 if name in cmd.env and cmd.env[name] != values.get(name):
                     parsed.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(name, cmd.env[name]))
-            parsed.indexes[:] = [replace(i, url=_NAMED_INDEX.sub("", i.url)) for i in parsed.indexes]  # uv --index name=url
-        if parsed.command.tool in ("pip", "uv") and "." in [w for w in argv if not w.startswith("-")] and _repo_of(files.script.cwd, files.script) is None:
-            self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, None)
+            parsed.indexes[:] = [replace(i, url=NAMED_INDEX.sub("", i.url)) for i in parsed.indexes]  # uv --index name=url
+        if (parsed.command.tool in ("pip", "uv") and any(re.fullmatch(r"\.(\[[^\]]*\])?", w) for w in argv if not w.startswith("-"))
+                and _repo_of(files.script.cwd, files.script) is None):  # `pip install .` or `.[extra,...]`
+            self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, None, argv)
         self._add_install(parsed, cmd, loc, in_image, files, inventory, stage)
 
     def _add_install(self, parsed: InstallParse, cmd: SimpleCommand, loc: Location, in_image: bool,
@@ -359,7 +373,7 @@ class _Reader:
         if found is None:
             return
         try:
-            sub = requirements.read(found, ReadOptions())
+            sub = requirements.read(found, self._text_options())
         except Exception as exc:  # an unreadable included file is a problem at the RUN line
             message = getattr(exc, "message", str(exc))
             inventory.problems.append(ReadProblem(f"cannot read {name} (from {found}): {message}", loc))
@@ -387,7 +401,7 @@ class _Reader:
             path = Path(tmp) / (posixpath.basename(name) or "requirements.txt")
             path.write_text(doc.body, encoding="utf-8")
             try:
-                sub = requirements.read(path, ReadOptions())
+                sub = requirements.read(path, self._text_options())
             except Exception as exc:  # reported at the RUN line; the rest of the Dockerfile is still read
                 inventory.problems.append(ReadProblem(f"cannot read the heredoc {name}: {getattr(exc, 'message', exc)}", loc))
                 return
@@ -405,19 +419,28 @@ class _Reader:
         inventory.indexes.extend(replace(i, location=here(i.location)) for i in sub.indexes)
         inventory.problems.extend(replace(p, location=here(p.location)) for p in sub.problems)
 
+    def _text_options(self) -> ReadOptions:
+        """Options for the requirements, pyproject and lock files a build copies: the user's text-size limit."""
+        limit = self.options.extra.get("max_text_bytes")
+        return ReadOptions(extra={"max_text_bytes": limit} if limit else {})
+
     def _read_project_file(self, name: str, module: str, in_image: bool, files: _ContextFiles, loc: Location, stage: Stage,
-                           inventory: Inventory, cmd: SimpleCommand | None) -> None:
-        """``uv sync`` reads uv.lock, ``pip install .`` reads pyproject.toml, where the build copied them."""
+                           inventory: Inventory, cmd: SimpleCommand | None, argv: list[str] | None = None) -> None:
+        """``uv sync`` reads uv.lock, ``pip install .`` reads pyproject.toml, where the build copied them; the extras
+        and groups the command asks for (``--extra cu130``, ``.[cu130]``) are part of what it installs."""
         import importlib
+
+        from envcheck.scopes import install_scopes, scopes_asked
 
         found = files.resolve(name)
         if found is None:
             return
         try:
-            sub = importlib.import_module(f"envcheck.sources.{module}").read(found, ReadOptions())
+            sub = importlib.import_module(f"envcheck.sources.{module}").read(found, self._text_options())
         except Exception as exc:  # a broken project file is a problem at the RUN line, the rest is still read
             inventory.problems.append(ReadProblem(f"cannot read {name} (from {found}): {getattr(exc, 'message', exc)}", loc))
             return
+        sub = install_scopes(sub, *scopes_asked(list(cmd.argv) if cmd is not None else argv or []))
         role_override = None if in_image else Role.BUILD
         for pkg in sub.packages:
             new_role = role_override if role_override is not None and pkg.role in ("requirement", "lock") else pkg.role
@@ -733,6 +756,9 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
             text = a.group(3)
         s = _SHELL_PREFIX.match(text)
         script = s.group(3) if s else text
+        if len(script) > MAX_RUN_TEXT:
+            inventory.problems.append(ReadProblem(f"history entry {index}: {_too_long(len(script))}", loc))
+            continue
         commands = split_commands(script, step_env)
         if commands.truncated:
             inventory.problems.append(ReadProblem(f"history entry {index}: {TRUNCATED_RUN}", loc))

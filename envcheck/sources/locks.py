@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.inspect.markers import with_extras
+from envcheck.inspect.pip_args import long_number, shown
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.model import (
     IndexOption,
@@ -31,14 +32,14 @@ from envcheck.model import (
 )
 from envcheck.sources import ReadOptions
 from envcheck.sources.pyproject import parse_toml
-from envcheck.sources.requirements import text_limit
+from envcheck.sources.requirements import MAX_PACKAGES, text_limit, too_many_packages
 
 KIND = "uv-lock"
 
 # Distinct marker conditions kept per package before it counts as installed everywhere (conservative), and
-# the longest condition kept as text: a deep chain of markers must not grow without bound.
+# the most edge markers one condition joins: a deep chain of markers must not grow without bound.
 _MAX_PATHS = 8
-_MAX_CONDITION = 400
+_MAX_CONDITION = 16
 # The project's extras and groups judged one by one (the engine merges the rest, see envcheck.scopes).
 _MAX_ROOT_SCOPES = 64
 _DEFAULT_GROUPS = ("dev",)  # uv sync installs the dev group unless told otherwise
@@ -59,8 +60,12 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         return inventory
     lines = _entry_lines(text, "[[packages]]" if style == "pylock" else "[[package]]")
     graph = _Graph(entries) if style == "uv" else None
+    pylock_scopes = _pylock_scopes(data) if style == "pylock" else []
     seen_indexes: set[str] = set()
     names: list[str] = []
+    if len(entries) > MAX_PACKAGES:
+        inventory.problems.append(ReadProblem(too_many_packages(), Location(str(path), line=lines[MAX_PACKAGES][1] if len(lines) > MAX_PACKAGES else None)))
+        entries = entries[:MAX_PACKAGES]
     for number, entry in enumerate(entries):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
             inventory.problems.append(ReadProblem("lock entry without a name", Location(str(path))))
@@ -69,6 +74,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         line = lines[number][1] if number < len(lines) and lines[number][0] == entry["name"] else None
         loc = Location(str(path), line=line)
         version = entry.get("version")
+        if version is not None and (problem := long_number(str(version))) is not None:
+            inventory.problems.append(ReadProblem(f"{name}: version {shown(str(version), 40)}: {problem}", loc))
+            continue
         index = _index_of(entry, style)
         if index and index not in seen_indexes:
             seen_indexes.add(index)
@@ -81,7 +89,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             placements = graph.placements(number)
         else:
             marker = entry.get("marker")
-            placements = [(None, str(marker) if marker is not None else None)]
+            placements = _pylock_placements(str(marker), pylock_scopes) if marker is not None else [(None, None)]
         wheels = entry.get("wheels") or []
         if not isinstance(wheels, list):
             inventory.problems.append(ReadProblem(f"{name}: wheels must be a list of tables", loc))
@@ -99,7 +107,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             inventory.packages.append(Package(
                 name=name, version=str(version) if version is not None else None,
                 specifier=f"=={version}" if version is not None else "", marker=marker,
-                url=_direct_url(entry), requires=requires, role=Role.LOCK, location=loc, scope=scope, index=index,
+                # a lock's edges carry no version specifiers: they are not Requires-Dist metadata, so the pins
+                # of a locked package come from envcheck's pin table (requires=None), as for a requirements line
+                url=_direct_url(entry), requires=None, role=Role.LOCK, location=loc, scope=scope, index=index,
             ))
             if scope is None:
                 names.append(name)
@@ -118,7 +128,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 class _Reach:
     """Where one node (a lock entry, or one of its extras) is reached in one scope: the marker conditions."""
 
-    conditions: list[str] = field(default_factory=list)
+    # each condition: the edge markers that must all hold (a set: the same marker twice on a path is one)
+    conditions: list[frozenset[str]] = field(default_factory=list)
     everywhere: bool = False
 
 
@@ -177,21 +188,21 @@ class _Graph:
     def _walk(self, scope: str | None, active: frozenset[str], start: list[tuple[int, dict[str, Any]]]) -> None:
         """Follow edges from ``start`` and place every entry reached (in ``scope``) with its conditions."""
         reach: dict[tuple[int, str | None], _Reach] = {}
-        queue: list[tuple[int, str | None, str | None]] = []  # (entry, extra or None, condition)
+        queue: list[tuple[int, str | None, frozenset[str]]] = []  # (entry, extra or None, condition)
 
-        def arrive(node: tuple[int, str | None], condition: str | None) -> None:
+        def arrive(node: tuple[int, str | None], condition: frozenset[str]) -> None:
             state = reach.setdefault(node, _Reach())
-            if state.everywhere or (condition is not None and condition in state.conditions):
+            if state.everywhere or condition in state.conditions:
                 return
-            if condition is None or len(condition) > _MAX_CONDITION or len(state.conditions) >= _MAX_PATHS:
+            if not condition or len(condition) > _MAX_CONDITION or len(state.conditions) >= _MAX_PATHS:
                 state.everywhere = True
                 state.conditions.clear()
-                condition = None
+                condition = frozenset()
             else:
                 state.conditions.append(condition)
             queue.append((node[0], node[1], condition))
 
-        def follow(parent_condition: str | None, dep: dict[str, Any]) -> None:
+        def follow(parent_condition: frozenset[str], dep: dict[str, Any]) -> None:
             edge = dep.get("marker")
             condition = parent_condition
             if isinstance(edge, str) and edge.strip():
@@ -199,7 +210,7 @@ class _Graph:
                 if decided is False:
                     return
                 if decided is not True:
-                    condition = decided if parent_condition is None else f"({parent_condition}) and ({decided})"
+                    condition = parent_condition | {decided}
             for child in self._targets(dep):
                 arrive((child, None), condition)
                 extras = dep.get("extra")
@@ -207,7 +218,7 @@ class _Graph:
                     arrive((child, str(extra)), condition)
 
         for _root, dep in start:
-            follow(None, dep)
+            follow(frozenset(), dep)
         while queue:
             number, extra, condition = queue.pop()
             entry = self.entries[number]
@@ -221,7 +232,7 @@ class _Graph:
         for (number, extra), state in reach.items():
             if extra is not None or number in self.roots:
                 continue
-            conditions = state.conditions
+            conditions = [_all_of(c) for c in state.conditions]
             marker = None if state.everywhere or not conditions else conditions[0] if len(conditions) == 1 else " or ".join(f"({c})" for c in conditions)
             placed = self.placed.setdefault(number, [])
             if scope is not None and any(s is None and (m is None or m == marker) for s, m in placed):
@@ -239,6 +250,40 @@ class _Graph:
                 continue
             out.append(i)
         return out
+
+
+def _pylock_scopes(data: dict[str, Any]) -> list[tuple[str | None, frozenset[str]]]:
+    """(scope, what is selected) for a pylock.toml: the default install (its default groups), then each extra
+    and each other dependency group (PEP 751 ``extras``, ``dependency-groups``, ``default-groups``)."""
+    def names(key: str) -> list[str]:
+        value = data.get(key)
+        return [str(v) for v in value if isinstance(v, str)][:_MAX_ROOT_SCOPES] if isinstance(value, list) else []
+
+    defaults = names("default-groups")
+    out: list[tuple[str | None, frozenset[str]]] = [(None, frozenset(f"dependency_groups:{g}" for g in defaults))]
+    out += [(f"extra {e!r}", frozenset({f"extras:{e}", *(f"dependency_groups:{g}" for g in defaults)})) for e in names("extras")]
+    out += [(f"group {g!r}", frozenset({f"dependency_groups:{g}"})) for g in names("dependency-groups") if g not in defaults]
+    return out
+
+
+def _pylock_placements(marker: str, scopes: list[tuple[str | None, frozenset[str]]]) -> list[tuple[str | None, str | None]]:
+    """Where a pylock.toml package is installed: in the default install if its marker can hold there, else in
+    each extra or group whose selection makes it hold; the marker keeps only its platform part."""
+    out: list[tuple[str | None, str | None]] = []
+    for scope, active in scopes:
+        decided = with_extras(marker, active)
+        if decided is False:
+            continue
+        out.append((scope, None if decided is True else decided))
+        if scope is None:
+            break  # in the default install: every scope has it
+    return out or [(None, marker)]  # selected by nothing the lock declares: judged as installed, marker as written
+
+
+def _all_of(markers: frozenset[str]) -> str:
+    """A condition as one marker: its edge markers joined with ``and`` (in a stable order)."""
+    parts = sorted(markers)
+    return parts[0] if len(parts) == 1 else " and ".join(f"({m})" for m in parts)
 
 
 def _edges(value: Any) -> list[dict[str, Any]]:

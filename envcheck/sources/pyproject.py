@@ -30,7 +30,13 @@ from envcheck.model import (
     Role,
 )
 from envcheck.sources import ReadOptions
-from envcheck.sources.requirements import MAX_BYTES, read_text_file, text_limit
+from envcheck.sources.requirements import (
+    MAX_BYTES,
+    MAX_PACKAGES,
+    read_text_file,
+    text_limit,
+    too_many_packages,
+)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -123,6 +129,7 @@ class _Reader:
         self.data = data
         self.lines = TomlLines(text)
         self.inventory = Inventory()
+        self.count = 0  # requirement strings read so far, every list together (MAX_PACKAGES)
         project = self.table(data, "project")
         self.project = project
         self.name = canonical(str(project.get("name"))) if isinstance(project.get("name"), str) else None
@@ -153,6 +160,11 @@ class _Reader:
             return []
         out: list[Package] = []
         cursor = start or 0
+        left = MAX_PACKAGES - self.count
+        if len(reqs) > left:
+            self.problem(f"{label}: {too_many_packages()}", start)
+            reqs = reqs[:max(left, 0)]
+        self.count += len(reqs)
         for req in reqs:
             if isinstance(req, dict) and "include-group" in req and groups is not None:
                 included = str(req["include-group"])
@@ -194,6 +206,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     for group, reqs in groups.items():
         scope = None if group in defaults else f"group {group!r}"
         packages.extend(reader.requirements(("dependency-groups", group), reqs, scope, groups=groups))
+    if "dev-dependencies" in uv:  # uv's older spelling of the dev group
+        scope = None if "dev" in defaults else "group 'dev'"
+        packages.extend(reader.requirements(("tool", "uv", "dev-dependencies"), uv["dev-dependencies"], scope))
     for key in ("constraint-dependencies", "override-dependencies"):  # uv's pins on what others pull in
         packages.extend(reader.requirements(("tool", "uv", key), uv.get(key, []), None, role=Role.CONSTRAINT))
     packages.extend(reader.requirements(("build-system", "requires"), reader.table(data, "build-system").get("requires", []), None, role=Role.BUILD))

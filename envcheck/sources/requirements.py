@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from envcheck.errors import InputError
@@ -27,9 +29,8 @@ from envcheck.model import (
 from envcheck.sources import ReadOptions
 
 KIND = "requirements"
-MAX_BYTES = 64 * 1024 * 1024
+MAX_BYTES = 16 * 1024 * 1024  # --max-text-size; docs/limits.md
 _PRAGMA = re.compile(r"#\s*envcheck:\s*ignore=([A-Za-z0-9_,.\-]+)\s*(.*)$")
-_COMMENT = re.compile(r"(^|\s+)#.*$")
 _REQ_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-]*(\[[^\]]*\])?\s*(==|>=|<=|~=|!=|<|>|===|@|;|$)|-[-a-zA-Z]|git\+|https?://)")
 
 
@@ -59,11 +60,11 @@ def read_text_file(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, list[Re
     try:
         size = path.stat().st_size
         if size > max_bytes:
-            raise InputError(f"{path} is {size} bytes, over the {max_bytes}-byte limit for a text input", str(path))
+            raise InputError(f"{path} is {size} bytes, over the {max_bytes}-byte limit for a text input (raise it with --max-text-size)", str(path))
         with path.open("rb") as fh:  # bounded: /dev/zero or a FIFO reports size 0 and never ends
             data = fh.read(max_bytes + 1)
         if len(data) > max_bytes:
-            raise InputError(f"{path} is over the {max_bytes}-byte limit for a text input", str(path))
+            raise InputError(f"{path} is over the {max_bytes}-byte limit for a text input (raise it with --max-text-size)", str(path))
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}", str(path)) from exc
     nul = data.find(b"\x00", 0, 65536)
@@ -103,16 +104,54 @@ def logical_lines(text: str) -> list[tuple[int, str, str | None]]:
         m = _PRAGMA.search(joined)
         if m and joined.lstrip().startswith("#"):
             pragma = joined
-        out.append((start, _COMMENT.sub("", joined).strip(), pragma))
+        out.append((start, _without_comment(joined).strip(), pragma))
     if buf:
-        out.append((start, _COMMENT.sub("", " ".join(p.strip() for p in buf)).strip(), None))
+        out.append((start, _without_comment(" ".join(p.strip() for p in buf)).strip(), None))
     return out
+
+
+def _without_comment(line: str) -> str:
+    """``line`` up to its comment: a ``#`` at the start or after whitespace, as pip strips it.
+
+    A scan, not a regex: ``(^|\\s+)#`` retried at every offset of a 100 KB run of spaces is quadratic.
+    """
+    at = line.find("#")
+    while at > 0 and not line[at - 1].isspace():
+        at = line.find("#", at + 1)
+    return line if at < 0 else line[:at]
+
+
+# Requirements (or lock entries) one target may hold: real projects and environments have hundreds, a few
+# thousand at most; past this a target is refused from that line on, so its time is bounded by this, not
+# only by its size in bytes (16 MiB of short lines are 200 000 requirements).
+MAX_PACKAGES = 20_000
+
+
+def too_many_packages() -> str:
+    """The read problem of a target past MAX_PACKAGES."""
+    return f"more than {MAX_PACKAGES} requirements in this target: the rest was not read (no real project has this many)"
+
+
+# Files one target may include (-r/-c, all levels together): past this, the rest is a read problem.
+MAX_INCLUDES = 256
+MAX_DEPTH = 20
+
+
+@dataclass
+class _Includes:
+    """What one target's include graph has cost so far: each file is read once, and the files and bytes
+    read over the whole graph are bounded (a file including the next twice, 20 levels deep, would
+    otherwise be read a million times)."""
+
+    max_bytes: int
+    read: set[tuple[Path, str]] = field(default_factory=set)
+    bytes: int = 0
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
     """Read a requirements/constraints/freeze file and every file it includes."""
     inventory = Inventory()
-    _read_into(path, options, inventory, role=Role.REQUIREMENT, seen=set(), depth=0)
+    _read_into(path, options, inventory, role=Role.REQUIREMENT, seen=set(), depth=0, includes=_Includes(text_limit(options)))
     if options.kind == "freeze" or "freeze" in path.name.lower() or _looks_like_freeze(inventory):
         inventory.context = "installed"
         inventory.packages = [_installed(p) for p in inventory.packages]
@@ -137,7 +176,7 @@ def _looks_like_freeze(inventory: Inventory) -> bool:
 
 
 def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Role, seen: set[Path], depth: int,
-               included_from: Location | None = None) -> None:
+               includes: _Includes, included_from: Location | None = None) -> None:
     try:
         resolved = path.resolve()
     except (RuntimeError, OSError) as exc:  # a symlink loop: RuntimeError up to 3.12, OSError(ELOOP) after
@@ -148,18 +187,30 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
     if resolved in seen:
         inventory.problems.append(ReadProblem(f"include cycle: {path} is already being read", included_from))
         return
-    if depth > 20:
-        inventory.problems.append(ReadProblem(f"includes nested more than 20 deep at {path}", included_from))
+    if depth > MAX_DEPTH:
+        inventory.problems.append(ReadProblem(f"includes nested more than {MAX_DEPTH} deep at {path}", included_from))
+        return
+    if (resolved, role) in includes.read:
+        return  # included again through another file: its lines are already read
+    if included_from is not None and len(includes.read) >= MAX_INCLUDES:
+        inventory.problems.append(ReadProblem(f"{path} was not read: this target already includes {MAX_INCLUDES} files (-r/-c)", included_from))
         return
     seen = seen | {resolved}
+    includes.read.add((resolved, role))
     if included_from is not None:
+        left = includes.max_bytes - includes.bytes
         try:
-            text, problems = read_text_file(path)
+            _regular_file(path)
+            if left <= 0:
+                raise InputError(f"{path} was not read: this target's files already reached the {includes.max_bytes}-byte limit "
+                                 "for text inputs (it counts every included file; raise it with --max-text-size)", str(path))
+            text, problems = read_text_file(path, left)
         except InputError as exc:
             inventory.problems.append(ReadProblem(exc.message, included_from))
             return
     else:
-        text, problems = read_text_file(path)
+        text, problems = read_text_file(path, includes.max_bytes)
+    includes.bytes += len(text)
     inventory.problems.extend(problems)
     pending_pragma: tuple[tuple[str, ...], str] | None = None
     for number, line, pragma in logical_lines(text):
@@ -175,8 +226,11 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
             inventory.pragmas.append(Pragma(pending_pragma[0], pending_pragma[1], loc))
             pending_pragma = None
         if line.startswith("-"):
-            _option_line(line, loc, path, options, inventory, role, seen, depth)
+            _option_line(line, loc, path, options, inventory, role, seen, depth, includes)
             continue
+        if len(inventory.packages) >= MAX_PACKAGES:
+            inventory.problems.append(ReadProblem(too_many_packages(), loc))
+            return
         pkg = parse_requirement_text(line, loc, role=role)
         if isinstance(pkg, ReadProblem):
             inventory.problems.append(pkg)
@@ -184,8 +238,23 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
             inventory.packages.append(pkg)
 
 
+def _regular_file(path: Path) -> None:
+    """Includes must be regular files: ``-r /dev/stdin`` or a FIFO would block forever, ``-r /dev/zero`` never ends.
+    (A FIFO given on the command line, such as ``<(pip freeze)``, is read: the user asked for it.)"""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}", str(path)) from exc
+    if not stat.S_ISREG(mode):
+        what = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise InputError(f"{path} is {what}, not a regular file: envcheck reads included files only when they are regular files", str(path))
+
+
 def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inventory: Inventory, role: Role,
-                 seen: set[Path], depth: int) -> None:
+                 seen: set[Path], depth: int, includes: _Includes | None = None) -> None:
+    """One option line (``-r``, ``--index-url``, ``-e``, ...) of a requirements file (or a conda file's pip list)."""
+    if includes is None:
+        includes = _Includes(text_limit(options))
     try:
         words = shlex.split(line)
     except ValueError as exc:
@@ -204,7 +273,7 @@ def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inv
             inventory.problems.append(ReadProblem(f"remote include {value} was not fetched (envcheck reads local files only)", loc))
             return
         child_role = Role.CONSTRAINT if opt in ("-c", "--constraint") else role
-        _read_into((path.parent / value), options, inventory, child_role, seen, depth + 1, included_from=loc)
+        _read_into((path.parent / value), options, inventory, child_role, seen, depth + 1, includes, included_from=loc)
     elif opt in _INDEX_OPTIONS:
         if value:
             inventory.indexes.append(PackageIndex(value, _INDEX_OPTIONS[opt], loc))

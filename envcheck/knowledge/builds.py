@@ -162,12 +162,19 @@ def installs_on(pkg: Package, profile: Profile, extras: tuple[str, ...] = ("",))
     """Whether a requirement's environment marker selects it on the profile's platform."""
     if not pkg.marker:
         return True
+    return _marker_holds(pkg.marker, tuple(sorted(profile.marker_env.items())), extras)
+
+
+@lru_cache(maxsize=16384)
+def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tuple[str, ...]) -> bool:
+    """installs_on's answer, cached: a uv.lock repeats the same few markers over thousands of packages,
+    and every check asks again."""
     try:
-        marker = Marker(pkg.marker)
+        marker = Marker(text)
     except InvalidMarker:
         return True
     for extra in extras:
-        env = dict(profile.marker_env)
+        env = dict(env_items)
         env["extra"] = extra
         try:
             if marker.evaluate(env):
@@ -187,3 +194,8 @@ def requirement_applies(marker: Marker | None, profile: Profile) -> bool:
         return bool(marker.evaluate(env))
     except UndefinedEnvironmentName:
         return True
+
+
+def unsuffixed_distribution(name: str) -> dict[str, Any] | None:
+    """The row of a CUDA toolkit distribution without a -cuXX suffix (``nvidia-cublas``: its release line per CUDA major)."""
+    return _unsuffixed().get(name)

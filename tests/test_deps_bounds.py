@@ -1,0 +1,235 @@
+"""Hostile dependency files and config (issue 13): bounded time and memory, a clear ERROR or usage error
+naming the file, line or key, and every other target still judged. Costs are measured on a real
+``envcheck`` process (tests/bounded.py); the inputs come from fuzz/seed_builders.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.bounded import BoundedRun, run_envcheck_bounded
+from tests.conftest import REPO
+
+sys.path.insert(0, str(REPO / "fuzz"))
+import seed_builders
+
+GOOD = REPO / "examples" / "requirements-cuda12.txt"  # known G1 FAIL: proof that the other target was judged
+
+
+def _targets(run: BoundedRun) -> dict[str, list[dict]]:
+    data = json.loads(run.stdout)
+    return {t["target"]: t["findings"] for t in data["targets"]}
+
+
+def _judged_good(by: dict[str, list[dict]]) -> None:
+    assert any(f["rule"] == "G1-cuda12-local-version" for f in by[str(GOOD)])
+
+
+def _no_internal_error(by: dict[str, list[dict]]) -> None:
+    assert not [f for fs in by.values() for f in fs if f["rule"] == "internal-error"]
+
+
+def test_include_fanout_reads_each_file_once(tmp_path: Path) -> None:
+    top = seed_builders.include_fanout(tmp_path, levels=20)
+    run = run_envcheck_bounded("-f", "json", str(top), str(GOOD))
+    run.assert_within(seconds=10, rss_mb=300)
+    by = _targets(run)
+    found = by[str(top)]
+    # the leaf is judged, once, at its own line
+    leaf = [f for f in found if f["rule"] == "G1-cuda12-local-version"]
+    assert [f["location"]["path"] for f in leaf] == [str(tmp_path / "level19.txt")]
+    assert not [f for f in found if f["status"] == "ERROR"]
+    _judged_good(by)
+
+
+def test_include_graph_is_bounded_in_files_and_bytes(tmp_path: Path) -> None:
+    from envcheck.sources import ReadOptions, requirements
+
+    # 300 distinct includes: past MAX_INCLUDES, one problem per file left out, at the including line
+    (tmp_path / "requirements.txt").write_text("".join(f"-r part{i}.txt\n" for i in range(300)), encoding="utf-8")
+    for i in range(300):
+        (tmp_path / f"part{i}.txt").write_text(f"pkg{i}==1.0\n", encoding="utf-8")
+    inv = requirements.read(tmp_path / "requirements.txt", ReadOptions())
+    assert len(inv.packages) == requirements.MAX_INCLUDES - 1
+    assert inv.problems and all("already includes" in p.message for p in inv.problems)
+    assert inv.problems[0].location.line == requirements.MAX_INCLUDES
+    # the byte limit counts every included file together
+    (tmp_path / "a.txt").write_text("-r b.txt\n" + "x==1\n" * 300, encoding="utf-8")
+    (tmp_path / "b.txt").write_text("y==1\n" * 300, encoding="utf-8")
+    inv = requirements.read(tmp_path / "a.txt", ReadOptions(extra={"max_text_bytes": 2000}))
+    assert [p.location.line for p in inv.problems] == [1] and "limit" in inv.problems[0].message
+    assert {p.name for p in inv.packages} == {"x"}
+
+
+@pytest.mark.parametrize("include", ["fifo", "/dev/stdin", "/dev/zero", "folder"])
+def test_includes_must_be_regular_files(tmp_path: Path, include: str) -> None:
+    if include == "fifo":
+        os.mkfifo(tmp_path / "fifo.txt")
+        include = "fifo.txt"
+    elif include == "folder":
+        (tmp_path / "sub").mkdir()
+        include = "sub"
+    req = tmp_path / "requirements.txt"
+    req.write_text(f"numpy==2.0\n-r {include}\ntorch==2.5.1+cu121\n", encoding="utf-8")
+    run = run_envcheck_bounded("-f", "json", str(req), str(GOOD), input=b"", kill_after=30)
+    run.assert_within(seconds=10, rss_mb=300)
+    by = _targets(run)
+    errors = [f for f in by[str(req)] if f["status"] == "ERROR"]
+    assert [e["location"]["line"] for e in errors] == [2]
+    assert "not a regular file" in errors[0]["message"]
+    assert any(f["rule"] == "G1-cuda12-local-version" for f in by[str(req)])  # the rest of the file
+    _judged_good(by)
+    assert run.returncode == 2
+
+
+def test_a_fifo_named_on_the_command_line_is_still_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "requirements.txt"  # what `envcheck <(pip freeze)` hands over
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with fifo.open("w", encoding="utf-8") as fh:
+            fh.write("torch==2.5.1+cu121\n")
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    run = run_envcheck_bounded("-f", "json", "--kind", "requirements", str(fifo), kill_after=30)
+    writer.join(timeout=5)
+    run.assert_within(seconds=10, rss_mb=300)
+    assert any(f["rule"] == "G1-cuda12-local-version" for f in _targets(run)[str(fifo)])
+
+
+def test_long_runs_of_spaces_are_read_in_linear_time(tmp_path: Path) -> None:
+    req = tmp_path / "requirements.txt"
+    req.write_text(seed_builders.spaces_requirements(100_000), encoding="utf-8")
+    run = run_envcheck_bounded("-f", "json", str(req), str(GOOD))
+    run.assert_within(seconds=10, rss_mb=300)
+    by = _targets(run)
+    assert any(f["rule"] == "G1-cpu-build" and f["location"]["line"] == 1 for f in by[str(req)])  # torch  ...  ==2.9.0
+    _judged_good(by)
+    _no_internal_error(by)
+
+
+def test_a_version_past_pythons_digit_limit_is_an_error_with_its_line(tmp_path: Path) -> None:
+    req = tmp_path / "requirements.txt"
+    req.write_text(seed_builders.long_version_requirement(4301), encoding="utf-8")
+    project = tmp_path / "pyproject.toml"
+    project.write_text(f'[project]\nname = "x"\nversion = "0"\ndependencies = ["numpy==2.0", "torch==1{"1" * 4300}"]\n', encoding="utf-8")
+    lock = tmp_path / "uv.lock"
+    lock.write_text(f'version = 1\n\n[[package]]\nname = "torch"\nversion = "1{"1" * 4300}"\n', encoding="utf-8")
+    run = run_envcheck_bounded("-f", "json", str(req), str(project), str(lock), str(GOOD))
+    run.assert_within(seconds=10, rss_mb=300)
+    by = _targets(run)
+    _no_internal_error(by)
+    for path, line in ((req, 1), (project, 4), (lock, 4)):
+        errors = [f for f in by[str(path)] if f["status"] == "ERROR"]
+        assert [(e["rule"], e["location"].get("line")) for e in errors] == [("input-error", line)], errors
+        assert "4301 digits" in errors[0]["message"] and len(errors[0]["message"]) < 400
+    _judged_good(by)
+
+
+def test_a_big_uv_lock_is_read_in_one_pass(tmp_path: Path) -> None:
+    lock = tmp_path / "uv.lock"
+    lock.write_text(seed_builders.big_uv_lock(11_000), encoding="utf-8")
+    run = run_envcheck_bounded("-f", "json", str(lock), str(GOOD))
+    run.assert_within(seconds=10, rss_mb=300)
+    data = json.loads(run.stdout)
+    target = next(t for t in data["targets"] if t["target"] == str(lock))
+    packages = target["inventory"]["packages"]
+    assert len(packages) == 11_000 and packages[-1]["location"]["line"] == lock.read_text().count("\n") - 2
+    assert packages[-1]["marker"] == "sys_platform == 'linux'"
+    _judged_good(_targets(run))
+
+
+def test_too_many_requirements_stop_at_the_limit(tmp_path: Path) -> None:
+    from envcheck.sources.requirements import MAX_PACKAGES
+
+    req = tmp_path / "requirements.txt"
+    req.write_text("".join(f"pkg{i}==1.0\n" for i in range(MAX_PACKAGES + 500)), encoding="utf-8")
+    run = run_envcheck_bounded("-f", "json", str(req), str(GOOD))
+    run.assert_within(seconds=10, rss_mb=300)
+    by = _targets(run)
+    errors = [f for f in by[str(req)] if f["status"] == "ERROR"]
+    assert [e["location"]["line"] for e in errors] == [MAX_PACKAGES + 1] and str(MAX_PACKAGES) in errors[0]["message"]
+    _judged_good(by)
+
+
+def test_a_sparse_gigabyte_pyproject_is_not_read_as_config(tmp_path: Path) -> None:
+    with (tmp_path / "pyproject.toml").open("wb") as fh:
+        fh.truncate(1 << 30)
+    (tmp_path / ".git").mkdir()  # config discovery stops here
+    run = run_envcheck_bounded("-f", "json", str(GOOD), cwd=tmp_path)
+    run.assert_within(seconds=10, rss_mb=300)
+    _judged_good(_targets(run))
+    # judged as an input, it is refused by its size, unread
+    run = run_envcheck_bounded("-f", "json", str(tmp_path / "pyproject.toml"), str(GOOD), cwd=tmp_path)
+    run.assert_within(seconds=10, rss_mb=300)
+    by = _targets(run)
+    assert "over the" in by[str(tmp_path / "pyproject.toml")][0]["message"]
+    _judged_good(by)
+
+
+def test_an_oversized_config_file_is_a_usage_error(tmp_path: Path) -> None:
+    config = tmp_path / ".envcheck.toml"
+    with config.open("wb") as fh:
+        fh.write(b'fail-on = "warn"\n')
+        fh.truncate(1 << 30)
+    (tmp_path / ".git").mkdir()
+    run = run_envcheck_bounded(str(GOOD), cwd=tmp_path)
+    run.assert_within(seconds=10, rss_mb=300)
+    assert run.returncode == 2 and ".envcheck.toml" in run.stderr and "limit" in run.stderr
+    # the limit is the user's to raise, in bytes or with a unit
+    small = tmp_path / "small.toml"
+    small.write_text('fail-on = "never"\n' + "# padding\n" * 200, encoding="utf-8")
+    assert run_envcheck_bounded("--config", str(small), "--max-text-size", "1k", str(GOOD), cwd=tmp_path).returncode == 2
+    assert run_envcheck_bounded("--config", str(small), "--max-text-size", "64KiB", str(GOOD), cwd=tmp_path).returncode == 0
+    env_run = run_envcheck_bounded("--config", str(small), str(GOOD), cwd=tmp_path, env={"ENVCHECK_MAX_TEXT_SIZE": "100"})
+    assert env_run.returncode == 2 and "100-byte limit" in env_run.stderr
+
+
+MALFORMED = [
+    ("severity = [1]", "severity"),
+    ("severity = 'x'", "severity"),
+    ("severity = { G9-unpinned = 3 }", "severity.G9-unpinned"),
+    ("ignore = [1]", "ignore"),
+    ("profile = 7", "profile"),
+    ("fail-on = ['warn']", "fail-on"),
+    ("nvfp4 = 'yes'", "nvfp4"),
+    ("max-text-size = 'lots'", "max-text-size"),
+    (seed_builders.deep_toml(100_000, "severity").strip(), "nested too deeply"),
+]
+
+
+@pytest.mark.parametrize(("table", "named"), MALFORMED, ids=[table[:30] for table, _ in MALFORMED])
+def test_malformed_config_values_are_usage_errors_naming_the_key(tmp_path: Path, table: str, named: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(f"[project]\nname = 'x'\n\n[tool.envcheck]\n{table}\n", encoding="utf-8")
+    (tmp_path / ".git").mkdir()
+    run = run_envcheck_bounded(str(GOOD), cwd=tmp_path)
+    run.assert_within(seconds=10, rss_mb=300)
+    assert run.returncode == 2, run.describe()
+    assert named in run.stderr and "internal error" not in run.stderr.lower() and "Traceback" not in run.stderr
+
+
+def test_a_text_size_limit_from_config_applies_to_inputs(tmp_path: Path) -> None:
+    (tmp_path / ".envcheck.toml").write_text('max-text-size = "1k"\n', encoding="utf-8")
+    (tmp_path / ".git").mkdir()
+    big = tmp_path / "requirements.txt"
+    big.write_text("numpy==2.0\n" * 200, encoding="utf-8")
+    run = run_envcheck_bounded("-f", "json", str(big), str(GOOD), cwd=tmp_path)
+    by = _targets(run)
+    assert "1024-byte limit" in by[str(big)][0]["message"] and "--max-text-size" in by[str(big)][0]["message"]
+    _judged_good(by)
+
+
+def test_the_text_size_limit_applies_to_files_a_dockerfile_installs(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("torch==2.5.1+cu121\n" + "# padding\n" * 200, encoding="utf-8")
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM ubuntu:24.04\nCOPY requirements.txt .\nRUN pip install -r requirements.txt\n", encoding="utf-8")
+    small = _targets(run_envcheck_bounded("-f", "json", "--max-text-size", "1k", str(dockerfile)))[str(dockerfile)]
+    assert [(f["location"]["line"], "1024-byte limit" in f["message"]) for f in small if f["status"] == "ERROR"] == [(3, True)]
+    default = _targets(run_envcheck_bounded("-f", "json", str(dockerfile)))[str(dockerfile)]
+    assert any(f["rule"] == "G1-cuda12-local-version" for f in default)
