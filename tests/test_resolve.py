@@ -332,3 +332,13 @@ def test_pyproject_dependencies_with_its_uv_index(tmp_path: Path, uv_cache: Path
     assert set(files) == {"cuda12ext", "helper"}  # the optional extra is not part of the resolution
     assert files["cuda12ext"]["location"]["line"] == 6
     assert "FAIL" in _status(result, "G1-binary-soname")
+
+
+def test_html_index_pages(tmp_path: Path, uv_cache: Path) -> None:
+    """A PEP 503 HTML index (no JSON) works for uv and for envcheck's own metadata and range reads."""
+    for served in serve(standard_index()):
+        served.html = True
+        _, target, _ = _resolve(tmp_path, uv_cache, served.url, "sm80ext==1.0\n", env={"UV_CACHE_DIR": str(tmp_path / "uv-html")})
+        assert {"index metadata", "range read"} <= set(_resolved(target)["sm80ext"]["sources"])
+        assert "FAIL" in _status(target, "G7-binary-no-sm121")
+        assert any(r.startswith("GET /simple/sm80ext/") for r in served.requests)
