@@ -65,7 +65,7 @@ class SimpleCommand:
     branch: Branch | None = None  # set when the command runs only under a condition envcheck cannot decide
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a 1 MiB RUN line is hundreds of thousands of words
 class _Word:
     value: str
     start: int
@@ -300,7 +300,7 @@ class _Status:
     probe: bool = False  # a test of the build's state (files, command output), not of a setting
 
 
-@dataclass
+@dataclass(slots=True)
 class _Item:
     kind: str  # "op" | "kw" | "cmd"
     value: str
