@@ -319,3 +319,21 @@ def test_case_runs_the_first_clause_that_matches_a_known_word() -> None:
         (("pip", "install", "b"), ""), (("pip", "install", "d"), ""),
         (("pip", "install", "e"), "in a conditional branch (if `case ... in x)`)")]
     assert [argv for argv, _ in _runs_on("amd64", text, {"TARGETARCH": "amd64"})][:1] == [("pip", "install", "a")]
+
+
+def test_branch_and_fallback_reach_every_format() -> None:
+    import json
+    from importlib import resources
+
+    import jsonschema
+
+    from tests.conftest import REPO, run_envcheck
+
+    recipe = REPO / "dockerfiles" / "flash-attn-fallback" / "Dockerfile"
+    report = json.loads(run_envcheck("-f", "json", "--fail-on", "never", str(recipe)).stdout)
+    jsonschema.validate(report, json.loads(resources.files("envcheck.formats").joinpath("report.schema.json").read_text()))
+    fallback = [f for t in report["targets"] for f in t["findings"] if f["rule"] == "G2-flash-attn-build" and f["status"] != "PASS"]
+    assert [f["status"] for f in fallback] == ["WARN"]
+    assert fallback[0]["location"]["fallback"] is True and "fallback" in fallback[0]["message"]
+    sarif = json.loads(run_envcheck("-f", "sarif", "--fail-on", "never", str(recipe)).stdout)
+    assert all(r["level"] != "error" for r in sarif["runs"][0]["results"])
