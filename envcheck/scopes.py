@@ -51,6 +51,7 @@ def in_scope(inventory: Inventory, scopes: tuple[str, ...] = (), installs: Calla
         context=inventory.context,
         problems=[],
         pragmas=list(inventory.pragmas),
+        resolved=list(inventory.resolved),  # --resolve: what the default install resolves to
     )
 
 

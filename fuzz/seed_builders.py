@@ -205,6 +205,8 @@ def hostile_dockerfiles(scale: float = 1) -> dict[str, str]:
         "nested-workdir": f"FROM ubuntu:24.04\nWORKDIR /{deep}\nRUN pip install torch\n",
         "nested-copy": f"FROM ubuntu:24.04\nCOPY {deep} /x\nRUN pip install torch\n",
         "nested-arg": f"ARG B={deep}\nFROM ubuntu:24.04\n",
+        # just under 1 MiB of RUN text holding 340k tiny commands (past the 10,000 commands read per RUN)
+        "many-commands": "FROM ubuntu:24.04\nRUN " + "a&&" * n(340_000) + "true\n",
         # if/subshell nesting past the shell reader's depth
         "nested-shell": "FROM ubuntu:24.04\nRUN " + "(" * n(5_000) + "pip install torch" + ")" * n(5_000) + "\n",
     }

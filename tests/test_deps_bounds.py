@@ -223,3 +223,13 @@ def test_a_text_size_limit_from_config_applies_to_inputs(tmp_path: Path) -> None
     by = _targets(run)
     assert "1024-byte limit" in by[str(big)][0]["message"] and "--max-text-size" in by[str(big)][0]["message"]
     _judged_good(by)
+
+
+def test_the_text_size_limit_applies_to_files_a_dockerfile_installs(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("torch==2.5.1+cu121\n" + "# padding\n" * 200, encoding="utf-8")
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM ubuntu:24.04\nCOPY requirements.txt .\nRUN pip install -r requirements.txt\n", encoding="utf-8")
+    small = _targets(run_envcheck_bounded("-f", "json", "--max-text-size", "1k", str(dockerfile)))[str(dockerfile)]
+    assert [(f["location"]["line"], "1024-byte limit" in f["message"]) for f in small if f["status"] == "ERROR"] == [(3, True)]
+    default = _targets(run_envcheck_bounded("-f", "json", str(dockerfile)))[str(dockerfile)]
+    assert any(f["rule"] == "G1-cuda12-local-version" for f in default)

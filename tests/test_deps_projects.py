@@ -80,6 +80,12 @@ def test_dev_group_is_part_of_the_default_install_unless_uv_says_otherwise(tmp_p
     assert {p.name: p.scope for p in chosen.packages} == {"flash-attn": "group 'dev'", "ruff": None}
 
 
+def test_uvs_older_dev_dependencies_are_the_dev_group(tmp_path: Path) -> None:
+    path = _write(tmp_path, "pyproject.toml", '[project]\nname = "x"\nversion = "0"\n[tool.uv]\n'
+                  'dev-dependencies = ["torch==2.5.1+cu121"]\n')
+    assert [(p.name, p.scope, p.location.line) for p in pyproject.read(path, OPTS).packages] == [("torch", None, 5)]
+
+
 def test_a_projects_own_extras_bring_their_requirements(tmp_path: Path) -> None:
     path = _write(tmp_path, "pyproject.toml", '[project]\nname = "Spark_Proj"\nversion = "0"\n'
                   'dependencies = ["spark-proj[train]"]\n[project.optional-dependencies]\n'
@@ -258,3 +264,49 @@ def test_uv_sync_with_an_extra_installs_what_the_lock_has_for_it(tmp_path: Path)
     by = {t["target"]: [f for f in t["findings"] if f["rule"].startswith("G1-cuda12")] for t in report["targets"]}
     assert by[str(plain)] and {f["status"] for f in by[str(plain)]} == {"WARN"}
     assert by[str(extra)] and {f["status"] for f in by[str(extra)]} == {"FAIL"}
+
+
+PYLOCK_EXTRAS = """lock-version = "1.0"
+created-by = "uv"
+extras = ["cu128", "cu130"]
+dependency-groups = ["dev", "docs"]
+default-groups = ["dev"]
+
+[[packages]]
+name = "torch"
+version = "2.8.0+cu128"
+marker = "'cu128' in extras and sys_platform == 'linux'"
+index = "https://download.pytorch.org/whl/cu128"
+
+[[packages]]
+name = "torch"
+version = "2.9.0+cu130"
+marker = "'cu130' in extras"
+index = "https://download.pytorch.org/whl/cu130"
+
+[[packages]]
+name = "pytest"
+version = "8.3.0"
+marker = "'dev' in dependency_groups"
+
+[[packages]]
+name = "flash-attn"
+version = "2.7.4.post1"
+marker = "'docs' in dependency_groups"
+"""
+
+
+def test_pylock_extras_and_groups_are_scopes(tmp_path: Path) -> None:
+    lock = _write(tmp_path, "pylock.toml", PYLOCK_EXTRAS)
+    placed = [(p.name, p.version, p.scope, p.marker) for p in locks.read(lock, OPTS).packages]
+    assert placed == [
+        ("torch", "2.8.0+cu128", "extra 'cu128'", "sys_platform == 'linux'"),
+        ("torch", "2.9.0+cu130", "extra 'cu130'", None),
+        ("pytest", "8.3.0", None, None),  # a default group
+        ("flash-attn", "2.7.4.post1", "group 'docs'", None),
+    ]
+    bad = _findings(_report(lock))
+    assert bad and {f["status"] for f in bad} == {"WARN"}
+    assert {(f["rule"], f["evidence"]["scope"][0]) for f in bad} == {
+        ("G1-cuda12-local-version", "extra 'cu128'"), ("G1-cuda12-index", "extra 'cu128'"), ("G2-flash-attn-build", "group 'docs'")}
+    assert " in extras" not in json.dumps(bad) and "dependency_groups" not in json.dumps(bad)
