@@ -80,6 +80,12 @@ def test_dev_group_is_part_of_the_default_install_unless_uv_says_otherwise(tmp_p
     assert {p.name: p.scope for p in chosen.packages} == {"flash-attn": "group 'dev'", "ruff": None}
 
 
+def test_uvs_older_dev_dependencies_are_the_dev_group(tmp_path: Path) -> None:
+    path = _write(tmp_path, "pyproject.toml", '[project]\nname = "x"\nversion = "0"\n[tool.uv]\n'
+                  'dev-dependencies = ["torch==2.5.1+cu121"]\n')
+    assert [(p.name, p.scope, p.location.line) for p in pyproject.read(path, OPTS).packages] == [("torch", None, 5)]
+
+
 def test_a_projects_own_extras_bring_their_requirements(tmp_path: Path) -> None:
     path = _write(tmp_path, "pyproject.toml", '[project]\nname = "Spark_Proj"\nversion = "0"\n'
                   'dependencies = ["spark-proj[train]"]\n[project.optional-dependencies]\n'

@@ -10,6 +10,7 @@ import os
 import re
 from collections.abc import Iterator
 
+from envcheck import knowledge
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import (
     CudaBuild,
@@ -22,9 +23,12 @@ from envcheck.knowledge.builds import (
 from envcheck.model import Binary, Finding, Location, Package, Status
 from envcheck.rules import CheckContext, check, rule
 
+# the first NGC release month on CUDA 13 (knowledge/ngc_tags.toml): rule prose quotes the data, never a copy
+_FIRST_CUDA13_NGC = knowledge.first_cuda13_ngc_release()
+
 _FIX_CU130 = (
     "Install the CUDA 13 build: pip install torch --index-url https://download.pytorch.org/whl/cu130 "
-    "(torch >= 2.9), or use an NGC container (nvcr.io/nvidia/pytorch:25.08-py3 or newer)."
+    f"(torch >= 2.9), or use an NGC container (nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer)."
 )
 
 LOCAL_VERSION = rule(
@@ -167,7 +171,7 @@ _FIX_CONDA = (
     "conda's pytorch channel has no CUDA 13 build (pytorch-cuda stops at 12.x). Get a CUDA 13 environment: "
     "conda-forge's pytorch with cuda-version>=13 (channels: [conda-forge], no pytorch/nvidia CUDA 12 pins), or "
     "install torch with pip from the cu130 PyTorch index in the pip: list "
-    "(--extra-index-url https://download.pytorch.org/whl/cu130), or use an NGC container (nvcr.io/nvidia/pytorch:25.08-py3 or newer)."
+    f"(--extra-index-url https://download.pytorch.org/whl/cu130), or use an NGC container (nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer)."
 )
 
 _FIX_CONDA_CHANNEL = (
@@ -480,8 +484,8 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
 
 CUDA12_BASE = rule(
     "G1-cuda12-base", "G1", "The base image is a CUDA 12 (or older) image", Status.FAIL,
-    """The Dockerfile builds on an image whose CUDA is older than the Spark's CUDA 13: nvidia/cuda:12.*,
-    an NGC container of a release month before 25.08 (the first on CUDA 13.0; the month fixes the CUDA across
+    f"""The Dockerfile builds on an image whose CUDA is older than the Spark's CUDA 13: nvidia/cuda:12.*,
+    an NGC container of a release month before {_FIRST_CUDA13_NGC} (the first on CUDA 13.0; the month fixes the CUDA across
     families: pytorch, pyg, jax, tensorflow, tritonserver, vllm, nemo, cuda-dl-base, ...), or a tag that names
     cuda12/cu12x.
     Its torch, extensions and libraries are CUDA 12 builds (libcudart.so.12): CUDA 13 wheels (cu130,
@@ -489,7 +493,7 @@ CUDA12_BASE = rule(
     Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
     dated, sourced table (knowledge/ngc_tags.toml) and says when a mapping is inferred rather than quoted.
     A stage that does not reach the final image is a WARN: only what it builds and copies over is affected.""",
-    """Use a CUDA 13 base: nvcr.io/nvidia/pytorch:25.08-py3 or newer (25.11-py3 is what NVIDIA's Spark
+    f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
     playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("dockerfile",),
 )
@@ -528,7 +532,7 @@ IMAGE_CUDA = rule(
     built into the image links that major's libraries (libcudart.so.12, ...), which fail at import or at the
     first kernel on a CUDA 13 Spark. Without CUDA_VERSION, an NGC tag is mapped through the dated table
     knowledge/ngc_tags.toml, and the message says when that mapping is inferred.""",
-    """Use a CUDA 13 image: nvcr.io/nvidia/pytorch:25.08-py3 or newer (25.11-py3 is what NVIDIA's Spark
+    f"""Use a CUDA 13 image: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
     playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("image",),
 )
@@ -597,8 +601,6 @@ def default_index_pulls(ctx: CheckContext) -> Iterator[Finding]:
                 defaults.append((var.location.stage, var.location.line, var.name, url, build))
     if not defaults:
         return
-    from envcheck import knowledge
-
     stack = set(knowledge.load("pins")["stack"]["ml_stack"])
     for install in ctx.inventory.installs:
         loc = install.location

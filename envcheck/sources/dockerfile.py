@@ -373,7 +373,7 @@ class _Reader:
         if found is None:
             return
         try:
-            sub = requirements.read(found, ReadOptions())
+            sub = requirements.read(found, self._text_options())
         except Exception as exc:  # an unreadable included file is a problem at the RUN line
             message = getattr(exc, "message", str(exc))
             inventory.problems.append(ReadProblem(f"cannot read {name} (from {found}): {message}", loc))
@@ -401,7 +401,7 @@ class _Reader:
             path = Path(tmp) / (posixpath.basename(name) or "requirements.txt")
             path.write_text(doc.body, encoding="utf-8")
             try:
-                sub = requirements.read(path, ReadOptions())
+                sub = requirements.read(path, self._text_options())
             except Exception as exc:  # reported at the RUN line; the rest of the Dockerfile is still read
                 inventory.problems.append(ReadProblem(f"cannot read the heredoc {name}: {getattr(exc, 'message', exc)}", loc))
                 return
@@ -419,6 +419,11 @@ class _Reader:
         inventory.indexes.extend(replace(i, location=here(i.location)) for i in sub.indexes)
         inventory.problems.extend(replace(p, location=here(p.location)) for p in sub.problems)
 
+    def _text_options(self) -> ReadOptions:
+        """Options for the requirements, pyproject and lock files a build copies: the user's text-size limit."""
+        limit = self.options.extra.get("max_text_bytes")
+        return ReadOptions(extra={"max_text_bytes": limit} if limit else {})
+
     def _read_project_file(self, name: str, module: str, in_image: bool, files: _ContextFiles, loc: Location, stage: Stage,
                            inventory: Inventory, cmd: SimpleCommand | None, argv: list[str] | None = None) -> None:
         """``uv sync`` reads uv.lock, ``pip install .`` reads pyproject.toml, where the build copied them; the extras
@@ -431,7 +436,7 @@ class _Reader:
         if found is None:
             return
         try:
-            sub = importlib.import_module(f"envcheck.sources.{module}").read(found, ReadOptions())
+            sub = importlib.import_module(f"envcheck.sources.{module}").read(found, self._text_options())
         except Exception as exc:  # a broken project file is a problem at the RUN line, the rest is still read
             inventory.problems.append(ReadProblem(f"cannot read {name} (from {found}): {getattr(exc, 'message', exc)}", loc))
             return
