@@ -65,6 +65,7 @@ from envcheck.sources.binaries import read_binary
 
 FACTS_FORMAT = 1
 MAX_MEMBER_BYTES = 1 << 30  # an ELF member bigger than this (inflated) is not read: its facts come from the table
+MAX_BINARY_MEMBERS = 5000  # members of one wheel read as possible binaries
 UV_TIMEOUT = 600.0
 _TEXT_SUFFIXES = (".py", ".pyi", ".pyc", ".txt", ".md", ".json", ".h", ".hpp", ".cuh", ".cu", ".c", ".cc", ".cpp",
                   ".toml", ".cfg", ".typed", ".yaml", ".yml", ".html", ".js", ".css", ".png", ".jpg", ".pem", ".csv",
@@ -543,9 +544,10 @@ def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: s
             dist = next((i.filename for i in infos if i.filename.endswith(".dist-info/METADATA") and i.filename.count("/") == 1), None)
             if dist is not None:
                 facts.requires = _requires_of(zf.read(dist))
-        for info in infos:
-            if not _may_be_binary(info):
-                continue
+        candidates = [i for i in infos if _may_be_binary(i)]
+        if len(candidates) > MAX_BINARY_MEMBERS:
+            facts.problems.append(f"{len(candidates)} members may be binaries; only the first {MAX_BINARY_MEMBERS} were read")
+        for info in candidates[:MAX_BINARY_MEMBERS]:
             try:
                 wheelzip.check_member(info, remote.size)
                 binary, problems = _read_member(zf, remote, info)
