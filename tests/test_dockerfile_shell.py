@@ -198,8 +198,10 @@ def test_fallbacks_are_marked_as_such() -> None:
 
 def test_an_arg_empty_by_default_stays_unknown_in_commands() -> None:
     # `pip install x==` would be an invalid requirement; the ARG is meant to be given with --build-arg
-    cmds = split_commands('pip install "flashinfer-python==${FLASHINFER_VERSION}" $EXTRA', {"FLASHINFER_VERSION": "", "EXTRA": ""})
-    assert [c.argv for c in cmds] == [("pip", "install", "flashinfer-python==${FLASHINFER_VERSION}", "$EXTRA")]
+    cmds = split_commands('python${PY_SUFFIX} -m pip install "flashinfer-python==${FLASHINFER_VERSION}" $EXTRA',
+                          {"FLASHINFER_VERSION": "", "EXTRA": "", "PY_SUFFIX": ""})
+    # an empty value after a version operator, or as a whole word, stays unknown; inside a word it is empty
+    assert [c.argv for c in cmds] == [("python", "-m", "pip", "install", "flashinfer-python==${FLASHINFER_VERSION}", "$EXTRA")]
 
 
 def test_malformed_and_deeply_nested_scripts_are_read_without_recursion_errors() -> None:

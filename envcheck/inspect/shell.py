@@ -236,7 +236,9 @@ def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str], keep_e
             value = word if (value or op == "+") else ""
         elif op == ":-" and value == "":
             value = word
-        if keep_empty and value == "" and op is None:
+        # empty by default: `pkg==${V}` must not read as the invalid `pkg==` (nor a lone `$V` as nothing), but
+        # `python${SUFFIX}` is python
+        if keep_empty and value == "" and op is None and (not "".join(buf[-1:]) or buf[-1][-1:] in ("=", "<", ">", "~", "@", "!")):
             buf.append(m.group(0))
             return m.end(), True
         buf.append(value)
