@@ -38,7 +38,6 @@ COMMANDS = {
     "diff": "envcheck.commands.diff",
 }
 BUILTIN = ("rules", "cache")
-_FORMATS = ("text", "json", "sarif", "github", "preflight", "snapshot")
 # Common options that take a value: needed to find the subcommand word among the arguments.
 _VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python", "--target",
                "--python-version", "--index-url", "--extra-index-url", "--find-links"}
@@ -46,7 +45,11 @@ _VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--c
 
 def _common(parser: argparse.ArgumentParser, default_format: str | None = None) -> None:
     g = parser.add_argument_group("output and policy")
-    g.add_argument("-f", "--format", choices=_FORMATS, default=default_format, help="output format (default: text; preflight for `envcheck preflight`)")
+    from envcheck import formats
+
+    g.add_argument("-f", "--format", choices=formats.names(), default=default_format,
+                   help="output format (default: text; preflight for `envcheck preflight`): "
+                        + "; ".join(f"{f.name}: {f.what}" for f in formats.FORMATS.values()))
     g.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout (-: stdout)")
     g.add_argument("--fail-on", choices=("fail", "warn", "never"), help="lowest status that makes the exit code 1 (default: fail)")
     g.add_argument("--ignore", action="append", default=[], metavar="RULE", help="ignore a rule id or a whole gotcha (G2); repeatable")
@@ -181,22 +184,18 @@ def _run(command: str | None, argv: list[str]) -> int:
 
     fmt = args.format or "text"
     verbosity = args.verbose - args.quiet
-    text = renderer(fmt)(report, verbosity)
+    out = renderer(fmt)(report, verbosity)
     if args.output and args.output != "-":
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            Path(args.output).write_text(out.stdout, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
         if fmt != "text" and args.quiet <= 0:
-            print(renderer("text")(report, verbosity), end="")
+            print(renderer("text")(report, verbosity).stdout, end="")
     else:
-        sys.stdout.write(text)
-    if fmt == "preflight":
-        from envcheck.formats.preflight_format import other_lines
-        from envcheck.redaction import clean_report
-
-        for line in other_lines(clean_report(report)):
-            print(line, file=sys.stderr)
+        sys.stdout.write(out.stdout)
+    for line in out.stderr:
+        print(line, file=sys.stderr)
     return report.exit_code
 
 
@@ -261,7 +260,7 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         if not path.exists() and not path.is_symlink():
             targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(
                 f"{path}: no such file or folder", str(path),
-                fix=f"Check the path (relative paths start at {Path.cwd()}).",
+                fix="Check the path" + ("." if path.is_absolute() else f" (it is relative to {Path.cwd()})."),
             ))))
             continue
         kind = args.kind or sources.detect(path)
