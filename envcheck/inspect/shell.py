@@ -351,7 +351,8 @@ def _items(tokens: list[_Word], text: str) -> list[_Item]:
             k = min(k + 1, n)
         while k < n and not tokens[k].operator:
             k += 1
-        items.append(_Item("cmd", "", tok.start, tokens[k].start if k < n else len(text)))
+        # value: the first word as written (a test, true, a probe ...); detail "q" when it was quoted
+        items.append(_Item("cmd", tok.value, tok.start, tokens[k].start if k < n else len(text), "q" if tok.quoted else ""))
         at_start = False
     return items
 
@@ -582,10 +583,9 @@ class _Parser:
         self.budget[0] -= len(segment)
         if self.budget[0] < 0:
             return _Status("AS")
-        raw = _tokens(segment, {}, 0)
-        head = raw[0].value if raw else ""
+        head = item.value
         written = " ".join(segment.split())
-        if head in ("[", "[[", "test") and raw and not raw[0].quoted:
+        if head in ("[", "[[", "test") and not item.detail:
             words = [w for w in _tokens(segment, self.env.values, 0, arch=self.arch) if not w.redirect]
             value, probe = _evaluate_test(words)
             status = _Status({True: "T", False: "F", None: "U"}[value], written, probe)
@@ -594,7 +594,7 @@ class _Parser:
         elif head == "false":
             status = _Status("F", written)
         else:
-            probe = bool(raw) and raw[0].value.rsplit("/", 1)[-1] in ("ls", "test", "command", "which", "find", "grep", "compgen", "stat")
+            probe = head.rsplit("/", 1)[-1] in ("ls", "test", "command", "which", "find", "grep", "compgen", "stat")
             status = _Status("AS", written, probe)
         if ctx is _DEAD:
             return status
