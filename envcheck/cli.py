@@ -36,8 +36,9 @@ COMMANDS = {
     "preflight": "envcheck.commands.preflight",
     "snapshot": "envcheck.commands.snapshot",
     "diff": "envcheck.commands.diff",
+    "rules": "envcheck.commands.rules",
+    "cache": "envcheck.commands.cache",
 }
-BUILTIN = ("rules", "cache")
 # Common options that take a value: needed to find the subcommand word among the arguments.
 _VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python", "--target",
                "--python-version", "--index-url", "--extra-index-url", "--find-links"}
@@ -112,7 +113,7 @@ def _split_command(argv: list[str]) -> tuple[str | None, list[str]]:
                 i += 1
             i += 1
             continue
-        if word in COMMANDS or word in BUILTIN:
+        if word in COMMANDS:
             return word, argv[:i] + argv[i + 1:]
         return None, argv
     return None, argv
@@ -131,10 +132,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     command, rest = _split_command(args_list)
     debug = "--debug" in args_list
     try:
-        if command == "rules":
-            return _rules(rest)
-        if command == "cache":
-            return _cache(rest)
         return _run(command, rest)
     except EnvcheckError as exc:
         print(f"envcheck: error: {_clean(exc.message)}", file=sys.stderr)
@@ -169,6 +166,10 @@ def _run(command: str | None, argv: list[str]) -> int:
         module = _command_module(command)
         parser = argparse.ArgumentParser(prog=f"envcheck {command}", description=getattr(module, "HELP", None))
         module.configure(parser)
+        if hasattr(module, "run"):  # a command with its own output (rules, cache): no report, no engine
+            text: str = module.run(parser.parse_args(argv))
+            sys.stdout.write(text)
+            return 0
         _common(parser, getattr(module, "DEFAULT_FORMAT", None))
     args = parser.parse_args(argv)
     from envcheck.config import parse_size
@@ -282,6 +283,8 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
         targets.append(_python_target(args.python, options))
     if args.resolve:
         targets = _resolved_targets(args, config, targets)
+    elif args.offline or args.python_version or args.index_url or args.extra_index_url or args.find_links:
+        raise UsageError("--offline, --python-version, --index-url, --extra-index-url and --find-links go with --resolve")
     return targets
 
 
@@ -291,7 +294,7 @@ def _no_mistyped_command(paths: list[str]) -> None:
         return
     import difflib
 
-    close = difflib.get_close_matches(paths[0], [*COMMANDS, *BUILTIN], n=1, cutoff=0.6)
+    close = difflib.get_close_matches(paths[0], list(COMMANDS), n=1, cutoff=0.6)
     if close:
         raise UsageError(f"{paths[0]!r} is neither a file nor an envcheck command; the most similar command is "
                          f"`envcheck {close[0]}` (`envcheck --help` lists them)")
@@ -395,82 +398,3 @@ def _python_target(python: str, options: ReadOptions) -> Target:
         return inventory
 
     return Target(f"python:{python}", "folder", read)
-
-
-def _rules(argv: list[str]) -> int:
-    from envcheck import rules
-
-    parser = argparse.ArgumentParser(prog="envcheck rules", description="List every rule, or explain one rule or gotcha.")
-    parser.add_argument("selector", nargs="?", help="a rule id (G1-cuda12-index) or a gotcha (G2, ARCH)")
-    parser.add_argument("-f", "--format", choices=("text", "json", "markdown"), default="text")
-    args = parser.parse_args(argv)
-    selected = list(rules.iter_rules(args.selector))
-    if not selected:
-        raise UsageError(f"no rule or gotcha named {args.selector!r}; `envcheck rules` lists them")
-    if args.format == "json":
-        import json
-
-        data = [{"id": r.id, "gotcha": r.gotcha, "title": r.title, "severity": r.severity.value, "explanation": r.explanation, "fix": r.fix} for r in selected]
-        print(json.dumps(data, indent=2))
-        return 0
-    if args.format == "markdown":
-        from envcheck.formats.rules_doc import markdown
-
-        print(markdown(selected), end="")
-        return 0
-    detailed = args.selector is not None
-    for r in selected:
-        print(f"{r.id:34} {r.gotcha:8} {r.severity.value:5} {r.title}")
-        if detailed:
-            print(f"    {r.explanation}")
-            print(f"    Fix: {r.fix}\n")
-    return 0
-
-
-def _cache(argv: list[str]) -> int:
-    from envcheck import cache
-
-    parser = argparse.ArgumentParser(
-        prog="envcheck cache",
-        description="Show what envcheck's cache holds (binary scans, registry manifests and configs, image layer "
-        "scans), or remove it. The folder is $ENVCHECK_CACHE_DIR, else $XDG_CACHE_HOME/envcheck or ~/.cache/envcheck; "
-        "only envcheck's own entries in it are touched.")
-    parser.add_argument("action", nargs="?", choices=("info", "clean"), default="info")
-    parser.add_argument("--older-than", type=float, metavar="DAYS",
-                        help="clean: remove only entries not used for DAYS days (default: everything)")
-    parser.add_argument("-f", "--format", choices=("text", "json"), default="text")
-    args = parser.parse_args(argv)
-    if args.older_than is not None and (args.action != "clean" or args.older_than < 0):
-        raise UsageError("--older-than DAYS goes with `envcheck cache clean` and is zero or more")
-    root = cache.cache_dir()
-    if args.action == "clean":
-        removed, freed = cache.clean(args.older_than, root)
-        if args.format == "json":
-            import json
-
-            print(json.dumps({"cache_dir": str(root), "removed_files": removed, "freed_bytes": freed}))
-        else:
-            age = f" not used for {args.older_than:g} days" if args.older_than is not None else ""
-            print(f"{_clean(str(root))}: removed {removed} cache files{age} ({_size(freed)})")
-        return 0
-    parts = cache.usage(root)
-    if args.format == "json":
-        import json
-
-        print(json.dumps({"cache_dir": str(root), "entries": {k: {"files": n, "bytes": b} for k, (n, b) in parts.items()}}))
-        return 0
-    total_files = sum(n for n, _ in parts.values())
-    total_bytes = sum(b for _, b in parts.values())
-    print(f"{_clean(str(root))}: {total_files} files, {_size(total_bytes)}")
-    for kind, (files, size) in parts.items():
-        print(f"  {kind:32} {files:6} files  {_size(size):>10}")
-    return 0
-
-
-def _size(count: int) -> str:
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"  # pragma: no cover
