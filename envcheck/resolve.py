@@ -590,7 +590,7 @@ def _may_be_binary(info: zipfile.ZipInfo) -> bool:
     return ".so" in base or base.endswith((".a", ".cubin", ".node")) or "/bin/" in name or "/scripts/" in name or "." not in base
 
 
-def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: str | None, offline: bool = False) -> FileFacts:
+def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: str | None) -> FileFacts:
     """Facts of a wheel on an index: metadata (PEP 658 first), then its binaries by range requests."""
     facts = FileFacts()
     start = client.traffic.bytes
@@ -707,13 +707,9 @@ def facts_of(chosen: Chosen, client: IndexClient, settings: ResolveSettings) -> 
     if facts.complete and sha and settings.use_cache:
         store_facts(sha, facts)
     if sha:
-        _READ_THIS_RUN[sha] = replace_facts_sources(facts)
+        # a second look in this run reads nothing more
+        _READ_THIS_RUN[sha] = FileFacts(facts.requires, facts.tags, facts.binaries, facts.problems, [*facts.sources], 0, True)
     return facts
-
-
-def replace_facts_sources(facts: FileFacts) -> FileFacts:
-    """The same facts, as a second reading in one run reports them (nothing more was read)."""
-    return FileFacts(facts.requires, facts.tags, facts.binaries, facts.problems, [*facts.sources], 0, facts.complete)
 
 
 # ------------------------------------------------------------------------------ the whole target

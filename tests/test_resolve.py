@@ -367,3 +367,9 @@ def test_ngc_stage_install_that_replaces_the_image_torch(tmp_path: Path, uv_cach
     assert files["torch"]["version"] == "2.14.1" and "fakedep" in files  # pip replaces NGC's torch, with its dependencies
     replaced = [f for f in _findings(target, "G9-ngc-torch-replaced") if f["status"] == "FAIL"]
     assert replaced and any("pins-torch" in f["message"] for f in replaced), target["findings"]
+
+
+def test_resolve_options_without_resolve_are_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("numpy==2.3.0\n")
+    proc = run_envcheck("--offline", str(tmp_path / "requirements.txt"))
+    assert proc.returncode == 2 and "go with --resolve" in proc.stderr

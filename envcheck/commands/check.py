@@ -106,6 +106,8 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
         targets.append(_python_target(args.python, options))
     if args.resolve:
         targets = _resolved_targets(args, config, targets)
+    elif args.offline or args.python_version or args.index_url or args.extra_index_url or args.find_links:
+        raise UsageError("--offline, --python-version, --index-url, --extra-index-url and --find-links go with --resolve")
     return targets
 
 
