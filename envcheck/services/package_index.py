@@ -22,7 +22,6 @@ import hashlib
 import html.parser
 import io
 import json
-import os
 import socket
 import threading
 import time
@@ -34,6 +33,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import requests
 
+from envcheck.config import env
 from envcheck.errors import ServiceError
 
 USER_AGENT = "envcheck-resolve/0.1 (python-requests)"
@@ -216,7 +216,7 @@ class IndexClient:
 
 def _env_float(name: str, default: float) -> float:
     try:
-        value = float(os.environ.get(name, ""))
+        value = float(env(name) or "")
     except ValueError:
         return default
     return value if value > 0 else default
