@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -315,6 +316,8 @@ def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Ta
     from envcheck import resolve
     from envcheck.engine import Target
 
+    if args.python_version and not re.fullmatch(r"3\.\d{1,2}", args.python_version):
+        raise UsageError(f"--python-version {args.python_version!r}: give the target's CPython as 3.X (e.g. 3.12)")
     settings = resolve.ResolveSettings(
         python_version=args.python_version, index_url=args.index_url, extra_index_urls=tuple(args.extra_index_url),
         find_links=tuple(args.find_links), offline=args.offline, use_cache=not args.no_cache,
