@@ -723,6 +723,14 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
     started = time.monotonic()
     if kind in ("pylock", "uv-lock"):
         chosen = _lock_choices(path, profile, python)
+        # What the default install puts on the target: entries whose markers exclude linux/aarch64 (another
+        # fork of a uv.lock, a pylock marker) or that only an extra or a group installs are not judged here.
+        from envcheck.knowledge.builds import installs_on
+
+        locked = [p for p in declared.packages if p.role == Role.LOCK]
+        wanted = {(p.name, p.version) for p in locked if p.scope is None and installs_on(p, profile)}
+        known = {(p.name, p.version) for p in locked}
+        chosen = [c for c in chosen if (c.name, c.version) in wanted or (c.name, c.version) not in known]
     elif kind in ("requirements", "freeze", "pyproject"):
         freeze = kind == "freeze" or declared.context == "installed"
         key = _resolution_key(path, declared, profile, settings, python, freeze)

@@ -373,3 +373,11 @@ def test_resolve_options_without_resolve_are_a_usage_error(tmp_path: Path) -> No
     (tmp_path / "requirements.txt").write_text("numpy==2.3.0\n")
     proc = run_envcheck("--offline", str(tmp_path / "requirements.txt"))
     assert proc.returncode == 2 and "go with --resolve" in proc.stderr
+
+
+def test_lock_entries_for_other_platforms_are_not_judged(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
+    text = _pylock(index, "winonly-1.0-py3-none-win_amd64.whl").replace('version = "1.0"\n', 'version = "1.0"\nmarker = "sys_platform == \'win32\'"\n')
+    _, target, _ = _resolve(tmp_path, uv_cache, index.url, text, name="pylock.toml")
+    assert "winonly" not in _resolved(target) and not [f for f in _findings(target, "ARCH-resolve-no-file") if f["status"] == "FAIL"]
+    proc = run_envcheck("--resolve", "--python-version", "twelve", str(tmp_path / "pylock.toml"))
+    assert proc.returncode == 2 and "--python-version" in proc.stderr
