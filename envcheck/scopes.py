@@ -16,8 +16,11 @@ from dataclasses import replace
 from envcheck.model import Finding, Inventory, Package, Status
 
 # Scopes judged one by one; past this many, the rest are judged together (a file with hundreds of
-# extras must not cost hundreds of full check runs).
+# extras must not cost hundreds of full check runs). Each scope's run costs about one run over the whole
+# inventory, so a large one (an 11 000-package lock) gets fewer separate runs: packages judged over all
+# scope runs together stay under MAX_SCOPED_PACKAGES.
 MAX_SCOPES = 16
+MAX_SCOPED_PACKAGES = 60_000
 
 
 def scopes_of(inventory: Inventory) -> list[str]:
@@ -73,10 +76,16 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
     base = run_checks(in_scope(inventory, (), installs))
     if not scopes:
         return base
-    groups: list[tuple[str, ...]] = [(s,) for s in scopes[:MAX_SCOPES]]
-    if len(scopes) > MAX_SCOPES:
-        groups.append(tuple(scopes[MAX_SCOPES:]))
+    separate = max(1, min(MAX_SCOPES, MAX_SCOPED_PACKAGES // max(1, len(inventory.packages))))
+    groups: list[tuple[str, ...]] = [(s,) for s in scopes[:separate]]
+    if len(scopes) > separate:
+        groups.append(tuple(scopes[separate:]))
     known = {_key(f) for f in base}
+    # which scopes put a package (or wheel) at a location: names a finding of scopes judged together
+    placed: dict[str, set[str]] = {}
+    for item_scope, item_location in [(p.scope, p.location) for p in inventory.packages] + [(w.scope, w.location) for w in inventory.wheels]:
+        if item_scope is not None:
+            placed.setdefault(str(item_location), set()).add(item_scope)
     added: dict[tuple[str, str, str, str], tuple[Finding, list[str]]] = {}
     for group in groups:
         label = " + ".join(group) if len(group) <= 3 else f"{', '.join(group[:3])} and {len(group) - 3} more scopes"
@@ -84,10 +93,14 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
             key = _key(finding)
             if key in known or (finding.location is None and finding.status in (Status.PASS, Status.INFO, Status.SKIP)):
                 continue
+            labels = [label]
+            if len(group) > 1:  # judged together: name the scopes that put something where the finding points
+                own = [s for s in group if s in placed.get(str(finding.location), ())]
+                labels = own or labels
             if key in added:
-                added[key][1].append(label)
+                added[key][1].extend(x for x in labels if x not in added[key][1])
             else:
-                added[key] = (finding, [label])
+                added[key] = (finding, labels)
     out = list(base)
     for finding, labels in added.values():
         out.append(opt_in(finding, labels))

@@ -259,6 +259,16 @@ def big_uv_lock(packages: int = 11_000) -> str:
     return "\n".join(out)
 
 
+def scoped_uv_lock(packages: int = 11_000, extras: int = 16) -> str:
+    """:func:`big_uv_lock` whose project also has ``extras`` extras, each bringing one more package: every
+    opt-in scope is judged on its own, so the cost of scopes must stay bounded on a large lock too."""
+    text = big_uv_lock(packages)
+    table = "\n[package.optional-dependencies]\n" + "".join(f'e{i} = [{{ name = "x{i}" }}]\n' for i in range(extras))
+    text = text.replace("]\n\n[[package]]\nname = \"p0\"", "]\n" + table + "\n[[package]]\nname = \"p0\"", 1)
+    return text + "\n" + "".join(f'[[package]]\nname = "x{i}"\nversion = "1.0+cu121"\n'
+                                  'source = { registry = "https://pypi.org/simple" }\n\n' for i in range(extras))
+
+
 def deep_toml(depth: int = 100_000, key: str = "tool.envcheck.severity") -> str:
     """A TOML document whose value at ``key`` nests arrays ``depth`` deep."""
     return f"{key} = {'[' * depth}{']' * depth}\n"

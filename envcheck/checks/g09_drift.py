@@ -323,9 +323,9 @@ BARE_PIP_BASE = rule(
 )
 UNKNOWN_BASE = rule(
     "G9-base-image-unknown", "G9", "envcheck's table does not know this NVIDIA base image tag", Status.INFO,
-    """The base is an NVIDIA image (nvcr.io/nvidia/..., nvidia/cuda) whose tag is not in envcheck's dated table
+    f"""The base is an NVIDIA image (nvcr.io/nvidia/..., nvidia/cuda) whose tag is not in envcheck's dated table
     of NGC releases, so its CUDA, torch and shipped flash-attn/triton are not known. envcheck reports what
-    the tag lets it infer (a release after 25.08 is CUDA 13) instead of guessing silently.""",
+    the tag lets it infer (a release from {knowledge.first_cuda13_ngc_release()} on is CUDA 13) instead of guessing silently.""",
     "Check the release notes of that tag, or pin a tag envcheck knows (envcheck/knowledge/ngc_tags.toml).",
     ("dockerfile",),
 )
