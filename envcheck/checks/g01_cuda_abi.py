@@ -135,8 +135,17 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
 
 
 def _distribution_fix(name: str, major: int) -> str | None:
+    """The fix naming the CUDA ``major`` distribution that replaces ``name`` (:func:`_cuda_replacement`). None: the rule's fix."""
+    replacement = _cuda_replacement(name, major)
+    if replacement is None:
+        return None
+    return (f"Replace {name} with {replacement}, its CUDA {major} build, or drop the pin and let torch's cu{major}0 "
+            "build pull its own.")
+
+
+def _cuda_replacement(name: str, major: int) -> str | None:
     """The CUDA ``major`` distribution that replaces ``name``: cupy-cuda12x -> cupy-cuda13x; nvidia-cublas-cu12
-    -> nvidia-cublas 13.x (toolkit parts drop the suffix); nvidia-cudnn-cu12 -> nvidia-cudnn-cu13. None: the rule's fix."""
+    -> nvidia-cublas 13.x (toolkit parts drop the suffix); nvidia-cudnn-cu12 -> nvidia-cudnn-cu13. None: not such a name."""
     from envcheck.knowledge.builds import unsuffixed_distribution
 
     m = re.fullmatch(r"(.+)-(cu|cuda)1[0-2](x?)", name)
@@ -149,8 +158,7 @@ def _distribution_fix(name: str, major: int) -> str | None:
         replacement = f"{base}{spec}" if isinstance(spec, str) else f"the unsuffixed {base} (its CUDA {major} release)"
     else:
         replacement = f"{base}-{prefix}{major}{x}"
-    return (f"Replace {name} with {replacement}, its CUDA {major} build, or drop the pin and let torch's cu{major}0 "
-            "build pull its own.")
+    return replacement
 
 
 def _is_pypi(url: str) -> bool:
@@ -408,16 +416,16 @@ _TORCH_INSTALL = frozenset({*_TORCH_FAMILY, "triton", "pytorch-triton"})
 
 def _binary_fix(b: Binary, major: int) -> str:
     """The fix for this binary's own package: torch's is the cu130 index; another distribution needs its own
-    CUDA ``major`` build (nvidia-*-cu12 -> -cu13, cupy-cuda12x -> cupy-cuda13x); a loose file needs a rebuild."""
+    CUDA ``major`` build (the same replacement as G1-cuda12-distribution names); a loose file needs a rebuild."""
     dist = b.distribution
     if dist is None:
         return (f"Rebuild {b.path} against CUDA {major} (it must link the CUDA {major} libraries), or get a "
                 f"CUDA {major} build of the software it belongs to.")
     if dist in _TORCH_INSTALL:
         return _FIX_CU130
-    renamed = re.sub(r"-(cu|cuda)1[0-2](x?)$", lambda m: f"-{m.group(1)}{major}{m.group(2)}", dist)
-    if renamed != dist:
-        return f"Replace {dist} with {renamed}, its CUDA {major} build (reinstalling torch does not change {dist})."
+    replacement = _cuda_replacement(dist, major)  # nvidia-cublas-cu12 -> nvidia-cublas 13.x, cupy-cuda12x -> cupy-cuda13x
+    if replacement is not None:
+        return f"Replace {dist} with {replacement}, its CUDA {major} build (reinstalling torch does not change {dist})."
     return (f"Install a CUDA {major} build of {dist} (a cu{major}x/cuda{major} variant, wheel index or conda channel), "
             f"or use a container where it is built for CUDA {major}; reinstalling torch does not change {dist}.")
 

@@ -167,7 +167,7 @@ def discover_tree(folder: Path) -> Discovery:
                     continue
                 below.append((path, ignores.add_file(path / ".gitignore", path)))
                 continue
-            row = kinds.by_file_name(entry.name) if is_file else None
+            row = kinds.by_file_name(entry.name, discovering=True) if is_file else None
             if row is None:
                 continue
             pattern = ignores.excluded(path, is_dir=False)
