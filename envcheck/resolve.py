@@ -44,8 +44,6 @@ from packaging import tags as ptags
 from envcheck.cache import binary_from_json, cache_dir, touch
 from envcheck.config import child_environment, env
 from envcheck.errors import InputError, ServiceError
-from envcheck.inspect import wheelzip
-from envcheck.inspect.elf import ELF_MAGIC, FileSource, MalformedBinary
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.model import (
     Binary,
@@ -62,7 +60,6 @@ from envcheck.model import (
 )
 from envcheck.profile import Profile
 from envcheck.services.package_index import FileProblem, IndexClient, RemoteFile, redact
-from envcheck.sources.binaries import read_binary
 
 FACTS_FORMAT = 1
 MAX_MEMBER_BYTES = 1 << 30  # an ELF member bigger than this (inflated) is not read: its facts come from the table
@@ -593,6 +590,9 @@ def _may_be_binary(info: zipfile.ZipInfo) -> bool:
 
 def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: str | None) -> FileFacts:
     """Facts of a wheel on an index: metadata (PEP 658 first), then its binaries by range requests."""
+    from envcheck.inspect import wheelzip  # the binary readers load only when a file is really read
+    from envcheck.inspect.elf import MalformedBinary
+
     facts = FileFacts()
     start = client.traffic.bytes
     parsed = parse_wheel_name(url)
@@ -646,6 +646,10 @@ def _requires_of(meta: bytes) -> tuple[str, ...]:
 
 def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo) -> tuple[Binary | None, list[str]]:
     """One member read as a binary: stored ones in place by range reads, deflated ones inflated from the start."""
+    from envcheck.inspect import wheelzip
+    from envcheck.inspect.elf import ELF_MAGIC, FileSource
+    from envcheck.sources.binaries import read_binary
+
     if info.compress_type == zipfile.ZIP_STORED:
         base = wheelzip.data_offset(remote, info)
         src = _RemoteWindow(remote, base, info.file_size)
@@ -675,6 +679,8 @@ class _RemoteWindow:
         self.bytes_read = 0
 
     def read_at(self, offset: int, size: int) -> bytes:
+        from envcheck.inspect.elf import MalformedBinary
+
         if offset < 0 or size < 0 or offset + size > self.size:
             raise MalformedBinary(f"read of {size} bytes at {offset:#x} runs past the end ({self.size} bytes)", offset)
         data = self.remote.read_at(self.base + offset, size)

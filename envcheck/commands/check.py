@@ -156,13 +156,9 @@ def _folder_target(path: Path, options: ReadOptions, allow_empty: bool) -> Targe
     """A folder with no input files: its binaries are scanned; finding none is "nothing to check" (exit 2)."""
     from envcheck import sources
     from envcheck.engine import Target
-    from envcheck.errors import InputError
 
     def read() -> Inventory:
-        inventory: Inventory = sources.module_for("folder").read(path, options)
-        if not (inventory.binaries or inventory.packages or inventory.problems or allow_empty):
-            raise InputError(f"nothing to check in {path}: no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
-                             "environment.yml, Dockerfile, wheel or ELF file (--allow-empty accepts that)", str(path))
+        inventory: Inventory = sources.read_bare_folder(path, options, allow_empty)
         return inventory
 
     return Target(str(path), "folder", read)
