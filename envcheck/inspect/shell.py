@@ -239,7 +239,7 @@ def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str], keep_e
             value = word
         # empty by default: `pkg==${V}` must not read as the invalid `pkg==` (nor a lone `$V` as nothing), but
         # `python${SUFFIX}` is python
-        if keep_empty and value == "" and op is None and (not "".join(buf[-1:]) or buf[-1].endswith(_AFTER_VERSION_OPERATOR)):
+        if keep_empty and value == "" and op is None and (not any(buf) or "".join(buf[-3:]).endswith(_AFTER_VERSION_OPERATOR)):
             buf.append(m.group(0))
             return m.end(), True
         buf.append(value)
