@@ -202,3 +202,10 @@ def test_odd_names_are_found_and_shown_safely(tmp_path: Path) -> None:
     assert any(f["rule"] == "G1-cuda12-local-version" for f in findings)
     skipped = [line for line in proc.stderr.splitlines() if line.startswith("envcheck: skipped")]
     assert skipped == [f"envcheck: skipped {project}/bad\\nname: excluded by .gitignore (bad*)"]
+
+
+def test_snapshot_of_a_folder_of_binaries(fixtures_dir: Path, tmp_path: Path) -> None:
+    """`envcheck snapshot DIR` shares the rule: no input file -> the folder's binaries; nothing -> exit 2."""
+    assert run_envcheck("snapshot", str(fixtures_dir / "binaries"), "-o", str(tmp_path / "s.json")).returncode == 0
+    (tmp_path / "empty").mkdir()
+    assert run_envcheck("snapshot", str(tmp_path / "empty"), "-o", str(tmp_path / "e.json")).returncode == 2

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from collections.abc import Callable
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envcheck import kinds
+from envcheck.config import env
 from envcheck.errors import UsageError
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
     for item in args.build_arg:
         name, eq, value = item.partition("=")
         if not eq:
-            value = os.environ.get(name) or ""
+            value = env(name) or ""  # as docker build: the value comes from the environment
         build_args[name] = value
     options = sources.ReadOptions(
         kind=args.kind,
@@ -156,13 +156,9 @@ def _folder_target(path: Path, options: ReadOptions, allow_empty: bool) -> Targe
     """A folder with no input files: its binaries are scanned; finding none is "nothing to check" (exit 2)."""
     from envcheck import sources
     from envcheck.engine import Target
-    from envcheck.errors import InputError
 
     def read() -> Inventory:
-        inventory: Inventory = sources.module_for("folder").read(path, options)
-        if not (inventory.binaries or inventory.packages or inventory.problems or allow_empty):
-            raise InputError(f"nothing to check in {path}: no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
-                             "environment.yml, Dockerfile, wheel or ELF file (--allow-empty accepts that)", str(path))
+        inventory: Inventory = sources.read_bare_folder(path, options, allow_empty)
         return inventory
 
     return Target(str(path), "folder", read)

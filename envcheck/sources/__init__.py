@@ -180,6 +180,18 @@ def discover_tree(folder: Path) -> Discovery:
     return found
 
 
+def read_bare_folder(folder: Path, options: ReadOptions, allow_empty: bool = False) -> Any:
+    """A folder with no input file that is not an environment: its binaries are scanned (a folder of ``.so``
+    files). Finding nothing is "nothing to check" (an InputError: exit 2), unless ``allow_empty``."""
+    from envcheck.errors import InputError
+
+    inventory = module_for("folder").read(folder, options)
+    if not (inventory.binaries or inventory.packages or inventory.problems or allow_empty):
+        raise InputError(f"nothing to check in {folder}: no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
+                         "environment.yml, Dockerfile, wheel or ELF file (`envcheck --allow-empty` accepts that)", str(folder))
+    return inventory
+
+
 def discover(folder: Path) -> list[tuple[Path, str]]:
     """Input files in ``folder`` and below, with their kinds: what ``envcheck DIR`` checks (see :func:`discover_tree`)."""
     return discover_tree(folder).files
