@@ -42,6 +42,7 @@ from typing import Any
 from packaging import tags as ptags
 
 from envcheck.cache import binary_from_json, cache_dir, touch
+from envcheck.config import child_environment, env
 from envcheck.errors import InputError, ServiceError
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.model import (
@@ -232,14 +233,14 @@ def find_uv(settings: ResolveSettings) -> str:
 def _pip_config_args(settings: ResolveSettings) -> list[str]:
     """Index options: the command line's first, else the user's pip environment (uv reads its own UV_* itself)."""
     args: list[str] = []
-    index = settings.index_url or (None if os.environ.get("UV_INDEX_URL") or os.environ.get("UV_DEFAULT_INDEX") else os.environ.get("PIP_INDEX_URL"))
+    index = settings.index_url or (None if env("UV_INDEX_URL") or env("UV_DEFAULT_INDEX") else env("PIP_INDEX_URL"))
     if index:
         args += ["--index-url", index]
-    extras = list(settings.extra_index_urls) or ([] if os.environ.get("UV_EXTRA_INDEX_URL") or os.environ.get("UV_INDEX") else
-                                                (os.environ.get("PIP_EXTRA_INDEX_URL") or "").split())
+    extras = list(settings.extra_index_urls) or ([] if env("UV_EXTRA_INDEX_URL") or env("UV_INDEX") else
+                                                (env("PIP_EXTRA_INDEX_URL") or "").split())
     for url in extras:
         args += ["--extra-index-url", url]
-    links = list(settings.find_links) or ([] if os.environ.get("UV_FIND_LINKS") else (os.environ.get("PIP_FIND_LINKS") or "").split())
+    links = list(settings.find_links) or ([] if env("UV_FIND_LINKS") else (env("PIP_FIND_LINKS") or "").split())
     for link in links:
         args += ["--find-links", link]
     return args
@@ -262,10 +263,10 @@ def uv_compile(path: Path, profile: Profile, settings: ResolveSettings, python: 
             cmd.append("--no-deps")
         if settings.offline:
             cmd.append("--offline")
-        env = dict(os.environ, NO_COLOR="1", UV_NO_PROGRESS="1")
+        child_env = child_environment(NO_COLOR="1", UV_NO_PROGRESS="1")
         try:
             proc = subprocess.run(cmd, cwd=cwd or path.resolve().parent, capture_output=True, text=True, timeout=UV_TIMEOUT,
-                                  env=env, stdin=subprocess.DEVNULL)
+                                  env=child_env, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise ServiceError(f"{user_file}: uv did not finish resolving within {UV_TIMEOUT:g} s") from None
         except OSError as exc:
@@ -489,7 +490,7 @@ def _resolution_key(path: Path, declared: Inventory, profile: Profile, settings:
     facts = [[p.name, p.specifier, p.marker, p.url, p.role] for p in declared.packages]
     facts += [[i.url, i.option] for i in declared.indexes]
     digest.update(json.dumps([facts, uv_platform(profile), python, no_deps, _pip_config_args(settings), settings.offline,
-                              os.environ.get("UV_INDEX_URL"), os.environ.get("UV_EXTRA_INDEX_URL")], default=str).encode())
+                              env("UV_INDEX_URL"), env("UV_EXTRA_INDEX_URL")], default=str).encode())
     return digest.hexdigest()
 
 
@@ -526,7 +527,7 @@ def _store_resolution(key: str, chosen: list[Chosen], conflict: str) -> None:
 
 def _env_hours(name: str, default: float) -> float:
     try:
-        value = float(os.environ.get(name, ""))
+        value = float(env(name) or "")
     except ValueError:
         return default
     return value if value >= 0 else default

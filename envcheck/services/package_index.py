@@ -22,7 +22,6 @@ import hashlib
 import html.parser
 import io
 import json
-import os
 import socket
 import threading
 import time
@@ -32,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+from envcheck.config import env
 from envcheck.errors import ServiceError
 
 if TYPE_CHECKING:  # requests is imported on the first request: a warm `--resolve` run makes none
@@ -228,7 +228,7 @@ class IndexClient:
 
 def _env_float(name: str, default: float) -> float:
     try:
-        value = float(os.environ.get(name, ""))
+        value = float(env(name) or "")
     except ValueError:
         return default
     return value if value > 0 else default
