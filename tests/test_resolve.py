@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -381,3 +382,21 @@ def test_lock_entries_for_other_platforms_are_not_judged(tmp_path: Path, uv_cach
     assert "winonly" not in _resolved(target) and not [f for f in _findings(target, "ARCH-resolve-no-file") if f["status"] == "FAIL"]
     proc = run_envcheck("--resolve", "--python-version", "twelve", str(tmp_path / "pylock.toml"))
     assert proc.returncode == 2 and "--python-version" in proc.stderr
+
+
+def test_facts_table_script_and_the_shipped_table(tmp_path: Path, index: PackageIndex) -> None:
+    """scripts/gen_wheel_facts.py reads real wheels through the index; every shipped row names its file and source."""
+    out = tmp_path / "facts.json"
+    proc = subprocess.run([sys.executable, "scripts/gen_wheel_facts.py", "--index-url", index.url, "--output", str(out),
+                           "cuda12ext==1.0", "winonly==1.0"], cwd=Path(__file__).resolve().parent.parent,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "winonly==1.0: no wheel for aarch64" in proc.stderr
+    rows = json.loads(out.read_text())["files"]
+    (row,) = rows.values()
+    assert row["filename"] == "cuda12ext-1.0-py3-none-manylinux_2_28_aarch64.whl" and row["binaries"][0]["cuda_major"] == 12
+    shipped = json.loads((Path(__file__).resolve().parent.parent / "envcheck" / "knowledge" / "wheel_facts.json").read_text())
+    assert shipped["meta"]["updated"] and shipped["files"]
+    for sha, item in shipped["files"].items():
+        assert len(sha) == 64 and item["url"].endswith(item["filename"]) and item["source"].startswith(item["url"])
+        assert all(b["machine"] == "aarch64" for b in item["binaries"]), item["filename"]
