@@ -19,10 +19,10 @@ from typing import Any
 
 import jsonschema
 import pytest
+from conftest import run_envcheck
+from package_index import PackageIndex, build_wheel, serve, standard_index
 
 from envcheck.services.package_index import IndexClient, RemoteFile, parse_html_page, redact
-from tests.conftest import run_envcheck
-from tests.package_index import PackageIndex, build_wheel, serve, standard_index
 
 UV = shutil.which("uv")
 SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "envcheck" / "formats" / "report.schema.json").read_text())
@@ -51,7 +51,7 @@ def _resolve(tmp_path: Path, uv_cache: Path, index_url: str, text: str, *args: s
     target = tmp_path / name
     target.write_text(text)
     if not name.endswith(".toml"):
-        from tests.conftest import require
+        from conftest import require
 
         require(UV is not None, "uv is not installed (pip install 'envcheck[resolve]')")
     proc = run_envcheck("--resolve", "--index-url", index_url, "-f", "json", "--fail-on", "never", *args, str(target),
@@ -347,7 +347,7 @@ def test_html_index_pages(tmp_path: Path, uv_cache: Path) -> None:
 
 
 def test_a_file_that_is_not_a_wheel_is_an_error_naming_it(tmp_path: Path, uv_cache: Path) -> None:
-    from tests.package_index import Dist
+    from package_index import Dist
 
     idx = standard_index()
     bogus = Dist("bogus-1.0-py3-none-manylinux_2_28_aarch64.whl", b"<html>login required</html>\n" * 100)

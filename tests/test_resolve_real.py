@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import require, run_envcheck
 
 from envcheck.profile import load_profile
 from envcheck.resolve import best_wheel, read_remote_wheel
 from envcheck.services.package_index import IndexClient
-from tests.conftest import require, run_envcheck
 
 pytestmark = pytest.mark.slow
 PYPI = "https://pypi.org/simple/"
