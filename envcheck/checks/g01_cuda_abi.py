@@ -17,6 +17,8 @@ from envcheck.knowledge.builds import (
     build_of_index,
     build_of_version,
     distribution_cuda_major,
+    first_cu130_torch,
+    first_pypi_cuda_torch,
     installs_on,
     pypi_torch_build,
 )
@@ -25,10 +27,13 @@ from envcheck.rules import CheckContext, check, rule
 
 # the first NGC release month on CUDA 13 (knowledge/ngc_tags.toml): rule prose quotes the data, never a copy
 _FIRST_CUDA13_NGC = knowledge.first_cuda13_ngc_release()
+_CU130_TORCH = first_cu130_torch()  # 2.9.0: the first torch on the cu130 index
+_CU130_MINOR = ".".join(_CU130_TORCH.split(".")[:2])
+_PYPI_CUDA13_TORCH = first_pypi_cuda_torch(13)  # 2.11: the first torch whose PyPI aarch64 wheels are CUDA 13
 
 _FIX_CU130 = (
     "Install the CUDA 13 build: pip install torch --index-url https://download.pytorch.org/whl/cu130 "
-    f"(torch >= 2.9), or use an NGC container (nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer)."
+    f"(torch >= {_CU130_MINOR}), or use an NGC container (nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer)."
 )
 
 LOCAL_VERSION = rule(
@@ -40,10 +45,10 @@ LOCAL_VERSION = rule(
 )
 CPU_BUILD = rule(
     "G1-cpu-build", "G1", "torch resolves to a CPU-only build", Status.FAIL,
-    """The torch that this input installs has no CUDA at all: a +cpu build, the whl/cpu index, or a PyPI
-    torch older than 2.11, whose aarch64 wheels are CPU-only (verified: 2.8-2.10 aarch64 wheels carry no
+    f"""The torch that this input installs has no CUDA at all: a +cpu build, the whl/cpu index, or a PyPI
+    torch older than {_PYPI_CUDA13_TORCH}, whose aarch64 wheels are CPU-only (verified: 2.8-2.10 aarch64 wheels carry no
     libtorch_cuda.so). On a Spark torch.cuda.is_available() is then False and training runs on the CPU.""",
-    "Use torch >= 2.11 from PyPI, or the cu130 index (torch >= 2.9), or an NGC PyTorch container.",
+    f"Use torch >= {_PYPI_CUDA13_TORCH} from PyPI, or the cu130 index (torch >= {_CU130_MINOR}), or an NGC PyTorch container.",
     ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
 )
 CUDA12_DIST = rule(
@@ -58,7 +63,7 @@ CUDA12_INDEX = rule(
     "G1-cuda12-index", "G1", "A package index serves CUDA 12 builds", Status.FAIL,
     """--index-url/--extra-index-url (or a uv index) points at download.pytorch.org/whl/cu11x or cu12x, so
     torch, torchvision and torchaudio come as CUDA 12 builds even when the version looks right.""",
-    "Point the index at https://download.pytorch.org/whl/cu130 (or cu13x), or remove it and use torch >= 2.11 from PyPI.",
+    f"Point the index at https://download.pytorch.org/whl/cu130 (or cu13x), or remove it and use torch >= {_PYPI_CUDA13_TORCH} from PyPI.",
     ("requirements", "pyproject", "lock", "dockerfile"),
 )
 TORCH_BUILD = rule(
@@ -67,7 +72,7 @@ TORCH_BUILD = rule(
     an NGC version (.nv25.09), the package index, or what PyPI serves for that version on aarch64. WARN
     means it cannot tell (a direct URL, an unknown index, an unpinned torch in an installed set); envcheck
     says what is unknown rather than guessing.""",
-    "Pin torch with its build (torch==2.9.0+cu130 with the cu130 index, or torch>=2.11 from PyPI) so the CUDA build is explicit.",
+    f"Pin torch with its build (torch=={_CU130_TORCH}+cu130 with the cu130 index, or torch>={_PYPI_CUDA13_TORCH} from PyPI) so the CUDA build is explicit.",
     ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
 )
 
