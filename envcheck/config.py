@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from envcheck import toml
 from envcheck.errors import UsageError
 from envcheck.model import Status
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 FAIL_ON = {"fail": Status.FAIL, "warn": Status.WARN, "never": None}
 
@@ -120,10 +115,10 @@ def _config_bytes(path: Path, max_bytes: int) -> bytes:
 def _table_from_file(path: Path, max_bytes: int) -> dict[str, Any] | None:
     data = _config_bytes(path, max_bytes)
     try:
-        parsed = tomllib.loads(data.decode("utf-8"))
+        parsed = toml.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise UsageError(f"config {path} is not UTF-8 text (byte offset {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
+    except toml.TOMLDecodeError as exc:
         raise UsageError(f"config {path} is not valid TOML: {exc}") from exc
     except RecursionError:
         raise UsageError(f"config {path}: arrays or inline tables nested too deeply to read") from None
