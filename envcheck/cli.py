@@ -81,6 +81,9 @@ def _check_parser() -> argparse.ArgumentParser:
                         help="a wheel's binaries may expand to RATIO times their compressed size (at least 16 MiB) before "
                              "they are refused as a decompression bomb (default 100; 0: no limit; docs/limits.md)")
     _resolve_options(parser)
+    g = parser.add_argument_group("fix (docs/fix.md)")
+    g.add_argument("--fix", action="store_true", help="rewrite the files in place where a rule has a certain fix, then report what is left")
+    g.add_argument("--diff", action="store_true", help="print the changes --fix would make as a unified diff; exit 1 when there are any")
     _common(parser)
     return parser
 
@@ -175,6 +178,16 @@ def _run(command: str | None, argv: list[str]) -> int:
     else:
         targets: list[Target] = _path_targets(args, config) if module is None else module.build(args, config)
         report = engine.run(targets, config, debug=args.debug)
+        if getattr(args, "diff", False) or getattr(args, "fix", False):
+            from envcheck import fixes
+
+            changes = fixes.plan(report)
+            if args.diff:
+                sys.stdout.write(fixes.unified_diff(changes))
+                return report.exit_code if report.exit_code >= 2 else int(bool(changes))
+            for line in fixes.write(changes, [t.name if Path(t.name).is_dir() else str(Path(t.name).parent) for t in targets]):
+                print(f"envcheck: {_clean(line)}", file=sys.stderr)
+            report = engine.run(_path_targets(args, config), config, debug=args.debug)  # what is left after the fixes
     from envcheck.formats import renderer
 
     fmt = args.format or "text"
