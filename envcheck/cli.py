@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from envcheck.config import Config
     from envcheck.engine import Target
     from envcheck.model import Inventory, Report
-    from envcheck.sources import ReadOptions
+    from envcheck.sources import Discovery, ReadOptions
 
 COMMANDS = {
     "image": "envcheck.commands.image",
@@ -38,7 +38,6 @@ COMMANDS = {
     "diff": "envcheck.commands.diff",
 }
 BUILTIN = ("rules", "cache")
-_FORMATS = ("text", "json", "sarif", "github", "preflight", "snapshot")
 # Common options that take a value: needed to find the subcommand word among the arguments.
 _VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python", "--target",
                "--python-version", "--index-url", "--extra-index-url", "--find-links"}
@@ -46,7 +45,11 @@ _VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--c
 
 def _common(parser: argparse.ArgumentParser, default_format: str | None = None) -> None:
     g = parser.add_argument_group("output and policy")
-    g.add_argument("-f", "--format", choices=_FORMATS, default=default_format, help="output format (default: text; preflight for `envcheck preflight`)")
+    from envcheck import formats
+
+    g.add_argument("-f", "--format", choices=formats.names(), default=default_format,
+                   help="output format (default: text; preflight for `envcheck preflight`): "
+                        + "; ".join(f"{f.name}: {f.what}" for f in formats.FORMATS.values()))
     g.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout (-: stdout)")
     g.add_argument("--fail-on", choices=("fail", "warn", "never"), help="lowest status that makes the exit code 1 (default: fail)")
     g.add_argument("--ignore", action="append", default=[], metavar="RULE", help="ignore a rule id or a whole gotcha (G2); repeatable")
@@ -71,6 +74,8 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files and folders to check (default: the current folder); "
                         "the kind of each is told from its name, else its content")
     parser.add_argument("--kind", help="force the input kind, one of: " + ", ".join(kinds.path_kinds()))
+    parser.add_argument("--allow-empty", action="store_true",
+                        help="a folder with nothing to check is not an error (default: exit 2, \"nothing to check in DIR\")")
     parser.add_argument("--build-arg", action="append", default=[], metavar="NAME=VALUE", help="Dockerfile build argument (repeatable)")
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
     parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
@@ -192,22 +197,18 @@ def _run(command: str | None, argv: list[str]) -> int:
 
     fmt = args.format or "text"
     verbosity = args.verbose - args.quiet
-    text = renderer(fmt)(report, verbosity)
+    out = renderer(fmt)(report, verbosity)
     if args.output and args.output != "-":
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            Path(args.output).write_text(out.stdout, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
         if fmt != "text" and args.quiet <= 0:
-            print(renderer("text")(report, verbosity), end="")
+            print(renderer("text")(report, verbosity).stdout, end="")
     else:
-        sys.stdout.write(text)
-    if fmt == "preflight":
-        from envcheck.formats.preflight_format import other_lines
-        from envcheck.redaction import clean_report
-
-        for line in other_lines(clean_report(report)):
-            print(line, file=sys.stderr)
+        sys.stdout.write(out.stdout)
+    for line in out.stderr:
+        print(line, file=sys.stderr)
     return report.exit_code
 
 
@@ -263,11 +264,11 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
     targets: list[Target] = []
     paths = [Path(p) for p in args.paths]  # named as the user gave them; what envcheck finds, relative to the cwd
     if not paths and not args.python:
-        found = sources.discover(Path("."))  # relative, as `envcheck .` prints them
-        if not found:
-            raise UsageError("nothing to check in the current folder (no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, Dockerfile or wheel); pass a PATH")
-        for found_path, found_kind in found:
-            targets.append(_file_target(found_path, found_kind, options))
+        found = _discovered(sources.discover_tree(Path(".")), options, args.verbose > 0)  # relative, as `envcheck .` prints them
+        if not found and not args.allow_empty:
+            raise UsageError("nothing to check in the current folder (no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
+                             "environment.yml, Dockerfile or wheel); pass a PATH")
+        targets.extend(found)
     for path in paths:
         if not path.exists() and not path.is_symlink():
             targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(
@@ -277,8 +278,13 @@ def _path_targets(args: argparse.Namespace, config: Config) -> list[Target]:
             continue
         kind = args.kind or sources.detect(path)
         if kind == "project":
-            for found_path, found_kind in sources.discover(_relative_to_cwd(path)):
-                targets.append(_file_target(found_path, found_kind, options))
+            discovery = sources.discover_tree(_relative_to_cwd(path))
+            if not discovery.files:  # no dependency file or recipe: a folder of binaries, or nothing to check
+                discovery.unreadable.clear()  # the folder scan reports the folders it cannot list itself
+            found = _discovered(discovery, options, args.verbose > 0)
+            if not discovery.files:
+                found.append(_folder_target(path, options, args.allow_empty))
+            targets.extend(found)
             continue
         if kind is None:
             targets.append(Target(str(path), "unknown", _raiser(InputError(
@@ -324,6 +330,38 @@ def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Ta
         find_links=tuple(args.find_links), offline=args.offline, use_cache=not args.no_cache,
     )
     return [Target(t.name, t.kind, resolve.resolved_reader(t.name, t.kind, t.read, settings, config.profile)) for t in targets]
+
+
+def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> list[Target]:
+    """Targets for what discovery found, an ERROR target per folder it could not read; -v lists what it skipped."""
+    from envcheck.engine import Target
+    from envcheck.errors import InputError
+    from envcheck.redaction import escape_controls
+
+    if verbose:
+        for skipped, reason in discovery.skipped:
+            print(f"envcheck: skipped {escape_controls(str(skipped))}: {reason}", file=sys.stderr)
+    targets = [_file_target(path, kind, options) for path, kind in discovery.files]
+    for path, why in discovery.unreadable:
+        targets.append(Target(str(path), "unreadable", _raiser(InputError(
+            f"{path}: cannot read this folder ({why}); nothing in it was checked", str(path)))))
+    return targets
+
+
+def _folder_target(path: Path, options: ReadOptions, allow_empty: bool) -> Target:
+    """A folder with no input files: its binaries are scanned; finding none is "nothing to check" (exit 2)."""
+    from envcheck import sources
+    from envcheck.engine import Target
+    from envcheck.errors import InputError
+
+    def read() -> Inventory:
+        inventory: Inventory = sources.module_for("folder").read(path, options)
+        if not (inventory.binaries or inventory.packages or inventory.problems or allow_empty):
+            raise InputError(f"nothing to check in {path}: no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
+                             "environment.yml, Dockerfile, wheel or ELF file (--allow-empty accepts that)", str(path))
+        return inventory
+
+    return Target(str(path), "folder", read)
 
 
 def _raiser(exc: Exception) -> Callable[[], Inventory]:

@@ -69,7 +69,7 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[st
         return out
 
     # Extras and dependency groups are opt-in: each is judged in its own scope (envcheck.scopes).
-    from envcheck.inspect.builds import installs_on
+    from envcheck.knowledge.builds import installs_on
 
     findings.extend(scopes.judge_scopes(inventory, run_checks, lambda p: installs_on(p, profile)))
     return _distinct(_branch_aware(f) for f in findings)

@@ -37,3 +37,9 @@ class ServiceError(EnvcheckError):
     """A registry, Docker engine or web API could not be reached or refused us."""
 
     exit_code = 3
+
+
+class KnowledgeError(EnvcheckError):
+    """A shipped knowledge file (``envcheck/knowledge/*.toml``) breaks its schema: a bug in the release, not in the input."""
+
+    exit_code = 2

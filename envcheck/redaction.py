@@ -38,6 +38,8 @@ _QUERY_SECRET = re.compile(r"(?P<key>[?&;][^=&#\s'\"]*=)(?P<value>[^&#\s'\"]+)")
 # NAME=value and NAME: value (shell assignments, --build-arg, env files, YAML-ish), value quoted or bare.
 _ASSIGNMENT = re.compile(
     r"(?P<name>\b[A-Za-z_][A-Za-z0-9_.\-]*)(?P<sep>=|:[ \t]*)(?P<value>\"[^\"]*\"|'[^']*'|[^\s'\";&|,)]+)")
+# A Dockerfile's old ENV form: `ENV HF_TOKEN hf_abc` (name, whitespace, the rest of the line is the value).
+_ENV_OLD_FORM = re.compile(r"(?P<lead>\bENV\s+)(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<sep>[ \t]+)(?P<value>[^=\s][^\n]*)")
 # Authorization: <anything>; and bearer tokens quoted on their own (long: English words are not caught).
 _AUTH_HEADER = re.compile(r"(?P<lead>\bAuthorization:\s*(?:(?:Bearer|Basic|token)\s+)?|\bBearer\s+(?=[A-Za-z0-9._~+/=\-]{16}))"
                           r"(?P<value>[A-Za-z0-9._~+/=\-]+)", re.IGNORECASE)
@@ -83,6 +85,8 @@ def redact(text: str) -> str:
         text = _QUERY_SECRET.sub(_query_secret, text)
         text = _AUTH_HEADER.sub(lambda m: m.group("lead") + MASK, text)
         text = _ASSIGNMENT.sub(_assignment, text)
+        text = _ENV_OLD_FORM.sub(lambda m: m.group("lead") + m.group("name") + m.group("sep") + MASK
+                                 if is_secret_name(m.group("name")) else m.group(0), text)
     return text
 
 

@@ -65,6 +65,7 @@ from envcheck.sources.binaries import read_binary
 
 FACTS_FORMAT = 1
 MAX_MEMBER_BYTES = 1 << 30  # an ELF member bigger than this (inflated) is not read: its facts come from the table
+MAX_BINARY_MEMBERS = 5000  # members of one wheel read as possible binaries
 UV_TIMEOUT = 600.0
 _TEXT_SUFFIXES = (".py", ".pyi", ".pyc", ".txt", ".md", ".json", ".h", ".hpp", ".cuh", ".cu", ".c", ".cc", ".cpp",
                   ".toml", ".cfg", ".typed", ".yaml", ".yml", ".html", ".js", ".css", ".png", ".jpg", ".pem", ".csv",
@@ -247,9 +248,14 @@ def _pip_config_args(settings: ResolveSettings) -> list[str]:
     return args
 
 
-def uv_compile(path: Path, profile: Profile, settings: ResolveSettings, python: str, no_deps: bool) -> tuple[list[Chosen], str]:
-    """Resolve ``path`` with uv for the target; the chosen files and uv's words when it refused."""
+def uv_compile(path: Path, profile: Profile, settings: ResolveSettings, python: str, no_deps: bool,
+               cwd: Path | None = None, shown: Path | None = None) -> tuple[list[Chosen], str]:
+    """Resolve ``path`` with uv for the target; the chosen files and uv's words when it refused.
+
+    uv runs in ``cwd`` (default: the file's folder), so it reads that project's uv configuration; ``shown`` is the
+    user's file (messages and the lines of the picked packages)."""
     uv = find_uv(settings)
+    user_file = shown or path
     with tempfile.TemporaryDirectory(prefix="envcheck-resolve-") as tmp:
         out = Path(tmp) / "pylock.resolve.toml"
         cmd = [uv, "pip", "compile", str(path.resolve()), "--python-platform", uv_platform(profile), "--python-version", python,
@@ -261,34 +267,37 @@ def uv_compile(path: Path, profile: Profile, settings: ResolveSettings, python: 
             cmd.append("--offline")
         env = dict(os.environ, NO_COLOR="1", UV_NO_PROGRESS="1")
         try:
-            proc = subprocess.run(cmd, cwd=path.resolve().parent, capture_output=True, text=True, timeout=UV_TIMEOUT, env=env,
-                                  stdin=subprocess.DEVNULL)
+            proc = subprocess.run(cmd, cwd=cwd or path.resolve().parent, capture_output=True, text=True, timeout=UV_TIMEOUT,
+                                  env=env, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            raise ServiceError(f"{path}: uv did not finish resolving within {UV_TIMEOUT:g} s") from None
+            raise ServiceError(f"{user_file}: uv did not finish resolving within {UV_TIMEOUT:g} s") from None
         except OSError as exc:
-            raise InputError(f"{path}: cannot run uv ({uv}): {exc.strerror or exc}", str(path)) from None
+            raise InputError(f"{user_file}: cannot run uv ({uv}): {exc.strerror or exc}", str(user_file)) from None
         words = _clean(proc.stderr)
         if proc.returncode != 0:
             if "No solution found" in words or "unsatisfiable" in words:
-                missing = _no_matching_wheel(words, path)
+                missing = _no_matching_wheel(words, user_file)
                 return (missing, words) if missing else ([], words)
             if settings.offline and ("offline" in words.lower() or "network" in words.lower()):
-                raise ServiceError(f"{path}: --offline and uv's cache lacks what this resolution needs: {_last(words)}")
+                raise ServiceError(f"{user_file}: --offline and uv's cache lacks what this resolution needs: {_last(words)}")
             if any(w in words for w in _NETWORK_WORDS):
-                raise ServiceError(f"{path}: a package index did not answer while uv resolved: {redact_text(_last(words))}")
-            raise InputError(f"{path}: uv could not resolve this input: {redact_text(_last(words))}", str(path))
+                raise ServiceError(f"{user_file}: a package index did not answer while uv resolved: {redact_text(_last(words))}")
+            raise InputError(f"{user_file}: uv could not resolve this input: {redact_text(_last(words))}", str(user_file))
         lock = out
         if not lock.is_file():
-            raise InputError(f"{path}: uv wrote no lock file", str(path))
+            raise InputError(f"{user_file}: uv wrote no lock file", str(user_file))
         chosen = _lock_choices(lock, profile, python)
-    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
-    return [replace(c, location=_line_of(path, text, c.name), source="resolver") for c in chosen], ""
+    text = user_file.read_text(encoding="utf-8", errors="replace") if user_file.is_file() else ""
+    return [replace(c, location=_line_of(user_file, text, c.name), source="resolver") for c in chosen], ""
 
 
 def _no_matching_wheel(words: str, path: Path) -> list[Chosen]:
     """uv's "X==V has no wheels with a matching platform tag" (and no sdist): no file fits the target."""
     text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     out = []
+    for m in re.finditer(r"Because ([A-Za-z0-9._-]+)(?:==(\S+?))? was not found in the package registry", words):
+        out.append(Chosen(canonical(m.group(1)), m.group(2), "none", reason="not found on the configured indexes",
+                          location=_line_of(path, text, m.group(1))))
     for m in re.finditer(r"Because (?:only )?([A-Za-z0-9._-]+)==(\S+?) has no wheels with a matching platform tag", words):
         hint = re.search(rf"Wheels are available for `{re.escape(m.group(1))}` \(v[^)]*\) on the following platforms?: ([^.]*)", words)
         reason = f"wheels only for {hint.group(1).replace('`', '')}" if hint else "no wheel with a matching platform tag"
@@ -297,8 +306,10 @@ def _no_matching_wheel(words: str, path: Path) -> list[Chosen]:
 
 
 def _line_of(path: Path, text: str, name: str) -> Location:
-    pattern = re.compile(rf"^\s*[\"']?{'[-_.]'.join(map(re.escape, re.split('[-_.]', name)))}\b", re.I | re.M)
-    m = pattern.search(text)
+    """The line that names ``name`` in the user's file: at a line's start (requirements), else quoted (TOML lists)."""
+    spelled = "[-_.]".join(map(re.escape, re.split("[-_.]", name)))
+    m = (re.search(rf"^\s*{spelled}(?![\w.-])", text, re.I | re.M)
+         or re.search(rf"[\"']\s*{spelled}(?![\w.-])", text, re.I))
     return Location(str(path), line=text.count("\n", 0, m.start()) + 1 if m else None)
 
 
@@ -328,6 +339,40 @@ def conflict_pair(words: str) -> str:
     return text[:600]
 
 
+def _resolve_pyproject(path: Path, declared: Inventory, profile: Profile, settings: ResolveSettings,
+                       python: str) -> tuple[list[Chosen], str]:
+    """A pyproject's own dependencies (not its optional extras or groups) with its index options, resolved in the
+    project's folder (uv reads its ``[tool.uv]`` configuration there) without building the project itself."""
+    lines = _index_lines(declared.indexes)
+    for pkg in declared.packages:
+        if pkg.role == Role.REQUIREMENT and pkg.scope is None:
+            lines.append(_requirement_line(pkg))
+    with tempfile.TemporaryDirectory(prefix="envcheck-pyproject-") as tmp:
+        req = Path(tmp) / "requirements.txt"
+        req.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return uv_compile(req, profile, settings, python, no_deps=False, cwd=path.resolve().parent, shown=path)
+
+
+def _index_lines(indexes: Iterable[PackageIndex], where: Location | None = None) -> list[str]:
+    """Index options as requirements-file lines (uv indexes become extra indexes: uv asks them first)."""
+    flags = {IndexOption.INDEX_URL: "--index-url", IndexOption.EXTRA_INDEX_URL: "--extra-index-url",
+             IndexOption.FIND_LINKS: "--find-links", IndexOption.UV_INDEX: "--extra-index-url"}
+    lines = []
+    for index in indexes:
+        if where is not None and (index.location is None or (index.location.line, index.location.stage) != (where.line, where.stage)):
+            continue
+        flag = flags.get(index.option)
+        if flag and f"{flag} {index.url}" not in lines:
+            lines.append(f"{flag} {index.url}")
+    return lines
+
+
+def _requirement_line(pkg: Package) -> str:
+    extras = f"[{','.join(pkg.extras)}]" if pkg.extras else ""
+    text = f"{pkg.name}{extras} @ {pkg.url}" if pkg.url else f"{pkg.name}{extras}{pkg.specifier}"
+    return text + (f"; {pkg.marker}" if pkg.marker else "")
+
+
 # ------------------------------------------------------------------------------ Dockerfile installs
 
 def dockerfile_installs(declared: Inventory) -> list[tuple[InstallCommand, list[str]]]:
@@ -340,19 +385,11 @@ def dockerfile_installs(declared: Inventory) -> list[tuple[InstallCommand, list[
         loc = install.location
         if install.tool not in ("pip", "uv") or loc is None or not install.packages or loc.stage in ngc_stages:
             continue
-        lines = []
-        for index in declared.indexes:
-            if index.location is not None and (index.location.line, index.location.stage) == (loc.line, loc.stage):
-                flag = {IndexOption.INDEX_URL: "--index-url", IndexOption.EXTRA_INDEX_URL: "--extra-index-url",
-                        IndexOption.FIND_LINKS: "--find-links"}.get(index.option)
-                if flag:
-                    lines.append(f"{flag} {index.url}")
+        lines = _index_lines(declared.indexes, loc)
         for pkg in declared.packages:
             if pkg.location is None or (pkg.location.line, pkg.location.stage) != (loc.line, loc.stage) or pkg.role not in (Role.REQUIREMENT, Role.BUILD):
                 continue
-            extras = f"[{','.join(pkg.extras)}]" if pkg.extras else ""
-            text = f"{pkg.name}{extras} @ {pkg.url}" if pkg.url else f"{pkg.name}{extras}{pkg.specifier}"
-            lines.append(text + (f"; {pkg.marker}" if pkg.marker else ""))
+            lines.append(_requirement_line(pkg))
         if any(not line.startswith("--") for line in lines):
             out.append((install, lines))
     return out
@@ -507,9 +544,10 @@ def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: s
             dist = next((i.filename for i in infos if i.filename.endswith(".dist-info/METADATA") and i.filename.count("/") == 1), None)
             if dist is not None:
                 facts.requires = _requires_of(zf.read(dist))
-        for info in infos:
-            if not _may_be_binary(info):
-                continue
+        candidates = [i for i in infos if _may_be_binary(i)]
+        if len(candidates) > MAX_BINARY_MEMBERS:
+            facts.problems.append(f"{len(candidates)} members may be binaries; only the first {MAX_BINARY_MEMBERS} were read")
+        for info in candidates[:MAX_BINARY_MEMBERS]:
             try:
                 wheelzip.check_member(info, remote.size)
                 binary, problems = _read_member(zf, remote, info)
@@ -617,7 +655,10 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
         if hit is not None:
             chosen, conflict = hit
         else:
-            chosen, conflict = uv_compile(path, profile, settings, python, no_deps=freeze)
+            if kind == "pyproject":
+                chosen, conflict = _resolve_pyproject(path, declared, profile, settings, python)
+            else:
+                chosen, conflict = uv_compile(path, profile, settings, python, no_deps=freeze)
             if settings.use_cache:
                 _store_resolution(key, chosen, conflict)
         if conflict and not chosen:

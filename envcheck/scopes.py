@@ -16,8 +16,11 @@ from dataclasses import replace
 from envcheck.model import Finding, Inventory, Package, Status
 
 # Scopes judged one by one; past this many, the rest are judged together (a file with hundreds of
-# extras must not cost hundreds of full check runs).
+# extras must not cost hundreds of full check runs). Each scope's run costs about one run over the whole
+# inventory, so a large one (an 11 000-package lock) gets fewer separate runs: packages judged over all
+# scope runs together stay under MAX_SCOPED_PACKAGES.
 MAX_SCOPES = 16
+MAX_SCOPED_PACKAGES = 60_000
 
 
 def scopes_of(inventory: Inventory) -> list[str]:
@@ -51,6 +54,7 @@ def in_scope(inventory: Inventory, scopes: tuple[str, ...] = (), installs: Calla
         context=inventory.context,
         problems=[],
         pragmas=list(inventory.pragmas),
+        resolved=list(inventory.resolved),  # --resolve: what the default install resolves to
     )
 
 
@@ -72,10 +76,16 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
     base = run_checks(in_scope(inventory, (), installs))
     if not scopes:
         return base
-    groups: list[tuple[str, ...]] = [(s,) for s in scopes[:MAX_SCOPES]]
-    if len(scopes) > MAX_SCOPES:
-        groups.append(tuple(scopes[MAX_SCOPES:]))
+    separate = max(1, min(MAX_SCOPES, MAX_SCOPED_PACKAGES // max(1, len(inventory.packages))))
+    groups: list[tuple[str, ...]] = [(s,) for s in scopes[:separate]]
+    if len(scopes) > separate:
+        groups.append(tuple(scopes[separate:]))
     known = {_key(f) for f in base}
+    # which scopes put a package (or wheel) at a location: names a finding of scopes judged together
+    placed: dict[str, set[str]] = {}
+    for item_scope, item_location in [(p.scope, p.location) for p in inventory.packages] + [(w.scope, w.location) for w in inventory.wheels]:
+        if item_scope is not None:
+            placed.setdefault(str(item_location), set()).add(item_scope)
     added: dict[tuple[str, str, str, str], tuple[Finding, list[str]]] = {}
     for group in groups:
         label = " + ".join(group) if len(group) <= 3 else f"{', '.join(group[:3])} and {len(group) - 3} more scopes"
@@ -83,10 +93,14 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
             key = _key(finding)
             if key in known or (finding.location is None and finding.status in (Status.PASS, Status.INFO, Status.SKIP)):
                 continue
+            labels = [label]
+            if len(group) > 1:  # judged together: name the scopes that put something where the finding points
+                own = [s for s in group if s in placed.get(str(finding.location), ())]
+                labels = own or labels
             if key in added:
-                added[key][1].append(label)
+                added[key][1].extend(x for x in labels if x not in added[key][1])
             else:
-                added[key] = (finding, [label])
+                added[key] = (finding, labels)
     out = list(base)
     for finding, labels in added.values():
         out.append(opt_in(finding, labels))
@@ -100,3 +114,45 @@ def opt_in(finding: Finding, labels: list[str]) -> Finding:
     evidence = dict(finding.evidence)
     evidence["scope"] = labels
     return replace(finding, status=status, message=f"with {named} (opt-in): {finding.message}", evidence=evidence)
+
+
+def scopes_asked(argv: list[str] | tuple[str, ...]) -> tuple[set[str], bool]:
+    """The opt-in scopes an install command asks for, and whether it asks for every extra.
+
+    ``uv sync --extra cu130 --group docs`` asks for ``extra 'cu130'`` and ``group 'docs'``;
+    ``pip install '.[cu130,train]'`` for two extras; ``uv sync --all-extras`` (True) for every extra.
+    """
+    asked: set[str] = set()
+    every_extra = False
+    words = list(argv)
+    for i, word in enumerate(words):
+        option, eq, inline = word.partition("=")
+        value = inline if eq else (words[i + 1] if i + 1 < len(words) else "")
+        if option == "--extra" and value:
+            asked.update(f"extra {e.strip()!r}" for e in value.split(",") if e.strip())
+        elif option in ("--group", "--only-group") and value:
+            asked.add(f"group {value.strip()!r}")
+        elif option == "--all-extras":
+            every_extra = True
+        elif not word.startswith("-") and "[" in word and word.endswith("]"):
+            path, _, extras = word[:-1].partition("[")
+            if path in (".", "..") or path.startswith(("./", "../", "/")):
+                asked.update(f"extra {e.strip()!r}" for e in extras.split(",") if e.strip())
+    return asked, every_extra
+
+
+def install_scopes(inventory: Inventory, asked: set[str], every_extra: bool = False) -> Inventory:
+    """``inventory`` with the scopes an install asked for made part of its default install."""
+    def chosen(scope: str | None) -> bool:
+        return scope is not None and (scope in asked or (every_extra and scope.startswith("extra ")))
+
+    return replace_scopes(inventory, chosen)
+
+
+def replace_scopes(inventory: Inventory, chosen: Callable[[str | None], bool]) -> Inventory:
+    """A copy of ``inventory`` whose packages and wheels in a ``chosen`` scope are in the default install."""
+    out = Inventory(**{f: getattr(inventory, f) for f in ("indexes", "installs", "binaries", "images", "env", "host", "context",
+                                                          "problems", "pragmas")})
+    out.packages = [replace(p, scope=None) if chosen(p.scope) else p for p in inventory.packages]
+    out.wheels = [replace(w, scope=None) if chosen(w.scope) else w for w in inventory.wheels]
+    return out

@@ -13,7 +13,7 @@ from harness import main
 
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError
-    from envcheck.inspect.base_images import BaseFacts, describe, is_arm64, safe_describe
+    from envcheck.knowledge.base_images import BaseFacts, describe, is_arm64, safe_describe
 
 SEEDS = ["dockerfiles/**/Dockerfile"]
 EXTRA = [b"nvcr.io/nvidia/pytorch:25.09-py3", b"nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04", b"nvcr.io/nvidia/vllm:25.11.post1-py3",

@@ -11,8 +11,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import main
 
 with atheris.instrument_imports(include=["envcheck"]):
-    from envcheck.inspect import builds
-    from envcheck.inspect.wheel_tags import WheelName, parse_wheel_name, platform_verdict
+    from envcheck.inspect.wheel_tags import WheelName, parse_wheel_name
+    from envcheck.knowledge import builds
+    from envcheck.knowledge.wheel_platforms import platform_verdict
     from envcheck.model import Package
     from envcheck.profile import load_profile
 

@@ -205,6 +205,8 @@ def hostile_dockerfiles(scale: float = 1) -> dict[str, str]:
         "nested-workdir": f"FROM ubuntu:24.04\nWORKDIR /{deep}\nRUN pip install torch\n",
         "nested-copy": f"FROM ubuntu:24.04\nCOPY {deep} /x\nRUN pip install torch\n",
         "nested-arg": f"ARG B={deep}\nFROM ubuntu:24.04\n",
+        # just under 1 MiB of RUN text holding 340k tiny commands (past the 10,000 commands read per RUN)
+        "many-commands": "FROM ubuntu:24.04\nRUN " + "a&&" * n(340_000) + "true\n",
         # if/subshell nesting past the shell reader's depth
         "nested-shell": "FROM ubuntu:24.04\nRUN " + "(" * n(5_000) + "pip install torch" + ")" * n(5_000) + "\n",
     }
@@ -255,6 +257,16 @@ def big_uv_lock(packages: int = 11_000) -> str:
             out += [f'dependencies = [{{ name = "p{i + 1}", marker = "sys_platform == \'linux\'" }}]']
         out.append('')
     return "\n".join(out)
+
+
+def scoped_uv_lock(packages: int = 11_000, extras: int = 16) -> str:
+    """:func:`big_uv_lock` whose project also has ``extras`` extras, each bringing one more package: every
+    opt-in scope is judged on its own, so the cost of scopes must stay bounded on a large lock too."""
+    text = big_uv_lock(packages)
+    table = "\n[package.optional-dependencies]\n" + "".join(f'e{i} = [{{ name = "x{i}" }}]\n' for i in range(extras))
+    text = text.replace("]\n\n[[package]]\nname = \"p0\"", "]\n" + table + "\n[[package]]\nname = \"p0\"", 1)
+    return text + "\n" + "".join(f'[[package]]\nname = "x{i}"\nversion = "1.0+cu121"\n'
+                                  'source = { registry = "https://pypi.org/simple" }\n\n' for i in range(extras))
 
 
 def deep_toml(depth: int = 100_000, key: str = "tool.envcheck.severity") -> str:

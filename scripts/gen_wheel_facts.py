@@ -28,9 +28,17 @@ from envcheck.resolve import best_wheel, read_remote_wheel
 from envcheck.services.package_index import IndexClient
 
 OUT = Path(__file__).resolve().parent.parent / "envcheck" / "knowledge" / "wheel_facts.json"
-DEFAULT = ["torch==2.14.1", "triton==3.8.0", "nvidia-cuda-runtime==13.0.96", "nvidia-cuda-nvrtc==13.0.88",
-           "nvidia-nvjitlink==13.5.37", "nvidia-nvtx==13.0.85", "nvidia-curand==10.4.0.35", "nvidia-cufile==1.15.1.6",
-           "nvidia-cuda-cupti==13.0.85", "bitsandbytes==0.50.2"]
+# torch 2.14.1 on linux/aarch64 and everything it pulls that has binaries, plus the other large common ones.
+DEFAULT = [
+    "torch==2.14.1", "triton==3.8.0", "torchvision==0.29.2", "cuda-bindings==13.5.0", "bitsandbytes==0.50.2",
+    "vllm==0.34.0", "cupy-cuda13x==14.2.0",
+    "nvidia-cublas==13.1.1.3", "nvidia-cuda-cupti==13.0.85", "nvidia-cuda-nvrtc==13.0.88", "nvidia-cuda-runtime==13.0.96",
+    "nvidia-cudnn-cu13==9.24.0.43", "nvidia-cufft==12.0.0.61", "nvidia-cufile==1.15.1.6", "nvidia-curand==10.4.0.35",
+    "nvidia-cusolver==12.0.4.66", "nvidia-cusparse==12.6.3.3", "nvidia-cusparselt-cu13==0.8.1", "nvidia-nccl-cu13==2.30.7",
+    "nvidia-nvjitlink==13.5.37", "nvidia-nvshmem-cu13==3.4.5", "nvidia-nvtx==13.0.85",
+]
+# Not in the table because they publish no linux/aarch64 wheel: xformers 0.0.35 and flash-attn (sdists only),
+# torchaudio 2.14.1 (no aarch64 wheel on PyPI).
 
 
 def main() -> int:

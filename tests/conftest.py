@@ -69,6 +69,46 @@ def run_envcheck(*args: str, cwd: Path | None = None, input: str | None = None, 
     )
 
 
+# Build tools come from the new virtualenv and pip's isolated build, never from this interpreter.
+_BUILD_TOOLS = ("pip", "setuptools", "pkg_resources", "_distutils_hack", "wheel", "distutils-precedence")
+
+
+def _dependency_view(folder: Path) -> Path:
+    """A folder of links to what this interpreter has installed (every site-packages directory on its path,
+    whether it is a virtualenv or the system interpreter), except envcheck itself (the copy under test
+    must be the one that runs) and the build tools."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for site in [p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages"))]:
+        if not os.path.isdir(site):
+            continue
+        for entry in sorted(Path(site).iterdir()):
+            name = entry.name.lower()
+            skip = (name.startswith(("envcheck", "__editable__", "_envcheck", *(f"{t}-" for t in _BUILD_TOOLS)))
+                    or name in _BUILD_TOOLS or entry.suffix == ".pth")
+            if not skip and not (folder / entry.name).exists():
+                (folder / entry.name).symlink_to(entry)
+    return folder
+
+
+def offline_pip_env(folder: Path) -> dict[str, str]:
+    """The environment for a `pip install .` of envcheck into a NEW virtualenv with no network (the README's
+    first command, pre-commit's hook environments), in a virtualenv as on the system interpreter:
+
+    - envcheck's dependencies: PYTHONPATH shows the new interpreter what this one has installed (a
+      virtualenv's --system-site-packages would show the base interpreter's packages, not this virtualenv's);
+    - the build backend for pip's isolated build: the setuptools wheel virtualenv (pre-commit's own
+      dependency) carries for seeding, as the only find-links folder; no index.
+    """
+    import virtualenv
+
+    wheels = Path(virtualenv.__file__).parent / "seed" / "wheels" / "embed"
+    require(any(wheels.glob("setuptools-*.whl")), f"virtualenv carries no setuptools wheel in {wheels}")
+    view = _dependency_view(folder)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PIP_NO_BUILD_ISOLATION", "VIRTUALENV_SYSTEM_SITE_PACKAGES", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")}
+    return {**env, "PYTHONPATH": str(view), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels)}
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES

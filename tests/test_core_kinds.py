@@ -196,3 +196,8 @@ def test_a_new_kind_is_one_module_and_one_row(tmp_path: Path) -> None:
     # the original package knows nothing of it (it reads the file as requirements, by content): the row did it
     original = json.loads(run_envcheck("--format", "json", str(project / "gpu.reqlist")).stdout)
     assert original["targets"][0]["kind"] == "requirements"
+
+
+def test_docs_list_every_kind() -> None:
+    text = (REPO / "docs" / "inputs.md").read_text(encoding="utf-8")
+    assert all(f"| `{name}` |" in text for name in kinds.path_kinds())

@@ -145,6 +145,22 @@ def test_a_big_uv_lock_is_read_in_one_pass(tmp_path: Path) -> None:
     _judged_good(_targets(run))
 
 
+def test_extras_of_a_big_uv_lock_are_judged_within_bounds(tmp_path: Path) -> None:
+    lock = tmp_path / "uv.lock"
+    lock.write_text(seed_builders.scoped_uv_lock(11_000, 16), encoding="utf-8")
+    run = run_envcheck_bounded("-f", "json", str(lock), str(GOOD))
+    run.assert_within(seconds=10, rss_mb=300)
+    data = json.loads(run.stdout)
+    target = next(t for t in data["targets"] if t["target"] == str(lock))
+    scopes = {p.get("scope") for p in target["inventory"]["packages"]}
+    assert scopes == {None, *(f"extra 'e{i}'" for i in range(16))}
+    # each extra's CUDA 12 package is reported once, as a WARN naming its extra (some judged together)
+    warned = [f for f in target["findings"] if f["rule"] == "G1-cuda12-local-version"]
+    assert len(warned) == 16 and {f["status"] for f in warned} == {"WARN"}
+    assert all(f"extra 'e{f['evidence']['package'][1:]}'" in f["message"] for f in warned)
+    _judged_good(_targets(run))
+
+
 def test_too_many_requirements_stop_at_the_limit(tmp_path: Path) -> None:
     from envcheck.sources.requirements import MAX_PACKAGES
 
@@ -223,3 +239,13 @@ def test_a_text_size_limit_from_config_applies_to_inputs(tmp_path: Path) -> None
     by = _targets(run)
     assert "1024-byte limit" in by[str(big)][0]["message"] and "--max-text-size" in by[str(big)][0]["message"]
     _judged_good(by)
+
+
+def test_the_text_size_limit_applies_to_files_a_dockerfile_installs(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("torch==2.5.1+cu121\n" + "# padding\n" * 200, encoding="utf-8")
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM ubuntu:24.04\nCOPY requirements.txt .\nRUN pip install -r requirements.txt\n", encoding="utf-8")
+    small = _targets(run_envcheck_bounded("-f", "json", "--max-text-size", "1k", str(dockerfile)))[str(dockerfile)]
+    assert [(f["location"]["line"], "1024-byte limit" in f["message"]) for f in small if f["status"] == "ERROR"] == [(3, True)]
+    default = _targets(run_envcheck_bounded("-f", "json", str(dockerfile)))[str(dockerfile)]
+    assert any(f["rule"] == "G1-cuda12-local-version" for f in default)

@@ -80,6 +80,12 @@ def test_dev_group_is_part_of_the_default_install_unless_uv_says_otherwise(tmp_p
     assert {p.name: p.scope for p in chosen.packages} == {"flash-attn": "group 'dev'", "ruff": None}
 
 
+def test_uvs_older_dev_dependencies_are_the_dev_group(tmp_path: Path) -> None:
+    path = _write(tmp_path, "pyproject.toml", '[project]\nname = "x"\nversion = "0"\n[tool.uv]\n'
+                  'dev-dependencies = ["torch==2.5.1+cu121"]\n')
+    assert [(p.name, p.scope, p.location.line) for p in pyproject.read(path, OPTS).packages] == [("torch", None, 5)]
+
+
 def test_a_projects_own_extras_bring_their_requirements(tmp_path: Path) -> None:
     path = _write(tmp_path, "pyproject.toml", '[project]\nname = "Spark_Proj"\nversion = "0"\n'
                   'dependencies = ["spark-proj[train]"]\n[project.optional-dependencies]\n'
@@ -160,8 +166,7 @@ def test_uv_lock_follows_extras_of_dependencies_and_hides_internal_markers() -> 
     assert [(f["rule"], f["status"], f["location"]["line"]) for f in bad if f["rule"].startswith("G1")] == [("G1-cpu-build", "FAIL", 603)]
 
 
-def test_uv_lock_reached_only_through_a_project_extra_is_opt_in(tmp_path: Path) -> None:
-    lock = _write(tmp_path, "uv.lock", '''version = 1
+GPU_EXTRA_LOCK = '''version = 1
 revision = 3
 requires-python = ">=3.11"
 
@@ -183,7 +188,11 @@ source = { registry = "https://pypi.org/simple" }
 name = "torch"
 version = "2.5.1+cu121"
 source = { registry = "https://download.pytorch.org/whl/cu121" }
-''')
+'''
+
+
+def test_uv_lock_reached_only_through_a_project_extra_is_opt_in(tmp_path: Path) -> None:
+    lock = _write(tmp_path, "uv.lock", GPU_EXTRA_LOCK)
     inv = locks.read(lock, OPTS)
     torch = next(p for p in inv.packages if p.name == "torch")
     assert (torch.scope, torch.marker, torch.location.line) == ("extra 'gpu'", "platform_machine == 'aarch64'", 20)
@@ -225,3 +234,79 @@ def test_cuda12_distributions_name_their_cuda13_replacement(tmp_path: Path) -> N
     assert "with nvidia-cudnn-cu13" in fixes[2]
     assert "with nvidia-cufft>=12,<13" in fixes[3]  # cuFFT's CUDA 13 release is 12.x (knowledge/nvidia_distributions.toml)
     assert "with nvidia-cublas>=13" in fixes[4]
+
+
+@pytest.mark.parametrize(("run_line", "installed"), [
+    ('RUN pip install .', ()),
+    ('RUN pip install ".[cu128]"', ("extra 'cu128'",)),
+    ("RUN pip install -e '.[cpu,cu128]'", ("extra 'cpu'", "extra 'cu128'")),
+])
+def test_a_dockerfile_install_makes_the_extras_it_asks_for_part_of_the_install(tmp_path: Path, run_line: str,
+                                                                               installed: tuple[str, ...]) -> None:
+    (tmp_path / "pyproject.toml").write_text(EXTRAS.read_text(encoding="utf-8"), encoding="utf-8")
+    dockerfile = _write(tmp_path, "Dockerfile", f"FROM ubuntu:24.04\nWORKDIR /app\nCOPY pyproject.toml .\n{run_line}\n")
+    bad = _findings(_report(dockerfile))
+    failing = {(f["rule"], f["location"]["line"]) for f in bad if f["status"] == "FAIL"}
+    expected = {("G1-cpu-build", 10), ("G1-cpu-build", 30)} if "extra 'cpu'" in installed else set()
+    if "extra 'cu128'" in installed:
+        expected |= {("G1-cuda12-local-version", 11), ("G1-cuda12-index", 35)}
+    assert failing == expected
+    assert not [f for f in bad if f["status"] == "ERROR"]
+    # what the install did not ask for stays opt-in, named
+    assert all("opt-in" in f["message"] for f in bad if f["status"] == "WARN" and f["rule"].startswith("G1"))
+
+
+def test_uv_sync_with_an_extra_installs_what_the_lock_has_for_it(tmp_path: Path) -> None:
+    _write(tmp_path, "uv.lock", GPU_EXTRA_LOCK)
+    plain = _write(tmp_path, "Dockerfile", "FROM ubuntu:24.04\nWORKDIR /app\nCOPY uv.lock .\nRUN uv sync\n")
+    extra = _write(tmp_path, "Dockerfile.gpu", "FROM ubuntu:24.04\nWORKDIR /app\nCOPY uv.lock .\nRUN uv sync --extra=gpu\n")
+    report = _report(plain, extra)
+    by = {t["target"]: [f for f in t["findings"] if f["rule"].startswith("G1-cuda12")] for t in report["targets"]}
+    assert by[str(plain)] and {f["status"] for f in by[str(plain)]} == {"WARN"}
+    assert by[str(extra)] and {f["status"] for f in by[str(extra)]} == {"FAIL"}
+
+
+PYLOCK_EXTRAS = """lock-version = "1.0"
+created-by = "uv"
+extras = ["cu128", "cu130"]
+dependency-groups = ["dev", "docs"]
+default-groups = ["dev"]
+
+[[packages]]
+name = "torch"
+version = "2.8.0+cu128"
+marker = "'cu128' in extras and sys_platform == 'linux'"
+index = "https://download.pytorch.org/whl/cu128"
+
+[[packages]]
+name = "torch"
+version = "2.9.0+cu130"
+marker = "'cu130' in extras"
+index = "https://download.pytorch.org/whl/cu130"
+
+[[packages]]
+name = "pytest"
+version = "8.3.0"
+marker = "'dev' in dependency_groups"
+
+[[packages]]
+name = "flash-attn"
+version = "2.7.4.post1"
+marker = "'docs' in dependency_groups"
+"""
+
+
+def test_pylock_extras_and_groups_are_scopes(tmp_path: Path) -> None:
+    lock = _write(tmp_path, "pylock.toml", PYLOCK_EXTRAS)
+    placed = [(p.name, p.version, p.scope, p.marker) for p in locks.read(lock, OPTS).packages]
+    assert placed == [
+        ("torch", "2.8.0+cu128", "extra 'cu128'", "sys_platform == 'linux'"),
+        ("torch", "2.9.0+cu130", "extra 'cu130'", None),
+        ("pytest", "8.3.0", None, None),  # a default group
+        ("flash-attn", "2.7.4.post1", "group 'docs'", None),
+    ]
+    bad = _findings(_report(lock))
+    assert bad and {f["status"] for f in bad} == {"WARN"}
+    assert {(f["rule"], f["evidence"]["scope"][0]) for f in bad} == {
+        ("G1-cuda12-local-version", "extra 'cu128'"), ("G1-cuda12-index", "extra 'cu128'"), ("G2-flash-attn-build", "group 'docs'")}
+    assert " in extras" not in json.dumps(bad) and "dependency_groups" not in json.dumps(bad)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from envcheck import knowledge
-from envcheck.inspect.base_images import describe, is_arm64
+from envcheck.knowledge.base_images import describe, is_arm64
 from envcheck.sources import ReadOptions
 from envcheck.sources.dockerfile import read, shipped_packages
 

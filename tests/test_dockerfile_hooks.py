@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, require
+from tests.conftest import REPO, offline_pip_env, require
 
 RECIPES = REPO / "dockerfiles"
 
@@ -79,10 +79,9 @@ def _has_module(name: str) -> bool:
 
 
 def _offline_env(home: Path) -> dict[str, str]:
-    # pre-commit builds the hook's virtualenv; with the host's site-packages visible and no index, pip
-    # installs envcheck without touching the network (tests use loopback only).
-    return {**os.environ, "PRE_COMMIT_HOME": str(home), "VIRTUALENV_SYSTEM_SITE_PACKAGES": "true",
-            "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "0"}
+    """pre-commit makes the hook's virtualenv and runs `pip install .` of the hook repository in it, offline
+    (tests use loopback only), the same in a virtualenv as on the system interpreter (conftest.offline_pip_env)."""
+    return {**offline_pip_env(home / "dependencies"), "PRE_COMMIT_HOME": str(home)}
 
 
 @pytest.fixture(scope="session")

@@ -198,8 +198,10 @@ def test_fallbacks_are_marked_as_such() -> None:
 
 def test_an_arg_empty_by_default_stays_unknown_in_commands() -> None:
     # `pip install x==` would be an invalid requirement; the ARG is meant to be given with --build-arg
-    cmds = split_commands('pip install "flashinfer-python==${FLASHINFER_VERSION}" $EXTRA', {"FLASHINFER_VERSION": "", "EXTRA": ""})
-    assert [c.argv for c in cmds] == [("pip", "install", "flashinfer-python==${FLASHINFER_VERSION}", "$EXTRA")]
+    cmds = split_commands('python${PY_SUFFIX} -m pip install "flashinfer-python==${FLASHINFER_VERSION}" $EXTRA',
+                          {"FLASHINFER_VERSION": "", "EXTRA": "", "PY_SUFFIX": ""})
+    # an empty value after a version operator, or as a whole word, stays unknown; inside a word it is empty
+    assert [c.argv for c in cmds] == [("python", "-m", "pip", "install", "flashinfer-python==${FLASHINFER_VERSION}", "$EXTRA")]
 
 
 def test_malformed_and_deeply_nested_scripts_are_read_without_recursion_errors() -> None:
@@ -255,7 +257,7 @@ def test_cmake_architecture_lists_are_judged_for_sm121() -> None:
 
 
 def test_uv_and_pip_index_variables_are_package_indexes_wherever_they_are_set(tmp_path: Path) -> None:
-    from envcheck.sources.dockerfile import index_entries
+    from envcheck.inspect.pip_args import index_entries
 
     assert index_entries("UV_INDEX", "pt=https://download.pytorch.org/whl/cu128 https://pypi.org/simple") == [
         "https://download.pytorch.org/whl/cu128", "https://pypi.org/simple"]
@@ -310,3 +312,30 @@ def test_a_file_a_dockerfile_copies_is_judged_once(tmp_path: Path) -> None:
     # the Dockerfile alone still reports what it installs from the file
     alone = json.loads(run_envcheck("-f", "json", "--fail-on", "never", str(tmp_path / "Dockerfile")).stdout)
     assert any(f["rule"] == "G9-unpinned" for f in alone["targets"][0]["findings"])
+
+
+def test_case_runs_the_first_clause_that_matches_a_known_word() -> None:
+    text = ('case "$TARGETARCH" in amd64|x86_64) pip install a ;; arm64) pip install b ;; *) pip install c ;; esac; '
+            'case "$(uname -m)" in aarch64) pip install d ;; esac; case $UNKNOWN in x) pip install e ;; esac')
+    assert _runs_on("arm64", text, {"TARGETARCH": "arm64"}) == [
+        (("pip", "install", "b"), ""), (("pip", "install", "d"), ""),
+        (("pip", "install", "e"), "in a conditional branch (if `case ... in x)`)")]
+    assert [argv for argv, _ in _runs_on("amd64", text, {"TARGETARCH": "amd64"})][:1] == [("pip", "install", "a")]
+
+
+def test_branch_and_fallback_reach_every_format() -> None:
+    import json
+    from importlib import resources
+
+    import jsonschema
+
+    from tests.conftest import REPO, run_envcheck
+
+    recipe = REPO / "dockerfiles" / "flash-attn-fallback" / "Dockerfile"
+    report = json.loads(run_envcheck("-f", "json", "--fail-on", "never", str(recipe)).stdout)
+    jsonschema.validate(report, json.loads(resources.files("envcheck.formats").joinpath("report.schema.json").read_text()))
+    fallback = [f for t in report["targets"] for f in t["findings"] if f["rule"] == "G2-flash-attn-build" and f["status"] != "PASS"]
+    assert [f["status"] for f in fallback] == ["WARN"]
+    assert fallback[0]["location"]["fallback"] is True and "fallback" in fallback[0]["message"]
+    sarif = json.loads(run_envcheck("-f", "sarif", "--fail-on", "never", str(recipe)).stdout)
+    assert all(r["level"] != "error" for r in sarif["runs"][0]["results"])

@@ -20,10 +20,16 @@ FORBIDDEN = {
     "services": ("envcheck.sources", "envcheck.engine", "envcheck.commands", "envcheck.checks", "envcheck.rules",
                  "envcheck.formats", "envcheck.cli"),
     "sources": ("envcheck.engine", "envcheck.commands", "envcheck.cli", "envcheck.checks", "envcheck.rules"),
-    # checks -> sources is also wrong (issue 14), but g01 still imports sources.dockerfile: its owner's item
-    "checks": ("envcheck.services",),
-    "inspect": ("envcheck.services", "envcheck.sources", "envcheck.checks"),
-    "formats": ("envcheck.services", "envcheck.sources"),
+    "checks": ("envcheck.services", "envcheck.sources", "envcheck.commands", "envcheck.cli"),
+    # inspect reads syntax; what the facts mean (knowledge files, the target profile) is knowledge/'s job
+    "inspect": ("envcheck.services", "envcheck.sources", "envcheck.checks", "envcheck.knowledge", "envcheck.profile",
+                "envcheck.engine", "envcheck.commands"),
+    "knowledge": ("envcheck.services", "envcheck.sources", "envcheck.checks", "envcheck.engine", "envcheck.commands",
+                  "envcheck.formats", "envcheck.cli"),
+    "formats": ("envcheck.services", "envcheck.sources", "envcheck.checks", "envcheck.commands", "envcheck.cli"),
+    # fixes compute edits from a finding and the file's text: pure like checks (which declare them on their rules)
+    "fixes": ("envcheck.services", "envcheck.sources", "envcheck.checks", "envcheck.engine", "envcheck.commands",
+              "envcheck.formats", "envcheck.cli"),
 }
 
 

@@ -18,7 +18,7 @@ from tests.conftest import FIXTURES, run_envcheck
 
 FORMATS = ("text", "json", "sarif", "github", "preflight")
 SECRETS = ("alice", "S3cretPw", "bob", "S3cretInc", "hf_SecretValue123", "carol", "S3cretArg", "hf_RunSecret456",
-           "dave", "S3cretRun", "ghp_BuildArgSecret", "S3cretQuery", "erin", "S3cretCfg", "hf_ImageEnvSecret")
+           "dave", "S3cretRun", "ghp_BuildArgSecret", "S3cretQuery", "erin", "S3cretCfg", "hf_ImageEnvSecret", "wandb_OldFormSecret")
 # What an injected line would start with: a GitHub workflow command, or a fake envcheck line.
 INJECTED = ("::error file=injected", "INJECTED")
 ESC, BEL = "\x1b", "\x07"
@@ -38,6 +38,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "Dockerfile").write_text(
         "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n"
         "ENV HF_TOKEN=hf_SecretValue123\n"
+        "ENV WANDB_API_KEY wandb_OldFormSecret\n"
         "ARG PIP_INDEX_URL=https://carol:S3cretArg@idx.example.com/whl/cu121\n"
         "ARG GITHUB_TOKEN\n"
         "RUN HF_TOKEN=hf_RunSecret456 pip install torch==2.5.1+cu121 flash-attn\n"
@@ -174,6 +175,7 @@ def test_redaction_of_the_common_shapes() -> None:
     assert redact("RUN HF_TOKEN=hf_abc pip install x") == "RUN HF_TOKEN=*** pip install x"
     assert redact('ENV AWS_SECRET_ACCESS_KEY="a b"') == 'ENV AWS_SECRET_ACCESS_KEY="***"'
     assert redact("https://h/simple?token=abc&x=1") == "https://h/simple?token=***&x=1"
+    assert redact("ENV HF_TOKEN hf_abc def") == "ENV HF_TOKEN ***" and redact("ENV PATH /usr/bin") == "ENV PATH /usr/bin"
     assert redact("Authorization: Bearer abc.def") == "Authorization: Bearer ***"
     for kept in ("torch==2.5.1+cu121", "TOKENIZERS_PARALLELISM=false", "PATH=/usr/bin", "AUTHOR=me",
                  "https://download.pytorch.org/whl/cu121", "HF_TOKEN=$HF_TOKEN", "the token endpoint said no",

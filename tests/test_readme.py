@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
-from tests.conftest import REPO, require
+import pytest
+
+from tests.conftest import REPO, offline_pip_env, require
 
 
 def _readme_commands() -> list[str]:
@@ -18,22 +22,67 @@ def _readme_commands() -> list[str]:
 
 def test_readme_starts_with_the_two_commands() -> None:
     run, test = _readme_commands()[:2]
-    assert run.startswith("pip install . && envcheck ")
+    # A virtualenv first: Debian's interpreter refuses `pip install .` outside one (PEP 668).
+    assert run.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install . && envcheck ")
     assert test == "bash .ci/run"
     ci = (REPO / ".ci" / "run").read_text()
     assert "python3 -m pytest" in ci
 
 
+def _envcheck_args() -> list[str]:
+    """The arguments of the first command's `envcheck` (after the install)."""
+    return _readme_commands()[0].rsplit("&&", 1)[1].split()[1:]
+
+
 def test_readme_first_command_on_the_shipped_examples() -> None:
-    """Runs the part after `pip install . &&` with the installed console script, from the repo root."""
-    exe = shutil.which("envcheck")
+    """Runs the `envcheck ...` part with the installed console script (next to this interpreter, in a
+    virtualenv that is not activated, or on PATH), from the repo root."""
+    beside = Path(sys.executable).parent / "envcheck"
+    exe = str(beside) if beside.is_file() else shutil.which("envcheck")
     require(exe is not None, "envcheck console script not installed")
-    args = _readme_commands()[0].split("&&", 1)[1].split()[1:]
+    args = _envcheck_args()
     proc = subprocess.run([exe, *args], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stderr  # the examples are meant to fail
     assert "Traceback" not in proc.stderr
     for gotcha in ("G1 FAIL", "G2 FAIL", "G9 FAIL", "ARCH FAIL"):
         assert gotcha in proc.stdout.splitlines()[-1], proc.stdout.splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_readme_first_command_in_a_fresh_clone(tmp_path: Path) -> None:
+    """The README's first line, verbatim, in a copy of the tracked files: a new virtualenv, `pip install .`
+    into it, then the examples. Offline: pip finds the dependencies this interpreter already has and the
+    build backend in virtualenv's wheels (conftest.offline_pip_env); nothing else is given to the command."""
+    clone = tmp_path / "clone"
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    for name in filter(None, files.split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, clone / name, follow_symlinks=False)
+    env = offline_pip_env(tmp_path / "dependencies")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"  # python3 = this interpreter
+    env.pop("VIRTUAL_ENV", None)
+    done = subprocess.run(["bash", "-c", _readme_commands()[0]], cwd=clone, capture_output=True, text=True,
+                          timeout=600, env=env)
+    assert (clone / ".venv" / "bin" / "envcheck").is_file(), done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]  # the examples are meant to fail
+    assert "Traceback" not in done.stderr
+    assert done.stdout.splitlines()[-1].startswith("summary: ") and "G1 FAIL" in done.stdout.splitlines()[-1]
+
+
+def test_readme_pre_commit_snippet_lists_every_hook() -> None:
+    """The snippet shows every hook the repository publishes, and a rev of a form pre-commit accepts."""
+    text = (REPO / "README.md").read_text()
+    snippet = text.split("# .pre-commit-config.yaml", 1)[1].split("```", 1)[0]
+    hooks = (REPO / ".pre-commit-hooks.yaml").read_text()
+    published = re.findall(r"^- id: (\S+)", hooks, re.M)
+    shown = re.findall(r"- id: (\S+)", snippet)
+    assert published and shown == published
+    rev = re.search(r"rev: (\S+)", snippet)
+    assert rev is not None
+    tags = subprocess.run(["git", "tag"], cwd=REPO, capture_output=True, text=True).stdout.split()
+    assert re.fullmatch(r"[0-9a-f]{40}", rev.group(1)) or rev.group(1) in tags, rev.group(1)
 
 
 def test_examples_doc_matches_real_output() -> None:

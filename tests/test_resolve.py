@@ -317,3 +317,43 @@ def test_dockerfile_pip_installs_are_resolved_per_run_line(tmp_path: Path, uv_ca
     assert g1 and g1[0]["location"]["member"] == "cuda12ext/_C.so"
     conflict = _findings(target, "G9-resolve-conflict")
     assert conflict and conflict[0]["location"]["line"] == 3 and "beta==2.0" in conflict[0]["message"]
+
+
+def test_pyproject_dependencies_with_its_uv_index(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
+    """The project's own dependencies, resolved with its [[tool.uv.index]] (no --index-url), the project not built."""
+    text = ('[project]\nname = "demo"\nversion = "0.1"\nrequires-python = ">=3.12"\n'
+            'dependencies = [\n  "cuda12ext==1.0",\n  "helper",\n]\n[project.optional-dependencies]\nwin = ["winonly"]\n\n'
+            f'[[tool.uv.index]]\nname = "loop"\nurl = "{index.url}"\ndefault = true\n')
+    target = tmp_path / "pyproject.toml"
+    target.write_text(text)
+    proc = run_envcheck("--resolve", "-f", "json", "--fail-on", "never", str(target), env=_env(tmp_path, uv_cache))
+    result = json.loads(proc.stdout)["targets"][0]
+    files = _resolved(result)
+    assert set(files) == {"cuda12ext", "helper"}  # the optional extra is not part of the resolution
+    assert files["cuda12ext"]["location"]["line"] == 6
+    assert "FAIL" in _status(result, "G1-binary-soname")
+
+
+def test_html_index_pages(tmp_path: Path, uv_cache: Path) -> None:
+    """A PEP 503 HTML index (no JSON) works for uv and for envcheck's own metadata and range reads."""
+    for served in serve(standard_index()):
+        served.html = True
+        _, target, _ = _resolve(tmp_path, uv_cache, served.url, "sm80ext==1.0\n", env={"UV_CACHE_DIR": str(tmp_path / "uv-html")})
+        assert {"index metadata", "range read"} <= set(_resolved(target)["sm80ext"]["sources"])
+        assert "FAIL" in _status(target, "G7-binary-no-sm121")
+        assert any(r.startswith("GET /simple/sm80ext/") for r in served.requests)
+
+
+def test_a_file_that_is_not_a_wheel_is_an_error_naming_it(tmp_path: Path, uv_cache: Path) -> None:
+    from tests.package_index import Dist
+
+    idx = standard_index()
+    bogus = Dist("bogus-1.0-py3-none-manylinux_2_28_aarch64.whl", b"<html>login required</html>\n" * 100)
+    idx.add("bogus", bogus)
+    for served in serve(idx):
+        text = _pylock(served, bogus.filename, "cleanext-1.0-py3-none-manylinux_2_28_aarch64.whl")
+        code, target, out = _resolve(tmp_path, uv_cache, served.url, text, name="pylock.toml")
+        errors = [f["message"] for f in _findings(target, "input-error")]
+        assert code == 2 and any("not a readable wheel" in m and bogus.filename in m for m in errors), errors
+        assert _resolved(target)["cleanext"]["sources"][-1] == "range read"  # the other file is still read
+        assert "Traceback" not in out

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envcheck.fixes import dockerfile_fixes
-from envcheck.inspect.builds import installs_on
-from envcheck.inspect.wheel_tags import parse_wheel_name, platform_verdict
+from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.knowledge.builds import installs_on
+from envcheck.knowledge.wheel_platforms import platform_verdict
 from envcheck.model import Binary, Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -129,7 +130,7 @@ BASE_PLATFORM = rule(
 @check(BASE_PLATFORM)
 def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over Dockerfile FROM lines: a non-arm64 --platform or an amd64-only base image."""
-    from envcheck.inspect.base_images import in_stage, is_arm64, safe_describe
+    from envcheck.knowledge.base_images import in_stage, is_arm64, safe_describe
 
     want = ctx.profile.docker_platform
     for image in ctx.inventory.images:

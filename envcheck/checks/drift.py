@@ -15,7 +15,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envcheck import knowledge
-from envcheck.inspect.builds import build_of_version, distribution_cuda_major
+from envcheck.knowledge.builds import build_of_version, distribution_cuda_major
 from envcheck.model import Binary, Finding, Inventory, Package, Status, TargetResult
 from envcheck.rules import rule
 

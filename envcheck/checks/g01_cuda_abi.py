@@ -10,8 +10,10 @@ import os
 import re
 from collections.abc import Iterator
 
+from envcheck import knowledge
 from envcheck.fixes import g01_cuda_abi as fixes
-from envcheck.inspect.builds import (
+from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.knowledge.builds import (
     CudaBuild,
     build_of_index,
     build_of_version,
@@ -19,13 +21,15 @@ from envcheck.inspect.builds import (
     installs_on,
     pypi_torch_build,
 )
-from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.model import Binary, Finding, Location, Package, Status
 from envcheck.rules import CheckContext, check, rule
 
+# the first NGC release month on CUDA 13 (knowledge/ngc_tags.toml): rule prose quotes the data, never a copy
+_FIRST_CUDA13_NGC = knowledge.first_cuda13_ngc_release()
+
 _FIX_CU130 = (
     "Install the CUDA 13 build: pip install torch --index-url https://download.pytorch.org/whl/cu130 "
-    "(torch >= 2.9), or use an NGC container (nvcr.io/nvidia/pytorch:25.08-py3 or newer)."
+    f"(torch >= 2.9), or use an NGC container (nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer)."
 )
 
 LOCAL_VERSION = rule(
@@ -135,22 +139,30 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
 
 
 def _distribution_fix(name: str, major: int) -> str | None:
+    """The fix naming the CUDA ``major`` distribution that replaces ``name`` (:func:`_cuda_replacement`). None: the rule's fix."""
+    replacement = _cuda_replacement(name, major)
+    if replacement is None:
+        return None
+    return (f"Replace {name} with {replacement}, its CUDA {major} build, or drop the pin and let torch's cu{major}0 "
+            "build pull its own.")
+
+
+def _cuda_replacement(name: str, major: int) -> str | None:
     """The CUDA ``major`` distribution that replaces ``name``: cupy-cuda12x -> cupy-cuda13x; nvidia-cublas-cu12
-    -> nvidia-cublas 13.x (toolkit parts drop the suffix); nvidia-cudnn-cu12 -> nvidia-cudnn-cu13. None: the rule's fix."""
-    from envcheck.inspect.builds import _unsuffixed
+    -> nvidia-cublas 13.x (toolkit parts drop the suffix); nvidia-cudnn-cu12 -> nvidia-cudnn-cu13. None: not such a name."""
+    from envcheck.knowledge.builds import unsuffixed_distribution
 
     m = re.fullmatch(r"(.+)-(cu|cuda)1[0-2](x?)", name)
     if m is None:
         return None
     base, prefix, x = m.groups()
-    row = _unsuffixed().get(base) if prefix == "cu" else None
+    row = unsuffixed_distribution(base) if prefix == "cu" else None
     if row is not None:  # toolkit parts drop the suffix; their CUDA 13 releases are not always 13.x (cuFFT 12.x)
         spec = row.get(f"cuda{major}")
         replacement = f"{base}{spec}" if isinstance(spec, str) else f"the unsuffixed {base} (its CUDA {major} release)"
     else:
         replacement = f"{base}-{prefix}{major}{x}"
-    return (f"Replace {name} with {replacement}, its CUDA {major} build, or drop the pin and let torch's cu{major}0 "
-            "build pull its own.")
+    return replacement
 
 
 def _is_pypi(url: str) -> bool:
@@ -163,7 +175,7 @@ _FIX_CONDA = (
     "conda's pytorch channel has no CUDA 13 build (pytorch-cuda stops at 12.x). Get a CUDA 13 environment: "
     "conda-forge's pytorch with cuda-version>=13 (channels: [conda-forge], no pytorch/nvidia CUDA 12 pins), or "
     "install torch with pip from the cu130 PyTorch index in the pip: list "
-    "(--extra-index-url https://download.pytorch.org/whl/cu130), or use an NGC container (nvcr.io/nvidia/pytorch:25.08-py3 or newer)."
+    f"(--extra-index-url https://download.pytorch.org/whl/cu130), or use an NGC container (nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer)."
 )
 
 _FIX_CONDA_CHANNEL = (
@@ -375,7 +387,9 @@ _DIGITS = re.compile(r"\d+")
 
 
 def _foreign(names: tuple[str, ...], major: int) -> list[tuple[str, tuple[int, ...]]]:
-    from envcheck.inspect.elf import cuda_majors  # the ELF code loads only for targets with binaries
+    from envcheck.knowledge.sonames import (
+        cuda_majors,  # the soname table loads only for targets with binaries
+    )
 
     out = []
     for name in names:
@@ -406,16 +420,16 @@ _TORCH_INSTALL = frozenset({*_TORCH_FAMILY, "triton", "pytorch-triton"})
 
 def _binary_fix(b: Binary, major: int) -> str:
     """The fix for this binary's own package: torch's is the cu130 index; another distribution needs its own
-    CUDA ``major`` build (nvidia-*-cu12 -> -cu13, cupy-cuda12x -> cupy-cuda13x); a loose file needs a rebuild."""
+    CUDA ``major`` build (the same replacement as G1-cuda12-distribution names); a loose file needs a rebuild."""
     dist = b.distribution
     if dist is None:
         return (f"Rebuild {b.path} against CUDA {major} (it must link the CUDA {major} libraries), or get a "
                 f"CUDA {major} build of the software it belongs to.")
     if dist in _TORCH_INSTALL:
         return _FIX_CU130
-    renamed = re.sub(r"-(cu|cuda)1[0-2](x?)$", lambda m: f"-{m.group(1)}{major}{m.group(2)}", dist)
-    if renamed != dist:
-        return f"Replace {dist} with {renamed}, its CUDA {major} build (reinstalling torch does not change {dist})."
+    replacement = _cuda_replacement(dist, major)  # nvidia-cublas-cu12 -> nvidia-cublas 13.x, cupy-cuda12x -> cupy-cuda13x
+    if replacement is not None:
+        return f"Replace {dist} with {replacement}, its CUDA {major} build (reinstalling torch does not change {dist})."
     return (f"Install a CUDA {major} build of {dist} (a cu{major}x/cuda{major} variant, wheel index or conda channel), "
             f"or use a container where it is built for CUDA {major}; reinstalling torch does not change {dist}.")
 
@@ -426,7 +440,7 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     binaries = ctx.inventory.binaries
     if not binaries:
         return
-    from envcheck.inspect.elf import cuda_majors, soname_key  # only for targets with binaries
+    from envcheck.knowledge.sonames import cuda_majors, soname_key  # only for targets with binaries
 
     major = ctx.profile.cuda_major
     good_variants = {_variant_key(b) for b in binaries if b.cuda_major == major}
@@ -474,8 +488,8 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
 
 CUDA12_BASE = rule(
     "G1-cuda12-base", "G1", "The base image is a CUDA 12 (or older) image", Status.FAIL,
-    """The Dockerfile builds on an image whose CUDA is older than the Spark's CUDA 13: nvidia/cuda:12.*,
-    an NGC container of a release month before 25.08 (the first on CUDA 13.0; the month fixes the CUDA across
+    f"""The Dockerfile builds on an image whose CUDA is older than the Spark's CUDA 13: nvidia/cuda:12.*,
+    an NGC container of a release month before {_FIRST_CUDA13_NGC} (the first on CUDA 13.0; the month fixes the CUDA across
     families: pytorch, pyg, jax, tensorflow, tritonserver, vllm, nemo, cuda-dl-base, ...), or a tag that names
     cuda12/cu12x.
     Its torch, extensions and libraries are CUDA 12 builds (libcudart.so.12): CUDA 13 wheels (cu130,
@@ -483,7 +497,7 @@ CUDA12_BASE = rule(
     Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
     dated, sourced table (knowledge/ngc_tags.toml) and says when a mapping is inferred rather than quoted.
     A stage that does not reach the final image is a WARN: only what it builds and copies over is affected.""",
-    """Use a CUDA 13 base: nvcr.io/nvidia/pytorch:25.08-py3 or newer (25.11-py3 is what NVIDIA's Spark
+    f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
     playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("dockerfile",),
     autofix=fixes.cuda12_base,
@@ -493,7 +507,7 @@ CUDA12_BASE = rule(
 @check(CUDA12_BASE)
 def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over Dockerfile base images: CUDA 12 bases FAIL (WARN in stages outside the final image)."""
-    from envcheck.inspect.base_images import in_stage, safe_describe
+    from envcheck.knowledge.base_images import in_stage, safe_describe
 
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
@@ -523,7 +537,7 @@ IMAGE_CUDA = rule(
     built into the image links that major's libraries (libcudart.so.12, ...), which fail at import or at the
     first kernel on a CUDA 13 Spark. Without CUDA_VERSION, an NGC tag is mapped through the dated table
     knowledge/ngc_tags.toml, and the message says when that mapping is inferred.""",
-    """Use a CUDA 13 image: nvcr.io/nvidia/pytorch:25.08-py3 or newer (25.11-py3 is what NVIDIA's Spark
+    f"""Use a CUDA 13 image: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
     playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("image",),
 )
@@ -548,7 +562,7 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
             how = f"CUDA_VERSION={value}"
             evidence["CUDA_VERSION"] = value
     if major is None:
-        from envcheck.inspect.base_images import safe_describe
+        from envcheck.knowledge.base_images import safe_describe
 
         described = safe_describe(str(facts.get("registry", "")) + "/" + str(facts.get("repository", "")) + ":" + str(facts.get("tag") or "latest")) if facts.get("repository") else None
         if described is not None and described.cuda_major is not None:
@@ -580,7 +594,7 @@ DEFAULT_INDEX_PULL = rule(
 @check(DEFAULT_INDEX_PULL)
 def default_index_pulls(ctx: CheckContext) -> Iterator[Finding]:
     """G1: Dockerfile installs that resolve dependencies through a CUDA 12 index set in ENV/ARG."""
-    from envcheck.sources.dockerfile import INDEX_VARIABLES, index_entries
+    from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
 
     defaults = []  # (stage, line, variable, url, build)
     for var in ctx.inventory.env:
@@ -592,8 +606,6 @@ def default_index_pulls(ctx: CheckContext) -> Iterator[Finding]:
                 defaults.append((var.location.stage, var.location.line, var.name, url, build))
     if not defaults:
         return
-    from envcheck import knowledge
-
     stack = set(knowledge.load("pins")["stack"]["ml_stack"])
     for install in ctx.inventory.installs:
         loc = install.location

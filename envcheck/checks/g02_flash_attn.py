@@ -13,8 +13,9 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck.fixes import dockerfile_fixes
-from envcheck.inspect.builds import installs_on
-from envcheck.inspect.wheel_tags import parse_wheel_name, platform_verdict
+from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.knowledge.builds import installs_on
+from envcheck.knowledge.wheel_platforms import platform_verdict
 from envcheck.model import Finding, Package, Status
 from envcheck.rules import CheckContext, check, rule
 

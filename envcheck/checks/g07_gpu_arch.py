@@ -137,7 +137,9 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     with_code = [b for b in ctx.inventory.binaries if b.sm121 is not None]
     if not with_code:
         return
-    from envcheck.inspect.elf import cuda_majors  # the ELF code loads only for targets with binaries
+    from envcheck.knowledge.sonames import (
+        cuda_majors,  # the soname table loads only for targets with binaries
+    )
 
     target = f"sm_{ctx.profile.sm}"
     by_owner: dict[str, list[Binary]] = {}
@@ -315,7 +317,7 @@ def arch_list_coverage(value: str, sm: int) -> tuple[str, list[str], bool]:
 @check(ARCH_LIST, ARCH_LIST_NVFP4, SOURCE_BUILD_ARCH)
 def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over TORCH_CUDA_ARCH_LIST values in a Dockerfile and the extensions it builds from source."""
-    from envcheck.inspect.base_images import in_stage, safe_describe
+    from envcheck.knowledge.base_images import in_stage, safe_describe
 
     sm = ctx.profile.sm
     settings = [v for v in ctx.inventory.env if v.name == "TORCH_CUDA_ARCH_LIST"]
@@ -380,7 +382,7 @@ def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
 
 def _cmake_arch_lists(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over CMAKE_CUDA_ARCHITECTURES / CUDAARCHS values (ENV, ARG, cmake -D, CMAKE_ARGS)."""
-    from envcheck.inspect.base_images import in_stage
+    from envcheck.knowledge.base_images import in_stage
 
     sm = ctx.profile.sm
     for var in ctx.inventory.env:

@@ -14,8 +14,8 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck import knowledge
 from envcheck.fixes import dockerfile_fixes
-from envcheck.inspect.builds import installs_on, ngc_release, requirement_applies
 from envcheck.inspect.wheel_tags import canonical
+from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
 from envcheck.model import Finding, Location, Package, Status
 from envcheck.profile import Profile
 from envcheck.rules import CheckContext, check, rule
@@ -226,7 +226,7 @@ def _ngc_stages(ctx: CheckContext) -> set[str]:
     """Dockerfile stages that build on an NGC PyTorch container (directly or through other stages)."""
     if ctx.kind != "dockerfile":
         return set()
-    from envcheck.inspect.base_images import safe_describe
+    from envcheck.knowledge.base_images import safe_describe
 
     found: set[str] = set()
     for image in ctx.inventory.images:
@@ -325,9 +325,9 @@ BARE_PIP_BASE = rule(
 )
 UNKNOWN_BASE = rule(
     "G9-base-image-unknown", "G9", "envcheck's table does not know this NVIDIA base image tag", Status.INFO,
-    """The base is an NVIDIA image (nvcr.io/nvidia/..., nvidia/cuda) whose tag is not in envcheck's dated table
+    f"""The base is an NVIDIA image (nvcr.io/nvidia/..., nvidia/cuda) whose tag is not in envcheck's dated table
     of NGC releases, so its CUDA, torch and shipped flash-attn/triton are not known. envcheck reports what
-    the tag lets it infer (a release after 25.08 is CUDA 13) instead of guessing silently.""",
+    the tag lets it infer (a release from {knowledge.first_cuda13_ngc_release()} on is CUDA 13) instead of guessing silently.""",
     "Check the release notes of that tag, or pin a tag envcheck knows (envcheck/knowledge/ngc_tags.toml).",
     ("dockerfile",),
 )
@@ -338,7 +338,7 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over Dockerfile bases: moving tags, bare pip without NGC's torch, NVIDIA tags not in the table."""
     if not ctx.inventory.images:
         return
-    from envcheck.inspect.base_images import in_stage, safe_describe
+    from envcheck.knowledge.base_images import in_stage, safe_describe
 
     floating = 0
     ngc_final = False

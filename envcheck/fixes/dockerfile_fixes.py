@@ -43,7 +43,7 @@ def arch_list(request: FixRequest) -> list[Edit] | None:
     return edits or None
 
 
-def unsloth_no_deps(request: FixRequest) -> list[Edit] | None:
+def unsloth_no_deps(request: FixRequest) -> list[Edit] | Refused | None:
     """``pip install unsloth ...`` in a Dockerfile stage on an NGC base -> ``pip install --no-deps unsloth ...``
     (NVIDIA's Spark order: the stack comes from the container). Elsewhere the dependencies may be needed."""
     if request.kind != "dockerfile":

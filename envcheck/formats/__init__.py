@@ -1,32 +1,64 @@
-"""Output formats: one module per format, each with ``render(report, verbosity) -> str``. The engine never prints.
+"""Output formats: one module per format, listed once in :data:`FORMATS`. The engine never prints.
 
-:func:`renderer` is the render boundary: every format receives the report after
+A format module has ``render(report, verbosity) -> str | Rendered``: what goes to stdout, or a
+:class:`Rendered` when some findings belong on stderr (the preflight format keeps its ten stdout lines and
+writes the rest there). :func:`renderer` is the render boundary: every format receives the report after
 :func:`envcheck.redaction.clean_report` (secrets masked, control characters escaped), so no format can
-print a credential or let an input start a line of its own.
+print a credential or let an input start a line of its own. The CLI reads ``--format`` choices and help
+from :data:`FORMATS` and writes what the renderer returns; it knows nothing else of any format.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from envcheck.model import Report
 
-FORMATS = ("text", "json", "sarif", "github", "preflight", "snapshot")
+
+@dataclass(frozen=True)
+class Format:
+    """One output format: ``--format NAME`` renders with ``module``'s ``render``."""
+
+    name: str
+    module: str  # importable module path (imported only when the format is used)
+    what: str  # one phrase for --help
 
 
-class Renderer(Protocol):
-    def __call__(self, report: Report, verbosity: int = 0) -> str: ...
+@dataclass(frozen=True)
+class Rendered:
+    """What a format writes: ``stdout`` (the report, or the file ``-o`` writes) and ``stderr`` lines."""
+
+    stdout: str
+    stderr: tuple[str, ...] = ()
+
+
+FORMATS: dict[str, Format] = {f.name: f for f in (
+    Format("text", "envcheck.formats.text_format", "findings per target, for people"),
+    Format("json", "envcheck.formats.json_format", "versioned JSON (report.schema.json)"),
+    Format("sarif", "envcheck.formats.sarif_format", "SARIF 2.1.0 for code scanning"),
+    Format("github", "envcheck.formats.github_format", "GitHub Actions annotations"),
+    Format("preflight", "envcheck.formats.preflight_format", "one line per gotcha, G1..G10 (the original preflight.sh)"),
+    Format("snapshot", "envcheck.formats.snapshot_format", "a snapshot document (envcheck snapshot)"),
+)}
+
+Renderer = Callable[[Report, int], Rendered]
+
+
+def names() -> tuple[str, ...]:
+    """The ``--format`` choices, in table order."""
+    return tuple(FORMATS)
 
 
 def renderer(name: str) -> Renderer:
-    """The ``render`` function of format ``name``."""
+    """Render with format ``name``: the report is cleaned first (:func:`envcheck.redaction.clean_report`)."""
     from envcheck.redaction import clean_report
 
-    module = importlib.import_module(f"envcheck.formats.{name}_format")
-    render: Renderer = module.render
+    render = importlib.import_module(FORMATS[name].module).render
 
-    def safe_render(report: Report, verbosity: int = 0) -> str:
-        return render(clean_report(report), verbosity)
+    def safe_render(report: Report, verbosity: int = 0) -> Rendered:
+        out = render(clean_report(report), verbosity)
+        return out if isinstance(out, Rendered) else Rendered(str(out))
 
     return safe_render

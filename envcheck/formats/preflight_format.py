@@ -2,11 +2,12 @@
 
 ``G<n> <STATUS> <detail>`` with STATUS in PASS/FAIL/WARN/SKIP, and ``G<n> INFO: <readings>`` where a
 gotcha has only raw readings: exactly ten lines on stdout. Findings outside G1..G10 (ARCH, envcheck's own
-ERRORs) are written to stderr, one line each (see :func:`other_lines`); the exit code counts them.
+ERRORs) go to stderr, one line each (see :func:`other_lines`); the exit code counts them.
 """
 
 from __future__ import annotations
 
+from envcheck.formats import Rendered
 from envcheck.model import GOTCHAS, Finding, Report, Status
 
 
@@ -33,15 +34,15 @@ def gotcha_line(gotcha: str, findings: list[Finding]) -> str:
     return f"{gotcha} {worst.value} {detail}"
 
 
-def render(report: Report, verbosity: int = 0) -> str:
-    """Exactly ten lines, G1..G10: what scripts written against the original parse."""
+def render(report: Report, verbosity: int = 0) -> Rendered:
+    """Exactly ten lines, G1..G10, on stdout (what scripts written against the original parse); the rest on stderr."""
     findings = report.findings
     lines = [gotcha_line(g, [f for f in findings if f.gotcha == g]) for g in GOTCHAS]
-    return "\n".join(lines) + "\n"
+    return Rendered("\n".join(lines) + "\n", tuple(other_lines(report)))
 
 
 def other_lines(report: Report) -> list[str]:
-    """Findings outside G1..G10 (ARCH, envcheck's own ERRORs), one line each: the CLI prints them on
+    """Findings outside G1..G10 (ARCH, envcheck's own ERRORs), one line each: they go to
     stderr so that stdout keeps the ten-line contract while nothing is hidden."""
     out = []
     for f in report.findings:

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import struct
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import BinaryIO, Protocol
 
 ELF_MAGIC = b"\x7fELF"
@@ -504,53 +502,6 @@ def ar_members(src: ByteSource, limit: int = 100_000) -> list[ArMember]:
                 raise MalformedBinary(f"ar archive has more than {limit} members", pos)
         pos = next_pos
     return out
-
-
-# ---- sonames and the CUDA major they imply (data: envcheck/knowledge/cuda_sonames.toml) -------------
-
-_HASHED = re.compile(r"^(?P<stem>.+?)[.-][0-9a-f]{8}(?P<rest>\.so(?:\..*)?)$")
-_SONAME = re.compile(r"^(?P<stem>.+?\.so)(?:\.(?P<major>\d+))?")
-
-
-def soname_key(name: str) -> str:
-    """A soname as the data table keys it: auditwheel hash and minor versions stripped.
-
-    ``libcudart.faf08d9a.so.13`` -> ``libcudart.so.13``; ``libcudart.so.11.0`` -> ``libcudart.so.11``.
-    """
-    base = name.rsplit("/", 1)[-1]
-    m = _HASHED.match(base)
-    if m:
-        base = m.group("stem") + m.group("rest")
-    m2 = _SONAME.match(base)
-    if not m2:
-        return base
-    return m2.group("stem") + (f".{m2.group('major')}" if m2.group("major") else "")
-
-
-@lru_cache(maxsize=1)
-def _soname_table() -> tuple[dict[str, tuple[int, ...]], frozenset[str]]:
-    from envcheck import knowledge
-
-    data = knowledge.load("cuda_sonames")
-    libs = {str(row["soname"]): tuple(int(x) for x in row["cuda"]) for row in data.get("library", [])}
-    silent = frozenset(str(row["soname"]) for row in data.get("silent", []))
-    return libs, silent
-
-
-def cuda_majors(soname: str) -> tuple[int, ...] | None:
-    """The CUDA majors that ship this soname (None: it says nothing about the CUDA major)."""
-    return _soname_table()[0].get(soname_key(soname))
-
-
-def is_silent_cuda_soname(soname: str) -> bool:
-    """True for CUDA sonames known to say nothing about the CUDA major (libnccl.so.2, libcudnn.so.9, ...)."""
-    return soname_key(soname) in _soname_table()[1]
-
-
-def implied_cuda_major(sonames: list[str] | tuple[str, ...]) -> int | None:
-    """The CUDA major a set of sonames pins down: the lowest one that a single-major soname names."""
-    majors = [m[0] for s in sonames if (m := cuda_majors(s)) is not None and len(m) == 1]
-    return min(majors) if majors else None
 
 
 # ---- standalone cubins (e_machine 190, EM_CUDA) ---------------------------------------------------------

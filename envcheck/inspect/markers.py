@@ -77,7 +77,8 @@ def _term(node: Any) -> str:
 @lru_cache(maxsize=4096)
 def with_extras(marker: str, active: frozenset[str]) -> bool | str:
     """``marker`` with every ``extra`` comparison decided by the ``active`` extras: True (always holds), False
-    (never), or the rest of the marker as text.
+    (never), or the rest of the marker as text. pylock.toml's ``'x' in extras`` and ``'g' in dependency_groups``
+    are decided the same way, by ``extras:x`` and ``dependency_groups:g`` in ``active``.
 
     uv.lock writes which conflicting extras and groups are selected as ``extra == 'extra-10-spark-proj-cu128'``
     or ``extra == 'group-2-p4-docs'``; these are internal names that must never reach a user, and they are
@@ -123,7 +124,12 @@ def _decide(items: list[Any], active: frozenset[str]) -> bool | str:
 def _decide_term(term: Any, active: frozenset[str]) -> bool | str:
     left, op, right = term
     names = [type(n).__name__ for n in (left, right)]
-    if "Variable" in names and str((left if names[0] == "Variable" else right).value) == "extra" and op.value in ("==", "!="):
+    if "Variable" in names:
+        variable = str((left if names[0] == "Variable" else right).value)
         value = str((right if names[0] == "Variable" else left).value)
-        return bool((value in active) == (op.value == "=="))
+        if variable == "extra" and op.value in ("==", "!="):
+            return bool((value in active) == (op.value == "=="))
+        if variable in ("extras", "dependency_groups") and op.value in ("in", "not in"):
+            # PEP 751 (pylock.toml): 'cu128' in extras, 'dev' in dependency_groups
+            return bool((f"{variable}:{value}" in active) == (op.value == "in"))
     return f"{_term(left)} {op.value} {_term(right)}"

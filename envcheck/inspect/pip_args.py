@@ -231,7 +231,8 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
                     name = re.sub(r"-\d.*$", "", name[: -len(suffix)])
         cname = _REPO_TO_PACKAGE.get(canonical(name), canonical(name))
         return Package(name=cname, url=text, installed=installed, role=role, location=location)
-    if text in (".", "..") or text.startswith(("./", "../", "/")) or text.endswith(("/",)):
+    local = re.sub(r"\[[^\]]*\]$", "", text)  # a local project with extras: `.[cu130]`, `./pkg[train]`
+    if local in (".", "..") or local.startswith(("./", "../", "/")) or local.endswith(("/",)):
         return None
     try:
         req = Requirement(text)
@@ -297,3 +298,20 @@ def _with(pkg: Package, **changes: object) -> Package:
     from dataclasses import replace
 
     return replace(pkg, **changes)  # type: ignore[arg-type]
+
+
+# pip and uv settings that name package indexes, as environment variables (ENV/ARG in a Dockerfile)
+INDEX_VARIABLES = {
+    "PIP_INDEX_URL": IndexOption.INDEX_URL, "PIP_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL, "PIP_FIND_LINKS": IndexOption.FIND_LINKS,
+    "UV_INDEX_URL": IndexOption.INDEX_URL, "UV_DEFAULT_INDEX": IndexOption.INDEX_URL, "UV_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL,
+    "UV_INDEX": IndexOption.EXTRA_INDEX_URL, "UV_TORCH_BACKEND": IndexOption.INDEX_URL,
+}
+NAMED_INDEX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*=(?=[A-Za-z][A-Za-z0-9+.\-]*://)")
+
+
+def index_entries(name: str, value: str) -> list[str]:
+    """The index URLs a pip/uv variable holds: space-separated, ``UV_INDEX``'s ``name=url`` form without the
+    name, and ``UV_TORCH_BACKEND=cu126`` as uv's torch-backend index (read like ``--torch-backend``)."""
+    if name == "UV_TORCH_BACKEND":
+        return [f"uv-torch-backend:{value.strip()}"] if value.strip() else []
+    return [NAMED_INDEX.sub("", entry) for entry in value.split()]

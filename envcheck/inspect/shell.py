@@ -15,6 +15,7 @@ A command in a branch that cannot run is dropped; one whose condition cannot be 
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -64,7 +65,7 @@ class SimpleCommand:
     branch: Branch | None = None  # set when the command runs only under a condition envcheck cannot decide
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a 1 MiB RUN line is hundreds of thousands of words
 class _Word:
     value: str
     start: int
@@ -235,7 +236,9 @@ def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str], keep_e
             value = word if (value or op == "+") else ""
         elif op == ":-" and value == "":
             value = word
-        if keep_empty and value == "" and op is None:
+        # empty by default: `pkg==${V}` must not read as the invalid `pkg==` (nor a lone `$V` as nothing), but
+        # `python${SUFFIX}` is python
+        if keep_empty and value == "" and op is None and (not "".join(buf[-1:]) or buf[-1][-1:] in ("=", "<", ">", "~", "@", "!")):
             buf.append(m.group(0))
             return m.end(), True
         buf.append(value)
@@ -299,13 +302,14 @@ class _Status:
     probe: bool = False  # a test of the build's state (files, command output), not of a setting
 
 
-@dataclass
+@dataclass(slots=True)
 class _Item:
     kind: str  # "op" | "kw" | "cmd"
     value: str
     start: int = 0
     end: int = 0
     detail: str = ""  # a case clause's pattern
+    alternatives: tuple[str, ...] = ()  # the patterns of a case clause (a|b)
 
 
 def _items(tokens: list[_Word], text: str) -> list[_Item]:
@@ -330,9 +334,12 @@ def _items(tokens: list[_Word], text: str) -> list[_Item]:
             k += 1
             if tok.value in ("for", "select", "case"):  # the header up to `do`/`in` is not a command
                 ends = ("in",) if tok.value == "case" else ("do",)
+                head = k
                 while k < n and not tokens[k].operator and not (not tokens[k].quoted and tokens[k].value in ends):
                     k += 1
                 if tok.value == "case":
+                    if k > head:  # the case word's span, read with the variables when the case runs
+                        items[-1].start, items[-1].end = tokens[head].start, tokens[k].start if k < n else len(text)
                     k = _case_patterns(tokens, k + 1, items)
             continue
         if tok.redirect:
@@ -363,7 +370,8 @@ def _case_patterns(tokens: list[_Word], k: int, items: list[_Item]) -> int:
         k += 1
     if k < n:
         pattern = "".join(t.value for t in tokens[start:k]).lstrip("(")
-        items.append(_Item("kw", "pattern", tokens[start].start if start < n else 0, 0, pattern))
+        alternatives = tuple(t.value for t in tokens[start:k] if not t.operator)
+        items.append(_Item("kw", "pattern", tokens[start].start if start < n else 0, 0, pattern, alternatives))
         return k + 1
     return k
 
@@ -513,9 +521,19 @@ class _Parser:
                     self.pos += 1
                 return _Status("AS", "loop")
             if word == "case":
+                head = self.items[self.pos - 1]
+                subject = self.case_subject(head)
+                matched = False
                 while self.at("kw", "pattern"):
                     pattern = self.take()
-                    clause = ctx if ctx is _DEAD else _within(ctx, Branch(f"case ... in {_shorten(pattern.detail)})"))
+                    if ctx is _DEAD:
+                        clause: Branch | None = _DEAD
+                    elif subject is None:
+                        clause = _within(ctx, Branch(f"case ... in {_shorten(pattern.detail)})"))
+                    else:  # the first clause whose pattern matches runs, no other
+                        hit = not matched and any(fnmatch.fnmatchcase(subject, alt) for alt in pattern.alternatives)
+                        matched = matched or hit
+                        clause = ctx if hit else _DEAD
                     self.parse_list(clause, (";;", "esac", "pattern"))
                     self.skip_separators()
                 if self.at("kw", "esac"):
@@ -529,6 +547,15 @@ class _Parser:
             return _Status("T")  # a reserved word out of place: skipped
         finally:
             self.nesting -= 1
+
+    def case_subject(self, head: _Item) -> str | None:
+        """The word a ``case`` matches, when the known variables decide it."""
+        if head.end <= head.start:
+            return None
+        words = [w for w in _tokens(self.text[head.start : head.end], self.env.values, 0, arch=self.arch) if not w.operator]
+        if len(words) != 1 or words[0].unknown:
+            return None
+        return words[0].value
 
     def parse_if(self, ctx: Branch | None) -> _Status:
         cond = self.parse_list(ctx, ("then",))
@@ -691,8 +718,6 @@ def _evaluate_test(words: list[_Word]) -> tuple[bool | None, bool]:
 
 def _compare(left: str, op: str, right: str, pattern: bool) -> bool | None:
     if op in ("=", "==", "!="):
-        import fnmatch
-
         same = fnmatch.fnmatchcase(left, right) if pattern else left == right
         return same if op != "!=" else not same
     try:

@@ -47,6 +47,7 @@ MAX_FALLBACK_BYTES = 64 << 20  # a server that ignores Range: read the whole fil
 BLOCK = 64 << 10
 MAX_READAHEAD = 8 << 20
 CACHE_BYTES = 64 << 20  # blocks a RemoteFile keeps in memory
+MAX_READ_BYTES = 256 << 20  # one read of a remote file (a zip central directory claiming more is refused)
 
 
 class FileProblem(Exception):
@@ -406,6 +407,9 @@ class RemoteFile(io.RawIOBase):
         end = min(self.size, offset + size)
         if end <= offset:
             return b""
+        if end - offset > MAX_READ_BYTES:  # a zip directory or header that claims more is not read
+            raise FileProblem(f"{redact(self.url)}: a read of {end - offset} bytes at {offset} was asked for, more than the "
+                              f"{MAX_READ_BYTES} envcheck reads at once")
         if self._whole is not None:
             return self._whole[offset:end]
         first, last = offset // BLOCK, (end - 1) // BLOCK

@@ -14,6 +14,7 @@ Modules are imported lazily so that ``envcheck requirements.txt`` stays light as
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +51,7 @@ def detect(path: Path) -> str | None:
     """The input kind of ``path`` from its name (the table's name rules, as discovery and the pre-commit
     hooks use them) and, where the name says nothing, its content (magic bytes, then each sniffer)."""
     if path.is_dir():
-        return "folder" if is_environment(path) or not discover(path) else "project"
+        return "folder" if is_environment(path) else "project"
     by_name = kinds.by_file_name(path.name)
     if by_name is not None:
         return by_name.name
@@ -72,38 +73,113 @@ def detect(path: Path) -> str | None:
     return None
 
 
-_SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache", ".ruff_cache", "site-packages", "dist-packages"}
+# Folders discovery never enters, and why (-v lists them).
+_SKIP_DIRS = {
+    ".git": "version control", ".hg": "version control", ".svn": "version control",
+    "node_modules": "node_modules", ".venv": "a virtualenv (by its name)", "venv": "a virtualenv (by its name)",
+    "__pycache__": "a cache", ".tox": "tox environments", ".nox": "nox environments",
+    ".mypy_cache": "a cache", ".ruff_cache": "a cache", ".pytest_cache": "a cache",
+}
+
+
+def environment_reason(folder: Path) -> str | None:
+    """Why ``folder`` holds installed software (a venv, a site-packages, a conda env, a CUDA tree) rather than
+    a project, or None. A project with build leftovers (``*.egg-info``) is a project."""
+    if folder.name in ("site-packages", "dist-packages"):
+        return f"a {folder.name} folder"
+    try:
+        if (folder / "pyvenv.cfg").is_file():
+            return "a virtual environment (pyvenv.cfg)"
+        if (folder / "conda-meta").is_dir():
+            return "a conda environment (conda-meta)"
+        with os.scandir(folder) as it:
+            entries = sorted(e.name for e in it)
+        for name in entries:
+            if name.endswith(".dist-info") and (folder / name / "RECORD").is_file():
+                return f"installed distributions ({name} with RECORD)"
+        lib = folder / "lib"
+        if "lib" in entries and lib.is_dir():
+            with os.scandir(lib) as it:
+                for entry in it:
+                    if entry.name.startswith("python") and (lib / entry.name / "site-packages").is_dir():
+                        return f"a Python installation (lib/{entry.name}/site-packages)"
+        if (folder / "lib64").is_dir() and (folder / "include").is_dir():
+            return "a toolkit tree (lib64 and include, as /usr/local/cuda)"
+    except OSError:
+        return None  # unreadable: discovery reports it when it tries to enter
+    return None
 
 
 def is_environment(folder: Path) -> bool:
     """Does ``folder`` hold installed software (a venv, a site-packages, a CUDA tree) rather than a project?"""
-    if folder.name in ("site-packages", "dist-packages") or (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir():
-        return True
-    try:
-        entries = list(folder.iterdir())
-    except OSError:
-        return False
-    if any(e.name.endswith((".dist-info", ".egg-info")) for e in entries):
-        return True
-    return (folder / "lib64").is_dir() and (folder / "include").is_dir()  # /usr/local/cuda and friends
+    return environment_reason(folder) is not None
 
 
-def discover(folder: Path, depth: int = 3) -> list[tuple[Path, str]]:
-    """Dependency files and recipes in ``folder`` and its subfolders, ``depth`` levels deep (skipping
-    VCS folders and virtual environments): what ``envcheck`` checks in a project folder."""
-    found: list[tuple[Path, str]] = []
-    try:
-        entries = sorted(folder.iterdir())
-    except OSError:
-        return found
-    for entry in entries:
-        if entry.is_dir() and not entry.is_symlink():
-            if depth > 0 and entry.name not in _SKIP_DIRS and not entry.name.startswith(".") and not is_environment(entry):
-                found.extend(discover(entry, depth - 1))
+@dataclass
+class Discovery:
+    """What ``envcheck DIR`` found: input files by kind, what it did not enter (and why), what it could not read."""
+
+    files: list[tuple[Path, str]] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def discover_tree(folder: Path) -> Discovery:
+    """Input files (the kinds table's name rules) in ``folder`` and every folder below it, however deep.
+
+    Not entered: version control and cache folders, ``node_modules``, installed environments (virtualenvs,
+    site-packages, conda envs), symbolic links to folders, and what ``.gitignore`` files exclude (see
+    :class:`envcheck.sources.gitignore.IgnoreRules` for the patterns understood). A folder that cannot be
+    listed is ``unreadable``; the walk goes on with the others.
+    """
+    from envcheck.sources.gitignore import IgnoreRules
+
+    found = Discovery()
+    pending: list[tuple[Path, IgnoreRules]] = [(folder, IgnoreRules.empty().add_file(folder / ".gitignore", folder))]
+    while pending:
+        here, ignores = pending.pop()
+        try:
+            with os.scandir(here) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            found.unreadable.append((here, exc.strerror or str(exc)))
             continue
-        if not entry.is_file():
-            continue
-        row = kinds.by_file_name(entry.name)
-        if row is not None:
-            found.append((entry, row.name))
+        below: list[tuple[Path, IgnoreRules]] = []
+        for entry in entries:
+            path = here / entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_link = entry.is_symlink()
+                if not is_dir and is_link and path.is_dir():
+                    found.skipped.append((path, "a symbolic link to a folder (not followed)"))
+                    continue
+                is_file = not is_dir and entry.is_file()
+            except OSError as exc:
+                found.unreadable.append((path, exc.strerror or str(exc)))
+                continue
+            if is_dir:
+                reason = _SKIP_DIRS.get(entry.name)
+                if reason is None:
+                    pattern = ignores.excluded(path, is_dir=True)
+                    reason = f"excluded by .gitignore ({pattern})" if pattern else environment_reason(path)
+                if reason is not None:
+                    found.skipped.append((path, reason))
+                    continue
+                below.append((path, ignores.add_file(path / ".gitignore", path)))
+                continue
+            row = kinds.by_file_name(entry.name) if is_file else None
+            if row is None:
+                continue
+            pattern = ignores.excluded(path, is_dir=False)
+            if pattern:
+                found.skipped.append((path, f"excluded by .gitignore ({pattern})"))
+                continue
+            found.files.append((path, row.name))
+        pending.extend(reversed(below))
+    found.files.sort(key=lambda item: item[0].parts)
     return found
+
+
+def discover(folder: Path) -> list[tuple[Path, str]]:
+    """Input files in ``folder`` and below, with their kinds: what ``envcheck DIR`` checks (see :func:`discover_tree`)."""
+    return discover_tree(folder).files

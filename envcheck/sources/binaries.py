@@ -20,6 +20,7 @@ import stat
 import struct
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
@@ -39,7 +40,6 @@ from envcheck.inspect.elf import (
     SubSource,
     ar_members,
     cubin_target,
-    implied_cuda_major,
     parse_header,
     read_dynamic,
     read_section_table,
@@ -47,6 +47,7 @@ from envcheck.inspect.elf import (
     section_name_table,
     section_names,
 )
+from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role
 from envcheck.sources import ReadOptions
 
@@ -100,11 +101,15 @@ def describe(
     location: Location,
 ) -> Binary:
     """Assemble a :class:`Binary` from what was read (shared by the file, archive and stream readers)."""
-    entries = [e for c in containers for e in c.entries]
-    sass = fatbin.distinct(e.label for e in entries if e.kind == fatbin.KIND_ELF)
-    ptx = fatbin.distinct(e.label for e in entries if e.kind == fatbin.KIND_PTX)
-    lto = fatbin.distinct(e.label for e in entries if e.kind == fatbin.KIND_LTO)
-    ptx_isa = fatbin.distinct(f"{e.major}.{e.minor}" for e in entries if e.kind == fatbin.KIND_PTX)
+    # One representative entry per distinct image kind (cuFFT has 24,000 single-entry modules): the labels
+    # are a function of (kind, SM, variant), so first appearances keep their order.
+    variant = fatbin.FLAG_ARCH_SPECIFIC | fatbin.FLAG_FAMILY
+    images = dict.fromkeys((e.kind, e.sm, e.flags & variant) for c in containers for e in c.entries)
+    sass = fatbin.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_ELF)
+    ptx = fatbin.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_PTX)
+    lto = fatbin.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_LTO)
+    ptx_isa = fatbin.distinct(f"{v[0]}.{v[1]}" for v in dict.fromkeys((e.major, e.minor) for c in containers for e in c.entries
+                                                                        if e.kind == fatbin.KIND_PTX))
     sections = fatbin.distinct(c.section for c in containers)
     names = [*needed, *([dyn_soname] if dyn_soname else [])]
     # A linked file that registers fatbins but needs no libcudart carries the runtime itself (nvcc's
@@ -371,6 +376,7 @@ def _inside(real: str, root_real: str) -> bool:
 # environment) is never opened; an ELF file with none of these names and no executable bit cannot be
 # loaded by the dynamic linker or run, so it changes nothing on the target machine.
 BINARY_SUFFIXES = (".so", ".a", ".o", ".cubin")
+SCAN_THREADS = 1  # files read at once by a folder scan (more did not help on 2 loaded cores; see BENCHMARKS.md)
 # Names that are source or text whatever their mode (an executable .py is a script): their mode is not
 # even looked at, which saves one stat per file on the 20,000 Python files of a torch environment.
 TEXT_SUFFIXES = (".py", ".pyc", ".pyi", ".pyx", ".pxd", ".h", ".hpp", ".hxx", ".cuh", ".inc", ".c", ".cc", ".cpp",
@@ -531,22 +537,26 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     deep = options.deep_fatbin
     cache = ScanCache(f"folder:{os.path.abspath(root)}:deep={deep}") if options.use_cache else None
     dist_dirs: list[tuple[str, os.stat_result]] = []
-    readings: list[BinaryReading] = []
+    readings: list[BinaryReading | None] = []
+    todo: list[tuple[int, str, os.stat_result]] = []
     outside: list[str] = []
     for path, st in _walk(root, problems, outside, cache):
         if path.endswith(".dist-info/METADATA"):
             dist_dirs.append((os.path.dirname(path), st))
             continue
-        key = (st.st_size, st.st_mtime_ns, st.st_ino)
-        hit = cache.get(path, key) if cache is not None else None
+        hit = cache.get(path, (st.st_size, st.st_mtime_ns, st.st_ino)) if cache is not None else None
         if hit is not None:
             if hit:  # False: cached "not a binary"
                 readings.append(reading_from_cache(hit))
             continue
-        reading = _scan_file(path, st, deep)
-        if cache is not None:
-            cache.put(path, key, reading_to_cache(reading))
-        readings.append(reading)
+        todo.append((len(readings), path, st))
+        readings.append(None)
+    # Headers of several files at once: the reads wait on the disk (cold page cache) without the GIL.
+    with ThreadPoolExecutor(max_workers=max(1, min(SCAN_THREADS, len(todo)))) as pool:
+        for (at, path, st), reading in zip(todo, pool.map(lambda job: _scan_file(job[1], job[2], deep), todo), strict=True):
+            readings[at] = reading
+            if cache is not None:
+                cache.put(path, (st.st_size, st.st_mtime_ns, st.st_ino), reading_to_cache(reading))
     if cache is not None:
         cache.save()
     if outside:
@@ -560,9 +570,10 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
         inv.packages.append(dist.package)
         for f in dist.files:
             owners.setdefault(f, dist.package.name)
-    for reading in readings:
-        problems.extend(reading.problems)
-        b = reading.binary
+    for done in readings:
+        assert done is not None
+        problems.extend(done.problems)
+        b = done.binary
         if b is None:
             continue
         owner = owners.get(b.path) or owners.get(os.path.normpath(b.path))

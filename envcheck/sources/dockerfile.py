@@ -20,7 +20,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envcheck.errors import UsageError
-from envcheck.inspect.base_images import safe_describe
 from envcheck.inspect.dockerfile import (
     Dockerfile,
     DockerfileSyntaxError,
@@ -35,12 +34,18 @@ from envcheck.inspect.dockerfile import (
     walk_stage,
 )
 from envcheck.inspect.image_reference import parse_reference
-from envcheck.inspect.pip_args import InstallParse, parse_install_command
+from envcheck.inspect.pip_args import (
+    INDEX_VARIABLES,
+    NAMED_INDEX,
+    InstallParse,
+    index_entries,
+    parse_install_command,
+)
 from envcheck.inspect.shell import SimpleCommand, split_commands
 from envcheck.inspect.wheel_tags import canonical
+from envcheck.knowledge.base_images import safe_describe
 from envcheck.model import (
     EnvVar,
-    IndexOption,
     InstallCommand,
     Inventory,
     Location,
@@ -81,21 +86,7 @@ _REPO_PACKAGES = {"flash-attention": "flash-attn", "triton": "triton", "xformers
 _TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
 _CMAKE_ARCH_FLAG = re.compile(r"^-D\s*CMAKE_CUDA_ARCHITECTURES(?::[A-Za-z]+)?=(.*)$", re.S)
 # Environment variables that set pip's or uv's default index for every install after them.
-INDEX_VARIABLES = {
-    "PIP_INDEX_URL": IndexOption.INDEX_URL, "PIP_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL, "PIP_FIND_LINKS": IndexOption.FIND_LINKS,
-    "UV_INDEX_URL": IndexOption.INDEX_URL, "UV_DEFAULT_INDEX": IndexOption.INDEX_URL, "UV_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL,
-    "UV_INDEX": IndexOption.EXTRA_INDEX_URL, "UV_TORCH_BACKEND": IndexOption.INDEX_URL,
-}
 _INDEX_VARIABLES = INDEX_VARIABLES
-_NAMED_INDEX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*=(?=[A-Za-z][A-Za-z0-9+.\-]*://)")
-
-
-def index_entries(name: str, value: str) -> list[str]:
-    """The index URLs a pip/uv variable holds: space-separated, ``UV_INDEX``'s ``name=url`` form without the
-    name, and ``UV_TORCH_BACKEND=cu126`` as uv's torch-backend index (read like ``--torch-backend``)."""
-    if name == "UV_TORCH_BACKEND":
-        return [f"uv-torch-backend:{value.strip()}"] if value.strip() else []
-    return [_NAMED_INDEX.sub("", entry) for entry in value.split()]
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -338,9 +329,10 @@ class _Reader:
             for name, option in _INDEX_VARIABLES.items():
                 if name in cmd.env and cmd.env[name] != values.get(name):
                     parsed.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(name, cmd.env[name]))
-            parsed.indexes[:] = [replace(i, url=_NAMED_INDEX.sub("", i.url)) for i in parsed.indexes]  # uv --index name=url
-        if parsed.command.tool in ("pip", "uv") and "." in [w for w in argv if not w.startswith("-")] and _repo_of(files.script.cwd, files.script) is None:
-            self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, None)
+            parsed.indexes[:] = [replace(i, url=NAMED_INDEX.sub("", i.url)) for i in parsed.indexes]  # uv --index name=url
+        if (parsed.command.tool in ("pip", "uv") and any(re.fullmatch(r"\.(\[[^\]]*\])?", w) for w in argv if not w.startswith("-"))
+                and _repo_of(files.script.cwd, files.script) is None):  # `pip install .` or `.[extra,...]`
+            self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, None, argv)
         self._add_install(parsed, cmd, loc, in_image, files, inventory, stage)
 
     def _add_install(self, parsed: InstallParse, cmd: SimpleCommand, loc: Location, in_image: bool,
@@ -381,7 +373,7 @@ class _Reader:
         if found is None:
             return
         try:
-            sub = requirements.read(found, ReadOptions())
+            sub = requirements.read(found, self._text_options())
         except Exception as exc:  # an unreadable included file is a problem at the RUN line
             message = getattr(exc, "message", str(exc))
             inventory.problems.append(ReadProblem(f"cannot read {name} (from {found}): {message}", loc))
@@ -409,7 +401,7 @@ class _Reader:
             path = Path(tmp) / (posixpath.basename(name) or "requirements.txt")
             path.write_text(doc.body, encoding="utf-8")
             try:
-                sub = requirements.read(path, ReadOptions())
+                sub = requirements.read(path, self._text_options())
             except Exception as exc:  # reported at the RUN line; the rest of the Dockerfile is still read
                 inventory.problems.append(ReadProblem(f"cannot read the heredoc {name}: {getattr(exc, 'message', exc)}", loc))
                 return
@@ -427,19 +419,28 @@ class _Reader:
         inventory.indexes.extend(replace(i, location=here(i.location)) for i in sub.indexes)
         inventory.problems.extend(replace(p, location=here(p.location)) for p in sub.problems)
 
+    def _text_options(self) -> ReadOptions:
+        """Options for the requirements, pyproject and lock files a build copies: the user's text-size limit."""
+        limit = self.options.extra.get("max_text_bytes")
+        return ReadOptions(extra={"max_text_bytes": limit} if limit else {})
+
     def _read_project_file(self, name: str, module: str, in_image: bool, files: _ContextFiles, loc: Location, stage: Stage,
-                           inventory: Inventory, cmd: SimpleCommand | None) -> None:
-        """``uv sync`` reads uv.lock, ``pip install .`` reads pyproject.toml, where the build copied them."""
+                           inventory: Inventory, cmd: SimpleCommand | None, argv: list[str] | None = None) -> None:
+        """``uv sync`` reads uv.lock, ``pip install .`` reads pyproject.toml, where the build copied them; the extras
+        and groups the command asks for (``--extra cu130``, ``.[cu130]``) are part of what it installs."""
         import importlib
+
+        from envcheck.scopes import install_scopes, scopes_asked
 
         found = files.resolve(name)
         if found is None:
             return
         try:
-            sub = importlib.import_module(f"envcheck.sources.{module}").read(found, ReadOptions())
+            sub = importlib.import_module(f"envcheck.sources.{module}").read(found, self._text_options())
         except Exception as exc:  # a broken project file is a problem at the RUN line, the rest is still read
             inventory.problems.append(ReadProblem(f"cannot read {name} (from {found}): {getattr(exc, 'message', exc)}", loc))
             return
+        sub = install_scopes(sub, *scopes_asked(list(cmd.argv) if cmd is not None else argv or []))
         role_override = None if in_image else Role.BUILD
         for pkg in sub.packages:
             new_role = role_override if role_override is not None and pkg.role in ("requirement", "lock") else pkg.role

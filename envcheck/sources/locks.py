@@ -60,6 +60,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         return inventory
     lines = _entry_lines(text, "[[packages]]" if style == "pylock" else "[[package]]")
     graph = _Graph(entries) if style == "uv" else None
+    pylock_scopes = _pylock_scopes(data) if style == "pylock" else []
     seen_indexes: set[str] = set()
     names: list[str] = []
     if len(entries) > MAX_PACKAGES:
@@ -88,7 +89,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             placements = graph.placements(number)
         else:
             marker = entry.get("marker")
-            placements = [(None, str(marker) if marker is not None else None)]
+            placements = _pylock_placements(str(marker), pylock_scopes) if marker is not None else [(None, None)]
         wheels = entry.get("wheels") or []
         if not isinstance(wheels, list):
             inventory.problems.append(ReadProblem(f"{name}: wheels must be a list of tables", loc))
@@ -249,6 +250,34 @@ class _Graph:
                 continue
             out.append(i)
         return out
+
+
+def _pylock_scopes(data: dict[str, Any]) -> list[tuple[str | None, frozenset[str]]]:
+    """(scope, what is selected) for a pylock.toml: the default install (its default groups), then each extra
+    and each other dependency group (PEP 751 ``extras``, ``dependency-groups``, ``default-groups``)."""
+    def names(key: str) -> list[str]:
+        value = data.get(key)
+        return [str(v) for v in value if isinstance(v, str)][:_MAX_ROOT_SCOPES] if isinstance(value, list) else []
+
+    defaults = names("default-groups")
+    out: list[tuple[str | None, frozenset[str]]] = [(None, frozenset(f"dependency_groups:{g}" for g in defaults))]
+    out += [(f"extra {e!r}", frozenset({f"extras:{e}", *(f"dependency_groups:{g}" for g in defaults)})) for e in names("extras")]
+    out += [(f"group {g!r}", frozenset({f"dependency_groups:{g}"})) for g in names("dependency-groups") if g not in defaults]
+    return out
+
+
+def _pylock_placements(marker: str, scopes: list[tuple[str | None, frozenset[str]]]) -> list[tuple[str | None, str | None]]:
+    """Where a pylock.toml package is installed: in the default install if its marker can hold there, else in
+    each extra or group whose selection makes it hold; the marker keeps only its platform part."""
+    out: list[tuple[str | None, str | None]] = []
+    for scope, active in scopes:
+        decided = with_extras(marker, active)
+        if decided is False:
+            continue
+        out.append((scope, None if decided is True else decided))
+        if scope is None:
+            break  # in the default install: every scope has it
+    return out or [(None, marker)]  # selected by nothing the lock declares: judged as installed, marker as written
 
 
 def _all_of(markers: frozenset[str]) -> str:

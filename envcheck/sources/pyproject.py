@@ -206,6 +206,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     for group, reqs in groups.items():
         scope = None if group in defaults else f"group {group!r}"
         packages.extend(reader.requirements(("dependency-groups", group), reqs, scope, groups=groups))
+    if "dev-dependencies" in uv:  # uv's older spelling of the dev group
+        scope = None if "dev" in defaults else "group 'dev'"
+        packages.extend(reader.requirements(("tool", "uv", "dev-dependencies"), uv["dev-dependencies"], scope))
     for key in ("constraint-dependencies", "override-dependencies"):  # uv's pins on what others pull in
         packages.extend(reader.requirements(("tool", "uv", key), uv.get(key, []), None, role=Role.CONSTRAINT))
     packages.extend(reader.requirements(("build-system", "requires"), reader.table(data, "build-system").get("requires", []), None, role=Role.BUILD))

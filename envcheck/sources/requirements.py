@@ -200,10 +200,10 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
     if included_from is not None:
         left = includes.max_bytes - includes.bytes
         try:
-            _regular_file(path)
-            if left <= 0:
-                raise InputError(f"{path} was not read: this target's files already reached the {includes.max_bytes}-byte limit "
-                                 "for text inputs (it counts every included file; raise it with --max-text-size)", str(path))
+            size = _regular_file(path)
+            if size > left and includes.bytes > 0:
+                raise InputError(f"{path} was not read: with it, this target's files would pass the {includes.max_bytes}-byte "
+                                 "limit for text inputs (every included file counts; raise it with --max-text-size)", str(path))
             text, problems = read_text_file(path, left)
         except InputError as exc:
             inventory.problems.append(ReadProblem(exc.message, included_from))
@@ -238,16 +238,18 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
             inventory.packages.append(pkg)
 
 
-def _regular_file(path: Path) -> None:
+def _regular_file(path: Path) -> int:
     """Includes must be regular files: ``-r /dev/stdin`` or a FIFO would block forever, ``-r /dev/zero`` never ends.
     (A FIFO given on the command line, such as ``<(pip freeze)``, is read: the user asked for it.)"""
     try:
-        mode = path.stat().st_mode
+        info = path.stat()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}", str(path)) from exc
+    mode = info.st_mode
     if not stat.S_ISREG(mode):
         what = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
         raise InputError(f"{path} is {what}, not a regular file: envcheck reads included files only when they are regular files", str(path))
+    return info.st_size
 
 
 def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inventory: Inventory, role: Role,

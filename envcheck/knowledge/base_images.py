@@ -15,6 +15,7 @@ from typing import Any
 from envcheck import knowledge
 from envcheck.errors import UsageError
 from envcheck.inspect.image_reference import DEFAULT_REGISTRY, parse_reference
+from envcheck.knowledge import release_month
 
 _YYMM = re.compile(r"^(\d{2})\.(\d{2})(?:\.post\d+)?(?:-|$)")
 
@@ -54,11 +55,6 @@ class BaseFacts:
 @lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
     return knowledge.load("ngc_tags")
-
-
-def _yymm(text: str) -> tuple[int, int]:
-    y, m = text.split(".")[:2]
-    return int(y), int(m)
 
 
 def describe(ref: str) -> BaseFacts:
@@ -147,7 +143,7 @@ def _ngc(base: dict[str, Any], repo: str, tag: str | None, table: dict[str, Any]
                 inferred=inferred, source=source,
             )
     first = str(table["first_cuda13_pytorch"])
-    newest: str | None = max((str(r["tag"]) for r in rows), key=_yymm, default=None)
+    newest: str | None = max((str(r["tag"]) for r in rows), key=release_month, default=None)
     if short in table["monthly_release_repos"] and short != "nvidia/pytorch":
         same = next((r for r in table.get("pytorch", []) if r["tag"] == release and r.get("cuda")), None)
         if same is not None:
@@ -156,11 +152,11 @@ def _ngc(base: dict[str, Any], repo: str, tag: str | None, table: dict[str, Any]
             return BaseFacts(**base, family=family, release=release, known=True, cuda=str(same["cuda"]), ngc_torch=ngc_torch,
                              inferred=True, source=f"{table['release_cuda_source']}; {same['source']}", note=note)
     if short in table["monthly_release_repos"] or short in table["built_on_pytorch"] or family == "ngc-vllm":
-        if _yymm(release) < _yymm(first):
+        if release_month(release) < release_month(first):
             note = f"{release} is older than {first}, the first NGC release on CUDA 13, so it is a CUDA 12 (or older) image"
             return BaseFacts(**base, family=family, release=release, cuda="12", ngc_torch=ngc_torch, inferred=True,
                              source=table["first_cuda13_source"], note=note)
-        known_text = f"newer than the newest release envcheck knows ({newest})" if newest and _yymm(release) > _yymm(newest) else "not in the table"
+        known_text = f"newer than the newest release envcheck knows ({newest})" if newest and release_month(release) > release_month(newest) else "not in the table"
         note = (f"{release} is {known_text}; "
                 f"releases from {first} on are CUDA 13, so CUDA 13 is inferred")
         return BaseFacts(**base, family=family, release=release, cuda="13", ngc_torch=ngc_torch, inferred=True,
@@ -183,7 +179,7 @@ def _release_variant(repo: str, tag: str, release: str, table: dict[str, Any]) -
     for variant in table.get("release_variant", []):
         if variant["repo"] == repo and variant["tag_contains"] in tag:
             first = str(variant["first_cuda13"])
-            major = "13" if _yymm(release) >= _yymm(first) else "12"
+            major = "13" if release_month(release) >= release_month(first) else "12"
             note = (f"{variant['tag_contains'].strip('-')} builds of {repo} reach CUDA 13 only at {first}, "
                     f"so {release} is CUDA {major}")
             return {"cuda": major, "inferred": True, "source": str(variant["source"]), "note": note}

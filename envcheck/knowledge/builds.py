@@ -49,8 +49,8 @@ def build_of_version(version: str | None) -> CudaBuild | None:
     local = version.split("+", 1)[1]
     ngc = ngc_release(version)
     if ngc is not None:
-        first = knowledge.load("torch_builds")["ngc"]["first_cuda13_release"]
-        major = 13 if _yymm(ngc) >= _yymm(first) else 12
+        first = knowledge.first_cuda13_ngc_release()
+        major = 13 if knowledge.release_month(ngc) >= knowledge.release_month(first) else 12
         return CudaBuild("cuda", major, f"NGC {ngc}")
     m = _LOCAL_CUDA.search(local)
     if m:
@@ -72,11 +72,6 @@ def ngc_release(version: str | None) -> str | None:
     if not m:
         return None
     return f"{m.group(1)}.{int(m.group(2)):02d}"
-
-
-def _yymm(release: str) -> tuple[int, int]:
-    yy, mm = release.split(".")[:2]
-    return int(yy), int(mm)
 
 
 def build_of_index(url: str) -> CudaBuild | None:
@@ -194,3 +189,8 @@ def requirement_applies(marker: Marker | None, profile: Profile) -> bool:
         return bool(marker.evaluate(env))
     except UndefinedEnvironmentName:
         return True
+
+
+def unsuffixed_distribution(name: str) -> dict[str, Any] | None:
+    """The row of a CUDA toolkit distribution without a -cuXX suffix (``nvidia-cublas``: its release line per CUDA major)."""
+    return _unsuffixed().get(name)

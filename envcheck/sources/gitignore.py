@@ -1,0 +1,142 @@
+"""The ``.gitignore`` patterns that ``envcheck DIR`` honours while it looks for input files.
+
+A subset of git's rules, the common one (gitignore(5)):
+
+- every ``.gitignore`` found on the way down applies to the paths below its folder; a later pattern (and a
+  deeper file) wins over an earlier one;
+- blank lines and ``#`` comments are ignored; ``\\#`` and ``\\!`` start a literal ``#`` / ``!``;
+- ``!pattern`` re-includes what an earlier pattern excluded (not inside an excluded folder: discovery never
+  enters one, as git never does);
+- a trailing ``/`` matches folders only;
+- a pattern with a ``/`` at the start or in the middle is anchored to its ``.gitignore``'s folder; without
+  one it matches a name at any depth;
+- ``*`` and ``?`` match within one path part, ``[abc]`` / ``[!a-z]`` a character class, ``**/`` any number of
+  leading folders, ``/**`` everything inside, ``a/**/b`` zero or more folders in between.
+
+Not read: ``.git/info/exclude``, the global ``core.excludesFile``, and escaped trailing spaces. A
+``.gitignore`` that cannot be read is ignored (its folder is still read).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_BYTES = 1 << 20  # a bigger .gitignore is not read
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One line of a .gitignore, compiled."""
+
+    base: Path  # the folder of the .gitignore
+    text: str  # the line as written (for -v)
+    regex: re.Pattern[str]
+    negate: bool
+    folders_only: bool
+    anchored: bool
+
+
+def _translate(glob: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if glob.startswith("/**", i) and i + 3 == len(glob):
+            out.append("/.*")
+            i += 3
+            continue
+        if glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        ch = glob[i]
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = glob.find("]", i + 2)
+            if end == -1:
+                out.append(re.escape(ch))
+            else:
+                body = glob[i + 1:end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        elif ch == "\\" and i + 1 < len(glob):
+            i += 1
+            out.append(re.escape(glob[i]))
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+def compile_line(line: str, base: Path) -> Pattern | None:
+    """One .gitignore line as a pattern, or None for a blank line or a comment."""
+    text = line.rstrip("\n").rstrip("\r")
+    stripped = text.rstrip(" ")
+    if not stripped or stripped.startswith("#"):
+        return None
+    negate = stripped.startswith("!")
+    body = stripped[1:] if negate else stripped
+    if body.startswith(("\\#", "\\!")):
+        body = body[1:]
+    folders_only = body.endswith("/")
+    body = body.rstrip("/")
+    if not body:
+        return None
+    anchored = "/" in body
+    body = body.lstrip("/")
+    try:
+        regex = re.compile(_translate(body))
+    except re.error:
+        return None  # a malformed character class: git ignores the line too
+    return Pattern(base, stripped, regex, negate, folders_only, anchored)
+
+
+@dataclass(frozen=True)
+class IgnoreRules:
+    """The .gitignore patterns in force for one folder (those of its parents first)."""
+
+    patterns: tuple[Pattern, ...] = ()
+
+    @staticmethod
+    def empty() -> IgnoreRules:
+        """No patterns."""
+        return IgnoreRules()
+
+    def add_file(self, path: Path, base: Path) -> IgnoreRules:
+        """These rules plus the patterns of the .gitignore at ``path`` (if there is a readable one)."""
+        try:
+            with path.open("rb") as fh:
+                data = fh.read(MAX_BYTES + 1)
+        except OSError:
+            return self
+        if len(data) > MAX_BYTES:
+            return self
+        added = [p for line in data.decode("utf-8", "replace").splitlines() if (p := compile_line(line, base))]
+        return IgnoreRules(self.patterns + tuple(added)) if added else self
+
+    def excluded(self, path: Path, is_dir: bool) -> str | None:
+        """The pattern that excludes ``path`` (the last one that matches decides), or None."""
+        verdict: Pattern | None = None
+        for pattern in self.patterns:
+            if pattern.folders_only and not is_dir:
+                continue
+            try:
+                rel = path.relative_to(pattern.base).as_posix()
+            except ValueError:
+                continue
+            subject = rel if pattern.anchored else rel.rsplit("/", 1)[-1]
+            if pattern.regex.fullmatch(subject):
+                verdict = pattern
+        if verdict is None or verdict.negate:
+            return None
+        return verdict.text
