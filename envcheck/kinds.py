@@ -123,10 +123,11 @@ def path_kinds() -> list[str]:
     return [k.name for k in KINDS if k.path]
 
 
-def by_file_name(name: str) -> InputKind | None:
-    """The kind a file called ``name`` has by its name alone (the first row that matches), or None."""
+def by_file_name(name: str, discovering: bool = False) -> InputKind | None:
+    """The kind a file called ``name`` has by its name alone (the first row that matches), or None;
+    ``discovering``: only kinds that folder discovery picks up."""
     for kind in KINDS:
-        if kind.discover and kind.matches_name(name):
+        if (kind.discover or not discovering) and kind.matches_name(name):
             return kind
     return None
 

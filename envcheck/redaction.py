@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import re
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 MASK = "***"
 
@@ -80,11 +81,16 @@ def redact(text: str) -> str:
     """``text`` with URL credentials, secret query parameters, auth headers and secret variable values masked."""
     if not text:
         return text
-    text = _URL_USERINFO.sub(lambda m: m.group("scheme") + MASK + "@", text)
-    if "=" in text or ":" in text or " " in text:
+    # Each pattern needs a character most strings (sonames, versions, rule ids) lack: test that first.
+    if "@" in text:
+        text = _URL_USERINFO.sub(lambda m: m.group("scheme") + MASK + "@", text)
+    if "=" in text:
         text = _QUERY_SECRET.sub(_query_secret, text)
+    if ":" in text or "earer" in text:
         text = _AUTH_HEADER.sub(lambda m: m.group("lead") + MASK, text)
+    if "=" in text or ":" in text:
         text = _ASSIGNMENT.sub(_assignment, text)
+    if "ENV" in text:
         text = _ENV_OLD_FORM.sub(lambda m: m.group("lead") + m.group("name") + m.group("sep") + MASK
                                  if is_secret_name(m.group("name")) else m.group(0), text)
     return text
@@ -104,6 +110,7 @@ def escape_controls(text: str) -> str:
     return _CONTROL.sub(_visible, text) if text else text
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def clean(text: str) -> str:
     """Redacted and escaped: safe to write anywhere (a terminal, a CI log, a file)."""
     return escape_controls(redact(text))
@@ -117,30 +124,48 @@ def clean_value(value: T, secret: bool = False, escape: bool = True) -> T:
     redacted with ``escape=False``, for data envcheck reads back, such as cache entries).
 
     Mapping entries and dataclass fields named like secrets (an ``EnvVar`` ``HF_TOKEN``, an evidence key
-    ``password``) have their string values replaced by ``***`` entirely.
+    ``password``) have their string values replaced by ``***`` entirely. Objects with nothing to change
+    are returned as they are (a whole-environment report holds tens of thousands).
     """
-    result: Any
-    if isinstance(value, str):
-        result = MASK if secret and value else clean(value) if escape else redact(value)
-    elif value is None or isinstance(value, (bool, int, float, enum.Enum, bytes)):
-        result = value
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        secret_fields = _secret_fields(value)
-        changes = {f.name: clean_value(getattr(value, f.name), f.name in secret_fields, escape)
-                   for f in dataclasses.fields(value) if f.init}
-        result = dataclasses.replace(value, **changes)
-    elif isinstance(value, Mapping):
-        result = {clean_value(k, False, escape): clean_value(v, secret or (isinstance(k, str) and is_secret_name(k)), escape)
-                  for k, v in value.items()}
-    elif isinstance(value, tuple):
-        result = tuple(clean_value(v, secret, escape) for v in value)
-    elif isinstance(value, list):
-        result = [clean_value(v, secret, escape) for v in value]
-    elif isinstance(value, (set, frozenset)):
-        result = type(value)(clean_value(v, secret, escape) for v in value)
-    else:
-        result = value
-    return result  # type: ignore[no-any-return]
+    return cast(T, _clean_any(value, secret, escape))
+
+
+def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
+    kind: Any = type(value)
+    if kind is str:
+        return (MASK if value else value) if secret else clean(value) if escape else redact(value)
+    if value is None or kind in _PLAIN or isinstance(value, enum.Enum):
+        return value
+    if kind is tuple or kind is list:
+        items = [clean(v) if type(v) is str and escape and not secret else _clean_any(v, secret, escape) for v in value]
+        return kind(items) if items != list(value) else value
+    if kind is dict or isinstance(value, Mapping):
+        return {_clean_any(k, False, escape): _clean_any(v, secret or (type(k) is str and is_secret_name(k)), escape)
+                for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return kind(_clean_any(v, secret, escape) for v in value)
+    names = _FIELDS.get(kind)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(value) if f.init) if dataclasses.is_dataclass(value) else ()
+        _FIELDS[kind] = names
+    if not names:
+        return value
+    secret_fields = _secret_fields(value)
+    changes = {}
+    for name in names:
+        old = getattr(value, name)
+        if old is None:
+            continue
+        # strings inline (most fields): no call
+        new = clean(old) if type(old) is str and escape and name not in secret_fields else \
+            _clean_any(old, name in secret_fields, escape)
+        if new is not old and new != old:
+            changes[name] = new
+    return dataclasses.replace(value, **changes) if changes else value
+
+
+_PLAIN = frozenset({bool, int, float, bytes})
+_FIELDS: dict[type, tuple[str, ...]] = {}  # the init fields of each dataclass seen (none: not a dataclass)
 
 
 def _secret_fields(obj: Any) -> set[str]:

@@ -42,9 +42,8 @@ from typing import Any
 from packaging import tags as ptags
 
 from envcheck.cache import binary_from_json, cache_dir, touch
+from envcheck.config import child_environment, env
 from envcheck.errors import InputError, ServiceError
-from envcheck.inspect import wheelzip
-from envcheck.inspect.elf import ELF_MAGIC, FileSource, MalformedBinary
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.model import (
     Binary,
@@ -61,7 +60,6 @@ from envcheck.model import (
 )
 from envcheck.profile import Profile
 from envcheck.services.package_index import FileProblem, IndexClient, RemoteFile, redact
-from envcheck.sources.binaries import read_binary
 
 FACTS_FORMAT = 1
 MAX_MEMBER_BYTES = 1 << 30  # an ELF member bigger than this (inflated) is not read: its facts come from the table
@@ -235,14 +233,14 @@ def find_uv(settings: ResolveSettings) -> str:
 def _pip_config_args(settings: ResolveSettings) -> list[str]:
     """Index options: the command line's first, else the user's pip environment (uv reads its own UV_* itself)."""
     args: list[str] = []
-    index = settings.index_url or (None if os.environ.get("UV_INDEX_URL") or os.environ.get("UV_DEFAULT_INDEX") else os.environ.get("PIP_INDEX_URL"))
+    index = settings.index_url or (None if env("UV_INDEX_URL") or env("UV_DEFAULT_INDEX") else env("PIP_INDEX_URL"))
     if index:
         args += ["--index-url", index]
-    extras = list(settings.extra_index_urls) or ([] if os.environ.get("UV_EXTRA_INDEX_URL") or os.environ.get("UV_INDEX") else
-                                                (os.environ.get("PIP_EXTRA_INDEX_URL") or "").split())
+    extras = list(settings.extra_index_urls) or ([] if env("UV_EXTRA_INDEX_URL") or env("UV_INDEX") else
+                                                (env("PIP_EXTRA_INDEX_URL") or "").split())
     for url in extras:
         args += ["--extra-index-url", url]
-    links = list(settings.find_links) or ([] if os.environ.get("UV_FIND_LINKS") else (os.environ.get("PIP_FIND_LINKS") or "").split())
+    links = list(settings.find_links) or ([] if env("UV_FIND_LINKS") else (env("PIP_FIND_LINKS") or "").split())
     for link in links:
         args += ["--find-links", link]
     return args
@@ -265,10 +263,10 @@ def uv_compile(path: Path, profile: Profile, settings: ResolveSettings, python: 
             cmd.append("--no-deps")
         if settings.offline:
             cmd.append("--offline")
-        env = dict(os.environ, NO_COLOR="1", UV_NO_PROGRESS="1")
+        child_env = child_environment(NO_COLOR="1", UV_NO_PROGRESS="1")
         try:
             proc = subprocess.run(cmd, cwd=cwd or path.resolve().parent, capture_output=True, text=True, timeout=UV_TIMEOUT,
-                                  env=env, stdin=subprocess.DEVNULL)
+                                  env=child_env, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise ServiceError(f"{user_file}: uv did not finish resolving within {UV_TIMEOUT:g} s") from None
         except OSError as exc:
@@ -376,14 +374,11 @@ def _requirement_line(pkg: Package) -> str:
 # ------------------------------------------------------------------------------ Dockerfile installs
 
 def dockerfile_installs(declared: Inventory) -> list[tuple[InstallCommand, list[str]]]:
-    """The ``pip``/``uv pip`` installs of a Dockerfile as requirements lines (index options of the same command
-    first). Stages built on an NGC image are left out: pip there starts from the image's own packages, which a
-    resolution from scratch would not see."""
-    ngc_stages = {st for img in declared.images if img.ref.startswith("nvcr.io/nvidia/") for st in (img.stages or (img.stage,)) if st}
+    """The ``pip``/``uv pip`` installs of a Dockerfile as requirements lines (index options of the same command first)."""
     out = []
     for install in declared.installs:
         loc = install.location
-        if install.tool not in ("pip", "uv") or loc is None or not install.packages or loc.stage in ngc_stages:
+        if install.tool not in ("pip", "uv") or loc is None or not install.packages:
             continue
         lines = _index_lines(declared.indexes, loc)
         for pkg in declared.packages:
@@ -393,6 +388,76 @@ def dockerfile_installs(declared: Inventory) -> list[tuple[InstallCommand, list[
         if any(not line.startswith("--") for line in lines):
             out.append((install, lines))
     return out
+
+
+def _shipped_packages(declared: Inventory, install: InstallCommand) -> dict[str, Package]:
+    """What the install's stage already has (an NGC image's torch, triton, flash-attn ...), by name."""
+    stage = install.location.stage if install.location else None
+    return {p.name: p for p in declared.packages
+            if p.installed and p.version and p.location is not None and p.location.stage == stage}
+
+
+def _keep_shipped(found: list[Chosen], shipped: dict[str, Package], lines: list[str], profile: Profile,
+                  client: IndexClient, settings: ResolveSettings) -> list[Chosen]:
+    """The resolution of an install on a base that already has ``shipped`` packages, as pip does it: a shipped
+    version that satisfies every requirement on it (the command's own and the Requires-Dist of what is installed)
+    stays, and what only it would have pulled in is not installed. A resolution from scratch would report PyPI's
+    torch and its CUDA wheels where pip keeps NGC's torch."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    from envcheck.knowledge.builds import requirement_applies
+
+    by_name = {c.name: c for c in found}
+
+    def requires_of(name: str) -> list[Requirement]:
+        item = by_name.get(name)
+        if item is None or item.kind != "wheel":
+            return []
+        try:
+            facts = facts_of(item, client, settings)
+        except (FileProblem, ServiceError):
+            return []
+        out = []
+        for line in facts.requires or ():
+            with contextlib.suppress(InvalidRequirement):
+                req = Requirement(line)
+                if req.marker is None or ("extra" not in str(req.marker) and requirement_applies(req.marker, profile)):
+                    out.append(req)
+        return out
+
+    roots = []
+    for line in lines:
+        if not line.startswith("-"):
+            with contextlib.suppress(InvalidRequirement):
+                roots.append(Requirement(line))
+    replaced: set[str] = set()
+    for _round in range(8):
+        specs: dict[str, list[Requirement]] = {}
+        seen: set[str] = set()
+        todo = list(roots)
+        while todo:
+            req = todo.pop()
+            name = canonical(req.name)
+            specs.setdefault(name, []).append(req)
+            if name in seen or name not in by_name:
+                continue
+            seen.add(name)
+            if name in shipped and name not in replaced:
+                continue  # kept from the image (decided below): what it needs is already there
+            todo.extend(requires_of(name))
+        newly = set()
+        for name in seen & set(shipped) - replaced:
+            try:
+                have = Version(str(shipped[name].version))
+            except InvalidVersion:
+                continue
+            if not all(r.specifier.contains(have, prereleases=True) for r in specs.get(name, [])):
+                newly.add(name)
+        if not newly:
+            return [c for c in found if c.name in seen and (c.name not in shipped or c.name in replaced)]
+        replaced |= newly
+    return found
 
 
 def _resolve_lines(lines: list[str], install: InstallCommand, profile: Profile, settings: ResolveSettings,
@@ -425,7 +490,7 @@ def _resolution_key(path: Path, declared: Inventory, profile: Profile, settings:
     facts = [[p.name, p.specifier, p.marker, p.url, p.role] for p in declared.packages]
     facts += [[i.url, i.option] for i in declared.indexes]
     digest.update(json.dumps([facts, uv_platform(profile), python, no_deps, _pip_config_args(settings), settings.offline,
-                              os.environ.get("UV_INDEX_URL"), os.environ.get("UV_EXTRA_INDEX_URL")], default=str).encode())
+                              env("UV_INDEX_URL"), env("UV_EXTRA_INDEX_URL")], default=str).encode())
     return digest.hexdigest()
 
 
@@ -462,7 +527,7 @@ def _store_resolution(key: str, chosen: list[Chosen], conflict: str) -> None:
 
 def _env_hours(name: str, default: float) -> float:
     try:
-        value = float(os.environ.get(name, ""))
+        value = float(env(name) or "")
     except ValueError:
         return default
     return value if value >= 0 else default
@@ -523,8 +588,11 @@ def _may_be_binary(info: zipfile.ZipInfo) -> bool:
     return ".so" in base or base.endswith((".a", ".cubin", ".node")) or "/bin/" in name or "/scripts/" in name or "." not in base
 
 
-def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: str | None, offline: bool = False) -> FileFacts:
+def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: str | None) -> FileFacts:
     """Facts of a wheel on an index: metadata (PEP 658 first), then its binaries by range requests."""
+    from envcheck.inspect import wheelzip  # the binary readers load only when a file is really read
+    from envcheck.inspect.elf import MalformedBinary
+
     facts = FileFacts()
     start = client.traffic.bytes
     parsed = parse_wheel_name(url)
@@ -578,6 +646,10 @@ def _requires_of(meta: bytes) -> tuple[str, ...]:
 
 def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo) -> tuple[Binary | None, list[str]]:
     """One member read as a binary: stored ones in place by range reads, deflated ones inflated from the start."""
+    from envcheck.inspect import wheelzip
+    from envcheck.inspect.elf import ELF_MAGIC, FileSource
+    from envcheck.sources.binaries import read_binary
+
     if info.compress_type == zipfile.ZIP_STORED:
         base = wheelzip.data_offset(remote, info)
         src = _RemoteWindow(remote, base, info.file_size)
@@ -607,6 +679,8 @@ class _RemoteWindow:
         self.bytes_read = 0
 
     def read_at(self, offset: int, size: int) -> bytes:
+        from envcheck.inspect.elf import MalformedBinary
+
         if offset < 0 or size < 0 or offset + size > self.size:
             raise MalformedBinary(f"read of {size} bytes at {offset:#x} runs past the end ({self.size} bytes)", offset)
         data = self.remote.read_at(self.base + offset, size)
@@ -616,9 +690,14 @@ class _RemoteWindow:
         return data
 
 
+_READ_THIS_RUN: dict[str, FileFacts] = {}  # a file read twice in one run (a Dockerfile's installs) is read once
+
+
 def facts_of(chosen: Chosen, client: IndexClient, settings: ResolveSettings) -> FileFacts:
     """Facts of a chosen wheel: cache, then the shipped table, then the index (unless offline)."""
     sha = (chosen.sha256 or "").lower() or None
+    if sha and sha in _READ_THIS_RUN:
+        return _READ_THIS_RUN[sha]
     if sha and settings.use_cache:
         hit = cached_facts(sha)
         if hit is not None:
@@ -634,6 +713,9 @@ def facts_of(chosen: Chosen, client: IndexClient, settings: ResolveSettings) -> 
     facts = read_remote_wheel(client, chosen.url, chosen.size, sha)
     if facts.complete and sha and settings.use_cache:
         store_facts(sha, facts)
+    if sha:
+        # a second look in this run reads nothing more
+        _READ_THIS_RUN[sha] = FileFacts(facts.requires, facts.tags, facts.binaries, facts.problems, [*facts.sources], 0, True)
     return facts
 
 
@@ -648,6 +730,14 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
     started = time.monotonic()
     if kind in ("pylock", "uv-lock"):
         chosen = _lock_choices(path, profile, python)
+        # What the default install puts on the target: entries whose markers exclude linux/aarch64 (another
+        # fork of a uv.lock, a pylock marker) or that only an extra or a group installs are not judged here.
+        from envcheck.knowledge.builds import installs_on
+
+        locked = [p for p in declared.packages if p.role == Role.LOCK]
+        wanted = {(p.name, p.version) for p in locked if p.scope is None and installs_on(p, profile)}
+        known = {(p.name, p.version) for p in locked}
+        chosen = [c for c in chosen if (c.name, c.version) in wanted or (c.name, c.version) not in known]
     elif kind in ("requirements", "freeze", "pyproject"):
         freeze = kind == "freeze" or declared.context == "installed"
         key = _resolution_key(path, declared, profile, settings, python, freeze)
@@ -675,6 +765,9 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
                 message = re.sub(r"^\S*requirements\.txt", where, exc.message)
                 inventory.problems.append(ReadProblem(redact_text(message), install.location, service=isinstance(exc, ServiceError)))
                 continue
+            shipped = _shipped_packages(declared, install)
+            if shipped and found:
+                found = _keep_shipped(found, shipped, requirements, profile, client, settings)
             if conflict and not found:
                 inventory.resolved.append(ResolvedFile(path.name, None, "conflict", reason=redact_text(conflict_pair(conflict)),
                                                        sources=("resolver",), location=install.location))

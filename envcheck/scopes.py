@@ -91,7 +91,8 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
         label = " + ".join(group) if len(group) <= 3 else f"{', '.join(group[:3])} and {len(group) - 3} more scopes"
         for finding in run_checks(in_scope(inventory, group, installs)):
             key = _key(finding)
-            if key in known or (finding.location is None and finding.status in (Status.PASS, Status.INFO, Status.SKIP)):
+            softened = (*key[:3], Status.WARN.value) if finding.status is Status.FAIL else key
+            if key in known or softened in known or (finding.location is None and finding.status in (Status.PASS, Status.INFO, Status.SKIP)):
                 continue
             labels = [label]
             if len(group) > 1:  # judged together: name the scopes that put something where the finding points

@@ -214,4 +214,9 @@ def standard_index() -> PackageIndex:
     # A conflict in metadata: alpha 1.0 needs beta==1.0.
     index.add("alpha", build_wheel("alpha", "1.0", ("beta==1.0",), tag="py3-none-any"))
     index.add("beta", build_wheel("beta", "1.0", tag="py3-none-any"), build_wheel("beta", "2.0", tag="py3-none-any"))
+    # A stand-in torch (pure Python) and packages that need it loosely or exactly (NGC stages keep or replace theirs).
+    index.add("torch", build_wheel("torch", "2.14.1", ("fakedep>=1",), tag="py3-none-any"))
+    index.add("fakedep", build_wheel("fakedep", "1.0", tag="py3-none-any"))
+    index.add("needs-torch", build_wheel("needs-torch", "1.0", ("torch>=2.0",), tag="py3-none-any"))
+    index.add("pins-torch", build_wheel("pins-torch", "1.0", ("torch==2.14.1",), tag="py3-none-any"))
     return index

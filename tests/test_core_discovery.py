@@ -186,3 +186,26 @@ def test_an_unreadable_subfolder_is_one_error_and_the_rest_is_checked(tmp_path: 
     errors = [f for f in found[str(locked)] if f["status"] == "ERROR"]
     assert len(errors) == 1 and "cannot read this folder" in errors[0]["message"]
     assert any(f["rule"] == "G1-cuda12-local-version" for f in found[str(project / "requirements.txt")])
+
+
+def test_odd_names_are_found_and_shown_safely(tmp_path: Path) -> None:
+    """A name that is not UTF-8 is still discovered and judged; a skipped name with a newline is escaped."""
+    project = tmp_path / "odd"
+    project.mkdir()
+    with open(os.path.join(os.fsencode(project), b"requirements-\xff.txt"), "wb") as fh:
+        fh.write(CUDA12_REQS.encode())
+    (project / ".gitignore").write_text("bad*\n", encoding="utf-8")
+    (project / "bad\nname").mkdir()
+    proc = run_envcheck("-v", "--format", "json", str(project))
+    assert proc.returncode == 1, proc.stderr
+    findings = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"]]
+    assert any(f["rule"] == "G1-cuda12-local-version" for f in findings)
+    skipped = [line for line in proc.stderr.splitlines() if line.startswith("envcheck: skipped")]
+    assert skipped == [f"envcheck: skipped {project}/bad\\nname: excluded by .gitignore (bad*)"]
+
+
+def test_snapshot_of_a_folder_of_binaries(fixtures_dir: Path, tmp_path: Path) -> None:
+    """`envcheck snapshot DIR` shares the rule: no input file -> the folder's binaries; nothing -> exit 2."""
+    assert run_envcheck("snapshot", str(fixtures_dir / "binaries"), "-o", str(tmp_path / "s.json")).returncode == 0
+    (tmp_path / "empty").mkdir()
+    assert run_envcheck("snapshot", str(tmp_path / "empty"), "-o", str(tmp_path / "e.json")).returncode == 2

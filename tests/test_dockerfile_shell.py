@@ -339,3 +339,15 @@ def test_branch_and_fallback_reach_every_format() -> None:
     assert fallback[0]["location"]["fallback"] is True and "fallback" in fallback[0]["message"]
     sarif = json.loads(run_envcheck("-f", "sarif", "--fail-on", "never", str(recipe)).stdout)
     assert all(r["level"] != "error" for r in sarif["runs"][0]["results"])
+
+
+def test_a_variable_set_from_a_command_is_unknown_and_a_probe() -> None:
+    text = ('WHEEL=$(ls /wheels/flash_attn*aarch64*.whl 2>/dev/null || true); '
+            'if [ -n "$WHEEL" ]; then pip install "$WHEEL"; else TORCH_CUDA_ARCH_LIST=12.1 pip install flash-attn==2.8.3; fi; '
+            'MODE=$(cat /mode); [ "$MODE" = gpu ] && pip install a; X=${EMPTY}; [ -z "$X" ] && pip install b')
+    got = {c.argv[-1]: c.branch for c in split_commands(text, {"EMPTY": ""}) if c.argv[:2] == ("pip", "install")}
+    assert got["$WHEEL"] is not None and not got["$WHEEL"].fallback  # runs only if the wheel is there
+    build = got["flash-attn==2.8.3"]
+    assert build is not None and build.fallback  # the source build when no wheel was found
+    assert got["a"] is not None and not got["a"].fallback  # undecidable, on the main side of its test
+    assert got["b"] is None  # X is known to be empty

@@ -308,11 +308,12 @@ def test_dockerfile_pip_installs_are_resolved_per_run_line(tmp_path: Path, uv_ca
             "RUN pip install cuda12ext==1.0\n"
             "RUN pip install alpha==1.0 beta==2.0\n"
             "FROM nvcr.io/nvidia/pytorch:25.11-py3 AS ngc\n"
-            "RUN pip install sm80ext==1.0\n")
+            "RUN pip install needs-torch==1.0\n")
     _, target, _ = _resolve(tmp_path, uv_cache, index.url, text, name="Dockerfile")
     files = _resolved(target)
     assert files["cuda12ext"]["location"]["line"] == 2
-    assert "sm80ext" not in files  # an NGC stage starts from the image's own packages: not resolved from scratch
+    # NGC's torch 2.10.0a0 satisfies torch>=2.0: pip keeps it, so neither PyPI's torch nor what it pulls is installed
+    assert "needs-torch" in files and "torch" not in files and "fakedep" not in files
     g1 = [f for f in _findings(target, "G1-binary-soname") if f["status"] == "FAIL"]
     assert g1 and g1[0]["location"]["member"] == "cuda12ext/_C.so"
     conflict = _findings(target, "G9-resolve-conflict")
@@ -357,3 +358,26 @@ def test_a_file_that_is_not_a_wheel_is_an_error_naming_it(tmp_path: Path, uv_cac
         assert code == 2 and any("not a readable wheel" in m and bogus.filename in m for m in errors), errors
         assert _resolved(target)["cleanext"]["sources"][-1] == "range read"  # the other file is still read
         assert "Traceback" not in out
+
+
+def test_ngc_stage_install_that_replaces_the_image_torch(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
+    text = "FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install pins-torch==1.0\n"
+    _, target, _ = _resolve(tmp_path, uv_cache, index.url, text, name="Dockerfile")
+    files = _resolved(target)
+    assert files["torch"]["version"] == "2.14.1" and "fakedep" in files  # pip replaces NGC's torch, with its dependencies
+    replaced = [f for f in _findings(target, "G9-ngc-torch-replaced") if f["status"] == "FAIL"]
+    assert replaced and any("pins-torch" in f["message"] for f in replaced), target["findings"]
+
+
+def test_resolve_options_without_resolve_are_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("numpy==2.3.0\n")
+    proc = run_envcheck("--offline", str(tmp_path / "requirements.txt"))
+    assert proc.returncode == 2 and "go with --resolve" in proc.stderr
+
+
+def test_lock_entries_for_other_platforms_are_not_judged(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
+    text = _pylock(index, "winonly-1.0-py3-none-win_amd64.whl").replace('version = "1.0"\n', 'version = "1.0"\nmarker = "sys_platform == \'win32\'"\n')
+    _, target, _ = _resolve(tmp_path, uv_cache, index.url, text, name="pylock.toml")
+    assert "winonly" not in _resolved(target) and not [f for f in _findings(target, "ARCH-resolve-no-file") if f["status"] == "FAIL"]
+    proc = run_envcheck("--resolve", "--python-version", "twelve", str(tmp_path / "pylock.toml"))
+    assert proc.returncode == 2 and "--python-version" in proc.stderr

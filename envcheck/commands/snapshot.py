@@ -123,8 +123,8 @@ def _path_targets(path: Path, options: LiveOptions) -> list[engine.Target]:
     kind = options.kind or sources.detect(path)
     if kind == "project":
         found = sources.discover(path)
-        if not found:
-            raise UsageError(f"{path}: nothing to read (no requirements*.txt, pyproject.toml, lock file, Dockerfile or wheel)")
+        if not found:  # no input file: a folder of binaries, or nothing to check (an ERROR, exit 2)
+            return [engine.Target(str(path), "folder", lambda: sources.read_bare_folder(path, read_options))]
         return [_file_target(p, k, read_options) for p, k in found]
     if kind is None:
         raise UsageError(f"{path}: cannot tell what kind of input this is; pass --kind")

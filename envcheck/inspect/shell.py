@@ -27,6 +27,7 @@ _WRAPPERS = frozenset({"sudo", "time", "exec", "nohup", "command", "builtin", "x
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
 _PLAIN = re.compile(r"[^\s\\'\"$#<>&|;()]+")
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_AFTER_VERSION_OPERATOR = ("==", ">=", "<=", "~=", "!=", "<", ">", "@")
 # `$(uname -m)` and friends, answered from the build platform's architecture (arm64, amd64) when it is given.
 _ARCH_PROBES = {"uname -m": {"arm64": "aarch64", "amd64": "x86_64"}, "arch": {"arm64": "aarch64", "amd64": "x86_64"},
                 "dpkg --print-architecture": {"arm64": "arm64", "amd64": "amd64"}}
@@ -238,7 +239,7 @@ def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str], keep_e
             value = word
         # empty by default: `pkg==${V}` must not read as the invalid `pkg==` (nor a lone `$V` as nothing), but
         # `python${SUFFIX}` is python
-        if keep_empty and value == "" and op is None and (not "".join(buf[-1:]) or buf[-1][-1:] in ("=", "<", ">", "~", "@", "!")):
+        if keep_empty and value == "" and op is None and (not any(buf) or "".join(buf[-3:]).endswith(_AFTER_VERSION_OPERATOR)):
             buf.append(m.group(0))
             return m.end(), True
         buf.append(value)
@@ -351,7 +352,8 @@ def _items(tokens: list[_Word], text: str) -> list[_Item]:
             k = min(k + 1, n)
         while k < n and not tokens[k].operator:
             k += 1
-        items.append(_Item("cmd", "", tok.start, tokens[k].start if k < n else len(text)))
+        # value: the first word as written (a test, true, a probe ...); detail "q" when it was quoted
+        items.append(_Item("cmd", tok.value, tok.start, tokens[k].start if k < n else len(text), "q" if tok.quoted else ""))
         at_start = False
     return items
 
@@ -582,19 +584,19 @@ class _Parser:
         self.budget[0] -= len(segment)
         if self.budget[0] < 0:
             return _Status("AS")
-        raw = _tokens(segment, {}, 0)
-        head = raw[0].value if raw else ""
+        head = item.value
         written = " ".join(segment.split())
-        if head in ("[", "[[", "test") and raw and not raw[0].quoted:
+        if head in ("[", "[[", "test") and not item.detail:
             words = [w for w in _tokens(segment, self.env.values, 0, arch=self.arch) if not w.redirect]
             value, probe = _evaluate_test(words)
+            probe = probe or any(re.search(rf"\$\{{?{re.escape(name)}\b", segment) for name in self.env.probes)
             status = _Status({True: "T", False: "F", None: "U"}[value], written, probe)
         elif head in ("true", ":"):
             status = _Status("T", written)
         elif head == "false":
             status = _Status("F", written)
         else:
-            probe = bool(raw) and raw[0].value.rsplit("/", 1)[-1] in ("ls", "test", "command", "which", "find", "grep", "compgen", "stat")
+            probe = head.rsplit("/", 1)[-1] in ("ls", "test", "command", "which", "find", "grep", "compgen", "stat")
             status = _Status("AS", written, probe)
         if ctx is _DEAD:
             return status
@@ -746,19 +748,22 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
     if words[0].value in ("for", "case", "select", "function") and not words[0].quoted:
         return
     assignments: list[tuple[str, str]] = []
+    unknown: set[str] = set()  # WHEEL=$(ls ...): a value only the build knows
     while words and (m := _ASSIGN.match(words[0].value)) and not words[0].value.startswith("="):
         assignments.append((m.group(1), m.group(2)))
+        if words[0].unknown:
+            unknown.add(m.group(1))
         words = words[1:]
     if not words:
         for name, value in assignments:  # plain assignment: visible to later commands in this script
-            env.set(name, value)
+            env.set(name, value, known=name not in unknown)
         return
     head = words[0].value
     if head == "export" and not words[0].quoted:
         for word in words[1:]:
             m = _ASSIGN.match(word.value)
             if m:
-                env.set(m.group(1), m.group(2))
+                env.set(m.group(1), m.group(2), known=not word.unknown)
         return
     # wrappers: sudo -E pip ..., env A=B pip ..., time pip ...
     while words and words[0].value.rsplit("/", 1)[-1] in (*_WRAPPERS, "env"):
@@ -796,10 +801,18 @@ class _ScriptEnv:
 
     def __init__(self, values: dict[str, str]) -> None:
         self.values = values
+        self.probes: set[str] = set()  # variables set from a command's output (WHEEL=$(ls *.whl)): build state
         self._shared: Mapping[str, str] | None = None
 
-    def set(self, name: str, value: str) -> None:
-        self.values[name] = value
+    def set(self, name: str, value: str, known: bool = True) -> None:
+        """``name=value``; a value from a command substitution or an unknown variable makes it unknown."""
+        if known:
+            self.values[name] = value
+            self.probes.discard(name)
+        else:
+            self.values.pop(name, None)
+            if "$(" in value or "`" in value:
+                self.probes.add(name)
         self._shared = None
 
     def view(self, assignments: list[tuple[str, str]]) -> Mapping[str, str]:

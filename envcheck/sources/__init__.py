@@ -167,7 +167,7 @@ def discover_tree(folder: Path) -> Discovery:
                     continue
                 below.append((path, ignores.add_file(path / ".gitignore", path)))
                 continue
-            row = kinds.by_file_name(entry.name) if is_file else None
+            row = kinds.by_file_name(entry.name, discovering=True) if is_file else None
             if row is None:
                 continue
             pattern = ignores.excluded(path, is_dir=False)
@@ -178,6 +178,18 @@ def discover_tree(folder: Path) -> Discovery:
         pending.extend(reversed(below))
     found.files.sort(key=lambda item: item[0].parts)
     return found
+
+
+def read_bare_folder(folder: Path, options: ReadOptions, allow_empty: bool = False) -> Any:
+    """A folder with no input file that is not an environment: its binaries are scanned (a folder of ``.so``
+    files). Finding nothing is "nothing to check" (an InputError: exit 2), unless ``allow_empty``."""
+    from envcheck.errors import InputError
+
+    inventory = module_for("folder").read(folder, options)
+    if not (inventory.binaries or inventory.packages or inventory.problems or allow_empty):
+        raise InputError(f"nothing to check in {folder}: no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
+                         "environment.yml, Dockerfile, wheel or ELF file (`envcheck --allow-empty` accepts that)", str(folder))
+    return inventory
 
 
 def discover(folder: Path) -> list[tuple[Path, str]]:

@@ -626,6 +626,15 @@ def site_packages_of(python: str) -> list[Path]:
     return [Path(p) for p in paths if Path(p).is_dir()]
 
 
+def read_python(python: str, options: ReadOptions) -> Inventory:
+    """The installed environment of the interpreter ``python`` (``envcheck --python PY``): its site-packages, scanned."""
+    inventory = Inventory(context="installed")
+    for site in site_packages_of(python):
+        inventory.extend(scan_folder(site, options))
+    inventory.context = "installed"
+    return inventory
+
+
 def read(path: Path, options: ReadOptions) -> Inventory:
     """KIND ``elf`` (one file) or ``folder`` (a directory tree)."""
     path = Path(path)
@@ -662,6 +671,7 @@ __all__ = [
     "binary_from_file",
     "read",
     "read_binary",
+    "read_python",
     "scan_folder",
     "site_packages_of",
 ]

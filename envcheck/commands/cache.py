@@ -1,0 +1,53 @@
+"""``envcheck cache [info|clean]``: show what envcheck's cache holds, or remove it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from envcheck import cache
+from envcheck.errors import UsageError
+from envcheck.redaction import clean
+
+HELP = ("Show what envcheck's cache holds (binary scans, registry manifests and configs, image layer "
+        "scans), or remove it. The folder is $ENVCHECK_CACHE_DIR, else $XDG_CACHE_HOME/envcheck or ~/.cache/envcheck; "
+        "only envcheck's own entries in it are touched.")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the cache command's arguments (it has its own --format: text or json)."""
+    parser.add_argument("action", nargs="?", choices=("info", "clean"), default="info")
+    parser.add_argument("--older-than", type=float, metavar="DAYS",
+                        help="clean: remove only entries not used for DAYS days (default: everything)")
+    parser.add_argument("-f", "--format", choices=("text", "json"), default="text")
+
+
+def run(args: argparse.Namespace) -> str:
+    """What the cache holds, or what cleaning it removed, as it goes to stdout."""
+    if args.older_than is not None and (args.action != "clean" or args.older_than < 0):
+        raise UsageError("--older-than DAYS goes with `envcheck cache clean` and is zero or more")
+    root = cache.cache_dir()
+    if args.action == "clean":
+        removed, freed = cache.clean(args.older_than, root)
+        if args.format == "json":
+            return json.dumps({"cache_dir": str(root), "removed_files": removed, "freed_bytes": freed}) + "\n"
+        age = f" not used for {args.older_than:g} days" if args.older_than is not None else ""
+        return f"{clean(str(root))}: removed {removed} cache files{age} ({_size(freed)})\n"
+    parts = cache.usage(root)
+    if args.format == "json":
+        return json.dumps({"cache_dir": str(root), "entries": {k: {"files": n, "bytes": b} for k, (n, b) in parts.items()}}) + "\n"
+    total_files = sum(n for n, _ in parts.values())
+    total_bytes = sum(b for _, b in parts.values())
+    lines = [f"{clean(str(root))}: {total_files} files, {_size(total_bytes)}"]
+    for kind, (files, size) in parts.items():
+        lines.append(f"  {kind:32} {files:6} files  {_size(size):>10}")
+    return "\n".join(lines) + "\n"
+
+
+def _size(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"  # pragma: no cover
