@@ -303,6 +303,16 @@ def _no_matching_wheel(words: str, path: Path) -> list[Chosen]:
     return out
 
 
+def _conflict_line(path: Path, words: str) -> Location:
+    """Where a conflict is shown: the line of the first requirement uv names that the file itself has."""
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    for name in re.findall(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:==|>=|<=|~=|!=|<|>)", conflict_pair(words)):
+        found = _line_of(path, text, name)
+        if found.line is not None:
+            return found
+    return Location(str(path))
+
+
 def _line_of(path: Path, text: str, name: str) -> Location:
     """The line that names ``name`` in the user's file: at a line's start (requirements), else quoted (TOML lists)."""
     spelled = "[-_.]".join(map(re.escape, re.split("[-_.]", name)))
@@ -753,7 +763,7 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
                 _store_resolution(key, chosen, conflict)
         if conflict and not chosen:
             inventory.resolved.append(ResolvedFile(path.name, None, "conflict", reason=redact_text(conflict_pair(conflict)),
-                                                   sources=("resolver",), location=Location(str(path))))
+                                                   sources=("resolver",), location=_conflict_line(path, conflict)))
             return inventory
     elif kind == "dockerfile":
         chosen = []

@@ -11,10 +11,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, run_envcheck
 from seed_builders import digest, metadata_layer, oci_index, oci_manifest, write_oci_layout
 
 from envcheck.redaction import clean, escape_controls, is_secret_name, redact
-from tests.conftest import FIXTURES, run_envcheck
 
 FORMATS = ("text", "json", "sarif", "github", "preflight")
 SECRETS = ("alice", "S3cretPw", "bob", "S3cretInc", "hf_SecretValue123", "carol", "S3cretArg", "hf_RunSecret456",

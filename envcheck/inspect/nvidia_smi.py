@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from envcheck.collect import probe
+from envcheck.errors import ReadingError
 
 # Placeholders nvidia-smi prints instead of a value.
 _UNAVAILABLE = re.compile(r"^\[?(N/A|Not Supported|Not Found|Unknown Error|Insufficient Permissions|GPU is lost|Unknown)\]?$", re.I)
@@ -39,13 +40,13 @@ THROTTLE_BITS: dict[int, str] = {
 }
 
 
-class NvidiaSmiFormatError(ValueError):
+class NvidiaSmiFormatError(ReadingError, ValueError):
     """A line that does not have the fields the query asked for; ``line`` is 1-based."""
 
+    line: int
+
     def __init__(self, message: str, line: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
+        super().__init__(message, line=line)
 
 
 @dataclass(frozen=True)
