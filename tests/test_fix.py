@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_dockerfile_hooks as hooks
+from conftest import REPO, run_envcheck
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from tests import test_dockerfile_hooks as hooks
-from tests.conftest import REPO, run_envcheck
 
 # Every example and recipe in the repository, and the positive input of every rule fixture.
 TREES = ("examples", "dockerfiles", "fixtures/rules")
