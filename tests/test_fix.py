@@ -251,6 +251,35 @@ def test_bytes_outside_the_reported_spans_never_change(tmp_path: Path, lines: li
     assert _cli("--diff", "requirements.txt", cwd=tmp_path)[1] == ""
 
 
+_DOCKER_LINE = st.sampled_from([
+    "FROM --platform=linux/amd64 nvcr.io/nvidia/pytorch:25.11-py3 AS build", "FROM nvidia/cuda:12.8.0-devel-ubuntu24.04",
+    "FROM nvcr.io/nvidia/pytorch:25.11-py3", "ENV TORCH_CUDA_ARCH_LIST=\"8.0 9.0\"", "ARG TORCH_CUDA_ARCH_LIST=8.0;8.6",
+    "RUN pip install unsloth unsloth_zoo", "RUN pip install --extra-index-url https://download.pytorch.org/whl/cu128 \\",
+    "    torch==2.9.0+cu128 cupy-cuda12x", "# comment é", "", "RUN echo ok && \\", "    # a comment in a continuation",
+    "    pip install nvidia-nvjitlink-cu12==12.8.93", "ENV PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cu126",
+])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(_DOCKER_LINE, min_size=1, max_size=8), newline=st.sampled_from(["\n", "\r\n"]))
+def test_dockerfile_bytes_outside_the_reported_spans_never_change(tmp_path: Path, lines: list[str], newline: str) -> None:
+    path = tmp_path / "Dockerfile"
+    data = newline.join(["FROM nvcr.io/nvidia/pytorch:25.11-py3", *lines, ""]).encode()
+    path.write_bytes(data)
+    _, out, _ = _cli("-f", "json", "--fail-on", "never", "Dockerfile", cwd=tmp_path)
+    edits = [e for f in _findings(out) for e in f.get("edits", [])]
+    _cli("--fix", "--fail-on", "never", "Dockerfile", cwd=tmp_path)
+    assert path.read_bytes() == _applied(data, edits)
+    assert _cli("--diff", "Dockerfile", cwd=tmp_path)[1] == ""
+
+
+def test_ignored_findings_are_not_fixed(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("cupy-cuda12x\n# envcheck: ignore=G1-cuda12-distribution kept for the x86 box\nnvidia-cudnn-cu12\n")
+    assert _cli("--diff", "--ignore", "G1-cuda12-distribution", "requirements.txt", cwd=tmp_path)[:2] == (0, "")
+    _, out, _ = _cli("--diff", "requirements.txt", cwd=tmp_path)
+    assert "+cupy-cuda13x" in out and "+nvidia-cudnn" not in out
+
+
 # The scratch hook repository, pre-commit home and user repository of the hook tests, shared.
 hook_repo = hooks.hook_repo
 pre_commit_home = hooks.pre_commit_home

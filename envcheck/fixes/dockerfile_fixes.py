@@ -45,7 +45,9 @@ def arch_list(request: FixRequest) -> list[Edit] | None:
 
 def unsloth_no_deps(request: FixRequest) -> list[Edit] | Refused | None:
     """``pip install unsloth ...`` in a Dockerfile stage on an NGC base -> ``pip install --no-deps unsloth ...``
-    (NVIDIA's Spark order: the stack comes from the container). Elsewhere the dependencies may be needed."""
+    (NVIDIA's Spark order: the stack comes from the container). Refused when the same command installs anything
+    besides unsloth, unsloth_zoo and bitsandbytes (their dependencies would go too); on other bases the
+    dependencies may be needed."""
     if request.kind != "dockerfile":
         return None
     loc = request.finding.location
@@ -72,5 +74,5 @@ def unsloth_no_deps(request: FixRequest) -> list[Edit] | Refused | None:
 
 
 def flash_attn_build(request: FixRequest) -> Refused:
-    """Never fixed: deleting the build would remove a package the project uses."""
+    """Never: removing flash-attn would drop a package the project uses; the finding says so and keeps its fix text."""
     return Refused("left as it is: removing flash-attn would drop a package the project uses; the fix above is a choice to make by hand")

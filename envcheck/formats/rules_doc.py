@@ -34,4 +34,4 @@ def markdown(rules: Iterable[Rule]) -> str:
 def autofix_summary(rule: Rule) -> str:
     """What ``envcheck --fix`` does for the rule's findings: its fix function's docstring, as one paragraph."""
     doc = (rule.autofix.__doc__ if rule.autofix is not None else None) or "applies the rule's fix where it is certain."
-    return " ".join(doc.split())
+    return " ".join(doc.split()).replace("``", "`").replace(" -> ", " → ")
