@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from envcheck.config import env
 from envcheck.model import Binary, Location
 
 # Bump when what the readers produce changes, so old entries are not reused.
@@ -26,10 +27,10 @@ FORMAT = 6
 
 def cache_dir() -> Path:
     """Where envcheck keeps its cache files."""
-    explicit = os.environ.get("ENVCHECK_CACHE_DIR")
+    explicit = env("ENVCHECK_CACHE_DIR")
     if explicit:
         return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = env("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "envcheck"
 
 

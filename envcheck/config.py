@@ -3,20 +3,54 @@
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from envcheck import toml
 from envcheck.errors import UsageError
 from envcheck.model import Status
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 FAIL_ON = {"fail": Status.FAIL, "warn": Status.WARN, "never": None}
+
+# Every environment variable envcheck reads, and why. They are read through :func:`env` only (the probe in
+# envcheck/collect/ runs in other interpreters and reads its own); tests/test_config_environment.py holds that.
+ENVIRONMENT = {
+    "ENVCHECK_PROFILE": "the target profile (as --profile)",
+    "ENVCHECK_FAIL_ON": "lowest status that makes the exit code 1 (as --fail-on)",
+    "ENVCHECK_IGNORE": "rules or gotchas to ignore, comma-separated (as --ignore)",
+    "ENVCHECK_MAX_TEXT_SIZE": "largest text input or config file (as --max-text-size)",
+    "ENVCHECK_CACHE_DIR": "envcheck's cache folder",
+    "XDG_CACHE_HOME": "the user cache folder, when ENVCHECK_CACHE_DIR is unset",
+    "ENVCHECK_HTTP_TIMEOUT": "overall deadline of a registry or package-index conversation (as --http-timeout)",
+    "ENVCHECK_RESOLVE_TTL_HOURS": "how long a --resolve result is reused from the cache",
+    "ENVCHECK_GITHUB_API": "the GitHub API base for G8 (tests, GitHub Enterprise mirrors)",
+    "DOCKER_HOST": "the Docker engine to use, as the Docker CLI reads it",
+    "DOCKER_CONTEXT": "the Docker CLI context to use",
+    "DOCKER_CONFIG": "the Docker CLI's configuration folder (contexts, registry credentials)",
+    "PIP_INDEX_URL": "pip's index, used by --resolve when the input names none",
+    "PIP_EXTRA_INDEX_URL": "pip's extra indexes, used by --resolve",
+    "PIP_FIND_LINKS": "pip's find-links, used by --resolve",
+    "UV_INDEX_URL": "uv's index (uv reads it itself; --resolve then leaves pip's alone)",
+    "UV_DEFAULT_INDEX": "uv's default index (as UV_INDEX_URL)",
+    "UV_EXTRA_INDEX_URL": "uv's extra indexes (as UV_INDEX_URL)",
+    "UV_INDEX": "uv's named indexes (as UV_INDEX_URL)",
+    "UV_FIND_LINKS": "uv's find-links (as UV_INDEX_URL)",
+}
+
+
+def env(name: str) -> str | None:
+    """The environment variable ``name`` (None when unset): the one place envcheck reads its environment.
+
+    Names are listed in :data:`ENVIRONMENT`; a ``--build-arg NAME`` without a value is the one variable
+    the user names (its value comes from the environment, as with ``docker build``).
+    """
+    return os.environ.get(name)
+
+
+def child_environment(**overrides: str) -> dict[str, str]:
+    """The environment of a child process envcheck runs (uv): the user's, with ``overrides``."""
+    return {**os.environ, **overrides}
 
 
 @dataclass(frozen=True)
@@ -58,7 +92,7 @@ def text_limit_default() -> int:
     """The size limit for text inputs and config files: ENVCHECK_MAX_TEXT_SIZE, else the built-in default."""
     from envcheck.sources.requirements import MAX_BYTES
 
-    raw = os.environ.get("ENVCHECK_MAX_TEXT_SIZE")
+    raw = env("ENVCHECK_MAX_TEXT_SIZE")
     return parse_size(raw, "ENVCHECK_MAX_TEXT_SIZE") if raw else MAX_BYTES
 
 
@@ -81,10 +115,10 @@ def _config_bytes(path: Path, max_bytes: int) -> bytes:
 def _table_from_file(path: Path, max_bytes: int) -> dict[str, Any] | None:
     data = _config_bytes(path, max_bytes)
     try:
-        parsed = tomllib.loads(data.decode("utf-8"))
+        parsed = toml.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise UsageError(f"config {path} is not UTF-8 text (byte offset {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
+    except toml.TOMLDecodeError as exc:
         raise UsageError(f"config {path} is not valid TOML: {exc}") from exc
     except RecursionError:
         raise UsageError(f"config {path}: arrays or inline tables nested too deeply to read") from None
@@ -221,14 +255,13 @@ def load_config(explicit: str | None, cwd: Path, max_bytes: int | None = None) -
         if table:
             config = _apply_table(config, table, str(path))
     env_table: dict[str, Any] = {}
-    if os.environ.get("ENVCHECK_PROFILE"):
-        env_table["profile"] = os.environ["ENVCHECK_PROFILE"]
-    if os.environ.get("ENVCHECK_FAIL_ON"):
-        env_table["fail-on"] = os.environ["ENVCHECK_FAIL_ON"]
-    if os.environ.get("ENVCHECK_IGNORE"):
-        env_table["ignore"] = [r.strip() for r in os.environ["ENVCHECK_IGNORE"].split(",") if r.strip()]
-    if os.environ.get("ENVCHECK_MAX_TEXT_SIZE"):
-        env_table["max-text-size"] = os.environ["ENVCHECK_MAX_TEXT_SIZE"]
+    for key, name in (("profile", "ENVCHECK_PROFILE"), ("fail-on", "ENVCHECK_FAIL_ON"), ("max-text-size", "ENVCHECK_MAX_TEXT_SIZE")):
+        value = env(name)
+        if value:
+            env_table[key] = value
+    ignore = env("ENVCHECK_IGNORE")
+    if ignore:
+        env_table["ignore"] = [r.strip() for r in ignore.split(",") if r.strip()]
     if env_table:
         config = _apply_table(config, env_table, "environment")
     return config

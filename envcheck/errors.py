@@ -43,3 +43,19 @@ class KnowledgeError(EnvcheckError):
     """A shipped knowledge file (``envcheck/knowledge/*.toml``) breaks its schema: a bug in the release, not in the input."""
 
     exit_code = 2
+
+
+class ReadingError(Exception):
+    """What a reader in ``envcheck/inspect/`` raises for bytes or text it cannot read, and where.
+
+    ``line`` is 1-based, ``offset`` a byte offset, ``member`` an archive member. It is not an
+    ``EnvcheckError``: a reader never ends a run; the source that called it turns it into a ``ReadProblem``
+    (or an ``InputError``) that names the file. Readers subclass it to say which syntax failed.
+    """
+
+    def __init__(self, message: str, line: int | None = None, offset: int | None = None, member: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.offset = offset
+        self.member = member

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from envcheck import toml
 from envcheck.errors import UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 @dataclass(frozen=True)
@@ -50,14 +45,14 @@ def load_profile(name_or_path: str = "dgx-spark") -> Profile:
     path = Path(name_or_path)
     try:
         if path.suffix == ".toml" and path.is_file():
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = toml.loads(path.read_text(encoding="utf-8"))
         else:
             ref = resources.files("envcheck.profiles").joinpath(f"{name_or_path}.toml")
             if not ref.is_file():
                 shipped = sorted(p.name[:-5] for p in resources.files("envcheck.profiles").iterdir() if p.name.endswith(".toml"))
                 raise UsageError(f"unknown profile {name_or_path!r}; shipped profiles: {', '.join(shipped)}")
-            data = tomllib.loads(ref.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+            data = toml.loads(ref.read_text(encoding="utf-8"))
+    except (OSError, toml.TOMLDecodeError) as exc:
         raise UsageError(f"cannot read profile {name_or_path}: {exc}") from exc
     return _from_data(data, str(name_or_path))
 

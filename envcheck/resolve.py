@@ -42,9 +42,8 @@ from typing import Any
 from packaging import tags as ptags
 
 from envcheck.cache import binary_from_json, cache_dir, touch
+from envcheck.config import child_environment, env
 from envcheck.errors import InputError, ServiceError
-from envcheck.inspect import wheelzip
-from envcheck.inspect.elf import ELF_MAGIC, FileSource, MalformedBinary
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.model import (
     Binary,
@@ -61,7 +60,6 @@ from envcheck.model import (
 )
 from envcheck.profile import Profile
 from envcheck.services.package_index import FileProblem, IndexClient, RemoteFile, redact
-from envcheck.sources.binaries import read_binary
 
 FACTS_FORMAT = 1
 MAX_MEMBER_BYTES = 1 << 30  # an ELF member bigger than this (inflated) is not read: its facts come from the table
@@ -235,14 +233,14 @@ def find_uv(settings: ResolveSettings) -> str:
 def _pip_config_args(settings: ResolveSettings) -> list[str]:
     """Index options: the command line's first, else the user's pip environment (uv reads its own UV_* itself)."""
     args: list[str] = []
-    index = settings.index_url or (None if os.environ.get("UV_INDEX_URL") or os.environ.get("UV_DEFAULT_INDEX") else os.environ.get("PIP_INDEX_URL"))
+    index = settings.index_url or (None if env("UV_INDEX_URL") or env("UV_DEFAULT_INDEX") else env("PIP_INDEX_URL"))
     if index:
         args += ["--index-url", index]
-    extras = list(settings.extra_index_urls) or ([] if os.environ.get("UV_EXTRA_INDEX_URL") or os.environ.get("UV_INDEX") else
-                                                (os.environ.get("PIP_EXTRA_INDEX_URL") or "").split())
+    extras = list(settings.extra_index_urls) or ([] if env("UV_EXTRA_INDEX_URL") or env("UV_INDEX") else
+                                                (env("PIP_EXTRA_INDEX_URL") or "").split())
     for url in extras:
         args += ["--extra-index-url", url]
-    links = list(settings.find_links) or ([] if os.environ.get("UV_FIND_LINKS") else (os.environ.get("PIP_FIND_LINKS") or "").split())
+    links = list(settings.find_links) or ([] if env("UV_FIND_LINKS") else (env("PIP_FIND_LINKS") or "").split())
     for link in links:
         args += ["--find-links", link]
     return args
@@ -265,10 +263,10 @@ def uv_compile(path: Path, profile: Profile, settings: ResolveSettings, python: 
             cmd.append("--no-deps")
         if settings.offline:
             cmd.append("--offline")
-        env = dict(os.environ, NO_COLOR="1", UV_NO_PROGRESS="1")
+        child_env = child_environment(NO_COLOR="1", UV_NO_PROGRESS="1")
         try:
             proc = subprocess.run(cmd, cwd=cwd or path.resolve().parent, capture_output=True, text=True, timeout=UV_TIMEOUT,
-                                  env=env, stdin=subprocess.DEVNULL)
+                                  env=child_env, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise ServiceError(f"{user_file}: uv did not finish resolving within {UV_TIMEOUT:g} s") from None
         except OSError as exc:
@@ -303,6 +301,16 @@ def _no_matching_wheel(words: str, path: Path) -> list[Chosen]:
         reason = f"wheels only for {hint.group(1).replace('`', '')}" if hint else "no wheel with a matching platform tag"
         out.append(Chosen(canonical(m.group(1)), m.group(2), "none", reason=reason[:300], location=_line_of(path, text, m.group(1))))
     return out
+
+
+def _conflict_line(path: Path, words: str) -> Location:
+    """Where a conflict is shown: the line of the first requirement uv names that the file itself has."""
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    for name in re.findall(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:==|>=|<=|~=|!=|<|>)", conflict_pair(words)):
+        found = _line_of(path, text, name)
+        if found.line is not None:
+            return found
+    return Location(str(path))
 
 
 def _line_of(path: Path, text: str, name: str) -> Location:
@@ -492,7 +500,7 @@ def _resolution_key(path: Path, declared: Inventory, profile: Profile, settings:
     facts = [[p.name, p.specifier, p.marker, p.url, p.role] for p in declared.packages]
     facts += [[i.url, i.option] for i in declared.indexes]
     digest.update(json.dumps([facts, uv_platform(profile), python, no_deps, _pip_config_args(settings), settings.offline,
-                              os.environ.get("UV_INDEX_URL"), os.environ.get("UV_EXTRA_INDEX_URL")], default=str).encode())
+                              env("UV_INDEX_URL"), env("UV_EXTRA_INDEX_URL")], default=str).encode())
     return digest.hexdigest()
 
 
@@ -529,7 +537,7 @@ def _store_resolution(key: str, chosen: list[Chosen], conflict: str) -> None:
 
 def _env_hours(name: str, default: float) -> float:
     try:
-        value = float(os.environ.get(name, ""))
+        value = float(env(name) or "")
     except ValueError:
         return default
     return value if value >= 0 else default
@@ -592,6 +600,9 @@ def _may_be_binary(info: zipfile.ZipInfo) -> bool:
 
 def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: str | None) -> FileFacts:
     """Facts of a wheel on an index: metadata (PEP 658 first), then its binaries by range requests."""
+    from envcheck.inspect import wheelzip  # the binary readers load only when a file is really read
+    from envcheck.inspect.elf import MalformedBinary
+
     facts = FileFacts()
     start = client.traffic.bytes
     parsed = parse_wheel_name(url)
@@ -645,6 +656,10 @@ def _requires_of(meta: bytes) -> tuple[str, ...]:
 
 def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo) -> tuple[Binary | None, list[str]]:
     """One member read as a binary: stored ones in place by range reads, deflated ones inflated from the start."""
+    from envcheck.inspect import wheelzip
+    from envcheck.inspect.elf import ELF_MAGIC, FileSource
+    from envcheck.sources.binaries import read_binary
+
     if info.compress_type == zipfile.ZIP_STORED:
         base = wheelzip.data_offset(remote, info)
         src = _RemoteWindow(remote, base, info.file_size)
@@ -674,6 +689,8 @@ class _RemoteWindow:
         self.bytes_read = 0
 
     def read_at(self, offset: int, size: int) -> bytes:
+        from envcheck.inspect.elf import MalformedBinary
+
         if offset < 0 or size < 0 or offset + size > self.size:
             raise MalformedBinary(f"read of {size} bytes at {offset:#x} runs past the end ({self.size} bytes)", offset)
         data = self.remote.read_at(self.base + offset, size)
@@ -746,7 +763,7 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
                 _store_resolution(key, chosen, conflict)
         if conflict and not chosen:
             inventory.resolved.append(ResolvedFile(path.name, None, "conflict", reason=redact_text(conflict_pair(conflict)),
-                                                   sources=("resolver",), location=Location(str(path))))
+                                                   sources=("resolver",), location=_conflict_line(path, conflict)))
             return inventory
     elif kind == "dockerfile":
         chosen = []

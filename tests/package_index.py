@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from tests.conftest import FIXTURES
+from conftest import FIXTURES
 
 BINARIES = FIXTURES / "binaries"
 AARCH64 = "py3-none-manylinux_2_28_aarch64"

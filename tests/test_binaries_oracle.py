@@ -14,11 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import require
 
 from benchmarks.cuobjdump_oracle import cuobjdump_lists, find_cuobjdump, parsed_lists
 from envcheck.inspect.elf import FileSource
 from envcheck.sources.binaries import read_binary
-from tests.conftest import require
 
 pytestmark = pytest.mark.nvcc
 

@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, REPO, require, run_envcheck
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
@@ -35,7 +36,6 @@ from envcheck.sources.binaries import (
     scan_folder,
     site_packages_of,
 )
-from tests.conftest import FIXTURES, REPO, require, run_envcheck
 
 BIN = FIXTURES / "binaries"
 GPU_FIXTURES = sorted(p.name for p in BIN.glob("gpu_*.so"))

@@ -10,15 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO, require, run_envcheck
+from test_binaries_oracle import cuobjdump_lists, cuobjdump_path, parsed_lists
+from test_binaries_read import facts, pyelftools_facts
 
 from envcheck.inspect import fatbin
 from envcheck.inspect.elf import FileSource
 from envcheck.sources import ReadOptions
 from envcheck.sources import wheel as wheel_source
 from envcheck.sources.binaries import read_binary, scan_folder, standard_containers
-from tests.conftest import REPO, require, run_envcheck
-from tests.test_binaries_oracle import cuobjdump_lists, cuobjdump_path, parsed_lists
-from tests.test_binaries_read import facts, pyelftools_facts
 
 pytestmark = pytest.mark.slow
 

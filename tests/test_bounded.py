@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-
-from tests.bounded import run_bounded, run_envcheck_bounded
+from bounded import run_bounded, run_envcheck_bounded
 
 
 def test_small_command_is_measured_small() -> None:

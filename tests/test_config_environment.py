@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import REPO, run_envcheck
+from conftest import REPO, run_envcheck
 
 REQUIREMENTS = "torch==2.5.1+cu121\nflash-attn==2.7.4.post1\n"
 

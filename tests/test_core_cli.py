@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.conftest import REPO, require, run_envcheck
+from conftest import REPO, require, run_envcheck
 
 CUDA12 = "torch==2.5.1+cu121\n"
 CLEAN = "--index-url https://download.pytorch.org/whl/cu130\ntorch==2.9.0+cu130\n"

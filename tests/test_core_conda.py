@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, run_envcheck
 
 from envcheck import sources
 from envcheck.sources import ReadOptions
 from envcheck.sources.conda import parse, read
-from tests.conftest import FIXTURES, run_envcheck
 
 EXAMPLES = sorted(FIXTURES.glob("rules/*/*/environment.yml"))
 

@@ -11,11 +11,11 @@ import gzip
 import json
 
 import pytest
+from conftest import FIXTURES
 
 from envcheck import engine
 from envcheck.model import Inventory, Status
 from envcheck.profile import load_profile
-from tests.conftest import FIXTURES
 
 CAPTURE = FIXTURES / "device" / "h200" / "preflight-binaries.json.gz"
 

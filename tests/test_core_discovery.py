@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import require, run_envcheck
 
 from envcheck import sources
 from envcheck.sources.gitignore import IgnoreRules
-from tests.conftest import require, run_envcheck
 
 CUDA12_REQS = "torch==2.5.1+cu121\n"
 CUDA12_RECIPE = "FROM nvidia/cuda:12.4.1-devel-ubuntu22.04\nRUN true\n"

@@ -7,8 +7,7 @@ from importlib import resources
 
 import jsonschema
 import pytest
-
-from tests.conftest import REPO, run_envcheck
+from conftest import REPO, run_envcheck
 
 EXAMPLES = sorted(str(p) for p in (REPO / "examples").rglob("*") if p.is_file())
 

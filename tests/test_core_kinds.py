@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO, run_envcheck
 
 from envcheck import engine, kinds, rules, sources
 from envcheck.model import HostReadings, Inventory, Status
 from envcheck.profile import load_profile
-from tests.conftest import REPO, run_envcheck
 
 # File names and the kind each has by its name alone (None: not by name).
 NAMES = {

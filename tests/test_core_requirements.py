@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conftest import run_envcheck
+
 from envcheck.model import Inventory
 from envcheck.sources import ReadOptions, detect, requirements
-from tests.conftest import run_envcheck
 
 OPTS = ReadOptions()
 

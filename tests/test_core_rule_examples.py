@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import FIXTURES, run_envcheck
 
 from envcheck import kinds, rules
-from tests.conftest import FIXTURES, run_envcheck
 
 EXAMPLES = FIXTURES / "rules"
 RULE_DIRS = sorted(p for p in EXAMPLES.iterdir() if p.is_dir())
@@ -32,7 +32,7 @@ def _findings(files: list[Path], *extra: str, env: dict[str, str] | None = None)
 def _resolve_options(request: pytest.FixtureRequest, needs_uv: bool) -> tuple[tuple[str, ...], dict[str, str]]:
     import shutil
 
-    from tests.conftest import require
+    from conftest import require
 
     if needs_uv:
         require(shutil.which("uv") is not None, "uv is not installed (pip install 'envcheck[resolve]')")
@@ -45,7 +45,7 @@ def _resolve_options(request: pytest.FixtureRequest, needs_uv: bool) -> tuple[tu
 
 @pytest.fixture(scope="module")
 def loopback_package_index() -> Iterator[Any]:
-    from tests.package_index import serve, standard_index
+    from package_index import serve, standard_index
 
     yield from serve(standard_index())
 

@@ -11,9 +11,8 @@ import threading
 from pathlib import Path
 
 import pytest
-
-from tests.bounded import BoundedRun, run_envcheck_bounded
-from tests.conftest import REPO
+from bounded import BoundedRun, run_envcheck_bounded
+from conftest import REPO
 
 sys.path.insert(0, str(REPO / "fuzz"))
 import seed_builders

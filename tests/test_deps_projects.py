@@ -10,11 +10,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import REPO, run_envcheck
 from packaging.markers import Marker
 
 from envcheck.inspect.markers import negated, with_extras
 from envcheck.sources import ReadOptions, locks, pyproject
-from tests.conftest import REPO, run_envcheck
 
 EXTRAS = REPO / "examples" / "project-uv-extras" / "pyproject.toml"
 CHAIN = REPO / "examples" / "project-uv-extra-chain"

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bounded import run_envcheck_bounded
 from seed_builders import hostile_dockerfiles
-
-from tests.bounded import run_envcheck_bounded
 
 RECIPES = Path(__file__).resolve().parent.parent / "dockerfiles"
 GOOD = RECIPES / "cuda12-devel" / "Dockerfile"  # G1-cuda12-base FAIL proves it was judged

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO, ci_provides, require
 
 from envcheck.inspect.dockerfile import read_instructions
-from tests.conftest import REPO, ci_provides, require
 
 TRICKY = [
     "FROM a\nRUN apt-get update && \\\n    # comment in a continuation\n\n    pip install x \\\n      y\nCMD [\"python\"]\n",
@@ -77,7 +77,7 @@ def test_recipes_exist() -> None:
 def test_docs_example_output_is_what_envcheck_prints() -> None:
     import re
 
-    from tests.conftest import run_envcheck
+    from conftest import run_envcheck
 
     doc = (REPO / "docs" / "dockerfiles.md").read_text(encoding="utf-8")
     examples = list(re.finditer(r"<!-- example: (\S+) -->\n```\n(.*?)```", doc, re.S))

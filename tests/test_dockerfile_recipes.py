@@ -73,7 +73,7 @@ def test_findings_name_their_stage_in_a_multistage_build() -> None:
 
 
 def test_command_line_build_arg_and_a_broken_file_next_to_good_ones() -> None:
-    from tests.conftest import run_envcheck
+    from conftest import run_envcheck
 
     arg = RECIPES / "arg-base-tag" / "Dockerfile"
     assert run_envcheck(str(arg)).returncode == 1  # default ARG: NGC 25.06, CUDA 12.9

@@ -286,7 +286,7 @@ def test_pip_wheel_builds_and_pip_download_installs_nothing(tmp_path: Path) -> N
     )
     inv = read(tmp_path / "Dockerfile", ReadOptions())
     assert [(p.name, str(p.role)) for p in inv.packages] == [("flash-attn", "build"), ("torch", "requirement"), ("torch", "requirement")]
-    from tests.conftest import run_envcheck
+    from conftest import run_envcheck
 
     out = run_envcheck("--fail-on", "never", str(tmp_path / "Dockerfile")).stdout
     assert "torch is not pinned" in out and "torch and torch" not in out
@@ -299,7 +299,7 @@ def test_pip_wheel_builds_and_pip_download_installs_nothing(tmp_path: Path) -> N
 def test_a_file_a_dockerfile_copies_is_judged_once(tmp_path: Path) -> None:
     import json
 
-    from tests.conftest import run_envcheck
+    from conftest import run_envcheck
 
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "demo"\nversion = "0.1"\ndependencies = ["torch>=2.9.1", "transformers>=4.57"]\n')
@@ -328,8 +328,7 @@ def test_branch_and_fallback_reach_every_format() -> None:
     from importlib import resources
 
     import jsonschema
-
-    from tests.conftest import REPO, run_envcheck
+    from conftest import REPO, run_envcheck
 
     recipe = REPO / "dockerfiles" / "flash-attn-fallback" / "Dockerfile"
     report = json.loads(run_envcheck("-f", "json", "--fail-on", "never", str(recipe)).stdout)

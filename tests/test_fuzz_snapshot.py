@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pytest
+from conftest import FIXTURES, run_envcheck
 from fuzz_strategies import PROPERTY_SETTINGS, hang_guard
 from hypothesis import given
 from hypothesis import strategies as st
@@ -18,7 +19,6 @@ from hypothesis import strategies as st
 from envcheck.checks import drift
 from envcheck.commands.snapshot import parse_snapshot
 from envcheck.errors import InputError
-from tests.conftest import FIXTURES, run_envcheck
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

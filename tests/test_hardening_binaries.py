@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bounded import BoundedRun, run_envcheck_bounded
+from conftest import FIXTURES
 from seed_builders import empty_fatbin_entries, write_elf, write_wheel
-
-from tests.bounded import BoundedRun, run_envcheck_bounded
-from tests.conftest import FIXTURES
 
 GOOD = FIXTURES / "binaries" / "libext_cuda12.so"  # a CUDA 12 library: G1-binary-soname FAIL proves it was judged
 MIB = 1 << 20

@@ -27,6 +27,9 @@ FORBIDDEN = {
     "knowledge": ("envcheck.services", "envcheck.sources", "envcheck.checks", "envcheck.engine", "envcheck.commands",
                   "envcheck.formats", "envcheck.cli"),
     "formats": ("envcheck.services", "envcheck.sources", "envcheck.checks", "envcheck.commands", "envcheck.cli"),
+    # fixes compute edits from a finding and the file's text: pure like checks (which declare them on their rules)
+    "fixes": ("envcheck.services", "envcheck.sources", "envcheck.checks", "envcheck.engine", "envcheck.commands",
+              "envcheck.formats", "envcheck.cli"),
 }
 
 
@@ -61,3 +64,10 @@ def test_the_checker_sees_imports_inside_functions(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def target():\n    from envcheck.engine import Target\n    import envcheck.services.github\n")
     assert imported_modules(module) == [(2, "envcheck.engine"), (2, "envcheck.engine.Target"), (3, "envcheck.services.github")]
+
+
+def test_test_helpers_are_imported_one_way() -> None:
+    """pytest loads tests/conftest.py as ``conftest`` (tests/ is no package): ``tests.conftest`` would load it twice."""
+    bad = [f"{path.relative_to(REPO)}:{line} imports {module}" for path in sorted((REPO / "tests").glob("*.py"))
+           for line, module in imported_modules(path) if module == "tests" or module.startswith("tests.")]
+    assert bad == []

@@ -137,3 +137,17 @@ def test_the_first_cuda13_ngc_release_is_one_fact() -> None:
     assert all(first in t for t in texts)
     occurrences = [name for name in FILES if re.search(r"first_cuda13_(release|pytorch)\s*=", (REPO / "envcheck" / "knowledge" / f"{name}.toml").read_text())]
     assert occurrences == ["ngc_tags"]
+
+
+def test_torch_releases_in_g1_prose_come_from_the_data() -> None:
+    from envcheck.checks import g01_cuda_abi
+    from envcheck.knowledge.builds import first_cu130_torch, first_pypi_cuda_torch
+
+    assert first_cu130_torch() == raw("torch_builds")["pytorch_index"]["first_cu130_release"]
+    pypi = first_pypi_cuda_torch(13)
+    assert [r["versions"] for r in raw("torch_builds")["pypi"] if r["aarch64"] == "13"] == [f">={pypi}"]
+    assert f"torch >= {pypi} from PyPI" in g01_cuda_abi.CPU_BUILD.fix
+    assert f"older than {pypi}" in g01_cuda_abi.CPU_BUILD.explanation
+    assert f"torch=={first_cu130_torch()}+cu130" in g01_cuda_abi.TORCH_BUILD.fix
+    with pytest.raises(LookupError, match="no PyPI row with CUDA 99"):
+        first_pypi_cuda_torch(99)

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from conftest import FIXTURES, REPO, run_envcheck
 
 from envcheck.errors import InputError
 from envcheck.model import (
@@ -20,7 +21,6 @@ from envcheck.model import (
     Role,
     TargetResult,
 )
-from tests.conftest import FIXTURES, REPO, run_envcheck
 
 RULE_FILES = sorted(p for p in (FIXTURES / "rules").glob("*/*/*") if p.is_file()) + sorted(
     p for p in (REPO / "examples").glob("project-*/*") if p.name in ("pyproject.toml", "uv.lock", "pylock.toml"))

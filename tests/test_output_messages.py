@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.conftest import FIXTURES, run_envcheck
+from conftest import FIXTURES, run_envcheck
 
 CUDA12 = "torch==2.5.1+cu121\n"
 

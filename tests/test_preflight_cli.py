@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-
-from tests.conftest import run_envcheck
+from conftest import run_envcheck
 
 LINE = re.compile(r"^G(\d+) (?:(PASS|FAIL|WARN|SKIP) \S.*|INFO: \S.*)$")
 

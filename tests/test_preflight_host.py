@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import require
 
 from envcheck.sources import host
 from envcheck.sources.host import HostOptions, inventory_from_probe, read_host
-from tests.conftest import require
 
 PROBE = Path(host.PROBE_PATH)
 
@@ -208,7 +208,7 @@ def test_read_launches_records_problems_with_locations(fixtures_dir: Path) -> No
 @pytest.fixture(scope="module")
 def elf_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A venv whose one distribution carries a real shared object built here with gcc."""
-    from tests.preflight_envs import make_env, write_wheel
+    from preflight_envs import make_env, write_wheel
 
     gcc = shutil.which("gcc")
     require(gcc is not None, "gcc is needed to build a real shared object")

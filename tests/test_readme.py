@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import REPO, offline_pip_env, require
+from conftest import REPO, offline_pip_env, require
 
 
 def _readme_commands() -> list[str]:

@@ -4,10 +4,9 @@ architecture), which is a skip with its reason everywhere."""
 
 from __future__ import annotations
 
+import conftest
 import pytest
-
-import tests.conftest as conftest
-from tests.conftest import ci_provides, require
+from conftest import ci_provides, require
 
 
 def test_markers_of_the_test_extra_decide_what_ci_provides() -> None:

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,10 +19,10 @@ from typing import Any
 
 import jsonschema
 import pytest
+from conftest import run_envcheck
+from package_index import PackageIndex, build_wheel, serve, standard_index
 
 from envcheck.services.package_index import IndexClient, RemoteFile, parse_html_page, redact
-from tests.conftest import run_envcheck
-from tests.package_index import PackageIndex, build_wheel, serve, standard_index
 
 UV = shutil.which("uv")
 SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "envcheck" / "formats" / "report.schema.json").read_text())
@@ -50,7 +51,7 @@ def _resolve(tmp_path: Path, uv_cache: Path, index_url: str, text: str, *args: s
     target = tmp_path / name
     target.write_text(text)
     if not name.endswith(".toml"):
-        from tests.conftest import require
+        from conftest import require
 
         require(UV is not None, "uv is not installed (pip install 'envcheck[resolve]')")
     proc = run_envcheck("--resolve", "--index-url", index_url, "-f", "json", "--fail-on", "never", *args, str(target),
@@ -346,7 +347,7 @@ def test_html_index_pages(tmp_path: Path, uv_cache: Path) -> None:
 
 
 def test_a_file_that_is_not_a_wheel_is_an_error_naming_it(tmp_path: Path, uv_cache: Path) -> None:
-    from tests.package_index import Dist
+    from package_index import Dist
 
     idx = standard_index()
     bogus = Dist("bogus-1.0-py3-none-manylinux_2_28_aarch64.whl", b"<html>login required</html>\n" * 100)
@@ -381,3 +382,21 @@ def test_lock_entries_for_other_platforms_are_not_judged(tmp_path: Path, uv_cach
     assert "winonly" not in _resolved(target) and not [f for f in _findings(target, "ARCH-resolve-no-file") if f["status"] == "FAIL"]
     proc = run_envcheck("--resolve", "--python-version", "twelve", str(tmp_path / "pylock.toml"))
     assert proc.returncode == 2 and "--python-version" in proc.stderr
+
+
+def test_facts_table_script_and_the_shipped_table(tmp_path: Path, index: PackageIndex) -> None:
+    """scripts/gen_wheel_facts.py reads real wheels through the index; every shipped row names its file and source."""
+    out = tmp_path / "facts.json"
+    proc = subprocess.run([sys.executable, "scripts/gen_wheel_facts.py", "--index-url", index.url, "--output", str(out),
+                           "cuda12ext==1.0", "winonly==1.0"], cwd=Path(__file__).resolve().parent.parent,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "winonly==1.0: no wheel for aarch64" in proc.stderr
+    rows = json.loads(out.read_text())["files"]
+    (row,) = rows.values()
+    assert row["filename"] == "cuda12ext-1.0-py3-none-manylinux_2_28_aarch64.whl" and row["binaries"][0]["cuda_major"] == 12
+    shipped = json.loads((Path(__file__).resolve().parent.parent / "envcheck" / "knowledge" / "wheel_facts.json").read_text())
+    assert shipped["meta"]["updated"] and shipped["files"]
+    for sha, item in shipped["files"].items():
+        assert len(sha) == 64 and item["url"].endswith(item["filename"]) and item["source"].startswith(item["url"])
+        assert all(b["machine"] == "aarch64" for b in item["binaries"]), item["filename"]

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import require, run_envcheck
 
 from envcheck.profile import load_profile
 from envcheck.resolve import best_wheel, read_remote_wheel
 from envcheck.services.package_index import IndexClient
-from tests.conftest import require, run_envcheck
 
 pytestmark = pytest.mark.slow
 PYPI = "https://pypi.org/simple/"
@@ -79,3 +79,19 @@ def test_torch_2_14_1_aarch64_links_cuda13_no_false_g1(tmp_path: Path) -> None:
     assert not [f for f in target["findings"] if f["gotcha"] == "G1" and f["status"] == "FAIL"]
     torch_meta = next(p for p in target["inventory"]["packages"] if p["name"] == "torch" and p.get("role") == "resolved")
     assert any(r.startswith("nvidia-cudnn-cu13==") for r in torch_meta["requires"])  # Requires-Dist of the real wheel
+
+
+def test_bitsandbytes_0_45_5_has_no_file_for_aarch64(tmp_path: Path) -> None:
+    target = _resolve(tmp_path, "bitsandbytes==0.45.5\n")
+    fails = [f for f in target["findings"] if f["rule"] == "ARCH-resolve-no-file" and f["status"] == "FAIL"]
+    assert fails and "x86_64" in fails[0]["message"] and "win_amd64" in fails[0]["message"]
+
+
+def test_surya_ocr_pin_conflict_from_index_metadata(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("surya-ocr==0.17.1\ntorch==2.5.1\n")
+    env = {"PIP_INDEX_URL": "", "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "UV_NO_CONFIG": "1", "ENVCHECK_CACHE_DIR": str(tmp_path / "c")}
+    proc = run_envcheck("--resolve", "--index-url", PYPI, "-f", "json", "--fail-on", "never", str(tmp_path / "requirements.txt"), env=env, timeout=600)
+    target = json.loads(proc.stdout)["targets"][0]
+    (conflict,) = [f for f in target["findings"] if f["rule"] == "G9-resolve-conflict"]
+    assert "surya-ocr==0.17.1 depends on torch>=2.7.0" in conflict["message"] and "torch==2.5.1" in conflict["message"]
+    assert conflict["location"]["line"] == 1

@@ -17,12 +17,12 @@ from typing import Any
 
 import jsonschema
 import pytest
+from conftest import FIXTURES, REPO, run_envcheck
+from test_binaries_real import torch_venv  # noqa: F401  (the shared 5 GB CUDA 13 torch venv fixture)
 
 from envcheck.commands.snapshot import load_snapshot
 from envcheck.formats.snapshot_format import snapshot_data
 from envcheck.model import Report, TargetResult
-from tests.conftest import FIXTURES, REPO, run_envcheck
-from tests.test_binaries_real import torch_venv  # noqa: F401  (the shared 5 GB CUDA 13 torch venv fixture)
 
 BINARIES = FIXTURES / "binaries"
 H200 = FIXTURES / "device" / "h200" / "preflight-binaries.json.gz"

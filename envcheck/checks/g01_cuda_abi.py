@@ -11,12 +11,15 @@ import re
 from collections.abc import Iterator
 
 from envcheck import knowledge
+from envcheck.fixes import g01_cuda_abi as fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import (
     CudaBuild,
     build_of_index,
     build_of_version,
     distribution_cuda_major,
+    first_cu130_torch,
+    first_pypi_cuda_torch,
     installs_on,
     pypi_torch_build,
 )
@@ -25,10 +28,13 @@ from envcheck.rules import CheckContext, check, rule
 
 # the first NGC release month on CUDA 13 (knowledge/ngc_tags.toml): rule prose quotes the data, never a copy
 _FIRST_CUDA13_NGC = knowledge.first_cuda13_ngc_release()
+_CU130_TORCH = first_cu130_torch()  # 2.9.0: the first torch on the cu130 index
+_CU130_MINOR = ".".join(_CU130_TORCH.split(".")[:2])
+_PYPI_CUDA13_TORCH = first_pypi_cuda_torch(13)  # 2.11: the first torch whose PyPI aarch64 wheels are CUDA 13
 
 _FIX_CU130 = (
     "Install the CUDA 13 build: pip install torch --index-url https://download.pytorch.org/whl/cu130 "
-    f"(torch >= 2.9), or use an NGC container (nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer)."
+    f"(torch >= {_CU130_MINOR}), or use an NGC container (nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer)."
 )
 
 LOCAL_VERSION = rule(
@@ -37,13 +43,14 @@ LOCAL_VERSION = rule(
     libcudart.so.12 and friends, which a CUDA 13 Spark does not have: import fails with undefined symbols
     or the first .cuda() segfaults. pip does not check this.""",
     _FIX_CU130, ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
+    autofix=fixes.local_version,
 )
 CPU_BUILD = rule(
     "G1-cpu-build", "G1", "torch resolves to a CPU-only build", Status.FAIL,
-    """The torch that this input installs has no CUDA at all: a +cpu build, the whl/cpu index, or a PyPI
-    torch older than 2.11, whose aarch64 wheels are CPU-only (verified: 2.8-2.10 aarch64 wheels carry no
+    f"""The torch that this input installs has no CUDA at all: a +cpu build, the whl/cpu index, or a PyPI
+    torch older than {_PYPI_CUDA13_TORCH}, whose aarch64 wheels are CPU-only (verified: 2.8-2.10 aarch64 wheels carry no
     libtorch_cuda.so). On a Spark torch.cuda.is_available() is then False and training runs on the CPU.""",
-    "Use torch >= 2.11 from PyPI, or the cu130 index (torch >= 2.9), or an NGC PyTorch container.",
+    f"Use torch >= {_PYPI_CUDA13_TORCH} from PyPI, or the cu130 index (torch >= {_CU130_MINOR}), or an NGC PyTorch container.",
     ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
 )
 CUDA12_DIST = rule(
@@ -53,13 +60,15 @@ CUDA12_DIST = rule(
     follow the toolkit's major: nvidia-cufft 12.x and nvidia-curand 10.4.x are CUDA 13 releases and pass.""",
     "Replace it with the CUDA 13 distribution (unsuffixed nvidia-* 13.x, or the -cu13 variant), or drop the pin and let torch's cu130 build pull its own.",
     ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel", "folder", "image", "container", "host"),
+    autofix=fixes.cuda12_distribution,
 )
 CUDA12_INDEX = rule(
     "G1-cuda12-index", "G1", "A package index serves CUDA 12 builds", Status.FAIL,
     """--index-url/--extra-index-url (or a uv index) points at download.pytorch.org/whl/cu11x or cu12x, so
     torch, torchvision and torchaudio come as CUDA 12 builds even when the version looks right.""",
-    "Point the index at https://download.pytorch.org/whl/cu130 (or cu13x), or remove it and use torch >= 2.11 from PyPI.",
+    f"Point the index at https://download.pytorch.org/whl/cu130 (or cu13x), or remove it and use torch >= {_PYPI_CUDA13_TORCH} from PyPI.",
     ("requirements", "pyproject", "lock", "dockerfile"),
+    autofix=fixes.cuda12_index,
 )
 TORCH_BUILD = rule(
     "G1-torch-build", "G1", "Which CUDA build of torch this input gets", Status.WARN,
@@ -67,7 +76,7 @@ TORCH_BUILD = rule(
     an NGC version (.nv25.09), the package index, or what PyPI serves for that version on aarch64. WARN
     means it cannot tell (a direct URL, an unknown index, an unpinned torch in an installed set); envcheck
     says what is unknown rather than guessing.""",
-    "Pin torch with its build (torch==2.9.0+cu130 with the cu130 index, or torch>=2.11 from PyPI) so the CUDA build is explicit.",
+    f"Pin torch with its build (torch=={_CU130_TORCH}+cu130 with the cu130 index, or torch>={_PYPI_CUDA13_TORCH} from PyPI) so the CUDA build is explicit.",
     ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
 )
 
@@ -214,63 +223,82 @@ def _conda_torch_build(ctx: CheckContext) -> tuple[CudaBuild | None, str]:
 @check(LOCAL_VERSION, CPU_BUILD, CUDA12_DIST, CUDA12_INDEX, TORCH_BUILD)
 def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over packages and indexes: local versions, CUDA 12 distributions, indexes, torch's build."""
-    inv = ctx.inventory
+    findings = [*_package_builds(ctx), *_served_builds(ctx), *_torch_builds(ctx)]
+    yield from findings
+    judged = {LOCAL_VERSION.id, CPU_BUILD.id, CUDA12_DIST.id, CUDA12_INDEX.id}
+    if any(f.rule in judged and f.status is not Status.PASS for f in findings) or not _names_a_cuda_build(ctx):
+        return
+    cuda_pkgs = [p.name for p in ctx.inventory.packages if distribution_cuda_major(p) or p.name in _TORCH_FAMILY]
+    if cuda_pkgs and not _torch_packages(ctx):
+        yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {ctx.profile.cuda_major} builds ({len(cuda_pkgs)} distributions)", None,
+                                 packages=sorted(set(cuda_pkgs)))
+
+
+def _judged_packages(ctx: CheckContext) -> list[Package]:
+    """The packages that install on the profile's platform (constraints install nothing)."""
+    return [p for p in ctx.inventory.packages if installs_on(p, ctx.profile) and p.role != "constraint"]
+
+
+def _names_a_cuda_build(ctx: CheckContext) -> bool:
+    """Whether the input says anything about CUDA builds: a CUDA distribution, a conda CUDA pin, an index, torch."""
     major = ctx.profile.cuda_major
-    seen_any = False
-    failed = False
-    for pkg in inv.packages:
-        if not installs_on(pkg, ctx.profile) or pkg.role == "constraint":
-            continue
+    return (any(distribution_cuda_major(p) is not None or _conda_cuda_major(p, major) is not None for p in _judged_packages(ctx))
+            or any(build_of_index(i.url) is not None for i in ctx.inventory.indexes) or bool(_torch_packages(ctx)))
+
+
+def _package_builds(ctx: CheckContext) -> Iterator[Finding]:
+    """Versions with an older CUDA local tag, distributions that carry older CUDA libraries, conda CUDA pins."""
+    major = ctx.profile.cuda_major
+    for pkg in _judged_packages(ctx):
         build = build_of_version(pkg.version)
         if build is not None and build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:
-            failed = True
             yield LOCAL_VERSION.finding(
                 f"{pkg.name} {pkg.version} is a CUDA {build.cuda_major} build ({build.detail}); {ctx.profile.name} has CUDA {major}",
                 pkg.location, {"package": pkg.name, "version": pkg.version, "build": build.detail},
             )
             continue
         dist = distribution_cuda_major(pkg)
-        if dist is not None:
-            seen_any = True
+        if dist is not None and dist[0] < major:
             dist_major, why = dist
-            if dist_major < major:
-                failed = True
-                yield CUDA12_DIST.finding(
-                    f"{pkg.name}{' ' + pkg.version if pkg.version else ''} carries CUDA {dist_major} libraries: {why}",
-                    pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": dist_major},
-                    fix=_FIX_CONDA if pkg.role == "conda" else _distribution_fix(pkg.name, major),
-                )
+            yield CUDA12_DIST.finding(
+                f"{pkg.name}{' ' + pkg.version if pkg.version else ''} carries CUDA {dist_major} libraries: {why}",
+                pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": dist_major},
+                fix=_FIX_CONDA if pkg.role == "conda" else _distribution_fix(pkg.name, major),
+            )
         conda_major = _conda_cuda_major(pkg, major)
-        if conda_major is not None:
-            seen_any = True
-            if conda_major < major:
-                failed = True
-                spec = f"{pkg.name}={pkg.version}" if pkg.version else f"{pkg.name}{pkg.specifier}"
-                yield CUDA12_DIST.finding(
-                    f"conda {spec} selects a CUDA {conda_major} environment",
-                    pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": conda_major}, fix=_FIX_CONDA,
-                )
-    for index in inv.indexes:
+        if conda_major is not None and conda_major < major:
+            spec = f"{pkg.name}={pkg.version}" if pkg.version else f"{pkg.name}{pkg.specifier}"
+            yield CUDA12_DIST.finding(
+                f"conda {spec} selects a CUDA {conda_major} environment",
+                pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": conda_major}, fix=_FIX_CONDA,
+            )
+
+
+def _served_builds(ctx: CheckContext) -> Iterator[Finding]:
+    """Indexes and channels that serve older CUDA builds, or CPU/ROCm/XPU builds."""
+    major = ctx.profile.cuda_major
+    for index in ctx.inventory.indexes:
         build = build_of_index(index.url)
         if build is None:
             continue
-        seen_any = True
         if build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:
-            failed = True
             yield CUDA12_INDEX.finding(
                 f"{index.option} {index.url} serves CUDA {build.cuda_major} builds ({build.detail})",
                 index.location, {"url": index.url, "option": index.option},
                 fix=_FIX_CONDA_CHANNEL if index.option == "conda-channel" else None,
             )
         elif build.flavor in ("cpu", "rocm", "xpu"):
-            failed = True
             yield CPU_BUILD.finding(
                 f"{index.option} {index.url} serves {build.detail} builds, not CUDA {major}",
                 index.location, {"url": index.url, "option": index.option},
             )
-    torch_libs = any("torch/lib/libtorch_cuda" in b.path for b in inv.binaries)
+
+
+def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
+    """Which CUDA build of torch the input installs, told from its version, index, PyPI or conda pins."""
+    major = ctx.profile.cuda_major
+    torch_libs = any("torch/lib/libtorch_cuda" in b.path for b in ctx.inventory.binaries)
     for pkg in _torch_packages(ctx):
-        seen_any = True
         if torch_libs and pkg.installed:
             continue  # the binaries themselves are judged by the soname checks: they do not lie
         build, how = torch_build(pkg, ctx)
@@ -279,18 +307,12 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
             yield TORCH_BUILD.finding(f"cannot tell which CUDA build of torch is installed: {how}", pkg.location, evidence)
         elif build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:
             if build_of_version(pkg.version) is None:  # already reported as a local version otherwise
-                failed = True
                 yield LOCAL_VERSION.finding(f"torch is a CUDA {build.cuda_major} build, from {how}", pkg.location, evidence,
                                             fix=_FIX_CONDA if pkg.role == "conda" else None)
         elif build.flavor != "cuda":
-            failed = True
             yield CPU_BUILD.finding(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}", pkg.location, evidence)
         else:
             yield TORCH_BUILD.passed(f"torch is a CUDA {build.cuda_major} build: {how}", pkg.location, **evidence)
-    if seen_any and not failed:
-        cuda_pkgs = [p.name for p in inv.packages if distribution_cuda_major(p) or p.name in _TORCH_FAMILY]
-        if cuda_pkgs and not _torch_packages(ctx):
-            yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {major} builds ({len(cuda_pkgs)} distributions)", None, packages=sorted(set(cuda_pkgs)))
 
 
 # --- live: torch as the target interpreter imports it (envcheck preflight, container probes) --------
@@ -496,6 +518,7 @@ CUDA12_BASE = rule(
     f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
     playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("dockerfile",),
+    autofix=fixes.cuda12_base,
 )
 
 

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from envcheck.checks.host_facts import gpus
-from envcheck.model import Binary, Finding, Status
+from envcheck.fixes import dockerfile_fixes
+from envcheck.model import Binary, EnvVar, Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
 # --- live: the GPU of this host and the kernels torch carries (envcheck preflight) --------------------
@@ -208,6 +209,7 @@ ARCH_LIST = rule(
     arch-specific target whose FP4 instructions make NVFP4 faster than FP8) is reported as INFO.""",
     "Add 12.1 to the list (TORCH_CUDA_ARCH_LIST=\"12.1\"; \"12.1a\" for NVFP4 kernels; \"12.0+PTX\" keeps other Blackwell GPUs working too).",
     ("dockerfile", "image"),
+    autofix=dockerfile_fixes.arch_list,
 )
 ARCH_LIST_NVFP4 = rule(
     "G7-arch-list-sm121a", "G7", "Whether TORCH_CUDA_ARCH_LIST builds sm_121a (NVFP4) kernels", Status.INFO,
@@ -315,10 +317,17 @@ def arch_list_coverage(value: str, sm: int) -> tuple[str, list[str], bool]:
 @check(ARCH_LIST, ARCH_LIST_NVFP4, SOURCE_BUILD_ARCH)
 def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over TORCH_CUDA_ARCH_LIST values in a Dockerfile and the extensions it builds from source."""
-    from envcheck.knowledge.base_images import in_stage, safe_describe
-
-    sm = ctx.profile.sm
     settings = [v for v in ctx.inventory.env if v.name == "TORCH_CUDA_ARCH_LIST"]
+    yield from _arch_list_settings(settings, ctx.profile.sm)
+    yield from _cmake_arch_lists(ctx)
+    if ctx.kind == "dockerfile":
+        yield from _source_build_arch(ctx, settings)
+
+
+def _arch_list_settings(settings: list[EnvVar], sm: int) -> Iterator[Finding]:
+    """Each TORCH_CUDA_ARCH_LIST value: what it targets on sm_``sm``, and whether it includes sm_``sm``a (NVFP4)."""
+    from envcheck.knowledge.base_images import in_stage
+
     for var in settings:
         stage = var.location.stage if var.location else None
         level, targets, nvfp4 = arch_list_coverage(var.value, sm)
@@ -335,9 +344,25 @@ def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
         state = "includes" if nvfp4 else "does not include"
         yield ARCH_LIST_NVFP4.info(f"{in_stage(stage)}TORCH_CUDA_ARCH_LIST {state} sm_{sm}a"
                                    + ("" if nvfp4 else ": NVFP4 kernels built here will be slower than FP8"), var.location)
-    yield from _cmake_arch_lists(ctx)
-    if ctx.kind != "dockerfile":
-        return
+
+
+def _effective_arch_list(settings: list[EnvVar], loc: Location) -> EnvVar | None:
+    """The TORCH_CUDA_ARCH_LIST in force at ``loc``: the last ENV/ARG before it in its stage, or one set on its RUN line."""
+    effective = None
+    for var in settings:
+        vloc = var.location
+        if vloc is None or vloc.path != loc.path or vloc.stage != loc.stage or vloc.line is None or loc.line is None:
+            continue
+        if (var.origin in ("env", "arg") and vloc.line <= loc.line) or (var.origin == "run" and vloc.line == loc.line):
+            effective = var
+    return effective
+
+
+def _source_build_arch(ctx: CheckContext, settings: list[EnvVar]) -> Iterator[Finding]:
+    """CUDA extensions a Dockerfile builds from source: which architectures the arch list in force gives them."""
+    from envcheck.knowledge.base_images import in_stage, safe_describe
+
+    sm = ctx.profile.sm
     ngc_stages = {i.stage for i in ctx.inventory.images if (f := safe_describe(i.ref)) is not None and f.ngc_torch}
     own_base = {i.stage for i in ctx.inventory.images}
     for pkg in ctx.inventory.packages:
@@ -349,13 +374,7 @@ def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
         if pkg.name == "flash-attn":
             continue  # reported by G2-flash-attn-build: the build itself is the problem
         loc = pkg.location
-        effective = None
-        for var in settings:
-            vloc = var.location
-            if vloc is None or vloc.path != loc.path or vloc.stage != loc.stage or vloc.line is None or loc.line is None:
-                continue
-            if (var.origin in ("env", "arg") and vloc.line <= loc.line) or (var.origin == "run" and vloc.line == loc.line):
-                effective = var
+        effective = _effective_arch_list(settings, loc)
         evidence = {"package": pkg.name, "url": url, "stage": loc.stage}
         if effective is None:
             # a stage FROM another stage has no base image of its own: it inherits an NGC base if the file uses one

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from collections.abc import Callable
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envcheck import kinds
+from envcheck.config import env
 from envcheck.errors import UsageError
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
     for item in args.build_arg:
         name, eq, value = item.partition("=")
         if not eq:
-            value = os.environ.get(name) or ""
+            value = env(name) or ""  # as docker build: the value comes from the environment
         build_args[name] = value
     options = sources.ReadOptions(
         kind=args.kind,

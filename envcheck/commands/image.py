@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from envcheck import engine
-from envcheck.config import Config
+from envcheck.config import Config, env
 from envcheck.errors import UsageError
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.profile import load_profile
@@ -76,7 +75,7 @@ def _credentials(args: argparse.Namespace) -> Credentials | None:
 
 def _http_timeout(args: argparse.Namespace) -> float:
     """--http-timeout, else ENVCHECK_HTTP_TIMEOUT, else the client's default."""
-    text = args.http_timeout if args.http_timeout is not None else os.environ.get("ENVCHECK_HTTP_TIMEOUT")
+    text = args.http_timeout if args.http_timeout is not None else env("ENVCHECK_HTTP_TIMEOUT")
     if text is None or text == "":
         return DEFAULT_DEADLINE
     source = "--http-timeout" if args.http_timeout is not None else "ENVCHECK_HTTP_TIMEOUT"

@@ -24,6 +24,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from envcheck.errors import ReadingError
+
 INSTRUCTIONS = frozenset({
     "FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT",
     "VOLUME", "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL",
@@ -41,13 +43,14 @@ MAX_EXPANDED_VALUE = 128 << 10
 MAX_EXPANDED_TOTAL = 32 << 20
 
 
-class DockerfileSyntaxError(Exception):
+class DockerfileSyntaxError(ReadingError):
     """A Dockerfile that ``docker build`` would reject; ``line`` is 1-based."""
 
+    line: int
+
     def __init__(self, message: str, line: int) -> None:
-        super().__init__(f"line {line}: {message}")
-        self.message = message
-        self.line = line
+        super().__init__(message, line=line)
+        self.args = (f"line {line}: {message}",)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
+from envcheck.errors import ReadingError
+
 ELF_MAGIC = b"\x7fELF"
 AR_MAGIC = b"!<arch>\n"
 
@@ -44,17 +46,14 @@ MAX_DYNAMIC_ENTRIES = 1 << 16
 MAX_AR_MEMBERS = 200_000  # member headers of one archive, special members included
 
 
-class MalformedBinary(Exception):
+class MalformedBinary(ReadingError):
     """An ELF file or archive whose headers contradict themselves or the file size.
 
     ``offset`` is the byte offset of the bad field; ``member`` the archive member, where there is one.
     """
 
     def __init__(self, message: str, offset: int | None = None, member: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.offset = offset
-        self.member = member
+        super().__init__(message, offset=offset, member=member)
 
 
 class ByteSource(Protocol):

@@ -20,6 +20,8 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from envcheck.errors import ReadingError
+
 # Keys (normalised) that give the number of nodes / machines.
 NODE_KEYS = frozenset({"nnodes", "num_nodes", "num_machines", "nodes", "n_nodes", "node_count", "num_node"})
 # Keys that give a tensor-parallel degree.
@@ -36,13 +38,11 @@ _YAML_LINE = re.compile(r"^(\s*)(?:-\s+)?([A-Za-z0-9_.\-]+)\s*:\s*(.*?)\s*$")
 _TOOLS = ("torchrun", "torch.distributed.run", "accelerate", "deepspeed", "vllm", "sglang", "swift", "megatron", "llamafactory-cli", "python")
 
 
-class LaunchFormatError(ValueError):
+class LaunchFormatError(ReadingError, ValueError):
     """A launch command or config that cannot be read; ``line`` is 1-based where known."""
 
     def __init__(self, message: str, line: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
+        super().__init__(message, line=line)
 
 
 @dataclass(frozen=True)

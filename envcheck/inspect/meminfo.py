@@ -5,19 +5,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from envcheck.errors import ReadingError
+
 _LINE = re.compile(r"^([A-Za-z0-9_()]+):\s+(\d+)(?:\s+(kB))?\s*$")
 
 # The fields G3 reports, in the order the preflight line shows them.
 G3_FIELDS = ("MemTotal", "MemAvailable", "Cached", "Dirty", "SwapTotal")
 
 
-class MeminfoFormatError(ValueError):
+class MeminfoFormatError(ReadingError, ValueError):
     """A line of /proc/meminfo that is not ``Name: value [kB]``; ``line`` is 1-based."""
 
+    line: int
+
     def __init__(self, message: str, line: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
+        super().__init__(message, line=line)
 
 
 @dataclass(frozen=True)

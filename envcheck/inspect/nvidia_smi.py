@@ -14,6 +14,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from envcheck.collect import probe
+from envcheck.errors import ReadingError
+
 # Placeholders nvidia-smi prints instead of a value.
 _UNAVAILABLE = re.compile(r"^\[?(N/A|Not Supported|Not Found|Unknown Error|Insufficient Permissions|GPU is lost|Unknown)\]?$", re.I)
 _UNIT = re.compile(r"\s*\[[^\]]*\]\s*$")  # "memory.total [MiB]" -> "memory.total"
@@ -21,14 +24,11 @@ _VALUE_UNIT = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(MiB|GiB|KiB|W|%|MHz|C)$")
 # Fields whose values may contain commas (nvidia-smi does not quote): extra cells are joined into them.
 _FREE_TEXT = ("process_name", "name", "gpu_name")
 
-# The queries envcheck runs (the probe and the host source use the same lists).
-GPU_FIELDS: tuple[str, ...] = (
-    "index", "uuid", "name", "driver_version", "temperature.gpu", "power.draw", "power.limit",
-    "memory.total", "memory.used", "utilization.gpu", "clocks.sm", "clocks_throttle_reasons.active",
-    "compute_cap",
-)
-GPU_FIELDS_BASIC: tuple[str, ...] = GPU_FIELDS[:11]  # drivers that reject compute_cap / the throttle mask
-APP_FIELDS: tuple[str, ...] = ("pid", "process_name", "used_memory", "gpu_uuid")
+# The queries envcheck runs: defined once in the probe (which runs standalone in other interpreters, so it
+# cannot import this module), read here by the host source and the parsers.
+GPU_FIELDS: tuple[str, ...] = probe.GPU_FIELDS
+GPU_FIELDS_BASIC: tuple[str, ...] = probe.GPU_FIELDS_BASIC  # drivers that reject compute_cap / the throttle mask
+APP_FIELDS: tuple[str, ...] = probe.APP_FIELDS
 
 # clocks_throttle_reasons.active bits (nvml.h: nvmlClocksEventReason*).
 THROTTLE_BITS: dict[int, str] = {
@@ -40,13 +40,13 @@ THROTTLE_BITS: dict[int, str] = {
 }
 
 
-class NvidiaSmiFormatError(ValueError):
+class NvidiaSmiFormatError(ReadingError, ValueError):
     """A line that does not have the fields the query asked for; ``line`` is 1-based."""
 
+    line: int
+
     def __init__(self, message: str, line: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
+        super().__init__(message, line=line)
 
 
 @dataclass(frozen=True)

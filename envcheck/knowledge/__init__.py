@@ -7,22 +7,18 @@ against its schema (``envcheck/knowledge/schema.py``) the first time it is read.
 
 from __future__ import annotations
 
-import sys
 from functools import cache
 from importlib import resources
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from envcheck import toml
 
 
 @cache
 def load(name: str) -> dict[str, Any]:
     """The parsed knowledge file ``envcheck/knowledge/<name>.toml``."""
     text = resources.files(__name__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
-    data: dict[str, Any] = tomllib.loads(text)
+    data: dict[str, Any] = toml.loads(text)
     from envcheck.knowledge.schema import validate
 
     validate(name, data)

@@ -194,3 +194,16 @@ def requirement_applies(marker: Marker | None, profile: Profile) -> bool:
 def unsuffixed_distribution(name: str) -> dict[str, Any] | None:
     """The row of a CUDA toolkit distribution without a -cuXX suffix (``nvidia-cublas``: its release line per CUDA major)."""
     return _unsuffixed().get(name)
+
+
+def first_cu130_torch() -> str:
+    """The first torch release on the PyTorch cu130 index (``2.9.0``)."""
+    return str(knowledge.load("torch_builds")["pytorch_index"]["first_cu130_release"])
+
+
+def first_pypi_cuda_torch(major: int, machine: str = "aarch64") -> str:
+    """The first torch release whose PyPI wheels for ``machine`` are CUDA ``major`` builds (``2.11``)."""
+    for row in knowledge.load("torch_builds")["pypi"]:
+        if str(row.get(machine)) == str(major) and str(row["versions"]).startswith(">="):
+            return str(row["versions"])[2:]
+    raise LookupError(f"torch_builds.toml has no PyPI row with CUDA {major} wheels for {machine}")

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envcheck.config import env
 from envcheck.errors import InputError, ServiceError, UsageError
 
 if TYPE_CHECKING:
@@ -35,11 +35,11 @@ def engine_client(timeout: float = 60.0) -> DockerClient:
         from docker.errors import DockerException
     except ImportError as exc:  # pragma: no cover - docker is a declared dependency
         raise ServiceError(f"the Docker SDK is not installed ({exc}); pip install docker") from exc
-    where = os.environ.get("DOCKER_HOST") or "the local Docker engine"
+    where = env("DOCKER_HOST") or "the local Docker engine"
     try:
-        if os.environ.get("DOCKER_HOST"):
-            client = _engine_client_class().from_env(
-                timeout=int(timeout), use_ssh_client=_use_ssh_binary(os.environ["DOCKER_HOST"]))
+        docker_host = env("DOCKER_HOST")
+        if docker_host:
+            client = _engine_client_class().from_env(timeout=int(timeout), use_ssh_client=_use_ssh_binary(docker_host))
         else:
             host, tls = _context_endpoint()
             if host is None:
@@ -111,8 +111,8 @@ def _context_endpoint() -> tuple[str | None, Any]:
     ``currentContext``, ``contexts/meta/<sha256 of name>/meta.json``, ``contexts/tls/<id>/docker/``),
     because the SDK's reader ignores contexts when no ``config.json`` exists.
     """
-    config_dir = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker")
-    name = os.environ.get("DOCKER_CONTEXT")
+    config_dir = Path(env("DOCKER_CONFIG") or Path.home() / ".docker")
+    name = env("DOCKER_CONTEXT")
     if not name:
         try:
             name = json.loads((config_dir / "config.json").read_text(encoding="utf-8")).get("currentContext")
@@ -183,4 +183,4 @@ def engine_is_local(client: DockerClient) -> bool:
 
 def engine_where() -> str:
     """The engine address for messages: DOCKER_HOST, else the context or local socket the SDK chose."""
-    return os.environ.get("DOCKER_HOST") or "the current Docker context or local socket"
+    return env("DOCKER_HOST") or "the current Docker context or local socket"

@@ -9,8 +9,9 @@ answer in another Content-Encoding is refused, so nothing inflates in memory). F
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
+
+from envcheck.config import env
 
 PLAYBOOKS_REPO = "NVIDIA/dgx-spark-playbooks"
 PLAYBOOKS_URL = f"https://github.com/{PLAYBOOKS_REPO}/issues"
@@ -22,7 +23,7 @@ def fetch_playbook_issues(limit: int = 5, timeout: float = 5.0) -> dict[str, Any
     """Newest open issues of the DGX Spark playbooks repository (public API, no token)."""
     import requests
 
-    api = os.environ.get(GITHUB_API_ENV, "https://api.github.com").rstrip("/")
+    api = (env(GITHUB_API_ENV) or "https://api.github.com").rstrip("/")
     url = f"{api}/repos/{PLAYBOOKS_REPO}/issues"
 
     def error(text: str) -> dict[str, Any]:

@@ -22,19 +22,20 @@ import hashlib
 import html.parser
 import io
 import json
-import os
 import socket
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-import requests
-
+from envcheck.config import env
 from envcheck.errors import ServiceError
+
+if TYPE_CHECKING:  # requests is imported on the first request: a warm `--resolve` run makes none
+    import requests
 
 USER_AGENT = "envcheck-resolve/0.1 (python-requests)"
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
@@ -107,11 +108,18 @@ class IndexClient:
 
     deadline: float = field(default_factory=lambda: _env_float("ENVCHECK_HTTP_TIMEOUT", DEFAULT_DEADLINE))
     traffic: Traffic = field(default_factory=Traffic)
-    session: requests.Session = field(default_factory=requests.Session)
+    session: requests.Session | None = None
 
     def __post_init__(self) -> None:
-        self.session.headers["User-Agent"] = USER_AGENT
         self._lock = threading.Lock()
+
+    def _session(self) -> requests.Session:
+        if self.session is None:
+            import requests
+
+            self.session = requests.Session()
+            self.session.headers["User-Agent"] = USER_AGENT
+        return self.session
 
     def _count(self, nbytes: int, requests_made: int = 0) -> None:
         with self._lock:
@@ -121,10 +129,12 @@ class IndexClient:
     @contextlib.contextmanager
     def _get(self, url: str, headers: dict[str, str] | None = None) -> Iterator[requests.Response]:
         """A streamed GET; connection failures and timeouts are ServiceErrors naming the redacted URL."""
+        import requests
+
         shown = redact(url)
         start = time.monotonic()
         try:
-            resp = self.session.get(url, headers=headers or {}, stream=True, timeout=(min(10.0, self.deadline), min(READ_TIMEOUT, self.deadline)),
+            resp = self._session().get(url, headers=headers or {}, stream=True, timeout=(min(10.0, self.deadline), min(READ_TIMEOUT, self.deadline)),
                                     allow_redirects=True)
         except requests.exceptions.Timeout as exc:
             raise ServiceError(f"{shown}: no answer within {min(READ_TIMEOUT, self.deadline):g} s ({type(exc).__name__}); check the index URL and the network") from None
@@ -143,6 +153,8 @@ class IndexClient:
             resp.close()
 
     def _body(self, resp: requests.Response, url: str, limit: int) -> bytes:
+        import requests
+
         declared = resp.headers.get("Content-Length")
         if declared and declared.isdigit() and int(declared) > limit:
             raise FileProblem(f"{redact(url)}: the answer is {int(declared)} bytes, more than the {limit} envcheck reads")
@@ -216,7 +228,7 @@ class IndexClient:
 
 def _env_float(name: str, default: float) -> float:
     try:
-        value = float(os.environ.get(name, ""))
+        value = float(env(name) or "")
     except ValueError:
         return default
     return value if value > 0 else default

@@ -41,6 +41,7 @@ from envcheck.inspect.pip_args import (
     index_entries,
     parse_install_command,
 )
+from envcheck.inspect.pragma import pragma_line
 from envcheck.inspect.shell import SimpleCommand, split_commands
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.base_images import safe_describe
@@ -61,7 +62,6 @@ from envcheck.sources import ReadOptions
 KIND = "dockerfile"
 BUILD_PLATFORM = "linux/arm64"  # the Spark builds its own images: $TARGETARCH etc. resolve to arm64
 _ARCH = BUILD_PLATFORM.split("/")[1]  # what `$(uname -m)`-style probes in RUN conditions answer
-_PRAGMA = re.compile(r"^\s*#\s*envcheck:\s*ignore=([A-Za-z0-9_,.\-]+)\s*(.*)$")
 _FIRST_WORD = re.compile(rb"^\s*([A-Za-z]+)[ \t]")
 _SHELL_EXES = frozenset({"sh", "bash", "dash", "ash", "zsh"})
 TRUNCATED_RUN = ("this RUN goes past what envcheck reads of one shell script (variables holding `sh -c` scripts that run "
@@ -132,12 +132,12 @@ def _pragmas(text: str, df: Dockerfile, path: str) -> list[Pragma]:
     lines = text.splitlines()
     found: list[Pragma] = []
     for number, raw in enumerate(lines, 1):
-        m = _PRAGMA.match(raw)
+        m = pragma_line(raw)
         if not m:
             continue
         rules = tuple(r.strip() for r in m.group(1).split(",") if r.strip())
         target = number + 1
-        while target <= len(lines) and (not lines[target - 1].strip() or _PRAGMA.match(lines[target - 1])):
+        while target <= len(lines) and (not lines[target - 1].strip() or pragma_line(lines[target - 1])):
             target += 1
         end = spans.get(target, target)
         for line in range(target, end + 1):

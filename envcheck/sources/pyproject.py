@@ -10,11 +10,11 @@ otherwise), and each extra or other group is judged in its own scope (envcheck.s
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from envcheck import toml
 from envcheck.errors import InputError
 from envcheck.inspect.markers import all_of, negated
 from envcheck.inspect.pip_args import parse_requirement_text, shown
@@ -38,11 +38,6 @@ from envcheck.sources.requirements import (
     too_many_packages,
 )
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 KIND = "pyproject"
 # include-group chains and self-referencing extras (`all = ["proj[cpu,train]"]`) are followed this deep.
 _MAX_NESTING = 16
@@ -54,8 +49,8 @@ def parse_toml(path: Path, max_bytes: int = MAX_BYTES) -> tuple[dict[str, Any], 
     if problems:
         raise InputError(problems[0].message, str(path), line=problems[0].location.line if problems[0].location else None)
     try:
-        return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as exc:
+        return toml.loads(text), text
+    except toml.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None)
         if line is None:
             m = re.search(r"line (\d+)", str(exc))

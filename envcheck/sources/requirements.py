@@ -16,6 +16,7 @@ from pathlib import Path
 
 from envcheck.errors import InputError
 from envcheck.inspect.pip_args import _INDEX_OPTIONS, parse_requirement_text, shown
+from envcheck.inspect.pragma import PRAGMA
 from envcheck.model import (
     InstallCommand,
     Inventory,
@@ -30,7 +31,6 @@ from envcheck.sources import ReadOptions
 
 KIND = "requirements"
 MAX_BYTES = 16 * 1024 * 1024  # --max-text-size; docs/limits.md
-_PRAGMA = re.compile(r"#\s*envcheck:\s*ignore=([A-Za-z0-9_,.\-]+)\s*(.*)$")
 _REQ_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-]*(\[[^\]]*\])?\s*(==|>=|<=|~=|!=|<|>|===|@|;|$)|-[-a-zA-Z]|git\+|https?://)")
 
 
@@ -101,7 +101,7 @@ def logical_lines(text: str) -> list[tuple[int, str, str | None]]:
         joined = " ".join(part.strip() for part in buf)
         buf = []
         pragma = None
-        m = _PRAGMA.search(joined)
+        m = PRAGMA.search(joined)
         if m and joined.lstrip().startswith("#"):
             pragma = joined
         out.append((start, _without_comment(joined).strip(), pragma))
@@ -216,7 +216,7 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
     for number, line, pragma in logical_lines(text):
         loc = Location(str(path), line=number)
         if pragma is not None:
-            m = _PRAGMA.search(pragma)
+            m = PRAGMA.search(pragma)
             if m:
                 pending_pragma = (tuple(r.strip() for r in m.group(1).split(",") if r.strip()), m.group(2).strip())
             continue

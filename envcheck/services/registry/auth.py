@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import subprocess
 import time
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from envcheck.config import env
 from envcheck.errors import ServiceError, UsageError
 
 HUB_CONFIG_KEY = "https://index.docker.io/v1/"
@@ -69,8 +69,8 @@ def parse_challenge(header: str) -> Challenge | None:
 
 def docker_config_dir() -> Path:
     """``$DOCKER_CONFIG`` or ``~/.docker``, as the Docker CLI resolves it."""
-    env = os.environ.get("DOCKER_CONFIG")
-    return Path(env) if env else Path.home() / ".docker"
+    folder = env("DOCKER_CONFIG")
+    return Path(folder) if folder else Path.home() / ".docker"
 
 
 def _config_keys(registry: str) -> list[str]:
