@@ -22,7 +22,13 @@ from pathlib import Path
 from envcheck.inspect.pip_args import parse_install_command, parse_requirement_text, shown
 from envcheck.model import IndexOption, InstallCommand, Inventory, Location, PackageIndex, ReadProblem, Role
 from envcheck.sources import ReadOptions
-from envcheck.sources.requirements import MAX_PACKAGES, _option_line, read_text_file, text_limit, too_many_packages
+from envcheck.sources.requirements import (
+    MAX_PACKAGES,
+    _option_line,
+    read_text_file,
+    text_limit,
+    too_many_packages,
+)
 
 KIND = "conda"
 
