@@ -16,7 +16,7 @@ from seed_builders import digest, metadata_layer, oci_index, oci_manifest, write
 
 from envcheck.redaction import clean, escape_controls, is_secret_name, redact
 
-FORMATS = ("text", "json", "sarif", "github", "preflight")
+FORMATS = ("text", "json", "sarif", "github", "preflight", "html")
 SECRETS = ("alice", "S3cretPw", "bob", "S3cretInc", "hf_SecretValue123", "carol", "S3cretArg", "hf_RunSecret456",
            "dave", "S3cretRun", "ghp_BuildArgSecret", "S3cretQuery", "erin", "S3cretCfg", "hf_ImageEnvSecret", "wandb_OldFormSecret")
 # What an injected line would start with: a GitHub workflow command, or a fake envcheck line.

@@ -40,6 +40,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("sarif", "envcheck.formats.sarif_format", "SARIF 2.1.0 for code scanning"),
     Format("github", "envcheck.formats.github_format", "GitHub Actions annotations"),
     Format("preflight", "envcheck.formats.preflight_format", "one line per gotcha, G1..G10 (the original preflight.sh)"),
+    Format("html", "envcheck.formats.html_format", "one self-contained HTML page (-o report.html)"),
     Format("snapshot", "envcheck.formats.snapshot_format", "a snapshot document (envcheck snapshot)"),
 )}
 

@@ -1,0 +1,344 @@
+"""One self-contained HTML page per run (``--format html -o report.html``), for people and CI artifacts.
+
+The page needs no network: styles are inline, there are no fonts, images or external scripts, and six
+lines of plain JavaScript filter rows by text (everything reads without it). It shows, per run:
+
+- a summary band, one tile per gotcha (G1..G10, ARCH) with its worst status and how many findings have it;
+  the status is a word, and tiles differ in border style too, so the band reads in greyscale;
+- per target, the findings grouped by gotcha, each with its location, evidence, fix and the rule's
+  explanation in a ``<details>`` (passing and informational findings are folded under a switch);
+- where a target has ELF files (a venv, a folder, a wheel, an image with ``--deep``, a container): a matrix
+  with one row per package: the CUDA major its files need, the sm_121 verdict (native / compatible /
+  PTX-JIT / none), the SASS and PTX architectures, fatbins found outside ``.nv_fatbin`` (hidden) marked,
+  packages with problems first; each row opens to its files;
+- for an image: the build history, one row per step with the instruction and the findings it carries;
+- for ``envcheck diff``: each change with the A side and the B side next to each other.
+
+Every string from an input goes through :func:`html.escape` after the render boundary has masked secrets
+and made control characters visible (:func:`envcheck.formats.renderer`); nothing from an input is placed
+in a ``<style>`` or ``<script>`` element or in an attribute other than escaped text.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from envcheck import __version__
+from envcheck.inspect.fatbin import STANDARD_SECTIONS
+from envcheck.model import ALL_GOTCHAS, Binary, Finding, Report, Status, TargetResult
+
+# sm_121 verdicts, worst first (the order problems sort by), and the words the page shows for them.
+SM121_ORDER: dict[str | None, int] = {"none": 0, "ptx-jit": 1, "compatible": 2, "native": 3, None: 4}
+SM121_WORDS: dict[str | None, str] = {"none": "none", "ptx-jit": "PTX-JIT", "compatible": "compatible",
+                                      "native": "native", None: "no GPU code"}
+# Fatbins in these sections are where a CUDA toolchain puts them; anywhere else they are "hidden"
+# (found by the deep scan inside data sections, archives or compressed payloads).
+FATBIN_SECTIONS = frozenset(STANDARD_SECTIONS)
+_QUIET = (Status.PASS, Status.INFO, Status.SKIP)
+_HISTORY = re.compile(r"history\[(\d+)\]")
+
+_STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1b1b;background:#fff}
+header,main,footer{padding:0 24px}header{border-bottom:1px solid #ccc;padding-bottom:8px}
+h1{font-size:22px;margin:16px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:2px solid #333}
+h3{font-size:15px;margin:18px 0 6px}code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px}
+.meta{color:#444}.band{display:grid;grid-template-columns:repeat(auto-fill,minmax(92px,1fr));gap:8px;margin:14px 0}
+.tile{display:block;padding:8px;border-radius:6px;text-decoration:none;color:inherit;border:2px solid #999}
+.tile b{display:block;font-size:15px}.tile span{display:block;font-weight:700;letter-spacing:.04em}
+.s-ERROR{background:#f3d1f5;border:4px double #6a1b6f}.s-FAIL{background:#f8c9c4;border:4px solid #8b1a10}
+.s-WARN{background:#fbe7b5;border:3px dashed #7a5300}.s-PASS{background:#d4efd6;border:1px solid #2f6b33}
+.s-INFO{background:#dde8f6;border:1px dotted #2c4f7c}.s-SKIP{background:#eee;border:1px dotted #888;color:#555}
+.badge{display:inline-block;min-width:46px;text-align:center;font-weight:700;font-size:12px;padding:1px 4px;border-radius:4px}
+.finding{margin:6px 0;padding:6px 10px;border-radius:4px;background:#fafafa;border-left:6px solid #999}
+.finding.s-ERROR,.finding.s-FAIL,.finding.s-WARN,.finding.s-PASS,.finding.s-INFO,.finding.s-SKIP{border-top:0;border-right:0;border-bottom:0}
+.finding .where{color:#444}.finding .fix{margin-top:3px}.finding details{margin-top:3px}
+table{border-collapse:collapse;margin:6px 0 12px;width:100%}th,td{border:1px solid #bbb;padding:3px 6px;text-align:left;vertical-align:top}
+th{background:#eee}td.num{text-align:right}.hidden-fatbin{font-weight:700;text-decoration:underline dotted}
+.sm-none{background:#f8c9c4;font-weight:700}.sm-ptx-jit{background:#fbe7b5}.sm-compatible{background:#e4f2d8}
+.sm-native{background:#c9ebcc}.sm-nogpu{color:#666}
+.quiet{display:none}#showall:checked~main .quiet{display:block}#showall:checked~main tr.quiet{display:table-row}
+.controls{padding:8px 24px;background:#f4f4f4;border-bottom:1px solid #ccc}.controls input[type=search]{width:260px}
+#showall{margin:8px 4px 8px 24px}table.matrix summary{white-space:nowrap}
+.empty{color:#555;font-style:italic}pre{white-space:pre-wrap;word-break:break-all;margin:2px 0}
+@media print{.controls{display:none}.quiet{display:block}}
+"""
+
+# Filter by text: rows and findings that do not contain the words typed are hidden. Data is never read
+# from attributes, only from text nodes, so no input can reach the script.
+_SCRIPT = """
+document.getElementById("filter").addEventListener("input", function (e) {
+  var q = e.target.value.toLowerCase();
+  document.querySelectorAll("[data-filter]").forEach(function (el) {
+    el.style.display = (q && el.textContent.toLowerCase().indexOf(q) < 0) ? "none" : "";
+  });
+});
+"""
+
+
+def _e(value: Any) -> str:
+    """Text from anywhere (an input, a reading) as HTML text or attribute content."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _badge(status: Status) -> str:
+    return f'<span class="badge s-{status.value}">{status.value}</span>'
+
+
+def render(report: Report, verbosity: int = 0) -> str:
+    """The report as one HTML5 page (no external resources)."""
+    from envcheck import rules
+
+    explanations = {r.id: r for r in rules.iter_rules()}
+    out: list[str] = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        '<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>envcheck report: {_e(', '.join(t.target for t in report.targets) or 'nothing checked')}</title>",
+        f"<style>{_STYLE}</style></head>",
+        "<body>",
+        '<header><h1>envcheck report</h1>',
+        f'<p class="meta">profile <b>{_e(report.profile)}</b> · envcheck {_e(__version__)} · '
+        f"{len(report.targets)} target{'s' if len(report.targets) != 1 else ''} · exit code {report.exit_code}</p>",
+        _band(report),
+        "</header>",
+        '<input type="checkbox" id="showall"' + (" checked" if verbosity > 0 else "") + ">",
+        '<label for="showall"> show passing and informational findings</label>',
+        '<div class="controls"><label>Filter <input type="search" id="filter" placeholder="package, rule, file…"></label></div>',
+        "<main>",
+    ]
+    for index, target in enumerate(report.targets):
+        out.extend(_target(index, target, explanations))
+    if not report.targets:
+        out.append('<p class="empty">Nothing was checked.</p>')
+    out += ["</main>", f'<footer><p class="meta">envcheck {_e(__version__)}: rules are explained by '
+            "<code>envcheck rules ID</code>.</p></footer>", f"<script>{_SCRIPT}</script>", "</body>", "</html>"]
+    return "\n".join(out) + "\n"
+
+
+def _band(report: Report) -> str:
+    """One tile per gotcha: worst status and how many findings have that status."""
+    tiles = ['<nav class="band" aria-label="summary by gotcha">']
+    for gotcha in ALL_GOTCHAS:
+        statuses = [f.status for f in report.findings if f.gotcha == gotcha]
+        worst = Status.worst(statuses)
+        count = sum(1 for s in statuses if s is worst)
+        what = f"{count} finding{'s' if count != 1 else ''}" if statuses else "not checked"
+        tiles.append(f'<a class="tile s-{worst.value}" href="#{gotcha}"><b>{gotcha}</b>'
+                     f"<span>{worst.value}</span><small>{what}</small></a>")
+    tiles.append("</nav>")
+    return "".join(tiles)
+
+
+def _target(index: int, target: TargetResult, explanations: Mapping[str, Any]) -> list[str]:
+    worst = Status.worst((f.status for f in target.findings), Status.PASS)
+    out = [f'<section class="target" id="t{index}">',
+           f"<h2>{_badge(worst)} {_e(target.target)} <small>({_e(target.kind)})</small></h2>"]
+    if target.kind in ("diff", "twins"):
+        out.extend(_diff(target))
+    if target.inventory.binaries:
+        out.extend(_matrix(target.inventory.binaries, target.findings))
+    image = target.inventory.host.image
+    if image:
+        out.extend(_image(image, target.findings))
+    out.extend(_findings(index, target, explanations))
+    if target.suppressed:
+        out.append("<h3>Suppressed</h3><ul>")
+        for f, reason in target.suppressed:
+            out.append(f"<li><code>{_e(f.rule)}</code> at {_e(f.location or target.target)}: {_e(reason)}</li>")
+        out.append("</ul>")
+    out.append("</section>")
+    return out
+
+
+def _findings(index: int, target: TargetResult, explanations: Mapping[str, Any]) -> list[str]:
+    out = ["<h3>Findings by gotcha</h3>"]
+    if not target.findings:
+        out.append('<p class="empty">No findings.</p>')
+    by_gotcha: dict[str, list[Finding]] = defaultdict(list)
+    for f in target.findings:
+        by_gotcha[f.gotcha].append(f)
+    for gotcha in (*ALL_GOTCHAS, *sorted(set(by_gotcha) - set(ALL_GOTCHAS))):
+        found = sorted(by_gotcha.get(gotcha, []), key=lambda f: -f.status.rank)
+        if not found:
+            continue
+        loud = [f for f in found if f.status not in _QUIET]
+        anchor = f' id="{gotcha}"' if index == 0 and gotcha in ALL_GOTCHAS else ""
+        quiet = "" if loud else ' class="quiet"'
+        out.append(f"<div{anchor}{quiet}><h4>{_e(gotcha)} {_badge(found[0].status)} "
+                   f"<small>{len(loud)} to look at, {len(found) - len(loud)} passing or informational</small></h4>")
+        out.extend(_finding(f, explanations.get(f.rule)) for f in found)
+        out.append("</div>")
+    return out
+
+
+def _finding(f: Finding, rule: Any) -> str:
+    quiet = " quiet" if f.status in _QUIET else ""
+    parts = [f'<article class="finding s-{f.status.value}{quiet}" data-filter>{_badge(f.status)} '
+             f"<code>{_e(f.rule)}</code> {_e(f.message)}"]
+    if f.location is not None:
+        parts.append(f'<div class="where">at <code>{_e(f.location)}</code>'
+                     + (f" ({_e(f.location.branch)})" if f.location.branch else "") + "</div>")
+    if f.fix and f.status not in _QUIET:
+        parts.append(f'<div class="fix"><b>Fix:</b> {_e(f.fix)}</div>')
+    if f.evidence:
+        parts.append("<details><summary>Evidence</summary><pre>"
+                     + _e(json.dumps(dict(f.evidence), indent=1, ensure_ascii=False, default=str)) + "</pre></details>")
+    if rule is not None:
+        parts.append(f"<details><summary>Why: {_e(rule.title)}</summary><p>{_e(rule.explanation)}</p>"
+                     f"<p><b>Fix in general:</b> {_e(rule.fix)}</p></details>")
+    parts.append("</article>")
+    return "".join(parts)
+
+
+def hidden_sections(binary: Binary) -> tuple[str, ...]:
+    """The sections (or places) where a fatbin was found outside the ones a CUDA toolchain writes."""
+    return tuple(s for s in binary.sections if s not in FATBIN_SECTIONS)
+
+
+def package_of(binary: Binary) -> str:
+    """The distribution that owns an ELF file, or its top folder under site-/dist-packages when no RECORD said."""
+    if binary.distribution:
+        return binary.distribution
+    parts = binary.path.replace("\\", "/").split("/")
+    for folder in ("site-packages", "dist-packages"):
+        if folder in parts:
+            rest = parts[len(parts) - parts[::-1].index(folder):]
+            if len(rest) > 1:
+                return f"{rest[0]}/ (no RECORD)"
+    return "(no package)"
+
+
+def _labels(values: Iterable[str]) -> str:
+    return ", ".join(sorted(set(values), key=_arch_key)) or "—"
+
+
+def _arch_key(label: str) -> tuple[int, str]:
+    digits = re.search(r"(\d+)", label)
+    return (int(digits.group(1)) if digits else 0, label)
+
+
+def _matrix(binaries: list[Binary], findings: list[Finding]) -> list[str]:
+    """Packages × what their ELF files need and carry for sm_121, problems first."""
+    worst_at: dict[tuple[str, str | None], Status] = {}
+    for f in findings:
+        if f.location is not None:
+            key = (f.location.path, f.location.member)
+            if key not in worst_at or f.status.rank > worst_at[key].rank:
+                worst_at[key] = f.status
+    groups: dict[str, list[Binary]] = defaultdict(list)
+    for b in binaries:
+        groups[package_of(b)].append(b)
+
+    def status_of(b: Binary) -> Status:
+        loc = b.location
+        return worst_at.get((loc.path, loc.member) if loc else (b.path, None), Status.PASS)
+
+    rows = []
+    for name, files in groups.items():
+        status = Status.worst((status_of(b) for b in files), Status.PASS)
+        gpu = [b for b in files if b.sm121 is not None]
+        level = min((b.sm121 for b in gpu), key=lambda lv: SM121_ORDER.get(lv, 4)) if gpu else None
+        rows.append((name, files, status, level))
+    rows.sort(key=lambda r: (-r[2].rank, SM121_ORDER.get(r[3], 4), r[0]))
+    gpu_files = sum(1 for b in binaries if b.sm121 is not None)
+    out = [f"<h3>Binaries: {len(binaries)} ELF files in {len(rows)} packages, {gpu_files} with GPU code</h3>",
+           '<table class="matrix"><thead><tr><th>status</th><th>package</th><th>ELF files</th><th>CUDA major</th>'
+           "<th>sm_121</th><th>SASS</th><th>PTX</th><th>fatbins</th></tr></thead><tbody>"]
+    for name, files, status, level in rows:
+        majors = sorted({b.cuda_major for b in files if b.cuda_major is not None})
+        hidden = sorted({s for b in files for s in hidden_sections(b)})
+        fat = sum(1 for b in files if b.sections)
+        fat_text = f"{fat} file{'s' if fat != 1 else ''}" if fat else "—"
+        if hidden:
+            fat_text += " " + _hidden(tuple(hidden))
+        quiet = ' class="pkg quiet"' if status in _QUIET and level in ("native", "compatible", None) and not hidden else ' class="pkg"'
+        cls = "nogpu" if level is None else level
+        out.append(
+            f"<tr{quiet} data-filter><td>{_badge(status)}</td><td><details><summary>{_e(name)}</summary>"
+            + _files(files, status_of) + "</details></td>"
+            f'<td class="num">{len(files)}</td><td>{_e(", ".join(map(str, majors)) or "—")}</td>'
+            f'<td class="sm-{cls}">{_e(SM121_WORDS.get(level, str(level)))}</td>'
+            f'<td class="mono">{_e(_labels(s for b in files for s in b.sass))}</td>'
+            f'<td class="mono">{_e(_labels(s for b in files for s in b.ptx))}</td><td>{fat_text}</td></tr>')
+    out.append("</tbody></table>")
+    out.append('<p class="meta">sm_121: <b>native</b> SASS for sm_121; <b>compatible</b> SASS another GB10 GPU '
+               "runs (sm_120 family); <b>PTX-JIT</b> only PTX the driver compiles at first launch; <b>none</b> nothing "
+               "that runs on sm_121. A package shows its worst file. <b>hidden</b>: a fatbin found outside "
+               "<code>.nv_fatbin</code>. Rows with nothing to look at are folded under the switch above.</p>")
+    return out
+
+
+def _files(files: list[Binary], status_of: Any) -> str:
+    ordered = sorted(files, key=lambda b: (-status_of(b).rank, SM121_ORDER.get(b.sm121, 4), b.path))
+    rows = ['<table class="files"><tbody>']
+    for b in ordered:
+        hidden = hidden_sections(b)
+        rows.append(f"<tr><td>{_badge(status_of(b))}</td><td class=\"mono\">{_e(b.location or b.path)}</td>"
+                    f"<td>{_e(b.cuda_major if b.cuda_major is not None else '—')}</td>"
+                    f"<td>{_e(SM121_WORDS.get(b.sm121, str(b.sm121)))}</td>"
+                    f'<td class="mono">{_e(_labels(b.sass))} / {_e(_labels(b.ptx))}</td>'
+                    f"<td>{_hidden(hidden)}</td></tr>")
+    rows.append("</tbody></table>")
+    return "".join(rows)
+
+
+def _hidden(sections: tuple[str, ...]) -> str:
+    return f'<span class="hidden-fatbin">hidden: {_e(", ".join(sections))}</span>' if sections else ""
+
+
+def _image(image: Mapping[str, Any], findings: list[Finding]) -> list[str]:
+    """The image facts and its build history, each step with the findings located at it."""
+    facts = [(key, image.get(key)) for key in ("ref", "source", "digest", "platform", "os", "architecture", "created", "layers", "size")]
+    out = ["<h3>Image</h3><table><tbody>"]
+    out += [f"<tr><th>{_e(k)}</th><td class=\"mono\">{_e(v)}</td></tr>" for k, v in facts if v not in (None, "")]
+    out.append("</tbody></table>")
+    history = image.get("history")
+    if not isinstance(history, list) or not history:
+        out.append('<p class="empty">The image config has no build history.</p>')
+        return out
+    at: dict[int, list[Finding]] = defaultdict(list)
+    for f in findings:
+        m = _HISTORY.fullmatch(f.location.member or "") if f.location is not None else None
+        if m:
+            at[int(m.group(1))].append(f)
+    out.append(f"<h3>Build history: {len(history)} steps, {image.get('layers', '?')} layers</h3>"
+               '<table class="history"><thead><tr><th>#</th><th>instruction</th><th>findings</th></tr></thead><tbody>')
+    for i, entry in enumerate(history):
+        text = entry.get("created_by", "") if isinstance(entry, Mapping) else entry
+        here = sorted(at.get(i, []), key=lambda f: -f.status.rank)
+        cell = "".join(f"<div>{_badge(f.status)} <code>{_e(f.rule)}</code> {_e(f.message)}</div>" for f in here)
+        out.append(f'<tr data-filter><td class="num">{i}</td><td class="mono">{_e(text)}</td><td>{cell or "—"}</td></tr>')
+    out.append("</tbody></table>")
+    return out
+
+
+def _diff(target: TargetResult) -> list[str]:
+    """``envcheck diff``: every change with side A and side B next to each other."""
+    a_name, _, b_name = target.target.partition(" → ")
+    if target.kind == "twins":
+        a_name, b_name = "first node", "other node"
+    changes = [f for f in target.findings if "a" in f.evidence or "b" in f.evidence]
+    out = [f"<h3>What changed: {len(changes)} differences</h3>",
+           f'<table class="diff"><thead><tr><th>status</th><th>what</th><th>A: {_e(a_name)}</th>'
+           f"<th>B: {_e(b_name or '')}</th></tr></thead><tbody>"]
+    for f in sorted(changes, key=lambda f: -f.status.rank):
+        ev = f.evidence
+        what = ev.get("package") or ev.get("variable") or ev.get("what") or ev.get("rule") or f.rule
+        quiet = ' class="quiet"' if f.status in _QUIET else ""
+        out.append(f"<tr{quiet} data-filter><td>{_badge(f.status)}</td><td><b>{_e(what)}</b><br>{_e(f.message)}</td>"
+                   f'<td class="mono">{_side(ev.get("a"))}</td><td class="mono">{_side(ev.get("b"))}</td></tr>')
+    out.append("</tbody></table>")
+    return out
+
+
+def _side(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, (dict, list)):
+        return _e(json.dumps(value, ensure_ascii=False, default=str))
+    return _e(value)
