@@ -124,3 +124,21 @@ def test_hostile_environment_files_finish_in_bounds(name: str, tmp_path: Path) -
     run.assert_within(seconds=10, rss_mb=300)
     assert run.returncode in (0, 2), run.stderr
     assert "internal error" not in run.stderr
+
+
+def test_any_text_is_read_without_an_exception() -> None:
+    """Property: whatever the text, the reader returns entries and problems (never raises)."""
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    pieces = st.sampled_from(["dependencies:", "channels:", "name: x", "  - ", "- ", "pip:", "  - pip:", "    - ",
+                              "[a, b]", "'q'", '"q"', "#c", " # c", "&a", "*a", "::", ": ", "\n", "\t", "{", "}",
+                              "cuda-version >=12,<13", "pytorch-cuda=12.1"])
+
+    @hypothesis.settings(max_examples=300, deadline=None, database=None)
+    @hypothesis.given(st.lists(st.one_of(pieces, st.text(max_size=8)), max_size=40))
+    def check(parts: list[str]) -> None:
+        env = parse("".join(parts))
+        assert all(isinstance(line, int) and line >= 1 for line, _ in [*env.channels, *env.dependencies, *env.pip])
+
+    check()
