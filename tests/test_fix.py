@@ -215,6 +215,10 @@ def test_a_symlink_leading_outside_the_target_is_not_written(tmp_path: Path) -> 
     code, _, err = _cli("--fix", "requirements.txt", cwd=project)
     assert "symbolic link" in err and real.read_text() == "cupy-cuda12x\n"
     assert code == 1
+    # a link that stays inside the target's folder is followed (the file is written, the link stays a link)
+    (outside / "inner.txt").symlink_to(real)
+    assert _cli("--fix", "--fail-on", "never", "inner.txt", cwd=outside)[0] == 0
+    assert real.read_text() == "cupy-cuda13x\n" and (outside / "inner.txt").is_symlink()
 
 
 def test_sarif_and_json_carry_the_edits(tmp_path: Path) -> None:

@@ -226,13 +226,14 @@ def unified_diff(fixes: list[FileFix]) -> str:
 def write(fixes: list[FileFix], roots: list[str]) -> Iterator[str]:
     """Write each file (temporary file in the same folder, renamed over it, mode kept) and say what was done.
 
-    A file reached through a symbolic link is written only where the link leads inside one of ``roots`` (the
-    folders of the targets); a file that changed since it was read is left alone."""
+    A file reached through a symbolic link (the file or a folder on its path) is written only where the link
+    leads inside one of ``roots`` (the folders of the targets); a file that changed since it was read is left alone."""
     real_roots = [os.path.realpath(r) for r in roots]
     for one in fixes:
         real = os.path.realpath(one.path)
-        if os.path.islink(one.path) and not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in real_roots):
-            yield f"{one.path}: not fixed: it is a symbolic link to {real}, outside the checked folders"
+        through_link = real != os.path.abspath(one.path)  # the file, or a folder on its way, is a symbolic link
+        if through_link and not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in real_roots):
+            yield f"{one.path}: not fixed: a symbolic link leads it to {real}, outside the checked folders"
             continue
         try:
             with open(real, "rb") as handle:
