@@ -221,6 +221,18 @@ def test_a_symlink_leading_outside_the_target_is_not_written(tmp_path: Path) -> 
     assert real.read_text() == "cupy-cuda13x\n" and (outside / "inner.txt").is_symlink()
 
 
+def test_diff_exit_codes(tmp_path: Path) -> None:
+    """--diff: 0 nothing to change, 1 something to change, 2 an unreadable target (the others still shown)."""
+    (tmp_path / "requirements.txt").write_text("einops==0.8.1\n")
+    assert _cli("--diff", "requirements.txt", cwd=tmp_path)[:2] == (0, "")
+    (tmp_path / "Dockerfile").write_text("FROM --platform=linux/amd64 nvcr.io/nvidia/pytorch:25.11-py3\n")
+    code, out, _ = _cli("--diff", "requirements.txt", "Dockerfile", cwd=tmp_path)
+    assert code == 1 and "+FROM nvcr.io/nvidia/pytorch:25.11-py3" in out
+    code, out, _ = _cli("--diff", "missing.txt", "Dockerfile", cwd=tmp_path)
+    assert code == 2 and "+FROM nvcr.io/nvidia/pytorch:25.11-py3" in out
+    assert (tmp_path / "Dockerfile").read_text().startswith("FROM --platform")
+
+
 def test_sarif_and_json_carry_the_edits(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_bytes(b"# \xc3\xa9t\xc3\xa9\r\ncupy-cuda12x ; platform_machine == 'aarch64'\r\n")
     _, out, _ = _cli("-f", "sarif", "requirements.txt", cwd=tmp_path)
