@@ -116,7 +116,7 @@ HOSTILE = {
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_environment_files_finish_in_bounds(name: str, tmp_path: Path) -> None:
     """Each hostile shape is read in linear time (a regex with nested whitespace runs went quadratic)."""
-    from tests.bounded import run_envcheck_bounded
+    from bounded import run_envcheck_bounded
 
     path = tmp_path / "environment.yml"
     path.write_text(HOSTILE[name], encoding="utf-8")
