@@ -73,6 +73,9 @@ def _check_parser() -> argparse.ArgumentParser:
     from envcheck.commands import check
 
     check.configure(parser)
+    from envcheck.commands import fix
+
+    fix.configure(parser)
     _common(parser)
     return parser
 
@@ -160,6 +163,13 @@ def _run(command: str | None, argv: list[str]) -> int:
     else:
         targets: list[Target] = check.build(args, config) if module is None else module.build(args, config)
         report = engine.run(targets, config, debug=args.debug)
+        if module is None:  # --fix / --diff (docs/fix.md)
+            from envcheck.commands import fix
+
+            report, code = fix.after_check(args, config, report, targets, lambda: engine.run(check.build(args, config), config, debug=args.debug),
+                                           lambda line: print(f"envcheck: {_clean(line)}", file=sys.stderr))
+            if code is not None:
+                return code
     from envcheck.formats import renderer
 
     fmt = args.format or "text"

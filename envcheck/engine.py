@@ -154,6 +154,9 @@ def run(targets: Iterable[Target], config: Config, debug: bool = False) -> Repor
         inventory = read_safely(target, debug)
         report.targets.append(judge(target, inventory, profile, config, debug))
     _owned_once(report.targets)
+    from envcheck import fixes
+
+    fixes.attach(report, config.options)  # the edits `envcheck --fix` would make, for every format to show
     report.exit_code = exit_code(report.findings, config.fail_threshold)
     return report
 

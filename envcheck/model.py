@@ -468,8 +468,31 @@ class Inventory:
 
 
 @dataclass(frozen=True)
+class Edit:
+    """One change ``envcheck --fix`` makes: replace ``length`` bytes at byte ``offset`` of ``path`` by ``replacement``.
+
+    ``line``/``column`` (1-based, column in characters) and ``end_line``/``end_column`` (exclusive) name the same
+    span for readers that count lines, as SARIF's ``deletedRegion`` does."""
+
+    path: str
+    offset: int
+    length: int
+    replacement: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
 class Finding:
-    """One verdict: which gotcha, which rule, what status, where, and what to do."""
+    """One verdict: which gotcha, which rule, what status, where, and what to do.
+
+    ``edits``: the exact change ``envcheck --fix`` makes for it (empty when the rule has no certain fix here);
+    ``fix_refused``: why a rule that has a fix leaves this finding alone (a line with --hash, a lock file)."""
 
     rule: str
     gotcha: str
@@ -478,6 +501,8 @@ class Finding:
     location: Location | None = None
     evidence: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     fix: str = ""
+    edits: tuple[Edit, ...] = field(default=(), hash=False, compare=False)
+    fix_refused: str = field(default="", hash=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -490,6 +515,10 @@ class Finding:
             out["location"] = self.location.to_json()
         out["evidence"] = dict(self.evidence)
         out["fix"] = self.fix
+        if self.edits:
+            out["edits"] = [e.to_json() for e in self.edits]
+        if self.fix_refused:
+            out["fix_refused"] = self.fix_refused
         return out
 
     @classmethod
@@ -512,6 +541,8 @@ class Finding:
             rule=data["rule"], gotcha=data["gotcha"], status=status, message=data["message"],
             location=None if location is None else _from_plain(Location, location, f"{where}.location"),
             evidence=dict(evidence), fix=str(data.get("fix", "")),
+            edits=tuple(_from_plain(Edit, e, f"{where}.edits[{i}]") for i, e in enumerate(_json_list(data.get("edits", []), f"{where}.edits"))),
+            fix_refused=str(data.get("fix_refused", "")),
         )
 
 
@@ -595,6 +626,12 @@ def _plain(obj: Any) -> dict[str, Any]:
 
 
 _Plain = TypeVar("_Plain")
+
+
+def _json_list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InputError(f"{where}: expected a list, found {_json_type(value)}")
+    return value
 
 
 def _json_type(value: Any) -> str:

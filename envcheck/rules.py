@@ -15,6 +15,7 @@ from envcheck import kinds
 from envcheck.model import Finding, Location, Status
 
 if TYPE_CHECKING:
+    from envcheck.fixes import Autofix
     from envcheck.model import Inventory
     from envcheck.profile import Profile
 
@@ -30,6 +31,8 @@ class Rule:
     explanation: str
     fix: str
     inputs: tuple[str, ...] = ()  # input kinds it applies to (envcheck.kinds: a kind, "lock" or "any"); () = engine-only
+    # The certain, local fix `envcheck --fix` applies (envcheck.fixes); None: the rule's findings are never edited.
+    autofix: Autofix | None = field(default=None, compare=False, repr=False)
 
     def finding(
         self,
@@ -102,14 +105,18 @@ def rule(
     explanation: str,
     fix: str,
     inputs: tuple[str, ...] = (),
+    autofix: Autofix | None = None,
 ) -> Rule:
-    """Declare a rule and add it to the registry (ids are unique and stable)."""
+    """Declare a rule and add it to the registry (ids are unique and stable).
+
+    ``autofix``: the function that computes the exact edits ``envcheck --fix`` makes for one of its findings
+    (:mod:`envcheck.fixes`); a rule without one is never touched."""
     if id in RULES:
         raise ValueError(f"rule {id} declared twice")
     unknown = [name for name in inputs if name not in kinds.RULE_INPUTS]
     if unknown:
         raise ValueError(f"rule {id}: unknown input kinds {unknown}; known: {', '.join(sorted(kinds.RULE_INPUTS))}")
-    declared = Rule(id, gotcha, title, severity, " ".join(explanation.split()), " ".join(fix.split()), inputs)
+    declared = Rule(id, gotcha, title, severity, " ".join(explanation.split()), " ".join(fix.split()), inputs, autofix)
     RULES[id] = declared
     return declared
 

@@ -1,5 +1,5 @@
-"""Fuzz the checks through the real sources: a mutated requirements file, freeze, Dockerfile, pyproject or
-lock is read, then every registered check runs over the inventory with ``debug=True`` (so a check that
+"""Fuzz the checks through the real sources: a mutated requirements file, freeze, Dockerfile, pyproject,
+lock or conda environment file is read, then every registered check runs over the inventory with ``debug=True`` (so a check that
 breaks on odd but readable facts raises here instead of becoming an internal-error finding)."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ with atheris.instrument_imports(include=["envcheck"]):
 FOLDER = scratch_dir()
 PROFILE = load_profile("dgx-spark")
 KINDS = (("requirements", "requirements.txt"), ("requirements", "freeze.txt"), ("dockerfile", "Dockerfile"),
-         ("pyproject", "pyproject.toml"), ("uv-lock", "uv.lock"), ("pylock", "pylock.toml"))
+         ("pyproject", "pyproject.toml"), ("uv-lock", "uv.lock"), ("pylock", "pylock.toml"), ("conda", "environment.yml"))
 OPTIONS = ReadOptions()
 
 
@@ -44,7 +44,8 @@ def seeds() -> list[bytes]:
     for index, (_kind, name) in enumerate(KINDS):
         pattern = {"requirements.txt": "examples/requirements-*.txt", "freeze.txt": "examples/freeze-*.txt",
                    "Dockerfile": "dockerfiles/*/Dockerfile", "pyproject.toml": "examples/*/pyproject.toml",
-                   "uv.lock": "examples/*/uv.lock", "pylock.toml": "examples/*/pylock.toml"}[name]
+                   "uv.lock": "examples/*/uv.lock", "pylock.toml": "examples/*/pylock.toml",
+                   "environment.yml": "fixtures/rules/*/*/environment.yml"}[name]
         out += [bytes([index]) + p.read_bytes()[:16 << 10] for p in sorted(REPO.glob(pattern))]
     out += [b"\x00" + p.read_bytes() for p in sorted(REPO.glob("fixtures/rules/*/*/requirements.txt"))]
     return out

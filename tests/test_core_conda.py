@@ -101,3 +101,44 @@ def test_conda_fix_names_the_cuda13_route() -> None:
     found = json.loads(run_envcheck("--format", "json", str(path)).stdout)["targets"][0]["findings"]
     fix = next(f["fix"] for f in found if f["rule"] == "G1-cuda12-distribution")
     assert "cu130" in fix and "cuda-version>=13" in fix and "conda-forge" in fix
+
+
+HOSTILE = {
+    "spaces": "dependencies:\n  - a" + " " * 2_000_000 + "b\n",
+    "operators": "dependencies:\n  - a" + " >" * 500_000 + "\n",
+    "quotes": "dependencies:\n  - " + "'" * 1_000_001 + "\n",
+    "colons": "dependencies:\n  - " + "a:" * 1_000_000 + "\n",
+    "many-items": "name: x\ndependencies:\n" + "  - numpy=1.0\n" * 200_000,
+    "key-spaces": "dependencies" + " " * 2_000_000 + ":x\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_environment_files_finish_in_bounds(name: str, tmp_path: Path) -> None:
+    """Each hostile shape is read in linear time (a regex with nested whitespace runs went quadratic)."""
+    from bounded import run_envcheck_bounded
+
+    path = tmp_path / "environment.yml"
+    path.write_text(HOSTILE[name], encoding="utf-8")
+    run = run_envcheck_bounded(str(path), "--format", "json", "--fail-on", "never")
+    run.assert_within(seconds=10, rss_mb=300)
+    assert run.returncode in (0, 2), run.stderr
+    assert "internal error" not in run.stderr
+
+
+def test_any_text_is_read_without_an_exception() -> None:
+    """Property: whatever the text, the reader returns entries and problems (never raises)."""
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    pieces = st.sampled_from(["dependencies:", "channels:", "name: x", "  - ", "- ", "pip:", "  - pip:", "    - ",
+                              "[a, b]", "'q'", '"q"', "#c", " # c", "&a", "*a", "::", ": ", "\n", "\t", "{", "}",
+                              "cuda-version >=12,<13", "pytorch-cuda=12.1"])
+
+    @hypothesis.settings(max_examples=300, deadline=None, database=None)
+    @hypothesis.given(st.lists(st.one_of(pieces, st.text(max_size=8)), max_size=40))
+    def check(parts: list[str]) -> None:
+        env = parse("".join(parts))
+        assert all(isinstance(line, int) and line >= 1 for line, _ in [*env.channels, *env.dependencies, *env.pip])
+
+    check()

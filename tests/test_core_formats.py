@@ -39,6 +39,19 @@ def test_json_schema_rejects_a_broken_report(json_report: dict) -> None:
         jsonschema.validate(broken, schema)
 
 
+def test_json_schema_covers_fix_edits(json_report: dict) -> None:
+    """--fix's edits and refusals (docs/fix.md) are in the report and the schema: a broken edit is refused."""
+    schema = json.loads(resources.files("envcheck.formats").joinpath("report.schema.json").read_text())
+    findings = [f for t in json_report["targets"] for f in t["findings"]]
+    assert any(f.get("edits") for f in findings) and any(f.get("fix_refused") for f in findings)
+    for bad in ({"offset": -1}, {"replacement": None}, {"extra": 1}):
+        broken = json.loads(json.dumps(json_report))
+        finding = next(f for t in broken["targets"] for f in t["findings"] if f.get("edits"))
+        finding["edits"][0].update(bad)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, schema)
+
+
 def test_sarif_has_what_code_scanning_requires() -> None:
     proc = run_envcheck("--format", "sarif", *EXAMPLES)
     sarif = json.loads(proc.stdout)

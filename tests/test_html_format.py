@@ -21,10 +21,10 @@ from typing import Any
 from xml.etree import ElementTree
 
 import pytest
+from conftest import FIXTURES, require, run_envcheck
 from seed_builders import digest, metadata_layer, oci_index, oci_manifest, tar_of, write_oci_layout
 
 from envcheck.formats import html_format
-from tests.conftest import FIXTURES, require, run_envcheck
 
 BINARIES = FIXTURES / "binaries"
 # Markup, attribute breakers, a style breaker and terminal escapes, as they can appear in names and values.

@@ -27,6 +27,9 @@ FORBIDDEN = {
     "knowledge": ("envcheck.services", "envcheck.sources", "envcheck.checks", "envcheck.engine", "envcheck.commands",
                   "envcheck.formats", "envcheck.cli"),
     "formats": ("envcheck.services", "envcheck.sources", "envcheck.checks", "envcheck.commands", "envcheck.cli"),
+    # fixes compute edits from a finding and the file's text: pure like checks (which declare them on their rules)
+    "fixes": ("envcheck.services", "envcheck.sources", "envcheck.checks", "envcheck.engine", "envcheck.commands",
+              "envcheck.formats", "envcheck.cli"),
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import installs_on
 from envcheck.knowledge.wheel_platforms import platform_verdict
@@ -122,6 +123,7 @@ BASE_PLATFORM = rule(
     """Drop --platform (or use --platform=$BUILDPLATFORM / linux/arm64) and start from a multi-arch base such as
     nvcr.io/nvidia/pytorch:25.11-py3 or nvidia/cuda:13.0.x.""",
     ("dockerfile",),
+    autofix=dockerfile_fixes.base_platform,
 )
 
 

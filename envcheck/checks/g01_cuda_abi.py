@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 
 from envcheck import knowledge
+from envcheck.fixes import g01_cuda_abi as fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import (
     CudaBuild,
@@ -42,6 +43,7 @@ LOCAL_VERSION = rule(
     libcudart.so.12 and friends, which a CUDA 13 Spark does not have: import fails with undefined symbols
     or the first .cuda() segfaults. pip does not check this.""",
     _FIX_CU130, ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
+    autofix=fixes.local_version,
 )
 CPU_BUILD = rule(
     "G1-cpu-build", "G1", "torch resolves to a CPU-only build", Status.FAIL,
@@ -58,6 +60,7 @@ CUDA12_DIST = rule(
     follow the toolkit's major: nvidia-cufft 12.x and nvidia-curand 10.4.x are CUDA 13 releases and pass.""",
     "Replace it with the CUDA 13 distribution (unsuffixed nvidia-* 13.x, or the -cu13 variant), or drop the pin and let torch's cu130 build pull its own.",
     ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel", "folder", "image", "container", "host"),
+    autofix=fixes.cuda12_distribution,
 )
 CUDA12_INDEX = rule(
     "G1-cuda12-index", "G1", "A package index serves CUDA 12 builds", Status.FAIL,
@@ -65,6 +68,7 @@ CUDA12_INDEX = rule(
     torch, torchvision and torchaudio come as CUDA 12 builds even when the version looks right.""",
     f"Point the index at https://download.pytorch.org/whl/cu130 (or cu13x), or remove it and use torch >= {_PYPI_CUDA13_TORCH} from PyPI.",
     ("requirements", "pyproject", "lock", "dockerfile"),
+    autofix=fixes.cuda12_index,
 )
 TORCH_BUILD = rule(
     "G1-torch-build", "G1", "Which CUDA build of torch this input gets", Status.WARN,
@@ -514,6 +518,7 @@ CUDA12_BASE = rule(
     f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
     playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("dockerfile",),
+    autofix=fixes.cuda12_base,
 )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import installs_on
 from envcheck.knowledge.wheel_platforms import platform_verdict
@@ -30,6 +31,7 @@ FLASH_ATTN_BUILD = rule(
     often ending in a failure or an apparent hang. NGC PyTorch containers already ship a working build.""",
     "Drop flash-attn and use PyTorch SDPA (attn_implementation='sdpa'), or use an NGC PyTorch container, which ships flash-attn built for SM121; if you have a prebuilt aarch64 wheel, install that file explicitly.",
     ("requirements", "pyproject", "lock", "dockerfile", "wheel"),
+    autofix=dockerfile_fixes.flash_attn_build,
 )
 FLASH_ATTN_PRESENT = rule(
     "G2-flash-attn-present", "G2", "flash-attn is installed", Status.INFO,

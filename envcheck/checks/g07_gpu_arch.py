@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from envcheck.checks.host_facts import gpus
+from envcheck.fixes import dockerfile_fixes
 from envcheck.model import Binary, EnvVar, Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -208,6 +209,7 @@ ARCH_LIST = rule(
     arch-specific target whose FP4 instructions make NVFP4 faster than FP8) is reported as INFO.""",
     "Add 12.1 to the list (TORCH_CUDA_ARCH_LIST=\"12.1\"; \"12.1a\" for NVFP4 kernels; \"12.0+PTX\" keeps other Blackwell GPUs working too).",
     ("dockerfile", "image"),
+    autofix=dockerfile_fixes.arch_list,
 )
 ARCH_LIST_NVFP4 = rule(
     "G7-arch-list-sm121a", "G7", "Whether TORCH_CUDA_ARCH_LIST builds sm_121a (NVFP4) kernels", Status.INFO,

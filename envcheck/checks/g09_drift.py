@@ -13,6 +13,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck import knowledge
+from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
 from envcheck.model import Finding, Location, Package, Status
@@ -52,6 +53,7 @@ UNSLOTH_DEPS = rule(
     do not match the container or the rest of the stack.""",
     "Install the stack first, then: pip install --no-deps unsloth unsloth_zoo bitsandbytes (NVIDIA's Unsloth playbook order).",
     ("requirements", "pyproject", "dockerfile"),
+    autofix=dockerfile_fixes.unsloth_no_deps,
 )
 MARKER_EXCLUDED = rule(
     "G9-marker-excludes-aarch64", "G9", "An ML requirement is skipped on aarch64 by its marker", Status.INFO,

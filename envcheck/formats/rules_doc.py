@@ -26,4 +26,12 @@ def markdown(rules: Iterable[Rule]) -> str:
             f"**Fix:** {r.fix}",
             "",
         ]
+        if r.autofix is not None:
+            out += [f"**`envcheck --fix`:** {autofix_summary(r)}", ""]
     return "\n".join(out)
+
+
+def autofix_summary(rule: Rule) -> str:
+    """What ``envcheck --fix`` does for the rule's findings: its fix function's docstring, as one paragraph."""
+    doc = (rule.autofix.__doc__ if rule.autofix is not None else None) or "applies the rule's fix where it is certain."
+    return " ".join(doc.split()).replace("``", "`").replace(" -> ", " → ")

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from envcheck import __version__, rules
-from envcheck.model import Report, Status
+from envcheck.model import Finding, Report, Status
 
 _LEVEL = {Status.ERROR: "error", Status.FAIL: "error", Status.WARN: "warning", Status.INFO: "note"}
 HELP_URI = "https://github.com/envcheck/envcheck/blob/main/docs/rules.md"
@@ -38,6 +38,21 @@ def artifact_uri(path: str, base: str | None = None) -> str:
     if pure.is_absolute():
         return pure.as_uri()
     return quote(pure.as_posix(), safe="/")  # PurePosixPath drops "./" only: ".github" stays ".github"
+
+
+def _fix(finding: Finding, base: str) -> dict[str, Any]:
+    """A SARIF ``fix``: what ``envcheck --fix`` changes, as byte spans of the file (deletedRegion byteOffset/byteLength)."""
+    changes: dict[str, list[dict[str, Any]]] = {}
+    for edit in finding.edits:
+        changes.setdefault(edit.path, []).append({
+            "deletedRegion": {"byteOffset": edit.offset, "byteLength": edit.length},
+            "insertedContent": {"text": edit.replacement},
+        })
+    return {
+        "description": {"text": finding.fix or "envcheck --fix"},
+        "artifactChanges": [{"artifactLocation": {"uri": artifact_uri(path, base)}, "replacements": replacements}
+                            for path, replacements in changes.items()],
+    }
 
 
 def sarif_data(report: Report) -> dict[str, Any]:
@@ -72,6 +87,8 @@ def sarif_data(report: Report) -> dict[str, Any]:
                 result["ruleIndex"] = index[f.rule]
             if loc is not None and loc.member:
                 result["locations"][0]["logicalLocations"] = [{"name": loc.member, "kind": "member"}]
+            if f.edits:
+                result["fixes"] = [_fix(f, base)]
             results.append(result)
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

@@ -24,6 +24,10 @@ def render(report: Report, verbosity: int = 0) -> str:
             lines.append(f"  {where}{f.status.value} {f.gotcha} {f.rule}: {f.message}")
             if f.fix and f.status in (Status.FAIL, Status.WARN, Status.ERROR):
                 lines.append(f"      fix: {f.fix}")
+            if f.edits:
+                lines.append("      envcheck --fix makes this change (--diff shows it)")
+            elif f.fix_refused:
+                lines.append(f"      envcheck --fix: {f.fix_refused}")
         if target.suppressed and verbosity > 0:
             for f, reason in target.suppressed:
                 lines.append(f"  suppressed {f.rule} at {f.location}: {reason}")

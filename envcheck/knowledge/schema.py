@@ -62,6 +62,10 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
         "meta": META,
         "package": Rows({"name": str, "reason": str}),
     },
+    "cuda_image_tags": {
+        "meta": META,
+        "cuda13": Rows({"version": str, "flavor": str, "os": str}),
+    },
     "cuda_sonames": {
         "meta": META,
         "library": Rows({"soname": str, "cuda": INT_LIST}),

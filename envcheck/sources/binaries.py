@@ -332,14 +332,19 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _read_dist_info(info_dir: Path, base: Path) -> tuple[_Distribution | None, list[ReadProblem]]:
-    """Package and RECORD file set of one ``*.dist-info`` directory."""
+_END_OF_HEADERS = re.compile(r"\r?\n\r?\n")
+
+
+def _read_dist_info(info_dir: Path, base: Path, wanted: set[str] | None = None) -> tuple[_Distribution | None, list[ReadProblem]]:
+    """Package and RECORD file set of one ``*.dist-info`` directory (only the files in ``wanted``, when
+    given: the binaries the scan found, which is all that RECORD is used for)."""
     meta_path = info_dir / "METADATA"
     try:
         text = meta_path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         return None, [ReadProblem(f"{meta_path}: cannot read METADATA: {exc.strerror or exc}", Location(str(meta_path)))]
-    msg = email.parser.HeaderParser().parsestr(text)
+    end = _END_OF_HEADERS.search(text)  # the headers only: a long description can be most of the file
+    msg = email.parser.HeaderParser().parsestr(text[: end.start() + 1] if end else text)
     name, version = msg.get("Name"), msg.get("Version")
     if not name:
         return None, [ReadProblem(f"{meta_path}: METADATA has no Name field", Location(str(meta_path)))]
@@ -357,7 +362,9 @@ def _read_dist_info(info_dir: Path, base: Path) -> tuple[_Distribution | None, l
                 if not rel:
                     continue
                 # plain joins are what the folder walk produces; only ../ entries need normalising
-                files.add(os.path.normpath(prefix + rel) if ".." in rel or "./" in rel else prefix + rel)
+                path = os.path.normpath(prefix + rel) if ".." in rel or "./" in rel else prefix + rel
+                if wanted is None or path in wanted:
+                    files.add(path)
     except OSError:
         pass  # RECORD is optional (conda, system packages)
     return _Distribution(pkg, files), []
@@ -562,8 +569,10 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     if outside:
         problems.append(outside_note(root, outside))
     owners: dict[str, str] = {}
+    found = [r.binary.path for r in readings if r is not None and r.binary is not None]
+    wanted = {*found, *map(os.path.normpath, found)}
     for info_dir, _st in dist_dirs:
-        dist, probs = _read_dist_info(Path(info_dir), Path(info_dir).parent)
+        dist, probs = _read_dist_info(Path(info_dir), Path(info_dir).parent, wanted)
         problems.extend(probs)
         if dist is None:
             continue

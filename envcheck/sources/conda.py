@@ -22,7 +22,13 @@ from pathlib import Path
 from envcheck.inspect.pip_args import parse_install_command, parse_requirement_text, shown
 from envcheck.model import IndexOption, InstallCommand, Inventory, Location, PackageIndex, ReadProblem, Role
 from envcheck.sources import ReadOptions
-from envcheck.sources.requirements import _option_line, read_text_file, text_limit
+from envcheck.sources.requirements import (
+    MAX_PACKAGES,
+    _option_line,
+    read_text_file,
+    text_limit,
+    too_many_packages,
+)
 
 KIND = "conda"
 
@@ -149,15 +155,16 @@ def parse(text: str) -> EnvironmentFile:
 
 def _match_spec(spec: str) -> list[str]:
     """A conda match spec as conda install's argument: ``name >=1,<2`` -> ``name>=1,<2``; ``name 1.2 build`` ->
-    ``name=1.2=build``."""
-    spec = re.sub(r"\s*([<>=!]=?|~=)\s*", r"\1", spec.strip())
-    parts = spec.split()
-    if len(parts) == 1:
-        return parts
-    name, rest = parts[0], parts[1:]
-    if rest and not re.match(r"[<>=!~]", rest[0]):
-        return ["=".join([name, *rest])]
-    return ["".join([name, *rest])]
+    ``name=1.2=build``. (Split and joined without regular expressions: linear on any input.)"""
+    words: list[str] = []
+    for word in spec.split():
+        if words and (word[0] in "<>=!~," or words[-1][-1] in "<>=!~,"):
+            words[-1] += word  # an operator and its version, or a version list, belong to the word before
+        else:
+            words.append(word)
+    if len(words) <= 1:
+        return words
+    return ["=".join(words)]  # name version [build]
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
@@ -172,6 +179,12 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     if "dependencies" not in env.keys:
         inventory.problems.append(ReadProblem(f"{path.name} has no `dependencies:` list: not a conda environment file?",
                                               Location(where)))
+    entries = len(env.dependencies) + len(env.pip)
+    if entries > MAX_PACKAGES:  # the same bound as a requirements file: time stays bounded by it
+        first_dropped = [*env.dependencies, *env.pip][MAX_PACKAGES][0]
+        inventory.problems.append(ReadProblem(too_many_packages(), Location(where, line=first_dropped)))
+        env.dependencies = env.dependencies[:MAX_PACKAGES]
+        env.pip = env.pip[:max(0, MAX_PACKAGES - len(env.dependencies))]
     for number, channel in env.channels:
         inventory.indexes.append(PackageIndex(channel, IndexOption.CONDA_CHANNEL, Location(where, line=number)))
     names: list[str] = []

@@ -1,0 +1,42 @@
+"""``envcheck --fix`` / ``--diff`` around the default command: its options, and what runs after the check.
+
+The edits themselves come from :mod:`envcheck.fixes` (already on the report's findings); this module prints
+the diff, or writes the files and checks the targets again."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from envcheck.config import Config
+    from envcheck.engine import Target
+    from envcheck.model import Report
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add ``--fix`` and ``--diff``."""
+    g = parser.add_argument_group("fix (docs/fix.md)")
+    g.add_argument("--fix", action="store_true", help="rewrite the files in place where a rule has a certain fix, then report what is left")
+    g.add_argument("--diff", action="store_true", help="print the changes --fix would make as a unified diff; exit 1 when there are any")
+
+
+def after_check(args: argparse.Namespace, config: Config, report: Report, targets: Sequence[Target],
+                check_again: Callable[[], Report], say: Callable[[str], None]) -> tuple[Report, int | None]:
+    """With --diff: print the diff; the exit code is returned (1 when something would change). With --fix: write
+    the files, say what was done, and return the report of a second check (exit code None: the report's)."""
+    from envcheck import fixes
+
+    if not (getattr(args, "diff", False) or getattr(args, "fix", False)):
+        return report, None
+    changes = fixes.plan(report)
+    if args.diff:
+        sys.stdout.write(fixes.unified_diff(changes))
+        return report, report.exit_code if report.exit_code >= 2 else int(bool(changes))
+    folders = [t.name if Path(t.name).is_dir() else str(Path(t.name).parent) for t in targets]
+    for line in fixes.write(changes, folders):
+        say(line)
+    return (check_again() if changes else report), None

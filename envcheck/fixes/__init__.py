@@ -1,0 +1,268 @@
+"""``envcheck --fix`` / ``--diff``: the certain, local fixes, as byte spans of the files the findings name.
+
+A rule declares its fix with ``rule(..., autofix=FUNCTION)`` (see :mod:`envcheck.rules`); a rule without one is
+never touched. The function gets a :class:`FixRequest` (the finding, the file's text, the target's kind and
+inventory) and returns the :class:`~envcheck.model.Edit` spans to make, a :class:`Refused` reason (a line that
+carries ``--hash``), or None (no certain fix for this finding). Edits are spans of the original bytes: text
+outside them (comments, continuations, quoting, CRLF, markers, hashes) is never re-rendered.
+
+:func:`attach` puts the edits on the report's findings (the JSON and SARIF formats carry them); :func:`plan`
+gathers them per file; :func:`unified_diff` shows them; :func:`write` writes them, atomically.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from envcheck.model import Edit, Finding, Inventory, Report, Status
+
+# Input kinds whose files --fix edits. Lock files, freeze output, folders and images describe what a tool
+# wrote or installed: they are regenerated, not edited.
+FIXABLE_KINDS = ("requirements", "pyproject", "dockerfile")
+_LOCK_FILE = re.compile(r"(?:.*\.lock|pylock(?:\.[^/]*)?\.toml)$")
+_HASH_OPTION = re.compile(r"--hash[=\s]")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A file's bytes and their text (decoded so that it encodes back to exactly the same bytes)."""
+
+    path: str
+    data: bytes
+    text: str
+    line_starts: tuple[int, ...]  # character offset where each line starts
+
+    @classmethod
+    def of(cls, path: str, data: bytes) -> Source:
+        """The source of ``data`` read from ``path``."""
+        text = data.decode("utf-8", "surrogateescape")
+        starts = [0] + [m.end() for m in re.finditer(r"\r\n|\n|\r(?!\n)", text)]
+        return cls(path, data, text, tuple(starts))
+
+    def line_span(self, line: int) -> tuple[int, int]:
+        """Character span of 1-based ``line`` without its line break (empty past the end)."""
+        if line < 1 or line > len(self.line_starts):
+            return len(self.text), len(self.text)
+        start = self.line_starts[line - 1]
+        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
+        body = self.text[start:end].rstrip("\r\n")
+        return start, start + len(body)
+
+    def logical_span(self, line: int) -> tuple[int, int]:
+        """Characters from ``line`` to the end of its logical line: lines ending in a backslash continue (as in
+        requirements files and Dockerfiles, whose comment lines inside a continuation are skipped)."""
+        start, end = self.line_span(line)
+        number = line
+        while self.text[start:end].rstrip().endswith("\\") and number < len(self.line_starts):
+            number += 1
+            _, end = self.line_span(number)
+            while self.text[self.line_starts[number - 1]:end].lstrip().startswith("#") and number < len(self.line_starts):
+                number += 1
+                _, end = self.line_span(number)
+        return start, end
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based line and column of character ``offset``."""
+        index = bisect.bisect_right(self.line_starts, offset) - 1
+        return index + 1, offset - self.line_starts[index] + 1
+
+    def edit(self, start: int, end: int, replacement: str) -> Edit:
+        """The edit replacing characters ``start:end`` by ``replacement``, as a byte span."""
+        offset = len(self.text[:start].encode("utf-8", "surrogateescape"))
+        length = len(self.text[start:end].encode("utf-8", "surrogateescape"))
+        line, column = self.position(start)
+        end_line, end_column = self.position(end)
+        return Edit(self.path, offset, length, replacement, line, column, end_line, end_column)
+
+
+@dataclass(frozen=True)
+class FixRequest:
+    """What a rule's fix function may look at for one finding."""
+
+    finding: Finding
+    source: Source
+    kind: str  # the target's input kind
+    inventory: Inventory
+    options: Mapping[str, Any] = field(default_factory=dict)  # run options (nvfp4=True, ...)
+
+    @property
+    def region(self) -> tuple[int, int]:
+        """Character span of the finding's logical line (its instruction or requirement)."""
+        line = self.finding.location.line if self.finding.location else None
+        return self.source.logical_span(line or 1)
+
+    def matches(self, pattern: str | re.Pattern[str]) -> list[re.Match[str]]:
+        """Matches of ``pattern`` inside the finding's logical line (offsets are of the whole file)."""
+        start, end = self.region
+        compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
+        return list(compiled.finditer(self.source.text, start, end))
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Why a rule with a fix leaves this finding alone; the finding says so."""
+
+    reason: str
+
+
+Autofix = Callable[[FixRequest], list[Edit] | Refused | None]
+
+
+def attach(report: Report, options: Mapping[str, Any] | None = None) -> None:
+    """Put each fixable finding's edits (or the reason it is not fixed) on it, in place."""
+    from envcheck.rules import RULES
+
+    sources: dict[str, Source | None] = {}
+    for result in report.targets:
+        if result.kind not in FIXABLE_KINDS:
+            continue
+        for i, finding in enumerate(result.findings):
+            declared = RULES.get(finding.rule)
+            loc = finding.location
+            if declared is None or declared.autofix is None or finding.status not in (Status.WARN, Status.FAIL):
+                continue
+            if loc is None or loc.line is None or loc.member:
+                continue
+            if _LOCK_FILE.match(Path(loc.path).name):
+                result.findings[i] = replace(finding, fix_refused=f"{loc.path} is written by its locker: fix the project file and lock again")
+                continue
+            if loc.path not in sources:
+                sources[loc.path] = _read(loc.path)
+            source = sources[loc.path]
+            if source is None:
+                continue
+            request = FixRequest(finding, source, result.kind, result.inventory, dict(options or {}))
+            outcome = declared.autofix(request)
+            if isinstance(outcome, list) and outcome:
+                start, end = request.region
+                if _HASH_OPTION.search(source.text, start, end):
+                    outcome = Refused("the requirement carries --hash: the hashes would no longer match the changed "
+                                      "requirement; change it by hand and generate the hashes again")
+            if isinstance(outcome, Refused):
+                result.findings[i] = replace(finding, fix_refused=outcome.reason)
+            elif outcome:
+                result.findings[i] = replace(finding, edits=tuple(outcome))
+
+
+def _read(path: str) -> Source | None:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(64 * 1024 * 1024 + 1)
+    except OSError:
+        return None
+    if len(data) > 64 * 1024 * 1024:
+        return None
+    return Source.of(path, data)
+
+
+@dataclass(frozen=True)
+class FileFix:
+    """The new content of one file and the findings it fixes."""
+
+    path: str
+    before: bytes
+    after: bytes
+    findings: tuple[Finding, ...]
+
+
+def plan(report: Report) -> list[FileFix]:
+    """The files ``--fix`` rewrites, each with all its edits applied (an edit overlapping an earlier one is
+    left for the next run; identical edits from two findings count once)."""
+    by_path: dict[str, list[tuple[Edit, Finding]]] = {}
+    for finding in report.findings:
+        for one in finding.edits:
+            by_path.setdefault(one.path, []).append((one, finding))
+    out = []
+    for path, pairs in by_path.items():
+        source = _read(path)
+        if source is None:
+            continue
+        edits = sorted({e for e, _ in pairs}, key=lambda e: (e.offset, e.length))
+        chunks: list[bytes] = []
+        at = 0
+        for one in edits:
+            if one.offset < at or one.offset + one.length > len(source.data):
+                continue
+            chunks.append(source.data[at:one.offset])
+            chunks.append(one.replacement.encode("utf-8", "surrogateescape"))
+            at = one.offset + one.length
+        chunks.append(source.data[at:])
+        after = b"".join(chunks)
+        if after != source.data:
+            out.append(FileFix(path, source.data, after, tuple(dict.fromkeys(f for _, f in pairs))))
+    return out
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def unified_diff(fixes: list[FileFix]) -> str:
+    """The changes as a unified diff (a/PATH, b/PATH); control characters other than line ends are escaped."""
+    import difflib
+
+    def lines(data: bytes) -> list[str]:
+        return data.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+
+    def shown(line: str) -> str:
+        body = line.rstrip("\r\n")
+        clean = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", body).encode("utf-8", "backslashreplace").decode("utf-8")
+        return clean + line[len(body):] if line.endswith("\n") else clean + line[len(body):] + "\n\\ No newline at end of file\n"
+
+    out = []
+    for one in fixes:
+        name = _CONTROL.sub("?", one.path)
+        for line in difflib.unified_diff(lines(one.before), lines(one.after), f"a/{name}", f"b/{name}"):
+            out.append(line if line.startswith(("---", "+++", "@@")) else shown(line))
+    return "".join(out)
+
+
+def write(fixes: list[FileFix], roots: list[str]) -> Iterator[str]:
+    """Write each file (temporary file in the same folder, renamed over it, mode kept) and say what was done.
+
+    A file reached through a symbolic link (the file or a folder on its path) is written only where the link
+    leads inside one of ``roots`` (the folders of the targets); a file that changed since it was read is left alone."""
+    real_roots = [os.path.realpath(r) for r in roots]
+    for one in fixes:
+        real = os.path.realpath(one.path)
+        through_link = real != os.path.abspath(one.path)  # the file, or a folder on its way, is a symbolic link
+        if through_link and not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in real_roots):
+            yield f"{one.path}: not fixed: a symbolic link leads it to {real}, outside the checked folders"
+            continue
+        try:
+            with open(real, "rb") as handle:
+                if handle.read() != one.before:
+                    yield f"{one.path}: not fixed: it changed while envcheck ran; run envcheck --fix again"
+                    continue
+            _write_atomically(real, one.after)
+        except OSError as exc:
+            yield f"{one.path}: not fixed: {exc.strerror or exc}"
+            continue
+        count = len(one.findings)
+        yield f"{one.path}: fixed {count} finding{'s' if count != 1 else ''} ({', '.join(sorted({f.rule for f in one.findings}))})"
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    import stat
+    import tempfile
+
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    folder = os.path.dirname(path) or "."
+    fd, temporary = tempfile.mkstemp(prefix=".envcheck-fix-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

@@ -1,0 +1,111 @@
+"""G1 fixes: CUDA 12 PyTorch indexes, +cu12x torch pins, CUDA 12 library distributions, nvidia/cuda:12 bases.
+
+Each is certain and local: the CUDA 13 counterpart comes from envcheck's knowledge tables, and where they do
+not name one, the finding is left alone (or refused, with the reason)."""
+
+from __future__ import annotations
+
+import re
+
+from envcheck import knowledge
+from envcheck.fixes import FixRequest, Refused
+from envcheck.fixes.requirements_text import name_pattern
+from envcheck.model import Edit
+
+# The PyTorch index of CUDA 11/12 builds, as --index-url, PIP_INDEX_URL, a uv index or a wheel URL's folder.
+_TORCH_INDEX = re.compile(r"(?P<head>https?://download\.pytorch\.org/whl/(?:nightly/|test/)?)(?P<build>cu1[0-2]\d)(?=[/\s\"'#;,\]]|$)")
+_LOCAL_CU = re.compile(r"\+cu1[0-2]\d$")
+
+
+def cu130_release(version: str) -> bool:
+    """Whether the PyTorch index has a cu130 build of torch ``version`` (knowledge/torch_builds.toml:
+    every release from ``first_cu130_release`` on)."""
+    from packaging.version import InvalidVersion, Version
+
+    first = knowledge.load("torch_builds")["pytorch_index"]["first_cu130_release"]
+    try:
+        return Version(version.split("+")[0]) >= Version(first)
+    except InvalidVersion:
+        return False
+
+
+def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
+    """A cu11x/cu12x PyTorch index URL -> the cu130 one (not removal: a pinned torch < 2.11 from PyPI is
+    CPU-only on aarch64, the cu130 index serves every torch from 2.9 on). Refused when the same input pins a
+    torch older than 2.9 or a torchvision/torchaudio (their cu130 releases are not in envcheck's tables): the
+    index and the pin must move together."""
+    for pkg in request.inventory.packages:
+        pinned = pkg.name in ("torch", "torchvision", "torchaudio") and pkg.version and pkg.role != "constraint"
+        if pinned and (pkg.name != "torch" or not cu130_release(pkg.version or "")):
+            return Refused(f"{pkg.name}=={pkg.version} is pinned too, and envcheck knows of no cu130 build of it: "
+                           "change the pin and the index together by hand")
+    start, end = request.region
+    if request.kind == "pyproject":  # a [[tool.uv.index]] table: its url = line follows the header
+        following = re.compile(r"^\s*\[", re.MULTILINE).search(request.source.text, end)
+        end = following.start() if following else len(request.source.text)
+    found = list(_TORCH_INDEX.finditer(request.source.text, start, end))
+    return [request.source.edit(m.start("build"), m.end("build"), "cu130") for m in found] or None
+
+
+def local_version(request: FixRequest) -> list[Edit] | None:
+    """torch==X+cu12x -> torch==X+cu130 where the cu130 index has that release (torch >= 2.9.0); other
+    packages and older releases: no certain fix."""
+    version = str(request.finding.evidence.get("version") or "")
+    if request.finding.evidence.get("package") != "torch" or not _LOCAL_CU.search(version) or not cu130_release(version):
+        return None
+    edits = []
+    for m in request.matches(name_pattern("torch")):
+        spec = m.group("spec") or ""
+        local = re.search(r"\+cu1[0-2]\d(?![\w.])", spec)
+        if local and spec[:local.start()].strip().lstrip("=~<>!").strip() == version.split("+")[0]:
+            at = m.start("spec") + local.start()
+            edits.append(request.source.edit(at, at + len(local.group()), "+cu130"))
+    return edits or None
+
+
+def cuda12_distribution(request: FixRequest) -> list[Edit] | Refused | None:
+    """nvidia-*-cu12 -> the CUDA 13 distribution from knowledge/nvidia_distributions.toml (toolkit parts drop the
+    suffix and take the table's CUDA 13 specifier; cudnn, nccl, ... become -cu13); cupy-cuda12x -> cupy-cuda13x.
+    A pinned version of a renamed distribution is refused: envcheck's tables do not list the releases of the
+    CUDA 13 distribution."""
+    name = str(request.finding.evidence.get("package") or "")
+    m = re.fullmatch(r"(?P<base>.+)-(?P<prefix>cu|cuda)1[0-2](?P<x>x?)", name)
+    if m is None:
+        return None
+    base, prefix, x = m.group("base"), m.group("prefix"), m.group("x")
+    rows = {row["name"]: row for row in knowledge.load("nvidia_distributions")["unsuffixed"]}
+    row_spec = rows.get(base, {}).get("cuda13") if prefix == "cu" else None
+    edits = []
+    for found in request.matches(name_pattern(name)):
+        spec = found.group("spec")
+        if isinstance(row_spec, str):
+            replacement = base + (found.group("extras") or "") + row_spec
+            text = request.source.text
+            if request.kind == "dockerfile" and text[found.start() - 1:found.start()] not in ("'", '"'):
+                replacement = f"'{replacement}'"  # a bare >= in a shell command is a redirection
+            edits.append(request.source.edit(found.start("name"), found.end(), replacement))
+        elif spec:
+            return Refused(f"{found.group('name')}{spec.strip()} is pinned, and envcheck's tables do not say which releases "
+                           f"{base}-{prefix}13{x} has; change the name and the pin by hand")
+        else:
+            edits.append(request.source.edit(found.start("name"), found.end("name"), f"{base}-{prefix}13{x}"))
+    return edits or None
+
+
+_CUDA_TAG = re.compile(r"(?<![\w./-])(?:(?:docker\.io/|nvcr\.io/)?nvidia/cuda):(?P<version>1[0-2]\.\d+(?:\.\d+)?)"
+                       r"-(?P<flavor>[a-z]+(?:-[a-z]+)*)-(?P<os>[a-z]+\d+(?:\.\d+)?)(?=[\s@]|$)")
+
+
+def cuda12_base(request: FixRequest) -> list[Edit] | None:
+    """``FROM nvidia/cuda:12.x-FLAVOR-OS`` -> the CUDA 13 tag of the same flavour and OS from
+    knowledge/cuda_image_tags.toml; NGC framework images and tags without a row: no certain fix."""
+    loc = request.finding.location
+    start, end = request.source.line_span(loc.line if loc and loc.line else 1)
+    rows = knowledge.load("cuda_image_tags")["cuda13"]
+    for m in _CUDA_TAG.finditer(request.source.text, start, end):
+        if not re.match(r"\s*FROM\s", request.source.text[start:m.start()] + " ", re.IGNORECASE):
+            continue
+        row = next((r for r in rows if (r["flavor"], r["os"]) == (m.group("flavor"), m.group("os"))), None)
+        if row is not None:
+            return [request.source.edit(m.start("version"), m.end("version"), row["version"])]
+    return None

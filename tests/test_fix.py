@@ -1,0 +1,321 @@
+"""envcheck --fix / --diff (issue 17): certain, local edits as byte spans; formatting kept byte for byte.
+
+Round trips over every example, recipe and positive rule fixture (fix, check again, fix again), generated
+variants (comments, continuations, CRLF, markers, --hash), a property test that bytes outside the reported
+spans never change, and the pre-commit hook with ``args: [--fix]``."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_dockerfile_hooks as hooks
+from conftest import REPO, run_envcheck
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+# Every example and recipe in the repository, and the positive input of every rule fixture.
+TREES = ("examples", "dockerfiles", "fixtures/rules")
+
+
+def _targets(root: Path) -> list[str]:
+    out = [str(p.relative_to(root)) for p in sorted((root / "examples").iterdir())]
+    out += [str(p.relative_to(root)) for p in sorted((root / "dockerfiles").iterdir()) if p.is_dir() and p.name != "test-images"]
+    out += [str(p.relative_to(root)) for p in sorted((root / "fixtures" / "rules").glob("*/positive"))]
+    return out
+
+
+def _findings(stdout: str) -> list[dict[str, Any]]:
+    report = json.loads(stdout)
+    return [f for t in report["targets"] for f in t["findings"]]
+
+
+def _applied(data: bytes, edits: list[dict[str, Any]]) -> bytes:
+    """``data`` with the reported byte spans replaced, nothing else touched (what --fix must write)."""
+    out, at = [], 0
+    for e in sorted({(e["offset"], e["length"], e["replacement"]) for e in edits}):
+        assert e[0] >= at, f"overlapping edits {edits}"
+        out += [data[at:e[0]], e[2].encode("utf-8", "surrogateescape")]
+        at = e[0] + e[1]
+    return b"".join([*out, data[at:]])
+
+
+@pytest.fixture(scope="module")
+def repo_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("fix-round-trip")
+    for tree in TREES:
+        shutil.copytree(REPO / tree, root / tree)
+    return root
+
+
+def test_round_trip_over_every_example_recipe_and_rule_fixture(repo_copy: Path) -> None:
+    """Check (JSON edits), --fix, check again, --fix again: the file equals the original with exactly the
+    reported spans replaced, the fixed findings are gone, and the second --fix changes nothing."""
+    targets = _targets(repo_copy)
+    before_files = {p: p.read_bytes() for tree in TREES for p in (repo_copy / tree).rglob("*") if p.is_file()}
+    checked = run_envcheck("-f", "json", "--fail-on", "never", *targets, cwd=repo_copy, timeout=600)
+    assert checked.returncode == 0, checked.stderr
+    fixed_findings = [f for f in _findings(checked.stdout) if f.get("edits")]
+    rules_fixed = {f["rule"] for f in fixed_findings}
+    # each declared fix is exercised by the repository's own inputs
+    assert {"G1-cuda12-index", "G1-cuda12-distribution", "G1-cuda12-local-version", "G7-torch-cuda-arch-list",
+            "ARCH-base-platform", "G1-cuda12-base"} <= rules_fixed, rules_fixed
+    edits_by_path: dict[Path, list[dict[str, Any]]] = {}
+    for f in fixed_findings:
+        for e in f["edits"]:
+            edits_by_path.setdefault((repo_copy / e["path"]).resolve(), []).append(e)
+
+    diff = run_envcheck("--diff", *targets, cwd=repo_copy, timeout=600)
+    assert diff.returncode == 1 and diff.stdout.startswith("--- a/"), diff.stderr
+    assert {p for p, data in before_files.items() if p.read_bytes() != data} == set(), "--diff wrote a file"
+
+    fixed = run_envcheck("--fix", "--fail-on", "never", *targets, cwd=repo_copy, timeout=600)
+    assert fixed.returncode == 0, fixed.stderr
+    changed = {p.resolve() for p, data in before_files.items() if p.read_bytes() != data}
+    assert changed == set(edits_by_path)
+    for path, edits in edits_by_path.items():
+        assert path.read_bytes() == _applied(before_files[path], edits), path
+
+    again = run_envcheck("-f", "json", "--fail-on", "never", *targets, cwd=repo_copy, timeout=600)
+    left = {(f["rule"], f["location"]["path"], f["location"].get("line")) for f in _findings(again.stdout)
+            if f.get("location") and f["status"] in ("WARN", "FAIL", "ERROR")}
+    for f in fixed_findings:
+        assert (f["rule"], f["location"]["path"], f["location"]["line"]) not in left, f
+    assert not [f for f in _findings(again.stdout) if f.get("edits")]
+    second = run_envcheck("--diff", *targets, cwd=repo_copy, timeout=600)
+    assert second.returncode == 0 and second.stdout == "", second.stdout
+
+
+def _cli(*args: str, cwd: Path) -> tuple[int, str, str]:
+    """The command line in this process (fast enough for the property test)."""
+    from envcheck.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.chdir(old)
+    return code, out.getvalue(), err.getvalue()
+
+
+# (written, fixed) pairs: the fix of each rule, in the forms users write.
+REQUIREMENT_CASES = [
+    ("--index-url https://download.pytorch.org/whl/cu128", "--index-url https://download.pytorch.org/whl/cu130"),
+    ("--extra-index-url=https://download.pytorch.org/whl/cu126/  # torch", "--extra-index-url=https://download.pytorch.org/whl/cu130/  # torch"),
+    ("torch==2.9.0+cu128", "torch==2.9.0+cu130"),
+    ("Torch == 2.9.1+cu126 ; platform_machine == 'aarch64'", "Torch == 2.9.1+cu130 ; platform_machine == 'aarch64'"),
+    ("nvidia_cublas_cu12==12.8.4.1  # from an x86 freeze", "nvidia-cublas>=13  # from an x86 freeze"),
+    ("nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime>=13"),
+    ("nvidia-cudnn-cu12 ; sys_platform == 'linux'", "nvidia-cudnn-cu13 ; sys_platform == 'linux'"),
+    ("cupy-cuda12x", "cupy-cuda13x"),
+]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize(("written", "expected"), REQUIREMENT_CASES)
+def test_requirement_variants_keep_everything_but_the_span(tmp_path: Path, written: str, expected: str, newline: str) -> None:
+    text = newline.join(["# pinned for the lab", written, "einops==0.8.1 \\", "    # a comment inside a continuation", ""])
+    path = tmp_path / "requirements.txt"
+    path.write_bytes(text.encode())
+    code, out, err = _cli("--diff", "requirements.txt", cwd=tmp_path)
+    assert code == 1 and f"+{expected}" in out.replace("\r", ""), (out, err)
+    code, _, err = _cli("--fix", "--fail-on", "never", "requirements.txt", cwd=tmp_path)
+    assert code == 0 and "fixed" in err
+    assert path.read_bytes() == text.replace(written, expected).encode()
+    assert _cli("--diff", "requirements.txt", cwd=tmp_path)[:2] == (0, "")
+
+
+def test_a_requirement_with_hashes_is_refused_and_left_alone(tmp_path: Path) -> None:
+    text = "torch==2.9.0+cu128 \\\n    --hash=sha256:" + "a" * 64 + "\nnvidia-cublas-cu12==12.8.4.1 --hash=sha256:" + "b" * 64 + "\n"
+    path = tmp_path / "requirements.txt"
+    path.write_text(text)
+    _, out, _ = _cli("-f", "json", "requirements.txt", cwd=tmp_path)
+    refused = [f for f in _findings(out) if f.get("fix_refused")]
+    assert {f["rule"] for f in refused} == {"G1-cuda12-local-version", "G1-cuda12-distribution"}
+    assert all("--hash" in f["fix_refused"] and not f.get("edits") for f in refused)
+    assert _cli("--fix", "requirements.txt", cwd=tmp_path)[0] == 1
+    assert path.read_text() == text
+
+
+def test_nothing_without_a_certain_fix_is_touched(tmp_path: Path) -> None:
+    """A torch with no cu130 build keeps its pin and its index (they move together, by hand); a pinned cupy is
+    refused; an unsloth command that also installs transformers keeps its dependencies."""
+    (tmp_path / "requirements.txt").write_text("--extra-index-url https://download.pytorch.org/whl/cu121\ntorch==2.5.1+cu121\ncupy-cuda12x==13.3.0\n")
+    (tmp_path / "Dockerfile").write_text("FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install unsloth transformers==4.57.1\n")
+    _, out, _ = _cli("-f", "json", "--fail-on", "never", "requirements.txt", "Dockerfile", cwd=tmp_path)
+    findings = _findings(out)
+    assert not [f for f in findings if f.get("edits")]
+    reasons = {f["rule"]: f["fix_refused"] for f in findings if f.get("fix_refused")}
+    assert "torch==2.5.1+cu121" in reasons["G1-cuda12-index"] and "cupy-cuda13x" in reasons["G1-cuda12-distribution"]
+    assert "transformers" in reasons["G9-unsloth-with-deps"]
+    assert _cli("--diff", "requirements.txt", "Dockerfile", cwd=tmp_path)[:2] == (0, "")
+
+
+DOCKERFILE_CASES = [
+    ("FROM --platform=linux/amd64 nvcr.io/nvidia/pytorch:25.11-py3 AS base", "FROM nvcr.io/nvidia/pytorch:25.11-py3 AS base"),
+    ("FROM nvcr.io/nvidia/pytorch:25.11-py3\nENV TORCH_CUDA_ARCH_LIST=\"8.0 9.0+PTX\"", "FROM nvcr.io/nvidia/pytorch:25.11-py3\nENV TORCH_CUDA_ARCH_LIST=\"8.0 9.0+PTX 12.1\""),
+    ("FROM nvcr.io/nvidia/pytorch:25.11-py3\nENV TORCH_CUDA_ARCH_LIST=8.0 MAX_JOBS=4", "FROM nvcr.io/nvidia/pytorch:25.11-py3\nENV TORCH_CUDA_ARCH_LIST=8.0;12.1 MAX_JOBS=4"),
+    ("FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install \\\n    unsloth unsloth_zoo", "FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install --no-deps \\\n    unsloth unsloth_zoo"),
+    ("FROM nvidia/cuda:12.8.0-devel-ubuntu24.04", "FROM nvidia/cuda:13.0.1-devel-ubuntu24.04"),
+    ("FROM nvcr.io/nvidia/cuda:12.6.3-runtime-ubuntu24.04 AS run", "FROM nvcr.io/nvidia/cuda:13.0.1-runtime-ubuntu24.04 AS run"),
+    ("FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install nvidia-cublas-cu12 && \\\n    pip install cupy-cuda12x",
+     "FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install 'nvidia-cublas>=13' && \\\n    pip install cupy-cuda13x"),
+]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize(("written", "expected"), DOCKERFILE_CASES)
+def test_dockerfile_variants(tmp_path: Path, written: str, expected: str, newline: str) -> None:
+    tail = "# keep this comment\nRUN echo done  # and this\n"
+    path = tmp_path / "Dockerfile"
+    path.write_bytes((written + "\n" + tail).replace("\n", newline).encode())
+    path.chmod(0o640)
+    code, _, err = _cli("--fix", "--fail-on", "never", "Dockerfile", cwd=tmp_path)
+    assert code == 0, err
+    assert path.read_bytes() == (expected + "\n" + tail).replace("\n", newline).encode()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert _cli("--diff", "Dockerfile", cwd=tmp_path)[:2] == (0, "")
+
+
+def test_nvfp4_adds_the_arch_specific_target(tmp_path: Path) -> None:
+    path = tmp_path / "Dockerfile"
+    path.write_text("FROM nvcr.io/nvidia/pytorch:25.11-py3\nENV TORCH_CUDA_ARCH_LIST='8.0;9.0'\n")
+    assert _cli("--fix", "--nvfp4", "--fail-on", "never", "Dockerfile", cwd=tmp_path)[0] == 0
+    assert path.read_text().endswith("ENV TORCH_CUDA_ARCH_LIST='8.0;9.0;12.1;12.1a'\n")
+
+
+def test_a_flash_attn_source_build_says_why_it_is_left(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("torch==2.9.0+cu130\n--extra-index-url https://download.pytorch.org/whl/cu130\nflash-attn==2.8.3\n")
+    _, out, _ = _cli("-f", "json", "requirements.txt", cwd=tmp_path)
+    [flash] = [f for f in _findings(out) if f["rule"] == "G2-flash-attn-build"]
+    assert "removing flash-attn" in flash["fix_refused"] and not flash.get("edits")
+
+
+def test_a_symlink_leading_outside_the_target_is_not_written(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    real = outside / "requirements.txt"
+    real.write_text("cupy-cuda12x\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "requirements.txt").symlink_to(real)
+    code, _, err = _cli("--fix", "requirements.txt", cwd=project)
+    assert "symbolic link" in err and real.read_text() == "cupy-cuda12x\n"
+    assert code == 1
+    # a link that stays inside the target's folder is followed (the file is written, the link stays a link)
+    (outside / "inner.txt").symlink_to(real)
+    assert _cli("--fix", "--fail-on", "never", "inner.txt", cwd=outside)[0] == 0
+    assert real.read_text() == "cupy-cuda13x\n" and (outside / "inner.txt").is_symlink()
+
+
+def test_diff_exit_codes(tmp_path: Path) -> None:
+    """--diff: 0 nothing to change, 1 something to change, 2 an unreadable target (the others still shown)."""
+    (tmp_path / "requirements.txt").write_text("einops==0.8.1\n")
+    assert _cli("--diff", "requirements.txt", cwd=tmp_path)[:2] == (0, "")
+    (tmp_path / "Dockerfile").write_text("FROM --platform=linux/amd64 nvcr.io/nvidia/pytorch:25.11-py3\n")
+    code, out, _ = _cli("--diff", "requirements.txt", "Dockerfile", cwd=tmp_path)
+    assert code == 1 and "+FROM nvcr.io/nvidia/pytorch:25.11-py3" in out
+    code, out, _ = _cli("--diff", "missing.txt", "Dockerfile", cwd=tmp_path)
+    assert code == 2 and "+FROM nvcr.io/nvidia/pytorch:25.11-py3" in out
+    assert (tmp_path / "Dockerfile").read_text().startswith("FROM --platform")
+
+
+def test_sarif_and_json_carry_the_edits(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_bytes(b"# \xc3\xa9t\xc3\xa9\r\ncupy-cuda12x ; platform_machine == 'aarch64'\r\n")
+    _, out, _ = _cli("-f", "sarif", "requirements.txt", cwd=tmp_path)
+    [result] = [r for r in json.loads(out)["runs"][0]["results"] if r.get("fixes")]
+    [change] = result["fixes"][0]["artifactChanges"]
+    assert change["artifactLocation"]["uri"] == "requirements.txt"
+    assert change["replacements"] == [{"deletedRegion": {"byteOffset": 9, "byteLength": 12}, "insertedContent": {"text": "cupy-cuda13x"}}]
+    _, out, _ = _cli("-f", "json", "requirements.txt", cwd=tmp_path)
+    [edit] = [e for f in _findings(out) for e in f.get("edits", [])]
+    assert edit == {"path": "requirements.txt", "offset": 9, "length": 12, "replacement": "cupy-cuda13x",
+                    "line": 2, "column": 1, "end_line": 2, "end_column": 13}
+
+
+_LINE = st.sampled_from([
+    "torch==2.9.0+cu128", "--extra-index-url https://download.pytorch.org/whl/cu128", "nvidia-cublas-cu12==12.8.4.1",
+    "nvidia_nvjitlink_cu12", "cupy-cuda12x", "einops==0.8.1", "# a comment", "", "   ",
+    "numpy>=1.26 ; python_version >= '3.10'", "nvidia-cudnn-cu12 \\", "  --no-binary :all:", "transformers==4.57.1  # é",
+    "torchaudio", "flash-attn", "nvidia-cufft-cu12==11.3.3.83",
+])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(_LINE, min_size=1, max_size=10), newline=st.sampled_from(["\n", "\r\n"]), final=st.booleans())
+def test_bytes_outside_the_reported_spans_never_change(tmp_path: Path, lines: list[str], newline: str, final: bool) -> None:
+    path = tmp_path / "requirements.txt"
+    data = (newline.join(lines) + (newline if final else "")).encode()
+    path.write_bytes(data)
+    _, out, _ = _cli("-f", "json", "--fail-on", "never", "requirements.txt", cwd=tmp_path)
+    edits = [e for f in _findings(out) for e in f.get("edits", [])]
+    _cli("--fix", "--fail-on", "never", "requirements.txt", cwd=tmp_path)
+    assert path.read_bytes() == _applied(data, edits)
+    assert _cli("--diff", "requirements.txt", cwd=tmp_path)[1] == ""
+
+
+_DOCKER_LINE = st.sampled_from([
+    "FROM --platform=linux/amd64 nvcr.io/nvidia/pytorch:25.11-py3 AS build", "FROM nvidia/cuda:12.8.0-devel-ubuntu24.04",
+    "FROM nvcr.io/nvidia/pytorch:25.11-py3", "ENV TORCH_CUDA_ARCH_LIST=\"8.0 9.0\"", "ARG TORCH_CUDA_ARCH_LIST=8.0;8.6",
+    "RUN pip install unsloth unsloth_zoo", "RUN pip install --extra-index-url https://download.pytorch.org/whl/cu128 \\",
+    "    torch==2.9.0+cu128 cupy-cuda12x", "# comment é", "", "RUN echo ok && \\", "    # a comment in a continuation",
+    "    pip install nvidia-nvjitlink-cu12==12.8.93", "ENV PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cu126",
+])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(_DOCKER_LINE, min_size=1, max_size=8), newline=st.sampled_from(["\n", "\r\n"]))
+def test_dockerfile_bytes_outside_the_reported_spans_never_change(tmp_path: Path, lines: list[str], newline: str) -> None:
+    path = tmp_path / "Dockerfile"
+    data = newline.join(["FROM nvcr.io/nvidia/pytorch:25.11-py3", *lines, ""]).encode()
+    path.write_bytes(data)
+    _, out, _ = _cli("-f", "json", "--fail-on", "never", "Dockerfile", cwd=tmp_path)
+    edits = [e for f in _findings(out) for e in f.get("edits", [])]
+    _cli("--fix", "--fail-on", "never", "Dockerfile", cwd=tmp_path)
+    assert path.read_bytes() == _applied(data, edits)
+    assert _cli("--diff", "Dockerfile", cwd=tmp_path)[1] == ""
+
+
+def test_ignored_findings_are_not_fixed(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("cupy-cuda12x\n# envcheck: ignore=G1-cuda12-distribution kept for the x86 box\nnvidia-cudnn-cu12\n")
+    assert _cli("--diff", "--ignore", "G1-cuda12-distribution", "requirements.txt", cwd=tmp_path)[:2] == (0, "")
+    _, out, _ = _cli("--diff", "requirements.txt", cwd=tmp_path)
+    assert "+cupy-cuda13x" in out and "+nvidia-cudnn" not in out
+
+
+# The scratch hook repository, pre-commit home and user repository of the hook tests, shared.
+hook_repo = hooks.hook_repo
+pre_commit_home = hooks.pre_commit_home
+user_repo = hooks.user_repo
+
+
+@pytest.mark.slow
+def test_pre_commit_hook_with_fix_fixes_the_staged_dockerfile_and_fails(
+        hook_repo: Path, pre_commit_home: Path, user_repo: Callable[[str, str], Path]) -> None:
+    git, offline_env = hooks._git, hooks._offline_env
+    rev = git(hook_repo, "rev-parse", "HEAD").stdout.strip()
+    repo = user_repo(".pre-commit-config.yaml",
+                     f"repos:\n- repo: {hook_repo}\n  rev: {rev}\n  hooks:\n  - id: envcheck-dockerfile\n    args: [--fix]\n")
+    repo = user_repo("Dockerfile", "FROM --platform=linux/amd64 nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install --no-deps einops==0.8.0\n")
+    run = [sys.executable, "-m", "pre_commit", "run", "envcheck-dockerfile", "--files", "Dockerfile"]
+    done = subprocess.run(run, cwd=repo, capture_output=True, text=True, env=offline_env(pre_commit_home), timeout=300)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "files were modified by this hook" in out, out
+    assert (repo / "Dockerfile").read_text() == "FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install --no-deps einops==0.8.0\n"
+    git(repo, "add", "Dockerfile")
+    done = subprocess.run(run, cwd=repo, capture_output=True, text=True, env=offline_env(pre_commit_home), timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
