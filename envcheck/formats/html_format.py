@@ -57,7 +57,7 @@ h3{font-size:15px;margin:18px 0 6px}code,.mono{font-family:ui-monospace,Menlo,Co
 .finding{margin:6px 0;padding:6px 10px;border-radius:4px;background:#fafafa;border-left:6px solid #999}
 .finding.s-ERROR,.finding.s-FAIL,.finding.s-WARN,.finding.s-PASS,.finding.s-INFO,.finding.s-SKIP{border-top:0;border-right:0;border-bottom:0}
 .finding .where{color:#444}.finding .fix{margin-top:3px}.finding details{margin-top:3px}
-table{border-collapse:collapse;margin:6px 0 12px;width:100%}th,td{border:1px solid #bbb;padding:3px 6px;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:6px 0 12px;width:100%}th,td{border:1px solid #bbb;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 th{background:#eee}td.num{text-align:right}.hidden-fatbin{font-weight:700;text-decoration:underline dotted}
 .sm-none{background:#f8c9c4;font-weight:700}.sm-ptx-jit{background:#fbe7b5}.sm-compatible{background:#e4f2d8}
 .sm-native{background:#c9ebcc}.sm-nogpu{color:#666}
