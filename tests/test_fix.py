@@ -319,3 +319,28 @@ def test_pre_commit_hook_with_fix_fixes_the_staged_dockerfile_and_fails(
     done = subprocess.run(run, cwd=repo, capture_output=True, text=True, env=offline_env(pre_commit_home), timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
 
+
+
+def test_fix_attachment_never_reopens_a_fifo(tmp_path: Path) -> None:
+    """A FIFO named on the command line (`envcheck <(pip freeze)`) is read once by its source; computing a
+    fix's edits must not open it again (that blocked for ever): its findings come without edits."""
+    import os
+    import threading
+
+    from bounded import run_envcheck_bounded
+
+    fifo = tmp_path / "requirements.txt"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with fifo.open("w", encoding="utf-8") as fh:
+            fh.write("cupy-cuda12x==13.3.0\n")
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    run = run_envcheck_bounded("-f", "json", "--kind", "requirements", str(fifo), kill_after=30)
+    writer.join(timeout=5)
+    run.assert_within(seconds=10, rss_mb=300)
+    findings = [f for t in json.loads(run.stdout)["targets"] for f in t["findings"]]
+    assert any(f["rule"] == "G1-cuda12-distribution" for f in findings), findings
+    assert all(not f.get("edits") for f in findings)

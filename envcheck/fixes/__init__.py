@@ -16,6 +16,7 @@ import bisect
 import contextlib
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -152,11 +153,24 @@ def attach(report: Report, options: Mapping[str, Any] | None = None) -> None:
 
 
 def _read(path: str) -> Source | None:
+    """The bytes of a regular file to compute edits on; None for anything else.
+
+    A FIFO given on the command line (``envcheck <(pip freeze)``) was consumed by its source: opening it
+    again would block for ever, so only regular files get edits (checked on the open descriptor).
+    """
     try:
-        with open(path, "rb") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read(64 * 1024 * 1024 + 1)
     except OSError:
         return None
+    finally:
+        os.close(fd)
     if len(data) > 64 * 1024 * 1024:
         return None
     return Source.of(path, data)
@@ -237,7 +251,7 @@ def write(fixes: list[FileFix], roots: list[str]) -> Iterator[str]:
             continue
         try:
             with open(real, "rb") as handle:
-                if handle.read() != one.before:
+                if handle.read(len(one.before) + 1) != one.before:  # bounded: the file may have been swapped
                     yield f"{one.path}: not fixed: it changed while envcheck ran; run envcheck --fix again"
                     continue
             _write_atomically(real, one.after)
@@ -249,7 +263,6 @@ def write(fixes: list[FileFix], roots: list[str]) -> Iterator[str]:
 
 
 def _write_atomically(path: str, data: bytes) -> None:
-    import stat
     import tempfile
 
     mode = stat.S_IMODE(os.stat(path).st_mode)
