@@ -184,7 +184,7 @@ def real_wheel(request: pytest.FixtureRequest) -> tuple[Path, Path]:
         found = sorted(folder.glob(f"{stem}-*.whl"))
     whl = found[0]
     installed = folder / "installed"
-    if not (installed / ".complete").exists():
+    if not (installed / ".complete-modes").exists():  # as pip installs it: the members' modes kept
         with zipfile.ZipFile(whl) as zf:
             for info in zf.infolist():
                 if info.is_dir():
@@ -192,8 +192,11 @@ def real_wheel(request: pytest.FixtureRequest) -> tuple[Path, Path]:
                 with zf.open(info) as member:
                     if not member.read(8).startswith((b"\x7fELF", b"!<arch>\n")):
                         continue
-                zf.extract(info, installed)
-        (installed / ".complete").write_text("")
+                target = zf.extract(info, installed)
+                mode = (info.external_attr >> 16) & 0o777
+                if mode & 0o111:  # pip keeps the executable bits (ptxas, cuobjdump in triton's wheel)
+                    os.chmod(target, mode | 0o644)
+        (installed / ".complete-modes").write_text("")
     return whl, installed
 
 
@@ -218,7 +221,7 @@ def test_real_wheel_fatbins_match_cuobjdump_all(real_wheel: tuple[Path, Path]) -
     assert tool is not None
     _whl, installed = real_wheel
     compared = 0
-    for path in sorted(p for p in installed.rglob("*") if p.is_file() and p.name != ".complete"):
+    for path in sorted(p for p in installed.rglob("*") if p.is_file() and not p.name.startswith(".complete")):
         want = cuobjdump_lists(tool, path, everything=True, timeout=600)  # -all: __nv_relfatbin too
         assert want == parsed_lists(path, everything=True), path
         compared += bool(want[0] or want[1])
