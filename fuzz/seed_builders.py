@@ -207,6 +207,8 @@ def hostile_dockerfiles(scale: float = 1) -> dict[str, str]:
         "nested-arg": f"ARG B={deep}\nFROM ubuntu:24.04\n",
         # just under 1 MiB of RUN text holding 340k tiny commands (past the 10,000 commands read per RUN)
         "many-commands": "FROM ubuntu:24.04\nRUN " + "a&&" * n(340_000) + "true\n",
+        # just under 1 MiB of RUN text made of redirections (each one sliced the rest of the script: quadratic)
+        "many-redirections": "FROM ubuntu:24.04\nRUN pip install torch " + ">a " * n(330_000) + "\n",
         # if/subshell nesting past the shell reader's depth
         "nested-shell": "FROM ubuntu:24.04\nRUN " + "(" * n(5_000) + "pip install torch" + ")" * n(5_000) + "\n",
     }

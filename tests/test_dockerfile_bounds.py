@@ -34,6 +34,7 @@ EXPECTED: dict[str, tuple[range | None, str]] = {
     "nested-arg": (range(1, 2), "nested more than 64 levels deep"),
     "nested-shell": (range(2, 3), "stopped reading it there"),
     "many-commands": (range(2, 3), "more than 10000 commands"),
+    "many-redirections": (None, ""),
 }
 
 
