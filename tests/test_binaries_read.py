@@ -702,3 +702,34 @@ def test_a_cached_walk_sees_every_change_that_touches_a_folder(tmp_path: Path, m
     (root / "pkg" / "sub" / "libb.so").unlink()
     assert _scan_paths(root, cache=True) == ["pkg/liba.so"]
     assert _scan_paths(root, cache=False) == ["pkg/liba.so"]
+
+
+def test_g7_judges_a_multi_variant_package_by_the_variant_it_loads(tmp_path: Path) -> None:
+    """bitsandbytes-style wheels ship libX_cuda118.so ... libX_cuda130.so and load the one for the CUDA they
+    run under: a PTX-only CUDA 12 variant next to a CUDA 13 variant with sm_121 SASS is not a G7 warning."""
+    cuda12_ptx = tmp_path / "src" / "libvariant_cuda12.so"  # a real nvcc build whose DT_NEEDED names CUDA 12
+    cuda12_ptx.parent.mkdir()
+    cuda12_ptx.write_bytes((BIN / "gpu_sm80_ptx.so").read_bytes().replace(b"libcudart.so.13\0", b"libcudart.so.12\0"))
+    site = tmp_path / "site"
+    make_site(site, "multi", {"multi/libmulti_cuda120.so": cuda12_ptx, "multi/libmulti_cuda130.so": BIN / "gpu_sm121.so"})
+
+    def g7_of_cuda120() -> list[Status]:
+        return [f.status for f in findings(scan_folder(site, NO_CACHE))
+                if f.gotcha == "G7" and f.location is not None and "cuda120" in f.location.path]
+
+    assert g7_of_cuda120() == [Status.INFO]
+    (site / "multi" / "libmulti_cuda130.so").unlink()
+    assert g7_of_cuda120() == [Status.WARN]  # no CUDA 13 variant: the CUDA 12 one is what would load
+
+
+def test_nvidia_cuda13_ptx_library_reads_the_same_in_a_wheel_and_a_folder(tmp_path: Path) -> None:
+    """NVIDIA's CUDA 13 wheels (cuFile) carry PTX for newer GPUs: an INFO reading in an installed folder, and
+    the same in the wheel (member paths are relative there: 'nvidia/cu13/lib/...'; it was a WARN)."""
+    data = (BIN / "gpu_sm80_ptx.so").read_bytes()
+    wheel = make_wheel(tmp_path, "nvidia_cufake", {"nvidia/cu13/lib/libcufake.so.0": data})
+    g7 = [f for f in findings(wheel_source.read(wheel, NO_CACHE), kind="wheel") if f.rule == "G7-binary-ptx-only"]
+    assert [f.status for f in g7] == [Status.INFO], [f.message for f in g7]
+    site = tmp_path / "site"
+    make_site(site, "nvidia-cufake", {"nvidia/cu13/lib/libcufake.so.0": BIN / "gpu_sm80_ptx.so"})
+    g7 = [f for f in findings(scan_folder(site, NO_CACHE)) if f.rule == "G7-binary-ptx-only"]
+    assert [f.status for f in g7] == [Status.INFO], [f.message for f in g7]

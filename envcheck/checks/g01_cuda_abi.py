@@ -417,7 +417,7 @@ def _foreign(names: tuple[str, ...], major: int) -> list[tuple[str, tuple[int, .
     return out
 
 
-def _variant_key(b: Binary) -> tuple[str, str]:
+def variant_key(b: Binary) -> tuple[str, str]:
     """Owner and file name with digit runs blanked: libbnb_cuda121.so matches libbnb_cuda130.so, and
     triton's cupti/libcupti.so.12 matches cupti-blackwell/libcupti.so.13 (same distribution)."""
     folder, name = os.path.split(b.path)
@@ -461,7 +461,7 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     from envcheck.knowledge.sonames import cuda_majors, soname_key  # only for targets with binaries
 
     major = ctx.profile.cuda_major
-    good_variants = {_variant_key(b) for b in binaries if b.cuda_major == major}
+    good_variants = {variant_key(b) for b in binaries if b.cuda_major == major}
     needed_anywhere = {name for b in binaries for name in b.needed}
     judged = 0
     failed = False
@@ -487,7 +487,7 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
             yield BINARY_SONAME.finding(f"{what}; it is bundled by {owner} and no scanned binary links it (loaded on demand, if at all)",
                                         b.location, evidence, status=Status.INFO)
             continue
-        if _variant_key(b) in good_variants:
+        if variant_key(b) in good_variants:
             yield BINARY_SONAME.finding(f"{what}; a CUDA {major} variant of it is shipped alongside and is picked at import",
                                         b.location, evidence, status=Status.INFO)
             continue

@@ -124,7 +124,8 @@ BINARY_SM121A = rule(
 def _nvidia_cuda13_library(b: Binary, major: int) -> bool:
     """Is ``b`` a library of NVIDIA's own CUDA ``major`` wheels (site-packages/nvidia/cu13/, nvidia-*-cu13)?"""
     dist = b.distribution or ""
-    return dist.startswith("nvidia-") and (f"/nvidia/cu{major}/" in b.path or dist.endswith(f"-cu{major}"))
+    # the path is absolute in a folder, relative to the wheel's root for a wheel member ("nvidia/cu13/lib/...")
+    return dist.startswith("nvidia-") and (f"/nvidia/cu{major}/" in f"/{b.path}" or dist.endswith(f"-cu{major}"))
 
 
 def _owner(b: Binary) -> str:
@@ -137,11 +138,16 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     with_code = [b for b in ctx.inventory.binaries if b.sm121 is not None]
     if not with_code:
         return
+    from envcheck.checks.g01_cuda_abi import variant_key
     from envcheck.knowledge.sonames import (
         cuda_majors,  # the soname table loads only for targets with binaries
     )
 
     target = f"sm_{ctx.profile.sm}"
+    major = ctx.profile.cuda_major
+    # bitsandbytes-style packages ship one library per CUDA version (libbnb_cuda121.so ... _cuda130.so) and
+    # load the one matching the CUDA they run under: where the CUDA 13 variant is shipped, the others never load
+    loaded_variants = {variant_key(b): b.path for b in ctx.inventory.binaries if b.cuda_major == major}
     by_owner: dict[str, list[Binary]] = {}
     for b in with_code:
         by_owner.setdefault(_owner(b), []).append(b)
@@ -151,7 +157,14 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
             where = b.location
             evidence = {"binary": b.path, "distribution": b.distribution, "sass": list(b.sass), "ptx": list(b.ptx),
                         "sections": list(b.sections)}
-            if b.sm121 == "none" and b.soname and ctx.profile.cuda_major in (cuda_majors(b.soname) or ()):
+            chosen = loaded_variants.get(variant_key(b)) if b.cuda_major != major and b.sm121 != "native" else None
+            if chosen is not None and b.sm121 in ("none", "ptx-jit"):
+                yield BINARY_NO_SM121.info(
+                    f"{b.path} ({owner}) is a CUDA {b.cuda_major or 'other'} variant; on CUDA {major} the package loads "
+                    f"{chosen} instead, so its GPU code ({', '.join([*b.sass, *b.ptx]) or 'none'}) is not used",
+                    where, **evidence, loaded_instead=chosen,
+                )
+            elif b.sm121 == "none" and b.soname and ctx.profile.cuda_major in (cuda_majors(b.soname) or ()):
                 # NVIDIA's own CUDA 13 toolkit libraries support every GPU CUDA 13 supports (7.5 to 12.x,
                 # CUDA 13.0 release notes) and pick kernels by device; a leftover module is not launched.
                 yield BINARY_NO_SM121.info(
