@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.conftest import REPO, offline_pip_env, require
+from conftest import REPO, offline_pip_env, require
 
 ACTION = REPO / "action.yml"
 WORKFLOW = REPO / ".github" / "workflows" / "envcheck.yml"
