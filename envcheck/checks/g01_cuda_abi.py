@@ -23,7 +23,7 @@ from envcheck.knowledge.builds import (
     installs_on,
     pypi_torch_build,
 )
-from envcheck.model import Binary, Finding, Location, Package, Status
+from envcheck.model import Binary, Finding, Location, Package, PackageIndex, Status
 from envcheck.rules import CheckContext, check, rule
 
 # the first NGC release month on CUDA 13 (knowledge/ngc_tags.toml): rule prose quotes the data, never a copy
@@ -87,14 +87,36 @@ def _torch_packages(ctx: CheckContext) -> list[Package]:
     return [p for p in ctx.inventory.packages if p.name == "torch" and installs_on(p, ctx.profile) and p.role != "constraint"]
 
 
-def _index_builds(ctx: CheckContext) -> list[tuple[CudaBuild, str]]:
-    """Builds served by the indexes every package may come from (an explicit uv index serves only its own)."""
+def _index_builds(ctx: CheckContext, pkg: Package) -> list[tuple[CudaBuild, str]]:
+    """Builds served by the indexes ``pkg`` may come from (an explicit uv index serves only its own)."""
     out = []
     for index in ctx.inventory.indexes:
-        build = build_of_index(index.url) if not index.explicit else None
+        build = build_of_index(index.url) if not index.explicit and _index_reaches(ctx, index, pkg) else None
         if build is not None:
             out.append((build, index.url))
     return out
+
+
+def _index_reaches(ctx: CheckContext, index: PackageIndex, pkg: Package) -> bool:
+    """Does ``index`` serve ``pkg``? In a Dockerfile an index belongs to its stage: the command that names it
+    (``pip install --index-url ...``: the same RUN line), or every later RUN of the stage when ENV/ARG set it
+    (PIP_INDEX_URL, UV_INDEX). Elsewhere (a requirements file, a pyproject) it serves the whole input."""
+    here, there = pkg.location, index.location
+    if here is None or there is None or here.stage is None or there.stage is None:
+        return True
+    if here.stage != there.stage:
+        # ENV/ARG of a stage reach the stages built on it (FROM <stage>); a command's own options do not
+        built_on = any(there.stage in image.stages[:1] and here.stage in image.stages for image in ctx.inventory.images)
+        inherited = built_on and any(e.location is not None and e.location.stage == there.stage and e.location.line == there.line
+                                     for e in ctx.inventory.env)
+        return inherited
+    if here.path != there.path or here.line is None or there.line is None:
+        return True  # a file the build installs (-r requirements.txt): its own options, read with it
+    if here.line == there.line:
+        return True
+    set_by_env = any(e.location is not None and e.location.stage == there.stage and e.location.line == there.line
+                     for e in ctx.inventory.env)
+    return set_by_env and there.line < here.line
 
 
 def _judge(build: CudaBuild, profile_major: int) -> Status:
@@ -124,7 +146,7 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
         if build is not None:
             return build, f"its index {pkg.index}"
         return None, f"it comes from the index {pkg.index}, whose CUDA build envcheck cannot tell"
-    indexed = _index_builds(ctx)
+    indexed = _index_builds(ctx, pkg)
     if indexed and not pkg.installed:
         majors = {(b.flavor, b.cuda_major) for b, _ in indexed}
         if len(majors) == 1:

@@ -317,7 +317,11 @@ class _Reader:
             self._source_build(files.script.cwd, "setup.py", argv, cmd, loc, in_image, files, inventory)
             return
         if exe == "uv" and len(argv) >= 2 and argv[1] == "sync":
-            self._read_project_file("uv.lock", "locks", in_image, files, loc, stage, inventory, cmd)
+            # uv sync installs the lock; with no uv.lock copied in, it resolves pyproject.toml (and writes the lock)
+            if files.resolve("uv.lock") is not None:
+                self._read_project_file("uv.lock", "locks", in_image, files, loc, stage, inventory, cmd)
+            else:
+                self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, cmd)
             return
         install_argv, wheel_only = _as_install(_resolvable(argv))
         parsed = parse_install_command(install_argv, loc)
