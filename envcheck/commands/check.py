@@ -146,6 +146,12 @@ def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> li
         for skipped, reason in discovery.skipped:
             print(f"envcheck: skipped {escape_controls(str(skipped))}: {reason}", file=sys.stderr)
     targets = [_file_target(path, kind, options) for path, kind in discovery.files]
+    if discovery.outside:
+        from envcheck.model import Inventory
+        from envcheck.sources.binaries import outside_note
+
+        note = outside_note(discovery.root, discovery.outside)
+        targets.append(Target(discovery.root, "folder", lambda: Inventory(problems=[note])))
     for path, why in discovery.unreadable:
         targets.append(Target(str(path), "unreadable", _raiser(InputError(
             f"{path}: cannot read this folder ({why}); nothing in it was checked", str(path)))))

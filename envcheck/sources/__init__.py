@@ -122,6 +122,8 @@ class Discovery:
     files: list[tuple[Path, str]] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
     unreadable: list[tuple[Path, str]] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)  # symbolic links to files outside the folder (not followed)
+    root: str = "."  # the folder walked
 
 
 def discover_tree(folder: Path) -> Discovery:
@@ -134,7 +136,9 @@ def discover_tree(folder: Path) -> Discovery:
     """
     from envcheck.sources.gitignore import IgnoreRules
 
-    found = Discovery()
+    found = Discovery(root=str(folder))
+    root_real = os.path.realpath(folder)
+    linked: list[tuple[Path, str, str]] = []  # symbolic links to input files inside the folder: (path, kind, target)
     pending: list[tuple[Path, IgnoreRules]] = [(folder, IgnoreRules.empty().add_file(folder / ".gitignore", folder))]
     while pending:
         here, ignores = pending.pop()
@@ -174,8 +178,23 @@ def discover_tree(folder: Path) -> Discovery:
             if pattern:
                 found.skipped.append((path, f"excluded by .gitignore ({pattern})"))
                 continue
+            if is_link:  # a link never takes envcheck outside the folder, nor reads a file twice
+                real = os.path.realpath(path)
+                if real != root_real and not real.startswith(root_real.rstrip(os.sep) + os.sep):
+                    found.outside.append(str(path))
+                    found.skipped.append((path, "a symbolic link leading outside the folder (not followed)"))
+                else:
+                    linked.append((path, row.name, real))
+                continue
             found.files.append((path, row.name))
         pending.extend(reversed(below))
+    checked = {os.path.realpath(path) for path, _kind in found.files}
+    for path, kind, real in linked:
+        if real in checked:
+            found.skipped.append((path, f"a symbolic link to {real}, checked once"))
+            continue
+        checked.add(real)
+        found.files.append((path, kind))
     found.files.sort(key=lambda item: item[0].parts)
     return found
 

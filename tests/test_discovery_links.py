@@ -1,0 +1,51 @@
+"""`envcheck DIR` never leaves DIR through a symbolic link, and reads each real file once (issue 13's
+"folders never escape", for project discovery as for binary folders)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from conftest import run_envcheck
+
+
+def _report(folder: Path) -> dict[str, list[dict[str, object]]]:
+    done = run_envcheck("-f", "json", "--fail-on", "never", ".", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    return {t["target"]: t["findings"] for t in json.loads(done.stdout)["targets"]}
+
+
+def test_a_link_to_a_file_outside_the_folder_is_not_followed_and_said_once(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "requirements.txt").write_text("torch==2.5.1+cu121\n", encoding="utf-8")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "requirements.txt").write_text("numpy==2.1.0\n", encoding="utf-8")
+    os.symlink(outside / "requirements.txt", project / "requirements-out.txt")
+    os.symlink("/etc/passwd", project / "requirements-etc.txt")
+    by_target = _report(project)
+    assert set(by_target) == {"requirements.txt", "."}
+    notes = by_target["."]
+    assert [(f["rule"], f["status"]) for f in notes] == [("input-skipped", "INFO")]
+    assert "2 symbolic links lead outside the folder" in str(notes[0]["message"])
+    assert all(f["rule"] != "G1-cuda12-local-version" for fs in by_target.values() for f in fs)
+
+
+def test_a_link_inside_the_folder_is_read_once(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "requirements.txt").write_text("torch==2.5.1+cu121\n", encoding="utf-8")
+    os.symlink("sub/requirements.txt", tmp_path / "requirements.txt")
+    by_target = _report(tmp_path)
+    assert len(by_target) == 1
+    [findings] = by_target.values()
+    assert [f["status"] for f in findings if f["rule"] == "G1-cuda12-local-version"] == ["FAIL"]
+
+
+def test_a_link_to_a_file_that_is_not_checked_otherwise_is_read(tmp_path: Path) -> None:
+    (tmp_path / "pinned").mkdir()
+    (tmp_path / "pinned" / "torch.txt").write_text("torch==2.5.1+cu121\n", encoding="utf-8")  # no input name
+    os.symlink("pinned/torch.txt", tmp_path / "requirements.txt")
+    by_target = _report(tmp_path)
+    assert list(by_target) == ["requirements.txt"]
