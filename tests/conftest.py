@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -125,3 +126,15 @@ def preflight_envs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from preflight_envs import build_envs
 
     return build_envs(tmp_path_factory.mktemp("preflight-envs"))
+
+
+def installed_dist(site: Path, name: str, version: str, files: dict[str, Path]) -> None:
+    """An installed distribution as pip leaves it: the files, METADATA and a RECORD naming them."""
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
+    for relative, source in files.items():
+        (site / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, site / relative)
+    record = [f"{r},," for r in files] + [f"{info.name}/METADATA,,", f"{info.name}/RECORD,,"]
+    (info / "RECORD").write_text("\n".join(record) + "\n")

@@ -21,7 +21,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 import pytest
-from conftest import FIXTURES, require, run_envcheck
+from conftest import FIXTURES, installed_dist, require, run_envcheck
 from seed_builders import digest, metadata_layer, oci_index, oci_manifest, tar_of, write_oci_layout
 
 from envcheck.formats import html_format
@@ -32,27 +32,15 @@ HOSTILE = "<script>alert(1)</script>\"onload=alert(2) '</style><b>x</b>\x1b[2J\x
 HOSTILE_FILE = "<script>alert(1)<x>\"onload=alert(2) '<b>x<i>\x1b[2J\x07"  # no "/": it is one file name
 
 
-def _dist(site: Path, name: str, version: str, files: dict[str, Path]) -> None:
-    """An installed distribution as pip leaves it: the files, METADATA and a RECORD naming them."""
-    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
-    for relative, source in files.items():
-        (site / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, site / relative)
-    record = [f"{r},," for r in files] + [f"{info.name}/METADATA,,", f"{info.name}/RECORD,,"]
-    (info / "RECORD").write_text("\n".join(record) + "\n")
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A site-packages folder: native sm_121, sm_80 only (none), a CUDA 12 library, and a hostile file name."""
     root = tmp_path_factory.mktemp("html-site") / "lib" / "python3.12" / "site-packages"
-    _dist(root, "gpukernels", "2.0", {"gpukernels/_k.so": BINARIES / "gpu_sm121.so"})
-    _dist(root, "oldkernels", "1.0", {"oldkernels/_k.so": BINARIES / "gpu_sm80.so"})
-    _dist(root, "ptxkernels", "1.0", {"ptxkernels/_k.so": BINARIES / "gpu_sm80_ptx.so"})
-    _dist(root, "ext12", "1.0", {"ext12/_C.so": BINARIES / "libext_cuda12.so"})
-    _dist(root, "hostile", "1.0", {f"hostile/{HOSTILE_FILE}.so": BINARIES / "libext_cuda12.so"})
+    installed_dist(root, "gpukernels", "2.0", {"gpukernels/_k.so": BINARIES / "gpu_sm121.so"})
+    installed_dist(root, "oldkernels", "1.0", {"oldkernels/_k.so": BINARIES / "gpu_sm80.so"})
+    installed_dist(root, "ptxkernels", "1.0", {"ptxkernels/_k.so": BINARIES / "gpu_sm80_ptx.so"})
+    installed_dist(root, "ext12", "1.0", {"ext12/_C.so": BINARIES / "libext_cuda12.so"})
+    installed_dist(root, "hostile", "1.0", {f"hostile/{HOSTILE_FILE}.so": BINARIES / "libext_cuda12.so"})
     return root
 
 
@@ -211,10 +199,10 @@ def test_a_deep_image_scan_has_the_matrix(tmp_path: Path) -> None:
 
 def test_diff_shows_each_change_side_by_side(site: Path, tmp_path: Path) -> None:
     clean = tmp_path / "clean" / "site-packages"
-    _dist(clean, "gpukernels", "2.0", {"gpukernels/_k.so": BINARIES / "gpu_sm121.so"})
+    installed_dist(clean, "gpukernels", "2.0", {"gpukernels/_k.so": BINARIES / "gpu_sm121.so"})
     drifted = tmp_path / "drifted" / "site-packages"
     shutil.copytree(clean, drifted)
-    _dist(drifted, "nvidia-cuda-runtime-cu12", "12.8.90", {"nvidia/cuda_runtime/lib/libcudart.so.12": BINARIES / "libcudart.so.12"})
+    installed_dist(drifted, "nvidia-cuda-runtime-cu12", "12.8.90", {"nvidia/cuda_runtime/lib/libcudart.so.12": BINARIES / "libcudart.so.12"})
     _, tree = _page("diff", "-v", str(clean), str(drifted), tmp_path=tmp_path)
     _assert_self_contained(tree)
     head = [_text(th) for table in tree.iter("table") if table.get("class") == "diff" for th in table.iter("th")]

@@ -17,7 +17,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import FIXTURES, REPO, run_envcheck
+from conftest import FIXTURES, REPO, installed_dist, run_envcheck
 from test_binaries_real import torch_venv  # noqa: F401  (the shared 5 GB CUDA 13 torch venv fixture)
 
 from envcheck.commands.snapshot import load_snapshot
@@ -97,28 +97,16 @@ def test_snapshot_without_a_target_or_of_nothing_is_a_usage_error(tmp_path: Path
 # ---------------------------------------------------------------------------------------------- a CUDA 12 wheel added
 
 
-def _dist(site: Path, name: str, version: str, files: dict[str, Path]) -> None:
-    """An installed distribution as pip leaves it: the files, METADATA and a RECORD naming them."""
-    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
-    for relative, source in files.items():
-        (site / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, site / relative)
-    record = [f"{r},," for r in files] + [f"{info.name}/METADATA,,", f"{info.name}/RECORD,,"]
-    (info / "RECORD").write_text("\n".join(record) + "\n")
-
-
 @pytest.fixture(scope="module")
 def cuda_sites(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """Two site-packages folders: a clean CUDA 13 one, and the same after one CUDA 12 wheel was installed."""
     root = tmp_path_factory.mktemp("sites")
     clean = root / "clean" / "lib" / "python3.12" / "site-packages"
-    _dist(clean, "ext13", "1.0", {"ext13/_C.so": BINARIES / "libext_cuda13.so"})
-    _dist(clean, "gpukernels", "2.0", {"gpukernels/_k.so": BINARIES / "gpu_sm121.so"})
+    installed_dist(clean, "ext13", "1.0", {"ext13/_C.so": BINARIES / "libext_cuda13.so"})
+    installed_dist(clean, "gpukernels", "2.0", {"gpukernels/_k.so": BINARIES / "gpu_sm121.so"})
     drifted = root / "drifted" / "lib" / "python3.12" / "site-packages"
     shutil.copytree(clean, drifted)
-    _dist(drifted, "nvidia-cuda-runtime-cu12", "12.8.90", {"nvidia/cuda_runtime/lib/libcudart.so.12": BINARIES / "libcudart.so.12",
+    installed_dist(drifted, "nvidia-cuda-runtime-cu12", "12.8.90", {"nvidia/cuda_runtime/lib/libcudart.so.12": BINARIES / "libcudart.so.12",
                                                             "nvidia/cuda_runtime/lib/libext12.so": BINARIES / "libext_cuda12.so"})
     return clean, drifted
 

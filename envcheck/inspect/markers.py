@@ -34,14 +34,20 @@ def negated(marker: str) -> str | None:
     return _negate(parsed)
 
 
-def _negate(items: list[Any]) -> str | None:
-    # "a and b or c" is "(a and b) or c": not(...) is "(not a or not b) and not c" (De Morgan, by precedence)
+def _alternatives(items: list[Any]) -> list[list[Any]]:
+    """A parsed marker as its ``or`` alternatives, each the list of terms joined by ``and`` (``and`` binds tighter)."""
     alternatives: list[list[Any]] = [[]]
     for item in items:
         if item == "or":
             alternatives.append([])
         elif item != "and":
             alternatives[-1].append(item)
+    return alternatives
+
+
+def _negate(items: list[Any]) -> str | None:
+    # "a and b or c" is "(a and b) or c": not(...) is "(not a or not b) and not c" (De Morgan, by precedence)
+    alternatives = _alternatives(items)
     negated_alternatives: list[str] = []
     for terms in alternatives:
         negated_terms: list[str] = []
@@ -92,12 +98,7 @@ def with_extras(marker: str, active: frozenset[str]) -> bool | str:
 
 
 def _decide(items: list[Any], active: frozenset[str]) -> bool | str:
-    alternatives: list[list[Any]] = [[]]
-    for item in items:
-        if item == "or":
-            alternatives.append([])
-        elif item != "and":
-            alternatives[-1].append(item)
+    alternatives = _alternatives(items)
     kept_alternatives: list[str] = []
     for terms in alternatives:
         kept: list[str] = []
