@@ -56,6 +56,30 @@ def test_probe_kills_a_hanging_import(preflight_envs: dict[str, Path]) -> None:
         os.killpg(torch["pid"], 0)
 
 
+@pytest.mark.parametrize(("env", "expected"), [
+    ("good", {"status": "ok", "cuda": "13.0", "stage": "cuda-init"}),
+    ("crash", {"status": "crashed", "signal": "SIGSEGV", "stage": "import"}),
+    ("hang", {"status": "timeout", "stage": "import"}),
+    ("empty", {"status": "absent"}),
+])
+def test_read_host_runs_the_torch_child_itself(preflight_envs: dict[str, Path], env: str, expected: dict[str, str]) -> None:
+    """envcheck starts the target's torch import before the collector (the longest reading goes first); the
+    record is the one the collector itself would write: a crash, a hang (killed, with its whole session) and
+    a missing torch are told apart as before."""
+    inv = read_host(HostOptions(python=str(preflight_envs[env]), sample_seconds=0, probe_timeout=2, nvidia_smi="/nonexistent"))
+    torch = inv.host.torch or {}
+    assert {k: torch.get(k) for k in expected} == expected, torch
+    assert not [p for p in inv.problems if "collector" in p.message]
+    if env == "hang":
+        with pytest.raises(ProcessLookupError):
+            os.killpg(torch["pid"], 0)
+
+
+def test_probe_without_torch_leaves_it_to_the_caller(preflight_envs: dict[str, Path]) -> None:
+    doc = run_probe(preflight_envs["good"], "--no-torch", "--no-nvidia-smi")
+    assert doc["torch"] == {"status": "not-run"} and doc["flash_attn"]["status"] == "ok"
+
+
 def test_probe_runs_as_a_module_with_envcheck_on_the_path(preflight_envs: dict[str, Path], tmp_path: Path) -> None:
     """How the container source runs it: python3 -m envcheck.collect.probe with the envcheck package copied in."""
     shutil.copytree(PROBE.parent.parent, tmp_path / "envcheck", ignore=shutil.ignore_patterns("__pycache__"))

@@ -3,11 +3,13 @@ installed with its dependencies, and NGC's pre-release torch replaced by an unre
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Container, Iterator
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
+from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -93,18 +95,71 @@ def _requirement(line: str) -> Requirement | None:
         return None
 
 
-def _requirements_of(pkg: Package, profile: Profile) -> list[tuple[str, SpecifierSet, str]]:
-    """(required name, specifier, source) from metadata when present, else from the pin table."""
+# The name at the start of a requirement, read as packaging reads it (optional blanks, then its IDENTIFIER).
+_NAME = re.compile(r"[ \t]*(\b[a-zA-Z0-9][a-zA-Z0-9._-]*\b)")
+# What most Requires-Dist lines carry after the name: nothing, or plain version clauses (`>=2.0,<3`,
+# `==2.9.*`, `>=1.0rc1`). Local labels, arbitrary equality, parentheses, extras, URLs and markers are
+# left to packaging.
+_CLAUSE = r"[ \t]*(?:==|!=|<=|>=|~=|<|>)[ \t]*[0-9]+(?:\.[0-9]+)*(?:\.\*|(?:a|b|rc)[0-9]+|\.post[0-9]+|\.dev[0-9]+)?[ \t]*"
+_PLAIN_SPECIFIER = re.compile(f"(?:{_CLAUSE}(?:,{_CLAUSE})*)?")
+
+
+
+@lru_cache(maxsize=16384)
+def _read_requires_line(line: str) -> tuple[str, SpecifierSet, Marker | None] | None:
+    """(canonical name, specifier, marker) of a Requires-Dist line; None for a line whose marker names an
+    extra (it does not apply without that extra) or that is not PEP 508.
+
+    Exactly what :class:`packaging.requirements.Requirement` says, which stays the authority: the two forms
+    that are most of any environment's lines are read without it, where the answer cannot differ:
+    a line whose marker mentions ``extra`` (half of torch's lines, and most elsewhere) is dropped whether it
+    parses or not, and a bare name with plain version clauses is a name and a ``SpecifierSet`` of that text.
+    """
+    semicolon = line.find(";")
+    at = line.find("@")
+    if semicolon >= 0 and not 0 <= at < semicolon and "extra" in line[semicolon + 1:]:
+        # No URL before the first `;`: when the line parses, its marker is everything after it (a name,
+        # extras and version clauses hold no `;`), and a marker written with `extra` prints with it.
+        return None
+    name = _NAME.match(line)
+    if name is not None and semicolon < 0 and at < 0:
+        rest = line[name.end():]
+        if _PLAIN_SPECIFIER.fullmatch(rest):
+            try:
+                return _canonical(name.group(1)), _specifier(rest.strip(" \t")), None
+            except InvalidSpecifier:
+                pass  # `~=1`: packaging words the refusal
+    req = _requirement(line)
+    if req is None or (req.marker is not None and "extra" in str(req.marker)):
+        return None
+    return canonical(req.name), req.specifier, req.marker
+
+
+@lru_cache(maxsize=4096)
+def _specifier(text: str) -> SpecifierSet:
+    return SpecifierSet(text)
+
+
+_canonical = lru_cache(maxsize=8192)(canonical)  # the same few hundred names, thousands of lines
+
+
+def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | None = None) -> list[tuple[str, SpecifierSet, str]]:
+    """(required name, specifier, source) from metadata when present, else from the pin table.
+
+    ``wanted``: the names whose requirements can matter to the caller (the packages present); lines that
+    require anything else are not read at all.
+    """
     out: list[tuple[str, SpecifierSet, str]] = []
     version = _version(pkg)
     if pkg.requires is not None:
         for line in pkg.requires:
-            req = _requirement(line)
-            if req is None:
-                continue
-            if req.marker is not None and ("extra" in str(req.marker) or not requirement_applies(req.marker, profile)):
-                continue
-            out.append((canonical(req.name), req.specifier, f"{pkg.name} {pkg.version} Requires-Dist: {line}"))
+            if wanted is not None:
+                name = _NAME.match(line)
+                if name is None or _canonical(name.group(1)) not in wanted:
+                    continue  # a valid line names what packaging reads there; an invalid one is dropped anyway
+            found = _read_requires_line(line)
+            if found is not None and (found[2] is None or requirement_applies(found[2], profile)):
+                out.append((found[0], found[1], f"{pkg.name} {pkg.version} Requires-Dist: {line}"))
         return out
     if version is None or ngc_release(pkg.version) is not None:
         # The pin table describes public releases; NGC builds pair their own (e.g. torch 2.10a0 with triton 3.5).
@@ -154,7 +209,7 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
     exact = _exact_versions(ctx)
     conflicts = 0
     for pkg in exact.values():
-        for name, spec, source in _requirements_of(pkg, marker_profile):
+        for name, spec, source in _requirements_of(pkg, marker_profile, exact):
             other = exact.get(name)
             other_version = _version(other) if other else None
             if other is None or other_version is None or other is pkg:
@@ -210,7 +265,7 @@ def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding
                     pkg.location, {"requirement": f"torch{spec}", "ngc_torch": torch.version},
                 )
         elif not pkg.no_deps:
-            for name, spec, source in _requirements_of(pkg, ctx.profile):
+            for name, spec, source in _requirements_of(pkg, ctx.profile, ("torch",)):
                 if name == "torch" and str(spec) and not _satisfies(version, spec):
                     yield NGC_TORCH_REPLACED.finding(
                         f"{pkg.name} {pkg.version or ''} needs torch{spec}, which NGC's torch {torch.version} does not satisfy: pip will replace NGC's torch".replace("  ", " "),

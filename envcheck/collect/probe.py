@@ -53,10 +53,33 @@ GPU_FIELDS = (
 GPU_FIELDS_BASIC = GPU_FIELDS[:11]
 APP_FIELDS = ("pid", "process_name", "used_memory", "gpu_uuid")
 
+DRIVER_MARK = "@@envcheck-driver "
+ABSENT_MARK = "@@envcheck-absent"
 TORCH_CODE = r"""
-import json, sys
+import json, sys, threading
 def stage(name):
     sys.stdout.write("@@envcheck-stage " + name + "\n"); sys.stdout.flush()
+try:
+    import importlib.util
+    present = importlib.util.find_spec("torch") is not None
+except (ImportError, ValueError):
+    present = False
+if not present:
+    sys.stdout.write("@@envcheck-absent\n"); sys.stdout.flush()
+    raise SystemExit(0)
+def start_driver():
+    # The CUDA driver's own start (cuInit: most of torch.cuda.is_available()'s time) runs beside
+    # `import torch`: ctypes lets go of the GIL during the call, and torch's first CUDA call then finds
+    # the driver started. Nothing is decided here: a missing or failing driver is left to torch's check.
+    sys.stdout.write("@@envcheck-driver start\n"); sys.stdout.flush()
+    try:
+        import ctypes
+        ctypes.CDLL("libcuda.so.1").cuInit(0)
+    except BaseException:
+        pass
+    sys.stdout.write("@@envcheck-driver done\n"); sys.stdout.flush()
+if sys.platform.startswith("linux"):
+    threading.Thread(target=start_driver, daemon=True).start()
 stage("import")
 import torch
 out = {"version": str(torch.__version__), "cuda": torch.version.cuda, "file": getattr(torch, "__file__", None)}
@@ -173,16 +196,19 @@ def _module_present(name: str) -> bool:
         return False
 
 
-def _start_child(code: str) -> subprocess.Popen[str]:
+def start_child(code: str, python: str | None = None) -> subprocess.Popen[str]:
+    """Run ``code`` (TORCH_CODE, FLASH_ATTN_CODE) in a child of ``python`` (default: this interpreter);
+    read its outcome with :func:`finish_child`."""
     return subprocess.Popen(
-        [sys.executable, "-c", code],
+        [python or sys.executable, "-c", code],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
         start_new_session=True,  # so a timeout can kill whatever the import started, too
     )
 
 
-def _finish_child(proc: subprocess.Popen[str], deadline: float) -> dict[str, Any]:
-    """Wait for a child until ``deadline``; record its result, or how it died and at which stage."""
+def finish_child(proc: subprocess.Popen[str], deadline: float) -> dict[str, Any]:
+    """Wait for a child until ``deadline`` (time.monotonic); record its result, or how it died and at which
+    stage (``{"status": "absent"}`` when the child found no such module)."""
     timed_out = False
     try:
         stdout, stderr = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
@@ -195,9 +221,14 @@ def _finish_child(proc: subprocess.Popen[str], deadline: float) -> dict[str, Any
         stdout, stderr = proc.communicate()
     record: dict[str, Any] = {"pid": proc.pid}
     stage = None
+    driver = None  # "start" while the child's early driver start (cuInit) had not returned
     for line in stdout.splitlines():
         if line.startswith(STAGE_MARK):
             stage = line[len(STAGE_MARK):].strip()
+        elif line.startswith(DRIVER_MARK):
+            driver = line[len(DRIVER_MARK):].strip()
+        elif line.strip() == ABSENT_MARK and not timed_out and proc.returncode == 0:
+            return {"status": "absent"}
         elif line.startswith(RESULT_MARK):
             try:
                 record.update(json.loads(line[len(RESULT_MARK):]))
@@ -212,6 +243,9 @@ def _finish_child(proc: subprocess.Popen[str], deadline: float) -> dict[str, Any
         record["returncode"] = code
         if code is not None and code < 0:
             record["status"] = "crashed"
+            if driver == "start" and stage == "import":
+                # the early driver start had not returned either: say so, the stage stays the import's
+                record["driver_start"] = "unfinished"
             try:
                 record["signal"] = signal.Signals(-code).name
             except ValueError:
@@ -363,16 +397,22 @@ def binaries(locations: Sequence[str]) -> dict[str, Any]:
     return {"status": "ok", "items": found, "problems": problems}
 
 
-def probe(timeout: float = 30.0, with_binaries: bool = False, with_nvidia_smi: bool = True) -> dict[str, Any]:
-    """Collect everything; children (torch, flash-attn) run in parallel with the other readings."""
+def probe(timeout: float = 30.0, with_binaries: bool = False, with_nvidia_smi: bool = True,
+          with_torch: bool = True) -> dict[str, Any]:
+    """Collect everything; children (torch, flash-attn) run in parallel with the other readings.
+
+    ``with_torch=False`` leaves the torch child to the caller (envcheck starts it itself, before this
+    probe, so that the target's ``import torch``, the longest reading, starts as early as it can)."""
     started = time.monotonic()
     deadline = started + timeout
     doc: dict[str, Any] = {"probe_schema": PROBE_SCHEMA, "pid": os.getpid(), "python": python_facts()}
     children: dict[str, subprocess.Popen[str]] = {}
     for module, code in (("torch", TORCH_CODE), ("flash_attn", FLASH_ATTN_CODE)):
-        if _module_present(module):
+        if module == "torch" and not with_torch:
+            doc[module] = {"status": "not-run"}
+        elif _module_present(module):
             try:
-                children[module] = _start_child(code)
+                children[module] = start_child(code)
             except OSError as exc:
                 doc[module] = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
         else:
@@ -392,7 +432,7 @@ def probe(timeout: float = 30.0, with_binaries: bool = False, with_nvidia_smi: b
     if with_binaries:
         doc["binaries"] = binaries(sorted({d["location"] for d in dists}))
     for module, proc in children.items():
-        doc[module] = _finish_child(proc, deadline)
+        doc[module] = finish_child(proc, deadline)
         doc[module]["timeout_s"] = timeout
     doc["duration_s"] = round(time.monotonic() - started, 3)
     return doc
@@ -406,8 +446,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds for the torch/flash-attn imports (default 30)")
     parser.add_argument("--binaries", action="store_true", help="scan site-packages ELF files (needs envcheck importable)")
     parser.add_argument("--no-nvidia-smi", action="store_true", help="do not run nvidia-smi")
+    parser.add_argument("--no-torch", action="store_true", help="do not import torch (the caller runs TORCH_CODE itself)")
     args = parser.parse_args(argv)
-    doc = probe(timeout=args.timeout, with_binaries=args.binaries, with_nvidia_smi=not args.no_nvidia_smi)
+    doc = probe(timeout=args.timeout, with_binaries=args.binaries, with_nvidia_smi=not args.no_nvidia_smi,
+                with_torch=not args.no_torch)
     sys.stdout.write(json.dumps(doc, sort_keys=True) + "\n")
     return 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -22,6 +23,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from envcheck.collect import probe
 from envcheck.inspect import launch as launch_reader
 from envcheck.inspect import meminfo as meminfo_reader
 from envcheck.inspect import nvidia_smi
@@ -71,14 +73,20 @@ def read_host(options: HostOptions) -> Inventory:
     problems: list[ReadProblem] = []
     python, python_problem = _resolve_python(options.python)
     probe_proc: subprocess.Popen[str] | None = None
+    torch_proc: subprocess.Popen[str] | None = None
     if python is not None:
         try:
+            # The target's `import torch` is the longest reading (seconds): it starts first, in its own
+            # child, not behind the collector's interpreter start.
+            torch_proc = probe.start_child(probe.TORCH_CODE, python)
             probe_proc = subprocess.Popen(
-                [python, str(PROBE_PATH), "--timeout", f"{options.probe_timeout:g}", "--no-nvidia-smi"],
+                [python, str(PROBE_PATH), "--timeout", f"{options.probe_timeout:g}", "--no-nvidia-smi", "--no-torch"],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
             )
         except OSError as exc:
             python_problem = ReadProblem(f"cannot run {python}: {exc}", Location(python))
+            _stop_child(torch_proc)
+            torch_proc = None
     if python_problem is not None:
         problems.append(python_problem)
 
@@ -93,7 +101,7 @@ def read_host(options: HostOptions) -> Inventory:
     smi = sample_nvidia_smi(options.sample_seconds, options.nvidia_smi, options.proc)
 
     if probe_proc is not None:
-        inventory = _finish_probe(probe_proc, python or "python3", options.probe_timeout)
+        inventory = _finish_probe(probe_proc, python or "python3", options.probe_timeout, torch_proc, started)
     else:
         inventory = Inventory(context="installed")
         inventory.host = replace(inventory.host, python={"status": "absent", "requested": options.python or "python3"})
@@ -139,14 +147,33 @@ def _resolve_python(requested: str | None) -> tuple[str | None, ReadProblem | No
     return path, None
 
 
-def _finish_probe(proc: subprocess.Popen[str], python: str, timeout: float) -> Inventory:
+def _stop_child(proc: subprocess.Popen[str] | None) -> None:
+    """Kill a collector child (and what it started: it leads its own session) and reap it."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+    proc.communicate()
+
+
+def _finish_probe(proc: subprocess.Popen[str], python: str, timeout: float,
+                  torch_proc: subprocess.Popen[str] | None = None, started: float | None = None) -> Inventory:
+    """The collector's document as an Inventory, with the torch child's record (started by read_host
+    beside the collector, under the same ``timeout`` from ``started``) put where the collector would."""
     try:
         stdout, stderr = proc.communicate(timeout=timeout + 15.0)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
+        _stop_child(torch_proc)
         return Inventory(context="installed", problems=[ReadProblem(
             f"the collector run by {python} did not finish within {timeout + 15.0:g} s", Location(python))])
+    torch_record: dict[str, Any] | None = None
+    if torch_proc is not None:
+        torch_record = probe.finish_child(torch_proc, (started if started is not None else time.monotonic()) + timeout)
+        torch_record["timeout_s"] = timeout
     if proc.returncode != 0 or not stdout.strip():
         last = [line for line in stderr.strip().splitlines() if line.strip()]
         detail = last[-1] if last else f"exit status {proc.returncode}"
@@ -158,6 +185,8 @@ def _finish_probe(proc: subprocess.Popen[str], python: str, timeout: float) -> I
     except json.JSONDecodeError as exc:
         return Inventory(context="installed", problems=[ReadProblem(
             f"collector output is not JSON: {exc.msg}", Location(python, line=exc.lineno, offset=exc.pos))])
+    if torch_record is not None and isinstance(data, dict):
+        data["torch"] = torch_record
     return inventory_from_probe(data, python)
 
 
