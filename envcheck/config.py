@@ -91,10 +91,10 @@ def parse_size(text: str, what: str = "a size") -> int:
 
 def text_limit_default() -> int:
     """The size limit for text inputs and config files: ENVCHECK_MAX_TEXT_SIZE, else the built-in default."""
-    from envcheck.sources.requirements import MAX_BYTES
+    from envcheck.limits import MAX_TEXT_BYTES  # not sources.requirements: that brings packaging and pip_args
 
     raw = env("ENVCHECK_MAX_TEXT_SIZE")
-    return parse_size(raw, "ENVCHECK_MAX_TEXT_SIZE") if raw else MAX_BYTES
+    return parse_size(raw, "ENVCHECK_MAX_TEXT_SIZE") if raw else MAX_TEXT_BYTES
 
 
 def _config_bytes(path: Path, max_bytes: int) -> bytes:

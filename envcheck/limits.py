@@ -9,6 +9,7 @@ limit and how to raise it.
 
 from __future__ import annotations
 
+MAX_TEXT_BYTES = 16 * 1024 * 1024  # one text input or config file (--max-text-size, ENVCHECK_MAX_TEXT_SIZE)
 DEFAULT_MAX_EXPANSION = 100.0  # uncompressed / compressed; real layers are 2-5x, a gzip bomb 1000x
 EXPANSION_FLOOR = 16 << 20  # small inputs may expand more than the ratio: never limit below this
 

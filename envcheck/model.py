@@ -128,7 +128,8 @@ class Location:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None and v is not False}
+        # the fields are plain values (text, numbers, a flag): no asdict copy needed
+        return {k: v for k in _field_names(Location) if (v := getattr(self, k)) is not None and v is not False}
 
 
 @dataclass(frozen=True)
@@ -606,12 +607,23 @@ class Report:
         }
 
 
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+@functools.cache
+def _plain_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """(name, whether its default is None) of each field (dataclasses.fields is slow: once per class)."""
+    return tuple((f.name, f.default is None) for f in dataclasses.fields(cls))
+
+
 def _plain(obj: Any) -> dict[str, Any]:
     """A dataclass as JSON-ready data, dropping empty values to keep output readable."""
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if value == () and f.default is None:
+    for name, none_default in _plain_fields(obj.__class__):
+        value = getattr(obj, name)
+        if value == () and none_default:
             pass  # an empty tuple that is a reading (no Requires-Dist at all), unlike None (not read)
         elif value is None or value == () or value == "" or value is False:
             continue
@@ -621,7 +633,7 @@ def _plain(obj: Any) -> dict[str, Any]:
             value = value.value
         elif isinstance(value, tuple):
             value = list(value)
-        out[f.name] = value
+        out[name] = value
     return out
 
 

@@ -107,7 +107,9 @@ def _visible(match: re.Match[str]) -> str:
 
 def escape_controls(text: str) -> str:
     """``text`` with every control character written visibly (ESC as ``\\x1b``, newline as ``\\n``)."""
-    return _CONTROL.sub(_visible, text) if text else text
+    # isprintable() is False for every character _CONTROL names (categories Cc, Cf, Zl, Zp): a C-speed pass
+    # lets the common text through without the substitution
+    return text if text.isprintable() else _CONTROL.sub(_visible, text)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -137,43 +139,71 @@ def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
     if value is None or kind in _PLAIN or isinstance(value, enum.Enum):
         return value
     if kind is tuple or kind is list:
-        items = [clean(v) if type(v) is str and escape and not secret else _clean_any(v, secret, escape) for v in value]
-        return kind(items) if items != list(value) else value
+        return _clean_items(value, kind, secret, escape)
     if kind is dict or isinstance(value, Mapping):
         return {_clean_any(k, False, escape): _clean_any(v, secret or (type(k) is str and is_secret_name(k)), escape)
                 for k, v in value.items()}
     if isinstance(value, (set, frozenset)):
         return kind(_clean_any(v, secret, escape) for v in value)
-    names = _FIELDS.get(kind)
-    if names is None:
-        names = tuple(f.name for f in dataclasses.fields(value) if f.init) if dataclasses.is_dataclass(value) else ()
-        _FIELDS[kind] = names
+    shape = _SHAPES.get(kind)
+    if shape is None:
+        shape = _SHAPES[kind] = _shape_of(value)
+    names, maybe_secret = shape
     if not names:
         return value
-    secret_fields = _secret_fields(value)
+    secret_fields = _secret_fields(value) if maybe_secret else _NO_FIELDS
     changes = {}
     for name in names:
         old = getattr(value, name)
         if old is None:
             continue
-        # strings inline (most fields): no call
-        new = clean(old) if type(old) is str and escape and name not in secret_fields else \
-            _clean_any(old, name in secret_fields, escape)
+        # the common fields inline, without a call: text, and tuples of text (sonames, Requires-Dist lines)
+        old_kind = type(old)
+        if old_kind is str and escape and name not in secret_fields:
+            new = clean(old)
+        elif old_kind is tuple and escape and name not in secret_fields:
+            if not old:
+                continue
+            new = _clean_items(old, tuple, False, escape)
+        elif old_kind in _PLAIN:
+            continue
+        else:
+            new = _clean_any(old, name in secret_fields, escape)
         if new is not old and new != old:
             changes[name] = new
     return dataclasses.replace(value, **changes) if changes else value
 
 
+def _clean_items(value: Any, kind: Any, secret: bool, escape: bool) -> Any:
+    """A tuple or list cleaned item by item; the same object when nothing changed."""
+    if escape and not secret:
+        items = [clean(v) if type(v) is str else _clean_any(v, False, escape) for v in value]
+    else:
+        items = [_clean_any(v, secret, escape) for v in value]
+    return kind(items) if items != list(value) else value
+
+
 _PLAIN = frozenset({bool, int, float, bytes})
-_FIELDS: dict[type, tuple[str, ...]] = {}  # the init fields of each dataclass seen (none: not a dataclass)
+_NO_FIELDS: frozenset[str] = frozenset()
+# Per class: its init fields (none: not a dataclass) and whether it has both a name and a value field (an
+# EnvVar-like object whose value may be a secret).
+_SHAPES: dict[type, tuple[tuple[str, ...], bool]] = {}
 
 
-def _secret_fields(obj: Any) -> set[str]:
+def _shape_of(value: Any) -> tuple[tuple[str, ...], bool]:
+    if not dataclasses.is_dataclass(value):
+        return (), False
+    names = tuple(f.name for f in dataclasses.fields(value) if f.init)
+    every = {f.name for f in dataclasses.fields(value)} | set(dir(type(value)))
+    return names, "name" in every and "value" in every
+
+
+def _secret_fields(obj: Any) -> frozenset[str]:
     """Fields of ``obj`` that hold a secret: the value of a variable whose name is secret-like."""
     name = getattr(obj, "name", None)
     if isinstance(name, str) and hasattr(obj, "value") and is_secret_name(name):
-        return {"value"}
-    return set()
+        return frozenset({"value"})
+    return _NO_FIELDS
 
 
 def clean_report(report: T) -> T:

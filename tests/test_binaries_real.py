@@ -273,6 +273,36 @@ def test_torch_env_findings_are_the_same_cold_and_from_the_cache(torch_venv: Pat
     assert strip[0] == strip[1] == strip[2] and reports[0]["inventory"]["packages"] == reports[2]["inventory"]["packages"]
 
 
+def test_dist_info_reading_is_unchanged_on_the_torch_env(torch_venv: Path) -> None:
+    """Every METADATA's fields as email.parser reads them, and every dist-info's package and RECORD files as
+    the email.parser and line-by-line reading gave them (issue 18 replaced both)."""
+    from test_metadata_reader import assert_same_dist_infos, parsed_by_email
+
+    from envcheck.inspect.metadata import header_fields
+
+    for meta in sorted(torch_venv.glob("*.dist-info/METADATA")):
+        text = meta.read_text(encoding="utf-8", errors="replace")
+        assert header_fields(text) == parsed_by_email(text), meta
+    assert assert_same_dist_infos(torch_venv) >= 20
+
+
+def test_the_torch_env_from_its_folder_inventory_is_the_cold_scan(torch_venv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cache-filling, then from the folder inventory (envcheck.cache.FolderSnapshot): the same packages,
+    binaries in the same order with the same fields and owners, and the same notes as a scan without cache."""
+    from envcheck.cache import FolderSnapshot
+
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path))
+    cold = scan_folder(torch_venv, ReadOptions(use_cache=False))
+    filling = scan_folder(torch_venv, ReadOptions())
+    snapshot = FolderSnapshot(f"folder:{os.path.abspath(torch_venv)}:deep=False")
+    assert snapshot.load(str(torch_venv)) is not None  # the environment was installed long before
+    cached = scan_folder(torch_venv, ReadOptions())
+    for inv in (filling, cached):
+        assert (inv.packages, inv.binaries, inv.problems) == (cold.packages, cold.binaries, cold.problems)
+    assert len(cold.binaries) > 100 and len(cold.packages) > 20
+    assert sum(b.distribution is not None for b in cached.binaries) > 100
+
+
 def test_torch_env_scans_alike_in_worker_processes(torch_venv: Path) -> None:
     """Worker processes (several counts, on any machine) list and read the real environment: the very
     inventory of the serial scan (binaries in the same order with every field, packages, problems)."""

@@ -4,6 +4,7 @@ lazy loading of each kind's code."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -139,6 +140,34 @@ def test_one_file_imports_only_its_kind(path: str, own: str) -> None:
     loaded = set(proc.stdout.split())
     assert own in loaded and "envcheck.checks.g01_cuda_abi" in loaded  # what it needs did load
     assert not sorted(m for m in loaded if m.split(".")[0] in HEAVY or m in HEAVY)
+
+
+# A whole environment (a folder of dist-infos and ELF files) needs the ELF code, but no service client, no
+# text-input parser and no live-host check.
+FOLDER_HEAVY = ("docker", "requests", "urllib3", "zstandard", "elftools", "email", "shlex", "envcheck.services",
+                "envcheck.sources.requirements", "envcheck.sources.pyproject", "envcheck.sources.locks",
+                "envcheck.sources.dockerfile", "envcheck.sources.wheel", "envcheck.sources.image",
+                "envcheck.sources.container", "envcheck.sources.host", "envcheck.inspect.pip_args",
+                "envcheck.inspect.dockerfile", "envcheck.inspect.shell", "envcheck.checks.g03_memory",
+                "envcheck.checks.g04_power", "envcheck.checks.g06_shared_memory", "envcheck.checks.g08_playbooks",
+                "envcheck.checks.g10_parallelism", "envcheck.formats.html_format", "envcheck.formats.sarif_format")
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_a_folder_scan_imports_only_the_folder_path(fmt: str, tmp_path: Path) -> None:
+    site = tmp_path / "site-packages"
+    (site / "demo-1.0.dist-info").mkdir(parents=True)
+    (site / "demo-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"
+                                                         "Requires-Dist: torch>=2.9 ; extra == 'gpu'\n")
+    (site / "demo").mkdir()
+    (site / "demo" / "_ext.so").write_bytes((REPO / "fixtures/binaries/libext_cuda13.so").read_bytes())
+    proc = subprocess.run([sys.executable, "-c", _MODULES_OF, str(site), "-f", fmt], cwd=REPO, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "ENVCHECK_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode in (0, 1), proc.stderr
+    loaded = set(proc.stdout.split())
+    assert {"envcheck.sources.binaries", "envcheck.inspect.elf", "envcheck.checks.g01_cuda_abi",
+            "envcheck.checks.g07_gpu_arch", "envcheck.checks.g09_drift", f"envcheck.formats.{fmt}_format"} <= loaded
+    assert not sorted(m for m in loaded if m.split(".")[0] in FOLDER_HEAVY or m in FOLDER_HEAVY)
 
 
 _THROWAWAY_SOURCE = '''"""A throwaway input kind: one requirement per line in *.reqlist files."""

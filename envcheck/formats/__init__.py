@@ -4,7 +4,9 @@ A format module has ``render(report, verbosity) -> str | Rendered``: what goes t
 :class:`Rendered` when some findings belong on stderr (the preflight format keeps its ten stdout lines and
 writes the rest there). :func:`renderer` is the render boundary: every format receives the report after
 :func:`envcheck.redaction.clean_report` (secrets masked, control characters escaped), so no format can
-print a credential or let an input start a line of its own. The CLI reads ``--format`` choices and help
+print a credential or let an input start a line of its own. A format that renders findings only
+(``inventory=False``) receives each target with an empty inventory: what it cannot see need not be
+cleaned (a whole environment's inventory is 866 binaries and thousands of Requires-Dist lines). The CLI reads ``--format`` choices and help
 from :data:`FORMATS` and writes what the renderer returns; it knows nothing else of any format.
 """
 
@@ -12,9 +14,9 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from envcheck.model import Report
+from envcheck.model import Inventory, Report
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class Format:
     name: str
     module: str  # importable module path (imported only when the format is used)
     what: str  # one phrase for --help
+    inventory: bool = True  # renders the targets' inventories (False: it is given empty ones)
 
 
 @dataclass(frozen=True)
@@ -35,11 +38,12 @@ class Rendered:
 
 
 FORMATS: dict[str, Format] = {f.name: f for f in (
-    Format("text", "envcheck.formats.text_format", "findings per target, for people"),
+    Format("text", "envcheck.formats.text_format", "findings per target, for people", inventory=False),
     Format("json", "envcheck.formats.json_format", "versioned JSON (report.schema.json)"),
-    Format("sarif", "envcheck.formats.sarif_format", "SARIF 2.1.0 for code scanning"),
-    Format("github", "envcheck.formats.github_format", "GitHub Actions annotations"),
-    Format("preflight", "envcheck.formats.preflight_format", "one line per gotcha, G1..G10 (the original preflight.sh)"),
+    Format("sarif", "envcheck.formats.sarif_format", "SARIF 2.1.0 for code scanning", inventory=False),
+    Format("github", "envcheck.formats.github_format", "GitHub Actions annotations", inventory=False),
+    Format("preflight", "envcheck.formats.preflight_format", "one line per gotcha, G1..G10 (the original preflight.sh)",
+           inventory=False),
     Format("html", "envcheck.formats.html_format", "one self-contained HTML page (-o report.html)"),
     Format("snapshot", "envcheck.formats.snapshot_format", "a snapshot document (envcheck snapshot)"),
 )}
@@ -57,9 +61,16 @@ def renderer(name: str) -> Renderer:
     from envcheck.redaction import clean_report
 
     render = importlib.import_module(FORMATS[name].module).render
+    inventory = FORMATS[name].inventory
 
     def safe_render(report: Report, verbosity: int = 0) -> Rendered:
-        out = render(clean_report(report), verbosity)
+        out = render(clean_report(report if inventory else without_inventories(report)), verbosity)
         return out if isinstance(out, Rendered) else Rendered(str(out))
 
     return safe_render
+
+
+def without_inventories(report: Report) -> Report:
+    """``report`` with each target's inventory empty (its context kept): what a findings-only format sees."""
+    targets = [replace(t, inventory=Inventory(context=t.inventory.context)) for t in report.targets]
+    return replace(report, targets=targets)

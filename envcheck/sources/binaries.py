@@ -12,20 +12,20 @@ Public API used by other sources (images, containers): :func:`binary_from_file`,
 
 from __future__ import annotations
 
-import email.parser
 import json
 import os
 import re
 import stat
 import struct
 import subprocess
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from envcheck.cache import ScanCache, binary_from_json
+from envcheck.cache import FolderSnapshot, ScanCache, binary_from_json, change_key
 from envcheck.errors import InputError
 from envcheck.inspect import fatbin
 from envcheck.inspect.elf import (
@@ -47,6 +47,7 @@ from envcheck.inspect.elf import (
     section_name_table,
     section_names,
 )
+from envcheck.inspect.metadata import header_fields
 from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role
 from envcheck.sources import ReadOptions, scan_workers
@@ -325,6 +326,7 @@ def binary_from_file(fileobj: BinaryIO, path: str, size: int, *, deep_fatbin: bo
 class _Distribution:
     package: Package
     files: set[str]  # absolute, normalised paths from RECORD
+    record_key: tuple[int, ...] | None = None  # RECORD's cache.change_key when it was read (None: no RECORD)
 
 
 def _canonical(name: str) -> str:
@@ -332,42 +334,80 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-_END_OF_HEADERS = re.compile(r"\r?\n\r?\n")
-
-
-def _read_dist_info(info_dir: Path, base: Path, wanted: set[str] | None = None) -> tuple[_Distribution | None, list[ReadProblem]]:
-    """Package and RECORD file set of one ``*.dist-info`` directory (only the files in ``wanted``, when
-    given: the binaries the scan found, which is all that RECORD is used for)."""
-    meta_path = info_dir / "METADATA"
+DIST_INFO_FILE_LIMIT = 256 << 20  # METADATA or RECORD bigger than this is not read (the largest real RECORD: 3 MB)
+def _read_bytes(path: str) -> tuple[bytes, tuple[int, ...]]:
+    """A small regular file's bytes with its change key, taken before reading. Raises OSError (also for a
+    file that is not regular, which is never opened for long: a FIFO must not block, or over the limit)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
-        text = meta_path.read_text(encoding="utf-8", errors="replace")
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError("not a regular file")
+        chunks: list[bytes] = []
+        total = 0
+        while total <= DIST_INFO_FILE_LIMIT:  # the file may grow while it is read
+            chunk = os.read(fd, max(st.st_size + 1 - total, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(fd)
+    if total > DIST_INFO_FILE_LIMIT:
+        raise OSError(f"over the limit of {DIST_INFO_FILE_LIMIT} bytes")
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks), change_key(st)
+
+
+def _universal_newlines(data: bytes) -> bytes:
+    """``\\r\\n`` and ``\\r`` as ``\\n`` (what text mode reads; the bytes of UTF-8 text, so no character is split)."""
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
+
+
+def _record_files(text: str, prefix: str, wanted: set[str] | None) -> set[str]:
+    """The paths RECORD names (``prefix`` + the first field, white space then quotes stripped, ``..``
+    resolved), only those in ``wanted`` when given. (A plain loop: maps of str methods and regular
+    expressions over the whole text were slower on the torch environment's 68,000 lines.)"""
+    files: set[str] = set()
+    for line in text.split("\n"):
+        rel = line.split(",", 1)[0].strip().strip('"')
+        if not rel:
+            continue
+        # plain joins are what the folder walk produces; only ../ entries need normalising
+        path = os.path.normpath(prefix + rel) if ".." in rel or "./" in rel else prefix + rel
+        if wanted is None or path in wanted:
+            files.add(path)
+    return files
+
+
+def _read_dist_info(info_dir: Path | str, base: Path | str, wanted: set[str] | None = None) -> tuple[_Distribution | None, list[ReadProblem]]:
+    """Package and RECORD file set of one ``*.dist-info`` directory (only the files in ``wanted``, when
+    given: the binaries the scan found, which is all that RECORD is used for). A plain function of its
+    arguments (worker processes may call it)."""
+    info_dir = Path(info_dir)
+    meta_path = str(info_dir / "METADATA")  # as a Path writes it: the name packages and problems carry
+    try:
+        data = _universal_newlines(_read_bytes(meta_path)[0])
     except OSError as exc:
-        return None, [ReadProblem(f"{meta_path}: cannot read METADATA: {exc.strerror or exc}", Location(str(meta_path)))]
-    end = _END_OF_HEADERS.search(text)  # the headers only: a long description can be most of the file
-    msg = email.parser.HeaderParser().parsestr(text[: end.start() + 1] if end else text)
-    name, version = msg.get("Name"), msg.get("Version")
+        return None, [ReadProblem(f"{meta_path}: cannot read METADATA: {exc.strerror or exc}", Location(meta_path))]
+    end = data.find(b"\n\n")  # the headers only: a long description can be most of the file
+    fields = header_fields((data[: end + 1] if end >= 0 else data).decode("utf-8", errors="replace"))
+    name, version = fields.get("name", ("",))[0], fields.get("version", ("",))[0]
     if not name:
-        return None, [ReadProblem(f"{meta_path}: METADATA has no Name field", Location(str(meta_path)))]
-    requires = tuple(str(r) for r in msg.get_all("Requires-Dist") or [])
+        return None, [ReadProblem(f"{meta_path}: METADATA has no Name field", Location(meta_path))]
     pkg = Package(
-        name=_canonical(name), version=str(version) if version else None, installed=True,
-        requires=requires, role=Role.INSTALLED, location=Location(str(meta_path)),
+        name=_canonical(name), version=version or None, installed=True,
+        requires=tuple(fields.get("requires-dist", ())), role=Role.INSTALLED, location=Location(meta_path),
     )
     files: set[str] = set()
-    prefix = str(base) + os.sep
+    record_key = None
     try:
-        with open(info_dir / "RECORD", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                rel = line.split(",", 1)[0].strip().strip('"')
-                if not rel:
-                    continue
-                # plain joins are what the folder walk produces; only ../ entries need normalising
-                path = os.path.normpath(prefix + rel) if ".." in rel or "./" in rel else prefix + rel
-                if wanted is None or path in wanted:
-                    files.add(path)
+        record, record_key = _read_bytes(str(info_dir / "RECORD"))
+        if record.count(b"\r") != record.count(b"\r\n"):  # RECORD's CSV lines end in \r\n: stripped with the path
+            record = _universal_newlines(record)
+        files = _record_files(record.decode("utf-8", errors="replace"), str(Path(base)) + os.sep, wanted)
     except OSError:
         pass  # RECORD is optional (conda, system packages)
-    return _Distribution(pkg, files), []
+    return _Distribution(pkg, files, record_key), []
 
 
 def _entry_name(entry: os.DirEntry[str]) -> str:
@@ -483,7 +523,8 @@ def folder_facts(folder: str, root_real: str) -> FolderFacts:
 
 
 def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
-          cache: ScanCache | None = None, listed: Mapping[str, FolderFacts] | None = None,
+          cache: ScanCache | None = None, folders: list[tuple[str, os.stat_result]] | None = None,
+          listed: Mapping[str, FolderFacts] | None = None,
           ) -> Iterator[tuple[str, os.stat_result]]:
     """The files a folder scan reads under ``root`` (see :func:`may_be_binary`, plus ``*.dist-info/METADATA``),
     with their stat, each real file once.
@@ -492,9 +533,11 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
     ``root``'s real path); a link that leads outside is listed in ``outside`` and not followed, so a link
     to ``/`` cannot make the scan walk the whole machine. Loops and repeated folders are skipped, and
     devices, FIFOs and sockets are never opened. With ``cache``, a folder whose mtime (and inode) did not
-    change since the last scan is not listed again: its entries come from the cache. With ``listed``
-    (worker processes listed the folders, :func:`folder_facts`), the walk takes each folder's entries
-    and stats from there (the folders it lacks are read here): the same files in the same order.
+    change since the last scan is not listed again: its entries come from the cache. ``folders``, when
+    given, receives every folder the walk lists or tries to list (the root first), with its stat taken
+    before the listing (what a :class:`envcheck.cache.FolderSnapshot` compares). With ``listed``
+    (worker processes listed the folders, :func:`folder_facts`; no cache), the walk takes each folder's
+    entries and stats from there (the folders it lacks are read here): the same files in the same order.
     """
     root = str(root)
     seen_dirs: set[tuple[int, int]] = set()
@@ -518,7 +561,9 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
             listing = facts.listing
         else:
             assert fst is not None
-            key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev)
+            if folders is not None:
+                folders.append((folder, fst))
+            key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev, fst.st_ctime_ns)  # ctime: a chmod (made unreadable) too
             kept = cache.get(_WALK_PREFIX + folder, key) if cache is not None else None
             if kept:
                 listing = kept
@@ -546,7 +591,8 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
                     problems.append(ReadProblem(f"{path}: cannot stat: {exc.strerror or exc}", Location(path)))
                     continue
             fkey = (est.st_dev, est.st_ino)
-            if stat.S_ISREG(est.st_mode) and fkey not in seen_files:
+            # the mode again: a cached listing may hold a file listed for an executable bit it lost since
+            if stat.S_ISREG(est.st_mode) and fkey not in seen_files and (name == "METADATA" or may_be_binary(name, est.st_mode)):
                 seen_files.add(fkey)
                 yield path, est
         linked.extend(prefix + name for name in listing["l"])
@@ -574,7 +620,7 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
         except OSError:
             continue
         fkey = (est.st_dev, est.st_ino)
-        if stat.S_ISREG(est.st_mode) and fkey not in seen_files:
+        if stat.S_ISREG(est.st_mode) and fkey not in seen_files and may_be_binary(os.path.basename(path), est.st_mode):
             seen_files.add(fkey)
             yield path, est
 
@@ -734,7 +780,14 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     inv = Inventory(context="installed")
     problems: list[ReadProblem] = []
     deep = options.deep_fatbin
-    cache = ScanCache(f"folder:{os.path.abspath(root)}:deep={deep}") if options.use_cache else None
+    namespace = f"folder:{os.path.abspath(root)}:deep={deep}"
+    snapshot = FolderSnapshot(namespace) if options.use_cache else None
+    if snapshot is not None and _from_snapshot(snapshot, namespace, str(root), inv):
+        return inv
+    started_ns = time.time_ns()
+    folders: list[tuple[str, os.stat_result]] | None = [] if snapshot is not None else None
+    walked: list[tuple[str, os.stat_result]] = []
+    cache = ScanCache(namespace) if options.use_cache else None
     dist_dirs: list[tuple[str, os.stat_result]] = []
     readings: list[BinaryReading | None] = []
     todo: list[tuple[int, str, os.stat_result]] = []
@@ -747,7 +800,7 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
         if cache is None and workers > 1:
             # No cache: worker processes list the folders and read the files while the tree is walked.
             listed, read_ahead, pool = _read_ahead(str(root), deep, workers)
-        for path, st in _walk(root, problems, outside, cache, listed):
+        for path, st in _recorded(_walk(root, problems, outside, cache, folders, listed), walked if snapshot is not None else None):
             if path.endswith(".dist-info/METADATA"):
                 dist_dirs.append((os.path.dirname(path), st))
                 continue
@@ -780,11 +833,14 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     owners: dict[str, str] = {}
     found = [r.binary.path for r in readings if r is not None and r.binary is not None]
     wanted = {*found, *map(os.path.normpath, found)}
+    records: list[tuple[str, tuple[int, ...]]] = []  # RECORD files read, for the snapshot
     for info_dir, _st in dist_dirs:
         dist, probs = _read_dist_info(Path(info_dir), Path(info_dir).parent, wanted)
         problems.extend(probs)
         if dist is None:
             continue
+        if dist.record_key is not None:
+            records.append((info_dir + os.sep + "RECORD", dist.record_key))
         inv.packages.append(dist.package)
         for f in dist.files:
             owners.setdefault(f, dist.package.name)
@@ -799,7 +855,33 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
             b = replace(b, distribution=owner)
         inv.binaries.append(b)
     inv.problems.extend(problems)
+    if snapshot is not None and folders is not None and not [p for p in inv.problems if not p.note]:
+        # A scan that met no error is kept whole (an error may be passing: it is read again next time).
+        files = [(path, change_key(st)) for path, st in walked] + records
+        snapshot.save(str(root), started_ns, [(path, change_key(st)) for path, st in folders], files,
+                      inv.packages, inv.binaries, inv.problems)
     return inv
+
+
+def _from_snapshot(snapshot: FolderSnapshot, namespace: str, root: str, inv: Inventory) -> bool:
+    """Fill ``inv`` from the folder's snapshot when nothing it was built from changed (see FolderSnapshot)."""
+    found = snapshot.load(root)
+    if found is None:
+        return False
+    ScanCache.mark_used(namespace)  # still the fallback of the next change: `cache clean --older-than` keeps it
+    inv.packages, inv.binaries, inv.problems = found
+    return True
+
+
+def _recorded(files: Iterator[tuple[str, os.stat_result]], into: list[tuple[str, os.stat_result]] | None,
+              ) -> Iterator[tuple[str, os.stat_result]]:
+    """``files`` as they come, also appended to ``into`` (when given)."""
+    if into is None:
+        yield from files
+        return
+    for item in files:
+        into.append(item)
+        yield item
 
 
 def reading_to_cache(reading: BinaryReading) -> dict[str, object] | None:

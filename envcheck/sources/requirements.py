@@ -17,6 +17,7 @@ from pathlib import Path
 from envcheck.errors import InputError
 from envcheck.inspect.pip_args import _INDEX_OPTIONS, parse_requirement_text, shown
 from envcheck.inspect.pragma import PRAGMA
+from envcheck.limits import MAX_TEXT_BYTES
 from envcheck.model import (
     InstallCommand,
     Inventory,
@@ -30,7 +31,7 @@ from envcheck.model import (
 from envcheck.sources import ReadOptions
 
 KIND = "requirements"
-MAX_BYTES = 16 * 1024 * 1024  # --max-text-size; docs/limits.md
+MAX_BYTES = MAX_TEXT_BYTES  # --max-text-size; docs/limits.md
 _REQ_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-]*(\[[^\]]*\])?\s*(==|>=|<=|~=|!=|<|>|===|@|;|$)|-[-a-zA-Z]|git\+|https?://)")
 
 

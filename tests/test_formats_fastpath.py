@@ -1,0 +1,156 @@
+"""The render path's fast paths give what the slow ones gave (issue 18): the JSON text of json.dumps, the
+findings-only formats' text with or without the inventory, the redaction of the generic walk, on the H200
+whole-environment report and on hostile values."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import gzip
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from conftest import REPO
+from fuzz_strategies import PROPERTY_SETTINGS
+from hypothesis import given
+from hypothesis import strategies as st
+
+from envcheck import engine, formats, redaction
+from envcheck.config import Config
+from envcheck.formats import json_format
+from envcheck.model import Binary, EnvVar, Finding, Inventory, Location, Package, Report, Role, Status
+from envcheck.profile import load_profile
+
+HOSTILE = "\x1b]0;pwned\x07\n::error file=x::INJECTED\r\u2028\u202e https://alice:S3cret@h/x?token=T0ken HF_TOKEN=hf_abc"
+
+
+def h200_report(hostile: bool = False) -> Report:
+    """The H200 folder scan judged as a folder target; ``hostile`` puts credentials and control characters
+    into a package, a binary, a variable and a finding."""
+    data = json.loads(gzip.decompress((REPO / "fixtures/device/h200/folder-inventory.json.gz").read_bytes()))
+    inventory = Inventory.from_json(data)
+    if hostile:
+        inventory.packages.append(Package("evil", "1.0", requires=(HOSTILE, "torch>=2.9"), installed=True,
+                                          role=Role.INSTALLED, location=Location(f"/x/{HOSTILE}/METADATA")))
+        inventory.binaries.append(Binary(f"/x/{HOSTILE}.so", "x86_64", needed=(HOSTILE, "libc.so.6"), distribution="evil"))
+        inventory.env.append(EnvVar("HF_TOKEN", "hf_SecretValue"))
+    target = engine.Target("/opt/torch/.venv/lib/python3.12/site-packages", "folder", lambda: inventory)
+    result = engine.judge(target, inventory, load_profile(), Config())
+    if hostile:
+        result.findings.append(Finding("G1-x", "G1", Status.FAIL, HOSTILE, Location(HOSTILE, line=3),
+                                       evidence={"password": "S3cret", "url": HOSTILE, "list": [HOSTILE, 1, None]}))
+    return Report(profile="dgx-spark", targets=[result], exit_code=1)
+
+
+@pytest.mark.parametrize("hostile", [False, True])
+def test_json_text_is_json_dumps_text(hostile: bool) -> None:
+    data = json_format.report_data(redaction.clean_report(h200_report(hostile)))
+    assert json_format.dumps(data) == json.dumps(data, indent=2, default=str)
+
+
+class Word(str, enum.Enum):
+    A = "a\x1b"
+
+
+class Number(enum.IntEnum):
+    ONE = 1
+
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.text(),
+                     st.sampled_from([Word.A, Number.ONE, math.nan, -math.inf, 10**40, -0.0, "\u2028", "\udc80"]))
+_KEYS = st.one_of(st.text(), st.integers(), st.floats(allow_nan=False), st.booleans(), st.none())
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=5), st.lists(inner, max_size=5).map(tuple), st.dictionaries(_KEYS, inner, max_size=5),
+    st.lists(st.text(), max_size=4), st.builds(Location, st.text()),  # not JSON: default=str writes str(value)
+), max_leaves=30)
+
+
+@PROPERTY_SETTINGS
+@given(_VALUES)
+def test_json_text_is_json_dumps_text_for_any_value(value: Any) -> None:
+    assert json_format.dumps(value) == json.dumps(value, indent=2, default=str)
+
+
+def test_json_key_refusal_is_json_dumps_refusal() -> None:
+    with pytest.raises(TypeError):
+        json.dumps({(1, 2): 1}, indent=2)
+    with pytest.raises(TypeError):
+        json_format.dumps({(1, 2): 1})
+
+
+@pytest.mark.parametrize("name", [f.name for f in formats.FORMATS.values() if not f.inventory])
+@pytest.mark.parametrize("hostile", [False, True])
+def test_findings_only_formats_do_not_read_the_inventory(name: str, hostile: bool) -> None:
+    """A format declared ``inventory=False`` is given empty inventories: its text must be what it writes
+    with the whole (cleaned) inventory, or the declaration is wrong."""
+    import importlib
+
+    report = h200_report(hostile)
+    render = importlib.import_module(formats.FORMATS[name].module).render
+    for verbosity in (-1, 0, 1):
+        full = render(redaction.clean_report(report), verbosity)
+        assert formats.renderer(name)(report, verbosity) == (full if isinstance(full, formats.Rendered) else formats.Rendered(full))
+    assert formats.without_inventories(report).targets[0].inventory == Inventory(context="installed")
+
+
+def _reference_clean(value: Any, secret: bool = False) -> Any:
+    """The generic walk redaction did before its fast paths (the authority for clean_value)."""
+    kind: Any = type(value)
+    if kind is str:
+        return (redaction.MASK if value else value) if secret else redaction.escape_controls(redaction.redact(value))
+    if value is None or kind in (bool, int, float, bytes) or isinstance(value, enum.Enum):
+        return value
+    if kind is tuple or kind is list:
+        items = [_reference_clean(v, secret) for v in value]
+        return kind(items) if items != list(value) else value
+    if kind is dict or isinstance(value, Mapping):
+        return {_reference_clean(k): _reference_clean(v, secret or (type(k) is str and redaction.is_secret_name(k)))
+                for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return kind(_reference_clean(v, secret) for v in value)
+    if not dataclasses.is_dataclass(value):
+        return value
+    name = getattr(value, "name", None)
+    secret_fields = {"value"} if isinstance(name, str) and hasattr(value, "value") and redaction.is_secret_name(name) else set()
+    changes = {}
+    for f in dataclasses.fields(value):
+        old = getattr(value, f.name)
+        if f.init and old is not None:
+            new = _reference_clean(old, f.name in secret_fields)
+            if new is not old and new != old:
+                changes[f.name] = new
+    return dataclasses.replace(value, **changes) if changes else value
+
+
+def _as_text(report: Report) -> str:
+    return json.dumps(json_format.report_data(report), indent=1, default=str)
+
+
+def test_clean_report_is_the_generic_walk() -> None:
+    report = h200_report(hostile=True)
+    cleaned = redaction.clean_report(report)
+    assert _as_text(cleaned) == _as_text(_reference_clean(report))
+    assert "S3cret" not in _as_text(cleaned) and "hf_SecretValue" not in _as_text(cleaned) and "\x1b" not in _as_text(cleaned)
+
+
+def test_unchanged_objects_are_kept_as_they_are() -> None:
+    report = h200_report()
+    cleaned = redaction.clean_report(report)
+    assert all(a is b for a, b in zip(report.targets[0].inventory.binaries, cleaned.targets[0].inventory.binaries, strict=True))
+
+
+def test_escape_controls_passes_only_printable_text_unchanged() -> None:
+    """The fast path (str.isprintable) lets through no character the control pattern names."""
+    everything = "".join(map(chr, range(0x110000)))
+    assert not any(c.isprintable() for c in redaction._CONTROL.findall(everything))
+    for text in ("", "plain", "tab\there", "esc\x1b", "nel\x85", "ls\u2028", "bom\ufeff", "rlo\u202e", "\udc80"):
+        assert redaction.escape_controls(text) == redaction._CONTROL.sub(redaction._visible, text)
+
+
+def test_location_json_is_asdict_without_empty_values() -> None:
+    for loc in (Location("a"), Location("a", line=0, offset=0, member="m", stage="s", branch="b", fallback=True),
+                Location("a", fallback=False, stage="")):
+        assert loc.to_json() == {k: v for k, v in dataclasses.asdict(loc).items() if v is not None and v is not False}

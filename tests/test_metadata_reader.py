@@ -1,0 +1,167 @@
+"""The METADATA header reader (envcheck.inspect.metadata) against email.parser, which it replaces in folder
+scans, and the RECORD reader against the line-by-line reading it replaces (issue 18)."""
+
+from __future__ import annotations
+
+import email.parser
+import importlib.metadata
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from envcheck.inspect.metadata import header_fields
+from envcheck.sources.binaries import _read_dist_info
+
+
+def parsed_by_email(text: str) -> dict[str, list[str]]:
+    """What email.parser's HeaderParser says: every field, lower-case name -> values (str) in order."""
+    msg = email.parser.HeaderParser().parsestr(text)
+    out: dict[str, list[str]] = {}
+    for key in dict.fromkeys(k.lower() for k in msg):
+        out[key] = [str(v) for v in msg.get_all(key) or []]
+    return out
+
+
+HOSTILE = [
+    "",
+    "\n",
+    "Name: a\nVersion: 1\n",
+    "Name: a\nVersion: 1",  # no final line break
+    "Name: a\r\nVersion: 1\r\n\r\nRequires-Dist: body\r\n",
+    "Name: a\rVersion: 1\r\rRequires-Dist: x\r",
+    "name: a\nNAME: b\nVersion: 1\nversion: 2\n",  # duplicates: the first wins for get(), all for get_all()
+    "Name: a\nRequires-Dist: x;\n  python_version < '3.9'\nRequires-Dist: y\n\tz\n",  # folded values
+    "Name:\n a\nVersion:1\n",  # the value on the next line only
+    "Name:   \t a  \nVersion: 1 \n",
+    " Name: a\nVersion: 1\n",  # a continuation first: ignored
+    "From someone Tue\nName: a\n",  # an mbox envelope line
+    "Name: a\nFrom x\n continued\nVersion: 1\n",  # a misplaced envelope line and its continuation
+    "Name: a\nFrom x",
+    ":no name\nName: a\n",
+    "Name: a\nnot a header line\nVersion: 1\n",  # headers end there
+    "Name: a\nBad Name: x\nVersion: 1\n",
+    "N\u00e4me: a\nName: b\n",
+    "Name: a\n\nVersion: 1\n",  # the body
+    "Name: a\n \nVersion: 1\n",  # a blank-looking continuation
+    "Name: a\x0bb\x0cc\x1cd\x85e\u2028f\nVersion: 1\n",  # separators that str.splitlines would split on
+    "Name: \ufffd\ufffd\nVersion: 1\n",
+    "Name: a: b: c\nRequires-Dist:x\n",
+    "Name: a\n\t\n\tb\n",
+    "Requires-Dist: x\n" * 500 + "Name: many\n",
+    "Name: a\nVersion: 1\n\n" + "Description: " + "x" * 100000,
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
+def test_header_fields_read_like_email_parser(text: str) -> None:
+    assert header_fields(text) == parsed_by_email(text)
+
+
+def test_header_fields_on_the_metadata_of_this_interpreter() -> None:
+    seen = 0
+    for dist in importlib.metadata.distributions():
+        path = getattr(dist, "_path", None)
+        if path is None or not (Path(path) / "METADATA").is_file():
+            continue
+        raw = (Path(path) / "METADATA").read_bytes()
+        for text in (raw.decode("utf-8", "replace"), raw.decode("latin-1")):
+            assert header_fields(text) == parsed_by_email(text), path
+        seen += 1
+    assert seen > 5
+
+
+# ---- _read_dist_info: the same package and RECORD files as the email.parser reading it replaced -------------
+
+
+def old_read_dist_info(info_dir: Path, base: Path, wanted: set[str] | None) -> tuple[tuple[object, ...] | None, set[str], list[str]]:
+    """The reading before issue 18 (email.parser and a loop per RECORD line), as (package facts, files, problems)."""
+    meta_path = info_dir / "METADATA"
+    try:
+        text = meta_path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return None, set(), [f"{meta_path}: cannot read METADATA: {exc.strerror or exc}"]
+    end = re.search(r"\r?\n\r?\n", text)
+    msg = email.parser.HeaderParser().parsestr(text[: end.start() + 1] if end else text)
+    name, version = msg.get("Name"), msg.get("Version")
+    if not name:
+        return None, set(), [f"{meta_path}: METADATA has no Name field"]
+    pkg = (re.sub(r"[-_.]+", "-", name).lower(), str(version) if version else None,
+           tuple(str(r) for r in msg.get_all("Requires-Dist") or []), str(meta_path))
+    files: set[str] = set()
+    prefix = str(base) + os.sep
+    try:
+        with open(info_dir / "RECORD", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                rel = line.split(",", 1)[0].strip().strip('"')
+                if not rel:
+                    continue
+                path = os.path.normpath(prefix + rel) if ".." in rel or "./" in rel else prefix + rel
+                if wanted is None or path in wanted:
+                    files.add(path)
+    except OSError:
+        pass
+    return pkg, files, []
+
+
+def new_read_dist_info(info_dir: Path, base: Path, wanted: set[str] | None) -> tuple[tuple[object, ...] | None, set[str], list[str]]:
+    dist, problems = _read_dist_info(info_dir, base, wanted)
+    if dist is None:
+        return None, set(), [p.message for p in problems]
+    p = dist.package
+    return (p.name, p.version, p.requires, p.location.path if p.location else None), dist.files, [p.message for p in problems]
+
+
+def assert_same_dist_infos(site: Path) -> int:
+    """Every dist-info under ``site`` reads the same both ways, with and without ``wanted``; how many."""
+    infos = sorted(site.glob("*.dist-info"))
+    everything: set[str] = set()
+    for info in infos:
+        _pkg, files, _problems = old_read_dist_info(info, site, None)
+        everything |= files
+    wanted = {p for i, p in enumerate(sorted(everything)) if i % 3 == 0 or p.endswith(".so")}
+    for info in infos:
+        for subset in (None, wanted):
+            assert new_read_dist_info(info, site, subset) == old_read_dist_info(info, site, subset), info
+    return len(infos)
+
+
+RECORDS = [
+    "a/x.so,sha256=abc,10\na/y.py,,\n",
+    'a/x.so,,\n"a/q,uoted.so",,\n',  # quotes: the line-by-line way
+    " a/x.so ,,\na/y.so\t,,\n\ta/z.so\n",  # white space around paths
+    "../../bin/tool,,\na/./x.so,,\na/b/../y.so,,\n",  # paths to normalise
+    "a/x.so,,\r\na/y.so,,\ra/z.so",  # other line ends, no final one
+    "a/x.so\na/y.so,\n,\n\n,,,\n",  # no comma, empty paths
+    "a/\u00e9.so,,\na/\xff\xfe.so,,\n",
+    "a/x.so\u2028,,\na/y.so\x85,,\n",  # white space str.strip removes but a line break does not end
+]
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=range(len(RECORDS)))
+def test_record_reading_is_unchanged(tmp_path: Path, record: str) -> None:
+    site = tmp_path / "site"
+    info = site / "a-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: a\nVersion: 1.0\n")
+    (info / "RECORD").write_bytes(record.encode("utf-8", "surrogateescape"))
+    (site / "b-1.0.dist-info").mkdir()
+    (site / "b-1.0.dist-info" / "METADATA").write_bytes(b"Name: b\xff\xfe\r\nRequires-Dist: c\r\n  ; extra == 'x'\r\n")
+    (site / "c-1.0.dist-info").mkdir()
+    (site / "c-1.0.dist-info" / "METADATA").write_text("Version: 1\n")  # no Name
+    (site / "d-1.0.dist-info").mkdir()  # no METADATA
+    assert assert_same_dist_infos(site) == 4
+    for base in (site, Path(str(site) + "/"), Path(os.path.relpath(site))):
+        for info in site.glob("*.dist-info"):
+            wanted = {str(site / "a" / "x.so"), str(site / "a" / "y.so"), os.path.normpath(str(site / "../../bin/tool"))}
+            assert new_read_dist_info(info, base, wanted) == old_read_dist_info(info, base, wanted)
+
+
+def test_a_fifo_named_record_does_not_block(tmp_path: Path) -> None:
+    info = tmp_path / "a-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Name: a\nVersion: 1.0\n")
+    os.mkfifo(info / "RECORD")
+    dist, problems = _read_dist_info(info, tmp_path, None)
+    assert problems == [] and dist is not None and dist.files == set() and dist.package.name == "a"
