@@ -13,7 +13,7 @@ for i in 1 2 3; do $T python3 -c pass; done 2>&1 | tr '\n' ' '; echo " <- python
 ( cd "$MAIN" && PYTHONPATH= python3 -m envcheck "$SITE" -f json --no-cache > "$OUT/main.json" 2>/dev/null )
 python3 -m envcheck "$SITE" -f json --no-cache > "$OUT/branch.json" 2>/dev/null
 for i in 1 2 3; do ( cd "$MAIN" && PYTHONPATH= $T python3 -m envcheck "$SITE" -f json --no-cache >/dev/null ); done 2>&1 | tr '\n' ' '; echo " <- main cold"
-for w in "" 1 4 8; do
+for w in "" 8 1; do
   for i in 1 2 3 4; do ENVCHECK_SCAN_WORKERS=$w $T python3 -m envcheck "$SITE" -f json --no-cache >/dev/null; done 2>&1 | tr '\n' ' '; echo " <- branch cold workers=${w:-default}"
 done
 python3 - "$OUT/main.json" "$OUT/branch.json" <<'PY'
@@ -30,7 +30,7 @@ if ia != ib:
         if ia[k] != ib.get(k): print("differs:", k)
 PY
 python3 - "$SITE" <<'PY'
-import sys, time, cProfile, pstats, resource
+import sys, time, cProfile, pstats, resource, os, json, shutil
 from pathlib import Path
 from envcheck.sources import ReadOptions
 from envcheck.sources import binaries as b
@@ -38,13 +38,29 @@ site = Path(sys.argv[1])
 for n in (None, 1, None):
     t = time.perf_counter(); inv = b.scan_folder(site, ReadOptions(use_cache=False, scan_workers=n)); t = time.perf_counter() - t
     print("scan_folder workers", n, "%.3f s" % t, len(inv.binaries), "children maxrss MB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
-t = time.perf_counter(); listed, read, pool = b._read_ahead(str(site), False, 16); t1 = time.perf_counter()
-items = list(b._walk(str(site), [], [], None, listed)); t2 = time.perf_counter(); pool and pool.close()
-print("read_ahead %.3f replay %.3f folders %d read %d rerun %s" % (t1 - t, t2 - t1, len(listed), len(read), pool and pool.rerun))
-import os
-p = next(iter(site.glob("nvidia/cufft/lib/libcufft.so*")), None)
+orig = b._scan_job
+shutil.rmtree("/tmp/jobs", ignore_errors=True); os.makedirs("/tmp/jobs")
+def timed(deep, job):
+    t = time.perf_counter(); r = orig(deep, job); e = time.perf_counter()
+    with open(f"/tmp/jobs/{os.getpid()}", "a") as fh:
+        fh.write(json.dumps([job[0], t, e, job[1] if job[0] == "read" else len(job[1]), job[2].st_size if job[0] == "read" else len(r.folders)]) + "\n")
+    return r
+b._scan_job = timed
+t0 = time.perf_counter(); listed, read, pool = b._read_ahead(str(site), False, 16); t1 = time.perf_counter()
+items = list(b._walk(str(site), [], [], None, None, listed)); t2 = time.perf_counter(); pool and pool.close()
+print("read_ahead %.3f replay %.3f folders %d read %d rerun %s" % (t1 - t0, t2 - t1, len(listed), len(read), pool and pool.rerun))
+jobs = [json.loads(l) + [int(f)] for f in os.listdir("/tmp/jobs") for l in open(f"/tmp/jobs/{f}")]
+print("jobs", len(jobs), "walk", sum(j[0] == "walk" for j in jobs), "work s %.3f" % sum(j[2] - j[1] for j in jobs),
+      "first start %.3f last end %.3f" % (min(j[1] for j in jobs) - t0, max(j[2] for j in jobs) - t0))
+for j in sorted(jobs, key=lambda j: j[1] - j[2])[:8]:
+    print("  %.3f-%.3f %s %s %s" % (j[1] - t0, j[2] - t0, j[0], str(j[3])[-60:], j[4]))
+by_pid = {}
+for j in jobs: by_pid.setdefault(j[5], []).append(j)
+print("per worker busy s", sorted(round(sum(x[2] - x[1] for x in v), 3) for v in by_pid.values()))
+b._scan_job = orig
+p = next(iter(site.glob("nvidia/*/lib/libcufft.so*")), None)
 if p:
-    st = os.stat(p); t = time.perf_counter(); r = b._scan_file(str(p), st, False); print("cufft %.3f s" % (time.perf_counter() - t))
+    st = os.stat(p); t = time.perf_counter(); r = b._scan_file(str(p), st, False); print("cufft serial %.3f s" % (time.perf_counter() - t))
 cProfile.run("b.scan_folder(site, ReadOptions(use_cache=False))", "/tmp/branch.prof")
-pstats.Stats("/tmp/branch.prof").sort_stats("tottime").print_stats(25)
+pstats.Stats("/tmp/branch.prof").sort_stats("tottime").print_stats(18)
 PY

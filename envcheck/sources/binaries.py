@@ -734,10 +734,12 @@ def _read_ahead(root: str, deep: bool, workers: int) -> tuple[dict[str, FolderFa
     pool = scan_workers.WorkerPool(workers, partial(_scan_job, deep))
     try:
         def walk(starts: list[tuple[str, tuple[int, int]]]) -> None:
-            # a few folders per job while there are many (a site-packages root has hundreds)
+            # A few folders per job while there are many (a site-packages root has hundreds). Listing goes
+            # before every big file: the walk is short, and the biggest files (cuFFT's deep scan is the
+            # longest job) must all be known before they are handed out, biggest first.
             per_job = max(1, len(starts) // (workers * 4))
             for i in range(0, len(starts), per_job):
-                pool.submit(("walk", starts[i : i + per_job], root_real), priority=-INLINE_BYTES * 8)
+                pool.submit(("walk", starts[i : i + per_job], root_real), priority=float("-inf"))
 
         def read_big(big: list[tuple[str, os.stat_result]]) -> None:
             for path, fst in big:  # the biggest first: a 1 GB library must not start last
