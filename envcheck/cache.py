@@ -2,7 +2,8 @@
 
 One JSON file per scanned root (a folder or a wheel), under ``$ENVCHECK_CACHE_DIR`` or the user cache
 folder (``$XDG_CACHE_HOME/envcheck``, default ``~/.cache/envcheck``). Entries are keyed by the file's
-path and (size, mtime_ns, inode): any change to a file makes its entry miss. Writes go to a temporary
+path and (size, mtime_ns, inode): any change to a file makes its entry miss. A scanned folder also gets
+a :class:`FolderSnapshot`: its finished inventory and the stat of everything it was built from. Writes go to a temporary
 file that is renamed into place, so concurrent runs never see a torn file (the last writer wins, and a
 lost write only costs a rescan). An unreadable or corrupt cache is ignored, never an error.
 """
@@ -10,16 +11,20 @@ lost write only costs a rescan). An unreadable or corrupt cache is ignored, neve
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import itertools
 import json
+import operator
 import os
+import stat
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from envcheck.config import env
-from envcheck.model import Binary, Location
+from envcheck.model import Binary, Location, Package, ReadProblem, Role
 
 # Bump when what the readers produce changes, so old entries are not reused.
 FORMAT = 6
@@ -39,8 +44,7 @@ class ScanCache:
 
     def __init__(self, namespace: str, directory: Path | None = None) -> None:
         self.directory = directory or cache_dir()
-        digest = hashlib.sha256(f"{FORMAT}:{namespace}".encode()).hexdigest()[:32]
-        self.path = self.directory / f"scan-{digest}.json"
+        self.path = self.file_of(namespace, self.directory)
         self._old: dict[str, list[Any]] = {}
         self._new: dict[str, list[Any]] = {}
         self._dirty = False
@@ -52,6 +56,17 @@ class ScanCache:
                 touch(self.path)
         except (OSError, ValueError):
             self._old = {}
+
+    @staticmethod
+    def file_of(namespace: str, directory: Path | None = None) -> Path:
+        """The cache file of ``namespace``."""
+        digest = hashlib.sha256(f"{FORMAT}:{namespace}".encode()).hexdigest()[:32]
+        return (directory or cache_dir()) / f"scan-{digest}.json"
+
+    @classmethod
+    def mark_used(cls, namespace: str, directory: Path | None = None) -> None:
+        """Mark the entries of ``namespace`` as used now, without reading them."""
+        touch(cls.file_of(namespace, directory))
 
     def get(self, path: str, key: tuple[int, ...]) -> Any | None:
         """The cached value for ``path`` if its change key matches; None on a miss.
@@ -88,6 +103,24 @@ class ScanCache:
             pass
 
 
+def _write_atomically(directory: Path, path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` through a temporary file renamed into place; False on an error."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: entries name the user's files
+        fd, tmp = tempfile.mkstemp(prefix=".folder-", suffix=".tmp", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError:
+        return False
+    return True
+
+
 def binary_from_json(data: dict[str, Any]) -> Binary:
     """A :class:`Binary` from its ``to_json()`` form (what the cache stores)."""
     values = dict(data)
@@ -99,11 +132,229 @@ def binary_from_json(data: dict[str, Any]) -> Binary:
     return Binary(**values)
 
 
+# ------------------------------------------------------------------------------ folder snapshots
+
+SNAPSHOT_FORMAT = 1  # with FORMAT: what the folder readers produce
+SNAPSHOT_LIMIT = 512 << 20  # no snapshot file is read past this (the torch environment's: about 1.5 MB)
+SNAPSHOT_HEAD_LIMIT = 64 << 20  # its paths and keys, read before anything is stat'ed
+# A folder or file changed this close to the scan may change again within the same timestamp (1-10 ms on
+# Linux, 1-2 s on some file systems) and look unchanged: no snapshot is kept then (git's "racy" entries).
+RACY_NS = 2_000_000_000
+_CHANGE_KEY = operator.attrgetter("st_ino", "st_dev", "st_size", "st_mtime_ns", "st_ctime_ns")
+_KEY_LEN = 5
+_BINARY_FIELDS = tuple(Binary.__dataclass_fields__)
+_STR_TUPLES = ("needed", "runpath", "sass", "ptx", "lto", "ptx_isa", "sections")
+_COLUMN_TYPES: dict[str, frozenset[type]] = {
+    **dict.fromkeys(("path", "machine", "elf_type"), frozenset({str})),
+    **dict.fromkeys(("soname", "sm121", "distribution"), frozenset({str, type(None)})),
+    **dict.fromkeys(_STR_TUPLES, frozenset({list})),
+    "cuda_major": frozenset({int, type(None)}),
+    "static_cudart": frozenset({bool}),
+    **dict.fromkeys(("size", "bytes_read"), frozenset({int})),
+    "location": frozenset({int, dict, type(None)}),
+}
+
+
+def change_key(st: os.stat_result) -> tuple[int, ...]:
+    """What a folder snapshot compares for each folder and file: (inode, device, size, mtime_ns, ctime_ns).
+    The ctime changes with every write, entry added or removed, rename, chmod and chown, and utime cannot
+    set it back."""
+    key: tuple[int, ...] = _CHANGE_KEY(st)
+    return key
+
+
+class FolderSnapshot:
+    """The finished inventory of one scanned folder, and the change key of every folder it listed and every
+    file it read (candidates, METADATA, RECORD), so an unchanged folder is answered by stat-ing them only.
+
+    A new or removed entry anywhere changes its folder's key, a file rewritten in place its own; any
+    difference, and any doubt about the file (another format, another root, corrupt, over its size limit),
+    makes :meth:`load` return None, and the scan reads the folder with the per-file cache instead.
+    """
+
+    def __init__(self, namespace: str, directory: Path | None = None) -> None:
+        self.directory = directory or cache_dir()
+        digest = hashlib.sha256(f"{FORMAT}.{SNAPSHOT_FORMAT}:{namespace}".encode()).hexdigest()[:32]
+        self.path = self.directory / f"folder-{digest}.json"
+
+    def load(self, root: str) -> tuple[list[Package], list[Binary], list[ReadProblem]] | None:
+        """The packages, binaries and problems of the last scan of ``root`` if nothing it was built from
+        changed since; None otherwise (never an error)."""
+        data = _read_bounded(self.path, SNAPSHOT_LIMIT)
+        if data is None:
+            return None
+        try:
+            head, names, flat, body = data.split(b"\n", 3)
+            if len(head) + len(names) + len(flat) > SNAPSHOT_HEAD_LIMIT:
+                return None
+            header = json.loads(head)
+            if not (isinstance(header, dict) and header.get("format") == FORMAT and header.get("snapshot") == SNAPSHOT_FORMAT
+                    and header.get("root") == root):
+                return None
+            paths, keys, files = json.loads(names), json.loads(flat), header.get("files")
+            if not (type(paths) is list and type(keys) is list and len(keys) == _KEY_LEN * len(paths) and paths and paths[0] == ""
+                    and type(files) is int and 0 <= files <= len(paths) and set(map(type, paths)) <= {str}):
+                return None
+            if not _unchanged(root, paths, keys):
+                return None
+            # What the validated scan can justify: a bounded record per file read, METADATA's own size per package.
+            metadata = sum(itertools.compress(keys[2::_KEY_LEN], map(operator.methodcaller("endswith", "/METADATA"), paths)))
+            if len(body) > (1 << 20) + (16 << 10) * files + 2 * metadata:
+                return None
+            found = _inventory_from_json(json.loads(body))
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, OverflowError, MemoryError):
+            return None
+        touch(self.path)
+        return found
+
+    def save(self, root: str, started_ns: int, folders: list[tuple[str, tuple[int, ...]]],
+             files: list[tuple[str, tuple[int, ...]]], packages: list[Package], binaries: list[Binary],
+             problems: list[ReadProblem]) -> bool:
+        """Keep the inventory of ``root`` with the keys of the ``folders`` it listed (the root first) and the
+        ``files`` it read. Nothing is kept (and an older snapshot is removed) when something changed within
+        :data:`RACY_NS` of ``started_ns`` (when the scan began), when a path is not under ``root``, or when
+        the inventory would not read back the same. True when the snapshot was written."""
+        if not folders or folders[0][0] != root:
+            return self._drop()
+        prefix = root if root.endswith(os.sep) else root + os.sep
+        paths = [""]
+        keys: list[int] = []
+        recent = started_ns - RACY_NS
+        for n, (path, key) in enumerate(itertools.chain(folders, files)):
+            if n and not (path.startswith(prefix) and len(path) > len(prefix)):
+                return self._drop()
+            if len(key) != _KEY_LEN or key[3] >= recent or key[4] >= recent:
+                return self._drop()
+            if n:
+                paths.append(path[len(prefix):])
+            keys.extend(key)
+        inventory = _inventory_to_json(packages, binaries, problems)
+        body = json.dumps(inventory, separators=(",", ":"))
+        try:
+            if _inventory_from_json(json.loads(body)) != (packages, binaries, problems):
+                return self._drop()
+        except (ValueError, TypeError, KeyError):
+            return self._drop()
+        head = json.dumps({"format": FORMAT, "snapshot": SNAPSHOT_FORMAT, "root": root, "files": len(files)})
+        data = "\n".join((head, json.dumps(paths, separators=(",", ":")), json.dumps(keys, separators=(",", ":")), body))
+        return _write_atomically(self.directory, self.path, data.encode())
+
+    def _drop(self) -> bool:
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        return False
+
+
+def _read_bounded(path: Path, limit: int) -> bytes | None:
+    """A regular file's bytes, or None when it is missing, not regular, or over ``limit`` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        chunks = []
+        total = 0
+        while total <= limit:
+            chunk = os.read(fd, max(st.st_size + 1 - total, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return None if total > limit else b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _unchanged(root: str, paths: list[str], keys: list[int]) -> bool:
+    """Whether ``root`` and every path under it (relative; ``paths[0]`` is the root itself) still has its key."""
+    try:
+        fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return False
+    try:
+        stat_at = functools.partial(os.stat, dir_fd=fd)  # relative to the root: no lookup of its own path each time
+        current = [*_CHANGE_KEY(os.fstat(fd)), *itertools.chain.from_iterable(map(_CHANGE_KEY, map(stat_at, paths[1:])))]
+    except (OSError, ValueError):
+        return False
+    finally:
+        os.close(fd)
+    return current == keys
+
+
+def _location_to_json(loc: Location | None, path: str) -> int | dict[str, Any] | None:
+    if loc is None:
+        return None
+    return 0 if loc == Location(path) else loc.to_json()  # 0: the binary's own path, as the folder scan writes it
+
+
+_LOCATION_TYPES = {"path": (str,), "line": (int,), "offset": (int,), "member": (str,), "stage": (str,), "branch": (str,),
+                   "fallback": (bool,)}
+
+
+def _location(data: Any) -> Location:
+    if type(data) is not dict or not data.keys() <= _LOCATION_TYPES.keys() or "path" not in data:
+        raise TypeError("location")
+    for key, value in data.items():
+        if type(value) not in _LOCATION_TYPES[key]:
+            raise TypeError("location")
+    return Location(**data)
+
+
+def _inventory_to_json(packages: list[Package], binaries: list[Binary], problems: list[ReadProblem]) -> dict[str, Any]:
+    columns: dict[str, list[Any]] = {name: [getattr(b, name) for b in binaries] for name in _BINARY_FIELDS if name != "location"}
+    columns["location"] = [_location_to_json(b.location, b.path) for b in binaries]
+    return {
+        "binaries": columns,
+        "packages": [[p.name, p.version, p.requires, p.location.path if p.location else None] for p in packages],
+        "problems": [[p.message, p.location.to_json() if p.location else None, p.service, p.note, p.fix] for p in problems],
+    }
+
+
+def _inventory_from_json(data: Any) -> tuple[list[Package], list[Binary], list[ReadProblem]]:
+    """What :func:`_inventory_to_json` wrote; raises TypeError/ValueError/KeyError for anything else."""
+    columns = data["binaries"]
+    if type(columns) is not dict or columns.keys() != set(_BINARY_FIELDS):
+        raise TypeError("binaries")
+    count = len(columns["path"])
+    for name, allowed in _COLUMN_TYPES.items():
+        column = columns[name]
+        if type(column) is not list or len(column) != count or not set(map(type, column)) <= allowed:
+            raise TypeError(name)
+    for name in _STR_TUPLES:
+        if not set(map(type, itertools.chain.from_iterable(columns[name]))) <= {str}:
+            raise TypeError(name)
+    locations = [Location(path) if loc == 0 and type(loc) is int else None if loc is None else _location(loc)
+                 for path, loc in zip(columns["path"], columns["location"], strict=True)]
+    binaries = list(map(Binary, *(locations if name == "location" else map(tuple, columns[name]) if name in _STR_TUPLES
+                                  else columns[name] for name in _BINARY_FIELDS)))
+    packages = []
+    for row in data["packages"]:
+        name, version, requires, where = row
+        if not (type(name) is str and type(version) in (str, type(None)) and type(requires) is list
+                and set(map(type, requires)) <= {str} and type(where) in (str, type(None))):
+            raise TypeError("packages")
+        packages.append(Package(name=name, version=version, installed=True, requires=tuple(requires), role=Role.INSTALLED,
+                                location=Location(where) if where is not None else None))
+    problems = []
+    for row in data["problems"]:
+        message, loc, service, note, fix = row
+        if not (type(message) is str and type(service) is bool and type(note) is bool and type(fix) is str):
+            raise TypeError("problems")
+        problems.append(ReadProblem(message, _location(loc) if loc is not None else None, service=service, note=note, fix=fix))
+    return packages, binaries, problems
+
+
 # ------------------------------------------------------------------------------ `envcheck cache`
 
 # What envcheck writes under the cache folder (the folder may be shared: nothing else is touched).
 _ENTRIES = {
     "binary scans": ("scan-*.json", ".scan-*.tmp"),
+    "folder inventories": ("folder-*.json", ".folder-*.tmp"),
     "registry manifests and configs": ("blobs",),
     "image layer scans": ("deep-v*",),
     "package file facts (--resolve)": ("files-v*",),

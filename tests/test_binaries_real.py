@@ -283,3 +283,20 @@ def test_dist_info_reading_is_unchanged_on_the_torch_env(torch_venv: Path) -> No
         text = meta.read_text(encoding="utf-8", errors="replace")
         assert header_fields(text) == parsed_by_email(text), meta
     assert assert_same_dist_infos(torch_venv) >= 20
+
+
+def test_the_torch_env_from_its_folder_inventory_is_the_cold_scan(torch_venv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cache-filling, then from the folder inventory (envcheck.cache.FolderSnapshot): the same packages,
+    binaries in the same order with the same fields and owners, and the same notes as a scan without cache."""
+    from envcheck.cache import FolderSnapshot
+
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path))
+    cold = scan_folder(torch_venv, ReadOptions(use_cache=False))
+    filling = scan_folder(torch_venv, ReadOptions())
+    snapshot = FolderSnapshot(f"folder:{os.path.abspath(torch_venv)}:deep=False")
+    assert snapshot.load(str(torch_venv)) is not None  # the environment was installed long before
+    cached = scan_folder(torch_venv, ReadOptions())
+    for inv in (filling, cached):
+        assert (inv.packages, inv.binaries, inv.problems) == (cold.packages, cold.binaries, cold.problems)
+    assert len(cold.binaries) > 100 and len(cold.packages) > 20
+    assert sum(b.distribution is not None for b in cached.binaries) > 100

@@ -44,12 +44,13 @@ def test_info_and_clean(tmp_path: Path) -> None:
 
     entries = _info(env)
     assert {k: v["files"] for k, v in entries.items()} == {
-        "binary scans": 1, "registry manifests and configs": 1, "image layer scans": 1,
+        "binary scans": 1, "folder inventories": 1, "registry manifests and configs": 1, "image layer scans": 1,
         "package file facts (--resolve)": 0, "resolutions (--resolve)": 0}
     on_disk = sum(f.stat().st_size for f in root.rglob("*") if f.is_file() and f != foreign)
     assert sum(v["bytes"] for v in entries.values()) == on_disk
 
-    # Age everything by 10 days, then use the binary scan again: its entry is marked as used.
+    # Age everything by 10 days, then use the binary scan again: its entries are marked as used (the folder
+    # inventory answers, and the per-file entries it would fall back to are kept with it).
     for path in root.rglob("*"):
         if path.is_file():
             os.utime(path, (time.time() - 10 * DAY, time.time() - 10 * DAY))
@@ -57,11 +58,11 @@ def test_info_and_clean(tmp_path: Path) -> None:
     done = run_envcheck("cache", "clean", "--older-than", "5", env=env)
     assert done.returncode == 0 and "removed 2 cache files not used for 5 days" in done.stdout, done.stdout
     assert {k: v["files"] for k, v in _info(env).items()} == {
-        "binary scans": 1, "registry manifests and configs": 0, "image layer scans": 0,
+        "binary scans": 1, "folder inventories": 1, "registry manifests and configs": 0, "image layer scans": 0,
         "package file facts (--resolve)": 0, "resolutions (--resolve)": 0}
 
     done = run_envcheck("cache", "clean", "-f", "json", env=env)
-    assert json.loads(done.stdout)["removed_files"] == 1
+    assert json.loads(done.stdout)["removed_files"] == 2
     assert all(v == {"files": 0, "bytes": 0} for v in _info(env).values())
     assert foreign.read_text() == "keep" and [p for p in root.iterdir()] == [foreign.parent]
 

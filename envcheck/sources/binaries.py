@@ -18,13 +18,14 @@ import re
 import stat
 import struct
 import subprocess
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
-from envcheck.cache import ScanCache, binary_from_json
+from envcheck.cache import FolderSnapshot, ScanCache, binary_from_json, change_key
 from envcheck.errors import InputError
 from envcheck.inspect import fatbin
 from envcheck.inspect.elf import (
@@ -325,7 +326,7 @@ def binary_from_file(fileobj: BinaryIO, path: str, size: int, *, deep_fatbin: bo
 class _Distribution:
     package: Package
     files: set[str]  # absolute, normalised paths from RECORD
-    record_key: tuple[int, ...] | None = None  # RECORD's change key when it was read (None: no RECORD)
+    record_key: tuple[int, ...] | None = None  # RECORD's cache.change_key when it was read (None: no RECORD)
 
 
 def _canonical(name: str) -> str:
@@ -334,12 +335,7 @@ def _canonical(name: str) -> str:
 
 
 DIST_INFO_FILE_LIMIT = 256 << 20  # METADATA or RECORD bigger than this is not read (the largest real RECORD: 3 MB)
-def file_key(st: os.stat_result) -> tuple[int, int, int]:
-    """The change key of a file the scan reads: (size, mtime_ns, inode)."""
-    return (st.st_size, st.st_mtime_ns, st.st_ino)
-
-
-def _read_bytes(path: str) -> tuple[bytes, tuple[int, int, int]]:
+def _read_bytes(path: str) -> tuple[bytes, tuple[int, ...]]:
     """A small regular file's bytes with its change key, taken before reading. Raises OSError (also for a
     file that is not regular, which is never opened for long: a FIFO must not block, or over the limit)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -359,7 +355,7 @@ def _read_bytes(path: str) -> tuple[bytes, tuple[int, int, int]]:
         os.close(fd)
     if total > DIST_INFO_FILE_LIMIT:
         raise OSError(f"over the limit of {DIST_INFO_FILE_LIMIT} bytes")
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks), file_key(st)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks), change_key(st)
 
 
 def _universal_newlines(data: bytes) -> bytes:
@@ -484,7 +480,8 @@ def _list_folder(folder: str, root_real: str, problems: list[ReadProblem]) -> di
 
 
 def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
-          cache: ScanCache | None = None) -> Iterator[tuple[str, os.stat_result]]:
+          cache: ScanCache | None = None, folders: list[tuple[str, os.stat_result]] | None = None,
+          ) -> Iterator[tuple[str, os.stat_result]]:
     """The files a folder scan reads under ``root`` (see :func:`may_be_binary`, plus ``*.dist-info/METADATA``),
     with their stat, each real file once.
 
@@ -492,7 +489,9 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
     ``root``'s real path); a link that leads outside is listed in ``outside`` and not followed, so a link
     to ``/`` cannot make the scan walk the whole machine. Loops and repeated folders are skipped, and
     devices, FIFOs and sockets are never opened. With ``cache``, a folder whose mtime (and inode) did not
-    change since the last scan is not listed again: its entries come from the cache.
+    change since the last scan is not listed again: its entries come from the cache. ``folders``, when
+    given, receives every folder the walk lists or tries to list (the root first), with its stat taken
+    before the listing (what a :class:`envcheck.cache.FolderSnapshot` compares).
     """
     root = str(root)
     seen_dirs: set[tuple[int, int]] = set()
@@ -507,7 +506,9 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
     stack = [(root, st)]
     while stack:
         folder, fst = stack.pop()
-        key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev)
+        if folders is not None:
+            folders.append((folder, fst))
+        key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev, fst.st_ctime_ns)  # ctime: a chmod (made unreadable) too
         listing = cache.get(_WALK_PREFIX + folder, key) if cache is not None else None
         if not listing:
             listing = _list_folder(folder, root_real, problems)
@@ -525,7 +526,8 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
                 problems.append(ReadProblem(f"{path}: cannot stat: {exc.strerror or exc}", Location(path)))
                 continue
             fkey = (est.st_dev, est.st_ino)
-            if stat.S_ISREG(est.st_mode) and fkey not in seen_files:
+            # the mode again: a cached listing may hold a file listed for an executable bit it lost since
+            if stat.S_ISREG(est.st_mode) and fkey not in seen_files and (name == "METADATA" or may_be_binary(name, est.st_mode)):
                 seen_files.add(fkey)
                 yield path, est
         linked.extend(prefix + name for name in listing["l"])
@@ -547,7 +549,7 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
         except OSError:
             continue
         fkey = (est.st_dev, est.st_ino)
-        if stat.S_ISREG(est.st_mode) and fkey not in seen_files:
+        if stat.S_ISREG(est.st_mode) and fkey not in seen_files and may_be_binary(os.path.basename(path), est.st_mode):
             seen_files.add(fkey)
             yield path, est
 
@@ -586,12 +588,19 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     inv = Inventory(context="installed")
     problems: list[ReadProblem] = []
     deep = options.deep_fatbin
-    cache = ScanCache(f"folder:{os.path.abspath(root)}:deep={deep}") if options.use_cache else None
+    namespace = f"folder:{os.path.abspath(root)}:deep={deep}"
+    snapshot = FolderSnapshot(namespace) if options.use_cache else None
+    if snapshot is not None and _from_snapshot(snapshot, namespace, str(root), inv):
+        return inv
+    started_ns = time.time_ns()
+    folders: list[tuple[str, os.stat_result]] | None = [] if snapshot is not None else None
+    walked: list[tuple[str, os.stat_result]] = []
+    cache = ScanCache(namespace) if options.use_cache else None
     dist_dirs: list[tuple[str, os.stat_result]] = []
     readings: list[BinaryReading | None] = []
     todo: list[tuple[int, str, os.stat_result]] = []
     outside: list[str] = []
-    for path, st in _walk(root, problems, outside, cache):
+    for path, st in _recorded(_walk(root, problems, outside, cache, folders), walked if snapshot is not None else None):
         if path.endswith(".dist-info/METADATA"):
             dist_dirs.append((os.path.dirname(path), st))
             continue
@@ -615,11 +624,14 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     owners: dict[str, str] = {}
     found = [r.binary.path for r in readings if r is not None and r.binary is not None]
     wanted = {*found, *map(os.path.normpath, found)}
+    records: list[tuple[str, tuple[int, ...]]] = []  # RECORD files read, for the snapshot
     for info_dir, _st in dist_dirs:
         dist, probs = _read_dist_info(Path(info_dir), Path(info_dir).parent, wanted)
         problems.extend(probs)
         if dist is None:
             continue
+        if dist.record_key is not None:
+            records.append((info_dir + os.sep + "RECORD", dist.record_key))
         inv.packages.append(dist.package)
         for f in dist.files:
             owners.setdefault(f, dist.package.name)
@@ -634,7 +646,33 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
             b = replace(b, distribution=owner)
         inv.binaries.append(b)
     inv.problems.extend(problems)
+    if snapshot is not None and folders is not None and not [p for p in inv.problems if not p.note]:
+        # A scan that met no error is kept whole (an error may be passing: it is read again next time).
+        files = [(path, change_key(st)) for path, st in walked] + records
+        snapshot.save(str(root), started_ns, [(path, change_key(st)) for path, st in folders], files,
+                      inv.packages, inv.binaries, inv.problems)
     return inv
+
+
+def _from_snapshot(snapshot: FolderSnapshot, namespace: str, root: str, inv: Inventory) -> bool:
+    """Fill ``inv`` from the folder's snapshot when nothing it was built from changed (see FolderSnapshot)."""
+    found = snapshot.load(root)
+    if found is None:
+        return False
+    ScanCache.mark_used(namespace)  # still the fallback of the next change: `cache clean --older-than` keeps it
+    inv.packages, inv.binaries, inv.problems = found
+    return True
+
+
+def _recorded(files: Iterator[tuple[str, os.stat_result]], into: list[tuple[str, os.stat_result]] | None,
+              ) -> Iterator[tuple[str, os.stat_result]]:
+    """``files`` as they come, also appended to ``into`` (when given)."""
+    if into is None:
+        yield from files
+        return
+    for item in files:
+        into.append(item)
+        yield item
 
 
 def reading_to_cache(reading: BinaryReading) -> dict[str, object] | None:
