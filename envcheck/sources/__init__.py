@@ -37,6 +37,7 @@ class ReadOptions:
     build_args: Mapping[str, str] = field(default_factory=dict)  # Dockerfile --build-arg
     deep_fatbin: bool = False  # scan every section for fatbin containers
     use_cache: bool = True
+    scan_workers: int | None = None  # worker processes of a folder scan (None: ENVCHECK_SCAN_WORKERS, else the cores)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
