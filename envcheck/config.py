@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
 from envcheck import toml
 from envcheck.errors import UsageError
 from envcheck.model import Status
+from envcheck.records import record
 
 FAIL_ON = {"fail": Status.FAIL, "warn": Status.WARN, "never": None}
 
@@ -21,6 +22,7 @@ ENVIRONMENT = {
     "ENVCHECK_IGNORE": "rules or gotchas to ignore, comma-separated (as --ignore)",
     "ENVCHECK_MAX_TEXT_SIZE": "largest text input or config file (as --max-text-size)",
     "ENVCHECK_CACHE_DIR": "envcheck's cache folder",
+    "ENVCHECK_SCAN_WORKERS": "worker processes of a folder scan (1: none; default: the cores, at most 16)",
     "XDG_CACHE_HOME": "the user cache folder, when ENVCHECK_CACHE_DIR is unset",
     "ENVCHECK_HTTP_TIMEOUT": "overall deadline of a registry or package-index conversation (as --http-timeout)",
     "ENVCHECK_RESOLVE_TTL_HOURS": "how long a --resolve result is reused from the cache",
@@ -53,7 +55,7 @@ def child_environment(**overrides: str) -> dict[str, str]:
     return {**os.environ, **overrides}
 
 
-@dataclass(frozen=True)
+@record
 class Config:
     """Everything that changes how findings are judged and reported."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -300,3 +301,49 @@ def test_the_torch_env_from_its_folder_inventory_is_the_cold_scan(torch_venv: Pa
         assert (inv.packages, inv.binaries, inv.problems) == (cold.packages, cold.binaries, cold.problems)
     assert len(cold.binaries) > 100 and len(cold.packages) > 20
     assert sum(b.distribution is not None for b in cached.binaries) > 100
+
+
+def test_torch_env_scans_alike_in_worker_processes(torch_venv: Path) -> None:
+    """Worker processes (several counts, on any machine) list and read the real environment: the very
+    inventory of the serial scan (binaries in the same order with every field, packages, problems)."""
+    serial = scan_folder(torch_venv, ReadOptions(use_cache=False, scan_workers=1)).to_json()
+    for workers in (2, 7):
+        assert scan_folder(torch_venv, ReadOptions(use_cache=False, scan_workers=workers)).to_json() == serial
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def test_torch_env_scan_survives_a_killed_worker(torch_venv: Path) -> None:
+    """A worker killed with SIGKILL in the middle of the scan (from outside, as the OOM killer would):
+    its files are read again by the main process and the inventory is complete."""
+    code = ("import json, sys; from pathlib import Path; from envcheck.sources.binaries import scan_folder; "
+            "from envcheck.sources import ReadOptions; "
+            "print(json.dumps(scan_folder(Path(sys.argv[1]), ReadOptions(use_cache=False, scan_workers=int(sys.argv[2]))).to_json()))")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    serial = subprocess.run([sys.executable, "-c", code, str(torch_venv), "1"], capture_output=True, text=True, env=env,
+                            timeout=600, check=True).stdout
+    proc = subprocess.Popen([sys.executable, "-c", code, str(torch_venv), "2"], stdout=subprocess.PIPE, text=True, env=env)
+    killed = None
+    while killed is None and proc.poll() is None:
+        workers = _children(proc.pid)
+        if workers:
+            try:
+                os.kill(workers[0], signal.SIGKILL)
+                killed = workers[0]
+            except ProcessLookupError:
+                pass
+    out, _err = proc.communicate(timeout=600)
+    assert killed is not None and proc.returncode == 0
+    assert json.loads(out) == json.loads(serial)

@@ -154,3 +154,16 @@ def test_location_json_is_asdict_without_empty_values() -> None:
     for loc in (Location("a"), Location("a", line=0, offset=0, member="m", stage="s", branch="b", fallback=True),
                 Location("a", fallback=False, stage="")):
         assert loc.to_json() == {k: v for k, v in dataclasses.asdict(loc).items() if v is not None and v is not False}
+
+
+_TEXT = st.text(alphabet=st.sampled_from(list("aZ09 _-./=:@?&;'\"$\t\n\x1b\x85\u2028\u202eENVBearerTOKEN")) | st.characters(), max_size=40)
+
+
+@PROPERTY_SETTINGS
+@given(_TEXT)
+def test_clean_is_redact_then_escape_for_any_text(text: str) -> None:
+    redaction.clean.cache_clear()
+    assert redaction.clean(text) == redaction._CONTROL.sub(redaction._visible, redaction.redact(text))
+    for known in ("HF_TOKEN=hf_abc", "https://a:b@h/x", "x?token=t", "Authorization: Bearer abcdefghijklmnopqrstu",
+                  "ENV HF_TOKEN hf_abc", "plain/path/libc.so.6", "tab\there", ""):
+        assert redaction.clean(known) == redaction._CONTROL.sub(redaction._visible, redaction.redact(known))

@@ -19,11 +19,11 @@ import stat
 import struct
 import subprocess
 import time
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from envcheck.cache import FolderSnapshot, ScanCache, binary_from_json, change_key
 from envcheck.errors import InputError
@@ -50,7 +50,7 @@ from envcheck.inspect.elf import (
 from envcheck.inspect.metadata import header_fields
 from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role
-from envcheck.sources import ReadOptions
+from envcheck.sources import ReadOptions, scan_workers
 
 KIND = "folder"
 TARGET_SM = 121  # judged by checks against the profile; the source records the GB10 reading
@@ -423,7 +423,14 @@ def _inside(real: str, root_real: str) -> bool:
 # environment) is never opened; an ELF file with none of these names and no executable bit cannot be
 # loaded by the dynamic linker or run, so it changes nothing on the target machine.
 BINARY_SUFFIXES = (".so", ".a", ".o", ".cubin")
-SCAN_THREADS = 1  # files read at once by a folder scan (more did not help on 2 loaded cores; see BENCHMARKS.md)
+# Worker processes (envcheck/sources/scan_workers.py): the main process lists the first FIRST_FOLDERS
+# folders itself (a small tree never starts a worker); then each job lists up to JOB_FOLDERS folders and
+# reads the candidate files in them below INLINE_BYTES; bigger files are jobs of their own, the biggest
+# first. A cached scan hands its unread files to workers when there are POOL_FILES of them.
+FIRST_FOLDERS = 48
+JOB_FOLDERS = 64
+INLINE_BYTES = 4 << 20
+POOL_FILES = 24
 # Names that are source or text whatever their mode (an executable .py is a script): their mode is not
 # even looked at, which saves one stat per file on the 20,000 Python files of a torch environment.
 TEXT_SUFFIXES = (".py", ".pyc", ".pyi", ".pyx", ".pxd", ".h", ".hpp", ".hxx", ".cuh", ".inc", ".c", ".cc", ".cpp",
@@ -479,8 +486,45 @@ def _list_folder(folder: str, root_real: str, problems: list[ReadProblem]) -> di
     return listing
 
 
+class FolderFacts(NamedTuple):
+    """What the walk needs from the filesystem about one folder: :func:`_list_folder`'s listing (None when
+    the folder cannot be listed) and its problems, the ``f`` files' stats (not following links; a string
+    says why not) and the ``d`` entries' (st_dev, st_ino) when they are folders (None: not a folder, or
+    no stat)."""
+
+    listing: dict[str, list[str]] | None
+    problems: list[ReadProblem]
+    files: dict[str, os.stat_result | str]
+    dirs: dict[str, tuple[int, int] | None]
+
+
+def folder_facts(folder: str, root_real: str) -> FolderFacts:
+    """List one folder and stat what :func:`_walk` stats in it (the same calls, made ahead of the walk)."""
+    problems: list[ReadProblem] = []
+    listing = _list_folder(folder, root_real, problems)
+    if listing is None:
+        return FolderFacts(None, problems, {}, {})
+    prefix = folder if folder.endswith(os.sep) else folder + os.sep
+    files: dict[str, os.stat_result | str] = {}
+    for name in listing["f"]:
+        try:
+            files[name] = os.stat(prefix + name, follow_symlinks=False)
+        except OSError as exc:
+            files[name] = str(exc.strerror or exc)
+    dirs: dict[str, tuple[int, int] | None] = {}
+    for name in listing["d"]:
+        try:
+            sst = os.stat(prefix + name)
+        except OSError:
+            dirs[name] = None
+            continue
+        dirs[name] = (sst.st_dev, sst.st_ino) if stat.S_ISDIR(sst.st_mode) else None
+    return FolderFacts(listing, problems, files, dirs)
+
+
 def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
           cache: ScanCache | None = None, folders: list[tuple[str, os.stat_result]] | None = None,
+          listed: Mapping[str, FolderFacts] | None = None,
           ) -> Iterator[tuple[str, os.stat_result]]:
     """The files a folder scan reads under ``root`` (see :func:`may_be_binary`, plus ``*.dist-info/METADATA``),
     with their stat, each real file once.
@@ -491,7 +535,9 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
     devices, FIFOs and sockets are never opened. With ``cache``, a folder whose mtime (and inode) did not
     change since the last scan is not listed again: its entries come from the cache. ``folders``, when
     given, receives every folder the walk lists or tries to list (the root first), with its stat taken
-    before the listing (what a :class:`envcheck.cache.FolderSnapshot` compares).
+    before the listing (what a :class:`envcheck.cache.FolderSnapshot` compares). With ``listed``
+    (worker processes listed the folders, :func:`folder_facts`; no cache), the walk takes each folder's
+    entries and stats from there (the folders it lacks are read here): the same files in the same order.
     """
     root = str(root)
     seen_dirs: set[tuple[int, int]] = set()
@@ -503,37 +549,62 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
         raise InputError(f"cannot read folder {root}: {exc.strerror or exc}", path=root) from exc
     root_real = os.path.realpath(root)
     seen_dirs.add((st.st_dev, st.st_ino))
-    stack = [(root, st)]
+    stack: list[tuple[str, os.stat_result | None]] = [(root, st)]
     while stack:
         folder, fst = stack.pop()
-        if folders is not None:
-            folders.append((folder, fst))
-        key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev, fst.st_ctime_ns)  # ctime: a chmod (made unreadable) too
-        listing = cache.get(_WALK_PREFIX + folder, key) if cache is not None else None
-        if not listing:
-            listing = _list_folder(folder, root_real, problems)
-            if listing is None:
+        facts = None
+        if listed is not None:
+            facts = listed.get(folder) or folder_facts(folder, root_real)
+            problems.extend(facts.problems)
+            if facts.listing is None:
                 continue
-            if cache is not None:
-                cache.put(_WALK_PREFIX + folder, key, listing)
+            listing = facts.listing
+        else:
+            assert fst is not None
+            if folders is not None:
+                folders.append((folder, fst))
+            key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev, fst.st_ctime_ns)  # ctime: a chmod (made unreadable) too
+            kept = cache.get(_WALK_PREFIX + folder, key) if cache is not None else None
+            if kept:
+                listing = kept
+            else:
+                fresh = _list_folder(folder, root_real, problems)
+                if fresh is None:
+                    continue
+                listing = fresh
+                if cache is not None:
+                    cache.put(_WALK_PREFIX + folder, key, listing)
         prefix = folder if folder.endswith(os.sep) else folder + os.sep
         outside.extend(prefix + name for name in listing["x"])
         for name in listing["f"]:
             path = prefix + name
-            try:
-                est = os.stat(path, follow_symlinks=False)
-            except OSError as exc:
-                problems.append(ReadProblem(f"{path}: cannot stat: {exc.strerror or exc}", Location(path)))
-                continue
+            if facts is not None:
+                got = facts.files[name]
+                if isinstance(got, str):
+                    problems.append(ReadProblem(f"{path}: cannot stat: {got}", Location(path)))
+                    continue
+                est = got
+            else:
+                try:
+                    est = os.stat(path, follow_symlinks=False)
+                except OSError as exc:
+                    problems.append(ReadProblem(f"{path}: cannot stat: {exc.strerror or exc}", Location(path)))
+                    continue
             fkey = (est.st_dev, est.st_ino)
             # the mode again: a cached listing may hold a file listed for an executable bit it lost since
             if stat.S_ISREG(est.st_mode) and fkey not in seen_files and (name == "METADATA" or may_be_binary(name, est.st_mode)):
                 seen_files.add(fkey)
                 yield path, est
         linked.extend(prefix + name for name in listing["l"])
-        subdirs = []
+        subdirs: list[tuple[str, os.stat_result | None]] = []
         for name in listing["d"]:
             path = prefix + name
+            if facts is not None:
+                dkey = facts.dirs[name]
+                if dkey is not None and dkey not in seen_dirs:
+                    seen_dirs.add(dkey)
+                    subdirs.append((path, None))
+                continue
             try:
                 sst = os.stat(path)
             except OSError:
@@ -579,6 +650,127 @@ def _scan_file(path: str, st: os.stat_result, deep: bool) -> BinaryReading:
         return BinaryReading(None, [ReadProblem(f"{path}: cannot read: {exc.strerror or exc}", Location(path))])
 
 
+class _Explored(NamedTuple):
+    """What one walk job found: folders' facts (path, (st_dev, st_ino), facts), the folders it left for
+    other jobs, readings of the small candidate files, and the big ones left to read."""
+
+    folders: list[tuple[str, tuple[int, int], FolderFacts]]
+    left: list[tuple[str, tuple[int, int]]]
+    readings: list[tuple[str, BinaryReading]]
+    big: list[tuple[str, os.stat_result]]
+
+
+def _explore(starts: list[tuple[str, tuple[int, int]]], root_real: str, folders: int, deep: bool) -> _Explored:
+    """List up to ``folders`` folders depth first from ``starts`` (skipping folders already seen here),
+    reading the small candidate files on the way (never ``*.dist-info/METADATA``, which the main process
+    reads)."""
+    out = _Explored([], [], [], [])
+    stack = list(reversed(starts))
+    seen = {key for _path, key in starts}
+    while stack and len(out.folders) < folders:
+        folder, key = stack.pop()
+        facts = folder_facts(folder, root_real)
+        out.folders.append((folder, key, facts))
+        if facts.listing is None:
+            continue
+        prefix = folder if folder.endswith(os.sep) else folder + os.sep
+        for name in facts.listing["f"]:
+            st = facts.files[name]
+            if isinstance(st, str) or not stat.S_ISREG(st.st_mode) or (name == "METADATA" and folder.endswith(".dist-info")):
+                continue
+            path = prefix + name
+            if st.st_size >= INLINE_BYTES:
+                out.big.append((path, st))
+            else:
+                out.readings.append((path, _scan_file(path, st, deep)))
+        for name in reversed(facts.listing["d"]):
+            sub = facts.dirs[name]
+            if sub is not None and sub not in seen:
+                seen.add(sub)
+                stack.append((prefix + name, sub))
+    out.left.extend(reversed(stack))
+    return out
+
+
+def _scan_job(deep: bool, job: tuple[Any, ...]) -> object:
+    """A worker's job: ``("read", path, stat)`` or ``("walk", starts, root_real)``."""
+    if job[0] == "read":
+        return _scan_file(job[1], job[2], deep)
+    return _explore(job[1], job[2], JOB_FOLDERS, deep)
+
+
+def _read_ahead(root: str, deep: bool, workers: int) -> tuple[dict[str, FolderFacts], dict[str, BinaryReading], scan_workers.WorkerPool | None]:
+    """List the tree under ``root`` and read its candidate files ahead of :func:`_walk`, in worker processes
+    once the tree has more than :data:`FIRST_FOLDERS` folders. Returns the folders' facts by path, the
+    readings by path and the pool (still running, for files the walk finds that were not read ahead;
+    None when no worker was needed). Nothing is judged here: :func:`_walk` still decides which files count,
+    in its order."""
+    listed: dict[str, FolderFacts] = {}
+    read: dict[str, BinaryReading] = {}
+    try:
+        st = os.stat(root)
+    except OSError:
+        return listed, read, None  # the walk reports it
+    root_real = os.path.realpath(root)
+    listed_keys: set[tuple[int, int]] = set()
+    handed_out = {(st.st_dev, st.st_ino)}  # folders some job started from or will start from
+
+    def take(found: _Explored, starts: list[tuple[str, tuple[int, int]]]) -> list[tuple[str, tuple[int, int]]]:
+        for folder, key, facts in found.folders:
+            listed[folder] = facts
+            listed_keys.add(key)
+        read.update(found.readings)
+        given = set(starts)  # a job's own starts that it had no time for come back; other folders once
+        left = [(path, key) for path, key in found.left
+                if key not in listed_keys and ((path, key) in given or key not in handed_out)]
+        handed_out.update(key for _path, key in left)
+        return left
+
+    starts = [(root, (st.st_dev, st.st_ino))]
+    first = _explore(starts, root_real, FIRST_FOLDERS, deep)
+    left = take(first, starts)
+    if not left and not first.big:
+        return listed, read, None
+    pool = scan_workers.WorkerPool(workers, partial(_scan_job, deep))
+    try:
+        def walk(starts: list[tuple[str, tuple[int, int]]]) -> None:
+            # a few folders per job while there are many (a site-packages root has hundreds)
+            per_job = max(1, len(starts) // (workers * 4))
+            for i in range(0, len(starts), per_job):
+                pool.submit(("walk", starts[i : i + per_job], root_real), priority=-INLINE_BYTES * 8)
+
+        def read_big(big: list[tuple[str, os.stat_result]]) -> None:
+            for path, fst in big:  # the biggest first: a 1 GB library must not start last
+                pool.submit(("read", path, fst), priority=-fst.st_size)
+
+        walk(left)
+        read_big(first.big)
+        for job, result in pool.results():
+            if job[0] == "read":
+                read[job[1]] = result
+                continue
+            walk(take(result, job[1]))
+            read_big(result.big)
+    except BaseException:
+        pool.close()
+        raise
+    return listed, read, pool
+
+
+def _read_todo(todo: list[tuple[int, str, os.stat_result]], deep: bool,
+               pool: scan_workers.WorkerPool | None) -> Iterator[tuple[int, BinaryReading]]:
+    """Read the files of ``todo`` (index, path, stat): in ``pool``'s workers, the biggest first, else here."""
+    if pool is None:
+        for at, path, st in todo:
+            yield at, _scan_file(path, st, deep)
+        return
+    where = {path: at for at, path, _st in todo}
+    for _at, path, st in todo:
+        pool.submit(("read", path, st), priority=-st.st_size)
+    for job, reading in pool.results():
+        yield where[job[1]], reading
+
+
 def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     """Every ELF file and installed distribution under ``root`` (context ``installed``).
 
@@ -600,24 +792,41 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     readings: list[BinaryReading | None] = []
     todo: list[tuple[int, str, os.stat_result]] = []
     outside: list[str] = []
-    for path, st in _recorded(_walk(root, problems, outside, cache, folders), walked if snapshot is not None else None):
-        if path.endswith(".dist-info/METADATA"):
-            dist_dirs.append((os.path.dirname(path), st))
-            continue
-        hit = cache.get(path, (st.st_size, st.st_mtime_ns, st.st_ino)) if cache is not None else None
-        if hit is not None:
-            if hit:  # False: cached "not a binary"
-                readings.append(reading_from_cache(hit))
-            continue
-        todo.append((len(readings), path, st))
-        readings.append(None)
-    # Headers of several files at once: the reads wait on the disk (cold page cache) without the GIL.
-    with ThreadPoolExecutor(max_workers=max(1, min(SCAN_THREADS, len(todo)))) as pool:
-        for (at, path, st), reading in zip(todo, pool.map(lambda job: _scan_file(job[1], job[2], deep), todo), strict=True):
+    workers = scan_workers.worker_count(options.scan_workers) if scan_workers.can_fork() else 1
+    pool: scan_workers.WorkerPool | None = None
+    try:
+        listed: dict[str, FolderFacts] | None = None
+        read_ahead: dict[str, BinaryReading] = {}
+        if cache is None and workers > 1:
+            # No cache: worker processes list the folders and read the files while the tree is walked.
+            listed, read_ahead, pool = _read_ahead(str(root), deep, workers)
+        for path, st in _recorded(_walk(root, problems, outside, cache, folders, listed), walked if snapshot is not None else None):
+            if path.endswith(".dist-info/METADATA"):
+                dist_dirs.append((os.path.dirname(path), st))
+                continue
+            hit = cache.get(path, (st.st_size, st.st_mtime_ns, st.st_ino)) if cache is not None else None
+            if hit is not None:
+                if hit:  # False: cached "not a binary"
+                    readings.append(reading_from_cache(hit))
+                continue
+            ahead = read_ahead.get(path)
+            if ahead is not None:
+                readings.append(ahead)
+                continue
+            todo.append((len(readings), path, st))
+            readings.append(None)
+        if pool is None and workers > 1 and len(todo) >= POOL_FILES:
+            pool = scan_workers.WorkerPool(min(workers, len(todo)), partial(_scan_job, deep))
+        for at, reading in _read_todo(todo, deep, pool):
             readings[at] = reading
-            if cache is not None:
-                cache.put(path, (st.st_size, st.st_mtime_ns, st.st_ino), reading_to_cache(reading))
+    finally:
+        if pool is not None:
+            pool.close()
     if cache is not None:
+        for at, path, st in todo:
+            done = readings[at]
+            assert done is not None
+            cache.put(path, (st.st_size, st.st_mtime_ns, st.st_ino), reading_to_cache(done))
         cache.save()
     if outside:
         problems.append(outside_note(root, outside))

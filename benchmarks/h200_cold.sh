@@ -1,0 +1,50 @@
+#!/bin/bash
+# Quick H200 measurement for issue 18 (coldscan): whole-process cold scans, main vs this branch.
+# Usage (device): cd .work/dev-coldscan && bash benchmarks/h200_cold.sh SITE OUTDIR
+SITE=${1:-/opt/torch/.venv/lib/python3.12/site-packages}
+OUT=${2:-/tmp/out}
+mkdir -p "$OUT"
+unset PYTHONDONTWRITEBYTECODE
+export ENVCHECK_CACHE_DIR=$OUT/cache
+nproc; uptime
+T="/usr/bin/time -f %e_s_%U_u_%S_s_%M_KB"
+for i in 1 2 3; do $T python3 -c pass; done 2>&1 | tr '\n' ' '; echo " <- python -c pass"
+# warm the page cache and compile bytecode once
+( cd "$MAIN" && PYTHONPATH= python3 -m envcheck "$SITE" -f json --no-cache > "$OUT/main.json" 2>/dev/null )
+python3 -m envcheck "$SITE" -f json --no-cache > "$OUT/branch.json" 2>/dev/null
+for i in 1 2 3; do ( cd "$MAIN" && PYTHONPATH= $T python3 -m envcheck "$SITE" -f json --no-cache >/dev/null ); done 2>&1 | tr '\n' ' '; echo " <- main cold"
+for w in "" 1 4 8; do
+  for i in 1 2 3 4; do ENVCHECK_SCAN_WORKERS=$w $T python3 -m envcheck "$SITE" -f json --no-cache >/dev/null; done 2>&1 | tr '\n' ' '; echo " <- branch cold workers=${w:-default}"
+done
+python3 - "$OUT/main.json" "$OUT/branch.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for x in (a, b):
+    for t in x["targets"]:
+        t.pop("seconds", None); t.pop("duration", None)
+ia, ib = a["targets"][0]["inventory"], b["targets"][0]["inventory"]
+print("binaries", len(ia["binaries"]), len(ib["binaries"]), "same inventory:", ia == ib,
+      "same findings:", a["targets"][0]["findings"] == b["targets"][0]["findings"])
+if ia != ib:
+    for k in ia:
+        if ia[k] != ib.get(k): print("differs:", k)
+PY
+python3 - "$SITE" <<'PY'
+import sys, time, cProfile, pstats, resource
+from pathlib import Path
+from envcheck.sources import ReadOptions
+from envcheck.sources import binaries as b
+site = Path(sys.argv[1])
+for n in (None, 1, None):
+    t = time.perf_counter(); inv = b.scan_folder(site, ReadOptions(use_cache=False, scan_workers=n)); t = time.perf_counter() - t
+    print("scan_folder workers", n, "%.3f s" % t, len(inv.binaries), "children maxrss MB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+t = time.perf_counter(); listed, read, pool = b._read_ahead(str(site), False, 16); t1 = time.perf_counter()
+items = list(b._walk(str(site), [], [], None, listed)); t2 = time.perf_counter(); pool and pool.close()
+print("read_ahead %.3f replay %.3f folders %d read %d rerun %s" % (t1 - t, t2 - t1, len(listed), len(read), pool and pool.rerun))
+import os
+p = next(iter(site.glob("nvidia/cufft/lib/libcufft.so*")), None)
+if p:
+    st = os.stat(p); t = time.perf_counter(); r = b._scan_file(str(p), st, False); print("cufft %.3f s" % (time.perf_counter() - t))
+cProfile.run("b.scan_folder(site, ReadOptions(use_cache=False))", "/tmp/branch.prof")
+pstats.Stats("/tmp/branch.prof").sort_stats("tottime").print_stats(25)
+PY

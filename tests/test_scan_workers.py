@@ -1,0 +1,169 @@
+"""Folder scans in worker processes (envcheck/sources/scan_workers.py): the same inventory as the serial
+scan on real gcc/nvcc-built binaries in a tree big enough to start workers, forced worker counts on a
+small machine, and workers that die."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+from envcheck.errors import UsageError
+from envcheck.sources import ReadOptions, scan_workers
+from envcheck.sources import binaries as binaries_source
+from envcheck.sources.binaries import scan_folder
+
+BIN = FIXTURES / "binaries"
+FIXTURE_FILES = sorted(p for p in BIN.iterdir() if p.is_file())
+
+
+def _tree(root: Path) -> Path:
+    """A site-packages-like tree of ~200 folders: every fixture binary in several packages, hard links,
+    links inside and outside, a loop, a big library (its own job), malformed files and dist-infos."""
+    site = root / "site"
+    for p in range(12):
+        pkg = site / f"pkg{p:02d}"
+        for d in range(15):
+            sub = pkg / f"sub{d:02d}" / ("lib" if d % 3 == 0 else "py")
+            sub.mkdir(parents=True)
+            (sub / "mod.py").write_text("x = 1\n")
+            src = FIXTURE_FILES[(p * 15 + d) % len(FIXTURE_FILES)]
+            shutil.copy(src, sub / f"{src.name}.{p}.{d}.so")
+        info = site / f"pkg{p:02d}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: pkg{p:02d}\nVersion: 1.0\nRequires-Dist: pkg{(p + 1) % 12:02d}\n")
+        (info / "RECORD").write_text("".join(f"{f.relative_to(site)},,\n" for f in sorted(pkg.rglob("*.so"))))
+    os.link(site / "pkg00/sub00/lib" / next((site / "pkg00/sub00/lib").glob("*.so")).name, site / "pkg11/hardlink.so")
+    (site / "pkg05/alias").symlink_to("../pkg02")  # a second path to a folder: walked once
+    (site / "pkg03/loop").symlink_to("..")
+    (site / "pkg04/outside").symlink_to("/usr/lib")
+    (site / "pkg06/libinside.so").symlink_to("../pkg07/sub01/py/" + next((site / "pkg07/sub01/py").glob("*.so")).name)
+    big = site / "pkg08/libbig.so"
+    big.write_bytes((BIN / "gpu_sm120_121a.so").read_bytes() + bytes(binaries_source.INLINE_BYTES))  # a job of its own
+    (site / "pkg09/bad.so").write_bytes((BIN / "gpu_sm121.so").read_bytes()[:300])
+    (site / "pkg09/tool").write_bytes(b"#!/bin/sh\n")
+    (site / "pkg09/tool").chmod(0o755)
+    return site
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _tree(tmp_path_factory.mktemp("workers"))
+
+
+def _json(site: Path, workers: int, **options: object) -> object:
+    return scan_folder(site, ReadOptions(use_cache=False, scan_workers=workers, **options)).to_json()  # type: ignore[arg-type]
+
+
+def test_tree_is_big_enough_to_start_workers(tree: Path) -> None:
+    listed, read, pool = binaries_source._read_ahead(str(tree), False, 3)
+    assert pool is not None
+    try:
+        assert len(pool.pids) == 3 and len(listed) > binaries_source.FIRST_FOLDERS + binaries_source.JOB_FOLDERS
+        assert str(tree / "pkg08/libbig.so") in read  # read by a job of its own
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("workers", [2, 5])
+def test_workers_give_the_serial_inventory(tree: Path, workers: int) -> None:
+    serial = _json(tree, 1)
+    assert _json(tree, workers) == serial
+    inventory = scan_folder(tree, ReadOptions(use_cache=False, scan_workers=workers))
+    assert len(inventory.binaries) > 150 and len(inventory.packages) == 12
+    assert any("pkg09/bad.so" in p.message for p in inventory.problems)
+    assert any("outside the folder" in p.message for p in inventory.problems)
+    assert not any(b.path.endswith("hardlink.so") for b in inventory.binaries)  # its first path counts
+    assert sum(b.distribution is not None for b in inventory.binaries) >= 150
+
+
+def test_deep_fatbin_scan_in_workers(tree: Path) -> None:
+    assert _json(tree, 3, deep_fatbin=True) == _json(tree, 1, deep_fatbin=True)
+
+
+def test_cache_filling_scan_in_workers(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    serial = _json(tree, 1)
+    filled = scan_folder(tree, ReadOptions(scan_workers=4)).to_json()
+    cached = scan_folder(tree, ReadOptions(scan_workers=4)).to_json()
+    assert filled == serial and cached == serial
+
+
+def test_no_workers_while_another_thread_runs(tree: Path) -> None:
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert not scan_workers.can_fork()
+        assert _json(tree, 4) == _json(tree, 1)
+    finally:
+        stop.set()
+        thread.join()
+    assert scan_workers.can_fork()
+
+
+def test_worker_count_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVCHECK_SCAN_WORKERS", "3")
+    assert scan_workers.worker_count() == 3
+    assert scan_workers.worker_count(7) == 7  # an explicit request wins
+    monkeypatch.setenv("ENVCHECK_SCAN_WORKERS", "0")
+    with pytest.raises(UsageError, match="at least 1"):
+        scan_workers.worker_count()
+    monkeypatch.setenv("ENVCHECK_SCAN_WORKERS", "many")
+    with pytest.raises(UsageError, match="ENVCHECK_SCAN_WORKERS"):
+        scan_workers.worker_count()
+    monkeypatch.delenv("ENVCHECK_SCAN_WORKERS")
+    assert 1 <= scan_workers.worker_count() <= min(len(os.sched_getaffinity(0)), scan_workers.MAX_WORKERS)
+
+
+MAIN = os.getpid()
+
+
+def _read_or_die(job: tuple[str, int]) -> object:
+    """Read a fixture like a scan job; a worker given the job named "die" kills itself with SIGKILL."""
+    name, index = job
+    if name == "die" and os.getpid() != MAIN:
+        os.kill(os.getpid(), signal.SIGKILL)
+    path = FIXTURE_FILES[index % len(FIXTURE_FILES)]
+    reading = binaries_source._scan_file(str(path), path.stat(), False)
+    return reading.binary.to_json() if reading.binary else None
+
+
+def test_jobs_of_a_killed_worker_run_in_the_main_process() -> None:
+    jobs = [("read", i) for i in range(30)] + [("die", 3), ("die", 4)]
+    with scan_workers.WorkerPool(3, _read_or_die) as pool:
+        for job in jobs:
+            pool.submit(job)
+        results = dict(pool.results())
+    assert set(results) == set(jobs)
+    assert results[("die", 3)] == results[("read", 3)] and results[("die", 4)] == results[("read", 4)]
+    assert pool.rerun == 2  # each killed worker's job, once, here
+
+
+def test_every_worker_killed_the_main_process_finishes() -> None:
+    with scan_workers.WorkerPool(2, _read_or_die) as pool:
+        for i in range(6):
+            pool.submit(("die", i))
+        for i in range(6):
+            pool.submit(("read", i))
+        results = dict(pool.results())
+    assert len(results) == 12 and pool.rerun >= 2
+
+
+def _raise_in_worker(job: int) -> int:
+    if job == 2:
+        raise ValueError(f"job {job} failed in {'a worker' if os.getpid() != MAIN else 'the main process'}")
+    return job
+
+
+def test_an_exception_in_a_worker_is_raised_here() -> None:
+    with scan_workers.WorkerPool(2, _raise_in_worker) as pool:
+        for i in range(5):
+            pool.submit(i)
+        with pytest.raises(ValueError, match="in the main process"):
+            dict(pool.results())
