@@ -624,9 +624,24 @@ def _plain(obj: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, none_default in _plain_fields(obj.__class__):
         value = getattr(obj, name)
+        kind = type(value)
+        # the common kinds first, each as the general rule below treats it
+        if kind is str:
+            if value:
+                out[name] = value
+            continue
+        if value is None or value is False:
+            continue
+        if kind is tuple:
+            if value or none_default:  # an empty tuple that is a reading (no Requires-Dist at all) is kept
+                out[name] = list(value)
+            continue
+        if kind is int or value is True:
+            out[name] = value
+            continue
         if value == () and none_default:
-            pass  # an empty tuple that is a reading (no Requires-Dist at all), unlike None (not read)
-        elif value is None or value == () or value == "" or value is False:
+            pass
+        elif value == () or value == "":
             continue
         if isinstance(value, Location):
             value = value.to_json()
