@@ -10,7 +10,10 @@ Whole process: ``python -m envcheck`` on a tiny folder (two dist-infos, no scan 
 imports, config, checks and rendering; plus ``-X importtime``'s sum of what envcheck imports on that path
 (``importlib.import_module`` routed through ``__import__`` so that every import is counted).
 
-    python benchmarks/bench_report.py [--rounds 15]
+    python benchmarks/bench_report.py [--rounds 15] [--baseline OTHER_CHECKOUT]
+
+With --baseline, the in-process part runs again on the other checkout's envcheck (the same fixture), and
+its whole-process commands run interleaved with this checkout's, so a before/after shares one session's load.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 FIXTURE = REPO / "fixtures/device/h200/folder-inventory.json.gz"
 TARGET = "/opt/torch/.venv/lib/python3.12/site-packages"
@@ -105,7 +107,7 @@ def in_process(rounds: int) -> None:
     print(f"  of which clean_report (redaction): {best(lambda: clean_report(report), rounds) * 1000:.1f} ms")
 
 
-def whole_process(rounds: int) -> None:
+def whole_process(rounds: int, baseline: Path | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "site-packages"
         folder.mkdir()
@@ -115,33 +117,36 @@ def whole_process(rounds: int) -> None:
             (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Dist: numpy>=1.0\n")
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["ENVCHECK_CACHE_DIR"] = str(Path(tmp) / "cache")
-        commands = {
-            "python -c pass": [sys.executable, "-c", "pass"],
-            "envcheck FOLDER -f json": [sys.executable, "-m", "envcheck", str(folder), "-f", "json"],
-            "envcheck FOLDER (text)": [sys.executable, "-m", "envcheck", str(folder)],
-        }
-        for cmd in commands.values():  # bytecode written, cache filled
-            subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, check=False)
+        commands: dict[str, tuple[list[str], Path]] = {"python -c pass": ([sys.executable, "-c", "pass"], REPO)}
+        for tree, label in ((REPO, ""), (baseline, " [baseline]")):
+            if tree is not None:  # cwd first on sys.path (python -m): each checkout runs its own code
+                commands[f"envcheck FOLDER -f json{label}"] = ([sys.executable, "-m", "envcheck", str(folder), "-f", "json"], tree)
+                commands[f"envcheck FOLDER (text){label}"] = ([sys.executable, "-m", "envcheck", str(folder)], tree)
+        for cmd, tree in commands.values():  # bytecode written, cache filled
+            subprocess.run(cmd, cwd=tree, env=env, capture_output=True, check=False)
         times: dict[str, list[float]] = {name: [] for name in commands}
         load_before = os.getloadavg()
         for _ in range(rounds):
-            for name, cmd in commands.items():
+            for name, (cmd, tree) in commands.items():
                 start = time.perf_counter()
-                subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, check=False)
+                subprocess.run(cmd, cwd=tree, env=env, capture_output=True, check=False)
                 times[name].append(time.perf_counter() - start)
         load_after = os.getloadavg()
         floor = statistics.median(times["python -c pass"])
         print(f"whole process, {rounds} interleaved rounds, load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
         for name, samples in times.items():
-            print(f"  {name:28} median {statistics.median(samples) * 1000:6.1f} ms, best {min(samples) * 1000:6.1f} ms, "
+            print(f"  {name:39} median {statistics.median(samples) * 1000:6.1f} ms, best {min(samples) * 1000:6.1f} ms, "
                   f"{statistics.median(samples) / floor:.2f}x python -c pass")
-        owned = []
-        for _ in range(5):
-            proc = subprocess.run([sys.executable, "-X", "importtime", "-c", _IMPORT_ALL, str(folder), "-f", "json"],
-                                  cwd=REPO, env=env, capture_output=True, text=True, check=False)
-            owned.append(_envcheck_import_ms(proc.stderr))
-        print(f"  imports made for envcheck on this path (-X importtime, self times of envcheck's modules and what they "
-              f"import): median {statistics.median(owned):.1f} ms, best {min(owned):.1f} ms")
+        for tree, label in ((REPO, ""), (baseline, " [baseline]")):
+            if tree is None:
+                continue
+            owned = []
+            for _ in range(7):
+                proc = subprocess.run([sys.executable, "-X", "importtime", "-c", _IMPORT_ALL, str(folder), "-f", "json"],
+                                      cwd=tree, env=env, capture_output=True, text=True, check=False)
+                owned.append(_envcheck_import_ms(proc.stderr))
+            print(f"  imports made for envcheck on this path{label} (-X importtime: self times of envcheck's modules and "
+                  f"what they import): median {statistics.median(owned):.1f} ms, best {min(owned):.1f} ms")
 
 
 def _envcheck_import_ms(report: str) -> float:
@@ -165,12 +170,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--skip-process", action="store_true", help="only the in-process part")
+    parser.add_argument("--baseline", type=Path, help="another checkout to measure alike (before a change)")
+    parser.add_argument("--tree", type=Path, default=REPO, help=argparse.SUPPRESS)  # whose envcheck runs in process
     args = parser.parse_args()
+    sys.path.insert(0, str(args.tree.resolve()))
+    if args.tree.resolve() != REPO:  # the baseline's in-process part (a child of the main run)
+        in_process(args.rounds)
+        return
     print(f"machine: {platform.machine()} {os.cpu_count()} CPUs, python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.2f}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    if args.baseline is not None:
+        print(f"[baseline] {args.baseline}:")
+        subprocess.run([sys.executable, __file__, "--rounds", str(args.rounds), "--tree", str(args.baseline.resolve())],
+                       check=False, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        print(f"this checkout {REPO}:")
     in_process(args.rounds)
     if not args.skip_process:
-        whole_process(args.rounds)
+        whole_process(args.rounds, args.baseline.resolve() if args.baseline else None)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import stat
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from envcheck.config import env
 from envcheck.model import Binary, Location, Package, ReadProblem, Role
@@ -134,6 +134,8 @@ def binary_from_json(data: dict[str, Any]) -> Binary:
 
 # ------------------------------------------------------------------------------ folder snapshots
 
+_T = TypeVar("_T")
+
 SNAPSHOT_FORMAT = 1  # with FORMAT: what the folder readers produce
 SNAPSHOT_LIMIT = 512 << 20  # no snapshot file is read past this (the torch environment's: about 1.5 MB)
 SNAPSHOT_HEAD_LIMIT = 64 << 20  # its paths and keys, read before anything is stat'ed
@@ -191,11 +193,13 @@ class FolderSnapshot:
             if not (isinstance(header, dict) and header.get("format") == FORMAT and header.get("snapshot") == SNAPSHOT_FORMAT
                     and header.get("root") == root):
                 return None
-            paths, keys, files = json.loads(names), json.loads(flat), header.get("files")
-            if not (type(paths) is list and type(keys) is list and len(keys) == _KEY_LEN * len(paths) and paths and paths[0] == ""
-                    and type(files) is int and 0 <= files <= len(paths) and set(map(type, paths)) <= {str}):
+            paths, files = json.loads(names), header.get("files")
+            if not (type(paths) is list and paths and paths[0] == "" and type(files) is int and 0 <= files <= len(paths)
+                    and set(map(type, paths)) <= {str}):
                 return None
-            if not _unchanged(root, paths, keys):
+            keys = current_keys(root, paths)
+            # The keys as save() wrote them: compared as text, exactly, without parsing the stored ones.
+            if keys is None or json.dumps(keys, separators=(",", ":")).encode() != flat:
                 return None
             # What the validated scan can justify: a bounded record per file read, METADATA's own size per package.
             metadata = sum(itertools.compress(keys[2::_KEY_LEN], map(operator.methodcaller("endswith", "/METADATA"), paths)))
@@ -270,20 +274,43 @@ def _read_bounded(path: Path, limit: int) -> bytes | None:
         os.close(fd)
 
 
-def _unchanged(root: str, paths: list[str], keys: list[int]) -> bool:
-    """Whether ``root`` and every path under it (relative; ``paths[0]`` is the root itself) still has its key."""
+def current_keys(root: str, paths: list[str]) -> list[int] | None:
+    """The change keys of ``root`` (``paths[0]`` is "") and of the paths under it, flat, in order; None
+    when one cannot be stat'ed. Stat'ed relative to the root (no lookup of its own path each time), in
+    one thread: on the 16-core H200 machine 9,105 paths took 19 ms, and 38-63 ms split over 2-8 threads
+    (each os.stat gives the GIL back and takes it again)."""
     try:
         fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):
-        return False
+        return None
     try:
-        stat_at = functools.partial(os.stat, dir_fd=fd)  # relative to the root: no lookup of its own path each time
-        current = [*_CHANGE_KEY(os.fstat(fd)), *itertools.chain.from_iterable(map(_CHANGE_KEY, map(stat_at, paths[1:])))]
+        stat_at = functools.partial(os.stat, dir_fd=fd)
+        return [*_CHANGE_KEY(os.fstat(fd)), *itertools.chain.from_iterable(map(_CHANGE_KEY, map(stat_at, paths[1:])))]
     except (OSError, ValueError):
-        return False
+        return None
     finally:
         os.close(fd)
-    return current == keys
+
+
+_NEW = object.__new__
+_SET = object.__setattr__
+_LOCATION_DEFAULTS = {name: f.default for name, f in Location.__dataclass_fields__.items() if name != "path"}
+# An installed distribution as the folder scan reads it (name, version, requires and location set per package).
+_PACKAGE_DEFAULTS = {**{name: f.default for name, f in Package.__dataclass_fields__.items()}, "installed": True, "role": Role.INSTALLED}
+
+
+def _frozen(cls: type[_T], fields: dict[str, Any]) -> _T:
+    """An instance of the frozen dataclass ``cls`` whose fields are ``fields`` (every one of them, values of
+    the right types), made without its generated ``__init__``: one dict per object instead of one
+    ``object.__setattr__`` per field, a third of the time for the 866 binaries of a torch environment."""
+    obj = _NEW(cls)
+    _SET(obj, "__dict__", fields)
+    return obj
+
+
+def _own_location(path: str) -> Location:
+    """``Location(path)``, as :func:`_frozen` makes it."""
+    return _frozen(Location, {"path": path, **_LOCATION_DEFAULTS})
 
 
 def _location_to_json(loc: Location | None, path: str) -> int | dict[str, Any] | None:
@@ -328,18 +355,19 @@ def _inventory_from_json(data: Any) -> tuple[list[Package], list[Binary], list[R
     for name in _STR_TUPLES:
         if not set(map(type, itertools.chain.from_iterable(columns[name]))) <= {str}:
             raise TypeError(name)
-    locations = [Location(path) if loc == 0 and type(loc) is int else None if loc is None else _location(loc)
+    locations = [_own_location(path) if loc == 0 and type(loc) is int else None if loc is None else _location(loc)
                  for path, loc in zip(columns["path"], columns["location"], strict=True)]
-    binaries = list(map(Binary, *(locations if name == "location" else map(tuple, columns[name]) if name in _STR_TUPLES
-                                  else columns[name] for name in _BINARY_FIELDS)))
+    values = zip(*(locations if name == "location" else map(tuple, columns[name]) if name in _STR_TUPLES else columns[name]
+                   for name in _BINARY_FIELDS), strict=True)
+    binaries = [_frozen(Binary, dict(zip(_BINARY_FIELDS, row, strict=True))) for row in values]
     packages = []
     for row in data["packages"]:
         name, version, requires, where = row
         if not (type(name) is str and type(version) in (str, type(None)) and type(requires) is list
                 and set(map(type, requires)) <= {str} and type(where) in (str, type(None))):
             raise TypeError("packages")
-        packages.append(Package(name=name, version=version, installed=True, requires=tuple(requires), role=Role.INSTALLED,
-                                location=Location(where) if where is not None else None))
+        packages.append(_frozen(Package, {**_PACKAGE_DEFAULTS, "name": name, "version": version, "requires": tuple(requires),
+                                          "location": _own_location(where) if where is not None else None}))
     problems = []
     for row in data["problems"]:
         message, loc, service, note, fix = row

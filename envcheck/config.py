@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
 from envcheck import toml
 from envcheck.errors import UsageError
 from envcheck.model import Status
+from envcheck.records import record
 
 FAIL_ON = {"fail": Status.FAIL, "warn": Status.WARN, "never": None}
 
@@ -54,7 +55,7 @@ def child_environment(**overrides: str) -> dict[str, str]:
     return {**os.environ, **overrides}
 
 
-@dataclass(frozen=True)
+@record
 class Config:
     """Everything that changes how findings are judged and reported."""
 

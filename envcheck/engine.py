@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from envcheck import rules, scopes
@@ -11,9 +11,10 @@ from envcheck.config import Config
 from envcheck.errors import EnvcheckError, InputError, ServiceError
 from envcheck.model import Finding, Inventory, Location, ReadProblem, Report, Status, TargetResult
 from envcheck.profile import Profile, load_profile
+from envcheck.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Target:
     """One thing to check: its name as the user gave it, its kind, and how to read it."""
 

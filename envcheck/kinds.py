@@ -17,10 +17,12 @@ everything imports it, so it must stay cheap.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from envcheck.records import record
 
 
-@dataclass(frozen=True)
+@record
 class InputKind:
     """One input kind: its name, reader, file names, content recognition and the rule inputs it satisfies."""
 

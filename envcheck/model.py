@@ -14,10 +14,11 @@ import functools
 import types
 import typing
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
 
 from envcheck.errors import InputError
+from envcheck.records import record
 
 
 class _Vocabulary(str, enum.Enum):
@@ -101,7 +102,7 @@ ARCH = "ARCH"
 ALL_GOTCHAS: tuple[str, ...] = (*GOTCHAS, ARCH)
 
 
-@dataclass(frozen=True)
+@record
 class Location:
     """Where a fact came from: a file, and inside it a line, a byte offset or an archive member."""
 
@@ -132,7 +133,7 @@ class Location:
         return {k: v for k in _field_names(Location) if (v := getattr(self, k)) is not None and v is not False}
 
 
-@dataclass(frozen=True)
+@record
 class Package:
     """One Python distribution, either declared (to be installed) or already installed.
 
@@ -161,7 +162,7 @@ class Package:
         return _plain(self)
 
 
-@dataclass(frozen=True)
+@record
 class PackageIndex:
     """A package index or link source that an install uses."""
 
@@ -176,7 +177,7 @@ class PackageIndex:
         return _plain(self)
 
 
-@dataclass(frozen=True)
+@record
 class InstallCommand:
     """One package-manager invocation (a pip/uv/conda command, or a requirements file as a whole)."""
 
@@ -194,7 +195,7 @@ class InstallCommand:
         return _plain(self)
 
 
-@dataclass(frozen=True)
+@record
 class Binary:
     """An ELF file and what it says about CPU architecture, CUDA libraries and GPU code.
 
@@ -224,7 +225,7 @@ class Binary:
         return _plain(self)
 
 
-@dataclass(frozen=True)
+@record
 class Wheel:
     """A wheel file's name, tags and metadata."""
 
@@ -240,7 +241,7 @@ class Wheel:
         return _plain(self)
 
 
-@dataclass(frozen=True)
+@record
 class BaseImage:
     """A container image a build starts from, or the image under inspection."""
 
@@ -255,7 +256,7 @@ class BaseImage:
         return _plain(self)
 
 
-@dataclass(frozen=True)
+@record
 class EnvVar:
     """An environment variable (Dockerfile ENV/ARG, image config, live environment)."""
 
@@ -268,7 +269,7 @@ class EnvVar:
         return _plain(self)
 
 
-@dataclass(frozen=True)
+@record
 class ResolvedFile:
     """A file a resolver picked for the target platform (``envcheck --resolve``), and where its facts came from.
 
@@ -292,7 +293,7 @@ class ResolvedFile:
         return _plain(self)
 
 
-@dataclass(frozen=True)
+@record
 class ReadProblem:
     """Something a source could not read. The engine turns each into an ERROR finding (an INFO one for a note)."""
 
@@ -306,7 +307,7 @@ class ReadProblem:
         return _plain(self)
 
 
-@dataclass(frozen=True)
+@record
 class Pragma:
     """An inline suppression: ``# envcheck: ignore=RULE[,RULE] reason`` on the line before a line."""
 
@@ -318,7 +319,7 @@ class Pragma:
         return _plain(self)
 
 
-@dataclass(frozen=True)
+@record
 class HostReadings:
     """Live readings of a running machine or container, and the image facts of an image target.
 
@@ -386,7 +387,7 @@ _HOST_TYPES: dict[str, type] = {"launch": list, "expected_bandwidth_gbs": float,
 _HOST_TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list of objects", float: "a number"}
 
 
-@dataclass
+@record(frozen=False)
 class Inventory:
     """Everything a source saw in one target. Plain facts; checks judge them."""
 
@@ -468,7 +469,7 @@ class Inventory:
         return inventory
 
 
-@dataclass(frozen=True)
+@record
 class Edit:
     """One change ``envcheck --fix`` makes: replace ``length`` bytes at byte ``offset`` of ``path`` by ``replacement``.
 
@@ -488,7 +489,7 @@ class Edit:
         return dataclasses.asdict(self)
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """One verdict: which gotcha, which rule, what status, where, and what to do.
 
@@ -547,7 +548,7 @@ class Finding:
         )
 
 
-@dataclass
+@record(frozen=False)
 class TargetResult:
     """One checked target: what it was, what was seen, what was found."""
 
@@ -588,7 +589,7 @@ class TargetResult:
         )
 
 
-@dataclass
+@record(frozen=False)
 class Report:
     """The result of one envcheck run, ready for a format."""
 
@@ -623,9 +624,24 @@ def _plain(obj: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, none_default in _plain_fields(obj.__class__):
         value = getattr(obj, name)
+        kind = type(value)
+        # the common kinds first, each as the general rule below treats it
+        if kind is str:
+            if value:
+                out[name] = value
+            continue
+        if value is None or value is False:
+            continue
+        if kind is tuple:
+            if value or none_default:  # an empty tuple that is a reading (no Requires-Dist at all) is kept
+                out[name] = list(value)
+            continue
+        if kind is int or value is True:
+            out[name] = value
+            continue
         if value == () and none_default:
-            pass  # an empty tuple that is a reading (no Requires-Dist at all), unlike None (not read)
-        elif value is None or value == () or value == "" or value is False:
+            pass
+        elif value == () or value == "":
             continue
         if isinstance(value, Location):
             value = value.to_json()

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from envcheck import toml
 from envcheck.errors import UsageError
+from envcheck.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Profile:
     """A target machine: CPU architecture, CUDA major, GPU compute capability, marker environment."""
 

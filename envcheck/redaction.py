@@ -115,6 +115,9 @@ def escape_controls(text: str) -> str:
 @functools.lru_cache(maxsize=1 << 16)
 def clean(text: str) -> str:
     """Redacted and escaped: safe to write anywhere (a terminal, a CI log, a file)."""
+    if text.isprintable() and "=" not in text and ":" not in text and "@" not in text and "earer" not in text \
+            and "ENV" not in text:
+        return text  # what redact and escape_controls would return: no pattern's character, no control
     return escape_controls(redact(text))
 
 
@@ -136,6 +139,9 @@ def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
     kind: Any = type(value)
     if kind is str:
         return (MASK if value else value) if secret else clean(value) if escape else redact(value)
+    shape = _SHAPES.get(kind)  # a dataclass seen before (only kinds that passed the tests below are listed)
+    if shape is not None:
+        return _clean_fields(value, shape, escape)
     if value is None or kind in _PLAIN or isinstance(value, enum.Enum):
         return value
     if kind is tuple or kind is list:
@@ -145,9 +151,12 @@ def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
                 for k, v in value.items()}
     if isinstance(value, (set, frozenset)):
         return kind(_clean_any(v, secret, escape) for v in value)
-    shape = _SHAPES.get(kind)
-    if shape is None:
-        shape = _SHAPES[kind] = _shape_of(value)
+    shape = _SHAPES[kind] = _shape_of(value)
+    return _clean_fields(value, shape, escape)
+
+
+def _clean_fields(value: Any, shape: tuple[tuple[str, ...], bool], escape: bool) -> Any:
+    """A dataclass with its init fields cleaned (the same object when nothing changed)."""
     names, maybe_secret = shape
     if not names:
         return value

@@ -154,3 +154,45 @@ def test_location_json_is_asdict_without_empty_values() -> None:
     for loc in (Location("a"), Location("a", line=0, offset=0, member="m", stage="s", branch="b", fallback=True),
                 Location("a", fallback=False, stage="")):
         assert loc.to_json() == {k: v for k, v in dataclasses.asdict(loc).items() if v is not None and v is not False}
+
+
+_TEXT = st.text(alphabet=st.sampled_from(list("aZ09 _-./=:@?&;'\"$\t\n\x1b\x85\u2028\u202eENVBearerTOKEN")) | st.characters(), max_size=40)
+
+
+@PROPERTY_SETTINGS
+@given(_TEXT)
+def test_clean_is_redact_then_escape_for_any_text(text: str) -> None:
+    redaction.clean.cache_clear()
+    assert redaction.clean(text) == redaction._CONTROL.sub(redaction._visible, redaction.redact(text))
+    for known in ("HF_TOKEN=hf_abc", "https://a:b@h/x", "x?token=t", "Authorization: Bearer abcdefghijklmnopqrstu",
+                  "ENV HF_TOKEN hf_abc", "plain/path/libc.so.6", "tab\there", ""):
+        assert redaction.clean(known) == redaction._CONTROL.sub(redaction._visible, redaction.redact(known))
+
+
+def _reference_plain(obj: Any) -> dict[str, Any]:
+    """model._plain before its fast paths (the authority)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if value == () and f.default is None:
+            pass
+        elif value is None or value == () or value == "" or value is False:
+            continue
+        if isinstance(value, Location):
+            value = {k: v for k, v in dataclasses.asdict(value).items() if v is not None and v is not False}
+        elif isinstance(value, enum.Enum):
+            value = value.value
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[f.name] = value
+    return out
+
+
+def test_model_json_is_the_field_walk() -> None:
+    report = h200_report(hostile=True)
+    inventory = report.targets[0].inventory
+    odd = [Package("odd", "", specifier="", extras=(), requires=(), role=Role.LOCK, index=""),
+           Binary("p", "x86_64", cuda_major=0, size=0, static_cudart=True, sm121=""), EnvVar("A", "", location=Location("f", line=0))]
+    for obj in [*inventory.packages, *inventory.binaries, *inventory.env, *odd]:
+        assert obj.to_json() == _reference_plain(obj)
+        assert list(obj.to_json()) == list(_reference_plain(obj))  # the same key order

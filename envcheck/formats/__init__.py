@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from envcheck.model import Inventory, Report
+from envcheck.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Format:
     """One output format: ``--format NAME`` renders with ``module``'s ``render``."""
 
@@ -29,7 +30,7 @@ class Format:
     inventory: bool = True  # renders the targets' inventories (False: it is given empty ones)
 
 
-@dataclass(frozen=True)
+@record
 class Rendered:
     """What a format writes: ``stdout`` (the report, or the file ``-o`` writes) and ``stderr`` lines."""
 

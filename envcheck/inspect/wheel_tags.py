@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from envcheck.records import record
 
-@dataclass(frozen=True)
+
+@record
 class WheelName:
     """What a wheel's filename says."""
 

@@ -6,7 +6,6 @@ Pure functions over the knowledge files: they say what is known and return None 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -17,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 from envcheck import knowledge
 from envcheck.model import Package
 from envcheck.profile import Profile
+from envcheck.records import record
 
 _LOCAL_CUDA = re.compile(r"(?:^|[.+])cu(\d{2,3})(?:$|[.])")
 _LOCAL_ROCM = re.compile(r"(?:^|[.+])rocm\d")
@@ -24,7 +24,7 @@ _CONDA_CUDA_LABEL = re.compile(r"(?:^|/)label/cuda-(\d+)\.\d+")
 _INDEX_TAG = re.compile(r"/whl/(?:nightly/|test/)?(cu\d{2,3}|cpu|rocm[\d.]+|xpu)(?:/|$)")
 
 
-@dataclass(frozen=True)
+@record
 class CudaBuild:
     """The CUDA build a version or URL names: ``cuda_major`` None with ``flavor`` cpu/rocm/unknown."""
 
