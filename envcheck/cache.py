@@ -2,7 +2,8 @@
 
 One JSON file per scanned root (a folder or a wheel), under ``$ENVCHECK_CACHE_DIR`` or the user cache
 folder (``$XDG_CACHE_HOME/envcheck``, default ``~/.cache/envcheck``). Entries are keyed by the file's
-path and (size, mtime_ns, inode): any change to a file makes its entry miss. A scanned folder also gets
+path and its stat (size, mtime_ns, inode; folder scans add the ctime): any change to a file makes its
+entry miss. A scanned folder also gets
 a :class:`FolderSnapshot`: its finished inventory and the stat of everything it was built from. Writes go to a temporary
 file that is renamed into place, so concurrent runs never see a torn file (the last writer wins, and a
 lost write only costs a rescan). An unreadable or corrupt cache is ignored, never an error.
@@ -139,8 +140,9 @@ _T = TypeVar("_T")
 SNAPSHOT_FORMAT = 1  # with FORMAT: what the folder readers produce
 SNAPSHOT_LIMIT = 512 << 20  # no snapshot file is read past this (the torch environment's: about 1.5 MB)
 SNAPSHOT_HEAD_LIMIT = 64 << 20  # its paths and keys, read before anything is stat'ed
-# A folder or file changed this close to the scan may change again within the same timestamp (1-10 ms on
-# Linux, 1-2 s on some file systems) and look unchanged: no snapshot is kept then (git's "racy" entries).
+# A folder or file changed (its ctime) this close to the scan may change again within the same timestamp
+# (1-10 ms on Linux, 1-2 s on some file systems) and look unchanged: no snapshot is kept then (git's "racy"
+# entries). The mtime is not looked at: tar and pip may set it anywhere, even in the future.
 RACY_NS = 2_000_000_000
 _CHANGE_KEY = operator.attrgetter("st_ino", "st_dev", "st_size", "st_mtime_ns", "st_ctime_ns")
 _KEY_LEN = 5
@@ -227,7 +229,7 @@ class FolderSnapshot:
         for n, (path, key) in enumerate(itertools.chain(folders, files)):
             if n and not (path.startswith(prefix) and len(path) > len(prefix)):
                 return self._drop()
-            if len(key) != _KEY_LEN or key[3] >= recent or key[4] >= recent:
+            if len(key) != _KEY_LEN or key[4] >= recent:  # the ctime: any later change sets it to "now"
                 return self._drop()
             if n:
                 paths.append(path[len(prefix):])

@@ -146,6 +146,19 @@ def test_a_folder_changed_just_before_the_scan_gets_no_snapshot(tmp_path: Path, 
     assert not snapshot_of(root).path.exists()  # the stale one is removed, not left to be stat'ed in vain
 
 
+def test_files_dated_in_the_future_still_get_a_snapshot(tmp_path: Path) -> None:
+    root = build_site(tmp_path / "site")
+    future = time.time() + 86400
+    os.utime(root / "ext" / "libext.so", (future, future))  # as an archive may set it; the ctime is now
+    time.sleep(SETTLE)
+    cached_scan(root)
+    assert snapshot_of(root).load(str(root)) == parts(cold_scan(root))
+    _rewrite_in_place(root / "ext" / "libext.so", (BIN / "libext_cuda12.so").read_bytes())
+    os.utime(root / "ext" / "libext.so", (future, future))  # same size, same mtime: the ctime tells
+    assert snapshot_of(root).load(str(root)) is None
+    assert parts(cached_scan(root)) == parts(cold_scan(root))  # the per-file entry misses too
+
+
 def test_a_scan_with_errors_gets_no_snapshot(tmp_path: Path) -> None:
     root = build_site(tmp_path / "site")
     (root / "ext" / "broken.so").write_bytes((BIN / "gpu_sm80.so").read_bytes()[:200])

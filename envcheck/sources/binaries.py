@@ -776,7 +776,8 @@ def _read_todo(todo: list[tuple[int, str, os.stat_result]], deep: bool,
 def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     """Every ELF file and installed distribution under ``root`` (context ``installed``).
 
-    Results per file are cached by (path, size, mtime, inode) unless ``options.use_cache`` is False.
+    Results per file are cached by (path, size, mtime, inode, ctime), and the whole inventory by the stat of
+    everything it was built from (:class:`envcheck.cache.FolderSnapshot`), unless ``options.use_cache`` is False.
     """
     root = Path(root)
     inv = Inventory(context="installed")
@@ -806,7 +807,7 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
             if path.endswith(".dist-info/METADATA"):
                 dist_dirs.append((os.path.dirname(path), st))
                 continue
-            hit = cache.get(path, (st.st_size, st.st_mtime_ns, st.st_ino)) if cache is not None else None
+            hit = cache.get(path, _file_key(st)) if cache is not None else None
             if hit is not None:
                 if hit:  # False: cached "not a binary"
                     readings.append(reading_from_cache(hit))
@@ -828,7 +829,7 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
         for at, path, st in todo:
             done = readings[at]
             assert done is not None
-            cache.put(path, (st.st_size, st.st_mtime_ns, st.st_ino), reading_to_cache(done))
+            cache.put(path, _file_key(st), reading_to_cache(done))
         cache.save()
     if outside:
         problems.append(outside_note(root, outside))
@@ -863,6 +864,11 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
         snapshot.save(str(root), started_ns, [(path, change_key(st)) for path, st in folders], files,
                       inv.packages, inv.binaries, inv.problems)
     return inv
+
+
+def _file_key(st: os.stat_result) -> tuple[int, int, int, int]:
+    """A file's key in the per-file cache: size, mtime, inode, and ctime (a rewrite that restores the mtime)."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def _from_snapshot(snapshot: FolderSnapshot, namespace: str, root: str, inv: Inventory) -> bool:
