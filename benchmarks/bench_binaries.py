@@ -3,8 +3,10 @@
     python3 benchmarks/bench_binaries.py --env .work/torch-venv --wheel .work/torch-wheel/torch-2.14.1-*.whl
 
 Measures (warm page cache; each envcheck run is a fresh process, interpreter start included):
-  * envcheck over the environment (no cache, best of 5): wall time, CPU time (user + system, which a
-    busy machine does not inflate), peak RSS (VmHWM), bytes read per ELF file;
+  * envcheck over the environment (no cache, best of 5): wall time, CPU time (user + system, of the main
+    process and its scan workers), peak RSS (VmHWM of the main process; the biggest worker's peak apart,
+    its pages shared with the main process counted), bytes read per ELF file; and the same with
+    ENVCHECK_SCAN_WORKERS=1 (no workers, best of 3);
   * `readelf -d` + `cuobjdump --list-elf --list-ptx` over the same ELF files, and whether every DT_NEEDED
     list and every arch list is identical to envcheck's (cuobjdump's own view: standard sections);
   * the cached second scan;
@@ -61,8 +63,13 @@ def timed_envcheck(cmd: list[str], env: dict[str, str]) -> tuple[float, float, i
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = usage.ru_utime + usage.ru_stime - CHILD_CPU[0]
     CHILD_CPU[0] = usage.ru_utime + usage.ru_stime
-    rss = int(err.decode(errors="replace").rsplit("MAXRSS_KB=", 1)[-1].split()[0]) / 1024 if b"MAXRSS_KB=" in err else float("nan")
+    rss = int(err.decode(errors="replace").split("\nMAXRSS_KB=", 1)[-1].split()[0]) / 1024 if b"\nMAXRSS_KB=" in err else float("nan")
+    if b"WORKERS_MAXRSS_KB=" in err:
+        WORKERS_RSS.append(int(err.decode(errors="replace").rsplit("WORKERS_MAXRSS_KB=", 1)[-1].split()[0]) / 1024)
     return wall, rss, proc.returncode, cpu
+
+
+WORKERS_RSS: list[float] = []  # peak RSS of the biggest scan worker of each run (pages shared with the main process counted)
 
 
 CHILD_CPU = [resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime + resource.getrusage(resource.RUSAGE_CHILDREN).ru_stime]
@@ -71,7 +78,9 @@ import sys
 from envcheck.cli import main
 code = main(sys.argv[1:])
 hwm = next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-sys.stderr.write(f"\\nMAXRSS_KB={hwm}\\n")
+import resource
+workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+sys.stderr.write(f"\\nMAXRSS_KB={hwm}\\nWORKERS_MAXRSS_KB={workers}\\n")
 sys.exit(code)
 """
 
@@ -105,6 +114,12 @@ def bench_env(env: Path, peers: bool) -> dict[str, object]:
     result["envcheck_no_cache_s"] = round(wall, 3)
     result["envcheck_no_cache_cpu_s"] = round(cpu, 3)
     result["envcheck_peak_rss_mb"] = round(rss, 1)
+    result["envcheck_workers_peak_rss_mb"] = round(max(WORKERS_RSS, default=0.0), 1)
+    # the same scan in the main process only (ENVCHECK_SCAN_WORKERS=1), for scale
+    wall1, rss1, _rc, cpu1 = best(3, lambda: timed_envcheck(cmd, {**base_env, "ENVCHECK_SCAN_WORKERS": "1"}))
+    result["envcheck_no_cache_serial_s"] = round(wall1, 3)
+    result["envcheck_no_cache_serial_cpu_s"] = round(cpu1, 3)
+    result["envcheck_no_cache_serial_peak_rss_mb"] = round(rss1, 1)
     # first run with the cache fills it; then the second scan
     timed_envcheck([str(env), "--format", "json"], base_env)
     wall2, rss2, _, cpu2 = best(5, lambda: timed_envcheck([str(env), "--format", "json"], base_env))

@@ -46,8 +46,11 @@ def timed(deep, job):
         fh.write(json.dumps([job[0], t, e, job[1] if job[0] == "read" else len(job[1]), job[2].st_size if job[0] == "read" else len(r.folders)]) + "\n")
     return r
 b._scan_job = timed
-t0 = time.perf_counter(); listed, read, pool = b._read_ahead(str(site), False, 16); t1 = time.perf_counter()
-items = list(b._walk(str(site), [], [], None, None, listed)); t2 = time.perf_counter(); pool and pool.close()
+t0 = time.perf_counter(); listed, read, pool, reading = b._read_ahead(str(site), False, 16); t1 = time.perf_counter()
+items = list(b._walk(str(site), [], [], None, None, listed)); t2 = time.perf_counter()
+for job, r in pool.results(): pass
+t3 = time.perf_counter(); pool.close()
+print("after replay: still reading %d, done %.3f" % (len(reading), t3 - t0))
 print("read_ahead %.3f replay %.3f folders %d read %d rerun %s" % (t1 - t0, t2 - t1, len(listed), len(read), pool and pool.rerun))
 jobs = [json.loads(l) + [int(f)] for f in os.listdir("/tmp/jobs") for l in open(f"/tmp/jobs/{f}")]
 print("jobs", len(jobs), "walk", sum(j[0] == "walk" for j in jobs), "work s %.3f" % sum(j[2] - j[1] for j in jobs),

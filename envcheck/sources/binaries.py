@@ -699,18 +699,19 @@ def _scan_job(deep: bool, job: tuple[Any, ...]) -> object:
     return _explore(job[1], job[2], JOB_FOLDERS, deep)
 
 
-def _read_ahead(root: str, deep: bool, workers: int) -> tuple[dict[str, FolderFacts], dict[str, BinaryReading], scan_workers.WorkerPool | None]:
+def _read_ahead(root: str, deep: bool, workers: int,
+                ) -> tuple[dict[str, FolderFacts], dict[str, BinaryReading], scan_workers.WorkerPool | None, set[str]]:
     """List the tree under ``root`` and read its candidate files ahead of :func:`_walk`, in worker processes
     once the tree has more than :data:`FIRST_FOLDERS` folders. Returns the folders' facts by path, the
-    readings by path and the pool (still running, for files the walk finds that were not read ahead;
-    None when no worker was needed). Nothing is judged here: :func:`_walk` still decides which files count,
-    in its order."""
+    readings by path, the pool (None when no worker was needed) and the files it is still reading: it
+    returns as soon as every folder is listed, so that the walk runs while the workers read the big files.
+    Nothing is judged here: :func:`_walk` still decides which files count, in its order."""
     listed: dict[str, FolderFacts] = {}
     read: dict[str, BinaryReading] = {}
     try:
         st = os.stat(root)
     except OSError:
-        return listed, read, None  # the walk reports it
+        return listed, read, None, set()  # the walk reports it
     root_real = os.path.realpath(root)
     listed_keys: set[tuple[int, int]] = set()
     handed_out = {(st.st_dev, st.st_ino)}  # folders some job started from or will start from
@@ -730,8 +731,10 @@ def _read_ahead(root: str, deep: bool, workers: int) -> tuple[dict[str, FolderFa
     first = _explore(starts, root_real, FIRST_FOLDERS, deep)
     left = take(first, starts)
     if not left and not first.big:
-        return listed, read, None
+        return listed, read, None, set()
     pool = scan_workers.WorkerPool(workers, partial(_scan_job, deep))
+    walking = [0]  # walk jobs handed to the pool and not yet back
+    reading: set[str] = set()
     try:
         def walk(starts: list[tuple[str, tuple[int, int]]]) -> None:
             # A few folders per job while there are many (a site-packages root has hundreds). Listing goes
@@ -740,37 +743,49 @@ def _read_ahead(root: str, deep: bool, workers: int) -> tuple[dict[str, FolderFa
             per_job = max(1, len(starts) // (workers * 4))
             for i in range(0, len(starts), per_job):
                 pool.submit(("walk", starts[i : i + per_job], root_real), priority=float("-inf"))
+                walking[0] += 1
 
         def read_big(big: list[tuple[str, os.stat_result]]) -> None:
             for path, fst in big:  # the biggest first: a 1 GB library must not start last
-                pool.submit(("read", path, fst), priority=-fst.st_size)
+                if path not in reading:
+                    reading.add(path)
+                    pool.submit(("read", path, fst), priority=-fst.st_size)
 
         walk(left)
         read_big(first.big)
-        for job, result in pool.results():
-            if job[0] == "read":
-                read[job[1]] = result
-                continue
-            walk(take(result, job[1]))
-            read_big(result.big)
+        if walking[0]:
+            for job, result in pool.results():
+                if job[0] == "read":
+                    read[job[1]] = result
+                    reading.discard(job[1])
+                    continue
+                walking[0] -= 1
+                walk(take(result, job[1]))
+                read_big(result.big)
+                if not walking[0]:
+                    break  # every folder is listed; the big files are still being read
     except BaseException:
         pool.close()
         raise
-    return listed, read, pool
+    return listed, read, pool, reading
 
 
-def _read_todo(todo: list[tuple[int, str, os.stat_result]], deep: bool,
-               pool: scan_workers.WorkerPool | None) -> Iterator[tuple[int, BinaryReading]]:
-    """Read the files of ``todo`` (index, path, stat): in ``pool``'s workers, the biggest first, else here."""
+def _read_todo(todo: list[tuple[int, str, os.stat_result]], deep: bool, pool: scan_workers.WorkerPool | None,
+               reading: set[str] | None = None) -> Iterator[tuple[int, BinaryReading]]:
+    """Read the files of ``todo`` (index, path, stat): in ``pool``'s workers, the biggest first, else here.
+    ``reading``: files the pool is reading already (they are not handed out twice)."""
     if pool is None:
         for at, path, st in todo:
             yield at, _scan_file(path, st, deep)
         return
     where = {path: at for at, path, _st in todo}
     for _at, path, st in todo:
-        pool.submit(("read", path, st), priority=-st.st_size)
-    for job, reading in pool.results():
-        yield where[job[1]], reading
+        if reading is None or path not in reading:
+            pool.submit(("read", path, st), priority=-st.st_size)
+    for job, done in pool.results():
+        index = where.get(job[1])
+        if index is not None:  # else a file the walk did not take (a second hard link)
+            yield index, done
 
 
 def scan_folder(root: Path, options: ReadOptions) -> Inventory:
@@ -797,12 +812,14 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     outside: list[str] = []
     workers = scan_workers.worker_count(options.scan_workers) if scan_workers.can_fork() else 1
     pool: scan_workers.WorkerPool | None = None
+    early: list[tuple[str, _Distribution | None, list[ReadProblem]]] | None = None
     try:
         listed: dict[str, FolderFacts] | None = None
         read_ahead: dict[str, BinaryReading] = {}
+        reading: set[str] = set()
         if cache is None and workers > 1:
             # No cache: worker processes list the folders and read the files while the tree is walked.
-            listed, read_ahead, pool = _read_ahead(str(root), deep, workers)
+            listed, read_ahead, pool, reading = _read_ahead(str(root), deep, workers)
         for path, st in _recorded(_walk(root, problems, outside, cache, folders, listed), walked if snapshot is not None else None):
             if path.endswith(".dist-info/METADATA"):
                 dist_dirs.append((os.path.dirname(path), st))
@@ -818,10 +835,15 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
                 continue
             todo.append((len(readings), path, st))
             readings.append(None)
+        if reading:
+            # The workers still read big files: read the distributions meanwhile, RECORD kept for every
+            # file the walk took (a superset of the binaries, so the same owners).
+            taken = [path for _at, path, _st in todo] + [r.binary.path for r in readings if r is not None and r.binary is not None]
+            early = _dist_infos(dist_dirs, {*taken, *map(os.path.normpath, taken)})
         if pool is None and workers > 1 and len(todo) >= POOL_FILES:
             pool = scan_workers.WorkerPool(min(workers, len(todo)), partial(_scan_job, deep))
-        for at, reading in _read_todo(todo, deep, pool):
-            readings[at] = reading
+        for at, got in _read_todo(todo, deep, pool, reading):
+            readings[at] = got
     finally:
         if pool is not None:
             pool.close()
@@ -837,8 +859,7 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     found = [r.binary.path for r in readings if r is not None and r.binary is not None]
     wanted = {*found, *map(os.path.normpath, found)}
     records: list[tuple[str, tuple[int, ...]]] = []  # RECORD files read, for the snapshot
-    for info_dir, _st in dist_dirs:
-        dist, probs = _read_dist_info(Path(info_dir), Path(info_dir).parent, wanted)
+    for info_dir, dist, probs in early if early is not None else _dist_infos(dist_dirs, wanted):
         problems.extend(probs)
         if dist is None:
             continue
@@ -869,6 +890,12 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
 def _file_key(st: os.stat_result) -> tuple[int, int, int, int]:
     """A file's key in the per-file cache: size, mtime, inode, and ctime (a rewrite that restores the mtime)."""
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+
+def _dist_infos(dist_dirs: list[tuple[str, os.stat_result]], wanted: set[str],
+                ) -> list[tuple[str, _Distribution | None, list[ReadProblem]]]:
+    """Each ``*.dist-info`` folder read (:func:`_read_dist_info`), in walk order."""
+    return [(info_dir, *_read_dist_info(Path(info_dir), Path(info_dir).parent, wanted)) for info_dir, _st in dist_dirs]
 
 
 def _from_snapshot(snapshot: FolderSnapshot, namespace: str, root: str, inv: Inventory) -> bool:

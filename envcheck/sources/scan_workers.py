@@ -69,7 +69,8 @@ def can_fork() -> bool:
 
 
 class WorkerPool:
-    """Forked processes running ``work(job)`` for the jobs given to :meth:`submit`.
+    """Up to ``count`` forked processes running ``work(job)`` for the jobs given to :meth:`submit` (each
+    forked when a job waits for it).
 
     ``work`` must be a function of the job alone (it is inherited by the fork, never pickled); jobs and
     results are pickled. Every submitted job yields exactly one ``(job, result)`` from :meth:`results`,
@@ -89,8 +90,7 @@ class WorkerPool:
         self._lost: list[Any] = []  # jobs of workers that died, run in this process
         self._sequence = 0
         self._poll = select.poll()
-        for index in range(count):
-            self._fork(index)
+        self._count = count  # forked when there is a job for them: the first starts at once
 
     def _fork(self, index: int) -> None:
         jobs_read, jobs_write = os.pipe()
@@ -127,7 +127,7 @@ class WorkerPool:
             if not any(self._busy.values()):
                 if not self._queue:
                     return
-                if not self._jobs_fd:  # every worker is gone: the rest runs here
+                if not self._jobs_fd and len(self.pids) >= self._count:  # every worker is gone: the rest runs here
                     _priority, _seq, job = heapq.heappop(self._queue)
                     self.rerun += 1
                     yield job, self.work(job)
@@ -140,9 +140,12 @@ class WorkerPool:
                 yield job, self.work(job)
 
     def _hand_out(self) -> None:
-        for index, held in self._busy.items():
-            if held is not None or not self._queue:
-                continue
+        idle = [index for index, held in self._busy.items() if held is None]
+        while self._queue and (idle or len(self.pids) < self._count):
+            if not idle:
+                idle.append(len(self.pids))
+                self._fork(len(self.pids))
+            index = idle.pop()
             _priority, seq, job = heapq.heappop(self._queue)
             payload = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)
             self._busy[index] = (seq, job)
