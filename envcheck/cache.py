@@ -21,6 +21,7 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +30,7 @@ from envcheck.model import Binary, Location, Package, ReadProblem, Role
 
 # Bump when what the readers produce changes, so old entries are not reused.
 FORMAT = 6
+SCAN_CACHE_LIMIT = 512 << 20  # a per-file cache file bigger than this is not read (the torch environment's: 2 MB)
 
 
 def cache_dir() -> Path:
@@ -49,14 +51,14 @@ class ScanCache:
         self._old: dict[str, list[Any]] = {}
         self._new: dict[str, list[Any]] = {}
         self._dirty = False
+        raw = _read_bounded(self.path, SCAN_CACHE_LIMIT)
         try:
-            with open(self.path, encoding="utf-8") as fh:
-                data = json.load(fh)
-            if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("files"), dict):
-                self._old = data["files"]
-                touch(self.path)
-        except (OSError, ValueError):
-            self._old = {}
+            data = json.loads(raw) if raw is not None else None
+        except (ValueError, RecursionError):
+            data = None
+        if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("files"), dict):
+            self._old = data["files"]
+            touch(self.path)
 
     @staticmethod
     def file_of(namespace: str, directory: Path | None = None) -> Path:
@@ -69,16 +71,22 @@ class ScanCache:
         """Mark the entries of ``namespace`` as used now, without reading them."""
         touch(cls.file_of(namespace, directory))
 
-    def get(self, path: str, key: tuple[int, ...]) -> Any | None:
-        """The cached value for ``path`` if its change key matches; None on a miss.
+    def get(self, path: str, key: tuple[int, ...], decode: Callable[[Any], Any] | None = None) -> Any | None:
+        """The cached value for ``path`` if its change key matches; None on a miss. With ``decode``, the value
+        it makes of the cached one, and a miss when it raises TypeError, ValueError, KeyError or IndexError
+        (the cache is untrusted: a value of the wrong shape is read again, never an error).
 
         A cached "nothing here" (a non-ELF file) is returned as ``False``.
         """
         entry = self._old.get(path)
-        if entry is None or tuple(entry[0]) != key:
+        try:
+            if entry is None or tuple(entry[0]) != key:
+                return None
+            value = False if entry[1] is None else decode(entry[1]) if decode is not None else entry[1]
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError):
             return None
         self._new[path] = entry
-        return False if entry[1] is None else entry[1]
+        return value
 
     def put(self, path: str, key: tuple[int, ...], value: Any) -> None:
         """Remember ``value`` (JSON data, or None for "nothing here") for ``path`` at ``key``."""
@@ -315,6 +323,25 @@ def _own_location(path: str) -> Location:
     return _frozen(Location, {"path": path, **_LOCATION_DEFAULTS})
 
 
+def checked_binary(data: Any) -> Binary:
+    """:func:`binary_from_json` for untrusted data: TypeError unless every key is a :class:`Binary` field
+    holding a value of that field's JSON type (the path and machine present)."""
+    if type(data) is not dict or not data.keys() <= _COLUMN_TYPES.keys():
+        raise TypeError("binary")
+    values: dict[str, Any] = {}
+    for name, value in data.items():
+        if type(value) not in _COLUMN_TYPES[name]:
+            raise TypeError(name)
+        if name in _STR_TUPLES:
+            if not set(map(type, value)) <= {str}:
+                raise TypeError(name)
+            value = tuple(value)
+        elif name == "location" and value is not None:
+            value = checked_location(value)
+        values[name] = value
+    return Binary(**values)
+
+
 def _location_to_json(loc: Location | None, path: str) -> int | dict[str, Any] | None:
     if loc is None:
         return None
@@ -325,7 +352,8 @@ _LOCATION_TYPES = {"path": (str,), "line": (int,), "offset": (int,), "member": (
                    "fallback": (bool,)}
 
 
-def _location(data: Any) -> Location:
+def checked_location(data: Any) -> Location:
+    """A :class:`Location` from its ``to_json()`` form for untrusted data: TypeError for any other shape."""
     if type(data) is not dict or not data.keys() <= _LOCATION_TYPES.keys() or "path" not in data:
         raise TypeError("location")
     for key, value in data.items():
@@ -357,7 +385,7 @@ def _inventory_from_json(data: Any) -> tuple[list[Package], list[Binary], list[R
     for name in _STR_TUPLES:
         if not set(map(type, itertools.chain.from_iterable(columns[name]))) <= {str}:
             raise TypeError(name)
-    locations = [_own_location(path) if loc == 0 and type(loc) is int else None if loc is None else _location(loc)
+    locations = [_own_location(path) if loc == 0 and type(loc) is int else None if loc is None else checked_location(loc)
                  for path, loc in zip(columns["path"], columns["location"], strict=True)]
     values = zip(*(locations if name == "location" else map(tuple, columns[name]) if name in _STR_TUPLES else columns[name]
                    for name in _BINARY_FIELDS), strict=True)
@@ -375,7 +403,7 @@ def _inventory_from_json(data: Any) -> tuple[list[Package], list[Binary], list[R
         message, loc, service, note, fix = row
         if not (type(message) is str and type(service) is bool and type(note) is bool and type(fix) is str):
             raise TypeError("problems")
-        problems.append(ReadProblem(message, _location(loc) if loc is not None else None, service=service, note=note, fix=fix))
+        problems.append(ReadProblem(message, checked_location(loc) if loc is not None else None, service=service, note=note, fix=fix))
     return packages, binaries, problems
 
 
