@@ -2,7 +2,8 @@
 
 One JSON file per scanned root (a folder or a wheel), under ``$ENVCHECK_CACHE_DIR`` or the user cache
 folder (``$XDG_CACHE_HOME/envcheck``, default ``~/.cache/envcheck``). Entries are keyed by the file's
-path and (size, mtime_ns, inode): any change to a file makes its entry miss. A scanned folder also gets
+path and its stat (size, mtime_ns, inode; folder scans add the ctime): any change to a file makes its
+entry miss. A scanned folder also gets
 a :class:`FolderSnapshot`: its finished inventory and the stat of everything it was built from. Writes go to a temporary
 file that is renamed into place, so concurrent runs never see a torn file (the last writer wins, and a
 lost write only costs a rescan). An unreadable or corrupt cache is ignored, never an error.
@@ -20,6 +21,7 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,6 +30,7 @@ from envcheck.model import Binary, Location, Package, ReadProblem, Role
 
 # Bump when what the readers produce changes, so old entries are not reused.
 FORMAT = 6
+SCAN_CACHE_LIMIT = 512 << 20  # a per-file cache file bigger than this is not read (the torch environment's: 2 MB)
 
 
 def cache_dir() -> Path:
@@ -48,14 +51,14 @@ class ScanCache:
         self._old: dict[str, list[Any]] = {}
         self._new: dict[str, list[Any]] = {}
         self._dirty = False
+        raw = _read_bounded(self.path, SCAN_CACHE_LIMIT)
         try:
-            with open(self.path, encoding="utf-8") as fh:
-                data = json.load(fh)
-            if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("files"), dict):
-                self._old = data["files"]
-                touch(self.path)
-        except (OSError, ValueError):
-            self._old = {}
+            data = json.loads(raw) if raw is not None else None
+        except (ValueError, RecursionError):
+            data = None
+        if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("files"), dict):
+            self._old = data["files"]
+            touch(self.path)
 
     @staticmethod
     def file_of(namespace: str, directory: Path | None = None) -> Path:
@@ -68,16 +71,22 @@ class ScanCache:
         """Mark the entries of ``namespace`` as used now, without reading them."""
         touch(cls.file_of(namespace, directory))
 
-    def get(self, path: str, key: tuple[int, ...]) -> Any | None:
-        """The cached value for ``path`` if its change key matches; None on a miss.
+    def get(self, path: str, key: tuple[int, ...], decode: Callable[[Any], Any] | None = None) -> Any | None:
+        """The cached value for ``path`` if its change key matches; None on a miss. With ``decode``, the value
+        it makes of the cached one, and a miss when it raises TypeError, ValueError, KeyError or IndexError
+        (the cache is untrusted: a value of the wrong shape is read again, never an error).
 
         A cached "nothing here" (a non-ELF file) is returned as ``False``.
         """
         entry = self._old.get(path)
-        if entry is None or tuple(entry[0]) != key:
+        try:
+            if entry is None or tuple(entry[0]) != key:
+                return None
+            value = False if entry[1] is None else decode(entry[1]) if decode is not None else entry[1]
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError):
             return None
         self._new[path] = entry
-        return False if entry[1] is None else entry[1]
+        return value
 
     def put(self, path: str, key: tuple[int, ...], value: Any) -> None:
         """Remember ``value`` (JSON data, or None for "nothing here") for ``path`` at ``key``."""
@@ -139,8 +148,9 @@ _T = TypeVar("_T")
 SNAPSHOT_FORMAT = 1  # with FORMAT: what the folder readers produce
 SNAPSHOT_LIMIT = 512 << 20  # no snapshot file is read past this (the torch environment's: about 1.5 MB)
 SNAPSHOT_HEAD_LIMIT = 64 << 20  # its paths and keys, read before anything is stat'ed
-# A folder or file changed this close to the scan may change again within the same timestamp (1-10 ms on
-# Linux, 1-2 s on some file systems) and look unchanged: no snapshot is kept then (git's "racy" entries).
+# A folder or file changed (its ctime) this close to the scan may change again within the same timestamp
+# (1-10 ms on Linux, 1-2 s on some file systems) and look unchanged: no snapshot is kept then (git's "racy"
+# entries). The mtime is not looked at: tar and pip may set it anywhere, even in the future.
 RACY_NS = 2_000_000_000
 _CHANGE_KEY = operator.attrgetter("st_ino", "st_dev", "st_size", "st_mtime_ns", "st_ctime_ns")
 _KEY_LEN = 5
@@ -227,7 +237,7 @@ class FolderSnapshot:
         for n, (path, key) in enumerate(itertools.chain(folders, files)):
             if n and not (path.startswith(prefix) and len(path) > len(prefix)):
                 return self._drop()
-            if len(key) != _KEY_LEN or key[3] >= recent or key[4] >= recent:
+            if len(key) != _KEY_LEN or key[4] >= recent:  # the ctime: any later change sets it to "now"
                 return self._drop()
             if n:
                 paths.append(path[len(prefix):])
@@ -313,6 +323,25 @@ def _own_location(path: str) -> Location:
     return _frozen(Location, {"path": path, **_LOCATION_DEFAULTS})
 
 
+def checked_binary(data: Any) -> Binary:
+    """:func:`binary_from_json` for untrusted data: TypeError unless every key is a :class:`Binary` field
+    holding a value of that field's JSON type (the path and machine present)."""
+    if type(data) is not dict or not data.keys() <= _COLUMN_TYPES.keys():
+        raise TypeError("binary")
+    values: dict[str, Any] = {}
+    for name, value in data.items():
+        if type(value) not in _COLUMN_TYPES[name]:
+            raise TypeError(name)
+        if name in _STR_TUPLES:
+            if not set(map(type, value)) <= {str}:
+                raise TypeError(name)
+            value = tuple(value)
+        elif name == "location" and value is not None:
+            value = checked_location(value)
+        values[name] = value
+    return Binary(**values)
+
+
 def _location_to_json(loc: Location | None, path: str) -> int | dict[str, Any] | None:
     if loc is None:
         return None
@@ -323,7 +352,8 @@ _LOCATION_TYPES = {"path": (str,), "line": (int,), "offset": (int,), "member": (
                    "fallback": (bool,)}
 
 
-def _location(data: Any) -> Location:
+def checked_location(data: Any) -> Location:
+    """A :class:`Location` from its ``to_json()`` form for untrusted data: TypeError for any other shape."""
     if type(data) is not dict or not data.keys() <= _LOCATION_TYPES.keys() or "path" not in data:
         raise TypeError("location")
     for key, value in data.items():
@@ -355,7 +385,7 @@ def _inventory_from_json(data: Any) -> tuple[list[Package], list[Binary], list[R
     for name in _STR_TUPLES:
         if not set(map(type, itertools.chain.from_iterable(columns[name]))) <= {str}:
             raise TypeError(name)
-    locations = [_own_location(path) if loc == 0 and type(loc) is int else None if loc is None else _location(loc)
+    locations = [_own_location(path) if loc == 0 and type(loc) is int else None if loc is None else checked_location(loc)
                  for path, loc in zip(columns["path"], columns["location"], strict=True)]
     values = zip(*(locations if name == "location" else map(tuple, columns[name]) if name in _STR_TUPLES else columns[name]
                    for name in _BINARY_FIELDS), strict=True)
@@ -373,7 +403,7 @@ def _inventory_from_json(data: Any) -> tuple[list[Package], list[Binary], list[R
         message, loc, service, note, fix = row
         if not (type(message) is str and type(service) is bool and type(note) is bool and type(fix) is str):
             raise TypeError("problems")
-        problems.append(ReadProblem(message, _location(loc) if loc is not None else None, service=service, note=note, fix=fix))
+        problems.append(ReadProblem(message, checked_location(loc) if loc is not None else None, service=service, note=note, fix=fix))
     return packages, binaries, problems
 
 

@@ -69,7 +69,7 @@ def cold_scan(root: Path) -> Inventory:
     return scan_folder(root, ReadOptions(use_cache=False))
 
 
-def test_an_unchanged_folder_comes_from_its_snapshot(tmp_path: Path) -> None:
+def test_an_unchanged_folder_comes_from_its_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = build_site(tmp_path / "site")
     cold = cold_scan(root)
     assert {b.distribution for b in cold.binaries} == {"cuda13-ext", "other", None}  # libk.so: no RECORD names it
@@ -83,7 +83,7 @@ def test_an_unchanged_folder_comes_from_its_snapshot(tmp_path: Path) -> None:
         path.unlink()
     assert parts(cached_scan(root)) == parts(cold)
     # a relative root names other paths: not answered by the absolute root's snapshot
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     assert snapshot_of(Path("site")).load("site") is None
     assert parts(cached_scan(Path("site"))) == parts(cold_scan(Path("site")))
 
@@ -144,6 +144,19 @@ def test_a_folder_changed_just_before_the_scan_gets_no_snapshot(tmp_path: Path, 
     monkeypatch.setattr(cache, "RACY_NS", 2_000_000_000)
     assert parts(cached_scan(root)) == parts(cold_scan(root))
     assert not snapshot_of(root).path.exists()  # the stale one is removed, not left to be stat'ed in vain
+
+
+def test_files_dated_in_the_future_still_get_a_snapshot(tmp_path: Path) -> None:
+    root = build_site(tmp_path / "site")
+    future = time.time() + 86400
+    os.utime(root / "ext" / "libext.so", (future, future))  # as an archive may set it; the ctime is now
+    time.sleep(SETTLE)
+    cached_scan(root)
+    assert snapshot_of(root).load(str(root)) == parts(cold_scan(root))
+    _rewrite_in_place(root / "ext" / "libext.so", (BIN / "libext_cuda12.so").read_bytes())
+    os.utime(root / "ext" / "libext.so", (future, future))  # same size, same mtime: the ctime tells
+    assert snapshot_of(root).load(str(root)) is None
+    assert parts(cached_scan(root)) == parts(cold_scan(root))  # the per-file entry misses too
 
 
 def test_a_scan_with_errors_gets_no_snapshot(tmp_path: Path) -> None:
@@ -228,3 +241,65 @@ def test_the_cache_folder_is_private(tmp_path: Path, private_cache: Path) -> Non
     cached_scan(root)
     assert private_cache.stat().st_mode & 0o777 == 0o700
     assert snapshot_of(root).path.exists()
+
+
+# ---- the per-file cache (scan-*.json) is untrusted too: what the snapshot falls back to ----------------------
+
+
+def _edit_entries(path: Path, edit: Callable[[str, list[object]], None]) -> None:
+    data = json.loads(path.read_text())
+    for name, entry in data["files"].items():
+        edit(name, entry)
+    path.write_text(json.dumps(data))
+
+
+def _walk_entry(edit: Callable[[dict[str, list[str]]], None]) -> Callable[[str, list[object]], None]:
+    def apply(name: str, entry: list[object]) -> None:
+        if name.startswith("\0walk:") and isinstance(entry[1], dict):
+            edit(entry[1])  # type: ignore[arg-type]
+    return apply
+
+
+def _file_entry(edit: Callable[[dict[str, object]], None]) -> Callable[[str, list[object]], None]:
+    def apply(name: str, entry: list[object]) -> None:
+        if not name.startswith("\0walk:") and isinstance(entry[1], dict):
+            edit(entry[1])  # type: ignore[arg-type]
+    return apply
+
+
+PER_FILE_HOSTILE: dict[str, Callable[[Path], None]] = {
+    "garbage": lambda p: p.write_bytes(os.urandom(3000)),
+    "truncated": lambda p: p.write_bytes(p.read_bytes()[:-100]),
+    "deep nesting": lambda p: p.write_text('{"format": 6, "files": ' + "[" * 100000 + "]" * 100000 + "}"),
+    "entries not lists": lambda p: _edit_entries(p, lambda name, entry: entry.__setitem__(0, 5)),
+    "a listing leading out of the folder": lambda p: _edit_entries(p, _walk_entry(lambda v: v["f"].append("../../../bin/ls"))),
+    "a listing of numbers": lambda p: _edit_entries(p, _walk_entry(lambda v: v.__setitem__("d", [1, 2]))),
+    "a listing without its kinds": lambda p: _edit_entries(p, _walk_entry(lambda v: v.pop("l"))),
+    "a binary with an unknown field": lambda p: _edit_entries(p, _file_entry(lambda v: v["binary"].__setitem__("evil", 1))),  # type: ignore[index]
+    "needed a string": lambda p: _edit_entries(p, _file_entry(lambda v: v["binary"].__setitem__("needed", "libc.so.6"))),  # type: ignore[index]
+    "a binary without its path": lambda p: _edit_entries(p, _file_entry(lambda v: v["binary"].pop("path"))),  # type: ignore[attr-defined]
+    "a problem not an object": lambda p: _edit_entries(p, _file_entry(lambda v: v.__setitem__("problems", ["x"]))),
+    "a location of the wrong type": lambda p: _edit_entries(p, _file_entry(lambda v: v["binary"].__setitem__("location", {"path": 3}))),  # type: ignore[index]
+}
+
+
+@pytest.mark.parametrize("hostile", sorted(PER_FILE_HOSTILE))
+def test_a_broken_or_hostile_per_file_cache_is_ignored(tmp_path: Path, hostile: str) -> None:
+    root = build_site(tmp_path / "site")
+    cold = parts(cold_scan(root))
+    cached_scan(root)
+    snapshot_of(root).path.unlink()
+    [per_file] = (tmp_path / "cache").glob("scan-*.json")
+    PER_FILE_HOSTILE[hostile](per_file)
+    assert parts(cached_scan(root)) == cold
+
+
+def test_a_per_file_cache_over_its_limit_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = build_site(tmp_path / "site")
+    cached_scan(root)
+    snapshot_of(root).path.unlink()
+    [per_file] = (tmp_path / "cache").glob("scan-*.json")
+    assert cache.ScanCache(f"folder:{os.path.abspath(root)}:deep=False").get(str(root / "ext" / "libext.so"), (0,)) is None
+    monkeypatch.setattr(cache, "SCAN_CACHE_LIMIT", per_file.stat().st_size - 1)
+    assert cache.ScanCache(f"folder:{os.path.abspath(root)}:deep=False")._old == {}
+    assert parts(cached_scan(root)) == parts(cold_scan(root))

@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from envcheck.cache import FolderSnapshot, ScanCache, binary_from_json, change_key
+from envcheck.cache import FolderSnapshot, ScanCache, change_key, checked_binary, checked_location
 from envcheck.errors import InputError
 from envcheck.inspect import fatbin
 from envcheck.inspect.elf import (
@@ -564,7 +564,7 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
             if folders is not None:
                 folders.append((folder, fst))
             key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev, fst.st_ctime_ns)  # ctime: a chmod (made unreadable) too
-            kept = cache.get(_WALK_PREFIX + folder, key) if cache is not None else None
+            kept = cache.get(_WALK_PREFIX + folder, key, _listing) if cache is not None else None
             if kept:
                 listing = kept
             else:
@@ -792,7 +792,8 @@ def _read_todo(todo: list[tuple[int, str, os.stat_result]], deep: bool, pool: sc
 def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     """Every ELF file and installed distribution under ``root`` (context ``installed``).
 
-    Results per file are cached by (path, size, mtime, inode) unless ``options.use_cache`` is False.
+    Results per file are cached by (path, size, mtime, inode, ctime), and the whole inventory by the stat of
+    everything it was built from (:class:`envcheck.cache.FolderSnapshot`), unless ``options.use_cache`` is False.
     """
     root = Path(root)
     inv = Inventory(context="installed")
@@ -824,10 +825,10 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
             if path.endswith(".dist-info/METADATA"):
                 dist_dirs.append((os.path.dirname(path), st))
                 continue
-            hit = cache.get(path, (st.st_size, st.st_mtime_ns, st.st_ino)) if cache is not None else None
+            hit = cache.get(path, _file_key(st), reading_from_cache) if cache is not None else None
             if hit is not None:
                 if hit:  # False: cached "not a binary"
-                    readings.append(reading_from_cache(hit))
+                    readings.append(hit)
                 continue
             ahead = read_ahead.get(path)
             if ahead is not None:
@@ -851,7 +852,7 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
         for at, path, st in todo:
             done = readings[at]
             assert done is not None
-            cache.put(path, (st.st_size, st.st_mtime_ns, st.st_ino), reading_to_cache(done))
+            cache.put(path, _file_key(st), reading_to_cache(done))
         cache.save()
     if outside:
         problems.append(outside_note(root, outside))
@@ -885,6 +886,11 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
         snapshot.save(str(root), started_ns, [(path, change_key(st)) for path, st in folders], files,
                       inv.packages, inv.binaries, inv.problems)
     return inv
+
+
+def _file_key(st: os.stat_result) -> tuple[int, int, int, int]:
+    """A file's key in the per-file cache: size, mtime, inode, and ctime (a rewrite that restores the mtime)."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def _dist_infos(dist_dirs: list[tuple[str, os.stat_result]], wanted: set[str],
@@ -925,15 +931,32 @@ def reading_to_cache(reading: BinaryReading) -> dict[str, object] | None:
 
 
 def reading_from_cache(value: object) -> BinaryReading:
-    """The reading that :func:`reading_to_cache` stored."""
-    if not isinstance(value, dict):
-        return BinaryReading(None)
-    b = value.get("binary")
+    """The reading that :func:`reading_to_cache` stored. The cache is untrusted: anything of another shape
+    raises TypeError or KeyError (the file is read again), never a wrong reading."""
+    if type(value) is not dict or not value.keys() <= {"binary", "problems"} or type(value.get("problems", [])) is not list:
+        raise TypeError("reading")
     probs = []
-    for p in value.get("problems") or []:
+    for p in value.get("problems", []):
+        if type(p) is not dict or not p.keys() <= {"message", "location"} or type(p["message"]) is not str:
+            raise TypeError("problem")
         loc = p.get("location")
-        probs.append(ReadProblem(p["message"], Location(**loc) if loc else None))
-    return BinaryReading(binary_from_json(b) if b else None, probs)
+        probs.append(ReadProblem(p["message"], checked_location(loc) if loc is not None else None))
+    b = value.get("binary")
+    return BinaryReading(checked_binary(b) if b is not None else None, probs)
+
+
+def _listing(value: object) -> dict[str, list[str]]:
+    """A folder's listing as the walk cache stored it (:func:`_list_folder`); TypeError for anything else,
+    such as a name with a path separator (it would lead out of the folder)."""
+    if type(value) is not dict or value.keys() != {"d", "f", "l", "x"}:
+        raise TypeError("listing")
+    for names in value.values():
+        if type(names) is not list:
+            raise TypeError("listing")
+        for name in names:
+            if type(name) is not str or name in ("", ".", "..") or os.sep in name or "\0" in name:
+                raise TypeError("listing")
+    return value
 
 
 def site_packages_of(python: str) -> list[Path]:

@@ -348,9 +348,9 @@ def _read_members(path: str, st: os.stat_result, infos: list[zipfile.ZipInfo], o
     out: dict[str, BinaryReading] = {}
     todo = []
     for info in infos:
-        hit = cache.get(info.filename, (*wheel_key, info.CRC)) if cache is not None else None
+        hit = cache.get(info.filename, (*wheel_key, info.CRC), reading_from_cache) if cache is not None else None
         if hit is not None:
-            out[info.filename] = reading_from_cache(hit)
+            out[info.filename] = hit or BinaryReading(None)  # False: cached "not a binary"
         else:
             todo.append(info)
     workers = max(1, min(len(todo), os.cpu_count() or 1, 8))
