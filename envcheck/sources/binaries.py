@@ -486,16 +486,15 @@ def _list_folder(folder: str, root_real: str, problems: list[ReadProblem]) -> di
     return listing
 
 
-class FolderFacts(NamedTuple):
-    """What the walk needs from the filesystem about one folder: :func:`_list_folder`'s listing (None when
-    the folder cannot be listed) and its problems, the ``f`` files' stats (not following links; a string
-    says why not) and the ``d`` entries' (st_dev, st_ino) when they are folders (None: not a folder, or
-    no stat)."""
-
-    listing: dict[str, list[str]] | None
-    problems: list[ReadProblem]
-    files: dict[str, os.stat_result | str]
-    dirs: dict[str, tuple[int, int] | None]
+# What the walk needs from the filesystem about one folder, as plain tuples (worker processes send one per
+# folder: 7,800 on a CUDA torch environment, and tuples are the cheapest to unpickle): the problems met
+# listing it, then by :func:`_list_folder`'s kinds the ``x`` names (None when the folder cannot be listed),
+# the ``f`` names and their stats (not following links; a string says why not), the ``l`` names, the ``d``
+# names and their (st_dev, st_ino) when they are folders (None: not a folder, or no stat).
+FolderFacts = tuple[
+    tuple[ReadProblem, ...], "tuple[str, ...] | None", tuple[str, ...], "tuple[os.stat_result | str, ...]",
+    tuple[str, ...], tuple[str, ...], "tuple[tuple[int, int] | None, ...]",
+]
 
 
 def folder_facts(folder: str, root_real: str) -> FolderFacts:
@@ -503,23 +502,24 @@ def folder_facts(folder: str, root_real: str) -> FolderFacts:
     problems: list[ReadProblem] = []
     listing = _list_folder(folder, root_real, problems)
     if listing is None:
-        return FolderFacts(None, problems, {}, {})
+        return tuple(problems), None, (), (), (), (), ()
     prefix = folder if folder.endswith(os.sep) else folder + os.sep
-    files: dict[str, os.stat_result | str] = {}
+    files: list[os.stat_result | str] = []
     for name in listing["f"]:
         try:
-            files[name] = os.stat(prefix + name, follow_symlinks=False)
+            files.append(os.stat(prefix + name, follow_symlinks=False))
         except OSError as exc:
-            files[name] = str(exc.strerror or exc)
-    dirs: dict[str, tuple[int, int] | None] = {}
+            files.append(str(exc.strerror or exc))
+    dirs: list[tuple[int, int] | None] = []
     for name in listing["d"]:
         try:
             sst = os.stat(prefix + name)
         except OSError:
-            dirs[name] = None
+            dirs.append(None)
             continue
-        dirs[name] = (sst.st_dev, sst.st_ino) if stat.S_ISDIR(sst.st_mode) else None
-    return FolderFacts(listing, problems, files, dirs)
+        dirs.append((sst.st_dev, sst.st_ino) if stat.S_ISDIR(sst.st_mode) else None)
+    return (tuple(problems), tuple(listing["x"]), tuple(listing["f"]), tuple(files), tuple(listing["l"]),
+            tuple(listing["d"]), tuple(dirs))
 
 
 def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
@@ -552,44 +552,49 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
     stack: list[tuple[str, os.stat_result | None]] = [(root, st)]
     while stack:
         folder, fst = stack.pop()
-        facts = None
-        if listed is not None:
-            facts = listed.get(folder) or folder_facts(folder, root_real)
-            problems.extend(facts.problems)
-            if facts.listing is None:
-                continue
-            listing = facts.listing
-        else:
-            assert fst is not None
-            if folders is not None:
-                folders.append((folder, fst))
-            key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev, fst.st_ctime_ns)  # ctime: a chmod (made unreadable) too
-            kept = cache.get(_WALK_PREFIX + folder, key, _listing) if cache is not None else None
-            if kept:
-                listing = kept
-            else:
-                fresh = _list_folder(folder, root_real, problems)
-                if fresh is None:
-                    continue
-                listing = fresh
-                if cache is not None:
-                    cache.put(_WALK_PREFIX + folder, key, listing)
         prefix = folder if folder.endswith(os.sep) else folder + os.sep
-        outside.extend(prefix + name for name in listing["x"])
-        for name in listing["f"]:
-            path = prefix + name
-            if facts is not None:
-                got = facts.files[name]
+        if listed is not None:  # the same steps as below, over what the workers listed and stat'ed
+            probs, x_names, f_names, f_stats, l_names, d_names, d_keys = listed.get(folder) or folder_facts(folder, root_real)
+            problems.extend(probs)
+            if x_names is None:
+                continue
+            outside.extend(prefix + name for name in x_names)
+            for name, got in zip(f_names, f_stats, strict=True):
+                path = prefix + name
                 if isinstance(got, str):
                     problems.append(ReadProblem(f"{path}: cannot stat: {got}", Location(path)))
                     continue
-                est = got
-            else:
-                try:
-                    est = os.stat(path, follow_symlinks=False)
-                except OSError as exc:
-                    problems.append(ReadProblem(f"{path}: cannot stat: {exc.strerror or exc}", Location(path)))
-                    continue
+                fkey = (got.st_dev, got.st_ino)
+                if stat.S_ISREG(got.st_mode) and fkey not in seen_files and (name == "METADATA" or may_be_binary(name, got.st_mode)):
+                    seen_files.add(fkey)
+                    yield path, got
+            linked.extend(prefix + name for name in l_names)
+            found: list[tuple[str, os.stat_result | None]] = []
+            for name, dkey in zip(d_names, d_keys, strict=True):
+                if dkey is not None and dkey not in seen_dirs:
+                    seen_dirs.add(dkey)
+                    found.append((prefix + name, None))
+            stack.extend(reversed(found))
+            continue
+        assert fst is not None
+        if folders is not None:
+            folders.append((folder, fst))
+        key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev, fst.st_ctime_ns)  # ctime: a chmod (made unreadable) too
+        listing = cache.get(_WALK_PREFIX + folder, key, _listing) if cache is not None else None
+        if not listing:
+            listing = _list_folder(folder, root_real, problems)
+            if listing is None:
+                continue
+            if cache is not None:
+                cache.put(_WALK_PREFIX + folder, key, listing)
+        outside.extend(prefix + name for name in listing["x"])
+        for name in listing["f"]:
+            path = prefix + name
+            try:
+                est = os.stat(path, follow_symlinks=False)
+            except OSError as exc:
+                problems.append(ReadProblem(f"{path}: cannot stat: {exc.strerror or exc}", Location(path)))
+                continue
             fkey = (est.st_dev, est.st_ino)
             # the mode again: a cached listing may hold a file listed for an executable bit it lost since
             if stat.S_ISREG(est.st_mode) and fkey not in seen_files and (name == "METADATA" or may_be_binary(name, est.st_mode)):
@@ -599,12 +604,6 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
         subdirs: list[tuple[str, os.stat_result | None]] = []
         for name in listing["d"]:
             path = prefix + name
-            if facts is not None:
-                dkey = facts.dirs[name]
-                if dkey is not None and dkey not in seen_dirs:
-                    seen_dirs.add(dkey)
-                    subdirs.append((path, None))
-                continue
             try:
                 sst = os.stat(path)
             except OSError:
@@ -672,11 +671,11 @@ def _explore(starts: list[tuple[str, tuple[int, int]]], root_real: str, folders:
         folder, key = stack.pop()
         facts = folder_facts(folder, root_real)
         out.folders.append((folder, key, facts))
-        if facts.listing is None:
+        _probs, x_names, f_names, f_stats, _l, d_names, d_keys = facts
+        if x_names is None:
             continue
         prefix = folder if folder.endswith(os.sep) else folder + os.sep
-        for name in facts.listing["f"]:
-            st = facts.files[name]
+        for name, st in zip(f_names, f_stats, strict=True):
             if isinstance(st, str) or not stat.S_ISREG(st.st_mode) or (name == "METADATA" and folder.endswith(".dist-info")):
                 continue
             path = prefix + name
@@ -684,8 +683,7 @@ def _explore(starts: list[tuple[str, tuple[int, int]]], root_real: str, folders:
                 out.big.append((path, st))
             else:
                 out.readings.append((path, _scan_file(path, st, deep)))
-        for name in reversed(facts.listing["d"]):
-            sub = facts.dirs[name]
+        for name, sub in zip(reversed(d_names), reversed(d_keys), strict=True):
             if sub is not None and sub not in seen:
                 seen.add(sub)
                 stack.append((prefix + name, sub))
