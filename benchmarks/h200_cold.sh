@@ -1,5 +1,5 @@
 #!/bin/bash
-# Quick H200 measurement for issue 18 (coldscan): whole-process cold scans, main vs this branch.
+# Quick H200 measurement for issue 18 (coldscan): whole-process cold scans with and without scan workers, a job timeline.
 # Usage (device): cd .work/dev-coldscan && bash benchmarks/h200_cold.sh SITE OUTDIR
 SITE=${1:-/opt/torch/.venv/lib/python3.12/site-packages}
 OUT=${2:-/tmp/out}
@@ -10,13 +10,12 @@ nproc; uptime
 T="/usr/bin/time -f %e_s_%U_u_%S_s_%M_KB"
 for i in 1 2 3; do $T python3 -c pass; done 2>&1 | tr '\n' ' '; echo " <- python -c pass"
 # warm the page cache and compile bytecode once
-( cd "$MAIN" && PYTHONPATH= python3 -m envcheck "$SITE" -f json --no-cache > "$OUT/main.json" 2>/dev/null )
+ENVCHECK_SCAN_WORKERS=1 python3 -m envcheck "$SITE" -f json --no-cache > "$OUT/serial.json" 2>/dev/null
 python3 -m envcheck "$SITE" -f json --no-cache > "$OUT/branch.json" 2>/dev/null
-for i in 1 2 3; do ( cd "$MAIN" && PYTHONPATH= $T python3 -m envcheck "$SITE" -f json --no-cache >/dev/null ); done 2>&1 | tr '\n' ' '; echo " <- main cold"
 for w in "" 8 1; do
   for i in 1 2 3 4; do ENVCHECK_SCAN_WORKERS=$w $T python3 -m envcheck "$SITE" -f json --no-cache >/dev/null; done 2>&1 | tr '\n' ' '; echo " <- branch cold workers=${w:-default}"
 done
-python3 - "$OUT/main.json" "$OUT/branch.json" <<'PY'
+python3 - "$OUT/serial.json" "$OUT/branch.json" <<'PY'
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 for x in (a, b):

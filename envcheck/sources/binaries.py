@@ -660,10 +660,11 @@ class _Explored(NamedTuple):
     big: list[tuple[str, os.stat_result]]
 
 
-def _explore(starts: list[tuple[str, tuple[int, int]]], root_real: str, folders: int, deep: bool) -> _Explored:
+def _explore(starts: list[tuple[str, tuple[int, int]]], root_real: str, folders: int, deep: bool,
+             inline: int = INLINE_BYTES) -> _Explored:
     """List up to ``folders`` folders depth first from ``starts`` (skipping folders already seen here),
-    reading the small candidate files on the way (never ``*.dist-info/METADATA``, which the main process
-    reads)."""
+    reading the candidate files below ``inline`` bytes on the way (never ``*.dist-info/METADATA``, which the
+    main process reads); the others are left in ``big``."""
     out = _Explored([], [], [], [])
     stack = list(reversed(starts))
     seen = {key for _path, key in starts}
@@ -679,7 +680,7 @@ def _explore(starts: list[tuple[str, tuple[int, int]]], root_real: str, folders:
             if isinstance(st, str) or not stat.S_ISREG(st.st_mode) or (name == "METADATA" and folder.endswith(".dist-info")):
                 continue
             path = prefix + name
-            if st.st_size >= INLINE_BYTES:
+            if st.st_size >= inline:
                 out.big.append((path, st))
             else:
                 out.readings.append((path, _scan_file(path, st, deep)))
@@ -728,9 +729,9 @@ def _read_ahead(root: str, deep: bool, workers: int,
         return left
 
     starts = [(root, (st.st_dev, st.st_ino))]
-    first = _explore(starts, root_real, FIRST_FOLDERS, deep)
+    first = _explore(starts, root_real, FIRST_FOLDERS, deep, inline=0)  # files read by workers (or after the walk)
     left = take(first, starts)
-    if not left and not first.big:
+    if not left:  # a small tree: no worker; the walk reads its files
         return listed, read, None, set()
     pool = scan_workers.WorkerPool(workers, partial(_scan_job, deep))
     walking = [0]  # walk jobs handed to the pool and not yet back
