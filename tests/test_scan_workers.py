@@ -121,7 +121,8 @@ def test_worker_count_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UsageError, match="ENVCHECK_SCAN_WORKERS"):
         scan_workers.worker_count()
     monkeypatch.delenv("ENVCHECK_SCAN_WORKERS")
-    assert 1 <= scan_workers.worker_count() <= min(len(os.sched_getaffinity(0)), scan_workers.MAX_WORKERS)
+    cores = len(os.sched_getaffinity(0))
+    assert scan_workers.worker_count() == (min(cores, scan_workers.MAX_WORKERS) if cores >= scan_workers.MIN_CORES else 1)
 
 
 MAIN = os.getpid()

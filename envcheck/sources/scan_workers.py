@@ -17,7 +17,8 @@ Rules that keep this safe:
 - Workers leave when their job pipe closes, also when the main process is killed.
 
 The number of workers: ``ENVCHECK_SCAN_WORKERS`` (``1`` scans in the main process only), else the cores
-this process may run on (``os.sched_getaffinity``), at most :data:`MAX_WORKERS` (docs/limits.md).
+this process may run on (``os.sched_getaffinity``), at most :data:`MAX_WORKERS`, and none on a machine of
+fewer than :data:`MIN_CORES` cores (docs/limits.md).
 """
 
 from __future__ import annotations
@@ -37,14 +38,15 @@ from envcheck.config import env
 from envcheck.errors import UsageError
 
 MAX_WORKERS = 16  # more did not help on the 16-core H200 machine: the main process merges every result
+MIN_CORES = 4  # fewer cores: no workers by default (on 2 cores they made a torch environment's scan no faster)
 _FRAME = struct.Struct("<I")
 _READ = 1 << 20
 
 
 def worker_count(requested: int | None = None) -> int:
     """How many worker processes a folder scan may use: ``requested`` (a test, an option), else
-    ``ENVCHECK_SCAN_WORKERS``, else the cores this process may run on, at most :data:`MAX_WORKERS`.
-    1 means no workers (everything in the main process)."""
+    ``ENVCHECK_SCAN_WORKERS``, else the cores this process may run on, at most :data:`MAX_WORKERS` (none
+    below :data:`MIN_CORES` cores). 1 means no workers (everything in the main process)."""
     if requested is None:
         raw = env("ENVCHECK_SCAN_WORKERS")
         if raw:
@@ -60,7 +62,7 @@ def worker_count(requested: int | None = None) -> int:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_WORKERS))
+    return min(cores, MAX_WORKERS) if cores >= MIN_CORES else 1
 
 
 def can_fork() -> bool:
