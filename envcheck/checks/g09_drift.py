@@ -100,8 +100,12 @@ _NAME = re.compile(r"[ \t]*(\b[a-zA-Z0-9][a-zA-Z0-9._-]*\b)")
 # What most Requires-Dist lines carry after the name: nothing, or plain version clauses (`>=2.0,<3`,
 # `==2.9.*`, `>=1.0rc1`). Local labels, arbitrary equality, parentheses, extras, URLs and markers are
 # left to packaging.
-_CLAUSE = r"[ \t]*(?:==|!=|<=|>=|~=|<|>)[ \t]*[0-9]+(?:\.[0-9]+)*(?:\.\*|(?:a|b|rc)[0-9]+|\.post[0-9]+|\.dev[0-9]+)?[ \t]*"
-_PLAIN_SPECIFIER = re.compile(f"(?:{_CLAUSE}(?:,{_CLAUSE})*)?")
+_CLAUSE = re.compile(r"[ \t]*(?:==|!=|<=|>=|~=|<|>)[ \t]*[0-9]+(?:\.[0-9]+)*(?:\.\*|(?:a|b|rc)[0-9]+|\.post[0-9]+|\.dev[0-9]+)?[ \t]*")
+
+
+def _plain_specifier(text: str) -> bool:
+    """Nothing, or plain version clauses separated by commas."""
+    return not text or all(_CLAUSE.fullmatch(part) for part in text.split(","))
 
 
 
@@ -124,7 +128,7 @@ def _read_requires_line(line: str) -> tuple[str, SpecifierSet, Marker | None] | 
     name = _NAME.match(line)
     if name is not None and semicolon < 0 and at < 0:
         rest = line[name.end():]
-        if _PLAIN_SPECIFIER.fullmatch(rest):
+        if _plain_specifier(rest):
             try:
                 return _canonical(name.group(1)), _specifier(rest.strip(" \t")), None
             except InvalidSpecifier:
