@@ -171,3 +171,19 @@ def test_an_exception_in_a_worker_is_raised_here() -> None:
             pool.submit(i)
         with pytest.raises(ValueError, match="in the main process"):
             dict(pool.results())
+
+
+def test_results_taken_in_two_rounds_lose_no_job() -> None:
+    """The scan stops taking results once every folder is listed and takes the rest later: a job whose
+    worker died in between is still run (here) and returned."""
+    jobs = [("die", 0), *[("read", i) for i in range(1, 12)]]
+    with scan_workers.WorkerPool(2, _read_or_die) as pool:
+        for job in jobs:
+            pool.submit(job)
+        first = []
+        for job, result in pool.results():
+            first.append((job, result))
+            break
+        rest = list(pool.results())
+    assert sorted(job for job, _r in first + rest) == sorted(jobs)
+    assert pool.rerun == 1

@@ -125,6 +125,10 @@ class WorkerPool:
     def results(self) -> Iterator[tuple[Any, Any]]:
         """``(job, result)`` for every submitted job (also those submitted while iterating), as they finish."""
         while True:
+            while self._lost:  # not given to another worker: the file that killed one could kill the next
+                job = self._lost.pop()
+                self.rerun += 1
+                yield job, self.work(job)
             self._hand_out()
             if not any(self._busy.values()):
                 if not self._queue:
@@ -136,10 +140,6 @@ class WorkerPool:
                     continue
             for fd, _event in self._poll.poll():
                 yield from self._receive(fd)
-            while self._lost:  # not given to another worker: the file that killed one could kill the next
-                job = self._lost.pop()
-                self.rerun += 1
-                yield job, self.work(job)
 
     def _hand_out(self) -> None:
         idle = [index for index, held in self._busy.items() if held is None]
