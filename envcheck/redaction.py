@@ -30,6 +30,8 @@ _SECRET_WORDS = frozenset({"PASS", "PAT", "PRIVATE", "SIG", "SIGNATURE", "COOKIE
 _SECRET_ENDINGS = ("TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE",
                    "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "KEY", "KEYS")
 _NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# In the upper-cased text of every secret-like name: one of the words or endings above.
+_SECRET_HINT = re.compile("|".join(sorted(_SECRET_WORDS | set(_SECRET_ENDINGS))))
 
 # scheme://userinfo@host: the userinfo is everything up to the last @ before the host's end (also after a
 # path normalisation turned "//" into "/").
@@ -81,16 +83,19 @@ def redact(text: str) -> str:
     """``text`` with URL credentials, secret query parameters, auth headers and secret variable values masked."""
     if not text:
         return text
-    # Each pattern needs a character most strings (sonames, versions, rule ids) lack: test that first.
+    # Each pattern needs a character most strings (sonames, versions, rule ids) lack: test that first. The
+    # three that mask by a variable's name change nothing unless a secret word is somewhere in the text (a
+    # name is a piece of it, and masking only takes text away): Requires-Dist lines are full of `=` and `;`.
+    named = ("=" in text or ":" in text or "ENV" in text) and _SECRET_HINT.search(text.upper()) is not None
     if "@" in text:
         text = _URL_USERINFO.sub(lambda m: m.group("scheme") + MASK + "@", text)
-    if "=" in text:
+    if named and "=" in text:
         text = _QUERY_SECRET.sub(_query_secret, text)
     if ":" in text or "earer" in text:
         text = _AUTH_HEADER.sub(lambda m: m.group("lead") + MASK, text)
-    if "=" in text or ":" in text:
+    if named and ("=" in text or ":" in text):
         text = _ASSIGNMENT.sub(_assignment, text)
-    if "ENV" in text:
+    if named and "ENV" in text:
         text = _ENV_OLD_FORM.sub(lambda m: m.group("lead") + m.group("name") + m.group("sep") + MASK
                                  if is_secret_name(m.group("name")) else m.group(0), text)
     return text

@@ -196,3 +196,42 @@ def test_model_json_is_the_field_walk() -> None:
     for obj in [*inventory.packages, *inventory.binaries, *inventory.env, *odd]:
         assert obj.to_json() == _reference_plain(obj)
         assert list(obj.to_json()) == list(_reference_plain(obj))  # the same key order
+
+
+def _reference_redact(text: str) -> str:
+    """redaction.redact before the secret-word test (the authority)."""
+    r = redaction
+    if not text:
+        return text
+    if "@" in text:
+        text = r._URL_USERINFO.sub(lambda m: m.group("scheme") + r.MASK + "@", text)
+    if "=" in text:
+        text = r._QUERY_SECRET.sub(r._query_secret, text)
+    if ":" in text or "earer" in text:
+        text = r._AUTH_HEADER.sub(lambda m: m.group("lead") + r.MASK, text)
+    if "=" in text or ":" in text:
+        text = r._ASSIGNMENT.sub(r._assignment, text)
+    if "ENV" in text:
+        text = r._ENV_OLD_FORM.sub(lambda m: m.group("lead") + m.group("name") + m.group("sep") + r.MASK
+                                   if r.is_secret_name(m.group("name")) else m.group(0), text)
+    return text
+
+
+_SECRETISH = st.lists(st.sampled_from(["HF_TOKEN", "apiKey", "pass", "PaT", "x", "=", ":", " ", "?", "&", ";", "@",
+                                       "https://", "u:p@", "ENV ", "Authorization: ", "Bearer ", "abcdefghijklmnopqrst",
+                                       "'", '"', "$", "\u00df", "\ufb01", "token", "Token", "oauth", "cookie"]),
+                      max_size=12).map("".join)
+
+
+@PROPERTY_SETTINGS
+@given(st.one_of(_SECRETISH, _TEXT))
+def test_redact_is_the_reference_redact(text: str) -> None:
+    assert redaction.redact(text) == _reference_redact(text)
+
+
+def test_redact_is_the_reference_redact_on_the_h200_report() -> None:
+    report = h200_report(hostile=True)
+    strings = {s for p in report.targets[0].inventory.packages for s in (p.requires or ())}
+    strings |= {f.message for f in report.targets[0].findings} | {HOSTILE, "PIP_PASSWORD=x y", "url?X-Amz-Signature=abc"}
+    for text in strings:
+        assert redaction.redact(text) == _reference_redact(text)
