@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
@@ -138,3 +139,28 @@ def installed_dist(site: Path, name: str, version: str, files: dict[str, Path]) 
         shutil.copyfile(source, site / relative)
     record = [f"{r},," for r in files] + [f"{info.name}/METADATA,,", f"{info.name}/RECORD,,"]
     (info / "RECORD").write_text("\n".join(record) + "\n")
+
+
+SCAN_CHILD = (
+    "import json, sys\n"
+    "from pathlib import Path\n"
+    "from envcheck.sources import ReadOptions, scan_workers\n"
+    "from envcheck.sources.binaries import scan_folder\n"
+    "options = ReadOptions(**json.loads(sys.argv[2]))\n"
+    "if options.scan_workers != 1 and not scan_workers.can_fork():\n"
+    "    sys.exit('a thread runs beside the scan: it would not fork its workers')\n"
+    "print(json.dumps(scan_folder(Path(sys.argv[1]), options).to_json()))\n"
+)
+
+
+def scan_in_child(site: Path, **options: object) -> object:
+    """A folder scan's inventory (``to_json`` form) from a fresh process, with ``ReadOptions(**options)``.
+
+    Scans that fork workers are compared in a child of their own: the suite's process runs other threads
+    (loopback servers of session fixtures), and a scan forks workers only while no other thread runs, so
+    an in-process "workers" scan would silently be the serial one. The child refuses to scan when it could
+    not fork."""
+    done = subprocess.run([sys.executable, "-c", SCAN_CHILD, str(site), json.dumps(options)], capture_output=True,
+                          text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(REPO)), cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)

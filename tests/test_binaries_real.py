@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, require, run_envcheck
+from conftest import REPO, require, run_envcheck, scan_in_child
 from test_binaries_oracle import cuobjdump_lists, cuobjdump_path, parsed_lists
 from test_binaries_read import facts, pyelftools_facts
 
@@ -306,9 +306,9 @@ def test_the_torch_env_from_its_folder_inventory_is_the_cold_scan(torch_venv: Pa
 def test_torch_env_scans_alike_in_worker_processes(torch_venv: Path) -> None:
     """Worker processes (several counts, on any machine) list and read the real environment: the very
     inventory of the serial scan (binaries in the same order with every field, packages, problems)."""
-    serial = scan_folder(torch_venv, ReadOptions(use_cache=False, scan_workers=1)).to_json()
+    serial = scan_in_child(torch_venv, use_cache=False, scan_workers=1)
     for workers in (2, 7):
-        assert scan_folder(torch_venv, ReadOptions(use_cache=False, scan_workers=workers)).to_json() == serial
+        assert scan_in_child(torch_venv, use_cache=False, scan_workers=workers) == serial
 
 
 def _children(pid: int) -> list[int]:

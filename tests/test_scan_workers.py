@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, scan_in_child
 
 from envcheck.errors import UsageError
 from envcheck.sources import ReadOptions, scan_workers
@@ -57,7 +57,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _json(site: Path, workers: int, **options: object) -> object:
-    return scan_folder(site, ReadOptions(use_cache=False, scan_workers=workers, **options)).to_json()  # type: ignore[arg-type]
+    """The inventory of a scan with ``workers`` (in a fresh process: see conftest.scan_in_child)."""
+    return scan_in_child(site, use_cache=False, scan_workers=workers, **options)
 
 
 def test_tree_is_big_enough_to_start_workers(tree: Path) -> None:
@@ -92,9 +93,10 @@ def test_deep_fatbin_scan_in_workers(tree: Path) -> None:
 def test_cache_filling_scan_in_workers(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path / "cache"))
     serial = _json(tree, 1)
-    filled = scan_folder(tree, ReadOptions(scan_workers=4)).to_json()
-    cached = scan_folder(tree, ReadOptions(scan_workers=4)).to_json()
+    filled = scan_in_child(tree, scan_workers=4)
+    cached = scan_in_child(tree, scan_workers=4)
     assert filled == serial and cached == serial
+    assert any((tmp_path / "cache").iterdir())
 
 
 def test_no_workers_while_another_thread_runs(tree: Path) -> None:
@@ -103,11 +105,11 @@ def test_no_workers_while_another_thread_runs(tree: Path) -> None:
     thread.start()
     try:
         assert not scan_workers.can_fork()
-        assert _json(tree, 4) == _json(tree, 1)
+        serial = scan_folder(tree, ReadOptions(use_cache=False, scan_workers=1)).to_json()
+        assert scan_folder(tree, ReadOptions(use_cache=False, scan_workers=4)).to_json() == serial
     finally:
         stop.set()
         thread.join()
-    assert scan_workers.can_fork()
 
 
 def test_worker_count_setting(monkeypatch: pytest.MonkeyPatch) -> None:
