@@ -18,7 +18,6 @@ import itertools
 import json
 import operator
 import os
-import stat
 import tempfile
 import time
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from envcheck.config import env
+from envcheck.limits import read_regular
 from envcheck.model import Binary, Location, Package, ReadProblem, Role
 
 # Bump when what the readers produce changes, so old entries are not reused.
@@ -262,26 +262,9 @@ class FolderSnapshot:
 def _read_bounded(path: Path, limit: int) -> bytes | None:
     """A regular file's bytes, or None when it is missing, not regular, or over ``limit`` bytes."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        return read_regular(path, limit)[0]
     except OSError:
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        chunks = []
-        total = 0
-        while total <= limit:
-            chunk = os.read(fd, max(st.st_size + 1 - total, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        return None if total > limit else b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def current_keys(root: str, paths: list[str]) -> list[int] | None:

@@ -49,6 +49,7 @@ from envcheck.inspect.elf import (
 )
 from envcheck.inspect.metadata import header_fields
 from envcheck.knowledge.sonames import implied_cuda_major
+from envcheck.limits import read_regular
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role
 from envcheck.sources import ReadOptions, scan_workers
 
@@ -336,26 +337,10 @@ def _canonical(name: str) -> str:
 
 DIST_INFO_FILE_LIMIT = 256 << 20  # METADATA or RECORD bigger than this is not read (the largest real RECORD: 3 MB)
 def _read_bytes(path: str) -> tuple[bytes, tuple[int, ...]]:
-    """A small regular file's bytes with its change key, taken before reading. Raises OSError (also for a
-    file that is not regular, which is never opened for long: a FIFO must not block, or over the limit)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError("not a regular file")
-        chunks: list[bytes] = []
-        total = 0
-        while total <= DIST_INFO_FILE_LIMIT:  # the file may grow while it is read
-            chunk = os.read(fd, max(st.st_size + 1 - total, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-    finally:
-        os.close(fd)
-    if total > DIST_INFO_FILE_LIMIT:
-        raise OSError(f"over the limit of {DIST_INFO_FILE_LIMIT} bytes")
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks), change_key(st)
+    """A dist-info file's bytes with its change key, taken before reading (OSError: missing, not a regular
+    file, or over the limit)."""
+    data, st = read_regular(path, DIST_INFO_FILE_LIMIT)
+    return data, change_key(st)
 
 
 def _universal_newlines(data: bytes) -> bytes:
@@ -522,6 +507,16 @@ def folder_facts(folder: str, root_real: str) -> FolderFacts:
             tuple(listing["d"]), tuple(dirs))
 
 
+def _takes(name: str, st: os.stat_result, seen_files: set[tuple[int, int]]) -> bool:
+    """Whether the walk yields a listed file: a regular file not yielded before (by another path), that is a
+    candidate by name or mode, or a METADATA file (listed only in ``*.dist-info``); marks it seen."""
+    key = (st.st_dev, st.st_ino)
+    if not stat.S_ISREG(st.st_mode) or key in seen_files or not (name == "METADATA" or may_be_binary(name, st.st_mode)):
+        return False
+    seen_files.add(key)
+    return True
+
+
 def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
           cache: ScanCache | None = None, folders: list[tuple[str, os.stat_result]] | None = None,
           listed: Mapping[str, FolderFacts] | None = None,
@@ -564,9 +559,7 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
                 if isinstance(got, str):
                     problems.append(ReadProblem(f"{path}: cannot stat: {got}", Location(path)))
                     continue
-                fkey = (got.st_dev, got.st_ino)
-                if stat.S_ISREG(got.st_mode) and fkey not in seen_files and (name == "METADATA" or may_be_binary(name, got.st_mode)):
-                    seen_files.add(fkey)
+                if _takes(name, got, seen_files):
                     yield path, got
             linked.extend(prefix + name for name in l_names)
             found: list[tuple[str, os.stat_result | None]] = []
@@ -595,10 +588,7 @@ def _walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
             except OSError as exc:
                 problems.append(ReadProblem(f"{path}: cannot stat: {exc.strerror or exc}", Location(path)))
                 continue
-            fkey = (est.st_dev, est.st_ino)
-            # the mode again: a cached listing may hold a file listed for an executable bit it lost since
-            if stat.S_ISREG(est.st_mode) and fkey not in seen_files and (name == "METADATA" or may_be_binary(name, est.st_mode)):
-                seen_files.add(fkey)
+            if _takes(name, est, seen_files):  # the mode again: a cached listing may name a file that lost its x bit
                 yield path, est
         linked.extend(prefix + name for name in listing["l"])
         subdirs: list[tuple[str, os.stat_result | None]] = []
