@@ -14,6 +14,8 @@ from fuzz_strategies import PROPERTY_SETTINGS
 from hypothesis import given
 from hypothesis import strategies as st
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from envcheck.checks import g09_drift
 from envcheck.inspect.wheel_tags import canonical
@@ -41,7 +43,7 @@ def by_packaging(lines: tuple[str, ...]) -> list[tuple[str, str]]:
 def by_g09(lines: tuple[str, ...], wanted: set[str] | None = None) -> list[tuple[str, str]]:
     g09_drift._read_requires_line.cache_clear()
     found = g09_drift._requirements_of(Package("someone", "1.0", requires=lines), PROFILE, wanted)
-    return [(name, str(spec)) for name, spec, _ in found]
+    return [(name, str(SpecifierSet(text))) for name, text, _ in found]
 
 
 def assert_same(lines: tuple[str, ...]) -> None:
@@ -56,7 +58,7 @@ def assert_same(lines: tuple[str, ...]) -> None:
         except InvalidRequirement:
             continue
         if fast is not None:
-            assert (fast[0], fast[1]) == (canonical(req.name), req.specifier), line
+            assert (fast[0], SpecifierSet(fast[1])) == (canonical(req.name), req.specifier), line
 
 
 def h200_lines() -> tuple[str, ...]:
@@ -189,3 +191,42 @@ def test_plain_markers_answer_the_common_lines() -> None:
                         ('platform_system != "Windows" and python_version >= "3.9"', True)):
         plain = plain_marker(text)
         assert plain is not None and plain.evaluate(env) is holds, text
+
+
+_RELEASES = ("0", "1", "2", "9", "10", "01", "1.0", "2.9", "2.9.0", "2.9.1", "2.10", "2.11.0", "13", "13.0.96", "0.50.0",
+             "1.0.0.0", "9" * 16)
+_VERSION_TAILS = ("", "", ".post0", ".post1", "+cu130", "+cpu", ".post1+x", "rc1", ".dev0", "a0", "+", "-1", ".post", "+cu.130")
+_CLAUSE_OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "~=", "===", " >= ", "<>", "")
+_CLAUSE_TAILS = ("", "", ".*", "rc1", "a0", "b2", ".dev0", "dev0", ".post1", "+cu130", ".*.*", "-dev0")
+
+
+@PROPERTY_SETTINGS
+@given(st.tuples(st.sampled_from(_RELEASES), st.sampled_from(_VERSION_TAILS)).map("".join),
+       st.lists(st.tuples(st.sampled_from(_CLAUSE_OPERATORS), st.sampled_from(_RELEASES), st.sampled_from(_CLAUSE_TAILS)).map("".join),
+                max_size=3).map(",".join))
+def test_plain_versions_meet_specifiers_as_packaging_says(version: str, specifier: str) -> None:
+    """A version and specifier compared without packaging (envcheck.inspect.versions) give packaging's answer,
+    and a specifier read as plain is one packaging accepts."""
+    from envcheck.inspect.versions import is_plain_specifier, plain_contains
+
+    if is_plain_specifier(specifier):
+        SpecifierSet(specifier)  # no InvalidSpecifier
+    answer = plain_contains(version, specifier)
+    if answer is None:
+        return
+    parsed, spec = Version(version), SpecifierSet(specifier)
+    assert answer == spec.contains(parsed, prereleases=True), (version, specifier)
+    assert parsed.is_prerelease or answer == (parsed in spec), (version, specifier)
+
+
+def test_plain_versions_answer_an_environments_comparisons() -> None:
+    """The versions and clauses of an installed environment are compared without packaging."""
+    from envcheck.inspect.versions import plain_contains
+
+    for version, specifier, holds in (("2.11.0+cu130", "==2.11.0", True), ("13.0.96", ">=13", True), ("2.9.0.post0", ">=2.8.2", True),
+                                      ("0.50.1", "<0.51,>=0.50.0dev0", True), ("4.15.0", "~=4.12", True), ("5.0", "~=4.12", False),
+                                      ("2.10.0", "==2.11.*", False), ("1.26.4", "<2,>=1.22", True), ("2.11.0", "<2.11", False)):
+        assert plain_contains(version, specifier) is holds, (version, specifier)
+    for version, specifier in (("2.9.0a0", ">=2.9"), ("2.11.0", "~=2"), ("2.11.0", ">=2.11.0.post1"), ("2.11.0+cu130", ">2.11.0"),
+                               ("2.11.0", "===2.11.0"), ("1!2.0", ">=1"), ("v2.0", ">=1"), ("9" * 16, ">=1")):
+        assert plain_contains(version, specifier) is None, (version, specifier)  # packaging decides these
