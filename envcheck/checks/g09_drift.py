@@ -7,20 +7,23 @@ import re
 from collections.abc import Container, Iterator
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from packaging.markers import Marker
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck import knowledge
 from envcheck.fixes import dockerfile_fixes
+from envcheck.inspect.markers import PlainMarker, plain_marker
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
 from envcheck.model import Finding, Location, Package, Status
 from envcheck.profile import Profile
 from envcheck.rules import CheckContext, check, rule
+
+if TYPE_CHECKING:
+    from packaging.markers import Marker
+    from packaging.requirements import Requirement
 
 PIN_CONFLICT = rule(
     "G9-pin-conflict", "G9", "Versions contradict each other's pins", Status.FAIL,
@@ -89,6 +92,8 @@ def _satisfies(version: Version, spec: SpecifierSet) -> bool:
 @lru_cache(maxsize=16384)
 def _requirement(line: str) -> Requirement | None:
     """A Requires-Dist line, parsed once (a lock repeats the same lines over thousands of packages)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         return Requirement(line)
     except InvalidRequirement:
@@ -98,9 +103,12 @@ def _requirement(line: str) -> Requirement | None:
 # The name at the start of a requirement, read as packaging reads it (optional blanks, then its IDENTIFIER).
 _NAME = re.compile(r"[ \t]*(\b[a-zA-Z0-9][a-zA-Z0-9._-]*\b)")
 # What most Requires-Dist lines carry after the name: nothing, or plain version clauses (`>=2.0,<3`,
-# `==2.9.*`, `>=1.0rc1`). Local labels, arbitrary equality, parentheses, extras, URLs and markers are
-# left to packaging.
-_CLAUSE = re.compile(r"[ \t]*(?:==|!=|<=|>=|~=|<|>)[ \t]*[0-9]+(?:\.[0-9]+)*(?:\.\*|(?:a|b|rc)[0-9]+|\.post[0-9]+|\.dev[0-9]+)?[ \t]*")
+# `==2.9.*`, `>=1.0rc1`), perhaps in parentheses (`(>=1.8)`). Local labels, arbitrary equality, URLs and
+# markers other than plain ones are left to packaging.
+_CLAUSE = re.compile(r"[ \t]*(?:==|!=|<=|>=|~=|<|>)[ \t]*[0-9]+(?:\.[0-9]+)*(?:\.\*|(?:a|b|rc)[0-9]+|\.post[0-9]+|\.?dev[0-9]+)?[ \t]*")
+# Extras after the name (`[cublas, nvrtc]`, `[]`): they do not change what the line requires of the name.
+_EXTRA = r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]*[a-zA-Z0-9])?"
+_EXTRAS = re.compile(rf"[ \t]*\[[ \t]*(?:{_EXTRA}(?:[ \t]*,[ \t]*{_EXTRA})*)?[ \t]*\]")
 
 
 def _plain_specifier(text: str) -> bool:
@@ -110,14 +118,16 @@ def _plain_specifier(text: str) -> bool:
 
 
 @lru_cache(maxsize=16384)
-def _read_requires_line(line: str) -> tuple[str, SpecifierSet, Marker | None] | None:
+def _read_requires_line(line: str) -> tuple[str, SpecifierSet, Marker | PlainMarker | None] | None:
     """(canonical name, specifier, marker) of a Requires-Dist line; None for a line whose marker names an
     extra (it does not apply without that extra) or that is not PEP 508.
 
-    Exactly what :class:`packaging.requirements.Requirement` says, which stays the authority: the two forms
+    Exactly what :class:`packaging.requirements.Requirement` says, which stays the authority: the forms
     that are most of any environment's lines are read without it, where the answer cannot differ:
     a line whose marker mentions ``extra`` (half of torch's lines, and most elsewhere) is dropped whether it
-    parses or not, and a bare name with plain version clauses is a name and a ``SpecifierSet`` of that text.
+    parses or not, and a bare name with plain version clauses is a name and a ``SpecifierSet`` of that text,
+    followed by nothing or by a plain marker (``; platform_system == "Linux"``, read by
+    :func:`envcheck.inspect.markers.plain_marker`).
     """
     semicolon = line.find(";")
     at = line.find("@")
@@ -126,11 +136,16 @@ def _read_requires_line(line: str) -> tuple[str, SpecifierSet, Marker | None] | 
         # extras and version clauses hold no `;`), and a marker written with `extra` prints with it.
         return None
     name = _NAME.match(line)
-    if name is not None and semicolon < 0 and at < 0:
-        rest = line[name.end():]
-        if _plain_specifier(rest):
+    if name is not None and at < 0:
+        head = line[:semicolon] if semicolon >= 0 else line
+        extras = _EXTRAS.match(head, name.end())
+        rest = head[extras.end() if extras else name.end():].strip(" \t")
+        if rest[:1] == "(" and rest[-1:] == ")":
+            rest = rest[1:-1]
+        marker = plain_marker(line[semicolon + 1:]) if semicolon >= 0 else None
+        if (semicolon < 0 or marker is not None) and _plain_specifier(rest):
             try:
-                return _canonical(name.group(1)), _specifier(rest.strip(" \t")), None
+                return _canonical(name.group(1)), _specifier(rest.strip(" \t")), marker
             except InvalidSpecifier:
                 pass  # `~=1`: packaging words the refusal
     req = _requirement(line)

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck import knowledge
+from envcheck.inspect.markers import PlainMarker
 from envcheck.model import Package
 from envcheck.profile import Profile
 from envcheck.records import record
+
+if TYPE_CHECKING:
+    from packaging.markers import Marker
 
 _LOCAL_CUDA = re.compile(r"(?:^|[.+])cu(\d{2,3})(?:$|[.])")
 _LOCAL_ROCM = re.compile(r"(?:^|[.+])rocm\d")
@@ -164,6 +167,10 @@ def installs_on(pkg: Package, profile: Profile, extras: tuple[str, ...] = ("",))
 def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tuple[str, ...]) -> bool:
     """installs_on's answer, cached: a uv.lock repeats the same few markers over thousands of packages,
     and every check asks again."""
+    # imported here, not at the top: markers, their parser and packaging.tags cost 15-30 ms of start-up
+    # that an installed environment's packages (they carry no markers) never need
+    from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName
+
     try:
         marker = Marker(text)
     except InvalidMarker:
@@ -179,12 +186,24 @@ def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tup
     return False
 
 
-def requirement_applies(marker: Marker | None, profile: Profile) -> bool:
-    """Whether a Requires-Dist line's marker holds on the profile (no extras requested)."""
+def requirement_applies(marker: Marker | PlainMarker | None, profile: Profile) -> bool:
+    """Whether a Requires-Dist line's marker holds on the profile (no extras requested).
+
+    A :class:`~envcheck.inspect.markers.PlainMarker` is answered without packaging where its answer is
+    packaging's; anything else is packaging's ``Marker.evaluate``."""
     if marker is None:
         return True
     env = dict(profile.marker_env)
     env["extra"] = ""
+    if isinstance(marker, PlainMarker):
+        answer = marker.evaluate(env)
+        if answer is not None:
+            return answer
+        from packaging.markers import Marker as ParsedMarker
+
+        marker = ParsedMarker(marker.text)
+    from packaging.markers import UndefinedEnvironmentName
+
     try:
         return bool(marker.evaluate(env))
     except UndefinedEnvironmentName:
