@@ -3,13 +3,13 @@
     python3 benchmarks/bench_binaries.py --env .work/torch-venv --wheel .work/torch-wheel/torch-2.14.1-*.whl
 
 Measures (warm page cache; each envcheck run is a fresh process, interpreter start included):
-  * envcheck over the environment (no cache, best of 5): wall time, CPU time (user + system, of the main
+  * envcheck over the environment (no cache, 7 runs: best, median, worst): wall time, CPU time (user + system, of the main
     process and its scan workers), peak RSS (VmHWM of the main process; the biggest worker's peak apart,
     its pages shared with the main process counted), bytes read per ELF file; and the same with
     ENVCHECK_SCAN_WORKERS=1 (no workers, best of 3);
   * `readelf -d` + `cuobjdump --list-elf --list-ptx` over the same ELF files, and whether every DT_NEEDED
     list and every arch list is identical to envcheck's (cuobjdump's own view: standard sections);
-  * the cached second scan;
+  * the cached second scan (11 runs with --format json, 11 with the default text format);
   * the wheel: envcheck vs `unzip -p` of the same ELF members vs `auditwheel show` (auditwheel is pip
     installed into a throwaway venv under .work/).
 Prints a JSON summary (and the rows for BENCHMARKS.md). Nothing here is asserted by tests.
@@ -87,7 +87,17 @@ sys.exit(code)
 
 def best(n: int, fn):  # type: ignore[no-untyped-def]
     runs = [fn() for _ in range(n)]
+    ALL_WALLS.append(sorted(r[0] for r in runs))
     return min(runs, key=lambda r: r[0])
+
+
+ALL_WALLS: list[list[float]] = []  # every run's wall time of each best() call, sorted
+
+
+def spread() -> dict[str, float]:
+    """Best, median and worst wall time of the last :func:`best` call's runs."""
+    walls = ALL_WALLS[-1]
+    return {"best": round(walls[0], 3), "median": round(walls[len(walls) // 2], 3), "worst": round(walls[-1], 3)}
 
 
 def cuobjdump_tool() -> str:
@@ -110,8 +120,9 @@ def bench_env(env: Path, peers: bool) -> dict[str, object]:
     base_env.pop("PYTHONDONTWRITEBYTECODE", None)
     timed_envcheck(["--version"], base_env)
     cmd = [str(env), "--format", "json", "--no-cache"]
-    wall, rss, _rc, cpu = best(5, lambda: timed_envcheck(cmd, base_env))
+    wall, rss, _rc, cpu = best(7, lambda: timed_envcheck(cmd, base_env))
     result["envcheck_no_cache_s"] = round(wall, 3)
+    result["envcheck_no_cache_runs_s"] = spread()
     result["envcheck_no_cache_cpu_s"] = round(cpu, 3)
     result["envcheck_peak_rss_mb"] = round(rss, 1)
     result["envcheck_workers_peak_rss_mb"] = round(max(WORKERS_RSS, default=0.0), 1)
@@ -122,12 +133,16 @@ def bench_env(env: Path, peers: bool) -> dict[str, object]:
     result["envcheck_no_cache_serial_peak_rss_mb"] = round(rss1, 1)
     # first run with the cache fills it; then the second scan
     timed_envcheck([str(env), "--format", "json"], base_env)
-    wall2, rss2, _, cpu2 = best(5, lambda: timed_envcheck([str(env), "--format", "json"], base_env))
+    wall2, rss2, _, cpu2 = best(11, lambda: timed_envcheck([str(env), "--format", "json"], base_env))
     result["envcheck_cached_s"] = round(wall2, 3)
+    result["envcheck_cached_runs_s"] = spread()
+    best(11, lambda: timed_envcheck([str(env)], base_env))  # the default (text) format
+    result["envcheck_cached_text_runs_s"] = spread()
     result["envcheck_cached_cpu_s"] = round(cpu2, 3)
     result["envcheck_cached_peak_rss_mb"] = round(rss2, 1)
     # the interpreter's own floor on this machine, for scale
     result["python_c_pass_s"] = round(best(5, lambda: timed_process([sys.executable, "-c", "pass"]))[0], 3)
+    result["python_c_pass_runs_s"] = spread()
     os.environ["ENVCHECK_CACHE_DIR"] = cache  # the cache the CLI runs above filled
     runs = []
     for _ in range(5):
@@ -176,6 +191,8 @@ def bench_env(env: Path, peers: bool) -> dict[str, object]:
     result["arch_mismatches"] = arch_diff
     result["cuobjdump_failed"] = skipped
     result["speedup_vs_peers"] = round(float(result["readelf_plus_cuobjdump_s"]) / float(result["envcheck_no_cache_s"]), 1)  # type: ignore[arg-type]
+    cold_median = result["envcheck_no_cache_runs_s"]["median"]  # type: ignore[index]
+    result["speedup_vs_peers_median"] = round(float(result["readelf_plus_cuobjdump_s"]) / cold_median, 1)  # type: ignore[arg-type]
     result["speedup_vs_peers_cpu"] = round(float(result["readelf_plus_cuobjdump_cpu_s"]) / float(result["envcheck_no_cache_cpu_s"]), 1)  # type: ignore[arg-type]
     result["load_average_after"] = os.getloadavg()[0]
     return result

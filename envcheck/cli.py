@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 from collections.abc import Sequence
@@ -105,8 +106,24 @@ def _command_module(name: str) -> ModuleType:
         raise UsageError(f"`envcheck {name}` is not available in this build: {exc}") from exc
 
 
+# The cyclic garbage collector's first threshold while envcheck runs (Python's default: 700). A folder scan
+# allocates hundreds of thousands of objects that live to the end (readings, fatbin entries, stats) and almost
+# no cycles; at 700 the collector ran 376 times in a serial scan of the torch environment and took 60-90 ms
+# of its 0.6-0.8 s, at 100,000 not once, with the same peak RSS (mypy raises it the same way).
+GC_THRESHOLD = (100_000, 50, 100)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `envcheck` console script; returns the exit code."""
+    threshold = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLD)  # scan workers, forked from this process, inherit it
+    try:
+        return _main(argv)
+    finally:
+        gc.set_threshold(*threshold)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     command, rest = _split_command(args_list)
     debug = "--debug" in args_list

@@ -129,3 +129,22 @@ def test_python_option_scans_that_interpreters_environment(preflight_envs: dict[
     assert "torch" in names
     assert any(f["rule"] == "G9-pin-conflict" and f["status"] == "FAIL" for f in target["findings"])
     assert proc.returncode == 1
+
+
+def test_main_gives_the_gc_threshold_back(tmp_path: Path) -> None:
+    """A folder scan allocates many long-lived objects and few cycles: the collector's first threshold is
+    raised while envcheck runs (cli.GC_THRESHOLD, BENCHMARKS.md); a caller's own is back afterwards, also
+    after an error."""
+    import gc
+
+    from envcheck import cli
+
+    before = gc.get_threshold()
+    gc.set_threshold(123, 4, 5)
+    try:
+        assert cli.main(["--fail-on", "never", str(_req(tmp_path, CLEAN))]) == 0
+        assert gc.get_threshold() == (123, 4, 5)
+        assert cli.main([str(tmp_path / "missing.txt")]) == 2
+        assert gc.get_threshold() == (123, 4, 5)
+    finally:
+        gc.set_threshold(*before)

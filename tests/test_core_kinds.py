@@ -153,14 +153,23 @@ FOLDER_HEAVY = ("docker", "requests", "urllib3", "zstandard", "elftools", "email
                 "envcheck.checks.g10_parallelism", "envcheck.formats.html_format", "envcheck.formats.sarif_format")
 
 
-@pytest.mark.parametrize("fmt", ["json", "text"])
-def test_a_folder_scan_imports_only_the_folder_path(fmt: str, tmp_path: Path) -> None:
+def _site(tmp_path: Path, marker: str, clause: str = "<1.0") -> Path:
+    """A site-packages: demo 1.0 (with an ELF extension) requires other ``clause`` under ``marker``; other is 2.0."""
     site = tmp_path / "site-packages"
     (site / "demo-1.0.dist-info").mkdir(parents=True)
     (site / "demo-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"
-                                                         "Requires-Dist: torch>=2.9 ; extra == 'gpu'\n")
+                                                         "Requires-Dist: torch>=2.9 ; extra == 'gpu'\n"
+                                                         f"Requires-Dist: other[fast]{clause} ; {marker}\n")
+    (site / "other-2.0.dist-info").mkdir(parents=True)
+    (site / "other-2.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: other\nVersion: 2.0\n")
     (site / "demo").mkdir()
     (site / "demo" / "_ext.so").write_bytes((REPO / "fixtures/binaries/libext_cuda13.so").read_bytes())
+    return site
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_a_folder_scan_imports_only_the_folder_path(fmt: str, tmp_path: Path) -> None:
+    site = _site(tmp_path, 'platform_system == "Linux" and python_version >= "3.9"', "~=2.0,!=2.1.*")
     proc = subprocess.run([sys.executable, "-c", _MODULES_OF, str(site), "-f", fmt], cwd=REPO, capture_output=True,
                           text=True, timeout=120, env={**os.environ, "ENVCHECK_CACHE_DIR": str(tmp_path / "cache")})
     assert proc.returncode in (0, 1), proc.stderr
@@ -168,6 +177,25 @@ def test_a_folder_scan_imports_only_the_folder_path(fmt: str, tmp_path: Path) ->
     assert {"envcheck.sources.binaries", "envcheck.inspect.elf", "envcheck.checks.g01_cuda_abi",
             "envcheck.checks.g07_gpu_arch", "envcheck.checks.g09_drift", f"envcheck.formats.{fmt}_format"} <= loaded
     assert not sorted(m for m in loaded if m.split(".")[0] in FOLDER_HEAVY or m in FOLDER_HEAVY)
+    # packaging is not needed for plain versions, specifiers and markers (envcheck.inspect.versions, .markers)
+    assert not sorted(m for m in loaded if m.split(".")[0] == "packaging")
+
+
+@pytest.mark.parametrize(("plain", "parsed"), [
+    ('platform_system == "Linux"', '(platform_system == "Linux")'),  # parentheses: packaging reads it
+    ('python_version < "3.99" or os_name == "nt"', 'python_version < "3.99" or os_name in "nt"'),  # `in`: packaging
+    ('sys_platform == "win32"', '(sys_platform == "win32")'),  # holds nowhere on the profile: no finding either way
+])
+def test_plain_markers_give_packagings_findings(plain: str, parsed: str, tmp_path: Path) -> None:
+    """A Requires-Dist marker read without packaging gives the findings packaging's reading gives."""
+    found = {}
+    for name, marker in (("plain", plain), ("parsed", parsed)):
+        site = _site(tmp_path / name, marker)
+        proc = run_envcheck(str(site), "-f", "json", "--no-cache", "-v")
+        findings = json.loads(proc.stdout)["targets"][0]["findings"]
+        found[name] = [(f["rule"], f["status"], f["message"].replace(str(tmp_path / name), "SITE")) for f in findings]
+    assert found["plain"] == found["parsed"]
+    assert (("G9-pin-conflict", "FAIL") in {(rule, status) for rule, status, _ in found["plain"]}) == ("win32" not in plain)
 
 
 _THROWAWAY_SOURCE = '''"""A throwaway input kind: one requirement per line in *.reqlist files."""

@@ -38,6 +38,16 @@ def _tree(root: Path) -> Path:
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: pkg{p:02d}\nVersion: 1.0\nRequires-Dist: pkg{(p + 1) % 12:02d}\n")
         (info / "RECORD").write_text("".join(f"{f.relative_to(site)},,\n" for f in sorted(pkg.rglob("*.so"))))
+    # dist-infos of every shape (read by workers or by the main process): no Name, no RECORD, CRLF and ../ paths
+    (site / "zbroken-1.0.dist-info").mkdir()
+    (site / "zbroken-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nVersion: 1.0\n")
+    (site / "zlonely-2.0.dist-info").mkdir()
+    (site / "zlonely-2.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: zlonely\nVersion: 2.0\n")
+    crlf = site / "zcrlf-3.0.dist-info"
+    crlf.mkdir()
+    (crlf / "METADATA").write_text("Metadata-Version: 2.1\nName: zcrlf\nVersion: 3.0\n")
+    # the big library below is in no other RECORD; a ../ path, quoted, in CRLF lines
+    (crlf / "RECORD").write_bytes(b'zcrlf/__init__.py,,\r\n"../site/pkg08/libbig.so",sha256=x,1\r\n')
     os.link(site / "pkg00/sub00/lib" / next((site / "pkg00/sub00/lib").glob("*.so")).name, site / "pkg11/hardlink.so")
     (site / "pkg05/alias").symlink_to("../pkg02")  # a second path to a folder: walked once
     (site / "pkg03/loop").symlink_to("..")
@@ -62,10 +72,16 @@ def _json(site: Path, workers: int, **options: object) -> object:
 
 
 def test_tree_is_big_enough_to_start_workers(tree: Path) -> None:
-    listed, read, pool, reading = binaries_source._read_ahead(str(tree), False, 3)
+    dists: dict[str, binaries_source.DistInfoReading] = {}
+    listed, read, pool, reading = binaries_source._read_ahead(str(tree), False, 3, dists)
     assert pool is not None
     try:
         assert len(pool.pids) == 3 and len(listed) > binaries_source.FIRST_FOLDERS + binaries_source.JOB_FOLDERS
+        # the dist-infos the workers listed were read there (RECORD unfiltered); the main process's first
+        # folders' ones are left to the walk
+        assert str(tree / "zcrlf-3.0.dist-info") in dists and str(tree / "pkg00-1.0.dist-info") not in dists
+        crlf, problems = dists[str(tree / "zcrlf-3.0.dist-info")]
+        assert crlf is not None and not problems and str(tree / "pkg08/libbig.so") in crlf.files and len(crlf.files) == 2
         big = str(tree / "pkg08/libbig.so")
         assert big in read or big in reading  # a job of its own, maybe still running
         done = dict(pool.results())
@@ -79,7 +95,9 @@ def test_workers_give_the_serial_inventory(tree: Path, workers: int) -> None:
     serial = _json(tree, 1)
     assert _json(tree, workers) == serial
     inventory = scan_folder(tree, ReadOptions(use_cache=False, scan_workers=workers))
-    assert len(inventory.binaries) > 150 and len(inventory.packages) == 12
+    assert len(inventory.binaries) > 150 and len(inventory.packages) == 14
+    assert any("has no Name field" in p.message for p in inventory.problems)
+    assert [b.path for b in inventory.binaries if b.distribution == "zcrlf"] == [str(tree / "pkg08/libbig.so")]
     assert any("pkg09/bad.so" in p.message for p in inventory.problems)
     assert any("outside the folder" in p.message for p in inventory.problems)
     assert not any(b.path.endswith("hardlink.so") for b in inventory.binaries)  # its first path counts

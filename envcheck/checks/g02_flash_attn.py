@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import installs_on
@@ -69,6 +66,9 @@ def _already_installed(pkg: Package, installed: list[Package], ctx: CheckContext
     if not installed:
         return None
     have = installed[0].version
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet  # here: a folder scan's checks need none
+    from packaging.version import InvalidVersion, Version
+
     try:
         allowed = not pkg.specifier or (have is not None and Version(have) in SpecifierSet(pkg.specifier, prereleases=True))
     except (InvalidVersion, InvalidSpecifier):

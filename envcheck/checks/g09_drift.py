@@ -7,20 +7,26 @@ import re
 from collections.abc import Container, Iterator
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any
-
-from packaging.markers import Marker
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING, Any
 
 from envcheck import knowledge
 from envcheck.fixes import dockerfile_fixes
+from envcheck.inspect.markers import PlainMarker, plain_marker
+from envcheck.inspect.versions import is_plain_specifier, plain_contains
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
 from envcheck.model import Finding, Location, Package, Status
 from envcheck.profile import Profile
 from envcheck.rules import CheckContext, check, rule
+
+if TYPE_CHECKING:
+    from packaging.markers import Marker
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+# packaging's versions and specifiers are imported where a version or specifier is not plain
+# (envcheck.inspect.versions): an installed environment's lines rarely need them.
 
 PIN_CONFLICT = rule(
     "G9-pin-conflict", "G9", "Versions contradict each other's pins", Status.FAIL,
@@ -73,10 +79,28 @@ def _pins() -> dict[str, Any]:
 
 
 def _version(pkg: Package) -> Version | None:
+    from packaging.version import InvalidVersion, Version
+
     if not pkg.version:
         return None
     try:
         return Version(pkg.version)
+    except InvalidVersion:
+        return None
+
+
+def _allows(version: str | None, specifier: str) -> bool | None:
+    """Whether the version ``version`` meets ``specifier`` (pre-releases count, see :func:`_satisfies`);
+    None when ``version`` is no version. Plain ones are compared without packaging."""
+    if not version:
+        return None
+    plain = plain_contains(version, specifier)
+    if plain is not None:
+        return plain
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return _satisfies(Version(version), _specifier(specifier))
     except InvalidVersion:
         return None
 
@@ -89,6 +113,8 @@ def _satisfies(version: Version, spec: SpecifierSet) -> bool:
 @lru_cache(maxsize=16384)
 def _requirement(line: str) -> Requirement | None:
     """A Requires-Dist line, parsed once (a lock repeats the same lines over thousands of packages)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         return Requirement(line)
     except InvalidRequirement:
@@ -98,9 +124,12 @@ def _requirement(line: str) -> Requirement | None:
 # The name at the start of a requirement, read as packaging reads it (optional blanks, then its IDENTIFIER).
 _NAME = re.compile(r"[ \t]*(\b[a-zA-Z0-9][a-zA-Z0-9._-]*\b)")
 # What most Requires-Dist lines carry after the name: nothing, or plain version clauses (`>=2.0,<3`,
-# `==2.9.*`, `>=1.0rc1`). Local labels, arbitrary equality, parentheses, extras, URLs and markers are
-# left to packaging.
-_CLAUSE = re.compile(r"[ \t]*(?:==|!=|<=|>=|~=|<|>)[ \t]*[0-9]+(?:\.[0-9]+)*(?:\.\*|(?:a|b|rc)[0-9]+|\.post[0-9]+|\.dev[0-9]+)?[ \t]*")
+# `==2.9.*`, `>=1.0rc1`), perhaps in parentheses (`(>=1.8)`). Local labels, arbitrary equality, URLs and
+# markers other than plain ones are left to packaging.
+_CLAUSE = re.compile(r"[ \t]*(?:==|!=|<=|>=|~=|<|>)[ \t]*[0-9]+(?:\.[0-9]+)*(?:\.\*|(?:a|b|rc)[0-9]+|\.post[0-9]+|\.?dev[0-9]+)?[ \t]*")
+# Extras after the name (`[cublas, nvrtc]`, `[]`): they do not change what the line requires of the name.
+_EXTRA = r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]*[a-zA-Z0-9])?"
+_EXTRAS = re.compile(rf"[ \t]*\[[ \t]*(?:{_EXTRA}(?:[ \t]*,[ \t]*{_EXTRA})*)?[ \t]*\]")
 
 
 def _plain_specifier(text: str) -> bool:
@@ -110,14 +139,17 @@ def _plain_specifier(text: str) -> bool:
 
 
 @lru_cache(maxsize=16384)
-def _read_requires_line(line: str) -> tuple[str, SpecifierSet, Marker | None] | None:
-    """(canonical name, specifier, marker) of a Requires-Dist line; None for a line whose marker names an
+def _read_requires_line(line: str) -> tuple[str, str, Marker | PlainMarker | None] | None:
+    """(canonical name, specifier text, marker) of a Requires-Dist line; None for a line whose marker names an
     extra (it does not apply without that extra) or that is not PEP 508.
 
-    Exactly what :class:`packaging.requirements.Requirement` says, which stays the authority: the two forms
+    Exactly what :class:`packaging.requirements.Requirement` says, which stays the authority: the forms
     that are most of any environment's lines are read without it, where the answer cannot differ:
     a line whose marker mentions ``extra`` (half of torch's lines, and most elsewhere) is dropped whether it
-    parses or not, and a bare name with plain version clauses is a name and a ``SpecifierSet`` of that text.
+    parses or not, and a bare name with plain version clauses is a name and a ``SpecifierSet`` of that text
+    (valid without asking packaging when :func:`envcheck.inspect.versions.is_plain_specifier` says so),
+    followed by nothing or by a plain marker (``; platform_system == "Linux"``, read by
+    :func:`envcheck.inspect.markers.plain_marker`).
     """
     semicolon = line.find(";")
     at = line.find("@")
@@ -126,35 +158,46 @@ def _read_requires_line(line: str) -> tuple[str, SpecifierSet, Marker | None] | 
         # extras and version clauses hold no `;`), and a marker written with `extra` prints with it.
         return None
     name = _NAME.match(line)
-    if name is not None and semicolon < 0 and at < 0:
-        rest = line[name.end():]
-        if _plain_specifier(rest):
+    if name is not None and at < 0:
+        head = line[:semicolon] if semicolon >= 0 else line
+        extras = _EXTRAS.match(head, name.end())
+        rest = head[extras.end() if extras else name.end():].strip(" \t")
+        if rest[:1] == "(" and rest[-1:] == ")":
+            rest = rest[1:-1]
+        marker = plain_marker(line[semicolon + 1:]) if semicolon >= 0 else None
+        if (semicolon < 0 or marker is not None) and _plain_specifier(rest):
+            if is_plain_specifier(rest):
+                return _canonical(name.group(1)), rest.strip(" \t"), marker
+            from packaging.specifiers import InvalidSpecifier
+
             try:
-                return _canonical(name.group(1)), _specifier(rest.strip(" \t")), None
+                _specifier(rest.strip(" \t"))
+                return _canonical(name.group(1)), rest.strip(" \t"), marker
             except InvalidSpecifier:
                 pass  # `~=1`: packaging words the refusal
     req = _requirement(line)
     if req is None or (req.marker is not None and "extra" in str(req.marker)):
         return None
-    return canonical(req.name), req.specifier, req.marker
+    return canonical(req.name), str(req.specifier), req.marker
 
 
 @lru_cache(maxsize=4096)
 def _specifier(text: str) -> SpecifierSet:
+    from packaging.specifiers import SpecifierSet
+
     return SpecifierSet(text)
 
 
 _canonical = lru_cache(maxsize=8192)(canonical)  # the same few hundred names, thousands of lines
 
 
-def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | None = None) -> list[tuple[str, SpecifierSet, str]]:
-    """(required name, specifier, source) from metadata when present, else from the pin table.
+def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | None = None) -> list[tuple[str, str, str]]:
+    """(required name, specifier text, source) from metadata when present, else from the pin table.
 
     ``wanted``: the names whose requirements can matter to the caller (the packages present); lines that
     require anything else are not read at all.
     """
-    out: list[tuple[str, SpecifierSet, str]] = []
-    version = _version(pkg)
+    out: list[tuple[str, str, str]] = []
     if pkg.requires is not None:
         for line in pkg.requires:
             if wanted is not None:
@@ -165,6 +208,10 @@ def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | No
             if found is not None and (found[2] is None or requirement_applies(found[2], profile)):
                 out.append((found[0], found[1], f"{pkg.name} {pkg.version} Requires-Dist: {line}"))
         return out
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    version = _version(pkg)
     if version is None or ngc_release(pkg.version) is not None:
         # The pin table describes public releases; NGC builds pair their own (e.g. torch 2.10a0 with triton 3.5).
         return out
@@ -173,12 +220,12 @@ def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | No
         if row["package"] == pkg.name:
             try:
                 if _satisfies(public, SpecifierSet(row["when"])):
-                    out.append((row["requires"], SpecifierSet(row["spec"]), f"pin table: {pkg.name} {row['when']} needs {row['requires']}{row['spec']} ({row['source']})"))
+                    out.append((row["requires"], str(SpecifierSet(row["spec"])), f"pin table: {pkg.name} {row['when']} needs {row['requires']}{row['spec']} ({row['source']})"))
             except (InvalidSpecifier, InvalidVersion):
                 continue
     for row in _pins().get("same_version", []):
         if row["package"] == pkg.name and version >= Version(row["since"]):
-            out.append((row["requires"], SpecifierSet(f"=={version.major}.{version.minor}.*"), f"{pkg.name} shares torch's version ({row['source']})"))
+            out.append((row["requires"], f"=={version.major}.{version.minor}.*", f"{pkg.name} shares torch's version ({row['source']})"))
     return out
 
 
@@ -213,12 +260,12 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
     exact = _exact_versions(ctx)
     conflicts = 0
     for pkg in exact.values():
-        for name, spec, source in _requirements_of(pkg, marker_profile, exact):
+        for name, text, source in _requirements_of(pkg, marker_profile, exact):
             other = exact.get(name)
-            other_version = _version(other) if other else None
-            if other is None or other_version is None or other is pkg:
-                continue
-            if _satisfies(other_version, spec) or not str(spec):
+            if other is None or other is pkg or _allows(other.version, text) is not False:
+                continue  # not present, itself, no version, or allowed
+            spec = _specifier(text)  # the clauses as packaging prints them
+            if not str(spec):
                 continue
             if name == "torch" and ngc_release(other.version):
                 continue  # reported below as an NGC replacement, with its own explanation
@@ -255,6 +302,8 @@ def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding
     version = _version(torch)
     if version is None:
         return
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     for pkg in ctx.inventory.packages:
         if pkg.installed or pkg.role == "constraint" or not installs_on(pkg, ctx.profile):
             continue
@@ -269,7 +318,8 @@ def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding
                     pkg.location, {"requirement": f"torch{spec}", "ngc_torch": torch.version},
                 )
         elif not pkg.no_deps:
-            for name, spec, source in _requirements_of(pkg, ctx.profile, ("torch",)):
+            for name, text, source in _requirements_of(pkg, ctx.profile, ("torch",)):
+                spec = _specifier(text)
                 if name == "torch" and str(spec) and not _satisfies(version, spec):
                     yield NGC_TORCH_REPLACED.finding(
                         f"{pkg.name} {pkg.version or ''} needs torch{spec}, which NGC's torch {torch.version} does not satisfy: pip will replace NGC's torch".replace("  ", " "),

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from urllib.parse import unquote, urlparse
 
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-
 from envcheck.records import record
 
 
@@ -29,15 +27,23 @@ def parse_wheel_name(text: str) -> WheelName | None:
     filename = unquote(path.rsplit("/", 1)[-1].split("#", 1)[0])
     if not filename.endswith(".whl"):
         return None
+    # imported here: packaging.utils brings packaging.tags (platform, logging, sysconfig), which a folder
+    # scan's checks need for nothing else
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
     try:
         name, version, _build, tags = parse_wheel_filename(filename)
     except InvalidWheelFilename:
         return None
     triples = tuple(sorted(str(t) for t in tags))
     platforms = tuple(sorted({t.platform for t in tags}))
-    return WheelName(filename, canonicalize_name(name), str(version), triples, platforms)
+    return WheelName(filename, canonical(name), str(version), triples, platforms)
 
 
 def canonical(name: str) -> str:
-    """PEP 503 canonical project name."""
-    return str(canonicalize_name(name))
+    """PEP 503 canonical project name: ``re.sub(r"[-_.]+", "-", name).lower()``, as
+    ``packaging.utils.canonicalize_name`` writes it (``tests/test_wheel_tags.py`` holds the two together)."""
+    value = name.lower().replace("_", "-").replace(".", "-")
+    while "--" in value:
+        value = value.replace("--", "-")
+    return value

@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
-
-from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING, Any
 
 from envcheck import knowledge
+from envcheck.inspect.markers import PlainMarker
+from envcheck.inspect.versions import is_plain_version, plain_contains
 from envcheck.model import Package
 from envcheck.profile import Profile
 from envcheck.records import record
+
+if TYPE_CHECKING:
+    from packaging.markers import Marker
+    from packaging.version import Version
 
 _LOCAL_CUDA = re.compile(r"(?:^|[.+])cu(\d{2,3})(?:$|[.])")
 _LOCAL_ROCM = re.compile(r"(?:^|[.+])rocm\d")
@@ -101,6 +103,19 @@ def build_of_index(url: str) -> CudaBuild | None:
 def pypi_torch_build(specifier: str, version: str | None, machine: str) -> tuple[CudaBuild, str] | None:
     """What PyPI serves for torch on ``machine`` for this pin/specifier: judged by the newest release allowed."""
     data = knowledge.load("torch_builds")
+    public = version.split("+", 1)[0] if version else None
+    if public is not None and is_plain_version(public):  # a plain release: no need of packaging
+        for row in data["pypi"]:
+            held = plain_contains(public, str(row["versions"]))
+            if held is None:
+                break
+            if held and (found := _pypi_row(row, public, machine)) is not None:
+                return found
+        else:
+            return None
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
     chosen: Version | None = None
     try:
         if version:
@@ -114,12 +129,18 @@ def pypi_torch_build(specifier: str, version: str | None, machine: str) -> tuple
     except (InvalidVersion, InvalidSpecifier):
         return None
     for row in data["pypi"]:
-        if chosen in SpecifierSet(row["versions"]):
-            flavor = str(row.get(machine, "unknown"))
-            if flavor == "cpu":
-                return CudaBuild("cpu", None, f"PyPI torch {chosen} on {machine}"), str(row["source"])
-            if flavor.isdigit():
-                return CudaBuild("cuda", int(flavor), f"PyPI torch {chosen} on {machine}"), str(row["source"])
+        if chosen in SpecifierSet(row["versions"]) and (found := _pypi_row(row, str(chosen), machine)) is not None:
+            return found
+    return None
+
+
+def _pypi_row(row: dict[str, Any], chosen: str, machine: str) -> tuple[CudaBuild, str] | None:
+    """The build a row of torch_builds.toml's ``pypi`` table says ``chosen`` is on ``machine``."""
+    flavor = str(row.get(machine, "unknown"))
+    if flavor == "cpu":
+        return CudaBuild("cpu", None, f"PyPI torch {chosen} on {machine}"), str(row["source"])
+    if flavor.isdigit():
+        return CudaBuild("cuda", int(flavor), f"PyPI torch {chosen} on {machine}"), str(row["source"])
     return None
 
 
@@ -136,16 +157,30 @@ def distribution_cuda_major(pkg: Package) -> tuple[int, str] | None:
             return int(m.group(1)), f"the distribution name {name} names CUDA {m.group(1)}"
     row = _unsuffixed().get(name)
     if row is not None and pkg.version:
-        try:
-            v = Version(pkg.version)
-        except InvalidVersion:
-            return None
         for key, value in row.items():
-            if key.startswith("cuda") and key[4:].isdigit() and v in SpecifierSet(value):
-                return int(key[4:]), f"{name} {pkg.version} is the CUDA {key[4:]} release line ({row['source']})"
+            if key.startswith("cuda") and key[4:].isdigit():
+                held = _version_in(pkg.version, value)
+                if held is None:
+                    return None  # not a version
+                if held:
+                    return int(key[4:]), f"{name} {pkg.version} is the CUDA {key[4:]} release line ({row['source']})"
         if "cuda12" not in row:
             return 12, f"{name} {pkg.version} is outside the CUDA 13 release line ({row['cuda13']}), so it is an older CUDA build"
     return None
+
+
+def _version_in(version: str, specifier: str) -> bool | None:
+    """``Version(version) in SpecifierSet(specifier)``, plain ones without packaging; None: not a version."""
+    plain = plain_contains(version, specifier)
+    if plain is not None:
+        return plain
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version) in SpecifierSet(specifier)
+    except InvalidVersion:
+        return None
 
 
 @lru_cache(maxsize=1)
@@ -164,6 +199,10 @@ def installs_on(pkg: Package, profile: Profile, extras: tuple[str, ...] = ("",))
 def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tuple[str, ...]) -> bool:
     """installs_on's answer, cached: a uv.lock repeats the same few markers over thousands of packages,
     and every check asks again."""
+    # imported here, not at the top: markers, their parser and packaging.tags cost 15-30 ms of start-up
+    # that an installed environment's packages (they carry no markers) never need
+    from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName
+
     try:
         marker = Marker(text)
     except InvalidMarker:
@@ -179,12 +218,24 @@ def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tup
     return False
 
 
-def requirement_applies(marker: Marker | None, profile: Profile) -> bool:
-    """Whether a Requires-Dist line's marker holds on the profile (no extras requested)."""
+def requirement_applies(marker: Marker | PlainMarker | None, profile: Profile) -> bool:
+    """Whether a Requires-Dist line's marker holds on the profile (no extras requested).
+
+    A :class:`~envcheck.inspect.markers.PlainMarker` is answered without packaging where its answer is
+    packaging's; anything else is packaging's ``Marker.evaluate``."""
     if marker is None:
         return True
     env = dict(profile.marker_env)
     env["extra"] = ""
+    if isinstance(marker, PlainMarker):
+        answer = marker.evaluate(env)
+        if answer is not None:
+            return answer
+        from packaging.markers import Marker as ParsedMarker
+
+        marker = ParsedMarker(marker.text)
+    from packaging.markers import UndefinedEnvironmentName
+
     try:
         return bool(marker.evaluate(env))
     except UndefinedEnvironmentName:

@@ -682,20 +682,23 @@ def _scan_file(path: str, st: os.stat_result, deep: bool, search: DeepSearch | N
 
 class _Explored(NamedTuple):
     """What one walk job found: folders' facts (path, (st_dev, st_ino), facts), the folders it left for
-    other jobs, readings of the small candidate files, and the big ones left to read."""
+    other jobs, readings of the small candidate files, the big ones left to read, and the ``*.dist-info``
+    folders it read (path, what :func:`_read_dist_info` returned with every RECORD path kept)."""
 
     folders: list[tuple[str, tuple[int, int], FolderFacts]]
     left: list[tuple[str, tuple[int, int]]]
     readings: list[tuple[str, BinaryReading]]
     big: list[tuple[str, os.stat_result]]
+    dists: list[tuple[str, tuple[_Distribution | None, list[ReadProblem]]]]
 
 
 def _explore(starts: list[tuple[str, tuple[int, int]]], root_real: str, folders: int, deep: bool,
-             inline: int = INLINE_BYTES) -> _Explored:
+             inline: int = INLINE_BYTES, dists: bool = True) -> _Explored:
     """List up to ``folders`` folders depth first from ``starts`` (skipping folders already seen here),
-    reading the candidate files below ``inline`` bytes on the way (never ``*.dist-info/METADATA``, which the
-    main process reads); the others are left in ``big``."""
-    out = _Explored([], [], [], [])
+    reading the candidate files below ``inline`` bytes on the way; the others are left in ``big``. With
+    ``dists``, a ``*.dist-info`` folder with a METADATA file is read too (its RECORD unfiltered: which of
+    its paths matter is known only once the whole tree is walked)."""
+    out = _Explored([], [], [], [], [])
     stack = list(reversed(starts))
     seen = {key for _path, key in starts}
     while stack and len(out.folders) < folders:
@@ -707,7 +710,11 @@ def _explore(starts: list[tuple[str, tuple[int, int]]], root_real: str, folders:
             continue
         prefix = folder if folder.endswith(os.sep) else folder + os.sep
         for name, st in zip(f_names, f_stats, strict=True):
-            if isinstance(st, str) or not stat.S_ISREG(st.st_mode) or (name == "METADATA" and folder.endswith(".dist-info")):
+            if isinstance(st, str) or not stat.S_ISREG(st.st_mode):
+                continue
+            if name == "METADATA" and folder.endswith(".dist-info"):
+                if dists:
+                    out.dists.append((folder, _read_dist_info(folder, Path(folder).parent)))
                 continue
             path = prefix + name
             if st.st_size >= inline:
@@ -834,13 +841,18 @@ def _split_sizes(options: ReadOptions) -> tuple[int, int]:
     return max(64, sizes[0]), max(8, sizes[1])
 
 
-def _read_ahead(root: str, deep: bool, workers: int, split: tuple[int, int] = (SPLIT_BYTES, PIECE_BYTES),
+DistInfoReading = tuple[_Distribution | None, list[ReadProblem]]  # what _read_dist_info returns
+
+
+def _read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistInfoReading] | None = None,
+                split: tuple[int, int] = (SPLIT_BYTES, PIECE_BYTES),
                 ) -> tuple[dict[str, FolderFacts], dict[str, BinaryReading], _FileReads | None, set[str]]:
     """List the tree under ``root`` and read its candidate files ahead of :func:`_walk`, in worker processes
     once the tree has more than :data:`FIRST_FOLDERS` folders. Returns the folders' facts by path, the
     readings by path, the pool (None when no worker was needed) and the files it is still reading: it
     returns as soon as every folder is listed, so that the walk runs while the workers read the big files.
-    Nothing is judged here: :func:`_walk` still decides which files count, in its order."""
+    ``dist_infos``, when given, receives the ``*.dist-info`` folders the workers read (by path; RECORD
+    unfiltered). Nothing is judged here: :func:`_walk` still decides which files count, in its order."""
     listed: dict[str, FolderFacts] = {}
     read: dict[str, BinaryReading] = {}
     try:
@@ -856,6 +868,8 @@ def _read_ahead(root: str, deep: bool, workers: int, split: tuple[int, int] = (S
             listed[folder] = facts
             listed_keys.add(key)
         read.update(found.readings)
+        if dist_infos is not None:
+            dist_infos.update(found.dists)
         given = set(starts)  # a job's own starts that it had no time for come back; other folders once
         left = [(path, key) for path, key in found.left
                 if key not in listed_keys and ((path, key) in given or key not in handed_out)]
@@ -863,7 +877,7 @@ def _read_ahead(root: str, deep: bool, workers: int, split: tuple[int, int] = (S
         return left
 
     starts = [(root, (st.st_dev, st.st_ino))]
-    first = _explore(starts, root_real, FIRST_FOLDERS, deep, inline=0)  # files read by workers (or after the walk)
+    first = _explore(starts, root_real, FIRST_FOLDERS, deep, inline=0, dists=False)  # files read by workers (or after the walk)
     left = take(first, starts)
     if not left:  # a small tree: no worker; the walk reads its files
         return listed, read, None, set()
@@ -953,9 +967,10 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
         listed: dict[str, FolderFacts] | None = None
         read_ahead: dict[str, BinaryReading] = {}
         reading: set[str] = set()
+        dists_ahead: dict[str, DistInfoReading] = {}
         if cache is None and workers > 1:
             # No cache: worker processes list the folders and read the files while the tree is walked.
-            listed, read_ahead, pool, reading = _read_ahead(str(root), deep, workers, split)
+            listed, read_ahead, pool, reading = _read_ahead(str(root), deep, workers, dists_ahead, split)
         for path, st in _recorded(_walk(root, problems, outside, cache, folders, listed), walked if snapshot is not None else None):
             if path.endswith(".dist-info/METADATA"):
                 dist_dirs.append((os.path.dirname(path), st))
@@ -975,7 +990,7 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
             # The workers still read big files: read the distributions meanwhile, RECORD kept for every
             # file the walk took (a superset of the binaries, so the same owners).
             taken = [path for _at, path, _st in todo] + [r.binary.path for r in readings if r is not None and r.binary is not None]
-            early = _dist_infos(dist_dirs, {*taken, *map(os.path.normpath, taken)})
+            early = _dist_infos(dist_dirs, {*taken, *map(os.path.normpath, taken)}, dists_ahead)
         if pool is None and workers > 1 and len(todo) >= POOL_FILES:
             pool = _FileReads(min(workers, len(todo)), deep, split)
         for at, got in _read_todo(todo, deep, pool, reading):
@@ -995,7 +1010,7 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     found = [r.binary.path for r in readings if r is not None and r.binary is not None]
     wanted = {*found, *map(os.path.normpath, found)}
     records: list[tuple[str, tuple[int, ...]]] = []  # RECORD files read, for the snapshot
-    for info_dir, dist, probs in early if early is not None else _dist_infos(dist_dirs, wanted):
+    for info_dir, dist, probs in early if early is not None else _dist_infos(dist_dirs, wanted, dists_ahead):
         problems.extend(probs)
         if dist is None:
             continue
@@ -1029,9 +1044,21 @@ def _file_key(st: os.stat_result) -> tuple[int, int, int, int]:
 
 
 def _dist_infos(dist_dirs: list[tuple[str, os.stat_result]], wanted: set[str],
+                ahead: Mapping[str, DistInfoReading] | None = None,
                 ) -> list[tuple[str, _Distribution | None, list[ReadProblem]]]:
-    """Each ``*.dist-info`` folder read (:func:`_read_dist_info`), in walk order."""
-    return [(info_dir, *_read_dist_info(Path(info_dir), Path(info_dir).parent, wanted)) for info_dir, _st in dist_dirs]
+    """Each ``*.dist-info`` folder read (:func:`_read_dist_info`), in walk order; those in ``ahead`` (read by
+    worker processes, RECORD unfiltered) are taken from there, their RECORD paths narrowed to ``wanted``."""
+    out: list[tuple[str, _Distribution | None, list[ReadProblem]]] = []
+    for info_dir, _st in dist_dirs:
+        got = ahead.get(info_dir) if ahead else None
+        if got is None:
+            out.append((info_dir, *_read_dist_info(Path(info_dir), Path(info_dir).parent, wanted)))
+            continue
+        dist, probs = got
+        if dist is not None:
+            dist = _Distribution(dist.package, dist.files & wanted, dist.record_key)
+        out.append((info_dir, dist, probs))
+    return out
 
 
 def _from_snapshot(snapshot: FolderSnapshot, namespace: str, root: str, inv: Inventory) -> bool:
