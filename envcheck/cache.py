@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import itertools
 import json
 import operator
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +25,16 @@ from typing import Any, TypeVar
 from envcheck.config import env
 from envcheck.limits import read_regular
 from envcheck.model import Binary, Location, Package, ReadProblem, Role
+
+# The cache's file names are SHA-256 digests. CPython's own SHA-256 (the module hashlib falls back to) gives the
+# same digests without loading OpenSSL, 3-4 ms of every run's start-up; hashlib where it is missing.
+try:
+    from _sha2 import sha256  # CPython 3.12+
+except ImportError:
+    try:
+        from _sha256 import sha256  # CPython 3.10, 3.11
+    except ImportError:
+        from hashlib import sha256
 
 # Bump when what the readers produce changes, so old entries are not reused.
 FORMAT = 6
@@ -63,7 +71,7 @@ class ScanCache:
     @staticmethod
     def file_of(namespace: str, directory: Path | None = None) -> Path:
         """The cache file of ``namespace``."""
-        digest = hashlib.sha256(f"{FORMAT}:{namespace}".encode()).hexdigest()[:32]
+        digest = sha256(f"{FORMAT}:{namespace}".encode()).hexdigest()[:32]
         return (directory or cache_dir()) / f"scan-{digest}.json"
 
     @classmethod
@@ -99,6 +107,8 @@ class ScanCache:
             return
         try:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: entries name the user's files
+            import tempfile  # here: a run that writes nothing need not load it
+
             fd, tmp = tempfile.mkstemp(prefix=".scan-", suffix=".tmp", dir=self.directory)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -116,6 +126,8 @@ def _write_atomically(directory: Path, path: Path, data: bytes) -> bool:
     """Write ``data`` to ``path`` through a temporary file renamed into place; False on an error."""
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: entries name the user's files
+        import tempfile  # here: a run that writes nothing need not load it
+
         fd, tmp = tempfile.mkstemp(prefix=".folder-", suffix=".tmp", dir=directory)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -186,7 +198,7 @@ class FolderSnapshot:
 
     def __init__(self, namespace: str, directory: Path | None = None) -> None:
         self.directory = directory or cache_dir()
-        digest = hashlib.sha256(f"{FORMAT}.{SNAPSHOT_FORMAT}:{namespace}".encode()).hexdigest()[:32]
+        digest = sha256(f"{FORMAT}.{SNAPSHOT_FORMAT}:{namespace}".encode()).hexdigest()[:32]
         self.path = self.directory / f"folder-{digest}.json"
 
     def load(self, root: str) -> tuple[list[Package], list[Binary], list[ReadProblem]] | None:

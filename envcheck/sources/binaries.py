@@ -18,7 +18,6 @@ import os
 import re
 import stat
 import struct
-import subprocess
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -1133,6 +1132,8 @@ def site_packages_of(python: str) -> list[Path]:
         "except Exception: pass\n"
         "print(json.dumps(p))"
     )
+    import subprocess  # here: only `--python` runs a program, and the folder scan's start-up need not load it
+
     try:
         out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=True)
         paths = json.loads(out.stdout.strip().splitlines()[-1])
