@@ -174,6 +174,16 @@ def test_cufft_searched_in_pieces_reads_like_the_whole(torch_venv: Path, deep: b
     [(_job, reading)] = list(reads.results())
     reads.close()
     assert reading == serial and reads.rerun > 10  # the read, then its pieces
+    # and the pieces joined without searching the section again whole (no piece failed, no step ran out)
+    big = binaries_source._scan_job(deep, binaries_source.SPLIT_BYTES, ("read", str(path), path.stat()))
+    [(name, offset, size)] = big.sections
+    jobs = binaries_source._piece_jobs(0, str(path), big.sections, binaries_source.PIECE_BYTES)
+    pieces = [binaries_source._scan_job(deep, None, job) for job in jobs]
+    with path.open("rb") as fh:
+        src = FileSource(fh, path.stat().st_size)
+        joined = fatbin._join(src, pieces, offset + (-offset) % 8, offset + size, name, fatbin.MAX_RECORDS)
+        whole = fatbin.scan_containers(src, offset, size, name)
+    assert joined is not None and joined[1] == sum(1 + len(c.entries) for c in whole) > 40_000
 
 
 # ---- official wheels whose one-pass stream read once gave ERROR (issue 12) ----------------------------------

@@ -478,7 +478,7 @@ def search(src: ByteSource, start: int, size: int, section: str, budget: RecordB
         raise MalformedBinary(f"section {section} ({size} bytes at {start:#x}) runs past the end of the file", start)
     budget = budget or RecordBudget()
     end = start + size
-    joined = _join(src, pieces, start + (-start) % 8, end, section, taken) if pieces is not None else None
+    joined = _join(src, pieces, start + (-start) % 8, end, section, budget.left, taken) if pieces is not None else None
     if joined is None or joined[1] > budget.left:
         found = scan_containers(src, start, size, section, budget=budget)
         if taken is not None:
@@ -488,10 +488,11 @@ def search(src: ByteSource, start: int, size: int, section: str, budget: RecordB
     return joined[0]
 
 
-def _join(src: ByteSource, pieces: list[Piece | None], first: int, end: int, section: str,
+def _join(src: ByteSource, pieces: list[Piece | None], first: int, end: int, section: str, limit: int,
           taken: list[int] | None = None) -> tuple[list[Container], int] | None:
     """The whole section's search from its pieces' searches: its distinct modules and the records it
-    spends (None: the pieces do not cover the section, or one failed).
+    spends (None: the pieces do not cover the section, one failed, or the search spends more than
+    ``limit`` records: then its steps here stop there too).
 
     The whole search is at ``pos`` (no hit before it is left) when it reaches a piece. Where the piece's
     own search also passed ``pos`` (it went on at or before ``pos`` and its next hit is at or after it),
@@ -519,6 +520,8 @@ def _join(src: ByteSource, pieces: list[Piece | None], first: int, end: int, sec
             if 0 <= before <= pos:
                 if j < len(hits):
                     spent += piece.spent[-1] - (piece.spent[j - 1] if j else 0)
+                    if spent > limit:
+                        return None
                     if taken is not None:
                         taken.extend(h for h, k in zip(hits[j:], piece.kinds[j:], strict=True) if k >= 0)
                     for kind in dict.fromkeys(piece.kinds[j:]):
@@ -529,7 +532,7 @@ def _join(src: ByteSource, pieces: list[Piece | None], first: int, end: int, sec
                     if pos < 0:
                         return list(first_seen.values()), spent
                 break
-            step = _step(src, pos, piece.stop, end, section)
+            step = _step(src, pos, piece.stop, end, section, limit - spent)
             if step is None:
                 return None
             pos, cost, container = step
@@ -548,10 +551,11 @@ def _on(end: int) -> int:
     return end + (-end) % 8 if end >= 0 else end
 
 
-def _step(src: ByteSource, pos: int, stop: int, end: int, section: str) -> tuple[int, int, Container | None] | None:
+def _step(src: ByteSource, pos: int, stop: int, end: int, section: str, limit: int,
+          ) -> tuple[int, int, Container | None] | None:
     """One hit of the plain search from ``pos``, before ``stop``: (where it goes on, -1 where it ends; the
     records spent; the container, None where the hit is none or one :func:`validate_scanned` drops);
-    ``(stop, 0, None)`` when there is no hit before ``stop``; None when the hit used up a whole budget."""
+    ``(stop, 0, None)`` when there is no hit before ``stop``; None when the hit spends more than ``limit``."""
     window = _Window(src, end, 1 << 16, stop + len(MAGIC_V1) - 1)
     hit = window.find(pos)
     while hit >= 0 and hit % 8:
@@ -560,7 +564,7 @@ def _step(src: ByteSource, pos: int, stop: int, end: int, section: str) -> tuple
         return stop, 0, None
     misses: list[tuple[int, int, int, int]] = []
     try:
-        found = _scan_window(src, hit, end, section, RecordBudget(), 1 << 16, hit + 1, misses)
+        found = _scan_window(src, hit, end, section, RecordBudget(max(limit, 0)), 1 << 16, hit + 1, misses)
     except MalformedBinary:
         return None
     if found:

@@ -738,7 +738,7 @@ class _BigSections(NamedTuple):
 def _scan_job(deep: bool, split_at: int | None, job: tuple[Any, ...]) -> object:
     """A worker's job: ``("read", path, stat)`` (a :class:`BinaryReading`, or :class:`_BigSections` when the
     file has sections of ``split_at`` bytes or more to search), ``("piece", ticket, path, section, offset,
-    size, index, start, stop)`` (:func:`fatbin.scan_piece`; None when the file cannot be read) or
+    size, index, start, stop, records)`` (:func:`fatbin.scan_piece`; None when the file cannot be read) or
     ``("walk", starts, root_real)``."""
     if job[0] == "read":
         search = DeepSearch(split_at=split_at)
@@ -747,10 +747,11 @@ def _scan_job(deep: bool, split_at: int | None, job: tuple[Any, ...]) -> object:
             return _BigSections(tuple((s.name, s.offset, s.size) for s in search.later))
         return reading
     if job[0] == "piece":
-        _kind, _ticket, path, name, offset, size, _index, start, stop = job
+        _kind, _ticket, path, name, offset, size, _index, start, stop, records = job
         try:
             with open(path, "rb", buffering=0) as fh:
-                return fatbin.scan_piece(FileSource(fh, os.fstat(fh.fileno()).st_size), start, stop, offset + size, name)
+                return fatbin.scan_piece(FileSource(fh, os.fstat(fh.fileno()).st_size), start, stop, offset + size, name,
+                                         records)
         except OSError:
             return None
     return _explore(job[1], job[2], JOB_FOLDERS, deep)
@@ -798,25 +799,17 @@ class _FileReads:
                 yield job, result
 
     def _cut(self, job: tuple[Any, ...], big: _BigSections) -> None:
-        """Hand out the pieces of ``big``'s sections: 8-aligned cuts from each section's 8-aligned start."""
-        path = job[1]
+        """Hand out the pieces of ``big``'s sections (:func:`_piece_jobs`)."""
         ticket = next(self._tickets)
         pieces: dict[tuple[str, int, int], list[fatbin.Piece | None]] = {}
-        for name, offset, size in dict.fromkeys(big.sections):
-            first, end = offset + (-offset) % 8, offset + size
-            count = max(1, -(-(end - first) // self.piece_bytes))
-            step = -(-(end - first) // count)
-            step += (-step) % 8
-            bounds = [*range(first, end, step), end]
-            pieces[(name, offset, size)] = [None] * (len(bounds) - 1)
-            for index in range(len(bounds) - 1):
-                self.pool.submit(("piece", ticket, path, name, offset, size, index, bounds[index], bounds[index + 1]),
-                                 _PIECE_PRIORITY)
+        for piece in _piece_jobs(ticket, job[1], big.sections, self.piece_bytes):
+            pieces.setdefault(piece[3:6], []).append(None)
+            self.pool.submit(piece, _PIECE_PRIORITY)
         self._waiting[ticket] = (job, pieces, [sum(len(v) for v in pieces.values())])
 
     def _piece_back(self, job: tuple[Any, ...], piece: fatbin.Piece | None) -> tuple[tuple[Any, ...], BinaryReading] | None:
         """Keep a piece's search; the finished reading once it was the file's last piece."""
-        _kind, ticket, path, name, offset, size, index, _start, _stop = job
+        _kind, ticket, path, name, offset, size, index, _start, _stop, _records = job
         read_job, pieces, out = self._waiting[ticket]
         pieces[(name, offset, size)][index] = piece
         out[0] -= 1
@@ -828,6 +821,25 @@ class _FileReads:
     def close(self) -> None:
         """Stop the workers (:meth:`scan_workers.WorkerPool.close`)."""
         self.pool.close()
+
+
+def _piece_jobs(ticket: int, path: str, sections: tuple[tuple[str, int, int], ...], piece_bytes: int,
+                ) -> list[tuple[Any, ...]]:
+    """The piece jobs of ``sections`` (name, offset, size) of ``path``: 8-aligned cuts about ``piece_bytes``
+    apart from each section's 8-aligned start. Each piece may spend twice its share of the file's record
+    limit (:data:`fatbin.MAX_RECORDS`), so that all of them together do no more than twice the work a
+    plain search may do (cuFFT's pieces spend a tenth of their share); a piece that needs more fails, and
+    the section is searched whole."""
+    cuts: dict[tuple[str, int, int], list[int]] = {}
+    for name, offset, size in sections:
+        first, end = offset + (-offset) % 8, offset + size
+        count = max(1, -(-(end - first) // piece_bytes))
+        step = -(-(end - first) // count)
+        step += (-step) % 8
+        cuts[(name, offset, size)] = [*range(first, end, step), end]
+    records = max(1, 2 * fatbin.MAX_RECORDS // sum(len(bounds) - 1 for bounds in cuts.values()))
+    return [("piece", ticket, path, name, offset, size, index, bounds[index], bounds[index + 1], records)
+            for (name, offset, size), bounds in cuts.items() for index in range(len(bounds) - 1)]
 
 
 def _split_sizes(options: ReadOptions) -> tuple[int, int]:
