@@ -39,10 +39,13 @@ for n in (None, 1, None):
     print("scan_folder workers", n, "%.3f s" % t, len(inv.binaries), "children maxrss MB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
 orig = b._scan_job
 shutil.rmtree("/tmp/jobs", ignore_errors=True); os.makedirs("/tmp/jobs")
-def timed(deep, job):
-    t = time.perf_counter(); r = orig(deep, job); e = time.perf_counter()
+def timed(*args):
+    job = args[-1]  # (deep, split_at, job)
+    t = time.perf_counter(); r = orig(*args); e = time.perf_counter()
+    what = job[1] if job[0] == "read" else f"{job[2]} {job[7]:#x}" if job[0] == "piece" else len(job[1])
+    size = job[2].st_size if job[0] == "read" else job[8] - job[7] if job[0] == "piece" else len(r.folders)
     with open(f"/tmp/jobs/{os.getpid()}", "a") as fh:
-        fh.write(json.dumps([job[0], t, e, job[1] if job[0] == "read" else len(job[1]), job[2].st_size if job[0] == "read" else len(r.folders)]) + "\n")
+        fh.write(json.dumps([job[0], t, e, what, size]) + "\n")
     return r
 b._scan_job = timed
 t0 = time.perf_counter(); listed, read, pool, reading = b._read_ahead(str(site), False, 16); t1 = time.perf_counter()
@@ -56,6 +59,13 @@ print("jobs", len(jobs), "walk", sum(j[0] == "walk" for j in jobs), "work s %.3f
       "first start %.3f last end %.3f" % (min(j[1] for j in jobs) - t0, max(j[2] for j in jobs) - t0))
 for j in sorted(jobs, key=lambda j: j[1] - j[2])[:8]:
     print("  %.3f-%.3f %s %s %s" % (j[1] - t0, j[2] - t0, j[0], str(j[3])[-60:], j[4]))
+cu = [j for j in jobs if "libcufft.so" in str(j[3])]
+if cu:
+    pieces = [j for j in cu if j[0] == "piece"]
+    print("cufft: read %.3f-%.3f, %d pieces %.3f-%.3f (longest %.3f s)" % (
+        min(j[1] for j in cu if j[0] == "read") - t0, max(j[2] for j in cu if j[0] == "read") - t0, len(pieces),
+        min((j[1] for j in pieces), default=t0) - t0, max((j[2] for j in pieces), default=t0) - t0,
+        max((j[2] - j[1] for j in pieces), default=0)))
 by_pid = {}
 for j in jobs: by_pid.setdefault(j[5], []).append(j)
 print("per worker busy s", sorted(round(sum(x[2] - x[1] for x in v), 3) for v in by_pid.values()))

@@ -18,6 +18,7 @@ from test_binaries_read import facts, pyelftools_facts
 from envcheck.inspect import fatbin
 from envcheck.inspect.elf import FileSource
 from envcheck.sources import ReadOptions
+from envcheck.sources import binaries as binaries_source
 from envcheck.sources import wheel as wheel_source
 from envcheck.sources.binaries import read_binary, scan_folder, standard_containers
 
@@ -160,6 +161,31 @@ def test_deep_fatbin_finds_kernels_outside_nv_fatbin(torch_venv: Path, name: str
     assert streamed.binary is not None and facts(streamed.binary) == facts(deep.binary)
 
 
+@pytest.mark.parametrize("deep", [False, True])
+def test_cufft_searched_in_pieces_reads_like_the_whole(torch_venv: Path, deep: bool) -> None:
+    """cuFFT's .ldata (265 MiB, 24,000 modules) cut into pieces as a folder scan with workers cuts it, each
+    piece searched alone and the searches joined (here every job runs in this process: a pool of no
+    workers): the serial reading, field for field, ``bytes_read`` included."""
+    [path] = sorted(torch_venv.glob("nvidia/*/lib/libcufft.so.*[0-9]"))
+    serial = binaries_source._scan_file(str(path), path.stat(), deep)
+    assert serial.binary is not None and ".ldata" in serial.binary.sections
+    reads = binaries_source._FileReads(0, deep, (binaries_source.SPLIT_BYTES, binaries_source.PIECE_BYTES))
+    reads.submit(("read", str(path), path.stat()))
+    [(_job, reading)] = list(reads.results())
+    reads.close()
+    assert reading == serial and reads.rerun > 10  # the read, then its pieces
+    # and the pieces joined without searching the section again whole (no piece failed, no step ran out)
+    big = binaries_source._scan_job(deep, binaries_source.SPLIT_BYTES, ("read", str(path), path.stat()))
+    [(name, offset, size)] = big.sections
+    jobs = binaries_source._piece_jobs(0, str(path), big.sections, binaries_source.PIECE_BYTES)
+    pieces = [binaries_source._scan_job(deep, None, job) for job in jobs]
+    with path.open("rb") as fh:
+        src = FileSource(fh, path.stat().st_size)
+        joined = fatbin._join(src, pieces, offset + (-offset) % 8, offset + size, name, fatbin.MAX_RECORDS)
+        whole = fatbin.scan_containers(src, offset, size, name)
+    assert joined is not None and joined[1] == sum(1 + len(c.entries) for c in whole) > 40_000
+
+
 # ---- official wheels whose one-pass stream read once gave ERROR (issue 12) ----------------------------------
 # Each is fetched once into .work/real-wheels/ (the exact file: platform and Python pinned) and its ELF/ar
 # members extracted next to it, as pip would install them.
@@ -269,8 +295,8 @@ def test_torch_env_findings_are_the_same_cold_and_from_the_cache(torch_venv: Pat
             for extra in (("--no-cache",), (), ())]  # no cache; filling the cache; from the cache
     reports = [json.loads(r.stdout)["targets"][0] for r in runs]
     assert reports[0]["findings"] == reports[1]["findings"] == reports[2]["findings"]
-    strip = [[{k: v for k, v in b.items() if k != "bytes_read"} for b in r["inventory"]["binaries"]] for r in reports]
-    assert strip[0] == strip[1] == strip[2] and reports[0]["inventory"]["packages"] == reports[2]["inventory"]["packages"]
+    binaries = [r["inventory"]["binaries"] for r in reports]  # bytes_read too: a searched section counts whole
+    assert binaries[0] == binaries[1] == binaries[2] and reports[0]["inventory"]["packages"] == reports[2]["inventory"]["packages"]
 
 
 def test_dist_info_reading_is_unchanged_on_the_torch_env(torch_venv: Path) -> None:

@@ -137,7 +137,7 @@ class SubSource:
 
     @bytes_read.setter
     def bytes_read(self, value: int) -> None:  # the parent keeps the count
-        pass
+        self.parent.bytes_read = value
 
     def read_at(self, offset: int, size: int) -> bytes:
         if offset < 0 or size < 0 or offset + size > self.size:

@@ -13,8 +13,12 @@ Two walkers produce the same :class:`Container` lists: :func:`walk_section` over
 from __future__ import annotations
 
 import struct
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import accumulate
+from operator import itemgetter
 from typing import NamedTuple
 
 from envcheck.inspect.elf import ByteSource, MalformedBinary
@@ -36,6 +40,9 @@ FLAG_FAMILY = 0x200000  # "f"
 
 MAX_RECORDS = 200_000  # containers + entries walked in one binary (real: cuFFT has 24,000 modules, 48,000 records)
 ZERO_SKIP = 1 << 20  # zero padding between containers is skipped a block at a time, not 8 bytes per step
+# The deep search reads a section through a window of this many bytes: 1 MiB searched cuFFT's .ldata faster
+# than 4 MiB (fewer page faults, the window stays in the CPU's cache), whole or in pieces.
+WINDOW = 1 << 20
 
 # Sections nvcc puts fatbins in; cuobjdump reads these (and only these).
 STANDARD_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
@@ -209,7 +216,7 @@ def _walk_entries(src: ByteSource, pos: int, cend: int, budget: RecordBudget) ->
     return entries
 
 
-def scan_containers(src: ByteSource, start: int, size: int, section: str, chunk: int = 4 << 20,
+def scan_containers(src: ByteSource, start: int, size: int, section: str, chunk: int = WINDOW,
                     budget: RecordBudget | None = None) -> list[Container]:
     """Containers anywhere in a section (``--deep-fatbin``): magic search, then validation of each hit.
 
@@ -223,11 +230,15 @@ def scan_containers(src: ByteSource, start: int, size: int, section: str, chunk:
 
 
 class _Window:
-    """Forward reads of a source through one buffer of about ``size`` bytes (memory stays flat)."""
+    """Forward reads of a source through one buffer of about ``size`` bytes (memory stays flat).
 
-    def __init__(self, src: ByteSource, end: int, size: int = 4 << 20) -> None:
+    ``reach`` (``end`` unless given): the magic search and the windows it reads stop there (a piece of a
+    section, :func:`scan_piece`); headers are still read up to ``end``."""
+
+    def __init__(self, src: ByteSource, end: int, size: int = WINDOW, reach: int | None = None) -> None:
         self.src = src
         self.end = end
+        self.reach = end if reach is None else min(reach, end)
         self.size = size
         self.data = b""
         self.at = 0
@@ -235,43 +246,50 @@ class _Window:
     def load(self, pos: int, n: int) -> None:
         """Make ``[pos, pos + n)`` available (the caller checked it is before ``end``)."""
         if not (self.at <= pos and pos + n <= self.at + len(self.data)):
-            self.data = self.src.read_at(pos, max(n, min(self.size, self.end - pos)))
+            self.data = self.src.read_at(pos, max(n, min(self.size, self.reach - pos)))
             self.at = pos
 
     def find(self, pos: int) -> int:
-        """The next fatbin magic at or after ``pos`` (before ``end``), or -1."""
+        """The next fatbin magic at or after ``pos`` (before ``reach``), or -1."""
         magic = len(MAGIC_V1)
-        while pos + magic <= self.end:
+        while pos + magic <= self.reach:
             if not (self.at <= pos and pos + magic <= self.at + len(self.data)):
                 self._read(pos)
             i = self.data.find(MAGIC_V1, pos - self.at)
-            if i >= 0:
+            if i >= 0 and self.at + i + magic <= self.reach:
                 return self.at + i
             window_end = self.at + len(self.data)
-            if window_end >= self.end:
+            if window_end >= self.reach:
                 return -1
             pos = window_end - magic + 1  # the next window overlaps: a magic across the boundary is found
             self._read(pos)
         return -1
 
     def _read(self, pos: int) -> None:
-        self.data = self.src.read_at(pos, min(max(self.size, 64), self.end - pos))
+        self.data = self.src.read_at(pos, min(max(self.size, 64), self.reach - pos))
         self.at = pos
 
 
-def _scan_window(src: ByteSource, start: int, end: int, section: str, budget: RecordBudget, size: int) -> list[Container]:
+def _scan_window(src: ByteSource, start: int, end: int, section: str, budget: RecordBudget, size: int,
+                 stop: int | None = None, misses: list[tuple[int, int, int, int]] | None = None) -> list[Container]:
     """:class:`StreamScanner`'s search over ``[start, end)`` of a random-access source, one ``find`` per hit
-    over a window of ``size`` bytes (4 MiB by default) (cuFFT keeps 24,000 modules in ``.ldata``): the same containers, except that after
+    over a window of ``size`` bytes (:data:`WINDOW`) (cuFFT keeps 24,000 modules in ``.ldata``): the same containers, except that after
     a hit that does not validate the search resumes right after its magic even where a stream has
     already passed those bytes.
 
     Written for speed (cuFFT's deep scan is the longest single job of a folder scan): the window's bytes
     and the record budget live in local variables, a container header and its first entry header are
     unpacked at once when both are in the window, and the window reads only where the plain loop would,
-    so the containers, the budget and ``bytes_read`` are the same."""
+    so the containers, the budget and ``bytes_read`` are the same.
+
+    ``stop`` (:func:`scan_piece`): hits at or after it are not taken (containers still end where they end,
+    up to ``end``). ``misses``: receives ``(containers before it, hit, records spent, where the search went
+    on)`` for each hit that is not a container (on: ``hit + 8``), and for a hit whose entry headers run past
+    ``end``, where the search ended (on: -1)."""
     out: list[Container] = []
     append = out.append
-    window = _Window(src, end, size)
+    stop = end if stop is None else min(stop, end)
+    window = _Window(src, end, size, stop + len(MAGIC_V1) - 1)
     data, at = window.data, window.at
     top = at + len(data)
     pos = start + (-start) % 8
@@ -290,11 +308,12 @@ def _scan_window(src: ByteSource, start: int, end: int, section: str, budget: Re
                 hit = window.find(pos)
                 data, at = window.data, window.at
                 top = at + len(data)
-            if hit < 0 or hit + CONTAINER_HEADER > end:
+            if hit < 0 or hit + CONTAINER_HEADER > end or hit >= stop:
                 return out
             if hit % 8:
                 pos = hit + (-hit) % 8
                 continue
+            mark = left
             left -= 1
             if left < 0:
                 budget.left = left + 1
@@ -308,6 +327,8 @@ def _scan_window(src: ByteSource, start: int, end: int, section: str, budget: Re
                     left -= 1
                     if hsize < ENTRY_HEADER or hsize > MAX_ENTRY_HEADER or cursor + hsize + padded > cend or kind not in known:
                         pos = hit + 8  # not a container after all: search on
+                        if misses is not None:
+                            misses.append((len(out), hit, mark - left, pos))
                         continue
                     entries = [Entry(kind, sm, flags, hsize, padded, major, minor, cursor)]
                     cursor += hsize + padded
@@ -326,6 +347,8 @@ def _scan_window(src: ByteSource, start: int, end: int, section: str, budget: Re
                 entries = []
             while cursor < cend:
                 if cursor + ENTRY_HEADER > end:
+                    if misses is not None:
+                        misses.append((len(out), hit, mark - left, -1))
                     return out  # runs past the section: as a stream's last, unfinished container
                 left -= 1
                 if left < 0:
@@ -347,8 +370,209 @@ def _scan_window(src: ByteSource, start: int, end: int, section: str, budget: Re
                 pos = cend + (-cend) % 8
                 continue
             pos = hit + 8  # not a container after all: search on
+            if misses is not None:
+                misses.append((len(out), hit, mark - left, pos))
     finally:
         budget.left = left
+
+
+# ---- a section's search in pieces (worker processes share cuFFT's 265 MiB .ldata) -------------------------
+
+ImageKey = tuple[tuple[int, int, int, int, int], ...]
+
+
+_IMAGE = itemgetter(0, 1, 2, 5, 6)  # an Entry's kind, sm, flags, major, minor
+
+
+def images(container: Container) -> ImageKey:
+    """What a binary's description reads of a container: its images' kind, SM, flags and version."""
+    return tuple(map(_IMAGE, container.entries))
+
+
+def distinct_modules(containers: Iterable[Container]) -> list[Container]:
+    """The first container of each distinct list of :func:`images`, in order. A binary's description
+    (its labels, PTX versions, sections and :func:`binary_level`) is the same from these as from all."""
+    first: dict[tuple[str, ImageKey], Container] = {}
+    for c in containers:
+        first.setdefault((c.section, images(c)), c)
+    return list(first.values())
+
+
+def _plausible(c: Container, end: int) -> bool:
+    """:func:`validate_scanned` for one container."""
+    return c.offset + c.size <= end and not (c.entries and c.entries[0].kind not in KIND_NAMES) and not (
+        c.size > CONTAINER_HEADER and not c.entries)
+
+
+class Piece(NamedTuple):
+    """What the search of one piece ``[start, stop)`` of a section found (:func:`scan_piece`), compact enough
+    to cross a pipe cheaply (cuFFT's ``.ldata`` has 24,000 containers). For each hit the search took, in
+    order: its offset, where the search went on after it (-1: the search ended there), the records spent up
+    to and with it, and which of ``modules`` it is (-1: no container, or one :func:`validate_scanned` drops).
+    ``nexts`` holds the container's end where the search goes on at the next multiple of 8 (:func:`_on`)."""
+
+    start: int
+    stop: int
+    hits: array[int]
+    nexts: array[int]
+    spent: array[int]
+    kinds: array[int]
+    modules: tuple[Container, ...]  # the first container of each distinct list of images
+    failed: bool  # the search raised (its record budget ran out, the file ended early)
+
+
+def scan_piece(src: ByteSource, start: int, stop: int, end: int, section: str, limit: int = MAX_RECORDS,
+               window: int = WINDOW) -> Piece:
+    """The magic search of :func:`scan_containers` from ``start`` (8-aligned) over a section that ends at
+    ``end``, taking the hits before ``stop`` (containers may end past it), spending at most ``limit``
+    records; for :func:`search`, which joins consecutive pieces."""
+    misses: list[tuple[int, int, int, int]] = []
+    hits, nexts, spent, kinds = array("q"), array("q"), array("q"), array("q")
+    try:
+        found = _scan_window(src, start, end, section, RecordBudget(limit), window, stop, misses)
+    except MalformedBinary:
+        return Piece(start, stop, hits, nexts, spent, kinds, (), True)
+    containers: list[Container | None]
+    if misses:  # rare (a magic by chance, a broken container): the hits in order, one at a time
+        taken: list[tuple[int, int, int, Container | None]] = []
+        m = 0
+        for i, c in enumerate(found):
+            while m < len(misses) and misses[m][0] == i:
+                taken.append((*misses[m][1:], None))
+                m += 1
+            taken.append((c.offset, 1 + len(c.entries), c.offset + c.size, c))
+        taken.extend((*miss[1:], None) for miss in misses[m:])
+        hits.extend([t[0] for t in taken])
+        spent.extend(accumulate([t[1] for t in taken]))
+        nexts.extend([t[2] for t in taken])
+        containers = [t[3] for t in taken]
+    else:  # the common case, in bulk
+        hits.extend([c.offset for c in found])
+        spent.extend(accumulate([1 + len(c.entries) for c in found]))
+        nexts.extend([c.offset + c.size for c in found])
+        containers = list(found)
+    # each container's images (the one image itself, for most), None for those validate_scanned drops
+    keys = [None if c is None or not _plausible(c, end) else
+            _IMAGE(c.entries[0]) if len(c.entries) == 1 else tuple(map(_IMAGE, c.entries)) for c in containers]
+    index: dict[object, int] = {}
+    kinds.extend([-1 if key is None else index.setdefault(key, len(index)) for key in keys])
+    earliest = dict(zip(reversed(keys), reversed(containers), strict=True))
+    modules = [module for key in index if (module := earliest[key]) is not None]
+    return Piece(start, stop, hits, nexts, spent, kinds, tuple(modules), False)
+
+
+def search(src: ByteSource, start: int, size: int, section: str, budget: RecordBudget | None = None,
+           pieces: list[Piece | None] | None = None, taken: list[int] | None = None) -> list[Container]:
+    """What :func:`scan_containers` finds in a section, one container for each distinct list of
+    :func:`images`, in order of first appearance (all that a binary's description needs, as
+    :func:`distinct_modules`; from pieces, the one that stands for a list may be an earlier container of
+    the same images, in the same section), spending the same records of ``budget``.
+
+    ``pieces``: the searches of consecutive pieces of the section, from its 8-aligned start to its end
+    (:func:`scan_piece`, run in worker processes), joined here into the answer of the search of the whole
+    (:func:`_join`); None: the section is searched here, whole. When the pieces cannot give that answer
+    (one is missing or failed, or the whole would run out of ``budget``), it is searched here whole too:
+    the containers, and an error with its offset, are always those of the plain search. ``taken``
+    receives the offsets of all the containers (tests)."""
+    if start < 0 or size < 0 or start + size > src.size:
+        raise MalformedBinary(f"section {section} ({size} bytes at {start:#x}) runs past the end of the file", start)
+    budget = budget or RecordBudget()
+    end = start + size
+    joined = _join(src, pieces, start + (-start) % 8, end, section, budget.left, taken) if pieces is not None else None
+    if joined is None or joined[1] > budget.left:
+        found = scan_containers(src, start, size, section, budget=budget)
+        if taken is not None:
+            taken[:] = [c.offset for c in found]
+        return distinct_modules(found)
+    budget.left -= joined[1]
+    return joined[0]
+
+
+def _join(src: ByteSource, pieces: list[Piece | None], first: int, end: int, section: str, limit: int,
+          taken: list[int] | None = None) -> tuple[list[Container], int] | None:
+    """The whole section's search from its pieces' searches: its distinct modules and the records it
+    spends (None: the pieces do not cover the section, one failed, or the search spends more than
+    ``limit`` records: then its steps here stop there too).
+
+    The whole search is at ``pos`` (no hit before it is left) when it reaches a piece. Where the piece's
+    own search also passed ``pos`` (it went on at or before ``pos`` and its next hit is at or after it),
+    both take the same hits from there on: the piece's are taken. Else ``pos`` lies inside a container the
+    piece took and the whole search did not (the previous piece's last container reaches in): the whole
+    search steps on here, hit by hit, until it meets the piece's search again (one container's length)."""
+    if not pieces or any(p is None or p.failed for p in pieces):
+        return None
+    starts = [p.start for p in pieces if p is not None]
+    stops = [p.stop for p in pieces if p is not None]
+    if starts[0] != first or stops[-1] != end or starts[1:] != stops[:-1]:
+        return None
+    first_seen: dict[ImageKey, Container] = {}
+    spent = 0
+    pos = first
+    for piece in pieces:
+        assert piece is not None
+        if pos >= piece.stop:
+            continue  # inside a container the whole search took
+        pos = max(pos, piece.start)
+        hits, nexts = piece.hits, piece.nexts
+        while pos < piece.stop:
+            j = bisect_left(hits, pos)
+            before = _on(nexts[j - 1]) if j else piece.start
+            if 0 <= before <= pos:
+                if j < len(hits):
+                    spent += piece.spent[-1] - (piece.spent[j - 1] if j else 0)
+                    if spent > limit:
+                        return None
+                    if taken is not None:
+                        taken.extend(h for h, k in zip(hits[j:], piece.kinds[j:], strict=True) if k >= 0)
+                    for kind in dict.fromkeys(piece.kinds[j:]):
+                        if kind >= 0:
+                            module = piece.modules[kind]
+                            first_seen.setdefault(images(module), module)
+                    pos = _on(nexts[-1])
+                    if pos < 0:
+                        return list(first_seen.values()), spent
+                break
+            step = _step(src, pos, piece.stop, end, section, limit - spent)
+            if step is None:
+                return None
+            pos, cost, container = step
+            spent += cost
+            if container is not None:
+                first_seen.setdefault(images(container), container)
+                if taken is not None:
+                    taken.append(container.offset)
+            if pos < 0:
+                return list(first_seen.values()), spent
+    return list(first_seen.values()), spent
+
+
+def _on(end: int) -> int:
+    """Where the search goes on after a hit that ends at ``end`` (-1: it ended there)."""
+    return end + (-end) % 8 if end >= 0 else end
+
+
+def _step(src: ByteSource, pos: int, stop: int, end: int, section: str, limit: int,
+          ) -> tuple[int, int, Container | None] | None:
+    """One hit of the plain search from ``pos``, before ``stop``: (where it goes on, -1 where it ends; the
+    records spent; the container, None where the hit is none or one :func:`validate_scanned` drops);
+    ``(stop, 0, None)`` when there is no hit before ``stop``; None when the hit spends more than ``limit``."""
+    window = _Window(src, end, 1 << 16, stop + len(MAGIC_V1) - 1)
+    hit = window.find(pos)
+    while hit >= 0 and hit % 8:
+        hit = window.find(hit + (-hit) % 8)
+    if hit < 0 or hit >= stop or hit + CONTAINER_HEADER > end:
+        return stop, 0, None
+    misses: list[tuple[int, int, int, int]] = []
+    try:
+        found = _scan_window(src, hit, end, section, RecordBudget(max(limit, 0)), 1 << 16, hit + 1, misses)
+    except MalformedBinary:
+        return None
+    if found:
+        c = found[0]
+        cend = c.offset + c.size
+        return cend + (-cend) % 8, 1 + len(c.entries), c if _plausible(c, end) else None
+    _before, _hit, cost, on = misses[0]
+    return on, cost, None
 
 
 class StreamScanner:

@@ -12,6 +12,7 @@ Public API used by other sources (images, containers): :func:`binary_from_file`,
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -65,6 +66,21 @@ class BinaryReading:
 
     binary: Binary | None
     problems: list[ReadProblem] = field(default_factory=list)
+
+
+@dataclass
+class DeepSearch:
+    """How :func:`read_elf` searches data sections for fatbins (``--deep-fatbin``, and cuFFT's kernels).
+
+    ``split_at`` (a worker's read of a big file): sections of this many bytes or more are not searched but
+    listed in ``later``, and the reading is incomplete (the folder scan cuts them into pieces for other jobs
+    and reads the file again with them). ``pieces``: those searches (:func:`fatbin.scan_piece`) by the
+    name, offset and size of their section, joined by :func:`fatbin.search` into the answer of a search of the whole.
+    """
+
+    split_at: int | None = None
+    pieces: Mapping[tuple[str, int, int], list[fatbin.Piece | None]] = field(default_factory=dict)
+    later: list[Section] = field(default_factory=list)
 
 
 def _problem(exc: MalformedBinary, location: Location, prefix: str = "") -> ReadProblem:
@@ -144,6 +160,7 @@ def read_elf(
     location: Location,
     scanned: list[fatbin.Container] | None = None,
     strings_at_once: bool = False,
+    search: DeepSearch | None = None,
 ) -> tuple[Binary, list[ReadProblem]]:
     """Read one ELF file: header, sections, dynamic table, fatbins. Raises MalformedBinary when the
     headers themselves are unreadable; damage in the dynamic table or a fatbin section is returned as
@@ -152,6 +169,7 @@ def read_elf(
     ``scanned``: containers a stream scanner already found (sections are assigned here); otherwise the
     standard sections are walked (and, with ``deep``, every data section searched). ``strings_at_once``
     reads the dynamic string table in one read (streams: one pass instead of many small reads).
+    ``search``: how data sections are searched (:class:`DeepSearch`; by default each here, whole).
     """
     problems: list[ReadProblem] = []
     head = src.read_at(0, min(64, src.size))
@@ -173,11 +191,13 @@ def read_elf(
         containers = _place(scanned, sections, deep)
     else:
         budget = fatbin.RecordBudget()  # one for the whole file, over all its sections
-        containers = _walk_fatbins(src, sections, deep, location, problems, budget)
+        search = search or DeepSearch()
+        containers = _walk_fatbins(src, sections, deep, location, problems, budget, search)
         if not deep and fatbin.binary_level(containers, TARGET_SM) == fatbin.NONE:
             # No image in the standard sections runs on the target: libraries such as cuFFT keep their
             # real kernels in other sections and load them themselves, so look there before judging.
-            extra = [c for c in _walk_fatbins(src, sections, True, location, problems, budget) if c.section not in fatbin.STANDARD_SECTIONS]
+            extra = [c for c in _walk_fatbins(src, sections, True, location, problems, budget, search)
+                     if c.section not in fatbin.STANDARD_SECTIONS]
             containers.extend(extra)
     has_segment = any(s.name == ".nvFatBinSegment" for s in sections)
     binary = describe(
@@ -194,8 +214,12 @@ def read_elf(
 
 def _walk_fatbins(
     src: ByteSource, sections: list[Section], deep: bool, location: Location, problems: list[ReadProblem],
-    budget: fatbin.RecordBudget,
+    budget: fatbin.RecordBudget, search: DeepSearch,
 ) -> list[fatbin.Container]:
+    """The containers of the standard sections and, with ``deep``, those found in the other data sections
+    (:func:`fatbin.search`: one of each distinct module, all that :func:`describe` needs). A searched
+    section counts as read whole in ``bytes_read`` (the search skips some payloads, and pieces searched
+    elsewhere read a little more around their cuts): the same count however the search was split."""
     containers: list[fatbin.Container] = []
     for s in fatbin_sections(sections, deep):
         if budget.left < 0:
@@ -204,7 +228,16 @@ def _walk_fatbins(
             if s.name in fatbin.STANDARD_SECTIONS:
                 containers.extend(fatbin.walk_containers(src, s.offset, s.size, s.name, budget))
             elif deep:
-                containers.extend(fatbin.scan_containers(src, s.offset, s.size, s.name, budget=budget))
+                inside = s.offset + s.size <= src.size
+                if inside and search.split_at is not None and s.size >= search.split_at:
+                    search.later.append(s)
+                    continue
+                before = src.bytes_read
+                try:
+                    containers.extend(fatbin.search(src, s.offset, s.size, s.name, budget, search.pieces.get((s.name, s.offset, s.size))))
+                finally:
+                    if inside:
+                        src.bytes_read = before + s.size
         except MalformedBinary as exc:
             problems.append(_problem(exc, location, f"fatbin in section {s.name} of "))
     return containers
@@ -268,18 +301,20 @@ def merge_archive(parts: list[Binary], path: str, size: int, bytes_read: int, lo
     )
 
 
-def read_binary(src: ByteSource, path: str, *, deep_fatbin: bool = False, location: Location | None = None) -> BinaryReading:
+def read_binary(src: ByteSource, path: str, *, deep_fatbin: bool = False, location: Location | None = None,
+                search: DeepSearch | None = None) -> BinaryReading:
     """Read an ELF file or ``ar`` archive from ``src``; never raises for bad content.
 
     Returns ``binary=None`` for anything that is not ELF/ar. A file whose headers cannot be read at all
     gives ``binary=None`` plus a problem; a file whose fatbin or dynamic table is damaged gives the
-    binary (what could be read) plus a problem naming the section and offset.
+    binary (what could be read) plus a problem naming the section and offset. ``search``: see
+    :class:`DeepSearch` (ELF files only; an archive's members are searched whole).
     """
     location = location or Location(path)
     try:
         head = src.read_at(0, min(8, src.size))
         if head.startswith(ELF_MAGIC):
-            binary, problems = read_elf(src, path, deep_fatbin, location)
+            binary, problems = read_elf(src, path, deep_fatbin, location, search=search)
             return BinaryReading(binary, problems)
         if head.startswith(AR_MAGIC):
             maybe, problems = _read_archive(src, path, deep_fatbin, location)
@@ -415,6 +450,12 @@ FIRST_FOLDERS = 48
 JOB_FOLDERS = 64
 INLINE_BYTES = 4 << 20
 POOL_FILES = 24
+# A data section of SPLIT_BYTES or more that a worker's read must search for fatbins (cuFFT's 265 MiB .ldata,
+# the longest job of a CUDA environment's scan) is searched in pieces of about PIECE_BYTES, each a job of its
+# own, handed out before any file (ReadOptions.extra "split_bytes" / "piece_bytes" change both: tests).
+SPLIT_BYTES = 32 << 20
+PIECE_BYTES = 16 << 20
+_PIECE_PRIORITY = -float(1 << 62)  # after the walk jobs (-inf), before every file (minus its size)
 # Names that are source or text whatever their mode (an executable .py is a script): their mode is not
 # even looked at, which saves one stat per file on the 20,000 Python files of a torch environment.
 TEXT_SUFFIXES = (".py", ".pyc", ".pyi", ".pyx", ".pxd", ".h", ".hpp", ".hxx", ".cuh", ".inc", ".c", ".cc", ".cpp",
@@ -624,7 +665,7 @@ def outside_note(root: Path | str, outside: list[str]) -> ReadProblem:
     )
 
 
-def _scan_file(path: str, st: os.stat_result, deep: bool) -> BinaryReading:
+def _scan_file(path: str, st: os.stat_result, deep: bool, search: DeepSearch | None = None) -> BinaryReading:
     if st.st_size < 8:
         return BinaryReading(None)
     try:
@@ -633,7 +674,7 @@ def _scan_file(path: str, st: os.stat_result, deep: bool) -> BinaryReading:
             head = src.read_at(0, 8)
             if not is_binary_head(head):
                 return BinaryReading(None)
-            return read_binary(src, path, deep_fatbin=deep)
+            return read_binary(src, path, deep_fatbin=deep, search=search)
     except OSError as exc:
         return BinaryReading(None, [ReadProblem(f"{path}: cannot read: {exc.strerror or exc}", Location(path))])
 
@@ -687,18 +728,136 @@ def _explore(starts: list[tuple[str, tuple[int, int]]], root_real: str, folders:
     return out
 
 
-def _scan_job(deep: bool, job: tuple[Any, ...]) -> object:
-    """A worker's job: ``("read", path, stat)`` or ``("walk", starts, root_real)``."""
+class _BigSections(NamedTuple):
+    """A worker's read of a file that has data sections to search of :data:`SPLIT_BYTES` or more (see
+    :class:`_FileReads`): each as (name, offset, size)."""
+
+    sections: tuple[tuple[str, int, int], ...]
+
+
+def _scan_job(deep: bool, split_at: int | None, job: tuple[Any, ...]) -> object:
+    """A worker's job: ``("read", path, stat)`` (a :class:`BinaryReading`, or :class:`_BigSections` when the
+    file has sections of ``split_at`` bytes or more to search), ``("piece", ticket, path, section, offset,
+    size, index, start, stop, records)`` (:func:`fatbin.scan_piece`; None when the file cannot be read) or
+    ``("walk", starts, root_real)``."""
     if job[0] == "read":
-        return _scan_file(job[1], job[2], deep)
+        search = DeepSearch(split_at=split_at)
+        reading = _scan_file(job[1], job[2], deep, search)
+        if search.later:
+            return _BigSections(tuple((s.name, s.offset, s.size) for s in search.later))
+        return reading
+    if job[0] == "piece":
+        _kind, _ticket, path, name, offset, size, _index, start, stop, records = job
+        try:
+            with open(path, "rb", buffering=0) as fh:
+                return fatbin.scan_piece(FileSource(fh, os.fstat(fh.fileno()).st_size), start, stop, offset + size, name,
+                                         records)
+        except OSError:
+            return None
     return _explore(job[1], job[2], JOB_FOLDERS, deep)
+
+
+class _FileReads:
+    """A folder scan's :class:`scan_workers.WorkerPool`, whose reads of big files may come back unfinished:
+    the fatbin search of a data section of ``split_at`` bytes or more (cuFFT's 265 MiB ``.ldata``, 24,000
+    modules: alone it would be the last job to end) is cut into pieces of about ``piece_bytes``, each a job
+    of its own handed out before any file, and the file is read again here, with the pieces' searches, once
+    they are all back (:func:`fatbin.search` joins them into the answer of a plain search). The same jobs
+    and results otherwise (:meth:`results` yields the read job with its finished reading)."""
+
+    def __init__(self, workers: int, deep: bool, split: tuple[int, int]) -> None:
+        self.pool = scan_workers.WorkerPool(workers, partial(_scan_job, deep, split[0]))
+        self.deep = deep
+        self.piece_bytes = split[1]
+        self._tickets = itertools.count()
+        # by ticket, a file being searched in pieces: its read job, the pieces by section (None until back),
+        # how many are still out
+        self._waiting: dict[int, tuple[tuple[Any, ...], dict[tuple[str, int, int], list[fatbin.Piece | None]], list[int]]] = {}
+
+    @property
+    def pids(self) -> list[int]:
+        return self.pool.pids
+
+    @property
+    def rerun(self) -> int:
+        return self.pool.rerun
+
+    def submit(self, job: Any, priority: float = 0.0) -> None:
+        """Queue ``job`` (see :meth:`scan_workers.WorkerPool.submit`)."""
+        self.pool.submit(job, priority)
+
+    def results(self) -> Iterator[tuple[Any, Any]]:
+        """``(job, result)`` for every submitted job as it finishes, a read with its finished reading."""
+        for job, result in self.pool.results():
+            if job[0] == "read" and isinstance(result, _BigSections):
+                self._cut(job, result)
+            elif job[0] == "piece":
+                done = self._piece_back(job, result)
+                if done is not None:
+                    yield done
+            else:
+                yield job, result
+
+    def _cut(self, job: tuple[Any, ...], big: _BigSections) -> None:
+        """Hand out the pieces of ``big``'s sections (:func:`_piece_jobs`)."""
+        ticket = next(self._tickets)
+        pieces: dict[tuple[str, int, int], list[fatbin.Piece | None]] = {}
+        for piece in _piece_jobs(ticket, job[1], big.sections, self.piece_bytes):
+            pieces.setdefault(piece[3:6], []).append(None)
+            self.pool.submit(piece, _PIECE_PRIORITY)
+        self._waiting[ticket] = (job, pieces, [sum(len(v) for v in pieces.values())])
+
+    def _piece_back(self, job: tuple[Any, ...], piece: fatbin.Piece | None) -> tuple[tuple[Any, ...], BinaryReading] | None:
+        """Keep a piece's search; the finished reading once it was the file's last piece."""
+        _kind, ticket, path, name, offset, size, index, _start, _stop, _records = job
+        read_job, pieces, out = self._waiting[ticket]
+        pieces[(name, offset, size)][index] = piece
+        out[0] -= 1
+        if out[0]:
+            return None
+        del self._waiting[ticket]
+        return read_job, _scan_file(path, read_job[2], self.deep, DeepSearch(pieces=pieces))
+
+    def close(self) -> None:
+        """Stop the workers (:meth:`scan_workers.WorkerPool.close`)."""
+        self.pool.close()
+
+
+def _piece_jobs(ticket: int, path: str, sections: tuple[tuple[str, int, int], ...], piece_bytes: int,
+                ) -> list[tuple[Any, ...]]:
+    """The piece jobs of ``sections`` (name, offset, size) of ``path``: 8-aligned cuts about ``piece_bytes``
+    apart from each section's 8-aligned start. Each piece may spend twice its share of the file's record
+    limit (:data:`fatbin.MAX_RECORDS`), so that all of them together do no more than twice the work a
+    plain search may do (cuFFT's pieces spend a tenth of their share); a piece that needs more fails, and
+    the section is searched whole."""
+    cuts: dict[tuple[str, int, int], list[int]] = {}
+    for name, offset, size in sections:
+        first, end = offset + (-offset) % 8, offset + size
+        count = max(1, -(-(end - first) // piece_bytes))
+        step = -(-(end - first) // count)
+        step += (-step) % 8
+        cuts[(name, offset, size)] = [*range(first, end, step), end]
+    records = max(1, 2 * fatbin.MAX_RECORDS // sum(len(bounds) - 1 for bounds in cuts.values()))
+    return [("piece", ticket, path, name, offset, size, index, bounds[index], bounds[index + 1], records)
+            for (name, offset, size), bounds in cuts.items() for index in range(len(bounds) - 1)]
+
+
+def _split_sizes(options: ReadOptions) -> tuple[int, int]:
+    """(``split_at``, ``piece_bytes``) for :class:`_FileReads`: :data:`SPLIT_BYTES`, :data:`PIECE_BYTES`, or
+    positive whole numbers from ``options.extra`` (``split_bytes``, ``piece_bytes``: tests use small ones)."""
+    sizes = []
+    for key, default in (("split_bytes", SPLIT_BYTES), ("piece_bytes", PIECE_BYTES)):
+        value = options.extra.get(key, default) if options.extra else default
+        sizes.append(value if type(value) is int and value > 0 else default)
+    return max(64, sizes[0]), max(8, sizes[1])
 
 
 DistInfoReading = tuple[_Distribution | None, list[ReadProblem]]  # what _read_dist_info returns
 
 
 def _read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistInfoReading] | None = None,
-                ) -> tuple[dict[str, FolderFacts], dict[str, BinaryReading], scan_workers.WorkerPool | None, set[str]]:
+                split: tuple[int, int] = (SPLIT_BYTES, PIECE_BYTES),
+                ) -> tuple[dict[str, FolderFacts], dict[str, BinaryReading], _FileReads | None, set[str]]:
     """List the tree under ``root`` and read its candidate files ahead of :func:`_walk`, in worker processes
     once the tree has more than :data:`FIRST_FOLDERS` folders. Returns the folders' facts by path, the
     readings by path, the pool (None when no worker was needed) and the files it is still reading: it
@@ -733,7 +892,7 @@ def _read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistI
     left = take(first, starts)
     if not left:  # a small tree: no worker; the walk reads its files
         return listed, read, None, set()
-    pool = scan_workers.WorkerPool(workers, partial(_scan_job, deep))
+    pool = _FileReads(workers, deep, split)
     walking = [0]  # walk jobs handed to the pool and not yet back
     reading: set[str] = set()
     try:
@@ -771,7 +930,7 @@ def _read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistI
     return listed, read, pool, reading
 
 
-def _read_todo(todo: list[tuple[int, str, os.stat_result]], deep: bool, pool: scan_workers.WorkerPool | None,
+def _read_todo(todo: list[tuple[int, str, os.stat_result]], deep: bool, pool: _FileReads | None,
                reading: set[str] | None = None) -> Iterator[tuple[int, BinaryReading]]:
     """Read the files of ``todo`` (index, path, stat): in ``pool``'s workers, the biggest first, else here.
     ``reading``: files the pool is reading already (they are not handed out twice)."""
@@ -812,7 +971,8 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     todo: list[tuple[int, str, os.stat_result]] = []
     outside: list[str] = []
     workers = scan_workers.worker_count(options.scan_workers) if scan_workers.can_fork() else 1
-    pool: scan_workers.WorkerPool | None = None
+    pool: _FileReads | None = None
+    split = _split_sizes(options)
     early: list[tuple[str, _Distribution | None, list[ReadProblem]]] | None = None
     try:
         listed: dict[str, FolderFacts] | None = None
@@ -821,7 +981,7 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
         dists_ahead: dict[str, DistInfoReading] = {}
         if cache is None and workers > 1:
             # No cache: worker processes list the folders and read the files while the tree is walked.
-            listed, read_ahead, pool, reading = _read_ahead(str(root), deep, workers, dists_ahead)
+            listed, read_ahead, pool, reading = _read_ahead(str(root), deep, workers, dists_ahead, split)
         for path, st in _recorded(_walk(root, problems, outside, cache, folders, listed), walked if snapshot is not None else None):
             if path.endswith(".dist-info/METADATA"):
                 dist_dirs.append((os.path.dirname(path), st))
@@ -843,7 +1003,7 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
             taken = [path for _at, path, _st in todo] + [r.binary.path for r in readings if r is not None and r.binary is not None]
             early = _dist_infos(dist_dirs, {*taken, *map(os.path.normpath, taken)}, dists_ahead)
         if pool is None and workers > 1 and len(todo) >= POOL_FILES:
-            pool = scan_workers.WorkerPool(min(workers, len(todo)), partial(_scan_job, deep))
+            pool = _FileReads(min(workers, len(todo)), deep, split)
         for at, got in _read_todo(todo, deep, pool, reading):
             readings[at] = got
     finally:
