@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from envcheck import shipped  # noqa: E402
+from envcheck import shipped
 
 for package in ("envcheck.knowledge", "envcheck.profiles"):
     target = Path(str(resources.files(package).joinpath(shipped.PARSED)))
