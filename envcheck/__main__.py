@@ -1,7 +1,5 @@
 """`python -m envcheck`."""
 
-import sys
+from envcheck.cli import console
 
-from envcheck.cli import main
-
-sys.exit(main())
+console()

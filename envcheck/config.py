@@ -7,7 +7,6 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
-from envcheck import toml
 from envcheck.errors import UsageError
 from envcheck.model import Status
 from envcheck.records import record
@@ -116,6 +115,8 @@ def _config_bytes(path: Path, max_bytes: int) -> bytes:
 
 def _table_from_file(path: Path, max_bytes: int) -> dict[str, Any] | None:
     data = _config_bytes(path, max_bytes)
+    from envcheck import toml  # here: a run without a config file does not load the TOML parser
+
     try:
         parsed = toml.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

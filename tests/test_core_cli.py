@@ -148,3 +148,21 @@ def test_main_gives_the_gc_threshold_back(tmp_path: Path) -> None:
         assert gc.get_threshold() == (123, 4, 5)
     finally:
         gc.set_threshold(*before)
+
+
+def test_the_process_ends_with_everything_written(tmp_path: Path) -> None:
+    """`python -m envcheck` leaves without tearing the interpreter down (cli.exit_now): what it writes to a
+    pipe is all there, byte for byte what main() writes, with main()'s exit code."""
+    import contextlib
+    import io
+
+    from envcheck import cli
+
+    for args, code in ((["rules", "--format", "markdown"], 0), (["-f", "json", str(REPO / "examples")], 1),
+                       ([str(tmp_path / "missing.txt")], 2)):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            assert cli.main(args) == code
+        proc = run_envcheck(*args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (code, out.getvalue(), err.getvalue())
+        assert code != 1 or len(proc.stdout) > 1 << 16  # more than a pipe holds: written while the reader reads

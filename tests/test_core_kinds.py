@@ -177,8 +177,9 @@ def test_a_folder_scan_imports_only_the_folder_path(fmt: str, tmp_path: Path) ->
     assert {"envcheck.sources.binaries", "envcheck.inspect.elf", "envcheck.checks.g01_cuda_abi",
             "envcheck.checks.g07_gpu_arch", "envcheck.checks.g09_drift", f"envcheck.formats.{fmt}_format"} <= loaded
     assert not sorted(m for m in loaded if m.split(".")[0] in FOLDER_HEAVY or m in FOLDER_HEAVY)
-    # packaging is not needed for plain versions, specifiers and markers (envcheck.inspect.versions, .markers)
-    assert not sorted(m for m in loaded if m.split(".")[0] == "packaging")
+    # packaging is not needed for plain versions, specifiers and markers (envcheck.inspect.versions, .markers),
+    # nor the TOML parser for the shipped knowledge and profile (envcheck.shipped) without a config file
+    assert not sorted(m for m in loaded if m.split(".")[0] in ("packaging", "tomllib", "tomli"))
 
 
 @pytest.mark.parametrize(("plain", "parsed"), [

@@ -8,17 +8,15 @@ against its schema (``envcheck/knowledge/schema.py``) the first time it is read.
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
 from typing import Any
 
-from envcheck import toml
+from envcheck import shipped
 
 
 @cache
 def load(name: str) -> dict[str, Any]:
-    """The parsed knowledge file ``envcheck/knowledge/<name>.toml``."""
-    text = resources.files(__name__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
-    data: dict[str, Any] = toml.loads(text)
+    """The parsed knowledge file ``envcheck/knowledge/<name>.toml`` (through its parsed copy, :mod:`envcheck.shipped`)."""
+    data = shipped.load(__name__, name)
     from envcheck.knowledge.schema import validate
 
     validate(name, data)
