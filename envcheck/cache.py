@@ -219,9 +219,13 @@ class FolderSnapshot:
             if not (type(paths) is list and paths and paths[0] == "" and type(files) is int and 0 <= files <= len(paths)
                     and set(map(type, paths)) <= {str}):
                 return None
+            # The keys as save() wrote them, one per path, compared as numbers: reading 45,000 numbers back is
+            # quicker than writing the current ones as text (about 1.5 ms of the H200 environment's check).
+            stored = json.loads(flat)
+            if type(stored) is not list or len(stored) != _KEY_LEN * len(paths):
+                return None
             keys = current_keys(root, paths)
-            # The keys as save() wrote them: compared as text, exactly, without parsing the stored ones.
-            if keys is None or json.dumps(keys, separators=(",", ":")).encode() != flat:
+            if keys is None or keys != stored:
                 return None
             # What the validated scan can justify: a bounded record per file read, METADATA's own size per package.
             metadata = sum(itertools.compress(keys[2::_KEY_LEN], map(operator.methodcaller("endswith", "/METADATA"), paths)))
