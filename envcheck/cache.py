@@ -11,18 +11,21 @@ lost write only costs a rescan). An unreadable or corrupt cache is ignored, neve
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import functools
 import itertools
 import json
 import operator
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from envcheck.config import env
+from envcheck.errors import UsageError
 from envcheck.limits import read_regular
 from envcheck.model import Binary, Location, Package, ReadProblem, Role
 
@@ -164,6 +167,9 @@ SNAPSHOT_HEAD_LIMIT = 64 << 20  # its paths and keys, read before anything is st
 # (1-10 ms on Linux, 1-2 s on some file systems) and look unchanged: no snapshot is kept then (git's "racy"
 # entries). The mtime is not looked at: tar and pip may set it anywhere, even in the future.
 RACY_NS = 2_000_000_000
+STAT_WORKERS = 4  # processes that stat a snapshot's paths, on a machine of STAT_MIN_CORES cores or more
+STAT_MIN_CORES = 4
+STAT_MIN_PATHS = 2048  # fewer paths are stat'ed in this process (a fork costs about as much as 200 stats)
 _CHANGE_KEY = operator.attrgetter("st_ino", "st_dev", "st_size", "st_mtime_ns", "st_ctime_ns")
 _KEY_LEN = 5
 _BINARY_FIELDS = tuple(Binary.__dataclass_fields__)
@@ -196,8 +202,9 @@ class FolderSnapshot:
     makes :meth:`load` return None, and the scan reads the folder with the per-file cache instead.
     """
 
-    def __init__(self, namespace: str, directory: Path | None = None) -> None:
+    def __init__(self, namespace: str, directory: Path | None = None, stat_workers: int | None = None) -> None:
         self.directory = directory or cache_dir()
+        self.stat_workers = stat_workers  # processes that stat the paths in load() (None: stat_worker_count's default)
         digest = sha256(f"{FORMAT}.{SNAPSHOT_FORMAT}:{namespace}".encode()).hexdigest()[:32]
         self.path = self.directory / f"folder-{digest}.json"
 
@@ -224,11 +231,10 @@ class FolderSnapshot:
             stored = json.loads(flat)
             if type(stored) is not list or len(stored) != _KEY_LEN * len(paths):
                 return None
-            keys = current_keys(root, paths)
-            if keys is None or keys != stored:
+            if not unchanged(root, paths, stored, self.stat_workers):
                 return None
             # What the validated scan can justify: a bounded record per file read, METADATA's own size per package.
-            metadata = sum(itertools.compress(keys[2::_KEY_LEN], map(operator.methodcaller("endswith", "/METADATA"), paths)))
+            metadata = sum(itertools.compress(stored[2::_KEY_LEN], map(operator.methodcaller("endswith", "/METADATA"), paths)))
             if len(body) > (1 << 20) + (16 << 10) * files + 2 * metadata:
                 return None
             found = _inventory_from_json(json.loads(body))
@@ -283,22 +289,96 @@ def _read_bounded(path: Path, limit: int) -> bytes | None:
         return None
 
 
-def current_keys(root: str, paths: list[str]) -> list[int] | None:
-    """The change keys of ``root`` (``paths[0]`` is "") and of the paths under it, flat, in order; None
-    when one cannot be stat'ed. Stat'ed relative to the root (no lookup of its own path each time), in
-    one thread: on the 16-core H200 machine 9,105 paths took 19 ms, and 38-63 ms split over 2-8 threads
-    (each os.stat gives the GIL back and takes it again)."""
+def stat_worker_count(paths: int, requested: int | None = None) -> int:
+    """How many processes stat the ``paths`` of a snapshot (1: this one only): ``requested``, else
+    ``ENVCHECK_STAT_WORKERS``, else :data:`STAT_WORKERS` on a machine of at least :data:`STAT_MIN_CORES` cores
+    for at least :data:`STAT_MIN_PATHS` paths, else 1. Threads would not help: each ``os.stat`` gives the GIL
+    back and takes it again, and on the 16-core H200 machine 9,105 paths took 19 ms in one thread and 38-63 ms
+    over 2-8 threads; forked processes share nothing."""
+    if requested is None:
+        raw = env("ENVCHECK_STAT_WORKERS")
+        if raw:
+            try:
+                requested = int(raw)
+            except ValueError:
+                raise UsageError(f"ENVCHECK_STAT_WORKERS must be a number of processes, not {raw[:40]!r}") from None
+            if requested < 1:
+                raise UsageError("ENVCHECK_STAT_WORKERS must be at least 1 (1: no worker processes)")
+    if requested is not None:
+        return requested
+    if paths < STAT_MIN_PATHS or (_cpu_count() or 1) < STAT_MIN_CORES:
+        return 1
+    return STAT_WORKERS
+
+
+def _cpu_count() -> int | None:
+    affinity = getattr(os, "sched_getaffinity", None)
+    if affinity is not None:
+        with contextlib.suppress(OSError):
+            return len(affinity(0))
+    return os.cpu_count()
+
+
+def unchanged(root: str, paths: list[str], stored: list[int], workers: int | None = None) -> bool:
+    """Whether the change keys of ``root`` (``paths[0]`` is "") and of the paths under it, flat and in order,
+    are ``stored``; False when one differs or cannot be stat'ed. Stat'ed relative to the root (no lookup of
+    its own path each time), split over :func:`stat_worker_count` processes: forked (Linux, only while no
+    other thread runs), each checks its share and answers by its exit status, and all are waited for before
+    this returns."""
+    if len(stored) != _KEY_LEN * len(paths):
+        return False
     try:
         fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):
-        return None
+        return False
+    pids: list[int] = []
+    same = False
     try:
+        if list(_CHANGE_KEY(os.fstat(fd))) != stored[:_KEY_LEN]:
+            return False
         stat_at = functools.partial(os.stat, dir_fd=fd)
-        return [*_CHANGE_KEY(os.fstat(fd)), *itertools.chain.from_iterable(map(_CHANGE_KEY, map(stat_at, paths[1:])))]
+        count = min(stat_worker_count(len(paths), workers), max(1, len(paths) - 1))
+        if count > 1 and not _can_fork():
+            count = 1
+        step = -(-(len(paths) - 1) // count)
+        shares = [(paths[1 + n * step:1 + (n + 1) * step], stored[_KEY_LEN * (1 + n * step):_KEY_LEN * (1 + (n + 1) * step)])
+                  for n in range(count)]
+        mine = [shares[0]]
+        for share in shares[1:]:
+            try:
+                pid = os.fork()
+            except OSError:
+                mine.append(share)  # no process to spare: checked here
+                continue
+            if pid == 0:  # the worker: answers by its exit status, never returns into the caller
+                code = 1
+                try:
+                    code = 0 if _same_keys(stat_at, *share) else 1
+                finally:
+                    os._exit(code)
+            pids.append(pid)
+        same = all(_same_keys(stat_at, *share) for share in mine)
     except (OSError, ValueError):
-        return None
+        return False
     finally:
+        for pid in pids:  # every worker waited for, also after a difference found here
+            try:
+                status = os.waitpid(pid, 0)[1]
+            except ChildProcessError:
+                status = 1
+            same = same and os.waitstatus_to_exitcode(status) == 0
         os.close(fd)
+    return same
+
+
+def _same_keys(stat_at: Callable[[str], os.stat_result], paths: list[str], stored: list[int]) -> bool:
+    return list(itertools.chain.from_iterable(map(_CHANGE_KEY, map(stat_at, paths)))) == stored
+
+
+def _can_fork() -> bool:
+    """Whether a worker may be forked now: Linux, and no thread started but this one (as the folder scan's
+    ``scan_workers.can_fork``, without importing ``threading``)."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and _thread._count() == 0
 
 
 _NEW = object.__new__

@@ -7,14 +7,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, REPO
 
 from envcheck import cache
+from envcheck.errors import UsageError
 from envcheck.model import Inventory
 from envcheck.sources import ReadOptions
 from envcheck.sources.binaries import scan_folder
@@ -27,6 +30,9 @@ SETTLE = 0.06  # seconds: older than the test's racy window (below), so a later 
 def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(cache, "RACY_NS", 50_000_000)  # 50 ms instead of 2 s, so the tests need not wait
+    # the stats split over worker processes even for these small folders (forked only while no other
+    # thread runs: test_a_key_changed_deep_in_a_big_list_is_seen_by_every_worker checks them in a child)
+    monkeypatch.setenv("ENVCHECK_STAT_WORKERS", "3")
     return tmp_path / "cache"
 
 
@@ -130,6 +136,55 @@ def test_every_change_is_seen(tmp_path: Path, change: str) -> None:
     finally:
         if (root / "ext" / "deep").exists():
             (root / "ext" / "deep").chmod(0o755)
+
+
+# A fresh process (no thread of the suite beside it, so the workers do fork): whether the snapshot answers.
+_LOAD_CHILD = (
+    "import sys\n"
+    "from envcheck import cache\n"
+    "if not cache._can_fork():\n"
+    "    sys.exit('a thread runs beside the check: it would not fork its workers')\n"
+    "print(cache.FolderSnapshot(sys.argv[2]).load(sys.argv[1]) is not None)\n"
+)
+
+
+def _answers_in_child(root: Path, workers: int) -> bool:
+    done = subprocess.run([sys.executable, "-c", _LOAD_CHILD, str(root), f"folder:{os.path.abspath(root)}:deep=False"],
+                          capture_output=True, text=True, timeout=120, cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO), ENVCHECK_STAT_WORKERS=str(workers)))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {"True\n": True, "False\n": False}[done.stdout]
+
+
+@pytest.mark.parametrize("where", [0.0, 0.3, 0.7, 1.0])
+def test_a_key_changed_deep_in_a_big_list_is_seen_by_every_worker(tmp_path: Path, where: float) -> None:
+    """One path's ctime changed (a chmod to the same mode), in the first, a middle or the last worker's share
+    of 700 paths: the snapshot no longer answers, with 1 or 4 processes stat-ing; unchanged, it does."""
+    root = build_site(tmp_path / "site")
+    for n in range(650):
+        (root / "pkg" / f"d{n // 26}" / f"e{n}").mkdir(parents=True)
+    time.sleep(SETTLE)
+    cached_scan(root)
+    paths = json.loads(_lines(snapshot_of(root).path)[1])
+    assert len(paths) > 650
+    assert _answers_in_child(root, 4) and _answers_in_child(root, 1)
+    changed = root / paths[max(1, round(where * (len(paths) - 1)))]
+    changed.chmod(changed.stat().st_mode & 0o7777)  # the ctime only: same mode, size, mtime, inode
+    assert not _answers_in_child(root, 4)
+    assert not _answers_in_child(root, 1)
+    assert snapshot_of(root).load(str(root)) is None
+
+
+def test_the_stat_workers_are_a_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVCHECK_STAT_WORKERS", "2")
+    assert cache.stat_worker_count(10) == 2
+    monkeypatch.delenv("ENVCHECK_STAT_WORKERS")
+    assert cache.stat_worker_count(10) == 1  # too few paths to fork for
+    assert cache.stat_worker_count(10, 5) == 5
+    for bad in ("0", "many"):
+        monkeypatch.setenv("ENVCHECK_STAT_WORKERS", bad)
+        with pytest.raises(UsageError, match="ENVCHECK_STAT_WORKERS"):
+            cache.stat_worker_count(10)
 
 
 def test_a_folder_changed_just_before_the_scan_gets_no_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
