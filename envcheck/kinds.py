@@ -102,7 +102,7 @@ KINDS: tuple[InputKind, ...] = (
         magic=(b"\x7fELF", b"!<arch>\n"), discover=False,
     ),
     InputKind(
-        "folder", "envcheck.sources.binaries", "installed environments (a venv, site-packages, a conda env)",
+        "folder", "envcheck.sources.folder", "installed environments (a venv, site-packages, a conda env)",
         discover=False,
     ),
     InputKind("image", "envcheck.sources.image", "container images (envcheck image)", path=False, discover=False),

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -180,6 +181,33 @@ def test_a_folder_scan_imports_only_the_folder_path(fmt: str, tmp_path: Path) ->
     # packaging is not needed for plain versions, specifiers and markers (envcheck.inspect.versions, .markers),
     # nor the TOML parser for the shipped knowledge and profile (envcheck.shipped) without a config file
     assert not sorted(m for m in loaded if m.split(".")[0] in ("packaging", "tomllib", "tomli"))
+
+
+# The same, after `import envcheck.cache` with a 50 ms racy window (instead of 2 s: a folder made just now
+# gets its snapshot without waiting).
+_MODULES_OF_QUICK_SNAPSHOT = "import envcheck.cache\nenvcheck.cache.RACY_NS = 50_000_000\n" + _MODULES_OF
+# A folder answered from its snapshot reads no ELF file: no ELF or fatbin reader, no scan worker.
+CACHED_FOLDER_HEAVY = ("envcheck.sources.binaries", "envcheck.inspect.elf", "envcheck.inspect.fatbin",
+                       "envcheck.inspect.metadata", "envcheck.sources.scan_workers", "pickle", "heapq", "select")
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_a_folder_answered_from_its_snapshot_imports_no_binary_reader(fmt: str, tmp_path: Path) -> None:
+    site = _site(tmp_path, 'platform_system == "Linux"')
+    time.sleep(0.06)
+    outputs = []
+    for _ in ("fills the cache", "answered from the snapshot"):
+        proc = subprocess.run([sys.executable, "-c", _MODULES_OF_QUICK_SNAPSHOT, str(site), "-f", fmt], cwd=REPO,
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "ENVCHECK_CACHE_DIR": str(tmp_path / "cache")})
+        assert proc.returncode in (0, 1), proc.stderr
+        outputs.append(set(proc.stdout.split()))
+    filled, cached = outputs
+    assert set(CACHED_FOLDER_HEAVY) <= filled  # the first run did read the folder
+    assert list((tmp_path / "cache").glob("folder-*.json"))
+    assert {"envcheck.sources.folder", "envcheck.checks.g01_cuda_abi", "envcheck.checks.g07_gpu_arch",
+            f"envcheck.formats.{fmt}_format"} <= cached
+    assert not sorted(m for m in cached if m in CACHED_FOLDER_HEAVY or m.split(".")[0] in FOLDER_HEAVY or m in FOLDER_HEAVY)
 
 
 @pytest.mark.parametrize(("plain", "parsed"), [

@@ -51,7 +51,8 @@ from envcheck.inspect.metadata import header_fields
 from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.limits import read_regular
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role
-from envcheck.sources import ReadOptions, scan_workers
+from envcheck.sources import ReadOptions
+from envcheck.sources.folder import from_snapshot, namespace_of
 
 KIND = "folder"
 TARGET_SM = 121  # judged by checks against the profile; the source records the GB10 reading
@@ -766,6 +767,8 @@ class _FileReads:
     and results otherwise (:meth:`results` yields the read job with its finished reading)."""
 
     def __init__(self, workers: int, deep: bool, split: tuple[int, int]) -> None:
+        from envcheck.sources import scan_workers  # not loaded by a folder answered from its snapshot
+
         self.pool = scan_workers.WorkerPool(workers, partial(_scan_job, deep, split[0]))
         self.deep = deep
         self.piece_bytes = split[1]
@@ -948,20 +951,25 @@ def _read_todo(todo: list[tuple[int, str, os.stat_result]], deep: bool, pool: _F
             yield index, done
 
 
-def scan_folder(root: Path, options: ReadOptions) -> Inventory:
+def scan_folder(root: Path, options: ReadOptions, *, snapshot_tried: bool = False) -> Inventory:
     """Every ELF file and installed distribution under ``root`` (context ``installed``).
 
     Results per file are cached by (path, size, mtime, inode, ctime), and the whole inventory by the stat of
     everything it was built from (:class:`envcheck.cache.FolderSnapshot`), unless ``options.use_cache`` is False.
+    ``snapshot_tried``: the caller found the snapshot not answering just now (it is not stat'ed again).
     """
+    from envcheck.sources import scan_workers  # not loaded by a folder answered from its snapshot
+
     root = Path(root)
+    if not snapshot_tried:
+        cached = from_snapshot(root, options)
+        if cached is not None:
+            return cached
     inv = Inventory(context="installed")
     problems: list[ReadProblem] = []
     deep = options.deep_fatbin
-    namespace = f"folder:{os.path.abspath(root)}:deep={deep}"
+    namespace = namespace_of(root, deep)
     snapshot = FolderSnapshot(namespace) if options.use_cache else None
-    if snapshot is not None and _from_snapshot(snapshot, namespace, str(root), inv):
-        return inv
     started_ns = time.time_ns()
     folders: list[tuple[str, os.stat_result]] | None = [] if snapshot is not None else None
     walked: list[tuple[str, os.stat_result]] = []
@@ -1070,16 +1078,6 @@ def _dist_infos(dist_dirs: list[tuple[str, os.stat_result]], wanted: set[str],
             dist = _Distribution(dist.package, dist.files & wanted, dist.record_key)
         out.append((info_dir, dist, probs))
     return out
-
-
-def _from_snapshot(snapshot: FolderSnapshot, namespace: str, root: str, inv: Inventory) -> bool:
-    """Fill ``inv`` from the folder's snapshot when nothing it was built from changed (see FolderSnapshot)."""
-    found = snapshot.load(root)
-    if found is None:
-        return False
-    ScanCache.mark_used(namespace)  # still the fallback of the next change: `cache clean --older-than` keeps it
-    inv.packages, inv.binaries, inv.problems = found
-    return True
 
 
 def _recorded(files: Iterator[tuple[str, os.stat_result]], into: list[tuple[str, os.stat_result]] | None,
