@@ -154,9 +154,15 @@ def checks_for(kind: str, also: tuple[str, ...] = ()) -> list[Check]:
 
     ``also``: kinds whose checks run too (``envcheck --resolve`` adds ``wheel``: a requirements file's
     inventory then holds the resolved wheels and their binaries)."""
+    from envcheck.checks import MODULES, RULES_ONLY
+
     for name in (kind, *also):
         load_for(name)
-    return [c for c in CHECKS if any(kinds.applies(c.inputs, name) for name in (kind, *also))]
+    # In the table's order, whatever order the modules were imported in (one command line checks a
+    # requirements file, then a folder: the folder's findings come out as when it is checked alone).
+    rank = {module: i for i, module in enumerate((*MODULES, *RULES_ONLY))}
+    found = [c for c in CHECKS if any(kinds.applies(c.inputs, name) for name in (kind, *also))]
+    return sorted(found, key=lambda c: rank.get(c.fn.__module__, len(rank)))
 
 
 def load_for(kind: str) -> None:

@@ -169,3 +169,26 @@ def test_the_process_ends_with_everything_written(tmp_path: Path) -> None:
         proc = run_envcheck(*args, env=changes)
         assert (proc.returncode, proc.stdout, proc.stderr) == (code, exited.stdout, exited.stderr)
         assert code != 1 or len(proc.stdout) > 1 << 16  # more than a pipe holds: written while the reader reads
+
+
+def test_findings_order_does_not_depend_on_the_other_targets(tmp_path: Path) -> None:
+    """Check modules load lazily by kind: a folder checked after a requirements file must report its findings
+    in the order it does alone (the table's order, not the import order)."""
+    site = tmp_path / "site"
+    shutil.copytree(REPO / "fixtures" / "binaries", site / "lib")
+    info = site / "torch-2.9.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0+cu128\nRequires-Dist: numpy>=9\n")
+    (site / "numpy-2.1.0.dist-info").mkdir()
+    (site / "numpy-2.1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: numpy\nVersion: 2.1.0\n")
+    req = _req(tmp_path, "numpy\n")
+
+    def rules(*targets: str) -> list[str]:
+        done = run_envcheck(*targets, "-f", "json", "--no-cache")
+        report = json.loads(done.stdout)
+        (folder,) = [t for t in report["targets"] if t["target"] == str(site)]
+        return [f["rule"] for f in folder["findings"]]
+
+    alone = rules(str(site))
+    assert {r.split("-")[0] for r in alone} >= {"G7", "G9"}, alone  # modules loaded for the folder only, and both
+    assert rules(str(req), str(site)) == alone

@@ -321,3 +321,32 @@ def test_a_pipe_is_never_a_silent_pass() -> None:
     done = _through_a_pipe("--kind", "requirements")
     rules = {f["rule"] for f in json.loads(done.stdout)["targets"][0]["findings"]}
     assert done.returncode == 1 and "G1-cuda12-local-version" in rules, done.stderr
+
+
+# Markers that parse but that packaging cannot evaluate (`~=` needs two numbers), in every input that carries
+# markers: a line pip stops at is an input error at its line, never an internal error of a check.
+UNEVALUABLE = 'python_version ~= "3"'
+
+
+def test_markers_pip_cannot_evaluate(tmp_path: Path) -> None:
+    req = tmp_path / "requirements.txt"
+    req.write_text(f"numpy==2.1.0\ntorch==2.9.0+cu130; {UNEVALUABLE}\n")
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(f'[project]\nname = "x"\nversion = "1"\ndependencies = [\'torch==2.9.0; {UNEVALUABLE}\', "numpy"]\n')
+    docker = tmp_path / "Dockerfile"
+    docker.write_text(f"FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install 'flash-attn==2.8.3; {UNEVALUABLE}'\n")
+    site = tmp_path / "site"
+    info = site / "foo-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: foo\nVersion: 1.0\nRequires-Dist: numpy>=9; {UNEVALUABLE}\n")
+    (site / "numpy-2.1.0.dist-info").mkdir()
+    (site / "numpy-2.1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: numpy\nVersion: 2.1.0\n")
+    report = check(req, pyproject, docker, site)
+    by_target = {t["target"]: t["findings"] for t in report["targets"]}
+    for path, line in ((req, 2), (pyproject, 4), (docker, 2)):
+        errors = [f for f in by_target[str(path)] if f["status"] == "ERROR"]
+        assert [f["rule"] for f in errors] == ["input-error"], errors
+        assert errors[0]["location"]["line"] == line and "cannot be evaluated" in errors[0]["message"], errors
+    # an installed package's Requires-Dist: pip installed it already; the line is taken as holding (numpy>=9
+    # against numpy 2.1.0: a pin conflict), never a crash of the check
+    assert {f["rule"] for f in by_target[str(site)]} >= {"G9-pin-conflict"}, by_target[str(site)]

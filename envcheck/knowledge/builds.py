@@ -201,7 +201,7 @@ def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tup
     and every check asks again."""
     # imported here, not at the top: markers, their parser and packaging.tags cost 15-30 ms of start-up
     # that an installed environment's packages (they carry no markers) never need
-    from packaging.markers import InvalidMarker, Marker, UndefinedEnvironmentName
+    from packaging.markers import InvalidMarker, Marker
 
     try:
         marker = Marker(text)
@@ -213,7 +213,7 @@ def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tup
         try:
             if marker.evaluate(env):
                 return True
-        except UndefinedEnvironmentName:
+        except ValueError:  # a name the profile lacks, an undefined comparison (`~= "3"`): the source says so
             return True
     return False
 
@@ -234,11 +234,9 @@ def requirement_applies(marker: Marker | PlainMarker | None, profile: Profile) -
         from packaging.markers import Marker as ParsedMarker
 
         marker = ParsedMarker(marker.text)
-    from packaging.markers import UndefinedEnvironmentName
-
     try:
         return bool(marker.evaluate(env))
-    except UndefinedEnvironmentName:
+    except ValueError:  # a name the profile lacks, an undefined comparison (`~= "3"`): taken as holding
         return True
 
 
