@@ -22,7 +22,7 @@ ENVIRONMENT = {
     "ENVCHECK_MAX_TEXT_SIZE": "largest text input or config file (as --max-text-size)",
     "ENVCHECK_CACHE_DIR": "envcheck's cache folder",
     "ENVCHECK_SCAN_WORKERS": "worker processes of a folder scan (1: none; default: the cores, at most 16, none below 4)",
-    "ENVCHECK_STAT_WORKERS": "processes that stat a cached folder inventory's paths (1: none; default: 4, none below 4 cores)",
+    "ENVCHECK_STAT_WORKERS": "processes that stat a cached folder inventory's paths (1: none; default: 8, at most half the cores, none below 4 cores)",
     "XDG_CACHE_HOME": "the user cache folder, when ENVCHECK_CACHE_DIR is unset",
     "ENVCHECK_HTTP_TIMEOUT": "overall deadline of a registry or package-index conversation (as --http-timeout)",
     "ENVCHECK_RESOLVE_TTL_HOURS": "how long a --resolve result is reused from the cache",
@@ -48,6 +48,29 @@ def env(name: str) -> str | None:
     the user names (its value comes from the environment, as with ``docker build``).
     """
     return os.environ.get(name)
+
+
+def env_processes(name: str) -> int | None:
+    """A number of worker processes from the environment variable ``name`` (None when unset or empty;
+    UsageError for anything but a whole number of at least 1: ``1`` means none besides this process)."""
+    raw = env(name)
+    if not raw:
+        return None
+    try:
+        count = int(raw)
+    except ValueError:
+        raise UsageError(f"{name} must be a number of processes, not {raw[:40]!r}") from None
+    if count < 1:
+        raise UsageError(f"{name} must be at least 1 (1: no worker processes)")
+    return count
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system has one, else the machine's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def child_environment(**overrides: str) -> dict[str, str]:

@@ -34,8 +34,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from envcheck.config import env
-from envcheck.errors import UsageError
+from envcheck.config import env_processes, usable_cores
 
 MAX_WORKERS = 16  # more did not help on the 16-core H200 machine: the main process merges every result
 MIN_CORES = 4  # fewer cores: no workers by default (on 2 cores they made a torch environment's scan no faster)
@@ -48,20 +47,10 @@ def worker_count(requested: int | None = None) -> int:
     ``ENVCHECK_SCAN_WORKERS``, else the cores this process may run on, at most :data:`MAX_WORKERS` (none
     below :data:`MIN_CORES` cores). 1 means no workers (everything in the main process)."""
     if requested is None:
-        raw = env("ENVCHECK_SCAN_WORKERS")
-        if raw:
-            try:
-                requested = int(raw)
-            except ValueError:
-                raise UsageError(f"ENVCHECK_SCAN_WORKERS must be a number of processes, not {raw[:40]!r}") from None
-            if requested < 1:
-                raise UsageError("ENVCHECK_SCAN_WORKERS must be at least 1 (1: no worker processes)")
+        requested = env_processes("ENVCHECK_SCAN_WORKERS")
     if requested is not None:
         return max(1, min(requested, 256))
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
+    cores = usable_cores()
     return min(cores, MAX_WORKERS) if cores >= MIN_CORES else 1
 
 
