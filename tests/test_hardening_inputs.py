@@ -323,30 +323,30 @@ def test_a_pipe_is_never_a_silent_pass() -> None:
     assert done.returncode == 1 and "G1-cuda12-local-version" in rules, done.stderr
 
 
-# Markers that parse but that packaging cannot evaluate (`~=` needs two numbers), in every input that carries
-# markers: a line pip stops at is an input error at its line, never an internal error of a check.
-UNEVALUABLE = 'python_version ~= "3"'
+# Markers that parse but that packaging cannot evaluate (`~=` needs two numbers; packaging releases differ on
+# what else they refuse, so pip's answer depends on its version) or whose numbers no version holds: never an
+# internal error of a check; the line is taken as holding, and the rest of every file is still checked.
+UNEVALUABLE = ('python_version ~= "3"', 'python_version >= "' + "1" * 4400 + '"')
 
 
-def test_markers_pip_cannot_evaluate(tmp_path: Path) -> None:
+@pytest.mark.parametrize("marker", UNEVALUABLE, ids=["compatible-release-of-one-number", "4400-digit-number"])
+def test_markers_pip_cannot_evaluate(tmp_path: Path, marker: str) -> None:
     req = tmp_path / "requirements.txt"
-    req.write_text(f"numpy==2.1.0\ntorch==2.9.0+cu130; {UNEVALUABLE}\n")
+    req.write_text(f"torch==2.5.1+cu121\nnumpy==2.1.0; {marker}\n")
     pyproject = tmp_path / "pyproject.toml"
-    pyproject.write_text(f'[project]\nname = "x"\nversion = "1"\ndependencies = [\'torch==2.9.0; {UNEVALUABLE}\', "numpy"]\n')
-    docker = tmp_path / "Dockerfile"
-    docker.write_text(f"FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install 'flash-attn==2.8.3; {UNEVALUABLE}'\n")
+    pyproject.write_text(f'[project]\nname = "x"\nversion = "1"\ndependencies = [\'numpy; {marker}\', "torch==2.5.1+cu121"]\n')
     site = tmp_path / "site"
     info = site / "foo-1.0.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: foo\nVersion: 1.0\nRequires-Dist: numpy>=9; {UNEVALUABLE}\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: foo\nVersion: 1.0\nRequires-Dist: numpy>=9; {marker}\n")
     (site / "numpy-2.1.0.dist-info").mkdir()
     (site / "numpy-2.1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: numpy\nVersion: 2.1.0\n")
-    report = check(req, pyproject, docker, site)
-    by_target = {t["target"]: t["findings"] for t in report["targets"]}
-    for path, line in ((req, 2), (pyproject, 4), (docker, 2)):
-        errors = [f for f in by_target[str(path)] if f["status"] == "ERROR"]
-        assert [f["rule"] for f in errors] == ["input-error"], errors
-        assert errors[0]["location"]["line"] == line and "cannot be evaluated" in errors[0]["message"], errors
-    # an installed package's Requires-Dist: pip installed it already; the line is taken as holding (numpy>=9
-    # against numpy 2.1.0: a pin conflict), never a crash of the check
-    assert {f["rule"] for f in by_target[str(site)]} >= {"G9-pin-conflict"}, by_target[str(site)]
+    done = run_envcheck(str(req), str(pyproject), str(site), "-f", "json", timeout=BOUND)
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr[-3000:]
+    by_target = {t["target"]: t["findings"] for t in json.loads(done.stdout)["targets"]}
+    for findings in by_target.values():  # a line error at most (a 4,400-digit number is no version), never a crash
+        assert not [f for f in findings if f["status"] == "ERROR" and f["rule"] != "input-error"], findings
+    for path in (req, pyproject):  # the CUDA 12 torch pin beside the marker line is still judged
+        assert "G1-cuda12-local-version" in {f["rule"] for f in by_target[str(path)]}, by_target[str(path)]
+    # an installed package's Requires-Dist whose marker is taken as holding: numpy>=9 against numpy 2.1.0
+    assert "G9-pin-conflict" in {f["rule"] for f in by_target[str(site)]}, by_target[str(site)]

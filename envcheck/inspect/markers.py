@@ -158,7 +158,7 @@ _TEXT_VARIABLES = frozenset({"os_name", "sys_platform", "platform_machine", "pla
 # no `~=` or `===`: those markers are left to packaging.
 _COMPARISON = re.compile(r"""[ \t]*([a-z_]+)[ \t]*(==|!=|<=|>=|<|>)[ \t]*(?:"([^"\\\x00-\x1f]*)"|'([^'\\\x00-\x1f]*)')""")
 _JOIN = re.compile(r"[ \t]+(and|or)(?=[ \t])")
-_RELEASE = re.compile(r"[0-9]+(?:\.[0-9]+)*")
+_RELEASE = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,15})*")  # longer numbers (int() refuses 4,300 digits): packaging
 
 
 @record

@@ -9,15 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
-
-if TYPE_CHECKING:
-    from packaging.markers import Marker
-
 from envcheck.model import IndexOption, InstallCommand, Location, Package, PackageIndex, ReadProblem, Role
 
 # pip install options that take a value (both spellings); everything else starting with '-' is a flag.
@@ -243,8 +238,6 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
         req = Requirement(text)
     except InvalidRequirement as exc:
         return ReadProblem(f"invalid requirement {_excerpt_to_error(text, str(exc))}: {str(exc).splitlines()[0][:200]}", location)
-    if req.marker is not None and (why := unevaluable_marker(req.marker)) is not None:
-        return ReadProblem(f"marker of {shown(text)} cannot be evaluated, pip stops at it: {why}", location)
     version = None
     specs = list(req.specifier)
     if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
@@ -263,30 +256,6 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
         role=role,
         location=location,
     )
-
-
-# Plain values for every marker variable (those of a Linux machine: the profile is not known here), so that
-# only the marker's own values can make an evaluation fail, never the machine envcheck runs on.
-_MARKER_VALUES = {
-    "os_name": "posix", "sys_platform": "linux", "platform_machine": "aarch64", "platform_system": "Linux",
-    "platform_release": "6.11.0", "platform_version": "#1 SMP", "platform_python_implementation": "CPython",
-    "implementation_name": "cpython", "implementation_version": "3.12.3", "python_version": "3.12",
-    "python_full_version": "3.12.3", "extra": "",
-}
-
-
-def unevaluable_marker(marker: Marker) -> str | None:
-    """Why pip cannot evaluate ``marker`` (packaging raises for ``python_version ~= "3"``: a compatible
-    release needs two numbers; older packaging also for ``platform_system == "1"``), or None."""
-    from packaging.markers import UndefinedEnvironmentName
-
-    try:
-        marker.evaluate(dict(_MARKER_VALUES))
-    except UndefinedEnvironmentName:
-        return None
-    except ValueError as exc:  # UndefinedComparison, InvalidVersion
-        return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-    return None
 
 
 # No version pip can install has a number this long; Python refuses to convert one past 4300 digits.
