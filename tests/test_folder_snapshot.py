@@ -181,6 +181,8 @@ def test_the_stat_workers_are_a_number(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ENVCHECK_STAT_WORKERS")
     assert cache.stat_worker_count(10) == 1  # too few paths to fork for
     assert cache.stat_worker_count(10, 5) == 5
+    monkeypatch.setenv("ENVCHECK_STAT_WORKERS", "100000")
+    assert cache.stat_worker_count(10_000) == 256  # never a fork per path
     for bad in ("0", "many"):
         monkeypatch.setenv("ENVCHECK_STAT_WORKERS", bad)
         with pytest.raises(UsageError, match="ENVCHECK_STAT_WORKERS"):

@@ -207,3 +207,33 @@ def test_results_taken_in_two_rounds_lose_no_job() -> None:
         rest = list(pool.results())
     assert sorted(job for job, _r in first + rest) == sorted(jobs)
     assert pool.rerun == 1
+
+
+def test_a_big_record_is_left_to_the_main_process(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers keep a RECORD unfiltered (a set of every path it names): one over AHEAD_RECORD_BYTES is read by
+    the main process, which keeps only the walk's files as it reads (memory stays near the file's size)."""
+    small = len((tree / "zcrlf-3.0.dist-info" / "RECORD").read_bytes())
+    monkeypatch.setattr(binaries_source, "AHEAD_RECORD_BYTES", small)  # forked workers inherit it
+    dists: dict[str, binaries_source.DistInfoReading] = {}
+    _listed, _read, pool, _reading = binaries_source._read_ahead(str(tree), False, 3, dists)
+    assert pool is not None
+    pool.close()
+    assert str(tree / "zcrlf-3.0.dist-info") in dists  # at the limit
+    assert str(tree / "zlonely-2.0.dist-info") in dists  # no RECORD at all
+    assert not [d for d in dists if d.startswith(str(tree / "pkg"))]  # their RECORDs are longer
+
+
+def test_a_small_tree_with_a_big_file_reads_it_in_workers(tmp_path: Path) -> None:
+    """A tree of a few folders holding one big library (site-packages/nvidia/cufft alone) still gets the
+    workers, so that a big section's fatbin search can be cut into pieces."""
+    lib = tmp_path / "cufft" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libbig.so").write_bytes((BIN / "gpu_sm120_121a.so").read_bytes() + bytes(binaries_source.INLINE_BYTES))
+    shutil.copy(BIN / "gpu_sm121.so", lib / "libsmall.so")
+    _listed, _read, pool, reading = binaries_source._read_ahead(str(tmp_path / "cufft"), False, 2)
+    assert pool is not None
+    try:
+        assert str(lib / "libbig.so") in reading
+    finally:
+        pool.close()
+    assert _json(tmp_path / "cufft", 2) == _json(tmp_path / "cufft", 1)

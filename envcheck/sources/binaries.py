@@ -430,6 +430,28 @@ def _read_dist_info(info_dir: Path | str, base: Path | str, wanted: set[str] | N
     return _Distribution(pkg, files, record_key), []
 
 
+# A worker reads a dist-info ahead only when its RECORD is at most this big (torch's is 3 MB): RECORD is kept
+# unfiltered there, a set of every path it names, so a bigger one is left to the main process, which keeps
+# only the paths the walk took as it reads.
+AHEAD_RECORD_BYTES = 8 << 20
+
+
+def _read_dist_info_ahead(info_dir: str) -> tuple[_Distribution | None, list[ReadProblem]] | None:
+    """:func:`_read_dist_info` of ``info_dir`` with every RECORD path kept, or None when its RECORD is over
+    :data:`AHEAD_RECORD_BYTES` (also when it grew past that while it was read)."""
+    try:
+        if os.stat(os.path.join(info_dir, "RECORD")).st_size > AHEAD_RECORD_BYTES:
+            return None
+    except OSError:
+        pass  # no RECORD (conda, system packages): nothing big to keep
+    got = _read_dist_info(info_dir, Path(info_dir).parent)
+    dist = got[0]
+    # RECORD grew past the limit while it was read (change_key: inode, device, size, ...)
+    if dist is not None and dist.record_key is not None and dist.record_key[2] > AHEAD_RECORD_BYTES:
+        return None
+    return got
+
+
 def _entry_name(entry: os.DirEntry[str]) -> str:
     return entry.name
 
@@ -714,7 +736,9 @@ def _explore(starts: list[tuple[str, tuple[int, int]]], root_real: str, folders:
                 continue
             if name == "METADATA" and folder.endswith(".dist-info"):
                 if dists:
-                    out.dists.append((folder, _read_dist_info(folder, Path(folder).parent)))
+                    ahead = _read_dist_info_ahead(folder)
+                    if ahead is not None:
+                        out.dists.append((folder, ahead))
                 continue
             path = prefix + name
             if st.st_size >= inline:
@@ -893,7 +917,8 @@ def _read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistI
     starts = [(root, (st.st_dev, st.st_ino))]
     first = _explore(starts, root_real, FIRST_FOLDERS, deep, inline=0, dists=False)  # files read by workers (or after the walk)
     left = take(first, starts)
-    if not left:  # a small tree: no worker; the walk reads its files
+    if not left and not any(fst.st_size >= INLINE_BYTES for _path, fst in first.big):
+        # a small tree without a big file: no worker; the walk reads its files
         return listed, read, None, set()
     pool = _FileReads(workers, deep, split)
     walking = [0]  # walk jobs handed to the pool and not yet back
