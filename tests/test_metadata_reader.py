@@ -165,3 +165,32 @@ def test_a_fifo_named_record_does_not_block(tmp_path: Path) -> None:
     os.mkfifo(info / "RECORD")
     dist, problems = _read_dist_info(info, tmp_path, None)
     assert problems == [] and dist is not None and dist.files == set() and dist.package.name == "a"
+
+
+def test_record_narrowed_by_name_keeps_every_file_the_walk_takes(tmp_path: Path) -> None:
+    """A worker keeps only the RECORD paths the walk could take (``candidates``): every file the walk yields,
+    whatever its name and mode, is still there; what is dropped (Python sources, text) is never yielded."""
+    from envcheck.sources.binaries import TEXT_SUFFIXES, _walk
+
+    site = tmp_path / "site"
+    pkg = site / "pkg"
+    pkg.mkdir(parents=True)
+    names = [f"f{s}" for s in TEXT_SUFFIXES] + [
+        "lib.so", "lib.so.1", "lib.so.txt", "x.py.so", "tool", "a.o", "b.a", "k.cubin", "run.sh", "LICENSE",
+        "x.PY", "lib.so.py", ".so", "data.bin",
+    ]
+    lines = []
+    for i, name in enumerate(names):
+        (pkg / name).write_bytes(b"\x7fELF" + bytes(60))
+        (pkg / name).chmod(0o755 if i % 2 == 0 else 0o644)
+        lines.append(f"pkg/{name},,\n")
+    info = site / "pkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
+    (info / "RECORD").write_text("".join(lines))
+    everything = _read_dist_info(info, site)[0]
+    narrowed = _read_dist_info(info, site, candidates=True)[0]
+    assert everything is not None and narrowed is not None
+    walked = {path for path, _st in _walk(site, [], [])} & everything.files
+    assert walked and walked <= narrowed.files < everything.files
+    assert str(pkg / "f.py") not in narrowed.files and str(pkg / "lib.so.py") in narrowed.files  # ".so." decides

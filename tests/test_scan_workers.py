@@ -46,8 +46,14 @@ def _tree(root: Path) -> Path:
     crlf = site / "zcrlf-3.0.dist-info"
     crlf.mkdir()
     (crlf / "METADATA").write_text("Metadata-Version: 2.1\nName: zcrlf\nVersion: 3.0\n")
-    # the big library below is in no other RECORD; a ../ path, quoted, in CRLF lines
-    (crlf / "RECORD").write_bytes(b'zcrlf/__init__.py,,\r\n"../site/pkg08/libbig.so",sha256=x,1\r\n')
+    # the big library below is in no other RECORD; a ../ path, quoted, in CRLF lines; an executable ELF file
+    # without a suffix (taken by its mode) and one named .py (never taken: a worker drops such RECORD lines)
+    (site / "zcrlf").mkdir()
+    for name in ("elftool", "script.py"):
+        shutil.copy(BIN / "gpu_sm121.so", site / "zcrlf" / name)
+        (site / "zcrlf" / name).chmod(0o755)
+    (crlf / "RECORD").write_bytes(b'zcrlf/__init__.py,,\r\n"../site/pkg08/libbig.so",sha256=x,1\r\n'
+                                  b'zcrlf/elftool,,\r\nzcrlf/script.py,,\r\n')
     os.link(site / "pkg00/sub00/lib" / next((site / "pkg00/sub00/lib").glob("*.so")).name, site / "pkg11/hardlink.so")
     (site / "pkg05/alias").symlink_to("../pkg02")  # a second path to a folder: walked once
     (site / "pkg03/loop").symlink_to("..")
@@ -77,11 +83,12 @@ def test_tree_is_big_enough_to_start_workers(tree: Path) -> None:
     assert pool is not None
     try:
         assert len(pool.pids) == 3 and len(listed) > binaries_source.FIRST_FOLDERS + binaries_source.JOB_FOLDERS
-        # the dist-infos the workers listed were read there (RECORD unfiltered); the main process's first
-        # folders' ones are left to the walk
+        # the dist-infos the workers listed were read there (RECORD narrowed by name only: no .py); the main
+        # process's first folders' ones are left to the walk
         assert str(tree / "zcrlf-3.0.dist-info") in dists and str(tree / "pkg00-1.0.dist-info") not in dists
         crlf, problems = dists[str(tree / "zcrlf-3.0.dist-info")]
-        assert crlf is not None and not problems and str(tree / "pkg08/libbig.so") in crlf.files and len(crlf.files) == 2
+        assert crlf is not None and not problems
+        assert crlf.files == {str(tree / "pkg08/libbig.so"), str(tree / "zcrlf/elftool")}
         big = str(tree / "pkg08/libbig.so")
         assert big in read or big in reading  # a job of its own, maybe still running
         done = dict(pool.results())
@@ -97,7 +104,9 @@ def test_workers_give_the_serial_inventory(tree: Path, workers: int) -> None:
     inventory = scan_folder(tree, ReadOptions(use_cache=False, scan_workers=workers))
     assert len(inventory.binaries) > 150 and len(inventory.packages) == 14
     assert any("has no Name field" in p.message for p in inventory.problems)
-    assert [b.path for b in inventory.binaries if b.distribution == "zcrlf"] == [str(tree / "pkg08/libbig.so")]
+    assert [b.path for b in inventory.binaries if b.distribution == "zcrlf"] == [
+        str(tree / "pkg08/libbig.so"), str(tree / "zcrlf/elftool")]
+    assert not any(b.path.endswith("script.py") for b in inventory.binaries)
     assert any("pkg09/bad.so" in p.message for p in inventory.problems)
     assert any("outside the folder" in p.message for p in inventory.problems)
     assert not any(b.path.endswith("hardlink.so") for b in inventory.binaries)  # its first path counts
@@ -210,7 +219,7 @@ def test_results_taken_in_two_rounds_lose_no_job() -> None:
 
 
 def test_a_big_record_is_left_to_the_main_process(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workers keep a RECORD unfiltered (a set of every path it names): one over AHEAD_RECORD_BYTES is read by
+    """Workers keep a RECORD as a set of every path the walk could take: one over AHEAD_RECORD_BYTES is read by
     the main process, which keeps only the walk's files as it reads (memory stays near the file's size)."""
     small = len((tree / "zcrlf-3.0.dist-info" / "RECORD").read_bytes())
     monkeypatch.setattr(binaries_source, "AHEAD_RECORD_BYTES", small)  # forked workers inherit it
