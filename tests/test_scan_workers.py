@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -246,3 +247,47 @@ def test_a_small_tree_with_a_big_file_reads_it_in_workers(tmp_path: Path) -> Non
     finally:
         pool.close()
     assert _json(tmp_path / "cufft", 2) == _json(tmp_path / "cufft", 1)
+
+
+def _slow_echo(job: object) -> tuple[object, int]:
+    """A job that takes a moment (so that others wait behind it), answered with itself and the worker's pid."""
+    time.sleep(0.002)
+    return job, os.getpid()
+
+
+def _held_most(jobs: list[object], short: bool, workers: int = 2) -> tuple[dict[object, object], int]:
+    """Run ``jobs``; their results and the most jobs one worker held at once."""
+    most = 0
+    results = {}
+    with scan_workers.WorkerPool(workers, _slow_echo) as pool:
+        for job in jobs:
+            pool.submit(job, short=short)
+        for job, result in pool.results():
+            most = max(most, *(len(held) for held in pool._busy.values()))
+            results[job] = result
+    return results, most
+
+
+def test_short_jobs_wait_in_a_workers_pipe_each_with_its_own_result() -> None:
+    results, most = _held_most(list(range(40)), short=True)
+    assert {job: result[0] for job, result in results.items()} == {i: i for i in range(40)}  # type: ignore[index]
+    assert most == scan_workers.QUEUED
+    assert len({result[1] for result in results.values()}) == 2  # type: ignore[index]
+
+
+def test_long_jobs_and_big_frames_never_wait_behind_another() -> None:
+    assert _held_most(list(range(12)), short=False)[1] == 1
+    big = [("x" * 5000, i) for i in range(12)]  # over PIPE_BUF: the write could wait on a busy worker
+    results, most = _held_most(big, short=True)
+    assert most == 1 and set(results) == set(big)
+
+
+def test_a_killed_worker_s_waiting_job_runs_here() -> None:
+    jobs = [("read", i) for i in range(24)] + [("die", 5), ("die", 6)]
+    with scan_workers.WorkerPool(2, _read_or_die) as pool:
+        for job in jobs:
+            pool.submit(job, short=True)
+        results = dict(pool.results())
+    assert set(results) == set(jobs)
+    assert results[("die", 5)] == results[("read", 5)] and results[("die", 6)] == results[("read", 6)]
+    assert pool.rerun >= 2  # the killed workers' jobs, and any job waiting in their pipes, ran here

@@ -833,9 +833,9 @@ class _FileReads:
     def rerun(self) -> int:
         return self.pool.rerun
 
-    def submit(self, job: Any, priority: float = 0.0) -> None:
+    def submit(self, job: Any, priority: float = 0.0, short: bool = False) -> None:
         """Queue ``job`` (see :meth:`scan_workers.WorkerPool.submit`)."""
-        self.pool.submit(job, priority)
+        self.pool.submit(job, priority, short)
 
     def results(self) -> Iterator[tuple[Any, Any]]:
         """``(job, result)`` for every submitted job as it finishes, a read with its finished reading."""
@@ -954,7 +954,7 @@ def _read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistI
             # longest job) must all be known before they are handed out, biggest first.
             per_job = max(1, len(starts) // (workers * 4))
             for i in range(0, len(starts), per_job):
-                pool.submit(("walk", starts[i : i + per_job], root_real), priority=float("-inf"))
+                pool.submit(("walk", starts[i : i + per_job], root_real), priority=float("-inf"), short=True)
                 walking[0] += 1
 
         def read_big(big: list[tuple[str, os.stat_result]]) -> None:

@@ -39,6 +39,7 @@ from envcheck.config import env_processes, usable_cores
 MAX_WORKERS = 16  # more did not help on the 16-core H200 machine: the main process merges every result
 MIN_CORES = 4  # fewer cores: no workers by default (on 2 cores they made a torch environment's scan no faster)
 _FRAME = struct.Struct("<I")
+QUEUED = 2  # jobs a worker may hold: the one it runs and, when both are short, one waiting in its pipe
 _READ = 1 << 20
 
 
@@ -75,9 +76,9 @@ class WorkerPool:
         self.pids: list[int] = []
         self._jobs_fd: dict[int, int] = {}  # worker index -> write end of its job pipe
         self._results_fd: dict[int, int] = {}  # read end of its result pipe -> worker index
-        self._busy: dict[int, tuple[int, Any] | None] = {}  # worker index -> (sequence, job) it holds
+        self._busy: dict[int, list[tuple[int, Any, bool]]] = {}  # worker index -> (sequence, job, short) it holds
         self._buffers: dict[int, bytearray] = {}
-        self._queue: list[tuple[float, int, Any]] = []
+        self._queue: list[tuple[float, int, Any, bool]] = []  # (priority, sequence, job, short)
         self._lost: list[Any] = []  # jobs of workers that died, run in this process
         self._sequence = 0
         self._poll = select.poll()
@@ -102,14 +103,16 @@ class WorkerPool:
         self.pids.append(pid)
         self._jobs_fd[index] = jobs_write
         self._results_fd[results_read] = index
-        self._busy[index] = None
+        self._busy[index] = []
         self._buffers[results_read] = bytearray()
         self._poll.register(results_read, select.POLLIN)
 
-    def submit(self, job: Any, priority: float = 0.0) -> None:
-        """Queue ``job``; lower ``priority`` values are handed out first (then in submission order)."""
+    def submit(self, job: Any, priority: float = 0.0, short: bool = False) -> None:
+        """Queue ``job``; lower ``priority`` values are handed out first (then in submission order). A
+        ``short`` job may also be handed to a worker that is running a short job (it waits in the worker's
+        pipe, :data:`QUEUED`), so that the worker goes on without a round trip through this process."""
         self._sequence += 1
-        heapq.heappush(self._queue, (priority, self._sequence, job))
+        heapq.heappush(self._queue, (priority, self._sequence, job, short))
 
     def results(self) -> Iterator[tuple[Any, Any]]:
         """``(job, result)`` for every submitted job (also those submitted while iterating), as they finish."""
@@ -123,7 +126,7 @@ class WorkerPool:
                 if not self._queue:
                     return
                 if not self._jobs_fd and len(self.pids) >= self._count:  # every worker is gone: the rest runs here
-                    _priority, _seq, job = heapq.heappop(self._queue)
+                    job = heapq.heappop(self._queue)[2]
                     self.rerun += 1
                     yield job, self.work(job)
                     continue
@@ -131,17 +134,30 @@ class WorkerPool:
                 yield from self._receive(fd)
 
     def _hand_out(self) -> None:
-        idle = [index for index, held in self._busy.items() if held is None]
+        idle = [index for index, held in self._busy.items() if not held]
         while self._queue and (idle or len(self.pids) < self._count):
             if not idle:
                 idle.append(len(self.pids))
                 self._fork(len(self.pids))
-            index = idle.pop()
-            _priority, seq, job = heapq.heappop(self._queue)
-            payload = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)
-            self._busy[index] = (seq, job)
-            with contextlib.suppress(OSError):  # the worker is gone: its end of file gives the job back
-                _write_all(self._jobs_fd[index], _FRAME.pack(len(payload)) + payload)
+            entry = heapq.heappop(self._queue)
+            self._send(idle.pop(), entry, pickle.dumps(entry[2], pickle.HIGHEST_PROTOCOL))
+        # Every worker is busy: the next short jobs wait in the pipes of workers running a short job. Only
+        # a frame of at most PIPE_BUF bytes: it fits in the pipe once the worker took its current job out,
+        # so this write never waits on a worker that is itself waiting to write its result here.
+        for index, held in self._busy.items():
+            if not self._queue or not self._queue[0][3]:
+                return
+            if 0 < len(held) < QUEUED and all(short for _seq, _job, short in held):
+                payload = pickle.dumps(self._queue[0][2], pickle.HIGHEST_PROTOCOL)
+                if len(payload) + _FRAME.size > select.PIPE_BUF:
+                    return
+                self._send(index, heapq.heappop(self._queue), payload)
+
+    def _send(self, index: int, entry: tuple[float, int, Any, bool], payload: bytes) -> None:
+        _priority, seq, job, short = entry
+        self._busy[index].append((seq, job, short))
+        with contextlib.suppress(OSError):  # the worker is gone: its end of file gives the job back
+            _write_all(self._jobs_fd[index], _FRAME.pack(len(payload)) + payload)
 
     def _receive(self, fd: int) -> Iterator[tuple[Any, Any]]:
         index = self._results_fd[fd]
@@ -161,25 +177,23 @@ class WorkerPool:
             ok, result = pickle.loads(memoryview(buffer)[4 : 4 + size])
             del buffer[: 4 + size]
             held = self._busy[index]
-            self._busy[index] = None
-            if held is None:
+            if not held:
                 continue
-            job = held[1]
+            job = held.pop(0)[1]  # a worker runs its jobs in the order they were sent
             if not ok:  # it raised there: run it here, where the exception reaches the caller as before
                 self.rerun += 1
                 result = self.work(job)
             yield job, result
 
     def _drop(self, fd: int, index: int) -> None:
-        held = self._busy.pop(index, None)
+        held = self._busy.pop(index, [])
         self._poll.unregister(fd)
         os.close(fd)
         del self._results_fd[fd]
         del self._buffers[fd]
         jobs = self._jobs_fd.pop(index)
         os.close(jobs)
-        if held is not None:
-            self._lost.append(held[1])
+        self._lost.extend(job for _seq, job, _short in reversed(held))  # popped from the end: in order
 
     def close(self) -> None:
         """Stop the workers (their job pipes close) and wait for them."""
