@@ -11,20 +11,18 @@ lost write only costs a rescan). An unreadable or corrupt cache is ignored, neve
 
 from __future__ import annotations
 
-import _thread
 import contextlib
 import functools
 import itertools
 import json
 import operator
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from envcheck.config import env, env_processes, usable_cores
+from envcheck.config import can_fork, env, env_processes, usable_cores
 from envcheck.limits import read_regular
 from envcheck.model import Binary, Location, Package, ReadProblem, Role
 
@@ -327,7 +325,7 @@ def unchanged(root: str, paths: list[str], stored: list[int], workers: int | Non
             return False
         stat_at = functools.partial(os.stat, dir_fd=fd)
         count = min(stat_worker_count(len(paths), workers), max(1, len(paths) - 1))
-        if count > 1 and not _can_fork():
+        if count > 1 and not can_fork():
             count = 1
         step = -(-(len(paths) - 1) // count)
         shares = [(paths[1 + n * step:1 + (n + 1) * step], stored[_KEY_LEN * (1 + n * step):_KEY_LEN * (1 + (n + 1) * step)])
@@ -362,12 +360,6 @@ def unchanged(root: str, paths: list[str], stored: list[int], workers: int | Non
 
 def _same_keys(stat_at: Callable[[str], os.stat_result], paths: list[str], stored: list[int]) -> bool:
     return list(itertools.chain.from_iterable(map(_CHANGE_KEY, map(stat_at, paths)))) == stored
-
-
-def _can_fork() -> bool:
-    """Whether a worker may be forked now: Linux, and no thread started but this one (as the folder scan's
-    ``scan_workers.can_fork``, without importing ``threading``)."""
-    return sys.platform.startswith("linux") and hasattr(os, "fork") and _thread._count() == 0
 
 
 _NEW = object.__new__

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import _thread
 import os
+import sys
 from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
@@ -71,6 +73,13 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Whether worker processes may be forked now: Linux, and no thread started but this one (forking a
+    process with threads can copy a lock some thread held, and the child would wait for it forever).
+    ``_thread``, not ``threading``: a cached folder scan does not import ``threading``."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and _thread._count() == 0
 
 
 def child_environment(**overrides: str) -> dict[str, str]:

@@ -141,8 +141,8 @@ def test_every_change_is_seen(tmp_path: Path, change: str) -> None:
 # A fresh process (no thread of the suite beside it, so the workers do fork): whether the snapshot answers.
 _LOAD_CHILD = (
     "import sys\n"
-    "from envcheck import cache\n"
-    "if not cache._can_fork():\n"
+    "from envcheck import cache, config\n"
+    "if not config.can_fork():\n"
     "    sys.exit('a thread runs beside the check: it would not fork its workers')\n"
     "print(cache.FolderSnapshot(sys.argv[2]).load(sys.argv[1]) is not None)\n"
 )

@@ -29,12 +29,12 @@ import os
 import pickle
 import select
 import struct
-import sys
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from envcheck.config import env_processes, usable_cores
+from envcheck.config import can_fork, env_processes, usable_cores
+
+__all__ = ["WorkerPool", "can_fork", "worker_count"]  # can_fork: config.can_fork, named here for the scan
 
 MAX_WORKERS = 16  # more did not help on the 16-core H200 machine: the main process merges every result
 MIN_CORES = 4  # fewer cores: no workers by default (on 2 cores they made a torch environment's scan no faster)
@@ -53,11 +53,6 @@ def worker_count(requested: int | None = None) -> int:
         return max(1, min(requested, 256))
     cores = usable_cores()
     return min(cores, MAX_WORKERS) if cores >= MIN_CORES else 1
-
-
-def can_fork() -> bool:
-    """Whether worker processes may be forked now: Linux, and no thread but this one running."""
-    return sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
 
 
 class WorkerPool:
