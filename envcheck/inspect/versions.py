@@ -117,7 +117,7 @@ def _clause_holds(release: tuple[int, ...], post: int | None, local: bool, opera
 
 def is_plain_version(text: str) -> bool:
     """Whether ``text`` is a plain version (:func:`plain_contains` reads it; packaging accepts it, and prints
-    it as it is written)."""
+    it as it is written except a local label's numbers: ``1.0+cu.01`` is ``1.0+cu.1`` there)."""
     return _plain_version(text) is not None
 
 
