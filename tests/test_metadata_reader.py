@@ -183,7 +183,7 @@ def test_record_narrowed_by_name_keeps_every_file_the_walk_takes(tmp_path: Path)
     for i, name in enumerate(names):
         (pkg / name).write_bytes(b"\x7fELF" + bytes(60))
         (pkg / name).chmod(0o755 if i % 2 == 0 else 0o644)
-        lines.append(f"pkg/{name},,\n")
+        lines.append((f"pkg/{name}", f'"pkg/{name}"', f" pkg/{name}\t")[i % 3] + ",,\n")  # plain, quoted, blanks
     info = site / "pkg-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")

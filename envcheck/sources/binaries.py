@@ -391,7 +391,10 @@ def _record_files(text: str, prefix: str, wanted: set[str] | None, candidates: b
     (A plain loop: maps of str methods and regular expressions over the whole text were slower on the torch
     environment's 68,000 lines.)"""
     files: set[str] = set()
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    if candidates:  # first the lines surely dropped (a first field ending in a text suffix, no ".so."): most of them
+        lines = [line for line in lines if ".so." in line or not line.partition(",")[0].endswith(TEXT_SUFFIXES)]
+    for line in lines:
         rel = line.split(",", 1)[0].strip().strip('"')
         if not rel:
             continue
