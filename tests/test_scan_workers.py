@@ -291,3 +291,24 @@ def test_a_killed_worker_s_waiting_job_runs_here() -> None:
     assert set(results) == set(jobs)
     assert results[("die", 5)] == results[("read", 5)] and results[("die", 6)] == results[("read", 6)]
     assert pool.rerun >= 2  # the killed workers' jobs, and any job waiting in their pipes, ran here
+
+
+def test_a_folder_listing_is_in_name_order_whatever_the_filesystem_order(tmp_path: Path) -> None:
+    """Each kind of entry comes back sorted by name (the walk's order, so the report's), and text files
+    are skipped whatever they are named like, unless the name says shared library or they are folders."""
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    names = [f"{c}{i}" for i in range(40) for c in "zam"]
+    for n in reversed(names):
+        (folder / f"lib{n}.so").write_bytes(b"")
+        (folder / f"{n}.py").write_text("")
+        (folder / f"{n}.dir.py").mkdir()  # a folder named like a source file
+        (folder / f"lib{n}.so.py").write_text("")  # ".so." in the name: a candidate
+        (folder / f"link{n}.so").symlink_to(folder / f"lib{n}.so")
+        (folder / f"out{n}").symlink_to("/usr")
+    listing = binaries_source._list_folder(str(folder), str(tmp_path), [])
+    assert listing is not None
+    assert listing["d"] == sorted(f"{n}.dir.py" for n in names)
+    assert listing["f"] == sorted([f"lib{n}.so" for n in names] + [f"lib{n}.so.py" for n in names])
+    assert listing["l"] == sorted(f"link{n}.so" for n in names)
+    assert listing["x"] == sorted(f"out{n}" for n in names)

@@ -462,8 +462,8 @@ def _read_dist_info_ahead(info_dir: str) -> tuple[_Distribution | None, list[Rea
     return got
 
 
-def _entry_name(entry: os.DirEntry[str]) -> str:
-    return entry.name
+def _first(pair: tuple[str, ReadProblem]) -> str:
+    return pair[0]
 
 
 def _inside(real: str, root_real: str) -> bool:
@@ -507,41 +507,51 @@ def may_be_binary(name: str, mode: int | None = None) -> bool:
 def _list_folder(folder: str, root_real: str, problems: list[ReadProblem]) -> dict[str, list[str]] | None:
     """One folder's entries that matter to the scan, by name: ``d`` subfolders, ``f`` files to read
     (candidates and ``*.dist-info/METADATA``), ``l`` the same reached through links inside the root,
-    ``x`` links that lead outside the root. None when the folder cannot be listed (a problem is added)."""
+    ``x`` links that lead outside the root. None when the folder cannot be listed (a problem is added).
+    Each list is in name order, whatever the order the filesystem lists them in."""
+    dist_info = folder.endswith(".dist-info")
+    d: list[str] = []
+    f: list[str] = []
+    linked: list[str] = []
+    x: list[str] = []
+    failed: list[tuple[str, ReadProblem]] = []
     try:
         with os.scandir(folder) as it:
-            entries = sorted(it, key=_entry_name)
+            for entry in it:  # in the folder's order; each list is sorted by name below
+                name = entry.name
+                try:
+                    if name.endswith(TEXT_SUFFIXES) and ".so." not in name and entry.is_file(follow_symlinks=False):
+                        continue  # a regular source or text file: never opened (most entries of an environment)
+                    if entry.is_symlink():
+                        if not _inside(os.path.realpath(entry.path), root_real):
+                            x.append(name)
+                            continue
+                        try:
+                            est = entry.stat()
+                        except OSError:
+                            continue  # dangling or looping link: nothing to read
+                        if stat.S_ISDIR(est.st_mode):
+                            d.append(name)
+                        elif stat.S_ISREG(est.st_mode) and may_be_binary(name, est.st_mode):
+                            linked.append(name)
+                    elif entry.is_dir(follow_symlinks=False):
+                        d.append(name)
+                    elif entry.is_file(follow_symlinks=False) and (
+                        may_be_binary(name)
+                        or (dist_info and name == "METADATA")
+                        or (not name.endswith(TEXT_SUFFIXES) and entry.stat(follow_symlinks=False).st_mode & 0o111)
+                    ):
+                        f.append(name)
+                except OSError as exc:
+                    failed.append((name, ReadProblem(f"{entry.path}: cannot stat: {exc.strerror or exc}", Location(entry.path))))
     except OSError as exc:
         problems.append(ReadProblem(f"{folder}: cannot list folder: {exc.strerror or exc}", Location(folder)))
         return None
-    dist_info = folder.endswith(".dist-info")
-    listing: dict[str, list[str]] = {"d": [], "f": [], "l": [], "x": []}
-    for entry in entries:
-        name = entry.name
-        try:
-            if entry.is_symlink():
-                if not _inside(os.path.realpath(entry.path), root_real):
-                    listing["x"].append(name)
-                    continue
-                try:
-                    est = entry.stat()
-                except OSError:
-                    continue  # dangling or looping link: nothing to read
-                if stat.S_ISDIR(est.st_mode):
-                    listing["d"].append(name)
-                elif stat.S_ISREG(est.st_mode) and may_be_binary(name, est.st_mode):
-                    listing["l"].append(name)
-            elif entry.is_dir(follow_symlinks=False):
-                listing["d"].append(name)
-            elif entry.is_file(follow_symlinks=False) and (
-                may_be_binary(name)
-                or (dist_info and name == "METADATA")
-                or (not name.endswith(TEXT_SUFFIXES) and entry.stat(follow_symlinks=False).st_mode & 0o111)
-            ):
-                listing["f"].append(name)
-        except OSError as exc:
-            problems.append(ReadProblem(f"{entry.path}: cannot stat: {exc.strerror or exc}", Location(entry.path)))
-    return listing
+    if failed:
+        problems.extend(problem for _name, problem in sorted(failed, key=_first))
+    for names in (d, f, linked, x):
+        names.sort()
+    return {"d": d, "f": f, "l": linked, "x": x}
 
 
 # What the walk needs from the filesystem about one folder, as plain tuples (worker processes send one per
