@@ -17,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 MASK = "***"
@@ -117,11 +118,17 @@ def escape_controls(text: str) -> str:
     return text if text.isprintable() else _CONTROL.sub(_visible, text)
 
 
+def _plainly_clean(text: str) -> bool:
+    """Whether ``text`` is surely unchanged by :func:`clean`: no control character and none of the characters
+    or words every redaction pattern needs. True for a join of texts means True for each of them."""
+    return text.isprintable() and "=" not in text and ":" not in text and "@" not in text and "earer" not in text \
+        and "ENV" not in text
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def clean(text: str) -> str:
     """Redacted and escaped: safe to write anywhere (a terminal, a CI log, a file)."""
-    if text.isprintable() and "=" not in text and ":" not in text and "@" not in text and "earer" not in text \
-            and "ENV" not in text:
+    if _plainly_clean(text):
         return text  # what redact and escape_controls would return: no pattern's character, no control
     return escape_controls(redact(text))
 
@@ -160,15 +167,14 @@ def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
     return _clean_fields(value, shape, escape)
 
 
-def _clean_fields(value: Any, shape: tuple[tuple[str, ...], bool], escape: bool) -> Any:
+def _clean_fields(value: Any, shape: _Shape, escape: bool) -> Any:
     """A dataclass with its init fields cleaned (the same object when nothing changed)."""
-    names, maybe_secret = shape
+    names, maybe_secret, values_of = shape
     if not names:
         return value
     secret_fields = _secret_fields(value) if maybe_secret else _NO_FIELDS
     changes = {}
-    for name in names:
-        old = getattr(value, name)
+    for name, old in zip(names, values_of(value), strict=True):
         if old is None:
             continue
         # the common fields inline, without a call: text, and tuples of text (sonames, Requires-Dist lines)
@@ -191,6 +197,11 @@ def _clean_fields(value: Any, shape: tuple[tuple[str, ...], bool], escape: bool)
 def _clean_items(value: Any, kind: Any, secret: bool, escape: bool) -> Any:
     """A tuple or list cleaned item by item; the same object when nothing changed."""
     if escape and not secret:
+        try:  # texts only (sonames, paths, Requires-Dist lines): one check of them all, in C
+            if _plainly_clean("".join(value)):
+                return value
+        except TypeError:
+            pass  # not all text
         items = [clean(v) if type(v) is str else _clean_any(v, False, escape) for v in value]
     else:
         items = [_clean_any(v, secret, escape) for v in value]
@@ -199,17 +210,28 @@ def _clean_items(value: Any, kind: Any, secret: bool, escape: bool) -> Any:
 
 _PLAIN = frozenset({bool, int, float, bytes})
 _NO_FIELDS: frozenset[str] = frozenset()
-# Per class: its init fields (none: not a dataclass) and whether it has both a name and a value field (an
-# EnvVar-like object whose value may be a secret).
-_SHAPES: dict[type, tuple[tuple[str, ...], bool]] = {}
+# Per class: its init fields (none: not a dataclass), whether it has both a name and a value field (an
+# EnvVar-like object whose value may be a secret), and a function giving the fields' values as a tuple.
+_Shape = tuple[tuple[str, ...], bool, Callable[[Any], tuple[Any, ...]]]
+_SHAPES: dict[type, _Shape] = {}
 
 
-def _shape_of(value: Any) -> tuple[tuple[str, ...], bool]:
+def _shape_of(value: Any) -> _Shape:
     if not dataclasses.is_dataclass(value):
-        return (), False
+        return (), False, _no_values
     names = tuple(f.name for f in dataclasses.fields(value) if f.init)
     every = {f.name for f in dataclasses.fields(value)} | set(dir(type(value)))
-    return names, "name" in every and "value" in every
+    values_of = operator.attrgetter(*names) if len(names) > 1 else _one_value(names[0]) if names else _no_values
+    return names, "name" in every and "value" in every, values_of
+
+
+def _no_values(value: Any) -> tuple[Any, ...]:
+    return ()
+
+
+def _one_value(name: str) -> Callable[[Any], tuple[Any, ...]]:
+    get = operator.attrgetter(name)
+    return lambda value: (get(value),)
 
 
 def _secret_fields(obj: Any) -> frozenset[str]:

@@ -169,6 +169,18 @@ def test_clean_is_redact_then_escape_for_any_text(text: str) -> None:
         assert redaction.clean(known) == redaction._CONTROL.sub(redaction._visible, redaction.redact(known))
 
 
+@PROPERTY_SETTINGS
+@given(st.lists(_TEXT, max_size=6), st.sampled_from([tuple, list]))
+def test_a_sequence_of_texts_is_cleaned_as_each_text(texts: list[str], kind: type) -> None:
+    """A tuple or list of texts is let through by one check of their join: never where one of them, or a
+    pattern across two of them ("E", "NV"; "tok", "en=x"), would be changed."""
+    redaction.clean.cache_clear()
+    value = kind(texts)
+    for seq in (value, kind([*texts, "E", "NV", "HF_TOK", "EN=hf_x", "a@", "b"]), kind([*texts, 1, None])):
+        assert redaction.clean_value(seq) == _reference_clean(seq)
+    assert redaction.clean_value(Binary("/p", "x86_64", needed=tuple(texts))).needed == _reference_clean(tuple(texts))
+
+
 def _reference_plain(obj: Any) -> dict[str, Any]:
     """model._plain before its fast paths (the authority)."""
     out: dict[str, Any] = {}
