@@ -87,50 +87,69 @@ def _key(key: Any) -> str:
 
 def _encode(o: Any, newline: str, out: list[str]) -> None:
     """Append ``o``'s JSON text; ``newline`` is a newline and the indent of the line ``o`` starts on."""
-    text = _scalar(o)
-    if text is not None:
+    kind = type(o)
+    if kind is dict:
+        _encode_dict(o, newline, out)
+    elif kind is list or kind is tuple:
+        _encode_list(o, newline, out)
+    elif (text := _scalar(o)) is not None:
         out.append(text)
     elif isinstance(o, (list, tuple)):
-        if not o:
-            out.append("[]")
-            return
-        inner = newline + INDENT
-        separator = "," + inner
-        try:  # a list of text (sonames, Requires-Dist lines) in one C pass; anything else fails at once
-            out.append("[" + inner + separator.join(map(encode_basestring_ascii, o)) + newline + "]")
-            return
-        except TypeError:
-            pass
-        out.append("[")
-        first = len(out)
-        for item in o:
-            if type(item) is str:
-                out.append(separator + encode_basestring_ascii(item))
-            elif (text := _scalar(item)) is not None:
-                out.append(separator + text)
-            else:
-                out.append(separator)
-                _encode(item, inner, out)
-        out[first] = out[first][1:]  # the first item has no comma before it
-        out.append(newline + "]")
+        _encode_list(o, newline, out)
     elif isinstance(o, dict):
-        if not o:
-            out.append("{}")
-            return
-        inner = newline + INDENT
-        separator = "," + inner
-        out.append("{")
-        first = len(out)
-        for key, value in o.items():
-            head = separator + encode_basestring_ascii(key if type(key) is str else _key(key)) + ": "
-            if type(value) is str:
-                out.append(head + encode_basestring_ascii(value))
-            elif (text := _scalar(value)) is not None:
-                out.append(head + text)
-            else:
-                out.append(head)
-                _encode(value, inner, out)
-        out[first] = out[first][1:]
-        out.append(newline + "}")
+        _encode_dict(o, newline, out)
     else:
         _encode(str(o), newline, out)  # default=str
+
+
+def _item(o: Any) -> str | None:
+    """The JSON text of a list item or dict value that is text or a whole number (most of a report), else
+    :func:`_scalar`'s answer (None: a container, or a value for ``default=str``)."""
+    kind = type(o)
+    if kind is str:
+        return encode_basestring_ascii(o)
+    if kind is int:
+        return int.__repr__(o)
+    return _scalar(o)
+
+
+def _encode_list(o: list[Any] | tuple[Any, ...], newline: str, out: list[str]) -> None:
+    if not o:
+        out.append("[]")
+        return
+    inner = newline + INDENT
+    separator = "," + inner
+    try:  # a list of text (sonames, Requires-Dist lines) in one C pass; anything else fails at once
+        out.append("[" + inner + separator.join(map(encode_basestring_ascii, o)) + newline + "]")
+        return
+    except TypeError:
+        pass
+    out.append("[")
+    first = len(out)
+    for item in o:
+        if (text := _item(item)) is not None:
+            out.append(separator + text)
+        else:
+            out.append(separator)
+            _encode(item, inner, out)
+    out[first] = out[first][1:]  # the first item has no comma before it
+    out.append(newline + "]")
+
+
+def _encode_dict(o: dict[Any, Any], newline: str, out: list[str]) -> None:
+    if not o:
+        out.append("{}")
+        return
+    inner = newline + INDENT
+    separator = "," + inner
+    out.append("{")
+    first = len(out)
+    for key, value in o.items():
+        head = separator + encode_basestring_ascii(key if type(key) is str else _key(key)) + ": "
+        if (text := _item(value)) is not None:
+            out.append(head + text)
+        else:
+            out.append(head)
+            _encode(value, inner, out)
+    out[first] = out[first][1:]
+    out.append(newline + "}")
