@@ -4,7 +4,8 @@
 
 Measures (warm page cache; each envcheck run is a fresh `python3 -m envcheck` process, interpreter start
 included; peak RSS and CPU time from one more run of each series through a wrapper that reads them):
-  * envcheck over the environment (no cache, 7 runs: best, median, worst): wall time, CPU time (user + system, of the main
+  * envcheck over the environment (no cache, 11 runs with --format json and 11 with the default text
+    format: best, median, worst): wall time, CPU time (user + system, of the main
     process and its scan workers), peak RSS (VmHWM of the main process; the biggest worker's peak apart,
     its pages shared with the main process counted), bytes read per ELF file; and the same with
     ENVCHECK_SCAN_WORKERS=1 (no workers, best of 3);
@@ -128,9 +129,11 @@ def bench_env(env: Path, peers: bool) -> dict[str, object]:
         # peak RSS comes from one more run through RSS_WRAPPER (timed_envcheck), which tears down as main() returns
         return timed_process([sys.executable, "-m", "envcheck", *args], env)
 
-    wall = best(7, lambda: command(cmd, base_env))[0]
+    wall = best(11, lambda: command(cmd, base_env))[0]
     result["envcheck_no_cache_s"] = round(wall, 3)
     result["envcheck_no_cache_runs_s"] = spread()
+    best(11, lambda: command([str(env), "--no-cache"], base_env))  # the default (text) format, what a user runs
+    result["envcheck_no_cache_text_runs_s"] = spread()
     _wall, rss, _rc, cpu = timed_envcheck(cmd, base_env)
     result["envcheck_no_cache_cpu_s"] = round(cpu, 3)
     result["envcheck_peak_rss_mb"] = round(rss, 1)
@@ -205,6 +208,8 @@ def bench_env(env: Path, peers: bool) -> dict[str, object]:
     result["speedup_vs_peers"] = round(float(result["readelf_plus_cuobjdump_s"]) / float(result["envcheck_no_cache_s"]), 1)  # type: ignore[arg-type]
     cold_median = result["envcheck_no_cache_runs_s"]["median"]  # type: ignore[index]
     result["speedup_vs_peers_median"] = round(float(result["readelf_plus_cuobjdump_s"]) / cold_median, 1)  # type: ignore[arg-type]
+    text_median = result["envcheck_no_cache_text_runs_s"]["median"]  # type: ignore[index]
+    result["speedup_vs_peers_text_median"] = round(float(result["readelf_plus_cuobjdump_s"]) / text_median, 1)  # type: ignore[arg-type]
     result["speedup_vs_peers_cpu"] = round(float(result["readelf_plus_cuobjdump_cpu_s"]) / float(result["envcheck_no_cache_cpu_s"]), 1)  # type: ignore[arg-type]
     result["load_average_after"] = os.getloadavg()[0]
     return result

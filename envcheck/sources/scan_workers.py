@@ -3,7 +3,8 @@
 A folder scan of a CUDA environment is Python work per folder and per file (7,800 folders, 870 ELF files
 on the H200 machine's torch venv), so threads do not help; forked processes do. :class:`WorkerPool`
 forks its workers once; the main process hands each one job at a time through a pipe (most important
-first) and takes the pickled result back through another, so a slow job never holds up the others.
+first) and takes the pickled result back through another, so a slow job never holds up the others; only a
+short job (a folder listing) may wait in the pipe of a worker running another short job (:data:`QUEUED`).
 
 Rules that keep this safe:
 
