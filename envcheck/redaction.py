@@ -17,10 +17,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import operator
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
+
+from envcheck.records import field_values
 
 MASK = "***"
 
@@ -221,17 +222,11 @@ def _shape_of(value: Any) -> _Shape:
         return (), False, _no_values
     names = tuple(f.name for f in dataclasses.fields(value) if f.init)
     every = {f.name for f in dataclasses.fields(value)} | set(dir(type(value)))
-    values_of = operator.attrgetter(*names) if len(names) > 1 else _one_value(names[0]) if names else _no_values
-    return names, "name" in every and "value" in every, values_of
+    return names, "name" in every and "value" in every, field_values(names)
 
 
 def _no_values(value: Any) -> tuple[Any, ...]:
     return ()
-
-
-def _one_value(name: str) -> Callable[[Any], tuple[Any, ...]]:
-    get = operator.attrgetter(name)
-    return lambda value: (get(value),)
 
 
 def _secret_fields(obj: Any) -> frozenset[str]:

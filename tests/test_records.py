@@ -211,3 +211,27 @@ def test_each_record_class_has_its_dataclass_twins_fields_and_signature(name: st
             assert (ours.__hash__ is None) == (theirs.__hash__ is None), cls_name
     finally:
         del sys.modules[twin.__name__]
+
+
+def test_replaced_is_dataclasses_replace() -> None:
+    """records.replaced copies the fields of a plain record (no __post_init__, only init fields) and gives
+    what dataclasses.replace gives; anything else goes to dataclasses.replace itself."""
+    from envcheck.records import replaced
+
+    binary = model.Binary("/p/lib.so", "x86_64", needed=("libc.so.6",))
+    cases: list[tuple[Any, dict[str, Any]]] = [
+        (binary, {"distribution": "torch"}), (binary, {"needed": (), "path": "/q"}), (binary, {}),
+        (model.Location("a", line=3), {"line": 4}),
+    ]
+    for obj, changes in cases:
+        before = repr(obj)
+        got, reference = replaced(obj, **changes), dataclasses.replace(obj, **changes)
+        assert got == reference and repr(got) == repr(reference) and hash(got) == hash(reference)
+        assert got is not obj and repr(obj) == before
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            got.path = "x"
+    with pytest.raises(TypeError):
+        replaced(binary, nope=1)
+    item = _item(record)(1)  # __post_init__ and init=False fields: dataclasses.replace runs them
+    assert repr(replaced(item, b="z")) == repr(dataclasses.replace(item, b="z"))
+    assert replaced(item, a=5).f == dataclasses.replace(item, a=5).f == 12

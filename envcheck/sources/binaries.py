@@ -51,6 +51,7 @@ from envcheck.inspect.metadata import header_fields
 from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.limits import read_regular
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role
+from envcheck.records import replaced
 from envcheck.sources import ReadOptions
 from envcheck.sources.folder import from_snapshot, namespace_of
 
@@ -1108,7 +1109,7 @@ def scan_folder(root: Path, options: ReadOptions, *, snapshot_tried: bool = Fals
             continue
         owner = owners.get(b.path) or owners.get(os.path.normpath(b.path))
         if owner is not None:
-            b = replace(b, distribution=owner)
+            b = replaced(b, distribution=owner)
         inv.binaries.append(b)
     inv.problems.extend(problems)
     if snapshot is not None and folders is not None and not [p for p in inv.problems if not p.note]:
