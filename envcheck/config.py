@@ -76,10 +76,13 @@ def usable_cores() -> int:
 
 
 def can_fork() -> bool:
-    """Whether worker processes may be forked now: Linux, and no thread started but this one (forking a
-    process with threads can copy a lock some thread held, and the child would wait for it forever).
-    ``_thread``, not ``threading``: a cached folder scan does not import ``threading``."""
-    return sys.platform.startswith("linux") and hasattr(os, "fork") and _thread._count() == 0
+    """Whether worker processes may be forked now: Linux, and no thread but this one (forking a process with
+    threads can copy a lock some thread held, and the child would wait for it forever): none started through
+    ``_thread`` (so without importing ``threading``, which a cached folder scan does not load), and, when
+    ``threading`` is loaded, none it knows of (threads started outside Python that entered it)."""
+    threading = sys.modules.get("threading")
+    return (sys.platform.startswith("linux") and hasattr(os, "fork") and _thread._count() == 0
+            and (threading is None or threading.active_count() == 1))
 
 
 def child_environment(**overrides: str) -> dict[str, str]:
