@@ -489,7 +489,13 @@ POOL_FILES = 24
 # own, handed out before any file (ReadOptions.extra "split_bytes" / "piece_bytes" change both: tests).
 SPLIT_BYTES = 32 << 20
 PIECE_BYTES = 16 << 20
-_PIECE_PRIORITY = -float(1 << 62)  # after the walk jobs (-inf), before every file (minus its size)
+# The order jobs are handed out in: the pieces of a section searched in pieces; the files of EARLY_BYTES or
+# more, the biggest first (their reads are the longest: started during the listing, they end with it); the
+# walk jobs, the shallowest first (a folder's depth times 4,096); every other file, the biggest first.
+EARLY_BYTES = 32 << 20
+_PIECE_PRIORITY = -float(1 << 66)
+_EARLY_PRIORITY = -float(1 << 65)  # minus the file's size
+_WALK_PRIORITY = -float(1 << 63)  # plus its depth times 4,096
 # Names that are source or text whatever their mode (an executable .py is a script): their mode is not
 # even looked at, which saves one stat per file on the 20,000 Python files of a torch environment.
 TEXT_SUFFIXES = (".py", ".pyc", ".pyi", ".pyx", ".pxd", ".h", ".hpp", ".hxx", ".cuh", ".inc", ".c", ".cc", ".cpp",
@@ -964,18 +970,22 @@ def _read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistI
     try:
         def walk(starts: list[tuple[str, tuple[int, int]]]) -> None:
             # A few folders per job while there are many (a site-packages root has hundreds). Listing goes
-            # before every big file: the walk is short, and the biggest files (cuFFT's deep scan is the
-            # longest job) must all be known before they are handed out, biggest first.
+            # before every file under EARLY_BYTES, the shallowest folders first (a library folder such as
+            # nvidia/cu13/lib is then found before the hundreds of folders deep in torch/'s headers); the
+            # files of EARLY_BYTES or more (cuFFT's read and its pieces, cuBLASLt: the longest jobs) are
+            # read as they are found, while the listing goes on.
             per_job = max(1, len(starts) // (workers * 4))
             for i in range(0, len(starts), per_job):
-                pool.submit(("walk", starts[i : i + per_job], root_real), priority=float("-inf"), short=True)
+                depth = starts[i][0].count(os.sep)
+                pool.submit(("walk", starts[i : i + per_job], root_real), priority=_WALK_PRIORITY + depth * 4096.0, short=True)
                 walking[0] += 1
 
         def read_big(big: list[tuple[str, os.stat_result]]) -> None:
             for path, fst in big:  # the biggest first: a 1 GB library must not start last
                 if path not in reading:
                     reading.add(path)
-                    pool.submit(("read", path, fst), priority=-fst.st_size)
+                    early = _EARLY_PRIORITY if fst.st_size >= EARLY_BYTES else 0.0
+                    pool.submit(("read", path, fst), priority=early - fst.st_size)
 
         walk(left)
         read_big(first.big)
