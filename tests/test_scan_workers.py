@@ -151,8 +151,11 @@ def test_worker_count_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UsageError, match="ENVCHECK_SCAN_WORKERS"):
         scan_workers.worker_count()
     monkeypatch.delenv("ENVCHECK_SCAN_WORKERS")
-    cores = len(os.sched_getaffinity(0))
-    assert scan_workers.worker_count() == (min(cores, scan_workers.MAX_WORKERS) if cores >= scan_workers.MIN_CORES else 1)
+    # by default, the cores this process may run on: none below 4 (2 cores: no faster), at most 16
+    for cores, expected in ((1, 1), (2, 1), (3, 1), (4, 4), (12, 12), (16, 16), (64, 16)):
+        monkeypatch.setattr(scan_workers, "usable_cores", lambda cores=cores: cores)
+        assert scan_workers.worker_count() == expected, cores
+    assert scan_workers.worker_count(300) == 256  # a request is capped too
 
 
 MAIN = os.getpid()
@@ -312,3 +315,19 @@ def test_a_folder_listing_is_in_name_order_whatever_the_filesystem_order(tmp_pat
     assert listing["f"] == sorted([f"lib{n}.so" for n in names] + [f"lib{n}.so.py" for n in names])
     assert listing["l"] == sorted(f"link{n}.so" for n in names)
     assert listing["x"] == sorted(f"out{n}" for n in names)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this system")
+def test_usable_cores_follow_the_cpu_affinity() -> None:
+    """A process limited to one core (taskset, a container's cpuset) counts one core, so no workers."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))});"
+            "from envcheck.config import usable_cores; from envcheck.sources import scan_workers;"
+            "print(usable_cores(), scan_workers.worker_count())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if k != "ENVCHECK_SCAN_WORKERS"} | {"PYTHONPATH": str(REPO)})
+    assert done.returncode == 0 and done.stdout.split() == ["1", "1"], done.stderr[-2000:]
