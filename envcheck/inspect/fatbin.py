@@ -499,17 +499,17 @@ def _join(src: ByteSource, pieces: list[Piece | None], first: int, end: int, sec
     both take the same hits from there on: the piece's are taken. Else ``pos`` lies inside a container the
     piece took and the whole search did not (the previous piece's last container reaches in): the whole
     search steps on here, hit by hit, until it meets the piece's search again (one container's length)."""
-    if not pieces or any(p is None or p.failed for p in pieces):
+    ready = [p for p in pieces if p is not None and not p.failed]
+    if not pieces or len(ready) != len(pieces):
         return None
-    starts = [p.start for p in pieces if p is not None]
-    stops = [p.stop for p in pieces if p is not None]
+    starts = [p.start for p in ready]
+    stops = [p.stop for p in ready]
     if starts[0] != first or stops[-1] != end or starts[1:] != stops[:-1]:
         return None
     first_seen: dict[ImageKey, Container] = {}
     spent = 0
     pos = first
-    for piece in pieces:
-        assert piece is not None
+    for piece in ready:
         if pos >= piece.stop:
             continue  # inside a container the whole search took
         pos = max(pos, piece.start)
