@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import contextlib
 import datetime
 import functools
 import gzip
@@ -69,9 +70,20 @@ def digest_of(data: bytes) -> str:
 
 
 def free_port() -> int:
+    """A loopback port free now, for a server about to bind it (for an address where nothing must answer,
+    use :func:`refusing_port`: a port let go can be taken by another server of the suite before it is dialled)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def refusing_port() -> Iterator[int]:
+    """A loopback port where nothing listens while the block runs: bound and never listening, so a connection
+    is refused and no other server can take the port meanwhile."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
 
 
 def _stop_all() -> None:

@@ -44,7 +44,7 @@ from registry_fixtures import (
     Fault,
     FaultProxy,
     Images,
-    free_port,
+    refusing_port,
 )
 
 BOUND = 60  # seconds any one envcheck run may take before the test fails (a hang is a failure)
@@ -194,10 +194,11 @@ def test_401_with_an_unusable_challenge(registry_images: Images, fault_proxy: Pr
 
 @pytest.mark.registry
 def test_401_whose_token_server_is_down(registry_images: Images, fault_proxy: Proxy, image_cache: Path) -> None:
-    token_host = f"127.0.0.1:{free_port()}"
-    proxy = fault_proxy(Fault(r"/manifests/", "status", times=-1, status=401,
-                              headers={"WWW-Authenticate": f'Bearer realm="http://{token_host}/token",service="x"'}))
-    code, report = check(via(proxy, registry_images.single_arm64), cache=image_cache)
+    with refusing_port() as port:  # nothing answers there, and no other server of the suite can take the port
+        token_host = f"127.0.0.1:{port}"
+        proxy = fault_proxy(Fault(r"/manifests/", "status", times=-1, status=401,
+                                  headers={"WWW-Authenticate": f'Bearer realm="http://{token_host}/token",service="x"'}))
+        code, report = check(via(proxy, registry_images.single_arm64), cache=image_cache)
     assert code == 3
     message = service_error(report, token_host)  # names the token server, which is what failed
     assert "could not be reached" in message and "a token for repository:lab/single:pull" in message

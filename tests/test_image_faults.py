@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import requests
-from registry_fixtures import Fault, FaultProxy, Images, free_port
+from registry_fixtures import Fault, FaultProxy, Images, refusing_port
 from test_image_registry import check, findings, image_facts
 
 pytestmark = pytest.mark.registry
@@ -41,7 +41,8 @@ def config_digest(images: Images, repo: str, tag: str) -> str:
 
 
 def test_connection_refused(image_cache: Path) -> None:
-    code, report, _ = check(f"127.0.0.1:{free_port()}/lab/x:1", cache=image_cache)
+    with refusing_port() as port:
+        code, report, _ = check(f"127.0.0.1:{port}/lab/x:1", cache=image_cache)
     assert code == 3
     message = service_error(report)
     assert "could not be reached" in message and "connection refused" in message
@@ -142,6 +143,7 @@ def test_index_refused_when_accept_lacks_its_type(registry_images: Images, fault
 def test_one_unreachable_image_does_not_stop_the_others(registry_images: Images, image_cache: Path) -> None:
     from conftest import run_envcheck
 
-    done = run_envcheck("-f", "json", "image", f"127.0.0.1:{free_port()}/lab/x:1", env={"ENVCHECK_CACHE_DIR": str(image_cache)})
+    with refusing_port() as port:
+        done = run_envcheck("-f", "json", "image", f"127.0.0.1:{port}/lab/x:1", env={"ENVCHECK_CACHE_DIR": str(image_cache)})
     assert done.returncode == 3 and "Traceback" not in done.stderr
     json.loads(done.stdout)
