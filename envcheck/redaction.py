@@ -219,14 +219,10 @@ _SHAPES: dict[type, _Shape] = {}
 
 def _shape_of(value: Any) -> _Shape:
     if not dataclasses.is_dataclass(value):
-        return (), False, _no_values
+        return (), False, field_values(())
     names = tuple(f.name for f in dataclasses.fields(value) if f.init)
     every = {f.name for f in dataclasses.fields(value)} | set(dir(type(value)))
     return names, "name" in every and "value" in every, field_values(names)
-
-
-def _no_values(value: Any) -> tuple[Any, ...]:
-    return ()
 
 
 def _secret_fields(obj: Any) -> frozenset[str]:
