@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from envcheck import shipped
+from envcheck import toml
 from envcheck.errors import UsageError
 from envcheck.records import record
 
@@ -46,26 +46,16 @@ def load_profile(name_or_path: str = "dgx-spark") -> Profile:
     path = Path(name_or_path)
     try:
         if path.suffix == ".toml" and path.is_file():
-            from envcheck import toml
-
             data = toml.loads(path.read_text(encoding="utf-8"))
         else:
             ref = resources.files("envcheck.profiles").joinpath(f"{name_or_path}.toml")
             if not ref.is_file():
                 names = sorted(p.name[:-5] for p in resources.files("envcheck.profiles").iterdir() if p.name.endswith(".toml"))
                 raise UsageError(f"unknown profile {name_or_path!r}; shipped profiles: {', '.join(names)}")
-            data = shipped.load("envcheck.profiles", str(name_or_path))
-    except (OSError, _not_toml()) as exc:  # the except clause is evaluated only when something was raised
+            data = toml.load_shipped("envcheck.profiles", str(name_or_path))
+    except (OSError, toml.TOMLDecodeError) as exc:
         raise UsageError(f"cannot read profile {name_or_path}: {exc}") from exc
     return _from_data(data, str(name_or_path))
-
-
-def _not_toml() -> type[Exception]:
-    """What a file that is not TOML raises (the TOML parser is imported only when a file is parsed)."""
-    from envcheck.toml import TOMLDecodeError
-
-    error: type[Exception] = TOMLDecodeError
-    return error
 
 
 def _from_data(data: dict[str, Any], origin: str) -> Profile:

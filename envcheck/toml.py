@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import sys
+from importlib import resources
+from typing import Any
 
 if sys.version_info >= (3, 11):
     from tomllib import TOMLDecodeError, loads
 else:  # pragma: no cover
     from tomli import TOMLDecodeError, loads
 
-__all__ = ["TOMLDecodeError", "loads"]
+__all__ = ["TOMLDecodeError", "load_shipped", "loads"]
+
+
+def load_shipped(package: str, name: str) -> dict[str, Any]:
+    """The parsed TOML file ``<name>.toml`` shipped in ``package`` (OSError: no such file; TOMLDecodeError: not TOML)."""
+    data: dict[str, Any] = loads(resources.files(package).joinpath(f"{name}.toml").read_text(encoding="utf-8"))
+    return data

@@ -6,4 +6,3 @@ python3 -m envcheck rules --format markdown > docs/rules.md
 python3 scripts/gen_hooks.py
 python3 scripts/gen_examples_doc.py
 python3 scripts/gen_dockerfile_doc_examples.py
-python3 scripts/gen_parsed_toml.py

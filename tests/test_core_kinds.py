@@ -4,11 +4,9 @@ lazy loading of each kind's code."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -117,43 +115,6 @@ def test_engine_runs_only_the_checks_of_the_target_kind() -> None:
     assert not {r for r in as_requirements if r.startswith(("ARCH-image", "G1-image", "G9-image"))}
 
 
-_MODULES_OF = """
-import contextlib, io, sys
-from envcheck.cli import main
-with contextlib.redirect_stdout(io.StringIO()):
-    main(sys.argv[1:])
-print("\\n".join(sorted(sys.modules)))
-"""
-# Nothing on the path of one requirements file or one Dockerfile needs these.
-HEAVY = ("docker", "requests", "urllib3", "zstandard", "elftools", "envcheck.inspect.elf", "envcheck.inspect.fatbin",
-         "envcheck.sources.binaries", "envcheck.sources.wheel", "envcheck.sources.image", "envcheck.sources.container",
-         "envcheck.sources.host", "envcheck.services", "envcheck.checks.g03_memory", "envcheck.checks.g04_power",
-         "envcheck.checks.g06_shared_memory", "envcheck.checks.g08_playbooks", "envcheck.checks.g10_parallelism")
-
-
-@pytest.mark.parametrize(("path", "own"), [
-    ("examples/requirements-good.txt", "envcheck.sources.requirements"),
-    ("dockerfiles/cuda12-devel/Dockerfile", "envcheck.sources.dockerfile"),
-])
-def test_one_file_imports_only_its_kind(path: str, own: str) -> None:
-    proc = subprocess.run([sys.executable, "-c", _MODULES_OF, path], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    loaded = set(proc.stdout.split())
-    assert own in loaded and "envcheck.checks.g01_cuda_abi" in loaded  # what it needs did load
-    assert not sorted(m for m in loaded if m.split(".")[0] in HEAVY or m in HEAVY)
-
-
-# A whole environment (a folder of dist-infos and ELF files) needs the ELF code, but no service client, no
-# text-input parser and no live-host check.
-FOLDER_HEAVY = ("docker", "requests", "urllib3", "zstandard", "elftools", "email", "shlex", "envcheck.services",
-                "envcheck.sources.requirements", "envcheck.sources.pyproject", "envcheck.sources.locks",
-                "envcheck.sources.dockerfile", "envcheck.sources.wheel", "envcheck.sources.image",
-                "envcheck.sources.container", "envcheck.sources.host", "envcheck.inspect.pip_args",
-                "envcheck.inspect.dockerfile", "envcheck.inspect.shell", "envcheck.checks.g03_memory",
-                "envcheck.checks.g04_power", "envcheck.checks.g06_shared_memory", "envcheck.checks.g08_playbooks",
-                "envcheck.checks.g10_parallelism", "envcheck.formats.html_format", "envcheck.formats.sarif_format")
-
-
 def _site(tmp_path: Path, marker: str, clause: str = "<1.0") -> Path:
     """A site-packages: demo 1.0 (with an ELF extension) requires other ``clause`` under ``marker``; other is 2.0."""
     site = tmp_path / "site-packages"
@@ -166,48 +127,6 @@ def _site(tmp_path: Path, marker: str, clause: str = "<1.0") -> Path:
     (site / "demo").mkdir()
     (site / "demo" / "_ext.so").write_bytes((REPO / "fixtures/binaries/libext_cuda13.so").read_bytes())
     return site
-
-
-@pytest.mark.parametrize("fmt", ["json", "text"])
-def test_a_folder_scan_imports_only_the_folder_path(fmt: str, tmp_path: Path) -> None:
-    site = _site(tmp_path, 'platform_system == "Linux" and python_version >= "3.9"', "~=2.0,!=2.1.*")
-    proc = subprocess.run([sys.executable, "-c", _MODULES_OF, str(site), "-f", fmt], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "ENVCHECK_CACHE_DIR": str(tmp_path / "cache")})
-    assert proc.returncode in (0, 1), proc.stderr
-    loaded = set(proc.stdout.split())
-    assert {"envcheck.sources.binaries", "envcheck.inspect.elf", "envcheck.checks.g01_cuda_abi",
-            "envcheck.checks.g07_gpu_arch", "envcheck.checks.g09_drift", f"envcheck.formats.{fmt}_format"} <= loaded
-    assert not sorted(m for m in loaded if m.split(".")[0] in FOLDER_HEAVY or m in FOLDER_HEAVY)
-    # packaging is not needed for plain versions, specifiers and markers (envcheck.inspect.versions, .markers),
-    # nor the TOML parser for the shipped knowledge and profile (envcheck.shipped) without a config file
-    assert not sorted(m for m in loaded if m.split(".")[0] in ("packaging", "tomllib", "tomli"))
-
-
-# The same, after `import envcheck.cache` with a 50 ms racy window (instead of 2 s: a folder made just now
-# gets its snapshot without waiting).
-_MODULES_OF_QUICK_SNAPSHOT = "import envcheck.cache\nenvcheck.cache.RACY_NS = 50_000_000\n" + _MODULES_OF
-# A folder answered from its snapshot reads no ELF file: no ELF or fatbin reader, no scan worker.
-CACHED_FOLDER_HEAVY = ("envcheck.sources.binaries", "envcheck.inspect.elf", "envcheck.inspect.fatbin",
-                       "envcheck.inspect.metadata", "envcheck.sources.scan_workers", "pickle", "heapq", "select")
-
-
-@pytest.mark.parametrize("fmt", ["json", "text"])
-def test_a_folder_answered_from_its_snapshot_imports_no_binary_reader(fmt: str, tmp_path: Path) -> None:
-    site = _site(tmp_path, 'platform_system == "Linux"')
-    time.sleep(0.06)
-    outputs = []
-    for _ in ("fills the cache", "answered from the snapshot"):
-        proc = subprocess.run([sys.executable, "-c", _MODULES_OF_QUICK_SNAPSHOT, str(site), "-f", fmt], cwd=REPO,
-                              capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "ENVCHECK_CACHE_DIR": str(tmp_path / "cache")})
-        assert proc.returncode in (0, 1), proc.stderr
-        outputs.append(set(proc.stdout.split()))
-    filled, cached = outputs
-    assert set(CACHED_FOLDER_HEAVY) <= filled  # the first run did read the folder
-    assert list((tmp_path / "cache").glob("folder-*.json"))
-    assert {"envcheck.sources.folder", "envcheck.checks.g01_cuda_abi", "envcheck.checks.g07_gpu_arch",
-            f"envcheck.formats.{fmt}_format"} <= cached
-    assert not sorted(m for m in cached if m in CACHED_FOLDER_HEAVY or m.split(".")[0] in FOLDER_HEAVY or m in FOLDER_HEAVY)
 
 
 @pytest.mark.parametrize(("plain", "parsed"), [

@@ -151,39 +151,3 @@ def test_torch_releases_in_g1_prose_come_from_the_data() -> None:
     assert f"torch=={first_cu130_torch()}+cu130" in g01_cuda_abi.TORCH_BUILD.fix
     with pytest.raises(LookupError, match="no PyPI row with CUDA 99"):
         first_pypi_cuda_torch(99)
-
-
-@pytest.mark.parametrize("package", ["envcheck.knowledge", "envcheck.profiles"])
-def test_parsed_copies_are_fresh(package: str) -> None:
-    """parsed.json holds each shipped TOML file's text and its parse (bash scripts/gen_docs.sh writes it)."""
-    from envcheck import shipped, toml
-
-    folder = resources.files(package)
-    assert folder.joinpath(shipped.PARSED).read_text(encoding="utf-8") == shipped.parsed_file(package), \
-        "run: bash scripts/gen_docs.sh"
-    for entry in folder.iterdir():
-        if entry.name.endswith(".toml"):
-            assert shipped.load(package, entry.name[:-5]) == toml.loads(entry.read_text(encoding="utf-8"))
-
-
-def test_a_file_unlike_its_parsed_copy_is_parsed(tmp_path: Path) -> None:
-    """An edited TOML file is read as it is now, whatever its parsed copy says; a broken copy is ignored."""
-    from envcheck import shipped
-
-    package = tmp_path / "shipped_demo"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "facts.toml").write_text('value = "old"\n')
-    (package / "other.toml").write_text("n = 1\n")
-    sys.path.insert(0, str(tmp_path))
-    try:
-        (package / shipped.PARSED).write_text(shipped.parsed_file("shipped_demo"))
-        (package / "facts.toml").write_text('value = "new"\n')
-        assert shipped.load("shipped_demo", "facts") == {"value": "new"}
-        assert shipped.load("shipped_demo", "other") == {"n": 1}
-        shipped._records.cache_clear()
-        (package / shipped.PARSED).write_text('{"other": {"text": "n = 1\\n", "data": [1]}}')
-        assert shipped.load("shipped_demo", "other") == {"n": 1}
-    finally:
-        sys.path.remove(str(tmp_path))
-        shipped._records.cache_clear()

@@ -10,13 +10,13 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from envcheck import shipped
+from envcheck import toml
 
 
 @cache
 def load(name: str) -> dict[str, Any]:
-    """The parsed knowledge file ``envcheck/knowledge/<name>.toml`` (through its parsed copy, :mod:`envcheck.shipped`)."""
-    data = shipped.load(__name__, name)
+    """The parsed knowledge file ``envcheck/knowledge/<name>.toml``, checked against its schema."""
+    data = toml.load_shipped(__name__, name)
     from envcheck.knowledge.schema import validate
 
     validate(name, data)
