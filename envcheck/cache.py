@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import itertools
 import json
 import operator
@@ -20,21 +21,12 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from envcheck.config import can_fork, env, env_processes, usable_cores
+from envcheck.config import env
+from envcheck.errors import InputError
 from envcheck.limits import read_regular
-from envcheck.model import Binary, Location, Package, ReadProblem, Role
-
-# The cache's file names are SHA-256 digests. CPython's own SHA-256 (the module hashlib falls back to) gives the
-# same digests without loading OpenSSL, 3-4 ms of every run's start-up; hashlib where it is missing.
-try:
-    from _sha2 import sha256  # CPython 3.12+
-except ImportError:
-    try:
-        from _sha256 import sha256  # CPython 3.10, 3.11
-    except ImportError:
-        from hashlib import sha256
+from envcheck.model import Binary, Package, ReadProblem, from_plain
 
 # Bump when what the readers produce changes, so old entries are not reused.
 FORMAT = 6
@@ -71,7 +63,7 @@ class ScanCache:
     @staticmethod
     def file_of(namespace: str, directory: Path | None = None) -> Path:
         """The cache file of ``namespace``."""
-        digest = sha256(f"{FORMAT}:{namespace}".encode()).hexdigest()[:32]
+        digest = hashlib.sha256(f"{FORMAT}:{namespace}".encode()).hexdigest()[:32]
         return (directory or cache_dir()) / f"scan-{digest}.json"
 
     @classmethod
@@ -142,49 +134,18 @@ def _write_atomically(directory: Path, path: Path, data: bytes) -> bool:
     return True
 
 
-def binary_from_json(data: dict[str, Any]) -> Binary:
-    """A :class:`Binary` from its ``to_json()`` form (what the cache stores)."""
-    values = dict(data)
-    for name in ("needed", "runpath", "sass", "ptx", "lto", "ptx_isa", "sections"):
-        values[name] = tuple(values.get(name, ()))
-    loc = values.get("location")
-    if isinstance(loc, dict):
-        values["location"] = Location(**loc)
-    return Binary(**values)
-
-
 # ------------------------------------------------------------------------------ folder snapshots
 
-_T = TypeVar("_T")
 
-SNAPSHOT_FORMAT = 1  # with FORMAT: what the folder readers produce
+SNAPSHOT_FORMAT = 2  # with FORMAT: what the folder readers produce
 SNAPSHOT_LIMIT = 512 << 20  # no snapshot file is read past this (the torch environment's: about 1.5 MB)
 SNAPSHOT_HEAD_LIMIT = 64 << 20  # its paths and keys, read before anything is stat'ed
 # A folder or file changed (its ctime) this close to the scan may change again within the same timestamp
 # (1-10 ms on Linux, 1-2 s on some file systems) and look unchanged: no snapshot is kept then (git's "racy"
 # entries). The mtime is not looked at: tar and pip may set it anywhere, even in the future.
 RACY_NS = 2_000_000_000
-# Processes that stat a snapshot's paths, on a machine of STAT_MIN_CORES cores or more (at most half its
-# cores). On the 16-core H200 machine (17:05 UTC) 9,252 paths took 32 ms in one process, 13 ms over 4,
-# 10-11 ms over 6-12 and 12 ms over 16 (medians of 15).
-STAT_WORKERS = 8
-STAT_MIN_CORES = 4
-STAT_MIN_PATHS = 2048  # fewer paths are stat'ed in this process (a fork costs about as much as 200 stats)
 _CHANGE_KEY = operator.attrgetter("st_ino", "st_dev", "st_size", "st_mtime_ns", "st_ctime_ns")
 _KEY_LEN = 5
-_BINARY_FIELDS = tuple(Binary.__dataclass_fields__)
-_STR_TUPLES = ("needed", "runpath", "sass", "ptx", "lto", "ptx_isa", "sections")
-_COLUMN_TYPES: dict[str, frozenset[type]] = {
-    **dict.fromkeys(("path", "machine", "elf_type"), frozenset({str})),
-    **dict.fromkeys(("soname", "sm121", "distribution"), frozenset({str, type(None)})),
-    **dict.fromkeys(_STR_TUPLES, frozenset({list})),
-    "cuda_major": frozenset({int, type(None)}),
-    "static_cudart": frozenset({bool}),
-    **dict.fromkeys(("size", "bytes_read"), frozenset({int})),
-    "location": frozenset({int, dict, type(None)}),
-}
-
-
 def change_key(st: os.stat_result) -> tuple[int, ...]:
     """What a folder snapshot compares for each folder and file: (inode, device, size, mtime_ns, ctime_ns).
     The ctime changes with every write, entry added or removed, rename, chmod and chown, and utime cannot
@@ -204,7 +165,7 @@ class FolderSnapshot:
 
     def __init__(self, namespace: str, directory: Path | None = None) -> None:
         self.directory = directory or cache_dir()
-        digest = sha256(f"{FORMAT}.{SNAPSHOT_FORMAT}:{namespace}".encode()).hexdigest()[:32]
+        digest = hashlib.sha256(f"{FORMAT}.{SNAPSHOT_FORMAT}:{namespace}".encode()).hexdigest()[:32]
         self.path = self.directory / f"folder-{digest}.json"
 
     def load(self, root: str) -> tuple[list[Package], list[Binary], list[ReadProblem]] | None:
@@ -239,7 +200,7 @@ class FolderSnapshot:
             if len(body) > (1 << 20) + (16 << 10) * files + 2 * metadata:
                 return None
             found = _inventory_from_json(json.loads(body))
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, OverflowError, MemoryError):
+        except (InputError, ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, OverflowError, MemoryError):
             return None
         touch(self.path)
         return found
@@ -270,7 +231,7 @@ class FolderSnapshot:
         try:
             if _inventory_from_json(json.loads(body)) != (packages, binaries, problems):
                 return self._drop()
-        except (ValueError, TypeError, KeyError):
+        except (InputError, ValueError, TypeError, KeyError):
             return self._drop()
         head = json.dumps({"format": FORMAT, "snapshot": SNAPSHOT_FORMAT, "root": root, "files": len(files)})
         data = "\n".join((head, json.dumps(paths, separators=(",", ":")), json.dumps(keys, separators=(",", ":")), body))
@@ -290,181 +251,36 @@ def _read_bounded(path: Path, limit: int) -> bytes | None:
         return None
 
 
-def stat_worker_count(paths: int, requested: int | None = None) -> int:
-    """How many processes stat the ``paths`` of a snapshot (1: this one only): ``requested``, else
-    ``ENVCHECK_STAT_WORKERS``, else :data:`STAT_WORKERS` (at most half the cores) on a machine of at least
-    :data:`STAT_MIN_CORES` cores for at least :data:`STAT_MIN_PATHS` paths, else 1. Threads would not help: each ``os.stat`` gives the GIL
-    back and takes it again, and on the 16-core H200 machine 9,105 paths took 19 ms in one thread and 38-63 ms
-    over 2-8 threads; forked processes share nothing."""
-    if requested is None:
-        requested = env_processes("ENVCHECK_STAT_WORKERS")
-    if requested is not None:
-        return max(1, min(requested, 256))
-    cores = usable_cores()
-    if paths < STAT_MIN_PATHS or cores < STAT_MIN_CORES:
-        return 1
-    return min(STAT_WORKERS, cores // 2)
-
-
-def unchanged(root: str, paths: list[str], stored: list[int], workers: int | None = None) -> bool:
+def unchanged(root: str, paths: list[str], stored: list[int]) -> bool:
     """Whether the change keys of ``root`` (``paths[0]`` is "") and of the paths under it, flat and in order,
-    are ``stored``; False when one differs or cannot be stat'ed. Stat'ed relative to the root (no lookup of
-    its own path each time), split over :func:`stat_worker_count` processes: forked (Linux, only while no
-    other thread runs), each checks its share and answers by its exit status, and all are waited for before
-    this returns."""
+    are ``stored``; False when one differs or cannot be stat'ed (stat'ed relative to the root)."""
     if len(stored) != _KEY_LEN * len(paths):
         return False
     try:
         fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):
         return False
-    pids: list[int] = []
-    same = False
     try:
         if list(_CHANGE_KEY(os.fstat(fd))) != stored[:_KEY_LEN]:
             return False
         stat_at = functools.partial(os.stat, dir_fd=fd)
-        count = min(stat_worker_count(len(paths), workers), max(1, len(paths) - 1))
-        if count > 1 and not can_fork():
-            count = 1
-        step = -(-(len(paths) - 1) // count)
-        shares = [(paths[1 + n * step:1 + (n + 1) * step], stored[_KEY_LEN * (1 + n * step):_KEY_LEN * (1 + (n + 1) * step)])
-                  for n in range(count)]
-        mine = [shares[0]]
-        for share in shares[1:]:
-            try:
-                pid = os.fork()
-            except OSError:
-                mine.append(share)  # no process to spare: checked here
-                continue
-            if pid == 0:  # the worker: answers by its exit status, never returns into the caller
-                code = 1
-                try:
-                    code = 0 if _same_keys(stat_at, *share) else 1
-                finally:
-                    os._exit(code)
-            pids.append(pid)
-        same = all(_same_keys(stat_at, *share) for share in mine)
+        return list(itertools.chain.from_iterable(map(_CHANGE_KEY, map(stat_at, paths[1:])))) == stored[_KEY_LEN:]
     except (OSError, ValueError):
         return False
     finally:
-        for pid in pids:  # every worker waited for, also after a difference found here
-            try:
-                status = os.waitpid(pid, 0)[1]
-            except ChildProcessError:
-                status = 1
-            same = same and os.waitstatus_to_exitcode(status) == 0
         os.close(fd)
-    return same
-
-
-def _same_keys(stat_at: Callable[[str], os.stat_result], paths: list[str], stored: list[int]) -> bool:
-    return list(itertools.chain.from_iterable(map(_CHANGE_KEY, map(stat_at, paths)))) == stored
-
-
-_NEW = object.__new__
-_SET = object.__setattr__
-_LOCATION_DEFAULTS = {name: f.default for name, f in Location.__dataclass_fields__.items() if name != "path"}
-# An installed distribution as the folder scan reads it (name, version, requires and location set per package).
-_PACKAGE_DEFAULTS = {**{name: f.default for name, f in Package.__dataclass_fields__.items()}, "installed": True, "role": Role.INSTALLED}
-
-
-def _frozen(cls: type[_T], fields: dict[str, Any]) -> _T:
-    """An instance of the frozen dataclass ``cls`` whose fields are ``fields`` (every one of them, values of
-    the right types), made without its generated ``__init__``: one dict per object instead of one
-    ``object.__setattr__`` per field, a third of the time for the 866 binaries of a torch environment."""
-    obj = _NEW(cls)
-    _SET(obj, "__dict__", fields)
-    return obj
-
-
-def _own_location(path: str) -> Location:
-    """``Location(path)``, as :func:`_frozen` makes it."""
-    return _frozen(Location, {"path": path, **_LOCATION_DEFAULTS})
-
-
-def checked_binary(data: Any) -> Binary:
-    """:func:`binary_from_json` for untrusted data: TypeError unless every key is a :class:`Binary` field
-    holding a value of that field's JSON type (the path and machine present)."""
-    if type(data) is not dict or not data.keys() <= _COLUMN_TYPES.keys():
-        raise TypeError("binary")
-    values: dict[str, Any] = {}
-    for name, value in data.items():
-        if type(value) not in _COLUMN_TYPES[name]:
-            raise TypeError(name)
-        if name in _STR_TUPLES:
-            if not set(map(type, value)) <= {str}:
-                raise TypeError(name)
-            value = tuple(value)
-        elif name == "location" and value is not None:
-            value = checked_location(value)
-        values[name] = value
-    return Binary(**values)
-
-
-def _location_to_json(loc: Location | None, path: str) -> int | dict[str, Any] | None:
-    if loc is None:
-        return None
-    return 0 if loc == Location(path) else loc.to_json()  # 0: the binary's own path, as the folder scan writes it
-
-
-_LOCATION_TYPES = {"path": (str,), "line": (int,), "offset": (int,), "member": (str,), "stage": (str,), "branch": (str,),
-                   "fallback": (bool,)}
-
-
-def checked_location(data: Any) -> Location:
-    """A :class:`Location` from its ``to_json()`` form for untrusted data: TypeError for any other shape."""
-    if type(data) is not dict or not data.keys() <= _LOCATION_TYPES.keys() or "path" not in data:
-        raise TypeError("location")
-    for key, value in data.items():
-        if type(value) not in _LOCATION_TYPES[key]:
-            raise TypeError("location")
-    return Location(**data)
 
 
 def _inventory_to_json(packages: list[Package], binaries: list[Binary], problems: list[ReadProblem]) -> dict[str, Any]:
-    columns: dict[str, list[Any]] = {name: [getattr(b, name) for b in binaries] for name in _BINARY_FIELDS if name != "location"}
-    columns["location"] = [_location_to_json(b.location, b.path) for b in binaries]
-    return {
-        "binaries": columns,
-        "packages": [[p.name, p.version, p.requires, p.location.path if p.location else None] for p in packages],
-        "problems": [[p.message, p.location.to_json() if p.location else None, p.service, p.note, p.fix] for p in problems],
-    }
+    return {"binaries": [b.to_json() for b in binaries], "packages": [p.to_json() for p in packages],
+            "problems": [p.to_json() for p in problems]}
 
 
 def _inventory_from_json(data: Any) -> tuple[list[Package], list[Binary], list[ReadProblem]]:
-    """What :func:`_inventory_to_json` wrote; raises TypeError/ValueError/KeyError for anything else."""
-    columns = data["binaries"]
-    if type(columns) is not dict or columns.keys() != set(_BINARY_FIELDS):
-        raise TypeError("binaries")
-    count = len(columns["path"])
-    for name, allowed in _COLUMN_TYPES.items():
-        column = columns[name]
-        if type(column) is not list or len(column) != count or not set(map(type, column)) <= allowed:
-            raise TypeError(name)
-    for name in _STR_TUPLES:
-        if not set(map(type, itertools.chain.from_iterable(columns[name]))) <= {str}:
-            raise TypeError(name)
-    locations = [_own_location(path) if loc == 0 and type(loc) is int else None if loc is None else checked_location(loc)
-                 for path, loc in zip(columns["path"], columns["location"], strict=True)]
-    values = zip(*(locations if name == "location" else map(tuple, columns[name]) if name in _STR_TUPLES else columns[name]
-                   for name in _BINARY_FIELDS), strict=True)
-    binaries = [_frozen(Binary, dict(zip(_BINARY_FIELDS, row, strict=True))) for row in values]
-    packages = []
-    for row in data["packages"]:
-        name, version, requires, where = row
-        if not (type(name) is str and type(version) in (str, type(None)) and type(requires) is list
-                and set(map(type, requires)) <= {str} and type(where) in (str, type(None))):
-            raise TypeError("packages")
-        packages.append(_frozen(Package, {**_PACKAGE_DEFAULTS, "name": name, "version": version, "requires": tuple(requires),
-                                          "location": _own_location(where) if where is not None else None}))
-    problems = []
-    for row in data["problems"]:
-        message, loc, service, note, fix = row
-        if not (type(message) is str and type(service) is bool and type(note) is bool and type(fix) is str):
-            raise TypeError("problems")
-        problems.append(ReadProblem(message, checked_location(loc) if loc is not None else None, service=service, note=note, fix=fix))
-    return packages, binaries, problems
+    """What :func:`_inventory_to_json` wrote; raises InputError (or TypeError/KeyError) for anything else."""
+    return ([from_plain(Package, p, "package") for p in data["packages"]],
+            [from_plain(Binary, b, "binary") for b in data["binaries"]],
+            [from_plain(ReadProblem, p, "problem") for p in data["problems"]])
 
 
 # ------------------------------------------------------------------------------ `envcheck cache`

@@ -24,7 +24,6 @@ ENVIRONMENT = {
     "ENVCHECK_MAX_TEXT_SIZE": "largest text input or config file (as --max-text-size)",
     "ENVCHECK_CACHE_DIR": "envcheck's cache folder",
     "ENVCHECK_SCAN_WORKERS": "worker processes of a folder scan (1: none; default: the cores, at most 16, none below 4)",
-    "ENVCHECK_STAT_WORKERS": "processes that stat a cached folder inventory's paths (1: none; default: 8, at most half the cores, none below 4 cores)",
     "XDG_CACHE_HOME": "the user cache folder, when ENVCHECK_CACHE_DIR is unset",
     "ENVCHECK_HTTP_TIMEOUT": "overall deadline of a registry or package-index conversation (as --http-timeout)",
     "ENVCHECK_RESOLVE_TTL_HOURS": "how long a --resolve result is reused from the cache",

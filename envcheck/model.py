@@ -460,7 +460,7 @@ class Inventory:
             items = data.get(key, [])
             if not isinstance(items, list):
                 raise InputError(f"{where}.{key}: expected a list, found {_json_type(items)}")
-            getattr(inventory, key).extend(_from_plain(item_cls, item, f"{where}.{key}[{i}]") for i, item in enumerate(items))
+            getattr(inventory, key).extend(from_plain(item_cls, item, f"{where}.{key}[{i}]") for i, item in enumerate(items))
         unknown = set(data) - set(_INVENTORY_ITEMS) - {"context", "host"}
         if unknown:
             raise InputError(f"{where}: unknown keys {', '.join(repr(k) for k in sorted(unknown))}")
@@ -541,9 +541,9 @@ class Finding:
         location = data.get("location")
         return cls(
             rule=data["rule"], gotcha=data["gotcha"], status=status, message=data["message"],
-            location=None if location is None else _from_plain(Location, location, f"{where}.location"),
+            location=None if location is None else from_plain(Location, location, f"{where}.location"),
             evidence=dict(evidence), fix=str(data.get("fix", "")),
-            edits=tuple(_from_plain(Edit, e, f"{where}.edits[{i}]") for i, e in enumerate(_json_list(data.get("edits", []), f"{where}.edits"))),
+            edits=tuple(from_plain(Edit, e, f"{where}.edits[{i}]") for i, e in enumerate(_json_list(data.get("edits", []), f"{where}.edits"))),
             fix_refused=str(data.get("fix_refused", "")),
         )
 
@@ -668,8 +668,9 @@ def _json_type(value: Any) -> str:
     return {bool: "a boolean", int: "a number", float: "a number", str: "text", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
-def _from_plain(cls: type[_Plain], data: Any, where: str) -> _Plain:
-    """A frozen model dataclass from what :func:`_plain` (or ``Location.to_json``) wrote, checked field by field.
+def from_plain(cls: type[_Plain], data: Any, where: str) -> _Plain:
+    """A frozen model dataclass from its ``to_json()`` form, checked field by field: the one reader of the
+    model's JSON (reports, snapshots and every cache).
 
     Missing fields take their defaults (``_plain`` drops empty values); unknown keys, wrong types and
     words outside an enum's vocabulary raise :class:`InputError` naming the JSON path.
@@ -712,7 +713,7 @@ def _field_value(hint: Any, value: Any, where: str) -> Any:
             raise InputError(f"{where}: expected a list of text, found {_json_type(value)}")
         return tuple(value)
     if kind is Location:
-        return _from_plain(Location, value, where)
+        return from_plain(Location, value, where)
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
         try:
             return kind(value)

@@ -41,7 +41,7 @@ from typing import Any
 
 from packaging import tags as ptags
 
-from envcheck.cache import binary_from_json, cache_dir, touch
+from envcheck.cache import cache_dir, touch
 from envcheck.config import child_environment, env
 from envcheck.errors import InputError, ServiceError
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
@@ -57,6 +57,7 @@ from envcheck.model import (
     ResolvedFile,
     Role,
     Wheel,
+    from_plain,
 )
 from envcheck.profile import Profile
 from envcheck.services.package_index import FileProblem, IndexClient, RemoteFile, redact
@@ -813,7 +814,7 @@ def _add(inventory: Inventory, item: Chosen, client: IndexClient, settings: Reso
         where = url or str(item.filename)
         for data in facts.binaries:
             values = {k: v for k, v in data.items() if k != "member"}
-            binary = binary_from_json(values)
+            binary = from_plain(Binary, values, "binary")
             inventory.binaries.append(replace(binary, distribution=item.name, location=Location(where, member=data.get("member"))))
         parsed = parse_wheel_name(item.filename or "")
         inventory.wheels.append(Wheel(item.filename or "", item.name, item.version or "", parsed.tags if parsed else facts.tags,

@@ -7,17 +7,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES
 
 from envcheck import cache
-from envcheck.errors import UsageError
 from envcheck.model import Inventory
 from envcheck.sources import ReadOptions
 from envcheck.sources.binaries import scan_folder
@@ -30,9 +27,6 @@ SETTLE = 0.06  # seconds: older than the test's racy window (below), so a later 
 def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ENVCHECK_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(cache, "RACY_NS", 50_000_000)  # 50 ms instead of 2 s, so the tests need not wait
-    # the stats split over worker processes even for these small folders (forked only while no other
-    # thread runs: test_a_key_changed_deep_in_a_big_list_is_seen_by_every_worker checks them in a child)
-    monkeypatch.setenv("ENVCHECK_STAT_WORKERS", "3")
     return tmp_path / "cache"
 
 
@@ -138,28 +132,10 @@ def test_every_change_is_seen(tmp_path: Path, change: str) -> None:
             (root / "ext" / "deep").chmod(0o755)
 
 
-# A fresh process (no thread of the suite beside it, so the workers do fork): whether the snapshot answers.
-_LOAD_CHILD = (
-    "import sys\n"
-    "from envcheck import cache, config\n"
-    "if not config.can_fork():\n"
-    "    sys.exit('a thread runs beside the check: it would not fork its workers')\n"
-    "print(cache.FolderSnapshot(sys.argv[2]).load(sys.argv[1]) is not None)\n"
-)
-
-
-def _answers_in_child(root: Path, workers: int) -> bool:
-    done = subprocess.run([sys.executable, "-c", _LOAD_CHILD, str(root), f"folder:{os.path.abspath(root)}:deep=False"],
-                          capture_output=True, text=True, timeout=120, cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=str(REPO), ENVCHECK_STAT_WORKERS=str(workers)))
-    assert done.returncode == 0, done.stderr[-2000:]
-    return {"True\n": True, "False\n": False}[done.stdout]
-
-
 @pytest.mark.parametrize("where", [0.0, 0.3, 0.7, 1.0])
-def test_a_key_changed_deep_in_a_big_list_is_seen_by_every_worker(tmp_path: Path, where: float) -> None:
-    """One path's ctime changed (a chmod to the same mode), in the first, a middle or the last worker's share
-    of 700 paths: the snapshot no longer answers, with 1 or 4 processes stat-ing; unchanged, it does."""
+def test_a_key_changed_deep_in_a_big_list_is_seen(tmp_path: Path, where: float) -> None:
+    """One path's ctime changed (a chmod to the same mode), first, in the middle or last of 700 paths: the
+    snapshot no longer answers; unchanged, it does."""
     root = build_site(tmp_path / "site")
     for n in range(650):
         (root / "pkg" / f"d{n // 26}" / f"e{n}").mkdir(parents=True)
@@ -167,26 +143,10 @@ def test_a_key_changed_deep_in_a_big_list_is_seen_by_every_worker(tmp_path: Path
     cached_scan(root)
     paths = json.loads(_lines(snapshot_of(root).path)[1])
     assert len(paths) > 650
-    assert _answers_in_child(root, 4) and _answers_in_child(root, 1)
+    assert snapshot_of(root).load(str(root)) is not None
     changed = root / paths[max(1, round(where * (len(paths) - 1)))]
     changed.chmod(changed.stat().st_mode & 0o7777)  # the ctime only: same mode, size, mtime, inode
-    assert not _answers_in_child(root, 4)
-    assert not _answers_in_child(root, 1)
     assert snapshot_of(root).load(str(root)) is None
-
-
-def test_the_stat_workers_are_a_number(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ENVCHECK_STAT_WORKERS", "2")
-    assert cache.stat_worker_count(10) == 2
-    monkeypatch.delenv("ENVCHECK_STAT_WORKERS")
-    assert cache.stat_worker_count(10) == 1  # too few paths to fork for
-    assert cache.stat_worker_count(10, 5) == 5
-    monkeypatch.setenv("ENVCHECK_STAT_WORKERS", "100000")
-    assert cache.stat_worker_count(10_000) == 256  # never a fork per path
-    for bad in ("0", "many"):
-        monkeypatch.setenv("ENVCHECK_STAT_WORKERS", bad)
-        with pytest.raises(UsageError, match="ENVCHECK_STAT_WORKERS"):
-            cache.stat_worker_count(10)
 
 
 def test_a_folder_changed_just_before_the_scan_gets_no_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -254,15 +214,16 @@ HOSTILE: dict[str, Callable[[Path], bytes]] = {
     "keys shifted": lambda p: b"\n".join((_lines(p)[0], _lines(p)[1], b"[0," + _lines(p)[2][1:-1] + b"]", _lines(p)[3])),
     "paths not strings": lambda p: b"\n".join((_lines(p)[0], b'["", 1]', b"[" + b",".join([b"0"] * 10) + b"]", _lines(p)[3])),
     "deep nesting": lambda p: b"\n".join((*_lines(p)[:3], b"[" * 100000 + b"]" * 100000)),
-    "needed a string": lambda p: _with_body(p, lambda d: d["binaries"]["needed"].__setitem__(0, "libc.so.6")),  # type: ignore[index]
-    "sass with a number": lambda p: _with_body(p, lambda d: d["binaries"]["sass"].__setitem__(0, [121])),  # type: ignore[index]
-    "a column short": lambda p: _with_body(p, lambda d: d["binaries"]["size"].pop()),  # type: ignore[index]
-    "an unknown column": lambda p: _with_body(p, lambda d: d["binaries"].__setitem__("evil", [])),  # type: ignore[attr-defined]
-    "size a bool": lambda p: _with_body(p, lambda d: d["binaries"]["size"].__setitem__(0, True)),  # type: ignore[index]
-    "location with an unknown key": lambda p: _with_body(p, lambda d: d["binaries"]["location"].__setitem__(0, {"path": "x", "evil": 1})),  # type: ignore[index]
-    "package with a number": lambda p: _with_body(p, lambda d: d["packages"][0].__setitem__(0, 7)),  # type: ignore[index]
-    "package row short": lambda p: _with_body(p, lambda d: d["packages"][0].pop()),  # type: ignore[index]
-    "problem not a list": lambda p: _with_body(p, lambda d: d.__setitem__("problems", [{"message": "x"}])),
+    "needed a string": lambda p: _with_body(p, lambda d: d["binaries"][0].__setitem__("needed", "libc.so.6")),  # type: ignore[index]
+    "sass with a number": lambda p: _with_body(p, lambda d: d["binaries"][0].__setitem__("sass", [121])),  # type: ignore[index]
+    "a binary without its path": lambda p: _with_body(p, lambda d: d["binaries"][0].pop("path")),  # type: ignore[index]
+    "an unknown field": lambda p: _with_body(p, lambda d: d["binaries"][0].__setitem__("evil", [])),  # type: ignore[index]
+    "size a bool": lambda p: _with_body(p, lambda d: d["binaries"][0].__setitem__("size", True)),  # type: ignore[index]
+    "location with an unknown key": lambda p: _with_body(p, lambda d: d["binaries"][0].__setitem__("location", {"path": "x", "evil": 1})),  # type: ignore[index]
+    "package with a number": lambda p: _with_body(p, lambda d: d["packages"][0].__setitem__("name", 7)),  # type: ignore[index]
+    "package a list": lambda p: _with_body(p, lambda d: d["packages"].__setitem__(0, ["demo", "1.0"])),  # type: ignore[index]
+    "problem with an unknown key": lambda p: _with_body(p, lambda d: d.__setitem__("problems", [{"message": "x", "evil": 1}])),
+    "role not a word": lambda p: _with_body(p, lambda d: d["packages"][0].__setitem__("role", "evil")),  # type: ignore[index]
     "body over its limit": lambda p: _with_body(p, lambda d: d.__setitem__("pad", "x" * (4 << 20))),
 }
 

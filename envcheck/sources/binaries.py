@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from envcheck.cache import FolderSnapshot, ScanCache, change_key, checked_binary, checked_location
+from envcheck.cache import FolderSnapshot, ScanCache, change_key
 from envcheck.errors import InputError
 from envcheck.inspect import fatbin
 from envcheck.inspect.elf import (
@@ -50,7 +50,7 @@ from envcheck.inspect.elf import (
 from envcheck.inspect.metadata import header_fields
 from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.limits import read_regular
-from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role
+from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role, from_plain
 from envcheck.records import replaced
 from envcheck.sources import ReadOptions
 from envcheck.sources.folder import from_snapshot, namespace_of
@@ -1179,14 +1179,12 @@ def reading_from_cache(value: object) -> BinaryReading:
     raises TypeError or KeyError (the file is read again), never a wrong reading."""
     if type(value) is not dict or not value.keys() <= {"binary", "problems"} or type(value.get("problems", [])) is not list:
         raise TypeError("reading")
-    probs = []
-    for p in value.get("problems", []):
-        if type(p) is not dict or not p.keys() <= {"message", "location"} or type(p["message"]) is not str:
-            raise TypeError("problem")
-        loc = p.get("location")
-        probs.append(ReadProblem(p["message"], checked_location(loc) if loc is not None else None))
-    b = value.get("binary")
-    return BinaryReading(checked_binary(b) if b is not None else None, probs)
+    try:
+        probs = [from_plain(ReadProblem, p, "problem") for p in value.get("problems", [])]
+        b = value.get("binary")
+        return BinaryReading(from_plain(Binary, b, "binary") if b is not None else None, probs)
+    except InputError as exc:
+        raise TypeError(str(exc)) from None
 
 
 def _listing(value: object) -> dict[str, list[str]]:
