@@ -5,13 +5,12 @@ from __future__ import annotations
 import _thread
 import os
 import sys
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from envcheck.errors import UsageError
 from envcheck.model import Status
-from envcheck.records import record
 
 FAIL_ON = {"fail": Status.FAIL, "warn": Status.WARN, "never": None}
 
@@ -89,7 +88,7 @@ def child_environment(**overrides: str) -> dict[str, str]:
     return {**os.environ, **overrides}
 
 
-@record
+@dataclass(frozen=True)
 class Config:
     """Everything that changes how findings are judged and reported."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from envcheck import rules, scopes
@@ -11,10 +11,9 @@ from envcheck.config import Config
 from envcheck.errors import EnvcheckError, InputError, ServiceError
 from envcheck.model import Finding, Inventory, Location, ReadProblem, Report, Status, TargetResult
 from envcheck.profile import Profile, load_profile
-from envcheck.records import record
 
 
-@record
+@dataclass(frozen=True)
 class Target:
     """One thing to check: its name as the user gave it, its kind, and how to read it."""
 

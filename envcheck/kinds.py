@@ -17,12 +17,10 @@ everything imports it, so it must stay cheap.
 from __future__ import annotations
 
 import re
-from dataclasses import field
-
-from envcheck.records import record
+from dataclasses import dataclass, field
 
 
-@record
+@dataclass(frozen=True)
 class InputKind:
     """One input kind: its name, reader, file names, content recognition and the rule inputs it satisfies."""
 

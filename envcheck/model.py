@@ -14,11 +14,10 @@ import functools
 import types
 import typing
 from collections.abc import Iterable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from envcheck.errors import InputError
-from envcheck.records import record
 
 
 class _Vocabulary(str, enum.Enum):
@@ -102,7 +101,7 @@ ARCH = "ARCH"
 ALL_GOTCHAS: tuple[str, ...] = (*GOTCHAS, ARCH)
 
 
-@record
+@dataclass(frozen=True)
 class Location:
     """Where a fact came from: a file, and inside it a line, a byte offset or an archive member."""
 
@@ -133,7 +132,7 @@ class Location:
         return {k: v for k in _field_names(Location) if (v := getattr(self, k)) is not None and v is not False}
 
 
-@record
+@dataclass(frozen=True)
 class Package:
     """One Python distribution, either declared (to be installed) or already installed.
 
@@ -162,7 +161,7 @@ class Package:
         return _plain(self)
 
 
-@record
+@dataclass(frozen=True)
 class PackageIndex:
     """A package index or link source that an install uses."""
 
@@ -177,7 +176,7 @@ class PackageIndex:
         return _plain(self)
 
 
-@record
+@dataclass(frozen=True)
 class InstallCommand:
     """One package-manager invocation (a pip/uv/conda command, or a requirements file as a whole)."""
 
@@ -195,7 +194,7 @@ class InstallCommand:
         return _plain(self)
 
 
-@record
+@dataclass(frozen=True)
 class Binary:
     """An ELF file and what it says about CPU architecture, CUDA libraries and GPU code.
 
@@ -225,7 +224,7 @@ class Binary:
         return _plain(self)
 
 
-@record
+@dataclass(frozen=True)
 class Wheel:
     """A wheel file's name, tags and metadata."""
 
@@ -241,7 +240,7 @@ class Wheel:
         return _plain(self)
 
 
-@record
+@dataclass(frozen=True)
 class BaseImage:
     """A container image a build starts from, or the image under inspection."""
 
@@ -256,7 +255,7 @@ class BaseImage:
         return _plain(self)
 
 
-@record
+@dataclass(frozen=True)
 class EnvVar:
     """An environment variable (Dockerfile ENV/ARG, image config, live environment)."""
 
@@ -269,7 +268,7 @@ class EnvVar:
         return _plain(self)
 
 
-@record
+@dataclass(frozen=True)
 class ResolvedFile:
     """A file a resolver picked for the target platform (``envcheck --resolve``), and where its facts came from.
 
@@ -293,7 +292,7 @@ class ResolvedFile:
         return _plain(self)
 
 
-@record
+@dataclass(frozen=True)
 class ReadProblem:
     """Something a source could not read. The engine turns each into an ERROR finding (an INFO one for a note)."""
 
@@ -307,7 +306,7 @@ class ReadProblem:
         return _plain(self)
 
 
-@record
+@dataclass(frozen=True)
 class Pragma:
     """An inline suppression: ``# envcheck: ignore=RULE[,RULE] reason`` on the line before a line."""
 
@@ -319,7 +318,7 @@ class Pragma:
         return _plain(self)
 
 
-@record
+@dataclass(frozen=True)
 class HostReadings:
     """Live readings of a running machine or container, and the image facts of an image target.
 
@@ -387,7 +386,7 @@ _HOST_TYPES: dict[str, type] = {"launch": list, "expected_bandwidth_gbs": float,
 _HOST_TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list of objects", float: "a number"}
 
 
-@record(frozen=False)
+@dataclass
 class Inventory:
     """Everything a source saw in one target. Plain facts; checks judge them."""
 
@@ -469,7 +468,7 @@ class Inventory:
         return inventory
 
 
-@record
+@dataclass(frozen=True)
 class Edit:
     """One change ``envcheck --fix`` makes: replace ``length`` bytes at byte ``offset`` of ``path`` by ``replacement``.
 
@@ -489,7 +488,7 @@ class Edit:
         return dataclasses.asdict(self)
 
 
-@record
+@dataclass(frozen=True)
 class Finding:
     """One verdict: which gotcha, which rule, what status, where, and what to do.
 
@@ -548,7 +547,7 @@ class Finding:
         )
 
 
-@record(frozen=False)
+@dataclass
 class TargetResult:
     """One checked target: what it was, what was seen, what was found."""
 
@@ -589,7 +588,7 @@ class TargetResult:
         )
 
 
-@record(frozen=False)
+@dataclass
 class Report:
     """The result of one envcheck run, ready for a format."""
 

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from envcheck import toml
 from envcheck.errors import UsageError
-from envcheck.records import record
 
 
-@record
+@dataclass(frozen=True)
 class Profile:
     """A target machine: CPU architecture, CUDA major, GPU compute capability, marker environment."""
 

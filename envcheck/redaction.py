@@ -21,8 +21,6 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
-from envcheck.records import field_values
-
 MASK = "***"
 
 # A variable name is secret-like when one of its words (split at non-letters and camelCase humps) is one of
@@ -217,12 +215,17 @@ _Shape = tuple[tuple[str, ...], bool, Callable[[Any], tuple[Any, ...]]]
 _SHAPES: dict[type, _Shape] = {}
 
 
+def _values_of(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """A function giving the tuple of ``names``' values of an object."""
+    return lambda obj: tuple(getattr(obj, name) for name in names)
+
+
 def _shape_of(value: Any) -> _Shape:
     if not dataclasses.is_dataclass(value):
-        return (), False, field_values(())
+        return (), False, _values_of(())
     names = tuple(f.name for f in dataclasses.fields(value) if f.init)
     every = {f.name for f in dataclasses.fields(value)} | set(dir(type(value)))
-    return names, "name" in every and "value" in every, field_values(names)
+    return names, "name" in every and "value" in every, _values_of(names)
 
 
 def _secret_fields(obj: Any) -> frozenset[str]:

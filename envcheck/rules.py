@@ -8,12 +8,11 @@ rule table, ``docs/rules.md`` and the pre-commit hooks are all generated from th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from envcheck import kinds
 from envcheck.model import Finding, Location, Status
-from envcheck.records import record
 
 if TYPE_CHECKING:
     from envcheck.fixes import Autofix
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
     from envcheck.profile import Profile
 
 
-@record
+@dataclass(frozen=True)
 class Rule:
     """A named verdict envcheck can reach. ``severity`` is the status it reports when it fires."""
 
@@ -64,7 +63,7 @@ class Rule:
         return self.finding(message, location, evidence, status=Status.INFO)
 
 
-@record
+@dataclass(frozen=True)
 class CheckContext:
     """What a check may look at: the inventory, the target profile, and run options."""
 
@@ -77,7 +76,7 @@ class CheckContext:
 CheckFn = Callable[[CheckContext], Iterable[Finding]]
 
 
-@record
+@dataclass(frozen=True)
 class Check:
     """A registered check function and the rule inputs it serves (the union of its rules' ``inputs``)."""
 

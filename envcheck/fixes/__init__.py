@@ -18,12 +18,11 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from envcheck.model import Edit, Finding, Inventory, Report, Status
-from envcheck.records import record
 
 # Input kinds whose files --fix edits. Lock files, freeze output, folders and images describe what a tool
 # wrote or installed: they are regenerated, not edited.
@@ -32,7 +31,7 @@ _LOCK_FILE = re.compile(r"(?:.*\.lock|pylock(?:\.[^/]*)?\.toml)$")
 _HASH_OPTION = re.compile(r"--hash[=\s]")
 
 
-@record
+@dataclass(frozen=True)
 class Source:
     """A file's bytes and their text (decoded so that it encodes back to exactly the same bytes)."""
 
@@ -84,7 +83,7 @@ class Source:
         return Edit(self.path, offset, length, replacement, line, column, end_line, end_column)
 
 
-@record
+@dataclass(frozen=True)
 class FixRequest:
     """What a rule's fix function may look at for one finding."""
 
@@ -107,7 +106,7 @@ class FixRequest:
         return list(compiled.finditer(self.source.text, start, end))
 
 
-@record
+@dataclass(frozen=True)
 class Refused:
     """Why a rule with a fix leaves this finding alone; the finding says so."""
 
@@ -177,7 +176,7 @@ def _read(path: str) -> Source | None:
     return Source.of(path, data)
 
 
-@record
+@dataclass(frozen=True)
 class FileFix:
     """The new content of one file and the findings it fixes."""
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from envcheck.model import Inventory, Report
-from envcheck.records import record
 
 
-@record
+@dataclass(frozen=True)
 class Format:
     """One output format: ``--format NAME`` renders with ``module``'s ``render``."""
 
@@ -30,7 +29,7 @@ class Format:
     inventory: bool = True  # renders the targets' inventories (False: it is given empty ones)
 
 
-@record
+@dataclass(frozen=True)
 class Rendered:
     """What a format writes: ``stdout`` (the report, or the file ``-o`` writes) and ``stderr`` lines."""
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import errno
 import os
 import struct
+from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
 from envcheck.errors import ReadingError
-from envcheck.records import record
 
 ELF_MAGIC = b"\x7fELF"
 AR_MAGIC = b"!<arch>\n"
@@ -145,7 +145,7 @@ class SubSource:
         return self.parent.read_at(self.base + offset, size)
 
 
-@record
+@dataclass(frozen=True)
 class ElfHeader:
     """The fields of the ELF header we use."""
 
@@ -165,7 +165,7 @@ class ElfHeader:
     abi_version: int = 0  # EI_ABIVERSION
 
 
-@record
+@dataclass(frozen=True)
 class Section:
     """One section header (name resolved)."""
 
@@ -183,7 +183,7 @@ class Section:
         return self.type != SHT_NOBITS and self.size > 0
 
 
-@record
+@dataclass(frozen=True)
 class Segment:
     """One program header."""
 
@@ -193,7 +193,7 @@ class Segment:
     filesz: int
 
 
-@record
+@dataclass(frozen=True)
 class DynamicInfo:
     """What the dynamic table says: SONAME, DT_NEEDED (in order), RUNPATH/RPATH entries."""
 
@@ -448,7 +448,7 @@ def _string_at(src: ByteSource, base: int, limit: int, off: int) -> bytes:
     return out
 
 
-@record
+@dataclass(frozen=True)
 class ArMember:
     """One member of a System V / GNU ``ar`` archive."""
 

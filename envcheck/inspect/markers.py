@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
-
-from envcheck.records import record
 
 _INVERSE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">", "in": "not in", "not in": "in"}
 
@@ -161,7 +160,7 @@ _JOIN = re.compile(r"[ \t]+(and|or)(?=[ \t])")
 _RELEASE = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,15})*")  # longer numbers (int() refuses 4,300 digits): packaging
 
 
-@record
+@dataclass(frozen=True)
 class PlainMarker:
     """A marker of plain comparisons joined by ``and``/``or``: its alternatives (``or``), each a tuple of
     ``(variable, operator, value)`` comparisons that must all hold (``and``)."""

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
-from envcheck.records import record
 
-
-@record
+@dataclass(frozen=True)
 class WheelName:
     """What a wheel's filename says."""
 

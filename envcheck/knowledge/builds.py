@@ -6,6 +6,7 @@ Pure functions over the knowledge files: they say what is known and return None 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,6 @@ from envcheck.inspect.markers import PlainMarker
 from envcheck.inspect.versions import is_plain_version, plain_contains
 from envcheck.model import Package
 from envcheck.profile import Profile
-from envcheck.records import record
 
 if TYPE_CHECKING:
     from packaging.markers import Marker
@@ -26,7 +26,7 @@ _CONDA_CUDA_LABEL = re.compile(r"(?:^|/)label/cuda-(\d+)\.\d+")
 _INDEX_TAG = re.compile(r"/whl/(?:nightly/|test/)?(cu\d{2,3}|cpu|rocm[\d.]+|xpu)(?:/|$)")
 
 
-@record
+@dataclass(frozen=True)
 class CudaBuild:
     """The CUDA build a version or URL names: ``cuda_major`` None with ``flavor`` cpu/rocm/unknown."""
 

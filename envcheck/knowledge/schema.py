@@ -9,11 +9,10 @@ can follow: an http(s) URL or a path in the repository (``docs/research/spark-fa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 from envcheck.errors import KnowledgeError
-from envcheck.records import record
 
 # value kinds: a Python type, or one of these words for containers
 STR_LIST = "list of strings"
@@ -22,7 +21,7 @@ STR_TO_INT = "table of integers"
 Kind = type | str
 
 
-@record
+@dataclass(frozen=True)
 class Table:
     """A single table: ``required`` and ``optional`` keys with their value kinds."""
 
@@ -30,7 +29,7 @@ class Table:
     optional: Mapping[str, Kind] = field(default_factory=dict)
 
 
-@record
+@dataclass(frozen=True)
 class Rows:
     """An array of tables whose every row has a ``source`` (and may say ``inferred``)."""
 
@@ -38,14 +37,14 @@ class Rows:
     optional: Mapping[str, Kind] = field(default_factory=dict)
 
 
-@record
+@dataclass(frozen=True)
 class Value:
     """A top-level key holding one value."""
 
     kind: Kind
 
 
-@record
+@dataclass(frozen=True)
 class Mapping_:
     """A table of free keys whose values share one kind (``[suffix]`` ``"-cu12" = 12``)."""
 

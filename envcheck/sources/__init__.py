@@ -16,20 +16,19 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from envcheck import kinds
 from envcheck.errors import UsageError
-from envcheck.records import record
 
 # kind -> module, read from the table of input kinds (envcheck.kinds), kept for callers that list them.
 SOURCE_MODULES: dict[str, str] = {k.name: k.module for k in kinds.KINDS}
 
 
-@record
+@dataclass(frozen=True)
 class ReadOptions:
     """Options that change what a source reads (not how checks judge)."""
 
@@ -117,7 +116,7 @@ def is_environment(folder: Path) -> bool:
     return environment_reason(folder) is not None
 
 
-@record(frozen=False)
+@dataclass
 class Discovery:
     """What ``envcheck DIR`` found: input files by kind, what it did not enter (and why), what it could not read."""
 

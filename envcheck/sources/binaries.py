@@ -12,6 +12,7 @@ Public API used by other sources (images, containers): :func:`binary_from_file`,
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -51,7 +52,6 @@ from envcheck.inspect.metadata import header_fields
 from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.limits import read_regular
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role, from_plain
-from envcheck.records import replaced
 from envcheck.sources import ReadOptions
 from envcheck.sources.folder import from_snapshot, namespace_of
 
@@ -1119,7 +1119,7 @@ def scan_folder(root: Path, options: ReadOptions, *, snapshot_tried: bool = Fals
             continue
         owner = owners.get(b.path) or owners.get(os.path.normpath(b.path))
         if owner is not None:
-            b = replaced(b, distribution=owner)
+            b = dataclasses.replace(b, distribution=owner)
         inv.binaries.append(b)
     inv.problems.extend(problems)
     if snapshot is not None and folders is not None and not [p for p in inv.problems if not p.note]:
