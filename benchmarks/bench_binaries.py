@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.cuobjdump_oracle import cuobjdump_lists, find_cuobjdump, parsed_lists  # noqa: E402
 from envcheck.sources import ReadOptions  # noqa: E402
-from envcheck.sources.binaries import scan_folder  # noqa: E402
+from envcheck.sources.folder import scan_folder  # noqa: E402
 
 
 def timed_process(cmd: list[str], env: dict[str, str] | None = None, stdout: int | None = subprocess.DEVNULL) -> tuple[float, float, int]:

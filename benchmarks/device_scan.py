@@ -39,7 +39,7 @@ from envcheck.inspect import fatbin  # noqa: E402
 from envcheck.inspect.elf import MalformedBinary  # noqa: E402
 from envcheck.model import Inventory  # noqa: E402
 from envcheck.sources import ReadOptions  # noqa: E402
-from envcheck.sources.binaries import scan_folder, site_packages_of  # noqa: E402
+from envcheck.sources.folder import scan_folder, site_packages_of  # noqa: E402
 
 
 def judge(inv: Inventory) -> dict[str, object]:

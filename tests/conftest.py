@@ -145,7 +145,7 @@ SCAN_CHILD = (
     "import json, sys\n"
     "from pathlib import Path\n"
     "from envcheck.sources import ReadOptions, scan_workers\n"
-    "from envcheck.sources.binaries import scan_folder\n"
+    "from envcheck.sources.folder import scan_folder\n"
     "options = ReadOptions(**json.loads(sys.argv[2]))\n"
     "if options.scan_workers != 1 and not scan_workers.can_fork():\n"
     "    sys.exit('a thread runs beside the scan: it would not fork its workers')\n"

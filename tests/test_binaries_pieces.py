@@ -42,7 +42,7 @@ def _library(folder: Path) -> Path:
     kinds = [c for p in sorted(BIN.glob("gpu_*.so")) for c in _containers(p)]
     parts: list[bytes] = []
     size = 0
-    while size < binaries_source.INLINE_BYTES + (256 << 10):
+    while size < scan_workers.INLINE_BYTES + (256 << 10):
         what = rnd.random()
         if what < 0.6:
             part = rnd.choice(kinds)
@@ -89,7 +89,7 @@ def trees(library: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     return {"walk": walk, "flat": flat}
 
 
-def _read_in_pieces(reads: binaries_source._FileReads, path: Path) -> binaries_source.BinaryReading:
+def _read_in_pieces(reads: scan_workers.FileReads, path: Path) -> binaries_source.BinaryReading:
     reads.submit(("read", str(path), path.stat()))
     [(job, reading)] = list(reads.results())
     assert job[1] == str(path) and isinstance(reading, binaries_source.BinaryReading)
@@ -100,9 +100,9 @@ def _read_in_pieces(reads: binaries_source._FileReads, path: Path) -> binaries_s
 def test_pieces_read_like_the_whole(library: Path, deep: bool) -> None:
     """Every job of a pool of no workers runs here (WorkerPool runs what no worker can): the library is read,
     its .ldata cut into pieces, searched piece by piece and joined: the serial reading, field for field."""
-    serial = binaries_source._scan_file(str(library), library.stat(), deep)
+    serial = binaries_source.scan_file(str(library), library.stat(), deep)
     assert serial.binary is not None and ".ldata" in serial.binary.sections and not serial.problems
-    reads = binaries_source._FileReads(0, deep, SPLIT)
+    reads = scan_workers.FileReads(0, deep, SPLIT)
     try:
         assert _read_in_pieces(reads, library) == serial
     finally:
@@ -124,12 +124,12 @@ def _die_in_a_piece(deep: bool, split_at: int | None, job: tuple[Any, ...]) -> o
     """A scan job; a worker given the piece at index 5 kills itself with SIGKILL (as the OOM killer would)."""
     if job[0] == "piece" and job[6] == 5 and os.getpid() != MAIN:
         os.kill(os.getpid(), signal.SIGKILL)
-    return binaries_source._scan_job(deep, split_at, job)
+    return scan_workers._scan_job(deep, split_at, job)
 
 
 def test_a_piece_whose_worker_died_is_searched_here(library: Path) -> None:
-    serial = binaries_source._scan_file(str(library), library.stat(), False)
-    reads = binaries_source._FileReads(2, False, SPLIT)
+    serial = binaries_source.scan_file(str(library), library.stat(), False)
+    reads = scan_workers.FileReads(2, False, SPLIT)
     reads.pool = scan_workers.WorkerPool(2, lambda job: _die_in_a_piece(False, SPLIT[0], job))
     try:
         assert _read_in_pieces(reads, library) == serial

@@ -28,14 +28,11 @@ from envcheck.model import Binary, Inventory, Status
 from envcheck.profile import load_profile
 from envcheck.sources import ReadOptions
 from envcheck.sources import binaries as binaries_source
+from envcheck.sources import folder as folder_source
+from envcheck.sources import walk as walk_source
 from envcheck.sources import wheel as wheel_source
-from envcheck.sources.binaries import (
-    UnreadableBinary,
-    binary_from_file,
-    read_binary,
-    scan_folder,
-    site_packages_of,
-)
+from envcheck.sources.binaries import UnreadableBinary, binary_from_file, read_binary
+from envcheck.sources.folder import scan_folder, site_packages_of
 
 BIN = FIXTURES / "binaries"
 GPU_FIXTURES = sorted(p.name for p in BIN.glob("gpu_*.so"))
@@ -431,7 +428,7 @@ def test_unreadable_file_is_reported_and_skipped() -> None:
         shutil.copy(BIN / "gpu_sm121.so", folder / "b.so")
         (folder / "b.so").chmod(0o644)
         (folder / "a.so").chmod(0)
-        code = ("import json, sys; from pathlib import Path; from envcheck.sources.binaries import scan_folder; "
+        code = ("import json, sys; from pathlib import Path; from envcheck.sources.folder import scan_folder; "
                 "from envcheck.sources import ReadOptions; inv = scan_folder(Path(sys.argv[1]), ReadOptions(use_cache=False)); "
                 "print(json.dumps([[Path(b.path).name for b in inv.binaries], [Path(p.location.path).name for p in inv.problems]]))")
         prefix: list[str] = []
@@ -467,7 +464,7 @@ def test_concurrent_scans_share_the_cache_safely(tmp_path: Path) -> None:
     site = tmp_path / "site"
     make_site(site, "many", {f"x/lib{i}.so": BIN / GPU_FIXTURES[i % len(GPU_FIXTURES)] for i in range(40)})
     env = dict(os.environ, ENVCHECK_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(REPO))
-    code = ("import json, sys; from pathlib import Path; from envcheck.sources.binaries import scan_folder; "
+    code = ("import json, sys; from pathlib import Path; from envcheck.sources.folder import scan_folder; "
             "from envcheck.sources import ReadOptions; inv = scan_folder(Path(sys.argv[1]), ReadOptions()); "
             "print(json.dumps(sorted([b.path, list(b.sass)] for b in inv.binaries)))")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(site)], stdout=subprocess.PIPE, env=env, text=True) for _ in range(4)]
@@ -669,7 +666,7 @@ def test_a_broken_entry_inside_nv_fatbin_is_reported_by_both_readers() -> None:
 
 
 def _scan_paths(root: Path, cache: bool = False) -> list[str]:
-    inv = binaries_source.scan_folder(root, ReadOptions(use_cache=cache))
+    inv = folder_source.scan_folder(root, ReadOptions(use_cache=cache))
     assert [p for p in inv.problems if not p.note] == []
     return sorted(os.path.relpath(b.path, root) for b in inv.binaries)
 
@@ -684,7 +681,7 @@ def test_a_folder_scan_opens_binary_names_and_executables_only(tmp_path: Path) -
     (tmp_path / "libs.a").write_bytes((BIN / "gpu_static_sm121f.a").read_bytes())
     assert _scan_paths(tmp_path) == sorted(["libx.so", "liby.so.12", "libz.5f3a9c1d.so.13", "ext.cpython-312-aarch64-linux-gnu.so",
                                             "k.o", "k.cubin", "tool", "libs.a"])
-    assert binaries_source.may_be_binary("libcudart.so.13") and not binaries_source.may_be_binary("model.safetensors", 0o644)
+    assert walk_source.may_be_binary("libcudart.so.13") and not walk_source.may_be_binary("model.safetensors", 0o644)
 
 
 def test_a_cached_walk_sees_every_change_that_touches_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -697,7 +694,7 @@ def test_a_cached_walk_sees_every_change_that_touches_a_folder(tmp_path: Path, m
     (root / "pkg" / "sub" / "libb.so").write_bytes((BIN / "libext_cuda13.so").read_bytes())  # new file, deeper
     assert _scan_paths(root, cache=True) == ["pkg/liba.so", "pkg/sub/libb.so"]
     (root / "pkg" / "liba.so").write_bytes((BIN / "gpu_sm121.so").read_bytes())  # replaced in place
-    inv = binaries_source.scan_folder(root, ReadOptions(use_cache=True))
+    inv = folder_source.scan_folder(root, ReadOptions(use_cache=True))
     assert {Path(b.path).name: b.sass for b in inv.binaries}["liba.so"] == ("sm_121",)
     (root / "pkg" / "sub" / "libb.so").unlink()
     assert _scan_paths(root, cache=True) == ["pkg/liba.so"]

@@ -17,10 +17,11 @@ from test_binaries_read import facts, pyelftools_facts
 
 from envcheck.inspect import fatbin
 from envcheck.inspect.elf import FileSource
-from envcheck.sources import ReadOptions
+from envcheck.sources import ReadOptions, scan_workers
 from envcheck.sources import binaries as binaries_source
 from envcheck.sources import wheel as wheel_source
-from envcheck.sources.binaries import read_binary, scan_folder, standard_containers
+from envcheck.sources.binaries import read_binary, standard_containers
+from envcheck.sources.folder import scan_folder
 
 pytestmark = pytest.mark.slow
 
@@ -167,18 +168,18 @@ def test_cufft_searched_in_pieces_reads_like_the_whole(torch_venv: Path, deep: b
     piece searched alone and the searches joined (here every job runs in this process: a pool of no
     workers): the serial reading, field for field, ``bytes_read`` included."""
     [path] = sorted(torch_venv.glob("nvidia/*/lib/libcufft.so.*[0-9]"))
-    serial = binaries_source._scan_file(str(path), path.stat(), deep)
+    serial = binaries_source.scan_file(str(path), path.stat(), deep)
     assert serial.binary is not None and ".ldata" in serial.binary.sections
-    reads = binaries_source._FileReads(0, deep, (binaries_source.SPLIT_BYTES, binaries_source.PIECE_BYTES))
+    reads = scan_workers.FileReads(0, deep, (scan_workers.SPLIT_BYTES, scan_workers.PIECE_BYTES))
     reads.submit(("read", str(path), path.stat()))
     [(_job, reading)] = list(reads.results())
     reads.close()
     assert reading == serial and reads.rerun > 10  # the read, then its pieces
     # and the pieces joined without searching the section again whole (no piece failed, no step ran out)
-    big = binaries_source._scan_job(deep, binaries_source.SPLIT_BYTES, ("read", str(path), path.stat()))
+    big = scan_workers._scan_job(deep, scan_workers.SPLIT_BYTES, ("read", str(path), path.stat()))
     [(name, offset, size)] = big.sections
-    jobs = binaries_source._piece_jobs(0, str(path), big.sections, binaries_source.PIECE_BYTES)
-    pieces = [binaries_source._scan_job(deep, None, job) for job in jobs]
+    jobs = scan_workers._piece_jobs(0, str(path), big.sections, scan_workers.PIECE_BYTES)
+    pieces = [scan_workers._scan_job(deep, None, job) for job in jobs]
     with path.open("rb") as fh:
         src = FileSource(fh, path.stat().st_size)
         joined = fatbin._join(src, pieces, offset + (-offset) % 8, offset + size, name, fatbin.MAX_RECORDS)
@@ -354,7 +355,7 @@ def _children(pid: int) -> list[int]:
 def test_torch_env_scan_survives_a_killed_worker(torch_venv: Path) -> None:
     """A worker killed with SIGKILL in the middle of the scan (from outside, as the OOM killer would):
     its files are read again by the main process and the inventory is complete."""
-    code = ("import json, sys; from pathlib import Path; from envcheck.sources.binaries import scan_folder; "
+    code = ("import json, sys; from pathlib import Path; from envcheck.sources.folder import scan_folder; "
             "from envcheck.sources import ReadOptions; "
             "print(json.dumps(scan_folder(Path(sys.argv[1]), ReadOptions(use_cache=False, scan_workers=int(sys.argv[2]))).to_json()))")
     env = dict(os.environ, PYTHONPATH=str(REPO))

@@ -17,7 +17,7 @@ from conftest import FIXTURES
 from envcheck import cache
 from envcheck.model import Inventory
 from envcheck.sources import ReadOptions
-from envcheck.sources.binaries import scan_folder
+from envcheck.sources.folder import scan_folder
 
 BIN = FIXTURES / "binaries"
 SETTLE = 0.06  # seconds: older than the test's racy window (below), so a later change has another timestamp

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from envcheck.inspect.metadata import header_fields
-from envcheck.sources.binaries import _read_dist_info
+from envcheck.sources.binaries import read_dist_info as _read_dist_info
 
 
 def parsed_by_email(text: str) -> dict[str, list[str]]:
@@ -170,7 +170,8 @@ def test_a_fifo_named_record_does_not_block(tmp_path: Path) -> None:
 def test_record_narrowed_by_name_keeps_every_file_the_walk_takes(tmp_path: Path) -> None:
     """A worker keeps only the RECORD paths the walk could take (``candidates``): every file the walk yields,
     whatever its name and mode, is still there; what is dropped (Python sources, text) is never yielded."""
-    from envcheck.sources.binaries import TEXT_SUFFIXES, _walk
+    from envcheck.sources.walk import TEXT_SUFFIXES
+    from envcheck.sources.walk import walk as _walk
 
     site = tmp_path / "site"
     pkg = site / "pkg"

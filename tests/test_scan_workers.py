@@ -17,7 +17,8 @@ from conftest import FIXTURES, scan_in_child
 from envcheck.errors import UsageError
 from envcheck.sources import ReadOptions, scan_workers
 from envcheck.sources import binaries as binaries_source
-from envcheck.sources.binaries import scan_folder
+from envcheck.sources import walk as walk_source
+from envcheck.sources.folder import scan_folder
 
 BIN = FIXTURES / "binaries"
 FIXTURE_FILES = sorted(p for p in BIN.iterdir() if p.is_file())
@@ -61,7 +62,7 @@ def _tree(root: Path) -> Path:
     (site / "pkg04/outside").symlink_to("/usr/lib")
     (site / "pkg06/libinside.so").symlink_to("../pkg07/sub01/py/" + next((site / "pkg07/sub01/py").glob("*.so")).name)
     big = site / "pkg08/libbig.so"
-    big.write_bytes((BIN / "gpu_sm120_121a.so").read_bytes() + bytes(binaries_source.INLINE_BYTES))  # a job of its own
+    big.write_bytes((BIN / "gpu_sm120_121a.so").read_bytes() + bytes(scan_workers.INLINE_BYTES))  # a job of its own
     (site / "pkg09/bad.so").write_bytes((BIN / "gpu_sm121.so").read_bytes()[:300])
     (site / "pkg09/tool").write_bytes(b"#!/bin/sh\n")
     (site / "pkg09/tool").chmod(0o755)
@@ -80,10 +81,10 @@ def _json(site: Path, workers: int, **options: object) -> object:
 
 def test_tree_is_big_enough_to_start_workers(tree: Path) -> None:
     dists: dict[str, binaries_source.DistInfoReading] = {}
-    listed, read, pool, reading = binaries_source._read_ahead(str(tree), False, 3, dists)
+    listed, read, pool, reading = scan_workers.read_ahead(str(tree), False, 3, dists)
     assert pool is not None
     try:
-        assert len(pool.pids) == 3 and len(listed) > binaries_source.FIRST_FOLDERS + binaries_source.JOB_FOLDERS
+        assert len(pool.pids) == 3 and len(listed) > scan_workers.FIRST_FOLDERS + scan_workers.JOB_FOLDERS
         # the dist-infos the workers listed were read there (RECORD narrowed by name only: no .py); the main
         # process's first folders' ones are left to the walk
         assert str(tree / "zcrlf-3.0.dist-info") in dists and str(tree / "pkg00-1.0.dist-info") not in dists
@@ -167,7 +168,7 @@ def _read_or_die(job: tuple[str, int]) -> object:
     if name == "die" and os.getpid() != MAIN:
         os.kill(os.getpid(), signal.SIGKILL)
     path = FIXTURE_FILES[index % len(FIXTURE_FILES)]
-    reading = binaries_source._scan_file(str(path), path.stat(), False)
+    reading = binaries_source.scan_file(str(path), path.stat(), False)
     return reading.binary.to_json() if reading.binary else None
 
 
@@ -228,7 +229,7 @@ def test_a_big_record_is_left_to_the_main_process(tree: Path, monkeypatch: pytes
     small = len((tree / "zcrlf-3.0.dist-info" / "RECORD").read_bytes())
     monkeypatch.setattr(binaries_source, "AHEAD_RECORD_BYTES", small)  # forked workers inherit it
     dists: dict[str, binaries_source.DistInfoReading] = {}
-    _listed, _read, pool, _reading = binaries_source._read_ahead(str(tree), False, 3, dists)
+    _listed, _read, pool, _reading = scan_workers.read_ahead(str(tree), False, 3, dists)
     assert pool is not None
     pool.close()
     assert str(tree / "zcrlf-3.0.dist-info") in dists  # at the limit
@@ -241,9 +242,9 @@ def test_a_small_tree_with_a_big_file_reads_it_in_workers(tmp_path: Path) -> Non
     workers, so that a big section's fatbin search can be cut into pieces."""
     lib = tmp_path / "cufft" / "lib"
     lib.mkdir(parents=True)
-    (lib / "libbig.so").write_bytes((BIN / "gpu_sm120_121a.so").read_bytes() + bytes(binaries_source.INLINE_BYTES))
+    (lib / "libbig.so").write_bytes((BIN / "gpu_sm120_121a.so").read_bytes() + bytes(scan_workers.INLINE_BYTES))
     shutil.copy(BIN / "gpu_sm121.so", lib / "libsmall.so")
-    _listed, _read, pool, reading = binaries_source._read_ahead(str(tmp_path / "cufft"), False, 2)
+    _listed, _read, pool, reading = scan_workers.read_ahead(str(tmp_path / "cufft"), False, 2)
     assert pool is not None
     try:
         assert str(lib / "libbig.so") in reading
@@ -309,7 +310,7 @@ def test_a_folder_listing_is_in_name_order_whatever_the_filesystem_order(tmp_pat
         (folder / f"lib{n}.so.py").write_text("")  # ".so." in the name: a candidate
         (folder / f"link{n}.so").symlink_to(folder / f"lib{n}.so")
         (folder / f"out{n}").symlink_to("/usr")
-    listing = binaries_source._list_folder(str(folder), str(tmp_path), [])
+    listing = walk_source.list_folder(str(folder), str(tmp_path), [])
     assert listing is not None
     assert listing["d"] == sorted(f"{n}.dir.py" for n in names)
     assert listing["f"] == sorted([f"lib{n}.so" for n in names] + [f"lib{n}.so.py" for n in names])

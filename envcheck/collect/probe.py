@@ -381,7 +381,7 @@ def binaries(locations: Sequence[str]) -> dict[str, Any]:
         from pathlib import Path
 
         from envcheck.sources import ReadOptions
-        from envcheck.sources.binaries import scan_folder
+        from envcheck.sources.folder import scan_folder
     except Exception as exc:  # the target environment need not have envcheck's dependencies
         return {"status": "unavailable", "error": f"{type(exc).__name__}: {exc}"}
     found: list[Any] = []

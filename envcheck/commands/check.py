@@ -148,7 +148,7 @@ def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> li
     targets = [_file_target(path, kind, options) for path, kind in discovery.files]
     if discovery.outside:
         from envcheck.model import Inventory
-        from envcheck.sources.binaries import outside_note
+        from envcheck.sources.walk import outside_note
 
         note = outside_note(discovery.root, discovery.outside)
         targets.append(Target(discovery.root, "folder", lambda: Inventory(problems=[note])))
@@ -204,7 +204,7 @@ def _python_target(python: str, options: ReadOptions) -> Target:
     from envcheck.engine import Target
 
     def read() -> Inventory:
-        from envcheck.sources.binaries import read_python
+        from envcheck.sources.folder import read_python
 
         return read_python(python, options)
 

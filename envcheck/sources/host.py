@@ -519,7 +519,7 @@ def _scan_binaries(inventory: Inventory) -> None:
     """ELF facts of the environment's site-packages through envcheck's folder scanner, if it is present."""
     try:
         from envcheck.sources import ReadOptions
-        from envcheck.sources.binaries import scan_folder
+        from envcheck.sources.folder import scan_folder
     except ImportError as exc:  # the folder scanner is another part of envcheck; it may be absent
         inventory.host = replace(inventory.host, binaries={"status": "unavailable", "error": f"{type(exc).__name__}: {exc}"})
         return

@@ -26,14 +26,30 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import itertools
 import os
 import pickle
 import select
+import stat
 import struct
 from collections.abc import Callable, Iterator
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
 from envcheck.config import can_fork, env_processes, usable_cores
+from envcheck.inspect import fatbin
+from envcheck.inspect.elf import FileSource
+from envcheck.model import ReadProblem
+from envcheck.sources import ReadOptions
+from envcheck.sources.binaries import (
+    BinaryReading,
+    DeepSearch,
+    DistInfoReading,
+    Distribution,
+    read_dist_info_ahead,
+    scan_file,
+)
+from envcheck.sources.walk import FolderFacts, folder_facts
 
 __all__ = ["WorkerPool", "can_fork", "worker_count"]  # can_fork: config.can_fork, named here for the scan
 
@@ -242,3 +258,303 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+# ------------------------------------------------------------------------------ the folder scan's jobs
+
+# Worker processes (envcheck/sources/scan_workers.py): the main process lists the first FIRST_FOLDERS
+# folders itself (a small tree never starts a worker); then each job lists up to JOB_FOLDERS folders and
+# reads the candidate files in them below INLINE_BYTES; bigger files are jobs of their own, the biggest
+# first. A cached scan hands its unread files to workers when there are POOL_FILES of them.
+FIRST_FOLDERS = 48
+JOB_FOLDERS = 64
+INLINE_BYTES = 4 << 20
+POOL_FILES = 24
+# A data section of SPLIT_BYTES or more that a worker's read must search for fatbins (cuFFT's 265 MiB .ldata,
+# the longest job of a CUDA environment's scan) is searched in pieces of about PIECE_BYTES, each a job of its
+# own, handed out before any file (ReadOptions.extra "split_bytes" / "piece_bytes" change both: tests).
+SPLIT_BYTES = 32 << 20
+PIECE_BYTES = 16 << 20
+# The order jobs are handed out in: the pieces of a section searched in pieces; the files of EARLY_BYTES or
+# more, the biggest first (their reads are the longest: started during the listing, they end with it); the
+# walk jobs, the shallowest first (a folder's depth times 4,096); every other file, the biggest first.
+EARLY_BYTES = 32 << 20
+_PIECE_PRIORITY = -float(1 << 66)
+_EARLY_PRIORITY = -float(1 << 65)  # minus the file's size
+_WALK_PRIORITY = -float(1 << 63)  # plus its depth times 4,096
+
+class _Explored(NamedTuple):
+    """What one walk job found: folders' facts (path, (st_dev, st_ino), facts), the folders it left for
+    other jobs, readings of the small candidate files, the big ones left to read, and the ``*.dist-info``
+    folders it read (path, what :func:`_read_dist_info_ahead` returned)."""
+
+    folders: list[tuple[str, tuple[int, int], FolderFacts]]
+    left: list[tuple[str, tuple[int, int]]]
+    readings: list[tuple[str, BinaryReading]]
+    big: list[tuple[str, os.stat_result]]
+    dists: list[tuple[str, tuple[Distribution | None, list[ReadProblem]]]]
+
+
+def _explore(starts: list[tuple[str, tuple[int, int]]], root_real: str, folders: int, deep: bool,
+             inline: int = INLINE_BYTES, dists: bool = True) -> _Explored:
+    """List up to ``folders`` folders depth first from ``starts`` (skipping folders already seen here),
+    reading the candidate files below ``inline`` bytes on the way; the others are left in ``big``. With
+    ``dists``, a ``*.dist-info`` folder with a METADATA file is read too (its RECORD narrowed only by name: which of
+    its paths matter is known only once the whole tree is walked)."""
+    out = _Explored([], [], [], [], [])
+    stack = list(reversed(starts))
+    seen = {key for _path, key in starts}
+    while stack and len(out.folders) < folders:
+        folder, key = stack.pop()
+        facts = folder_facts(folder, root_real)
+        out.folders.append((folder, key, facts))
+        _probs, x_names, f_names, f_stats, _l, d_names, d_keys = facts
+        if x_names is None:
+            continue
+        prefix = folder if folder.endswith(os.sep) else folder + os.sep
+        for name, st in zip(f_names, f_stats, strict=True):
+            if isinstance(st, str) or not stat.S_ISREG(st.st_mode):
+                continue
+            if name == "METADATA" and folder.endswith(".dist-info"):
+                if dists:
+                    ahead = read_dist_info_ahead(folder)
+                    if ahead is not None:
+                        out.dists.append((folder, ahead))
+                continue
+            path = prefix + name
+            if st.st_size >= inline:
+                out.big.append((path, st))
+            else:
+                out.readings.append((path, scan_file(path, st, deep)))
+        for name, sub in zip(reversed(d_names), reversed(d_keys), strict=True):
+            if sub is not None and sub not in seen:
+                seen.add(sub)
+                stack.append((prefix + name, sub))
+    out.left.extend(reversed(stack))
+    return out
+
+
+class _BigSections(NamedTuple):
+    """A worker's read of a file that has data sections to search of :data:`SPLIT_BYTES` or more (see
+    :class:`FileReads`): each as (name, offset, size)."""
+
+    sections: tuple[tuple[str, int, int], ...]
+
+
+def _scan_job(deep: bool, split_at: int | None, job: tuple[Any, ...]) -> object:
+    """A worker's job: ``("read", path, stat)`` (a :class:`BinaryReading`, or :class:`_BigSections` when the
+    file has sections of ``split_at`` bytes or more to search), ``("piece", ticket, path, section, offset,
+    size, index, start, stop, records)`` (:func:`fatbin.scan_piece`; None when the file cannot be read) or
+    ``("walk", starts, root_real)``."""
+    if job[0] == "read":
+        search = DeepSearch(split_at=split_at)
+        reading = scan_file(job[1], job[2], deep, search)
+        if search.later:
+            return _BigSections(tuple((s.name, s.offset, s.size) for s in search.later))
+        return reading
+    if job[0] == "piece":
+        _kind, _ticket, path, name, offset, size, _index, start, stop, records = job
+        try:
+            with open(path, "rb", buffering=0) as fh:
+                return fatbin.scan_piece(FileSource(fh, os.fstat(fh.fileno()).st_size), start, stop, offset + size, name,
+                                         records)
+        except OSError:
+            return None
+    return _explore(job[1], job[2], JOB_FOLDERS, deep)
+
+
+class FileReads:
+    """A folder scan's :class:`scan_workers.WorkerPool`, whose reads of big files may come back unfinished:
+    the fatbin search of a data section of ``split_at`` bytes or more (cuFFT's 265 MiB ``.ldata``, 24,000
+    modules: alone it would be the last job to end) is cut into pieces of about ``piece_bytes``, each a job
+    of its own handed out before any file, and the file is read again here, with the pieces' searches, once
+    they are all back (:func:`fatbin.search` joins them into the answer of a plain search). The same jobs
+    and results otherwise (:meth:`results` yields the read job with its finished reading)."""
+
+    def __init__(self, workers: int, deep: bool, split: tuple[int, int]) -> None:
+        from envcheck.sources import scan_workers  # not loaded by a folder answered from its snapshot
+
+        self.pool = scan_workers.WorkerPool(workers, partial(_scan_job, deep, split[0]))
+        self.deep = deep
+        self.piece_bytes = split[1]
+        self._tickets = itertools.count()
+        # by ticket, a file being searched in pieces: its read job, the pieces by section (None until back),
+        # how many are still out
+        self._waiting: dict[int, tuple[tuple[Any, ...], dict[tuple[str, int, int], list[fatbin.Piece | None]], list[int]]] = {}
+
+    @property
+    def pids(self) -> list[int]:
+        return self.pool.pids
+
+    @property
+    def rerun(self) -> int:
+        return self.pool.rerun
+
+    def submit(self, job: Any, priority: float = 0.0, short: bool = False) -> None:
+        """Queue ``job`` (see :meth:`scan_workers.WorkerPool.submit`)."""
+        self.pool.submit(job, priority, short)
+
+    def results(self) -> Iterator[tuple[Any, Any]]:
+        """``(job, result)`` for every submitted job as it finishes, a read with its finished reading."""
+        for job, result in self.pool.results():
+            if job[0] == "read" and isinstance(result, _BigSections):
+                self._cut(job, result)
+            elif job[0] == "piece":
+                done = self._piece_back(job, result)
+                if done is not None:
+                    yield done
+            else:
+                yield job, result
+
+    def _cut(self, job: tuple[Any, ...], big: _BigSections) -> None:
+        """Hand out the pieces of ``big``'s sections (:func:`_piece_jobs`)."""
+        ticket = next(self._tickets)
+        pieces: dict[tuple[str, int, int], list[fatbin.Piece | None]] = {}
+        for piece in _piece_jobs(ticket, job[1], big.sections, self.piece_bytes):
+            pieces.setdefault(piece[3:6], []).append(None)
+            self.pool.submit(piece, _PIECE_PRIORITY)
+        self._waiting[ticket] = (job, pieces, [sum(len(v) for v in pieces.values())])
+
+    def _piece_back(self, job: tuple[Any, ...], piece: fatbin.Piece | None) -> tuple[tuple[Any, ...], BinaryReading] | None:
+        """Keep a piece's search; the finished reading once it was the file's last piece."""
+        _kind, ticket, path, name, offset, size, index, _start, _stop, _records = job
+        read_job, pieces, out = self._waiting[ticket]
+        pieces[(name, offset, size)][index] = piece
+        out[0] -= 1
+        if out[0]:
+            return None
+        del self._waiting[ticket]
+        return read_job, scan_file(path, read_job[2], self.deep, DeepSearch(pieces=pieces))
+
+    def close(self) -> None:
+        """Stop the workers (:meth:`scan_workers.WorkerPool.close`)."""
+        self.pool.close()
+
+
+def _piece_jobs(ticket: int, path: str, sections: tuple[tuple[str, int, int], ...], piece_bytes: int,
+                ) -> list[tuple[Any, ...]]:
+    """The piece jobs of ``sections`` (name, offset, size) of ``path``: 8-aligned cuts about ``piece_bytes``
+    apart from each section's 8-aligned start. Each piece may spend twice its share of the file's record
+    limit (:data:`fatbin.MAX_RECORDS`), so that all of them together do no more than twice the work a
+    plain search may do (cuFFT's pieces spend a tenth of their share); a piece that needs more fails, and
+    the section is searched whole."""
+    cuts: dict[tuple[str, int, int], list[int]] = {}
+    for name, offset, size in sections:
+        first, end = offset + (-offset) % 8, offset + size
+        count = max(1, -(-(end - first) // piece_bytes))
+        step = -(-(end - first) // count)
+        step += (-step) % 8
+        cuts[(name, offset, size)] = [*range(first, end, step), end]
+    records = max(1, 2 * fatbin.MAX_RECORDS // sum(len(bounds) - 1 for bounds in cuts.values()))
+    return [("piece", ticket, path, name, offset, size, index, bounds[index], bounds[index + 1], records)
+            for (name, offset, size), bounds in cuts.items() for index in range(len(bounds) - 1)]
+
+
+def split_sizes(options: ReadOptions) -> tuple[int, int]:
+    """(``split_at``, ``piece_bytes``) for :class:`FileReads`: :data:`SPLIT_BYTES`, :data:`PIECE_BYTES`, or
+    positive whole numbers from ``options.extra`` (``split_bytes``, ``piece_bytes``: tests use small ones)."""
+    sizes = []
+    for key, default in (("split_bytes", SPLIT_BYTES), ("piece_bytes", PIECE_BYTES)):
+        value = options.extra.get(key, default) if options.extra else default
+        sizes.append(value if type(value) is int and value > 0 else default)
+    return max(64, sizes[0]), max(8, sizes[1])
+
+
+def read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistInfoReading] | None = None,
+                split: tuple[int, int] = (SPLIT_BYTES, PIECE_BYTES),
+                ) -> tuple[dict[str, FolderFacts], dict[str, BinaryReading], FileReads | None, set[str]]:
+    """List the tree under ``root`` and read its candidate files ahead of :func:`_walk`, in worker processes
+    once the tree has more than :data:`FIRST_FOLDERS` folders. Returns the folders' facts by path, the
+    readings by path, the pool (None when no worker was needed) and the files it is still reading: it
+    returns as soon as every folder is listed, so that the walk runs while the workers read the big files.
+    ``dist_infos``, when given, receives the ``*.dist-info`` folders the workers read (by path; RECORD
+    narrowed only by name). Nothing is judged here: :func:`_walk` still decides which files count, in its order."""
+    listed: dict[str, FolderFacts] = {}
+    read: dict[str, BinaryReading] = {}
+    try:
+        st = os.stat(root)
+    except OSError:
+        return listed, read, None, set()  # the walk reports it
+    root_real = os.path.realpath(root)
+    listed_keys: set[tuple[int, int]] = set()
+    handed_out = {(st.st_dev, st.st_ino)}  # folders some job started from or will start from
+
+    def take(found: _Explored, starts: list[tuple[str, tuple[int, int]]]) -> list[tuple[str, tuple[int, int]]]:
+        for folder, key, facts in found.folders:
+            listed[folder] = facts
+            listed_keys.add(key)
+        read.update(found.readings)
+        if dist_infos is not None:
+            dist_infos.update(found.dists)
+        given = set(starts)  # a job's own starts that it had no time for come back; other folders once
+        left = [(path, key) for path, key in found.left
+                if key not in listed_keys and ((path, key) in given or key not in handed_out)]
+        handed_out.update(key for _path, key in left)
+        return left
+
+    starts = [(root, (st.st_dev, st.st_ino))]
+    first = _explore(starts, root_real, FIRST_FOLDERS, deep, inline=0, dists=False)  # files read by workers (or after the walk)
+    left = take(first, starts)
+    if not left and not any(fst.st_size >= INLINE_BYTES for _path, fst in first.big):
+        # a small tree without a big file: no worker; the walk reads its files
+        return listed, read, None, set()
+    pool = FileReads(workers, deep, split)
+    walking = [0]  # walk jobs handed to the pool and not yet back
+    reading: set[str] = set()
+    try:
+        def walk(starts: list[tuple[str, tuple[int, int]]]) -> None:
+            # A few folders per job while there are many (a site-packages root has hundreds). Listing goes
+            # before every file under EARLY_BYTES, the shallowest folders first (a library folder such as
+            # nvidia/cu13/lib is then found before the hundreds of folders deep in torch/'s headers); the
+            # files of EARLY_BYTES or more (cuFFT's read and its pieces, cuBLASLt: the longest jobs) are
+            # read as they are found, while the listing goes on.
+            per_job = max(1, len(starts) // (workers * 4))
+            for i in range(0, len(starts), per_job):
+                depth = starts[i][0].count(os.sep)
+                pool.submit(("walk", starts[i : i + per_job], root_real), priority=_WALK_PRIORITY + depth * 4096.0, short=True)
+                walking[0] += 1
+
+        def read_big(big: list[tuple[str, os.stat_result]]) -> None:
+            for path, fst in big:  # the biggest first: a 1 GB library must not start last
+                if path not in reading:
+                    reading.add(path)
+                    early = _EARLY_PRIORITY if fst.st_size >= EARLY_BYTES else 0.0
+                    pool.submit(("read", path, fst), priority=early - fst.st_size)
+
+        walk(left)
+        read_big(first.big)
+        if walking[0]:
+            for job, result in pool.results():
+                if job[0] == "read":
+                    read[job[1]] = result
+                    reading.discard(job[1])
+                    continue
+                walking[0] -= 1
+                walk(take(result, job[1]))
+                read_big(result.big)
+                if not walking[0]:
+                    break  # every folder is listed; the big files are still being read
+    except BaseException:
+        pool.close()
+        raise
+    return listed, read, pool, reading
+
+
+def read_todo(todo: list[tuple[int, str, os.stat_result]], deep: bool, pool: FileReads | None,
+               reading: set[str] | None = None) -> Iterator[tuple[int, BinaryReading]]:
+    """Read the files of ``todo`` (index, path, stat): in ``pool``'s workers, the biggest first, else here.
+    ``reading``: files the pool is reading already (they are not handed out twice)."""
+    if pool is None:
+        for at, path, st in todo:
+            yield at, scan_file(path, st, deep)
+        return
+    where = {path: at for at, path, _st in todo}
+    for _at, path, st in todo:
+        if reading is None or path not in reading:
+            pool.submit(("read", path, st), priority=-st.st_size)
+    for job, done in pool.results():
+        index = where.get(job[1])
+        if index is not None:  # else a file the walk did not take (a second hard link)
+            yield index, done
+
+
