@@ -344,6 +344,7 @@ def score(judgements: Sequence[Judgement], findings: Iterable[Finding]) -> Score
                     result.details.append(f"WRONG LEVEL  {where} (judged {entry.level} at line {entry.line})")
             elif entry.section == "may":
                 label = "policy"
+                result.details.append(f"POLICY       {where}")
             else:
                 label = "trap"
                 result.details.append(f"TRAP         {where} (judged: {entry.why})")
@@ -415,7 +416,7 @@ def check(s: Score, floor: Mapping[str, Any]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--details", action="store_true", help="list every miss, false alarm, trap, ERROR")
+    parser.add_argument("--details", action="store_true", help="list every miss, false alarm, trap, duplicate, wrong level, ERROR and policy finding")
     parser.add_argument("--check", action="store_true", help="exit 1 when a figure is worse than the floor")
     parser.add_argument("--write-floor", action="store_true", help="record the current figures as the floor")
     args = parser.parse_args(argv)
