@@ -45,6 +45,7 @@ LEVELS = ("FAIL", "WARN")
 LICENCES = frozenset({
     "MIT", "MIT-0", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "BSD-3-Clause-Clear", "0BSD", "ISC",
     "MPL-2.0", "CC0-1.0", "Unlicense", "CC-BY-4.0", "Zlib", "BSL-1.0", "PSF-2.0", "Python-2.0",
+    "LGPL-3.0-only", "LGPL-3.0-or-later",  # redistribution of the unmodified file with its licence named
 })
 MAX_FILE = 2 * 1024 * 1024
 NEAR = 2  # a finding within this many lines of the judged line matches it
