@@ -10,8 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-from tests.conftest import REPO
+from conftest import REPO
 
 
 def _scorer() -> ModuleType:

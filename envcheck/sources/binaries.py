@@ -518,9 +518,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     """KIND ``elf`` (one file) or ``folder`` (a directory tree)."""
     path = Path(path)
     if path.is_dir():
-        from envcheck.sources import folder  # a folder given as --kind elf
-
-        return folder.read(path, options)
+        raise InputError(f"{path} is a folder: read it as kind folder (leave out --kind elf)", path=str(path))
     try:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode):
