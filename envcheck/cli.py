@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from envcheck import __version__
 from envcheck.errors import EnvcheckError, UsageError
@@ -39,11 +39,6 @@ COMMANDS = {
     "rules": "envcheck.commands.rules",
     "cache": "envcheck.commands.cache",
 }
-# Common options that take a value: needed to find the subcommand word among the arguments.
-_VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python", "--target",
-               "--python-version", "--index-url", "--extra-index-url", "--find-links"}
-
-
 def _common(parser: argparse.ArgumentParser, default_format: str | None = None) -> None:
     g = parser.add_argument_group("output and policy")
     from envcheck import formats
@@ -71,33 +66,76 @@ def _check_parser() -> argparse.ArgumentParser:
         "envcheck snapshot [TARGET] -o FILE, envcheck diff A B, envcheck cache [info|clean]. "
         "Exit codes: 0 clean, 1 findings at/above --fail-on, 2 usage error or unreadable target, 3 a service was unreachable.",
     )
-    parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
-    from envcheck.commands import check
-
-    check.configure(parser)
-    from envcheck.commands import fix
-
-    fix.configure(parser)
+    _check_parser_options(parser)
     _common(parser)
     return parser
 
 
-def _split_command(argv: list[str]) -> tuple[str | None, list[str]]:
-    """The subcommand word (if any) and the arguments without it; common options may precede it."""
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word == "--":
-            return None, argv
-        if word.startswith("-"):
-            if word in _VALUE_OPTS:
-                i += 1
-            i += 1
-            continue
-        if word in COMMANDS:
-            return word, argv[:i] + argv[i + 1:]
-        return None, argv
-    return None, argv
+def _check_parser_options(parser: argparse.ArgumentParser) -> None:
+    """The default command's own arguments: PATHs, reading options, --fix/--diff, --version."""
+    from envcheck.commands import check, fix
+
+    parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
+    check.configure(parser)
+    fix.configure(parser)
+
+
+def _command_parser(command: str) -> tuple[argparse.ArgumentParser, ModuleType]:
+    """The parser of ``envcheck COMMAND``: the command word is its first positional, so every option may
+    come before or after it, and the common options where the command reports findings."""
+    module = _command_module(command)
+    parser = argparse.ArgumentParser(prog=f"envcheck {command}", description=getattr(module, "HELP", None))
+    parser.add_argument("command", choices=(command,), help=argparse.SUPPRESS)
+    module.configure(parser)
+    if not hasattr(module, "run"):  # rules and cache print their own output: no report options
+        _common(parser, getattr(module, "DEFAULT_FORMAT", None))
+    return parser, module
+
+
+def _command_word(argv: list[str]) -> str | None:
+    """The subcommand the arguments name, if any: the first positional word, found by argparse over every
+    option of every command (so ``envcheck --max-expansion 50 image REF`` is the image command, and
+    ``envcheck --target image Dockerfile`` is not). Runs that name no command word pay for no parser."""
+    if argv and argv[0] in COMMANDS:
+        return argv[0]
+    before = argv[:argv.index("--")] if "--" in argv else argv
+    if not any(word in COMMANDS for word in before):
+        return None
+    scanner = _OptionScanner(prog="envcheck", add_help=False, conflict_handler="resolve")
+    scanner.add_argument("words", nargs="*")
+    for parser_of in (_common, _check_parser_options, *(_command_module(c).configure for c in COMMANDS)):
+        parser_of(scanner)
+    try:
+        words = scanner.parse_known_args(before)[0].words
+    except _ScanError:  # an option without its value: the command's own parser will say so
+        words = [w for w in before if not w.startswith("-")]
+    return words[0] if words and words[0] in COMMANDS else None
+
+
+class _ScanError(Exception):
+    pass
+
+
+class _OptionScanner(argparse.ArgumentParser):
+    """Every command's options (their names and how many values each takes), no positionals, no checks of
+    values: argparse itself tells an option's value from the command word."""
+
+    def add_argument(self, *names: str, **kwargs: Any) -> argparse.Action:
+        if names and not names[0].startswith("-") and names[0] != "words":
+            return argparse.Action([], names[0])  # a command's positional: not needed to find the command word
+        for key in ("choices", "type", "required", "help", "default", "version"):
+            kwargs.pop(key, None)
+        if kwargs.get("action") == "version":
+            kwargs["action"] = "store_true"
+        return super().add_argument(*names, **kwargs)
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
+        if "_optionals" not in vars(self):  # argparse's own groups, made in __init__
+            return super().add_argument_group(*args, **kwargs)
+        return self
+
+    def error(self, message: str) -> NoReturn:
+        raise _ScanError(message)
 
 
 def _command_module(name: str) -> ModuleType:
@@ -145,10 +183,9 @@ def exit_now(code: int) -> NoReturn:
 
 def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    command, rest = _split_command(args_list)
     debug = "--debug" in args_list
     try:
-        return _run(command, rest)
+        return _run(args_list)
     except EnvcheckError as exc:
         print(f"envcheck: error: {_clean(exc.message)}", file=sys.stderr)
         return exc.exit_code
@@ -171,24 +208,21 @@ def _clean(text: str) -> str:
     return clean(text)
 
 
-def _run(command: str | None, argv: list[str]) -> int:
+def _run(argv: list[str]) -> int:
     from envcheck import engine
     from envcheck.commands import check
     from envcheck.config import load_config
 
+    command = _command_word(argv)
     if command is None:
-        parser = _check_parser()
-        module = None
+        parser, module = _check_parser(), None
     else:
-        module = _command_module(command)
-        parser = argparse.ArgumentParser(prog=f"envcheck {command}", description=getattr(module, "HELP", None))
-        module.configure(parser)
+        parser, module = _command_parser(command)
         if hasattr(module, "run"):  # a command with its own output (rules, cache): no report, no engine
-            text: str = module.run(parser.parse_args(argv))
+            text: str = module.run(parser.parse_intermixed_args(argv))
             sys.stdout.write(text)
             return 0
-        _common(parser, getattr(module, "DEFAULT_FORMAT", None))
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     from envcheck.config import parse_size
 
     max_text = parse_size(args.max_text_size, "--max-text-size") if getattr(args, "max_text_size", None) else None
@@ -217,8 +251,10 @@ def _run(command: str | None, argv: list[str]) -> int:
             Path(args.output).write_text(out.stdout, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
-        if fmt != "text" and args.quiet <= 0:
-            print(renderer("text")(report, verbosity).stdout, end="")
+        if args.quiet <= 0:  # -o replaces stdout; a line on stderr says where the report went
+            counted = [f"{g} {s.value}" for g, s in report.summary().items() if s.value != "SKIP"]
+            print(f"envcheck: wrote the {fmt} report to {_clean(args.output)}; summary: {', '.join(counted) or 'nothing checked'}",
+                  file=sys.stderr)
     else:
         sys.stdout.write(out.stdout)
     for line in out.stderr:

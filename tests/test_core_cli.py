@@ -192,3 +192,47 @@ def test_findings_order_does_not_depend_on_the_other_targets(tmp_path: Path) -> 
     alone = rules(str(site))
     assert {r.split("-")[0] for r in alone} >= {"G7", "G9"}, alone  # modules loaded for the folder only, and both
     assert rules(str(req), str(site)) == alone
+
+
+def test_options_of_a_command_may_come_before_or_after_its_word(tmp_path: Path) -> None:
+    """argparse, not a hand-kept list, tells an option's value from the command word (issue 26 item 6)."""
+    for args in (["--max-expansion", "50", "image"], ["image", "--max-expansion", "50"], ["--no-cache", "image"]):
+        proc = run_envcheck(*args)  # no REF: the image command's own usage error, not "neither a file nor a command"
+        assert proc.returncode == 2 and "REF" in proc.stderr and "neither a file" not in proc.stderr, (args, proc.stderr)
+    for args in (["--format", "json", "rules", "G2"], ["rules", "G2", "--format", "json"]):
+        listed = run_envcheck(*args)
+        assert listed.returncode == 0 and json.loads(listed.stdout), args
+    # A command word given as an option's value is that value: `--target image` names a stage, not the command.
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM nvcr.io/nvidia/pytorch:25.09-py3 AS image\nRUN pip install numpy==2.1.0\n")
+    proc = run_envcheck("--target", "image", "-f", "json", str(dockerfile))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["targets"][0]["target"] == str(dockerfile)
+    # Options after the PATHs and between them.
+    clean, bad = _req(tmp_path, CLEAN, "requirements-clean.txt"), _req(tmp_path, CUDA12, "requirements-bad.txt")
+    proc = run_envcheck(str(clean), "-f", "json", str(bad), "--fail-on", "never")
+    assert proc.returncode == 0 and len(json.loads(proc.stdout)["targets"]) == 2
+
+
+def test_output_file_replaces_stdout(tmp_path: Path) -> None:
+    """`-o FILE` writes the report there and nothing on stdout; one summary line on stderr (issue 26 item 7)."""
+    bad = _req(tmp_path, CUDA12)
+    for fmt in ("json", "text"):
+        out = tmp_path / f"report.{fmt}"
+        proc = run_envcheck("-f", fmt, "-o", str(out), str(bad))
+        assert proc.returncode == 1 and proc.stdout == "", proc.stdout
+        assert "G1 FAIL" in proc.stderr and str(out) in proc.stderr
+        assert "G1-cuda12-local-version" in out.read_text()
+    quiet = run_envcheck("-f", "json", "-o", str(tmp_path / "q.json"), "-q", str(bad))
+    assert (quiet.stdout, quiet.stderr) == ("", "")
+
+
+def test_quiet_counts_what_it_hides_by_status(tmp_path: Path) -> None:
+    """The "hidden" line names each status it hid: WARNs hidden by -q are not "passing" (issue 26 item 9)."""
+    warn = _req(tmp_path, "transformers\naccelerate\n")
+    normal = run_envcheck("-f", "json", str(warn))
+    statuses = [f["status"] for f in json.loads(normal.stdout)["targets"][0]["findings"]]
+    quiet = run_envcheck("-q", str(warn)).stdout
+    assert statuses.count("WARN") >= 1
+    expected = ", ".join(f"{statuses.count(s)} {s}" for s in ("WARN", "INFO", "SKIP", "PASS") if s in statuses)
+    assert f"({expected} hidden;" in quiet, quiet
