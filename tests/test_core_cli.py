@@ -236,3 +236,20 @@ def test_quiet_counts_what_it_hides_by_status(tmp_path: Path) -> None:
     assert statuses.count("WARN") >= 1
     expected = ", ".join(f"{statuses.count(s)} {s}" for s in ("WARN", "INFO", "SKIP", "PASS") if s in statuses)
     assert f"({expected} hidden;" in quiet, quiet
+
+
+def test_target_names_a_stage_and_later_stages_are_not_built(tmp_path: Path) -> None:
+    """`--target` is a stage name as docker build takes it: an unknown one (or an index) is exit 2 naming the
+    stages; the stages after the target are never built and get no findings (issue 26 item 5)."""
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM nvcr.io/nvidia/pytorch:25.09-py3 AS train\nRUN pip install numpy==2.1.0\n"
+                          "FROM nvcr.io/nvidia/pytorch:25.09-py3 AS serve\n"
+                          "RUN pip install --extra-index-url https://download.pytorch.org/whl/cu121 torch==2.5.1\n")
+    for stage in ("nosuch", "0"):
+        proc = run_envcheck("--target", stage, str(dockerfile))
+        assert proc.returncode == 2 and "stage names: train, serve" in proc.stdout, proc.stdout
+    train = run_envcheck("--target", "train", "-f", "json", str(dockerfile))
+    assert train.returncode == 0, train.stdout
+    assert not [f for f in json.loads(train.stdout)["targets"][0]["findings"] if f["status"] != "PASS" and f["gotcha"] == "G1"]
+    serve = run_envcheck("--target", "serve", "-f", "json", str(dockerfile))
+    assert serve.returncode == 1 and "G1-cuda12-index" in serve.stdout

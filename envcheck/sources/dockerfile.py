@@ -19,13 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from envcheck.errors import UsageError
+from envcheck.errors import InputError, UsageError
 from envcheck.inspect.dockerfile import (
     Dockerfile,
     DockerfileSyntaxError,
     Heredoc,
     Instruction,
     Stage,
+    UnknownTargetError,
     copied_from,
     env_pairs,
     expand,
@@ -114,6 +115,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     except DockerfileSyntaxError as exc:
         inventory.problems.append(ReadProblem(f"Dockerfile syntax error: {exc.message}", Location(str(path), line=exc.line)))
         return inventory
+    except UnknownTargetError as exc:
+        raise InputError(exc.message, str(path),
+                         fix="Pass one of the stage names to --target, as `docker build --target` takes them.") from None
     reader = _Reader(df, str(path), path.parent, options)
     try:
         reader.read_all(inventory)
