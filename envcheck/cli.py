@@ -271,6 +271,11 @@ def _layered_config(args: argparse.Namespace, config: Config) -> Config:
         changes["profile"] = args.profile
     if args.fail_on:
         changes["fail_on"] = args.fail_on
+    for selector in args.ignore:
+        from envcheck.rules import unknown_selector
+
+        if (why := unknown_selector(selector)) is not None:
+            raise UsageError(f"--ignore: {why}")
     if args.ignore:
         changes["ignores"] = {**config.ignores, **{r: "ignored on the command line" for r in args.ignore}}
     options = dict(config.options)

@@ -247,6 +247,11 @@ def _apply_table(config: Config, table: dict[str, Any], origin: str) -> Config:
             ignores[item["rule"]] = item.get("reason") or "ignored in config"
         else:
             raise UsageError(f"{origin}: ignore entries must be rule ids or {{rule = \"ID\", reason = \"...\"}} tables, not {_kind(item)}")
+    for selector in sorted(set(ignores) - set(config.ignores)):
+        from envcheck.rules import unknown_selector
+
+        if (why := unknown_selector(selector)) is not None:
+            raise UsageError(f"{origin}: ignore: {why}")
     changes["ignores"] = ignores
     severity = dict(config.severity)
     raw_severity = table.get("severity", {})

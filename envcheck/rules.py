@@ -192,6 +192,23 @@ def iter_rules(selector: str | None = None) -> Iterator[Rule]:
             yield r
 
 
+def unknown_selector(selector: str) -> str | None:
+    """None when ``selector`` is a rule id or a gotcha (G2, ARCH) that findings carry; else a sentence naming
+    it and the closest real one, for ``--ignore`` and ``ignore`` in a config file."""
+    import difflib
+
+    load_all()
+    from envcheck.model import ALL_GOTCHAS
+
+    known = [*RULES, *ALL_GOTCHAS, "ENVCHECK"]
+    if selector in known:
+        return None
+    by_fold = {k.lower(): k for k in known}
+    close = [by_fold[selector.lower()]] if selector.lower() in by_fold else difflib.get_close_matches(selector, known, n=1, cutoff=0.5)
+    hint = f"; the closest is {close[0]!r}" if close else ""
+    return f"unknown rule or gotcha {selector[:80]!r}{hint} (`envcheck rules` lists them)"
+
+
 INPUT_ERROR = rule(
     READ_ERROR_ID,
     "ENVCHECK",

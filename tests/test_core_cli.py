@@ -253,3 +253,19 @@ def test_target_names_a_stage_and_later_stages_are_not_built(tmp_path: Path) -> 
     assert not [f for f in json.loads(train.stdout)["targets"][0]["findings"] if f["status"] != "PASS" and f["gotcha"] == "G1"]
     serve = run_envcheck("--target", "serve", "-f", "json", str(dockerfile))
     assert serve.returncode == 1 and "G1-cuda12-index" in serve.stdout
+
+
+def test_a_mistyped_rule_id_to_ignore_is_named_with_the_closest(tmp_path: Path) -> None:
+    """--ignore, [tool.envcheck] ignore and ENVCHECK_IGNORE name an unknown id and the closest real one, exit 2
+    (issue 26 item 8); real ids and gotchas still work."""
+    bad = _req(tmp_path, CUDA12)
+    proc = run_envcheck("--ignore", "G1-cuda12-local-versoin", str(bad))
+    assert proc.returncode == 2 and "'G1-cuda12-local-versoin'" in proc.stderr and "'G1-cuda12-local-version'" in proc.stderr
+    assert proc.stdout == ""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.envcheck]\nignore = ["G1-cuda12-local-versoin"]\n')
+    proc = run_envcheck(str(bad), cwd=tmp_path)
+    assert proc.returncode == 2 and "pyproject.toml: ignore:" in proc.stderr and "'G1-cuda12-local-version'" in proc.stderr
+    (tmp_path / "pyproject.toml").write_text('[tool.envcheck]\nignore = ["G1-cuda12-local-version", "ARCH"]\n')
+    assert run_envcheck(str(bad), cwd=tmp_path).returncode == 0
+    assert run_envcheck(str(bad), env={"ENVCHECK_IGNORE": "G11"}).returncode == 2
