@@ -225,7 +225,8 @@ SERVICE_ERROR = rule(
     Status.ERROR,
     """A registry, Docker engine or API that this check needs did not answer or refused access, so
     the target could not be checked. envcheck exits with code 3.""",
-    """Check the network, credentials (docker login / --username) and DOCKER_HOST, then run again.""",
+    """Do what the message advises for that service; otherwise check that its address is right and reachable
+    from here (DNS, proxy, network), then run again.""",
 )
 INPUT_SKIPPED = rule(
     "input-skipped",

@@ -100,7 +100,9 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
             continue
         if kind is None:
             targets.append(Target(str(path), "unknown", _raiser(InputError(
-                f"{path}: cannot tell what kind of input this is; pass --kind ({', '.join(kinds.path_kinds())})", str(path)))))
+                f"{path}: cannot tell what kind of input this is; pass --kind ({', '.join(kinds.path_kinds())})", str(path),
+                fix=f"If {path.name} is one of those kinds, pass --kind KIND (docs/inputs.md says what each holds); "
+                    "otherwise leave it out: envcheck does not read it."))))
             continue
         targets.append(_file_target(path, kind, options, guessed=args.kind is None))
     if args.python:

@@ -209,7 +209,9 @@ def read_bare_folder(folder: Path, options: ReadOptions, allow_empty: bool = Fal
     inventory = module_for("folder").read(folder, options)
     if not (inventory.binaries or inventory.packages or inventory.problems or allow_empty):
         raise InputError(f"nothing to check in {folder}: no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
-                         "environment.yml, Dockerfile, wheel or ELF file (`envcheck --allow-empty` accepts that)", str(folder))
+                         "environment.yml, Dockerfile, wheel or ELF file (`envcheck --allow-empty` accepts that)", str(folder),
+                         fix="Pass the project folder or environment you meant (the path may point one level too high "
+                             "or low), or a file with --kind; add --allow-empty where an empty folder is expected.")
     return inventory
 
 
