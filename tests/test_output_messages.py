@@ -147,3 +147,22 @@ def test_each_error_advises_for_its_own_cause(tmp_path: Path) -> None:
     assert done.returncode == 3, done.stdout + done.stderr
     errors = [f for t in json.loads(done.stdout)["targets"] for f in t["findings"] if f["status"] == "ERROR"]
     assert errors and not [f for f in errors if "docker" in f["fix"].lower() or "DOCKER_HOST" in f["fix"]], errors
+
+
+def test_a_file_named_off_convention_is_read_by_its_content_and_says_so(tmp_path: Path) -> None:
+    """`gpu-deps.toml` holding [project] and [[tool.uv.index]] is a pyproject.toml by content: judged as one,
+    with a line saying which kind was assumed (issue 26 item 17). A TOML file of something else is not."""
+    deps = tmp_path / "gpu-deps.toml"
+    deps.write_text('[project]\nname = "trainer"\nversion = "0.1"\ndependencies = ["torch==2.5.1+cu121"]\n\n'
+                    '[[tool.uv.index]]\nname = "pytorch"\nurl = "https://download.pytorch.org/whl/cu121"\n')
+    done = run_envcheck("-f", "json", str(deps), cwd=tmp_path)
+    (target,) = json.loads(done.stdout)["targets"]
+    assert done.returncode == 1 and target["kind"] == "pyproject"
+    assert {"G1-cuda12-local-version", "G1-cuda12-index"} <= {f["rule"] for f in target["findings"]}
+    assert "read as a pyproject file, told from its content" in done.stderr and "--kind pyproject" in done.stderr
+    other = tmp_path / "ruff.toml"
+    other.write_text('line-length = 100\n[lint]\nselect = ["E"]\n')
+    done = run_envcheck("-f", "json", str(other), cwd=tmp_path)
+    assert done.returncode == 2 and json.loads(done.stdout)["targets"][0]["kind"] == "unknown"
+    named = run_envcheck(str(tmp_path / "gpu-deps.toml"), "--kind", "pyproject", cwd=tmp_path)
+    assert "told from its content" not in named.stderr
