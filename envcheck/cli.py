@@ -226,7 +226,7 @@ def _run(argv: list[str]) -> int:
     from envcheck.config import parse_size
 
     max_text = parse_size(args.max_text_size, "--max-text-size") if getattr(args, "max_text_size", None) else None
-    config = _layered_config(args, load_config(args.config, Path.cwd(), max_text))
+    config = _layered_config(args, load_config(args.config, Path.cwd(), max_text), max_text)
     if module is None:
         _no_mistyped_command(args.paths)
     if module is not None and hasattr(module, "report"):  # a command that compares or post-processes (diff, snapshot)
@@ -262,8 +262,9 @@ def _run(argv: list[str]) -> int:
     return report.exit_code
 
 
-def _layered_config(args: argparse.Namespace, config: Config) -> Config:
-    """Command-line options are the top layer over file and environment config."""
+def _layered_config(args: argparse.Namespace, config: Config, max_text_bytes: int | None) -> Config:
+    """Command-line options are the top layer over file and environment config (``max_text_bytes``:
+    --max-text-size, parsed once before the config file is read)."""
     from dataclasses import replace
 
     changes: dict[str, object] = {}
@@ -278,17 +279,15 @@ def _layered_config(args: argparse.Namespace, config: Config) -> Config:
             raise UsageError(f"--ignore: {why}")
     if args.ignore:
         changes["ignores"] = {**config.ignores, **{r: "ignored on the command line" for r in args.ignore}}
-    options = dict(config.options)
+    options = config.options
     if args.nvfp4:
-        options["nvfp4"] = True
+        options = replace(options, nvfp4=True)
     if getattr(args, "deep_fatbin", False):
-        options["deep_fatbin"] = True
+        options = replace(options, deep_fatbin=True)
     if args.no_cache:
-        options["no_cache"] = True
-    if getattr(args, "max_text_size", None):
-        from envcheck.config import parse_size
-
-        options["max_text_bytes"] = parse_size(args.max_text_size, "--max-text-size")
+        options = replace(options, use_cache=False)
+    if max_text_bytes is not None:
+        options = replace(options, max_text_bytes=max_text_bytes)
     changes["options"] = options
     return replace(config, **changes)  # type: ignore[arg-type]
 

@@ -91,6 +91,18 @@ def child_environment(**overrides: str) -> dict[str, str]:
 
 
 @record
+class RunOptions:
+    """The run options below policy, layered like it (config file < environment < command line) and read by
+    the commands, sources, checks and fixes: one typed object from argparse down."""
+
+    nvfp4: bool = False  # --nvfp4 / nvfp4: WARN when no sm_121a kernels exist (NVFP4 is planned)
+    deep_fatbin: bool = False  # --deep-fatbin / deep-fatbin: also find fatbins outside .nv_fatbin
+    expect_bandwidth: float | None = None  # expect-bandwidth: the GB/s a plan assumes (G5)
+    max_text_bytes: int | None = None  # --max-text-size / max-text-size (None: ENVCHECK_MAX_TEXT_SIZE or built-in)
+    use_cache: bool = True  # False: --no-cache, nothing read from or written to envcheck's cache
+
+
+@record
 class Config:
     """Everything that changes how findings are judged and reported."""
 
@@ -98,7 +110,7 @@ class Config:
     fail_on: str = "fail"
     ignores: dict[str, str] = field(default_factory=dict)  # rule id or gotcha -> reason
     severity: dict[str, str] = field(default_factory=dict)  # rule id -> status override
-    options: dict[str, Any] = field(default_factory=dict)  # check options (nvfp4, expect_bandwidth, ...)
+    options: RunOptions = field(default_factory=RunOptions)
     source: str = "defaults"  # where the file layer came from
 
     @property
@@ -263,7 +275,7 @@ def _apply_table(config: Config, table: dict[str, Any], origin: str) -> Config:
             raise UsageError(f"{origin}: severity.{rule_id} must be one of {', '.join(Status.__members__)}")
         severity[str(rule_id)] = status.upper()
     changes["severity"] = severity
-    options = dict(config.options)
+    options: dict[str, Any] = {}
     for key in ("nvfp4", "deep-fatbin"):
         if key in table:
             if not isinstance(table[key], bool):
@@ -273,13 +285,13 @@ def _apply_table(config: Config, table: dict[str, Any], origin: str) -> Config:
         value = table["expect-bandwidth"]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e6:
             raise UsageError(f"{origin}: expect-bandwidth must be a number of GB/s, not {_kind(value)}")
-        options["expect_bandwidth"] = value
+        options["expect_bandwidth"] = float(value)
     if "max-text-size" in table:
         value = table["max-text-size"]
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise UsageError(f"{origin}: max-text-size must be a size such as \"64MiB\" or a number of bytes, not {_kind(value)}")
         options["max_text_bytes"] = parse_size(str(value), f"{origin}: max-text-size")
-    changes["options"] = options
+    changes["options"] = replace(config.options, **options)
     return replace(config, **changes)
 
 

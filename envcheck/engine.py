@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
 
 from envcheck import rules, scopes
-from envcheck.config import Config
+from envcheck.config import Config, RunOptions
 from envcheck.errors import EnvcheckError, InputError, ServiceError
 from envcheck.model import Finding, Inventory, Location, ReadProblem, Report, Status, TargetResult
 from envcheck.profile import Profile, load_profile
@@ -40,7 +39,7 @@ def read_safely(target: Target, debug: bool = False) -> Inventory:
         return Inventory(problems=[ReadProblem(f"could not read {target.name}: {type(exc).__name__}: {exc}", Location(target.name))])
 
 
-def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[str, Any] | None = None,
+def evaluate(inventory: Inventory, profile: Profile, kind: str, options: RunOptions | None = None,
              debug: bool = False) -> list[Finding]:
     """Every finding the checks for ``kind`` yield for ``inventory``, problems first.
 
@@ -56,7 +55,7 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[st
 
     def run_checks(scoped: Inventory) -> list[Finding]:
         out: list[Finding] = []
-        ctx = rules.CheckContext(inventory=scoped, profile=profile, kind=kind, options=options or {})
+        ctx = rules.CheckContext(inventory=scoped, profile=profile, kind=kind, options=options or RunOptions())
         for check in rules.checks_for(kind, ("wheel",) if scoped.resolved else ()):
             try:
                 out.extend(check.fn(ctx))

@@ -16,6 +16,7 @@ from envcheck.model import Finding, Location, Status
 from envcheck.records import record
 
 if TYPE_CHECKING:
+    from envcheck.config import RunOptions
     from envcheck.fixes import Autofix
     from envcheck.model import Inventory
     from envcheck.profile import Profile
@@ -64,6 +65,12 @@ class Rule:
         return self.finding(message, location, evidence, status=Status.INFO)
 
 
+def _run_options() -> RunOptions:
+    from envcheck.config import RunOptions
+
+    return RunOptions()
+
+
 @record
 class CheckContext:
     """What a check may look at: the inventory, the target profile, and run options."""
@@ -71,7 +78,7 @@ class CheckContext:
     inventory: Inventory
     profile: Profile
     kind: str  # input kind of the target: requirements, dockerfile, wheel, folder, image, host, ...
-    options: Mapping[str, Any] = field(default_factory=dict)  # e.g. nvfp4=True, expect_bandwidth=...
+    options: RunOptions = field(default_factory=_run_options)  # --nvfp4, expect-bandwidth, ...
 
 
 CheckFn = Callable[[CheckContext], Iterable[Finding]]

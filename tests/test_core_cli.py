@@ -269,3 +269,21 @@ def test_a_mistyped_rule_id_to_ignore_is_named_with_the_closest(tmp_path: Path) 
     (tmp_path / "pyproject.toml").write_text('[tool.envcheck]\nignore = ["G1-cuda12-local-version", "ARCH"]\n')
     assert run_envcheck(str(bad), cwd=tmp_path).returncode == 0
     assert run_envcheck(str(bad), env={"ENVCHECK_IGNORE": "G11"}).returncode == 2
+
+
+def test_run_options_layer_from_config_to_the_sources(tmp_path: Path) -> None:
+    """One typed options object carries the layered settings down to the sources (issue 27): max-text-size from
+    the config file bounds inputs and --max-text-size overrides it; --no-cache leaves the cache untouched."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".envcheck.toml").write_text('max-text-size = "1KiB"\n')
+    big = _req(tmp_path, CLEAN + "# padding\n" * 200)
+    refused = run_envcheck("-f", "json", str(big), cwd=tmp_path)
+    assert refused.returncode == 2 and "1024" in refused.stdout, refused.stdout
+    assert run_envcheck("--max-text-size", "64KiB", str(big), cwd=tmp_path).returncode == 0
+    cache = tmp_path / "cache"
+    site = tmp_path / "site"
+    shutil.copytree(REPO / "fixtures" / "binaries", site / "lib")
+    run_envcheck("--no-cache", "--fail-on", "never", str(site), env={"ENVCHECK_CACHE_DIR": str(cache)})
+    assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
+    run_envcheck("--fail-on", "never", str(site), env={"ENVCHECK_CACHE_DIR": str(cache)})
+    assert any(p.is_file() for p in cache.rglob("*"))

@@ -65,11 +65,11 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
     options = sources.ReadOptions(
         kind=args.kind,
         build_args=build_args,
-        deep_fatbin=bool(args.deep_fatbin),
-        use_cache=not args.no_cache,
-        extra={**({"target": args.target} if args.target else {}),
-               **({"max_text_bytes": config.options["max_text_bytes"]} if config.options.get("max_text_bytes") else {}),
-               **({"max_expansion": args.max_expansion} if args.max_expansion is not None else {})},
+        deep_fatbin=config.options.deep_fatbin,
+        use_cache=config.options.use_cache,
+        target=args.target,
+        max_text_bytes=config.options.max_text_bytes,
+        max_expansion=args.max_expansion,
     )
     if args.kind is not None and args.kind not in kinds.path_kinds():
         raise UsageError(f"unknown input kind {args.kind!r} for --kind; known: {', '.join(kinds.path_kinds())}")
@@ -138,7 +138,7 @@ def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Ta
         raise UsageError(f"--python-version {args.python_version!r}: give the target's CPython as 3.X (e.g. 3.12)")
     settings = resolve.ResolveSettings(
         python_version=args.python_version, index_url=args.index_url, extra_index_urls=tuple(args.extra_index_url),
-        find_links=tuple(args.find_links), offline=args.offline, use_cache=not args.no_cache,
+        find_links=tuple(args.find_links), offline=args.offline, use_cache=config.options.use_cache,
     )
     return [Target(t.name, t.kind, resolve.resolved_reader(t.name, t.kind, t.read, settings, config.profile)) for t in targets]
 

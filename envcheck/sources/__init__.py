@@ -38,7 +38,13 @@ class ReadOptions:
     deep_fatbin: bool = False  # scan every section for fatbin containers
     use_cache: bool = True
     scan_workers: int | None = None  # worker processes of a folder scan (None: ENVCHECK_SCAN_WORKERS, else the cores)
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    target: str | None = None  # Dockerfile build target stage (--target)
+    max_text_bytes: int | None = None  # largest text input (--max-text-size; None: ENVCHECK_MAX_TEXT_SIZE or built-in)
+    max_expansion: float | None = None  # a wheel's binaries may expand this many times (--max-expansion; None: default)
+    # A folder scan searches a data section of split_bytes or more in pieces of piece_bytes (None: the defaults,
+    # binaries.SPLIT_BYTES and PIECE_BYTES; tests use small ones).
+    split_bytes: int | None = None
+    piece_bytes: int | None = None
 
 
 def module_for(kind: str) -> ModuleType:
