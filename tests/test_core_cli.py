@@ -151,9 +151,8 @@ def test_main_gives_the_gc_threshold_back(tmp_path: Path) -> None:
 
 
 def test_the_process_ends_with_everything_written(tmp_path: Path) -> None:
-    """`python -m envcheck` leaves without tearing the interpreter down (cli.exit_now): what it writes to a
-    pipe is all there, byte for byte what a process that returns from main() and exits normally writes, with
-    the same exit code. (Compared with a fresh process: in this one, the check modules other tests imported
+    """`python -m envcheck` ends as a process that returns from main() and exits normally (no os._exit: exit
+    handlers and finalizers run): what it writes to a pipe is all there, byte for byte, with the same exit code. (Compared with a fresh process: in this one, the check modules other tests imported
     first would register their checks, and order findings, differently.)"""
     import os
     import sys
