@@ -102,8 +102,13 @@ def _command_word(argv: list[str]) -> str | None:
         return None
     scanner = _OptionScanner(prog="envcheck", add_help=False, conflict_handler="resolve")
     scanner.add_argument("words", nargs="*")
-    for parser_of in (_common, _check_parser_options, *(_command_module(c).configure for c in COMMANDS)):
-        parser_of(scanner)
+    _common(scanner)
+    _check_parser_options(scanner)
+    for command in COMMANDS:
+        try:
+            _command_module(command).configure(scanner)
+        except UsageError:  # a command this build lacks: its word, if named, gets that error from its parser
+            continue
     try:
         words = scanner.parse_known_args(before)[0].words
     except _ScanError:  # an option without its value: the command's own parser will say so
@@ -165,7 +170,7 @@ def console() -> NoReturn:
     """The ``envcheck`` command and ``python -m envcheck``: :func:`main`, then a normal interpreter exit
     (exit handlers and finalizers run: envcheck starts uv and Docker clients)."""
     code = main()
-    gc.freeze()  # the interpreter's last collection skips what the run left: the exit costs about nothing
+    gc.freeze()  # the interpreter's last collection then skips what the run left: a cheap exit (BENCHMARKS.md)
     sys.exit(code)
 
 
