@@ -88,6 +88,8 @@ def _command_parser(command: str) -> tuple[argparse.ArgumentParser, ModuleType]:
     module.configure(parser)
     if not hasattr(module, "run"):  # rules and cache print their own output: no report options
         _common(parser, getattr(module, "DEFAULT_FORMAT", None))
+    else:
+        parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
     return parser, module
 
 

@@ -198,7 +198,7 @@ def test_options_of_a_command_may_come_before_or_after_its_word(tmp_path: Path) 
     for args in (["--max-expansion", "50", "image"], ["image", "--max-expansion", "50"], ["--no-cache", "image"]):
         proc = run_envcheck(*args)  # no REF: the image command's own usage error, not "neither a file nor a command"
         assert proc.returncode == 2 and "REF" in proc.stderr and "neither a file" not in proc.stderr, (args, proc.stderr)
-    for args in (["--format", "json", "rules", "G2"], ["rules", "G2", "--format", "json"]):
+    for args in (["--format", "json", "rules", "G2"], ["rules", "G2", "--format", "json"], ["--debug", "-f", "json", "rules", "G2"]):
         listed = run_envcheck(*args)
         assert listed.returncode == 0 and json.loads(listed.stdout), args
     # A command word given as an option's value is that value: `--target image` names a stage, not the command.
