@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -286,3 +287,17 @@ def test_run_options_layer_from_config_to_the_sources(tmp_path: Path) -> None:
     assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
     run_envcheck("--fail-on", "never", str(site), env={"ENVCHECK_CACHE_DIR": str(cache)})
     assert any(p.is_file() for p in cache.rglob("*"))
+
+
+def test_a_run_ends_with_a_normal_interpreter_exit(tmp_path: Path) -> None:
+    """Exit handlers run at the end of a run (no os._exit: envcheck starts uv and Docker clients, whose
+    clean-up must not be skipped), for a clean run, a run with findings and a usage error (issue 27)."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(
+        "import atexit, os\natexit.register(lambda: open(os.environ['EXIT_MARK'], 'a').write('ran\\n'))\n")
+    mark = tmp_path / "mark"
+    env = {"PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path / 'site'}", "EXIT_MARK": str(mark)}
+    clean, bad = _req(tmp_path, CLEAN, "requirements-clean.txt"), _req(tmp_path, CUDA12, "requirements-bad.txt")
+    codes = [run_envcheck(*args, env=env).returncode for args in ([str(clean)], [str(bad)], ["--no-such-flag"])]
+    assert codes == [0, 1, 2]
+    assert mark.read_text() == "ran\n" * 3
