@@ -90,7 +90,7 @@ def in_process(rounds: int) -> None:
     judge = best(lambda: engine.judge(target, inventory, profile, config), rounds)
     result = engine.judge(target, inventory, profile, config)
     print(f"judge (every check for a folder target): {judge * 1000:7.1f} ms, {len(result.findings)} findings")
-    ctx = rules.CheckContext(inventory=inventory, profile=profile, kind="folder", options={})
+    ctx = rules.CheckContext(inventory=inventory, profile=profile, kind="folder")
     for check in rules.checks_for("folder", ()):
         took = best(lambda check=check: list(check.fn(ctx)), rounds)  # type: ignore[misc]
         if took >= 0.0005:

@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from envcheck import __version__
 from envcheck.errors import EnvcheckError, UsageError
@@ -39,11 +38,6 @@ COMMANDS = {
     "rules": "envcheck.commands.rules",
     "cache": "envcheck.commands.cache",
 }
-# Common options that take a value: needed to find the subcommand word among the arguments.
-_VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python", "--target",
-               "--python-version", "--index-url", "--extra-index-url", "--find-links"}
-
-
 def _common(parser: argparse.ArgumentParser, default_format: str | None = None) -> None:
     g = parser.add_argument_group("output and policy")
     from envcheck import formats
@@ -71,33 +65,83 @@ def _check_parser() -> argparse.ArgumentParser:
         "envcheck snapshot [TARGET] -o FILE, envcheck diff A B, envcheck cache [info|clean]. "
         "Exit codes: 0 clean, 1 findings at/above --fail-on, 2 usage error or unreadable target, 3 a service was unreachable.",
     )
-    parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
-    from envcheck.commands import check
-
-    check.configure(parser)
-    from envcheck.commands import fix
-
-    fix.configure(parser)
+    _check_parser_options(parser)
     _common(parser)
     return parser
 
 
-def _split_command(argv: list[str]) -> tuple[str | None, list[str]]:
-    """The subcommand word (if any) and the arguments without it; common options may precede it."""
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word == "--":
-            return None, argv
-        if word.startswith("-"):
-            if word in _VALUE_OPTS:
-                i += 1
-            i += 1
+def _check_parser_options(parser: argparse.ArgumentParser) -> None:
+    """The default command's own arguments: PATHs, reading options, --fix/--diff, --version."""
+    from envcheck.commands import check, fix
+
+    parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
+    check.configure(parser)
+    fix.configure(parser)
+
+
+def _command_parser(command: str) -> tuple[argparse.ArgumentParser, ModuleType]:
+    """The parser of ``envcheck COMMAND``: the command word is its first positional, so every option may
+    come before or after it, and the common options where the command reports findings."""
+    module = _command_module(command)
+    parser = argparse.ArgumentParser(prog=f"envcheck {command}", description=getattr(module, "HELP", None))
+    parser.add_argument("command", choices=(command,), help=argparse.SUPPRESS)
+    module.configure(parser)
+    if not hasattr(module, "run"):  # rules and cache print their own output: no report options
+        _common(parser, getattr(module, "DEFAULT_FORMAT", None))
+    else:
+        parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+    return parser, module
+
+
+def _command_word(argv: list[str]) -> str | None:
+    """The subcommand the arguments name, if any: the first positional word, found by argparse over every
+    option of every command (so ``envcheck --max-expansion 50 image REF`` is the image command, and
+    ``envcheck --target image Dockerfile`` is not). Runs that name no command word pay for no parser."""
+    if argv and argv[0] in COMMANDS:
+        return argv[0]
+    before = argv[:argv.index("--")] if "--" in argv else argv
+    if not any(word in COMMANDS for word in before):
+        return None
+    scanner = _OptionScanner(prog="envcheck", add_help=False, conflict_handler="resolve")
+    scanner.add_argument("words", nargs="*")
+    _common(scanner)
+    _check_parser_options(scanner)
+    for command in COMMANDS:
+        try:
+            _command_module(command).configure(scanner)
+        except UsageError:  # a command this build lacks: its word, if named, gets that error from its parser
             continue
-        if word in COMMANDS:
-            return word, argv[:i] + argv[i + 1:]
-        return None, argv
-    return None, argv
+    try:
+        words = scanner.parse_known_args(before)[0].words
+    except _ScanError:  # an option without its value: the command's own parser will say so
+        words = [w for w in before if not w.startswith("-")]
+    return words[0] if words and words[0] in COMMANDS else None
+
+
+class _ScanError(Exception):
+    pass
+
+
+class _OptionScanner(argparse.ArgumentParser):
+    """Every command's options (their names and how many values each takes), no positionals, no checks of
+    values: argparse itself tells an option's value from the command word."""
+
+    def add_argument(self, *names: str, **kwargs: Any) -> argparse.Action:
+        if names and not names[0].startswith("-") and names[0] != "words":
+            return argparse.Action([], names[0])  # a command's positional: not needed to find the command word
+        for key in ("choices", "type", "required", "help", "default", "version"):
+            kwargs.pop(key, None)
+        if kwargs.get("action") == "version":
+            kwargs["action"] = "store_true"
+        return super().add_argument(*names, **kwargs)
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
+        if "_optionals" not in vars(self):  # argparse's own groups, made in __init__
+            return super().add_argument_group(*args, **kwargs)
+        return self
+
+    def error(self, message: str) -> NoReturn:
+        raise _ScanError(message)
 
 
 def _command_module(name: str) -> ModuleType:
@@ -125,30 +169,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def console() -> NoReturn:
-    """The ``envcheck`` command and ``python -m envcheck``: :func:`main`, then :func:`exit_now`."""
-    exit_now(main())
-
-
-def exit_now(code: int) -> NoReturn:
-    """End the process with ``code`` as soon as stdout and stderr are flushed, without tearing the
-    interpreter down: freeing every module and object took a folder scan 15-20 ms after its report was
-    written (issue 18). Nothing is lost: envcheck writes its files and caches through closed files before
-    this, waits for its worker processes and registers no exit handlers. A stream that cannot be flushed
-    (a reader that went away) leaves the way Python always does."""
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        sys.exit(code)
-    os._exit(code)
+    """The ``envcheck`` command and ``python -m envcheck``: :func:`main`, then a normal interpreter exit
+    (exit handlers and finalizers run: envcheck starts uv and Docker clients)."""
+    code = main()
+    gc.freeze()  # the interpreter's last collection then skips what the run left: a cheap exit (BENCHMARKS.md)
+    sys.exit(code)
 
 
 def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    command, rest = _split_command(args_list)
     debug = "--debug" in args_list
     try:
-        return _run(command, rest)
+        return _run(args_list)
     except EnvcheckError as exc:
         print(f"envcheck: error: {_clean(exc.message)}", file=sys.stderr)
         return exc.exit_code
@@ -171,28 +203,25 @@ def _clean(text: str) -> str:
     return clean(text)
 
 
-def _run(command: str | None, argv: list[str]) -> int:
+def _run(argv: list[str]) -> int:
     from envcheck import engine
     from envcheck.commands import check
     from envcheck.config import load_config
 
+    command = _command_word(argv)
     if command is None:
-        parser = _check_parser()
-        module = None
+        parser, module = _check_parser(), None
     else:
-        module = _command_module(command)
-        parser = argparse.ArgumentParser(prog=f"envcheck {command}", description=getattr(module, "HELP", None))
-        module.configure(parser)
+        parser, module = _command_parser(command)
         if hasattr(module, "run"):  # a command with its own output (rules, cache): no report, no engine
-            text: str = module.run(parser.parse_args(argv))
+            text: str = module.run(parser.parse_intermixed_args(argv))
             sys.stdout.write(text)
             return 0
-        _common(parser, getattr(module, "DEFAULT_FORMAT", None))
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     from envcheck.config import parse_size
 
     max_text = parse_size(args.max_text_size, "--max-text-size") if getattr(args, "max_text_size", None) else None
-    config = _layered_config(args, load_config(args.config, Path.cwd(), max_text))
+    config = _layered_config(args, load_config(args.config, Path.cwd(), max_text), max_text)
     if module is None:
         _no_mistyped_command(args.paths)
     if module is not None and hasattr(module, "report"):  # a command that compares or post-processes (diff, snapshot)
@@ -217,8 +246,10 @@ def _run(command: str | None, argv: list[str]) -> int:
             Path(args.output).write_text(out.stdout, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
-        if fmt != "text" and args.quiet <= 0:
-            print(renderer("text")(report, verbosity).stdout, end="")
+        if args.quiet <= 0:  # -o replaces stdout; a line on stderr says where the report went
+            counted = [f"{g} {s.value}" for g, s in report.summary().items() if s.value != "SKIP"]
+            print(f"envcheck: wrote the {fmt} report to {_clean(args.output)}; summary: {', '.join(counted) or 'nothing checked'}",
+                  file=sys.stderr)
     else:
         sys.stdout.write(out.stdout)
     for line in out.stderr:
@@ -226,8 +257,9 @@ def _run(command: str | None, argv: list[str]) -> int:
     return report.exit_code
 
 
-def _layered_config(args: argparse.Namespace, config: Config) -> Config:
-    """Command-line options are the top layer over file and environment config."""
+def _layered_config(args: argparse.Namespace, config: Config, max_text_bytes: int | None) -> Config:
+    """Command-line options are the top layer over file and environment config (``max_text_bytes``:
+    --max-text-size, parsed once before the config file is read)."""
     from dataclasses import replace
 
     changes: dict[str, object] = {}
@@ -235,19 +267,22 @@ def _layered_config(args: argparse.Namespace, config: Config) -> Config:
         changes["profile"] = args.profile
     if args.fail_on:
         changes["fail_on"] = args.fail_on
+    for selector in args.ignore:
+        from envcheck.rules import unknown_selector
+
+        if (why := unknown_selector(selector)) is not None:
+            raise UsageError(f"--ignore: {why}")
     if args.ignore:
         changes["ignores"] = {**config.ignores, **{r: "ignored on the command line" for r in args.ignore}}
-    options = dict(config.options)
+    options = config.options
     if args.nvfp4:
-        options["nvfp4"] = True
+        options = replace(options, nvfp4=True)
     if getattr(args, "deep_fatbin", False):
-        options["deep_fatbin"] = True
+        options = replace(options, deep_fatbin=True)
     if args.no_cache:
-        options["no_cache"] = True
-    if getattr(args, "max_text_size", None):
-        from envcheck.config import parse_size
-
-        options["max_text_bytes"] = parse_size(args.max_text_size, "--max-text-size")
+        options = replace(options, use_cache=False)
+    if max_text_bytes is not None:
+        options = replace(options, max_text_bytes=max_text_bytes)
     changes["options"] = options
     return replace(config, **changes)  # type: ignore[arg-type]
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from envcheck.errors import UsageError
 from envcheck.model import Status
+from envcheck.options import RunOptions
 
 FAIL_ON = {"fail": Status.FAIL, "warn": Status.WARN, "never": None}
 
@@ -96,7 +97,7 @@ class Config:
     fail_on: str = "fail"
     ignores: dict[str, str] = field(default_factory=dict)  # rule id or gotcha -> reason
     severity: dict[str, str] = field(default_factory=dict)  # rule id -> status override
-    options: dict[str, Any] = field(default_factory=dict)  # check options (nvfp4, expect_bandwidth, ...)
+    options: RunOptions = field(default_factory=RunOptions)
     source: str = "defaults"  # where the file layer came from
 
     @property
@@ -245,6 +246,11 @@ def _apply_table(config: Config, table: dict[str, Any], origin: str) -> Config:
             ignores[item["rule"]] = item.get("reason") or "ignored in config"
         else:
             raise UsageError(f"{origin}: ignore entries must be rule ids or {{rule = \"ID\", reason = \"...\"}} tables, not {_kind(item)}")
+    for selector in sorted(set(ignores) - set(config.ignores)):
+        from envcheck.rules import unknown_selector
+
+        if (why := unknown_selector(selector)) is not None:
+            raise UsageError(f"{origin}: ignore: {why}")
     changes["ignores"] = ignores
     severity = dict(config.severity)
     raw_severity = table.get("severity", {})
@@ -256,7 +262,7 @@ def _apply_table(config: Config, table: dict[str, Any], origin: str) -> Config:
             raise UsageError(f"{origin}: severity.{rule_id} must be one of {', '.join(Status.__members__)}")
         severity[str(rule_id)] = status.upper()
     changes["severity"] = severity
-    options = dict(config.options)
+    options: dict[str, Any] = {}
     for key in ("nvfp4", "deep-fatbin"):
         if key in table:
             if not isinstance(table[key], bool):
@@ -266,13 +272,13 @@ def _apply_table(config: Config, table: dict[str, Any], origin: str) -> Config:
         value = table["expect-bandwidth"]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e6:
             raise UsageError(f"{origin}: expect-bandwidth must be a number of GB/s, not {_kind(value)}")
-        options["expect_bandwidth"] = value
+        options["expect_bandwidth"] = float(value)
     if "max-text-size" in table:
         value = table["max-text-size"]
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise UsageError(f"{origin}: max-text-size must be a size such as \"64MiB\" or a number of bytes, not {_kind(value)}")
         options["max_text_bytes"] = parse_size(str(value), f"{origin}: max-text-size")
-    changes["options"] = options
+    changes["options"] = replace(config.options, **options)
     return replace(config, **changes)
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from envcheck import rules, scopes
 from envcheck.config import Config
 from envcheck.errors import EnvcheckError, InputError, ServiceError
 from envcheck.model import Finding, Inventory, Location, ReadProblem, Report, Status, TargetResult
+from envcheck.options import RunOptions
 from envcheck.profile import Profile, load_profile
 
 
@@ -39,7 +39,7 @@ def read_safely(target: Target, debug: bool = False) -> Inventory:
         return Inventory(problems=[ReadProblem(f"could not read {target.name}: {type(exc).__name__}: {exc}", Location(target.name))])
 
 
-def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[str, Any] | None = None,
+def evaluate(inventory: Inventory, profile: Profile, kind: str, options: RunOptions | None = None,
              debug: bool = False) -> list[Finding]:
     """Every finding the checks for ``kind`` yield for ``inventory``, problems first.
 
@@ -55,7 +55,7 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: dict[st
 
     def run_checks(scoped: Inventory) -> list[Finding]:
         out: list[Finding] = []
-        ctx = rules.CheckContext(inventory=scoped, profile=profile, kind=kind, options=options or {})
+        ctx = rules.CheckContext(inventory=scoped, profile=profile, kind=kind, options=options or RunOptions())
         for check in rules.checks_for(kind, ("wheel",) if scoped.resolved else ()):
             try:
                 out.extend(check.fn(ctx))

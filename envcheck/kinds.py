@@ -72,7 +72,7 @@ KINDS: tuple[InputKind, ...] = (
     ),
     InputKind(
         "pyproject", "envcheck.sources.pyproject", "pyproject.toml",
-        names=r"(?i:pyproject\.toml)", examples=True, hook="envcheck-pyproject",
+        names=r"(?i:pyproject\.toml)", sniff=True, examples=True, hook="envcheck-pyproject",
     ),
     InputKind(
         "uv-lock", "envcheck.sources.locks", "uv.lock",

@@ -4,7 +4,7 @@ Steps, for one dependency file:
 
 1. Pick the files. Inputs that pin files already (``pylock.toml``, ``uv.lock``) are read as they are: the
    wheel that fits the target is chosen from the files they list. Requirements, freeze files and
-   ``pyproject.toml`` go through a real resolver, uv (``envcheck[resolve]``), run for the target platform
+   ``pyproject.toml`` go through a real resolver, uv (``envcheck-spark[resolve]``), run for the target platform
    (``uv pip compile --python-platform aarch64-manylinux_2_39 --python-version 3.12 --format pylock.toml``),
    not for the machine envcheck runs on; freeze files are resolved with ``--no-deps`` (every pin is a file
    lookup). The input's own index options and the user's pip/uv configuration apply. A resolver conflict is
@@ -228,7 +228,9 @@ def find_uv(settings: ResolveSettings) -> str:
 
         found: str = uv.find_uv_bin()
         return found
-    raise InputError("--resolve needs uv (a resolver that resolves for another platform): pip install 'envcheck[resolve]' or install uv")
+    raise InputError("--resolve needs uv (a resolver that resolves for another platform), and none was found",
+                     fix="Install uv into envcheck's environment (pip install uv, or the extra: pip install "
+                         "'envcheck-spark[resolve]'), put uv on PATH, or run without --resolve.")
 
 
 def _pip_config_args(settings: ResolveSettings) -> list[str]:

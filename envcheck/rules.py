@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from envcheck import kinds
 from envcheck.model import Finding, Location, Status
+from envcheck.options import RunOptions
 
 if TYPE_CHECKING:
     from envcheck.fixes import Autofix
@@ -70,7 +71,7 @@ class CheckContext:
     inventory: Inventory
     profile: Profile
     kind: str  # input kind of the target: requirements, dockerfile, wheel, folder, image, host, ...
-    options: Mapping[str, Any] = field(default_factory=dict)  # e.g. nvfp4=True, expect_bandwidth=...
+    options: RunOptions = field(default_factory=RunOptions)  # --nvfp4, expect-bandwidth, ...
 
 
 CheckFn = Callable[[CheckContext], Iterable[Finding]]
@@ -191,6 +192,23 @@ def iter_rules(selector: str | None = None) -> Iterator[Rule]:
             yield r
 
 
+def unknown_selector(selector: str) -> str | None:
+    """None when ``selector`` is a rule id or a gotcha (G2, ARCH) that findings carry; else a sentence naming
+    it and the closest real one, for ``--ignore`` and ``ignore`` in a config file."""
+    import difflib
+
+    load_all()
+    from envcheck.model import ALL_GOTCHAS
+
+    known = [*RULES, *ALL_GOTCHAS, "ENVCHECK"]
+    if selector in known:
+        return None
+    by_fold = {k.lower(): k for k in known}
+    close = [by_fold[selector.lower()]] if selector.lower() in by_fold else difflib.get_close_matches(selector, known, n=1, cutoff=0.5)
+    hint = f"; the closest is {close[0]!r}" if close else ""
+    return f"unknown rule or gotcha {selector[:80]!r}{hint} (`envcheck rules` lists them)"
+
+
 INPUT_ERROR = rule(
     READ_ERROR_ID,
     "ENVCHECK",
@@ -207,7 +225,8 @@ SERVICE_ERROR = rule(
     Status.ERROR,
     """A registry, Docker engine or API that this check needs did not answer or refused access, so
     the target could not be checked. envcheck exits with code 3.""",
-    """Check the network, credentials (docker login / --username) and DOCKER_HOST, then run again.""",
+    """Do what the message advises for that service; otherwise check that its address is right and reachable
+    from here (DNS, proxy, network), then run again.""",
 )
 INPUT_SKIPPED = rule(
     "input-skipped",

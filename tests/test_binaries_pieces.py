@@ -22,7 +22,7 @@ from envcheck.sources import scan_workers
 
 BIN = FIXTURES / "binaries"
 SPLIT = (64 << 10, 40 << 10)  # sections of 64 KiB or more, in pieces of about 40 KiB (cuFFT: 32 MiB, 16 MiB)
-EXTRA = {"split_bytes": SPLIT[0], "piece_bytes": SPLIT[1]}
+SIZES = {"split_bytes": SPLIT[0], "piece_bytes": SPLIT[1]}
 
 
 def _containers(path: Path, section: str = ".nv_fatbin") -> list[bytes]:
@@ -114,7 +114,7 @@ def test_pieces_read_like_the_whole(library: Path, deep: bool) -> None:
 @pytest.mark.parametrize("deep", [False, True])
 def test_scans_with_pieces_in_workers_are_the_serial_scan(trees: dict[str, Path], kind: str, deep: bool) -> None:
     serial = scan_in_child(trees[kind], use_cache=False, scan_workers=1, deep_fatbin=deep)
-    assert scan_in_child(trees[kind], use_cache=False, scan_workers=3, deep_fatbin=deep, extra=EXTRA) == serial
+    assert scan_in_child(trees[kind], use_cache=False, scan_workers=3, deep_fatbin=deep, **SIZES) == serial
 
 
 MAIN = os.getpid()

@@ -21,7 +21,7 @@ from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 
 from envcheck import engine
-from envcheck.config import Config
+from envcheck.config import Config, RunOptions
 from envcheck.inspect import fatbin
 from envcheck.inspect.elf import BytesSource, FileSource
 from envcheck.model import Binary, Inventory, Status
@@ -45,8 +45,8 @@ def read_path(path: Path, deep: bool = False) -> binaries_source.BinaryReading:
         return read_binary(FileSource(fh, path.stat().st_size), str(path), deep_fatbin=deep)
 
 
-def findings(inv: Inventory, kind: str = "folder", **options: object) -> list:
-    return engine.evaluate(inv, load_profile("dgx-spark"), kind, dict(options))
+def findings(inv: Inventory, kind: str = "folder", **options: bool) -> list:
+    return engine.evaluate(inv, load_profile("dgx-spark"), kind, RunOptions(**options))
 
 
 def pyelftools_facts(path: Path) -> tuple[str, str | None, tuple[str, ...], tuple[str, ...]]:

@@ -73,7 +73,7 @@ def ssh_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
     try:
         import paramiko  # noqa: F401
     except ImportError:
-        require(False, "DOCKER_HOST=ssh:// needs paramiko (pip install 'envcheck[ssh]')")
+        require(False, "DOCKER_HOST=ssh:// needs paramiko (pip install 'envcheck-spark[ssh]')")
     require(docker_cli() is not None and os.geteuid() == 0, "the ssh side runs `docker system dial-stdio` as root")
     work = tmp_path_factory.mktemp("ssh")
     for key in ("hostkey", "userkey"):

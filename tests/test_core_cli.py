@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -151,9 +152,8 @@ def test_main_gives_the_gc_threshold_back(tmp_path: Path) -> None:
 
 
 def test_the_process_ends_with_everything_written(tmp_path: Path) -> None:
-    """`python -m envcheck` leaves without tearing the interpreter down (cli.exit_now): what it writes to a
-    pipe is all there, byte for byte what a process that returns from main() and exits normally writes, with
-    the same exit code. (Compared with a fresh process: in this one, the check modules other tests imported
+    """`python -m envcheck` ends as a process that returns from main() and exits normally (no os._exit: exit
+    handlers and finalizers run): what it writes to a pipe is all there, byte for byte, with the same exit code. (Compared with a fresh process: in this one, the check modules other tests imported
     first would register their checks, and order findings, differently.)"""
     import os
     import sys
@@ -192,3 +192,112 @@ def test_findings_order_does_not_depend_on_the_other_targets(tmp_path: Path) -> 
     alone = rules(str(site))
     assert {r.split("-")[0] for r in alone} >= {"G7", "G9"}, alone  # modules loaded for the folder only, and both
     assert rules(str(req), str(site)) == alone
+
+
+def test_options_of_a_command_may_come_before_or_after_its_word(tmp_path: Path) -> None:
+    """argparse, not a hand-kept list, tells an option's value from the command word (issue 26 item 6)."""
+    for args in (["--max-expansion", "50", "image"], ["image", "--max-expansion", "50"], ["--no-cache", "image"]):
+        proc = run_envcheck(*args)  # no REF: the image command's own usage error, not "neither a file nor a command"
+        assert proc.returncode == 2 and "REF" in proc.stderr and "neither a file" not in proc.stderr, (args, proc.stderr)
+    for args in (["--format", "json", "rules", "G2"], ["rules", "G2", "--format", "json"], ["--debug", "-f", "json", "rules", "G2"]):
+        listed = run_envcheck(*args)
+        assert listed.returncode == 0 and json.loads(listed.stdout), args
+    # A command word given as an option's value is that value: `--target image` names a stage, not the command.
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM nvcr.io/nvidia/pytorch:25.09-py3 AS image\nRUN pip install numpy==2.1.0\n")
+    proc = run_envcheck("--target", "image", "-f", "json", str(dockerfile))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["targets"][0]["target"] == str(dockerfile)
+    # Options after the PATHs and between them.
+    clean, bad = _req(tmp_path, CLEAN, "requirements-clean.txt"), _req(tmp_path, CUDA12, "requirements-bad.txt")
+    proc = run_envcheck(str(clean), "-f", "json", str(bad), "--fail-on", "never")
+    assert proc.returncode == 0 and len(json.loads(proc.stdout)["targets"]) == 2
+
+
+def test_output_file_replaces_stdout(tmp_path: Path) -> None:
+    """`-o FILE` writes the report there and nothing on stdout; one summary line on stderr (issue 26 item 7)."""
+    bad = _req(tmp_path, CUDA12)
+    for fmt in ("json", "text"):
+        out = tmp_path / f"report.{fmt}"
+        proc = run_envcheck("-f", fmt, "-o", str(out), str(bad))
+        assert proc.returncode == 1 and proc.stdout == "", proc.stdout
+        assert "G1 FAIL" in proc.stderr and str(out) in proc.stderr
+        assert "G1-cuda12-local-version" in out.read_text()
+    quiet = run_envcheck("-f", "json", "-o", str(tmp_path / "q.json"), "-q", str(bad))
+    assert (quiet.stdout, quiet.stderr) == ("", "")
+
+
+def test_quiet_counts_what_it_hides_by_status(tmp_path: Path) -> None:
+    """The "hidden" line names each status it hid: WARNs hidden by -q are not "passing" (issue 26 item 9)."""
+    warn = _req(tmp_path, "transformers\naccelerate\n")
+    normal = run_envcheck("-f", "json", str(warn))
+    statuses = [f["status"] for f in json.loads(normal.stdout)["targets"][0]["findings"]]
+    quiet = run_envcheck("-q", str(warn)).stdout
+    assert statuses.count("WARN") >= 1
+    expected = ", ".join(f"{statuses.count(s)} {s}" for s in ("WARN", "INFO", "SKIP", "PASS") if s in statuses)
+    assert f"({expected} hidden;" in quiet, quiet
+
+
+def test_target_names_a_stage_and_later_stages_are_not_built(tmp_path: Path) -> None:
+    """`--target` is a stage name as docker build takes it: an unknown one (or an index) is exit 2 naming the
+    stages; the stages after the target are never built and get no findings (issue 26 item 5)."""
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM nvcr.io/nvidia/pytorch:25.09-py3 AS train\nRUN pip install numpy==2.1.0\n"
+                          "FROM nvcr.io/nvidia/pytorch:25.09-py3 AS serve\n"
+                          "RUN pip install --extra-index-url https://download.pytorch.org/whl/cu121 torch==2.5.1\n")
+    for stage in ("nosuch", "0"):
+        proc = run_envcheck("--target", stage, str(dockerfile))
+        assert proc.returncode == 2 and "stage names: train, serve" in proc.stdout, proc.stdout
+    train = run_envcheck("--target", "train", "-f", "json", str(dockerfile))
+    assert train.returncode == 0, train.stdout
+    assert not [f for f in json.loads(train.stdout)["targets"][0]["findings"] if f["status"] != "PASS" and f["gotcha"] == "G1"]
+    serve = run_envcheck("--target", "serve", "-f", "json", str(dockerfile))
+    assert serve.returncode == 1 and "G1-cuda12-index" in serve.stdout
+
+
+def test_a_mistyped_rule_id_to_ignore_is_named_with_the_closest(tmp_path: Path) -> None:
+    """--ignore, [tool.envcheck] ignore and ENVCHECK_IGNORE name an unknown id and the closest real one, exit 2
+    (issue 26 item 8); real ids and gotchas still work."""
+    bad = _req(tmp_path, CUDA12)
+    proc = run_envcheck("--ignore", "G1-cuda12-local-versoin", str(bad))
+    assert proc.returncode == 2 and "'G1-cuda12-local-versoin'" in proc.stderr and "'G1-cuda12-local-version'" in proc.stderr
+    assert proc.stdout == ""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.envcheck]\nignore = ["G1-cuda12-local-versoin"]\n')
+    proc = run_envcheck(str(bad), cwd=tmp_path)
+    assert proc.returncode == 2 and "pyproject.toml: ignore:" in proc.stderr and "'G1-cuda12-local-version'" in proc.stderr
+    (tmp_path / "pyproject.toml").write_text('[tool.envcheck]\nignore = ["G1-cuda12-local-version", "ARCH"]\n')
+    assert run_envcheck(str(bad), cwd=tmp_path).returncode == 0
+    assert run_envcheck(str(bad), env={"ENVCHECK_IGNORE": "G11"}).returncode == 2
+
+
+def test_run_options_layer_from_config_to_the_sources(tmp_path: Path) -> None:
+    """One typed options object carries the layered settings down to the sources (issue 27): max-text-size from
+    the config file bounds inputs and --max-text-size overrides it; --no-cache leaves the cache untouched."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".envcheck.toml").write_text('max-text-size = "1KiB"\n')
+    big = _req(tmp_path, CLEAN + "# padding\n" * 200)
+    refused = run_envcheck("-f", "json", str(big), cwd=tmp_path)
+    assert refused.returncode == 2 and "1024" in refused.stdout, refused.stdout
+    assert run_envcheck("--max-text-size", "64KiB", str(big), cwd=tmp_path).returncode == 0
+    cache = tmp_path / "cache"
+    site = tmp_path / "site"
+    shutil.copytree(REPO / "fixtures" / "binaries", site / "lib")
+    run_envcheck("--no-cache", "--fail-on", "never", str(site), env={"ENVCHECK_CACHE_DIR": str(cache)})
+    assert not cache.exists() or not any(p.is_file() for p in cache.rglob("*"))
+    run_envcheck("--fail-on", "never", str(site), env={"ENVCHECK_CACHE_DIR": str(cache)})
+    assert any(p.is_file() for p in cache.rglob("*"))
+
+
+def test_a_run_ends_with_a_normal_interpreter_exit(tmp_path: Path) -> None:
+    """Exit handlers run at the end of a run (no os._exit: envcheck starts uv and Docker clients, whose
+    clean-up must not be skipped), for a clean run, a run with findings and a usage error (issue 27)."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(
+        "import atexit, os\natexit.register(lambda: open(os.environ['EXIT_MARK'], 'a').write('ran\\n'))\n")
+    mark = tmp_path / "mark"
+    env = {"PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path / 'site'}", "EXIT_MARK": str(mark)}
+    clean, bad = _req(tmp_path, CLEAN, "requirements-clean.txt"), _req(tmp_path, CUDA12, "requirements-bad.txt")
+    codes = [run_envcheck(*args, env=env).returncode for args in ([str(clean)], [str(bad)], ["--no-such-flag"])]
+    assert codes == [0, 1, 2]
+    assert mark.read_text() == "ran\n" * 3

@@ -35,7 +35,7 @@ def _resolve_options(request: pytest.FixtureRequest, needs_uv: bool) -> tuple[tu
     from conftest import require
 
     if needs_uv:
-        require(shutil.which("uv") is not None, "uv is not installed (pip install 'envcheck[resolve]')")
+        require(shutil.which("uv") is not None, "uv is not installed (pip install 'envcheck-spark[resolve]')")
     index = request.getfixturevalue("loopback_package_index")
     tmp = request.getfixturevalue("tmp_path")
     env = {"PIP_INDEX_URL": "", "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "UV_NO_CONFIG": "1", "UV_INDEX_URL": "",

@@ -60,7 +60,7 @@ def test_include_graph_is_bounded_in_files_and_bytes(tmp_path: Path) -> None:
     # the byte limit counts every included file together
     (tmp_path / "a.txt").write_text("-r b.txt\n" + "x==1\n" * 300, encoding="utf-8")
     (tmp_path / "b.txt").write_text("y==1\n" * 300, encoding="utf-8")
-    inv = requirements.read(tmp_path / "a.txt", ReadOptions(extra={"max_text_bytes": 2000}))
+    inv = requirements.read(tmp_path / "a.txt", ReadOptions(max_text_bytes=2000))
     assert [p.location.line for p in inv.problems] == [1] and "limit" in inv.problems[0].message
     assert {p.name for p in inv.packages} == {"x"}
 

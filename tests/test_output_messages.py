@@ -121,3 +121,48 @@ def test_binary_soname_fix_names_the_package_at_hand(tmp_path: Path) -> None:
         fixes[target.name] = fix
     assert "cupy-cuda13x" in fixes[wheel.name] and "torch" not in fixes[wheel.name].split("reinstalling")[0]
     assert "Rebuild libmine.so" in fixes["libmine.so"] and "pip install torch" not in fixes["libmine.so"]
+
+
+def test_each_error_advises_for_its_own_cause(tmp_path: Path) -> None:
+    """An empty folder, a file of no known kind and an unreachable package index each get advice about that
+    cause: never the generic "Fix or remove the broken input", never `docker login` for an index (issue 26
+    item 12)."""
+    import shutil
+
+    from conftest import require
+    from registry_fixtures import refusing_port
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01\x02 not any input\n")
+    report = _json(str(tmp_path / "empty"), str(tmp_path / "blob.bin"), cwd=tmp_path)
+    fixes = {t["target"]: [f["fix"] for f in t["findings"] if f["status"] == "ERROR"] for t in report["targets"]}
+    assert "--allow-empty" in fixes[str(tmp_path / "empty")][0]
+    assert "--kind" in fixes[str(tmp_path / "blob.bin")][0]
+    assert not [f for found in fixes.values() for f in found if "Fix or remove the broken input" in f]
+    require(shutil.which("uv") is not None, "uv is not installed (pip install 'envcheck-spark[resolve]')")
+    (tmp_path / "requirements.txt").write_text("numpy==2.1.0\n")
+    with refusing_port() as port:
+        done = run_envcheck("-f", "json", "--resolve", "--no-cache", "--index-url", f"http://127.0.0.1:{port}/simple",
+                            "requirements.txt", cwd=tmp_path, env={"UV_CACHE_DIR": str(tmp_path / "uv"), "UV_HTTP_RETRIES": "0"})
+    assert done.returncode == 3, done.stdout + done.stderr
+    errors = [f for t in json.loads(done.stdout)["targets"] for f in t["findings"] if f["status"] == "ERROR"]
+    assert errors and not [f for f in errors if "docker" in f["fix"].lower() or "DOCKER_HOST" in f["fix"]], errors
+
+
+def test_a_file_named_off_convention_is_read_by_its_content_and_says_so(tmp_path: Path) -> None:
+    """`gpu-deps.toml` holding [project] and [[tool.uv.index]] is a pyproject.toml by content: judged as one,
+    with a line saying which kind was assumed (issue 26 item 17). A TOML file of something else is not."""
+    deps = tmp_path / "gpu-deps.toml"
+    deps.write_text('[project]\nname = "trainer"\nversion = "0.1"\ndependencies = ["torch==2.5.1+cu121"]\n\n'
+                    '[[tool.uv.index]]\nname = "pytorch"\nurl = "https://download.pytorch.org/whl/cu121"\n')
+    done = run_envcheck("-f", "json", str(deps), cwd=tmp_path)
+    (target,) = json.loads(done.stdout)["targets"]
+    assert done.returncode == 1 and target["kind"] == "pyproject"
+    assert {"G1-cuda12-local-version", "G1-cuda12-index"} <= {f["rule"] for f in target["findings"]}
+    assert "read as a pyproject file, told from its content" in done.stderr and "--kind pyproject" in done.stderr
+    other = tmp_path / "ruff.toml"
+    other.write_text('line-length = 100\n[lint]\nselect = ["E"]\n')
+    done = run_envcheck("-f", "json", str(other), cwd=tmp_path)
+    assert done.returncode == 2 and json.loads(done.stdout)["targets"][0]["kind"] == "unknown"
+    named = run_envcheck(str(tmp_path / "gpu-deps.toml"), "--kind", "pyproject", cwd=tmp_path)
+    assert "told from its content" not in named.stderr

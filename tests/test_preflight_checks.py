@@ -9,6 +9,7 @@ import pytest
 
 from envcheck import engine
 from envcheck.checks.g07_gpu_arch import _runs_on
+from envcheck.config import RunOptions
 from envcheck.inspect import nvidia_smi
 from envcheck.model import Finding, HostReadings, Inventory, Status
 from envcheck.profile import load_profile
@@ -115,7 +116,7 @@ def test_g5_planning_figure_and_expected_bandwidth() -> None:
     assert statuses(host(expected_bandwidth_gbs=273.0), "G5") == [Status.INFO, Status.WARN]
     assert statuses(host(expected_bandwidth_gbs=185.0), "G5") == [Status.INFO, Status.PASS]
     # a static target with expect-bandwidth from the config: no live INFO, still judged
-    static = engine.evaluate(Inventory(), load_profile("dgx-spark"), "requirements", {"expect_bandwidth": 301})
+    static = engine.evaluate(Inventory(), load_profile("dgx-spark"), "requirements", RunOptions(expect_bandwidth=301))
     assert [f.status for f in static if f.gotcha == "G5"] == [Status.WARN]
 
 

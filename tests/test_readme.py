@@ -99,3 +99,17 @@ def test_every_example_has_its_expected_output_documented() -> None:
             assert f"`{path.relative_to(REPO)}`" in doc, path
     for path in sorted((REPO / "dockerfiles").glob("*/Dockerfile")):
         assert f"`{path.relative_to(REPO)}`" in doc, path
+
+
+def test_every_install_line_names_our_distribution() -> None:
+    """`envcheck` on PyPI is an unrelated project: the distribution is envcheck-spark (the command and the
+    import package stay `envcheck`), and no install line in the README, docs, action or messages names the
+    other project (issue 26 item 18)."""
+    import tomllib
+
+    assert tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["name"] == "envcheck-spark"
+    wrong = re.compile(r"""pip install\s+(?:-\S+\s+)*["']?envcheck(?![-\w])""")
+    files = [REPO / "README.md", REPO / "action.yml", *(REPO / "docs").rglob("*.md"), *(REPO / "envcheck").rglob("*.py")]
+    found = [f"{p.relative_to(REPO)}: {m.group(0)}" for p in files for m in wrong.finditer(p.read_text(encoding="utf-8"))]
+    assert not found, found
+    assert "envcheck-spark" in (REPO / "README.md").read_text()

@@ -53,7 +53,7 @@ def _resolve(tmp_path: Path, uv_cache: Path, index_url: str, text: str, *args: s
     if not name.endswith(".toml"):
         from conftest import require
 
-        require(UV is not None, "uv is not installed (pip install 'envcheck[resolve]')")
+        require(UV is not None, "uv is not installed (pip install 'envcheck-spark[resolve]')")
     proc = run_envcheck("--resolve", "--index-url", index_url, "-f", "json", "--fail-on", "never", *args, str(target),
                         env={**_env(tmp_path, uv_cache), **(env or {})})
     assert proc.stdout, proc.stderr

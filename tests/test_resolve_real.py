@@ -35,7 +35,7 @@ def _online() -> bool:
 @pytest.fixture(scope="module", autouse=True)
 def _needs_index() -> None:
     require(_online(), "the public package index (pypi.org) is not reachable")
-    require(shutil.which("uv") is not None, "uv is not installed (pip install 'envcheck[resolve]')")
+    require(shutil.which("uv") is not None, "uv is not installed (pip install 'envcheck-spark[resolve]')")
 
 
 def _resolve(tmp_path: Path, text: str, *args: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ PLANNING_FIGURE = rule(
 
 
 def _expected(ctx: CheckContext) -> float | None:
-    for value in (ctx.options.get("expect_bandwidth"), ctx.inventory.host.expected_bandwidth_gbs):
+    for value in (ctx.options.expect_bandwidth, ctx.inventory.host.expected_bandwidth_gbs):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
         if isinstance(value, str):

@@ -203,7 +203,7 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     if carriers:
         yield BINARY_SM121A.info(f"{len(carriers)} binaries carry {nvfp4} (NVFP4-capable) kernels, e.g. {carriers[0]}",
                                  None, binaries=carriers[:20])
-    elif ctx.options.get("nvfp4"):
+    elif ctx.options.nvfp4:
         yield BINARY_SM121A.finding(f"no binary carries {nvfp4} kernels: NVFP4 will be slower than FP8 here",
                                     status=Status.WARN)
     else:

@@ -65,11 +65,11 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
     options = sources.ReadOptions(
         kind=args.kind,
         build_args=build_args,
-        deep_fatbin=bool(args.deep_fatbin),
-        use_cache=not args.no_cache,
-        extra={**({"target": args.target} if args.target else {}),
-               **({"max_text_bytes": config.options["max_text_bytes"]} if config.options.get("max_text_bytes") else {}),
-               **({"max_expansion": args.max_expansion} if args.max_expansion is not None else {})},
+        deep_fatbin=config.options.deep_fatbin,
+        use_cache=config.options.use_cache,
+        target=args.target,
+        max_text_bytes=config.options.max_text_bytes,
+        max_expansion=args.max_expansion,
     )
     if args.kind is not None and args.kind not in kinds.path_kinds():
         raise UsageError(f"unknown input kind {args.kind!r} for --kind; known: {', '.join(kinds.path_kinds())}")
@@ -100,8 +100,15 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
             continue
         if kind is None:
             targets.append(Target(str(path), "unknown", _raiser(InputError(
-                f"{path}: cannot tell what kind of input this is; pass --kind ({', '.join(kinds.path_kinds())})", str(path)))))
+                f"{path}: cannot tell what kind of input this is; pass --kind ({', '.join(kinds.path_kinds())})", str(path),
+                fix=f"If {path.name} is one of those kinds, pass --kind KIND (docs/inputs.md says what each holds); "
+                    "otherwise leave it out: envcheck does not read it."))))
             continue
+        if args.kind is None and kinds.by_file_name(path.name) is None and (row := kinds.get(kind)) is not None:
+            from envcheck.redaction import escape_controls
+
+            print(f"envcheck: {escape_controls(str(path))}: read as a {row.name} file, told from its content (its name "
+                  f"says no kind; --kind {row.name} makes it explicit)", file=sys.stderr)
         targets.append(_file_target(path, kind, options, guessed=args.kind is None))
     if args.python:
         targets.append(_python_target(args.python, options))
@@ -131,7 +138,7 @@ def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Ta
         raise UsageError(f"--python-version {args.python_version!r}: give the target's CPython as 3.X (e.g. 3.12)")
     settings = resolve.ResolveSettings(
         python_version=args.python_version, index_url=args.index_url, extra_index_urls=tuple(args.extra_index_url),
-        find_links=tuple(args.find_links), offline=args.offline, use_cache=not args.no_cache,
+        find_links=tuple(args.find_links), offline=args.offline, use_cache=config.options.use_cache,
     )
     return [Target(t.name, t.kind, resolve.resolved_reader(t.name, t.kind, t.read, settings, config.profile)) for t in targets]
 

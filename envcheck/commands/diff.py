@@ -62,7 +62,7 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
 def report(args: argparse.Namespace, config: Config) -> Report:
     """Read every side, compare, and return a report with the changes as findings."""
     words: list[str] = list(args.sides)
-    options = live_options(args)
+    options = live_options(args, config)
     if options.python is not None:
         words.append("host")
     if words.count("-") > 1:

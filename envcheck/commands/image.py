@@ -108,8 +108,8 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
         credentials=_credentials(args),
         insecure_registries=tuple(args.insecure_registry),
         progress=not args.no_progress,
-        use_cache=not getattr(args, "no_cache", False),
-        deep_fatbin=bool(getattr(args, "deep_fatbin", False) or config.options.get("deep_fatbin", False)),
+        use_cache=config.options.use_cache,
+        deep_fatbin=config.options.deep_fatbin,
         max_expansion=float(args.max_expansion),
         http_timeout=_http_timeout(args),
     )

@@ -72,18 +72,18 @@ def add_live_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--probe-timeout", type=float, default=20.0, metavar="S", help="live TARGET: seconds allowed for importing torch (default 20)")
 
 
-def live_options(args: argparse.Namespace) -> LiveOptions:
-    """The live-target options of a parsed command line."""
+def live_options(args: argparse.Namespace, config: Config) -> LiveOptions:
+    """The live-target options of a parsed command line (the cache setting from the layered ``config``)."""
     if args.probe_timeout <= 0:
         raise UsageError("--probe-timeout must be more than 0")
     return LiveOptions(python=args.python, kind=args.kind, deep=bool(args.deep), container=bool(args.container),
-                       binaries=not args.no_binaries, use_cache=not args.no_cache, platform=args.platform,
+                       binaries=not args.no_binaries, use_cache=config.options.use_cache, platform=args.platform,
                        probe_timeout=float(args.probe_timeout))
 
 
 def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
     """The engine targets of TARGET (or of the host with --python)."""
-    options = live_options(args)
+    options = live_options(args, config)
     if args.target is None and options.python is None:
         raise UsageError("name a TARGET (a file, folder, image reference or `host`), or --python PATH")
     return live_targets(args.target or "host", options, config)

@@ -17,12 +17,12 @@ import contextlib
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from envcheck.model import Edit, Finding, Inventory, Report, Status
+from envcheck.options import RunOptions
 
 # Input kinds whose files --fix edits. Lock files, freeze output, folders and images describe what a tool
 # wrote or installed: they are regenerated, not edited.
@@ -91,7 +91,7 @@ class FixRequest:
     source: Source
     kind: str  # the target's input kind
     inventory: Inventory
-    options: Mapping[str, Any] = field(default_factory=dict)  # run options (nvfp4=True, ...)
+    options: RunOptions = field(default_factory=RunOptions)  # run options (--nvfp4, ...)
 
     @property
     def region(self) -> tuple[int, int]:
@@ -116,7 +116,7 @@ class Refused:
 Autofix = Callable[[FixRequest], list[Edit] | Refused | None]
 
 
-def attach(report: Report, options: Mapping[str, Any] | None = None) -> None:
+def attach(report: Report, options: RunOptions | None = None) -> None:
     """Put each fixable finding's edits (or the reason it is not fixed) on it, in place."""
     from envcheck.rules import RULES
 
@@ -139,7 +139,7 @@ def attach(report: Report, options: Mapping[str, Any] | None = None) -> None:
             source = sources[loc.path]
             if source is None:
                 continue
-            request = FixRequest(finding, source, result.kind, result.inventory, dict(options or {}))
+            request = FixRequest(finding, source, result.kind, result.inventory, options or RunOptions())
             outcome = declared.autofix(request)
             if isinstance(outcome, list) and outcome:
                 start, end = request.region

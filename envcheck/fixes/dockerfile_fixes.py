@@ -34,7 +34,7 @@ def arch_list(request: FixRequest) -> list[Edit] | None:
     value = str(request.finding.evidence.get("value") or "")
     if not value.strip():
         return None
-    added = ["12.1", "12.1a"] if request.options.get("nvfp4") else ["12.1"]
+    added = ["12.1", "12.1a"] if request.options.nvfp4 else ["12.1"]
     pattern = re.compile(r"(?<![\w$])TORCH_CUDA_ARCH_LIST(?:=|\s+)(?P<quote>[\"']?)(?P<value>" + re.escape(value) + r")(?P=quote)(?=\s|$|\\)")
     edits = []
     for m in request.matches(pattern):

@@ -31,10 +31,17 @@ def render(report: Report, verbosity: int = 0) -> str:
         if target.suppressed and verbosity > 0:
             for f, reason in target.suppressed:
                 lines.append(f"  suppressed {f.rule} at {f.location}: {reason}")
-        hidden = len(findings) - len(visible)
-        if hidden and verbosity <= 0:
-            lines.append(f"  ({hidden} passing or informational findings hidden; -v shows them)")
+        if verbosity <= 0:
+            lines.extend(_hidden_line([f.status for f in findings if f.status not in shown], verbosity < 0))
     summary = report.summary()
     counted = [f"{g} {s.value}" for g, s in summary.items() if s is not Status.SKIP]
     lines.append("summary: " + (", ".join(counted) if counted else "nothing checked"))
     return "\n".join(lines) + "\n"
+
+
+def _hidden_line(hidden: list[Status], quiet: bool) -> list[str]:
+    """The line saying what -q or the default level left out, each status counted under its own name."""
+    if not hidden:
+        return []
+    named = ", ".join(f"{hidden.count(s)} {s.value}" for s in sorted(set(hidden), key=lambda s: -s.rank))
+    return [f"  ({named} hidden; {'drop -q and add -v' if quiet else '-v shows them'})"]

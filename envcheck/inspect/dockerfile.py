@@ -637,8 +637,32 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
         raise DockerfileSyntaxError(exc.message, line) from exc
     if not stages:
         raise DockerfileSyntaxError("no FROM instruction: a Dockerfile must start a build stage", instructions[-1].line if instructions else 1)
+    if target:  # docker build --target: the stages after it are never built, so they are not read
+        chosen = _target_stage(stages, target)
+        stages = stages[:chosen.index + 1]
+        instructions = [inst for inst in instructions if inst.stage <= chosen.index]
     _mark_final(stages, target)
     return Dockerfile(directives, escape, global_args, stages, instructions, global_values)
+
+
+class UnknownTargetError(ReadingError):
+    """``--target`` names no stage of the Dockerfile (``docker build`` fails the same way); ``stages`` are
+    the names it has."""
+
+    def __init__(self, target: str, stages: tuple[str, ...]) -> None:
+        named = ", ".join(stages) if stages else "none: no stage has an AS name"
+        super().__init__(f"--target {target!r} names no stage of this Dockerfile (stage names: {named})")
+        self.stages = stages
+
+
+def _target_stage(stages: list[Stage], target: str) -> Stage:
+    """The stage named ``target`` (case-insensitive, as BuildKit matches it; a number is not a stage name
+    for --target)."""
+    low = target.lower()
+    for stage in stages:
+        if stage.name is not None and stage.name.lower() == low:
+            return stage
+    raise UnknownTargetError(target, tuple(s.name for s in stages if s.name is not None))
 
 
 def _with_stage(inst: Instruction, stage: int) -> Instruction:

@@ -99,7 +99,7 @@ def _use_ssh_binary(host: str) -> bool:
     except ImportError:
         raise ServiceError(
             f"DOCKER_HOST={host} needs the paramiko package (the Docker SDK's ssh:// transport): "
-            "pip install 'envcheck[ssh]'"
+            "pip install 'envcheck-spark[ssh]'"
         ) from None
     return shutil.which("ssh") is not None
 

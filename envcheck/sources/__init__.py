@@ -37,7 +37,13 @@ class ReadOptions:
     deep_fatbin: bool = False  # scan every section for fatbin containers
     use_cache: bool = True
     scan_workers: int | None = None  # worker processes of a folder scan (None: ENVCHECK_SCAN_WORKERS, else the cores)
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    target: str | None = None  # Dockerfile build target stage (--target)
+    max_text_bytes: int | None = None  # largest text input (--max-text-size; None: ENVCHECK_MAX_TEXT_SIZE or built-in)
+    max_expansion: float | None = None  # a wheel's binaries may expand this many times (--max-expansion; None: default)
+    # A folder scan searches a data section of split_bytes or more in pieces of piece_bytes (None: the defaults,
+    # binaries.SPLIT_BYTES and PIECE_BYTES; tests use small ones).
+    split_bytes: int | None = None
+    piece_bytes: int | None = None
 
 
 def module_for(kind: str) -> ModuleType:
@@ -208,7 +214,9 @@ def read_bare_folder(folder: Path, options: ReadOptions, allow_empty: bool = Fal
     inventory = module_for("folder").read(folder, options)
     if not (inventory.binaries or inventory.packages or inventory.problems or allow_empty):
         raise InputError(f"nothing to check in {folder}: no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
-                         "environment.yml, Dockerfile, wheel or ELF file (`envcheck --allow-empty` accepts that)", str(folder))
+                         "environment.yml, Dockerfile, wheel or ELF file (`envcheck --allow-empty` accepts that)", str(folder),
+                         fix="Pass the project folder or environment you meant (the path may point one level too high "
+                             "or low), or a file with --kind; add --allow-empty where an empty folder is expected.")
     return inventory
 
 

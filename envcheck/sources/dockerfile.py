@@ -19,13 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from envcheck.errors import UsageError
+from envcheck.errors import InputError, UsageError
 from envcheck.inspect.dockerfile import (
     Dockerfile,
     DockerfileSyntaxError,
     Heredoc,
     Instruction,
     Stage,
+    UnknownTargetError,
     copied_from,
     env_pairs,
     expand,
@@ -108,12 +109,14 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
     text, problems = read_text_file(path, text_limit(options))
     inventory = Inventory(problems=list(problems))
-    target = options.extra.get("target") if options.extra else None
     try:
-        df = parse(text, options.build_args, BUILD_PLATFORM, str(target) if target else None)
+        df = parse(text, options.build_args, BUILD_PLATFORM, options.target or None)
     except DockerfileSyntaxError as exc:
         inventory.problems.append(ReadProblem(f"Dockerfile syntax error: {exc.message}", Location(str(path), line=exc.line)))
         return inventory
+    except UnknownTargetError as exc:
+        raise InputError(exc.message, str(path),
+                         fix="Pass one of the stage names to --target, as `docker build --target` takes them.") from None
     reader = _Reader(df, str(path), path.parent, options)
     try:
         reader.read_all(inventory)
@@ -425,8 +428,7 @@ class _Reader:
 
     def _text_options(self) -> ReadOptions:
         """Options for the requirements, pyproject and lock files a build copies: the user's text-size limit."""
-        limit = self.options.extra.get("max_text_bytes")
-        return ReadOptions(extra={"max_text_bytes": limit} if limit else {})
+        return ReadOptions(max_text_bytes=self.options.max_text_bytes)
 
     def _read_project_file(self, name: str, module: str, in_image: bool, files: _ContextFiles, loc: Location, stage: Stage,
                            inventory: Inventory, cmd: SimpleCommand | None, argv: list[str] | None = None) -> None:

@@ -39,6 +39,15 @@ from envcheck.sources.requirements import (
 )
 
 KIND = "pyproject"
+
+# A table header only a pyproject.toml has: [project], [build-system], [dependency-groups], [tool.uv...].
+_PYPROJECT_TABLE = re.compile(rb"(?m)^[ \t]*\[(?:(?:project|build-system|dependency-groups)\]|\[?[ \t]*tool\.uv[.\]])")
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """Does ``head`` look like a pyproject.toml under another name (``gpu-deps.toml``)? A table header that
+    only a pyproject.toml has, in text without NUL bytes."""
+    return b"\x00" not in head and _PYPROJECT_TABLE.search(head) is not None
 # include-group chains and self-referencing extras (`all = ["proj[cpu,train]"]`) are followed this deep.
 _MAX_NESTING = 16
 

@@ -51,9 +51,9 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def text_limit(options: ReadOptions) -> int:
-    """The size limit for one text input: ``--max-text-size`` / ``max-text-size`` (ReadOptions.extra), else MAX_BYTES."""
-    value = options.extra.get("max_text_bytes")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else MAX_BYTES
+    """The size limit for one text input: ``--max-text-size`` / ``max-text-size`` (ReadOptions.max_text_bytes), else MAX_BYTES."""
+    value = options.max_text_bytes
+    return value if value is not None and value > 0 else MAX_BYTES
 
 
 def read_text_file(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, list[ReadProblem]]:

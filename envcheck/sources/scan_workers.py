@@ -272,7 +272,7 @@ INLINE_BYTES = 4 << 20
 POOL_FILES = 24
 # A data section of SPLIT_BYTES or more that a worker's read must search for fatbins (cuFFT's 265 MiB .ldata,
 # the longest job of a CUDA environment's scan) is searched in pieces of about PIECE_BYTES, each a job of its
-# own, handed out before any file (ReadOptions.extra "split_bytes" / "piece_bytes" change both: tests).
+# own, handed out before any file (ReadOptions.split_bytes / piece_bytes change both: tests).
 SPLIT_BYTES = 32 << 20
 PIECE_BYTES = 16 << 20
 # The order jobs are handed out in: the pieces of a section searched in pieces; the files of EARLY_BYTES or
@@ -452,10 +452,9 @@ def _piece_jobs(ticket: int, path: str, sections: tuple[tuple[str, int, int], ..
 
 def split_sizes(options: ReadOptions) -> tuple[int, int]:
     """(``split_at``, ``piece_bytes``) for :class:`FileReads`: :data:`SPLIT_BYTES`, :data:`PIECE_BYTES`, or
-    positive whole numbers from ``options.extra`` (``split_bytes``, ``piece_bytes``: tests use small ones)."""
+    positive whole numbers from ``options`` (``split_bytes``, ``piece_bytes``: tests use small ones)."""
     sizes = []
-    for key, default in (("split_bytes", SPLIT_BYTES), ("piece_bytes", PIECE_BYTES)):
-        value = options.extra.get(key, default) if options.extra else default
+    for value, default in ((options.split_bytes, SPLIT_BYTES), (options.piece_bytes, PIECE_BYTES)):
         sizes.append(value if type(value) is int and value > 0 else default)
     return max(64, sizes[0]), max(8, sizes[1])
 

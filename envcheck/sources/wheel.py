@@ -342,7 +342,7 @@ def _read_members(path: str, st: os.stat_result, infos: list[zipfile.ZipInfo], o
     problem naming the limit; the others are still read. Declared sizes are binding: a member that
     inflates past its declared size is refused while it is read.
     """
-    ratio = float(options.extra.get("max_expansion", DEFAULT_MAX_EXPANSION))
+    ratio = DEFAULT_MAX_EXPANSION if options.max_expansion is None else float(options.max_expansion)
     cache = ScanCache(f"wheel:{os.path.abspath(path)}:deep={options.deep_fatbin}:x={ratio:g}") if options.use_cache else None
     wheel_key = (st.st_size, st.st_mtime_ns, st.st_ino)
     out: dict[str, BinaryReading] = {}
