@@ -3,6 +3,8 @@
     envcheck [OPTIONS] [PATH ...]          check files and folders (default: the current folder)
     envcheck rules [ID|GOTCHA]             explain rules
     envcheck image REF                     judge a registry image before pulling it
+    envcheck catalog REGISTRY/REPOSITORY   judge a repository's tags (--tags GLOB, --shard K/N)
+    envcheck merge REPORT.json...          shards, nightly runs, snapshots as one report
     envcheck container IMAGE               run the checks inside a container
     envcheck preflight                     live checks of this host, one line per gotcha
     envcheck snapshot [TARGET] -o FILE     save a target's inventory and findings (JSON)
@@ -38,6 +40,8 @@ COMMANDS = {
     "diff": "envcheck.commands.diff",
     "rules": "envcheck.commands.rules",
     "cache": "envcheck.commands.cache",
+    "catalog": "envcheck.commands.catalog",
+    "merge": "envcheck.commands.merge",
 }
 # Common options that take a value: needed to find the subcommand word among the arguments.
 _VALUE_OPTS = {"--format", "-f", "--output", "-o", "--fail-on", "--ignore", "--config", "--profile", "--kind", "--build-arg", "--python", "--target",
