@@ -85,6 +85,16 @@ def shard_from(option: str | None, environ: Mapping[str, str]) -> Shard | None:
     return None
 
 
+def engine_variables() -> dict[str, str]:
+    """The variables :func:`shard_from` reads, from this process's environment (those that are set)."""
+    from envcheck.config import env
+
+    values = {"ENVCHECK_SHARD": env("ENVCHECK_SHARD"), "JOB_COMPLETION_INDEX": env("JOB_COMPLETION_INDEX"),
+              "JOB_COMPLETIONS": env("JOB_COMPLETIONS"), "SLURM_ARRAY_TASK_ID": env("SLURM_ARRAY_TASK_ID"),
+              "SLURM_ARRAY_TASK_COUNT": env("SLURM_ARRAY_TASK_COUNT"), "SLURM_ARRAY_TASK_MIN": env("SLURM_ARRAY_TASK_MIN")}
+    return {name: value for name, value in values.items() if value is not None}
+
+
 def select(items: Iterable[T], shard: Shard | None, name: Callable[[T], str]) -> list[T]:
     """The items of ``shard`` (all of them for None), in their order."""
     return [item for item in items if shard is None or shard.holds(name(item))]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import fnmatch
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from envcheck.inspect.image_reference import parse_reference
 from envcheck.model import Inventory, Report, Status, TargetResult
 from envcheck.profile import load_profile
 from envcheck.services.registry.layers import DEFAULT_MAX_EXPANSION
-from envcheck.shards import Shard, shard_from
+from envcheck.shards import Shard, engine_variables, shard_from
 from envcheck.sources.image import KIND, ImageOptions, read_image
 
 HELP = "judge the tags of a registry repository (each as `envcheck image` does), optionally one shard of them"
@@ -169,7 +168,7 @@ def report(args: argparse.Namespace, config: Config) -> Report:
     if args.last is not None and args.last < 1:
         raise UsageError(f"--last {args.last}: expected 1 or more")
     since = _since(args.since)
-    shard = shard_from(args.shard, os.environ)
+    shard = shard_from(args.shard, engine_variables())
     options = _options(args, config)
     ref = parse_reference(repository)
     client = RegistryClient(ref, credentials=options.credentials or credentials_from_docker_config(ref.registry),
