@@ -35,21 +35,31 @@ NAME = "bench/catalog"
 
 
 def push(host: str, tags: int, base_mb: int, family_mb: int) -> tuple[dict[str, int], int]:
-    """Push the tags; (size of each distinct layer by digest, layer references)."""
+    """Push the tags (each distinct blob once); (size of each distinct layer by digest, layer references)."""
     pusher = rf.Pusher(host)
-    sizes: dict[str, int] = {}
-    base = rf.Layer(rf.tar_of({"opt/base/blob": os.urandom(base_mb << 20)}), "gzip")
-    families = {f: rf.Layer(rf.tar_of({f"opt/{f}/blob": os.urandom(family_mb << 20)}), "gzip") for f in ("cuda13", "cuda12")}
+    pushed: dict[str, dict[str, object]] = {}
+
+    def layer(files: dict[str, bytes | None]) -> tuple[bytes, dict[str, object]]:
+        tar = rf.tar_of(files)
+        blob = rf.Layer(tar, "gzip").blob()
+        digest = rf.digest_of(blob)
+        if digest not in pushed:
+            pushed[digest] = {"mediaType": rf.LAYER_TYPES[("oci", "gzip")], **pusher.blob(NAME, blob)}
+        return tar, pushed[digest]
+
+    base = layer({"opt/base/blob": os.urandom(base_mb << 20)})
+    families = {f: layer({f"opt/{f}/blob": os.urandom(family_mb << 20)}) for f in ("cuda13", "cuda12")}
     for index in range(tags):
         tag = f"t{index:02d}"
         family = "cuda13" if index % 2 == 0 else "cuda12"
-        own = rf.Layer(rf.tar_of({f"opt/app/{tag}.txt": f"built for {tag}\n".encode()}), "gzip")
+        layers = [base, families[family], layer({f"opt/app/{tag}.txt": f"built for {tag}\n".encode()})]
         arch = "arm64" if family == "cuda13" else "amd64"
-        env = ["CUDA_VERSION=13.0.2" if family == "cuda13" else "CUDA_VERSION=12.6.2"]
-        layers = [base, families[family], own]
-        rf.push_image(pusher, NAME, tag, rf.config_for(arch, env), layers)
-        sizes.update({rf.digest_of(blob): len(blob) for blob in (layer.blob() for layer in layers)})
-    return sizes, 3 * tags
+        config = {**rf.config_for(arch, ["CUDA_VERSION=13.0.2" if family == "cuda13" else "CUDA_VERSION=12.6.2"]),
+                  "rootfs": {"type": "layers", "diff_ids": [rf.digest_of(tar) for tar, _ in layers]}}
+        config_desc = pusher.blob(NAME, json.dumps(config).encode())
+        pusher.manifest(NAME, tag, {"schemaVersion": 2, "mediaType": rf.OCI_MANIFEST,
+                                    "config": {"mediaType": rf.OCI_CONFIG, **config_desc}, "layers": [d for _, d in layers]})
+    return {d: int(str(desc["size"])) for d, desc in pushed.items()}, 3 * tags
 
 
 def layer_gets(proxy: rf.FaultProxy, since: int, sizes: dict[str, int]) -> tuple[int, int]:

@@ -95,6 +95,15 @@ def engine_variables() -> dict[str, str]:
     return {name: value for name, value in values.items() if value is not None}
 
 
-def select(items: Iterable[T], shard: Shard | None, name: Callable[[T], str]) -> list[T]:
-    """The items of ``shard`` (all of them for None), in their order."""
-    return [item for item in items if shard is None or shard.holds(name(item))]
+def sharded(items: Iterable[T], option: str, name: Callable[[T], str]) -> list[T]:
+    """The items of the shard ``--shard`` names (``K/N``, or ``auto``: the engine's variables; all of them when
+    none is set), in their order; the shard is said on stderr."""
+    import sys
+
+    items = list(items)
+    shard = shard_from(None, engine_variables()) if option == "auto" else parse_shard(option)
+    if shard is None:
+        return items
+    kept = [item for item in items if shard.holds(name(item))]
+    print(f"envcheck: shard {shard} (from {shard.source}): {len(kept)} of {len(items)} targets", file=sys.stderr)
+    return kept

@@ -72,3 +72,22 @@ def test_two_sparks_with_the_same_target_name_are_both_kept(tmp_path: Path) -> N
     assert "requirements.txt @ spark-a</a>" in matrix and "requirements.txt @ spark-b</a>" in matrix
     assert '<td class="s-FAIL"><a href="#t0-G1">FAIL</a></td>' in matrix
     assert 'id="t0-G1"' in merged.stdout  # the cell's link lands on the findings
+
+
+def test_shards_of_a_multi_target_check_merge_into_the_whole_run(tmp_path: Path) -> None:
+    files = sorted(str(p) for p in (FIXTURES / "rules").glob("G1-*/*/requirements.txt"))
+    assert len(files) >= 6
+    whole = run_envcheck(*files, "-f", "json", "-o", str(tmp_path / "whole.json"), "-q")
+    assert whole.returncode == 1
+    paths = []
+    for k in (1, 2, 3):
+        env = {"SLURM_ARRAY_TASK_ID": str(k + 4), "SLURM_ARRAY_TASK_MIN": "5", "SLURM_ARRAY_TASK_COUNT": "3"}
+        done = run_envcheck("--shard", "auto" if k == 2 else f"{k}/3", *files, "-f", "json", "-o", str(tmp_path / f"{k}.json"), "-q",
+                            env=env)
+        assert done.returncode in (0, 1) and f"shard {k}/3" in done.stderr
+        paths.append(str(tmp_path / f"{k}.json"))
+    judged = [t["target"] for p in paths for t in json.loads(Path(p).read_text())["targets"]]
+    assert sorted(judged) == sorted(files)  # each file in exactly one shard
+    assert run_envcheck("merge", *paths).stdout == run_envcheck("merge", str(tmp_path / "whole.json")).stdout
+    plain = run_envcheck(*files, "-f", "json", env={"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "3"})
+    assert len(json.loads(plain.stdout)["targets"]) == len(files)  # without --shard, engine variables do not split a check
