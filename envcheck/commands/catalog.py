@@ -20,7 +20,7 @@ import fnmatch
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 
 from envcheck import engine
@@ -140,18 +140,18 @@ def selected_tags(tags: list[str], globs: list[str]) -> list[str]:
 
 def _in_parallel(jobs: int, names: list[str], work: Callable[[str], TargetResult],
                  progress: Callable[[int, TargetResult, float], None]) -> list[TargetResult]:
-    """``work`` for each name, ``jobs`` at once; results in the order of ``names``."""
-    done = 0
-    results: dict[str, TargetResult] = {}
+    """``work`` for each name, ``jobs`` at once; results in the order of ``names`` (progress as they finish)."""
 
-    def timed(name: str) -> tuple[str, TargetResult, float]:
+    def timed(name: str) -> tuple[TargetResult, float]:
         start = time.monotonic()
-        return name, work(name), time.monotonic() - start
+        return work(name), time.monotonic() - start
 
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(names) or 1)), thread_name_prefix="envcheck-tag") as pool:
-        for name, result, seconds in pool.map(timed, names):
-            done += 1
-            results[name] = result
+        futures = {pool.submit(timed, name): name for name in names}
+        results: dict[str, TargetResult] = {}
+        for done, future in enumerate(as_completed(futures), 1):
+            result, seconds = future.result()
+            results[futures[future]] = result
             progress(done, result, seconds)
     return [results[name] for name in names]
 
