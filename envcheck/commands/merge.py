@@ -28,6 +28,7 @@ from envcheck.model import Report, TargetResult
 HELP = "merge JSON reports or snapshots (catalog shards, nightly runs, several Sparks) into one report"
 DEFAULT_FORMAT = "text"
 MAX_REPORT_BYTES = 256 << 20
+MAX_TOTAL_BYTES = 1 << 30  # all inputs together: they are held in memory at once
 MAX_REPORTS = 10_000
 
 EPILOG = """\
@@ -46,28 +47,34 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("reports", nargs="+", metavar="REPORT.json", help="JSON reports or snapshots to merge (- for stdin)")
 
 
-def _read(where: str) -> bytes:
+def _read(where: str, left: int) -> bytes:
     name = "stdin" if where == "-" else where
+    limit = min(MAX_REPORT_BYTES, left)
     try:
         if where == "-":
-            raw = sys.stdin.buffer.read(MAX_REPORT_BYTES + 1)
+            raw = sys.stdin.buffer.read(limit + 1)
         else:
             with open(where, "rb") as handle:
-                raw = handle.read(MAX_REPORT_BYTES + 1)
+                raw = handle.read(limit + 1)
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror or exc}", path=name) from None
     if len(raw) > MAX_REPORT_BYTES:
         raise InputError(f"{name}: larger than {MAX_REPORT_BYTES >> 20} MiB; not an envcheck report", path=name)
+    if len(raw) > limit:
+        raise InputError(f"{name}: the reports to merge come to more than {MAX_TOTAL_BYTES >> 20} MiB together; merge "
+                         "fewer at once (merge the merged reports again)", path=name)
     return raw
 
 
-def load_report(where: str) -> tuple[dict[str, Any], list[TargetResult]]:
-    """The header fields and the targets of one JSON report or snapshot, refused unless this version wrote it."""
+def load_report(where: str, left: int = MAX_TOTAL_BYTES) -> tuple[dict[str, Any], list[TargetResult]]:
+    """The header fields and the targets of one JSON report or snapshot, refused unless this version wrote it;
+    ``left``: how many bytes it may have (what the other inputs left of :data:`MAX_TOTAL_BYTES`)."""
     from envcheck.formats.json_format import SCHEMA_VERSION
 
     name = "stdin" if where == "-" else where
     try:
-        data = json.loads(_read(where))
+        raw = _read(where, left)
+        data = json.loads(raw)
     except (ValueError, RecursionError) as exc:
         raise InputError(f"{name}: not JSON ({getattr(exc, 'msg', exc)}); expected an envcheck JSON report "
                          "(--format json) or snapshot", path=name, line=getattr(exc, "lineno", None)) from None
@@ -84,7 +91,7 @@ def load_report(where: str) -> tuple[dict[str, Any], list[TargetResult]]:
     except InputError as exc:
         raise InputError(f"{name}: {exc.message}", path=name) from None
     snapshot = data["snapshot"] if isinstance(data.get("snapshot"), dict) else {}
-    header = {"profile": data.get("profile"), "node": snapshot.get("node"), "source": name}
+    header = {"profile": data.get("profile"), "node": snapshot.get("node"), "source": name, "bytes": len(raw)}
     return header, targets
 
 
@@ -119,7 +126,11 @@ def report(args: argparse.Namespace, config: Config) -> Report:
         raise UsageError(f"{len(args.reports)} reports: at most {MAX_REPORTS} are merged at once")
     if args.reports.count("-") > 1:
         raise UsageError("stdin (-) can be named once")
-    inputs = [load_report(where) for where in args.reports]
+    inputs: list[tuple[dict[str, Any], list[TargetResult]]] = []
+    left = MAX_TOTAL_BYTES
+    for where in args.reports:
+        inputs.append(load_report(where, left))
+        left -= int(inputs[-1][0]["bytes"])
     profiles = sorted({str(header["profile"]) for header, _ in inputs})
     if len(profiles) > 1:
         raise UsageError(f"these reports were judged against different profiles ({', '.join(profiles)}); merge the reports "
