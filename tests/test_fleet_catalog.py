@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from conftest import REPO, run_envcheck
 from fleet_fixtures import OTHER_TAGS, TAGS, FleetRepository, fleet_repository
@@ -29,7 +30,10 @@ def fleet(registry_images: Images) -> FleetRepository:
 def catalog(*args: str, cache: Path, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
     done = run_envcheck("catalog", *args, "-f", "json", "--no-progress", env={"ENVCHECK_CACHE_DIR": str(cache), **(env or {})})
     assert "Traceback" not in done.stdout + done.stderr
-    return done.returncode, (json.loads(done.stdout) if done.stdout.strip() else {}), done.stderr
+    report = json.loads(done.stdout) if done.stdout.strip() else {}
+    if report:
+        jsonschema.validate(report, json.loads((REPO / "envcheck" / "formats" / "report.schema.json").read_text()))
+    return done.returncode, report, done.stderr
 
 
 def tag_of(target: dict[str, Any]) -> str:
@@ -83,6 +87,16 @@ def test_a_next_page_on_another_host_is_refused(fleet: FleetRepository, image_ca
     code, report, err = catalog(f"{proxy.host}/fleet/train", cache=image_cache)
     assert code == 3 and not report
     assert "on another server" in err and "192.0.2.1:5000" in err
+
+
+def test_names_in_the_tags_list_that_are_not_tags_are_left_out(fleet: FleetRepository, image_cache: Path,
+                                                                 fault_proxy: Any) -> None:
+    hostile = ["t00", "../../v2/other/manifests/x", "t01\n::error::pwned", "\x1b[31mred", "", 7, None, "t02"]
+    proxy: FaultProxy = fault_proxy(Fault(r"tags/list", "rewrite", times=-1,
+                                          body=json.dumps({"name": "fleet/train", "tags": hostile}).encode()))
+    code, report, err = catalog(f"{proxy.host}/fleet/train", cache=image_cache)
+    assert code == 0 and [tag_of(t) for t in report["targets"]] == ["t00", "t02"]
+    assert "6 entries of the tags list are not valid tag names" in err and "pwned" not in err
 
 
 def test_since_and_last_select_by_the_image_config_date(fleet: FleetRepository, image_cache: Path) -> None:
