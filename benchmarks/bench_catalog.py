@@ -1,6 +1,6 @@
 """Benchmark: `envcheck catalog --deep` over tags that share layers costs their distinct layers, not their tags.
 
-A loopback registry (tests/registry_fixtures.py) holds N tags (default 24) of one repository. Each tag's
+A loopback registry (tests/registry_fixtures.py, filesystem storage) holds N tags (default 24) of one repository. Each tag's
 arm64 image has three layers: a base layer all tags share (``--base-mb`` of incompressible data), a layer
 its family shares (``--family-mb``; two families, as CUDA 12 and CUDA 13 builds) and a small layer of its
 own: 3 x N layer references, N + 3 distinct layers. A counting proxy in front of the registry counts the
@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -100,7 +101,8 @@ def main() -> None:
     parser.add_argument("--family-mb", type=int, default=16)
     parser.add_argument("--jobs", type=int, default=4)
     opts = parser.parse_args()
-    host = rf.session_registry()
+    store = Path(tempfile.mkdtemp(prefix="bench-catalog-registry-"))
+    host = rf._start_registry("bench-catalog", storage_dir=store)  # filesystem storage: in-memory is slow with large blobs
     sizes, references = push(host, opts.tags, opts.base_mb, opts.family_mb)
     distinct = len(sizes)
     proxy = rf.FaultProxy(host, [])
@@ -123,6 +125,7 @@ def main() -> None:
             fetched, size, seconds, scanned = layers_fetched(proxy, processes, cache, sizes)
             print(f"| {label} | {fetched} | {size / (1 << 20):.1f} | {scanned} | {seconds:.2f} |")
     proxy.close()
+    shutil.rmtree(store, ignore_errors=True)
 
 
 if __name__ == "__main__":
