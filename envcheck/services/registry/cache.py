@@ -89,10 +89,13 @@ class BlobCache:
     def layer_lock(self, digest: str) -> Iterator[None]:
         """Held while one layer is scanned: threads of this process and other envcheck processes on the same
         cache folder wait here, then find the scan in the cache (ask :meth:`get_deep` again inside)."""
-        path = self._path("locks", digest) if self.enabled else None
-        if path is None:
+        entry = self._path("locks", digest) if self.enabled else None
+        if entry is None:
             yield
             return
+        # One of 256 lock files, by the digest's first byte: a fixed set, never removed (removing a lock file
+        # another process holds open would let a third take a new one), at the price of a rare shared wait.
+        path = entry.parent / entry.name[:2]
         with _thread_lock(str(path)), _file_lock(path):
             yield
 
