@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 from conftest import REPO, run_envcheck
 from fleet_fixtures import OTHER_TAGS, TAGS, FleetRepository, fleet_repository
-from registry_fixtures import Fault, FaultProxy, Images
+from registry_fixtures import PASSWORD, USER, AuthRegistry, Fault, FaultProxy, Images
 
 from envcheck.shards import shard_from, shard_of
 
@@ -194,3 +194,14 @@ def test_three_concurrent_shards_on_one_cache_merge_into_the_single_run(fleet: F
     matrix = page.split('id="matrix"', 1)[1].split("</table>", 1)[0]
     assert all(f"{fleet.repository}:{tag}</a>" in matrix for tag in TAGS)
     assert matrix.count('<td class="s-FAIL"><a href="#t') == 2 * len(fleet.cuda12)  # ARCH and G1 of each CUDA 12 tag
+
+
+def test_catalog_logs_in_as_image_does(token_registry: AuthRegistry, image_cache: Path, tmp_path: Path) -> None:
+    config = {"DOCKER_CONFIG": str(tmp_path), "ENVCHECK_CACHE_DIR": str(image_cache)}  # no docker login of the user's
+    repository = token_registry.image.rsplit(":", 1)[0]
+    done = run_envcheck("catalog", repository, "--username", USER, "--password-stdin", "-f", "json", env=config, input=PASSWORD)
+    assert done.returncode == 0, done.stderr
+    assert [t["target"] for t in json.loads(done.stdout)["targets"]] == [token_registry.image]
+    anonymous = run_envcheck("catalog", repository, env=config)
+    assert anonymous.returncode == 3 and "the tags list (page 1) needs authentication" in anonymous.stderr
+    assert PASSWORD not in done.stdout + done.stderr
