@@ -99,13 +99,17 @@ def test_names_in_the_tags_list_that_are_not_tags_are_left_out(fleet: FleetRepos
     assert "6 entries of the tags list are not valid tag names" in err and "pwned" not in err
 
 
-def test_since_and_last_select_by_the_image_config_date(fleet: FleetRepository, image_cache: Path) -> None:
+def test_since_and_last_select_by_the_image_config_date(fleet: FleetRepository, image_cache: Path, fault_proxy: Any) -> None:
     _, report, _ = catalog(fleet.repository, "--tags", GLOB, "--last", "3", cache=image_cache)
     assert [tag_of(t) for t in report["targets"]] == ["t21", "t22", "t23"]
     _, report, _ = catalog(fleet.repository, "--tags", GLOB, "--since", "2025-10-20", cache=image_cache)
     assert [tag_of(t) for t in report["targets"]] == [f"t{i}" for i in range(19, 24)]
     done = run_envcheck("catalog", fleet.repository, "--since", "last tuesday")
     assert done.returncode == 2 and "--since 'last tuesday': expected a date" in done.stderr
+    # a tag whose image cannot be read has no date either: it is kept, and its error reported, never dropped
+    proxy: FaultProxy = fault_proxy(Fault(r"/manifests/t05$", "status", times=-1, status=404))
+    code, report, _ = catalog(f"{proxy.host}/fleet/train", "--tags", GLOB, "--since", "2025-10-20", cache=image_cache)
+    assert code == 3 and [tag_of(t) for t in report["targets"]] == ["t05", *[f"t{i}" for i in range(19, 24)]]
 
 
 def test_a_tag_stays_in_its_shard_when_other_tags_come_and_go(fleet: FleetRepository, image_cache: Path) -> None:

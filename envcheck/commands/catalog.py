@@ -196,8 +196,9 @@ def report(args: argparse.Namespace, config: Config) -> Report:
     if since is not None or args.last is not None:
         tags, early = _by_date(tags, since, args.last, args.jobs, lambda tag: judge(tag, replace(options, deep=False)))
     if shard is not None:
+        selected = len(tags)
         tags = [tag for tag in tags if shard.holds(tag)]
-        _say_shard(shard, len(tags), len(name_of))
+        _say_shard(shard, len(tags), selected)
     results = _in_parallel(args.jobs, tags, lambda tag: early[tag] if tag in early and not options.deep else judge(tag, options),
                            lambda done, result, seconds: say.line(done, len(tags), result, seconds))
     out = Report(profile=profile.name, targets=results)
@@ -218,7 +219,10 @@ def _by_date(tags: list[str], since: datetime.datetime | None, last: int | None,
     chosen = [t for t in tags if since is None or ((when := created[t]) is not None and when >= since)]
     if last is not None:
         chosen = sorted(chosen, key=lambda t: (created[t] or oldest, t), reverse=True)[:last]
-    undated = sum(1 for t in tags if created[t] is None)
+    # A tag that could not be read has no date either: it stays, so its error is reported, not dropped.
+    broken = [t for t in tags if t not in chosen and any(f.status is Status.ERROR for f in results[t].findings)]
+    chosen += broken
+    undated = sum(1 for t in tags if created[t] is None and t not in broken)
     if undated:
         print(f"envcheck: {undated} of {len(tags)} tags have no creation date in their image config"
               + (" (left out by --since)" if since is not None else " (counted oldest by --last)"), file=sys.stderr)
