@@ -93,8 +93,9 @@ class BlobCache:
         if entry is None:
             yield
             return
-        # One of 256 lock files, by the digest's first byte: a fixed set, never removed (removing a lock file
-        # another process holds open would let a third take a new one), at the price of a rare shared wait.
+        # One of 256 lock files, by the digest's first byte: a fixed set, left in place (removing a lock file another
+        # process holds open lets a third take a new one; only `envcheck cache clean` does), at the price of a rare
+        # shared wait.
         path = entry.parent / entry.name[:2]
         with _thread_lock(str(path)), _file_lock(path):
             yield
