@@ -294,6 +294,9 @@ _ENTRIES = {
     "package file facts (--resolve)": ("files-v*",),
     "resolutions (--resolve)": ("resolutions-v*",),
 }
+# Empty lock files that let concurrent runs read a shared layer once (services/registry/cache.py): no entries,
+# so not counted, but removed by a full clean (a run that holds one meanwhile may then read a layer twice).
+_LOCKS = "locks"
 
 
 def touch(path: Path) -> None:
@@ -355,4 +358,15 @@ def clean(older_than_days: float | None = None, root: Path | None = None) -> tup
                             sub.rmdir()
                     with contextlib.suppress(OSError):
                         folder.rmdir()
+    locks = root / _LOCKS
+    if cutoff is None and locks.is_dir() and not locks.is_symlink():
+        for lock in locks.rglob("*"):
+            if lock.is_file() and not lock.is_symlink():
+                with contextlib.suppress(OSError):
+                    lock.unlink()
+        for sub in sorted((d for d in locks.rglob("*") if d.is_dir()), key=lambda d: len(d.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                sub.rmdir()
+        with contextlib.suppress(OSError):
+            locks.rmdir()
     return removed, freed

@@ -3,6 +3,8 @@
     envcheck [OPTIONS] [PATH ...]          check files and folders (default: the current folder)
     envcheck rules [ID|GOTCHA]             explain rules
     envcheck image REF                     judge a registry image before pulling it
+    envcheck catalog REGISTRY/REPOSITORY   judge a repository's tags (--tags GLOB, --shard K/N)
+    envcheck merge REPORT.json...          shards, nightly runs, snapshots as one report
     envcheck container IMAGE               run the checks inside a container
     envcheck preflight                     live checks of this host, one line per gotcha
     envcheck snapshot [TARGET] -o FILE     save a target's inventory and findings (JSON)
@@ -37,6 +39,8 @@ COMMANDS = {
     "diff": "envcheck.commands.diff",
     "rules": "envcheck.commands.rules",
     "cache": "envcheck.commands.cache",
+    "catalog": "envcheck.commands.catalog",
+    "merge": "envcheck.commands.merge",
 }
 def _common(parser: argparse.ArgumentParser, default_format: str | None = None) -> None:
     g = parser.add_argument_group("output and policy")
@@ -61,7 +65,8 @@ def _check_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="envcheck",
         description="Will this Python environment or container work on an NVIDIA DGX Spark (GB10, aarch64, CUDA 13, sm_121)?",
-        epilog="Subcommands: envcheck rules [ID], envcheck image REF, envcheck container IMAGE, envcheck preflight, "
+        epilog="Subcommands: envcheck rules [ID], envcheck image REF, envcheck catalog REGISTRY/REPOSITORY, "
+        "envcheck merge REPORT.json..., envcheck container IMAGE, envcheck preflight, "
         "envcheck snapshot [TARGET] -o FILE, envcheck diff A B, envcheck cache [info|clean]. "
         "Exit codes: 0 clean, 1 findings at/above --fail-on, 2 usage error or unreadable target, 3 a service was unreachable.",
     )

@@ -39,6 +39,12 @@ ENVIRONMENT = {
     "UV_EXTRA_INDEX_URL": "uv's extra indexes (as UV_INDEX_URL)",
     "UV_INDEX": "uv's named indexes (as UV_INDEX_URL)",
     "UV_FIND_LINKS": "uv's find-links (as UV_INDEX_URL)",
+    "ENVCHECK_SHARD": "the shard K/N of a multi-target run (as --shard; docs/fleet.md)",
+    "JOB_COMPLETION_INDEX": "a Kubernetes Indexed Job's index: the shard, with JOB_COMPLETIONS",
+    "JOB_COMPLETIONS": "the Job's completions (set in the manifest): the shard count",
+    "SLURM_ARRAY_TASK_ID": "a SLURM array task: the shard, with SLURM_ARRAY_TASK_COUNT",
+    "SLURM_ARRAY_TASK_COUNT": "a SLURM array's task count: the shard count",
+    "SLURM_ARRAY_TASK_MIN": "a SLURM array's first task id (shards count from it)",
 }
 
 

@@ -31,6 +31,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--build-arg", action="append", default=[], metavar="NAME=VALUE", help="Dockerfile build argument (repeatable)")
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
     parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
+    parser.add_argument("--shard", metavar="K/N|auto", help="check only the targets of shard K of N, by a hash of each target's "
+                        "name (auto: from ENVCHECK_SHARD, a Kubernetes Indexed Job or a SLURM array; docs/fleet.md)")
     parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
     parser.add_argument("--max-text-size", metavar="SIZE",
                         help="largest requirements/pyproject/lock/config file read, includes counted together (default 16MiB; docs/limits.md)")
@@ -116,6 +118,10 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
         targets = _resolved_targets(args, config, targets)
     elif args.offline or args.python_version or args.index_url or args.extra_index_url or args.find_links:
         raise UsageError("--offline, --python-version, --index-url, --extra-index-url and --find-links go with --resolve")
+    if args.shard:
+        from envcheck.shards import sharded
+
+        targets = sharded(targets, args.shard, lambda target: target.name)
     return targets
 
 

@@ -30,6 +30,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add preflight's arguments."""
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("--host", metavar="ssh://[USER@]HOST[:PORT]", default=None,
+                        help="read that machine over SSH instead of this one (the collector runs there; one nvidia-smi "
+                             "reading, no sampling; --python names its interpreter)")
     parser.add_argument("--python", metavar="PATH", default=None,
                         help="interpreter of the environment to check (default: python3 on PATH, not envcheck's own)")
     parser.add_argument("--sample-seconds", type=float, default=3.0, metavar="N",
@@ -60,6 +63,13 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
         raise UsageError("--probe-timeout must be more than 0")
     if args.expect_bandwidth is not None and args.expect_bandwidth <= 0:
         raise UsageError("--expect-bandwidth must be a positive number of GB/s")
+    if args.host:
+        from envcheck.commands.snapshot import remote_target
+
+        if args.launch or args.launch_config or args.binaries or args.online:
+            raise UsageError("--host reads the remote machine's environment and GPU: --launch, --launch-config, --binaries "
+                             "and --online read this one, so they do not go with it")
+        return [remote_target(args.host, args.python, args.probe_timeout)]
     options = HostOptions(
         python=args.python,
         sample_seconds=args.sample_seconds,

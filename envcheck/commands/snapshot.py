@@ -25,7 +25,9 @@ EPILOG = """\
 TARGET is what `envcheck` checks (a requirements/lock/Dockerfile/wheel/ELF file, a project folder, a
 site-packages folder), an image reference (nvcr.io/nvidia/pytorch:25.11-py3, docker-daemon:NAME,
 oci-layout:DIR; --deep also reads its layers), `host` (the live machine as `envcheck preflight` reads it,
-with python3 on PATH), or nothing with --python PY (the live machine and that interpreter's environment).
+with python3 on PATH), ssh://[USER@]HOST[:PORT] (a machine over SSH, --python naming its interpreter; its
+host key must be in ~/.ssh/known_hosts), or nothing with --python PY (the live machine and that
+interpreter's environment).
 Live snapshots include the ELF facts of site-packages (CUDA majors, sm_121 verdicts; --no-binaries skips
 them) and one nvidia-smi reading.
 
@@ -93,6 +95,8 @@ def live_targets(word: str, options: LiveOptions, config: Config) -> list[engine
     """Engine targets for one TARGET word: `host`, an existing file or folder, else an image reference."""
     if word == "host":
         return [_host_target(options)]
+    if word.startswith("ssh://"):
+        return [remote_target(word, options.python, options.probe_timeout)]
     path = Path(word)
     if path.exists() or path.is_symlink():
         return _path_targets(path, options)
@@ -114,6 +118,15 @@ def _host_target(options: LiveOptions) -> engine.Target:
         return read_host(host_options)
 
     return engine.Target(name=f"host (python: {options.python or 'python3 on PATH'})", kind=KIND, read=read)
+
+
+def remote_target(word: str, python: str | None, probe_timeout: float) -> engine.Target:
+    """A Spark over SSH (``ssh://[USER@]HOST[:PORT]``): the collector runs there (envcheck.sources.remote_host)."""
+    from envcheck.services.ssh import parse_ssh
+    from envcheck.sources.remote_host import KIND, read_remote_host, target_name
+
+    host = parse_ssh(word)
+    return engine.Target(name=target_name(host, python), kind=KIND, read=lambda: read_remote_host(host, python, probe_timeout))
 
 
 def _path_targets(path: Path, options: LiveOptions) -> list[engine.Target]:

@@ -12,7 +12,10 @@ lines of plain JavaScript filter rows by text (everything reads without it). It 
   PTX-JIT / none), the SASS and PTX architectures, fatbins found outside ``.nv_fatbin`` (hidden) marked,
   packages with problems first; each row opens to its files;
 - for an image: the build history, one row per step with the instruction and the findings it carries;
-- for ``envcheck diff``: each change with the A side and the B side next to each other.
+- for ``envcheck diff``: each change with the A side and the B side next to each other;
+- with more than one target (``envcheck catalog``, ``envcheck merge``): a compatibility matrix, one row per
+  target (a tag, a host) and one column per gotcha (G1..G10, ARCH), each cell the target's worst status for
+  that gotcha, linked to those findings.
 
 Every string from an input goes through :func:`html.escape` after the render boundary has masked secrets
 and made control characters visible (:func:`envcheck.formats.renderer`); nothing from an input is placed
@@ -63,7 +66,8 @@ th{background:#eee}td.num{text-align:right}.hidden-fatbin{font-weight:700;text-d
 .sm-native{background:#c9ebcc}.sm-nogpu{color:#666}
 .quiet{display:none}#showall:checked~main .quiet{display:block}#showall:checked~main tr.quiet{display:table-row}
 .controls{padding:8px 24px;background:#f4f4f4;border-bottom:1px solid #ccc}.controls input[type=search]{width:260px}
-#showall{margin:8px 4px 8px 24px}table.matrix summary{white-space:nowrap}
+#showall{margin:8px 4px 8px 24px}table.compat td{text-align:center;font-weight:700;border-width:1px}
+table.compat td a{color:inherit}table.matrix summary{white-space:nowrap}
 .empty{color:#555;font-style:italic}pre{white-space:pre-wrap;word-break:break-all;margin:2px 0}
 @media print{.controls{display:none}.quiet{display:block}}
 """
@@ -105,6 +109,7 @@ def render(report: Report, verbosity: int = 0) -> str:
         f'<p class="meta">profile <b>{_e(report.profile)}</b> · envcheck {_e(__version__)} · '
         f"{len(report.targets)} target{'s' if len(report.targets) != 1 else ''} · exit code {report.exit_code}</p>",
         _band(report),
+        *_compatibility(report),
         "</header>",
         '<input type="checkbox" id="showall"' + (" checked" if verbosity > 0 else "") + ">",
         '<label for="showall"> show passing and informational findings</label>',
@@ -132,6 +137,29 @@ def _band(report: Report) -> str:
                      f"<span>{worst.value}</span><small>{what}</small></a>")
     tiles.append("</nav>")
     return "".join(tiles)
+
+
+def _compatibility(report: Report) -> list[str]:
+    """Targets x gotchas, each cell the worst status linked to the findings (more than one target only)."""
+    if len(report.targets) < 2:
+        return []
+    out = ['<h2 id="matrix">Compatibility matrix</h2><table class="compat"><thead><tr><th>target</th>'
+           + "".join(f"<th>{_e(g)}</th>" for g in ALL_GOTCHAS) + "</tr></thead><tbody>"]
+    for index, target in enumerate(report.targets):
+        worst = Status.worst((f.status for f in target.findings), Status.PASS)
+        cells = [f'<th data-filter><a href="#t{index}">{_e(target.target)}</a> {_badge(worst)}</th>']
+        for gotcha in ALL_GOTCHAS:
+            statuses = [f.status for f in target.findings if f.gotcha == gotcha]
+            if not statuses:
+                cells.append('<td class="s-SKIP" title="not checked">–</td>')
+                continue
+            status = Status.worst(statuses)
+            # passing findings are folded away (the "show passing" switch): link those to the target itself
+            href = f"#t{index}" if status in _QUIET else f"#t{index}-{gotcha}"
+            cells.append(f'<td class="s-{status.value}"><a href="{href}">{status.value}</a></td>')
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return out
 
 
 def _target(index: int, target: TargetResult, explanations: Mapping[str, Any]) -> list[str]:
@@ -169,7 +197,8 @@ def _findings(index: int, target: TargetResult, explanations: Mapping[str, Any])
         loud = [f for f in found if f.status not in _QUIET]
         anchor = f' id="{gotcha}"' if index == 0 and gotcha in ALL_GOTCHAS else ""
         quiet = "" if loud else ' class="quiet"'
-        out.append(f"<div{anchor}{quiet}><h4>{_e(gotcha)} {_badge(found[0].status)} "
+        own = f'<a id="t{index}-{_e(gotcha)}"></a>' if gotcha in ALL_GOTCHAS else ""  # the compatibility matrix's link
+        out.append(f"<div{anchor}{quiet}>{own}<h4>{_e(gotcha)} {_badge(found[0].status)} "
                    f"<small>{len(loud)} to look at, {len(found) - len(loud)} passing or informational</small></h4>")
         out.extend(_finding(f, explanations.get(f.rule)) for f in found)
         out.append("</div>")

@@ -324,27 +324,24 @@ def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef],
     scans: list[tuple[str, LayerScan]] = []
     stats = {"layers_scanned": 0, "layers_cached": 0, "bytes": 0, "files": 0, "binary_scanner": read_binary is not None}
     try:
+        caching = options.use_cache and read_binary is not None and not options.deep_fatbin
         for layer in layers:
             limit = expansion_limit(layer.size, options.max_expansion)
-            cached = cache.get_deep(layer.digest) if options.use_cache and not options.deep_fatbin else None
-            if cached is not None and limit is not None and int(cached.get("bytes") or 0) > limit:
-                cached = None  # scanned under a higher --max-expansion: this run's limit decides, so read it again
+            cached = _cached_scan(cache, layer, limit, options)
+            if cached is None and caching:
+                # Tags that share this layer (other threads, other shards on this cache) wait, then find it cached.
+                with cache.layer_lock(layer.digest):
+                    cached = _cached_scan(cache, layer, limit, options)
+                    if cached is None:
+                        scan = _scan_one(name, layer, opener, read_binary, options, progress, limit)
+                        stats["layers_scanned"] += 1
+                        cache.put_deep(layer.digest, scan.to_json())
+            elif cached is None:
+                scan = _scan_one(name, layer, opener, read_binary, options, progress, limit)
+                stats["layers_scanned"] += 1
             if cached is not None:
                 scan = LayerScan.from_json(cached)
                 stats["layers_cached"] += 1
-            else:
-                with opener(layer) as stream:
-                    try:
-                        scan = scan_layer(stream, read_binary, deep_fatbin=options.deep_fatbin, progress=progress.start_layer(),
-                                          max_bytes=limit)
-                    except LayerError as exc:
-                        # A damaged download looks like a broken tar: let the digest say which it was.
-                        stream.drain()
-                        raise InputError(f"{name}: layer {layer.digest}: {exc.message}", path=name) from None
-                    stream.drain()  # hash the tar padding too, then the digest is checked
-                stats["layers_scanned"] += 1
-                if options.use_cache and read_binary is not None and not options.deep_fatbin:
-                    cache.put_deep(layer.digest, scan.to_json())
             stats["bytes"] += scan.bytes
             stats["files"] += scan.members
             scans.append((layer.digest, scan))
@@ -355,6 +352,27 @@ def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef],
     for label, scan in scans:
         final.apply(scan, label)
     return final
+
+
+def _cached_scan(cache: BlobCache, layer: LayerRef, limit: int | None, options: ImageOptions) -> dict[str, Any] | None:
+    cached = cache.get_deep(layer.digest) if options.use_cache and not options.deep_fatbin else None
+    if cached is not None and limit is not None and int(cached.get("bytes") or 0) > limit:
+        return None  # scanned under a higher --max-expansion: this run's limit decides, so read it again
+    return cached
+
+
+def _scan_one(name: str, layer: LayerRef, opener: Callable[[LayerRef], Any], read_binary: BinaryReader | None,
+              options: ImageOptions, progress: Progress, limit: int | None) -> LayerScan:
+    with opener(layer) as stream:
+        try:
+            scan = scan_layer(stream, read_binary, deep_fatbin=options.deep_fatbin, progress=progress.start_layer(),
+                              max_bytes=limit)
+        except LayerError as exc:
+            # A damaged download looks like a broken tar: let the digest say which it was.
+            stream.drain()
+            raise InputError(f"{name}: layer {layer.digest}: {exc.message}", path=name) from None
+        stream.drain()  # hash the tar padding too, then the digest is checked
+    return scan
 
 
 def _split_local(spec: str, prefix: str) -> tuple[Path, str | None]:

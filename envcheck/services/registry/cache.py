@@ -3,14 +3,20 @@
 Lives under ``$ENVCHECK_CACHE_DIR`` or the user cache folder (``$XDG_CACHE_HOME/envcheck``,
 ``~/.cache/envcheck``). Entries are immutable (the key is the digest of the content), written
 atomically, and re-verified on read, so a damaged entry is a cache miss, never a wrong answer.
+Concurrent writers (threads of one ``envcheck catalog``, shards of a fleet run on one cache folder) are
+safe: the last rename wins and every candidate is whole. :meth:`BlobCache.layer_lock` also lets a layer
+that several tags share be read once: whoever holds its lock scans it, the others then find its entry.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +85,21 @@ class BlobCache:
         touch(path)
         return data
 
+    @contextlib.contextmanager
+    def layer_lock(self, digest: str) -> Iterator[None]:
+        """Held while one layer is scanned: threads of this process and other envcheck processes on the same
+        cache folder wait here, then find the scan in the cache (ask :meth:`get_deep` again inside)."""
+        entry = self._path("locks", digest) if self.enabled else None
+        if entry is None:
+            yield
+            return
+        # One of 256 lock files, by the digest's first byte: a fixed set, left in place (removing a lock file another
+        # process holds open lets a third take a new one; only `envcheck cache clean` does), at the price of a rare
+        # shared wait.
+        path = entry.parent / entry.name[:2]
+        with _thread_lock(str(path)), _file_lock(path):
+            yield
+
     def put_deep(self, digest: str, result: dict[str, Any]) -> None:
         path = self._path(_deep_kind(), digest) if self.enabled else None
         if path is not None:
@@ -87,6 +108,35 @@ class BlobCache:
             # What a layer scan could not read may quote a URL with credentials: never on disk (envcheck.redaction).
             result = {**result, "problems": clean_value(result.get("problems", []), escape=False)}
             _write_atomic(path, json.dumps({**result, "layer": digest}, sort_keys=True).encode())
+
+
+_THREAD_LOCKS: dict[str, threading.Lock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` (created), held while the block runs; nothing where the cache
+    folder cannot hold a lock file or the platform has no ``fcntl`` (then layers may be read twice)."""
+    try:
+        import fcntl
+
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):  # a file system without locks: go on unlocked
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _thread_lock(key: str) -> threading.Lock:
+    with _THREAD_LOCKS_GUARD:
+        return _THREAD_LOCKS.setdefault(key, threading.Lock())
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

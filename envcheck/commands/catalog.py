@@ -1,0 +1,255 @@
+"""``envcheck catalog REGISTRY/REPOSITORY``: judge a repository's tags as ``envcheck image`` judges one image.
+
+The tags come from the registry's tags API (:mod:`envcheck.services.registry.tags`), with the same auth,
+limits and errors as ``envcheck image``. ``--tags GLOB`` (repeatable) selects by name, ``--since`` and
+``--last`` by the date each tag's image config records (``created``; the tags API gives no dates, and the
+config is a few KB, cached by digest), ``--shard K/N`` (:mod:`envcheck.shards`) the part of them this process
+judges. Each tag is one target, named ``REGISTRY/REPOSITORY:TAG``, in tag-name order whatever the registry's
+order or the shard, so ``envcheck merge`` of the shards' JSON reports equals one run over all of them.
+
+``--jobs`` tags are read at once (threads: the time goes to the network and to zlib, which releases the
+GIL). Layers are cached by digest (``--deep``) and a layer's cache lock makes tags that share it, in this
+process or in other shards on the same cache folder, read it once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fnmatch
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import replace
+
+from envcheck import engine
+from envcheck.commands.image import _credentials, _http_timeout
+from envcheck.config import Config
+from envcheck.errors import UsageError
+from envcheck.inspect.image_reference import parse_reference
+from envcheck.model import Inventory, Report, Status, TargetResult
+from envcheck.profile import load_profile
+from envcheck.services.registry.layers import DEFAULT_MAX_EXPANSION
+from envcheck.shards import Shard, engine_variables, shard_from
+from envcheck.sources.image import KIND, ImageOptions, read_image
+
+HELP = "judge the tags of a registry repository (each as `envcheck image` does), optionally one shard of them"
+DEFAULT_FORMAT = "text"
+DEFAULT_JOBS = 4
+MAX_JOBS = 64
+
+EPILOG = """\
+REPOSITORY is REGISTRY/NAME without a tag (nvcr.io/nvidia/pytorch, 127.0.0.1:5000/lab/vllm; Docker Hub
+names work as with `envcheck image`). Tags are listed through the registry's tags API (pages followed
+through Link headers) and judged one target each, in tag-name order, with the same credentials, limits
+and exit codes as `envcheck image` (3 when the registry cannot be reached).
+
+  envcheck catalog nvcr.io/nvidia/pytorch --tags '25.*-py3' --last 3
+  envcheck catalog registry.lab:5000/ml/train --deep --jobs 8 -f json -o all.json
+  envcheck catalog registry.lab:5000/ml/train --shard 2/3 -f json -o shard-2.json   # then: envcheck merge
+
+--since and --last use the date in each tag's image config (`created`, a few KB per tag, cached); tags
+without one are left out by --since and counted oldest by --last. --shard K/N judges the tags whose name
+hashes to shard K (1..N): N runs cover every tag once, whatever the order or the other tags. Without
+--shard, ENVCHECK_SHARD, JOB_COMPLETION_INDEX with JOB_COMPLETIONS, or SLURM_ARRAY_TASK_ID with
+SLURM_ARRAY_TASK_COUNT name the shard (docs/fleet.md)."""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the catalog command's arguments (the registry options are `envcheck image`'s)."""
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("repository", metavar="REGISTRY/REPOSITORY", help="the repository whose tags to judge (no tag)")
+    parser.add_argument("--tags", action="append", default=[], metavar="GLOB",
+                        help="judge only tags matching GLOB (fnmatch: * ? [0-9]); repeatable, any match selects")
+    parser.add_argument("--since", default=None, metavar="DATE",
+                        help="only tags whose image was created at or after DATE (2025-10-01, or ISO 8601 with a time)")
+    parser.add_argument("--last", type=int, default=None, metavar="N", help="only the N most recently created tags")
+    parser.add_argument("--jobs", "-j", type=int, default=DEFAULT_JOBS, metavar="N",
+                        help=f"read N tags at once (default {DEFAULT_JOBS}, at most {MAX_JOBS})")
+    parser.add_argument("--shard", default=None, metavar="K/N", help="judge only shard K of N (1 <= K <= N), by a hash of each tag")
+    parser.add_argument("--platform", default=None, help="platform to select from multi-platform tags (default: the profile's)")
+    parser.add_argument("--deep", action="store_true", help="also stream each tag's layers (each distinct layer once)")
+    parser.add_argument("--deep-fatbin", action="store_true", help="with --deep: also find fatbins outside .nv_fatbin (slower, not cached)")
+    parser.add_argument("--max-expansion", type=float, default=DEFAULT_MAX_EXPANSION, metavar="RATIO",
+                        help="with --deep: the decompression bound per layer, as for `envcheck image`")
+    parser.add_argument("--username", default=None, help="registry user name (with --password-stdin)")
+    parser.add_argument("--password-stdin", action="store_true", help="read the registry password or token from stdin")
+    parser.add_argument("--insecure-registry", action="append", default=[], metavar="HOST",
+                        help="allow plain HTTP to this registry (repeatable; loopback is always allowed)")
+    parser.add_argument("--http-timeout", type=float, default=None, metavar="SECONDS",
+                        help="overall deadline of one registry request (default: ENVCHECK_HTTP_TIMEOUT, else 300)")
+    parser.add_argument("--no-progress", action="store_true", help="no line per tag on stderr (shown on a terminal only anyway)")
+
+
+def _repository(text: str) -> str:
+    """REGISTRY/REPOSITORY as given, refused with a tag or digest (the tags are what catalog chooses)."""
+    last = text.strip().rsplit("/", 1)[-1]
+    if "@" in text or ":" in last:
+        raise UsageError(f"{text!r}: name a repository without a tag or digest (envcheck catalog judges its tags; "
+                         "select them with --tags GLOB)")
+    parse_reference(text)  # a malformed name is a usage error before any network use
+    return text.strip()
+
+
+def _since(text: str | None) -> datetime.datetime | None:
+    if text is None:
+        return None
+    when = _parse_date(text)
+    if when is None:
+        raise UsageError(f"--since {text[:40]!r}: expected a date (2025-10-01) or an ISO 8601 time (2025-10-01T12:00:00Z)")
+    return when
+
+
+def _parse_date(text: object) -> datetime.datetime | None:
+    """An aware datetime (UTC where none is given) from an ISO 8601 text, or None."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    value = text.strip()
+    if value[-1:] in ("z", "Z"):
+        value = value[:-1] + "+00:00"
+    if "." in value:  # Go writes nanoseconds; fromisoformat takes at most microseconds
+        head, _, tail = value.partition(".")
+        digits = len(tail) - len(tail.lstrip("0123456789"))
+        value = f"{head}.{tail[:min(digits, 6)]}{tail[digits:]}" if digits else head + tail
+    try:
+        when = datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=datetime.timezone.utc)
+
+
+def _options(args: argparse.Namespace, config: Config) -> ImageOptions:
+    platform = args.platform or load_profile(config.profile).docker_platform
+    if platform.count("/") not in (1, 2):
+        raise UsageError(f"--platform {platform!r}: expected os/arch[/variant], e.g. linux/arm64")
+    return ImageOptions(
+        platform=platform, deep=bool(args.deep), credentials=_credentials(args),
+        insecure_registries=tuple(args.insecure_registry), progress=False,
+        use_cache=not getattr(args, "no_cache", False),
+        deep_fatbin=bool(args.deep_fatbin or config.options.deep_fatbin),
+        max_expansion=float(args.max_expansion), http_timeout=_http_timeout(args),
+    )
+
+
+def selected_tags(tags: list[str], globs: list[str]) -> list[str]:
+    """The tags any glob matches (all without globs), in tag-name order."""
+    return sorted(t for t in set(tags) if not globs or any(fnmatch.fnmatchcase(t, g) for g in globs))
+
+
+def _in_parallel(jobs: int, names: list[str], work: Callable[[str], TargetResult],
+                 progress: Callable[[int, TargetResult, float], None]) -> list[TargetResult]:
+    """``work`` for each name, ``jobs`` at once; results in the order of ``names`` (progress as they finish)."""
+
+    def timed(name: str) -> tuple[TargetResult, float]:
+        start = time.monotonic()
+        return work(name), time.monotonic() - start
+
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(names) or 1)), thread_name_prefix="envcheck-tag") as pool:
+        futures = {pool.submit(timed, name): name for name in names}
+        results: dict[str, TargetResult] = {}
+        for done, future in enumerate(as_completed(futures), 1):
+            result, seconds = future.result()
+            results[futures[future]] = result
+            progress(done, result, seconds)
+    return [results[name] for name in names]
+
+
+def report(args: argparse.Namespace, config: Config) -> Report:
+    """List, select and judge the repository's tags; one target per tag."""
+    from envcheck.services.registry.auth import credentials_from_docker_config
+    from envcheck.services.registry.client import RegistryClient
+    from envcheck.services.registry.tags import list_tags
+
+    repository = _repository(args.repository)
+    if not 1 <= args.jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs {args.jobs}: expected 1 to {MAX_JOBS}")
+    if args.last is not None and args.last < 1:
+        raise UsageError(f"--last {args.last}: expected 1 or more")
+    since = _since(args.since)
+    shard = shard_from(args.shard, engine_variables())
+    options = _options(args, config)
+    ref = parse_reference(repository)
+    client = RegistryClient(ref, credentials=options.credentials or credentials_from_docker_config(ref.registry),
+                            insecure=options.insecure_registries, deadline=options.http_timeout)
+    try:
+        listed, skipped = list_tags(client)
+    finally:
+        client.session.close()
+    say = _Say(enabled=not args.no_progress and sys.stderr.isatty())
+    if skipped:
+        print(f"envcheck: {ref.registry}/{ref.repository}: {skipped} entries of the tags list are not valid tag names; "
+              "left out", file=sys.stderr)
+    tags = selected_tags(listed, args.tags)
+    if not tags:
+        what = f"matching {' or '.join(repr(g) for g in args.tags)}" if args.tags else "at all"
+        raise UsageError(f"{ref.registry}/{ref.repository} has no tags {what} ({len(listed)} listed)")
+    name_of = {tag: f"{ref.registry}/{ref.repository}:{tag}" for tag in tags}
+    profile = load_profile(config.profile)
+
+    def judge(tag: str, read_options: ImageOptions) -> TargetResult:
+        target = engine.Target(name=name_of[tag], kind=KIND, read=lambda: read_image(name_of[tag], read_options))
+        return engine.judge(target, engine.read_safely(target, args.debug), profile, config, args.debug)
+
+    early: dict[str, TargetResult] = {}
+    if since is not None or args.last is not None:
+        tags, early = _by_date(tags, since, args.last, args.jobs, lambda tag: judge(tag, replace(options, deep=False)))
+    if shard is not None:
+        selected = len(tags)
+        tags = [tag for tag in tags if shard.holds(tag)]
+        _say_shard(shard, len(tags), selected)
+    results = _in_parallel(args.jobs, tags, lambda tag: early[tag] if tag in early and not options.deep else judge(tag, options),
+                           lambda done, result, seconds: say.line(done, len(tags), result, seconds))
+    out = Report(profile=profile.name, targets=results)
+    from envcheck import fixes
+
+    fixes.attach(out, config.options)
+    out.exit_code = engine.exit_code(out.findings, config.fail_threshold)
+    return out
+
+
+def _by_date(tags: list[str], since: datetime.datetime | None, last: int | None, jobs: int,
+             judge: Callable[[str], TargetResult]) -> tuple[list[str], dict[str, TargetResult]]:
+    """The tags created at/after ``since`` and among the ``last`` newest, in tag-name order, with the
+    config-level results read to learn the dates (reused when the run is not --deep)."""
+    results = dict(zip(tags, _in_parallel(jobs, tags, judge, lambda *_: None), strict=True))
+    oldest = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
+    created = {tag: _parse_date(_image_facts(result.inventory).get("created")) for tag, result in results.items()}
+    chosen = [t for t in tags if since is None or ((when := created[t]) is not None and when >= since)]
+    if last is not None:
+        chosen = sorted(chosen, key=lambda t: (created[t] or oldest, t), reverse=True)[:last]
+    # A tag that could not be read has no date either: it stays, so its error is reported, not dropped.
+    broken = [t for t in tags if t not in chosen and any(f.status is Status.ERROR for f in results[t].findings)]
+    chosen += broken
+    undated = sum(1 for t in tags if created[t] is None and t not in broken)
+    if undated:
+        print(f"envcheck: {undated} of {len(tags)} tags have no creation date in their image config"
+              + (" (left out by --since)" if since is not None else " (counted oldest by --last)"), file=sys.stderr)
+    return sorted(chosen), results
+
+
+def _image_facts(inventory: Inventory) -> dict[str, object]:
+    facts = inventory.host.image
+    return dict(facts) if isinstance(facts, dict) else {}
+
+
+def _say_shard(shard: Shard, count: int, of: int) -> None:
+    print(f"envcheck: shard {shard} (from {shard.source}): {count} of {of} selected tags", file=sys.stderr)
+
+
+class _Say:
+    """One progress line per judged tag on stderr, on a terminal only."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def line(self, done: int, total: int, result: TargetResult, seconds: float) -> None:
+        if not self.enabled:
+            return
+        from envcheck.redaction import clean
+
+        worst = Status.worst((f.status for f in result.findings), Status.PASS)
+        loud = sorted({f.gotcha for f in result.findings if f.status is worst and worst in (Status.FAIL, Status.WARN, Status.ERROR)})
+        why = f" ({', '.join(loud)})" if loud else ""
+        print(f"envcheck: [{done}/{total}] {clean(result.target)} {worst.value}{why} {seconds:.1f} s", file=sys.stderr)

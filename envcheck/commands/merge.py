@@ -1,0 +1,150 @@
+"""``envcheck merge REPORT.json...``: JSON reports (catalog shards, nightly runs, several Sparks' snapshots)
+as one report, in any format.
+
+Every input must be a ``--format json`` report or an ``envcheck snapshot`` of this envcheck's version and
+schema, for one profile: findings of another version were judged by other rules, and mixing them in one
+matrix would misstate both, so such a file is refused with a message naming it and its versions. Targets are
+ordered by name (a catalog's shards then merge into the order of one run over all tags). A target name met in
+several inputs is kept once when both say the same; when they differ (yesterday's and today's run of one
+tag, the ``host`` target of two Sparks) each is kept, named with its snapshot's node, else its file. This
+run's ``--ignore`` applies on top of what the inputs suppressed; the exit code is recomputed with this run's
+``--fail-on``, as for one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from envcheck import __version__, engine
+from envcheck.config import Config
+from envcheck.errors import InputError, UsageError
+from envcheck.model import Report, TargetResult
+
+HELP = "merge JSON reports or snapshots (catalog shards, nightly runs, several Sparks) into one report"
+DEFAULT_FORMAT = "text"
+MAX_REPORT_BYTES = 256 << 20
+MAX_TOTAL_BYTES = 1 << 30  # all inputs together: they are held in memory at once
+MAX_REPORTS = 10_000
+
+EPILOG = """\
+  envcheck catalog REG/REPO --shard 1/3 -f json -o s1.json    # ... one run per shard, anywhere
+  envcheck merge s1.json s2.json s3.json -f html -o fleet.html    # a matrix: tags x G1-G10/ARCH
+  envcheck merge spark-a.json spark-b.json -f sarif -o lab.sarif
+
+Inputs are `--format json` reports and `envcheck snapshot` files of this envcheck version (- reads one from
+stdin). The exit code is what one run over all the targets would give (--fail-on applies)."""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the merge command's arguments."""
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.add_argument("reports", nargs="+", metavar="REPORT.json", help="JSON reports or snapshots to merge (- for stdin)")
+
+
+def _read(where: str, left: int) -> bytes:
+    name = "stdin" if where == "-" else where
+    limit = min(MAX_REPORT_BYTES, left)
+    try:
+        if where == "-":
+            raw = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(where, "rb") as handle:
+                raw = handle.read(limit + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read {name}: {exc.strerror or exc}", path=name) from None
+    if len(raw) > MAX_REPORT_BYTES:
+        raise InputError(f"{name}: larger than {MAX_REPORT_BYTES >> 20} MiB; not an envcheck report", path=name)
+    if len(raw) > limit:
+        raise InputError(f"{name}: the reports to merge come to more than {MAX_TOTAL_BYTES >> 20} MiB together; merge "
+                         "fewer at once (merge the merged reports again)", path=name)
+    return raw
+
+
+def load_report(where: str, left: int = MAX_TOTAL_BYTES) -> tuple[dict[str, Any], list[TargetResult]]:
+    """The header fields and the targets of one JSON report or snapshot, refused unless this version wrote it;
+    ``left``: how many bytes it may have (what the other inputs left of :data:`MAX_TOTAL_BYTES`)."""
+    from envcheck.formats.json_format import SCHEMA_VERSION
+
+    name = "stdin" if where == "-" else where
+    try:
+        raw = _read(where, left)
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{name}: not JSON ({getattr(exc, 'msg', exc)}); expected an envcheck JSON report "
+                         "(--format json) or snapshot", path=name, line=getattr(exc, "lineno", None)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("targets"), list) or "schema_version" not in data:
+        raise InputError(f"{name}: not an envcheck JSON report or snapshot (no schema_version and targets)", path=name)
+    schema, version = data.get("schema_version"), data.get("envcheck_version")
+    if schema != SCHEMA_VERSION or version != __version__:
+        raise InputError(f"{name}: written by envcheck {str(version)[:40]} (report schema {str(schema)[:20]}); this is envcheck "
+                         f"{__version__} (schema {SCHEMA_VERSION}), and reports of different versions are not merged: "
+                         "their findings come from different rules. Run the same envcheck version everywhere, or "
+                         "produce the report again with this one", path=name)
+    try:
+        targets = [TargetResult.from_json(t, f"targets[{i}]") for i, t in enumerate(data["targets"])]
+    except InputError as exc:
+        raise InputError(f"{name}: {exc.message}", path=name) from None
+    snapshot = data["snapshot"] if isinstance(data.get("snapshot"), dict) else {}
+    header = {"profile": data.get("profile"), "node": snapshot.get("node"), "source": name, "bytes": len(raw)}
+    return header, targets
+
+
+def merged_targets(inputs: list[tuple[dict[str, Any], list[TargetResult]]]) -> list[TargetResult]:
+    """The targets of every input, each distinct one once, ordered by name (see the module doc)."""
+    by_name: dict[str, list[tuple[dict[str, Any], TargetResult]]] = {}
+    for header, targets in inputs:
+        for target in targets:
+            same = by_name.setdefault(target.target, [])
+            if not any(_same(target, other) for _, other in same):
+                same.append((header, target))
+    out: list[TargetResult] = []
+    for name in sorted(by_name):
+        entries = by_name[name]
+        if len(entries) == 1:
+            out.append(entries[0][1])
+            continue
+        for header, target in entries:
+            label = header.get("node") if isinstance(header.get("node"), str) and header.get("node") else Path(header["source"]).name
+            out.append(replace(target, target=f"{name} @ {label}"))
+    return out
+
+
+def _same(one: TargetResult, other: TargetResult) -> bool:
+    """The same verdicts on the same target (counters of the reading, like requests made, may differ)."""
+    return (one.kind, one.findings, [(f, r) for f, r in one.suppressed]) == (other.kind, other.findings, [(f, r) for f, r in other.suppressed])
+
+
+def report(args: argparse.Namespace, config: Config) -> Report:
+    """One report of every input's targets; the exit code as one run over them would give."""
+    if len(args.reports) > MAX_REPORTS:
+        raise UsageError(f"{len(args.reports)} reports: at most {MAX_REPORTS} are merged at once")
+    if args.reports.count("-") > 1:
+        raise UsageError("stdin (-) can be named once")
+    inputs: list[tuple[dict[str, Any], list[TargetResult]]] = []
+    left = MAX_TOTAL_BYTES
+    for where in args.reports:
+        inputs.append(load_report(where, left))
+        left -= int(inputs[-1][0]["bytes"])
+    profiles = sorted({str(header["profile"]) for header, _ in inputs})
+    if len(profiles) > 1:
+        raise UsageError(f"these reports were judged against different profiles ({', '.join(profiles)}); merge the reports "
+                         "of one profile at a time")
+    targets = merged_targets(inputs)
+    for target in targets:
+        kept = []
+        for finding in target.findings:
+            reason = next((config.ignores[k] for k in (finding.rule, finding.gotcha) if k in config.ignores), None)
+            if reason is None or finding.status.value == "ERROR":
+                kept.append(finding)
+            else:
+                target.suppressed.append((finding, reason))
+        target.findings[:] = kept
+    out = Report(profile=profiles[0] if profiles else config.profile, targets=targets)
+    out.exit_code = engine.exit_code(out.findings, config.fail_threshold)
+    return out
