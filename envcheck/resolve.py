@@ -45,6 +45,7 @@ from envcheck.cache import binary_from_json, cache_dir, touch
 from envcheck.config import child_environment, env
 from envcheck.errors import InputError, ServiceError
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
+from envcheck.limits import DEFAULT_MAX_EXPANSION, EXPANSION_FLOOR, expansion_limit
 from envcheck.model import (
     Binary,
     IndexOption,
@@ -61,7 +62,7 @@ from envcheck.model import (
 from envcheck.profile import Profile
 from envcheck.services.package_index import FileProblem, IndexClient, RemoteFile, redact
 
-FACTS_FORMAT = 1
+FACTS_FORMAT = 2  # 2: facts read by ranges are keyed by URL and hash, never by a claimed hash alone
 MAX_MEMBER_BYTES = 1 << 30  # an ELF member bigger than this (inflated) is not read: its facts come from the table
 MAX_BINARY_MEMBERS = 5000  # members of one wheel read as possible binaries
 UV_TIMEOUT = 600.0
@@ -84,6 +85,7 @@ class ResolveSettings:
     offline: bool = False  # the cache and the facts table only; uv --offline
     use_cache: bool = True
     uv: str | None = None  # the uv executable (default: found on PATH or next to this Python)
+    max_expansion: float = DEFAULT_MAX_EXPANSION  # --max-expansion, as for local wheels
 
 
 @dataclass
@@ -97,6 +99,8 @@ class FileFacts:
     sources: list[str] = field(default_factory=list)
     bytes_read: int = 0
     complete: bool = False  # every member that may be a binary was read (cacheable)
+    verified: bool = False  # the whole file was read and matched its sha256
+    notes: list[str] = field(default_factory=list)  # what was left unread on purpose (a cap): INFO, not an error
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,21 @@ class Chosen:
     reason: str = ""
     location: Location | None = None
     source: str = "resolver"
+    problem: str = ""  # the input names this file wrongly (a hash that is not a sha256): an input error, nothing read
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _checked_sha256(value: Any) -> tuple[str | None, str]:
+    """A lock's claimed sha256, lowercased, or None and what is wrong with it (it becomes part of cache keys)."""
+    if value is None or value == "":
+        return None, ""
+    text = value.lower() if isinstance(value, str) else ""
+    if _SHA256.fullmatch(text):
+        return text, ""
+    shown = "".join(ch if ch.isprintable() else "?" for ch in repr(value)[:80])
+    return None, f"the sha256 {shown} is not 64 hexadecimal digits: this entry is not read"
 
 
 # ------------------------------------------------------------------------------ the target platform
@@ -183,8 +202,20 @@ def _lock_choices(path: Path, profile: Profile, python: str) -> list[Chosen]:
         version = str(entry["version"]) if entry.get("version") is not None else None
         m = re.search(rf'^name = "{re.escape(entry["name"])}"', text, re.M)
         loc = Location(str(path), line=text.count("\n", 0, m.start()) + 1 if m else None)
-        out.append(_choose(name, version, _files(entry.get("wheels")), _file(entry.get("sdist")), profile, python, loc, "lock file"))
+        item = _choose(name, version, _files(entry.get("wheels")), _file(entry.get("sdist")), profile, python, loc, "lock file")
+        if item.problem:
+            item = replace(item, problem=f"{path}: {item.name}: {item.problem}", location=_hash_line(path, text, m.start() if m else 0, loc))
+        out.append(item)
     return out
+
+
+def _hash_line(path: Path, text: str, start: int, fallback: Location) -> Location:
+    """The line of the first ``sha256`` key at or after an entry's start that does not hold a proper hash."""
+    for m in re.finditer(r"sha256\s*=\s*(\S+)|hash\s*=\s*\"sha256:([^\"]*)\"", text[start:]):
+        value = (m.group(1) or m.group(2) or "").strip("\"'")
+        if not _SHA256.fullmatch(value.lower()):
+            return Location(str(path), line=text.count("\n", 0, start + m.start()) + 1)
+    return fallback
 
 
 def _file(item: Any) -> dict[str, Any] | None:
@@ -193,9 +224,11 @@ def _file(item: Any) -> dict[str, Any] | None:
     url = item.get("url") or item.get("path") or ""
     name = item.get("name") or (str(url).split("#")[0].rsplit("/", 1)[-1] if url else "")
     hashes: dict[str, Any] = item["hashes"] if isinstance(item.get("hashes"), dict) else {}
-    sha = hashes.get("sha256") or (str(item.get("hash", "")).partition("sha256:")[2] or None)
+    claimed = hashes.get("sha256") or (str(item.get("hash", "")).partition("sha256:")[2] or None)
+    sha, problem = _checked_sha256(claimed)
     size = item.get("size")
-    return {"filename": str(name), "url": str(url) if url else None, "sha256": sha, "size": size if isinstance(size, int) else None}
+    return {"filename": str(name), "url": str(url) if url else None, "sha256": sha, "size": size if isinstance(size, int) else None,
+            "problem": problem}
 
 
 def _files(items: Any) -> list[dict[str, Any]]:
@@ -207,10 +240,11 @@ def _choose(name: str, version: str | None, wheels: list[dict[str, Any]], sdist:
     filename, why = best_wheel([w["filename"] for w in wheels], profile, python)
     if filename is not None:
         w = next(w for w in wheels if w["filename"] == filename)
-        return Chosen(name, version, "wheel", filename, w["url"], w["sha256"], w["size"], location=loc, source=source)
+        return Chosen(name, version, "wheel", filename, w["url"], w["sha256"], w["size"], location=loc, source=source,
+                      problem=w["problem"])
     if sdist is not None:
         return Chosen(name, version, "sdist", sdist["filename"], sdist["url"], sdist["sha256"], sdist["size"],
-                      reason=why, location=loc, source=source)
+                      reason=why, location=loc, source=source, problem=sdist["problem"])
     return Chosen(name, version, "none", reason=why or "no files", location=loc, source=source)
 
 
@@ -422,7 +456,7 @@ def _keep_shipped(found: list[Chosen], shipped: dict[str, Package], lines: list[
 
     def requires_of(name: str) -> list[Requirement]:
         item = by_name.get(name)
-        if item is None or item.kind != "wheel":
+        if item is None or item.kind != "wheel" or item.problem:
             return []
         try:
             facts = facts_of(item, client, settings)
@@ -557,34 +591,66 @@ def facts_table() -> dict[str, Any]:
     return files if isinstance(files, dict) else {}
 
 
-def _cache_path(sha256: str) -> Path:
-    return cache_dir() / f"files-v{FACTS_FORMAT}" / sha256[:2] / f"{sha256}.json"
+def _cache_path(key: str) -> Path | None:
+    """Where the facts of cache key ``key`` live; None for anything but 64 hex digits (never a path of its own)."""
+    if not _SHA256.fullmatch(key):
+        return None
+    return cache_dir() / f"files-v{FACTS_FORMAT}" / key[:2] / f"{key}.json"
 
 
-def cached_facts(sha256: str) -> FileFacts | None:
+def facts_key(sha256: str | None, url: str | None, size: int | None, verified: bool) -> str | None:
+    """The cache key of a file's facts: its sha256 only when the whole file was read and matched it; otherwise the
+    claimed hash bound to the URL (without credentials) and size it was read from, so a lock that pairs a real
+    wheel's hash with another file's URL can only ever poison its own pairing."""
+    if verified and sha256:
+        return sha256
+    if not url:
+        return None
+    from hashlib import sha256 as digest
+
+    bare = _without_userinfo(url.split("#", 1)[0])
+    return digest(json.dumps(["range", sha256, bare, size]).encode()).hexdigest()
+
+
+def _without_userinfo(url: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, parts.query, parts.fragment))
+
+
+def cached_facts(key: str) -> FileFacts | None:
     """Facts of a file from envcheck's cache (None on a miss)."""
-    path = _cache_path(sha256)
+    path = _cache_path(key)
+    if path is None:
+        return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or data.get("format") != FACTS_FORMAT:
         return None
     touch(path)
     requires = data.get("requires")
     return FileFacts(tuple(requires) if isinstance(requires, list) else None, tuple(data.get("tags") or ()),
-                     list(data.get("binaries") or []), list(data.get("problems") or []), ["cache"], 0, True)
+                     list(data.get("binaries") or []), list(data.get("problems") or []), ["cache"], 0, True,
+                     notes=[str(n) for n in data.get("notes") or []] if isinstance(data.get("notes"), list) else [])
 
 
-def store_facts(sha256: str, facts: FileFacts) -> None:
-    """Remember complete facts of a file (atomically; errors are ignored)."""
-    path = _cache_path(sha256)
+def store_facts(key: str, facts: FileFacts) -> None:
+    """Remember complete facts of a file (atomically; errors are ignored). Only inside the cache folder."""
+    path = _cache_path(key)
+    if path is None:
+        return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=".facts-", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump({"format": FACTS_FORMAT, "requires": list(facts.requires) if facts.requires is not None else None,
-                       "tags": list(facts.tags), "binaries": facts.binaries, "problems": facts.problems}, fh)
+                       "tags": list(facts.tags), "binaries": facts.binaries, "problems": facts.problems, "notes": facts.notes}, fh)
         os.replace(tmp, path)
     except OSError:
         pass
@@ -598,8 +664,15 @@ def _may_be_binary(info: zipfile.ZipInfo) -> bool:
     return ".so" in base or base.endswith((".a", ".cubin", ".node")) or "/bin/" in name or "/scripts/" in name or "." not in base
 
 
-def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: str | None) -> FileFacts:
-    """Facts of a wheel on an index: metadata (PEP 658 first), then its binaries by range requests."""
+def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: str | None, metadata_sha256: str | None = None,
+                      max_expansion: float = DEFAULT_MAX_EXPANSION) -> FileFacts:
+    """Facts of a wheel on an index: metadata, then its binaries by range requests.
+
+    The index's separate metadata file (PEP 658) is used only when its hash is known (``metadata_sha256``, from
+    the project page) and matches; otherwise Requires-Dist comes from the wheel's own METADATA. Binaries are held
+    to the expansion limit (``--max-expansion``), each against its compressed size and all of them against the
+    wheel's size, and a zip directory bigger than any real wheel's is refused before it is parsed.
+    """
     from envcheck.inspect import wheelzip  # the binary readers load only when a file is really read
     from envcheck.inspect.elf import MalformedBinary
 
@@ -607,28 +680,39 @@ def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: s
     start = client.traffic.bytes
     parsed = parse_wheel_name(url)
     facts.tags = parsed.tags if parsed else ()
-    meta = client.metadata(url)
-    if meta is not None:
-        facts.requires = _requires_of(meta)
-        facts.sources.append("index metadata")
+    if metadata_sha256:
+        meta = client.metadata(url, metadata_sha256)
+        if meta is not None:
+            facts.requires = _requires_of(meta)
+            facts.sources.append("index metadata")
     remote = RemoteFile(client, url.split("#")[0], size)
     try:
+        wheelzip.check_directory(remote, remote.size)
         zf = zipfile.ZipFile(remote)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise FileProblem(f"{redact(url)}: not a readable wheel ({type(exc).__name__}: {exc})") from None
     with zf:
         infos = zf.infolist()
         if facts.requires is None:
-            dist = next((i.filename for i in infos if i.filename.endswith(".dist-info/METADATA") and i.filename.count("/") == 1), None)
+            dist = next((i for i in infos if i.filename.endswith(".dist-info/METADATA") and i.filename.count("/") == 1), None)
             if dist is not None:
-                facts.requires = _requires_of(zf.read(dist))
+                try:
+                    wheelzip.check_member(dist, remote.size)
+                    if dist.file_size > MAX_METADATA_BYTES:
+                        raise ValueError(f"{dist.file_size} bytes, more than the {MAX_METADATA_BYTES >> 20} MiB envcheck reads")
+                    facts.requires = _requires_of(zf.read(dist))
+                    facts.sources.append("wheel metadata")
+                except (MalformedBinary, zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+                    facts.problems.append(f"{dist.filename}: cannot read it: {getattr(exc, 'message', None) or exc}")
         candidates = [i for i in infos if _may_be_binary(i)]
         if len(candidates) > MAX_BINARY_MEMBERS:
-            facts.problems.append(f"{len(candidates)} members may be binaries; only the first {MAX_BINARY_MEMBERS} were read")
+            facts.notes.append(f"{len(candidates) - MAX_BINARY_MEMBERS} of its {len(candidates)} members that may be binaries were not "
+                               f"read (envcheck reads the first {MAX_BINARY_MEMBERS} of a remote wheel); the findings cover the others")
+        budget = _Budget(expansion_limit(remote.size, max_expansion), max_expansion)
         for info in candidates[:MAX_BINARY_MEMBERS]:
             try:
                 wheelzip.check_member(info, remote.size)
-                binary, problems = _read_member(zf, remote, info)
+                binary, problems = _read_member(zf, remote, info, budget)
             except (MalformedBinary, zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
                 facts.problems.append(f"{info.filename}: {getattr(exc, 'message', None) or exc}")
                 continue
@@ -644,9 +728,37 @@ def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: s
 
         if hashlib.sha256(remote._whole).hexdigest() != sha256.lower():
             raise FileProblem(f"{redact(url)}: the downloaded file's sha256 does not match {sha256[:16]}...: not judged")
+        facts.verified = True
     facts.bytes_read = client.traffic.bytes - start
-    facts.complete = True
+    facts.complete = not budget.refused
     return facts
+
+
+MAX_METADATA_BYTES = 4 << 20
+
+
+@dataclass
+class _Budget:
+    """How many bytes the binaries of one remote wheel may still inflate to (``--max-expansion``)."""
+
+    left: int | None  # None: no limit
+    ratio: float
+    refused: bool = False  # a member was refused: the facts depend on the limit, so they are not cached
+
+    def take(self, info: zipfile.ZipInfo) -> str:
+        """Charge ``info``'s declared size; the reason it may not be inflated, or "" when it may."""
+        limit = expansion_limit(info.compress_size, self.ratio)
+        if limit is not None and info.file_size > limit:
+            what = f"{info.file_size} bytes from {info.compress_size} compressed bytes"
+        elif self.left is not None and info.file_size > self.left:
+            what = "the wheel's binaries past the limit for the wheel's size"
+        else:
+            if self.left is not None:
+                self.left -= info.file_size
+            return ""
+        return (f"{info.filename}: not read: it would expand {what}, more than the expansion limit ({self.ratio:g} times the "
+                f"compressed size, at least {EXPANSION_FLOOR >> 20} MiB); if the wheel is genuine, raise the limit with "
+                f"--max-expansion (0: no limit)")
 
 
 def _requires_of(meta: bytes) -> tuple[str, ...]:
@@ -654,7 +766,7 @@ def _requires_of(meta: bytes) -> tuple[str, ...]:
     return tuple(str(r) for r in parsed.get_all("Requires-Dist") or [])
 
 
-def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo) -> tuple[Binary | None, list[str]]:
+def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo, budget: _Budget) -> tuple[Binary | None, list[str]]:
     """One member read as a binary: stored ones in place by range reads, deflated ones inflated from the start."""
     from envcheck.inspect import wheelzip
     from envcheck.inspect.elf import ELF_MAGIC, FileSource
@@ -669,6 +781,10 @@ def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo)
         head = member.read(8)
         if not head.startswith((ELF_MAGIC, b"!<arch>\n")):
             return None, []
+        refused = budget.take(info)
+        if refused:
+            budget.refused = True
+            return None, [refused]
         if info.file_size > MAX_MEMBER_BYTES:
             return None, [f"{info.filename}: {info.file_size} bytes inflated, more than envcheck inflates from a remote wheel"]
         with tempfile.TemporaryFile(prefix="envcheck-member-") as spool:
@@ -704,28 +820,37 @@ _READ_THIS_RUN: dict[str, FileFacts] = {}  # a file read twice in one run (a Doc
 
 
 def facts_of(chosen: Chosen, client: IndexClient, settings: ResolveSettings) -> FileFacts:
-    """Facts of a chosen wheel: cache, then the shipped table, then the index (unless offline)."""
-    sha = (chosen.sha256 or "").lower() or None
-    if sha and sha in _READ_THIS_RUN:
-        return _READ_THIS_RUN[sha]
-    if sha and settings.use_cache:
-        hit = cached_facts(sha)
-        if hit is not None:
-            return hit
+    """Facts of a chosen wheel: the shipped table, then the cache, then the index (unless offline).
+
+    The table wins over a cache entry for the same file. The cache holds facts under the file's sha256 only when
+    the whole file was read and matched it; facts read by ranges are keyed by the URL they came from as well
+    (:func:`facts_key`), so a lock claiming one file's hash for another file's URL never changes what a later run
+    learns about the first file."""
+    sha = chosen.sha256
+    url = chosen.url if chosen.url and chosen.url.startswith(("http://", "https://")) else None
+    bound = facts_key(sha, url, chosen.size, verified=False)
+    if bound and bound in _READ_THIS_RUN:
+        return _READ_THIS_RUN[bound]
     if sha and sha in facts_table():
         row = facts_table()[sha]
         return FileFacts(tuple(row["requires"]) if isinstance(row.get("requires"), list) else None, tuple(row.get("tags") or ()),
                          list(row.get("binaries") or []), [], ["facts table"], 0, True)
+    if settings.use_cache:
+        for key in (sha, bound):
+            hit = cached_facts(key) if key else None
+            if hit is not None:
+                return hit
     if settings.offline:
         return FileFacts(sources=["not read: --offline and not in the cache or the facts table"])
-    if not chosen.url or not chosen.url.startswith(("http://", "https://")):
+    if url is None:
         return FileFacts(problems=[f"{chosen.filename}: no http(s) URL to read it from"])
-    facts = read_remote_wheel(client, chosen.url, chosen.size, sha)
-    if facts.complete and sha and settings.use_cache:
-        store_facts(sha, facts)
-    if sha:
+    facts = read_remote_wheel(client, url, chosen.size, sha, max_expansion=settings.max_expansion)
+    key = facts_key(sha, url, chosen.size, verified=facts.verified)
+    if facts.complete and key and settings.use_cache:
+        store_facts(key, facts)
+    if bound:
         # a second look in this run reads nothing more
-        _READ_THIS_RUN[sha] = FileFacts(facts.requires, facts.tags, facts.binaries, facts.problems, [*facts.sources], 0, True)
+        _READ_THIS_RUN[bound] = replace(facts, sources=[*facts.sources], bytes_read=0)
     return facts
 
 
@@ -797,7 +922,9 @@ def _add(inventory: Inventory, item: Chosen, client: IndexClient, settings: Reso
     record = ResolvedFile(item.name, item.version, item.kind, item.filename, url, item.sha256, item.size,
                           (item.source,), 0, item.reason, item.location)
     requires: tuple[str, ...] | None = None
-    if item.kind == "wheel":
+    if item.problem:
+        inventory.problems.append(ReadProblem(item.problem, item.location))
+    elif item.kind == "wheel":
         try:
             facts = facts_of(item, client, settings)
         except FileProblem as exc:
@@ -810,6 +937,8 @@ def _add(inventory: Inventory, item: Chosen, client: IndexClient, settings: Reso
         record = replace(record, sources=(item.source, *facts.sources), bytes_read=facts.bytes_read)
         for problem in facts.problems:
             inventory.problems.append(ReadProblem(f"{url or item.filename}!{problem}", Location(url or str(item.filename))))
+        for note in facts.notes:
+            inventory.problems.append(ReadProblem(f"{url or item.filename}: {note}", Location(url or str(item.filename)), note=True))
         where = url or str(item.filename)
         for data in facts.binaries:
             values = {k: v for k, v in data.items() if k != "member"}

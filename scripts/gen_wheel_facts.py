@@ -69,7 +69,7 @@ def main() -> int:
             print(f"{pin}: {chosen} already in the table")
             continue
         before = client.traffic.bytes
-        facts = read_remote_wheel(client, item.url, item.size, item.sha256)
+        facts = read_remote_wheel(client, item.url, item.size, item.sha256, item.metadata_sha256)
         files[item.sha256] = {
             "filename": chosen, "url": item.url, "size": item.size, "requires": list(facts.requires or []),
             "tags": list(facts.tags), "binaries": facts.binaries, "problems": facts.problems,

@@ -124,6 +124,8 @@ def _relative_to_cwd(path: Path) -> Path:
 
 
 def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Target]) -> list[Target]:
+    from dataclasses import replace
+
     from envcheck import resolve
     from envcheck.engine import Target
 
@@ -133,6 +135,8 @@ def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Ta
         python_version=args.python_version, index_url=args.index_url, extra_index_urls=tuple(args.extra_index_url),
         find_links=tuple(args.find_links), offline=args.offline, use_cache=not args.no_cache,
     )
+    if args.max_expansion is not None:
+        settings = replace(settings, max_expansion=float(args.max_expansion))
     return [Target(t.name, t.kind, resolve.resolved_reader(t.name, t.kind, t.read, settings, config.profile)) for t in targets]
 
 
