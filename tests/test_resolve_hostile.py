@@ -6,13 +6,18 @@ zip files, built here where the class needs a malformed one (a directory of 2 mi
 
 from __future__ import annotations
 
+import io
 import json
+import struct
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from package_index import PackageIndex, build_wheel, serve, standard_index
-from test_resolve import _findings, _pylock, _resolve, _resolved, _status
+from bounded import run_envcheck_bounded
+from package_index import AARCH64, BINARIES, Dist, PackageIndex, build_wheel, serve, standard_index
+from test_resolve import _env, _findings, _pylock, _resolve, _resolved, _status
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +46,7 @@ def test_a_lock_hash_that_is_not_a_sha256_is_an_input_error_and_writes_nothing(
     assert good is not None
     text = _pylock(index, good.filename, "cleanext-1.0-py3-none-manylinux_2_28_aarch64.whl").replace(good.sha256, json.dumps(claimed)[1:-1])
     cache = tmp_path / "cache"
-    code, target, out = _resolve(tmp_path, uv_cache, index.url, text, name="pylock.toml")
+    code, target, _ = _resolve(tmp_path, uv_cache, index.url, text, name="pylock.toml")
     errors = [f for f in _findings(target, "input-error") if "64 hexadecimal digits" in f["message"]]
     assert code == 2 and len(errors) == 1, target["findings"]
     assert errors[0]["location"]["line"] == _line_of(text, "wheels = ")  # the hostile entry's hash
@@ -70,7 +75,7 @@ def test_a_hash_paired_with_another_files_url_never_poisons_a_later_honest_run(
     hostile = honest.replace(index.file_url(cuda12.filename), index.file_url(clean.filename))
     _, poisoned, _ = _resolve(tmp_path, uv_cache, index.url, hostile, name="pylock.toml")
     assert "FAIL" not in _status(poisoned, "G1-binary-soname")  # it read the clean file, as its URL says
-    code, target, _ = _resolve(tmp_path, uv_cache, index.url, honest, name="pylock.toml", env={"ENVCHECK_HTTP_TIMEOUT": "10"})
+    _, target, _ = _resolve(tmp_path, uv_cache, index.url, honest, name="pylock.toml")
     assert "FAIL" in _status(target, "G1-binary-soname"), target["findings"]
     assert "cache" not in _resolved(target)["cuda12ext"]["sources"]
     # the honest run's facts are cached and used again, under its own URL
@@ -117,3 +122,95 @@ def test_the_shipped_facts_table_wins_over_a_cache_entry(tmp_path: Path, uv_cach
     assert "facts table" in _resolved(target)["torch"]["sources"]
     pkg = next(p for p in target["inventory"]["packages"] if p.get("role") == "resolved")
     assert "poisoned" not in (pkg.get("requires") or [])
+
+
+# ------------------------------------------------------------------------------ 13-15: zip directories and deflate bombs
+
+def _huge_directory_wheel(entries: int, claimed: int | None = None) -> bytes:
+    """A zip of one empty member listed ``entries`` times in its central directory; the end record claims
+    ``claimed`` entries (default: the truth, saturated at 65535 as a zip without zip64 records must)."""
+    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, 0, 0, 0, 1, 0) + b"a"
+    entry = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0) + b"a"
+    directory = entry * entries
+    count = min(entries if claimed is None else claimed, 0xFFFF)
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, len(directory), len(local), 0)
+    return local + directory + end
+
+
+def _bomb_wheel(name: str, inflated: int, copies: int = 1) -> Dist:
+    """A wheel whose ELF member is a real library padded with zeros to ``inflated`` bytes (about 1000:1), listed
+    ``copies`` times in the directory (overlapping entries: one compressed stream, many members)."""
+    elf = (BINARIES / "libext_cuda12.so").read_bytes()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(f"{name}-1.0.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n\n")
+        zf.writestr(f"{name}/_C.so", elf + bytes(inflated - len(elf)))
+        zf.writestr(f"{name}-1.0.dist-info/WHEEL", f"Wheel-Version: 1.0\nTag: {AARCH64}\n")
+    data = buf.getvalue()
+    if copies > 1:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            start = zf.start_dir
+        at = data.rindex(b"PK\x05\x06")
+        directory = data[start:at]
+        member = directory.index(f"{name}/_C.so".encode()) - 46
+        one = directory[member:member + 46 + len(f"{name}/_C.so")]
+        directory = directory + one * (copies - 1)
+        total = len(zipfile.ZipFile(io.BytesIO(data)).infolist()) + copies - 1
+        data = data[:start] + directory + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, total, total, len(directory), start, 0)
+    return Dist(f"{name}-1.0-{AARCH64}.whl", data)
+
+
+def _lock_for(dist: Dist, url: str) -> str:
+    return ('lock-version = "1.0"\ncreated-by = "test"\n\n[[packages]]\n'
+            f'name = "{dist.filename.split("-")[0]}"\nversion = "1.0"\n'
+            f'wheels = [{{ url = "{url}", size = {len(dist.data)}, hashes = {{ sha256 = "{dist.sha256}" }} }}]\n')
+
+
+def _bounded_resolve(tmp_path: Path, uv_cache: Path, served: PackageIndex, dist: Dist, *args: str) -> tuple[Any, dict[str, Any]]:
+    lock = tmp_path / "pylock.toml"
+    lock.write_text(_lock_for(dist, served.file_url(dist.filename)))
+    run = run_envcheck_bounded("--resolve", "--index-url", served.url, "-f", "json", "--fail-on", "never", "--no-cache", *args,
+                               str(lock), env=_env(tmp_path, uv_cache), kill_after=90)
+    run.assert_within(seconds=10, rss_mb=300)
+    return run, json.loads(run.stdout)["targets"][0]
+
+
+def test_remote_wheel_with_two_million_directory_entries_is_refused_before_parsing(tmp_path: Path, uv_cache: Path) -> None:
+    idx = PackageIndex()
+    dist = Dist(f"flood-1.0-{AARCH64}.whl", _huge_directory_wheel(2_000_000))
+    idx.add("flood", dist)
+    for served in serve(idx):
+        _, target = _bounded_resolve(tmp_path, uv_cache, served, dist)
+        errors = [f["message"] for f in _findings(target, "input-error")]
+        assert any("central directory" in m and "100000 entries" in m for m in errors), target["findings"]
+        assert served.bytes_sent < 1 << 20  # the directory itself was never downloaded
+
+
+def test_local_wheel_whose_directory_lies_about_its_size_is_refused(tmp_path: Path) -> None:
+    wheel = tmp_path / f"liar-1.0-{AARCH64}.whl"
+    wheel.write_bytes(_huge_directory_wheel(600_000, claimed=3))  # 28 MiB of entries; the end record says 3
+    run = run_envcheck_bounded("-f", "json", "--no-cache", str(wheel), kill_after=90)
+    run.assert_within(seconds=10, rss_mb=300)
+    assert run.returncode == 2 and "more than 100000 entries" in run.stdout, run.describe()
+
+
+@pytest.mark.parametrize("copies", [1, 40])
+def test_remote_deflate_bombs_meet_the_same_expansion_limit_as_local_wheels(tmp_path: Path, uv_cache: Path, copies: int) -> None:
+    idx = PackageIndex()
+    dist = _bomb_wheel("bomb", (64 << 20) if copies == 1 else (12 << 20), copies)
+    idx.add("bomb", dist)
+    local = tmp_path / dist.filename
+    local.write_bytes(dist.data)
+    for served in serve(idx):
+        _, target = _bounded_resolve(tmp_path, uv_cache, served, dist)
+        refused = [f["message"] for f in _findings(target, "input-error") if "expansion limit" in f["message"]]
+        assert refused and all("--max-expansion" in m for m in refused), target["findings"]
+        assert len(refused) == 1, refused  # one finding per member name (the copies share one)
+        if copies == 1:
+            # the same file as a local wheel is refused by the same rule
+            run = run_envcheck_bounded("-f", "json", "--no-cache", str(local), kill_after=90)
+            assert "expansion limit" in run.stdout and run.returncode == 2
+            # --max-expansion moves both: with a higher limit the member is read and judged
+            _, raised = _bounded_resolve(tmp_path, uv_cache, served, dist, "--max-expansion", "5000")
+            assert not [f for f in _findings(raised, "input-error") if "expansion limit" in f["message"]]
+            assert "FAIL" in _status(raised, "G1-binary-soname")
