@@ -214,3 +214,39 @@ def test_remote_deflate_bombs_meet_the_same_expansion_limit_as_local_wheels(tmp_
             _, raised = _bounded_resolve(tmp_path, uv_cache, served, dist, "--max-expansion", "5000")
             assert not [f for f in _findings(raised, "input-error") if "expansion limit" in f["message"]]
             assert "FAIL" in _status(raised, "G1-binary-soname")
+
+
+# ------------------------------------------------------------------------------ 9-10: slow hosts
+
+THREE = ("cleanext-1.0-py3-none-manylinux_2_28_aarch64.whl", "cuda12ext-1.0-py3-none-manylinux_2_28_aarch64.whl",
+         "sm80ext-1.0-py3-none-manylinux_2_28_aarch64.whl")
+
+
+@pytest.mark.parametrize("where", ["headers", "body"])
+def test_a_slowloris_host_costs_one_deadline_per_run(tmp_path: Path, uv_cache: Path, where: str) -> None:
+    """The deadline covers connecting, the headers and the body; a host that let it pass is not asked again."""
+    for served in serve(standard_index()):
+        setattr(served, f"drip_{where}", 0.2)
+        lock = tmp_path / "pylock.toml"
+        lock.write_text(_pylock(served, *THREE))
+        run = run_envcheck_bounded("--resolve", "-f", "json", "--fail-on", "never", "--no-cache", str(lock),
+                                   env=_env(tmp_path, uv_cache, ENVCHECK_HTTP_TIMEOUT="2"), kill_after=90)
+        run.assert_within(seconds=10, rss_mb=300, wall_slack=1.0)
+        target = json.loads(run.stdout)["targets"][0]
+        errors = [f["message"] for f in _findings(target, "service-error")]
+        assert run.returncode == 3 and len(errors) == 3, target["findings"]
+        assert sum("within 2 s" in m and "not asked" not in m for m in errors) == 1, errors
+        assert sum("not asked" in m for m in errors) == 2, errors
+        assert len([r for r in served.requests if r.startswith("GET /files/")]) == 1
+
+
+def test_the_run_deadline_bounds_every_index_read_together(tmp_path: Path, uv_cache: Path) -> None:
+    for served in serve(standard_index()):
+        served.drip_headers = 0.2
+        lock = tmp_path / "pylock.toml"
+        lock.write_text(_pylock(served, *THREE))
+        run = run_envcheck_bounded("--resolve", "-f", "json", "--fail-on", "never", "--no-cache", str(lock),
+                                   env=_env(tmp_path, uv_cache, ENVCHECK_HTTP_TIMEOUT="60", ENVCHECK_RESOLVE_TIMEOUT="2"),
+                                   kill_after=90)
+        run.assert_within(seconds=10, rss_mb=300, wall_slack=1.0)
+        assert run.returncode == 3 and "ENVCHECK_RESOLVE_TIMEOUT=2 s" in run.stdout, run.describe()
