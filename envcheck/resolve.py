@@ -27,7 +27,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,7 +41,7 @@ from typing import Any
 from packaging import tags as ptags
 
 from envcheck.cache import binary_from_json, cache_dir, touch
-from envcheck.config import child_environment, env
+from envcheck.config import env
 from envcheck.errors import InputError, ServiceError
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.limits import DEFAULT_MAX_EXPANSION, EXPANSION_FLOOR, expansion_limit
@@ -65,7 +64,6 @@ from envcheck.services.package_index import FileProblem, IndexClient, RemoteFile
 FACTS_FORMAT = 2  # 2: facts read by ranges are keyed by URL and hash, never by a claimed hash alone
 MAX_MEMBER_BYTES = 1 << 30  # an ELF member bigger than this (inflated) is not read: its facts come from the table
 MAX_BINARY_MEMBERS = 5000  # members of one wheel read as possible binaries
-UV_TIMEOUT = 600.0
 _TEXT_SUFFIXES = (".py", ".pyi", ".pyc", ".txt", ".md", ".json", ".h", ".hpp", ".cuh", ".cu", ".c", ".cc", ".cpp",
                   ".toml", ".cfg", ".typed", ".yaml", ".yml", ".html", ".js", ".css", ".png", ".jpg", ".pem", ".csv",
                   "METADATA", "RECORD", "WHEEL", "LICENSE", ".rst", ".in", ".cmake", ".pxd", ".pyx", ".inc", ".proto")
@@ -297,12 +295,10 @@ def uv_compile(path: Path, profile: Profile, settings: ResolveSettings, python: 
             cmd.append("--no-deps")
         if settings.offline:
             cmd.append("--offline")
-        child_env = child_environment(NO_COLOR="1", UV_NO_PROGRESS="1")
+        from envcheck.services.uv_process import run_uv
+
         try:
-            proc = subprocess.run(cmd, cwd=cwd or path.resolve().parent, capture_output=True, text=True, timeout=UV_TIMEOUT,
-                                  env=child_env, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise ServiceError(f"{user_file}: uv did not finish resolving within {UV_TIMEOUT:g} s") from None
+            proc = run_uv(cmd, str(cwd or path.resolve().parent), str(user_file), NO_COLOR="1", UV_NO_PROGRESS="1")
         except OSError as exc:
             raise InputError(f"{user_file}: cannot run uv ({uv}): {exc.strerror or exc}", str(user_file)) from None
         words = _clean(proc.stderr)

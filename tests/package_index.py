@@ -91,6 +91,7 @@ class PackageIndex:
     drip_headers: float = 0.0  # files: the status line, then one header byte every this many seconds, never ending
     drip_body: float = 0.0  # files: the headers, then one body byte every this many seconds, never ending
     auth: tuple[str, str] | None = None  # basic credentials every request must carry (401 otherwise)
+    endless_pages: bool = False  # project pages: an HTML page that never ends, written as fast as it is read
     requests: list[str] = field(default_factory=list)
     bytes_sent: int = 0
     server: ThreadingHTTPServer | None = None
@@ -143,6 +144,17 @@ def _handler(index: PackageIndex) -> type[BaseHTTPRequestHandler]:
                 pass
             self.close_connection = True
 
+        def _endless(self) -> None:
+            row = b'<a href="/files/x-1.0.tar.gz#sha256=' + b"0" * 64 + b'">x-1.0.tar.gz</a><br/>\n'
+            chunk = row * ((1 << 20) // len(row))
+            try:
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n<html><body>\n")
+                for _ in range(64 << 10):  # 64 GiB at most
+                    self.wfile.write(chunk)
+            except OSError:
+                pass
+            self.close_connection = True
+
         def do_GET(self) -> None:
             index.requests.append(f"{self.command} {self.path} {self.headers.get('Range', '')}".strip())
             if index.delay:
@@ -161,6 +173,8 @@ def _handler(index: PackageIndex) -> type[BaseHTTPRequestHandler]:
                 return self._drip(f"HTTP/1.1 206 Partial Content\r\nContent-Length: {end - start + 1}\r\n"
                                   f"Content-Range: bytes {start}-{end}/{1 << 30}\r\n\r\n".encode(), index.drip_body)
             m = re.fullmatch(r"/simple/([^/]+)/?", path)
+            if m and index.endless_pages:
+                return self._endless()
             if m:
                 return self._page(m.group(1))
             if path in ("/simple/", "/simple"):

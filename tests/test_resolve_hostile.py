@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import struct
 import zipfile
 from collections.abc import Iterator
@@ -16,8 +17,11 @@ from typing import Any
 
 import pytest
 from bounded import run_envcheck_bounded
+from conftest import require
 from package_index import AARCH64, BINARIES, Dist, PackageIndex, build_wheel, serve, standard_index
 from test_resolve import _env, _findings, _pylock, _resolve, _resolved, _status
+
+UV = shutil.which("uv")
 
 
 @pytest.fixture(scope="module")
@@ -250,3 +254,46 @@ def test_the_run_deadline_bounds_every_index_read_together(tmp_path: Path, uv_ca
                                    kill_after=90)
         run.assert_within(seconds=10, rss_mb=300, wall_slack=1.0)
         assert run.returncode == 3 and "ENVCHECK_RESOLVE_TIMEOUT=2 s" in run.stdout, run.describe()
+
+
+# ------------------------------------------------------------------------------ 11-12: uv against hostile indexes
+
+def _uv_env(tmp_path: Path, uv_cache: Path, **extra: str) -> dict[str, str]:
+    """The suite's environment without its own uv timeouts: envcheck's are the ones passed down."""
+    return _env(tmp_path, uv_cache, UV_HTTP_TIMEOUT="", UV_HTTP_RETRIES="", UV_CACHE_DIR=str(tmp_path / "uv"), **extra)
+
+
+def test_uv_against_a_slow_index_gets_our_deadlines(tmp_path: Path) -> None:
+    require(UV is not None, "uv is not installed (pip install 'envcheck[resolve]')")
+    for served in serve(standard_index()):
+        served.delay = 120.0
+        (tmp_path / "requirements.txt").write_text("cleanext==1.0\n")
+        run = run_envcheck_bounded("--resolve", "--index-url", served.url, "-f", "json", "--fail-on", "never", "--no-cache",
+                                   str(tmp_path / "requirements.txt"),
+                                   env=_uv_env(tmp_path, tmp_path, ENVCHECK_HTTP_TIMEOUT="2"), kill_after=90)
+        run.assert_within(seconds=10, rss_mb=300, wall_slack=1.5)
+        assert run.returncode == 3, run.describe()
+        # a Dockerfile's RUN lines share the run's deadline: N installs never cost N times uv's wait
+        runs = "".join(f"RUN pip install --index-url {served.url} cleanext=={v}\n" for v in ("1.0", "1.1", "1.2", "1.3"))
+        (tmp_path / "Dockerfile").write_text("FROM nvcr.io/nvidia/pytorch:25.09-py3\n" + runs)
+        run = run_envcheck_bounded("--resolve", "-f", "json", "--fail-on", "never", "--no-cache", str(tmp_path / "Dockerfile"),
+                                   env=_uv_env(tmp_path, tmp_path, ENVCHECK_HTTP_TIMEOUT="60", ENVCHECK_RESOLVE_TIMEOUT="3"),
+                                   kill_after=90)
+        run.assert_within(seconds=10, rss_mb=300, wall_slack=1.0)
+        target = json.loads(run.stdout)["targets"][0]
+        errors = [f["message"] for f in _findings(target, "service-error")]
+        assert run.returncode == 3 and len(errors) == 4 and all("ENVCHECK_RESOLVE_TIMEOUT=3 s" in m for m in errors), errors
+
+
+def test_uv_against_an_endless_index_page_is_stopped_at_its_memory_limit(tmp_path: Path) -> None:
+    require(UV is not None, "uv is not installed (pip install 'envcheck[resolve]')")
+    for served in serve(standard_index()):
+        served.endless_pages = True
+        (tmp_path / "requirements.txt").write_text("cleanext==1.0\n")
+        run = run_envcheck_bounded("--resolve", "--index-url", served.url, "-f", "json", "--fail-on", "never", "--no-cache",
+                                   str(tmp_path / "requirements.txt"),
+                                   env=_uv_env(tmp_path, tmp_path, ENVCHECK_UV_MEMORY="200MiB"), kill_after=90)
+        run.assert_within(seconds=20, rss_mb=500)
+        target = json.loads(run.stdout)["targets"][0]
+        errors = [f["message"] for f in _findings(target, "service-error")]
+        assert run.returncode == 3 and any("more than 200 MiB" in m and "ENVCHECK_UV_MEMORY" in m for m in errors), run.describe()
