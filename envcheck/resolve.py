@@ -278,6 +278,14 @@ def _pip_config_args(settings: ResolveSettings) -> list[str]:
     return args
 
 
+def settings_index_urls(settings: ResolveSettings) -> list[str]:
+    """Every index URL this run gives uv (the command line's, else the pip and uv environment's)."""
+    urls = [arg for arg in _pip_config_args(settings) if "://" in arg]
+    for name in ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX"):
+        urls += [word.split("=", 1)[-1] for word in (env(name) or "").split()]
+    return urls
+
+
 def uv_compile(path: Path, profile: Profile, settings: ResolveSettings, python: str, no_deps: bool,
                cwd: Path | None = None, shown: Path | None = None) -> tuple[list[Chosen], str]:
     """Resolve ``path`` with uv for the target; the chosen files and uv's words when it refused.
@@ -857,6 +865,8 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
     """The files the target resolves to on ``profile``, and their facts, as an inventory."""
     python = settings.python_version or profile.python_version
     client = client or IndexClient()
+    for index in (*settings_index_urls(settings), *(i.url for i in declared.indexes)):
+        client.use_credentials_of(index)
     inventory = Inventory(context="declared")
     started = time.monotonic()
     if kind in ("pylock", "uv-lock"):

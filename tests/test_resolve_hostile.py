@@ -297,3 +297,21 @@ def test_uv_against_an_endless_index_page_is_stopped_at_its_memory_limit(tmp_pat
         target = json.loads(run.stdout)["targets"][0]
         errors = [f["message"] for f in _findings(target, "service-error")]
         assert run.returncode == 3 and any("more than 200 MiB" in m and "ENVCHECK_UV_MEMORY" in m for m in errors), run.describe()
+
+
+# ------------------------------------------------------------------------------ 17: a private index with credentials
+
+def test_a_private_index_s_credentials_serve_envcheck_s_own_reads_never_shown(tmp_path: Path) -> None:
+    require(UV is not None, "uv is not installed (pip install 'envcheck[resolve]')")
+    for served in serve(standard_index()):
+        served.auth = ("alice", "s3cr3t-pw")
+        private = served.url.replace("http://", "http://alice:s3cr3t-pw@")
+        cache = tmp_path / "cache"
+        code, target, out = _resolve(tmp_path, tmp_path / "uv", private, "cuda12ext==1.0\n", "-v", env=_uv_env(tmp_path, tmp_path))
+        assert code == 0, target["findings"]  # --fail-on never: no service error, nothing unread
+        assert "FAIL" in _status(target, "G1-binary-soname"), target["findings"]
+        assert {"wheel metadata", "range read"} <= set(_resolved(target)["cuda12ext"]["sources"])
+        assert "s3cr3t-pw" not in out and "alice" not in out
+        for path in cache.rglob("*"):
+            if path.is_file():
+                assert b"s3cr3t-pw" not in path.read_bytes(), path

@@ -225,6 +225,29 @@ class IndexClient:
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self.slow_hosts: set[str] = set()  # hosts that let a deadline pass: not asked again in this run
+        self._credentials: dict[str, tuple[str, str]] = {}  # origin -> (user, password), from the index URLs given
+
+    def use_credentials_of(self, index_url: str) -> None:
+        """Send the user name and password of ``index_url`` (``https://user:pw@host/...``) with every request to
+        the same scheme, host and port that carries none of its own, as pip does: a resolver's lock drops them, so
+        the files it names would otherwise answer 401. They are kept in memory only, and never shown."""
+        from urllib.parse import unquote
+
+        try:
+            parts = urlsplit(index_url.strip())
+        except ValueError:
+            return
+        if parts.username is None or parts.scheme not in ("http", "https"):
+            return
+        self._credentials.setdefault(host_of(index_url.strip()), (unquote(parts.username), unquote(parts.password or "")))
+
+    def _auth_for(self, url: str) -> tuple[str, str] | None:
+        try:
+            if urlsplit(url).username is not None:
+                return None  # the URL's own credentials (requests sends them)
+        except ValueError:
+            return None
+        return self._credentials.get(host_of(url))
 
     def _session(self) -> requests.Session:
         if self.session is None:
@@ -264,7 +287,7 @@ class IndexClient:
         timer.start()
         try:
             try:
-                resp = self._session().get(url, headers=headers or {}, stream=True, allow_redirects=True,
+                resp = self._session().get(url, headers=headers or {}, stream=True, allow_redirects=True, auth=self._auth_for(url),
                                            timeout=(min(10.0, deadline), min(READ_TIMEOUT, deadline)))
             except (requests.exceptions.RequestException, OSError) as exc:
                 if watch.expired or isinstance(exc, requests.exceptions.Timeout):
