@@ -63,7 +63,8 @@ from envcheck.services.package_index import FileProblem, IndexClient, RemoteFile
 
 FACTS_FORMAT = 2  # 2: facts read by ranges are keyed by URL and hash, never by a claimed hash alone
 MAX_MEMBER_BYTES = 1 << 30  # an ELF member bigger than this (inflated) is not read: its facts come from the table
-MAX_BINARY_MEMBERS = 5000  # members of one wheel read as possible binaries
+MAX_BINARY_MEMBERS = 5000  # members of one wheel read as possible binaries (per-kernel cubins apart)
+MAX_CUBIN_MEMBERS = 200  # standalone cubins of one remote wheel read (flashinfer-cubin ships 15,000; judged by package)
 _TEXT_SUFFIXES = (".py", ".pyi", ".pyc", ".txt", ".md", ".json", ".h", ".hpp", ".cuh", ".cu", ".c", ".cc", ".cpp",
                   ".toml", ".cfg", ".typed", ".yaml", ".yml", ".html", ".js", ".css", ".png", ".jpg", ".pem", ".csv",
                   "METADATA", "RECORD", "WHEEL", "LICENSE", ".rst", ".in", ".cmake", ".pxd", ".pyx", ".inc", ".proto")
@@ -708,12 +709,18 @@ def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: s
                     facts.sources.append("wheel metadata")
                 except (MalformedBinary, zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
                     facts.problems.append(f"{dist.filename}: cannot read it: {getattr(exc, 'message', None) or exc}")
-        candidates = [i for i in infos if _may_be_binary(i)]
+        candidates = [i for i in infos if _may_be_binary(i) and not i.filename.endswith(".cubin")]
+        cubins = [i for i in infos if _may_be_binary(i) and i.filename.endswith(".cubin")]
         if len(candidates) > MAX_BINARY_MEMBERS:
             facts.notes.append(f"{len(candidates) - MAX_BINARY_MEMBERS} of its {len(candidates)} members that may be binaries were not "
                                f"read (envcheck reads the first {MAX_BINARY_MEMBERS} of a remote wheel); the findings cover the others")
+        if len(cubins) > MAX_CUBIN_MEMBERS:
+            facts.notes.append(f"{len(cubins) - MAX_CUBIN_MEMBERS} of its {len(cubins)} per-kernel cubins were not read (envcheck "
+                               f"reads {MAX_CUBIN_MEMBERS} of a remote wheel, spread over its folders: they are judged by package)")
+            step = len(cubins) / MAX_CUBIN_MEMBERS
+            cubins = [cubins[int(n * step)] for n in range(MAX_CUBIN_MEMBERS)]
         budget = _Budget(expansion_limit(remote.size, max_expansion), max_expansion)
-        for info in candidates[:MAX_BINARY_MEMBERS]:
+        for info in [*candidates[:MAX_BINARY_MEMBERS], *cubins]:
             try:
                 wheelzip.check_member(info, remote.size)
                 binary, problems = _read_member(zf, remote, info, budget)

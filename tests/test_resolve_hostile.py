@@ -315,3 +315,38 @@ def test_a_private_index_s_credentials_serve_envcheck_s_own_reads_never_shown(tm
         for path in cache.rglob("*"):
             if path.is_file():
                 assert b"s3cr3t-pw" not in path.read_bytes(), path
+
+
+# ------------------------------------------------------------------------------ issue 26, 3: no flood
+
+def _cubin(sm: int) -> bytes:
+    """A standalone cubin as nvcc -cubin writes its header: ELF64, e_machine 190 (CUDA), ABI 7, the SM in e_flags."""
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0x33, 7]) + bytes(7)
+    return ident + struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, 0, sm, 64, 56, 0, 64, 0, 0) + bytes(64)
+
+
+def test_many_binaries_of_one_package_are_one_finding_per_cause(tmp_path: Path, uv_cache: Path) -> None:
+    idx = PackageIndex()
+    kernels = {f"kernels/cubins/sm{sm}/k{n}.cubin": _cubin(sm) for n in range(150) for sm in (90, 100)}
+    kernels |= {"kernels/_a.so": (BINARIES / "gpu_sm80.so").read_bytes(), "kernels/_b.so": (BINARIES / "gpu_sm80.so").read_bytes()}
+    picked = {f"picked/cubins/sm{sm}/k{n}.cubin": _cubin(sm) for n in range(20) for sm in (90, 121)}
+    wheels = [build_wheel("kernels", "1.0", (), kernels, stored=tuple(kernels)), build_wheel("picked", "1.0", (), picked)]
+    for wheel in wheels:
+        idx.add(wheel.filename.split("-")[0], wheel)
+    for served in serve(idx):
+        lock = tmp_path / "pylock.toml"
+        lock.write_text(_pylock(served, *(w.filename for w in wheels)))
+        run = run_envcheck_bounded("--resolve", "-f", "json", "--no-cache", str(lock), env=_env(tmp_path, uv_cache), kill_after=90)
+        run.assert_within(seconds=10, rss_mb=300)
+        target = json.loads(run.stdout)["targets"][0]
+        g7 = [f for f in _findings(target, "G7-binary-no-sm121") if f["status"] != "PASS"]
+        by = {(f["evidence"].get("distribution"), f["status"]): f for f in g7}
+        assert len(g7) == 3, [(f["status"], f["message"]) for f in g7]
+        fail = by[("kernels", "FAIL")]
+        assert fail["evidence"]["count"] == 2 and "_a.so" in " ".join(fail["evidence"]["binaries"])
+        warn = by[("kernels", "WARN")]
+        assert "none for sm_121" in warn["message"] and warn["evidence"]["count"] == 200  # the cubins read
+        assert ("picked", "INFO") in by
+        notes = [f["message"] for f in target["findings"] if f["rule"] == "input-skipped"]
+        assert any("100 of its 300 per-kernel cubins were not read" in m for m in notes), notes
+        assert not _findings(target, "input-error") and run.returncode == 1, run.describe()
