@@ -543,6 +543,10 @@ class RemoteFile(io.RawIOBase):
         while len(self._blocks) * BLOCK > CACHE_BYTES:
             self._blocks.popitem(last=False)
 
+    def downloaded_sha256(self) -> str | None:
+        """The sha256 of the whole file when the server ignored Range and it was downloaded; None otherwise."""
+        return hashlib.sha256(self._whole).hexdigest() if self._whole is not None else None
+
     def readable(self) -> bool:
         return True
 
