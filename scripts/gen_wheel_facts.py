@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import envcheck.sources.remote_wheel
 from envcheck.profile import load_profile
-from envcheck.resolve import best_wheel, read_remote_wheel
+from envcheck.resolution import best_wheel, read_remote_wheel
 from envcheck.services.package_index import IndexClient
 
 OUT = Path(__file__).resolve().parent.parent / "envcheck" / "knowledge" / "wheel_facts.json"

@@ -91,7 +91,7 @@ def test_a_hash_paired_with_another_files_url_never_poisons_a_later_honest_run(
 def test_index_metadata_is_used_only_with_its_announced_hash(index: PackageIndex) -> None:
     """A PEP 658 metadata file whose hash differs from the one its page announces is refused; without an
     announced hash, Requires-Dist comes from the wheel itself, never from a separate file nothing vouches for."""
-    from envcheck.resolve import read_remote_wheel
+    from envcheck.resolution import read_remote_wheel
     from envcheck.services.package_index import FileProblem, IndexClient
 
     idx = standard_index()
@@ -112,7 +112,7 @@ def test_index_metadata_is_used_only_with_its_announced_hash(index: PackageIndex
 
 
 def test_the_shipped_facts_table_wins_over_a_cache_entry(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
-    from envcheck.resolve import facts_table
+    from envcheck.resolution import facts_table
 
     sha, row = next(iter(facts_table().items()))
     cache = tmp_path / "cache"

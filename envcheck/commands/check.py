@@ -126,7 +126,7 @@ def _relative_to_cwd(path: Path) -> Path:
 def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Target]) -> list[Target]:
     from dataclasses import replace
 
-    from envcheck import resolve
+    from envcheck import resolution as resolve
     from envcheck.engine import Target
 
     if args.python_version and not re.fullmatch(r"3\.\d{1,2}", args.python_version):

@@ -3,34 +3,24 @@
 The zip's central directory and each member that may be an ELF file are read through HTTP range requests
 (:class:`envcheck.services.package_index.RemoteFile`): a stored member's headers in place, a deflated one
 inflated from its start into a temporary file. The same bounds as a local wheel's apply (the directory's size,
-``--max-expansion``), plus caps on how many members are read; a cap reached is a note, not an error. What was
-read is remembered in envcheck's cache under keys that only verified facts can claim (:func:`facts_key`), and
-the shipped facts table (``knowledge/wheel_facts.json``) answers for the largest common wheels.
+``--max-expansion``), plus caps on how many members are read; a cap reached is a note, not an error. The
+resolution stage (:mod:`envcheck.resolution.facts`) asks the shipped facts table and the cache first.
 """
 
 from __future__ import annotations
 
 import email.parser
-import json
-import os
-import re
 import shutil
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
-from envcheck.cache import cache_dir, touch
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.limits import DEFAULT_MAX_EXPANSION, EXPANSION_FLOOR, expansion_limit
 from envcheck.model import Binary, Location
 from envcheck.services.package_index import FileProblem, IndexClient, RemoteFile, redact
 
-FACTS_FORMAT = 2  # 2: facts read by ranges are keyed by URL and hash, never by a claimed hash alone
-SHA256_HEX = re.compile(r"[0-9a-f]{64}")  # a sha256 as cache keys and locks must spell it
 MAX_MEMBER_BYTES = 1 << 30  # an ELF member bigger than this (inflated) is not read: its facts come from the table
 MAX_BINARY_MEMBERS = 5000  # members of one wheel read as possible binaries (per-kernel cubins apart)
 MAX_CUBIN_MEMBERS = 200  # standalone cubins of one remote wheel read (flashinfer-cubin ships 15,000; judged by package)
@@ -41,7 +31,7 @@ _TEXT_SUFFIXES = (".py", ".pyi", ".pyc", ".txt", ".md", ".json", ".h", ".hpp", "
 
 @dataclass
 class FileFacts:
-    """What envcheck learned about one file (cached by its sha256)."""
+    """What envcheck learned about one file (cached: :mod:`envcheck.resolution.cache`)."""
 
     requires: tuple[str, ...] | None = None
     tags: tuple[str, ...] = ()
@@ -217,82 +207,3 @@ class _RemoteWindow:
         if len(data) != size:
             raise MalformedBinary(f"file ended early: wanted {size} bytes at {offset:#x}", offset)
         return data
-
-
-# ------------------------------------------------------------------------------ what is known, and remembered
-
-@cache
-def facts_table() -> dict[str, Any]:
-    """The shipped facts of large common wheels, by sha256 (``scripts/gen_wheel_facts.py``)."""
-    try:
-        text = resources.files("envcheck.knowledge").joinpath("wheel_facts.json").read_text(encoding="utf-8")
-        data = json.loads(text)
-    except (OSError, ValueError):
-        return {}
-    files = data.get("files") if isinstance(data, dict) else None
-    return files if isinstance(files, dict) else {}
-
-
-def _cache_path(key: str) -> Path | None:
-    """Where the facts of cache key ``key`` live; None for anything but 64 hex digits (never a path of its own)."""
-    if not SHA256_HEX.fullmatch(key):
-        return None
-    return cache_dir() / f"files-v{FACTS_FORMAT}" / key[:2] / f"{key}.json"
-
-
-def facts_key(sha256: str | None, url: str | None, size: int | None, verified: bool) -> str | None:
-    """The cache key of a file's facts: its sha256 only when the whole file was read and matched it; otherwise the
-    claimed hash bound to the URL (without credentials) and size it was read from, so a lock that pairs a real
-    wheel's hash with another file's URL can only ever poison its own pairing."""
-    if verified and sha256:
-        return sha256
-    if not url:
-        return None
-    from hashlib import sha256 as digest
-
-    bare = _without_userinfo(url.split("#", 1)[0])
-    return digest(json.dumps(["range", sha256, bare, size]).encode()).hexdigest()
-
-
-def _without_userinfo(url: str) -> str:
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, parts.query, parts.fragment))
-
-
-def cached_facts(key: str) -> FileFacts | None:
-    """Facts of a file from envcheck's cache (None on a miss)."""
-    path = _cache_path(key)
-    if path is None:
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(data, dict) or data.get("format") != FACTS_FORMAT:
-        return None
-    touch(path)
-    requires = data.get("requires")
-    return FileFacts(tuple(requires) if isinstance(requires, list) else None, tuple(data.get("tags") or ()),
-                     list(data.get("binaries") or []), list(data.get("problems") or []), ["cache"], 0, True,
-                     notes=[str(n) for n in data.get("notes") or []] if isinstance(data.get("notes"), list) else [])
-
-
-def store_facts(key: str, facts: FileFacts) -> None:
-    """Remember complete facts of a file (atomically; errors are ignored). Only inside the cache folder."""
-    path = _cache_path(key)
-    if path is None:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=".facts-", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"format": FACTS_FORMAT, "requires": list(facts.requires) if facts.requires is not None else None,
-                       "tags": list(facts.tags), "binaries": facts.binaries, "problems": facts.problems, "notes": facts.notes}, fh)
-        os.replace(tmp, path)
-    except OSError:
-        pass
