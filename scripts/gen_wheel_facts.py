@@ -17,14 +17,15 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import envcheck.resolve
+import envcheck.sources.remote_wheel
 from envcheck.profile import load_profile
-from envcheck.resolve import best_wheel, read_remote_wheel
+from envcheck.resolution import best_wheel, read_remote_wheel
 from envcheck.services.package_index import IndexClient
 
 OUT = Path(__file__).resolve().parent.parent / "envcheck" / "knowledge" / "wheel_facts.json"
@@ -56,7 +57,10 @@ def main() -> int:
         data = {}
     files = data.get("files", {}) if isinstance(data, dict) else {}
     client = IndexClient(deadline=1800.0)
-    envcheck.resolve.MAX_MEMBER_BYTES = 16 << 30  # the table exists for the big ones: read every member
+    # The table exists for the big ones: read every member, whatever it takes (these are the real files).
+    envcheck.sources.remote_wheel.MAX_MEMBER_BYTES = 16 << 30
+    envcheck.sources.remote_wheel.MAX_CUBIN_MEMBERS = 1 << 30
+    os.environ.setdefault("ENVCHECK_RESOLVE_TIMEOUT", str(7 * 86400))
     for pin in args.pins:
         name, _, version = pin.partition("==")
         listed = [f for f in client.project_files(args.index_url, name) if f.filename.endswith(".whl") and f"-{version}-" in f.filename]
@@ -69,7 +73,7 @@ def main() -> int:
             print(f"{pin}: {chosen} already in the table")
             continue
         before = client.traffic.bytes
-        facts = read_remote_wheel(client, item.url, item.size, item.sha256)
+        facts = read_remote_wheel(client, item.url, item.size, item.sha256, item.metadata_sha256, max_expansion=0)
         files[item.sha256] = {
             "filename": chosen, "url": item.url, "size": item.size, "requires": list(facts.requires or []),
             "tags": list(facts.tags), "binaries": facts.binaries, "problems": facts.problems,

@@ -7,6 +7,7 @@ fixtures/build_binaries.sh with gcc/nvcc); sdists are real tar.gz files. uv reso
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -87,6 +88,10 @@ class PackageIndex:
     html: bool = False  # PEP 503 HTML pages instead of PEP 691 JSON
     delay: float = 0.0  # seconds before every answer
     missing: set[str] = field(default_factory=set)  # filenames answered with 404
+    drip_headers: float = 0.0  # files: the status line, then one header byte every this many seconds, never ending
+    drip_body: float = 0.0  # files: the headers, then one body byte every this many seconds, never ending
+    auth: tuple[str, str] | None = None  # basic credentials every request must carry (401 otherwise)
+    endless_pages: bool = False  # project pages: an HTML page that never ends, written as fast as it is read
     requests: list[str] = field(default_factory=list)
     bytes_sent: int = 0
     server: ThreadingHTTPServer | None = None
@@ -127,12 +132,49 @@ def _handler(index: PackageIndex) -> type[BaseHTTPRequestHandler]:
         def do_HEAD(self) -> None:
             self.do_GET()
 
+        def _drip(self, head: bytes, every: float) -> None:
+            """A slowloris answer: ``head`` at once, then a byte every ``every`` seconds until the client leaves."""
+            try:
+                self.wfile.write(head)
+                for _ in range(int(600 / every)):
+                    self.wfile.write(b"a")
+                    self.wfile.flush()
+                    time.sleep(every)
+            except OSError:
+                pass
+            self.close_connection = True
+
+        def _endless(self) -> None:
+            row = b'<a href="/files/x-1.0.tar.gz#sha256=' + b"0" * 64 + b'">x-1.0.tar.gz</a><br/>\n'
+            chunk = row * ((1 << 20) // len(row))
+            try:
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n<html><body>\n")
+                for _ in range(64 << 10):  # 64 GiB at most
+                    self.wfile.write(chunk)
+            except OSError:
+                pass
+            self.close_connection = True
+
         def do_GET(self) -> None:
             index.requests.append(f"{self.command} {self.path} {self.headers.get('Range', '')}".strip())
             if index.delay:
                 time.sleep(index.delay)
+            if index.auth is not None:
+                expected = "Basic " + base64.b64encode(f"{index.auth[0]}:{index.auth[1]}".encode()).decode()
+                if self.headers.get("Authorization") != expected:
+                    return self._send(401, b"credentials needed", extra={"WWW-Authenticate": 'Basic realm="test"'})
             path = self.path.split("?")[0]
+            if path.startswith("/files/") and index.drip_headers:
+                return self._drip(b"HTTP/1.1 200 OK\r\nX-Slow: ", index.drip_headers)
+            if path.startswith("/files/") and index.drip_body:
+                asked = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", "")) or re.match(r"(0)-(65535)", "0-65535")
+                assert asked is not None
+                start, end = int(asked.group(1)), int(asked.group(2))
+                return self._drip(f"HTTP/1.1 206 Partial Content\r\nContent-Length: {end - start + 1}\r\n"
+                                  f"Content-Range: bytes {start}-{end}/{1 << 30}\r\n\r\n".encode(), index.drip_body)
             m = re.fullmatch(r"/simple/([^/]+)/?", path)
+            if m and index.endless_pages:
+                return self._endless()
             if m:
                 return self._page(m.group(1))
             if path in ("/simple/", "/simple"):

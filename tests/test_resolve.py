@@ -84,9 +84,9 @@ def test_clean_wheel_read_by_ranges_with_metadata(tmp_path: Path, uv_cache: Path
     clean = files["cleanext"]
     assert clean["kind"] == "wheel" and clean["filename"] == "cleanext-1.0-py3-none-manylinux_2_28_aarch64.whl"
     assert clean["sha256"] == index.file(clean["filename"]).sha256  # type: ignore[union-attr]
-    assert {"index metadata", "range read"} <= set(clean["sources"])
+    assert {"wheel metadata", "range read"} <= set(clean["sources"])
     assert files["helper"]["version"] == "2.0"
-    # Requires-Dist came from the PEP 658 metadata file, not from a table
+    # Requires-Dist came from the wheel's own METADATA (by ranges), not from a table
     pkg = next(p for p in target["inventory"]["packages"] if p["name"] == "cleanext" and p.get("role") == "resolved")
     assert pkg["requires"] == ["helper>=1"]
     # the stored ELF member was read in place, by small ranges: far less than the wheel
@@ -341,7 +341,7 @@ def test_html_index_pages(tmp_path: Path, uv_cache: Path) -> None:
     for served in serve(standard_index()):
         served.html = True
         _, target, _ = _resolve(tmp_path, uv_cache, served.url, "sm80ext==1.0\n", env={"UV_CACHE_DIR": str(tmp_path / "uv-html")})
-        assert {"index metadata", "range read"} <= set(_resolved(target)["sm80ext"]["sources"])
+        assert {"wheel metadata", "range read"} <= set(_resolved(target)["sm80ext"]["sources"])
         assert "FAIL" in _status(target, "G7-binary-no-sm121")
         assert any(r.startswith("GET /simple/sm80ext/") for r in served.requests)
 

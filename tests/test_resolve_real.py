@@ -17,7 +17,7 @@ import pytest
 from conftest import require, run_envcheck
 
 from envcheck.profile import load_profile
-from envcheck.resolve import best_wheel, read_remote_wheel
+from envcheck.resolution import best_wheel, read_remote_wheel
 from envcheck.services.package_index import IndexClient
 
 pytestmark = pytest.mark.slow

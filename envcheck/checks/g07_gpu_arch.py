@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from envcheck.checks.host_facts import gpus
@@ -132,6 +132,18 @@ def _owner(b: Binary) -> str:
     return b.distribution or "no distribution"
 
 
+def _codes(binaries: Iterable[Binary]) -> str:
+    """The GPU code of ``binaries`` together, in words (``sm_80, sm_90a, compute_80``)."""
+    seen = sorted({code for b in binaries for code in (*b.sass, *b.ptx)})
+    return ", ".join(seen[:12]) + (f" and {len(seen) - 12} more" if len(seen) > 12 else "") if seen else "nothing loadable"
+
+
+def _grouped(owner: str, binaries: list[Binary], shown: int = 50) -> dict[str, Any]:
+    """Evidence of one finding about many binaries of one package: the files (the first ``shown``) and the count."""
+    return {"distribution": None if owner == "no distribution" else owner, "count": len(binaries),
+            "binaries": [str(b.location) if b.location else b.path for b in binaries[:shown]]}
+
+
 @check(BINARY_NO_SM121, BINARY_PTX_ONLY, BINARY_SM121A)
 def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over binaries: FAIL for code that cannot run on sm_121, WARN for PTX-only, PASS per distribution."""
@@ -153,7 +165,14 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
         by_owner.setdefault(_owner(b), []).append(b)
     for owner, group in sorted(by_owner.items()):
         good: dict[str, int] = {}
+        failing: list[tuple[Binary, dict[str, Any]]] = []  # one finding per package and cause: the files are its evidence
+        jit_only: list[tuple[Binary, dict[str, Any]]] = []
+        cubins = [b for b in group if b.machine == "cuda"]  # per-kernel cubins a library loads by GPU at run time
+        cubins_none = [b for b in cubins if b.sm121 == "none"]
         for b in group:
+            if b.machine == "cuda" and b.sm121 == "none":
+                continue  # judged with the package's other cubins below
+
             where = b.location
             evidence = {"binary": b.path, "distribution": b.distribution, "sass": list(b.sass), "ptx": list(b.ptx),
                         "sections": list(b.sections)}
@@ -173,10 +192,7 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
                     where, **evidence,
                 )
             elif b.sm121 == "none":
-                yield BINARY_NO_SM121.finding(
-                    f"{b.path} ({owner}) has GPU code for {', '.join([*b.sass, *b.ptx]) or 'nothing loadable'} "
-                    f"but none that runs on {target}", where, evidence,
-                )
+                failing.append((b, evidence))
             elif b.sm121 == "ptx-jit" and _nvidia_cuda13_library(b, ctx.profile.cuda_major):
                 isa = f" (PTX ISA {', '.join(b.ptx_isa)})" if b.ptx_isa else ""
                 # NVIDIA ships some CUDA 13 libraries (cuFile) with PTX for newer GPUs; their PTX ISA is
@@ -186,13 +202,48 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
                     f"by JIT-compiling {', '.join(b.ptx)}{isa} at first use", where, **evidence,
                 )
             elif b.sm121 == "ptx-jit":
-                isa = f" (PTX ISA {', '.join(b.ptx_isa)})" if b.ptx_isa else ""
-                yield BINARY_PTX_ONLY.finding(
-                    f"{b.path} ({owner}) has no SASS for {target}; it runs only by JIT-compiling {', '.join(b.ptx)}{isa}",
-                    where, evidence,
-                )
+                jit_only.append((b, evidence))
             else:
                 good[str(b.sm121)] = good.get(str(b.sm121), 0) + 1
+        # Loose files (no distribution) are each their own cause; a package's files are one.
+        single = group[0].distribution is None
+        for b, evidence in failing if len(failing) == 1 or single else []:
+            yield BINARY_NO_SM121.finding(
+                f"{b.path} ({owner}) has GPU code for {', '.join([*b.sass, *b.ptx]) or 'nothing loadable'} "
+                f"but none that runs on {target}", b.location, evidence,
+            )
+        if len(failing) > 1 and not single:
+            yield BINARY_NO_SM121.finding(
+                f"{owner}: {len(failing)} binaries have GPU code for {_codes(b for b, _ in failing)} but none that runs on "
+                f"{target}, e.g. {failing[0][0].path}", failing[0][0].location, _grouped(owner, [b for b, _ in failing]),
+            )
+        for b, evidence in jit_only if len(jit_only) == 1 or single else []:
+            isa = f" (PTX ISA {', '.join(b.ptx_isa)})" if b.ptx_isa else ""
+            yield BINARY_PTX_ONLY.finding(
+                f"{b.path} ({owner}) has no SASS for {target}; it runs only by JIT-compiling {', '.join(b.ptx)}{isa}",
+                b.location, evidence,
+            )
+        if len(jit_only) > 1 and not single:
+            yield BINARY_PTX_ONLY.finding(
+                f"{owner}: {len(jit_only)} binaries have no SASS for {target}; they run only by JIT-compiling "
+                f"{_codes(b for b, _ in jit_only)}, e.g. {jit_only[0][0].path}", jit_only[0][0].location,
+                _grouped(owner, [b for b, _ in jit_only]),
+            )
+        if cubins_none:
+            # A library that ships one cubin per kernel and GPU (flashinfer-cubin) picks the file for the GPU it runs
+            # on: a cubin for another GPU is never loaded, so it is no failure of its own. What matters is whether
+            # the package has any for this GPU at all.
+            runs = len(cubins) - len(cubins_none)
+            if runs:
+                yield BINARY_NO_SM121.info(
+                    f"{owner}: {len(cubins_none)} per-kernel cubins for other GPUs ({_codes(cubins_none)}) are not loaded "
+                    f"on {target}; {runs} of its cubins run on it", cubins_none[0].location, **_grouped(owner, cubins_none))
+            else:
+                yield BINARY_NO_SM121.finding(
+                    f"{owner}: its {len(cubins_none)} per-kernel cubins are for {_codes(cubins_none)}, none for {target}: "
+                    f"the library picks cubins by GPU at run time, so the kernels it loads from them are missing on this "
+                    f"GPU (it may fall back to other kernels or fail)", cubins_none[0].location,
+                    _grouped(owner, cubins_none), status=Status.WARN)
         if good:
             detail = ", ".join(f"{n} {level}" for level, n in sorted(good.items()))
             label = owner if group[0].distribution else "files of no distribution"

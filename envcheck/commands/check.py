@@ -137,7 +137,9 @@ def _relative_to_cwd(path: Path) -> Path:
 
 
 def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Target]) -> list[Target]:
-    from envcheck import resolve
+    from dataclasses import replace
+
+    from envcheck import resolution as resolve
     from envcheck.engine import Target
 
     if args.python_version and not re.fullmatch(r"3\.\d{1,2}", args.python_version):
@@ -146,6 +148,8 @@ def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Ta
         python_version=args.python_version, index_url=args.index_url, extra_index_urls=tuple(args.extra_index_url),
         find_links=tuple(args.find_links), offline=args.offline, use_cache=config.options.use_cache,
     )
+    if args.max_expansion is not None:
+        settings = replace(settings, max_expansion=float(args.max_expansion))
     return [Target(t.name, t.kind, resolve.resolved_reader(t.name, t.kind, t.read, settings, config.profile)) for t in targets]
 
 

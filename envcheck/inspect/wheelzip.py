@@ -41,6 +41,60 @@ class MemberError(MalformedBinary):
     """A zip member that cannot be streamed: bad local header, lying sizes, corrupt data."""
 
 
+MAX_ENTRIES = 100_000  # central-directory entries of one wheel (torch's has about 15,000)
+MAX_DIRECTORY_BYTES = 32 << 20  # the central directory's size
+_EOCD = struct.Struct("<4s4H2LH")
+_EOCD64_LOCATOR = struct.Struct("<4sLQL")
+_EOCD64 = struct.Struct("<4sQ2H2L4Q")
+_ENTRY = struct.Struct("<4s4B4HL2L5H2L")
+
+
+class DirectoryTooLarge(zipfile.BadZipFile):
+    """A zip whose central directory is bigger than any real wheel's: refused before its entries are built."""
+
+
+def check_directory(fh: Any, size: int) -> int:
+    """Refuse a zip whose central directory claims or holds more than :data:`MAX_ENTRIES` entries or
+    :data:`MAX_DIRECTORY_BYTES` bytes, before ``zipfile`` builds an object per entry (2 million entries cost
+    4 GB). The records are counted by walking their fixed headers, since the end record's count may lie.
+    Returns the number of entries; a zip too broken to find the directory in is left to ``zipfile``."""
+    tail_size = min(size, _EOCD.size + 0xFFFF)
+    fh.seek(size - tail_size)
+    tail = fh.read(tail_size)
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or at + _EOCD.size > len(tail):
+        return 0
+    _, _, _, _, count, dir_size, _, _ = _EOCD.unpack_from(tail, at)
+    end = size - tail_size + at  # where the directory ends (the end record, or the zip64 record)
+    locator = at - _EOCD64_LOCATOR.size
+    if locator >= 0 and tail[locator:locator + 4] == b"PK\x06\x07":
+        record_at = _EOCD64_LOCATOR.unpack_from(tail, locator)[2]
+        if 0 <= record_at <= size - _EOCD64.size:
+            fh.seek(record_at)
+            raw = fh.read(_EOCD64.size)
+            if len(raw) == _EOCD64.size and raw[:4] == b"PK\x06\x06":
+                fields = _EOCD64.unpack(raw)
+                count, dir_size = fields[7], fields[8]
+                end = record_at
+    if count > MAX_ENTRIES or dir_size > MAX_DIRECTORY_BYTES:
+        raise DirectoryTooLarge(f"its central directory claims {count} entries in {dir_size} bytes, more than the "
+                                f"{MAX_ENTRIES} entries or {MAX_DIRECTORY_BYTES >> 20} MiB envcheck reads from one wheel")
+    start = end - dir_size
+    if start < 0 or dir_size == 0:
+        return 0
+    fh.seek(start)
+    directory = fh.read(dir_size)
+    pos = entries = 0
+    while pos + _ENTRY.size <= len(directory) and directory[pos:pos + 4] == b"PK\x01\x02":
+        fields = _ENTRY.unpack_from(directory, pos)
+        pos += _ENTRY.size + fields[12] + fields[13] + fields[14]
+        entries += 1
+        if entries > MAX_ENTRIES:
+            raise DirectoryTooLarge(f"its central directory holds more than {MAX_ENTRIES} entries (it claims {count}), "
+                                    f"more than envcheck reads from one wheel")
+    return entries
+
+
 def data_offset(fh: Any, info: zipfile.ZipInfo) -> int:
     """Offset of a member's data, from its local header."""
     if info.header_offset < 0:

@@ -40,7 +40,8 @@ if TYPE_CHECKING:  # requests is imported on the first request: a warm `--resolv
 USER_AGENT = "envcheck-resolve/0.1 (python-requests)"
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 ACCEPT_SIMPLE = f"{JSON_TYPE}, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
-DEFAULT_DEADLINE = 60.0  # seconds for one request and its answer (ENVCHECK_HTTP_TIMEOUT)
+DEFAULT_DEADLINE = 30.0  # seconds for one request: connecting, the headers and the body (ENVCHECK_HTTP_TIMEOUT)
+DEFAULT_RUN_DEADLINE = 300.0  # seconds for all of one run's index reads and resolver runs (ENVCHECK_RESOLVE_TIMEOUT)
 READ_TIMEOUT = 20.0
 MAX_PAGE_BYTES = 32 << 20  # a project page (torch's lists thousands of files)
 MAX_METADATA_BYTES = 4 << 20
@@ -57,6 +58,117 @@ class FileProblem(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+_RUN_STARTED: list[float] = []  # when this process first asked an index or started uv
+
+
+def run_left() -> float:
+    """Seconds left of the run's deadline for index reads and resolver runs (``ENVCHECK_RESOLVE_TIMEOUT``), counted
+    from the first request or resolver run of this process: many slow hosts or RUN lines never add up past it."""
+    if not _RUN_STARTED:
+        _RUN_STARTED.append(time.monotonic())
+    return _env_float("ENVCHECK_RESOLVE_TIMEOUT", DEFAULT_RUN_DEADLINE) - (time.monotonic() - _RUN_STARTED[0])
+
+
+class _Watch:
+    """The sockets one request uses, shut down together when its deadline passes: connecting, sending, the
+    headers and the body are all covered (a host that drips its headers a byte at a time is cut off too)."""
+
+    def __init__(self) -> None:
+        self.sockets: list[socket.socket] = []
+        self.expired = False
+        self._lock = threading.Lock()
+
+    def add(self, sock: socket.socket) -> None:
+        with self._lock:
+            self.sockets.append(sock)
+            if not self.expired:
+                return
+        _shut(sock)
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sockets = list(self.sockets)
+        for sock in sockets:
+            _shut(sock)
+
+
+_CURRENT = threading.local()  # the _Watch of the request this thread is making
+
+
+def _watched(sock: socket.socket) -> None:
+    watch: _Watch | None = getattr(_CURRENT, "watch", None)
+    if watch is not None:
+        watch.add(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def _watching_adapter() -> Any:
+    """A requests adapter whose connections hand their sockets to the current request's :class:`_Watch`: new ones
+    as soon as they are connected (before TLS and the request), reused ones when they are taken from the pool."""
+    from requests.adapters import HTTPAdapter
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    class Connection(HTTPConnection):
+        def _new_conn(self) -> socket.socket:
+            sock = super()._new_conn()
+            _watched(sock)
+            return sock
+
+    class TLSConnection(HTTPSConnection):
+        def _new_conn(self) -> socket.socket:
+            sock = super()._new_conn()
+            _watched(sock)
+            return sock
+
+    class Pool(HTTPConnectionPool):
+        ConnectionCls = Connection
+
+        def _get_conn(self, timeout: float | None = None) -> Any:
+            conn = super()._get_conn(timeout)
+            sock = getattr(conn, "sock", None)
+            if sock is not None:
+                _watched(sock)
+            return conn
+
+    class TLSPool(HTTPSConnectionPool):
+        ConnectionCls = TLSConnection
+
+        def _get_conn(self, timeout: float | None = None) -> Any:
+            conn = super()._get_conn(timeout)
+            sock = getattr(conn, "sock", None)
+            if sock is not None:
+                _watched(sock)
+            return conn
+
+    class Adapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = {"http": Pool, "https": TLSPool}
+
+        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
+            manager = super().proxy_manager_for(proxy, **kwargs)
+            manager.pool_classes_by_scheme = {"http": Pool, "https": TLSPool}
+            return manager
+
+    return Adapter()
+
+
+def host_of(url: str) -> str:
+    """``scheme://host:port`` of ``url``, without credentials (the unit a slow host is remembered by)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return url
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port or (443 if parts.scheme == 'https' else 80)}"
 
 
 def redact(url: str) -> str:
@@ -112,6 +224,30 @@ class IndexClient:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self.slow_hosts: set[str] = set()  # hosts that let a deadline pass: not asked again in this run
+        self._credentials: dict[str, tuple[str, str]] = {}  # origin -> (user, password), from the index URLs given
+
+    def use_credentials_of(self, index_url: str) -> None:
+        """Send the user name and password of ``index_url`` (``https://user:pw@host/...``) with every request to
+        the same scheme, host and port that carries none of its own, as pip does: a resolver's lock drops them, so
+        the files it names would otherwise answer 401. They are kept in memory only, and never shown."""
+        from urllib.parse import unquote
+
+        try:
+            parts = urlsplit(index_url.strip())
+        except ValueError:
+            return
+        if parts.username is None or parts.scheme not in ("http", "https"):
+            return
+        self._credentials.setdefault(host_of(index_url.strip()), (unquote(parts.username), unquote(parts.password or "")))
+
+    def _auth_for(self, url: str) -> tuple[str, str] | None:
+        try:
+            if urlsplit(url).username is not None:
+                return None  # the URL's own credentials (requests sends them)
+        except ValueError:
+            return None
+        return self._credentials.get(host_of(url))
 
     def _session(self) -> requests.Session:
         if self.session is None:
@@ -119,6 +255,9 @@ class IndexClient:
 
             self.session = requests.Session()
             self.session.headers["User-Agent"] = USER_AGENT
+            adapter = _watching_adapter()
+            self.session.mount("http://", adapter)
+            self.session.mount("https://", adapter)
         return self.session
 
     def _count(self, nbytes: int, requests_made: int = 0) -> None:
@@ -128,29 +267,56 @@ class IndexClient:
 
     @contextlib.contextmanager
     def _get(self, url: str, headers: dict[str, str] | None = None) -> Iterator[requests.Response]:
-        """A streamed GET; connection failures and timeouts are ServiceErrors naming the redacted URL."""
+        """A streamed GET under one deadline for connecting, the headers and the body; failures and timeouts are
+        ServiceErrors naming the redacted URL. A host that let a deadline pass is not asked again in this run."""
         import requests
 
         shown = redact(url)
-        start = time.monotonic()
-        try:
-            resp = self._session().get(url, headers=headers or {}, stream=True, timeout=(min(10.0, self.deadline), min(READ_TIMEOUT, self.deadline)),
-                                    allow_redirects=True)
-        except requests.exceptions.Timeout as exc:
-            raise ServiceError(f"{shown}: no answer within {min(READ_TIMEOUT, self.deadline):g} s ({type(exc).__name__}); check the index URL and the network") from None
-        except (requests.exceptions.ConnectionError, OSError) as exc:
-            raise ServiceError(f"{shown}: cannot connect ({_reason(exc)}); check the index URL, the proxy settings and the network") from None
-        except requests.exceptions.RequestException as exc:
-            raise ServiceError(f"{shown}: request failed: {type(exc).__name__}") from None
-        self._count(0, 1)
-        timer = threading.Timer(max(0.1, self.deadline - (time.monotonic() - start)), _shutdown, (resp,))
+        host = host_of(url)
+        if host in self.slow_hosts:
+            raise ServiceError(f"{shown}: not asked: {redact(host)} did not answer within {self.deadline:g} s earlier in this run")
+        left = run_left()
+        if left <= 0:
+            raise ServiceError(f"{shown}: not asked: the run's {_env_float('ENVCHECK_RESOLVE_TIMEOUT', DEFAULT_RUN_DEADLINE):g} s "
+                               "for index reads passed (ENVCHECK_RESOLVE_TIMEOUT)")
+        deadline = min(self.deadline, left)
+        watch = _Watch()
+        timer = threading.Timer(deadline, watch.expire)
         timer.daemon = True
+        _CURRENT.watch = watch
         timer.start()
         try:
-            yield resp
+            try:
+                resp = self._session().get(url, headers=headers or {}, stream=True, allow_redirects=True, auth=self._auth_for(url),
+                                           timeout=(min(10.0, deadline), min(READ_TIMEOUT, deadline)))
+            except (requests.exceptions.RequestException, OSError) as exc:
+                if watch.expired or isinstance(exc, requests.exceptions.Timeout):
+                    self.slow_hosts.add(host)
+                    raise ServiceError(f"{shown}: no answer {self._within(deadline)} ({type(exc).__name__}); "
+                                       "check the index URL and the network") from None
+                if isinstance(exc, (requests.exceptions.ConnectionError, OSError)):
+                    raise ServiceError(f"{shown}: cannot connect ({_reason(exc)}); check the index URL, the proxy settings "
+                                       "and the network") from None
+                raise ServiceError(f"{shown}: request failed: {type(exc).__name__}") from None
+            self._count(0, 1)
+            try:
+                yield resp
+            except ServiceError as exc:
+                if not watch.expired:
+                    raise
+                self.slow_hosts.add(host)
+                raise ServiceError(f"{shown}: the answer did not finish {self._within(deadline)}") from exc
+            finally:
+                resp.close()
         finally:
             timer.cancel()
-            resp.close()
+            _CURRENT.watch = None
+
+    def _within(self, deadline: float) -> str:
+        if deadline < self.deadline:
+            return (f"before the run's deadline for index reads passed (ENVCHECK_RESOLVE_TIMEOUT="
+                    f"{_env_float('ENVCHECK_RESOLVE_TIMEOUT', DEFAULT_RUN_DEADLINE):g} s)")
+        return f"within {self.deadline:g} s (ENVCHECK_HTTP_TIMEOUT)"
 
     def _body(self, resp: requests.Response, url: str, limit: int) -> bytes:
         import requests
@@ -159,17 +325,20 @@ class IndexClient:
         if declared and declared.isdigit() and int(declared) > limit:
             raise FileProblem(f"{redact(url)}: the answer is {int(declared)} bytes, more than the {limit} envcheck reads")
         out = bytearray()
-        start = time.monotonic()
+        watch: _Watch | None = getattr(_CURRENT, "watch", None)
         try:
             for chunk in resp.iter_content(BLOCK):
                 out += chunk
                 self._count(len(chunk))
                 if len(out) > limit:
                     raise FileProblem(f"{redact(url)}: the answer is more than the {limit} bytes envcheck reads")
-                if time.monotonic() - start > self.deadline:
-                    raise ServiceError(f"{redact(url)}: the answer did not finish within {self.deadline:g} s")
+                if watch is not None and watch.expired:
+                    break
         except (requests.exceptions.RequestException, OSError) as exc:
-            raise ServiceError(f"{redact(url)}: the answer broke off ({_reason(exc)}) or took longer than {self.deadline:g} s") from None
+            if watch is None or not watch.expired:
+                raise ServiceError(f"{redact(url)}: the answer broke off ({_reason(exc)})") from None
+        if watch is not None and watch.expired:
+            raise ServiceError(f"{redact(url)}: the answer did not finish within {self.deadline:g} s (ENVCHECK_HTTP_TIMEOUT)")
         return bytes(out)
 
     def fetch(self, url: str, limit: int, headers: dict[str, str] | None = None) -> tuple[bytes, str]:
@@ -241,15 +410,6 @@ def _reason(exc: BaseException) -> str:
         if word in text:
             return word
     return type(exc).__name__
-
-
-def _shutdown(resp: requests.Response) -> None:
-    """The deadline passed: shut the answer's socket, so a blocked read returns at once."""
-    connection = getattr(resp.raw, "_connection", None) or getattr(resp.raw, "connection", None)
-    sock = getattr(connection, "sock", None)
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
 def _total_of(content_range: str) -> int | None:
@@ -382,6 +542,10 @@ class RemoteFile(io.RawIOBase):
         self._blocks.move_to_end(index)
         while len(self._blocks) * BLOCK > CACHE_BYTES:
             self._blocks.popitem(last=False)
+
+    def downloaded_sha256(self) -> str | None:
+        """The sha256 of the whole file when the server ignored Range and it was downloaded; None otherwise."""
+        return hashlib.sha256(self._whole).hexdigest() if self._whole is not None else None
 
     def readable(self) -> bool:
         return True

@@ -283,6 +283,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             # /dev/zero never ends and a FIFO blocks: a wheel is a file (a symlink to one is fine).
             raise InputError(f"cannot read wheel {path}: not a regular file ({_file_type(st.st_mode)}); "
                              "envcheck reads wheels only from regular files", path=spath)
+        with open(spath, "rb") as fh:
+            wheelzip.check_directory(fh, st.st_size)  # a huge directory is refused before zipfile builds its entries
         zf = zipfile.ZipFile(spath)
     except (OSError, zipfile.BadZipFile, ValueError, NotImplementedError, EOFError) as exc:
         raise InputError(f"cannot read wheel {path}: {type(exc).__name__}: {exc}", path=spath) from exc

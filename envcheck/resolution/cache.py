@@ -1,0 +1,143 @@
+"""``--resolve``'s cache, in one place: resolutions (by the input, the target and the options, for a day) and the
+facts of files (by verified keys only: :func:`facts_key`). Entries live under envcheck's cache folder and
+nowhere else; an unreadable entry is a miss."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from envcheck.cache import cache_dir, touch
+from envcheck.config import env
+from envcheck.model import Inventory, Location
+from envcheck.resolution.context import SHA256_HEX, Chosen, ResolveContext
+from envcheck.resolution.platform import uv_platform
+from envcheck.resolution.uv import pip_config_args
+from envcheck.sources.remote_wheel import FileFacts
+
+FACTS_FORMAT = 2  # 2: facts read by ranges are keyed by URL and hash, never by a claimed hash alone
+
+
+RESOLUTION_TTL_HOURS = 24.0  # a resolution of unpinned requirements changes when new releases appear
+
+
+def resolution_key(path: Path, declared: Inventory, ctx: ResolveContext, no_deps: bool) -> str:
+    """The cache key of a resolution: the input's bytes and facts, the target, the options and uv's indexes."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with contextlib.suppress(OSError):
+        digest.update(path.read_bytes())
+    facts = [[p.name, p.specifier, p.marker, p.url, p.role] for p in declared.packages]
+    facts += [[i.url, i.option] for i in declared.indexes]
+    digest.update(json.dumps([facts, uv_platform(ctx.profile), ctx.python, no_deps, pip_config_args(ctx.settings), ctx.settings.offline,
+                              env("UV_INDEX_URL"), env("UV_EXTRA_INDEX_URL")], default=str).encode())
+    return digest.hexdigest()
+
+
+def _resolution_path(key: str) -> Path:
+    return cache_dir() / f"resolutions-v{FACTS_FORMAT}" / f"{key}.json"
+
+
+def cached_resolution(key: str) -> tuple[list[Chosen], str] | None:
+    path = _resolution_path(key)
+    try:
+        if time.time() - path.stat().st_mtime > _env_hours("ENVCHECK_RESOLVE_TTL_HOURS", RESOLUTION_TTL_HOURS) * 3600:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        chosen = [Chosen(**{**c, "location": Location(**c["location"]) if c.get("location") else None}) for c in data["chosen"]]
+        return chosen, str(data.get("conflict") or "")
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def store_resolution(key: str, chosen: list[Chosen], conflict: str) -> None:
+    import dataclasses
+
+    path = _resolution_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".resolution-", suffix=".tmp", dir=path.parent)
+        rows = [{**dataclasses.asdict(c), "location": c.location.to_json() if c.location else None} for c in chosen]
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"chosen": rows, "conflict": conflict}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _env_hours(name: str, default: float) -> float:
+    try:
+        value = float(env(name) or "")
+    except ValueError:
+        return default
+    return value if value >= 0 else default
+
+
+def _cache_path(key: str) -> Path | None:
+    """Where the facts of cache key ``key`` live; None for anything but 64 hex digits (never a path of its own)."""
+    if not SHA256_HEX.fullmatch(key):
+        return None
+    return cache_dir() / f"files-v{FACTS_FORMAT}" / key[:2] / f"{key}.json"
+
+
+def facts_key(sha256: str | None, url: str | None, size: int | None, verified: bool) -> str | None:
+    """The cache key of a file's facts: its sha256 only when the whole file was read and matched it; otherwise the
+    claimed hash bound to the URL (without credentials) and size it was read from, so a lock that pairs a real
+    wheel's hash with another file's URL can only ever poison its own pairing."""
+    if verified and sha256:
+        return sha256
+    if not url:
+        return None
+    from hashlib import sha256 as digest
+
+    bare = _without_userinfo(url.split("#", 1)[0])
+    return digest(json.dumps(["range", sha256, bare, size]).encode()).hexdigest()
+
+
+def _without_userinfo(url: str) -> str:
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, parts.query, parts.fragment))
+
+
+def cached_facts(key: str) -> FileFacts | None:
+    """Facts of a file from envcheck's cache (None on a miss)."""
+    path = _cache_path(key)
+    if path is None:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != FACTS_FORMAT:
+        return None
+    touch(path)
+    requires = data.get("requires")
+    return FileFacts(tuple(requires) if isinstance(requires, list) else None, tuple(data.get("tags") or ()),
+                     list(data.get("binaries") or []), list(data.get("problems") or []), ["cache"], 0, True,
+                     notes=[str(n) for n in data.get("notes") or []] if isinstance(data.get("notes"), list) else [])
+
+
+def store_facts(key: str, facts: FileFacts) -> None:
+    """Remember complete facts of a file (atomically; errors are ignored). Only inside the cache folder."""
+    path = _cache_path(key)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=".facts-", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"format": FACTS_FORMAT, "requires": list(facts.requires) if facts.requires is not None else None,
+                       "tags": list(facts.tags), "binaries": facts.binaries, "problems": facts.problems, "notes": facts.notes}, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass

@@ -1,0 +1,58 @@
+"""The target platform as wheel tags: which wheel of a release pip would pick on the target."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import cache
+
+from packaging import tags as ptags
+
+from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.profile import Profile
+
+
+def glibc_of(profile: Profile) -> tuple[int, int]:
+    """The newest glibc the profile's wheel platforms name (DGX OS: Ubuntu 24.04, glibc 2.39)."""
+    best = (2, 17)
+    for platform in profile.wheel_platforms:
+        m = re.match(r"manylinux_(\d+)_(\d+)_", platform)
+        if m:
+            best = max(best, (int(m.group(1)), int(m.group(2))))
+    return best
+
+
+def uv_platform(profile: Profile) -> str:
+    """uv's ``--python-platform`` for the profile: ``aarch64-manylinux_2_39`` for the Spark."""
+    major, minor = glibc_of(profile)
+    return f"{profile.machine}-manylinux_{major}_{minor}"
+
+
+@cache
+def _supported_tags(machine: str, glibc: tuple[int, int], python: str) -> dict[str, int]:
+    """Wheel tags that install on the target, best first (as pip orders them), tag -> rank."""
+    platforms = [f"manylinux_{glibc[0]}_{m}_{machine}" for m in range(glibc[1], 16, -1)]
+    platforms += [f"manylinux2014_{machine}", f"linux_{machine}"]
+    version = tuple(int(p) for p in python.split(".")[:2])
+    found = [*ptags.cpython_tags(version, platforms=platforms), *ptags.compatible_tags(version, platforms=platforms)]
+    return {str(t): i for i, t in enumerate(found)}
+
+
+def best_wheel(filenames: Iterable[str], profile: Profile, python: str) -> tuple[str | None, str]:
+    """The wheel of ``filenames`` pip would pick on the target, or None and why none fits."""
+    ranks = _supported_tags(profile.machine, glibc_of(profile), python)
+    best: tuple[int, str] | None = None
+    seen: list[str] = []
+    for filename in filenames:
+        parsed = parse_wheel_name(filename)
+        if parsed is None:
+            continue
+        seen.extend(parsed.platforms)
+        rank = min((ranks[t] for t in parsed.tags if t in ranks), default=None)
+        if rank is not None and (best is None or rank < best[0]):
+            best = (rank, filename)
+    if best is not None:
+        return best[1], ""
+    if not seen:
+        return None, "no wheel files"
+    return None, f"wheels only for {', '.join(sorted(set(seen))[:6])}"

@@ -1,0 +1,183 @@
+"""The resolution stage of a target: what it resolves to on the profile, as inventory, next to what it declares."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from envcheck.errors import InputError, ServiceError
+from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.model import (
+    Binary,
+    IndexOption,
+    Inventory,
+    Location,
+    Package,
+    PackageIndex,
+    ReadProblem,
+    ResolvedFile,
+    Role,
+    Wheel,
+    from_plain,
+)
+from envcheck.profile import Profile
+from envcheck.resolution.cache import cached_resolution, resolution_key, store_resolution
+from envcheck.resolution.context import Chosen, ResolveContext, ResolveSettings
+from envcheck.resolution.dockerfile import dockerfile_installs, keep_shipped, resolve_lines, shipped_packages
+from envcheck.resolution.facts import facts_of
+from envcheck.resolution.locks import lock_choices
+from envcheck.resolution.platform import uv_platform
+from envcheck.resolution.uv import (
+    conflict_line,
+    conflict_pair,
+    redact_text,
+    resolve_pyproject,
+    settings_index_urls,
+    uv_compile,
+)
+from envcheck.services.package_index import FileProblem, IndexClient, redact
+from envcheck.sources.remote_wheel import FileFacts
+
+
+def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settings: ResolveSettings,
+            client: IndexClient | None = None) -> Inventory:
+    """The files the target resolves to on ``profile``, and their facts, as an inventory."""
+    python = settings.python_version or profile.python_version
+    client = client or IndexClient()
+    for index in (*settings_index_urls(settings), *(i.url for i in declared.indexes)):
+        client.use_credentials_of(index)
+    ctx = ResolveContext(profile, settings, python, client)
+    inventory = Inventory(context="declared")
+    started = time.monotonic()
+    if kind in ("pylock", "uv-lock"):
+        chosen = lock_choices(path, profile, python)
+        # What the default install puts on the target: entries whose markers exclude linux/aarch64 (another
+        # fork of a uv.lock, a pylock marker) or that only an extra or a group installs are not judged here.
+        from envcheck.knowledge.builds import installs_on
+
+        locked = [p for p in declared.packages if p.role == Role.LOCK]
+        wanted = {(p.name, p.version) for p in locked if p.scope is None and installs_on(p, profile)}
+        known = {(p.name, p.version) for p in locked}
+        chosen = [c for c in chosen if (c.name, c.version) in wanted or (c.name, c.version) not in known]
+    elif kind in ("requirements", "freeze", "pyproject"):
+        freeze = kind == "freeze" or declared.context == "installed"
+        key = resolution_key(path, declared, ctx, freeze)
+        hit = cached_resolution(key) if settings.use_cache else None
+        if hit is not None:
+            chosen, conflict = hit
+        else:
+            if kind == "pyproject":
+                chosen, conflict = resolve_pyproject(path, declared, ctx)
+            else:
+                chosen, conflict = uv_compile(path, ctx, no_deps=freeze)
+            if settings.use_cache:
+                store_resolution(key, chosen, conflict)
+        if conflict and not chosen:
+            inventory.resolved.append(ResolvedFile(path.name, None, "conflict", reason=redact_text(conflict_pair(conflict)),
+                                                   sources=("resolver",), location=conflict_line(path, conflict)))
+            return inventory
+    elif kind == "dockerfile":
+        chosen = []
+        for install, requirements in dockerfile_installs(declared):
+            where = f"{path}:{install.location.line if install.location else '?'}"
+            try:
+                found, conflict = resolve_lines(requirements, install, ctx)
+            except (ServiceError, InputError) as exc:  # one install's failure never hides the others
+                message = re.sub(r"^\S*requirements\.txt", where, exc.message)
+                inventory.problems.append(ReadProblem(redact_text(message), install.location, service=isinstance(exc, ServiceError)))
+                continue
+            shipped = shipped_packages(declared, install)
+            if shipped and found:
+                found = keep_shipped(found, shipped, requirements, ctx)
+            if conflict and not found:
+                inventory.resolved.append(ResolvedFile(path.name, None, "conflict", reason=redact_text(conflict_pair(conflict)),
+                                                       sources=("resolver",), location=install.location))
+            chosen += found
+    else:
+        raise InputError(f"{path}: --resolve reads requirements, freeze, pyproject, uv.lock, pylock files and Dockerfiles, not {kind} inputs", str(path))
+    for item in chosen:
+        add_file(inventory, item, ctx)
+    inventory.host = replace(inventory.host, resolve={"python_version": python, "platform": uv_platform(profile), "files": len(chosen),
+                                 "requests": client.traffic.requests, "bytes_read": client.traffic.bytes,
+                                 "seconds": round(time.monotonic() - started, 3)})
+    return inventory
+
+
+def add_file(inventory: Inventory, item: Chosen, ctx: ResolveContext) -> None:
+    """One picked file in the inventory: its record, its package, and (a wheel) its facts and binaries."""
+    url = redact(item.url) if item.url else None
+    record = ResolvedFile(item.name, item.version, item.kind, item.filename, url, item.sha256, item.size,
+                          (item.source,), 0, item.reason, item.location)
+    requires: tuple[str, ...] | None = None
+    if item.problem:
+        inventory.problems.append(ReadProblem(item.problem, item.location))
+    elif item.kind == "wheel":
+        try:
+            facts = facts_of(item, ctx)
+        except FileProblem as exc:
+            inventory.problems.append(ReadProblem(exc.message, item.location))
+            facts = FileFacts(sources=["index"])
+        except ServiceError as exc:
+            inventory.problems.append(ReadProblem(exc.message, item.location, service=True))
+            facts = FileFacts()
+        requires = facts.requires
+        record = replace(record, sources=(item.source, *facts.sources), bytes_read=facts.bytes_read)
+        for problem in facts.problems:
+            inventory.problems.append(ReadProblem(f"{url or item.filename}!{problem}", Location(url or str(item.filename))))
+        for note in facts.notes:
+            inventory.problems.append(ReadProblem(f"{url or item.filename}: {note}", Location(url or str(item.filename)), note=True))
+        where = url or str(item.filename)
+        for data in facts.binaries:
+            values = {k: v for k, v in data.items() if k != "member"}
+            binary = from_plain(Binary, values, "binary")
+            inventory.binaries.append(replace(binary, distribution=item.name, location=Location(where, member=data.get("member"))))
+        parsed = parse_wheel_name(item.filename or "")
+        inventory.wheels.append(Wheel(item.filename or "", item.name, item.version or "", parsed.tags if parsed else facts.tags,
+                                      requires or (), Location(where)))
+    inventory.resolved.append(record)
+    inventory.packages.append(Package(name=item.name, version=item.version, specifier=f"=={item.version}" if item.version else "",
+                                      requires=requires, role=Role.RESOLVED, location=item.location))
+
+
+def index_entries(settings: ResolveSettings) -> list[PackageIndex]:
+    """The index options given on the command line, as inventory facts (redacted)."""
+    out = []
+    if settings.index_url:
+        out.append(PackageIndex(redact(settings.index_url), IndexOption.INDEX_URL))
+    out += [PackageIndex(redact(u), IndexOption.EXTRA_INDEX_URL) for u in settings.extra_index_urls]
+    out += [PackageIndex(redact(u), IndexOption.FIND_LINKS) for u in settings.find_links]
+    return out
+
+
+RESOLVABLE = ("requirements", "freeze", "pyproject", "uv-lock", "pylock", "dockerfile")
+
+
+def resolved_reader(name: str, kind: str, read_declared: Any, settings: ResolveSettings, profile_name: str) -> Any:
+    """A target reader that reads the file as usual, then adds what it resolves to on the profile.
+
+    The resolved facts come first in the inventory (the exact versions and Requires-Dist of what would be
+    installed win over the file's own words). An unreachable index is a service problem next to whatever
+    was read (exit code 3 with partial results), never a lost target.
+    """
+    from envcheck.profile import load_profile
+
+    def read() -> Inventory:
+        declared: Inventory = read_declared()
+        if kind not in RESOLVABLE:
+            return declared
+        profile = load_profile(profile_name)
+        try:
+            inventory = resolve(Path(name), kind, declared, profile, settings)
+        except ServiceError as exc:
+            inventory = Inventory(problems=[ReadProblem(redact_text(exc.message), Location(name), service=True)])
+        except InputError as exc:
+            inventory = Inventory(problems=[ReadProblem(redact_text(exc.message), Location(exc.path or name, line=exc.line))])
+        inventory.extend(declared)
+        inventory.indexes.extend(index_entries(settings))
+        inventory.context = declared.context
+        return inventory
+
+    return read

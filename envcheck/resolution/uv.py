@@ -1,0 +1,202 @@
+"""Resolving with uv for the target platform (``uv pip compile --python-platform ... --format pylock.toml``),
+and reading uv's words when it refuses."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from envcheck.config import env
+from envcheck.errors import InputError, ServiceError
+from envcheck.inspect.wheel_tags import canonical
+from envcheck.model import IndexOption, Inventory, Location, Package, PackageIndex, Role
+from envcheck.resolution.context import Chosen, ResolveContext, ResolveSettings
+from envcheck.resolution.locks import lock_choices
+from envcheck.resolution.platform import uv_platform
+from envcheck.services.package_index import redact
+
+_NETWORK_WORDS = ("error sending request", "Failed to fetch", "dns error", "Connection refused", "connection error",
+                  "operation timed out", "tcp connect error", "Could not connect", "failed to lookup address",
+                  "Request failed after", "os error 111", "status code 5")
+
+
+def find_uv(settings: ResolveSettings) -> str:
+    """The uv executable, or a clear error saying how to get it."""
+    if settings.uv:
+        return settings.uv
+    here = Path(os.path.realpath(sys.executable)).parent
+    for candidate in (shutil.which("uv"), str(here / "uv")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    with contextlib.suppress(ImportError, FileNotFoundError):
+        import uv  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+        found: str = uv.find_uv_bin()
+        return found
+    raise InputError("--resolve needs uv (a resolver that resolves for another platform), and none was found",
+                     fix="Install uv into envcheck's environment (pip install uv, or the extra: pip install "
+                         "'envcheck-spark[resolve]'), put uv on PATH, or run without --resolve.")
+
+
+def pip_config_args(settings: ResolveSettings) -> list[str]:
+    """Index options: the command line's first, else the user's pip environment (uv reads its own UV_* itself)."""
+    args: list[str] = []
+    index = settings.index_url or (None if env("UV_INDEX_URL") or env("UV_DEFAULT_INDEX") else env("PIP_INDEX_URL"))
+    if index:
+        args += ["--index-url", index]
+    extras = list(settings.extra_index_urls) or ([] if env("UV_EXTRA_INDEX_URL") or env("UV_INDEX") else
+                                                (env("PIP_EXTRA_INDEX_URL") or "").split())
+    for url in extras:
+        args += ["--extra-index-url", url]
+    links = list(settings.find_links) or ([] if env("UV_FIND_LINKS") else (env("PIP_FIND_LINKS") or "").split())
+    for link in links:
+        args += ["--find-links", link]
+    return args
+
+
+def settings_index_urls(settings: ResolveSettings) -> list[str]:
+    """Every index URL this run gives uv (the command line's, else the pip and uv environment's)."""
+    urls = [arg for arg in pip_config_args(settings) if "://" in arg]
+    for name in ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX"):
+        urls += [word.split("=", 1)[-1] for word in (env(name) or "").split()]
+    return urls
+
+
+def uv_compile(path: Path, ctx: ResolveContext, no_deps: bool, cwd: Path | None = None,
+               shown: Path | None = None) -> tuple[list[Chosen], str]:
+    """Resolve ``path`` with uv for the target; the chosen files and uv's words when it refused.
+
+    uv runs in ``cwd`` (default: the file's folder), so it reads that project's uv configuration; ``shown`` is the
+    user's file (messages and the lines of the picked packages)."""
+    settings, profile, python = ctx.settings, ctx.profile, ctx.python
+    uv = find_uv(settings)
+    user_file = shown or path
+    with tempfile.TemporaryDirectory(prefix="envcheck-resolve-") as tmp:
+        out = Path(tmp) / "pylock.resolve.toml"
+        cmd = [uv, "pip", "compile", str(path.resolve()), "--python-platform", uv_platform(profile), "--python-version", python,
+               "--format", "pylock.toml", "-o", str(out), "--no-header", "--color", "never", "--no-python-downloads",
+               *pip_config_args(settings)]
+        if no_deps:
+            cmd.append("--no-deps")
+        if settings.offline:
+            cmd.append("--offline")
+        from envcheck.services.uv_process import run_uv
+
+        try:
+            proc = run_uv(cmd, str(cwd or path.resolve().parent), str(user_file), NO_COLOR="1", UV_NO_PROGRESS="1")
+        except OSError as exc:
+            raise InputError(f"{user_file}: cannot run uv ({uv}): {exc.strerror or exc}", str(user_file)) from None
+        words = _clean(proc.stderr)
+        if proc.returncode != 0:
+            if "No solution found" in words or "unsatisfiable" in words:
+                missing = _no_matching_wheel(words, user_file)
+                return (missing, words) if missing else ([], words)
+            if settings.offline and ("offline" in words.lower() or "network" in words.lower()):
+                raise ServiceError(f"{user_file}: --offline and uv's cache lacks what this resolution needs: {_last(words)}")
+            if any(w in words for w in _NETWORK_WORDS):
+                raise ServiceError(f"{user_file}: a package index did not answer while uv resolved: {redact_text(_last(words))}")
+            raise InputError(f"{user_file}: uv could not resolve this input: {redact_text(_last(words))}", str(user_file))
+        lock = out
+        if not lock.is_file():
+            raise InputError(f"{user_file}: uv wrote no lock file", str(user_file))
+        chosen = lock_choices(lock, profile, python)
+    text = user_file.read_text(encoding="utf-8", errors="replace") if user_file.is_file() else ""
+    return [replace(c, location=line_of(user_file, text, c.name), source="resolver") for c in chosen], ""
+
+
+def _no_matching_wheel(words: str, path: Path) -> list[Chosen]:
+    """uv's "X==V has no wheels with a matching platform tag" (and no sdist): no file fits the target."""
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    out = []
+    for m in re.finditer(r"Because ([A-Za-z0-9._-]+)(?:==(\S+?))? was not found in the package registry", words):
+        out.append(Chosen(canonical(m.group(1)), m.group(2), "none", reason="not found on the configured indexes",
+                          location=line_of(path, text, m.group(1))))
+    for m in re.finditer(r"Because (?:only )?([A-Za-z0-9._-]+)==(\S+?) has no wheels with a matching platform tag", words):
+        hint = re.search(rf"Wheels are available for `{re.escape(m.group(1))}` \(v[^)]*\) on the following platforms?: ([^.]*)", words)
+        reason = f"wheels only for {hint.group(1).replace('`', '')}" if hint else "no wheel with a matching platform tag"
+        out.append(Chosen(canonical(m.group(1)), m.group(2), "none", reason=reason[:300], location=line_of(path, text, m.group(1))))
+    return out
+
+
+def conflict_line(path: Path, words: str) -> Location:
+    """Where a conflict is shown: the line of the first requirement uv names that the file itself has."""
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    for name in re.findall(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:==|>=|<=|~=|!=|<|>)", conflict_pair(words)):
+        found = line_of(path, text, name)
+        if found.line is not None:
+            return found
+    return Location(str(path))
+
+
+def line_of(path: Path, text: str, name: str) -> Location:
+    """The line that names ``name`` in the user's file: at a line's start (requirements), else quoted (TOML lists)."""
+    spelled = "[-_.]".join(map(re.escape, re.split("[-_.]", name)))
+    m = (re.search(rf"^\s*{spelled}(?![\w.-])", text, re.I | re.M)
+         or re.search(rf"[\"']\s*{spelled}(?![\w.-])", text, re.I))
+    return Location(str(path), line=text.count("\n", 0, m.start()) + 1 if m else None)
+
+
+def _clean(text: str) -> str:
+    """uv's error in one line: from its first ``error:`` on (warnings before it, with their causes, dropped)."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    raw = text.splitlines()
+    first = next((i for i, line in enumerate(raw) if line.lstrip().startswith(("error:", "×"))), 0)
+    lines = [re.sub(r"^[\s×╰─▶│├╭╮╯:]+", "", line).strip() for line in raw[first:]]
+    lines = [re.sub(r"^(error|cause):\s*", "", line) for line in lines]
+    return " ".join(line for line in lines if line and not line.startswith("warning:") and "is not available" not in line)
+
+
+def _last(words: str) -> str:
+    return words[-400:] if words else "no message"
+
+
+def redact_text(text: str) -> str:
+    """Every URL in ``text`` redacted, control characters replaced."""
+    return re.sub(r"[a-z][a-z0-9+.-]*://\S+", lambda m: redact(m.group(0)), text)
+
+
+def conflict_pair(words: str) -> str:
+    """The resolver's reason in one sentence: ``A depends on B and you require C`` where uv says so."""
+    m = re.search(r"Because .*", words)
+    text = (m.group(0) if m else words).split(" hint:", 1)[0]
+    return text[:600]
+
+
+def resolve_pyproject(path: Path, declared: Inventory, ctx: ResolveContext) -> tuple[list[Chosen], str]:
+    """A pyproject's own dependencies (not its optional extras or groups) with its index options, resolved in the
+    project's folder (uv reads its ``[tool.uv]`` configuration there) without building the project itself."""
+    lines = index_lines(declared.indexes)
+    for pkg in declared.packages:
+        if pkg.role == Role.REQUIREMENT and pkg.scope is None:
+            lines.append(requirement_line(pkg))
+    with tempfile.TemporaryDirectory(prefix="envcheck-pyproject-") as tmp:
+        req = Path(tmp) / "requirements.txt"
+        req.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return uv_compile(req, ctx, no_deps=False, cwd=path.resolve().parent, shown=path)
+
+
+def index_lines(indexes: Iterable[PackageIndex], where: Location | None = None) -> list[str]:
+    """Index options as requirements-file lines (uv indexes become extra indexes: uv asks them first)."""
+    flags = {IndexOption.INDEX_URL: "--index-url", IndexOption.EXTRA_INDEX_URL: "--extra-index-url",
+             IndexOption.FIND_LINKS: "--find-links", IndexOption.UV_INDEX: "--extra-index-url"}
+    lines = []
+    for index in indexes:
+        if where is not None and (index.location is None or (index.location.line, index.location.stage) != (where.line, where.stage)):
+            continue
+        flag = flags.get(index.option)
+        if flag and f"{flag} {index.url}" not in lines:
+            lines.append(f"{flag} {index.url}")
+    return lines
+
+
+def requirement_line(pkg: Package) -> str:
+    extras = f"[{','.join(pkg.extras)}]" if pkg.extras else ""
+    text = f"{pkg.name}{extras} @ {pkg.url}" if pkg.url else f"{pkg.name}{extras}{pkg.specifier}"
+    return text + (f"; {pkg.marker}" if pkg.marker else "")

@@ -1,0 +1,209 @@
+"""A wheel on a package index read without downloading it: its metadata, tags and binaries (``--resolve``).
+
+The zip's central directory and each member that may be an ELF file are read through HTTP range requests
+(:class:`envcheck.services.package_index.RemoteFile`): a stored member's headers in place, a deflated one
+inflated from its start into a temporary file. The same bounds as a local wheel's apply (the directory's size,
+``--max-expansion``), plus caps on how many members are read; a cap reached is a note, not an error. The
+resolution stage (:mod:`envcheck.resolution.facts`) asks the shipped facts table and the cache first.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.limits import DEFAULT_MAX_EXPANSION, EXPANSION_FLOOR, expansion_limit
+from envcheck.model import Binary, Location
+from envcheck.services.package_index import FileProblem, IndexClient, RemoteFile, redact
+
+MAX_MEMBER_BYTES = 1 << 30  # an ELF member bigger than this (inflated) is not read: its facts come from the table
+MAX_BINARY_MEMBERS = 5000  # members of one wheel read as possible binaries (per-kernel cubins apart)
+MAX_CUBIN_MEMBERS = 200  # standalone cubins of one remote wheel read (flashinfer-cubin ships 15,000; judged by package)
+_TEXT_SUFFIXES = (".py", ".pyi", ".pyc", ".txt", ".md", ".json", ".h", ".hpp", ".cuh", ".cu", ".c", ".cc", ".cpp",
+                  ".toml", ".cfg", ".typed", ".yaml", ".yml", ".html", ".js", ".css", ".png", ".jpg", ".pem", ".csv",
+                  "METADATA", "RECORD", "WHEEL", "LICENSE", ".rst", ".in", ".cmake", ".pxd", ".pyx", ".inc", ".proto")
+
+
+@dataclass
+class FileFacts:
+    """What envcheck learned about one file (cached: :mod:`envcheck.resolution.cache`)."""
+
+    requires: tuple[str, ...] | None = None
+    tags: tuple[str, ...] = ()
+    binaries: list[dict[str, Any]] = field(default_factory=list)  # Binary.to_json() without location, plus "member"
+    problems: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    bytes_read: int = 0
+    complete: bool = False  # every member that may be a binary was read (cacheable)
+    verified: bool = False  # the whole file was read and matched its sha256
+    notes: list[str] = field(default_factory=list)  # what was left unread on purpose (a cap): INFO, not an error
+
+
+def _may_be_binary(info: zipfile.ZipInfo) -> bool:
+    name = info.filename
+    base = name.rsplit("/", 1)[-1]
+    if name.endswith("/") or info.file_size < 64 or base.endswith(_TEXT_SUFFIXES):
+        return False
+    return ".so" in base or base.endswith((".a", ".cubin", ".node")) or "/bin/" in name or "/scripts/" in name or "." not in base
+
+
+def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: str | None, metadata_sha256: str | None = None,
+                      max_expansion: float = DEFAULT_MAX_EXPANSION) -> FileFacts:
+    """Facts of a wheel on an index: metadata, then its binaries by range requests.
+
+    The index's separate metadata file (PEP 658) is used only when its hash is known (``metadata_sha256``, from
+    the project page) and matches; otherwise Requires-Dist comes from the wheel's own METADATA. Binaries are held
+    to the expansion limit (``--max-expansion``), each against its compressed size and all of them against the
+    wheel's size, and a zip directory bigger than any real wheel's is refused before it is parsed.
+    """
+    from envcheck.inspect import wheelzip  # the binary readers load only when a file is really read
+    from envcheck.inspect.elf import MalformedBinary
+
+    facts = FileFacts()
+    start = client.traffic.bytes
+    parsed = parse_wheel_name(url)
+    facts.tags = parsed.tags if parsed else ()
+    if metadata_sha256:
+        meta = client.metadata(url, metadata_sha256)
+        if meta is not None:
+            facts.requires = _requires_of(meta)
+            facts.sources.append("index metadata")
+    remote = RemoteFile(client, url.split("#")[0], size)
+    try:
+        wheelzip.check_directory(remote, remote.size)
+        zf = zipfile.ZipFile(remote)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise FileProblem(f"{redact(url)}: not a readable wheel ({type(exc).__name__}: {exc})") from None
+    with zf:
+        infos = zf.infolist()
+        if facts.requires is None:
+            dist = next((i for i in infos if i.filename.endswith(".dist-info/METADATA") and i.filename.count("/") == 1), None)
+            if dist is not None:
+                try:
+                    wheelzip.check_member(dist, remote.size)
+                    if dist.file_size > MAX_METADATA_BYTES:
+                        raise ValueError(f"{dist.file_size} bytes, more than the {MAX_METADATA_BYTES >> 20} MiB envcheck reads")
+                    facts.requires = _requires_of(zf.read(dist))
+                    facts.sources.append("wheel metadata")
+                except (MalformedBinary, zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+                    facts.problems.append(f"{dist.filename}: cannot read it: {getattr(exc, 'message', None) or exc}")
+        candidates = [i for i in infos if _may_be_binary(i) and not i.filename.endswith(".cubin")]
+        cubins = [i for i in infos if _may_be_binary(i) and i.filename.endswith(".cubin")]
+        if len(candidates) > MAX_BINARY_MEMBERS:
+            facts.notes.append(f"{len(candidates) - MAX_BINARY_MEMBERS} of its {len(candidates)} members that may be binaries were not "
+                               f"read (envcheck reads the first {MAX_BINARY_MEMBERS} of a remote wheel); the findings cover the others")
+        if len(cubins) > MAX_CUBIN_MEMBERS:
+            facts.notes.append(f"{len(cubins) - MAX_CUBIN_MEMBERS} of its {len(cubins)} per-kernel cubins were not read (envcheck "
+                               f"reads {MAX_CUBIN_MEMBERS} of a remote wheel, spread over its folders: they are judged by package)")
+            step = len(cubins) / MAX_CUBIN_MEMBERS
+            cubins = [cubins[int(n * step)] for n in range(MAX_CUBIN_MEMBERS)]
+        budget = _Budget(expansion_limit(remote.size, max_expansion), max_expansion)
+        for info in [*candidates[:MAX_BINARY_MEMBERS], *cubins]:
+            try:
+                wheelzip.check_member(info, remote.size)
+                binary, problems = _read_member(zf, remote, info, budget)
+            except (MalformedBinary, zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+                facts.problems.append(f"{info.filename}: {getattr(exc, 'message', None) or exc}")
+                continue
+            facts.problems.extend(problems)
+            if binary is not None:
+                data = binary.to_json()
+                data.pop("location", None)
+                data["member"] = info.filename
+                facts.binaries.append(data)
+    facts.sources.append("range read" if remote.ranged else "download")
+    downloaded = remote.downloaded_sha256()
+    if downloaded is not None and sha256:
+        if downloaded != sha256.lower():
+            raise FileProblem(f"{redact(url)}: the downloaded file's sha256 does not match {sha256[:16]}...: not judged")
+        facts.verified = True
+    facts.bytes_read = client.traffic.bytes - start
+    facts.complete = not budget.refused
+    return facts
+
+
+MAX_METADATA_BYTES = 4 << 20
+
+
+@dataclass
+class _Budget:
+    """How many bytes the binaries of one remote wheel may still inflate to (``--max-expansion``)."""
+
+    left: int | None  # None: no limit
+    ratio: float
+    refused: bool = False  # a member was refused: the facts depend on the limit, so they are not cached
+
+    def take(self, info: zipfile.ZipInfo) -> str:
+        """Charge ``info``'s declared size; the reason it may not be inflated, or "" when it may."""
+        limit = expansion_limit(info.compress_size, self.ratio)
+        if limit is not None and info.file_size > limit:
+            what = f"{info.file_size} bytes from {info.compress_size} compressed bytes"
+        elif self.left is not None and info.file_size > self.left:
+            what = "the wheel's binaries past the limit for the wheel's size"
+        else:
+            if self.left is not None:
+                self.left -= info.file_size
+            return ""
+        return (f"{info.filename}: not read: it would expand {what}, more than the expansion limit ({self.ratio:g} times the "
+                f"compressed size, at least {EXPANSION_FLOOR >> 20} MiB); if the wheel is genuine, raise the limit with "
+                f"--max-expansion (0: no limit)")
+
+
+def _requires_of(meta: bytes) -> tuple[str, ...]:
+    parsed = email.parser.HeaderParser().parsestr(meta.decode("utf-8", "replace"))
+    return tuple(str(r) for r in parsed.get_all("Requires-Dist") or [])
+
+
+def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo, budget: _Budget) -> tuple[Binary | None, list[str]]:
+    """One member read as a binary: stored ones in place by range reads, deflated ones inflated from the start."""
+    from envcheck.inspect import wheelzip
+    from envcheck.inspect.elf import ELF_MAGIC, FileSource
+    from envcheck.sources.binaries import read_binary
+
+    if info.compress_type == zipfile.ZIP_STORED:
+        base = wheelzip.data_offset(remote, info)
+        src = _RemoteWindow(remote, base, info.file_size)
+        reading = read_binary(src, info.filename, location=Location("", member=info.filename))
+        return reading.binary, [p.message for p in reading.problems]
+    with zf.open(info) as member:
+        head = member.read(8)
+        if not head.startswith((ELF_MAGIC, b"!<arch>\n")):
+            return None, []
+        refused = budget.take(info)
+        if refused:
+            budget.refused = True
+            return None, [refused]
+        if info.file_size > MAX_MEMBER_BYTES:
+            return None, [f"{info.filename}: {info.file_size} bytes inflated, more than envcheck inflates from a remote wheel"]
+        with tempfile.TemporaryFile(prefix="envcheck-member-") as spool:
+            spool.write(head)
+            shutil.copyfileobj(member, spool, 1 << 20)
+            spool.flush()
+            reading = read_binary(FileSource(spool, info.file_size), info.filename, location=Location("", member=info.filename))
+    return reading.binary, [p.message for p in reading.problems]
+
+
+class _RemoteWindow:
+    """A :class:`envcheck.inspect.elf.ByteSource` over a stored member of a remote zip (range reads)."""
+
+    def __init__(self, remote: RemoteFile, base: int, size: int) -> None:
+        self.remote = remote
+        self.base = base
+        self.size = size
+        self.bytes_read = 0
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        from envcheck.inspect.elf import MalformedBinary
+
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise MalformedBinary(f"read of {size} bytes at {offset:#x} runs past the end ({self.size} bytes)", offset)
+        data = self.remote.read_at(self.base + offset, size)
+        self.bytes_read += len(data)
+        if len(data) != size:
+            raise MalformedBinary(f"file ended early: wanted {size} bytes at {offset:#x}", offset)
+        return data
