@@ -31,7 +31,8 @@ def test_hooks_cover_the_kinds_their_rules_declare() -> None:
     import re
 
     hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
-    assert set(hooks) == {"envcheck-dockerfile", "envcheck-requirements", "envcheck-pyproject", "envcheck-conda"}
+    assert set(hooks) == {"envcheck-dockerfile", "envcheck-requirements", "envcheck-pyproject", "envcheck-conda",
+                          "envcheck-compose", "envcheck-kubernetes", "envcheck-shell", "envcheck-notebook"}
     for hook in hooks.values():
         assert hook["language"] == "python" and hook["pass_filenames"] is True
     docker = re.compile(hooks["envcheck-dockerfile"]["files"])
@@ -45,6 +46,13 @@ def test_hooks_cover_the_kinds_their_rules_declare() -> None:
     assert reqs.search("requirements-dev.txt") and reqs.search("ci/constraints.in") and not reqs.search("setup.cfg")
     locks = re.compile(hooks["envcheck-pyproject"]["files"])
     assert locks.search("pyproject.toml") and locks.search("uv.lock") and locks.search("pylock.dev.toml")
+    compose = re.compile(hooks["envcheck-compose"]["files"])
+    assert all(compose.search(n) for n in ("compose.yaml", "deploy/docker-compose.gpu.yml", "docker-compose-spark.yml"))
+    assert not compose.search("environment.yml") and not compose.search("composer.json")
+    manifests = re.compile(hooks["envcheck-kubernetes"]["files"])
+    assert manifests.search("k8s/vllm.yaml") and manifests.search("deploy/base/job.yml") and not manifests.search(".github/workflows/ci.yml")
+    assert re.compile(hooks["envcheck-shell"]["files"]).search("scripts/install.sh")
+    assert re.compile(hooks["envcheck-notebook"]["files"]).search("notebooks/setup.ipynb")
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,182 @@
+"""Kubernetes manifests: the containers a workload runs, on which images, scheduled where.
+
+A manifest is multi-document YAML (``kubectl apply -f``, Helm's rendered output given on stdin as ``-``).
+Documents are recognised by ``apiVersion`` and ``kind``; the workloads read are Pod, Deployment,
+StatefulSet, DaemonSet, ReplicaSet, Job and CronJob (other documents, such as Services and ConfigMaps, are
+skipped). For each container and init container:
+
+- ``image`` is a :class:`BaseImage` at its line, judged as a Dockerfile ``FROM`` is; when the pod is
+  scheduled only on amd64 nodes (``nodeSelector`` or required node affinity on ``kubernetes.io/arch``), its
+  images carry ``linux/amd64`` as their platform, which the ARCH rules judge against the Spark's arm64;
+- ``command`` + ``args`` are read as shell text and as a launch command (vLLM, SGLang, torchrun ...);
+- ``env`` entries with a literal ``value`` are :class:`EnvVar` facts.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from envcheck.errors import InputError, UsageError
+from envcheck.inspect.image_reference import parse_reference
+from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
+from envcheck.inspect.yaml_tree import YamlError, YList, YMap, line_of, load_all
+from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
+from envcheck.sources import ReadOptions
+
+KIND = "kubernetes"
+# kind -> the path from the document to its pod spec
+WORKLOADS: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+ARCH_LABEL = "kubernetes.io/arch"
+_SNIFF = re.compile(r"(?m)^apiVersion\s*:\s*\S+")
+_SNIFF_KIND = re.compile(r"(?m)^kind\s*:\s*[\"']?(" + "|".join(WORKLOADS) + r"|List)[\"']?\s*$")
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """YAML with a top-level ``apiVersion:`` and a workload ``kind:`` (Pod, Deployment, Job ...)."""
+    if b"\x00" in head:
+        return False
+    text = head.decode("utf-8", "replace")
+    return bool(_SNIFF.search(text)) and bool(_SNIFF_KIND.search(text))
+
+
+def read(path: Path, options: ReadOptions) -> Inventory:
+    """Read every workload of a manifest file."""
+    from envcheck.sources.requirements import read_text_file, text_limit
+
+    text, problems = read_text_file(path, text_limit(options))
+    try:
+        documents = load_all(text)
+    except YamlError as exc:
+        raise InputError(f"{path}: {exc.message}", str(path), exc.line) from None
+    inventory = Inventory(problems=list(problems))
+    launches: list[dict[str, Any]] = []
+    for document in _flattened(documents):
+        kind = document.get("kind")
+        if not isinstance(document.get("apiVersion"), str) or kind not in WORKLOADS:
+            continue
+        spec: Any = document
+        for step in WORKLOADS[str(kind)]:
+            spec = spec.get(step) if isinstance(spec, YMap) else None
+        if not isinstance(spec, YMap):
+            inventory.problems.append(ReadProblem(f"{kind} has no pod spec at {'.'.join(WORKLOADS[str(kind)])}",
+                                                  Location(str(path), line=line_of(document))))
+            continue
+        metadata = document.get("metadata")
+        name = f"{kind}/{metadata.get('name')}" if isinstance(metadata, YMap) and metadata.get("name") else str(kind)
+        _pod(name, spec, path, options, inventory, launches)
+    if launches:
+        inventory.host = replace(inventory.host, launch=launches)
+    return inventory
+
+
+def _flattened(documents: list[Any]) -> list[YMap]:
+    """The documents, with the items of a ``kind: List`` (``kubectl get -o yaml``) in their place."""
+    out: list[YMap] = []
+    for document in documents:
+        if not isinstance(document, YMap):
+            continue
+        items = document.get("items")
+        if document.get("kind") == "List" and isinstance(items, YList):
+            out.extend(item for item in items if isinstance(item, YMap))
+        else:
+            out.append(document)
+    return out
+
+
+def amd64_only(spec: YMap) -> bool:
+    """Is the pod scheduled only on amd64 nodes (nodeSelector, or required node affinity without arm64)?"""
+    selector = spec.get("nodeSelector")
+    if isinstance(selector, YMap) and isinstance(selector.get(ARCH_LABEL), str):
+        return str(selector.get(ARCH_LABEL)) in ("amd64", "x86_64")
+    affinity: Any = spec
+    for step in ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"):
+        affinity = affinity.get(step) if isinstance(affinity, YMap) else None
+    if not isinstance(affinity, YList) or not affinity:
+        return False
+    allowed: set[str] = set()
+    for term in affinity:  # terms are ORed; a term without an arch expression allows every architecture
+        expressions = term.get("matchExpressions") if isinstance(term, YMap) else None
+        arch = [e for e in expressions or [] if isinstance(e, YMap) and e.get("key") == ARCH_LABEL]
+        if not arch:
+            return False
+        for expression in arch:
+            values = {str(v) for v in expression.get("values") or []} if isinstance(expression.get("values"), YList) else set()
+            if expression.get("operator") == "In":
+                allowed |= values
+            else:
+                return False  # NotIn, Exists: not a restriction to amd64
+    return bool(allowed) and allowed <= {"amd64", "x86_64"}
+
+
+def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inventory, launches: list[dict[str, Any]]) -> None:
+    from envcheck.sources import shell
+
+    platform = "linux/amd64" if amd64_only(spec) else None
+    for group in ("initContainers", "containers"):
+        containers = spec.get(group)
+        for container in containers if isinstance(containers, YList) else []:
+            if not isinstance(container, YMap):
+                continue
+            who = f"{name} container {container.get('name') or '?'}"
+            image = container.get("image")
+            if isinstance(image, str) and image:
+                at = Location(str(path), line=container.line_of("image"))
+                try:
+                    parse_reference(image)
+                except UsageError as exc:
+                    inventory.problems.append(ReadProblem(f"{who}: image {image}: {exc.message}", at))
+                else:
+                    inventory.images.append(BaseImage(ref=str(image), platform=platform, location=at))
+            env = container.get("env")
+            for item in env if isinstance(env, YList) else []:
+                if isinstance(item, YMap) and isinstance(item.get("name"), str) and isinstance(item.get("value"), str):
+                    loc = Location(str(path), line=line_of(item))
+                    key, value = str(item["name"]), str(item["value"])
+                    inventory.env.append(EnvVar(key, value, Origin.ENV, loc))
+                    option = INDEX_VARIABLES.get(key)
+                    if option is not None:
+                        inventory.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(key, value))
+            words = [str(w) for key in ("command", "args") if isinstance(container.get(key), YList) for w in container[key]]
+            if not words:
+                continue
+            key = "command" if "command" in container else "args"
+            line = container.line_of(key)
+            text = shlex.join(words)
+            where = _at(str(path), line)
+            sub = shell.read_script(text, str(path), path.parent, options, where)
+            inventory.packages.extend(sub.packages)
+            inventory.indexes.extend(sub.indexes)
+            inventory.installs.extend(sub.installs)
+            inventory.env.extend(sub.env)
+            inventory.problems.extend(sub.problems)
+            gpus = _gpus(container)
+            launches.extend(shell.launches(text, str(path), where, extra={"service": who, **({"gpus": gpus} if gpus else {})}))
+
+
+def _at(path: str, line: int) -> Callable[[int], Location]:
+    """Every line of a container's command is located at its ``command:`` (or ``args:``) key."""
+    return lambda _line: Location(path, line=line)
+
+
+def _gpus(container: YMap) -> int | None:
+    """The ``nvidia.com/gpu`` count a container asks for (limits, else requests)."""
+    resources = container.get("resources")
+    for part in ("limits", "requests"):
+        table = resources.get(part) if isinstance(resources, YMap) else None
+        value = table.get("nvidia.com/gpu") if isinstance(table, YMap) else None
+        if isinstance(value, str) and value.isdigit():
+            return int(value)
+    return None

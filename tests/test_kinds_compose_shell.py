@@ -1,0 +1,237 @@
+"""Compose files and shell scripts as input kinds (issue 28): detection, the Dockerfile rules on their facts,
+the launch-command rules, exact lines, compose's interpolation, extends, include, profiles and build."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from conftest import run_envcheck
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def _report(*args: str, cwd: Path | None = None) -> tuple[int, list[dict[str, Any]]]:
+    proc = run_envcheck("--format", "json", "--fail-on", "fail", *args, cwd=cwd)
+    assert proc.returncode in (0, 1, 2), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)["targets"]
+
+
+def _hits(target: dict[str, Any], rule: str) -> list[dict[str, Any]]:
+    return [f for f in target["findings"] if f["rule"] == rule and f["status"] not in ("PASS", "INFO", "SKIP")]
+
+
+SPARK_SERVING = """
+    # vLLM for a chat UI on the Spark
+    x-gpu: &gpu
+      deploy:
+        resources:
+          reservations:
+            devices:
+              - driver: nvidia
+                count: all
+                capabilities: [gpu]
+
+    services:
+      vllm:
+        <<: *gpu
+        image: nvcr.io/nvidia/vllm:${VLLM_RELEASE:-25.11}-py3
+        command: >
+          vllm serve Qwen/Qwen3-8B
+          --gpu-memory-utilization ${GPU_SHARE:-0.5}
+          --max-model-len 32768
+        environment:
+          HF_HOME: /models
+          VLLM_ATTENTION_BACKEND: FLASHINFER
+        ipc: host
+      webui:
+        image: ghcr.io/open-webui/open-webui:v0.6.5
+        environment:
+          - OPENAI_API_BASE_URL=http://vllm:8000/v1
+"""
+
+
+def test_sound_compose_file_is_clean(tmp_path: Path) -> None:
+    compose = _write(tmp_path / "compose.yaml", SPARK_SERVING)
+    proc = run_envcheck("--format", "json", str(compose))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (target,) = json.loads(proc.stdout)["targets"]
+    assert target["kind"] == "compose"
+    assert not [f for f in target["findings"] if f["status"] in ("ERROR", "FAIL", "WARN")], target["findings"]
+    passed = {f["rule"] for f in target["findings"] if f["status"] == "PASS"}
+    assert {"G1-cuda12-base", "G3-memory-fraction"} <= passed  # the image and the launch were judged, not missed
+
+
+def test_compose_memory_share_cuda12_image_and_source_build_at_their_lines(tmp_path: Path) -> None:
+    compose = _write(tmp_path / "docker-compose.yml", """
+        services:
+          vllm:
+            image: nvcr.io/nvidia/vllm:25.11-py3
+            command: ["vllm", "serve", "Qwen/Qwen3-8B", "--gpu-memory-utilization", "0.95"]
+          trainer:
+            image: nvidia/cuda:12.4.1-runtime-ubuntu22.04
+            command: bash -c "pip install flash-attn --no-build-isolation && python train.py"
+            environment:
+              TORCH_CUDA_ARCH_LIST: "8.0;9.0"
+    """)
+    code, (target,) = _report(str(compose))
+    assert code == 1
+    (memory,) = _hits(target, "G3-memory-fraction")
+    assert memory["status"] in ("WARN", "FAIL") and memory["location"]["line"] == 4 and "0.95" in memory["message"]
+    (cuda,) = _hits(target, "G1-cuda12-base")
+    assert cuda["status"] == "FAIL" and cuda["location"]["line"] == 6
+    (build,) = _hits(target, "G2-flash-attn-build")
+    assert build["location"]["line"] == 7
+    (arch_list,) = _hits(target, "G7-torch-cuda-arch-list")
+    assert arch_list["location"]["line"] == 9
+
+
+def test_compose_interpolation_dotenv_and_required_variable(tmp_path: Path) -> None:
+    """`.env` beside the file gives values; `${VAR:?msg}` unset is an ERROR at its line, as compose stops there."""
+    _write(tmp_path / ".env", "CUDA_TAG=12.6.3-devel-ubuntu24.04\n# comment\nexport SHARE='0.3'\n")
+    compose = _write(tmp_path / "compose.yaml", """
+        services:
+          dev:
+            image: nvidia/cuda:${CUDA_TAG}
+            command: vllm serve m --gpu-memory-utilization ${SHARE:-0.99}
+          api:
+            image: ${REGISTRY:?set REGISTRY to your registry}/api:1.0
+    """)
+    _code, (target,) = _report(str(compose))
+    (cuda,) = _hits(target, "G1-cuda12-base")
+    assert "12.6.3" in cuda["message"]
+    memory = [f for f in target["findings"] if f["rule"] == "G3-memory-fraction"]
+    assert [f["status"] for f in memory] == ["PASS"] and "0.3" in memory[0]["message"]  # .env wins over the default
+    errors = [f for f in target["findings"] if f["status"] == "ERROR"]
+    assert errors and errors[0]["location"]["line"] == 6 and "REGISTRY" in errors[0]["message"]
+
+
+def test_compose_extends_include_and_profiles(tmp_path: Path) -> None:
+    _write(tmp_path / "common.yaml", """
+        services:
+          base:
+            image: nvcr.io/nvidia/pytorch:24.05-py3
+            environment:
+              NCCL_DEBUG: INFO
+    """)
+    _write(tmp_path / "monitoring" / "compose.yaml", """
+        services:
+          exporter:
+            image: nvcr.io/nvidia/k8s/dcgm-exporter:latest
+    """)
+    compose = _write(tmp_path / "compose.yaml", """
+        include:
+          - monitoring/compose.yaml
+        services:
+          train:
+            extends:
+              file: common.yaml
+              service: base
+            command: torchrun --nnodes 2 train.py --tp 2
+          chat:
+            image: vllm/vllm-openai:v0.11.0
+            profiles: [chat]
+            command: --model Qwen/Qwen3-8B --gpu-memory-utilization 0.96
+    """)
+    _code, (target,) = _report(str(compose))
+    (cuda,) = _hits(target, "G1-cuda12-base")
+    assert cuda["location"]["path"].endswith("common.yaml") and cuda["location"]["line"] == 3  # the image where it is written
+    (floating,) = _hits(target, "G9-floating-base-tag")
+    assert floating["location"]["path"].endswith("monitoring/compose.yaml")  # from the included file
+    (tp,) = _hits(target, "G10-tp-across-nodes")
+    assert tp["status"] == "FAIL" and tp["location"]["line"] == 8
+    (memory,) = _hits(target, "G3-memory-fraction")  # options only: the image's own `vllm serve` runs them
+    assert memory["location"]["line"] == 12 and "profile chat" in memory["location"]["branch"]
+
+
+def test_compose_build_reads_the_dockerfile_with_args_and_target(tmp_path: Path) -> None:
+    _write(tmp_path / "docker" / "Dockerfile.spark", """
+        ARG BASE=nvcr.io/nvidia/pytorch:25.11-py3
+        FROM ${BASE} AS runtime
+        RUN pip install vllm==0.11.0
+        FROM runtime AS dev
+        RUN pip install flash-attn
+    """)
+    compose = _write(tmp_path / "compose.yaml", """
+        services:
+          app:
+            image: myorg/app:dev
+            build:
+              context: ./docker
+              dockerfile: Dockerfile.spark
+              target: runtime
+              args:
+                BASE: nvidia/cuda:12.8.1-devel-ubuntu24.04
+    """)
+    _code, (target,) = _report(str(compose))
+    (cuda,) = _hits(target, "G1-cuda12-base")  # the build arg replaced the default base
+    assert cuda["location"]["path"].endswith("Dockerfile.spark") and cuda["location"]["line"] == 2
+    assert not _hits(target, "G9-floating-base-tag")  # `image:` names what is built, not a base
+
+
+def test_two_servers_past_the_pool_are_one_g6_finding(tmp_path: Path) -> None:
+    compose = _write(tmp_path / "compose.yaml", """
+        services:
+          chat:
+            image: nvcr.io/nvidia/vllm:25.11-py3
+            command: vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.6
+          code:
+            image: lmsysorg/sglang:v0.5.4-cu130
+            command: python3 -m sglang.launch_server --model-path Qwen/Qwen3-Coder --mem-fraction-static 0.6
+    """)
+    _code, (target,) = _report(str(compose))
+    (g6,) = _hits(target, "G6-pool-overcommit")
+    assert g6["status"] == "FAIL" and "1.20" in g6["message"]
+
+
+INSTALL_SH = """
+    #!/usr/bin/env bash
+    # Install the training stack into a virtualenv.
+    set -euo pipefail
+    python3 -m venv .venv
+    source .venv/bin/activate
+    pip install --upgrade pip
+    pip install torch==2.5.1 torchvision==0.20.1 --index-url https://download.pytorch.org/whl/cu121
+    if [ "$(uname -m)" = "x86_64" ]; then
+      pip install xformers==0.0.28.post3
+    fi
+    pip install -r requirements.txt
+"""
+
+
+def test_install_script_with_cu121_index_is_g1_fail_at_its_line(tmp_path: Path) -> None:
+    script = _write(tmp_path / "install.sh", INSTALL_SH)
+    _write(tmp_path / "requirements.txt", "transformers==4.57.1\nflash-attn==2.7.4.post1\n")
+    code, (target,) = _report(str(script))
+    assert code == 1 and target["kind"] == "shell"
+    index = _hits(target, "G1-cuda12-index")
+    assert index and index[0]["status"] == "FAIL" and index[0]["location"] == {"path": str(script), "line": 7}
+    flash = _hits(target, "G2-flash-attn-build")  # from the requirements file the script installs, at its own line
+    assert flash and flash[0]["location"]["path"].endswith("requirements.txt") and flash[0]["location"]["line"] == 2
+    assert not [f for f in target["findings"] if "xformers" in f["message"]]  # the x86_64 branch does not run on a Spark
+
+
+def test_script_without_extension_is_known_by_its_shebang(tmp_path: Path) -> None:
+    script = _write(tmp_path / "bootstrap", "#!/bin/sh\nset -e\npip install 'torch==2.4.0+cu121' -f https://download.pytorch.org/whl/torch_stable.html\n")
+    code, (target,) = _report(str(script))
+    assert target["kind"] == "shell" and code == 1
+    assert all(f["location"]["line"] == 3 for f in _hits(target, "G1-cuda12-local-version"))
+
+
+def test_sound_script_is_clean(tmp_path: Path) -> None:
+    script = _write(tmp_path / "setup.sh", """
+        #!/usr/bin/env bash
+        set -euo pipefail
+        # envcheck: ignore=G9-unpinned the lock below pins the rest
+        pip install "torch==2.9.1+cu130" --index-url https://download.pytorch.org/whl/cu130
+        vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.7 &
+    """)
+    proc = run_envcheck(str(script))
+    assert proc.returncode == 0, proc.stdout
+    assert "ERROR" not in proc.stdout
