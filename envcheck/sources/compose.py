@@ -32,6 +32,7 @@ from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
 from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
 from envcheck.sources import ReadOptions
+from envcheck.sources.dockerfile import shipped_packages
 
 KIND = "compose"
 MAX_FILES = 20  # the compose file, the files it includes and those its services extend
@@ -299,6 +300,7 @@ class _Compose:
             else:
                 inventory.images.append(BaseImage(ref=str(image), platform=str(platform) if isinstance(platform, str) and platform else None,
                                                   location=at("image")))
+                inventory.packages.extend(shipped_packages(str(image), at("image")))  # NGC's torch, flash-attn: what pip keeps
         for key, value, line in _environment(service.get("environment")):
             loc = at("environment", line)
             inventory.env.append(EnvVar(key, value, Origin.ENV, loc))
