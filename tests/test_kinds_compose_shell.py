@@ -235,3 +235,21 @@ def test_sound_script_is_clean(tmp_path: Path) -> None:
     proc = run_envcheck(str(script))
     assert proc.returncode == 0, proc.stdout
     assert "ERROR" not in proc.stdout
+
+
+def test_secrets_in_commands_and_environment_never_reach_an_output(tmp_path: Path) -> None:
+    compose = _write(tmp_path / "compose.yaml", """
+        services:
+          vllm:
+            image: nvcr.io/nvidia/vllm:25.11-py3
+            command: vllm serve m --api-key sk-SECRETa1b2 --gpu-memory-utilization 0.5 --hf-token=hf_SECRETc3d4
+            environment:
+              HF_TOKEN: hf_SECRETe5f6
+              PIP_EXTRA_INDEX_URL: https://user:SECRETg7h8@pypi.example.com/simple
+              NOTE: "a\\u001b[31m::error::b"
+    """)
+    for form in ("json", "text", "sarif", "github", "html"):
+        proc = run_envcheck("-v", "--format", form, str(compose))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "SECRET" not in proc.stdout and "\x1b" not in proc.stdout, form
+        assert "\n::error::" not in proc.stdout, form

@@ -212,3 +212,23 @@ def test_hostile_yaml_ends_in_a_bounded_error_at_its_line(tmp_path: Path) -> Non
     run = run_envcheck_bounded("--kind", "kubernetes", str(big), kill_after=60)
     run.assert_within(seconds=10, rss_mb=300)
     assert run.returncode == 2 and "limit" in run.stdout
+
+
+def test_compose_include_and_extends_cycles_end_in_errors(tmp_path: Path) -> None:
+    compose = _write(tmp_path / "compose.yaml", """
+        include:
+          - other.yaml
+        services:
+          a:
+            extends: b
+          b:
+            extends: a
+            image: python:3.12
+    """)
+    _write(tmp_path / "other.yaml", "include: [compose.yaml, other.yaml]\nservices:\n  c:\n    image: python:3.12\n")
+    run = run_envcheck_bounded("--format", "json", str(compose), kill_after=60)
+    run.assert_within(seconds=10, rss_mb=300)
+    assert run.returncode == 2
+    (target,) = json.loads(run.stdout)["targets"]
+    errors = [f["message"] for f in target["findings"] if f["status"] == "ERROR"]
+    assert sum("cycle" in m for m in errors) == 2 and any("extends" in m for m in errors), errors

@@ -165,6 +165,7 @@ class _Compose:
         self.files = 0
         self.values = dotenv(path.parent)
         self.dockerfiles: set[tuple[str, tuple[tuple[str, str], ...], str]] = set()
+        self.included: set[Path] = set()
 
     def load(self, path: Path, inventory: Inventory) -> YMap | None:
         """The first document of a compose file, interpolated; problems go to ``inventory``."""
@@ -225,9 +226,14 @@ class _Compose:
                 if not isinstance(name, str) or not name or depth >= 5:
                     continue
                 other = (path.parent / name)
+                if other.resolve() in self.included or other.resolve() == self.root.resolve():
+                    inventory.problems.append(ReadProblem(f"include: {name} is already included (a cycle); docker compose refuses it",
+                                                          Location(str(path), line=line_of(name))))
+                    continue
                 if not other.is_file():
                     inventory.problems.append(ReadProblem(f"include: {name} is not a file next to {path.name}", Location(str(path), line=line_of(name))))
                     continue
+                self.included.add(other.resolve())
                 sub = self.load(other, inventory)
                 if sub is not None:
                     found.update(self.services(other, sub, inventory, depth + 1))

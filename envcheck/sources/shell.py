@@ -113,11 +113,35 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
         memory = next((_fraction(s.value) for s in launch.settings if s.key in MEMORY_KEYS), None)
         item = launch.to_json()
         item["settings"] = [{**setting, "line": loc.line} for setting in item["settings"]]  # type: ignore[attr-defined]
-        item.update({"line": loc.line, "memory": memory, "command": shlex.join(argv)[:200], **(extra or {})})
+        item.update({"line": loc.line, "memory": memory, "command": shlex.join(_masked(argv))[:200], **(extra or {})})
         if loc.member:
             item["member"] = loc.member
         found.append(item)
     return found
+
+
+def _masked(argv: list[str]) -> list[str]:
+    """``argv`` with the values of secret options masked (``--api-key sk-...``, ``--hf-token=hf_...``): the
+    command is kept in the report as evidence."""
+    from envcheck.redaction import MASK, is_secret_name
+
+    out: list[str] = []
+    hide_next = False
+    for word in argv:
+        if hide_next:
+            out.append(MASK)
+            hide_next = False
+            continue
+        name, eq, _value = word.partition("=")
+        if word.startswith("-") and is_secret_name(name.lstrip("-")):
+            if eq:
+                out.append(f"{name}={MASK}")
+            else:
+                out.append(word)
+                hide_next = True
+            continue
+        out.append(word)
+    return out
 
 
 def _fraction(value: str) -> float | None:
