@@ -148,7 +148,7 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
         if launch.get("optional"):  # a compose service behind a profile does not start with the others
             continue
         server = next(((label, default) for label, pattern, _option, default in SERVERS
-                       if default is not None and pattern.search(str(launch.get("command") or launch.get("tool") or ""))), None)
+                       if default is not None and pattern.search(str(launch.get("tool") or ""))), None)
         if server is None:
             continue
         share = launch.get("memory")

@@ -36,11 +36,13 @@ class Scalar(str):
 
     line: int
     null: bool
+    style_block: bool  # written as a block scalar (`|` or `>`): its text starts on the next line
 
-    def __new__(cls, text: str, line: int, null: bool = False) -> Scalar:
+    def __new__(cls, text: str, line: int, null: bool = False, style_block: bool = False) -> Scalar:
         value = super().__new__(cls, text)
         value.line = line
         value.null = null
+        value.style_block = style_block
         return value
 
 
@@ -109,7 +111,8 @@ def load_all(text: str, max_documents: int = MAX_DOCUMENTS, max_depth: int = MAX
             elif isinstance(event, yaml.ScalarEvent):
                 text_value = str(event.value)
                 plain = event.implicit[0] if isinstance(event.implicit, tuple) else bool(event.implicit)
-                value = Scalar(text_value, line or 1, null=plain and event.style is None and text_value in _NULLS)
+                value = Scalar(text_value, line or 1, null=plain and event.style is None and text_value in _NULLS,
+                               style_block=event.style in ("|", ">"))
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 if len(stack) >= max_depth:
                     raise YamlError(f"YAML nested more than {max_depth} levels deep; envcheck stops reading here", line)

@@ -213,7 +213,7 @@ class _Compose:
             found: list[str] = []
             text = interpolate(str(value), self.values, found)
             errors.extend((value.line, message) for message in found)
-            return Scalar(text, value.line, value.null)
+            return Scalar(text, value.line, value.null, value.style_block)
         return value
 
     def services(self, path: Path, document: YMap, inventory: Inventory, depth: int) -> dict[str, tuple[YMap, Path]]:
@@ -360,6 +360,10 @@ class _Compose:
             inventory.problems.append(ReadProblem(f"build context {context_text} is remote; its Dockerfile was not read", loc, note=True))
             return
         context = file.parent / context_text
+        inline = spec.get("dockerfile_inline")
+        if isinstance(inline, Scalar) and not inline.null:
+            self._inline_build(inline, file, context, spec, inventory)
+            return
         name = str(spec.get("dockerfile") or "Dockerfile")
         args = {key: value for key, value, _line in _environment(spec.get("args"))}
         target = str(spec.get("target") or "")
@@ -380,6 +384,29 @@ class _Compose:
         if platform:
             sub.images[:] = [replace(i, platform=i.platform or platform) for i in sub.images]
         inventory.extend(sub)
+
+
+    def _inline_build(self, inline: Scalar, file: Path, context: Path, spec: YMap, inventory: Inventory) -> None:
+        """``dockerfile_inline:``: the Dockerfile is the compose file's own text, located at its lines there."""
+        from envcheck.sources import dockerfile
+
+        args = {key: value for key, value, _line in _environment(spec.get("args"))}
+        target = str(spec.get("target") or "")
+        options = ReadOptions(build_args=args, extra={**self.options.extra, **({"target": target} if target else {})})
+        sub = dockerfile.read_text(str(inline), str(file), context, options)
+        first = inline.line + (1 if inline.style_block else 0)  # a block scalar's text starts below its `|`
+
+        def moved(loc: Location | None) -> Location | None:
+            if loc is None or loc.path != str(file) or loc.line is None:
+                return loc
+            return replace(loc, line=first + loc.line - 1)
+
+        inventory.images.extend(replace(i, location=moved(i.location)) for i in sub.images)
+        inventory.packages.extend(replace(p, location=moved(p.location)) for p in sub.packages)
+        inventory.indexes.extend(replace(i, location=moved(i.location)) for i in sub.indexes)
+        inventory.installs.extend(replace(c, location=moved(c.location)) for c in sub.installs)
+        inventory.env.extend(replace(e, location=moved(e.location)) for e in sub.env)
+        inventory.problems.extend(replace(p, location=moved(p.location)) for p in sub.problems)
 
 
 def _environment(value: Any) -> list[tuple[str, str, int]]:

@@ -72,7 +72,11 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
     out.indexes = [replace(i, location=moved(i.location)) for i in inventory.indexes]
     out.installs = [replace(c, location=moved(c.location)) for c in inventory.installs]
     out.wheels = [replace(w, location=moved(w.location)) for w in inventory.wheels]
-    out.env = [replace(e, location=moved(e.location)) for e in inventory.env]
+    seen: set[tuple[str, str]] = set()
+    for variable in inventory.env:  # `export X=...` then a build that runs with it: one setting, where it is made
+        if (variable.name, variable.value) not in seen:
+            seen.add((variable.name, variable.value))
+            out.env.append(replace(variable, location=moved(variable.location)))
     out.problems = [ReadProblem(p.message.replace("this RUN", "this script"), moved(p.location)) for p in inventory.problems]
     out.pragmas = [replace(p, location=moved(p.location) or p.location) for p in inventory.pragmas if p.location.path != path]
     found = launches(text, path, where)
@@ -107,17 +111,29 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
             launch = parse_command(shlex.join(argv), origin=path)
         except LaunchFormatError:
             continue
-        if launch.tool in (None, "python") and not launch.settings:
+        tool = launch.tool if _leading_tool(argv) else None  # `lm_eval --model vllm` does not start vLLM
+        if tool is None and not launch.settings:
             continue
         loc = where(text.count("\n", 0, cmd.offset) + 1)
         memory = next((_fraction(s.value) for s in launch.settings if s.key in MEMORY_KEYS), None)
         item = launch.to_json()
+        item["tool"] = tool
         item["settings"] = [{**setting, "line": loc.line} for setting in item["settings"]]  # type: ignore[attr-defined]
         item.update({"line": loc.line, "memory": memory, "command": shlex.join(_masked(argv))[:200], **(extra or {})})
         if loc.member:
             item["member"] = loc.member
         found.append(item)
     return found
+
+
+def _leading_tool(argv: list[str]) -> bool:
+    """Does the command itself start a known launcher or server (``vllm serve``, ``python -m sglang.launch_server``)?"""
+    from envcheck.inspect.launch import parse_command
+
+    first = argv[0].rsplit("/", 1)[-1]
+    if re.fullmatch(r"python(\d+(\.\d+)?)?", first):
+        return len(argv) >= 3 and argv[1] == "-m" and parse_command(shlex.join(argv[:3])).tool not in (None, "python")
+    return parse_command(shlex.quote(argv[0])).tool not in (None, "python")
 
 
 def _masked(argv: list[str]) -> list[str]:
