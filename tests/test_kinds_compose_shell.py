@@ -253,3 +253,18 @@ def test_secrets_in_commands_and_environment_never_reach_an_output(tmp_path: Pat
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert "SECRET" not in proc.stdout and "\x1b" not in proc.stdout, form
         assert "\n::error::" not in proc.stdout, form
+
+
+def test_compose_platform_amd64_is_arch(tmp_path: Path) -> None:
+    compose = _write(tmp_path / "compose.yaml", """
+        services:
+          tgi:
+            image: ghcr.io/huggingface/text-generation-inference:3.3.4
+            platform: linux/amd64
+          ok:
+            image: nvcr.io/nvidia/vllm:25.11-py3
+            platform: linux/arm64
+    """)
+    _code, (target,) = _report(str(compose))
+    (arch,) = _hits(target, "ARCH-base-platform")
+    assert arch["status"] == "FAIL" and arch["location"]["line"] == 3 and "platform:" in arch["message"]
