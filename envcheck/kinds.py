@@ -102,7 +102,7 @@ KINDS: tuple[InputKind, ...] = (
     InputKind(
         "compose", "envcheck.sources.compose", "Compose files (compose.yaml, docker-compose*.yml)",
         names=r"(?i:(?:docker-)?compose(?:[-.][^/]*)?\.ya?ml)", sniff=True, satisfies=("dockerfile",), examples=True,
-        hook="envcheck-compose",
+        hook="envcheck-compose", sniff_names=r"(?i:[^/]+\.ya?ml)",
     ),
     InputKind(
         "kubernetes", "envcheck.sources.kubernetes", "Kubernetes manifests (Pod, Deployment, Job, ... in *.yaml)",

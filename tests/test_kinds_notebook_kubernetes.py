@@ -181,10 +181,13 @@ def test_folder_run_finds_all_four_kinds(tmp_path: Path) -> None:
     _write(tmp_path / "compose.yaml", "services:\n  api:\n    image: nvcr.io/nvidia/vllm:25.11-py3\n")
     _write(tmp_path / "deploy" / "job.yaml", JOB)  # a name that says nothing: found by content
     _write(tmp_path / "deploy" / "values.yaml", "replicaCount: 1\nimage: {repository: x}\n")  # YAML, not a manifest
+    _write(tmp_path / "deploy" / "stack.yml", "services:\n  api:\n    image: python:3.12\n")  # compose by content
+    _write(tmp_path / ".github" / "workflows" / "ci.yml", "on: push\njobs:\n  t:\n    services:\n      db:\n        image: postgres:16\n")
     _write(tmp_path / "scripts" / "install.sh", "#!/bin/bash\npip install torch==2.9.1\n")
     _notebook(tmp_path / "notebooks" / "setup.ipynb", [("code", ["%pip install transformers==4.57.1"], [])])
     kinds = {Path(t["target"]).name: t["kind"] for t in _targets(str(tmp_path))}
-    assert kinds == {"compose.yaml": "compose", "job.yaml": "kubernetes", "install.sh": "shell", "setup.ipynb": "notebook"}
+    assert kinds == {"compose.yaml": "compose", "job.yaml": "kubernetes", "install.sh": "shell", "setup.ipynb": "notebook",
+                     "stack.yml": "compose"}
 
 
 def _bounded_error(path: Path, kind: str, words: str) -> None:

@@ -32,7 +32,6 @@ from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
 from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
 from envcheck.sources import ReadOptions
-from envcheck.sources.dockerfile import shipped_packages
 
 KIND = "compose"
 MAX_FILES = 20  # the compose file, the files it includes and those its services extend
@@ -306,7 +305,7 @@ class _Compose:
             else:
                 inventory.images.append(BaseImage(ref=str(image), platform=str(platform) if isinstance(platform, str) and platform else None,
                                                   location=at("image")))
-                inventory.packages.extend(shipped_packages(str(image), at("image")))  # NGC's torch, flash-attn: what pip keeps
+                inventory.packages.extend(_shipped(str(image), at("image")))  # NGC's torch, flash-attn: what pip keeps
         for key, value, line in _environment(service.get("environment")):
             loc = at("environment", line)
             inventory.env.append(EnvVar(key, value, Origin.ENV, loc))
@@ -421,3 +420,11 @@ def _environment(value: Any) -> list[tuple[str, str, int]]:
             if eq:
                 pairs.append((key.strip(), text, line_of(item, value.line)))
     return pairs
+
+
+def _shipped(ref: str, location: Location) -> list[Any]:
+    """What a known NGC image ships (torch, flash-attn, triton), as the Dockerfile source adds for a FROM."""
+    # imported here: discovery sniffs YAML files with this module and never needs the Dockerfile reader
+    from envcheck.sources.dockerfile import shipped_packages
+
+    return shipped_packages(ref, location)

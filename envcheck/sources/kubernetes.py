@@ -27,7 +27,6 @@ from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
 from envcheck.inspect.yaml_tree import YamlError, YList, YMap, line_of, load_all
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
 from envcheck.sources import ReadOptions
-from envcheck.sources.dockerfile import shipped_packages
 
 KIND = "kubernetes"
 # kind -> the path from the document to its pod spec
@@ -141,7 +140,7 @@ def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inv
                     inventory.problems.append(ReadProblem(f"{who}: image {image}: {exc.message}", at))
                 else:
                     inventory.images.append(BaseImage(ref=str(image), platform=platform, location=at))
-                    inventory.packages.extend(shipped_packages(str(image), at))  # NGC's torch, flash-attn: what pip keeps
+                    inventory.packages.extend(_shipped(str(image), at))  # NGC's torch, flash-attn: what pip keeps
             env = container.get("env")
             for item in env if isinstance(env, YList) else []:
                 if isinstance(item, YMap) and isinstance(item.get("name"), str) and isinstance(item.get("value"), str):
@@ -182,3 +181,11 @@ def _gpus(container: YMap) -> int | None:
         if isinstance(value, str) and value.isdigit():
             return int(value)
     return None
+
+
+def _shipped(ref: str, location: Location) -> list[Any]:
+    """What a known NGC image ships (torch, flash-attn, triton), as the Dockerfile source adds for a FROM."""
+    # imported here: discovery sniffs YAML files with this module and never needs the Dockerfile reader
+    from envcheck.sources.dockerfile import shipped_packages
+
+    return shipped_packages(ref, location)
