@@ -235,3 +235,14 @@ def test_compose_include_and_extends_cycles_end_in_errors(tmp_path: Path) -> Non
     (target,) = json.loads(run.stdout)["targets"]
     errors = [f["message"] for f in target["findings"] if f["status"] == "ERROR"]
     assert sum("cycle" in m for m in errors) == 2 and any("extends" in m for m in errors), errors
+
+
+def test_hostile_notebooks_end_in_bounded_errors(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.ipynb"
+    deep.write_text('{"cells": ' + "[" * 200_000 + "]" * 200_000 + "}", encoding="utf-8")
+    many = tmp_path / "many.ipynb"
+    many.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "!pip install x"}] * 10_001, "nbformat": 4}), encoding="utf-8")
+    for path, words in ((deep, "nested too deeply"), (many, "cells")):
+        run = run_envcheck_bounded(str(path), kill_after=60)
+        run.assert_within(seconds=10, rss_mb=300)
+        assert run.returncode == 2 and words in run.stdout, run.stdout
