@@ -111,7 +111,7 @@ def load_all(text: str, max_documents: int = MAX_DOCUMENTS, max_depth: int = MAX
             elif isinstance(event, yaml.ScalarEvent):
                 text_value = str(event.value)
                 plain = event.implicit[0] if isinstance(event.implicit, tuple) else bool(event.implicit)
-                value = Scalar(text_value, line or 1, null=plain and event.style is None and text_value in _NULLS,
+                value = Scalar(text_value, line or 1, null=plain and not event.style and text_value in _NULLS,
                                style_block=event.style in ("|", ">"))
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 if len(stack) >= max_depth:
