@@ -1,6 +1,7 @@
 """Fuzz the readers of compose files, Kubernetes manifests, shell scripts and notebooks: the bounded YAML
 reader (anchors, aliases, merge keys, documents), compose interpolation/extends/include/build, pod specs,
-shell scripts read as a RUN, notebook cells and their file lines. The first byte picks the kind."""
+shell scripts read as a RUN, notebook cells and their file lines, conda environment files. The first byte
+picks the kind."""
 
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ with atheris.instrument_imports(include=["envcheck"]):
     from envcheck.errors import EnvcheckError
     from envcheck.inspect.yaml_tree import YamlError, load_all
     from envcheck.model import Inventory
-    from envcheck.sources import ReadOptions, compose, kubernetes, notebook, shell
+    from envcheck.sources import ReadOptions, compose, conda, kubernetes, notebook, shell
 
 FOLDER = scratch_dir()
-KINDS = ((compose, "compose.yaml"), (kubernetes, "manifest.yaml"), (shell, "install.sh"), (notebook, "setup.ipynb"))
+KINDS = ((compose, "compose.yaml"), (kubernetes, "manifest.yaml"), (shell, "install.sh"), (notebook, "setup.ipynb"),
+         (conda, "environment.yml"))
 # Seed files of each kind, by the kind byte that selects their reader.
 SEEDS = {0: ["fixtures/rules/**/*compose*.y*ml", "fixtures/kinds/*compose*.y*ml"], 1: ["fixtures/rules/**/job.yaml", "fixtures/kinds/*job*.yaml"],
-         2: ["fixtures/rules/**/*.sh", "fixtures/kinds/*.sh"], 3: ["fixtures/kinds/*.ipynb"]}
+         2: ["fixtures/rules/**/*.sh", "fixtures/kinds/*.sh"], 3: ["fixtures/kinds/*.ipynb"], 4: ["fixtures/rules/**/environment.yml"]}
 OPTIONS = ReadOptions()
 
 
@@ -31,7 +33,7 @@ def target(data: bytes) -> None:
         return
     module, name = KINDS[data[0] % len(KINDS)]
     body = data[1:]
-    if module in (compose, kubernetes):
+    if module in (compose, kubernetes, conda):
         try:
             load_all(body.decode("utf-8", errors="replace"))
         except YamlError as exc:
