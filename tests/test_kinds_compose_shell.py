@@ -268,3 +268,22 @@ def test_compose_platform_amd64_is_arch(tmp_path: Path) -> None:
     _code, (target,) = _report(str(compose))
     (arch,) = _hits(target, "ARCH-base-platform")
     assert arch["status"] == "FAIL" and arch["location"]["line"] == 3 and "platform:" in arch["message"]
+
+
+def test_interpolation_follows_compose() -> None:
+    """The forms of compose's interpolation reference, with VAR set, EMPTY set to "" and UNSET not set."""
+    from envcheck.sources.compose import interpolate
+
+    values = {"VAR": "v", "EMPTY": ""}
+    cases = {
+        "${VAR}": "v", "$VAR/x": "v/x", "$$VAR": "$VAR", "${UNSET}": "", "${UNSET:-d}": "d", "${EMPTY:-d}": "d",
+        "${EMPTY-d}": "", "${UNSET-d}": "d", "${VAR:+alt}": "alt", "${EMPTY:+alt}": "", "${EMPTY+alt}": "alt",
+        "${UNSET:-${VAR}-x}": "v-x", "a${UNSET:-b${UNSET:-c}d}e": "abcde", "${VAR": "${VAR",
+    }
+    for text, want in cases.items():
+        errors: list[str] = []
+        assert interpolate(text, values, errors) == want, text
+        assert not errors, text
+    errors = []
+    interpolate("${UNSET:?needs a value} ${EMPTY?fine} ${EMPTY:?empty}", values, errors)
+    assert errors == ["UNSET is not set or empty: needs a value", "EMPTY is not set or empty: empty"]

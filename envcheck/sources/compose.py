@@ -96,7 +96,7 @@ def interpolate(text: str, values: dict[str, str], errors: list[str]) -> str:
             out.append(word if empty else value or "")
         elif op.endswith("?"):
             if empty:
-                errors.append(f"{name} is not set: {word or 'required variable'}")
+                errors.append(f"{name} is {'not set or empty' if op.startswith(':') else 'not set'}: {word or 'required variable'}")
             out.append(value or "")
         elif op.endswith("+"):
             out.append("" if empty else word)
