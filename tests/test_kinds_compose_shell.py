@@ -287,3 +287,31 @@ def test_interpolation_follows_compose() -> None:
     errors = []
     interpolate("${UNSET:?needs a value} ${EMPTY?fine} ${EMPTY:?empty}", values, errors)
     assert errors == ["UNSET is not set or empty: needs a value", "EMPTY is not set or empty: empty"]
+
+
+def test_helper_services_and_a_missing_dockerfile_raise_no_alarm(tmp_path: Path) -> None:
+    """Services without a GPU on images envcheck knows nothing about (a database, curl) are not the Spark's
+    concern; a Dockerfile the file names but that is not there is a note, not an error (it was not checked)."""
+    compose = _write(tmp_path / "deploy" / "compose" / "docker-compose.yml", """
+        services:
+          vllm:
+            build:
+              context: ../services/vllm
+            runtime: nvidia
+          qdrant:
+            image: qdrant/qdrant:latest
+          qdrant-init:
+            image: curlimages/curl:latest
+            entrypoint: /bin/sh
+            command: ["-c", "sleep 5; curl -X PUT http://qdrant:6333/collections/x || true"]
+          ollama:
+            image: ollama/ollama:latest
+            gpus: all
+    """)
+    proc = run_envcheck("--format", "json", str(compose))
+    assert proc.returncode == 0, proc.stdout
+    (target,) = json.loads(proc.stdout)["targets"]
+    (floating,) = _hits(target, "G9-floating-base-tag")  # only the GPU service's moving tag
+    assert "ollama" in floating["message"]
+    (note,) = [f for f in target["findings"] if f["rule"] == "input-skipped"]
+    assert note["status"] == "INFO" and "services/vllm/Dockerfile" in note["message"] and ".." not in note["message"]

@@ -20,6 +20,7 @@ compose file, not from the shell envcheck runs in, so a check means the same on 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import replace
@@ -295,6 +296,9 @@ class _Compose:
         image = service.get("image")
         build = service.get("build")
         platform = service.get("platform")
+        command_file = file_of("command") if "command" in service else file_of("entrypoint")
+        before = len(launches)
+        self._commands(name, service, command_file, inventory, launches, branch, str(image) if isinstance(image, str) else "")
         if build is not None:
             self._build(build, file_of("build"), inventory, at("build"), platform if isinstance(platform, str) else None)
         elif isinstance(image, Scalar) and image and not image.null:
@@ -303,17 +307,16 @@ class _Compose:
             except UsageError as exc:
                 inventory.problems.append(ReadProblem(f"service {name}: image {image}: {exc.message}", at("image")))
             else:
-                inventory.images.append(BaseImage(ref=str(image), platform=str(platform) if isinstance(platform, str) and platform else None,
-                                                  location=at("image")))
-                inventory.packages.extend(_shipped(str(image), at("image")))  # NGC's torch, flash-attn: what pip keeps
+                if len(launches) > before or uses_gpu(service) or isinstance(platform, str) or ml_image(str(image)):
+                    inventory.images.append(BaseImage(ref=str(image), platform=str(platform) if isinstance(platform, str) and platform else None,
+                                                      location=at("image")))
+                    inventory.packages.extend(_shipped(str(image), at("image")))  # NGC's torch, flash-attn: what pip keeps
         for key, value, line in _environment(service.get("environment")):
             loc = at("environment", line)
             inventory.env.append(EnvVar(key, value, Origin.ENV, loc))
             option = INDEX_VARIABLES.get(key)
             if option is not None:
                 inventory.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(key, value))
-        command_file = file_of("command") if "command" in service else file_of("entrypoint")
-        self._commands(name, service, command_file, inventory, launches, branch, str(image) if isinstance(image, str) else "")
 
     def _commands(self, name: str, service: YMap, file: Path, inventory: Inventory, launches: list[dict[str, Any]],
                   branch: str | None, image: str) -> None:
@@ -372,7 +375,8 @@ class _Compose:
             return
         self.dockerfiles.add(key)
         if not recipe.is_file():
-            inventory.problems.append(ReadProblem(f"build: no Dockerfile at {recipe}", loc))
+            shown_path = os.path.normpath(recipe)
+            inventory.problems.append(ReadProblem(f"build: no Dockerfile at {shown_path}; it was not checked", loc, note=True))
             return
         options = ReadOptions(build_args=args, extra={**self.options.extra, **({"target": target} if target else {})})
         try:
@@ -406,6 +410,31 @@ class _Compose:
         inventory.installs.extend(replace(c, location=moved(c.location)) for c in sub.installs)
         inventory.env.extend(replace(e, location=moved(e.location)) for e in sub.env)
         inventory.problems.extend(replace(p, location=moved(p.location)) for p in sub.problems)
+
+
+def uses_gpu(service: YMap) -> bool:
+    """Does the service ask for a GPU: ``deploy.resources.reservations.devices`` (driver nvidia or capability gpu),
+    ``gpus:``, ``runtime: nvidia`` or ``NVIDIA_VISIBLE_DEVICES``?"""
+    if service.get("gpus") is not None or str(service.get("runtime") or "") == "nvidia":
+        return True
+    if any(key == "NVIDIA_VISIBLE_DEVICES" for key, _value, _line in _environment(service.get("environment"))):
+        return True
+    devices: Any = service
+    for step in ("deploy", "resources", "reservations", "devices"):
+        devices = devices.get(step) if isinstance(devices, YMap) else None
+    for device in devices if isinstance(devices, YList) else []:
+        if isinstance(device, YMap) and (str(device.get("driver") or "") == "nvidia" or "gpu" in [str(c) for c in device.get("capabilities") or []]):
+            return True
+    return False
+
+
+def ml_image(ref: str) -> bool:
+    """An image envcheck's knowledge says something about (NGC, nvidia/cuda, amd64-only ML images): judged whatever
+    the service asks for. Other images of services without a GPU (databases, web UIs, curl) are not the Spark's concern."""
+    from envcheck.knowledge.base_images import safe_describe
+
+    facts = safe_describe(ref)
+    return facts is not None and (facts.family != "other" or facts.amd64_only)
 
 
 def _environment(value: Any) -> list[tuple[str, str, int]]:

@@ -27,6 +27,7 @@ from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
 from envcheck.inspect.yaml_tree import YamlError, YList, YMap, line_of, load_all
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
 from envcheck.sources import ReadOptions
+from envcheck.sources.compose import ml_image
 
 KIND = "kubernetes"
 # kind -> the path from the document to its pod spec
@@ -132,7 +133,9 @@ def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inv
                 continue
             who = f"{name} container {container.get('name') or '?'}"
             image = container.get("image")
-            if isinstance(image, str) and image:
+            words = [str(w) for key in ("command", "args") if isinstance(container.get(key), YList) for w in container[key]]
+            judged = bool(platform) or bool(_gpus(container)) or bool(words and shell.launches(shlex.join(words), "", _at("", 1)))
+            if isinstance(image, str) and image and (judged or ml_image(str(image))):
                 at = Location(str(path), line=container.line_of("image"))
                 try:
                     parse_reference(image)
@@ -150,7 +153,6 @@ def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inv
                     option = INDEX_VARIABLES.get(key)
                     if option is not None:
                         inventory.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(key, value))
-            words = [str(w) for key in ("command", "args") if isinstance(container.get(key), YList) for w in container[key]]
             if not words:
                 continue
             key = "command" if "command" in container else "args"
