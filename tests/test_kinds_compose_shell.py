@@ -93,7 +93,8 @@ def test_compose_memory_share_cuda12_image_and_source_build_at_their_lines(tmp_p
 
 
 def test_compose_interpolation_dotenv_and_required_variable(tmp_path: Path) -> None:
-    """`.env` beside the file gives values; `${VAR:?msg}` unset is an ERROR at its line, as compose stops there."""
+    """`.env` beside the file gives values; `${VAR:?msg}` unset is a note at its line (compose stops there, but such
+    variables are mostly secrets kept in an uncommitted .env)."""
     _write(tmp_path / ".env", "CUDA_TAG=12.6.3-devel-ubuntu24.04\n# comment\nexport SHARE='0.3'\n")
     compose = _write(tmp_path / "compose.yaml", """
         services:
@@ -108,8 +109,9 @@ def test_compose_interpolation_dotenv_and_required_variable(tmp_path: Path) -> N
     assert "12.6.3" in cuda["message"]
     memory = [f for f in target["findings"] if f["rule"] == "G3-memory-fraction"]
     assert [f["status"] for f in memory] == ["PASS"] and "0.3" in memory[0]["message"]  # .env wins over the default
-    errors = [f for f in target["findings"] if f["status"] == "ERROR"]
-    assert errors and errors[0]["location"]["line"] == 6 and "REGISTRY" in errors[0]["message"]
+    # usually a secret kept in an uncommitted .env: a note at its line, not an error
+    (note,) = [f for f in target["findings"] if f["rule"] == "input-skipped"]
+    assert note["status"] == "INFO" and note["location"]["line"] == 6 and "REGISTRY" in note["message"]
 
 
 def test_compose_extends_include_and_profiles(tmp_path: Path) -> None:

@@ -194,7 +194,9 @@ class _Compose:
         errors: list[tuple[int, str]] = []
         result = self._interpolated(document, errors)
         for line, message in errors:
-            inventory.problems.append(ReadProblem(f"docker compose would stop here: {message}", Location(str(path), line=line)))
+            # a note: such variables are usually secrets kept out of the repository (an uncommitted .env)
+            inventory.problems.append(ReadProblem(f"docker compose needs a value here ({message}); envcheck read it as empty",
+                                                  Location(str(path), line=line), note=True))
         return result if isinstance(result, YMap) else None
 
     def _interpolated(self, value: Any, errors: list[tuple[int, str]]) -> Any:
