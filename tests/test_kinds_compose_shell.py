@@ -317,3 +317,24 @@ def test_helper_services_and_a_missing_dockerfile_raise_no_alarm(tmp_path: Path)
     assert "ollama" in floating["message"]
     (note,) = [f for f in target["findings"] if f["rule"] == "input-skipped"]
     assert note["status"] == "INFO" and "services/vllm/Dockerfile" in note["message"] and ".." not in note["message"]
+
+
+def test_two_built_dockerfiles_keep_their_stages_apart(tmp_path: Path) -> None:
+    _write(tmp_path / "frontend" / "Dockerfile", "FROM node:20-alpine\nRUN npm ci\n")
+    _write(tmp_path / "backend" / "Dockerfile", """
+        FROM nvcr.io/nvidia/pytorch:25.11-py3
+        RUN pip install flash-attn
+    """)
+    compose = _write(tmp_path / "compose.yaml", """
+        services:
+          frontend:
+            build: ./frontend
+          backend:
+            build: ./backend
+            runtime: nvidia
+    """)
+    _code, (target,) = _report("-v", str(compose))
+    flash = [f for f in target["findings"] if f["rule"] == "G2-flash-attn-build"]
+    # NGC's shipped flash-attn is seen in the backend's stage, not confused with the frontend's stage 0
+    assert flash and all(f["status"] == "PASS" for f in flash), flash
+    assert sorted(i["stage"] for i in target["inventory"]["images"]) == ["backend/0", "frontend/0"]

@@ -302,7 +302,7 @@ class _Compose:
         before = len(launches)
         self._commands(name, service, command_file, inventory, launches, branch, str(image) if isinstance(image, str) else "")
         if build is not None:
-            self._build(build, file_of("build"), inventory, at("build"), platform if isinstance(platform, str) else None)
+            self._build(name, build, file_of("build"), inventory, at("build"), platform if isinstance(platform, str) else None)
         elif isinstance(image, Scalar) and image and not image.null:
             try:
                 parse_reference(image)
@@ -354,7 +354,7 @@ class _Compose:
         extra: dict[str, object] = {"service": name, **({"optional": True, "branch": branch} if branch else {})}  # not started by default
         launches.extend(shell.launches(text, str(file), where, entry=entry, extra=extra))
 
-    def _build(self, build: Any, file: Path, inventory: Inventory, loc: Location, platform: str | None) -> None:
+    def _build(self, name: str, build: Any, file: Path, inventory: Inventory, loc: Location, platform: str | None) -> None:
         """Read the Dockerfile a service builds, with its build args and target."""
         from envcheck.sources import dockerfile
 
@@ -366,12 +366,12 @@ class _Compose:
         context = file.parent / context_text
         inline = spec.get("dockerfile_inline")
         if isinstance(inline, Scalar) and not inline.null:
-            self._inline_build(inline, file, context, spec, inventory)
+            self._inline_build(name, inline, file, context, spec, inventory)
             return
-        name = str(spec.get("dockerfile") or "Dockerfile")
+        written = str(spec.get("dockerfile") or "Dockerfile")
         args = {key: value for key, value, _line in _environment(spec.get("args"))}
         target = str(spec.get("target") or "")
-        recipe = context / name
+        recipe = context / written
         key = (str(recipe), tuple(sorted(args.items())), target)
         if key in self.dockerfiles:
             return
@@ -388,17 +388,17 @@ class _Compose:
             return
         if platform:
             sub.images[:] = [replace(i, platform=i.platform or platform) for i in sub.images]
-        inventory.extend(sub)
+        inventory.extend(_restaged(sub, name))
 
 
-    def _inline_build(self, inline: Scalar, file: Path, context: Path, spec: YMap, inventory: Inventory) -> None:
+    def _inline_build(self, service: str, inline: Scalar, file: Path, context: Path, spec: YMap, inventory: Inventory) -> None:
         """``dockerfile_inline:``: the Dockerfile is the compose file's own text, located at its lines there."""
         from envcheck.sources import dockerfile
 
         args = {key: value for key, value, _line in _environment(spec.get("args"))}
         target = str(spec.get("target") or "")
         options = ReadOptions(build_args=args, extra={**self.options.extra, **({"target": target} if target else {})})
-        sub = dockerfile.read_text(str(inline), str(file), context, options)
+        sub = _restaged(dockerfile.read_text(str(inline), str(file), context, options), service)
         first = inline.line + (1 if inline.style_block else 0)  # a block scalar's text starts below its `|`
 
         def moved(loc: Location | None) -> Location | None:
@@ -412,6 +412,28 @@ class _Compose:
         inventory.installs.extend(replace(c, location=moved(c.location)) for c in sub.installs)
         inventory.env.extend(replace(e, location=moved(e.location)) for e in sub.env)
         inventory.problems.extend(replace(p, location=moved(p.location)) for p in sub.problems)
+
+
+def _restaged(sub: Inventory, service: str) -> Inventory:
+    """A built Dockerfile's facts with its stage labels named after the service (``vllm/0``, ``app/builder``):
+    several services' Dockerfiles in one inventory must not share stage ``0``."""
+
+    def label(stage: str | None) -> str | None:
+        return f"{service}/{stage}" if stage is not None else None
+
+    def moved(loc: Location | None) -> Location | None:
+        return replace(loc, stage=label(loc.stage)) if loc is not None and loc.stage is not None else loc
+
+    out = Inventory(context=sub.context, host=sub.host, pragmas=sub.pragmas)
+    out.images = [replace(i, stage=label(i.stage), stages=tuple(f"{service}/{s}" for s in i.stages), location=moved(i.location))
+                  for i in sub.images]
+    out.packages = [replace(p, location=moved(p.location)) for p in sub.packages]
+    out.indexes = [replace(i, location=moved(i.location)) for i in sub.indexes]
+    out.installs = [replace(c, location=moved(c.location)) for c in sub.installs]
+    out.wheels = [replace(w, location=moved(w.location)) for w in sub.wheels]
+    out.env = [replace(e, location=moved(e.location)) for e in sub.env]
+    out.problems = [replace(p, location=moved(p.location)) for p in sub.problems]
+    return out
 
 
 def uses_gpu(service: YMap) -> bool:
