@@ -246,3 +246,25 @@ def test_hostile_notebooks_end_in_bounded_errors(tmp_path: Path) -> None:
         run = run_envcheck_bounded(str(path), kill_after=60)
         run.assert_within(seconds=10, rss_mb=300)
         assert run.returncode == 2 and words in run.stdout, run.stdout
+
+
+def test_options_only_container_runs_the_image_server(tmp_path: Path) -> None:
+    """A vllm/vllm-openai container with `args` only starts `vllm serve` with them (the image's entrypoint)."""
+    manifest = _write(tmp_path / "k8s" / "vllm.yaml", """
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: vllm}
+        spec:
+          template:
+            spec:
+              containers:
+              - name: vllm
+                image: vllm/vllm-openai:v0.8.5
+                args: ["--model", "Qwen/Qwen3-8B", "--gpu-memory-utilization", "0.95"]
+                resources:
+                  limits:
+                    nvidia.com/gpu: '1'
+    """)
+    (target,) = _targets(str(manifest))
+    (memory,) = _hits(target, "G3-memory-fraction")
+    assert memory["location"]["line"] == 10 and memory["message"].startswith("Deployment/vllm container vllm: vllm asks")

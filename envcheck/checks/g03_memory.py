@@ -108,7 +108,7 @@ def memory_fraction(ctx: CheckContext) -> Iterator[Finding]:
         key = next((s.get("key") for s in launch.get("settings", []) if s.get("key") in ("gpu_memory_utilization", "mem_fraction_static")), "")
         option = "--" + str(key).replace("_", "-")
         where = Location(str(launch.get("origin", "")), line=launch.get("line"), member=launch.get("member"), branch=launch.get("branch"))
-        who = f"service {launch['service']}: " if launch.get("service") else ""
+        who = f"{launch['service']}: " if launch.get("service") else ""
         evidence = {"tool": launch.get("tool"), "share": share, "limit": limit, "service": launch.get("service")}
         if share > limit:
             yield MEMORY_FRACTION.finding(

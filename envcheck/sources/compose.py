@@ -341,7 +341,7 @@ class _Compose:
         if not words or line is None:
             return
         text = shlex.join(words)
-        entry = next((tool for pattern, tool in _IMAGE_ENTRYPOINTS if pattern.search(image)), ())
+        entry = image_entrypoint(image)
         def where(_line: int) -> Location:  # a compose command is one value: every fact is at its key
             return Location(str(file), line=line, branch=branch)
 
@@ -351,7 +351,7 @@ class _Compose:
         inventory.installs.extend(sub.installs)
         inventory.env.extend(sub.env)
         inventory.problems.extend(sub.problems)
-        extra: dict[str, object] = {"service": name, **({"optional": True, "branch": branch} if branch else {})}  # not started by default
+        extra: dict[str, object] = {"service": f"service {name}", **({"optional": True, "branch": branch} if branch else {})}  # not started by default
         launches.extend(shell.launches(text, str(file), where, entry=entry, extra=extra))
 
     def _build(self, name: str, build: Any, file: Path, inventory: Inventory, loc: Location, platform: str | None) -> None:
@@ -434,6 +434,12 @@ def _restaged(sub: Inventory, service: str) -> Inventory:
     out.env = [replace(e, location=moved(e.location)) for e in sub.env]
     out.problems = [replace(p, location=moved(p.location)) for p in sub.problems]
     return out
+
+
+def image_entrypoint(ref: str) -> tuple[str, ...]:
+    """The server an image's own entrypoint starts (``vllm/vllm-openai``: ``vllm serve``), for commands that are
+    only its options; () when unknown."""
+    return next((tool for pattern, tool in _IMAGE_ENTRYPOINTS if pattern.search(ref)), ())
 
 
 def uses_gpu(service: YMap) -> bool:

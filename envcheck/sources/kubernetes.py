@@ -27,7 +27,7 @@ from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
 from envcheck.inspect.yaml_tree import YamlError, YList, YMap, line_of, load_all
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
 from envcheck.sources import ReadOptions
-from envcheck.sources.compose import ml_image
+from envcheck.sources.compose import image_entrypoint, ml_image
 
 KIND = "kubernetes"
 # kind -> the path from the document to its pod spec
@@ -134,7 +134,8 @@ def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inv
             who = f"{name} container {container.get('name') or '?'}"
             image = container.get("image")
             words = [str(w) for key in ("command", "args") if isinstance(container.get(key), YList) for w in container[key]]
-            judged = bool(platform) or bool(_gpus(container)) or bool(words and shell.launches(shlex.join(words), "", _at("", 1)))
+            entry = image_entrypoint(str(image)) if isinstance(image, str) and "command" not in container else ()
+            judged = bool(platform) or bool(_gpus(container)) or bool(words and shell.launches(shlex.join(words), "", _at("", 1), entry))
             if isinstance(image, str) and image and (judged or ml_image(str(image))):
                 at = Location(str(path), line=container.line_of("image"))
                 try:
@@ -166,7 +167,7 @@ def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inv
             inventory.env.extend(sub.env)
             inventory.problems.extend(sub.problems)
             gpus = _gpus(container)
-            launches.extend(shell.launches(text, str(path), where, extra={"service": who, **({"gpus": gpus} if gpus else {})}))
+            launches.extend(shell.launches(text, str(path), where, entry, extra={"service": who, **({"gpus": gpus} if gpus else {})}))
 
 
 def _at(path: str, line: int) -> Callable[[int], Location]:
