@@ -338,3 +338,25 @@ def test_two_built_dockerfiles_keep_their_stages_apart(tmp_path: Path) -> None:
     # NGC's shipped flash-attn is seen in the backend's stage, not confused with the frontend's stage 0
     assert flash and all(f["status"] == "PASS" for f in flash), flash
     assert sorted(i["stage"] for i in target["inventory"]["images"]) == ["backend/0", "frontend/0"]
+
+
+def test_docker_run_in_a_script_is_judged_like_a_from_line(tmp_path: Path) -> None:
+    """Spark scripts wrap containers: the image `docker run` starts is a base image, its command a launch."""
+    script = _write(tmp_path / "run.sh", """
+        #!/usr/bin/env bash
+        set -e
+        docker run -d --name vllm --gpus all --ipc host -p 8000:8000 -v "$HOME/.cache:/root/.cache" \\
+          -e HF_HUB_OFFLINE=1 vllm/vllm-openai:v0.11.0 \\
+          --model Qwen/Qwen3-8B --gpu-memory-utilization 0.95
+        docker run --rm -it --gpus=all nvcr.io/nvidia/pytorch:24.05-py3 python train.py
+        docker run --rm --platform linux/amd64 ubuntu:22.04 echo hi
+        docker run -d -p 6333:6333 qdrant/qdrant:latest
+    """)
+    _code, (target,) = _report(str(script))
+    (cuda,) = _hits(target, "G1-cuda12-base")
+    assert cuda["location"]["line"] == 6
+    (arch,) = _hits(target, "ARCH-base-platform")
+    assert arch["location"]["line"] == 7 and "docker run --platform" in arch["message"]
+    (memory,) = _hits(target, "G3-memory-fraction")  # options only: the image's `vllm serve` runs them
+    assert memory["location"]["line"] == 3
+    assert not _hits(target, "G9-floating-base-tag")  # a database without a GPU is not the Spark's concern

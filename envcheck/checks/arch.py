@@ -128,7 +128,8 @@ BASE_PLATFORM = rule(
 
 
 # Where a non-Dockerfile input asks for another platform, in its own words.
-_PLATFORM_FROM = {"compose": "the service's platform:", "kubernetes": "the pod is scheduled on kubernetes.io/arch amd64 nodes only"}
+_PLATFORM_FROM = {"compose": "the service's platform:", "kubernetes": "the pod is scheduled on kubernetes.io/arch amd64 nodes only",
+                  "shell": "docker run --platform", "notebook": "docker run --platform"}
 
 
 @check(BASE_PLATFORM)

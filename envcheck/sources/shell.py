@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.inspect.pragma import pragma_line
-from envcheck.model import Inventory, Location, Pragma, ReadProblem
+from envcheck.model import BaseImage, Inventory, Location, Pragma, ReadProblem
 from envcheck.sources import ReadOptions
 
 KIND = "shell"
@@ -82,7 +82,42 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
     found = launches(text, path, where)
     if found:
         out.host = replace(out.host, launch=found)
+    out.images = container_images(text, where)
     return out
+
+
+def container_images(text: str, where: Callable[[int], Location]) -> list[BaseImage]:
+    """The images ``docker run`` / ``podman run`` lines start, judged as a FROM line is when the container gets a GPU,
+    names a platform, starts a known server, or is an image the knowledge describes (NGC, nvidia/cuda)."""
+    from envcheck.errors import UsageError
+    from envcheck.inspect.docker_run import parse_run
+    from envcheck.inspect.image_reference import parse_reference
+    from envcheck.inspect.shell import split_commands
+    from envcheck.sources.compose import ml_image
+
+    images: list[BaseImage] = []
+    for cmd in split_commands(text, arch="arm64"):
+        argv = list(cmd.argv)
+        while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
+            argv.pop(0)
+        run = parse_run(argv)
+        if run is None or "$" in run.image:
+            continue
+        try:
+            parse_reference(run.image)
+        except UsageError:
+            continue
+        command = list(run.command) or list(_entrypoint_of(run.image))
+        if run.gpus or run.platform or ml_image(run.image) or (command and _leading_tool(command)):
+            loc = where(text.count("\n", 0, cmd.offset) + 1)
+            images.append(BaseImage(ref=run.image, platform=run.platform, location=loc))
+    return images
+
+
+def _entrypoint_of(image: str) -> tuple[str, ...]:
+    from envcheck.sources.compose import image_entrypoint
+
+    return image_entrypoint(image)
 
 
 # Words that run the command after them: `exec vllm serve ...`, `nohup torchrun ... &`.
@@ -95,6 +130,7 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
     what each asks for (nodes, tensor parallelism, its share of GPU memory), located by ``where(line)``, as
     ``HostReadings.launch`` entries. ``entry``: the image's entrypoint, run before commands that start with an
     option (a compose service on ``vllm/vllm-openai`` whose ``command:`` is only flags)."""
+    from envcheck.inspect.docker_run import parse_run
     from envcheck.inspect.launch import MEMORY_KEYS, LaunchFormatError, parse_command
     from envcheck.inspect.shell import split_commands
 
@@ -103,7 +139,12 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
         argv = list(cmd.argv)
         while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
             argv.pop(0)
-        if argv and argv[0].startswith("-") and entry:
+        run = parse_run(argv)
+        if run is not None:  # `docker run ... IMAGE CMD`: the container's command is the launch
+            argv = list(run.command)
+            if run.entrypoint is None and (not argv or argv[0].startswith("-")):
+                argv = [*_entrypoint_of(run.image), *argv]
+        elif argv and argv[0].startswith("-") and entry:
             argv = [*entry, *argv]
         if not argv:
             continue
