@@ -268,3 +268,17 @@ def test_options_only_container_runs_the_image_server(tmp_path: Path) -> None:
     (target,) = _targets(str(manifest))
     (memory,) = _hits(target, "G3-memory-fraction")
     assert memory["location"]["line"] == 10 and memory["message"].startswith("Deployment/vllm container vllm: vllm asks")
+
+
+def test_python_values_and_blocks_in_notebook_shell_lines(tmp_path: Path) -> None:
+    """`{expr}` in a `!` line is a Python value IPython fills in (unknown here: left out, not an error); a `!` line
+    inside an indented Python block may not run, and its findings say so."""
+    notebook = _notebook(tmp_path / "colab.ipynb", [
+        ("code", ["%%capture\n", "import os\n", "if \"COLAB_\" not in \"\".join(os.environ.keys()):\n",
+                  "    !pip install flash-attn\n", "else:\n", "    !uv pip install -qqq --upgrade \\\n",
+                  "        unsloth {get_numpy} {get_pil} xformers\n", "!uv pip install --no-deps trl==0.22.2"], []),
+    ])
+    (target,) = _targets(str(notebook))
+    assert not [f for f in target["findings"] if f["status"] == "ERROR"], target["findings"]
+    (flash,) = _hits(target, "G2-flash-attn-build")
+    assert flash["location"]["member"] == "cell 1, line 4" and "Python block" in flash["message"]

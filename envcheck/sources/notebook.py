@@ -36,6 +36,9 @@ _ENV_MAGIC = re.compile(r"^%env\s+([A-Za-z_][A-Za-z0-9_]*)(?:\s*=\s*|\s+)(.*)$")
 _OS_ENVIRON = re.compile(r"""^os\.environ\[\s*(["'])([A-Za-z_][A-Za-z0-9_]*)\1\s*\]\s*=\s*(["'])(.*?)\3\s*(?:#.*)?$""")
 _SETDEFAULT = re.compile(r"""^os\.environ\.setdefault\(\s*(["'])([A-Za-z_][A-Za-z0-9_]*)\1\s*,\s*(["'])(.*?)\3\s*\)""")
 _EXECUTABLE = re.compile(r"\{sys\.executable\}|\$\{?sys\.executable\}?")
+# IPython replaces `{expression}` in `!` and `%pip` lines with the Python value: unknown here, so left out.
+_PYTHON_VALUE = re.compile(r"(?<!\$)\{[^{}\s]+\}")
+_PYTHON_BLOCK = "in an indented Python block of the cell (if/else/try: it may not run)"
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
@@ -70,7 +73,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         if cell.get("cell_type") not in ("code", None) or "cell_type" not in cell:
             continue
         for where, command in _commands(lines):
-            loc = Location(str(path), line=file_lines[where], member=f"cell {number}, line {where + 1}")
+            inside = lines[where][:1] in (" ", "\t") and not _SHELL_CELLS.match(lines[0].strip())
+            loc = Location(str(path), line=file_lines[where], member=f"cell {number}, line {where + 1}",
+                           branch=_PYTHON_BLOCK if inside else None)
             if isinstance(command, tuple):
                 name, value = command
                 inventory.env.append(EnvVar(name, value, Origin.ENV, loc))
@@ -122,12 +127,12 @@ def _commands(lines: list[str]) -> Iterator[tuple[int, str | tuple[str, str]]]:
             line = line[:-1] + " " + lines[i].strip()
         i += 1
         if line.startswith("!"):
-            yield start, _EXECUTABLE.sub("python", line[1:].lstrip("!").strip())
+            yield start, _PYTHON_VALUE.sub("", _EXECUTABLE.sub("python", line[1:].lstrip("!").strip()))
             continue
         magic = _LINE_MAGIC.match(line)
         if magic:
             tool, rest = magic.groups()
-            yield start, f"{'uv' if tool == 'uv' else tool} {_EXECUTABLE.sub('python', rest)}"
+            yield start, f"{tool} {_PYTHON_VALUE.sub('', _EXECUTABLE.sub('python', rest))}"
             continue
         env = _ENV_MAGIC.match(line)
         if env:

@@ -65,7 +65,8 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
         if loc.path != path:  # a file the script read (-r requirements.txt): its own lines
             return replace(loc, stage=None)
         line = (loc.line or _HEADER_LINES + 1) - _HEADER_LINES
-        return replace(where(min(max(line, 1), lines)), branch=loc.branch, fallback=loc.fallback)
+        base = where(min(max(line, 1), lines))  # the caller's branch (a compose profile, a notebook's Python block) stays
+        return replace(base, branch=loc.branch or base.branch, fallback=loc.fallback or base.fallback)
 
     out = Inventory(context=inventory.context)
     out.packages = [replace(p, location=moved(p.location)) for p in inventory.packages]
