@@ -282,3 +282,32 @@ def test_python_values_and_blocks_in_notebook_shell_lines(tmp_path: Path) -> Non
     assert not [f for f in target["findings"] if f["status"] == "ERROR"], target["findings"]
     (flash,) = _hits(target, "G2-flash-attn-build")
     assert flash["location"]["member"] == "cell 1, line 4" and "Python block" in flash["message"]
+
+
+def test_leader_worker_set_spans_its_group_size(tmp_path: Path) -> None:
+    """vLLM's multi-node Kubernetes recipe (LeaderWorkerSet, size 2): tensor parallel 2 over a group of two Sparks."""
+    manifest = _write(tmp_path / "lws.yaml", """
+        apiVersion: leaderworkerset.x-k8s.io/v1
+        kind: LeaderWorkerSet
+        metadata: {name: vllm}
+        spec:
+          leaderWorkerTemplate:
+            size: 2
+            leaderTemplate:
+              spec:
+                containers:
+                  - name: leader
+                    image: nvcr.io/nvidia/vllm:25.11-py3
+                    command: ["sh", "-c", "ray start --head; vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 2"]
+            workerTemplate:
+              spec:
+                containers:
+                  - name: worker
+                    image: nvcr.io/nvidia/vllm:24.10-py3
+                    command: ["sh", "-c", "ray start --address=$LEADER --block"]
+    """)
+    (target,) = _targets(str(manifest))
+    assert target["kind"] == "kubernetes"
+    (tp,) = _hits(target, "G10-tp-across-nodes")
+    assert tp["status"] == "FAIL" and tp["location"]["line"] == 13
+    assert _hits(target, "G1-cuda12-base")[0]["location"]["line"] == 18  # the workers' pod is read too

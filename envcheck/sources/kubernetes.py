@@ -39,7 +39,10 @@ WORKLOADS: dict[str, tuple[str, ...]] = {
     "ReplicaSet": ("spec", "template", "spec"),
     "Job": ("spec", "template", "spec"),
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+    # LeaderWorkerSet (the multi-node vLLM/SGLang recipe): the leader's pod (the workers' is read below)
+    "LeaderWorkerSet": ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
 }
+_LWS_WORKERS = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")
 ARCH_LABEL = "kubernetes.io/arch"
 _SNIFF = re.compile(r"(?m)^apiVersion\s*:\s*\S+")
 _SNIFF_KIND = re.compile(r"(?m)^kind\s*:\s*[\"']?(" + "|".join(WORKLOADS) + r"|List)[\"']?\s*$")
@@ -68,19 +71,35 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         kind = document.get("kind")
         if not isinstance(document.get("apiVersion"), str) or kind not in WORKLOADS:
             continue
-        spec: Any = document
-        for step in WORKLOADS[str(kind)]:
-            spec = spec.get(step) if isinstance(spec, YMap) else None
-        if not isinstance(spec, YMap):
+        spec = _at_path(document, WORKLOADS[str(kind)])
+        workers = _at_path(document, _LWS_WORKERS) if kind == "LeaderWorkerSet" else None
+        if spec is None and workers is not None:
+            spec, workers = workers, None
+        if spec is None:
             inventory.problems.append(ReadProblem(f"{kind} has no pod spec at {'.'.join(WORKLOADS[str(kind)])}",
                                                   Location(str(path), line=line_of(document))))
             continue
         metadata = document.get("metadata")
         name = f"{kind}/{metadata.get('name')}" if isinstance(metadata, YMap) and metadata.get("name") else str(kind)
+        first = len(launches)
         _pod(name, spec, path, options, inventory, launches)
+        if workers is not None:
+            _pod(f"{name} workers", workers, path, options, inventory, launches)
+        size = _at_path(document, ("spec", "leaderWorkerTemplate", "size"))
+        if isinstance(size, str) and size.isdigit() and int(size) > 1:  # a group spans `size` nodes
+            for launch in launches[first:]:
+                launch["nodes"] = max(int(launch.get("nodes") or 1), int(size))
     if launches:
         inventory.host = replace(inventory.host, launch=launches)
     return inventory
+
+
+def _at_path(document: YMap, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` below ``document`` (a pod spec must be a mapping), or None."""
+    value: Any = document
+    for step in path:
+        value = value.get(step) if isinstance(value, YMap) else None
+    return value if isinstance(value, (YMap, str)) else None
 
 
 def _flattened(documents: list[Any]) -> list[YMap]:
