@@ -309,5 +309,6 @@ def test_leader_worker_set_spans_its_group_size(tmp_path: Path) -> None:
     (target,) = _targets(str(manifest))
     assert target["kind"] == "kubernetes"
     (tp,) = _hits(target, "G10-tp-across-nodes")
-    assert tp["status"] == "FAIL" and tp["location"]["line"] == 13
-    assert _hits(target, "G1-cuda12-base")[0]["location"]["line"] == 18  # the workers' pod is read too
+    text = manifest.read_text(encoding="utf-8")
+    assert tp["status"] == "FAIL" and tp["location"]["line"] == _line(text, "command: [\"sh\", \"-c\", \"ray start --head")
+    assert _hits(target, "G1-cuda12-base")[0]["location"]["line"] == _line(text, "vllm:24.10-py3")  # the workers' pod too
