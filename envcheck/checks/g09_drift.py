@@ -9,7 +9,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from envcheck import knowledge
+from envcheck import kinds, knowledge
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.markers import PlainMarker, plain_marker
 from envcheck.inspect.versions import is_plain_specifier, plain_contains
@@ -332,8 +332,9 @@ def _pinned_by_constraint(ctx: CheckContext, name: str) -> bool:
 
 
 def _ngc_stages(ctx: CheckContext) -> set[str]:
-    """Dockerfile stages that build on an NGC PyTorch container (directly or through other stages)."""
-    if ctx.kind != "dockerfile":
+    """Dockerfile stages that build on an NGC PyTorch container (directly or through other stages); also those of
+    the Dockerfiles a compose file builds (kinds that satisfy ``dockerfile`` carry stages only from such builds)."""
+    if ctx.kind != "dockerfile" and not kinds.applies(("dockerfile",), ctx.kind):
         return set()
     from envcheck.knowledge.base_images import safe_describe
 
