@@ -361,3 +361,23 @@ def test_docker_run_in_a_script_is_judged_like_a_from_line(tmp_path: Path) -> No
     (memory,) = _hits(target, "G3-memory-fraction")  # options only: the image's `vllm serve` runs them
     assert memory["location"]["line"] == 3
     assert not _hits(target, "G9-floating-base-tag")  # a database without a GPU is not the Spark's concern
+
+
+def test_each_service_is_a_stage_judged_on_its_own_image(tmp_path: Path) -> None:
+    """A service is reported as a stage named after it: pip installs on a bare python image are bare pip (G9),
+    the same installs on NGC's PyTorch container are not, and each finding names its own service's image."""
+    compose = _write(tmp_path / "compose.yaml", """
+        services:
+          bare:
+            image: python:3.12-slim
+            runtime: nvidia
+            command: sh -c "pip install torch==2.9.1 transformers && python train.py"
+          ngc:
+            image: nvcr.io/nvidia/pytorch:25.11-py3
+            runtime: nvidia
+            command: sh -c "pip install xformers && python train.py"
+    """)
+    _code, (target,) = _report(str(compose))
+    (bare,) = _hits(target, "G9-bare-pip-base")
+    assert bare["location"]["stage"] == "bare" and "python:3.12-slim" in bare["message"] and "pytorch" not in bare["message"]
+    assert not [f for f in _hits(target, "G9-unpinned") if f["location"]["stage"] == "ngc"]

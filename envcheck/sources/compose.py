@@ -292,8 +292,8 @@ class _Compose:
         def file_of(key: str) -> Path:
             return service.files.get(key, file) if isinstance(service, _Service) else file
 
-        def at(key: str, line: int | None = None) -> Location:
-            return Location(str(file_of(key)), line=line or service.line_of(key), branch=branch)
+        def at(key: str, line: int | None = None) -> Location:  # a service is reported as a stage named after it
+            return Location(str(file_of(key)), line=line or service.line_of(key), branch=branch, stage=name)
 
         image = service.get("image")
         build = service.get("build")
@@ -311,7 +311,7 @@ class _Compose:
             else:
                 if len(launches) > before or uses_gpu(service) or isinstance(platform, str) or ml_image(str(image)):
                     inventory.images.append(BaseImage(ref=str(image), platform=str(platform) if isinstance(platform, str) and platform else None,
-                                                      location=at("image")))
+                                                      location=at("image"), stage=name, stages=(name,)))
                     inventory.packages.extend(_shipped(str(image), at("image")))  # NGC's torch, flash-attn: what pip keeps
         for key, value, line in _environment(service.get("environment")):
             loc = at("environment", line)
@@ -343,7 +343,7 @@ class _Compose:
         text = shlex.join(words)
         entry = image_entrypoint(image)
         def where(_line: int) -> Location:  # a compose command is one value: every fact is at its key
-            return Location(str(file), line=line, branch=branch)
+            return Location(str(file), line=line, branch=branch, stage=name)
 
         sub = shell.read_script(text, str(file), file.parent, self.options, where)
         inventory.packages.extend(sub.packages)

@@ -151,23 +151,24 @@ def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inv
             if not isinstance(container, YMap):
                 continue
             who = f"{name} container {container.get('name') or '?'}"
+            stage = f"{name}/{container.get('name') or '?'}"  # a container is reported as a stage named after it
             image = container.get("image")
             words = [str(w) for key in ("command", "args") if isinstance(container.get(key), YList) for w in container[key]]
             entry = image_entrypoint(str(image)) if isinstance(image, str) and "command" not in container else ()
             judged = bool(platform) or bool(_gpus(container)) or bool(words and shell.launches(shlex.join(words), "", _at("", 1), entry))
             if isinstance(image, str) and image and (judged or ml_image(str(image))):
-                at = Location(str(path), line=container.line_of("image"))
+                at = Location(str(path), line=container.line_of("image"), stage=stage)
                 try:
                     parse_reference(image)
                 except UsageError as exc:
                     inventory.problems.append(ReadProblem(f"{who}: image {image}: {exc.message}", at))
                 else:
-                    inventory.images.append(BaseImage(ref=str(image), platform=platform, location=at))
+                    inventory.images.append(BaseImage(ref=str(image), platform=platform, location=at, stage=stage, stages=(stage,)))
                     inventory.packages.extend(_shipped(str(image), at))  # NGC's torch, flash-attn: what pip keeps
             env = container.get("env")
             for item in env if isinstance(env, YList) else []:
                 if isinstance(item, YMap) and isinstance(item.get("name"), str) and isinstance(item.get("value"), str):
-                    loc = Location(str(path), line=line_of(item))
+                    loc = Location(str(path), line=line_of(item), stage=stage)
                     key, value = str(item["name"]), str(item["value"])
                     inventory.env.append(EnvVar(key, value, Origin.ENV, loc))
                     option = INDEX_VARIABLES.get(key)
@@ -178,7 +179,7 @@ def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inv
             key = "command" if "command" in container else "args"
             line = container.line_of(key)
             text = shlex.join(words)
-            where = _at(str(path), line)
+            where = _at(str(path), line, stage)
             sub = shell.read_script(text, str(path), path.parent, options, where)
             inventory.packages.extend(sub.packages)
             inventory.indexes.extend(sub.indexes)
@@ -189,9 +190,9 @@ def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inv
             launches.extend(shell.launches(text, str(path), where, entry, extra={"service": who, **({"gpus": gpus} if gpus else {})}))
 
 
-def _at(path: str, line: int) -> Callable[[int], Location]:
+def _at(path: str, line: int, stage: str | None = None) -> Callable[[int], Location]:
     """Every line of a container's command is located at its ``command:`` (or ``args:``) key."""
-    return lambda _line: Location(path, line=line)
+    return lambda _line: Location(path, line=line, stage=stage)
 
 
 def _gpus(container: YMap) -> int | None:

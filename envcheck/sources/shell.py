@@ -62,8 +62,8 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
     def moved(loc: Location | None) -> Location | None:
         if loc is None:
             return None
-        if loc.path != path:  # a file the script read (-r requirements.txt): its own lines
-            return replace(loc, stage=None)
+        if loc.path != path:  # a file the script read (-r requirements.txt): its own lines, the caller's stage
+            return replace(loc, stage=where(1).stage)
         line = (loc.line or _HEADER_LINES + 1) - _HEADER_LINES
         base = where(min(max(line, 1), lines))  # the caller's branch (a compose profile, a notebook's Python block) stays
         return replace(base, branch=loc.branch or base.branch, fallback=loc.fallback or base.fallback)
