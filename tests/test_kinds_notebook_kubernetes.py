@@ -312,3 +312,23 @@ def test_leader_worker_set_spans_its_group_size(tmp_path: Path) -> None:
     text = manifest.read_text(encoding="utf-8")
     assert tp["status"] == "FAIL" and tp["location"]["line"] == _line(text, "command: [\"sh\", \"-c\", \"ray start --head")
     assert _hits(target, "G1-cuda12-base")[0]["location"]["line"] == _line(text, "vllm:24.10-py3")  # the workers' pod too
+
+
+def test_amd64_scheduling_is_one_finding_per_pod(tmp_path: Path) -> None:
+    manifest = _write(tmp_path / "k8s" / "job.yaml", """
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: finetune}
+        spec:
+          template:
+            spec:
+              nodeSelector:
+                kubernetes.io/arch: amd64
+              initContainers:
+                - {name: deps, image: python:3.12-slim, command: ["sh", "-c", "pip install -r /src/requirements.txt"]}
+              containers:
+                - {name: train, image: nvcr.io/nvidia/pytorch:25.11-py3, command: ["torchrun", "train.py"]}
+    """)
+    (target,) = _targets(str(manifest))
+    (arch,) = _hits(target, "ARCH-base-platform")
+    assert arch["location"]["line"] == _line(manifest.read_text(encoding="utf-8"), "{name: deps") and "amd64 nodes only" in arch["message"]
