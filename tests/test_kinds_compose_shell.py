@@ -381,3 +381,17 @@ def test_each_service_is_a_stage_judged_on_its_own_image(tmp_path: Path) -> None
     (bare,) = _hits(target, "G9-bare-pip-base")
     assert bare["location"]["stage"] == "bare" and "python:3.12-slim" in bare["message"] and "pytorch" not in bare["message"]
     assert not [f for f in _hits(target, "G9-unpinned") if f["location"]["stage"] == "ngc"]
+
+
+def test_the_documented_compose_example_prints_what_docs_inputs_shows(tmp_path: Path) -> None:
+    """docs/inputs.md's compose example, run: the output is the one the page shows."""
+    import re
+
+    from conftest import REPO
+
+    page = (REPO / "docs" / "inputs.md").read_text(encoding="utf-8")
+    example = re.search(r"For example, `compose.yaml`:\n\n```yaml\n(.*?)```\n\n```\n\$ envcheck compose.yaml\n(.*?)```", page, re.S)
+    assert example is not None
+    (tmp_path / "compose.yaml").write_text(example.group(1), encoding="utf-8")
+    proc = run_envcheck("compose.yaml", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == example.group(2)
