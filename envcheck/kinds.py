@@ -35,10 +35,16 @@ class InputKind:
     discover: bool = True  # found by name in project folders (`envcheck DIR`)
     examples: bool = False  # files users commit: every rule on this kind ships fixtures/rules examples
     hook: str = ""  # id of the pre-commit hook that checks its files ("" = none)
+    # Files whose name says nothing but whose content may (any *.yaml for Kubernetes manifests): discovery
+    # sniffs files with these base names, and the hook takes this path rule instead of `names`.
+    sniff_names: str = ""
+    hook_files: str = ""  # the pre-commit `files` regex over the whole path, for kinds known by content only
     pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    sniff_pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pattern", re.compile(self.names) if self.names else re.compile(r"(?!)"))
+        object.__setattr__(self, "sniff_pattern", re.compile(self.sniff_names) if self.sniff_names else None)
 
     @property
     def rule_inputs(self) -> frozenset[str]:
@@ -92,6 +98,25 @@ KINDS: tuple[InputKind, ...] = (
         names=_DOCKERFILE, sniff=True, examples=True, hook="envcheck-dockerfile",
     ),
     InputKind(
+        "compose", "envcheck.sources.compose", "Compose files (compose.yaml, docker-compose*.yml)",
+        names=r"(?i:(?:docker-)?compose(?:[-.][^/]*)?\.ya?ml)", sniff=True, satisfies=("dockerfile",), examples=True,
+        hook="envcheck-compose", sniff_names=r"(?i:[^/]+\.ya?ml)",
+    ),
+    InputKind(
+        "kubernetes", "envcheck.sources.kubernetes", "Kubernetes manifests (Pod, Deployment, Job, ... in *.yaml)",
+        sniff=True, satisfies=("dockerfile",), examples=True, hook="envcheck-kubernetes",
+        sniff_names=r"(?i:[^/]+\.ya?ml)",
+        hook_files=r"(^|/)(?i:k8s|kube|kubernetes|manifests?|deploy|deployments?|helm|charts?)/(?:[^/]+/)*[^/]+\.(?i:ya?ml)$",
+    ),
+    InputKind(
+        "shell", "envcheck.sources.shell", "shell scripts (*.sh, or a shebang naming sh, bash, dash or zsh)",
+        names=r"[^/]+\.(?i:sh)", sniff=True, satisfies=("dockerfile",), examples=True, hook="envcheck-shell",
+    ),
+    InputKind(
+        "notebook", "envcheck.sources.notebook", "Jupyter notebooks (*.ipynb)",
+        names=r"[^/]+\.(?i:ipynb)", satisfies=("dockerfile",), examples=True, hook="envcheck-notebook",
+    ),
+    InputKind(
         "wheel", "envcheck.sources.wheel", "wheels (*.whl)",
         names=r"(?i:[^/]+\.whl)", examples=True,
     ),
@@ -132,11 +157,19 @@ def by_file_name(name: str, discovering: bool = False) -> InputKind | None:
     return None
 
 
+def content_kinds(name: str) -> list[InputKind]:
+    """Kinds that discovery recognises by content in a file called ``name`` (whose name gave no kind)."""
+    return [k for k in KINDS if k.discover and k.sniff_pattern is not None and k.sniff_pattern.fullmatch(name)]
+
+
 def hook_pattern(hook: str) -> str:
     """The pre-commit ``files`` regex of ``hook``: the name rules of its kinds, on a path's last part."""
-    names = [k.names for k in KINDS if k.hook == hook]
-    if not names:
+    rows = [k for k in KINDS if k.hook == hook]
+    if not rows:
         raise KeyError(hook)
+    if all(k.hook_files for k in rows):
+        return "|".join(k.hook_files for k in rows)
+    names = [k.names for k in rows]
     return r"(^|/)(" + "|".join(f"(?:{n})" for n in names) + r")$"
 
 

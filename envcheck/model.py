@@ -117,10 +117,13 @@ class Location:
 
     def __str__(self) -> str:
         text = self.path
-        if self.member:
+        cell = self.member is not None and self.member.startswith("cell ")  # a notebook: file line, then the cell's
+        if self.member and not cell:
             text += f"!{self.member}"
         if self.line is not None:
             text += f":{self.line}"
+        if cell:
+            text += f" ({self.member})"
         if self.offset is not None:
             text += f"@{self.offset:#x}"
         if self.stage:

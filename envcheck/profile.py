@@ -28,6 +28,9 @@ class Profile:
     bandwidth_spec_gbs: float
     power_rating_w: float
     marker_env: dict[str, str] = field(default_factory=dict)
+    # The largest share of memory one server may claim (vLLM --gpu-memory-utilization); 0 = no limit.
+    # On unified memory it is a share of the one pool the OS and every process also use.
+    serve_memory_fraction_max: float = 0.0
 
     @property
     def sm(self) -> int:
@@ -89,6 +92,7 @@ def _from_data(data: dict[str, Any], origin: str) -> Profile:
             bandwidth_spec_gbs=float(p["bandwidth_spec_gbs"]),
             power_rating_w=float(p["power_rating_w"]),
             marker_env=marker_env,
+            serve_memory_fraction_max=float(p.get("serve_memory_fraction_max", 0.0)),
         )
     except (KeyError, ValueError, TypeError, IndexError) as exc:
         raise UsageError(f"profile {origin} is missing or has a bad field: {exc}") from exc

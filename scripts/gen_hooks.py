@@ -32,6 +32,11 @@ HOOKS = (
     Hook("envcheck-requirements", "envcheck: requirements files for DGX Spark", "requirements, constraints and pip freeze files"),
     Hook("envcheck-pyproject", "envcheck: pyproject.toml and lock files for DGX Spark", "pyproject.toml, uv.lock and pylock.toml"),
     Hook("envcheck-conda", "envcheck: conda environment files for DGX Spark", "conda environment files (environment.yml)"),
+    Hook("envcheck-compose", "envcheck: Compose files for DGX Spark", "Compose files (compose.yaml, docker-compose*.yml)"),
+    Hook("envcheck-kubernetes", "envcheck: Kubernetes manifests for DGX Spark",
+         "Kubernetes manifests (*.yaml under k8s/, kubernetes/, manifests/, deploy/, helm/, charts/)"),
+    Hook("envcheck-shell", "envcheck: shell scripts for DGX Spark", "shell scripts (*.sh)"),
+    Hook("envcheck-notebook", "envcheck: Jupyter notebooks for DGX Spark", "Jupyter notebooks (*.ipynb)"),
 )
 
 

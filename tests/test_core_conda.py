@@ -56,13 +56,14 @@ def test_items_keep_their_lines() -> None:
 
 
 def test_what_the_reader_does_not_take_is_a_problem_at_its_line(tmp_path: Path) -> None:
-    """Anchors, block scalars and nested mappings are named with their line; the rest is still read."""
+    """Nested mappings, lists and empty items are named with their line; the rest (anchors and tags
+    included: the file is YAML) is still read."""
     path = tmp_path / "environment.yml"
     path.write_text("name: x\ndependencies:\n  - &anchor numpy\n  - {name: scipy}\n  - pytorch-cuda=12.1\n"
-                    "  - pip:\n    - !!str torch\n    - transformers==4.57.1\n", encoding="utf-8")
+                    "  - pip:\n    - !!str torch\n    - [nested]\n    - transformers==4.57.1\n  -\n", encoding="utf-8")
     inv = read(path, ReadOptions())
-    assert sorted(p.location.line for p in inv.problems if p.location) == [3, 4, 7]
-    assert {p.name for p in inv.packages} == {"pytorch-cuda", "transformers"}
+    assert sorted(p.location.line for p in inv.problems if p.location) == [4, 8, 10]
+    assert {p.name for p in inv.packages} == {"numpy", "pytorch-cuda", "torch", "transformers"}
     proc = run_envcheck("--format", "json", str(path))
     assert proc.returncode == 2  # ERROR findings for the unread lines, and the rest still judged
     rules = {f["rule"] for f in json.loads(proc.stdout)["targets"][0]["findings"]}

@@ -26,6 +26,9 @@ NAMES = {
     "torch-2.9.0-cp312-cp312-manylinux_2_28_aarch64.whl": "wheel",
     "environment.yml": "conda", "environment-gpu.yaml": "conda", "dev.environment.yml": "conda",
     "ci.yml": None, "environments.md": None,
+    "compose.yaml": "compose", "compose.yml": "compose", "docker-compose.yml": "compose", "compose.prod.yaml": "compose",
+    "docker-compose.override.yml": "compose", "docker-compose-gpu.yaml": "compose", "install.sh": "shell", "setup.ipynb": "notebook",
+    "composer.json": None, "compose.md": None, "docker-compose.yml.bak": None, "setup.shx": None, "k8s.yaml": None,
     # not by name: code and docs about Dockerfiles, build files with a matching extension
     "dockerfile.py": None, "dockerfiles.md": None, "Dockerfile-cuda": None, "dockerignore": None,
     "MANIFEST.in": None, "setup.cfg": None, "README.md": None, "requirements.md": None,
@@ -71,6 +74,15 @@ def test_content_decides_when_the_name_says_nothing(tmp_path: Path) -> None:
     notes = tmp_path / "notes.md"
     notes.write_text("# Notes\nnothing here\n", encoding="utf-8")
     assert [sources.detect(p) for p in (recipe, reqs, elf, notes)] == ["dockerfile", "requirements", "elf", None]
+    script = tmp_path / "bootstrap"
+    script.write_text("#!/usr/bin/env bash\nset -e\npip install torch\n", encoding="utf-8")
+    manifest = tmp_path / "vllm.yaml"
+    manifest.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: vllm}\n", encoding="utf-8")
+    stack = tmp_path / "stack.yml"
+    stack.write_text("services:\n  api:\n    image: python:3.12\n", encoding="utf-8")
+    values = tmp_path / "values.yaml"
+    values.write_text("image:\n  repository: vllm/vllm-openai\nkind: chart\n", encoding="utf-8")
+    assert [sources.detect(p) for p in (script, manifest, stack, values)] == ["shell", "kubernetes", "compose", None]
 
 
 def test_kind_option_lists_the_table() -> None:

@@ -13,7 +13,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 REPO = Path(__file__).resolve().parent.parent
-IMPORT_NAMES = {"pyelftools": "elftools", "paramiko": "paramiko"}  # distribution -> top-level module
+IMPORT_NAMES = {"pyelftools": "elftools", "paramiko": "paramiko", "pyyaml": "yaml"}  # distribution -> top-level module
 
 
 def _imported_modules() -> set[str]:

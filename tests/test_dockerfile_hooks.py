@@ -31,7 +31,8 @@ def test_hooks_cover_the_kinds_their_rules_declare() -> None:
     import re
 
     hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
-    assert set(hooks) == {"envcheck-dockerfile", "envcheck-requirements", "envcheck-pyproject", "envcheck-conda"}
+    assert set(hooks) == {"envcheck-dockerfile", "envcheck-requirements", "envcheck-pyproject", "envcheck-conda",
+                          "envcheck-compose", "envcheck-kubernetes", "envcheck-shell", "envcheck-notebook"}
     for hook in hooks.values():
         assert hook["language"] == "python" and hook["pass_filenames"] is True
     docker = re.compile(hooks["envcheck-dockerfile"]["files"])
@@ -45,6 +46,13 @@ def test_hooks_cover_the_kinds_their_rules_declare() -> None:
     assert reqs.search("requirements-dev.txt") and reqs.search("ci/constraints.in") and not reqs.search("setup.cfg")
     locks = re.compile(hooks["envcheck-pyproject"]["files"])
     assert locks.search("pyproject.toml") and locks.search("uv.lock") and locks.search("pylock.dev.toml")
+    compose = re.compile(hooks["envcheck-compose"]["files"])
+    assert all(compose.search(n) for n in ("compose.yaml", "deploy/docker-compose.gpu.yml", "docker-compose-spark.yml"))
+    assert not compose.search("environment.yml") and not compose.search("composer.json")
+    manifests = re.compile(hooks["envcheck-kubernetes"]["files"])
+    assert manifests.search("k8s/vllm.yaml") and manifests.search("deploy/base/job.yml") and not manifests.search(".github/workflows/ci.yml")
+    assert re.compile(hooks["envcheck-shell"]["files"]).search("scripts/install.sh")
+    assert re.compile(hooks["envcheck-notebook"]["files"]).search("notebooks/setup.ipynb")
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -147,3 +155,20 @@ def test_git_commit_is_blocked_until_the_dockerfile_is_fixed(hook_repo: Path, pr
     commit = subprocess.run(["git", "commit", "-m", "good"], cwd=repo, capture_output=True, text=True, timeout=300,
                             env={**env, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e.invalid", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e.invalid"})
     assert commit.returncode == 0, commit.stdout + commit.stderr
+
+
+@pytest.mark.slow
+def test_try_repo_checks_compose_files_and_manifests(hook_repo: Path, pre_commit_home: Path,
+                                                     user_repo: Callable[[str, str], Path]) -> None:
+    """The compose and Kubernetes hooks (issue 28) run envcheck with their kind on the files their patterns take."""
+    repo = user_repo("compose.yaml", "services:\n  train:\n    image: nvidia/cuda:12.4.1-runtime-ubuntu22.04\n    runtime: nvidia\n")
+    done = _try_repo(hook_repo, pre_commit_home, repo, "envcheck-compose", "compose.yaml")
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "compose.yaml:3: FAIL G1 G1-cuda12-base" in out, out
+    (repo / "k8s").mkdir()
+    user_repo("k8s/job.yaml", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: t}\nspec:\n  template:\n    spec:\n"
+                              "      containers:\n      - name: t\n        image: nvcr.io/nvidia/pytorch:24.05-py3\n")
+    user_repo("k8s/kustomization.yaml", "resources: [job.yaml]\n")  # no workload: clean, not an error
+    done = _try_repo(hook_repo, pre_commit_home, repo, "envcheck-kubernetes", "k8s/job.yaml", "k8s/kustomization.yaml")
+    out = done.stdout + done.stderr
+    assert done.returncode == 1 and "job.yaml:9: FAIL G1 G1-cuda12-base" in out and "ERROR" not in out, out

@@ -27,7 +27,7 @@ def test_every_parser_has_a_harness() -> None:
     assert set(HARNESSES) >= {
         "requirements", "pip_args", "pyproject", "locks", "wheel_tags", "dockerfile", "shell", "elf", "fatbin",
         "wheel", "layer", "image_layout", "docker_archive", "registry_text", "host_readings", "probe_output",
-        "config", "base_images", "dist_info", "checks", "registry_http",
+        "config", "base_images", "dist_info", "checks", "registry_http", "input_kinds",
     }
 
 

@@ -12,20 +12,21 @@ import importlib
 
 _PACKAGES = ("requirements", "freeze", "pyproject", "lock", "dockerfile", "wheel", "folder", "image", "container", "host")
 _LIVE = ("host", "container")
+_LAUNCHES = ("compose", "kubernetes", "shell", "notebook")  # files whose launch commands G3, G6 and G10 read
 
 # check module -> the rule inputs its checks serve (envcheck.kinds names; "any" = every target).
 MODULES: dict[str, tuple[str, ...]] = {
     "envcheck.checks.arch": (*_PACKAGES, "elf"),
     "envcheck.checks.g01_cuda_abi": (*_PACKAGES, "elf"),
     "envcheck.checks.g02_flash_attn": _PACKAGES,
-    "envcheck.checks.g03_memory": _LIVE,
+    "envcheck.checks.g03_memory": (*_LIVE, *_LAUNCHES),
     "envcheck.checks.g04_power": _LIVE,
     "envcheck.checks.g05_bandwidth": ("any",),
-    "envcheck.checks.g06_shared_memory": _LIVE,
+    "envcheck.checks.g06_shared_memory": (*_LIVE, *_LAUNCHES),
     "envcheck.checks.g07_gpu_arch": ("dockerfile", "elf", "folder", "wheel", "image", "container", "host"),
     "envcheck.checks.g08_playbooks": _LIVE,
     "envcheck.checks.g09_drift": _PACKAGES,
-    "envcheck.checks.g10_parallelism": _LIVE,
+    "envcheck.checks.g10_parallelism": (*_LIVE, *_LAUNCHES),
 }
 # Modules with rules but no checks: `envcheck diff` and `preflight --baseline/--twin` call their comparisons.
 RULES_ONLY = ("envcheck.checks.drift",)

@@ -127,18 +127,31 @@ BASE_PLATFORM = rule(
 )
 
 
+# Where a non-Dockerfile input asks for another platform, in its own words.
+_PLATFORM_FROM = {"compose": "the service's platform:", "kubernetes": "the pod is scheduled on kubernetes.io/arch amd64 nodes only",
+                  "shell": "docker run --platform", "notebook": "docker run --platform"}
+
+
 @check(BASE_PLATFORM)
 def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over Dockerfile FROM lines: a non-arm64 --platform or an amd64-only base image."""
     from envcheck.knowledge.base_images import in_stage, is_arm64, safe_describe
 
     want = ctx.profile.docker_platform
+    pods: set[str] = set()  # Kubernetes: one pod's amd64 scheduling is one cause, however many containers it has
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
         evidence = {"image": image.ref, "stage": image.stage, "platform": image.platform, "final": image.final}
         status = Status.FAIL if image.final else Status.WARN
         tail = "" if image.final else " (this stage is not in the final image; what it builds and copies is x86_64)"
-        if is_arm64(image.platform) is False:
+        if is_arm64(image.platform) is False and ctx.kind != "dockerfile":  # compose `platform:`, Kubernetes amd64 scheduling
+            pod = (image.stage or "").rpartition("/")[0] if ctx.kind == "kubernetes" else ""
+            if pod and pod in pods:
+                continue
+            pods.add(pod)
+            yield BASE_PLATFORM.finding(f"{image.ref} is asked for as {image.platform} ({_PLATFORM_FROM.get(ctx.kind, 'platform')}), "
+                                        f"not {want}", image.location, evidence, status=status)
+        elif is_arm64(image.platform) is False:
             yield BASE_PLATFORM.finding(f"{in_stage(image.stage)}FROM --platform={image.platform} builds a {image.platform} stage, "
                                         f"not {want}{tail}", image.location, evidence, status=status)
         elif facts is not None and facts.amd64_only:

@@ -72,3 +72,47 @@ def page_cache(ctx: CheckContext) -> Iterator[Finding]:
         )
     else:
         yield PAGE_CACHE.passed(f"page cache {gib(cached)} ({share:.0%} of {gib(total)})", where, cached=cached, total=total)
+
+
+# Inputs that carry launch commands envcheck reads statically (compose services, Kubernetes containers, scripts, notebooks).
+LAUNCH_INPUTS = ("compose", "kubernetes", "shell", "notebook")
+
+MEMORY_FRACTION = rule(
+    "G3-memory-fraction",
+    "G3",
+    "A server claims more of unified memory than a Spark can give it",
+    Status.WARN,
+    """vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static are shares of GPU memory. On a
+    DGX Spark that memory is the one 128 GB pool the OS, the page cache, the model's mmap'ed safetensors
+    and every other process also draw from, so a share near 1 (0.95 is common in recipes written for
+    GPUs with their own memory) leaves too little: the load OOMs, or the kernel evicts pages while
+    nvidia-smi still shows free memory. The rule reads launch commands in compose services, Kubernetes
+    containers, shell scripts and notebooks, and warns above the profile's serve_memory_fraction_max.""",
+    """Lower the share to the profile's limit or below (--gpu-memory-utilization 0.85 on a Spark that runs
+    nothing else; less next to other GPU work), and drop the page cache before loading a large model.""",
+    inputs=LAUNCH_INPUTS,
+)
+
+
+@check(MEMORY_FRACTION)
+def memory_fraction(ctx: CheckContext) -> Iterator[Finding]:
+    """WARN for a launch whose memory share is above the profile's limit; PASS for those at or below it."""
+    limit = ctx.profile.serve_memory_fraction_max
+    launches = ctx.inventory.host.launch
+    if is_live(ctx) or not isinstance(launches, list) or limit <= 0:
+        return
+    for launch in launches:
+        share = launch.get("memory")
+        if not isinstance(share, (int, float)):
+            continue
+        key = next((s.get("key") for s in launch.get("settings", []) if s.get("key") in ("gpu_memory_utilization", "mem_fraction_static")), "")
+        option = "--" + str(key).replace("_", "-")
+        where = Location(str(launch.get("origin", "")), line=launch.get("line"), member=launch.get("member"), branch=launch.get("branch"))
+        who = f"{launch['service']}: " if launch.get("service") else ""
+        evidence = {"tool": launch.get("tool"), "share": share, "limit": limit, "service": launch.get("service")}
+        if share > limit:
+            yield MEMORY_FRACTION.finding(
+                f"{who}{launch.get('tool') or 'the server'} asks {option} {share:g} of {ctx.profile.name}'s one unified memory pool; "
+                f"above {limit:g} leaves too little for the OS, the page cache and other processes", where, evidence)
+        else:
+            yield MEMORY_FRACTION.passed(f"{who}{option} {share:g} is within {limit:g}", where, **evidence)

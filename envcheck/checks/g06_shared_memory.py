@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from envcheck.checks.host_facts import gib, gpus, is_live, nvidia_smi, unified_memory
-from envcheck.model import Finding, Status
+from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
 # A neighbour capped at or below this share of memory coexists with a small run (GOTCHAS.md G6).
@@ -119,3 +119,52 @@ def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
             yield NEIGHBOUR.finding(f"{who} holds {used / capacity_mib:.0%} of memory: stop or cap it before a heavy run", evidence=evidence)
         else:
             yield NEIGHBOUR.info(f"{who} is resident on the GPU", **evidence)
+
+
+POOL_OVERCOMMIT = rule(
+    "G6-pool-overcommit",
+    "G6",
+    "Servers started together claim more than the one memory pool",
+    Status.FAIL,
+    """Unified memory is one pool: several GPU servers started together (services of one compose file,
+    containers of one Kubernetes manifest, servers one script starts) each claim their share of the same
+    memory (vLLM --gpu-memory-utilization, 0.9 when not given; SGLang --mem-fraction-static, 0.88). When
+    the shares add up past 1, the server that starts last cannot get its share and stops at start-up, or
+    evicts the KV cache and weights of the others.""",
+    """Give each server a share so that they add up to well under 1 (two vLLM servers at 0.4 each), or run
+    only one heavy server at a time (compose profiles).""",
+    inputs=("compose", "kubernetes", "shell", "notebook"),
+)
+
+
+@check(POOL_OVERCOMMIT)
+def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
+    """FAIL when the memory shares of two or more servers of one input add up past the whole pool."""
+    launches = ctx.inventory.host.launch
+    if is_live(ctx) or not isinstance(launches, list):
+        return
+    shares: list[tuple[dict[str, Any], float, bool]] = []
+    for launch in launches:
+        if launch.get("optional"):  # a compose service behind a profile does not start with the others
+            continue
+        server = next(((label, default) for label, pattern, _option, default in SERVERS
+                       if default is not None and pattern.search(str(launch.get("tool") or ""))), None)
+        if server is None:
+            continue
+        share = launch.get("memory")
+        if isinstance(share, (int, float)):
+            shares.append((launch, float(share), True))
+        else:
+            shares.append((launch, float(server[1] or 0), False))
+    if len(shares) < 2:
+        return
+    total = sum(share for _launch, share, _explicit in shares)
+    parts = ", ".join(f"{launch.get('service') or launch.get('tool')} {share:g}{'' if explicit else ' (default)'}"
+                      for launch, share, explicit in shares)
+    last = shares[-1][0]
+    where = Location(str(last.get("origin", "")), line=last.get("line"), member=last.get("member"))
+    evidence = {"shares": [share for _l, share, _e in shares], "total": round(total, 3)}
+    if total > 1:
+        yield POOL_OVERCOMMIT.finding(f"{len(shares)} servers claim {total:.2f} of one unified memory pool ({parts})", where, evidence)
+    else:
+        yield POOL_OVERCOMMIT.passed(f"{len(shares)} servers claim {total:.2f} of the pool ({parts})", where, **evidence)

@@ -9,7 +9,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from envcheck import knowledge
+from envcheck import kinds, knowledge
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.markers import PlainMarker, plain_marker
 from envcheck.inspect.versions import is_plain_specifier, plain_contains
@@ -332,8 +332,9 @@ def _pinned_by_constraint(ctx: CheckContext, name: str) -> bool:
 
 
 def _ngc_stages(ctx: CheckContext) -> set[str]:
-    """Dockerfile stages that build on an NGC PyTorch container (directly or through other stages)."""
-    if ctx.kind != "dockerfile":
+    """Dockerfile stages that build on an NGC PyTorch container (directly or through other stages); also those of
+    the Dockerfiles a compose file builds (kinds that satisfy ``dockerfile`` carry stages only from such builds)."""
+    if ctx.kind != "dockerfile" and not kinds.applies(("dockerfile",), ctx.kind):
         return set()
     from envcheck.knowledge.base_images import safe_describe
 
@@ -472,6 +473,11 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
     pip_installed = [p for p in ctx.inventory.packages
                      if p.name in stack and p.role in ("requirement", "lock", "conda") and not p.installed
                      and p.location is not None and p.location.stage is not None]
+    if ctx.kind != "dockerfile":  # compose services, pods: several images, each stage judged on its own
+        ngc = _ngc_stages(ctx)
+        on_ngc = [p for p in pip_installed if p.location is not None and p.location.stage in ngc]
+        pip_installed = [p for p in pip_installed if p not in on_ngc]
+        ngc_final = bool(on_ngc) and not pip_installed
     if ngc_final:
         if pip_installed:
             yield BARE_PIP_BASE.passed("the final image builds on an NGC PyTorch container (container-first)", None)
@@ -483,7 +489,9 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
             continue
         seen.add(stage)
         names = sorted({p.name for p in pip_installed if p.location is not None and p.location.stage == stage})
-        bases = ", ".join(sorted({i.ref for i in ctx.inventory.images if i.final})) or "an unknown base"
+        finals = [i for i in ctx.inventory.images if i.final]
+        own = [i for i in finals if stage in (i.stages or (i.stage,))]  # the stage's own base (a compose service's image)
+        bases = ", ".join(sorted({i.ref for i in own or finals})) or "an unknown base"
         yield BARE_PIP_BASE.finding(
             f"{in_stage(stage)}{', '.join(names)} installed by pip/uv/conda on {bases}, which carries no NGC PyTorch",
             pkg.location, {"stage": stage, "packages": names, "bases": bases},

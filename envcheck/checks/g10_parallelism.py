@@ -20,9 +20,10 @@ TP_ACROSS_NODES = rule(
     hangs, errors or runs far slower than one Spark. The rule reads the launch command (--launch:
     torchrun, accelerate, deepspeed, vLLM, SGLang, Megatron, ms-swift) or launch config
     (--launch-config: JSON/YAML, DeepSpeed hostfile) and fails when more than one node is combined
-    with a tensor-parallel degree above 1.""",
+    with a tensor-parallel degree above 1. Launch commands in compose services, Kubernetes containers,
+    shell scripts and notebooks are read the same way.""",
     """On two Sparks use DDP or FSDP; keep tensor parallelism inside one node (tp=1 across nodes).""",
-    inputs=("host", "container"),
+    inputs=("host", "container", "compose", "kubernetes", "shell", "notebook"),
 )
 
 
@@ -30,15 +31,15 @@ def _where(launch: dict[str, Any]) -> Location:
     origin = str(launch.get("origin") or "--launch")
     lines = [s.get("line") for s in launch.get("settings", []) if s.get("line") and s.get("key") in TP_KEYS]
     lines = lines or [s.get("line") for s in launch.get("settings", []) if s.get("line")]
-    return Location(origin, line=lines[-1] if lines else None)
+    return Location(origin, line=lines[-1] if lines else None, member=launch.get("member"))
 
 
 @check(TP_ACROSS_NODES)
 def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
     """FAIL for nodes > 1 with tp > 1; PASS otherwise; SKIP when no launch was given."""
-    if not is_live(ctx):
-        return
     launches = ctx.inventory.host.launch
+    if not is_live(ctx) and not launches:  # a file's launch commands (compose, script): none, nothing to say
+        return
     if not isinstance(launches, list):
         return
     if not launches:

@@ -84,6 +84,11 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
                              "environment.yml, Dockerfile or wheel); pass a PATH")
         targets.extend(found)
     for path in paths:
+        if str(path) == "-":  # a manifest or script on stdin (helm template ... | envcheck --kind kubernetes -)
+            if args.kind is None:
+                raise UsageError("reading stdin (-) needs --kind: envcheck cannot tell the kind of a stream by its name")
+            targets.append(_file_target(Path("/dev/stdin"), args.kind, options, guessed=False))
+            continue
         if not path.exists() and not path.is_symlink():
             targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(
                 f"{path}: no such file or folder", str(path),

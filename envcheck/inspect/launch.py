@@ -29,13 +29,16 @@ TP_KEYS = frozenset({
     "tensor_parallel_size", "tp", "tp_size", "tensor_model_parallel_size", "tensor_parallel_degree",
     "tp_degree", "megatron_lm_tp_degree", "autotp_size", "tensor_parallel",
 })
+# Keys that cap a server's share of GPU memory (on unified memory: of the one pool), as a fraction.
+MEMORY_KEYS = frozenset({"gpu_memory_utilization", "mem_fraction_static"})
 # Options whose value is a file holding more launch settings (accelerate, DeepSpeed, generic --config).
 FILE_KEYS = frozenset({"config_file", "deepspeed", "deepspeed_config", "hostfile", "ds_config"})
 # Short options that mean tensor parallelism only in the tools that define them (vllm -tp).
 _SHORT_TP = frozenset({"-tp"})
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _YAML_LINE = re.compile(r"^(\s*)(?:-\s+)?([A-Za-z0-9_.\-]+)\s*:\s*(.*?)\s*$")
-_TOOLS = ("torchrun", "torch.distributed.run", "accelerate", "deepspeed", "vllm", "sglang", "swift", "megatron", "llamafactory-cli", "python")
+_TOOLS = ("torchrun", "torch.distributed.run", "accelerate", "deepspeed", "vllm", "sglang", "swift", "megatron", "llamafactory-cli",
+          "trtllm-serve", "llama-server", "python")
 
 
 class LaunchFormatError(ReadingError, ValueError):
@@ -131,13 +134,13 @@ def parse_command(command: str, origin: str = "--launch") -> Launch:
         if word.startswith("--") or word in _SHORT_TP:
             key, eq, value = word.partition("=")
             name = "tp" if key in _SHORT_TP else normalise(key)
-            if name in NODE_KEYS or name in TP_KEYS:
+            if name in NODE_KEYS or name in TP_KEYS or name in MEMORY_KEYS:
                 if not eq and i + 1 < len(words) and not words[i + 1].startswith("-"):
                     value = words[i + 1]
                     i += 1
                 if value:
                     settings.append(Setting(name, value))
-        elif word == "-m" and i + 1 < len(words) and tool in (None, "python"):
+        elif word == "-m" and i + 1 < len(words) and tool in (None, "python"):  # python -m vllm.entrypoints...
             module = words[i + 1]
             tool = next((t for t in _TOOLS if module.startswith(t)), tool)
         i += 1

@@ -179,6 +179,8 @@ def discover_tree(folder: Path) -> Discovery:
                 below.append((path, ignores.add_file(path / ".gitignore", path)))
                 continue
             row = kinds.by_file_name(entry.name, discovering=True) if is_file else None
+            if row is None and is_file and not is_link:
+                row = _by_content(path, kinds.content_kinds(entry.name))
             if row is None:
                 continue
             pattern = ignores.excluded(path, is_dir=False)
@@ -204,6 +206,22 @@ def discover_tree(folder: Path) -> Discovery:
         found.files.append((path, kind))
     found.files.sort(key=lambda item: item[0].parts)
     return found
+
+
+def _by_content(path: Path, candidates: list[kinds.InputKind]) -> kinds.InputKind | None:
+    """The first of ``candidates`` whose sniffer recognises the file (its first 4 KiB); None for none."""
+    if not candidates:
+        return None
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return None
+    for row in candidates:
+        sniff = getattr(module_for(row.name), "sniff", None)
+        if sniff is not None and sniff(path, head):
+            return row
+    return None
 
 
 def read_bare_folder(folder: Path, options: ReadOptions, allow_empty: bool = False) -> Any:

@@ -6,11 +6,12 @@ What ``conda env create -f environment.yml`` installs: each entry of ``dependenc
 is a requirements list, read the way pip reads a requirements file (options such as ``--extra-index-url``
 and ``-r other.txt`` included, relative to the environment file).
 
-The file is read with a small reader for the YAML that environment files use, not a full YAML parser (no
-dependency for one file format): a top-level mapping; block sequences (``- item``) and flow sequences
-(``[a, b]``) of plain or quoted scalars; comments; one nested ``- pip:`` sequence. Anything else in
-``channels`` or ``dependencies`` (anchors, block scalars, other nested mappings) is a problem at its line,
-and the rest of the file is still read. Other top-level keys (``name``, ``prefix``, ``variables``) are skipped.
+The file is read with the bounded YAML reader compose files and Kubernetes manifests use
+(:mod:`envcheck.inspect.yaml_tree`, PyYAML's safe event parser): every item keeps its line. An entry of
+``channels`` or ``dependencies`` that is neither a string nor the ``- pip:`` list (another mapping, a nested
+list, an empty item) is a problem at its line, and the rest of the file is still read; YAML that does not
+parse is one problem at the line where it breaks. Other top-level keys (``name``, ``prefix``, ``variables``)
+are skipped.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envcheck.inspect.pip_args import parse_install_command, parse_requirement_text, shown
+from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
 from envcheck.model import IndexOption, InstallCommand, Inventory, Location, PackageIndex, ReadProblem, Role
 from envcheck.sources import ReadOptions
 from envcheck.sources.requirements import (
@@ -32,10 +34,6 @@ from envcheck.sources.requirements import (
 
 KIND = "conda"
 
-_KEY = re.compile(r"^([A-Za-z_][\w.-]*)\s*:(?:\s+(.*))?$")
-_ITEM = re.compile(r"^(\s*)-(?:\s+(.*))?$")
-_PIP_KEY = re.compile(r"^pip\s*:\s*(.*)$")
-_MAPPING = re.compile(r"^[A-Za-z_][\w.-]*\s*:(\s|$)")
 
 
 @dataclass
@@ -57,100 +55,49 @@ def sniff(path: Path, head: bytes) -> bool:
     return bool(re.search(r"(?m)^dependencies\s*:", text)) and bool(re.search(r"(?m)^(channels|name)\s*:", text))
 
 
-def _strip_comment(text: str) -> str:
-    """``text`` without a trailing ``# comment`` (a # at the start or after whitespace, outside quotes)."""
-    quote = ""
-    for i, ch in enumerate(text):
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "#" and (i == 0 or text[i - 1] in " \t"):
-            return text[:i].rstrip()
-    return text.rstrip()
-
-
-def _scalar(text: str) -> str | None:
-    """A plain or quoted YAML scalar; None for what this reader does not take (anchors, tags, block scalars)."""
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        inner = text[1:-1]
-        return inner.replace("''", "'") if text[0] == "'" else inner.replace('\\"', '"').replace("\\\\", "\\")
-    if not text or text[0] in "&*!|>{[@`%" or text.startswith("? "):
-        return None
-    return text
-
-
-def _flow(text: str) -> list[str] | None:
-    """The items of a flow sequence ``[a, b]``, or None when ``text`` is not one this reader takes."""
-    text = text.strip()
-    if not (text.startswith("[") and text.endswith("]")):
-        return None
-    items = [_scalar(part) for part in text[1:-1].split(",") if part.strip()]
-    return None if any(i is None for i in items) else [i for i in items if i is not None]
-
-
 def parse(text: str) -> EnvironmentFile:
     """The channels, dependencies and pip entries of an environment file's text (problems, not exceptions)."""
     env = EnvironmentFile()
-    key: str | None = None  # the top-level key whose block we are in
-    pip_indent: int | None = None  # indentation of the `- pip:` item while reading its list
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = _strip_comment(raw.replace("\t", "    "))
-        if not line.strip() or line.strip() in ("---", "..."):
+    try:
+        documents = load_all(text, max_documents=1 << 10)
+    except YamlError as exc:
+        env.problems.append((exc.line or 1, f"cannot read the file: {exc.message}"))
+        return env
+    document = next((d for d in documents if d is not None), None)
+    if document is None:
+        return env
+    if not isinstance(document, YMap):
+        env.problems.append((line_of(document), "cannot read the file: expected `key:` at the top level"))
+        return env
+    env.keys.update(document)
+    for key, target in (("channels", env.channels), ("dependencies", env.dependencies)):
+        value = document.get(key)
+        if value is None or (isinstance(value, Scalar) and value.null):
             continue
-        indent = len(line) - len(line.lstrip())
-        item = _ITEM.match(line)
-        if indent == 0 and item is None:
-            pip_indent = None
-            m = _KEY.match(line)
-            if m is None:
-                env.problems.append((number, f"cannot read {shown(line.strip())}: expected `key:` at the top level"))
-                key = None
-                continue
-            key, value = m.group(1), (m.group(2) or "").strip()
-            env.keys.add(key)
-            if key in ("channels", "dependencies") and value:
-                items = _flow(value)
-                if items is None:
-                    env.problems.append((number, f"cannot read {key}: {shown(value)} (expected a list)"))
-                else:
-                    target = env.channels if key == "channels" else env.dependencies
-                    target.extend((number, i) for i in items)
+        if not isinstance(value, YList):
+            env.problems.append((document.line_of(key), f"cannot read {key}: {shown(str(value))} (expected a list)"))
             continue
-        if key not in ("channels", "dependencies"):
-            continue  # name, prefix, variables, ...: nothing that decides what is installed
-        if item is None:
-            env.problems.append((number, f"cannot read {shown(line.strip())} in {key} (expected `- item`)"))
-            continue
-        content = (item.group(2) or "").strip()
-        if pip_indent is not None and indent > pip_indent:
-            value = _scalar(content)
-            if value is None:
-                env.problems.append((number, f"cannot read pip entry {shown(content)} (this reader takes plain or quoted strings)"))
+        for item in value:
+            if isinstance(item, Scalar) and not item.null:
+                target.append((item.line, str(item)))
+            elif key == "dependencies" and isinstance(item, YMap) and list(item) == ["pip"]:
+                _pip_list(item["pip"], item.line_of("pip"), env)
             else:
-                env.pip.append((number, value))
-            continue
-        pip_indent = None
-        pip = _PIP_KEY.match(content) if key == "dependencies" else None
-        if pip is not None:
-            inline = pip.group(1).strip()
-            if inline:
-                items = _flow(inline)
-                if items is None:
-                    env.problems.append((number, f"cannot read pip: {shown(inline)} (expected a list)"))
-                else:
-                    env.pip.extend((number, i) for i in items)
-            else:
-                pip_indent = indent
-            continue
-        value = _scalar(content)
-        if value is None or _MAPPING.match(content):  # (channel::package is a spec: `::` is not `: `)
-            env.problems.append((number, f"cannot read {key} entry {shown(content)} (this reader takes plain or quoted strings and `pip:`)"))
-            continue
-        (env.channels if key == "channels" else env.dependencies).append((number, value))
+                shape = "a mapping" if isinstance(item, YMap) else "a list" if isinstance(item, YList) else "an empty entry"
+                env.problems.append((line_of(item, value.line), f"cannot read {key} entry: {shape} (expected a string or `pip:`)"))
     return env
+
+
+def _pip_list(value: object, line: int, env: EnvironmentFile) -> None:
+    """The ``- pip:`` list: requirement lines, each a string."""
+    if not isinstance(value, YList):
+        env.problems.append((line, "cannot read pip: (expected a list)"))
+        return
+    for item in value:
+        if isinstance(item, Scalar) and not item.null:
+            env.pip.append((item.line, str(item)))
+        else:
+            env.problems.append((line_of(item, value.line), "cannot read pip entry (expected a string)"))
 
 
 def _match_spec(spec: str) -> list[str]:

@@ -108,24 +108,32 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     from envcheck.sources.requirements import read_text_file, text_limit
 
     text, problems = read_text_file(path, text_limit(options))
-    inventory = Inventory(problems=list(problems))
+    inventory = read_text(text, str(path), path.parent, options)
+    inventory.problems[:0] = problems
+    return inventory
+
+
+def read_text(text: str, path: str, context: Path, options: ReadOptions) -> Inventory:
+    """A Dockerfile's text, located as ``path``, with ``context`` as its build context (also read by the
+    shell-script source, which wraps a script into one RUN)."""
+    inventory = Inventory()
     try:
         df = parse(text, options.build_args, BUILD_PLATFORM, options.target or None)
     except DockerfileSyntaxError as exc:
-        inventory.problems.append(ReadProblem(f"Dockerfile syntax error: {exc.message}", Location(str(path), line=exc.line)))
+        inventory.problems.append(ReadProblem(f"Dockerfile syntax error: {exc.message}", Location(path, line=exc.line)))
         return inventory
     except UnknownTargetError as exc:
-        raise InputError(exc.message, str(path),
+        raise InputError(exc.message, path,
                          fix="Pass one of the stage names to --target, as `docker build --target` takes them.") from None
-    reader = _Reader(df, str(path), path.parent, options)
+    reader = _Reader(df, path, context, options)
     try:
         reader.read_all(inventory)
     except DockerfileSyntaxError as exc:  # a value that expands past the limits: what was read so far stays
-        inventory.problems.append(ReadProblem(f"Dockerfile: {exc.message}", Location(str(path), line=exc.line or reader.line)))
+        inventory.problems.append(ReadProblem(f"Dockerfile: {exc.message}", Location(path, line=exc.line or reader.line)))
     except RecursionError:  # a structure nested past anything real that a bound above did not catch
         inventory.problems.append(ReadProblem("Dockerfile: nested too deeply to read; envcheck stopped here",
-                                              Location(str(path), line=reader.line)))
-    inventory.pragmas.extend(_pragmas(text, df, str(path)))
+                                              Location(path, line=reader.line)))
+    inventory.pragmas.extend(_pragmas(text, df, path))
     return inventory
 
 

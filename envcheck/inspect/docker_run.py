@@ -1,0 +1,88 @@
+"""``docker run`` / ``podman run`` command lines: which image runs, on which platform, with GPUs, running what.
+
+Spark scripts mostly wrap a container (``docker run --gpus all ... nvcr.io/nvidia/vllm:25.11-py3 vllm serve
+...``): the image is what a FROM line would be, the words after it are the container's command. The options
+that take a value are listed (from ``docker run --help``, Docker 28, and podman's), so the first word that is
+neither an option nor an option's value is the image; an option this list does not know is taken as a flag.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# docker run / podman run options that take a value (long and short forms)
+_VALUED = frozenset({
+    "-a", "--attach", "--add-host", "--annotation", "--blkio-weight", "--blkio-weight-device", "-c", "--cpu-shares",
+    "--cap-add", "--cap-drop", "--cgroup-parent", "--cgroupns", "--cidfile", "--cpu-period", "--cpu-quota",
+    "--cpu-rt-period", "--cpu-rt-runtime", "--cpus", "--cpuset-cpus", "--cpuset-mems", "--device",
+    "--device-cgroup-rule", "--device-read-bps", "--device-read-iops", "--device-write-bps", "--device-write-iops",
+    "--dns", "--dns-option", "--dns-search", "--domainname", "--entrypoint", "-e", "--env", "--env-file", "--expose",
+    "--gpus", "--group-add", "--health-cmd", "--health-interval", "--health-retries", "--health-start-interval",
+    "--health-start-period", "--health-timeout", "-h", "--hostname", "--ip", "--ip6", "--ipc", "--isolation",
+    "--kernel-memory", "-l", "--label", "--label-file", "--link", "--link-local-ip", "--log-driver", "--log-opt",
+    "--mac-address", "-m", "--memory", "--memory-reservation", "--memory-swap", "--memory-swappiness", "--mount",
+    "--name", "--network", "--net", "--network-alias", "--oom-score-adj", "--pid", "--pids-limit", "--platform",
+    "-p", "--publish", "--pull", "--restart", "--runtime", "--security-opt", "--shm-size", "--stop-signal",
+    "--stop-timeout", "--storage-opt", "--sysctl", "--tmpfs", "--ulimit", "-u", "--user", "--userns", "--uts",
+    "-v", "--volume", "--volume-driver", "--volumes-from", "-w", "--workdir", "--arch", "--os", "--variant",
+    "--hooks-dir", "--secret", "--chrootdirs", "--env-merge", "--gidmap", "--uidmap",
+    "--init-path", "--pod", "--requires", "--seccomp-policy", "--sdnotify", "--systemd", "--timeout", "--tz",
+    "--umask", "--passwd-entry",
+})
+
+
+@dataclass(frozen=True)
+class ContainerRun:
+    """One ``docker run``: the image, its ``--platform``, whether GPUs were asked for, and the command after it."""
+
+    image: str
+    platform: str | None
+    gpus: bool
+    command: tuple[str, ...]
+    entrypoint: str | None
+
+
+def parse_run(argv: list[str]) -> ContainerRun | None:
+    """``argv`` as a container run (``docker run``, ``docker container run``, ``podman run``, ``nvidia-docker run``),
+    or None when it is not one or names no image."""
+    if not argv:
+        return None
+    exe = argv[0].rsplit("/", 1)[-1]
+    if exe not in ("docker", "podman", "nvidia-docker"):
+        return None
+    i = 1
+    if i < len(argv) and argv[i] == "container":
+        i += 1
+    if i >= len(argv) or argv[i] != "run":
+        return None
+    i += 1
+    platform: str | None = None
+    entrypoint: str | None = None
+    gpus = exe == "nvidia-docker"
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            i += 1
+            break
+        if not word.startswith("-") or word == "-":
+            break
+        name, eq, value = word.partition("=")
+        if name in _VALUED and not eq:
+            value = argv[i + 1] if i + 1 < len(argv) else ""
+            i += 1
+        if name == "--platform":
+            platform = value
+        elif _asks_gpu(name, value):
+            gpus = True
+        elif name == "--entrypoint":
+            entrypoint = value
+        i += 1
+    if i >= len(argv):
+        return None
+    return ContainerRun(argv[i], platform or None, gpus, tuple(argv[i + 1:]), entrypoint)
+
+
+def _asks_gpu(name: str, value: str) -> bool:
+    """--gpus, --runtime nvidia, --device nvidia.com/gpu=all (CDI), -e NVIDIA_VISIBLE_DEVICES=..."""
+    return (name == "--gpus" or (name == "--runtime" and value == "nvidia") or (name == "--device" and value.startswith("nvidia.com/gpu"))
+            or (name in ("-e", "--env") and value.startswith("NVIDIA_VISIBLE_DEVICES=")))

@@ -1,0 +1,489 @@
+"""Compose files (``compose.yaml``, ``docker-compose*.yml``): what each service runs and on which image.
+
+Per service, as ``docker compose up`` would see it after interpolation (``${VAR}``, ``${VAR:-default}``,
+``${VAR-default}``, ``${VAR:?error}``, ``${VAR:+alt}``, ``$$``; values from the ``.env`` file beside the
+compose file, not from the shell envcheck runs in, so a check means the same on every machine):
+
+- ``image:`` is a :class:`BaseImage` at its line (``platform:`` as its platform), judged as a Dockerfile
+  ``FROM`` is; with ``build:`` the image names the result instead, and the Dockerfile ``build:`` names
+  (``context``, ``dockerfile``, ``args``, ``target``) is read with those build arguments and that target;
+- ``entrypoint:`` and ``command:`` are read as shell text (installs in ``bash -c "pip install ... && ..."``)
+  and as launch commands (vLLM, SGLang, torchrun ...: memory share, tensor parallelism, nodes); a command
+  that is only options runs the image's own server (``vllm/vllm-openai`` starts ``vllm serve``);
+- ``environment:`` entries are :class:`EnvVar` facts (``TORCH_CUDA_ARCH_LIST``, ``NCCL_*``, ``VLLM_*``), and
+  pip/uv index variables are indexes.
+
+``extends`` (same file or another), ``include`` (other compose files, their services added) and ``profiles``
+(a service that runs only with a profile: its facts are marked as on that branch) are followed, bounded:
+:data:`MAX_FILES` files, :data:`MAX_EXTENDS` levels of ``extends``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from envcheck.errors import InputError, UsageError
+from envcheck.inspect.image_reference import parse_reference
+from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
+from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
+from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
+from envcheck.sources import ReadOptions
+
+KIND = "compose"
+MAX_FILES = 20  # the compose file, the files it includes and those its services extend
+MAX_EXTENDS = 10  # extends chains; compose itself refuses cycles
+# Images whose entrypoint is a server, for a `command:` that gives only its options.
+_IMAGE_ENTRYPOINTS = ((re.compile(r"(^|/)vllm-openai(:|@|$)"), ("vllm", "serve")),
+                      (re.compile(r"(^|/)(?:vllm/vllm|vllm)(:|@|$)"), ("vllm", "serve")))
+_VAR = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])|(?=\}))|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A YAML file with a top-level ``services:`` mapping whose entries have ``image:`` or ``build:``."""
+    if b"\x00" in head:
+        return False
+    text = head.decode("utf-8", "replace")
+    return bool(re.search(r"(?m)^services\s*:\s*$", text)) and bool(re.search(r"(?m)^\s+(image|build)\s*:", text))
+
+
+def read(path: Path, options: ReadOptions) -> Inventory:
+    """Read one compose file (and what it includes and extends)."""
+    reader = _Compose(path, options)
+    inventory = Inventory()
+    document = reader.load(path, inventory)
+    if document is None:
+        return inventory
+    services = reader.services(path, document, inventory, depth=0)
+    launches: list[dict[str, Any]] = []
+    for name, (service, file) in services.items():
+        reader.service(name, service, file, inventory, launches)
+    if launches:
+        inventory.host = replace(inventory.host, launch=launches)
+    return inventory
+
+
+def interpolate(text: str, values: dict[str, str], errors: list[str]) -> str:
+    """``text`` with compose's ``${...}`` forms replaced from ``values``; ``${VAR?msg}`` with VAR unset adds to ``errors``."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        m = _VAR.search(text, i)
+        if m is None:
+            out.append(text[i:])
+            break
+        out.append(text[i:m.start()])
+        if m.group(1):  # $$
+            out.append("$")
+            i = m.end()
+            continue
+        if m.group(4):  # $VAR
+            out.append(values.get(m.group(4), ""))
+            i = m.end()
+            continue
+        name, op = m.group(2), m.group(3) or ""
+        end = _closing(text, m.end())
+        if end < 0:  # unterminated: compose refuses it; keep the text
+            out.append(text[m.start():])
+            break
+        word = interpolate(text[m.end():end], values, errors) if op else ""
+        value = values.get(name)
+        empty = value is None or (op.startswith(":") and value == "")
+        if op.endswith("-"):
+            out.append(word if empty else value or "")
+        elif op.endswith("?"):
+            if empty:
+                errors.append(f"{name} is {'not set or empty' if op.startswith(':') else 'not set'}: {word or 'required variable'}")
+            out.append(value or "")
+        elif op.endswith("+"):
+            out.append("" if empty else word)
+        else:
+            out.append(value or "")
+        i = end + 1
+    return "".join(out)
+
+
+def _closing(text: str, start: int) -> int:
+    """The index of the ``}`` that closes a ``${`` whose body starts at ``start`` (nested ``${...}`` skipped)."""
+    depth = 1
+    i = start
+    while i < len(text):
+        if text.startswith("${", i):
+            depth += 1
+            i += 2
+            continue
+        if text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def dotenv(folder: Path) -> dict[str, str]:
+    """``KEY=VALUE`` lines of the ``.env`` file in ``folder`` (quotes removed, ``export`` allowed); {} without one."""
+    from envcheck.limits import read_regular
+
+    try:
+        data, _stat = read_regular(folder / ".env", 1 << 20)
+    except OSError:
+        return {}
+    values: dict[str, str] = {}
+    for raw in data.decode("utf-8", "replace").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").strip()
+        key, eq, value = line.partition("=")
+        if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", key.strip()):
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        else:
+            value = value.split(" #", 1)[0].rstrip()
+        values[key.strip()] = value
+    return values
+
+
+class _Service(YMap):
+    """A service put together by ``extends``: each key remembers the file it is written in."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.files: dict[str, Path] = {}
+
+
+class _Compose:
+    def __init__(self, path: Path, options: ReadOptions) -> None:
+        self.root = path
+        self.options = options
+        self.files = 0
+        self.values = dotenv(path.parent)
+        self.dockerfiles: set[tuple[str, tuple[tuple[str, str], ...], str]] = set()
+        self.included: set[Path] = set()
+
+    def load(self, path: Path, inventory: Inventory) -> YMap | None:
+        """The first document of a compose file, interpolated; problems go to ``inventory``."""
+        from envcheck.sources.requirements import read_text_file, text_limit
+
+        self.files += 1
+        if self.files > MAX_FILES:
+            inventory.problems.append(ReadProblem(f"more than {MAX_FILES} compose files through include/extends; {path} was not read",
+                                                  Location(str(self.root))))
+            return None
+        text, problems = read_text_file(path, text_limit(self.options))
+        inventory.problems.extend(problems)
+        try:
+            documents = load_all(text)
+        except YamlError as exc:
+            if path == self.root:
+                raise InputError(f"{path}: {exc.message}", str(path), exc.line) from None
+            inventory.problems.append(ReadProblem(f"{path}: {exc.message}", Location(str(path), line=exc.line)))
+            return None
+        document = next((d for d in documents if d is not None), None)
+        if document is None:
+            return None
+        if not isinstance(document, YMap):
+            inventory.problems.append(ReadProblem("a compose file is a mapping (services: ...)", Location(str(path), line=line_of(document))))
+            return None
+        errors: list[tuple[int, str]] = []
+        result = self._interpolated(document, errors)
+        for line, message in errors:
+            # a note: such variables are usually secrets kept out of the repository (an uncommitted .env)
+            inventory.problems.append(ReadProblem(f"docker compose needs a value here ({message}); envcheck read it as empty",
+                                                  Location(str(path), line=line), note=True))
+        return result if isinstance(result, YMap) else None
+
+    def _interpolated(self, value: Any, errors: list[tuple[int, str]]) -> Any:
+        """A copy of ``value`` with every scalar interpolated (keys are not), lines kept."""
+        if isinstance(value, YMap):
+            copy = YMap(value.line)
+            for key, item in value.items():
+                copy[key] = self._interpolated(item, errors)
+                copy.key_lines[key] = value.line_of(key)
+            return copy
+        if isinstance(value, YList):
+            seq = YList(value.line)
+            seq.extend(self._interpolated(item, errors) for item in value)
+            return seq
+        if isinstance(value, Scalar) and "$" in value:
+            found: list[str] = []
+            text = interpolate(str(value), self.values, found)
+            errors.extend((value.line, message) for message in found)
+            return Scalar(text, value.line, value.null, value.style_block)
+        return value
+
+    def services(self, path: Path, document: YMap, inventory: Inventory, depth: int) -> dict[str, tuple[YMap, Path]]:
+        """Services of ``document`` and of the files it includes, by name, with the file each is in."""
+        found: dict[str, tuple[YMap, Path]] = {}
+        includes = document.get("include")
+        for item in includes if isinstance(includes, YList) else []:
+            names = item.get("path") if isinstance(item, YMap) else item
+            for name in names if isinstance(names, YList) else [names]:
+                if not isinstance(name, str) or not name or depth >= 5:
+                    continue
+                other = (path.parent / name)
+                if other.resolve() in self.included or other.resolve() == self.root.resolve():
+                    inventory.problems.append(ReadProblem(f"include: {name} is already included (a cycle); docker compose refuses it",
+                                                          Location(str(path), line=line_of(name))))
+                    continue
+                if not other.is_file():
+                    inventory.problems.append(ReadProblem(f"include: {name} is not a file next to {path.name}", Location(str(path), line=line_of(name))))
+                    continue
+                self.included.add(other.resolve())
+                sub = self.load(other, inventory)
+                if sub is not None:
+                    found.update(self.services(other, sub, inventory, depth + 1))
+        services = document.get("services")
+        if isinstance(services, YMap):
+            for name, service in services.items():
+                if isinstance(service, YMap):
+                    found[name] = (self._extended(service, services, path, inventory, 0), path)
+        return found
+
+    def _extended(self, service: YMap, siblings: YMap, path: Path, inventory: Inventory, depth: int) -> YMap:
+        """``service`` with what it ``extends`` filled in (its own keys win)."""
+        spec = service.get("extends")
+        if spec is None:
+            return service
+        if depth >= MAX_EXTENDS:
+            inventory.problems.append(ReadProblem(f"extends goes more than {MAX_EXTENDS} levels deep", Location(str(path), line=line_of(spec))))
+            return service
+        base_name = spec.get("service") if isinstance(spec, YMap) else spec
+        file = spec.get("file") if isinstance(spec, YMap) else None
+        base: Any = None
+        if isinstance(file, str) and file:
+            other = path.parent / file
+            document = self.load(other, inventory) if other.is_file() else None
+            if document is None:
+                inventory.problems.append(ReadProblem(f"extends: cannot read {file}", Location(str(path), line=line_of(spec))))
+                return service
+            pool = document.get("services")
+            base = pool.get(str(base_name)) if isinstance(pool, YMap) else None
+            if isinstance(base, YMap) and isinstance(pool, YMap):
+                base = self._extended(base, pool, other, inventory, depth + 1)
+        else:
+            base = siblings.get(str(base_name))
+            if isinstance(base, YMap) and base is not service:
+                base = self._extended(base, siblings, path, inventory, depth + 1)
+        if not isinstance(base, YMap) or base is service:
+            inventory.problems.append(ReadProblem(f"extends: no service {base_name!s}", Location(str(path), line=line_of(spec))))
+            return service
+        merged = _Service(service.line)
+        for source, source_path in ((base, path if not isinstance(file, str) or not file else path.parent / file), (service, path)):
+            for key, value in source.items():
+                if key != "extends":
+                    merged[key] = value
+                    merged.key_lines[key] = source.line_of(key)
+                    merged.files[key] = source.files.get(key, source_path) if isinstance(source, _Service) else source_path
+        return merged
+
+    def service(self, name: str, service: YMap, file: Path, inventory: Inventory, launches: list[dict[str, Any]]) -> None:
+        """The facts of one service, located in ``file``."""
+        profiles = service.get("profiles")
+        branch = (f"only with the compose profile {', '.join(map(str, profiles))}"
+                  if isinstance(profiles, YList) and profiles else None)
+
+        def file_of(key: str) -> Path:
+            return service.files.get(key, file) if isinstance(service, _Service) else file
+
+        def at(key: str, line: int | None = None) -> Location:  # a service is reported as a stage named after it
+            return Location(str(file_of(key)), line=line or service.line_of(key), branch=branch, stage=name)
+
+        image = service.get("image")
+        build = service.get("build")
+        platform = service.get("platform")
+        command_file = file_of("command") if "command" in service else file_of("entrypoint")
+        before = len(launches)
+        self._commands(name, service, command_file, inventory, launches, branch, str(image) if isinstance(image, str) else "")
+        if build is not None:
+            self._build(name, build, file_of("build"), inventory, at("build"), platform if isinstance(platform, str) else None)
+        elif isinstance(image, Scalar) and image and not image.null:
+            try:
+                parse_reference(image)
+            except UsageError as exc:
+                inventory.problems.append(ReadProblem(f"service {name}: image {image}: {exc.message}", at("image")))
+            else:
+                if len(launches) > before or uses_gpu(service) or isinstance(platform, str) or ml_image(str(image)):
+                    inventory.images.append(BaseImage(ref=str(image), platform=str(platform) if isinstance(platform, str) and platform else None,
+                                                      location=at("image"), stage=name, stages=(name,)))
+                    inventory.packages.extend(_shipped(str(image), at("image")))  # NGC's torch, flash-attn: what pip keeps
+        for key, value, line in _environment(service.get("environment")):
+            loc = at("environment", line)
+            inventory.env.append(EnvVar(key, value, Origin.ENV, loc))
+            option = INDEX_VARIABLES.get(key)
+            if option is not None:
+                inventory.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(key, value))
+
+    def _commands(self, name: str, service: YMap, file: Path, inventory: Inventory, launches: list[dict[str, Any]],
+                  branch: str | None, image: str) -> None:
+        from envcheck.sources import shell
+
+        words: list[str] = []
+        line = None
+        for key in ("entrypoint", "command"):
+            value = service.get(key)
+            if isinstance(value, YList):
+                words += [str(v) for v in value]
+            elif isinstance(value, Scalar) and not value.null:
+                try:
+                    words += shlex.split(value)
+                except ValueError:
+                    words += value.split()
+            else:
+                continue
+            line = line or service.line_of(key)
+        if not words or line is None:
+            return
+        text = shlex.join(words)
+        entry = image_entrypoint(image)
+        def where(_line: int) -> Location:  # a compose command is one value: every fact is at its key
+            return Location(str(file), line=line, branch=branch, stage=name)
+
+        sub = shell.read_script(text, str(file), file.parent, self.options, where)
+        inventory.packages.extend(sub.packages)
+        inventory.indexes.extend(sub.indexes)
+        inventory.installs.extend(sub.installs)
+        inventory.env.extend(sub.env)
+        inventory.problems.extend(sub.problems)
+        extra: dict[str, object] = {"service": f"service {name}", **({"optional": True, "branch": branch} if branch else {})}  # not started by default
+        launches.extend(shell.launches(text, str(file), where, entry=entry, extra=extra))
+
+    def _build(self, name: str, build: Any, file: Path, inventory: Inventory, loc: Location, platform: str | None) -> None:
+        """Read the Dockerfile a service builds, with its build args and target."""
+        from envcheck.sources import dockerfile
+
+        spec = build if isinstance(build, YMap) else YMap(line_of(build))
+        context_text = str(build) if isinstance(build, Scalar) else str(spec.get("context") or ".")
+        if re.match(r"^[a-z][a-z0-9+.-]*://|^git@", context_text):
+            inventory.problems.append(ReadProblem(f"build context {context_text} is remote; its Dockerfile was not read", loc, note=True))
+            return
+        context = file.parent / context_text
+        inline = spec.get("dockerfile_inline")
+        if isinstance(inline, Scalar) and not inline.null:
+            self._inline_build(name, inline, file, context, spec, inventory)
+            return
+        written = str(spec.get("dockerfile") or "Dockerfile")
+        args = {key: value for key, value, _line in _environment(spec.get("args"))}
+        target = str(spec.get("target") or "")
+        recipe = context / written
+        key = (str(recipe), tuple(sorted(args.items())), target)
+        if key in self.dockerfiles:
+            return
+        self.dockerfiles.add(key)
+        if not recipe.is_file():
+            shown_path = os.path.normpath(recipe)
+            inventory.problems.append(ReadProblem(f"build: no Dockerfile at {shown_path}; it was not checked", loc, note=True))
+            return
+        options = replace(self.options, build_args=args, target=target or None)
+        try:
+            sub = dockerfile.read(recipe, options)
+        except InputError as exc:
+            inventory.problems.append(ReadProblem(f"build: {exc.message}", loc))
+            return
+        if platform:
+            sub.images[:] = [replace(i, platform=i.platform or platform) for i in sub.images]
+        inventory.extend(_restaged(sub, name))
+
+
+    def _inline_build(self, service: str, inline: Scalar, file: Path, context: Path, spec: YMap, inventory: Inventory) -> None:
+        """``dockerfile_inline:``: the Dockerfile is the compose file's own text, located at its lines there."""
+        from envcheck.sources import dockerfile
+
+        args = {key: value for key, value, _line in _environment(spec.get("args"))}
+        target = str(spec.get("target") or "")
+        options = replace(self.options, build_args=args, target=target or None)
+        sub = _restaged(dockerfile.read_text(str(inline), str(file), context, options), service)
+        first = inline.line + (1 if inline.style_block else 0)  # a block scalar's text starts below its `|`
+
+        def moved(loc: Location | None) -> Location | None:
+            if loc is None or loc.path != str(file) or loc.line is None:
+                return loc
+            return replace(loc, line=first + loc.line - 1)
+
+        inventory.images.extend(replace(i, location=moved(i.location)) for i in sub.images)
+        inventory.packages.extend(replace(p, location=moved(p.location)) for p in sub.packages)
+        inventory.indexes.extend(replace(i, location=moved(i.location)) for i in sub.indexes)
+        inventory.installs.extend(replace(c, location=moved(c.location)) for c in sub.installs)
+        inventory.env.extend(replace(e, location=moved(e.location)) for e in sub.env)
+        inventory.problems.extend(replace(p, location=moved(p.location)) for p in sub.problems)
+
+
+def _restaged(sub: Inventory, service: str) -> Inventory:
+    """A built Dockerfile's facts with its stage labels named after the service (``vllm/0``, ``app/builder``):
+    several services' Dockerfiles in one inventory must not share stage ``0``."""
+
+    def label(stage: str | None) -> str | None:
+        return f"{service}/{stage}" if stage is not None else None
+
+    def moved(loc: Location | None) -> Location | None:
+        return replace(loc, stage=label(loc.stage)) if loc is not None and loc.stage is not None else loc
+
+    out = Inventory(context=sub.context, host=sub.host, pragmas=sub.pragmas)
+    out.images = [replace(i, stage=label(i.stage), stages=tuple(f"{service}/{s}" for s in i.stages), location=moved(i.location))
+                  for i in sub.images]
+    out.packages = [replace(p, location=moved(p.location)) for p in sub.packages]
+    out.indexes = [replace(i, location=moved(i.location)) for i in sub.indexes]
+    out.installs = [replace(c, location=moved(c.location)) for c in sub.installs]
+    out.wheels = [replace(w, location=moved(w.location)) for w in sub.wheels]
+    out.env = [replace(e, location=moved(e.location)) for e in sub.env]
+    out.problems = [replace(p, location=moved(p.location)) for p in sub.problems]
+    return out
+
+
+def image_entrypoint(ref: str) -> tuple[str, ...]:
+    """The server an image's own entrypoint starts (``vllm/vllm-openai``: ``vllm serve``), for commands that are
+    only its options; () when unknown."""
+    return next((tool for pattern, tool in _IMAGE_ENTRYPOINTS if pattern.search(ref)), ())
+
+
+def uses_gpu(service: YMap) -> bool:
+    """Does the service ask for a GPU: ``deploy.resources.reservations.devices`` (driver nvidia or capability gpu),
+    ``gpus:``, ``runtime: nvidia`` or ``NVIDIA_VISIBLE_DEVICES``?"""
+    if service.get("gpus") is not None or str(service.get("runtime") or "") == "nvidia":
+        return True
+    if any(key == "NVIDIA_VISIBLE_DEVICES" for key, _value, _line in _environment(service.get("environment"))):
+        return True
+    devices: Any = service
+    for step in ("deploy", "resources", "reservations", "devices"):
+        devices = devices.get(step) if isinstance(devices, YMap) else None
+    for device in devices if isinstance(devices, YList) else []:
+        if isinstance(device, YMap) and (str(device.get("driver") or "") == "nvidia" or "gpu" in [str(c) for c in device.get("capabilities") or []]):
+            return True
+    return False
+
+
+def ml_image(ref: str) -> bool:
+    """An image envcheck's knowledge says something about (NGC, nvidia/cuda, amd64-only ML images): judged whatever
+    the service asks for. Other images of services without a GPU (databases, web UIs, curl) are not the Spark's concern."""
+    from envcheck.knowledge.base_images import safe_describe
+
+    facts = safe_describe(ref)
+    return facts is not None and (facts.family != "other" or facts.amd64_only)
+
+
+def _environment(value: Any) -> list[tuple[str, str, int]]:
+    """``environment:`` / ``args:`` as a mapping or a ``KEY=VALUE`` list, with lines; a bare ``KEY`` (its value from
+    the shell) is left out."""
+    pairs: list[tuple[str, str, int]] = []
+    if isinstance(value, YMap):
+        pairs += [(k, str(v), value.line_of(k)) for k, v in value.items() if isinstance(v, Scalar) and not v.null]
+    elif isinstance(value, YList):
+        for item in value:
+            key, eq, text = str(item).partition("=")
+            if eq:
+                pairs.append((key.strip(), text, line_of(item, value.line)))
+    return pairs
+
+
+def _shipped(ref: str, location: Location) -> list[Any]:
+    """What a known NGC image ships (torch, flash-attn, triton), as the Dockerfile source adds for a FROM."""
+    # imported here: discovery sniffs YAML files with this module and never needs the Dockerfile reader
+    from envcheck.sources.dockerfile import shipped_packages
+
+    return shipped_packages(ref, location)

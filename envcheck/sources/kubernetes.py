@@ -1,0 +1,214 @@
+"""Kubernetes manifests: the containers a workload runs, on which images, scheduled where.
+
+A manifest is multi-document YAML (``kubectl apply -f``, Helm's rendered output given on stdin as ``-``).
+Documents are recognised by ``apiVersion`` and ``kind``; the workloads read are Pod, Deployment,
+StatefulSet, DaemonSet, ReplicaSet, Job and CronJob (other documents, such as Services and ConfigMaps, are
+skipped). For each container and init container:
+
+- ``image`` is a :class:`BaseImage` at its line, judged as a Dockerfile ``FROM`` is; when the pod is
+  scheduled only on amd64 nodes (``nodeSelector`` or required node affinity on ``kubernetes.io/arch``), its
+  images carry ``linux/amd64`` as their platform, which the ARCH rules judge against the Spark's arm64;
+- ``command`` + ``args`` are read as shell text and as a launch command (vLLM, SGLang, torchrun ...);
+- ``env`` entries with a literal ``value`` are :class:`EnvVar` facts.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from envcheck.errors import InputError, UsageError
+from envcheck.inspect.image_reference import parse_reference
+from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
+from envcheck.inspect.yaml_tree import YamlError, YList, YMap, line_of, load_all
+from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
+from envcheck.sources import ReadOptions
+from envcheck.sources.compose import image_entrypoint, ml_image
+
+KIND = "kubernetes"
+# kind -> the path from the document to its pod spec
+WORKLOADS: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+    # LeaderWorkerSet (the multi-node vLLM/SGLang recipe): the leader's pod (the workers' is read below)
+    "LeaderWorkerSet": ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
+}
+_LWS_WORKERS = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")
+ARCH_LABEL = "kubernetes.io/arch"
+_SNIFF = re.compile(r"(?m)^apiVersion\s*:\s*\S+")
+_SNIFF_KIND = re.compile(r"(?m)^kind\s*:\s*[\"']?(" + "|".join(WORKLOADS) + r"|List)[\"']?\s*$")
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """YAML with a top-level ``apiVersion:`` and a workload ``kind:`` (Pod, Deployment, Job ...)."""
+    if b"\x00" in head:
+        return False
+    text = head.decode("utf-8", "replace")
+    return bool(_SNIFF.search(text)) and bool(_SNIFF_KIND.search(text))
+
+
+def read(path: Path, options: ReadOptions) -> Inventory:
+    """Read every workload of a manifest file."""
+    from envcheck.sources.requirements import read_text_file, text_limit
+
+    text, problems = read_text_file(path, text_limit(options))
+    try:
+        documents = load_all(text)
+    except YamlError as exc:
+        raise InputError(f"{path}: {exc.message}", str(path), exc.line) from None
+    inventory = Inventory(problems=list(problems))
+    launches: list[dict[str, Any]] = []
+    for document in _flattened(documents):
+        kind = document.get("kind")
+        if not isinstance(document.get("apiVersion"), str) or kind not in WORKLOADS:
+            continue
+        spec = _at_path(document, WORKLOADS[str(kind)])
+        workers = _at_path(document, _LWS_WORKERS) if kind == "LeaderWorkerSet" else None
+        if spec is None and workers is not None:
+            spec, workers = workers, None
+        if spec is None:
+            inventory.problems.append(ReadProblem(f"{kind} has no pod spec at {'.'.join(WORKLOADS[str(kind)])}",
+                                                  Location(str(path), line=line_of(document))))
+            continue
+        metadata = document.get("metadata")
+        name = f"{kind}/{metadata.get('name')}" if isinstance(metadata, YMap) and metadata.get("name") else str(kind)
+        first = len(launches)
+        _pod(name, spec, path, options, inventory, launches)
+        if workers is not None:
+            _pod(f"{name} workers", workers, path, options, inventory, launches)
+        size = _at_path(document, ("spec", "leaderWorkerTemplate", "size"))
+        if isinstance(size, str) and size.isdigit() and int(size) > 1:  # a group spans `size` nodes
+            for launch in launches[first:]:
+                launch["nodes"] = max(int(launch.get("nodes") or 1), int(size))
+    if launches:
+        inventory.host = replace(inventory.host, launch=launches)
+    return inventory
+
+
+def _at_path(document: YMap, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` below ``document`` (a pod spec must be a mapping), or None."""
+    value: Any = document
+    for step in path:
+        value = value.get(step) if isinstance(value, YMap) else None
+    return value if isinstance(value, (YMap, str)) else None
+
+
+def _flattened(documents: list[Any]) -> list[YMap]:
+    """The documents, with the items of a ``kind: List`` (``kubectl get -o yaml``) in their place."""
+    out: list[YMap] = []
+    for document in documents:
+        if not isinstance(document, YMap):
+            continue
+        items = document.get("items")
+        if document.get("kind") == "List" and isinstance(items, YList):
+            out.extend(item for item in items if isinstance(item, YMap))
+        else:
+            out.append(document)
+    return out
+
+
+def amd64_only(spec: YMap) -> bool:
+    """Is the pod scheduled only on amd64 nodes (nodeSelector, or required node affinity without arm64)?"""
+    selector = spec.get("nodeSelector")
+    if isinstance(selector, YMap) and isinstance(selector.get(ARCH_LABEL), str):
+        return str(selector.get(ARCH_LABEL)) in ("amd64", "x86_64")
+    affinity: Any = spec
+    for step in ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"):
+        affinity = affinity.get(step) if isinstance(affinity, YMap) else None
+    if not isinstance(affinity, YList) or not affinity:
+        return False
+    allowed: set[str] = set()
+    for term in affinity:  # terms are ORed; a term without an arch expression allows every architecture
+        expressions = term.get("matchExpressions") if isinstance(term, YMap) else None
+        arch = [e for e in expressions or [] if isinstance(e, YMap) and e.get("key") == ARCH_LABEL]
+        if not arch:
+            return False
+        for expression in arch:
+            values = {str(v) for v in expression.get("values") or []} if isinstance(expression.get("values"), YList) else set()
+            if expression.get("operator") == "In":
+                allowed |= values
+            else:
+                return False  # NotIn, Exists: not a restriction to amd64
+    return bool(allowed) and allowed <= {"amd64", "x86_64"}
+
+
+def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inventory, launches: list[dict[str, Any]]) -> None:
+    from envcheck.sources import shell
+
+    platform = "linux/amd64" if amd64_only(spec) else None
+    for group in ("initContainers", "containers"):
+        containers = spec.get(group)
+        for container in containers if isinstance(containers, YList) else []:
+            if not isinstance(container, YMap):
+                continue
+            who = f"{name} container {container.get('name') or '?'}"
+            stage = f"{name}/{container.get('name') or '?'}"  # a container is reported as a stage named after it
+            image = container.get("image")
+            words = [str(w) for key in ("command", "args") if isinstance(container.get(key), YList) for w in container[key]]
+            entry = image_entrypoint(str(image)) if isinstance(image, str) and "command" not in container else ()
+            judged = bool(platform) or bool(_gpus(container)) or bool(words and shell.launches(shlex.join(words), "", _at("", 1), entry))
+            if isinstance(image, str) and image and (judged or ml_image(str(image))):
+                at = Location(str(path), line=container.line_of("image"), stage=stage)
+                try:
+                    parse_reference(image)
+                except UsageError as exc:
+                    inventory.problems.append(ReadProblem(f"{who}: image {image}: {exc.message}", at))
+                else:
+                    inventory.images.append(BaseImage(ref=str(image), platform=platform, location=at, stage=stage, stages=(stage,)))
+                    inventory.packages.extend(_shipped(str(image), at))  # NGC's torch, flash-attn: what pip keeps
+            env = container.get("env")
+            for item in env if isinstance(env, YList) else []:
+                if isinstance(item, YMap) and isinstance(item.get("name"), str) and isinstance(item.get("value"), str):
+                    loc = Location(str(path), line=line_of(item), stage=stage)
+                    key, value = str(item["name"]), str(item["value"])
+                    inventory.env.append(EnvVar(key, value, Origin.ENV, loc))
+                    option = INDEX_VARIABLES.get(key)
+                    if option is not None:
+                        inventory.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(key, value))
+            if not words:
+                continue
+            key = "command" if "command" in container else "args"
+            line = container.line_of(key)
+            text = shlex.join(words)
+            where = _at(str(path), line, stage)
+            sub = shell.read_script(text, str(path), path.parent, options, where)
+            inventory.packages.extend(sub.packages)
+            inventory.indexes.extend(sub.indexes)
+            inventory.installs.extend(sub.installs)
+            inventory.env.extend(sub.env)
+            inventory.problems.extend(sub.problems)
+            gpus = _gpus(container)
+            launches.extend(shell.launches(text, str(path), where, entry, extra={"service": who, **({"gpus": gpus} if gpus else {})}))
+
+
+def _at(path: str, line: int, stage: str | None = None) -> Callable[[int], Location]:
+    """Every line of a container's command is located at its ``command:`` (or ``args:``) key."""
+    return lambda _line: Location(path, line=line, stage=stage)
+
+
+def _gpus(container: YMap) -> int | None:
+    """The ``nvidia.com/gpu`` count a container asks for (limits, else requests)."""
+    resources = container.get("resources")
+    for part in ("limits", "requests"):
+        table = resources.get(part) if isinstance(resources, YMap) else None
+        value = table.get("nvidia.com/gpu") if isinstance(table, YMap) else None
+        if isinstance(value, str) and value.isdigit():
+            return int(value)
+    return None
+
+
+def _shipped(ref: str, location: Location) -> list[Any]:
+    """What a known NGC image ships (torch, flash-attn, triton), as the Dockerfile source adds for a FROM."""
+    # imported here: discovery sniffs YAML files with this module and never needs the Dockerfile reader
+    from envcheck.sources.dockerfile import shipped_packages
+
+    return shipped_packages(ref, location)

@@ -1,0 +1,181 @@
+"""Jupyter notebooks (``*.ipynb``): the installs and settings in code cells.
+
+Read from code cells only (markdown and raw cells and every output are never read as commands):
+
+- ``!pip install ...``, ``!uv pip install ...``, any ``!`` shell line, and whole ``%%bash`` / ``%%sh`` cells are
+  shell text, read like a shell script (:func:`envcheck.sources.shell.read_script`): packages, indexes,
+  ``git clone ... && pip install .``, launch commands (``!vllm serve ... &``);
+- ``%pip install ...`` and ``%conda install ...`` are the same installs (``{sys.executable} -m pip`` too);
+- ``%env NAME=value``, ``%env NAME value`` and ``os.environ["NAME"] = "value"`` set variables.
+
+A fact is located twice: ``member`` says ``cell 3, line 2`` (cells counted from 1 over all cells, as the
+notebook shows them; lines within the cell's source), and ``line`` is the line of that source line in the
+``.ipynb`` file itself, where Jupyter writes each source line as one JSON string on a line of its own, so
+a SARIF region points a code-scanning view at the right place.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from envcheck.errors import InputError
+from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
+from envcheck.inspect.pragma import pragma_line
+from envcheck.model import EnvVar, Inventory, Location, Origin, PackageIndex, Pragma
+from envcheck.sources import ReadOptions
+
+KIND = "notebook"
+MAX_CELLS = 10_000  # notebooks with a few hundred cells are large
+_SHELL_CELLS = re.compile(r"^%%(?:bash|sh|script\s+(?:ba|da|z)?sh)\b")
+_LINE_MAGIC = re.compile(r"^%(pip|conda|mamba|uv)\s+(.*)$")
+_ENV_MAGIC = re.compile(r"^%env\s+([A-Za-z_][A-Za-z0-9_]*)(?:\s*=\s*|\s+)(.*)$")
+_OS_ENVIRON = re.compile(r"""^os\.environ\[\s*(["'])([A-Za-z_][A-Za-z0-9_]*)\1\s*\]\s*=\s*(["'])(.*?)\3\s*(?:#.*)?$""")
+_SETDEFAULT = re.compile(r"""^os\.environ\.setdefault\(\s*(["'])([A-Za-z_][A-Za-z0-9_]*)\1\s*,\s*(["'])(.*?)\3\s*\)""")
+_EXECUTABLE = re.compile(r"\{sys\.executable\}|\$\{?sys\.executable\}?")
+# IPython replaces `{expression}` in `!` and `%pip` lines with the Python value: unknown here, so left out.
+_PYTHON_VALUE = re.compile(r"(?<!\$)\{[^{}\s]+\}")
+_PYTHON_BLOCK = "in an indented Python block of the cell (if/else/try: it may not run)"
+
+
+def read(path: Path, options: ReadOptions) -> Inventory:
+    """Read one notebook."""
+    from envcheck.sources import shell
+    from envcheck.sources.requirements import read_text_file, text_limit
+
+    text, problems = read_text_file(path, text_limit(options))
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path} is not a notebook: invalid JSON ({exc.msg})", str(path), exc.lineno) from None
+    except RecursionError:
+        raise InputError(f"{path} is not a notebook: JSON nested too deeply", str(path)) from None
+    cells = document.get("cells") if isinstance(document, dict) else None
+    if not isinstance(cells, list):  # nbformat 3 kept cells under worksheets
+        sheets = document.get("worksheets") if isinstance(document, dict) else None
+        cells = [c for s in sheets if isinstance(s, dict) for c in s.get("cells", []) or []] if isinstance(sheets, list) else None
+    if not isinstance(cells, list):
+        raise InputError(f"{path} is not a Jupyter notebook: no cells", str(path))
+    if len(cells) > MAX_CELLS:
+        raise InputError(f"{path} has {len(cells)} cells, over the {MAX_CELLS} envcheck reads", str(path))
+    finder = _Lines(text)
+    script: list[str] = []
+    places: list[Location] = []
+    inventory = Inventory(problems=list(problems))
+    for number, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict):
+            continue
+        lines = _source_lines(cell.get("source"))
+        file_lines = [finder.find(line) for line in lines]
+        if cell.get("cell_type") not in ("code", None) or "cell_type" not in cell:
+            continue
+        for where, command in _commands(lines):
+            inside = lines[where][:1] in (" ", "\t") and not _SHELL_CELLS.match(lines[0].strip())
+            loc = Location(str(path), line=file_lines[where], member=f"cell {number}, line {where + 1}",
+                           branch=_PYTHON_BLOCK if inside else None)
+            if isinstance(command, tuple):
+                name, value = command
+                inventory.env.append(EnvVar(name, value, Origin.ENV, loc))
+                option = INDEX_VARIABLES.get(name)
+                if option is not None:
+                    inventory.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(name, value))
+                continue
+            script.append(command)
+            places.append(loc)
+        inventory.pragmas.extend(_pragmas(lines, file_lines, str(path), number))
+    if script:
+        text_script = "\n".join(script)
+        sub = shell.read_script(text_script, str(path), path.parent, options, lambda n: places[min(max(n, 1), len(places)) - 1])
+        inventory.packages.extend(sub.packages)
+        inventory.indexes.extend(sub.indexes)
+        inventory.installs.extend(sub.installs)
+        inventory.env.extend(sub.env)
+        inventory.wheels.extend(sub.wheels)
+        inventory.problems.extend(sub.problems)
+        inventory.pragmas.extend(sub.pragmas)
+        inventory.host = sub.host
+    return inventory
+
+
+def _source_lines(source: Any) -> list[str]:
+    """A cell's source as lines (nbformat stores a list of lines, each with its newline, or one string)."""
+    if isinstance(source, list):
+        text = "".join(s for s in source if isinstance(s, str))
+    elif isinstance(source, str):
+        text = source
+    else:
+        return []
+    return text.split("\n")
+
+
+def _commands(lines: list[str]) -> Iterator[tuple[int, str | tuple[str, str]]]:
+    """(line index, shell command) or (line index, (name, value)) for what a code cell runs or sets."""
+    if lines and _SHELL_CELLS.match(lines[0].strip()):
+        for i, line in enumerate(lines[1:], 1):
+            if line.strip():
+                yield i, line
+        return
+    i = 0
+    while i < len(lines):
+        start = i
+        line = lines[i].strip()
+        while line.endswith("\\") and i + 1 < len(lines):  # `!pip install a \` continued on the next line
+            i += 1
+            line = line[:-1] + " " + lines[i].strip()
+        i += 1
+        if line.startswith("!"):
+            yield start, _PYTHON_VALUE.sub("", _EXECUTABLE.sub("python", line[1:].lstrip("!").strip()))
+            continue
+        magic = _LINE_MAGIC.match(line)
+        if magic:
+            tool, rest = magic.groups()
+            yield start, f"{tool} {_PYTHON_VALUE.sub('', _EXECUTABLE.sub('python', rest))}"
+            continue
+        env = _ENV_MAGIC.match(line)
+        if env:
+            yield start, (env.group(1), env.group(2).strip().strip("\"'"))
+            continue
+        assigned = _OS_ENVIRON.match(line) or _SETDEFAULT.match(line)
+        if assigned:
+            yield start, (assigned.group(2), assigned.group(4))
+
+
+def _pragmas(lines: list[str], file_lines: list[int | None], path: str, cell: int) -> list[Pragma]:
+    """``# envcheck: ignore=RULE reason`` in a cell applies to the next non-blank line of that cell."""
+    found: list[Pragma] = []
+    for i, raw in enumerate(lines):
+        m = pragma_line(raw)
+        if not m:
+            continue
+        target = i + 1
+        while target < len(lines) and (not lines[target].strip() or pragma_line(lines[target])):
+            target += 1
+        if target >= len(lines):
+            continue
+        rules = tuple(r.strip() for r in m.group(1).split(",") if r.strip())
+        found.append(Pragma(rules, m.group(2).strip(), Location(path, line=file_lines[target], member=f"cell {cell}, line {target + 1}")))
+    return found
+
+
+class _Lines:
+    """Finds, in order, the line of the ``.ipynb`` file on which each source line is written as a JSON string."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.position = 0
+        self.line = 1
+
+    def find(self, source_line: str) -> int | None:
+        if not source_line:
+            return None if self.position == 0 else self.line
+        for ensure_ascii in (False, True):
+            needle = json.dumps(source_line, ensure_ascii=ensure_ascii)[:-1]  # without the closing quote (a newline may follow)
+            found = self.text.find(needle, self.position)
+            if found >= 0:
+                self.line += self.text.count("\n", self.position, found)
+                self.position = found + len(needle)
+                return self.line
+        return self.line if self.position else None

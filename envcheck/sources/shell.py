@@ -1,0 +1,226 @@
+"""Shell scripts (``install.sh``, ``setup.sh``, files whose shebang names sh, bash, dash or zsh).
+
+A script installs what a Dockerfile ``RUN`` with the same text installs, so it is read by the Dockerfile
+source's RUN reader (one shared reading of pip/uv/conda/apt command lines, ``export``, ``git clone ... &&
+pip install .``, conditions, ``cd``): the script becomes the heredoc of one RUN in a stage that has the
+script's folder copied in as its working directory, so ``pip install -r requirements.txt`` reads the file
+beside the script. Locations are then moved back to the script's own lines (and the stage label dropped).
+
+:func:`read_script` is the same reading for shell text held by other inputs: a compose service's
+``command:``, a Kubernetes container's ``command``/``args``, a notebook's ``!pip`` and ``%pip`` lines. The
+caller says where each of the text's lines is in its own file.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from envcheck.inspect.pragma import pragma_line
+from envcheck.model import BaseImage, Inventory, Location, Pragma, ReadProblem
+from envcheck.sources import ReadOptions
+
+KIND = "shell"
+SHEBANG = re.compile(rb"^#!\s*(?:/usr)?(?:/local)?/bin/(?:env\s+(?:-\S+\s+)*)?(?:sh|bash|dash|zsh)(?:\s|$)")
+_MARKER = "ENVCHECK_SHELL_SCRIPT_END"
+# FROM, COPY, WORKDIR and the RUN line come before the heredoc body: script line 1 is Dockerfile line 5.
+_HEADER_LINES = 4
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """A file whose first line is a shebang naming sh, bash, dash or zsh (directly or through env)."""
+    return SHEBANG.match(head) is not None
+
+
+def read(path: Path, options: ReadOptions) -> Inventory:
+    """Read one shell script; its own lines are the locations."""
+    from envcheck.sources.requirements import read_text_file, text_limit
+
+    text, problems = read_text_file(path, text_limit(options))
+    inventory = read_script(text, str(path), path.parent, options, lambda line: Location(str(path), line=line))
+    inventory.problems[:0] = problems
+    inventory.pragmas.extend(_pragmas(text, str(path)))
+    return inventory
+
+
+def read_script(text: str, path: str, folder: Path, options: ReadOptions, where: Callable[[int], Location]) -> Inventory:
+    """What running ``text`` with sh installs: the facts a Dockerfile RUN with this text has, located by
+    ``where(line)`` (``line`` counted in ``text``, from 1). Files the script names are looked up in ``folder``."""
+    from envcheck.sources import dockerfile
+
+    marker = _MARKER
+    while marker in text:
+        marker += "_"
+    recipe = f"FROM scratch\nCOPY . /\nWORKDIR /\nRUN <<'{marker}'\n{text}\n{marker}\n"
+    inventory = dockerfile.read_text(recipe, path, folder, options)
+    lines = text.count("\n") + 1
+
+    def moved(loc: Location | None) -> Location | None:
+        if loc is None:
+            return None
+        if loc.path != path:  # a file the script read (-r requirements.txt): its own lines, the caller's stage
+            return replace(loc, stage=where(1).stage)
+        line = (loc.line or _HEADER_LINES + 1) - _HEADER_LINES
+        base = where(min(max(line, 1), lines))  # the caller's branch (a compose profile, a notebook's Python block) stays
+        return replace(base, branch=loc.branch or base.branch, fallback=loc.fallback or base.fallback)
+
+    out = Inventory(context=inventory.context)
+    out.packages = [replace(p, location=moved(p.location)) for p in inventory.packages]
+    out.indexes = [replace(i, location=moved(i.location)) for i in inventory.indexes]
+    out.installs = [replace(c, location=moved(c.location)) for c in inventory.installs]
+    out.wheels = [replace(w, location=moved(w.location)) for w in inventory.wheels]
+    seen: set[tuple[str, str]] = set()
+    for variable in inventory.env:  # `export X=...` then a build that runs with it: one setting, where it is made
+        if (variable.name, variable.value) not in seen:
+            seen.add((variable.name, variable.value))
+            out.env.append(replace(variable, location=moved(variable.location)))
+    out.problems = [ReadProblem(p.message.replace("this RUN", "this script"), moved(p.location)) for p in inventory.problems]
+    out.pragmas = [replace(p, location=moved(p.location) or p.location) for p in inventory.pragmas if p.location.path != path]
+    found = launches(text, path, where)
+    if found:
+        out.host = replace(out.host, launch=found)
+    out.images = container_images(text, where)
+    return out
+
+
+def container_images(text: str, where: Callable[[int], Location]) -> list[BaseImage]:
+    """The images ``docker run`` / ``podman run`` lines start, judged as a FROM line is when the container gets a GPU,
+    names a platform, starts a known server, or is an image the knowledge describes (NGC, nvidia/cuda)."""
+    from envcheck.errors import UsageError
+    from envcheck.inspect.docker_run import parse_run
+    from envcheck.inspect.image_reference import parse_reference
+    from envcheck.inspect.shell import split_commands
+    from envcheck.sources.compose import ml_image
+
+    images: list[BaseImage] = []
+    for cmd in split_commands(text, arch="arm64"):
+        argv = list(cmd.argv)
+        while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
+            argv.pop(0)
+        run = parse_run(argv)
+        if run is None or "$" in run.image:
+            continue
+        try:
+            parse_reference(run.image)
+        except UsageError:
+            continue
+        command = list(run.command) or list(_entrypoint_of(run.image))
+        if run.gpus or run.platform or ml_image(run.image) or (command and _leading_tool(command)):
+            loc = where(text.count("\n", 0, cmd.offset) + 1)
+            images.append(BaseImage(ref=run.image, platform=run.platform, location=loc))
+    return images
+
+
+def _entrypoint_of(image: str) -> tuple[str, ...]:
+    from envcheck.sources.compose import image_entrypoint
+
+    return image_entrypoint(image)
+
+
+# Words that run the command after them: `exec vllm serve ...`, `nohup torchrun ... &`.
+_WRAPPERS = frozenset({"exec", "nohup", "env", "sudo", "time", "command"})
+
+
+def launches(text: str, path: str, where: Callable[[int], Location], entry: tuple[str, ...] = (),
+             extra: Mapping[str, object] | None = None) -> list[dict[str, Any]]:
+    """Launch commands in shell text (vllm serve, sglang.launch_server, torchrun, trtllm-serve, llama-server ...):
+    what each asks for (nodes, tensor parallelism, its share of GPU memory), located by ``where(line)``, as
+    ``HostReadings.launch`` entries. ``entry``: the image's entrypoint, run before commands that start with an
+    option (a compose service on ``vllm/vllm-openai`` whose ``command:`` is only flags)."""
+    from envcheck.inspect.docker_run import parse_run
+    from envcheck.inspect.launch import MEMORY_KEYS, LaunchFormatError, parse_command
+    from envcheck.inspect.shell import split_commands
+
+    found: list[dict[str, Any]] = []
+    for cmd in split_commands(text, arch="arm64"):
+        argv = list(cmd.argv)
+        while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
+            argv.pop(0)
+        run = parse_run(argv)
+        if run is not None:  # `docker run ... IMAGE CMD`: the container's command is the launch
+            argv = list(run.command)
+            if run.entrypoint is None and (not argv or argv[0].startswith("-")):
+                argv = [*_entrypoint_of(run.image), *argv]
+        elif argv and argv[0].startswith("-") and entry:
+            argv = [*entry, *argv]
+        if not argv:
+            continue
+        try:
+            launch = parse_command(shlex.join(argv), origin=path)
+        except LaunchFormatError:
+            continue
+        tool = launch.tool if _leading_tool(argv) else None  # `lm_eval --model vllm` does not start vLLM
+        if tool is None and not launch.settings:
+            continue
+        loc = where(text.count("\n", 0, cmd.offset) + 1)
+        memory = next((_fraction(s.value) for s in launch.settings if s.key in MEMORY_KEYS), None)
+        item = launch.to_json()
+        item["tool"] = tool
+        item["settings"] = [{**setting, "line": loc.line} for setting in item["settings"]]  # type: ignore[attr-defined]
+        item.update({"line": loc.line, "memory": memory, "command": shlex.join(_masked(argv))[:200], **(extra or {})})
+        if loc.member:
+            item["member"] = loc.member
+        found.append(item)
+    return found
+
+
+def _leading_tool(argv: list[str]) -> bool:
+    """Does the command itself start a known launcher or server (``vllm serve``, ``python -m sglang.launch_server``)?"""
+    from envcheck.inspect.launch import parse_command
+
+    first = argv[0].rsplit("/", 1)[-1]
+    if re.fullmatch(r"python(\d+(\.\d+)?)?", first):
+        return len(argv) >= 3 and argv[1] == "-m" and parse_command(shlex.join(argv[:3])).tool not in (None, "python")
+    return parse_command(shlex.quote(argv[0])).tool not in (None, "python")
+
+
+def _masked(argv: list[str]) -> list[str]:
+    """``argv`` with the values of secret options masked (``--api-key sk-...``, ``--hf-token=hf_...``): the
+    command is kept in the report as evidence."""
+    from envcheck.redaction import MASK, is_secret_name
+
+    out: list[str] = []
+    hide_next = False
+    for word in argv:
+        if hide_next:
+            out.append(MASK)
+            hide_next = False
+            continue
+        name, eq, _value = word.partition("=")
+        if word.startswith("-") and is_secret_name(name.lstrip("-")):
+            if eq:
+                out.append(f"{name}={MASK}")
+            else:
+                out.append(word)
+                hide_next = True
+            continue
+        out.append(word)
+    return out
+
+
+def _fraction(value: str) -> float | None:
+    try:
+        number = float(value.strip().strip("\"'"))
+    except ValueError:
+        return None
+    return number if 0 <= number <= 1 else None
+
+
+def _pragmas(text: str, path: str) -> list[Pragma]:
+    """``# envcheck: ignore=RULE reason`` on a line of its own applies to the next line that is not blank."""
+    lines = text.splitlines()
+    found: list[Pragma] = []
+    for number, raw in enumerate(lines, 1):
+        m = pragma_line(raw)
+        if not m:
+            continue
+        target = number + 1
+        while target <= len(lines) and (not lines[target - 1].strip() or pragma_line(lines[target - 1])):
+            target += 1
+        rules = tuple(r.strip() for r in m.group(1).split(",") if r.strip())
+        found.append(Pragma(rules, m.group(2).strip(), Location(path, line=target)))
+    return found
