@@ -223,3 +223,14 @@ def _tool_from_keys(settings: list[Setting]) -> str | None:
     if "autotp_size" in keys or "zero_optimization" in keys or "train_micro_batch_size_per_gpu" in keys:
         return "deepspeed"
     return None
+
+
+# Images whose entrypoint is a server, for a `command:` that gives only its options.
+_IMAGE_ENTRYPOINTS = ((re.compile(r"(^|/)vllm-openai(:|@|$)"), ("vllm", "serve")),
+                      (re.compile(r"(^|/)(?:vllm/vllm|vllm)(:|@|$)"), ("vllm", "serve")))
+
+
+def image_entrypoint(ref: str) -> tuple[str, ...]:
+    """The server an image's own entrypoint starts (``vllm/vllm-openai``: ``vllm serve``), for commands that are
+    only its options; () when unknown."""
+    return next((tool for pattern, tool in _IMAGE_ENTRYPOINTS if pattern.search(ref)), ())

@@ -206,3 +206,10 @@ def is_arm64(platform: str | None) -> bool | None:
     parts = platform.lower().split("/")
     arch = parts[1] if len(parts) > 1 else parts[0]
     return arch in ("arm64", "aarch64", "arm64v8")
+
+
+def ml_image(ref: str) -> bool:
+    """An image envcheck's knowledge says something about (NGC, nvidia/cuda, amd64-only ML images): judged whatever
+    the service asks for. Other images of services without a GPU (databases, web UIs, curl) are not the Spark's concern."""
+    facts = safe_describe(ref)
+    return facts is not None and (facts.family != "other" or facts.amd64_only)

@@ -29,17 +29,16 @@ from typing import Any
 
 from envcheck.errors import InputError, UsageError
 from envcheck.inspect.image_reference import parse_reference
+from envcheck.inspect.launch import image_entrypoint
 from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
 from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
+from envcheck.knowledge.base_images import ml_image
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
 from envcheck.sources import ReadOptions
 
 KIND = "compose"
 MAX_FILES = 20  # the compose file, the files it includes and those its services extend
 MAX_EXTENDS = 10  # extends chains; compose itself refuses cycles
-# Images whose entrypoint is a server, for a `command:` that gives only its options.
-_IMAGE_ENTRYPOINTS = ((re.compile(r"(^|/)vllm-openai(:|@|$)"), ("vllm", "serve")),
-                      (re.compile(r"(^|/)(?:vllm/vllm|vllm)(:|@|$)"), ("vllm", "serve")))
 _VAR = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])|(?=\}))|([A-Za-z_][A-Za-z0-9_]*))")
 
 
@@ -436,12 +435,6 @@ def _restaged(sub: Inventory, service: str) -> Inventory:
     return out
 
 
-def image_entrypoint(ref: str) -> tuple[str, ...]:
-    """The server an image's own entrypoint starts (``vllm/vllm-openai``: ``vllm serve``), for commands that are
-    only its options; () when unknown."""
-    return next((tool for pattern, tool in _IMAGE_ENTRYPOINTS if pattern.search(ref)), ())
-
-
 def uses_gpu(service: YMap) -> bool:
     """Does the service ask for a GPU: ``deploy.resources.reservations.devices`` (driver nvidia or capability gpu),
     ``gpus:``, ``runtime: nvidia`` or ``NVIDIA_VISIBLE_DEVICES``?"""
@@ -456,15 +449,6 @@ def uses_gpu(service: YMap) -> bool:
         if isinstance(device, YMap) and (str(device.get("driver") or "") == "nvidia" or "gpu" in [str(c) for c in device.get("capabilities") or []]):
             return True
     return False
-
-
-def ml_image(ref: str) -> bool:
-    """An image envcheck's knowledge says something about (NGC, nvidia/cuda, amd64-only ML images): judged whatever
-    the service asks for. Other images of services without a GPU (databases, web UIs, curl) are not the Spark's concern."""
-    from envcheck.knowledge.base_images import safe_describe
-
-    facts = safe_describe(ref)
-    return facts is not None and (facts.family != "other" or facts.amd64_only)
 
 
 def _environment(value: Any) -> list[tuple[str, str, int]]:

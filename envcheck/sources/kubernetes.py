@@ -23,11 +23,12 @@ from typing import Any
 
 from envcheck.errors import InputError, UsageError
 from envcheck.inspect.image_reference import parse_reference
+from envcheck.inspect.launch import image_entrypoint
 from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
 from envcheck.inspect.yaml_tree import YamlError, YList, YMap, line_of, load_all
+from envcheck.knowledge.base_images import ml_image
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
 from envcheck.sources import ReadOptions
-from envcheck.sources.compose import image_entrypoint, ml_image
 
 KIND = "kubernetes"
 # kind -> the path from the document to its pod spec

@@ -94,7 +94,7 @@ def container_images(text: str, where: Callable[[int], Location]) -> list[BaseIm
     from envcheck.inspect.docker_run import parse_run
     from envcheck.inspect.image_reference import parse_reference
     from envcheck.inspect.shell import split_commands
-    from envcheck.sources.compose import ml_image
+    from envcheck.knowledge.base_images import ml_image
 
     images: list[BaseImage] = []
     for cmd in split_commands(text, arch="arm64"):
@@ -116,7 +116,7 @@ def container_images(text: str, where: Callable[[int], Location]) -> list[BaseIm
 
 
 def _entrypoint_of(image: str) -> tuple[str, ...]:
-    from envcheck.sources.compose import image_entrypoint
+    from envcheck.inspect.launch import image_entrypoint
 
     return image_entrypoint(image)
 
