@@ -219,23 +219,28 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def unified_diff(fixes: list[FileFix]) -> str:
-    """The changes as a unified diff (a/PATH, b/PATH); control characters other than line ends are escaped."""
+    """The changes as a unified diff (a/PATH, b/PATH). What every other output does holds here too, context
+    lines included: secrets are masked (:func:`envcheck.redaction.redact`), control characters other than line
+    ends are escaped, and no line starts a workflow command."""
     import difflib
+
+    from envcheck.redaction import no_command_lines, redact
 
     def lines(data: bytes) -> list[str]:
         return data.decode("utf-8", "surrogateescape").splitlines(keepends=True)
 
     def shown(line: str) -> str:
-        body = line.rstrip("\r\n")
+        ending = line[len(line.rstrip("\r\n")):]
+        body = redact(line[:len(line) - len(ending)])
         clean = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", body).encode("utf-8", "backslashreplace").decode("utf-8")
-        return clean + line[len(body):] if line.endswith("\n") else clean + line[len(body):] + "\n\\ No newline at end of file\n"
+        return clean + ending if line.endswith("\n") else clean + ending + "\n\\ No newline at end of file\n"
 
     out = []
     for one in fixes:
-        name = _CONTROL.sub("?", one.path)
+        name = _CONTROL.sub("?", redact(one.path))
         for line in difflib.unified_diff(lines(one.before), lines(one.after), f"a/{name}", f"b/{name}"):
             out.append(line if line.startswith(("---", "+++", "@@")) else shown(line))
-    return "".join(out)
+    return no_command_lines("".join(out))
 
 
 def write(fixes: list[FileFix], roots: list[str]) -> Iterator[str]:
