@@ -344,3 +344,38 @@ def test_fix_attachment_never_reopens_a_fifo(tmp_path: Path) -> None:
     findings = [f for t in json.loads(run.stdout)["targets"] for f in t["findings"]]
     assert any(f["rule"] == "G1-cuda12-distribution" for f in findings), findings
     assert all(not f.get("edits") for f in findings)
+
+
+@pytest.mark.parametrize("include", ["ABSOLUTE", "../elsewhere/requirements.txt"])
+def test_an_included_file_outside_the_targets_is_reported_not_written(tmp_path: Path, include: str) -> None:
+    """`-r /elsewhere/requirements.txt` in a checked file: --fix writes only files inside what it was given;
+    the included file is named, left as it was, and --diff does not offer its change either."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    outside = elsewhere / "requirements.txt"
+    outside.write_text("cupy-cuda12x\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "requirements.txt").write_text(f"-r {outside if include == 'ABSOLUTE' else include}\nnvidia-cudnn-cu12\n")
+    code, out, err = _cli("--diff", ".", cwd=project)
+    assert code == 1 and "+nvidia-cudnn-cu13" in out and "cupy" not in out, (out, err)
+    assert "outside the checked folders" in err and "elsewhere" in err
+    code, _, err = _cli("--fix", ".", cwd=project)
+    assert outside.read_text() == "cupy-cuda12x\n", err
+    assert (project / "requirements.txt").read_text().endswith("nvidia-cudnn-cu13\n")
+    assert "elsewhere/requirements.txt: not fixed: it is outside the checked folders" in err
+    assert code == 1  # the included file's finding is still there
+
+
+def test_findings_none_of_which_can_be_fixed_say_so(tmp_path: Path) -> None:
+    """--diff and --fix --diff with findings but nothing to change say so, rather than print nothing."""
+    (tmp_path / "requirements.txt").write_text("--extra-index-url https://download.pytorch.org/whl/cu130\ntorch==2.9.0+cu130\nflash-attn==2.8.3\n")
+    for args in (("--diff",), ("--fix", "--diff"), ("--fix",)):
+        code, out, err = _cli(*args, "requirements.txt", cwd=tmp_path)
+        assert "1 finding, none that --fix can change" in err, (args, out, err)
+        if "--diff" in args:
+            assert out == "" and code == 0
+        else:
+            assert code == 1
+    (tmp_path / "requirements.txt").write_text("einops==0.8.1\n")
+    assert _cli("--diff", "requirements.txt", cwd=tmp_path) == (0, "", "")

@@ -243,18 +243,37 @@ def unified_diff(fixes: list[FileFix]) -> str:
     return no_command_lines("".join(out))
 
 
-def write(fixes: list[FileFix], roots: list[str]) -> Iterator[str]:
-    """Write each file (temporary file in the same folder, renamed over it, mode kept) and say what was done.
+def _inside(real: str, real_roots: list[str]) -> bool:
+    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in real_roots)
 
-    A file reached through a symbolic link (the file or a folder on its path) is written only where the link
-    leads inside one of ``roots`` (the folders of the targets); a file that changed since it was read is left alone."""
+
+def within(fixes: list[FileFix], roots: list[str]) -> tuple[list[FileFix], list[str]]:
+    """The fixes of files inside ``roots`` (the folders of the targets), and a line for each other one.
+
+    Only what the user gave is ever written: a requirements file included with ``-r /elsewhere/x.txt``, or a
+    file that a symbolic link (the file, or a folder on its path) leads out of the targets, is reported and
+    left alone, by ``--fix`` and by ``--diff`` alike."""
     real_roots = [os.path.realpath(r) for r in roots]
+    kept, left = [], []
     for one in fixes:
         real = os.path.realpath(one.path)
-        through_link = real != os.path.abspath(one.path)  # the file, or a folder on its way, is a symbolic link
-        if through_link and not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in real_roots):
-            yield f"{one.path}: not fixed: a symbolic link leads it to {real}, outside the checked folders"
-            continue
+        if _inside(real, real_roots):
+            kept.append(one)
+        elif real != os.path.abspath(one.path):
+            left.append(f"{one.path}: not fixed: a symbolic link leads it to {real}, outside the checked folders")
+        else:
+            left.append(f"{one.path}: not fixed: it is outside the checked folders (included from a checked file); "
+                        "fix it by hand, or run envcheck --fix on it")
+    return kept, left
+
+
+def write(fixes: list[FileFix], roots: list[str]) -> Iterator[str]:
+    """Write each file inside ``roots`` (:func:`within`; temporary file in the same folder, renamed over it,
+    mode kept) and say what was done. A file that changed since it was read is left alone."""
+    fixes, left = within(fixes, roots)
+    yield from left
+    for one in fixes:
+        real = os.path.realpath(one.path)
         try:
             with open(real, "rb") as handle:
                 if handle.read(len(one.before) + 1) != one.before:  # bounded: the file may have been swapped
