@@ -379,3 +379,31 @@ def test_findings_none_of_which_can_be_fixed_say_so(tmp_path: Path) -> None:
             assert code == 1
     (tmp_path / "requirements.txt").write_text("einops==0.8.1\n")
     assert _cli("--diff", "requirements.txt", cwd=tmp_path) == (0, "", "")
+
+
+@pytest.mark.parametrize("index", ["https://mirror.corp.example/pytorch/whl/cu126",
+                                   "https://ci:S3cretMirror@pypi.corp.example/simple/whl/cu126"])
+def test_a_pin_and_an_index_that_cannot_move_stay_together(tmp_path: Path, index: str) -> None:
+    """A mirror (or a private index with credentials) serving cu126: envcheck cannot know that it serves cu130,
+    so neither the index nor the +cu126 pin moves (a cu130 pin on a cu126 index cannot be installed), and
+    both findings say why."""
+    text = f"--extra-index-url {index}\ntorch==2.9.0+cu126\n"
+    path = tmp_path / "requirements.txt"
+    path.write_text(text)
+    _, out, _ = _cli("-f", "json", "requirements.txt", cwd=tmp_path)
+    refused = {f["rule"]: f["fix_refused"] for f in _findings(out) if f.get("fix_refused")}
+    assert set(refused) == {"G1-cuda12-index", "G1-cuda12-local-version"}, _findings(out)
+    assert all("must move together" in reason and "S3cret" not in reason for reason in refused.values())
+    assert not [f for f in _findings(out) if f.get("edits")]
+    code, out, err = _cli("--diff", "requirements.txt", cwd=tmp_path)
+    assert (code, out) == (0, "") and "none that --fix can change" in err
+    assert _cli("--fix", "requirements.txt", cwd=tmp_path)[0] == 1 and path.read_text() == text
+
+
+def test_the_pytorch_index_with_credentials_moves_with_its_pin(tmp_path: Path) -> None:
+    path = tmp_path / "requirements.txt"
+    path.write_text("--extra-index-url https://ci:S3cretIdx@download.pytorch.org/whl/cu126\ntorch==2.9.0+cu126\n")
+    code, out, _ = _cli("--diff", "requirements.txt", cwd=tmp_path)
+    assert code == 1 and "S3cretIdx" not in out and "+--extra-index-url https://***@download.pytorch.org/whl/cu130" in out
+    assert _cli("--fix", "--fail-on", "never", "requirements.txt", cwd=tmp_path)[0] == 0
+    assert path.read_text() == "--extra-index-url https://ci:S3cretIdx@download.pytorch.org/whl/cu130\ntorch==2.9.0+cu130\n"

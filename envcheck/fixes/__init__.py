@@ -238,8 +238,10 @@ def unified_diff(fixes: list[FileFix]) -> str:
     out = []
     for one in fixes:
         name = _CONTROL.sub("?", redact(one.path))
-        for line in difflib.unified_diff(lines(one.before), lines(one.after), f"a/{name}", f"b/{name}"):
-            out.append(line if line.startswith(("---", "+++", "@@")) else shown(line))
+        for i, line in enumerate(difflib.unified_diff(lines(one.before), lines(one.after), f"a/{name}", f"b/{name}")):
+            # the two file headers, and hunk headers (a line of the file starts with " ", "-" or "+" here:
+            # a removed "--extra-index-url" line is "---extra-index-url", not a header)
+            out.append(line if i < 2 or line.startswith("@@") else shown(line))
     return no_command_lines("".join(out))
 
 

@@ -6,14 +6,37 @@ not name one, the finding is left alone (or refused, with the reason)."""
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from envcheck import knowledge
 from envcheck.fixes import FixRequest, Refused
 from envcheck.fixes.requirements_text import name_pattern
-from envcheck.model import Edit
+from envcheck.knowledge.builds import build_of_index
+from envcheck.model import Edit, Inventory
 
-# The PyTorch index of CUDA 11/12 builds, as --index-url, PIP_INDEX_URL, a uv index or a wheel URL's folder.
-_TORCH_INDEX = re.compile(r"(?P<head>https?://download\.pytorch\.org/whl/(?:nightly/|test/)?)(?P<build>cu1[0-2]\d)(?=[/\s\"'#;,\]]|$)")
+# The PyTorch index of CUDA 11/12 builds, as --index-url, PIP_INDEX_URL, a uv index or a wheel URL's folder
+# (with credentials too: only the build part of the path changes).
+_TORCH_INDEX = re.compile(r"(?P<head>https?://(?:[^\s/@'\"]+@)?download\.pytorch\.org/whl/(?:nightly/|test/)?)"
+                          r"(?P<build>cu1[0-2]\d)(?=[/\s\"'#;,\]]|$)")
+
+
+def _stuck_index(inventory: Inventory) -> str | None:
+    """The host of a CUDA 11/12 index this input uses that no fix can move: a mirror or private index (not
+    download.pytorch.org), of which envcheck cannot know whether it serves cu130 builds. A pin and the index
+    that serves it move together or not at all (docs/fix.md), so its presence holds the pins back too."""
+    for index in inventory.indexes:
+        build = build_of_index(index.url)
+        if build is None or build.flavor != "cuda" or build.cuda_major is None or build.cuda_major >= 13:
+            continue
+        if not _TORCH_INDEX.search(index.url):
+            return urlsplit(index.url).hostname or "an index envcheck does not know"
+    return None
+
+
+def _stuck_reason(host: str) -> Refused:
+    return Refused(f"the CUDA 12 index on {host} is not download.pytorch.org, and envcheck cannot know whether it serves "
+                   "cu130 builds: the index and the +cu12x pins it serves must move together, so neither is changed; "
+                   "change them by hand (or point the index at https://download.pytorch.org/whl/cu130)")
 _LOCAL_CU = re.compile(r"\+cu1[0-2]\d$")
 
 
@@ -44,15 +67,21 @@ def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
         following = re.compile(r"^\s*\[", re.MULTILINE).search(request.source.text, end)
         end = following.start() if following else len(request.source.text)
     found = list(_TORCH_INDEX.finditer(request.source.text, start, end))
+    stuck = _stuck_index(request.inventory)
+    if stuck is not None:
+        return _stuck_reason(stuck)
     return [request.source.edit(m.start("build"), m.end("build"), "cu130") for m in found] or None
 
 
-def local_version(request: FixRequest) -> list[Edit] | None:
+def local_version(request: FixRequest) -> list[Edit] | Refused | None:
     """torch==X+cu12x -> torch==X+cu130 where the cu130 index has that release (torch >= 2.9.0); other
-    packages and older releases: no certain fix."""
+    packages and older releases: no certain fix. Refused when a CUDA 12 index that cannot move serves it."""
     version = str(request.finding.evidence.get("version") or "")
     if request.finding.evidence.get("package") != "torch" or not _LOCAL_CU.search(version) or not cu130_release(version):
         return None
+    stuck = _stuck_index(request.inventory)
+    if stuck is not None:
+        return _stuck_reason(stuck)
     edits = []
     for m in request.matches(name_pattern("torch")):
         spec = m.group("spec") or ""
