@@ -171,6 +171,12 @@ DOCKERFILE_CASES = [
     ("FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install \\\n    unsloth unsloth_zoo", "FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install --no-deps \\\n    unsloth unsloth_zoo"),
     ("FROM nvidia/cuda:12.8.0-devel-ubuntu24.04", "FROM nvidia/cuda:13.0.1-devel-ubuntu24.04"),
     ("FROM nvcr.io/nvidia/cuda:12.6.3-runtime-ubuntu24.04 AS run", "FROM nvcr.io/nvidia/cuda:13.0.1-runtime-ubuntu24.04 AS run"),
+    ("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04", "FROM nvidia/cuda:13.0.1-runtime-ubuntu22.04"),
+    ("FROM nvidia/cuda:12.1.1-devel-ubuntu22.04 AS build", "FROM nvidia/cuda:13.0.1-devel-ubuntu22.04 AS build"),
+    ("FROM nvidia/cuda:12.8.0-cudnn-devel-ubuntu24.04", "FROM nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04"),
+    ("FROM nvidia/cuda:12.6.3-cudnn-runtime-ubuntu22.04", "FROM nvidia/cuda:13.0.1-cudnn-runtime-ubuntu22.04"),
+    ("FROM nvidia/cuda:12.3.2-cudnn9-runtime-ubuntu22.04", "FROM nvidia/cuda:13.0.1-cudnn-runtime-ubuntu22.04"),
+    ("FROM nvidia/cuda:12.2.2-base-ubuntu22.04", "FROM nvidia/cuda:13.0.1-base-ubuntu22.04"),
     ("FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install nvidia-cublas-cu12 && \\\n    pip install cupy-cuda12x",
      "FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install 'nvidia-cublas>=13' && \\\n    pip install cupy-cuda13x"),
 ]
@@ -407,3 +413,22 @@ def test_the_pytorch_index_with_credentials_moves_with_its_pin(tmp_path: Path) -
     assert code == 1 and "S3cretIdx" not in out and "+--extra-index-url https://***@download.pytorch.org/whl/cu130" in out
     assert _cli("--fix", "--fail-on", "never", "requirements.txt", cwd=tmp_path)[0] == 0
     assert path.read_text() == "--extra-index-url https://ci:S3cretIdx@download.pytorch.org/whl/cu130\ntorch==2.9.0+cu130\n"
+
+
+@pytest.mark.parametrize(("base", "reason"), [
+    ("nvidia/cuda:12.1.0-cudnn8-runtime-ubuntu22.04", "carry cuDNN 9 only"),
+    ("nvidia/cuda:12.2.0-devel-ubi8", "knows no CUDA 13 tag of nvidia/cuda for devel on ubi8"),
+    ("nvidia/cuda:${CUDA}-devel-ubuntu22.04", "built from build arguments"),
+    ("nvcr.io/nvidia/pytorch:24.05-py3", "NGC framework image"),
+])
+def test_a_cuda12_base_without_a_certain_fix_says_why(tmp_path: Path, base: str, reason: str) -> None:
+    """Every CUDA 12 base --fix leaves alone carries the reason (text report and JSON), and stays as written."""
+    path = tmp_path / "Dockerfile"
+    text = f"ARG CUDA=12.4.1\nFROM {base}\nRUN echo hi\n"
+    path.write_text(text)
+    _, out, _ = _cli("-f", "json", "Dockerfile", cwd=tmp_path)
+    [finding] = [f for f in _findings(out) if f["rule"] == "G1-cuda12-base"]
+    assert reason in finding["fix_refused"] and not finding.get("edits"), finding
+    _, out, _ = _cli("Dockerfile", cwd=tmp_path)
+    assert f"envcheck --fix: {finding['fix_refused'][:40]}" in out
+    assert _cli("--fix", "Dockerfile", cwd=tmp_path)[0] == 1 and path.read_text() == text

@@ -122,19 +122,42 @@ def cuda12_distribution(request: FixRequest) -> list[Edit] | Refused | None:
 
 
 _CUDA_TAG = re.compile(r"(?<![\w./-])(?:(?:docker\.io/|nvcr\.io/)?nvidia/cuda):(?P<version>1[0-2]\.\d+(?:\.\d+)?)"
-                       r"-(?P<flavor>[a-z]+(?:-[a-z]+)*)-(?P<os>[a-z]+\d+(?:\.\d+)?)(?=[\s@]|$)")
+                       r"-(?P<flavor>[a-z]+\d*(?:-[a-z]+)*)-(?P<os>[a-z]+\d+(?:\.\d+)?)(?=[\s@]|$)")
+_CUDNN_MAJOR = re.compile(r"cudnn(?P<major>\d+)-(?P<rest>[a-z-]+)")
 
 
-def cuda12_base(request: FixRequest) -> list[Edit] | None:
+def cuda12_base(request: FixRequest) -> list[Edit] | Refused | None:
     """``FROM nvidia/cuda:12.x-FLAVOR-OS`` -> the CUDA 13 tag of the same flavour and OS from
-    knowledge/cuda_image_tags.toml; NGC framework images and tags without a row: no certain fix."""
+    knowledge/cuda_image_tags.toml (``cudnn9-`` tags count as ``cudnn-``). Every other case says why it is
+    left: a flavour/OS without a CUDA 13 tag in the table, a cuDNN 8 tag (CUDA 13 images carry cuDNN 9), a tag
+    built from build arguments, an NGC framework image (its CUDA 13 release changes the framework too)."""
     loc = request.finding.location
     start, end = request.source.line_span(loc.line if loc and loc.line else 1)
     rows = knowledge.load("cuda_image_tags")["cuda13"]
-    for m in _CUDA_TAG.finditer(request.source.text, start, end):
-        if not re.match(r"\s*FROM\s", request.source.text[start:m.start()] + " ", re.IGNORECASE):
+    text = request.source.text
+    for m in _CUDA_TAG.finditer(text, start, end):
+        if not re.match(r"\s*FROM\s", text[start:m.start()] + " ", re.IGNORECASE):
             continue
-        row = next((r for r in rows if (r["flavor"], r["os"]) == (m.group("flavor"), m.group("os"))), None)
+        flavor, system = m.group("flavor"), m.group("os")
+        cudnn = _CUDNN_MAJOR.fullmatch(flavor)
+        if cudnn is not None and cudnn.group("major") != "9":
+            return Refused(f"{flavor} carries cuDNN {cudnn.group('major')}, and the CUDA 13 images carry cuDNN 9 only "
+                           f"(nvidia/cuda:13.0.1-cudnn-{cudnn.group('rest')}-{system}): check that the project works "
+                           "with cuDNN 9, then change the tag by hand")
+        wanted = f"cudnn-{cudnn.group('rest')}" if cudnn is not None else flavor
+        row = next((r for r in rows if (r["flavor"], r["os"]) == (wanted, system)), None)
         if row is not None:
-            return [request.source.edit(m.start("version"), m.end("version"), row["version"])]
+            replacement = f"{row['version']}-{wanted}" if wanted != flavor else row["version"]
+            end_at = m.end("flavor") if wanted != flavor else m.end("version")
+            return [request.source.edit(m.start("version"), end_at, replacement)]
+        known = sorted({f"{r['flavor']}-{r['os']}" for r in rows})
+        return Refused(f"envcheck knows no CUDA 13 tag of nvidia/cuda for {flavor} on {system} (it knows "
+                       f"{', '.join(known)}): pick a CUDA 13 base by hand")
+    image = str(request.finding.evidence.get("image") or "")
+    line = text[start:end]
+    if "$" in line:
+        return Refused("the base image is built from build arguments: change their default (or the --build-arg) by hand")
+    if image.startswith("nvcr.io/nvidia/"):
+        return Refused(f"{image} is an NGC framework image: its CUDA 13 release brings another framework release too, "
+                       "so envcheck does not pick one (see the fix above)")
     return None
