@@ -13,8 +13,9 @@ command). Everything envcheck writes goes through :func:`clean_report` (the form
 - :func:`escape_controls` writes every control character visibly (``\\x1b``, ``\\n``), so no input can
   start a line, move the cursor, set a terminal title or open a hyperlink;
 - :func:`no_command_lines` writes the first colon of a line that would start with ``::`` (after blanks, which
-  the Actions runner skips) as ``\\x3a``: a folder named ``::error title=X::y`` at the start of a report line
-  is not a workflow command. Only the ``github`` format writes commands, and only its own.
+  the Actions runner skips) as ``\\x3a``, and the bracket of ``##[`` (the runner's older command form, read
+  anywhere in a line) as ``\\x5b``: a folder named ``::error title=X::y`` or ``##[add-mask]torch`` is not a
+  workflow command. Only the ``github`` format writes commands, and only its own.
 """
 
 from __future__ import annotations
@@ -139,10 +140,13 @@ def redact(text: str) -> str:
 _COMMAND_START = re.compile(r"^([^\S\r\n]*):(?=:)", re.MULTILINE)
 
 
-def no_command_lines(text: str, colon: str = "\\x3a") -> str:
-    """``text`` with no line that a GitHub Actions runner reads as a workflow command (``::name ...::``): the
-    first colon of such a line is written as ``colon`` (``\\x3a``; ``&#58;`` in HTML)."""
-    return _COMMAND_START.sub(lambda m: m.group(1) + colon, text) if "::" in text else text
+def no_command_lines(text: str, colon: str = "\\x3a", bracket: str = "\\x5b") -> str:
+    """``text`` with no line that a GitHub Actions runner reads as a workflow command: ``::name ...::`` at the
+    start of a line (the first colon is written as ``colon``: ``\\x3a``, ``&#58;`` in HTML), or the older
+    ``##[name]`` form, which the runner finds anywhere in a line (its bracket written as ``bracket``)."""
+    if "::" in text:
+        text = _COMMAND_START.sub(lambda m: m.group(1) + colon, text)
+    return text.replace("##[", "##" + bracket) if "##[" in text else text
 
 
 def _visible(match: re.Match[str]) -> str:

@@ -261,7 +261,7 @@ def test_diff_context_lines_are_redacted(tmp_path: Path) -> None:
         assert " ENV HF_TOKEN=***" in text and " ARG PIP_INDEX_URL=https://***@idx.example.com/simple" in text
 
 
-@pytest.mark.parametrize("folder", ["::error title=INJECTED::owned", "::add-mask::torch", "  ::warning::x"])
+@pytest.mark.parametrize("folder", ["::error title=INJECTED::owned", "::add-mask::torch", "  ::warning::x", "x ##[add-mask]torch"])
 def test_no_input_starts_a_workflow_command(tmp_path: Path, folder: str) -> None:
     """A folder named like a workflow command starts no line of any format (the runner strips leading blanks
     first), nor of --diff; only the github format writes commands, and only its own."""
@@ -281,5 +281,6 @@ def test_no_input_starts_a_workflow_command(tmp_path: Path, folder: str) -> None
                 props = dict(p.split("=", 1) for p in m.group(2).split(","))
                 assert set(props) <= {"file", "line", "title"} and props["title"].startswith("G"), line
                 continue
-            assert not line.lstrip().startswith("::"), f"{name}: {line!r}"
-    assert folder.strip() in runs["text"].stdout.replace("\\x3a", ":")  # the name is still shown, one colon escaped
+            assert not line.lstrip().startswith("::") and "##[" not in line, f"{name}: {line!r}"
+    shown = runs["text"].stdout.replace("\\x3a", ":").replace("\\x5b", "[")
+    assert folder.strip() in shown  # the name is still shown, one character escaped

@@ -65,12 +65,12 @@ def renderer(name: str) -> Renderer:
     render = importlib.import_module(FORMATS[name].module).render
     inventory = FORMATS[name].inventory
     # No input may start a workflow command line: only the github format writes commands (its own).
-    colon = "&#58;" if name == "html" else "\\x3a"
+    colon, bracket = ("&#58;", "&#91;") if name == "html" else ("\\x3a", "\\x5b")
 
     def safe_render(report: Report, verbosity: int = 0) -> Rendered:
         out = render(clean_report(report if inventory else without_inventories(report)), verbosity)
         out = out if isinstance(out, Rendered) else Rendered(str(out))
-        stdout = out.stdout if name == "github" else no_command_lines(out.stdout, colon)
+        stdout = out.stdout if name == "github" else no_command_lines(out.stdout, colon, bracket)
         return Rendered(stdout, tuple(no_command_lines(line) for line in out.stderr))
 
     return safe_render
