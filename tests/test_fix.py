@@ -373,6 +373,17 @@ def test_an_included_file_outside_the_targets_is_reported_not_written(tmp_path: 
     assert code == 1  # the included file's finding is still there
 
 
+def test_an_included_file_in_another_folder_of_the_target_is_written(tmp_path: Path) -> None:
+    """Inside is what the user gave (here the whole folder), not only the folders where inputs were found."""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "app" / "requirements.txt").write_text("-r ../shared/base.txt\n")
+    (tmp_path / "shared" / "base.txt").write_text("cupy-cuda12x\n")
+    code, _, err = _cli("--fix", "--fail-on", "never", ".", cwd=tmp_path)
+    assert code == 0 and "not fixed" not in err, err
+    assert (tmp_path / "shared" / "base.txt").read_text() == "cupy-cuda13x\n"
+
+
 def test_findings_none_of_which_can_be_fixed_say_so(tmp_path: Path) -> None:
     """--diff and --fix --diff with findings but nothing to change say so, rather than print nothing."""
     (tmp_path / "requirements.txt").write_text("--extra-index-url https://download.pytorch.org/whl/cu130\ntorch==2.9.0+cu130\nflash-attn==2.8.3\n")

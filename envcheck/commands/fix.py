@@ -34,7 +34,10 @@ def after_check(args: argparse.Namespace, config: Config, report: Report, target
 
     if not (getattr(args, "diff", False) or getattr(args, "fix", False)):
         return report, None
-    folders = [t.name if Path(t.name).is_dir() else str(Path(t.name).parent) for t in targets]
+    # What the user gave: a folder, or the folder of a file (default: the current folder). Only files inside
+    # these are written (fixes.within).
+    given = [Path(p) for p in (getattr(args, "paths", None) or ["."])]
+    folders = [str(p) if p.is_dir() else str(p.parent) for p in given]
     changes, left = fixes.within(fixes.plan(report), folders)
     for line in left:
         say(line)
