@@ -272,6 +272,8 @@ def test_no_input_starts_a_workflow_command(tmp_path: Path, folder: str) -> None
     runs = {fmt: run_envcheck("-v", "-f", fmt, folder, cwd=tmp_path) for fmt in (*FORMATS, "snapshot")}
     runs["--diff"] = run_envcheck("--diff", folder, cwd=tmp_path)
     runs["--diff of the folder's files"] = run_envcheck("--diff", f"{folder}/Dockerfile", f"{folder}/requirements.txt", cwd=tmp_path)
+    runs["--fix (stderr)"] = run_envcheck("--fix", "-v", folder, cwd=tmp_path)  # says which files it fixed
+    runs["a missing file (stderr)"] = run_envcheck(f"{folder}/nothing.txt", cwd=tmp_path)
     for name, done in runs.items():
         assert "Traceback" not in done.stderr, done.stderr
         for line in (done.stdout + done.stderr).splitlines():
