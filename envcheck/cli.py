@@ -202,10 +202,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _clean(text: str) -> str:
-    """A message for stderr: secrets masked, control characters escaped (envcheck.redaction)."""
-    from envcheck.redaction import clean
+    """A message for stderr: secrets masked, control characters escaped, no workflow command (envcheck.redaction)."""
+    from envcheck.redaction import clean, no_command_lines
 
-    return clean(text)
+    return no_command_lines(clean(text))
 
 
 def _run(argv: list[str]) -> int:

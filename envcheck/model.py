@@ -679,21 +679,34 @@ def from_plain(cls: type[_Plain], data: Any, where: str) -> _Plain:
     """
     if not isinstance(data, Mapping):
         raise InputError(f"{where}: expected an object, found {_json_type(data)}")
-    hints, fields = _fields_of(typing.cast(type, cls))
-    unknown = set(data) - set(fields)
+    hints, names, empty_tuples, required = _reading_plan(typing.cast(type, cls))
+    unknown = data.keys() - names
     if unknown:
         raise InputError(f"{where}: unknown keys {', '.join(repr(k) for k in sorted(unknown))}")
     values: dict[str, Any] = {}
     for name, value in data.items():
-        values[name] = _field_value(hints[name], value, f"{where}.{name}")
-    for name, f in fields.items():  # _plain drops empty tuples, required ones too (InstallCommand.packages)
-        if name not in values and f.default is dataclasses.MISSING and typing.get_origin(hints[name]) is tuple:
+        try:
+            values[name] = _field_value(hints[name], value, name)
+        except InputError as exc:  # the path is built only for an error (a snapshot holds millions of values)
+            raise InputError(f"{where}.{exc.message}") from None
+    for name in empty_tuples:  # _plain drops empty tuples, required ones too (InstallCommand.packages)
+        if name not in values:
             values[name] = ()
-    missing = [name for name, f in fields.items()
-               if name not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [name for name in required if name not in values]
     if missing:
         raise InputError(f"{where}: missing {', '.join(missing)}")
     return cls(**values)
+
+
+@functools.cache
+def _reading_plan(cls: type) -> tuple[dict[str, Any], frozenset[str], tuple[str, ...], tuple[str, ...]]:
+    """A model class's field types, field names, required tuple fields (read as ``()`` when left out) and
+    other required fields: worked out once per class, not once per record."""
+    hints, fields = _fields_of(cls)
+    empty_tuples = tuple(n for n, f in fields.items() if f.default is dataclasses.MISSING and typing.get_origin(hints[n]) is tuple)
+    required = tuple(n for n, f in fields.items() if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+                     and n not in empty_tuples)
+    return hints, frozenset(fields), empty_tuples, required
 
 
 @functools.cache
@@ -702,15 +715,26 @@ def _fields_of(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[A
     return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
 
 
-def _field_value(hint: Any, value: Any, where: str) -> Any:
+@functools.cache
+def _field_plan(hint: Any) -> tuple[bool, Any, bool]:
+    """Whether a field of type ``hint`` may be null, the type of its other values, and whether that is a tuple
+    (resolved once per type: typing's introspection was a third of reading a large snapshot)."""
     options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    kind = next(o for o in options if o is not type(None))
+    return type(None) in options, kind, typing.get_origin(kind) is tuple
+
+
+def _field_value(hint: Any, value: Any, where: str) -> Any:
+    nullable, kind, is_tuple = _field_plan(hint)
     if value is None:
-        if type(None) in options:
+        if nullable:
             return None
         raise InputError(f"{where}: may not be null")
-    kind = next(o for o in options if o is not type(None))
-    origin = typing.get_origin(kind)
-    if origin is tuple:
+    if kind is str:  # the most common field type first
+        if isinstance(value, str):
+            return value
+        raise InputError(f"{where}: expected text, found {_json_type(value)}")
+    if is_tuple:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise InputError(f"{where}: expected a list of text, found {_json_type(value)}")
         return tuple(value)

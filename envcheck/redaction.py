@@ -7,9 +7,15 @@ command). Everything envcheck writes goes through :func:`clean_report` (the form
 
 - :func:`redact` replaces the userinfo of every URL (``https://***@host``), secret-looking query
   parameters (``?token=***``), ``Authorization`` values and the values of secret-like variables
-  (``HF_TOKEN=***``; names with TOKEN, KEY, SECRET, PASSWORD, AUTH, CREDENTIAL ...);
+  (``HF_TOKEN=***``; names with TOKEN, KEY, SECRET, PASSWORD, AUTH, CREDENTIAL ...), and whatever looks like a
+  credential by its value alone, whatever it is called (``GH=ghp_***``, ``--token hf_***``): GitHub, Hugging
+  Face, AWS access key, Slack and JWT tokens, Slack webhook paths and private key blocks;
 - :func:`escape_controls` writes every control character visibly (``\\x1b``, ``\\n``), so no input can
-  start a line, move the cursor, set a terminal title or open a hyperlink.
+  start a line, move the cursor, set a terminal title or open a hyperlink;
+- :func:`no_command_lines` writes the first colon of a line that would start with ``::`` (after blanks, which
+  the Actions runner skips) as ``\\x3a``, and the bracket of ``##[`` (the runner's older command form, read
+  anywhere in a line) as ``\\x5b``: a folder named ``::error title=X::y`` or ``##[add-mask]torch`` is not a
+  workflow command. Only the ``github`` format writes commands, and only its own.
 """
 
 from __future__ import annotations
@@ -47,12 +53,35 @@ _ENV_OLD_FORM = re.compile(r"(?P<lead>\bENV\s+)(?P<name>[A-Za-z_][A-Za-z0-9_]*)(
 _AUTH_HEADER = re.compile(r"(?P<lead>\bAuthorization:\s*(?:(?:Bearer|Basic|token)\s+)?|\bBearer\s+(?=[A-Za-z0-9._~+/=\-]{16}))"
                           r"(?P<value>[A-Za-z0-9._~+/=\-]+)", re.IGNORECASE)
 
+# Credentials recognisable by their value, whatever names them: the recognisable prefix is kept (the reader
+# still sees what kind of secret was there), the rest masked.
+_VALUE_SECRETS = tuple(re.compile(pattern) for pattern in (
+    r"(?P<lead>\b(?:gh[pousr]_|github_pat_|glpat-))[A-Za-z0-9_]{16,}",  # GitHub (and GitLab) tokens
+    r"(?P<lead>\bhf_)[A-Za-z0-9]{20,}",  # Hugging Face (hf_transfer, hf_hub_download are too short or have _)
+    r"(?P<lead>\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA))[A-Z0-9]{16}\b",  # AWS access key ids
+    r"(?P<lead>\b(?:xox[abposre]|xapp)-)[A-Za-z0-9-]{10,}",  # Slack tokens
+    r"(?P<lead>hooks\.slack\.com/services/)[A-Za-z0-9/_-]{8,}",  # Slack webhooks: the path is the secret
+    r"(?P<lead>\beyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]*)?",  # JWTs (bearer tokens on their own)
+))
+# Every pattern of _VALUE_SECRETS (and _PRIVATE_KEY) needs one of these: one search before the expressions.
+_VALUE_HINT = re.compile(r"gh[pousr]_|github_pat_|hf_|xox|xapp-|glpat-|A(?:KIA|SIA|GPA|IDA|ROA|IPA|NPA|NVA)|hooks\.slack|eyJ"
+                         r"|PRIVATE KEY")
+# -----BEGIN RSA PRIVATE KEY----- ... -----END RSA PRIVATE KEY----- (or the end of the text: a key cut short).
+_PRIVATE_KEY = re.compile(r"(?P<lead>-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(?P<value>.*?)(?P<end>-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+                          re.DOTALL)
+
+
+def _may_hold_value_secret(text: str) -> bool:
+    return _VALUE_HINT.search(text) is not None
+
+
 # C0 controls, DEL, C1 controls, and the Unicode characters that break or reorder lines (NEL is C1;
 # LINE/PARAGRAPH SEPARATOR; bidirectional overrides and isolates, which reorder what a reader sees).
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+@functools.lru_cache(maxsize=4096)  # the same keys (evidence, Env names) come back for every finding
 def is_secret_name(name: str) -> bool:
     """True for variable names whose values are credentials (``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``PIP_PASSWORD``)."""
     for word in _NAME_WORD.findall(name):
@@ -98,7 +127,25 @@ def redact(text: str) -> str:
     if named and "ENV" in text:
         text = _ENV_OLD_FORM.sub(lambda m: m.group("lead") + m.group("name") + m.group("sep") + MASK
                                  if is_secret_name(m.group("name")) else m.group(0), text)
+    if _may_hold_value_secret(text):
+        for pattern in _VALUE_SECRETS:
+            text = pattern.sub(lambda m: m.group("lead") + MASK, text)
+        if "PRIVATE KEY" in text:
+            text = _PRIVATE_KEY.sub(lambda m: m.group("lead") + MASK + m.group("end"), text)
     return text
+
+
+# A line that starts with "::" once the runner has stripped its leading whitespace (any Unicode blank).
+_COMMAND_START = re.compile(r"^([^\S\r\n]*):(?=:)", re.MULTILINE)
+
+
+def no_command_lines(text: str, colon: str = "\\x3a", bracket: str = "\\x5b") -> str:
+    """``text`` with no line that a GitHub Actions runner reads as a workflow command: ``::name ...::`` at the
+    start of a line (the first colon is written as ``colon``: ``\\x3a``, ``&#58;`` in HTML), or the older
+    ``##[name]`` form, which the runner finds anywhere in a line (its bracket written as ``bracket``)."""
+    if "::" in text:
+        text = _COMMAND_START.sub(lambda m: m.group(1) + colon, text)
+    return text.replace("##[", "##" + bracket) if "##[" in text else text
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -121,7 +168,7 @@ def _plainly_clean(text: str) -> bool:
     """Whether ``text`` is surely unchanged by :func:`clean`: no control character and none of the characters
     or words every redaction pattern needs. True for a join of texts means True for each of them."""
     return text.isprintable() and "=" not in text and ":" not in text and "@" not in text and "earer" not in text \
-        and "ENV" not in text
+        and "ENV" not in text and not _may_hold_value_secret(text)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -158,8 +205,11 @@ def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
     if kind is tuple or kind is list:
         return _clean_items(value, kind, secret, escape)
     if kind is dict or isinstance(value, Mapping):
-        return {_clean_any(k, False, escape): _clean_any(v, secret or (type(k) is str and is_secret_name(k)), escape)
-                for k, v in value.items()}
+        pairs = [(_clean_any(k, False, escape), _clean_any(v, secret or (type(k) is str and is_secret_name(k)), escape))
+                 for k, v in value.items()]
+        if kind is dict and all(nk is k and nv is v for (nk, nv), (k, v) in zip(pairs, value.items(), strict=True)):
+            return value  # nothing to change (a diff of 300,000 packages has as many evidence objects)
+        return dict(pairs)
     if isinstance(value, (set, frozenset)):
         return kind(_clean_any(v, secret, escape) for v in value)
     shape = _SHAPES[kind] = _shape_of(value)

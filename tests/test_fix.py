@@ -171,6 +171,12 @@ DOCKERFILE_CASES = [
     ("FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install \\\n    unsloth unsloth_zoo", "FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install --no-deps \\\n    unsloth unsloth_zoo"),
     ("FROM nvidia/cuda:12.8.0-devel-ubuntu24.04", "FROM nvidia/cuda:13.0.1-devel-ubuntu24.04"),
     ("FROM nvcr.io/nvidia/cuda:12.6.3-runtime-ubuntu24.04 AS run", "FROM nvcr.io/nvidia/cuda:13.0.1-runtime-ubuntu24.04 AS run"),
+    ("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04", "FROM nvidia/cuda:13.0.1-runtime-ubuntu22.04"),
+    ("FROM nvidia/cuda:12.1.1-devel-ubuntu22.04 AS build", "FROM nvidia/cuda:13.0.1-devel-ubuntu22.04 AS build"),
+    ("FROM nvidia/cuda:12.8.0-cudnn-devel-ubuntu24.04", "FROM nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04"),
+    ("FROM nvidia/cuda:12.6.3-cudnn-runtime-ubuntu22.04", "FROM nvidia/cuda:13.0.1-cudnn-runtime-ubuntu22.04"),
+    ("FROM nvidia/cuda:12.3.2-cudnn9-runtime-ubuntu22.04", "FROM nvidia/cuda:13.0.1-cudnn-runtime-ubuntu22.04"),
+    ("FROM nvidia/cuda:12.2.2-base-ubuntu22.04", "FROM nvidia/cuda:13.0.1-base-ubuntu22.04"),
     ("FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install nvidia-cublas-cu12 && \\\n    pip install cupy-cuda12x",
      "FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install 'nvidia-cublas>=13' && \\\n    pip install cupy-cuda13x"),
 ]
@@ -344,3 +350,96 @@ def test_fix_attachment_never_reopens_a_fifo(tmp_path: Path) -> None:
     findings = [f for t in json.loads(run.stdout)["targets"] for f in t["findings"]]
     assert any(f["rule"] == "G1-cuda12-distribution" for f in findings), findings
     assert all(not f.get("edits") for f in findings)
+
+
+@pytest.mark.parametrize("include", ["ABSOLUTE", "../elsewhere/requirements.txt"])
+def test_an_included_file_outside_the_targets_is_reported_not_written(tmp_path: Path, include: str) -> None:
+    """`-r /elsewhere/requirements.txt` in a checked file: --fix writes only files inside what it was given;
+    the included file is named, left as it was, and --diff does not offer its change either."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    outside = elsewhere / "requirements.txt"
+    outside.write_text("cupy-cuda12x\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "requirements.txt").write_text(f"-r {outside if include == 'ABSOLUTE' else include}\nnvidia-cudnn-cu12\n")
+    code, out, err = _cli("--diff", ".", cwd=project)
+    assert code == 1 and "+nvidia-cudnn-cu13" in out and "cupy" not in out, (out, err)
+    assert "outside the checked folders" in err and "elsewhere" in err
+    code, _, err = _cli("--fix", ".", cwd=project)
+    assert outside.read_text() == "cupy-cuda12x\n", err
+    assert (project / "requirements.txt").read_text().endswith("nvidia-cudnn-cu13\n")
+    assert "elsewhere/requirements.txt: not fixed: it is outside the checked folders" in err
+    assert code == 1  # the included file's finding is still there
+
+
+def test_an_included_file_in_another_folder_of_the_target_is_written(tmp_path: Path) -> None:
+    """Inside is what the user gave (here the whole folder), not only the folders where inputs were found."""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "app" / "requirements.txt").write_text("-r ../shared/base.txt\n")
+    (tmp_path / "shared" / "base.txt").write_text("cupy-cuda12x\n")
+    code, _, err = _cli("--fix", "--fail-on", "never", ".", cwd=tmp_path)
+    assert code == 0 and "not fixed" not in err, err
+    assert (tmp_path / "shared" / "base.txt").read_text() == "cupy-cuda13x\n"
+
+
+def test_findings_none_of_which_can_be_fixed_say_so(tmp_path: Path) -> None:
+    """--diff and --fix --diff with findings but nothing to change say so, rather than print nothing."""
+    (tmp_path / "requirements.txt").write_text("--extra-index-url https://download.pytorch.org/whl/cu130\ntorch==2.9.0+cu130\nflash-attn==2.8.3\n")
+    for args in (("--diff",), ("--fix", "--diff"), ("--fix",)):
+        code, out, err = _cli(*args, "requirements.txt", cwd=tmp_path)
+        assert "1 finding, none that --fix can change" in err, (args, out, err)
+        if "--diff" in args:
+            assert out == "" and code == 0
+        else:
+            assert code == 1
+    (tmp_path / "requirements.txt").write_text("einops==0.8.1\n")
+    assert _cli("--diff", "requirements.txt", cwd=tmp_path) == (0, "", "")
+
+
+@pytest.mark.parametrize("index", ["https://mirror.corp.example/pytorch/whl/cu126",
+                                   "https://ci:S3cretMirror@pypi.corp.example/simple/whl/cu126"])
+def test_a_pin_and_an_index_that_cannot_move_stay_together(tmp_path: Path, index: str) -> None:
+    """A mirror (or a private index with credentials) serving cu126: envcheck cannot know that it serves cu130,
+    so neither the index nor the +cu126 pin moves (a cu130 pin on a cu126 index cannot be installed), and
+    both findings say why."""
+    text = f"--extra-index-url {index}\ntorch==2.9.0+cu126\n"
+    path = tmp_path / "requirements.txt"
+    path.write_text(text)
+    _, out, _ = _cli("-f", "json", "requirements.txt", cwd=tmp_path)
+    refused = {f["rule"]: f["fix_refused"] for f in _findings(out) if f.get("fix_refused")}
+    assert set(refused) == {"G1-cuda12-index", "G1-cuda12-local-version"}, _findings(out)
+    assert all("must move together" in reason and "S3cret" not in reason for reason in refused.values())
+    assert not [f for f in _findings(out) if f.get("edits")]
+    code, out, err = _cli("--diff", "requirements.txt", cwd=tmp_path)
+    assert (code, out) == (0, "") and "none that --fix can change" in err
+    assert _cli("--fix", "requirements.txt", cwd=tmp_path)[0] == 1 and path.read_text() == text
+
+
+def test_the_pytorch_index_with_credentials_moves_with_its_pin(tmp_path: Path) -> None:
+    path = tmp_path / "requirements.txt"
+    path.write_text("--extra-index-url https://ci:S3cretIdx@download.pytorch.org/whl/cu126\ntorch==2.9.0+cu126\n")
+    code, out, _ = _cli("--diff", "requirements.txt", cwd=tmp_path)
+    assert code == 1 and "S3cretIdx" not in out and "+--extra-index-url https://***@download.pytorch.org/whl/cu130" in out
+    assert _cli("--fix", "--fail-on", "never", "requirements.txt", cwd=tmp_path)[0] == 0
+    assert path.read_text() == "--extra-index-url https://ci:S3cretIdx@download.pytorch.org/whl/cu130\ntorch==2.9.0+cu130\n"
+
+
+@pytest.mark.parametrize(("base", "reason"), [
+    ("nvidia/cuda:12.1.0-cudnn8-runtime-ubuntu22.04", "carry cuDNN 9 only"),
+    ("nvidia/cuda:12.2.0-devel-ubi8", "knows no CUDA 13 tag of nvidia/cuda for devel on ubi8"),
+    ("nvidia/cuda:${CUDA}-devel-ubuntu22.04", "built from build arguments"),
+    ("nvcr.io/nvidia/pytorch:24.05-py3", "NGC framework image"),
+])
+def test_a_cuda12_base_without_a_certain_fix_says_why(tmp_path: Path, base: str, reason: str) -> None:
+    """Every CUDA 12 base --fix leaves alone carries the reason (text report and JSON), and stays as written."""
+    path = tmp_path / "Dockerfile"
+    text = f"ARG CUDA=12.4.1\nFROM {base}\nRUN echo hi\n"
+    path.write_text(text)
+    _, out, _ = _cli("-f", "json", "Dockerfile", cwd=tmp_path)
+    [finding] = [f for f in _findings(out) if f["rule"] == "G1-cuda12-base"]
+    assert reason in finding["fix_refused"] and not finding.get("edits"), finding
+    _, out, _ = _cli("Dockerfile", cwd=tmp_path)
+    assert f"envcheck --fix: {finding['fix_refused'][:40]}" in out
+    assert _cli("--fix", "Dockerfile", cwd=tmp_path)[0] == 1 and path.read_text() == text

@@ -152,7 +152,11 @@ def test_the_action_and_the_workflow_are_well_formed() -> None:
     assert action["runs"]["using"] == "composite"
     uses = [s["uses"] for s in action["runs"]["steps"] if "uses" in s]
     assert [u.split("@")[0] for u in uses] == ["actions/setup-python", "github/codeql-action/upload-sarif", "actions/upload-artifact"]
-    assert all(re.fullmatch(r"[\w./-]+@v\d+", u) for u in uses), uses
+    # Each action pinned to a full commit SHA (a tag can be moved), its version in a comment on the same line.
+    assert all(re.fullmatch(r"[\w./-]+@[0-9a-f]{40}", u) for u in uses), uses
+    text = ACTION.read_text(encoding="utf-8")
+    for u in uses:
+        assert re.search(re.escape(u) + r" # v\d+\.\d+\.\d+\n", text), u
     for step in action["runs"]["steps"]:
         if "run" in step:  # inputs reach scripts through environment variables only (no script injection)
             assert "${{" not in step["run"] and step["shell"] == "bash"
@@ -176,10 +180,10 @@ def test_the_workflow_inputs_through_the_action(installed: Path, tmp_path: Path)
     good = _run_action(inputs["good"], tmp_path, installed, skip_install=True)
     assert good.outputs["run"]["exit-code"] == "0", good.logs
     assert not good.failed
-    called = dict(good.called)
-    sarif = json.loads(Path(called["github/codeql-action/upload-sarif@v3"]["sarif_file"]).read_text())
+    called = {u.split("@")[0]: given for u, given in good.called}
+    sarif = json.loads(Path(called["github/codeql-action/upload-sarif"]["sarif_file"]).read_text())
     assert sarif["version"] == "2.1.0" and sarif["runs"][0]["tool"]["driver"]["name"] == "envcheck"
-    artifact = called["actions/upload-artifact@v4"]
+    artifact = called["actions/upload-artifact"]
     assert artifact["name"] == "envcheck-good"
     page = Path(artifact["path"]).read_text()
     assert page.startswith("<!DOCTYPE html>") and "requirements-good.txt" in page
@@ -205,5 +209,10 @@ def test_fail_on_never_and_hostile_inputs(installed: Path, tmp_path: Path) -> No
     hostile = _run_action({"paths": "$(touch pwned) `touch pwned2`", "args": "; touch pwned3"}, tmp_path, installed, skip_install=True)
     assert not list(tmp_path.glob("pwned*"))
     assert hostile.outputs["run"]["exit-code"] == "2", hostile.logs
+    # A word of paths is a path, never an option: `--fail-on=never` cannot turn a failing run into a pass.
+    injected = _run_action({"paths": "--fail-on=never examples/requirements-cuda12.txt", "html-artifact": ""},
+                           tmp_path, installed, skip_install=True)
+    assert injected.outputs["run"]["exit-code"] not in ("0", ""), injected.logs
+    assert injected.failed
     bad = _run_action({"fail-on": "sometimes"}, tmp_path, installed, skip_install=True)
     assert bad.outputs["run"]["exit-code"] == "2" and bad.failed and list(bad.codes.values())[-1] == 2

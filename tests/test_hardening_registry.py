@@ -88,6 +88,24 @@ def test_gzip_token_inflating_to_a_gib(registry_images: Images, fault_proxy: Pro
     assert asks(proxy, "/token") == 1
 
 
+@pytest.mark.parametrize(("body", "said"), [
+    (json.dumps({"token": "t" * 80_000}).encode(), "cannot be sent back"),  # under the answer's limit, too big for a header
+    (json.dumps({"token": "abc\r\nX-Injected: 1"}).encode(), "cannot be sent back"),
+    (b'{"token": "t", "expires_in": ' + b"9" * 4000 + b"}", "JSON of a token"),  # float() overflows
+    (b"[" * 5_000 + b"]" * 5_000, "JSON of a token"),  # nested past the parser's recursion limit
+], ids=["huge-token", "newline-in-token", "huge-expiry", "deep-nesting"])
+def test_a_hostile_token_answer_is_a_service_error(registry_images: Images, fault_proxy: Proxy, image_cache: Path,
+                                                   body: bytes, said: str) -> None:
+    """Whatever the token server answers with HTTP 200, the run ends in a clean service error (exit 3)."""
+    proxy = fault_proxy(Fault(r"/manifests/", "status", times=-1, status=401,
+                              headers={"WWW-Authenticate": 'Bearer realm="http://{proxy}/token",service="x"'}),
+                        Fault(r"^/token", "status", times=-1, status=200, headers={"Content-Type": "application/json"}, body=body))
+    code, report, run = bounded_check(via(proxy, registry_images.single_arm64), cache=image_cache)
+    assert code == 3 and "internal error" not in run.stderr, run.describe()
+    message = service_error(report, proxy.host)
+    assert "token" in message and said in message, message
+
+
 def test_gzip_manifest_inflating_to_a_gib(registry_images: Images, fault_proxy: Proxy, image_cache: Path) -> None:
     proxy = fault_proxy(Fault(r"/manifests/", "status", times=-1, status=200, headers=GZIP, body=gzip_bomb()))
     code, report, _ = bounded_check(via(proxy, registry_images.single_arm64), cache=image_cache)

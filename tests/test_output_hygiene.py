@@ -190,3 +190,99 @@ def test_escaping_is_visible_and_total() -> None:
     assert escape_controls("plain é ü 日本") == "plain é ü 日本"
     assert clean(clean(HOSTILE)) == clean(HOSTILE)
     assert "\n" not in clean(HOSTILE) and ESC not in clean(HOSTILE)
+
+
+# Credentials recognised by their value alone, under names that say nothing (issue 25 item 4).
+VALUE_SECRETS = {
+    "github": "ghp_" + "Q7wErTy8UiOp1AsDfGhJk2LzXcVbNm3Qw4Er",
+    "hugging face": "hf_" + "xYzAbCdEfGhIjKlMnOpQrStUvWxYz0123456",
+    "aws": "AKIA" + "Q3EXAMPLE7ABCDEF",
+    "slack": "xoxb-" + "1234567890-0987654321-AbCdEfGhIjKlMnOp",
+    "private key": "MIIEowIBAAKCAQEAs3cr3tK3yB0dy",
+}
+
+
+@pytest.fixture(scope="module")
+def value_secret_image(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An OCI layout whose config Env and build history carry tokens under names that say nothing."""
+    folder = tmp_path_factory.mktemp("value-secret-image")
+    layer = metadata_layer("torch", "2.9.0+cu130")
+    config = json.dumps({"architecture": "arm64", "os": "linux",
+                         "config": {"Env": [f"GH={VALUE_SECRETS['github']}", f"CLOUD={VALUE_SECRETS['aws']}"]},
+                         "history": [{"created_by": f"RUN huggingface-cli login --token {VALUE_SECRETS['hugging face']}"},
+                                     {"created_by": f"RUN curl -H 'X-Slack: {VALUE_SECRETS['slack']}' https://x.example"}],
+                         "rootfs": {"type": "layers", "diff_ids": [digest(layer)]}}).encode()
+    manifest = json.dumps(oci_manifest(config, [layer])).encode()
+    write_oci_layout(folder, json.dumps(oci_index(manifest)).encode(), [config, layer, manifest])
+    return f"oci-layout:{folder}"
+
+
+def test_secrets_recognised_by_value_in_every_format(tmp_path: Path, value_secret_image: str) -> None:
+    """GitHub, Hugging Face, AWS and Slack tokens and private keys are masked whatever names them, in every
+    format, the snapshot and the HTML build history included; the finding itself stays."""
+    (tmp_path / "Dockerfile").write_text(
+        "FROM nvidia/cuda:12.8.0-devel-ubuntu24.04\n"
+        f"ENV GH={VALUE_SECRETS['github']}\n"
+        f"ARG CLOUD={VALUE_SECRETS['aws']}\n"
+        f"RUN huggingface-cli login --token {VALUE_SECRETS['hugging face']} && echo '-----BEGIN RSA PRIVATE KEY-----\\n"
+        f"{VALUE_SECRETS['private key']}\\n-----END RSA PRIVATE KEY-----' > /k\n")
+    shown: dict[str, str] = {}
+    for fmt in (*FORMATS, "snapshot"):
+        done = run_envcheck("-v", "-f", fmt, "Dockerfile", cwd=tmp_path)
+        shown[f"Dockerfile {fmt}"] = done.stdout + done.stderr
+        done = run_envcheck("image", "-v", "-f", fmt, value_secret_image, cwd=tmp_path)
+        shown[f"image {fmt}"] = done.stdout + done.stderr
+    done = run_envcheck("snapshot", value_secret_image, "-o", "-", cwd=tmp_path)
+    shown["image snapshot -o -"] = done.stdout + done.stderr
+    done = run_envcheck("--diff", "Dockerfile", cwd=tmp_path)
+    shown["--diff"] = done.stdout + done.stderr
+    for name, text in shown.items():
+        assert "Traceback" not in text, text
+        for kind, secret in VALUE_SECRETS.items():
+            assert secret not in text and secret[8:] not in text, f"{name} prints the {kind} secret:\n{text[:3000]}"
+    assert "G1" in shown["Dockerfile text"] and "ghp_***" in shown["Dockerfile json"]
+    assert "--token hf_***" in shown["image html"]  # the build-history row is still there, masked
+    assert "+FROM nvidia/cuda:13" in shown["--diff"]  # the diff still shows the change
+
+
+def test_diff_context_lines_are_redacted(tmp_path: Path) -> None:
+    """--diff (and --fix --diff) shows context lines through the same redaction as every other output."""
+    (tmp_path / "Dockerfile").write_text(
+        "FROM nvidia/cuda:12.8.0-runtime-ubuntu24.04\n"
+        "ENV HF_TOKEN=hf_ContextLineSecret\n"
+        "ENV AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY\n"
+        "ARG PIP_INDEX_URL=https://ann:S3cretCtx@idx.example.com/simple\n")
+    for args in (("--diff",), ("--fix", "--diff")):
+        done = run_envcheck(*args, "Dockerfile", cwd=tmp_path)
+        text = done.stdout + done.stderr
+        assert "+FROM nvidia/cuda:13" in text, text
+        for secret in ("hf_ContextLineSecret", "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY", "S3cretCtx", "ann:"):
+            assert secret not in text, f"{args} prints {secret}:\n{text}"
+        assert " ENV HF_TOKEN=***" in text and " ARG PIP_INDEX_URL=https://***@idx.example.com/simple" in text
+
+
+@pytest.mark.parametrize("folder", ["::error title=INJECTED::owned", "::add-mask::torch", "  ::warning::x", "x ##[add-mask]torch"])
+def test_no_input_starts_a_workflow_command(tmp_path: Path, folder: str) -> None:
+    """A folder named like a workflow command starts no line of any format (the runner strips leading blanks
+    first), nor of --diff; only the github format writes commands, and only its own."""
+    project = tmp_path / folder
+    project.mkdir()
+    (project / "requirements.txt").write_text("cupy-cuda12x\n")
+    (project / "Dockerfile").write_text("FROM nvidia/cuda:12.8.0-runtime-ubuntu24.04\n")
+    runs = {fmt: run_envcheck("-v", "-f", fmt, folder, cwd=tmp_path) for fmt in (*FORMATS, "snapshot")}
+    runs["--diff"] = run_envcheck("--diff", folder, cwd=tmp_path)
+    runs["--diff of the folder's files"] = run_envcheck("--diff", f"{folder}/Dockerfile", f"{folder}/requirements.txt", cwd=tmp_path)
+    runs["--fix (stderr)"] = run_envcheck("--fix", "-v", folder, cwd=tmp_path)  # says which files it fixed
+    runs["a missing file (stderr)"] = run_envcheck(f"{folder}/nothing.txt", cwd=tmp_path)
+    for name, done in runs.items():
+        assert "Traceback" not in done.stderr, done.stderr
+        for line in (done.stdout + done.stderr).splitlines():
+            if name == "github" and line.startswith("::"):
+                m = re.match(r"::(error|warning|notice) ([^:]*)::", line)  # properties: , and : escaped
+                assert m, line
+                props = dict(p.split("=", 1) for p in m.group(2).split(","))
+                assert set(props) <= {"file", "line", "title"} and props["title"].startswith("G"), line
+                continue
+            assert not line.lstrip().startswith("::") and "##[" not in line, f"{name}: {line!r}"
+    shown = runs["text"].stdout.replace("\\x3a", ":").replace("\\x5b", "[")
+    assert folder.strip() in shown  # the name is still shown, one character escaped

@@ -339,3 +339,46 @@ def test_live_snapshot_of_the_real_cuda13_torch_venv(torch_venv: Path, tmp_path:
     assert probe is not None and probe["cuda"] == "13.0" and str(probe["version"]).endswith("+cu130")
     assert inventory.package("torch") is not None and any(b.cuda_major == 13 for b in inventory.binaries)
     assert _diff(str(out), str(out)) == (0, [])
+
+
+def _packages_snapshot(path: Path, count: int, bump: int) -> Path:
+    """A valid snapshot of a requirements target with ``count`` pinned packages (versions shifted by ``bump``)."""
+    packages = [{"name": f"pkg{i}", "version": f"1.{(i + bump) % 7}", "specifier": f"==1.{(i + bump) % 7}",
+                 "role": "requirement", "location": {"path": "requirements.txt", "line": i + 1}} for i in range(count)]
+    document = {"schema_version": 1, "envcheck_version": "0", "profile": "dgx-spark", "snapshot": {"snapshot_version": 1},
+                "targets": [{"target": "requirements.txt", "kind": "requirements", "findings": [], "suppressed": [],
+                             "inventory": {"context": "declared", "packages": packages}}]}
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_a_snapshot_of_millions_of_empty_objects_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    """Bounded by what would be parsed, not only by bytes: 10 million empty objects in 30 MB (780 MB once
+    parsed) are refused from a count of the bytes, in little time and memory."""
+    from bounded import run_envcheck_bounded
+
+    bomb = tmp_path / "bomb.json"
+    bomb.write_text('{"schema_version": 1, "targets": [' + ",".join(["{}"] * 10_000_000) + "]}")
+    good = _packages_snapshot(tmp_path / "good.json", 10, 0)
+    run = run_envcheck_bounded("diff", str(bomb), str(good))
+    run.assert_within(seconds=3, rss_mb=150)
+    assert run.returncode == 2 and "objects and lists" in run.stderr, run.describe()
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"schema_version": 1, "targets": ' + "[" * 500_000 + "]" * 500_000 + "}")
+    run = run_envcheck_bounded("diff", str(deep), str(good))
+    run.assert_within(seconds=3, rss_mb=150)
+    assert run.returncode == 2 and "nested too deeply" in run.stderr, run.describe()
+
+
+def test_diff_of_two_large_valid_snapshots_is_bounded(tmp_path: Path) -> None:
+    """Two valid snapshots of 50,000 packages each, every version changed: read, compared and reported
+    within the hostile-input bars (the work is linear in the packages; 300,000 stay under the parse bounds)."""
+    from bounded import run_envcheck_bounded
+
+    a = _packages_snapshot(tmp_path / "a.json", 50_000, 0)
+    b = _packages_snapshot(tmp_path / "b.json", 50_000, 1)
+    run = run_envcheck_bounded("diff", str(a), str(b), "-f", "json", "-o", str(tmp_path / "out.json"), "-q")
+    run.assert_within(seconds=10, rss_mb=300)
+    assert run.returncode == 0, run.describe()
+    [target] = json.loads((tmp_path / "out.json").read_text())["targets"]
+    assert len(target["findings"]) == 50_000

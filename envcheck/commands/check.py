@@ -162,11 +162,11 @@ def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> li
     """Targets for what discovery found, an ERROR target per folder it could not read; -v lists what it skipped."""
     from envcheck.engine import Target
     from envcheck.errors import InputError
-    from envcheck.redaction import escape_controls
+    from envcheck.redaction import escape_controls, no_command_lines
 
     if verbose:
         for skipped, reason in discovery.skipped:
-            print(f"envcheck: skipped {escape_controls(str(skipped))}: {reason}", file=sys.stderr)
+            print(no_command_lines(f"envcheck: skipped {escape_controls(str(skipped))}: {reason}"), file=sys.stderr)
     targets = [_file_target(path, kind, options) for path, kind in discovery.files]
     if discovery.outside:
         from envcheck.model import Inventory

@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envcheck.model import Status
+
 if TYPE_CHECKING:
     from envcheck.config import Config
     from envcheck.engine import Target
@@ -32,11 +34,20 @@ def after_check(args: argparse.Namespace, config: Config, report: Report, target
 
     if not (getattr(args, "diff", False) or getattr(args, "fix", False)):
         return report, None
-    changes = fixes.plan(report)
+    # What the user gave: a folder, or the folder of a file (default: the current folder). Only files inside
+    # these are written (fixes.within).
+    given = [Path(p) for p in (getattr(args, "paths", None) or ["."])]
+    folders = [str(p) if p.is_dir() else str(p.parent) for p in given]
+    changes, left = fixes.within(fixes.plan(report), folders)
+    for line in left:
+        say(line)
+    if not changes and not left:
+        count = sum(1 for f in report.findings if f.status in (Status.FAIL, Status.WARN, Status.ERROR))
+        if count:  # so a user knows it ran
+            say(f"{count} finding{'s' if count != 1 else ''}, none that --fix can change")
     if args.diff:
         sys.stdout.write(fixes.unified_diff(changes))
         return report, report.exit_code if report.exit_code >= 2 else int(bool(changes))
-    folders = [t.name if Path(t.name).is_dir() else str(Path(t.name).parent) for t in targets]
     for line in fixes.write(changes, folders):
         say(line)
     return (check_again() if changes else report), None

@@ -218,37 +218,63 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def unified_diff(fixes: list[FileFix]) -> str:
-    """The changes as a unified diff (a/PATH, b/PATH); control characters other than line ends are escaped."""
+    """The changes as a unified diff (a/PATH, b/PATH). What every other output does holds here too, context
+    lines included: secrets are masked (:func:`envcheck.redaction.redact`), control characters other than line
+    ends are escaped, and no line starts a workflow command."""
     import difflib
+
+    from envcheck.redaction import no_command_lines, redact
 
     def lines(data: bytes) -> list[str]:
         return data.decode("utf-8", "surrogateescape").splitlines(keepends=True)
 
     def shown(line: str) -> str:
-        body = line.rstrip("\r\n")
+        ending = line[len(line.rstrip("\r\n")):]
+        body = redact(line[:len(line) - len(ending)])
         clean = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", body).encode("utf-8", "backslashreplace").decode("utf-8")
-        return clean + line[len(body):] if line.endswith("\n") else clean + line[len(body):] + "\n\\ No newline at end of file\n"
+        return clean + ending if line.endswith("\n") else clean + ending + "\n\\ No newline at end of file\n"
 
     out = []
     for one in fixes:
-        name = _CONTROL.sub("?", one.path)
-        for line in difflib.unified_diff(lines(one.before), lines(one.after), f"a/{name}", f"b/{name}"):
-            out.append(line if line.startswith(("---", "+++", "@@")) else shown(line))
-    return "".join(out)
+        name = _CONTROL.sub("?", redact(one.path))
+        for i, line in enumerate(difflib.unified_diff(lines(one.before), lines(one.after), f"a/{name}", f"b/{name}")):
+            # the two file headers, and hunk headers (a line of the file starts with " ", "-" or "+" here:
+            # a removed "--extra-index-url" line is "---extra-index-url", not a header)
+            out.append(line if i < 2 or line.startswith("@@") else shown(line))
+    return no_command_lines("".join(out))
+
+
+def _inside(real: str, real_roots: list[str]) -> bool:
+    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in real_roots)
+
+
+def within(fixes: list[FileFix], roots: list[str]) -> tuple[list[FileFix], list[str]]:
+    """The fixes of files inside ``roots`` (the folders of the targets), and a line for each other one.
+
+    Only what the user gave is ever written: a requirements file included with ``-r /elsewhere/x.txt``, or a
+    file that a symbolic link (the file, or a folder on its path) leads out of the targets, is reported and
+    left alone, by ``--fix`` and by ``--diff`` alike."""
+    real_roots = [os.path.realpath(r) for r in roots]
+    kept, left = [], []
+    for one in fixes:
+        real = os.path.realpath(one.path)
+        if _inside(real, real_roots):
+            kept.append(one)
+        elif real != os.path.abspath(one.path):
+            left.append(f"{one.path}: not fixed: a symbolic link leads it to {real}, outside the checked folders")
+        else:
+            left.append(f"{one.path}: not fixed: it is outside the checked folders (included from a checked file); "
+                        "fix it by hand, or run envcheck --fix on it")
+    return kept, left
 
 
 def write(fixes: list[FileFix], roots: list[str]) -> Iterator[str]:
-    """Write each file (temporary file in the same folder, renamed over it, mode kept) and say what was done.
-
-    A file reached through a symbolic link (the file or a folder on its path) is written only where the link
-    leads inside one of ``roots`` (the folders of the targets); a file that changed since it was read is left alone."""
-    real_roots = [os.path.realpath(r) for r in roots]
+    """Write each file inside ``roots`` (:func:`within`; temporary file in the same folder, renamed over it,
+    mode kept) and say what was done. A file that changed since it was read is left alone."""
+    fixes, left = within(fixes, roots)
+    yield from left
     for one in fixes:
         real = os.path.realpath(one.path)
-        through_link = real != os.path.abspath(one.path)  # the file, or a folder on its way, is a symbolic link
-        if through_link and not any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in real_roots):
-            yield f"{one.path}: not fixed: a symbolic link leads it to {real}, outside the checked folders"
-            continue
         try:
             with open(real, "rb") as handle:
                 if handle.read(len(one.before) + 1) != one.before:  # bounded: the file may have been swapped

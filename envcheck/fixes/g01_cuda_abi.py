@@ -6,14 +6,37 @@ not name one, the finding is left alone (or refused, with the reason)."""
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from envcheck import knowledge
 from envcheck.fixes import FixRequest, Refused
 from envcheck.fixes.requirements_text import name_pattern
-from envcheck.model import Edit
+from envcheck.knowledge.builds import build_of_index
+from envcheck.model import Edit, Inventory
 
-# The PyTorch index of CUDA 11/12 builds, as --index-url, PIP_INDEX_URL, a uv index or a wheel URL's folder.
-_TORCH_INDEX = re.compile(r"(?P<head>https?://download\.pytorch\.org/whl/(?:nightly/|test/)?)(?P<build>cu1[0-2]\d)(?=[/\s\"'#;,\]]|$)")
+# The PyTorch index of CUDA 11/12 builds, as --index-url, PIP_INDEX_URL, a uv index or a wheel URL's folder
+# (with credentials too: only the build part of the path changes).
+_TORCH_INDEX = re.compile(r"(?P<head>https?://(?:[^\s/@'\"]+@)?download\.pytorch\.org/whl/(?:nightly/|test/)?)"
+                          r"(?P<build>cu1[0-2]\d)(?=[/\s\"'#;,\]]|$)")
+
+
+def _stuck_index(inventory: Inventory) -> str | None:
+    """The host of a CUDA 11/12 index this input uses that no fix can move: a mirror or private index (not
+    download.pytorch.org), of which envcheck cannot know whether it serves cu130 builds. A pin and the index
+    that serves it move together or not at all (docs/fix.md), so its presence holds the pins back too."""
+    for index in inventory.indexes:
+        build = build_of_index(index.url)
+        if build is None or build.flavor != "cuda" or build.cuda_major is None or build.cuda_major >= 13:
+            continue
+        if not _TORCH_INDEX.search(index.url):
+            return urlsplit(index.url).hostname or "an index envcheck does not know"
+    return None
+
+
+def _stuck_reason(host: str) -> Refused:
+    return Refused(f"the CUDA 12 index on {host} is not download.pytorch.org, and envcheck cannot know whether it serves "
+                   "cu130 builds: the index and the +cu12x pins it serves must move together, so neither is changed; "
+                   "change them by hand (or point the index at https://download.pytorch.org/whl/cu130)")
 _LOCAL_CU = re.compile(r"\+cu1[0-2]\d$")
 
 
@@ -44,15 +67,21 @@ def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
         following = re.compile(r"^\s*\[", re.MULTILINE).search(request.source.text, end)
         end = following.start() if following else len(request.source.text)
     found = list(_TORCH_INDEX.finditer(request.source.text, start, end))
+    stuck = _stuck_index(request.inventory)
+    if stuck is not None:
+        return _stuck_reason(stuck)
     return [request.source.edit(m.start("build"), m.end("build"), "cu130") for m in found] or None
 
 
-def local_version(request: FixRequest) -> list[Edit] | None:
+def local_version(request: FixRequest) -> list[Edit] | Refused | None:
     """torch==X+cu12x -> torch==X+cu130 where the cu130 index has that release (torch >= 2.9.0); other
-    packages and older releases: no certain fix."""
+    packages and older releases: no certain fix. Refused when a CUDA 12 index that cannot move serves it."""
     version = str(request.finding.evidence.get("version") or "")
     if request.finding.evidence.get("package") != "torch" or not _LOCAL_CU.search(version) or not cu130_release(version):
         return None
+    stuck = _stuck_index(request.inventory)
+    if stuck is not None:
+        return _stuck_reason(stuck)
     edits = []
     for m in request.matches(name_pattern("torch")):
         spec = m.group("spec") or ""
@@ -93,19 +122,42 @@ def cuda12_distribution(request: FixRequest) -> list[Edit] | Refused | None:
 
 
 _CUDA_TAG = re.compile(r"(?<![\w./-])(?:(?:docker\.io/|nvcr\.io/)?nvidia/cuda):(?P<version>1[0-2]\.\d+(?:\.\d+)?)"
-                       r"-(?P<flavor>[a-z]+(?:-[a-z]+)*)-(?P<os>[a-z]+\d+(?:\.\d+)?)(?=[\s@]|$)")
+                       r"-(?P<flavor>[a-z]+\d*(?:-[a-z]+)*)-(?P<os>[a-z]+\d+(?:\.\d+)?)(?=[\s@]|$)")
+_CUDNN_MAJOR = re.compile(r"cudnn(?P<major>\d+)-(?P<rest>[a-z-]+)")
 
 
-def cuda12_base(request: FixRequest) -> list[Edit] | None:
+def cuda12_base(request: FixRequest) -> list[Edit] | Refused | None:
     """``FROM nvidia/cuda:12.x-FLAVOR-OS`` -> the CUDA 13 tag of the same flavour and OS from
-    knowledge/cuda_image_tags.toml; NGC framework images and tags without a row: no certain fix."""
+    knowledge/cuda_image_tags.toml (``cudnn9-`` tags count as ``cudnn-``). Every other case says why it is
+    left: a flavour/OS without a CUDA 13 tag in the table, a cuDNN 8 tag (CUDA 13 images carry cuDNN 9), a tag
+    built from build arguments, an NGC framework image (its CUDA 13 release changes the framework too)."""
     loc = request.finding.location
     start, end = request.source.line_span(loc.line if loc and loc.line else 1)
     rows = knowledge.load("cuda_image_tags")["cuda13"]
-    for m in _CUDA_TAG.finditer(request.source.text, start, end):
-        if not re.match(r"\s*FROM\s", request.source.text[start:m.start()] + " ", re.IGNORECASE):
+    text = request.source.text
+    for m in _CUDA_TAG.finditer(text, start, end):
+        if not re.match(r"\s*FROM\s", text[start:m.start()] + " ", re.IGNORECASE):
             continue
-        row = next((r for r in rows if (r["flavor"], r["os"]) == (m.group("flavor"), m.group("os"))), None)
+        flavor, system = m.group("flavor"), m.group("os")
+        cudnn = _CUDNN_MAJOR.fullmatch(flavor)
+        if cudnn is not None and cudnn.group("major") != "9":
+            return Refused(f"{flavor} carries cuDNN {cudnn.group('major')}, and the CUDA 13 images carry cuDNN 9 only "
+                           f"(nvidia/cuda:13.0.1-cudnn-{cudnn.group('rest')}-{system}): check that the project works "
+                           "with cuDNN 9, then change the tag by hand")
+        wanted = f"cudnn-{cudnn.group('rest')}" if cudnn is not None else flavor
+        row = next((r for r in rows if (r["flavor"], r["os"]) == (wanted, system)), None)
         if row is not None:
-            return [request.source.edit(m.start("version"), m.end("version"), row["version"])]
+            replacement = f"{row['version']}-{wanted}" if wanted != flavor else row["version"]
+            end_at = m.end("flavor") if wanted != flavor else m.end("version")
+            return [request.source.edit(m.start("version"), end_at, replacement)]
+        known = sorted({f"{r['flavor']}-{r['os']}" for r in rows})
+        return Refused(f"envcheck knows no CUDA 13 tag of nvidia/cuda for {flavor} on {system} (it knows "
+                       f"{', '.join(known)}): pick a CUDA 13 base by hand")
+    image = str(request.finding.evidence.get("image") or "")
+    line = text[start:end]
+    if "$" in line:
+        return Refused("the base image is built from build arguments: change their default (or the --build-arg) by hand")
+    if image.startswith("nvcr.io/nvidia/"):
+        return Refused(f"{image} is an NGC framework image: its CUDA 13 release brings another framework release too, "
+                       "so envcheck does not pick one (see the fix above)")
     return None

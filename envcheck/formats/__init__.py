@@ -4,7 +4,8 @@ A format module has ``render(report, verbosity) -> str | Rendered``: what goes t
 :class:`Rendered` when some findings belong on stderr (the preflight format keeps its ten stdout lines and
 writes the rest there). :func:`renderer` is the render boundary: every format receives the report after
 :func:`envcheck.redaction.clean_report` (secrets masked, control characters escaped), so no format can
-print a credential or let an input start a line of its own. A format that renders findings only
+print a credential or let an input start a line of its own (nor a workflow command: only the github format
+writes those). A format that renders findings only
 (``inventory=False``) receives each target with an empty inventory: what it cannot see need not be
 cleaned (a whole environment's inventory is 866 binaries and thousands of Requires-Dist lines). The CLI reads ``--format`` choices and help
 from :data:`FORMATS` and writes what the renderer returns; it knows nothing else of any format.
@@ -58,14 +59,18 @@ def names() -> tuple[str, ...]:
 
 def renderer(name: str) -> Renderer:
     """Render with format ``name``: the report is cleaned first (:func:`envcheck.redaction.clean_report`)."""
-    from envcheck.redaction import clean_report
+    from envcheck.redaction import clean_report, no_command_lines
 
     render = importlib.import_module(FORMATS[name].module).render
     inventory = FORMATS[name].inventory
+    # No input may start a workflow command line: only the github format writes commands (its own).
+    colon, bracket = ("&#58;", "&#91;") if name == "html" else ("\\x3a", "\\x5b")
 
     def safe_render(report: Report, verbosity: int = 0) -> Rendered:
         out = render(clean_report(report if inventory else without_inventories(report)), verbosity)
-        return out if isinstance(out, Rendered) else Rendered(str(out))
+        out = out if isinstance(out, Rendered) else Rendered(str(out))
+        stdout = out.stdout if name == "github" else no_command_lines(out.stdout, colon, bracket)
+        return Rendered(stdout, tuple(no_command_lines(line) for line in out.stderr))
 
     return safe_render
 

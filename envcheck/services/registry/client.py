@@ -21,6 +21,7 @@ import contextlib
 import email.utils
 import hashlib
 import json
+import re
 import socket
 import threading
 import time
@@ -52,6 +53,8 @@ ACCEPT_ALL = ", ".join((OCI_INDEX, DOCKER_LIST, OCI_MANIFEST, DOCKER_MANIFEST))
 MAX_MANIFEST_BYTES = 4 << 20  # the distribution spec's suggested manifest limit
 MAX_CONFIG_BYTES = 64 << 20
 MAX_TOKEN_BYTES = 1 << 20  # a token answer (JWTs are a few KiB)
+MAX_TOKEN_CHARS = 64 << 10  # the token itself, sent back in every request's Authorization header
+_TOKEN_TEXT = re.compile(r"[\x21-\x7e]+")  # printable ASCII without blanks: what a header value can carry
 MAX_ERROR_BYTES = 64 << 10  # an error answer: only its first error's code and message are shown
 ACCEPT_ENCODING = "gzip, deflate"  # what _decoder reads; documents are decoded with their limits applied to the result
 RETRY_STATUSES = (429, 500, 502, 503, 504)
@@ -382,13 +385,19 @@ class RegistryClient:
                 data = json.loads(raw)
                 token = data.get("token") or data.get("access_token")
                 expires = float(data.get("expires_in") or 60)
-            except (ValueError, AttributeError, TypeError, UnicodeDecodeError):
-                raise ServiceError(f"the token server of {self.ref.registry} did not answer with JSON") from None
+            except (ValueError, AttributeError, TypeError, UnicodeDecodeError, RecursionError, OverflowError):
+                raise ServiceError(f"the token server of {self.ref.registry} did not answer with the JSON of a token") from None
         finally:
             _finish(response)
             response.close()
         if not isinstance(token, str) or not token:
             raise ServiceError(f"the token server of {self.ref.registry} answered without a token")
+        if len(token) > MAX_TOKEN_CHARS or not _TOKEN_TEXT.fullmatch(token):
+            # it goes into an Authorization header: a newline or a megabyte there fails every later request
+            raise ServiceError(f"the token server of {self.ref.registry} answered with a token that cannot be sent back "
+                               f"({len(token):,} characters; a token is at most {MAX_TOKEN_CHARS:,} printable ASCII characters)")
+        if expires != expires:  # NaN
+            expires = 60.0
         key = (challenge.params.get("realm", ""), challenge.params.get("service", ""), self.scope)
         self.tokens.put(key, token, expires)
         return token

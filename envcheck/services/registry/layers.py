@@ -314,8 +314,17 @@ class _SeekOnly:
         return self._spool.read(size)
 
 
-def _under(path: str, folder: str) -> bool:
-    return folder == "" or path == folder or path.startswith(folder + "/")
+def _deleted(path: str, folders: set[str]) -> bool:
+    """Whether ``path`` is one of ``folders`` or lies under one ("" is the root): a set lookup per ancestor,
+    so a layer of N whiteouts over N files costs N times the path depth, not N * N."""
+    if "" in folders or path in folders:
+        return True
+    end = path.rfind("/")
+    while end > 0:
+        if path[:end] in folders:
+            return True
+        end = path.rfind("/", 0, end)
+    return False
 
 
 @dataclass
@@ -328,14 +337,17 @@ class FinalFiles:
 
     def apply(self, layer: LayerScan, label: str) -> None:
         """Lay ``layer`` over what is there: whiteouts and opaque dirs first, then its own files."""
+        whiteouts = set(layer.whiteouts)
+        removed = whiteouts | set(layer.opaque)
         for table in (self.packages, self.binaries):
-            doomed = [p for p in table if any(_under(p, w) for w in layer.whiteouts) or any(_under(p, o) for o in layer.opaque)]
+            doomed = [p for p in table if _deleted(p, removed)] if removed else []
             for path in set(layer.paths):
                 if path in table:
                     doomed.append(path)
             for path in doomed:
                 table.pop(path, None)
-        self.problems = [p for p in self.problems if not any(_under(p["path"], w) for w in layer.whiteouts)]
+        if whiteouts:
+            self.problems = [p for p in self.problems if not _deleted(p["path"], whiteouts)]
         for package in layer.packages:
             self.packages[package["path"]] = {**package, "layer": label}
         for binary in layer.binaries:
