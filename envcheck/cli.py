@@ -208,6 +208,24 @@ def _clean(text: str) -> str:
     return no_command_lines(clean(text))
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Options anywhere (``parse_intermixed_args``), except after ``--``: every later word is a positional (a
+    path such as ``--fail-on=never``). Python 3.11's intermixed parsing still reads options after ``--``, so
+    those words are parsed as stand-ins that cannot look like options and put back afterwards."""
+    if "--" not in argv:
+        return parser.parse_intermixed_args(argv)
+    cut = argv.index("--")
+    after = argv[cut + 1:]
+    stand_ins = {f"\0{n}": word for n, word in enumerate(after)}
+    args = parser.parse_intermixed_args([*argv[:cut], "--", *stand_ins])
+    for name, value in vars(args).items():
+        if isinstance(value, list):
+            setattr(args, name, [stand_ins.get(v, v) if isinstance(v, str) else v for v in value])
+        elif isinstance(value, str) and value in stand_ins:
+            setattr(args, name, stand_ins[value])
+    return args
+
+
 def _run(argv: list[str]) -> int:
     from envcheck import engine
     from envcheck.commands import check
@@ -219,10 +237,10 @@ def _run(argv: list[str]) -> int:
     else:
         parser, module = _command_parser(command)
         if hasattr(module, "run"):  # a command with its own output (rules, cache): no report, no engine
-            text: str = module.run(parser.parse_intermixed_args(argv))
+            text: str = module.run(_parse(parser, argv))
             sys.stdout.write(text)
             return 0
-    args = parser.parse_intermixed_args(argv)
+    args = _parse(parser, argv)
     from envcheck.config import parse_size
 
     max_text = parse_size(args.max_text_size, "--max-text-size") if getattr(args, "max_text_size", None) else None

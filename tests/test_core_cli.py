@@ -301,3 +301,15 @@ def test_a_run_ends_with_a_normal_interpreter_exit(tmp_path: Path) -> None:
     codes = [run_envcheck(*args, env=env).returncode for args in ([str(clean)], [str(bad)], ["--no-such-flag"])]
     assert codes == [0, 1, 2]
     assert mark.read_text() == "ran\n" * 3
+
+
+def test_words_after_double_dash_are_paths(tmp_path: Path) -> None:
+    """After ``--`` a word is a path even when it looks like an option (the Action passes ``-- PATHS``), and
+    paths before and after ``--`` are all checked."""
+    (tmp_path / "--fail-on=never").write_text("torch==2.5.1+cu121\n")
+    (tmp_path / "good.txt").write_text("torch==2.9.0\n")
+    done = run_envcheck("--kind", "requirements", "-f", "json", "good.txt", "--", "--fail-on=never", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert [t["target"] for t in json.loads(done.stdout)["targets"]] == ["good.txt", "--fail-on=never"]
+    missing = run_envcheck("--", "--no-such-option", cwd=tmp_path)
+    assert missing.returncode == 2 and "--no-such-option: no such file" in missing.stdout
