@@ -17,14 +17,16 @@ from __future__ import annotations
 import struct
 import zipfile
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from envcheck.inspect.elf import MalformedBinary
 
 try:  # ISA-L inflates 2-3x faster than zlib where it is available
     from isal import isal_zlib as _zlib  # type: ignore[import-not-found,unused-ignore]
 except ImportError:  # pragma: no cover - depends on the environment
-    import zlib as _zlib
+    import zlib as _zlib  # type: ignore[no-redef,unused-ignore]
+
+_INFLATE_ERROR = cast("type[Exception]", _zlib.error)  # isal's stub declares `error` as an instance, not a class
 
 CHUNK_IN = 1 << 20  # compressed bytes per read
 MAX_DEFLATE_RATIO = 1032  # deflate cannot expand more than ~1032:1
@@ -102,7 +104,7 @@ def iter_member(path: str, info: zipfile.ZipInfo, stop_at: int | None = None, ch
                     try:
                         # Bound what one call may produce, so a compression bomb cannot blow memory up.
                         out = inflater.decompress(data, chunk * 4)
-                    except _zlib.error as exc:
+                    except _INFLATE_ERROR as exc:
                         raise MemberError(f"corrupt deflate data: {exc}", produced, info.filename) from None
                     data = inflater.unconsumed_tail
                 produced += len(out)
