@@ -79,13 +79,18 @@ class LayerStream:
         else:
             self.compression, self.library = "none", ""
         self._queue: queue.Queue[bytes | _End] = queue.Queue(QUEUE_CHUNKS)
+        self._read_ahead: queue.Queue[bytes | _End] = queue.Queue(QUEUE_CHUNKS)
         self._stop = threading.Event()
         self._chunk = b""
         self._offset = 0  # read position inside self._chunk
         self._position = 0  # bytes handed out or skipped so far
         self._ended: _End | None = None
-        self._worker = threading.Thread(target=self._produce, name="envcheck-inflate", daemon=True)
-        self._worker.start()
+        # Two workers: one reads (and so hashes) the source, one decompresses; hashing and inflating then
+        # overlap too, and the caller's thread is left the tar walk and the ELF reads.
+        self._workers = [threading.Thread(target=self._read_source, name="envcheck-layer-read", daemon=True),
+                         threading.Thread(target=self._produce, name="envcheck-inflate", daemon=True)]
+        for worker in self._workers:
+            worker.start()
 
     # ---- the worker thread ----
 
@@ -104,23 +109,41 @@ class LayerStream:
         except BaseException as exc:  # handed to the reader, which raises it in its own thread
             self._put(_End(exc))
 
-    def _put(self, item: bytes | _End) -> bool:
+    def _put(self, item: bytes | _End, into: queue.Queue[bytes | _End] | None = None) -> bool:
+        target = self._queue if into is None else into
         while not self._stop.is_set():
             try:
-                self._queue.put(item, timeout=0.05)
+                target.put(item, timeout=0.05)
                 return True
             except queue.Full:
                 continue
         return False
 
+    def _read_source(self) -> None:
+        try:
+            while not self._stop.is_set():
+                data = self._source.read(SOURCE_READ)
+                if not data:
+                    break
+                if not self._put(data, self._read_ahead):
+                    return
+            self._put(_End(), self._read_ahead)
+        except BaseException as exc:  # the source's own error (a digest mismatch, a deadline): handed on as it is
+            self._put(_End(exc), self._read_ahead)
+
     def _compressed(self) -> Iterator[bytes]:
         if self._head:
             yield self._head
         while not self._stop.is_set():
-            data = self._source.read(SOURCE_READ)
-            if not data:
+            try:
+                item = self._read_ahead.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if isinstance(item, _End):
+                if item.failure is not None:
+                    raise item.failure
                 return
-            yield data
+            yield item
 
     def _inflate(self) -> Iterator[bytes]:
         if self.compression == "gzip":
@@ -258,15 +281,22 @@ class LayerStream:
             gap -= take
         return self._position
 
+    def finish(self) -> int:
+        """Inflate the rest of the stream unread (the tar's end padding): a gzip stream's CRC and length
+        are then checked, and damage anywhere in it is raised here. Returns the bytes skipped."""
+        skipped = len(self._chunk) - self._offset
+        self._chunk, self._offset = b"", 0
+        while self._next_chunk():
+            skipped += len(self._chunk)
+            self._chunk, self._offset = b"", 0
+        self._position += skipped
+        return skipped
+
     def close(self) -> None:
         """Stop the worker and wait for it; the source is then free for the caller."""
         self._stop.set()
-        while self._worker.is_alive():
-            try:
-                self._queue.get(timeout=0.05)
-            except queue.Empty:
-                continue
-        self._worker.join()
+        for worker in self._workers:
+            worker.join()
 
     def __enter__(self) -> LayerStream:
         return self

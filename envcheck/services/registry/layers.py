@@ -18,6 +18,7 @@ import posixpath
 import re
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
@@ -58,6 +59,7 @@ class LayerScan:
     members: int = 0
     bytes: int = 0  # uncompressed bytes walked
     compression: str = ""  # how this read found the layer: "gzip (isal)", "zstd (zstandard)", "none" (not cached)
+    seconds: float = 0.0  # how long this read took (not cached)
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("paths", "whiteouts", "opaque", "packages", "binaries", "problems", "members", "bytes")}
@@ -144,13 +146,19 @@ def scan_layer(stream: Readable, read_binary: BinaryReader | None, *, deep_fatbi
     ``max_bytes`` bounds the uncompressed bytes the layer may claim (see :func:`expansion_limit`): a member
     header that would pass it is an error before tarfile tries to skip that much data.
     """
+    start = time.perf_counter()
     try:
         layer = open_layer_stream(stream, limit=max_bytes)
     except DecompressionError as exc:
         raise LayerError(str(exc)) from None
-    with layer:  # closing stops the decompression thread, whatever happens here
+    with layer:  # closing stops the decompression threads, whatever happens here
         scan = _walk(layer, read_binary, deep_fatbin, progress, max_bytes)
+        try:  # the whole stream is checked (gzip's CRC), not only the part up to the tar's end
+            layer.finish()
+        except DecompressionError as exc:
+            raise LayerError(f"{exc} (after the tar's end)") from None
     scan.compression = layer.compression + (f" ({layer.library})" if layer.library else "")
+    scan.seconds = time.perf_counter() - start
     return scan
 
 
