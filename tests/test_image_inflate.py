@@ -109,7 +109,15 @@ def _damaged() -> dict[str, tuple[bytes, str]]:
         "gzip corrupt inside a skipped member": (_flip(gz, len(gz) // 2), "gzip"),
         "zstd cut inside a member": (zst[: len(zst) // 2], "unexpected end of data"),
         "gzip with a bomb after the tar's end": (gzip.compress(tar + bytes(64 << 20), mtime=0), "decompression bomb"),
+        "PAX header claiming 1 GiB of data": (gzip.compress(_pax_header(1 << 30) + bytes(4 << 20), mtime=0), "in one piece"),
     }
+
+
+def _pax_header(size: int) -> bytes:
+    """A PAX extended header block whose size field claims ``size`` bytes (tarfile reads them in one read)."""
+    header = tarfile.TarInfo("././@PaxHeader")
+    header.type, header.size = tarfile.XHDTYPE, size
+    return header.tobuf(tarfile.USTAR_FORMAT)
 
 
 @pytest.mark.parametrize("name", sorted(_damaged()))

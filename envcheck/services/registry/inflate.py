@@ -25,6 +25,7 @@ from typing import Any, Protocol
 CHUNK = 1 << 20  # at most this many bytes of output per decompressor call
 SOURCE_READ = 256 << 10  # compressed bytes per read: ISA-L's peak memory grows with its input size (80 MB at 1 MiB)
 QUEUE_CHUNKS = 8  # uncompressed chunks in flight between the worker and the reader (8 MiB at most)
+MAX_READ = 64 << 20  # the most one read may ask for: tarfile reads a PAX/GNU header's data in one read of its claimed size
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -234,14 +235,17 @@ class LayerStream:
         return self._position
 
     def read(self, size: int = -1) -> bytes:
-        """Up to ``size`` bytes (all the rest with -1); fewer only at the end of the stream."""
+        """Up to ``size`` bytes; fewer only at the end of the stream. Member data goes through :meth:`copy_to`."""
+        if size < 0 or size > MAX_READ:
+            raise DecompressionError(f"a tar header asks for {size:,} bytes in one piece (at offset {self._position:,}); "
+                                     "extended headers are a few KiB: the layer is damaged or hostile")
         parts: list[bytes | memoryview] = []
-        wanted = size if size >= 0 else float("inf")
+        wanted = size
         got = 0
         while got < wanted:
             if self._offset >= len(self._chunk) and not self._next_chunk():
                 break
-            take = int(min(wanted - got, len(self._chunk) - self._offset))
+            take = min(wanted - got, len(self._chunk) - self._offset)
             if self._offset == 0 and take == len(self._chunk):
                 parts.append(self._chunk)
             else:
