@@ -20,10 +20,13 @@ from typing import Any
 import pytest
 import zstandard
 from conftest import REPO, require, run_envcheck
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from registry_fixtures import DIST, deep_image_parts, metadata, session_elves, tar_of, write_oci_layout
 
 from envcheck.errors import ServiceError
 from envcheck.services.registry.client import VerifiedStream
+from envcheck.services.registry.inflate import CHUNK, open_layer_stream
 from envcheck.services.registry.layers import LayerError, LayerScan, expansion_limit, scan_layer
 from envcheck.sources.binaries import binary_from_file
 
@@ -81,6 +84,27 @@ def test_real_cuda13_layer_reads_the_same_in_every_compression(nvshmem_wheel: Pa
         assert facts == first, name
     assert first["binaries"] == plain
     assert [(p["name"], p["version"]) for p in first["packages"]] == [("nvidia-nvshmem-cu13", "3.4.5")]
+
+
+_SPANNING = os.urandom(CHUNK // 2) + bytes(CHUNK) + os.urandom(CHUNK + 77)  # crosses chunk boundaries
+_SPANNING_BLOBS = {name: blob for name, blob in _compressions(_SPANNING).items() if name != "gzip in two members"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(compression=st.sampled_from(sorted(_SPANNING_BLOBS)),
+       steps=st.lists(st.tuples(st.booleans(), st.sampled_from([0, 1, 511, 512, 4096, CHUNK - 1, CHUNK, CHUNK + 3])), max_size=12))
+def test_reads_and_forward_seeks_give_the_bytes_in_order(compression: str, steps: list[tuple[bool, int]]) -> None:
+    oracle = io.BytesIO(_SPANNING)
+    with open_layer_stream(io.BytesIO(_SPANNING_BLOBS[compression])) as stream:
+        for is_seek, size in steps:
+            if is_seek:
+                target = min(oracle.tell() + size, len(_SPANNING))
+                assert stream.seek(oracle.tell() + size) == target
+                oracle.seek(target)
+            else:
+                assert stream.read(size) == oracle.read(size)
+            assert stream.tell() == oracle.tell()
+        assert stream.finish() == len(_SPANNING) - oracle.tell()
 
 
 def _layer_with_skipped_data() -> bytes:

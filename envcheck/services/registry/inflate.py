@@ -239,6 +239,11 @@ class LayerStream:
         if size < 0 or size > MAX_READ:
             raise DecompressionError(f"a tar header asks for {size:,} bytes in one piece (at offset {self._position:,}); "
                                      "extended headers are a few KiB: the layer is damaged or hostile")
+        start = self._offset
+        if size <= len(self._chunk) - start:  # the common case (tar headers): inside the current chunk
+            self._offset += size
+            self._position += size
+            return self._chunk[start : start + size]
         parts: list[bytes | memoryview] = []
         wanted = size
         got = 0
@@ -276,6 +281,10 @@ class LayerStream:
         if whence not in (0, 1) or target < self._position:
             raise OSError(f"a layer stream only seeks forward (at {self._position}, asked for {target})")
         gap = target - self._position
+        if gap <= len(self._chunk) - self._offset:
+            self._offset += gap
+            self._position = target
+            return target
         while gap > 0:
             if self._offset >= len(self._chunk) and not self._next_chunk():
                 break
