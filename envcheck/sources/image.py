@@ -345,7 +345,7 @@ def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef],
                         raise InputError(f"{name}: layer {layer.digest}: {exc.message}", path=name) from None
                     stream.drain()  # hash the tar padding too, then the digest is checked
                 stats["layers_scanned"] += 1
-                _report_rate(options, layer.digest, scan)
+                _report_rate(options, layer.digest, scan, progress)
                 if options.use_cache and read_binary is not None and not options.deep_fatbin:
                     cache.put_deep(layer.digest, scan.to_json())
             stats["bytes"] += scan.bytes
@@ -360,10 +360,12 @@ def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef],
     return final
 
 
-def _report_rate(options: ImageOptions, label: str, scan: LayerScan) -> None:
+def _report_rate(options: ImageOptions, label: str, scan: LayerScan, progress: Progress | None = None) -> None:
     """With -v: how fast one layer was read, in MB/s of uncompressed bytes (what decompression runs at)."""
     if not options.verbose:
         return
+    if progress is not None:
+        progress.finish()  # clear the progress line first; its next update draws it again
     rate = scan.bytes / scan.seconds / 1e6 if scan.seconds > 0 else 0.0
     sys.stderr.write(f"envcheck: layer {escape_controls(label[:80])}: {scan.bytes / (1 << 20):,.1f} MiB, "
                      f"{scan.compression or 'cached'}, {scan.members:,} files, {scan.seconds:.2f} s, {rate:,.0f} MB/s\n")
