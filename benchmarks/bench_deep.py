@@ -20,6 +20,7 @@ import io
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tarfile
@@ -148,9 +149,9 @@ def build_layout(folder: Path, wheel_files: list[Path]) -> dict[str, dict[str, o
     return facts
 
 
-def inflate_alone(blob: Path, kind: str, library: str = "zlib") -> float:
-    """Seconds to read ``blob`` 1 MiB at a time and decompress it, discarding the output."""
-    start = time.perf_counter()
+def inflate_alone(blob: Path, kind: str, library: str = "zlib") -> tuple[float, float]:
+    """(seconds, CPU seconds) to read ``blob`` 1 MiB at a time and decompress it, discarding the output."""
+    start, cpu = time.perf_counter(), time.process_time()
     with blob.open("rb") as fh:
         if kind == "zstd":
             import zstandard
@@ -164,22 +165,25 @@ def inflate_alone(blob: Path, kind: str, library: str = "zlib") -> float:
             inflater = module.decompressobj(16 + zlib.MAX_WBITS)
             while chunk := fh.read(1 << 20):
                 inflater.decompress(chunk)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
-def run_deep(layout: Path, tag: str, target: str, cache: Path) -> tuple[float, dict[str, object], int, str]:
-    """(seconds, inventory, peak RSS in KiB, stderr) of one `envcheck image --deep -v` process."""
+def run_deep(layout: Path, tag: str, target: str, cache: Path) -> tuple[float, dict[str, object], int, str, float]:
+    """(seconds, inventory, peak RSS in KiB, stderr, CPU seconds) of one `envcheck image --deep -v` process."""
     env = {**os.environ, "ENVCHECK_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", RSS_WRAPPER, "image", f"oci-layout:{layout}:{tag}", "--deep", "--no-cache",
                            "--no-progress", "--platform", target, "-f", "json", "-v"],
                           capture_output=True, text=True, env=env, cwd=REPO, check=False)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if "MAXRSS_KB=" not in done.stderr:
         raise SystemExit(f"envcheck failed: {done.stderr[-2000:]}")
     rss = int(done.stderr.rsplit("MAXRSS_KB=", 1)[1].split()[0])
     inventory = json.loads(done.stdout)["targets"][0]["inventory"]
-    return seconds, inventory, rss, done.stderr
+    return seconds, inventory, rss, done.stderr, cpu
 
 
 def main() -> int:
@@ -203,29 +207,29 @@ def main() -> int:
             print(f"layout built in {time.perf_counter() - start:.0f} s", file=sys.stderr)
         print(f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
               f"layer: {', '.join(w.name.split('-py3')[0] for w in wheel_files)}\n")
-        print("| layer | `envcheck image --deep` | inflate alone (peer) | ratio (peer / envcheck) | peak RSS |\n"
+        print("| layer | `envcheck image --deep` (CPU) | inflate alone (peer, CPU) | ratio (peer / envcheck) | peak RSS |\n"
               "|---|---|---|---|---|")
         for kind, fact in facts.items():
             blob = Path(str(fact["blob"]))
             mib = int(str(fact["uncompressed"])) / (1 << 20)
             peer_name = "zstandard" if kind == "zstd" else "zlib"
-            peer = min(inflate_alone(blob, kind) for _ in range(args.runs))
+            peer, peer_cpu = min(inflate_alone(blob, kind) for _ in range(args.runs))
             runs = [run_deep(layout, kind, str(fact["platform"]), Path(tmp) / "cache") for _ in range(args.runs)]
-            seconds, inventory, rss, stderr = min(runs, key=lambda r: r[0])
+            seconds, inventory, rss, stderr, cpu = min(runs, key=lambda r: r[0])
             rss = max(r[2] for r in runs)
             rate_line = next((line for line in stderr.splitlines() if "MB/s" in line), "")
             print(f"| {kind}: {mib:,.0f} MiB ({int(str(fact['compressed'])) / (1 << 20):,.0f} MiB compressed), "
-                  f"{fact['members']} files, {len(inventory.get('binaries', []))} ELF | {seconds:.2f} s | "
-                  f"{peer_name}: {peer:.2f} s | {peer / seconds:.2f} | {rss / 1024:.0f} MiB |")
+                  f"{fact['members']} files, {len(inventory.get('binaries', []))} ELF | {seconds:.2f} s ({cpu:.2f} s) | "
+                  f"{peer_name}: {peer:.2f} s ({peer_cpu:.2f} s) | {peer / seconds:.2f} | {rss / 1024:.0f} MiB |")
             if rate_line:
                 print(f"  ({rate_line.strip()})", file=sys.stderr)
             if kind == "gzip":
                 for library in ("isal", "zlib-ng"):
                     try:
-                        other = min(inflate_alone(blob, kind, library) for _ in range(args.runs))
+                        other, other_cpu = min(inflate_alone(blob, kind, library) for _ in range(args.runs))
                     except ImportError:
                         continue
-                    print(f"|   (for reference: {library} inflating the gzip blob alone) | | {other:.2f} s | | |")
+                    print(f"|   (for reference: {library} inflating the gzip blob alone) | | {other:.2f} s ({other_cpu:.2f} s) | | |")
     return 0
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import json
 import os
 import re
 import subprocess
@@ -178,3 +179,24 @@ def test_verbose_reports_each_layers_rate(tmp_path: Path) -> None:
                        done.stderr, re.MULTILINE)
     assert sorted(lines) == sorted(f"{layer.compression} (isal)" if layer.compression == "gzip"
                                    else "zstd (zstandard)" if layer.compression == "zstd" else "none" for layer in layers)
+
+
+def test_without_isal_the_standard_zlib_inflates_the_same(tmp_path: Path) -> None:
+    blob = tmp_path / "layer.tar.gz"
+    blob.write_bytes(gzip.compress(_layer_with_skipped_data(), mtime=0))
+    program = (
+        "import sys, json\n"
+        "sys.modules['isal'] = None  # as on a platform where isal cannot load\n"
+        "from envcheck.services.registry.layers import scan_layer\n"
+        "from envcheck.sources.binaries import binary_from_file\n"
+        "with open(sys.argv[1], 'rb') as fh:\n"
+        "    scan = scan_layer(fh, binary_from_file)\n"
+        "print(json.dumps([scan.compression, [b['path'] for b in scan.binaries], scan.bytes]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program, str(blob)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with blob.open("rb") as fh:
+        with_isal = scan_layer(fh, binary_from_file)
+    assert with_isal.compression == "gzip (isal)"
+    assert json.loads(done.stdout) == ["gzip (zlib)", [b["path"] for b in with_isal.binaries], with_isal.bytes]

@@ -15,6 +15,7 @@ bomb never holds more than the queue, and ``limit`` stops the stream once it has
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import zlib
@@ -41,16 +42,14 @@ class DecompressionError(Exception):
     """The compressed stream is damaged, truncated, of a refused kind or inflates past its limit."""
 
 
-def _gzip_module() -> tuple[ModuleType, str]:
+@functools.cache
+def gzip_library() -> tuple[ModuleType, str, tuple[type[BaseException], ...]]:
+    """(module with zlib's ``decompressobj``, its name, the errors it raises); imported at the first gzip layer."""
     try:
         from isal import isal_zlib
-    except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fallback where it cannot load
-        return zlib, "zlib"
-    return isal_zlib, "isal"
-
-
-_GZIP, GZIP_LIBRARY = _gzip_module()
-_GZIP_ERRORS: tuple[type[BaseException], ...] = (zlib.error, getattr(_GZIP, "error", zlib.error))
+    except ImportError:  # isal is a dependency; zlib is the fallback where it cannot load
+        return zlib, "zlib", (zlib.error,)
+    return isal_zlib, "isal", (zlib.error, getattr(isal_zlib, "error", zlib.error))
 
 
 class _End:
@@ -74,7 +73,7 @@ class LayerStream:
         self._head = head
         self._limit = limit
         if head[:2] == GZIP_MAGIC:
-            self.compression, self.library = "gzip", GZIP_LIBRARY
+            self.compression, self.library = "gzip", gzip_library()[1]
         elif head[:4] == ZSTD_MAGIC:
             self.compression, self.library = "zstd", "zstandard"
         else:
@@ -155,7 +154,8 @@ class LayerStream:
             yield from self._compressed()
 
     def _gunzip(self) -> Iterator[bytes]:
-        inflater: Any = _GZIP.decompressobj(16 + zlib.MAX_WBITS)
+        module, _, errors = gzip_library()
+        inflater: Any = module.decompressobj(16 + zlib.MAX_WBITS)
         member = 1
         fresh = True  # the current inflater has seen no input yet
         trailing = False  # past the last gzip member: the rest is read (and hashed) but not inflated
@@ -167,29 +167,29 @@ class LayerStream:
                 fresh = False
                 try:
                     out = inflater.decompress(data, CHUNK)
-                except _GZIP_ERRORS as exc:
+                except errors as exc:
                     raise DecompressionError(f"not valid gzip data (member {member}): {exc}") from None
                 if out:
                     yield out
                 if inflater.eof:  # another member may follow (multi-member gzip, as pigz and `cat` write)
                     data = inflater.unused_data
-                    inflater, member, fresh = _GZIP.decompressobj(16 + zlib.MAX_WBITS), member + 1, True
+                    inflater, member, fresh = module.decompressobj(16 + zlib.MAX_WBITS), member + 1, True
                     continue
                 data = inflater.unconsumed_tail
                 if not data and len(out) == CHUNK:
-                    yield from self._held_output(inflater, member)
+                    yield from self._held_output(inflater, member, errors)
                     if inflater.eof:
-                        inflater, member, fresh = _GZIP.decompressobj(16 + zlib.MAX_WBITS), member + 1, True
+                        inflater, member, fresh = module.decompressobj(16 + zlib.MAX_WBITS), member + 1, True
         if not fresh:
             raise DecompressionError(f"the gzip stream ends inside member {member}: the layer is truncated")
 
     @staticmethod
-    def _held_output(inflater: Any, member: int) -> Iterator[bytes]:
+    def _held_output(inflater: Any, member: int, errors: tuple[type[BaseException], ...]) -> Iterator[bytes]:
         """Output still held inside ``inflater`` after its input ran out on a full chunk."""
         while True:
             try:
                 out: bytes = inflater.decompress(b"", CHUNK)
-            except _GZIP_ERRORS as exc:
+            except errors as exc:
                 raise DecompressionError(f"not valid gzip data (member {member}): {exc}") from None
             if out:
                 yield out
