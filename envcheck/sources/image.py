@@ -345,12 +345,13 @@ def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef],
                         raise InputError(f"{name}: layer {layer.digest}: {exc.message}", path=name) from None
                     stream.drain()  # hash the tar padding too, then the digest is checked
                 stats["layers_scanned"] += 1
-                _report_rate(options, layer.digest, scan, progress)
                 if options.use_cache and read_binary is not None and not options.deep_fatbin:
                     cache.put_deep(layer.digest, scan.to_json())
             stats["bytes"] += scan.bytes
             stats["files"] += scan.members
             scans.append((layer.digest, scan))
+            if scan.seconds:  # read now, not taken from the cache
+                _report_rate(options, layer.digest, scan, progress)
     finally:
         progress.finish()
     facts["deep"] = stats
