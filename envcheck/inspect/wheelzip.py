@@ -16,17 +16,21 @@ from __future__ import annotations
 
 import struct
 import zipfile
+import zlib
 from collections.abc import Iterator
-from typing import Any, cast
+from types import ModuleType
+from typing import Any
 
 from envcheck.inspect.elf import MalformedBinary
 
+_zlib: ModuleType = zlib
 try:  # ISA-L inflates 2-3x faster than zlib where it is available
-    from isal import isal_zlib as _zlib  # type: ignore[import-not-found,unused-ignore]
-except ImportError:  # pragma: no cover - depends on the environment
-    import zlib as _zlib  # type: ignore[no-redef,unused-ignore]
+    from isal import isal_zlib  # type: ignore[import-not-found,unused-ignore]
 
-_INFLATE_ERROR = cast("type[Exception]", _zlib.error)  # isal's stub declares `error` as an instance, not a class
+    _zlib = isal_zlib
+except ImportError:  # pragma: no cover - depends on the environment
+    pass
+_INFLATE_ERRORS: tuple[type[BaseException], ...] = (zlib.error, getattr(_zlib, "error", zlib.error))
 
 CHUNK_IN = 1 << 20  # compressed bytes per read
 MAX_DEFLATE_RATIO = 1032  # deflate cannot expand more than ~1032:1
@@ -104,7 +108,7 @@ def iter_member(path: str, info: zipfile.ZipInfo, stop_at: int | None = None, ch
                     try:
                         # Bound what one call may produce, so a compression bomb cannot blow memory up.
                         out = inflater.decompress(data, chunk * 4)
-                    except _INFLATE_ERROR as exc:
+                    except _INFLATE_ERRORS as exc:
                         raise MemberError(f"corrupt deflate data: {exc}", produced, info.filename) from None
                     data = inflater.unconsumed_tail
                 produced += len(out)

@@ -217,6 +217,17 @@ class Progress:
             sys.stderr.flush()
 
 
+def _report_rate(options: ImageOptions, label: str, scan: LayerScan, progress: Progress | None = None) -> None:
+    """With -v: how fast one layer was read, in MB/s of uncompressed bytes (what decompression runs at)."""
+    if not options.verbose:
+        return
+    if progress is not None:
+        progress.finish()  # clear the progress line first; its next update draws it again
+    rate = scan.bytes / scan.seconds / 1e6 if scan.seconds > 0 else 0.0
+    sys.stderr.write(f"envcheck: layer {escape_controls(label[:80])}: {scan.bytes / (1 << 20):,.1f} MiB, "
+                     f"{scan.compression or 'cached'}, {scan.members:,} files, {scan.seconds:.2f} s, {rate:,.0f} MB/s\n")
+
+
 def binary_reader() -> BinaryReader | None:
     """The binary scanner's ``binary_from_file`` (None while that module is absent)."""
     try:
@@ -359,17 +370,6 @@ def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef],
     for label, scan in scans:
         final.apply(scan, label)
     return final
-
-
-def _report_rate(options: ImageOptions, label: str, scan: LayerScan, progress: Progress | None = None) -> None:
-    """With -v: how fast one layer was read, in MB/s of uncompressed bytes (what decompression runs at)."""
-    if not options.verbose:
-        return
-    if progress is not None:
-        progress.finish()  # clear the progress line first; its next update draws it again
-    rate = scan.bytes / scan.seconds / 1e6 if scan.seconds > 0 else 0.0
-    sys.stderr.write(f"envcheck: layer {escape_controls(label[:80])}: {scan.bytes / (1 << 20):,.1f} MiB, "
-                     f"{scan.compression or 'cached'}, {scan.members:,} files, {scan.seconds:.2f} s, {rate:,.0f} MB/s\n")
 
 
 def _split_local(spec: str, prefix: str) -> tuple[Path, str | None]:
