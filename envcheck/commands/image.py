@@ -112,5 +112,6 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
         deep_fatbin=config.options.deep_fatbin,
         max_expansion=float(args.max_expansion),
         http_timeout=_http_timeout(args),
+        verbose=getattr(args, "verbose", 0) > 0,
     )
     return [engine.Target(name=ref_text, kind=KIND, read=lambda: read_image(ref_text, options))]

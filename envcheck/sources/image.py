@@ -33,6 +33,7 @@ from packaging.utils import canonicalize_name
 from envcheck.errors import InputError, ServiceError, UsageError
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.model import BaseImage, Binary, EnvVar, Inventory, Location, Origin, Package, ReadProblem, Role
+from envcheck.redaction import escape_controls
 from envcheck.services.registry.auth import Credentials, credentials_from_docker_config
 from envcheck.services.registry.cache import BlobCache
 from envcheck.services.registry.client import (
@@ -80,6 +81,7 @@ class ImageOptions:
     backoff: float = 0.5
     http_timeout: float = DEFAULT_DEADLINE  # overall seconds per registry request (--http-timeout, ENVCHECK_HTTP_TIMEOUT)
     max_expansion: float = DEFAULT_MAX_EXPANSION  # --max-expansion: uncompressed/compressed bound per layer
+    verbose: bool = False  # -v: one line per layer read on stderr (size, compression, time, MB/s)
 
 
 @dataclass
@@ -215,6 +217,17 @@ class Progress:
             sys.stderr.flush()
 
 
+def _report_rate(options: ImageOptions, label: str, scan: LayerScan, progress: Progress | None = None) -> None:
+    """With -v: how fast one layer was read, in MB/s of uncompressed bytes (what decompression runs at)."""
+    if not options.verbose:
+        return
+    if progress is not None:
+        progress.finish()  # clear the progress line first; its next update draws it again
+    rate = scan.bytes / scan.seconds / 1e6 if scan.seconds > 0 else 0.0
+    sys.stderr.write(f"envcheck: layer {escape_controls(label[:80])}: {scan.bytes / (1 << 20):,.1f} MiB, "
+                     f"{scan.compression or 'cached'}, {scan.members:,} files, {scan.seconds:.2f} s, {rate:,.0f} MB/s\n")
+
+
 def binary_reader() -> BinaryReader | None:
     """The binary scanner's ``binary_from_file`` (None while that module is absent)."""
     try:
@@ -345,6 +358,8 @@ def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef],
             stats["bytes"] += scan.bytes
             stats["files"] += scan.members
             scans.append((layer.digest, scan))
+            if scan.seconds:  # read now, not taken from the cache
+                _report_rate(options, layer.digest, scan, progress)
     finally:
         progress.finish()
     facts["deep"] = stats
@@ -468,7 +483,8 @@ def _from_save_stream(spec: str, stream: Any, tag: str | None, options: ImageOpt
                            "bytes": sum(s.bytes for _, _, s in ordered), "files": sum(s.members for _, _, s in ordered)}})
     inventory = _config_inventory(spec, image.config, facts)
     final = FinalFiles()
-    for _member, digest, scan in ordered:
+    for member, digest, scan in ordered:
+        _report_rate(options, member, scan)
         final.apply(scan, digest)
     _add_final_files(inventory, spec, final)
     inventory.host = replace(inventory.host, image=facts)

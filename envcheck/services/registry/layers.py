@@ -1,5 +1,8 @@
 """Streaming reads of image layers: decompress on the fly, walk the tar, never extract, never buffer a layer.
 
+Decompression runs in a worker thread (:mod:`envcheck.services.registry.inflate`) while this module walks
+the tar and reads the members that matter; members that do not matter are skipped without being copied.
+
 One layer is read by :func:`scan_layer` into a :class:`LayerScan` (plain JSON-ready facts: the installed
 distributions' METADATA, the ELF files found under site-packages/dist-packages and CUDA library folders,
 the whiteouts). :func:`merge_layers` then applies the layers in order (whiteouts and opaque directories
@@ -15,12 +18,13 @@ import posixpath
 import re
 import tarfile
 import tempfile
-import zlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any, Protocol, cast
+from typing import IO, Any, Protocol
 
 from envcheck.errors import EnvcheckError
+from envcheck.services.registry.inflate import DecompressionError, LayerStream, Readable, open_layer_stream
 
 WHITEOUT_PREFIX = ".wh."
 OPAQUE_MARKER = ".wh..wh..opq"
@@ -54,6 +58,8 @@ class LayerScan:
     problems: list[dict[str, Any]] = field(default_factory=list)  # {message, path}
     members: int = 0
     bytes: int = 0  # uncompressed bytes walked
+    compression: str = ""  # how this read found the layer: "gzip (isal)", "zstd (zstandard)", "none" (not cached)
+    seconds: float = 0.0  # how long this read took (not cached)
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("paths", "whiteouts", "opaque", "packages", "binaries", "problems", "members", "bytes")}
@@ -85,53 +91,10 @@ def is_elf_candidate(path: str, mode: int) -> bool:
     return bool(mode & 0o111) and (in_site or "usr/local/cuda" in path) and "." not in posixpath.basename(path)
 
 
-class Readable(Protocol):
-    """Anything with ``read(n)``: a response body, a member of an outer tar, a verifying wrapper."""
-
-    def read(self, size: int = -1, /) -> bytes: ...
-
-
-def _open_tar(stream: Readable) -> tarfile.TarFile:
-    """A streaming TarFile over ``stream``, decompressing gzip or zstd as its first bytes say."""
-    head = _Peek(stream)
-    magic = head.peek(4)
-    if magic[:2] == b"\x1f\x8b":
-        return tarfile.open(fileobj=cast(IO[bytes], head), mode="r|gz")
-    if magic == b"\x28\xb5\x2f\xfd":
-        try:
-            import zstandard
-        except ImportError:
-            raise LayerError("this layer is zstd-compressed and the zstandard package is not installed") from None
-        reader = zstandard.ZstdDecompressor().stream_reader(cast(IO[bytes], head), read_across_frames=True, closefd=False)
-        return tarfile.open(fileobj=cast(IO[bytes], reader), mode="r|")
-    if magic[:3] == b"BZh" or magic == b"\xfd7zX":
-        raise LayerError("this layer uses bzip2/xz compression, which OCI images do not allow")
-    return tarfile.open(fileobj=cast(IO[bytes], head), mode="r|")
-
-
-class _Peek:
-    """Lets the first bytes of a non-seekable stream be looked at and then read again."""
-
-    def __init__(self, stream: Readable) -> None:
-        self._stream = stream
-        self._buffer = b""
-
-    def peek(self, size: int) -> bytes:
-        while len(self._buffer) < size:
-            more = self._stream.read(size - len(self._buffer))
-            if not more:
-                break
-            self._buffer += more
-        return self._buffer[:size]
-
-    def read(self, size: int = -1) -> bytes:
-        if self._buffer:
-            if size < 0:
-                data, self._buffer = self._buffer + self._stream.read(), b""
-                return data
-            data, self._buffer = self._buffer[:size], self._buffer[size:]
-            return data
-        return self._stream.read(size)
+def _open_tar(stream: LayerStream) -> tarfile.TarFile:
+    """A TarFile over the uncompressed stream; mode ``r:`` (not ``r|``) so that skipping a member is a
+    forward seek of the stream, which drops its chunks instead of reading them through tarfile's buffer."""
+    return tarfile.open(fileobj=stream, mode="r:")  # type: ignore[call-overload,no-any-return]
 
 
 def read_metadata(data: bytes) -> tuple[str, str, tuple[str, ...]] | None:
@@ -154,27 +117,24 @@ def expansion_limit(compressed_size: int | None, ratio: float) -> int | None:
     return max(int(compressed_size * ratio), EXPANSION_FLOOR)
 
 
-try:  # zstd layers fail with zstandard's own error type
-    from zstandard import ZstdError as _ZstdError
-except ImportError:  # pragma: no cover - zstandard is a dependency
-    class _ZstdError(Exception):  # type: ignore[no-redef]
-        """Stands in for zstandard.ZstdError when zstandard is missing."""
-
-
-_TAR_FAILURES = (tarfile.TarError, EOFError, OSError, ValueError, TypeError, zlib.error, _ZstdError)
+_TAR_FAILURES = (tarfile.TarError, EOFError, OSError, ValueError, TypeError)
 
 
 def _next_member(tar: tarfile.TarFile, done: int) -> tarfile.TarInfo | None:
     """The next member header; a damaged stream is a LayerError (tarfile's gzip reader even raises TypeError)."""
     try:
         return tar.next()
+    except DecompressionError as exc:
+        raise LayerError(f"{exc} (after {done} members)") from None
     except _TAR_FAILURES as exc:
         raise LayerError(f"not a readable tar stream after {done} members: {exc or type(exc).__name__}") from None
 
 
-def _member_bytes(handle: IO[bytes], size: int, done: int) -> bytes:
+def _member_bytes(handle: IO[bytes] | LayerStream, size: int, done: int) -> bytes:
     try:
         return handle.read(size)
+    except DecompressionError as exc:
+        raise LayerError(f"{exc} (inside member {done})") from None
     except _TAR_FAILURES as exc:
         raise LayerError(f"the tar stream broke inside member {done}: {exc or type(exc).__name__}") from None
 
@@ -186,12 +146,30 @@ def scan_layer(stream: Readable, read_binary: BinaryReader | None, *, deep_fatbi
     ``max_bytes`` bounds the uncompressed bytes the layer may claim (see :func:`expansion_limit`): a member
     header that would pass it is an error before tarfile tries to skip that much data.
     """
+    start = time.perf_counter()
+    try:
+        layer = open_layer_stream(stream, limit=max_bytes)
+    except DecompressionError as exc:
+        raise LayerError(str(exc)) from None
+    with layer:  # closing stops the decompression threads, whatever happens here
+        scan = _walk(layer, read_binary, deep_fatbin, progress, max_bytes)
+        try:  # the whole stream is checked (gzip's CRC), not only the part up to the tar's end
+            layer.finish()
+        except DecompressionError as exc:
+            raise LayerError(f"{exc} (after the tar's end)") from None
+    scan.compression = layer.compression + (f" ({layer.library})" if layer.library else "")
+    scan.seconds = time.perf_counter() - start
+    return scan
+
+
+def _walk(layer: LayerStream, read_binary: BinaryReader | None, deep_fatbin: bool,
+          progress: Callable[[int], None] | None, max_bytes: int | None) -> LayerScan:
     scan = LayerScan()
     seen_bytes = 0
     try:
-        tar = _open_tar(stream)
-    except LayerError:
-        raise
+        tar = _open_tar(layer)
+    except DecompressionError as exc:
+        raise LayerError(str(exc)) from None
     except _TAR_FAILURES as exc:
         raise LayerError(f"not a readable (gzip/zstd) tar stream: {exc or type(exc).__name__}") from None
     with tar:
@@ -245,7 +223,7 @@ def scan_layer(stream: Readable, read_binary: BinaryReader | None, *, deep_fatbi
                 continue
             if not member.isfile() or member.size < 64 or member.size > MAX_ELF_BYTES or read_binary is None:
                 continue
-            _read_binary(tar, member, path, scan, read_binary, deep_fatbin)
+            _read_binary(tar, layer, member, path, scan, read_binary, deep_fatbin)
     scan.bytes = seen_bytes
     return scan
 
@@ -263,22 +241,23 @@ def _read_package(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str, scan
     scan.packages.append({"path": path, "name": name, "version": version, "requires": list(requires)})
 
 
-def _read_binary(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str, scan: LayerScan,
+def _read_binary(tar: tarfile.TarFile, layer: LayerStream, member: tarfile.TarInfo, path: str, scan: LayerScan,
                  read_binary: BinaryReader, deep_fatbin: bool) -> None:
-    handle = tar.extractfile(member)
-    if handle is None:
-        return
+    handle: IO[bytes] | LayerStream | None
+    if member.sparse is None:  # the common case: the member's bytes are the stream's next bytes
+        layer.seek(member.offset_data)
+        handle = layer
+    else:
+        handle = tar.extractfile(member)
+        if handle is None:
+            return
     magic = _member_bytes(handle, 4, 0)
     if magic != b"\x7fELF":
         return
     # One member at a time goes to a bounded spool: memory up to SPOOL_IN_MEMORY, a temp file beyond.
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:
         spool.write(magic)
-        while True:
-            chunk = _member_bytes(handle, 1 << 20, 0)
-            if not chunk:
-                break
-            spool.write(chunk)
+        _copy_member(handle, spool, member.size - len(magic), path)
         spool.seek(0)
         try:
             binary = read_binary(_SeekOnly(spool), path, member.size, deep_fatbin=deep_fatbin)  # type: ignore[arg-type]
@@ -296,6 +275,24 @@ def _read_binary(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str, scan:
     data = binary.to_json() if hasattr(binary, "to_json") else dict(binary)
     data.pop("location", None)
     scan.binaries.append({**data, "path": path})
+
+
+def _copy_member(handle: IO[bytes] | LayerStream, spool: IO[bytes], size: int, path: str) -> None:
+    """The next ``size`` bytes of ``handle`` into ``spool`` (from the layer stream: its chunks, not copies)."""
+    try:
+        if isinstance(handle, LayerStream):
+            copied = handle.copy_to(spool, size)
+        else:
+            copied = 0
+            while chunk := handle.read(1 << 20):
+                spool.write(chunk)
+                copied += len(chunk)
+    except DecompressionError as exc:
+        raise LayerError(f"{exc} (inside {path[:200]})") from None
+    except _TAR_FAILURES as exc:
+        raise LayerError(f"the tar stream broke inside {path[:200]}: {exc or type(exc).__name__}") from None
+    if copied < size:
+        raise LayerError(f"the tar stream ends inside {path[:200]}: the layer is truncated")
 
 
 class _SeekOnly:
