@@ -8,7 +8,7 @@ its peak RSS, against the best time of the standard library's zlib (or zstandard
 inflating the blob alone, read 1 MiB at a time from the same file. The ratio is the peer's time over
 envcheck's: at least 1.0 means envcheck reads and judges the layer as fast as the peer only inflates it.
 
-Usage: python3 benchmarks/bench_deep.py [--wheels DIR] [--runs 3]
+Usage: python3 benchmarks/bench_deep.py [--wheels DIR | --tree SITE/nvidia/nccl ...] [--runs 3]
 (without --wheels it downloads the wheels for this machine's architecture with pip into a cache folder).
 """
 
@@ -61,10 +61,31 @@ def wheels(folder: Path | None) -> list[Path]:
     return found
 
 
-def layer_tar(out: io.RawIOBase | io.BufferedIOBase, wheel_files: list[Path]) -> tuple[int, int]:
-    """Write the uncompressed layer (every wheel's files under dist-packages) to ``out``; (bytes, members)."""
+def _tree_name(path: Path) -> str:
+    """Where an installed file goes in the layer: its path below site-packages, under dist-packages."""
+    parts = path.parts
+    below = parts[parts.index("site-packages") + 1:] if "site-packages" in parts else parts[-2:]
+    return f"{SITE}/{'/'.join(below)}"
+
+
+def layer_tar(out: io.RawIOBase | io.BufferedIOBase, wheel_files: list[Path], trees: list[Path] | None = None) -> tuple[int, int]:
+    """Write the uncompressed layer (every wheel's files, and the files of installed ``trees``, under
+    dist-packages) to ``out``; (bytes, members)."""
     written = members = 0
     with tarfile.open(fileobj=out, mode="w|", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[arg-type]
+        for tree in trees or []:
+            for folder, _dirs, files in sorted(os.walk(tree)):
+                for name in sorted(files):
+                    path = Path(folder) / name
+                    if path.is_symlink() or not path.is_file():
+                        continue
+                    info = tarfile.TarInfo(_tree_name(path))
+                    info.size = path.stat().st_size
+                    info.mode = 0o755 if name.endswith(".so") or ".so." in name else 0o644
+                    with path.open("rb") as member:
+                        tar.addfile(info, member)
+                    written += info.size
+                    members += 1
         for wheel in wheel_files:
             with zipfile.ZipFile(wheel) as zf:
                 for entry in zf.infolist():
@@ -112,7 +133,7 @@ class _Compressing(io.RawIOBase):
         self._out(self.compressor.flush())
 
 
-def build_layout(folder: Path, wheel_files: list[Path]) -> dict[str, dict[str, object]]:
+def build_layout(folder: Path, wheel_files: list[Path], trees: list[Path] | None = None) -> dict[str, dict[str, object]]:
     """An OCI layout with one image per compression (tags ``gzip`` and ``zstd``); facts per tag."""
     blobs = folder / "blobs" / "sha256"
     blobs.mkdir(parents=True)
@@ -129,7 +150,7 @@ def build_layout(folder: Path, wheel_files: list[Path]) -> dict[str, dict[str, o
         partial = folder / f"layer.{kind}.partial"
         with partial.open("wb") as raw:
             sink = _Compressing(raw, kind)  # type: ignore[arg-type]
-            uncompressed, members = layer_tar(sink, wheel_files)
+            uncompressed, members = layer_tar(sink, wheel_files, trees)
             sink.finish()
         blob = blobs / sink.hash.hexdigest()
         partial.rename(blob)
@@ -170,7 +191,8 @@ def inflate_alone(blob: Path, kind: str, library: str = "zlib") -> tuple[float, 
 
 def run_deep(layout: Path, tag: str, target: str, cache: Path) -> tuple[float, dict[str, object], int, str, float]:
     """(seconds, inventory, peak RSS in KiB, stderr, CPU seconds) of one `envcheck image --deep -v` process."""
-    env = {**os.environ, "ENVCHECK_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "ENVCHECK_CACHE_DIR": str(cache),
+           "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", RSS_WRAPPER, "image", f"oci-layout:{layout}:{tag}", "--deep", "--no-cache",
@@ -189,10 +211,12 @@ def run_deep(layout: Path, tag: str, target: str, cache: Path) -> tuple[float, d
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--wheels", type=Path, default=None, help="folder of wheels to build the layer from")
+    parser.add_argument("--tree", type=Path, action="append", default=[],
+                        help="an installed folder (under some site-packages) to lay out instead of wheels (repeatable)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each side; the best is shown")
     parser.add_argument("--keep", type=Path, default=None, help="build the layout here and keep it (reused when present)")
     args = parser.parse_args()
-    wheel_files = wheels(args.wheels)
+    wheel_files = [] if args.tree and args.wheels is None else wheels(args.wheels)
     with tempfile.TemporaryDirectory(prefix="envcheck-bench-deep-") as tmp:
         layout = args.keep or Path(tmp) / "layout"
         facts_file = layout / "bench-facts.json"
@@ -202,7 +226,7 @@ def main() -> int:
                 facts[kind]["blob"] = Path(facts[kind]["blob"])
         else:
             start = time.perf_counter()
-            facts = build_layout(layout, wheel_files)
+            facts = build_layout(layout, wheel_files, args.tree)
             facts_file.write_text(json.dumps({k: {**v, "blob": str(v["blob"])} for k, v in facts.items()}))
             print(f"layout built in {time.perf_counter() - start:.0f} s", file=sys.stderr)
         print(f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
