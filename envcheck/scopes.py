@@ -10,7 +10,8 @@ install plus that scope), and what it adds is reported as a WARN that names it, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from envcheck.model import Finding, Inventory, Package, Status
@@ -103,8 +104,69 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
             else:
                 added[key] = (finding, labels)
     out = list(base)
-    for finding, labels in added.values():
-        out.append(opt_in(finding, labels))
+    out.extend(_grouped(added.values(), inventory))
+    return out
+
+
+# A package's name without the CUDA flavour it names (cuml-cu12, cupy-cuda12x): alternatives of one package.
+_FLAVOUR = re.compile(r"[-_](?:cu|cuda)\d+x?$")
+
+
+# Words that name another machine in an extra's or group's name: such a scope is not what a Spark installs.
+_ELSEWHERE = re.compile(r"(?i)(?:^|[-_ '])(?:mac|macos|osx|darwin|apple|mps|mlx|metal|rocm|amd|xpu|intel|windows|win|tpu|cpu)(?:$|[-_ '\d])")
+
+
+def _for_elsewhere(scope: str) -> bool:
+    """Whether ``extra 'NAME'`` / ``group 'NAME'`` names another platform than the Spark (mac, rocm, cpu ...)."""
+    return bool(_ELSEWHERE.search(scope.partition(" ")[2].strip("'")))
+
+
+def _family(name: str) -> str:
+    return _FLAVOUR.sub("", name.lower().replace("_", "-"))
+
+
+def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory) -> list[Finding]:
+    """What the opt-in scopes add, one finding per scope and gotcha (a CUDA 12 extra of 18 packages, or its
+    cu12x index and the +cu12x pins it serves, is one cause), at INFO when the project offers the same packages in another opt-in scope that has no such
+    finding (a ``cuda12`` extra beside a ``cuda13`` one, a ``mac`` extra beside a ``gpu`` one: the Spark
+    user picks the other)."""
+    by_scope: dict[tuple[tuple[str, ...], str], list[Finding]] = {}
+    for finding, named in added:
+        by_scope.setdefault((tuple(named), finding.gotcha), []).append(finding)
+    at: dict[str, set[str]] = {}  # a location's package families
+    scope_families: dict[str, set[str]] = {}
+    for package in inventory.packages:
+        if package.location is not None:
+            at.setdefault(str(package.location), set()).add(_family(package.name))
+        if package.scope is not None:
+            scope_families.setdefault(package.scope, set()).add(_family(package.name))
+    flagged: dict[str, set[str]] = {}  # gotcha -> scopes with a WARN/FAIL finding of it
+    for (labels, gotcha), found in by_scope.items():
+        if any(f.status in (Status.WARN, Status.FAIL) for f in found):
+            flagged.setdefault(gotcha, set()).update(labels)
+    out: list[Finding] = []
+    for (labels, gotcha), found in by_scope.items():
+        worst = max(f.status.rank for f in found)  # the worst finding, on a package's line, speaks for the scope
+        found.sort(key=lambda f: (f.status.rank != worst, not at.get(str(f.location))))
+        families = set().union(*(at.get(str(f.location), set()) for f in found))
+        alternatives = sorted(s for s, names in scope_families.items()
+                              if s not in labels and s not in flagged.get(gotcha, set()) and names & families)
+        first = opt_in(found[0], list(labels))
+        elsewhere = [label for label in labels if _for_elsewhere(label)]
+        if len(found) > 1:
+            more = f" (and {len(found) - 1} more like it: " + ", ".join(
+                f"{f.location}" for f in found[1:6]) + (", ..." if len(found) > 6 else "") + ")"
+            first = replace(first, message=first.message + more,
+                            evidence={**first.evidence, "count": len(found),
+                                      "locations": [str(f.location) for f in found]})
+        if first.status is Status.WARN and elsewhere and len(elsewhere) == len(labels):
+            first = replace(first, status=Status.INFO,
+                            message=first.message + f"; {' and '.join(elsewhere)} is for another platform, not what a Spark installs")
+        elif first.status is Status.WARN and alternatives:
+            first = replace(first, status=Status.INFO,
+                            message=first.message + f"; the project offers {' and '.join(alternatives)} instead, "
+                                                    "without this: install that one on a Spark")
+        out.append(first)
     return out
 
 

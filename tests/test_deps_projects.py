@@ -42,13 +42,16 @@ def test_extras_are_opt_in_scopes_named_in_their_findings() -> None:
     bad = _findings(report)
     # the default install (transformers, peft, the dev group) is fine: nothing fails the file
     assert bad and all(f["status"] == "WARN" for f in bad)
-    by_line = {(f["rule"], f["location"]["line"]): f for f in bad}
-    # each extra's torch on its own line, each finding naming its extra
-    assert "extra 'cpu'" in by_line[("G1-cpu-build", 10)]["message"]
+    by_line = {(f["rule"], f["location"]["line"]): f for f in _findings(report, ("WARN", "FAIL", "INFO"))}
+    # each extra's torch on its own line, each finding naming its extra; the cpu and cu128 extras are
+    # alternatives to the cu130 one (a Spark user installs that): INFO, naming it
+    assert "extra 'cpu'" in by_line[("G1-cpu-build", 10)]["message"] and by_line[("G1-cpu-build", 10)]["status"] == "INFO"
     assert "extra 'cu128'" in by_line[("G1-cuda12-local-version", 11)]["message"]
     assert by_line[("G1-cuda12-local-version", 11)]["evidence"]["scope"] == ["extra 'cu128'"]
-    assert "extra 'cu128'" in by_line[("G1-cuda12-index", 35)]["message"]
-    assert "group 'bench'" in by_line[("G2-flash-attn-build", 16)]["message"]
+    assert by_line[("G1-cuda12-local-version", 11)]["status"] == "INFO" and "extra 'cu130'" in by_line[("G1-cuda12-local-version", 11)]["message"]
+    # its cu128 index (line 35) and the +cu128 torch it serves are one cause: one finding, the index named in it
+    assert ("G1-cuda12-index", 35) not in by_line and "pyproject.toml:35" in by_line[("G1-cuda12-local-version", 11)]["message"]
+    assert "group 'bench'" in by_line[("G2-flash-attn-build", 16)]["message"] and by_line[("G2-flash-attn-build", 16)]["status"] == "WARN"
     # the cu130 extra is fine, and says so in its own scope
     passing = _findings(report, ("PASS",))
     assert any(f["rule"] == "G1-torch-build" and f["location"]["line"] == 12 and "extra 'cu130'" in f["message"] for f in passing)
@@ -197,7 +200,8 @@ def test_uv_lock_reached_only_through_a_project_extra_is_opt_in(tmp_path: Path) 
     torch = next(p for p in inv.packages if p.name == "torch")
     assert (torch.scope, torch.marker, torch.location.line) == ("extra 'gpu'", "platform_machine == 'aarch64'", 20)
     bad = _findings(_report(lock))
-    assert {(f["rule"], f["status"]) for f in bad} >= {("G1-cuda12-local-version", "WARN"), ("G1-cuda12-index", "WARN")}
+    # the cu12x index and the +cu12x torch it serves are one cause of the extra: one WARN
+    assert [(f["rule"], f["status"]) for f in bad if f["gotcha"] == "G1"] == [("G1-cuda12-local-version", "WARN")]
     assert all("extra 'gpu'" in f["message"] for f in bad)
 
 
@@ -305,8 +309,56 @@ def test_pylock_extras_and_groups_are_scopes(tmp_path: Path) -> None:
         ("pytest", "8.3.0", None, None),  # a default group
         ("flash-attn", "2.7.4.post1", "group 'docs'", None),
     ]
-    bad = _findings(_report(lock))
+    report = _report(lock)
+    bad = _findings(report)
     assert bad and {f["status"] for f in bad} == {"WARN"}
-    assert {(f["rule"], f["evidence"]["scope"][0]) for f in bad} == {
-        ("G1-cuda12-local-version", "extra 'cu128'"), ("G1-cuda12-index", "extra 'cu128'"), ("G2-flash-attn-build", "group 'docs'")}
+    assert {(f["rule"], f["evidence"]["scope"][0]) for f in bad} == {("G2-flash-attn-build", "group 'docs'")}
+    # the cu128 extra is the alternative of the cu130 one: what it adds is INFO, naming the other
+    info = {(f["rule"], f["evidence"]["scope"][0]) for f in _findings(report, ("INFO",)) if "scope" in f["evidence"]}
+    assert ("G1-cuda12-local-version", "extra 'cu128'") in info
     assert " in extras" not in json.dumps(bad) and "dependency_groups" not in json.dumps(bad)
+
+
+_ALTERNATIVES = """[project]
+name = "demo"
+version = "1"
+dependencies = ["numpy==2.2.6"]
+
+[project.optional-dependencies]
+cuda12 = ["cuml-cu12==25.10.*", "cuopt-cu12==25.10.*", "cupy-cuda12x==13.3.0"]
+cuda13 = ["cuml-cu13==25.10.*", "cuopt-cu13==25.10.*", "cupy-cuda13x==13.6.0"]
+mac = ["torch==2.8.0"]
+train = ["flash-attn==2.8.3"]
+docs = ["sphinx==8.1.3"]
+
+[tool.uv]
+conflicts = [[{ extra = "cuda12" }, { extra = "cuda13" }]]
+"""
+
+
+def _scoped(tmp_path: Path, text: str) -> list[dict[str, object]]:
+    (tmp_path / "pyproject.toml").write_text(text)
+    done = run_envcheck("-f", "json", "-v", "pyproject.toml", cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr
+    return [f for f in json.loads(done.stdout)["targets"][0]["findings"] if "opt-in" in str(f["message"])]
+
+
+def test_an_extra_adds_one_finding_per_cause_and_alternatives_are_info(tmp_path: Path) -> None:
+    """A CUDA 12 extra of three packages is one finding; beside a CUDA 13 extra of the same packages it is INFO
+    (the Spark user installs the other), as is a CPU torch in an extra named for a Mac. An extra with a real
+    problem and no alternative (flash-attn built from source) stays a WARN."""
+    found = _scoped(tmp_path, _ALTERNATIVES)
+    cuda12 = [f for f in found if "extra 'cuda12'" in str(f["message"]) and f["gotcha"] == "G1"]
+    assert len(cuda12) == 1 and cuda12[0]["status"] == "INFO" and "extra 'cuda13'" in str(cuda12[0]["message"])
+    assert cuda12[0]["evidence"]["count"] == 3  # type: ignore[index]
+    mac = [f for f in found if "extra 'mac'" in str(f["message"]) and f["gotcha"] == "G1"]
+    assert [f["status"] for f in mac] == ["INFO"]
+    train = [f for f in found if "extra 'train'" in str(f["message"]) and f["status"] in ("WARN", "FAIL")]
+    assert train, found
+
+
+def test_a_cuda12_extra_without_an_alternative_stays_a_warning(tmp_path: Path) -> None:
+    text = _ALTERNATIVES.replace('cuda13 = ["cuml-cu13==25.10.*", "cuopt-cu13==25.10.*", "cupy-cuda13x==13.6.0"]\n', "")
+    text = text.replace('conflicts = [[{ extra = "cuda12" }, { extra = "cuda13" }]]', "")
+    cuda12 = [f for f in _scoped(tmp_path, text) if "extra 'cuda12'" in str(f["message"]) and f["gotcha"] == "G1"]
+    assert [f["status"] for f in cuda12] == ["WARN"]
