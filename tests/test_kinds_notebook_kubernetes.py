@@ -332,3 +332,37 @@ def test_amd64_scheduling_is_one_finding_per_pod(tmp_path: Path) -> None:
     (target,) = _targets(str(manifest))
     (arch,) = _hits(target, "ARCH-base-platform")
     assert arch["location"]["line"] == _line(manifest.read_text(encoding="utf-8"), "{name: deps") and "amd64 nodes only" in arch["message"]
+
+
+_STS = """apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: sglang
+spec:
+  replicas: 2
+  template:
+    spec:
+      containers:
+      - name: server
+        image: lmsysorg/sglang:v0.5.6-cu130
+        command:
+        - /bin/bash
+        - -c
+        args:
+        - |
+          python3 -m sglang.launch_server \\
+          --model /models/llm \\
+          --tensor-parallel-size 16 \\
+          --nnodes 2 \\
+          --node-rank $POD_INDEX
+"""
+
+
+def test_a_launch_finding_points_at_its_flag_in_a_bash_script(tmp_path: Path) -> None:
+    """``bash -c`` with a block-scalar script: the script's lines are the manifest's, and the G10 finding is
+    on the line of --tensor-parallel-size, not on the container's command: key."""
+    (tmp_path / "sts.yaml").write_text(_STS)
+    done = run_envcheck("-f", "json", "sts.yaml", cwd=tmp_path)
+    g10 = [f for f in json.loads(done.stdout)["targets"][0]["findings"] if f["rule"] == "G10-tp-across-nodes"]
+    assert [(f["status"], f["location"]["line"]) for f in g10] == [("FAIL", _STS.splitlines().index(
+        "          --tensor-parallel-size 16 \\") + 1)]

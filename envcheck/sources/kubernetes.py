@@ -25,7 +25,7 @@ from envcheck.errors import InputError, UsageError
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.launch import image_entrypoint
 from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
-from envcheck.inspect.yaml_tree import YamlError, YList, YMap, line_of, load_all
+from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
 from envcheck.knowledge.base_images import ml_image
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
 from envcheck.sources import ReadOptions
@@ -178,9 +178,7 @@ def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inv
             if not words:
                 continue
             key = "command" if "command" in container else "args"
-            line = container.line_of(key)
-            text = shlex.join(words)
-            where = _at(str(path), line, stage)
+            text, where = _script(container, words, str(path), stage)
             sub = shell.read_script(text, str(path), path.parent, options, where)
             inventory.packages.extend(sub.packages)
             inventory.indexes.extend(sub.indexes)
@@ -194,6 +192,22 @@ def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inv
 def _at(path: str, line: int, stage: str | None = None) -> Callable[[int], Location]:
     """Every line of a container's command is located at its ``command:`` (or ``args:``) key."""
     return lambda _line: Location(path, line=line, stage=stage)
+
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh"})
+
+
+def _script(container: YMap, words: list[str], path: str, stage: str) -> tuple[str, Callable[[int], Location]]:
+    """The shell text a container runs and where each of its lines is in the manifest: ``bash -c SCRIPT`` runs
+    SCRIPT, whose lines are the manifest's own (a block scalar starts on the line after its ``|``); any other
+    command is its words, located at its ``command:`` (or ``args:``) key."""
+    key = "command" if "command" in container else "args"
+    last = next((container[k][-1] for k in ("args", "command") if isinstance(container.get(k), YList) and container[k]), None)
+    if (len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] == "-c" and isinstance(last, Scalar)
+            and str(last) == words[2] and len(words) == 3):
+        first = last.line + (1 if last.style_block else 0)
+        return words[2], lambda line: Location(path, line=first + line - 1, stage=stage)
+    return shlex.join(words), _at(path, container.line_of(key), stage)
 
 
 def _gpus(container: YMap) -> int | None:

@@ -160,12 +160,28 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
         memory = next((_fraction(s.value) for s in launch.settings if s.key in MEMORY_KEYS), None)
         item = launch.to_json()
         item["tool"] = tool
-        item["settings"] = [{**setting, "line": loc.line} for setting in item["settings"]]  # type: ignore[attr-defined]
+        settings: list[dict[str, Any]] = list(item["settings"])  # type: ignore[call-overload]
+        item["settings"] = [{**setting, "line": _setting_line(text, cmd.offset, str(setting["key"]), where) or loc.line}
+                            for setting in settings]
         item.update({"line": loc.line, "memory": memory, "command": shlex.join(_masked(argv))[:200], **(extra or {})})
         if loc.member:
             item["member"] = loc.member
         found.append(item)
     return found
+
+
+_SETTING_SPAN = 8192  # a command's flags are looked for this far after its start (its continued lines)
+
+
+def _setting_line(text: str, start: int, key: str, where: Callable[[int], Location]) -> int | None:
+    """The file line where a launch's setting ``key`` is written (``--tensor-parallel-size 16`` on the fourth
+    line of a continued command), so a finding points at the flag, not at the command's first line."""
+    span = text[start:start + _SETTING_SPAN]
+    for written in (f"--{key.replace('_', '-')}", f"--{key}", f"{key.upper()}=", key):
+        found = span.find(written)
+        if found >= 0:
+            return where(text.count("\n", 0, start + found) + 1).line
+    return None
 
 
 def _leading_tool(argv: list[str]) -> bool:
