@@ -395,3 +395,46 @@ def test_the_documented_compose_example_prints_what_docs_inputs_shows(tmp_path: 
     (tmp_path / "compose.yaml").write_text(example.group(1), encoding="utf-8")
     proc = run_envcheck("compose.yaml", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout == example.group(2)
+
+
+_NEIGHBOURS = """services:
+  vllm:
+    image: vllm/vllm-openai:v0.12.0-cu130
+    command: >
+      --model nvidia/Llama-3.1-8B-Instruct-FP8
+      --max-model-len 32768
+      --gpu-memory-utilization 0.85
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: all
+              capabilities: [gpu]
+  NEIGHBOUR
+  db:
+    image: postgres:16.4
+"""
+
+_OLLAMA = """ollama:
+    image: ollama/ollama:0.13.1
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: all
+              capabilities: [gpu]"""
+
+
+def test_a_capped_server_beside_an_uncapped_gpu_service_is_g6(tmp_path: Path) -> None:
+    """vLLM pre-reserves 0.85 of the one pool while Ollama, a GPU service with no cap envcheck can read, starts
+    beside it: a G6 WARN on the line of the cap. A service without a GPU (a database) is no neighbour."""
+    (tmp_path / "compose.yaml").write_text(_NEIGHBOURS.replace("NEIGHBOUR", _OLLAMA))
+    done = run_envcheck("-f", "json", "compose.yaml", cwd=tmp_path)
+    g6 = [f for f in json.loads(done.stdout)["targets"][0]["findings"] if f["gotcha"] == "G6" and f["status"] != "PASS"]
+    assert [(f["status"], f["location"]["line"]) for f in g6] == [("WARN", 7)], g6
+    assert "ollama" in g6[0]["message"]
+    (tmp_path / "compose.yaml").write_text(_NEIGHBOURS.replace("  NEIGHBOUR\n", ""))
+    alone = run_envcheck("-f", "json", "compose.yaml", cwd=tmp_path)
+    assert not [f for f in json.loads(alone.stdout)["targets"][0]["findings"] if f["gotcha"] == "G6" and f["status"] != "PASS"]

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from envcheck.checks.host_facts import gib, gpus, is_live, nvidia_smi, unified_memory
+from envcheck.inspect.launch import MEMORY_KEYS
 from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -19,6 +20,8 @@ HEAVY_SHARE = 0.5
 SERVERS: tuple[tuple[str, re.Pattern[str], str | None, float | None], ...] = (
     ("vLLM", re.compile(r"(^|[/\s])vllm(\s|$)|vllm\.entrypoints|VLLM::", re.I), "gpu_memory_utilization", 0.9),
     ("SGLang", re.compile(r"sglang\.launch_server|sglang::|(^|[/\s])sglang(\s|$)", re.I), "mem_fraction_static", 0.88),
+    # TensorRT-LLM's KV cache takes this fraction of the memory that is free when it starts
+    ("TensorRT-LLM", re.compile(r"trtllm-serve|tensorrt_llm\.serve", re.I), "kv_cache_free_gpu_memory_fraction", 0.9),
     ("llama.cpp server", re.compile(r"llama-server|llama_cpp\.server", re.I), None, None),
     ("Ollama", re.compile(r"(^|[/\s\\])ollama(\s|$|\.exe)|ollama_llama_server", re.I), None, None),
     ("Triton server", re.compile(r"tritonserver", re.I), None, None),
@@ -144,8 +147,13 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
     if is_live(ctx) or not isinstance(launches, list):
         return
     shares: list[tuple[dict[str, Any], float, bool]] = []
+    uncapped: list[dict[str, Any]] = []  # GPU services with no share envcheck can read (Ollama, llama.cpp)
     for launch in launches:
         if launch.get("optional"):  # a compose service behind a profile does not start with the others
+            continue
+        if launch.get("uncapped") or any(pattern.search(str(launch.get("tool") or "")) and default is None
+                                         for _label, pattern, _option, default in SERVERS):
+            uncapped.append(launch)
             continue
         server = next(((label, default) for label, pattern, _option, default in SERVERS
                        if default is not None and pattern.search(str(launch.get("tool") or ""))), None)
@@ -156,6 +164,18 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
             shares.append((launch, float(share), True))
         else:
             shares.append((launch, float(server[1] or 0), False))
+    if shares and uncapped and len(shares) + len(uncapped) >= 2:
+        first = shares[0]
+        memory_line = next((s.get("line") for s in first[0].get("settings", []) if s.get("key") in MEMORY_KEYS), None)
+        named = ", ".join(str(u.get("service") or u.get("tool")) for u in uncapped[:4])
+        where = Location(str(first[0].get("origin", "")), line=memory_line or first[0].get("line"), member=first[0].get("member"))
+        yield POOL_OVERCOMMIT.finding(
+            f"{first[0].get('service') or first[0].get('tool')} claims {first[1]:g} of the one unified memory pool"
+            f"{'' if first[2] else ' (its default)'} while {named} start{'s' if len(uncapped) == 1 else ''} beside it with "
+            "no memory cap: whichever loads second is starved or evicts the other",
+            where, {"shares": [share for _l, share, _e in shares], "uncapped": [str(u.get("service") or u.get("tool")) for u in uncapped]},
+            status=Status.WARN)
+        return
     if len(shares) < 2:
         return
     total = sum(share for _launch, share, _explicit in shares)

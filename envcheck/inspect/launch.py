@@ -30,7 +30,8 @@ TP_KEYS = frozenset({
     "tp_degree", "megatron_lm_tp_degree", "autotp_size", "tensor_parallel",
 })
 # Keys that cap a server's share of GPU memory (on unified memory: of the one pool), as a fraction.
-MEMORY_KEYS = frozenset({"gpu_memory_utilization", "mem_fraction_static"})
+MEMORY_KEYS = frozenset({"gpu_memory_utilization", "mem_fraction_static", "kv_cache_free_gpu_memory_fraction",
+                         "free_gpu_memory_fraction"})
 # Options whose value is a file holding more launch settings (accelerate, DeepSpeed, generic --config).
 FILE_KEYS = frozenset({"config_file", "deepspeed", "deepspeed_config", "hostfile", "ds_config"})
 # Short options that mean tensor parallelism only in the tools that define them (vllm -tp).

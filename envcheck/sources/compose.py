@@ -165,6 +165,7 @@ class _Compose:
         self.values = dotenv(path.parent)
         self.dockerfiles: set[tuple[str, tuple[tuple[str, str], ...], str]] = set()
         self.included: set[Path] = set()
+        self.lines: dict[str, list[str]] = {}  # each compose file's lines: where a command's flags are written
 
     def load(self, path: Path, inventory: Inventory) -> YMap | None:
         """The first document of a compose file, interpolated; problems go to ``inventory``."""
@@ -177,6 +178,7 @@ class _Compose:
             return None
         text, problems = read_text_file(path, text_limit(self.options))
         inventory.problems.extend(problems)
+        self.lines[str(path)] = text.splitlines()
         try:
             documents = load_all(text)
         except YamlError as exc:
@@ -300,6 +302,13 @@ class _Compose:
         command_file = file_of("command") if "command" in service else file_of("entrypoint")
         before = len(launches)
         self._commands(name, service, command_file, inventory, launches, branch, str(image) if isinstance(image, str) else "")
+        if len(launches) == before and uses_gpu(service):
+            # a GPU service whose server envcheck cannot read from a command (Ollama, llama.cpp images started by
+            # their own entrypoint): it takes what it needs of the one pool, with no cap that envcheck can see
+            where = at("image") if "image" in service else at("build")
+            launches.append({"origin": where.path, "line": where.line, "tool": str(image) if isinstance(image, str) else name,
+                             "service": name, "memory": None, "uncapped": True, "settings": [],
+                             **({"optional": True} if branch else {})})
         if build is not None:
             self._build(name, build, file_of("build"), inventory, at("build"), platform if isinstance(platform, str) else None)
         elif isinstance(image, Scalar) and image and not image.null:
@@ -351,7 +360,12 @@ class _Compose:
         inventory.env.extend(sub.env)
         inventory.problems.extend(sub.problems)
         extra: dict[str, object] = {"service": f"service {name}", **({"optional": True, "branch": branch} if branch else {})}  # not started by default
-        launches.extend(shell.launches(text, str(file), where, entry=entry, extra=extra))
+        found = shell.launches(text, str(file), where, entry=entry, extra=extra)
+        lines = self.lines.get(str(file), [])
+        for launch in found:  # a command value is one text: each flag is on the file line it is written on
+            for setting in launch.get("settings", []):
+                setting["line"] = _flag_line(lines, line, str(setting.get("key", ""))) or setting.get("line")
+        launches.extend(found)
 
     def _build(self, name: str, build: Any, file: Path, inventory: Inventory, loc: Location, platform: str | None) -> None:
         """Read the Dockerfile a service builds, with its build args and target."""
@@ -471,3 +485,16 @@ def _shipped(ref: str, location: Location) -> list[Any]:
     from envcheck.sources.dockerfile import shipped_packages
 
     return shipped_packages(ref, location)
+
+
+_FLAG_LINES = 200  # a command's flags are looked for this many lines below its key
+
+
+def _flag_line(lines: list[str], start: int, key: str) -> int | None:
+    """The first line at or below ``start`` (1-based) that writes the option ``key`` (``--gpu-memory-utilization``
+    for ``gpu_memory_utilization``), within :data:`_FLAG_LINES`; None when it is not written there."""
+    flags = (f"--{key.replace('_', '-')}", f"--{key}")
+    for number in range(max(start, 1), min(len(lines), start + _FLAG_LINES) + 1):
+        if any(flag in lines[number - 1] for flag in flags):
+            return number
+    return None
