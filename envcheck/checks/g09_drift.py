@@ -427,7 +427,9 @@ BARE_PIP_BASE = rule(
     "G9-bare-pip-base", "G9", "The ML stack is pip-installed on a base without NGC's PyTorch", Status.WARN,
     """The final image starts from a base that carries no NVIDIA-built PyTorch (python, ubuntu, nvidia/cuda)
     and pip-installs the ML stack on top. Under bare pip, torch, triton, xformers and transformers drift
-    independently and nothing pins them to GB10's SM121; the gotchas' advice is container-first.""",
+    independently and nothing pins them to GB10's SM121; the gotchas' advice is container-first. A stage
+    that pins every ML package it installs to an exact version (or a lock) follows the advice for bare pip
+    and passes; whether those pins are CUDA 13 builds is G1's question.""",
     """Start from nvcr.io/nvidia/pytorch:25.11-py3 (or newer) and add only what it lacks; if bare pip is
     unavoidable, pin every ML package and install Unsloth last with --no-deps (NVIDIA's order).""",
     ("dockerfile",),
@@ -482,7 +484,13 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
         if stage in seen:
             continue
         seen.add(stage)
-        names = sorted({p.name for p in pip_installed if p.location is not None and p.location.stage == stage})
+        in_stage_pkgs = [p for p in pip_installed if p.location is not None and p.location.stage == stage]
+        names = sorted({p.name for p in in_stage_pkgs})
+        if all(p.version or p.url or _pinned_by_constraint(ctx, p.name) for p in in_stage_pkgs):
+            # Every ML package of the stage is pinned exactly: the gotcha's own advice for unavoidable bare pip.
+            yield BARE_PIP_BASE.passed(f"{in_stage(stage)}{', '.join(names)}: bare pip, every ML package pinned to an exact version",
+                                       pkg.location)
+            continue
         bases = ", ".join(sorted({i.ref for i in ctx.inventory.images if i.final})) or "an unknown base"
         yield BARE_PIP_BASE.finding(
             f"{in_stage(stage)}{', '.join(names)} installed by pip/uv/conda on {bases}, which carries no NGC PyTorch",
