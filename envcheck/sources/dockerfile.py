@@ -558,10 +558,23 @@ def _resolvable(argv: list[str]) -> list[str]:
     return out
 
 
+_PATH_VALUED_OPTIONS = frozenset({
+    "-r", "--requirement", "-c", "--constraint", "-f", "--find-links", "-t", "--target", "--prefix", "--root",
+    "--src", "--cache-dir", "--log", "--report", "-w", "--wheel-dir", "-d", "--dest", "--build-constraint",
+    "--overrides", "--override", "--python", "-p",
+})
+
+
 def _local_paths(argv: tuple[str, ...]) -> list[str]:
     """Arguments pip reads as local folders: ``.``, ``./x``, ``/x``, ``a/b`` (pip's own rule: a path separator)."""
     found: list[str] = []
+    after_option = ""
     for word in argv[1:]:
+        # the value of -r/-c/-f/--target...: a requirement file or a folder pip reads, not a project it builds
+        if after_option in _PATH_VALUED_OPTIONS:
+            after_option = ""
+            continue
+        after_option = word
         if word.startswith("-") or "://" in word or "@" in word or re.search(r"[=<>~!;\[]", word):
             continue
         if word in (".", "..") or word.startswith(("./", "../", "/")) or "/" in word:
