@@ -67,6 +67,10 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
         "meta": META,
         "cuda13": Rows({"version": str, "flavor": str, "os": str}),
     },
+    "nvcc_targets": {
+        "meta": META,
+        "target": Rows({"targets": STR_LIST, "first_nvcc": str}),
+    },
     "cuda_sonames": {
         "meta": META,
         "library": Rows({"soname": str, "cuda": INT_LIST}),
