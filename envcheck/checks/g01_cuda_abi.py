@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from envcheck import knowledge
 from envcheck.fixes import g01_cuda_abi as fixes
+from envcheck.inspect.pip_args import REPLACING_OPTIONS
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import (
     CudaBuild,
@@ -23,7 +24,7 @@ from envcheck.knowledge.builds import (
     installs_on,
     pypi_torch_build,
 )
-from envcheck.model import Binary, Finding, Location, Package, PackageIndex, Status
+from envcheck.model import BaseImage, Binary, Finding, Location, Package, PackageIndex, Status
 from envcheck.rules import CheckContext, check, rule
 
 # the first NGC release month on CUDA 13 (knowledge/ngc_tags.toml): rule prose quotes the data, never a copy
@@ -536,7 +537,10 @@ CUDA12_BASE = rule(
     nvidia-*-cu13) installed on top cannot load next to them, CUDA releases before 12.8 carry no code for
     Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
     dated, sourced table (knowledge/ngc_tags.toml) and says when a mapping is inferred rather than quoted.
-    A stage that does not reach the final image is a WARN: only what it builds and copies over is affected.""",
+    A stage that does not reach the final image is a WARN: only what it builds and copies over is affected.
+    So is a stage that replaces the base's torch with a CUDA 13 build (an exact cu130 pin, an install with
+    --upgrade that resolves to PyPI's CUDA 13 torch): the base is then only a shell, and only what else the
+    stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk.""",
     f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
     playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("dockerfile",),
@@ -558,13 +562,40 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                     "source": facts.source, "final": image.final}
         if facts.cuda_major < ctx.profile.cuda_major:
             message = f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how}); {ctx.profile.name} has CUDA {ctx.profile.cuda_major}"
-            if image.final:
+            replaced = _torch_replaced_by(ctx, image, facts.ngc_torch)
+            if replaced is not None:
+                # the stage's torch is a CUDA 13 build: the base is only a shell, its own CUDA 12 parts may still be used
+                yield CUDA12_BASE.finding(message + f"; the stage replaces its torch with a CUDA {ctx.profile.cuda_major} build ({replaced}), "
+                                          "so only what else it uses from the base (its CUDA 12 libraries, nvcc, extensions) is at risk",
+                                          image.location, evidence, status=Status.WARN)
+            elif image.final:
                 yield CUDA12_BASE.finding(message, image.location, evidence)
             else:
                 yield CUDA12_BASE.finding(message + "; this stage is not in the final image, but what it builds and copies links CUDA "
                                           f"{facts.cuda_major}", image.location, evidence, status=Status.WARN)
         elif facts.known and image.final:
             yield CUDA12_BASE.passed(f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how})", image.location, **evidence)
+
+
+def _torch_replaced_by(ctx: CheckContext, image: BaseImage, ngc_torch: bool) -> str | None:
+    """How a stage on ``image`` installs a CUDA ``profile`` torch in place of the base's (None if it does not).
+
+    On an NGC base, pip keeps the container's torch for an unpinned requirement, so only an exact pin or an
+    install with --upgrade/--force-reinstall replaces it."""
+    stages = set(image.stages or ((image.stage,) if image.stage else ()))
+    for pkg in ctx.inventory.packages:
+        if (pkg.name != "torch" or pkg.installed or pkg.role != "requirement" or pkg.location is None
+                or pkg.location.stage not in stages):
+            continue
+        if ngc_torch and not pkg.version:
+            upgrade = any(i.location == pkg.location and "torch" in i.packages
+                          and any(o.split("=", 1)[0] in REPLACING_OPTIONS for o in i.options) for i in ctx.inventory.installs)
+            if not upgrade:
+                continue
+        build, how = torch_build(pkg, ctx)
+        if build is not None and build.flavor == "cuda" and build.cuda_major == ctx.profile.cuda_major:
+            return f"line {pkg.location.line}: {how}"
+    return None
 
 
 # --- registry and local images (issue 5: envcheck image) -----------------------------------------------

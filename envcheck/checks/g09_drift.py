@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Any
 from envcheck import knowledge
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.markers import PlainMarker, plain_marker
+from envcheck.inspect.pip_args import REPLACING_OPTIONS
 from envcheck.inspect.versions import is_plain_specifier, plain_contains
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
 from envcheck.model import Finding, Location, Package, Status
 from envcheck.profile import Profile
+from envcheck.records import record
 from envcheck.rules import CheckContext, check, rule
 
 if TYPE_CHECKING:
@@ -50,7 +52,9 @@ UNPINNED = rule(
     """Under bare pip, torch, triton, xformers, transformers and friends drift independently: an unpinned
     one resolves to whatever is newest on the day of the install, so two 'identical' environments differ
     and an unrelated pip install can break one that worked yesterday. Nothing pins them to GB10's SM121.
-    In a Dockerfile, installs in a stage built on an NGC PyTorch container are not bare pip and pass.""",
+    In a Dockerfile, installs in a stage built on an NGC PyTorch container whose pip constraints protect its
+    torch (NGC 25.01 on) are not bare pip and pass; on other bases G9-bare-pip-base lists the stage's unpinned
+    packages in its one finding. Reported once per file (per stage), naming every unpinned package.""",
     "Pin exact versions (==) that are known to work together, or use a lock file, or an NGC/Unsloth container.",
     ("requirements", "pyproject", "dockerfile"),
 )
@@ -275,7 +279,9 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
                 pkg.location or other.location,
                 {"package": pkg.name, "version": pkg.version, "requires": f"{name}{spec}", "found": other.version, "source": source},
             )
-    yield from _ngc_torch(ctx, exact)
+    replaced = list(_ngc_torch(ctx, exact))
+    yield from replaced
+    yield from _ngc_torch_upgraded(ctx, [f.location for f in replaced])
     # Markers that drop a requirement on aarch64 (the torch->triton x86_64-only gate).
     stack = set(_pins()["stack"]["ml_stack"])
     # One requirement read as several (uv sources by marker) is excluded only when none of them installs.
@@ -327,50 +333,78 @@ def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding
                     )
 
 
+def _ngc_torch_upgraded(ctx: CheckContext, reported: list[Location | None]) -> Iterator[Finding]:
+    """``pip install --upgrade torch`` (or --force-reinstall) in a stage on an NGC PyTorch base replaces NGC's torch,
+    whatever version the table knows for it."""
+    ngc = _ngc_stages(ctx, protected=False)
+    for install in ctx.inventory.installs:
+        loc = install.location
+        if (loc is None or loc.stage not in ngc or "torch" not in install.packages or loc in reported
+                or not any(o.split("=", 1)[0] in REPLACING_OPTIONS for o in install.options)):
+            continue
+        flag = next(o for o in install.options if o.split("=", 1)[0] in REPLACING_OPTIONS)
+        yield NGC_TORCH_REPLACED.finding(
+            f"{install.tool} install {flag} torch on an NGC PyTorch base replaces NGC's torch with an index build: the "
+            "container's own extensions (flash-attn, Transformer Engine, apex) were built against the torch it removes",
+            loc, {"options": list(install.options), "command": install.text})
+
+
 def _pinned_by_constraint(ctx: CheckContext, name: str) -> bool:
     return any(p.name == name and p.role == "constraint" and p.version for p in ctx.inventory.packages)
 
 
-def _ngc_stages(ctx: CheckContext) -> set[str]:
-    """Dockerfile stages that build on an NGC PyTorch container (directly or through other stages)."""
+def _ngc_stages(ctx: CheckContext, protected: bool = True) -> set[str]:
+    """Dockerfile stages that build on an NGC PyTorch container (directly or through other stages).
+
+    ``protected``: only those whose pip refuses to replace NGC's torch (PIP_CONSTRAINT, NGC 25.01 on)."""
     if ctx.kind != "dockerfile":
         return set()
-    from envcheck.knowledge.base_images import safe_describe
+    from envcheck.knowledge.base_images import pip_constraint_protects, safe_describe
 
     found: set[str] = set()
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
-        if facts is not None and facts.ngc_torch:
+        if facts is not None and facts.ngc_torch and (not protected or pip_constraint_protects(facts)):
             found.update(image.stages or ((image.stage,) if image.stage else ()))
     return found
 
 
+def _is_unpinned(ctx: CheckContext, pkg: Package, stack: set[str]) -> bool:
+    """An ML requirement with no exact version, URL or constraint pin, installed on the target."""
+    return (pkg.role == "requirement" and pkg.name in stack and not pkg.version and not pkg.url
+            and installs_on(pkg, ctx.profile) and not _pinned_by_constraint(ctx, pkg.name))
+
+
 def _unpinned(ctx: CheckContext, pkgs: list[Package], stack: set[str]) -> Iterator[Finding]:
-    """One finding per line (a requirement line, a pip command) naming every unpinned ML package on it.
+    """One finding per file (per stage in a Dockerfile) naming every unpinned ML package in it: policy advice.
 
     Only bare pip counts (GOTCHAS G9): a Dockerfile stage on an NGC PyTorch container installs against
-    NVIDIA's build and its pip constraints, the container-first setup the gotcha recommends.
+    NVIDIA's build and its pip constraints, the container-first setup the gotcha recommends. A stage that
+    G9-bare-pip-base reports lists its unpinned packages there, so they are not reported twice.
     """
     ngc = _ngc_stages(ctx)
-    by_line: dict[Location | None, list[Package]] = {}
+    folded = {s.stage for s in _bare_pip_stages(ctx) if s.unpinned}
+    by_file: dict[tuple[str | None, str | None], list[Package]] = {}
     on_ngc = 0
     for pkg in pkgs:
-        if pkg.role not in ("requirement",) or pkg.name not in stack or not installs_on(pkg, ctx.profile):
+        if not _is_unpinned(ctx, pkg, stack):
             continue
-        if pkg.version or pkg.url or _pinned_by_constraint(ctx, pkg.name):
-            continue
-        if pkg.location is not None and pkg.location.stage in ngc:
+        stage = pkg.location.stage if pkg.location is not None else None
+        if stage is not None and stage in ngc:
             on_ngc += 1
             continue
-        by_line.setdefault(pkg.location, []).append(pkg)
-    if on_ngc and not by_line:
+        if stage is not None and stage in folded:
+            continue
+        by_file.setdefault((pkg.location.path if pkg.location else None, stage), []).append(pkg)
+    if on_ngc and not by_file:
         yield UNPINNED.passed(f"{on_ngc} unpinned ML requirement(s) install on an NGC PyTorch container, not bare pip", None)
-    for location, group in by_line.items():
+    for group in by_file.values():
         names = list(dict.fromkeys(f"{p.name}{p.specifier or ''}" for p in group))  # `pip install torch torch`: once
         what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         yield UNPINNED.finding(
             f"{what} {'is' if len(names) == 1 else 'are'} not pinned to an exact version",
-            location, {"packages": [p.name for p in group], "specifiers": [p.specifier for p in group]},
+            group[0].location, {"packages": [p.name for p in group], "specifiers": [p.specifier for p in group],
+                                "lines": sorted({p.location.line for p in group if p.location and p.location.line})},
         )
 
 
@@ -452,7 +486,6 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
     from envcheck.knowledge.base_images import in_stage, safe_describe
 
     floating = 0
-    ngc_final = False
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
         if facts is None:
@@ -462,40 +495,76 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
             floating += 1
             what = "has no tag (Docker uses latest)" if facts.tag is None else f"uses the moving tag {facts.tag!r}"
             yield FLOATING_BASE.finding(f"{in_stage(image.stage)}{image.ref} {what}", image.location, evidence)
-        if image.final and facts.ngc_torch:
-            ngc_final = True
         if (facts.family.startswith("ngc") or facts.family == "cuda") and not facts.known and not facts.floating:
             yield UNKNOWN_BASE.info(f"{in_stage(image.stage)}{image.ref}: {facts.note or 'tag not in the table'}", image.location,
                                     **evidence, inferred_cuda=facts.cuda)
     if not floating:
         yield FLOATING_BASE.passed(f"{len(ctx.inventory.images)} base image(s) use fixed tags", None)
+    for stage in _bare_pip_stages(ctx):
+        if stage.container_first:
+            yield BARE_PIP_BASE.passed("the final image builds on an NGC PyTorch container (container-first)", None)
+            return
+        if not stage.unpinned:
+            # Every ML package of the stage is pinned exactly: the gotcha's own advice for unavoidable bare pip.
+            yield BARE_PIP_BASE.passed(f"{in_stage(stage.stage)}{', '.join(stage.names)}: bare pip, every ML package pinned to an exact version",
+                                       stage.location)
+            continue
+        unpinned = list(dict.fromkeys(p.name for p in stage.unpinned))
+        yield BARE_PIP_BASE.finding(
+            f"{in_stage(stage.stage)}{', '.join(stage.names)} installed by pip/uv/conda on {stage.bases}, {stage.why}; "
+            f"not pinned to an exact version: {', '.join(unpinned)}",
+            stage.location, {"stage": stage.stage, "packages": stage.names, "bases": stage.bases, "unpinned": unpinned},
+        )
+
+
+@record
+class _BarePipStage:
+    """A Dockerfile stage that pip-installs the ML stack, and what G9-bare-pip-base makes of it."""
+
+    stage: str | None
+    names: list[str]  # the GPU stack packages it installs
+    unpinned: list[Package]  # the ML packages it leaves unpinned (G9-unpinned folds them into this finding)
+    location: Location | None
+    bases: str
+    why: str
+    container_first: bool = False
+
+
+def _bare_pip_stages(ctx: CheckContext) -> list[_BarePipStage]:
+    """Dockerfile stages that install the ML stack with pip on a base without (protected) NGC PyTorch.
+
+    One entry with ``container_first`` when the final image builds on an NGC PyTorch container whose pip
+    constraints protect its torch (NGC 25.01 on); an older NGC base does not stop pip from replacing it."""
+    if ctx.kind != "dockerfile" or not ctx.inventory.images:
+        return []
+    from envcheck.knowledge.base_images import pip_constraint_protects, safe_describe
+
+    ngc_final = False
+    unprotected = False
+    for image in ctx.inventory.images:
+        facts = safe_describe(image.ref)
+        if facts is not None and image.final and facts.ngc_torch:
+            ngc_final = ngc_final or pip_constraint_protects(facts)
+            unprotected = unprotected or not pip_constraint_protects(facts)
     # the GPU stack: torch and what pulls it (transformers alone does not require torch)
-    stack = set(_pins()["stack"]["ml_stack"]) - {"transformers"}
+    full_stack = set(_pins()["stack"]["ml_stack"])
+    stack = full_stack - {"transformers"}
     pip_installed = [p for p in ctx.inventory.packages
                      if p.name in stack and p.role in ("requirement", "lock", "conda") and not p.installed
                      and p.location is not None and p.location.stage is not None]
     if ngc_final:
-        if pip_installed:
-            yield BARE_PIP_BASE.passed("the final image builds on an NGC PyTorch container (container-first)", None)
-        return
-    seen: set[str | None] = set()
-    for pkg in pip_installed:
-        stage = pkg.location.stage if pkg.location else None
-        if stage in seen:
-            continue
-        seen.add(stage)
+        return [_BarePipStage(None, [], [], None, "", "", container_first=True)] if pip_installed else []
+    bases = ", ".join(sorted({i.ref for i in ctx.inventory.images if i.final})) or "an unknown base"
+    why = ("an NGC release from before PIP_CONSTRAINT, whose pip does not stop an install from replacing its torch"
+           if unprotected else "which carries no NGC PyTorch")
+    out: list[_BarePipStage] = []
+    for stage in dict.fromkeys(p.location.stage for p in pip_installed if p.location is not None):
         in_stage_pkgs = [p for p in pip_installed if p.location is not None and p.location.stage == stage]
-        names = sorted({p.name for p in in_stage_pkgs})
-        if all(p.version or p.url or _pinned_by_constraint(ctx, p.name) for p in in_stage_pkgs):
-            # Every ML package of the stage is pinned exactly: the gotcha's own advice for unavoidable bare pip.
-            yield BARE_PIP_BASE.passed(f"{in_stage(stage)}{', '.join(names)}: bare pip, every ML package pinned to an exact version",
-                                       pkg.location)
-            continue
-        bases = ", ".join(sorted({i.ref for i in ctx.inventory.images if i.final})) or "an unknown base"
-        yield BARE_PIP_BASE.finding(
-            f"{in_stage(stage)}{', '.join(names)} installed by pip/uv/conda on {bases}, which carries no NGC PyTorch",
-            pkg.location, {"stage": stage, "packages": names, "bases": bases},
-        )
+        unpinned = [p for p in ctx.inventory.packages if p.location is not None and p.location.stage == stage
+                    and _is_unpinned(ctx, p, full_stack)]
+        out.append(_BarePipStage(stage, sorted({p.name for p in in_stage_pkgs}), unpinned,
+                                 in_stage_pkgs[0].location, bases, why))
+    return out
 
 
 # --- registry and local images (issue 5: envcheck image) -----------------------------------------------
