@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from pathlib import PurePosixPath as Path
 
 from envcheck import knowledge
 from envcheck.fixes import g01_cuda_abi as fixes
@@ -112,7 +113,10 @@ def _index_reaches(ctx: CheckContext, index: PackageIndex, pkg: Package) -> bool
                                      for e in ctx.inventory.env)
         return inherited
     if here.path != there.path or here.line is None or there.line is None:
-        return True  # a file the build installs (-r requirements.txt): its own options, read with it
+        # a file the build installs (-r requirements.txt): its own options, read with it; a pip command's own
+        # --index-url reaches such a file only when that command reads it
+        commands = [i for i in ctx.inventory.installs if i.location == there]
+        return not commands or any(re.search(r"(?:^|\s)(?:-r|--requirement)(?:[=\s]|$)", i.text) for i in commands)
     if here.line == there.line:
         return True
     set_by_env = any(e.location is not None and e.location.stage == there.stage and e.location.line == there.line
@@ -305,10 +309,15 @@ def _served_builds(ctx: CheckContext) -> Iterator[Finding]:
         if build is None:
             continue
         if build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:
+            message = f"{index.option} {index.url} serves CUDA {build.cuda_major} builds ({build.detail})"
+            earlier = _latent_index(ctx, index)
+            if earlier:
+                # every package of its command is already installed: pip says "Requirement already satisfied"
+                message += (f"; latent: what this command installs is already in the stage ({earlier}), so pip keeps it, "
+                            "and the next change to this line pulls CUDA 12 builds")
             yield CUDA12_INDEX.finding(
-                f"{index.option} {index.url} serves CUDA {build.cuda_major} builds ({build.detail})",
-                index.location, {"url": index.url, "option": index.option},
-                fix=_FIX_CONDA_CHANNEL if index.option == "conda-channel" else None,
+                message, index.location, {"url": index.url, "option": index.option, "latent": bool(earlier)},
+                status=Status.WARN if earlier else None, fix=_FIX_CONDA_CHANNEL if index.option == "conda-channel" else None,
             )
         elif build.flavor in ("cpu", "rocm", "xpu"):
             yield CPU_BUILD.finding(
@@ -324,6 +333,8 @@ def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
     for pkg in _torch_packages(ctx):
         if torch_libs and pkg.installed:
             continue  # the binaries themselves are judged by the soname checks: they do not lie
+        if installed_before(ctx, pkg) is not None:
+            continue  # `pip install torch` again: pip keeps the torch an earlier line installed, judged there
         build, how = torch_build(pkg, ctx)
         evidence = {"package": "torch", "version": pkg.version, "specifier": pkg.specifier, "how": how}
         if build is None:
@@ -575,6 +586,36 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                                           f"{facts.cuda_major}", image.location, evidence, status=Status.WARN)
         elif facts.known and image.final:
             yield CUDA12_BASE.passed(f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how})", image.location, **evidence)
+
+
+def installed_before(ctx: CheckContext, pkg: Package) -> Package | None:
+    """In a Dockerfile stage, the earlier install of the same distribution that makes ``pkg`` a no-op: ``pkg`` is
+    an unpinned requirement (no version, no URL) of a command without --upgrade/--force-reinstall."""
+    loc = pkg.location
+    if (ctx.kind != "dockerfile" or loc is None or loc.line is None or pkg.version or pkg.url or pkg.role != "requirement"
+            or any(i.location == loc and any(o.split("=", 1)[0] in REPLACING_OPTIONS for o in i.options) for i in ctx.inventory.installs)):
+        return None
+    for other in ctx.inventory.packages:  # in the order the Dockerfile installs them (-r files where they are read)
+        if other is pkg:
+            return None
+        if (other.name == pkg.name and other.role == "requirement" and not other.installed and other.location is not None
+                and other.location.stage == loc.stage):
+            return other
+    return None
+
+
+def _latent_index(ctx: CheckContext, index: PackageIndex) -> str:
+    """Where the packages of ``index``'s own install command were installed before (empty: not latent)."""
+    loc = index.location
+    if ctx.kind != "dockerfile" or loc is None or index.option not in ("index-url", "extra-index-url"):
+        return ""
+    here = [p for p in ctx.inventory.packages if p.location == loc and p.role == "requirement"]
+    if not here or any(i.location == loc and i.tool not in ("pip", "uv") for i in ctx.inventory.installs):
+        return ""
+    earlier = [installed_before(ctx, p) for p in here]
+    if any(e is None for e in earlier):
+        return ""
+    return ", ".join(f"{e.name} at {Path(e.location.path).name}:{e.location.line}" for e in earlier if e is not None and e.location is not None)
 
 
 def _torch_replaced_by(ctx: CheckContext, image: BaseImage, ngc_torch: bool) -> str | None:

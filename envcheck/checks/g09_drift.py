@@ -370,9 +370,12 @@ def _ngc_stages(ctx: CheckContext, protected: bool = True) -> set[str]:
 
 
 def _is_unpinned(ctx: CheckContext, pkg: Package, stack: set[str]) -> bool:
-    """An ML requirement with no exact version, URL or constraint pin, installed on the target."""
+    """An ML requirement with no exact version, URL or constraint pin, installed on the target (a repeated
+    `pip install torch` that pip answers with "Requirement already satisfied" installs nothing)."""
+    from envcheck.checks.g01_cuda_abi import installed_before
+
     return (pkg.role == "requirement" and pkg.name in stack and not pkg.version and not pkg.url
-            and installs_on(pkg, ctx.profile) and not _pinned_by_constraint(ctx, pkg.name))
+            and installs_on(pkg, ctx.profile) and not _pinned_by_constraint(ctx, pkg.name) and installed_before(ctx, pkg) is None)
 
 
 def _unpinned(ctx: CheckContext, pkgs: list[Package], stack: set[str]) -> Iterator[Finding]:
