@@ -62,7 +62,9 @@ UNSLOTH_DEPS = rule(
     "G9-unsloth-with-deps", "G9", "Unsloth is installed with its dependencies", Status.WARN,
     """NVIDIA's Spark install order installs unsloth and unsloth_zoo with --no-deps after the rest of the
     stack; installing it with dependencies lets pip replace torch, transformers or trl with versions that
-    do not match the container or the rest of the stack.""",
+    do not match the container or the rest of the stack. On an NGC base whose pip constraints keep torch
+    (25.01 on), Unsloth's own caps are what keep transformers and trl in range: with both pinned exactly in
+    the stage (Unsloth's Spark recipe) it passes, and otherwise the advice is to pin them, not --no-deps.""",
     "Install the stack first, then: pip install --no-deps unsloth unsloth_zoo bitsandbytes (NVIDIA's Unsloth playbook order).",
     ("requirements", "pyproject", "dockerfile"),
     autofix=dockerfile_fixes.unsloth_no_deps,
@@ -412,11 +414,31 @@ def _unpinned(ctx: CheckContext, pkgs: list[Package], stack: set[str]) -> Iterat
 
 
 def _unsloth(ctx: CheckContext, pkgs: list[Package]) -> Iterator[Finding]:
+    """Unsloth with its dependencies. On an NGC base whose pip constraints keep torch (25.01 on), pip cannot
+    replace torch, and Unsloth's own Requires-Dist caps on transformers and trl are what keeps them in range:
+    with both pinned exactly in the stage (Unsloth's own Spark recipe) nothing is left to drift, and where they
+    are not, the advice is to pin them, since --no-deps would drop those caps."""
+    protected = _ngc_stages(ctx)
     for pkg in pkgs:
         if pkg.name != "unsloth" or pkg.role not in ("requirement", "conda"):
             continue
         if pkg.no_deps:
             yield UNSLOTH_DEPS.passed("unsloth is installed with --no-deps", pkg.location)
+            continue
+        stage = pkg.location.stage if pkg.location is not None else None
+        if stage is not None and stage in protected:
+            pinned = {p.name for p in pkgs if p.version and p.location is not None and p.location.stage == stage}
+            missing = [name for name in ("transformers", "trl") if name not in pinned]
+            if not missing:
+                yield UNSLOTH_DEPS.passed("unsloth is installed with its dependencies on an NGC base whose pip constraints keep "
+                                          "torch, with transformers and trl pinned exactly", pkg.location)
+                continue
+            yield UNSLOTH_DEPS.finding(
+                f"unsloth is installed with its dependencies and {' and '.join(missing)} not pinned: pip picks whatever "
+                "unsloth's caps allow on the day of the build (NGC's pip constraints keep torch)", pkg.location,
+                {"package": "unsloth", "unpinned": missing},
+                fix=f"Pin {' and '.join(missing)} exactly on the same pip command, as Unsloth's Spark recipe does; "
+                    "--no-deps here would drop unsloth's own caps on them.")
             continue
         yield UNSLOTH_DEPS.finding(
             "unsloth is installed with its dependencies (no --no-deps): pip may replace torch, transformers or trl",
