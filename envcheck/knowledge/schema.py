@@ -61,7 +61,7 @@ ROW_OPTIONAL = {"inferred": bool}
 SCHEMAS: dict[str, dict[str, Entry]] = {
     "cuda_extensions": {
         "meta": META,
-        "package": Rows({"name": str, "reason": str}),
+        "package": Rows({"name": str, "reason": str}, {"aarch64_wheels": bool}),
     },
     "cuda_image_tags": {
         "meta": META,
