@@ -152,6 +152,10 @@ def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> li
 
         note = outside_note(discovery.root, discovery.outside)
         targets.append(Target(discovery.root, "folder", lambda: Inventory(problems=[note])))
+    for path, target in discovery.broken:
+        targets.append(Target(str(path), "unreadable", _raiser(InputError(
+            f"{path}: a symbolic link to {target}, which leads to no file: not read", str(path),
+            fix="Point the link at the file it stands for, or remove it."))))
     for path, why in discovery.unreadable:
         targets.append(Target(str(path), "unreadable", _raiser(InputError(
             f"{path}: cannot read this folder ({why}); nothing in it was checked", str(path)))))
