@@ -288,3 +288,33 @@ def no_aarch64_wheel(ctx: CheckContext) -> Iterator[Finding]:
             f"{what}: no release on the index ships a {ctx.profile.os}/{ctx.profile.machine} wheel, so pip builds it from "
             f"source on the Spark, and it {row['reason']}", pkg.location,
             {"package": pkg.name, "specifier": pkg.specifier, "source": row["source"]})
+
+
+HOST_MACHINE = rule(
+    "ARCH-host-machine", "ARCH", "The machine read is not the target platform", Status.WARN,
+    """preflight read a machine whose CPU architecture is not the profile's: an x86_64 workstation or CI runner
+    is not a DGX Spark (aarch64, GB10). Its readings describe that machine; the Spark-specific verdicts (GPU,
+    unified memory, wheels that fit aarch64) do not carry over. (`envcheck container` judges the image's own
+    binaries for the Spark instead: ARCH-elf-machine.)""",
+    "Run `envcheck preflight` on the Spark itself (or check files and images, which are judged for the Spark from anywhere).",
+    ("host",),
+)
+
+
+@check(HOST_MACHINE)
+def host_machine(ctx: CheckContext) -> Iterator[Finding]:
+    """ARCH over a live read: the probed interpreter's machine against the profile's."""
+    python = ctx.inventory.host.python
+    machine = python.get("machine") if isinstance(python, dict) else None
+    if not isinstance(machine, str) or not machine:
+        return
+    wanted = ctx.profile.machine
+    same = machine.lower() in (wanted, "arm64") if wanted == "aarch64" else machine.lower() == wanted
+    if same:
+        yield HOST_MACHINE.passed(f"this machine is {machine}, as a {ctx.profile.name} is", None)
+        return
+    smi = ctx.inventory.host.nvidia_smi
+    gpu = "no NVIDIA GPU" if not (isinstance(smi, dict) and smi.get("status") == "ok") else "its own GPU"
+    yield HOST_MACHINE.finding(
+        f"this machine is {machine} with {gpu}, not a {ctx.profile.name} ({ctx.profile.os}/{wanted}, GB10): "
+        "its readings describe this machine, not a Spark", None, {"machine": machine, "profile_machine": wanted})
