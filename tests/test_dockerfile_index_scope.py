@@ -21,7 +21,8 @@ def _torch_builds(folder: Path, text: str) -> dict[str | None, str]:
     out = {}
     for target in json.loads(done.stdout)["targets"]:
         for f in target["findings"]:
-            if f["rule"] == "G1-cuda12-local-version":
+            # a torch served by the cu12x index of its own line is that index's finding (one cause, one finding)
+            if f["rule"] == "G1-cuda12-local-version" or (f["rule"] == "G1-cuda12-index" and "torch" in f["evidence"].get("packages", [])):
                 out[f["location"].get("stage")] = f["status"]
     return out
 

@@ -26,6 +26,7 @@ from envcheck.knowledge.builds import (
     pypi_torch_build,
 )
 from envcheck.model import BaseImage, Binary, Finding, Location, Package, PackageIndex, Status
+from envcheck.records import replaced
 from envcheck.rules import CheckContext, check, rule
 
 # the first NGC release month on CUDA 13 (knowledge/ngc_tags.toml): rule prose quotes the data, never a copy
@@ -251,7 +252,19 @@ def _conda_torch_build(ctx: CheckContext) -> tuple[CudaBuild | None, str]:
 def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over packages and indexes: local versions, CUDA 12 distributions, indexes, torch's build."""
     findings = [*_package_builds(ctx), *_served_builds(ctx), *_torch_builds(ctx)]
-    yield from findings
+    # One cause, one finding: a torch that is a CUDA 12 build only because the cu12x index of its own line
+    # serves it is that index's finding (whose fix moves the index), not a second FAIL on the same line.
+    index_lines = {f.location for f in findings if f.rule == CUDA12_INDEX.id and f.status is not Status.PASS and f.location}
+    served = [f for f in findings if f.rule == LOCAL_VERSION.id and f.location in index_lines
+              and str(f.evidence.get("how", "")).startswith("the index ")]
+    for found in findings:
+        if found in served:
+            continue
+        also = [f.evidence.get("package") for f in served if f.location == found.location] if found.rule == CUDA12_INDEX.id else []
+        if also:
+            found = replaced(found, message=f"{found.message}; {', '.join(map(str, also))} on this line is its CUDA 12 build",
+                             evidence={**found.evidence, "packages": also})
+        yield found
     judged = {LOCAL_VERSION.id, CPU_BUILD.id, CUDA12_DIST.id, CUDA12_INDEX.id}
     if any(f.rule in judged and f.status is not Status.PASS for f in findings) or not _names_a_cuda_build(ctx):
         return
