@@ -354,10 +354,11 @@ def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
             yield TORCH_BUILD.finding(f"cannot tell which CUDA build of torch is installed: {how}", pkg.location, evidence)
         elif build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:
             if build_of_version(pkg.version) is None:  # already reported as a local version otherwise
-                yield LOCAL_VERSION.finding(f"torch is a CUDA {build.cuda_major} build, from {how}", pkg.location, evidence,
-                                            fix=_FIX_CONDA if pkg.role == "conda" else None)
+                yield LOCAL_VERSION.finding(f"torch is a CUDA {build.cuda_major} build, from {how}{_replacing(ctx, pkg)}", pkg.location,
+                                            evidence, fix=_FIX_CONDA if pkg.role == "conda" else None)
         elif build.flavor != "cuda":
-            yield CPU_BUILD.finding(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}", pkg.location, evidence)
+            yield CPU_BUILD.finding(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}"
+                                    f"{_replacing(ctx, pkg)}", pkg.location, evidence)
         else:
             yield TORCH_BUILD.passed(f"torch is a CUDA {build.cuda_major} build: {how}", pkg.location, **evidence)
 
@@ -599,6 +600,24 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                                           f"{facts.cuda_major}", image.location, evidence, status=Status.WARN)
         elif facts.known and image.final:
             yield CUDA12_BASE.passed(f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how})", image.location, **evidence)
+
+
+def _replacing(ctx: CheckContext, pkg: Package) -> str:
+    """In a Dockerfile: the words for a hand-picked CUDA 13 torch of an earlier line that ``pkg`` (a later pin of
+    another version, e.g. a project's own requirements) makes pip replace; empty when there is none."""
+    loc = pkg.location
+    if ctx.kind != "dockerfile" or loc is None or not pkg.version:
+        return ""
+    for other in ctx.inventory.packages:  # in install order
+        if other is pkg:
+            return ""
+        build = build_of_version(other.version)
+        if (other.name == "torch" and not other.installed and other.version and other.version != pkg.version
+                and other.location is not None and other.location.stage == loc.stage and build is not None
+                and build.flavor == "cuda" and build.cuda_major == ctx.profile.cuda_major):
+            return (f"; this pin makes pip replace the CUDA {build.cuda_major} torch {other.version} installed at "
+                    f"{Path(other.location.path).name}:{other.location.line}")
+    return ""
 
 
 def installed_before(ctx: CheckContext, pkg: Package) -> Package | None:
