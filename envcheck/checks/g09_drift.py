@@ -238,9 +238,13 @@ def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | No
 def _exact_versions(ctx: CheckContext) -> dict[str, Package]:
     out: dict[str, Package] = {}
     for pkg in ctx.inventory.packages:
-        # installed facts win over declared ones of the same name
+        # installed facts win over declared ones of the same name; in a Dockerfile stage a later pin replaces an
+        # earlier one (pip installs it over the first: the image holds the last)
         if (pkg.version and installs_on(pkg, ctx.profile) and pkg.role != "constraint"
-                and (pkg.name not in out or (pkg.installed and not out[pkg.name].installed))):
+                and (pkg.name not in out or (pkg.installed and not out[pkg.name].installed)
+                     or (ctx.kind == "dockerfile" and not pkg.installed and not out[pkg.name].installed
+                         and pkg.location is not None and out[pkg.name].location is not None
+                         and pkg.location.stage == out[pkg.name].location.stage))):
             out[pkg.name] = pkg
     return out
 
