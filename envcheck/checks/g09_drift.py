@@ -240,11 +240,12 @@ def _exact_versions(ctx: CheckContext) -> dict[str, Package]:
     for pkg in ctx.inventory.packages:
         # installed facts win over declared ones of the same name; in a Dockerfile stage a later pin replaces an
         # earlier one (pip installs it over the first: the image holds the last)
-        if (pkg.version and installs_on(pkg, ctx.profile) and pkg.role != "constraint"
-                and (pkg.name not in out or (pkg.installed and not out[pkg.name].installed)
-                     or (ctx.kind == "dockerfile" and not pkg.installed and not out[pkg.name].installed
-                         and pkg.location is not None and out[pkg.name].location is not None
-                         and pkg.location.stage == out[pkg.name].location.stage))):
+        if not pkg.version or not installs_on(pkg, ctx.profile) or pkg.role == "constraint":
+            continue
+        first = out.get(pkg.name)
+        if (first is None or (pkg.installed and not first.installed)
+                or (ctx.kind == "dockerfile" and not pkg.installed and not first.installed and pkg.location is not None
+                    and first.location is not None and pkg.location.stage == first.location.stage)):
             out[pkg.name] = pkg
     return out
 
@@ -285,6 +286,9 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
                 pkg.location or other.location,
                 {"package": pkg.name, "version": pkg.version, "requires": f"{name}{spec}", "found": other.version, "source": source},
             )
+    from_main = list(_transformers_from_main(ctx, exact))
+    conflicts += len(from_main)
+    yield from from_main
     replaced = list(_ngc_torch(ctx, exact))
     yield from replaced
     yield from _ngc_torch_upgraded(ctx, [f.location for f in replaced])
@@ -337,6 +341,39 @@ def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding
                         f"{pkg.name} {pkg.version or ''} needs torch{spec}, which NGC's torch {torch.version} does not satisfy: pip will replace NGC's torch".replace("  ", " "),
                         pkg.location, {"package": pkg.name, "requires": f"torch{spec}", "ngc_torch": torch.version, "source": source},
                     )
+
+
+_TRANSFORMERS_MAIN = re.compile(r"github\.com/huggingface/transformers(?:\.git)?(?:@(?:main|master))?(?:[#?].*)?$")
+
+
+def _transformers_from_main(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding]:
+    """transformers installed from its main branch (a 5.x development version) next to a vLLM whose requirements
+    cap transformers below 5: with --no-deps (or --force-reinstall) pip never compares the two."""
+    from packaging.specifiers import SpecifierSet
+
+    from envcheck.knowledge.base_images import safe_describe
+
+    caps = [row for row in _pins().get("pin", []) if row["package"] == "vllm" and row["requires"] == "transformers"]
+    for pkg in ctx.inventory.packages:
+        if pkg.name != "transformers" or not pkg.url or not _TRANSFORMERS_MAIN.search(pkg.url) or pkg.location is None:
+            continue
+        stage = pkg.location.stage
+        vllm = exact.get("vllm") or next((p for p in ctx.inventory.packages if p.name == "vllm"
+                                          and p.location is not None and p.location.stage == stage), None)
+        version = vllm.version if vllm is not None else None
+        if vllm is None:
+            bases = [safe_describe(i.ref) for i in ctx.inventory.images if stage in (i.stages or (i.stage,))]
+            if not any(f is not None and f.family == "ngc-vllm" for f in bases):
+                continue
+        rows = [r for r in caps if version is None or _allows(version, r["when"])]
+        if not rows or _allows("5.0.0.dev0", rows[0]["spec"]) is not False:
+            continue
+        spec = str(SpecifierSet(rows[0]["spec"]))
+        yield PIN_CONFLICT.finding(
+            f"transformers from its main branch (a 5.x development version) goes over vLLM{' ' + version if version else ''}, "
+            f"which requires transformers{spec}" + ("; --no-deps: pip does not check it" if pkg.no_deps else ""),
+            pkg.location, {"package": "transformers", "url": pkg.url, "requires": f"transformers{spec}", "source": rows[0]["source"]},
+            status=Status.WARN)
 
 
 def _ngc_torch_upgraded(ctx: CheckContext, reported: list[Location | None]) -> Iterator[Finding]:
