@@ -13,7 +13,6 @@ from pathlib import PurePosixPath as Path
 
 from envcheck import knowledge
 from envcheck.fixes import g01_cuda_abi as fixes
-from envcheck.inspect.pip_args import REPLACING_OPTIONS
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import (
     CudaBuild,
@@ -625,7 +624,7 @@ def installed_before(ctx: CheckContext, pkg: Package) -> Package | None:
     an unpinned requirement (no version, no URL) of a command without --upgrade/--force-reinstall."""
     loc = pkg.location
     if (ctx.kind != "dockerfile" or loc is None or loc.line is None or pkg.version or pkg.url or pkg.role != "requirement"
-            or any(i.location == loc and any(o.split("=", 1)[0] in REPLACING_OPTIONS for o in i.options) for i in ctx.inventory.installs)):
+            or any(i.location == loc and i.replaces for i in ctx.inventory.installs)):
         return None
     for other in ctx.inventory.packages:  # in the order the Dockerfile installs them (-r files where they are read)
         if other is pkg:
@@ -662,7 +661,7 @@ def _torch_replaced_by(ctx: CheckContext, image: BaseImage, ngc_torch: bool) -> 
             continue
         if ngc_torch and not pkg.version:
             upgrade = any(i.location == pkg.location and "torch" in i.packages
-                          and any(o.split("=", 1)[0] in REPLACING_OPTIONS for o in i.options) for i in ctx.inventory.installs)
+                          and i.replaces for i in ctx.inventory.installs)
             if not upgrade:
                 continue
         build, how = torch_build(pkg, ctx)

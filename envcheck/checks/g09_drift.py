@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any
 from envcheck import knowledge
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.markers import PlainMarker, plain_marker
-from envcheck.inspect.pip_args import REPLACING_OPTIONS
 from envcheck.inspect.versions import is_plain_specifier, plain_contains
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
-from envcheck.model import Finding, Location, Package, Status
+from envcheck.model import REPLACING_OPTIONS, Finding, Location, Package, Status
 from envcheck.profile import Profile
 from envcheck.records import record
 from envcheck.rules import CheckContext, check, rule
@@ -349,14 +348,17 @@ _TRANSFORMERS_MAIN = re.compile(r"github\.com/huggingface/transformers(?:\.git)?
 def _transformers_from_main(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding]:
     """transformers installed from its main branch (a 5.x development version) next to a vLLM whose requirements
     cap transformers below 5: with --no-deps (or --force-reinstall) pip never compares the two."""
+    from_main = [p for p in ctx.inventory.packages
+                 if p.name == "transformers" and p.url and _TRANSFORMERS_MAIN.search(p.url) and p.location is not None]
+    if not from_main:
+        return  # (a folder scan imports no packaging for this)
     from packaging.specifiers import SpecifierSet
 
     from envcheck.knowledge.base_images import safe_describe
 
     caps = [row for row in _pins().get("pin", []) if row["package"] == "vllm" and row["requires"] == "transformers"]
-    for pkg in ctx.inventory.packages:
-        if pkg.name != "transformers" or not pkg.url or not _TRANSFORMERS_MAIN.search(pkg.url) or pkg.location is None:
-            continue
+    for pkg in from_main:
+        assert pkg.location is not None
         stage = pkg.location.stage
         vllm = exact.get("vllm") or next((p for p in ctx.inventory.packages if p.name == "vllm"
                                           and p.location is not None and p.location.stage == stage), None)
@@ -383,7 +385,7 @@ def _ngc_torch_upgraded(ctx: CheckContext, reported: list[Location | None]) -> I
     for install in ctx.inventory.installs:
         loc = install.location
         if (loc is None or loc.stage not in ngc or "torch" not in install.packages or loc in reported
-                or not any(o.split("=", 1)[0] in REPLACING_OPTIONS for o in install.options)):
+                or not install.replaces):
             continue
         flag = next(o for o in install.options if o.split("=", 1)[0] in REPLACING_OPTIONS)
         yield NGC_TORCH_REPLACED.finding(

@@ -15,9 +15,6 @@ from packaging.requirements import InvalidRequirement, Requirement
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.model import IndexOption, InstallCommand, Location, Package, PackageIndex, ReadProblem, Role
 
-# Options with which pip replaces what is already installed instead of keeping it.
-REPLACING_OPTIONS = ("-U", "--upgrade", "--force-reinstall", "-I", "--ignore-installed")
-
 # pip install options that take a value (both spellings); everything else starting with '-' is a flag.
 _VALUE_OPTIONS = {
     "-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f",
