@@ -68,6 +68,17 @@ UNSLOTH_DEPS = rule(
     ("requirements", "pyproject", "dockerfile"),
     autofix=dockerfile_fixes.unsloth_no_deps,
 )
+TORCH_REPINNED = rule(
+    "G9-torch-repinned", "G9", "vLLM is built from source without use_existing_torch.py", Status.WARN,
+    """vLLM's own requirement files (requirements/cuda.txt, build.txt) pin torch to the release vLLM was tested
+    with. Built from a clone in a stage that already has the torch it wants (a cu130 build picked by hand, or
+    NGC's), `pip install .`/`-e .` installs that pinned torch over it unless the versions match, and PyPI's
+    aarch64 torch of that release may be CPU-only or lack the container's tuning. vLLM's documented answer for
+    an existing torch is `python use_existing_torch.py` in the clone before the build.""",
+    "Run `python use_existing_torch.py` in the vLLM clone before installing its requirements and building it "
+    "(then build with --no-build-isolation), or pin the same torch vLLM's requirements name.",
+    ("dockerfile",),
+)
 MARKER_EXCLUDED = rule(
     "G9-marker-excludes-aarch64", "G9", "An ML requirement is skipped on aarch64 by its marker", Status.INFO,
     """The requirement's environment marker is false on linux/aarch64 (for example
@@ -258,6 +269,34 @@ def _marker_profile(ctx: CheckContext) -> Profile:
     env = dict(ctx.profile.marker_env)
     env.update(python_version=".".join(version.split(".")[:2]), python_full_version=version)
     return replace(ctx.profile, marker_env=env)
+
+
+@check(TORCH_REPINNED)
+def vllm_existing_torch(ctx: CheckContext) -> Iterator[Finding]:
+    """G9 over Dockerfiles: a vLLM clone built in a stage that already has its torch, without use_existing_torch.py."""
+    if ctx.kind != "dockerfile":
+        return
+    for pkg in ctx.inventory.packages:
+        loc = pkg.location
+        if pkg.name != "vllm" or not (pkg.url or "").startswith("git+") or pkg.role != "requirement" or loc is None:
+            continue
+        torch = None
+        for other in ctx.inventory.packages:  # in install order: the torch the stage has when vLLM is built
+            if other is pkg:
+                break
+            if other.name == "torch" and other.version and other.location is not None and other.location.stage == loc.stage:
+                torch = other
+        kept = any(i.tool == "python" and "use_existing_torch" in i.options and i.location is not None
+                   and i.location.stage == loc.stage and (i.location.line or 0) <= (loc.line or 0) for i in ctx.inventory.installs)
+        if torch is None:
+            continue
+        if kept:
+            yield TORCH_REPINNED.passed(f"vLLM is built with use_existing_torch.py: it keeps torch {torch.version}", loc)
+            continue
+        yield TORCH_REPINNED.finding(
+            f"vLLM is built from its clone without use_existing_torch.py: its requirements pin torch to vLLM's release, which "
+            f"pip installs over torch {torch.version} unless the versions match", loc,
+            {"torch": torch.version, "vllm": pkg.url})
 
 
 @check(PIN_CONFLICT, NGC_TORCH_REPLACED, UNPINNED, UNSLOTH_DEPS, MARKER_EXCLUDED)

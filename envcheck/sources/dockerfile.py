@@ -316,6 +316,10 @@ class _Reader:
         if re.fullmatch(r"python(\d+(\.\d+)?)?", exe) and len(argv) >= 3 and argv[1] == "setup.py" and argv[2] in ("install", "develop", "bdist_wheel", "build_ext"):
             self._source_build(files.script.cwd, "setup.py", argv, cmd, loc, in_image, files, inventory)
             return
+        if re.fullmatch(r"python(\d+(\.\d+)?)?", exe) and len(argv) >= 2 and argv[1].endswith("use_existing_torch.py"):
+            # vLLM's script that drops torch from its own requirement files: later builds keep the image's torch
+            inventory.installs.append(InstallCommand("python", (), ("use_existing_torch",), cmd.text or " ".join(argv), loc))
+            return
         if exe == "uv" and len(argv) >= 2 and argv[1] == "sync":
             # uv sync installs the lock; with no uv.lock copied in, it resolves pyproject.toml (and writes the lock)
             if files.resolve("uv.lock") is not None:
