@@ -31,6 +31,9 @@ def test_a_link_to_a_file_outside_the_folder_is_not_followed_and_said_once(tmp_p
     assert [(f["rule"], f["status"]) for f in notes] == [("input-skipped", "INFO")]
     assert "2 symbolic links lead outside the folder" in str(notes[0]["message"])
     assert all(f["rule"] != "G1-cuda12-local-version" for fs in by_target.values() for f in fs)
+    # issue 26 item 10: each such link is said on stderr without -v, with where it leads
+    said = run_envcheck("--fail-on", "never", ".", cwd=project).stderr
+    assert f"requirements-out.txt: a symbolic link to {os.path.realpath(outside / 'requirements.txt')}, outside the folder" in said
 
 
 def test_a_link_inside_the_folder_is_read_once(tmp_path: Path) -> None:

@@ -142,9 +142,10 @@ def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> li
     from envcheck.errors import InputError
     from envcheck.redaction import escape_controls
 
-    if verbose:
-        for skipped, reason in discovery.skipped:
-            print(f"envcheck: skipped {escape_controls(str(skipped))}: {reason}", file=sys.stderr)
+    for skipped, reason in discovery.skipped:
+        # a link named like an input that leads outside the folder is said even without -v: it looks like an input
+        if verbose or str(skipped) in discovery.outside:
+            print(f"envcheck: skipped {escape_controls(str(skipped))}: {escape_controls(reason)}", file=sys.stderr)
     targets = [_file_target(path, kind, options) for path, kind in discovery.files]
     if discovery.outside:
         from envcheck.model import Inventory

@@ -191,7 +191,7 @@ def discover_tree(folder: Path) -> Discovery:
                 real = os.path.realpath(path)
                 if real != root_real and not real.startswith(root_real.rstrip(os.sep) + os.sep):
                     found.outside.append(str(path))
-                    found.skipped.append((path, "a symbolic link leading outside the folder (not followed)"))
+                    found.skipped.append((path, f"a symbolic link to {real}, outside the folder (not followed)"))
                 else:
                     linked.append((path, row.name, real))
                 continue
