@@ -255,14 +255,16 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     # serves it is that index's finding (whose fix moves the index), not a second FAIL on the same line.
     index_lines = {f.location for f in findings if f.rule == CUDA12_INDEX.id and f.status is not Status.PASS and f.location}
     served = [f for f in findings if f.rule == LOCAL_VERSION.id and f.location in index_lines
-              and str(f.evidence.get("how", "")).startswith("the index ")]
+              and (str(f.evidence.get("how", "")).startswith("the index ")
+                   or (ctx.kind == "dockerfile" and f.evidence.get("package") == "torch"))]
     for found in findings:
         if found in served:
             continue
-        also = [f.evidence.get("package") for f in served if f.location == found.location] if found.rule == CUDA12_INDEX.id else []
+        also = [f for f in served if f.location == found.location] if found.rule == CUDA12_INDEX.id else []
         if also:
-            found = replaced(found, message=f"{found.message}; {', '.join(map(str, also))} on this line is its CUDA 12 build",
-                             evidence={**found.evidence, "packages": also})
+            named = ", ".join(f"{f.evidence.get('package')}{' ' + str(f.evidence['version']) if f.evidence.get('version') else ''}" for f in also)
+            found = replaced(found, message=f"{found.message}; {named} on this line is its CUDA 12 build",
+                             evidence={**found.evidence, "packages": [f.evidence.get("package") for f in also]})
         yield found
     judged = {LOCAL_VERSION.id, CPU_BUILD.id, CUDA12_DIST.id, CUDA12_INDEX.id}
     if any(f.rule in judged and f.status is not Status.PASS for f in findings) or not _names_a_cuda_build(ctx):
