@@ -179,6 +179,10 @@ class PackageIndex:
         return _plain(self)
 
 
+# Options with which pip replaces what is already installed instead of keeping it.
+REPLACING_OPTIONS = ("-U", "--upgrade", "--force-reinstall", "-I", "--ignore-installed")
+
+
 @dataclass(frozen=True)
 class InstallCommand:
     """One package-manager invocation (a pip/uv/conda command, or a requirements file as a whole)."""
@@ -192,6 +196,11 @@ class InstallCommand:
     @property
     def no_deps(self) -> bool:
         return "--no-deps" in self.options
+
+    @property
+    def replaces(self) -> bool:
+        """Installed with an option that makes pip replace what is already there (--upgrade, --force-reinstall)."""
+        return any(o.split("=", 1)[0] in REPLACING_OPTIONS for o in self.options)
 
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
@@ -255,7 +264,10 @@ class BaseImage:
     stages: tuple[str, ...] = ()  # Dockerfile: this stage and every stage built on it (FROM <stage>), by label
 
     def to_json(self) -> dict[str, Any]:
-        return _plain(self)
+        data = _plain(self)
+        if not self.final:
+            data["final"] = False  # its default is True: a stage outside the final image must say so to read back
+        return data
 
 
 @dataclass(frozen=True)

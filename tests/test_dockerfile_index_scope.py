@@ -21,7 +21,8 @@ def _torch_builds(folder: Path, text: str) -> dict[str | None, str]:
     out = {}
     for target in json.loads(done.stdout)["targets"]:
         for f in target["findings"]:
-            if f["rule"] == "G1-cuda12-local-version":
+            # a torch served by the cu12x index of its own line is that index's finding (one cause, one finding)
+            if f["rule"] == "G1-cuda12-local-version" or (f["rule"] == "G1-cuda12-index" and "torch" in f["evidence"].get("packages", [])):
                 out[f["location"].get("stage")] = f["status"]
     return out
 
@@ -53,3 +54,18 @@ def test_uv_sync_without_a_lock_installs_from_pyproject(tmp_path: Path) -> None:
     done = run_envcheck("-f", "json", "--fail-on", "never", str(tmp_path / "Dockerfile"))
     rules = {(f["rule"], f["status"]) for t in json.loads(done.stdout)["targets"] for f in t["findings"]}
     assert ("G1-cuda12-local-version", "FAIL") in rules
+
+
+def test_a_projects_requirements_that_repin_torch_replace_the_hand_picked_cu130_torch(tmp_path: Path) -> None:
+    """Issue 32: the project's own requirements pin another torch than the cu130 one installed first (vLLM's
+    pattern without use_existing_torch.py): pip replaces it, here with PyPI's CPU-only 2.9.0, and the finding says so."""
+    (tmp_path / "requirements.txt").write_text("torch==2.9.0\ntransformers==4.57.1\n", encoding="utf-8")
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {CUDA13}\nENV PIP_BREAK_SYSTEM_PACKAGES=1\n"
+        "RUN pip install torch==2.9.1+cu130 --index-url https://download.pytorch.org/whl/cu130\n"
+        "COPY requirements.txt .\nRUN pip install -r requirements.txt\n", encoding="utf-8")
+    done = run_envcheck("-f", "json", "--fail-on", "never", str(tmp_path / "Dockerfile"))
+    failing = [f for t in json.loads(done.stdout)["targets"] for f in t["findings"] if f["status"] == "FAIL"]
+    assert [(f["rule"], f["location"]["path"].rsplit("/", 1)[-1], f["location"]["line"]) for f in failing] == [
+        ("G1-cpu-build", "requirements.txt", 1)]
+    assert "replace the CUDA 13 torch 2.9.1+cu130 installed at Dockerfile:3" in failing[0]["message"]

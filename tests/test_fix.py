@@ -443,3 +443,16 @@ def test_a_cuda12_base_without_a_certain_fix_says_why(tmp_path: Path, base: str,
     _, out, _ = _cli("Dockerfile", cwd=tmp_path)
     assert f"envcheck --fix: {finding['fix_refused'][:40]}" in out
     assert _cli("--fix", "Dockerfile", cwd=tmp_path)[0] == 1 and path.read_text() == text
+
+
+def test_a_cu12x_index_and_its_torch_pin_on_one_line_are_one_finding_and_move_together(tmp_path: Path) -> None:
+    """Issue 32 item 5 with issue 26 item 1: `pip install torch==X+cu128 --index-url .../cu128` is one cause, so one
+    G1 finding, and its fix moves the index and the pin together (never a cu130 index asked for a +cu128 build)."""
+    (tmp_path / "Dockerfile").write_text(
+        "FROM nvcr.io/nvidia/cuda:13.0.1-runtime-ubuntu24.04\n"
+        "RUN pip install --break-system-packages torch==2.9.0+cu128 --index-url https://download.pytorch.org/whl/cu128\n")
+    _, out, _ = _cli("-f", "json", "--fail-on", "never", "Dockerfile", cwd=tmp_path)
+    g1 = [f for f in _findings(out) if f["gotcha"] == "G1" and f["status"] == "FAIL"]
+    assert [f["rule"] for f in g1] == ["G1-cuda12-index"] and "torch 2.9.0+cu128" in g1[0]["message"]
+    _cli("--fix", "--fail-on", "never", "Dockerfile", cwd=tmp_path)
+    assert "torch==2.9.0+cu130 --index-url https://download.pytorch.org/whl/cu130" in (tmp_path / "Dockerfile").read_text()

@@ -289,3 +289,26 @@ def test_whiteouts_over_many_files_are_applied_in_linear_time(tmp_path: Path, im
 
     report = json.loads(run.stdout)
     assert packages(report) == {"kept": "1.0"}
+
+
+def test_deep_names_the_distribution_of_a_library_from_its_record(tmp_path: Path, image_cache: Path) -> None:
+    """Issue 26 item 15: `image --deep` attributes a libcudart.so.12 to the distribution whose RECORD lists it
+    (nvidia-cuda-runtime-cu12), as `envcheck container` does for the same file."""
+    from registry_fixtures import metadata
+
+    elves = session_elves()
+    info = f"{DIST}/nvidia_cuda_runtime_cu12-12.8.90.dist-info"
+    record = (f"nvidia/cuda_runtime/lib/libcudart.so.12,sha256=x,{len(elves.cudart12)}\n"
+              f"nvidia_cuda_runtime_cu12-12.8.90.dist-info/METADATA,,\n").encode()
+    layer = Layer(tar_of({
+        f"{info}/METADATA": metadata("nvidia-cuda-runtime-cu12", "12.8.90"),
+        f"{info}/RECORD": record,
+        f"{DIST}/nvidia/cuda_runtime/lib/libcudart.so.12": elves.cudart12,
+        "usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13": elves.cudart13,
+    }), "gzip")
+    folder = tmp_path / "layout"
+    write_oci_layout(folder, config_for("amd64", ["CUDA_VERSION=13.0.2"]), [layer], "cu12runtime")
+    _code, report, _ = check(f"oci-layout:{folder}:cu12runtime", "--deep", *AMD64, cache=image_cache)
+    owners = {b["path"]: b.get("distribution") for b in inventory(report)["binaries"]}
+    assert owners == {f"/{DIST}/nvidia/cuda_runtime/lib/libcudart.so.12": "nvidia-cuda-runtime-cu12",
+                      "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13": None}

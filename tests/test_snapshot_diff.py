@@ -382,3 +382,23 @@ def test_diff_of_two_large_valid_snapshots_is_bounded(tmp_path: Path) -> None:
     assert run.returncode == 0, run.describe()
     [target] = json.loads((tmp_path / "out.json").read_text())["targets"]
     assert len(target["findings"]) == 50_000
+
+
+def test_added_packages_get_removal_advice_and_twins_without_torch_are_no_mismatch(tmp_path: Path) -> None:
+    """Issue 26 item 14: an added package is not 'reinstall the version of the good side'; two nodes on which
+    nothing that must match was read (no torch, NCCL, CUDA or driver) are nothing to compare, not a WARN mismatch."""
+    a_dir, b_dir = tmp_path / "a", tmp_path / "b"
+    a_dir.mkdir()
+    b_dir.mkdir()
+    (a_dir / "requirements.txt").write_text("numpy==2.1.0\n", encoding="utf-8")
+    (b_dir / "requirements.txt").write_text("numpy==2.1.0\ntransformers==4.57.1\n", encoding="utf-8")
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for folder, out in ((a_dir, a), (b_dir, b)):
+        assert run_envcheck("snapshot", str(folder / "requirements.txt"), "-o", str(out), "-q").returncode == 0
+    _code, findings = _diff(str(a), str(b))
+    [added] = [f for f in findings if f["rule"] == "G9-drift-package"]
+    assert added["message"].startswith("transformers 4.57.1 added")
+    assert "pip uninstall transformers" in added["fix"] and "good side" not in added["fix"]
+    code, twins = _diff("--twins", str(a), str(b))
+    assert code == 0
+    assert [(f["rule"], f["status"]) for f in twins] == [("G10-twin-match", "INFO")], twins

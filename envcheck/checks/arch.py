@@ -268,3 +268,66 @@ def resolved_files(ctx: CheckContext) -> Iterator[Finding]:
                     r.location, evidence, status=Status.WARN)
     if not bad:
         yield RESOLVE_NO_FILE.passed(f"all {len(files)} resolved packages have a wheel for {_target_words(ctx)}", None)
+
+
+NO_AARCH64_WHEEL = rule(
+    "ARCH-no-aarch64-wheel", "ARCH", "A CUDA extension package publishes no linux/aarch64 wheel", Status.WARN,
+    """The package is installed by name from the index, and envcheck's knowledge (knowledge/cuda_extensions.toml,
+    the rows with aarch64_wheels = false) says its releases ship no linux/aarch64 wheel: on a Spark pip
+    downloads the source archive and compiles its CUDA kernels with nvcc against the installed torch. That
+    needs a CUDA toolkit and a matching torch in the build environment and takes long; without
+    TORCH_CUDA_ARCH_LIST it may build no code for sm_121. Judged without the network; `--resolve` reads the
+    index itself (ARCH-resolve-source-build) and then takes over.""",
+    "Install a wheel built for linux/aarch64 (a file you built once, or a container that ships it), set "
+    "TORCH_CUDA_ARCH_LIST=12.1 for the build, or drop the package (PyTorch SDPA covers most xformers uses).",
+    ("requirements", "pyproject", "dockerfile"),
+)
+
+
+@check(NO_AARCH64_WHEEL)
+def no_aarch64_wheel(ctx: CheckContext) -> Iterator[Finding]:
+    """ARCH offline: packages known to publish no linux/aarch64 wheel, installed by name (a source build on the Spark)."""
+    from envcheck.knowledge import load
+
+    rows = {row["name"]: row for row in load("cuda_extensions").get("package", []) if row.get("aarch64_wheels") is False}
+    resolved = {r.name for r in ctx.inventory.resolved}
+    for pkg in ctx.inventory.packages:
+        row = rows.get(pkg.name)
+        if (row is None or pkg.installed or pkg.url or pkg.role != "requirement" or pkg.name in resolved
+                or not installs_on(pkg, ctx.profile)):
+            continue
+        what = f"{pkg.name}{pkg.specifier or ''}"
+        yield NO_AARCH64_WHEEL.finding(
+            f"{what}: no release on the index ships a {ctx.profile.os}/{ctx.profile.machine} wheel, so pip builds it from "
+            f"source on the Spark, and it {row['reason']}", pkg.location,
+            {"package": pkg.name, "specifier": pkg.specifier, "source": row["source"]})
+
+
+HOST_MACHINE = rule(
+    "ARCH-host-machine", "ARCH", "The machine read is not the target platform", Status.WARN,
+    """preflight read a machine whose CPU architecture is not the profile's: an x86_64 workstation or CI runner
+    is not a DGX Spark (aarch64, GB10). Its readings describe that machine; the Spark-specific verdicts (GPU,
+    unified memory, wheels that fit aarch64) do not carry over. (`envcheck container` judges the image's own
+    binaries for the Spark instead: ARCH-elf-machine.)""",
+    "Run `envcheck preflight` on the Spark itself (or check files and images, which are judged for the Spark from anywhere).",
+    ("host",),
+)
+
+
+@check(HOST_MACHINE)
+def host_machine(ctx: CheckContext) -> Iterator[Finding]:
+    """ARCH over a live read: the probed interpreter's machine against the profile's."""
+    python = ctx.inventory.host.python
+    machine = python.get("machine") if isinstance(python, dict) else None
+    if not isinstance(machine, str) or not machine:
+        return
+    wanted = ctx.profile.machine
+    same = machine.lower() in (wanted, "arm64") if wanted == "aarch64" else machine.lower() == wanted
+    if same:
+        yield HOST_MACHINE.passed(f"this machine is {machine}, as a {ctx.profile.name} is", None)
+        return
+    smi = ctx.inventory.host.nvidia_smi
+    gpu = "no NVIDIA GPU" if not (isinstance(smi, dict) and smi.get("status") == "ok") else "its own GPU"
+    yield HOST_MACHINE.finding(
+        f"this machine is {machine} with {gpu}, not a {ctx.profile.name} ({ctx.profile.os}/{wanted}, GB10): "
+        "its readings describe this machine, not a Spark", None, {"machine": machine, "profile_machine": wanted})

@@ -202,7 +202,13 @@ def _package_changes(a: Side, b: Side, cuda_major: int) -> Iterator[Finding]:
                                     "b": _shown(pb) if pb else None, "cuda_a": ca, "cuda_b": cb}
         shown = pb or pa
         location = shown.location if shown is not None else None
-        yield DRIFT_PACKAGE.finding(f"{text}{cuda_note}", location, evidence, status=None if worth else Status.INFO)
+        if change == "added":
+            fix = f"If it was not meant to be installed, remove it (`pip uninstall {name}`), or rebuild the environment from its lock file or NGC container."
+        elif change == "removed" and pa is not None and pa.version:
+            fix = f"If it is still needed, install it again (`pip install {name}=={pa.version} --no-deps`), or rebuild the environment from its lock file or NGC container."
+        else:
+            fix = None  # the rule's: reinstall the version of the good side
+        yield DRIFT_PACKAGE.finding(f"{text}{cuda_note}", location, evidence, status=None if worth else Status.INFO, fix=fix)
 
 
 # ---------------------------------------------------------------------------------------------- binaries
@@ -394,8 +400,9 @@ def twins(sides: Sequence[Side]) -> list[Finding]:
                 status=Status.WARN if unread else None,
             ))
     if not compared:
-        out.append(TWIN_MISMATCH.finding(f"no torch, NCCL, CUDA or driver versions were read on any of the {len(sides)} nodes",
-                                         evidence={"nodes": [s.name for s in sides]}, status=Status.WARN))
+        # nothing that must match was read: that is no mismatch (nodes without torch), only nothing to compare
+        out.append(TWIN_MATCH.info(f"nothing to compare: no torch, NCCL, CUDA or driver versions were read on any of the {len(sides)} nodes",
+                                   nodes=[s.name for s in sides]))
     elif not out:
         out.append(TWIN_MATCH.passed(f"{len(sides)} nodes match: {', '.join(sorted(compared))}", nodes=[s.name for s in sides]))
     return out

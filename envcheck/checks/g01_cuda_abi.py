@@ -6,9 +6,11 @@ Symptom: ``ImportError: undefined symbol`` naming a CUDA function, or a segfault
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterator
+from pathlib import PurePosixPath as Path
 
 from envcheck import knowledge
 from envcheck.fixes import g01_cuda_abi as fixes
@@ -23,7 +25,7 @@ from envcheck.knowledge.builds import (
     installs_on,
     pypi_torch_build,
 )
-from envcheck.model import Binary, Finding, Location, Package, PackageIndex, Status
+from envcheck.model import BaseImage, Binary, Finding, Location, Package, PackageIndex, Status
 from envcheck.rules import CheckContext, check, rule
 
 # the first NGC release month on CUDA 13 (knowledge/ngc_tags.toml): rule prose quotes the data, never a copy
@@ -111,7 +113,10 @@ def _index_reaches(ctx: CheckContext, index: PackageIndex, pkg: Package) -> bool
                                      for e in ctx.inventory.env)
         return inherited
     if here.path != there.path or here.line is None or there.line is None:
-        return True  # a file the build installs (-r requirements.txt): its own options, read with it
+        # a file the build installs (-r requirements.txt): its own options, read with it; a pip command's own
+        # --index-url reaches such a file only when that command reads it
+        commands = [i for i in ctx.inventory.installs if i.location == there]
+        return not commands or any(re.search(r"(?:^|\s)(?:-r|--requirement)(?:[=\s]|$)", i.text) for i in commands)
     if here.line == there.line:
         return True
     set_by_env = any(e.location is not None and e.location.stage == there.stage and e.location.line == there.line
@@ -246,7 +251,21 @@ def _conda_torch_build(ctx: CheckContext) -> tuple[CudaBuild | None, str]:
 def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over packages and indexes: local versions, CUDA 12 distributions, indexes, torch's build."""
     findings = [*_package_builds(ctx), *_served_builds(ctx), *_torch_builds(ctx)]
-    yield from findings
+    # One cause, one finding: a torch that is a CUDA 12 build only because the cu12x index of its own line
+    # serves it is that index's finding (whose fix moves the index), not a second FAIL on the same line.
+    index_lines = {f.location for f in findings if f.rule == CUDA12_INDEX.id and f.status is not Status.PASS and f.location}
+    served = [f for f in findings if f.rule == LOCAL_VERSION.id and f.location in index_lines
+              and (str(f.evidence.get("how", "")).startswith("the index ")
+                   or (ctx.kind == "dockerfile" and f.evidence.get("package") == "torch"))]
+    for found in findings:
+        if found in served:
+            continue
+        also = [f for f in served if f.location == found.location] if found.rule == CUDA12_INDEX.id else []
+        if also:
+            named = ", ".join(f"{f.evidence.get('package')}{' ' + str(f.evidence['version']) if f.evidence.get('version') else ''}" for f in also)
+            found = dataclasses.replace(found, message=f"{found.message}; {named} on this line is its CUDA 12 build",
+                             evidence={**found.evidence, "packages": [f.evidence.get("package") for f in also]})
+        yield found
     judged = {LOCAL_VERSION.id, CPU_BUILD.id, CUDA12_DIST.id, CUDA12_INDEX.id}
     if any(f.rule in judged and f.status is not Status.PASS for f in findings) or not _names_a_cuda_build(ctx):
         return
@@ -304,10 +323,15 @@ def _served_builds(ctx: CheckContext) -> Iterator[Finding]:
         if build is None:
             continue
         if build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:
+            message = f"{index.option} {index.url} serves CUDA {build.cuda_major} builds ({build.detail})"
+            earlier = _latent_index(ctx, index)
+            if earlier:
+                # every package of its command is already installed: pip says "Requirement already satisfied"
+                message += (f"; latent: what this command installs is already in the stage ({earlier}), so pip keeps it, "
+                            "and the next change to this line pulls CUDA 12 builds")
             yield CUDA12_INDEX.finding(
-                f"{index.option} {index.url} serves CUDA {build.cuda_major} builds ({build.detail})",
-                index.location, {"url": index.url, "option": index.option},
-                fix=_FIX_CONDA_CHANNEL if index.option == "conda-channel" else None,
+                message, index.location, {"url": index.url, "option": index.option, "latent": bool(earlier)},
+                status=Status.WARN if earlier else None, fix=_FIX_CONDA_CHANNEL if index.option == "conda-channel" else None,
             )
         elif build.flavor in ("cpu", "rocm", "xpu"):
             yield CPU_BUILD.finding(
@@ -323,16 +347,19 @@ def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
     for pkg in _torch_packages(ctx):
         if torch_libs and pkg.installed:
             continue  # the binaries themselves are judged by the soname checks: they do not lie
+        if installed_before(ctx, pkg) is not None:
+            continue  # `pip install torch` again: pip keeps the torch an earlier line installed, judged there
         build, how = torch_build(pkg, ctx)
         evidence = {"package": "torch", "version": pkg.version, "specifier": pkg.specifier, "how": how}
         if build is None:
             yield TORCH_BUILD.finding(f"cannot tell which CUDA build of torch is installed: {how}", pkg.location, evidence)
         elif build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:
             if build_of_version(pkg.version) is None:  # already reported as a local version otherwise
-                yield LOCAL_VERSION.finding(f"torch is a CUDA {build.cuda_major} build, from {how}", pkg.location, evidence,
-                                            fix=_FIX_CONDA if pkg.role == "conda" else None)
+                yield LOCAL_VERSION.finding(f"torch is a CUDA {build.cuda_major} build, from {how}{_replacing(ctx, pkg)}", pkg.location,
+                                            evidence, fix=_FIX_CONDA if pkg.role == "conda" else None)
         elif build.flavor != "cuda":
-            yield CPU_BUILD.finding(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}", pkg.location, evidence)
+            yield CPU_BUILD.finding(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}"
+                                    f"{_replacing(ctx, pkg)}", pkg.location, evidence)
         else:
             yield TORCH_BUILD.passed(f"torch is a CUDA {build.cuda_major} build: {how}", pkg.location, **evidence)
 
@@ -536,7 +563,10 @@ CUDA12_BASE = rule(
     nvidia-*-cu13) installed on top cannot load next to them, CUDA releases before 12.8 carry no code for
     Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
     dated, sourced table (knowledge/ngc_tags.toml) and says when a mapping is inferred rather than quoted.
-    A stage that does not reach the final image is a WARN: only what it builds and copies over is affected.""",
+    A stage that does not reach the final image is a WARN: only what it builds and copies over is affected.
+    So is a stage that replaces the base's torch with a CUDA 13 build (an exact cu130 pin, an install with
+    --upgrade that resolves to PyPI's CUDA 13 torch): the base is then only a shell, and only what else the
+    stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk.""",
     f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
     playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("dockerfile",),
@@ -558,13 +588,88 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                     "source": facts.source, "final": image.final}
         if facts.cuda_major < ctx.profile.cuda_major:
             message = f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how}); {ctx.profile.name} has CUDA {ctx.profile.cuda_major}"
-            if image.final:
+            replaced = _torch_replaced_by(ctx, image, facts.ngc_torch)
+            if replaced is not None:
+                # the stage's torch is a CUDA 13 build: the base is only a shell, its own CUDA 12 parts may still be used
+                yield CUDA12_BASE.finding(message + f"; the stage replaces its torch with a CUDA {ctx.profile.cuda_major} build ({replaced}), "
+                                          "so only what else it uses from the base (its CUDA 12 libraries, nvcc, extensions) is at risk",
+                                          image.location, evidence, status=Status.WARN)
+            elif image.final:
                 yield CUDA12_BASE.finding(message, image.location, evidence)
             else:
                 yield CUDA12_BASE.finding(message + "; this stage is not in the final image, but what it builds and copies links CUDA "
                                           f"{facts.cuda_major}", image.location, evidence, status=Status.WARN)
         elif facts.known and image.final:
             yield CUDA12_BASE.passed(f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how})", image.location, **evidence)
+
+
+def _replacing(ctx: CheckContext, pkg: Package) -> str:
+    """In a Dockerfile: the words for a hand-picked CUDA 13 torch of an earlier line that ``pkg`` (a later pin of
+    another version, e.g. a project's own requirements) makes pip replace; empty when there is none."""
+    loc = pkg.location
+    if ctx.kind != "dockerfile" or loc is None or not pkg.version:
+        return ""
+    for other in ctx.inventory.packages:  # in install order
+        if other is pkg:
+            return ""
+        build = build_of_version(other.version)
+        if (other.name == "torch" and not other.installed and other.version and other.version != pkg.version
+                and other.location is not None and other.location.stage == loc.stage and build is not None
+                and build.flavor == "cuda" and build.cuda_major == ctx.profile.cuda_major):
+            return (f"; this pin makes pip replace the CUDA {build.cuda_major} torch {other.version} installed at "
+                    f"{Path(other.location.path).name}:{other.location.line}")
+    return ""
+
+
+def installed_before(ctx: CheckContext, pkg: Package) -> Package | None:
+    """In a Dockerfile stage, the earlier install of the same distribution that makes ``pkg`` a no-op: ``pkg`` is
+    an unpinned requirement (no version, no URL) of a command without --upgrade/--force-reinstall."""
+    loc = pkg.location
+    if (ctx.kind != "dockerfile" or loc is None or loc.line is None or pkg.version or pkg.url or pkg.role != "requirement"
+            or any(i.location == loc and i.replaces for i in ctx.inventory.installs)):
+        return None
+    for other in ctx.inventory.packages:  # in the order the Dockerfile installs them (-r files where they are read)
+        if other is pkg:
+            return None
+        if (other.name == pkg.name and other.role == "requirement" and not other.installed and other.location is not None
+                and other.location.stage == loc.stage):
+            return other
+    return None
+
+
+def _latent_index(ctx: CheckContext, index: PackageIndex) -> str:
+    """Where the packages of ``index``'s own install command were installed before (empty: not latent)."""
+    loc = index.location
+    if ctx.kind != "dockerfile" or loc is None or index.option not in ("index-url", "extra-index-url"):
+        return ""
+    here = [p for p in ctx.inventory.packages if p.location == loc and p.role == "requirement"]
+    if not here or any(i.location == loc and i.tool not in ("pip", "uv") for i in ctx.inventory.installs):
+        return ""
+    earlier = [installed_before(ctx, p) for p in here]
+    if any(e is None for e in earlier):
+        return ""
+    return ", ".join(f"{e.name} at {Path(e.location.path).name}:{e.location.line}" for e in earlier if e is not None and e.location is not None)
+
+
+def _torch_replaced_by(ctx: CheckContext, image: BaseImage, ngc_torch: bool) -> str | None:
+    """How a stage on ``image`` installs a CUDA ``profile`` torch in place of the base's (None if it does not).
+
+    On an NGC base, pip keeps the container's torch for an unpinned requirement, so only an exact pin or an
+    install with --upgrade/--force-reinstall replaces it."""
+    stages = set(image.stages or ((image.stage,) if image.stage else ()))
+    for pkg in ctx.inventory.packages:
+        if (pkg.name != "torch" or pkg.installed or pkg.role != "requirement" or pkg.location is None
+                or pkg.location.stage not in stages):
+            continue
+        if ngc_torch and not pkg.version:
+            upgrade = any(i.location == pkg.location and "torch" in i.packages
+                          and i.replaces for i in ctx.inventory.installs)
+            if not upgrade:
+                continue
+        build, how = torch_build(pkg, ctx)
+        if build is not None and build.flavor == "cuda" and build.cuda_major == ctx.profile.cuda_major:
+            return f"line {pkg.location.line}: {how}"
+    return None
 
 
 # --- registry and local images (issue 5: envcheck image) -----------------------------------------------

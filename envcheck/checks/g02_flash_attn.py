@@ -80,6 +80,29 @@ def _already_installed(pkg: Package, installed: list[Package], ctx: CheckContext
     return None
 
 
+def _installed_in_stage(pkg: Package, installed: list[Package], ctx: CheckContext) -> list[Package]:
+    """The installed flash-attn that ``pkg``'s install meets: in a Dockerfile, the one its own stage's base ships
+    (whether or not the stage reaches the final image: a stage is judged by what it does); elsewhere any."""
+    stage = pkg.location.stage if pkg.location is not None else None
+    if ctx.kind != "dockerfile" or stage is None:
+        return installed
+    from envcheck.knowledge.base_images import safe_describe
+
+    for image in ctx.inventory.images:
+        if stage not in (image.stages or (image.stage,)):
+            continue
+        same = [p for p in installed if p.location is not None and p.location.stage == image.stage]
+        if same:
+            return same
+        facts = safe_describe(image.ref)
+        if (facts is not None and facts.ngc_torch and (facts.cuda_major or 0) >= ctx.profile.cuda_major
+                and (facts.flash_attn is not None or facts.family == "ngc-pytorch")):
+            version = facts.flash_attn if facts.flash_attn and facts.flash_attn[0].isdigit() else None
+            return [Package(name="flash-attn", version=version, installed=True, location=image.location)]
+        return []
+    return installed
+
+
 @check(FLASH_ATTN_BUILD, FLASH_ATTN_PRESENT, UNSLOTH_SDPA)
 def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
     """G2 over packages: pip-built flash-attn, installed flash-attn, and flash-attn next to Unsloth."""
@@ -90,7 +113,7 @@ def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
     for pkg in flash:
         if pkg.installed:
             continue
-        why = _prebuilt_aarch64(pkg, ctx) or _already_installed(pkg, installed_flash, ctx)
+        why = _prebuilt_aarch64(pkg, ctx) or _already_installed(pkg, _installed_in_stage(pkg, installed_flash, ctx), ctx)
         if why:
             yield FLASH_ATTN_BUILD.passed(f"flash-attn is {why}", pkg.location)
         else:

@@ -47,6 +47,12 @@ def page_cache(ctx: CheckContext) -> Iterator[Finding]:
     """WARN when the page cache is large on unified memory; INFO readings; SKIP without /proc/meminfo."""
     if not is_live(ctx):
         return
+    if ctx.kind == "container" and isinstance(ctx.inventory.host.container_run, dict):
+        # a container envcheck started from an image reads the memory of the machine its engine runs on:
+        # that is no fact about the image (issue 26 item 15)
+        yield PAGE_CACHE.finding("the page cache is the Docker engine's machine's, not the image's: run `envcheck preflight` "
+                                 "on the Spark before the job", status=Status.SKIP)
+        return
     mem = ctx.inventory.host.meminfo
     if not isinstance(mem, dict) or mem.get("status") != "ok":
         reason = mem.get("error", mem.get("status")) if isinstance(mem, dict) else "not read"

@@ -306,6 +306,16 @@ CMAKE_ARCH = rule(
     "Add 121 to the list (-DCMAKE_CUDA_ARCHITECTURES=121, or \"120;121a\" for NVFP4 kernels); replace native with an explicit list in container builds.",
     ("dockerfile", "image"),
 )
+NVCC_TARGET = rule(
+    "G7-nvcc-target", "G7", "The stage's CUDA toolkit cannot compile for the GPU target it is asked for", Status.FAIL,
+    """A TORCH_CUDA_ARCH_LIST, CMAKE_CUDA_ARCHITECTURES or CUDAARCHS value names a target that the nvcc of the
+    stage's base image does not know: sm_120 needs CUDA 12.8 or later, sm_121, sm_121a and the family targets
+    (sm_120f) need 12.9 or later (envcheck/knowledge/nvcc_targets.toml). nvcc stops with "Unsupported gpu
+    architecture" for such a target, so the build fails, whatever else the list holds. Judged where the base
+    image's tag names the CUDA version (nvidia/cuda:12.6.3-devel-..., an NGC release in envcheck's table).""",
+    "Build on a CUDA 13 devel image (nvidia/cuda:13.0.1-devel-ubuntu24.04 or an NGC PyTorch 25.08+ container), which also matches the Spark's CUDA 13.",
+    ("dockerfile",),
+)
 _CMAKE_ENTRY = re.compile(r"^(\d+)([af]?)(?:-(real|virtual))?$")
 CMAKE_VARIABLES = ("CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
 
@@ -378,7 +388,7 @@ def arch_list_coverage(value: str, sm: int) -> tuple[str, list[str], bool]:
     return level, targets, nvfp4
 
 
-@check(ARCH_LIST, ARCH_LIST_NVFP4, SOURCE_BUILD_ARCH)
+@check(ARCH_LIST, ARCH_LIST_NVFP4, SOURCE_BUILD_ARCH, NVCC_TARGET)
 def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over TORCH_CUDA_ARCH_LIST values in a Dockerfile and the extensions it builds from source."""
     settings = [v for v in ctx.inventory.env if v.name == "TORCH_CUDA_ARCH_LIST"]
@@ -386,6 +396,39 @@ def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
     yield from _cmake_arch_lists(ctx)
     if ctx.kind == "dockerfile":
         yield from _source_build_arch(ctx, settings)
+        yield from _nvcc_targets(ctx)
+
+
+def _nvcc_targets(ctx: CheckContext) -> Iterator[Finding]:
+    """Arch-list values whose targets the nvcc of their stage's base image cannot compile for."""
+    from envcheck.knowledge.base_images import in_stage, safe_describe
+    from envcheck.knowledge.nvcc import unknown_to
+
+    stage_cuda: dict[str, tuple[str, str]] = {}  # stage -> (CUDA version, base image)
+    for image in ctx.inventory.images:
+        facts = safe_describe(image.ref)
+        if facts is not None and facts.cuda and not facts.inferred:
+            for stage in image.stages or ((image.stage,) if image.stage else ()):
+                stage_cuda[stage] = (facts.cuda, image.ref)
+    for var in ctx.inventory.env:
+        if var.name not in ("TORCH_CUDA_ARCH_LIST", *CMAKE_VARIABLES) or var.location is None or var.location.stage not in stage_cuda:
+            continue
+        cuda, base = stage_cuda[var.location.stage]
+        if var.name == "TORCH_CUDA_ARCH_LIST":
+            _, labels, _ = arch_list_coverage(var.value, ctx.profile.sm)
+        else:
+            _, labels, _ = cmake_arch_coverage(var.value, ctx.profile.sm)
+        targets = list(dict.fromkeys(f"sm_{m}" for label in labels for m in re.findall(r"(?:sm|compute)_(\d+[af]?)", label)))
+        refused = unknown_to(cuda, targets)
+        evidence = {"variable": var.name, "value": var.value, "cuda": cuda, "base": base}
+        if refused:
+            names = ", ".join(f"{t} (needs CUDA {first}+)" for t, first, _ in refused)
+            yield NVCC_TARGET.finding(
+                f"{in_stage(var.location.stage)}{var.name}={var.value!r} asks nvcc for {names}, but {base} carries CUDA {cuda}: "
+                "nvcc stops with 'Unsupported gpu architecture'", var.location,
+                {**evidence, "targets": [t for t, _, _ in refused], "sources": sorted({s for _, _, s in refused})})
+        elif targets:
+            yield NVCC_TARGET.passed(f"{in_stage(var.location.stage)}CUDA {cuda} can compile for {', '.join(targets)}", var.location, **evidence)
 
 
 def _arch_list_settings(settings: list[EnvVar], sm: int) -> Iterator[Finding]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Container, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,7 @@ from envcheck.inspect.markers import PlainMarker, plain_marker
 from envcheck.inspect.versions import is_plain_specifier, plain_contains
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
-from envcheck.model import Finding, Location, Package, Status
+from envcheck.model import REPLACING_OPTIONS, Finding, Location, Package, Status
 from envcheck.profile import Profile
 from envcheck.rules import CheckContext, check, rule
 
@@ -50,7 +50,9 @@ UNPINNED = rule(
     """Under bare pip, torch, triton, xformers, transformers and friends drift independently: an unpinned
     one resolves to whatever is newest on the day of the install, so two 'identical' environments differ
     and an unrelated pip install can break one that worked yesterday. Nothing pins them to GB10's SM121.
-    In a Dockerfile, installs in a stage built on an NGC PyTorch container are not bare pip and pass.""",
+    In a Dockerfile, installs in a stage built on an NGC PyTorch container whose pip constraints protect its
+    torch (NGC 25.01 on) are not bare pip and pass; on other bases G9-bare-pip-base lists the stage's unpinned
+    packages in its one finding. Reported once per file (per stage), naming every unpinned package.""",
     "Pin exact versions (==) that are known to work together, or use a lock file, or an NGC/Unsloth container.",
     ("requirements", "pyproject", "dockerfile"),
 )
@@ -58,10 +60,23 @@ UNSLOTH_DEPS = rule(
     "G9-unsloth-with-deps", "G9", "Unsloth is installed with its dependencies", Status.WARN,
     """NVIDIA's Spark install order installs unsloth and unsloth_zoo with --no-deps after the rest of the
     stack; installing it with dependencies lets pip replace torch, transformers or trl with versions that
-    do not match the container or the rest of the stack.""",
+    do not match the container or the rest of the stack. On an NGC base whose pip constraints keep torch
+    (25.01 on), Unsloth's own caps are what keep transformers and trl in range: with both pinned exactly in
+    the stage (Unsloth's Spark recipe) it passes, and otherwise the advice is to pin them, not --no-deps.""",
     "Install the stack first, then: pip install --no-deps unsloth unsloth_zoo bitsandbytes (NVIDIA's Unsloth playbook order).",
     ("requirements", "pyproject", "dockerfile"),
     autofix=dockerfile_fixes.unsloth_no_deps,
+)
+TORCH_REPINNED = rule(
+    "G9-torch-repinned", "G9", "vLLM is built from source without use_existing_torch.py", Status.WARN,
+    """vLLM's own requirement files (requirements/cuda.txt, build.txt) pin torch to the release vLLM was tested
+    with. Built from a clone in a stage that already has the torch it wants (a cu130 build picked by hand, or
+    NGC's), `pip install .`/`-e .` installs that pinned torch over it unless the versions match, and PyPI's
+    aarch64 torch of that release may be CPU-only or lack the container's tuning. vLLM's documented answer for
+    an existing torch is `python use_existing_torch.py` in the clone before the build.""",
+    "Run `python use_existing_torch.py` in the vLLM clone before installing its requirements and building it "
+    "(then build with --no-build-isolation), or pin the same torch vLLM's requirements name.",
+    ("dockerfile",),
 )
 MARKER_EXCLUDED = rule(
     "G9-marker-excludes-aarch64", "G9", "An ML requirement is skipped on aarch64 by its marker", Status.INFO,
@@ -232,9 +247,14 @@ def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | No
 def _exact_versions(ctx: CheckContext) -> dict[str, Package]:
     out: dict[str, Package] = {}
     for pkg in ctx.inventory.packages:
-        # installed facts win over declared ones of the same name
-        if (pkg.version and installs_on(pkg, ctx.profile) and pkg.role != "constraint"
-                and (pkg.name not in out or (pkg.installed and not out[pkg.name].installed))):
+        # installed facts win over declared ones of the same name; in a Dockerfile stage a later pin replaces an
+        # earlier one (pip installs it over the first: the image holds the last)
+        if not pkg.version or not installs_on(pkg, ctx.profile) or pkg.role == "constraint":
+            continue
+        first = out.get(pkg.name)
+        if (first is None or (pkg.installed and not first.installed)
+                or (ctx.kind == "dockerfile" and not pkg.installed and not first.installed and pkg.location is not None
+                    and first.location is not None and pkg.location.stage == first.location.stage)):
             out[pkg.name] = pkg
     return out
 
@@ -248,6 +268,34 @@ def _marker_profile(ctx: CheckContext) -> Profile:
     env = dict(ctx.profile.marker_env)
     env.update(python_version=".".join(version.split(".")[:2]), python_full_version=version)
     return replace(ctx.profile, marker_env=env)
+
+
+@check(TORCH_REPINNED)
+def vllm_existing_torch(ctx: CheckContext) -> Iterator[Finding]:
+    """G9 over Dockerfiles: a vLLM clone built in a stage that already has its torch, without use_existing_torch.py."""
+    if ctx.kind != "dockerfile":
+        return
+    for pkg in ctx.inventory.packages:
+        loc = pkg.location
+        if pkg.name != "vllm" or not (pkg.url or "").startswith("git+") or pkg.role != "requirement" or loc is None:
+            continue
+        torch = None
+        for other in ctx.inventory.packages:  # in install order: the torch the stage has when vLLM is built
+            if other is pkg:
+                break
+            if other.name == "torch" and other.version and other.location is not None and other.location.stage == loc.stage:
+                torch = other
+        kept = any(i.tool == "python" and "use_existing_torch" in i.options and i.location is not None
+                   and i.location.stage == loc.stage and (i.location.line or 0) <= (loc.line or 0) for i in ctx.inventory.installs)
+        if torch is None:
+            continue
+        if kept:
+            yield TORCH_REPINNED.passed(f"vLLM is built with use_existing_torch.py: it keeps torch {torch.version}", loc)
+            continue
+        yield TORCH_REPINNED.finding(
+            f"vLLM is built from its clone without use_existing_torch.py: its requirements pin torch to vLLM's release, which "
+            f"pip installs over torch {torch.version} unless the versions match", loc,
+            {"torch": torch.version, "vllm": pkg.url})
 
 
 @check(PIN_CONFLICT, NGC_TORCH_REPLACED, UNPINNED, UNSLOTH_DEPS, MARKER_EXCLUDED)
@@ -275,7 +323,12 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
                 pkg.location or other.location,
                 {"package": pkg.name, "version": pkg.version, "requires": f"{name}{spec}", "found": other.version, "source": source},
             )
-    yield from _ngc_torch(ctx, exact)
+    from_main = list(_transformers_from_main(ctx, exact))
+    conflicts += len(from_main)
+    yield from from_main
+    replaced = list(_ngc_torch(ctx, exact))
+    yield from replaced
+    yield from _ngc_torch_upgraded(ctx, [f.location for f in replaced])
     # Markers that drop a requirement on aarch64 (the torch->triton x86_64-only gate).
     stack = set(_pins()["stack"]["ml_stack"])
     # One requirement read as several (uv sources by marker) is excluded only when none of them installs.
@@ -327,60 +380,147 @@ def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding
                     )
 
 
+_TRANSFORMERS_MAIN = re.compile(r"github\.com/huggingface/transformers(?:\.git)?(?:@(?:main|master))?(?:[#?].*)?$")
+
+
+def _transformers_from_main(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding]:
+    """transformers installed from its main branch (a 5.x development version) next to a vLLM whose requirements
+    cap transformers below 5: with --no-deps (or --force-reinstall) pip never compares the two."""
+    from_main = [p for p in ctx.inventory.packages
+                 if p.name == "transformers" and p.url and _TRANSFORMERS_MAIN.search(p.url) and p.location is not None]
+    if not from_main:
+        return  # (a folder scan imports no packaging for this)
+    from packaging.specifiers import SpecifierSet
+
+    from envcheck.knowledge.base_images import safe_describe
+
+    caps = [row for row in _pins().get("pin", []) if row["package"] == "vllm" and row["requires"] == "transformers"]
+    for pkg in from_main:
+        assert pkg.location is not None
+        stage = pkg.location.stage
+        vllm = exact.get("vllm") or next((p for p in ctx.inventory.packages if p.name == "vllm"
+                                          and p.location is not None and p.location.stage == stage), None)
+        version = vllm.version if vllm is not None else None
+        if vllm is None:
+            bases = [safe_describe(i.ref) for i in ctx.inventory.images if stage in (i.stages or (i.stage,))]
+            if not any(f is not None and f.family == "ngc-vllm" for f in bases):
+                continue
+        rows = [r for r in caps if version is None or _allows(version, r["when"])]
+        if not rows or _allows("5.0.0.dev0", rows[0]["spec"]) is not False:
+            continue
+        spec = str(SpecifierSet(rows[0]["spec"]))
+        yield PIN_CONFLICT.finding(
+            f"transformers from its main branch (a 5.x development version) goes over vLLM{' ' + version if version else ''}, "
+            f"which requires transformers{spec}" + ("; --no-deps: pip does not check it" if pkg.no_deps else ""),
+            pkg.location, {"package": "transformers", "url": pkg.url, "requires": f"transformers{spec}", "source": rows[0]["source"]},
+            status=Status.WARN)
+
+
+def _ngc_torch_upgraded(ctx: CheckContext, reported: list[Location | None]) -> Iterator[Finding]:
+    """``pip install --upgrade torch`` (or --force-reinstall) in a stage on an NGC PyTorch base replaces NGC's torch,
+    whatever version the table knows for it."""
+    ngc = _ngc_stages(ctx, protected=False)
+    for install in ctx.inventory.installs:
+        loc = install.location
+        if (loc is None or loc.stage not in ngc or "torch" not in install.packages or loc in reported
+                or not install.replaces):
+            continue
+        flag = next(o for o in install.options if o.split("=", 1)[0] in REPLACING_OPTIONS)
+        yield NGC_TORCH_REPLACED.finding(
+            f"{install.tool} install {flag} torch on an NGC PyTorch base replaces NGC's torch with an index build: the "
+            "container's own extensions (flash-attn, Transformer Engine, apex) were built against the torch it removes",
+            loc, {"options": list(install.options), "command": install.text})
+
+
 def _pinned_by_constraint(ctx: CheckContext, name: str) -> bool:
     return any(p.name == name and p.role == "constraint" and p.version for p in ctx.inventory.packages)
 
 
-def _ngc_stages(ctx: CheckContext) -> set[str]:
+def _ngc_stages(ctx: CheckContext, protected: bool = True) -> set[str]:
     """Dockerfile stages that build on an NGC PyTorch container (directly or through other stages); also those of
-    the Dockerfiles a compose file builds (kinds that satisfy ``dockerfile`` carry stages only from such builds)."""
+    the Dockerfiles a compose file builds (kinds that satisfy ``dockerfile`` carry stages only from such builds).
+
+    ``protected``: only those whose pip refuses to replace NGC's torch (PIP_CONSTRAINT, NGC 25.01 on)."""
     if ctx.kind != "dockerfile" and not kinds.applies(("dockerfile",), ctx.kind):
         return set()
-    from envcheck.knowledge.base_images import safe_describe
+    from envcheck.knowledge.base_images import pip_constraint_protects, safe_describe
 
     found: set[str] = set()
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
-        if facts is not None and facts.ngc_torch:
+        if facts is not None and facts.ngc_torch and (not protected or pip_constraint_protects(facts)):
             found.update(image.stages or ((image.stage,) if image.stage else ()))
     return found
 
 
+def _is_unpinned(ctx: CheckContext, pkg: Package, stack: set[str]) -> bool:
+    """An ML requirement with no exact version, URL or constraint pin, installed on the target (a repeated
+    `pip install torch` that pip answers with "Requirement already satisfied" installs nothing)."""
+    from envcheck.checks.g01_cuda_abi import installed_before
+
+    return (pkg.role == "requirement" and pkg.name in stack and not pkg.version and not pkg.url
+            and installs_on(pkg, ctx.profile) and not _pinned_by_constraint(ctx, pkg.name) and installed_before(ctx, pkg) is None)
+
+
 def _unpinned(ctx: CheckContext, pkgs: list[Package], stack: set[str]) -> Iterator[Finding]:
-    """One finding per line (a requirement line, a pip command) naming every unpinned ML package on it.
+    """One finding per file (per stage in a Dockerfile) naming every unpinned ML package in it: policy advice.
 
     Only bare pip counts (GOTCHAS G9): a Dockerfile stage on an NGC PyTorch container installs against
-    NVIDIA's build and its pip constraints, the container-first setup the gotcha recommends.
+    NVIDIA's build and its pip constraints, the container-first setup the gotcha recommends. A stage that
+    G9-bare-pip-base reports lists its unpinned packages there, so they are not reported twice.
     """
     ngc = _ngc_stages(ctx)
-    by_line: dict[Location | None, list[Package]] = {}
+    folded = {s.stage for s in _bare_pip_stages(ctx) if s.unpinned}
+    by_file: dict[tuple[str | None, str | None], list[Package]] = {}
     on_ngc = 0
     for pkg in pkgs:
-        if pkg.role not in ("requirement",) or pkg.name not in stack or not installs_on(pkg, ctx.profile):
+        if not _is_unpinned(ctx, pkg, stack):
             continue
-        if pkg.version or pkg.url or _pinned_by_constraint(ctx, pkg.name):
-            continue
-        if pkg.location is not None and pkg.location.stage in ngc:
+        stage = pkg.location.stage if pkg.location is not None else None
+        if stage is not None and stage in ngc:
             on_ngc += 1
             continue
-        by_line.setdefault(pkg.location, []).append(pkg)
-    if on_ngc and not by_line:
+        if stage is not None and stage in folded:
+            continue
+        by_file.setdefault((pkg.location.path if pkg.location else None, stage), []).append(pkg)
+    if on_ngc and not by_file:
         yield UNPINNED.passed(f"{on_ngc} unpinned ML requirement(s) install on an NGC PyTorch container, not bare pip", None)
-    for location, group in by_line.items():
+    for group in by_file.values():
         names = list(dict.fromkeys(f"{p.name}{p.specifier or ''}" for p in group))  # `pip install torch torch`: once
         what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         yield UNPINNED.finding(
             f"{what} {'is' if len(names) == 1 else 'are'} not pinned to an exact version",
-            location, {"packages": [p.name for p in group], "specifiers": [p.specifier for p in group]},
+            group[0].location, {"packages": [p.name for p in group], "specifiers": [p.specifier for p in group],
+                                "lines": sorted({p.location.line for p in group if p.location and p.location.line})},
         )
 
 
 def _unsloth(ctx: CheckContext, pkgs: list[Package]) -> Iterator[Finding]:
+    """Unsloth with its dependencies. On an NGC base whose pip constraints keep torch (25.01 on), pip cannot
+    replace torch, and Unsloth's own Requires-Dist caps on transformers and trl are what keeps them in range:
+    with both pinned exactly in the stage (Unsloth's own Spark recipe) nothing is left to drift, and where they
+    are not, the advice is to pin them, since --no-deps would drop those caps."""
+    protected = _ngc_stages(ctx)
     for pkg in pkgs:
         if pkg.name != "unsloth" or pkg.role not in ("requirement", "conda"):
             continue
         if pkg.no_deps:
             yield UNSLOTH_DEPS.passed("unsloth is installed with --no-deps", pkg.location)
+            continue
+        stage = pkg.location.stage if pkg.location is not None else None
+        if stage is not None and stage in protected:
+            pinned = {p.name for p in pkgs if p.version and p.location is not None and p.location.stage == stage}
+            missing = [name for name in ("transformers", "trl") if name not in pinned]
+            if not missing:
+                yield UNSLOTH_DEPS.passed("unsloth is installed with its dependencies on an NGC base whose pip constraints keep "
+                                          "torch, with transformers and trl pinned exactly", pkg.location)
+                continue
+            yield UNSLOTH_DEPS.finding(
+                f"unsloth is installed with its dependencies and {' and '.join(missing)} not pinned: pip picks whatever "
+                "unsloth's caps allow on the day of the build (NGC's pip constraints keep torch)", pkg.location,
+                {"package": "unsloth", "unpinned": missing},
+                fix=f"Pin {' and '.join(missing)} exactly on the same pip command, as Unsloth's Spark recipe does; "
+                    "--no-deps here would drop unsloth's own caps on them.")
             continue
         yield UNSLOTH_DEPS.finding(
             "unsloth is installed with its dependencies (no --no-deps): pip may replace torch, transformers or trl",
@@ -428,7 +568,9 @@ BARE_PIP_BASE = rule(
     "G9-bare-pip-base", "G9", "The ML stack is pip-installed on a base without NGC's PyTorch", Status.WARN,
     """The final image starts from a base that carries no NVIDIA-built PyTorch (python, ubuntu, nvidia/cuda)
     and pip-installs the ML stack on top. Under bare pip, torch, triton, xformers and transformers drift
-    independently and nothing pins them to GB10's SM121; the gotchas' advice is container-first.""",
+    independently and nothing pins them to GB10's SM121; the gotchas' advice is container-first. A stage
+    that pins every ML package it installs to an exact version (or a lock) follows the advice for bare pip
+    and passes; whether those pins are CUDA 13 builds is G1's question.""",
     """Start from nvcr.io/nvidia/pytorch:25.11-py3 (or newer) and add only what it lacks; if bare pip is
     unavoidable, pin every ML package and install Unsloth last with --no-deps (NVIDIA's order).""",
     ("dockerfile",),
@@ -451,7 +593,6 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
     from envcheck.knowledge.base_images import in_stage, safe_describe
 
     floating = 0
-    ngc_final = False
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
         if facts is None:
@@ -461,15 +602,60 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
             floating += 1
             what = "has no tag (Docker uses latest)" if facts.tag is None else f"uses the moving tag {facts.tag!r}"
             yield FLOATING_BASE.finding(f"{in_stage(image.stage)}{image.ref} {what}", image.location, evidence)
-        if image.final and facts.ngc_torch:
-            ngc_final = True
         if (facts.family.startswith("ngc") or facts.family == "cuda") and not facts.known and not facts.floating:
             yield UNKNOWN_BASE.info(f"{in_stage(image.stage)}{image.ref}: {facts.note or 'tag not in the table'}", image.location,
                                     **evidence, inferred_cuda=facts.cuda)
     if not floating:
         yield FLOATING_BASE.passed(f"{len(ctx.inventory.images)} base image(s) use fixed tags", None)
+    for stage in _bare_pip_stages(ctx):
+        if stage.container_first:
+            yield BARE_PIP_BASE.passed("the final image builds on an NGC PyTorch container (container-first)", None)
+            return
+        if not stage.unpinned:
+            # Every ML package of the stage is pinned exactly: the gotcha's own advice for unavoidable bare pip.
+            yield BARE_PIP_BASE.passed(f"{in_stage(stage.stage)}{', '.join(stage.names)}: bare pip, every ML package pinned to an exact version",
+                                       stage.location)
+            continue
+        unpinned = list(dict.fromkeys(p.name for p in stage.unpinned))
+        yield BARE_PIP_BASE.finding(
+            f"{in_stage(stage.stage)}{', '.join(stage.names)} installed by pip/uv/conda on {stage.bases}, {stage.why}; "
+            f"not pinned to an exact version: {', '.join(unpinned)}",
+            stage.location, {"stage": stage.stage, "packages": stage.names, "bases": stage.bases, "unpinned": unpinned},
+        )
+
+
+@dataclass(frozen=True)
+class _BarePipStage:
+    """A Dockerfile stage that pip-installs the ML stack, and what G9-bare-pip-base makes of it."""
+
+    stage: str | None
+    names: list[str]  # the GPU stack packages it installs
+    unpinned: list[Package]  # the ML packages it leaves unpinned (G9-unpinned folds them into this finding)
+    location: Location | None
+    bases: str
+    why: str
+    container_first: bool = False
+
+
+def _bare_pip_stages(ctx: CheckContext) -> list[_BarePipStage]:
+    """Dockerfile stages that install the ML stack with pip on a base without (protected) NGC PyTorch.
+
+    One entry with ``container_first`` when the final image builds on an NGC PyTorch container whose pip
+    constraints protect its torch (NGC 25.01 on); an older NGC base does not stop pip from replacing it."""
+    if not ctx.inventory.images:
+        return []
+    from envcheck.knowledge.base_images import pip_constraint_protects, safe_describe
+
+    ngc_final = False
+    unprotected = False
+    for image in ctx.inventory.images:
+        facts = safe_describe(image.ref)
+        if facts is not None and image.final and facts.ngc_torch:
+            ngc_final = ngc_final or pip_constraint_protects(facts)
+            unprotected = unprotected or not pip_constraint_protects(facts)
     # the GPU stack: torch and what pulls it (transformers alone does not require torch)
-    stack = set(_pins()["stack"]["ml_stack"]) - {"transformers"}
+    full_stack = set(_pins()["stack"]["ml_stack"])
+    stack = full_stack - {"transformers"}
     pip_installed = [p for p in ctx.inventory.packages
                      if p.name in stack and p.role in ("requirement", "lock", "conda") and not p.installed
                      and p.location is not None and p.location.stage is not None]
@@ -479,23 +665,20 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
         pip_installed = [p for p in pip_installed if p not in on_ngc]
         ngc_final = bool(on_ngc) and not pip_installed
     if ngc_final:
-        if pip_installed:
-            yield BARE_PIP_BASE.passed("the final image builds on an NGC PyTorch container (container-first)", None)
-        return
-    seen: set[str | None] = set()
-    for pkg in pip_installed:
-        stage = pkg.location.stage if pkg.location else None
-        if stage in seen:
-            continue
-        seen.add(stage)
-        names = sorted({p.name for p in pip_installed if p.location is not None and p.location.stage == stage})
-        finals = [i for i in ctx.inventory.images if i.final]
+        return [_BarePipStage(None, [], [], None, "", "", container_first=True)] if pip_installed else []
+    finals = [i for i in ctx.inventory.images if i.final]
+    why = ("an NGC release from before PIP_CONSTRAINT, whose pip does not stop an install from replacing its torch"
+           if unprotected else "which carries no NGC PyTorch")
+    out: list[_BarePipStage] = []
+    for stage in dict.fromkeys(p.location.stage for p in pip_installed if p.location is not None):
+        in_stage_pkgs = [p for p in pip_installed if p.location is not None and p.location.stage == stage]
+        unpinned = [p for p in ctx.inventory.packages if p.location is not None and p.location.stage == stage
+                    and _is_unpinned(ctx, p, full_stack)]
         own = [i for i in finals if stage in (i.stages or (i.stage,))]  # the stage's own base (a compose service's image)
         bases = ", ".join(sorted({i.ref for i in own or finals})) or "an unknown base"
-        yield BARE_PIP_BASE.finding(
-            f"{in_stage(stage)}{', '.join(names)} installed by pip/uv/conda on {bases}, which carries no NGC PyTorch",
-            pkg.location, {"stage": stage, "packages": names, "bases": bases},
-        )
+        out.append(_BarePipStage(stage, sorted({p.name for p in in_stage_pkgs}), unpinned,
+                                 in_stage_pkgs[0].location, bases, why))
+    return out
 
 
 # --- registry and local images (issue 5: envcheck image) -----------------------------------------------

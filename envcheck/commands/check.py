@@ -164,9 +164,10 @@ def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> li
     from envcheck.errors import InputError
     from envcheck.redaction import escape_controls, no_command_lines
 
-    if verbose:
-        for skipped, reason in discovery.skipped:
-            print(no_command_lines(f"envcheck: skipped {escape_controls(str(skipped))}: {reason}"), file=sys.stderr)
+    for skipped, reason in discovery.skipped:
+        # a link named like an input that leads outside the folder is said even without -v: it looks like an input
+        if verbose or str(skipped) in discovery.outside:
+            print(no_command_lines(f"envcheck: skipped {escape_controls(str(skipped))}: {escape_controls(reason)}"), file=sys.stderr)
     targets = [_file_target(path, kind, options) for path, kind in discovery.files]
     if discovery.outside:
         from envcheck.model import Inventory
@@ -174,6 +175,10 @@ def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> li
 
         note = outside_note(discovery.root, discovery.outside)
         targets.append(Target(discovery.root, "folder", lambda: Inventory(problems=[note])))
+    for path, target in discovery.broken:
+        targets.append(Target(str(path), "unreadable", _raiser(InputError(
+            f"{path}: a symbolic link to {target}, which leads to no file: not read", str(path),
+            fix="Point the link at the file it stands for, or remove it."))))
     for path, why in discovery.unreadable:
         targets.append(Target(str(path), "unreadable", _raiser(InputError(
             f"{path}: cannot read this folder ({why}); nothing in it was checked", str(path)))))

@@ -70,7 +70,16 @@ def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
     stuck = _stuck_index(request.inventory)
     if stuck is not None:
         return _stuck_reason(stuck)
-    return [request.source.edit(m.start("build"), m.end("build"), "cu130") for m in found] or None
+    edits = [request.source.edit(m.start("build"), m.end("build"), "cu130") for m in found]
+    if edits and request.kind == "dockerfile":
+        # a +cu12x torch pin on the index's own line moves with it (the finding stands for both; the refusal
+        # above has made sure every pinned torch has a cu130 release)
+        for m in request.matches(name_pattern("torch")):
+            local = re.search(r"\+cu1[0-2]\d(?![\w.])", m.group("spec") or "")
+            if local:
+                at = m.start("spec") + local.start()
+                edits.append(request.source.edit(at, at + len(local.group()), "+cu130"))
+    return edits or None
 
 
 def local_version(request: FixRequest) -> list[Edit] | Refused | None:

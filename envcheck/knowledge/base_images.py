@@ -57,6 +57,15 @@ def _table() -> dict[str, Any]:
     return knowledge.load("ngc_tags")
 
 
+def pip_constraint_protects(facts: BaseFacts) -> bool:
+    """Whether pip in this NGC image refuses to replace its torch (PIP_CONSTRAINT, from ``pip_constraint_from`` on).
+
+    True where the release is unknown: nothing is claimed about a tag the table cannot place."""
+    if not facts.ngc_torch or facts.release is None:
+        return facts.ngc_torch
+    return release_month(facts.release) >= release_month(str(_table()["pip_constraint_from"]))
+
+
 def describe(ref: str) -> BaseFacts:
     """Facts about ``ref`` (as written after ARG substitution). Raises UsageError for a malformed reference."""
     parsed = parse_reference(ref)

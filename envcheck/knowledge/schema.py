@@ -60,11 +60,15 @@ ROW_OPTIONAL = {"inferred": bool}
 SCHEMAS: dict[str, dict[str, Entry]] = {
     "cuda_extensions": {
         "meta": META,
-        "package": Rows({"name": str, "reason": str}),
+        "package": Rows({"name": str, "reason": str}, {"aarch64_wheels": bool}),
     },
     "cuda_image_tags": {
         "meta": META,
         "cuda13": Rows({"version": str, "flavor": str, "os": str}),
+    },
+    "nvcc_targets": {
+        "meta": META,
+        "target": Rows({"targets": STR_LIST, "first_nvcc": str}),
     },
     "cuda_sonames": {
         "meta": META,
@@ -78,6 +82,9 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
         "ngc_torch_repos": Value(STR_LIST),
         "ngc_torch_repos_source": Value(str),
         "ngc_torch_repos_inferred": Value(bool),
+        "pip_constraint_from": Value(str),
+        "pip_constraint_inferred": Value(bool),
+        "pip_constraint_source": Value(str),
         "monthly_release_repos": Value(STR_LIST),
         "release_cuda_inferred": Value(bool),
         "release_cuda_source": Value(str),

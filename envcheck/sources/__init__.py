@@ -130,6 +130,7 @@ class Discovery:
     skipped: list[tuple[Path, str]] = field(default_factory=list)
     unreadable: list[tuple[Path, str]] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)  # symbolic links to files outside the folder (not followed)
+    broken: list[tuple[Path, str]] = field(default_factory=list)  # links named like an input that lead nowhere: (path, target)
     root: str = "."  # the folder walked
 
 
@@ -178,10 +179,16 @@ def discover_tree(folder: Path) -> Discovery:
                     continue
                 below.append((path, ignores.add_file(path / ".gitignore", path)))
                 continue
-            row = kinds.by_file_name(entry.name, discovering=True) if is_file else None
+            row = kinds.by_file_name(entry.name, discovering=True) if is_file or is_link else None
             if row is None and is_file and not is_link:
                 row = _by_content(path, kinds.content_kinds(entry.name))
             if row is None:
+                continue
+            if is_link and not is_file:  # named like an input, but the link leads nowhere (or to no file)
+                try:
+                    found.broken.append((path, os.readlink(path)))
+                except OSError as exc:
+                    found.unreadable.append((path, exc.strerror or str(exc)))
                 continue
             pattern = ignores.excluded(path, is_dir=False)
             if pattern:
@@ -191,7 +198,7 @@ def discover_tree(folder: Path) -> Discovery:
                 real = os.path.realpath(path)
                 if real != root_real and not real.startswith(root_real.rstrip(os.sep) + os.sep):
                     found.outside.append(str(path))
-                    found.skipped.append((path, "a symbolic link leading outside the folder (not followed)"))
+                    found.skipped.append((path, f"a symbolic link to {real}, outside the folder (not followed)"))
                 else:
                     linked.append((path, row.name, real))
                 continue
@@ -230,9 +237,12 @@ def read_bare_folder(folder: Path, options: ReadOptions, allow_empty: bool = Fal
     from envcheck.errors import InputError
 
     inventory = module_for("folder").read(folder, options)
-    if not (inventory.binaries or inventory.packages or inventory.problems or allow_empty):
+    # a note (links not followed) is not something checked: a folder of such links alone checked nothing
+    notes = [p.message for p in inventory.problems if p.note]
+    if not (inventory.binaries or inventory.packages or len(notes) < len(inventory.problems) or allow_empty):
         raise InputError(f"nothing to check in {folder}: no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
-                         "environment.yml, Dockerfile, wheel or ELF file (`envcheck --allow-empty` accepts that)", str(folder),
+                         "environment.yml, Dockerfile, wheel or ELF file (`envcheck --allow-empty` accepts that)"
+                         + "".join(f"; {note}" for note in notes), str(folder),
                          fix="Pass the project folder or environment you meant (the path may point one level too high "
                              "or low), or a file with --kind; add --allow-empty where an empty folder is expected.")
     return inventory

@@ -327,6 +327,10 @@ class _Reader:
         if re.fullmatch(r"python(\d+(\.\d+)?)?", exe) and len(argv) >= 3 and argv[1] == "setup.py" and argv[2] in ("install", "develop", "bdist_wheel", "build_ext"):
             self._source_build(files.script.cwd, "setup.py", argv, cmd, loc, in_image, files, inventory)
             return
+        if re.fullmatch(r"python(\d+(\.\d+)?)?", exe) and len(argv) >= 2 and argv[1].endswith("use_existing_torch.py"):
+            # vLLM's script that drops torch from its own requirement files: later builds keep the image's torch
+            inventory.installs.append(InstallCommand("python", (), ("use_existing_torch",), cmd.text or " ".join(argv), loc))
+            return
         if exe == "uv" and len(argv) >= 2 and argv[1] == "sync":
             # uv sync installs the lock; with no uv.lock copied in, it resolves pyproject.toml (and writes the lock)
             if files.resolve("uv.lock") is not None:
@@ -568,10 +572,23 @@ def _resolvable(argv: list[str]) -> list[str]:
     return out
 
 
+_PATH_VALUED_OPTIONS = frozenset({
+    "-r", "--requirement", "-c", "--constraint", "-f", "--find-links", "-t", "--target", "--prefix", "--root",
+    "--src", "--cache-dir", "--log", "--report", "-w", "--wheel-dir", "-d", "--dest", "--build-constraint",
+    "--overrides", "--override", "--python", "-p",
+})
+
+
 def _local_paths(argv: tuple[str, ...]) -> list[str]:
     """Arguments pip reads as local folders: ``.``, ``./x``, ``/x``, ``a/b`` (pip's own rule: a path separator)."""
     found: list[str] = []
+    after_option = ""
     for word in argv[1:]:
+        # the value of -r/-c/-f/--target...: a requirement file or a folder pip reads, not a project it builds
+        if after_option in _PATH_VALUED_OPTIONS:
+            after_option = ""
+            continue
+        after_option = word
         if word.startswith("-") or "://" in word or "@" in word or re.search(r"[=<>~!;\[]", word):
             continue
         if word in (".", "..") or word.startswith(("./", "../", "/")) or "/" in word:

@@ -317,9 +317,13 @@ def _add_final_files(inventory: Inventory, name: str, final: FinalFiles) -> None
             role=Role.INSTALLED, requires=tuple(data.get("requires") or ()), location=Location(name, member="/" + path),
         ))
     names = {f.name for f in dataclasses.fields(Binary)}
+    # who installed each shared library: the RECORD of its distribution (as `envcheck container` attributes it)
+    owners = {file: canonicalize_name(data["name"]) for data in final.packages.values() for file in data.get("files") or ()}
     for path, data in sorted(final.binaries.items()):
         values: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in names and k != "location"}
         values["path"] = "/" + path
+        if not values.get("distribution") and path in owners:
+            values["distribution"] = owners[path]
         try:
             inventory.binaries.append(Binary(**values, location=Location(name, member="/" + path)))
         except TypeError:

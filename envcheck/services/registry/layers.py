@@ -34,6 +34,9 @@ MAX_ELF_BYTES = 8 << 30
 
 _SITE = re.compile(r"(?:^|/)(?:site|dist)-packages/")
 _METADATA = re.compile(r"(?:^|/)(?:site|dist)-packages/([^/]+)\.(?:dist-info/METADATA|egg-info/PKG-INFO|egg-info)$")
+# A wheel's RECORD: which files the distribution installed (read for its shared libraries: who owns a .so)
+_RECORD = re.compile(r"^(?P<site>(?:.*/)?(?:site|dist)-packages)/[^/]+\.dist-info/RECORD$")
+_SHARED_LIBRARY = re.compile(r"\.so(?:\.[0-9]+)*$")
 # CUDA library folders: the toolkit tree and distro library folders that hold CUDA libraries.
 _CUDA_DIR = re.compile(r"(?:^|/)(?:usr/local/cuda[^/]*|opt/nvidia|usr/lib/(?:x86_64|aarch64)-linux-gnu|usr/lib64|usr/local/nvidia)/")
 _CUDA_LIB = re.compile(r"(?:^|/)lib(?:cuda|cudart|cublas|cublasLt|cudnn[^/]*|nccl|nvrtc|cufft|curand|cusparse|cusolver|nvjitlink|nvJitLink|cupti|nvToolsExt|cufile|nvshmem[^/]*)\.so")
@@ -53,7 +56,7 @@ class LayerScan:
     paths: list[str] = field(default_factory=list)  # every candidate path in this layer (files and links)
     whiteouts: list[str] = field(default_factory=list)  # paths this layer deletes
     opaque: list[str] = field(default_factory=list)  # directories whose lower contents this layer hides
-    packages: list[dict[str, Any]] = field(default_factory=list)  # {path, name, version, requires}
+    packages: list[dict[str, Any]] = field(default_factory=list)  # {path, name, version, requires[, files]}
     binaries: list[dict[str, Any]] = field(default_factory=list)  # Binary.to_json() plus "path"
     problems: list[dict[str, Any]] = field(default_factory=list)  # {message, path}
     members: int = 0
@@ -165,6 +168,7 @@ def scan_layer(stream: Readable, read_binary: BinaryReader | None, *, deep_fatbi
 def _walk(layer: LayerStream, read_binary: BinaryReader | None, deep_fatbin: bool,
           progress: Callable[[int], None] | None, max_bytes: int | None) -> LayerScan:
     scan = LayerScan()
+    records: dict[str, list[str]] = {}  # dist-info folder -> the shared libraries its RECORD lists
     seen_bytes = 0
     try:
         tar = _open_tar(layer)
@@ -205,6 +209,10 @@ def _walk(layer: LayerStream, read_binary: BinaryReader | None, deep_fatbin: boo
                 continue
             if member.isdir():
                 continue
+            record = _RECORD.match(path)
+            if record and member.isfile() and member.size <= MAX_METADATA_BYTES:
+                _read_record(tar, member, path, record.group("site"), records)
+                continue
             metadata = _METADATA.search(path)
             if metadata:
                 scan.paths.append(path)
@@ -225,7 +233,25 @@ def _walk(layer: LayerStream, read_binary: BinaryReader | None, deep_fatbin: boo
                 continue
             _read_binary(tar, layer, member, path, scan, read_binary, deep_fatbin)
     scan.bytes = seen_bytes
+    for package in scan.packages:
+        files = records.get(posixpath.dirname(package["path"]))
+        if files:
+            package["files"] = files
     return scan
+
+
+def _read_record(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str, site: str, records: dict[str, list[str]]) -> None:
+    """The shared libraries a RECORD lists, as image paths (the RECORD's entries are relative to site-packages)."""
+    handle = tar.extractfile(member)
+    if handle is None:
+        return
+    text = _member_bytes(handle, MAX_METADATA_BYTES, 0).decode("utf-8", "replace")
+    files = []
+    for line in text.splitlines():
+        entry = line.split(",", 1)[0].strip().strip('"')
+        if entry and _SHARED_LIBRARY.search(entry) and not entry.startswith("/"):
+            files.append(posixpath.normpath(posixpath.join(site, entry)))
+    records[posixpath.dirname(path)] = files
 
 
 def _read_package(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str, scan: LayerScan) -> None:
