@@ -42,7 +42,7 @@ from envcheck.inspect.pip_args import (
     index_entries,
     parse_install_command,
 )
-from envcheck.inspect.pragma import pragma_line
+from envcheck.inspect.pragma import instruction_pragmas
 from envcheck.inspect.shell import SimpleCommand, split_commands
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.base_images import safe_describe
@@ -54,7 +54,6 @@ from envcheck.model import (
     Origin,
     Package,
     PackageIndex,
-    Pragma,
     ReadProblem,
     Role,
 )
@@ -133,27 +132,8 @@ def read_text(text: str, path: str, context: Path, options: ReadOptions) -> Inve
     except RecursionError:  # a structure nested past anything real that a bound above did not catch
         inventory.problems.append(ReadProblem("Dockerfile: nested too deeply to read; envcheck stopped here",
                                               Location(path, line=reader.line)))
-    inventory.pragmas.extend(_pragmas(text, df, path))
+    inventory.pragmas.extend(instruction_pragmas(text, {inst.line: inst.end_line for inst in df.instructions}, path))
     return inventory
-
-
-def _pragmas(text: str, df: Dockerfile, path: str) -> list[Pragma]:
-    """``# envcheck: ignore=RULE reason`` applies to the next line, or to every line of the next instruction."""
-    spans = {inst.line: inst.end_line for inst in df.instructions}
-    lines = text.splitlines()
-    found: list[Pragma] = []
-    for number, raw in enumerate(lines, 1):
-        m = pragma_line(raw)
-        if not m:
-            continue
-        rules = tuple(r.strip() for r in m.group(1).split(",") if r.strip())
-        target = number + 1
-        while target <= len(lines) and (not lines[target - 1].strip() or pragma_line(lines[target - 1])):
-            target += 1
-        end = spans.get(target, target)
-        for line in range(target, end + 1):
-            found.append(Pragma(rules, m.group(2).strip(), Location(path, line=line)))
-    return found
 
 
 @dataclass
