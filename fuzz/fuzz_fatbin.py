@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import REPO, main
 
 with atheris.instrument_imports(include=["envcheck"]):
-    from envcheck.inspect import fatbin
+    from envcheck.inspect import fatbin, fatbin_levels
     from envcheck.inspect.elf import BytesSource, MalformedBinary
 
 
@@ -19,13 +19,13 @@ def target(data: bytes) -> None:
     src = BytesSource(data)
     try:
         containers = fatbin.walk_containers(src, 0, len(data), ".nv_fatbin")
-        fatbin.binary_level(containers, 121)
+        fatbin_levels.binary_level(containers, 121)
     except MalformedBinary as exc:
         assert exc.offset is None or exc.offset >= 0, exc.offset
     found = fatbin.scan_containers(src, 0, len(data), ".data", chunk=64)
     for container in found:
         assert 0 <= container.offset < len(data) and container.offset + container.size <= len(data)
-        fatbin.container_level(container.entries, 121)
+        fatbin_levels.container_level(container.entries, 121)
     scanner = fatbin.StreamScanner()
     step = 16 * (1 + (data[0] if data else 0))  # chunk boundaries anywhere, without quadratic 1-byte feeds
     for pos in range(0, len(data), step):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from envcheck.inspect.dockerfile import DockerfileSyntaxError, expand, parse, read_instructions, walk_stage
+from envcheck.inspect.dockerfile import DockerfileSyntaxError, expand, parse, read_instructions
+from envcheck.inspect.dockerfile_env import walk_stage
 
 
 def test_continuations_skip_comments_and_blank_lines_and_keep_line_numbers() -> None:

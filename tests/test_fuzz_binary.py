@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from seed_builders import small_wheel, tar_of
 
 from envcheck.errors import EnvcheckError, InputError
-from envcheck.inspect import fatbin
+from envcheck.inspect import fatbin, fatbin_levels
 from envcheck.inspect.elf import BytesSource, MalformedBinary
 from envcheck.model import Binary, Inventory
 from envcheck.services.registry.layers import LayerScan, scan_layer
@@ -80,7 +80,7 @@ def test_fatbin_walkers_stay_inside_their_bytes(data: bytes, chunk: int) -> None
         found = fatbin.scan_containers(src, 0, len(data), ".data", chunk=chunk)
     for container in found:
         assert container.offset >= 0 and container.offset + container.size <= len(data)
-        assert fatbin.container_level(container.entries, 121) in (None, "native", "compatible", "ptx-jit", "none")
+        assert fatbin_levels.container_level(container.entries, 121) in (None, "native", "compatible", "ptx-jit", "none")
     # How the bytes are chunked must not change what the scanner finds.
     whole = fatbin.scan_containers(src, 0, len(data), ".data", chunk=len(data) + 1 or 1)
     assert [(c.offset, c.size) for c in found] == [(c.offset, c.size) for c in whole]

@@ -38,6 +38,7 @@ from envcheck.inspect.pip_args import (
 from envcheck.inspect.shell import split_commands
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.model import Inventory, Location, Package, ReadProblem
+from envcheck.options import RunOptions
 from envcheck.sources import ReadOptions, locks, pyproject, requirements
 from envcheck.sources import dockerfile as dockerfile_source
 
@@ -336,5 +337,5 @@ def test_every_check_answers_whatever_the_sources_read(scratch: Path, text: str,
         return
     with hang_guard():
         findings = engine.evaluate(inventory, load_profile("dgx-spark"), "dockerfile" if dockerfile else "requirements",
-                                   {"nvfp4": nvfp4}, debug=True)
+                                   RunOptions(nvfp4=nvfp4), debug=True)
     assert all(f.rule and f.gotcha and f.message for f in findings)

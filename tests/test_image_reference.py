@@ -18,7 +18,8 @@ from envcheck.services.registry.auth import (
     parse_challenge,
     token_url,
 )
-from envcheck.services.registry.client import RegistryClient, platform_matches
+from envcheck.services.registry.client import RegistryClient
+from envcheck.services.registry.platforms import platform_matches
 
 
 @pytest.mark.parametrize(("text", "registry", "repository", "tag", "digest"), [

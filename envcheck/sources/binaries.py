@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from envcheck.cache import change_key
 from envcheck.errors import InputError
-from envcheck.inspect import fatbin
+from envcheck.inspect import fatbin, fatbin_levels
 from envcheck.inspect.elf import (
     AR_MAGIC,
     ELF_MAGIC,
@@ -117,12 +117,12 @@ def describe(
     # are a function of (kind, SM, variant), so first appearances keep their order.
     variant = fatbin.FLAG_ARCH_SPECIFIC | fatbin.FLAG_FAMILY
     images = dict.fromkeys((e.kind, e.sm, e.flags & variant) for c in containers for e in c.entries)
-    sass = fatbin.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_ELF)
-    ptx = fatbin.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_PTX)
-    lto = fatbin.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_LTO)
-    ptx_isa = fatbin.distinct(f"{v[0]}.{v[1]}" for v in dict.fromkeys((e.major, e.minor) for c in containers for e in c.entries
+    sass = fatbin_levels.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_ELF)
+    ptx = fatbin_levels.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_PTX)
+    lto = fatbin_levels.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_LTO)
+    ptx_isa = fatbin_levels.distinct(f"{v[0]}.{v[1]}" for v in dict.fromkeys((e.major, e.minor) for c in containers for e in c.entries
                                                                         if e.kind == fatbin.KIND_PTX))
-    sections = fatbin.distinct(c.section for c in containers)
+    sections = fatbin_levels.distinct(c.section for c in containers)
     names = [*needed, *([dyn_soname] if dyn_soname else [])]
     # A linked file that registers fatbins but needs no libcudart carries the runtime itself (nvcc's
     # default -cudart static). Objects and archives are linked later: nothing to say for them.
@@ -139,7 +139,7 @@ def describe(
         ptx=ptx,
         lto=lto,
         ptx_isa=ptx_isa,
-        sm121=fatbin.binary_level(containers, TARGET_SM),
+        sm121=fatbin_levels.binary_level(containers, TARGET_SM),
         sections=sections,
         static_cudart=static_cudart,
         size=size,
@@ -188,7 +188,7 @@ def read_elf(
         budget = fatbin.RecordBudget()  # one for the whole file, over all its sections
         search = search or DeepSearch()
         containers = _walk_fatbins(src, sections, deep, location, problems, budget, search)
-        if not deep and fatbin.binary_level(containers, TARGET_SM) == fatbin.NONE:
+        if not deep and fatbin_levels.binary_level(containers, TARGET_SM) == fatbin_levels.NONE:
             # No image in the standard sections runs on the target: libraries such as cuFFT keep their
             # real kernels in other sections and load them themselves, so look there before judging.
             extra = [c for c in _walk_fatbins(src, sections, True, location, problems, budget, search)
@@ -203,7 +203,7 @@ def read_elf(
         # A standalone cubin (shipped as a file and loaded with cuModuleLoad): it is one SASS image.
         sm, arch_specific = cubin_target(src, hdr, sections)
         image = fatbin.Entry(fatbin.KIND_ELF, sm, fatbin.FLAG_ARCH_SPECIFIC if arch_specific else 0, 64, 0, 0, 0, 0)
-        binary = replace(binary, sass=(image.label,), sm121=fatbin.image_level(image, TARGET_SM), bytes_read=src.bytes_read)
+        binary = replace(binary, sass=(image.label,), sm121=fatbin_levels.image_level(image, TARGET_SM), bytes_read=src.bytes_read)
     return binary, problems
 
 
@@ -255,7 +255,7 @@ def _place(scanned: list[fatbin.Container], sections: list[Section], deep: bool)
             standard.append(placed)
         elif not name.startswith(_NOT_FATBIN) and fatbin.validate_scanned([placed], hi):
             other.append(placed)
-    if deep or fatbin.binary_level(standard, TARGET_SM) == fatbin.NONE:
+    if deep or fatbin_levels.binary_level(standard, TARGET_SM) == fatbin_levels.NONE:
         return sorted(standard + other, key=lambda c: c.offset)
     return standard
 
@@ -286,12 +286,12 @@ def merge_archive(parts: list[Binary], path: str, size: int, bytes_read: int, lo
     """An ``ar`` archive as one binary: its ELF members' facts joined in order."""
 
     def join(attr: str) -> tuple[str, ...]:
-        return fatbin.distinct(x for b in parts for x in getattr(b, attr))
+        return fatbin_levels.distinct(x for b in parts for x in getattr(b, attr))
 
     return Binary(
         path=path, machine=parts[0].machine, elf_type="AR", needed=join("needed"),
         cuda_major=implied_cuda_major(join("needed")), sass=join("sass"), ptx=join("ptx"), lto=join("lto"),
-        ptx_isa=join("ptx_isa"), sm121=fatbin.combine_levels(b.sm121 for b in parts), sections=join("sections"),
+        ptx_isa=join("ptx_isa"), sm121=fatbin_levels.combine_levels(b.sm121 for b in parts), sections=join("sections"),
         static_cudart=False, size=size, bytes_read=bytes_read, location=location,
     )
 

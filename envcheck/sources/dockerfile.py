@@ -32,8 +32,8 @@ from envcheck.inspect.dockerfile import (
     expand,
     parse,
     split_words,
-    walk_stage,
 )
+from envcheck.inspect.dockerfile_env import walk_stage
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.pip_args import (
     INDEX_VARIABLES,

@@ -40,9 +40,7 @@ from envcheck.services.registry.client import (
     DEFAULT_DEADLINE,
     Manifest,
     RegistryClient,
-    iter_platforms,
     media_type_of,
-    platform_matches,
 )
 from envcheck.services.registry.layers import (
     DEFAULT_MAX_EXPANSION,
@@ -59,6 +57,7 @@ from envcheck.services.registry.local import (
     OciLayoutStore,
     scan_save_stream,
 )
+from envcheck.services.registry.platforms import iter_platforms, platform_matches
 
 KIND = "image"
 _DIGEST = re.compile(r"(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})\Z")

@@ -1,0 +1,132 @@
+"""What a Dockerfile stage's instructions do to its environment: the variables a stage inherits from the
+stages it builds on, and each instruction's changes applied in order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from envcheck.inspect.dockerfile import (
+    MAX_EXPANDED_TOTAL,
+    Dockerfile,
+    DockerfileSyntaxError,
+    Instruction,
+    Stage,
+    arg_pairs,
+    env_pairs,
+    expand,
+)
+
+
+def inherited_env(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]) -> dict[str, str]:
+    """ENV values a stage starts with from the stages it builds on (ARGs do not cross FROM).
+
+    The ENV at the end of each stage is cached on ``df`` and filled from the root down, so a long
+    chain of ``FROM <stage>`` never recurses deeply and each stage is walked once.
+    """
+    if stage.parent is None:
+        return {}
+    args_key = tuple(sorted(build_args.items()))
+    chain: list[Stage] = []
+    walk: Stage | None = df.stages[stage.parent]
+    while walk is not None and (walk.index, args_key) not in df.env_at_end:
+        chain.append(walk)
+        walk = df.stages[walk.parent] if walk.parent is not None else None
+    for ancestor in reversed(chain):
+        start = dict(df.env_at_end[(ancestor.parent, args_key)]) if ancestor.parent is not None else {}
+        values, env = dict(start), dict(start)
+        env_names = set(start)
+        for inst in ancestor.instructions:
+            for name, value, origin in apply_instruction(df, inst, values, build_args, env_names):
+                if origin == "env":
+                    env[name] = value
+        df.env_at_end[(ancestor.index, args_key)] = env
+    return dict(df.env_at_end[(stage.parent, args_key)])
+
+
+def walk_stage(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]
+               ) -> Iterator[tuple[Instruction, dict[str, str], list[tuple[str, str, str]]]]:
+    """Each instruction of ``stage`` with the variables visible to it (a live dict: copy to keep) and the
+    (name, value, origin) an ARG/ENV sets, applied once the consumer has seen the instruction."""
+    values = inherited_env(df, stage, build_args)
+    env_names = set(values)
+    for inst in stage.instructions:
+        changes = instruction_changes(df, inst, values, build_args) if inst.keyword in ("ENV", "ARG") else []
+        yield inst, values, changes
+        _apply(changes, values, env_names)
+
+
+def instruction_changes(df: Dockerfile, inst: Instruction, values: Mapping[str, str], build_args: Mapping[str, str]
+                        ) -> list[tuple[str, str, str]]:
+    """(name, value, origin) for each variable an ARG/ENV instruction sets, without changing ``values``.
+
+    Raises :class:`DockerfileSyntaxError` (at the instruction's line) when the values of the file together
+    expand past :data:`MAX_EXPANDED_TOTAL`: ``ENV A=$A$A`` forty times is 503 bytes that double into gigabytes.
+    """
+    changed: list[tuple[str, str, str]] = []
+    try:
+        if inst.keyword == "ENV":
+            # `ENV A=1 B=$A`: B sees A as it was before this instruction (Docker's rule): no pair sees another
+            for name, raw in env_pairs(inst, df.escape):
+                changed.append((name, expand(raw, values, df.escape, keep_unknown=True).value, "env"))
+        elif inst.keyword == "ARG":
+            local: dict[str, str] = {}  # `ARG A=1 B=$A`: B sees A
+            for name, default in arg_pairs(inst, df.escape):
+                if name in build_args:
+                    value: str | None = build_args[name]
+                elif default is not None:
+                    value = expand(default, _Overlay(local, values) if local else values, df.escape).value
+                else:
+                    value = df.global_values.get(name)  # ARG NAME re-imports the global value
+                if value is not None:
+                    local[name] = value
+                    changed.append((name, value, "arg"))
+    except DockerfileSyntaxError as exc:
+        raise DockerfileSyntaxError(exc.message, exc.line or inst.line) from exc
+    df.expanded_chars += sum(len(value) for _, value, _ in changed)
+    if df.expanded_chars > MAX_EXPANDED_TOTAL:
+        raise DockerfileSyntaxError(
+            f"the ENV/ARG values of this file expand to more than {MAX_EXPANDED_TOTAL >> 20} MiB (variables that "
+            "repeat one another); envcheck stops reading it here", inst.line)
+    return changed
+
+
+class _Overlay(Mapping[str, str]):
+    """``top`` over ``base`` without copying either (an ARG line with many names would otherwise copy the
+    whole environment once per name)."""
+
+    def __init__(self, top: Mapping[str, str], base: Mapping[str, str]) -> None:
+        self.top = top
+        self.base = base
+
+    def __getitem__(self, key: str) -> str:
+        return self.top[key] if key in self.top else self.base[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.top or key in self.base
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.top
+        yield from (k for k in self.base if k not in self.top)
+
+    def __len__(self) -> int:
+        return len(self.top) + sum(1 for k in self.base if k not in self.top)
+
+
+def _apply(changes: list[tuple[str, str, str]], values: dict[str, str], env_names: set[str]) -> None:
+    for name, value, origin in changes:
+        if origin == "env":
+            values[name] = value
+            env_names.add(name)
+        elif name not in env_names:  # an ARG never overrides an ENV (Docker's rule)
+            values[name] = value
+
+
+def apply_instruction(df: Dockerfile, inst: Instruction, values: dict[str, str], build_args: Mapping[str, str],
+                      env_names: set[str] | None = None) -> list[tuple[str, str, str]]:
+    """Update ``values`` for an ARG/ENV instruction; returns (name, value, origin) for each it sets.
+
+    ``env_names`` collects names set by ENV: an ARG never overrides them (Docker's rule).
+    """
+    changed = instruction_changes(df, inst, values, build_args)
+    _apply(changed, values, set() if env_names is None else env_names)
+    return changed

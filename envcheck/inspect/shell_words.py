@@ -1,0 +1,225 @@
+"""The words of POSIX shell text: quotes, backslashes, ``$VAR``/``${VAR}`` and ``$(...)`` expanded from
+known values, operators and redirections, each word with its offset (the tokenizer behind
+:mod:`envcheck.inspect.shell`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+_OPERATORS = ("&&", "||", ";;", ";", "|", "&", "(", ")", "\n")
+_PLAIN = re.compile(r"[^\s\\'\"$#<>&|;()]+")
+_AFTER_VERSION_OPERATOR = ("==", ">=", "<=", "~=", "!=", "<", ">", "@")
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+# `$(uname -m)` and friends, answered from the build platform's architecture (arm64, amd64) when it is given.
+_ARCH_PROBES = {"uname -m": {"arm64": "aarch64", "amd64": "x86_64"}, "arch": {"arm64": "aarch64", "amd64": "x86_64"},
+                "dpkg --print-architecture": {"arm64": "arm64", "amd64": "amd64"}}
+
+
+@dataclass(slots=True)  # slots: a 1 MiB RUN line is hundreds of thousands of words
+class _Word:
+    value: str
+    start: int
+    quoted: bool = False
+    operator: bool = False
+    redirect: bool = False  # the target of a redirection (2> log, < file): not an argument
+    unknown: bool = False  # holds a variable or command substitution whose value is not known
+
+
+_REDIRECT = re.compile(r"&?(?:<<-?|>>|<>|>\||[<>])&?")
+_FD = re.compile(r"\d+|-")
+
+
+def _tokens(text: str, values: Mapping[str, str], base: int, keep_empty: bool = False, arch: str = "") -> list[_Word]:
+    """Words and operators (``operator=True``), each with its offset.
+
+    ``keep_empty``: a variable whose known value is empty stays as written (and the word is unknown):
+    an ARG that is empty by default is meant to be given with --build-arg, so ``x==${V}`` is not ``x==``.
+    """
+    return _Tokenizer(text, values, base, keep_empty, arch).run()
+
+
+class _Tokenizer:
+    """One left-to-right pass over a script: the word being built, and a method per lexical element.
+
+    Every step matches at a position of the one text (compiled patterns with ``pos``, never a slice of
+    the rest), so the pass stays linear in the script's length however many redirections it holds.
+    """
+
+    def __init__(self, text: str, values: Mapping[str, str], base: int, keep_empty: bool, arch: str) -> None:
+        self.text, self.values, self.base, self.keep_empty, self.arch = text, values, base, keep_empty, arch
+        self.out: list[_Word] = []
+        self.buf: list[str] = []
+        self.start = -1
+        self.quoted = False
+        self.unknown = False
+        self.redirect_next = False
+
+    def run(self) -> list[_Word]:
+        text, n = self.text, len(self.text)
+        i = 0
+        while i < n:
+            plain = _PLAIN.match(text, i)
+            if plain is not None:  # fast path: a run of ordinary characters
+                self._begin(i)
+                self.buf.append(plain.group())
+                self.unknown = self.unknown or "`" in plain.group()
+                i = plain.end()
+                continue
+            ch = text[i]
+            if ch == "\\" and i + 1 < n:
+                i = self._escape(i)
+            elif ch == "'":
+                i = self._single_quoted(i)
+            elif ch == '"':
+                i = self._double_quoted(i)
+            elif ch == "$":
+                self._begin(i)
+                i = self._expansion(i)
+            elif ch == "#" and self.start < 0:  # comment to end of line
+                end = text.find("\n", i)
+                i = n if end < 0 else end
+            elif ch in " \t\r":
+                self._flush()
+                i += 1
+            elif ch in "<>" or text.startswith("&>", i):
+                i = self._redirection(i)
+            else:
+                i = self._operator_or_char(i)
+        self._flush()
+        return self.out
+
+    def _begin(self, i: int) -> None:
+        if self.start < 0:
+            self.start = i
+
+    def _flush(self) -> None:
+        if self.start >= 0 and ((self.buf and "".join(self.buf)) or self.quoted):  # an unquoted word that expands to nothing is dropped
+            self.out.append(_Word("".join(self.buf), self.base + self.start, self.quoted, redirect=self.redirect_next, unknown=self.unknown))
+            self.redirect_next = False
+        self.buf, self.start, self.quoted, self.unknown = [], -1, False, False
+
+    def _escape(self, i: int) -> int:
+        if self.text[i + 1] == "\n":  # line continuation
+            return i + 2
+        self._begin(i)
+        self.buf.append(self.text[i + 1])
+        return i + 2
+
+    def _single_quoted(self, i: int) -> int:
+        end = self.text.find("'", i + 1)
+        end = len(self.text) if end < 0 else end
+        self._begin(i)
+        self.buf.append(self.text[i + 1 : end])
+        self.quoted = True
+        return end + 1
+
+    def _double_quoted(self, i: int) -> int:
+        text, n = self.text, len(self.text)
+        self._begin(i)
+        self.quoted = True
+        i += 1
+        while i < n and text[i] != '"':
+            if text[i] == "\\" and i + 1 < n and text[i + 1] in '"\\$`\n':
+                if text[i + 1] != "\n":
+                    self.buf.append(text[i + 1])
+                i += 2
+                continue
+            if text[i] == "$":
+                i = self._expansion(i)
+                continue
+            if text[i] == "`":
+                self.unknown = True
+            self.buf.append(text[i])
+            i += 1
+        return i + 1
+
+    def _expansion(self, i: int) -> int:
+        """``$(...)`` or ``$NAME``/``${...}`` at ``i``, appended to the word."""
+        if self.text.startswith("$(", i):
+            i, missing = _substitution(self.text, i, self.arch, self.buf)
+        else:
+            i, missing = _dollar(self.text, i, self.values, self.buf, self.keep_empty)
+        self.unknown = self.unknown or missing
+        return i
+
+    def _redirection(self, i: int) -> int:
+        """`2>&1`, `>log`, `< file`, `<<EOF`: an fd number before it is not a word; the next word is its target."""
+        if self.buf and "".join(self.buf).isdigit() and not self.quoted:
+            self.buf, self.start = [], -1
+        self._flush()
+        m = _REDIRECT.match(self.text, i)
+        i = m.end() if m else i + 1
+        m_fd = _FD.match(self.text, i)
+        if m_fd and self.text[i - 1] == "&":
+            return m_fd.end()  # 2>&1, >&-
+        self.redirect_next = True
+        return i
+
+    def _operator_or_char(self, i: int) -> int:
+        text, ch = self.text, self.text[i]
+        op = next((o for o in _OPERATORS if text.startswith(o, i)), None) if ch in "&|;()\n" else None
+        if op is None:
+            self._begin(i)
+            self.buf.append(ch)
+            return i + 1
+        # redirections like 2>&1 or >& stay part of words
+        if op == "&" and (self.buf[-1:] == [">"] or text.startswith("&>", i)):
+            self.buf.append(ch)
+            return i + 1
+        self._flush()
+        self.out.append(_Word(op, self.base + i, operator=True))
+        return i + len(op)
+
+
+def _substitution(text: str, i: int, arch: str, buf: list[str]) -> tuple[int, bool]:
+    """A command substitution at ``text[i:] == "$(..."``: kept as written (unknown), except the
+    architecture probes (``$(uname -m)``), answered from ``arch``. Returns the index after it."""
+    depth = 0
+    j = i
+    n = len(text)
+    while j < n:
+        if text[j] == "(":
+            depth += 1
+        elif text[j] == ")":
+            depth -= 1
+            if depth == 0:
+                break
+        j += 1
+    probe = _ARCH_PROBES.get(" ".join(text[i + 2 : j].split()), {}).get(arch)
+    if probe is not None:
+        buf.append(probe)
+        return j + 1, False
+    buf.append(text[i : j + 1])
+    return j + 1, True
+
+
+def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str], keep_empty: bool = False) -> tuple[int, bool]:
+    """Expand the reference at ``text[i]``; returns the index after it and whether its value is unknown."""
+    m = _VAR.match(text, i)
+    if not m:
+        buf.append("$")
+        return i + 1, False
+    name = m.group(1) or m.group(4)
+    op, word = m.group(2), m.group(3)
+    if name in values:
+        value = values[name]
+        if op is not None and op.endswith("+"):
+            value = word if (value or op == "+") else ""
+        elif op == ":-" and value == "":
+            value = word
+        # empty by default: `pkg==${V}` must not read as the invalid `pkg==` (nor a lone `$V` as nothing), but
+        # `python${SUFFIX}` is python
+        if keep_empty and value == "" and op is None and (not any(buf) or "".join(buf[-3:]).endswith(_AFTER_VERSION_OPERATOR)):
+            buf.append(m.group(0))
+            return m.end(), True
+        buf.append(value)
+    elif op is not None and op.endswith("-"):
+        buf.append(word)
+    elif op is not None and op.endswith("+"):
+        pass
+    else:
+        buf.append(m.group(0))
+        return m.end(), True
+    return m.end(), False
