@@ -13,29 +13,21 @@ files never reads it; each row names its file URL (its source) and the day it wa
     python3 scripts/gen_wheel_facts.py --index-url https://pypi.org/simple   # the default list
     python3 scripts/gen_wheel_facts.py --output ~/.cache/envcheck/wheel_facts.json vllm   # a user's own table
 
-A table written anywhere else is used by ``envcheck --resolve`` when ``ENVCHECK_WHEEL_FACTS`` names it (its rows
-add to the shipped ones; a shipped row always wins).
+The work is done by :mod:`envcheck.resolution.facts_update`, which ``envcheck cache update-facts`` runs too (a
+user's newer table in envcheck's cache folder, or where ``ENVCHECK_WHEEL_FACTS`` names: its rows add to the shipped
+ones; a shipped row always wins).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import envcheck.sources.remote_wheel
-from envcheck.errors import ServiceError
-from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.profile import load_profile
-from envcheck.resolution import best_wheel, read_remote_wheel
-from envcheck.services.package_index import FileProblem, IndexClient, IndexFile
+from envcheck.resolution.facts_update import PYPI, update
 
 OUT = Path(__file__).resolve().parent.parent / "envcheck" / "knowledge" / "wheel_facts.json"
 # What Spark projects resolve to on linux/aarch64 (serving and training stacks), and everything with binaries they
@@ -63,103 +55,24 @@ DEFAULT = [
     "sgl-kernel", "sglang", "jax-cuda13-plugin", "jax-cuda13-pjrt", "jaxlib", "tensorrt-cu13-libs", "tensorrt-cu13-bindings",
     "onnxruntime", "onnxruntime-gpu", "cupy-cuda13x",
 ]
-# Not in the table because they publish no linux/aarch64 wheel: flash-attn (sdists only). The rows of pins that
-# have none are reported on stderr and skipped.
-
-
-def _pick(client: IndexClient, index_url: str, pin: str, profile: Any, python: str) -> IndexFile | str:
-    """The file of ``pin`` pip would install on the profile, or why there is none."""
-    from packaging.version import InvalidVersion, Version
-
-    name, _, version = pin.partition("==")
-    wheels = [f for f in client.project_files(index_url, name) if f.filename.endswith(".whl") and not f.yanked]
-    if not version:
-        versions = set()
-        for f in wheels:
-            parsed = parse_wheel_name(f.filename)
-            if parsed is None:
-                continue
-            try:
-                v = Version(f.filename.split("-")[1])
-            except InvalidVersion:
-                continue
-            if not v.is_prerelease and best_wheel([f.filename], profile, python)[0]:
-                versions.add(v)
-        if not versions:
-            return f"{pin}: no wheel for {profile.machine}"
-        version = str(max(versions))
-    listed = [f for f in wheels if f"-{version}-" in f.filename]
-    chosen, why = best_wheel([f.filename for f in listed], profile, python)
-    if chosen is None:
-        return f"{pin}: no wheel for {profile.machine} ({why})"
-    return next(f for f in listed if f.filename == chosen)
-
-
-def _row(client: IndexClient, item: IndexFile) -> dict[str, Any]:
-    facts = read_remote_wheel(client, item.url, item.size, item.sha256, item.metadata_sha256, max_expansion=0)
-    today = datetime.date.today().isoformat()
-    return {
-        "filename": item.filename, "url": item.url, "size": item.size, "updated": today, "requires": list(facts.requires or []),
-        "tags": list(facts.tags), "binaries": facts.binaries, "problems": facts.problems, "notes": facts.notes,
-        "source": f"{item.url} scanned by scripts/gen_wheel_facts.py on {today}",
-    }
-
-
-def write_table(path: Path, files: dict[str, dict[str, Any]]) -> None:
-    """The table, one row per line, sorted by file name."""
-    meta = {
-        "updated": datetime.date.today().isoformat(),
-        "sources": ["the wheel files themselves, read by scripts/gen_wheel_facts.py (each row names its file URL and day)"],
-        "note": "keyed by sha256: facts of a file never change. Regenerate with scripts/gen_wheel_facts.py NAME==VERSION ...",
-    }
-    rows = sorted(files.items(), key=lambda kv: (kv[1]["filename"], kv[0]))
-    body = ",\n".join(f"{json.dumps(sha)}: {json.dumps(row, separators=(',', ':'))}" for sha, row in rows)
-    path.write_text(f'{{"meta": {json.dumps(meta)},\n"files": {{\n{body}\n}}}}\n', encoding="utf-8")
+# Not in the table because they publish no linux/aarch64 wheel: xformers 0.0.35, flash-attn (sdists only),
+# tensorrt-cu13-libs. The pins that have none are reported on stderr and skipped.
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("pins", nargs="*", default=DEFAULT, metavar="NAME[==VERSION]")
-    parser.add_argument("--index-url", default="https://pypi.org/simple")
+    parser.add_argument("--index-url", default=PYPI)
     parser.add_argument("--python-version", default=None)
     parser.add_argument("--output", type=Path, default=OUT)
     parser.add_argument("--jobs", type=int, default=4, help="wheels read at once (default 4)")
     args = parser.parse_args()
     profile = load_profile("dgx-spark")
-    python = args.python_version or profile.python_version
-    try:
-        data = json.loads(args.output.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = {}
-    files: dict[str, dict[str, Any]] = data.get("files", {}) if isinstance(data, dict) else {}
-    for row in files.values():  # rows written before rows carried their day: the day their source names
-        row.setdefault("updated", row.get("source", "").rsplit(" on ", 1)[-1][:10])
-    client = IndexClient(deadline=1800.0)
-    # The table exists for the big ones: read every ELF member, whatever its size (these are the real files).
-    envcheck.sources.remote_wheel.MAX_MEMBER_BYTES = 16 << 30
-    os.environ.setdefault("ENVCHECK_RESOLVE_TIMEOUT", str(7 * 86400))
 
-    def one(pin: str) -> tuple[str, str | None, dict[str, Any] | None]:
-        try:
-            item = _pick(client, args.index_url, pin, profile, python)
-            if isinstance(item, str):
-                return item, None, None
-            if not item.sha256:
-                return f"{pin}: {item.filename}: the index gives no sha256", None, None
-            if item.sha256 in files:
-                return f"{pin}: {item.filename} already in the table", None, None
-            row = _row(client, item)
-        except (FileProblem, ServiceError) as exc:
-            return f"{pin}: {exc}", None, None
-        return f"{pin}: {item.filename}: {len(row['binaries'])} binaries of {item.size} bytes", item.sha256, row
+    def say(line: str, problem: bool) -> None:
+        print(line, file=sys.stderr if problem else sys.stdout, flush=True)
 
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for said, sha, row in pool.map(one, dict.fromkeys(args.pins)):
-            print(said, file=sys.stderr if row is None and "already" not in said else sys.stdout, flush=True)
-            if sha and row:
-                files[sha] = row
-                write_table(args.output, files)  # a long run keeps what it has read
-    write_table(args.output, files)
+    update(args.output, args.pins, profile, args.python_version or profile.python_version, args.index_url, args.jobs, say)
     return 0
 
 

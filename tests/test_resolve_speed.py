@@ -1,15 +1,13 @@
 """`envcheck --resolve` reads in parallel and in few requests (issue 29) without changing what it learns.
 
 The index is the suite's loopback index (tests/package_index.py); the wheels are real zip files of real ELF
-fixtures, the facts tables real files written by scripts/gen_wheel_facts.py.
+fixtures, the facts tables real files written by `envcheck cache update-facts`.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,6 @@ from conftest import run_envcheck
 from package_index import BINARIES, Dist, PackageIndex, build_wheel, serve, standard_index
 from test_resolve import _env, _findings, _pylock, _resolved, _status
 
-REPO = Path(__file__).resolve().parent.parent
 LIBS = ("libext_cuda12.so", "gpu_sm80.so", "aarch64_libtorch_global_deps.so")
 
 
@@ -97,13 +94,17 @@ def test_a_users_facts_table_answers_without_the_index_and_never_overrides_the_s
         tmp_path: Path, index: PackageIndex) -> None:
     from envcheck.resolution import facts_table
 
-    table = tmp_path / "wheel_facts.json"
-    proc = subprocess.run([sys.executable, "scripts/gen_wheel_facts.py", "--index-url", index.url, "--output", str(table),
-                           "cuda12ext==1.0"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    cache = tmp_path / "cache"
+    proc = run_envcheck("cache", "update-facts", "--index-url", index.url, "cuda12ext==1.0", "winonly",
+                        env=_env(tmp_path, tmp_path / "uv"))
     assert proc.returncode == 0, proc.stderr
+    assert "winonly: no wheel for aarch64 (not added)" in proc.stdout and "1 rows added" in proc.stdout
+    table = cache / "wheel_facts.json"
     # a row for a shipped file that says otherwise: the shipped row wins
     shipped_sha, shipped_row = next(iter(facts_table().items()))
     data = json.loads(table.read_text())
+    (row,) = data["files"].values()
+    assert row["updated"] and row["source"].startswith(row["url"]) and row["binaries"][0]["cuda_major"] == 12
     data["files"][shipped_sha] = {**shipped_row, "requires": ["poisoned"], "binaries": []}
     table.write_text(json.dumps(data))
     shipped_name = shipped_row["filename"]
@@ -114,20 +115,15 @@ def test_a_users_facts_table_answers_without_the_index_and_never_overrides_the_s
     index.missing.add("cuda12ext-1.0-py3-none-manylinux_2_28_aarch64.whl")  # the index cannot answer for it
     try:
         index.requests.clear()
-        _, target = _run(tmp_path, index, lock, ENVCHECK_WHEEL_FACTS=str(table))
+        _, target = _run(tmp_path, index, lock)
+        # a table named by ENVCHECK_WHEEL_FACTS is read instead of the cache folder's (here: none)
+        _, without = _run(tmp_path, index, lock, ENVCHECK_WHEEL_FACTS=str(tmp_path / "none.json"))
     finally:
         index.missing.clear()
-    assert not [r for r in index.requests if r.startswith("GET /files/")]
     assert "facts table" in _resolved(target)["cuda12ext"]["sources"]
     assert "FAIL" in _status(target, "G1-binary-soname") and not _findings(target, "input-error")
     shipped = next(p for p in target["inventory"]["packages"] if p.get("role") == "resolved" and p["name"] != "cuda12ext")
     assert "poisoned" not in (shipped.get("requires") or [])
-    # without the user's table the same file is read from the index (and here the index cannot answer)
-    index.missing.add("cuda12ext-1.0-py3-none-manylinux_2_28_aarch64.whl")
-    try:
-        _, without = _run(tmp_path, index, lock)
-    finally:
-        index.missing.clear()
     assert "facts table" not in _resolved(without)["cuda12ext"]["sources"]
     assert [f for f in _findings(without, "input-error") if "404" in f["message"]]
 

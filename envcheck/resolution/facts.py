@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from envcheck.errors import ServiceError
@@ -28,20 +29,12 @@ MAX_TABLE_BYTES = 64 << 20  # a user's facts table bigger than this is not read
 @cache
 def facts_table() -> dict[str, Any]:
     """Facts of the wheels Spark projects resolve to, by sha256 (``scripts/gen_wheel_facts.py``): the shipped table,
-    plus the rows of a newer table the user keeps (``ENVCHECK_WHEEL_FACTS``) for files the shipped one lacks.
+    plus the rows of a newer table the user keeps (:func:`user_table`) for files the shipped one lacks.
 
     A user's table is refreshed without a new envcheck release (the same script writes it); it never changes a
     shipped row, and an unreadable one is ignored (the files it would have answered are read from the index)."""
-    from envcheck.config import env
-
-    try:
-        text = resources.files("envcheck.knowledge").joinpath("wheel_facts.json").read_text(encoding="utf-8")
-    except OSError:
-        text = ""
-    shipped = _rows(text)
-    extra = env("ENVCHECK_WHEEL_FACTS")
-    if not extra:
-        return shipped
+    shipped = shipped_table()
+    extra = user_table()
     try:
         with open(extra, "rb") as fh:
             data = fh.read(MAX_TABLE_BYTES + 1)
@@ -50,6 +43,26 @@ def facts_table() -> dict[str, Any]:
     if len(data) > MAX_TABLE_BYTES:
         return shipped
     return {**{sha: row for sha, row in _rows(data.decode("utf-8", "replace")).items() if _readable(row)}, **shipped}
+
+
+@cache
+def shipped_table() -> dict[str, Any]:
+    """The rows of the shipped table alone (``envcheck/knowledge/wheel_facts.json``)."""
+    try:
+        text = resources.files("envcheck.knowledge").joinpath("wheel_facts.json").read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    return _rows(text)
+
+
+def user_table() -> Path:
+    """Where the user's newer facts table is: ``ENVCHECK_WHEEL_FACTS``, else ``wheel_facts.json`` in envcheck's cache
+    folder (written by ``envcheck cache update-facts``)."""
+    from envcheck.cache import cache_dir
+    from envcheck.config import env
+
+    named = env("ENVCHECK_WHEEL_FACTS")
+    return Path(named).expanduser() if named else cache_dir() / "wheel_facts.json"
 
 
 def _rows(text: str) -> dict[str, Any]:

@@ -63,12 +63,13 @@ class FileProblem(Exception):
 _RUN_STARTED: list[float] = []  # when this process first asked an index or started uv
 
 
-def run_left() -> float:
-    """Seconds left of the run's deadline for index reads and resolver runs (``ENVCHECK_RESOLVE_TIMEOUT``), counted
-    from the first request or resolver run of this process: many slow hosts or RUN lines never add up past it."""
+def run_left(total: float | None = None) -> float:
+    """Seconds left of the run's deadline for index reads and resolver runs (``ENVCHECK_RESOLVE_TIMEOUT``, or
+    ``total``), counted from the first request or resolver run of this process: many slow hosts or RUN lines never
+    add up past it."""
     if not _RUN_STARTED:
         _RUN_STARTED.append(time.monotonic())
-    return _env_float("ENVCHECK_RESOLVE_TIMEOUT", DEFAULT_RUN_DEADLINE) - (time.monotonic() - _RUN_STARTED[0])
+    return (total or _env_float("ENVCHECK_RESOLVE_TIMEOUT", DEFAULT_RUN_DEADLINE)) - (time.monotonic() - _RUN_STARTED[0])
 
 
 class _Watch:
@@ -221,6 +222,7 @@ class IndexClient:
     deadline: float = field(default_factory=lambda: _env_float("ENVCHECK_HTTP_TIMEOUT", DEFAULT_DEADLINE))
     traffic: Traffic = field(default_factory=Traffic)
     session: requests.Session | None = None
+    run_deadline: float | None = None  # seconds for all of this process's reads (None: ENVCHECK_RESOLVE_TIMEOUT or 300)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -307,7 +309,7 @@ class IndexClient:
         shown = redact(url)
         if host in self.slow_hosts:
             raise ServiceError(f"{shown}: not asked: {redact(host)} did not answer within {self.deadline:g} s earlier in this run")
-        left = run_left()
+        left = run_left(self.run_deadline)
         if left <= 0:
             raise ServiceError(f"{shown}: not asked: the run's {_env_float('ENVCHECK_RESOLVE_TIMEOUT', DEFAULT_RUN_DEADLINE):g} s "
                                "for index reads passed (ENVCHECK_RESOLVE_TIMEOUT)")

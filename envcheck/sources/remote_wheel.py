@@ -54,7 +54,7 @@ def _may_be_binary(info: zipfile.ZipInfo) -> bool:
 
 
 def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: str | None, metadata_sha256: str | None = None,
-                      max_expansion: float = DEFAULT_MAX_EXPANSION) -> FileFacts:
+                      max_expansion: float = DEFAULT_MAX_EXPANSION, max_member_bytes: int = MAX_MEMBER_BYTES) -> FileFacts:
     """Facts of a wheel on an index: metadata, then its binaries by range requests.
 
     The index's separate metadata file (PEP 658) is used only when its hash is known (``metadata_sha256``, from
@@ -112,7 +112,7 @@ def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: s
                 if span is not None:
                     remote.prefetch(*span)
                 wheelzip.check_member(info, remote.size)
-                binary, problems = _read_member(zf, remote, info, budget)
+                binary, problems = _read_member(zf, remote, info, budget, max_member_bytes)
             except (MalformedBinary, zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
                 facts.problems.append(f"{info.filename}: {getattr(exc, 'message', None) or exc}")
                 continue
@@ -194,7 +194,8 @@ def _requires_of(meta: bytes) -> tuple[str, ...]:
     return tuple(str(r) for r in parsed.get_all("Requires-Dist") or [])
 
 
-def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo, budget: _Budget) -> tuple[Binary | None, list[str]]:
+def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo, budget: _Budget,
+                 max_member_bytes: int) -> tuple[Binary | None, list[str]]:
     """One member read as a binary: stored ones in place by range reads, deflated ones inflated from the start."""
     from envcheck.inspect import wheelzip
     from envcheck.inspect.elf import ELF_MAGIC, FileSource
@@ -213,7 +214,7 @@ def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo,
         if refused:
             budget.refused = True
             return None, [refused]
-        if info.file_size > MAX_MEMBER_BYTES:
+        if info.file_size > max_member_bytes:
             return None, [f"{info.filename}: {info.file_size} bytes inflated, more than envcheck inflates from a remote wheel"]
         with tempfile.TemporaryFile(prefix="envcheck-member-") as spool:
             spool.write(head)
