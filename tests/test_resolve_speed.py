@@ -132,10 +132,12 @@ def test_a_user_table_that_is_not_a_table_is_ignored(tmp_path: Path, index: Pack
     table = tmp_path / "wheel_facts.json"
     dist = index.file("cuda12ext-1.0-py3-none-manylinux_2_28_aarch64.whl")
     assert dist is not None
+    clean = index.file("cleanext-1.0-py3-none-manylinux_2_28_aarch64.whl")
+    assert dist is not None and clean is not None
     table.write_text(json.dumps({"files": {dist.sha256: {"source": "x", "binaries": [{"path": "a", "machine": 7, "evil": True}]},
-                                           "../../etc": {"source": "x"}}}))
+                                           clean.sha256: {"source": "x", "tags": 5, "requires": "y"}, "../../etc": {"source": "x"}}}))
     lock = tmp_path / "pylock.toml"
-    lock.write_text(_pylock(index, dist.filename))
+    lock.write_text(_pylock(index, dist.filename, clean.filename))
     code, target = _run(tmp_path, index, lock, ENVCHECK_WHEEL_FACTS=str(table))
-    assert code == 0 and "facts table" not in _resolved(target)["cuda12ext"]["sources"]
+    assert code == 0 and not {"facts table"} & {s for r in _resolved(target).values() for s in r["sources"]}, target["findings"]
     assert "FAIL" in _status(target, "G1-binary-soname")

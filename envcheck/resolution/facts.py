@@ -31,8 +31,8 @@ def facts_table() -> dict[str, Any]:
     """Facts of the wheels Spark projects resolve to, by sha256 (``scripts/gen_wheel_facts.py``): the shipped table,
     plus the rows of a newer table the user keeps (:func:`user_table`) for files the shipped one lacks.
 
-    A user's table is refreshed without a new envcheck release (the same script writes it); it never changes a
-    shipped row, and an unreadable one is ignored (the files it would have answered are read from the index)."""
+    A user's table is refreshed without a new envcheck release (``envcheck cache update-facts`` writes it); it never
+    changes a shipped row, and an unreadable one is ignored (the files it would have answered are read from the index)."""
     shipped = shipped_table()
     extra = user_table()
     try:
@@ -76,7 +76,8 @@ def _rows(text: str) -> dict[str, Any]:
         return {}
     return {sha: row for sha, row in files.items()
             if SHA256_HEX.fullmatch(sha) and isinstance(row, dict) and isinstance(row.get("source"), str)
-            and isinstance(row.get("binaries", []), list)
+            and all(isinstance(row.get(key, []), list) for key in ("binaries", "tags", "notes"))
+            and isinstance(row.get("requires"), (list, type(None)))
             and all(isinstance(b, dict) for b in row.get("binaries", []))}
 
 
