@@ -28,6 +28,9 @@ ENVIRONMENT = {
     "ENVCHECK_HTTP_TIMEOUT": "overall deadline of a registry or package-index conversation (as --http-timeout)",
     "ENVCHECK_RESOLVE_TTL_HOURS": "how long a --resolve result is reused from the cache",
     "ENVCHECK_RESOLVE_TIMEOUT": "--resolve: seconds for all index reads and uv runs of one run together (default 300)",
+    "ENVCHECK_RESOLVE_JOBS": "--resolve: wheels read from the index at once (default 8; 1: one after another)",
+    "ENVCHECK_WHEEL_FACTS": "--resolve: the user's newer wheel facts table (default: wheel_facts.json in the cache folder, "
+                            "written by `envcheck cache update-facts`); the shipped rows win",
     "ENVCHECK_UV_MEMORY": "--resolve: the most resident memory uv may use (default 2GiB; 0: no limit)",
     "UV_HTTP_TIMEOUT": "uv's request timeout (--resolve passes ENVCHECK_HTTP_TIMEOUT, else 30 s, unless only this is set)",
     "UV_HTTP_RETRIES": "uv's retries (--resolve passes 1 unless this is set)",

@@ -399,4 +399,5 @@ def test_facts_table_script_and_the_shipped_table(tmp_path: Path, index: Package
     assert shipped["meta"]["updated"] and shipped["files"]
     for sha, item in shipped["files"].items():
         assert len(sha) == 64 and item["url"].endswith(item["filename"]) and item["source"].startswith(item["url"])
-        assert all(b["machine"] == "aarch64" for b in item["binaries"]), item["filename"]
+        assert all(b["machine"] == "aarch64" or b["member"].endswith(".cubin") for b in item["binaries"]), item["filename"]
+        assert item["updated"] and item["source"].endswith(item["updated"])

@@ -11,12 +11,17 @@ from envcheck.redaction import clean
 
 HELP = ("Show what envcheck's cache holds (binary scans, registry manifests and configs, image layer "
         "scans), or remove it. The folder is $ENVCHECK_CACHE_DIR, else $XDG_CACHE_HOME/envcheck or ~/.cache/envcheck; "
-        "only envcheck's own entries in it are touched.")
+        "only envcheck's own entries in it are touched. `update-facts [NAME[==VERSION] ...]` adds the newest "
+        "linux/aarch64 wheels of the packages Spark projects use (or those named) to your own wheel facts table, "
+        "which --resolve reads after the shipped one (it downloads those wheels: several GB by default).")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the cache command's arguments (it has its own --format: text or json)."""
-    parser.add_argument("action", nargs="?", choices=("info", "clean"), default="info")
+    parser.add_argument("action", nargs="?", choices=("info", "clean", "update-facts"), default="info")
+    parser.add_argument("names", nargs="*", metavar="NAME[==VERSION]", help="update-facts: the packages to read (default: the "
+                        "families Spark projects resolve to, newest releases)")
+    parser.add_argument("--index-url", default=None, help="update-facts: the index to read them from (default: PyPI)")
     parser.add_argument("--older-than", type=float, metavar="DAYS",
                         help="clean: remove only entries not used for DAYS days (default: everything)")
     parser.add_argument("-f", "--format", choices=("text", "json"), default="text")
@@ -26,6 +31,10 @@ def run(args: argparse.Namespace) -> str:
     """What the cache holds, or what cleaning it removed, as it goes to stdout."""
     if args.older_than is not None and (args.action != "clean" or args.older_than < 0):
         raise UsageError("--older-than DAYS goes with `envcheck cache clean` and is zero or more")
+    if (args.names or args.index_url) and args.action != "update-facts":
+        raise UsageError("package names and --index-url go with `envcheck cache update-facts`")
+    if args.action == "update-facts":
+        return _update_facts(args)
     root = cache.cache_dir()
     if args.action == "clean":
         removed, freed = cache.clean(args.older_than, root)
@@ -41,6 +50,26 @@ def run(args: argparse.Namespace) -> str:
     lines = [f"{clean(str(root))}: {total_files} files, {_size(total_bytes)}"]
     for kind, (files, size) in parts.items():
         lines.append(f"  {kind:32} {files:6} files  {_size(size):>10}")
+    return "\n".join(lines) + "\n"
+
+
+def _update_facts(args: argparse.Namespace) -> str:
+    from envcheck.profile import load_profile
+    from envcheck.resolution.facts import shipped_table, user_table
+    from envcheck.resolution.facts_update import FAMILIES, PYPI, update
+
+    path = user_table()
+    profile = load_profile("dgx-spark")
+    lines: list[str] = []
+
+    def say(line: str, problem: bool) -> None:
+        lines.append(clean(f"{line} (not added)" if problem else line))
+
+    added = update(path, args.names or FAMILIES, profile, profile.python_version, args.index_url or PYPI, say=say,
+                   known=shipped_table().keys())
+    lines.append(f"{clean(str(path))}: {added} rows added")
+    if args.format == "json":
+        return json.dumps({"table": str(path), "added": added}) + "\n"
     return "\n".join(lines) + "\n"
 
 

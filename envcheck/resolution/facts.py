@@ -3,26 +3,103 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
+from envcheck.errors import ServiceError
 from envcheck.resolution.cache import cached_facts, facts_key, store_facts
-from envcheck.resolution.context import Chosen, ResolveContext
+from envcheck.resolution.context import SHA256_HEX, Chosen, ResolveContext
+from envcheck.services.package_index import FileProblem
 from envcheck.sources.remote_wheel import FileFacts, read_remote_wheel
+
+PARALLEL_READS = 8  # wheels read at once (ENVCHECK_RESOLVE_JOBS): reads wait on the network; each holds one RemoteFile's blocks
+MAX_PARALLEL_READS = 32
+
+Outcome = FileFacts | FileProblem | ServiceError  # what reading one file gave: its facts, or why there are none
+
+
+MAX_TABLE_BYTES = 64 << 20  # a user's facts table bigger than this is not read
 
 
 @cache
 def facts_table() -> dict[str, Any]:
-    """The shipped facts of large common wheels, by sha256 (``scripts/gen_wheel_facts.py``)."""
+    """Facts of the wheels Spark projects resolve to, by sha256 (``scripts/gen_wheel_facts.py``): the shipped table,
+    plus the rows of a newer table the user keeps (:func:`user_table`) for files the shipped one lacks.
+
+    A user's table is refreshed without a new envcheck release (``envcheck cache update-facts`` writes it); it never
+    changes a shipped row, and an unreadable one is ignored (the files it would have answered are read from the index)."""
+    shipped = shipped_table()
+    extra = user_table()
+    try:
+        with open(extra, "rb") as fh:
+            data = fh.read(MAX_TABLE_BYTES + 1)
+    except OSError:
+        return shipped
+    if len(data) > MAX_TABLE_BYTES:
+        return shipped
+    return {**{sha: row for sha, row in _rows(data.decode("utf-8", "replace")).items() if _readable(row)}, **shipped}
+
+
+@cache
+def shipped_table() -> dict[str, Any]:
+    """The rows of the shipped table alone (``envcheck/knowledge/wheel_facts.json``)."""
     try:
         text = resources.files("envcheck.knowledge").joinpath("wheel_facts.json").read_text(encoding="utf-8")
-        data = json.loads(text)
-    except (OSError, ValueError):
+    except OSError:
+        text = ""
+    return _rows(text)
+
+
+def user_table() -> Path:
+    """Where the user's newer facts table is: ``ENVCHECK_WHEEL_FACTS``, else ``wheel_facts.json`` in envcheck's cache
+    folder (written by ``envcheck cache update-facts``)."""
+    from envcheck.cache import cache_dir
+    from envcheck.config import env
+
+    named = env("ENVCHECK_WHEEL_FACTS")
+    return Path(named).expanduser() if named else cache_dir() / "wheel_facts.json"
+
+
+def _rows(text: str) -> dict[str, Any]:
+    """The well-formed rows of a facts table (keyed by a sha256, with a source)."""
+    try:
+        data = json.loads(text) if text else {}
+    except (ValueError, RecursionError):
         return {}
     files = data.get("files") if isinstance(data, dict) else None
-    return files if isinstance(files, dict) else {}
+    if not isinstance(files, dict):
+        return {}
+    return {sha: row for sha, row in files.items()
+            if SHA256_HEX.fullmatch(sha) and isinstance(row, dict) and isinstance(row.get("source"), str)
+            and all(isinstance(row.get(key, []), list) for key in ("binaries", "tags", "notes"))
+            and isinstance(row.get("requires"), (list, type(None)))
+            and all(isinstance(b, dict) for b in row.get("binaries", []))}
+
+
+def _readable(row: dict[str, Any]) -> bool:
+    """Every binary of a user's row reads as the model's :class:`~envcheck.model.Binary` (a broken row is skipped)."""
+    from envcheck.errors import InputError
+    from envcheck.model import Binary, from_plain
+
+    try:
+        for data in row.get("binaries", []):
+            from_plain(Binary, {k: v for k, v in data.items() if k != "member"}, "binary")
+    except (InputError, TypeError, ValueError):
+        return False
+    return True
+
+
+def _from_row(row: dict[str, Any]) -> FileFacts:
+    requires = row.get("requires")
+    notes = row.get("notes")
+    return FileFacts(tuple(str(r) for r in requires) if isinstance(requires, list) else None,
+                     tuple(str(t) for t in row.get("tags") or ()), list(row.get("binaries") or []), [], ["facts table"], 0, True,
+                     notes=[str(n) for n in notes] if isinstance(notes, list) else [])
 
 
 _READ_THIS_RUN: dict[str, FileFacts] = {}  # a file read twice in one run (a Dockerfile's installs) is read once
@@ -42,9 +119,7 @@ def facts_of(chosen: Chosen, ctx: ResolveContext) -> FileFacts:
     if bound and bound in _READ_THIS_RUN:
         return _READ_THIS_RUN[bound]
     if sha and sha in facts_table():
-        row = facts_table()[sha]
-        return FileFacts(tuple(row["requires"]) if isinstance(row.get("requires"), list) else None, tuple(row.get("tags") or ()),
-                         list(row.get("binaries") or []), [], ["facts table"], 0, True)
+        return _from_row(facts_table()[sha])
     if settings.use_cache:
         for key in (sha, bound):
             hit = cached_facts(key) if key else None
@@ -62,3 +137,39 @@ def facts_of(chosen: Chosen, ctx: ResolveContext) -> FileFacts:
         # a second look in this run reads nothing more
         _READ_THIS_RUN[bound] = replace(facts, sources=[*facts.sources], bytes_read=0)
     return facts
+
+
+def facts_of_all(items: Sequence[Chosen], ctx: ResolveContext) -> list[Outcome | None]:
+    """:func:`facts_of` for every wheel of ``items``, read :data:`PARALLEL_READS` at a time (the largest first, so
+    the longest read starts first); one outcome per item, in order (None for what is not a wheel). A file listed
+    twice is read once."""
+    todo: dict[tuple[str | None, str | None, int | None], Chosen] = {}
+    for item in items:
+        if item.kind == "wheel" and not item.problem:
+            todo.setdefault((item.url, item.sha256, item.size), item)
+
+    def one(item: Chosen) -> Outcome:
+        try:
+            return facts_of(item, ctx)
+        except (FileProblem, ServiceError) as exc:
+            return exc
+
+    ordered = sorted(todo.items(), key=lambda kv: -(kv[1].size or 0))
+    jobs = _jobs()
+    if len(ordered) <= 1 or jobs == 1:
+        done = {key: one(item) for key, item in ordered}
+    else:
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="envcheck-read") as pool:
+            futures = {key: pool.submit(one, item) for key, item in ordered}
+            done = {key: future.result() for key, future in futures.items()}
+    return [done.get((i.url, i.sha256, i.size)) if i.kind == "wheel" and not i.problem else None for i in items]
+
+
+def _jobs() -> int:
+    from envcheck.config import env
+
+    try:
+        value = int(env("ENVCHECK_RESOLVE_JOBS") or PARALLEL_READS)
+    except ValueError:
+        return PARALLEL_READS
+    return min(MAX_PARALLEL_READS, max(1, value))

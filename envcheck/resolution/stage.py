@@ -27,7 +27,7 @@ from envcheck.profile import Profile
 from envcheck.resolution.cache import cached_resolution, resolution_key, store_resolution
 from envcheck.resolution.context import Chosen, ResolveContext, ResolveSettings
 from envcheck.resolution.dockerfile import dockerfile_installs, keep_shipped, resolve_lines, shipped_packages
-from envcheck.resolution.facts import facts_of
+from envcheck.resolution.facts import Outcome, facts_of, facts_of_all
 from envcheck.resolution.locks import lock_choices
 from envcheck.resolution.platform import uv_platform
 from envcheck.resolution.uv import (
@@ -98,16 +98,17 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
             chosen += found
     else:
         raise InputError(f"{path}: --resolve reads requirements, freeze, pyproject, uv.lock, pylock files and Dockerfiles, not {kind} inputs", str(path))
-    for item in chosen:
-        add_file(inventory, item, ctx)
+    for item, outcome in zip(chosen, facts_of_all(chosen, ctx), strict=True):
+        add_file(inventory, item, ctx, outcome)
     inventory.host = replace(inventory.host, resolve={"python_version": python, "platform": uv_platform(profile), "files": len(chosen),
                                  "requests": client.traffic.requests, "bytes_read": client.traffic.bytes,
                                  "seconds": round(time.monotonic() - started, 3)})
     return inventory
 
 
-def add_file(inventory: Inventory, item: Chosen, ctx: ResolveContext) -> None:
-    """One picked file in the inventory: its record, its package, and (a wheel) its facts and binaries."""
+def add_file(inventory: Inventory, item: Chosen, ctx: ResolveContext, outcome: Outcome | None = None) -> None:
+    """One picked file in the inventory: its record, its package, and (a wheel) its facts and binaries (``outcome``:
+    what reading it gave, when it was read already)."""
     url = redact(item.url) if item.url else None
     record = ResolvedFile(item.name, item.version, item.kind, item.filename, url, item.sha256, item.size,
                           (item.source,), 0, item.reason, item.location)
@@ -115,14 +116,19 @@ def add_file(inventory: Inventory, item: Chosen, ctx: ResolveContext) -> None:
     if item.problem:
         inventory.problems.append(ReadProblem(item.problem, item.location))
     elif item.kind == "wheel":
-        try:
-            facts = facts_of(item, ctx)
-        except FileProblem as exc:
-            inventory.problems.append(ReadProblem(exc.message, item.location))
+        if outcome is None:
+            try:
+                outcome = facts_of(item, ctx)
+            except (FileProblem, ServiceError) as exc:
+                outcome = exc
+        if isinstance(outcome, FileProblem):
+            inventory.problems.append(ReadProblem(outcome.message, item.location))
             facts = FileFacts(sources=["index"])
-        except ServiceError as exc:
-            inventory.problems.append(ReadProblem(exc.message, item.location, service=True))
+        elif isinstance(outcome, ServiceError):
+            inventory.problems.append(ReadProblem(outcome.message, item.location, service=True))
             facts = FileFacts()
+        else:
+            facts = outcome
         requires = facts.requires
         record = replace(record, sources=(item.source, *facts.sources), bytes_read=facts.bytes_read)
         for problem in facts.problems:

@@ -48,7 +48,7 @@ MAX_METADATA_BYTES = 4 << 20
 MAX_FALLBACK_BYTES = 64 << 20  # a server that ignores Range: read the whole file only up to this size
 BLOCK = 64 << 10
 MAX_READAHEAD = 8 << 20
-CACHE_BYTES = 64 << 20  # blocks a RemoteFile keeps in memory
+CACHE_BYTES = 24 << 20  # blocks a RemoteFile keeps in memory (several are read at once: resolution/facts.py)
 MAX_READ_BYTES = 256 << 20  # one read of a remote file (a zip central directory claiming more is refused)
 
 
@@ -63,12 +63,13 @@ class FileProblem(Exception):
 _RUN_STARTED: list[float] = []  # when this process first asked an index or started uv
 
 
-def run_left() -> float:
-    """Seconds left of the run's deadline for index reads and resolver runs (``ENVCHECK_RESOLVE_TIMEOUT``), counted
-    from the first request or resolver run of this process: many slow hosts or RUN lines never add up past it."""
+def run_left(total: float | None = None) -> float:
+    """Seconds left of the run's deadline for index reads and resolver runs (``ENVCHECK_RESOLVE_TIMEOUT``, or
+    ``total``), counted from the first request or resolver run of this process: many slow hosts or RUN lines never
+    add up past it."""
     if not _RUN_STARTED:
         _RUN_STARTED.append(time.monotonic())
-    return _env_float("ENVCHECK_RESOLVE_TIMEOUT", DEFAULT_RUN_DEADLINE) - (time.monotonic() - _RUN_STARTED[0])
+    return (total or _env_float("ENVCHECK_RESOLVE_TIMEOUT", DEFAULT_RUN_DEADLINE)) - (time.monotonic() - _RUN_STARTED[0])
 
 
 class _Watch:
@@ -221,11 +222,18 @@ class IndexClient:
     deadline: float = field(default_factory=lambda: _env_float("ENVCHECK_HTTP_TIMEOUT", DEFAULT_DEADLINE))
     traffic: Traffic = field(default_factory=Traffic)
     session: requests.Session | None = None
+    run_deadline: float | None = None  # seconds for all of this process's reads (None: ENVCHECK_RESOLVE_TIMEOUT or 300)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self.slow_hosts: set[str] = set()  # hosts that let a deadline pass: not asked again in this run
         self._credentials: dict[str, tuple[str, str]] = {}  # origin -> (user, password), from the index URLs given
+        # Threads share the client (files are read in parallel): each thread keeps its own session (kept-alive
+        # connections per host), and a host is asked by one thread at a time until it has answered once in time,
+        # so a host that never answers costs one deadline, not one per thread.
+        self._local = threading.local()
+        self._answered: set[str] = set()
+        self._first_asks: dict[str, threading.Lock] = {}
 
     def use_credentials_of(self, index_url: str) -> None:
         """Send the user name and password of ``index_url`` (``https://user:pw@host/...``) with every request to
@@ -250,15 +258,30 @@ class IndexClient:
         return self._credentials.get(host_of(url))
 
     def _session(self) -> requests.Session:
-        if self.session is None:
+        if self.session is not None:
+            return self.session
+        session: requests.Session | None = getattr(self._local, "session", None)
+        if session is None:
             import requests
 
-            self.session = requests.Session()
-            self.session.headers["User-Agent"] = USER_AGENT
+            session = requests.Session()
+            session.headers["User-Agent"] = USER_AGENT
             adapter = _watching_adapter()
-            self.session.mount("http://", adapter)
-            self.session.mount("https://", adapter)
-        return self.session
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            self._local.session = session
+        return session
+
+    @contextlib.contextmanager
+    def _first_ask(self, host: str) -> Iterator[None]:
+        """Until ``host`` has answered one request in time, only one thread asks it (the others wait for that answer)."""
+        if host in self._answered:
+            yield
+            return
+        with self._lock:
+            gate = self._first_asks.setdefault(host, threading.Lock())
+        with gate:
+            yield
 
     def _count(self, nbytes: int, requests_made: int = 0) -> None:
         with self._lock:
@@ -269,13 +292,24 @@ class IndexClient:
     def _get(self, url: str, headers: dict[str, str] | None = None) -> Iterator[requests.Response]:
         """A streamed GET under one deadline for connecting, the headers and the body; failures and timeouts are
         ServiceErrors naming the redacted URL. A host that let a deadline pass is not asked again in this run."""
+        host = host_of(url)
+        with self._first_ask(host):
+            try:
+                with self._request(url, host, headers) as resp:
+                    yield resp
+            except FileProblem:
+                self._answered.add(host)  # a wrong answer is still an answer in time
+                raise
+            self._answered.add(host)
+
+    @contextlib.contextmanager
+    def _request(self, url: str, host: str, headers: dict[str, str] | None) -> Iterator[requests.Response]:
         import requests
 
         shown = redact(url)
-        host = host_of(url)
         if host in self.slow_hosts:
             raise ServiceError(f"{shown}: not asked: {redact(host)} did not answer within {self.deadline:g} s earlier in this run")
-        left = run_left()
+        left = run_left(self.run_deadline)
         if left <= 0:
             raise ServiceError(f"{shown}: not asked: the run's {_env_float('ENVCHECK_RESOLVE_TIMEOUT', DEFAULT_RUN_DEADLINE):g} s "
                                "for index reads passed (ENVCHECK_RESOLVE_TIMEOUT)")
@@ -542,6 +576,21 @@ class RemoteFile(io.RawIOBase):
         self._blocks.move_to_end(index)
         while len(self._blocks) * BLOCK > CACHE_BYTES:
             self._blocks.popitem(last=False)
+
+    def prefetch(self, start: int, end: int) -> None:
+        """Bytes ``start`` to ``end`` (exclusive) into the block cache in one request, unless all are there: the
+        caller coalesces adjacent zip members into one span (at most :data:`MAX_READAHEAD` bytes)."""
+        end = min(self.size, end, start + MAX_READAHEAD)
+        if self._whole is not None or end <= start:
+            return
+        first, last = start // BLOCK, (end - 1) // BLOCK
+        if all(i in self._blocks for i in range(first, last + 1)):
+            return
+        lo, hi = first * BLOCK, min(self.size, (last + 1) * BLOCK) - 1
+        data, total, ranged = self.client.read_range(self.url, lo, hi)
+        if ranged and len(data) != hi - lo + 1:
+            raise FileProblem(f"{redact(self.url)}: asked for bytes {lo}-{hi}, got {len(data)} bytes")
+        self._take(lo, data, total, ranged)
 
     def downloaded_sha256(self) -> str | None:
         """The sha256 of the whole file when the server ignored Range and it was downloaded; None otherwise."""

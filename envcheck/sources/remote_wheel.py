@@ -10,6 +10,7 @@ resolution stage (:mod:`envcheck.resolution.facts`) asks the shipped facts table
 from __future__ import annotations
 
 import email.parser
+import itertools
 import shutil
 import tempfile
 import zipfile
@@ -53,7 +54,7 @@ def _may_be_binary(info: zipfile.ZipInfo) -> bool:
 
 
 def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: str | None, metadata_sha256: str | None = None,
-                      max_expansion: float = DEFAULT_MAX_EXPANSION) -> FileFacts:
+                      max_expansion: float = DEFAULT_MAX_EXPANSION, max_member_bytes: int = MAX_MEMBER_BYTES) -> FileFacts:
     """Facts of a wheel on an index: metadata, then its binaries by range requests.
 
     The index's separate metadata file (PEP 658) is used only when its hash is known (``metadata_sha256``, from
@@ -103,10 +104,15 @@ def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: s
             step = len(cubins) / MAX_CUBIN_MEMBERS
             cubins = [cubins[int(n * step)] for n in range(MAX_CUBIN_MEMBERS)]
         budget = _Budget(expansion_limit(remote.size, max_expansion), max_expansion)
-        for info in [*candidates[:MAX_BINARY_MEMBERS], *cubins]:
+        to_read = [*candidates[:MAX_BINARY_MEMBERS], *cubins]
+        spans = coalesced_spans(infos, to_read, zf.start_dir)
+        for info in to_read:
             try:
+                span = spans.get(info.header_offset)
+                if span is not None:
+                    remote.prefetch(*span)
                 wheelzip.check_member(info, remote.size)
-                binary, problems = _read_member(zf, remote, info, budget)
+                binary, problems = _read_member(zf, remote, info, budget, max_member_bytes)
             except (MalformedBinary, zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
                 facts.problems.append(f"{info.filename}: {getattr(exc, 'message', None) or exc}")
                 continue
@@ -128,6 +134,35 @@ def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: s
 
 
 MAX_METADATA_BYTES = 4 << 20
+COALESCE_MEMBER = 1 << 20  # members up to this many bytes (header and compressed data) are fetched with their neighbours
+COALESCE_GAP = 64 << 10  # unread bytes between two such members that still go into the same request
+
+
+def coalesced_spans(infos: list[zipfile.ZipInfo], to_read: list[zipfile.ZipInfo], directory: int) -> dict[int, tuple[int, int]]:
+    """Byte spans of small compressed members to read, adjacent ones joined: {header offset of a span's first member:
+    (start, end)}. Stored members are not in them: their headers are read in place, by small ranges.
+
+    A member's bytes run from its local header to the next member's (or the central directory). Small members next
+    to each other (binaries packed side by side in a wheel) are fetched in one range request of at most
+    :data:`~envcheck.services.package_index.MAX_READAHEAD` bytes instead of one or more requests each."""
+    from envcheck.services.package_index import MAX_READAHEAD
+
+    starts = sorted({i.header_offset for i in infos if 0 <= i.header_offset < directory} | {directory})
+    following = dict(itertools.pairwise(starts))
+    out: dict[int, tuple[int, int]] = {}
+    first: int | None = None
+    lo = hi = 0
+    for offset in sorted({i.header_offset for i in to_read if i.compress_type != zipfile.ZIP_STORED}):
+        end = following.get(offset)
+        if end is None or end - offset > COALESCE_MEMBER:
+            continue
+        if first is not None and offset - hi <= COALESCE_GAP and end - lo <= MAX_READAHEAD:
+            hi = end
+            out[first] = (lo, hi)
+            continue
+        first, lo, hi = offset, offset, end
+        out[first] = (lo, hi)
+    return {k: v for k, v in out.items() if v[1] - v[0] > 0}
 
 
 @dataclass
@@ -159,7 +194,8 @@ def _requires_of(meta: bytes) -> tuple[str, ...]:
     return tuple(str(r) for r in parsed.get_all("Requires-Dist") or [])
 
 
-def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo, budget: _Budget) -> tuple[Binary | None, list[str]]:
+def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo, budget: _Budget,
+                 max_member_bytes: int) -> tuple[Binary | None, list[str]]:
     """One member read as a binary: stored ones in place by range reads, deflated ones inflated from the start."""
     from envcheck.inspect import wheelzip
     from envcheck.inspect.elf import ELF_MAGIC, FileSource
@@ -178,7 +214,7 @@ def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo,
         if refused:
             budget.refused = True
             return None, [refused]
-        if info.file_size > MAX_MEMBER_BYTES:
+        if info.file_size > max_member_bytes:
             return None, [f"{info.filename}: {info.file_size} bytes inflated, more than envcheck inflates from a remote wheel"]
         with tempfile.TemporaryFile(prefix="envcheck-member-") as spool:
             spool.write(head)
