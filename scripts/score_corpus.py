@@ -202,6 +202,7 @@ class Finding:
     gotcha: str
     status: str
     message: str
+    lines: tuple[int, ...] = ()  # the other lines the finding names (one finding for several packages)
 
 
 def run_envcheck(files: Sequence[Path]) -> tuple[list[Finding], dict[str, str]]:
@@ -227,9 +228,10 @@ def run_envcheck(files: Sequence[Path]) -> tuple[list[Finding], dict[str, str]]:
         for f in target["findings"]:
             loc = f.get("location") or {}
             where = os.path.normpath(loc.get("path") or name)
+            named = (f.get("evidence") or {}).get("lines")
             findings.append(Finding(
                 where if where in known else name, loc.get("line"), f["rule"], f["gotcha"], f["status"],
-                f["message"],
+                f["message"], tuple(n for n in named if isinstance(n, int)) if isinstance(named, list) else (),
             ))
     return findings, kinds
 
@@ -247,7 +249,7 @@ def near(f: Finding, line: int | None, spans: Mapping[int, int]) -> bool:
         return True  # a file-wide may/must_not
     if f.line is None:
         return False
-    return abs(f.line - line) <= NEAR or spans.get(f.line, f.line) == spans.get(line, line)
+    return any(abs(at - line) <= NEAR or spans.get(at, at) == spans.get(line, line) for at in (f.line, *f.lines))
 
 
 def closest(
@@ -261,7 +263,7 @@ def closest(
         if e.line is None or f.line is None:
             distance = NEAR + 1  # file-wide entries come after any entry with a line
         else:
-            distance = 0 if spans.get(f.line, f.line) == spans.get(e.line, e.line) else abs(f.line - e.line)
+            distance = min(0 if spans.get(at, at) == spans.get(e.line, e.line) else abs(at - e.line) for at in (f.line, *f.lines))
         return distance, 3 if e in matched else rank[e.section]
 
     found = [e for e in entries if e.gotcha == gotcha and near(f, e.line, spans)]
