@@ -34,7 +34,7 @@ class Release:
     @property
     def where(self) -> str:
         """The row's source and date, for a finding's message."""
-        return f"{self.source.split(' ', 1)[0]} (recorded {self.checked})"
+        return f"{self.source.split(' ', 1)[0]}, recorded {self.checked}"
 
 
 @cache
@@ -52,6 +52,11 @@ def _version(text: str) -> Version:
         return Version(text)
     except InvalidVersion:
         return Version("0")
+
+
+def releases(package: str) -> list[Release]:
+    """Every recorded release of ``package``, oldest first."""
+    return list(_table().get(canonical(package), []))
 
 
 def known(package: str) -> bool:

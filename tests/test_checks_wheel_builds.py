@@ -1,0 +1,36 @@
+"""G1 from knowledge/wheels.toml, offline: what PyPI's linux/aarch64 wheels of vLLM and CTranslate2 carry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_envcheck
+
+
+def _ids(path: Path) -> dict[str, str]:
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(path))
+    assert proc.returncode == 0, proc.stderr
+    return {f["rule"]: f["status"] for t in json.loads(proc.stdout)["targets"] for f in t["findings"]}
+
+
+def test_a_vllm_range_is_judged_by_the_newest_release_it_allows(tmp_path: Path) -> None:
+    req = tmp_path / "requirements.txt"
+    req.write_text("vllm>=0.11,<0.12\n", encoding="utf-8")
+    assert _ids(req).get("G1-pypi-vllm-cuda12") == "FAIL"
+    req.write_text("vllm>=0.20\n", encoding="utf-8")
+    assert _ids(req).get("G1-pypi-vllm-cuda12") == "PASS"
+
+
+def test_vllm_from_another_index_is_not_pypis_build(tmp_path: Path) -> None:
+    req = tmp_path / "requirements.txt"
+    req.write_text("--extra-index-url https://wheels.vllm.ai/0.11.2/cu130\nvllm==0.11.2\n", encoding="utf-8")
+    assert "G1-pypi-vllm-cuda12" not in _ids(req)
+
+
+def test_a_cpu_only_aarch64_wheel_is_no_finding_outside_a_gpu_project(tmp_path: Path) -> None:
+    req = tmp_path / "requirements.txt"
+    req.write_text("ctranslate2==4.8.5\nsentencepiece\n", encoding="utf-8")
+    assert "G1-aarch64-wheel-without-cuda" not in _ids(req)
+    req.write_text("ctranslate2==4.8.5\nnvidia-cublas==13.1.1.3\n", encoding="utf-8")
+    assert _ids(req).get("G1-aarch64-wheel-without-cuda") == "WARN"
