@@ -34,3 +34,12 @@ def test_a_cpu_only_aarch64_wheel_is_no_finding_outside_a_gpu_project(tmp_path: 
     assert "G1-aarch64-wheel-without-cuda" not in _ids(req)
     req.write_text("ctranslate2==4.8.5\nnvidia-cublas==13.1.1.3\n", encoding="utf-8")
     assert _ids(req).get("G1-aarch64-wheel-without-cuda") == "WARN"
+
+
+def test_an_opt_in_extra_is_not_what_the_project_installs(tmp_path: Path) -> None:
+    project = tmp_path / "pyproject.toml"
+    project.write_text('[project]\nname = "p"\nversion = "1"\ndependencies = ["torch==2.14.1"]\n\n'
+                       '[project.optional-dependencies]\nvllm = ["vllm==0.14.0"]\n', encoding="utf-8")
+    assert "G1-pypi-vllm-cuda12" not in _ids(project)
+    project.write_text('[project]\nname = "p"\nversion = "1"\ndependencies = ["torch==2.14.1", "vllm==0.14.0"]\n', encoding="utf-8")
+    assert _ids(project).get("G1-pypi-vllm-cuda12") == "FAIL"

@@ -43,8 +43,8 @@ _GPU_NAMES = ("torch", "vllm", "sglang", "xformers", "flash-attn", "triton", "on
 
 def _from_pypi(pkg: Package, ctx: CheckContext) -> bool:
     """Whether pip takes ``pkg`` from PyPI: no URL, no other index that could serve it, not a bare installed entry."""
-    if pkg.url or pkg.role == "constraint" or not installs_on(pkg, ctx.profile):
-        return False
+    if pkg.url or pkg.role == "constraint" or pkg.scope is not None or not installs_on(pkg, ctx.profile):
+        return False  # an opt-in extra or group is not what the project installs
     if pkg.index is not None:
         return pkg.index.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
     if pkg.installed:
