@@ -43,3 +43,15 @@ def test_an_opt_in_extra_is_not_what_the_project_installs(tmp_path: Path) -> Non
     assert "G1-pypi-vllm-cuda12" not in _ids(project)
     project.write_text('[project]\nname = "p"\nversion = "1"\ndependencies = ["torch==2.14.1", "vllm==0.14.0"]\n', encoding="utf-8")
     assert _ids(project).get("G1-pypi-vllm-cuda12") == "FAIL"
+
+
+def test_an_unpinned_torch_is_judged_by_the_newest_recorded_release_with_its_date(tmp_path: Path) -> None:
+    from envcheck.knowledge import wheels
+
+    req = tmp_path / "requirements.txt"
+    req.write_text("torch\n", encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(req))
+    found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G1-torch-build"]
+    newest = wheels.release("torch")
+    assert newest is not None and found
+    assert f"torch {newest.version} on aarch64" in found[0]["message"] and newest.checked in found[0]["message"]
