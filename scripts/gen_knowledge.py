@@ -34,7 +34,7 @@ RAW = ROOT / "knowledge" / "raw" / "pypi.json"
 OUT = ROOT / "envcheck" / "knowledge" / "wheels.toml"
 API = "https://pypi.org/pypi/{name}/json"
 RECENT = 12  # releases per package kept in the raw record
-LONGER = {"vllm": 40, "torchvision": 20, "torchaudio": 20, "xformers": 24, "torch": 24}  # back to the CUDA 12 era
+LONGER = {"vllm": 40, "torchvision": 28, "torchaudio": 28, "xformers": 24, "torch": 30}  # back to the CUDA 12 era
 SCAN_MEMBERS, SCAN_BYTES, WHOLE_BYTES = 3, 2 << 20, 48 << 20  # the largest shared objects of a wheel, the start of each (its .dynstr)
 _NEEDED = re.compile(rb"lib(cudart|cublas|cublasLt|cudnn|nvrtc|cufft|curand|cusparse|cusolver|nccl|nvJitLink)\.so\.(\d+)")
 

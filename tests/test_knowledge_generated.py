@@ -83,3 +83,26 @@ def test_cuda_of_an_aarch64_wheel_is_claimed_only_where_the_record_shows_it(requ
     text = _generator().generate(copy.deepcopy(_mini(requires, x86)))
     line = next((x for x in text.splitlines() if x.startswith("aarch64_cuda")), None)
     assert (line.split('"')[1] if line else None) == expected
+
+
+def test_the_hand_kept_torch_pins_agree_with_what_the_releases_declare() -> None:
+    """pins.toml's torch rows for torchvision/xformers/vllm say what the recorded Requires-Dist of each release says."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    from envcheck import knowledge
+
+    checked = 0
+    for row in knowledge.load("pins")["pin"]:
+        if row["requires"] != "torch" or not wheels.known(row["package"]):
+            continue
+        when = SpecifierSet(row["when"], prereleases=True)
+        for rel in wheels.releases(row["package"]):
+            if rel.torch is None or Version(rel.version) not in when:
+                continue
+            checked += 1
+            if rel.torch.startswith("==") and "*" not in rel.torch:
+                assert Version(rel.torch[2:]) in SpecifierSet(row["spec"], prereleases=True), (row, rel)
+            else:
+                assert SpecifierSet(rel.torch) == SpecifierSet(row["spec"]), (row, rel)
+    assert checked >= 10
