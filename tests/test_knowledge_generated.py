@@ -106,3 +106,22 @@ def test_the_hand_kept_torch_pins_agree_with_what_the_releases_declare() -> None
             else:
                 assert SpecifierSet(rel.torch) == SpecifierSet(row["spec"]), (row, rel)
     assert checked >= 10
+
+
+def test_ngc_pytorch_rows_agree_with_the_quoted_release_notes() -> None:
+    """Each release note quoted in knowledge/raw/ngc_release_notes.json: ngc_tags.toml's row has its torch and CUDA."""
+    import re
+
+    from envcheck import knowledge
+
+    notes = json.loads((REPO / "knowledge" / "raw" / "ngc_release_notes.json").read_text(encoding="utf-8"))["releases"]
+    rows = {row["tag"]: row for row in knowledge.load("ngc_tags")["pytorch"]}
+    assert notes
+    for note in notes:
+        assert note["url"].startswith("https://docs.nvidia.com/") and note["read"]
+        cuda = re.search(r"based on CUDA (\d+\.\d+)", note["quotes"]["cuda"])
+        torch = re.search(r"is based on (\S+?)\s*\.?$", note["quotes"]["torch"])
+        assert cuda and torch, note
+        row = rows[note["tag"]]
+        assert row["cuda"] == cuda.group(1), (row, note)
+        assert row["torch"].startswith(torch.group(1)), (row, note)
