@@ -55,3 +55,21 @@ def test_an_unpinned_torch_is_judged_by_the_newest_recorded_release_with_its_dat
     newest = wheels.release("torch")
     assert newest is not None and found
     assert f"torch {newest.version} on aarch64" in found[0]["message"] and newest.checked in found[0]["message"]
+
+
+def test_a_lock_with_cu130_torch_and_pypis_vllm_names_the_cuda12_vllm(tmp_path: Path) -> None:
+    """uv.lock: torch from the cu130 index, vLLM from PyPI (issue 32: only --resolve used to see it, without a line)."""
+    lock = tmp_path / "uv.lock"
+    zeros, ones = "0" * 64, "1" * 64
+    lock.write_text(
+        'version = 1\nrequires-python = ">=3.12"\n\n[[package]]\nname = "p"\nversion = "1"\nsource = { virtual = "." }\n'
+        'dependencies = [{ name = "torch" }, { name = "vllm" }]\n\n'
+        '[[package]]\nname = "torch"\nversion = "2.9.0+cu130"\nsource = { registry = "https://download.pytorch.org/whl/cu130" }\n'
+        'wheels = [{ url = "https://download.pytorch.org/whl/cu130/torch-2.9.0%2Bcu130-cp312-cp312-manylinux_2_28_aarch64.whl", '
+        f'hash = "sha256:{zeros}" }}]\n\n'
+        '[[package]]\nname = "vllm"\nversion = "0.11.2"\nsource = { registry = "https://pypi.org/simple" }\n'
+        'wheels = [{ url = "https://files.pythonhosted.org/packages/x/vllm-0.11.2-cp38-abi3-manylinux2014_aarch64.whl", '
+        f'hash = "sha256:{ones}" }}]\n', encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(lock))
+    found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G1-pypi-vllm-cuda12"]
+    assert [f["status"] for f in found] == ["FAIL"] and found[0]["location"]["line"] == 17
