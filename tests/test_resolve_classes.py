@@ -24,6 +24,8 @@ def index() -> Iterator[PackageIndex]:
     idx.add("puresrc", build_sdist("puresrc", "1.0"))  # langdetect, openai-whisper: an sdist on every platform
     idx.add("x86src", build_sdist("x86src", "1.0"), build_wheel("x86src", "1.0", (), {"x86src/_c.so": BINARIES / "plain_exe"}, tag=X86))
     idx.add("xformers", build_sdist("xformers", "0.0.35"))
+    # a release with only an sdist of a project whose older release shipped an x86_64 wheel: compiled code
+    idx.add("oldwheels", build_wheel("oldwheels", "1.0", (), {"oldwheels/_c.so": BINARIES / "plain_exe"}, tag=X86), build_sdist("oldwheels", "2.0"))
     # debugpy: one py3-none-any wheel that bundles attach helpers for x86_64 next to its aarch64 ones
     idx.add("attachy", build_wheel("attachy", "1.0", (), {
         "attachy/attach/attach_linux_amd64.so": BINARIES / "libext_cuda13.so",
@@ -52,8 +54,8 @@ def _by(target: dict[str, Any], rule: str) -> dict[str, str]:
 
 
 def test_a_source_archive_is_an_alarm_only_where_it_compiles_for_a_machine(tmp_path: Path, index: PackageIndex) -> None:
-    target = _run(tmp_path, index, "requirements.txt", "puresrc==1.0\nx86src==1.0\nxformers==0.0.35\n", "--kind", "freeze")
-    assert _by(target, "ARCH-resolve-source-build") == {"puresrc": "INFO", "x86src": "WARN", "xformers": "FAIL"}, target["findings"]
+    target = _run(tmp_path, index, "requirements.txt", "puresrc==1.0\nx86src==1.0\nxformers==0.0.35\noldwheels==2.0\n", "--kind", "freeze")
+    assert _by(target, "ARCH-resolve-source-build") == {"puresrc": "INFO", "x86src": "WARN", "xformers": "FAIL", "oldwheels": "WARN"}, target["findings"]
 
 
 def test_a_pure_python_wheels_helpers_for_other_machines_are_no_arch_fault(tmp_path: Path, index: PackageIndex) -> None:

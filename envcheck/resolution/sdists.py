@@ -40,7 +40,10 @@ def _wheel_platforms(item: Chosen, ctx: ResolveContext) -> set[str] | None:
             except (FileProblem, ServiceError):
                 continue
             if files:
-                return {p for f in files if (w := parse_wheel_name(f.filename)) and _same(w.version, item.version) for p in w.platforms}
+                parsed = [w for f in files if (w := parse_wheel_name(f.filename))]
+                here = {p for w in parsed if _same(w.version, item.version) for p in w.platforms}
+                # a release without wheels of a project whose other releases ship machine wheels is compiled code
+                return here or {p for w in parsed for p in w.platforms if p != "any"}
     from envcheck.knowledge import wheels
 
     rel = wheels.release(item.name, item.version) if item.version else None
