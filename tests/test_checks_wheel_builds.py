@@ -73,3 +73,16 @@ def test_a_lock_with_cu130_torch_and_pypis_vllm_names_the_cuda12_vllm(tmp_path: 
     proc = run_envcheck("--format", "json", "--fail-on", "never", str(lock))
     found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G1-pypi-vllm-cuda12"]
     assert [f["status"] for f in found] == ["FAIL"] and found[0]["location"]["line"] == 17
+
+
+def test_pypis_cpu_only_aarch64_torchvision_next_to_a_cuda_torch_is_warn(tmp_path: Path) -> None:
+    req = tmp_path / "requirements.txt"
+    wheel = "https://download.pytorch.org/whl/cu130/torch-2.9.0%2Bcu130-cp312-cp312-manylinux_2_28_aarch64.whl"
+    req.write_text(f"torch @ {wheel}\ntorchvision==0.24.0\n", encoding="utf-8")
+    assert _ids(req).get("G1-aarch64-wheel-without-cuda") == "WARN"
+    # from the cu130 index as well: its own CUDA build; next to PyPI's CPU-only torch: that torch is the one finding
+    req.write_text("--extra-index-url https://download.pytorch.org/whl/cu130\ntorch==2.9.0+cu130\ntorchvision==0.24.0\n", encoding="utf-8")
+    assert "G1-aarch64-wheel-without-cuda" not in _ids(req)
+    req.write_text("torch==2.9.0\ntorchvision==0.24.0\n", encoding="utf-8")
+    found = _ids(req)
+    assert found.get("G1-cpu-build") == "FAIL" and "G1-aarch64-wheel-without-cuda" not in found

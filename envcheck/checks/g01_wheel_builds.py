@@ -30,8 +30,9 @@ PYPI_VLLM_CUDA12 = rule(
 CPU_ONLY_AARCH64 = rule(
     "G1-aarch64-wheel-without-cuda", "G1", "The package's linux/aarch64 wheel has no CUDA code", Status.WARN,
     """The index's linux/aarch64 wheel of this package carries no GPU code while its x86_64 wheel does
-    (CTranslate2 builds its aarch64 wheels without CUDA): in a GPU project on a Spark it installs cleanly and
-    then runs on the CPU, slower by an order of magnitude, without an error.""",
+    (CTranslate2 builds its aarch64 wheels without CUDA; PyPI's torchvision/torchaudio before torch 2.11 follow
+    PyPI's CPU-only aarch64 torch): in a GPU project on a Spark it installs cleanly and then runs on the CPU,
+    slower by an order of magnitude, or its GPU operators are missing, without an error at install time.""",
     "Build the package from source with CUDA for aarch64 (CTranslate2: -DWITH_CUDA=ON -DCUDA_ARCH_LIST=12.1), "
     "use a container that ships such a build, or accept CPU inference.",
     ("requirements", "pyproject", "lock", "dockerfile"),
@@ -46,12 +47,16 @@ def _from_pypi(pkg: Package, ctx: CheckContext) -> bool:
     if pkg.url or pkg.role == "constraint" or pkg.scope is not None or not installs_on(pkg, ctx.profile):
         return False  # an opt-in extra or group is not what the project installs
     if pkg.index is not None:
-        return pkg.index.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
+        return _is_pypi(pkg.index)
     if pkg.installed:
         return False  # a freeze line or site-packages: where it came from is not told
     # an index of torch builds (download.pytorch.org/whl/cu130) serves torch and its partners, not vLLM; any other might
     torch_family = pkg.name in _TORCH_FAMILY
     return all((build_of_index(i.url) is not None and not torch_family) or "pypi.org" in i.url for i in ctx.inventory.indexes)
+
+
+def _is_pypi(url: str) -> bool:
+    return url.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
 
 
 def _release(pkg: Package) -> wheels.Release | None:
@@ -80,6 +85,9 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.profile.machine != "aarch64":
         return
     pkgs = [p for p in ctx.inventory.packages if _from_pypi(p, ctx)]
+    # a CUDA torch that does not come from PyPI (a cu130 wheel URL or index, a +cu13x build)
+    cuda_torch = any(p.name == "torch" and ("+cu" in (p.version or "") or p.url or (p.index and not _is_pypi(p.index)))
+                     for p in ctx.inventory.packages)
     gpu = any(p.name in _GPU_NAMES or p.name.startswith(("nvidia-", "cupy-cuda")) for p in ctx.inventory.packages)
     for pkg in pkgs:
         rel = _release(pkg) if wheels.known(pkg.name) else None
@@ -94,6 +102,13 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
             elif rel.aarch64_cuda == "13":
                 yield PYPI_VLLM_CUDA12.passed(f"vllm {rel.version} from PyPI is a CUDA 13 build on linux/aarch64 ({rel.where})",
                                               pkg.location)
+        if pkg.name in ("torchvision", "torchaudio") and rel.aarch64_cuda == "none" and cuda_torch:
+            # PyPI's aarch64 build follows PyPI's CPU-only aarch64 torch of that release (torch's own build is judged by G1-cpu-build)
+            yield CPU_ONLY_AARCH64.finding(
+                f"{pkg.name} {rel.version} from PyPI is a CPU-only build on linux/aarch64 (it pins torch{rel.torch or ''}, whose "
+                f"aarch64 wheel on PyPI has no CUDA): next to this CUDA torch its GPU operators are missing ({rel.where})",
+                pkg.location, {"package": pkg.name, "version": rel.version, "source": rel.source})
+            continue
         newest = wheels.release(pkg.name)
         cpu_only = wheels.cpu_only_on_aarch64(pkg.name, rel.version) or (
             # the newest release was read; an older one with an aarch64 wheel is built the same way (inferred)
