@@ -32,6 +32,7 @@ def index() -> Iterator[PackageIndex]:
         "attachy/attach/attach_linux_aarch64.so": BINARIES / "aarch64_libtorch_global_deps.so"}, tag="py3-none-any"))
     idx.add("anyx86", build_wheel("anyx86", "1.0", (), {"anyx86/lib/libcore.so": BINARIES / "libext_cuda13.so"}, tag="py3-none-any"))
     idx.add("helper", build_wheel("helper", "1.0", tag="py3-none-any"))
+    idx.add("vllm", build_wheel("vllm", "0.11.2", tag="py3-none-any"))
     yield from serve(idx)
 
 
@@ -85,3 +86,14 @@ def test_a_git_source_in_a_lock_is_built_from_source_not_missing(tmp_path: Path,
     target = _run(tmp_path, index, "uv.lock", text)
     assert not [f for f in target["findings"] if f["rule"] == "ARCH-resolve-no-file" and f["status"] != "PASS"], target["findings"]
     assert _by(target, "ARCH-resolve-source-build") == {"gitdep": "INFO", "flash-attn": "FAIL"}
+
+
+def test_what_resolve_read_is_not_judged_again_from_the_table(tmp_path: Path, index: PackageIndex) -> None:
+    """With --resolve the picked vLLM file itself is read (G1-binary-soname): the offline table's finding stays out."""
+    target = _run(tmp_path, index, "requirements.txt", "vllm==0.11.2\n")
+    assert [r["name"] for r in target["inventory"]["resolved"]] == ["vllm"]
+    assert not [f for f in target["findings"] if f["rule"] == "G1-pypi-vllm-cuda12"]
+    plain = tmp_path / "plain.txt"
+    plain.write_text("vllm==0.11.2\n", encoding="utf-8")
+    proc = run_envcheck("-f", "json", "--fail-on", "never", "--kind", "requirements", str(plain))
+    assert "G1-pypi-vllm-cuda12" in proc.stdout

@@ -13,7 +13,7 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.knowledge import wheels
 from envcheck.knowledge.builds import build_of_index, installs_on
-from envcheck.model import Finding, Package, Status
+from envcheck.model import Finding, Package, Role, Status
 from envcheck.rules import CheckContext, check, rule
 
 PYPI_VLLM_CUDA12 = rule(
@@ -84,7 +84,9 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
     """G1 from knowledge/wheels.toml: PyPI's CUDA 12 vLLM on aarch64; aarch64 wheels without CUDA in a GPU project."""
     if ctx.profile.machine != "aarch64":
         return
-    pkgs = [p for p in ctx.inventory.packages if _from_pypi(p, ctx)]
+    # with --resolve the picked files themselves were read (G1-binary-soname): one finding per cause
+    resolved = {r.name for r in ctx.inventory.resolved}
+    pkgs = [p for p in ctx.inventory.packages if p.name not in resolved and p.role != Role.RESOLVED and _from_pypi(p, ctx)]
     # a CUDA torch that does not come from PyPI (a cu130 wheel URL or index, a +cu13x build)
     cuda_torch = any(p.name == "torch" and ("+cu" in (p.version or "") or p.url or (p.index and not _is_pypi(p.index)))
                      for p in ctx.inventory.packages)
