@@ -86,3 +86,10 @@ def test_pypis_cpu_only_aarch64_torchvision_next_to_a_cuda_torch_is_warn(tmp_pat
     req.write_text("torch==2.9.0\ntorchvision==0.24.0\n", encoding="utf-8")
     found = _ids(req)
     assert found.get("G1-cpu-build") == "FAIL" and "G1-aarch64-wheel-without-cuda" not in found
+
+
+def test_a_local_version_is_never_pypis_build(tmp_path: Path) -> None:
+    """A uv export names torchvision==0.25.0+cu130 without its index line: PyPI serves no local versions."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("torch==2.10.0+cu130\ntorchvision==0.25.0+cu130\ntorchaudio==2.10.0+cu130\n", encoding="utf-8")
+    assert "G1-aarch64-wheel-without-cuda" not in _ids(req)

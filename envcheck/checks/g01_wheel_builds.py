@@ -46,6 +46,8 @@ def _from_pypi(pkg: Package, ctx: CheckContext) -> bool:
     """Whether pip takes ``pkg`` from PyPI: no URL, no other index that could serve it, not a bare installed entry."""
     if pkg.url or pkg.role == "constraint" or pkg.scope is not None or not installs_on(pkg, ctx.profile):
         return False  # an opt-in extra or group is not what the project installs
+    if "+" in (pkg.version or ""):
+        return False  # a local version (+cu130) is never PyPI's: another index serves it
     if pkg.index is not None:
         return _is_pypi(pkg.index)
     if pkg.installed:
