@@ -93,3 +93,14 @@ def test_a_local_version_is_never_pypis_build(tmp_path: Path) -> None:
     req = tmp_path / "requirements.txt"
     req.write_text("torch==2.10.0+cu130\ntorchvision==0.25.0+cu130\ntorchaudio==2.10.0+cu130\n", encoding="utf-8")
     assert "G1-aarch64-wheel-without-cuda" not in _ids(req)
+
+
+def test_an_unpinned_vllm_next_to_a_pinned_torch_is_the_release_that_accepts_it(tmp_path: Path) -> None:
+    """torch==2.10.0+cu130 and a bare vllm: the resolver backtracks to vLLM 0.19.1 (torch==2.10.0), a CUDA 12 build."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("torch==2.10.0+cu130\nvllm\n", encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(req))
+    found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G1-pypi-vllm-cuda12"]
+    assert [f["status"] for f in found] == ["FAIL"] and "vllm 0.19.1" in found[0]["message"]
+    req.write_text("torch==2.14.0\nvllm\n", encoding="utf-8")
+    assert _ids(req).get("G1-pypi-vllm-cuda12") == "PASS"

@@ -61,16 +61,32 @@ def _is_pypi(url: str) -> bool:
     return url.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
 
 
-def _release(pkg: Package) -> wheels.Release | None:
-    """The release pip picks: the exact pin, or the newest recorded final release the specifier allows."""
+def _release(pkg: Package, torch: str | None) -> wheels.Release | None:
+    """The release pip picks: the exact pin, or the newest recorded final release the specifier allows (and, where
+    the input pins torch exactly, whose own torch requirement that torch meets: the resolver backtracks to it)."""
     if pkg.version:
         return wheels.release(pkg.name, pkg.version)
     try:
         allowed = SpecifierSet(pkg.specifier or "")
-    except InvalidSpecifier:
+        rels = [r for r in wheels.releases(pkg.name) if _final(r.version) and allowed.contains(r.version)
+                and (torch is None or r.torch is None or SpecifierSet(r.torch).contains(torch, prereleases=True))]
+    except (InvalidSpecifier, InvalidVersion):
         return None
-    rels = [r for r in wheels.releases(pkg.name) if _final(r.version) and allowed.contains(r.version)]
     return rels[-1] if rels else None
+
+
+def _pinned_torch(ctx: CheckContext) -> str | None:
+    """The one torch release the input pins exactly (its public version), if it pins one."""
+    found = {p.version.split("+", 1)[0] for p in ctx.inventory.packages
+             if p.name == "torch" and p.version and p.role != Role.CONSTRAINT and installs_on(p, ctx.profile)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _picked(pkg: Package, torch: str | None) -> str:
+    if pkg.version:
+        return ""
+    what = f"{pkg.specifier}: pip takes the newest release it allows" if pkg.specifier else "not pinned: pip takes the newest release"
+    return f" ({what}" + (f" that accepts torch {torch})" if torch else ")")
 
 
 def _final(text: str) -> bool:
@@ -92,15 +108,16 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
     # a CUDA torch that does not come from PyPI (a cu130 wheel URL or index, a +cu13x build)
     cuda_torch = any(p.name == "torch" and ("+cu" in (p.version or "") or p.url or (p.index and not _is_pypi(p.index)))
                      for p in ctx.inventory.packages)
+    torch = _pinned_torch(ctx)
     gpu = any(p.name in _GPU_NAMES or p.name.startswith(("nvidia-", "cupy-cuda")) for p in ctx.inventory.packages)
     for pkg in pkgs:
-        rel = _release(pkg) if wheels.known(pkg.name) else None
+        rel = _release(pkg, torch) if wheels.known(pkg.name) else None
         if rel is None:
             continue
         if pkg.name == "vllm":
             if rel.aarch64_cuda == "12":
                 yield PYPI_VLLM_CUDA12.finding(
-                    f"vllm {rel.version} from PyPI: its linux/aarch64 wheel is a CUDA 12 build (it pins torch{rel.torch or ''}), "
+                    f"vllm {rel.version}{_picked(pkg, torch)} from PyPI: its linux/aarch64 wheel is a CUDA 12 build (it pins torch{rel.torch or ''}), "
                     f"so its kernels need libcudart.so.12 on a CUDA 13 Spark ({rel.where})",
                     pkg.location, {"package": "vllm", "version": rel.version, "torch": rel.torch, "source": rel.source})
             elif rel.aarch64_cuda == "13":
