@@ -104,3 +104,16 @@ def test_an_unpinned_vllm_next_to_a_pinned_torch_is_the_release_that_accepts_it(
     assert [f["status"] for f in found] == ["FAIL"] and "vllm 0.19.1" in found[0]["message"]
     req.write_text("torch==2.14.0\nvllm\n", encoding="utf-8")
     assert _ids(req).get("G1-pypi-vllm-cuda12") == "PASS"
+
+
+def test_a_torch_installed_by_an_earlier_run_does_not_hold_pip_back(tmp_path: Path) -> None:
+    """In a Dockerfile only the same command is one resolution: a later `pip install vllm` takes the newest vLLM."""
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\n"
+                          "RUN pip install torch==2.10.0 --index-url https://download.pytorch.org/whl/cu130\n"
+                          "RUN pip install vllm\n", encoding="utf-8")
+    assert _ids(dockerfile).get("G1-pypi-vllm-cuda12") == "PASS"
+    dockerfile.write_text("FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\n"
+                          "RUN pip install torch==2.10.0+cu130 vllm --extra-index-url https://download.pytorch.org/whl/cu130\n",
+                          encoding="utf-8")
+    assert _ids(dockerfile).get("G1-pypi-vllm-cuda12") == "FAIL"

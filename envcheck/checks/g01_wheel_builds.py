@@ -13,7 +13,7 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.knowledge import wheels
 from envcheck.knowledge.builds import build_of_index, installs_on
-from envcheck.model import Finding, Package, Role, Status
+from envcheck.model import Finding, Location, Package, Role, Status
 from envcheck.rules import CheckContext, check, rule
 
 PYPI_VLLM_CUDA12 = rule(
@@ -75,11 +75,22 @@ def _release(pkg: Package, torch: str | None) -> wheels.Release | None:
     return rels[-1] if rels else None
 
 
-def _pinned_torch(ctx: CheckContext) -> str | None:
-    """The one torch release the input pins exactly (its public version), if it pins one."""
+def _pinned_torch(ctx: CheckContext, pkg: Package) -> str | None:
+    """The one torch release pinned exactly in the same resolution as ``pkg`` (its public version), if any.
+
+    A requirements file, pyproject or lock is one resolution; in a Dockerfile only the same command is: a torch
+    installed by an earlier RUN does not hold pip back (``pip install vllm`` replaces it)."""
+    here = pkg.location
     found = {p.version.split("+", 1)[0] for p in ctx.inventory.packages
-             if p.name == "torch" and p.version and p.role != Role.CONSTRAINT and installs_on(p, ctx.profile)}
+             if p.name == "torch" and p.version and p.role != Role.CONSTRAINT and installs_on(p, ctx.profile)
+             and _same_resolution(p.location, here)}
     return found.pop() if len(found) == 1 else None
+
+
+def _same_resolution(a: Location | None, b: Location | None) -> bool:
+    if a is None or b is None or (a.stage is None and b.stage is None):
+        return True
+    return a.stage == b.stage and a.path == b.path and a.line == b.line
 
 
 def _picked(pkg: Package, torch: str | None) -> str:
@@ -108,9 +119,9 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
     # a CUDA torch that does not come from PyPI (a cu130 wheel URL or index, a +cu13x build)
     cuda_torch = any(p.name == "torch" and ("+cu" in (p.version or "") or p.url or (p.index and not _is_pypi(p.index)))
                      for p in ctx.inventory.packages)
-    torch = _pinned_torch(ctx)
     gpu = any(p.name in _GPU_NAMES or p.name.startswith(("nvidia-", "cupy-cuda")) for p in ctx.inventory.packages)
     for pkg in pkgs:
+        torch = _pinned_torch(ctx, pkg)
         rel = _release(pkg, torch) if wheels.known(pkg.name) else None
         if rel is None:
             continue
