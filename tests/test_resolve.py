@@ -121,7 +121,7 @@ def test_sdist_only_is_a_source_build(tmp_path: Path, uv_cache: Path, index: Pac
     _, target, _ = _resolve(tmp_path, uv_cache, index.url, "xformers==0.0.35\nplainsrc==1.0\n", "--kind", "freeze")
     by_pkg = {f["evidence"]["package"]: f for f in _findings(target, "ARCH-resolve-source-build")}
     assert by_pkg["xformers"]["status"] == "FAIL" and "nvcc" in by_pkg["xformers"]["message"]
-    assert by_pkg["plainsrc"]["status"] == "WARN"
+    assert by_pkg["plainsrc"]["status"] == "INFO"  # no wheel on any platform: pure Python, no Spark problem
     assert _resolved(target)["xformers"]["kind"] == "sdist"
 
 

@@ -80,7 +80,8 @@ ELF_MACHINE = rule(
     "ARCH-elf-machine", "ARCH", "A binary is built for another CPU architecture", Status.FAIL,
     """The ELF header's e_machine of this file is not the target's CPU (aarch64 on a DGX Spark): an
     x86_64 extension or library cannot be loaded there ("wrong ELF class" / "cannot open shared object
-    file"), usually because a wheel, venv or image was built on an x86_64 machine and copied over.""",
+    file"), usually because a wheel, venv or image was built on an x86_64 machine and copied over. A pure-Python
+    wheel (platform 'any') that bundles helpers for several machines (debugpy) loads only its own machine's one.""",
     "Install the linux/aarch64 (manylinux_*_aarch64) build of the package, or build the image for linux/arm64.",
     ("elf", "folder", "wheel", "image", "container", "host"),
 )
@@ -93,9 +94,14 @@ def binary_machines(ctx: CheckContext) -> Iterator[Finding]:
     if not binaries:
         return
     want = ctx.profile.machine
+    # A pure-Python wheel (platform 'any') that bundles helpers for several machines (debugpy's attach helpers)
+    # loads the one for the machine it runs on: the others are no fault.
+    pure = {w.name for w in ctx.inventory.wheels if w.tags and all(t.endswith("-any") for t in w.tags)}
     wrong: dict[str, list[Binary]] = {}
     for b in binaries:
-        if b.machine != want:
+        helper = b.distribution in pure and (_helper_for_other_machines(b) or
+                                             any(x.machine == want for x in binaries if x.distribution == b.distribution))
+        if b.machine != want and not helper:
             wrong.setdefault(b.distribution or b.path, []).append(b)
     for owner, group in sorted(wrong.items()):
         machines = sorted({b.machine for b in group})
@@ -110,6 +116,12 @@ def binary_machines(ctx: CheckContext) -> Iterator[Finding]:
         )
     if not wrong:
         yield ELF_MACHINE.passed(f"{len(binaries)} binaries are built for {want}", None)
+
+
+def _helper_for_other_machines(b: Binary) -> bool:
+    """A bundled helper whose name says which machine it is for (attach_linux_amd64.so, inject_dll_x86.exe)."""
+    name = b.path.rsplit("/", 1)[-1].lower()
+    return any(word in name for word in ("amd64", "x86_64", "x86", "i386", "i686", "win32", "arm64", "aarch64"))
 
 
 # --- Dockerfile base images (issue 4: Dockerfiles) ------------------------------------------------------
@@ -229,7 +241,9 @@ RESOLVE_SOURCE_BUILD = rule(
     """Only a source archive (sdist) fits linux/aarch64 for the version the resolver picked, so pip builds it on
     the Spark. For packages with CUDA extensions (xformers, flash-attn, apex ...) that is an nvcc build of hours
     that needs a matching torch and CUDA toolkit, and it often fails; the finding is FAIL for them and WARN for
-    other packages (a build toolchain is needed, and the build may still fail).""",
+    other packages with compiled code (wheels for other machines, none for this one: a build toolchain is needed,
+    and the build may still fail). A project that publishes no wheel on any platform (pure Python: langdetect,
+    openai-whisper) or a git/path source builds the same anywhere: INFO.""",
     "Pin a version that publishes a manylinux aarch64 wheel, take the package from an NGC container, or build the wheel "
     "once for linux/aarch64 and install that file.",
     ("requirements", "pyproject", "lock", "freeze", "dockerfile"),
@@ -262,6 +276,11 @@ def resolved_files(ctx: CheckContext) -> Iterator[Finding]:
                 yield RESOLVE_SOURCE_BUILD.finding(
                     f"{r.name} {r.version}: only the source archive {r.filename} fits {_target_words(ctx)}, so pip builds it "
                     f"on the Spark, and it {row['reason']}", r.location, {**evidence, "cuda_extension": row["source"]})
+            elif r.reason.startswith(("no wheel on any platform", "built from a source tree")):
+                bad -= 1  # pure Python or a source tree: building it needs no machine-specific toolchain
+                yield RESOLVE_SOURCE_BUILD.info(
+                    f"{r.name} {r.version or ''}: installed from source ({r.reason}); that builds the same on {_target_words(ctx)}",
+                    r.location, **evidence)
             else:
                 yield RESOLVE_SOURCE_BUILD.finding(
                     f"{r.name} {r.version}: only the source archive {r.filename} fits {_target_words(ctx)}: pip builds it on the Spark",

@@ -165,7 +165,11 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
         served = f"PyPI serves {build.detail.removeprefix('PyPI ')} as {kind} build (knowledge/torch_builds.toml)"
         if not pkg.version:
             # not pinned: pip takes the newest release the specifier allows, as far as envcheck knows them
-            return build, f"not pinned, so pip takes the newest release allowed, and {served}"
+            from envcheck.knowledge import wheels
+
+            newest = wheels.release("torch")
+            dated = f"; releases as recorded on {newest.checked}" if newest else ""
+            return build, f"not pinned, so pip takes the newest release allowed, and {served}{dated}"
         return build, served
     return None, "nothing in the input says which CUDA build of torch is installed"
 

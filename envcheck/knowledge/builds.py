@@ -122,7 +122,7 @@ def pypi_torch_build(specifier: str, version: str | None, machine: str) -> tuple
             chosen = Version(version.split("+", 1)[0])
         else:
             spec = SpecifierSet(specifier or "")
-            allowed = [Version(v) for v in data["pypi_releases"]["versions"] if Version(v) in spec]
+            allowed = [Version(v) for v in pypi_torch_releases() if Version(v) in spec]
             if not allowed:
                 return None
             chosen = max(allowed)
@@ -132,6 +132,18 @@ def pypi_torch_build(specifier: str, version: str | None, machine: str) -> tuple
         if chosen in SpecifierSet(row["versions"]) and (found := _pypi_row(row, str(chosen), machine)) is not None:
             return found
     return None
+
+
+def pypi_torch_releases() -> list[str]:
+    """Torch releases on PyPI as far as envcheck knows them: torch_builds.toml's list and the generated
+    wheels.toml (final releases), so the newest one is as fresh as the last ``scripts/gen_knowledge.py --fetch``."""
+    from packaging.version import Version
+
+    from envcheck.knowledge import wheels
+
+    listed = {str(v) for v in knowledge.load("torch_builds")["pypi_releases"]["versions"]}
+    listed |= {r.version for r in wheels.releases("torch") if not Version(r.version).is_prerelease}
+    return sorted(listed, key=Version)
 
 
 def _pypi_row(row: dict[str, Any], chosen: str, machine: str) -> tuple[CudaBuild, str] | None:

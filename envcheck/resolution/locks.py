@@ -13,6 +13,7 @@ from envcheck.model import Location
 from envcheck.profile import Profile
 from envcheck.resolution.context import SHA256_HEX, Chosen
 from envcheck.resolution.platform import best_wheel
+from envcheck.services.package_index import redact
 
 
 def checked_sha256(value: Any) -> tuple[str | None, str]:
@@ -44,11 +45,27 @@ def lock_choices(path: Path, profile: Profile, python: str) -> list[Chosen]:
         version = str(entry["version"]) if entry.get("version") is not None else None
         m = re.search(rf'^name = "{re.escape(entry["name"])}"', text, re.M)
         loc = Location(str(path), line=text.count("\n", 0, m.start()) + 1 if m else None)
-        item = _choose(name, version, _files(entry.get("wheels")), _file(entry.get("sdist")), profile, python, loc, "lock file")
+        built = _source_tree(entry, source)
+        item = (Chosen(name, version, "sdist", built, reason=f"{SOURCE_TREE}: {built}", location=loc, source="lock file")
+                if built and not entry.get("wheels") and not entry.get("sdist") else
+                _choose(name, version, _files(entry.get("wheels")), _file(entry.get("sdist")), profile, python, loc, "lock file"))
         if item.problem:
             item = replace(item, problem=f"{path}: {item.name}: {item.problem}", location=_hash_line(path, text, m.start() if m else 0, loc))
         out.append(item)
     return out
+
+
+SOURCE_TREE = "built from a source tree, not a file for one platform"
+
+
+def _source_tree(entry: dict[str, Any], source: Any) -> str | None:
+    """The git repository, URL or path a lock entry is built from (uv.lock ``source = { git = ... }``, pylock
+    ``vcs``/``archive``/``directory``): a platform-independent source, never "no file for linux/aarch64"."""
+    for table, key in ((source, "git"), (source, "url"), (source, "path"), (entry.get("vcs"), "url"),
+                       (entry.get("archive"), "url"), (entry.get("directory"), "path")):
+        if isinstance(table, dict) and isinstance(table.get(key), str) and table[key]:
+            return redact(str(table[key]).split("#", 1)[0])[:300]
+    return None
 
 
 def _hash_line(path: Path, text: str, start: int, fallback: Location) -> Location:

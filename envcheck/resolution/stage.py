@@ -110,6 +110,10 @@ def add_file(inventory: Inventory, item: Chosen, ctx: ResolveContext, outcome: O
     """One picked file in the inventory: its record, its package, and (a wheel) its facts and binaries (``outcome``:
     what reading it gave, when it was read already)."""
     url = redact(item.url) if item.url else None
+    if item.kind == "sdist" and not item.problem:
+        from envcheck.resolution.sdists import sdist_reason
+
+        item = replace(item, reason=sdist_reason(item, ctx))
     record = ResolvedFile(item.name, item.version, item.kind, item.filename, url, item.sha256, item.size,
                           (item.source,), 0, item.reason, item.location)
     requires: tuple[str, ...] | None = None

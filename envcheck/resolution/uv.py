@@ -82,6 +82,9 @@ def uv_compile(path: Path, ctx: ResolveContext, no_deps: bool, cwd: Path | None 
         out = Path(tmp) / "pylock.resolve.toml"
         cmd = [uv, "pip", "compile", str(path.resolve()), "--python-platform", uv_platform(profile), "--python-version", python,
                "--format", "pylock.toml", "-o", str(out), "--no-header", "--color", "never", "--no-python-downloads",
+               # resolving for the target needs no interpreter of the project's kind here: a project's
+               # python-preference = "only-managed" would end in "No interpreter found" on this machine
+               "--python-preference", "system",
                *pip_config_args(settings)]
         if no_deps:
             cmd.append("--no-deps")
@@ -117,6 +120,9 @@ def _no_matching_wheel(words: str, path: Path) -> list[Chosen]:
     out = []
     for m in re.finditer(r"Because ([A-Za-z0-9._-]+)(?:==(\S+?))? was not found in the package registry", words):
         out.append(Chosen(canonical(m.group(1)), m.group(2), "none", reason="not found on the configured indexes",
+                          location=line_of(path, text, m.group(1))))
+    for m in re.finditer(r"Because there is no version of ([A-Za-z0-9._-]+)==(\S+?) and", words):
+        out.append(Chosen(canonical(m.group(1)), m.group(2), "none", reason="the index serves no such version at all: the install always fails",
                           location=line_of(path, text, m.group(1))))
     for m in re.finditer(r"Because (?:only )?([A-Za-z0-9._-]+)==(\S+?) has no wheels with a matching platform tag", words):
         hint = re.search(rf"Wheels are available for `{re.escape(m.group(1))}` \(v[^)]*\) on the following platforms?: ([^.]*)", words)

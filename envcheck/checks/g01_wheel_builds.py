@@ -1,0 +1,153 @@
+"""G1 from what the index serves: wheels whose linux/aarch64 build has the wrong CUDA, or none at all.
+
+The facts come from ``knowledge/wheels.toml`` (generated from the index's own answers by
+``scripts/gen_knowledge.py``), so these checks work offline; ``--resolve`` reads the chosen files themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from envcheck.knowledge import wheels
+from envcheck.knowledge.builds import build_of_index, installs_on
+from envcheck.model import Finding, Location, Package, Role, Status
+from envcheck.rules import CheckContext, check, rule
+
+PYPI_VLLM_CUDA12 = rule(
+    "G1-pypi-vllm-cuda12", "G1", "vLLM from PyPI is a CUDA 12 build on linux/aarch64", Status.FAIL,
+    """vLLM's PyPI wheels are built against the default CUDA build of the torch release they pin. For the
+    releases that pin a torch whose PyPI build is CUDA 12 (knowledge/wheels.toml: vLLM up to the torch 2.10
+    era), the linux/aarch64 wheel's kernels link libcudart.so.12: next to the Spark's CUDA 13 torch (a cu130
+    torch, an NGC image) they fail to load with an undefined symbol or a missing library, and pip would
+    otherwise replace that torch with the one vLLM pins.""",
+    "Use a vLLM release whose PyPI wheels are CUDA 13 builds (see knowledge/wheels.toml), vLLM's cu130 wheels "
+    "(https://wheels.vllm.ai), or the NGC vLLM container (nvcr.io/nvidia/vllm).",
+    ("requirements", "pyproject", "lock", "dockerfile"),
+)
+CPU_ONLY_AARCH64 = rule(
+    "G1-aarch64-wheel-without-cuda", "G1", "The package's linux/aarch64 wheel has no CUDA code", Status.WARN,
+    """The index's linux/aarch64 wheel of this package carries no GPU code while its x86_64 wheel does
+    (CTranslate2 builds its aarch64 wheels without CUDA; PyPI's torchvision/torchaudio before torch 2.11 follow
+    PyPI's CPU-only aarch64 torch): in a GPU project on a Spark it installs cleanly and then runs on the CPU,
+    slower by an order of magnitude, or its GPU operators are missing, without an error at install time.""",
+    "Build the package from source with CUDA for aarch64 (CTranslate2: -DWITH_CUDA=ON -DCUDA_ARCH_LIST=12.1), "
+    "use a container that ships such a build, or accept CPU inference.",
+    ("requirements", "pyproject", "lock", "dockerfile"),
+)
+
+_TORCH_FAMILY = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton")
+_GPU_NAMES = ("torch", "vllm", "sglang", "xformers", "flash-attn", "triton", "onnxruntime-gpu", "tensorrt", "bitsandbytes")
+
+
+def _from_pypi(pkg: Package, ctx: CheckContext) -> bool:
+    """Whether pip takes ``pkg`` from PyPI: no URL, no other index that could serve it, not a bare installed entry."""
+    if pkg.url or pkg.role == "constraint" or pkg.scope is not None or not installs_on(pkg, ctx.profile):
+        return False  # an opt-in extra or group is not what the project installs
+    if "+" in (pkg.version or ""):
+        return False  # a local version (+cu130) is never PyPI's: another index serves it
+    if pkg.index is not None:
+        return _is_pypi(pkg.index)
+    if pkg.installed:
+        return False  # a freeze line or site-packages: where it came from is not told
+    # an index of torch builds (download.pytorch.org/whl/cu130) serves torch and its partners, not vLLM; any other might
+    torch_family = pkg.name in _TORCH_FAMILY
+    return all((build_of_index(i.url) is not None and not torch_family) or "pypi.org" in i.url for i in ctx.inventory.indexes)
+
+
+def _is_pypi(url: str) -> bool:
+    return url.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
+
+
+def _release(pkg: Package, torch: str | None) -> wheels.Release | None:
+    """The release pip picks: the exact pin, or the newest recorded final release the specifier allows (and, where
+    the input pins torch exactly, whose own torch requirement that torch meets: the resolver backtracks to it)."""
+    if pkg.version:
+        return wheels.release(pkg.name, pkg.version)
+    try:
+        allowed = SpecifierSet(pkg.specifier or "")
+        rels = [r for r in wheels.releases(pkg.name) if _final(r.version) and allowed.contains(r.version)
+                and (torch is None or r.torch is None or SpecifierSet(r.torch).contains(torch, prereleases=True))]
+    except (InvalidSpecifier, InvalidVersion):
+        return None
+    return rels[-1] if rels else None
+
+
+def _pinned_torch(ctx: CheckContext, pkg: Package) -> str | None:
+    """The one torch release pinned exactly in the same resolution as ``pkg`` (its public version), if any.
+
+    A requirements file, pyproject or lock is one resolution; in a Dockerfile only the same command is: a torch
+    installed by an earlier RUN does not hold pip back (``pip install vllm`` replaces it)."""
+    here = pkg.location
+    found = {p.version.split("+", 1)[0] for p in ctx.inventory.packages
+             if p.name == "torch" and p.version and p.role != Role.CONSTRAINT and installs_on(p, ctx.profile)
+             and _same_resolution(p.location, here)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _same_resolution(a: Location | None, b: Location | None) -> bool:
+    if a is None or b is None or (a.stage is None and b.stage is None):
+        return True
+    return a.stage == b.stage and a.path == b.path and a.line == b.line
+
+
+def _picked(pkg: Package, torch: str | None) -> str:
+    if pkg.version:
+        return ""
+    what = f"{pkg.specifier}: pip takes the newest release it allows" if pkg.specifier else "not pinned: pip takes the newest release"
+    return f" ({what}" + (f" that accepts torch {torch})" if torch else ")")
+
+
+def _final(text: str) -> bool:
+    try:
+        v = Version(text)
+    except InvalidVersion:
+        return False
+    return not (v.is_prerelease or v.is_devrelease)
+
+
+@check(PYPI_VLLM_CUDA12, CPU_ONLY_AARCH64)
+def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
+    """G1 from knowledge/wheels.toml: PyPI's CUDA 12 vLLM on aarch64; aarch64 wheels without CUDA in a GPU project."""
+    if ctx.profile.machine != "aarch64":
+        return
+    # with --resolve the picked files themselves were read (G1-binary-soname): one finding per cause
+    resolved = {r.name for r in ctx.inventory.resolved}
+    pkgs = [p for p in ctx.inventory.packages if p.name not in resolved and p.role != Role.RESOLVED and _from_pypi(p, ctx)]
+    # a CUDA torch that does not come from PyPI (a cu130 wheel URL or index, a +cu13x build)
+    cuda_torch = any(p.name == "torch" and ("+cu" in (p.version or "") or p.url or (p.index and not _is_pypi(p.index)))
+                     for p in ctx.inventory.packages)
+    gpu = any(p.name in _GPU_NAMES or p.name.startswith(("nvidia-", "cupy-cuda")) for p in ctx.inventory.packages)
+    for pkg in pkgs:
+        torch = _pinned_torch(ctx, pkg)
+        rel = _release(pkg, torch) if wheels.known(pkg.name) else None
+        if rel is None:
+            continue
+        if pkg.name == "vllm":
+            if rel.aarch64_cuda == "12":
+                yield PYPI_VLLM_CUDA12.finding(
+                    f"vllm {rel.version}{_picked(pkg, torch)} from PyPI: its linux/aarch64 wheel is a CUDA 12 build (it pins torch{rel.torch or ''}), "
+                    f"so its kernels need libcudart.so.12 on a CUDA 13 Spark ({rel.where})",
+                    pkg.location, {"package": "vllm", "version": rel.version, "torch": rel.torch, "source": rel.source})
+            elif rel.aarch64_cuda == "13":
+                yield PYPI_VLLM_CUDA12.passed(f"vllm {rel.version} from PyPI is a CUDA 13 build on linux/aarch64 ({rel.where})",
+                                              pkg.location)
+        if pkg.name in ("torchvision", "torchaudio") and rel.aarch64_cuda == "none" and cuda_torch:
+            # PyPI's aarch64 build follows PyPI's CPU-only aarch64 torch of that release (torch's own build is judged by G1-cpu-build)
+            yield CPU_ONLY_AARCH64.finding(
+                f"{pkg.name} {rel.version} from PyPI is a CPU-only build on linux/aarch64 (it pins torch{rel.torch or ''}, whose "
+                f"aarch64 wheel on PyPI has no CUDA): next to this CUDA torch its GPU operators are missing ({rel.where})",
+                pkg.location, {"package": pkg.name, "version": rel.version, "source": rel.source})
+            continue
+        newest = wheels.release(pkg.name)
+        cpu_only = wheels.cpu_only_on_aarch64(pkg.name, rel.version) or (
+            # the newest release was read; an older one with an aarch64 wheel is built the same way (inferred)
+            wheels.cpu_only_on_aarch64(pkg.name) if rel.aarch64 == "wheel" and rel.aarch64_cuda is None else None)
+        if cpu_only and gpu and pkg.name != "torch":  # torch's own build is G1-cpu-build's
+            seen = "" if cpu_only.version == rel.version else f", as read for its newest release {newest.version if newest else ''}"
+            yield CPU_ONLY_AARCH64.finding(
+                f"{pkg.name} {rel.version}: the linux/aarch64 wheel on PyPI has no CUDA code while the x86_64 one has"
+                f"{seen}; in this GPU project it runs on the CPU ({cpu_only.where})",
+                pkg.location, {"package": pkg.name, "version": rel.version, "source": cpu_only.source})

@@ -1,0 +1,63 @@
+"""Why only a source archive fits the target: a pure-Python project (no wheel on any platform) or compiled code
+with no wheel for this machine. Read from the index's project page when the run may ask it, else from
+``knowledge/wheels.toml``; unknown stays unknown."""
+
+from __future__ import annotations
+
+from packaging.version import InvalidVersion, Version
+
+from envcheck.errors import ServiceError
+from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.resolution.context import Chosen, ResolveContext
+from envcheck.services.package_index import FileProblem
+
+NO_WHEEL_ANYWHERE = "no wheel on any platform (a pure-Python or platform-independent source)"
+_PYPI = "https://pypi.org/simple"
+
+
+def sdist_reason(item: Chosen, ctx: ResolveContext) -> str:
+    """``item.reason`` refined for an sdist pick: :data:`NO_WHEEL_ANYWHERE`, ``wheels only for ...`` or as it was."""
+    if item.reason.startswith(("wheels only for", "built from a source tree")):
+        return item.reason
+    platforms = _wheel_platforms(item, ctx)
+    if platforms is None:
+        return item.reason
+    if not platforms:
+        return NO_WHEEL_ANYWHERE
+    return f"wheels only for {', '.join(sorted(platforms)[:6])}"
+
+
+def _wheel_platforms(item: Chosen, ctx: ResolveContext) -> set[str] | None:
+    """Platform tags of the wheels of ``item``'s release: from the index (one page), else the shipped table."""
+    if not ctx.settings.offline:
+        from envcheck.resolution.uv import settings_index_urls
+
+        for index in settings_index_urls(ctx.settings) or [_PYPI]:
+            if "://" not in index or index.startswith("file:"):
+                continue
+            try:
+                files = ctx.client.project_files(index, item.name)
+            except (FileProblem, ServiceError):
+                continue
+            if files:
+                parsed = [w for f in files if (w := parse_wheel_name(f.filename))]
+                here = {p for w in parsed if _same(w.version, item.version) for p in w.platforms}
+                # a release without wheels of a project whose other releases ship machine wheels is compiled code
+                return here or {p for w in parsed for p in w.platforms if p != "any"}
+    from envcheck.knowledge import wheels
+
+    rel = wheels.release(item.name, item.version) if item.version else None
+    if rel is None:
+        return None
+    if rel.aarch64 == "sdist":
+        return {"x86_64"} if rel.x86_64 else set()
+    return None
+
+
+def _same(a: str, b: str | None) -> bool:
+    if b is None:
+        return True
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b

@@ -1,0 +1,411 @@
+#!/usr/bin/env python3
+"""Rebuild envcheck/knowledge/wheels.toml from the raw index answers recorded in knowledge/raw/pypi.json.
+
+Two steps, kept apart so the table can be rebuilt (and checked by a test) offline:
+
+    python3 scripts/gen_knowledge.py --fetch   # record: bounded look-ups of the NAMED packages below only
+    python3 scripts/gen_knowledge.py           # generate: knowledge/raw/pypi.json -> envcheck/knowledge/wheels.toml
+
+``--fetch`` asks ``https://pypi.org/pypi/NAME/json`` once per package, the PEP 658 ``.metadata`` of one wheel per
+recent release of the packages whose torch pairing or CUDA build matters, and the zip directory (RECORD names, by
+range requests) of the newest aarch64 and x86_64 wheels. It keeps only what the table needs (file names, upload
+dates, Requires-Dist lines naming torch/nvidia/cuda, bundled CUDA library names), never a walk of the index.
+Every generated row names the URL its fact came from and the date it was recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import io
+import json
+import re
+import sys
+import urllib.parse
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+ROOT = Path(__file__).resolve().parent.parent
+RAW = ROOT / "knowledge" / "raw" / "pypi.json"
+OUT = ROOT / "envcheck" / "knowledge" / "wheels.toml"
+API = "https://pypi.org/pypi/{name}/json"
+RECENT = 12  # releases per package kept in the raw record
+LONGER = {"vllm": 40, "torchvision": 28, "torchaudio": 28, "xformers": 24, "torch": 30}  # back to the CUDA 12 era
+SCAN_MEMBERS, SCAN_BYTES, WHOLE_BYTES = 3, 2 << 20, 48 << 20  # the largest shared objects of a wheel, the start of each (its .dynstr)
+_NEEDED = re.compile(rb"lib(cudart|cublas|cublasLt|cudnn|nvrtc|cufft|curand|cusparse|cusolver|nccl|nvJitLink)\.so\.(\d+)")
+
+# Which ML packages publish a linux/aarch64 wheel, and whether it carries CUDA code.
+PLATFORM_PACKAGES = [
+    "torch", "torchvision", "torchaudio", "triton", "xformers", "flash-attn", "vllm", "sglang", "sgl-kernel",
+    "bitsandbytes", "cupy-cuda12x", "cupy-cuda13x", "ctranslate2", "onnxruntime-gpu", "jax-cuda12-plugin",
+    "jax-cuda13-plugin", "tensorrt", "deepspeed", "flashinfer-python", "mamba-ssm", "causal-conv1d", "llama-cpp-python",
+]
+# Packages whose releases pin torch (their Requires-Dist is recorded for every recent release).
+PAIRED = ["torchvision", "torchaudio", "xformers", "flash-attn", "vllm", "sglang"]
+_KEEP = re.compile(r"^(torch|torchvision|torchaudio|triton|xformers|vllm|nvidia-|cuda-)", re.I)
+_CUDA_LIB = re.compile(r"(?:^|/)lib(cudart|cublas|cublasLt|cudnn|nvrtc|cufft|curand|cusparse|cusolver|nccl|nvJitLink)[^/]*\.so(?:\.(\d+))?")
+
+
+def _wheel_machine(filename: str) -> str | None:
+    if not filename.endswith(".whl"):
+        return None
+    tags = filename[:-4].split("-")[-1]
+    for machine in ("aarch64", "x86_64"):
+        if machine in tags:
+            return machine if "linux" in tags else "other"
+    return "any" if tags == "any" else "other"
+
+
+# ----------------------------------------------------------------------------------------------------------- fetch
+
+
+def _get(session: Any, url: str, headers: dict[str, str] | None = None) -> bytes:
+    resp = session.get(url, headers=headers or {}, timeout=60)
+    resp.raise_for_status()
+    body: bytes = resp.content
+    return body
+
+
+class _RangeFile(io.RawIOBase):
+    """A seekable view of a remote file that fetches only the ranges zipfile asks for (its directory)."""
+
+    def __init__(self, session: Any, url: str, size: int) -> None:
+        self.session, self.url, self.size, self.pos = session, url, size, 0
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = offset if whence == 0 else self.pos + offset if whence == 1 else self.size + offset
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def read(self, n: int = -1) -> bytes:
+        end = self.size if n < 0 else min(self.size, self.pos + n)
+        if end <= self.pos:
+            return b""
+        data = _get(self.session, self.url, {"Range": f"bytes={self.pos}-{end - 1}"})[: end - self.pos]
+        self.pos += len(data)
+        return data
+
+    def readinto(self, b: Any) -> int:
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+def _elf_facts(data: bytes) -> tuple[set[str], bool]:
+    """(CUDA-looking DT_NEEDED names, whether a .nv_fatbin section holds GPU code) of one shared object."""
+    sys.path.insert(0, str(ROOT))
+    from envcheck.inspect.elf import BytesSource, parse_header, read_dynamic, read_sections
+
+    src = BytesSource(data)
+    hdr = parse_header(data[:64])
+    sections = read_sections(src, hdr)
+    needed = {n for n in read_dynamic(src, hdr, sections).needed if _NEEDED.match(n.encode())}
+    return needed, any(s.name == ".nv_fatbin" and s.size > 0 for s in sections)
+
+
+def _remote_zip(session: Any, url: str) -> zipfile.ZipFile:
+    head = session.head(url, timeout=60, allow_redirects=True)
+    size = int(head.headers.get("Content-Length", "0"))
+    if not size:
+        raise OSError(f"HEAD answered {head.status_code} without a size")
+    return zipfile.ZipFile(io.BufferedReader(_RangeFile(session, url, size), 1 << 20))  # type: ignore[arg-type]
+
+
+def fetch(today: str) -> dict[str, Any]:
+    """Record the raw answers for the named packages (bounded: a fixed list, RECENT releases each)."""
+    import requests
+
+    session = requests.Session()
+    projects: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    records: dict[str, Any] = {}
+
+    def project(name: str) -> dict[str, Any]:
+        if name not in projects:
+            url = API.format(name=name)
+            page = json.loads(_get(session, url))
+            versions: dict[str, Any] = {}
+            for v, files in page.get("releases", {}).items():
+                live = [f for f in files if not f.get("yanked")]
+                if live and _version(v) is not None:
+                    versions[v] = {"uploaded": min(f["upload_time"] for f in live)[:10],
+                                   "files": sorted({f["filename"]: urllib.parse.urljoin(url, f["url"]) for f in live}.items())}
+            kept = sorted(versions, key=lambda v: _version(v) or Version("0"))[-LONGER.get(name, RECENT):]
+            projects[name] = {"url": url, "latest": page["info"]["version"], "versions": {v: versions[v] for v in kept}}
+            print(f"{name}: {len(versions)} releases, kept {len(kept)}", file=sys.stderr)
+        return projects[name]  # type: ignore[no-any-return]
+
+    def meta_of(filename: str, url: str) -> None:
+        if filename in metadata:
+            return
+        source = url + ".metadata"
+        try:
+            text = _get(session, source).decode("utf-8", "replace")
+        except Exception:
+            try:
+                with _remote_zip(session, url) as zf:
+                    member = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+                    text = zf.read(member).decode("utf-8", "replace")
+                source = f"{url} ({member})"
+            except Exception as exc:
+                metadata[filename] = {"url": source, "error": str(exc)[:120]}
+                return
+        lines = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:")]
+        metadata[filename] = {"url": source, "requires": [r for r in lines if _KEEP.match(r)]}
+
+    def record_of(filename: str, url: str) -> None:
+        try:
+            with _remote_zip(session, url) as zf:
+                infos = zf.infolist()
+                libs = sorted({i.filename for i in infos if _CUDA_LIB.search(i.filename)})
+                shared = sorted((i for i in infos if re.search(r"\.so(\.\d+)*$", i.filename) and i.filename not in libs),
+                                key=lambda i: -i.file_size)[:SCAN_MEMBERS]
+                needed: set[str] = set()
+                fatbin: list[str] = []
+                for info in shared:
+                    with zf.open(info) as member:
+                        if info.compress_size > WHOLE_BYTES:  # too large to read whole: the strings at its start
+                            needed |= {m.group(0).decode() for m in _NEEDED.finditer(member.read(SCAN_BYTES))}
+                            continue
+                        found, has_fatbin = _elf_facts(member.read())
+                        needed |= found
+                        fatbin += [info.filename] if has_fatbin else []
+        except Exception as exc:
+            records[filename] = {"url": url, "error": str(exc)[:120]}
+            return
+        records[filename] = {"url": url, "cuda_libraries": libs[:20], "scanned": [i.filename for i in shared],
+                             "cuda_sonames_named": sorted(needed), "cuda_code_in": fatbin}
+
+    for name in sorted(set(PLATFORM_PACKAGES) | set(PAIRED)):
+        proj = project(name)
+        for version, rel in proj["versions"].items():
+            wheels = [(f, u) for f, u in rel["files"] if f.endswith(".whl")]
+            pick = _pick(wheels, "aarch64") or _pick(wheels, "x86_64") or _pick(wheels, "any")
+            if name in PAIRED and pick:
+                meta_of(*pick)
+            if name in PAIRED and not pick:  # sdist only: the release's JSON carries its Requires-Dist
+                url = f"https://pypi.org/pypi/{name}/{version}/json"
+                try:
+                    info = json.loads(_get(session, url)).get("info", {})
+                except Exception as exc:
+                    metadata[f"{name}-{version} (release)"] = {"url": url, "error": str(exc)[:120]}
+                    continue
+                metadata[f"{name}-{version} (release)"] = {"url": url, "requires": [r for r in info.get("requires_dist") or [] if _KEEP.match(r)]}
+        newest = max(proj["versions"], key=lambda v: _version(v) or Version("0"))
+        for machine in ("aarch64", "x86_64"):
+            pick = _pick([(f, u) for f, u in proj["versions"][newest]["files"]], machine)
+            if pick:
+                meta_of(*pick)
+                if name not in ("torch",):  # torch's CUDA is in its Requires-Dist; its wheel is 0.5-1 GB
+                    record_of(*pick)
+    # torch builds for every torch version a paired release pins exactly (its CUDA is in its Requires-Dist).
+    pinned = sorted({_exact(r, "torch") for m in metadata.values() for r in m.get("requires", [])} - {None})  # type: ignore[type-var]
+    torch = project("torch")
+    page = json.loads(_get(session, API.format(name="torch")))
+    for version in pinned:
+        files = page.get("releases", {}).get(version) or []
+        if files and version not in torch["versions"]:
+            torch["versions"][version] = {"uploaded": min(f["upload_time"] for f in files)[:10],
+                                          "files": sorted({f["filename"]: urllib.parse.urljoin(torch["url"], f["url"]) for f in files}.items())}
+        for machine in ("aarch64", "x86_64"):
+            pick = _pick(torch["versions"].get(version, {}).get("files", []), machine)
+            if pick:
+                meta_of(*pick)
+    return {"fetched": today, "note": "raw answers of pypi.org, trimmed by scripts/gen_knowledge.py --fetch",
+            "projects": projects, "metadata": dict(sorted(metadata.items())), "records": dict(sorted(records.items()))}
+
+
+def _pick(files: list[Any], machine: str) -> tuple[str, str] | None:
+    """One wheel of ``machine``, preferring CPython 3.12 (the profile's) and then abi3."""
+    fits = [(f, u) for f, u in files if _wheel_machine(f) == machine]
+    fits.sort(key=lambda fu: (0 if "cp312" in fu[0] else 1 if "abi3" in fu[0] or "py3" in fu[0] else 2, fu[0]))
+    return (fits[0][0], fits[0][1]) if fits else None
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def _exact(requirement: str, name: str) -> str | None:
+    try:
+        req = Requirement(requirement)
+    except InvalidRequirement:
+        return None
+    if req.name.lower() != name or (req.marker is not None and "extra" in str(req.marker)):
+        return None
+    specs = list(req.specifier)
+    return specs[0].version if len(specs) == 1 and specs[0].operator == "==" else None
+
+
+# -------------------------------------------------------------------------------------------------------- generate
+
+
+def _torch_spec(requires: list[str]) -> str | None:
+    for line in requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.name.lower() == "torch" and (req.marker is None or "extra" not in str(req.marker)):
+            return str(req.specifier) or "any"
+    return None
+
+
+def _cuda_of_requires(requires: list[str], machine: str) -> str | None:
+    """The CUDA major a wheel's Requires-Dist pulls on ``machine`` (nvidia-*-cu12 / cuda-toolkit==13 / -cu13)."""
+    env = {"platform_machine": machine, "platform_system": "Linux", "sys_platform": "linux", "os_name": "posix",
+           "python_version": "3.12", "python_full_version": "3.12.3", "implementation_name": "cpython", "extra": ""}
+    majors = set()
+    for line in requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and not req.marker.evaluate(env):
+            continue  # torch < 2.11 gates its nvidia-* requirements on platform_machine == 'x86_64'
+        if (m := re.fullmatch(r"nvidia-[a-z0-9-]+-cu(1[123])", req.name, re.I)) or (req.name.lower() == "cuda-toolkit" and (m := re.search(r"==\s*(1[123])\.", str(req.specifier)))):
+            majors.add(m.group(1))
+    return max(majors) if majors else None
+
+
+def _soname_majors() -> dict[str, int]:
+    """soname -> the one CUDA major that ships it (envcheck/knowledge/cuda_sonames.toml; ambiguous ones left out)."""
+    import tomllib
+
+    data = tomllib.loads((ROOT / "envcheck" / "knowledge" / "cuda_sonames.toml").read_text(encoding="utf-8"))
+    return {row["soname"]: row["cuda"][0] for row in data["library"] if len(row["cuda"]) == 1}
+
+
+def _cuda_of_record(record: dict[str, Any]) -> str | None:
+    """The CUDA major of the libraries a wheel bundles or links ("cuda" when it has GPU code of no told major)."""
+    known = _soname_majors()
+    names = [re.sub(r"\.[0-9a-f]{8}(?=\.so)", "", n.rsplit("/", 1)[-1]) for n in record.get("cuda_libraries", [])]
+    names += record.get("cuda_sonames_named", [])
+    majors = {known[n] for n in names if n in known}
+    if majors:
+        return str(max(majors))
+    return "cuda" if record.get("cuda_code_in") else None
+
+
+def _q(text: str) -> str:
+    return json.dumps(text, ensure_ascii=True)
+
+
+def generate(raw: dict[str, Any]) -> str:
+    """The text of envcheck/knowledge/wheels.toml, made from the raw record alone (deterministic)."""
+    day = raw["fetched"]
+    projects, metadata, records = raw["projects"], raw["metadata"], raw["records"]
+    out = [
+        "# GENERATED by scripts/gen_knowledge.py from knowledge/raw/pypi.json: do not edit; re-run the script.",
+        "# Which ML packages publish a linux/aarch64 wheel, what CUDA their newest wheels carry, and which torch",
+        "# each release of torchvision/torchaudio/xformers/flash-attn/vllm/sglang requires.",
+        "[meta]",
+        f"updated = {_q(day)}",
+        f"sources = [{_q('https://pypi.org/pypi/NAME/json and PEP 658 .metadata of the named wheels, recorded in knowledge/raw/pypi.json')}]",
+        "",
+    ]
+    torch_cuda: dict[tuple[str, str], str] = {}
+    for version, rel in projects.get("torch", {}).get("versions", {}).items():
+        for machine in ("aarch64", "x86_64"):
+            pick = _pick(rel["files"], machine)
+            meta = metadata.get(pick[0]) if pick else None
+            if meta and "requires" in meta:
+                torch_cuda[(version, machine)] = _cuda_of_requires(meta["requires"], machine) or "none"
+    for name in sorted(projects):
+        proj = projects[name]
+        versions = sorted(proj["versions"], key=lambda v: _version(v) or Version("0"))
+        for version in versions:
+            rel = proj["versions"][version]
+            machines = {_wheel_machine(f) for f, _ in rel["files"]}
+            sdist = any(f.endswith((".tar.gz", ".zip")) for f, _ in rel["files"])
+            aarch64 = "wheel" if "aarch64" in machines else "any" if "any" in machines else "sdist" if sdist else "none"
+            rows = [f"package = {_q(name)}", f"version = {_q(version)}", f"uploaded = {_q(rel['uploaded'])}",
+                    f"aarch64 = {_q(aarch64)}", f"x86_64 = {str('x86_64' in machines).lower()}"]
+            source = f"{proj['url']} (releases.{version})"
+            a_pick, x_pick = _pick(rel["files"], "aarch64"), _pick(rel["files"], "x86_64")
+            a_cuda = _cuda_for(name, "aarch64", a_pick, metadata, records, torch_cuda)
+            x_cuda = _cuda_for(name, "x86_64", x_pick, metadata, records, torch_cuda)
+            if a_cuda and a_cuda[0] == "none" and name != "torch" and "inferred:" not in a_cuda[1] and not (x_cuda and x_cuda[0] != "none"):
+                a_cuda = None  # "no CUDA on aarch64" is a claim only beside an x86_64 wheel that has it (cupy dlopens)
+            if x_cuda and x_cuda[0] == "none" and name != "torch":
+                x_cuda = None
+            if a_cuda:
+                rows.append(f"aarch64_cuda = {_q(a_cuda[0])}")
+                source += f"; aarch64 CUDA: {a_cuda[1]}"
+            if x_cuda:
+                rows.append(f"x86_64_cuda = {_q(x_cuda[0])}")
+                source += f"; x86_64 CUDA: {x_cuda[1]}"
+            if name in PAIRED:
+                any_pick = a_pick or x_pick or _pick(rel["files"], "any")
+                meta = metadata.get(any_pick[0]) if any_pick else metadata.get(f"{name}-{version} (release)")
+                spec = _torch_spec(meta["requires"]) if meta and "requires" in meta else None
+                if spec:
+                    rows.append(f"torch = {_q(spec)}")
+                    source += f"; torch pin: {meta['url']}"  # type: ignore[index]
+            if "inferred:" in source:
+                rows.append("inferred = true")
+            out += ["[[wheel]]", *rows, f"source = {_q(source)}", f"checked = {_q(day)}", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _cuda_for(name: str, machine: str, pick: tuple[str, str] | None, metadata: dict[str, Any], records: dict[str, Any],
+              torch_cuda: dict[tuple[str, str], str]) -> tuple[str, str] | None:
+    """(CUDA major, "cuda" (GPU code, major not told) or "none"; how it is known), where the record tells."""
+    if pick is None:
+        return None
+    filename, url = pick
+    meta, record = metadata.get(filename), records.get(filename)
+    if meta and "requires" in meta and (major := _cuda_of_requires(meta["requires"], machine)):
+        return major, f"Requires-Dist of {meta['url']}"
+    if record and "error" not in record and (found := _cuda_of_record(record)):
+        return found, f"CUDA libraries bundled in or named by the largest shared objects of {url}"
+    if name == "torch" and meta and "requires" in meta:
+        return "none", f"no CUDA requirement for {machine} in Requires-Dist of {meta['url']}"
+    if name in ("vllm", "torchvision", "torchaudio") and meta and "requires" in meta:
+        pin = next((p for r in meta["requires"] if (p := _exact(r, "torch"))), None)
+        # vLLM's PyPI wheels are built against the default (x86_64) CUDA build of the torch they pin;
+        # torchvision/torchaudio follow the build of their exact torch on the same machine.
+        like = "x86_64" if name == "vllm" else machine
+        built = torch_cuda.get((pin, like)) if pin else None
+        if built:
+            return built, f"inferred: built against PyPI torch=={pin} ({like}: CUDA {built}), pinned in {meta['url']}"
+    if record and "error" not in record:
+        return "none", f"no CUDA library bundled in or named by the largest shared objects of {url}"
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fetch", action="store_true", help="record fresh raw answers from pypi.org first")
+    parser.add_argument("--check", action="store_true", help="exit 1 when the shipped table differs from the generated one")
+    args = parser.parse_args()
+    if args.fetch:
+        raw = fetch(datetime.date.today().isoformat())
+        RAW.parent.mkdir(parents=True, exist_ok=True)
+        RAW.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    text = generate(json.loads(RAW.read_text(encoding="utf-8")))
+    if args.check:
+        same = OUT.exists() and OUT.read_text(encoding="utf-8") == text
+        print("wheels.toml is up to date" if same else "wheels.toml differs from the generator's output", file=sys.stderr)
+        return 0 if same else 1
+    OUT.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,119 @@
+"""G1 from knowledge/wheels.toml, offline: what PyPI's linux/aarch64 wheels of vLLM and CTranslate2 carry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_envcheck
+
+
+def _ids(path: Path) -> dict[str, str]:
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(path))
+    assert proc.returncode == 0, proc.stderr
+    return {f["rule"]: f["status"] for t in json.loads(proc.stdout)["targets"] for f in t["findings"]}
+
+
+def test_a_vllm_range_is_judged_by_the_newest_release_it_allows(tmp_path: Path) -> None:
+    req = tmp_path / "requirements.txt"
+    req.write_text("vllm>=0.11,<0.12\n", encoding="utf-8")
+    assert _ids(req).get("G1-pypi-vllm-cuda12") == "FAIL"
+    req.write_text("vllm>=0.20\n", encoding="utf-8")
+    assert _ids(req).get("G1-pypi-vllm-cuda12") == "PASS"
+
+
+def test_vllm_from_another_index_is_not_pypis_build(tmp_path: Path) -> None:
+    req = tmp_path / "requirements.txt"
+    req.write_text("--extra-index-url https://wheels.vllm.ai/0.11.2/cu130\nvllm==0.11.2\n", encoding="utf-8")
+    assert "G1-pypi-vllm-cuda12" not in _ids(req)
+
+
+def test_a_cpu_only_aarch64_wheel_is_no_finding_outside_a_gpu_project(tmp_path: Path) -> None:
+    req = tmp_path / "requirements.txt"
+    req.write_text("ctranslate2==4.8.5\nsentencepiece\n", encoding="utf-8")
+    assert "G1-aarch64-wheel-without-cuda" not in _ids(req)
+    req.write_text("ctranslate2==4.8.5\nnvidia-cublas==13.1.1.3\n", encoding="utf-8")
+    assert _ids(req).get("G1-aarch64-wheel-without-cuda") == "WARN"
+
+
+def test_an_opt_in_extra_is_not_what_the_project_installs(tmp_path: Path) -> None:
+    project = tmp_path / "pyproject.toml"
+    project.write_text('[project]\nname = "p"\nversion = "1"\ndependencies = ["torch==2.14.1"]\n\n'
+                       '[project.optional-dependencies]\nvllm = ["vllm==0.14.0"]\n', encoding="utf-8")
+    assert "G1-pypi-vllm-cuda12" not in _ids(project)
+    project.write_text('[project]\nname = "p"\nversion = "1"\ndependencies = ["torch==2.14.1", "vllm==0.14.0"]\n', encoding="utf-8")
+    assert _ids(project).get("G1-pypi-vllm-cuda12") == "FAIL"
+
+
+def test_an_unpinned_torch_is_judged_by_the_newest_recorded_release_with_its_date(tmp_path: Path) -> None:
+    from envcheck.knowledge import wheels
+
+    req = tmp_path / "requirements.txt"
+    req.write_text("torch\n", encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(req))
+    found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G1-torch-build"]
+    newest = wheels.release("torch")
+    assert newest is not None and found
+    assert f"torch {newest.version} on aarch64" in found[0]["message"] and newest.checked in found[0]["message"]
+
+
+def test_a_lock_with_cu130_torch_and_pypis_vllm_names_the_cuda12_vllm(tmp_path: Path) -> None:
+    """uv.lock: torch from the cu130 index, vLLM from PyPI (issue 32: only --resolve used to see it, without a line)."""
+    lock = tmp_path / "uv.lock"
+    zeros, ones = "0" * 64, "1" * 64
+    lock.write_text(
+        'version = 1\nrequires-python = ">=3.12"\n\n[[package]]\nname = "p"\nversion = "1"\nsource = { virtual = "." }\n'
+        'dependencies = [{ name = "torch" }, { name = "vllm" }]\n\n'
+        '[[package]]\nname = "torch"\nversion = "2.9.0+cu130"\nsource = { registry = "https://download.pytorch.org/whl/cu130" }\n'
+        'wheels = [{ url = "https://download.pytorch.org/whl/cu130/torch-2.9.0%2Bcu130-cp312-cp312-manylinux_2_28_aarch64.whl", '
+        f'hash = "sha256:{zeros}" }}]\n\n'
+        '[[package]]\nname = "vllm"\nversion = "0.11.2"\nsource = { registry = "https://pypi.org/simple" }\n'
+        'wheels = [{ url = "https://files.pythonhosted.org/packages/x/vllm-0.11.2-cp38-abi3-manylinux2014_aarch64.whl", '
+        f'hash = "sha256:{ones}" }}]\n', encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(lock))
+    found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G1-pypi-vllm-cuda12"]
+    assert [f["status"] for f in found] == ["FAIL"] and found[0]["location"]["line"] == 17
+
+
+def test_pypis_cpu_only_aarch64_torchvision_next_to_a_cuda_torch_is_warn(tmp_path: Path) -> None:
+    req = tmp_path / "requirements.txt"
+    wheel = "https://download.pytorch.org/whl/cu130/torch-2.9.0%2Bcu130-cp312-cp312-manylinux_2_28_aarch64.whl"
+    req.write_text(f"torch @ {wheel}\ntorchvision==0.24.0\n", encoding="utf-8")
+    assert _ids(req).get("G1-aarch64-wheel-without-cuda") == "WARN"
+    # from the cu130 index as well: its own CUDA build; next to PyPI's CPU-only torch: that torch is the one finding
+    req.write_text("--extra-index-url https://download.pytorch.org/whl/cu130\ntorch==2.9.0+cu130\ntorchvision==0.24.0\n", encoding="utf-8")
+    assert "G1-aarch64-wheel-without-cuda" not in _ids(req)
+    req.write_text("torch==2.9.0\ntorchvision==0.24.0\n", encoding="utf-8")
+    found = _ids(req)
+    assert found.get("G1-cpu-build") == "FAIL" and "G1-aarch64-wheel-without-cuda" not in found
+
+
+def test_a_local_version_is_never_pypis_build(tmp_path: Path) -> None:
+    """A uv export names torchvision==0.25.0+cu130 without its index line: PyPI serves no local versions."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("torch==2.10.0+cu130\ntorchvision==0.25.0+cu130\ntorchaudio==2.10.0+cu130\n", encoding="utf-8")
+    assert "G1-aarch64-wheel-without-cuda" not in _ids(req)
+
+
+def test_an_unpinned_vllm_next_to_a_pinned_torch_is_the_release_that_accepts_it(tmp_path: Path) -> None:
+    """torch==2.10.0+cu130 and a bare vllm: the resolver backtracks to vLLM 0.19.1 (torch==2.10.0), a CUDA 12 build."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("torch==2.10.0+cu130\nvllm\n", encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(req))
+    found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G1-pypi-vllm-cuda12"]
+    assert [f["status"] for f in found] == ["FAIL"] and "vllm 0.19.1" in found[0]["message"]
+    req.write_text("torch==2.14.0\nvllm\n", encoding="utf-8")
+    assert _ids(req).get("G1-pypi-vllm-cuda12") == "PASS"
+
+
+def test_a_torch_installed_by_an_earlier_run_does_not_hold_pip_back(tmp_path: Path) -> None:
+    """In a Dockerfile only the same command is one resolution: a later `pip install vllm` takes the newest vLLM."""
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\n"
+                          "RUN pip install torch==2.10.0 --index-url https://download.pytorch.org/whl/cu130\n"
+                          "RUN pip install vllm\n", encoding="utf-8")
+    assert _ids(dockerfile).get("G1-pypi-vllm-cuda12") == "PASS"
+    dockerfile.write_text("FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\n"
+                          "RUN pip install torch==2.10.0+cu130 vllm --extra-index-url https://download.pytorch.org/whl/cu130\n",
+                          encoding="utf-8")
+    assert _ids(dockerfile).get("G1-pypi-vllm-cuda12") == "FAIL"

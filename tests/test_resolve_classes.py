@@ -1,0 +1,99 @@
+"""`--resolve` false-alarm classes from real projects (issue 32), against a loopback index of their own:
+pure-Python sdists and source trees are no source-build alarm, a pure-Python wheel's helpers for other machines
+are no ARCH fault, a pin of a version the index never served is FAIL, and a project that asks uv for managed
+interpreters still resolves for the target."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import require, run_envcheck
+from package_index import BINARIES, PackageIndex, build_sdist, build_wheel, serve
+
+X86 = "py3-none-manylinux_2_28_x86_64"
+
+
+@pytest.fixture(scope="module")
+def index() -> Iterator[PackageIndex]:
+    idx = PackageIndex()
+    idx.add("puresrc", build_sdist("puresrc", "1.0"))  # langdetect, openai-whisper: an sdist on every platform
+    idx.add("x86src", build_sdist("x86src", "1.0"), build_wheel("x86src", "1.0", (), {"x86src/_c.so": BINARIES / "plain_exe"}, tag=X86))
+    idx.add("xformers", build_sdist("xformers", "0.0.35"))
+    # a release with only an sdist of a project whose older release shipped an x86_64 wheel: compiled code
+    idx.add("oldwheels", build_wheel("oldwheels", "1.0", (), {"oldwheels/_c.so": BINARIES / "plain_exe"}, tag=X86), build_sdist("oldwheels", "2.0"))
+    # debugpy: one py3-none-any wheel that bundles attach helpers for x86_64 next to its aarch64 ones
+    idx.add("attachy", build_wheel("attachy", "1.0", (), {
+        "attachy/attach/attach_linux_amd64.so": BINARIES / "libext_cuda13.so",
+        "attachy/attach/attach_linux_aarch64.so": BINARIES / "aarch64_libtorch_global_deps.so"}, tag="py3-none-any"))
+    idx.add("anyx86", build_wheel("anyx86", "1.0", (), {"anyx86/lib/libcore.so": BINARIES / "libext_cuda13.so"}, tag="py3-none-any"))
+    idx.add("helper", build_wheel("helper", "1.0", tag="py3-none-any"))
+    idx.add("vllm", build_wheel("vllm", "0.11.2", tag="py3-none-any"))
+    yield from serve(idx)
+
+
+def _run(tmp_path: Path, index: PackageIndex, name: str, text: str, *args: str) -> dict[str, Any]:
+    if not name.endswith(".lock"):
+        require(shutil.which("uv") is not None, "uv is not installed (pip install 'envcheck-spark[resolve]')")
+    target = tmp_path / name
+    target.write_text(text, encoding="utf-8")
+    env = {"PIP_INDEX_URL": "", "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "", "UV_CACHE_DIR": str(tmp_path / "uv"),
+           "UV_INDEX_URL": "", "UV_EXTRA_INDEX_URL": "", "ENVCHECK_CACHE_DIR": str(tmp_path / "cache")}
+    proc = run_envcheck("--resolve", "--index-url", index.url, "-f", "json", "--fail-on", "never", *args, str(target), env=env)
+    assert proc.stdout, proc.stderr
+    target_report: dict[str, Any] = json.loads(proc.stdout)["targets"][0]
+    return target_report
+
+
+def _by(target: dict[str, Any], rule: str) -> dict[str, str]:
+    return {str(f["evidence"].get("package") or f["evidence"].get("distribution")): f["status"]
+            for f in target["findings"] if f["rule"] == rule and f["status"] != "PASS"}
+
+
+def test_a_source_archive_is_an_alarm_only_where_it_compiles_for_a_machine(tmp_path: Path, index: PackageIndex) -> None:
+    target = _run(tmp_path, index, "requirements.txt", "puresrc==1.0\nx86src==1.0\nxformers==0.0.35\noldwheels==2.0\n", "--kind", "freeze")
+    assert _by(target, "ARCH-resolve-source-build") == {"puresrc": "INFO", "x86src": "WARN", "xformers": "FAIL", "oldwheels": "WARN"}, target["findings"]
+
+
+def test_a_pure_python_wheels_helpers_for_other_machines_are_no_arch_fault(tmp_path: Path, index: PackageIndex) -> None:
+    target = _run(tmp_path, index, "requirements.txt", "attachy==1.0\nanyx86==1.0\n")
+    assert _by(target, "ARCH-elf-machine") == {"anyx86": "FAIL"}
+
+
+def test_a_pin_of_a_version_the_index_never_served_is_fail(tmp_path: Path, index: PackageIndex) -> None:
+    target = _run(tmp_path, index, "requirements.txt", "helper==9.9.9rc1\n")
+    found = [f for f in target["findings"] if f["rule"] == "ARCH-resolve-no-file"]
+    assert [f["status"] for f in found] == ["FAIL"] and "no such version" in found[0]["message"], target["findings"]
+
+
+def test_a_project_that_wants_managed_pythons_still_resolves_for_the_target(tmp_path: Path, index: PackageIndex) -> None:
+    text = ('[project]\nname = "p"\nversion = "1"\nrequires-python = ">=3.12"\ndependencies = ["helper==1.0"]\n\n'
+            '[tool.uv]\npython-preference = "only-managed"\n')
+    target = _run(tmp_path, index, "pyproject.toml", text)
+    assert not [f for f in target["findings"] if f["status"] == "ERROR"], target["findings"]
+    assert [r["name"] for r in target["inventory"]["resolved"]] == ["helper"]
+
+
+def test_a_git_source_in_a_lock_is_built_from_source_not_missing(tmp_path: Path, index: PackageIndex) -> None:
+    text = ('version = 1\nrequires-python = ">=3.12"\n\n[[package]]\nname = "p"\nversion = "1"\nsource = { virtual = "." }\n'
+            'dependencies = [{ name = "gitdep" }, { name = "flash-attn" }]\n\n'
+            '[[package]]\nname = "gitdep"\nversion = "0.1.0"\nsource = { git = "https://github.com/o/gitdep?rev=main#0123abcd" }\n\n'
+            '[[package]]\nname = "flash-attn"\nversion = "2.8.3"\nsource = { git = "https://github.com/Dao-AILab/flash-attention#0123abcd" }\n')
+    target = _run(tmp_path, index, "uv.lock", text)
+    assert not [f for f in target["findings"] if f["rule"] == "ARCH-resolve-no-file" and f["status"] != "PASS"], target["findings"]
+    assert _by(target, "ARCH-resolve-source-build") == {"gitdep": "INFO", "flash-attn": "FAIL"}
+
+
+def test_what_resolve_read_is_not_judged_again_from_the_table(tmp_path: Path, index: PackageIndex) -> None:
+    """With --resolve the picked vLLM file itself is read (G1-binary-soname): the offline table's finding stays out."""
+    target = _run(tmp_path, index, "requirements.txt", "vllm==0.11.2\n")
+    assert [r["name"] for r in target["inventory"]["resolved"]] == ["vllm"]
+    assert not [f for f in target["findings"] if f["rule"] == "G1-pypi-vllm-cuda12"]
+    plain = tmp_path / "plain.txt"
+    plain.write_text("vllm==0.11.2\n", encoding="utf-8")
+    proc = run_envcheck("-f", "json", "--fail-on", "never", "--kind", "requirements", str(plain))
+    assert "G1-pypi-vllm-cuda12" in proc.stdout
