@@ -456,3 +456,20 @@ def test_a_cu12x_index_and_its_torch_pin_on_one_line_are_one_finding_and_move_to
     assert [f["rule"] for f in g1] == ["G1-cuda12-index"] and "torch 2.9.0+cu128" in g1[0]["message"]
     _cli("--fix", "--fail-on", "never", "Dockerfile", cwd=tmp_path)
     assert "torch==2.9.0+cu130 --index-url https://download.pytorch.org/whl/cu130" in (tmp_path / "Dockerfile").read_text()
+
+
+def test_compose_and_kubernetes_image_tags_move_to_cuda13(tmp_path: Path) -> None:
+    """A compose service's (quoted) and a Kubernetes container's `image:` of nvidia/cuda 12 move to the CUDA 13 tag
+    of the same flavour and OS, every other byte kept; an NGC framework image there is left, with the reason."""
+    compose = ('services:\n  trainer:\n    image: "nvidia/cuda:12.4.1-runtime-ubuntu22.04"  # pinned\n'
+               '    command: python3 train.py\n    gpus: all\n')
+    job = ("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: train\nspec:\n  template:\n    spec:\n"
+           "      restartPolicy: Never\n      containers:\n        - name: train\n"
+           "          image: nvidia/cuda:12.6.2-devel-ubuntu24.04\n        - name: ngc\n"
+           "          image: nvcr.io/nvidia/pytorch:24.05-py3\n")
+    (tmp_path / "compose.yaml").write_text(compose)
+    (tmp_path / "job.yaml").write_text(job)
+    code, _out, err = _cli("--fix", ".", cwd=tmp_path)
+    assert (tmp_path / "compose.yaml").read_text() == compose.replace("12.4.1-runtime", "13.0.1-runtime"), err
+    assert (tmp_path / "job.yaml").read_text() == job.replace("12.6.2-devel", "13.0.1-devel")
+    assert code == 1 and "NGC framework image" in err + _out

@@ -131,12 +131,18 @@ def cuda12_distribution(request: FixRequest) -> list[Edit] | Refused | None:
 
 
 _CUDA_TAG = re.compile(r"(?<![\w./-])(?:(?:docker\.io/|nvcr\.io/)?nvidia/cuda):(?P<version>1[0-2]\.\d+(?:\.\d+)?)"
-                       r"-(?P<flavor>[a-z]+\d*(?:-[a-z]+)*)-(?P<os>[a-z]+\d+(?:\.\d+)?)(?=[\s@]|$)")
+                       r"-(?P<flavor>[a-z]+\d*(?:-[a-z]+)*)-(?P<os>[a-z]+\d+(?:\.\d+)?)(?=[\s@\"']|$)")
 _CUDNN_MAJOR = re.compile(r"cudnn(?P<major>\d+)-(?P<rest>[a-z-]+)")
 
 
+_FROM = re.compile(r"\s*FROM\s", re.IGNORECASE)
+# Where an image is named in the other kinds that carry one: a compose service's or a container's `image:` value.
+_BASE_KEY = {"compose": re.compile(r"\s*(?:-\s+)?image:\s*[\"']?(?:docker\.io/)?\s"),
+             "kubernetes": re.compile(r"\s*(?:-\s+)?image:\s*[\"']?(?:docker\.io/)?\s")}
+
+
 def cuda12_base(request: FixRequest) -> list[Edit] | Refused | None:
-    """``FROM nvidia/cuda:12.x-FLAVOR-OS`` -> the CUDA 13 tag of the same flavour and OS from
+    """``FROM nvidia/cuda:12.x-FLAVOR-OS`` (a compose service's or a Kubernetes container's ``image:``) -> the CUDA 13 tag of the same flavour and OS from
     knowledge/cuda_image_tags.toml (``cudnn9-`` tags count as ``cudnn-``). Every other case says why it is
     left: a flavour/OS without a CUDA 13 tag in the table, a cuDNN 8 tag (CUDA 13 images carry cuDNN 9), a tag
     built from build arguments, an NGC framework image (its CUDA 13 release changes the framework too)."""
@@ -145,7 +151,7 @@ def cuda12_base(request: FixRequest) -> list[Edit] | Refused | None:
     rows = knowledge.load("cuda_image_tags")["cuda13"]
     text = request.source.text
     for m in _CUDA_TAG.finditer(text, start, end):
-        if not re.match(r"\s*FROM\s", text[start:m.start()] + " ", re.IGNORECASE):
+        if not _BASE_KEY.get(request.kind, _FROM).match(text[start:m.start()] + " "):
             continue
         flavor, system = m.group("flavor"), m.group("os")
         cudnn = _CUDNN_MAJOR.fullmatch(flavor)
