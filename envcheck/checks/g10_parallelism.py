@@ -22,7 +22,9 @@ TP_ACROSS_NODES = rule(
     only slower; it breaks where NCCL falls back to TCP or the link is misconfigured. The rule reads the launch command (--launch:
     torchrun, accelerate, deepspeed, vLLM, SGLang, Megatron, ms-swift) or launch config
     (--launch-config: JSON/YAML, DeepSpeed hostfile) and warns when more than one node is combined
-    with a tensor-parallel degree above 1. Launch commands in compose services, Kubernetes containers,
+    with a tensor-parallel degree above 1, or a tensor-parallel degree above 1 with a Ray or MPI cluster
+    (``ray start``, ``--distributed-executor-backend ray``, ``mpirun``): a Spark has one GPU, so those
+    ranks run on other Sparks. Launch commands in compose services, Kubernetes containers,
     shell scripts and notebooks are read the same way.""",
     """On two Sparks use DDP or FSDP; keep tensor parallelism inside one node (tp=1 across nodes).""",
     inputs=("host", "container", "compose", "kubernetes", "shell", "notebook"),
@@ -54,7 +56,14 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
         origin = str(launch.get("origin") or "--launch")
         where = _where(launch)
         evidence = {"nodes": nodes, "tp": tp, "tool": launch.get("tool")}
-        if nodes > 1 and tp > 1:
+        cluster = launch.get("cluster")
+        if cluster and nodes == 1 and tp > 1:  # a Spark has one GPU: tp=2 over a Ray/MPI cluster is tp over 2 Sparks
+            failed = True
+            yield TP_ACROSS_NODES.finding(
+                f"{origin}: tensor parallelism (tp={tp}) over a {cluster} cluster: a Spark has one GPU, so the"
+                f" {tp} ranks run on {tp} Sparks; use pipeline parallelism (or DDP/FSDP) across Sparks",
+                where, {**evidence, "cluster": cluster})
+        elif nodes > 1 and tp > 1:
             failed = True
             yield TP_ACROSS_NODES.finding(f"{origin}: tensor parallelism (tp={tp}) across {nodes} nodes; use DDP/FSDP across Sparks", where, evidence)
         elif nodes > 1:

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck.inspect.pragma import pragma_line
 from envcheck.model import BaseImage, Inventory, Location, Pragma, ReadProblem
 from envcheck.sources import ReadOptions
+
+if TYPE_CHECKING:
+    from envcheck.inspect.shell import SimpleCommand
 
 KIND = "shell"
 SHEBANG = re.compile(rb"^#!\s*(?:/usr)?(?:/local)?/bin/(?:env\s+(?:-\S+\s+)*)?(?:sh|bash|dash|zsh)(?:\s|$)")
@@ -136,10 +139,12 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
     from envcheck.inspect.shell import split_commands
 
     found: list[dict[str, Any]] = []
-    for cmd in split_commands(text, arch="arm64"):
-        argv = list(cmd.argv)
-        while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
-            argv.pop(0)
+    commands = list(_commands(split_commands(text, arch="arm64")))
+    cluster = next((c for c in (_cluster(argv) for _offset, argv in commands) if c), None)
+    if cluster is None and _RAY_IN_SUBSTITUTION.search(text):  # GPUS=$(docker exec "$C" ray status | ...)
+        cluster = "Ray"
+    for offset, words in commands:
+        argv = _launched(words)
         run = parse_run(argv)
         if run is not None:  # `docker run ... IMAGE CMD`: the container's command is the launch
             argv = list(run.command)
@@ -156,18 +161,70 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
         tool = launch.tool if _leading_tool(argv) else None  # `lm_eval --model vllm` does not start vLLM
         if tool is None and not launch.settings:
             continue
-        loc = where(text.count("\n", 0, cmd.offset) + 1)
+        loc = where(text.count("\n", 0, offset) + 1)
         memory = next((_fraction(s.value) for s in launch.settings if s.key in MEMORY_KEYS), None)
         item = launch.to_json()
         item["tool"] = tool
         settings: list[dict[str, Any]] = list(item["settings"])  # type: ignore[call-overload]
-        item["settings"] = [{**setting, "line": _setting_line(text, cmd.offset, str(setting["key"]), where) or loc.line}
+        item["settings"] = [{**setting, "line": _setting_line(text, offset, str(setting["key"]), where) or loc.line}
                             for setting in settings]
         item.update({"line": loc.line, "memory": memory, "command": shlex.join(_masked(argv))[:200], **(extra or {})})
         if loc.member:
             item["member"] = loc.member
+        if cluster and (launch.tp or 0) > 1 and not launch.nodes:
+            item["cluster"] = cluster  # a Spark has one GPU: tp > 1 over a Ray/MPI cluster spans Sparks
         found.append(item)
     return found
+
+
+_MPI = frozenset({"mpirun", "mpiexec", "srun"})
+# `ray start`/`ray status` in a command substitution, which the splitter does not open
+_RAY_IN_SUBSTITUTION = re.compile(r"^[^#\n]*\$\([^)\n]*\bray\s+(?:start|status)\b", re.M)
+
+
+def _commands(commands: Iterable[SimpleCommand]) -> Iterator[tuple[int, list[str]]]:
+    """Each command's words with wrappers dropped, and where it starts; the command a ``docker exec`` runs in a
+    container (its ``bash -c`` script split with the script's variables) and the program an MPI launcher starts
+    (``mpirun -x HF_TOKEN trtllm-serve ...``) are read as the command itself."""
+    from envcheck.inspect.docker_run import exec_command
+    from envcheck.inspect.shell import split_commands
+
+    for cmd in commands:
+        argv = list(cmd.argv)
+        while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
+            argv.pop(0)
+        inside = exec_command(argv)
+        if inside is None:
+            yield cmd.offset, argv
+            continue
+        for inner in split_commands(shlex.join(inside), dict(cmd.env), arch="arm64"):
+            yield cmd.offset, list(inner.argv)
+
+
+def _launched(argv: list[str]) -> list[str]:
+    """``mpirun [options] trtllm-llmapi-launch trtllm-serve ...``: the words from the program the launcher starts
+    (kept whole, launcher included, when no known program follows)."""
+    if not argv or argv[0].rsplit("/", 1)[-1] not in _MPI:
+        return argv
+    start = next((i for i in range(1, len(argv)) if not argv[i].startswith("-") and _leading_tool(argv[i:])), None)
+    return argv if start is None else argv[start:]
+
+
+def _cluster(argv: list[str]) -> str | None:
+    """The multi-node runtime a command starts or joins: ``ray start``/``ray status``, vLLM's
+    ``--distributed-executor-backend ray``, an MPI launcher."""
+    if not argv:
+        return None
+    first = argv[0].rsplit("/", 1)[-1]
+    if first == "ray" and len(argv) > 1 and argv[1] in ("start", "status", "up", "attach"):
+        return "Ray"
+    if first in _MPI:
+        return "MPI"
+    for i, word in enumerate(argv):
+        name, eq, value = word.partition("=")
+        if name == "--distributed-executor-backend" and (value if eq else (argv[i + 1] if i + 1 < len(argv) else "")) == "ray":
+            return "Ray"
+    return None
 
 
 _SETTING_SPAN = 8192  # a command's flags are looked for this far after its start (its continued lines)
