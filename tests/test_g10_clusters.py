@@ -87,3 +87,36 @@ def test_compose_ray_head_with_tensor_parallelism(tmp_path: Path) -> None:
     pipeline.parent.mkdir()
     pipeline.write_text(textwrap.dedent(HEAD).replace("--tensor-parallel-size", "--pipeline-parallel-size"), encoding="utf-8")
     assert _g10(pipeline) == []
+
+
+STACKED = """\
+    #!/bin/bash
+    readonly DEFAULT_TP_SIZE="2"
+
+    serve_model() {
+        local tp_size="${TP_SIZE:-$DEFAULT_TP_SIZE}"
+        ssh -o ConnectTimeout=10 "$USER@spark-a.local" "
+            docker exec -it trtllm bash -c '
+                mpirun -x HF_TOKEN trtllm-llmapi-launch trtllm-serve nvidia/Qwen3-235B-A22B-FP4 \\\\
+                  --tp_size $tp_size \\\\
+                  --backend pytorch'
+        "
+    }
+
+    case "$1" in
+        -t|--tp-size) TP_SIZE="$2" ;;
+    esac
+    serve_model
+    """
+
+
+def test_trtllm_over_mpi_through_ssh_with_a_readonly_default(tmp_path: Path) -> None:
+    """`readonly`/`local` defaults reach an ssh'd `docker exec ... mpirun trtllm-serve --tp_size`; the finding
+    is on the --tp_size line, not on a later --tp-size of the option parsing."""
+    script = tmp_path / "stacked.sh"
+    script.write_text(textwrap.dedent(STACKED), encoding="utf-8")
+    (finding,) = _g10(script)
+    assert finding["status"] == "WARN" and finding["location"]["line"] == 9 and "MPI" in finding["message"]
+    single = tmp_path / "single.sh"
+    single.write_text(textwrap.dedent(STACKED).replace('DEFAULT_TP_SIZE="2"', 'DEFAULT_TP_SIZE="1"'), encoding="utf-8")
+    assert _g10(single) == []

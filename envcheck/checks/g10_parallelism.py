@@ -60,7 +60,7 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
         if cluster and nodes == 1 and tp > 1:  # a Spark has one GPU: tp=2 over a Ray/MPI cluster is tp over 2 Sparks
             failed = True
             yield TP_ACROSS_NODES.finding(
-                f"{origin}: tensor parallelism (tp={tp}) over a {cluster} cluster: a Spark has one GPU, so the"
+                f"{origin}: tensor parallelism (tp={tp}) over {'an' if cluster == 'MPI' else 'a'} {cluster} cluster: a Spark has one GPU, so the"
                 f" {tp} ranks run on {tp} Sparks; use pipeline parallelism (or DDP/FSDP) across Sparks",
                 where, {**evidence, "cluster": cluster})
         elif nodes > 1 and tp > 1:

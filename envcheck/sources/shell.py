@@ -182,10 +182,10 @@ _MPI = frozenset({"mpirun", "mpiexec", "srun"})
 _RAY_IN_SUBSTITUTION = re.compile(r"^[^#\n]*\$\([^)\n]*\bray\s+(?:start|status)\b", re.M)
 
 
-def _commands(commands: Iterable[SimpleCommand]) -> Iterator[tuple[int, list[str]]]:
+def _commands(commands: Iterable[SimpleCommand], depth: int = 0) -> Iterator[tuple[int, list[str]]]:
     """Each command's words with wrappers dropped, and where it starts; the command a ``docker exec`` runs in a
-    container (its ``bash -c`` script split with the script's variables) and the program an MPI launcher starts
-    (``mpirun -x HF_TOKEN trtllm-serve ...``) are read as the command itself."""
+    container and the one ``ssh HOST '...'`` runs on another machine (split with the script's variables) are read
+    as commands at the same place."""
     from envcheck.inspect.docker_run import exec_command
     from envcheck.inspect.shell import split_commands
 
@@ -194,11 +194,28 @@ def _commands(commands: Iterable[SimpleCommand]) -> Iterator[tuple[int, list[str
         while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
             argv.pop(0)
         inside = exec_command(argv)
-        if inside is None:
+        remote = _ssh_command(argv) if inside is None else None
+        if depth >= 3 or (inside is None and remote is None):
             yield cmd.offset, argv
             continue
-        for inner in split_commands(shlex.join(inside), dict(cmd.env), arch="arm64"):
-            yield cmd.offset, list(inner.argv)
+        text = shlex.join(inside) if inside is not None else str(remote)
+        for _offset, inner in _commands(split_commands(text, dict(cmd.env), arch="arm64"), depth + 1):
+            yield cmd.offset, inner
+
+
+# ssh options that take a value (OpenSSH ssh(1))
+_SSH_VALUED = frozenset("BbcDEeFIiJLlmOopQRSWw")
+
+
+def _ssh_command(argv: list[str]) -> str | None:
+    """The remote command of ``ssh [options] HOST COMMAND...`` as shell text, or None."""
+    if not argv or argv[0].rsplit("/", 1)[-1] != "ssh":
+        return None
+    i = 1
+    while i < len(argv) and argv[i].startswith("-") and len(argv[i]) > 1:
+        flag = argv[i]
+        i += 2 if flag[-1] in _SSH_VALUED and len(flag) == 2 else 1
+    return " ".join(argv[i + 1:]) if i + 1 < len(argv) else None
 
 
 def _launched(argv: list[str]) -> list[str]:
@@ -234,8 +251,8 @@ def _setting_line(text: str, start: int, key: str, where: Callable[[int], Locati
     """The file line where a launch's setting ``key`` is written (``--tensor-parallel-size 16`` on the fourth
     line of a continued command), so a finding points at the flag, not at the command's first line."""
     span = text[start:start + _SETTING_SPAN]
-    for written in (f"--{key.replace('_', '-')}", f"--{key}", f"{key.upper()}=", key):
-        found = span.find(written)
+    for forms in ((f"--{key.replace('_', '-')}", f"--{key}"), (f"{key.upper()}=",), (key,)):
+        found = min((at for at in (span.find(written) for written in forms) if at >= 0), default=-1)  # the nearest
         if found >= 0:
             return where(text.count("\n", 0, start + found) + 1).line
     return None
