@@ -25,6 +25,7 @@ from envcheck.model import BaseImage, Inventory, Location, Pragma, ReadProblem
 from envcheck.sources import ReadOptions
 
 if TYPE_CHECKING:
+    from envcheck.inspect.image_reference import Reference
     from envcheck.inspect.shell import SimpleCommand
 
 KIND = "shell"
@@ -86,13 +87,15 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
     found = launches(text, path, where)
     if found:
         out.host = replace(out.host, launch=found)
-    out.images = container_images(text, where)
+    out.images = container_images(text, where, folder)
     return out
 
 
-def container_images(text: str, where: Callable[[int], Location]) -> list[BaseImage]:
+def container_images(text: str, where: Callable[[int], Location], folder: Path | None = None) -> list[BaseImage]:
     """The images ``docker run`` / ``podman run`` lines start, judged as a FROM line is when the container gets a GPU,
-    names a platform, starts a known server, or is an image the knowledge describes (NGC, nvidia/cuda)."""
+    names a platform, starts a known server, or is an image the knowledge describes (NGC, nvidia/cuda). An image the
+    project builds itself is left out: one the script tags (``docker build -t NAME``), or a bare local name
+    (``flux-train``: no registry, no namespace) next to a Dockerfile in ``folder``; its Dockerfile is the input."""
     from envcheck.errors import UsageError
     from envcheck.inspect.docker_run import parse_run
     from envcheck.inspect.image_reference import parse_reference
@@ -100,22 +103,78 @@ def container_images(text: str, where: Callable[[int], Location]) -> list[BaseIm
     from envcheck.knowledge.base_images import ml_image
 
     images: list[BaseImage] = []
-    for cmd in split_commands(text, arch="arm64"):
-        argv = list(cmd.argv)
-        while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
-            argv.pop(0)
+    commands = split_commands(text, arch="arm64")
+    built = _built_tags([_unwrapped(cmd.argv) for cmd in commands])
+    beside = folder is not None and _has_dockerfile(folder)
+    for cmd in commands:
+        argv = _unwrapped(cmd.argv)
         run = parse_run(argv)
         if run is None or "$" in run.image:
             continue
         try:
-            parse_reference(run.image)
+            ref = parse_reference(run.image)
         except UsageError:
             continue
+        if _same_image(ref, built) or (beside and "/" not in run.image and ":" not in run.image and "@" not in run.image):
+            continue  # the project's own build
         command = list(run.command) or list(_entrypoint_of(run.image))
         if run.gpus or run.platform or ml_image(run.image) or (command and _leading_tool(command)):
-            loc = where(text.count("\n", 0, cmd.offset) + 1)
-            images.append(BaseImage(ref=run.image, platform=run.platform, location=loc))
+            at = cmd.offset
+            if run.image not in text[cmd.offset:cmd.offset + _SETTING_SPAN]:  # "$IMAGE": where its value is written
+                written = text.rfind(run.image, 0, cmd.offset)
+                at = written if written >= 0 else at
+            images.append(BaseImage(ref=run.image, platform=run.platform, location=where(text.count("\n", 0, at) + 1)))
     return images
+
+
+def _unwrapped(words: tuple[str, ...]) -> list[str]:
+    argv = list(words)
+    while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
+        argv.pop(0)
+    return argv
+
+
+def _built_tags(commands: list[list[str]]) -> list[Reference]:
+    """The tags ``docker build -t NAME`` (``docker buildx build``, ``podman build``) gives what it builds."""
+    from envcheck.errors import UsageError
+    from envcheck.inspect.image_reference import parse_reference
+
+    tags: list[Reference] = []
+    for argv in commands:
+        if len(argv) < 2 or argv[0].rsplit("/", 1)[-1] not in ("docker", "podman", "buildah"):
+            continue
+        words = argv[2:] if argv[1] == "buildx" else argv[1:]
+        if not words or words[0] not in ("build", "bud"):
+            continue
+        for i, word in enumerate(words):
+            name, eq, value = word.partition("=")
+            if name in ("-t", "--tag"):
+                value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+                try:
+                    tags.append(parse_reference(value))
+                except UsageError:
+                    continue
+    return tags
+
+
+def _same_image(ref: Reference, built: list[Reference]) -> bool:
+    return any((b.registry, b.repository, b.tag or "latest") == (ref.registry, ref.repository, ref.tag or "latest")
+               for b in built)
+
+
+_DOCKERFILE = re.compile(r"^(?:Dockerfile|Containerfile)(?:\..+)?$|\.(?:dockerfile|Dockerfile)$")
+
+
+def _has_dockerfile(folder: Path, limit: int = 2000) -> bool:
+    """A Dockerfile (Dockerfile, Dockerfile.train, train.Dockerfile, Containerfile) among the folder's first entries."""
+    import itertools
+    import os
+
+    try:
+        with os.scandir(folder) as entries:
+            return any(_DOCKERFILE.search(entry.name) for entry in itertools.islice(entries, limit))
+    except OSError:
+        return False
 
 
 def _entrypoint_of(image: str) -> tuple[str, ...]:
