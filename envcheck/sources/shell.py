@@ -200,7 +200,7 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
     found: list[dict[str, Any]] = []
     commands = list(_commands(split_commands(text, arch="arm64")))
     cluster = next((c for c in (_cluster(argv) for _offset, argv in commands) if c), None)
-    if cluster is None and _RAY_IN_SUBSTITUTION.search(text):  # GPUS=$(docker exec "$C" ray status | ...)
+    if cluster is None and _ray_in_substitution(text):  # GPUS=$(docker exec "$C" ray status | ...)
         cluster = "Ray"
     for offset, words in commands:
         argv = _launched(words)
@@ -237,8 +237,16 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
 
 
 _MPI = frozenset({"mpirun", "mpiexec", "srun"})
-# `ray start`/`ray status` in a command substitution, which the splitter does not open
-_RAY_IN_SUBSTITUTION = re.compile(r"^[^#\n]*\$\([^)\n]*\bray\s+(?:start|status)\b", re.M)
+_RAY_WORDS = re.compile(r"\bray\s+(?:start|status)\b")
+
+
+def _ray_in_substitution(text: str) -> bool:
+    """``ray start``/``ray status`` in a command substitution (``$(...)``), which the splitter does not open."""
+    for line in text.splitlines():
+        at = line.find("$(")
+        if at >= 0 and not line.lstrip().startswith("#") and _RAY_WORDS.search(line, at):
+            return True
+    return False
 
 
 def _commands(commands: Iterable[SimpleCommand], depth: int = 0) -> Iterator[tuple[int, list[str]]]:
