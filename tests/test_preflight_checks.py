@@ -256,14 +256,14 @@ def test_g8_offline_online_and_error() -> None:
 def test_g10_launches() -> None:
     tp_two_nodes = {"origin": "cfg.yaml", "nodes": 2, "tp": 2, "settings": [{"key": "megatron_lm_tp_degree", "value": "2", "line": 16}]}
     found = findings(host(launch=[tp_two_nodes]), "G10")
-    assert [f.status for f in found] == [Status.FAIL] and found[0].location is not None and found[0].location.line == 16
+    assert [f.status for f in found] == [Status.WARN] and found[0].location is not None and found[0].location.line == 16
     assert statuses(host(launch=[{"origin": "--launch", "nodes": 2, "tp": None, "settings": []}]), "G10") == [Status.PASS]
     assert statuses(host(launch=[{"origin": "--launch", "nodes": None, "tp": 8, "settings": []}]), "G10") == [Status.PASS]
     assert statuses(host(launch=[]), "G10") == [Status.SKIP]
     # a hostfile with two nodes plus a DeepSpeed config with AutoTP 2, given separately, add up
     split = [{"origin": "hostfile", "nodes": 2, "tp": None, "settings": []},
              {"origin": "ds.json", "nodes": None, "tp": 2, "settings": []}]
-    assert statuses(host(launch=split), "G10") == [Status.PASS, Status.PASS, Status.FAIL]
+    assert statuses(host(launch=split), "G10") == [Status.PASS, Status.PASS, Status.WARN]
 
 
 LIVE_RULES = ("G3-", "G4-", "G5-planning", "G6-", "G8-", "G10-", "G7-live", "G1-live", "G9-bare")

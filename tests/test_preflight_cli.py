@@ -161,7 +161,7 @@ def test_preflight_deepspeed_hostfile_and_autotp_config_add_up(preflight_envs: d
     done = run_envcheck("preflight", "--python", str(preflight_envs["good"]), "--sample-seconds", "0", "--launch", command,
                         env={"PATH": no_gpu_tools_path(tmp_path)})
     line = ten_lines(done.stdout)["G10"]
-    assert line.startswith("G10 FAIL ") and "tp=2" in line and "2 nodes" in line
+    assert line.startswith("G10 WARN ") and "tp=2" in line and "2 nodes" in line
 
 
 def test_preflight_on_gb10_readings(preflight_envs: dict[str, Path], fixtures_dir: Path, tmp_path: Path) -> None:

@@ -357,8 +357,11 @@ def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding
         return
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+    on_ngc = _ngc_stages(ctx, protected=False)  # a compose file's other services build on other bases
     for pkg in ctx.inventory.packages:
         if pkg.installed or pkg.role == "constraint" or not installs_on(pkg, ctx.profile):
+            continue
+        if on_ngc and pkg.location is not None and pkg.location.stage is not None and pkg.location.stage not in on_ngc:
             continue
         if pkg.name == "torch" and pkg.specifier:
             try:

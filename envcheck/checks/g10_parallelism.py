@@ -14,13 +14,17 @@ TP_ACROSS_NODES = rule(
     "G10-tp-across-nodes",
     "G10",
     "Tensor parallelism across more than one node",
-    Status.FAIL,
+    Status.WARN,
     """Two DGX Sparks are linked by ConnectX-7 (200 Gb/s): fast enough for DDP/FSDP gradient and
     parameter sync, too thin for tensor parallelism's fine-grained traffic, so TP across two Sparks
-    hangs, errors or runs far slower than one Spark. The rule reads the launch command (--launch:
+    hangs, errors or runs far slower than one Spark. It is a WARN, not a FAIL: NVIDIA's own two-Spark
+    recipes (vLLM over Ray, TensorRT-LLM over MPI) run tp=2 across the pair, and over RoCE it serves,
+    only slower; it breaks where NCCL falls back to TCP or the link is misconfigured. The rule reads the launch command (--launch:
     torchrun, accelerate, deepspeed, vLLM, SGLang, Megatron, ms-swift) or launch config
-    (--launch-config: JSON/YAML, DeepSpeed hostfile) and fails when more than one node is combined
-    with a tensor-parallel degree above 1. Launch commands in compose services, Kubernetes containers,
+    (--launch-config: JSON/YAML, DeepSpeed hostfile) and warns when more than one node is combined
+    with a tensor-parallel degree above 1, or a tensor-parallel degree above 1 with a Ray or MPI cluster
+    (``ray start``, ``--distributed-executor-backend ray``, ``mpirun``): a Spark has one GPU, so those
+    ranks run on other Sparks. Launch commands in compose services, Kubernetes containers,
     shell scripts and notebooks are read the same way.""",
     """On two Sparks use DDP or FSDP; keep tensor parallelism inside one node (tp=1 across nodes).""",
     inputs=("host", "container", "compose", "kubernetes", "shell", "notebook"),
@@ -36,7 +40,7 @@ def _where(launch: dict[str, Any]) -> Location:
 
 @check(TP_ACROSS_NODES)
 def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
-    """FAIL for nodes > 1 with tp > 1; PASS otherwise; SKIP when no launch was given."""
+    """WARN for nodes > 1 with tp > 1; PASS otherwise; SKIP when no launch was given."""
     launches = ctx.inventory.host.launch
     if not is_live(ctx) and not launches:  # a file's launch commands (compose, script): none, nothing to say
         return
@@ -52,7 +56,14 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
         origin = str(launch.get("origin") or "--launch")
         where = _where(launch)
         evidence = {"nodes": nodes, "tp": tp, "tool": launch.get("tool")}
-        if nodes > 1 and tp > 1:
+        cluster = launch.get("cluster")
+        if cluster and nodes == 1 and tp > 1:  # a Spark has one GPU: tp=2 over a Ray/MPI cluster is tp over 2 Sparks
+            failed = True
+            yield TP_ACROSS_NODES.finding(
+                f"{origin}: tensor parallelism (tp={tp}) over {'an' if cluster == 'MPI' else 'a'} {cluster} cluster: a Spark has one GPU, so the"
+                f" {tp} ranks run on {tp} Sparks; use pipeline parallelism (or DDP/FSDP) across Sparks",
+                where, {**evidence, "cluster": cluster})
+        elif nodes > 1 and tp > 1:
             failed = True
             yield TP_ACROSS_NODES.finding(f"{origin}: tensor parallelism (tp={tp}) across {nodes} nodes; use DDP/FSDP across Sparks", where, evidence)
         elif nodes > 1:

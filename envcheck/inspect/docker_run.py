@@ -86,3 +86,24 @@ def _asks_gpu(name: str, value: str) -> bool:
     """--gpus, --runtime nvidia, --device nvidia.com/gpu=all (CDI), -e NVIDIA_VISIBLE_DEVICES=..."""
     return (name == "--gpus" or (name == "--runtime" and value == "nvidia") or (name == "--device" and value.startswith("nvidia.com/gpu"))
             or (name in ("-e", "--env") and value.startswith("NVIDIA_VISIBLE_DEVICES=")))
+
+
+# docker exec / podman exec options that take a value
+_EXEC_VALUED = frozenset({"-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir", "--detach-keys"})
+
+
+def exec_command(argv: list[str]) -> tuple[str, ...] | None:
+    """The command a ``docker exec [options] CONTAINER CMD ...`` runs in the container (``podman exec`` and
+    ``docker container exec`` too), or None when ``argv`` is not one."""
+    if not argv or argv[0].rsplit("/", 1)[-1] not in ("docker", "podman", "nvidia-docker"):
+        return None
+    i = 2 if len(argv) > 1 and argv[1] == "container" else 1
+    if i >= len(argv) or argv[i] != "exec":
+        return None
+    i += 1
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+        name, eq, _value = argv[i].partition("=")
+        i += 2 if name in _EXEC_VALUED and not eq else 1
+    if i + 1 >= len(argv):  # the container, then at least one word of command
+        return None
+    return tuple(argv[i + 1:])

@@ -567,7 +567,7 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
             env.set(name, value, known=name not in unknown)
         return
     head = words[0].value
-    if head == "export" and not words[0].quoted:
+    if head in ("export", "readonly", "local", "declare", "typeset") and not words[0].quoted:  # all assign
         for word in words[1:]:
             m = _ASSIGN.match(word.value)
             if m:

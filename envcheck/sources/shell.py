@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck.inspect.pragma import pragma_line
 from envcheck.model import BaseImage, Inventory, Location, Pragma, ReadProblem
 from envcheck.sources import ReadOptions
+
+if TYPE_CHECKING:
+    from envcheck.inspect.image_reference import Reference
+    from envcheck.inspect.shell import SimpleCommand
 
 KIND = "shell"
 SHEBANG = re.compile(rb"^#!\s*(?:/usr)?(?:/local)?/bin/(?:env\s+(?:-\S+\s+)*)?(?:sh|bash|dash|zsh)(?:\s|$)")
@@ -83,13 +87,15 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
     found = launches(text, path, where)
     if found:
         out.host = replace(out.host, launch=found)
-    out.images = container_images(text, where)
+    out.images = container_images(text, where, folder)
     return out
 
 
-def container_images(text: str, where: Callable[[int], Location]) -> list[BaseImage]:
+def container_images(text: str, where: Callable[[int], Location], folder: Path | None = None) -> list[BaseImage]:
     """The images ``docker run`` / ``podman run`` lines start, judged as a FROM line is when the container gets a GPU,
-    names a platform, starts a known server, or is an image the knowledge describes (NGC, nvidia/cuda)."""
+    names a platform, starts a known server, or is an image the knowledge describes (NGC, nvidia/cuda). An image the
+    project builds itself is left out: one the script tags (``docker build -t NAME``), or a bare local name
+    (``flux-train``: no registry, no namespace) next to a Dockerfile in ``folder``; its Dockerfile is the input."""
     from envcheck.errors import UsageError
     from envcheck.inspect.docker_run import parse_run
     from envcheck.inspect.image_reference import parse_reference
@@ -97,22 +103,78 @@ def container_images(text: str, where: Callable[[int], Location]) -> list[BaseIm
     from envcheck.knowledge.base_images import ml_image
 
     images: list[BaseImage] = []
-    for cmd in split_commands(text, arch="arm64"):
-        argv = list(cmd.argv)
-        while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
-            argv.pop(0)
+    commands = split_commands(text, arch="arm64")
+    built = _built_tags([_unwrapped(cmd.argv) for cmd in commands])
+    beside = folder is not None and _has_dockerfile(folder)
+    for cmd in commands:
+        argv = _unwrapped(cmd.argv)
         run = parse_run(argv)
         if run is None or "$" in run.image:
             continue
         try:
-            parse_reference(run.image)
+            ref = parse_reference(run.image)
         except UsageError:
             continue
+        if _same_image(ref, built) or (beside and "/" not in run.image and ":" not in run.image and "@" not in run.image):
+            continue  # the project's own build
         command = list(run.command) or list(_entrypoint_of(run.image))
         if run.gpus or run.platform or ml_image(run.image) or (command and _leading_tool(command)):
-            loc = where(text.count("\n", 0, cmd.offset) + 1)
-            images.append(BaseImage(ref=run.image, platform=run.platform, location=loc))
+            at = cmd.offset
+            if run.image not in text[cmd.offset:cmd.offset + _SETTING_SPAN]:  # "$IMAGE": where its value is written
+                written = text.rfind(run.image, 0, cmd.offset)
+                at = written if written >= 0 else at
+            images.append(BaseImage(ref=run.image, platform=run.platform, location=where(text.count("\n", 0, at) + 1)))
     return images
+
+
+def _unwrapped(words: tuple[str, ...]) -> list[str]:
+    argv = list(words)
+    while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
+        argv.pop(0)
+    return argv
+
+
+def _built_tags(commands: list[list[str]]) -> list[Reference]:
+    """The tags ``docker build -t NAME`` (``docker buildx build``, ``podman build``) gives what it builds."""
+    from envcheck.errors import UsageError
+    from envcheck.inspect.image_reference import parse_reference
+
+    tags: list[Reference] = []
+    for argv in commands:
+        if len(argv) < 2 or argv[0].rsplit("/", 1)[-1] not in ("docker", "podman", "buildah"):
+            continue
+        words = argv[2:] if argv[1] == "buildx" else argv[1:]
+        if not words or words[0] not in ("build", "bud"):
+            continue
+        for i, word in enumerate(words):
+            name, eq, value = word.partition("=")
+            if name in ("-t", "--tag"):
+                value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+                try:
+                    tags.append(parse_reference(value))
+                except UsageError:
+                    continue
+    return tags
+
+
+def _same_image(ref: Reference, built: list[Reference]) -> bool:
+    return any((b.registry, b.repository, b.tag or "latest") == (ref.registry, ref.repository, ref.tag or "latest")
+               for b in built)
+
+
+_DOCKERFILE = re.compile(r"^(?:Dockerfile|Containerfile)(?:\..+)?$|\.(?:dockerfile|Dockerfile)$")
+
+
+def _has_dockerfile(folder: Path, limit: int = 2000) -> bool:
+    """A Dockerfile (Dockerfile, Dockerfile.train, train.Dockerfile, Containerfile) among the folder's first entries."""
+    import itertools
+    import os
+
+    try:
+        with os.scandir(folder) as entries:
+            return any(_DOCKERFILE.search(entry.name) for entry in itertools.islice(entries, limit))
+    except OSError:
+        return False
 
 
 def _entrypoint_of(image: str) -> tuple[str, ...]:
@@ -136,10 +198,12 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
     from envcheck.inspect.shell import split_commands
 
     found: list[dict[str, Any]] = []
-    for cmd in split_commands(text, arch="arm64"):
-        argv = list(cmd.argv)
-        while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
-            argv.pop(0)
+    commands = list(_commands(split_commands(text, arch="arm64")))
+    cluster = next((c for c in (_cluster(argv) for _offset, argv in commands) if c), None)
+    if cluster is None and _ray_in_substitution(text):  # GPUS=$(docker exec "$C" ray status | ...)
+        cluster = "Ray"
+    for offset, words in commands:
+        argv = _launched(words)
         run = parse_run(argv)
         if run is not None:  # `docker run ... IMAGE CMD`: the container's command is the launch
             argv = list(run.command)
@@ -156,18 +220,95 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
         tool = launch.tool if _leading_tool(argv) else None  # `lm_eval --model vllm` does not start vLLM
         if tool is None and not launch.settings:
             continue
-        loc = where(text.count("\n", 0, cmd.offset) + 1)
+        loc = where(text.count("\n", 0, offset) + 1)
         memory = next((_fraction(s.value) for s in launch.settings if s.key in MEMORY_KEYS), None)
         item = launch.to_json()
         item["tool"] = tool
         settings: list[dict[str, Any]] = list(item["settings"])  # type: ignore[call-overload]
-        item["settings"] = [{**setting, "line": _setting_line(text, cmd.offset, str(setting["key"]), where) or loc.line}
+        item["settings"] = [{**setting, "line": _setting_line(text, offset, str(setting["key"]), where) or loc.line}
                             for setting in settings]
         item.update({"line": loc.line, "memory": memory, "command": shlex.join(_masked(argv))[:200], **(extra or {})})
         if loc.member:
             item["member"] = loc.member
+        if cluster and (launch.tp or 0) > 1 and not launch.nodes:
+            item["cluster"] = cluster  # a Spark has one GPU: tp > 1 over a Ray/MPI cluster spans Sparks
         found.append(item)
     return found
+
+
+_MPI = frozenset({"mpirun", "mpiexec", "srun"})
+_RAY_WORDS = re.compile(r"\bray\s+(?:start|status)\b")
+
+
+def _ray_in_substitution(text: str) -> bool:
+    """``ray start``/``ray status`` in a command substitution (``$(...)``), which the splitter does not open."""
+    for line in text.splitlines():
+        at = line.find("$(")
+        if at >= 0 and not line.lstrip().startswith("#") and _RAY_WORDS.search(line, at):
+            return True
+    return False
+
+
+def _commands(commands: Iterable[SimpleCommand], depth: int = 0) -> Iterator[tuple[int, list[str]]]:
+    """Each command's words with wrappers dropped, and where it starts; the command a ``docker exec`` runs in a
+    container and the one ``ssh HOST '...'`` runs on another machine (split with the script's variables) are read
+    as commands at the same place."""
+    from envcheck.inspect.docker_run import exec_command
+    from envcheck.inspect.shell import split_commands
+
+    for cmd in commands:
+        argv = list(cmd.argv)
+        while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
+            argv.pop(0)
+        inside = exec_command(argv)
+        remote = _ssh_command(argv) if inside is None else None
+        if depth >= 3 or (inside is None and remote is None):
+            yield cmd.offset, argv
+            continue
+        text = shlex.join(inside) if inside is not None else str(remote)
+        for _offset, inner in _commands(split_commands(text, dict(cmd.env), arch="arm64"), depth + 1):
+            yield cmd.offset, inner
+
+
+# ssh options that take a value (OpenSSH ssh(1))
+_SSH_VALUED = frozenset("BbcDEeFIiJLlmOopQRSWw")
+
+
+def _ssh_command(argv: list[str]) -> str | None:
+    """The remote command of ``ssh [options] HOST COMMAND...`` as shell text, or None."""
+    if not argv or argv[0].rsplit("/", 1)[-1] != "ssh":
+        return None
+    i = 1
+    while i < len(argv) and argv[i].startswith("-") and len(argv[i]) > 1:
+        flag = argv[i]
+        i += 2 if flag[-1] in _SSH_VALUED and len(flag) == 2 else 1
+    return " ".join(argv[i + 1:]) if i + 1 < len(argv) else None
+
+
+def _launched(argv: list[str]) -> list[str]:
+    """``mpirun [options] trtllm-llmapi-launch trtllm-serve ...``: the words from the program the launcher starts
+    (kept whole, launcher included, when no known program follows)."""
+    if not argv or argv[0].rsplit("/", 1)[-1] not in _MPI:
+        return argv
+    start = next((i for i in range(1, len(argv)) if not argv[i].startswith("-") and _leading_tool(argv[i:])), None)
+    return argv if start is None else argv[start:]
+
+
+def _cluster(argv: list[str]) -> str | None:
+    """The multi-node runtime a command starts or joins: ``ray start``/``ray status``, vLLM's
+    ``--distributed-executor-backend ray``, an MPI launcher."""
+    if not argv:
+        return None
+    first = argv[0].rsplit("/", 1)[-1]
+    if first == "ray" and len(argv) > 1 and argv[1] in ("start", "status", "up", "attach"):
+        return "Ray"
+    if first in _MPI:
+        return "MPI"
+    for i, word in enumerate(argv):
+        name, eq, value = word.partition("=")
+        if name == "--distributed-executor-backend" and (value if eq else (argv[i + 1] if i + 1 < len(argv) else "")) == "ray":
+            return "Ray"
+    return None
 
 
 _SETTING_SPAN = 8192  # a command's flags are looked for this far after its start (its continued lines)
@@ -177,8 +318,8 @@ def _setting_line(text: str, start: int, key: str, where: Callable[[int], Locati
     """The file line where a launch's setting ``key`` is written (``--tensor-parallel-size 16`` on the fourth
     line of a continued command), so a finding points at the flag, not at the command's first line."""
     span = text[start:start + _SETTING_SPAN]
-    for written in (f"--{key.replace('_', '-')}", f"--{key}", f"{key.upper()}=", key):
-        found = span.find(written)
+    for forms in ((f"--{key.replace('_', '-')}", f"--{key}"), (f"{key.upper()}=",), (key,)):
+        found = min((at for at in (span.find(written) for written in forms) if at >= 0), default=-1)  # the nearest
         if found >= 0:
             return where(text.count("\n", 0, start + found) + 1).line
     return None

@@ -1,0 +1,122 @@
+"""G10 on the shapes two-Spark projects use: tensor parallelism over a Ray or MPI cluster, where the number of
+nodes is never written (a Spark has one GPU, so tp=2 over the cluster is tp across two Sparks)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_envcheck
+
+RAY_SERVE = """\
+    #!/bin/bash
+    MODEL="Qwen/Qwen3-32B-AWQ"
+    {setting}
+    CONTAINER=$(docker ps --format '{{{{.Names}}}}' | grep -E '^node-[0-9]+$' | head -1)
+    GPUS=$(docker exec "$CONTAINER" ray status | grep -c GPU)
+    docker exec -d "$CONTAINER" /bin/bash -c "vllm serve $MODEL \\
+        {flag} \\
+        --gpu-memory-utilization 0.8 \\
+        --port 8000"
+    """
+
+
+def _g10(path: Path) -> list[dict[str, Any]]:
+    done = run_envcheck("--format", "json", str(path))
+    assert done.returncode in (0, 1), done.stderr
+    findings = json.loads(done.stdout)["targets"][0]["findings"]
+    return [f for f in findings if f["rule"] == "G10-tp-across-nodes" and f["status"] not in ("PASS", "INFO", "SKIP")]
+
+
+@pytest.mark.parametrize(("setting", "flag", "warned"), [
+    ("TENSOR_PARALLEL_SIZE=2", "--tensor-parallel-size $TENSOR_PARALLEL_SIZE", True),
+    ("PIPELINE_PARALLEL_SIZE=2", "--pipeline-parallel-size $PIPELINE_PARALLEL_SIZE", False),  # PP across nodes is fine
+    ("TENSOR_PARALLEL_SIZE=1", "--tensor-parallel-size $TENSOR_PARALLEL_SIZE", False),
+])
+def test_tensor_parallelism_over_a_ray_cluster_in_a_script(tmp_path: Path, setting: str, flag: str, warned: bool) -> None:
+    script = tmp_path / "serve.sh"
+    script.write_text(textwrap.dedent(RAY_SERVE.format(setting=setting, flag=flag)), encoding="utf-8")
+    found = _g10(script)
+    if not warned:
+        assert found == []
+        return
+    (finding,) = found
+    assert finding["status"] == "WARN" and finding["location"]["line"] == 7  # the flag's line
+    assert "tp=2" in finding["message"] and "Ray cluster" in finding["message"]
+
+
+def test_tensor_parallelism_without_a_cluster_stays_quiet(tmp_path: Path) -> None:
+    """tp=2 with no Ray/MPI cluster and no node count: within one node, not G10's business."""
+    script = tmp_path / "serve.sh"
+    script.write_text("#!/bin/bash\nTP=2\nvllm serve Qwen/Qwen3-8B --tensor-parallel-size $TP --gpu-memory-utilization 0.8\n",
+                      encoding="utf-8")
+    assert _g10(script) == []
+
+
+HEAD = """\
+    services:
+      vllm-ray-head:
+        image: nvcr.io/nvidia/vllm:25.11-py3
+        network_mode: host
+        entrypoint: ["/bin/bash", "-c"]
+        command:
+          - >-
+            ray start --head --port=6379 && sleep 60 && vllm serve Qwen/Qwen3-235B-A22B-AWQ
+            --tensor-parallel-size 2
+            --distributed-executor-backend ray
+            --gpu-memory-utilization 0.75
+        deploy:
+          resources:
+            reservations:
+              devices:
+                - driver: nvidia
+                  count: all
+                  capabilities: [gpu]
+    """
+
+
+def test_compose_ray_head_with_tensor_parallelism(tmp_path: Path) -> None:
+    compose = tmp_path / "docker-compose.head.yaml"
+    compose.write_text(textwrap.dedent(HEAD), encoding="utf-8")
+    (finding,) = _g10(compose)
+    assert finding["status"] == "WARN" and finding["location"]["line"] == 9
+    pipeline = tmp_path / "pp" / "docker-compose.head.yaml"
+    pipeline.parent.mkdir()
+    pipeline.write_text(textwrap.dedent(HEAD).replace("--tensor-parallel-size", "--pipeline-parallel-size"), encoding="utf-8")
+    assert _g10(pipeline) == []
+
+
+STACKED = """\
+    #!/bin/bash
+    readonly DEFAULT_TP_SIZE="2"
+
+    serve_model() {
+        local tp_size="${TP_SIZE:-$DEFAULT_TP_SIZE}"
+        ssh -o ConnectTimeout=10 "$USER@spark-a.local" "
+            docker exec -it trtllm bash -c '
+                mpirun -x HF_TOKEN trtllm-llmapi-launch trtllm-serve nvidia/Qwen3-235B-A22B-FP4 \\\\
+                  --tp_size $tp_size \\\\
+                  --backend pytorch'
+        "
+    }
+
+    case "$1" in
+        -t|--tp-size) TP_SIZE="$2" ;;
+    esac
+    serve_model
+    """
+
+
+def test_trtllm_over_mpi_through_ssh_with_a_readonly_default(tmp_path: Path) -> None:
+    """`readonly`/`local` defaults reach an ssh'd `docker exec ... mpirun trtllm-serve --tp_size`; the finding
+    is on the --tp_size line, not on a later --tp-size of the option parsing."""
+    script = tmp_path / "stacked.sh"
+    script.write_text(textwrap.dedent(STACKED), encoding="utf-8")
+    (finding,) = _g10(script)
+    assert finding["status"] == "WARN" and finding["location"]["line"] == 9 and "MPI" in finding["message"]
+    single = tmp_path / "single.sh"
+    single.write_text(textwrap.dedent(STACKED).replace('DEFAULT_TP_SIZE="2"', 'DEFAULT_TP_SIZE="1"'), encoding="utf-8")
+    assert _g10(single) == []
