@@ -82,6 +82,12 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
     if len(scopes) > separate:
         groups.append(tuple(scopes[separate:]))
     known = {_key(f) for f in base}
+    # a finding that names packages (one policy finding for a file's unpinned packages): the default install's
+    known_packages: dict[str, set[str]] = {}
+    for f in base:
+        named = f.evidence.get("packages")
+        if isinstance(named, list):
+            known_packages.setdefault(f.rule, set()).update(str(n) for n in named)
     # which scopes put a package (or wheel) at a location: names a finding of scopes judged together
     placed: dict[str, set[str]] = {}
     for item_scope, item_location in [(p.scope, p.location) for p in inventory.packages] + [(w.scope, w.location) for w in inventory.wheels]:
@@ -95,6 +101,9 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
             softened = (*key[:3], Status.WARN.value) if finding.status is Status.FAIL else key
             if key in known or softened in known or (finding.location is None and finding.status in (Status.PASS, Status.INFO, Status.SKIP)):
                 continue
+            named = finding.evidence.get("packages")
+            if isinstance(named, list) and named and {str(n) for n in named} <= known_packages.get(finding.rule, set()):
+                continue  # the scope adds no package to what the default install's finding names
             labels = [label]
             if len(group) > 1:  # judged together: name the scopes that put something where the finding points
                 own = [s for s in group if s in placed.get(str(finding.location), ())]
@@ -119,6 +128,11 @@ _ELSEWHERE = re.compile(r"(?i)(?:^|[-_ '])(?:mac|macos|osx|darwin|apple|mps|mlx|
 def _for_elsewhere(scope: str) -> bool:
     """Whether ``extra 'NAME'`` / ``group 'NAME'`` names another platform than the Spark (mac, rocm, cpu ...)."""
     return bool(_ELSEWHERE.search(scope.partition(" ")[2].strip("'")))
+
+
+# Gotchas of which build a package is (CUDA major, CPU-only, machine): another scope may offer another build of
+# the same packages. Policy (G9 pins) is not an alternative: an extra without pins does not make another's right.
+_BUILD_GOTCHAS = frozenset({"G1", "ARCH"})
 
 
 def _family(name: str) -> str:
@@ -149,8 +163,9 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory) -
         worst = max(f.status.rank for f in found)  # the worst finding, on a package's line, speaks for the scope
         found.sort(key=lambda f: (f.status.rank != worst, not at.get(str(f.location))))
         families = set().union(*(at.get(str(f.location), set()) for f in found))
-        alternatives = sorted(s for s, names in scope_families.items()
-                              if s not in labels and s not in flagged.get(gotcha, set()) and names & families)
+        alternatives = sorted(s for s, names in scope_families.items()  # other builds of the same packages
+                              if gotcha in _BUILD_GOTCHAS and s not in labels and s not in flagged.get(gotcha, set())
+                              and names & families)
         first = opt_in(found[0], list(labels))
         elsewhere = [label for label in labels if _for_elsewhere(label)]
         if len(found) > 1:

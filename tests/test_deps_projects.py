@@ -362,3 +362,13 @@ def test_a_cuda12_extra_without_an_alternative_stays_a_warning(tmp_path: Path) -
     text = text.replace('conflicts = [[{ extra = "cuda12" }, { extra = "cuda13" }]]', "")
     cuda12 = [f for f in _scoped(tmp_path, text) if "extra 'cuda12'" in str(f["message"]) and f["gotcha"] == "G1"]
     assert [f["status"] for f in cuda12] == ["WARN"]
+
+
+def test_policy_findings_of_extras_name_only_what_they_add(tmp_path: Path) -> None:
+    """An extra that repeats the default install's unpinned transformers adds no G9 finding; one that adds an
+    unpinned package keeps a WARN (another extra without it is no alternative: pins are policy, not a build)."""
+    text = ('[project]\nname = "demo"\nversion = "1"\ndependencies = ["transformers>=4.57.1"]\n\n'
+            '[project.optional-dependencies]\nbenchmark = ["transformers", "tqdm==4.67.1"]\n'
+            'gpu = ["accelerate", "tqdm==4.67.1"]\n')
+    found = [f for f in _scoped(tmp_path, text) if f["gotcha"] == "G9"]
+    assert [(f["status"], "extra 'gpu'" in str(f["message"])) for f in found] == [("WARN", True)], found
