@@ -75,15 +75,13 @@ def _release(pkg: Package, torch: str | None) -> wheels.Release | None:
     return rels[-1] if rels else None
 
 
-def _pinned_torch(ctx: CheckContext, pkg: Package) -> str | None:
-    """The one torch release pinned exactly in the same resolution as ``pkg`` (its public version), if any.
+def _pinned_torch(torches: list[Package], pkg: Package) -> str | None:
+    """The one torch release pinned exactly in the same resolution as ``pkg`` (its public version), if any, among
+    ``torches`` (the inventory's exact torch pins that install on the target).
 
     A requirements file, pyproject or lock is one resolution; in a Dockerfile only the same command is: a torch
     installed by an earlier RUN does not hold pip back (``pip install vllm`` replaces it)."""
-    here = pkg.location
-    found = {p.version.split("+", 1)[0] for p in ctx.inventory.packages
-             if p.name == "torch" and p.version and p.role != Role.CONSTRAINT and installs_on(p, ctx.profile)
-             and _same_resolution(p.location, here)}
+    found = {p.version.split("+", 1)[0] for p in torches if p.version and _same_resolution(p.location, pkg.location)}
     return found.pop() if len(found) == 1 else None
 
 
@@ -120,9 +118,13 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
     cuda_torch = any(p.name == "torch" and ("+cu" in (p.version or "") or p.url or (p.index and not _is_pypi(p.index)))
                      for p in ctx.inventory.packages)
     gpu = any(p.name in _GPU_NAMES or p.name.startswith(("nvidia-", "cupy-cuda")) for p in ctx.inventory.packages)
+    torches = [p for p in ctx.inventory.packages
+               if p.name == "torch" and p.version and p.role != Role.CONSTRAINT and installs_on(p, ctx.profile)]
     for pkg in pkgs:
-        torch = _pinned_torch(ctx, pkg)
-        rel = _release(pkg, torch) if wheels.known(pkg.name) else None
+        if not wheels.known(pkg.name):
+            continue
+        torch = _pinned_torch(torches, pkg)
+        rel = _release(pkg, torch)
         if rel is None:
             continue
         if pkg.name == "vllm":
