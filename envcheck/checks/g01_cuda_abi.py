@@ -567,7 +567,8 @@ CUDA12_BASE = rule(
     nvidia-*-cu13) installed on top cannot load next to them, CUDA releases before 12.8 carry no code for
     Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
     dated, sourced table (knowledge/ngc_tags.toml) and says when a mapping is inferred rather than quoted.
-    A stage that does not reach the final image is a WARN: only what it builds and copies over is affected.
+    A stage outside the final image whose output the final image copies in (COPY --from) is a FAIL too: what it
+    builds links CUDA 12. A stage that nothing in the final image copies from is a WARN.
     So is a stage that replaces the base's torch with a CUDA 13 build (an exact cu130 pin, an install with
     --upgrade that resolves to PyPI's CUDA 13 torch): the base is then only a shell, and only what else the
     stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk.""",
@@ -600,6 +601,11 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                                           image.location, evidence, status=Status.WARN)
             elif image.final:
                 yield CUDA12_BASE.finding(message, image.location, evidence)
+            elif image.copied_at is not None:
+                # what it builds is in the final image: its CUDA 12 objects fail there as the final stage's would
+                yield CUDA12_BASE.finding(message + f"; what this stage builds links CUDA {facts.cuda_major}, and the final image "
+                                          f"copies it in (COPY --from on line {image.copied_at})", image.location,
+                                          {**evidence, "copied_at": image.copied_at})
             else:
                 yield CUDA12_BASE.finding(message + "; this stage is not in the final image, but what it builds and copies links CUDA "
                                           f"{facts.cuda_major}", image.location, evidence, status=Status.WARN)

@@ -1,0 +1,38 @@
+"""G1-cuda12-base and G1 index findings at the level their cause deserves (real files, through the CLI)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conftest import run_envcheck
+
+
+def _findings(path: Path, rule_prefix: str = "G1-") -> list[dict[str, Any]]:
+    done = run_envcheck("--format", "json", str(path))
+    assert done.returncode in (0, 1), done.stderr
+    report = json.loads(done.stdout)
+    return [f for t in report["targets"] for f in t["findings"]
+            if f["rule"].startswith(rule_prefix) and f["status"] in ("FAIL", "WARN", "INFO")]
+
+
+def _levels(findings: list[dict[str, Any]], rule: str) -> list[tuple[int | None, str]]:
+    return sorted((f.get("location", {}).get("line"), f["status"]) for f in findings if f["rule"] == rule)
+
+
+def test_a_cuda12_builder_whose_output_the_final_image_copies_fails(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        "FROM nvidia/cuda:12.6.3-devel-ubuntu24.04 AS build\n"
+        "RUN nvcc -o /out/app app.cu\n"
+        "\n"
+        "FROM nvidia/cuda:12.8.0-devel-ubuntu24.04 AS lint\n"
+        "RUN echo lint\n"
+        "\n"
+        "FROM nvidia/cuda:13.0.1-runtime-ubuntu24.04\n"
+        "COPY --from=build /out/app /usr/local/bin/app\n"
+    )
+    found = _findings(tmp_path / "Dockerfile")
+    # the build stage's binary is in the final image: FAIL; nothing takes the lint stage's output: WARN
+    assert _levels(found, "G1-cuda12-base") == [(1, "FAIL"), (4, "WARN")]
+    assert "COPY --from on line 8" in next(f["message"] for f in found if f.get("location", {}).get("line") == 1)
