@@ -263,6 +263,7 @@ class BaseImage:
     location: Location | None = None
     stages: tuple[str, ...] = ()  # Dockerfile: this stage and every stage built on it (FROM <stage>), by label
     copied_at: int | None = None  # Dockerfile, a stage outside the final image: the line of a COPY --from that takes its output in
+    runs: str = ""  # compose/Kubernetes: the container's command when all it runs is a device query (nvidia-smi)
 
     def to_json(self) -> dict[str, Any]:
         data = _plain(self)

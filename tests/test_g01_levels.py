@@ -36,3 +36,37 @@ def test_a_cuda12_builder_whose_output_the_final_image_copies_fails(tmp_path: Pa
     # the build stage's binary is in the final image: FAIL; nothing takes the lint stage's output: WARN
     assert _levels(found, "G1-cuda12-base") == [(1, "FAIL"), (4, "WARN")]
     assert "COPY --from on line 8" in next(f["message"] for f in found if f.get("location", {}).get("line") == 1)
+
+
+def test_a_container_that_only_queries_the_device_is_info_on_a_cuda12_image(tmp_path: Path) -> None:
+    (tmp_path / "smoke.yaml").write_text(
+        "apiVersion: v1\n"
+        "kind: Pod\n"
+        "metadata:\n"
+        "  name: gpu-smoke\n"
+        "spec:\n"
+        "  containers:\n"
+        "    - name: smi\n"
+        "      image: nvidia/cuda:12.6.2-runtime-ubuntu24.04\n"
+        "      command: [\"bash\", \"-lc\", \"ls -l /dev/nvidia* || true; nvidia-smi && echo OK\"]\n"
+        "      resources: {limits: {nvidia.com/gpu: 1}}\n"
+        "    - name: train\n"
+        "      image: nvidia/cuda:12.6.2-runtime-ubuntu24.04\n"
+        "      command: [\"bash\", \"-c\", \"nvidia-smi && python train.py\"]\n"
+        "      resources: {limits: {nvidia.com/gpu: 1}}\n"
+    )
+    found = _findings(tmp_path / "smoke.yaml")
+    assert _levels(found, "G1-cuda12-base") == [(8, "INFO"), (12, "FAIL")]
+    assert "host driver" in next(f["message"] for f in found if f["status"] == "INFO")
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n"
+        "  smoke:\n"
+        "    image: nvcr.io/nvidia/cuda:12.2.0-base-ubuntu22.04\n"
+        "    command: nvidia-smi\n"
+        "    deploy: {resources: {reservations: {devices: [{driver: nvidia, count: 1, capabilities: [gpu]}]}}}\n"
+        "  app:\n"
+        "    image: nvcr.io/nvidia/cuda:12.2.0-base-ubuntu22.04\n"
+        "    command: python3 serve.py\n"
+        "    deploy: {resources: {reservations: {devices: [{driver: nvidia, count: 1, capabilities: [gpu]}]}}}\n"
+    )
+    assert _levels(_findings(tmp_path / "compose.yaml"), "G1-cuda12-base") == [(3, "INFO"), (7, "FAIL")]

@@ -569,6 +569,9 @@ CUDA12_BASE = rule(
     dated, sourced table (knowledge/ngc_tags.toml) and says when a mapping is inferred rather than quoted.
     A stage outside the final image whose output the final image copies in (COPY --from) is a FAIL too: what it
     builds links CUDA 12. A stage that nothing in the final image copies from is a WARN.
+    A compose service or Kubernetes container whose command only queries the device (nvidia-smi, ls /dev/nvidia*,
+    echo: a smoke test) is INFO: those come from the host driver, which runs CUDA 12 images, and the image's CUDA 12
+    libraries are never loaded.
     So is a stage that replaces the base's torch with a CUDA 13 build (an exact cu130 pin, an install with
     --upgrade that resolves to PyPI's CUDA 13 torch): the base is then only a shell, and only what else the
     stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk.""",
@@ -594,7 +597,14 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
         if facts.cuda_major < ctx.profile.cuda_major:
             message = f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how}); {ctx.profile.name} has CUDA {ctx.profile.cuda_major}"
             replaced = _torch_replaced_by(ctx, image, facts.ngc_torch)
-            if replaced is not None:
+            if image.runs:
+                # nvidia-smi and /dev/nvidia* come from the host driver; the CUDA 13 driver runs CUDA 12 images
+                shown = image.runs if len(image.runs) <= 80 else image.runs[:77] + "..."
+                yield CUDA12_BASE.finding(message + f"; the container only queries the device ({shown}): nvidia-smi and /dev/nvidia* "
+                                          f"come from the host driver, which runs CUDA {facts.cuda_major} images, and the image's CUDA "
+                                          f"{facts.cuda_major} libraries are never loaded", image.location,
+                                          {**evidence, "runs": image.runs}, status=Status.INFO)
+            elif replaced is not None:
                 # the stage's torch is a CUDA 13 build: the base is only a shell, its own CUDA 12 parts may still be used
                 yield CUDA12_BASE.finding(message + f"; the stage replaces its torch with a CUDA {ctx.profile.cuda_major} build ({replaced}), "
                                           "so only what else it uses from the base (its CUDA 12 libraries, nvcc, extensions) is at risk",
