@@ -70,3 +70,20 @@ def test_a_container_that_only_queries_the_device_is_info_on_a_cuda12_image(tmp_
         "    deploy: {resources: {reservations: {devices: [{driver: nvidia, count: 1, capabilities: [gpu]}]}}}\n"
     )
     assert _levels(_findings(tmp_path / "compose.yaml"), "G1-cuda12-base") == [(3, "INFO"), (7, "FAIL")]
+
+
+def test_a_cuda_12_9_base_is_a_warn_and_older_ones_fail(tmp_path: Path) -> None:
+    # CUDA 12.9 is the first toolkit that compiles for sm_121 (knowledge/nvcc_targets.toml); NGC 25.04 is CUDA 12.9
+    (tmp_path / "Dockerfile").write_text(
+        "FROM nvcr.io/nvidia/pytorch:25.04-py3 AS app\n"
+        "RUN pip install --no-deps sentencepiece==0.2.0\n"
+        "\n"
+        "FROM nvidia/cuda:12.8.1-devel-ubuntu24.04 AS tool\n"
+        "RUN nvcc -o /out/tool tool.cu\n"
+        "\n"
+        "FROM app\n"
+        "COPY --from=tool /out/tool /usr/local/bin/tool\n"
+    )
+    found = _findings(tmp_path / "Dockerfile")
+    assert _levels(found, "G1-cuda12-base") == [(1, "WARN"), (4, "FAIL")]
+    assert "sm_121" in next(f["message"] for f in found if f["status"] == "WARN")

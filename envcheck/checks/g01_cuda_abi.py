@@ -569,6 +569,9 @@ CUDA12_BASE = rule(
     dated, sourced table (knowledge/ngc_tags.toml) and says when a mapping is inferred rather than quoted.
     A stage outside the final image whose output the final image copies in (COPY --from) is a FAIL too: what it
     builds links CUDA 12. A stage that nothing in the final image copies from is a WARN.
+    A base on CUDA 12.9 or newer 12.x (NGC 25.04-25.06) is a WARN: 12.9 is the first toolkit that compiles for
+    sm_121 (knowledge/nvcc_targets.toml), so its builds can carry code for the GPU, and the CUDA 13 driver runs
+    a CUDA 12 user space; whether it works depends on what was built for the GPU.
     A compose service or Kubernetes container whose command only queries the device (nvidia-smi, ls /dev/nvidia*,
     echo: a smoke test) is INFO: those come from the host driver, which runs CUDA 12 images, and the image's CUDA 12
     libraries are never loaded.
@@ -609,6 +612,13 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                 yield CUDA12_BASE.finding(message + f"; the stage replaces its torch with a CUDA {ctx.profile.cuda_major} build ({replaced}), "
                                           "so only what else it uses from the base (its CUDA 12 libraries, nvcc, extensions) is at risk",
                                           image.location, evidence, status=Status.WARN)
+            elif (knows := _nvcc_knows_gpu(facts.cuda, ctx)) and (image.final or image.copied_at is not None):
+                # the CUDA 13 driver runs a CUDA 12.9 user space, whose toolkit builds for this GPU: it depends on the builds
+                yield CUDA12_BASE.finding(message + f"; CUDA {knows[0]} is the first toolkit that compiles for {knows[1]}, so its "
+                                          f"builds can carry code for this GPU and the CUDA {ctx.profile.cuda_major} driver runs "
+                                          f"them: whether it works depends on what was built for {knows[1]} (and CUDA "
+                                          f"{ctx.profile.cuda_major} wheels cannot be mixed in)", image.location,
+                                          {**evidence, "first_nvcc": knows[0], "nvcc_source": knows[2]}, status=Status.WARN)
             elif image.final:
                 yield CUDA12_BASE.finding(message, image.location, evidence)
             elif image.copied_at is not None:
@@ -621,6 +631,21 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                                           f"{facts.cuda_major}", image.location, evidence, status=Status.WARN)
         elif facts.known and image.final:
             yield CUDA12_BASE.passed(f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how})", image.location, **evidence)
+
+
+def _nvcc_knows_gpu(cuda: str | None, ctx: CheckContext) -> tuple[str, str, str] | None:
+    """(first toolkit, target, source) when an image of CUDA ``cuda`` (``12.9``) has a toolkit that compiles for the
+    profile's GPU (knowledge/nvcc_targets.toml: sm_121 from 12.9); None for older ones or an unknown minor (``12``)."""
+    from envcheck.knowledge.nvcc import first_nvcc
+
+    target = f"sm_{ctx.profile.sm}"
+    first = first_nvcc(target)
+    parts = (cuda or "").split(".")
+    if first is None or len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        return None
+    if (int(parts[0]), int(parts[1])) < first[0]:
+        return None
+    return f"{first[0][0]}.{first[0][1]}", target, first[1]
 
 
 def _replacing(ctx: CheckContext, pkg: Package) -> str:
