@@ -87,3 +87,15 @@ def test_a_cuda_12_9_base_is_a_warn_and_older_ones_fail(tmp_path: Path) -> None:
     found = _findings(tmp_path / "Dockerfile")
     assert _levels(found, "G1-cuda12-base") == [(1, "WARN"), (4, "FAIL")]
     assert "sm_121" in next(f["message"] for f in found if f["status"] == "WARN")
+
+
+def test_a_cuda12_index_and_the_torch_it_serves_are_one_finding_at_the_index(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text(
+        "--extra-index-url https://download.pytorch.org/whl/cu128\n"
+        "\n"
+        "torch>=2.9.0\n"
+        "einops==0.8.1\n"
+    )
+    found = [f for f in _findings(tmp_path / "requirements.txt") if f["status"] == "FAIL"]
+    assert [(f["rule"], f["location"]["line"]) for f in found] == [("G1-cuda12-index", 1)]
+    assert found[0]["evidence"]["lines"] == [3] and "torch on line 3 is its CUDA 12 build" in found[0]["message"]

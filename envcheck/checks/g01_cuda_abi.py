@@ -255,20 +255,26 @@ def _conda_torch_build(ctx: CheckContext) -> tuple[CudaBuild | None, str]:
 def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over packages and indexes: local versions, CUDA 12 distributions, indexes, torch's build."""
     findings = [*_package_builds(ctx), *_served_builds(ctx), *_torch_builds(ctx)]
-    # One cause, one finding: a torch that is a CUDA 12 build only because the cu12x index of its own line
-    # serves it is that index's finding (whose fix moves the index), not a second FAIL on the same line.
-    index_lines = {f.location for f in findings if f.rule == CUDA12_INDEX.id and f.status is not Status.PASS and f.location}
-    served = [f for f in findings if f.rule == LOCAL_VERSION.id and f.location in index_lines
-              and (str(f.evidence.get("how", "")).startswith("the index ")
-                   or (ctx.kind == "dockerfile" and f.evidence.get("package") == "torch"))]
+    # One cause, one finding: a torch that is a CUDA 12 (or CPU) build only because an index serves it is that
+    # index's finding (whose fix moves the index and the pin with it), not a second FAIL. In a Dockerfile an index
+    # belongs to its own command, so only the same line is folded there; in a requirements file it serves the file.
+    indexes = [f for f in findings if f.rule in (CUDA12_INDEX.id, CPU_BUILD.id) and "url" in f.evidence
+               and f.status is not Status.PASS and f.location]
+    folded = {id(index): [f for f in findings if f.location and _serves(ctx, index, f)] for index in indexes}
+    served = {id(f) for also in folded.values() for f in also}
     for found in findings:
-        if found in served:
+        if id(found) in served:
             continue
-        also = [f for f in served if f.location == found.location] if found.rule == CUDA12_INDEX.id else []
+        also = folded.get(id(found), [])
         if also:
-            named = ", ".join(f"{f.evidence.get('package')}{' ' + str(f.evidence['version']) if f.evidence.get('version') else ''}" for f in also)
-            found = dataclasses.replace(found, message=f"{found.message}; {named} on this line is its CUDA 12 build",
-                             evidence={**found.evidence, "packages": [f.evidence.get("package") for f in also]})
+            what = "CUDA 12" if found.rule == CUDA12_INDEX.id else "CPU-only"
+            here = [f for f in also if f.location == found.location]
+            there = [f for f in also if f.location != found.location]
+            words = ([f"{_named(here)} on this line"] if here else []) + [f"{_named([f])} on line {f.location.line}" for f in there if f.location]
+            lines = sorted({f.location.line for f in there if f.location and f.location.line})
+            found = dataclasses.replace(found, message=f"{found.message}; {' and '.join(words)} {'is' if len(also) == 1 else 'are'} its {what} build",
+                                        evidence={**found.evidence, "packages": [f.evidence.get("package") for f in also],
+                                                  **({"lines": lines} if lines else {})})
         yield found
     judged = {LOCAL_VERSION.id, CPU_BUILD.id, CUDA12_DIST.id, CUDA12_INDEX.id}
     if any(f.rule in judged and f.status is not Status.PASS for f in findings) or not _names_a_cuda_build(ctx):
@@ -277,6 +283,24 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     if cuda_pkgs and not _torch_packages(ctx):
         yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {ctx.profile.cuda_major} builds ({len(cuda_pkgs)} distributions)", None,
                                  packages=sorted(set(cuda_pkgs)))
+
+
+def _serves(ctx: CheckContext, index: Finding, found: Finding) -> bool:
+    """Is ``found`` (a torch-family build finding) the build that the index of the finding ``index`` serves?"""
+    if not (found.rule == LOCAL_VERSION.id if index.rule == CUDA12_INDEX.id else (found.rule == CPU_BUILD.id and "url" not in found.evidence)):
+        return False
+    how, url = str(found.evidence.get("how", "")), str(index.evidence["url"])
+    if found.location == index.location:
+        return how.startswith("the index ") or (ctx.kind == "dockerfile" and found.evidence.get("package") == "torch")
+    if ctx.kind != "requirements" or index.location is None or found.location is None or found.location.path != index.location.path:
+        return False
+    local = re.search(r"\+(cu\d+)$", str(found.evidence.get("version") or ""))  # torch==2.11.0+cu129 needs the cu129 index
+    return how == f"the index {url}" or (local is not None and url.rstrip("/").rsplit("/", 1)[-1] == local.group(1)
+                                         and found.evidence.get("package") in _TORCH_FAMILY)
+
+
+def _named(found: list[Finding]) -> str:
+    return ", ".join(f"{f.evidence.get('package')}{' ' + str(f.evidence['version']) if f.evidence.get('version') else ''}" for f in found)
 
 
 def _judged_packages(ctx: CheckContext) -> list[Package]:
