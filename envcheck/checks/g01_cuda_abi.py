@@ -272,7 +272,7 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
             there = [f for f in also if f.location != found.location]
             words = ([f"{_named(here)} on this line"] if here else []) + [f"{_named([f])} on line {f.location.line}" for f in there if f.location]
             lines = sorted({f.location.line for f in there if f.location and f.location.line})
-            found = dataclasses.replace(found, message=f"{found.message}; {' and '.join(words)} {'is' if len(also) == 1 else 'are'} its {what} build",
+            found = dataclasses.replace(found, message=f"{found.message}; {' and '.join(words)} {'is its ' + what + ' build' if len(also) == 1 else 'are its ' + what + ' builds'}",
                                         evidence={**found.evidence, "packages": [f.evidence.get("package") for f in also],
                                                   **({"lines": lines} if lines else {})})
         yield found
