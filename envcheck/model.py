@@ -262,6 +262,8 @@ class BaseImage:
     final: bool = True  # ends up in the final image
     location: Location | None = None
     stages: tuple[str, ...] = ()  # Dockerfile: this stage and every stage built on it (FROM <stage>), by label
+    copied_at: int | None = None  # Dockerfile, a stage outside the final image: the line of a COPY --from that takes its output in
+    runs: str = ""  # compose/Kubernetes: the container's command when all it runs is a device query (nvidia-smi)
 
     def to_json(self) -> dict[str, Any]:
         data = _plain(self)

@@ -26,7 +26,7 @@ def _targets(run: BoundedRun) -> dict[str, list[dict]]:
 
 
 def _judged_good(by: dict[str, list[dict]]) -> None:
-    assert any(f["rule"] == "G1-cuda12-local-version" for f in by[str(GOOD)])
+    assert any(f["rule"] == "G1-cuda12-index" for f in by[str(GOOD)])
 
 
 def _no_internal_error(by: dict[str, list[dict]]) -> None:

@@ -76,7 +76,7 @@ def test_command_line_build_arg_and_a_broken_file_next_to_good_ones() -> None:
     from conftest import run_envcheck
 
     arg = RECIPES / "arg-base-tag" / "Dockerfile"
-    assert run_envcheck(str(arg)).returncode == 1  # default ARG: NGC 25.06, CUDA 12.9
+    assert run_envcheck(str(arg)).returncode == 1  # default ARG: NGC 25.03, CUDA 12.8
     done = run_envcheck("--build-arg", "NGC_VERSION=25.11", str(arg))
     assert done.returncode == 0, done.stdout
     broken = RECIPES.parent / "fixtures" / "dockerfile-errors" / "unknown-instruction" / "Dockerfile"

@@ -150,6 +150,20 @@ def test_a_requirement_with_hashes_is_refused_and_left_alone(tmp_path: Path) -> 
     assert path.read_text() == text
 
 
+def test_an_index_and_the_torch_it_serves_on_another_line_are_one_finding_and_move_together(tmp_path: Path) -> None:
+    text = "-r base.txt\n\n--extra-index-url https://download.pytorch.org/whl/cu129\ntorch==2.11.0+cu129\n"
+    path = tmp_path / "requirements.txt"
+    path.write_text(text)
+    (tmp_path / "base.txt").write_text("einops==0.8.1\n")
+    _, out, _ = _cli("-f", "json", "requirements.txt", cwd=tmp_path)
+    g1 = [f for f in _findings(out) if f["rule"].startswith("G1-") and f["status"] == "FAIL"]
+    assert [(f["rule"], f["location"]["line"]) for f in g1] == [("G1-cuda12-index", 3)]
+    assert g1[0]["evidence"]["lines"] == [4] and "torch 2.11.0+cu129 on line 4" in g1[0]["message"]
+    assert _cli("--fix", "--fail-on", "never", "requirements.txt", cwd=tmp_path)[0] == 0
+    assert path.read_text() == text.replace("cu129", "cu130")
+    assert _cli("--diff", "requirements.txt", cwd=tmp_path)[:2] == (0, "")
+
+
 def test_nothing_without_a_certain_fix_is_touched(tmp_path: Path) -> None:
     """A torch with no cu130 build keeps its pin and its index (they move together, by hand); a pinned cupy is
     refused; an unsloth command that also installs transformers keeps its dependencies."""
@@ -402,14 +416,15 @@ def test_findings_none_of_which_can_be_fixed_say_so(tmp_path: Path) -> None:
                                    "https://ci:S3cretMirror@pypi.corp.example/simple/whl/cu126"])
 def test_a_pin_and_an_index_that_cannot_move_stay_together(tmp_path: Path, index: str) -> None:
     """A mirror (or a private index with credentials) serving cu126: envcheck cannot know that it serves cu130,
-    so neither the index nor the +cu126 pin moves (a cu130 pin on a cu126 index cannot be installed), and
-    both findings say why."""
+    so neither the index nor the +cu126 pin moves (a cu130 pin on a cu126 index cannot be installed), and the
+    one finding (the index's, naming the pin it serves) says why."""
     text = f"--extra-index-url {index}\ntorch==2.9.0+cu126\n"
     path = tmp_path / "requirements.txt"
     path.write_text(text)
     _, out, _ = _cli("-f", "json", "requirements.txt", cwd=tmp_path)
     refused = {f["rule"]: f["fix_refused"] for f in _findings(out) if f.get("fix_refused")}
-    assert set(refused) == {"G1-cuda12-index", "G1-cuda12-local-version"}, _findings(out)
+    assert set(refused) == {"G1-cuda12-index"}, _findings(out)
+    assert [f["evidence"].get("lines") for f in _findings(out) if f["rule"] == "G1-cuda12-index"] == [[2]]
     assert all("must move together" in reason and "S3cret" not in reason for reason in refused.values())
     assert not [f for f in _findings(out) if f.get("edits")]
     code, out, err = _cli("--diff", "requirements.txt", cwd=tmp_path)

@@ -130,10 +130,10 @@ def test_the_source_check_refuses_what_a_reader_cannot_follow(tmp_path: Path) ->
 
 def test_the_first_cuda13_ngc_release_is_one_fact() -> None:
     """It lives in ngc_tags.toml only; the rules' prose quotes it from there."""
-    from envcheck.checks import g01_cuda_abi, g09_drift
+    from envcheck.checks import g01_base_images, g01_cuda_abi, g09_drift
 
     first = knowledge.first_cuda13_ngc_release()
-    texts = [r.explanation + r.fix for r in (g01_cuda_abi.CUDA12_BASE, g01_cuda_abi.LOCAL_VERSION, g09_drift.UNKNOWN_BASE)]
+    texts = [r.explanation + r.fix for r in (g01_base_images.CUDA12_BASE, g01_cuda_abi.LOCAL_VERSION, g09_drift.UNKNOWN_BASE)]
     assert all(first in t for t in texts)
     occurrences = [name for name in FILES if re.search(r"first_cuda13_(release|pytorch)\s*=", (REPO / "envcheck" / "knowledge" / f"{name}.toml").read_text())]
     assert occurrences == ["ngc_tags"]

@@ -18,6 +18,7 @@ _LAUNCHES = ("compose", "kubernetes", "shell", "notebook")  # files whose launch
 MODULES: dict[str, tuple[str, ...]] = {
     "envcheck.checks.arch": (*_PACKAGES, "elf"),
     "envcheck.checks.g01_cuda_abi": (*_PACKAGES, "elf"),
+    "envcheck.checks.g01_base_images": ("dockerfile",),
     "envcheck.checks.g01_wheel_builds": ("requirements", "pyproject", "lock", "dockerfile"),
     "envcheck.checks.g02_flash_attn": _PACKAGES,
     "envcheck.checks.g03_memory": (*_LIVE, *_LAUNCHES),

@@ -25,7 +25,7 @@ from envcheck.knowledge.builds import (
     installs_on,
     pypi_torch_build,
 )
-from envcheck.model import BaseImage, Binary, Finding, Location, Package, PackageIndex, Status
+from envcheck.model import Binary, Finding, Location, Package, PackageIndex, Status
 from envcheck.rules import CheckContext, check, rule
 
 # the first NGC release month on CUDA 13 (knowledge/ngc_tags.toml): rule prose quotes the data, never a copy
@@ -255,20 +255,26 @@ def _conda_torch_build(ctx: CheckContext) -> tuple[CudaBuild | None, str]:
 def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over packages and indexes: local versions, CUDA 12 distributions, indexes, torch's build."""
     findings = [*_package_builds(ctx), *_served_builds(ctx), *_torch_builds(ctx)]
-    # One cause, one finding: a torch that is a CUDA 12 build only because the cu12x index of its own line
-    # serves it is that index's finding (whose fix moves the index), not a second FAIL on the same line.
-    index_lines = {f.location for f in findings if f.rule == CUDA12_INDEX.id and f.status is not Status.PASS and f.location}
-    served = [f for f in findings if f.rule == LOCAL_VERSION.id and f.location in index_lines
-              and (str(f.evidence.get("how", "")).startswith("the index ")
-                   or (ctx.kind == "dockerfile" and f.evidence.get("package") == "torch"))]
+    # One cause, one finding: a torch that is a CUDA 12 (or CPU) build only because an index serves it is that
+    # index's finding (whose fix moves the index and the pin with it), not a second FAIL. In a Dockerfile an index
+    # belongs to its own command, so only the same line is folded there; in a requirements file it serves the file.
+    indexes = [f for f in findings if f.rule in (CUDA12_INDEX.id, CPU_BUILD.id) and "url" in f.evidence
+               and f.status is not Status.PASS and f.location]
+    folded = {id(index): [f for f in findings if f.location and _serves(ctx, index, f)] for index in indexes}
+    served = {id(f) for also in folded.values() for f in also}
     for found in findings:
-        if found in served:
+        if id(found) in served:
             continue
-        also = [f for f in served if f.location == found.location] if found.rule == CUDA12_INDEX.id else []
+        also = folded.get(id(found), [])
         if also:
-            named = ", ".join(f"{f.evidence.get('package')}{' ' + str(f.evidence['version']) if f.evidence.get('version') else ''}" for f in also)
-            found = dataclasses.replace(found, message=f"{found.message}; {named} on this line is its CUDA 12 build",
-                             evidence={**found.evidence, "packages": [f.evidence.get("package") for f in also]})
+            what = "CUDA 12" if found.rule == CUDA12_INDEX.id else "CPU-only"
+            here = [f for f in also if f.location == found.location]
+            there = [f for f in also if f.location != found.location]
+            words = ([f"{_named(here)} on this line"] if here else []) + [f"{_named([f])} on line {f.location.line}" for f in there if f.location]
+            lines = sorted({f.location.line for f in there if f.location and f.location.line})
+            found = dataclasses.replace(found, message=f"{found.message}; {' and '.join(words)} {'is its ' + what + ' build' if len(also) == 1 else 'are its ' + what + ' builds'}",
+                                        evidence={**found.evidence, "packages": [f.evidence.get("package") for f in also],
+                                                  **({"lines": lines} if lines else {})})
         yield found
     judged = {LOCAL_VERSION.id, CPU_BUILD.id, CUDA12_DIST.id, CUDA12_INDEX.id}
     if any(f.rule in judged and f.status is not Status.PASS for f in findings) or not _names_a_cuda_build(ctx):
@@ -277,6 +283,24 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     if cuda_pkgs and not _torch_packages(ctx):
         yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {ctx.profile.cuda_major} builds ({len(cuda_pkgs)} distributions)", None,
                                  packages=sorted(set(cuda_pkgs)))
+
+
+def _serves(ctx: CheckContext, index: Finding, found: Finding) -> bool:
+    """Is ``found`` (a torch-family build finding) the build that the index of the finding ``index`` serves?"""
+    if not (found.rule == LOCAL_VERSION.id if index.rule == CUDA12_INDEX.id else (found.rule == CPU_BUILD.id and "url" not in found.evidence)):
+        return False
+    how, url = str(found.evidence.get("how", "")), str(index.evidence["url"])
+    if found.location == index.location:
+        return how.startswith("the index ") or (ctx.kind == "dockerfile" and found.evidence.get("package") == "torch")
+    if ctx.kind != "requirements" or index.location is None or found.location is None or found.location.path != index.location.path:
+        return False
+    local = re.search(r"\+(cu\d+)$", str(found.evidence.get("version") or ""))  # torch==2.11.0+cu129 needs the cu129 index
+    return how == f"the index {url}" or (local is not None and url.rstrip("/").rsplit("/", 1)[-1] == local.group(1)
+                                         and found.evidence.get("package") in _TORCH_FAMILY)
+
+
+def _named(found: list[Finding]) -> str:
+    return ", ".join(f"{f.evidence.get('package')}{' ' + str(f.evidence['version']) if f.evidence.get('version') else ''}" for f in found)
 
 
 def _judged_packages(ctx: CheckContext) -> list[Package]:
@@ -555,58 +579,6 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
                                         None, binaries=static[:20])
 
 
-# --- Dockerfile base images (issue 4: Dockerfiles) ------------------------------------------------------
-
-CUDA12_BASE = rule(
-    "G1-cuda12-base", "G1", "The base image is a CUDA 12 (or older) image", Status.FAIL,
-    f"""The Dockerfile builds on an image whose CUDA is older than the Spark's CUDA 13: nvidia/cuda:12.*,
-    an NGC container of a release month before {_FIRST_CUDA13_NGC} (the first on CUDA 13.0; the month fixes the CUDA across
-    families: pytorch, pyg, jax, tensorflow, tritonserver, vllm, nemo, cuda-dl-base, ...), or a tag that names
-    cuda12/cu12x.
-    Its torch, extensions and libraries are CUDA 12 builds (libcudart.so.12): CUDA 13 wheels (cu130,
-    nvidia-*-cu13) installed on top cannot load next to them, CUDA releases before 12.8 carry no code for
-    Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
-    dated, sourced table (knowledge/ngc_tags.toml) and says when a mapping is inferred rather than quoted.
-    A stage that does not reach the final image is a WARN: only what it builds and copies over is affected.
-    So is a stage that replaces the base's torch with a CUDA 13 build (an exact cu130 pin, an install with
-    --upgrade that resolves to PyPI's CUDA 13 torch): the base is then only a shell, and only what else the
-    stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk.""",
-    f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
-    playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
-    ("dockerfile",),
-    autofix=fixes.cuda12_base,
-)
-
-
-@check(CUDA12_BASE)
-def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
-    """G1 over Dockerfile base images: CUDA 12 bases FAIL (WARN in stages outside the final image)."""
-    from envcheck.knowledge.base_images import in_stage, safe_describe
-
-    for image in ctx.inventory.images:
-        facts = safe_describe(image.ref)
-        if facts is None or facts.cuda_major is None:
-            continue
-        how = facts.note or (f"NGC {facts.release}" if facts.release else f"tag {facts.tag}")
-        evidence = {"image": image.ref, "stage": image.stage, "cuda": facts.cuda, "inferred": facts.inferred,
-                    "source": facts.source, "final": image.final}
-        if facts.cuda_major < ctx.profile.cuda_major:
-            message = f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how}); {ctx.profile.name} has CUDA {ctx.profile.cuda_major}"
-            replaced = _torch_replaced_by(ctx, image, facts.ngc_torch)
-            if replaced is not None:
-                # the stage's torch is a CUDA 13 build: the base is only a shell, its own CUDA 12 parts may still be used
-                yield CUDA12_BASE.finding(message + f"; the stage replaces its torch with a CUDA {ctx.profile.cuda_major} build ({replaced}), "
-                                          "so only what else it uses from the base (its CUDA 12 libraries, nvcc, extensions) is at risk",
-                                          image.location, evidence, status=Status.WARN)
-            elif image.final:
-                yield CUDA12_BASE.finding(message, image.location, evidence)
-            else:
-                yield CUDA12_BASE.finding(message + "; this stage is not in the final image, but what it builds and copies links CUDA "
-                                          f"{facts.cuda_major}", image.location, evidence, status=Status.WARN)
-        elif facts.known and image.final:
-            yield CUDA12_BASE.passed(f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how})", image.location, **evidence)
-
-
 def _replacing(ctx: CheckContext, pkg: Package) -> str:
     """In a Dockerfile: the words for a hand-picked CUDA 13 torch of an earlier line that ``pkg`` (a later pin of
     another version, e.g. a project's own requirements) makes pip replace; empty when there is none."""
@@ -653,27 +625,6 @@ def _latent_index(ctx: CheckContext, index: PackageIndex) -> str:
     if any(e is None for e in earlier):
         return ""
     return ", ".join(f"{e.name} at {Path(e.location.path).name}:{e.location.line}" for e in earlier if e is not None and e.location is not None)
-
-
-def _torch_replaced_by(ctx: CheckContext, image: BaseImage, ngc_torch: bool) -> str | None:
-    """How a stage on ``image`` installs a CUDA ``profile`` torch in place of the base's (None if it does not).
-
-    On an NGC base, pip keeps the container's torch for an unpinned requirement, so only an exact pin or an
-    install with --upgrade/--force-reinstall replaces it."""
-    stages = set(image.stages or ((image.stage,) if image.stage else ()))
-    for pkg in ctx.inventory.packages:
-        if (pkg.name != "torch" or pkg.installed or pkg.role != "requirement" or pkg.location is None
-                or pkg.location.stage not in stages):
-            continue
-        if ngc_torch and not pkg.version:
-            upgrade = any(i.location == pkg.location and "torch" in i.packages
-                          and i.replaces for i in ctx.inventory.installs)
-            if not upgrade:
-                continue
-        build, how = torch_build(pkg, ctx)
-        if build is not None and build.flavor == "cuda" and build.cuda_major == ctx.profile.cuda_major:
-            return f"line {pkg.location.line}: {how}"
-    return None
 
 
 # --- registry and local images (issue 5: envcheck image) -----------------------------------------------

@@ -71,10 +71,13 @@ def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
     if stuck is not None:
         return _stuck_reason(stuck)
     edits = [request.source.edit(m.start("build"), m.end("build"), "cu130") for m in found]
-    if edits and request.kind == "dockerfile":
-        # a +cu12x torch pin on the index's own line moves with it (the finding stands for both; the refusal
-        # above has made sure every pinned torch has a cu130 release)
-        for m in request.matches(name_pattern("torch")):
+    lines = request.finding.evidence.get("lines")
+    pins = [m for line in (lines if isinstance(lines, list) else []) if isinstance(line, int)
+            for m in name_pattern("torch").finditer(request.source.text, *request.source.logical_span(line))]
+    if edits and (request.kind == "dockerfile" or pins):
+        # a +cu12x torch pin that this index serves (on its own line, or on the lines the finding names) moves with
+        # it (the finding stands for both; the refusal above has made sure every pinned torch has a cu130 release)
+        for m in [*(request.matches(name_pattern("torch")) if request.kind == "dockerfile" else []), *pins]:
             local = re.search(r"\+cu1[0-2]\d(?![\w.])", m.group("spec") or "")
             if local:
                 at = m.start("spec") + local.start()

@@ -9,7 +9,8 @@ compose file, not from the shell envcheck runs in, so a check means the same on 
   (``context``, ``dockerfile``, ``args``, ``target``) is read with those build arguments and that target;
 - ``entrypoint:`` and ``command:`` are read as shell text (installs in ``bash -c "pip install ... && ..."``)
   and as launch commands (vLLM, SGLang, torchrun ...: memory share, tensor parallelism, nodes); a command
-  that is only options runs the image's own server (``vllm/vllm-openai`` starts ``vllm serve``);
+  that is only options runs the image's own server (``vllm/vllm-openai`` starts ``vllm serve``); a command
+  that only queries the device (``nvidia-smi``) is recorded on the image (``BaseImage.runs``);
 - ``environment:`` entries are :class:`EnvVar` facts (``TORCH_CUDA_ARCH_LIST``, ``NCCL_*``, ``VLLM_*``), and
   pip/uv index variables are indexes.
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.errors import InputError, UsageError
+from envcheck.inspect.device_query import device_query
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.launch import image_entrypoint
 from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
@@ -301,7 +303,7 @@ class _Compose:
         platform = service.get("platform")
         command_file = file_of("command") if "command" in service else file_of("entrypoint")
         before = len(launches)
-        self._commands(name, service, command_file, inventory, launches, branch, str(image) if isinstance(image, str) else "")
+        command = self._commands(name, service, command_file, inventory, launches, branch, str(image) if isinstance(image, str) else "")
         if len(launches) == before and uses_gpu(service):
             # a GPU service whose server envcheck cannot read from a command (Ollama, llama.cpp images started by
             # their own entrypoint): it takes what it needs of the one pool, with no cap that envcheck can see
@@ -319,7 +321,7 @@ class _Compose:
             else:
                 if len(launches) > before or uses_gpu(service) or isinstance(platform, str) or ml_image(str(image)):
                     inventory.images.append(BaseImage(ref=str(image), platform=str(platform) if isinstance(platform, str) and platform else None,
-                                                      location=at("image"), stage=name, stages=(name,)))
+                                                      location=at("image"), stage=name, stages=(name,), runs=device_query(command)))
                     inventory.packages.extend(_shipped(str(image), at("image")))  # NGC's torch, flash-attn: what pip keeps
         for key, value, line in _environment(service.get("environment")):
             loc = at("environment", line)
@@ -329,7 +331,9 @@ class _Compose:
                 inventory.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(key, value))
 
     def _commands(self, name: str, service: YMap, file: Path, inventory: Inventory, launches: list[dict[str, Any]],
-                  branch: str | None, image: str) -> None:
+                  branch: str | None, image: str) -> str:
+        """Read the service's entrypoint and command; returns the command text when the image's own entrypoint is not a
+        known server (so the text is all the container runs), else the empty string."""
         from envcheck.sources import shell
 
         words: list[str] = []
@@ -347,7 +351,7 @@ class _Compose:
                 continue
             line = line or service.line_of(key)
         if not words or line is None:
-            return
+            return ""
         text = shlex.join(words)
         entry = image_entrypoint(image)
         def where(_line: int) -> Location:  # a compose command is one value: every fact is at its key
@@ -366,6 +370,7 @@ class _Compose:
             for setting in launch.get("settings", []):
                 setting["line"] = _flag_line(lines, line, str(setting.get("key", ""))) or setting.get("line")
         launches.extend(found)
+        return "" if entry and "entrypoint" not in service else text
 
     def _build(self, name: str, build: Any, file: Path, inventory: Inventory, loc: Location, platform: str | None) -> None:
         """Read the Dockerfile a service builds, with its build args and target."""

@@ -156,8 +156,25 @@ class _Reader:
     # -- stages --------------------------------------------------------------------------------
     def read_all(self, inventory: Inventory) -> None:
         keeps = self._stages_in_image()
+        copies = self._copied_into_image(keeps)
         for stage in self.df.stages:
-            self._read_stage(stage, stage.index in keeps, inventory)
+            self._read_stage(stage, stage.index in keeps, inventory, copies.get(stage.index))
+
+    def _copied_into_image(self, keeps: set[int]) -> dict[int, int]:
+        """Stages outside the final image whose output a stage of it takes with ``COPY --from``, each with the
+        line of that COPY (a stage a copied stage builds on counts too: its files are the copied stage's)."""
+        copied: dict[int, int] = {}
+        for stage in self.df.stages:
+            if stage.index not in keeps:
+                continue
+            for inst in stage.instructions:
+                source = copied_from(inst)
+                other = self.df.stage_by_ref(source) if source is not None else None
+                walk: Stage | None = other
+                while walk is not None and walk.index not in keeps and walk.index not in copied:
+                    copied[walk.index] = inst.line
+                    walk = self.df.stages[walk.parent] if walk.parent is not None else None
+        return copied
 
     def _stages_in_image(self) -> set[int]:
         """Stages whose installed packages end up in the final image.
@@ -202,7 +219,7 @@ class _Reader:
     def _loc(self, line: int, stage: Stage) -> Location:
         return Location(self.path, line=line, stage=stage.label)
 
-    def _read_stage(self, stage: Stage, in_image: bool, inventory: Inventory) -> None:
+    def _read_stage(self, stage: Stage, in_image: bool, inventory: Inventory, copied_at: int | None = None) -> None:
         from envcheck.model import BaseImage
 
         if stage.parent is None and stage.base.lower() != "scratch":
@@ -218,7 +235,7 @@ class _Reader:
                 return
             inventory.images.append(BaseImage(
                 ref=stage.base, stage=stage.label, platform=stage.platform, final=in_image,
-                location=self._loc(stage.line, stage), stages=self._built_on(stage),
+                location=self._loc(stage.line, stage), stages=self._built_on(stage), copied_at=copied_at,
             ))
             if in_image:
                 inventory.packages.extend(shipped_packages(stage.base, self._loc(stage.line, stage)))

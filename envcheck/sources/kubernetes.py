@@ -8,7 +8,8 @@ skipped). For each container and init container:
 - ``image`` is a :class:`BaseImage` at its line, judged as a Dockerfile ``FROM`` is; when the pod is
   scheduled only on amd64 nodes (``nodeSelector`` or required node affinity on ``kubernetes.io/arch``), its
   images carry ``linux/amd64`` as their platform, which the ARCH rules judge against the Spark's arm64;
-- ``command`` + ``args`` are read as shell text and as a launch command (vLLM, SGLang, torchrun ...);
+- ``command`` + ``args`` are read as shell text and as a launch command (vLLM, SGLang, torchrun ...); a
+  command that only queries the device (``nvidia-smi``) is recorded on the image (``BaseImage.runs``);
 - ``env`` entries with a literal ``value`` are :class:`EnvVar` facts.
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.errors import InputError, UsageError
+from envcheck.inspect.device_query import device_query
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.launch import image_entrypoint
 from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
@@ -164,7 +166,9 @@ def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inv
                 except UsageError as exc:
                     inventory.problems.append(ReadProblem(f"{who}: image {image}: {exc.message}", at))
                 else:
-                    inventory.images.append(BaseImage(ref=str(image), platform=platform, location=at, stage=stage, stages=(stage,)))
+                    runs = device_query(shlex.join(words)) if words and not entry else ""
+                    inventory.images.append(BaseImage(ref=str(image), platform=platform, location=at, stage=stage, stages=(stage,),
+                                                      runs=runs))
                     inventory.packages.extend(_shipped(str(image), at))  # NGC's torch, flash-attn: what pip keeps
             env = container.get("env")
             for item in env if isinstance(env, YList) else []:

@@ -1,0 +1,129 @@
+"""G1 over the images a Dockerfile, compose file or Kubernetes manifest starts from: a CUDA 12 (or older) base.
+
+The level follows what the image is used for: the final image's base FAILs, a CUDA 12.9 base (whose toolkit
+compiles for sm_121) and a stage nothing copies from are WARNs, a container that only queries the device is INFO.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from envcheck import knowledge
+from envcheck.checks.g01_cuda_abi import torch_build
+from envcheck.fixes import g01_cuda_abi as fixes
+from envcheck.model import BaseImage, Finding, Status
+from envcheck.rules import CheckContext, check, rule
+
+_FIRST_CUDA13_NGC = knowledge.first_cuda13_ngc_release()
+
+
+CUDA12_BASE = rule(
+    "G1-cuda12-base", "G1", "The base image is a CUDA 12 (or older) image", Status.FAIL,
+    f"""The Dockerfile builds on an image whose CUDA is older than the Spark's CUDA 13: nvidia/cuda:12.*,
+    an NGC container of a release month before {_FIRST_CUDA13_NGC} (the first on CUDA 13.0; the month fixes the CUDA across
+    families: pytorch, pyg, jax, tensorflow, tritonserver, vllm, nemo, cuda-dl-base, ...), or a tag that names
+    cuda12/cu12x.
+    Its torch, extensions and libraries are CUDA 12 builds (libcudart.so.12): CUDA 13 wheels (cu130,
+    nvidia-*-cu13) installed on top cannot load next to them, CUDA releases before 12.8 carry no code for
+    Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
+    dated, sourced table (knowledge/ngc_tags.toml) and says when a mapping is inferred rather than quoted.
+    A stage outside the final image whose output the final image copies in (COPY --from) is a FAIL too: what it
+    builds links CUDA 12. A stage that nothing in the final image copies from is a WARN.
+    A base on CUDA 12.9 or newer 12.x (NGC 25.04-25.06) is a WARN: 12.9 is the first toolkit that compiles for
+    sm_121 (knowledge/nvcc_targets.toml), so its builds can carry code for the GPU, and the CUDA 13 driver runs
+    a CUDA 12 user space; whether it works depends on what was built for the GPU.
+    A compose service or Kubernetes container whose command only queries the device (nvidia-smi, ls /dev/nvidia*,
+    echo: a smoke test) is INFO: those come from the host driver, which runs CUDA 12 images, and the image's CUDA 12
+    libraries are never loaded.
+    So is a stage that replaces the base's torch with a CUDA 13 build (an exact cu130 pin, an install with
+    --upgrade that resolves to PyPI's CUDA 13 torch): the base is then only a shell, and only what else the
+    stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk.""",
+    f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
+    playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
+    ("dockerfile",),
+    autofix=fixes.cuda12_base,
+)
+
+
+@check(CUDA12_BASE)
+def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
+    """G1 over Dockerfile base images: CUDA 12 bases FAIL (WARN in stages outside the final image)."""
+    from envcheck.knowledge.base_images import in_stage, safe_describe
+
+    for image in ctx.inventory.images:
+        facts = safe_describe(image.ref)
+        if facts is None or facts.cuda_major is None:
+            continue
+        how = facts.note or (f"NGC {facts.release}" if facts.release else f"tag {facts.tag}")
+        evidence = {"image": image.ref, "stage": image.stage, "cuda": facts.cuda, "inferred": facts.inferred,
+                    "source": facts.source, "final": image.final}
+        if facts.cuda_major < ctx.profile.cuda_major:
+            message = f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how}); {ctx.profile.name} has CUDA {ctx.profile.cuda_major}"
+            replaced = _torch_replaced_by(ctx, image, facts.ngc_torch)
+            if image.runs:
+                # nvidia-smi and /dev/nvidia* come from the host driver; the CUDA 13 driver runs CUDA 12 images
+                shown = image.runs if len(image.runs) <= 80 else image.runs[:77] + "..."
+                yield CUDA12_BASE.finding(message + f"; the container only queries the device ({shown}): nvidia-smi and /dev/nvidia* "
+                                          f"come from the host driver, which runs CUDA {facts.cuda_major} images, and the image's CUDA "
+                                          f"{facts.cuda_major} libraries are never loaded", image.location,
+                                          {**evidence, "runs": image.runs}, status=Status.INFO)
+            elif replaced is not None:
+                # the stage's torch is a CUDA 13 build: the base is only a shell, its own CUDA 12 parts may still be used
+                yield CUDA12_BASE.finding(message + f"; the stage replaces its torch with a CUDA {ctx.profile.cuda_major} build ({replaced}), "
+                                          "so only what else it uses from the base (its CUDA 12 libraries, nvcc, extensions) is at risk",
+                                          image.location, evidence, status=Status.WARN)
+            elif (knows := _nvcc_knows_gpu(facts.cuda, ctx)) and (image.final or image.copied_at is not None):
+                # the CUDA 13 driver runs a CUDA 12.9 user space, whose toolkit builds for this GPU: it depends on the builds
+                yield CUDA12_BASE.finding(message + f"; CUDA {knows[0]} is the first toolkit that compiles for {knows[1]}, so its "
+                                          f"builds can carry code for this GPU and the CUDA {ctx.profile.cuda_major} driver runs "
+                                          f"them: whether it works depends on what was built for {knows[1]} (and CUDA "
+                                          f"{ctx.profile.cuda_major} wheels cannot be mixed in)", image.location,
+                                          {**evidence, "first_nvcc": knows[0], "nvcc_source": knows[2]}, status=Status.WARN)
+            elif image.final:
+                yield CUDA12_BASE.finding(message, image.location, evidence)
+            elif image.copied_at is not None:
+                # what it builds is in the final image: its CUDA 12 objects fail there as the final stage's would
+                yield CUDA12_BASE.finding(message + f"; what this stage builds links CUDA {facts.cuda_major}, and the final image "
+                                          f"copies it in (COPY --from on line {image.copied_at})", image.location,
+                                          {**evidence, "copied_at": image.copied_at})
+            else:
+                yield CUDA12_BASE.finding(message + "; this stage is not in the final image, but what it builds and copies links CUDA "
+                                          f"{facts.cuda_major}", image.location, evidence, status=Status.WARN)
+        elif facts.known and image.final:
+            yield CUDA12_BASE.passed(f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how})", image.location, **evidence)
+
+
+def _nvcc_knows_gpu(cuda: str | None, ctx: CheckContext) -> tuple[str, str, str] | None:
+    """(first toolkit, target, source) when an image of CUDA ``cuda`` (``12.9``) has a toolkit that compiles for the
+    profile's GPU (knowledge/nvcc_targets.toml: sm_121 from 12.9); None for older ones or an unknown minor (``12``)."""
+    from envcheck.knowledge.nvcc import first_nvcc
+
+    target = f"sm_{ctx.profile.sm}"
+    first = first_nvcc(target)
+    parts = (cuda or "").split(".")
+    if first is None or len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        return None
+    if (int(parts[0]), int(parts[1])) < first[0]:
+        return None
+    return f"{first[0][0]}.{first[0][1]}", target, first[1]
+
+
+def _torch_replaced_by(ctx: CheckContext, image: BaseImage, ngc_torch: bool) -> str | None:
+    """How a stage on ``image`` installs a CUDA ``profile`` torch in place of the base's (None if it does not).
+
+    On an NGC base, pip keeps the container's torch for an unpinned requirement, so only an exact pin or an
+    install with --upgrade/--force-reinstall replaces it."""
+    stages = set(image.stages or ((image.stage,) if image.stage else ()))
+    for pkg in ctx.inventory.packages:
+        if (pkg.name != "torch" or pkg.installed or pkg.role != "requirement" or pkg.location is None
+                or pkg.location.stage not in stages):
+            continue
+        if ngc_torch and not pkg.version:
+            upgrade = any(i.location == pkg.location and "torch" in i.packages
+                          and i.replaces for i in ctx.inventory.installs)
+            if not upgrade:
+                continue
+        build, how = torch_build(pkg, ctx)
+        if build is not None and build.flavor == "cuda" and build.cuda_major == ctx.profile.cuda_major:
+            return f"line {pkg.location.line}: {how}"
+    return None

@@ -1,0 +1,33 @@
+"""Whether a container's command only asks the driver about the GPU (a smoke test), and nothing else.
+
+``nvidia-smi`` and the ``/dev/nvidia*`` device files come from the host driver (the NVIDIA container runtime
+mounts them); a container that runs nothing else never loads the CUDA user space of its image.
+"""
+
+from __future__ import annotations
+
+from envcheck.inspect.shell import split_commands
+
+# Commands that read the driver's view of the GPU: at least one must run.
+_QUERIES = frozenset({"nvidia-smi", "nvidia-debugdump"})
+# Commands that print, wait or list and load no CUDA library.
+_HARMLESS = frozenset({"echo", "printf", "true", ":", "sleep", "ls", "cat", "uname", "hostname", "date", "env",
+                       "printenv", "exit", "test", "["})
+
+
+def device_query(text: str) -> str:
+    """``text`` (a container's command) when all it runs is a device query (``nvidia-smi``, ``ls /dev/nvidia*``,
+    ``echo OK``), else the empty string. A command that cannot be read fully is not a device query."""
+    commands = split_commands(text)
+    if commands.truncated or not commands:
+        return ""
+    queried = False
+    for command in commands:
+        if not command.argv:
+            continue
+        name = command.argv[0].rsplit("/", 1)[-1]
+        if name in _QUERIES or (name == "ls" and any(w.startswith("/dev/nvidia") for w in command.argv[1:])):
+            queried = True
+        elif name not in _HARMLESS:
+            return ""
+    return text if queried else ""
