@@ -12,6 +12,7 @@ from envcheck.inspect.dockerfile import (
     Instruction,
     Stage,
     arg_pairs,
+    copied_from,
     env_pairs,
     expand,
 )
@@ -130,3 +131,21 @@ def apply_instruction(df: Dockerfile, inst: Instruction, values: dict[str, str],
     changed = instruction_changes(df, inst, values, build_args)
     _apply(changed, values, set() if env_names is None else env_names)
     return changed
+
+
+def copied_into_image(df: Dockerfile, keeps: set[int]) -> dict[int, int]:
+    """Stages outside the final image (``keeps``: the indexes of those in it) whose output a stage of it takes with
+    ``COPY --from``, each with the line of that COPY (a stage a copied stage builds on counts too: its files are
+    the copied stage's)."""
+    copied: dict[int, int] = {}
+    for stage in df.stages:
+        if stage.index not in keeps:
+            continue
+        for inst in stage.instructions:
+            source = copied_from(inst)
+            other = df.stage_by_ref(source) if source is not None else None
+            walk: Stage | None = other
+            while walk is not None and walk.index not in keeps and walk.index not in copied:
+                copied[walk.index] = inst.line
+                walk = df.stages[walk.parent] if walk.parent is not None else None
+    return copied

@@ -33,7 +33,7 @@ from envcheck.inspect.dockerfile import (
     parse,
     split_words,
 )
-from envcheck.inspect.dockerfile_env import walk_stage
+from envcheck.inspect.dockerfile_env import copied_into_image, walk_stage
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.pip_args import (
     INDEX_VARIABLES,
@@ -156,25 +156,9 @@ class _Reader:
     # -- stages --------------------------------------------------------------------------------
     def read_all(self, inventory: Inventory) -> None:
         keeps = self._stages_in_image()
-        copies = self._copied_into_image(keeps)
+        copies = copied_into_image(self.df, keeps)
         for stage in self.df.stages:
             self._read_stage(stage, stage.index in keeps, inventory, copies.get(stage.index))
-
-    def _copied_into_image(self, keeps: set[int]) -> dict[int, int]:
-        """Stages outside the final image whose output a stage of it takes with ``COPY --from``, each with the
-        line of that COPY (a stage a copied stage builds on counts too: its files are the copied stage's)."""
-        copied: dict[int, int] = {}
-        for stage in self.df.stages:
-            if stage.index not in keeps:
-                continue
-            for inst in stage.instructions:
-                source = copied_from(inst)
-                other = self.df.stage_by_ref(source) if source is not None else None
-                walk: Stage | None = other
-                while walk is not None and walk.index not in keeps and walk.index not in copied:
-                    copied[walk.index] = inst.line
-                    walk = self.df.stages[walk.parent] if walk.parent is not None else None
-        return copied
 
     def _stages_in_image(self) -> set[int]:
         """Stages whose installed packages end up in the final image.
