@@ -129,25 +129,23 @@ def _watching_adapter() -> Any:
             _watched(sock)
             return sock
 
+    def watched_conn(conn: Any) -> Any:  # a kept-alive connection taken from the pool: its socket is watched again
+        sock = getattr(conn, "sock", None)
+        if sock is not None:
+            _watched(sock)
+        return conn
+
     class Pool(HTTPConnectionPool):
         ConnectionCls = Connection
 
         def _get_conn(self, timeout: float | None = None) -> Any:
-            conn = super()._get_conn(timeout)
-            sock = getattr(conn, "sock", None)
-            if sock is not None:
-                _watched(sock)
-            return conn
+            return watched_conn(super()._get_conn(timeout))
 
     class TLSPool(HTTPSConnectionPool):
         ConnectionCls = TLSConnection
 
         def _get_conn(self, timeout: float | None = None) -> Any:
-            conn = super()._get_conn(timeout)
-            sock = getattr(conn, "sock", None)
-            if sock is not None:
-                _watched(sock)
-            return conn
+            return watched_conn(super()._get_conn(timeout))
 
     class Adapter(HTTPAdapter):
         def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:

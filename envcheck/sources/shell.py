@@ -20,8 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envcheck.inspect.pragma import pragma_line
-from envcheck.model import BaseImage, Inventory, Location, Pragma, ReadProblem
+from envcheck.inspect.pragma import instruction_pragmas
+from envcheck.model import BaseImage, Inventory, Location, ReadProblem
 from envcheck.sources import ReadOptions
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     text, problems = read_text_file(path, text_limit(options))
     inventory = read_script(text, str(path), path.parent, options, lambda line: Location(str(path), line=line))
     inventory.problems[:0] = problems
-    inventory.pragmas.extend(_pragmas(text, str(path)))
+    inventory.pragmas.extend(instruction_pragmas(text, {}, str(path)))  # each pragma: the next line that is not blank
     return inventory
 
 
@@ -365,19 +365,3 @@ def _fraction(value: str) -> float | None:
     except ValueError:
         return None
     return number if 0 <= number <= 1 else None
-
-
-def _pragmas(text: str, path: str) -> list[Pragma]:
-    """``# envcheck: ignore=RULE reason`` on a line of its own applies to the next line that is not blank."""
-    lines = text.splitlines()
-    found: list[Pragma] = []
-    for number, raw in enumerate(lines, 1):
-        m = pragma_line(raw)
-        if not m:
-            continue
-        target = number + 1
-        while target <= len(lines) and (not lines[target - 1].strip() or pragma_line(lines[target - 1])):
-            target += 1
-        rules = tuple(r.strip() for r in m.group(1).split(",") if r.strip())
-        found.append(Pragma(rules, m.group(2).strip(), Location(path, line=target)))
-    return found
