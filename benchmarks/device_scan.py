@@ -49,7 +49,7 @@ def judge(inv: Inventory) -> dict[str, object]:
         from envcheck.model import Status
         from envcheck.profile import load_profile
 
-        found = engine.evaluate(inv, load_profile("dgx-spark"), "folder", {})
+        found = engine.evaluate(inv, load_profile("dgx-spark"), "folder")
     except Exception as exc:  # the device may lack an optional dependency of another check
         return {"error": f"{type(exc).__name__}: {exc}"}
     worst: dict[str, str] = {}

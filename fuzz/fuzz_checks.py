@@ -15,6 +15,7 @@ from harness import REPO, main, scratch_dir, write_input
 with atheris.instrument_imports(include=["envcheck"]):
     from envcheck import engine
     from envcheck.errors import EnvcheckError
+    from envcheck.options import RunOptions
     from envcheck.profile import load_profile
     from envcheck.rules import load_all
     from envcheck.sources import ReadOptions, dockerfile, locks, module_for, pyproject, requirements  # noqa: F401
@@ -35,7 +36,7 @@ def target(data: bytes) -> None:
     path = write_input(FOLDER, name, data[1:])
     inventory = module_for(kind).read(path, OPTIONS)
     for nvfp4 in (False, True):
-        findings = engine.evaluate(inventory, PROFILE, kind, {"nvfp4": nvfp4}, debug=True)
+        findings = engine.evaluate(inventory, PROFILE, kind, RunOptions(nvfp4=nvfp4), debug=True)
         assert all(f.rule and f.gotcha and f.message for f in findings)
 
 
