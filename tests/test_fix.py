@@ -488,3 +488,17 @@ def test_compose_and_kubernetes_image_tags_move_to_cuda13(tmp_path: Path) -> Non
     assert (tmp_path / "compose.yaml").read_text() == compose.replace("12.4.1-runtime", "13.0.1-runtime"), err
     assert (tmp_path / "job.yaml").read_text() == job.replace("12.6.2-devel", "13.0.1-devel")
     assert code == 1 and "NGC framework image" in err + _out
+
+
+def test_a_shell_scripts_cuda12_index_moves_with_its_line_kept(tmp_path: Path) -> None:
+    """An install script is fixed as a Dockerfile's RUN would be: the cu128 index of a torch that has a cu130
+    build moves; a torch without one is left, with the reason."""
+    script = ("#!/bin/bash\nset -e\npip install torch==2.9.1 --index-url https://download.pytorch.org/whl/cu128\n"
+              "pip install transformers==4.57.1\n")
+    (tmp_path / "install.sh").write_text(script)
+    code, _out, err = _cli("--fix", "install.sh", cwd=tmp_path)
+    assert (tmp_path / "install.sh").read_text() == script.replace("whl/cu128", "whl/cu130"), err
+    old = script.replace("torch==2.9.1", "torch==2.5.1")
+    (tmp_path / "old.sh").write_text(old)
+    _code, out, err = _cli("--fix", "old.sh", cwd=tmp_path)
+    assert (tmp_path / "old.sh").read_text() == old and "no cu130 build" in out + err

@@ -26,7 +26,7 @@ from envcheck.options import RunOptions
 
 # Input kinds whose files --fix edits. Lock files, freeze output, folders and images describe what a tool
 # wrote or installed: they are regenerated, not edited.
-FIXABLE_KINDS = ("requirements", "pyproject", "dockerfile", "compose", "kubernetes")
+FIXABLE_KINDS = ("requirements", "pyproject", "dockerfile", "compose", "kubernetes", "shell")
 _LOCK_FILE = re.compile(r"(?:.*\.lock|pylock(?:\.[^/]*)?\.toml)$")
 _HASH_OPTION = re.compile(r"--hash[=\s]")
 
