@@ -496,7 +496,7 @@ def test_a_shell_scripts_cuda12_index_moves_with_its_line_kept(tmp_path: Path) -
     script = ("#!/bin/bash\nset -e\npip install torch==2.9.1 --index-url https://download.pytorch.org/whl/cu128\n"
               "pip install transformers==4.57.1\n")
     (tmp_path / "install.sh").write_text(script)
-    code, _out, err = _cli("--fix", "install.sh", cwd=tmp_path)
+    _code, _out, err = _cli("--fix", "install.sh", cwd=tmp_path)
     assert (tmp_path / "install.sh").read_text() == script.replace("whl/cu128", "whl/cu130"), err
     old = script.replace("torch==2.9.1", "torch==2.5.1")
     (tmp_path / "old.sh").write_text(old)
