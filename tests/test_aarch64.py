@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -94,6 +95,7 @@ def test_a_folder_scan_with_workers_and_its_cache(arm64: Run, tmp_path: Path) ->
     """Forked workers (forced on these 2 cores), the cold answer equal to x86_64's, then the answer from the
     cache (the folder snapshot) equal to the cold one."""
     site = _site(tmp_path)
+    time.sleep(2.2)  # older than the folder snapshot's racy window (cache.RACY_NS, 2 s): else no snapshot is kept
     env = {"ENVCHECK_SCAN_WORKERS": "4", "ENVCHECK_CACHE_DIR": str(tmp_path / "arm-cache")}
     cold = arm64("-f", "json", str(site), env=env)
     assert cold.returncode in (0, 1), cold.stderr
