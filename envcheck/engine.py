@@ -85,6 +85,23 @@ def _branch_aware(finding: Finding) -> Finding:
     return replace(finding, status=status, message=f"{finding.message}; {loc.branch}")
 
 
+# A finding in a stage outside the built image is one level lower: it cannot break or degrade the image.
+_OUTSIDE_IMAGE = {Status.FAIL: Status.WARN, Status.WARN: Status.INFO}
+
+
+def _stage_aware(finding: Finding) -> Finding:
+    """The level of a finding located in a Dockerfile stage that is not part of the built image (neither the
+    target nor a stage the target builds on, copies from or mounts: ``Location.outside_image``), one rule for
+    every check: FAIL becomes WARN (the legacy builder still builds it, and a stage left in the file is
+    often wired in later), WARN becomes INFO. Checks judge a stage by what it does; this decides the level."""
+    loc = finding.location
+    lowered = _OUTSIDE_IMAGE.get(finding.status) if loc is not None and loc.outside_image else None
+    if loc is None or lowered is None:
+        return finding
+    return replace(finding, status=lowered, message=f"{finding.message}; stage {loc.stage!r} is not part of the built image "
+                                                    "(the target neither builds on it nor copies or mounts from it)")
+
+
 def _distinct(findings: Iterable[Finding]) -> list[Finding]:
     """Each finding once: the same rule, status, location and message reached twice (a file read directly
     and again through a Dockerfile that copies it, two checks meeting on one fact) is one finding."""
@@ -124,6 +141,7 @@ def judge(target: Target, inventory: Inventory, profile: Profile, config: Config
         override = config.severity.get(finding.rule)
         if override and finding.status not in (Status.PASS, Status.INFO, Status.ERROR):
             finding = replace(finding, status=Status[override])
+        finding = _stage_aware(finding)
         reason = _suppression(finding, inventory, config)
         if reason is None:
             result.findings.append(finding)

@@ -154,8 +154,9 @@ def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
         evidence = {"image": image.ref, "stage": image.stage, "platform": image.platform, "final": image.final}
-        status = Status.FAIL if image.final else Status.WARN
-        tail = "" if image.final else " (this stage is not in the final image; what it builds and copies is x86_64)"
+        # a stage outside the built image is one level lower (the engine's stage rule): judged here by what it does
+        status = Status.FAIL
+        tail = "" if image.copied_at is None else f" (the final image copies what it builds: COPY --from on line {image.copied_at})"
         if is_arm64(image.platform) is False and ctx.kind != "dockerfile":  # compose `platform:`, Kubernetes amd64 scheduling
             pod = (image.stage or "").rpartition("/")[0] if ctx.kind == "kubernetes" else ""
             if pod and pod in pods:

@@ -1,0 +1,71 @@
+"""A stage is judged by what it does; whether the built image gets its results decides the level (issue 26
+item 4). One rule of the engine for every check: a finding located in a stage that is not part of the built
+image (neither the target, nor a stage the target builds on, copies from or mounts) is one level lower and
+says why; a stage reached through FROM, COPY --from or RUN --mount=from chains keeps its full level."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from conftest import run_envcheck
+
+ATTN = "FROM python:3.12-slim AS attn\nRUN pip install flash-attn\n\n"
+NGC = "nvcr.io/nvidia/pytorch:25.11-py3"
+
+
+def _findings(*args: str, cwd: Path) -> list[dict[str, Any]]:
+    done = run_envcheck("-f", "json", "--fail-on", "never", *args, cwd=cwd)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    jsonschema.validate(report, json.loads(resources.files("envcheck.formats").joinpath("report.schema.json").read_text()))
+    return [f for t in report["targets"] for f in t["findings"]]
+
+
+def _flash_attn(findings: list[dict[str, Any]]) -> dict[str, Any]:
+    (found,) = [f for f in findings if f["rule"] == "G2-flash-attn-build"]
+    return found
+
+
+@pytest.mark.parametrize(("tail", "args", "level"), [
+    (f"FROM {NGC}\nRUN echo ok\n", (), "WARN"),  # nothing takes anything from stage attn
+    (f"FROM {NGC}\nCOPY --from=attn /usr/local/bin/x /usr/local/bin/x\n", (), "FAIL"),
+    (f"FROM {NGC}\nRUN --mount=type=bind,from=attn,source=/root,target=/w ls /w\n", (), "FAIL"),
+    (f"FROM {NGC}\nRUN echo ok\n", ("--target", "attn"), "FAIL"),
+    ("FROM attn AS mid\nRUN echo mid\n\nFROM mid\nRUN echo ok\n", (), "FAIL"),  # FROM chain
+    (f"FROM attn AS mid\nRUN echo mid\n\nFROM {NGC}\nCOPY --from=mid /x /x\n", (), "FAIL"),  # copies a stage built on it
+    (f"FROM {NGC} AS mid\nCOPY --from=attn /x /x\n\nFROM {NGC}\nCOPY --from=mid /x /x\n", (), "FAIL"),  # COPY chain
+    (f"FROM {NGC} AS mid\nCOPY --from=attn /x /x\n\nFROM {NGC}\nRUN echo ok\n", (), "WARN"),  # its only user is unused
+], ids=["unused", "copy-from", "mount-from", "target", "from-chain", "copy-of-child", "copy-chain", "unused-chain"])
+def test_a_stage_outside_the_built_image_is_one_level_lower(tmp_path: Path, tail: str, args: tuple[str, ...], level: str) -> None:
+    (tmp_path / "Dockerfile").write_text(ATTN + tail, encoding="utf-8")
+    found = _flash_attn(_findings(*args, "Dockerfile", cwd=tmp_path))
+    assert (found["status"], found["location"]["stage"]) == (level, "attn"), found
+    outside = level == "WARN"
+    assert ("stage 'attn' is not part of the built image" in found["message"]) is outside, found["message"]
+    assert found["location"].get("outside_image", False) is outside
+
+
+def test_a_warn_outside_the_built_image_is_info(tmp_path: Path) -> None:
+    """A CUDA 12.9 base is a WARN where it is built into the image, INFO in a stage nothing uses."""
+    (tmp_path / "Dockerfile").write_text(f"FROM nvcr.io/nvidia/pytorch:25.05-py3 AS old\nRUN echo old\n\nFROM {NGC}\nRUN echo ok\n",
+                                         encoding="utf-8")
+    levels = {args: [f["status"] for f in _findings(*args, "Dockerfile", cwd=tmp_path) if f["rule"] == "G1-cuda12-base"
+                     and f["location"]["stage"] == "old"] for args in ((), ("--target", "old"))}
+    assert levels == {(): ["INFO"], ("--target", "old"): ["WARN"]}
+
+
+def test_compose_build_target_picks_the_built_stage(tmp_path: Path) -> None:
+    """Two services build the same Dockerfile: the one whose `build: target:` is the flash-attn stage gets the
+    full level, the one that builds the last stage gets it lowered."""
+    (tmp_path / "Dockerfile").write_text(ATTN + f"FROM {NGC}\nRUN echo ok\n", encoding="utf-8")
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n"
+        "  attn:\n    build:\n      context: .\n      target: attn\n"
+        "  app:\n    build:\n      context: .\n", encoding="utf-8")
+    found = {f["location"]["stage"]: f["status"] for f in _findings("compose.yaml", cwd=tmp_path) if f["rule"] == "G2-flash-attn-build"}
+    assert found == {"attn/attn": "FAIL", "app/attn": "WARN"}
