@@ -98,8 +98,12 @@ def _stage_aware(finding: Finding) -> Finding:
     lowered = _OUTSIDE_IMAGE.get(finding.status) if loc is not None and loc.outside_image else None
     if loc is None or lowered is None:
         return finding
-    return replace(finding, status=lowered, message=f"{finding.message}; stage {loc.stage!r} is not part of the built image "
-                                                    "(the target neither builds on it nor copies or mounts from it)")
+    return replace(finding, status=lowered, message=finding.message + _outside_image(loc.stage))
+
+
+def _outside_image(stage: str | None) -> str:
+    """What :func:`_stage_aware` adds to the message of a finding it lowers."""
+    return f"; stage {stage!r} is not part of the built image (the target neither builds on it nor copies or mounts from it)"
 
 
 def _distinct(findings: Iterable[Finding]) -> list[Finding]:
@@ -199,10 +203,21 @@ def _owned_once(results: list[TargetResult]) -> None:
         for finding in result.findings:
             path = finding.location.path if finding.location else None
             owner = owners.get(real(path)) if path else None
-            line = finding.location.line if finding.location else None
-            if owner is not None and real(path or "") != own and any(
-                    (f.rule, f.status, f.message, f.location.line if f.location else None)
-                    == (finding.rule, finding.status, finding.message, line) for f in owner.findings):
+            if owner is not None and real(path or "") != own and any(_same_cause(f, finding) for f in owner.findings):
                 continue
             kept.append(finding)
         result.findings[:] = kept
+
+
+def _same_cause(owned: Finding, copy: Finding) -> bool:
+    """Is ``copy`` (read through another target) the finding ``owned`` its file's own target has: the same rule,
+    line, level and message, or the same one lowered by :func:`_stage_aware` (read through a stage outside the
+    built image)?"""
+    line = owned.location.line if owned.location else None
+    if copy.rule != owned.rule or (copy.location.line if copy.location else None) != line:
+        return False
+    if (copy.status, copy.message) == (owned.status, owned.message):
+        return True
+    loc = copy.location
+    return (loc is not None and loc.outside_image and copy.status is _OUTSIDE_IMAGE.get(owned.status)
+            and copy.message == owned.message + _outside_image(loc.stage))

@@ -69,3 +69,13 @@ def test_compose_build_target_picks_the_built_stage(tmp_path: Path) -> None:
         "  app:\n    build:\n      context: .\n", encoding="utf-8")
     found = {f["location"]["stage"]: f["status"] for f in _findings("compose.yaml", cwd=tmp_path) if f["rule"] == "G2-flash-attn-build"}
     assert found == {"attn/attn": "FAIL", "app/attn": "WARN"}
+
+
+def test_a_file_read_through_an_unused_stage_is_reported_once_by_its_own_target(tmp_path: Path) -> None:
+    """requirements.txt is a target of its own: the Dockerfile stage outside the built image that installs it
+    does not repeat its finding, lowered, as a second one."""
+    (tmp_path / "requirements.txt").write_text("torch==2.5.1+cu121\n", encoding="utf-8")
+    (tmp_path / "Dockerfile").write_text("FROM python:3.12-slim AS dev\nCOPY requirements.txt .\nRUN pip install -r requirements.txt\n\n"
+                                         f"FROM {NGC}\nRUN echo ok\n", encoding="utf-8")
+    found = [(f["location"]["path"], f["status"]) for f in _findings(".", cwd=tmp_path) if f["rule"] == "G1-cuda12-local-version"]
+    assert found == [("requirements.txt", "FAIL")]
