@@ -79,3 +79,17 @@ def test_a_file_read_through_an_unused_stage_is_reported_once_by_its_own_target(
                                          f"FROM {NGC}\nRUN echo ok\n", encoding="utf-8")
     found = [(f["location"]["path"], f["status"]) for f in _findings(".", cwd=tmp_path) if f["rule"] == "G1-cuda12-local-version"]
     assert found == [("requirements.txt", "FAIL")]
+
+
+@pytest.mark.parametrize(("rule", "head"), [
+    ("G1-cuda12-base", "FROM nvidia/cuda:12.4.1-devel-ubuntu22.04 AS attn\nRUN echo build\n\n"),
+    ("ARCH-base-platform", "FROM --platform=linux/amd64 ubuntu:24.04 AS attn\nRUN echo build\n\n"),
+])
+def test_base_image_rules_leave_the_level_to_the_stage_rule(tmp_path: Path, rule: str, head: str) -> None:
+    """The rules that once picked WARN for any stage outside the final stage themselves: a stage the final image
+    copies from is at full level, an unused one is lowered by the engine like every other finding."""
+    levels = []
+    for tail in (f"FROM {NGC}\nCOPY --from=attn /opt/tool /opt/tool\n", f"FROM {NGC}\nRUN echo ok\n"):
+        (tmp_path / "Dockerfile").write_text(head + tail, encoding="utf-8")
+        levels += [f["status"] for f in _findings("Dockerfile", cwd=tmp_path) if f["rule"] == rule and f["status"] != "PASS"]
+    assert levels == ["FAIL", "WARN"]
