@@ -101,6 +101,11 @@ def _stage_aware(finding: Finding) -> Finding:
     return replace(finding, status=lowered, message=finding.message + _outside_image(loc.stage))
 
 
+def _unstaged(location: Location | None) -> Location | None:
+    """``location`` without its stage: the same file line (or wheel member) whichever stage read it."""
+    return None if location is None else replace(location, stage=None, outside_image=False)
+
+
 def _outside_image(stage: str | None) -> str:
     """What :func:`_stage_aware` adds to the message of a finding it lowers."""
     return f"; stage {stage!r} is not part of the built image (the target neither builds on it nor copies or mounts from it)"
@@ -141,7 +146,13 @@ def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str 
 def judge(target: Target, inventory: Inventory, profile: Profile, config: Config, debug: bool = False) -> TargetResult:
     """Findings for one already-read inventory, with config overrides and suppressions applied."""
     result = TargetResult(target=target.name, kind=target.kind, inventory=inventory)
-    for finding in evaluate(inventory, profile, target.kind, config.options, debug):
+    findings = evaluate(inventory, profile, target.kind, config.options, debug)
+    # one cause met in a stage of the image and in one outside it (a file both install) is the image's finding
+    in_image = {(f.rule, f.message, _unstaged(f.location)) for f in findings if f.location is not None and not f.location.outside_image}
+    for finding in findings:
+        if finding.location is not None and finding.location.outside_image and (
+                finding.rule, finding.message, _unstaged(finding.location)) in in_image:
+            continue
         override = config.severity.get(finding.rule)
         if override and finding.status not in (Status.PASS, Status.INFO, Status.ERROR):
             finding = replace(finding, status=Status[override])

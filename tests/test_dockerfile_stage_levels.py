@@ -60,15 +60,17 @@ def test_a_warn_outside_the_built_image_is_info(tmp_path: Path) -> None:
 
 
 def test_compose_build_target_picks_the_built_stage(tmp_path: Path) -> None:
-    """Two services build the same Dockerfile: the one whose `build: target:` is the flash-attn stage gets the
-    full level, the one that builds the last stage gets it lowered."""
+    """A service whose `build: target:` is the flash-attn stage gets the full level; one that builds the last
+    stage gets it lowered; with both in one file, the line is one cause: the built one's finding."""
     (tmp_path / "Dockerfile").write_text(ATTN + f"FROM {NGC}\nRUN echo ok\n", encoding="utf-8")
-    (tmp_path / "compose.yaml").write_text(
-        "services:\n"
-        "  attn:\n    build:\n      context: .\n      target: attn\n"
-        "  app:\n    build:\n      context: .\n", encoding="utf-8")
-    found = {f["location"]["stage"]: f["status"] for f in _findings("compose.yaml", cwd=tmp_path) if f["rule"] == "G2-flash-attn-build"}
-    assert found == {"attn/attn": "FAIL", "app/attn": "WARN"}
+    attn = "  attn:\n    build:\n      context: .\n      target: attn\n"
+    app = "  app:\n    build:\n      context: .\n"
+    found = []
+    for services in (attn, app, attn + app):
+        (tmp_path / "compose.yaml").write_text("services:\n" + services, encoding="utf-8")
+        found.append({f["location"]["stage"]: f["status"] for f in _findings("compose.yaml", cwd=tmp_path)
+                      if f["rule"] == "G2-flash-attn-build"})
+    assert found == [{"attn/attn": "FAIL"}, {"app/attn": "WARN"}, {"attn/attn": "FAIL"}]
 
 
 def test_a_file_read_through_an_unused_stage_is_reported_once_by_its_own_target(tmp_path: Path) -> None:
@@ -93,3 +95,13 @@ def test_base_image_rules_leave_the_level_to_the_stage_rule(tmp_path: Path, rule
         (tmp_path / "Dockerfile").write_text(head + tail, encoding="utf-8")
         levels += [f["status"] for f in _findings("Dockerfile", cwd=tmp_path) if f["rule"] == rule and f["status"] != "PASS"]
     assert levels == ["FAIL", "WARN"]
+
+
+def test_a_file_installed_in_and_outside_the_built_image_is_one_finding(tmp_path: Path) -> None:
+    """The same requirements file installed by an unused stage and by the final one is one cause: the final
+    stage's finding, at full level."""
+    (tmp_path / "requirements.txt").write_text("torch==2.5.1+cu121\n", encoding="utf-8")
+    install = "COPY requirements.txt .\nRUN pip install -r requirements.txt\n"
+    (tmp_path / "Dockerfile").write_text(f"FROM python:3.12-slim AS dev\n{install}\nFROM python:3.12-slim\n{install}", encoding="utf-8")
+    found = [(f["location"]["stage"], f["status"]) for f in _findings("Dockerfile", cwd=tmp_path) if f["rule"] == "G1-cuda12-local-version"]
+    assert found == [("1", "FAIL")]
