@@ -85,6 +85,32 @@ def _branch_aware(finding: Finding) -> Finding:
     return replace(finding, status=status, message=f"{finding.message}; {loc.branch}")
 
 
+# A finding in a stage outside the built image is one level lower: it cannot break or degrade the image.
+_OUTSIDE_IMAGE = {Status.FAIL: Status.WARN, Status.WARN: Status.INFO}
+
+
+def _stage_aware(finding: Finding) -> Finding:
+    """The level of a finding located in a Dockerfile stage that is not part of the built image (neither the
+    target nor a stage the target builds on, copies from or mounts: ``Location.outside_image``), one rule for
+    every check: FAIL becomes WARN (the legacy builder still builds it, and a stage left in the file is
+    often wired in later), WARN becomes INFO. Checks judge a stage by what it does; this decides the level."""
+    loc = finding.location
+    lowered = _OUTSIDE_IMAGE.get(finding.status) if loc is not None and loc.outside_image else None
+    if loc is None or lowered is None:
+        return finding
+    return replace(finding, status=lowered, message=finding.message + _outside_image(loc.stage))
+
+
+def _unstaged(location: Location | None) -> Location | None:
+    """``location`` without its stage: the same file line (or wheel member) whichever stage read it."""
+    return None if location is None else replace(location, stage=None, outside_image=False)
+
+
+def _outside_image(stage: str | None) -> str:
+    """What :func:`_stage_aware` adds to the message of a finding it lowers."""
+    return f"; stage {stage!r} is not part of the built image (the target neither builds on it nor copies or mounts from it)"
+
+
 def _distinct(findings: Iterable[Finding]) -> list[Finding]:
     """Each finding once: the same rule, status, location and message reached twice (a file read directly
     and again through a Dockerfile that copies it, two checks meeting on one fact) is one finding."""
@@ -120,10 +146,17 @@ def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str 
 def judge(target: Target, inventory: Inventory, profile: Profile, config: Config, debug: bool = False) -> TargetResult:
     """Findings for one already-read inventory, with config overrides and suppressions applied."""
     result = TargetResult(target=target.name, kind=target.kind, inventory=inventory)
-    for finding in evaluate(inventory, profile, target.kind, config.options, debug):
+    findings = evaluate(inventory, profile, target.kind, config.options, debug)
+    # one cause met in a stage of the image and in one outside it (a file both install) is the image's finding
+    in_image = {(f.rule, f.message, _unstaged(f.location)) for f in findings if f.location is not None and not f.location.outside_image}
+    for finding in findings:
+        if finding.location is not None and finding.location.outside_image and (
+                finding.rule, finding.message, _unstaged(finding.location)) in in_image:
+            continue
         override = config.severity.get(finding.rule)
         if override and finding.status not in (Status.PASS, Status.INFO, Status.ERROR):
             finding = replace(finding, status=Status[override])
+        finding = _stage_aware(finding)
         reason = _suppression(finding, inventory, config)
         if reason is None:
             result.findings.append(finding)
@@ -181,10 +214,21 @@ def _owned_once(results: list[TargetResult]) -> None:
         for finding in result.findings:
             path = finding.location.path if finding.location else None
             owner = owners.get(real(path)) if path else None
-            line = finding.location.line if finding.location else None
-            if owner is not None and real(path or "") != own and any(
-                    (f.rule, f.status, f.message, f.location.line if f.location else None)
-                    == (finding.rule, finding.status, finding.message, line) for f in owner.findings):
+            if owner is not None and real(path or "") != own and any(_same_cause(f, finding) for f in owner.findings):
                 continue
             kept.append(finding)
         result.findings[:] = kept
+
+
+def _same_cause(owned: Finding, copy: Finding) -> bool:
+    """Is ``copy`` (read through another target) the finding ``owned`` its file's own target has: the same rule,
+    line, level and message, or the same one lowered by :func:`_stage_aware` (read through a stage outside the
+    built image)?"""
+    line = owned.location.line if owned.location else None
+    if copy.rule != owned.rule or (copy.location.line if copy.location else None) != line:
+        return False
+    if (copy.status, copy.message) == (owned.status, owned.message):
+        return True
+    loc = copy.location
+    return (loc is not None and loc.outside_image and copy.status is _OUTSIDE_IMAGE.get(owned.status)
+            and copy.message == owned.message + _outside_image(loc.stage))

@@ -82,11 +82,11 @@ KINDS: tuple[InputKind, ...] = (
     ),
     InputKind(
         "uv-lock", "envcheck.sources.locks", "uv.lock",
-        names=r"(?i:uv\.lock)", satisfies=("lock",), examples=True, hook="envcheck-pyproject",
+        names=r"(?i:uv\.lock)", sniff=True, satisfies=("lock",), examples=True, hook="envcheck-pyproject",
     ),
     InputKind(
-        "pylock", "envcheck.sources.locks", "PEP 751 lock files (pylock.toml, pylock.NAME.toml)",
-        names=r"(?i:pylock(?:\.[^/]+)?\.toml)", satisfies=("lock",), examples=True, hook="envcheck-pyproject",
+        "pylock", "envcheck.sources.pylock", "PEP 751 lock files (pylock.toml, pylock.NAME.toml)",
+        names=r"(?i:pylock(?:\.[^/]+)?\.toml)", sniff=True, satisfies=("lock",), examples=True, hook="envcheck-pyproject",
     ),
     InputKind(
         "conda", "envcheck.sources.conda", "conda environment files (environment.yml)",

@@ -114,6 +114,9 @@ class Location:
     # `[ -n "$X" ]`)``), and whether it is a fallback that runs only when the main path fails.
     branch: str | None = None
     fallback: bool = False
+    # A Dockerfile stage that is not part of the built image: neither the target nor a stage the target builds
+    # on, copies from or mounts (docs/dockerfiles.md). The engine lowers findings located there one level.
+    outside_image: bool = False
 
     def __str__(self) -> str:
         text = self.path

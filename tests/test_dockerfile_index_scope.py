@@ -29,7 +29,7 @@ def _torch_builds(folder: Path, text: str) -> dict[str | None, str]:
 
 def test_a_commands_index_does_not_reach_another_stage(tmp_path: Path) -> None:
     found = _torch_builds(tmp_path, f"FROM {CUDA13} AS a\nRUN pip install torch==2.8.0 --index-url {CU128}\n\n"
-                                    f"FROM {CUDA13} AS b\nRUN pip install torch\n")
+                                    f"FROM {CUDA13} AS b\nCOPY --from=a /opt /opt\nRUN pip install torch\n")
     assert found == {"a": "FAIL"}
 
 

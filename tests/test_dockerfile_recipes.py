@@ -69,7 +69,7 @@ def test_findings_name_their_stage_in_a_multistage_build() -> None:
     case = next(c for c in CASES if c["dockerfile"].startswith("multistage-xformers"))
     result = _judge(case)
     warn = [f for f in result.findings if f.rule == "G1-cuda12-base" and f.status.value == "WARN"]
-    assert warn and "stage 'tools'" in warn[0].message and "not in the final image" in warn[0].message
+    assert warn and "stage 'tools'" in warn[0].message and "not part of the built image" in warn[0].message
 
 
 def test_command_line_build_arg_and_a_broken_file_next_to_good_ones() -> None:

@@ -236,9 +236,9 @@ def test_a_symlink_leading_outside_the_target_is_not_written(tmp_path: Path) -> 
     assert "symbolic link" in err and real.read_text() == "cupy-cuda12x\n"
     assert code == 1
     # a link that stays inside the target's folder is followed (the file is written, the link stays a link)
-    (outside / "inner.txt").symlink_to(real)
-    assert _cli("--fix", "--fail-on", "never", "inner.txt", cwd=outside)[0] == 0
-    assert real.read_text() == "cupy-cuda13x\n" and (outside / "inner.txt").is_symlink()
+    (outside / "requirements-inner.txt").symlink_to(real)
+    assert _cli("--fix", "--fail-on", "never", "requirements-inner.txt", cwd=outside)[0] == 0
+    assert real.read_text() == "cupy-cuda13x\n" and (outside / "requirements-inner.txt").is_symlink()
 
 
 def test_diff_exit_codes(tmp_path: Path) -> None:

@@ -309,7 +309,8 @@ def test_dockerfile_pip_installs_are_resolved_per_run_line(tmp_path: Path, uv_ca
             "RUN pip install cuda12ext==1.0\n"
             "RUN pip install alpha==1.0 beta==2.0\n"
             "FROM nvcr.io/nvidia/pytorch:25.11-py3 AS ngc\n"
-            "RUN pip install needs-torch==1.0\n")
+            "RUN pip install needs-torch==1.0\n"
+            "COPY --from=app /usr/local/lib /opt/app-lib\n")  # stage app is part of the built image
     _, target, _ = _resolve(tmp_path, uv_cache, index.url, text, name="Dockerfile")
     files = _resolved(target)
     assert files["cuda12ext"]["location"]["line"] == 2
@@ -319,6 +320,16 @@ def test_dockerfile_pip_installs_are_resolved_per_run_line(tmp_path: Path, uv_ca
     assert g1 and g1[0]["location"]["member"] == "cuda12ext/_C.so"
     conflict = _findings(target, "G9-resolve-conflict")
     assert conflict and conflict[0]["location"]["line"] == 3 and "beta==2.0" in conflict[0]["message"]
+
+
+def test_files_resolved_for_a_stage_outside_the_built_image_are_one_level_lower(tmp_path: Path, uv_cache: Path,
+                                                                                 index: PackageIndex) -> None:
+    """Issue 26 item 4: the wheel a stage nobody uses installs is judged (its CUDA 12 soname), one level lower."""
+    text = ("FROM ubuntu:24.04 AS app\nRUN pip install cuda12ext==1.0\n\n"
+            "FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN echo ok\n")
+    _, target, _ = _resolve(tmp_path, uv_cache, index.url, text, name="Dockerfile")
+    (g1,) = _findings(target, "G1-binary-soname")
+    assert g1["status"] == "WARN" and "stage 'app' is not part of the built image" in g1["message"], g1
 
 
 def test_pyproject_dependencies_with_its_uv_index(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:

@@ -130,8 +130,9 @@ BASE_PLATFORM = rule(
     "ARCH-base-platform", "ARCH", "A build stage runs on another CPU architecture", Status.FAIL,
     """FROM --platform=linux/amd64 (or another non-arm64 platform), or a base image that is published for
     linux/amd64 only (pytorch/pytorch on Docker Hub), makes the stage an x86_64 image. On a Spark it runs
-    under emulation at best, and every wheel and binary it installs is x86_64. A stage outside the final
-    image is a WARN: only what it builds and copies over is affected.""",
+    under emulation at best, and every wheel and binary it installs is x86_64. A stage whose output the
+    final image copies in is a FAIL too (what it builds is x86_64); a stage that is not part of the built
+    image at all is a WARN, as every finding there is one level lower (docs/dockerfiles.md).""",
     """Drop --platform (or use --platform=$BUILDPLATFORM / linux/arm64) and start from a multi-arch base such as
     nvcr.io/nvidia/pytorch:25.11-py3 or nvidia/cuda:13.0.x.""",
     ("dockerfile",),
@@ -154,8 +155,9 @@ def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
         evidence = {"image": image.ref, "stage": image.stage, "platform": image.platform, "final": image.final}
-        status = Status.FAIL if image.final else Status.WARN
-        tail = "" if image.final else " (this stage is not in the final image; what it builds and copies is x86_64)"
+        # a stage outside the built image is one level lower (the engine's stage rule): judged here by what it does
+        status = Status.FAIL
+        tail = "" if image.copied_at is None else f" (the final image copies what it builds: COPY --from on line {image.copied_at})"
         if is_arm64(image.platform) is False and ctx.kind != "dockerfile":  # compose `platform:`, Kubernetes amd64 scheduling
             pod = (image.stage or "").rpartition("/")[0] if ctx.kind == "kubernetes" else ""
             if pod and pod in pods:

@@ -1,7 +1,8 @@
 """G1 over the images a Dockerfile, compose file or Kubernetes manifest starts from: a CUDA 12 (or older) base.
 
 The level follows what the image is used for: the final image's base FAILs, a CUDA 12.9 base (whose toolkit
-compiles for sm_121) and a stage nothing copies from are WARNs, a container that only queries the device is INFO.
+compiles for sm_121) is a WARN, a container that only queries the device is INFO; a stage that is not part of the
+built image is one level lower, as every finding located there (envcheck.engine).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ CUDA12_BASE = rule(
     Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
     dated, sourced table (knowledge/ngc_tags.toml) and says when a mapping is inferred rather than quoted.
     A stage outside the final image whose output the final image copies in (COPY --from) is a FAIL too: what it
-    builds links CUDA 12. A stage that nothing in the final image copies from is a WARN.
+    builds links CUDA 12. A stage that is not part of the built image at all is a WARN, as every finding there is
+    one level lower (docs/dockerfiles.md).
     A base on CUDA 12.9 or newer 12.x (NGC 25.04-25.06) is a WARN: 12.9 is the first toolkit that compiles for
     sm_121 (knowledge/nvcc_targets.toml), so its builds can carry code for the GPU, and the CUDA 13 driver runs
     a CUDA 12 user space; whether it works depends on what was built for the GPU.
@@ -47,7 +49,7 @@ CUDA12_BASE = rule(
 
 @check(CUDA12_BASE)
 def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
-    """G1 over Dockerfile base images: CUDA 12 bases FAIL (WARN in stages outside the final image)."""
+    """G1 over Dockerfile base images: CUDA 12 bases FAIL (the engine lowers a stage outside the built image)."""
     from envcheck.knowledge.base_images import in_stage, safe_describe
 
     for image in ctx.inventory.images:
@@ -72,23 +74,20 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                 yield CUDA12_BASE.finding(message + f"; the stage replaces its torch with a CUDA {ctx.profile.cuda_major} build ({replaced}), "
                                           "so only what else it uses from the base (its CUDA 12 libraries, nvcc, extensions) is at risk",
                                           image.location, evidence, status=Status.WARN)
-            elif (knows := _nvcc_knows_gpu(facts.cuda, ctx)) and (image.final or image.copied_at is not None):
+            elif knows := _nvcc_knows_gpu(facts.cuda, ctx):
                 # the CUDA 13 driver runs a CUDA 12.9 user space, whose toolkit builds for this GPU: it depends on the builds
                 yield CUDA12_BASE.finding(message + f"; CUDA {knows[0]} is the first toolkit that compiles for {knows[1]}, so its "
                                           f"builds can carry code for this GPU and the CUDA {ctx.profile.cuda_major} driver runs "
                                           f"them: whether it works depends on what was built for {knows[1]} (and CUDA "
                                           f"{ctx.profile.cuda_major} wheels cannot be mixed in)", image.location,
                                           {**evidence, "first_nvcc": knows[0], "nvcc_source": knows[2]}, status=Status.WARN)
-            elif image.final:
-                yield CUDA12_BASE.finding(message, image.location, evidence)
-            elif image.copied_at is not None:
+            elif image.copied_at is not None and not image.final:
                 # what it builds is in the final image: its CUDA 12 objects fail there as the final stage's would
                 yield CUDA12_BASE.finding(message + f"; what this stage builds links CUDA {facts.cuda_major}, and the final image "
                                           f"copies it in (COPY --from on line {image.copied_at})", image.location,
                                           {**evidence, "copied_at": image.copied_at})
-            else:
-                yield CUDA12_BASE.finding(message + "; this stage is not in the final image, but what it builds and copies links CUDA "
-                                          f"{facts.cuda_major}", image.location, evidence, status=Status.WARN)
+            else:  # a stage outside the built image is one level lower (the engine's stage rule)
+                yield CUDA12_BASE.finding(message, image.location, evidence)
         elif facts.known and image.final:
             yield CUDA12_BASE.passed(f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how})", image.location, **evidence)
 

@@ -81,10 +81,11 @@ def _already_installed(pkg: Package, installed: list[Package], ctx: CheckContext
 
 
 def _installed_in_stage(pkg: Package, installed: list[Package], ctx: CheckContext) -> list[Package]:
-    """The installed flash-attn that ``pkg``'s install meets: in a Dockerfile, the one its own stage's base ships
-    (whether or not the stage reaches the final image: a stage is judged by what it does); elsewhere any."""
+    """The installed flash-attn that ``pkg``'s install meets: in a build stage (a Dockerfile's, or one a compose
+    service builds), the one its own stage's base ships (whether or not the stage reaches the final image: a
+    stage is judged by what it does); elsewhere any."""
     stage = pkg.location.stage if pkg.location is not None else None
-    if ctx.kind != "dockerfile" or stage is None:
+    if stage is None or not ctx.inventory.images:
         return installed
     from envcheck.knowledge.base_images import safe_describe
 

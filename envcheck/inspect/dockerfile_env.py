@@ -149,3 +149,34 @@ def copied_into_image(df: Dockerfile, keeps: set[int]) -> dict[int, int]:
                 copied[walk.index] = inst.line
                 walk = df.stages[walk.parent] if walk.parent is not None else None
     return copied
+
+
+def stages_in_build(df: Dockerfile) -> set[int]:
+    """Indexes of the stages whose work reaches the built image: the target stage (the last one, or
+    ``--target``) and the stages it builds on (``FROM <stage>``), then every stage that one of those names
+    in ``COPY``/``ADD --from`` or ``RUN --mount=...,from=``, with the stages that one builds on, as far as the
+    chain goes. BuildKit builds only these; a stage outside them does not change the image."""
+    reach = {s.index for s in df.stages if s.final}
+    pending = sorted(reach)
+    while pending:
+        stage = df.stages[pending.pop()]
+        for inst in stage.instructions:
+            refs = [copied_from(inst)]
+            if inst.keyword == "RUN":
+                refs.extend(_mount_source(spec) for spec in inst.flag_values("mount"))
+            for ref in refs:
+                walk = df.stage_by_ref(ref) if ref else None
+                while walk is not None and walk.index not in reach:
+                    reach.add(walk.index)
+                    pending.append(walk.index)
+                    walk = df.stages[walk.parent] if walk.parent is not None else None
+    return reach
+
+
+def _mount_source(spec: str) -> str | None:
+    """The ``from=`` of one ``RUN --mount=`` value (a stage or an image), or None."""
+    for part in spec.split(","):
+        key, _, value = part.partition("=")
+        if key.strip() == "from":
+            return value.strip() or None
+    return None

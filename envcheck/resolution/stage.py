@@ -139,14 +139,16 @@ def add_file(inventory: Inventory, item: Chosen, ctx: ResolveContext, outcome: O
             inventory.problems.append(ReadProblem(f"{url or item.filename}!{problem}", Location(url or str(item.filename))))
         for note in facts.notes:
             inventory.problems.append(ReadProblem(f"{url or item.filename}: {note}", Location(url or str(item.filename)), note=True))
-        where = url or str(item.filename)
+        where = Location(url or str(item.filename))
+        if item.location is not None and item.location.outside_image:  # installed by a stage outside the built image
+            where = replace(where, stage=item.location.stage, outside_image=True)
         for data in facts.binaries:
             values = {k: v for k, v in data.items() if k != "member"}
             binary = from_plain(Binary, values, "binary")
-            inventory.binaries.append(replace(binary, distribution=item.name, location=Location(where, member=data.get("member"))))
+            inventory.binaries.append(replace(binary, distribution=item.name, location=replace(where, member=data.get("member"))))
         parsed = parse_wheel_name(item.filename or "")
         inventory.wheels.append(Wheel(item.filename or "", item.name, item.version or "", parsed.tags if parsed else facts.tags,
-                                      requires or (), Location(where)))
+                                      requires or (), where))
     inventory.resolved.append(record)
     inventory.packages.append(Package(name=item.name, version=item.version, specifier=f"=={item.version}" if item.version else "",
                                       requires=requires, role=Role.RESOLVED, location=item.location))

@@ -48,11 +48,13 @@ class EnvironmentFile:
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """A YAML file with a top-level ``dependencies:`` key and ``channels:`` or ``name:`` (an environment file)."""
+    """A YAML file with a top-level ``dependencies:`` key and ``channels:`` or ``name:`` (an environment file),
+    and no top-level ``apiVersion:`` (a Helm ``Chart.yaml`` has ``name:`` and ``dependencies:`` too)."""
     if b"\x00" in head:
         return False
     text = head.decode("utf-8", "replace")
-    return bool(re.search(r"(?m)^dependencies\s*:", text)) and bool(re.search(r"(?m)^(channels|name)\s*:", text))
+    return (bool(re.search(r"(?m)^dependencies\s*:", text)) and bool(re.search(r"(?m)^(channels|name)\s*:", text))
+            and not re.search(r"(?m)^apiVersion\s*:", text))
 
 
 def parse(text: str) -> EnvironmentFile:

@@ -33,7 +33,7 @@ from envcheck.inspect.dockerfile import (
     parse,
     split_words,
 )
-from envcheck.inspect.dockerfile_env import copied_into_image, walk_stage
+from envcheck.inspect.dockerfile_env import copied_into_image, stages_in_build, walk_stage
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.pip_args import (
     INDEX_VARIABLES,
@@ -152,10 +152,12 @@ class _Reader:
         self.options = options
         self.build_args: Mapping[str, str] = options.build_args
         self.line = 1  # the instruction being read (for errors raised while reading it)
+        self.outside: set[int] = set()  # stages that are not part of the built image (Location.outside_image)
 
     # -- stages --------------------------------------------------------------------------------
     def read_all(self, inventory: Inventory) -> None:
         keeps = self._stages_in_image()
+        self.outside = {s.index for s in self.df.stages} - stages_in_build(self.df)
         copies = copied_into_image(self.df, keeps)
         for stage in self.df.stages:
             self._read_stage(stage, stage.index in keeps, inventory, copies.get(stage.index))
@@ -201,7 +203,7 @@ class _Reader:
         return tuple(labels)
 
     def _loc(self, line: int, stage: Stage) -> Location:
-        return Location(self.path, line=line, stage=stage.label)
+        return Location(self.path, line=line, stage=stage.label, outside_image=stage.index in self.outside)
 
     def _read_stage(self, stage: Stage, in_image: bool, inventory: Inventory, copied_at: int | None = None) -> None:
         from envcheck.model import BaseImage
@@ -475,7 +477,7 @@ def _under(where: Location | None, loc: Location) -> Location:
     """A fact's location in a file a RUN read (-r file, pyproject), with the RUN's stage and branch."""
     if where is None:
         return loc
-    return replace(where, stage=loc.stage, branch=loc.branch, fallback=loc.fallback)
+    return replace(where, stage=loc.stage, branch=loc.branch, fallback=loc.fallback, outside_image=loc.outside_image)
 
 
 def shipped_packages(ref: str, location: Location | None) -> list[Package]:

@@ -45,6 +45,43 @@ _MAX_ROOT_SCOPES = 64
 _DEFAULT_GROUPS = ("dev",)  # uv sync installs the dev group unless told otherwise
 
 
+# A lock told by content (a file whose name says nothing): uv.lock's top-level `version = N` and a `[[package]]`
+# entry with a `source = { ... }` table (Cargo.lock has the same shape, with `source = "registry+..."` text); PEP 751's `lock-version` and a `[[packages]]` entry. Locks put long `resolution-markers`
+# or `[manifest]` tables first, so the sniffers look this far into the file, not only at detect's 4 KiB.
+_SNIFF_BYTES = 64 << 10
+_UV_VERSION = re.compile(rb"(?m)^version[ \t]*=[ \t]*\d+[ \t]*(?:#.*)?\r?$")
+_UV_ENTRY = re.compile(rb"(?m)^\[\[package\]\][ \t]*\r?\n(?:(?:[^\[\n][^\n]*)?\n)*?source[ \t]*=[ \t]*\{")
+_PYLOCK_VERSION = re.compile(rb"(?m)^lock-version[ \t]*=[ \t]*[\"'][0-9.]+[\"']")
+_PYLOCK_ENTRY = re.compile(rb"(?m)^\[\[packages\]\][ \t]*\r?$")
+
+
+def _lock_head(path: Path, head: bytes) -> bytes | None:
+    """More of the file than ``head`` where a lock's entries start late; None for binary data."""
+    if b"\x00" in head:
+        return None
+    if len(head) < 4096:
+        return head
+    try:
+        with path.open("rb") as fh:
+            more = fh.read(_SNIFF_BYTES)
+    except OSError:
+        return head
+    return None if b"\x00" in more else more
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    """Does the file read as a uv.lock under another name: a top-level ``version = N`` and a ``[[package]]``
+    entry with a ``source = { ... }`` table?"""
+    text = _lock_head(path, head)
+    return text is not None and _UV_VERSION.search(text) is not None and _UV_ENTRY.search(text) is not None
+
+
+def sniff_pylock(path: Path, head: bytes) -> bool:
+    """Does the file read as a PEP 751 lock under another name: ``lock-version`` and a ``[[packages]]`` entry?"""
+    text = _lock_head(path, head)
+    return text is not None and _PYLOCK_VERSION.search(text) is not None and _PYLOCK_ENTRY.search(text) is not None
+
+
 def read(path: Path, options: ReadOptions) -> Inventory:
     """Read a uv.lock or pylock.toml: one package per locked entry, in the scopes that install it."""
     data, text = parse_toml(path, text_limit(options))

@@ -14,8 +14,10 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from envcheck.errors import InputError
-from envcheck.inspect.pip_args import _INDEX_OPTIONS, parse_requirement_text, shown
+from envcheck.inspect.pip_args import _INDEX_OPTIONS, _PER_REQUIREMENT_OPTION, parse_requirement_text, shown
 from envcheck.inspect.pragma import PRAGMA
 from envcheck.limits import MAX_TEXT_BYTES
 from envcheck.model import (
@@ -32,22 +34,58 @@ from envcheck.sources import ReadOptions
 
 KIND = "requirements"
 MAX_BYTES = MAX_TEXT_BYTES  # --max-text-size; docs/limits.md
-_REQ_LINE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-]*(\[[^\]]*\])?\s*(==|>=|<=|~=|!=|<|>|===|@|;|$)|-[-a-zA-Z]|git\+|https?://)")
+# Options pip takes in a requirements file (`pip install -r`'s file format), by their long and short names.
+_FILE_OPTIONS = frozenset({
+    "-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url", "--extra-index-url",
+    "--no-index", "-f", "--find-links", "--no-binary", "--only-binary", "--prefer-binary", "--require-hashes",
+    "--pre", "--trusted-host", "--use-feature", "--config-settings", "--global-option", "--hash",
+})
+_URL_REQUIREMENT = re.compile(r"(?i)^(?:git\+|hg\+|svn\+|bzr\+|https?://|file:)\S+(?:\s+;\s*\S.*)?$")
+_INLINE_COMMENT = re.compile(r"(?:^|\s+)#.*$")
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """Does ``head`` look like a requirements file? Most non-comment lines must parse as requirements."""
+    """Is ``head`` (the file's first 4 KiB) a requirements file whose name says nothing? Only when EVERY
+    non-comment line is a requirement (PEP 508, ``name @ url``, a VCS or archive URL) or an option pip takes
+    in a requirements file, and at least one says what only a requirements file says (a version specifier,
+    extras, a marker, a URL or an option): a list of bare words (labels.txt, vocab.txt) is not one, nor is
+    prose with one pinned package in it."""
     if b"\x00" in head:
         return False
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    lines = [ln for ln in text.splitlines()[:40] if ln.strip() and not ln.lstrip().startswith("#")]
-    if not lines:
-        return False
-    hits = sum(1 for ln in lines if _REQ_LINE.match(ln))
-    return hits >= max(1, int(0.8 * len(lines)))
+    lines = text.replace("\\\r\n", "").replace("\\\n", "").splitlines()
+    if len(head) >= 4096 and lines:
+        lines.pop()  # cut at 4 KiB: the last line may be a part of one
+    telling = False
+    checked = 0
+    for raw in lines:
+        line = _INLINE_COMMENT.sub("", raw).strip()
+        if not line:
+            continue
+        checked += 1
+        said = _requirement_line(line)
+        if said is None:
+            return False
+        telling = telling or said
+    return checked > 0 and telling
+
+
+def _requirement_line(line: str) -> bool | None:
+    """None: ``line`` is no requirements-file line; else whether it says what only a requirements file says."""
+    if line.startswith("-"):
+        name = re.split(r"[\s=]", line, maxsplit=1)[0] if line.startswith("--") else line[:2]  # -rother.txt is -r
+        return True if name in _FILE_OPTIONS else None
+    if _URL_REQUIREMENT.match(line):
+        return True
+    text = _PER_REQUIREMENT_OPTION.split(line)[0].strip()
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        return None
+    return bool(req.specifier or req.url or req.marker or req.extras)
 
 
 def text_limit(options: ReadOptions) -> int:
