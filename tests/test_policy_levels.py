@@ -1,0 +1,68 @@
+"""Policy rules are a declared category, and the levels of G1 findings whose cause only degrades a Spark
+(real files, through the CLI)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conftest import run_envcheck
+
+
+def _report(*args: str) -> dict[str, Any]:
+    done = run_envcheck("--format", "json", *args)
+    assert done.returncode in (0, 1), done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def _findings(report: dict[str, Any], key: str = "findings") -> list[dict[str, Any]]:
+    return [f for t in report["targets"] for f in t[key]]
+
+
+def _bare_pip_project(folder: Path) -> list[str]:
+    (folder / "requirements.txt").write_text("torch>=2.11\ntransformers\n")
+    (folder / "Dockerfile").write_text(
+        "FROM python:latest\n"
+        "RUN pip install torch==2.11.0 --index-url https://download.pytorch.org/whl/cu130\n"
+        "RUN pip install transformers accelerate\n"
+    )
+    return [str(folder / "requirements.txt"), str(folder / "Dockerfile")]
+
+
+def test_policy_findings_say_so_once_per_file_or_stage_and_ignore_policy_leaves_them_out(tmp_path: Path) -> None:
+    paths = _bare_pip_project(tmp_path)
+    warned = [f for f in _findings(_report(*paths)) if f["status"] in ("WARN", "FAIL")]
+    by_rule = {f["rule"]: f for f in warned}
+    assert sorted(by_rule) == ["G9-bare-pip-base", "G9-floating-base-tag", "G9-unpinned"]
+    assert all(f["policy"] is True for f in warned)
+    # one finding per file (per stage), naming every package it is about
+    assert len(warned) == 3
+    assert by_rule["G9-unpinned"]["evidence"]["packages"] == ["torch", "transformers"]
+    assert by_rule["G9-bare-pip-base"]["evidence"]["unpinned"] == ["transformers", "accelerate"]
+    # a finding of another rule carries no policy key
+    assert all("policy" not in f for f in _findings(_report(*paths)) if f["rule"].startswith("G1-"))
+
+    ignored = _report("--ignore", "policy", "--fail-on", "warn", *paths)
+    assert not [f for f in _findings(ignored) if f["status"] in ("WARN", "FAIL")]
+    assert {f["rule"] for f in _findings(ignored, "suppressed") if f["status"] == "WARN"} == set(by_rule)
+    assert ignored["exit_code"] == 0
+
+    (tmp_path / ".envcheck.toml").write_text('ignore = [{ rule = "policy", reason = "pins come from the lock in CI" }]\n')
+    configured = _report("--config", str(tmp_path / ".envcheck.toml"), *paths)
+    assert {f["reason"] for f in _findings(configured, "suppressed") if f["rule"] in by_rule} == {"pins come from the lock in CI"}
+
+
+def test_sarif_and_the_rule_list_carry_the_policy_category(tmp_path: Path) -> None:
+    paths = _bare_pip_project(tmp_path)
+    done = run_envcheck("--format", "sarif", *paths)
+    run = json.loads(done.stdout)["runs"][0]
+    results = {r["ruleId"]: r["properties"]["policy"] for r in run["results"]}
+    assert results == {"G9-bare-pip-base": True, "G9-floating-base-tag": True, "G9-unpinned": True}
+    rules = {r["id"]: r["properties"] for r in run["tool"]["driver"]["rules"]}
+    assert "policy" in rules["G9-unpinned"]["tags"] and rules["G9-unpinned"]["policy"] is True
+    assert rules["G1-cuda12-index"]["policy"] is False
+    listed = json.loads(run_envcheck("rules", "G9", "-f", "json").stdout)
+    assert {r["id"] for r in listed if r["policy"]} >= {"G9-unpinned", "G9-bare-pip-base", "G9-floating-base-tag"}
+    assert not any(r["policy"] for r in listed if r["id"] == "G9-pin-conflict")
