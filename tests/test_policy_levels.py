@@ -66,3 +66,34 @@ def test_sarif_and_the_rule_list_carry_the_policy_category(tmp_path: Path) -> No
     listed = json.loads(run_envcheck("rules", "G9", "-f", "json").stdout)
     assert {r["id"] for r in listed if r["policy"]} >= {"G9-unpinned", "G9-bare-pip-base", "G9-floating-base-tag"}
     assert not any(r["policy"] for r in listed if r["id"] == "G9-pin-conflict")
+
+
+def _g1(report: dict[str, Any], rule: str = "G1-cpu-build") -> list[tuple[str, int | None, str]]:
+    return sorted((Path(f["location"]["path"]).name, f["location"].get("line"), f["status"])
+                  for t in report["targets"] for f in t["findings"] if f["rule"] == rule)
+
+
+def test_a_cpu_only_torch_runs_on_the_grace_cpu_warn_and_a_cpu_named_variant_is_info(tmp_path: Path) -> None:
+    cpu_index = "--extra-index-url https://download.pytorch.org/whl/cpu\ntorch==2.11.0\n"
+    (tmp_path / "requirements.txt").write_text("torch==2.6.0\nsentence-transformers==3.4.1\n")
+    (tmp_path / "requirements-gpu.txt").write_text(cpu_index)
+    (tmp_path / "requirements-dev-cpu.txt").write_text(cpu_index)
+    (tmp_path / "requirements_cpu.txt").write_text("torch==2.6.0\n")  # PyPI's build, not asked for: still WARN
+    (tmp_path / "requirements-rocm.txt").write_text("--index-url https://download.pytorch.org/whl/rocm6.2\ntorch==2.5.1\n")
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.12-slim AS cpu\n"
+        "RUN pip install torch==2.11.0 --index-url https://download.pytorch.org/whl/cpu\n"
+        "FROM python:3.12-slim AS serve\n"
+        "RUN pip install torch==2.11.0+cpu --extra-index-url https://download.pytorch.org/whl/cpu\n"
+    )
+    report = _report(*(str(p) for p in sorted(tmp_path.iterdir())))
+    assert _g1(report) == [
+        ("Dockerfile", 2, "INFO"), ("Dockerfile", 4, "WARN"),
+        ("requirements-dev-cpu.txt", 1, "INFO"), ("requirements-gpu.txt", 1, "WARN"),
+        ("requirements-rocm.txt", 1, "FAIL"), ("requirements.txt", 1, "WARN"), ("requirements_cpu.txt", 1, "WARN"),
+    ]
+    messages = {(Path(f["location"]["path"]).name, f["status"]): f["message"] for t in report["targets"] for f in t["findings"]
+                if f["rule"] == "G1-cpu-build"}
+    assert "Grace CPU" in messages[("requirements.txt", "WARN")]
+    assert "requirements-dev-cpu.txt is named for the CPU" in messages[("requirements-dev-cpu.txt", "INFO")]
+    assert "stage 'cpu' is named for the CPU" in messages[("Dockerfile", "INFO")]
