@@ -264,6 +264,10 @@ class BaseImage:
     stages: tuple[str, ...] = ()  # Dockerfile: this stage and every stage built on it (FROM <stage>), by label
     copied_at: int | None = None  # Dockerfile, a stage outside the final image: the line of a COPY --from that takes its output in
     runs: str = ""  # compose/Kubernetes: the container's command when all it runs is a device query (nvidia-smi)
+    # Dockerfile: the programs the RUN lines of the stages on it run (None: not a Dockerfile stage), and the files
+    # they install from (-r, pyproject.toml) that envcheck could not read
+    programs: tuple[str, ...] | None = None
+    unread: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data = _plain(self)

@@ -97,3 +97,33 @@ def test_a_cpu_only_torch_runs_on_the_grace_cpu_warn_and_a_cpu_named_variant_is_
     assert "Grace CPU" in messages[("requirements.txt", "WARN")]
     assert "requirements-dev-cpu.txt is named for the CPU" in messages[("requirements-dev-cpu.txt", "INFO")]
     assert "stage 'cpu' is named for the CPU" in messages[("Dockerfile", "INFO")]
+
+
+def test_a_cuda12_base_flavour_stage_that_uses_no_cuda_is_info(tmp_path: Path) -> None:
+    """nvidia/cuda:12.x-base carries only the CUDA runtime: a stage that compiles nothing and installs no GPU package
+    never loads it (INFO, also when a requirements file it installs cannot be read: it 'depends', and says on what);
+    a compiler, a GPU package, another flavour or a compose service whose command envcheck cannot see keep their level."""
+    base = "FROM nvidia/cuda:12.6.3-base-ubuntu24.04\nRUN apt-get update && apt-get install -y python3-pip\n"
+    cases = {
+        "plain": base + "COPY requirements.txt .\nRUN pip install -r requirements.txt\nRUN pip install aiofiles\n",
+        "unread": base + "COPY web/requirements.txt .\nRUN pip install -r requirements.txt\n",
+        "compiles": base + "RUN apt-get install -y cuda-nvcc-12-6 && nvcc -o /app kernel.cu\n",
+        "gpu-package": base + "RUN pip install cupy-cuda12x==13.3.0\n",
+        "runtime": "FROM nvidia/cuda:12.6.3-runtime-ubuntu24.04\nRUN pip install aiofiles\n",
+    }
+    for name, text in cases.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "Dockerfile").write_text(text)
+        (tmp_path / name / "requirements.txt").write_text("fastapi==0.115.0\npsutil==6.1.0\n")
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n  api:\n    image: nvidia/cuda:12.6.3-base-ubuntu24.04\n    command: python3 serve.py\n")
+    report = _report(*(str(tmp_path / name / "Dockerfile") for name in cases), str(tmp_path / "compose.yaml"))
+    levels = {Path(t["target"]).parent.name if t["kind"] == "dockerfile" else "compose":
+              [f["status"] for f in t["findings"] if f["rule"] == "G1-cuda12-base"] for t in report["targets"]}
+    assert levels == {"plain": ["INFO"], "unread": ["INFO"], "compiles": ["FAIL"], "gpu-package": ["FAIL"],
+                      "runtime": ["FAIL"], "compose": ["FAIL"]}
+    infos = {Path(t["target"]).parent.name: f for t in report["targets"] for f in t["findings"] if f["status"] == "INFO"
+             and f["rule"] == "G1-cuda12-base"}
+    assert "only the CUDA runtime" in infos["plain"]["message"] and "depends" not in infos["plain"]["message"]
+    assert "it depends on requirements.txt, which envcheck could not read" in infos["unread"]["message"]
+    assert infos["unread"]["evidence"]["unread"] == ["requirements.txt"]
