@@ -127,3 +127,15 @@ def test_a_cuda12_base_flavour_stage_that_uses_no_cuda_is_info(tmp_path: Path) -
     assert "only the CUDA runtime" in infos["plain"]["message"] and "depends" not in infos["plain"]["message"]
     assert "it depends on requirements.txt, which envcheck could not read" in infos["unread"]["message"]
     assert infos["unread"]["evidence"]["unread"] == ["requirements.txt"]
+
+
+def test_a_policy_finding_stays_one_per_file_when_an_opt_in_extra_adds_packages(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\nversion = "0.1"\ndependencies = ["transformers>=4.57.1", "fastapi"]\n\n'
+        '[project.optional-dependencies]\ngpu = ["accelerate", "transformers>=4.57.1"]\ndocs = ["peft"]\n')
+    found = [f for f in _findings(_report(str(tmp_path / "pyproject.toml"))) if f["rule"] == "G9-unpinned" and f["status"] == "WARN"]
+    assert len(found) == 1
+    assert found[0]["message"] == ("transformers>=4.57.1 is not pinned to an exact version; with extra 'gpu' (opt-in) also accelerate; "
+                                   "with extra 'docs' (opt-in) also peft")
+    assert found[0]["evidence"]["packages"] == ["transformers", "accelerate", "peft"]
+    assert found[0]["evidence"]["lines"] == [4, 7, 8]
