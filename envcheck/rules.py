@@ -192,11 +192,11 @@ def load_all() -> None:
 
 
 def iter_rules(selector: str | None = None) -> Iterator[Rule]:
-    """Rules in gotcha order; ``selector`` is a rule id, a gotcha (G2, ARCH) or None for all."""
+    """Rules in gotcha order; ``selector`` is a rule id, a gotcha (G2, ARCH), ``policy`` (the policy rules) or None for all."""
     load_all()
     order = {g: i for i, g in enumerate(("G1", "G2", "G3", "G4", "G5", "G6", "G7", "G8", "G9", "G10", "ARCH", "ENVCHECK"))}
     for r in sorted(RULES.values(), key=lambda r: (order.get(r.gotcha, 99), r.id)):
-        if selector is None or selector.upper() in (r.gotcha, r.id.upper()) or selector == r.id:
+        if selector is None or selector.upper() in (r.gotcha, r.id.upper()) or selector == r.id or (selector.lower() == POLICY and r.policy):
             yield r
 
 

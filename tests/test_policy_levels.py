@@ -66,6 +66,8 @@ def test_sarif_and_the_rule_list_carry_the_policy_category(tmp_path: Path) -> No
     listed = json.loads(run_envcheck("rules", "G9", "-f", "json").stdout)
     assert {r["id"] for r in listed if r["policy"]} >= {"G9-unpinned", "G9-bare-pip-base", "G9-floating-base-tag"}
     assert not any(r["policy"] for r in listed if r["id"] == "G9-pin-conflict")
+    chosen = json.loads(run_envcheck("rules", "policy", "-f", "json").stdout)
+    assert chosen and all(r["policy"] for r in chosen) and {r["id"] for r in chosen} == {r["id"] for r in listed if r["policy"]}
 
 
 def _g1(report: dict[str, Any], rule: str = "G1-cpu-build") -> list[tuple[str, int | None, str]]:

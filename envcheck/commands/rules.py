@@ -13,7 +13,7 @@ HELP = "List every rule, or explain one rule or gotcha."
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the rules command's arguments (it has its own --format: text, json or markdown)."""
-    parser.add_argument("selector", nargs="?", help="a rule id (G1-cuda12-index) or a gotcha (G2, ARCH)")
+    parser.add_argument("selector", nargs="?", help="a rule id (G1-cuda12-index), a gotcha (G2, ARCH) or policy (the policy rules)")
     parser.add_argument("-f", "--format", choices=("text", "json", "markdown"), default="text")
 
 
