@@ -387,7 +387,7 @@ def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
                 yield LOCAL_VERSION.finding(f"torch is a CUDA {build.cuda_major} build, from {how}{_replacing(ctx, pkg)}", pkg.location,
                                             evidence, fix=_FIX_CONDA if pkg.role == "conda" else None)
         elif build.flavor != "cuda":
-            explicit = build.detail in ("+cpu", "CPU-only index") or how.startswith(("the wheel ", "the URL "))
+            explicit = "PyPI serves" not in how  # asked for (+cpu, the cpu index, uv --torch-backend=cpu), not PyPI's default
             yield _cpu_build(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}"
                              f"{_replacing(ctx, pkg)}", pkg.location, evidence, build, explicit)
         else:
