@@ -128,7 +128,8 @@ def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str 
     """The reason ``finding`` is suppressed, or None. ERROR findings are never suppressed."""
     if finding.status is Status.ERROR:
         return None
-    for key in (finding.rule, finding.gotcha):
+    keys = (finding.rule, finding.gotcha, rules.POLICY) if finding.policy else (finding.rule, finding.gotcha)
+    for key in keys:
         if key in config.ignores:
             return config.ignores[key]
     loc = finding.location
@@ -137,7 +138,7 @@ def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str 
             if (
                 pragma.location.path == loc.path
                 and pragma.location.line == loc.line
-                and (finding.rule in pragma.rules or finding.gotcha in pragma.rules)
+                and any(key in pragma.rules for key in keys)
             ):
                 return pragma.reason or "inline pragma"
     return None

@@ -267,6 +267,10 @@ class BaseImage:
     stages: tuple[str, ...] = ()  # Dockerfile: this stage and every stage built on it (FROM <stage>), by label
     copied_at: int | None = None  # Dockerfile, a stage outside the final image: the line of a COPY --from that takes its output in
     runs: str = ""  # compose/Kubernetes: the container's command when all it runs is a device query (nvidia-smi)
+    # Dockerfile: the programs the RUN lines of the stages on it run (None: not a Dockerfile stage), and the files
+    # they install from (-r, pyproject.toml) that envcheck could not read
+    programs: tuple[str, ...] | None = None
+    unread: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data = _plain(self)
@@ -513,7 +517,8 @@ class Finding:
     """One verdict: which gotcha, which rule, what status, where, and what to do.
 
     ``edits``: the exact change ``envcheck --fix`` makes for it (empty when the rule has no certain fix here);
-    ``fix_refused``: why a rule that has a fix leaves this finding alone (a line with --hash, a lock file)."""
+    ``fix_refused``: why a rule that has a fix leaves this finding alone (a line with --hash, a lock file);
+    ``policy``: policy advice (an unpinned package, bare pip, a moving tag), not a fault of the Spark."""
 
     rule: str
     gotcha: str
@@ -524,6 +529,7 @@ class Finding:
     fix: str = ""
     edits: tuple[Edit, ...] = field(default=(), hash=False, compare=False)
     fix_refused: str = field(default="", hash=False, compare=False)
+    policy: bool = False  # its rule gives policy advice, not a Spark fault (envcheck.rules.Rule.policy)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -540,6 +546,8 @@ class Finding:
             out["edits"] = [e.to_json() for e in self.edits]
         if self.fix_refused:
             out["fix_refused"] = self.fix_refused
+        if self.policy:
+            out["policy"] = True
         return out
 
     @classmethod
@@ -558,12 +566,15 @@ class Finding:
         if not isinstance(evidence, Mapping):
             raise InputError(f"{where}.evidence: expected an object, found {_json_type(evidence)}")
         location = data.get("location")
+        if not isinstance(data.get("policy", False), bool):
+            raise InputError(f"{where}.policy: expected true or false, found {_json_type(data.get('policy'))}")
         return cls(
             rule=data["rule"], gotcha=data["gotcha"], status=status, message=data["message"],
             location=None if location is None else from_plain(Location, location, f"{where}.location"),
             evidence=dict(evidence), fix=str(data.get("fix", "")),
             edits=tuple(from_plain(Edit, e, f"{where}.edits[{i}]") for i, e in enumerate(_json_list(data.get("edits", []), f"{where}.edits"))),
             fix_refused=str(data.get("fix_refused", "")),
+            policy=data.get("policy") is True,
         )
 
 

@@ -34,6 +34,9 @@ class Rule:
     inputs: tuple[str, ...] = ()  # input kinds it applies to (envcheck.kinds: a kind, "lock" or "any"); () = engine-only
     # The certain, local fix `envcheck --fix` applies (envcheck.fixes); None: the rule's findings are never edited.
     autofix: Autofix | None = field(default=None, compare=False, repr=False)
+    # Policy advice (pin your packages, prefer a container), not a fault of the Spark: its findings carry
+    # `policy`, and `--ignore policy` (or `ignore = ["policy"]`) leaves them all out.
+    policy: bool = False
 
     def finding(
         self,
@@ -53,6 +56,7 @@ class Rule:
             location=location,
             evidence=dict(evidence or {}),
             fix=(self.fix if fix is None else fix) if chosen not in (Status.PASS, Status.INFO) else (fix or ""),
+            policy=self.policy,
         )
 
     def passed(self, message: str, location: Location | None = None, **evidence: Any) -> Finding:
@@ -96,6 +100,8 @@ CHECKS: list[Check] = []
 # Rules the engine itself reports: reading problems are findings, not exceptions.
 READ_ERROR_ID = "input-error"
 SERVICE_ERROR_ID = "service-error"
+# The selector of every policy rule's findings in --ignore, `ignore = [...]` and pragmas (as ruff selects by prefix).
+POLICY = "policy"
 
 
 def rule(
@@ -107,17 +113,19 @@ def rule(
     fix: str,
     inputs: tuple[str, ...] = (),
     autofix: Autofix | None = None,
+    policy: bool = False,
 ) -> Rule:
     """Declare a rule and add it to the registry (ids are unique and stable).
 
     ``autofix``: the function that computes the exact edits ``envcheck --fix`` makes for one of its findings
-    (:mod:`envcheck.fixes`); a rule without one is never touched."""
+    (:mod:`envcheck.fixes`); a rule without one is never touched. ``policy``: the rule gives policy advice
+    (unpinned packages, bare pip, moving tags), not a fault that breaks or degrades a Spark."""
     if id in RULES:
         raise ValueError(f"rule {id} declared twice")
     unknown = [name for name in inputs if name not in kinds.RULE_INPUTS]
     if unknown:
         raise ValueError(f"rule {id}: unknown input kinds {unknown}; known: {', '.join(sorted(kinds.RULE_INPUTS))}")
-    declared = Rule(id, gotcha, title, severity, " ".join(explanation.split()), " ".join(fix.split()), inputs, autofix)
+    declared = Rule(id, gotcha, title, severity, " ".join(explanation.split()), " ".join(fix.split()), inputs, autofix, policy)
     RULES[id] = declared
     return declared
 
@@ -184,23 +192,23 @@ def load_all() -> None:
 
 
 def iter_rules(selector: str | None = None) -> Iterator[Rule]:
-    """Rules in gotcha order; ``selector`` is a rule id, a gotcha (G2, ARCH) or None for all."""
+    """Rules in gotcha order; ``selector`` is a rule id, a gotcha (G2, ARCH), ``policy`` (the policy rules) or None for all."""
     load_all()
     order = {g: i for i, g in enumerate(("G1", "G2", "G3", "G4", "G5", "G6", "G7", "G8", "G9", "G10", "ARCH", "ENVCHECK"))}
     for r in sorted(RULES.values(), key=lambda r: (order.get(r.gotcha, 99), r.id)):
-        if selector is None or selector.upper() in (r.gotcha, r.id.upper()) or selector == r.id:
+        if selector is None or selector.upper() in (r.gotcha, r.id.upper()) or selector == r.id or (selector.lower() == POLICY and r.policy):
             yield r
 
 
 def unknown_selector(selector: str) -> str | None:
-    """None when ``selector`` is a rule id or a gotcha (G2, ARCH) that findings carry; else a sentence naming
-    it and the closest real one, for ``--ignore`` and ``ignore`` in a config file."""
+    """None when ``selector`` is a rule id, a gotcha (G2, ARCH) that findings carry or ``policy`` (every policy
+    rule); else a sentence naming it and the closest real one, for ``--ignore`` and ``ignore`` in a config file."""
     import difflib
 
     load_all()
     from envcheck.model import ALL_GOTCHAS
 
-    known = [*RULES, *ALL_GOTCHAS, "ENVCHECK"]
+    known = [*RULES, *ALL_GOTCHAS, "ENVCHECK", POLICY]
     if selector in known:
         return None
     by_fold = {k.lower(): k for k in known}

@@ -113,8 +113,35 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
             else:
                 added[key] = (finding, labels)
     out = list(base)
-    out.extend(_grouped(added.values(), inventory))
+    out.extend(_grouped(_fold_policy(out, added.values()), inventory))
     return out
+
+
+def _fold_policy(out: list[Finding], added: Iterable[tuple[Finding, list[str]]]) -> list[tuple[Finding, list[str]]]:
+    """A policy finding naming packages (G9-unpinned) that a scope adds to a file whose default install already has
+    one joins that finding, naming what the scope adds: one policy finding per file. The rest is returned."""
+    rest: list[tuple[Finding, list[str]]] = []
+    for finding, labels in added:
+        path = finding.location.path if finding.location else None
+        at = next((i for i, f in enumerate(out) if finding.policy and f.rule == finding.rule and f.status in (Status.WARN, Status.FAIL)
+                   and (f.location.path if f.location else None) == path), None)
+        named, specs = finding.evidence.get("packages"), finding.evidence.get("specifiers")
+        if at is None or not isinstance(named, list):
+            rest.append((finding, labels))
+            continue
+        kept = out[at]
+        have = [str(n) for n in kept.evidence.get("packages") or []]
+        new = [(str(n), str(s or "")) for n, s in zip(named, specs if isinstance(specs, list) else [""] * len(named), strict=False)
+               if str(n) not in have]
+        if not new:
+            continue
+        evidence = {**kept.evidence, "packages": [*have, *(n for n, _ in new)],
+                    "lines": sorted({*kept.evidence.get("lines", []), *finding.evidence.get("lines", [])})}
+        if isinstance(kept.evidence.get("specifiers"), list):
+            evidence["specifiers"] = [*kept.evidence["specifiers"], *(s for _, s in new)]
+        out[at] = replace(kept, message=f"{kept.message}; with {' and '.join(labels)} (opt-in) also "
+                                        + ", ".join(n + s for n, s in new), evidence=evidence)
+    return rest
 
 
 # A package's name without the CUDA flavour it names (cuml-cu12, cupy-cuda12x): alternatives of one package.

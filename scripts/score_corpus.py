@@ -7,7 +7,8 @@
 
 Every judgement file (``corpus/judgements/<owner>__<repo>/<path>.toml``) names one corpus file
 (``corpus/files/<owner>__<repo>/<path>``) and what a Spark expert said about it before envcheck ran:
-``must`` (a real problem to report at WARN or FAIL), ``must_not`` (a trap) and ``may`` (policy). envcheck runs
+``must`` (a real problem to report at WARN or FAIL), ``must_not`` (a trap) and ``may`` (policy); a finding of a
+policy rule (the report's ``policy``) is policy too, unless it matches a trap or a must. envcheck runs
 once over all the corpus files (each file's kind told from its name, as a user's run would); its WARN/FAIL
 findings are matched against the judgements, ERROR findings on these valid files are counted apart.
 """
@@ -203,6 +204,7 @@ class Finding:
     status: str
     message: str
     lines: tuple[int, ...] = ()  # the other lines the finding names (one finding for several packages)
+    policy: bool = False  # its rule gives policy advice (the JSON report's `policy`)
 
 
 def run_envcheck(files: Sequence[Path]) -> tuple[list[Finding], dict[str, str]]:
@@ -232,6 +234,7 @@ def run_envcheck(files: Sequence[Path]) -> tuple[list[Finding], dict[str, str]]:
             findings.append(Finding(
                 where if where in known else name, loc.get("line"), f["rule"], f["gotcha"], f["status"],
                 f["message"], tuple(n for n in named if isinstance(n, int)) if isinstance(named, list) else (),
+                f.get("policy") is True,
             ))
     return findings, kinds
 
@@ -334,7 +337,11 @@ def score(judgements: Sequence[Judgement], findings: Iterable[Finding]) -> Score
             g = gotcha_of(f)
             entry = closest(f, g, [*j.must, *j.may, *j.must_not], spans, matched)
             label: str
-            if entry is None:
+            if f.policy and (entry is None or entry.section == "may" or (entry.section == "must" and entry in matched)):
+                # a policy rule's finding is policy wherever no trap or unmatched must claims it (issue 32: policy left out)
+                label = "policy"
+                result.details.append(f"POLICY       {where}")
+            elif entry is None:
                 label = "false_alarm"
                 result.details.append(f"FALSE ALARM  {where}")
             elif entry.section == "must" and entry in matched:

@@ -114,3 +114,25 @@ def test_corpus_figures_hold_the_floor() -> None:
         cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_policy_rules_finding_is_policy_unless_a_trap_or_a_must_claims_it(tmp_path: Path) -> None:
+    """A finding of a policy rule (the report's ``policy``) is left out of precision like a ``may``, wherever no
+    judgement claims it; at a ``must_not`` it is still a trap, at a ``must`` still the finding for it."""
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("".join(f"pkg{n}\n" for n in range(1, 21)))
+    Entry, Finding = score_corpus.Entry, score_corpus.Finding
+    j = score_corpus.Judgement(
+        requirements, "o/r", "requirements.txt", "requirements", requirements,
+        (Entry("must", "G9", 10, "WARN", "a real G9 problem"),), (Entry("must_not", "G9", 20, None, "trap"),), (),
+    )
+    name = str(requirements)
+    found = [
+        Finding(name, 1, "G9-unpinned", "G9", "WARN", "unjudged policy", policy=True),
+        Finding(name, 10, "G9-unpinned", "G9", "WARN", "the must", policy=True),
+        Finding(name, 11, "G9-bare-pip-base", "G9", "WARN", "near the matched must", policy=True),
+        Finding(name, 20, "G9-unpinned", "G9", "WARN", "the trap", policy=True),
+        Finding(name, 5, "G9-pin-conflict", "G9", "FAIL", "unjudged, not policy"),
+    ]
+    s = score_corpus.score([j], found).total
+    assert (s.right, s.policy, s.traps, s.false_alarms, s.duplicate) == (1, 2, 1, 2, 0)

@@ -190,7 +190,8 @@ DOCKERFILE_CASES = [
     ("FROM nvidia/cuda:12.8.0-cudnn-devel-ubuntu24.04", "FROM nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04"),
     ("FROM nvidia/cuda:12.6.3-cudnn-runtime-ubuntu22.04", "FROM nvidia/cuda:13.0.1-cudnn-runtime-ubuntu22.04"),
     ("FROM nvidia/cuda:12.3.2-cudnn9-runtime-ubuntu22.04", "FROM nvidia/cuda:13.0.1-cudnn-runtime-ubuntu22.04"),
-    ("FROM nvidia/cuda:12.2.2-base-ubuntu22.04", "FROM nvidia/cuda:13.0.1-base-ubuntu22.04"),
+    # a 'base' stage that compiles (a stage that uses none of its CUDA is INFO, left alone)
+    ("FROM nvidia/cuda:12.2.2-base-ubuntu22.04\nRUN make", "FROM nvidia/cuda:13.0.1-base-ubuntu22.04\nRUN make"),
     ("FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install nvidia-cublas-cu12 && \\\n    pip install cupy-cuda12x",
      "FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install 'nvidia-cublas>=13' && \\\n    pip install cupy-cuda13x"),
 ]

@@ -177,9 +177,9 @@ def test_proxy_from_the_environment_and_insecure_registry(registry_images: Image
 
 def test_moving_tag_and_bare_pip_history(registry_images: Images, image_cache: Path) -> None:
     code, report, _ = check(registry_images.bare_pip_latest, cache=image_cache)
-    assert code == 1
+    assert code == 0  # WARN findings only (--fail-on fail)
     # the history's `pip install torch==2.9.0` is a CPU-only build on aarch64 PyPI (the lead's G1 rule, same facts)
-    assert [f["status"] for f in findings(report, "G1-cpu-build")] == ["FAIL"]
+    assert [f["status"] for f in findings(report, "G1-cpu-build")] == ["WARN"]  # it runs on the Grace CPU
     (floating,) = findings(report, "G9-image-floating-tag")
     assert floating["status"] == "WARN" and registry_images.digests["bare_pip_latest"] in floating["message"]
     (bare,) = findings(report, "G9-image-bare-pip")

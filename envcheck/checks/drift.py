@@ -423,7 +423,7 @@ def summary(findings: Sequence[Finding], lead: str, shown: int = 3) -> Finding |
     message = f"{lead}: {text}" + (f" (+{more} more changes)" if more > 0 else "")
     evidence = {"changes": [{"rule": f.rule, "status": f.status.value, "message": f.message} for f in ordered]}
     return Finding(rule=worst.rule, gotcha=worst.gotcha, status=worst.status, message=message, location=None,
-                   evidence=evidence, fix=worst.fix)
+                   evidence=evidence, fix=worst.fix, policy=worst.policy)
 
 
 def _is_package(key: str) -> bool:

@@ -7,11 +7,13 @@ built image is one level lower, as every finding located there (envcheck.engine)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from envcheck import knowledge
 from envcheck.checks.g01_cuda_abi import torch_build
 from envcheck.fixes import g01_cuda_abi as fixes
+from envcheck.knowledge.base_images import BaseFacts
 from envcheck.model import BaseImage, Finding, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -36,7 +38,10 @@ CUDA12_BASE = rule(
     a CUDA 12 user space; whether it works depends on what was built for the GPU.
     A compose service or Kubernetes container whose command only queries the device (nvidia-smi, ls /dev/nvidia*,
     echo: a smoke test) is INFO: those come from the host driver, which runs CUDA 12 images, and the image's CUDA 12
-    libraries are never loaded.
+    libraries are never loaded. So is a Dockerfile stage on nvidia/cuda's 'base' flavour (only the CUDA runtime, no
+    math libraries, no nvcc: an Ubuntu with the NVIDIA runtime settings) that runs no compiler and installs no GPU
+    package: the CUDA 13 driver runs an older CUDA runtime, and a wheel brings its own CUDA libraries; a requirements
+    file it installs that envcheck cannot read is named (the stage depends on it, judged when it is checked itself).
     So is a stage that replaces the base's torch with a CUDA 13 build (an exact cu130 pin, an install with
     --upgrade that resolves to PyPI's CUDA 13 torch): the base is then only a shell, and only what else the
     stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk.""",
@@ -69,6 +74,8 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                                           f"come from the host driver, which runs CUDA {facts.cuda_major} images, and the image's CUDA "
                                           f"{facts.cuda_major} libraries are never loaded", image.location,
                                           {**evidence, "runs": image.runs}, status=Status.INFO)
+            elif (unused := _runtime_unused(ctx, image, facts)) is not None:
+                yield CUDA12_BASE.finding(message + unused[0], image.location, {**evidence, **unused[1]}, status=Status.INFO)
             elif replaced is not None:
                 # the stage's torch is a CUDA 13 build: the base is only a shell, its own CUDA 12 parts may still be used
                 yield CUDA12_BASE.finding(message + f"; the stage replaces its torch with a CUDA {ctx.profile.cuda_major} build ({replaced}), "
@@ -90,6 +97,40 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                 yield CUDA12_BASE.finding(message, image.location, evidence)
         elif facts.known and image.final:
             yield CUDA12_BASE.passed(f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how})", image.location, **evidence)
+
+
+# A package name that says it is GPU code: cupy-cuda12x, onnxruntime-gpu, nvidia-cublas-cu12, jax-cuda12-plugin, tensorrt
+_GPU_NAME = re.compile(r"(?:^|[-_])(?:cuda\d*x?|cu\d{2,3}|gpu|nvidia|cupy|tensorrt|triton)(?:$|[-_])")
+
+
+def _runtime_unused(ctx: CheckContext, image: BaseImage, facts: BaseFacts) -> tuple[str, dict[str, object]] | None:
+    """Why a Dockerfile stage on nvidia/cuda's 'base' flavour (only the CUDA runtime) uses none of its CUDA user space,
+    and the evidence; None when it may: another flavour, not a Dockerfile stage, a compiler run, a GPU package installed."""
+    from envcheck.inspect.device_query import compilers
+    from envcheck.knowledge.base_images import cuda_runtime_only
+    from envcheck.knowledge.builds import distribution_cuda_major
+
+    if image.programs is None or not cuda_runtime_only(facts) or compilers(image.programs):
+        return None
+    stack = set(knowledge.load("pins")["stack"]["ml_stack"]) | {r["name"] for r in knowledge.load("cuda_extensions").get("package", [])}
+    unseen = list(image.unread)
+    for pkg in ctx.inventory.packages:
+        if pkg.location is None or pkg.location.stage not in image.stages or pkg.role == "constraint":
+            continue
+        if pkg.name in stack or _GPU_NAME.search(pkg.name) or distribution_cuda_major(pkg) is not None:
+            return None
+        if pkg.url and not pkg.url.endswith(".whl"):
+            unseen.append(pkg.url)  # a source build of something envcheck cannot see into
+    runtime = (f"; but nothing in this stage uses that CUDA {facts.cuda_major} user space: the 'base' flavour carries only the "
+               "CUDA runtime (no math libraries, no nvcc), the stage compiles nothing and installs no GPU package")
+    driver = f", and the host's CUDA {ctx.profile.cuda_major} driver runs an older CUDA runtime"
+    if not unseen:
+        return runtime + driver, {"flavor": "base", "unused": True}
+    named = ", ".join(unseen[:3]) + (f" and {len(unseen) - 3} more" if len(unseen) > 3 else "")
+    return (runtime + f" envcheck can see{driver}; it depends on {named}, which envcheck could not read: a wheel brings "
+            f"its own CUDA libraries, so this base's CUDA {facts.cuda_major} runtime stays unused unless something is "
+            "compiled against it, and what that file installs is judged when it is checked itself",
+            {"flavor": "base", "unused": True, "unread": unseen})
 
 
 def _nvcc_knows_gpu(cuda: str | None, ctx: CheckContext) -> tuple[str, str, str] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import PurePosixPath as Path
 
 from envcheck import knowledge
@@ -48,10 +48,13 @@ LOCAL_VERSION = rule(
     autofix=fixes.local_version,
 )
 CPU_BUILD = rule(
-    "G1-cpu-build", "G1", "torch resolves to a CPU-only build", Status.FAIL,
+    "G1-cpu-build", "G1", "torch resolves to a CPU-only build", Status.WARN,
     f"""The torch that this input installs has no CUDA at all: a +cpu build, the whl/cpu index, or a PyPI
     torch older than {_PYPI_CUDA13_TORCH}, whose aarch64 wheels are CPU-only (verified: 2.8-2.10 aarch64 wheels carry no
-    libtorch_cuda.so). On a Spark torch.cuda.is_available() is then False and training runs on the CPU.""",
+    libtorch_cuda.so). On a Spark torch.cuda.is_available() is then False and the work runs silently on the Grace
+    CPU: it still runs, an order of magnitude slower (WARN). A ROCm or XPU build has no linux/aarch64 wheel
+    at all and fails to install (FAIL). A CPU build the file asks for on purpose (the whl/cpu index or a +cpu pin
+    in a file or stage named for the CPU: requirements-cpu.txt, Dockerfile.cpu, FROM ... AS cpu) is INFO.""",
     f"Use torch >= {_PYPI_CUDA13_TORCH} from PyPI, or the cu130 index (torch >= {_CU130_MINOR}), or an NGC PyTorch container.",
     ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
 )
@@ -362,10 +365,8 @@ def _served_builds(ctx: CheckContext) -> Iterator[Finding]:
                 status=Status.WARN if earlier else None, fix=_FIX_CONDA_CHANNEL if index.option == "conda-channel" else None,
             )
         elif build.flavor in ("cpu", "rocm", "xpu"):
-            yield CPU_BUILD.finding(
-                f"{index.option} {index.url} serves {build.detail} builds, not CUDA {major}",
-                index.location, {"url": index.url, "option": index.option},
-            )
+            yield _cpu_build(f"{index.option} {index.url} serves {build.detail} builds, not CUDA {major}",
+                             index.location, {"url": index.url, "option": index.option}, build, explicit=True)
 
 
 def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
@@ -386,10 +387,41 @@ def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
                 yield LOCAL_VERSION.finding(f"torch is a CUDA {build.cuda_major} build, from {how}{_replacing(ctx, pkg)}", pkg.location,
                                             evidence, fix=_FIX_CONDA if pkg.role == "conda" else None)
         elif build.flavor != "cuda":
-            yield CPU_BUILD.finding(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}"
-                                    f"{_replacing(ctx, pkg)}", pkg.location, evidence)
+            explicit = "PyPI serves" not in how  # asked for (+cpu, the cpu index, uv --torch-backend=cpu), not PyPI's default
+            yield _cpu_build(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}"
+                             f"{_replacing(ctx, pkg)}", pkg.location, evidence, build, explicit)
         else:
             yield TORCH_BUILD.passed(f"torch is a CUDA {build.cuda_major} build: {how}", pkg.location, **evidence)
+
+
+# A file or Dockerfile stage whose name declares the CPU variant (requirements-dev-cpu.txt, Dockerfile.cpu, AS cpu)
+_CPU_NAMED = re.compile(r"(?i)(?:^|[-_.])cpu(?:$|[-_.])")
+
+
+def _cpu_build(message: str, location: Location | None, evidence: Mapping[str, object], build: CudaBuild,
+               explicit: bool) -> Finding:
+    """A G1-cpu-build finding at the level its build deserves: a ROCm/XPU build has no linux/aarch64 wheel (FAIL);
+    a CPU-only torch runs on the Grace CPU (WARN), unless the input asks for it on purpose (``explicit``: the
+    whl/cpu index, a +cpu pin) in a file or stage named for the CPU, which is that variant's point (INFO)."""
+    if build.flavor != "cpu":
+        return CPU_BUILD.finding(message, location, evidence, status=Status.FAIL)
+    named = _cpu_name(location) if explicit else None
+    if named is not None:
+        return CPU_BUILD.info(f"{message}; {named} is named for the CPU, so a CPU-only torch is what it asks for", location,
+                              **evidence, deliberate=True)
+    return CPU_BUILD.finding(f"{message}; on a Spark it runs on the Grace CPU, not the GPU", location, evidence)
+
+
+def _cpu_name(location: Location | None) -> str | None:
+    """How ``location`` declares a CPU variant: its file's name or its Dockerfile stage's (None: it does not)."""
+    if location is None:
+        return None
+    name = Path(location.path).name
+    if _CPU_NAMED.search(name):
+        return name
+    if location.stage and _CPU_NAMED.search(location.stage.rsplit("/", 1)[-1]):
+        return f"stage {location.stage!r}"
+    return None
 
 
 # --- live: torch as the target interpreter imports it (envcheck preflight, container probes) --------

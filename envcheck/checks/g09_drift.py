@@ -55,6 +55,7 @@ UNPINNED = rule(
     packages in its one finding. Reported once per file (per stage), naming every unpinned package.""",
     "Pin exact versions (==) that are known to work together, or use a lock file, or an NGC/Unsloth container.",
     ("requirements", "pyproject", "dockerfile"),
+    policy=True,
 )
 UNSLOTH_DEPS = rule(
     "G9-unsloth-with-deps", "G9", "Unsloth is installed with its dependencies", Status.WARN,
@@ -566,6 +567,7 @@ FLOATING_BASE = rule(
     so an image that worked yesterday breaks today.""",
     "Pin a release tag (nvcr.io/nvidia/pytorch:25.11-py3) or a digest (image@sha256:...).",
     ("dockerfile",),
+    policy=True,
 )
 BARE_PIP_BASE = rule(
     "G9-bare-pip-base", "G9", "The ML stack is pip-installed on a base without NGC's PyTorch", Status.WARN,
@@ -577,6 +579,7 @@ BARE_PIP_BASE = rule(
     """Start from nvcr.io/nvidia/pytorch:25.11-py3 (or newer) and add only what it lacks; if bare pip is
     unavoidable, pin every ML package and install Unsloth last with --no-deps (NVIDIA's order).""",
     ("dockerfile",),
+    policy=True,
 )
 UNKNOWN_BASE = rule(
     "G9-base-image-unknown", "G9", "envcheck's table does not know this NVIDIA base image tag", Status.INFO,
@@ -694,6 +697,7 @@ IMAGE_FLOATING_TAG = rule(
     digest that was checked, so it can be pinned.""",
     "Pin the digest that was checked (image@sha256:...) or a release tag (nvcr.io/nvidia/pytorch:25.11-py3).",
     ("image",),
+    policy=True,
 )
 IMAGE_BARE_PIP = rule(
     "G9-image-bare-pip", "G9", "The image pip-installs the ML stack without NGC's PyTorch", Status.WARN,
@@ -703,6 +707,7 @@ IMAGE_BARE_PIP = rule(
     """Build on nvcr.io/nvidia/pytorch:25.11-py3 (or newer) and add only what it lacks; otherwise pin every ML
     package and install Unsloth last with --no-deps (NVIDIA's order).""",
     ("image",),
+    policy=True,
 )
 
 

@@ -13,7 +13,7 @@ HELP = "List every rule, or explain one rule or gotcha."
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the rules command's arguments (it has its own --format: text, json or markdown)."""
-    parser.add_argument("selector", nargs="?", help="a rule id (G1-cuda12-index) or a gotcha (G2, ARCH)")
+    parser.add_argument("selector", nargs="?", help="a rule id (G1-cuda12-index), a gotcha (G2, ARCH) or policy (the policy rules)")
     parser.add_argument("-f", "--format", choices=("text", "json", "markdown"), default="text")
 
 
@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> str:
         raise UsageError(f"no rule or gotcha named {args.selector!r}; `envcheck rules` lists them")
     if args.format == "json":
         data = [{"id": r.id, "gotcha": r.gotcha, "title": r.title, "severity": r.severity.value, "explanation": r.explanation,
-                 "fix": r.fix} for r in selected]
+                 "fix": r.fix, "policy": r.policy} for r in selected]
         return json.dumps(data, indent=2) + "\n"
     if args.format == "markdown":
         from envcheck.formats.rules_doc import markdown
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> str:
     detailed = args.selector is not None
     lines = []
     for r in selected:
-        lines.append(f"{r.id:34} {r.gotcha:8} {r.severity.value:5} {r.title}")
+        lines.append(f"{r.id:34} {r.gotcha:8} {r.severity.value:5} {r.title}" + (" (policy)" if r.policy else ""))
         if detailed:
             lines.append(f"    {r.explanation}")
             lines.append(f"    Fix: {r.fix}\n")

@@ -19,7 +19,8 @@ def markdown(rules: Iterable[Rule]) -> str:
             f'<a id="{r.id.lower()}"></a>',
             f"### {r.id}: {r.title}",
             "",
-            f"Default status: **{r.severity.value}**.",
+            f"Default status: **{r.severity.value}**."
+            + (" A **policy** rule: advice, not a fault of the Spark (`--ignore policy` leaves its findings out)." if r.policy else ""),
             "",
             r.explanation,
             "",

@@ -21,7 +21,8 @@ def _rule_descriptor(rule: rules.Rule) -> dict[str, Any]:
         "help": {"text": f"{rule.explanation}\n\nFix: {rule.fix}", "markdown": f"{rule.explanation}\n\n**Fix:** {rule.fix}"},
         "helpUri": f"{HELP_URI}#{rule.id.lower()}",
         "defaultConfiguration": {"level": _LEVEL.get(rule.severity, "warning")},
-        "properties": {"gotcha": rule.gotcha, "tags": [rule.gotcha, "dgx-spark"]},
+        "properties": {"gotcha": rule.gotcha, "tags": [rule.gotcha, "dgx-spark", *(["policy"] if rule.policy else [])],
+                       "policy": rule.policy},
     }
 
 
@@ -81,7 +82,7 @@ def sarif_data(report: Report) -> dict[str, Any]:
                 "level": level,
                 "message": {"text": f.message + (f" Fix: {f.fix}" if f.fix else "")},
                 "locations": [{"physicalLocation": physical}],
-                "properties": {"gotcha": f.gotcha, "status": f.status.value},
+                "properties": {"gotcha": f.gotcha, "status": f.status.value, "policy": f.policy},
             }
             if f.rule in index:
                 result["ruleIndex"] = index[f.rule]

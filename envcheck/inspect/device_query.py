@@ -15,6 +15,16 @@ _HARMLESS = frozenset({"echo", "printf", "true", ":", "sleep", "ls", "cat", "una
                        "printenv", "exit", "test", "["})
 
 
+# Programs that compile code (a CUDA build needs one of them, nvcc or a build system driving it).
+_COMPILERS = frozenset({"nvcc", "cmake", "make", "ninja", "meson", "bazel", "bazelisk", "gcc", "g++", "cc", "c++", "clang",
+                        "clang++", "scons"})
+
+
+def compilers(programs: tuple[str, ...]) -> tuple[str, ...]:
+    """The programs of ``programs`` (a Dockerfile stage's RUN lines) that compile code."""
+    return tuple(p for p in programs if p in _COMPILERS or p.startswith(("gcc-", "g++-", "clang-")))
+
+
 def device_query(text: str) -> str:
     """``text`` (a container's command) when all it runs is a device query (``nvidia-smi``, ``ls /dev/nvidia*``,
     ``echo OK``), else the empty string. A command that cannot be read fully is not a device query."""

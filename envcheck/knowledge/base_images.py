@@ -66,6 +66,12 @@ def pip_constraint_protects(facts: BaseFacts) -> bool:
     return release_month(facts.release) >= release_month(str(_table()["pip_constraint_from"]))
 
 
+def cuda_runtime_only(facts: BaseFacts) -> bool:
+    """Whether the image is the 'base' flavour of nvidia/cuda: the CUDA runtime (cudart) and nothing else of CUDA's user
+    space, no math libraries, no nvcc (https://hub.docker.com/r/nvidia/cuda: "base: Includes the CUDA runtime (cudart)")."""
+    return facts.family == "cuda" and re.match(r"\d+(?:\.\d+)*-base-", facts.tag or "") is not None
+
+
 def describe(ref: str) -> BaseFacts:
     """Facts about ``ref`` (as written after ARG substitution). Raises UsageError for a malformed reference."""
     parsed = parse_reference(ref)

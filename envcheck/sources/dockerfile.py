@@ -153,6 +153,7 @@ class _Reader:
         self.build_args: Mapping[str, str] = options.build_args
         self.line = 1  # the instruction being read (for errors raised while reading it)
         self.outside: set[int] = set()  # stages that are not part of the built image (Location.outside_image)
+        self.work: dict[str, tuple[list[str], list[str]]] = {}  # stage label -> (programs run, files not read)
 
     # -- stages --------------------------------------------------------------------------------
     def read_all(self, inventory: Inventory) -> None:
@@ -161,6 +162,9 @@ class _Reader:
         copies = copied_into_image(self.df, keeps)
         for stage in self.df.stages:
             self._read_stage(stage, stage.index in keeps, inventory, copies.get(stage.index))
+        inventory.images[:] = [replace(i, programs=tuple(dict.fromkeys(p for s in i.stages for p in self.work.get(s, ([], []))[0] if p)),
+                                       unread=tuple(dict.fromkeys(f for s in i.stages for f in self.work.get(s, ([], []))[1])))
+                               if i.location is not None and i.location.path == self.path else i for i in inventory.images]
 
     def _stages_in_image(self) -> set[int]:
         """Stages whose installed packages end up in the final image.
@@ -298,6 +302,7 @@ class _Reader:
                  files: _ContextFiles, inventory: Inventory) -> None:
         argv = list(cmd.argv)
         exe = argv[0].rsplit("/", 1)[-1] if argv else ""
+        self.work.setdefault(stage.label, ([], []))[0].append(exe)
         loc = _in_branch(self._loc(line, stage), cmd)
         if exe == "cd" and len(argv) >= 2:
             files.script.cwd = posixpath.normpath(posixpath.join(files.script.cwd, argv[1]))
@@ -373,6 +378,7 @@ class _Reader:
             return
         found = files.resolve(name)
         if found is None:
+            self.work.setdefault(stage.label, ([], []))[1].append(name)
             return
         try:
             sub = requirements.read(found, self._text_options())
@@ -435,6 +441,7 @@ class _Reader:
 
         found = files.resolve(name)
         if found is None:
+            self.work.setdefault(stage.label, ([], []))[1].append(name)
             return
         try:
             sub = importlib.import_module(f"envcheck.sources.{module}").read(found, self._text_options())
