@@ -163,7 +163,8 @@ def run(targets: Iterable[Target], config: Config, debug: bool = False) -> Repor
 
 def _owned_once(results: list[TargetResult]) -> None:
     """A finding about a file that is itself a target belongs to that target: a Dockerfile that COPYs the
-    project's pyproject.toml or requirements.txt does not repeat the findings that file's own target has."""
+    project's pyproject.toml or requirements.txt, or a compose file whose ``build:`` reads a Dockerfile, does not
+    repeat the findings that file's own target has (one cause, one finding across targets)."""
     import os
 
     def real(path: str) -> str:
@@ -177,14 +178,38 @@ def _owned_once(results: list[TargetResult]) -> None:
         return
     for result in results:
         own = real(result.target)
-        kept = []
+        kept: list[Finding] = []
+        elsewhere: dict[str, int] = {}  # path -> findings left to its own target
         for finding in result.findings:
             path = finding.location.path if finding.location else None
             owner = owners.get(real(path)) if path else None
-            line = finding.location.line if finding.location else None
-            if owner is not None and real(path or "") != own and any(
-                    (f.rule, f.status, f.message, f.location.line if f.location else None)
-                    == (finding.rule, finding.status, finding.message, line) for f in owner.findings):
+            if path and owner is not None and real(path) != own and any(_same_cause(finding, f) for f in owner.findings):
+                elsewhere[path] = elsewhere.get(path, 0) + (finding.status not in (Status.PASS, Status.INFO))
                 continue
             kept.append(finding)
+        for path, count in elsewhere.items():
+            if count:
+                what = "1 finding" if count == 1 else f"{count} findings"
+                kept.append(rules.INPUT_SKIPPED.finding(
+                    f"{path} is judged as its own target in this run: {what} about it reported there, not repeated here",
+                    Location(path)))
         result.findings[:] = kept
+
+
+def _same_cause(view: Finding, own: Finding) -> bool:
+    """Whether ``view`` (a finding another target reached through a file) is ``own`` (that file's own target's
+    finding): the same rule, status and line, and the same words once the stage is named alike. A compose file
+    names a Dockerfile's stage after its service (``app/builder`` for the file's ``builder``); a build argument
+    that changes what the line says (another base) changes the words too, so that finding stays."""
+    if (view.rule, view.status) != (own.rule, own.status):
+        return False
+    at, mine = view.location, own.location
+    if at is None or mine is None:
+        return at is mine and view.message == own.message
+    if at.line != mine.line:
+        return False
+    if at.stage == mine.stage or mine.stage is None:  # a requirements file has no stage of its own
+        return view.message == own.message
+    if at.stage is None or not at.stage.endswith("/" + mine.stage):
+        return False
+    return view.message.replace(f"stage '{at.stage}'", f"stage '{mine.stage}'") == own.message
