@@ -25,7 +25,7 @@ from envcheck.knowledge.builds import (
     installs_on,
     pypi_torch_build,
 )
-from envcheck.model import Binary, Finding, Location, Package, PackageIndex, Status
+from envcheck.model import PINS_ONLY, Binary, Finding, Location, Package, PackageIndex, Status
 from envcheck.rules import CheckContext, check, rule
 
 # the first NGC release month on CUDA 13 (knowledge/ngc_tags.toml): rule prose quotes the data, never a copy
@@ -86,7 +86,7 @@ _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 
 
 def _torch_packages(ctx: CheckContext) -> list[Package]:
-    return [p for p in ctx.inventory.packages if p.name == "torch" and installs_on(p, ctx.profile) and p.role != "constraint"]
+    return [p for p in ctx.inventory.packages if p.name == "torch" and installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
 
 
 def _index_builds(ctx: CheckContext, pkg: Package) -> list[tuple[CudaBuild, str]]:
@@ -304,8 +304,8 @@ def _named(found: list[Finding]) -> str:
 
 
 def _judged_packages(ctx: CheckContext) -> list[Package]:
-    """The packages that install on the profile's platform (constraints install nothing)."""
-    return [p for p in ctx.inventory.packages if installs_on(p, ctx.profile) and p.role != "constraint"]
+    """The packages that install on the profile's platform (constraints and overrides install nothing)."""
+    return [p for p in ctx.inventory.packages if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
 
 
 def _names_a_cuda_build(ctx: CheckContext) -> bool:

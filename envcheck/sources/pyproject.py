@@ -213,8 +213,13 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     if "dev-dependencies" in uv:  # uv's older spelling of the dev group
         scope = None if "dev" in defaults else "group 'dev'"
         packages.extend(reader.requirements(("tool", "uv", "dev-dependencies"), uv["dev-dependencies"], scope))
-    for key in ("constraint-dependencies", "override-dependencies"):  # uv's pins on what others pull in
-        packages.extend(reader.requirements(("tool", "uv", key), uv.get(key, []), None, role=Role.CONSTRAINT))
+    # uv's pins on what others pull in: constraints narrow every requirement on a package, overrides replace them
+    packages.extend(reader.requirements(("tool", "uv", "constraint-dependencies"), uv.get("constraint-dependencies", []), None,
+                                        role=Role.CONSTRAINT))
+    overrides = uv.get("override-dependencies", [])
+    if isinstance(overrides, list):  # a table overrides one package's own dependencies (uv's scoped form): not read
+        overrides = [o for o in overrides if not (isinstance(o, dict) and "package" in o)]
+    packages.extend(reader.requirements(("tool", "uv", "override-dependencies"), overrides, None, role=Role.OVERRIDE))
     packages.extend(reader.requirements(("build-system", "requires"), reader.table(data, "build-system").get("requires", []), None, role=Role.BUILD))
     indexes = _uv_indexes(reader, uv)
     inventory.indexes.extend(indexes.values())
