@@ -93,6 +93,8 @@ def _same_resolution(a: Location | None, b: Location | None) -> bool:
 
 def _picked(pkg: Package, torch: str | None) -> str:
     if pkg.version:
+        if pkg.role == Role.REQUIREMENT and not pkg.specifier.startswith("=="):  # a pyproject range read with its uv.lock
+            return f" ({pkg.specifier or 'not pinned'}: the version the project's uv.lock holds)"
         return ""
     what = f"{pkg.specifier}: pip takes the newest release it allows" if pkg.specifier else "not pinned: pip takes the newest release"
     return f" ({what}" + (f" that accepts torch {torch})" if torch else ")")
