@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envcheck import knowledge
-from envcheck.checks.g01_cuda_abi import torch_build
+from envcheck.checks.g01_cuda_abi import older_cuda_level, torch_build
 from envcheck.fixes import g01_cuda_abi as fixes
 from envcheck.model import BaseImage, Finding, Status
 from envcheck.rules import CheckContext, check, rule
@@ -72,13 +72,9 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                 yield CUDA12_BASE.finding(message + f"; the stage replaces its torch with a CUDA {ctx.profile.cuda_major} build ({replaced}), "
                                           "so only what else it uses from the base (its CUDA 12 libraries, nvcc, extensions) is at risk",
                                           image.location, evidence, status=Status.WARN)
-            elif (knows := _nvcc_knows_gpu(facts.cuda, ctx)) and (image.final or image.copied_at is not None):
+            elif (level := older_cuda_level(facts.cuda, ctx))[0] is Status.WARN and (image.final or image.copied_at is not None):
                 # the CUDA 13 driver runs a CUDA 12.9 user space, whose toolkit builds for this GPU: it depends on the builds
-                yield CUDA12_BASE.finding(message + f"; CUDA {knows[0]} is the first toolkit that compiles for {knows[1]}, so its "
-                                          f"builds can carry code for this GPU and the CUDA {ctx.profile.cuda_major} driver runs "
-                                          f"them: whether it works depends on what was built for {knows[1]} (and CUDA "
-                                          f"{ctx.profile.cuda_major} wheels cannot be mixed in)", image.location,
-                                          {**evidence, "first_nvcc": knows[0], "nvcc_source": knows[2]}, status=Status.WARN)
+                yield CUDA12_BASE.finding(f"{message}; {level[1]}", image.location, {**evidence, **level[2]}, status=level[0])
             elif image.final:
                 yield CUDA12_BASE.finding(message, image.location, evidence)
             elif image.copied_at is not None:
@@ -91,21 +87,6 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                                           f"{facts.cuda_major}", image.location, evidence, status=Status.WARN)
         elif facts.known and image.final:
             yield CUDA12_BASE.passed(f"{in_stage(image.stage)}{image.ref} is a CUDA {facts.cuda} image ({how})", image.location, **evidence)
-
-
-def _nvcc_knows_gpu(cuda: str | None, ctx: CheckContext) -> tuple[str, str, str] | None:
-    """(first toolkit, target, source) when an image of CUDA ``cuda`` (``12.9``) has a toolkit that compiles for the
-    profile's GPU (knowledge/nvcc_targets.toml: sm_121 from 12.9); None for older ones or an unknown minor (``12``)."""
-    from envcheck.knowledge.nvcc import first_nvcc
-
-    target = f"sm_{ctx.profile.sm}"
-    first = first_nvcc(target)
-    parts = (cuda or "").split(".")
-    if first is None or len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
-        return None
-    if (int(parts[0]), int(parts[1])) < first[0]:
-        return None
-    return f"{first[0][0]}.{first[0][1]}", target, first[1]
 
 
 def _torch_replaced_by(ctx: CheckContext, image: BaseImage, ngc_torch: bool) -> str | None:
