@@ -194,3 +194,19 @@ def test_a_uv_project_is_judged_at_the_versions_its_lock_holds(tmp_path: Path) -
     dockerfile.write_text("FROM nvcr.io/nvidia/pytorch:25.11-py3\nWORKDIR /app\nCOPY pyproject.toml .\nRUN pip install .\n",
                           encoding="utf-8")
     assert [f[0] for f in vllm(dockerfile)] == ["PASS"]
+
+
+def test_a_group_uv_sync_installs_by_default_takes_the_lock_versions_of_that_group(tmp_path: Path) -> None:
+    # uv.lock does not record tool.uv.default-groups: the lock places the group in its own scope
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "server"\nversion = "0.1"\ndependencies = []\n\n'
+        '[dependency-groups]\nserve = ["vllm>=0.19.1"]\n\n[tool.uv]\ndefault-groups = ["serve"]\n', encoding="utf-8")
+    (tmp_path / "uv.lock").write_text(
+        'version = 1\nrevision = 3\nrequires-python = ">=3.12"\n\n'
+        '[[package]]\nname = "server"\nversion = "0.1"\nsource = { editable = "." }\n\n'
+        '[package.dev-dependencies]\nserve = [{ name = "vllm" }]\n\n'
+        '[[package]]\nname = "vllm"\nversion = "0.19.1"\nsource = { registry = "https://pypi.org/simple" }\n', encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(tmp_path / "pyproject.toml"))
+    found = [(f["status"], f["location"]["line"]) for t in json.loads(proc.stdout)["targets"] for f in t["findings"]
+             if f["rule"] == "G1-pypi-vllm-cuda12"]
+    assert found == [("FAIL", 7)]

@@ -225,18 +225,19 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     inventory.indexes.extend(indexes.values())
     inventory.packages.extend(_with_sources(reader, packages, reader.table(uv, "sources"), indexes))
     if options.with_lock:
-        inventory.packages[:] = _locked(inventory.packages, path, options)
+        inventory.packages[:] = _locked(inventory.packages, path, options, defaults)
     names = tuple(dict.fromkeys(p.name for p in inventory.packages if p.scope is None and p.role == Role.REQUIREMENT))
     inventory.installs.append(InstallCommand(tool="requirements", packages=names, text=f"pip install {path.parent.name or '.'}",
                                              location=Location(str(path))))
     return inventory
 
 
-def _locked(packages: list[Package], path: Path, options: ReadOptions) -> list[Package]:
+def _locked(packages: list[Package], path: Path, options: ReadOptions, default_groups: set[str]) -> list[Package]:
     """``packages`` at the versions the uv.lock beside ``path`` holds for them: ``uv sync`` (and ``uv run``) install
     the lock, not the newest release a range allows. A requirement with no exact version takes each locked
     version of its name in its scope that its specifier allows (one per platform: the lock entry's marker joins
-    its own), from the index the lock names. A lock that is missing, unreadable or out of date (a range excludes
+    its own), from the index the lock names (a lock places the groups uv sync installs by default, other than
+    dev, in their own scopes: ``default_groups`` are the default install here). A lock that is missing, unreadable or out of date (a range excludes
     every locked version of its name: uv locks again, and any version may move) leaves the requirements as
     written. The lock's own findings are its target's: only these versions are taken from it."""
     lock_path = path.parent / "uv.lock"
@@ -252,9 +253,12 @@ def _locked(packages: list[Package], path: Path, options: ReadOptions) -> list[P
     for entry in lock.packages:
         if entry.role == Role.LOCK and entry.version and not entry.url:
             entries.setdefault((entry.name, entry.scope), []).append(entry)
+    defaults = [None, *(f"group {g!r}" for g in sorted(default_groups))]
     out: list[Package] = []
     for pkg in packages:
-        found = entries.get((pkg.name, pkg.scope), []) if pkg.role == Role.REQUIREMENT and not pkg.version and not pkg.url else []
+        scopes = defaults if pkg.scope is None else [pkg.scope]
+        found = ([e for s in scopes for e in entries.get((pkg.name, s), [])]
+                 if pkg.role == Role.REQUIREMENT and not pkg.version and not pkg.url else [])
         allowed = [e for e in found if e.version and _allows(pkg.specifier, e.version)]
         if found and not allowed:
             return packages  # out of date
