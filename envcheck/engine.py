@@ -197,7 +197,8 @@ def run(targets: Iterable[Target], config: Config, debug: bool = False) -> Repor
 
 def _owned_once(results: list[TargetResult]) -> None:
     """A finding about a file that is itself a target belongs to that target: a Dockerfile that COPYs the
-    project's pyproject.toml or requirements.txt does not repeat the findings that file's own target has."""
+    project's pyproject.toml or requirements.txt, or a compose file whose ``build:`` reads a Dockerfile, does not
+    repeat the findings that file's own target has (one cause, one finding across targets)."""
     import os
 
     def real(path: str) -> str:
@@ -211,25 +212,47 @@ def _owned_once(results: list[TargetResult]) -> None:
         return
     for result in results:
         own = real(result.target)
-        kept = []
+        kept: list[Finding] = []
+        elsewhere: dict[str, int] = {}  # path -> findings left to its own target
         for finding in result.findings:
             path = finding.location.path if finding.location else None
             owner = owners.get(real(path)) if path else None
-            if owner is not None and real(path or "") != own and any(_same_cause(f, finding) for f in owner.findings):
+            if path and owner is not None and real(path) != own and any(_same_cause(finding, f) for f in owner.findings):
+                elsewhere[path] = elsewhere.get(path, 0) + (finding.status not in (Status.PASS, Status.INFO))
                 continue
             kept.append(finding)
+        for path, count in elsewhere.items():
+            if count:
+                what = "1 finding" if count == 1 else f"{count} findings"
+                kept.append(rules.INPUT_SKIPPED.finding(
+                    f"{path} is judged as its own target in this run: {what} about it reported there, not repeated here",
+                    Location(path)))
         result.findings[:] = kept
 
 
-def _same_cause(owned: Finding, copy: Finding) -> bool:
-    """Is ``copy`` (read through another target) the finding ``owned`` its file's own target has: the same rule,
-    line, level and message, or the same one lowered by :func:`_stage_aware` (read through a stage outside the
-    built image)?"""
-    line = owned.location.line if owned.location else None
-    if copy.rule != owned.rule or (copy.location.line if copy.location else None) != line:
+def _same_cause(view: Finding, own: Finding) -> bool:
+    """Whether ``view`` (a finding another target reached through a file) is ``own`` (that file's own target's
+    finding): the same rule and line, and the same level and words once the stage is named alike and a lowering by
+    :func:`_stage_aware` (the view read the file through a stage outside the built image) is undone. A compose file
+    names a Dockerfile's stage after its service (``app/builder`` for the file's ``builder``); a build argument
+    that changes what the line says (another base) changes the words too, so that finding stays."""
+    at, mine = view.location, own.location
+    if view.rule != own.rule:
         return False
-    if (copy.status, copy.message) == (owned.status, owned.message):
-        return True
-    loc = copy.location
-    return (loc is not None and loc.outside_image and copy.status is _OUTSIDE_IMAGE.get(owned.status)
-            and copy.message == owned.message + _outside_image(loc.stage))
+    if at is None or mine is None:
+        return at is mine and (view.status, view.message) == (own.status, own.message)
+    if at.line != mine.line:
+        return False
+    status, words = view.status, view.message
+    if at.outside_image and not mine.outside_image:
+        suffix = _outside_image(at.stage)
+        if status is not _OUTSIDE_IMAGE.get(own.status) or not words.endswith(suffix):
+            return False
+        status, words = own.status, words[: -len(suffix)]
+    if status is not own.status:
+        return False
+    if at.stage == mine.stage or mine.stage is None:  # a requirements file has no stage of its own
+        return words == own.message
+    if at.stage is None or not at.stage.endswith("/" + mine.stage):
+        return False
+    return words.replace(f"stage '{at.stage}'", f"stage '{mine.stage}'") == own.message

@@ -32,6 +32,9 @@ class Role(_Vocabulary):
 
     REQUIREMENT = "requirement"  # to be installed (requirements line, pyproject dependency, pip install argument)
     CONSTRAINT = "constraint"  # limits versions but installs nothing (-c file, PIP_CONSTRAINT)
+    # replaces every requirement other packages declare on it, installs nothing (uv's override-dependencies,
+    # a uv.lock's [manifest] overrides)
+    OVERRIDE = "override"
     LOCK = "lock"  # an entry of a lock file (uv.lock, pylock.toml)
     INSTALLED = "installed"  # present in an environment (site-packages, freeze output, image, probe)
     BUILD = "build"  # needed only to build (build-system.requires, a Dockerfile build stage)
@@ -181,6 +184,9 @@ class PackageIndex:
     def to_json(self) -> dict[str, Any]:
         return _plain(self)
 
+
+# The roles of packages that only pin versions (narrow or replace them) and install nothing.
+PINS_ONLY = (Role.CONSTRAINT, Role.OVERRIDE)
 
 # Options with which pip replaces what is already installed instead of keeping it.
 REPLACING_OPTIONS = ("-U", "--upgrade", "--force-reinstall", "-I", "--ignore-installed")

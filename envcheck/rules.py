@@ -243,9 +243,11 @@ INPUT_SKIPPED = rule(
     Status.INFO,
     """envcheck left part of this input out on purpose and says what and why: in a folder, symbolic links
     that lead outside it are not followed (a link to / would make the scan walk the whole machine, and a
-    scan of one environment must not judge another).""",
+    scan of one environment must not judge another). A file this input reads that is also a target of the
+    same run (the Dockerfile a compose file builds, the requirements file a Dockerfile copies) is judged in
+    its own target: what it says is reported there once, not again here.""",
     """Nothing to fix if the left-out part is not part of the environment; otherwise check the folder the
-    link leads to as its own target.""",
+    link leads to as its own target. A file judged as its own target needs nothing: read its findings there.""",
 )
 INTERNAL_ERROR = rule(
     "internal-error",

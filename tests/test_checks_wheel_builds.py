@@ -117,3 +117,96 @@ def test_a_torch_installed_by_an_earlier_run_does_not_hold_pip_back(tmp_path: Pa
                           "RUN pip install torch==2.10.0+cu130 vllm --extra-index-url https://download.pytorch.org/whl/cu130\n",
                           encoding="utf-8")
     assert _ids(dockerfile).get("G1-pypi-vllm-cuda12") == "FAIL"
+
+
+SPARK_PROJECT = '''[project]
+name = "trainer"
+version = "0.1"
+requires-python = "==3.12.*"
+dependencies = [
+    "torch>=2.10.0",
+    "vllm>=0.19.1; platform_system != 'Darwin'",
+]
+
+[dependency-groups]
+cuda13 = ["vllm>=0.19.1; platform_machine == 'x86_64'"]
+
+[tool.uv.sources]
+torch = [{ index = "pytorch-cu130", marker = "platform_machine == 'aarch64'" }]
+vllm = [{ index = "vllm-cu130", group = "cuda13" }]
+
+[[tool.uv.index]]
+name = "pytorch-cu130"
+url = "https://download.pytorch.org/whl/cu130"
+explicit = true
+
+[[tool.uv.index]]
+name = "vllm-cu130"
+url = "https://wheels.vllm.ai/0.19.1/cu130"
+explicit = true
+'''
+
+SPARK_PROJECT_LOCK = '''version = 1
+revision = 3
+requires-python = "==3.12.*"
+
+[[package]]
+name = "trainer"
+version = "0.1"
+source = {{ editable = "." }}
+dependencies = [{{ name = "torch" }}, {{ name = "vllm", marker = "sys_platform != 'darwin'" }}]
+
+[[package]]
+name = "torch"
+version = "2.10.0+cu130"
+source = {{ registry = "https://download.pytorch.org/whl/cu130" }}
+
+[[package]]
+name = "vllm"
+version = "{vllm}"
+source = {{ registry = "https://pypi.org/simple" }}
+'''
+
+
+def test_a_uv_project_is_judged_at_the_versions_its_lock_holds(tmp_path: Path) -> None:
+    """The cu130 vLLM source is bound to an x86_64-only group: on linux/aarch64 vLLM comes from PyPI, and uv sync
+    installs the version uv.lock holds (0.19.1, a CUDA 12 build), not the newest the range allows."""
+    project = tmp_path / "pyproject.toml"
+    project.write_text(SPARK_PROJECT, encoding="utf-8")
+
+    def vllm(path: Path) -> list[tuple[str, int, str]]:
+        proc = run_envcheck("--format", "json", "--fail-on", "never", str(path))
+        return [(f["status"], f["location"]["line"], f["message"]) for t in json.loads(proc.stdout)["targets"]
+                for f in t["findings"] if f["rule"] == "G1-pypi-vllm-cuda12"]
+
+    # alone, the range resolves to the newest release on PyPI, a CUDA 13 build on linux/aarch64
+    (alone,) = vllm(project)
+    assert alone[:2] == ("PASS", 7)
+    (tmp_path / "uv.lock").write_text(SPARK_PROJECT_LOCK.format(vllm="0.19.1"), encoding="utf-8")
+    (locked,) = vllm(project)
+    assert locked[:2] == ("FAIL", 7) and "vllm 0.19.1 (>=0.19.1: the version the project's uv.lock holds)" in locked[2]
+    # a lock the range no longer allows is out of date: uv sync locks again, so the range is judged as written
+    project.write_text(SPARK_PROJECT.replace("vllm>=0.19.1; platform_system", "vllm>=0.20; platform_system"), encoding="utf-8")
+    assert [f[:2] for f in vllm(project)] == [("PASS", 7)]
+    # a build that copies only pyproject.toml and runs pip install . resolves afresh: the lock beside it is not read
+    project.write_text(SPARK_PROJECT, encoding="utf-8")
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM nvcr.io/nvidia/pytorch:25.11-py3\nWORKDIR /app\nCOPY pyproject.toml .\nRUN pip install .\n",
+                          encoding="utf-8")
+    assert [f[0] for f in vllm(dockerfile)] == ["PASS"]
+
+
+def test_a_group_uv_sync_installs_by_default_takes_the_lock_versions_of_that_group(tmp_path: Path) -> None:
+    # uv.lock does not record tool.uv.default-groups: the lock places the group in its own scope
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "server"\nversion = "0.1"\ndependencies = []\n\n'
+        '[dependency-groups]\nserve = ["vllm>=0.19.1"]\n\n[tool.uv]\ndefault-groups = ["serve"]\n', encoding="utf-8")
+    (tmp_path / "uv.lock").write_text(
+        'version = 1\nrevision = 3\nrequires-python = ">=3.12"\n\n'
+        '[[package]]\nname = "server"\nversion = "0.1"\nsource = { editable = "." }\n\n'
+        '[package.dev-dependencies]\nserve = [{ name = "vllm" }]\n\n'
+        '[[package]]\nname = "vllm"\nversion = "0.19.1"\nsource = { registry = "https://pypi.org/simple" }\n', encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(tmp_path / "pyproject.toml"))
+    found = [(f["status"], f["location"]["line"]) for t in json.loads(proc.stdout)["targets"] for f in t["findings"]
+             if f["rule"] == "G1-pypi-vllm-cuda12"]
+    assert found == [("FAIL", 7)]

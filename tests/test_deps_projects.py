@@ -374,3 +374,47 @@ def test_policy_findings_of_extras_name_only_what_they_add(tmp_path: Path) -> No
             'gpu = ["accelerate", "tqdm==4.67.1"]\n')
     found = [f for f in _scoped(tmp_path, text) if f["gotcha"] == "G9"]
     assert [(f["status"], "extra 'gpu'" in str(f["message"])) for f in found] == [("WARN", True)], found
+
+
+OVERRIDE_LOCK = '''version = 1
+revision = 3
+requires-python = ">=3.12"
+{manifest}
+[[package]]
+name = "proj"
+version = "0.1.0"
+source = {{ virtual = "." }}
+dependencies = [{{ name = "transformers" }}, {{ name = "vllm" }}]
+
+[[package]]
+name = "transformers"
+version = "5.4.0"
+source = {{ registry = "https://pypi.org/simple" }}
+
+[[package]]
+name = "vllm"
+version = "0.19.1"
+source = {{ registry = "https://pypi.org/simple" }}
+dependencies = [{{ name = "transformers" }}]
+'''
+
+
+def test_a_uv_override_replaces_the_requirement_it_overrides(tmp_path: Path) -> None:
+    # vLLM 0.19.1 excludes transformers 5.4 (knowledge/pins.toml); uv's override-dependencies replace every
+    # requirement on transformers, so a lock resolved with one holds no conflict (pip, without overrides, would)
+    def conflicts(manifest: str) -> list[tuple[str, int]]:
+        lock = _write(tmp_path, "uv.lock", OVERRIDE_LOCK.format(manifest=manifest))
+        return [(f["status"], f["location"]["line"]) for f in _findings(_report(lock)) if f["rule"] == "G9-pin-conflict"]
+
+    assert conflicts("") == [("FAIL", 17)]
+    assert conflicts('\n[manifest]\noverrides = [{ name = "transformers", specifier = ">=5.4.0" }]\n') == []
+    # an override of another package leaves the requirement on transformers in force
+    assert conflicts('\n[manifest]\noverrides = [\n    { name = "numpy", specifier = ">=2" },\n]\n') == [("FAIL", 22)]
+    # in pyproject.toml: plain overrides are read as overrides (they install nothing), uv's scoped form is no error
+    project = _write(tmp_path, "pyproject.toml", '[project]\nname = "proj"\nversion = "0.1"\ndependencies = ["vllm==0.19.1"]\n'
+                     '[tool.uv]\noverride-dependencies = [\n  "transformers>=5.4.0",\n'
+                     '  { package = { name = "vllm" }, dependencies = ["numpy>=2"] },\n]\n')
+    inv = pyproject.read(project, OPTS)
+    assert not inv.problems
+    assert [(p.name, p.role, p.location.line) for p in inv.packages if p.name == "transformers"] == [
+        ("transformers", "override", 7)]

@@ -99,3 +99,22 @@ def test_a_cuda12_index_and_the_torch_it_serves_are_one_finding_at_the_index(tmp
     found = [f for f in _findings(tmp_path / "requirements.txt") if f["status"] == "FAIL"]
     assert [(f["rule"], f["location"]["line"]) for f in found] == [("G1-cuda12-index", 1)]
     assert found[0]["evidence"]["lines"] == [3] and "torch on line 3 is its CUDA 12 build" in found[0]["message"]
+
+
+def test_one_cuda_version_gets_one_level_from_a_from_line_and_from_an_image_config(tmp_path: Path) -> None:
+    """CUDA 12.9 (the first toolkit that compiles for sm_121) is a WARN and 12.8 a FAIL, whether the CUDA is read
+    from a FROM line's tag (G1-cuda12-base) or from an image's config (G1-image-cuda)."""
+    from registry_fixtures import Layer, config_for, tar_of, write_oci_layout
+
+    for cuda, level in (("12.9.1", "WARN"), ("12.8.1", "FAIL")):
+        dockerfile = tmp_path / f"Dockerfile.{cuda}"
+        dockerfile.write_text(f"FROM nvidia/cuda:{cuda}-devel-ubuntu24.04\nRUN nvcc -o /usr/local/bin/app app.cu\n")
+        assert _levels(_findings(dockerfile), "G1-cuda12-base") == [(1, level)]
+        layout = tmp_path / f"layout-{cuda}"
+        write_oci_layout(layout, config_for("arm64", [f"CUDA_VERSION={cuda}", "PATH=/usr/local/cuda/bin:/usr/bin"]),
+                         [Layer(tar_of({"etc/os-release": b"ID=ubuntu\nVERSION_ID=24.04\n"}))], "app")
+        done = run_envcheck("image", f"oci-layout:{layout}:app", "-f", "json", "--no-progress", "--fail-on", "never",
+                            env={"ENVCHECK_CACHE_DIR": str(tmp_path / "cache")})
+        found = [f for t in json.loads(done.stdout)["targets"] for f in t["findings"] if f["rule"] == "G1-image-cuda"]
+        assert [f["status"] for f in found] == [level], done.stderr
+        assert ("sm_121" in found[0]["message"]) is (level == "WARN")

@@ -438,3 +438,52 @@ def test_a_capped_server_beside_an_uncapped_gpu_service_is_g6(tmp_path: Path) ->
     (tmp_path / "compose.yaml").write_text(_NEIGHBOURS.replace("  NEIGHBOUR\n", ""))
     alone = run_envcheck("-f", "json", "compose.yaml", cwd=tmp_path)
     assert not [f for f in json.loads(alone.stdout)["targets"][0]["findings"] if f["gotcha"] == "G6" and f["status"] != "PASS"]
+
+
+def test_a_dockerfile_read_directly_and_through_compose_build_is_one_finding(tmp_path: Path) -> None:
+    dockerfile = _write(tmp_path / "server" / "Dockerfile", """
+        FROM nvidia/cuda:12.8.1-devel-ubuntu24.04 AS builder
+        RUN pip install torch==2.9.1+cu130 --index-url https://download.pytorch.org/whl/cu130
+        FROM nvidia/cuda:12.8.1-runtime-ubuntu24.04
+        COPY --from=builder /usr/local /usr/local
+    """)
+    compose = _write(tmp_path / "stack" / "compose.yaml", """
+        services:
+          inference:
+            build:
+              context: ../server
+          patched:
+            build:
+              context: ../server
+              args:
+                UNUSED: "1"
+    """)
+
+    def cuda12(targets: list[dict[str, Any]]) -> list[tuple[str, int]]:
+        return sorted((t["kind"], f["location"]["line"]) for t in targets for f in _hits(t, "G1-cuda12-base"))
+
+    # each target alone reports the Dockerfile's two CUDA 12 stages
+    assert cuda12(_report(str(compose))[1]) == [("compose", 1), ("compose", 1), ("compose", 3), ("compose", 3)]
+    # together (given by name or found in a folder), the Dockerfile's own target reports each once; the
+    # compose target says where they went
+    for args in ((str(compose), str(dockerfile)), (str(tmp_path),)):
+        code, targets = _report(*args)
+        assert code == 1 and cuda12(targets) == [("dockerfile", 1), ("dockerfile", 3)], args
+        (note,) = [f for t in targets if t["kind"] == "compose" for f in t["findings"] if f["rule"] == "input-skipped"]
+        assert note["status"] == "INFO" and "judged as its own target" in note["message"]
+    sarif = json.loads(run_envcheck("-f", "sarif", "--fail-on", "never", str(compose), str(dockerfile)).stdout)
+    assert sorted(r["ruleId"] for r in sarif["runs"][0]["results"] if r["ruleId"] == "G1-cuda12-base") == [
+        "G1-cuda12-base"] * 2
+    # a build argument that changes what a line says is another cause: the compose view keeps it
+    _write(tmp_path / "stack" / "compose.yaml", """
+        services:
+          inference:
+            build:
+              context: ../server
+              dockerfile: Dockerfile.args
+              args:
+                BASE: nvidia/cuda:12.4.1-devel-ubuntu22.04
+    """)
+    _write(tmp_path / "server" / "Dockerfile.args", "ARG BASE=nvidia/cuda:12.8.1-devel-ubuntu24.04\nFROM ${BASE}\n")
+    _code, targets = _report(str(compose), str(tmp_path / "server" / "Dockerfile.args"))
+    assert cuda12(targets) == [("compose", 2), ("dockerfile", 2)]

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 
 from envcheck import knowledge
-from envcheck.checks.g01_cuda_abi import torch_build
+from envcheck.checks.g01_cuda_abi import older_cuda_level, torch_build
 from envcheck.fixes import g01_cuda_abi as fixes
 from envcheck.knowledge.base_images import BaseFacts
 from envcheck.model import BaseImage, Finding, Status
@@ -81,13 +81,9 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                 yield CUDA12_BASE.finding(message + f"; the stage replaces its torch with a CUDA {ctx.profile.cuda_major} build ({replaced}), "
                                           "so only what else it uses from the base (its CUDA 12 libraries, nvcc, extensions) is at risk",
                                           image.location, evidence, status=Status.WARN)
-            elif knows := _nvcc_knows_gpu(facts.cuda, ctx):
+            elif (level := older_cuda_level(facts.cuda, ctx))[0] is Status.WARN:
                 # the CUDA 13 driver runs a CUDA 12.9 user space, whose toolkit builds for this GPU: it depends on the builds
-                yield CUDA12_BASE.finding(message + f"; CUDA {knows[0]} is the first toolkit that compiles for {knows[1]}, so its "
-                                          f"builds can carry code for this GPU and the CUDA {ctx.profile.cuda_major} driver runs "
-                                          f"them: whether it works depends on what was built for {knows[1]} (and CUDA "
-                                          f"{ctx.profile.cuda_major} wheels cannot be mixed in)", image.location,
-                                          {**evidence, "first_nvcc": knows[0], "nvcc_source": knows[2]}, status=Status.WARN)
+                yield CUDA12_BASE.finding(f"{message}; {level[1]}", image.location, {**evidence, **level[2]}, status=level[0])
             elif image.copied_at is not None and not image.final:
                 # what it builds is in the final image: its CUDA 12 objects fail there as the final stage's would
                 yield CUDA12_BASE.finding(message + f"; what this stage builds links CUDA {facts.cuda_major}, and the final image "
@@ -131,21 +127,6 @@ def _runtime_unused(ctx: CheckContext, image: BaseImage, facts: BaseFacts) -> tu
             f"its own CUDA libraries, so this base's CUDA {facts.cuda_major} runtime stays unused unless something is "
             "compiled against it, and what that file installs is judged when it is checked itself",
             {"flavor": "base", "unused": True, "unread": unseen})
-
-
-def _nvcc_knows_gpu(cuda: str | None, ctx: CheckContext) -> tuple[str, str, str] | None:
-    """(first toolkit, target, source) when an image of CUDA ``cuda`` (``12.9``) has a toolkit that compiles for the
-    profile's GPU (knowledge/nvcc_targets.toml: sm_121 from 12.9); None for older ones or an unknown minor (``12``)."""
-    from envcheck.knowledge.nvcc import first_nvcc
-
-    target = f"sm_{ctx.profile.sm}"
-    first = first_nvcc(target)
-    parts = (cuda or "").split(".")
-    if first is None or len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
-        return None
-    if (int(parts[0]), int(parts[1])) < first[0]:
-        return None
-    return f"{first[0][0]}.{first[0][1]}", target, first[1]
 
 
 def _torch_replaced_by(ctx: CheckContext, image: BaseImage, ngc_torch: bool) -> str | None:

@@ -25,7 +25,7 @@ from envcheck.knowledge.builds import (
     installs_on,
     pypi_torch_build,
 )
-from envcheck.model import Binary, Finding, Location, Package, PackageIndex, Status
+from envcheck.model import PINS_ONLY, Binary, Finding, Location, Package, PackageIndex, Status
 from envcheck.rules import CheckContext, check, rule
 
 # the first NGC release month on CUDA 13 (knowledge/ngc_tags.toml): rule prose quotes the data, never a copy
@@ -89,7 +89,7 @@ _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 
 
 def _torch_packages(ctx: CheckContext) -> list[Package]:
-    return [p for p in ctx.inventory.packages if p.name == "torch" and installs_on(p, ctx.profile) and p.role != "constraint"]
+    return [p for p in ctx.inventory.packages if p.name == "torch" and installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
 
 
 def _index_builds(ctx: CheckContext, pkg: Package) -> list[tuple[CudaBuild, str]]:
@@ -307,8 +307,8 @@ def _named(found: list[Finding]) -> str:
 
 
 def _judged_packages(ctx: CheckContext) -> list[Package]:
-    """The packages that install on the profile's platform (constraints install nothing)."""
-    return [p for p in ctx.inventory.packages if installs_on(p, ctx.profile) and p.role != "constraint"]
+    """The packages that install on the profile's platform (constraints and overrides install nothing)."""
+    return [p for p in ctx.inventory.packages if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
 
 
 def _names_a_cuda_build(ctx: CheckContext) -> bool:
@@ -659,6 +659,28 @@ def _latent_index(ctx: CheckContext, index: PackageIndex) -> str:
     return ", ".join(f"{e.name} at {Path(e.location.path).name}:{e.location.line}" for e in earlier if e is not None and e.location is not None)
 
 
+def older_cuda_level(cuda: str | None, ctx: CheckContext) -> tuple[Status, str, dict[str, str]]:
+    """How an image whose CUDA major is older than the profile's fares, decided here for every rule that judges one
+    (G1-cuda12-base from a FROM line's tag, G1-image-cuda from an image's config), so one CUDA gets one level: FAIL,
+    or WARN where its toolkit compiles for the profile's GPU (CUDA 12.9 for sm_121, knowledge/nvcc_targets.toml): the
+    CUDA 13 driver runs that user space, and whether it works depends on what was built for the GPU. An unknown
+    minor (``12``) FAILs. Returns the status, the words that say why (empty for FAIL) and their evidence."""
+    from envcheck.knowledge.nvcc import first_nvcc
+
+    target = f"sm_{ctx.profile.sm}"
+    first = first_nvcc(target)
+    parts = (cuda or "").split(".")
+    if (first is None or len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit()
+            or (int(parts[0]), int(parts[1])) < first[0]):
+        return Status.FAIL, "", {}
+    toolkit, major = f"{first[0][0]}.{first[0][1]}", ctx.profile.cuda_major
+    return (Status.WARN,
+            f"CUDA {toolkit} is the first toolkit that compiles for {target}, so its builds can carry code for this GPU and "
+            f"the CUDA {major} driver runs them: whether it works depends on what was built for {target} (and CUDA {major} "
+            "wheels cannot be mixed in)",
+            {"first_nvcc": toolkit, "nvcc_source": first[1]})
+
+
 # --- registry and local images (issue 5: envcheck image) -----------------------------------------------
 
 
@@ -668,7 +690,9 @@ IMAGE_CUDA = rule(
     label is stale in NGC images and is not used) names a CUDA major older than the profile's. Everything
     built into the image links that major's libraries (libcudart.so.12, ...), which fail at import or at the
     first kernel on a CUDA 13 Spark. Without CUDA_VERSION, an NGC tag is mapped through the dated table
-    knowledge/ngc_tags.toml, and the message says when that mapping is inferred.""",
+    knowledge/ngc_tags.toml, and the message says when that mapping is inferred. CUDA 12.9 or newer 12.x is a
+    WARN, as for a FROM line (G1-cuda12-base): 12.9 is the first toolkit that compiles for sm_121
+    (knowledge/nvcc_targets.toml), and the CUDA 13 driver runs a CUDA 12 user space.""",
     f"""Use a CUDA 13 image: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
     playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("image",),
@@ -685,12 +709,13 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
     where = Location(ref, member="config") if ref else None
     value = next((v.value for v in reversed(ctx.inventory.env) if v.name == "CUDA_VERSION" and v.origin == "config"), None)
     major: int | None = None
+    cuda: str | None = None
     how = ""
     evidence: dict[str, object] = {"image": ref}
     if value:
         head = re.match(r"\s*(\d+)", value)
         if head:
-            major = int(head.group(1))
+            major, cuda = int(head.group(1)), value.strip()
             how = f"CUDA_VERSION={value}"
             evidence["CUDA_VERSION"] = value
     if major is None:
@@ -698,14 +723,15 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
 
         described = safe_describe(str(facts.get("registry", "")) + "/" + str(facts.get("repository", "")) + ":" + str(facts.get("tag") or "latest")) if facts.get("repository") else None
         if described is not None and described.cuda_major is not None:
-            major = described.cuda_major
+            major, cuda = described.cuda_major, described.cuda
             how = (described.note or f"NGC {described.release}") + (" (inferred)" if described.inferred else "")
             evidence.update({"cuda": described.cuda, "inferred": described.inferred, "source": described.source})
     if major is None:
         return
     if major < ctx.profile.cuda_major:
-        yield IMAGE_CUDA.finding(f"{ref} is a CUDA {major} image ({how}); {ctx.profile.name} has CUDA {ctx.profile.cuda_major}",
-                                 where, evidence)
+        status, why, more = older_cuda_level(cuda, ctx)
+        yield IMAGE_CUDA.finding(f"{ref} is a CUDA {major} image ({how}); {ctx.profile.name} has CUDA {ctx.profile.cuda_major}"
+                                 + (f"; {why}" if why else ""), where, {**evidence, **more}, status=status)
     else:
         yield IMAGE_CUDA.passed(f"{ref} is a CUDA {major} image ({how})", where, **evidence)
 

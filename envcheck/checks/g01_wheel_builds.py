@@ -13,7 +13,7 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck.knowledge import wheels
 from envcheck.knowledge.builds import build_of_index, installs_on
-from envcheck.model import Finding, Location, Package, Role, Status
+from envcheck.model import PINS_ONLY, Finding, Location, Package, Role, Status
 from envcheck.rules import CheckContext, check, rule
 
 PYPI_VLLM_CUDA12 = rule(
@@ -44,7 +44,7 @@ _GPU_NAMES = ("torch", "vllm", "sglang", "xformers", "flash-attn", "triton", "on
 
 def _from_pypi(pkg: Package, ctx: CheckContext) -> bool:
     """Whether pip takes ``pkg`` from PyPI: no URL, no other index that could serve it, not a bare installed entry."""
-    if pkg.url or pkg.role == "constraint" or pkg.scope is not None or not installs_on(pkg, ctx.profile):
+    if pkg.url or pkg.role in PINS_ONLY or pkg.scope is not None or not installs_on(pkg, ctx.profile):
         return False  # an opt-in extra or group is not what the project installs
     if "+" in (pkg.version or ""):
         return False  # a local version (+cu130) is never PyPI's: another index serves it
@@ -93,6 +93,8 @@ def _same_resolution(a: Location | None, b: Location | None) -> bool:
 
 def _picked(pkg: Package, torch: str | None) -> str:
     if pkg.version:
+        if pkg.role == Role.REQUIREMENT and not pkg.specifier.startswith("=="):  # a pyproject range read with its uv.lock
+            return f" ({pkg.specifier or 'not pinned'}: the version the project's uv.lock holds)"
         return ""
     what = f"{pkg.specifier}: pip takes the newest release it allows" if pkg.specifier else "not pinned: pip takes the newest release"
     return f" ({what}" + (f" that accepts torch {torch})" if torch else ")")
@@ -119,7 +121,7 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
                      for p in ctx.inventory.packages)
     gpu = any(p.name in _GPU_NAMES or p.name.startswith(("nvidia-", "cupy-cuda")) for p in ctx.inventory.packages)
     torches = [p for p in ctx.inventory.packages
-               if p.name == "torch" and p.version and p.role != Role.CONSTRAINT and installs_on(p, ctx.profile)]
+               if p.name == "torch" and p.version and p.role not in PINS_ONLY and installs_on(p, ctx.profile)]
     for pkg in pkgs:
         if not wheels.known(pkg.name):
             continue

@@ -13,7 +13,7 @@ from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import installs_on
 from envcheck.knowledge.wheel_platforms import platform_verdict
-from envcheck.model import Finding, Package, Status
+from envcheck.model import PINS_ONLY, Finding, Package, Status
 from envcheck.rules import CheckContext, check, rule
 
 OVERRIDE = (
@@ -107,7 +107,7 @@ def _installed_in_stage(pkg: Package, installed: list[Package], ctx: CheckContex
 @check(FLASH_ATTN_BUILD, FLASH_ATTN_PRESENT, UNSLOTH_SDPA)
 def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
     """G2 over packages: pip-built flash-attn, installed flash-attn, and flash-attn next to Unsloth."""
-    pkgs = [p for p in ctx.inventory.packages if installs_on(p, ctx.profile) and p.role != "constraint"]
+    pkgs = [p for p in ctx.inventory.packages if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
     flash = [p for p in pkgs if p.name == "flash-attn"]
     unsloth = [p for p in pkgs if p.name == "unsloth"]
     installed_flash = [p for p in flash if p.installed]

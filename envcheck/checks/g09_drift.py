@@ -15,7 +15,7 @@ from envcheck.inspect.markers import PlainMarker, plain_marker
 from envcheck.inspect.versions import is_plain_specifier, plain_contains
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
-from envcheck.model import REPLACING_OPTIONS, Finding, Location, Package, Status
+from envcheck.model import PINS_ONLY, REPLACING_OPTIONS, Finding, Location, Package, Role, Status
 from envcheck.profile import Profile
 from envcheck.rules import CheckContext, check, rule
 
@@ -33,7 +33,9 @@ PIN_CONFLICT = rule(
     """Two packages in this set cannot both be right: one's Requires-Dist (read from its metadata where the
     input carries it, otherwise from envcheck's sourced pin table: torch/triton, torchvision/torchaudio/torch,
     xformers/torch, transformers minimums) excludes the other's version. pip installs them anyway when they
-    arrive in separate commands, and the environment breaks at import or at the first compiled kernel.""",
+    arrive in separate commands, and the environment breaks at import or at the first compiled kernel. A uv
+    override (`[tool.uv] override-dependencies`, kept in uv.lock's `[manifest] overrides`) replaces every
+    requirement declared on its package, which is what it is for: those requirements are not compared.""",
     "Pick versions that agree (the evidence names the pin), install them in one pip command so the resolver sees both, or use an NGC container where they are built together.",
     ("requirements", "freeze", "lock", "dockerfile", "wheel", "folder", "image", "container", "host"),
 )
@@ -250,7 +252,7 @@ def _exact_versions(ctx: CheckContext) -> dict[str, Package]:
     for pkg in ctx.inventory.packages:
         # installed facts win over declared ones of the same name; in a Dockerfile stage a later pin replaces an
         # earlier one (pip installs it over the first: the image holds the last)
-        if not pkg.version or not installs_on(pkg, ctx.profile) or pkg.role == "constraint":
+        if not pkg.version or not installs_on(pkg, ctx.profile) or pkg.role in PINS_ONLY:
             continue
         first = out.get(pkg.name)
         if (first is None or (pkg.installed and not first.installed)
@@ -302,17 +304,20 @@ def vllm_existing_torch(ctx: CheckContext) -> Iterator[Finding]:
 @check(PIN_CONFLICT, NGC_TORCH_REPLACED, UNPINNED, UNSLOTH_DEPS, MARKER_EXCLUDED)
 def pins(ctx: CheckContext) -> Iterator[Finding]:
     """G9: contradictory pins, NGC torch replaced, unpinned ML packages, unsloth with dependencies."""
-    pkgs = [p for p in ctx.inventory.packages if p.role != "constraint"]
+    pkgs = [p for p in ctx.inventory.packages if p.role not in PINS_ONLY]
     if not pkgs:
         return
     marker_profile = _marker_profile(ctx)
     exact = _exact_versions(ctx)
+    # uv replaces every requirement declared on an overridden package by the override, whatever either's marker
+    # (https://docs.astral.sh/uv/concepts/resolution/#dependency-overrides): those requirements do not bind
+    overridden = {p.name for p in ctx.inventory.packages if p.role == Role.OVERRIDE}
     conflicts = 0
     for pkg in exact.values():
         for name, text, source in _requirements_of(pkg, marker_profile, exact):
             other = exact.get(name)
-            if other is None or other is pkg or _allows(other.version, text) is not False:
-                continue  # not present, itself, no version, or allowed
+            if other is None or other is pkg or name in overridden or _allows(other.version, text) is not False:
+                continue  # not present, itself, overridden, no version, or allowed
             spec = _specifier(text)  # the clauses as packaging prints them
             if not str(spec):
                 continue
@@ -360,7 +365,7 @@ def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding
 
     on_ngc = _ngc_stages(ctx, protected=False)  # a compose file's other services build on other bases
     for pkg in ctx.inventory.packages:
-        if pkg.installed or pkg.role == "constraint" or not installs_on(pkg, ctx.profile):
+        if pkg.installed or pkg.role in PINS_ONLY or not installs_on(pkg, ctx.profile):
             continue
         if on_ngc and pkg.location is not None and pkg.location.stage is not None and pkg.location.stage not in on_ngc:
             continue
@@ -437,7 +442,7 @@ def _ngc_torch_upgraded(ctx: CheckContext, reported: list[Location | None]) -> I
 
 
 def _pinned_by_constraint(ctx: CheckContext, name: str) -> bool:
-    return any(p.name == name and p.role == "constraint" and p.version for p in ctx.inventory.packages)
+    return any(p.name == name and p.role in PINS_ONLY and p.version for p in ctx.inventory.packages)
 
 
 def _ngc_stages(ctx: CheckContext, protected: bool = True) -> set[str]:

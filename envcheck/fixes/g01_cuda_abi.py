@@ -12,7 +12,7 @@ from envcheck import knowledge
 from envcheck.fixes import FixRequest, Refused
 from envcheck.fixes.requirements_text import name_pattern
 from envcheck.knowledge.builds import build_of_index
-from envcheck.model import Edit, Inventory
+from envcheck.model import PINS_ONLY, Edit, Inventory
 
 # The PyTorch index of CUDA 11/12 builds, as --index-url, PIP_INDEX_URL, a uv index or a wheel URL's folder
 # (with credentials too: only the build part of the path changes).
@@ -58,7 +58,7 @@ def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
     torch older than 2.9 or a torchvision/torchaudio (their cu130 releases are not in envcheck's tables): the
     index and the pin must move together."""
     for pkg in request.inventory.packages:
-        pinned = pkg.name in ("torch", "torchvision", "torchaudio") and pkg.version and pkg.role != "constraint"
+        pinned = pkg.name in ("torch", "torchvision", "torchaudio") and pkg.version and pkg.role not in PINS_ONLY
         if pinned and (pkg.name != "torch" or not cu130_release(pkg.version or "")):
             return Refused(f"{pkg.name}=={pkg.version} is pinned too, and envcheck knows of no cu130 build of it: "
                            "change the pin and the index together by hand")

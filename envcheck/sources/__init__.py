@@ -44,6 +44,9 @@ class ReadOptions:
     # binaries.SPLIT_BYTES and PIECE_BYTES; tests use small ones).
     split_bytes: int | None = None
     piece_bytes: int | None = None
+    # A pyproject.toml is read with the uv.lock beside it (uv sync installs the lock's versions); a build that copies
+    # a pyproject reads it alone (pip install . resolves afresh, uv sync reads the lock the build copied).
+    with_lock: bool = True
 
 
 def module_for(kind: str) -> ModuleType:

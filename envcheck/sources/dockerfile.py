@@ -429,7 +429,7 @@ class _Reader:
 
     def _text_options(self) -> ReadOptions:
         """Options for the requirements, pyproject and lock files a build copies: the user's text-size limit."""
-        return ReadOptions(max_text_bytes=self.options.max_text_bytes)
+        return ReadOptions(max_text_bytes=self.options.max_text_bytes, with_lock=False)
 
     def _read_project_file(self, name: str, module: str, in_image: bool, files: _ContextFiles, loc: Location, stage: Stage,
                            inventory: Inventory, cmd: SimpleCommand | None, argv: list[str] | None = None) -> None:

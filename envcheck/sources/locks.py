@@ -156,9 +156,59 @@ def read(path: Path, options: ReadOptions) -> Inventory:
                     name=name, version=str(version or ""), tags=tuple(sorted(set(tags))) + (("sdist",) if has_sdist else ()),
                     requires=requires or (), location=loc, scope=scope,
                 ))
+    if style == "uv":
+        inventory.packages.extend(_overrides(data.get("manifest"), text, path))
     inventory.installs.append(InstallCommand(tool="requirements", packages=tuple(dict.fromkeys(names)), text=f"install from {path.name}",
                                              location=Location(str(path))))
     return inventory
+
+
+def _overrides(manifest: Any, text: str, path: Path) -> list[Package]:
+    """The project's uv overrides the lock was resolved with (``[manifest] overrides``, from
+    ``[tool.uv] override-dependencies``): each replaces every requirement other packages declare on its package."""
+    entries = manifest.get("overrides") if isinstance(manifest, dict) else None
+    if not isinstance(entries, list):
+        return []
+    lines = _manifest_lines(text)
+    out: list[Package] = []
+    for entry in entries[:MAX_PACKAGES]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
+            continue
+        name = canonical(entry["name"])
+        marker = entry.get("marker")
+        out.append(Package(name=name, specifier=str(entry.get("specifier") or ""),
+                           marker=marker if isinstance(marker, str) and marker else None, role=Role.OVERRIDE,
+                           location=Location(str(path), line=lines.get(name, lines.get("")))))
+    return out
+
+
+def _manifest_lines(text: str) -> dict[str, int]:
+    """The 1-based line of each override (canonical name) in the ``[manifest]`` table's ``overrides``, and of
+    the table itself (key "")."""
+    out: dict[str, int] = {}
+    inside = False
+    key = ""
+    for number, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if line.startswith("[") and not stripped.startswith("[{"):
+            if inside:
+                break
+            inside = stripped == "[manifest]"
+            if inside:
+                out[""] = number
+            continue
+        if not inside:
+            continue
+        if (opened := _MANIFEST_KEY.match(line)) is not None:
+            key = opened.group(1)
+        if key == "overrides":
+            for found in _MANIFEST_NAME.finditer(line):
+                out.setdefault(canonical(found.group(1)), number)
+    return out
+
+
+_MANIFEST_KEY = re.compile(r"([A-Za-z0-9_-]+)\s*=")
+_MANIFEST_NAME = re.compile(r"""\bname\s*=\s*["']([^"']*)["']""")
 
 
 @dataclass

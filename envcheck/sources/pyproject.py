@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck import toml
-from envcheck.errors import InputError
+from envcheck.errors import EnvcheckError, InputError
 from envcheck.inspect.markers import all_of, negated
 from envcheck.inspect.pip_args import parse_requirement_text, shown
 from envcheck.inspect.wheel_tags import canonical
@@ -213,16 +213,71 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     if "dev-dependencies" in uv:  # uv's older spelling of the dev group
         scope = None if "dev" in defaults else "group 'dev'"
         packages.extend(reader.requirements(("tool", "uv", "dev-dependencies"), uv["dev-dependencies"], scope))
-    for key in ("constraint-dependencies", "override-dependencies"):  # uv's pins on what others pull in
-        packages.extend(reader.requirements(("tool", "uv", key), uv.get(key, []), None, role=Role.CONSTRAINT))
+    # uv's pins on what others pull in: constraints narrow every requirement on a package, overrides replace them
+    packages.extend(reader.requirements(("tool", "uv", "constraint-dependencies"), uv.get("constraint-dependencies", []), None,
+                                        role=Role.CONSTRAINT))
+    overrides = uv.get("override-dependencies", [])
+    if isinstance(overrides, list):  # a table overrides one package's own dependencies (uv's scoped form): not read
+        overrides = [o for o in overrides if not (isinstance(o, dict) and "package" in o)]
+    packages.extend(reader.requirements(("tool", "uv", "override-dependencies"), overrides, None, role=Role.OVERRIDE))
     packages.extend(reader.requirements(("build-system", "requires"), reader.table(data, "build-system").get("requires", []), None, role=Role.BUILD))
     indexes = _uv_indexes(reader, uv)
     inventory.indexes.extend(indexes.values())
     inventory.packages.extend(_with_sources(reader, packages, reader.table(uv, "sources"), indexes))
+    if options.with_lock:
+        inventory.packages[:] = _locked(inventory.packages, path, options, defaults)
     names = tuple(dict.fromkeys(p.name for p in inventory.packages if p.scope is None and p.role == Role.REQUIREMENT))
     inventory.installs.append(InstallCommand(tool="requirements", packages=names, text=f"pip install {path.parent.name or '.'}",
                                              location=Location(str(path))))
     return inventory
+
+
+def _locked(packages: list[Package], path: Path, options: ReadOptions, default_groups: set[str]) -> list[Package]:
+    """``packages`` at the versions the uv.lock beside ``path`` holds for them: ``uv sync`` (and ``uv run``) install
+    the lock, not the newest release a range allows. A requirement with no exact version takes each locked
+    version of its name in its scope that its specifier allows (one per platform: the lock entry's marker joins
+    its own), from the index the lock names (a lock places the groups uv sync installs by default, other than
+    dev, in their own scopes: ``default_groups`` are the default install here). A lock that is missing, unreadable or out of date (a range excludes
+    every locked version of its name: uv locks again, and any version may move) leaves the requirements as
+    written. The lock's own findings are its target's: only these versions are taken from it."""
+    lock_path = path.parent / "uv.lock"
+    try:
+        if not lock_path.is_file():
+            return packages
+        from envcheck.sources import locks  # here: locks reads pyproject's TOML reader
+
+        lock = locks.read(lock_path, replace(options, with_lock=False))
+    except (OSError, EnvcheckError):
+        return packages
+    entries: dict[tuple[str, str | None], list[Package]] = {}
+    for entry in lock.packages:
+        if entry.role == Role.LOCK and entry.version and not entry.url:
+            entries.setdefault((entry.name, entry.scope), []).append(entry)
+    defaults = [None, *(f"group {g!r}" for g in sorted(default_groups))]
+    out: list[Package] = []
+    for pkg in packages:
+        scopes = defaults if pkg.scope is None else [pkg.scope]
+        found = ([e for s in scopes for e in entries.get((pkg.name, s), [])]
+                 if pkg.role == Role.REQUIREMENT and not pkg.version and not pkg.url else [])
+        allowed = [e for e in found if e.version and _allows(pkg.specifier, e.version)]
+        if found and not allowed:
+            return packages  # out of date
+        if not allowed:
+            out.append(pkg)
+            continue
+        out.extend(replace(pkg, version=e.version, marker=all_of(pkg.marker, e.marker), index=e.index or pkg.index)
+                   for e in allowed)
+    return out
+
+
+def _allows(specifier: str, version: str) -> bool:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion
+
+    try:
+        return SpecifierSet(specifier).contains(version, prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return False
 
 
 def _own_extras(reader: _Reader, packages: list[Package], extras: dict[str, list[Package]], scope: str | None) -> list[Package]:
