@@ -128,9 +128,12 @@ def scan_folder(root: Path, options: ReadOptions, *, snapshot_tried: bool = Fals
             pool = scan_workers.FileReads(min(workers, len(todo)), deep, split)
         for at, got in scan_workers.read_todo(todo, deep, pool, reading):
             readings[at] = got
-    finally:
+    except BaseException:  # Ctrl-C, an error: the workers are stopped at once
         if pool is not None:
-            pool.close()
+            pool.close(abort=True)
+        raise
+    if pool is not None:
+        pool.close()
     if cache is not None:
         for at, path, st in todo:
             done = readings[at]
