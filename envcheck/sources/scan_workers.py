@@ -159,11 +159,12 @@ class WorkerPool(Generic[Job, Result]):
             job = self._queue[0][2]
             try:
                 future = self._executor.submit(self.work, job)
-            except BrokenProcessPool:
+            except (BrokenProcessPool, OSError):  # a worker died, or the workers could not all be forked
                 self._broken = True
                 return
-            if not self._workers:  # the executor forks all its workers at its first job
-                self._workers = [child for child in multiprocessing.active_children() if child not in self._others]
+            finally:
+                if not self._workers:  # the executor forks all its workers at its first job
+                    self._workers = [child for child in multiprocessing.active_children() if child not in self._others]
             heapq.heappop(self._queue)
             self._running[future] = job
 
@@ -180,12 +181,12 @@ class WorkerPool(Generic[Job, Result]):
 
     def close(self, abort: bool = False) -> None:
         """Stop the workers: jobs not started are dropped, running ones are waited for; with ``abort``
-        (Ctrl-C, an error) the workers are terminated at once instead."""
+        (Ctrl-C, an error), or once a worker died, the workers are terminated at once instead."""
         executor, self._executor = self._executor, None
         self._running.clear()
         if executor is None:
             return
-        if abort:
+        if abort or self._broken:
             executor.shutdown(wait=False, cancel_futures=True)
             for child in self._workers:
                 child.terminate()
