@@ -95,6 +95,7 @@ def test_tree_is_big_enough_to_start_workers(tree: Path) -> None:
         assert big in read or big in reading  # a job of its own, maybe still running
         done = dict(pool.results())
         assert big in read or scan_workers.ReadFile(big, os.stat(big)) in done
+        assert pool.rerun == 0  # every job ran in a worker
     finally:
         pool.close()
 
