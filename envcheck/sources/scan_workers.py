@@ -146,6 +146,8 @@ class WorkerPool(Generic[Job, Result]):
             self._done.extend((self._running.pop(future), future) for future in finished)
 
     def _hand_out(self) -> None:
+        if self._broken or not self._queue:
+            return
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
@@ -186,8 +188,7 @@ class WorkerPool(Generic[Job, Result]):
         self._running.clear()
         if executor is None:
             return
-        if abort or self._broken:
-            executor.shutdown(wait=False, cancel_futures=True)
+        if abort or self._broken:  # the executor then finds its workers gone and ends its thread
             for child in self._workers:
                 child.terminate()
         executor.shutdown(wait=True, cancel_futures=True)
