@@ -1,5 +1,6 @@
 #!/bin/bash
 # Quick H200 measurement for issue 18 (coldscan): whole-process cold scans with and without scan workers, a job timeline.
+# (Old pool against new, side by side: benchmarks/bench_pool.py.)
 # Usage (device): cd .work/dev-coldscan && bash benchmarks/h200_cold.sh SITE OUTDIR
 SITE=${1:-/opt/torch/.venv/lib/python3.12/site-packages}
 OUT=${2:-/tmp/out}
@@ -31,27 +32,35 @@ PY
 python3 - "$SITE" <<'PY'
 import sys, time, cProfile, pstats, resource, os, json, shutil
 from pathlib import Path
-from envcheck.sources import ReadOptions
-from envcheck.sources import binaries as b
+from envcheck.sources import ReadOptions, scan_workers as w
+from envcheck.sources.binaries import scan_file
+from envcheck.sources.folder import scan_folder
+from envcheck.sources.walk import walk
 site = Path(sys.argv[1])
 for n in (None, 1, None):
-    t = time.perf_counter(); inv = b.scan_folder(site, ReadOptions(use_cache=False, scan_workers=n)); t = time.perf_counter() - t
+    t = time.perf_counter(); inv = scan_folder(site, ReadOptions(use_cache=False, scan_workers=n)); t = time.perf_counter() - t
     print("scan_folder workers", n, "%.3f s" % t, len(inv.binaries), "children maxrss MB", resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
-orig = b._scan_job
+orig = w.run_job
 shutil.rmtree("/tmp/jobs", ignore_errors=True); os.makedirs("/tmp/jobs")
-def timed(*args):
-    job = args[-1]  # (deep, split_at, job)
-    t = time.perf_counter(); r = orig(*args); e = time.perf_counter()
-    what = job[1] if job[0] == "read" else f"{job[2]} {job[7]:#x}" if job[0] == "piece" else len(job[1])
-    size = job[2].st_size if job[0] == "read" else job[8] - job[7] if job[0] == "piece" else len(r.folders)
+def timed(deep, split_at, job):
+    t = time.perf_counter(); r = orig(deep, split_at, job); e = time.perf_counter()
+    if isinstance(job, w.ReadFile):
+        kind, what, size = "read", job.path, job.stat.st_size
+    elif isinstance(job, w.SearchPiece):
+        kind, what, size = "piece", f"{job.path} {job.start:#x}", job.stop - job.start
+    else:
+        kind, what, size = "walk", len(job.starts), len(r.folders)
     with open(f"/tmp/jobs/{os.getpid()}", "a") as fh:
-        fh.write(json.dumps([job[0], t, e, what, size]) + "\n")
+        fh.write(json.dumps([kind, t, e, what, size]) + "\n")
     return r
-b._scan_job = timed
-t0 = time.perf_counter(); listed, read, pool, reading = b._read_ahead(str(site), False, 16); t1 = time.perf_counter()
-items = list(b._walk(str(site), [], [], None, None, listed)); t2 = time.perf_counter()
-for job, r in pool.results(): pass
-t3 = time.perf_counter(); pool.close()
+w.run_job = timed  # FileReads binds run_job when it is made, and the forked workers unpickle __main__.timed
+t0 = time.perf_counter(); listed, read, pool, reading = w.read_ahead(str(site), False, w.worker_count()); t1 = time.perf_counter()
+items = list(walk(str(site), [], [], None, None, listed)); t2 = time.perf_counter()
+if pool is not None:
+    for job, r in pool.results(): pass
+t3 = time.perf_counter()
+if pool is not None:
+    pool.close()
 print("after replay: still reading %d, done %.3f" % (len(reading), t3 - t0))
 print("read_ahead %.3f replay %.3f folders %d read %d rerun %s" % (t1 - t0, t2 - t1, len(listed), len(read), pool and pool.rerun))
 jobs = [json.loads(l) + [int(f)] for f in os.listdir("/tmp/jobs") for l in open(f"/tmp/jobs/{f}")]
@@ -69,10 +78,10 @@ if cu:
 by_pid = {}
 for j in jobs: by_pid.setdefault(j[5], []).append(j)
 print("per worker busy s", sorted(round(sum(x[2] - x[1] for x in v), 3) for v in by_pid.values()))
-b._scan_job = orig
+w.run_job = orig
 p = next(iter(site.glob("nvidia/*/lib/libcufft.so*")), None)
 if p:
-    st = os.stat(p); t = time.perf_counter(); r = b._scan_file(str(p), st, False); print("cufft serial %.3f s" % (time.perf_counter() - t))
-cProfile.run("b.scan_folder(site, ReadOptions(use_cache=False))", "/tmp/branch.prof")
+    st = os.stat(p); t = time.perf_counter(); r = scan_file(str(p), st, False); print("cufft serial %.3f s" % (time.perf_counter() - t))
+cProfile.run("scan_folder(site, ReadOptions(use_cache=False))", "/tmp/branch.prof")
 pstats.Stats("/tmp/branch.prof").sort_stats("tottime").print_stats(18)
 PY

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import _thread
 import os
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -85,16 +83,6 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
-
-
-def can_fork() -> bool:
-    """Whether worker processes may be forked now: Linux, and no thread but this one (forking a process with
-    threads can copy a lock some thread held, and the child would wait for it forever): none started through
-    ``_thread`` (so without importing ``threading``, which a cached folder scan does not load), and, when
-    ``threading`` is loaded, none it knows of (threads started outside Python that entered it)."""
-    threading = sys.modules.get("threading")
-    return (sys.platform.startswith("linux") and hasattr(os, "fork") and _thread._count() == 0
-            and (threading is None or threading.active_count() == 1))
 
 
 def child_environment(**overrides: str) -> dict[str, str]:

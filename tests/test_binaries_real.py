@@ -171,15 +171,15 @@ def test_cufft_searched_in_pieces_reads_like_the_whole(torch_venv: Path, deep: b
     serial = binaries_source.scan_file(str(path), path.stat(), deep)
     assert serial.binary is not None and ".ldata" in serial.binary.sections
     reads = scan_workers.FileReads(0, deep, (scan_workers.SPLIT_BYTES, scan_workers.PIECE_BYTES))
-    reads.submit(("read", str(path), path.stat()))
+    reads.submit(scan_workers.ReadFile(str(path), path.stat()))
     [(_job, reading)] = list(reads.results())
     reads.close()
     assert reading == serial and reads.rerun > 10  # the read, then its pieces
     # and the pieces joined without searching the section again whole (no piece failed, no step ran out)
-    big = scan_workers._scan_job(deep, scan_workers.SPLIT_BYTES, ("read", str(path), path.stat()))
+    big = scan_workers.run_job(deep, scan_workers.SPLIT_BYTES, scan_workers.ReadFile(str(path), path.stat()))
     [(name, offset, size)] = big.sections
     jobs = scan_workers._piece_jobs(0, str(path), big.sections, scan_workers.PIECE_BYTES)
-    pieces = [scan_workers._scan_job(deep, None, job) for job in jobs]
+    pieces = [scan_workers.run_job(deep, None, job) for job in jobs]
     with path.open("rb") as fh:
         src = FileSource(fh, path.stat().st_size)
         joined = fatbin._join(src, pieces, offset + (-offset) % 8, offset + size, name, fatbin.MAX_RECORDS)

@@ -147,7 +147,8 @@ def _site(tmp_path: Path, marker: str, clause: str = "<1.0") -> Path:
     ('sys_platform == "win32"', '(sys_platform == "win32")'),  # holds nowhere on the profile: no finding either way
 ])
 def test_plain_markers_give_packagings_findings(plain: str, parsed: str, tmp_path: Path) -> None:
-    """A Requires-Dist marker read without packaging gives the findings packaging's reading gives."""
+    """A Requires-Dist marker gives the same findings however it is written (plain comparisons, parentheses,
+    ``in``), and decides whether the pin is judged on the profile."""
     found = {}
     for name, marker in (("plain", plain), ("parsed", parsed)):
         site = _site(tmp_path / name, marker)

@@ -127,12 +127,6 @@ def _index_reaches(ctx: CheckContext, index: PackageIndex, pkg: Package) -> bool
     return set_by_env and there.line < here.line
 
 
-def _judge(build: CudaBuild, profile_major: int) -> Status:
-    if build.flavor == "cuda" and build.cuda_major == profile_major:
-        return Status.PASS
-    return Status.FAIL
-
-
 def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]:
     """The CUDA build this torch package gets, and how that was worked out (or why it is unknown)."""
     build = build_of_version(pkg.version)

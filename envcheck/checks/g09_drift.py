@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from envcheck import kinds, knowledge
 from envcheck.fixes import dockerfile_fixes
-from envcheck.inspect.markers import PlainMarker, plain_marker
-from envcheck.inspect.versions import is_plain_specifier, plain_contains
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
 from envcheck.model import PINS_ONLY, REPLACING_OPTIONS, Finding, Location, Package, Role, Status
@@ -24,9 +22,6 @@ if TYPE_CHECKING:
     from packaging.requirements import Requirement
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
-
-# packaging's versions and specifiers are imported where a version or specifier is not plain
-# (envcheck.inspect.versions): an installed environment's lines rarely need them.
 
 PIN_CONFLICT = rule(
     "G9-pin-conflict", "G9", "Versions contradict each other's pins", Status.FAIL,
@@ -109,12 +104,9 @@ def _version(pkg: Package) -> Version | None:
 
 def _allows(version: str | None, specifier: str) -> bool | None:
     """Whether the version ``version`` meets ``specifier`` (pre-releases count, see :func:`_satisfies`);
-    None when ``version`` is no version. Plain ones are compared without packaging."""
+    None when ``version`` is no version."""
     if not version:
         return None
-    plain = plain_contains(version, specifier)
-    if plain is not None:
-        return plain
     from packaging.version import InvalidVersion, Version
 
     try:
@@ -141,58 +133,18 @@ def _requirement(line: str) -> Requirement | None:
 
 # The name at the start of a requirement, read as packaging reads it (optional blanks, then its IDENTIFIER).
 _NAME = re.compile(r"[ \t]*(\b[a-zA-Z0-9][a-zA-Z0-9._-]*\b)")
-# What most Requires-Dist lines carry after the name: nothing, or plain version clauses (`>=2.0,<3`,
-# `==2.9.*`, `>=1.0rc1`), perhaps in parentheses (`(>=1.8)`). Local labels, arbitrary equality, URLs and
-# markers other than plain ones are left to packaging.
-_CLAUSE = re.compile(r"[ \t]*(?:==|!=|<=|>=|~=|<|>)[ \t]*[0-9]+(?:\.[0-9]+)*(?:\.\*|(?:a|b|rc)[0-9]+|\.post[0-9]+|\.?dev[0-9]+)?[ \t]*")
-# Extras after the name (`[cublas, nvrtc]`, `[]`): they do not change what the line requires of the name.
-_EXTRA = r"[a-zA-Z0-9](?:[a-zA-Z0-9._-]*[a-zA-Z0-9])?"
-_EXTRAS = re.compile(rf"[ \t]*\[[ \t]*(?:{_EXTRA}(?:[ \t]*,[ \t]*{_EXTRA})*)?[ \t]*\]")
-
-
-def _plain_specifier(text: str) -> bool:
-    """Nothing, or plain version clauses separated by commas."""
-    return not text or all(_CLAUSE.fullmatch(part) for part in text.split(","))
-
 
 
 @lru_cache(maxsize=16384)
-def _read_requires_line(line: str) -> tuple[str, str, Marker | PlainMarker | None] | None:
+def _read_requires_line(line: str) -> tuple[str, str, Marker | None] | None:
     """(canonical name, specifier text, marker) of a Requires-Dist line; None for a line whose marker names an
-    extra (it does not apply without that extra) or that is not PEP 508.
-
-    Exactly what :class:`packaging.requirements.Requirement` says, which stays the authority: the forms
-    that are most of any environment's lines are read without it, where the answer cannot differ:
-    a line whose marker mentions ``extra`` (half of torch's lines, and most elsewhere) is dropped whether it
-    parses or not, and a bare name with plain version clauses is a name and a ``SpecifierSet`` of that text
-    (valid without asking packaging when :func:`envcheck.inspect.versions.is_plain_specifier` says so),
-    followed by nothing or by a plain marker (``; platform_system == "Linux"``, read by
-    :func:`envcheck.inspect.markers.plain_marker`).
-    """
+    extra (it does not apply without that extra) or that is not PEP 508."""
     semicolon = line.find(";")
     at = line.find("@")
     if semicolon >= 0 and not 0 <= at < semicolon and "extra" in line[semicolon + 1:]:
-        # No URL before the first `;`: when the line parses, its marker is everything after it (a name,
-        # extras and version clauses hold no `;`), and a marker written with `extra` prints with it.
+        # No URL before the first `;`: when the line parses, its marker is everything after it, and a marker
+        # written with `extra` prints with it: dropped without parsing (half of torch's lines).
         return None
-    name = _NAME.match(line)
-    if name is not None and at < 0:
-        head = line[:semicolon] if semicolon >= 0 else line
-        extras = _EXTRAS.match(head, name.end())
-        rest = head[extras.end() if extras else name.end():].strip(" \t")
-        if rest[:1] == "(" and rest[-1:] == ")":
-            rest = rest[1:-1]
-        marker = plain_marker(line[semicolon + 1:]) if semicolon >= 0 else None
-        if (semicolon < 0 or marker is not None) and _plain_specifier(rest):
-            if is_plain_specifier(rest):
-                return _canonical(name.group(1)), rest.strip(" \t"), marker
-            from packaging.specifiers import InvalidSpecifier
-
-            try:
-                _specifier(rest.strip(" \t"))
-                return _canonical(name.group(1)), rest.strip(" \t"), marker
-            except InvalidSpecifier:
-                pass  # `~=1`: packaging words the refusal
     req = _requirement(line)
     if req is None or (req.marker is not None and "extra" in str(req.marker)):
         return None

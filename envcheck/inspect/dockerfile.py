@@ -140,10 +140,6 @@ class Dockerfile:
     env_at_end: dict[tuple[int, tuple[tuple[str, str], ...]], dict[str, str]] = field(default_factory=dict)
     expanded_chars: int = 0  # characters of ENV/ARG values expanded so far (bounded by MAX_EXPANDED_TOTAL)
 
-    @property
-    def final_stage(self) -> Stage:
-        return self.stages[-1]
-
     def stage_by_ref(self, ref: str) -> Stage | None:
         """The stage named ``ref`` (case-insensitive) or with that index."""
         low = ref.lower()

@@ -64,9 +64,6 @@ class Reference:
             text += f"@{self.digest}"
         return text
 
-    def with_digest(self, digest: str) -> Reference:
-        return Reference(self.registry, self.repository, self.tag, digest)
-
 
 def parse_reference(text: str) -> Reference:
     """Parse ``text`` as ``docker pull`` would; raise UsageError naming the bad part."""

@@ -3,17 +3,10 @@
 uv picks a package's source by marker (``{ index = "pytorch-cu128", marker = "sys_platform == 'linux'" }``)
 and falls back to the default indexes where none holds. PEP 508 has no ``not``, so "none of these holds"
 is written by inverting each comparison (De Morgan).
-
-:func:`plain_marker` reads the markers most Requires-Dist lines carry (``platform_system == "Linux"``,
-``python_version < "3.11"``) without packaging, whose marker parser costs a folder scan more start-up time
-than all its checks; :meth:`PlainMarker.evaluate` answers only where every packaging release agrees.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -143,92 +136,3 @@ def _decide_term(term: Any, active: frozenset[str]) -> bool | str:
             # PEP 751 (pylock.toml): 'cu128' in extras, 'dev' in dependency_groups
             return bool((f"{variable}:{value}" in active) == (op.value == "in"))
     return f"{_term(left)} {op.value} {_term(right)}"
-
-
-# ------------------------------------------------------------------------------ plain markers, without packaging
-
-# Variables whose comparisons packaging makes as versions (PEP 508: a comparison whose right side is a valid
-# version specifier; since packaging 26 only for these names) and variables compared as text.
-_VERSION_VARIABLES = frozenset({"python_version", "python_full_version", "implementation_version", "platform_release"})
-_TEXT_VARIABLES = frozenset({"os_name", "sys_platform", "platform_machine", "platform_system", "platform_version",
-                             "platform_python_implementation", "implementation_name"})
-# `variable op "value"`: a name packaging accepts, a comparison, a quoted value without quotes, backslashes
-# or control characters; `and`/`or` between comparisons with blanks on both sides. No parentheses, no `in`,
-# no `~=` or `===`: those markers are left to packaging.
-_COMPARISON = re.compile(r"""[ \t]*([a-z_]+)[ \t]*(==|!=|<=|>=|<|>)[ \t]*(?:"([^"\\\x00-\x1f]*)"|'([^'\\\x00-\x1f]*)')""")
-_JOIN = re.compile(r"[ \t]+(and|or)(?=[ \t])")
-_RELEASE = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,15})*")  # longer numbers (int() refuses 4,300 digits): packaging
-
-
-@dataclass(frozen=True)
-class PlainMarker:
-    """A marker of plain comparisons joined by ``and``/``or``: its alternatives (``or``), each a tuple of
-    ``(variable, operator, value)`` comparisons that must all hold (``and``)."""
-
-    text: str
-    alternatives: tuple[tuple[tuple[str, str, str], ...], ...]
-
-    def evaluate(self, environment: Mapping[str, str]) -> bool | None:
-        """Whether the marker holds in ``environment``, as ``packaging.markers.Marker(text).evaluate(environment)``
-        says it; None where packaging's answer could differ from a plain reading (a variable the environment
-        lacks, a value that is not a plain release number where versions are compared, an order comparison
-        of text): ask packaging then."""
-        answer = False
-        for comparisons in self.alternatives:
-            holds = True
-            for variable, operator, value in comparisons:
-                found = _holds(environment.get(variable), operator, value, variable in _VERSION_VARIABLES)
-                if found is None:
-                    return None
-                holds = holds and found
-            answer = answer or holds
-        return answer
-
-
-def _holds(have: str | None, operator: str, value: str, version: bool) -> bool | None:
-    if have is None:
-        return None  # packaging fills it in from the machine it runs on
-    if version:
-        # both plain release numbers: a version specifier compares them zero-padded; pre-, post-release and
-        # local rules cannot apply
-        if not (_RELEASE.fullmatch(have) and _RELEASE.fullmatch(value)):
-            return None
-        left, right = [int(x) for x in have.split(".")], [int(x) for x in value.split(".")]
-        width = max(len(left), len(right))
-        left += [0] * (width - len(left))
-        right += [0] * (width - len(right))
-        return {"==": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
-                ">": left > right, ">=": left >= right}[operator]
-    # Text: packaging before 26 first tries the value as a version specifier, which needs a digit (after an
-    # optional v) at its start; with none there (and no blank before it) every release compares the text as it is.
-    if operator not in ("==", "!=") or not value or not value[0].isalpha() or value[0] in "vV" or value != value.strip():
-        return None
-    return (have == value) == (operator == "==")
-
-
-@lru_cache(maxsize=4096)
-def plain_marker(text: str) -> PlainMarker | None:
-    """``text`` read as a :class:`PlainMarker`; None for any other marker (packaging reads those)."""
-    alternatives: list[tuple[tuple[str, str, str], ...]] = []
-    comparisons: list[tuple[str, str, str]] = []
-    position, end = 0, len(text.rstrip(" \t"))
-    while True:
-        found = _COMPARISON.match(text, position)
-        if found is None or found.end() > end:
-            return None
-        variable, operator, double, single = found.groups()
-        if variable not in _VERSION_VARIABLES and variable not in _TEXT_VARIABLES:
-            return None
-        comparisons.append((variable, operator, double if double is not None else single))
-        position = found.end()
-        if position == end:
-            break
-        join = _JOIN.match(text, position)
-        if join is None:
-            return None
-        if join.group(1) == "or":
-            alternatives.append(tuple(comparisons))
-            comparisons = []
-        position = join.end()
-    alternatives.append(tuple(comparisons))
-    return PlainMarker(text, tuple(alternatives))

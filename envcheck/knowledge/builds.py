@@ -11,8 +11,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from envcheck import knowledge
-from envcheck.inspect.markers import PlainMarker
-from envcheck.inspect.versions import is_plain_version, plain_contains
 from envcheck.model import Package
 from envcheck.profile import Profile
 
@@ -103,16 +101,6 @@ def build_of_index(url: str) -> CudaBuild | None:
 def pypi_torch_build(specifier: str, version: str | None, machine: str) -> tuple[CudaBuild, str] | None:
     """What PyPI serves for torch on ``machine`` for this pin/specifier: judged by the newest release allowed."""
     data = knowledge.load("torch_builds")
-    public = version.split("+", 1)[0] if version else None
-    if public is not None and is_plain_version(public):  # a plain release: no need of packaging
-        for row in data["pypi"]:
-            held = plain_contains(public, str(row["versions"]))
-            if held is None:
-                break
-            if held and (found := _pypi_row(row, public, machine)) is not None:
-                return found
-        else:
-            return None
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
 
@@ -182,10 +170,7 @@ def distribution_cuda_major(pkg: Package) -> tuple[int, str] | None:
 
 
 def _version_in(version: str, specifier: str) -> bool | None:
-    """``Version(version) in SpecifierSet(specifier)``, plain ones without packaging; None: not a version."""
-    plain = plain_contains(version, specifier)
-    if plain is not None:
-        return plain
+    """``Version(version) in SpecifierSet(specifier)``; None: not a version."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 
@@ -230,22 +215,12 @@ def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tup
     return False
 
 
-def requirement_applies(marker: Marker | PlainMarker | None, profile: Profile) -> bool:
-    """Whether a Requires-Dist line's marker holds on the profile (no extras requested).
-
-    A :class:`~envcheck.inspect.markers.PlainMarker` is answered without packaging where its answer is
-    packaging's; anything else is packaging's ``Marker.evaluate``."""
+def requirement_applies(marker: Marker | None, profile: Profile) -> bool:
+    """Whether a Requires-Dist line's marker holds on the profile (no extras requested)."""
     if marker is None:
         return True
     env = dict(profile.marker_env)
     env["extra"] = ""
-    if isinstance(marker, PlainMarker):
-        answer = marker.evaluate(env)
-        if answer is not None:
-            return answer
-        from packaging.markers import Marker as ParsedMarker
-
-        marker = ParsedMarker(marker.text)
     try:
         return bool(marker.evaluate(env))
     except ValueError:  # a name the profile lacks, an undefined comparison (`~= "3"`): taken as holding

@@ -49,36 +49,30 @@ def from_snapshot(root: Path | str, options: ReadOptions) -> Inventory | None:
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """KIND ``folder`` (:func:`envcheck.sources.binaries.scan_folder`, from the snapshot when it answers)."""
+    """KIND ``folder`` (:func:`scan_folder`, from the snapshot when it answers); a file is read as KIND ``elf``."""
     path = Path(path)
     if path.is_dir():
-        cached = from_snapshot(path, options)
-        if cached is not None:
-            return cached
-    if path.is_dir():
-        return scan_folder(path, options, snapshot_tried=True)
+        return scan_folder(path, options)
     from envcheck.sources import binaries
 
     return binaries.read(path, options)
 
 
-def scan_folder(root: Path, options: ReadOptions, *, snapshot_tried: bool = False) -> Inventory:
+def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     """Every ELF file and installed distribution under ``root`` (context ``installed``).
 
     Results per file are cached by (path, size, mtime, inode, ctime), and the whole inventory by the stat of
     everything it was built from (:class:`envcheck.cache.FolderSnapshot`), unless ``options.use_cache`` is False.
-    ``snapshot_tried``: the caller found the snapshot not answering just now (it is not stat'ed again).
     """
-    # not loaded by a folder answered from its snapshot
+    root = Path(root)
+    cached = from_snapshot(root, options)
+    if cached is not None:
+        return cached
+    # the readers: not loaded by a folder answered from its snapshot
     from envcheck.sources import scan_workers
     from envcheck.sources.binaries import BinaryReading, dist_infos, reading_from_cache, reading_to_cache
     from envcheck.sources.walk import FolderFacts, outside_note, walk
 
-    root = Path(root)
-    if not snapshot_tried:
-        cached = from_snapshot(root, options)
-        if cached is not None:
-            return cached
     inv = Inventory(context="installed")
     problems: list[ReadProblem] = []
     deep = options.deep_fatbin
@@ -128,9 +122,12 @@ def scan_folder(root: Path, options: ReadOptions, *, snapshot_tried: bool = Fals
             pool = scan_workers.FileReads(min(workers, len(todo)), deep, split)
         for at, got in scan_workers.read_todo(todo, deep, pool, reading):
             readings[at] = got
-    finally:
+    except BaseException:  # Ctrl-C, an error: the workers are stopped at once
         if pool is not None:
-            pool.close()
+            pool.close(abort=True)
+        raise
+    if pool is not None:
+        pool.close()
     if cache is not None:
         for at, path, st in todo:
             done = readings[at]

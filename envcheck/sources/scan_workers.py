@@ -1,21 +1,22 @@
 """Worker processes for a folder scan (Linux): listing folders and reading ELF headers on every core.
 
 A folder scan of a CUDA environment is Python work per folder and per file (7,800 folders, 870 ELF files
-on the H200 machine's torch venv), so threads do not help; forked processes do. :class:`WorkerPool`
-forks its workers once; the main process hands each one job at a time through a pipe (most important
-first) and takes the pickled result back through another, so a slow job never holds up the others; only a
-short job (a folder listing) may wait in the pipe of a worker running another short job (:data:`QUEUED`).
+in a torch environment), so threads do not help; processes do. :class:`WorkerPool` runs typed jobs
+(:class:`ListFolders`, :class:`ReadFile`, :class:`SearchPiece`) in a
+:class:`concurrent.futures.ProcessPoolExecutor` of forked workers, handing out the most important job first
+and keeping only a few more in flight than there are workers, so that a slow job never holds up the others.
 
 Rules that keep this safe:
 
 - Workers are only forked while no other thread runs (:func:`can_fork`): forking a process with threads
   can copy a lock some thread held, and the child would wait for it forever.
-- A job whose worker dies (killed by a signal, out of memory) or raises is run again in the main process,
-  so no file is lost and an exception surfaces exactly as in a serial scan. A worker never returns into
-  the caller's code: it leaves with ``os._exit``.
+- A job that raises in a worker is run again in the main process, so an exception surfaces exactly as in a
+  serial scan; when a worker dies (killed by a signal, out of memory) the executor is broken, and every job
+  not yet done is run in the main process, so no file is lost.
+- Workers ignore Ctrl-C: the main process terminates them when it is interrupted (or fails), and the
+  kernel kills them when the main process dies (``PR_SET_PDEATHSIG``); none is left waiting for jobs.
 - Results are the readers' own records (``Binary``, ``ReadProblem``, folder listings), whose size the
-  readers already bound; they are pickled by our code in the worker, never read from the scanned files.
-- Workers leave when their job pipe closes, also when the main process is killed.
+  readers already bound.
 
 The number of workers: ``ENVCHECK_SCAN_WORKERS`` (``1`` scans in the main process only), else the cores
 this process may run on (``os.sched_getaffinity``), at most :data:`MAX_WORKERS`, and none on a machine of
@@ -24,19 +25,19 @@ fewer than :data:`MIN_CORES` cores (docs/limits.md).
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import itertools
 import os
-import pickle
-import select
+import signal
 import stat
-import struct
+import sys
+from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
-from envcheck.config import can_fork, env_processes, usable_cores
+from envcheck.config import env_processes, usable_cores
 from envcheck.inspect import fatbin
 from envcheck.inspect.elf import FileSource
 from envcheck.model import ReadProblem
@@ -51,13 +52,18 @@ from envcheck.sources.binaries import (
 )
 from envcheck.sources.walk import FolderFacts, folder_facts
 
-__all__ = ["WorkerPool", "can_fork", "worker_count"]  # can_fork: config.can_fork, named here for the scan
+if TYPE_CHECKING:  # loaded when a pool starts: a scan without workers does not pay for them
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from multiprocessing.process import BaseProcess
 
-MAX_WORKERS = 16  # more did not help on the 16-core H200 machine: the main process merges every result
+__all__ = ["WorkerPool", "can_fork", "worker_count"]
+
+MAX_WORKERS = 16  # more did not help on a 16-core machine: the main process merges every result
 MIN_CORES = 4  # fewer cores: no workers by default (on 2 cores they made a torch environment's scan no faster)
-_FRAME = struct.Struct("<I")
-QUEUED = 2  # jobs a worker may hold: the one it runs and, when both are short, one waiting in its pipe
-_READ = 1 << 20
+IN_FLIGHT = 2  # jobs handed to the executor per worker: one running, one ready for when it ends
+
+Job = TypeVar("Job")
+Result = TypeVar("Result")
 
 
 def worker_count(requested: int | None = None) -> int:
@@ -72,200 +78,134 @@ def worker_count(requested: int | None = None) -> int:
     return min(cores, MAX_WORKERS) if cores >= MIN_CORES else 1
 
 
-class WorkerPool:
-    """Up to ``count`` forked processes running ``work(job)`` for the jobs given to :meth:`submit` (each
-    forked when a job waits for it).
+def can_fork() -> bool:
+    """Whether worker processes may be forked now: Linux, and no thread but this one (forking a process with
+    threads can copy a lock some thread held, and the child would wait for it forever)."""
+    import threading  # the executor loads it anyway; a folder answered from its snapshot never asks
 
-    ``work`` must be a function of the job alone (it is inherited by the fork, never pickled); jobs and
-    results are pickled. Every submitted job yields exactly one ``(job, result)`` from :meth:`results`,
-    in the order they finish; jobs of a worker that died or raised are run in this process
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _worker_start(main: int) -> None:
+    """Each worker's start: Ctrl-C is the main process's to handle, and the worker dies with it (else it
+    would wait for jobs forever)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import ctypes  # Linux only (workers are forked there only): prctl(PR_SET_PDEATHSIG, SIGKILL)
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+    if os.getppid() != main:  # the main process died before the line above
+        raise SystemExit(1)
+
+
+class WorkerPool(Generic[Job, Result]):
+    """``work(job)`` for the jobs given to :meth:`submit`, in up to ``count`` forked processes (none: all
+    here). ``work`` and the jobs are pickled (``work`` must be a module-level function or a
+    :func:`functools.partial` of one).
+
+    Every submitted job yields exactly one ``(job, result)`` from :meth:`results`, in the order they
+    finish; a job that raised in a worker, and every job left when a worker died, is run in this process
     (:attr:`rerun` counts them).
     """
 
-    def __init__(self, count: int, work: Callable[[Any], Any]) -> None:
+    def __init__(self, count: int, work: Callable[[Job], Result]) -> None:
         self.work = work
         self.rerun = 0
-        self.pids: list[int] = []
-        self._jobs_fd: dict[int, int] = {}  # worker index -> write end of its job pipe
-        self._results_fd: dict[int, int] = {}  # read end of its result pipe -> worker index
-        self._busy: dict[int, list[tuple[int, Any, bool]]] = {}  # worker index -> (sequence, job, short) it holds
-        self._buffers: dict[int, bytearray] = {}
-        self._queue: list[tuple[float, int, Any, bool]] = []  # (priority, sequence, job, short)
-        self._lost: list[Any] = []  # jobs of workers that died, run in this process
-        self._sequence = 0
-        self._poll = select.poll()
-        self._count = count  # forked when there is a job for them: the first starts at once
+        self._count = count
+        self._executor: ProcessPoolExecutor | None = None
+        self._workers: list[BaseProcess] = []  # its processes, terminated when the scan is interrupted
+        self._others: set[BaseProcess] = set()  # child processes that are not its own
+        self._broken = count < 1
+        self._queue: list[tuple[float, int, Job]] = []  # (priority, sequence, job)
+        self._sequence = itertools.count()
+        self._running: dict[Future[Result], Job] = {}
+        self._done: deque[tuple[Job, Future[Result]]] = deque()  # finished, not yet given to the caller
 
-    def _fork(self, index: int) -> None:
-        jobs_read, jobs_write = os.pipe()
-        results_read, results_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the worker: never returns into the caller
-            code = 1
-            try:
-                inherited = [*self._jobs_fd.values(), *self._results_fd, jobs_write, results_read]
-                for fd in inherited:
-                    os.close(fd)
-                _serve(jobs_read, results_write, self.work)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(jobs_read)
-        os.close(results_write)
-        self.pids.append(pid)
-        self._jobs_fd[index] = jobs_write
-        self._results_fd[results_read] = index
-        self._busy[index] = []
-        self._buffers[results_read] = bytearray()
-        self._poll.register(results_read, select.POLLIN)
+    def submit(self, job: Job, priority: float = 0.0) -> None:
+        """Queue ``job``; lower ``priority`` values are handed out first (then in submission order)."""
+        heapq.heappush(self._queue, (priority, next(self._sequence), job))
 
-    def submit(self, job: Any, priority: float = 0.0, short: bool = False) -> None:
-        """Queue ``job``; lower ``priority`` values are handed out first (then in submission order). A
-        ``short`` job may also be handed to a worker that is running a short job (it waits in the worker's
-        pipe, :data:`QUEUED`), so that the worker goes on without a round trip through this process."""
-        self._sequence += 1
-        heapq.heappush(self._queue, (priority, self._sequence, job, short))
-
-    def results(self) -> Iterator[tuple[Any, Any]]:
-        """``(job, result)`` for every submitted job (also those submitted while iterating), as they finish."""
+    def results(self) -> Iterator[tuple[Job, Result]]:
+        """``(job, result)`` for every submitted job (also those submitted while iterating), as they finish.
+        A caller may stop iterating and call again later: no job is lost."""
         while True:
-            while self._lost:  # not given to another worker: the file that killed one could kill the next
-                job = self._lost.pop()
-                self.rerun += 1
-                yield job, self.work(job)
+            if self._done:
+                job, future = self._done.popleft()
+                yield job, self._outcome(job, future)
+                continue
             self._hand_out()
-            if not any(self._busy.values()):
+            if not self._running:
                 if not self._queue:
                     return
-                if not self._jobs_fd and len(self.pids) >= self._count:  # every worker is gone: the rest runs here
-                    job = heapq.heappop(self._queue)[2]
-                    self.rerun += 1
-                    yield job, self.work(job)
-                    continue
-            for fd, _event in self._poll.poll():
-                yield from self._receive(fd)
+                job = heapq.heappop(self._queue)[2]  # no worker (any more): run it here
+                self.rerun += 1
+                yield job, self.work(job)
+                continue
+            from concurrent.futures import FIRST_COMPLETED, wait
+
+            finished, _ = wait(self._running, return_when=FIRST_COMPLETED)
+            self._done.extend((self._running.pop(future), future) for future in finished)
 
     def _hand_out(self) -> None:
-        idle = [index for index, held in self._busy.items() if not held]
-        while self._queue and (idle or len(self.pids) < self._count):
-            if not idle:
-                idle.append(len(self.pids))
-                self._fork(len(self.pids))
-            entry = heapq.heappop(self._queue)
-            self._send(idle.pop(), entry, pickle.dumps(entry[2], pickle.HIGHEST_PROTOCOL))
-        # Every worker is busy: the next short jobs wait in the pipes of workers running a short job. Only
-        # a frame of at most PIPE_BUF bytes: it fits in the pipe once the worker took its current job out,
-        # so this write never waits on a worker that is itself waiting to write its result here.
-        for index, held in self._busy.items():
-            if not self._queue or not self._queue[0][3]:
-                return
-            if 0 < len(held) < QUEUED and all(short for _seq, _job, short in held):
-                payload = pickle.dumps(self._queue[0][2], pickle.HIGHEST_PROTOCOL)
-                if len(payload) + _FRAME.size > select.PIPE_BUF:
-                    return
-                self._send(index, heapq.heappop(self._queue), payload)
-
-    def _send(self, index: int, entry: tuple[float, int, Any, bool], payload: bytes) -> None:
-        _priority, seq, job, short = entry
-        self._busy[index].append((seq, job, short))
-        with contextlib.suppress(OSError):  # the worker is gone: its end of file gives the job back
-            _write_all(self._jobs_fd[index], _FRAME.pack(len(payload)) + payload)
-
-    def _receive(self, fd: int) -> Iterator[tuple[Any, Any]]:
-        index = self._results_fd[fd]
-        try:
-            data = os.read(fd, _READ)
-        except OSError:
-            data = b""
-        buffer = self._buffers[fd]
-        if not data:  # the worker exited (or was killed): what it held runs here
-            self._drop(fd, index)
+        if self._broken or not self._queue:
             return
-        buffer += data
-        while len(buffer) >= 4:
-            (size,) = _FRAME.unpack_from(buffer, 0)
-            if len(buffer) < 4 + size:
-                break
-            ok, result = pickle.loads(memoryview(buffer)[4 : 4 + size])
-            del buffer[: 4 + size]
-            held = self._busy[index]
-            if not held:
-                continue
-            job = held.pop(0)[1]  # a worker runs its jobs in the order they were sent
-            if not ok:  # it raised there: run it here, where the exception reaches the caller as before
-                self.rerun += 1
-                result = self.work(job)
-            yield job, result
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
 
-    def _drop(self, fd: int, index: int) -> None:
-        held = self._busy.pop(index, [])
-        self._poll.unregister(fd)
-        os.close(fd)
-        del self._results_fd[fd]
-        del self._buffers[fd]
-        jobs = self._jobs_fd.pop(index)
-        os.close(jobs)
-        self._lost.extend(job for _seq, job, _short in reversed(held))  # popped from the end: in order
+        while self._queue and not self._broken and len(self._running) < self._count * IN_FLIGHT:
+            if self._executor is None:
+                # forked, not spawned: the workers start with envcheck loaded, and see the tree's state
+                self._others = set(multiprocessing.active_children())
+                self._executor = ProcessPoolExecutor(self._count, multiprocessing.get_context("fork"), _worker_start,
+                                                     (os.getpid(),))
+            job = self._queue[0][2]
+            try:
+                future = self._executor.submit(self.work, job)
+            except (BrokenProcessPool, OSError):  # a worker died, or the workers could not all be forked
+                self._broken = True
+                return
+            finally:
+                if not self._workers:  # the executor forks all its workers at its first job
+                    self._workers = [child for child in multiprocessing.active_children() if child not in self._others]
+            heapq.heappop(self._queue)
+            self._running[future] = job
 
-    def close(self) -> None:
-        """Stop the workers (their job pipes close) and wait for them."""
-        for fd in self._jobs_fd.values():
-            os.close(fd)
-        for fd in self._results_fd:
-            self._poll.unregister(fd)
-            os.close(fd)
-        self._jobs_fd.clear()
-        self._results_fd.clear()
-        self._busy.clear()
-        for pid in self.pids:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+    def _outcome(self, job: Job, future: Future[Result]) -> Result:
+        from concurrent.futures.process import BrokenProcessPool
 
-    def __enter__(self) -> WorkerPool:
+        try:
+            return future.result()
+        except Exception as exc:  # it raised there, or its worker died: run it here
+            if isinstance(exc, BrokenProcessPool):
+                self._broken = True
+            self.rerun += 1
+            return self.work(job)
+
+    def close(self, abort: bool = False) -> None:
+        """Stop the workers: jobs not started are dropped, running ones are waited for; with ``abort``
+        (Ctrl-C, an error), or once a worker died, the workers are terminated at once instead."""
+        executor, self._executor = self._executor, None
+        self._running.clear()
+        if executor is None:
+            return
+        if abort or self._broken:  # the executor then finds its workers gone and ends its thread
+            for child in self._workers:
+                child.terminate()
+        executor.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> WorkerPool[Job, Result]:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _serve(jobs_fd: int, results_fd: int, work: Callable[[Any], Any]) -> None:
-    """A worker's loop: read a job, run it, write ``(ok, result)`` back; until the job pipe closes."""
-    while True:
-        head = _read_exact(jobs_fd, 4)
-        if len(head) < 4:
-            return
-        (size,) = _FRAME.unpack(head)
-        job = pickle.loads(_read_exact(jobs_fd, size))
-        try:
-            reply = pickle.dumps((True, work(job)), pickle.HIGHEST_PROTOCOL)
-        except Exception:
-            reply = pickle.dumps((False, None), pickle.HIGHEST_PROTOCOL)
-        _write_all(results_fd, _FRAME.pack(len(reply)) + reply)
-
-
-def _read_exact(fd: int, size: int) -> bytes:
-    parts = []
-    while size:
-        chunk = os.read(fd, size)
-        if not chunk:
-            break
-        parts.append(chunk)
-        size -= len(chunk)
-    return b"".join(parts)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        self.close(abort=kind is not None)
 
 
 # ------------------------------------------------------------------------------ the folder scan's jobs
 
-# Worker processes (envcheck/sources/scan_workers.py): the main process lists the first FIRST_FOLDERS
-# folders itself (a small tree never starts a worker); then each job lists up to JOB_FOLDERS folders and
-# reads the candidate files in them below INLINE_BYTES; bigger files are jobs of their own, the biggest
-# first. A cached scan hands its unread files to workers when there are POOL_FILES of them.
+# The main process lists the first FIRST_FOLDERS folders itself (a small tree never starts a worker); then
+# each job lists up to JOB_FOLDERS folders and reads the candidate files in them below INLINE_BYTES; bigger
+# files are jobs of their own, the biggest first. A cached scan hands its unread files to workers when
+# there are POOL_FILES of them.
 FIRST_FOLDERS = 48
 JOB_FOLDERS = 64
 INLINE_BYTES = 4 << 20
@@ -277,26 +217,62 @@ SPLIT_BYTES = 32 << 20
 PIECE_BYTES = 16 << 20
 # The order jobs are handed out in: the pieces of a section searched in pieces; the files of EARLY_BYTES or
 # more, the biggest first (their reads are the longest: started during the listing, they end with it); the
-# walk jobs, the shallowest first (a folder's depth times 4,096); every other file, the biggest first.
+# listing jobs, the shallowest first (a folder's depth times 4,096); every other file, the biggest first.
 EARLY_BYTES = 32 << 20
 _PIECE_PRIORITY = -float(1 << 66)
 _EARLY_PRIORITY = -float(1 << 65)  # minus the file's size
-_WALK_PRIORITY = -float(1 << 63)  # plus its depth times 4,096
+_LIST_PRIORITY = -float(1 << 63)  # plus its depth times 4,096
+
+Start = tuple[str, tuple[int, int]]  # a folder to list: its path and (st_dev, st_ino)
+
+
+@dataclass(frozen=True, slots=True)
+class ListFolders:
+    """List up to :data:`JOB_FOLDERS` folders depth first from ``starts`` (:func:`_explore`)."""
+
+    starts: tuple[Start, ...]
+    root_real: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFile:
+    """Read one candidate file (:func:`binaries.scan_file`)."""
+
+    path: str
+    stat: os.stat_result
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPiece:
+    """Search ``[start, stop)`` of the data section ``section`` (name, offset, size) of ``path`` for fatbins
+    (:func:`fatbin.scan_piece`, spending at most ``records``); piece ``index`` of the file's ``ticket``."""
+
+    ticket: int
+    path: str
+    section: tuple[str, int, int]
+    index: int
+    start: int
+    stop: int
+    records: int
+
+
+ScanJob = ListFolders | ReadFile | SearchPiece
+
 
 class _Explored(NamedTuple):
-    """What one walk job found: folders' facts (path, (st_dev, st_ino), facts), the folders it left for
+    """What one listing job found: folders' facts (path, (st_dev, st_ino), facts), the folders it left for
     other jobs, readings of the small candidate files, the big ones left to read, and the ``*.dist-info``
-    folders it read (path, what :func:`_read_dist_info_ahead` returned)."""
+    folders it read (path, what :func:`read_dist_info_ahead` returned)."""
 
     folders: list[tuple[str, tuple[int, int], FolderFacts]]
-    left: list[tuple[str, tuple[int, int]]]
+    left: list[Start]
     readings: list[tuple[str, BinaryReading]]
     big: list[tuple[str, os.stat_result]]
     dists: list[tuple[str, tuple[Distribution | None, list[ReadProblem]]]]
 
 
-def _explore(starts: list[tuple[str, tuple[int, int]]], root_real: str, folders: int, deep: bool,
-             inline: int = INLINE_BYTES, dists: bool = True) -> _Explored:
+def _explore(starts: list[Start], root_real: str, folders: int, deep: bool, inline: int = INLINE_BYTES,
+             dists: bool = True) -> _Explored:
     """List up to ``folders`` folders depth first from ``starts`` (skipping folders already seen here),
     reading the candidate files below ``inline`` bytes on the way; the others are left in ``big``. With
     ``dists``, a ``*.dist-info`` folder with a METADATA file is read too (its RECORD narrowed only by name: which of
@@ -341,98 +317,93 @@ class _BigSections(NamedTuple):
     sections: tuple[tuple[str, int, int], ...]
 
 
-def _scan_job(deep: bool, split_at: int | None, job: tuple[Any, ...]) -> object:
-    """A worker's job: ``("read", path, stat)`` (a :class:`BinaryReading`, or :class:`_BigSections` when the
-    file has sections of ``split_at`` bytes or more to search), ``("piece", ticket, path, section, offset,
-    size, index, start, stop, records)`` (:func:`fatbin.scan_piece`; None when the file cannot be read) or
-    ``("walk", starts, root_real)``."""
-    if job[0] == "read":
+def run_job(deep: bool, split_at: int | None, job: ScanJob) -> object:
+    """One job of a folder scan, in a worker or here: a :class:`ReadFile` gives a :class:`BinaryReading`
+    (a :class:`_BigSections` when the file has sections of ``split_at`` bytes or more to search), a
+    :class:`SearchPiece` a :class:`fatbin.Piece` (None when the file cannot be read), a :class:`ListFolders`
+    an :class:`_Explored`."""
+    if isinstance(job, ReadFile):
         search = DeepSearch(split_at=split_at)
-        reading = scan_file(job[1], job[2], deep, search)
+        reading = scan_file(job.path, job.stat, deep, search)
         if search.later:
             return _BigSections(tuple((s.name, s.offset, s.size) for s in search.later))
         return reading
-    if job[0] == "piece":
-        _kind, _ticket, path, name, offset, size, _index, start, stop, records = job
+    if isinstance(job, SearchPiece):
+        name, offset, size = job.section
         try:
-            with open(path, "rb", buffering=0) as fh:
-                return fatbin.scan_piece(FileSource(fh, os.fstat(fh.fileno()).st_size), start, stop, offset + size, name,
-                                         records)
+            with open(job.path, "rb", buffering=0) as fh:
+                source = FileSource(fh, os.fstat(fh.fileno()).st_size)
+                return fatbin.scan_piece(source, job.start, job.stop, offset + size, name, job.records)
         except OSError:
             return None
-    return _explore(job[1], job[2], JOB_FOLDERS, deep)
+    return _explore(list(job.starts), job.root_real, JOB_FOLDERS, deep)
 
 
 class FileReads:
-    """A folder scan's :class:`scan_workers.WorkerPool`, whose reads of big files may come back unfinished:
-    the fatbin search of a data section of ``split_at`` bytes or more (cuFFT's 265 MiB ``.ldata``, 24,000
-    modules: alone it would be the last job to end) is cut into pieces of about ``piece_bytes``, each a job
-    of its own handed out before any file, and the file is read again here, with the pieces' searches, once
-    they are all back (:func:`fatbin.search` joins them into the answer of a plain search). The same jobs
-    and results otherwise (:meth:`results` yields the read job with its finished reading)."""
+    """A folder scan's :class:`WorkerPool`, whose reads of big files may come back unfinished: the fatbin
+    search of a data section of ``split_at`` bytes or more (cuFFT's 265 MiB ``.ldata``, 24,000 modules:
+    alone it would be the last job to end) is cut into pieces of about ``piece_bytes``, each a job of its
+    own handed out before any file, and the file is read again here, with the pieces' searches, once they
+    are all back (:func:`fatbin.search` joins them into the answer of a plain search). The same jobs and
+    results otherwise (:meth:`results` yields the :class:`ReadFile` with its finished reading)."""
 
-    def __init__(self, workers: int, deep: bool, split: tuple[int, int]) -> None:
-        from envcheck.sources import scan_workers  # not loaded by a folder answered from its snapshot
-
-        self.pool = scan_workers.WorkerPool(workers, partial(_scan_job, deep, split[0]))
+    def __init__(self, workers: int, deep: bool, split: tuple[int, int],
+                 work: Callable[[ScanJob], object] | None = None) -> None:
+        self.pool: WorkerPool[ScanJob, object] = WorkerPool(workers, work or partial(run_job, deep, split[0]))
         self.deep = deep
         self.piece_bytes = split[1]
         self._tickets = itertools.count()
         # by ticket, a file being searched in pieces: its read job, the pieces by section (None until back),
         # how many are still out
-        self._waiting: dict[int, tuple[tuple[Any, ...], dict[tuple[str, int, int], list[fatbin.Piece | None]], list[int]]] = {}
-
-    @property
-    def pids(self) -> list[int]:
-        return self.pool.pids
+        self._waiting: dict[int, tuple[ReadFile, dict[tuple[str, int, int], list[fatbin.Piece | None]], list[int]]] = {}
 
     @property
     def rerun(self) -> int:
         return self.pool.rerun
 
-    def submit(self, job: Any, priority: float = 0.0, short: bool = False) -> None:
-        """Queue ``job`` (see :meth:`scan_workers.WorkerPool.submit`)."""
-        self.pool.submit(job, priority, short)
+    def submit(self, job: ScanJob, priority: float = 0.0) -> None:
+        """Queue ``job`` (see :meth:`WorkerPool.submit`)."""
+        self.pool.submit(job, priority)
 
-    def results(self) -> Iterator[tuple[Any, Any]]:
+    def results(self) -> Iterator[tuple[ScanJob, object]]:
         """``(job, result)`` for every submitted job as it finishes, a read with its finished reading."""
         for job, result in self.pool.results():
-            if job[0] == "read" and isinstance(result, _BigSections):
+            if isinstance(job, ReadFile) and isinstance(result, _BigSections):
                 self._cut(job, result)
-            elif job[0] == "piece":
+            elif isinstance(job, SearchPiece):
+                assert result is None or isinstance(result, fatbin.Piece)
                 done = self._piece_back(job, result)
                 if done is not None:
                     yield done
             else:
                 yield job, result
 
-    def _cut(self, job: tuple[Any, ...], big: _BigSections) -> None:
+    def _cut(self, job: ReadFile, big: _BigSections) -> None:
         """Hand out the pieces of ``big``'s sections (:func:`_piece_jobs`)."""
         ticket = next(self._tickets)
         pieces: dict[tuple[str, int, int], list[fatbin.Piece | None]] = {}
-        for piece in _piece_jobs(ticket, job[1], big.sections, self.piece_bytes):
-            pieces.setdefault(piece[3:6], []).append(None)
+        for piece in _piece_jobs(ticket, job.path, big.sections, self.piece_bytes):
+            pieces.setdefault(piece.section, []).append(None)
             self.pool.submit(piece, _PIECE_PRIORITY)
         self._waiting[ticket] = (job, pieces, [sum(len(v) for v in pieces.values())])
 
-    def _piece_back(self, job: tuple[Any, ...], piece: fatbin.Piece | None) -> tuple[tuple[Any, ...], BinaryReading] | None:
+    def _piece_back(self, job: SearchPiece, piece: fatbin.Piece | None) -> tuple[ReadFile, BinaryReading] | None:
         """Keep a piece's search; the finished reading once it was the file's last piece."""
-        _kind, ticket, path, name, offset, size, index, _start, _stop, _records = job
-        read_job, pieces, out = self._waiting[ticket]
-        pieces[(name, offset, size)][index] = piece
+        read_job, pieces, out = self._waiting[job.ticket]
+        pieces[job.section][job.index] = piece
         out[0] -= 1
         if out[0]:
             return None
-        del self._waiting[ticket]
-        return read_job, scan_file(path, read_job[2], self.deep, DeepSearch(pieces=pieces))
+        del self._waiting[job.ticket]
+        return read_job, scan_file(job.path, read_job.stat, self.deep, DeepSearch(pieces=pieces))
 
-    def close(self) -> None:
-        """Stop the workers (:meth:`scan_workers.WorkerPool.close`)."""
-        self.pool.close()
+    def close(self, abort: bool = False) -> None:
+        """Stop the workers (:meth:`WorkerPool.close`)."""
+        self.pool.close(abort)
 
 
 def _piece_jobs(ticket: int, path: str, sections: tuple[tuple[str, int, int], ...], piece_bytes: int,
-                ) -> list[tuple[Any, ...]]:
+                ) -> list[SearchPiece]:
     """The piece jobs of ``sections`` (name, offset, size) of ``path``: 8-aligned cuts about ``piece_bytes``
     apart from each section's 8-aligned start. Each piece may spend twice its share of the file's record
     limit (:data:`fatbin.MAX_RECORDS`), so that all of them together do no more than twice the work a
@@ -446,8 +417,8 @@ def _piece_jobs(ticket: int, path: str, sections: tuple[tuple[str, int, int], ..
         step += (-step) % 8
         cuts[(name, offset, size)] = [*range(first, end, step), end]
     records = max(1, 2 * fatbin.MAX_RECORDS // sum(len(bounds) - 1 for bounds in cuts.values()))
-    return [("piece", ticket, path, name, offset, size, index, bounds[index], bounds[index + 1], records)
-            for (name, offset, size), bounds in cuts.items() for index in range(len(bounds) - 1)]
+    return [SearchPiece(ticket, path, section, index, bounds[index], bounds[index + 1], records)
+            for section, bounds in cuts.items() for index in range(len(bounds) - 1)]
 
 
 def split_sizes(options: ReadOptions) -> tuple[int, int]:
@@ -462,12 +433,12 @@ def split_sizes(options: ReadOptions) -> tuple[int, int]:
 def read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistInfoReading] | None = None,
                 split: tuple[int, int] = (SPLIT_BYTES, PIECE_BYTES),
                 ) -> tuple[dict[str, FolderFacts], dict[str, BinaryReading], FileReads | None, set[str]]:
-    """List the tree under ``root`` and read its candidate files ahead of :func:`_walk`, in worker processes
+    """List the tree under ``root`` and read its candidate files ahead of the walk, in worker processes
     once the tree has more than :data:`FIRST_FOLDERS` folders. Returns the folders' facts by path, the
     readings by path, the pool (None when no worker was needed) and the files it is still reading: it
     returns as soon as every folder is listed, so that the walk runs while the workers read the big files.
     ``dist_infos``, when given, receives the ``*.dist-info`` folders the workers read (by path; RECORD
-    narrowed only by name). Nothing is judged here: :func:`_walk` still decides which files count, in its order."""
+    narrowed only by name). Nothing is judged here: the walk still decides which files count, in its order."""
     listed: dict[str, FolderFacts] = {}
     read: dict[str, BinaryReading] = {}
     try:
@@ -478,7 +449,7 @@ def read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistIn
     listed_keys: set[tuple[int, int]] = set()
     handed_out = {(st.st_dev, st.st_ino)}  # folders some job started from or will start from
 
-    def take(found: _Explored, starts: list[tuple[str, tuple[int, int]]]) -> list[tuple[str, tuple[int, int]]]:
+    def take(found: _Explored, starts: tuple[Start, ...]) -> list[Start]:
         for folder, key, facts in found.folders:
             listed[folder] = facts
             listed_keys.add(key)
@@ -491,17 +462,17 @@ def read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistIn
         handed_out.update(key for _path, key in left)
         return left
 
-    starts = [(root, (st.st_dev, st.st_ino))]
-    first = _explore(starts, root_real, FIRST_FOLDERS, deep, inline=0, dists=False)  # files read by workers (or after the walk)
+    starts: tuple[Start, ...] = ((root, (st.st_dev, st.st_ino)),)
+    first = _explore(list(starts), root_real, FIRST_FOLDERS, deep, inline=0, dists=False)  # files read by workers (or after the walk)
     left = take(first, starts)
     if not left and not any(fst.st_size >= INLINE_BYTES for _path, fst in first.big):
         # a small tree without a big file: no worker; the walk reads its files
         return listed, read, None, set()
     pool = FileReads(workers, deep, split)
-    walking = [0]  # walk jobs handed to the pool and not yet back
+    listing = 0  # listing jobs handed to the pool and not yet back
     reading: set[str] = set()
     try:
-        def walk(starts: list[tuple[str, tuple[int, int]]]) -> None:
+        def list_folders(starts: list[Start]) -> int:
             # A few folders per job while there are many (a site-packages root has hundreds). Listing goes
             # before every file under EARLY_BYTES, the shallowest folders first (a library folder such as
             # nvidia/cu13/lib is then found before the hundreds of folders deep in torch/'s headers); the
@@ -510,31 +481,33 @@ def read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistIn
             per_job = max(1, len(starts) // (workers * 4))
             for i in range(0, len(starts), per_job):
                 depth = starts[i][0].count(os.sep)
-                pool.submit(("walk", starts[i : i + per_job], root_real), priority=_WALK_PRIORITY + depth * 4096.0, short=True)
-                walking[0] += 1
+                pool.submit(ListFolders(tuple(starts[i : i + per_job]), root_real), _LIST_PRIORITY + depth * 4096.0)
+            return -(-len(starts) // per_job)
 
         def read_big(big: list[tuple[str, os.stat_result]]) -> None:
             for path, fst in big:  # the biggest first: a 1 GB library must not start last
                 if path not in reading:
                     reading.add(path)
                     early = _EARLY_PRIORITY if fst.st_size >= EARLY_BYTES else 0.0
-                    pool.submit(("read", path, fst), priority=early - fst.st_size)
+                    pool.submit(ReadFile(path, fst), early - fst.st_size)
 
-        walk(left)
+        listing += list_folders(left)
         read_big(first.big)
-        if walking[0]:
+        if listing:
             for job, result in pool.results():
-                if job[0] == "read":
-                    read[job[1]] = result
-                    reading.discard(job[1])
+                if isinstance(job, ReadFile):
+                    assert isinstance(result, BinaryReading)
+                    read[job.path] = result
+                    reading.discard(job.path)
                     continue
-                walking[0] -= 1
-                walk(take(result, job[1]))
+                assert isinstance(job, ListFolders) and isinstance(result, _Explored)
+                listing -= 1
+                listing += list_folders(take(result, job.starts))
                 read_big(result.big)
-                if not walking[0]:
+                if not listing:
                     break  # every folder is listed; the big files are still being read
     except BaseException:
-        pool.close()
+        pool.close(abort=True)
         raise
     return listed, read, pool, reading
 
@@ -550,10 +523,9 @@ def read_todo(todo: list[tuple[int, str, os.stat_result]], deep: bool, pool: Fil
     where = {path: at for at, path, _st in todo}
     for _at, path, st in todo:
         if reading is None or path not in reading:
-            pool.submit(("read", path, st), priority=-st.st_size)
+            pool.submit(ReadFile(path, st), -st.st_size)
     for job, done in pool.results():
-        index = where.get(job[1])
+        assert isinstance(job, ReadFile) and isinstance(done, BinaryReading)
+        index = where.get(job.path)
         if index is not None:  # else a file the walk did not take (a second hard link)
             yield index, done
-
-
