@@ -172,3 +172,20 @@ def test_a_pin_of_a_version_the_index_never_served_fails_wherever_it_is_written(
     proc = run_envcheck("--format", "json", "--fail-on", "never", str(req))
     found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G9-version-not-served"]
     assert [f["status"] for f in found] == ["INFO"] and listed.checked in found[0]["message"]
+
+
+def test_a_cu130_torch_is_clean_with_an_info_naming_its_arch_list(tmp_path: Path) -> None:
+    """PyTorch's cu130 aarch64 wheels carry sm_120 SASS (runs on sm_121) and no sm_121 SASS; nothing in the facts sets
+    2.9.0+cu130 apart from later releases (knowledge/torch_builds.toml), so a correct CUDA 13 project stays clean."""
+    from envcheck import knowledge
+
+    arch_list = knowledge.load("torch_builds")["pytorch_index"]["cu130_aarch64_arch_list"]
+    req = tmp_path / "requirements.txt"
+    for torch in ("2.9.0+cu130", "2.10.0+cu130"):
+        req.write_text(f"--extra-index-url https://download.pytorch.org/whl/cu130\ntorch=={torch}\n", encoding="utf-8")
+        proc = run_envcheck("--format", "json", "--fail-on", "warn", str(req))
+        assert proc.returncode == 0, proc.stdout
+        found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G7-cu130-torch-arch"]
+        assert [f["status"] for f in found] == ["INFO"] and arch_list in found[0]["message"] and "sm_120" in found[0]["message"]
+    req.write_text("--extra-index-url https://download.pytorch.org/whl/cu128\ntorch==2.9.0+cu128\n", encoding="utf-8")
+    assert "G7-cu130-torch-arch" not in _ids(req)
