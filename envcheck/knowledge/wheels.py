@@ -108,9 +108,14 @@ def window(package: str) -> tuple[Release, Release] | None:
 
 
 def _shared(values: list[str | None]) -> str | None:
-    """The one value every row that records it holds (None: none records it, or they disagree)."""
+    """The value every row holds, oldest first; a fact read only from the newest release's wheels (the generator reads
+    those) counts for all, as within the table. None where rows disagree or only some older ones tell."""
     told = {v for v in values if v is not None}
-    return told.pop() if len(told) == 1 else None
+    everywhere = all(v is not None for v in values)
+    newest_only = values[-1] is not None and values.count(None) == len(values) - 1
+    if len(told) != 1 or not (everywhere or newest_only):
+        return None
+    return told.pop()
 
 
 def older_than_window(package: str, version: str) -> Release | None:
@@ -123,6 +128,8 @@ def older_than_window(package: str, version: str) -> Release | None:
     kinds = {r.aarch64 for r in rels}
     x86 = {r.x86_64 for r in rels}
     a_cuda, x_cuda = _shared([r.aarch64_cuda for r in rels]), _shared([r.x86_64_cuda for r in rels])
+    if a_cuda is None:  # the aarch64 build changed across the window (torchvision: CPU-only, then CUDA 13): so may x86_64's
+        x_cuda = None
     if len(kinds) != 1 or len(x86) != 1:
         return None
     first, last = ends
