@@ -4,6 +4,7 @@
 Two steps, kept apart so the table can be rebuilt (and checked by a test) offline:
 
     python3 scripts/gen_knowledge.py --fetch   # record: bounded look-ups of the NAMED packages below only
+    python3 scripts/gen_knowledge.py --fetch-served   # record only the release lists of the SERVED packages
     python3 scripts/gen_knowledge.py           # generate: knowledge/raw/pypi.json -> envcheck/knowledge/wheels.toml
 
 ``--fetch`` asks ``https://pypi.org/pypi/NAME/json`` once per package, the PEP 658 ``.metadata`` of one wheel per
@@ -46,6 +47,9 @@ PLATFORM_PACKAGES = [
 ]
 # Packages whose releases pin torch (their Requires-Dist is recorded for every recent release).
 PAIRED = ["torchvision", "torchaudio", "xformers", "flash-attn", "vllm", "sglang"]
+# Packages whose whole release list is recorded (`--fetch-served`): a pin of a version the index never served fails.
+SERVED = sorted({*PLATFORM_PACKAGES, *PAIRED, "transformers", "accelerate", "peft", "trl", "unsloth", "unsloth-zoo",
+                 "diffusers", "sentence-transformers", "datasets", "tokenizers", "safetensors"})
 _KEEP = re.compile(r"^(torch|torchvision|torchaudio|triton|xformers|vllm|nvidia-|cuda-)", re.I)
 _CUDA_LIB = re.compile(r"(?:^|/)lib(cudart|cublas|cublasLt|cudnn|nvrtc|cufft|curand|cusparse|cusolver|nccl|nvJitLink)[^/]*\.so(?:\.(\d+))?")
 
@@ -227,6 +231,22 @@ def fetch(today: str) -> dict[str, Any]:
             "projects": projects, "metadata": dict(sorted(metadata.items())), "records": dict(sorted(records.items()))}
 
 
+def fetch_served(today: str) -> dict[str, Any]:
+    """Every version of each SERVED package that has at least one file (yanked ones too: an exact pin still installs
+    them), one https://pypi.org/pypi/NAME/json answer per package: bounded, named look-ups only."""
+    import requests
+
+    session = requests.Session()
+    served: dict[str, Any] = {}
+    for name in SERVED:
+        url = API.format(name=name)
+        page = json.loads(_get(session, url))
+        versions = [v for v, files in page.get("releases", {}).items() if files and _version(v) is not None]
+        served[name] = {"url": url, "fetched": today, "versions": sorted(versions, key=lambda v: _version(v) or Version("0"))}
+        print(f"{name}: {len(versions)} served releases", file=sys.stderr)
+    return served
+
+
 def _pick(files: list[Any], machine: str) -> tuple[str, str] | None:
     """One wheel of ``machine``, preferring CPython 3.12 (the profile's) and then abi3."""
     fits = [(f, u) for f, u in files if _wheel_machine(f) == machine]
@@ -360,6 +380,11 @@ def generate(raw: dict[str, Any]) -> str:
             if "inferred:" in source:
                 rows.append("inferred = true")
             out += ["[[wheel]]", *rows, f"source = {_q(source)}", f"checked = {_q(day)}", ""]
+    out += ["# Every release of these packages the index served on the day recorded (a file to install, yanked or not)."]
+    for name, entry in sorted(raw.get("served", {}).items()):
+        versions = ", ".join(_q(v) for v in entry["versions"])
+        out += ["[[served]]", f"package = {_q(name)}", f"versions = [{versions}]",
+                f"source = {_q(entry['url'] + ' (every release with a file)')}", f"checked = {_q(entry['fetched'])}", ""]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -392,10 +417,14 @@ def _cuda_for(name: str, machine: str, pick: tuple[str, str] | None, metadata: d
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fetch", action="store_true", help="record fresh raw answers from pypi.org first")
+    parser.add_argument("--fetch-served", action="store_true", help="record the release lists of the SERVED packages only")
     parser.add_argument("--check", action="store_true", help="exit 1 when the shipped table differs from the generated one")
     args = parser.parse_args()
-    if args.fetch:
-        raw = fetch(datetime.date.today().isoformat())
+    if args.fetch or args.fetch_served:
+        today = datetime.date.today().isoformat()
+        old = json.loads(RAW.read_text(encoding="utf-8")) if RAW.exists() else {}
+        raw = fetch(today) if args.fetch else old
+        raw["served"] = fetch_served(today) if args.fetch or args.fetch_served else old.get("served", {})
         RAW.parent.mkdir(parents=True, exist_ok=True)
         RAW.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     text = generate(json.loads(RAW.read_text(encoding="utf-8")))

@@ -210,3 +210,75 @@ def test_a_group_uv_sync_installs_by_default_takes_the_lock_versions_of_that_gro
     found = [(f["status"], f["location"]["line"]) for t in json.loads(proc.stdout)["targets"] for f in t["findings"]
              if f["rule"] == "G1-pypi-vllm-cuda12"]
     assert found == [("FAIL", 7)]
+
+
+def test_a_pin_older_than_the_recorded_releases_gets_the_fact_they_all_share_as_inferred(tmp_path: Path) -> None:
+    """wheels.toml records only recent releases; every recorded ctranslate2 has a CPU-only aarch64 wheel, so an older
+    pin is judged the same way, said to be inferred; a pin newer than the table is an INFO with the table's day."""
+    from envcheck.knowledge import wheels
+
+    first, newest = wheels.releases("ctranslate2")[0], wheels.release("ctranslate2")
+    assert first is not None and newest is not None
+    req = tmp_path / "requirements.txt"
+    req.write_text("ctranslate2==4.5.0\ntorch==2.11.0\n", encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(req))
+    found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G1-aarch64-wheel-without-cuda"]
+    assert [f["status"] for f in found] == ["WARN"] and "inferred" in found[0]["message"]
+    assert f"{first.version}..{newest.version}" in found[0]["message"]
+    req.write_text("ctranslate2>=4.0,<4.6\ntorch==2.11.0\n", encoding="utf-8")  # the newest release allowed is older too
+    assert _ids(req).get("G1-aarch64-wheel-without-cuda") == "WARN"
+    req.write_text("ctranslate2==99.0.0\ntorch==2.11.0\n", encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(req))
+    found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G1-aarch64-wheel-without-cuda"]
+    assert [f["status"] for f in found] == ["INFO"] and newest.checked in found[0]["message"] and "--resolve" in found[0]["message"]
+    # vLLM's recorded releases do not share one CUDA major: an older vLLM is not judged from them
+    req.write_text("vllm==0.9.2\n", encoding="utf-8")
+    assert "G1-pypi-vllm-cuda12" not in _ids(req)
+
+
+def test_a_pin_of_a_version_the_index_never_served_fails_wherever_it_is_written(tmp_path: Path) -> None:
+    """The recorded release history (wheels.toml [[served]]) judges exact PyPI pins in requirements, pyproject and
+    Dockerfile/shell pip lines alike; a pin newer than the history is an INFO with its day."""
+    from envcheck.knowledge import wheels
+
+    listed = wheels.served("vllm")
+    assert listed is not None and not listed.has("0.11.5") and listed.has("0.11.2")
+    files = {
+        "requirements.txt": "torch==2.11.0\nvllm==0.11.5\n",
+        "pyproject.toml": '[project]\nname = "p"\nversion = "1"\ndependencies = ["torch==2.11.0", "vllm==0.11.5"]\n',
+        "Dockerfile": "FROM nvcr.io/nvidia/cuda:13.0.1-devel-ubuntu24.04\nRUN pip install torch==2.11.0 vllm==0.11.5\n",
+        "setup.sh": "#!/bin/bash\npip install torch==2.11.0\npip install vllm==0.11.5\n",
+    }
+    for name, text in files.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        proc = run_envcheck("--format", "json", "--fail-on", "never", str(path))
+        found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G9-version-not-served"]
+        assert [f["status"] for f in found if f["status"] != "PASS"] == ["FAIL"], (name, found)
+        line = next(i for i, text_line in enumerate(text.splitlines(), 1) if "vllm==0.11.5" in text_line)
+        assert listed.checked in found[0]["message"] and found[0]["location"]["line"] == line, (name, found)
+        path.write_text(text.replace("0.11.5", "0.11.2"), encoding="utf-8")
+        assert _ids(path).get("G9-version-not-served") == "PASS", name
+        path.unlink()
+    req = tmp_path / "requirements.txt"
+    req.write_text("vllm==0.99.0rc7\n", encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(req))
+    found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G9-version-not-served"]
+    assert [f["status"] for f in found] == ["INFO"] and listed.checked in found[0]["message"]
+
+
+def test_a_cu130_torch_is_clean_with_an_info_naming_its_arch_list(tmp_path: Path) -> None:
+    """PyTorch's cu130 aarch64 wheels carry sm_120 SASS (runs on sm_121) and no sm_121 SASS; nothing in the facts sets
+    2.9.0+cu130 apart from later releases (knowledge/torch_builds.toml), so a correct CUDA 13 project stays clean."""
+    from envcheck import knowledge
+
+    arch_list = knowledge.load("torch_builds")["pytorch_index"]["cu130_aarch64_arch_list"]
+    req = tmp_path / "requirements.txt"
+    for torch in ("2.9.0+cu130", "2.10.0+cu130"):
+        req.write_text(f"--extra-index-url https://download.pytorch.org/whl/cu130\ntorch=={torch}\n", encoding="utf-8")
+        proc = run_envcheck("--format", "json", "--fail-on", "warn", str(req))
+        assert proc.returncode == 0, proc.stdout
+        found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "G7-cu130-torch-arch"]
+        assert [f["status"] for f in found] == ["INFO"] and arch_list in found[0]["message"] and "sm_120" in found[0]["message"]
+    req.write_text("--extra-index-url https://download.pytorch.org/whl/cu128\ntorch==2.9.0+cu128\n", encoding="utf-8")
+    assert "G7-cu130-torch-arch" not in _ids(req)

@@ -108,3 +108,19 @@ def test_an_ngc_family_of_a_cuda12_month_fails_g1(tmp_path: Path) -> None:
     g1 = [f for f in result.findings if f.rule == "G1-cuda12-base"]
     assert [f.status.value for f in g1] == ["FAIL"] and "CUDA 12.8" in g1[0].message and "25.03" in g1[0].message
     assert not [f for f in result.findings if f.rule == "G9-base-image-unknown"]
+
+
+@pytest.mark.parametrize(("ref", "amd64_only"), [
+    ("rayproject/ray:2.9.0-gpu", True),
+    ("rayproject/ray:2.9.0-py310-cu121", True),
+    ("rayproject/ray:2.40.0-py312", True),          # no suffix: amd64 (Ray's -cpu alias)
+    ("rayproject/ray:2.9.0-py310-gpu-aarch64", False),  # Ray's arm64 images carry the -aarch64 suffix
+    ("rayproject/ray:2.52.0-py312-gpu", False),     # multi-platform indexes since Ray's 2025 CI change: not claimed
+    ("rayproject/ray:latest-gpu", False),           # a moving tag the table cannot place
+    ("rayproject/ray:nightly-py312-gpu", False),
+    ("rayproject/ray-ml:2.9.0-py310-gpu", True),    # ray-ml is not built for arm64 at all
+])
+def test_ray_release_tags_are_amd64_only_before_its_multi_platform_indexes(ref: str, amd64_only: bool) -> None:
+    facts = describe(ref)
+    assert facts.amd64_only is amd64_only
+    assert ("-aarch64" in facts.platform_note) is (amd64_only and facts.repository == "rayproject/ray")

@@ -366,3 +366,45 @@ def test_a_launch_finding_points_at_its_flag_in_a_bash_script(tmp_path: Path) ->
     g10 = [f for f in json.loads(done.stdout)["targets"][0]["findings"] if f["rule"] == "G10-tp-across-nodes"]
     assert [(f["status"], f["location"]["line"]) for f in g10] == [("WARN", _STS.splitlines().index(
         "          --tensor-parallel-size 16 \\") + 1)]
+
+
+def test_a_ray_image_published_for_amd64_only_is_arch_in_a_ray_cluster_for_the_sparks(tmp_path: Path) -> None:
+    """Before Ray's multi-platform indexes, rayproject/ray:<ver>-gpu is amd64; arm64 images are the -aarch64 tags
+    (knowledge/ngc_tags.toml amd64_only). A KubeRay RayCluster's head and worker groups are read as pods."""
+    manifest = _write(tmp_path / "k8s" / "raycluster.yaml", """
+        apiVersion: ray.io/v1
+        kind: RayCluster
+        metadata: {name: sparks}
+        spec:
+          headGroupSpec:
+            rayStartParams: {}
+            template:
+              spec:
+                nodeSelector: {kubernetes.io/arch: arm64}
+                containers:
+                  - name: head
+                    image: rayproject/ray:2.9.0-py310-gpu
+                    resources: {limits: {nvidia.com/gpu: 1}}
+          workerGroupSpecs:
+            - groupName: gpu
+              replicas: 1
+              template:
+                spec:
+                  containers:
+                    - name: worker
+                      image: rayproject/ray:2.9.0-py310-gpu-aarch64
+                      resources: {limits: {nvidia.com/gpu: 1}}
+    """)
+    (target,) = _targets(str(manifest))
+    (arch,) = _hits(target, "ARCH-base-platform")
+    text = manifest.read_text(encoding="utf-8")
+    assert arch["status"] == "FAIL" and arch["location"]["line"] == _line(text, "image: rayproject/ray:2.9.0-py310-gpu")
+    assert "rayproject/ray:2.9.0-py310-gpu-aarch64" in arch["message"]
+    # the worker group's pod is read too
+    manifest.write_text(text.replace("2.9.0-py310-gpu-aarch64", "2.9.0-py310-cu121"), encoding="utf-8")
+    (target,) = _targets(str(manifest))
+    assert len(_hits(target, "ARCH-base-platform")) == 2
+    # a release the table does not place (multi-platform indexes since Ray's 2025 CI change) stays silent
+    manifest.write_text(text.replace("2.9.0-py310-gpu\n", "2.52.0-py312-gpu\n"), encoding="utf-8")
+    (target,) = _targets(str(manifest))
+    assert not _hits(target, "ARCH-base-platform")

@@ -33,6 +33,7 @@ def index() -> Iterator[PackageIndex]:
     idx.add("anyx86", build_wheel("anyx86", "1.0", (), {"anyx86/lib/libcore.so": BINARIES / "libext_cuda13.so"}, tag="py3-none-any"))
     idx.add("helper", build_wheel("helper", "1.0", tag="py3-none-any"))
     idx.add("vllm", build_wheel("vllm", "0.11.2", tag="py3-none-any"))
+    idx.add("vllm", build_wheel("vllm", "0.11.5", tag="py3-none-any"))  # a release PyPI's recorded history lacks
     yield from serve(idx)
 
 
@@ -68,6 +69,15 @@ def test_a_pin_of_a_version_the_index_never_served_is_fail(tmp_path: Path, index
     target = _run(tmp_path, index, "requirements.txt", "helper==9.9.9rc1\n")
     found = [f for f in target["findings"] if f["rule"] == "ARCH-resolve-no-file"]
     assert [f["status"] for f in found] == ["FAIL"] and "no such version" in found[0]["message"], target["findings"]
+
+
+def test_with_resolve_the_index_not_the_recorded_release_list_says_whether_a_version_exists(tmp_path: Path, index: PackageIndex) -> None:
+    """Offline, vllm==0.11.5 is not among the releases wheels.toml recorded (G9 FAIL); the index given to --resolve serves it."""
+    target = _run(tmp_path, index, "requirements.txt", "vllm==0.11.5\n")
+    assert not [f for f in target["findings"] if f["rule"] in ("G9-version-not-served", "ARCH-resolve-no-file") and f["status"] != "PASS"]
+    offline = run_envcheck("-f", "json", "--fail-on", "never", str(tmp_path / "requirements.txt"))
+    found = {f["rule"]: f["status"] for t in json.loads(offline.stdout)["targets"] for f in t["findings"]}
+    assert found.get("G9-version-not-served") == "FAIL"
 
 
 def test_a_project_that_wants_managed_pythons_still_resolves_for_the_target(tmp_path: Path, index: PackageIndex) -> None:

@@ -24,10 +24,11 @@ MODULES: dict[str, tuple[str, ...]] = {
     "envcheck.checks.g03_memory": (*_LIVE, *_LAUNCHES),
     "envcheck.checks.g04_power": _LIVE,
     "envcheck.checks.g05_bandwidth": ("any",),
-    "envcheck.checks.g06_shared_memory": (*_LIVE, *_LAUNCHES),
-    "envcheck.checks.g07_gpu_arch": ("dockerfile", "elf", "folder", "wheel", "image", "container", "host"),
+    "envcheck.checks.g06_shared_memory": (*_LIVE, *_LAUNCHES, "dockerfile"),
+    "envcheck.checks.g07_gpu_arch": ("requirements", "pyproject", "lock", "dockerfile", "elf", "folder", "wheel", "image", "container", "host"),
     "envcheck.checks.g08_playbooks": _LIVE,
     "envcheck.checks.g09_drift": _PACKAGES,
+    "envcheck.checks.g09_served": ("requirements", "pyproject", "dockerfile"),
     "envcheck.checks.g10_parallelism": (*_LIVE, *_LAUNCHES),
 }
 # Modules with rules but no checks: `envcheck diff` and `preflight --baseline/--twin` call their comparisons.

@@ -169,7 +169,9 @@ def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
             yield BASE_PLATFORM.finding(f"{in_stage(image.stage)}FROM --platform={image.platform} builds a {image.platform} stage, "
                                         f"not {want}{tail}", image.location, evidence, status=status)
         elif facts is not None and facts.amd64_only:
-            yield BASE_PLATFORM.finding(f"{in_stage(image.stage)}{facts.repository} publishes linux/amd64 images only{tail}",
+            what = (f"{facts.repository}:{facts.tag} is a linux/amd64 image: {facts.platform_note}" if facts.platform_note
+                    else f"{facts.repository} publishes linux/amd64 images only")
+            yield BASE_PLATFORM.finding(f"{in_stage(image.stage)}{what}{tail}",
                                         image.location, {**evidence, "source": facts.source}, status=status)
         elif image.final and (is_arm64(image.platform) or (facts is not None and facts.arm64)):
             yield BASE_PLATFORM.passed(f"{in_stage(image.stage)}{image.ref} has a {want} image", image.location, **evidence)

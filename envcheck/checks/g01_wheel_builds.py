@@ -65,14 +65,38 @@ def _release(pkg: Package, torch: str | None) -> wheels.Release | None:
     """The release pip picks: the exact pin, or the newest recorded final release the specifier allows (and, where
     the input pins torch exactly, whose own torch requirement that torch meets: the resolver backtracks to it)."""
     if pkg.version:
-        return wheels.release(pkg.name, pkg.version)
+        return wheels.release(pkg.name, pkg.version) or wheels.older_than_window(pkg.name, pkg.version)
     try:
         allowed = SpecifierSet(pkg.specifier or "")
         rels = [r for r in wheels.releases(pkg.name) if _final(r.version) and allowed.contains(r.version)
                 and (torch is None or r.torch is None or SpecifierSet(r.torch).contains(torch, prereleases=True))]
+        if rels:
+            return rels[-1]
+        # nothing recorded fits: the newest release the index served that the specifier allows, if older than the table
+        listed = wheels.served(pkg.name)
+        picks = [v for v in listed.versions if _final(v) and allowed.contains(v)] if listed else []
     except (InvalidSpecifier, InvalidVersion):
         return None
-    return rels[-1] if rels else None
+    return wheels.older_than_window(pkg.name, picks[-1]) if picks else None
+
+
+def _cpu_only(rel: wheels.Release) -> wheels.Release | None:
+    """``rel`` when its aarch64 wheel carries no CUDA code while its x86_64 wheel does."""
+    return rel if rel.aarch64 == "wheel" and rel.aarch64_cuda == "none" and rel.x86_64_cuda not in (None, "none") else None
+
+
+def _newer(pkg: Package, gpu: bool) -> Finding | None:
+    """INFO for an exact pin newer than every recorded release of a package these rules judge: the table's day, and
+    that --resolve reads the index."""
+    newest = wheels.newer_than_window(pkg.name, pkg.version) if pkg.version else None
+    if newest is None:
+        return None
+    rule_ = PYPI_VLLM_CUDA12 if pkg.name == "vllm" else CPU_ONLY_AARCH64 if gpu and _cpu_only(newest) else None
+    if rule_ is None:
+        return None
+    return rule_.info(f"{pkg.name} {pkg.version} is newer than every release knowledge/wheels.toml recorded on {newest.checked} "
+                      f"(newest {newest.version}): its linux/aarch64 build is not known offline; --resolve reads the index",
+                      pkg.location, package=pkg.name, version=pkg.version, newest=newest.version)
 
 
 def _pinned_torch(torches: list[Package], pkg: Package) -> str | None:
@@ -128,6 +152,8 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
         torch = _pinned_torch(torches, pkg)
         rel = _release(pkg, torch)
         if rel is None:
+            if (info := _newer(pkg, gpu)) is not None:
+                yield info
             continue
         if pkg.name == "vllm":
             if rel.aarch64_cuda == "12":
@@ -146,12 +172,17 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
                 pkg.location, {"package": pkg.name, "version": rel.version, "source": rel.source})
             continue
         newest = wheels.release(pkg.name)
-        cpu_only = wheels.cpu_only_on_aarch64(pkg.name, rel.version) or (
+        cpu_only = _cpu_only(rel) or (
             # the newest release was read; an older one with an aarch64 wheel is built the same way (inferred)
             wheels.cpu_only_on_aarch64(pkg.name) if rel.aarch64 == "wheel" and rel.aarch64_cuda is None else None)
         if cpu_only and gpu and pkg.name != "torch":  # torch's own build is G1-cpu-build's
-            seen = "" if cpu_only.version == rel.version else f", as read for its newest release {newest.version if newest else ''}"
+            ends = wheels.window(pkg.name)
+            if rel.inferred and rel is cpu_only and ends:  # older than every recorded release: what they all share
+                seen = (f" (inferred: every recorded release {ends[0].version}..{ends[1].version} has it; "
+                        f"{rel.version} is older than that range)")
+            else:
+                seen = "" if cpu_only.version == rel.version else f", as read for its newest release {newest.version if newest else ''}"
             yield CPU_ONLY_AARCH64.finding(
                 f"{pkg.name} {rel.version}: the linux/aarch64 wheel on PyPI has no CUDA code while the x86_64 one has"
                 f"{seen}; in this GPU project it runs on the CPU ({cpu_only.where})",
-                pkg.location, {"package": pkg.name, "version": rel.version, "source": cpu_only.source})
+                pkg.location, {"package": pkg.name, "version": rel.version, "source": cpu_only.source, "inferred": rel.inferred})

@@ -8,6 +8,7 @@ from typing import Any
 
 from envcheck.checks.host_facts import gib, gpus, is_live, nvidia_smi, unified_memory
 from envcheck.inspect.launch import MEMORY_KEYS
+from envcheck.inspect.source_edits import VLLM_FREE_MEMORY_CHECK_EDIT
 from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -188,3 +189,34 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
         yield POOL_OVERCOMMIT.finding(f"{len(shares)} servers claim {total:.2f} of one unified memory pool ({parts})", where, evidence)
     else:
         yield POOL_OVERCOMMIT.passed(f"{len(shares)} servers claim {total:.2f} of the pool ({parts})", where, **evidence)
+
+
+FREE_MEMORY_CHECK_OFF = rule(
+    "G6-vllm-free-memory-check-off",
+    "G6",
+    "A build line switches off vLLM's start-up free-memory check",
+    Status.WARN,
+    """vLLM refuses to start when the memory free at start-up is less than the share it is asked to take
+    (gpu_memory_utilization x total memory): its GPU worker compares self.init_snapshot.free_memory with
+    self.requested_memory and stops with "Free memory on device ... is less than desired GPU memory
+    utilization". On unified memory that check is what keeps a new server from claiming memory that other
+    processes (another server, a training run, the page cache) already hold. A sed/perl/python edit of vLLM's
+    source that removes or relaxes it lets the server start anyway; the KV cache and weights of whichever
+    process loses the race are then evicted silently, or the machine swaps.""",
+    """Keep the check and lower --gpu-memory-utilization to what is free (on a Spark read free -g, not
+    nvidia-smi), or stop the process that holds the memory; drop the page cache before a run
+    (sync; echo 3 > /proc/sys/vm/drop_caches).""",
+    inputs=("dockerfile",),
+)
+
+
+@check(FREE_MEMORY_CHECK_OFF)
+def free_memory_check_off(ctx: CheckContext) -> Iterator[Finding]:
+    """WARN at each build or script line that edits vLLM's free-memory check out of its source."""
+    for install in ctx.inventory.installs:
+        if VLLM_FREE_MEMORY_CHECK_EDIT in install.options:
+            text = install.text if len(install.text) <= 120 else install.text[:117] + "..."
+            yield FREE_MEMORY_CHECK_OFF.finding(
+                f"`{text}` edits vLLM's start-up free-memory check (free_memory < requested_memory): "
+                "on unified memory the server then starts over memory other processes hold", install.location,
+                {"command": install.text})

@@ -536,3 +536,43 @@ def _cmake_arch_lists(ctx: CheckContext) -> Iterator[Finding]:
         else:
             yield CMAKE_ARCH.finding(f"{what} targets {', '.join(targets) or 'nothing envcheck can read'}: nothing that runs on sm_{sm}",
                                      var.location, evidence)
+
+
+# --- static: the GPU code of PyTorch's cu130 wheels ------------------------------------------------------
+
+TORCH_WHEEL_ARCH = rule(
+    "G7-cu130-torch-arch", "G7", "Which GPU code PyTorch's cu130 torch carries for a GB10", Status.INFO,
+    """PyTorch builds its cu130 linux/aarch64 wheels for a fixed TORCH_CUDA_ARCH_LIST (knowledge/torch_builds.toml):
+    SASS up to sm_120 plus compute_120 PTX, no sm_121 SASS. sm_120 SASS runs on GB10 (sm_121, same major, lower
+    minor), so torch's start-up warning that capability 12.1 is outside (8.0) - (12.0) is benign and nothing is
+    JIT-compiled at first launch. No source tells one cu130 release (2.9.0 included) from another, so this is a
+    reading, never a WARN; NVFP4 kernels need sm_121a, which only a build of your own (or NGC) targets.""",
+    "Nothing to do for FP8/BF16 work; for NVFP4 kernels use an NGC container or build the extension with TORCH_CUDA_ARCH_LIST=\"12.1a\".",
+    ("requirements", "pyproject", "lock", "dockerfile"),
+)
+
+
+@check(TORCH_WHEEL_ARCH)
+def cu130_torch_arch(ctx: CheckContext) -> Iterator[Finding]:
+    """INFO naming the arch list of PyTorch's cu130 aarch64 wheels, once, at the first cu130 torch of the input."""
+    from envcheck.knowledge.builds import build_of_index, build_of_version, cu130_aarch64_arch_list
+
+    if ctx.profile.machine != "aarch64":
+        return
+    for pkg in ctx.inventory.packages:
+        if pkg.name != "torch" or pkg.scope is not None:
+            continue
+        build = build_of_version(pkg.version) if pkg.version and "+cu" in pkg.version else None
+        if build is None and not pkg.url:  # a cu130 index the package comes from, or the input's index options
+            urls = [pkg.index] if pkg.index else [i.url for i in ctx.inventory.indexes]
+            build = next((b for u in urls if (b := build_of_index(u)) is not None and b.cuda_major == 13), None)
+        if build is None or build.cuda_major != 13 or "nv" in (pkg.version or ""):
+            continue
+        arch_list, source = cu130_aarch64_arch_list()
+        level, targets, _nvfp4 = arch_list_coverage(arch_list, ctx.profile.sm)
+        runs = "its sm_120 SASS runs on sm_121" if level == "native" else f"coverage of sm_{ctx.profile.sm}: {level}"
+        yield TORCH_WHEEL_ARCH.info(
+            f"torch {pkg.version or '(' + build.detail + ')'}: PyTorch's cu130 aarch64 wheels carry {' '.join(targets)} "
+            f"(TORCH_CUDA_ARCH_LIST {arch_list}): no sm_121 SASS, but {runs}, so torch's capability-12.1 warning is benign "
+            f"({source.split(':', 1)[0]})", pkg.location, arch_list=arch_list, source=source)
+        return

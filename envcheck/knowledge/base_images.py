@@ -37,6 +37,7 @@ class BaseFacts:
     triton: str | None = None
     arm64: bool | None = None
     amd64_only: bool = False
+    platform_note: str = ""  # where the arm64 image is instead, for an amd64-only tag (knowledge/ngc_tags.toml)
     ngc_torch: bool = False  # ships NVIDIA's PyTorch build (a0 pre-release, /etc/pip/constraint.txt)
     inferred: bool = False
     source: str = ""
@@ -94,12 +95,35 @@ def describe(ref: str) -> BaseFacts:
                              source=cuda_images["source"])
         return BaseFacts(**base, family="cuda", note=f"tag {tag or '(none)'} does not name a CUDA version", source=cuda_images["source"])
     for row in table.get("amd64_only", []):
-        if name == row["repo"]:
+        if name == row["repo"] and _amd64_only_tag(row, tag):
             facts = _tag_text(base, tag, table)
             return BaseFacts(**{**facts.__dict__, "amd64_only": True, "arm64": False,
                                 "source": "; ".join(s for s in (facts.source, row["source"]) if s),
+                                "platform_note": str(row.get("note", "")).format(repo=name, tag=tag),
                                 "inferred": facts.inferred or bool(row.get("inferred", False))})
     return _tag_text(base, tag, table)
+
+
+def _amd64_only_tag(row: dict[str, Any], tag: str | None) -> bool:
+    """Whether an ``amd64_only`` row covers ``tag``: every tag, or those its ``tag_pattern`` matches (and whose
+    ``version`` group is older than ``before``). A tag the row cannot place is not claimed."""
+    pattern = row.get("tag_pattern")
+    if pattern is None:
+        return True
+    m = re.match(str(pattern), tag or "")
+    if m is None:
+        return False
+    before = row.get("before")
+    if before is None:
+        return True
+    try:
+        return _release(m.group("version")) < _release(str(before))
+    except (ValueError, IndexError):
+        return False
+
+
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
 
 
 def _tag_written(ref: str) -> bool:

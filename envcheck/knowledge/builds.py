@@ -237,6 +237,12 @@ def first_cu130_torch() -> str:
     return str(knowledge.load("torch_builds")["pytorch_index"]["first_cu130_release"])
 
 
+def cu130_aarch64_arch_list() -> tuple[str, str]:
+    """(TORCH_CUDA_ARCH_LIST of PyTorch's cu130 linux/aarch64 wheels, its source)."""
+    index = knowledge.load("torch_builds")["pytorch_index"]
+    return str(index["cu130_aarch64_arch_list"]), str(index["cu130_arch_source"])
+
+
 def first_pypi_cuda_torch(major: int, machine: str = "aarch64") -> str:
     """The first torch release whose PyPI wheels for ``machine`` are CUDA ``major`` builds (``2.11``)."""
     for row in knowledge.load("torch_builds")["pypi"]:

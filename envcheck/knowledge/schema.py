@@ -96,7 +96,7 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
         "vllm": Rows({"tag": str, "cuda": str, "arm64": bool},
                      {"vllm": str, "torch": str, "triton": str, "flash_attn": str}),
         "cuda_images": Table({"repos": STR_LIST, "tag_pattern": str, "arm64": bool, "source": str}),
-        "amd64_only": Rows({"repo": str}),
+        "amd64_only": Rows({"repo": str}, {"tag_pattern": str, "before": str, "note": str}),
         "tag_text": Table({"patterns": STR_LIST, "source": str}, {"inferred": bool}),
     },
     "nvidia_distributions": {
@@ -116,12 +116,13 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
         "meta": META,
         "wheel": Rows({"package": str, "version": str, "uploaded": str, "aarch64": str, "x86_64": bool, "checked": str},
                       {"aarch64_cuda": str, "x86_64_cuda": str, "torch": str}),
+        "served": Rows({"package": str, "versions": STR_LIST, "checked": str}),
     },
     "torch_builds": {
         "meta": META,
         "pypi": Rows({"versions": str, "aarch64": str, "x86_64": str}),
         "pypi_releases": Table({"versions": STR_LIST, "source": str}),
-        "pytorch_index": Table({"first_cu130_release": str, "source": str}),
+        "pytorch_index": Table({"first_cu130_release": str, "source": str}, {"cu130_aarch64_arch_list": str, "cu130_arch_source": str}),
         "ngc": Table({"version_pattern": str, "source": str}),
     },
 }

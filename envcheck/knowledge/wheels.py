@@ -99,3 +99,77 @@ def cpu_only_on_aarch64(package: str, version: str | None = None) -> Release | N
     if rel and rel.aarch64 == "wheel" and rel.aarch64_cuda == "none" and rel.x86_64_cuda not in (None, "none"):
         return rel
     return None
+
+
+def window(package: str) -> tuple[Release, Release] | None:
+    """The oldest and the newest recorded release of ``package`` (the table holds only the recent ones)."""
+    rels = _table().get(canonical(package), [])
+    return (rels[0], rels[-1]) if rels else None
+
+
+def _shared(values: list[str | None]) -> str | None:
+    """The value every row holds, oldest first; a fact read only from the newest release's wheels (the generator reads
+    those) counts for all, as within the table. None where rows disagree or only some older ones tell."""
+    told = {v for v in values if v is not None}
+    everywhere = all(v is not None for v in values)
+    newest_only = values[-1] is not None and values.count(None) == len(values) - 1
+    if len(told) != 1 or not (everywhere or newest_only):
+        return None
+    return told.pop()
+
+
+def older_than_window(package: str, version: str) -> Release | None:
+    """For ``version`` older than every recorded release: a row with only the facts every recorded release shares
+    (``inferred``; its ``source`` names the recorded range), or None when the version is not older or nothing is shared."""
+    ends = window(package)
+    if ends is None or _version(version.split("+", 1)[0]) >= _version(ends[0].version) or _version(version) == Version("0"):
+        return None
+    rels = _table()[canonical(package)]
+    kinds = {r.aarch64 for r in rels}
+    x86 = {r.x86_64 for r in rels}
+    a_cuda, x_cuda = _shared([r.aarch64_cuda for r in rels]), _shared([r.x86_64_cuda for r in rels])
+    if a_cuda is None:  # the aarch64 build changed across the window (torchvision: CPU-only, then CUDA 13): so may x86_64's
+        x_cuda = None
+    if len(kinds) != 1 or len(x86) != 1:
+        return None
+    first, last = ends
+    source = (f"{first.source.split(' ', 1)[0]} (inferred: every recorded release {first.version}..{last.version} shares it; "
+              f"{version} is older than the recorded range)")
+    return Release(first.package, version, kinds.pop(), x86.pop(), a_cuda, x_cuda, None, source, first.checked, True)
+
+
+def newer_than_window(package: str, version: str) -> Release | None:
+    """The newest recorded release when ``version`` is newer than it (what the index serves now is not known offline)."""
+    ends = window(package)
+    if ends is None or _version(version.split("+", 1)[0]) <= _version(ends[1].version):
+        return None
+    return ends[1]
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """Every release of a package the index served (a file to install) on the day it was recorded."""
+
+    package: str
+    versions: tuple[str, ...]
+    source: str
+    checked: str
+
+    def has(self, version: str) -> bool:
+        want = _version(version)
+        return any(_version(v) == want for v in self.versions)
+
+    @property
+    def newest(self) -> str:
+        return self.versions[-1]
+
+
+@cache
+def _served() -> dict[str, Served]:
+    return {canonical(row["package"]): Served(canonical(row["package"]), tuple(row["versions"]), row["source"], row["checked"])
+            for row in knowledge.load("wheels").get("served", []) if row["versions"]}
+
+
+def served(package: str) -> Served | None:
+    """The recorded release list of ``package`` (``[[served]]`` rows of wheels.toml), if recorded."""
+    return _served().get(canonical(package))

@@ -46,7 +46,7 @@ def _wheel_platforms(item: Chosen, ctx: ResolveContext) -> set[str] | None:
                 return here or {p for w in parsed for p in w.platforms if p != "any"}
     from envcheck.knowledge import wheels
 
-    rel = wheels.release(item.name, item.version) if item.version else None
+    rel = (wheels.release(item.name, item.version) or wheels.older_than_window(item.name, item.version)) if item.version else None
     if rel is None:
         return None
     if rel.aarch64 == "sdist":

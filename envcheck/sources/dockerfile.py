@@ -44,6 +44,7 @@ from envcheck.inspect.pip_args import (
 )
 from envcheck.inspect.pragma import instruction_pragmas
 from envcheck.inspect.shell import SimpleCommand, split_commands
+from envcheck.inspect.source_edits import VLLM_FREE_MEMORY_CHECK_EDIT, disables_vllm_free_memory_check
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.base_images import safe_describe
 from envcheck.model import (
@@ -318,6 +319,9 @@ class _Reader:
         if re.fullmatch(r"python(\d+(\.\d+)?)?", exe) and len(argv) >= 2 and argv[1].endswith("use_existing_torch.py"):
             # vLLM's script that drops torch from its own requirement files: later builds keep the image's torch
             inventory.installs.append(InstallCommand("python", (), ("use_existing_torch",), cmd.text or " ".join(argv), loc))
+            return
+        if disables_vllm_free_memory_check(argv):  # recorded like an install: the line changes what the image runs
+            inventory.installs.append(InstallCommand(exe, (), (VLLM_FREE_MEMORY_CHECK_EDIT,), cmd.text or " ".join(argv), loc))
             return
         if exe == "uv" and len(argv) >= 2 and argv[1] == "sync":
             # uv sync installs the lock; with no uv.lock copied in, it resolves pyproject.toml (and writes the lock)

@@ -2,8 +2,8 @@
 
 A manifest is multi-document YAML (``kubectl apply -f``, Helm's rendered output given on stdin as ``-``).
 Documents are recognised by ``apiVersion`` and ``kind``; the workloads read are Pod, Deployment,
-StatefulSet, DaemonSet, ReplicaSet, Job and CronJob (other documents, such as Services and ConfigMaps, are
-skipped). For each container and init container:
+StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, LeaderWorkerSet and KubeRay's RayCluster, RayJob and
+RayService (other documents, such as Services and ConfigMaps, are skipped). For each container and init container:
 
 - ``image`` is a :class:`BaseImage` at its line, judged as a Dockerfile ``FROM`` is; when the pod is
   scheduled only on amd64 nodes (``nodeSelector`` or required node affinity on ``kubernetes.io/arch``), its
@@ -44,6 +44,10 @@ WORKLOADS: dict[str, tuple[str, ...]] = {
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
     # LeaderWorkerSet (the multi-node vLLM/SGLang recipe): the leader's pod (the workers' is read below)
     "LeaderWorkerSet": ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
+    # KubeRay: the head's pod (each of workerGroupSpecs is read below)
+    "RayCluster": ("spec", "headGroupSpec", "template", "spec"),
+    "RayJob": ("spec", "rayClusterSpec", "headGroupSpec", "template", "spec"),
+    "RayService": ("spec", "rayClusterConfig", "headGroupSpec", "template", "spec"),
 }
 _LWS_WORKERS = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")
 ARCH_LABEL = "kubernetes.io/arch"
@@ -88,6 +92,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         _pod(name, spec, path, options, inventory, launches)
         if workers is not None:
             _pod(f"{name} workers", workers, path, options, inventory, launches)
+        for group, pod in _ray_worker_groups(document, WORKLOADS[str(kind)]):
+            _pod(f"{name} workers {group}", pod, path, options, inventory, launches)
         size = _at_path(document, ("spec", "leaderWorkerTemplate", "size"))
         if isinstance(size, str) and size.isdigit() and int(size) > 1:  # a group spans `size` nodes
             for launch in launches[first:]:
@@ -95,6 +101,20 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     if launches:
         inventory.host = replace(inventory.host, launch=launches)
     return inventory
+
+
+def _ray_worker_groups(document: YMap, head: tuple[str, ...]) -> list[tuple[str, YMap]]:
+    """(group name, pod spec) of each of a KubeRay cluster's ``workerGroupSpecs`` (beside its ``headGroupSpec``)."""
+    if head[-3:] != ("headGroupSpec", "template", "spec"):
+        return []
+    cluster = _at_path(document, head[:-3])
+    groups = cluster.get("workerGroupSpecs") if isinstance(cluster, YMap) else None
+    found: list[tuple[str, YMap]] = []
+    for i, group in enumerate(groups if isinstance(groups, YList) else []):
+        pod = _at_path(group, ("template", "spec")) if isinstance(group, YMap) else None
+        if isinstance(pod, YMap):
+            found.append((str(group.get("groupName") or i + 1), pod))
+    return found
 
 
 def _at_path(document: YMap, path: tuple[str, ...]) -> Any:
