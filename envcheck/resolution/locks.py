@@ -29,7 +29,7 @@ def checked_sha256(value: Any) -> tuple[str | None, str]:
 
 def lock_choices(path: Path, profile: Profile, python: str) -> list[Chosen]:
     """Files of a ``pylock.toml`` or ``uv.lock``: the wheel that fits the target, else the sdist, else none."""
-    from envcheck.sources.pyproject import parse_toml
+    from envcheck.sources.toml_file import parse_toml
 
     data, text = parse_toml(path)
     style = "pylock" if "packages" in data or path.name.startswith("pylock") else "uv"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from envcheck.errors import InputError, UsageError
@@ -45,7 +45,6 @@ from envcheck.inspect.pip_args import (
 from envcheck.inspect.pragma import instruction_pragmas
 from envcheck.inspect.shell import SimpleCommand, split_commands
 from envcheck.inspect.source_edits import VLLM_FREE_MEMORY_CHECK_EDIT, disables_vllm_free_memory_check
-from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.base_images import safe_describe
 from envcheck.model import (
     EnvVar,
@@ -59,6 +58,7 @@ from envcheck.model import (
     Role,
 )
 from envcheck.sources import ReadOptions
+from envcheck.sources.build_context import ContextFiles, bind_mounts, record_clone, repo_of
 
 KIND = "dockerfile"
 BUILD_PLATFORM = "linux/arm64"  # the Spark builds its own images: $TARGETARCH etc. resolve to arm64
@@ -82,7 +82,6 @@ def _too_long(size: int) -> str:
 _SITE_DIRS = ("site-packages", "dist-packages", "/opt/venv", "/opt/conda", "/venv", "/.venv", "/usr/local/lib/python",
               "wheels", "wheelhouse", ".whl")
 # `git clone` of these repositories followed by a build in that folder installs this distribution.
-_REPO_PACKAGES = {"flash-attention": "flash-attn", "triton": "triton", "xformers": "xformers"}
 # Build settings that choose GPU targets: recorded where a RUN sets them for a build command.
 _TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
 _CMAKE_ARCH_FLAG = re.compile(r"^-D\s*CMAKE_CUDA_ARCHITECTURES(?::[A-Za-z]+)?=(.*)$", re.S)
@@ -135,14 +134,6 @@ def read_text(text: str, path: str, context: Path, options: ReadOptions) -> Inve
                                               Location(path, line=reader.line)))
     inventory.pragmas.extend(instruction_pragmas(text, {inst.line: inst.end_line for inst in df.instructions}, path))
     return inventory
-
-
-@dataclass
-class _Script:
-    """State of one RUN's shell script: the folder it is in and what was cloned where."""
-
-    cwd: str
-    clones: dict[str, str] = field(default_factory=dict)  # absolute folder -> repository URL
 
 
 class _Reader:
@@ -255,8 +246,8 @@ class _Reader:
                         heredoc_files[posixpath.normpath(target)] = (doc, inst)
                     copies.append(([w for w in words[:-1] if not w.startswith("<<")], words[-1], workdir))
             elif inst.keyword == "RUN":
-                mounts = _bind_mounts(inst, workdir)
-                files = _ContextFiles(self.context, copies, mounts, workdir, clones, heredoc_files)
+                mounts = bind_mounts(inst, workdir)
+                files = ContextFiles(self.context, copies, mounts, workdir, clones, heredoc_files)
                 commands, truncated = self._commands(inst, values)
                 for cmd, line in commands:
                     self._command(cmd, line, stage, in_image, values, files, inventory)
@@ -300,7 +291,7 @@ class _Reader:
         return out, truncated
 
     def _command(self, cmd: SimpleCommand, line: int, stage: Stage, in_image: bool, values: Mapping[str, str],
-                 files: _ContextFiles, inventory: Inventory) -> None:
+                 files: ContextFiles, inventory: Inventory) -> None:
         argv = list(cmd.argv)
         exe = argv[0].rsplit("/", 1)[-1] if argv else ""
         self.work.setdefault(stage.label, ([], []))[0].append(exe)
@@ -309,7 +300,7 @@ class _Reader:
             files.script.cwd = posixpath.normpath(posixpath.join(files.script.cwd, argv[1]))
             return
         if exe == "git" and "clone" in argv:
-            _record_clone(argv, files.script)
+            record_clone(argv, files.script)
             return
         for name, value in build_settings(cmd, values):
             inventory.env.append(EnvVar(name, value, Origin.RUN, loc))
@@ -342,12 +333,12 @@ class _Reader:
                     parsed.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(name, cmd.env[name]))
             parsed.indexes[:] = [replace(i, url=NAMED_INDEX.sub("", i.url)) for i in parsed.indexes]  # uv --index name=url
         if (parsed.command.tool in ("pip", "uv") and any(re.fullmatch(r"\.(\[[^\]]*\])?", w) for w in argv if not w.startswith("-"))
-                and _repo_of(files.script.cwd, files.script) is None):  # `pip install .` or `.[extra,...]`
+                and repo_of(files.script.cwd, files.script) is None):  # `pip install .` or `.[extra,...]`
             self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, None, argv)
         self._add_install(parsed, cmd, loc, in_image, files, inventory, stage)
 
     def _add_install(self, parsed: InstallParse, cmd: SimpleCommand, loc: Location, in_image: bool,
-                     files: _ContextFiles, inventory: Inventory, stage: Stage) -> None:
+                     files: ContextFiles, inventory: Inventory, stage: Stage) -> None:
         role_override = None if in_image else Role.BUILD
         text = cmd.text or parsed.command.text
         packages = [p if role_override is None or p.role != "requirement" else replace(p, role=role_override) for p in parsed.packages]
@@ -356,7 +347,7 @@ class _Reader:
         if parsed.command.tool in ("pip", "uv"):
             for word in _local_paths(cmd.argv):
                 folder = posixpath.normpath(posixpath.join(files.script.cwd, word))
-                repo = _repo_of(folder, files.script)
+                repo = repo_of(folder, files.script)
                 if repo is not None:
                     name, url = repo
                     pkg = Package(name=name, url=f"git+{url}" if not url.startswith("git+") else url, role=role_override or Role.REQUIREMENT,
@@ -371,7 +362,7 @@ class _Reader:
             for name in listed:
                 self._read_listed_file(name, role, role_override, files, loc, stage, inventory)
 
-    def _read_listed_file(self, name: str, role: Role, role_override: Role | None, files: _ContextFiles, loc: Location,
+    def _read_listed_file(self, name: str, role: Role, role_override: Role | None, files: ContextFiles, loc: Location,
                           stage: Stage, inventory: Inventory) -> None:
         """Read a ``-r``/``-c`` file that the build copied (or bind-mounted) from the context."""
         from envcheck.sources import requirements
@@ -435,7 +426,7 @@ class _Reader:
         """Options for the requirements, pyproject and lock files a build copies: the user's text-size limit."""
         return ReadOptions(max_text_bytes=self.options.max_text_bytes, with_lock=False)
 
-    def _read_project_file(self, name: str, module: str, in_image: bool, files: _ContextFiles, loc: Location, stage: Stage,
+    def _read_project_file(self, name: str, module: str, in_image: bool, files: ContextFiles, loc: Location, stage: Stage,
                            inventory: Inventory, cmd: SimpleCommand | None, argv: list[str] | None = None) -> None:
         """``uv sync`` reads uv.lock, ``pip install .`` reads pyproject.toml, where the build copied them; the extras
         and groups the command asks for (``--extra cu130``, ``.[cu130]``) are part of what it installs."""
@@ -467,8 +458,8 @@ class _Reader:
                                                      text=cmd.text, location=loc))
 
     def _source_build(self, cwd: str, tool: str, argv: list[str], cmd: SimpleCommand, loc: Location, in_image: bool,
-                      files: _ContextFiles, inventory: Inventory) -> None:
-        repo = _repo_of(cwd, files.script)
+                      files: ContextFiles, inventory: Inventory) -> None:
+        repo = repo_of(cwd, files.script)
         if repo is None:
             return
         name, url = repo
@@ -588,120 +579,6 @@ def _local_paths(argv: tuple[str, ...]) -> list[str]:
         if word in (".", "..") or word.startswith(("./", "../", "/")) or "/" in word:
             found.append(word)
     return found
-
-
-def _record_clone(argv: list[str], script: _Script) -> None:
-    # options with values: -b/--branch NAME, --depth N
-    skip_values = {"-b", "--branch", "--depth", "-c", "--config", "--origin", "-o", "--reference", "-j", "--jobs", "--filter"}
-    after = argv[argv.index("clone") + 1 :]
-    positional: list[str] = []
-    i = 0
-    while i < len(after):
-        word = after[i]
-        if word in skip_values:
-            i += 2
-            continue
-        if not word.startswith("-"):
-            positional.append(word)
-        i += 1
-    if not positional:
-        return
-    url = positional[0]
-    folder = positional[1] if len(positional) > 1 else url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
-    script.clones[posixpath.normpath(posixpath.join(script.cwd, folder))] = url
-
-
-def _repo_of(folder: str, script: _Script) -> tuple[str, str] | None:
-    """(distribution, url) when ``folder`` is inside a cloned repository we know the package of."""
-    for root, url in script.clones.items():
-        if folder == root or folder.startswith(root + "/"):
-            repo = url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
-            return _REPO_PACKAGES.get(repo.lower(), canonical(repo)), url
-    return None
-
-
-def _bind_mounts(inst: Instruction, workdir: str) -> dict[str, str]:
-    """RUN --mount=type=bind,source=S,target=T from the build context: image path -> context path."""
-    mounts: dict[str, str] = {}
-    for spec in inst.flag_values("mount"):
-        fields = dict(part.partition("=")[::2] for part in spec.split(","))
-        kind = fields.get("type", "bind")
-        if kind != "bind" or "from" in fields:
-            continue
-        target = fields.get("target") or fields.get("dst") or fields.get("destination")
-        if not target:
-            continue
-        source = fields.get("source") or fields.get("src") or "."
-        mounts[posixpath.normpath(posixpath.join(workdir, target))] = source
-    return mounts
-
-
-class _ContextFiles:
-    """Maps a path inside the image back to a file in the build context, where the build copied it."""
-
-    def __init__(self, context: Path, copies: list[tuple[list[str], str, str]], mounts: dict[str, str], workdir: str,
-                 clones: dict[str, str], heredocs: dict[str, tuple[Heredoc, Instruction]] | None = None) -> None:
-        self.context = context
-        self.copies = copies
-        self.mounts = mounts
-        self.heredocs = heredocs or {}
-        self.script = _Script(cwd=workdir, clones=clones)
-
-    def inline(self, name: str) -> Heredoc | None:
-        """The heredoc a ``COPY <<EOF /path`` wrote at the path ``name`` refers to, if any."""
-        wanted = posixpath.normpath(posixpath.join(self.script.cwd, name))
-        found = self.heredocs.get(wanted)
-        return found[0] if found else None
-
-    def resolve(self, name: str) -> Path | None:
-        wanted = posixpath.normpath(posixpath.join(self.script.cwd, name))
-        for target, source in self.mounts.items():
-            found = self._under(wanted, target, source, is_dir_dest=False)
-            if found is not None:
-                return found
-        for sources, dest, workdir in reversed(self.copies):
-            dest_abs = posixpath.normpath(posixpath.join(workdir, dest))
-            expanded = [m for source in sources for m in self._matches(source)]
-            for source in expanded:
-                found = self._under(wanted, dest_abs, source, is_dir_dest=dest.endswith("/") or len(expanded) > 1)
-                if found is not None:
-                    return found
-        return None
-
-    def _matches(self, source: str) -> list[str]:
-        """A COPY source with wildcards (``requirements*.txt``) as the context paths it matches."""
-        if not any(c in source for c in "*?["):
-            return [source]
-        try:
-            return sorted(p.relative_to(self.context).as_posix() for p in self.context.glob(source.lstrip("/")))
-        except (OSError, ValueError):
-            return []
-
-    def _under(self, wanted: str, dest: str, source: str, is_dir_dest: bool) -> Path | None:
-        try:
-            return self._lookup(wanted, dest, source, is_dir_dest)
-        except (OSError, ValueError):  # a name the file system rejects (too long, NUL): docker could not copy it either
-            return None
-
-    def _lookup(self, wanted: str, dest: str, source: str, is_dir_dest: bool) -> Path | None:
-        src = self.context / posixpath.normpath(source.lstrip("/") or ".")
-        try:
-            src.resolve().relative_to(self.context.resolve())
-        except ValueError:
-            return None  # outside the context: docker would refuse it
-        candidates: list[Path] = []
-        if src.is_dir():
-            if wanted == dest or wanted.startswith(dest.rstrip("/") + "/"):
-                candidates.append(src / posixpath.relpath(wanted, dest))
-        else:
-            if wanted == dest and not is_dir_dest:
-                candidates.append(src)
-            if posixpath.join(dest, src.name) == wanted:
-                candidates.append(src)
-        for candidate in candidates:
-            if candidate.is_file():
-                return candidate
-        return None
 
 
 # -------------------------------------------------------------------------------------------------

@@ -31,8 +31,8 @@ from envcheck.model import (
     Wheel,
 )
 from envcheck.sources import ReadOptions
-from envcheck.sources.pyproject import parse_toml
 from envcheck.sources.requirements import MAX_PACKAGES, text_limit, too_many_packages
+from envcheck.sources.toml_file import parse_toml
 
 KIND = "uv-lock"
 

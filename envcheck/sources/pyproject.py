@@ -14,8 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from envcheck import toml
-from envcheck.errors import EnvcheckError, InputError
+from envcheck.errors import EnvcheckError
 from envcheck.inspect.markers import all_of, negated
 from envcheck.inspect.pip_args import parse_requirement_text, shown
 from envcheck.inspect.wheel_tags import canonical
@@ -31,12 +30,11 @@ from envcheck.model import (
 )
 from envcheck.sources import ReadOptions
 from envcheck.sources.requirements import (
-    MAX_BYTES,
     MAX_PACKAGES,
-    read_text_file,
     text_limit,
     too_many_packages,
 )
+from envcheck.sources.toml_file import parse_toml
 
 KIND = "pyproject"
 
@@ -50,26 +48,6 @@ def sniff(path: Path, head: bytes) -> bool:
     return b"\x00" not in head and _PYPROJECT_TABLE.search(head) is not None
 # include-group chains and self-referencing extras (`all = ["proj[cpu,train]"]`) are followed this deep.
 _MAX_NESTING = 16
-
-
-def parse_toml(path: Path, max_bytes: int = MAX_BYTES) -> tuple[dict[str, Any], str]:
-    """The parsed TOML and its text; a syntax error raises InputError with the line."""
-    text, problems = read_text_file(path, max_bytes)
-    if problems:
-        raise InputError(problems[0].message, str(path), line=problems[0].location.line if problems[0].location else None)
-    try:
-        return toml.loads(text), text
-    except toml.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
-        if line is None:
-            m = re.search(r"line (\d+)", str(exc))
-            # tomllib says "(at end of document)" for an unterminated value: that is the last line.
-            line = int(m.group(1)) if m else (len(text.splitlines()) or 1) if "end of document" in str(exc) else None
-        raise InputError(f"{path} is not valid TOML: {exc}", str(path), line=line) from exc
-    except RecursionError:  # tomllib recurses once per nested array or inline table
-        raise InputError(f"{path}: arrays or inline tables nested too deeply to read", str(path)) from None
-    except ValueError as exc:  # a number past Python's integer digit limit
-        raise InputError(f"{path} cannot be read: {str(exc)[:200]}", str(path)) from None
 
 
 class TomlLines:
