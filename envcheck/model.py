@@ -114,6 +114,9 @@ class Location:
     # `[ -n "$X" ]`)``), and whether it is a fallback that runs only when the main path fails.
     branch: str | None = None
     fallback: bool = False
+    # A compose service under a profile: it starts only when asked for (``--profile``), so the engine lowers
+    # findings located there one level.
+    on_request: bool = False
 
     def __str__(self) -> str:
         text = self.path

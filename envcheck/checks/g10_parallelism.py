@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from envcheck.checks.host_facts import is_live
-from envcheck.inspect.launch import TP_KEYS
+from envcheck.inspect.launch import TP_KEYS, written_line
 from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -33,9 +33,8 @@ TP_ACROSS_NODES = rule(
 
 def _where(launch: dict[str, Any]) -> Location:
     origin = str(launch.get("origin") or "--launch")
-    lines = [s.get("line") for s in launch.get("settings", []) if s.get("line") and s.get("key") in TP_KEYS]
-    lines = lines or [s.get("line") for s in launch.get("settings", []) if s.get("line")]
-    return Location(origin, line=lines[-1] if lines else None, member=launch.get("member"))
+    line = written_line(launch, TP_KEYS) or written_line(launch, {str(s.get("key")) for s in launch.get("settings", [])})
+    return Location(origin, line=line, member=launch.get("member"), branch=launch.get("branch"), on_request=bool(launch.get("optional")))
 
 
 @check(TP_ACROSS_NODES)

@@ -289,14 +289,14 @@ class _Compose:
     def service(self, name: str, service: YMap, file: Path, inventory: Inventory, launches: list[dict[str, Any]]) -> None:
         """The facts of one service, located in ``file``."""
         profiles = service.get("profiles")
-        branch = (f"only with the compose profile {', '.join(map(str, profiles))}"
+        branch = (f"only with the compose profile {', '.join(map(str, profiles))} (it starts only when asked for)"
                   if isinstance(profiles, YList) and profiles else None)
 
         def file_of(key: str) -> Path:
             return service.files.get(key, file) if isinstance(service, _Service) else file
 
         def at(key: str, line: int | None = None) -> Location:  # a service is reported as a stage named after it
-            return Location(str(file_of(key)), line=line or service.line_of(key), branch=branch, stage=name)
+            return Location(str(file_of(key)), line=line or service.line_of(key), branch=branch, stage=name, on_request=bool(branch))
 
         image = service.get("image")
         build = service.get("build")
@@ -311,6 +311,10 @@ class _Compose:
             launches.append({"origin": where.path, "line": where.line, "tool": str(image) if isinstance(image, str) else name,
                              "service": name, "memory": None, "uncapped": True, "settings": [],
                              **({"optional": True} if branch else {})})
+        for launch in launches[before:]:
+            exclusive = _exclusive(service, launch)
+            if exclusive:
+                launch["exclusive"] = exclusive
         if build is not None:
             self._build(name, build, file_of("build"), inventory, at("build"), platform if isinstance(platform, str) else None)
         elif isinstance(image, Scalar) and image and not image.null:
@@ -355,7 +359,7 @@ class _Compose:
         text = shlex.join(words)
         entry = image_entrypoint(image)
         def where(_line: int) -> Location:  # a compose command is one value: every fact is at its key
-            return Location(str(file), line=line, branch=branch, stage=name)
+            return Location(str(file), line=line, branch=branch, stage=name, on_request=bool(branch))
 
         sub = shell.read_script(text, str(file), file.parent, self.options, where)
         inventory.packages.extend(sub.packages)
@@ -365,6 +369,9 @@ class _Compose:
         inventory.problems.extend(sub.problems)
         extra: dict[str, object] = {"service": f"service {name}", **({"optional": True, "branch": branch} if branch else {})}  # not started by default
         found = shell.launches(text, str(file), where, entry=entry, extra=extra)
+        port = _port(words)
+        for launch in found if port else []:
+            launch["port"] = port
         lines = self.lines.get(str(file), [])
         for launch in found:  # a command value is one text: each flag is on the file line it is written on
             for setting in launch.get("settings", []):
@@ -468,6 +475,34 @@ def uses_gpu(service: YMap) -> bool:
         if isinstance(device, YMap) and (str(device.get("driver") or "") == "nvidia" or "gpu" in [str(c) for c in device.get("capabilities") or []]):
             return True
     return False
+
+
+# The port a server listens on when its command names none (vLLM, SGLang defaults).
+_DEFAULT_PORTS = {"vllm": "8000", "sglang": "30000"}
+
+
+def _port(words: list[str]) -> str | None:
+    """The value of the command's ``--port`` option, or None."""
+    for i, word in enumerate(words):
+        key, eq, value = word.partition("=")
+        if key == "--port":
+            return value if eq else (words[i + 1] if i + 1 < len(words) else None)
+    return None
+
+
+def _exclusive(service: YMap, launch: dict[str, Any]) -> list[str]:
+    """What only one container at a time can hold: its ``container_name`` (often shared through a YAML anchor by
+    a menu of alternative services) and, under ``network_mode: host``, the host port its server listens on.
+    Services that share one of these cannot run together (G6 adds up only those that can)."""
+    held: list[str] = []
+    name = service.get("container_name")
+    if isinstance(name, Scalar) and not name.null and str(name):
+        held.append(f"container_name {name}")
+    if str(service.get("network_mode") or "") == "host":
+        port = launch.get("port") or _DEFAULT_PORTS.get(str(launch.get("tool") or ""))
+        if port:
+            held.append(f"host port {port}")
+    return held
 
 
 def _environment(value: Any) -> list[tuple[str, str, int]]:

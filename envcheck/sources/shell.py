@@ -287,7 +287,10 @@ def _ssh_command(argv: list[str]) -> str | None:
 
 def _launched(argv: list[str]) -> list[str]:
     """``mpirun [options] trtllm-llmapi-launch trtllm-serve ...``: the words from the program the launcher starts
-    (kept whole, launcher included, when no known program follows)."""
+    (kept whole, launcher included, when no known program follows); ``/launch-cluster.sh vllm serve ...``: a
+    wrapper script handed the server's command line runs it."""
+    if argv and argv[0].endswith(".sh") and len(argv) > 1 and _leading_tool(argv[1:]):
+        return argv[1:]
     if not argv or argv[0].rsplit("/", 1)[-1] not in _MPI:
         return argv
     start = next((i for i in range(1, len(argv)) if not argv[i].startswith("-") and _leading_tool(argv[i:])), None)
