@@ -636,7 +636,8 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
         yield BARE_PIP_BASE.finding(
             f"{in_stage(stage.stage)}{', '.join(stage.names)} installed by pip/uv/conda on {stage.bases}, {stage.why}; "
             f"not pinned to an exact version: {', '.join(unpinned)}",
-            stage.location, {"stage": stage.stage, "packages": stage.names, "bases": stage.bases, "unpinned": unpinned},
+            stage.location, {"stage": stage.stage, "packages": stage.names, "bases": stage.bases, "unpinned": unpinned,
+                             "lines": sorted({p.location.line for p in stage.unpinned if p.location and p.location.line})},
         )
 
 
@@ -692,8 +693,9 @@ def _bare_pip_stages(ctx: CheckContext) -> list[_BarePipStage]:
                     and _is_unpinned(ctx, p, full_stack)]
         own = [i for i in finals if stage in (i.stages or (i.stage,))]  # the stage's own base (a compose service's image)
         bases = ", ".join(sorted({i.ref for i in own or finals})) or "an unknown base"
-        out.append(_BarePipStage(stage, sorted({p.name for p in in_stage_pkgs}), unpinned,
-                                 in_stage_pkgs[0].location, bases, why))
+        # the complaint is the unpinned packages: it sits at their line, not at an exact pin's (torch==2.10.0 from cu130)
+        where = next((p.location for p in unpinned if p.location is not None), in_stage_pkgs[0].location)
+        out.append(_BarePipStage(stage, sorted({p.name for p in in_stage_pkgs}), unpinned, where, bases, why))
     return out
 
 
