@@ -56,6 +56,7 @@ class Origin(_Vocabulary):
     ENV = "env"  # Dockerfile ENV
     ARG = "arg"  # Dockerfile ARG (build time only)
     RUN = "run"  # a variable set on a RUN command line (VAR=value cmd)
+    RUN_ONLY = "run-only"  # exported in a RUN that builds nothing with it: it ends with that RUN's shell
     CONFIG = "config"  # an image config's Env
     LIVE = "live"  # the environment of a running interpreter (preflight, container)
 
