@@ -100,3 +100,25 @@ def test_an_image_no_registry_serves_is_a_local_build_not_drift(tmp_path: Path) 
         COPY --from=tools /usr/local/bin/python3 /usr/local/bin/tool-python
     """)
     assert [f["status"] for f in _rule(_findings(pulled), "G9-floating-base-tag", "INFO", "WARN")] == ["WARN", "WARN"]
+
+
+def test_a_service_running_an_image_another_service_builds_is_not_a_pull(tmp_path: Path) -> None:
+    _write(tmp_path / "Dockerfile", "FROM nvcr.io/nvidia/vllm:25.11-py3\n")
+    compose = _write(tmp_path / "compose.yaml", """
+        services:
+          build-once:
+            build: .
+            image: ghcr.io/lab/spark-serve:latest
+          chat:
+            image: ghcr.io/lab/spark-serve:latest
+            gpus: all
+            command: vllm serve /models/chat --gpu-memory-utilization 0.4
+          coder:
+            image: ghcr.io/lab/spark-serve:latest
+            gpus: all
+            command: vllm serve /models/coder --gpu-memory-utilization 0.4
+    """)
+    assert not _rule(_findings(compose), "G9-floating-base-tag", "INFO", "WARN")  # judged as its Dockerfile's FROM
+    pulled = _write(tmp_path / "pulled" / "compose.yaml", compose.read_text().replace("    build: .\n", ""))
+    floating = _rule(_findings(pulled), "G9-floating-base-tag", "INFO", "WARN")  # nobody builds it: pulled
+    assert [(f["status"], f["location"]["line"]) for f in floating] == [("WARN", 5), ("WARN", 9)]  # one per written line

@@ -6,7 +6,8 @@ compose file, not from the shell envcheck runs in, so a check means the same on 
 
 - ``image:`` is a :class:`BaseImage` at its line (``platform:`` as its platform), judged as a Dockerfile
   ``FROM`` is; with ``build:`` the image names the result instead, and the Dockerfile ``build:`` names
-  (``context``, ``dockerfile``, ``args``, ``target``) is read with those build arguments and that target;
+  (``context``, ``dockerfile``, ``args``, ``target``) is read with those build arguments and that target; another
+  service that runs an image a service here builds runs that build (its Dockerfile is judged, not a pull);
 - ``entrypoint:`` and ``command:`` are read as shell text (installs in ``bash -c "pip install ... && ..."``)
   and as launch commands (vLLM, SGLang, torchrun ...: memory share, tensor parallelism, nodes); a command
   that is only options runs the image's own server (``vllm/vllm-openai`` starts ``vllm serve``); a command
@@ -61,6 +62,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         return inventory
     services = reader.services(path, document, inventory, depth=0)
     launches: list[dict[str, Any]] = []
+    # images a service of this file builds (build: + image: naming the result): others that run them run its build
+    reader.built = {str(s.get("image")) for s, _file in services.values() if s.get("build") is not None and isinstance(s.get("image"), str)}
     for name, (service, file) in services.items():
         reader.service(name, service, file, inventory, launches)
     if launches:
@@ -168,6 +171,7 @@ class _Compose:
         self.dockerfiles: set[tuple[str, tuple[tuple[str, str], ...], str]] = set()
         self.included: set[Path] = set()
         self.lines: dict[str, list[str]] = {}  # each compose file's lines: where a command's flags are written
+        self.built: set[str] = set()  # images services of this file build
 
     def load(self, path: Path, inventory: Inventory) -> YMap | None:
         """The first document of a compose file, interpolated; problems go to ``inventory``."""
@@ -317,7 +321,7 @@ class _Compose:
                 launch["exclusive"] = exclusive
         if build is not None:
             self._build(name, build, file_of("build"), inventory, at("build"), platform if isinstance(platform, str) else None)
-        elif isinstance(image, Scalar) and image and not image.null:
+        elif isinstance(image, Scalar) and image and not image.null and str(image) not in self.built:
             try:
                 parse_reference(image)
             except UsageError as exc:
