@@ -75,13 +75,21 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: RunOpti
     return _distinct(_branch_aware(f) for f in findings)
 
 
+# A finding in what runs only when asked for (a compose service under a profile) is one level lower.
+_ON_REQUEST = {Status.FAIL: Status.WARN, Status.WARN: Status.INFO}
+
+
 def _branch_aware(finding: Finding) -> Finding:
     """A finding about a command that runs only in a shell branch says so; in a fallback (it runs only
-    when the main path fails) a FAIL is a WARN: it is the recipe's second path, not what it does."""
+    when the main path fails) a FAIL is a WARN: it is the recipe's second path, not what it does. In a compose
+    service under a profile (``Location.on_request``: it starts only when asked for) every finding is one
+    level lower: FAIL becomes WARN, WARN becomes INFO."""
     loc = finding.location
     if loc is None or not loc.branch:
         return finding
     status = Status.WARN if loc.fallback and finding.status is Status.FAIL else finding.status
+    if loc.on_request:
+        status = _ON_REQUEST.get(status, status)
     return replace(finding, status=status, message=f"{finding.message}; {loc.branch}")
 
 

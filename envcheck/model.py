@@ -59,6 +59,7 @@ class Origin(_Vocabulary):
     ENV = "env"  # Dockerfile ENV
     ARG = "arg"  # Dockerfile ARG (build time only)
     RUN = "run"  # a variable set on a RUN command line (VAR=value cmd)
+    RUN_ONLY = "run-only"  # exported in a RUN that builds nothing with it: it ends with that RUN's shell
     CONFIG = "config"  # an image config's Env
     LIVE = "live"  # the environment of a running interpreter (preflight, container)
 
@@ -120,6 +121,9 @@ class Location:
     # A Dockerfile stage that is not part of the built image: neither the target nor a stage the target builds
     # on, copies from or mounts (docs/dockerfiles.md). The engine lowers findings located there one level.
     outside_image: bool = False
+    # A compose service under a profile: it starts only when asked for (``--profile``), so the engine lowers
+    # findings located there one level.
+    on_request: bool = False
 
     def __str__(self) -> str:
         text = self.path

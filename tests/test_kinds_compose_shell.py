@@ -148,8 +148,10 @@ def test_compose_extends_include_and_profiles(tmp_path: Path) -> None:
     assert floating["location"]["path"].endswith("monitoring/compose.yaml")  # from the included file
     (tp,) = _hits(target, "G10-tp-across-nodes")
     assert tp["status"] == "WARN" and tp["location"]["line"] == 8
-    (memory,) = _hits(target, "G3-memory-fraction")  # options only: the image's own `vllm serve` runs them
+    # options only: the image's own `vllm serve` runs them; behind a profile it starts only when asked for: one level lower
+    (memory,) = [f for f in target["findings"] if f["rule"] == "G3-memory-fraction" and f["status"] == "INFO"]
     assert memory["location"]["line"] == 12 and "profile chat" in memory["location"]["branch"]
+    assert memory["location"]["on_request"] is True and not _hits(target, "G3-memory-fraction")
 
 
 def test_compose_build_reads_the_dockerfile_with_args_and_target(tmp_path: Path) -> None:
@@ -359,7 +361,7 @@ def test_docker_run_in_a_script_is_judged_like_a_from_line(tmp_path: Path) -> No
     (arch,) = _hits(target, "ARCH-base-platform")
     assert arch["location"]["line"] == 7 and "docker run --platform" in arch["message"]
     (memory,) = _hits(target, "G3-memory-fraction")  # options only: the image's `vllm serve` runs them
-    assert memory["location"]["line"] == 3
+    assert memory["location"]["line"] == 5  # the flag's own line in the continued command
     assert not _hits(target, "G9-floating-base-tag")  # a database without a GPU is not the Spark's concern
 
 

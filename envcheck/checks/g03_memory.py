@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envcheck.checks.host_facts import gib, is_live, unified_memory
+from envcheck.inspect.launch import MEMORY_KEYS, written_line
 from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -113,7 +114,8 @@ def memory_fraction(ctx: CheckContext) -> Iterator[Finding]:
             continue
         key = next((s.get("key") for s in launch.get("settings", []) if s.get("key") in ("gpu_memory_utilization", "mem_fraction_static")), "")
         option = "--" + str(key).replace("_", "-")
-        where = Location(str(launch.get("origin", "")), line=launch.get("line"), member=launch.get("member"), branch=launch.get("branch"))
+        where = Location(str(launch.get("origin", "")), line=written_line(launch, MEMORY_KEYS) or launch.get("line"),
+                         member=launch.get("member"), branch=launch.get("branch"), on_request=bool(launch.get("optional")))
         who = f"{launch['service']}: " if launch.get("service") else ""
         evidence = {"tool": launch.get("tool"), "share": share, "limit": limit, "service": launch.get("service")}
         if share > limit:

@@ -134,11 +134,51 @@ POOL_OVERCOMMIT = rule(
     containers of one Kubernetes manifest, servers one script starts) each claim their share of the same
     memory (vLLM --gpu-memory-utilization, 0.9 when not given; SGLang --mem-fraction-static, 0.88). When
     the shares add up past 1, the server that starts last cannot get its share and stops at start-up, or
-    evicts the KV cache and weights of the others.""",
+    evicts the KV cache and weights of the others. Services that cannot run together are not added up: those
+    that share one container_name or, under host networking, one host port (a menu of alternative models, one
+    started at a time), and those under a compose profile (started only when asked for).""",
     """Give each server a share so that they add up to well under 1 (two vLLM servers at 0.4 each), or run
     only one heavy server at a time (compose profiles).""",
     inputs=("compose", "kubernetes", "shell", "notebook"),
 )
+
+
+Share = tuple[dict[str, Any], float, bool]
+
+
+def _together(shares: list[Share], uncapped: list[dict[str, Any]]) -> tuple[list[Share], list[dict[str, Any]]]:
+    """The servers that can run at the same time. Services that hold the same ``exclusive`` resource (one
+    ``container_name``, one host port under host networking: compose's menu of alternative models) cannot: of
+    each such group only the service that claims the most counts (an uncapped one counts as the whole pool)."""
+    def service(launch: dict[str, Any]) -> str:
+        return str(launch.get("service") or id(launch))
+
+    group: dict[str, str] = {}  # service -> a representative service of its group (union-find)
+
+    def find(name: str) -> str:
+        while group.get(name, name) != name:
+            name = group[name]
+        return name
+
+    holder: dict[str, str] = {}
+    for launch in [*(item[0] for item in shares), *uncapped]:
+        for held in launch.get("exclusive") or []:
+            first = holder.setdefault(str(held), service(launch))
+            a, b = find(first), find(service(launch))
+            if a != b:
+                group[b] = a
+    claims: dict[str, float] = {}
+    for launch, share, _explicit in shares:
+        claims[service(launch)] = claims.get(service(launch), 0.0) + share
+    for launch in uncapped:
+        claims[service(launch)] = claims.get(service(launch), 0.0) + 1.0
+    chosen: dict[str, str] = {}
+    for name, claim in claims.items():  # in file order: a tie keeps the first service
+        root = find(name)
+        if root not in chosen or claim > claims[chosen[root]]:
+            chosen[root] = name
+    keep = set(chosen.values())
+    return ([item for item in shares if service(item[0]) in keep], [launch for launch in uncapped if service(launch) in keep])
 
 
 @check(POOL_OVERCOMMIT)
@@ -147,7 +187,7 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
     launches = ctx.inventory.host.launch
     if is_live(ctx) or not isinstance(launches, list):
         return
-    shares: list[tuple[dict[str, Any], float, bool]] = []
+    shares: list[Share] = []
     uncapped: list[dict[str, Any]] = []  # GPU services with no share envcheck can read (Ollama, llama.cpp)
     for launch in launches:
         if launch.get("optional"):  # a compose service behind a profile does not start with the others
@@ -165,6 +205,7 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
             shares.append((launch, float(share), True))
         else:
             shares.append((launch, float(server[1] or 0), False))
+    shares, uncapped = _together(shares, uncapped)
     if shares and uncapped and len(shares) + len(uncapped) >= 2:
         first = shares[0]
         memory_line = next((s.get("line") for s in first[0].get("settings", []) if s.get("key") in MEMORY_KEYS), None)

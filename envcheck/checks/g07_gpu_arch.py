@@ -8,7 +8,7 @@ from typing import Any
 
 from envcheck.checks.host_facts import gpus
 from envcheck.fixes import dockerfile_fixes
-from envcheck.model import Binary, EnvVar, Finding, Location, Status
+from envcheck.model import Binary, EnvVar, Finding, Location, Package, Status
 from envcheck.rules import CheckContext, check, rule
 
 # --- live: the GPU of this host and the kernels torch carries (envcheck preflight) --------------------
@@ -388,15 +388,51 @@ def arch_list_coverage(value: str, sm: int) -> tuple[str, list[str], bool]:
     return level, targets, nvfp4
 
 
-@check(ARCH_LIST, ARCH_LIST_NVFP4, SOURCE_BUILD_ARCH, NVCC_TARGET)
+ARCH_LIST_RUN_ONLY = rule(
+    "G7-arch-list-run-only", "G7", "TORCH_CUDA_ARCH_LIST is exported in a RUN that builds nothing with it", Status.WARN,
+    """Each RUN has its own shell: `RUN export TORCH_CUDA_ARCH_LIST=12.1a` (or a bare assignment) on a RUN of its
+    own sets the variable for that shell only, and it is gone when the RUN ends. A CUDA extension built from
+    source in a later RUN gets the list that ENV/ARG or the base image set (NGC's lists have no sm_121a; with
+    none, torch's default for a build machine without a GPU), not the one written here. Exported in the RUN
+    that runs the build (`export ... && pip install .`), it is in effect and this rule is silent.""",
+    """Set it with ENV (or ARG) before the build, or export it in the RUN that runs the build.""",
+    ("dockerfile",),
+)
+
+
+@check(ARCH_LIST, ARCH_LIST_NVFP4, SOURCE_BUILD_ARCH, NVCC_TARGET, ARCH_LIST_RUN_ONLY)
 def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over TORCH_CUDA_ARCH_LIST values in a Dockerfile and the extensions it builds from source."""
-    settings = [v for v in ctx.inventory.env if v.name == "TORCH_CUDA_ARCH_LIST"]
+    settings = [v for v in ctx.inventory.env if v.name == "TORCH_CUDA_ARCH_LIST" and v.origin != "run-only"]
     yield from _arch_list_settings(settings, ctx.profile.sm)
     yield from _cmake_arch_lists(ctx)
     if ctx.kind == "dockerfile":
         yield from _source_build_arch(ctx, settings)
         yield from _nvcc_targets(ctx)
+        yield from _run_only_settings(ctx, settings)
+
+
+def _run_only_settings(ctx: CheckContext, settings: list[EnvVar]) -> Iterator[Finding]:
+    """Arch settings exported in a RUN of their own: WARN where a later source build of the stage needed them."""
+    from envcheck.knowledge.base_images import in_stage
+
+    for var in ctx.inventory.env:
+        vloc = var.location
+        if var.origin != "run-only" or vloc is None or vloc.line is None:
+            continue
+        later = [p for p in _source_builds(ctx) if p.location is not None and p.location.stage == vloc.stage
+                 and p.location.line is not None and p.location.line > vloc.line]
+        what = f"{in_stage(vloc.stage)}{var.name}={var.value}, set in a RUN that builds nothing with it, lasts only for that RUN's shell"
+        evidence = {"variable": var.name, "value": var.value, "stage": vloc.stage}
+        if not later:
+            yield ARCH_LIST_RUN_ONLY.info(f"{what}: no later build needs it", vloc, **evidence)
+            continue
+        build = later[0]
+        effective = _effective_arch_list(settings, build.location) if build.location is not None else None
+        gets = f"{var.name}={effective.value!r} from ENV/ARG" if effective is not None else "the base image's list (or torch's default)"
+        yield ARCH_LIST_RUN_ONLY.finding(
+            f"{what}: {build.name}, built from source on line {build.location.line if build.location else '?'}, gets {gets}, not "
+            f"{var.value!r}; set it with ENV or ARG", vloc, {**evidence, "build": build.name, "effective": effective.value if effective else None})
 
 
 def _nvcc_targets(ctx: CheckContext) -> Iterator[Finding]:
@@ -411,7 +447,8 @@ def _nvcc_targets(ctx: CheckContext) -> Iterator[Finding]:
             for stage in image.stages or ((image.stage,) if image.stage else ()):
                 stage_cuda[stage] = (facts.cuda, image.ref)
     for var in ctx.inventory.env:
-        if var.name not in ("TORCH_CUDA_ARCH_LIST", *CMAKE_VARIABLES) or var.location is None or var.location.stage not in stage_cuda:
+        if (var.name not in ("TORCH_CUDA_ARCH_LIST", *CMAKE_VARIABLES) or var.origin == "run-only" or var.location is None
+                or var.location.stage not in stage_cuda):
             continue
         cuda, base = stage_cuda[var.location.stage]
         if var.name == "TORCH_CUDA_ARCH_LIST":
@@ -465,6 +502,18 @@ def _effective_arch_list(settings: list[EnvVar], loc: Location) -> EnvVar | None
     return effective
 
 
+def _source_builds(ctx: CheckContext) -> list[Package]:
+    """The CUDA extensions the Dockerfile builds from source (git+, a local folder, an sdist URL), located."""
+    out: list[Package] = []
+    for pkg in ctx.inventory.packages:
+        if pkg.name not in _EXTENSIONS or pkg.installed or pkg.location is None or pkg.location.line is None:
+            continue
+        url = pkg.url or ""
+        if url.startswith(("git+", "file:", "/", ".")) or ("://" in url and not url.endswith(".whl")):
+            out.append(pkg)
+    return out
+
+
 def _source_build_arch(ctx: CheckContext, settings: list[EnvVar]) -> Iterator[Finding]:
     """CUDA extensions a Dockerfile builds from source: which architectures the arch list in force gives them."""
     from envcheck.knowledge.base_images import in_stage, safe_describe
@@ -472,14 +521,10 @@ def _source_build_arch(ctx: CheckContext, settings: list[EnvVar]) -> Iterator[Fi
     sm = ctx.profile.sm
     ngc_stages = {i.stage for i in ctx.inventory.images if (f := safe_describe(i.ref)) is not None and f.ngc_torch}
     own_base = {i.stage for i in ctx.inventory.images}
-    for pkg in ctx.inventory.packages:
-        if pkg.name not in _EXTENSIONS or pkg.installed or pkg.location is None or pkg.location.line is None:
-            continue
-        url = pkg.url or ""
-        if not (url.startswith(("git+", "file:", "/", ".")) or ("://" in url and not url.endswith(".whl"))):
-            continue
-        if pkg.name == "flash-attn":
+    for pkg in _source_builds(ctx):
+        if pkg.name == "flash-attn" or pkg.location is None:
             continue  # reported by G2-flash-attn-build: the build itself is the problem
+        url = pkg.url or ""
         loc = pkg.location
         effective = _effective_arch_list(settings, loc)
         evidence = {"package": pkg.name, "url": url, "stage": loc.stage}
@@ -510,7 +555,7 @@ def _cmake_arch_lists(ctx: CheckContext) -> Iterator[Finding]:
 
     sm = ctx.profile.sm
     for var in ctx.inventory.env:
-        if var.name not in CMAKE_VARIABLES:
+        if var.name not in CMAKE_VARIABLES or var.origin == "run-only":
             continue
         stage = var.location.stage if var.location else None
         level, targets, nvfp4 = cmake_arch_coverage(var.value, sm)

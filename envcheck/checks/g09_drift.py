@@ -521,7 +521,9 @@ FLOATING_BASE = rule(
     "G9-floating-base-tag", "G9", "The base image tag moves (latest, nightly, or no tag)", Status.WARN,
     """FROM image:latest, a nightly tag, or no tag at all (Docker then uses latest) rebuilds on whatever was
     pushed last: torch, CUDA and every pin under it can change between two builds of the same Dockerfile,
-    so an image that worked yesterday breaks today.""",
+    so an image that worked yesterday breaks today. An image no registry serves (a one-word name that is not
+    one of Docker's official images: vllm-node:latest) was built locally, and changes only when it is rebuilt:
+    INFO. One image line shared by several services (a YAML anchor) is one finding.""",
     "Pin a release tag (nvcr.io/nvidia/pytorch:25.11-py3) or a digest (image@sha256:...).",
     ("dockerfile",),
     policy=True,
@@ -553,17 +555,28 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over Dockerfile bases: moving tags, bare pip without NGC's torch, NVIDIA tags not in the table."""
     if not ctx.inventory.images:
         return
-    from envcheck.knowledge.base_images import in_stage, safe_describe
+    from envcheck.knowledge.base_images import in_stage, local_build, safe_describe
 
     floating = 0
-    for image in ctx.inventory.images:
+    said: set[tuple[str, int | None, str]] = set()  # one finding per written image line (YAML anchors repeat it)
+    # an image line shared by services with and without a compose profile is reported for one that starts by default
+    for image in sorted(ctx.inventory.images, key=lambda i: bool(i.location and i.location.branch)):
         facts = safe_describe(image.ref)
         if facts is None:
             continue
         evidence = {"image": image.ref, "stage": image.stage, "final": image.final}
         if facts.floating:
             floating += 1
+            line = (image.location.path, image.location.line, image.ref) if image.location else None
+            if line is not None and line in said:
+                continue
+            if line is not None:
+                said.add(line)
             what = "has no tag (Docker uses latest)" if facts.tag is None else f"uses the moving tag {facts.tag!r}"
+            if local_build(image.ref):
+                yield FLOATING_BASE.info(f"{in_stage(image.stage)}{image.ref} {what}, but no registry serves that name: it is an "
+                                         "image built locally, which changes only when it is rebuilt", image.location, **evidence)
+                continue
             yield FLOATING_BASE.finding(f"{in_stage(image.stage)}{image.ref} {what}", image.location, evidence)
         if (facts.family.startswith("ngc") or facts.family == "cuda") and not facts.known and not facts.floating:
             yield UNKNOWN_BASE.info(f"{in_stage(image.stage)}{image.ref}: {facts.note or 'tag not in the table'}", image.location,
@@ -583,7 +596,8 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
         yield BARE_PIP_BASE.finding(
             f"{in_stage(stage.stage)}{', '.join(stage.names)} installed by pip/uv/conda on {stage.bases}, {stage.why}; "
             f"not pinned to an exact version: {', '.join(unpinned)}",
-            stage.location, {"stage": stage.stage, "packages": stage.names, "bases": stage.bases, "unpinned": unpinned},
+            stage.location, {"stage": stage.stage, "packages": stage.names, "bases": stage.bases, "unpinned": unpinned,
+                             "lines": sorted({p.location.line for p in stage.unpinned if p.location and p.location.line})},
         )
 
 
@@ -639,8 +653,9 @@ def _bare_pip_stages(ctx: CheckContext) -> list[_BarePipStage]:
                     and _is_unpinned(ctx, p, full_stack)]
         own = [i for i in finals if stage in (i.stages or (i.stage,))]  # the stage's own base (a compose service's image)
         bases = ", ".join(sorted({i.ref for i in own or finals})) or "an unknown base"
-        out.append(_BarePipStage(stage, sorted({p.name for p in in_stage_pkgs}), unpinned,
-                                 in_stage_pkgs[0].location, bases, why))
+        # the complaint is the unpinned packages: it sits at their line, not at an exact pin's (torch==2.10.0 from cu130)
+        where = next((p.location for p in unpinned if p.location is not None), in_stage_pkgs[0].location)
+        out.append(_BarePipStage(stage, sorted({p.name for p in in_stage_pkgs}), unpinned, where, bases, why))
     return out
 
 

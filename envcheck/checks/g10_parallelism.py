@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from envcheck.checks.host_facts import is_live
-from envcheck.inspect.launch import TP_KEYS
+from envcheck.inspect.launch import TP_KEYS, written_line
 from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -25,7 +25,10 @@ TP_ACROSS_NODES = rule(
     with a tensor-parallel degree above 1, or a tensor-parallel degree above 1 with a Ray or MPI cluster
     (``ray start``, ``--distributed-executor-backend ray``, ``mpirun``): a Spark has one GPU, so those
     ranks run on other Sparks. Launch commands in compose services, Kubernetes containers,
-    shell scripts and notebooks are read the same way.""",
+    shell scripts and notebooks are read the same way. A tensor-parallel size given by a variable or
+    positional parameter the input does not set (--tensor-parallel-size "$3") is unknown, not 1: across
+    several nodes, or over a Ray cluster the script spans machines with (ray start --head here, ray start
+    --address joining it elsewhere), it is a WARN that depends on the value; otherwise an INFO.""",
     """On two Sparks use DDP or FSDP; keep tensor parallelism inside one node (tp=1 across nodes).""",
     inputs=("host", "container", "compose", "kubernetes", "shell", "notebook"),
 )
@@ -33,9 +36,17 @@ TP_ACROSS_NODES = rule(
 
 def _where(launch: dict[str, Any]) -> Location:
     origin = str(launch.get("origin") or "--launch")
-    lines = [s.get("line") for s in launch.get("settings", []) if s.get("line") and s.get("key") in TP_KEYS]
-    lines = lines or [s.get("line") for s in launch.get("settings", []) if s.get("line")]
-    return Location(origin, line=lines[-1] if lines else None, member=launch.get("member"))
+    line = written_line(launch, TP_KEYS) or written_line(launch, {str(s.get("key")) for s in launch.get("settings", [])})
+    return Location(origin, line=line, member=launch.get("member"), branch=launch.get("branch"), on_request=bool(launch.get("optional")))
+
+
+def _unknown_tp(launch: dict[str, Any]) -> str | None:
+    """The tensor-parallel setting as written when its value is not a number envcheck can read (``"$3"``,
+    ``$TP``: a positional parameter or a variable set elsewhere), else None."""
+    if launch.get("tp") is not None:
+        return None
+    written = [str(s.get("value")) for s in launch.get("settings", []) if s.get("key") in TP_KEYS and s.get("value")]
+    return written[-1] if written else None
 
 
 @check(TP_ACROSS_NODES)
@@ -57,7 +68,18 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
         where = _where(launch)
         evidence = {"nodes": nodes, "tp": tp, "tool": launch.get("tool")}
         cluster = launch.get("cluster")
-        if cluster and nodes == 1 and tp > 1:  # a Spark has one GPU: tp=2 over a Ray/MPI cluster is tp over 2 Sparks
+        unknown = _unknown_tp(launch)
+        if unknown is not None and (nodes > 1 or launch.get("multi_node")):
+            failed = True
+            across = f"{nodes} nodes" if nodes > 1 else f"a multi-node {cluster} cluster (a head and a worker that joins it)"
+            yield TP_ACROSS_NODES.finding(
+                f"{origin}: the tensor-parallel size comes from {unknown}, unknown here, across {across}: it depends on "
+                "the value: above 1 its ranks span Sparks (one GPU each); use pipeline parallelism (or DDP/FSDP) across Sparks",
+                where, {**evidence, "tp": unknown, "cluster": cluster})
+        elif unknown is not None:
+            yield TP_ACROSS_NODES.info(f"{origin}: the tensor-parallel size comes from {unknown}, unknown here", where,
+                                       **{**evidence, "tp": unknown})
+        elif cluster and nodes == 1 and tp > 1:  # a Spark has one GPU: tp=2 over a Ray/MPI cluster is tp over 2 Sparks
             failed = True
             yield TP_ACROSS_NODES.finding(
                 f"{origin}: tensor parallelism (tp={tp}) over {'an' if cluster == 'MPI' else 'a'} {cluster} cluster: a Spark has one GPU, so the"

@@ -3,7 +3,8 @@ stages it builds on, and each instruction's changes applied in order."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from envcheck.inspect.dockerfile import (
     MAX_EXPANDED_TOTAL,
@@ -16,6 +17,7 @@ from envcheck.inspect.dockerfile import (
     env_pairs,
     expand,
 )
+from envcheck.inspect.shell import SimpleCommand
 
 
 def inherited_env(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]) -> dict[str, str]:
@@ -180,3 +182,18 @@ def _mount_source(spec: str) -> str | None:
         if key.strip() == "from":
             return value.strip() or None
     return None
+def settings_ending_with_run(text: str, commands: Sequence[tuple[SimpleCommand, int]], names: Sequence[str],
+                             builds: Callable[[list[str]], bool], values: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Build settings (``names``: TORCH_CUDA_ARCH_LIST ...) a RUN's shell sets (``export NAME=...`` or a bare
+    ``NAME=...``) for no build command of that same RUN: the shell ends with the RUN, so later RUNs never see them
+    (``RUN export TORCH_CUDA_ARCH_LIST=12.1a`` on its own line). Values already in force (``values``) are left out."""
+    found: list[tuple[str, str]] = []
+    for name in names:
+        written = list(re.finditer(rf"(?:^|[\s;&|(]){name}=(\"[^\"]*\"|'[^']*'|[^\s;&|)]*)", text))
+        if not written:
+            continue
+        value = written[-1].group(1).strip("\"'")  # the last assignment is what the shell holds
+        if value == values.get(name) or any(name in cmd.env and builds(list(cmd.argv)) for cmd, _line in commands):
+            continue
+        found.append((name, value))
+    return found

@@ -247,6 +247,22 @@ def is_arm64(platform: str | None) -> bool | None:
     return arch in ("arm64", "aarch64", "arm64v8")
 
 
+def local_build(ref: str) -> bool:
+    """Whether no registry can serve ``ref``: a one-word name (no registry, no namespace: ``vllm-node:latest``) that
+    is not one of Docker's official images (``knowledge/docker_official_images.toml``), so only a local build can
+    have tagged it."""
+    written = ref.split("@", 1)[0]
+    name = written.rsplit(":", 1)[0] if ":" in written else written
+    if not name or "/" in name or "$" in name or name != name.lower():
+        return False
+    return name not in _official_images()
+
+
+@lru_cache(maxsize=1)
+def _official_images() -> frozenset[str]:
+    return frozenset(str(n) for row in knowledge.load("docker_official_images")["official"] for n in row["names"])
+
+
 def ml_image(ref: str) -> bool:
     """An image envcheck's knowledge says something about (NGC, nvidia/cuda, amd64-only ML images): judged whatever
     the service asks for. Other images of services without a GPU (databases, web UIs, curl) are not the Spark's concern."""

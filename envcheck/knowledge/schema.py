@@ -62,6 +62,10 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
         "meta": META,
         "package": Rows({"name": str, "reason": str}, {"aarch64_wheels": bool}),
     },
+    "docker_official_images": {
+        "meta": META,
+        "official": Rows({"registry": str, "names": STR_LIST}),
+    },
     "cuda_image_tags": {
         "meta": META,
         "cuda13": Rows({"version": str, "flavor": str, "os": str}),

@@ -80,6 +80,10 @@ def detect(path: Path) -> str | None:
             sniff = getattr(module_for(row.name), "sniff", None)
             if sniff is not None and sniff(path, head):
                 return row.name
+    for row in kinds.KINDS:  # a named file may be recognised more loosely than discovery's (a Kubernetes ConfigMap)
+        named = getattr(module_for(row.name), "sniff_named", None) if row.sniff else None
+        if named is not None and named(path, head):
+            return row.name
     return None
 
 

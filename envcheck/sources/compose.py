@@ -6,7 +6,8 @@ compose file, not from the shell envcheck runs in, so a check means the same on 
 
 - ``image:`` is a :class:`BaseImage` at its line (``platform:`` as its platform), judged as a Dockerfile
   ``FROM`` is; with ``build:`` the image names the result instead, and the Dockerfile ``build:`` names
-  (``context``, ``dockerfile``, ``args``, ``target``) is read with those build arguments and that target;
+  (``context``, ``dockerfile``, ``args``, ``target``) is read with those build arguments and that target; another
+  service that runs an image a service here builds runs that build (its Dockerfile is judged, not a pull);
 - ``entrypoint:`` and ``command:`` are read as shell text (installs in ``bash -c "pip install ... && ..."``)
   and as launch commands (vLLM, SGLang, torchrun ...: memory share, tensor parallelism, nodes); a command
   that is only options runs the image's own server (``vllm/vllm-openai`` starts ``vllm serve``); a command
@@ -61,6 +62,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         return inventory
     services = reader.services(path, document, inventory, depth=0)
     launches: list[dict[str, Any]] = []
+    # images a service of this file builds (build: + image: naming the result): others that run them run its build
+    reader.built = {str(s.get("image")) for s, _file in services.values() if s.get("build") is not None and isinstance(s.get("image"), str)}
     for name, (service, file) in services.items():
         reader.service(name, service, file, inventory, launches)
     if launches:
@@ -168,6 +171,7 @@ class _Compose:
         self.dockerfiles: set[tuple[str, tuple[tuple[str, str], ...], str]] = set()
         self.included: set[Path] = set()
         self.lines: dict[str, list[str]] = {}  # each compose file's lines: where a command's flags are written
+        self.built: set[str] = set()  # images services of this file build
 
     def load(self, path: Path, inventory: Inventory) -> YMap | None:
         """The first document of a compose file, interpolated; problems go to ``inventory``."""
@@ -289,14 +293,14 @@ class _Compose:
     def service(self, name: str, service: YMap, file: Path, inventory: Inventory, launches: list[dict[str, Any]]) -> None:
         """The facts of one service, located in ``file``."""
         profiles = service.get("profiles")
-        branch = (f"only with the compose profile {', '.join(map(str, profiles))}"
+        branch = (f"only with the compose profile {', '.join(map(str, profiles))} (it starts only when asked for)"
                   if isinstance(profiles, YList) and profiles else None)
 
         def file_of(key: str) -> Path:
             return service.files.get(key, file) if isinstance(service, _Service) else file
 
         def at(key: str, line: int | None = None) -> Location:  # a service is reported as a stage named after it
-            return Location(str(file_of(key)), line=line or service.line_of(key), branch=branch, stage=name)
+            return Location(str(file_of(key)), line=line or service.line_of(key), branch=branch, stage=name, on_request=bool(branch))
 
         image = service.get("image")
         build = service.get("build")
@@ -311,9 +315,13 @@ class _Compose:
             launches.append({"origin": where.path, "line": where.line, "tool": str(image) if isinstance(image, str) else name,
                              "service": name, "memory": None, "uncapped": True, "settings": [],
                              **({"optional": True} if branch else {})})
+        for launch in launches[before:]:
+            exclusive = _exclusive(service, launch)
+            if exclusive:
+                launch["exclusive"] = exclusive
         if build is not None:
             self._build(name, build, file_of("build"), inventory, at("build"), platform if isinstance(platform, str) else None)
-        elif isinstance(image, Scalar) and image and not image.null:
+        elif isinstance(image, Scalar) and image and not image.null and str(image) not in self.built:
             try:
                 parse_reference(image)
             except UsageError as exc:
@@ -355,7 +363,7 @@ class _Compose:
         text = shlex.join(words)
         entry = image_entrypoint(image)
         def where(_line: int) -> Location:  # a compose command is one value: every fact is at its key
-            return Location(str(file), line=line, branch=branch, stage=name)
+            return Location(str(file), line=line, branch=branch, stage=name, on_request=bool(branch))
 
         sub = shell.read_script(text, str(file), file.parent, self.options, where)
         inventory.packages.extend(sub.packages)
@@ -365,6 +373,9 @@ class _Compose:
         inventory.problems.extend(sub.problems)
         extra: dict[str, object] = {"service": f"service {name}", **({"optional": True, "branch": branch} if branch else {})}  # not started by default
         found = shell.launches(text, str(file), where, entry=entry, extra=extra)
+        port = _port(words)
+        for launch in found if port else []:
+            launch["port"] = port
         lines = self.lines.get(str(file), [])
         for launch in found:  # a command value is one text: each flag is on the file line it is written on
             for setting in launch.get("settings", []):
@@ -468,6 +479,34 @@ def uses_gpu(service: YMap) -> bool:
         if isinstance(device, YMap) and (str(device.get("driver") or "") == "nvidia" or "gpu" in [str(c) for c in device.get("capabilities") or []]):
             return True
     return False
+
+
+# The port a server listens on when its command names none (vLLM, SGLang defaults).
+_DEFAULT_PORTS = {"vllm": "8000", "sglang": "30000"}
+
+
+def _port(words: list[str]) -> str | None:
+    """The value of the command's ``--port`` option, or None."""
+    for i, word in enumerate(words):
+        key, eq, value = word.partition("=")
+        if key == "--port":
+            return value if eq else (words[i + 1] if i + 1 < len(words) else None)
+    return None
+
+
+def _exclusive(service: YMap, launch: dict[str, Any]) -> list[str]:
+    """What only one container at a time can hold: its ``container_name`` (often shared through a YAML anchor by
+    a menu of alternative services) and, under ``network_mode: host``, the host port its server listens on.
+    Services that share one of these cannot run together (G6 adds up only those that can)."""
+    held: list[str] = []
+    name = service.get("container_name")
+    if isinstance(name, Scalar) and not name.null and str(name):
+        held.append(f"container_name {name}")
+    if str(service.get("network_mode") or "") == "host":
+        port = launch.get("port") or _DEFAULT_PORTS.get(str(launch.get("tool") or ""))
+        if port:
+            held.append(f"host port {port}")
+    return held
 
 
 def _environment(value: Any) -> list[tuple[str, str, int]]:

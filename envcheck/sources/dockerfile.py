@@ -33,7 +33,12 @@ from envcheck.inspect.dockerfile import (
     parse,
     split_words,
 )
-from envcheck.inspect.dockerfile_env import copied_into_image, stages_in_build, walk_stage
+from envcheck.inspect.dockerfile_env import (
+    copied_into_image,
+    settings_ending_with_run,
+    stages_in_build,
+    walk_stage,
+)
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.pip_args import (
     INDEX_VARIABLES,
@@ -251,6 +256,8 @@ class _Reader:
                 commands, truncated = self._commands(inst, values)
                 for cmd, line in commands:
                     self._command(cmd, line, stage, in_image, values, files, inventory)
+                for name, value in settings_ending_with_run(inst.args, commands, _TRACKED_BUILD_ENV, _builds, values):
+                    inventory.env.append(EnvVar(name, value, Origin.RUN_ONLY, self._loc(inst.line, stage)))
                 size = len(inst.args) + sum(len(doc.body) for doc in inst.heredocs)
                 if size > MAX_RUN_TEXT:
                     inventory.problems.append(ReadProblem(_too_long(size), self._loc(inst.line, stage)))

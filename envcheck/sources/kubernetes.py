@@ -53,6 +53,7 @@ _LWS_WORKERS = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")
 ARCH_LABEL = "kubernetes.io/arch"
 _SNIFF = re.compile(r"(?m)^apiVersion\s*:\s*\S+")
 _SNIFF_KIND = re.compile(r"(?m)^kind\s*:\s*[\"']?(" + "|".join(WORKLOADS) + r"|List)[\"']?\s*$")
+_ANY_KIND = re.compile(r"(?m)^kind\s*:\s*[\"']?[A-Za-z][A-Za-z0-9]*[\"']?\s*(#.*)?$")
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -61,6 +62,15 @@ def sniff(path: Path, head: bytes) -> bool:
         return False
     text = head.decode("utf-8", "replace")
     return bool(_SNIFF.search(text)) and bool(_SNIFF_KIND.search(text))
+
+
+def sniff_named(path: Path, head: bytes) -> bool:
+    """A file the user named: any Kubernetes object (a top-level ``apiVersion:`` and ``kind:``: a ConfigMap, a
+    Cilium resource) is a manifest, read as one; folder discovery takes only those with a workload (:func:`sniff`)."""
+    if b"\x00" in head:
+        return False
+    text = head.decode("utf-8", "replace")
+    return bool(_SNIFF.search(text)) and bool(_ANY_KIND.search(text))
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
@@ -74,9 +84,12 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         raise InputError(f"{path}: {exc.message}", str(path), exc.line) from None
     inventory = Inventory(problems=list(problems))
     launches: list[dict[str, Any]] = []
-    for document in _flattened(documents):
+    others: list[str] = []  # the kinds of the documents that run no pod
+    objects = _flattened(documents)
+    for document in objects:
         kind = document.get("kind")
         if not isinstance(document.get("apiVersion"), str) or kind not in WORKLOADS:
+            others.append(str(kind) if isinstance(kind, str) else "?")
             continue
         spec = _at_path(document, WORKLOADS[str(kind)])
         workers = _at_path(document, _LWS_WORKERS) if kind == "LeaderWorkerSet" else None
@@ -100,6 +113,10 @@ def read(path: Path, options: ReadOptions) -> Inventory:
                 launch["nodes"] = max(int(launch.get("nodes") or 1), int(size))
     if launches:
         inventory.host = replace(inventory.host, launch=launches)
+    if others and len(others) == len(objects):
+        shown = ", ".join(dict.fromkeys(others[:20]))
+        inventory.problems.append(ReadProblem(f"no workload with a pod template (Pod, Deployment, Job ...) in this manifest ({shown}): "
+                                              "nothing here runs a container, so there is nothing to check", Location(str(path)), note=True))
     return inventory
 
 

@@ -194,7 +194,7 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
     ``HostReadings.launch`` entries. ``entry``: the image's entrypoint, run before commands that start with an
     option (a compose service on ``vllm/vllm-openai`` whose ``command:`` is only flags)."""
     from envcheck.inspect.docker_run import parse_run
-    from envcheck.inspect.launch import MEMORY_KEYS, LaunchFormatError, parse_command
+    from envcheck.inspect.launch import MEMORY_KEYS, TP_KEYS, LaunchFormatError, parse_command
     from envcheck.inspect.shell import split_commands
 
     found: list[dict[str, Any]] = []
@@ -230,10 +230,24 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
         item.update({"line": loc.line, "memory": memory, "command": shlex.join(_masked(argv))[:200], **(extra or {})})
         if loc.member:
             item["member"] = loc.member
-        if cluster and (launch.tp or 0) > 1 and not launch.nodes:
+        unknown_tp = launch.tp is None and any(s.key in TP_KEYS for s in launch.settings)  # --tensor-parallel-size "$3"
+        if cluster and ((launch.tp or 0) > 1 or unknown_tp) and not launch.nodes:
             item["cluster"] = cluster  # a Spark has one GPU: tp > 1 over a Ray/MPI cluster spans Sparks
+            if cluster == "Ray" and _ray_joins(text):
+                item["multi_node"] = True  # a head here and a worker that joins it: the cluster spans machines
         found.append(item)
     return found
+
+
+_RAY_HEAD = re.compile(r"\bray\s+start\b[^\n]*--head\b")
+_RAY_JOIN = re.compile(r"\bray\s+start\b[^\n]*--address\b")
+
+
+def _ray_joins(text: str) -> bool:
+    """Evidence of a multi-node Ray cluster in one script: ``ray start --head`` and a ``ray start --address``
+    that joins it (on another host: over ssh, in a container started there), wherever they are quoted."""
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    return any(_RAY_HEAD.search(line) for line in lines) and any(_RAY_JOIN.search(line) for line in lines)
 
 
 _MPI = frozenset({"mpirun", "mpiexec", "srun"})
@@ -287,7 +301,10 @@ def _ssh_command(argv: list[str]) -> str | None:
 
 def _launched(argv: list[str]) -> list[str]:
     """``mpirun [options] trtllm-llmapi-launch trtllm-serve ...``: the words from the program the launcher starts
-    (kept whole, launcher included, when no known program follows)."""
+    (kept whole, launcher included, when no known program follows); ``/launch-cluster.sh vllm serve ...``: a
+    wrapper script handed the server's command line runs it."""
+    if argv and argv[0].endswith(".sh") and len(argv) > 1 and _leading_tool(argv[1:]):
+        return argv[1:]
     if not argv or argv[0].rsplit("/", 1)[-1] not in _MPI:
         return argv
     start = next((i for i in range(1, len(argv)) if not argv[i].startswith("-") and _leading_tool(argv[i:])), None)
@@ -318,7 +335,8 @@ def _setting_line(text: str, start: int, key: str, where: Callable[[int], Locati
     """The file line where a launch's setting ``key`` is written (``--tensor-parallel-size 16`` on the fourth
     line of a continued command), so a finding points at the flag, not at the command's first line."""
     span = text[start:start + _SETTING_SPAN]
-    for forms in ((f"--{key.replace('_', '-')}", f"--{key}"), (f"{key.upper()}=",), (key,)):
+    short = ("-tp",) if key == "tp" else ()  # vLLM's -tp: the nearest form written wins, not a later command's --tp
+    for forms in ((f"--{key.replace('_', '-')}", f"--{key}", *short), (f"{key.upper()}=",), (key,)):
         found = min((at for at in (span.find(written) for written in forms) if at >= 0), default=-1)  # the nearest
         if found >= 0:
             return where(text.count("\n", 0, start + found) + 1).line
