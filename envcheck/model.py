@@ -17,7 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from envcheck import readings
 from envcheck.errors import InputError
+from envcheck.readings import json_type as _json_type
 
 
 class _Vocabulary(str, enum.Enum):
@@ -339,29 +341,29 @@ class Pragma:
 class HostReadings:
     """Live readings of a running machine or container, and the image facts of an image target.
 
-    One field per reading; each is the reading as JSON-ready data (its keys are documented in
-    ``docs/inventory.md``), None when the source did not take it. Sources build a new value with
-    :func:`dataclasses.replace`; checks read the fields.
+    One field per reading, each a typed record of :mod:`envcheck.readings` (``launch`` stays a list of
+    objects: its keys differ by tool and input kind), None when the source did not take it. Sources build a
+    new value with :func:`dataclasses.replace`; checks read the fields' attributes.
     """
 
-    python: dict[str, Any] | None = None  # the probed interpreter (status ok) or {"status": "absent"}
-    torch: dict[str, Any] | None = None  # importing torch in a child process
-    flash_attn: dict[str, Any] | None = None  # importing flash-attn and its CUDA extension
-    unsloth: dict[str, Any] | None = None  # present / version (never imported)
-    ldconfig: dict[str, Any] | None = None  # CUDA sonames ldconfig knows
-    container: dict[str, Any] | None = None  # container kind and the evidence for it
-    probe: dict[str, Any] | None = None  # the collector document: origin, duration_s, pid
-    meminfo: dict[str, Any] | None = None  # /proc/meminfo in bytes
-    nvidia_smi: dict[str, Any] | None = None  # samples, GPU processes
+    python: readings.PythonReading | None = None  # the probed interpreter (status ok) or status absent
+    torch: readings.TorchReading | None = None  # importing torch in a child process
+    flash_attn: readings.FlashAttnReading | None = None  # importing flash-attn and its CUDA extension
+    unsloth: readings.UnslothReading | None = None  # present / version (never imported)
+    ldconfig: readings.LdconfigReading | None = None  # CUDA sonames ldconfig knows
+    container: readings.ContainerReading | None = None  # container kind and the evidence for it
+    probe: readings.ProbeReading | None = None  # the collector document: origin, duration_s, pid
+    meminfo: readings.MeminfoReading | None = None  # /proc/meminfo in bytes
+    nvidia_smi: readings.NvidiaSmiReading | None = None  # samples, GPU processes
     launch: list[dict[str, Any]] | None = None  # launch commands and configs (G10)
     expected_bandwidth_gbs: float | None = None  # --expect-bandwidth (G5)
-    playbooks: dict[str, Any] | None = None  # open dgx-spark-playbooks issues (G8)
-    binaries: dict[str, Any] | None = None  # preflight --binaries: what was scanned
+    playbooks: readings.PlaybooksReading | None = None  # open dgx-spark-playbooks issues (G8)
+    binaries: readings.BinariesReading | None = None  # preflight --binaries: what was scanned
     sample_seconds: float | None = None  # the nvidia-smi sampling window asked for
     read_seconds: float | None = None  # wall time of the whole read
-    image: dict[str, Any] | None = None  # envcheck image: registry, manifest and config facts
-    container_run: dict[str, Any] | None = None  # envcheck container: how the collector ran
-    resolve: dict[str, Any] | None = None  # envcheck --resolve: target, files, requests and bytes read
+    image: readings.ImageFacts | None = None  # envcheck image: registry, manifest and config facts
+    container_run: readings.ContainerRun | None = None  # envcheck container: how the collector ran
+    resolve: readings.ResolveReading | None = None  # envcheck --resolve: target, files, requests and bytes read
 
     def __bool__(self) -> bool:
         return any(getattr(self, f.name) is not None for f in dataclasses.fields(self))
@@ -372,35 +374,37 @@ class HostReadings:
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = value.to_json() if isinstance(value, readings.Reading) else value
+        return out
 
     @classmethod
     def from_json(cls, data: Any, where: str = "host") -> HostReadings:
         """Readings from :meth:`to_json` output; unknown keys and wrongly typed readings are refused."""
         if not isinstance(data, Mapping):
             raise InputError(f"{where}: expected an object, found {_json_type(data)}")
-        names = {f.name: f for f in dataclasses.fields(cls)}
+        hints, fields = _fields_of(typing.cast(type, cls))
         values: dict[str, Any] = {}
         for key, value in data.items():
-            if key not in names:
-                raise InputError(f"{where}: {key!r} is not a reading this envcheck knows ({', '.join(names)})")
+            if key not in fields:
+                raise InputError(f"{where}: {key!r} is not a reading this envcheck knows ({', '.join(fields)})")
             if value is None:
                 continue
-            expected = _HOST_TYPES.get(key, dict)
-            if expected is float:
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            kind = _field_plan(hints[key])[1]
+            if isinstance(kind, type) and issubclass(kind, readings.Reading):
+                values[key] = kind.from_json(value, f"{where}.{key}")
+            elif kind is float:
+                if not isinstance(value, (int, float)) or isinstance(value, bool):
+                    raise InputError(f"{where}.{key}: expected a number, found {_json_type(value)}")
+                values[key] = float(value)
+            elif not isinstance(value, list) or not all(isinstance(item, dict) for item in value):  # launch
+                raise InputError(f"{where}.{key}: expected a list of objects, found {_json_type(value)}")
             else:
-                ok = isinstance(value, expected)
-                if ok and expected is list:
-                    ok = all(isinstance(item, dict) for item in value)
-            if not ok:
-                raise InputError(f"{where}.{key}: expected {_HOST_TYPE_NAMES[expected]}, found {_json_type(value)}")
-            values[key] = float(value) if expected is float else value
+                values[key] = value
         return cls(**values)
-
-
-_HOST_TYPES: dict[str, type] = {"launch": list, "expected_bandwidth_gbs": float, "sample_seconds": float, "read_seconds": float}
-_HOST_TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list of objects", float: "a number"}
 
 
 @dataclass
@@ -676,12 +680,6 @@ def _json_list(value: Any, where: str) -> list[Any]:
     if not isinstance(value, list):
         raise InputError(f"{where}: expected a list, found {_json_type(value)}")
     return value
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "text", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
 def from_plain(cls: type[_Plain], data: Any, where: str) -> _Plain:

@@ -200,25 +200,25 @@ IMAGE_CONFIG_ARCH = rule(
 def image_platform(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over an image: the index has a linux/arm64 child, and the selected config says arm64."""
     facts = ctx.inventory.host.image
-    if not isinstance(facts, dict):
+    if facts is None:
         return
-    want = str(facts.get("platform") or ctx.profile.docker_platform)
-    ref = str(facts.get("ref", ""))
+    want = facts.platform or ctx.profile.docker_platform
+    ref = facts.ref or ""
     where = Location(ref) if ref else None
-    platforms = [str(p) for p in facts.get("platforms") or []]
-    if facts.get("platform_found") is False:
+    platforms = list(facts.platforms or ())
+    if facts.platform_found is False:
         yield IMAGE_NO_PLATFORM.finding(
             f"{ref} has no {want} image; it offers {', '.join(platforms) or 'no platforms at all'}",
-            where, {"platforms": platforms, "wanted": want, "digest": facts.get("digest")})
+            where, {"platforms": platforms, "wanted": want, "digest": facts.digest})
         return
-    arch = facts.get("architecture")
+    arch = facts.architecture
     if arch is None:
         return
     want_os, _, want_arch = want.partition("/")
     want_arch = want_arch.split("/")[0]
-    found = f"{facts.get('os')}/{arch}" + (f"/{facts['variant']}" if facts.get("variant") else "")
+    found = f"{facts.os}/{arch}" + (f"/{facts.variant}" if facts.variant else "")
     location = Location(ref, member="config") if ref else None
-    if arch != want_arch or facts.get("os") not in (None, want_os):
+    if arch != want_arch or facts.os not in (None, want_os):
         yield IMAGE_CONFIG_ARCH.finding(f"{ref}: the image config is {found}, not {want}", location,
                                         {"config_platform": found, "wanted": want, "platforms": platforms})
     else:
@@ -337,8 +337,8 @@ HOST_MACHINE = rule(
 def host_machine(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over a live read: the probed interpreter's machine against the profile's."""
     python = ctx.inventory.host.python
-    machine = python.get("machine") if isinstance(python, dict) else None
-    if not isinstance(machine, str) or not machine:
+    machine = python.machine if python is not None else None
+    if not machine:
         return
     wanted = ctx.profile.machine
     same = machine.lower() in (wanted, "arm64") if wanted == "aarch64" else machine.lower() == wanted
@@ -346,7 +346,7 @@ def host_machine(ctx: CheckContext) -> Iterator[Finding]:
         yield HOST_MACHINE.passed(f"this machine is {machine}, as a {ctx.profile.name} is", None)
         return
     smi = ctx.inventory.host.nvidia_smi
-    gpu = "no NVIDIA GPU" if not (isinstance(smi, dict) and smi.get("status") == "ok") else "its own GPU"
+    gpu = "no NVIDIA GPU" if not (smi is not None and smi.status == "ok") else "its own GPU"
     yield HOST_MACHINE.finding(
         f"this machine is {machine} with {gpu}, not a {ctx.profile.name} ({ctx.profile.os}/{wanted}, GB10): "
         "its readings describe this machine, not a Spark", None, {"machine": machine, "profile_machine": wanted})

@@ -153,9 +153,9 @@ def _cuda(pkg: Package, inventory: Inventory) -> int | None:
     if found:
         return found[0]
     torch = inventory.host.torch
-    if pkg.name == "torch" and isinstance(torch, dict) and torch.get("status") == "ok" and isinstance(torch.get("cuda"), str):
+    if pkg.name == "torch" and torch is not None and torch.status == "ok" and torch.cuda is not None:
         # PyPI's torch wheels carry no +cuXXX; the live probe's torch.version.cuda names the build
-        major = torch["cuda"].split(".")[0]
+        major = torch.cuda.split(".")[0]
         return int(major) if major.isdigit() else None
     return None
 
@@ -284,15 +284,9 @@ def _env_changes(a: Side, b: Side) -> Iterator[Finding]:
 
 def _driver(inventory: Inventory) -> str | None:
     smi = inventory.host.nvidia_smi
-    if not isinstance(smi, dict) or smi.get("status") != "ok":
+    if smi is None:
         return None
-    # A snapshot is input: the readings are checked for shape here, not trusted.
-    samples = smi.get("samples")
-    last = samples[-1] if isinstance(samples, list) and samples else None
-    gpus = last.get("gpus") if isinstance(last, dict) else None
-    if not isinstance(gpus, list):
-        return None
-    versions = sorted({str(g["driver_version"]) for g in gpus if isinstance(g, dict) and g.get("driver_version")})
+    versions = sorted({g.driver_version for g in smi.gpus if g.driver_version})
     return ", ".join(versions) or None
 
 
@@ -363,11 +357,11 @@ def twin_facts(side: Side) -> dict[str, str]:
         if name in ("torch", "flash-attn") or name.startswith("nvidia-"):
             facts[name] = _shown(pkg)
     torch = inventory.host.torch
-    if isinstance(torch, dict) and torch.get("status") == "ok":
-        if torch.get("version"):
-            facts.setdefault("torch", str(torch["version"]))
-        if torch.get("cuda"):
-            facts["torch CUDA"] = str(torch["cuda"])
+    if torch is not None and torch.status == "ok":
+        if torch.version:
+            facts.setdefault("torch", torch.version)
+        if torch.cuda:
+            facts["torch CUDA"] = torch.cuda
     env = _env(inventory)
     for name in ("CUDA_VERSION", "NCCL_VERSION", "CUDNN_VERSION", "NVIDIA_PYTORCH_VERSION"):
         if name in env:

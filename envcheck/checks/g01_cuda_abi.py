@@ -409,25 +409,25 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over the live torch probe: crash/import error FAIL, wrong CUDA major FAIL, timeout WARN."""
     host = ctx.inventory.host
     torch = host.torch
-    if not isinstance(torch, dict):
-        if (host.python or {}).get("status") == "absent":
+    if torch is None:
+        if host.python is not None and host.python.status == "absent":
             yield LIVE_TORCH.finding("no python3 to probe: cannot check torch", status=Status.SKIP)
         return
-    python = str((host.python or {}).get("executable") or "python3")
-    status = torch.get("status")
-    stage = "initialising CUDA" if torch.get("stage") == "cuda-init" else "importing torch"
-    evidence = {k: torch.get(k) for k in ("status", "stage", "signal", "error", "version", "cuda") if torch.get(k) is not None}
+    python = (host.python.executable if host.python is not None else None) or "python3"
+    status = torch.status
+    stage = "initialising CUDA" if torch.stage == "cuda-init" else "importing torch"
+    evidence = {k: v for k in ("status", "stage", "signal", "error", "version", "cuda") if (v := getattr(torch, k)) is not None}
     if status == "absent":
         yield LIVE_TORCH.finding(f"torch is not installed for {python}", status=Status.SKIP)
     elif status == "crashed":
-        yield LIVE_TORCH.finding(f"{python} crashed ({torch.get('signal')}) {stage}", evidence=evidence)
+        yield LIVE_TORCH.finding(f"{python} crashed ({torch.signal}) {stage}", evidence=evidence)
     elif status in ("import-error", "error"):
-        yield LIVE_TORCH.finding(f"{stage} failed: {torch.get('error') or 'no message'}", evidence=evidence)
+        yield LIVE_TORCH.finding(f"{stage} failed: {torch.error or 'no message'}", evidence=evidence)
     elif status == "timeout":
-        yield LIVE_TORCH.finding(f"{stage} did not finish within {torch.get('timeout_s')} s", evidence=evidence, status=Status.WARN)
+        yield LIVE_TORCH.finding(f"{stage} did not finish within {torch.timeout_s} s", evidence=evidence, status=Status.WARN)
     elif status == "ok":
-        version = torch.get("version")
-        cuda = torch.get("cuda")
+        version = torch.version
+        cuda = torch.cuda
         if not cuda:
             yield LIVE_TORCH.finding(f"torch {version} is not a CUDA build (torch.version.cuda is None)", evidence=evidence)
             return
@@ -436,13 +436,10 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
         except ValueError:
             yield LIVE_TORCH.finding(f"torch {version} reports an unreadable CUDA version {cuda!r}", evidence=evidence, status=Status.WARN)
             return
-        smi = host.nvidia_smi
-        listed: list[object] = []
-        if isinstance(smi, dict) and smi.get("status") == "ok" and smi.get("samples"):
-            listed = list(smi["samples"][-1].get("gpus") or [])
+        listed = host.nvidia_smi.gpus if host.nvidia_smi is not None else ()
         if major != ctx.profile.cuda_major:
             yield LIVE_TORCH.finding(f"torch {version} is built for CUDA {cuda}; {ctx.profile.name} needs CUDA {ctx.profile.cuda_major}", evidence=evidence)
-        elif torch.get("cuda_available") is False and listed:
+        elif torch.cuda_available is False and listed:
             hidden = ctx.inventory.env_value("CUDA_VISIBLE_DEVICES")
             why = f" (CUDA_VISIBLE_DEVICES={hidden!r})" if hidden is not None else " (driver too old for CUDA 13, or no device access)"
             yield LIVE_TORCH.finding(
@@ -647,9 +644,9 @@ IMAGE_CUDA = rule(
 def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over an image: the CUDA major from its config's CUDA_VERSION, else from its NGC tag."""
     facts = ctx.inventory.host.image
-    if not isinstance(facts, dict) or facts.get("platform_found") is False:
+    if facts is None or facts.platform_found is False:
         return
-    ref = str(facts.get("ref", ""))
+    ref = facts.ref or ""
     where = Location(ref, member="config") if ref else None
     value = next((v.value for v in reversed(ctx.inventory.env) if v.name == "CUDA_VERSION" and v.origin == "config"), None)
     major: int | None = None
@@ -664,7 +661,7 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
     if major is None:
         from envcheck.knowledge.base_images import safe_describe
 
-        described = safe_describe(str(facts.get("registry", "")) + "/" + str(facts.get("repository", "")) + ":" + str(facts.get("tag") or "latest")) if facts.get("repository") else None
+        described = safe_describe(f"{facts.registry or ''}/{facts.repository}:{facts.tag or 'latest'}") if facts.repository else None
         if described is not None and described.cuda_major is not None:
             major = described.cuda_major
             how = (described.note or f"NGC {described.release}") + (" (inferred)" if described.inferred else "")

@@ -147,19 +147,19 @@ FLASH_ATTN_LOADS = rule(
 def flash_attn_live(ctx: CheckContext) -> Iterator[Finding]:
     """G2 on live readings: does the installed flash-attn's CUDA extension load?"""
     reading = ctx.inventory.host.flash_attn
-    if not isinstance(reading, dict):
+    if reading is None:
         return
-    status = reading.get("status")
-    version = reading.get("version") or ""
+    status = reading.status
+    version = reading.version or ""
     if status == "absent":
         return
-    if status == "ok" and reading.get("extension") == "ok":
+    if status == "ok" and reading.extension == "ok":
         yield FLASH_ATTN_LOADS.passed(f"flash-attn {version} imports and its CUDA extension loads".replace("  ", " "))
-    elif status == "ok" and reading.get("extension") == "error":
+    elif status == "ok" and reading.extension == "error":
         yield FLASH_ATTN_LOADS.finding(
-            f"flash-attn {version} imports but its CUDA extension does not load: {reading.get('extension_error') or 'unknown error'}".replace("  ", " "),
-            None, {"reading": reading},
+            f"flash-attn {version} imports but its CUDA extension does not load: {reading.extension_error or 'unknown error'}".replace("  ", " "),
+            None, {"reading": reading.to_json()},
         )
     elif status in ("import-error", "error", "crashed", "timeout"):
-        detail = reading.get("signal") or reading.get("error") or status
-        yield FLASH_ATTN_LOADS.finding(f"importing flash_attn failed ({status}: {detail})", None, {"reading": reading})
+        detail = reading.signal or reading.error or status
+        yield FLASH_ATTN_LOADS.finding(f"importing flash_attn failed ({status}: {detail})", None, {"reading": reading.to_json()})

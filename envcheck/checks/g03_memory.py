@@ -47,26 +47,26 @@ def page_cache(ctx: CheckContext) -> Iterator[Finding]:
     """WARN when the page cache is large on unified memory; INFO readings; SKIP without /proc/meminfo."""
     if not is_live(ctx):
         return
-    if ctx.kind == "container" and isinstance(ctx.inventory.host.container_run, dict):
+    if ctx.kind == "container" and ctx.inventory.host.container_run is not None:
         # a container envcheck started from an image reads the memory of the machine its engine runs on:
         # that is no fact about the image (issue 26 item 15)
         yield PAGE_CACHE.finding("the page cache is the Docker engine's machine's, not the image's: run `envcheck preflight` "
                                  "on the Spark before the job", status=Status.SKIP)
         return
     mem = ctx.inventory.host.meminfo
-    if not isinstance(mem, dict) or mem.get("status") != "ok":
-        reason = mem.get("error", mem.get("status")) if isinstance(mem, dict) else "not read"
+    if mem is None or mem.status != "ok":
+        reason = (mem.error or mem.status) if mem is not None else "not read"
         yield PAGE_CACHE.finding(f"cannot read /proc/meminfo: {reason}", status=Status.SKIP)
         return
-    values = mem.get("bytes", {})
-    where = Location(str(mem.get("path", "/proc/meminfo")))
+    values = mem.bytes or {}
+    where = Location(mem.path or "/proc/meminfo")
     total = values.get("MemTotal")
-    if not isinstance(total, int) or total <= 0:
+    if total is None or total <= 0:
         yield PAGE_CACHE.finding("/proc/meminfo has no MemTotal", where, status=Status.SKIP)
         return
     shown = ", ".join(f"{name} {gib(values[name])}" for name in ("MemTotal", "MemAvailable", "Cached", "Dirty", "SwapTotal") if name in values)
     yield READINGS.info(shown, where, **{k: values[k] for k in ("MemTotal", "MemAvailable", "Cached", "Dirty", "SwapTotal") if k in values})
-    cached = int(values.get("Cached", 0))
+    cached = values.get("Cached", 0)
     share = cached / total
     if not unified_memory(ctx):
         yield PAGE_CACHE.passed(f"GPU has its own memory: page cache ({gib(cached)}) does not compete with it", where, cached=cached)

@@ -9,6 +9,7 @@ from typing import Any
 from envcheck.checks.host_facts import gib, gpus, is_live, nvidia_smi, unified_memory
 from envcheck.inspect.launch import MEMORY_KEYS
 from envcheck.model import Finding, Location, Status
+from envcheck.readings import GpuProcess
 from envcheck.rules import CheckContext, check, rule
 
 # A neighbour capped at or below this share of memory coexists with a small run (GOTCHAS.md G6).
@@ -59,13 +60,13 @@ def _cap(words: Sequence[str], option: str) -> float | None:
     return None
 
 
-def _describe(process: dict[str, Any]) -> tuple[str | None, float | None, bool]:
+def _describe(process: GpuProcess) -> tuple[str | None, float | None, bool]:
     """(server name, memory cap, cap given explicitly) for a process and its ancestors."""
     lines: list[list[str]] = []
-    if process.get("cmdline"):
-        lines.append(list(process["cmdline"]))
-    lines.extend(list(a) for a in process.get("ancestors", []) or [])
-    name = str(process.get("process_name") or "")
+    if process.cmdline:
+        lines.append(list(process.cmdline))
+    lines.extend(list(a) for a in process.ancestors or ())
+    name = process.process_name or ""
     for label, pattern, option, default in SERVERS:
         texts = [name, *(" ".join(words) for words in lines)]
         if not any(pattern.search(text) for text in texts if text):
@@ -89,23 +90,25 @@ def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
     if smi is None:
         yield NEIGHBOUR.finding(f"{reason}: cannot list GPU processes", status=Status.SKIP)
         return
-    if smi.get("apps_error"):
-        yield NEIGHBOUR.finding(f"cannot list GPU processes: {smi['apps_error']}", status=Status.SKIP)
+    if smi.apps_error:
+        yield NEIGHBOUR.finding(f"cannot list GPU processes: {smi.apps_error}", status=Status.SKIP)
         return
-    others = [p for p in smi.get("processes", []) if not p.get("ours")]
+    others = [p for p in smi.processes or () if not p.ours]
     if not others:
         yield NEIGHBOUR.passed("no other process holds GPU memory")
         return
-    capacity_by_gpu = {g.get("uuid"): g.get("memory_total_mib") for g in gpus(ctx)}
-    mem_total = (ctx.inventory.host.meminfo or {}).get("bytes", {}).get("MemTotal")
+    capacity_by_gpu = {g.uuid: g.memory_total_mib for g in gpus(ctx)}
+    meminfo = ctx.inventory.host.meminfo
+    mem_total = (meminfo.bytes or {}).get("MemTotal") if meminfo is not None else None
     uma = unified_memory(ctx)
     for process in others:
-        pid = process.get("pid")
+        pid = process.pid
         label, cap, explicit = _describe(process)
-        used = process.get("used_memory_mib")
-        used_text = f", {gib(float(used) * 2**20)}" if isinstance(used, (int, float)) else ""
-        who = f"pid {pid} ({label or process.get('process_name') or '?'}{used_text})"
-        evidence = {"pid": pid, "server": label, "cap": cap, "used_mib": used, "cmdline": process.get("cmdline")}
+        used = process.used_memory_mib
+        used_text = f", {gib(used * 2**20)}" if used is not None else ""
+        who = f"pid {pid} ({label or process.process_name or '?'}{used_text})"
+        evidence: dict[str, Any] = {"pid": pid, "server": label, "cap": cap, "used_mib": used,
+                    "cmdline": list(process.cmdline) if process.cmdline is not None else None}
         if label is not None:
             if cap is not None and cap <= CAPPED_SHARE:
                 yield NEIGHBOUR.info(f"{who} is capped at {cap:g}", **evidence)
@@ -115,10 +118,10 @@ def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
             else:
                 yield NEIGHBOUR.finding(f"{who} has no memory cap: stop it before a heavy run", evidence=evidence)
             continue
-        capacity_mib = None if uma else capacity_by_gpu.get(process.get("gpu_uuid"))
-        if capacity_mib is None and isinstance(mem_total, int):
+        capacity_mib = None if uma else capacity_by_gpu.get(process.gpu_uuid)
+        if capacity_mib is None and mem_total is not None:
             capacity_mib = mem_total / 2**20
-        if isinstance(used, (int, float)) and isinstance(capacity_mib, (int, float)) and capacity_mib > 0 and used / capacity_mib >= HEAVY_SHARE:
+        if used is not None and capacity_mib is not None and capacity_mib > 0 and used / capacity_mib >= HEAVY_SHARE:
             yield NEIGHBOUR.finding(f"{who} holds {used / capacity_mib:.0%} of memory: stop or cap it before a heavy run", evidence=evidence)
         else:
             yield NEIGHBOUR.info(f"{who} is resident on the GPU", **evidence)

@@ -9,6 +9,7 @@ from typing import Any
 from envcheck.checks.host_facts import gpus
 from envcheck.fixes import dockerfile_fixes
 from envcheck.model import Binary, EnvVar, Finding, Location, Status
+from envcheck.readings import TorchReading
 from envcheck.rules import CheckContext, check, rule
 
 # --- live: the GPU of this host and the kernels torch carries (envcheck preflight) --------------------
@@ -47,24 +48,23 @@ def live_capability(ctx: CheckContext) -> Iterator[Finding]:
     host = ctx.inventory.host
     if ctx.kind != "host" and host.torch is None:
         return
-    found = host.torch
-    torch: dict[str, Any] = found if isinstance(found, dict) else {}
+    torch = host.torch or TorchReading()
     capability: tuple[int, int] | None = None
     name = None
     source = ""
-    if torch.get("status") == "ok" and torch.get("capability"):
-        cap = torch["capability"]
-        capability, source = (int(cap[0]), int(cap[1])), "torch"
-        name = (torch.get("devices") or [{}])[0].get("name")
+    if torch.status == "ok" and torch.capability and len(torch.capability) >= 2:
+        cap = torch.capability
+        capability, source = (cap[0], cap[1]), "torch"
+        name = torch.devices[0].name if torch.devices else None
     else:
         for gpu in gpus(ctx):
-            text = gpu.get("compute_cap")
-            if text and re.match(r"^\d+\.\d+$", str(text)):
-                major, minor = str(text).split(".")
-                capability, source, name = (int(major), int(minor)), "nvidia-smi", gpu.get("name")
+            text = gpu.compute_cap
+            if text and re.match(r"^\d+\.\d+$", text):
+                major, minor = text.split(".")
+                capability, source, name = (int(major), int(minor)), "nvidia-smi", gpu.name
                 break
     if capability is None:
-        why = "torch sees no CUDA device" if torch.get("status") == "ok" else "no torch and no nvidia-smi compute_cap"
+        why = "torch sees no CUDA device" if torch.status == "ok" else "no torch and no nvidia-smi compute_cap"
         yield LIVE_CAPABILITY.finding(f"{why}: cannot read the compute capability", status=Status.SKIP)
         return
     want = ctx.profile.compute_capability
@@ -72,7 +72,7 @@ def live_capability(ctx: CheckContext) -> Iterator[Finding]:
     if capability != want:
         yield LIVE_CAPABILITY.info(f"{label}, not {want}: not a GB10; binary checks still apply", capability=list(capability), name=name)
         return
-    arch_list = [str(a) for a in torch.get("arch_list") or []]
+    arch_list = list(torch.arch_list or ())
     if not arch_list:
         yield LIVE_CAPABILITY.passed(f"{label}", capability=list(capability))
         return

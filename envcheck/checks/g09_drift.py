@@ -262,8 +262,8 @@ def _exact_versions(ctx: CheckContext) -> dict[str, Package]:
 def _marker_profile(ctx: CheckContext) -> Profile:
     """The profile, with the Python version of a live environment where one was read (markers use it)."""
     python = ctx.inventory.host.python
-    version = python.get("version") if isinstance(python, dict) else None
-    if not isinstance(version, str) or not version[:1].isdigit():
+    version = python.version if python is not None else None
+    if version is None or not version[:1].isdigit():
         return ctx.profile
     env = dict(ctx.profile.marker_env)
     env.update(python_version=".".join(version.split(".")[:2]), python_full_version=version)
@@ -548,11 +548,11 @@ LIVE_CONTAINER = rule(
 def live_container(ctx: CheckContext) -> Iterator[Finding]:
     """PASS inside a container (with the evidence); INFO for bare pip."""
     container = ctx.inventory.host.container
-    if not isinstance(container, dict):
+    if container is None:
         return
-    evidence = list(container.get("evidence") or [])
-    if container.get("kind"):
-        yield LIVE_CONTAINER.passed(f"inside a {container['kind']} container ({'; '.join(evidence[:2])})", evidence=evidence)
+    evidence = list(container.evidence)
+    if container.kind:
+        yield LIVE_CONTAINER.passed(f"inside a {container.kind} container ({'; '.join(evidence[:2])})", evidence=evidence)
     else:
         yield LIVE_CONTAINER.info("bare pip (no container markers found): installed pins are checked", evidence=evidence)
 
@@ -710,26 +710,26 @@ IMAGE_BARE_PIP = rule(
 def image_drift(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over an image: a moving tag, and an ML stack pip-installed (per its history) without NGC's torch."""
     facts = ctx.inventory.host.image
-    if not isinstance(facts, dict):
+    if facts is None:
         return
-    ref = str(facts.get("ref", ""))
-    tag = facts.get("tag")
-    if facts.get("source") == "registry" and "@" not in ref:
+    ref = facts.ref or ""
+    tag = facts.tag
+    if facts.source == "registry" and "@" not in ref:
         where = Location(ref)
-        if tag in ("latest", "nightly") or str(tag or "").startswith(("latest-", "nightly-")):
-            pin = f"{ref.rsplit(':', 1)[0]}@{facts['digest']}" if facts.get("digest") else ""
+        if tag in ("latest", "nightly") or (tag or "").startswith(("latest-", "nightly-")):
+            pin = f"{ref.rsplit(':', 1)[0]}@{facts.digest}" if facts.digest else ""
             yield IMAGE_FLOATING_TAG.finding(f"{ref} is a moving tag" + (f"; what was checked is {pin}" if pin else ""),
-                                             where, {"tag": tag, "digest": facts.get("digest")})
+                                             where, {"tag": tag, "digest": facts.digest})
         else:
             yield IMAGE_FLOATING_TAG.passed(f"{ref} uses the release tag {tag!r}", where, tag=tag)
-    if facts.get("platform_found") is False:
+    if facts.platform_found is False:
         return
     stack = set(_pins()["stack"]["ml_stack"]) - {"transformers"}
     history = [p for p in ctx.inventory.packages if p.name in stack and not p.installed and p.role != "installed"
                and p.location is not None and (p.location.member or "").startswith("history")]
     if not history:
         return
-    ngc = ctx.inventory.env_value("NVIDIA_PYTORCH_VERSION") or (facts.get("labels") or {}).get("com.nvidia.pytorch.version")
+    ngc = ctx.inventory.env_value("NVIDIA_PYTORCH_VERSION") or (facts.labels or {}).get("com.nvidia.pytorch.version")
     names = sorted({p.name for p in history})
     if ngc:
         yield IMAGE_BARE_PIP.passed(f"{', '.join(names)} installed on an NGC PyTorch container ({ngc})", history[0].location)
