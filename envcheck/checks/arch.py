@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envcheck import kinds
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import installs_on
@@ -17,7 +18,7 @@ WHEEL_PLATFORM = rule(
     (manylinux_x86_64, win_amd64, macosx). pip on a Spark refuses it, or, for a lock file whose package has
     only an sdist besides, builds it from source.""",
     "Use a release that publishes manylinux aarch64 wheels (or build one for linux/aarch64), or drop the x86_64-only URL.",
-    ("requirements", "freeze", "pyproject", "lock", "dockerfile", "wheel", "folder", "image", "container", "host"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS),
 )
 
 
@@ -83,7 +84,7 @@ ELF_MACHINE = rule(
     file"), usually because a wheel, venv or image was built on an x86_64 machine and copied over. A pure-Python
     wheel (platform 'any') that bundles helpers for several machines (debugpy) loads only its own machine's one.""",
     "Install the linux/aarch64 (manylinux_*_aarch64) build of the package, or build the image for linux/arm64.",
-    ("elf", "folder", "wheel", "image", "container", "host"),
+    kinds.BINARY_KINDS,
 )
 
 
@@ -234,7 +235,7 @@ RESOLVE_NO_FILE = rule(
     lock files written on x86_64 CI and with releases that ship only x86_64 and Windows wheels.""",
     "Pick a version that publishes a manylinux aarch64 wheel (check the project's files on the index), or re-lock for the target: "
     "uv pip compile --python-platform aarch64-manylinux_2_39.",
-    ("requirements", "pyproject", "lock", "freeze", "dockerfile"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile"),
 )
 RESOLVE_SOURCE_BUILD = rule(
     "ARCH-resolve-source-build", "ARCH", "A resolved package is built from source on the Spark", Status.FAIL,
@@ -246,7 +247,7 @@ RESOLVE_SOURCE_BUILD = rule(
     openai-whisper) or a git/path source builds the same anywhere: INFO.""",
     "Pin a version that publishes a manylinux aarch64 wheel, take the package from an NGC container, or build the wheel "
     "once for linux/aarch64 and install that file.",
-    ("requirements", "pyproject", "lock", "freeze", "dockerfile"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile"),
 )
 
 
@@ -299,7 +300,7 @@ NO_AARCH64_WHEEL = rule(
     index itself (ARCH-resolve-source-build) and then takes over.""",
     "Install a wheel built for linux/aarch64 (a file you built once, or a container that ships it), set "
     "TORCH_CUDA_ARCH_LIST=12.1 for the build, or drop the package (PyTorch SDPA covers most xformers uses).",
-    ("requirements", "pyproject", "dockerfile"),
+    (*kinds.REQUIREMENT_FILES, "dockerfile"),
 )
 
 

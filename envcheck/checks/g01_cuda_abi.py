@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from pathlib import PurePosixPath as Path
 
-from envcheck import knowledge
+from envcheck import kinds, knowledge
 from envcheck.fixes import g01_cuda_abi as fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import (
@@ -44,7 +44,7 @@ LOCAL_VERSION = rule(
     """The version's local part (+cu121, +cu128, ...) names a CUDA 11/12 build. Its extensions link
     libcudart.so.12 and friends, which a CUDA 13 Spark does not have: import fails with undefined symbols
     or the first .cuda() segfaults. pip does not check this.""",
-    _FIX_CU130, ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
+    _FIX_CU130, (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
     autofix=fixes.local_version,
 )
 CPU_BUILD = rule(
@@ -53,7 +53,7 @@ CPU_BUILD = rule(
     torch older than {_PYPI_CUDA13_TORCH}, whose aarch64 wheels are CPU-only (verified: 2.8-2.10 aarch64 wheels carry no
     libtorch_cuda.so). On a Spark torch.cuda.is_available() is then False and training runs on the CPU.""",
     f"Use torch >= {_PYPI_CUDA13_TORCH} from PyPI, or the cu130 index (torch >= {_CU130_MINOR}), or an NGC PyTorch container.",
-    ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
 )
 CUDA12_DIST = rule(
     "G1-cuda12-distribution", "G1", "A CUDA 12 library distribution is installed", Status.FAIL,
@@ -61,7 +61,7 @@ CUDA12_DIST = rule(
     pytorch-cuda=12.x carry CUDA 12 libraries (libcudart.so.12, ...). Note that library versions do not
     follow the toolkit's major: nvidia-cufft 12.x and nvidia-curand 10.4.x are CUDA 13 releases and pass.""",
     "Replace it with the CUDA 13 distribution (unsuffixed nvidia-* 13.x, or the -cu13 variant), or drop the pin and let torch's cu130 build pull its own.",
-    ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel", "folder", "image", "container", "host"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS),
     autofix=fixes.cuda12_distribution,
 )
 CUDA12_INDEX = rule(
@@ -69,7 +69,7 @@ CUDA12_INDEX = rule(
     """--index-url/--extra-index-url (or a uv index) points at download.pytorch.org/whl/cu11x or cu12x, so
     torch, torchvision and torchaudio come as CUDA 12 builds even when the version looks right.""",
     f"Point the index at https://download.pytorch.org/whl/cu130 (or cu13x), or remove it and use torch >= {_PYPI_CUDA13_TORCH} from PyPI.",
-    ("requirements", "pyproject", "lock", "dockerfile"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile"),
     autofix=fixes.cuda12_index,
 )
 TORCH_BUILD = rule(
@@ -79,7 +79,7 @@ TORCH_BUILD = rule(
     means it cannot tell (a direct URL, an unknown index, an unpinned torch in an installed set); envcheck
     says what is unknown rather than guessing.""",
     f"Pin torch with its build (torch=={_CU130_TORCH}+cu130 with the cu130 index, or torch>={_PYPI_CUDA13_TORCH} from PyPI) so the CUDA build is explicit.",
-    ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
 )
 
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
@@ -400,7 +400,7 @@ LIVE_TORCH = rule(
     reads torch.version.cuda. An import that segfaults or fails with an undefined CUDA symbol is G1's
     symptom itself; a torch.version.cuda whose major differs from the Spark's CUDA 13 links the wrong
     libraries. NGC builds report 13.x without a +cu130 tag, which passes.""",
-    _FIX_CU130, ("host", "container", "image"),
+    _FIX_CU130, (*kinds.LIVE_KINDS, "image"),
 )
 
 
@@ -464,7 +464,7 @@ BINARY_SONAME = rule(
     symbol). Packages that ship one library per CUDA version and pick one at import time are judged by
     whether a CUDA 13 variant exists next to it (INFO then).""",
     _FIX_CU130,
-    ("elf", "folder", "wheel", "image", "container", "host"),
+    kinds.BINARY_KINDS,
 )
 BINARY_STATIC_CUDART = rule(
     "G1-binary-static-cudart", "G1", "Binaries with the CUDA runtime linked in statically", Status.INFO,
@@ -472,7 +472,7 @@ BINARY_STATIC_CUDART = rule(
     default). Their CUDA major cannot be read from sonames; the driver API they use is backward
     compatible, so this is a reading, not a failure.""",
     "",
-    ("elf", "folder", "wheel", "image", "container", "host"),
+    kinds.BINARY_KINDS,
 )
 
 _DIGITS = re.compile(r"\d+")

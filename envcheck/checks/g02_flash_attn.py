@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envcheck import kinds
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import installs_on
@@ -27,7 +28,7 @@ FLASH_ATTN_BUILD = rule(
     """flash-attn publishes no aarch64 wheels, so pip compiles it from source: two to three hours on a Spark,
     often ending in a failure or an apparent hang. NGC PyTorch containers already ship a working build.""",
     "Drop flash-attn and use PyTorch SDPA (attn_implementation='sdpa'), or use an NGC PyTorch container, which ships flash-attn built for SM121; if you have a prebuilt aarch64 wheel, install that file explicitly.",
-    ("requirements", "pyproject", "lock", "dockerfile", "wheel"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
     autofix=dockerfile_fixes.flash_attn_build,
 )
 FLASH_ATTN_PRESENT = rule(
@@ -35,14 +36,14 @@ FLASH_ATTN_PRESENT = rule(
     """flash-attn is already installed (a freeze, an environment, an NGC image). That is not a failure, but
     libraries that auto-detect it (Unsloth) will use it even when another attention implementation is asked for.""",
     OVERRIDE,
-    ("requirements", "freeze", "lock", "folder", "image", "container", "host"),
+    ("requirements", *kinds.LOCK_FILES, *kinds.ENVIRONMENTS),
 )
 UNSLOTH_SDPA = rule(
     "G2-unsloth-prefers-flash-attn", "G2", "Unsloth will use flash-attn even when SDPA is asked for", Status.WARN,
     """Unsloth checks HAS_FLASH_ATTENTION (flash_attn importable and compute capability >= 8) and then
     uses flash-attn, discarding attn_implementation='sdpa'. With flash-attn present next to Unsloth,
     an SDPA request is silently ignored.""",
-    OVERRIDE, ("requirements", "freeze", "lock", "dockerfile", "folder", "image", "container", "host"),
+    OVERRIDE, ("requirements", *kinds.LOCK_FILES, "dockerfile", *kinds.ENVIRONMENTS),
 )
 
 
@@ -139,7 +140,7 @@ FLASH_ATTN_LOADS = rule(
     (flash_attn_2_cuda) loads. A build for another CUDA major, another Python or another GPU architecture
     imports with an ImportError or crashes; Unsloth then either fails at model load or silently falls back.""",
     "Reinstall flash-attn built for this environment (NGC containers ship one built for SM121), or uninstall it and use SDPA.",
-    ("host", "container"),
+    kinds.LIVE_KINDS,
 )
 
 

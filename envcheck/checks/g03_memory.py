@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envcheck import kinds
 from envcheck.checks.host_facts import gib, is_live, unified_memory
 from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
@@ -28,7 +29,7 @@ PAGE_CACHE = rule(
     MemTotal; on GPUs with their own memory the page cache does not compete and the rule passes.""",
     """Drop the page cache between runs (not during one): `sync; echo 3 > /proc/sys/vm/drop_caches`
     (needs root). Read `free -g` and /proc/meminfo, not nvidia-smi, for memory headroom.""",
-    inputs=("host", "container"),
+    inputs=kinds.LIVE_KINDS,
 )
 READINGS = rule(
     "G3-memory-readings",
@@ -38,7 +39,7 @@ READINGS = rule(
     """MemTotal, MemAvailable, Cached, Dirty and SwapTotal as the kernel reports them: the numbers
     to plan a model load with on unified memory, where nvidia-smi reports no memory.""",
     "",
-    inputs=("host", "container"),
+    inputs=kinds.LIVE_KINDS,
 )
 
 
@@ -81,7 +82,7 @@ def page_cache(ctx: CheckContext) -> Iterator[Finding]:
 
 
 # Inputs that carry launch commands envcheck reads statically (compose services, Kubernetes containers, scripts, notebooks).
-LAUNCH_INPUTS = ("compose", "kubernetes", "shell", "notebook")
+LAUNCH_INPUTS = kinds.LAUNCH_FILES
 
 MEMORY_FRACTION = rule(
     "G3-memory-fraction",

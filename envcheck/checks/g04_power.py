@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from envcheck import kinds
 from envcheck.checks.host_facts import is_live, nvidia_smi
 from envcheck.model import Finding, Status
 from envcheck.readings import Gpu
@@ -30,7 +31,7 @@ THROTTLING = rule(
     well below the rated limit, or when nvidia-smi reports an active thermal slowdown.""",
     """Improve cooling (airflow, ambient temperature) or cap run length; do not plan throughput on
     the 240 W rating. Re-run with a longer --sample-seconds under load to confirm.""",
-    inputs=("host", "container"),
+    inputs=kinds.LIVE_KINDS,
 )
 READINGS = rule(
     "G4-power-readings",
@@ -39,7 +40,7 @@ READINGS = rule(
     Status.INFO,
     """Temperature and power per GPU over the sampling window, as nvidia-smi reports them.""",
     "",
-    inputs=("host", "container"),
+    inputs=kinds.LIVE_KINDS,
 )
 
 

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from envcheck import kinds
 from envcheck.checks.host_facts import gib, gpus, is_live, nvidia_smi, unified_memory
 from envcheck.inspect.launch import MEMORY_KEYS
 from envcheck.model import Finding, Location, Status
@@ -42,7 +43,7 @@ NEIGHBOUR = rule(
     with --gpu-memory-utilization <= 0.5).""",
     """Cap the neighbour (vLLM --gpu-memory-utilization <= 0.5, SGLang --mem-fraction-static) or stop
     unrelated servers before an uncapped or near-capacity run: one heavy job at a time.""",
-    inputs=("host", "container"),
+    inputs=kinds.LIVE_KINDS,
 )
 
 
@@ -139,7 +140,7 @@ POOL_OVERCOMMIT = rule(
     evicts the KV cache and weights of the others.""",
     """Give each server a share so that they add up to well under 1 (two vLLM servers at 0.4 each), or run
     only one heavy server at a time (compose profiles).""",
-    inputs=("compose", "kubernetes", "shell", "notebook"),
+    inputs=kinds.LAUNCH_FILES,
 )
 
 

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from envcheck import kinds
 from envcheck.checks.host_facts import gpus
 from envcheck.fixes import dockerfile_fixes
 from envcheck.model import Binary, EnvVar, Finding, Location, Status
@@ -23,7 +24,7 @@ LIVE_CAPABILITY = rule(
     of binaries still apply), never as a failure.""",
     """Use a torch built for CUDA 13 with sm_120/sm_121 kernels (cu130 wheels, NGC containers); stay on FP8
     unless the kernels you run target sm_121a.""",
-    ("host", "container"),
+    kinds.LIVE_KINDS,
 )
 
 _ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
@@ -99,7 +100,7 @@ BINARY_NO_SM121 = rule(
     """Install a build that targets sm_120 or sm_121 (CUDA 12.8+ / 13 builds, TORCH_CUDA_ARCH_LIST
     including 12.0 or 12.1), or one that ships PTX; or rebuild from source with -gencode
     arch=compute_121,code=sm_121.""",
-    ("elf", "folder", "wheel", "image", "container", "host"),
+    kinds.BINARY_KINDS,
 )
 BINARY_PTX_ONLY = rule(
     "G7-binary-ptx-only", "G7", "A binary runs on sm_121 only through PTX JIT", Status.WARN,
@@ -109,7 +110,7 @@ BINARY_PTX_ONLY = rule(
     13.0 drivers).""",
     """Prefer a build with sm_120/sm_121 SASS; otherwise make sure the CUDA JIT cache
     (CUDA_CACHE_MAXSIZE, ~/.nv/ComputeCache) is large enough and persists between runs.""",
-    ("elf", "folder", "wheel", "image", "container", "host"),
+    kinds.BINARY_KINDS,
 )
 BINARY_SM121A = rule(
     "G7-binary-sm121a", "G7", "Whether sm_121a (NVFP4) kernels exist", Status.INFO,
@@ -117,7 +118,7 @@ BINARY_SM121A = rule(
     (cvt.e2m1x2) that make NVFP4 pay off on a Spark; without them NVFP4 is about 32% slower than FP8.
     Reported as INFO; with --nvfp4 a WARN when no binary carries sm_121a kernels.""",
     "Stay on FP8 unless the kernels you run are built for sm_121a (e.g. -gencode arch=compute_121a,code=sm_121a).",
-    ("elf", "folder", "wheel", "image", "container", "host"),
+    kinds.BINARY_KINDS,
 )
 
 

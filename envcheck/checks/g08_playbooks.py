@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envcheck import kinds
 from envcheck.checks.host_facts import is_live
 from envcheck.model import Finding, Status
 from envcheck.rules import CheckContext, check, rule
@@ -21,7 +22,7 @@ PLAYBOOK_ISSUES = rule(
     to compare with the playbook you are about to trust.""",
     """Read the recent issues of github.com/NVIDIA/dgx-spark-playbooks before trusting a recipe for an
     expensive run.""",
-    inputs=("host", "container"),
+    inputs=kinds.LIVE_KINDS,
 )
 
 

@@ -35,7 +35,7 @@ PIN_CONFLICT = rule(
     xformers/torch, transformers minimums) excludes the other's version. pip installs them anyway when they
     arrive in separate commands, and the environment breaks at import or at the first compiled kernel.""",
     "Pick versions that agree (the evidence names the pin), install them in one pip command so the resolver sees both, or use an NGC container where they are built together.",
-    ("requirements", "freeze", "lock", "dockerfile", "wheel", "folder", "image", "container", "host"),
+    ("requirements", *kinds.LOCK_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS),
 )
 NGC_TORCH_REPLACED = rule(
     "G9-ngc-torch-replaced", "G9", "A requirement would replace NGC's pre-release torch", Status.FAIL,
@@ -43,7 +43,7 @@ NGC_TORCH_REPLACED = rule(
     so torch>=2.9 or torch==2.9.0 (directly, or through a package that pins torch) is not satisfied, and pip
     replaces NGC's torch with a PyPI build that lacks NGC's CUDA 13/SM121 tuning.""",
     "Install with --no-deps, loosen the requirement to accept the pre-release (e.g. torch>=2.9.0a0), or pick versions built against the container's torch.",
-    ("requirements", "dockerfile", "image", "container", "host"),
+    ("requirements", "dockerfile", "image", *kinds.LIVE_KINDS),
 )
 UNPINNED = rule(
     "G9-unpinned", "G9", "An ML package is not pinned", Status.WARN,
@@ -54,7 +54,7 @@ UNPINNED = rule(
     torch (NGC 25.01 on) are not bare pip and pass; on other bases G9-bare-pip-base lists the stage's unpinned
     packages in its one finding. Reported once per file (per stage), naming every unpinned package.""",
     "Pin exact versions (==) that are known to work together, or use a lock file, or an NGC/Unsloth container.",
-    ("requirements", "pyproject", "dockerfile"),
+    (*kinds.REQUIREMENT_FILES, "dockerfile"),
 )
 UNSLOTH_DEPS = rule(
     "G9-unsloth-with-deps", "G9", "Unsloth is installed with its dependencies", Status.WARN,
@@ -64,7 +64,7 @@ UNSLOTH_DEPS = rule(
     (25.01 on), Unsloth's own caps are what keep transformers and trl in range: with both pinned exactly in
     the stage (Unsloth's Spark recipe) it passes, and otherwise the advice is to pin them, not --no-deps.""",
     "Install the stack first, then: pip install --no-deps unsloth unsloth_zoo bitsandbytes (NVIDIA's Unsloth playbook order).",
-    ("requirements", "pyproject", "dockerfile"),
+    (*kinds.REQUIREMENT_FILES, "dockerfile"),
     autofix=dockerfile_fixes.unsloth_no_deps,
 )
 TORCH_REPINNED = rule(
@@ -84,7 +84,7 @@ MARKER_EXCLUDED = rule(
     platform_machine == 'x86_64'), so on a Spark it is not installed at all. Older torch wheels gate triton
     this way.""",
     "If the Spark needs it, add a requirement without the x86_64 marker.",
-    ("requirements", "freeze", "pyproject", "lock", "dockerfile"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile"),
 )
 
 
@@ -540,7 +540,7 @@ LIVE_CONTAINER = rule(
     xformers and transformers drift independently, so the pins of the installed distributions are
     checked (G9-pin-conflict) and this rule reports which case applies.""",
     "Prefer an NGC or Unsloth container; under bare pip follow NVIDIA's install order, including --no-deps for Unsloth.",
-    ("host", "container"),
+    kinds.LIVE_KINDS,
 )
 
 
@@ -745,7 +745,7 @@ RESOLVE_CONFLICT = rule(
     excludes (xformers 0.0.32.post2 requires torch==2.8.0 next to torch==2.14.1). pip would stop the same way.""",
     "Change one of the two requirements the message names: usually pick the release of the dependent package "
     "built for your torch (its Requires-Dist on the index says which).",
-    ("requirements", "pyproject", "freeze", "dockerfile"),
+    (*kinds.REQUIREMENT_FILES, "dockerfile"),
 )
 
 

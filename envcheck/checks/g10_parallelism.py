@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from envcheck import kinds
 from envcheck.checks.host_facts import is_live
 from envcheck.inspect.launch import TP_KEYS
 from envcheck.model import Finding, Location, Status
@@ -27,7 +28,7 @@ TP_ACROSS_NODES = rule(
     ranks run on other Sparks. Launch commands in compose services, Kubernetes containers,
     shell scripts and notebooks are read the same way.""",
     """On two Sparks use DDP or FSDP; keep tensor parallelism inside one node (tp=1 across nodes).""",
-    inputs=("host", "container", "compose", "kubernetes", "shell", "notebook"),
+    inputs=(*kinds.LIVE_KINDS, *kinds.LAUNCH_FILES),
 )
 
 

@@ -6,6 +6,7 @@ reason as text, so it can say SKIP with that reason instead of guessing.
 
 from __future__ import annotations
 
+from envcheck import kinds
 from envcheck.readings import Gpu, NvidiaSmiReading
 from envcheck.rules import CheckContext
 
@@ -14,7 +15,7 @@ def is_live(ctx: CheckContext) -> bool:
     """True for targets that describe a running machine: ``envcheck preflight`` (kind host), ``envcheck
     container`` (kind container), or any inventory read from a collector document (``probe`` is set by
     ``inventory_from_probe``). Image metadata (``envcheck image``) is not live."""
-    return ctx.kind in ("host", "container") or ctx.inventory.host.probe is not None
+    return ctx.kind in kinds.LIVE_KINDS or ctx.inventory.host.probe is not None
 
 
 def nvidia_smi(ctx: CheckContext) -> tuple[NvidiaSmiReading | None, str]:
