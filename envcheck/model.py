@@ -15,11 +15,14 @@ import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from envcheck import readings
 from envcheck.errors import InputError
-from envcheck.readings import json_type as _json_type
+
+if TYPE_CHECKING:
+    from envcheck import (
+        readings,  # loaded when a reading is read: its records cost a start-up most runs do not need
+    )
 
 
 class _Vocabulary(str, enum.Enum):
@@ -226,7 +229,9 @@ class Binary:
     ptx: tuple[str, ...] = ()  # compute_120, compute_121a, ...
     lto: tuple[str, ...] = ()
     ptx_isa: tuple[str, ...] = ()  # distinct PTX ISA versions, e.g. "9.0"
-    sm121: str | None = None  # native | compatible | ptx-jit | none (None: no GPU code at all)
+    sm121: str | None = None  # on the GB10 (sm_121): native | compatible | ptx-jit | none (None: no GPU code at all)
+    # Each distinct fatbin module's SASS and PTX images ("sm_120 compute_120"): G7 judges them against the profile's SM.
+    modules: tuple[str, ...] = ()
     sections: tuple[str, ...] = ()  # sections where fatbin containers were found
     static_cudart: bool = False
     distribution: str | None = None  # owning distribution (from RECORD) where known
@@ -378,7 +383,7 @@ class HostReadings:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if value is not None:
-                out[f.name] = value.to_json() if isinstance(value, readings.Reading) else value
+                out[f.name] = value.to_json() if hasattr(value, "to_json") else value
         return out
 
     @classmethod
@@ -386,14 +391,16 @@ class HostReadings:
         """Readings from :meth:`to_json` output; unknown keys and wrongly typed readings are refused."""
         if not isinstance(data, Mapping):
             raise InputError(f"{where}: expected an object, found {_json_type(data)}")
-        hints, fields = _fields_of(typing.cast(type, cls))
+        from envcheck import readings
+
+        kinds = _reading_kinds()
         values: dict[str, Any] = {}
         for key, value in data.items():
-            if key not in fields:
-                raise InputError(f"{where}: {key!r} is not a reading this envcheck knows ({', '.join(fields)})")
+            if key not in kinds:
+                raise InputError(f"{where}: {key!r} is not a reading this envcheck knows ({', '.join(kinds)})")
             if value is None:
                 continue
-            kind = _field_plan(hints[key])[1]
+            kind = kinds[key]
             if isinstance(kind, type) and issubclass(kind, readings.Reading):
                 values[key] = kind.from_json(value, f"{where}.{key}")
             elif kind is float:
@@ -405,6 +412,15 @@ class HostReadings:
             else:
                 values[key] = value
         return cls(**values)
+
+
+@functools.cache
+def _reading_kinds() -> dict[str, Any]:
+    """HostReadings' field name -> the type of its values (a reading record, float, list)."""
+    from envcheck import readings
+
+    hints = typing.get_type_hints(HostReadings, localns={"readings": readings})
+    return {f.name: _field_plan(hints[f.name])[1] for f in dataclasses.fields(HostReadings)}
 
 
 @dataclass
@@ -674,6 +690,12 @@ def _plain(obj: Any) -> dict[str, Any]:
 
 
 _Plain = TypeVar("_Plain")
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "text", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
 def _json_list(value: Any, where: str) -> list[Any]:

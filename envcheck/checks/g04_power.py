@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck import kinds
 from envcheck.checks.host_facts import is_live, nvidia_smi
 from envcheck.model import Finding, Status
-from envcheck.readings import Gpu
 from envcheck.rules import CheckContext, check, rule
+
+if TYPE_CHECKING:
+    from envcheck.readings import Gpu
 
 # The throttling signature: temperature rising by at least this much over the sampling window ...
 TEMPERATURE_RISE_C = 3.0

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck import kinds
 from envcheck.checks.host_facts import gib, gpus, is_live, nvidia_smi, unified_memory
 from envcheck.inspect.launch import MEMORY_KEYS
 from envcheck.model import Finding, Location, Status
-from envcheck.readings import GpuProcess
 from envcheck.rules import CheckContext, check, rule
+
+if TYPE_CHECKING:
+    from envcheck.readings import GpuProcess
 
 # A neighbour capped at or below this share of memory coexists with a small run (GOTCHAS.md G6).
 CAPPED_SHARE = 0.5

@@ -6,9 +6,13 @@ reason as text, so it can say SKIP with that reason instead of guessing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from envcheck import kinds
-from envcheck.readings import Gpu, NvidiaSmiReading
 from envcheck.rules import CheckContext
+
+if TYPE_CHECKING:
+    from envcheck.readings import Gpu, NvidiaSmiReading
 
 
 def is_live(ctx: CheckContext) -> bool:

@@ -29,12 +29,14 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck import __version__
 from envcheck.inspect.fatbin import STANDARD_SECTIONS
 from envcheck.model import ALL_GOTCHAS, Binary, Finding, Report, Status, TargetResult
-from envcheck.readings import ImageFacts
+
+if TYPE_CHECKING:
+    from envcheck.readings import ImageFacts
 
 # sm_121 verdicts, worst first (the order problems sort by), and the words the page shows for them.
 SM121_ORDER: dict[str | None, int] = {"none": 0, "ptx-jit": 1, "compatible": 2, "native": 3, None: 4}

@@ -24,7 +24,6 @@ from envcheck.model import (
     from_plain,
 )
 from envcheck.profile import Profile
-from envcheck.readings import ResolveReading
 from envcheck.resolution.cache import cached_resolution, resolution_key, store_resolution
 from envcheck.resolution.context import Chosen, ResolveContext, ResolveSettings
 from envcheck.resolution.dockerfile import dockerfile_installs, keep_shipped, resolve_lines, shipped_packages
@@ -101,6 +100,8 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
         raise InputError(f"{path}: --resolve reads requirements, freeze, pyproject, uv.lock, pylock files and Dockerfiles, not {kind} inputs", str(path))
     for item, outcome in zip(chosen, facts_of_all(chosen, ctx), strict=True):
         add_file(inventory, item, ctx, outcome)
+    from envcheck.readings import ResolveReading
+
     inventory.host = replace(inventory.host, resolve=ResolveReading(
         python_version=python, platform=uv_platform(profile), files=len(chosen), requests=client.traffic.requests,
         bytes_read=client.traffic.bytes, seconds=round(time.monotonic() - started, 3)))
