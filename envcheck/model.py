@@ -346,9 +346,9 @@ class Pragma:
 class HostReadings:
     """Live readings of a running machine or container, and the image facts of an image target.
 
-    One field per reading, each a typed record of :mod:`envcheck.readings` (``launch`` stays a list of
-    objects: its keys differ by tool and input kind), None when the source did not take it. Sources build a
-    new value with :func:`dataclasses.replace`; checks read the fields' attributes.
+    One field per reading, each a typed record of :mod:`envcheck.readings` (``launch``: a tuple of them),
+    None when the source did not take it. Sources build a new value with :func:`dataclasses.replace`; checks
+    read the fields' attributes.
     """
 
     python: readings.PythonReading | None = None  # the probed interpreter (status ok) or status absent
@@ -360,7 +360,7 @@ class HostReadings:
     probe: readings.ProbeReading | None = None  # the collector document: origin, duration_s, pid
     meminfo: readings.MeminfoReading | None = None  # /proc/meminfo in bytes
     nvidia_smi: readings.NvidiaSmiReading | None = None  # samples, GPU processes
-    launch: list[dict[str, Any]] | None = None  # launch commands and configs (G10)
+    launch: tuple[readings.LaunchReading, ...] | None = None  # launch commands and configs (G3, G6, G10)
     expected_bandwidth_gbs: float | None = None  # --expect-bandwidth (G5)
     playbooks: readings.PlaybooksReading | None = None  # open dgx-spark-playbooks issues (G8)
     binaries: readings.BinariesReading | None = None  # preflight --binaries: what was scanned
@@ -382,7 +382,9 @@ class HostReadings:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if value is not None:
+            if isinstance(value, tuple):
+                out[f.name] = [item.to_json() for item in value]
+            elif value is not None:
                 out[f.name] = value.to_json() if hasattr(value, "to_json") else value
         return out
 
@@ -407,10 +409,8 @@ class HostReadings:
                 if not isinstance(value, (int, float)) or isinstance(value, bool):
                     raise InputError(f"{where}.{key}: expected a number, found {_json_type(value)}")
                 values[key] = float(value)
-            elif not isinstance(value, list) or not all(isinstance(item, dict) for item in value):  # launch
-                raise InputError(f"{where}.{key}: expected a list of objects, found {_json_type(value)}")
             else:
-                values[key] = value
+                values[key] = readings.launches_from_json(value, f"{where}.{key}")
         return cls(**values)
 
 

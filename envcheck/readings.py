@@ -414,3 +414,43 @@ class ContainerRun(Reading):
     exit_code: int | None = None
     seconds: float | None = None
     hardened: Hardening | None = None
+
+
+# --- launch commands and configs (G3, G6, G10) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSetting(Reading):
+    """One parallelism or memory setting of a launch, as written."""
+
+    key: str | None = None  # normalised: tensor_parallel_size, num_machines, gpu_memory_utilization, ...
+    value: str | None = None
+    line: int | None = None  # the line it is on (config files, scripts)
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchReading(Reading):
+    """One launch: a --launch command or --launch-config file, or a launch command found in a file."""
+
+    origin: str | None = None  # "--launch" or the file
+    tool: str | None = None  # torchrun, accelerate, deepspeed, vllm, sglang, ...
+    nodes: int | None = None  # None where the launch does not say
+    tp: int | None = None
+    settings: tuple[LaunchSetting, ...] = ()
+    line: int | None = None
+    member: str | None = None  # a notebook's cell
+    memory: float | None = None  # the memory share asked for
+    command: str | None = None  # the command line, secret option values masked
+    service: str | None = None  # compose service or `Kind/name container c`
+    optional: bool | None = None  # a compose service behind a profile: not started by default
+    branch: str | None = None
+    uncapped: bool | None = None  # a GPU service with no memory cap envcheck can read
+    gpus: int | None = None  # GPUs a Kubernetes container asks for
+    cluster: str | None = None  # tp over a Ray or MPI cluster (one GPU a Spark: across Sparks)
+
+
+def launches_from_json(items: Any, where: str = "launch") -> tuple[LaunchReading, ...]:
+    """Launch readings from their JSON form (a list of objects)."""
+    if not isinstance(items, list):
+        raise InputError(f"{where}: expected a list of objects, found {json_type(items)}")
+    return tuple(LaunchReading.from_json(item, f"{where}[{i}]") for i, item in enumerate(items))

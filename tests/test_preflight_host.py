@@ -153,7 +153,7 @@ def test_read_host_without_nvidia_smi_for_real(preflight_envs: dict[str, Path], 
     assert inv.host.python is not None and inv.host.python.executable == str(preflight_envs["good"])
     assert inv.host.meminfo is not None and inv.host.meminfo.status == "ok"
     assert inv.host.playbooks is not None and inv.host.playbooks.status == "offline"
-    assert inv.host.launch == []
+    assert inv.host.launch == ()
 
 
 def test_missing_python_is_a_problem_but_the_rest_is_read(tmp_path: Path) -> None:

@@ -106,20 +106,20 @@ def memory_fraction(ctx: CheckContext) -> Iterator[Finding]:
     """WARN for a launch whose memory share is above the profile's limit; PASS for those at or below it."""
     limit = ctx.profile.serve_memory_fraction_max
     launches = ctx.inventory.host.launch
-    if is_live(ctx) or not isinstance(launches, list) or limit <= 0:
+    if is_live(ctx) or launches is None or limit <= 0:
         return
     for launch in launches:
-        share = launch.get("memory")
-        if not isinstance(share, (int, float)):
+        share = launch.memory
+        if share is None:
             continue
-        key = next((s.get("key") for s in launch.get("settings", []) if s.get("key") in ("gpu_memory_utilization", "mem_fraction_static")), "")
+        key = next((s.key for s in launch.settings if s.key in ("gpu_memory_utilization", "mem_fraction_static")), "")
         option = "--" + str(key).replace("_", "-")
-        where = Location(str(launch.get("origin", "")), line=launch.get("line"), member=launch.get("member"), branch=launch.get("branch"))
-        who = f"{launch['service']}: " if launch.get("service") else ""
-        evidence = {"tool": launch.get("tool"), "share": share, "limit": limit, "service": launch.get("service")}
+        where = Location(launch.origin or "", line=launch.line, member=launch.member, branch=launch.branch)
+        who = f"{launch.service}: " if launch.service else ""
+        evidence = {"tool": launch.tool, "share": share, "limit": limit, "service": launch.service}
         if share > limit:
             yield MEMORY_FRACTION.finding(
-                f"{who}{launch.get('tool') or 'the server'} asks {option} {share:g} of {ctx.profile.name}'s one unified memory pool; "
+                f"{who}{launch.tool or 'the server'} asks {option} {share:g} of {ctx.profile.name}'s one unified memory pool; "
                 f"above {limit:g} leaves too little for the OS, the page cache and other processes", where, evidence)
         else:
             yield MEMORY_FRACTION.passed(f"{who}{option} {share:g} is within {limit:g}", where, **evidence)

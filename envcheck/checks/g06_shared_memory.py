@@ -13,7 +13,7 @@ from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
 if TYPE_CHECKING:
-    from envcheck.readings import GpuProcess
+    from envcheck.readings import GpuProcess, LaunchReading
 
 # A neighbour capped at or below this share of memory coexists with a small run (GOTCHAS.md G6).
 CAPPED_SHARE = 0.5
@@ -150,45 +150,45 @@ POOL_OVERCOMMIT = rule(
 def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
     """FAIL when the memory shares of two or more servers of one input add up past the whole pool."""
     launches = ctx.inventory.host.launch
-    if is_live(ctx) or not isinstance(launches, list):
+    if is_live(ctx) or launches is None:
         return
-    shares: list[tuple[dict[str, Any], float, bool]] = []
-    uncapped: list[dict[str, Any]] = []  # GPU services with no share envcheck can read (Ollama, llama.cpp)
+    shares: list[tuple[LaunchReading, float, bool]] = []
+    uncapped: list[LaunchReading] = []  # GPU services with no share envcheck can read (Ollama, llama.cpp)
     for launch in launches:
-        if launch.get("optional"):  # a compose service behind a profile does not start with the others
+        if launch.optional:  # a compose service behind a profile does not start with the others
             continue
-        if launch.get("uncapped") or any(pattern.search(str(launch.get("tool") or "")) and default is None
-                                         for _label, pattern, _option, default in SERVERS):
+        if launch.uncapped or any(pattern.search(launch.tool or "") and default is None
+                                  for _label, pattern, _option, default in SERVERS):
             uncapped.append(launch)
             continue
         server = next(((label, default) for label, pattern, _option, default in SERVERS
-                       if default is not None and pattern.search(str(launch.get("tool") or ""))), None)
+                       if default is not None and pattern.search(launch.tool or "")), None)
         if server is None:
             continue
-        share = launch.get("memory")
-        if isinstance(share, (int, float)):
-            shares.append((launch, float(share), True))
+        share = launch.memory
+        if share is not None:
+            shares.append((launch, share, True))
         else:
             shares.append((launch, float(server[1] or 0), False))
     if shares and uncapped and len(shares) + len(uncapped) >= 2:
         first = shares[0]
-        memory_line = next((s.get("line") for s in first[0].get("settings", []) if s.get("key") in MEMORY_KEYS), None)
-        named = ", ".join(str(u.get("service") or u.get("tool")) for u in uncapped[:4])
-        where = Location(str(first[0].get("origin", "")), line=memory_line or first[0].get("line"), member=first[0].get("member"))
+        memory_line = next((s.line for s in first[0].settings if s.key in MEMORY_KEYS), None)
+        named = ", ".join(str(u.service or u.tool) for u in uncapped[:4])
+        where = Location(first[0].origin or "", line=memory_line or first[0].line, member=first[0].member)
         yield POOL_OVERCOMMIT.finding(
-            f"{first[0].get('service') or first[0].get('tool')} claims {first[1]:g} of the one unified memory pool"
+            f"{first[0].service or first[0].tool} claims {first[1]:g} of the one unified memory pool"
             f"{'' if first[2] else ' (its default)'} while {named} start{'s' if len(uncapped) == 1 else ''} beside it with "
             "no memory cap: whichever loads second is starved or evicts the other",
-            where, {"shares": [share for _l, share, _e in shares], "uncapped": [str(u.get("service") or u.get("tool")) for u in uncapped]},
+            where, {"shares": [share for _l, share, _e in shares], "uncapped": [str(u.service or u.tool) for u in uncapped]},
             status=Status.WARN)
         return
     if len(shares) < 2:
         return
     total = sum(share for _launch, share, _explicit in shares)
-    parts = ", ".join(f"{launch.get('service') or launch.get('tool')} {share:g}{'' if explicit else ' (default)'}"
+    parts = ", ".join(f"{launch.service or launch.tool} {share:g}{'' if explicit else ' (default)'}"
                       for launch, share, explicit in shares)
     last = shares[-1][0]
-    where = Location(str(last.get("origin", "")), line=last.get("line"), member=last.get("member"))
+    where = Location(last.origin or "", line=last.line, member=last.member)
     evidence = {"shares": [share for _l, share, _e in shares], "total": round(total, 3)}
     if total > 1:
         yield POOL_OVERCOMMIT.finding(f"{len(shares)} servers claim {total:.2f} of one unified memory pool ({parts})", where, evidence)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from envcheck import kinds
 from envcheck.checks.host_facts import is_live
 from envcheck.inspect.launch import TP_KEYS
 from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
+
+if TYPE_CHECKING:
+    from envcheck.readings import LaunchReading
 
 TP_ACROSS_NODES = rule(
     "G10-tp-across-nodes",
@@ -32,11 +35,11 @@ TP_ACROSS_NODES = rule(
 )
 
 
-def _where(launch: dict[str, Any]) -> Location:
-    origin = str(launch.get("origin") or "--launch")
-    lines = [s.get("line") for s in launch.get("settings", []) if s.get("line") and s.get("key") in TP_KEYS]
-    lines = lines or [s.get("line") for s in launch.get("settings", []) if s.get("line")]
-    return Location(origin, line=lines[-1] if lines else None, member=launch.get("member"))
+def _where(launch: LaunchReading) -> Location:
+    origin = launch.origin or "--launch"
+    lines = [s.line for s in launch.settings if s.line and s.key in TP_KEYS]
+    lines = lines or [s.line for s in launch.settings if s.line]
+    return Location(origin, line=lines[-1] if lines else None, member=launch.member)
 
 
 @check(TP_ACROSS_NODES)
@@ -45,19 +48,19 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
     launches = ctx.inventory.host.launch
     if not is_live(ctx) and not launches:  # a file's launch commands (compose, script): none, nothing to say
         return
-    if not isinstance(launches, list):
+    if launches is None:
         return
     if not launches:
         yield TP_ACROSS_NODES.finding("no --launch or --launch-config given", status=Status.SKIP)
         return
     failed = False
     for launch in launches:
-        nodes = launch.get("nodes") or 1
-        tp = launch.get("tp") or 1
-        origin = str(launch.get("origin") or "--launch")
+        nodes = launch.nodes or 1
+        tp = launch.tp or 1
+        origin = launch.origin or "--launch"
         where = _where(launch)
-        evidence = {"nodes": nodes, "tp": tp, "tool": launch.get("tool")}
-        cluster = launch.get("cluster")
+        evidence = {"nodes": nodes, "tp": tp, "tool": launch.tool}
+        cluster = launch.cluster
         if cluster and nodes == 1 and tp > 1:  # a Spark has one GPU: tp=2 over a Ray/MPI cluster is tp over 2 Sparks
             failed = True
             yield TP_ACROSS_NODES.finding(
@@ -72,11 +75,11 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
         else:
             yield TP_ACROSS_NODES.passed(f"{origin}: single node (tp={tp})", where, **evidence)
     # A launch command and a config given separately (deepspeed --hostfile H + ds_config.json) add up.
-    most_nodes = max(launches, key=lambda item: item.get("nodes") or 1)
-    most_tp = max(launches, key=lambda item: item.get("tp") or 1)
-    if not failed and (most_nodes.get("nodes") or 1) > 1 and (most_tp.get("tp") or 1) > 1:
+    most_nodes = max(launches, key=lambda item: item.nodes or 1)
+    most_tp = max(launches, key=lambda item: item.tp or 1)
+    if not failed and (most_nodes.nodes or 1) > 1 and (most_tp.tp or 1) > 1:
         yield TP_ACROSS_NODES.finding(
-            f"{most_tp.get('origin')} sets tp={most_tp.get('tp')} and {most_nodes.get('origin')} runs"
-            f" {most_nodes.get('nodes')} nodes: tensor parallelism across nodes; use DDP/FSDP across Sparks",
-            _where(most_tp), {"nodes": most_nodes.get("nodes"), "tp": most_tp.get("tp")},
+            f"{most_tp.origin} sets tp={most_tp.tp} and {most_nodes.origin} runs"
+            f" {most_nodes.nodes} nodes: tensor parallelism across nodes; use DDP/FSDP across Sparks",
+            _where(most_tp), {"nodes": most_nodes.nodes, "tp": most_tp.tp},
         )

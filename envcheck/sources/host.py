@@ -45,6 +45,7 @@ from envcheck.readings import (
     NvidiaSmiReading,
     PlaybooksReading,
     PythonReading,
+    launches_from_json,
 )
 from envcheck.services.github import PLAYBOOKS_URL, fetch_playbook_issues
 
@@ -127,7 +128,7 @@ def read_host(options: HostOptions) -> Inventory:
     inventory.host = replace(inventory.host, nvidia_smi=NvidiaSmiReading.from_json(smi, "nvidia_smi"))
     inventory.host = replace(inventory.host, meminfo=MeminfoReading.from_json(read_meminfo(Path(options.proc) / "meminfo")))
     launches, launch_problems = read_launches(options.launch, options.launch_configs)
-    inventory.host = replace(inventory.host, launch=launches)
+    inventory.host = replace(inventory.host, launch=launches_from_json(launches))
     inventory.problems.extend(launch_problems)
     if options.expect_bandwidth is not None:
         inventory.host = replace(inventory.host, expected_bandwidth_gbs=options.expect_bandwidth)

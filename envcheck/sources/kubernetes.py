@@ -93,7 +93,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             for launch in launches[first:]:
                 launch["nodes"] = max(int(launch.get("nodes") or 1), int(size))
     if launches:
-        inventory.host = replace(inventory.host, launch=launches)
+        from envcheck.readings import launches_from_json
+
+        inventory.host = replace(inventory.host, launch=launches_from_json(launches))
     return inventory
 
 
