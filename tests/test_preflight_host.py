@@ -125,6 +125,8 @@ def test_inventory_from_probe_document(preflight_envs: dict[str, Path]) -> None:
     ({"probe_schema": 1, "python": {"version": "3.12.3"}, "distributions": [{"name": "torch"}]}, "without a name and version"),
     ({"probe_schema": 1, "python": {"version": "3.12.3"}, "distributions": [], "torch": "crashed"}, "torch is malformed"),
     ({"probe_schema": 1, "python": {"version": "3.12.3"}, "distributions": [],
+      "torch": {"status": "ok", "cuda": 13.0}}, "torch is malformed: host.torch.cuda: expected text"),
+    ({"probe_schema": 1, "python": {"version": "3.12.3"}, "distributions": [],
       "nvidia_smi": {"status": "ok", "gpu_fields": ["index", "name"], "gpu_csv": "0\n"}}, None),
 ])
 def test_corrupted_documents_become_problems(document: object, fragment: str | None) -> None:
