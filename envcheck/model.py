@@ -391,36 +391,9 @@ class HostReadings:
     @classmethod
     def from_json(cls, data: Any, where: str = "host") -> HostReadings:
         """Readings from :meth:`to_json` output; unknown keys and wrongly typed readings are refused."""
-        if not isinstance(data, Mapping):
-            raise InputError(f"{where}: expected an object, found {_json_type(data)}")
-        from envcheck import readings
+        from envcheck.readings import host_values
 
-        kinds = _reading_kinds()
-        values: dict[str, Any] = {}
-        for key, value in data.items():
-            if key not in kinds:
-                raise InputError(f"{where}: {key!r} is not a reading this envcheck knows ({', '.join(kinds)})")
-            if value is None:
-                continue
-            kind = kinds[key]
-            if isinstance(kind, type) and issubclass(kind, readings.Reading):
-                values[key] = kind.from_json(value, f"{where}.{key}")
-            elif kind is float:
-                if not isinstance(value, (int, float)) or isinstance(value, bool):
-                    raise InputError(f"{where}.{key}: expected a number, found {_json_type(value)}")
-                values[key] = float(value)
-            else:
-                values[key] = readings.launches_from_json(value, f"{where}.{key}")
-        return cls(**values)
-
-
-@functools.cache
-def _reading_kinds() -> dict[str, Any]:
-    """HostReadings' field name -> the type of its values (a reading record, float, list)."""
-    from envcheck import readings
-
-    hints = typing.get_type_hints(HostReadings, localns={"readings": readings})
-    return {f.name: _field_plan(hints[f.name])[1] for f in dataclasses.fields(HostReadings)}
+        return cls(**host_values(cls, data, where))
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 import types
 import typing
 from collections.abc import Mapping
@@ -454,3 +455,32 @@ def launches_from_json(items: Any, where: str = "launch") -> tuple[LaunchReading
     if not isinstance(items, list):
         raise InputError(f"{where}: expected a list of objects, found {json_type(items)}")
     return tuple(LaunchReading.from_json(item, f"{where}[{i}]") for i, item in enumerate(items))
+
+
+# --- HostReadings (envcheck.model), one field per reading ----------------------------------------------------------
+
+
+@functools.cache
+def _host_kinds(cls: type) -> dict[str, Any]:
+    """HostReadings' field name -> the type of its values (a reading record, a tuple of them, float)."""
+    hints = typing.get_type_hints(cls, localns={"readings": sys.modules[__name__]})
+    out: dict[str, Any] = {}
+    for name in _names(cls):
+        options = [o for o in typing.get_args(hints[name]) if o is not type(None)]
+        out[name] = options[0]
+    return out
+
+
+def host_values(cls: type, data: Any, where: str) -> dict[str, Any]:
+    """The fields of a HostReadings (``cls``) from its JSON form: each reading read by its record, the
+    ``*_seconds``/``*_gbs`` numbers as float; unknown keys and wrong types raise :class:`InputError`."""
+    if not isinstance(data, Mapping):
+        raise InputError(f"{where}: expected an object, found {json_type(data)}")
+    kinds = _host_kinds(cls)
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in kinds:
+            raise InputError(f"{where}: {key!r} is not a reading this envcheck knows ({', '.join(kinds)})")
+        if value is not None:
+            values[key] = _read(kinds[key], value, f"{where}.{key}")
+    return values
