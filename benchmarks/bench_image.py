@@ -73,7 +73,7 @@ def config_level(cache_root: Path) -> list[str]:
             start = time.perf_counter()
             inventory = read_image(images.ngc_arm64, ImageOptions())
             best = min(best, time.perf_counter() - start)
-            requests_made = int((inventory.host.image or {})["requests"])
+            requests_made = int((inventory.host.image.requests if inventory.host.image else None) or 0)
         rows.append(f"| config level, in process, {label} | {requests_made} | {best * 1000:.1f} ms |")
     shutil.rmtree(cache, ignore_errors=True)
     for label in ("cold cache", "warm cache"):

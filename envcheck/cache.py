@@ -29,7 +29,7 @@ from envcheck.limits import read_regular
 from envcheck.model import Binary, Package, ReadProblem, from_plain
 
 # Bump when what the readers produce changes, so old entries are not reused.
-FORMAT = 6
+FORMAT = 7  # 7: Binary.modules (what each fatbin module holds, judged against the profile)
 SCAN_CACHE_LIMIT = 512 << 20  # a per-file cache file bigger than this is not read (the torch environment's: 2 MB)
 
 

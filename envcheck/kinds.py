@@ -31,6 +31,10 @@ class InputKind:
     magic: tuple[bytes, ...] = ()  # leading bytes that identify it without importing its module
     sniff: bool = False  # its module's sniff(path, head) recognises it by content (tried in table order)
     satisfies: tuple[str, ...] = ()  # rule `inputs` names it answers to besides its own name
+    # What its inventory carries, in the words the kind sets below are built from: dependencies (a file that
+    # says which packages to install), lock (exact pins from a lock file), binaries (ELF files), environment
+    # (an installed environment), live (a running one), launches (commands that start servers and jobs).
+    holds: tuple[str, ...] = ()
     path: bool = True  # a PATH on the command line (False: a subcommand builds its targets)
     discover: bool = True  # found by name in project folders (`envcheck DIR`)
     examples: bool = False  # files users commit: every rule on this kind ships fixtures/rules examples
@@ -70,28 +74,31 @@ KINDS: tuple[InputKind, ...] = (
     InputKind(
         "freeze", "envcheck.sources.requirements", "pip freeze output (*freeze*.txt)",
         names=r"(?i:[^/]*freeze[^/]*\.txt)", satisfies=("requirements",), examples=True, hook="envcheck-requirements",
+        holds=("dependencies",),
     ),
     InputKind(
         "requirements", "envcheck.sources.requirements", "requirements and constraints files (requirements*.txt, constraints*.in)",
         names=r"(?i:[^/]*(?:requirement|constraint)[^/]*\.(?:txt|in|pip))", sniff=True, examples=True,
-        hook="envcheck-requirements",
+        hook="envcheck-requirements", holds=("dependencies",),
     ),
     InputKind(
         "pyproject", "envcheck.sources.pyproject", "pyproject.toml",
-        names=r"(?i:pyproject\.toml)", sniff=True, examples=True, hook="envcheck-pyproject",
+        names=r"(?i:pyproject\.toml)", sniff=True, examples=True, hook="envcheck-pyproject", holds=("dependencies",),
     ),
     InputKind(
         "uv-lock", "envcheck.sources.locks", "uv.lock",
         names=r"(?i:uv\.lock)", sniff=True, satisfies=("lock",), examples=True, hook="envcheck-pyproject",
+        holds=("dependencies", "lock"),
     ),
     InputKind(
         "pylock", "envcheck.sources.pylock", "PEP 751 lock files (pylock.toml, pylock.NAME.toml)",
         names=r"(?i:pylock(?:\.[^/]+)?\.toml)", sniff=True, satisfies=("lock",), examples=True, hook="envcheck-pyproject",
+        holds=("dependencies", "lock"),
     ),
     InputKind(
         "conda", "envcheck.sources.conda", "conda environment files (environment.yml)",
         names=r"(?i:(?:[^/]*[-_.])?environment(?:[-_.][^/]*)?\.ya?ml)", sniff=True, satisfies=("requirements",),
-        examples=True, hook="envcheck-conda",
+        examples=True, hook="envcheck-conda", holds=("dependencies",),
     ),
     InputKind(
         "dockerfile", "envcheck.sources.dockerfile", "Dockerfiles and Containerfiles",
@@ -100,38 +107,58 @@ KINDS: tuple[InputKind, ...] = (
     InputKind(
         "compose", "envcheck.sources.compose", "Compose files (compose.yaml, docker-compose*.yml)",
         names=r"(?i:(?:docker-)?compose(?:[-.][^/]*)?\.ya?ml)", sniff=True, satisfies=("dockerfile",), examples=True,
-        hook="envcheck-compose", sniff_names=r"(?i:[^/]+\.ya?ml)",
+        hook="envcheck-compose", sniff_names=r"(?i:[^/]+\.ya?ml)", holds=("launches",),
     ),
     InputKind(
         "kubernetes", "envcheck.sources.kubernetes", "Kubernetes manifests (Pod, Deployment, Job, ... in *.yaml)",
         sniff=True, satisfies=("dockerfile",), examples=True, hook="envcheck-kubernetes",
-        sniff_names=r"(?i:[^/]+\.ya?ml)",
+        sniff_names=r"(?i:[^/]+\.ya?ml)", holds=("launches",),
         hook_files=r"(^|/)(?i:k8s|kube|kubernetes|manifests?|deploy|deployments?|helm|charts?)/(?:[^/]+/)*[^/]+\.(?i:ya?ml)$",
     ),
     InputKind(
         "shell", "envcheck.sources.shell", "shell scripts (*.sh, or a shebang naming sh, bash, dash or zsh)",
         names=r"[^/]+\.(?i:sh)", sniff=True, satisfies=("dockerfile",), examples=True, hook="envcheck-shell",
+        holds=("launches",),
     ),
     InputKind(
         "notebook", "envcheck.sources.notebook", "Jupyter notebooks (*.ipynb)",
         names=r"[^/]+\.(?i:ipynb)", satisfies=("dockerfile",), examples=True, hook="envcheck-notebook",
+        holds=("launches",),
     ),
     InputKind(
         "wheel", "envcheck.sources.wheel", "wheels (*.whl)",
-        names=r"(?i:[^/]+\.whl)", examples=True,
+        names=r"(?i:[^/]+\.whl)", examples=True, holds=("binaries",),
     ),
     InputKind(
         "elf", "envcheck.sources.binaries", "ELF files and ar archives (.so, executables, .a)",
-        magic=(b"\x7fELF", b"!<arch>\n"), discover=False,
+        magic=(b"\x7fELF", b"!<arch>\n"), discover=False, holds=("binaries",),
     ),
     InputKind(
         "folder", "envcheck.sources.folder", "installed environments (a venv, site-packages, a conda env)",
-        discover=False,
+        discover=False, holds=("binaries", "environment"),
     ),
-    InputKind("image", "envcheck.sources.image", "container images (envcheck image)", path=False, discover=False),
-    InputKind("container", "envcheck.sources.container", "running containers (envcheck container)", path=False, discover=False),
-    InputKind("host", "envcheck.sources.host", "this machine (envcheck preflight)", path=False, discover=False),
+    InputKind("image", "envcheck.sources.image", "container images (envcheck image)", path=False, discover=False,
+              holds=("binaries", "environment")),
+    InputKind("container", "envcheck.sources.container", "running containers (envcheck container)", path=False, discover=False,
+              holds=("binaries", "environment", "live")),
+    InputKind("host", "envcheck.sources.host", "this machine (envcheck preflight)", path=False, discover=False,
+              holds=("binaries", "environment", "live")),
 )
+
+
+def _holding(fact: str, but: str = "") -> tuple[str, ...]:
+    return tuple(k.name for k in KINDS if fact in k.holds and but not in k.holds)
+
+
+# Kind sets that rule ``inputs`` are built from (``inputs=(*kinds.DEPENDENCY_FILES, "dockerfile")``), read off
+# the table's ``holds``: a new kind joins the rules of its set by saying what it holds, in its row.
+DEPENDENCY_FILES = _holding("dependencies")  # requirements, freeze, pyproject, uv.lock, pylock, conda
+REQUIREMENT_FILES = _holding("dependencies", but="lock")  # the same without lock files
+LOCK_FILES = _holding("lock")
+BINARY_KINDS = _holding("binaries")  # inventories with ELF files: elf, folder, wheel, image, container, host
+ENVIRONMENTS = _holding("environment")  # installed environments: folder, image, container, host
+LIVE_KINDS = _holding("live")  # running environments: host (preflight), container
+LAUNCH_FILES = _holding("launches")  # files with launch commands: compose, kubernetes, shell, notebook
 
 BY_NAME: dict[str, InputKind] = {k.name: k for k in KINDS}
 # Names a rule may list in `inputs`: every kind, and what kinds satisfy besides their names.

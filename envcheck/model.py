@@ -15,9 +15,14 @@ import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from envcheck.errors import InputError
+
+if TYPE_CHECKING:
+    from envcheck import (
+        readings,  # loaded when a reading is read: its records cost a start-up most runs do not need
+    )
 
 
 class _Vocabulary(str, enum.Enum):
@@ -237,7 +242,9 @@ class Binary:
     ptx: tuple[str, ...] = ()  # compute_120, compute_121a, ...
     lto: tuple[str, ...] = ()
     ptx_isa: tuple[str, ...] = ()  # distinct PTX ISA versions, e.g. "9.0"
-    sm121: str | None = None  # native | compatible | ptx-jit | none (None: no GPU code at all)
+    sm121: str | None = None  # on the GB10 (sm_121): native | compatible | ptx-jit | none (None: no GPU code at all)
+    # Each distinct fatbin module's SASS and PTX images ("sm_120 compute_120"): G7 judges them against the profile's SM.
+    modules: tuple[str, ...] = ()
     sections: tuple[str, ...] = ()  # sections where fatbin containers were found
     static_cudart: bool = False
     distribution: str | None = None  # owning distribution (from RECORD) where known
@@ -356,29 +363,29 @@ class Pragma:
 class HostReadings:
     """Live readings of a running machine or container, and the image facts of an image target.
 
-    One field per reading; each is the reading as JSON-ready data (its keys are documented in
-    ``docs/inventory.md``), None when the source did not take it. Sources build a new value with
-    :func:`dataclasses.replace`; checks read the fields.
+    One field per reading, each a typed record of :mod:`envcheck.readings` (``launch``: a tuple of them),
+    None when the source did not take it. Sources build a new value with :func:`dataclasses.replace`; checks
+    read the fields' attributes.
     """
 
-    python: dict[str, Any] | None = None  # the probed interpreter (status ok) or {"status": "absent"}
-    torch: dict[str, Any] | None = None  # importing torch in a child process
-    flash_attn: dict[str, Any] | None = None  # importing flash-attn and its CUDA extension
-    unsloth: dict[str, Any] | None = None  # present / version (never imported)
-    ldconfig: dict[str, Any] | None = None  # CUDA sonames ldconfig knows
-    container: dict[str, Any] | None = None  # container kind and the evidence for it
-    probe: dict[str, Any] | None = None  # the collector document: origin, duration_s, pid
-    meminfo: dict[str, Any] | None = None  # /proc/meminfo in bytes
-    nvidia_smi: dict[str, Any] | None = None  # samples, GPU processes
-    launch: list[dict[str, Any]] | None = None  # launch commands and configs (G10)
+    python: readings.PythonReading | None = None  # the probed interpreter (status ok) or status absent
+    torch: readings.TorchReading | None = None  # importing torch in a child process
+    flash_attn: readings.FlashAttnReading | None = None  # importing flash-attn and its CUDA extension
+    unsloth: readings.UnslothReading | None = None  # present / version (never imported)
+    ldconfig: readings.LdconfigReading | None = None  # CUDA sonames ldconfig knows
+    container: readings.ContainerReading | None = None  # container kind and the evidence for it
+    probe: readings.ProbeReading | None = None  # the collector document: origin, duration_s, pid
+    meminfo: readings.MeminfoReading | None = None  # /proc/meminfo in bytes
+    nvidia_smi: readings.NvidiaSmiReading | None = None  # samples, GPU processes
+    launch: tuple[readings.LaunchReading, ...] | None = None  # launch commands and configs (G3, G6, G10)
     expected_bandwidth_gbs: float | None = None  # --expect-bandwidth (G5)
-    playbooks: dict[str, Any] | None = None  # open dgx-spark-playbooks issues (G8)
-    binaries: dict[str, Any] | None = None  # preflight --binaries: what was scanned
+    playbooks: readings.PlaybooksReading | None = None  # open dgx-spark-playbooks issues (G8)
+    binaries: readings.BinariesReading | None = None  # preflight --binaries: what was scanned
     sample_seconds: float | None = None  # the nvidia-smi sampling window asked for
     read_seconds: float | None = None  # wall time of the whole read
-    image: dict[str, Any] | None = None  # envcheck image: registry, manifest and config facts
-    container_run: dict[str, Any] | None = None  # envcheck container: how the collector ran
-    resolve: dict[str, Any] | None = None  # envcheck --resolve: target, files, requests and bytes read
+    image: readings.ImageFacts | None = None  # envcheck image: registry, manifest and config facts
+    container_run: readings.ContainerRun | None = None  # envcheck container: how the collector ran
+    resolve: readings.ResolveReading | None = None  # envcheck --resolve: target, files, requests and bytes read
 
     def __bool__(self) -> bool:
         return any(getattr(self, f.name) is not None for f in dataclasses.fields(self))
@@ -389,35 +396,21 @@ class HostReadings:
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, tuple):
+                out[f.name] = [item.to_json() for item in value]
+            elif value is not None:
+                out[f.name] = value.to_json() if hasattr(value, "to_json") else value
+        return out
 
     @classmethod
     def from_json(cls, data: Any, where: str = "host") -> HostReadings:
         """Readings from :meth:`to_json` output; unknown keys and wrongly typed readings are refused."""
-        if not isinstance(data, Mapping):
-            raise InputError(f"{where}: expected an object, found {_json_type(data)}")
-        names = {f.name: f for f in dataclasses.fields(cls)}
-        values: dict[str, Any] = {}
-        for key, value in data.items():
-            if key not in names:
-                raise InputError(f"{where}: {key!r} is not a reading this envcheck knows ({', '.join(names)})")
-            if value is None:
-                continue
-            expected = _HOST_TYPES.get(key, dict)
-            if expected is float:
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            else:
-                ok = isinstance(value, expected)
-                if ok and expected is list:
-                    ok = all(isinstance(item, dict) for item in value)
-            if not ok:
-                raise InputError(f"{where}.{key}: expected {_HOST_TYPE_NAMES[expected]}, found {_json_type(value)}")
-            values[key] = float(value) if expected is float else value
-        return cls(**values)
+        from envcheck.readings import host_values
 
-
-_HOST_TYPES: dict[str, type] = {"launch": list, "expected_bandwidth_gbs": float, "sample_seconds": float, "read_seconds": float}
-_HOST_TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list of objects", float: "a number"}
+        return cls(**host_values(cls, data, where))
 
 
 @dataclass
@@ -696,16 +689,16 @@ def _plain(obj: Any) -> dict[str, Any]:
 _Plain = TypeVar("_Plain")
 
 
-def _json_list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise InputError(f"{where}: expected a list, found {_json_type(value)}")
-    return value
-
-
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
     return {bool: "a boolean", int: "a number", float: "a number", str: "text", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _json_list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InputError(f"{where}: expected a list, found {_json_type(value)}")
+    return value
 
 
 def from_plain(cls: type[_Plain], data: Any, where: str) -> _Plain:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -41,6 +42,14 @@ class Profile:
     @property
     def docker_platform(self) -> str:
         return f"{self.os}/{self.docker_arch}"
+
+
+@functools.cache
+def shipped_sms() -> tuple[int, ...]:
+    """The GPU SMs of the shipped profiles: a binary reader searches on for GPU code when the usual places hold
+    none that runs on any of them (what it records is judged against the chosen profile by the checks)."""
+    names = sorted(p.name[:-5] for p in resources.files("envcheck.profiles").iterdir() if p.name.endswith(".toml"))
+    return tuple(sorted({load_profile(name).sm for name in names}))
 
 
 def load_profile(name_or_path: str = "dgx-spark") -> Profile:

@@ -107,6 +107,30 @@ def test_gpu_fixtures(name: str, sass: tuple[str, ...], ptx: tuple[str, ...], le
     assert b.bytes_read < b.size  # headers only
 
 
+@pytest.mark.parametrize(("capability", "verdicts"), [
+    ("12.1", {"gpu_sm121.so": "PASS", "gpu_sm80.so": "FAIL", "gpu_sm120a.so": "FAIL", "gpu_sm80_ptx.so": "WARN"}),
+    ("8.0", {"gpu_sm121.so": "FAIL", "gpu_sm80.so": "PASS", "gpu_sm120a.so": "FAIL", "gpu_sm80_ptx.so": "PASS"}),
+    ("12.0", {"gpu_sm121.so": "FAIL", "gpu_sm80.so": "FAIL", "gpu_sm120a.so": "PASS", "gpu_sm80_ptx.so": "WARN"}),
+])
+def test_gpu_code_is_judged_for_the_profile_gpu(tmp_path: Path, capability: str, verdicts: dict[str, str]) -> None:
+    """G7 judges what a fatbin holds against the profile's compute capability, not the GB10's: the same real
+    fatbins pass on a profile whose GPU they were built for and fail elsewhere (a loose file is its own cause)."""
+    shipped = (REPO / "envcheck" / "profiles" / "dgx-spark.toml").read_text(encoding="utf-8")
+    profile = tmp_path / "other-gpu.toml"
+    profile.write_text(shipped.replace('compute_capability = "12.1"', f'compute_capability = "{capability}"'))
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    for name in verdicts:
+        shutil.copy(BIN / name, folder / name)
+    done = run_envcheck("-f", "json", "--no-cache", "--profile", str(profile), *(str(folder / n) for n in verdicts))
+    assert "Traceback" not in done.stderr, done.stderr
+    found: dict[str, set[str]] = {}
+    for target in json.loads(done.stdout)["targets"]:
+        statuses = {f["status"] for f in target["findings"] if f["rule"] in ("G7-binary-no-sm121", "G7-binary-ptx-only")}
+        found[Path(target["target"]).name] = statuses - {"INFO"}
+    assert found == {name: {status} for name, status in verdicts.items()}
+
+
 def test_32_bit_elf() -> None:
     b = read_path(BIN / "libext32_cuda12.so").binary
     assert b is not None
@@ -471,8 +495,9 @@ def test_concurrent_scans_share_the_cache_safely(tmp_path: Path) -> None:
     outs = [p.communicate(timeout=120)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert len(set(outs)) == 1 and len(json.loads(outs[0])) == 40
-    for cache_file in (tmp_path / "cache").iterdir():
-        json.loads(cache_file.read_text())  # never torn
+    for cache_file in (tmp_path / "cache").iterdir():  # never torn (a folder snapshot is one JSON document a line)
+        for line in cache_file.read_text().splitlines():
+            json.loads(line)
 
 
 def test_site_packages_of_this_interpreter() -> None:

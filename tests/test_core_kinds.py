@@ -15,6 +15,7 @@ from conftest import REPO, run_envcheck
 from envcheck import engine, kinds, rules, sources
 from envcheck.model import HostReadings, Inventory, Status
 from envcheck.profile import load_profile
+from envcheck.readings import ImageFacts
 
 # File names and the kind each has by its name alone (None: not by name).
 NAMES = {
@@ -120,7 +121,7 @@ def test_check_modules_table_matches_registered_checks() -> None:
 
 def test_engine_runs_only_the_checks_of_the_target_kind() -> None:
     """Image facts in a requirements target are not judged as an image: checks are selected by kind."""
-    inv = Inventory(host=HostReadings(image={"ref": "docker.io/library/ubuntu:22.04", "architecture": "amd64", "os": "linux"}))
+    inv = Inventory(host=HostReadings(image=ImageFacts(ref="docker.io/library/ubuntu:22.04", architecture="amd64", os="linux")))
     as_image = {f.rule for f in engine.evaluate(inv, load_profile(), "image")}
     as_requirements = {f.rule for f in engine.evaluate(inv, load_profile(), "requirements")}
     assert "ARCH-image-config" in as_image

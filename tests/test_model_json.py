@@ -21,6 +21,7 @@ from envcheck.model import (
     Role,
     TargetResult,
 )
+from envcheck.readings import MeminfoReading, TorchReading
 
 RULE_FILES = sorted(p for p in (FIXTURES / "rules").glob("*/*/*") if p.is_file()) + sorted(
     p for p in (REPO / "examples").glob("project-*/*") if p.name in ("pyproject.toml", "uv.lock", "pylock.toml"))
@@ -61,7 +62,20 @@ def test_real_cuda13_environment_inventory_round_trips() -> None:
     data = report["targets"][0]["inventory"]
     inventory = Inventory.from_json(data)
     assert len(inventory.binaries) > 800 and inventory.host.torch is not None
-    assert inventory.to_json() == data
+    assert inventory.host.torch.capability == (9, 0) and inventory.host.nvidia_smi is not None and inventory.host.nvidia_smi.gpus
+    written = inventory.to_json()
+    # the readings are typed records now: what an older envcheck wrote reads back the same, less its null values
+    assert {k: v for k, v in written.items() if k != "host"} == {k: v for k, v in data.items() if k != "host"}
+    assert written["host"] == _without_nulls(data["host"])
+    assert Inventory.from_json(written) == inventory
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def test_enums_print_and_serialise_as_their_words() -> None:
@@ -73,8 +87,8 @@ def test_enums_print_and_serialise_as_their_words() -> None:
 
 
 def test_host_readings_merge_and_serialise_only_what_was_read() -> None:
-    first = HostReadings(torch={"status": "ok"}, sample_seconds=3.0)
-    second = HostReadings(torch={"status": "crashed"}, meminfo={"status": "ok"})
+    first = HostReadings(torch=TorchReading(status="ok"), sample_seconds=3.0)
+    second = HostReadings(torch=TorchReading(status="crashed"), meminfo=MeminfoReading(status="ok"))
     merged = first.merged(second)
     assert merged.to_json() == {"torch": {"status": "crashed"}, "meminfo": {"status": "ok"}, "sample_seconds": 3.0}
     assert not HostReadings() and merged
@@ -88,6 +102,11 @@ def test_host_readings_merge_and_serialise_only_what_was_read() -> None:
     ({"context": "installed", "packages": [{"name": "x", "colour": "red"}]}, "packages[0]: unknown keys 'colour'"),
     ({"context": "installed", "host": {"torch": "2.9"}}, "inventory.host.torch: expected an object, found text"),
     ({"context": "installed", "host": {"hostname": {}}}, "inventory.host: 'hostname' is not a reading"),
+    ({"context": "installed", "host": {"torch": {"status": "ok", "capability": ["12", 1]}}},
+     "inventory.host.torch.capability[0]: expected a whole number, found text"),
+    ({"context": "installed", "host": {"nvidia_smi": {"status": "ok", "samples": [{"t": 0, "gpus": [{"uuid": 7}]}]}}},
+     "inventory.host.nvidia_smi.samples[0].gpus[0].uuid: expected text"),
+    ({"context": "installed", "host": {"launch": [{"tp": 2, "colour": "red"}]}}, "inventory.host.launch[0]: 'colour' is not a field"),
     ({"context": "tomorrow"}, "inventory.context"),
     ({"context": "installed", "env": {"A": "1"}}, "inventory.env: expected a list"),
     ([], "inventory: expected an object"),

@@ -13,6 +13,7 @@ from envcheck.config import RunOptions
 from envcheck.inspect import nvidia_smi
 from envcheck.model import Finding, HostReadings, Inventory, Status
 from envcheck.profile import load_profile
+from envcheck.readings import GpuProcess, ImageFacts
 from envcheck.sources.host import inventory_from_probe, read_meminfo
 
 SMI = Path(__file__).resolve().parent.parent / "fixtures" / "nvidia-smi"
@@ -272,7 +273,7 @@ LIVE_RULES = ("G3-", "G4-", "G5-planning", "G6-", "G8-", "G10-", "G7-live", "G1-
 def test_static_targets_get_no_live_findings() -> None:
     found = engine.evaluate(Inventory(), load_profile("dgx-spark"), "requirements")
     assert not [f for f in found if f.rule.startswith(LIVE_RULES)]
-    image = Inventory(host=HostReadings(image={"ref": "nvcr.io/nvidia/pytorch:25.11-py3"}))
+    image = Inventory(host=HostReadings(image=ImageFacts(ref="nvcr.io/nvidia/pytorch:25.11-py3")))
     assert not [f.rule for f in engine.evaluate(image, load_profile("dgx-spark"), "image") if f.rule.startswith(LIVE_RULES)]
 
 
@@ -291,7 +292,7 @@ def test_the_real_h200_probe_document() -> None:
     doc = json.loads((SMI.parent / "device" / "h200" / "probe.json").read_text())
     inv = inventory_from_probe(doc, "h200")
     assert inv.problems == []
-    assert inv.host.torch["capability"] == [9, 0] and inv.host.torch["cuda"] == "13.0"
+    assert inv.host.torch is not None and inv.host.torch.capability == (9, 0) and inv.host.torch.cuda == "13.0"
     assert [f.status for f in findings(inv, "G1") if f.rule == "G1-live-torch"] == [Status.PASS]
     g7 = findings(inv, "G7")
     assert [f.status for f in g7 if f.rule == "G7-live-capability"] == [Status.INFO]
@@ -320,4 +321,4 @@ def test_g1_torch_that_cannot_see_the_listed_gpu_warns() -> None:
 def test_g6_recognises_servers_not_scripts_named_after_them(words: list[str], name: str, server: str | None) -> None:
     from envcheck.checks.g06_shared_memory import _describe
 
-    assert _describe({"cmdline": words, "process_name": name})[0] == server
+    assert _describe(GpuProcess(cmdline=tuple(words), process_name=name))[0] == server

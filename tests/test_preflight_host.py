@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import require
 
+from envcheck.readings import NvidiaSmiReading, TorchReading
 from envcheck.sources import host
 from envcheck.sources.host import HostOptions, inventory_from_probe, read_host
 
@@ -67,7 +68,7 @@ def test_read_host_runs_the_torch_child_itself(preflight_envs: dict[str, Path], 
     record is the one the collector itself would write: a crash, a hang (killed, with its whole session) and
     a missing torch are told apart as before."""
     inv = read_host(HostOptions(python=str(preflight_envs[env]), sample_seconds=0, probe_timeout=2, nvidia_smi="/nonexistent"))
-    torch = inv.host.torch or {}
+    torch = (inv.host.torch or TorchReading()).to_json()
     assert {k: torch.get(k) for k in expected} == expected, torch
     assert not [p for p in inv.problems if "collector" in p.message]
     if env == "hang":
@@ -112,8 +113,8 @@ def test_inventory_from_probe_document(preflight_envs: dict[str, Path]) -> None:
     pkg = inv.package("spark-demo-lib")
     assert pkg is not None and pkg.installed and pkg.requires == ("torch==2.10.0",)
     assert inv.package("torch").version == "2.8.0+cu128"  # type: ignore[union-attr]
-    assert inv.host.torch["cuda"] == "12.8"
-    assert inv.host.meminfo["bytes"]["MemTotal"] > 0
+    assert inv.host.torch is not None and inv.host.torch.cuda == "12.8"
+    assert inv.host.meminfo is not None and (inv.host.meminfo.bytes or {})["MemTotal"] > 0
 
 
 @pytest.mark.parametrize(("document", "fragment"), [
@@ -124,12 +125,14 @@ def test_inventory_from_probe_document(preflight_envs: dict[str, Path]) -> None:
     ({"probe_schema": 1, "python": {"version": "3.12.3"}, "distributions": [{"name": "torch"}]}, "without a name and version"),
     ({"probe_schema": 1, "python": {"version": "3.12.3"}, "distributions": [], "torch": "crashed"}, "torch is malformed"),
     ({"probe_schema": 1, "python": {"version": "3.12.3"}, "distributions": [],
+      "torch": {"status": "ok", "cuda": 13.0}}, "torch is malformed: host.torch.cuda: expected text"),
+    ({"probe_schema": 1, "python": {"version": "3.12.3"}, "distributions": [],
       "nvidia_smi": {"status": "ok", "gpu_fields": ["index", "name"], "gpu_csv": "0\n"}}, None),
 ])
 def test_corrupted_documents_become_problems(document: object, fragment: str | None) -> None:
     inv = inventory_from_probe(document, "probe.json")
     if fragment is None:  # a malformed nvidia-smi reading is a reading with an error, not a crash
-        assert inv.host.nvidia_smi["status"] == "error" and "line 1" in inv.host.nvidia_smi["error"]
+        assert inv.host.nvidia_smi is not None and inv.host.nvidia_smi.status == "error" and "line 1" in (inv.host.nvidia_smi.error or "")
         return
     assert any(fragment in p.message for p in inv.problems), [p.message for p in inv.problems]
     assert all(p.location is not None and p.location.path == "probe.json" for p in inv.problems)
@@ -148,17 +151,17 @@ def test_partial_document_keeps_what_it_can() -> None:
 def test_read_host_without_nvidia_smi_for_real(preflight_envs: dict[str, Path], tmp_path: Path) -> None:
     inv = read_host(HostOptions(python=str(preflight_envs["good"]), sample_seconds=1, nvidia_smi=None))
     if shutil.which("nvidia-smi") is None:
-        assert inv.host.nvidia_smi == {"status": "absent"}
-    assert inv.host.python["executable"] == str(preflight_envs["good"])
-    assert inv.host.meminfo["status"] == "ok"
-    assert inv.host.playbooks["status"] == "offline"
-    assert inv.host.launch == []
+        assert inv.host.nvidia_smi == NvidiaSmiReading(status="absent")
+    assert inv.host.python is not None and inv.host.python.executable == str(preflight_envs["good"])
+    assert inv.host.meminfo is not None and inv.host.meminfo.status == "ok"
+    assert inv.host.playbooks is not None and inv.host.playbooks.status == "offline"
+    assert inv.host.launch == ()
 
 
 def test_missing_python_is_a_problem_but_the_rest_is_read(tmp_path: Path) -> None:
     inv = read_host(HostOptions(python=str(tmp_path / "no-such-python"), sample_seconds=0))
     assert [p.message for p in inv.problems] == [f"--python {tmp_path / 'no-such-python'}: no such executable"]
-    assert inv.host.meminfo["status"] == "ok"
+    assert inv.host.meminfo is not None and inv.host.meminfo.status == "ok"
 
 
 def test_an_interpreter_that_prints_no_json(tmp_path: Path) -> None:
@@ -246,7 +249,7 @@ def elf_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_read_host_scans_the_environment_binaries(elf_env: Path) -> None:
     inv = read_host(HostOptions(python=str(elf_env), sample_seconds=0, binaries=True))
-    assert inv.host.binaries["status"] == "ok"
+    assert inv.host.binaries is not None and inv.host.binaries.status == "ok"
     found = [b for b in inv.binaries if b.path.endswith("spark_ext/_ext.so")]
     assert len(found) == 1 and found[0].machine == os.uname().machine
 

@@ -336,7 +336,7 @@ def test_live_snapshot_of_the_real_cuda13_torch_venv(torch_venv: Path, tmp_path:
     jsonschema.validate(data, _schema())
     inventory = TargetResult.from_json(data["targets"][0]).inventory
     probe = inventory.host.torch
-    assert probe is not None and probe["cuda"] == "13.0" and str(probe["version"]).endswith("+cu130")
+    assert probe is not None and probe.cuda == "13.0" and str(probe.version).endswith("+cu130")
     assert inventory.package("torch") is not None and any(b.cuda_major == 13 for b in inventory.binaries)
     assert _diff(str(out), str(out)) == (0, [])
 

@@ -10,22 +10,24 @@ from __future__ import annotations
 
 import importlib
 
-_PACKAGES = ("requirements", "freeze", "pyproject", "lock", "dockerfile", "wheel", "folder", "image", "container", "host")
-_LIVE = ("host", "container")
-_LAUNCHES = ("compose", "kubernetes", "shell", "notebook")  # files whose launch commands G3, G6 and G10 read
+from envcheck import kinds
+
+_PACKAGES = (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS)
+_LIVE = kinds.LIVE_KINDS
+_LAUNCHES = kinds.LAUNCH_FILES  # files whose launch commands G3, G6 and G10 read
 
 # check module -> the rule inputs its checks serve (envcheck.kinds names; "any" = every target).
 MODULES: dict[str, tuple[str, ...]] = {
     "envcheck.checks.arch": (*_PACKAGES, "elf"),
     "envcheck.checks.g01_cuda_abi": (*_PACKAGES, "elf"),
     "envcheck.checks.g01_base_images": ("dockerfile",),
-    "envcheck.checks.g01_wheel_builds": ("requirements", "pyproject", "lock", "dockerfile"),
+    "envcheck.checks.g01_wheel_builds": (*kinds.DEPENDENCY_FILES, "dockerfile"),
     "envcheck.checks.g02_flash_attn": _PACKAGES,
     "envcheck.checks.g03_memory": (*_LIVE, *_LAUNCHES),
     "envcheck.checks.g04_power": _LIVE,
     "envcheck.checks.g05_bandwidth": ("any",),
     "envcheck.checks.g06_shared_memory": (*_LIVE, *_LAUNCHES, "dockerfile"),
-    "envcheck.checks.g07_gpu_arch": ("requirements", "pyproject", "lock", "dockerfile", "elf", "folder", "wheel", "image", "container", "host"),
+    "envcheck.checks.g07_gpu_arch": ("requirements", "pyproject", "lock", "dockerfile", *kinds.BINARY_KINDS),
     "envcheck.checks.g08_playbooks": _LIVE,
     "envcheck.checks.g09_drift": _PACKAGES,
     "envcheck.checks.g09_served": ("requirements", "pyproject", "dockerfile"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envcheck import kinds
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import installs_on
@@ -17,7 +18,7 @@ WHEEL_PLATFORM = rule(
     (manylinux_x86_64, win_amd64, macosx). pip on a Spark refuses it, or, for a lock file whose package has
     only an sdist besides, builds it from source.""",
     "Use a release that publishes manylinux aarch64 wheels (or build one for linux/aarch64), or drop the x86_64-only URL.",
-    ("requirements", "freeze", "pyproject", "lock", "dockerfile", "wheel", "folder", "image", "container", "host"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS),
 )
 
 
@@ -83,7 +84,7 @@ ELF_MACHINE = rule(
     file"), usually because a wheel, venv or image was built on an x86_64 machine and copied over. A pure-Python
     wheel (platform 'any') that bundles helpers for several machines (debugpy) loads only its own machine's one.""",
     "Install the linux/aarch64 (manylinux_*_aarch64) build of the package, or build the image for linux/arm64.",
-    ("elf", "folder", "wheel", "image", "container", "host"),
+    kinds.BINARY_KINDS,
 )
 
 
@@ -204,25 +205,25 @@ IMAGE_CONFIG_ARCH = rule(
 def image_platform(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over an image: the index has a linux/arm64 child, and the selected config says arm64."""
     facts = ctx.inventory.host.image
-    if not isinstance(facts, dict):
+    if facts is None:
         return
-    want = str(facts.get("platform") or ctx.profile.docker_platform)
-    ref = str(facts.get("ref", ""))
+    want = facts.platform or ctx.profile.docker_platform
+    ref = facts.ref or ""
     where = Location(ref) if ref else None
-    platforms = [str(p) for p in facts.get("platforms") or []]
-    if facts.get("platform_found") is False:
+    platforms = list(facts.platforms or ())
+    if facts.platform_found is False:
         yield IMAGE_NO_PLATFORM.finding(
             f"{ref} has no {want} image; it offers {', '.join(platforms) or 'no platforms at all'}",
-            where, {"platforms": platforms, "wanted": want, "digest": facts.get("digest")})
+            where, {"platforms": platforms, "wanted": want, "digest": facts.digest})
         return
-    arch = facts.get("architecture")
+    arch = facts.architecture
     if arch is None:
         return
     want_os, _, want_arch = want.partition("/")
     want_arch = want_arch.split("/")[0]
-    found = f"{facts.get('os')}/{arch}" + (f"/{facts['variant']}" if facts.get("variant") else "")
+    found = f"{facts.os}/{arch}" + (f"/{facts.variant}" if facts.variant else "")
     location = Location(ref, member="config") if ref else None
-    if arch != want_arch or facts.get("os") not in (None, want_os):
+    if arch != want_arch or facts.os not in (None, want_os):
         yield IMAGE_CONFIG_ARCH.finding(f"{ref}: the image config is {found}, not {want}", location,
                                         {"config_platform": found, "wanted": want, "platforms": platforms})
     else:
@@ -238,7 +239,7 @@ RESOLVE_NO_FILE = rule(
     lock files written on x86_64 CI and with releases that ship only x86_64 and Windows wheels.""",
     "Pick a version that publishes a manylinux aarch64 wheel (check the project's files on the index), or re-lock for the target: "
     "uv pip compile --python-platform aarch64-manylinux_2_39.",
-    ("requirements", "pyproject", "lock", "freeze", "dockerfile"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile"),
 )
 RESOLVE_SOURCE_BUILD = rule(
     "ARCH-resolve-source-build", "ARCH", "A resolved package is built from source on the Spark", Status.FAIL,
@@ -250,7 +251,7 @@ RESOLVE_SOURCE_BUILD = rule(
     openai-whisper) or a git/path source builds the same anywhere: INFO.""",
     "Pin a version that publishes a manylinux aarch64 wheel, take the package from an NGC container, or build the wheel "
     "once for linux/aarch64 and install that file.",
-    ("requirements", "pyproject", "lock", "freeze", "dockerfile"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile"),
 )
 
 
@@ -303,7 +304,7 @@ NO_AARCH64_WHEEL = rule(
     index itself (ARCH-resolve-source-build) and then takes over.""",
     "Install a wheel built for linux/aarch64 (a file you built once, or a container that ships it), set "
     "TORCH_CUDA_ARCH_LIST=12.1 for the build, or drop the package (PyTorch SDPA covers most xformers uses).",
-    ("requirements", "pyproject", "dockerfile"),
+    (*kinds.REQUIREMENT_FILES, "dockerfile"),
 )
 
 
@@ -341,8 +342,8 @@ HOST_MACHINE = rule(
 def host_machine(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over a live read: the probed interpreter's machine against the profile's."""
     python = ctx.inventory.host.python
-    machine = python.get("machine") if isinstance(python, dict) else None
-    if not isinstance(machine, str) or not machine:
+    machine = python.machine if python is not None else None
+    if not machine:
         return
     wanted = ctx.profile.machine
     same = machine.lower() in (wanted, "arm64") if wanted == "aarch64" else machine.lower() == wanted
@@ -350,7 +351,7 @@ def host_machine(ctx: CheckContext) -> Iterator[Finding]:
         yield HOST_MACHINE.passed(f"this machine is {machine}, as a {ctx.profile.name} is", None)
         return
     smi = ctx.inventory.host.nvidia_smi
-    gpu = "no NVIDIA GPU" if not (isinstance(smi, dict) and smi.get("status") == "ok") else "its own GPU"
+    gpu = "no NVIDIA GPU" if not (smi is not None and smi.status == "ok") else "its own GPU"
     yield HOST_MACHINE.finding(
         f"this machine is {machine} with {gpu}, not a {ctx.profile.name} ({ctx.profile.os}/{wanted}, GB10): "
         "its readings describe this machine, not a Spark", None, {"machine": machine, "profile_machine": wanted})

@@ -15,6 +15,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envcheck import knowledge
+from envcheck.inspect.fatbin_levels import GB10_SM
 from envcheck.knowledge.builds import build_of_version, distribution_cuda_major
 from envcheck.model import Binary, Finding, Inventory, Package, Status, TargetResult
 from envcheck.rules import rule
@@ -115,12 +116,12 @@ def side_of(name: str, results: Iterable[TargetResult]) -> Side:
     return Side(name, merged, tuple(findings), tuple(roots))
 
 
-def compare(a: Side, b: Side, cuda_major: int) -> list[Finding]:
+def compare(a: Side, b: Side, cuda_major: int, sm: int = GB10_SM) -> list[Finding]:
     """What changed from ``a`` (the good or older side) to ``b``: packages, binaries, variables, driver,
-    findings. ``cuda_major`` is the profile's (13 on a Spark)."""
+    findings. ``cuda_major`` and ``sm`` are the profile's (13 and 121 on a Spark)."""
     out = list(_package_changes(a, b, cuda_major))
     if a.inventory.binaries and b.inventory.binaries:
-        out.extend(_binary_changes(a, b, cuda_major))
+        out.extend(_binary_changes(a, b, cuda_major, sm))
     out.extend(_env_changes(a, b))
     driver_a, driver_b = _driver(a.inventory), _driver(b.inventory)
     if driver_a and driver_b and driver_a != driver_b:
@@ -153,9 +154,9 @@ def _cuda(pkg: Package, inventory: Inventory) -> int | None:
     if found:
         return found[0]
     torch = inventory.host.torch
-    if pkg.name == "torch" and isinstance(torch, dict) and torch.get("status") == "ok" and isinstance(torch.get("cuda"), str):
+    if pkg.name == "torch" and torch is not None and torch.status == "ok" and torch.cuda is not None:
         # PyPI's torch wheels carry no +cuXXX; the live probe's torch.version.cuda names the build
-        major = torch["cuda"].split(".")[0]
+        major = torch.cuda.split(".")[0]
         return int(major) if major.isdigit() else None
     return None
 
@@ -222,31 +223,35 @@ def file_key(path: str) -> str:
 
 
 def _cuda_facts(binary: Binary) -> bool:
-    return binary.cuda_major is not None or binary.sm121 is not None
+    return binary.cuda_major is not None or binary.sm121 is not None or bool(binary.modules)
 
 
 def _owner(binary: Binary) -> str:
     return f" ({binary.distribution})" if binary.distribution else ""
 
 
-def _binary_changes(a: Side, b: Side, cuda_major: int) -> Iterator[Finding]:
+def _binary_changes(a: Side, b: Side, cuda_major: int, sm: int) -> Iterator[Finding]:
+    from envcheck.checks.g07_gpu_arch import gpu_level
+
     old = {file_key(x.path): x for x in a.inventory.binaries}
     new = {file_key(x.path): x for x in b.inventory.binaries}
     for key in sorted(set(old) | set(new)):
         ba, bb = old.get(key), new.get(key)
+        level_b = gpu_level(bb, sm) if bb is not None else None
         if ba is not None and bb is not None:
             changes = []
+            level_a = gpu_level(ba, sm)
             if ba.cuda_major != bb.cuda_major:
                 changes.append(f"CUDA {ba.cuda_major or 'none'} → {bb.cuda_major or 'none'}")
-            if ba.sm121 != bb.sm121:
-                changes.append(f"sm_121 {ba.sm121 or 'no GPU code'} → {bb.sm121 or 'no GPU code'}")
+            if level_a != level_b:
+                changes.append(f"sm_{sm} {level_a or 'no GPU code'} → {level_b or 'no GPU code'}")
             if changes:
-                worse = bb.cuda_major not in (None, cuda_major) or bb.sm121 == "none"
+                worse = bb.cuda_major not in (None, cuda_major) or level_b == "none"
                 yield DRIFT_BINARY.finding(f"{key}{_owner(bb)}: {', '.join(changes)}", bb.location, _binary_evidence(key, ba, bb),
                                            status=None if worse else Status.INFO)
         elif bb is not None and _cuda_facts(bb):
-            worse = bb.cuda_major not in (None, cuda_major) or bb.sm121 == "none"
-            facts = ", ".join(x for x in (f"CUDA {bb.cuda_major}" if bb.cuda_major else "", f"sm_121 {bb.sm121}" if bb.sm121 else "") if x)
+            worse = bb.cuda_major not in (None, cuda_major) or level_b == "none"
+            facts = ", ".join(x for x in (f"CUDA {bb.cuda_major}" if bb.cuda_major else "", f"sm_{sm} {level_b}" if level_b else "") if x)
             yield DRIFT_BINARY.finding(f"{key}{_owner(bb)} added: {facts}", bb.location, _binary_evidence(key, None, bb),
                                        status=None if worse else Status.INFO)
         elif ba is not None and bb is None and _cuda_facts(ba):
@@ -284,15 +289,9 @@ def _env_changes(a: Side, b: Side) -> Iterator[Finding]:
 
 def _driver(inventory: Inventory) -> str | None:
     smi = inventory.host.nvidia_smi
-    if not isinstance(smi, dict) or smi.get("status") != "ok":
+    if smi is None:
         return None
-    # A snapshot is input: the readings are checked for shape here, not trusted.
-    samples = smi.get("samples")
-    last = samples[-1] if isinstance(samples, list) and samples else None
-    gpus = last.get("gpus") if isinstance(last, dict) else None
-    if not isinstance(gpus, list):
-        return None
-    versions = sorted({str(g["driver_version"]) for g in gpus if isinstance(g, dict) and g.get("driver_version")})
+    versions = sorted({g.driver_version for g in smi.gpus if g.driver_version})
     return ", ".join(versions) or None
 
 
@@ -363,11 +362,11 @@ def twin_facts(side: Side) -> dict[str, str]:
         if name in ("torch", "flash-attn") or name.startswith("nvidia-"):
             facts[name] = _shown(pkg)
     torch = inventory.host.torch
-    if isinstance(torch, dict) and torch.get("status") == "ok":
-        if torch.get("version"):
-            facts.setdefault("torch", str(torch["version"]))
-        if torch.get("cuda"):
-            facts["torch CUDA"] = str(torch["cuda"])
+    if torch is not None and torch.status == "ok":
+        if torch.version:
+            facts.setdefault("torch", torch.version)
+        if torch.cuda:
+            facts["torch CUDA"] = torch.cuda
     env = _env(inventory)
     for name in ("CUDA_VERSION", "NCCL_VERSION", "CUDNN_VERSION", "NVIDIA_PYTORCH_VERSION"):
         if name in env:

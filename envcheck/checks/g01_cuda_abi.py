@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Mapping
 from pathlib import PurePosixPath as Path
 
-from envcheck import knowledge
+from envcheck import kinds, knowledge
 from envcheck.fixes import g01_cuda_abi as fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import (
@@ -44,7 +44,7 @@ LOCAL_VERSION = rule(
     """The version's local part (+cu121, +cu128, ...) names a CUDA 11/12 build. Its extensions link
     libcudart.so.12 and friends, which a CUDA 13 Spark does not have: import fails with undefined symbols
     or the first .cuda() segfaults. pip does not check this.""",
-    _FIX_CU130, ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
+    _FIX_CU130, (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
     autofix=fixes.local_version,
 )
 CPU_BUILD = rule(
@@ -56,7 +56,7 @@ CPU_BUILD = rule(
     at all and fails to install (FAIL). A CPU build the file asks for on purpose (the whl/cpu index or a +cpu pin
     in a file or stage named for the CPU: requirements-cpu.txt, Dockerfile.cpu, FROM ... AS cpu) is INFO.""",
     f"Use torch >= {_PYPI_CUDA13_TORCH} from PyPI, or the cu130 index (torch >= {_CU130_MINOR}), or an NGC PyTorch container.",
-    ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
 )
 CUDA12_DIST = rule(
     "G1-cuda12-distribution", "G1", "A CUDA 12 library distribution is installed", Status.FAIL,
@@ -64,7 +64,7 @@ CUDA12_DIST = rule(
     pytorch-cuda=12.x carry CUDA 12 libraries (libcudart.so.12, ...). Note that library versions do not
     follow the toolkit's major: nvidia-cufft 12.x and nvidia-curand 10.4.x are CUDA 13 releases and pass.""",
     "Replace it with the CUDA 13 distribution (unsuffixed nvidia-* 13.x, or the -cu13 variant), or drop the pin and let torch's cu130 build pull its own.",
-    ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel", "folder", "image", "container", "host"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS),
     autofix=fixes.cuda12_distribution,
 )
 CUDA12_INDEX = rule(
@@ -72,7 +72,7 @@ CUDA12_INDEX = rule(
     """--index-url/--extra-index-url (or a uv index) points at download.pytorch.org/whl/cu11x or cu12x, so
     torch, torchvision and torchaudio come as CUDA 12 builds even when the version looks right.""",
     f"Point the index at https://download.pytorch.org/whl/cu130 (or cu13x), or remove it and use torch >= {_PYPI_CUDA13_TORCH} from PyPI.",
-    ("requirements", "pyproject", "lock", "dockerfile"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile"),
     autofix=fixes.cuda12_index,
 )
 TORCH_BUILD = rule(
@@ -82,7 +82,7 @@ TORCH_BUILD = rule(
     means it cannot tell (a direct URL, an unknown index, an unpinned torch in an installed set); envcheck
     says what is unknown rather than guessing.""",
     f"Pin torch with its build (torch=={_CU130_TORCH}+cu130 with the cu130 index, or torch>={_PYPI_CUDA13_TORCH} from PyPI) so the CUDA build is explicit.",
-    ("requirements", "pyproject", "lock", "dockerfile", "freeze", "wheel"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
 )
 
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
@@ -426,7 +426,7 @@ LIVE_TORCH = rule(
     reads torch.version.cuda. An import that segfaults or fails with an undefined CUDA symbol is G1's
     symptom itself; a torch.version.cuda whose major differs from the Spark's CUDA 13 links the wrong
     libraries. NGC builds report 13.x without a +cu130 tag, which passes.""",
-    _FIX_CU130, ("host", "container", "image"),
+    _FIX_CU130, (*kinds.LIVE_KINDS, "image"),
 )
 
 
@@ -435,25 +435,25 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over the live torch probe: crash/import error FAIL, wrong CUDA major FAIL, timeout WARN."""
     host = ctx.inventory.host
     torch = host.torch
-    if not isinstance(torch, dict):
-        if (host.python or {}).get("status") == "absent":
+    if torch is None:
+        if host.python is not None and host.python.status == "absent":
             yield LIVE_TORCH.finding("no python3 to probe: cannot check torch", status=Status.SKIP)
         return
-    python = str((host.python or {}).get("executable") or "python3")
-    status = torch.get("status")
-    stage = "initialising CUDA" if torch.get("stage") == "cuda-init" else "importing torch"
-    evidence = {k: torch.get(k) for k in ("status", "stage", "signal", "error", "version", "cuda") if torch.get(k) is not None}
+    python = (host.python.executable if host.python is not None else None) or "python3"
+    status = torch.status
+    stage = "initialising CUDA" if torch.stage == "cuda-init" else "importing torch"
+    evidence = {k: v for k in ("status", "stage", "signal", "error", "version", "cuda") if (v := getattr(torch, k)) is not None}
     if status == "absent":
         yield LIVE_TORCH.finding(f"torch is not installed for {python}", status=Status.SKIP)
     elif status == "crashed":
-        yield LIVE_TORCH.finding(f"{python} crashed ({torch.get('signal')}) {stage}", evidence=evidence)
+        yield LIVE_TORCH.finding(f"{python} crashed ({torch.signal}) {stage}", evidence=evidence)
     elif status in ("import-error", "error"):
-        yield LIVE_TORCH.finding(f"{stage} failed: {torch.get('error') or 'no message'}", evidence=evidence)
+        yield LIVE_TORCH.finding(f"{stage} failed: {torch.error or 'no message'}", evidence=evidence)
     elif status == "timeout":
-        yield LIVE_TORCH.finding(f"{stage} did not finish within {torch.get('timeout_s')} s", evidence=evidence, status=Status.WARN)
+        yield LIVE_TORCH.finding(f"{stage} did not finish within {torch.timeout_s} s", evidence=evidence, status=Status.WARN)
     elif status == "ok":
-        version = torch.get("version")
-        cuda = torch.get("cuda")
+        version = torch.version
+        cuda = torch.cuda
         if not cuda:
             yield LIVE_TORCH.finding(f"torch {version} is not a CUDA build (torch.version.cuda is None)", evidence=evidence)
             return
@@ -462,13 +462,10 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
         except ValueError:
             yield LIVE_TORCH.finding(f"torch {version} reports an unreadable CUDA version {cuda!r}", evidence=evidence, status=Status.WARN)
             return
-        smi = host.nvidia_smi
-        listed: list[object] = []
-        if isinstance(smi, dict) and smi.get("status") == "ok" and smi.get("samples"):
-            listed = list(smi["samples"][-1].get("gpus") or [])
+        listed = host.nvidia_smi.gpus if host.nvidia_smi is not None else ()
         if major != ctx.profile.cuda_major:
             yield LIVE_TORCH.finding(f"torch {version} is built for CUDA {cuda}; {ctx.profile.name} needs CUDA {ctx.profile.cuda_major}", evidence=evidence)
-        elif torch.get("cuda_available") is False and listed:
+        elif torch.cuda_available is False and listed:
             hidden = ctx.inventory.env_value("CUDA_VISIBLE_DEVICES")
             why = f" (CUDA_VISIBLE_DEVICES={hidden!r})" if hidden is not None else " (driver too old for CUDA 13, or no device access)"
             yield LIVE_TORCH.finding(
@@ -493,7 +490,7 @@ BINARY_SONAME = rule(
     symbol). Packages that ship one library per CUDA version and pick one at import time are judged by
     whether a CUDA 13 variant exists next to it (INFO then).""",
     _FIX_CU130,
-    ("elf", "folder", "wheel", "image", "container", "host"),
+    kinds.BINARY_KINDS,
 )
 BINARY_STATIC_CUDART = rule(
     "G1-binary-static-cudart", "G1", "Binaries with the CUDA runtime linked in statically", Status.INFO,
@@ -501,7 +498,7 @@ BINARY_STATIC_CUDART = rule(
     default). Their CUDA major cannot be read from sonames; the driver API they use is backward
     compatible, so this is a reading, not a failure.""",
     "",
-    ("elf", "folder", "wheel", "image", "container", "host"),
+    kinds.BINARY_KINDS,
 )
 
 _DIGITS = re.compile(r"\d+")
@@ -697,9 +694,9 @@ IMAGE_CUDA = rule(
 def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over an image: the CUDA major from its config's CUDA_VERSION, else from its NGC tag."""
     facts = ctx.inventory.host.image
-    if not isinstance(facts, dict) or facts.get("platform_found") is False:
+    if facts is None or facts.platform_found is False:
         return
-    ref = str(facts.get("ref", ""))
+    ref = facts.ref or ""
     where = Location(ref, member="config") if ref else None
     value = next((v.value for v in reversed(ctx.inventory.env) if v.name == "CUDA_VERSION" and v.origin == "config"), None)
     major: int | None = None
@@ -715,7 +712,7 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
     if major is None:
         from envcheck.knowledge.base_images import safe_describe
 
-        described = safe_describe(str(facts.get("registry", "")) + "/" + str(facts.get("repository", "")) + ":" + str(facts.get("tag") or "latest")) if facts.get("repository") else None
+        described = safe_describe(f"{facts.registry or ''}/{facts.repository}:{facts.tag or 'latest'}") if facts.repository else None
         if described is not None and described.cuda_major is not None:
             major, cuda = described.cuda_major, described.cuda
             how = (described.note or f"NGC {described.release}") + (" (inferred)" if described.inferred else "")

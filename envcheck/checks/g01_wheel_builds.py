@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from envcheck import kinds
 from envcheck.knowledge import wheels
 from envcheck.knowledge.builds import build_of_index, installs_on
 from envcheck.model import PINS_ONLY, Finding, Location, Package, Role, Status
@@ -25,7 +26,7 @@ PYPI_VLLM_CUDA12 = rule(
     otherwise replace that torch with the one vLLM pins.""",
     "Use a vLLM release whose PyPI wheels are CUDA 13 builds (see knowledge/wheels.toml), vLLM's cu130 wheels "
     "(https://wheels.vllm.ai), or the NGC vLLM container (nvcr.io/nvidia/vllm).",
-    ("requirements", "pyproject", "lock", "dockerfile"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile"),
 )
 CPU_ONLY_AARCH64 = rule(
     "G1-aarch64-wheel-without-cuda", "G1", "The package's linux/aarch64 wheel has no CUDA code", Status.WARN,
@@ -35,7 +36,7 @@ CPU_ONLY_AARCH64 = rule(
     slower by an order of magnitude, or its GPU operators are missing, without an error at install time.""",
     "Build the package from source with CUDA for aarch64 (CTranslate2: -DWITH_CUDA=ON -DCUDA_ARCH_LIST=12.1), "
     "use a container that ships such a build, or accept CPU inference.",
-    ("requirements", "pyproject", "lock", "dockerfile"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile"),
 )
 
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton")

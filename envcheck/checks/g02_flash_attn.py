@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envcheck import kinds
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge.builds import installs_on
@@ -27,7 +28,7 @@ FLASH_ATTN_BUILD = rule(
     """flash-attn publishes no aarch64 wheels, so pip compiles it from source: two to three hours on a Spark,
     often ending in a failure or an apparent hang. NGC PyTorch containers already ship a working build.""",
     "Drop flash-attn and use PyTorch SDPA (attn_implementation='sdpa'), or use an NGC PyTorch container, which ships flash-attn built for SM121; if you have a prebuilt aarch64 wheel, install that file explicitly.",
-    ("requirements", "pyproject", "lock", "dockerfile", "wheel"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
     autofix=dockerfile_fixes.flash_attn_build,
 )
 FLASH_ATTN_PRESENT = rule(
@@ -35,14 +36,14 @@ FLASH_ATTN_PRESENT = rule(
     """flash-attn is already installed (a freeze, an environment, an NGC image). That is not a failure, but
     libraries that auto-detect it (Unsloth) will use it even when another attention implementation is asked for.""",
     OVERRIDE,
-    ("requirements", "freeze", "lock", "folder", "image", "container", "host"),
+    ("requirements", *kinds.LOCK_FILES, *kinds.ENVIRONMENTS),
 )
 UNSLOTH_SDPA = rule(
     "G2-unsloth-prefers-flash-attn", "G2", "Unsloth will use flash-attn even when SDPA is asked for", Status.WARN,
     """Unsloth checks HAS_FLASH_ATTENTION (flash_attn importable and compute capability >= 8) and then
     uses flash-attn, discarding attn_implementation='sdpa'. With flash-attn present next to Unsloth,
     an SDPA request is silently ignored.""",
-    OVERRIDE, ("requirements", "freeze", "lock", "dockerfile", "folder", "image", "container", "host"),
+    OVERRIDE, ("requirements", *kinds.LOCK_FILES, "dockerfile", *kinds.ENVIRONMENTS),
 )
 
 
@@ -140,7 +141,7 @@ FLASH_ATTN_LOADS = rule(
     (flash_attn_2_cuda) loads. A build for another CUDA major, another Python or another GPU architecture
     imports with an ImportError or crashes; Unsloth then either fails at model load or silently falls back.""",
     "Reinstall flash-attn built for this environment (NGC containers ship one built for SM121), or uninstall it and use SDPA.",
-    ("host", "container"),
+    kinds.LIVE_KINDS,
 )
 
 
@@ -148,19 +149,19 @@ FLASH_ATTN_LOADS = rule(
 def flash_attn_live(ctx: CheckContext) -> Iterator[Finding]:
     """G2 on live readings: does the installed flash-attn's CUDA extension load?"""
     reading = ctx.inventory.host.flash_attn
-    if not isinstance(reading, dict):
+    if reading is None:
         return
-    status = reading.get("status")
-    version = reading.get("version") or ""
+    status = reading.status
+    version = reading.version or ""
     if status == "absent":
         return
-    if status == "ok" and reading.get("extension") == "ok":
+    if status == "ok" and reading.extension == "ok":
         yield FLASH_ATTN_LOADS.passed(f"flash-attn {version} imports and its CUDA extension loads".replace("  ", " "))
-    elif status == "ok" and reading.get("extension") == "error":
+    elif status == "ok" and reading.extension == "error":
         yield FLASH_ATTN_LOADS.finding(
-            f"flash-attn {version} imports but its CUDA extension does not load: {reading.get('extension_error') or 'unknown error'}".replace("  ", " "),
-            None, {"reading": reading},
+            f"flash-attn {version} imports but its CUDA extension does not load: {reading.extension_error or 'unknown error'}".replace("  ", " "),
+            None, {"reading": reading.to_json()},
         )
     elif status in ("import-error", "error", "crashed", "timeout"):
-        detail = reading.get("signal") or reading.get("error") or status
-        yield FLASH_ATTN_LOADS.finding(f"importing flash_attn failed ({status}: {detail})", None, {"reading": reading})
+        detail = reading.signal or reading.error or status
+        yield FLASH_ATTN_LOADS.finding(f"importing flash_attn failed ({status}: {detail})", None, {"reading": reading.to_json()})

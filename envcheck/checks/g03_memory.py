@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envcheck import kinds
 from envcheck.checks.host_facts import gib, is_live, unified_memory
-from envcheck.inspect.launch import MEMORY_KEYS, written_line
+from envcheck.inspect.launch import MEMORY_KEYS
 from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -29,7 +30,7 @@ PAGE_CACHE = rule(
     MemTotal; on GPUs with their own memory the page cache does not compete and the rule passes.""",
     """Drop the page cache between runs (not during one): `sync; echo 3 > /proc/sys/vm/drop_caches`
     (needs root). Read `free -g` and /proc/meminfo, not nvidia-smi, for memory headroom.""",
-    inputs=("host", "container"),
+    inputs=kinds.LIVE_KINDS,
 )
 READINGS = rule(
     "G3-memory-readings",
@@ -39,7 +40,7 @@ READINGS = rule(
     """MemTotal, MemAvailable, Cached, Dirty and SwapTotal as the kernel reports them: the numbers
     to plan a model load with on unified memory, where nvidia-smi reports no memory.""",
     "",
-    inputs=("host", "container"),
+    inputs=kinds.LIVE_KINDS,
 )
 
 
@@ -48,26 +49,26 @@ def page_cache(ctx: CheckContext) -> Iterator[Finding]:
     """WARN when the page cache is large on unified memory; INFO readings; SKIP without /proc/meminfo."""
     if not is_live(ctx):
         return
-    if ctx.kind == "container" and isinstance(ctx.inventory.host.container_run, dict):
+    if ctx.kind == "container" and ctx.inventory.host.container_run is not None:
         # a container envcheck started from an image reads the memory of the machine its engine runs on:
         # that is no fact about the image (issue 26 item 15)
         yield PAGE_CACHE.finding("the page cache is the Docker engine's machine's, not the image's: run `envcheck preflight` "
                                  "on the Spark before the job", status=Status.SKIP)
         return
     mem = ctx.inventory.host.meminfo
-    if not isinstance(mem, dict) or mem.get("status") != "ok":
-        reason = mem.get("error", mem.get("status")) if isinstance(mem, dict) else "not read"
+    if mem is None or mem.status != "ok":
+        reason = (mem.error or mem.status) if mem is not None else "not read"
         yield PAGE_CACHE.finding(f"cannot read /proc/meminfo: {reason}", status=Status.SKIP)
         return
-    values = mem.get("bytes", {})
-    where = Location(str(mem.get("path", "/proc/meminfo")))
+    values = mem.bytes or {}
+    where = Location(mem.path or "/proc/meminfo")
     total = values.get("MemTotal")
-    if not isinstance(total, int) or total <= 0:
+    if total is None or total <= 0:
         yield PAGE_CACHE.finding("/proc/meminfo has no MemTotal", where, status=Status.SKIP)
         return
     shown = ", ".join(f"{name} {gib(values[name])}" for name in ("MemTotal", "MemAvailable", "Cached", "Dirty", "SwapTotal") if name in values)
     yield READINGS.info(shown, where, **{k: values[k] for k in ("MemTotal", "MemAvailable", "Cached", "Dirty", "SwapTotal") if k in values})
-    cached = int(values.get("Cached", 0))
+    cached = values.get("Cached", 0)
     share = cached / total
     if not unified_memory(ctx):
         yield PAGE_CACHE.passed(f"GPU has its own memory: page cache ({gib(cached)}) does not compete with it", where, cached=cached)
@@ -82,7 +83,7 @@ def page_cache(ctx: CheckContext) -> Iterator[Finding]:
 
 
 # Inputs that carry launch commands envcheck reads statically (compose services, Kubernetes containers, scripts, notebooks).
-LAUNCH_INPUTS = ("compose", "kubernetes", "shell", "notebook")
+LAUNCH_INPUTS = kinds.LAUNCH_FILES
 
 MEMORY_FRACTION = rule(
     "G3-memory-fraction",
@@ -106,21 +107,21 @@ def memory_fraction(ctx: CheckContext) -> Iterator[Finding]:
     """WARN for a launch whose memory share is above the profile's limit; PASS for those at or below it."""
     limit = ctx.profile.serve_memory_fraction_max
     launches = ctx.inventory.host.launch
-    if is_live(ctx) or not isinstance(launches, list) or limit <= 0:
+    if is_live(ctx) or launches is None or limit <= 0:
         return
     for launch in launches:
-        share = launch.get("memory")
-        if not isinstance(share, (int, float)):
+        share = launch.memory
+        if share is None:
             continue
-        key = next((s.get("key") for s in launch.get("settings", []) if s.get("key") in ("gpu_memory_utilization", "mem_fraction_static")), "")
+        key = next((s.key for s in launch.settings if s.key in ("gpu_memory_utilization", "mem_fraction_static")), "")
         option = "--" + str(key).replace("_", "-")
-        where = Location(str(launch.get("origin", "")), line=written_line(launch, MEMORY_KEYS) or launch.get("line"),
-                         member=launch.get("member"), branch=launch.get("branch"), on_request=bool(launch.get("optional")))
-        who = f"{launch['service']}: " if launch.get("service") else ""
-        evidence = {"tool": launch.get("tool"), "share": share, "limit": limit, "service": launch.get("service")}
+        where = Location(launch.origin or "", line=launch.written_line(MEMORY_KEYS) or launch.line,
+                         member=launch.member, branch=launch.branch, on_request=bool(launch.optional))
+        who = f"{launch.service}: " if launch.service else ""
+        evidence = {"tool": launch.tool, "share": share, "limit": limit, "service": launch.service}
         if share > limit:
             yield MEMORY_FRACTION.finding(
-                f"{who}{launch.get('tool') or 'the server'} asks {option} {share:g} of {ctx.profile.name}'s one unified memory pool; "
+                f"{who}{launch.tool or 'the server'} asks {option} {share:g} of {ctx.profile.name}'s one unified memory pool; "
                 f"above {limit:g} leaves too little for the OS, the page cache and other processes", where, evidence)
         else:
             yield MEMORY_FRACTION.passed(f"{who}{option} {share:g} is within {limit:g}", where, **evidence)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from envcheck import kinds
 from envcheck.checks.host_facts import is_live, nvidia_smi
 from envcheck.model import Finding, Status
 from envcheck.rules import CheckContext, check, rule
+
+if TYPE_CHECKING:
+    from envcheck.readings import Gpu
 
 # The throttling signature: temperature rising by at least this much over the sampling window ...
 TEMPERATURE_RISE_C = 3.0
@@ -29,7 +33,7 @@ THROTTLING = rule(
     well below the rated limit, or when nvidia-smi reports an active thermal slowdown.""",
     """Improve cooling (airflow, ambient temperature) or cap run length; do not plan throughput on
     the 240 W rating. Re-run with a longer --sample-seconds under load to confirm.""",
-    inputs=("host", "container"),
+    inputs=kinds.LIVE_KINDS,
 )
 READINGS = rule(
     "G4-power-readings",
@@ -38,7 +42,7 @@ READINGS = rule(
     Status.INFO,
     """Temperature and power per GPU over the sampling window, as nvidia-smi reports them.""",
     "",
-    inputs=("host", "container"),
+    inputs=kinds.LIVE_KINDS,
 )
 
 
@@ -58,27 +62,27 @@ def throttling(ctx: CheckContext) -> Iterator[Finding]:
     if smi is None:
         yield THROTTLING.finding(f"{reason}: cannot sample temperature/power", status=Status.SKIP)
         return
-    samples: list[dict[str, Any]] = smi["samples"]
-    seconds = samples[-1].get("t", 0.0) - samples[0].get("t", 0.0)
-    by_gpu: dict[Any, list[dict[str, Any]]] = {}
+    samples = smi.samples or ()
+    seconds = samples[-1].t - samples[0].t
+    by_gpu: dict[Any, list[Gpu]] = {}
     for sample in samples:
-        for gpu in sample.get("gpus", []):
-            by_gpu.setdefault(gpu.get("uuid") or gpu.get("index"), []).append(gpu)
+        for gpu in sample.gpus:
+            by_gpu.setdefault(gpu.uuid or gpu.index, []).append(gpu)
     judged = False
     for readings in by_gpu.values():
         first = readings[0]
-        index = first.get("index")
-        label = f"GPU{index if index is not None else 0} {first.get('name') or ''}".strip()
-        temps = [float(r["temperature_c"]) for r in readings if r.get("temperature_c") is not None]
-        powers = [float(r["power_w"]) for r in readings if r.get("power_w") is not None]
-        limit = next((float(r["power_limit_w"]) for r in readings if r.get("power_limit_w") is not None), None)
+        index = first.index
+        label = f"GPU{index if index is not None else 0} {first.name or ''}".strip()
+        temps = [r.temperature_c for r in readings if r.temperature_c is not None]
+        powers = [r.power_w for r in readings if r.power_w is not None]
+        limit = next((r.power_limit_w for r in readings if r.power_limit_w is not None), None)
         rated = limit if limit is not None else ctx.profile.power_rating_w
         limit_text = f"limit {limit:g} W" if limit is not None else f"limit N/A, rated {rated:g} W"
         yield READINGS.info(
             f"{label}: {_span(temps, 'C')}, {_span(powers, 'W')} ({limit_text}) over {len(readings)} sample{'s' if len(readings) != 1 else ''}",
             gpu=label, temperatures=temps, powers=powers, limit=limit,
         )
-        thermal = sorted({r for g in readings for r in g.get("throttle_reasons", []) if r in THERMAL_REASONS})
+        thermal = sorted({r for g in readings for r in g.throttle_reasons if r in THERMAL_REASONS})
         if thermal:
             judged = True
             yield THROTTLING.finding(f"{label}: clocks slowed by {', '.join(thermal)}", evidence={"reasons": thermal})

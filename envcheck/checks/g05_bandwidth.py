@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envcheck import kinds
 from envcheck.checks.host_facts import is_live
 from envcheck.model import Finding, Status
 from envcheck.rules import CheckContext, check, rule
@@ -27,7 +28,7 @@ PLANNING_FIGURE = rule(
     Status.INFO,
     """The profile's sustained bandwidth range, shown on live checks so that plans start from it.""",
     "",
-    inputs=("host", "container"),
+    inputs=kinds.LIVE_KINDS,
 )
 
 

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from envcheck import kinds
 from envcheck.checks.host_facts import gib, gpus, is_live, nvidia_smi, unified_memory
 from envcheck.inspect.launch import MEMORY_KEYS
 from envcheck.inspect.source_edits import VLLM_FREE_MEMORY_CHECK_EDIT
 from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
+
+if TYPE_CHECKING:
+    from envcheck.readings import GpuProcess, LaunchReading
 
 # A neighbour capped at or below this share of memory coexists with a small run (GOTCHAS.md G6).
 CAPPED_SHARE = 0.5
@@ -42,7 +46,7 @@ NEIGHBOUR = rule(
     with --gpu-memory-utilization <= 0.5).""",
     """Cap the neighbour (vLLM --gpu-memory-utilization <= 0.5, SGLang --mem-fraction-static) or stop
     unrelated servers before an uncapped or near-capacity run: one heavy job at a time.""",
-    inputs=("host", "container"),
+    inputs=kinds.LIVE_KINDS,
 )
 
 
@@ -60,13 +64,13 @@ def _cap(words: Sequence[str], option: str) -> float | None:
     return None
 
 
-def _describe(process: dict[str, Any]) -> tuple[str | None, float | None, bool]:
+def _describe(process: GpuProcess) -> tuple[str | None, float | None, bool]:
     """(server name, memory cap, cap given explicitly) for a process and its ancestors."""
     lines: list[list[str]] = []
-    if process.get("cmdline"):
-        lines.append(list(process["cmdline"]))
-    lines.extend(list(a) for a in process.get("ancestors", []) or [])
-    name = str(process.get("process_name") or "")
+    if process.cmdline:
+        lines.append(list(process.cmdline))
+    lines.extend(list(a) for a in process.ancestors or ())
+    name = process.process_name or ""
     for label, pattern, option, default in SERVERS:
         texts = [name, *(" ".join(words) for words in lines)]
         if not any(pattern.search(text) for text in texts if text):
@@ -90,23 +94,25 @@ def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
     if smi is None:
         yield NEIGHBOUR.finding(f"{reason}: cannot list GPU processes", status=Status.SKIP)
         return
-    if smi.get("apps_error"):
-        yield NEIGHBOUR.finding(f"cannot list GPU processes: {smi['apps_error']}", status=Status.SKIP)
+    if smi.apps_error:
+        yield NEIGHBOUR.finding(f"cannot list GPU processes: {smi.apps_error}", status=Status.SKIP)
         return
-    others = [p for p in smi.get("processes", []) if not p.get("ours")]
+    others = [p for p in smi.processes or () if not p.ours]
     if not others:
         yield NEIGHBOUR.passed("no other process holds GPU memory")
         return
-    capacity_by_gpu = {g.get("uuid"): g.get("memory_total_mib") for g in gpus(ctx)}
-    mem_total = (ctx.inventory.host.meminfo or {}).get("bytes", {}).get("MemTotal")
+    capacity_by_gpu = {g.uuid: g.memory_total_mib for g in gpus(ctx)}
+    meminfo = ctx.inventory.host.meminfo
+    mem_total = (meminfo.bytes or {}).get("MemTotal") if meminfo is not None else None
     uma = unified_memory(ctx)
     for process in others:
-        pid = process.get("pid")
+        pid = process.pid
         label, cap, explicit = _describe(process)
-        used = process.get("used_memory_mib")
-        used_text = f", {gib(float(used) * 2**20)}" if isinstance(used, (int, float)) else ""
-        who = f"pid {pid} ({label or process.get('process_name') or '?'}{used_text})"
-        evidence = {"pid": pid, "server": label, "cap": cap, "used_mib": used, "cmdline": process.get("cmdline")}
+        used = process.used_memory_mib
+        used_text = f", {gib(used * 2**20)}" if used is not None else ""
+        who = f"pid {pid} ({label or process.process_name or '?'}{used_text})"
+        evidence: dict[str, Any] = {"pid": pid, "server": label, "cap": cap, "used_mib": used,
+                    "cmdline": list(process.cmdline) if process.cmdline is not None else None}
         if label is not None:
             if cap is not None and cap <= CAPPED_SHARE:
                 yield NEIGHBOUR.info(f"{who} is capped at {cap:g}", **evidence)
@@ -116,10 +122,10 @@ def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
             else:
                 yield NEIGHBOUR.finding(f"{who} has no memory cap: stop it before a heavy run", evidence=evidence)
             continue
-        capacity_mib = None if uma else capacity_by_gpu.get(process.get("gpu_uuid"))
-        if capacity_mib is None and isinstance(mem_total, int):
+        capacity_mib = None if uma else capacity_by_gpu.get(process.gpu_uuid)
+        if capacity_mib is None and mem_total is not None:
             capacity_mib = mem_total / 2**20
-        if isinstance(used, (int, float)) and isinstance(capacity_mib, (int, float)) and capacity_mib > 0 and used / capacity_mib >= HEAVY_SHARE:
+        if used is not None and capacity_mib is not None and capacity_mib > 0 and used / capacity_mib >= HEAVY_SHARE:
             yield NEIGHBOUR.finding(f"{who} holds {used / capacity_mib:.0%} of memory: stop or cap it before a heavy run", evidence=evidence)
         else:
             yield NEIGHBOUR.info(f"{who} is resident on the GPU", **evidence)
@@ -139,19 +145,19 @@ POOL_OVERCOMMIT = rule(
     started at a time), and those under a compose profile (started only when asked for).""",
     """Give each server a share so that they add up to well under 1 (two vLLM servers at 0.4 each), or run
     only one heavy server at a time (compose profiles).""",
-    inputs=("compose", "kubernetes", "shell", "notebook"),
+    inputs=kinds.LAUNCH_FILES,
 )
 
 
-Share = tuple[dict[str, Any], float, bool]
+Share = tuple["LaunchReading", float, bool]
 
 
-def _together(shares: list[Share], uncapped: list[dict[str, Any]]) -> tuple[list[Share], list[dict[str, Any]]]:
+def _together(shares: list[Share], uncapped: list[LaunchReading]) -> tuple[list[Share], list[LaunchReading]]:
     """The servers that can run at the same time. Services that hold the same ``exclusive`` resource (one
     ``container_name``, one host port under host networking: compose's menu of alternative models) cannot: of
     each such group only the service that claims the most counts (an uncapped one counts as the whole pool)."""
-    def service(launch: dict[str, Any]) -> str:
-        return str(launch.get("service") or id(launch))
+    def service(launch: LaunchReading) -> str:
+        return launch.service or str(id(launch))
 
     group: dict[str, str] = {}  # service -> a representative service of its group (union-find)
 
@@ -162,7 +168,7 @@ def _together(shares: list[Share], uncapped: list[dict[str, Any]]) -> tuple[list
 
     holder: dict[str, str] = {}
     for launch in [*(item[0] for item in shares), *uncapped]:
-        for held in launch.get("exclusive") or []:
+        for held in launch.exclusive or ():
             first = holder.setdefault(str(held), service(launch))
             a, b = find(first), find(service(launch))
             if a != b:
@@ -185,46 +191,46 @@ def _together(shares: list[Share], uncapped: list[dict[str, Any]]) -> tuple[list
 def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
     """FAIL when the memory shares of two or more servers of one input add up past the whole pool."""
     launches = ctx.inventory.host.launch
-    if is_live(ctx) or not isinstance(launches, list):
+    if is_live(ctx) or launches is None:
         return
-    shares: list[Share] = []
-    uncapped: list[dict[str, Any]] = []  # GPU services with no share envcheck can read (Ollama, llama.cpp)
+    shares: list[tuple[LaunchReading, float, bool]] = []
+    uncapped: list[LaunchReading] = []  # GPU services with no share envcheck can read (Ollama, llama.cpp)
     for launch in launches:
-        if launch.get("optional"):  # a compose service behind a profile does not start with the others
+        if launch.optional:  # a compose service behind a profile does not start with the others
             continue
-        if launch.get("uncapped") or any(pattern.search(str(launch.get("tool") or "")) and default is None
-                                         for _label, pattern, _option, default in SERVERS):
+        if launch.uncapped or any(pattern.search(launch.tool or "") and default is None
+                                  for _label, pattern, _option, default in SERVERS):
             uncapped.append(launch)
             continue
         server = next(((label, default) for label, pattern, _option, default in SERVERS
-                       if default is not None and pattern.search(str(launch.get("tool") or ""))), None)
+                       if default is not None and pattern.search(launch.tool or "")), None)
         if server is None:
             continue
-        share = launch.get("memory")
-        if isinstance(share, (int, float)):
-            shares.append((launch, float(share), True))
+        share = launch.memory
+        if share is not None:
+            shares.append((launch, share, True))
         else:
             shares.append((launch, float(server[1] or 0), False))
     shares, uncapped = _together(shares, uncapped)
     if shares and uncapped and len(shares) + len(uncapped) >= 2:
         first = shares[0]
-        memory_line = next((s.get("line") for s in first[0].get("settings", []) if s.get("key") in MEMORY_KEYS), None)
-        named = ", ".join(str(u.get("service") or u.get("tool")) for u in uncapped[:4])
-        where = Location(str(first[0].get("origin", "")), line=memory_line or first[0].get("line"), member=first[0].get("member"))
+        memory_line = next((s.line for s in first[0].settings if s.key in MEMORY_KEYS), None)
+        named = ", ".join(str(u.service or u.tool) for u in uncapped[:4])
+        where = Location(first[0].origin or "", line=memory_line or first[0].line, member=first[0].member)
         yield POOL_OVERCOMMIT.finding(
-            f"{first[0].get('service') or first[0].get('tool')} claims {first[1]:g} of the one unified memory pool"
+            f"{first[0].service or first[0].tool} claims {first[1]:g} of the one unified memory pool"
             f"{'' if first[2] else ' (its default)'} while {named} start{'s' if len(uncapped) == 1 else ''} beside it with "
             "no memory cap: whichever loads second is starved or evicts the other",
-            where, {"shares": [share for _l, share, _e in shares], "uncapped": [str(u.get("service") or u.get("tool")) for u in uncapped]},
+            where, {"shares": [share for _l, share, _e in shares], "uncapped": [str(u.service or u.tool) for u in uncapped]},
             status=Status.WARN)
         return
     if len(shares) < 2:
         return
     total = sum(share for _launch, share, _explicit in shares)
-    parts = ", ".join(f"{launch.get('service') or launch.get('tool')} {share:g}{'' if explicit else ' (default)'}"
+    parts = ", ".join(f"{launch.service or launch.tool} {share:g}{'' if explicit else ' (default)'}"
                       for launch, share, explicit in shares)
     last = shares[-1][0]
-    where = Location(str(last.get("origin", "")), line=last.get("line"), member=last.get("member"))
+    where = Location(last.origin or "", line=last.line, member=last.member)
     evidence = {"shares": [share for _l, share, _e in shares], "total": round(total, 3)}
     if total > 1:
         yield POOL_OVERCOMMIT.finding(f"{len(shares)} servers claim {total:.2f} of one unified memory pool ({parts})", where, evidence)

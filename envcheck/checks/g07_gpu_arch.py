@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from envcheck import kinds
 from envcheck.checks.host_facts import gpus
 from envcheck.fixes import dockerfile_fixes
+from envcheck.inspect import fatbin_levels
 from envcheck.model import Binary, EnvVar, Finding, Location, Package, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -22,7 +25,7 @@ LIVE_CAPABILITY = rule(
     of binaries still apply), never as a failure.""",
     """Use a torch built for CUDA 13 with sm_120/sm_121 kernels (cu130 wheels, NGC containers); stay on FP8
     unless the kernels you run target sm_121a.""",
-    ("host", "container"),
+    kinds.LIVE_KINDS,
 )
 
 _ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
@@ -47,24 +50,24 @@ def live_capability(ctx: CheckContext) -> Iterator[Finding]:
     host = ctx.inventory.host
     if ctx.kind != "host" and host.torch is None:
         return
-    found = host.torch
-    torch: dict[str, Any] = found if isinstance(found, dict) else {}
+    torch = host.torch
     capability: tuple[int, int] | None = None
     name = None
     source = ""
-    if torch.get("status") == "ok" and torch.get("capability"):
-        cap = torch["capability"]
-        capability, source = (int(cap[0]), int(cap[1])), "torch"
-        name = (torch.get("devices") or [{}])[0].get("name")
+    ok = torch is not None and torch.status == "ok"
+    if torch is not None and ok and torch.capability and len(torch.capability) >= 2:
+        cap = torch.capability
+        capability, source = (cap[0], cap[1]), "torch"
+        name = torch.devices[0].name if torch.devices else None
     else:
         for gpu in gpus(ctx):
-            text = gpu.get("compute_cap")
-            if text and re.match(r"^\d+\.\d+$", str(text)):
-                major, minor = str(text).split(".")
-                capability, source, name = (int(major), int(minor)), "nvidia-smi", gpu.get("name")
+            text = gpu.compute_cap
+            if text and re.match(r"^\d+\.\d+$", text):
+                major, minor = text.split(".")
+                capability, source, name = (int(major), int(minor)), "nvidia-smi", gpu.name
                 break
     if capability is None:
-        why = "torch sees no CUDA device" if torch.get("status") == "ok" else "no torch and no nvidia-smi compute_cap"
+        why = "torch sees no CUDA device" if ok else "no torch and no nvidia-smi compute_cap"
         yield LIVE_CAPABILITY.finding(f"{why}: cannot read the compute capability", status=Status.SKIP)
         return
     want = ctx.profile.compute_capability
@@ -72,7 +75,7 @@ def live_capability(ctx: CheckContext) -> Iterator[Finding]:
     if capability != want:
         yield LIVE_CAPABILITY.info(f"{label}, not {want}: not a GB10; binary checks still apply", capability=list(capability), name=name)
         return
-    arch_list = [str(a) for a in torch.get("arch_list") or []]
+    arch_list = list(torch.arch_list or ()) if torch is not None else []
     if not arch_list:
         yield LIVE_CAPABILITY.passed(f"{label}", capability=list(capability))
         return
@@ -99,7 +102,7 @@ BINARY_NO_SM121 = rule(
     """Install a build that targets sm_120 or sm_121 (CUDA 12.8+ / 13 builds, TORCH_CUDA_ARCH_LIST
     including 12.0 or 12.1), or one that ships PTX; or rebuild from source with -gencode
     arch=compute_121,code=sm_121.""",
-    ("elf", "folder", "wheel", "image", "container", "host"),
+    kinds.BINARY_KINDS,
 )
 BINARY_PTX_ONLY = rule(
     "G7-binary-ptx-only", "G7", "A binary runs on sm_121 only through PTX JIT", Status.WARN,
@@ -109,7 +112,7 @@ BINARY_PTX_ONLY = rule(
     13.0 drivers).""",
     """Prefer a build with sm_120/sm_121 SASS; otherwise make sure the CUDA JIT cache
     (CUDA_CACHE_MAXSIZE, ~/.nv/ComputeCache) is large enough and persists between runs.""",
-    ("elf", "folder", "wheel", "image", "container", "host"),
+    kinds.BINARY_KINDS,
 )
 BINARY_SM121A = rule(
     "G7-binary-sm121a", "G7", "Whether sm_121a (NVFP4) kernels exist", Status.INFO,
@@ -117,7 +120,7 @@ BINARY_SM121A = rule(
     (cvt.e2m1x2) that make NVFP4 pay off on a Spark; without them NVFP4 is about 32% slower than FP8.
     Reported as INFO; with --nvfp4 a WARN when no binary carries sm_121a kernels.""",
     "Stay on FP8 unless the kernels you run are built for sm_121a (e.g. -gencode arch=compute_121a,code=sm_121a).",
-    ("elf", "folder", "wheel", "image", "container", "host"),
+    kinds.BINARY_KINDS,
 )
 
 
@@ -126,6 +129,22 @@ def _nvidia_cuda13_library(b: Binary, major: int) -> bool:
     dist = b.distribution or ""
     # the path is absolute in a folder, relative to the wheel's root for a wheel member ("nvidia/cu13/lib/...")
     return dist.startswith("nvidia-") and (f"/nvidia/cu{major}/" in f"/{b.path}" or dist.endswith(f"-cu{major}"))
+
+
+def gpu_level(b: Binary, sm: int) -> str | None:
+    """How a binary's GPU code runs on a GPU of SM ``sm`` (native | compatible | ptx-jit | none; None: no GPU
+    code), from the modules the reader recorded. A reading without them (the shipped wheel facts, a snapshot
+    of an older envcheck) carries only the GB10's level; for another GPU its images are judged as one module."""
+    if b.modules:
+        return _modules_level(b.modules, sm)
+    if sm == fatbin_levels.GB10_SM or b.sm121 is None:
+        return b.sm121
+    return _modules_level((" ".join((*b.sass, *b.ptx)),), sm)
+
+
+@functools.cache
+def _modules_level(modules: tuple[str, ...], sm: int) -> str | None:
+    return fatbin_levels.modules_level(modules, sm)
 
 
 def _owner(b: Binary) -> str:
@@ -147,7 +166,8 @@ def _grouped(owner: str, binaries: list[Binary], shown: int = 50) -> dict[str, A
 @check(BINARY_NO_SM121, BINARY_PTX_ONLY, BINARY_SM121A)
 def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over binaries: FAIL for code that cannot run on sm_121, WARN for PTX-only, PASS per distribution."""
-    with_code = [b for b in ctx.inventory.binaries if b.sm121 is not None]
+    level = {id(b): gpu_level(b, ctx.profile.sm) for b in ctx.inventory.binaries}
+    with_code = [b for b in ctx.inventory.binaries if level[id(b)] is not None]
     if not with_code:
         return
     from envcheck.checks.g01_cuda_abi import variant_key
@@ -168,22 +188,22 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
         failing: list[tuple[Binary, dict[str, Any]]] = []  # one finding per package and cause: the files are its evidence
         jit_only: list[tuple[Binary, dict[str, Any]]] = []
         cubins = [b for b in group if b.machine == "cuda"]  # per-kernel cubins a library loads by GPU at run time
-        cubins_none = [b for b in cubins if b.sm121 == "none"]
+        cubins_none = [b for b in cubins if level[id(b)] == "none"]
         for b in group:
-            if b.machine == "cuda" and b.sm121 == "none":
+            if b.machine == "cuda" and level[id(b)] == "none":
                 continue  # judged with the package's other cubins below
 
             where = b.location
             evidence = {"binary": b.path, "distribution": b.distribution, "sass": list(b.sass), "ptx": list(b.ptx),
                         "sections": list(b.sections)}
-            chosen = loaded_variants.get(variant_key(b)) if b.cuda_major != major and b.sm121 != "native" else None
-            if chosen is not None and b.sm121 in ("none", "ptx-jit"):
+            chosen = loaded_variants.get(variant_key(b)) if b.cuda_major != major and level[id(b)] != "native" else None
+            if chosen is not None and level[id(b)] in ("none", "ptx-jit"):
                 yield BINARY_NO_SM121.info(
                     f"{b.path} ({owner}) is a CUDA {b.cuda_major or 'other'} variant; on CUDA {major} the package loads "
                     f"{chosen} instead, so its GPU code ({', '.join([*b.sass, *b.ptx]) or 'none'}) is not used",
                     where, **evidence, loaded_instead=chosen,
                 )
-            elif b.sm121 == "none" and b.soname and ctx.profile.cuda_major in (cuda_majors(b.soname) or ()):
+            elif level[id(b)] == "none" and b.soname and ctx.profile.cuda_major in (cuda_majors(b.soname) or ()):
                 # NVIDIA's own CUDA 13 toolkit libraries support every GPU CUDA 13 supports (7.5 to 12.x,
                 # CUDA 13.0 release notes) and pick kernels by device; a leftover module is not launched.
                 yield BINARY_NO_SM121.info(
@@ -191,9 +211,9 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
                     f"modules ({', '.join([*b.sass, *b.ptx])}) have no {target} image, but the library dispatches by device",
                     where, **evidence,
                 )
-            elif b.sm121 == "none":
+            elif level[id(b)] == "none":
                 failing.append((b, evidence))
-            elif b.sm121 == "ptx-jit" and _nvidia_cuda13_library(b, ctx.profile.cuda_major):
+            elif level[id(b)] == "ptx-jit" and _nvidia_cuda13_library(b, ctx.profile.cuda_major):
                 isa = f" (PTX ISA {', '.join(b.ptx_isa)})" if b.ptx_isa else ""
                 # NVIDIA ships some CUDA 13 libraries (cuFile) with PTX for newer GPUs; their PTX ISA is
                 # older than the CUDA 13 driver's, and the kernels are few: a reading, not a warning.
@@ -201,10 +221,10 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
                     f"{b.path} ({owner}) is part of NVIDIA's CUDA {ctx.profile.cuda_major} stack and reaches {target} "
                     f"by JIT-compiling {', '.join(b.ptx)}{isa} at first use", where, **evidence,
                 )
-            elif b.sm121 == "ptx-jit":
+            elif level[id(b)] == "ptx-jit":
                 jit_only.append((b, evidence))
             else:
-                good[str(b.sm121)] = good.get(str(b.sm121), 0) + 1
+                good[str(level[id(b)])] = good.get(str(level[id(b)]), 0) + 1
         # Loose files (no distribution) are each their own cause; a package's files are one.
         single = group[0].distribution is None
         for b, evidence in failing if len(failing) == 1 or single else []:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envcheck import kinds
 from envcheck.checks.host_facts import is_live
 from envcheck.model import Finding, Status
 from envcheck.rules import CheckContext, check, rule
@@ -21,7 +22,7 @@ PLAYBOOK_ISSUES = rule(
     to compare with the playbook you are about to trust.""",
     """Read the recent issues of github.com/NVIDIA/dgx-spark-playbooks before trusting a recipe for an
     expensive run.""",
-    inputs=("host", "container"),
+    inputs=kinds.LIVE_KINDS,
 )
 
 
@@ -31,19 +32,19 @@ def playbook_issues(ctx: CheckContext) -> Iterator[Finding]:
     if not is_live(ctx):
         return
     playbooks = ctx.inventory.host.playbooks
-    if not isinstance(playbooks, dict):
+    if playbooks is None:
         return  # the target was not read by preflight (a container probe): nothing to say
-    url = str(playbooks.get("url") or PLAYBOOKS_URL)
-    status = playbooks.get("status")
+    url = playbooks.url or PLAYBOOKS_URL
+    status = playbooks.status
     if status == "ok":
-        issues = playbooks.get("issues") or []
+        issues = playbooks.issues or ()
         if not issues:
             yield PLAYBOOK_ISSUES.info(f"no open issues at {url}", url=url)
         for issue in issues:
-            created = str(issue.get("created_at") or "")[:10]
-            title = " ".join(str(issue.get("title", "")).split())[:100]
-            yield PLAYBOOK_ISSUES.info(f"#{issue.get('number')} {title} ({created})", url=issue.get("url"), number=issue.get("number"))
+            created = (issue.created_at or "")[:10]
+            title = " ".join((issue.title or "").split())[:100]
+            yield PLAYBOOK_ISSUES.info(f"#{issue.number} {title} ({created})", url=issue.url, number=issue.number)
     elif status == "error":
-        yield PLAYBOOK_ISSUES.finding(f"{playbooks.get('error')}; check {url}", status=Status.SKIP)
+        yield PLAYBOOK_ISSUES.finding(f"{playbooks.error}; check {url}", status=Status.SKIP)
     else:
         yield PLAYBOOK_ISSUES.finding(f"offline: check {url} before trusting a playbook (--online lists them)", status=Status.SKIP)

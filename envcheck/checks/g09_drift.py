@@ -32,7 +32,7 @@ PIN_CONFLICT = rule(
     override (`[tool.uv] override-dependencies`, kept in uv.lock's `[manifest] overrides`) replaces every
     requirement declared on its package, which is what it is for: those requirements are not compared.""",
     "Pick versions that agree (the evidence names the pin), install them in one pip command so the resolver sees both, or use an NGC container where they are built together.",
-    ("requirements", "freeze", "lock", "dockerfile", "wheel", "folder", "image", "container", "host"),
+    ("requirements", *kinds.LOCK_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS),
 )
 NGC_TORCH_REPLACED = rule(
     "G9-ngc-torch-replaced", "G9", "A requirement would replace NGC's pre-release torch", Status.FAIL,
@@ -40,7 +40,7 @@ NGC_TORCH_REPLACED = rule(
     so torch>=2.9 or torch==2.9.0 (directly, or through a package that pins torch) is not satisfied, and pip
     replaces NGC's torch with a PyPI build that lacks NGC's CUDA 13/SM121 tuning.""",
     "Install with --no-deps, loosen the requirement to accept the pre-release (e.g. torch>=2.9.0a0), or pick versions built against the container's torch.",
-    ("requirements", "dockerfile", "image", "container", "host"),
+    ("requirements", "dockerfile", "image", *kinds.LIVE_KINDS),
 )
 UNPINNED = rule(
     "G9-unpinned", "G9", "An ML package is not pinned", Status.WARN,
@@ -51,7 +51,7 @@ UNPINNED = rule(
     torch (NGC 25.01 on) are not bare pip and pass; on other bases G9-bare-pip-base lists the stage's unpinned
     packages in its one finding. Reported once per file (per stage), naming every unpinned package.""",
     "Pin exact versions (==) that are known to work together, or use a lock file, or an NGC/Unsloth container.",
-    ("requirements", "pyproject", "dockerfile"),
+    (*kinds.REQUIREMENT_FILES, "dockerfile"),
     policy=True,
 )
 UNSLOTH_DEPS = rule(
@@ -62,7 +62,7 @@ UNSLOTH_DEPS = rule(
     (25.01 on), Unsloth's own caps are what keep transformers and trl in range: with both pinned exactly in
     the stage (Unsloth's Spark recipe) it passes, and otherwise the advice is to pin them, not --no-deps.""",
     "Install the stack first, then: pip install --no-deps unsloth unsloth_zoo bitsandbytes (NVIDIA's Unsloth playbook order).",
-    ("requirements", "pyproject", "dockerfile"),
+    (*kinds.REQUIREMENT_FILES, "dockerfile"),
     autofix=dockerfile_fixes.unsloth_no_deps,
 )
 TORCH_REPINNED = rule(
@@ -82,7 +82,7 @@ MARKER_EXCLUDED = rule(
     platform_machine == 'x86_64'), so on a Spark it is not installed at all. Older torch wheels gate triton
     this way.""",
     "If the Spark needs it, add a requirement without the x86_64 marker.",
-    ("requirements", "freeze", "pyproject", "lock", "dockerfile"),
+    (*kinds.DEPENDENCY_FILES, "dockerfile"),
 )
 
 
@@ -217,8 +217,8 @@ def _exact_versions(ctx: CheckContext) -> dict[str, Package]:
 def _marker_profile(ctx: CheckContext) -> Profile:
     """The profile, with the Python version of a live environment where one was read (markers use it)."""
     python = ctx.inventory.host.python
-    version = python.get("version") if isinstance(python, dict) else None
-    if not isinstance(version, str) or not version[:1].isdigit():
+    version = python.version if python is not None else None
+    if version is None or not version[:1].isdigit():
         return ctx.profile
     env = dict(ctx.profile.marker_env)
     env.update(python_version=".".join(version.split(".")[:2]), python_full_version=version)
@@ -498,7 +498,7 @@ LIVE_CONTAINER = rule(
     xformers and transformers drift independently, so the pins of the installed distributions are
     checked (G9-pin-conflict) and this rule reports which case applies.""",
     "Prefer an NGC or Unsloth container; under bare pip follow NVIDIA's install order, including --no-deps for Unsloth.",
-    ("host", "container"),
+    kinds.LIVE_KINDS,
 )
 
 
@@ -506,11 +506,11 @@ LIVE_CONTAINER = rule(
 def live_container(ctx: CheckContext) -> Iterator[Finding]:
     """PASS inside a container (with the evidence); INFO for bare pip."""
     container = ctx.inventory.host.container
-    if not isinstance(container, dict):
+    if container is None:
         return
-    evidence = list(container.get("evidence") or [])
-    if container.get("kind"):
-        yield LIVE_CONTAINER.passed(f"inside a {container['kind']} container ({'; '.join(evidence[:2])})", evidence=evidence)
+    evidence = list(container.evidence)
+    if container.kind:
+        yield LIVE_CONTAINER.passed(f"inside a {container.kind} container ({'; '.join(evidence[:2])})", evidence=evidence)
     else:
         yield LIVE_CONTAINER.info("bare pip (no container markers found): installed pins are checked", evidence=evidence)
 
@@ -687,26 +687,26 @@ IMAGE_BARE_PIP = rule(
 def image_drift(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over an image: a moving tag, and an ML stack pip-installed (per its history) without NGC's torch."""
     facts = ctx.inventory.host.image
-    if not isinstance(facts, dict):
+    if facts is None:
         return
-    ref = str(facts.get("ref", ""))
-    tag = facts.get("tag")
-    if facts.get("source") == "registry" and "@" not in ref:
+    ref = facts.ref or ""
+    tag = facts.tag
+    if facts.source == "registry" and "@" not in ref:
         where = Location(ref)
-        if tag in ("latest", "nightly") or str(tag or "").startswith(("latest-", "nightly-")):
-            pin = f"{ref.rsplit(':', 1)[0]}@{facts['digest']}" if facts.get("digest") else ""
+        if tag in ("latest", "nightly") or (tag or "").startswith(("latest-", "nightly-")):
+            pin = f"{ref.rsplit(':', 1)[0]}@{facts.digest}" if facts.digest else ""
             yield IMAGE_FLOATING_TAG.finding(f"{ref} is a moving tag" + (f"; what was checked is {pin}" if pin else ""),
-                                             where, {"tag": tag, "digest": facts.get("digest")})
+                                             where, {"tag": tag, "digest": facts.digest})
         else:
             yield IMAGE_FLOATING_TAG.passed(f"{ref} uses the release tag {tag!r}", where, tag=tag)
-    if facts.get("platform_found") is False:
+    if facts.platform_found is False:
         return
     stack = set(_pins()["stack"]["ml_stack"]) - {"transformers"}
     history = [p for p in ctx.inventory.packages if p.name in stack and not p.installed and p.role != "installed"
                and p.location is not None and (p.location.member or "").startswith("history")]
     if not history:
         return
-    ngc = ctx.inventory.env_value("NVIDIA_PYTORCH_VERSION") or (facts.get("labels") or {}).get("com.nvidia.pytorch.version")
+    ngc = ctx.inventory.env_value("NVIDIA_PYTORCH_VERSION") or (facts.labels or {}).get("com.nvidia.pytorch.version")
     names = sorted({p.name for p in history})
     if ngc:
         yield IMAGE_BARE_PIP.passed(f"{', '.join(names)} installed on an NGC PyTorch container ({ngc})", history[0].location)
@@ -722,7 +722,7 @@ RESOLVE_CONFLICT = rule(
     excludes (xformers 0.0.32.post2 requires torch==2.8.0 next to torch==2.14.1). pip would stop the same way.""",
     "Change one of the two requirements the message names: usually pick the release of the dependent package "
     "built for your torch (its Requires-Dist on the index says which).",
-    ("requirements", "pyproject", "freeze", "dockerfile"),
+    (*kinds.REQUIREMENT_FILES, "dockerfile"),
 )
 
 

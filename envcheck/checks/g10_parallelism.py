@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
+from envcheck import kinds
 from envcheck.checks.host_facts import is_live
-from envcheck.inspect.launch import TP_KEYS, written_line
+from envcheck.inspect.launch import TP_KEYS
 from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
+
+if TYPE_CHECKING:
+    from envcheck.readings import LaunchReading
 
 TP_ACROSS_NODES = rule(
     "G10-tp-across-nodes",
@@ -30,22 +34,22 @@ TP_ACROSS_NODES = rule(
     several nodes, or over a Ray cluster the script spans machines with (ray start --head here, ray start
     --address joining it elsewhere), it is a WARN that depends on the value; otherwise an INFO.""",
     """On two Sparks use DDP or FSDP; keep tensor parallelism inside one node (tp=1 across nodes).""",
-    inputs=("host", "container", "compose", "kubernetes", "shell", "notebook"),
+    inputs=(*kinds.LIVE_KINDS, *kinds.LAUNCH_FILES),
 )
 
 
-def _where(launch: dict[str, Any]) -> Location:
-    origin = str(launch.get("origin") or "--launch")
-    line = written_line(launch, TP_KEYS) or written_line(launch, {str(s.get("key")) for s in launch.get("settings", [])})
-    return Location(origin, line=line, member=launch.get("member"), branch=launch.get("branch"), on_request=bool(launch.get("optional")))
+def _where(launch: LaunchReading) -> Location:
+    origin = launch.origin or "--launch"
+    line = launch.written_line(TP_KEYS) or launch.written_line({str(s.key) for s in launch.settings})
+    return Location(origin, line=line, member=launch.member, branch=launch.branch, on_request=bool(launch.optional))
 
 
-def _unknown_tp(launch: dict[str, Any]) -> str | None:
+def _unknown_tp(launch: LaunchReading) -> str | None:
     """The tensor-parallel setting as written when its value is not a number envcheck can read (``"$3"``,
     ``$TP``: a positional parameter or a variable set elsewhere), else None."""
-    if launch.get("tp") is not None:
+    if launch.tp is not None:
         return None
-    written = [str(s.get("value")) for s in launch.get("settings", []) if s.get("key") in TP_KEYS and s.get("value")]
+    written = [s.value for s in launch.settings if s.key in TP_KEYS and s.value]
     return written[-1] if written else None
 
 
@@ -55,21 +59,21 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
     launches = ctx.inventory.host.launch
     if not is_live(ctx) and not launches:  # a file's launch commands (compose, script): none, nothing to say
         return
-    if not isinstance(launches, list):
+    if launches is None:
         return
     if not launches:
         yield TP_ACROSS_NODES.finding("no --launch or --launch-config given", status=Status.SKIP)
         return
     failed = False
     for launch in launches:
-        nodes = launch.get("nodes") or 1
-        tp = launch.get("tp") or 1
-        origin = str(launch.get("origin") or "--launch")
+        nodes = launch.nodes or 1
+        tp = launch.tp or 1
+        origin = launch.origin or "--launch"
         where = _where(launch)
-        evidence = {"nodes": nodes, "tp": tp, "tool": launch.get("tool")}
-        cluster = launch.get("cluster")
+        evidence = {"nodes": nodes, "tp": tp, "tool": launch.tool}
+        cluster = launch.cluster
         unknown = _unknown_tp(launch)
-        if unknown is not None and (nodes > 1 or launch.get("multi_node")):
+        if unknown is not None and (nodes > 1 or launch.multi_node):
             failed = True
             across = f"{nodes} nodes" if nodes > 1 else f"a multi-node {cluster} cluster (a head and a worker that joins it)"
             yield TP_ACROSS_NODES.finding(
@@ -93,11 +97,11 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
         else:
             yield TP_ACROSS_NODES.passed(f"{origin}: single node (tp={tp})", where, **evidence)
     # A launch command and a config given separately (deepspeed --hostfile H + ds_config.json) add up.
-    most_nodes = max(launches, key=lambda item: item.get("nodes") or 1)
-    most_tp = max(launches, key=lambda item: item.get("tp") or 1)
-    if not failed and (most_nodes.get("nodes") or 1) > 1 and (most_tp.get("tp") or 1) > 1:
+    most_nodes = max(launches, key=lambda item: item.nodes or 1)
+    most_tp = max(launches, key=lambda item: item.tp or 1)
+    if not failed and (most_nodes.nodes or 1) > 1 and (most_tp.tp or 1) > 1:
         yield TP_ACROSS_NODES.finding(
-            f"{most_tp.get('origin')} sets tp={most_tp.get('tp')} and {most_nodes.get('origin')} runs"
-            f" {most_nodes.get('nodes')} nodes: tensor parallelism across nodes; use DDP/FSDP across Sparks",
-            _where(most_tp), {"nodes": most_nodes.get("nodes"), "tp": most_tp.get("tp")},
+            f"{most_tp.origin} sets tp={most_tp.tp} and {most_nodes.origin} runs"
+            f" {most_nodes.nodes} nodes: tensor parallelism across nodes; use DDP/FSDP across Sparks",
+            _where(most_tp), {"nodes": most_nodes.nodes, "tp": most_tp.tp},
         )

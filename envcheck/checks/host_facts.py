@@ -6,40 +6,40 @@ reason as text, so it can say SKIP with that reason instead of guessing.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
+from envcheck import kinds
 from envcheck.rules import CheckContext
+
+if TYPE_CHECKING:
+    from envcheck.readings import Gpu, NvidiaSmiReading
 
 
 def is_live(ctx: CheckContext) -> bool:
     """True for targets that describe a running machine: ``envcheck preflight`` (kind host), ``envcheck
     container`` (kind container), or any inventory read from a collector document (``probe`` is set by
     ``inventory_from_probe``). Image metadata (``envcheck image``) is not live."""
-    return ctx.kind in ("host", "container") or ctx.inventory.host.probe is not None
+    return ctx.kind in kinds.LIVE_KINDS or ctx.inventory.host.probe is not None
 
 
-def nvidia_smi(ctx: CheckContext) -> tuple[dict[str, Any] | None, str]:
+def nvidia_smi(ctx: CheckContext) -> tuple[NvidiaSmiReading | None, str]:
     """The nvidia-smi readings, or None and the reason they are missing."""
     smi = ctx.inventory.host.nvidia_smi
-    if not isinstance(smi, dict):
+    if smi is None:
         return None, "nvidia-smi was not run"
-    status = smi.get("status")
-    if status == "absent":
+    if smi.status == "absent":
         return None, "nvidia-smi not found (no NVIDIA driver here)"
-    if status != "ok":
-        return None, f"nvidia-smi failed: {smi.get('error', status)}"
-    samples = smi.get("samples") or []
-    if not samples or not samples[0].get("gpus"):
+    if smi.status != "ok":
+        return None, f"nvidia-smi failed: {smi.error or smi.status}"
+    if not smi.samples or not smi.samples[0].gpus:
         return None, "nvidia-smi lists no GPU"
     return smi, ""
 
 
-def gpus(ctx: CheckContext) -> list[dict[str, Any]]:
+def gpus(ctx: CheckContext) -> tuple[Gpu, ...]:
     """The GPUs of the last nvidia-smi sample (empty when there is none)."""
     smi, _ = nvidia_smi(ctx)
-    if smi is None:
-        return []
-    return list(smi["samples"][-1]["gpus"])
+    return () if smi is None else smi.gpus
 
 
 def unified_memory(ctx: CheckContext) -> bool:
@@ -47,7 +47,7 @@ def unified_memory(ctx: CheckContext) -> bool:
     found = gpus(ctx)
     if not found:
         return True  # the profile's platform (DGX Spark) is unified-memory
-    return any(g.get("memory_total_mib") is None for g in found)
+    return any(g.memory_total_mib is None for g in found)
 
 
 def gib(value_bytes: float) -> str:

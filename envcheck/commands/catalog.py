@@ -231,7 +231,7 @@ def _by_date(tags: list[str], since: datetime.datetime | None, last: int | None,
 
 def _image_facts(inventory: Inventory) -> dict[str, object]:
     facts = inventory.host.image
-    return dict(facts) if isinstance(facts, dict) else {}
+    return facts.to_json() if facts is not None else {}
 
 
 def _say_shard(shard: Shard, count: int, of: int) -> None:

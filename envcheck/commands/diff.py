@@ -82,7 +82,7 @@ def report(args: argparse.Namespace, config: Config) -> Report:
         findings = drift.twins(sides)
         name = " = ".join(s.name for s in sides)
     else:
-        findings = drift.compare(sides[0], sides[1], profile.cuda_major)
+        findings = drift.compare(sides[0], sides[1], profile.cuda_major, profile.sm)
         name = f"{sides[0].name} → {sides[1].name}"
     result = TargetResult(target=name, kind="twins" if args.twins else "diff", inventory=Inventory(context="installed"))
     for finding in problems + findings:

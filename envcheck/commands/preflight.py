@@ -107,7 +107,8 @@ def report(args: argparse.Namespace, config: Config) -> Report:
     if baseline is not None:
         before = drift.side_of(baseline.source, baseline.targets)
         taken = f" (taken {baseline.created})" if baseline.created else ""
-        changes = drift.compare(before, live, load_profile(config.profile).cuda_major)
+        chosen = load_profile(config.profile)
+        changes = drift.compare(before, live, chosen.cuda_major, chosen.sm)
         found = drift.summary(changes, f"since {baseline.source}{taken}")
         added.append(found or drift.DRIFT_PACKAGE.passed(f"no changes since {baseline.source}{taken}"))
     if twin is not None:

@@ -29,11 +29,14 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck import __version__
 from envcheck.inspect.fatbin import STANDARD_SECTIONS
 from envcheck.model import ALL_GOTCHAS, Binary, Finding, Report, Status, TargetResult
+
+if TYPE_CHECKING:
+    from envcheck.readings import ImageFacts
 
 # sm_121 verdicts, worst first (the order problems sort by), and the words the page shows for them.
 SM121_ORDER: dict[str | None, int] = {"none": 0, "ptx-jit": 1, "compatible": 2, "native": 3, None: 4}
@@ -171,7 +174,7 @@ def _target(index: int, target: TargetResult, explanations: Mapping[str, Any]) -
     if target.inventory.binaries:
         out.extend(_matrix(target.inventory.binaries, target.findings))
     image = target.inventory.host.image
-    if image:
+    if image is not None:
         out.extend(_image(image, target.findings))
     out.extend(_findings(index, target, explanations))
     if target.suppressed:
@@ -320,14 +323,14 @@ def _hidden(sections: tuple[str, ...]) -> str:
     return f'<span class="hidden-fatbin">hidden: {_e(", ".join(sections))}</span>' if sections else ""
 
 
-def _image(image: Mapping[str, Any], findings: list[Finding]) -> list[str]:
+def _image(image: ImageFacts, findings: list[Finding]) -> list[str]:
     """The image facts and its build history, each step with the findings located at it."""
-    facts = [(key, image.get(key)) for key in ("ref", "source", "digest", "platform", "os", "architecture", "created", "layers", "size")]
+    facts = [(key, getattr(image, key)) for key in ("ref", "source", "digest", "platform", "os", "architecture", "created", "layers", "size")]
     out = ["<h3>Image</h3><table><tbody>"]
     out += [f"<tr><th>{_e(k)}</th><td class=\"mono\">{_e(v)}</td></tr>" for k, v in facts if v not in (None, "")]
     out.append("</tbody></table>")
-    history = image.get("history")
-    if not isinstance(history, list) or not history:
+    history = image.history
+    if not history:
         out.append('<p class="empty">The image config has no build history.</p>')
         return out
     at: dict[int, list[Finding]] = defaultdict(list)
@@ -335,10 +338,9 @@ def _image(image: Mapping[str, Any], findings: list[Finding]) -> list[str]:
         m = _HISTORY.fullmatch(f.location.member or "") if f.location is not None else None
         if m:
             at[int(m.group(1))].append(f)
-    out.append(f"<h3>Build history: {len(history)} steps, {image.get('layers', '?')} layers</h3>"
+    out.append(f"<h3>Build history: {len(history)} steps, {image.layers if image.layers is not None else '?'} layers</h3>"
                '<table class="history"><thead><tr><th>#</th><th>instruction</th><th>findings</th></tr></thead><tbody>')
-    for i, entry in enumerate(history):
-        text = entry.get("created_by", "") if isinstance(entry, Mapping) else entry
+    for i, text in enumerate(history):
         here = sorted(at.get(i, []), key=lambda f: -f.status.rank)
         cell = "".join(f"<div>{_badge(f.status)} <code>{_e(f.rule)}</code> {_e(f.message)}</div>" for f in here)
         out.append(f'<tr data-filter><td class="num">{i}</td><td class="mono">{_e(text)}</td><td>{cell or "—"}</td></tr>')

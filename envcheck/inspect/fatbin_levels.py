@@ -1,10 +1,15 @@
 """What a fatbin's images mean on a target GPU: whether a binary's code runs there natively, through a
-compatible SASS of the same major, only as PTX compiled at load time, or not at all (the ``Binary.sm121``
-words)."""
+compatible SASS of the same major, only as PTX compiled at load time, or not at all.
+
+A source records what a binary holds, target-free: the image labels of each distinct module
+(``Binary.modules``, :func:`binary_modules`); a check judges them against the profile's SM
+(:func:`modules_level`). ``Binary.sm121`` keeps the same words for the GB10 (:data:`GB10_SM`), a reading
+the JSON interface has always carried."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 
 from envcheck.inspect.fatbin import (
     FLAG_ARCH_SPECIFIC,
@@ -14,9 +19,11 @@ from envcheck.inspect.fatbin import (
     STANDARD_SECTIONS,
     Container,
     Entry,
+    image_label,
 )
 
 NATIVE, COMPATIBLE, PTX_JIT, NONE = "native", "compatible", "ptx-jit", "none"
+GB10_SM = 121  # the DGX Spark's GPU: what Binary.sm121 reads for (verdicts use the profile's SM)
 _LEVEL = {NONE: 0, PTX_JIT: 1, COMPATIBLE: 2, NATIVE: 3}
 
 
@@ -73,7 +80,7 @@ def container_level(entries: Iterable[Entry], target_sm: int) -> str | None:
     return best
 
 
-def binary_level(containers: list[Container], target_sm: int = 121) -> str | None:
+def binary_level(containers: list[Container], target_sm: int = GB10_SM) -> str | None:
     """A binary's runnability on ``target_sm``, judged module by module (each container is registered
     as one module), in the terms of the Binary.sm121 field: ``native`` / ``compatible`` when modules
     carry SASS that runs there (the weaker of the two among those modules: torch has 474 modules with
@@ -123,3 +130,50 @@ def combine_levels(levels: Iterable[str | None]) -> str | None:
 def distinct(labels: Iterable[str]) -> tuple[str, ...]:
     """Labels in order of first appearance, each once."""
     return tuple(dict.fromkeys(labels))
+
+
+def _modules(containers: Sequence[Container]) -> list[list[Entry]]:
+    """The modules the runtime registers: one per container, except that an ``-rdc`` build's standard
+    sections are one module (see :func:`binary_level`)."""
+    if any(c.section == "__nv_relfatbin" for c in containers):
+        rdc = [e for c in containers if c.section in STANDARD_SECTIONS for e in c.entries]
+        return [rdc, *[c.entries for c in containers if c.section not in STANDARD_SECTIONS]]
+    return [c.entries for c in containers]
+
+
+def binary_modules(containers: Sequence[Container]) -> tuple[str, ...]:
+    """What the binary's GPU code is, for any target: each distinct module's SASS and PTX image labels
+    (``"sm_120 sm_121a compute_120"``), once, in order of first appearance; modules with neither left out."""
+    found: dict[str, None] = {}
+    single: set[tuple[int, int, int]] = set()  # single-image modules (cuFFT has 24,000): once per kind of image
+    variant = FLAG_ARCH_SPECIFIC | FLAG_FAMILY
+    for entries in _modules(containers):
+        if len(entries) == 1:
+            e = entries[0]
+            key = (e.kind, e.sm, e.flags & variant)
+            if key in single:
+                continue
+            single.add(key)
+        labels = sorted({image_label(e.kind, e.sm, e.flags) for e in entries if e.kind in (KIND_ELF, KIND_PTX)})
+        if labels:
+            found.setdefault(" ".join(labels))
+    return tuple(found)
+
+
+_LABEL = re.compile(r"(sm|compute)_(\d+)([af]?)")
+
+
+def modules_level(modules: Iterable[str], target_sm: int) -> str | None:
+    """:func:`binary_level` over recorded modules (:func:`binary_modules`): how the binary runs on ``target_sm``."""
+    levels: set[str | None] = set()
+    for module in modules:
+        entries = []
+        for label in module.split():
+            m = _LABEL.fullmatch(label)
+            if m is None:
+                continue
+            kind = KIND_ELF if m.group(1) == "sm" else KIND_PTX
+            flags = FLAG_ARCH_SPECIFIC if m.group(3) == "a" else FLAG_FAMILY if m.group(3) == "f" else 0
+            entries.append(Entry(kind, int(m.group(2)), flags, 0, 0, 0, 0, 0))
+        levels.add(container_level(entries, target_sm))
+    return combine_levels(levels)

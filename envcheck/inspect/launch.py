@@ -17,9 +17,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator, Mapping, Set
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from envcheck.errors import ReadingError
 
@@ -74,13 +73,6 @@ class Launch:
             "origin": self.origin, "tool": self.tool, "nodes": self.nodes, "tp": self.tp,
             "settings": [{"key": s.key, "value": s.value, **({"line": s.line} if s.line else {})} for s in self.settings],
         }
-
-
-def written_line(launch: Mapping[str, Any], keys: Set[str]) -> int | None:
-    """The file line where a launch entry (``HostReadings.launch``) writes one of the settings ``keys`` (the last
-    one written): a finding about a flag inside a continued or folded command sits on the flag's own line."""
-    lines = [s.get("line") for s in launch.get("settings", []) if s.get("line") and s.get("key") in keys]
-    return lines[-1] if lines else None
 
 
 def normalise(key: str) -> str:

@@ -19,7 +19,7 @@ from envcheck.resolution.platform import uv_platform
 from envcheck.resolution.uv import pip_config_args
 from envcheck.sources.remote_wheel import FileFacts
 
-FACTS_FORMAT = 2  # 2: facts read by ranges are keyed by URL and hash, never by a claimed hash alone
+FACTS_FORMAT = 3  # 2: facts read by ranges are keyed by URL and hash, never by a claimed hash alone; 3: Binary.modules
 
 
 RESOLUTION_TTL_HOURS = 24.0  # a resolution of unpinned requirements changes when new releases appear

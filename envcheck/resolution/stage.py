@@ -100,9 +100,11 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
         raise InputError(f"{path}: --resolve reads requirements, freeze, pyproject, uv.lock, pylock files and Dockerfiles, not {kind} inputs", str(path))
     for item, outcome in zip(chosen, facts_of_all(chosen, ctx), strict=True):
         add_file(inventory, item, ctx, outcome)
-    inventory.host = replace(inventory.host, resolve={"python_version": python, "platform": uv_platform(profile), "files": len(chosen),
-                                 "requests": client.traffic.requests, "bytes_read": client.traffic.bytes,
-                                 "seconds": round(time.monotonic() - started, 3)})
+    from envcheck.readings import ResolveReading
+
+    inventory.host = replace(inventory.host, resolve=ResolveReading(
+        python_version=python, platform=uv_platform(profile), files=len(chosen), requests=client.traffic.requests,
+        bytes_read=client.traffic.bytes, seconds=round(time.monotonic() - started, 3)))
     return inventory
 
 

@@ -45,11 +45,11 @@ from envcheck.inspect.metadata import header_fields
 from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.limits import read_regular
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role, from_plain
+from envcheck.profile import shipped_sms
 from envcheck.sources import ReadOptions
 from envcheck.sources.walk import TEXT_SUFFIXES, may_be_binary
 
 KIND = "folder"
-TARGET_SM = 121  # judged by checks against the profile; the source records the GB10 reading
 
 # Section names that never hold fatbins and are large: skipped by --deep-fatbin (code and symbols).
 _NOT_FATBIN = (".text", ".symtab", ".strtab", ".dynsym", ".dynstr", ".debug", ".rela", ".rel.", ".eh_frame", ".gcc_except_table")
@@ -139,13 +139,19 @@ def describe(
         ptx=ptx,
         lto=lto,
         ptx_isa=ptx_isa,
-        sm121=fatbin_levels.binary_level(containers, TARGET_SM),
+        sm121=fatbin_levels.binary_level(containers),
+        modules=fatbin_levels.binary_modules(containers),
         sections=sections,
         static_cudart=static_cudart,
         size=size,
         bytes_read=bytes_read,
         location=location,
     )
+
+
+def _runs_on_no_known_gpu(containers: list[fatbin.Container]) -> bool:
+    """GPU code, none of it for the GPU of any shipped profile (cuFFT's standard sections: only sm_75)."""
+    return all(fatbin_levels.binary_level(containers, sm) == fatbin_levels.NONE for sm in shipped_sms())
 
 
 def read_elf(
@@ -188,8 +194,8 @@ def read_elf(
         budget = fatbin.RecordBudget()  # one for the whole file, over all its sections
         search = search or DeepSearch()
         containers = _walk_fatbins(src, sections, deep, location, problems, budget, search)
-        if not deep and fatbin_levels.binary_level(containers, TARGET_SM) == fatbin_levels.NONE:
-            # No image in the standard sections runs on the target: libraries such as cuFFT keep their
+        if not deep and _runs_on_no_known_gpu(containers):
+            # No image in the standard sections runs on a profile's GPU: libraries such as cuFFT keep their
             # real kernels in other sections and load them themselves, so look there before judging.
             extra = [c for c in _walk_fatbins(src, sections, True, location, problems, budget, search)
                      if c.section not in fatbin.STANDARD_SECTIONS]
@@ -203,7 +209,8 @@ def read_elf(
         # A standalone cubin (shipped as a file and loaded with cuModuleLoad): it is one SASS image.
         sm, arch_specific = cubin_target(src, hdr, sections)
         image = fatbin.Entry(fatbin.KIND_ELF, sm, fatbin.FLAG_ARCH_SPECIFIC if arch_specific else 0, 64, 0, 0, 0, 0)
-        binary = replace(binary, sass=(image.label,), sm121=fatbin_levels.image_level(image, TARGET_SM), bytes_read=src.bytes_read)
+        binary = replace(binary, sass=(image.label,), sm121=fatbin_levels.image_level(image, fatbin_levels.GB10_SM),
+                         modules=(image.label,), bytes_read=src.bytes_read)
     return binary, problems
 
 
@@ -255,7 +262,7 @@ def _place(scanned: list[fatbin.Container], sections: list[Section], deep: bool)
             standard.append(placed)
         elif not name.startswith(_NOT_FATBIN) and fatbin.validate_scanned([placed], hi):
             other.append(placed)
-    if deep or fatbin_levels.binary_level(standard, TARGET_SM) == fatbin_levels.NONE:
+    if deep or _runs_on_no_known_gpu(standard):
         return sorted(standard + other, key=lambda c: c.offset)
     return standard
 
@@ -291,7 +298,8 @@ def merge_archive(parts: list[Binary], path: str, size: int, bytes_read: int, lo
     return Binary(
         path=path, machine=parts[0].machine, elf_type="AR", needed=join("needed"),
         cuda_major=implied_cuda_major(join("needed")), sass=join("sass"), ptx=join("ptx"), lto=join("lto"),
-        ptx_isa=join("ptx_isa"), sm121=fatbin_levels.combine_levels(b.sm121 for b in parts), sections=join("sections"),
+        ptx_isa=join("ptx_isa"), sm121=fatbin_levels.combine_levels(b.sm121 for b in parts), modules=join("modules"),
+        sections=join("sections"),
         static_cudart=False, size=size, bytes_read=bytes_read, location=location,
     )
 

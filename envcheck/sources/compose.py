@@ -67,7 +67,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     for name, (service, file) in services.items():
         reader.service(name, service, file, inventory, launches)
     if launches:
-        inventory.host = replace(inventory.host, launch=launches)
+        from envcheck.readings import launches_from_json
+
+        inventory.host = replace(inventory.host, launch=launches_from_json(launches))
     return inventory
 
 

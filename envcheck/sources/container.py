@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from envcheck.errors import ServiceError, UsageError
 from envcheck.model import BaseImage, Inventory, Location, ReadProblem
+from envcheck.readings import ContainerReading, ContainerRun, Hardening
 from envcheck.services.docker_engine import engine_client, ensure_image, short_error
 from envcheck.services.docker_runner import (
     MAX_STDOUT,
@@ -87,23 +88,18 @@ def read_container(image: str, options: ContainerOptions | None = None,
     else:
         inventory = _inventory_from_output(image, run)
     inventory.context = "installed"
-    if not options.gpus and (inventory.host.nvidia_smi or {}).get("status") == "not-run":
+    if not options.gpus and inventory.host.nvidia_smi is not None and inventory.host.nvidia_smi.status == "not-run":
         inventory.host = replace(inventory.host, nvidia_smi=None)  # no GPU was given: the GPU lines say "not run" (SKIP), not "failed"
     inventory.images.append(_image_fact(image, image_obj))
-    if not isinstance(inventory.host.container, dict) and (run.no_python or run.python_too_old):
+    if inventory.host.container is None and (run.no_python or run.python_too_old):
         # the static look has no live container markers; the target is a container image all the same
-        inventory.host = replace(inventory.host, container={"kind": "docker", "evidence": [f"{image} is a container image (static look)"]})
-    inventory.host = replace(inventory.host, container_run={
-        "image": image,
-        "user": run.user,
-        "gpus": run.gpus,
-        "python": run.python,
-        "python_path": run.python_path,
-        "exit_code": run.exit_code,
-        "seconds": round(run.seconds, 3),
-        "hardened": {"network": "none", "read_only_rootfs": True, "cap_drop": "ALL", "no_new_privileges": True,
-                     "memory": options.memory, "pids": options.pids},
-    })
+        inventory.host = replace(inventory.host, container=ContainerReading("docker", (f"{image} is a container image (static look)",)))
+    inventory.host = replace(inventory.host, container_run=ContainerRun(
+        image=image, user=run.user, gpus=run.gpus, python=run.python, python_path=run.python_path, exit_code=run.exit_code,
+        seconds=round(run.seconds, 3),
+        hardened=Hardening(network="none", read_only_rootfs=True, cap_drop="ALL", no_new_privileges=True,
+                           memory=options.memory, pids=options.pids),
+    ))
     return inventory
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from envcheck.collect import probe
+from envcheck.errors import InputError
 from envcheck.inspect import launch as launch_reader
 from envcheck.inspect import meminfo as meminfo_reader
 from envcheck.inspect import nvidia_smi
@@ -37,6 +38,14 @@ from envcheck.model import (
     Package,
     ReadProblem,
     Role,
+)
+from envcheck.readings import (
+    BinariesReading,
+    MeminfoReading,
+    NvidiaSmiReading,
+    PlaybooksReading,
+    PythonReading,
+    launches_from_json,
 )
 from envcheck.services.github import PLAYBOOKS_URL, fetch_playbook_issues
 
@@ -104,23 +113,22 @@ def read_host(options: HostOptions) -> Inventory:
         inventory = _finish_probe(probe_proc, python or "python3", options.probe_timeout, torch_proc, started)
     else:
         inventory = Inventory(context="installed")
-        inventory.host = replace(inventory.host, python={"status": "absent", "requested": options.python or "python3"})
+        inventory.host = replace(inventory.host, python=PythonReading(status="absent", requested=options.python or "python3"))
     inventory.problems[:0] = problems
 
     ours = {os.getpid()}
     if probe_proc is not None:
         ours.add(probe_proc.pid)
-    for child in ("torch", "flash_attn"):
-        pid = (getattr(inventory.host, child) or {}).get("pid")
-        if isinstance(pid, int):
-            ours.add(pid)
+    for child in (inventory.host.torch, inventory.host.flash_attn):
+        if child is not None and child.pid is not None:
+            ours.add(child.pid)
     for process in smi.get("processes", []):
         if process.get("pid") in ours:
             process["ours"] = True
-    inventory.host = replace(inventory.host, nvidia_smi=smi)
-    inventory.host = replace(inventory.host, meminfo=read_meminfo(Path(options.proc) / "meminfo"))
+    inventory.host = replace(inventory.host, nvidia_smi=NvidiaSmiReading.from_json(smi, "nvidia_smi"))
+    inventory.host = replace(inventory.host, meminfo=MeminfoReading.from_json(read_meminfo(Path(options.proc) / "meminfo")))
     launches, launch_problems = read_launches(options.launch, options.launch_configs)
-    inventory.host = replace(inventory.host, launch=launches)
+    inventory.host = replace(inventory.host, launch=launches_from_json(launches))
     inventory.problems.extend(launch_problems)
     if options.expect_bandwidth is not None:
         inventory.host = replace(inventory.host, expected_bandwidth_gbs=options.expect_bandwidth)
@@ -130,7 +138,10 @@ def read_host(options: HostOptions) -> Inventory:
         fetcher.join(timeout=10.0)
         if playbooks.get("status") == "error":
             inventory.problems.append(ReadProblem(f"G8: {playbooks.get('error')}", Location(str(playbooks.get("api"))), service=True))
-    inventory.host = replace(inventory.host, playbooks=playbooks)
+    try:
+        inventory.host = replace(inventory.host, playbooks=PlaybooksReading.from_json(playbooks, "playbooks", lenient=True))
+    except InputError as exc:  # the answer is a service's: an odd one is an error reading, not a crash
+        inventory.host = replace(inventory.host, playbooks=PlaybooksReading(status="error", url=PLAYBOOKS_URL, error=exc.message))
     inventory.host = replace(inventory.host, sample_seconds=options.sample_seconds)
     inventory.host = replace(inventory.host, read_seconds=round(time.monotonic() - started, 3))
     return inventory
@@ -268,7 +279,11 @@ def inventory_from_probe(data: Any, origin: str) -> Inventory:
     elif isinstance(binaries, dict):
         host["binaries"] = {"status": binaries.get("status"), "error": binaries.get("error")}
     host["probe"] = {"origin": origin, "duration_s": data.get("duration_s"), "pid": data.get("pid")}
-    inventory.host = HostReadings.from_json(host)
+    for key, value in host.items():  # each reading typed on its own: a malformed one is a problem, the rest is kept
+        try:
+            inventory.host = inventory.host.merged(HostReadings.from_json({key: value}))
+        except InputError as exc:
+            problem(f"collector field {key} is malformed: {exc.message}", key)
     return inventory
 
 
@@ -521,7 +536,7 @@ def _scan_binaries(inventory: Inventory) -> None:
         from envcheck.sources import ReadOptions
         from envcheck.sources.folder import scan_folder
     except ImportError as exc:  # the folder scanner is another part of envcheck; it may be absent
-        inventory.host = replace(inventory.host, binaries={"status": "unavailable", "error": f"{type(exc).__name__}: {exc}"})
+        inventory.host = replace(inventory.host, binaries=BinariesReading(status="unavailable", error=f"{type(exc).__name__}: {exc}"))
         return
     folders = sorted({str(Path(p.location.path).parent) for p in inventory.packages
                       if p.location is not None and p.location.path.endswith((".dist-info", ".egg-info"))})
@@ -531,4 +546,4 @@ def _scan_binaries(inventory: Inventory) -> None:
         inventory.binaries.extend(found.binaries)
         inventory.problems.extend(found.problems)
         scanned.append(folder)
-    inventory.host = replace(inventory.host, binaries={"status": "ok", "folders": scanned, "count": len(inventory.binaries)})
+    inventory.host = replace(inventory.host, binaries=BinariesReading(status="ok", folders=tuple(scanned), count=len(inventory.binaries)))

@@ -6,7 +6,7 @@ Dockerfile instructions and go through the Dockerfile reader). ``deep`` also str
 platform's layers (see :mod:`envcheck.services.registry.layers`) for installed distributions and ELF files.
 Sources never judge: the ARCH, G1, G2, G7 and G9 checks read what this module records.
 
-Inventory vocabulary (``inventory.host["image"]``): ``ref``, ``source`` (registry | oci-layout |
+Inventory vocabulary (``inventory.host.image``, an :class:`envcheck.readings.ImageFacts`): ``ref``, ``source`` (registry | oci-layout |
 docker-archive | docker-daemon), ``digest`` (of what the reference names), ``media_type``, ``platform``
 (the one asked for), ``platforms`` (what an index offers; a single-platform image lists its own),
 ``platform_found`` (False: nothing for the asked platform, no config was read), ``manifest_digest``,
@@ -33,6 +33,7 @@ from packaging.utils import canonicalize_name
 from envcheck.errors import InputError, ServiceError, UsageError
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.model import BaseImage, Binary, EnvVar, Inventory, Location, Origin, Package, ReadProblem, Role
+from envcheck.readings import ImageFacts
 from envcheck.redaction import escape_controls
 from envcheck.services.registry.auth import Credentials, credentials_from_docker_config
 from envcheck.services.registry.cache import BlobCache
@@ -269,11 +270,11 @@ def _config_inventory(name: str, config: dict[str, Any], facts: dict[str, Any]) 
     labels = section.get("Labels") or {}
     platform = _platform_of(config)
     facts.update({
-        "os": config.get("os") or config.get("Os"),
-        "architecture": config.get("architecture") or config.get("Architecture"),
-        "variant": config.get("variant") or config.get("Variant"),
-        "labels": dict(labels) if isinstance(labels, dict) else {},
-        "created": config.get("created") or config.get("Created"),
+        "os": _text(config.get("os") or config.get("Os")),
+        "architecture": _text(config.get("architecture") or config.get("Architecture")),
+        "variant": _text(config.get("variant") or config.get("Variant")),
+        "labels": {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
+        "created": _text(config.get("created") or config.get("Created")),
     })
     inventory.images.append(BaseImage(ref=name, platform=platform, location=where))
     history = config.get("history") or []
@@ -372,6 +373,19 @@ def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef],
     return final
 
 
+def _text(value: Any) -> str | None:
+    """A config value as text (a config is input: a number where text belongs is kept as its text)."""
+    return None if value is None else str(value)
+
+
+def _typed(facts: dict[str, Any]) -> ImageFacts:
+    """The facts gathered as a typed record; a value of the wrong JSON type is an input error naming the image."""
+    try:
+        return ImageFacts.from_json(facts, "image")
+    except InputError as exc:
+        raise InputError(f"{facts.get('ref')}: {exc.message}", path=str(facts.get("ref"))) from None
+
+
 def _cached_scan(cache: BlobCache, layer: LayerRef, limit: int | None, options: ImageOptions) -> dict[str, Any] | None:
     cached = cache.get_deep(layer.digest) if options.use_cache and not options.deep_fatbin else None
     if cached is not None and limit is not None and int(cached.get("bytes") or 0) > limit:
@@ -447,7 +461,7 @@ def _read_store(name: str, store: Any, top: Manifest, options: ImageOptions, cac
     if client is not None:
         facts["requests"] = client.requests_made
     facts["cache_hits"] = cache.hits
-    inventory.host = replace(inventory.host, image=facts)
+    inventory.host = replace(inventory.host, image=_typed(facts))
     return inventory
 
 
@@ -469,7 +483,7 @@ def _read_archive(spec: str, options: ImageOptions, cache: BlobCache) -> Invento
                              "platforms": [_platform_of(image.config)], "platform_found": True,
                              "repo_tags": image.repo_tags, "layers": len(image.layers)}
     inventory = _config_inventory(spec, image.config, facts)
-    inventory.host = replace(inventory.host, image=facts)
+    inventory.host = replace(inventory.host, image=_typed(facts))
     return inventory
 
 
@@ -490,7 +504,7 @@ def _from_save_stream(spec: str, stream: Any, tag: str | None, options: ImageOpt
         _report_rate(options, member, scan)
         final.apply(scan, digest)
     _add_final_files(inventory, spec, final)
-    inventory.host = replace(inventory.host, image=facts)
+    inventory.host = replace(inventory.host, image=_typed(facts))
     return inventory
 
 
@@ -510,7 +524,7 @@ def _read_daemon(spec: str, options: ImageOptions, cache: BlobCache) -> Inventor
                              "platforms": [_platform_of(config)], "platform_found": True,
                              "layers": len((attrs.get("RootFS") or {}).get("Layers") or [])}
     inventory = _config_inventory(spec, config, facts)
-    inventory.host = replace(inventory.host, image=facts)
+    inventory.host = replace(inventory.host, image=_typed(facts))
     return inventory
 
 

@@ -112,7 +112,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             for launch in launches[first:]:
                 launch["nodes"] = max(int(launch.get("nodes") or 1), int(size))
     if launches:
-        inventory.host = replace(inventory.host, launch=launches)
+        from envcheck.readings import launches_from_json
+
+        inventory.host = replace(inventory.host, launch=launches_from_json(launches))
     if others and len(others) == len(objects):
         shown = ", ".join(dict.fromkeys(others[:20]))
         inventory.problems.append(ReadProblem(f"no workload with a pod template (Pod, Deployment, Job ...) in this manifest ({shown}): "

@@ -86,7 +86,9 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
     out.pragmas = [replace(p, location=moved(p.location) or p.location) for p in inventory.pragmas if p.location.path != path]
     found = launches(text, path, where)
     if found:
-        out.host = replace(out.host, launch=found)
+        from envcheck.readings import launches_from_json
+
+        out.host = replace(out.host, launch=launches_from_json(found))
     out.images = container_images(text, where, folder)
     return out
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from envcheck.cache import cache_dir, touch
 
-DEEP_FORMAT = 3  # bump when what a layer scan records changes (2: path-traversal problems, expansion limit; 3: RECORD files)
+DEEP_FORMAT = 4  # bump when what a layer scan records changes (2: path-traversal problems, expansion limit; 3: RECORD files; 4: Binary.modules)
 
 
 def _deep_kind() -> str:
