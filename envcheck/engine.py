@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from envcheck import rules, scopes
@@ -98,13 +98,31 @@ def _distinct(findings: Iterable[Finding]) -> list[Finding]:
     return out
 
 
-def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str | None:
-    """The reason ``finding`` is suppressed, or None. ERROR findings are never suppressed."""
+def ignored(finding: Finding, ignores: Mapping[str, str]) -> str | None:
+    """Why ``finding`` is ignored by its rule id or gotcha (``--ignore``, config), or None; never an ERROR."""
     if finding.status is Status.ERROR:
         return None
-    for key in (finding.rule, finding.gotcha):
-        if key in config.ignores:
-            return config.ignores[key]
+    return next((ignores[key] for key in (finding.rule, finding.gotcha) if key in ignores), None)
+
+
+def apply_ignores(findings: Iterable[Finding], ignores: Mapping[str, str]) -> tuple[list[Finding], list[tuple[Finding, str]]]:
+    """The findings kept, and the ignored ones with their reasons."""
+    kept: list[Finding] = []
+    suppressed: list[tuple[Finding, str]] = []
+    for finding in findings:
+        reason = ignored(finding, ignores)
+        if reason is None:
+            kept.append(finding)
+        else:
+            suppressed.append((finding, reason))
+    return kept, suppressed
+
+
+def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str | None:
+    """The reason ``finding`` is suppressed (ignored or an inline pragma), or None."""
+    reason = ignored(finding, config.ignores)
+    if reason is not None or finding.status is Status.ERROR:
+        return reason
     loc = finding.location
     if loc is not None and loc.line is not None:
         for pragma in inventory.pragmas:

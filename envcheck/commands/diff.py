@@ -85,12 +85,7 @@ def report(args: argparse.Namespace, config: Config) -> Report:
         findings = drift.compare(sides[0], sides[1], profile.cuda_major)
         name = f"{sides[0].name} → {sides[1].name}"
     result = TargetResult(target=name, kind="twins" if args.twins else "diff", inventory=Inventory(context="installed"))
-    for finding in problems + findings:
-        reason = config.ignores.get(finding.rule) or config.ignores.get(finding.gotcha)
-        if reason is not None and finding.status is not Status.ERROR:
-            result.suppressed.append((finding, reason))
-        else:
-            result.findings.append(finding)
+    result.findings, result.suppressed = engine.apply_ignores(problems + findings, config.ignores)
     out = Report(profile=profile.name, targets=[result])
     out.exit_code = engine.exit_code(result.findings, config.fail_threshold)
     return out

@@ -116,8 +116,8 @@ def report(args: argparse.Namespace, config: Config) -> Report:
         if found is not None:
             added.append(found)
     target = result.targets[0]
-    kept = [f for f in added if f.rule not in config.ignores and f.gotcha not in config.ignores]
+    kept, suppressed = engine.apply_ignores(added, config.ignores)
     target.findings[:0] = kept  # first: the preflight line leads with them at equal status
-    target.suppressed.extend((f, config.ignores.get(f.rule) or config.ignores[f.gotcha]) for f in added if f not in kept)
+    target.suppressed.extend(suppressed)
     result.exit_code = engine.exit_code(result.findings, config.fail_threshold)
     return result

@@ -207,17 +207,22 @@ MAX_SNAPSHOT_VALUES = 6_000_000
 def load_snapshot(where: str) -> Snapshot:
     """Read a snapshot (or any ``--format json`` report) from a file, or from stdin for ``-``."""
     name = "stdin" if where == "-" else where
-    try:
-        if where == "-":
-            raw = sys.stdin.buffer.read(MAX_SNAPSHOT_BYTES + 1)
-        else:
-            with open(where, "rb") as handle:
-                raw = handle.read(MAX_SNAPSHOT_BYTES + 1)
-    except OSError as exc:
-        raise InputError(f"cannot read {name}: {exc.strerror or exc}", path=name) from None
+    raw = read_bounded(where, MAX_SNAPSHOT_BYTES)
     if len(raw) > MAX_SNAPSHOT_BYTES:
         raise InputError(f"{name}: larger than {MAX_SNAPSHOT_BYTES >> 20} MiB; not a snapshot", path=name)
     return parse_snapshot(raw, name)
+
+
+def read_bounded(where: str, limit: int) -> bytes:
+    """At most ``limit`` + 1 bytes of the file ``where`` (stdin for ``-``): more than ``limit`` is too big."""
+    try:
+        if where == "-":
+            return sys.stdin.buffer.read(limit + 1)
+        with open(where, "rb") as handle:
+            return handle.read(limit + 1)
+    except OSError as exc:
+        name = "stdin" if where == "-" else where
+        raise InputError(f"cannot read {name}: {exc.strerror or exc}", path=name) from None
 
 
 def parse_snapshot(raw: bytes, name: str) -> Snapshot:
