@@ -98,6 +98,25 @@ def _distinct(findings: Iterable[Finding]) -> list[Finding]:
     return out
 
 
+def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str | None:
+    """The reason ``finding`` is suppressed, or None. ERROR findings are never suppressed."""
+    if finding.status is Status.ERROR:
+        return None
+    for key in (finding.rule, finding.gotcha):
+        if key in config.ignores:
+            return config.ignores[key]
+    loc = finding.location
+    if loc is not None and loc.line is not None:
+        for pragma in inventory.pragmas:
+            if (
+                pragma.location.path == loc.path
+                and pragma.location.line == loc.line
+                and (finding.rule in pragma.rules or finding.gotcha in pragma.rules)
+            ):
+                return pragma.reason or "inline pragma"
+    return None
+
+
 def ignored(finding: Finding, ignores: Mapping[str, str]) -> str | None:
     """Why ``finding`` is ignored by its rule id or gotcha (``--ignore``, config), or None; never an ERROR."""
     if finding.status is Status.ERROR:
@@ -116,23 +135,6 @@ def apply_ignores(findings: Iterable[Finding], ignores: Mapping[str, str]) -> tu
         else:
             suppressed.append((finding, reason))
     return kept, suppressed
-
-
-def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str | None:
-    """The reason ``finding`` is suppressed (ignored or an inline pragma), or None."""
-    reason = ignored(finding, config.ignores)
-    if reason is not None or finding.status is Status.ERROR:
-        return reason
-    loc = finding.location
-    if loc is not None and loc.line is not None:
-        for pragma in inventory.pragmas:
-            if (
-                pragma.location.path == loc.path
-                and pragma.location.line == loc.line
-                and (finding.rule in pragma.rules or finding.gotcha in pragma.rules)
-            ):
-                return pragma.reason or "inline pragma"
-    return None
 
 
 def judge(target: Target, inventory: Inventory, profile: Profile, config: Config, debug: bool = False) -> TargetResult:

@@ -17,7 +17,6 @@ from envcheck.errors import KnowledgeError
 # value kinds: a Python type, or one of these words for containers
 STR_LIST = "list of strings"
 INT_LIST = "list of integers"
-STR_TO_INT = "table of integers"
 Kind = type | str
 
 

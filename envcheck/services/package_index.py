@@ -376,12 +376,7 @@ class IndexClient:
     def fetch(self, url: str, limit: int, headers: dict[str, str] | None = None) -> tuple[bytes, str]:
         """The whole body of ``url`` (at most ``limit`` bytes) and its content type; 4xx is a FileProblem."""
         with self._get(url, headers) as resp:
-            if resp.status_code >= 500:
-                raise ServiceError(f"{redact(url)}: the server answered {resp.status_code}; try again later")
-            if resp.status_code in (401, 403):
-                raise ServiceError(f"{redact(url)}: access refused ({resp.status_code}); check the credentials for this index (netrc, keyring, URL)")
-            if resp.status_code >= 400:
-                raise FileProblem(f"{redact(url)}: the server answered {resp.status_code}")
+            _check_status(resp.status_code, url)
             return self._body(resp, url, limit), resp.headers.get("Content-Type", "")
 
     def project_files(self, index_url: str, project: str) -> list[IndexFile]:
@@ -413,18 +408,23 @@ class IndexClient:
         with self._get(url, {"Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"}) as resp:
             if resp.status_code == 416:
                 raise FileProblem(f"{redact(url)}: the server refused the byte range {start}-{end} (416)")
-            if resp.status_code >= 500:
-                raise ServiceError(f"{redact(url)}: the server answered {resp.status_code}; try again later")
-            if resp.status_code in (401, 403):
-                raise ServiceError(f"{redact(url)}: access refused ({resp.status_code}); check the credentials for this index")
-            if resp.status_code >= 400:
-                raise FileProblem(f"{redact(url)}: the server answered {resp.status_code}")
+            _check_status(resp.status_code, url)
             if resp.status_code == 206:
                 total = _total_of(resp.headers.get("Content-Range", ""))
                 return self._body(resp, url, end - start + 1 + BLOCK), total, True
             length = resp.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
             return self._body(resp, url, MAX_FALLBACK_BYTES), total, False
+
+
+def _check_status(status: int, url: str) -> None:
+    """5xx and 401/403 are ServiceErrors (the index is unusable), any other 4xx a FileProblem (this file is)."""
+    if status >= 500:
+        raise ServiceError(f"{redact(url)}: the server answered {status}; try again later")
+    if status in (401, 403):
+        raise ServiceError(f"{redact(url)}: access refused ({status}); check the credentials for this index (netrc, keyring, URL)")
+    if status >= 400:
+        raise FileProblem(f"{redact(url)}: the server answered {status}")
 
 
 def _env_float(name: str, default: float) -> float:
