@@ -199,10 +199,3 @@ def test_a_folder_walk_does_not_follow_links_out_of_the_folder(tmp_path: Path) -
     assert f"{site / 'escape'} -> /" in note["message"] and f"{site / 'etc'} -> /etc" in note["message"]
     assert not findings(report, site)
 
-
-def test_wheels_and_image_layers_share_one_expansion_limit() -> None:
-    from envcheck import limits
-    from envcheck.services.registry import layers
-
-    assert (layers.DEFAULT_MAX_EXPANSION, layers.EXPANSION_FLOOR) == (limits.DEFAULT_MAX_EXPANSION, limits.EXPANSION_FLOOR)
-    assert layers.expansion_limit(1 << 20, 100) == limits.expansion_limit(1 << 20, 100) == 100 << 20

@@ -9,10 +9,10 @@ from envcheck import engine
 from envcheck.config import Config, env
 from envcheck.errors import UsageError
 from envcheck.inspect.image_reference import parse_reference
+from envcheck.limits import DEFAULT_MAX_EXPANSION
 from envcheck.profile import load_profile
 from envcheck.services.registry.auth import Credentials
 from envcheck.services.registry.client import DEFAULT_DEADLINE
-from envcheck.services.registry.layers import DEFAULT_MAX_EXPANSION
 from envcheck.sources.image import KIND, ImageOptions, looks_like_image, read_image
 
 HELP = "check a container image from its registry metadata (and with --deep, its layers) without pulling it"
@@ -57,7 +57,7 @@ def add_registry_options(parser: argparse.ArgumentParser) -> None:
                         help="with --deep: also find fatbins stored outside .nv_fatbin (slower, not cached)")
     parser.add_argument("--max-expansion", type=float, default=DEFAULT_MAX_EXPANSION, metavar="RATIO",
                         help=f"with --deep: a layer may expand to RATIO times its compressed size (at least 16 MiB) "
-                             f"before it is refused as a decompression bomb (default {DEFAULT_MAX_EXPANSION}; 0: no limit)")
+                             f"before it is refused as a decompression bomb (default {DEFAULT_MAX_EXPANSION:g}; 0: no limit)")
     parser.add_argument("--http-timeout", type=float, default=None, metavar="SECONDS",
                         help="give up on a registry request that has not finished after this long (default: "
                              "ENVCHECK_HTTP_TIMEOUT, else 300; a layer gets one more second per MiB)")

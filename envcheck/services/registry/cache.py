@@ -14,13 +14,12 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from envcheck.cache import cache_dir, touch
+from envcheck.cache import cache_dir, touch, write_atomically
 
 DEEP_FORMAT = 3  # bump when what a layer scan records changes (2: path-traversal problems, expansion limit; 3: RECORD files)
 
@@ -67,7 +66,7 @@ class BlobCache:
     def put_blob(self, digest: str, data: bytes) -> None:
         path = self._path("blobs", digest) if self.enabled else None
         if path is not None:
-            _write_atomic(path, data)
+            write_atomically(path, data)
 
     def get_deep(self, digest: str) -> dict[str, Any] | None:
         """Cached deep-scan result of one layer, or None."""
@@ -107,7 +106,7 @@ class BlobCache:
 
             # What a layer scan could not read may quote a URL with credentials: never on disk (envcheck.redaction).
             result = {**result, "problems": clean_value(result.get("problems", []), escape=False)}
-            _write_atomic(path, json.dumps({**result, "layer": digest}, sort_keys=True).encode())
+            write_atomically(path, json.dumps({**result, "layer": digest}, sort_keys=True).encode())
 
 
 _THREAD_LOCKS: dict[str, threading.Lock] = {}
@@ -137,20 +136,3 @@ def _file_lock(path: Path) -> Iterator[None]:
 def _thread_lock(key: str) -> threading.Lock:
     with _THREAD_LOCKS_GUARD:
         return _THREAD_LOCKS.setdefault(key, threading.Lock())
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file and rename, so readers never see half an entry. Failures are ignored:
-    a cache that cannot be written only makes the next run slower."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: entries describe the user's images
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass

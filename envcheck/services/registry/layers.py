@@ -24,6 +24,10 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 from envcheck.errors import EnvcheckError
+
+# the bounds of wheels, re-exported for the image source
+from envcheck.limits import DEFAULT_MAX_EXPANSION as DEFAULT_MAX_EXPANSION
+from envcheck.limits import expansion_limit as expansion_limit
 from envcheck.services.registry.inflate import DecompressionError, LayerStream, Readable, open_layer_stream
 
 WHITEOUT_PREFIX = ".wh."
@@ -107,17 +111,6 @@ def read_metadata(data: bytes) -> tuple[str, str, tuple[str, ...]] | None:
     if not name:
         return None
     return str(name).strip(), str(message.get("Version", "")).strip(), tuple(str(v).strip() for v in message.get_all("Requires-Dist") or [])
-
-
-DEFAULT_MAX_EXPANSION = 100  # uncompressed / compressed; real layers are 2-5x, a gzip bomb 1000x
-EXPANSION_FLOOR = 16 << 20  # small layers may expand more than the ratio: never limit below this
-
-
-def expansion_limit(compressed_size: int | None, ratio: float) -> int | None:
-    """The most uncompressed bytes a layer of ``compressed_size`` may produce (None: no limit)."""
-    if compressed_size is None or ratio <= 0:
-        return None
-    return max(int(compressed_size * ratio), EXPANSION_FLOOR)
 
 
 _TAR_FAILURES = (tarfile.TarError, EOFError, OSError, ValueError, TypeError)

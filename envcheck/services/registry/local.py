@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from envcheck.errors import InputError, ServiceError, UsageError
+from envcheck.limits import DEFAULT_MAX_EXPANSION, expansion_limit
 from envcheck.services.registry.client import (
     INDEX_TYPES,
     OCI_INDEX,
@@ -28,11 +29,9 @@ from envcheck.services.registry.client import (
     verify_digest,
 )
 from envcheck.services.registry.layers import (
-    DEFAULT_MAX_EXPANSION,
     BinaryReader,
     LayerError,
     LayerScan,
-    expansion_limit,
     scan_layer,
 )
 
