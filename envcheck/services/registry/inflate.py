@@ -244,35 +244,14 @@ class LayerStream:
             self._offset += size
             self._position += size
             return self._chunk[start : start + size]
-        parts: list[bytes | memoryview] = []
-        wanted = size
-        got = 0
-        while got < wanted:
-            if self._offset >= len(self._chunk) and not self._next_chunk():
-                break
-            take = min(wanted - got, len(self._chunk) - self._offset)
-            if self._offset == 0 and take == len(self._chunk):
-                parts.append(self._chunk)
-            else:
-                parts.append(memoryview(self._chunk)[self._offset : self._offset + take])
-            self._offset += take
-            got += take
-        self._position += got
-        if len(parts) == 1 and isinstance(parts[0], bytes):
-            return parts[0]
-        return b"".join(parts)
+        return b"".join(self._pieces(size))
 
     def copy_to(self, out: Any, size: int) -> int:
         """Write the next ``size`` bytes to ``out`` (``write`` of memoryviews: no joined copy); bytes written."""
         done = 0
-        while done < size:
-            if self._offset >= len(self._chunk) and not self._next_chunk():
-                break
-            take = min(size - done, len(self._chunk) - self._offset)
-            out.write(memoryview(self._chunk)[self._offset : self._offset + take])
-            self._offset += take
-            done += take
-        self._position += done
+        for piece in self._pieces(size):
+            out.write(piece)
+            done += len(piece)
         return done
 
     def seek(self, position: int, whence: int = 0) -> int:
@@ -280,19 +259,22 @@ class LayerStream:
         target = position if whence == 0 else self._position + position
         if whence not in (0, 1) or target < self._position:
             raise OSError(f"a layer stream only seeks forward (at {self._position}, asked for {target})")
-        gap = target - self._position
-        if gap <= len(self._chunk) - self._offset:
-            self._offset += gap
-            self._position = target
-            return target
-        while gap > 0:
+        for _ in self._pieces(target - self._position):
+            pass
+        return self._position
+
+    def _pieces(self, size: int) -> Iterator[memoryview]:
+        """The next ``size`` bytes (fewer at the end of the stream), a view of each chunk they span."""
+        left = size
+        while left > 0:
             if self._offset >= len(self._chunk) and not self._next_chunk():
-                break
-            take = min(gap, len(self._chunk) - self._offset)
+                return
+            take = min(left, len(self._chunk) - self._offset)
+            piece = memoryview(self._chunk)[self._offset : self._offset + take]
             self._offset += take
             self._position += take
-            gap -= take
-        return self._position
+            left -= take
+            yield piece
 
     def finish(self) -> int:
         """Inflate the rest of the stream unread (the tar's end padding): a gzip stream's CRC and length
