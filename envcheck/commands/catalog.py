@@ -30,7 +30,7 @@ from envcheck.errors import UsageError
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.model import Inventory, Report, Status, TargetResult
 from envcheck.profile import load_profile
-from envcheck.shards import Shard, engine_variables, shard_from
+from envcheck.shards import engine_variables, shard_from
 from envcheck.sources.image import KIND, ImageOptions, read_image
 
 HELP = "judge the tags of a registry repository (each as `envcheck image` does), optionally one shard of them"
@@ -155,7 +155,6 @@ def report(args: argparse.Namespace, config: Config) -> Report:
         listed, skipped = list_tags(client)
     finally:
         client.session.close()
-    say = _Say(enabled=not args.no_progress and sys.stderr.isatty())
     if skipped:
         print(f"envcheck: {ref.registry}/{ref.repository}: {skipped} entries of the tags list are not valid tag names; "
               "left out", file=sys.stderr)
@@ -174,11 +173,12 @@ def report(args: argparse.Namespace, config: Config) -> Report:
     if since is not None or args.last is not None:
         tags, early = _by_date(tags, since, args.last, args.jobs, lambda tag: judge(tag, replace(options, deep=False)))
     if shard is not None:
-        selected = len(tags)
-        tags = [tag for tag in tags if shard.holds(tag)]
-        _say_shard(shard, len(tags), selected)
+        held = [tag for tag in tags if shard.holds(tag)]
+        print(f"envcheck: shard {shard} (from {shard.source}): {len(held)} of {len(tags)} selected tags", file=sys.stderr)
+        tags = held
+    say = not args.no_progress and sys.stderr.isatty()
     results = _in_parallel(args.jobs, tags, lambda tag: early[tag] if tag in early and not options.deep else judge(tag, options),
-                           lambda done, result, seconds: say.line(done, len(tags), result, seconds))
+                           lambda done, result, seconds: _progress(done, len(tags), result, seconds) if say else None)
     out = Report(profile=profile.name, targets=results)
     from envcheck import fixes
 
@@ -212,22 +212,11 @@ def _image_facts(inventory: Inventory) -> dict[str, object]:
     return dict(facts) if isinstance(facts, dict) else {}
 
 
-def _say_shard(shard: Shard, count: int, of: int) -> None:
-    print(f"envcheck: shard {shard} (from {shard.source}): {count} of {of} selected tags", file=sys.stderr)
+def _progress(done: int, total: int, result: TargetResult, seconds: float) -> None:
+    """One progress line per judged tag on stderr (on a terminal only)."""
+    from envcheck.redaction import clean
 
-
-class _Say:
-    """One progress line per judged tag on stderr, on a terminal only."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def line(self, done: int, total: int, result: TargetResult, seconds: float) -> None:
-        if not self.enabled:
-            return
-        from envcheck.redaction import clean
-
-        worst = Status.worst((f.status for f in result.findings), Status.PASS)
-        loud = sorted({f.gotcha for f in result.findings if f.status is worst and worst in (Status.FAIL, Status.WARN, Status.ERROR)})
-        why = f" ({', '.join(loud)})" if loud else ""
-        print(f"envcheck: [{done}/{total}] {clean(result.target)} {worst.value}{why} {seconds:.1f} s", file=sys.stderr)
+    worst = Status.worst((f.status for f in result.findings), Status.PASS)
+    loud = sorted({f.gotcha for f in result.findings if f.status is worst and worst in (Status.FAIL, Status.WARN, Status.ERROR)})
+    why = f" ({', '.join(loud)})" if loud else ""
+    print(f"envcheck: [{done}/{total}] {clean(result.target)} {worst.value}{why} {seconds:.1f} s", file=sys.stderr)

@@ -54,11 +54,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_live_options(parser)
 
 
-def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
-    """Not used: ``diff`` builds its report itself (:func:`report`)."""
-    raise UsageError("envcheck diff builds no targets of its own")
-
-
 def report(args: argparse.Namespace, config: Config) -> Report:
     """Read every side, compare, and return a report with the changes as findings."""
     words: list[str] = list(args.sides)

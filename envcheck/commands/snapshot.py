@@ -12,12 +12,15 @@ import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck import engine
 from envcheck.config import Config
 from envcheck.errors import InputError, UsageError
-from envcheck.model import Inventory, Report, TargetResult
+from envcheck.model import Report, TargetResult
+
+if TYPE_CHECKING:
+    from envcheck import sources
 
 HELP = "save what a target is made of (packages, CUDA builds, ELF facts, live readings) and its findings as a JSON snapshot"
 DEFAULT_FORMAT = "snapshot"
@@ -114,11 +117,8 @@ def _host_target(options: LiveOptions) -> engine.Target:
 
     host_options = HostOptions(python=options.python, sample_seconds=0.0, binaries=options.binaries,
                                probe_timeout=options.probe_timeout)
-
-    def read() -> Inventory:
-        return read_host(host_options)
-
-    return engine.Target(name=f"host (python: {options.python or 'python3 on PATH'})", kind=KIND, read=read)
+    return engine.Target(name=f"host (python: {options.python or 'python3 on PATH'})", kind=KIND,
+                         read=lambda: read_host(host_options))
 
 
 def remote_target(word: str, python: str | None, probe_timeout: float) -> engine.Target:
@@ -145,10 +145,9 @@ def _path_targets(path: Path, options: LiveOptions) -> list[engine.Target]:
     return [_file_target(path, kind, read_options)]
 
 
-def _file_target(path: Path, kind: str, options: object) -> engine.Target:
+def _file_target(path: Path, kind: str, options: sources.ReadOptions) -> engine.Target:
     from envcheck import sources
 
-    assert isinstance(options, sources.ReadOptions)
     module = sources.module_for("requirements" if kind == "freeze" else kind)
     opts = replace(options, kind=kind)
     return engine.Target(str(path), kind, lambda: module.read(path, opts))
