@@ -8,10 +8,12 @@ engine's export stream cannot be read out of order, so for ``--deep`` it is walk
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import stat
 import tarfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -28,6 +30,7 @@ from envcheck.services.registry.client import (
     sha256_digest,
     verify_digest,
 )
+from envcheck.services.registry.inflate import ChunkReader
 from envcheck.services.registry.layers import (
     BinaryReader,
     LayerError,
@@ -225,30 +228,6 @@ class DockerArchiveStore:
         return VerifiedStream(handle, _layer_digest(member, index, diff_ids), f"{self.name}!{member}", size=info.size)
 
 
-class _ChunkStream:
-    """A read(n) file object over an iterator of byte chunks (the Docker SDK's export stream)."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = chunks
-        self._buffer = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        while size < 0 or len(self._buffer) < size:
-            try:
-                chunk = next(self._chunks)
-            except StopIteration:
-                break
-            self._buffer += chunk
-        if size < 0:
-            data, self._buffer = self._buffer, b""
-        else:
-            data, self._buffer = self._buffer[:size], self._buffer[size:]
-        return data
-
-
 def scan_save_stream(stream: IO[bytes], where: str, tag: str | None, read_binary: BinaryReader | None, *,
                      deep_fatbin: bool = False, progress: Callable[[int], None] | None = None,
                      max_expansion: float = DEFAULT_MAX_EXPANSION) -> tuple[ArchiveImage, list[tuple[str, str, LayerScan]]]:
@@ -277,7 +256,8 @@ def scan_save_stream(stream: IO[bytes], where: str, tag: str | None, read_binary
                     continue
                 if not (member.name.endswith("layer.tar") or member.name.startswith("blobs/")):
                     continue
-                reader = VerifiedStream(_Prefixed(head, handle), None, f"{where}!{member.name}", size=member.size)
+                rest = iter(functools.partial(handle.read, 1 << 20), b"")
+                reader = VerifiedStream(ChunkReader(itertools.chain((head,), rest)), None, f"{where}!{member.name}", size=member.size)
                 try:
                     scan = scan_layer(reader, read_binary, deep_fatbin=deep_fatbin, progress=progress,
                                       max_bytes=expansion_limit(member.size, max_expansion))
@@ -307,23 +287,6 @@ def scan_save_stream(stream: IO[bytes], where: str, tag: str | None, read_binary
             raise InputError(f"{where}!{name}: content does not match its digest {expected}", path=where)
         ordered.append((name, digest, scan))
     return image, ordered
-
-
-class _Prefixed:
-    """A reader that yields ``head`` and then the rest of ``handle``."""
-
-    def __init__(self, head: bytes, handle: IO[bytes]) -> None:
-        self._head = head
-        self._handle = handle
-
-    def read(self, size: int = -1) -> bytes:
-        if self._head:
-            if size < 0:
-                data, self._head = self._head + self._handle.read(), b""
-                return data
-            data, self._head = self._head[:size], self._head[size:]
-            return data
-        return self._handle.read(size)
 
 
 class DockerDaemonImage:
@@ -357,7 +320,7 @@ class DockerDaemonImage:
             chunks = self.client.api.get_image(self.name, chunk_size=1 << 20)
         except self._errors.APIError as exc:
             raise ServiceError(f"the Docker engine refused to export {self.name}: {exc}") from None
-        return _ChunkStream(iter(chunks))  # type: ignore[return-value]
+        return ChunkReader(chunks)  # type: ignore[return-value]
 
 
 __all__ = ["INDEX_TYPES", "OCI_MANIFEST", "ArchiveImage", "DockerArchiveStore", "DockerDaemonImage", "OciLayoutStore", "scan_save_stream"]
