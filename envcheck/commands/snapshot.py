@@ -21,6 +21,7 @@ from envcheck.model import Report, TargetResult
 
 if TYPE_CHECKING:
     from envcheck import sources
+    from envcheck.sources.host import HostOptions
 
 HELP = "save what a target is made of (packages, CUDA builds, ELF facts, live readings) and its findings as a JSON snapshot"
 DEFAULT_FORMAT = "snapshot"
@@ -98,7 +99,10 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
 def live_targets(word: str, options: LiveOptions, config: Config) -> list[engine.Target]:
     """Engine targets for one TARGET word: `host`, an existing file or folder, else an image reference."""
     if word == "host":
-        return [_host_target(options)]
+        from envcheck.sources.host import HostOptions
+
+        return [host_target(HostOptions(python=options.python, sample_seconds=0.0, binaries=options.binaries,
+                                        probe_timeout=options.probe_timeout))]
     if word.startswith("ssh://"):
         return [remote_target(word, options.python, options.probe_timeout)]
     path = Path(word)
@@ -112,13 +116,11 @@ def live_targets(word: str, options: LiveOptions, config: Config) -> list[engine
 _FILE_SUFFIXES = {".json", ".txt", ".in", ".toml", ".lock", ".whl", ".so", ".yml", ".yaml", ".gz"}
 
 
-def _host_target(options: LiveOptions) -> engine.Target:
-    from envcheck.sources.host import KIND, HostOptions, read_host
+def host_target(options: HostOptions) -> engine.Target:
+    """This machine and the interpreter ``options`` name, as one target (``snapshot host``, ``preflight``)."""
+    from envcheck.sources.host import KIND, read_host
 
-    host_options = HostOptions(python=options.python, sample_seconds=0.0, binaries=options.binaries,
-                               probe_timeout=options.probe_timeout)
-    return engine.Target(name=f"host (python: {options.python or 'python3 on PATH'})", kind=KIND,
-                         read=lambda: read_host(host_options))
+    return engine.Target(name=f"host (python: {options.python or 'python3 on PATH'})", kind=KIND, read=lambda: read_host(options))
 
 
 def remote_target(word: str, python: str | None, probe_timeout: float) -> engine.Target:
