@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from envcheck.cache import FORMAT as SCANNER_FORMAT
 from envcheck.cache import cache_dir, touch, write_atomically
 
 DEEP_FORMAT = 3  # bump when what a layer scan records changes (2: path-traversal problems, expansion limit; 3: RECORD files)
@@ -26,11 +27,7 @@ DEEP_FORMAT = 3  # bump when what a layer scan records changes (2: path-traversa
 
 def _deep_kind() -> str:
     """The cache folder for deep results: also keyed by the binary scanner's format, whose output they hold."""
-    try:
-        from envcheck.cache import FORMAT as scanner_format
-    except ImportError:
-        scanner_format = 0
-    return f"deep-v{DEEP_FORMAT}-b{scanner_format}"
+    return f"deep-v{DEEP_FORMAT}-b{SCANNER_FORMAT}"
 
 
 class BlobCache:
@@ -77,8 +74,9 @@ class BlobCache:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        keys = ("paths", "whiteouts", "opaque", "packages", "binaries", "problems", "members", "bytes")
-        if not isinstance(data, dict) or data.get("layer") != digest or not all(k in data for k in keys):
+        from envcheck.services.registry.layers import LayerScan
+
+        if not isinstance(data, dict) or data.get("layer") != digest or not all(k in data for k in LayerScan.CACHED):
             return None  # damaged or foreign: a miss, never a wrong answer
         self.hits += 1
         touch(path)

@@ -68,12 +68,14 @@ class LayerScan:
     compression: str = ""  # how this read found the layer: "gzip (isal)", "zstd (zstandard)", "none" (not cached)
     seconds: float = 0.0  # how long this read took (not cached)
 
+    CACHED = ("paths", "whiteouts", "opaque", "packages", "binaries", "problems", "members", "bytes")
+
     def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("paths", "whiteouts", "opaque", "packages", "binaries", "problems", "members", "bytes")}
+        return {k: getattr(self, k) for k in self.CACHED}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LayerScan:
-        return cls(**{k: data[k] for k in ("paths", "whiteouts", "opaque", "packages", "binaries", "problems", "members", "bytes")})
+        return cls(**{k: data[k] for k in cls.CACHED})
 
 
 class LayerError(EnvcheckError):
