@@ -496,7 +496,10 @@ class RemoteFile(io.RawIOBase):
         first, last = start // BLOCK, (end - 1) // BLOCK
         if all(i in self._blocks for i in range(first, last + 1)):
             return
-        lo, hi = first * BLOCK, min(self.size, (last + 1) * BLOCK) - 1
+        self._fetch(first * BLOCK, min(self.size, (last + 1) * BLOCK) - 1)
+
+    def _fetch(self, lo: int, hi: int) -> None:
+        """Bytes ``lo`` to ``hi`` (inclusive) into the block cache (or the whole file, from a server that ignores Range)."""
         data, total, ranged = self.client.read_range(self.url, lo, hi)
         if ranged and len(data) != hi - lo + 1:
             raise FileProblem(f"{redact(self.url)}: asked for bytes {lo}-{hi}, got {len(data)} bytes")
@@ -553,11 +556,7 @@ class RemoteFile(io.RawIOBase):
             sequential = offset == self._last_end
             self._readahead = min(MAX_READAHEAD, self._readahead * 2) if sequential else BLOCK
             lo = missing[0] * BLOCK
-            hi = min(self.size, max((missing[-1] + 1) * BLOCK, lo + self._readahead)) - 1
-            data, total, ranged = self.client.read_range(self.url, lo, hi)
-            if ranged and len(data) != hi - lo + 1:
-                raise FileProblem(f"{redact(self.url)}: asked for bytes {lo}-{hi}, got {len(data)} bytes")
-            self._take(lo, data, total, ranged)
+            self._fetch(lo, min(self.size, max((missing[-1] + 1) * BLOCK, lo + self._readahead)) - 1)
             if self._whole is not None:
                 return self._whole[offset:end]
         self._last_end = end
