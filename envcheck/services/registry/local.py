@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from envcheck.errors import InputError, ServiceError, UsageError
-from envcheck.limits import DEFAULT_MAX_EXPANSION, expansion_limit
+from envcheck.limits import DEFAULT_MAX_EXPANSION, OverLimit, expansion_limit, read_regular
 from envcheck.services.registry.client import (
     INDEX_TYPES,
     OCI_INDEX,
@@ -105,12 +105,13 @@ class OciLayoutStore:
     def blob(self, digest: str, limit: int = MAX_JSON_BYTES) -> bytes:
         path = self._blob_path(digest)
         try:
-            self._regular(path)
-            if path.stat().st_size > limit:
-                raise InputError(f"{path} is larger than {limit >> 20} MiB", path=str(path))
-            data = path.read_bytes()
+            data = read_regular(path, limit)[0]
         except FileNotFoundError:
             raise InputError(f"{self.name}: blob {digest} is missing", path=str(path)) from None
+        except OverLimit:
+            raise InputError(f"{path} is larger than {limit >> 20} MiB", path=str(path)) from None
+        except OSError as exc:
+            raise InputError(f"{self.name}: cannot read {path}: {exc.strerror or exc}", path=str(path)) from None
         try:
             verify_digest(data, digest, str(path))
         except ServiceError as exc:
