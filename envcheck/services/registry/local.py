@@ -67,7 +67,7 @@ class OciLayoutStore:
     def top(self) -> Manifest:
         """The manifest the tag names in index.json (or the only one there), else index.json itself."""
         where = str(self.folder / "index.json")
-        raw = (self.folder / "index.json").read_bytes()
+        raw = self._read(self.folder / "index.json", MAX_JSON_BYTES, f"{self.name}: index.json is missing")
         body = _json(raw, "index.json", where)
         if not isinstance(body, dict) or not isinstance(body.get("manifests", []), list):
             raise InputError(f"{where} is not an OCI image index (a JSON object with a manifests list)", path=where)
@@ -79,15 +79,14 @@ class OciLayoutStore:
             named = [e for e in entries if (e.get("annotations") or {}).get("org.opencontainers.image.ref.name") == self.tag]
             if not named:
                 tags = sorted({str((e.get("annotations") or {}).get("org.opencontainers.image.ref.name")) for e in entries} - {"None"})
-                raise InputError(f"{self.name}: no manifest is tagged {self.tag!r} (tags: {', '.join(tags) or 'none'})",
-                                 path=str(self.folder / "index.json"))
+                raise InputError(f"{self.name}: no manifest is tagged {self.tag!r} (tags: {', '.join(tags) or 'none'})", path=where)
             return self.manifest(named[0]["digest"])
         if len(entries) == 1 and "platform" not in entries[0]:
             return self.manifest(entries[0]["digest"])  # the one image (or index) the layout holds
         if entries and not any("platform" in e for e in entries):
             tags = sorted({str((e.get("annotations") or {}).get("org.opencontainers.image.ref.name")) for e in entries} - {"None"})
             raise InputError(f"{self.name} holds {len(entries)} images; name one as oci-layout:DIR:TAG "
-                             f"(tags: {', '.join(tags) or 'none'})", path=str(self.folder / "index.json"))
+                             f"(tags: {', '.join(tags) or 'none'})", path=where)
         return Manifest(raw=raw, body=body, media_type=OCI_INDEX, digest=sha256_digest(raw))
 
     def manifest(self, digest: str) -> Manifest:
@@ -102,16 +101,20 @@ class OciLayoutStore:
         if not stat.S_ISREG(path.stat().st_mode):
             raise InputError(f"{self.name}: {path} is not a regular file; blobs are read only from regular files", path=str(path))
 
-    def blob(self, digest: str, limit: int = MAX_JSON_BYTES) -> bytes:
-        path = self._blob_path(digest)
+    def _read(self, path: Path, limit: int, missing: str) -> bytes:
+        """A regular file of the layout, at most ``limit`` bytes (a link to /dev/zero never ends; a FIFO blocks)."""
         try:
-            data = read_regular(path, limit)[0]
+            return read_regular(path, limit)[0]
         except FileNotFoundError:
-            raise InputError(f"{self.name}: blob {digest} is missing", path=str(path)) from None
+            raise InputError(missing, path=str(path)) from None
         except OverLimit:
             raise InputError(f"{path} is larger than {limit >> 20} MiB", path=str(path)) from None
         except OSError as exc:
             raise InputError(f"{self.name}: cannot read {path}: {exc.strerror or exc}", path=str(path)) from None
+
+    def blob(self, digest: str, limit: int = MAX_JSON_BYTES) -> bytes:
+        path = self._blob_path(digest)
+        data = self._read(path, limit, f"{self.name}: blob {digest} is missing")
         try:
             verify_digest(data, digest, str(path))
         except ServiceError as exc:
