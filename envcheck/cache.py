@@ -51,7 +51,7 @@ class ScanCache:
         self._old: dict[str, list[Any]] = {}
         self._new: dict[str, list[Any]] = {}
         self._dirty = False
-        raw = _read_bounded(self.path, SCAN_CACHE_LIMIT)
+        raw = read_entry(self.path, SCAN_CACHE_LIMIT)
         try:
             data = json.loads(raw) if raw is not None else None
         except (ValueError, RecursionError):
@@ -159,7 +159,7 @@ class FolderSnapshot:
     def load(self, root: str) -> tuple[list[Package], list[Binary], list[ReadProblem]] | None:
         """The packages, binaries and problems of the last scan of ``root`` if nothing it was built from
         changed since; None otherwise (never an error)."""
-        data = _read_bounded(self.path, SNAPSHOT_LIMIT)
+        data = read_entry(self.path, SNAPSHOT_LIMIT)
         if data is None:
             return None
         try:
@@ -231,8 +231,9 @@ class FolderSnapshot:
         return False
 
 
-def _read_bounded(path: Path, limit: int) -> bytes | None:
-    """A regular file's bytes, or None when it is missing, not regular, or over ``limit`` bytes."""
+def read_entry(path: Path, limit: int = SCAN_CACHE_LIMIT) -> bytes | None:
+    """A cache entry's bytes, or None when it is missing, not regular, or over ``limit`` bytes (an entry is
+    untrusted: a miss, never an error)."""
     try:
         return read_regular(path, limit)[0]
     except OSError:

@@ -9,7 +9,7 @@ import json
 import time
 from pathlib import Path
 
-from envcheck.cache import cache_dir, touch, write_atomically
+from envcheck.cache import cache_dir, read_entry, touch, write_atomically
 from envcheck.config import env
 from envcheck.model import Inventory, Location
 from envcheck.resolution.context import SHA256_HEX, Chosen, ResolveContext
@@ -46,10 +46,10 @@ def cached_resolution(key: str) -> tuple[list[Chosen], str] | None:
     try:
         if time.time() - path.stat().st_mtime > _env_hours("ENVCHECK_RESOLVE_TTL_HOURS", RESOLUTION_TTL_HOURS) * 3600:
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_entry(path) or b"")
         chosen = [Chosen(**{**c, "location": Location(**c["location"]) if c.get("location") else None}) for c in data["chosen"]]
         return chosen, str(data.get("conflict") or "")
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
 
 
@@ -105,8 +105,8 @@ def cached_facts(key: str) -> FileFacts | None:
     if path is None:
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(read_entry(path) or b"")
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or data.get("format") != FACTS_FORMAT:
         return None

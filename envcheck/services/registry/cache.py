@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.cache import FORMAT as SCANNER_FORMAT
-from envcheck.cache import cache_dir, touch, write_atomically
+from envcheck.cache import cache_dir, read_entry, touch, write_atomically
 
+MAX_BLOB_BYTES = 64 << 20  # the largest blob cached: an image config (client.MAX_CONFIG_BYTES)
 DEEP_FORMAT = 3  # bump when what a layer scan records changes (2: path-traversal problems, expansion limit; 3: RECORD files)
 
 
@@ -49,12 +50,9 @@ class BlobCache:
         path = self._path("blobs", digest) if self.enabled else None
         if path is None:
             return None
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return None
+        data = read_entry(path, MAX_BLOB_BYTES)
         algorithm, _, expected = digest.partition(":")
-        if hashlib.new(algorithm, data).hexdigest() != expected:
+        if data is None or hashlib.new(algorithm, data).hexdigest() != expected:
             return None
         self.hits += 1
         touch(path)
@@ -70,9 +68,10 @@ class BlobCache:
         path = self._path(_deep_kind(), digest) if self.enabled else None
         if path is None:
             return None
+        raw = read_entry(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(raw) if raw is not None else None
+        except (ValueError, RecursionError):
             return None
         from envcheck.services.registry.layers import LayerScan
 
