@@ -465,13 +465,19 @@ class RegistryClient:
                 _finish(response)  # also when the body was too big or broke: its deadline timer ends now
 
 
-def verify_digest(data: bytes, digest: str, what: str) -> None:
+def _hasher(digest: str, what: str) -> tuple[Any, str]:
+    """A fresh hash of ``digest``'s algorithm and the hex value it names."""
     algorithm, _, expected = digest.partition(":")
     if algorithm not in ("sha256", "sha512"):
         raise ServiceError(f"{what}: unsupported digest algorithm {algorithm!r}")
-    actual = hashlib.new(algorithm, data).hexdigest()
-    if actual != expected:
-        raise ServiceError(f"{what}: content does not match its digest {digest} (got {algorithm}:{actual}); "
+    return hashlib.new(algorithm), expected
+
+
+def verify_digest(data: bytes, digest: str, what: str) -> None:
+    hasher, expected = _hasher(digest, what)
+    hasher.update(data)
+    if hasher.hexdigest() != expected:
+        raise ServiceError(f"{what}: content does not match its digest {digest} (got {hasher.name}:{hasher.hexdigest()}); "
                            "the data was corrupted in transit or in the registry")
 
 
@@ -522,10 +528,7 @@ class VerifiedStream:
 
     def __init__(self, source: Any, digest: str | None, what: str, size: int | None = None, on_close: Any = None) -> None:
         # digest None: only compute it (``digest()`` after the end), for streams whose digest is learnt later.
-        algorithm, _, self._expected = (digest or "sha256:").partition(":")
-        if algorithm not in ("sha256", "sha512"):
-            raise ServiceError(f"{what}: unsupported digest algorithm {algorithm!r}")
-        self._hash = hashlib.new(algorithm)
+        self._hash, self._expected = _hasher(digest or "sha256:", what)
         self._source = source
         self._digest = digest or ""
         self._what = what
