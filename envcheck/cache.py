@@ -51,7 +51,7 @@ class ScanCache:
         self._old: dict[str, list[Any]] = {}
         self._new: dict[str, list[Any]] = {}
         self._dirty = False
-        raw = _read_bounded(self.path, SCAN_CACHE_LIMIT)
+        raw = read_entry(self.path, SCAN_CACHE_LIMIT)
         try:
             data = json.loads(raw) if raw is not None else None
         except (ValueError, RecursionError):
@@ -97,30 +97,18 @@ class ScanCache:
         """Write the entries used or added in this run (atomically; errors are ignored)."""
         if not self._dirty and len(self._new) == len(self._old):
             return
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: entries name the user's files
-            import tempfile  # here: a run that writes nothing need not load it
-
-            fd, tmp = tempfile.mkstemp(prefix=".scan-", suffix=".tmp", dir=self.directory)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump({"format": FORMAT, "files": self._new}, fh, separators=(",", ":"))
-                os.replace(tmp, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-        except OSError:
-            pass
+        data = json.dumps({"format": FORMAT, "files": self._new}, separators=(",", ":"))
+        write_atomically(self.path, data.encode(), ".scan-")
 
 
-def _write_atomically(directory: Path, path: Path, data: bytes) -> bool:
-    """Write ``data`` to ``path`` through a temporary file renamed into place; False on an error."""
+def write_atomically(path: Path, data: bytes, prefix: str = ".tmp-") -> bool:
+    """Write ``data`` to ``path`` through a temporary file (``prefix``*.tmp) renamed into place, so a reader never
+    sees half an entry; False on an error (a cache that cannot be written only makes the next run slower)."""
     try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: entries name the user's files
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: entries name the user's files
         import tempfile  # here: a run that writes nothing need not load it
 
-        fd, tmp = tempfile.mkstemp(prefix=".folder-", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -171,7 +159,7 @@ class FolderSnapshot:
     def load(self, root: str) -> tuple[list[Package], list[Binary], list[ReadProblem]] | None:
         """The packages, binaries and problems of the last scan of ``root`` if nothing it was built from
         changed since; None otherwise (never an error)."""
-        data = _read_bounded(self.path, SNAPSHOT_LIMIT)
+        data = read_entry(self.path, SNAPSHOT_LIMIT)
         if data is None:
             return None
         try:
@@ -235,7 +223,7 @@ class FolderSnapshot:
             return self._drop()
         head = json.dumps({"format": FORMAT, "snapshot": SNAPSHOT_FORMAT, "root": root, "files": len(files)})
         data = "\n".join((head, json.dumps(paths, separators=(",", ":")), json.dumps(keys, separators=(",", ":")), body))
-        return _write_atomically(self.directory, self.path, data.encode())
+        return write_atomically(self.path, data.encode(), ".folder-")
 
     def _drop(self) -> bool:
         with contextlib.suppress(OSError):
@@ -243,8 +231,9 @@ class FolderSnapshot:
         return False
 
 
-def _read_bounded(path: Path, limit: int) -> bytes | None:
-    """A regular file's bytes, or None when it is missing, not regular, or over ``limit`` bytes."""
+def read_entry(path: Path, limit: int = SCAN_CACHE_LIMIT) -> bytes | None:
+    """A cache entry's bytes, or None when it is missing, not regular, or over ``limit`` bytes (an entry is
+    untrusted: a miss, never an error)."""
     try:
         return read_regular(path, limit)[0]
     except OSError:
@@ -352,21 +341,23 @@ def clean(older_than_days: float | None = None, root: Path | None = None) -> tup
     for patterns in _ENTRIES.values():
         for pattern in patterns:
             for folder in root.glob(pattern):
-                if folder.is_dir() and not folder.is_symlink():
-                    for sub in sorted((d for d in folder.rglob("*") if d.is_dir()), key=lambda d: len(d.parts), reverse=True):
-                        with contextlib.suppress(OSError):
-                            sub.rmdir()
-                    with contextlib.suppress(OSError):
-                        folder.rmdir()
+                _remove_empty(folder)
     locks = root / _LOCKS
     if cutoff is None and locks.is_dir() and not locks.is_symlink():
         for lock in locks.rglob("*"):
             if lock.is_file() and not lock.is_symlink():
                 with contextlib.suppress(OSError):
                     lock.unlink()
-        for sub in sorted((d for d in locks.rglob("*") if d.is_dir()), key=lambda d: len(d.parts), reverse=True):
-            with contextlib.suppress(OSError):
-                sub.rmdir()
-        with contextlib.suppress(OSError):
-            locks.rmdir()
+        _remove_empty(locks)
     return removed, freed
+
+
+def _remove_empty(folder: Path) -> None:
+    """Remove ``folder`` and the folders under it, deepest first, where they are empty (never through a link)."""
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    for sub in sorted((d for d in folder.rglob("*") if d.is_dir()), key=lambda d: len(d.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            sub.rmdir()
+    with contextlib.suppress(OSError):
+        folder.rmdir()

@@ -134,19 +134,17 @@ def text_limit_default() -> int:
 
 
 def _config_bytes(path: Path, max_bytes: int) -> bytes:
-    """A config file's bytes: a regular file within the text-size limit (a sparse 1 GiB file is refused unread)."""
+    """A config file's bytes: a regular file (a FIFO is never waited on) within the text-size limit (a sparse 1 GiB
+    file is refused unread)."""
+    from envcheck.limits import OverLimit, read_regular
+
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise UsageError(f"config {path} is {size} bytes, over the {max_bytes}-byte limit for a config file "
-                             "(raise it with --max-text-size or ENVCHECK_MAX_TEXT_SIZE, or pass another --config)")
-        with path.open("rb") as fh:
-            data = fh.read(max_bytes + 1)
+        return read_regular(path, max_bytes)[0]
+    except OverLimit:
+        raise UsageError(f"config {path} is over the {max_bytes}-byte limit for a config file (raise it with --max-text-size "
+                         "or ENVCHECK_MAX_TEXT_SIZE, or pass another --config)") from None
     except OSError as exc:
         raise UsageError(f"cannot read config {path}: {exc.strerror or exc}") from exc
-    if len(data) > max_bytes:
-        raise UsageError(f"config {path} is over the {max_bytes}-byte limit for a config file (raise it with --max-text-size)")
-    return data
 
 
 def _table_from_file(path: Path, max_bytes: int) -> dict[str, Any] | None:

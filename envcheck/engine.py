@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from envcheck import rules, scopes
@@ -136,10 +136,9 @@ def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str 
     """The reason ``finding`` is suppressed, or None. ERROR findings are never suppressed."""
     if finding.status is Status.ERROR:
         return None
-    keys = (finding.rule, finding.gotcha, rules.POLICY) if finding.policy else (finding.rule, finding.gotcha)
-    for key in keys:
-        if key in config.ignores:
-            return config.ignores[key]
+    if (reason := ignored(finding, config.ignores)) is not None:
+        return reason
+    keys = _ignore_keys(finding)
     loc = finding.location
     if loc is not None and loc.line is not None:
         for pragma in inventory.pragmas:
@@ -150,6 +149,32 @@ def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str 
             ):
                 return pragma.reason or "inline pragma"
     return None
+
+
+def ignored(finding: Finding, ignores: Mapping[str, str]) -> str | None:
+    """Why ``finding`` is ignored by its rule id or gotcha (``--ignore``, config), or None; never an ERROR."""
+    if finding.status is Status.ERROR:
+        return None
+    return next((ignores[key] for key in _ignore_keys(finding) if key in ignores), None)
+
+
+def _ignore_keys(finding: Finding) -> tuple[str, ...]:
+    """The names that select ``finding`` in --ignore, the config and pragmas: its rule, its gotcha, and
+    ``policy`` for a policy rule's finding."""
+    return (finding.rule, finding.gotcha, rules.POLICY) if finding.policy else (finding.rule, finding.gotcha)
+
+
+def apply_ignores(findings: Iterable[Finding], ignores: Mapping[str, str]) -> tuple[list[Finding], list[tuple[Finding, str]]]:
+    """The findings kept, and the ignored ones with their reasons."""
+    kept: list[Finding] = []
+    suppressed: list[tuple[Finding, str]] = []
+    for finding in findings:
+        reason = ignored(finding, ignores)
+        if reason is None:
+            kept.append(finding)
+        else:
+            suppressed.append((finding, reason))
+    return kept, suppressed
 
 
 def judge(target: Target, inventory: Inventory, profile: Profile, config: Config, debug: bool = False) -> TargetResult:

@@ -24,17 +24,21 @@ def expansion_limit(compressed_size: int | None, ratio: float) -> int | None:
     return max(int(compressed_size * ratio), EXPANSION_FLOOR)
 
 
+class OverLimit(OSError):
+    """A file larger than the limit it is read under."""
+
+
 def read_regular(path: str | os.PathLike[str], limit: int) -> tuple[bytes, os.stat_result]:
     """A regular file's bytes (at most ``limit``) and its stat, taken before reading. Raises OSError for a
     missing file, one that is not regular (opened without blocking, so a FIFO never hangs the read), or one
-    over ``limit`` bytes, also when it grows while it is read."""
+    over ``limit`` bytes, also when it grows while it is read (:class:`OverLimit`)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError("not a regular file")
         if st.st_size > limit:
-            raise OSError(f"over the limit of {limit} bytes")
+            raise OverLimit(f"over the limit of {limit} bytes")
         chunks: list[bytes] = []
         total = 0
         while total <= limit:
@@ -46,5 +50,5 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> tuple[bytes, os.st
     finally:
         os.close(fd)
     if total > limit:
-        raise OSError(f"over the limit of {limit} bytes")
+        raise OverLimit(f"over the limit of {limit} bytes")
     return chunks[0] if len(chunks) == 1 else b"".join(chunks), st

@@ -20,11 +20,12 @@ command). Everything envcheck writes goes through :func:`clean_report` (the form
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, TypeVar, cast
 
 MASK = "***"
@@ -197,13 +198,14 @@ def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
     kind: Any = type(value)
     if kind is str:
         return (MASK if value else value) if secret else clean(value) if escape else redact(value)
-    shape = _SHAPES.get(kind)  # a dataclass seen before (only kinds that passed the tests below are listed)
-    if shape is not None:
-        return _clean_fields(value, shape, escape)
     if value is None or kind in _PLAIN or isinstance(value, enum.Enum):
         return value
     if kind is tuple or kind is list:
-        return _clean_items(value, kind, secret, escape)
+        with contextlib.suppress(TypeError):  # texts only (sonames, Requires-Dist lines): one check of them all, in C
+            if escape and not secret and _plainly_clean("".join(value)):
+                return value
+        items = [_clean_any(v, secret, escape) for v in value]
+        return value if all(new is old for new, old in zip(items, value, strict=True)) else kind(items)
     if kind is dict or isinstance(value, Mapping):
         pairs = [(_clean_any(k, False, escape), _clean_any(v, secret or (type(k) is str and is_secret_name(k)), escape))
                  for k, v in value.items()]
@@ -212,78 +214,32 @@ def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
         return dict(pairs)
     if isinstance(value, (set, frozenset)):
         return kind(_clean_any(v, secret, escape) for v in value)
-    shape = _SHAPES[kind] = _shape_of(value)
-    return _clean_fields(value, shape, escape)
-
-
-def _clean_fields(value: Any, shape: _Shape, escape: bool) -> Any:
-    """A dataclass with its init fields cleaned (the same object when nothing changed)."""
-    names, maybe_secret, values_of = shape
-    if not names:
+    if not dataclasses.is_dataclass(value):
         return value
-    secret_fields = _secret_fields(value) if maybe_secret else _NO_FIELDS
+    secret_fields = _secret_fields(value)
     changes = {}
-    for name, old in zip(names, values_of(value), strict=True):
-        if old is None:
+    for name in _init_fields(kind):
+        old = getattr(value, name)
+        if old is None or type(old) in _PLAIN:
             continue
-        # the common fields inline, without a call: text, and tuples of text (sonames, Requires-Dist lines)
-        old_kind = type(old)
-        if old_kind is str and escape and name not in secret_fields:
-            new = clean(old)
-        elif old_kind is tuple and escape and name not in secret_fields:
-            if not old:
-                continue
-            new = _clean_items(old, tuple, False, escape)
-        elif old_kind in _PLAIN:
-            continue
-        else:
-            new = _clean_any(old, name in secret_fields, escape)
+        new = _clean_any(old, name in secret_fields, escape)
         if new is not old and new != old:
             changes[name] = new
-    return dataclasses.replace(value, **changes) if changes else value
-
-
-def _clean_items(value: Any, kind: Any, secret: bool, escape: bool) -> Any:
-    """A tuple or list cleaned item by item; the same object when nothing changed."""
-    if escape and not secret:
-        try:  # texts only (sonames, paths, Requires-Dist lines): one check of them all, in C
-            if _plainly_clean("".join(value)):
-                return value
-        except TypeError:
-            pass  # not all text
-        items = [clean(v) if type(v) is str else _clean_any(v, False, escape) for v in value]
-    else:
-        items = [_clean_any(v, secret, escape) for v in value]
-    return kind(items) if items != list(value) else value
+    return dataclasses.replace(value, **changes) if changes else value  # type: ignore[type-var]
 
 
 _PLAIN = frozenset({bool, int, float, bytes})
-_NO_FIELDS: frozenset[str] = frozenset()
-# Per class: its init fields (none: not a dataclass), whether it has both a name and a value field (an
-# EnvVar-like object whose value may be a secret), and a function giving the fields' values as a tuple.
-_Shape = tuple[tuple[str, ...], bool, Callable[[Any], tuple[Any, ...]]]
-_SHAPES: dict[type, _Shape] = {}
 
 
-def _values_of(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
-    """A function giving the tuple of ``names``' values of an object."""
-    return lambda obj: tuple(getattr(obj, name) for name in names)
-
-
-def _shape_of(value: Any) -> _Shape:
-    if not dataclasses.is_dataclass(value):
-        return (), False, _values_of(())
-    names = tuple(f.name for f in dataclasses.fields(value) if f.init)
-    every = {f.name for f in dataclasses.fields(value)} | set(dir(type(value)))
-    return names, "name" in every and "value" in every, _values_of(names)
+@functools.cache
+def _init_fields(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(kind) if f.init)
 
 
 def _secret_fields(obj: Any) -> frozenset[str]:
     """Fields of ``obj`` that hold a secret: the value of a variable whose name is secret-like."""
     name = getattr(obj, "name", None)
-    if isinstance(name, str) and hasattr(obj, "value") and is_secret_name(name):
-        return frozenset({"value"})
-    return _NO_FIELDS
+    return frozenset({"value"}) if isinstance(name, str) and hasattr(obj, "value") and is_secret_name(name) else frozenset()
 
 
 def clean_report(report: T) -> T:

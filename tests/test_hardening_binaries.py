@@ -177,6 +177,18 @@ def test_an_oci_layout_blob_linked_to_dev_zero(tmp_path: Path) -> None:
     assert run.returncode == 2 and "not a regular file" in run.stdout, run.describe()
 
 
+def test_a_huge_oci_layout_index_is_refused_unread(tmp_path: Path) -> None:
+    layout = tmp_path / "layout"
+    layout.mkdir()
+    (layout / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}', encoding="utf-8")
+    with (layout / "index.json").open("wb") as fh:
+        fh.write(b'{"schemaVersion": 2, "manifests": []}')
+        fh.truncate(1 << 30)  # sparse: a gigabyte of NULs after the object
+    run = run_envcheck_bounded("image", f"oci-layout:{layout}", "-f", "json", "--no-cache")
+    run.assert_within(seconds=10, rss_mb=300)
+    assert run.returncode == 2 and "larger than 16 MiB" in run.stdout, run.describe()
+
+
 # ---- folder walks never escape ---------------------------------------------------------------------------
 
 
@@ -199,10 +211,3 @@ def test_a_folder_walk_does_not_follow_links_out_of_the_folder(tmp_path: Path) -
     assert f"{site / 'escape'} -> /" in note["message"] and f"{site / 'etc'} -> /etc" in note["message"]
     assert not findings(report, site)
 
-
-def test_wheels_and_image_layers_share_one_expansion_limit() -> None:
-    from envcheck import limits
-    from envcheck.services.registry import layers
-
-    assert (layers.DEFAULT_MAX_EXPANSION, layers.EXPANSION_FLOOR) == (limits.DEFAULT_MAX_EXPANSION, limits.EXPANSION_FLOOR)
-    assert layers.expansion_limit(1 << 20, 100) == limits.expansion_limit(1 << 20, 100) == 100 << 20

@@ -42,16 +42,13 @@ def test_every_row_names_its_source_url_and_the_day_it_was_recorded() -> None:
 
 
 def test_the_table_answers_the_questions_the_checks_ask() -> None:
-    assert wheels.torch_requirement("torchvision", "0.24.0") == "==2.9.0"
-    assert wheels.torch_requirement("torchaudio", "2.9.1") == "==2.9.1"
-    assert wheels.torch_requirement("vllm", "0.11.2") == "==2.9.0"
+    assert [wheels.release(p, v).torch for p, v in (("torchvision", "0.24.0"), ("torchaudio", "2.9.1"), ("vllm", "0.11.2"))] \
+        == ["==2.9.0", "==2.9.1", "==2.9.0"]  # type: ignore[union-attr]
     assert wheels.aarch64_cuda("vllm", "0.11.2") == "12"  # PyPI's aarch64 vLLM of the torch 2.9 era: CUDA 12 (G1)
     assert wheels.aarch64_cuda("vllm", "0.34.0") == "13"  # read from the wheel's own shared objects
     assert wheels.aarch64_cuda("torchvision", "0.24.1") == "none"  # beside PyPI's CPU-only aarch64 torch 2.9.1
     assert wheels.aarch64_cuda("torch", "2.14.1") == "13"
-    assert wheels.aarch64_source_build("flash-attn") is not None
-    assert wheels.aarch64_source_build("xformers") is not None
-    assert wheels.aarch64_source_build("vllm") is None and wheels.aarch64_source_build("torch") is None
+    assert [wheels.release(p).aarch64 for p in ("flash-attn", "xformers", "vllm", "torch")] == ["sdist", "sdist", "wheel", "wheel"]  # type: ignore[union-attr]
     assert wheels.cpu_only_on_aarch64("ctranslate2") is not None
     assert wheels.cpu_only_on_aarch64("onnxruntime-gpu") is None and wheels.cpu_only_on_aarch64("cupy-cuda13x") is None
 

@@ -24,14 +24,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 
 from envcheck import engine
-from envcheck.commands.image import _credentials, _http_timeout
+from envcheck.commands.image import add_registry_options, image_options
 from envcheck.config import Config
 from envcheck.errors import UsageError
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.model import Inventory, Report, Status, TargetResult
 from envcheck.profile import load_profile
-from envcheck.services.registry.layers import DEFAULT_MAX_EXPANSION
-from envcheck.shards import Shard, engine_variables, shard_from
+from envcheck.shards import engine_variables, shard_from
 from envcheck.sources.image import KIND, ImageOptions, read_image
 
 HELP = "judge the tags of a registry repository (each as `envcheck image` does), optionally one shard of them"
@@ -71,15 +70,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard", default=None, metavar="K/N", help="judge only shard K of N (1 <= K <= N), by a hash of each tag")
     parser.add_argument("--platform", default=None, help="platform to select from multi-platform tags (default: the profile's)")
     parser.add_argument("--deep", action="store_true", help="also stream each tag's layers (each distinct layer once)")
-    parser.add_argument("--deep-fatbin", action="store_true", help="with --deep: also find fatbins outside .nv_fatbin (slower, not cached)")
-    parser.add_argument("--max-expansion", type=float, default=DEFAULT_MAX_EXPANSION, metavar="RATIO",
-                        help="with --deep: the decompression bound per layer, as for `envcheck image`")
-    parser.add_argument("--username", default=None, help="registry user name (with --password-stdin)")
-    parser.add_argument("--password-stdin", action="store_true", help="read the registry password or token from stdin")
-    parser.add_argument("--insecure-registry", action="append", default=[], metavar="HOST",
-                        help="allow plain HTTP to this registry (repeatable; loopback is always allowed)")
-    parser.add_argument("--http-timeout", type=float, default=None, metavar="SECONDS",
-                        help="overall deadline of one registry request (default: ENVCHECK_HTTP_TIMEOUT, else 300)")
+    add_registry_options(parser)
     parser.add_argument("--no-progress", action="store_true", help="no line per tag on stderr (shown on a terminal only anyway)")
 
 
@@ -120,19 +111,6 @@ def _parse_date(text: object) -> datetime.datetime | None:
     return when if when.tzinfo is not None else when.replace(tzinfo=datetime.timezone.utc)
 
 
-def _options(args: argparse.Namespace, config: Config) -> ImageOptions:
-    platform = args.platform or load_profile(config.profile).docker_platform
-    if platform.count("/") not in (1, 2):
-        raise UsageError(f"--platform {platform!r}: expected os/arch[/variant], e.g. linux/arm64")
-    return ImageOptions(
-        platform=platform, deep=bool(args.deep), credentials=_credentials(args),
-        insecure_registries=tuple(args.insecure_registry), progress=False,
-        use_cache=not getattr(args, "no_cache", False),
-        deep_fatbin=bool(args.deep_fatbin or config.options.deep_fatbin),
-        max_expansion=float(args.max_expansion), http_timeout=_http_timeout(args),
-    )
-
-
 def selected_tags(tags: list[str], globs: list[str]) -> list[str]:
     """The tags any glob matches (all without globs), in tag-name order."""
     return sorted(t for t in set(tags) if not globs or any(fnmatch.fnmatchcase(t, g) for g in globs))
@@ -169,7 +147,7 @@ def report(args: argparse.Namespace, config: Config) -> Report:
         raise UsageError(f"--last {args.last}: expected 1 or more")
     since = _since(args.since)
     shard = shard_from(args.shard, engine_variables())
-    options = _options(args, config)
+    options = image_options(args, config, progress=False)
     ref = parse_reference(repository)
     client = RegistryClient(ref, credentials=options.credentials or credentials_from_docker_config(ref.registry),
                             insecure=options.insecure_registries, deadline=options.http_timeout)
@@ -177,7 +155,6 @@ def report(args: argparse.Namespace, config: Config) -> Report:
         listed, skipped = list_tags(client)
     finally:
         client.session.close()
-    say = _Say(enabled=not args.no_progress and sys.stderr.isatty())
     if skipped:
         print(f"envcheck: {ref.registry}/{ref.repository}: {skipped} entries of the tags list are not valid tag names; "
               "left out", file=sys.stderr)
@@ -196,11 +173,12 @@ def report(args: argparse.Namespace, config: Config) -> Report:
     if since is not None or args.last is not None:
         tags, early = _by_date(tags, since, args.last, args.jobs, lambda tag: judge(tag, replace(options, deep=False)))
     if shard is not None:
-        selected = len(tags)
-        tags = [tag for tag in tags if shard.holds(tag)]
-        _say_shard(shard, len(tags), selected)
+        held = [tag for tag in tags if shard.holds(tag)]
+        print(f"envcheck: shard {shard} (from {shard.source}): {len(held)} of {len(tags)} selected tags", file=sys.stderr)
+        tags = held
+    say = not args.no_progress and sys.stderr.isatty()
     results = _in_parallel(args.jobs, tags, lambda tag: early[tag] if tag in early and not options.deep else judge(tag, options),
-                           lambda done, result, seconds: say.line(done, len(tags), result, seconds))
+                           lambda done, result, seconds: _progress(done, len(tags), result, seconds) if say else None)
     out = Report(profile=profile.name, targets=results)
     from envcheck import fixes
 
@@ -234,22 +212,11 @@ def _image_facts(inventory: Inventory) -> dict[str, object]:
     return facts.to_json() if facts is not None else {}
 
 
-def _say_shard(shard: Shard, count: int, of: int) -> None:
-    print(f"envcheck: shard {shard} (from {shard.source}): {count} of {of} selected tags", file=sys.stderr)
+def _progress(done: int, total: int, result: TargetResult, seconds: float) -> None:
+    """One progress line per judged tag on stderr (on a terminal only)."""
+    from envcheck.redaction import clean
 
-
-class _Say:
-    """One progress line per judged tag on stderr, on a terminal only."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def line(self, done: int, total: int, result: TargetResult, seconds: float) -> None:
-        if not self.enabled:
-            return
-        from envcheck.redaction import clean
-
-        worst = Status.worst((f.status for f in result.findings), Status.PASS)
-        loud = sorted({f.gotcha for f in result.findings if f.status is worst and worst in (Status.FAIL, Status.WARN, Status.ERROR)})
-        why = f" ({', '.join(loud)})" if loud else ""
-        print(f"envcheck: [{done}/{total}] {clean(result.target)} {worst.value}{why} {seconds:.1f} s", file=sys.stderr)
+    worst = Status.worst((f.status for f in result.findings), Status.PASS)
+    loud = sorted({f.gotcha for f in result.findings if f.status is worst and worst in (Status.FAIL, Status.WARN, Status.ERROR)})
+    why = f" ({', '.join(loud)})" if loud else ""
+    print(f"envcheck: [{done}/{total}] {clean(result.target)} {worst.value}{why} {seconds:.1f} s", file=sys.stderr)

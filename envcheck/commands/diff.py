@@ -54,11 +54,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_live_options(parser)
 
 
-def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
-    """Not used: ``diff`` builds its report itself (:func:`report`)."""
-    raise UsageError("envcheck diff builds no targets of its own")
-
-
 def report(args: argparse.Namespace, config: Config) -> Report:
     """Read every side, compare, and return a report with the changes as findings."""
     words: list[str] = list(args.sides)
@@ -85,12 +80,7 @@ def report(args: argparse.Namespace, config: Config) -> Report:
         findings = drift.compare(sides[0], sides[1], profile.cuda_major, profile.sm)
         name = f"{sides[0].name} → {sides[1].name}"
     result = TargetResult(target=name, kind="twins" if args.twins else "diff", inventory=Inventory(context="installed"))
-    for finding in problems + findings:
-        reason = config.ignores.get(finding.rule) or config.ignores.get(finding.gotcha)
-        if reason is not None and finding.status is not Status.ERROR:
-            result.suppressed.append((finding, reason))
-        else:
-            result.findings.append(finding)
+    result.findings, result.suppressed = engine.apply_ignores(problems + findings, config.ignores)
     out = Report(profile=profile.name, targets=[result])
     out.exit_code = engine.exit_code(result.findings, config.fail_threshold)
     return out

@@ -9,10 +9,10 @@ from envcheck import engine
 from envcheck.config import Config, env
 from envcheck.errors import UsageError
 from envcheck.inspect.image_reference import parse_reference
+from envcheck.limits import DEFAULT_MAX_EXPANSION
 from envcheck.profile import load_profile
 from envcheck.services.registry.auth import Credentials
 from envcheck.services.registry.client import DEFAULT_DEADLINE
-from envcheck.services.registry.layers import DEFAULT_MAX_EXPANSION
 from envcheck.sources.image import KIND, ImageOptions, looks_like_image, read_image
 
 HELP = "check a container image from its registry metadata (and with --deep, its layers) without pulling it"
@@ -39,23 +39,41 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="platform to select from a multi-platform image (default: the profile's, linux/arm64)")
     parser.add_argument("--deep", action="store_true",
                         help="also stream the layers: installed distributions and ELF files (CUDA sonames, GPU code)")
-    parser.add_argument("--username", default=None, help="registry user name (with --password-stdin)")
-    parser.add_argument("--password-stdin", action="store_true", help="read the registry password or token from stdin")
-    parser.add_argument("--insecure-registry", action="append", default=[], metavar="HOST",
-                        help="allow plain HTTP to this registry (repeatable; loopback is always allowed)")
-    parser.add_argument("--deep-fatbin", action="store_true",
-                        help="with --deep: also find fatbins stored outside .nv_fatbin (slower)")
-    parser.add_argument("--max-expansion", type=float, default=DEFAULT_MAX_EXPANSION, metavar="RATIO",
-                        help=f"with --deep: a layer may expand to RATIO times its compressed size (at least 16 MiB) "
-                             f"before it is refused as a decompression bomb (default {DEFAULT_MAX_EXPANSION}; 0: no limit)")
-    parser.add_argument("--http-timeout", type=float, default=None, metavar="SECONDS",
-                        help="give up on a registry request that has not finished after this long (default: "
-                             "ENVCHECK_HTTP_TIMEOUT, else 300; a layer gets one more second per MiB)")
+    add_registry_options(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (it only shows on a terminal anyway)")
     parser.add_argument("--run", action="store_true",
                         help="pull the image and run the checks inside it (the same as `envcheck container REF`)")
     parser.add_argument("--gpus", default=None, metavar="all|N|IDS", help="with --run: give the container GPUs (GPU lines SKIP otherwise)")
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="with --run: kill the container after this long")
+
+
+def add_registry_options(parser: argparse.ArgumentParser) -> None:
+    """The options `envcheck image` and `envcheck catalog` share: credentials, plain HTTP, deadlines, --deep bounds."""
+    parser.add_argument("--username", default=None, help="registry user name (with --password-stdin)")
+    parser.add_argument("--password-stdin", action="store_true", help="read the registry password or token from stdin")
+    parser.add_argument("--insecure-registry", action="append", default=[], metavar="HOST",
+                        help="allow plain HTTP to this registry (repeatable; loopback is always allowed)")
+    parser.add_argument("--deep-fatbin", action="store_true",
+                        help="with --deep: also find fatbins stored outside .nv_fatbin (slower, not cached)")
+    parser.add_argument("--max-expansion", type=float, default=DEFAULT_MAX_EXPANSION, metavar="RATIO",
+                        help=f"with --deep: a layer may expand to RATIO times its compressed size (at least 16 MiB) "
+                             f"before it is refused as a decompression bomb (default {DEFAULT_MAX_EXPANSION:g}; 0: no limit)")
+    parser.add_argument("--http-timeout", type=float, default=None, metavar="SECONDS",
+                        help="give up on a registry request that has not finished after this long (default: "
+                             "ENVCHECK_HTTP_TIMEOUT, else 300; a layer gets one more second per MiB)")
+
+
+def image_options(args: argparse.Namespace, config: Config, progress: bool, verbose: bool = False) -> ImageOptions:
+    """How to read an image, from the options of `envcheck image` or `envcheck catalog`."""
+    platform = args.platform or load_profile(config.profile).docker_platform
+    if platform.count("/") not in (1, 2):
+        raise UsageError(f"--platform {platform!r}: expected os/arch[/variant], e.g. linux/arm64")
+    return ImageOptions(
+        platform=platform, deep=bool(args.deep), credentials=_credentials(args),
+        insecure_registries=tuple(args.insecure_registry), progress=progress, use_cache=config.options.use_cache,
+        deep_fatbin=config.options.deep_fatbin, max_expansion=float(args.max_expansion),
+        http_timeout=_http_timeout(args), verbose=verbose,
+    )
 
 
 def _credentials(args: argparse.Namespace) -> Credentials | None:
@@ -99,19 +117,5 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
         return [container_target(ref_text, pull="missing", gpus=args.gpus, timeout=args.timeout)]
     if not looks_like_image(ref_text):
         parse_reference(ref_text)  # a malformed reference is a usage error (exit 2) before any network use
-    platform = args.platform or load_profile(config.profile).docker_platform
-    if platform.count("/") not in (1, 2):
-        raise UsageError(f"--platform {platform!r}: expected os/arch[/variant], e.g. linux/arm64")
-    options = ImageOptions(
-        platform=platform,
-        deep=bool(args.deep),
-        credentials=_credentials(args),
-        insecure_registries=tuple(args.insecure_registry),
-        progress=not args.no_progress,
-        use_cache=config.options.use_cache,
-        deep_fatbin=config.options.deep_fatbin,
-        max_expansion=float(args.max_expansion),
-        http_timeout=_http_timeout(args),
-        verbose=getattr(args, "verbose", 0) > 0,
-    )
+    options = image_options(args, config, progress=not args.no_progress, verbose=getattr(args, "verbose", 0) > 0)
     return [engine.Target(name=ref_text, kind=KIND, read=lambda: read_image(ref_text, options))]

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from envcheck import __version__, engine
+from envcheck.commands.snapshot import read_bounded
 from envcheck.config import Config
 from envcheck.errors import InputError, UsageError
 from envcheck.model import Report, TargetResult
@@ -50,14 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _read(where: str, left: int) -> bytes:
     name = "stdin" if where == "-" else where
     limit = min(MAX_REPORT_BYTES, left)
-    try:
-        if where == "-":
-            raw = sys.stdin.buffer.read(limit + 1)
-        else:
-            with open(where, "rb") as handle:
-                raw = handle.read(limit + 1)
-    except OSError as exc:
-        raise InputError(f"cannot read {name}: {exc.strerror or exc}", path=name) from None
+    raw = read_bounded(where, limit)
     if len(raw) > MAX_REPORT_BYTES:
         raise InputError(f"{name}: larger than {MAX_REPORT_BYTES >> 20} MiB; not an envcheck report", path=name)
     if len(raw) > limit:
@@ -137,14 +130,8 @@ def report(args: argparse.Namespace, config: Config) -> Report:
                          "of one profile at a time")
     targets = merged_targets(inputs)
     for target in targets:
-        kept = []
-        for finding in target.findings:
-            reason = next((config.ignores[k] for k in (finding.rule, finding.gotcha) if k in config.ignores), None)
-            if reason is None or finding.status.value == "ERROR":
-                kept.append(finding)
-            else:
-                target.suppressed.append((finding, reason))
-        target.findings[:] = kept
+        target.findings[:], suppressed = engine.apply_ignores(target.findings, config.ignores)
+        target.suppressed.extend(suppressed)
     out = Report(profile=profiles[0] if profiles else config.profile, targets=targets)
     out.exit_code = engine.exit_code(out.findings, config.fail_threshold)
     return out

@@ -7,8 +7,8 @@ import argparse
 from envcheck import engine
 from envcheck.config import Config
 from envcheck.errors import UsageError
-from envcheck.model import Finding, Inventory, Report
-from envcheck.sources.host import KIND, HostOptions, read_host
+from envcheck.model import Finding, Report
+from envcheck.sources.host import HostOptions
 
 HELP = "live checks of this host and a Python environment right before a long job (G1-G10)"
 DEFAULT_FORMAT = "preflight"
@@ -70,22 +70,12 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
             raise UsageError("--host reads the remote machine's environment and GPU: --launch, --launch-config, --binaries "
                              "and --online read this one, so they do not go with it")
         return [remote_target(args.host, args.python, args.probe_timeout)]
-    options = HostOptions(
-        python=args.python,
-        sample_seconds=args.sample_seconds,
-        online=args.online,
-        launch=tuple(args.launch),
-        launch_configs=tuple(args.launch_config),
-        expect_bandwidth=args.expect_bandwidth,
-        binaries=args.binaries,
-        probe_timeout=args.probe_timeout,
-    )
+    from envcheck.commands.snapshot import host_target
 
-    def read() -> Inventory:
-        return read_host(options)
-
-    name = f"host (python: {args.python or 'python3 on PATH'})"
-    return [engine.Target(name=name, kind=KIND, read=read)]
+    return [host_target(HostOptions(python=args.python, sample_seconds=args.sample_seconds, online=args.online,
+                                    launch=tuple(args.launch), launch_configs=tuple(args.launch_config),
+                                    expect_bandwidth=args.expect_bandwidth, binaries=args.binaries,
+                                    probe_timeout=args.probe_timeout))]
 
 
 def report(args: argparse.Namespace, config: Config) -> Report:
@@ -117,8 +107,8 @@ def report(args: argparse.Namespace, config: Config) -> Report:
         if found is not None:
             added.append(found)
     target = result.targets[0]
-    kept = [f for f in added if f.rule not in config.ignores and f.gotcha not in config.ignores]
+    kept, suppressed = engine.apply_ignores(added, config.ignores)
     target.findings[:0] = kept  # first: the preflight line leads with them at equal status
-    target.suppressed.extend((f, config.ignores.get(f.rule) or config.ignores[f.gotcha]) for f in added if f not in kept)
+    target.suppressed.extend(suppressed)
     result.exit_code = engine.exit_code(result.findings, config.fail_threshold)
     return result

@@ -12,12 +12,16 @@ import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck import engine
 from envcheck.config import Config
 from envcheck.errors import InputError, UsageError
-from envcheck.model import Inventory, Report, TargetResult
+from envcheck.model import Report, TargetResult
+
+if TYPE_CHECKING:
+    from envcheck import sources
+    from envcheck.sources.host import HostOptions
 
 HELP = "save what a target is made of (packages, CUDA builds, ELF facts, live readings) and its findings as a JSON snapshot"
 DEFAULT_FORMAT = "snapshot"
@@ -95,7 +99,10 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
 def live_targets(word: str, options: LiveOptions, config: Config) -> list[engine.Target]:
     """Engine targets for one TARGET word: `host`, an existing file or folder, else an image reference."""
     if word == "host":
-        return [_host_target(options)]
+        from envcheck.sources.host import HostOptions
+
+        return [host_target(HostOptions(python=options.python, sample_seconds=0.0, binaries=options.binaries,
+                                        probe_timeout=options.probe_timeout))]
     if word.startswith("ssh://"):
         return [remote_target(word, options.python, options.probe_timeout)]
     path = Path(word)
@@ -109,16 +116,11 @@ def live_targets(word: str, options: LiveOptions, config: Config) -> list[engine
 _FILE_SUFFIXES = {".json", ".txt", ".in", ".toml", ".lock", ".whl", ".so", ".yml", ".yaml", ".gz"}
 
 
-def _host_target(options: LiveOptions) -> engine.Target:
-    from envcheck.sources.host import KIND, HostOptions, read_host
+def host_target(options: HostOptions) -> engine.Target:
+    """This machine and the interpreter ``options`` name, as one target (``snapshot host``, ``preflight``)."""
+    from envcheck.sources.host import KIND, read_host
 
-    host_options = HostOptions(python=options.python, sample_seconds=0.0, binaries=options.binaries,
-                               probe_timeout=options.probe_timeout)
-
-    def read() -> Inventory:
-        return read_host(host_options)
-
-    return engine.Target(name=f"host (python: {options.python or 'python3 on PATH'})", kind=KIND, read=read)
+    return engine.Target(name=f"host (python: {options.python or 'python3 on PATH'})", kind=KIND, read=lambda: read_host(options))
 
 
 def remote_target(word: str, python: str | None, probe_timeout: float) -> engine.Target:
@@ -145,10 +147,9 @@ def _path_targets(path: Path, options: LiveOptions) -> list[engine.Target]:
     return [_file_target(path, kind, read_options)]
 
 
-def _file_target(path: Path, kind: str, options: object) -> engine.Target:
+def _file_target(path: Path, kind: str, options: sources.ReadOptions) -> engine.Target:
     from envcheck import sources
 
-    assert isinstance(options, sources.ReadOptions)
     module = sources.module_for("requirements" if kind == "freeze" else kind)
     opts = replace(options, kind=kind)
     return engine.Target(str(path), kind, lambda: module.read(path, opts))
@@ -207,17 +208,22 @@ MAX_SNAPSHOT_VALUES = 6_000_000
 def load_snapshot(where: str) -> Snapshot:
     """Read a snapshot (or any ``--format json`` report) from a file, or from stdin for ``-``."""
     name = "stdin" if where == "-" else where
-    try:
-        if where == "-":
-            raw = sys.stdin.buffer.read(MAX_SNAPSHOT_BYTES + 1)
-        else:
-            with open(where, "rb") as handle:
-                raw = handle.read(MAX_SNAPSHOT_BYTES + 1)
-    except OSError as exc:
-        raise InputError(f"cannot read {name}: {exc.strerror or exc}", path=name) from None
+    raw = read_bounded(where, MAX_SNAPSHOT_BYTES)
     if len(raw) > MAX_SNAPSHOT_BYTES:
         raise InputError(f"{name}: larger than {MAX_SNAPSHOT_BYTES >> 20} MiB; not a snapshot", path=name)
     return parse_snapshot(raw, name)
+
+
+def read_bounded(where: str, limit: int) -> bytes:
+    """At most ``limit`` + 1 bytes of the file ``where`` (stdin for ``-``): more than ``limit`` is too big."""
+    try:
+        if where == "-":
+            return sys.stdin.buffer.read(limit + 1)
+        with open(where, "rb") as handle:
+            return handle.read(limit + 1)
+    except OSError as exc:
+        name = "stdin" if where == "-" else where
+        raise InputError(f"cannot read {name}: {exc.strerror or exc}", path=name) from None
 
 
 def parse_snapshot(raw: bytes, name: str) -> Snapshot:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from envcheck.limits import read_regular
 from envcheck.model import Edit, Finding, Inventory, Report, Status
 from envcheck.options import RunOptions
 
@@ -29,6 +30,7 @@ from envcheck.options import RunOptions
 FIXABLE_KINDS = ("requirements", "pyproject", "dockerfile", "compose", "kubernetes", "shell")
 _LOCK_FILE = re.compile(r"(?:.*\.lock|pylock(?:\.[^/]*)?\.toml)$")
 _HASH_OPTION = re.compile(r"--hash[=\s]")
+MAX_FIX_BYTES = 64 << 20  # a file --fix edits is read whole
 
 
 @dataclass(frozen=True)
@@ -156,24 +158,12 @@ def _read(path: str) -> Source | None:
     """The bytes of a regular file to compute edits on; None for anything else.
 
     A FIFO given on the command line (``envcheck <(pip freeze)``) was consumed by its source: opening it
-    again would block for ever, so only regular files get edits (checked on the open descriptor).
+    again would block for ever, so only regular files get edits (:func:`envcheck.limits.read_regular`).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        return Source.of(path, read_regular(path, MAX_FIX_BYTES)[0])
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(64 * 1024 * 1024 + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(data) > 64 * 1024 * 1024:
-        return None
-    return Source.of(path, data)
 
 
 @dataclass(frozen=True)

@@ -77,12 +77,20 @@ def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
     if edits and (request.kind == "dockerfile" or pins):
         # a +cu12x torch pin that this index serves (on its own line, or on the lines the finding names) moves with
         # it (the finding stands for both; the refusal above has made sure every pinned torch has a cu130 release)
-        for m in [*(request.matches(name_pattern("torch")) if request.kind == "dockerfile" else []), *pins]:
-            local = re.search(r"\+cu1[0-2]\d(?![\w.])", m.group("spec") or "")
-            if local:
-                at = m.start("spec") + local.start()
-                edits.append(request.source.edit(at, at + len(local.group()), "+cu130"))
+        edits += [e for m in [*(request.matches(name_pattern("torch")) if request.kind == "dockerfile" else []), *pins]
+                  if (e := _cu130_local(request, m)) is not None]
     return edits or None
+
+
+def _cu130_local(request: FixRequest, torch: re.Match[str], version: str | None = None) -> Edit | None:
+    """The edit of a ``+cu1xx`` local version in a torch requirement's specifier to ``+cu130`` (only where the
+    specifier's version is ``version``, when given)."""
+    spec = torch.group("spec") or ""
+    local = re.search(r"\+cu1[0-2]\d(?![\w.])", spec)
+    if local is None or (version is not None and spec[:local.start()].strip().lstrip("=~<>!").strip() != version):
+        return None
+    at = torch.start("spec") + local.start()
+    return request.source.edit(at, at + len(local.group()), "+cu130")
 
 
 def local_version(request: FixRequest) -> list[Edit] | Refused | None:
@@ -94,13 +102,7 @@ def local_version(request: FixRequest) -> list[Edit] | Refused | None:
     stuck = _stuck_index(request.inventory)
     if stuck is not None:
         return _stuck_reason(stuck)
-    edits = []
-    for m in request.matches(name_pattern("torch")):
-        spec = m.group("spec") or ""
-        local = re.search(r"\+cu1[0-2]\d(?![\w.])", spec)
-        if local and spec[:local.start()].strip().lstrip("=~<>!").strip() == version.split("+")[0]:
-            at = m.start("spec") + local.start()
-            edits.append(request.source.edit(at, at + len(local.group()), "+cu130"))
+    edits = [e for m in request.matches(name_pattern("torch")) if (e := _cu130_local(request, m, version.split("+")[0])) is not None]
     return edits or None
 
 

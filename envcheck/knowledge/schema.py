@@ -17,7 +17,6 @@ from envcheck.errors import KnowledgeError
 # value kinds: a Python type, or one of these words for containers
 STR_LIST = "list of strings"
 INT_LIST = "list of integers"
-STR_TO_INT = "table of integers"
 Kind = type | str
 
 
@@ -30,11 +29,8 @@ class Table:
 
 
 @dataclass(frozen=True)
-class Rows:
+class Rows(Table):
     """An array of tables whose every row has a ``source`` (and may say ``inferred``)."""
-
-    required: Mapping[str, Kind]
-    optional: Mapping[str, Kind] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -45,10 +41,8 @@ class Value:
 
 
 @dataclass(frozen=True)
-class Mapping_:
+class Mapping_(Value):
     """A table of free keys whose values share one kind (``[suffix]`` ``"-cu12" = 12``)."""
-
-    kind: Kind
 
 
 Entry = Table | Rows | Value | Mapping_
@@ -145,20 +139,20 @@ def validate(name: str, data: Mapping[str, Any]) -> None:
                 continue  # an array of tables may be empty
             raise KnowledgeError(f"{where}: missing {key!r}")
         value = data[key]
-        if isinstance(entry, Value):
-            _check(where, key, value, entry.kind)
-        elif isinstance(entry, Mapping_):
+        if isinstance(entry, Mapping_):  # before Value and Table: the subclasses first
             if not isinstance(value, dict):
                 raise KnowledgeError(f"{where}: [{key}] must be a table")
             for k, v in value.items():
                 _check(f"{where}: [{key}]", k, v, entry.kind)
-        elif isinstance(entry, Table):
-            _table(f"{where}: [{key}]", value, entry.required, entry.optional)
-        else:
+        elif isinstance(entry, Value):
+            _check(where, key, value, entry.kind)
+        elif isinstance(entry, Rows):
             if not isinstance(value, list):
                 raise KnowledgeError(f"{where}: {key!r} must be an array of tables ([[{key}]])")
             for i, row in enumerate(value):
                 _table(f"{where}: [[{key}]] row {i + 1}", row, {**entry.required, **ROW}, {**ROW_OPTIONAL, **entry.optional})
+        else:
+            _table(f"{where}: [{key}]", value, entry.required, entry.optional)
 
 
 def _table(where: str, value: Any, required: Mapping[str, Kind], optional: Mapping[str, Kind]) -> None:

@@ -75,18 +75,6 @@ def release(package: str, version: str | None = None) -> Release | None:
     return next((r for r in rels if _version(r.version) == want), None)
 
 
-def torch_requirement(package: str, version: str) -> str | None:
-    """The torch specifier that ``package==version`` requires (``==2.9.0``, ``>=2.10``), where recorded."""
-    rel = release(package, version)
-    return rel.torch if rel else None
-
-
-def aarch64_source_build(package: str, version: str | None = None) -> Release | None:
-    """The row when pip on linux/aarch64 can only build ``package`` (at ``version``, or its newest) from source."""
-    rel = release(package, version)
-    return rel if rel and rel.aarch64 == "sdist" else None
-
-
 def aarch64_cuda(package: str, version: str) -> str | None:
     """The CUDA major ("12", "13"), "cuda" (GPU code, major not told) or "none" of the aarch64 wheel, where recorded."""
     rel = release(package, version)

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
-from envcheck.cache import cache_dir, touch
+from envcheck.cache import cache_dir, read_entry, touch, write_atomically
 from envcheck.config import env
 from envcheck.model import Inventory, Location
 from envcheck.resolution.context import SHA256_HEX, Chosen, ResolveContext
@@ -48,26 +46,18 @@ def cached_resolution(key: str) -> tuple[list[Chosen], str] | None:
     try:
         if time.time() - path.stat().st_mtime > _env_hours("ENVCHECK_RESOLVE_TTL_HOURS", RESOLUTION_TTL_HOURS) * 3600:
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_entry(path) or b"")
         chosen = [Chosen(**{**c, "location": Location(**c["location"]) if c.get("location") else None}) for c in data["chosen"]]
         return chosen, str(data.get("conflict") or "")
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
 
 
 def store_resolution(key: str, chosen: list[Chosen], conflict: str) -> None:
     import dataclasses
 
-    path = _resolution_path(key)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".resolution-", suffix=".tmp", dir=path.parent)
-        rows = [{**dataclasses.asdict(c), "location": c.location.to_json() if c.location else None} for c in chosen]
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"chosen": rows, "conflict": conflict}, fh)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    rows = [{**dataclasses.asdict(c), "location": c.location.to_json() if c.location else None} for c in chosen]
+    write_atomically(_resolution_path(key), json.dumps({"chosen": rows, "conflict": conflict}).encode(), ".resolution-")
 
 
 def _env_hours(name: str, default: float) -> float:
@@ -115,8 +105,8 @@ def cached_facts(key: str) -> FileFacts | None:
     if path is None:
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(read_entry(path) or b"")
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or data.get("format") != FACTS_FORMAT:
         return None
@@ -132,12 +122,6 @@ def store_facts(key: str, facts: FileFacts) -> None:
     path = _cache_path(key)
     if path is None:
         return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(prefix=".facts-", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"format": FACTS_FORMAT, "requires": list(facts.requires) if facts.requires is not None else None,
-                       "tags": list(facts.tags), "binaries": facts.binaries, "problems": facts.problems, "notes": facts.notes}, fh)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    data = {"format": FACTS_FORMAT, "requires": list(facts.requires) if facts.requires is not None else None,
+            "tags": list(facts.tags), "binaries": facts.binaries, "problems": facts.problems, "notes": facts.notes}
+    write_atomically(path, json.dumps(data).encode(), ".facts-")

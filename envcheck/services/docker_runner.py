@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from envcheck.errors import InputError, ServiceError, UsageError
 from envcheck.services.docker_engine import engine_is_local, engine_where, short_error
+from envcheck.services.registry.inflate import ChunkReader
 
 if TYPE_CHECKING:
     from docker import DockerClient
@@ -562,29 +563,6 @@ def leftover_containers(client: DockerClient) -> list[str]:
 
 
 
-class _ChunkReader(io.RawIOBase):
-    """A file object over the SDK's chunk iterator, so tarfile can stream the export."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = iter(chunks)
-        self._pending = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while not self._pending:
-            try:
-                self._pending = next(self._chunks)
-            except StopIteration:
-                return 0
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
-        return size
-
-
-
 @contextlib.contextmanager
 def exported_filesystem(client: DockerClient, image: str) -> Iterator[io.RawIOBase]:
     """The filesystem of a created, never started container of ``image``, as a tar stream.
@@ -602,7 +580,7 @@ def exported_filesystem(client: DockerClient, image: str) -> Iterator[io.RawIOBa
                 container = client.containers.create(
                     image, name=name, entrypoint=["/nonexistent"], network_mode="none", labels=probe_labels(),
                 )
-                yield _ChunkReader(container.export(chunk_size=1 << 20))
+                yield ChunkReader(container.export(chunk_size=1 << 20))
             except DockerException as exc:
                 raise ServiceError(short_error(exc)) from exc
     finally:

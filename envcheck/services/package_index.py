@@ -5,8 +5,8 @@ core metadata where the index offers it (PEP 658/714: ``<file URL>.metadata``); 
 wheel's zip directory and the headers of its ELF members are read without downloading the wheel
 (:class:`RemoteFile`, a seekable file object that ``zipfile`` reads directly).
 
-Bounds, in one place: every request has a per-read timeout and an overall deadline (a watchdog shuts the
-socket down when it passes, so a server that drips bytes cannot hold envcheck); answers are size-limited;
+Bounds, in one place: every request has a per-read timeout and an overall deadline (:mod:`envcheck.services.http_deadline`
+shuts the socket down when it passes, so a server that drips bytes cannot hold envcheck); answers are size-limited;
 a server that ignores ``Range`` is read whole only up to :data:`MAX_FALLBACK_BYTES`. Credentials: URLs may
 carry ``user:password@`` and requests reads ``~/.netrc``; neither ever reaches a message, a finding or the
 JSON inventory: everything shown goes through :func:`redact`.
@@ -22,7 +22,6 @@ import hashlib
 import html.parser
 import io
 import json
-import socket
 import threading
 import time
 from collections import OrderedDict
@@ -70,94 +69,6 @@ def run_left(total: float | None = None) -> float:
     if not _RUN_STARTED:
         _RUN_STARTED.append(time.monotonic())
     return (total or _env_float("ENVCHECK_RESOLVE_TIMEOUT", DEFAULT_RUN_DEADLINE)) - (time.monotonic() - _RUN_STARTED[0])
-
-
-class _Watch:
-    """The sockets one request uses, shut down together when its deadline passes: connecting, sending, the
-    headers and the body are all covered (a host that drips its headers a byte at a time is cut off too)."""
-
-    def __init__(self) -> None:
-        self.sockets: list[socket.socket] = []
-        self.expired = False
-        self._lock = threading.Lock()
-
-    def add(self, sock: socket.socket) -> None:
-        with self._lock:
-            self.sockets.append(sock)
-            if not self.expired:
-                return
-        _shut(sock)
-
-    def expire(self) -> None:
-        with self._lock:
-            self.expired = True
-            sockets = list(self.sockets)
-        for sock in sockets:
-            _shut(sock)
-
-
-_CURRENT = threading.local()  # the _Watch of the request this thread is making
-
-
-def _watched(sock: socket.socket) -> None:
-    watch: _Watch | None = getattr(_CURRENT, "watch", None)
-    if watch is not None:
-        watch.add(sock)
-
-
-def _shut(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
-def _watching_adapter() -> Any:
-    """A requests adapter whose connections hand their sockets to the current request's :class:`_Watch`: new ones
-    as soon as they are connected (before TLS and the request), reused ones when they are taken from the pool."""
-    from requests.adapters import HTTPAdapter
-    from urllib3.connection import HTTPConnection, HTTPSConnection
-    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
-    class Connection(HTTPConnection):
-        def _new_conn(self) -> socket.socket:
-            sock = super()._new_conn()
-            _watched(sock)
-            return sock
-
-    class TLSConnection(HTTPSConnection):
-        def _new_conn(self) -> socket.socket:
-            sock = super()._new_conn()
-            _watched(sock)
-            return sock
-
-    def watched_conn(conn: Any) -> Any:  # a kept-alive connection taken from the pool: its socket is watched again
-        sock = getattr(conn, "sock", None)
-        if sock is not None:
-            _watched(sock)
-        return conn
-
-    class Pool(HTTPConnectionPool):
-        ConnectionCls = Connection
-
-        def _get_conn(self, timeout: float | None = None) -> Any:
-            return watched_conn(super()._get_conn(timeout))
-
-    class TLSPool(HTTPSConnectionPool):
-        ConnectionCls = TLSConnection
-
-        def _get_conn(self, timeout: float | None = None) -> Any:
-            return watched_conn(super()._get_conn(timeout))
-
-    class Adapter(HTTPAdapter):
-        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-            super().init_poolmanager(*args, **kwargs)
-            self.poolmanager.pool_classes_by_scheme = {"http": Pool, "https": TLSPool}
-
-        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
-            manager = super().proxy_manager_for(proxy, **kwargs)
-            manager.pool_classes_by_scheme = {"http": Pool, "https": TLSPool}
-            return manager
-
-    return Adapter()
 
 
 def host_of(url: str) -> str:
@@ -262,9 +173,11 @@ class IndexClient:
         if session is None:
             import requests
 
+            from envcheck.services.http_deadline import WatchingAdapter
+
             session = requests.Session()
             session.headers["User-Agent"] = USER_AGENT
-            adapter = _watching_adapter()
+            adapter = WatchingAdapter()
             session.mount("http://", adapter)
             session.mount("https://", adapter)
             self._local.session = session
@@ -304,6 +217,8 @@ class IndexClient:
     def _request(self, url: str, host: str, headers: dict[str, str] | None) -> Iterator[requests.Response]:
         import requests
 
+        from envcheck.services.http_deadline import Deadline
+
         shown = redact(url)
         if host in self.slow_hosts:
             raise ServiceError(f"{shown}: not asked: {redact(host)} did not answer within {self.deadline:g} s earlier in this run")
@@ -312,17 +227,14 @@ class IndexClient:
             raise ServiceError(f"{shown}: not asked: the run's {_env_float('ENVCHECK_RESOLVE_TIMEOUT', DEFAULT_RUN_DEADLINE):g} s "
                                "for index reads passed (ENVCHECK_RESOLVE_TIMEOUT)")
         deadline = min(self.deadline, left)
-        watch = _Watch()
-        timer = threading.Timer(deadline, watch.expire)
-        timer.daemon = True
-        _CURRENT.watch = watch
-        timer.start()
+        watch = Deadline(deadline)
         try:
             try:
-                resp = self._session().get(url, headers=headers or {}, stream=True, allow_redirects=True, auth=self._auth_for(url),
-                                           timeout=(min(10.0, deadline), min(READ_TIMEOUT, deadline)))
+                with watch.current():
+                    resp = self._session().get(url, headers=headers or {}, stream=True, allow_redirects=True,
+                                               auth=self._auth_for(url), timeout=(min(10.0, deadline), min(READ_TIMEOUT, deadline)))
             except (requests.exceptions.RequestException, OSError) as exc:
-                if watch.expired or isinstance(exc, requests.exceptions.Timeout):
+                if watch.fired or isinstance(exc, requests.exceptions.Timeout):
                     self.slow_hosts.add(host)
                     raise ServiceError(f"{shown}: no answer {self._within(deadline)} ({type(exc).__name__}); "
                                        "check the index URL and the network") from None
@@ -331,18 +243,18 @@ class IndexClient:
                                        "and the network") from None
                 raise ServiceError(f"{shown}: request failed: {type(exc).__name__}") from None
             self._count(0, 1)
+            resp.envcheck_deadline = watch  # type: ignore[attr-defined]
             try:
                 yield resp
             except ServiceError as exc:
-                if not watch.expired:
+                if not watch.fired:
                     raise
                 self.slow_hosts.add(host)
                 raise ServiceError(f"{shown}: the answer did not finish {self._within(deadline)}") from exc
             finally:
                 resp.close()
         finally:
-            timer.cancel()
-            _CURRENT.watch = None
+            watch.cancel()
 
     def _within(self, deadline: float) -> str:
         if deadline < self.deadline:
@@ -357,31 +269,26 @@ class IndexClient:
         if declared and declared.isdigit() and int(declared) > limit:
             raise FileProblem(f"{redact(url)}: the answer is {int(declared)} bytes, more than the {limit} envcheck reads")
         out = bytearray()
-        watch: _Watch | None = getattr(_CURRENT, "watch", None)
+        watch = getattr(resp, "envcheck_deadline", None)
         try:
             for chunk in resp.iter_content(BLOCK):
                 out += chunk
                 self._count(len(chunk))
                 if len(out) > limit:
                     raise FileProblem(f"{redact(url)}: the answer is more than the {limit} bytes envcheck reads")
-                if watch is not None and watch.expired:
+                if watch is not None and watch.fired:
                     break
         except (requests.exceptions.RequestException, OSError) as exc:
-            if watch is None or not watch.expired:
+            if watch is None or not watch.fired:
                 raise ServiceError(f"{redact(url)}: the answer broke off ({_reason(exc)})") from None
-        if watch is not None and watch.expired:
+        if watch is not None and watch.fired:
             raise ServiceError(f"{redact(url)}: the answer did not finish within {self.deadline:g} s (ENVCHECK_HTTP_TIMEOUT)")
         return bytes(out)
 
     def fetch(self, url: str, limit: int, headers: dict[str, str] | None = None) -> tuple[bytes, str]:
         """The whole body of ``url`` (at most ``limit`` bytes) and its content type; 4xx is a FileProblem."""
         with self._get(url, headers) as resp:
-            if resp.status_code >= 500:
-                raise ServiceError(f"{redact(url)}: the server answered {resp.status_code}; try again later")
-            if resp.status_code in (401, 403):
-                raise ServiceError(f"{redact(url)}: access refused ({resp.status_code}); check the credentials for this index (netrc, keyring, URL)")
-            if resp.status_code >= 400:
-                raise FileProblem(f"{redact(url)}: the server answered {resp.status_code}")
+            _check_status(resp.status_code, url)
             return self._body(resp, url, limit), resp.headers.get("Content-Type", "")
 
     def project_files(self, index_url: str, project: str) -> list[IndexFile]:
@@ -413,18 +320,23 @@ class IndexClient:
         with self._get(url, {"Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"}) as resp:
             if resp.status_code == 416:
                 raise FileProblem(f"{redact(url)}: the server refused the byte range {start}-{end} (416)")
-            if resp.status_code >= 500:
-                raise ServiceError(f"{redact(url)}: the server answered {resp.status_code}; try again later")
-            if resp.status_code in (401, 403):
-                raise ServiceError(f"{redact(url)}: access refused ({resp.status_code}); check the credentials for this index")
-            if resp.status_code >= 400:
-                raise FileProblem(f"{redact(url)}: the server answered {resp.status_code}")
+            _check_status(resp.status_code, url)
             if resp.status_code == 206:
                 total = _total_of(resp.headers.get("Content-Range", ""))
                 return self._body(resp, url, end - start + 1 + BLOCK), total, True
             length = resp.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
             return self._body(resp, url, MAX_FALLBACK_BYTES), total, False
+
+
+def _check_status(status: int, url: str) -> None:
+    """5xx and 401/403 are ServiceErrors (the index is unusable), any other 4xx a FileProblem (this file is)."""
+    if status >= 500:
+        raise ServiceError(f"{redact(url)}: the server answered {status}; try again later")
+    if status in (401, 403):
+        raise ServiceError(f"{redact(url)}: access refused ({status}); check the credentials for this index (netrc, keyring, URL)")
+    if status >= 400:
+        raise FileProblem(f"{redact(url)}: the server answered {status}")
 
 
 def _env_float(name: str, default: float) -> float:
@@ -584,7 +496,10 @@ class RemoteFile(io.RawIOBase):
         first, last = start // BLOCK, (end - 1) // BLOCK
         if all(i in self._blocks for i in range(first, last + 1)):
             return
-        lo, hi = first * BLOCK, min(self.size, (last + 1) * BLOCK) - 1
+        self._fetch(first * BLOCK, min(self.size, (last + 1) * BLOCK) - 1)
+
+    def _fetch(self, lo: int, hi: int) -> None:
+        """Bytes ``lo`` to ``hi`` (inclusive) into the block cache (or the whole file, from a server that ignores Range)."""
         data, total, ranged = self.client.read_range(self.url, lo, hi)
         if ranged and len(data) != hi - lo + 1:
             raise FileProblem(f"{redact(self.url)}: asked for bytes {lo}-{hi}, got {len(data)} bytes")
@@ -641,11 +556,7 @@ class RemoteFile(io.RawIOBase):
             sequential = offset == self._last_end
             self._readahead = min(MAX_READAHEAD, self._readahead * 2) if sequential else BLOCK
             lo = missing[0] * BLOCK
-            hi = min(self.size, max((missing[-1] + 1) * BLOCK, lo + self._readahead)) - 1
-            data, total, ranged = self.client.read_range(self.url, lo, hi)
-            if ranged and len(data) != hi - lo + 1:
-                raise FileProblem(f"{redact(self.url)}: asked for bytes {lo}-{hi}, got {len(data)} bytes")
-            self._take(lo, data, total, ranged)
+            self._fetch(lo, min(self.size, max((missing[-1] + 1) * BLOCK, lo + self._readahead)) - 1)
             if self._whole is not None:
                 return self._whole[offset:end]
         self._last_end = end

@@ -36,10 +36,6 @@ class SshHost:
         return "ssh://" + (f"{self.user}@" if self.user else "") + self.host + (f":{self.port}" if self.port else "")
 
 
-def is_ssh(text: str) -> bool:
-    return text.startswith("ssh://")
-
-
 def parse_ssh(text: str) -> SshHost:
     """``ssh://[USER@]HOST[:PORT]`` as an :class:`SshHost`; a UsageError naming what is wrong otherwise."""
     found = _SPEC.match(text)

@@ -14,24 +14,21 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from envcheck.cache import cache_dir, touch
+from envcheck.cache import FORMAT as SCANNER_FORMAT
+from envcheck.cache import cache_dir, read_entry, touch, write_atomically
 
+MAX_BLOB_BYTES = 64 << 20  # the largest blob cached: an image config (client.MAX_CONFIG_BYTES)
 DEEP_FORMAT = 4  # bump when what a layer scan records changes (2: path-traversal problems, expansion limit; 3: RECORD files; 4: Binary.modules)
 
 
 def _deep_kind() -> str:
     """The cache folder for deep results: also keyed by the binary scanner's format, whose output they hold."""
-    try:
-        from envcheck.cache import FORMAT as scanner_format
-    except ImportError:
-        scanner_format = 0
-    return f"deep-v{DEEP_FORMAT}-b{scanner_format}"
+    return f"deep-v{DEEP_FORMAT}-b{SCANNER_FORMAT}"
 
 
 class BlobCache:
@@ -53,12 +50,9 @@ class BlobCache:
         path = self._path("blobs", digest) if self.enabled else None
         if path is None:
             return None
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return None
+        data = read_entry(path, MAX_BLOB_BYTES)
         algorithm, _, expected = digest.partition(":")
-        if hashlib.new(algorithm, data).hexdigest() != expected:
+        if data is None or hashlib.new(algorithm, data).hexdigest() != expected:
             return None
         self.hits += 1
         touch(path)
@@ -67,19 +61,21 @@ class BlobCache:
     def put_blob(self, digest: str, data: bytes) -> None:
         path = self._path("blobs", digest) if self.enabled else None
         if path is not None:
-            _write_atomic(path, data)
+            write_atomically(path, data)
 
     def get_deep(self, digest: str) -> dict[str, Any] | None:
         """Cached deep-scan result of one layer, or None."""
         path = self._path(_deep_kind(), digest) if self.enabled else None
         if path is None:
             return None
+        raw = read_entry(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(raw) if raw is not None else None
+        except (ValueError, RecursionError):
             return None
-        keys = ("paths", "whiteouts", "opaque", "packages", "binaries", "problems", "members", "bytes")
-        if not isinstance(data, dict) or data.get("layer") != digest or not all(k in data for k in keys):
+        from envcheck.services.registry.layers import LayerScan
+
+        if not isinstance(data, dict) or data.get("layer") != digest or not all(k in data for k in LayerScan.CACHED):
             return None  # damaged or foreign: a miss, never a wrong answer
         self.hits += 1
         touch(path)
@@ -107,7 +103,7 @@ class BlobCache:
 
             # What a layer scan could not read may quote a URL with credentials: never on disk (envcheck.redaction).
             result = {**result, "problems": clean_value(result.get("problems", []), escape=False)}
-            _write_atomic(path, json.dumps({**result, "layer": digest}, sort_keys=True).encode())
+            write_atomically(path, json.dumps({**result, "layer": digest}, sort_keys=True).encode())
 
 
 _THREAD_LOCKS: dict[str, threading.Lock] = {}
@@ -137,20 +133,3 @@ def _file_lock(path: Path) -> Iterator[None]:
 def _thread_lock(key: str) -> threading.Lock:
     with _THREAD_LOCKS_GUARD:
         return _THREAD_LOCKS.setdefault(key, threading.Lock())
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file and rename, so readers never see half an entry. Failures are ignored:
-    a cache that cannot be written only makes the next run slower."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: entries describe the user's images
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass

@@ -17,15 +17,11 @@ most :data:`MAX_REDIRECTS` times; requests drops the Authorization header when a
 
 from __future__ import annotations
 
-import contextlib
 import email.utils
 import hashlib
 import json
 import re
-import socket
-import threading
 import time
-import weakref
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -33,12 +29,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
-from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from envcheck.errors import ServiceError
 from envcheck.inspect.image_reference import Reference, is_loopback_host
+from envcheck.services.http_deadline import Deadline, WatchingAdapter
 from envcheck.services.registry.auth import Challenge, Credentials, TokenCache, parse_challenge, token_url
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -107,88 +101,6 @@ class Manifest:
         return self.media_type in INDEX_TYPES
 
 
-_CURRENT = threading.local()  # the _Watchdog of the request this thread is sending, if any
-
-
-class _Watchdog:
-    """An overall deadline for one request: when it passes, the sockets the request used are shut down.
-
-    Shutting a socket down makes the blocked ``recv`` return at once, so the request fails wherever it
-    was (connecting, reading headers one byte at a time, or streaming a body) and the caller sees
-    ``fired``. A connection that went back to the pool and was taken by a later request carries a newer
-    ``_envcheck_use`` number and is left alone.
-    """
-
-    def __init__(self, seconds: float, budget: float | None = None) -> None:
-        # seconds: what is left of the deadline now; budget: the whole deadline, for messages
-        self.seconds = budget if budget is not None else seconds
-        self.fired = False
-        self._uses: list[tuple[weakref.ref[HTTPConnection], int]] = []
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(max(seconds, 0.0), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def watch(self, connection: HTTPConnection) -> None:
-        with self._lock:
-            self._uses.append((weakref.ref(connection), getattr(connection, "_envcheck_use", 0)))
-
-    def cancel(self) -> None:
-        self._timer.cancel()
-
-    def _fire(self) -> None:
-        with self._lock:
-            self.fired = True
-            for ref, use in self._uses:
-                connection = ref()
-                sock = getattr(connection, "sock", None) if connection is not None else None
-                if sock is None or getattr(connection, "_envcheck_use", 0) != use:
-                    continue
-                # socket.socket's own shutdown: on an SSLSocket it leaves the TLS object in place
-                with contextlib.suppress(OSError):
-                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
-class _WatchedHTTPConnection(HTTPConnection):
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        _watched(self)
-        super().request(*args, **kwargs)
-
-
-class _WatchedHTTPSConnection(HTTPSConnection):
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        _watched(self)
-        super().request(*args, **kwargs)
-
-
-def _watched(connection: HTTPConnection) -> None:
-    connection._envcheck_use = getattr(connection, "_envcheck_use", 0) + 1  # type: ignore[attr-defined]
-    watchdog: _Watchdog | None = getattr(_CURRENT, "watchdog", None)
-    if watchdog is not None:
-        watchdog.watch(connection)
-
-
-class _WatchedHTTPPool(HTTPConnectionPool):
-    ConnectionCls = _WatchedHTTPConnection
-
-
-class _WatchedHTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _WatchedHTTPSConnection
-
-
-class _WatchedAdapter(HTTPAdapter):
-    """requests' adapter with connections a :class:`_Watchdog` can find (direct and through a proxy)."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
-
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        manager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
-        return manager
-
-
 @dataclass
 class RegistryClient:
     """Talks to one registry for one repository; counts the HTTP requests it makes."""
@@ -211,7 +123,7 @@ class RegistryClient:
         self.session.max_redirects = MAX_REDIRECTS
         self.session.hooks["response"].append(_bound_redirect_body)
         for prefix in ("http://", "https://"):
-            self.session.mount(prefix, _WatchedAdapter())
+            self.session.mount(prefix, WatchingAdapter())
         if self.ref.is_loopback:
             # A proxy from HTTPS_PROXY cannot reach this machine's loopback; never send loopback traffic to it.
             self.session.trust_env = False
@@ -267,7 +179,7 @@ class RegistryClient:
 
         The response is streamed: its body is read later, with a size limit, by the caller. All attempts
         and the waits between them share one deadline (``until``, a ``time.monotonic()`` value; by default
-        ``deadline + extra_seconds`` from now); each attempt runs under a :class:`_Watchdog` for what is
+        ``deadline + extra_seconds`` from now); each attempt runs under a :class:`Deadline` for what is
         left of it, carried as ``envcheck_watchdog`` until its body has been read. A passed deadline is
         not retried: the deadline is the user's bound on the wait.
         """
@@ -280,11 +192,11 @@ class RegistryClient:
             if left <= 0:
                 raise _deadline_error(f"{host} did not finish answering the request for {what}", budget)
             self.requests_made += 1
-            watchdog = _Watchdog(left, budget)
-            _CURRENT.watchdog = watchdog
+            watchdog = Deadline(left, budget)
             try:
-                response = self.session.request(method, url, headers=headers, stream=True, timeout=self.timeout,
-                                                auth=auth, data=data, allow_redirects=True)
+                with watchdog.current():
+                    response = self.session.request(method, url, headers=headers, stream=True, timeout=self.timeout,
+                                                    auth=auth, data=data, allow_redirects=True)
             except requests.exceptions.SSLError as exc:
                 watchdog.cancel()
                 raise ServiceError(f"TLS error talking to {host} for {what}: {_short(exc)}. If this registry "
@@ -311,8 +223,6 @@ class RegistryClient:
                     raise _deadline_error(f"{host} did not finish answering the request for {what}", budget) from None
                 raise ServiceError(f"{host} sent an answer for {what} that could not be used: "
                                    f"{type(exc).__name__}: {_short(exc)}") from None
-            finally:
-                _CURRENT.watchdog = None
             if response.status_code in RETRY_STATUSES and attempt < self.retries:
                 watchdog.cancel()
                 response.close()
@@ -555,13 +465,19 @@ class RegistryClient:
                 _finish(response)  # also when the body was too big or broke: its deadline timer ends now
 
 
-def verify_digest(data: bytes, digest: str, what: str) -> None:
+def _hasher(digest: str, what: str) -> tuple[Any, str]:
+    """A fresh hash of ``digest``'s algorithm and the hex value it names."""
     algorithm, _, expected = digest.partition(":")
     if algorithm not in ("sha256", "sha512"):
         raise ServiceError(f"{what}: unsupported digest algorithm {algorithm!r}")
-    actual = hashlib.new(algorithm, data).hexdigest()
-    if actual != expected:
-        raise ServiceError(f"{what}: content does not match its digest {digest} (got {algorithm}:{actual}); "
+    return hashlib.new(algorithm), expected
+
+
+def verify_digest(data: bytes, digest: str, what: str) -> None:
+    hasher, expected = _hasher(digest, what)
+    hasher.update(data)
+    if hasher.hexdigest() != expected:
+        raise ServiceError(f"{what}: content does not match its digest {digest} (got {hasher.name}:{hasher.hexdigest()}); "
                            "the data was corrupted in transit or in the registry")
 
 
@@ -573,14 +489,14 @@ class _ResponseReader:
     """``read(n)`` over a streamed response body, turning a cut connection into a ServiceError.
 
     ``what`` names the registry and the object, for messages. A body still unread when the request's
-    deadline passes ends in a ServiceError that says so (see :class:`_Watchdog`).
+    deadline passes ends in a ServiceError that says so (see :mod:`envcheck.services.http_deadline`).
     """
 
     def __init__(self, response: requests.Response, what: str) -> None:
         self._raw = response.raw
         self._what = what
         self._expected = int(response.headers.get("Content-Length") or -1)
-        self._watchdog: _Watchdog | None = getattr(response, "envcheck_watchdog", None)
+        self._watchdog: Deadline | None = getattr(response, "envcheck_watchdog", None)
         self.read_bytes = 0
 
     def read(self, size: int = -1) -> bytes:
@@ -612,10 +528,7 @@ class VerifiedStream:
 
     def __init__(self, source: Any, digest: str | None, what: str, size: int | None = None, on_close: Any = None) -> None:
         # digest None: only compute it (``digest()`` after the end), for streams whose digest is learnt later.
-        algorithm, _, self._expected = (digest or "sha256:").partition(":")
-        if algorithm not in ("sha256", "sha512"):
-            raise ServiceError(f"{what}: unsupported digest algorithm {algorithm!r}")
-        self._hash = hashlib.new(algorithm)
+        self._hash, self._expected = _hasher(digest or "sha256:", what)
         self._source = source
         self._digest = digest or ""
         self._what = what
@@ -717,7 +630,7 @@ def _size(limit: int) -> str:
 
 def _finish(response: requests.Response) -> None:
     """Cancel the deadline of a response whose body is no longer wanted."""
-    watchdog: _Watchdog | None = getattr(response, "envcheck_watchdog", None)
+    watchdog: Deadline | None = getattr(response, "envcheck_watchdog", None)
     if watchdog is not None:
         watchdog.cancel()
 

@@ -16,10 +16,11 @@ bomb never holds more than the queue, and ``limit`` stops the stream once it has
 from __future__ import annotations
 
 import functools
+import io
 import queue
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -199,7 +200,7 @@ class LayerStream:
     def _unzstd(self) -> Iterator[bytes]:
         import zstandard
 
-        reader = zstandard.ZstdDecompressor().stream_reader(_Chunks(self._compressed()), read_across_frames=True,  # type: ignore[arg-type]
+        reader = zstandard.ZstdDecompressor().stream_reader(ChunkReader(self._compressed()), read_across_frames=True,  # type: ignore[arg-type]
                                                           read_size=SOURCE_READ, closefd=False)
         while True:
             try:
@@ -244,35 +245,14 @@ class LayerStream:
             self._offset += size
             self._position += size
             return self._chunk[start : start + size]
-        parts: list[bytes | memoryview] = []
-        wanted = size
-        got = 0
-        while got < wanted:
-            if self._offset >= len(self._chunk) and not self._next_chunk():
-                break
-            take = min(wanted - got, len(self._chunk) - self._offset)
-            if self._offset == 0 and take == len(self._chunk):
-                parts.append(self._chunk)
-            else:
-                parts.append(memoryview(self._chunk)[self._offset : self._offset + take])
-            self._offset += take
-            got += take
-        self._position += got
-        if len(parts) == 1 and isinstance(parts[0], bytes):
-            return parts[0]
-        return b"".join(parts)
+        return b"".join(self._pieces(size))
 
     def copy_to(self, out: Any, size: int) -> int:
         """Write the next ``size`` bytes to ``out`` (``write`` of memoryviews: no joined copy); bytes written."""
         done = 0
-        while done < size:
-            if self._offset >= len(self._chunk) and not self._next_chunk():
-                break
-            take = min(size - done, len(self._chunk) - self._offset)
-            out.write(memoryview(self._chunk)[self._offset : self._offset + take])
-            self._offset += take
-            done += take
-        self._position += done
+        for piece in self._pieces(size):
+            out.write(piece)
+            done += len(piece)
         return done
 
     def seek(self, position: int, whence: int = 0) -> int:
@@ -280,19 +260,22 @@ class LayerStream:
         target = position if whence == 0 else self._position + position
         if whence not in (0, 1) or target < self._position:
             raise OSError(f"a layer stream only seeks forward (at {self._position}, asked for {target})")
-        gap = target - self._position
-        if gap <= len(self._chunk) - self._offset:
-            self._offset += gap
-            self._position = target
-            return target
-        while gap > 0:
+        for _ in self._pieces(target - self._position):
+            pass
+        return self._position
+
+    def _pieces(self, size: int) -> Iterator[memoryview]:
+        """The next ``size`` bytes (fewer at the end of the stream), a view of each chunk they span."""
+        left = size
+        while left > 0:
             if self._offset >= len(self._chunk) and not self._next_chunk():
-                break
-            take = min(gap, len(self._chunk) - self._offset)
+                return
+            take = min(left, len(self._chunk) - self._offset)
+            piece = memoryview(self._chunk)[self._offset : self._offset + take]
             self._offset += take
             self._position += take
-            gap -= take
-        return self._position
+            left -= take
+            yield piece
 
     def finish(self) -> int:
         """Inflate the rest of the stream unread (the tar's end padding): a gzip stream's CRC and length
@@ -318,21 +301,36 @@ class LayerStream:
         self.close()
 
 
-class _Chunks:
-    """An iterator of byte chunks as a readable file (what zstandard's stream reader takes)."""
+class ChunkReader(io.RawIOBase):
+    """A forward-only file over an iterable of byte chunks (a Docker export stream, a member's first bytes and the
+    rest of it). ``read(n)`` returns at most what is left of one chunk, without a copy when that is all of it."""
 
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = chunks
-        self._pending = b""
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        super().__init__()
+        self._chunks = iter(chunks)
+        self._chunk = b""
+        self._offset = 0
 
-    def read(self, size: int = -1) -> bytes:
-        if not self._pending:
-            self._pending = next(self._chunks, b"")
-        if size < 0 or size >= len(self._pending):
-            data, self._pending = self._pending, b""
-            return data
-        data, self._pending = self._pending[:size], self._pending[size:]
-        return data
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            rest = [self._chunk[self._offset:], *self._chunks]
+            self._chunk, self._offset = b"", 0
+            return b"".join(rest)
+        while self._offset >= len(self._chunk):
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return b""
+            self._chunk, self._offset = chunk, 0
+        start, self._offset = self._offset, min(len(self._chunk), self._offset + size)
+        return self._chunk[start:self._offset]
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
 
 
 def open_layer_stream(source: Readable, *, limit: int | None = None) -> LayerStream:

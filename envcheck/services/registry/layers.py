@@ -24,6 +24,10 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 from envcheck.errors import EnvcheckError
+
+# the bounds of wheels, re-exported for the image source
+from envcheck.limits import DEFAULT_MAX_EXPANSION as DEFAULT_MAX_EXPANSION
+from envcheck.limits import expansion_limit as expansion_limit
 from envcheck.services.registry.inflate import DecompressionError, LayerStream, Readable, open_layer_stream
 
 WHITEOUT_PREFIX = ".wh."
@@ -64,12 +68,14 @@ class LayerScan:
     compression: str = ""  # how this read found the layer: "gzip (isal)", "zstd (zstandard)", "none" (not cached)
     seconds: float = 0.0  # how long this read took (not cached)
 
+    CACHED = ("paths", "whiteouts", "opaque", "packages", "binaries", "problems", "members", "bytes")
+
     def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("paths", "whiteouts", "opaque", "packages", "binaries", "problems", "members", "bytes")}
+        return {k: getattr(self, k) for k in self.CACHED}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LayerScan:
-        return cls(**{k: data[k] for k in ("paths", "whiteouts", "opaque", "packages", "binaries", "problems", "members", "bytes")})
+        return cls(**{k: data[k] for k in cls.CACHED})
 
 
 class LayerError(EnvcheckError):
@@ -107,17 +113,6 @@ def read_metadata(data: bytes) -> tuple[str, str, tuple[str, ...]] | None:
     if not name:
         return None
     return str(name).strip(), str(message.get("Version", "")).strip(), tuple(str(v).strip() for v in message.get_all("Requires-Dist") or [])
-
-
-DEFAULT_MAX_EXPANSION = 100  # uncompressed / compressed; real layers are 2-5x, a gzip bomb 1000x
-EXPANSION_FLOOR = 16 << 20  # small layers may expand more than the ratio: never limit below this
-
-
-def expansion_limit(compressed_size: int | None, ratio: float) -> int | None:
-    """The most uncompressed bytes a layer of ``compressed_size`` may produce (None: no limit)."""
-    if compressed_size is None or ratio <= 0:
-        return None
-    return max(int(compressed_size * ratio), EXPANSION_FLOOR)
 
 
 _TAR_FAILURES = (tarfile.TarError, EOFError, OSError, ValueError, TypeError)

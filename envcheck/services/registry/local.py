@@ -8,15 +8,18 @@ engine's export stream cannot be read out of order, so for ``--deep`` it is walk
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import stat
 import tarfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from envcheck.errors import InputError, ServiceError, UsageError
+from envcheck.limits import DEFAULT_MAX_EXPANSION, OverLimit, expansion_limit, read_regular
 from envcheck.services.registry.client import (
     INDEX_TYPES,
     OCI_INDEX,
@@ -27,12 +30,11 @@ from envcheck.services.registry.client import (
     sha256_digest,
     verify_digest,
 )
+from envcheck.services.registry.inflate import ChunkReader
 from envcheck.services.registry.layers import (
-    DEFAULT_MAX_EXPANSION,
     BinaryReader,
     LayerError,
     LayerScan,
-    expansion_limit,
     scan_layer,
 )
 
@@ -65,7 +67,7 @@ class OciLayoutStore:
     def top(self) -> Manifest:
         """The manifest the tag names in index.json (or the only one there), else index.json itself."""
         where = str(self.folder / "index.json")
-        raw = (self.folder / "index.json").read_bytes()
+        raw = self._read(self.folder / "index.json", MAX_JSON_BYTES, f"{self.name}: index.json is missing")
         body = _json(raw, "index.json", where)
         if not isinstance(body, dict) or not isinstance(body.get("manifests", []), list):
             raise InputError(f"{where} is not an OCI image index (a JSON object with a manifests list)", path=where)
@@ -77,15 +79,14 @@ class OciLayoutStore:
             named = [e for e in entries if (e.get("annotations") or {}).get("org.opencontainers.image.ref.name") == self.tag]
             if not named:
                 tags = sorted({str((e.get("annotations") or {}).get("org.opencontainers.image.ref.name")) for e in entries} - {"None"})
-                raise InputError(f"{self.name}: no manifest is tagged {self.tag!r} (tags: {', '.join(tags) or 'none'})",
-                                 path=str(self.folder / "index.json"))
+                raise InputError(f"{self.name}: no manifest is tagged {self.tag!r} (tags: {', '.join(tags) or 'none'})", path=where)
             return self.manifest(named[0]["digest"])
         if len(entries) == 1 and "platform" not in entries[0]:
             return self.manifest(entries[0]["digest"])  # the one image (or index) the layout holds
         if entries and not any("platform" in e for e in entries):
             tags = sorted({str((e.get("annotations") or {}).get("org.opencontainers.image.ref.name")) for e in entries} - {"None"})
             raise InputError(f"{self.name} holds {len(entries)} images; name one as oci-layout:DIR:TAG "
-                             f"(tags: {', '.join(tags) or 'none'})", path=str(self.folder / "index.json"))
+                             f"(tags: {', '.join(tags) or 'none'})", path=where)
         return Manifest(raw=raw, body=body, media_type=OCI_INDEX, digest=sha256_digest(raw))
 
     def manifest(self, digest: str) -> Manifest:
@@ -100,15 +101,20 @@ class OciLayoutStore:
         if not stat.S_ISREG(path.stat().st_mode):
             raise InputError(f"{self.name}: {path} is not a regular file; blobs are read only from regular files", path=str(path))
 
+    def _read(self, path: Path, limit: int, missing: str) -> bytes:
+        """A regular file of the layout, at most ``limit`` bytes (a link to /dev/zero never ends; a FIFO blocks)."""
+        try:
+            return read_regular(path, limit)[0]
+        except FileNotFoundError:
+            raise InputError(missing, path=str(path)) from None
+        except OverLimit:
+            raise InputError(f"{path} is larger than {limit >> 20} MiB", path=str(path)) from None
+        except OSError as exc:
+            raise InputError(f"{self.name}: cannot read {path}: {exc.strerror or exc}", path=str(path)) from None
+
     def blob(self, digest: str, limit: int = MAX_JSON_BYTES) -> bytes:
         path = self._blob_path(digest)
-        try:
-            self._regular(path)
-            if path.stat().st_size > limit:
-                raise InputError(f"{path} is larger than {limit >> 20} MiB", path=str(path))
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise InputError(f"{self.name}: blob {digest} is missing", path=str(path)) from None
+        data = self._read(path, limit, f"{self.name}: blob {digest} is missing")
         try:
             verify_digest(data, digest, str(path))
         except ServiceError as exc:
@@ -226,30 +232,6 @@ class DockerArchiveStore:
         return VerifiedStream(handle, _layer_digest(member, index, diff_ids), f"{self.name}!{member}", size=info.size)
 
 
-class _ChunkStream:
-    """A read(n) file object over an iterator of byte chunks (the Docker SDK's export stream)."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = chunks
-        self._buffer = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        while size < 0 or len(self._buffer) < size:
-            try:
-                chunk = next(self._chunks)
-            except StopIteration:
-                break
-            self._buffer += chunk
-        if size < 0:
-            data, self._buffer = self._buffer, b""
-        else:
-            data, self._buffer = self._buffer[:size], self._buffer[size:]
-        return data
-
-
 def scan_save_stream(stream: IO[bytes], where: str, tag: str | None, read_binary: BinaryReader | None, *,
                      deep_fatbin: bool = False, progress: Callable[[int], None] | None = None,
                      max_expansion: float = DEFAULT_MAX_EXPANSION) -> tuple[ArchiveImage, list[tuple[str, str, LayerScan]]]:
@@ -278,7 +260,8 @@ def scan_save_stream(stream: IO[bytes], where: str, tag: str | None, read_binary
                     continue
                 if not (member.name.endswith("layer.tar") or member.name.startswith("blobs/")):
                     continue
-                reader = VerifiedStream(_Prefixed(head, handle), None, f"{where}!{member.name}", size=member.size)
+                rest = iter(functools.partial(handle.read, 1 << 20), b"")
+                reader = VerifiedStream(ChunkReader(itertools.chain((head,), rest)), None, f"{where}!{member.name}", size=member.size)
                 try:
                     scan = scan_layer(reader, read_binary, deep_fatbin=deep_fatbin, progress=progress,
                                       max_bytes=expansion_limit(member.size, max_expansion))
@@ -308,23 +291,6 @@ def scan_save_stream(stream: IO[bytes], where: str, tag: str | None, read_binary
             raise InputError(f"{where}!{name}: content does not match its digest {expected}", path=where)
         ordered.append((name, digest, scan))
     return image, ordered
-
-
-class _Prefixed:
-    """A reader that yields ``head`` and then the rest of ``handle``."""
-
-    def __init__(self, head: bytes, handle: IO[bytes]) -> None:
-        self._head = head
-        self._handle = handle
-
-    def read(self, size: int = -1) -> bytes:
-        if self._head:
-            if size < 0:
-                data, self._head = self._head + self._handle.read(), b""
-                return data
-            data, self._head = self._head[:size], self._head[size:]
-            return data
-        return self._handle.read(size)
 
 
 class DockerDaemonImage:
@@ -358,7 +324,7 @@ class DockerDaemonImage:
             chunks = self.client.api.get_image(self.name, chunk_size=1 << 20)
         except self._errors.APIError as exc:
             raise ServiceError(f"the Docker engine refused to export {self.name}: {exc}") from None
-        return _ChunkStream(iter(chunks))  # type: ignore[return-value]
+        return ChunkReader(chunks)  # type: ignore[return-value]
 
 
 __all__ = ["INDEX_TYPES", "OCI_MANIFEST", "ArchiveImage", "DockerArchiveStore", "DockerDaemonImage", "OciLayoutStore", "scan_save_stream"]
