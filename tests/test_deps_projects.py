@@ -372,3 +372,14 @@ def test_policy_findings_of_extras_name_only_what_they_add(tmp_path: Path) -> No
             'gpu = ["accelerate", "tqdm==4.67.1"]\n')
     found = [f for f in _scoped(tmp_path, text) if f["gotcha"] == "G9"]
     assert [(f["status"], "extra 'gpu'" in str(f["message"])) for f in found] == [("WARN", True)], found
+
+
+def test_an_explicit_cpu_build_of_torch_is_deliberate_and_installed_one_is_not(tmp_path: Path) -> None:
+    """``torch==2.9.1+cpu`` written in a requirements file asks for the CPU build (a CPU-only venv): INFO. The same
+    version in a freeze of an environment is what is there: a Spark environment without CUDA torch fails."""
+    declared = _write(tmp_path, "requirements.txt", "numpy==2.2.6\ntorch==2.9.1+cpu\n")
+    found = [(f["rule"], f["status"]) for f in _findings(_report(declared), ("INFO", "WARN", "FAIL")) if f["gotcha"] == "G1"]
+    assert found == [("G1-cpu-build", "INFO")]
+    frozen = _write(tmp_path, "frozen.txt", "numpy==2.2.6\ntorch==2.9.1+cpu\n")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", "--kind", "freeze", str(frozen))
+    assert [(f["rule"], f["status"]) for f in _findings(json.loads(proc.stdout)) if f["gotcha"] == "G1"] == [("G1-cpu-build", "FAIL")]

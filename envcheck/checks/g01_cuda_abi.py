@@ -386,8 +386,12 @@ def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
                 yield LOCAL_VERSION.finding(f"torch is a CUDA {build.cuda_major} build, from {how}{_replacing(ctx, pkg)}", pkg.location,
                                             evidence, fix=_FIX_CONDA if pkg.role == "conda" else None)
         elif build.flavor != "cuda":
+            # torch==2.9.1+cpu written out in a declared input asks for the CPU build on purpose (a CPU-only venv or tool)
+            deliberate = build.flavor == "cpu" and not pkg.installed and build_of_version(pkg.version) is not None
             yield CPU_BUILD.finding(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}"
-                                    f"{_replacing(ctx, pkg)}", pkg.location, evidence)
+                                    f"{_replacing(ctx, pkg)}"
+                                    + ("; the +cpu local version asks for the CPU build on purpose" if deliberate else ""),
+                                    pkg.location, evidence, status=Status.INFO if deliberate else None)
         else:
             yield TORCH_BUILD.passed(f"torch is a CUDA {build.cuda_major} build: {how}", pkg.location, **evidence)
 
