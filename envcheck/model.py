@@ -403,6 +403,16 @@ _HOST_TYPES: dict[str, type] = {"launch": list, "expected_bandwidth_gbs": float,
 _HOST_TYPE_NAMES: dict[type, str] = {dict: "an object", list: "a list of objects", float: "a number"}
 
 
+@dataclass(frozen=True)
+class Alternatives:
+    """Opt-in scopes a project declares as alternatives of one another: a uv ``conflicts`` set (never installed
+    together), or extras whose ``[tool.uv.sources]`` take the same package from different indexes (a ``cpu``
+    build and a ``gpu`` one). ``where``: the line that binds each scope (its source entry), in the same order."""
+
+    scopes: tuple[str, ...]
+    where: tuple[Location | None, ...] = ()
+
+
 @dataclass
 class Inventory:
     """Everything a source saw in one target. Plain facts; checks judge them."""
@@ -423,6 +433,8 @@ class Inventory:
     problems: list[ReadProblem] = field(default_factory=list)
     pragmas: list[Pragma] = field(default_factory=list)
     resolved: list[ResolvedFile] = field(default_factory=list)  # --resolve: the files chosen for the target
+    # a project's extras declared as alternatives (envcheck.scopes); like problems, not part of to_json
+    alternatives: list[Alternatives] = field(default_factory=list)
 
     def extend(self, other: Inventory) -> None:
         """Merge ``other`` into this inventory (host readings: ``other`` wins)."""
@@ -437,6 +449,7 @@ class Inventory:
         self.problems.extend(other.problems)
         self.pragmas.extend(other.pragmas)
         self.resolved.extend(other.resolved)
+        self.alternatives.extend(other.alternatives)
 
     def package(self, name: str) -> Package | None:
         """The first package of that canonical name, preferring installed ones."""
