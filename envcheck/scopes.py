@@ -81,8 +81,8 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
     """
     scopes = scopes_of(inventory)
     if not scopes and not any(i.explicit for i in inventory.indexes):
-        return run_checks(inventory)
-    base = run_checks(in_scope(inventory, (), installs))
+        return one_cause(run_checks(inventory))
+    base = one_cause(run_checks(in_scope(inventory, (), installs)))
     if not scopes:
         return base
     separate = max(1, min(MAX_SCOPES, MAX_SCOPED_PACKAGES // max(1, len(inventory.packages))))
@@ -158,20 +158,13 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
     alternative is no way out on a Spark."""
     routes = routes or {}
     platform = _platform_scopes(inventory)
-    by_scope: dict[tuple[tuple[str, ...], str], list[Finding]] = {}
+    by_labels: dict[tuple[str, ...], list[Finding]] = {}
     for finding, named in added:
-        by_scope.setdefault((tuple(named), finding.gotcha), []).append(finding)
-    # a package that is a CUDA 12 build and has no aarch64 wheel either is one cause: the G1 finding says both
-    cannot_install: dict[tuple[str, ...], list[Finding]] = {}
-    for (labels, gotcha), found in list(by_scope.items()):
-        g1_at = {str(f.location) for f in by_scope.get((labels, "G1"), []) if f.status in (Status.WARN, Status.FAIL)}
-        if gotcha == "ARCH" and g1_at:
-            cannot_install[labels] = [f for f in found if str(f.location) in g1_at and f.status in (Status.WARN, Status.FAIL)]
-            rest = [f for f in found if f not in cannot_install[labels]]
-            if rest:
-                by_scope[(labels, gotcha)] = rest
-            else:
-                del by_scope[(labels, gotcha)]
+        by_labels.setdefault(tuple(named), []).append(finding)
+    by_scope: dict[tuple[tuple[str, ...], str], list[Finding]] = {}
+    for scope_labels, findings in by_labels.items():
+        for finding in one_cause(findings):
+            by_scope.setdefault((scope_labels, finding.gotcha), []).append(finding)
     at: dict[str, set[str]] = {}  # a location's package families
     scope_families: dict[str, set[str]] = {}
     for package in inventory.packages:
@@ -207,10 +200,6 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
             first = replace(first, message=first.message + more,
                             evidence={**first.evidence, "count": len(found),
                                       "locations": [str(f.location) for f in found]})
-        if gotcha == "G1" and cannot_install.get(labels):
-            arch = cannot_install[labels]
-            first = replace(first, message=first.message + "; nor can it install here: " + "; ".join(f.message for f in arch),
-                            evidence={**first.evidence, "platforms": sorted({str(p) for f in arch for p in f.evidence.get("platforms", [])})})
         if kept:
             # one finding for the cause, naming every line of it: the binding, and the extra's requirement it serves
             own = first.location.line if first.location else None
@@ -227,6 +216,27 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
                                                     "without this: install that one on a Spark")
         out.append(first)
     return out
+
+
+def one_cause(findings: list[Finding]) -> list[Finding]:
+    """A locked package that is a CUDA 12 build and has no linux/aarch64 wheel either is one cause (the CUDA 13
+    build that fixes the first has one): the G1 finding on its entry says both, with no ARCH finding beside it."""
+    bad = (Status.WARN, Status.FAIL)
+    g1 = {(f.location, f.evidence["package"]): i for i, f in reversed(list(enumerate(findings)))
+          if f.gotcha == "G1" and f.location and f.status in bad and f.evidence.get("package")}
+    out = list(findings)
+    folded: set[int] = set()
+    for i, arch in enumerate(findings):
+        j = (g1.get((arch.location, arch.evidence.get("package")))
+             if arch.gotcha == "ARCH" and arch.location and arch.status in bad and arch.evidence.get("package") else None)
+        if j is None:
+            continue
+        g = out[j]
+        platforms = sorted({str(p) for p in [*g.evidence.get("platforms", []), *arch.evidence.get("platforms", [])]})
+        out[j] = replace(g, status=max(g.status, arch.status, key=lambda s: s.rank),
+                         message=f"{g.message}; nor can it install here: {arch.message}", evidence={**g.evidence, "platforms": platforms})
+        folded.add(i)
+    return [f for i, f in enumerate(out) if i not in folded]
 
 
 def _route_first(found: list[Finding]) -> Finding:

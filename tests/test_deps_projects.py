@@ -518,6 +518,16 @@ def test_a_locked_package_without_an_aarch64_wheel_or_sdist_cannot_install(tmp_p
     assert [(f["rule"], f["status"], f["location"]["line"]) for f in _findings(_report(path))] == expected
 
 
+def test_a_cuda12_build_without_an_aarch64_wheel_is_one_g1_finding(tmp_path: Path) -> None:
+    """In the default install too: the CUDA 13 build that fixes the G1 finding has the wheel, so no ARCH finding."""
+    lock = _write(tmp_path, "uv.lock", 'version = 1\n\n[[package]]\nname = "torch"\nversion = "2.8.0+cu128"\n'
+                  'source = { registry = "https://download.pytorch.org/whl/cu128" }\n'
+                  + _X86_ONLY.replace("files.pythonhosted.org/packages/x/fastkern-1.0", "download.pytorch.org/whl/cu128/torch-2.8.0%2Bcu128"))
+    bad = _findings(_report(lock))
+    assert bad and {f["gotcha"] for f in bad} == {"G1"}
+    assert any("x86_64 only" in f["message"] and f["evidence"]["platforms"] == ["manylinux_2_28_x86_64", "win_amd64"] for f in bad)
+
+
 def test_an_explicit_cpu_build_of_torch_is_deliberate_and_installed_one_is_not(tmp_path: Path) -> None:
     """``torch==2.9.1+cpu`` written in a requirements file asks for the CPU build (a CPU-only venv): INFO. The same
     version in a freeze of an environment is what is there: a Spark environment without CUDA torch fails."""
