@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import types
-import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from envcheck.errors import InputError
+from envcheck.plain_json import from_plain as from_plain
+from envcheck.plain_json import json_list, json_type
 
 if TYPE_CHECKING:
     from envcheck import (
@@ -413,6 +413,16 @@ class HostReadings:
         return cls(**host_values(cls, data, where))
 
 
+@dataclass(frozen=True)
+class Alternatives:
+    """Opt-in scopes a project declares as alternatives of one another: a uv ``conflicts`` set (never installed
+    together), or extras whose ``[tool.uv.sources]`` take the same package from different indexes (a ``cpu``
+    build and a ``gpu`` one). ``where``: the line that binds each scope (its source entry), in the same order."""
+
+    scopes: tuple[str, ...]
+    where: tuple[Location | None, ...] = ()
+
+
 @dataclass
 class Inventory:
     """Everything a source saw in one target. Plain facts; checks judge them."""
@@ -433,6 +443,8 @@ class Inventory:
     problems: list[ReadProblem] = field(default_factory=list)
     pragmas: list[Pragma] = field(default_factory=list)
     resolved: list[ResolvedFile] = field(default_factory=list)  # --resolve: the files chosen for the target
+    # a project's extras declared as alternatives (envcheck.scopes); like problems, not part of to_json
+    alternatives: list[Alternatives] = field(default_factory=list)
 
     def extend(self, other: Inventory) -> None:
         """Merge ``other`` into this inventory (host readings: ``other`` wins)."""
@@ -447,6 +459,7 @@ class Inventory:
         self.problems.extend(other.problems)
         self.pragmas.extend(other.pragmas)
         self.resolved.extend(other.resolved)
+        self.alternatives.extend(other.alternatives)
 
     def package(self, name: str) -> Package | None:
         """The first package of that canonical name, preferring installed ones."""
@@ -477,7 +490,7 @@ class Inventory:
     def from_json(cls, data: Any, where: str = "inventory") -> Inventory:
         """The inventory :meth:`to_json` wrote (problems and pragmas are not part of it)."""
         if not isinstance(data, Mapping):
-            raise InputError(f"{where}: expected an object, found {_json_type(data)}")
+            raise InputError(f"{where}: expected an object, found {json_type(data)}")
         context = data.get("context", "declared")
         if context not in ("declared", "installed"):
             raise InputError(f"{where}.context: expected declared or installed, found {context!r}")
@@ -485,7 +498,7 @@ class Inventory:
         for key, item_cls in _INVENTORY_ITEMS.items():
             items = data.get(key, [])
             if not isinstance(items, list):
-                raise InputError(f"{where}.{key}: expected a list, found {_json_type(items)}")
+                raise InputError(f"{where}.{key}: expected a list, found {json_type(items)}")
             getattr(inventory, key).extend(from_plain(item_cls, item, f"{where}.{key}[{i}]") for i, item in enumerate(items))
         unknown = set(data) - set(_INVENTORY_ITEMS) - {"context", "host"}
         if unknown:
@@ -557,25 +570,25 @@ class Finding:
     def from_json(cls, data: Any, where: str = "finding") -> Finding:
         """The finding :meth:`to_json` wrote (a ``reason`` key, as in ``suppressed``, is ignored)."""
         if not isinstance(data, Mapping):
-            raise InputError(f"{where}: expected an object, found {_json_type(data)}")
+            raise InputError(f"{where}: expected an object, found {json_type(data)}")
         for key in ("rule", "gotcha", "status", "message"):
             if not isinstance(data.get(key), str):
-                raise InputError(f"{where}.{key}: expected text, found {_json_type(data.get(key))}")
+                raise InputError(f"{where}.{key}: expected text, found {json_type(data.get(key))}")
         try:
             status = Status(data["status"])
         except ValueError:
             raise InputError(f"{where}.status: {data['status']!r} is not one of {', '.join(s.value for s in Status)}") from None
         evidence = data.get("evidence", {})
         if not isinstance(evidence, Mapping):
-            raise InputError(f"{where}.evidence: expected an object, found {_json_type(evidence)}")
+            raise InputError(f"{where}.evidence: expected an object, found {json_type(evidence)}")
         location = data.get("location")
         if not isinstance(data.get("policy", False), bool):
-            raise InputError(f"{where}.policy: expected true or false, found {_json_type(data.get('policy'))}")
+            raise InputError(f"{where}.policy: expected true or false, found {json_type(data.get('policy'))}")
         return cls(
             rule=data["rule"], gotcha=data["gotcha"], status=status, message=data["message"],
             location=None if location is None else from_plain(Location, location, f"{where}.location"),
             evidence=dict(evidence), fix=str(data.get("fix", "")),
-            edits=tuple(from_plain(Edit, e, f"{where}.edits[{i}]") for i, e in enumerate(_json_list(data.get("edits", []), f"{where}.edits"))),
+            edits=tuple(from_plain(Edit, e, f"{where}.edits[{i}]") for i, e in enumerate(json_list(data.get("edits", []), f"{where}.edits"))),
             fix_refused=str(data.get("fix_refused", "")),
             policy=data.get("policy") is True,
         )
@@ -605,10 +618,10 @@ class TargetResult:
     def from_json(cls, data: Any, where: str = "target") -> TargetResult:
         """One entry of a JSON report's ``targets`` (``--format json``, ``envcheck snapshot``)."""
         if not isinstance(data, Mapping):
-            raise InputError(f"{where}: expected an object, found {_json_type(data)}")
+            raise InputError(f"{where}: expected an object, found {json_type(data)}")
         for key in ("target", "kind"):
             if not isinstance(data.get(key), str):
-                raise InputError(f"{where}.{key}: expected text, found {_json_type(data.get(key))}")
+                raise InputError(f"{where}.{key}: expected text, found {json_type(data.get(key))}")
         findings = data.get("findings", [])
         suppressed = data.get("suppressed", [])
         if not isinstance(findings, list) or not isinstance(suppressed, list):
@@ -684,109 +697,6 @@ def _plain(obj: Any) -> dict[str, Any]:
             value = list(value)
         out[name] = value
     return out
-
-
-_Plain = TypeVar("_Plain")
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "text", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
-
-
-def _json_list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise InputError(f"{where}: expected a list, found {_json_type(value)}")
-    return value
-
-
-def from_plain(cls: type[_Plain], data: Any, where: str) -> _Plain:
-    """A frozen model dataclass from its ``to_json()`` form, checked field by field: the one reader of the
-    model's JSON (reports, snapshots and every cache).
-
-    Missing fields take their defaults (``_plain`` drops empty values); unknown keys, wrong types and
-    words outside an enum's vocabulary raise :class:`InputError` naming the JSON path.
-    """
-    if not isinstance(data, Mapping):
-        raise InputError(f"{where}: expected an object, found {_json_type(data)}")
-    hints, names, empty_tuples, required = _reading_plan(typing.cast(type, cls))
-    unknown = data.keys() - names
-    if unknown:
-        raise InputError(f"{where}: unknown keys {', '.join(repr(k) for k in sorted(unknown))}")
-    values: dict[str, Any] = {}
-    for name, value in data.items():
-        try:
-            values[name] = _field_value(hints[name], value, name)
-        except InputError as exc:  # the path is built only for an error (a snapshot holds millions of values)
-            raise InputError(f"{where}.{exc.message}") from None
-    for name in empty_tuples:  # _plain drops empty tuples, required ones too (InstallCommand.packages)
-        if name not in values:
-            values[name] = ()
-    missing = [name for name in required if name not in values]
-    if missing:
-        raise InputError(f"{where}: missing {', '.join(missing)}")
-    return cls(**values)
-
-
-@functools.cache
-def _reading_plan(cls: type) -> tuple[dict[str, Any], frozenset[str], tuple[str, ...], tuple[str, ...]]:
-    """A model class's field types, field names, required tuple fields (read as ``()`` when left out) and
-    other required fields: worked out once per class, not once per record."""
-    hints, fields = _fields_of(cls)
-    empty_tuples = tuple(n for n, f in fields.items() if f.default is dataclasses.MISSING and typing.get_origin(hints[n]) is tuple)
-    required = tuple(n for n, f in fields.items() if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-                     and n not in empty_tuples)
-    return hints, frozenset(fields), empty_tuples, required
-
-
-@functools.cache
-def _fields_of(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
-    """A model class's resolved field types and fields (resolving annotations is slow: once per class)."""
-    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
-
-
-@functools.cache
-def _field_plan(hint: Any) -> tuple[bool, Any, bool]:
-    """Whether a field of type ``hint`` may be null, the type of its other values, and whether that is a tuple
-    (resolved once per type: typing's introspection was a third of reading a large snapshot)."""
-    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-    kind = next(o for o in options if o is not type(None))
-    return type(None) in options, kind, typing.get_origin(kind) is tuple
-
-
-def _field_value(hint: Any, value: Any, where: str) -> Any:
-    nullable, kind, is_tuple = _field_plan(hint)
-    if value is None:
-        if nullable:
-            return None
-        raise InputError(f"{where}: may not be null")
-    if kind is str:  # the most common field type first
-        if isinstance(value, str):
-            return value
-        raise InputError(f"{where}: expected text, found {_json_type(value)}")
-    if is_tuple:
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise InputError(f"{where}: expected a list of text, found {_json_type(value)}")
-        return tuple(value)
-    if kind is Location:
-        return from_plain(Location, value, where)
-    if isinstance(kind, type) and issubclass(kind, enum.Enum):
-        try:
-            return kind(value)
-        except ValueError:
-            raise InputError(f"{where}: {value!r} is not one of {', '.join(str(m.value) for m in kind)}") from None
-    if kind is bool:
-        ok = isinstance(value, bool)
-    elif kind is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif kind is str:
-        ok = isinstance(value, str)
-    else:  # pragma: no cover - a model field type this reader does not know yet
-        raise TypeError(f"{where}: no reader for {kind!r}")
-    if not ok:
-        raise InputError(f"{where}: expected {_json_type(kind())}, found {_json_type(value)}")
-    return value
 
 
 _INVENTORY_ITEMS: dict[str, type] = {

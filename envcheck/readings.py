@@ -21,15 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from envcheck.errors import InputError
-
-
-def json_type(value: Any) -> str:
-    """A JSON value's type in words, for error messages."""
-    if value is None:
-        return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "text", list: "a list", dict: "an object"}.get(
-        type(value), type(value).__name__)
-
+from envcheck.plain_json import json_type
 
 _R = TypeVar("_R", bound="Reading")
 

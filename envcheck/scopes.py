@@ -6,6 +6,12 @@ A pyproject or lock file describes more than one install: the default one (``pip
 next to a ``gpu`` one, declared as uv ``conflicts``), so judging them all at once mixes facts that never
 meet. The default install decides a file's verdict; each opt-in scope is judged on its own (the default
 install plus that scope), and what it adds is reported as a WARN that names it, never as a FAIL of the file.
+
+One exception, read from the file: where the project declares its extras as alternatives (uv ``conflicts``,
+or extras whose sources take torch from different indexes) and one of them is for another platform (a
+``cpu`` extra, an extra bound to the cpu index), the other one is the project's GPU build: the route a Spark
+user takes. What breaks it stays a FAIL, and the default install beside it is the project's CPU path, whose
+CPU-only torch is INFO.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from envcheck.model import Finding, Inventory, Package, Status
+from envcheck.knowledge.builds import build_of_index
+from envcheck.model import Finding, Inventory, Location, Package, Status
 
 # Scopes judged one by one; past this many, the rest are judged together (a file with hundreds of
 # extras must not cost hundreds of full check runs). Each scope's run costs about one run over the whole
@@ -56,6 +63,7 @@ def in_scope(inventory: Inventory, scopes: tuple[str, ...] = (), installs: Calla
         problems=[],
         pragmas=list(inventory.pragmas),
         resolved=list(inventory.resolved),  # --resolve: what the default install resolves to
+        alternatives=list(inventory.alternatives),
     )
 
 
@@ -73,8 +81,8 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
     """
     scopes = scopes_of(inventory)
     if not scopes and not any(i.explicit for i in inventory.indexes):
-        return run_checks(inventory)
-    base = run_checks(in_scope(inventory, (), installs))
+        return one_cause(run_checks(inventory))
+    base = one_cause(run_checks(in_scope(inventory, (), installs)))
     if not scopes:
         return base
     separate = max(1, min(MAX_SCOPES, MAX_SCOPED_PACKAGES // max(1, len(inventory.packages))))
@@ -112,8 +120,9 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
                 added[key][1].extend(x for x in labels if x not in added[key][1])
             else:
                 added[key] = (finding, labels)
-    out = list(base)
-    out.extend(_grouped(_fold_policy(out, added.values()), inventory))
+    routes = gpu_routes(inventory)
+    out = [_default_path(f, routes, inventory) for f in base] if routes else list(base)
+    out.extend(_grouped(_fold_policy(out, added.values()), inventory, routes))
     return out
 
 
@@ -160,20 +169,29 @@ def _for_elsewhere(scope: str) -> bool:
 # Gotchas of which build a package is (CUDA major, CPU-only, machine): another scope may offer another build of
 # the same packages. Policy (G9 pins) is not an alternative: an extra without pins does not make another's right.
 _BUILD_GOTCHAS = frozenset({"G1", "ARCH"})
+_CPU_BUILD_RULE = "G1-cpu-build"  # a CPU-only torch (envcheck.checks.g01_cuda_abi)
 
 
 def _family(name: str) -> str:
     return _FLAVOUR.sub("", name.lower().replace("_", "-"))
 
 
-def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory) -> list[Finding]:
+def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
+             routes: dict[str, list[str]] | None = None) -> list[Finding]:
     """What the opt-in scopes add, one finding per scope and gotcha (a CUDA 12 extra of 18 packages, or its
     cu12x index and the +cu12x pins it serves, is one cause), at INFO when the project offers the same packages in another opt-in scope that has no such
     finding (a ``cuda12`` extra beside a ``cuda13`` one, a ``mac`` extra beside a ``gpu`` one: the Spark
-    user picks the other)."""
-    by_scope: dict[tuple[tuple[str, ...], str], list[Finding]] = {}
+    user picks the other). A scope that is the project's GPU build (``routes``) keeps its FAIL: its CPU
+    alternative is no way out on a Spark."""
+    routes = routes or {}
+    platform = _platform_scopes(inventory)
+    by_labels: dict[tuple[str, ...], list[Finding]] = {}
     for finding, named in added:
-        by_scope.setdefault((tuple(named), finding.gotcha), []).append(finding)
+        by_labels.setdefault(tuple(named), []).append(finding)
+    by_scope: dict[tuple[tuple[str, ...], str], list[Finding]] = {}
+    for scope_labels, findings in by_labels.items():
+        for finding in one_cause(findings):
+            by_scope.setdefault((scope_labels, finding.gotcha), []).append(finding)
     at: dict[str, set[str]] = {}  # a location's package families
     scope_families: dict[str, set[str]] = {}
     for package in inventory.packages:
@@ -190,18 +208,33 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory) -
         worst = max(f.status.rank for f in found)  # the worst finding, on a package's line, speaks for the scope
         found.sort(key=lambda f: (f.status.rank != worst, not at.get(str(f.location))))
         families = set().union(*(at.get(str(f.location), set()) for f in found))
+        route = gotcha in _BUILD_GOTCHAS and all(label in routes for label in labels) and found[0].status in (Status.WARN, Status.FAIL)
         alternatives = sorted(s for s, names in scope_families.items()  # other builds of the same packages
                               if gotcha in _BUILD_GOTCHAS and s not in labels and s not in flagged.get(gotcha, set())
-                              and names & families)
-        first = opt_in(found[0], list(labels))
-        elsewhere = [label for label in labels if _for_elsewhere(label)]
+                              and names & families and not (route and any(s in routes[label] for label in labels)))
+        kept = route and not alternatives  # the GPU build, with no other one to install: its level stands
+        if kept:
+            found.insert(0, found.pop(found.index(_route_first(found))))
+            first = _gpu_route(found[0], list(labels), routes, inventory)
+        else:
+            first = opt_in(found[0], list(labels))
+        elsewhere = [label for label in labels if label in platform]
+        # the same line twice (a lock entry's +cu12x version and the index it names) is named once
+        elsewhere_too = [f for f in found[1:] if f.location != found[0].location]
         if len(found) > 1:
-            more = f" (and {len(found) - 1} more like it: " + ", ".join(
-                f"{f.location}" for f in found[1:6]) + (", ..." if len(found) > 6 else "") + ")"
+            more = "" if not elsewhere_too else f" (and {len(elsewhere_too)} more like it: " + ", ".join(
+                f"{f.location}" for f in elsewhere_too[:5]) + (", ..." if len(elsewhere_too) > 5 else "") + ")"
             first = replace(first, message=first.message + more,
                             evidence={**first.evidence, "count": len(found),
                                       "locations": [str(f.location) for f in found]})
-        if first.status is Status.WARN and elsewhere and len(elsewhere) == len(labels):
+        if kept:
+            # one finding for the cause, naming every line of it: the binding, and the extra's requirement it serves
+            own = first.location.line if first.location else None
+            lines = {f.location.line for f in found[1:] if f.location and f.location.line and f.location.line != own}
+            lines.update(first.evidence.get("lines", []))
+            if lines:
+                first = replace(first, evidence={**first.evidence, "lines": sorted(lines)})
+        elif first.status is Status.WARN and elsewhere and len(elsewhere) == len(labels):
             first = replace(first, status=Status.INFO,
                             message=first.message + f"; {' and '.join(elsewhere)} is for another platform, not what a Spark installs")
         elif first.status is Status.WARN and alternatives:
@@ -210,6 +243,108 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory) -
                                                     "without this: install that one on a Spark")
         out.append(first)
     return out
+
+
+def one_cause(findings: list[Finding]) -> list[Finding]:
+    """A locked package that is a CUDA 12 build and has no linux/aarch64 wheel either is one cause (the CUDA 13
+    build that fixes the first has one): the G1 finding on its entry says both, with no ARCH finding beside it."""
+    bad = (Status.WARN, Status.FAIL)
+    g1 = {(f.location, f.evidence["package"]): i for i, f in reversed(list(enumerate(findings)))
+          if f.gotcha == "G1" and f.location and f.status in bad and f.evidence.get("package")}
+    out = list(findings)
+    folded: set[int] = set()
+    for i, arch in enumerate(findings):
+        j = (g1.get((arch.location, arch.evidence.get("package")))
+             if arch.gotcha == "ARCH" and arch.location and arch.status in bad and arch.evidence.get("package") else None)
+        if j is None:
+            continue
+        g = out[j]
+        platforms = sorted({str(p) for p in [*g.evidence.get("platforms", []), *arch.evidence.get("platforms", [])]})
+        out[j] = replace(g, status=max(g.status, arch.status, key=lambda s: s.rank),
+                         message=f"{g.message}; nor can it install here: {arch.message}", evidence={**g.evidence, "platforms": platforms})
+        folded.add(i)
+    return [f for i, f in enumerate(out) if i not in folded]
+
+
+def _route_first(found: list[Finding]) -> Finding:
+    """The finding that speaks for a GPU build's cause: the index its source binds (the line to change) where it
+    is a line of its own, else the package's."""
+    packages_at = {str(f.location) for f in found if "url" not in f.evidence}
+    apart = [f for f in found if "url" in f.evidence and str(f.location) not in packages_at]
+    return apart[0] if apart else found[0]
+
+
+def gpu_routes(inventory: Inventory) -> dict[str, list[str]]:
+    """The opt-in scopes that are the project's GPU build, each with its declared alternatives for another
+    platform: of a set of alternatives (uv ``conflicts``, extras bound to different indexes), a member that is
+    not for another platform where another member is (the ``gpu`` of ``cpu``/``gpu``)."""
+    present = set(scopes_of(inventory))
+    platform = _platform_scopes(inventory)
+    routes: dict[str, list[str]] = {}
+    for scopes in dict.fromkeys([a.scopes for a in inventory.alternatives] + _bound_apart(inventory)):
+        here = [s for s in scopes if s in present]
+        other = [s for s in here if s in platform][:8]  # named in a message: a few are enough, and bounded
+        for scope in here:
+            if other and scope not in platform:
+                known = routes.setdefault(scope, [])
+                known.extend(o for o in other if o not in known and len(known) < 8)
+    return routes
+
+
+def _bound_apart(inventory: Inventory) -> list[tuple[str, ...]]:
+    """Scopes that take one package from different indexes (a lock or pylock whose project declares nothing more)."""
+    by_name: dict[str, dict[str, str]] = {}
+    for p in inventory.packages:
+        if p.scope is not None and p.index:
+            by_name.setdefault(p.name, {}).setdefault(p.scope, p.index)
+    return [tuple(bound) for bound in by_name.values() if len(set(bound.values())) > 1]
+
+
+def _platform_scopes(inventory: Inventory) -> set[str]:
+    """The scopes for another platform than a GPU: named so (``cpu``, ``mac``, ``rocm`` ...), or whose every
+    package taken from a build index comes from a CPU, ROCm or XPU one (``download.pytorch.org/whl/cpu``)."""
+    flavors: dict[str, set[str]] = {}
+    for p in inventory.packages:
+        if p.scope is not None and p.index and (build := build_of_index(p.index)) is not None:
+            flavors.setdefault(p.scope, set()).add(build.flavor)
+    return {s for s in scopes_of(inventory) if _for_elsewhere(s) or (flavors.get(s) and "cuda" not in flavors[s])}
+
+
+def _bindings(scope: str, inventory: Inventory) -> list[Location]:
+    """Where the project binds ``scope`` to its source (the [tool.uv.sources] entry, the lock's requires-dist)."""
+    out: list[Location] = []
+    for alternatives in inventory.alternatives:
+        out.extend(w for s, w in zip(alternatives.scopes, alternatives.where, strict=False) if s == scope and w is not None)
+    return out
+
+
+def _gpu_route(finding: Finding, labels: list[str], routes: dict[str, list[str]], inventory: Inventory) -> Finding:
+    """``finding`` of a scope that is the project's GPU build: named, at its own level, with the lines that bind it."""
+    named = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+    others = list(dict.fromkeys(o for label in labels for o in routes.get(label, [])))
+    bound = [w for label in labels for w in _bindings(label, inventory)]
+    evidence = dict(finding.evidence)
+    evidence["scope"] = labels
+    where = f"bound on line {', '.join(str(w.line) for w in bound)}; " if bound else ""
+    if bound:
+        evidence["lines"] = sorted({w.line for w in bound if w.line is not None})
+    return replace(finding, evidence=evidence, message=(
+        f"with {named}, the project's GPU build ({where}{' and '.join(others)} {'is' if len(others) == 1 else 'are'} "
+        f"its alternative for another platform): "
+        f"{finding.message}"))
+
+
+def _default_path(finding: Finding, routes: dict[str, list[str]], inventory: Inventory) -> Finding:
+    """A CPU-only torch of the default install of a project that declares a GPU build is its CPU path: INFO."""
+    if finding.rule != _CPU_BUILD_RULE or finding.status not in (Status.WARN, Status.FAIL) or finding.location is None:
+        return finding
+    families = {_family(p.name) for p in inventory.packages if p.location == finding.location}
+    offered = [r for r in routes if any(p.scope == r and _family(p.name) in families for p in inventory.packages)]
+    if not offered:
+        return finding
+    return replace(finding, status=Status.INFO, message=(
+        f"{finding.message}; this is the install without extras: the project declares {' and '.join(offered)} as its GPU "
+        "build, the one to install on a Spark"))
 
 
 def opt_in(finding: Finding, labels: list[str]) -> Finding:
@@ -257,7 +392,7 @@ def install_scopes(inventory: Inventory, asked: set[str], every_extra: bool = Fa
 def replace_scopes(inventory: Inventory, chosen: Callable[[str | None], bool]) -> Inventory:
     """A copy of ``inventory`` whose packages and wheels in a ``chosen`` scope are in the default install."""
     out = Inventory(**{f: getattr(inventory, f) for f in ("indexes", "installs", "binaries", "images", "env", "host", "context",
-                                                          "problems", "pragmas")})
+                                                          "problems", "pragmas", "alternatives")})
     out.packages = [replace(p, scope=None) if chosen(p.scope) else p for p in inventory.packages]
     out.wheels = [replace(w, scope=None) if chosen(w.scope) else w for w in inventory.wheels]
     return out

@@ -418,3 +418,168 @@ def test_a_uv_override_replaces_the_requirement_it_overrides(tmp_path: Path) -> 
     assert not inv.problems
     assert [(p.name, p.role, p.location.line) for p in inv.packages if p.name == "transformers"] == [
         ("transformers", "override", 7)]
+
+
+# uv's PyTorch guide pattern with a CPU and a GPU extra: the GPU one is the project's only GPU build on a Spark.
+_CPU_GPU = """[project]
+name = "demo"
+version = "1"
+dependencies = ["numpy==2.2.6"]
+
+[tool.uv.sources]
+torch = [
+    { index = "pytorch-cpu", extra = "{cpu}" },
+    { index = "pytorch-gpu", extra = "{gpu}" },
+]
+
+[[tool.uv.index]]
+name = "pytorch-cpu"
+url = "https://download.pytorch.org/whl/cpu"
+explicit = true
+
+[[tool.uv.index]]
+name = "pytorch-gpu"
+url = "https://download.pytorch.org/whl/{build}"
+explicit = true
+
+[project.optional-dependencies]
+{cpu} = [
+    "torch>=2.9.0",
+]
+{gpu} = [
+    "torch>=2.9.0",
+]
+"""
+
+
+@pytest.mark.parametrize(("cpu", "gpu", "conflicts"), [
+    ("cpu", "gpu", True),  # named for what they are, declared mutually exclusive
+    ("laptop", "cluster", False),  # told apart by the indexes their sources bind: the cpu index is the other platform
+])
+def test_a_gpu_extra_beside_a_cpu_one_is_the_projects_gpu_build(tmp_path: Path, cpu: str, gpu: str, conflicts: bool) -> None:
+    """Its CUDA 12 index is one FAIL at the index URL, the source binding and the extra's requirement as its other
+    lines; the CPU extra stays informational. With a cu130 index the same project is clean."""
+    text = _CPU_GPU.replace("{cpu}", cpu).replace("{gpu}", gpu)
+    if conflicts:
+        text += f'\n[tool.uv]\nconflicts = [[{{ extra = "{cpu}" }}, {{ extra = "{gpu}" }}]]\n'
+    project = _write(tmp_path, "pyproject.toml", text.replace("{build}", "cu128"))
+    bad = [f for f in _findings(_report(project)) if f["gotcha"] in ("G1", "ARCH")]
+    assert [(f["rule"], f["status"], f["location"]["line"], f["evidence"]["lines"]) for f in bad] == [
+        ("G1-cuda12-index", "FAIL", 19, [9, 27])]
+    assert f"extra '{gpu}', the project's GPU build" in bad[0]["message"] and "opt-in" not in bad[0]["message"]
+    project.write_text(text.replace("{build}", "cu130"), encoding="utf-8")
+    assert [f for f in _findings(_report(project)) if f["gotcha"] in ("G1", "ARCH")] == []
+
+
+_GPU_LOCK = '''version = 1
+revision = 3
+requires-python = ">=3.11"
+conflicts = [[
+    { package = "proj", extra = "cpu" },
+    { package = "proj", extra = "gpu" },
+]]
+
+[[package]]
+name = "proj"
+version = "0.1.0"
+source = { virtual = "." }
+dependencies = [
+    { name = "torch", version = "2.9.0", source = { registry = "https://pypi.org/simple" }, marker = "extra != 'extra-4-proj-cpu' and extra != 'extra-4-proj-gpu'" },
+]
+
+[package.optional-dependencies]
+cpu = [
+    { name = "torch", version = "2.9.0+cpu", source = { registry = "https://download.pytorch.org/whl/cpu" } },
+]
+gpu = [
+    { name = "torch", version = "2.8.0+cu128", source = { registry = "https://download.pytorch.org/whl/cu128" } },
+]
+
+[package.metadata]
+requires-dist = [
+    { name = "torch", specifier = ">=2.8.0" },
+    { name = "torch", marker = "extra == 'cpu'", specifier = ">=2.8.0", index = "https://download.pytorch.org/whl/cpu", conflict = { package = "proj", extra = "cpu" } },
+    { name = "torch", marker = "extra == 'gpu'", specifier = ">=2.8.0", index = "https://download.pytorch.org/whl/cu128", conflict = { package = "proj", extra = "gpu" } },
+]
+
+[[package]]
+name = "torch"
+version = "2.8.0+cu128"
+source = { registry = "https://download.pytorch.org/whl/cu128" }
+wheels = [
+    { url = "https://download.pytorch.org/whl/cu128/torch-2.8.0%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl" },
+    { url = "https://download.pytorch.org/whl/cu128/torch-2.8.0%2Bcu128-cp312-cp312-win_amd64.whl" },
+]
+
+[[package]]
+name = "torch"
+version = "2.9.0"
+source = { registry = "https://pypi.org/simple" }
+wheels = [
+    { url = "https://files.pythonhosted.org/packages/t/torch-2.9.0-cp312-cp312-manylinux_2_28_aarch64.whl" },
+]
+
+[[package]]
+name = "torch"
+version = "2.9.0+cpu"
+source = { registry = "https://download.pytorch.org/whl/cpu" }
+wheels = [
+    { url = "https://download.pytorch.org/whl/cpu/torch-2.9.0%2Bcpu-cp312-cp312-manylinux_2_28_aarch64.whl" },
+]
+'''
+
+
+def test_a_locked_gpu_extra_that_cannot_install_fails_once_and_the_default_cpu_path_is_info(tmp_path: Path) -> None:
+    """The GPU extra's torch is a CUDA 12 build with no linux/aarch64 wheel: one FAIL at its entry saying both,
+    the binding line as its other line; PyPI's CPU-only torch that the install without extras gets is INFO."""
+    lock = _write(tmp_path, "uv.lock", _GPU_LOCK)
+    report = _report(lock)
+    bad = [f for f in _findings(report) if f["gotcha"] in ("G1", "ARCH")]
+    assert [(f["rule"], f["status"], f["location"]["line"], f["evidence"]["lines"]) for f in bad] == [
+        ("G1-cuda12-local-version", "FAIL", 33, [29])]
+    assert "x86_64 only" in bad[0]["message"] and bad[0]["evidence"]["platforms"] == ["manylinux_2_28_x86_64", "win_amd64"]
+    default = [f for f in _findings(report, ("INFO",)) if f["rule"] == "G1-cpu-build" and f["location"]["line"] == 42]
+    assert len(default) == 1 and "extra 'gpu' as its GPU build" in default[0]["message"]
+
+
+_X86_ONLY = ('wheels = [\n    { url = "https://files.pythonhosted.org/packages/x/fastkern-1.0-cp312-cp312-manylinux_2_28_x86_64.whl" },\n'
+             '    { url = "https://files.pythonhosted.org/packages/x/fastkern-1.0-cp312-cp312-win_amd64.whl" },\n]\n')
+
+
+@pytest.mark.parametrize(("name", "lock", "expected"), [
+    ("uv.lock", 'version = 1\n\n[[package]]\nname = "fastkern"\nversion = "1.0"\nsource = { registry = "https://pypi.org/simple" }\n'
+     + _X86_ONLY, [("ARCH-wheel-platform", "FAIL", 4)]),
+    ("uv.lock", 'version = 1\n\n[[package]]\nname = "fastkern"\nversion = "1.0"\nsource = { registry = "https://pypi.org/simple" }\n'
+     'sdist = { url = "https://files.pythonhosted.org/packages/x/fastkern-1.0.tar.gz" }\n' + _X86_ONLY,
+     [("ARCH-wheel-platform", "WARN", 4)]),  # uv builds the sdist on the Spark
+    ("pylock.toml", 'lock-version = "1.0"\ncreated-by = "uv"\n\n[[packages]]\nname = "fastkern"\nversion = "1.0"\n'
+     + _X86_ONLY.replace("wheels = [", "wheels = [\n").replace("{ url", "{ name = \"fastkern-1.0-cp312-cp312-manylinux_2_28_x86_64.whl\", url", 1),
+     [("ARCH-wheel-platform", "FAIL", 5)]),
+    ("pylock.toml", 'lock-version = "1.0"\ncreated-by = "uv"\n\n[[packages]]\nname = "fastkern"\nversion = "1.0"\n'
+     'marker = "platform_machine == \'x86_64\'"\n' + _X86_ONLY, []),  # never installed on aarch64
+])
+def test_a_locked_package_without_an_aarch64_wheel_or_sdist_cannot_install(tmp_path: Path, name: str, lock: str,
+                                                                            expected: list[tuple[str, str, int]]) -> None:
+    path = _write(tmp_path, name, lock)
+    assert [(f["rule"], f["status"], f["location"]["line"]) for f in _findings(_report(path))] == expected
+
+
+def test_a_cuda12_build_without_an_aarch64_wheel_is_one_g1_finding(tmp_path: Path) -> None:
+    """In the default install too: the CUDA 13 build that fixes the G1 finding has the wheel, so no ARCH finding."""
+    lock = _write(tmp_path, "uv.lock", 'version = 1\n\n[[package]]\nname = "torch"\nversion = "2.8.0+cu128"\n'
+                  'source = { registry = "https://download.pytorch.org/whl/cu128" }\n'
+                  + _X86_ONLY.replace("files.pythonhosted.org/packages/x/fastkern-1.0", "download.pytorch.org/whl/cu128/torch-2.8.0%2Bcu128"))
+    bad = _findings(_report(lock))
+    assert bad and {f["gotcha"] for f in bad} == {"G1"}
+    assert any("x86_64 only" in f["message"] and f["evidence"]["platforms"] == ["manylinux_2_28_x86_64", "win_amd64"] for f in bad)
+
+
+def test_an_explicit_cpu_build_of_torch_is_deliberate_and_installed_one_is_not(tmp_path: Path) -> None:
+    """``torch==2.9.1+cpu`` written in a requirements file asks for the CPU build (a CPU-only venv): INFO. The same
+    version in a freeze of an environment is what is there: a Spark environment whose torch runs on the CPU (WARN)."""
+    declared = _write(tmp_path, "requirements.txt", "numpy==2.2.6\ntorch==2.9.1+cpu\n")
+    found = [(f["rule"], f["status"]) for f in _findings(_report(declared), ("INFO", "WARN", "FAIL")) if f["gotcha"] == "G1"]
+    assert found == [("G1-cpu-build", "INFO")]
+    frozen = _write(tmp_path, "frozen.txt", "numpy==2.2.6\ntorch==2.9.1+cpu\n")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", "--kind", "freeze", str(frozen))
+    assert [(f["rule"], f["status"]) for f in _findings(json.loads(proc.stdout)) if f["gotcha"] == "G1"] == [("G1-cpu-build", "WARN")]

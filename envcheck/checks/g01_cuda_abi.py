@@ -382,8 +382,10 @@ def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
                                             evidence, fix=_FIX_CONDA if pkg.role == "conda" else None)
         elif build.flavor != "cuda":
             explicit = "PyPI serves" not in how  # asked for (+cpu, the cpu index, uv --torch-backend=cpu), not PyPI's default
+            # torch==2.9.1+cpu written out in a declared input asks for the CPU build on purpose (a CPU-only venv or tool)
+            pinned = build.flavor == "cpu" and not pkg.installed and build_of_version(pkg.version) is not None
             yield _cpu_build(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}"
-                             f"{_replacing(ctx, pkg)}", pkg.location, evidence, build, explicit)
+                             f"{_replacing(ctx, pkg)}", pkg.location, evidence, build, explicit, pinned)
         else:
             yield TORCH_BUILD.passed(f"torch is a CUDA {build.cuda_major} build: {how}", pkg.location, **evidence)
 
@@ -393,12 +395,16 @@ _CPU_NAMED = re.compile(r"(?i)(?:^|[-_.])cpu(?:$|[-_.])")
 
 
 def _cpu_build(message: str, location: Location | None, evidence: Mapping[str, object], build: CudaBuild,
-               explicit: bool) -> Finding:
+               explicit: bool, pinned: bool = False) -> Finding:
     """A G1-cpu-build finding at the level its build deserves: a ROCm/XPU build has no linux/aarch64 wheel (FAIL);
     a CPU-only torch runs on the Grace CPU (WARN), unless the input asks for it on purpose (``explicit``: the
-    whl/cpu index, a +cpu pin) in a file or stage named for the CPU, which is that variant's point (INFO)."""
+    whl/cpu index, a +cpu pin) in a file or stage named for the CPU, which is that variant's point (INFO), or
+    ``pinned`` as ``torch==X+cpu`` in a declared input (a CPU-only venv or tool: INFO too)."""
     if build.flavor != "cpu":
         return CPU_BUILD.finding(message, location, evidence, status=Status.FAIL)
+    if pinned:
+        return CPU_BUILD.info(f"{message}; the +cpu local version asks for the CPU build on purpose", location,
+                              **evidence, deliberate=True)
     named = _cpu_name(location) if explicit else None
     if named is not None:
         return CPU_BUILD.info(f"{message}; {named} is named for the CPU, so a CPU-only torch is what it asks for", location,

@@ -20,6 +20,7 @@ from envcheck.inspect.markers import with_extras
 from envcheck.inspect.pip_args import long_number, shown
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.model import (
+    Alternatives,
     IndexOption,
     InstallCommand,
     Inventory,
@@ -160,6 +161,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         inventory.packages.extend(_overrides(data.get("manifest"), text, path))
     inventory.installs.append(InstallCommand(tool="requirements", packages=tuple(dict.fromkeys(names)), text=f"install from {path.name}",
                                              location=Location(str(path))))
+    if graph is not None:
+        inventory.alternatives.extend(_alternatives(data, [entries[i] for i in graph.roots], text, path))
     return inventory
 
 
@@ -395,6 +398,48 @@ def _direct_url(entry: dict[str, Any]) -> str | None:
 
 def raise_problem(inventory: Inventory, path: Path, message: str) -> None:
     inventory.problems.append(ReadProblem(message, Location(str(path))))
+
+
+# A requirement of the project bound to an index for one extra, as uv writes it under [package.metadata]:
+# { name = "torch", marker = "extra == 'gpu'", specifier = ">=2.8.0", index = "https://...", conflict = {...} }
+_BOUND_LINE = re.compile(r"""^\s*\{\s*name\s*=\s*"([^"]+)",\s*marker\s*=\s*"extra == '([^']+)'".*\bindex\s*=""")
+
+
+def _alternatives(data: dict[str, Any], roots: list[dict[str, Any]], text: str, path: Path) -> list[Alternatives]:
+    """The project's extras that uv.lock records as alternatives: its ``conflicts`` sets, and the extras whose
+    requirements the project binds to different indexes (``[package.metadata] requires-dist`` entries with an
+    ``index``), located at those entries."""
+    projects = {canonical(str(r.get("name"))) for r in roots}
+    out: dict[frozenset[str], Alternatives] = {}
+    conflicts = data.get("conflicts")
+    for group in conflicts if isinstance(conflicts, list) else []:
+        scopes = tuple(dict.fromkeys(f"{key} {item[key]!r}" for item in (group if isinstance(group, list) else [])
+                                     if isinstance(item, dict) and canonical(str(item.get("package", ""))) in projects
+                                     for key in ("extra", "group") if isinstance(item.get(key), str)))
+        if len(scopes) > 1:
+            out.setdefault(frozenset(scopes), Alternatives(scopes))
+    bound: dict[str, dict[str, str]] = {}  # package -> extra -> index
+    for root in roots:
+        metadata = root.get("metadata")
+        requires = metadata.get("requires-dist") if isinstance(metadata, dict) else None
+        for req in requires if isinstance(requires, list) else []:
+            if not isinstance(req, dict) or not isinstance(req.get("index"), str) or not isinstance(req.get("marker"), str):
+                continue
+            m = re.fullmatch(r"extra == '([^']+)'", req["marker"].strip())
+            if m and isinstance(req.get("name"), str):
+                bound.setdefault(canonical(req["name"]), {})[m.group(1)] = req["index"]
+    bound = {name: extras for name, extras in bound.items() if len(set(extras.values())) > 1}
+    if bound:
+        lines: dict[tuple[str, str], int] = {}
+        for number, line in enumerate(text.split("\n"), start=1):
+            m = _BOUND_LINE.match(line) if "index" in line else None
+            if m:
+                lines.setdefault((canonical(m.group(1)), m.group(2)), number)
+        for name, extras in bound.items():
+            scopes = tuple(f"extra {e!r}" for e in extras)
+            where = tuple(Location(str(path), line=lines[(name, e)]) if (name, e) in lines else None for e in extras)
+            out[frozenset(scopes)] = Alternatives(scopes, where)
+    return list(out.values())
 
 
 _NAME_LINE = re.compile(r"""^\s*name\s*=\s*["']([^"']*)["']""")

@@ -19,6 +19,7 @@ from envcheck.inspect.markers import all_of, negated
 from envcheck.inspect.pip_args import parse_requirement_text, shown
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.model import (
+    Alternatives,
     IndexOption,
     InstallCommand,
     Inventory,
@@ -204,6 +205,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     inventory.packages.extend(_with_sources(reader, packages, reader.table(uv, "sources"), indexes))
     if options.with_lock:
         inventory.packages[:] = _locked(inventory.packages, path, options, defaults)
+    inventory.alternatives.extend(_alternatives(reader, uv))
     names = tuple(dict.fromkeys(p.name for p in inventory.packages if p.scope is None and p.role == Role.REQUIREMENT))
     inventory.installs.append(InstallCommand(tool="requirements", packages=names, text=f"pip install {path.parent.name or '.'}",
                                              location=Location(str(path))))
@@ -382,3 +384,41 @@ def _sourced(reader: _Reader, pkg: Package, entry: dict[str, Any], indexes: dict
     if entry.get("workspace") is True:
         return None  # a member of the same workspace: read its own pyproject.toml
     return pkg
+
+
+def _scope_named(entry: Any) -> str | None:
+    """``{ extra = "gpu" }`` -> ``extra 'gpu'`` (a conflicts item or a source entry); None for anything else."""
+    if not isinstance(entry, dict):
+        return None
+    for key in ("extra", "group"):
+        if isinstance(entry.get(key), str):
+            return f"{key} {entry[key]!r}"
+    return None
+
+
+def _alternatives(reader: _Reader, uv: dict[str, Any]) -> list[Alternatives]:
+    """Extras and groups the project declares as alternatives: each ``[tool.uv] conflicts`` set, and the scopes
+    whose ``[tool.uv.sources]`` entries take one package from different indexes (uv's PyTorch guide: a ``cpu``
+    extra from the cpu index, a ``gpu`` one from a CUDA index), located at those entries."""
+    out: dict[frozenset[str], Alternatives] = {}
+    conflicts = uv.get("conflicts")
+    for group in conflicts if isinstance(conflicts, list) else []:
+        scopes = tuple(dict.fromkeys(s for s in map(_scope_named, group if isinstance(group, list) else []) if s))
+        if len(scopes) > 1:
+            out.setdefault(frozenset(scopes), Alternatives(scopes))
+    sources = uv.get("sources")
+    for name, value in sources.items() if isinstance(sources, dict) else ():
+        bound = [(scope, str(e["index"])) for e in (value if isinstance(value, list) else [])
+                 if (scope := _scope_named(e)) is not None and isinstance(e.get("index"), str)]
+        if len({index for _, index in bound}) < 2:
+            continue
+        cursor = reader.lines.key(("tool", "uv", "sources", str(name))) or 0
+        where: list[Location | None] = []
+        for scope, _ in bound:  # each entry's line: the first line after the previous one naming its extra or group
+            found = reader.lines.find(scope.partition(" ")[2].strip("'"), cursor, cursor + 64)
+            where.append(reader.loc(found) if found is not None else None)
+            cursor = found + 1 if found is not None else cursor
+        scopes = tuple(scope for scope, _ in bound)
+        # a source binding says where each scope's build comes from: it replaces a bare conflicts set
+        out[frozenset(scopes)] = Alternatives(scopes, tuple(where))
+    return list(out.values())
