@@ -32,6 +32,8 @@ class Profile:
     # The largest share of memory one server may claim (vLLM --gpu-memory-utilization); 0 = no limit.
     # On unified memory it is a share of the one pool the OS and every process also use.
     serve_memory_fraction_max: float = 0.0
+    # GPUs in one machine; 0 = not said. A tensor-parallel degree above it cannot stay on one machine.
+    gpus_per_node: int = 0
 
     @property
     def sm(self) -> int:
@@ -102,6 +104,7 @@ def _from_data(data: dict[str, Any], origin: str) -> Profile:
             power_rating_w=float(p["power_rating_w"]),
             marker_env=marker_env,
             serve_memory_fraction_max=float(p.get("serve_memory_fraction_max", 0.0)),
+            gpus_per_node=int(p.get("gpus_per_node", 0)),
         )
     except (KeyError, ValueError, TypeError, IndexError) as exc:
         raise UsageError(f"profile {origin} is missing or has a bad field: {exc}") from exc

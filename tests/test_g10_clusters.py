@@ -48,12 +48,62 @@ def test_tensor_parallelism_over_a_ray_cluster_in_a_script(tmp_path: Path, setti
     assert "tp=2" in finding["message"] and "Ray cluster" in finding["message"]
 
 
-def test_tensor_parallelism_without_a_cluster_stays_quiet(tmp_path: Path) -> None:
-    """tp=2 with no Ray/MPI cluster and no node count: within one node, not G10's business."""
+EXEC_SERVE = """\
+    #!/bin/bash
+    export VLLM_CONTAINER=$(docker ps --format '{{{{.Names}}}}' | grep -E 'node-')
+    # vllm serve Qwen/Qwen3-8B --tensor-parallel-size 4
+    docker exec -it $VLLM_CONTAINER /bin/bash -c "
+      export NCCL_SOCKET_IFNAME=enp1s0f1np1
+      vllm serve 'Qwen/Qwen3-30B-A3B-Thinking-2507' \\
+        {flag} \\
+        --gpu-memory-utilization 0.7 \\
+        --port 8888
+    "
+    """
+
+
+@pytest.mark.parametrize(("flag", "warned"), [
+    ("--tensor-parallel-size 2", True),
+    ("-tp 2 --pipeline-parallel-size 2", True),
+    ("--pipeline-parallel-size 2", False),  # pipeline stages across Sparks: fine
+    ("-pp 2", False),
+    ("--data-parallel-size 2", False),  # replicas, one per Spark: fine
+    ("--tensor-parallel-size 1 --data-parallel-size 2", False),
+])
+def test_tensor_parallelism_above_one_gpu_with_no_node_count(tmp_path: Path, flag: str, warned: bool) -> None:
+    """`docker exec` into a Ray container another script started: no node count, no cluster in the file, yet a Spark
+    has one GPU, so tp=2 runs across Sparks (or cannot start); the commented tp=4 line says nothing."""
     script = tmp_path / "serve.sh"
-    script.write_text("#!/bin/bash\nTP=2\nvllm serve Qwen/Qwen3-8B --tensor-parallel-size $TP --gpu-memory-utilization 0.8\n",
+    script.write_text(textwrap.dedent(EXEC_SERVE.format(flag=flag)), encoding="utf-8")
+    found = _g10(script)
+    if not warned:
+        assert found == []
+        return
+    (finding,) = found
+    assert finding["status"] == "WARN" and finding["location"]["line"] == 7  # the flag's line
+    assert "tp=2" in finding["message"] and "1 GPU per node" in finding["message"]
+
+
+def test_tensor_parallelism_within_a_profile_with_more_gpus_per_node(tmp_path: Path) -> None:
+    """tp=2 with no node count on a profile with 4 GPUs a node stays within one node; one node said, tp=2 on a Spark
+    is no pass (and not across nodes)."""
+    script = tmp_path / "serve.sh"
+    script.write_text("#!/bin/bash\nvllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --gpu-memory-utilization 0.8\n",
                       encoding="utf-8")
-    assert _g10(script) == []
+    spark = (Path(__file__).parents[1] / "envcheck" / "profiles" / "dgx-spark.toml").read_text(encoding="utf-8")
+    profile = tmp_path / "four-gpus.toml"
+    profile.write_text(spark.replace("gpus_per_node = 1", "gpus_per_node = 4"), encoding="utf-8")
+    done = run_envcheck("--format", "json", "--profile", str(profile), str(script))
+    assert done.returncode in (0, 1), done.stderr
+    g10 = [f for f in json.loads(done.stdout)["targets"][0]["findings"] if f["rule"] == "G10-tp-across-nodes"]
+    assert [f["status"] for f in g10] == ["PASS"]
+    assert len(_g10(script)) == 1  # the same script on the Spark profile
+    torchrun = tmp_path / "train.sh"
+    torchrun.write_text("#!/bin/bash\ntorchrun --nnodes 1 --nproc-per-node 2 train.py --tensor-model-parallel-size 2\n",
+                        encoding="utf-8")
+    done = run_envcheck("--format", "json", "-v", str(torchrun))
+    g10 = [f for f in json.loads(done.stdout)["targets"][0]["findings"] if f["rule"] == "G10-tp-across-nodes"]
+    assert [f["status"] for f in g10] == ["INFO"] and "on one node" in g10[0]["message"]
 
 
 HEAD = """\

@@ -28,7 +28,10 @@ TP_ACROSS_NODES = rule(
     (--launch-config: JSON/YAML, DeepSpeed hostfile) and warns when more than one node is combined
     with a tensor-parallel degree above 1, or a tensor-parallel degree above 1 with a Ray or MPI cluster
     (``ray start``, ``--distributed-executor-backend ray``, ``mpirun``): a Spark has one GPU, so those
-    ranks run on other Sparks. Launch commands in compose services, Kubernetes containers,
+    ranks run on other Sparks. With no node count and no cluster in the input (``docker exec`` into a Ray
+    container another script started), a tensor-parallel degree above the profile's gpus_per_node (1 on a
+    Spark) warns too: its ranks can only run on other machines, or the launch cannot start. Pipeline and
+    data parallelism across Sparks are fine. Launch commands in compose services, Kubernetes containers,
     shell scripts and notebooks are read the same way. A tensor-parallel size given by a variable or
     positional parameter the input does not set (--tensor-parallel-size "$3") is unknown, not 1: across
     several nodes, or over a Ray cluster the script spans machines with (ray start --head here, ray start
@@ -55,7 +58,8 @@ def _unknown_tp(launch: LaunchReading) -> str | None:
 
 @check(TP_ACROSS_NODES)
 def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
-    """WARN for nodes > 1 with tp > 1; PASS otherwise; SKIP when no launch was given."""
+    """WARN for nodes > 1 with tp > 1, and for tp above the profile's GPUs per node with no node count; PASS
+    otherwise; SKIP when no launch was given."""
     launches = ctx.inventory.host.launch
     if not is_live(ctx) and not launches:  # a file's launch commands (compose, script): none, nothing to say
         return
@@ -65,6 +69,8 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
         yield TP_ACROSS_NODES.finding("no --launch or --launch-config given", status=Status.SKIP)
         return
     failed = False
+    per_node = ctx.profile.gpus_per_node
+    counted = max(item.nodes or 0 for item in launches)  # a hostfile given beside a config: the two add up (below)
     for launch in launches:
         nodes = launch.nodes or 1
         tp = launch.tp or 1
@@ -92,6 +98,15 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
         elif nodes > 1 and tp > 1:
             failed = True
             yield TP_ACROSS_NODES.finding(f"{origin}: tensor parallelism (tp={tp}) across {nodes} nodes; use DDP/FSDP across Sparks", where, evidence)
+        elif not counted and 0 < per_node < tp:  # no node count: tp ranks beyond one machine's GPUs span machines
+            failed = True
+            yield TP_ACROSS_NODES.finding(
+                f"{origin}: tensor parallelism (tp={tp}) with no node count: a {ctx.profile.name} has {per_node} GPU per node,"
+                f" so the {tp} ranks run on other machines (a cluster started elsewhere), or the launch cannot start;"
+                " use pipeline parallelism (or DDP/FSDP) across Sparks", where, {**evidence, "gpus_per_node": per_node})
+        elif counted == 1 and 0 < per_node < tp:  # one node said, more ranks than its GPUs: not across nodes, but not a pass either
+            yield TP_ACROSS_NODES.info(f"{origin}: tensor parallelism (tp={tp}) on one node: a {ctx.profile.name} has"
+                                       f" {per_node} GPU per node", where, **{**evidence, "gpus_per_node": per_node})
         elif nodes > 1:
             yield TP_ACROSS_NODES.passed(f"{origin}: {nodes} nodes without tensor parallelism", where, **evidence)
         else:
