@@ -32,6 +32,8 @@ class Profile:
     # The largest share of memory one server may claim (vLLM --gpu-memory-utilization); 0 = no limit.
     # On unified memory it is a share of the one pool the OS and every process also use.
     serve_memory_fraction_max: float = 0.0
+    gpus_per_node: int = 0  # GPUs one machine has; 0 = not said
+    memory_gb: float = 0.0  # the memory one machine has (on unified memory: the pool CPU and GPU share); 0 = not said
 
     @property
     def sm(self) -> int:
@@ -102,6 +104,8 @@ def _from_data(data: dict[str, Any], origin: str) -> Profile:
             power_rating_w=float(p["power_rating_w"]),
             marker_env=marker_env,
             serve_memory_fraction_max=float(p.get("serve_memory_fraction_max", 0.0)),
+            gpus_per_node=int(p.get("gpus_per_node", 0)),
+            memory_gb=float(p.get("memory_gb", 0.0)),
         )
     except (KeyError, ValueError, TypeError, IndexError) as exc:
         raise UsageError(f"profile {origin} is missing or has a bad field: {exc}") from exc
