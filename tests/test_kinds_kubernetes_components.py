@@ -111,3 +111,128 @@ def test_dynamo_services_are_read_with_their_node_count(tmp_path: Path) -> None:
     assert {f["status"] for f in _hits(target, "G10-tp-across-nodes")} == {"WARN"}
     # pipeline parallelism across the two nodes is fine: nothing after the Single service's line
     assert max(lines) < _line(text, "Single:")
+
+
+GPUS = """
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: tp2}
+    spec:
+      template:
+        spec:
+          containers:
+            - name: vllm
+              image: nvcr.io/nvidia/vllm:25.11-py3
+              command: ["vllm", "serve", "Qwen/Qwen3-8B"]
+              args:
+                - --tensor-parallel-size
+                - "2"
+              resources:
+                requests:
+                  nvidia.com/gpu: "2"
+                limits:
+                  nvidia.com/gpu: "2"
+            - name: one
+              image: nvcr.io/nvidia/vllm:25.11-py3
+              command: ["vllm", "serve", "Qwen/Qwen3-0.6B"]
+              resources:
+                limits:
+                  nvidia.com/gpu: 1
+            - name: slices
+              image: nvcr.io/nvidia/vllm:25.11-py3
+              command: ["vllm", "serve", "Qwen/Qwen3-0.6B"]
+              resources:
+                limits:
+                  nvidia.com/mig-1g.10gb: "2"
+                  nvidia.com/gpu.shared: "4"
+                claims:
+                  - name: gpus
+    ---
+    apiVersion: nvidia.com/v1alpha1
+    kind: DynamoComponentDeployment
+    metadata: {name: worker}
+    spec:
+      resources:
+        requests:
+          gpu: "4"
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1
+"""
+
+
+def test_a_pod_asking_for_more_gpus_than_a_spark_has_is_g10_fail_at_the_request(tmp_path: Path) -> None:
+    """nvidia.com/gpu (or Dynamo's gpu) above one GPU a node: never scheduled on a Spark, one FAIL at the limit
+    (the request and the TP flag as its other lines), with or without a launch; one GPU, MIG slices, shared
+    resources and DRA claims are not counted."""
+    manifest = _write(tmp_path / "gpus.yaml", GPUS)
+    target = _target(manifest)
+    text = manifest.read_text(encoding="utf-8")
+    hits = _hits(target, "G10-pod-gpus-over-node")
+    assert [(f["status"], f["location"]["line"]) for f in hits] == [
+        ("FAIL", _line(text, 'nvidia.com/gpu: "2"', _line(text, "limits:"))), ("FAIL", _line(text, 'gpu: "4"'))]
+    assert hits[0]["evidence"]["lines"] == sorted([_line(text, 'nvidia.com/gpu: "2"'), _line(text, "- --tensor-parallel-size")])
+    assert "2 GPUs" in hits[0]["message"] and "tp=2" in hits[0]["message"]
+    assert "4 GPUs" in hits[1]["message"] and "DynamoComponentDeployment/worker" in hits[1]["message"]
+    assert not _hits(target, "G10-tp-across-nodes")
+
+
+MEMORY = """
+    apiVersion: nvidia.com/v1alpha1
+    kind: DynamoGraphDeployment
+    metadata: {name: kv}
+    spec:
+      services:
+        Prefill:
+          resources:
+            requests:
+              gpu: "1"
+              memory: "200Gi"
+            limits:
+              gpu: "1"
+              memory: "250Gi"
+          extraPodSpec:
+            mainContainer:
+              image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1
+              command: [python3, -m, dynamo.vllm]
+              args: [--model, Qwen/Qwen3-8B, --gpu-memory-utilization, "0.23"]
+    ---
+    apiVersion: v1
+    kind: Pod
+    metadata: {name: mem}
+    spec:
+      containers:
+        - name: limit-only
+          image: nvcr.io/nvidia/pytorch:25.11-py3
+          resources:
+            limits: {memory: 140G, nvidia.com/gpu: "1"}
+        - name: loose-limit
+          image: nvcr.io/nvidia/pytorch:25.11-py3
+          resources:
+            requests: {memory: 64Gi, nvidia.com/gpu: "1"}
+            limits: {memory: 1Ti, nvidia.com/gpu: "1"}
+        - name: fits
+          image: nvcr.io/nvidia/pytorch:25.11-py3
+          resources:
+            requests: {memory: 100Gi}
+            limits: {memory: 128G}
+        - name: unreadable
+          image: nvcr.io/nvidia/pytorch:25.11-py3
+          resources:
+            requests: {memory: 1e400Gi}
+"""
+
+
+def test_a_container_asking_for_more_memory_than_the_pool_is_g3(tmp_path: Path) -> None:
+    """A memory request above the Spark's 128 GB (or a limit that is its request) is never scheduled: FAIL at the
+    request; a limit above it over a request inside it is never enforced: WARN; within the pool: silent."""
+    manifest = _write(tmp_path / "memory.yaml", MEMORY)
+    target = _target(manifest)
+    text = manifest.read_text(encoding="utf-8")
+    hits = _hits(target, "G3-pod-memory-over-pool")
+    assert [(f["status"], f["location"]["line"]) for f in hits] == [
+        ("FAIL", _line(text, 'memory: "200Gi"')), ("FAIL", _line(text, "memory: 140G")), ("WARN", _line(text, "memory: 1Ti"))]
+    assert hits[0]["evidence"]["lines"] == [_line(text, 'memory: "250Gi"')]
+    assert "200Gi" in hits[0]["message"] and "never scheduled" in hits[0]["message"]
+    # the small --gpu-memory-utilization share stays silent
+    assert not _hits(target, "G3-memory-fraction")

@@ -329,7 +329,7 @@ def _script(container: YMap, words: list[str], path: str, stage: str) -> tuple[s
 # (nvidia.com/gpu.shared) and a DRA claim (resources.claims, counted in its ResourceClaim) are not read.
 _MEMORY_UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
                  "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "m": 1e-3, "": 1.0}
-_QUANTITY = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d{1,3}))?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?")
+_QUANTITY = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d{1,2}))?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?")
 
 
 def quantity_bytes(text: str) -> float | None:
