@@ -28,12 +28,14 @@ class Profile:
     bandwidth_gbs: tuple[float, float]  # sustained planning range
     bandwidth_spec_gbs: float
     power_rating_w: float
+    # The memory one machine has (on unified memory: the one pool CPU and GPU share); 0 = not said.
+    memory_gb: float = 0.0
     marker_env: dict[str, str] = field(default_factory=dict)
     # The largest share of memory one server may claim (vLLM --gpu-memory-utilization); 0 = no limit.
     # On unified memory it is a share of the one pool the OS and every process also use.
     serve_memory_fraction_max: float = 0.0
-    gpus_per_node: int = 0  # GPUs one machine has; 0 = not said
-    memory_gb: float = 0.0  # the memory one machine has (on unified memory: the pool CPU and GPU share); 0 = not said
+    # GPUs in one machine; 0 = not said. A tensor-parallel degree above it cannot stay on one machine.
+    gpus_per_node: int = 0
 
     @property
     def sm(self) -> int:
@@ -102,10 +104,10 @@ def _from_data(data: dict[str, Any], origin: str) -> Profile:
             bandwidth_gbs=(float(p["bandwidth_gbs"][0]), float(p["bandwidth_gbs"][1])),
             bandwidth_spec_gbs=float(p["bandwidth_spec_gbs"]),
             power_rating_w=float(p["power_rating_w"]),
+            memory_gb=float(p.get("memory_gb", 0.0)),
             marker_env=marker_env,
             serve_memory_fraction_max=float(p.get("serve_memory_fraction_max", 0.0)),
             gpus_per_node=int(p.get("gpus_per_node", 0)),
-            memory_gb=float(p.get("memory_gb", 0.0)),
         )
     except (KeyError, ValueError, TypeError, IndexError) as exc:
         raise UsageError(f"profile {origin} is missing or has a bad field: {exc}") from exc
