@@ -66,6 +66,8 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
         return
     failed = False
     for launch in launches:
+        if in_one_pod(launch, ctx.profile.gpus_per_node):
+            continue  # G10-pod-gpus-over-node says it: the pod never schedules, its ranks are not across nodes
         nodes = launch.nodes or 1
         tp = launch.tp or 1
         origin = launch.origin or "--launch"
@@ -149,3 +151,10 @@ def pod_gpus(ctx: CheckContext) -> Iterator[Finding]:
                 f"the pod is never scheduled on a Spark{why}", where, evidence)
         else:
             yield POD_GPUS.passed(f"{said}{count} GPU(s), within a node's {per_node}", where, **evidence)
+
+
+def in_one_pod(launch: LaunchReading, per_node: int) -> bool:
+    """A Kubernetes container that asks for the GPUs of all its tensor-parallel ranks, more than one node has, and
+    spans no nodes: its pod never schedules on the profile (G10-pod-gpus-over-node); its ranks are not across nodes."""
+    gpus = launch.gpus or 0
+    return 0 < per_node < gpus and (launch.tp or 1) <= gpus and not launch.nodes and not launch.cluster
