@@ -158,23 +158,40 @@ GPUS = """
       extraPodSpec:
         mainContainer:
           image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1
+    ---
+    apiVersion: v1
+    kind: Pod
+    metadata: {name: two-nodes}
+    spec:
+      containers:
+        - name: sglang
+          image: lmsysorg/sglang:v0.5.5
+          command: [python3, -m, sglang.launch_server, --tensor-parallel-size, "16", --nnodes, "2"]
+          resources:
+            limits:
+              nvidia.com/gpu: "8"
 """
 
 
 def test_a_pod_asking_for_more_gpus_than_a_spark_has_is_g10_fail_at_the_request(tmp_path: Path) -> None:
     """nvidia.com/gpu (or Dynamo's gpu) above one GPU a node: never scheduled on a Spark, one FAIL at the limit
     (the request and the TP flag as its other lines), with or without a launch; one GPU, MIG slices, shared
-    resources and DRA claims are not counted."""
+    resources and DRA claims are not counted. Tensor parallelism inside such a pod is not across nodes."""
     manifest = _write(tmp_path / "gpus.yaml", GPUS)
     target = _target(manifest)
     text = manifest.read_text(encoding="utf-8")
     hits = _hits(target, "G10-pod-gpus-over-node")
     assert [(f["status"], f["location"]["line"]) for f in hits] == [
-        ("FAIL", _line(text, 'nvidia.com/gpu: "2"', _line(text, "limits:"))), ("FAIL", _line(text, 'gpu: "4"'))]
+        ("FAIL", _line(text, 'nvidia.com/gpu: "2"', _line(text, "limits:"))), ("FAIL", _line(text, 'gpu: "4"')),
+        ("FAIL", _line(text, 'nvidia.com/gpu: "8"'))]
     assert hits[0]["evidence"]["lines"] == sorted([_line(text, 'nvidia.com/gpu: "2"'), _line(text, "- --tensor-parallel-size")])
     assert "2 GPUs" in hits[0]["message"] and "tp=2" in hits[0]["message"]
     assert "4 GPUs" in hits[1]["message"] and "DynamoComponentDeployment/worker" in hits[1]["message"]
-    assert not _hits(target, "G10-tp-across-nodes")
+    # a pod holding all its ranks is not across nodes; one spanning nodes is that too, said by its own rule
+    assert "tp=16 over 2 nodes" in hits[2]["message"] and "in one pod" not in hits[2]["message"]
+    assert [f["location"]["line"] for f in _hits(target, "G10-tp-across-nodes")] == [_line(text, "sglang.launch_server")]
+    assert not [f for f in target["findings"] if f["rule"] == "G10-tp-across-nodes"
+                and f.get("location", {}).get("line") == _line(text, "- --tensor-parallel-size")]
 
 
 MEMORY = """

@@ -145,7 +145,12 @@ def pod_gpus(ctx: CheckContext) -> Iterator[Finding]:
                     **({"lines": sorted({*other, *([flag] if flag else [])})} if other or flag else {})}
         said = f"{service}: " if service else ""
         if count > per_node:
-            why = f"; its tensor parallelism (tp={launch.tp}) needs them in one pod" if launch is not None else ""
+            if launch is not None and in_one_pod(launch, per_node):
+                why = f"; its tensor parallelism (tp={launch.tp}) needs them in one pod"
+            elif launch is not None:
+                why = f" (its launch: tp={launch.tp}" + (f" over {launch.nodes} nodes)" if launch.nodes else ")")
+            else:
+                why = ""
             yield POD_GPUS.finding(
                 f"{said}asks for {count} GPUs ({asked.key}: {asked.value}) and a {ctx.profile.name} node has {per_node}: "
                 f"the pod is never scheduled on a Spark{why}", where, evidence)
