@@ -155,9 +155,6 @@ GPUS = """
       resources:
         requests:
           gpu: "4"
-      extraPodSpec:
-        mainContainer:
-          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1
     ---
     apiVersion: v1
     kind: Pod

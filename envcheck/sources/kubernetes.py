@@ -236,8 +236,9 @@ class _Pods:
             pod = pod if isinstance(pod, YMap) else YMap(component.line)
             main = pod.get("mainContainer")
             first = len(self.launches)
-            if isinstance(main, YMap):
-                self.container(label, main, "linux/amd64" if amd64_only(pod) else None, component)
+            # no mainContainer: the operator's default container, still with the component's resources and envs
+            main = main if isinstance(main, YMap) else YMap(component.line)
+            self.container(label, main, "linux/amd64" if amd64_only(pod) else None, component)
             self.pod(label, pod)
             _spans(self.launches[first:], _at_path(component, ("multinode", "nodeCount")))
 
