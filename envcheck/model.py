@@ -378,6 +378,7 @@ class HostReadings:
     meminfo: readings.MeminfoReading | None = None  # /proc/meminfo in bytes
     nvidia_smi: readings.NvidiaSmiReading | None = None  # samples, GPU processes
     launch: tuple[readings.LaunchReading, ...] | None = None  # launch commands and configs (G3, G6, G10)
+    pod_requests: tuple[readings.PodRequest, ...] | None = None  # Kubernetes containers' GPU and memory requests (G3, G10)
     expected_bandwidth_gbs: float | None = None  # --expect-bandwidth (G5)
     playbooks: readings.PlaybooksReading | None = None  # open dgx-spark-playbooks issues (G8)
     binaries: readings.BinariesReading | None = None  # preflight --binaries: what was scanned

@@ -28,6 +28,8 @@ class Profile:
     bandwidth_gbs: tuple[float, float]  # sustained planning range
     bandwidth_spec_gbs: float
     power_rating_w: float
+    # The memory one machine has (on unified memory: the one pool CPU and GPU share); 0 = not said.
+    memory_gb: float = 0.0
     marker_env: dict[str, str] = field(default_factory=dict)
     # The largest share of memory one server may claim (vLLM --gpu-memory-utilization); 0 = no limit.
     # On unified memory it is a share of the one pool the OS and every process also use.
@@ -102,6 +104,7 @@ def _from_data(data: dict[str, Any], origin: str) -> Profile:
             bandwidth_gbs=(float(p["bandwidth_gbs"][0]), float(p["bandwidth_gbs"][1])),
             bandwidth_spec_gbs=float(p["bandwidth_spec_gbs"]),
             power_rating_w=float(p["power_rating_w"]),
+            memory_gb=float(p.get("memory_gb", 0.0)),
             marker_env=marker_env,
             serve_memory_fraction_max=float(p.get("serve_memory_fraction_max", 0.0)),
             gpus_per_node=int(p.get("gpus_per_node", 0)),

@@ -451,6 +451,21 @@ class LaunchReading(Reading):
         return lines[-1] if lines else None
 
 
+@dataclass(frozen=True, slots=True)
+class PodRequest(Reading):
+    """What a Kubernetes container asks the scheduler for: its GPUs or memory, a request or a limit, as written
+    and read (``nvidia.com/gpu: 2``; NVIDIA Dynamo's ``gpu: "2"``; ``memory: 200Gi``)."""
+
+    origin: str | None = None  # the manifest
+    service: str | None = None  # `Kind/name container c`, as on the container's launch
+    resource: str | None = None  # "gpu" or "memory"
+    key: str | None = None  # the resource name as written: nvidia.com/gpu, gpu, memory
+    part: str | None = None  # "requests" or "limits"
+    value: str | None = None  # as written: "2", "200Gi"
+    amount: float | None = None  # GPUs, or bytes
+    line: int | None = None
+
+
 def launches_from_json(items: Any, where: str = "launch") -> tuple[LaunchReading, ...]:
     """Launch readings from their JSON form (a list of objects)."""
     if not isinstance(items, list):

@@ -125,3 +125,54 @@ def memory_fraction(ctx: CheckContext) -> Iterator[Finding]:
                 f"above {limit:g} leaves too little for the OS, the page cache and other processes", where, evidence)
         else:
             yield MEMORY_FRACTION.passed(f"{who}{option} {share:g} is within {limit:g}", where, **evidence)
+
+
+POD_MEMORY = rule(
+    "G3-pod-memory-over-pool",
+    "G3",
+    "A Kubernetes container asks for more memory than a Spark has",
+    Status.FAIL,
+    """A DGX Spark has one 128 GB pool of unified memory that the OS, the page cache, the CPU side and the
+    GPU side of every process share. A container whose memory request (or its limit, when no request is
+    given: Kubernetes then requests the limit) is above that pool fits no Spark node: the scheduler never
+    places the pod, which stays Pending. A limit above the pool with a request inside it schedules, but
+    is never enforced: the container can grow until the whole pool, GPU allocations included, runs out.
+    The rule reads `resources.requests`/`limits` `memory` of Kubernetes containers (and of NVIDIA Dynamo
+    components) and compares them with the profile's memory_gb, read as the larger GiB.""",
+    """Ask for what the workload needs on one Spark (well under 128 GB: the model's weights and KV cache share
+    the same pool), or move the part that needs more to a machine that has it.""",
+    inputs=("kubernetes",),
+)
+
+
+@check(POD_MEMORY)
+def pod_memory(ctx: CheckContext) -> Iterator[Finding]:
+    """FAIL for a container whose memory request is above the profile's memory; WARN for a limit above it
+    with a request inside it; PASS for those within it."""
+    pool_gb = ctx.profile.memory_gb
+    requests = [r for r in ctx.inventory.host.pod_requests or () if r.resource == "memory" and r.amount is not None]
+    if pool_gb <= 0 or not requests:
+        return
+    pool = pool_gb * 2**30  # "128 GB" read as GiB: the largest reading, so no request within the pool is refused
+    for service in dict.fromkeys(r.service for r in requests):
+        parts = {r.part: r for r in requests if r.service == service}
+        limit = parts.get("limits")
+        request = parts.get("requests") or limit
+        if request is None:
+            continue
+        where = Location(request.origin or "", line=request.line)
+        evidence = {"service": service, "request": request.value, "limit": limit.value if limit else None, "pool_gb": pool_gb,
+                    **({"lines": [limit.line]} if limit is not None and limit is not request and limit.line else {})}
+        said = f"{service}: " if service else ""
+        if (request.amount or 0) > pool:
+            asked = "memory request" if request.part == "requests" else "memory limit (its request)"
+            yield POD_MEMORY.finding(
+                f"{said}{asked} {request.value} is more than {ctx.profile.name}'s {pool_gb:g} GB of unified memory: "
+                "no Spark node can hold it, so the pod is never scheduled", where, evidence)
+        elif limit is not None and (limit.amount or 0) > pool:
+            yield POD_MEMORY.finding(
+                f"{said}memory limit {limit.value} is more than {ctx.profile.name}'s {pool_gb:g} GB of unified memory: "
+                "it is never enforced, and the container can take the pool the GPU side also uses",
+                Location(limit.origin or "", line=limit.line), {**evidence, "lines": [request.line]}, status=Status.WARN)
+        else:
+            yield POD_MEMORY.passed(f"{said}memory {request.value} is within {pool_gb:g} GB", where, **evidence)

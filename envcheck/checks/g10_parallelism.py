@@ -72,6 +72,8 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
     per_node = ctx.profile.gpus_per_node
     counted = max(item.nodes or 0 for item in launches)  # a hostfile given beside a config: the two add up (below)
     for launch in launches:
+        if in_one_pod(launch, ctx.profile.gpus_per_node):
+            continue  # G10-pod-gpus-over-node says it: the pod never schedules, its ranks are not across nodes
         nodes = launch.nodes or 1
         tp = launch.tp or 1
         origin = launch.origin or "--launch"
@@ -120,3 +122,59 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
             f" {most_nodes.nodes} nodes: tensor parallelism across nodes; use DDP/FSDP across Sparks",
             _where(most_tp), {"nodes": most_nodes.nodes, "tp": most_tp.tp},
         )
+
+
+POD_GPUS = rule(
+    "G10-pod-gpus-over-node",
+    "G10",
+    "A Kubernetes pod asks for more GPUs than a Spark node has",
+    Status.FAIL,
+    """A DGX Spark has one GPU. A container that requests (or is limited to) more whole GPUs than one node
+    has (`nvidia.com/gpu: 2`, NVIDIA Dynamo's `gpu: "2"`) fits no Spark: the scheduler never places the
+    pod, which stays Pending; tensor parallelism inside that pod is what usually asks for them. GPU
+    time-slicing that advertises more `nvidia.com/gpu` than the node has gives no second GPU: two ranks
+    on one GPU. MIG slices (GB10 has no MIG), renamed shared resources (`nvidia.com/gpu.shared`) and
+    dynamic resource allocation claims are not counted.""",
+    """Ask for one GPU a pod (`nvidia.com/gpu: 1`) and keep tensor parallelism at 1; serve a model that does not
+    fit one Spark with pipeline parallelism across Sparks, and scale out with one replica a Spark.""",
+    inputs=("kubernetes",),
+)
+
+
+@check(POD_GPUS)
+def pod_gpus(ctx: CheckContext) -> Iterator[Finding]:
+    """FAIL for a container that asks for more GPUs than the profile's node has; PASS for one within it."""
+    per_node = ctx.profile.gpus_per_node
+    requests = [r for r in ctx.inventory.host.pod_requests or () if r.resource == "gpu" and r.amount is not None]
+    if per_node <= 0 or not requests:
+        return
+    for service in dict.fromkeys(r.service for r in requests):
+        parts = {r.part: r for r in requests if r.service == service}
+        asked = parts.get("limits") or parts["requests"]
+        count = int(asked.amount or 0)
+        where = Location(asked.origin or "", line=asked.line)
+        launch = next((item for item in ctx.inventory.host.launch or () if item.service == service and (item.tp or 1) > 1), None)
+        other = [r.line for r in parts.values() if r is not asked and r.line]
+        flag = launch.written_line(TP_KEYS) if launch is not None else None
+        evidence = {"service": service, "gpus": count, "per_node": per_node, "tp": launch.tp if launch else None,
+                    **({"lines": sorted({*other, *([flag] if flag else [])})} if other or flag else {})}
+        said = f"{service}: " if service else ""
+        if count > per_node:
+            if launch is not None and in_one_pod(launch, per_node):
+                why = f"; its tensor parallelism (tp={launch.tp}) needs them in one pod"
+            elif launch is not None:
+                why = f" (its launch: tp={launch.tp}" + (f" over {launch.nodes} nodes)" if launch.nodes else ")")
+            else:
+                why = ""
+            yield POD_GPUS.finding(
+                f"{said}asks for {count} GPUs ({asked.key}: {asked.value}) and a {ctx.profile.name} node has {per_node}: "
+                f"the pod is never scheduled on a Spark{why}", where, evidence)
+        else:
+            yield POD_GPUS.passed(f"{said}{count} GPU(s), within a node's {per_node}", where, **evidence)
+
+
+def in_one_pod(launch: LaunchReading, per_node: int) -> bool:
+    """A Kubernetes container that asks for the GPUs of all its tensor-parallel ranks, more than one node has, and
+    spans no nodes: its pod never schedules on the profile (G10-pod-gpus-over-node); its ranks are not across nodes."""
+    gpus = launch.gpus or 0
+    return 0 < per_node < gpus and (launch.tp or 1) <= gpus and not launch.nodes and not launch.cluster

@@ -3,18 +3,21 @@
 A manifest is multi-document YAML (``kubectl apply -f``, Helm's rendered output given on stdin as ``-``).
 Documents are recognised by ``apiVersion`` and ``kind``; the workloads read are Pod, Deployment,
 StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, LeaderWorkerSet and KubeRay's RayCluster, RayJob and
-RayService (other documents, such as Services and ConfigMaps, are skipped). For each container and init container:
+RayService, and NVIDIA Dynamo's DynamoGraphDeployment and DynamoComponentDeployment, whose components carry their
+pod elsewhere (other documents, such as Services and ConfigMaps, are skipped). For each container and init container:
 
 - ``image`` is a :class:`BaseImage` at its line, judged as a Dockerfile ``FROM`` is; when the pod is
   scheduled only on amd64 nodes (``nodeSelector`` or required node affinity on ``kubernetes.io/arch``), its
   images carry ``linux/amd64`` as their platform, which the ARCH rules judge against the Spark's arm64;
 - ``command`` + ``args`` are read as shell text and as a launch command (vLLM, SGLang, torchrun ...); a
   command that only queries the device (``nvidia-smi``) is recorded on the image (``BaseImage.runs``);
-- ``env`` entries with a literal ``value`` are :class:`EnvVar` facts.
+- ``env`` entries with a literal ``value`` are :class:`EnvVar` facts;
+- the GPUs (``nvidia.com/gpu``) and memory it requests or is limited to are :class:`readings.PodRequest` readings.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from collections.abc import Callable
@@ -30,6 +33,7 @@ from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
 from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
 from envcheck.knowledge.base_images import ml_image
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
+from envcheck.readings import PodRequest
 from envcheck.sources import ReadOptions
 
 KIND = "kubernetes"
@@ -50,9 +54,19 @@ WORKLOADS: dict[str, tuple[str, ...]] = {
     "RayService": ("spec", "rayClusterConfig", "headGroupSpec", "template", "spec"),
 }
 _LWS_WORKERS = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")
+# NVIDIA Dynamo's operator (nvidia.com/v1alpha1; ai-dynamo/dynamo, the operator's API reference:
+# DynamoComponentDeploymentSharedSpec, ExtraPodSpec, MultinodeSpec, and docs/guides/dynamo_deploy/
+# multinode-deployment.md): each component (a DynamoGraphDeployment's spec.services.<name>, a
+# DynamoComponentDeployment's spec) runs pods built from `extraPodSpec` (a PodSpec whose `mainContainer` is the
+# component's container), asks for `resources.{requests,limits}.{gpu,memory}` for that container, and with
+# `multinode.nodeCount` one replica spans that many nodes ("total number of GPUs is NumberOfNodes * GPU limit").
+COMPONENTS: dict[str, tuple[str, ...]] = {
+    "DynamoGraphDeployment": ("spec", "services"),  # a mapping: service name -> component
+    "DynamoComponentDeployment": ("spec",),  # the component itself
+}
 ARCH_LABEL = "kubernetes.io/arch"
 _SNIFF = re.compile(r"(?m)^apiVersion\s*:\s*\S+")
-_SNIFF_KIND = re.compile(r"(?m)^kind\s*:\s*[\"']?(" + "|".join(WORKLOADS) + r"|List)[\"']?\s*$")
+_SNIFF_KIND = re.compile(r"(?m)^kind\s*:\s*[\"']?(" + "|".join([*WORKLOADS, *COMPONENTS]) + r"|List)[\"']?\s*$")
 _ANY_KIND = re.compile(r"(?m)^kind\s*:\s*[\"']?[A-Za-z][A-Za-z0-9]*[\"']?\s*(#.*)?$")
 
 
@@ -84,10 +98,15 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         raise InputError(f"{path}: {exc.message}", str(path), exc.line) from None
     inventory = Inventory(problems=list(problems))
     launches: list[dict[str, Any]] = []
+    requests: list[PodRequest] = []
     others: list[str] = []  # the kinds of the documents that run no pod
     objects = _flattened(documents)
+    pods = _Pods(path, options, inventory, launches, requests)
     for document in objects:
         kind = document.get("kind")
+        if isinstance(document.get("apiVersion"), str) and kind in COMPONENTS:
+            pods.components(document, str(kind))
+            continue
         if not isinstance(document.get("apiVersion"), str) or kind not in WORKLOADS:
             others.append(str(kind) if isinstance(kind, str) else "?")
             continue
@@ -102,19 +121,18 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         metadata = document.get("metadata")
         name = f"{kind}/{metadata.get('name')}" if isinstance(metadata, YMap) and metadata.get("name") else str(kind)
         first = len(launches)
-        _pod(name, spec, path, options, inventory, launches)
+        pods.pod(name, spec)
         if workers is not None:
-            _pod(f"{name} workers", workers, path, options, inventory, launches)
+            pods.pod(f"{name} workers", workers)
         for group, pod in _ray_worker_groups(document, WORKLOADS[str(kind)]):
-            _pod(f"{name} workers {group}", pod, path, options, inventory, launches)
-        size = _at_path(document, ("spec", "leaderWorkerTemplate", "size"))
-        if isinstance(size, str) and size.isdigit() and int(size) > 1:  # a group spans `size` nodes
-            for launch in launches[first:]:
-                launch["nodes"] = max(int(launch.get("nodes") or 1), int(size))
+            pods.pod(f"{name} workers {group}", pod)
+        _spans(launches[first:], _at_path(document, ("spec", "leaderWorkerTemplate", "size")))  # a group spans `size` nodes
     if launches:
         from envcheck.readings import launches_from_json
 
         inventory.host = replace(inventory.host, launch=launches_from_json(launches))
+    if requests:
+        inventory.host = replace(inventory.host, pod_requests=tuple(requests))
     if others and len(others) == len(objects):
         shown = ", ".join(dict.fromkeys(others[:20]))
         inventory.problems.append(ReadProblem(f"no workload with a pod template (Pod, Deployment, Job ...) in this manifest ({shown}): "
@@ -183,34 +201,78 @@ def amd64_only(spec: YMap) -> bool:
     return bool(allowed) and allowed <= {"amd64", "x86_64"}
 
 
-def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inventory, launches: list[dict[str, Any]]) -> None:
-    from envcheck.sources import shell
+class _Pods:
+    """Reads pods, containers and Dynamo components of one manifest into its inventory, launches and requests."""
 
-    platform = "linux/amd64" if amd64_only(spec) else None
-    for group in ("initContainers", "containers"):
-        containers = spec.get(group)
-        for container in containers if isinstance(containers, YList) else []:
-            if not isinstance(container, YMap):
+    def __init__(self, path: Path, options: ReadOptions, inventory: Inventory, launches: list[dict[str, Any]],
+                 requests: list[PodRequest]) -> None:
+        self.path, self.options, self.inventory, self.launches, self.requests = path, options, inventory, launches, requests
+
+    def pod(self, name: str, spec: YMap) -> None:
+        """Every init container and container of a pod spec."""
+        platform = "linux/amd64" if amd64_only(spec) else None
+        for group in ("initContainers", "containers"):
+            containers = spec.get(group)
+            for container in containers if isinstance(containers, YList) else []:
+                if isinstance(container, YMap):
+                    self.container(name, container, platform)
+
+    def components(self, document: YMap, kind: str) -> None:
+        """Each component of an NVIDIA Dynamo deployment (:data:`COMPONENTS`): its main container with the
+        component's resources and environment, the other containers of its pod, the nodes one replica spans."""
+        at = _at_path(document, COMPONENTS[kind])
+        metadata = document.get("metadata")
+        name = f"{kind}/{metadata.get('name')}" if isinstance(metadata, YMap) and metadata.get("name") else kind
+        if not isinstance(at, YMap):
+            self.inventory.problems.append(ReadProblem(f"{kind} has no components at {'.'.join(COMPONENTS[kind])}",
+                                                       Location(str(self.path), line=line_of(document))))
+            return
+        listed = list(at.items()) if COMPONENTS[kind][-1] == "services" else [("", at)]
+        for service, component in listed:
+            if not isinstance(component, YMap):
                 continue
-            who = f"{name} container {container.get('name') or '?'}"
-            stage = f"{name}/{container.get('name') or '?'}"  # a container is reported as a stage named after it
-            image = container.get("image")
-            words = [str(w) for key in ("command", "args") if isinstance(container.get(key), YList) for w in container[key]]
-            entry = image_entrypoint(str(image)) if isinstance(image, str) and "command" not in container else ()
-            judged = bool(platform) or bool(_gpus(container)) or bool(words and shell.launches(shlex.join(words), "", _at("", 1), entry))
-            if isinstance(image, str) and image and (judged or ml_image(str(image))):
-                at = Location(str(path), line=container.line_of("image"), stage=stage)
-                try:
-                    parse_reference(image)
-                except UsageError as exc:
-                    inventory.problems.append(ReadProblem(f"{who}: image {image}: {exc.message}", at))
-                else:
-                    runs = device_query(shlex.join(words)) if words and not entry else ""
-                    inventory.images.append(BaseImage(ref=str(image), platform=platform, location=at, stage=stage, stages=(stage,),
-                                                      runs=runs))
-                    inventory.packages.extend(_shipped(str(image), at))  # NGC's torch, flash-attn: what pip keeps
-            env = container.get("env")
-            for item in env if isinstance(env, YList) else []:
+            label = f"{name} service {service}" if service else name
+            pod = component.get("extraPodSpec")
+            pod = pod if isinstance(pod, YMap) else YMap(component.line)
+            main = pod.get("mainContainer")
+            first = len(self.launches)
+            # no mainContainer: the operator's default container, still with the component's resources and envs
+            main = main if isinstance(main, YMap) else YMap(component.line)
+            self.container(label, main, "linux/amd64" if amd64_only(pod) else None, component)
+            self.pod(label, pod)
+            _spans(self.launches[first:], _at_path(component, ("multinode", "nodeCount")))
+
+    def container(self, name: str, container: YMap, platform: str | None, component: YMap | None = None) -> None:
+        """One container: its image, environment, commands and launches, GPU and memory requests. ``component``:
+        the Dynamo component whose main container it is (its ``resources`` and ``envs`` are the container's)."""
+        from envcheck.sources import shell
+
+        path, inventory = self.path, self.inventory
+        cname = container.get("name") or ("main" if component is not None else "?")
+        who = f"{name} container {cname}"
+        stage = f"{name}/{cname}"  # a container is reported as a stage named after it
+        requests = _requests(container.get("resources"), ("nvidia.com/gpu",), str(path), who)
+        if component is not None:
+            requests += _requests(component.get("resources"), ("gpu", "nvidia.com/gpu"), str(path), who)
+        self.requests.extend(requests)
+        gpus = _gpus(requests)
+        image = container.get("image")
+        words = [str(w) for key in ("command", "args") if isinstance(container.get(key), YList) for w in container[key]]
+        entry = image_entrypoint(str(image)) if isinstance(image, str) and "command" not in container else ()
+        judged = bool(platform) or bool(gpus) or bool(words and shell.launches(shlex.join(words), "", _at("", 1), entry))
+        if isinstance(image, str) and image and (judged or ml_image(str(image))):
+            at = Location(str(path), line=container.line_of("image"), stage=stage)
+            try:
+                parse_reference(image)
+            except UsageError as exc:
+                inventory.problems.append(ReadProblem(f"{who}: image {image}: {exc.message}", at))
+            else:
+                runs = device_query(shlex.join(words)) if words and not entry else ""
+                inventory.images.append(BaseImage(ref=str(image), platform=platform, location=at, stage=stage, stages=(stage,),
+                                                  runs=runs))
+                inventory.packages.extend(_shipped(str(image), at))  # NGC's torch, flash-attn: what pip keeps
+        for items in (component.get("envs") if component is not None else None, container.get("env")):
+            for item in items if isinstance(items, YList) else []:
                 if isinstance(item, YMap) and isinstance(item.get("name"), str) and isinstance(item.get("value"), str):
                     loc = Location(str(path), line=line_of(item), stage=stage)
                     key, value = str(item["name"]), str(item["value"])
@@ -218,18 +280,23 @@ def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inv
                     option = INDEX_VARIABLES.get(key)
                     if option is not None:
                         inventory.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(key, value))
-            if not words:
-                continue
-            key = "command" if "command" in container else "args"
-            text, where = _script(container, words, str(path), stage)
-            sub = shell.read_script(text, str(path), path.parent, options, where)
-            inventory.packages.extend(sub.packages)
-            inventory.indexes.extend(sub.indexes)
-            inventory.installs.extend(sub.installs)
-            inventory.env.extend(sub.env)
-            inventory.problems.extend(sub.problems)
-            gpus = _gpus(container)
-            launches.extend(shell.launches(text, str(path), where, entry, extra={"service": who, **({"gpus": gpus} if gpus else {})}))
+        if not words:
+            return
+        text, where = _script(container, words, str(path), stage)
+        sub = shell.read_script(text, str(path), path.parent, self.options, where)
+        inventory.packages.extend(sub.packages)
+        inventory.indexes.extend(sub.indexes)
+        inventory.installs.extend(sub.installs)
+        inventory.env.extend(sub.env)
+        inventory.problems.extend(sub.problems)
+        self.launches.extend(shell.launches(text, str(path), where, entry, extra={"service": who, **({"gpus": gpus} if gpus else {})}))
+
+
+def _spans(launches: list[dict[str, Any]], nodes: Any) -> None:
+    """The launches of a group that spans ``nodes`` nodes (a LeaderWorkerSet's size, a Dynamo nodeCount)."""
+    if isinstance(nodes, str) and nodes.isdigit() and 1 < int(nodes) < 100_000:
+        for launch in launches:
+            launch["nodes"] = max(int(launch.get("nodes") or 1), int(nodes))
 
 
 def _at(path: str, line: int, stage: str | None = None) -> Callable[[int], Location]:
@@ -250,18 +317,57 @@ def _script(container: YMap, words: list[str], path: str, stage: str) -> tuple[s
             and str(last) == words[2] and len(words) == 3):
         first = last.line + (1 if last.style_block else 0)
         return words[2], lambda line: Location(path, line=first + line - 1, stage=stage)
+    items = [w for k in ("command", "args") if isinstance(container.get(k), YList) for w in container[k]]
+    if len(items) == len(words) and not any("\n" in w for w in words):
+        # one word a line, continued: a flag's setting sits on its own list item (`- --tensor-parallel-size`);
+        # the command's first line stays at its key
+        lines = [container.line_of(key), *(line_of(w, container.line_of(key)) for w in items[1:])]
+        return " \\\n".join(shlex.quote(w) for w in words), lambda line: Location(path, line=lines[min(line, len(lines)) - 1], stage=stage)
     return shlex.join(words), _at(path, container.line_of(key), stage)
 
 
-def _gpus(container: YMap) -> int | None:
-    """The ``nvidia.com/gpu`` count a container asks for (limits, else requests)."""
-    resources = container.get("resources")
-    for part in ("limits", "requests"):
+# Whole GPUs only: a MIG slice (nvidia.com/mig-1g.10gb), a renamed time-sliced or MPS share
+# (nvidia.com/gpu.shared) and a DRA claim (resources.claims, counted in its ResourceClaim) are not read.
+_MEMORY_UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+                 "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "m": 1e-3, "": 1.0}
+_QUANTITY = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d{1,2}))?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?")
+
+
+def quantity_bytes(text: str) -> float | None:
+    """A Kubernetes memory quantity (``200Gi``, ``128G``, ``1.5e9``) in bytes, or None where it is not one."""
+    found = _QUANTITY.fullmatch(text.strip()) if len(text) <= 40 else None
+    if found is None:
+        return None
+    number, exponent, unit = found.groups()
+    amount = float(number) * 10.0 ** int(exponent or 0) * _MEMORY_UNITS[unit or ""]
+    return amount if math.isfinite(amount) else None
+
+
+def _requests(resources: Any, gpu_keys: tuple[str, ...], path: str, who: str) -> list[PodRequest]:
+    """The GPU (``gpu_keys``) and memory requests and limits of a ``resources`` mapping."""
+    found: list[PodRequest] = []
+    for part in ("requests", "limits"):
         table = resources.get(part) if isinstance(resources, YMap) else None
-        value = table.get("nvidia.com/gpu") if isinstance(table, YMap) else None
-        if isinstance(value, str) and value.isdigit():
-            return int(value)
-    return None
+        if not isinstance(table, YMap):
+            continue
+        for key, value in table.items():
+            if not isinstance(value, str):
+                continue
+            if key in gpu_keys and value.strip().isdigit() and len(value.strip()) <= 6:
+                resource, amount = "gpu", float(int(value))
+            elif key == "memory" and (size := quantity_bytes(value)) is not None:
+                resource, amount = "memory", size
+            else:
+                continue
+            found.append(PodRequest(origin=path, service=who, resource=resource, key=key, part=part, value=str(value),
+                                    amount=amount, line=table.line_of(key)))
+    return found
+
+
+def _gpus(requests: list[PodRequest]) -> int | None:
+    """The GPUs a container asks for (its limit, else its request: Kubernetes holds them equal)."""
+    counts = {r.part: int(r.amount or 0) for r in requests if r.resource == "gpu"}
+    return counts.get("limits", counts.get("requests")) or None
 
 
 def _shipped(ref: str, location: Location) -> list[Any]:
