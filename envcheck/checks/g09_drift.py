@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from envcheck import kinds, knowledge
+from envcheck.checks import g09_release_pins as release_pins
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
@@ -281,6 +282,11 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
                 pkg.location or other.location,
                 {"package": pkg.name, "version": pkg.version, "requires": f"{name}{spec}", "found": other.version, "source": source},
             )
+    # a range whose every release pins torch/torchvision/torchaudio outside what the input asks (wheels.toml)
+    for pkg, message, evidence in release_pins.clashes(ctx, pkgs, overridden, lambda p: {
+            name for name, _, _ in _requirements_of(p, marker_profile, exact)} if p.version else set()):
+        conflicts += 1
+        yield PIN_CONFLICT.finding(message, pkg.location, evidence)
     from_main = list(_transformers_from_main(ctx, exact))
     conflicts += len(from_main)
     yield from from_main
