@@ -28,7 +28,9 @@ PIN_CONFLICT = rule(
     "G9-pin-conflict", "G9", "Versions contradict each other's pins", Status.FAIL,
     """Two packages in this set cannot both be right: one's Requires-Dist (read from its metadata where the
     input carries it, otherwise from envcheck's sourced pin table: torch/triton, torchvision/torchaudio/torch,
-    xformers/torch, transformers minimums) excludes the other's version. pip installs them anyway when they
+    xformers/torch, transformers minimums; for a version range, the recorded pins of every release it allows,
+    knowledge/wheels.toml: audiocraft>=1.3.0 needs torch==2.1.0) excludes the other's version. Where one release of
+    a range fits, pip picks it and nothing is reported. pip installs them anyway when they
     arrive in separate commands, and the environment breaks at import or at the first compiled kernel. A uv
     override (`[tool.uv] override-dependencies`, kept in uv.lock's `[manifest] overrides`) replaces every
     requirement declared on its package, which is what it is for: those requirements are not compared.""",
