@@ -301,9 +301,7 @@ def fetch_paired(today: str, raw: dict[str, Any], names: list[str]) -> dict[str,
                 raw["metadata"][pick[0]] = _wheel_requires(session, pick[1])
             else:
                 raw["metadata"][f"{name}-{version} (release)"] = _sdist_requires(session, files)
-        served = [v for v, files in page.get("releases", {}).items() if files and _version(v) is not None]
-        raw.setdefault("served", {})[name] = {"url": url, "fetched": today,
-                                              "versions": sorted(served, key=lambda v: _version(v) or Version("0"))}
+        raw.setdefault("served", {})[name] = _served_entry(url, today, page)
         print(f"{name}: {len(versions)} releases, kept {len(kept)}", file=sys.stderr)
     raw["metadata"] = dict(sorted(raw["metadata"].items()))
     return raw
@@ -319,10 +317,17 @@ def fetch_served(today: str) -> dict[str, Any]:
     for name in SERVED:
         url = API.format(name=name)
         page = json.loads(_get(session, url))
-        versions = [v for v, files in page.get("releases", {}).items() if files and _version(v) is not None]
-        served[name] = {"url": url, "fetched": today, "versions": sorted(versions, key=lambda v: _version(v) or Version("0"))}
-        print(f"{name}: {len(versions)} served releases", file=sys.stderr)
+        served[name] = _served_entry(url, today, page)
+        print(f"{name}: {len(served[name]['versions'])} served releases", file=sys.stderr)
     return served
+
+
+def _served_entry(url: str, today: str, page: dict[str, Any]) -> dict[str, Any]:
+    """Every version with a file, and those whose every file is yanked (pip skips them unless pinned exactly)."""
+    releases = {v: files for v, files in page.get("releases", {}).items() if files and _version(v) is not None}
+    order = sorted(releases, key=lambda v: _version(v) or Version("0"))
+    return {"url": url, "fetched": today, "versions": order,
+            "yanked": [v for v in order if all(f.get("yanked") for f in releases[v])]}
 
 
 def _pick(files: list[Any], machine: str) -> tuple[str, str] | None:
@@ -464,7 +469,8 @@ def generate(raw: dict[str, Any]) -> str:
     out += ["# Every release of these packages the index served on the day recorded (a file to install, yanked or not)."]
     for name, entry in sorted(raw.get("served", {}).items()):
         versions = ", ".join(_q(v) for v in entry["versions"])
-        out += ["[[served]]", f"package = {_q(name)}", f"versions = [{versions}]",
+        yanked = [f"yanked = [{', '.join(_q(v) for v in entry['yanked'])}]"] if entry.get("yanked") else []
+        out += ["[[served]]", f"package = {_q(name)}", f"versions = [{versions}]", *yanked,
                 f"source = {_q(entry['url'] + ' (every release with a file)')}", f"checked = {_q(entry['fetched'])}", ""]
     return "\n".join(out).rstrip() + "\n"
 

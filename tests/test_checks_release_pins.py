@@ -81,3 +81,17 @@ def test_a_later_stage_built_on_the_first_holds_both(tmp_path: Path) -> None:
     project.write_text('[project]\nname = "p"\nversion = "1"\ndependencies = []\n\n[project.optional-dependencies]\n'
                        'gpu = ["torch>=2.3.0"]\nmusic = ["audiocraft>=1.3.0"]\n', encoding="utf-8")
     assert _conflicts(project) == []
+
+
+def test_yanked_releases_are_not_what_pip_picks_for_a_range(tmp_path: Path) -> None:
+    """whisperx 3.8.2 and 3.8.3 are yanked (wheels.toml [[served]] yanked): pip skips them for whisperx>=3.7.4, whose
+    every other release requires torch~=2.8.0."""
+    from envcheck.knowledge import wheels
+
+    listed = wheels.served("whisperx")
+    assert listed is not None and {"3.8.2", "3.8.3"} <= set(listed.yanked) and wheels.release("whisperx", "3.8.2") is None
+    req = tmp_path / "requirements.txt"
+    req.write_text("torch>=2.9\nwhisperx>=3.7.4\n", encoding="utf-8")
+    found = _conflicts(req)
+    assert [(f["location"]["line"], f["evidence"]["requires"]) for f in found] == [(2, ["torch~=2.8.0"])], found
+    assert "3.8.2" not in found[0]["evidence"]["releases"]

@@ -51,7 +51,8 @@ def clashes(ctx: CheckContext, pkgs: list[Package], overridden: set[str],
             continue
         needs = " and ".join(f"{name}{' or '.join(pins)}" for name, (_, pins) in found.items())
         asks = ", ".join(a for a, _ in found.values())
-        versions = ", ".join(r.version for r in releases)
+        versions = (", ".join(r.version for r in releases) if len(releases) <= 4
+                    else f"{releases[0].version} to {releases[-1].version}, {len(releases)} releases")
         which = f"{pkg.name} {pkg.version}" if pkg.version else f"{pkg.name}{pkg.specifier}: every release it allows ({versions})"
         yield pkg, (
             f"{which} requires {needs}, but this input asks "

@@ -114,7 +114,7 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
         "meta": META,
         "wheel": Rows({"package": str, "version": str, "uploaded": str, "aarch64": str, "x86_64": bool, "checked": str},
                       {"aarch64_cuda": str, "x86_64_cuda": str, "torch": str, "torchvision": str, "torchaudio": str}),
-        "served": Rows({"package": str, "versions": STR_LIST, "checked": str}),
+        "served": Rows({"package": str, "versions": STR_LIST, "checked": str}, {"yanked": STR_LIST}),
     },
     "torch_builds": {
         "meta": META,

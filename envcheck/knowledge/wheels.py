@@ -124,8 +124,8 @@ def _shared(values: list[str | None]) -> str | None:
 
 def every_release_allowed(package: str, specifier: str) -> list[Release] | None:
     """The rows of every final release of ``package`` the index served (``[[served]]``) that ``specifier`` allows,
-    oldest first; None when that is not known offline: no release list, none allowed, or one of them unrecorded
-    (older than the table's window, or yanked: the table records only installable files)."""
+    oldest first, yanked ones left out (pip skips them for a range); None when that is not known offline: no release
+    list, none allowed, or one of them unrecorded (older than the table's window)."""
     listed = served(package)
     if listed is None:
         return None
@@ -133,7 +133,8 @@ def every_release_allowed(package: str, specifier: str) -> list[Release] | None:
         allowed = SpecifierSet(specifier)
     except InvalidSpecifier:
         return None
-    picks = [v for v in listed.versions if _valid(v) and not Version(v).is_prerelease and allowed.contains(Version(v))]
+    picks = [v for v in listed.versions if _valid(v) and not Version(v).is_prerelease and allowed.contains(Version(v))
+             and v not in listed.yanked]
     rows = [release(package, v) for v in picks]
     if not rows or any(r is None for r in rows):
         return None
@@ -190,6 +191,7 @@ class Served:
     versions: tuple[str, ...]
     source: str
     checked: str
+    yanked: tuple[str, ...] = ()  # every file yanked: pip picks them only for an exact pin (PEP 592)
 
     def has(self, version: str) -> bool:
         want = _version(version)
@@ -202,7 +204,8 @@ class Served:
 
 @cache
 def _served() -> dict[str, Served]:
-    return {canonical(row["package"]): Served(canonical(row["package"]), tuple(row["versions"]), row["source"], row["checked"])
+    return {canonical(row["package"]): Served(canonical(row["package"]), tuple(row["versions"]), row["source"], row["checked"],
+                                              tuple(row.get("yanked", ())))
             for row in knowledge.load("wheels").get("served", []) if row["versions"]}
 
 
