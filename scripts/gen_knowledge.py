@@ -5,10 +5,12 @@ Two steps, kept apart so the table can be rebuilt (and checked by a test) offlin
 
     python3 scripts/gen_knowledge.py --fetch   # record: bounded look-ups of the NAMED packages below only
     python3 scripts/gen_knowledge.py --fetch-served   # record only the release lists of the SERVED packages
+    python3 scripts/gen_knowledge.py --fetch-paired NAME ...  # record the releases, pins and release list of PAIRED ones
     python3 scripts/gen_knowledge.py           # generate: knowledge/raw/pypi.json -> envcheck/knowledge/wheels.toml
 
 ``--fetch`` asks ``https://pypi.org/pypi/NAME/json`` once per package, the PEP 658 ``.metadata`` of one wheel per
-recent release of the packages whose torch pairing or CUDA build matters, and the zip directory (RECORD names, by
+recent release of the packages whose torch pairing or CUDA build matters (the PKG-INFO of the source archive, at most
+SDIST_BYTES, for a release with no wheel), and the zip directory (RECORD names, by
 range requests) of the newest aarch64 and x86_64 wheels. It keeps only what the table needs (file names, upload
 dates, Requires-Dist lines naming torch/nvidia/cuda, bundled CUDA library names), never a walk of the index.
 Every generated row names the URL its fact came from and the date it was recorded.
@@ -45,8 +47,12 @@ PLATFORM_PACKAGES = [
     "bitsandbytes", "cupy-cuda12x", "cupy-cuda13x", "ctranslate2", "onnxruntime-gpu", "jax-cuda12-plugin",
     "jax-cuda13-plugin", "tensorrt", "deepspeed", "flashinfer-python", "mamba-ssm", "causal-conv1d", "llama-cpp-python",
 ]
-# Packages whose releases pin torch (their Requires-Dist is recorded for every recent release).
-PAIRED = ["torchvision", "torchaudio", "xformers", "flash-attn", "vllm", "sglang"]
+# Packages whose releases pin torch (their Requires-Dist is recorded for every recent release): the torch family, and
+# applications known to pin torch/torchaudio/torchvision hard (exact or capped) in every release.
+PAIRED = ["torchvision", "torchaudio", "xformers", "flash-attn", "vllm", "sglang", "audiocraft", "whisperx", "stable-audio-tools"]
+# The requirements a PAIRED release's row records (G9-pin-conflict compares them with the file's own).
+PINNED = ("torch", "torchvision", "torchaudio")
+SDIST_BYTES = 16 << 20  # a source archive read for its PKG-INFO: larger ones are recorded as an error
 # Packages whose whole release list is recorded (`--fetch-served`): a pin of a version the index never served fails.
 SERVED = sorted({*PLATFORM_PACKAGES, *PAIRED, "transformers", "accelerate", "peft", "trl", "unsloth", "unsloth-zoo",
                  "diffusers", "sentence-transformers", "datasets", "tokenizers", "safetensors"})
@@ -152,22 +158,8 @@ def fetch(today: str) -> dict[str, Any]:
         return projects[name]  # type: ignore[no-any-return]
 
     def meta_of(filename: str, url: str) -> None:
-        if filename in metadata:
-            return
-        source = url + ".metadata"
-        try:
-            text = _get(session, source).decode("utf-8", "replace")
-        except Exception:
-            try:
-                with _remote_zip(session, url) as zf:
-                    member = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
-                    text = zf.read(member).decode("utf-8", "replace")
-                source = f"{url} ({member})"
-            except Exception as exc:
-                metadata[filename] = {"url": source, "error": str(exc)[:120]}
-                return
-        lines = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:")]
-        metadata[filename] = {"url": source, "requires": [r for r in lines if _KEEP.match(r)]}
+        if filename not in metadata:
+            metadata[filename] = _wheel_requires(session, url)
 
     def record_of(filename: str, url: str) -> None:
         try:
@@ -199,14 +191,8 @@ def fetch(today: str) -> dict[str, Any]:
             pick = _pick(wheels, "aarch64") or _pick(wheels, "x86_64") or _pick(wheels, "any")
             if name in PAIRED and pick:
                 meta_of(*pick)
-            if name in PAIRED and not pick:  # sdist only: the release's JSON carries its Requires-Dist
-                url = f"https://pypi.org/pypi/{name}/{version}/json"
-                try:
-                    info = json.loads(_get(session, url)).get("info", {})
-                except Exception as exc:
-                    metadata[f"{name}-{version} (release)"] = {"url": url, "error": str(exc)[:120]}
-                    continue
-                metadata[f"{name}-{version} (release)"] = {"url": url, "requires": [r for r in info.get("requires_dist") or [] if _KEEP.match(r)]}
+            if name in PAIRED and not pick:  # sdist only: its PKG-INFO (or egg-info/requires.txt) carries its Requires-Dist
+                metadata[f"{name}-{version} (release)"] = _sdist_requires(session, rel["files"])
         newest = max(proj["versions"], key=lambda v: _version(v) or Version("0"))
         for machine in ("aarch64", "x86_64"):
             pick = _pick([(f, u) for f, u in proj["versions"][newest]["files"]], machine)
@@ -231,6 +217,96 @@ def fetch(today: str) -> dict[str, Any]:
             "projects": projects, "metadata": dict(sorted(metadata.items())), "records": dict(sorted(records.items()))}
 
 
+def _wheel_requires(session: Any, url: str) -> dict[str, Any]:
+    """{"url", "requires"} from a wheel's PEP 658 .metadata, else its METADATA read by range requests; or {"url", "error"}."""
+    source = url + ".metadata"
+    try:
+        text = _get(session, source).decode("utf-8", "replace")
+    except Exception:
+        try:
+            with _remote_zip(session, url) as zf:
+                member = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+                text = zf.read(member).decode("utf-8", "replace")
+            source = f"{url} ({member})"
+        except Exception as exc:
+            return {"url": source, "error": str(exc)[:120]}
+    lines = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Requires-Dist:")]
+    return {"url": source, "requires": [r for r in lines if _KEEP.match(r)]}
+
+
+def _sdist_requires(session: Any, files: list[Any]) -> dict[str, Any]:
+    """{"url", "requires"} read from the PKG-INFO of a release's source archive (at most SDIST_BYTES are read), or
+    {"url", "error"}. PKG-INFO's Requires-Dist where it has any, else the egg-info's requires.txt (its unconditional
+    lines, before the first [extra] section)."""
+    import tarfile
+
+    sdist = next(((f, u) for f, u in files if f.endswith(".tar.gz")), None)
+    if sdist is None:
+        return {"url": files[0][1] if files else "", "error": "no source archive (.tar.gz)"}
+    url = sdist[1]
+    try:
+        with session.get(url, stream=True, timeout=60) as resp:
+            resp.raise_for_status()
+            body = bytearray()
+            for chunk in resp.iter_content(1 << 16):
+                body += chunk
+                if len(body) > SDIST_BYTES:
+                    raise OSError(f"larger than {SDIST_BYTES} bytes")
+        with tarfile.open(fileobj=io.BytesIO(bytes(body)), mode="r:gz") as tar:
+            members = {m.name: m for m in tar.getmembers() if m.isfile()}
+            top = sorted(n for n in members if n.count("/") == 1 and n.endswith("/PKG-INFO"))
+            egg = sorted(n for n in members if n.count("/") == 2 and n.endswith(".egg-info/requires.txt"))
+
+            def text(name: str) -> str:
+                handle = tar.extractfile(members[name])
+                return handle.read(1 << 20).decode("utf-8", "replace") if handle else ""
+
+            lines = [line.split(":", 1)[1].strip() for line in text(top[0]).splitlines()
+                     if line.startswith("Requires-Dist:")] if top else []
+            source = f"{url} ({top[0]})" if top else url
+            if not lines and egg:
+                head = text(egg[0]).split("\n[", 1)[0]
+                lines = [line.strip() for line in head.splitlines() if line.strip() and not line.startswith("[")]
+                source = f"{url} ({egg[0]})"
+    except Exception as exc:
+        return {"url": url, "error": str(exc)[:120]}
+    return {"url": source, "requires": [r for r in lines if _KEEP.match(r)]}
+
+
+def fetch_paired(today: str, raw: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """Record (into ``raw``) the releases, the per-release Requires-Dist and the whole release list of the NAMED PAIRED
+    packages only: a narrow refresh that leaves every other recorded answer as it was."""
+    import requests
+
+    unknown = sorted(set(names) - set(PAIRED))
+    if unknown:
+        raise SystemExit(f"not in PAIRED: {', '.join(unknown)} (add them to PAIRED first)")
+    session = requests.Session()
+    for name in names:
+        url = API.format(name=name)
+        page = json.loads(_get(session, url))
+        versions: dict[str, Any] = {}
+        for v, files in page.get("releases", {}).items():
+            live = [f for f in files if not f.get("yanked")]
+            if live and _version(v) is not None:
+                versions[v] = {"uploaded": min(f["upload_time"] for f in live)[:10],
+                               "files": sorted({f["filename"]: urllib.parse.urljoin(url, f["url"]) for f in live}.items())}
+        kept = sorted(versions, key=lambda v: _version(v) or Version("0"))[-LONGER.get(name, RECENT):]
+        raw["projects"][name] = {"url": url, "latest": page["info"]["version"], "versions": {v: versions[v] for v in kept}}
+        for version in kept:
+            files = versions[version]["files"]
+            wheels = [(f, u) for f, u in files if f.endswith(".whl")]
+            pick = _pick(wheels, "aarch64") or _pick(wheels, "x86_64") or _pick(wheels, "any")
+            if pick:
+                raw["metadata"][pick[0]] = _wheel_requires(session, pick[1])
+            else:
+                raw["metadata"][f"{name}-{version} (release)"] = _sdist_requires(session, files)
+        raw.setdefault("served", {})[name] = _served_entry(url, today, page)
+        print(f"{name}: {len(versions)} releases, kept {len(kept)}", file=sys.stderr)
+    raw["metadata"] = dict(sorted(raw["metadata"].items()))
+    return raw
+
+
 def fetch_served(today: str) -> dict[str, Any]:
     """Every version of each SERVED package that has at least one file (yanked ones too: an exact pin still installs
     them), one https://pypi.org/pypi/NAME/json answer per package: bounded, named look-ups only."""
@@ -241,10 +317,17 @@ def fetch_served(today: str) -> dict[str, Any]:
     for name in SERVED:
         url = API.format(name=name)
         page = json.loads(_get(session, url))
-        versions = [v for v, files in page.get("releases", {}).items() if files and _version(v) is not None]
-        served[name] = {"url": url, "fetched": today, "versions": sorted(versions, key=lambda v: _version(v) or Version("0"))}
-        print(f"{name}: {len(versions)} served releases", file=sys.stderr)
+        served[name] = _served_entry(url, today, page)
+        print(f"{name}: {len(served[name]['versions'])} served releases", file=sys.stderr)
     return served
+
+
+def _served_entry(url: str, today: str, page: dict[str, Any]) -> dict[str, Any]:
+    """Every version with a file, and those whose every file is yanked (pip skips them unless pinned exactly)."""
+    releases = {v: files for v, files in page.get("releases", {}).items() if files and _version(v) is not None}
+    order = sorted(releases, key=lambda v: _version(v) or Version("0"))
+    return {"url": url, "fetched": today, "versions": order,
+            "yanked": [v for v in order if all(f.get("yanked") for f in releases[v])]}
 
 
 def _pick(files: list[Any], machine: str) -> tuple[str, str] | None:
@@ -275,13 +358,14 @@ def _exact(requirement: str, name: str) -> str | None:
 # -------------------------------------------------------------------------------------------------------- generate
 
 
-def _torch_spec(requires: list[str]) -> str | None:
+def _pin_spec(requires: list[str], name: str = "torch") -> str | None:
+    """The specifier a release's Requires-Dist puts on ``name`` ("any" when it names it bare), outside extras."""
     for line in requires:
         try:
             req = Requirement(line)
         except InvalidRequirement:
             continue
-        if req.name.lower() == "torch" and (req.marker is None or "extra" not in str(req.marker)):
+        if req.name.lower() == name and (req.marker is None or "extra" not in str(req.marker)):
             return str(req.specifier) or "any"
     return None
 
@@ -333,7 +417,7 @@ def generate(raw: dict[str, Any]) -> str:
     out = [
         "# GENERATED by scripts/gen_knowledge.py from knowledge/raw/pypi.json: do not edit; re-run the script.",
         "# Which ML packages publish a linux/aarch64 wheel, what CUDA their newest wheels carry, and which torch",
-        "# each release of torchvision/torchaudio/xformers/flash-attn/vllm/sglang requires.",
+        "# (and torchvision/torchaudio) each release of the PAIRED packages requires (see PAIRED in the script).",
         "[meta]",
         f"updated = {_q(day)}",
         f"sources = [{_q('https://pypi.org/pypi/NAME/json and PEP 658 .metadata of the named wheels, recorded in knowledge/raw/pypi.json')}]",
@@ -373,17 +457,20 @@ def generate(raw: dict[str, Any]) -> str:
             if name in PAIRED:
                 any_pick = a_pick or x_pick or _pick(rel["files"], "any")
                 meta = metadata.get(any_pick[0]) if any_pick else metadata.get(f"{name}-{version} (release)")
-                spec = _torch_spec(meta["requires"]) if meta and "requires" in meta else None
-                if spec:
-                    rows.append(f"torch = {_q(spec)}")
+                specs = {p: _pin_spec(meta["requires"], p) for p in PINNED if p != name} if meta and "requires" in meta else {}
+                rows += [f"{p} = {_q(spec)}" for p, spec in specs.items() if spec]
+                if specs.get("torch"):
                     source += f"; torch pin: {meta['url']}"  # type: ignore[index]
+                elif any(specs.values()):
+                    source += f"; pins: {meta['url']}"  # type: ignore[index]
             if "inferred:" in source:
                 rows.append("inferred = true")
             out += ["[[wheel]]", *rows, f"source = {_q(source)}", f"checked = {_q(day)}", ""]
     out += ["# Every release of these packages the index served on the day recorded (a file to install, yanked or not)."]
     for name, entry in sorted(raw.get("served", {}).items()):
         versions = ", ".join(_q(v) for v in entry["versions"])
-        out += ["[[served]]", f"package = {_q(name)}", f"versions = [{versions}]",
+        yanked = [f"yanked = [{', '.join(_q(v) for v in entry['yanked'])}]"] if entry.get("yanked") else []
+        out += ["[[served]]", f"package = {_q(name)}", f"versions = [{versions}]", *yanked,
                 f"source = {_q(entry['url'] + ' (every release with a file)')}", f"checked = {_q(entry['fetched'])}", ""]
     return "\n".join(out).rstrip() + "\n"
 
@@ -418,9 +505,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--fetch", action="store_true", help="record fresh raw answers from pypi.org first")
     parser.add_argument("--fetch-served", action="store_true", help="record the release lists of the SERVED packages only")
+    parser.add_argument("--fetch-paired", nargs="+", metavar="NAME", help="record only these PAIRED packages (releases, pins, release list)")
     parser.add_argument("--check", action="store_true", help="exit 1 when the shipped table differs from the generated one")
     args = parser.parse_args()
-    if args.fetch or args.fetch_served:
+    if args.fetch_paired:
+        raw = fetch_paired(datetime.date.today().isoformat(), json.loads(RAW.read_text(encoding="utf-8")), args.fetch_paired)
+        RAW.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    elif args.fetch or args.fetch_served:
         today = datetime.date.today().isoformat()
         old = json.loads(RAW.read_text(encoding="utf-8")) if RAW.exists() else {}
         raw = fetch(today) if args.fetch else old

@@ -122,3 +122,55 @@ def test_ngc_pytorch_rows_agree_with_the_quoted_release_notes() -> None:
         row = rows[note["tag"]]
         assert row["cuda"] == cuda.group(1), (row, note)
         assert row["torch"].startswith(torch.group(1)), (row, note)
+
+
+def _old_sdist(name: str, version: str, requires_txt: str) -> Any:
+    """A real source archive of the setuptools era: PKG-INFO without Requires-Dist, egg-info/requires.txt with them."""
+    import io
+    import tarfile
+
+    from package_index import Dist, metadata_text
+
+    base = f"{name}-{version}"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for member, data in ((f"{base}/PKG-INFO", metadata_text(name, version)),
+                             (f"{base}/{name}.egg-info/requires.txt", requires_txt.encode())):
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return Dist(f"{base}.tar.gz", buf.getvalue())
+
+
+def test_a_release_without_wheels_is_read_from_its_source_archive_within_a_bound() -> None:
+    """audiocraft publishes only sdists: their PKG-INFO (or the egg-info requires.txt, extras left out) gives each
+    release's torch/torchvision/torchaudio pins, which become its row; a larger archive is an error, not read."""
+    import requests
+    from package_index import PackageIndex, build_sdist, serve
+
+    gen = _generator()
+    index = PackageIndex()
+    new = build_sdist("audiocraft", "1.3.0", ("torch==2.1.0", "torchaudio<2.1.2,>=2.0.0", "torchvision==0.16.0", "numpy"))
+    old = _old_sdist("audiocraft", "1.0.0", "torch>=2.0.0\ntorchaudio>=2.0.0\nnumpy\n\n[dev]\ntorch==1.13\n")
+    index.add("audiocraft", new, old)
+    served = serve(index)
+    next(served)
+    try:
+        session = requests.Session()
+        got = {d.filename: gen._sdist_requires(session, [[d.filename, index.file_url(d.filename)]]) for d in (new, old)}
+        assert got[new.filename]["requires"] == ["torch==2.1.0", "torchaudio<2.1.2,>=2.0.0", "torchvision==0.16.0"]
+        assert got[new.filename]["url"].endswith("(audiocraft-1.3.0/PKG-INFO)")
+        assert got[old.filename]["requires"] == ["torch>=2.0.0", "torchaudio>=2.0.0"]
+        gen.SDIST_BYTES = len(new.data) - 1
+        assert "larger than" in gen._sdist_requires(session, [[new.filename, index.file_url(new.filename)]])["error"]
+    finally:
+        served.close()
+    raw: dict[str, Any] = {"fetched": "2026-01-02", "metadata": {
+        f"audiocraft-{v} (release)": got[d.filename] for v, d in (("1.3.0", new), ("1.0.0", old))}, "records": {},
+        "projects": {"audiocraft": {"url": "https://pypi.org/pypi/audiocraft/json", "latest": "1.3.0", "versions": {
+            v: {"uploaded": "2024-06-03", "files": [[d.filename, "https://files.example/" + d.filename]]}
+            for v, d in (("1.3.0", new), ("1.0.0", old))}}}}
+    rows = gen.generate(raw).split("[[wheel]]")[1:]
+    assert [x for x in rows[0].splitlines() if x.startswith("torch")] == ['torch = ">=2.0.0"', 'torchaudio = ">=2.0.0"']
+    assert [x for x in rows[1].splitlines() if x.startswith("torch")] == \
+        ['torch = "==2.1.0"', 'torchvision = "==0.16.0"', 'torchaudio = "<2.1.2,>=2.0.0"']

@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from envcheck import kinds, knowledge
+from envcheck.checks import g09_release_pins as release_pins
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
@@ -27,7 +28,9 @@ PIN_CONFLICT = rule(
     "G9-pin-conflict", "G9", "Versions contradict each other's pins", Status.FAIL,
     """Two packages in this set cannot both be right: one's Requires-Dist (read from its metadata where the
     input carries it, otherwise from envcheck's sourced pin table: torch/triton, torchvision/torchaudio/torch,
-    xformers/torch, transformers minimums) excludes the other's version. pip installs them anyway when they
+    xformers/torch, transformers minimums; for a version range, the recorded pins of every release it allows,
+    knowledge/wheels.toml: audiocraft>=1.3.0 needs torch==2.1.0) excludes the other's version. Where one release of
+    a range fits, pip picks it and nothing is reported. pip installs them anyway when they
     arrive in separate commands, and the environment breaks at import or at the first compiled kernel. A uv
     override (`[tool.uv] override-dependencies`, kept in uv.lock's `[manifest] overrides`) replaces every
     requirement declared on its package, which is what it is for: those requirements are not compared.""",
@@ -281,6 +284,11 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
                 pkg.location or other.location,
                 {"package": pkg.name, "version": pkg.version, "requires": f"{name}{spec}", "found": other.version, "source": source},
             )
+    # a range whose every release pins torch/torchvision/torchaudio outside what the input asks (wheels.toml)
+    for pkg, message, evidence in release_pins.clashes(ctx, pkgs, overridden, lambda p: {
+            name for name, _, _ in _requirements_of(p, marker_profile, exact)} if p.version else set()):
+        conflicts += 1
+        yield PIN_CONFLICT.finding(message, pkg.location, evidence)
     from_main = list(_transformers_from_main(ctx, exact))
     conflicts += len(from_main)
     yield from from_main

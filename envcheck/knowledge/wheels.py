@@ -2,7 +2,8 @@
 
 Each release row says whether a linux/aarch64 wheel exists (``wheel``), only a pure-Python wheel (``any``), only a
 source archive (``sdist``) or nothing (``none``); the CUDA major its aarch64 and x86_64 wheels carry where the recorded
-data tells (``none`` = no CUDA code); and, for packages that pin torch, the torch requirement of that release.
+data tells (``none`` = no CUDA code); and, for packages that pin torch, the torch (and torchvision/torchaudio)
+requirement of that release.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envcheck import knowledge
@@ -30,6 +32,8 @@ class Release:
     source: str
     checked: str
     inferred: bool
+    # (name, specifier) of each torch/torchvision/torchaudio requirement of the release ("any": named bare)
+    pins: tuple[tuple[str, str], ...] = ()
 
     @property
     def where(self) -> str:
@@ -42,9 +46,21 @@ def _table() -> dict[str, list[Release]]:
     rows: dict[str, list[Release]] = {}
     for row in knowledge.load("wheels").get("wheel", []):
         rel = Release(canonical(row["package"]), row["version"], row["aarch64"], row["x86_64"], row.get("aarch64_cuda"),
-                      row.get("x86_64_cuda"), row.get("torch"), row["source"], row["checked"], bool(row.get("inferred")))
+                      row.get("x86_64_cuda"), row.get("torch"), row["source"], row["checked"], bool(row.get("inferred")),
+                      tuple((name, row[name]) for name in _PINNED if name in row))
         rows.setdefault(rel.package, []).append(rel)
     return {name: sorted(rels, key=lambda r: _version(r.version)) for name, rels in rows.items()}
+
+
+_PINNED = ("torch", "torchvision", "torchaudio")
+
+
+def _valid(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
 
 
 def _version(text: str) -> Version:
@@ -106,6 +122,39 @@ def _shared(values: list[str | None]) -> str | None:
     return told.pop()
 
 
+def every_release_allowed(package: str, specifier: str) -> list[Release] | None:
+    """The rows of every final release of ``package`` the index served (``[[served]]``) that ``specifier`` allows,
+    oldest first, yanked ones left out (pip skips them for a range); None when that is not known offline: no release
+    list, none allowed, or one of them unrecorded (older than the table's window)."""
+    listed = served(package)
+    if listed is None:
+        return None
+    try:
+        allowed = SpecifierSet(specifier)
+    except InvalidSpecifier:
+        return None
+    picks = [v for v in listed.versions if _valid(v) and not Version(v).is_prerelease and allowed.contains(Version(v))
+             and v not in listed.yanked]
+    rows = [release(package, v) for v in picks]
+    if not rows or any(r is None for r in rows):
+        return None
+    return [r for r in rows if r is not None]
+
+
+def meets_both(package: str, first: str, second: str) -> bool | None:
+    """Whether a release of ``package`` the index served meets both specifiers (pre-releases count); None when that
+    is not known offline: no release list, or none meets ``first`` (a version newer than the list, a local build)."""
+    listed = served(package)
+    try:
+        one, two = SpecifierSet(first), SpecifierSet(second)
+    except InvalidSpecifier:
+        return None
+    fits = [v for v in listed.versions if one.contains(_version(v), prereleases=True)] if listed else []
+    if not fits:
+        return None
+    return any(two.contains(_version(v), prereleases=True) for v in fits)
+
+
 def older_than_window(package: str, version: str) -> Release | None:
     """For ``version`` older than every recorded release: a row with only the facts every recorded release shares
     (``inferred``; its ``source`` names the recorded range), or None when the version is not older or nothing is shared."""
@@ -142,6 +191,7 @@ class Served:
     versions: tuple[str, ...]
     source: str
     checked: str
+    yanked: tuple[str, ...] = ()  # every file yanked: pip picks them only for an exact pin (PEP 592)
 
     def has(self, version: str) -> bool:
         want = _version(version)
@@ -154,7 +204,8 @@ class Served:
 
 @cache
 def _served() -> dict[str, Served]:
-    return {canonical(row["package"]): Served(canonical(row["package"]), tuple(row["versions"]), row["source"], row["checked"])
+    return {canonical(row["package"]): Served(canonical(row["package"]), tuple(row["versions"]), row["source"], row["checked"],
+                                              tuple(row.get("yanked", ())))
             for row in knowledge.load("wheels").get("served", []) if row["versions"]}
 
 
