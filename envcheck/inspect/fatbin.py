@@ -32,9 +32,6 @@ MAX_ENTRY_HEADER = 4096  # seen: 0x40..0x78
 KIND_PTX, KIND_ELF, KIND_LTO = 1, 2, 8
 KIND_NAMES = {KIND_PTX: "ptx", KIND_ELF: "sass", KIND_LTO: "lto"}
 
-FLAG_DEBUG = 0x2
-FLAG_LZ4 = 0x2000
-FLAG_ZSTD = 0x8000
 FLAG_ARCH_SPECIFIC = 0x100000  # "a"
 FLAG_FAMILY = 0x200000  # "f"
 
@@ -68,15 +65,6 @@ class Entry(NamedTuple):
     offset: int
 
     @property
-    def variant(self) -> str:
-        """``a`` (arch-specific), ``f`` (family) or ``""``."""
-        if self.flags & FLAG_ARCH_SPECIFIC:
-            return "a"
-        if self.flags & FLAG_FAMILY:
-            return "f"
-        return ""
-
-    @property
     def label(self) -> str:
         """sm_121a for SASS, compute_121f for PTX, lto_121 for LTO IR."""
         return image_label(self.kind, self.sm, self.flags)
@@ -84,13 +72,8 @@ class Entry(NamedTuple):
     @property
     def cuobjdump_label(self) -> str:
         """The name ``cuobjdump --list-elf/--list-ptx`` prints (it never shows ``f`` on cubins)."""
-        if self.kind == KIND_ELF:
-            return f"sm_{self.sm}" + ("a" if self.flags & FLAG_ARCH_SPECIFIC else "")
-        return f"sm_{self.sm}{self.variant}"
-
-    @property
-    def compression(self) -> str:
-        return "zstd" if self.flags & FLAG_ZSTD else "lz4" if self.flags & FLAG_LZ4 else ""
+        family = self.flags & FLAG_FAMILY and self.kind != KIND_ELF
+        return f"sm_{self.sm}" + ("a" if self.flags & FLAG_ARCH_SPECIFIC else "f" if family else "")
 
 
 _PREFIX = {KIND_ELF: "sm_", KIND_PTX: "compute_", KIND_LTO: "lto_"}
@@ -399,7 +382,7 @@ def distinct_modules(containers: Iterable[Container]) -> list[Container]:
 
 
 def _plausible(c: Container, end: int) -> bool:
-    """:func:`validate_scanned` for one container."""
+    """A magic hit that is a plausible container: first entry of a known kind, inside ``end``."""
     return c.offset + c.size <= end and not (c.entries and c.entries[0].kind not in KIND_NAMES) and not (
         c.size > CONTAINER_HEADER and not c.entries)
 
@@ -699,13 +682,4 @@ class StreamScanner:
 
 def validate_scanned(containers: Iterable[Container], end: int) -> list[Container]:
     """Drop magic hits that are not plausible containers (first entry of a known kind, inside ``end``)."""
-    out = []
-    for c in containers:
-        if c.offset + c.size > end:
-            continue
-        if c.entries and c.entries[0].kind not in KIND_NAMES:
-            continue
-        if c.size > CONTAINER_HEADER and not c.entries:
-            continue
-        out.append(c)
-    return out
+    return [c for c in containers if _plausible(c, end)]

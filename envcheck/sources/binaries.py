@@ -11,7 +11,6 @@ Public API used by other sources (wheels, images, containers): :func:`binary_fro
 from __future__ import annotations
 
 import os
-import re
 import stat
 import struct
 from collections.abc import Mapping
@@ -42,6 +41,7 @@ from envcheck.inspect.elf import (
     section_names,
 )
 from envcheck.inspect.metadata import header_fields
+from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.limits import read_regular
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role, from_plain
@@ -90,13 +90,8 @@ def is_binary_head(head: bytes) -> bool:
 
 def fatbin_sections(sections: list[Section], deep: bool) -> list[Section]:
     """Sections to read fatbins from: the standard two, plus every other data section when ``deep``."""
-    out = []
-    for s in sections:
-        if not s.has_bytes:
-            continue
-        if s.name in fatbin.STANDARD_SECTIONS or (deep and not s.name.startswith(_NOT_FATBIN) and s.size >= 80):
-            out.append(s)
-    return out
+    return [s for s in sections if s.has_bytes and (
+        s.name in fatbin.STANDARD_SECTIONS or (deep and not s.name.startswith(_NOT_FATBIN) and s.size >= 80))]
 
 
 def describe(
@@ -117,9 +112,8 @@ def describe(
     # are a function of (kind, SM, variant), so first appearances keep their order.
     variant = fatbin.FLAG_ARCH_SPECIFIC | fatbin.FLAG_FAMILY
     images = dict.fromkeys((e.kind, e.sm, e.flags & variant) for c in containers for e in c.entries)
-    sass = fatbin_levels.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_ELF)
-    ptx = fatbin_levels.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_PTX)
-    lto = fatbin_levels.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_LTO)
+    sass, ptx, lto = (fatbin_levels.distinct(fatbin.image_label(*k) for k in images if k[0] == kind)
+                      for kind in (fatbin.KIND_ELF, fatbin.KIND_PTX, fatbin.KIND_LTO))
     ptx_isa = fatbin_levels.distinct(f"{v[0]}.{v[1]}" for v in dict.fromkeys((e.major, e.minor) for c in containers for e in c.entries
                                                                         if e.kind == fatbin.KIND_PTX))
     sections = fatbin_levels.distinct(c.section for c in containers)
@@ -317,11 +311,9 @@ def read_binary(src: ByteSource, path: str, *, deep_fatbin: bool = False, locati
     try:
         head = src.read_at(0, min(8, src.size))
         if head.startswith(ELF_MAGIC):
-            binary, problems = read_elf(src, path, deep_fatbin, location, search=search)
-            return BinaryReading(binary, problems)
+            return BinaryReading(*read_elf(src, path, deep_fatbin, location, search=search))
         if head.startswith(AR_MAGIC):
-            maybe, problems = _read_archive(src, path, deep_fatbin, location)
-            return BinaryReading(maybe, problems)
+            return BinaryReading(*_read_archive(src, path, deep_fatbin, location))
         return BinaryReading(None)
     except MalformedBinary as exc:
         return BinaryReading(None, [_problem(exc, location)])
@@ -365,11 +357,6 @@ class Distribution:
     package: Package
     files: set[str]  # absolute, normalised paths from RECORD
     record_key: tuple[int, ...] | None = None  # RECORD's cache.change_key when it was read (None: no RECORD)
-
-
-def _canonical(name: str) -> str:
-    """PEP 503 normalised distribution name (as packaging.utils.canonicalize_name)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 DIST_INFO_FILE_LIMIT = 256 << 20  # METADATA or RECORD bigger than this is not read (the largest real RECORD: 3 MB)
@@ -427,7 +414,7 @@ def read_dist_info(info_dir: Path | str, base: Path | str, wanted: set[str] | No
     if not name:
         return None, [ReadProblem(f"{meta_path}: METADATA has no Name field", Location(meta_path))]
     pkg = Package(
-        name=_canonical(name), version=version or None, installed=True,
+        name=canonical(name), version=version or None, installed=True,
         requires=tuple(fields.get("requires-dist", ())), role=Role.INSTALLED, location=Location(meta_path),
     )
     files: set[str] = set()
