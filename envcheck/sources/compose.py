@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -437,12 +438,9 @@ class _Compose:
                 return loc
             return replace(loc, line=first + loc.line - 1)
 
-        inventory.images.extend(replace(i, location=moved(i.location)) for i in sub.images)
-        inventory.packages.extend(replace(p, location=moved(p.location)) for p in sub.packages)
-        inventory.indexes.extend(replace(i, location=moved(i.location)) for i in sub.indexes)
-        inventory.installs.extend(replace(c, location=moved(c.location)) for c in sub.installs)
-        inventory.env.extend(replace(e, location=moved(e.location)) for e in sub.env)
-        inventory.problems.extend(replace(p, location=moved(p.location)) for p in sub.problems)
+        sub = _relocated(sub, moved)
+        for facts in ("images", "packages", "indexes", "installs", "env", "problems"):
+            getattr(inventory, facts).extend(getattr(sub, facts))
 
 
 def _restaged(sub: Inventory, service: str) -> Inventory:
@@ -455,15 +453,16 @@ def _restaged(sub: Inventory, service: str) -> Inventory:
     def moved(loc: Location | None) -> Location | None:
         return replace(loc, stage=label(loc.stage)) if loc is not None and loc.stage is not None else loc
 
+    out = _relocated(sub, moved)
+    out.images = [replace(i, stage=label(i.stage), stages=tuple(f"{service}/{s}" for s in i.stages)) for i in out.images]
+    return out
+
+
+def _relocated(sub: Inventory, moved: Callable[[Location | None], Location | None]) -> Inventory:
+    """``sub``'s located facts (not its binaries and resolutions: a Dockerfile has none) with ``moved`` locations."""
     out = Inventory(context=sub.context, host=sub.host, pragmas=sub.pragmas)
-    out.images = [replace(i, stage=label(i.stage), stages=tuple(f"{service}/{s}" for s in i.stages), location=moved(i.location))
-                  for i in sub.images]
-    out.packages = [replace(p, location=moved(p.location)) for p in sub.packages]
-    out.indexes = [replace(i, location=moved(i.location)) for i in sub.indexes]
-    out.installs = [replace(c, location=moved(c.location)) for c in sub.installs]
-    out.wheels = [replace(w, location=moved(w.location)) for w in sub.wheels]
-    out.env = [replace(e, location=moved(e.location)) for e in sub.env]
-    out.problems = [replace(p, location=moved(p.location)) for p in sub.problems]
+    for facts in ("images", "packages", "indexes", "installs", "wheels", "env", "problems"):
+        setattr(out, facts, [replace(fact, location=moved(fact.location)) for fact in getattr(sub, facts)])
     return out
 
 

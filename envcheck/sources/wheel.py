@@ -95,26 +95,28 @@ def read_member(path: str, info: zipfile.ZipInfo, *, deep_fatbin: bool = False, 
             data = b"".join(wheelzip.iter_member(path, info))
             return read_binary(BytesSource(data), info.filename, deep_fatbin=deep_fatbin, location=location)
         return _read_streamed(path, info, deep_fatbin, location)
-    except MalformedBinary as exc:
-        where = Location(path, offset=exc.offset, member=info.filename)
-        return BinaryReading(None, [ReadProblem(f"{location}: {exc.message}", where)])
-    except OSError as exc:
-        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {exc.strerror or exc}", location)])
-    except (ValueError, IndexError, OverflowError, MemoryError, struct.error) as exc:
-        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {type(exc).__name__}: {exc}", location)])
+    except _READ_ERRORS as exc:
+        return _unreadable(path, info.filename, exc)
+
+
+_READ_ERRORS = (MalformedBinary, OSError, ValueError, IndexError, OverflowError, MemoryError, struct.error)
+
+
+def _unreadable(path: str, member: str | None, exc: BaseException) -> BinaryReading:
+    """A member that could not be read, as a problem naming it (and the offset of a bad header)."""
+    location = Location(path, member=member)
+    if isinstance(exc, MalformedBinary):
+        return BinaryReading(None, [ReadProblem(f"{location}: {exc.message}", Location(path, offset=exc.offset, member=member))])
+    why = exc.strerror or exc if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+    return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {why}", location)])
 
 
 def peek_member(path: str, info: zipfile.ZipInfo) -> BinaryReading | bool:
     """Whether a member starts like an ELF file or ``ar`` archive (a problem reading when it cannot be read)."""
-    location = Location(path, member=info.filename)
     try:
         return info.file_size >= 8 and is_binary_head(_peek(path, info))
-    except MalformedBinary as exc:
-        return BinaryReading(None, [ReadProblem(f"{location}: {exc.message}", Location(path, offset=exc.offset, member=info.filename))])
-    except OSError as exc:
-        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {exc.strerror or exc}", location)])
-    except (ValueError, IndexError, OverflowError, MemoryError, struct.error) as exc:
-        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {type(exc).__name__}: {exc}", location)])
+    except _READ_ERRORS as exc:
+        return _unreadable(path, info.filename, exc)
 
 
 Pieces = Callable[[int | None], Iterator[bytes]]  # the member's bytes in order, from the start, up to a stop
@@ -131,10 +133,8 @@ def read_streamed_bytes(data: bytes, name: str, deep: bool = False, chunk: int =
     info.file_size = len(data)
     try:
         return _stream_pieces(lambda stop: _chunks(data, chunk, stop), info, deep, Location(name))
-    except MalformedBinary as exc:
-        return BinaryReading(None, [ReadProblem(f"{name}: {exc.message}", Location(name, offset=exc.offset))])
-    except (ValueError, IndexError, OverflowError, struct.error) as exc:
-        return BinaryReading(None, [ReadProblem(f"{name}: cannot read: {type(exc).__name__}: {exc}", Location(name))])
+    except _READ_ERRORS as exc:
+        return _unreadable(name, None, exc)
 
 
 def _chunks(data: bytes, size: int, stop: int | None) -> Iterator[bytes]:
@@ -144,7 +144,6 @@ def _chunks(data: bytes, size: int, stop: int | None) -> Iterator[bytes]:
 
 
 MAX_PASSES = 4  # inflate passes over one member before it is spilled to a temporary file instead
-SPILL_CHUNK = 1 << 20
 
 
 def _stream_pieces(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, location: Location) -> BinaryReading:
