@@ -10,6 +10,7 @@ Public API used by other sources (wheels, images, containers): :func:`binary_fro
 
 from __future__ import annotations
 
+import email.parser
 import os
 import stat
 import struct
@@ -40,7 +41,6 @@ from envcheck.inspect.elf import (
     section_name_table,
     section_names,
 )
-from envcheck.inspect.metadata import header_fields
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.limits import read_regular
@@ -157,15 +157,12 @@ def read_elf(
     strings_at_once: bool = False,
     search: DeepSearch | None = None,
 ) -> tuple[Binary, list[ReadProblem]]:
-    """Read one ELF file: header, sections, dynamic table, fatbins. Raises MalformedBinary when the
-    headers themselves are unreadable; damage in the dynamic table or a fatbin section is returned as
-    problems next to what could be read.
+    """Read one ELF file: header, sections, dynamic table, fatbins. MalformedBinary when the headers are
+    unreadable; damage in the dynamic table or a fatbin section is returned as problems.
 
-    ``scanned``: containers a stream scanner already found (sections are assigned here); otherwise the
-    standard sections are walked (and, with ``deep``, every data section searched). ``strings_at_once``
-    reads the dynamic string table in one read (streams: one pass instead of many small reads).
-    ``search``: how data sections are searched (:class:`DeepSearch`; by default each here, whole).
-    """
+    ``scanned``: containers a stream scanner already found; otherwise the standard sections are walked
+    (with ``deep``, every data section searched as ``search`` says). ``strings_at_once``: the dynamic
+    string table in one read (streams: one pass instead of many small reads)."""
     problems: list[ReadProblem] = []
     head = src.read_at(0, min(64, src.size))
     hdr = parse_header(head)
@@ -300,13 +297,9 @@ def merge_archive(parts: list[Binary], path: str, size: int, bytes_read: int, lo
 
 def read_binary(src: ByteSource, path: str, *, deep_fatbin: bool = False, location: Location | None = None,
                 search: DeepSearch | None = None) -> BinaryReading:
-    """Read an ELF file or ``ar`` archive from ``src``; never raises for bad content.
-
-    Returns ``binary=None`` for anything that is not ELF/ar. A file whose headers cannot be read at all
-    gives ``binary=None`` plus a problem; a file whose fatbin or dynamic table is damaged gives the
-    binary (what could be read) plus a problem naming the section and offset. ``search``: see
-    :class:`DeepSearch` (ELF files only; an archive's members are searched whole).
-    """
+    """Read an ELF file or ``ar`` archive from ``src``; never raises for bad content: what could be read
+    (None for anything that is not ELF/ar, or whose headers are unreadable) and the problems, each naming
+    the section and offset. ``search``: see :class:`DeepSearch` (ELF files only)."""
     location = location or Location(path)
     try:
         head = src.read_at(0, min(8, src.size))
@@ -322,11 +315,8 @@ def read_binary(src: ByteSource, path: str, *, deep_fatbin: bool = False, locati
 
 
 class UnreadableBinary(InputError):
-    """Raised by :func:`binary_from_file` for an ELF file or archive it could not fully read.
-
-    ``partial`` is what could be read (None when even the headers were bad); ``problems`` are the
-    :class:`ReadProblem` records (each names the file and the byte offset) to put in an inventory.
-    """
+    """Raised by :func:`binary_from_file` for an ELF file or archive it could not fully read: ``partial`` is
+    what could be read, ``problems`` the :class:`ReadProblem` records to put in an inventory."""
 
     def __init__(self, reading: BinaryReading, path: str) -> None:
         first = reading.problems[0]
@@ -336,13 +326,8 @@ class UnreadableBinary(InputError):
 
 
 def binary_from_file(fileobj: BinaryIO, path: str, size: int, *, deep_fatbin: bool = False) -> Binary | None:
-    """What one ELF file or ``ar`` archive says (``fileobj`` must be seekable; read with bounded reads).
-
-    Returns None for anything that is not ELF/ar (junk is not an error). For an ELF file whose headers,
-    dynamic table or fatbins are damaged it raises :class:`UnreadableBinary` (an ``InputError``) carrying
-    the partial binary and the problems; nothing else escapes. Use :func:`read_binary` to get problems as
-    data instead.
-    """
+    """What one ELF file or ``ar`` archive says (``fileobj`` must be seekable): None for anything that is
+    not ELF/ar; :class:`UnreadableBinary` for a damaged one (:func:`read_binary` returns problems as data)."""
     reading = read_binary(FileSource(fileobj, size), path, deep_fatbin=deep_fatbin)
     if reading.problems:
         raise UnreadableBinary(reading, path)
@@ -409,13 +394,13 @@ def read_dist_info(info_dir: Path | str, base: Path | str, wanted: set[str] | No
     except OSError as exc:
         return None, [ReadProblem(f"{meta_path}: cannot read METADATA: {exc.strerror or exc}", Location(meta_path))]
     end = data.find(b"\n\n")  # the headers only: a long description can be most of the file
-    fields = header_fields((data[: end + 1] if end >= 0 else data).decode("utf-8", errors="replace"))
-    name, version = fields.get("name", ("",))[0], fields.get("version", ("",))[0]
+    meta = email.parser.HeaderParser().parsestr((data[: end + 1] if end >= 0 else data).decode("utf-8", errors="replace"))
+    name, version = str(meta.get("Name", "")), str(meta.get("Version", ""))
     if not name:
         return None, [ReadProblem(f"{meta_path}: METADATA has no Name field", Location(meta_path))]
     pkg = Package(
         name=canonical(name), version=version or None, installed=True,
-        requires=tuple(fields.get("requires-dist", ())), role=Role.INSTALLED, location=Location(meta_path),
+        requires=tuple(str(r) for r in meta.get_all("Requires-Dist") or ()), role=Role.INSTALLED, location=Location(meta_path),
     )
     files: set[str] = set()
     record_key = None
