@@ -256,19 +256,15 @@ class _Window:
 def _scan_window(src: ByteSource, start: int, end: int, section: str, budget: RecordBudget, size: int,
                  stop: int | None = None, misses: list[tuple[int, int, int, int]] | None = None) -> list[Container]:
     """:class:`StreamScanner`'s search over ``[start, end)`` of a random-access source, one ``find`` per hit
-    over a window of ``size`` bytes (:data:`WINDOW`) (cuFFT keeps 24,000 modules in ``.ldata``): the same containers, except that after
-    a hit that does not validate the search resumes right after its magic even where a stream has
-    already passed those bytes.
+    over a window of ``size`` bytes: the same containers, except that after a hit that does not validate
+    the search resumes right after its magic even where a stream has already passed those bytes.
 
-    Written for speed (cuFFT's deep scan is the longest single job of a folder scan): the window's bytes
-    and the record budget live in local variables, a container header and its first entry header are
-    unpacked at once when both are in the window, and the window reads only where the plain loop would,
-    so the containers, the budget and ``bytes_read`` are the same.
+    Written for speed (cuFFT's deep scan of 24,000 modules is the longest single job of a folder scan):
+    locals for the window and the budget, and a container header unpacked with its first entry header.
 
-    ``stop`` (:func:`scan_piece`): hits at or after it are not taken (containers still end where they end,
-    up to ``end``). ``misses``: receives ``(containers before it, hit, records spent, where the search went
-    on)`` for each hit that is not a container (on: ``hit + 8``), and for a hit whose entry headers run past
-    ``end``, where the search ended (on: -1)."""
+    ``stop`` (:func:`scan_piece`): hits at or after it are not taken. ``misses``: receives ``(containers
+    before it, hit, records spent, where the search went on)`` for each hit that is not a container (on:
+    ``hit + 8``), and for a hit whose entry headers run past ``end`` (on: -1)."""
     out: list[Container] = []
     append = out.append
     stop = end if stop is None else min(stop, end)
@@ -447,16 +443,13 @@ def scan_piece(src: ByteSource, start: int, stop: int, end: int, section: str, l
 def search(src: ByteSource, start: int, size: int, section: str, budget: RecordBudget | None = None,
            pieces: list[Piece | None] | None = None, taken: list[int] | None = None) -> list[Container]:
     """What :func:`scan_containers` finds in a section, one container for each distinct list of
-    :func:`images`, in order of first appearance (all that a binary's description needs, as
-    :func:`distinct_modules`; from pieces, the one that stands for a list may be an earlier container of
-    the same images, in the same section), spending the same records of ``budget``.
+    :func:`images`, in order of first appearance (:func:`distinct_modules`), spending the same records of
+    ``budget``.
 
-    ``pieces``: the searches of consecutive pieces of the section, from its 8-aligned start to its end
-    (:func:`scan_piece`, run in worker processes), joined here into the answer of the search of the whole
-    (:func:`_join`); None: the section is searched here, whole. When the pieces cannot give that answer
-    (one is missing or failed, or the whole would run out of ``budget``), it is searched here whole too:
-    the containers, and an error with its offset, are always those of the plain search. ``taken``
-    receives the offsets of all the containers (tests)."""
+    ``pieces``: the searches of consecutive pieces of the section (:func:`scan_piece`, run in worker
+    processes), joined by :func:`_join`; None, or pieces that cannot give the answer (one missing or
+    failed, or over ``budget``): the section is searched here whole, so the containers, and an error with
+    its offset, are always those of the plain search. ``taken`` receives the containers' offsets (tests)."""
     if start < 0 or size < 0 or start + size > src.size:
         raise MalformedBinary(f"section {section} ({size} bytes at {start:#x}) runs past the end of the file", start)
     budget = budget or RecordBudget()
