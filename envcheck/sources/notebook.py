@@ -24,7 +24,7 @@ from typing import Any
 
 from envcheck.errors import InputError
 from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
-from envcheck.inspect.pragma import pragma_line
+from envcheck.inspect.pragma import pragma_targets
 from envcheck.model import EnvVar, Inventory, Location, Origin, PackageIndex, Pragma
 from envcheck.sources import ReadOptions
 
@@ -145,19 +145,8 @@ def _commands(lines: list[str]) -> Iterator[tuple[int, str | tuple[str, str]]]:
 
 def _pragmas(lines: list[str], file_lines: list[int | None], path: str, cell: int) -> list[Pragma]:
     """``# envcheck: ignore=RULE reason`` in a cell applies to the next non-blank line of that cell."""
-    found: list[Pragma] = []
-    for i, raw in enumerate(lines):
-        m = pragma_line(raw)
-        if not m:
-            continue
-        target = i + 1
-        while target < len(lines) and (not lines[target].strip() or pragma_line(lines[target])):
-            target += 1
-        if target >= len(lines):
-            continue
-        rules = tuple(r.strip() for r in m.group(1).split(",") if r.strip())
-        found.append(Pragma(rules, m.group(2).strip(), Location(path, line=file_lines[target], member=f"cell {cell}, line {target + 1}")))
-    return found
+    return [Pragma(rules, reason, Location(path, line=file_lines[target], member=f"cell {cell}, line {target + 1}"))
+            for rules, reason, target in pragma_targets(lines) if target < len(lines)]
 
 
 class _Lines:
