@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck import kinds
 from envcheck.errors import UsageError
+
+if TYPE_CHECKING:
+    from envcheck.model import Inventory, Location
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,13 @@ class ReadOptions:
     # A pyproject.toml is read with the uv.lock beside it (uv sync installs the lock's versions); a build that copies
     # a pyproject reads it alone (pip install . resolves afresh, uv sync reads the lock the build copied).
     with_lock: bool = True
+
+
+def move_locations(inventory: Inventory, moved: Callable[[Location | None], Location | None], *facts: str) -> Inventory:
+    """``inventory`` with the locations of its ``facts`` lists (``"packages"``, ``"env"``...) moved, in place."""
+    for name in facts:
+        getattr(inventory, name)[:] = [replace(fact, location=moved(fact.location)) for fact in getattr(inventory, name)]
+    return inventory
 
 
 def module_for(kind: str) -> ModuleType:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
 from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
 from envcheck.knowledge.base_images import ml_image
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
-from envcheck.sources import ReadOptions
+from envcheck.sources import ReadOptions, move_locations
 
 KIND = "compose"
 MAX_FILES = 20  # the compose file, the files it includes and those its services extend
@@ -438,9 +437,8 @@ class _Compose:
                 return loc
             return replace(loc, line=first + loc.line - 1)
 
-        sub = _relocated(sub, moved)
         for facts in ("images", "packages", "indexes", "installs", "env", "problems"):
-            getattr(inventory, facts).extend(getattr(sub, facts))
+            getattr(inventory, facts).extend(getattr(move_locations(sub, moved, facts), facts))
 
 
 def _restaged(sub: Inventory, service: str) -> Inventory:
@@ -453,17 +451,9 @@ def _restaged(sub: Inventory, service: str) -> Inventory:
     def moved(loc: Location | None) -> Location | None:
         return replace(loc, stage=label(loc.stage)) if loc is not None and loc.stage is not None else loc
 
-    out = _relocated(sub, moved)
-    out.images = [replace(i, stage=label(i.stage), stages=tuple(f"{service}/{s}" for s in i.stages)) for i in out.images]
-    return out
-
-
-def _relocated(sub: Inventory, moved: Callable[[Location | None], Location | None]) -> Inventory:
-    """``sub``'s located facts (not its binaries and resolutions: a Dockerfile has none) with ``moved`` locations."""
-    out = Inventory(context=sub.context, host=sub.host, pragmas=sub.pragmas)
-    for facts in ("images", "packages", "indexes", "installs", "wheels", "env", "problems"):
-        setattr(out, facts, [replace(fact, location=moved(fact.location)) for fact in getattr(sub, facts)])
-    return out
+    move_locations(sub, moved, "images", "packages", "indexes", "installs", "wheels", "env", "problems")
+    sub.images[:] = [replace(i, stage=label(i.stage), stages=tuple(f"{service}/{s}" for s in i.stages)) for i in sub.images]
+    return sub
 
 
 def uses_gpu(service: YMap) -> bool:
