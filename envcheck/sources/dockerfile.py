@@ -44,8 +44,8 @@ from envcheck.inspect.pip_args import (
     INDEX_VARIABLES,
     NAMED_INDEX,
     InstallParse,
-    index_entries,
     parse_install_command,
+    variable_indexes,
 )
 from envcheck.inspect.pragma import instruction_pragmas
 from envcheck.inspect.shell import SimpleCommand, split_commands
@@ -58,7 +58,6 @@ from envcheck.model import (
     Location,
     Origin,
     Package,
-    PackageIndex,
     ReadProblem,
     Role,
 )
@@ -245,9 +244,7 @@ class _Reader:
                 for name, value, origin in changes:
                     inventory.env.append(EnvVar(name, value, Origin(origin), self._loc(inst.line, stage)))
                     # pip/uv read their default index from the environment of every later RUN
-                    option = INDEX_VARIABLES.get(name)
-                    if option is not None:
-                        inventory.indexes.extend(PackageIndex(url, option, self._loc(inst.line, stage)) for url in index_entries(name, value))
+                    inventory.indexes.extend(variable_indexes(name, value, self._loc(inst.line, stage)))
             elif inst.keyword == "WORKDIR":
                 target = expand(inst.args.strip(), values, self.df.escape, keep_unknown=True).value
                 workdir = posixpath.normpath(posixpath.join(workdir, target))
@@ -341,9 +338,9 @@ class _Reader:
         in_image = in_image and not wheel_only  # `pip wheel`: built into a folder, not installed
         if parsed.command.tool in ("pip", "uv"):
             # PIP_*/UV_* index variables set for this command (prefix or export) count like its own index options
-            for name, option in INDEX_VARIABLES.items():
+            for name in INDEX_VARIABLES:
                 if name in cmd.env and cmd.env[name] != values.get(name):
-                    parsed.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(name, cmd.env[name]))
+                    parsed.indexes.extend(variable_indexes(name, cmd.env[name], loc))
             parsed.indexes[:] = [replace(i, url=NAMED_INDEX.sub("", i.url)) for i in parsed.indexes]  # uv --index name=url
         if (parsed.command.tool in ("pip", "uv") and any(re.fullmatch(r"\.(\[[^\]]*\])?", w) for w in argv if not w.startswith("-"))
                 and repo_of(files.script.cwd, files.script) is None):  # `pip install .` or `.[extra,...]`

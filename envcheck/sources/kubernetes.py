@@ -26,10 +26,10 @@ from envcheck.errors import InputError, UsageError
 from envcheck.inspect.device_query import device_query
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.launch import image_entrypoint
-from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
+from envcheck.inspect.pip_args import variable_indexes
 from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
 from envcheck.knowledge.base_images import ml_image
-from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
+from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, ReadProblem
 from envcheck.sources import ReadOptions
 
 KIND = "kubernetes"
@@ -208,26 +208,23 @@ def _pod(name: str, spec: YMap, path: Path, options: ReadOptions, inventory: Inv
                     runs = device_query(shlex.join(words)) if words and not entry else ""
                     inventory.images.append(BaseImage(ref=str(image), platform=platform, location=at, stage=stage, stages=(stage,),
                                                       runs=runs))
-                    inventory.packages.extend(_shipped(str(image), at))  # NGC's torch, flash-attn: what pip keeps
+                    # NGC's torch, flash-attn: what pip keeps (imported here: discovery sniffs YAML with this module)
+                    from envcheck.sources.dockerfile import shipped_packages
+
+                    inventory.packages.extend(shipped_packages(str(image), at))
             env = container.get("env")
             for item in env if isinstance(env, YList) else []:
                 if isinstance(item, YMap) and isinstance(item.get("name"), str) and isinstance(item.get("value"), str):
                     loc = Location(str(path), line=line_of(item), stage=stage)
                     key, value = str(item["name"]), str(item["value"])
                     inventory.env.append(EnvVar(key, value, Origin.ENV, loc))
-                    option = INDEX_VARIABLES.get(key)
-                    if option is not None:
-                        inventory.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(key, value))
+                    inventory.indexes.extend(variable_indexes(key, value, loc))
             if not words:
                 continue
-            key = "command" if "command" in container else "args"
             text, where = _script(container, words, str(path), stage)
             sub = shell.read_script(text, str(path), path.parent, options, where)
-            inventory.packages.extend(sub.packages)
-            inventory.indexes.extend(sub.indexes)
-            inventory.installs.extend(sub.installs)
-            inventory.env.extend(sub.env)
-            inventory.problems.extend(sub.problems)
+            for facts in ("packages", "indexes", "installs", "env", "problems"):
+                getattr(inventory, facts).extend(getattr(sub, facts))
             gpus = _gpus(container)
             launches.extend(shell.launches(text, str(path), where, entry, extra={"service": who, **({"gpus": gpus} if gpus else {})}))
 
@@ -264,9 +261,4 @@ def _gpus(container: YMap) -> int | None:
     return None
 
 
-def _shipped(ref: str, location: Location) -> list[Any]:
-    """What a known NGC image ships (torch, flash-attn, triton), as the Dockerfile source adds for a FROM."""
-    # imported here: discovery sniffs YAML files with this module and never needs the Dockerfile reader
-    from envcheck.sources.dockerfile import shipped_packages
 
-    return shipped_packages(ref, location)
