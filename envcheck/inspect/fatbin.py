@@ -46,7 +46,6 @@ STANDARD_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 
 _ENTRY = struct.Struct("<HHIQIIHHIIIQ")  # kind, ver, hdr_size, padded, csize, optdesc, minor, major, sm, idoff, idlen, flags
 _CONTAINER = struct.Struct("<IHHQ")
-_CONTAINER_AND_ENTRY = struct.Struct("<IHHQHHIQIIHHIIIQ")  # a container header and its first entry header
 
 
 class Entry(NamedTuple):
@@ -259,100 +258,49 @@ def _scan_window(src: ByteSource, start: int, end: int, section: str, budget: Re
     over a window of ``size`` bytes: the same containers, except that after a hit that does not validate
     the search resumes right after its magic even where a stream has already passed those bytes.
 
-    Written for speed (cuFFT's deep scan of 24,000 modules is the longest single job of a folder scan):
-    locals for the window and the budget, and a container header unpacked with its first entry header.
-
     ``stop`` (:func:`scan_piece`): hits at or after it are not taken. ``misses``: receives ``(containers
     before it, hit, records spent, where the search went on)`` for each hit that is not a container (on:
     ``hit + 8``), and for a hit whose entry headers run past ``end`` (on: -1)."""
     out: list[Container] = []
-    append = out.append
     stop = end if stop is None else min(stop, end)
     window = _Window(src, end, size, stop + len(MAGIC_V1) - 1)
-    data, at = window.data, window.at
-    top = at + len(data)
     pos = start + (-start) % 8
-    unpack = _ENTRY.unpack_from
-    unpack_both = _CONTAINER_AND_ENTRY.unpack_from
-    known = KIND_NAMES
-    left = budget.left
-    try:
-        while True:
-            hit = -1
-            if at <= pos < top:
-                i = data.find(MAGIC_V1, pos - at)
-                if i >= 0 and at + i + 8 <= end:
-                    hit = at + i
-            if hit < 0:
-                hit = window.find(pos)
-                data, at = window.data, window.at
-                top = at + len(data)
-            if hit < 0 or hit + CONTAINER_HEADER > end or hit >= stop:
-                return out
-            if hit % 8:
-                pos = hit + (-hit) % 8
-                continue
-            mark = left
-            left -= 1
-            if left < 0:
-                budget.left = left + 1
-                budget.spend(hit)  # raises, the budget spent
-            cursor = hit + CONTAINER_HEADER
-            if hit + CONTAINER_HEADER + ENTRY_HEADER <= top and cursor + ENTRY_HEADER <= end and left > 0:
-                # the common case: the container header and its first entry header, in the window
-                (_m, _v, _h, fat, kind, _ev, hsize, padded, _cs, _o, minor, major, sm, _io, _il, flags) = unpack_both(data, hit - at)
-                cend = cursor + fat
-                if cursor < cend:
-                    left -= 1
-                    if hsize < ENTRY_HEADER or hsize > MAX_ENTRY_HEADER or cursor + hsize + padded > cend or kind not in known:
-                        pos = hit + 8  # not a container after all: search on
-                        if misses is not None:
-                            misses.append((len(out), hit, mark - left, pos))
-                        continue
-                    entries = [Entry(kind, sm, flags, hsize, padded, major, minor, cursor)]
-                    cursor += hsize + padded
-                    if cursor >= cend:
-                        append(Container(section, hit, cend - hit, entries))
-                        pos = cend + (-cend) % 8
-                        continue
-                else:
-                    entries = []
-            else:
-                if not (at <= hit and hit + CONTAINER_HEADER <= top):
-                    window.load(hit, CONTAINER_HEADER)
-                    data, at = window.data, window.at
-                    top = at + len(data)
-                cend = cursor + int.from_bytes(data[hit - at + 8 : hit - at + 16], "little")
+    while True:
+        i = window.data.find(MAGIC_V1, pos - window.at) if window.at <= pos < window.at + len(window.data) else -1
+        hit = window.at + i if i >= 0 and window.at + i + len(MAGIC_V1) <= end else window.find(pos)
+        if hit < 0 or hit + CONTAINER_HEADER > end or hit >= stop:
+            return out
+        if hit % 8:
+            pos = hit + (-hit) % 8
+            continue
+        mark = budget.left
+        budget.spend(hit)
+        window.load(hit, CONTAINER_HEADER)
+        cend = hit + CONTAINER_HEADER + int.from_bytes(window.data[hit - window.at + 8 : hit - window.at + 16], "little")
+        cursor = hit + CONTAINER_HEADER
+        entries: list[Entry] = []
+        while cursor < cend:
+            if cursor + ENTRY_HEADER > end:
+                if misses is not None:
+                    misses.append((len(out), hit, mark - budget.left, -1))
+                return out  # runs past the section: as a stream's last, unfinished container
+            budget.spend(cursor)
+            window.load(cursor, ENTRY_HEADER)
+            kind, _v, hsize, padded, _cs, _o, minor, major, sm, _io, _il, flags = _ENTRY.unpack_from(window.data, cursor - window.at)
+            if (hsize < ENTRY_HEADER or hsize > MAX_ENTRY_HEADER or cursor + hsize + padded > cend
+                    or (not entries and kind not in KIND_NAMES)):
                 entries = []
-            while cursor < cend:
-                if cursor + ENTRY_HEADER > end:
-                    if misses is not None:
-                        misses.append((len(out), hit, mark - left, -1))
-                    return out  # runs past the section: as a stream's last, unfinished container
-                left -= 1
-                if left < 0:
-                    budget.left = left + 1
-                    budget.spend(cursor)
-                if not (at <= cursor and cursor + ENTRY_HEADER <= top):
-                    window.load(cursor, ENTRY_HEADER)
-                    data, at = window.data, window.at
-                    top = at + len(data)
-                kind, _v, hsize, padded, _cs, _o, minor, major, sm, _io, _il, flags = unpack(data, cursor - at)
-                if hsize < ENTRY_HEADER or hsize > MAX_ENTRY_HEADER or cursor + hsize + padded > cend or (not entries and kind not in known):
-                    entries = []
-                    break
-                entries.append(Entry(kind, sm, flags, hsize, padded, major, minor, cursor))
-                cursor += hsize + padded
-            else:
-                if cend == hit + CONTAINER_HEADER or entries:
-                    append(Container(section, hit, cend - hit, entries))
-                pos = cend + (-cend) % 8
-                continue
-            pos = hit + 8  # not a container after all: search on
-            if misses is not None:
-                misses.append((len(out), hit, mark - left, pos))
-    finally:
-        budget.left = left
+                break
+            entries.append(Entry(kind, sm, flags, hsize, padded, major, minor, cursor))
+            cursor += hsize + padded
+        else:
+            if cend == hit + CONTAINER_HEADER or entries:
+                out.append(Container(section, hit, cend - hit, entries))
+            pos = cend + (-cend) % 8
+            continue
+        pos = hit + 8  # not a container after all: search on
+        if misses is not None:
+            misses.append((len(out), hit, mark - budget.left, pos))
 
 
 # ---- a section's search in pieces (worker processes share cuFFT's 265 MiB .ldata) -------------------------
@@ -411,25 +359,18 @@ def scan_piece(src: ByteSource, start: int, stop: int, end: int, section: str, l
         found = _scan_window(src, start, end, section, RecordBudget(limit), window, stop, misses)
     except MalformedBinary:
         return Piece(start, stop, hits, nexts, spent, kinds, (), True)
-    containers: list[Container | None]
-    if misses:  # rare (a magic by chance, a broken container): the hits in order, one at a time
-        taken: list[tuple[int, int, int, Container | None]] = []
-        m = 0
-        for i, c in enumerate(found):
-            while m < len(misses) and misses[m][0] == i:
-                taken.append((*misses[m][1:], None))
-                m += 1
-            taken.append((c.offset, 1 + len(c.entries), c.offset + c.size, c))
-        taken.extend((*miss[1:], None) for miss in misses[m:])
-        hits.extend([t[0] for t in taken])
-        spent.extend(accumulate([t[1] for t in taken]))
-        nexts.extend([t[2] for t in taken])
-        containers = [t[3] for t in taken]
-    else:  # the common case, in bulk
-        hits.extend([c.offset for c in found])
-        spent.extend(accumulate([1 + len(c.entries) for c in found]))
-        nexts.extend([c.offset + c.size for c in found])
-        containers = list(found)
+    taken: list[tuple[int, int, int, Container | None]] = []  # the hits in order, misses among them
+    m = 0
+    for i, c in enumerate(found):
+        while m < len(misses) and misses[m][0] == i:
+            taken.append((*misses[m][1:], None))
+            m += 1
+        taken.append((c.offset, 1 + len(c.entries), c.offset + c.size, c))
+    taken.extend((*miss[1:], None) for miss in misses[m:])
+    hits.extend([t[0] for t in taken])
+    spent.extend(accumulate([t[1] for t in taken]))
+    nexts.extend([t[2] for t in taken])
+    containers = [t[3] for t in taken]
     # each container's images (the one image itself, for most), None for those validate_scanned drops
     keys = [None if c is None or not _plausible(c, end) else
             _IMAGE(c.entries[0]) if len(c.entries) == 1 else tuple(map(_IMAGE, c.entries)) for c in containers]
@@ -635,12 +576,8 @@ class StreamScanner:
             self._carry_at = self._cend
 
     def _spend(self, offset: int) -> bool:
-        budget = self.budget
-        if budget.left > 0:  # the common case, without a call and a try
-            budget.left -= 1
-            return True
         try:
-            budget.spend(offset)
+            self.budget.spend(offset)
         except MalformedBinary as exc:
             self.broken.append((offset, exc.message))
             self.stopped = True
