@@ -153,7 +153,7 @@ def discover_tree(folder: Path) -> Discovery:
     found = Discovery(root=str(folder))
     root_real = os.path.realpath(folder)
     linked: list[tuple[Path, str, str]] = []  # symbolic links to input files inside the folder: (path, kind, target)
-    pending: list[tuple[Path, IgnoreRules]] = [(folder, IgnoreRules.empty().add_file(folder / ".gitignore", folder))]
+    pending: list[tuple[Path, IgnoreRules]] = [(folder, IgnoreRules().add_file(folder / ".gitignore", folder))]
     while pending:
         here, ignores = pending.pop()
         try:
