@@ -16,7 +16,7 @@ import errno
 import os
 import struct
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import IO, Protocol
 
 from envcheck.errors import ReadingError
 
@@ -70,7 +70,7 @@ class ByteSource(Protocol):
 class FileSource:
     """A :class:`ByteSource` over an open binary file (``os.pread`` when it has a descriptor)."""
 
-    def __init__(self, fileobj: BinaryIO, size: int, base: int = 0) -> None:
+    def __init__(self, fileobj: IO[bytes], size: int, base: int = 0) -> None:
         self.fileobj = fileobj
         self.size = size
         self.base = base  # offset of this file inside fileobj (archive members)

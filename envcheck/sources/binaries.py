@@ -17,7 +17,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from envcheck.cache import change_key
 from envcheck.errors import InputError
@@ -325,7 +325,7 @@ class UnreadableBinary(InputError):
         self.problems = reading.problems
 
 
-def binary_from_file(fileobj: BinaryIO, path: str, size: int, *, deep_fatbin: bool = False) -> Binary | None:
+def binary_from_file(fileobj: IO[bytes], path: str, size: int, *, deep_fatbin: bool = False) -> Binary | None:
     """What one ELF file or ``ar`` archive says (``fileobj`` must be seekable): None for anything that is
     not ELF/ar; :class:`UnreadableBinary` for a damaged one (:func:`read_binary` returns problems as data)."""
     reading = read_binary(FileSource(fileobj, size), path, deep_fatbin=deep_fatbin)
