@@ -66,12 +66,8 @@ class BinaryReading:
 @dataclass
 class DeepSearch:
     """How :func:`read_elf` searches data sections for fatbins (``--deep-fatbin``, and cuFFT's kernels).
-
-    ``split_at`` (a worker's read of a big file): sections of this many bytes or more are not searched but
-    listed in ``later``, and the reading is incomplete (the folder scan cuts them into pieces for other jobs
-    and reads the file again with them). ``pieces``: those searches (:func:`fatbin.scan_piece`) by the
-    name, offset and size of their section, joined by :func:`fatbin.search` into the answer of a search of the whole.
-    """
+    ``split_at``: sections of this many bytes or more are not searched but listed in ``later`` (the folder
+    scan cuts them into pieces and reads the file again with them); ``pieces``: those searches by section."""
 
     split_at: int | None = None
     pieces: Mapping[tuple[str, int, int], list[fatbin.Piece | None]] = field(default_factory=dict)
@@ -360,10 +356,7 @@ def _universal_newlines(data: bytes) -> bytes:
 def _record_files(text: str, prefix: str, wanted: set[str] | None, candidates: bool = False) -> set[str]:
     """The paths RECORD names (``prefix`` + the first field, white space then quotes stripped, ``..``
     resolved), only those in ``wanted`` when given. With ``candidates``, none whose name the walk never
-    takes (a text suffix such as ``.py``, :data:`TEXT_SUFFIXES`, on a name that is no binary's): they cannot
-    own a binary, and they are most of a RECORD (a worker process sends the set to the main process).
-    (A plain loop: maps of str methods and regular expressions over the whole text were slower on the torch
-    environment's 68,000 lines.)"""
+    takes (:data:`TEXT_SUFFIXES` on a name that is no binary's): most of a RECORD, which a worker sends."""
     files: set[str] = set()
     lines = text.split("\n")
     if candidates:  # first the lines surely dropped (a first field ending in a text suffix, no ".so."): most of them

@@ -165,11 +165,9 @@ def _finish_elf(
 ) -> BinaryReading:
     """Read an ELF file from what one pass captured; ask for more passes when headers were elsewhere.
 
-    The one-pass reading is kept only when it must equal the file reader's: every header found, and the
-    containers the stream scanner found in ``.nv_fatbin``/``__nv_relfatbin`` tile those sections with no
-    broken candidate among them. Otherwise (headers in places a short pass cannot reach, a stray fatbin
-    magic that swallowed real containers) the member is spilled to a temporary file and read exactly as
-    an installed file is: a valid file never ends in an ERROR because it was streamed.
+    The one-pass reading is kept only when it must equal the file reader's (every header found, the
+    standard fatbin sections tiled by the scanned containers); otherwise the member is spilled to a
+    temporary file and read as an installed file is: a valid file never ends in an ERROR because it was streamed.
     """
     containers = streamed.scanner.finish()
     for _attempt in range(MAX_PASSES):
@@ -337,11 +335,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 def _read_members(path: str, st: os.stat_result, infos: list[zipfile.ZipInfo], options: ReadOptions) -> list[BinaryReading]:
     """Every member read as a binary, biggest first over a thread pool; cached by wheel identity.
 
-    Before anything is inflated beyond its first bytes, the binary members' declared sizes are held to
-    the expansion limit (``--max-expansion``): each member against its own compressed size, and all of
-    them together against the wheel's size (in the wheel's order). A member over either limit is one
-    problem naming the limit; the others are still read. Declared sizes are binding: a member that
-    inflates past its declared size is refused while it is read.
+    Before anything is inflated past its first bytes, the binary members' declared sizes (binding: a member
+    that inflates past its size is refused) are held to ``--max-expansion``, each against its compressed
+    size and all together against the wheel's; a member over either limit is one problem, the rest are read.
     """
     ratio = DEFAULT_MAX_EXPANSION if options.max_expansion is None else float(options.max_expansion)
     cache = ScanCache(f"wheel:{os.path.abspath(path)}:deep={options.deep_fatbin}:x={ratio:g}") if options.use_cache else None
