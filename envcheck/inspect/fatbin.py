@@ -6,7 +6,7 @@ u16 version 1, u16 header size 16, u64 size of the entries) followed by entries;
 +0x1C, u64 flags at +0x28) and its payload. Kind 1 is PTX, 2 a cubin (SASS), 8 NVVM IR for LTO. Flag
 0x100000 marks an arch-specific ``a`` target and 0x200000 a family ``f`` target. No payload is read.
 
-Two walkers produce the same :class:`Container` lists: :func:`walk_section` over random-access bytes
+Two walkers produce the same :class:`Container` lists: :func:`scan_containers` over random-access bytes
 (a file on disk) and :class:`StreamScanner` over a forward-only stream (a deflated wheel member).
 """
 
