@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Protocol
 
@@ -335,15 +336,16 @@ def parse_dynamic(table: bytes, hdr: ElfHeader) -> list[tuple[int, int]]:
     return out
 
 
-def dynamic_strings(entries: list[tuple[int, int]], strtab: bytes) -> DynamicInfo:
-    """Resolve SONAME/NEEDED/RUNPATH/RPATH string offsets against the dynamic string table."""
+def _c_string(table: bytes, off: int) -> str | None:
+    """The NUL-terminated string at ``off`` of a string table (None past its end)."""
+    if off >= len(table):
+        return None
+    end = table.find(b"\0", off)
+    return table[off : end if end >= 0 else len(table)].decode("utf-8", "replace")
 
-    def text(off: int) -> str | None:
-        if off >= len(strtab):
-            return None
-        end = strtab.find(b"\0", off)
-        return strtab[off : end if end >= 0 else len(strtab)].decode("utf-8", "replace")
 
+def dynamic_strings(entries: list[tuple[int, int]], text: Callable[[int], str | None]) -> DynamicInfo:
+    """SONAME/NEEDED/RUNPATH/RPATH of the dynamic table, their string offsets resolved by ``text``."""
     soname = None
     needed: list[str] = []
     runpath: list[str] = []
@@ -415,20 +417,9 @@ def read_dynamic(src: ByteSource, hdr: ElfHeader, sections: list[Section], *, st
     if strings_at_once:
         # One read up to the furthest string we need (a stream is cheaper read once than seeked).
         strtab = src.read_at(str_off, min(str_size, max(wanted) + 4096))
-        return dynamic_strings(entries, strtab)
-    texts: dict[int, bytes] = {}
-    for off in set(wanted):
-        texts[off] = _string_at(src, str_off, str_size, off)
-    # Build a small table holding just the strings we read, at their own offsets' order.
-    remap: list[tuple[int, int]] = []
-    blob = bytearray()
-    where: dict[int, int] = {}
-    for off, text in texts.items():
-        where[off] = len(blob)
-        blob += text + b"\0"
-    for tag, val in entries:
-        remap.append((tag, where[val] if tag in (DT_NEEDED, DT_SONAME, DT_RUNPATH, DT_RPATH) else val))
-    return dynamic_strings(remap, bytes(blob))
+        return dynamic_strings(entries, lambda off: _c_string(strtab, off))
+    texts = {off: _string_at(src, str_off, str_size, off).decode("utf-8", "replace") for off in set(wanted)}
+    return dynamic_strings(entries, texts.get)
 
 
 def _string_at(src: ByteSource, base: int, limit: int, off: int) -> bytes:
