@@ -217,14 +217,10 @@ def parse_header(head: bytes) -> ElfHeader:
     need = 52 if bits == 32 else 64
     if len(head) < need:
         raise MalformedBinary(f"ELF header truncated ({len(head)} of {need} bytes)", 0)
-    if bits == 64:
-        e_type, e_machine, _v, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum, shstrndx = (
-            struct.unpack_from(endian + "HHIQQQIHHHHHH", head, 16)
-        )
-    else:
-        e_type, e_machine, _v, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum, shstrndx = (
-            struct.unpack_from(endian + "HHIIIIIHHHHHH", head, 16)
-        )
+    fmt = "HHIQQQIHHHHHH" if bits == 64 else "HHIIIIIHHHHHH"  # entry, phoff and shoff are the class's words
+    e_type, e_machine, _v, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum, shstrndx = (
+        struct.unpack_from(endian + fmt, head, 16)
+    )
     return ElfHeader(
         bits=bits, endian=endian, elf_type=ELF_TYPES.get(e_type, str(e_type)),
         machine=MACHINES.get(e_machine, f"em_{e_machine}"), e_machine=e_machine,
@@ -309,14 +305,9 @@ def read_segments(src: ByteSource, hdr: ElfHeader) -> list[Segment]:
     if hdr.phentsize < entsize or hdr.phnum > 4096 or hdr.phoff + hdr.phnum * hdr.phentsize > src.size:
         raise MalformedBinary("program header table runs past the end of the file or has a bad entry size", hdr.phoff)
     table = src.read_at(hdr.phoff, hdr.phnum * hdr.phentsize)
-    out = []
-    for i in range(hdr.phnum):
-        f = struct.unpack_from(fmt, table, i * hdr.phentsize)
-        if hdr.bits == 64:
-            out.append(Segment(f[0], f[2], f[3], f[5]))
-        else:
-            out.append(Segment(f[0], f[1], f[2], f[4]))
-    return out
+    at = (0, 2, 3, 5) if hdr.bits == 64 else (0, 1, 2, 4)  # p_type, p_offset, p_vaddr, p_filesz
+    rows = (struct.unpack_from(fmt, table, i * hdr.phentsize) for i in range(hdr.phnum))
+    return [Segment(*(f[k] for k in at)) for f in rows]
 
 
 def _check_range(src: ByteSource, offset: int, size: int, what: str, where: int) -> None:
