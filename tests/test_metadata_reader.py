@@ -1,76 +1,15 @@
-"""The METADATA header reader (envcheck.inspect.metadata) against email.parser, which it replaces in folder
-scans, and the RECORD reader against the line-by-line reading it replaces (issue 18)."""
+"""The dist-info reader against the line-by-line reading it replaced (issue 18)."""
 
 from __future__ import annotations
 
 import email.parser
-import importlib.metadata
 import os
 import re
 from pathlib import Path
 
 import pytest
 
-from envcheck.inspect.metadata import header_fields
 from envcheck.sources.binaries import read_dist_info as _read_dist_info
-
-
-def parsed_by_email(text: str) -> dict[str, list[str]]:
-    """What email.parser's HeaderParser says: every field, lower-case name -> values (str) in order."""
-    msg = email.parser.HeaderParser().parsestr(text)
-    out: dict[str, list[str]] = {}
-    for key in dict.fromkeys(k.lower() for k in msg):
-        out[key] = [str(v) for v in msg.get_all(key) or []]
-    return out
-
-
-HOSTILE = [
-    "",
-    "\n",
-    "Name: a\nVersion: 1\n",
-    "Name: a\nVersion: 1",  # no final line break
-    "Name: a\r\nVersion: 1\r\n\r\nRequires-Dist: body\r\n",
-    "Name: a\rVersion: 1\r\rRequires-Dist: x\r",
-    "name: a\nNAME: b\nVersion: 1\nversion: 2\n",  # duplicates: the first wins for get(), all for get_all()
-    "Name: a\nRequires-Dist: x;\n  python_version < '3.9'\nRequires-Dist: y\n\tz\n",  # folded values
-    "Name:\n a\nVersion:1\n",  # the value on the next line only
-    "Name:   \t a  \nVersion: 1 \n",
-    " Name: a\nVersion: 1\n",  # a continuation first: ignored
-    "From someone Tue\nName: a\n",  # an mbox envelope line
-    "Name: a\nFrom x\n continued\nVersion: 1\n",  # a misplaced envelope line and its continuation
-    "Name: a\nFrom x",
-    ":no name\nName: a\n",
-    "Name: a\nnot a header line\nVersion: 1\n",  # headers end there
-    "Name: a\nBad Name: x\nVersion: 1\n",
-    "N\u00e4me: a\nName: b\n",
-    "Name: a\n\nVersion: 1\n",  # the body
-    "Name: a\n \nVersion: 1\n",  # a blank-looking continuation
-    "Name: a\x0bb\x0cc\x1cd\x85e\u2028f\nVersion: 1\n",  # separators that str.splitlines would split on
-    "Name: \ufffd\ufffd\nVersion: 1\n",
-    "Name: a: b: c\nRequires-Dist:x\n",
-    "Name: a\n\t\n\tb\n",
-    "Requires-Dist: x\n" * 500 + "Name: many\n",
-    "Name: a\nVersion: 1\n\n" + "Description: " + "x" * 100000,
-]
-
-
-@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
-def test_header_fields_read_like_email_parser(text: str) -> None:
-    assert header_fields(text) == parsed_by_email(text)
-
-
-def test_header_fields_on_the_metadata_of_this_interpreter() -> None:
-    seen = 0
-    for dist in importlib.metadata.distributions():
-        path = getattr(dist, "_path", None)
-        if path is None or not (Path(path) / "METADATA").is_file():
-            continue
-        raw = (Path(path) / "METADATA").read_bytes()
-        for text in (raw.decode("utf-8", "replace"), raw.decode("latin-1")):
-            assert header_fields(text) == parsed_by_email(text), path
-        seen += 1
-    assert seen > 5
-
 
 # ---- _read_dist_info: the same package and RECORD files as the email.parser reading it replaced -------------
 

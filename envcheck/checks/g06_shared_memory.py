@@ -206,11 +206,8 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
                        if default is not None and pattern.search(launch.tool or "")), None)
         if server is None:
             continue
-        share = launch.memory
-        if share is not None:
-            shares.append((launch, share, True))
-        else:
-            shares.append((launch, float(server[1] or 0), False))
+        explicit = launch.memory is not None
+        shares.append((launch, launch.memory if launch.memory is not None else float(server[1] or 0), explicit))
     shares, uncapped = _together(shares, uncapped)
     if shares and uncapped and len(shares) + len(uncapped) >= 2:
         first = shares[0]

@@ -95,12 +95,14 @@ def _pins() -> dict[str, Any]:
 
 
 def _version(pkg: Package) -> Version | None:
+    return _parsed(pkg.version)
+
+
+def _parsed(version: str | None) -> Version | None:
     from packaging.version import InvalidVersion, Version
 
-    if not pkg.version:
-        return None
     try:
-        return Version(pkg.version)
+        return Version(version) if version else None
     except InvalidVersion:
         return None
 
@@ -108,14 +110,8 @@ def _version(pkg: Package) -> Version | None:
 def _allows(version: str | None, specifier: str) -> bool | None:
     """Whether the version ``version`` meets ``specifier`` (pre-releases count, see :func:`_satisfies`);
     None when ``version`` is no version."""
-    if not version:
-        return None
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return _satisfies(Version(version), _specifier(specifier))
-    except InvalidVersion:
-        return None
+    parsed = _parsed(version)
+    return None if parsed is None else _satisfies(parsed, _specifier(specifier))
 
 
 def _satisfies(version: Version, spec: SpecifierSet) -> bool:

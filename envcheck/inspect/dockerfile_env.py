@@ -4,6 +4,7 @@ stages it builds on, and each instruction's changes applied in order."""
 from __future__ import annotations
 
 import re
+from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from envcheck.inspect.dockerfile import (
@@ -58,7 +59,7 @@ def walk_stage(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]
         _apply(changes, values, env_names)
 
 
-def instruction_changes(df: Dockerfile, inst: Instruction, values: Mapping[str, str], build_args: Mapping[str, str]
+def instruction_changes(df: Dockerfile, inst: Instruction, values: dict[str, str], build_args: Mapping[str, str]
                         ) -> list[tuple[str, str, str]]:
     """(name, value, origin) for each variable an ARG/ENV instruction sets, without changing ``values``.
 
@@ -77,7 +78,7 @@ def instruction_changes(df: Dockerfile, inst: Instruction, values: Mapping[str, 
                 if name in build_args:
                     value: str | None = build_args[name]
                 elif default is not None:
-                    value = expand(default, _Overlay(local, values) if local else values, df.escape).value
+                    value = expand(default, ChainMap(local, values) if local else values, df.escape).value  # no copy per name
                 else:
                     value = df.global_values.get(name)  # ARG NAME re-imports the global value
                 if value is not None:
@@ -91,28 +92,6 @@ def instruction_changes(df: Dockerfile, inst: Instruction, values: Mapping[str, 
             f"the ENV/ARG values of this file expand to more than {MAX_EXPANDED_TOTAL >> 20} MiB (variables that "
             "repeat one another); envcheck stops reading it here", inst.line)
     return changed
-
-
-class _Overlay(Mapping[str, str]):
-    """``top`` over ``base`` without copying either (an ARG line with many names would otherwise copy the
-    whole environment once per name)."""
-
-    def __init__(self, top: Mapping[str, str], base: Mapping[str, str]) -> None:
-        self.top = top
-        self.base = base
-
-    def __getitem__(self, key: str) -> str:
-        return self.top[key] if key in self.top else self.base[key]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.top or key in self.base
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self.top
-        yield from (k for k in self.base if k not in self.top)
-
-    def __len__(self) -> int:
-        return len(self.top) + sum(1 for k in self.base if k not in self.top)
 
 
 def _apply(changes: list[tuple[str, str, str]], values: dict[str, str], env_names: set[str]) -> None:

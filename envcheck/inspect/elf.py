@@ -15,8 +15,9 @@ from __future__ import annotations
 import errno
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import IO, Protocol
 
 from envcheck.errors import ReadingError
 
@@ -70,7 +71,7 @@ class ByteSource(Protocol):
 class FileSource:
     """A :class:`ByteSource` over an open binary file (``os.pread`` when it has a descriptor)."""
 
-    def __init__(self, fileobj: BinaryIO, size: int, base: int = 0) -> None:
+    def __init__(self, fileobj: IO[bytes], size: int, base: int = 0) -> None:
         self.fileobj = fileobj
         self.size = size
         self.base = base  # offset of this file inside fileobj (archive members)
@@ -216,14 +217,10 @@ def parse_header(head: bytes) -> ElfHeader:
     need = 52 if bits == 32 else 64
     if len(head) < need:
         raise MalformedBinary(f"ELF header truncated ({len(head)} of {need} bytes)", 0)
-    if bits == 64:
-        e_type, e_machine, _v, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum, shstrndx = (
-            struct.unpack_from(endian + "HHIQQQIHHHHHH", head, 16)
-        )
-    else:
-        e_type, e_machine, _v, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum, shstrndx = (
-            struct.unpack_from(endian + "HHIIIIIHHHHHH", head, 16)
-        )
+    fmt = "HHIQQQIHHHHHH" if bits == 64 else "HHIIIIIHHHHHH"  # entry, phoff and shoff are the class's words
+    e_type, e_machine, _v, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum, shstrndx = (
+        struct.unpack_from(endian + fmt, head, 16)
+    )
     return ElfHeader(
         bits=bits, endian=endian, elf_type=ELF_TYPES.get(e_type, str(e_type)),
         machine=MACHINES.get(e_machine, f"em_{e_machine}"), e_machine=e_machine,
@@ -308,14 +305,9 @@ def read_segments(src: ByteSource, hdr: ElfHeader) -> list[Segment]:
     if hdr.phentsize < entsize or hdr.phnum > 4096 or hdr.phoff + hdr.phnum * hdr.phentsize > src.size:
         raise MalformedBinary("program header table runs past the end of the file or has a bad entry size", hdr.phoff)
     table = src.read_at(hdr.phoff, hdr.phnum * hdr.phentsize)
-    out = []
-    for i in range(hdr.phnum):
-        f = struct.unpack_from(fmt, table, i * hdr.phentsize)
-        if hdr.bits == 64:
-            out.append(Segment(f[0], f[2], f[3], f[5]))
-        else:
-            out.append(Segment(f[0], f[1], f[2], f[4]))
-    return out
+    at = (0, 2, 3, 5) if hdr.bits == 64 else (0, 1, 2, 4)  # p_type, p_offset, p_vaddr, p_filesz
+    rows = (struct.unpack_from(fmt, table, i * hdr.phentsize) for i in range(hdr.phnum))
+    return [Segment(*(f[k] for k in at)) for f in rows]
 
 
 def _check_range(src: ByteSource, offset: int, size: int, what: str, where: int) -> None:
@@ -335,15 +327,16 @@ def parse_dynamic(table: bytes, hdr: ElfHeader) -> list[tuple[int, int]]:
     return out
 
 
-def dynamic_strings(entries: list[tuple[int, int]], strtab: bytes) -> DynamicInfo:
-    """Resolve SONAME/NEEDED/RUNPATH/RPATH string offsets against the dynamic string table."""
+def _c_string(table: bytes, off: int) -> str | None:
+    """The NUL-terminated string at ``off`` of a string table (None past its end)."""
+    if off >= len(table):
+        return None
+    end = table.find(b"\0", off)
+    return table[off : end if end >= 0 else len(table)].decode("utf-8", "replace")
 
-    def text(off: int) -> str | None:
-        if off >= len(strtab):
-            return None
-        end = strtab.find(b"\0", off)
-        return strtab[off : end if end >= 0 else len(strtab)].decode("utf-8", "replace")
 
+def dynamic_strings(entries: list[tuple[int, int]], text: Callable[[int], str | None]) -> DynamicInfo:
+    """SONAME/NEEDED/RUNPATH/RPATH of the dynamic table, their string offsets resolved by ``text``."""
     soname = None
     needed: list[str] = []
     runpath: list[str] = []
@@ -415,20 +408,9 @@ def read_dynamic(src: ByteSource, hdr: ElfHeader, sections: list[Section], *, st
     if strings_at_once:
         # One read up to the furthest string we need (a stream is cheaper read once than seeked).
         strtab = src.read_at(str_off, min(str_size, max(wanted) + 4096))
-        return dynamic_strings(entries, strtab)
-    texts: dict[int, bytes] = {}
-    for off in set(wanted):
-        texts[off] = _string_at(src, str_off, str_size, off)
-    # Build a small table holding just the strings we read, at their own offsets' order.
-    remap: list[tuple[int, int]] = []
-    blob = bytearray()
-    where: dict[int, int] = {}
-    for off, text in texts.items():
-        where[off] = len(blob)
-        blob += text + b"\0"
-    for tag, val in entries:
-        remap.append((tag, where[val] if tag in (DT_NEEDED, DT_SONAME, DT_RUNPATH, DT_RPATH) else val))
-    return dynamic_strings(remap, bytes(blob))
+        return dynamic_strings(entries, lambda off: _c_string(strtab, off))
+    texts = {off: _string_at(src, str_off, str_size, off).decode("utf-8", "replace") for off in set(wanted)}
+    return dynamic_strings(entries, texts.get)
 
 
 def _string_at(src: ByteSource, base: int, limit: int, off: int) -> bytes:

@@ -6,7 +6,7 @@ u16 version 1, u16 header size 16, u64 size of the entries) followed by entries;
 +0x1C, u64 flags at +0x28) and its payload. Kind 1 is PTX, 2 a cubin (SASS), 8 NVVM IR for LTO. Flag
 0x100000 marks an arch-specific ``a`` target and 0x200000 a family ``f`` target. No payload is read.
 
-Two walkers produce the same :class:`Container` lists: :func:`walk_section` over random-access bytes
+Two walkers produce the same :class:`Container` lists: :func:`scan_containers` over random-access bytes
 (a file on disk) and :class:`StreamScanner` over a forward-only stream (a deflated wheel member).
 """
 
@@ -32,9 +32,6 @@ MAX_ENTRY_HEADER = 4096  # seen: 0x40..0x78
 KIND_PTX, KIND_ELF, KIND_LTO = 1, 2, 8
 KIND_NAMES = {KIND_PTX: "ptx", KIND_ELF: "sass", KIND_LTO: "lto"}
 
-FLAG_DEBUG = 0x2
-FLAG_LZ4 = 0x2000
-FLAG_ZSTD = 0x8000
 FLAG_ARCH_SPECIFIC = 0x100000  # "a"
 FLAG_FAMILY = 0x200000  # "f"
 
@@ -49,7 +46,6 @@ STANDARD_SECTIONS = (".nv_fatbin", "__nv_relfatbin")
 
 _ENTRY = struct.Struct("<HHIQIIHHIIIQ")  # kind, ver, hdr_size, padded, csize, optdesc, minor, major, sm, idoff, idlen, flags
 _CONTAINER = struct.Struct("<IHHQ")
-_CONTAINER_AND_ENTRY = struct.Struct("<IHHQHHIQIIHHIIIQ")  # a container header and its first entry header
 
 
 class Entry(NamedTuple):
@@ -68,15 +64,6 @@ class Entry(NamedTuple):
     offset: int
 
     @property
-    def variant(self) -> str:
-        """``a`` (arch-specific), ``f`` (family) or ``""``."""
-        if self.flags & FLAG_ARCH_SPECIFIC:
-            return "a"
-        if self.flags & FLAG_FAMILY:
-            return "f"
-        return ""
-
-    @property
     def label(self) -> str:
         """sm_121a for SASS, compute_121f for PTX, lto_121 for LTO IR."""
         return image_label(self.kind, self.sm, self.flags)
@@ -84,13 +71,8 @@ class Entry(NamedTuple):
     @property
     def cuobjdump_label(self) -> str:
         """The name ``cuobjdump --list-elf/--list-ptx`` prints (it never shows ``f`` on cubins)."""
-        if self.kind == KIND_ELF:
-            return f"sm_{self.sm}" + ("a" if self.flags & FLAG_ARCH_SPECIFIC else "")
-        return f"sm_{self.sm}{self.variant}"
-
-    @property
-    def compression(self) -> str:
-        return "zstd" if self.flags & FLAG_ZSTD else "lz4" if self.flags & FLAG_LZ4 else ""
+        family = self.flags & FLAG_FAMILY and self.kind != KIND_ELF
+        return f"sm_{self.sm}" + ("a" if self.flags & FLAG_ARCH_SPECIFIC else "f" if family else "")
 
 
 _PREFIX = {KIND_ELF: "sm_", KIND_PTX: "compute_", KIND_LTO: "lto_"}
@@ -273,107 +255,52 @@ class _Window:
 def _scan_window(src: ByteSource, start: int, end: int, section: str, budget: RecordBudget, size: int,
                  stop: int | None = None, misses: list[tuple[int, int, int, int]] | None = None) -> list[Container]:
     """:class:`StreamScanner`'s search over ``[start, end)`` of a random-access source, one ``find`` per hit
-    over a window of ``size`` bytes (:data:`WINDOW`) (cuFFT keeps 24,000 modules in ``.ldata``): the same containers, except that after
-    a hit that does not validate the search resumes right after its magic even where a stream has
-    already passed those bytes.
+    over a window of ``size`` bytes: the same containers, except that after a hit that does not validate
+    the search resumes right after its magic even where a stream has already passed those bytes.
 
-    Written for speed (cuFFT's deep scan is the longest single job of a folder scan): the window's bytes
-    and the record budget live in local variables, a container header and its first entry header are
-    unpacked at once when both are in the window, and the window reads only where the plain loop would,
-    so the containers, the budget and ``bytes_read`` are the same.
-
-    ``stop`` (:func:`scan_piece`): hits at or after it are not taken (containers still end where they end,
-    up to ``end``). ``misses``: receives ``(containers before it, hit, records spent, where the search went
-    on)`` for each hit that is not a container (on: ``hit + 8``), and for a hit whose entry headers run past
-    ``end``, where the search ended (on: -1)."""
+    ``stop`` (:func:`scan_piece`): hits at or after it are not taken. ``misses``: receives ``(containers
+    before it, hit, records spent, where the search went on)`` for each hit that is not a container (on:
+    ``hit + 8``), and for a hit whose entry headers run past ``end`` (on: -1)."""
     out: list[Container] = []
-    append = out.append
     stop = end if stop is None else min(stop, end)
     window = _Window(src, end, size, stop + len(MAGIC_V1) - 1)
-    data, at = window.data, window.at
-    top = at + len(data)
     pos = start + (-start) % 8
-    unpack = _ENTRY.unpack_from
-    unpack_both = _CONTAINER_AND_ENTRY.unpack_from
-    known = KIND_NAMES
-    left = budget.left
-    try:
-        while True:
-            hit = -1
-            if at <= pos < top:
-                i = data.find(MAGIC_V1, pos - at)
-                if i >= 0 and at + i + 8 <= end:
-                    hit = at + i
-            if hit < 0:
-                hit = window.find(pos)
-                data, at = window.data, window.at
-                top = at + len(data)
-            if hit < 0 or hit + CONTAINER_HEADER > end or hit >= stop:
-                return out
-            if hit % 8:
-                pos = hit + (-hit) % 8
-                continue
-            mark = left
-            left -= 1
-            if left < 0:
-                budget.left = left + 1
-                budget.spend(hit)  # raises, the budget spent
-            cursor = hit + CONTAINER_HEADER
-            if hit + CONTAINER_HEADER + ENTRY_HEADER <= top and cursor + ENTRY_HEADER <= end and left > 0:
-                # the common case: the container header and its first entry header, in the window
-                (_m, _v, _h, fat, kind, _ev, hsize, padded, _cs, _o, minor, major, sm, _io, _il, flags) = unpack_both(data, hit - at)
-                cend = cursor + fat
-                if cursor < cend:
-                    left -= 1
-                    if hsize < ENTRY_HEADER or hsize > MAX_ENTRY_HEADER or cursor + hsize + padded > cend or kind not in known:
-                        pos = hit + 8  # not a container after all: search on
-                        if misses is not None:
-                            misses.append((len(out), hit, mark - left, pos))
-                        continue
-                    entries = [Entry(kind, sm, flags, hsize, padded, major, minor, cursor)]
-                    cursor += hsize + padded
-                    if cursor >= cend:
-                        append(Container(section, hit, cend - hit, entries))
-                        pos = cend + (-cend) % 8
-                        continue
-                else:
-                    entries = []
-            else:
-                if not (at <= hit and hit + CONTAINER_HEADER <= top):
-                    window.load(hit, CONTAINER_HEADER)
-                    data, at = window.data, window.at
-                    top = at + len(data)
-                cend = cursor + int.from_bytes(data[hit - at + 8 : hit - at + 16], "little")
+    while True:
+        i = window.data.find(MAGIC_V1, pos - window.at) if window.at <= pos < window.at + len(window.data) else -1
+        hit = window.at + i if i >= 0 and window.at + i + len(MAGIC_V1) <= end else window.find(pos)
+        if hit < 0 or hit + CONTAINER_HEADER > end or hit >= stop:
+            return out
+        if hit % 8:
+            pos = hit + (-hit) % 8
+            continue
+        mark = budget.left
+        budget.spend(hit)
+        window.load(hit, CONTAINER_HEADER)
+        cend = hit + CONTAINER_HEADER + int.from_bytes(window.data[hit - window.at + 8 : hit - window.at + 16], "little")
+        cursor = hit + CONTAINER_HEADER
+        entries: list[Entry] = []
+        while cursor < cend:
+            if cursor + ENTRY_HEADER > end:
+                if misses is not None:
+                    misses.append((len(out), hit, mark - budget.left, -1))
+                return out  # runs past the section: as a stream's last, unfinished container
+            budget.spend(cursor)
+            window.load(cursor, ENTRY_HEADER)
+            kind, _v, hsize, padded, _cs, _o, minor, major, sm, _io, _il, flags = _ENTRY.unpack_from(window.data, cursor - window.at)
+            if (hsize < ENTRY_HEADER or hsize > MAX_ENTRY_HEADER or cursor + hsize + padded > cend
+                    or (not entries and kind not in KIND_NAMES)):
                 entries = []
-            while cursor < cend:
-                if cursor + ENTRY_HEADER > end:
-                    if misses is not None:
-                        misses.append((len(out), hit, mark - left, -1))
-                    return out  # runs past the section: as a stream's last, unfinished container
-                left -= 1
-                if left < 0:
-                    budget.left = left + 1
-                    budget.spend(cursor)
-                if not (at <= cursor and cursor + ENTRY_HEADER <= top):
-                    window.load(cursor, ENTRY_HEADER)
-                    data, at = window.data, window.at
-                    top = at + len(data)
-                kind, _v, hsize, padded, _cs, _o, minor, major, sm, _io, _il, flags = unpack(data, cursor - at)
-                if hsize < ENTRY_HEADER or hsize > MAX_ENTRY_HEADER or cursor + hsize + padded > cend or (not entries and kind not in known):
-                    entries = []
-                    break
-                entries.append(Entry(kind, sm, flags, hsize, padded, major, minor, cursor))
-                cursor += hsize + padded
-            else:
-                if cend == hit + CONTAINER_HEADER or entries:
-                    append(Container(section, hit, cend - hit, entries))
-                pos = cend + (-cend) % 8
-                continue
-            pos = hit + 8  # not a container after all: search on
-            if misses is not None:
-                misses.append((len(out), hit, mark - left, pos))
-    finally:
-        budget.left = left
+                break
+            entries.append(Entry(kind, sm, flags, hsize, padded, major, minor, cursor))
+            cursor += hsize + padded
+        else:
+            if cend == hit + CONTAINER_HEADER or entries:
+                out.append(Container(section, hit, cend - hit, entries))
+            pos = cend + (-cend) % 8
+            continue
+        pos = hit + 8  # not a container after all: search on
+        if misses is not None:
+            misses.append((len(out), hit, mark - budget.left, pos))
 
 
 # ---- a section's search in pieces (worker processes share cuFFT's 265 MiB .ldata) -------------------------
@@ -399,7 +326,7 @@ def distinct_modules(containers: Iterable[Container]) -> list[Container]:
 
 
 def _plausible(c: Container, end: int) -> bool:
-    """:func:`validate_scanned` for one container."""
+    """A magic hit that is a plausible container: first entry of a known kind, inside ``end``."""
     return c.offset + c.size <= end and not (c.entries and c.entries[0].kind not in KIND_NAMES) and not (
         c.size > CONTAINER_HEADER and not c.entries)
 
@@ -432,25 +359,18 @@ def scan_piece(src: ByteSource, start: int, stop: int, end: int, section: str, l
         found = _scan_window(src, start, end, section, RecordBudget(limit), window, stop, misses)
     except MalformedBinary:
         return Piece(start, stop, hits, nexts, spent, kinds, (), True)
-    containers: list[Container | None]
-    if misses:  # rare (a magic by chance, a broken container): the hits in order, one at a time
-        taken: list[tuple[int, int, int, Container | None]] = []
-        m = 0
-        for i, c in enumerate(found):
-            while m < len(misses) and misses[m][0] == i:
-                taken.append((*misses[m][1:], None))
-                m += 1
-            taken.append((c.offset, 1 + len(c.entries), c.offset + c.size, c))
-        taken.extend((*miss[1:], None) for miss in misses[m:])
-        hits.extend([t[0] for t in taken])
-        spent.extend(accumulate([t[1] for t in taken]))
-        nexts.extend([t[2] for t in taken])
-        containers = [t[3] for t in taken]
-    else:  # the common case, in bulk
-        hits.extend([c.offset for c in found])
-        spent.extend(accumulate([1 + len(c.entries) for c in found]))
-        nexts.extend([c.offset + c.size for c in found])
-        containers = list(found)
+    taken: list[tuple[int, int, int, Container | None]] = []  # the hits in order, misses among them
+    m = 0
+    for i, c in enumerate(found):
+        while m < len(misses) and misses[m][0] == i:
+            taken.append((*misses[m][1:], None))
+            m += 1
+        taken.append((c.offset, 1 + len(c.entries), c.offset + c.size, c))
+    taken.extend((*miss[1:], None) for miss in misses[m:])
+    hits.extend([t[0] for t in taken])
+    spent.extend(accumulate([t[1] for t in taken]))
+    nexts.extend([t[2] for t in taken])
+    containers = [t[3] for t in taken]
     # each container's images (the one image itself, for most), None for those validate_scanned drops
     keys = [None if c is None or not _plausible(c, end) else
             _IMAGE(c.entries[0]) if len(c.entries) == 1 else tuple(map(_IMAGE, c.entries)) for c in containers]
@@ -464,16 +384,13 @@ def scan_piece(src: ByteSource, start: int, stop: int, end: int, section: str, l
 def search(src: ByteSource, start: int, size: int, section: str, budget: RecordBudget | None = None,
            pieces: list[Piece | None] | None = None, taken: list[int] | None = None) -> list[Container]:
     """What :func:`scan_containers` finds in a section, one container for each distinct list of
-    :func:`images`, in order of first appearance (all that a binary's description needs, as
-    :func:`distinct_modules`; from pieces, the one that stands for a list may be an earlier container of
-    the same images, in the same section), spending the same records of ``budget``.
+    :func:`images`, in order of first appearance (:func:`distinct_modules`), spending the same records of
+    ``budget``.
 
-    ``pieces``: the searches of consecutive pieces of the section, from its 8-aligned start to its end
-    (:func:`scan_piece`, run in worker processes), joined here into the answer of the search of the whole
-    (:func:`_join`); None: the section is searched here, whole. When the pieces cannot give that answer
-    (one is missing or failed, or the whole would run out of ``budget``), it is searched here whole too:
-    the containers, and an error with its offset, are always those of the plain search. ``taken``
-    receives the offsets of all the containers (tests)."""
+    ``pieces``: the searches of consecutive pieces of the section (:func:`scan_piece`, run in worker
+    processes), joined by :func:`_join`; None, or pieces that cannot give the answer (one missing or
+    failed, or over ``budget``): the section is searched here whole, so the containers, and an error with
+    its offset, are always those of the plain search. ``taken`` receives the containers' offsets (tests)."""
     if start < 0 or size < 0 or start + size > src.size:
         raise MalformedBinary(f"section {section} ({size} bytes at {start:#x}) runs past the end of the file", start)
     budget = budget or RecordBudget()
@@ -659,12 +576,8 @@ class StreamScanner:
             self._carry_at = self._cend
 
     def _spend(self, offset: int) -> bool:
-        budget = self.budget
-        if budget.left > 0:  # the common case, without a call and a try
-            budget.left -= 1
-            return True
         try:
-            budget.spend(offset)
+            self.budget.spend(offset)
         except MalformedBinary as exc:
             self.broken.append((offset, exc.message))
             self.stopped = True
@@ -699,13 +612,4 @@ class StreamScanner:
 
 def validate_scanned(containers: Iterable[Container], end: int) -> list[Container]:
     """Drop magic hits that are not plausible containers (first entry of a known kind, inside ``end``)."""
-    out = []
-    for c in containers:
-        if c.offset + c.size > end:
-            continue
-        if c.entries and c.entries[0].kind not in KIND_NAMES:
-            continue
-        if c.size > CONTAINER_HEADER and not c.entries:
-            continue
-        out.append(c)
-    return out
+    return [c for c in containers if _plausible(c, end)]

@@ -9,7 +9,8 @@ the JSON interface has always carried."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from functools import cache
 
 from envcheck.inspect.fatbin import (
     FLAG_ARCH_SPECIFIC,
@@ -25,95 +26,53 @@ from envcheck.inspect.fatbin import (
 NATIVE, COMPATIBLE, PTX_JIT, NONE = "native", "compatible", "ptx-jit", "none"
 GB10_SM = 121  # the DGX Spark's GPU: what Binary.sm121 reads for (verdicts use the profile's SM)
 _LEVEL = {NONE: 0, PTX_JIT: 1, COMPATIBLE: 2, NATIVE: 3}
-
-
-_LEVELS: dict[tuple[int, int, int, int], str] = {}
+_VARIANT = FLAG_ARCH_SPECIFIC | FLAG_FAMILY
 
 
 def image_level(entry: Entry, target_sm: int) -> str:
-    """How one image runs on a GPU of SM ``target_sm`` (see :func:`_image_level`; memoised: a library
-    has tens of thousands of images of a handful of kinds)."""
-    key = (entry.kind, entry.sm, entry.flags & (FLAG_ARCH_SPECIFIC | FLAG_FAMILY), target_sm)
-    level = _LEVELS.get(key)
-    if level is None:
-        level = _LEVELS[key] = _image_level(entry, target_sm)
-    return level
+    """How one image runs on a GPU of SM ``target_sm`` (121 for GB10)."""
+    return _image_level(entry.kind, entry.sm, entry.flags & _VARIANT, target_sm)
 
 
-def _image_level(entry: Entry, target_sm: int) -> str:
-    """How one image runs on a GPU of SM ``target_sm`` (121 for GB10), per research/fatbin.md §10.1.
-
-    SASS: runs on the same major with an equal or higher minor (``a`` only on exactly its SM). PTX: the
-    driver JIT-compiles plain PTX of any older or equal SM; ``f`` PTX within its family; ``a`` PTX only
-    on exactly its SM. LTO IR never runs as is.
-    """
-    major, minor = divmod(target_sm, 10)
-    e_major, e_minor = divmod(entry.sm, 10)
-    if entry.kind == KIND_ELF:
-        if entry.flags & FLAG_ARCH_SPECIFIC:
-            ok = entry.sm == target_sm
+@cache  # a library has tens of thousands of images of a handful of kinds
+def _image_level(kind: int, sm: int, variant: int, target_sm: int) -> str:
+    """Per research/fatbin.md §10.1. SASS: runs on the same major with an equal or higher minor (``a``
+    only on exactly its SM). PTX: the driver JIT-compiles plain PTX of any older or equal SM; ``f`` PTX
+    within its family; ``a`` PTX only on exactly its SM. LTO IR never runs as is."""
+    same_family = sm // 10 == target_sm // 10 and sm % 10 <= target_sm % 10
+    if kind == KIND_ELF:
+        ok = sm == target_sm if variant & FLAG_ARCH_SPECIFIC else same_family
+        return (NATIVE if sm == target_sm else COMPATIBLE) if ok else NONE
+    if kind == KIND_PTX:
+        if variant & FLAG_ARCH_SPECIFIC:
+            ok = sm == target_sm
+        elif variant & FLAG_FAMILY:
+            ok = same_family
         else:
-            ok = e_major == major and e_minor <= minor
-        if not ok:
-            return NONE
-        return NATIVE if entry.sm == target_sm else COMPATIBLE
-    if entry.kind == KIND_PTX:
-        if entry.flags & FLAG_ARCH_SPECIFIC:
-            ok = entry.sm == target_sm
-        elif entry.flags & FLAG_FAMILY:
-            ok = e_major == major and e_minor <= minor
-        else:
-            ok = entry.sm <= target_sm
+            ok = sm <= target_sm
         return PTX_JIT if ok else NONE
     return NONE
 
 
 def container_level(entries: Iterable[Entry], target_sm: int) -> str | None:
     """The best level over a module's images (None when it has no SASS or PTX at all)."""
-    best: str | None = None
-    for e in entries:
-        if e.kind not in (KIND_ELF, KIND_PTX):
-            continue
-        level = image_level(e, target_sm)
-        if best is None or _LEVEL[level] > _LEVEL[best]:
-            best = level
-    return best
+    levels = [image_level(e, target_sm) for e in entries if e.kind in (KIND_ELF, KIND_PTX)]
+    return max(levels, key=_LEVEL.__getitem__, default=None)
 
 
-def binary_level(containers: list[Container], target_sm: int = GB10_SM) -> str | None:
-    """A binary's runnability on ``target_sm``, judged module by module (each container is registered
-    as one module), in the terms of the Binary.sm121 field: ``native`` / ``compatible`` when modules
-    carry SASS that runs there (the weaker of the two among those modules: torch has 474 modules with
-    sm_120 SASS and one with sm_121a SASS, so ``compatible``), ``ptx-jit`` when the only runnable
-    images are PTX, ``none`` when no module has an image that runs there.
+def binary_level(containers: Sequence[Container], target_sm: int = GB10_SM) -> str | None:
+    """A binary's runnability on ``target_sm``, judged module by module (:func:`_modules`), in the terms
+    of the Binary.sm121 field: ``native`` / ``compatible`` when modules carry SASS that runs there (the
+    weaker of the two among those modules: torch has 474 modules with sm_120 SASS and one with sm_121a
+    SASS, so ``compatible``), ``ptx-jit`` when the only runnable images are PTX, ``none`` when no module
+    has an image that runs there. None: no SASS or PTX at all.
 
     Modules with no runnable image, or only PTX, do not pull a SASS level down: libraries dispatch
     kernels by device (cuBLASLt keeps sm_90a-only and sm_100a-only modules it never launches elsewhere,
     cuFFT and cuSPARSELt keep PTX fallbacks next to SASS; with lazy loading an unused module is not even
-    loaded), so one such module proves nothing. In ``-rdc`` builds the device-linked cubins of
-    ``.nv_fatbin`` and the relocatable PTX of ``__nv_relfatbin`` are one module (the runtime JIT-links
-    that PTX, research/fatbin.md §10.3). None: no SASS or PTX at all.
+    loaded), so one such module proves nothing.
     """
-    groups: list[list[Entry]]
-    if any(c.section == "__nv_relfatbin" for c in containers):
-        rdc = [e for c in containers if c.section in STANDARD_SECTIONS for e in c.entries]
-        groups = [rdc, *[c.entries for c in containers if c.section not in STANDARD_SECTIONS]]
-    else:
-        groups = [c.entries for c in containers]
-    # Only which levels occur counts. Single-image modules (cuFFT has 24,000) are judged once per kind of image.
-    levels: set[str | None] = set()
-    single: dict[tuple[int, int, int], str | None] = {}
-    variant = FLAG_ARCH_SPECIFIC | FLAG_FAMILY
-    for g in groups:
-        if len(g) == 1:
-            e = g[0]
-            key = (e.kind, e.sm, e.flags & variant)
-            if key not in single:
-                single[key] = container_level(g, target_sm)
-                levels.add(single[key])
-        else:
-            levels.add(container_level(g, target_sm))
-    return combine_levels(levels)
+    return combine_levels(container_level(entries, target_sm) for entries in _modules(containers))
 
 
 def combine_levels(levels: Iterable[str | None]) -> str | None:
@@ -132,28 +91,31 @@ def distinct(labels: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(labels))
 
 
-def _modules(containers: Sequence[Container]) -> list[list[Entry]]:
-    """The modules the runtime registers: one per container, except that an ``-rdc`` build's standard
-    sections are one module (see :func:`binary_level`)."""
+def _modules(containers: Sequence[Container]) -> Iterator[list[Entry]]:
+    """The modules the runtime registers: one per container, except that in ``-rdc`` builds the
+    device-linked cubins of ``.nv_fatbin`` and the relocatable PTX of ``__nv_relfatbin`` are one module
+    (the runtime JIT-links that PTX, research/fatbin.md §10.3). Only which kinds of module occur counts,
+    so single-image modules (cuFFT has 24,000) come once per kind of image."""
+    groups: Iterable[list[Entry]] = (c.entries for c in containers)
     if any(c.section == "__nv_relfatbin" for c in containers):
         rdc = [e for c in containers if c.section in STANDARD_SECTIONS for e in c.entries]
-        return [rdc, *[c.entries for c in containers if c.section not in STANDARD_SECTIONS]]
-    return [c.entries for c in containers]
+        groups = [rdc, *[c.entries for c in containers if c.section not in STANDARD_SECTIONS]]
+    single: set[tuple[int, int, int]] = set()
+    for entries in groups:
+        if len(entries) == 1:
+            e = entries[0]
+            key = (e.kind, e.sm, e.flags & _VARIANT)
+            if key in single:
+                continue
+            single.add(key)
+        yield entries
 
 
 def binary_modules(containers: Sequence[Container]) -> tuple[str, ...]:
     """What the binary's GPU code is, for any target: each distinct module's SASS and PTX image labels
     (``"sm_120 sm_121a compute_120"``), once, in order of first appearance; modules with neither left out."""
     found: dict[str, None] = {}
-    single: set[tuple[int, int, int]] = set()  # single-image modules (cuFFT has 24,000): once per kind of image
-    variant = FLAG_ARCH_SPECIFIC | FLAG_FAMILY
     for entries in _modules(containers):
-        if len(entries) == 1:
-            e = entries[0]
-            key = (e.kind, e.sm, e.flags & variant)
-            if key in single:
-                continue
-            single.add(key)
         labels = sorted({image_label(e.kind, e.sm, e.flags) for e in entries if e.kind in (KIND_ELF, KIND_PTX)})
         if labels:
             found.setdefault(" ".join(labels))

@@ -309,6 +309,12 @@ INDEX_VARIABLES = {
 NAMED_INDEX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*=(?=[A-Za-z][A-Za-z0-9+.\-]*://)")
 
 
+def variable_indexes(name: str, value: str, location: Location | None) -> list[PackageIndex]:
+    """The indexes an environment variable sets for pip/uv (none for a variable that is not theirs)."""
+    option = INDEX_VARIABLES.get(name)
+    return [] if option is None else [PackageIndex(url, option, location) for url in index_entries(name, value)]
+
+
 def index_entries(name: str, value: str) -> list[str]:
     """The index URLs a pip/uv variable holds: space-separated, ``UV_INDEX``'s ``name=url`` form without the
     name, and ``UV_TORCH_BACKEND=cu126`` as uv's torch-backend index (read like ``--torch-backend``)."""

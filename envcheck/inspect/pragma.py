@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from envcheck.model import Location, Pragma
 
@@ -16,20 +16,21 @@ def pragma_line(line: str) -> re.Match[str] | None:
     return PRAGMA.match(line.lstrip())
 
 
-def instruction_pragmas(text: str, spans: Mapping[int, int], path: str) -> list[Pragma]:
-    """``# envcheck: ignore=RULE reason`` in ``text``: it applies to the next line, or to every line of the
-    instruction that starts there (``spans``: an instruction's first line -> its last, a continued RUN)."""
-    lines = text.splitlines()
-    found: list[Pragma] = []
-    for number, raw in enumerate(lines, 1):
+def pragma_targets(lines: list[str]) -> Iterator[tuple[tuple[str, ...], str, int]]:
+    """Each pragma of ``lines``: its rules, its reason, and the index of the line it applies to, the next one
+    that is neither blank nor a pragma (``len(lines)``: none)."""
+    for i, raw in enumerate(lines):
         m = pragma_line(raw)
         if not m:
             continue
-        rules = tuple(r.strip() for r in m.group(1).split(",") if r.strip())
-        target = number + 1
-        while target <= len(lines) and (not lines[target - 1].strip() or pragma_line(lines[target - 1])):
+        target = i + 1
+        while target < len(lines) and (not lines[target].strip() or pragma_line(lines[target])):
             target += 1
-        end = spans.get(target, target)
-        for line in range(target, end + 1):
-            found.append(Pragma(rules, m.group(2).strip(), Location(path, line=line)))
-    return found
+        yield tuple(r.strip() for r in m.group(1).split(",") if r.strip()), m.group(2).strip(), target
+
+
+def instruction_pragmas(text: str, spans: Mapping[int, int], path: str) -> list[Pragma]:
+    """``# envcheck: ignore=RULE reason`` in ``text``: it applies to the next line, or to every line of the
+    instruction that starts there (``spans``: an instruction's first line -> its last, a continued RUN)."""
+    return [Pragma(rules, reason, Location(path, line=line)) for rules, reason, target in pragma_targets(text.splitlines())
+            for line in range(target + 1, spans.get(target + 1, target + 1) + 1)]

@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 
 from envcheck.inspect.shell_words import _tokens, _Word
 
-_KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}"})
-_ENDS = frozenset({"fi", "done", "esac", "}"})
 _WRAPPERS = frozenset({"sudo", "time", "exec", "nohup", "command", "builtin", "xargs", "nice", "stdbuf"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envcheck import kinds
 from envcheck.errors import UsageError
 
-# kind -> module, read from the table of input kinds (envcheck.kinds), kept for callers that list them.
-SOURCE_MODULES: dict[str, str] = {k.name: k.module for k in kinds.KINDS}
+if TYPE_CHECKING:
+    from envcheck.model import Inventory, Location
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,13 @@ class ReadOptions:
     with_lock: bool = True
 
 
+def move_locations(inventory: Inventory, moved: Callable[[Location | None], Location | None], *facts: str) -> Inventory:
+    """``inventory`` with the locations of its ``facts`` lists (``"packages"``, ``"env"``...) moved, in place."""
+    for name in facts:
+        getattr(inventory, name)[:] = [replace(fact, location=moved(fact.location)) for fact in getattr(inventory, name)]
+    return inventory
+
+
 def module_for(kind: str) -> ModuleType:
     """The source module that reads ``kind`` (imported now: each kind's code loads only when needed)."""
     row = kinds.get(kind)
@@ -67,24 +74,16 @@ def detect(path: Path) -> str | None:
         return by_name.name
     if not path.is_file():
         return None  # a pipe (<(pip freeze)) or device: sniffing would eat what the reader needs; use --kind
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(4096)
-    except OSError:
+    head = _head(path)
+    if head is None:
         return None
     for row in kinds.KINDS:
         if row.magic and head.startswith(row.magic):
             return row.name
-    for row in kinds.KINDS:
-        if row.sniff:
-            sniff = getattr(module_for(row.name), "sniff", None)
-            if sniff is not None and sniff(path, head):
-                return row.name
-    for row in kinds.KINDS:  # a named file may be recognised more loosely than discovery's (a Kubernetes ConfigMap)
-        named = getattr(module_for(row.name), "sniff_named", None) if row.sniff else None
-        if named is not None and named(path, head):
-            return row.name
-    return None
+    sniffed = [row for row in kinds.KINDS if row.sniff]
+    # a named file may be recognised more loosely than discovery's (a Kubernetes ConfigMap)
+    found = _sniffed(path, head, sniffed, "sniff") or _sniffed(path, head, sniffed, "sniff_named")
+    return found.name if found is not None else None
 
 
 # Folders discovery never enters, and why (-v lists them).
@@ -154,7 +153,7 @@ def discover_tree(folder: Path) -> Discovery:
     found = Discovery(root=str(folder))
     root_real = os.path.realpath(folder)
     linked: list[tuple[Path, str, str]] = []  # symbolic links to input files inside the folder: (path, kind, target)
-    pending: list[tuple[Path, IgnoreRules]] = [(folder, IgnoreRules.empty().add_file(folder / ".gitignore", folder))]
+    pending: list[tuple[Path, IgnoreRules]] = [(folder, IgnoreRules().add_file(folder / ".gitignore", folder))]
     while pending:
         here, ignores = pending.pop()
         try:
@@ -222,20 +221,28 @@ def discover_tree(folder: Path) -> Discovery:
     return found
 
 
-def _by_content(path: Path, candidates: list[kinds.InputKind]) -> kinds.InputKind | None:
-    """The first of ``candidates`` whose sniffer recognises the file (its first 4 KiB); None for none."""
-    if not candidates:
-        return None
+def _head(path: Path) -> bytes | None:
+    """The first 4 KiB of a file, what the sniffers read (None: unreadable)."""
     try:
         with path.open("rb") as fh:
-            head = fh.read(4096)
+            return fh.read(4096)
     except OSError:
         return None
+
+
+def _sniffed(path: Path, head: bytes, candidates: list[kinds.InputKind], sniffer: str) -> kinds.InputKind | None:
+    """The first of ``candidates`` whose source's ``sniffer`` recognises the file by ``head``."""
     for row in candidates:
-        sniff = getattr(module_for(row.name), "sniff", None)
+        sniff = getattr(module_for(row.name), sniffer, None)
         if sniff is not None and sniff(path, head):
             return row
     return None
+
+
+def _by_content(path: Path, candidates: list[kinds.InputKind]) -> kinds.InputKind | None:
+    """The first of ``candidates`` whose sniffer recognises the file (its first 4 KiB); None for none."""
+    head = _head(path) if candidates else None
+    return _sniffed(path, head, candidates, "sniff") if head is not None else None
 
 
 def read_bare_folder(folder: Path, options: ReadOptions, allow_empty: bool = False) -> Any:

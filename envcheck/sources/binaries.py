@@ -10,14 +10,14 @@ Public API used by other sources (wheels, images, containers): :func:`binary_fro
 
 from __future__ import annotations
 
+import email.parser
 import os
-import re
 import stat
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from envcheck.cache import change_key
 from envcheck.errors import InputError
@@ -41,7 +41,7 @@ from envcheck.inspect.elf import (
     section_name_table,
     section_names,
 )
-from envcheck.inspect.metadata import header_fields
+from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.limits import read_regular
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role, from_plain
@@ -66,12 +66,8 @@ class BinaryReading:
 @dataclass
 class DeepSearch:
     """How :func:`read_elf` searches data sections for fatbins (``--deep-fatbin``, and cuFFT's kernels).
-
-    ``split_at`` (a worker's read of a big file): sections of this many bytes or more are not searched but
-    listed in ``later``, and the reading is incomplete (the folder scan cuts them into pieces for other jobs
-    and reads the file again with them). ``pieces``: those searches (:func:`fatbin.scan_piece`) by the
-    name, offset and size of their section, joined by :func:`fatbin.search` into the answer of a search of the whole.
-    """
+    ``split_at``: sections of this many bytes or more are not searched but listed in ``later`` (the folder
+    scan cuts them into pieces and reads the file again with them); ``pieces``: those searches by section."""
 
     split_at: int | None = None
     pieces: Mapping[tuple[str, int, int], list[fatbin.Piece | None]] = field(default_factory=dict)
@@ -90,13 +86,8 @@ def is_binary_head(head: bytes) -> bool:
 
 def fatbin_sections(sections: list[Section], deep: bool) -> list[Section]:
     """Sections to read fatbins from: the standard two, plus every other data section when ``deep``."""
-    out = []
-    for s in sections:
-        if not s.has_bytes:
-            continue
-        if s.name in fatbin.STANDARD_SECTIONS or (deep and not s.name.startswith(_NOT_FATBIN) and s.size >= 80):
-            out.append(s)
-    return out
+    return [s for s in sections if s.has_bytes and (
+        s.name in fatbin.STANDARD_SECTIONS or (deep and not s.name.startswith(_NOT_FATBIN) and s.size >= 80))]
 
 
 def describe(
@@ -117,9 +108,8 @@ def describe(
     # are a function of (kind, SM, variant), so first appearances keep their order.
     variant = fatbin.FLAG_ARCH_SPECIFIC | fatbin.FLAG_FAMILY
     images = dict.fromkeys((e.kind, e.sm, e.flags & variant) for c in containers for e in c.entries)
-    sass = fatbin_levels.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_ELF)
-    ptx = fatbin_levels.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_PTX)
-    lto = fatbin_levels.distinct(fatbin.image_label(*k) for k in images if k[0] == fatbin.KIND_LTO)
+    sass, ptx, lto = (fatbin_levels.distinct(fatbin.image_label(*k) for k in images if k[0] == kind)
+                      for kind in (fatbin.KIND_ELF, fatbin.KIND_PTX, fatbin.KIND_LTO))
     ptx_isa = fatbin_levels.distinct(f"{v[0]}.{v[1]}" for v in dict.fromkeys((e.major, e.minor) for c in containers for e in c.entries
                                                                         if e.kind == fatbin.KIND_PTX))
     sections = fatbin_levels.distinct(c.section for c in containers)
@@ -163,15 +153,12 @@ def read_elf(
     strings_at_once: bool = False,
     search: DeepSearch | None = None,
 ) -> tuple[Binary, list[ReadProblem]]:
-    """Read one ELF file: header, sections, dynamic table, fatbins. Raises MalformedBinary when the
-    headers themselves are unreadable; damage in the dynamic table or a fatbin section is returned as
-    problems next to what could be read.
+    """Read one ELF file: header, sections, dynamic table, fatbins. MalformedBinary when the headers are
+    unreadable; damage in the dynamic table or a fatbin section is returned as problems.
 
-    ``scanned``: containers a stream scanner already found (sections are assigned here); otherwise the
-    standard sections are walked (and, with ``deep``, every data section searched). ``strings_at_once``
-    reads the dynamic string table in one read (streams: one pass instead of many small reads).
-    ``search``: how data sections are searched (:class:`DeepSearch`; by default each here, whole).
-    """
+    ``scanned``: containers a stream scanner already found; otherwise the standard sections are walked
+    (with ``deep``, every data section searched as ``search`` says). ``strings_at_once``: the dynamic
+    string table in one read (streams: one pass instead of many small reads)."""
     problems: list[ReadProblem] = []
     head = src.read_at(0, min(64, src.size))
     hdr = parse_header(head)
@@ -306,22 +293,16 @@ def merge_archive(parts: list[Binary], path: str, size: int, bytes_read: int, lo
 
 def read_binary(src: ByteSource, path: str, *, deep_fatbin: bool = False, location: Location | None = None,
                 search: DeepSearch | None = None) -> BinaryReading:
-    """Read an ELF file or ``ar`` archive from ``src``; never raises for bad content.
-
-    Returns ``binary=None`` for anything that is not ELF/ar. A file whose headers cannot be read at all
-    gives ``binary=None`` plus a problem; a file whose fatbin or dynamic table is damaged gives the
-    binary (what could be read) plus a problem naming the section and offset. ``search``: see
-    :class:`DeepSearch` (ELF files only; an archive's members are searched whole).
-    """
+    """Read an ELF file or ``ar`` archive from ``src``; never raises for bad content: what could be read
+    (None for anything that is not ELF/ar, or whose headers are unreadable) and the problems, each naming
+    the section and offset. ``search``: see :class:`DeepSearch` (ELF files only)."""
     location = location or Location(path)
     try:
         head = src.read_at(0, min(8, src.size))
         if head.startswith(ELF_MAGIC):
-            binary, problems = read_elf(src, path, deep_fatbin, location, search=search)
-            return BinaryReading(binary, problems)
+            return BinaryReading(*read_elf(src, path, deep_fatbin, location, search=search))
         if head.startswith(AR_MAGIC):
-            maybe, problems = _read_archive(src, path, deep_fatbin, location)
-            return BinaryReading(maybe, problems)
+            return BinaryReading(*_read_archive(src, path, deep_fatbin, location))
         return BinaryReading(None)
     except MalformedBinary as exc:
         return BinaryReading(None, [_problem(exc, location)])
@@ -330,11 +311,8 @@ def read_binary(src: ByteSource, path: str, *, deep_fatbin: bool = False, locati
 
 
 class UnreadableBinary(InputError):
-    """Raised by :func:`binary_from_file` for an ELF file or archive it could not fully read.
-
-    ``partial`` is what could be read (None when even the headers were bad); ``problems`` are the
-    :class:`ReadProblem` records (each names the file and the byte offset) to put in an inventory.
-    """
+    """Raised by :func:`binary_from_file` for an ELF file or archive it could not fully read: ``partial`` is
+    what could be read, ``problems`` the :class:`ReadProblem` records to put in an inventory."""
 
     def __init__(self, reading: BinaryReading, path: str) -> None:
         first = reading.problems[0]
@@ -343,14 +321,9 @@ class UnreadableBinary(InputError):
         self.problems = reading.problems
 
 
-def binary_from_file(fileobj: BinaryIO, path: str, size: int, *, deep_fatbin: bool = False) -> Binary | None:
-    """What one ELF file or ``ar`` archive says (``fileobj`` must be seekable; read with bounded reads).
-
-    Returns None for anything that is not ELF/ar (junk is not an error). For an ELF file whose headers,
-    dynamic table or fatbins are damaged it raises :class:`UnreadableBinary` (an ``InputError``) carrying
-    the partial binary and the problems; nothing else escapes. Use :func:`read_binary` to get problems as
-    data instead.
-    """
+def binary_from_file(fileobj: IO[bytes], path: str, size: int, *, deep_fatbin: bool = False) -> Binary | None:
+    """What one ELF file or ``ar`` archive says (``fileobj`` must be seekable): None for anything that is
+    not ELF/ar; :class:`UnreadableBinary` for a damaged one (:func:`read_binary` returns problems as data)."""
     reading = read_binary(FileSource(fileobj, size), path, deep_fatbin=deep_fatbin)
     if reading.problems:
         raise UnreadableBinary(reading, path)
@@ -365,11 +338,6 @@ class Distribution:
     package: Package
     files: set[str]  # absolute, normalised paths from RECORD
     record_key: tuple[int, ...] | None = None  # RECORD's cache.change_key when it was read (None: no RECORD)
-
-
-def _canonical(name: str) -> str:
-    """PEP 503 normalised distribution name (as packaging.utils.canonicalize_name)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 DIST_INFO_FILE_LIMIT = 256 << 20  # METADATA or RECORD bigger than this is not read (the largest real RECORD: 3 MB)
@@ -388,10 +356,7 @@ def _universal_newlines(data: bytes) -> bytes:
 def _record_files(text: str, prefix: str, wanted: set[str] | None, candidates: bool = False) -> set[str]:
     """The paths RECORD names (``prefix`` + the first field, white space then quotes stripped, ``..``
     resolved), only those in ``wanted`` when given. With ``candidates``, none whose name the walk never
-    takes (a text suffix such as ``.py``, :data:`TEXT_SUFFIXES`, on a name that is no binary's): they cannot
-    own a binary, and they are most of a RECORD (a worker process sends the set to the main process).
-    (A plain loop: maps of str methods and regular expressions over the whole text were slower on the torch
-    environment's 68,000 lines.)"""
+    takes (:data:`TEXT_SUFFIXES` on a name that is no binary's): most of a RECORD, which a worker sends."""
     files: set[str] = set()
     lines = text.split("\n")
     if candidates:  # first the lines surely dropped (a first field ending in a text suffix, no ".so."): most of them
@@ -422,13 +387,13 @@ def read_dist_info(info_dir: Path | str, base: Path | str, wanted: set[str] | No
     except OSError as exc:
         return None, [ReadProblem(f"{meta_path}: cannot read METADATA: {exc.strerror or exc}", Location(meta_path))]
     end = data.find(b"\n\n")  # the headers only: a long description can be most of the file
-    fields = header_fields((data[: end + 1] if end >= 0 else data).decode("utf-8", errors="replace"))
-    name, version = fields.get("name", ("",))[0], fields.get("version", ("",))[0]
+    meta = email.parser.HeaderParser().parsestr((data[: end + 1] if end >= 0 else data).decode("utf-8", errors="replace"))
+    name, version = str(meta.get("Name", "")), str(meta.get("Version", ""))
     if not name:
         return None, [ReadProblem(f"{meta_path}: METADATA has no Name field", Location(meta_path))]
     pkg = Package(
-        name=_canonical(name), version=version or None, installed=True,
-        requires=tuple(fields.get("requires-dist", ())), role=Role.INSTALLED, location=Location(meta_path),
+        name=canonical(name), version=version or None, installed=True,
+        requires=tuple(str(r) for r in meta.get_all("Requires-Dist") or ()), role=Role.INSTALLED, location=Location(meta_path),
     )
     files: set[str] = set()
     record_key = None

@@ -110,27 +110,21 @@ class ContextFiles:
             return []
 
     def _under(self, wanted: str, dest: str, source: str, is_dir_dest: bool) -> Path | None:
+        """The context file ``source`` copied to ``dest`` puts at ``wanted``, if there is one (a name the file
+        system rejects, too long or with a NUL, is none: docker could not copy it either)."""
         try:
-            return self._lookup(wanted, dest, source, is_dir_dest)
-        except (OSError, ValueError):  # a name the file system rejects (too long, NUL): docker could not copy it either
+            src = self.context / posixpath.normpath(source.lstrip("/") or ".")
+            if not src.resolve().is_relative_to(self.context.resolve()):
+                return None  # outside the context: docker would refuse it
+            candidates: list[Path] = []
+            if src.is_dir():
+                if wanted == dest or wanted.startswith(dest.rstrip("/") + "/"):
+                    candidates.append(src / posixpath.relpath(wanted, dest))
+            else:
+                if wanted == dest and not is_dir_dest:
+                    candidates.append(src)
+                if posixpath.join(dest, src.name) == wanted:
+                    candidates.append(src)
+            return next((candidate for candidate in candidates if candidate.is_file()), None)
+        except (OSError, ValueError):
             return None
-
-    def _lookup(self, wanted: str, dest: str, source: str, is_dir_dest: bool) -> Path | None:
-        src = self.context / posixpath.normpath(source.lstrip("/") or ".")
-        try:
-            src.resolve().relative_to(self.context.resolve())
-        except ValueError:
-            return None  # outside the context: docker would refuse it
-        candidates: list[Path] = []
-        if src.is_dir():
-            if wanted == dest or wanted.startswith(dest.rstrip("/") + "/"):
-                candidates.append(src / posixpath.relpath(wanted, dest))
-        else:
-            if wanted == dest and not is_dir_dest:
-                candidates.append(src)
-            if posixpath.join(dest, src.name) == wanted:
-                candidates.append(src)
-        for candidate in candidates:
-            if candidate.is_file():
-                return candidate
-        return None

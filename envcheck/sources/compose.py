@@ -33,11 +33,11 @@ from envcheck.errors import InputError, UsageError
 from envcheck.inspect.device_query import device_query
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.launch import image_entrypoint
-from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
+from envcheck.inspect.pip_args import variable_indexes
 from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
 from envcheck.knowledge.base_images import ml_image
-from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
-from envcheck.sources import ReadOptions
+from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, ReadProblem
+from envcheck.sources import ReadOptions, move_locations
 
 KIND = "compose"
 MAX_FILES = 20  # the compose file, the files it includes and those its services extend
@@ -332,13 +332,14 @@ class _Compose:
                 if len(launches) > before or uses_gpu(service) or isinstance(platform, str) or ml_image(str(image)):
                     inventory.images.append(BaseImage(ref=str(image), platform=str(platform) if isinstance(platform, str) and platform else None,
                                                       location=at("image"), stage=name, stages=(name,), runs=device_query(command)))
-                    inventory.packages.extend(_shipped(str(image), at("image")))  # NGC's torch, flash-attn: what pip keeps
+                    # NGC's torch, flash-attn: what pip keeps (imported here: discovery sniffs YAML with this module)
+                    from envcheck.sources.dockerfile import shipped_packages
+
+                    inventory.packages.extend(shipped_packages(str(image), at("image")))
         for key, value, line in _environment(service.get("environment")):
             loc = at("environment", line)
             inventory.env.append(EnvVar(key, value, Origin.ENV, loc))
-            option = INDEX_VARIABLES.get(key)
-            if option is not None:
-                inventory.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(key, value))
+            inventory.indexes.extend(variable_indexes(key, value, loc))
 
     def _commands(self, name: str, service: YMap, file: Path, inventory: Inventory, launches: list[dict[str, Any]],
                   branch: str | None, image: str) -> str:
@@ -368,11 +369,8 @@ class _Compose:
             return Location(str(file), line=line, branch=branch, stage=name, on_request=bool(branch))
 
         sub = shell.read_script(text, str(file), file.parent, self.options, where)
-        inventory.packages.extend(sub.packages)
-        inventory.indexes.extend(sub.indexes)
-        inventory.installs.extend(sub.installs)
-        inventory.env.extend(sub.env)
-        inventory.problems.extend(sub.problems)
+        for facts in ("packages", "indexes", "installs", "env", "problems"):
+            getattr(inventory, facts).extend(getattr(sub, facts))
         extra: dict[str, object] = {"service": f"service {name}", **({"optional": True, "branch": branch} if branch else {})}  # not started by default
         found = shell.launches(text, str(file), where, entry=entry, extra=extra)
         port = _port(words)
@@ -437,12 +435,8 @@ class _Compose:
                 return loc
             return replace(loc, line=first + loc.line - 1)
 
-        inventory.images.extend(replace(i, location=moved(i.location)) for i in sub.images)
-        inventory.packages.extend(replace(p, location=moved(p.location)) for p in sub.packages)
-        inventory.indexes.extend(replace(i, location=moved(i.location)) for i in sub.indexes)
-        inventory.installs.extend(replace(c, location=moved(c.location)) for c in sub.installs)
-        inventory.env.extend(replace(e, location=moved(e.location)) for e in sub.env)
-        inventory.problems.extend(replace(p, location=moved(p.location)) for p in sub.problems)
+        for facts in ("images", "packages", "indexes", "installs", "env", "problems"):
+            getattr(inventory, facts).extend(getattr(move_locations(sub, moved, facts), facts))
 
 
 def _restaged(sub: Inventory, service: str) -> Inventory:
@@ -455,16 +449,9 @@ def _restaged(sub: Inventory, service: str) -> Inventory:
     def moved(loc: Location | None) -> Location | None:
         return replace(loc, stage=label(loc.stage)) if loc is not None and loc.stage is not None else loc
 
-    out = Inventory(context=sub.context, host=sub.host, pragmas=sub.pragmas)
-    out.images = [replace(i, stage=label(i.stage), stages=tuple(f"{service}/{s}" for s in i.stages), location=moved(i.location))
-                  for i in sub.images]
-    out.packages = [replace(p, location=moved(p.location)) for p in sub.packages]
-    out.indexes = [replace(i, location=moved(i.location)) for i in sub.indexes]
-    out.installs = [replace(c, location=moved(c.location)) for c in sub.installs]
-    out.wheels = [replace(w, location=moved(w.location)) for w in sub.wheels]
-    out.env = [replace(e, location=moved(e.location)) for e in sub.env]
-    out.problems = [replace(p, location=moved(p.location)) for p in sub.problems]
-    return out
+    move_locations(sub, moved, "images", "packages", "indexes", "installs", "wheels", "env", "problems")
+    sub.images[:] = [replace(i, stage=label(i.stage), stages=tuple(f"{service}/{s}" for s in i.stages)) for i in sub.images]
+    return sub
 
 
 def uses_gpu(service: YMap) -> bool:
@@ -523,14 +510,6 @@ def _environment(value: Any) -> list[tuple[str, str, int]]:
             if eq:
                 pairs.append((key.strip(), text, line_of(item, value.line)))
     return pairs
-
-
-def _shipped(ref: str, location: Location) -> list[Any]:
-    """What a known NGC image ships (torch, flash-attn, triton), as the Dockerfile source adds for a FROM."""
-    # imported here: discovery sniffs YAML files with this module and never needs the Dockerfile reader
-    from envcheck.sources.dockerfile import shipped_packages
-
-    return shipped_packages(ref, location)
 
 
 _FLAG_LINES = 200  # a command's flags are looked for this many lines below its key

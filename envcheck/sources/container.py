@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from envcheck.errors import ServiceError, UsageError
+from envcheck.errors import ServiceError
 from envcheck.model import BaseImage, Inventory, Location, ReadProblem
 from envcheck.readings import ContainerReading, ContainerRun, Hardening
 from envcheck.services.docker_engine import engine_client, ensure_image, short_error
@@ -37,6 +37,7 @@ from envcheck.services.docker_runner import (
     run_probe,
     sweep_orphans,
 )
+from envcheck.sources import ReadOptions, module_for, move_locations
 
 if TYPE_CHECKING:
     from docker import DockerClient
@@ -169,10 +170,7 @@ def _relabel(inventory: Inventory, image: str) -> None:
             return location
         return dataclasses.replace(location, path=image, member=location.path)
 
-    inventory.packages[:] = [dataclasses.replace(p, location=moved(p.location)) for p in inventory.packages]
-    inventory.binaries[:] = [dataclasses.replace(b, location=moved(b.location)) for b in inventory.binaries]
-    inventory.env[:] = [dataclasses.replace(e, location=moved(e.location)) for e in inventory.env]
-    inventory.problems[:] = [dataclasses.replace(p, location=moved(p.location)) for p in inventory.problems]
+    move_locations(inventory, moved, "packages", "binaries", "env", "problems")
 
 
 def _stderr_tail(stderr: str, lines: int = 3) -> str:
@@ -252,15 +250,7 @@ def _extract_relevant(stream: io.RawIOBase, root: Path) -> int:
 
 def _read_exported(root: Path, inventory: Inventory, image: str) -> None:
     """Read the extracted tree with the folder reader and relabel paths to the image's own."""
-    try:
-        from envcheck.sources import ReadOptions, module_for
-
-        found = module_for("folder").read(root, ReadOptions(kind="folder", use_cache=False))
-    except (ImportError, UsageError) as exc:
-        inventory.problems.append(ReadProblem(
-            f"the files exported from {image} were not read: the folder reader is not available ({exc})",
-            Location(image)))
-        return
+    found = module_for("folder").read(root, ReadOptions(kind="folder", use_cache=False))
     prefix = str(root)
 
     def inside(path: str) -> str:
@@ -271,11 +261,9 @@ def _read_exported(root: Path, inventory: Inventory, image: str) -> None:
             return Location(image)
         return dataclasses.replace(location, path=image, member=inside(location.path))
 
-    for package in found.packages:
-        inventory.packages.append(dataclasses.replace(package, location=relocate(package.location)))
-    for binary in found.binaries:
-        inventory.binaries.append(dataclasses.replace(
-            binary, path=inside(binary.path), location=Location(image, member=inside(binary.path))))
-    for problem in found.problems:
-        inventory.problems.append(dataclasses.replace(problem, location=relocate(problem.location)))
+    move_locations(found, relocate, "packages", "problems")
+    inventory.packages.extend(found.packages)
+    inventory.binaries.extend(dataclasses.replace(b, path=inside(b.path), location=Location(image, member=inside(b.path)))
+                              for b in found.binaries)
+    inventory.problems.extend(found.problems)
 

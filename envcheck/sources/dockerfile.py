@@ -44,8 +44,8 @@ from envcheck.inspect.pip_args import (
     INDEX_VARIABLES,
     NAMED_INDEX,
     InstallParse,
-    index_entries,
     parse_install_command,
+    variable_indexes,
 )
 from envcheck.inspect.pragma import instruction_pragmas
 from envcheck.inspect.shell import SimpleCommand, split_commands
@@ -58,7 +58,6 @@ from envcheck.model import (
     Location,
     Origin,
     Package,
-    PackageIndex,
     ReadProblem,
     Role,
 )
@@ -78,6 +77,18 @@ TRUNCATED_RUN = ("this RUN goes past what envcheck reads of one shell script (va
 MAX_RUN_TEXT = 1 << 20
 
 
+def _stdin_shell(argv: tuple[str, ...]) -> bool:
+    """A shell started with options only (``bash -e``): it reads its script from stdin (a heredoc)."""
+    return argv[0].rsplit("/", 1)[-1] in _SHELL_EXES and all(a.startswith("-") for a in argv[1:])
+
+
+def _included_role(own: Role, role: Role, role_override: Role | None) -> Role:
+    """The role of a package read from a file that a ``-r`` (``role``) or ``-c`` (constraint) names."""
+    if role == "constraint" and own == "requirement":
+        return Role.CONSTRAINT
+    return role_override if role_override is not None and own == "requirement" else own
+
+
 def _too_long(size: int) -> str:
     return (f"this RUN holds {size} characters of shell text, over the {MAX_RUN_TEXT >> 20} MiB envcheck reads; "
             "its installs were not checked (split it, or generate it from a script envcheck can read)")
@@ -86,12 +97,9 @@ def _too_long(size: int) -> str:
 # COPY --from sources that carry a stage's Python packages into the image: installed trees and wheel folders.
 _SITE_DIRS = ("site-packages", "dist-packages", "/opt/venv", "/opt/conda", "/venv", "/.venv", "/usr/local/lib/python",
               "wheels", "wheelhouse", ".whl")
-# `git clone` of these repositories followed by a build in that folder installs this distribution.
 # Build settings that choose GPU targets: recorded where a RUN sets them for a build command.
 _TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
 _CMAKE_ARCH_FLAG = re.compile(r"^-D\s*CMAKE_CUDA_ARCHITECTURES(?::[A-Za-z]+)?=(.*)$", re.S)
-# Environment variables that set pip's or uv's default index for every install after them.
-_INDEX_VARIABLES = INDEX_VARIABLES
 
 
 def sniff(path: Path, head: bytes) -> bool:
@@ -236,9 +244,7 @@ class _Reader:
                 for name, value, origin in changes:
                     inventory.env.append(EnvVar(name, value, Origin(origin), self._loc(inst.line, stage)))
                     # pip/uv read their default index from the environment of every later RUN
-                    option = _INDEX_VARIABLES.get(name)
-                    if option is not None:
-                        inventory.indexes.extend(PackageIndex(url, option, self._loc(inst.line, stage)) for url in index_entries(name, value))
+                    inventory.indexes.extend(variable_indexes(name, value, self._loc(inst.line, stage)))
             elif inst.keyword == "WORKDIR":
                 target = expand(inst.args.strip(), values, self.df.escape, keep_unknown=True).value
                 workdir = posixpath.normpath(posixpath.join(workdir, target))
@@ -284,13 +290,10 @@ class _Reader:
         truncated = outer.truncated
         script_docs = list(inst.heredocs)
         for cmd in outer:
-            if script_docs and cmd.argv and cmd.argv[0].rsplit("/", 1)[-1] in _SHELL_EXES and all(a.startswith("-") for a in cmd.argv[1:]):
+            if script_docs and cmd.argv and _stdin_shell(cmd.argv):
                 continue  # `RUN bash <<EOF`: the heredoc is the script, read below
             out.append((cmd, inst.line_of(cmd.offset)))
-        reads_stdin_script = not outer or all(
-            c.argv[0].rsplit("/", 1)[-1] in _SHELL_EXES and all(a.startswith("-") for a in c.argv[1:]) for c in outer
-        )
-        if reads_stdin_script:
+        if not outer or all(_stdin_shell(c.argv) for c in outer):
             for doc in script_docs:
                 script = split_commands(doc.body, env, arch=_ARCH)
                 truncated = truncated or script.truncated
@@ -335,9 +338,9 @@ class _Reader:
         in_image = in_image and not wheel_only  # `pip wheel`: built into a folder, not installed
         if parsed.command.tool in ("pip", "uv"):
             # PIP_*/UV_* index variables set for this command (prefix or export) count like its own index options
-            for name, option in _INDEX_VARIABLES.items():
+            for name in INDEX_VARIABLES:
                 if name in cmd.env and cmd.env[name] != values.get(name):
-                    parsed.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(name, cmd.env[name]))
+                    parsed.indexes.extend(variable_indexes(name, cmd.env[name], loc))
             parsed.indexes[:] = [replace(i, url=NAMED_INDEX.sub("", i.url)) for i in parsed.indexes]  # uv --index name=url
         if (parsed.command.tool in ("pip", "uv") and any(re.fullmatch(r"\.(\[[^\]]*\])?", w) for w in argv if not w.startswith("-"))
                 and repo_of(files.script.cwd, files.script) is None):  # `pip install .` or `.[extra,...]`
@@ -388,13 +391,8 @@ class _Reader:
             message = getattr(exc, "message", str(exc))
             inventory.problems.append(ReadProblem(f"cannot read {name} (from {found}): {message}", loc))
             return
-        for pkg in sub.packages:
-            new_role = pkg.role
-            if role == "constraint" and pkg.role == "requirement":
-                new_role = Role.CONSTRAINT
-            if role_override is not None and new_role == "requirement":
-                new_role = role_override
-            inventory.packages.append(replace(pkg, role=new_role, location=_under(pkg.location, loc)))
+        inventory.packages.extend(replace(pkg, role=_included_role(pkg.role, role, role_override), location=_under(pkg.location, loc))
+                                  for pkg in sub.packages)
         inventory.indexes.extend(replace(i, location=_under(i.location, loc)) for i in sub.indexes)
         inventory.installs.extend(replace(c, location=loc) for c in sub.installs if c.tool == "requirements" and c.options)
         inventory.problems.extend(sub.problems)
@@ -421,11 +419,8 @@ class _Reader:
                 return loc
             return replace(loc, line=doc.line + where.line - 1)
 
-        for pkg in sub.packages:
-            new_role = Role.CONSTRAINT if role == "constraint" and pkg.role == "requirement" else pkg.role
-            if role_override is not None and new_role == "requirement":
-                new_role = role_override
-            inventory.packages.append(replace(pkg, role=new_role, location=here(pkg.location)))
+        inventory.packages.extend(replace(pkg, role=_included_role(pkg.role, role, role_override), location=here(pkg.location))
+                                  for pkg in sub.packages)
         inventory.indexes.extend(replace(i, location=here(i.location)) for i in sub.indexes)
         inventory.problems.extend(replace(p, location=here(p.location)) for p in sub.problems)
 

@@ -107,11 +107,6 @@ class IgnoreRules:
 
     patterns: tuple[Pattern, ...] = ()
 
-    @staticmethod
-    def empty() -> IgnoreRules:
-        """No patterns."""
-        return IgnoreRules()
-
     def add_file(self, path: Path, base: Path) -> IgnoreRules:
         """These rules plus the patterns of the .gitignore at ``path`` (if there is a readable one)."""
         try:

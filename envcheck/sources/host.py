@@ -125,13 +125,11 @@ def read_host(options: HostOptions) -> Inventory:
     for process in smi.get("processes", []):
         if process.get("pid") in ours:
             process["ours"] = True
-    inventory.host = replace(inventory.host, nvidia_smi=NvidiaSmiReading.from_json(smi, "nvidia_smi"))
-    inventory.host = replace(inventory.host, meminfo=MeminfoReading.from_json(read_meminfo(Path(options.proc) / "meminfo")))
+    meminfo = MeminfoReading.from_json(read_meminfo(Path(options.proc) / "meminfo"))
     launches, launch_problems = read_launches(options.launch, options.launch_configs)
-    inventory.host = replace(inventory.host, launch=launches_from_json(launches))
+    inventory.host = replace(inventory.host, nvidia_smi=NvidiaSmiReading.from_json(smi, "nvidia_smi"), meminfo=meminfo,
+                             launch=launches_from_json(launches), expected_bandwidth_gbs=options.expect_bandwidth)
     inventory.problems.extend(launch_problems)
-    if options.expect_bandwidth is not None:
-        inventory.host = replace(inventory.host, expected_bandwidth_gbs=options.expect_bandwidth)
     if options.binaries:
         _scan_binaries(inventory)
     if fetcher is not None:
@@ -142,8 +140,7 @@ def read_host(options: HostOptions) -> Inventory:
         inventory.host = replace(inventory.host, playbooks=PlaybooksReading.from_json(playbooks, "playbooks", lenient=True))
     except InputError as exc:  # the answer is a service's: an odd one is an error reading, not a crash
         inventory.host = replace(inventory.host, playbooks=PlaybooksReading(status="error", url=PLAYBOOKS_URL, error=exc.message))
-    inventory.host = replace(inventory.host, sample_seconds=options.sample_seconds)
-    inventory.host = replace(inventory.host, read_seconds=round(time.monotonic() - started, 3))
+    inventory.host = replace(inventory.host, sample_seconds=options.sample_seconds, read_seconds=round(time.monotonic() - started, 3))
     return inventory
 
 
@@ -531,13 +528,10 @@ def read_launches(commands: tuple[str, ...], configs: tuple[str, ...]) -> tuple[
 
 
 def _scan_binaries(inventory: Inventory) -> None:
-    """ELF facts of the environment's site-packages through envcheck's folder scanner, if it is present."""
-    try:
-        from envcheck.sources import ReadOptions
-        from envcheck.sources.folder import scan_folder
-    except ImportError as exc:  # the folder scanner is another part of envcheck; it may be absent
-        inventory.host = replace(inventory.host, binaries=BinariesReading(status="unavailable", error=f"{type(exc).__name__}: {exc}"))
-        return
+    """ELF facts of the environment's site-packages through envcheck's folder scanner."""
+    from envcheck.sources import ReadOptions
+    from envcheck.sources.folder import scan_folder
+
     folders = sorted({str(Path(p.location.path).parent) for p in inventory.packages
                       if p.location is not None and p.location.path.endswith((".dist-info", ".egg-info"))})
     scanned: list[str] = []

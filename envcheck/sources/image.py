@@ -18,7 +18,6 @@ docker-archive | docker-daemon), ``digest`` (of what the reference names), ``med
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import re
 import sys
@@ -228,27 +227,11 @@ def _report_rate(options: ImageOptions, label: str, scan: LayerScan, progress: P
                      f"{scan.compression or 'cached'}, {scan.members:,} files, {scan.seconds:.2f} s, {rate:,.0f} MB/s\n")
 
 
-def binary_reader() -> BinaryReader | None:
-    """The binary scanner's ``binary_from_file`` (None while that module is absent)."""
-    try:
-        module = importlib.import_module("envcheck.sources.binaries")
-    except ImportError:
-        return None
-    reader: BinaryReader | None = getattr(module, "binary_from_file", None)
-    return reader
+def binary_reader() -> BinaryReader:
+    """The binary scanner's ``binary_from_file`` (imported when an image's files are read)."""
+    from envcheck.sources.binaries import binary_from_file
 
-
-def _history_inventory(created_by: list[tuple[int, str]], where: str) -> Inventory | None:
-    """The Dockerfile reader's view of the history's ``created_by`` lines, where that reader exists."""
-    try:
-        module = importlib.import_module("envcheck.sources.dockerfile")
-    except ImportError:
-        return None
-    reader = getattr(module, "inventory_from_history", None)
-    if reader is None:
-        return None
-    result = reader([text for _, text in created_by], where)
-    return result if isinstance(result, Inventory) else None
+    return binary_from_file
 
 
 def _config_inventory(name: str, config: dict[str, Any], facts: dict[str, Any]) -> Inventory:
@@ -282,14 +265,15 @@ def _config_inventory(name: str, config: dict[str, Any], facts: dict[str, Any]) 
     created_by = [(i, str(h.get("created_by") or h.get("CreatedBy") or "")) for i, h in enumerate(history) if isinstance(h, dict)]
     created_by = [(i, text) for i, text in created_by if text]
     facts["history"] = [text for _, text in created_by]
-    from_history = _history_inventory(created_by, name)
-    if from_history is not None:
-        # The history describes how the image was built; its packages are already installed there.
-        from_history.images.clear()
-        # The config's Env is the final word on the environment; keep only variables set for one RUN step.
-        from_history.env[:] = [var for var in from_history.env if var.origin == "run"]
-        from_history.context = "installed"
-        inventory.extend(from_history)
+    from envcheck.sources.dockerfile import inventory_from_history
+
+    from_history = inventory_from_history([text for _, text in created_by], name)
+    # The history describes how the image was built; its packages are already installed there.
+    from_history.images.clear()
+    # The config's Env is the final word on the environment; keep only variables set for one RUN step.
+    from_history.env[:] = [var for var in from_history.env if var.origin == "run"]
+    from_history.context = "installed"
+    inventory.extend(from_history)
     _ngc_shipped(inventory, name)
     return inventory
 

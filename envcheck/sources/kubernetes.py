@@ -29,10 +29,10 @@ from envcheck.errors import InputError, UsageError
 from envcheck.inspect.device_query import device_query
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.launch import image_entrypoint
-from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
+from envcheck.inspect.pip_args import variable_indexes
 from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
 from envcheck.knowledge.base_images import ml_image
-from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, PackageIndex, ReadProblem
+from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, ReadProblem
 from envcheck.readings import PodRequest
 from envcheck.sources import ReadOptions
 
@@ -277,18 +277,13 @@ class _Pods:
                     loc = Location(str(path), line=line_of(item), stage=stage)
                     key, value = str(item["name"]), str(item["value"])
                     inventory.env.append(EnvVar(key, value, Origin.ENV, loc))
-                    option = INDEX_VARIABLES.get(key)
-                    if option is not None:
-                        inventory.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(key, value))
+                    inventory.indexes.extend(variable_indexes(key, value, loc))
         if not words:
             return
         text, where = _script(container, words, str(path), stage)
         sub = shell.read_script(text, str(path), path.parent, self.options, where)
-        inventory.packages.extend(sub.packages)
-        inventory.indexes.extend(sub.indexes)
-        inventory.installs.extend(sub.installs)
-        inventory.env.extend(sub.env)
-        inventory.problems.extend(sub.problems)
+        for facts in ("packages", "indexes", "installs", "env", "problems"):
+            getattr(inventory, facts).extend(getattr(sub, facts))
         self.launches.extend(shell.launches(text, str(path), where, entry, extra={"service": who, **({"gpus": gpus} if gpus else {})}))
 
 

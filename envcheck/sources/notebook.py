@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.errors import InputError
-from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
-from envcheck.inspect.pragma import pragma_line
-from envcheck.model import EnvVar, Inventory, Location, Origin, PackageIndex, Pragma
+from envcheck.inspect.pip_args import variable_indexes
+from envcheck.inspect.pragma import pragma_targets
+from envcheck.model import EnvVar, Inventory, Location, Origin, Pragma
 from envcheck.sources import ReadOptions
 
 KIND = "notebook"
@@ -79,9 +79,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             if isinstance(command, tuple):
                 name, value = command
                 inventory.env.append(EnvVar(name, value, Origin.ENV, loc))
-                option = INDEX_VARIABLES.get(name)
-                if option is not None:
-                    inventory.indexes.extend(PackageIndex(url, option, loc) for url in index_entries(name, value))
+                inventory.indexes.extend(variable_indexes(name, value, loc))
                 continue
             script.append(command)
             places.append(loc)
@@ -89,13 +87,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     if script:
         text_script = "\n".join(script)
         sub = shell.read_script(text_script, str(path), path.parent, options, lambda n: places[min(max(n, 1), len(places)) - 1])
-        inventory.packages.extend(sub.packages)
-        inventory.indexes.extend(sub.indexes)
-        inventory.installs.extend(sub.installs)
-        inventory.env.extend(sub.env)
-        inventory.wheels.extend(sub.wheels)
-        inventory.problems.extend(sub.problems)
-        inventory.pragmas.extend(sub.pragmas)
+        for facts in ("packages", "indexes", "installs", "env", "wheels", "problems", "pragmas"):
+            getattr(inventory, facts).extend(getattr(sub, facts))
         inventory.host = sub.host
     return inventory
 
@@ -145,19 +138,8 @@ def _commands(lines: list[str]) -> Iterator[tuple[int, str | tuple[str, str]]]:
 
 def _pragmas(lines: list[str], file_lines: list[int | None], path: str, cell: int) -> list[Pragma]:
     """``# envcheck: ignore=RULE reason`` in a cell applies to the next non-blank line of that cell."""
-    found: list[Pragma] = []
-    for i, raw in enumerate(lines):
-        m = pragma_line(raw)
-        if not m:
-            continue
-        target = i + 1
-        while target < len(lines) and (not lines[target].strip() or pragma_line(lines[target])):
-            target += 1
-        if target >= len(lines):
-            continue
-        rules = tuple(r.strip() for r in m.group(1).split(",") if r.strip())
-        found.append(Pragma(rules, m.group(2).strip(), Location(path, line=file_lines[target], member=f"cell {cell}, line {target + 1}")))
-    return found
+    return [Pragma(rules, reason, Location(path, line=file_lines[target], member=f"cell {cell}, line {target + 1}"))
+            for rules, reason, target in pragma_targets(lines) if target < len(lines)]
 
 
 class _Lines:

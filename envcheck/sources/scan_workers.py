@@ -98,14 +98,9 @@ def _worker_start(main: int) -> None:
 
 
 class WorkerPool(Generic[Job, Result]):
-    """``work(job)`` for the jobs given to :meth:`submit`, in up to ``count`` forked processes (none: all
-    here). ``work`` and the jobs are pickled (``work`` must be a module-level function or a
-    :func:`functools.partial` of one).
-
-    Every submitted job yields exactly one ``(job, result)`` from :meth:`results`, in the order they
-    finish; a job that raised in a worker, and every job left when a worker died, is run in this process
-    (:attr:`rerun` counts them).
-    """
+    """``work(job)`` for the jobs given to :meth:`submit`, in up to ``count`` forked processes (``work`` and
+    the jobs are pickled). Every job yields one ``(job, result)`` from :meth:`results` as it finishes; one
+    that raised in a worker, or was left when a worker died, is run here (:attr:`rerun` counts them)."""
 
     def __init__(self, count: int, work: Callable[[Job], Result]) -> None:
         self.work = work
@@ -341,11 +336,9 @@ def run_job(deep: bool, split_at: int | None, job: ScanJob) -> object:
 
 class FileReads:
     """A folder scan's :class:`WorkerPool`, whose reads of big files may come back unfinished: the fatbin
-    search of a data section of ``split_at`` bytes or more (cuFFT's 265 MiB ``.ldata``, 24,000 modules:
-    alone it would be the last job to end) is cut into pieces of about ``piece_bytes``, each a job of its
-    own handed out before any file, and the file is read again here, with the pieces' searches, once they
-    are all back (:func:`fatbin.search` joins them into the answer of a plain search). The same jobs and
-    results otherwise (:meth:`results` yields the :class:`ReadFile` with its finished reading)."""
+    search of a data section of ``split_at`` bytes or more (cuFFT's 265 MiB ``.ldata``: alone it would be
+    the last job to end) is cut into pieces of about ``piece_bytes``, handed out before any file, and the
+    file is read again here with the pieces' searches once they are all back (:func:`fatbin.search`)."""
 
     def __init__(self, workers: int, deep: bool, split: tuple[int, int],
                  work: Callable[[ScanJob], object] | None = None) -> None:
@@ -434,11 +427,10 @@ def read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistIn
                 split: tuple[int, int] = (SPLIT_BYTES, PIECE_BYTES),
                 ) -> tuple[dict[str, FolderFacts], dict[str, BinaryReading], FileReads | None, set[str]]:
     """List the tree under ``root`` and read its candidate files ahead of the walk, in worker processes
-    once the tree has more than :data:`FIRST_FOLDERS` folders. Returns the folders' facts by path, the
-    readings by path, the pool (None when no worker was needed) and the files it is still reading: it
-    returns as soon as every folder is listed, so that the walk runs while the workers read the big files.
-    ``dist_infos``, when given, receives the ``*.dist-info`` folders the workers read (by path; RECORD
-    narrowed only by name). Nothing is judged here: the walk still decides which files count, in its order."""
+    once the tree has more than :data:`FIRST_FOLDERS` folders: the folders' facts and the readings by
+    path, the pool (None: no worker was needed) and the files it is still reading. It returns once every
+    folder is listed, so that the walk runs while the workers read the big files; the walk still decides
+    which files count. ``dist_infos`` receives the ``*.dist-info`` folders the workers read."""
     listed: dict[str, FolderFacts] = {}
     read: dict[str, BinaryReading] = {}
     try:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from envcheck.inspect.pragma import instruction_pragmas
 from envcheck.model import BaseImage, Inventory, Location, ReadProblem
-from envcheck.sources import ReadOptions
+from envcheck.sources import ReadOptions, move_locations
 
 if TYPE_CHECKING:
     from envcheck.inspect.image_reference import Reference
@@ -72,11 +72,9 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
         base = where(min(max(line, 1), lines))  # the caller's branch (a compose profile, a notebook's Python block) stays
         return replace(base, branch=loc.branch or base.branch, fallback=loc.fallback or base.fallback)
 
-    out = Inventory(context=inventory.context)
-    out.packages = [replace(p, location=moved(p.location)) for p in inventory.packages]
-    out.indexes = [replace(i, location=moved(i.location)) for i in inventory.indexes]
-    out.installs = [replace(c, location=moved(c.location)) for c in inventory.installs]
-    out.wheels = [replace(w, location=moved(w.location)) for w in inventory.wheels]
+    out = Inventory(context=inventory.context, packages=inventory.packages, indexes=inventory.indexes,
+                    installs=inventory.installs, wheels=inventory.wheels)
+    move_locations(out, moved, "packages", "indexes", "installs", "wheels")
     seen: set[tuple[str, str]] = set()
     for variable in inventory.env:  # `export X=...` then a build that runs with it: one setting, where it is made
         if (variable.name, variable.value) not in seen:

@@ -6,15 +6,12 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator, Mapping
+from operator import itemgetter
 from pathlib import Path
 
 from envcheck.cache import ScanCache
 from envcheck.errors import InputError
 from envcheck.model import Location, ReadProblem
-
-
-def by_name(pair: tuple[str, ReadProblem]) -> str:
-    return pair[0]
 
 
 def inside(real: str, root_real: str) -> bool:
@@ -85,7 +82,7 @@ def list_folder(folder: str, root_real: str, problems: list[ReadProblem]) -> dic
         problems.append(ReadProblem(f"{folder}: cannot list folder: {exc.strerror or exc}", Location(folder)))
         return None
     if failed:
-        problems.extend(problem for _name, problem in sorted(failed, key=by_name))
+        problems.extend(problem for _name, problem in sorted(failed, key=itemgetter(0)))
     for names in (d, f, linked, x):
         names.sort()
     return {"d": d, "f": f, "l": linked, "x": x}
@@ -141,18 +138,14 @@ def walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
           cache: ScanCache | None = None, folders: list[tuple[str, os.stat_result]] | None = None,
           listed: Mapping[str, FolderFacts] | None = None,
           ) -> Iterator[tuple[str, os.stat_result]]:
-    """The files a folder scan reads under ``root`` (see :func:`may_be_binary`, plus ``*.dist-info/METADATA``),
+    """The files a folder scan reads under ``root`` (:func:`may_be_binary`, and ``*.dist-info/METADATA``),
     with their stat, each real file once.
 
-    Symbolic links are followed only while they stay inside ``root`` (their resolved target is under
-    ``root``'s real path); a link that leads outside is listed in ``outside`` and not followed, so a link
-    to ``/`` cannot make the scan walk the whole machine. Loops and repeated folders are skipped, and
-    devices, FIFOs and sockets are never opened. With ``cache``, a folder whose mtime (and inode) did not
-    change since the last scan is not listed again: its entries come from the cache. ``folders``, when
-    given, receives every folder the walk lists or tries to list (the root first), with its stat taken
-    before the listing (what a :class:`envcheck.cache.FolderSnapshot` compares). With ``listed``
-    (worker processes listed the folders, :func:`folder_facts`; no cache), the walk takes each folder's
-    entries and stats from there (the folders it lacks are read here): the same files in the same order.
+    Links are followed only while they stay inside ``root`` (those that leave go to ``outside``), so a link
+    to ``/`` cannot make the scan walk the whole machine; devices, FIFOs and sockets are never opened.
+    ``cache``: a folder whose mtime and inode did not change is not listed again. ``folders`` receives
+    every folder listed, with its stat taken before the listing (what a FolderSnapshot compares).
+    ``listed``: the folders worker processes listed (:func:`folder_facts`), replayed in the same order.
     """
     root = str(root)
     seen_dirs: set[tuple[int, int]] = set()

@@ -95,26 +95,28 @@ def read_member(path: str, info: zipfile.ZipInfo, *, deep_fatbin: bool = False, 
             data = b"".join(wheelzip.iter_member(path, info))
             return read_binary(BytesSource(data), info.filename, deep_fatbin=deep_fatbin, location=location)
         return _read_streamed(path, info, deep_fatbin, location)
-    except MalformedBinary as exc:
-        where = Location(path, offset=exc.offset, member=info.filename)
-        return BinaryReading(None, [ReadProblem(f"{location}: {exc.message}", where)])
-    except OSError as exc:
-        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {exc.strerror or exc}", location)])
-    except (ValueError, IndexError, OverflowError, MemoryError, struct.error) as exc:
-        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {type(exc).__name__}: {exc}", location)])
+    except _READ_ERRORS as exc:
+        return _unreadable(path, info.filename, exc)
+
+
+_READ_ERRORS = (MalformedBinary, OSError, ValueError, IndexError, OverflowError, MemoryError, struct.error)
+
+
+def _unreadable(path: str, member: str | None, exc: BaseException) -> BinaryReading:
+    """A member that could not be read, as a problem naming it (and the offset of a bad header)."""
+    location = Location(path, member=member)
+    if isinstance(exc, MalformedBinary):
+        return BinaryReading(None, [ReadProblem(f"{location}: {exc.message}", Location(path, offset=exc.offset, member=member))])
+    why = exc.strerror or exc if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+    return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {why}", location)])
 
 
 def peek_member(path: str, info: zipfile.ZipInfo) -> BinaryReading | bool:
     """Whether a member starts like an ELF file or ``ar`` archive (a problem reading when it cannot be read)."""
-    location = Location(path, member=info.filename)
     try:
         return info.file_size >= 8 and is_binary_head(_peek(path, info))
-    except MalformedBinary as exc:
-        return BinaryReading(None, [ReadProblem(f"{location}: {exc.message}", Location(path, offset=exc.offset, member=info.filename))])
-    except OSError as exc:
-        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {exc.strerror or exc}", location)])
-    except (ValueError, IndexError, OverflowError, MemoryError, struct.error) as exc:
-        return BinaryReading(None, [ReadProblem(f"{location}: cannot read: {type(exc).__name__}: {exc}", location)])
+    except _READ_ERRORS as exc:
+        return _unreadable(path, info.filename, exc)
 
 
 Pieces = Callable[[int | None], Iterator[bytes]]  # the member's bytes in order, from the start, up to a stop
@@ -131,10 +133,8 @@ def read_streamed_bytes(data: bytes, name: str, deep: bool = False, chunk: int =
     info.file_size = len(data)
     try:
         return _stream_pieces(lambda stop: _chunks(data, chunk, stop), info, deep, Location(name))
-    except MalformedBinary as exc:
-        return BinaryReading(None, [ReadProblem(f"{name}: {exc.message}", Location(name, offset=exc.offset))])
-    except (ValueError, IndexError, OverflowError, struct.error) as exc:
-        return BinaryReading(None, [ReadProblem(f"{name}: cannot read: {type(exc).__name__}: {exc}", Location(name))])
+    except _READ_ERRORS as exc:
+        return _unreadable(name, None, exc)
 
 
 def _chunks(data: bytes, size: int, stop: int | None) -> Iterator[bytes]:
@@ -144,7 +144,6 @@ def _chunks(data: bytes, size: int, stop: int | None) -> Iterator[bytes]:
 
 
 MAX_PASSES = 4  # inflate passes over one member before it is spilled to a temporary file instead
-SPILL_CHUNK = 1 << 20
 
 
 def _stream_pieces(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, location: Location) -> BinaryReading:
@@ -166,11 +165,9 @@ def _finish_elf(
 ) -> BinaryReading:
     """Read an ELF file from what one pass captured; ask for more passes when headers were elsewhere.
 
-    The one-pass reading is kept only when it must equal the file reader's: every header found, and the
-    containers the stream scanner found in ``.nv_fatbin``/``__nv_relfatbin`` tile those sections with no
-    broken candidate among them. Otherwise (headers in places a short pass cannot reach, a stray fatbin
-    magic that swallowed real containers) the member is spilled to a temporary file and read exactly as
-    an installed file is: a valid file never ends in an ERROR because it was streamed.
+    The one-pass reading is kept only when it must equal the file reader's (every header found, the
+    standard fatbin sections tiled by the scanned containers); otherwise the member is spilled to a
+    temporary file and read as an installed file is: a valid file never ends in an ERROR because it was streamed.
     """
     containers = streamed.scanner.finish()
     for _attempt in range(MAX_PASSES):
@@ -338,11 +335,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 def _read_members(path: str, st: os.stat_result, infos: list[zipfile.ZipInfo], options: ReadOptions) -> list[BinaryReading]:
     """Every member read as a binary, biggest first over a thread pool; cached by wheel identity.
 
-    Before anything is inflated beyond its first bytes, the binary members' declared sizes are held to
-    the expansion limit (``--max-expansion``): each member against its own compressed size, and all of
-    them together against the wheel's size (in the wheel's order). A member over either limit is one
-    problem naming the limit; the others are still read. Declared sizes are binding: a member that
-    inflates past its declared size is refused while it is read.
+    Before anything is inflated past its first bytes, the binary members' declared sizes (binding: a member
+    that inflates past its size is refused) are held to ``--max-expansion``, each against its compressed
+    size and all together against the wheel's; a member over either limit is one problem, the rest are read.
     """
     ratio = DEFAULT_MAX_EXPANSION if options.max_expansion is None else float(options.max_expansion)
     cache = ScanCache(f"wheel:{os.path.abspath(path)}:deep={options.deep_fatbin}:x={ratio:g}") if options.use_cache else None
