@@ -414,7 +414,8 @@ def test_findings_none_of_which_can_be_fixed_say_so(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("index", ["https://mirror.corp.example/pytorch/whl/cu126",
-                                   "https://ci:S3cretMirror@pypi.corp.example/simple/whl/cu126"])
+                                   "https://ci:S3cretMirror@pypi.corp.example/simple/whl/cu126",
+                                   "https://pypi.jetson-ai-lab.dev/sbsa/cu126"])
 def test_a_pin_and_an_index_that_cannot_move_stay_together(tmp_path: Path, index: str) -> None:
     """A mirror (or a private index with credentials) serving cu126: envcheck cannot know that it serves cu130,
     so neither the index nor the +cu126 pin moves (a cu130 pin on a cu126 index cannot be installed), and the

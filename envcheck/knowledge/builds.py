@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from envcheck import knowledge
 from envcheck.model import Package
@@ -22,6 +23,9 @@ _LOCAL_CUDA = re.compile(r"(?:^|[.+])cu(\d{2,3})(?:$|[.])")
 _LOCAL_ROCM = re.compile(r"(?:^|[.+])rocm\d")
 _CONDA_CUDA_LABEL = re.compile(r"(?:^|/)label/cuda-(\d+)\.\d+")
 _INDEX_TAG = re.compile(r"/whl/(?:nightly/|test/)?(cu\d{2,3}|cpu|rocm[\d.]+|xpu)(?:/|$)")
+# Any other index whose path names a CUDA build as a whole segment (pypi.jetson-ai-lab.dev/sbsa/cu128,
+# /jp6/cu126, a mirror's /cu121/simple): three digits only, so a host (cu12.example) or a word (cu128-notes) is not one
+_PATH_CUDA_TAG = re.compile(r"cu1\d\d")
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ def build_of_index(url: str) -> CudaBuild | None:
         return CudaBuild("cuda", int(label.group(1)), f"conda channel label cuda-{label.group(1)}")
     m = _INDEX_TAG.search(url.rstrip("/") + "/")
     if not m:
-        return None
+        return _path_cuda_tag(url)
     tag = m.group(1)
     if tag == "cpu":
         return CudaBuild("cpu", None, "CPU-only index")
@@ -96,6 +100,19 @@ def build_of_index(url: str) -> CudaBuild | None:
     if tag == "xpu":
         return CudaBuild("xpu", None, "xpu index")
     return CudaBuild("cuda", cuda_from_tag(tag), f"{tag} index")
+
+
+def _path_cuda_tag(url: str) -> CudaBuild | None:
+    """The CUDA build a path segment of an index URL names (``.../sbsa/cu128`` -> CUDA 12), or None. The host,
+    query and fragment are not read; the last such segment wins (``/cu126/cu128`` is unlikely, but it is the folder)."""
+    try:
+        path = urlsplit(url).path
+    except ValueError:
+        return None
+    tags = [seg for seg in path.split("/") if _PATH_CUDA_TAG.fullmatch(seg)]
+    if not tags:
+        return None
+    return CudaBuild("cuda", cuda_from_tag(tags[-1]), f"{tags[-1]} index")
 
 
 def pypi_torch_build(specifier: str, version: str | None, machine: str) -> tuple[CudaBuild, str] | None:
