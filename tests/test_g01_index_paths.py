@@ -1,4 +1,5 @@
-"""G1-cuda12-index for any index whose path names a CUDA 11/12 build (real files, through the CLI)."""
+"""G1-cuda12-index for any index whose path names a CUDA 11/12 build, and its level when pip keeps what the base
+image ships (real files, through the CLI)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 
 import pytest
 from conftest import run_envcheck
+
+NGC_CUDA13 = "nvcr.io/nvidia/pytorch:25.11-py3"  # CUDA 13.0: ships torch 2.10.0a0+b558c986e8.nv25.11 and flash-attn
 
 
 def _g1(path: Path) -> list[tuple[str, int | None, str]]:
@@ -34,3 +37,25 @@ def test_an_index_whose_path_names_a_cuda12_build_serves_cuda12(tmp_path: Path, 
     assert (("G1-cuda12-index", 1, "FAIL") in _g1(req)) is flagged
     if not flagged:
         assert [f for f in _g1(req) if f[0] == "G1-cuda12-index"] == []
+
+
+@pytest.mark.parametrize(("run", "level"), [
+    # everything the line takes from the CUDA 12 index is already in the base: pip keeps it (latent)
+    ("pip install --no-cache-dir flash-attn --index-url https://pypi.jetson-ai-lab.dev/sbsa/cu128", "WARN"),
+    ("pip install torch --index-url https://download.pytorch.org/whl/cu128", "WARN"),
+    # the base does not have it, or pip is told to replace it, or the pin differs: the index is used
+    ("pip install flash-attn einops --index-url https://pypi.jetson-ai-lab.dev/sbsa/cu128", "FAIL"),
+    ("pip install -U flash-attn --index-url https://pypi.jetson-ai-lab.dev/sbsa/cu128", "FAIL"),
+    ("pip install torch==2.9.1 --index-url https://download.pytorch.org/whl/cu128", "FAIL"),
+])
+def test_a_cuda12_index_for_what_the_base_ships_is_latent(tmp_path: Path, run: str, level: str) -> None:
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(f"FROM {NGC_CUDA13}\nRUN {run}\nCMD [\"python\"]\n")
+    found = _g1(dockerfile)
+    assert ("G1-cuda12-index", 2, level) in found
+    assert [f for f in found if f[2] == "FAIL" and f[0] != "G1-cuda12-index"] == []
+    if level == "WARN":
+        done = run_envcheck("--format", "json", str(dockerfile))
+        message = next(f["message"] for t in json.loads(done.stdout)["targets"] for f in t["findings"]
+                       if f["rule"] == "G1-cuda12-index")
+        assert "latent" in message and "shipped by the base image at Dockerfile:1" in message

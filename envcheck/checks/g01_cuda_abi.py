@@ -69,8 +69,8 @@ CUDA12_DIST = rule(
 )
 CUDA12_INDEX = rule(
     "G1-cuda12-index", "G1", "A package index serves CUDA 12 builds", Status.FAIL,
-    """--index-url/--extra-index-url (or a uv index) points at download.pytorch.org/whl/cu11x or cu12x, so
-    torch, torchvision and torchaudio come as CUDA 12 builds even when the version looks right.""",
+    """--index-url/--extra-index-url (or a uv index) names a CUDA 11/12 build as a path segment (.../whl/cu128, a mirror's
+    .../sbsa/cu128): it serves CUDA 12 builds even when the version looks right. WARN (latent) where pip keeps what is installed.""",
     f"Point the index at https://download.pytorch.org/whl/cu130 (or cu13x), or remove it and use torch >= {_PYPI_CUDA13_TORCH} from PyPI.",
     (*kinds.DEPENDENCY_FILES, "dockerfile"),
     autofix=fixes.cuda12_index,
@@ -370,8 +370,8 @@ def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
     for pkg in _torch_packages(ctx):
         if torch_libs and pkg.installed:
             continue  # the binaries themselves are judged by the soname checks: they do not lie
-        if installed_before(ctx, pkg) is not None:
-            continue  # `pip install torch` again: pip keeps the torch an earlier line installed, judged there
+        if installed_before(ctx, pkg) is not None or kept_from_base(ctx, pkg) is not None:
+            continue  # `pip install torch` again: pip keeps the torch an earlier line (or the base) installed, judged there
         build, how = torch_build(pkg, ctx)
         evidence = {"package": "torch", "version": pkg.version, "specifier": pkg.specifier, "how": how}
         if build is None:
@@ -650,10 +650,28 @@ def _latent_index(ctx: CheckContext, index: PackageIndex) -> str:
     here = [p for p in ctx.inventory.packages if p.location == loc and p.role == "requirement"]
     if not here or any(i.location == loc and i.tool not in ("pip", "uv") for i in ctx.inventory.installs):
         return ""
-    earlier = [installed_before(ctx, p) for p in here]
+    earlier = [installed_before(ctx, p) or kept_from_base(ctx, p) for p in here]
     if any(e is None for e in earlier):
         return ""
-    return ", ".join(f"{e.name} at {Path(e.location.path).name}:{e.location.line}" for e in earlier if e is not None and e.location is not None)
+    return ", ".join(f"{e.name}{' shipped by the base image' if e.installed else ''} at {Path(e.location.path).name}:"
+                     f"{e.location.line}" for e in earlier if e is not None and e.location is not None)
+
+
+def kept_from_base(ctx: CheckContext, pkg: Package) -> Package | None:
+    """What the Dockerfile stage's base ships (NGC's torch, flash-attn) that pip keeps for ``pkg`` (no --upgrade), or None."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    loc = pkg.location
+    if (ctx.kind != "dockerfile" or loc is None or pkg.url or pkg.installed or pkg.role != "requirement"
+            or any(i.location == loc and i.replaces for i in ctx.inventory.installs)):
+        return None
+    spec = pkg.specifier or (f"=={pkg.version}" if pkg.version else "")
+    base = next((b for b in ctx.inventory.packages if b.installed and b.name == pkg.name and b.location and b.location.stage == loc.stage), None)
+    try:  # an unknown shipped version satisfies only a bare requirement
+        return base if base is not None and (not spec or (base.version is not None and Version(base.version) in SpecifierSet(spec, prereleases=True))) else None
+    except (InvalidVersion, InvalidSpecifier):
+        return None
 
 
 def older_cuda_level(cuda: str | None, ctx: CheckContext) -> tuple[Status, str, dict[str, str]]:
