@@ -13,7 +13,7 @@ from packaging.version import InvalidVersion, Version
 
 from envcheck import kinds
 from envcheck.knowledge import wheels
-from envcheck.knowledge.builds import build_of_index, installs_on
+from envcheck.knowledge.builds import installs_on, torch_index
 from envcheck.model import PINS_ONLY, Finding, Location, Package, Role, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -55,7 +55,7 @@ def _from_pypi(pkg: Package, ctx: CheckContext) -> bool:
         return False  # a freeze line or site-packages: where it came from is not told
     # an index of torch builds (download.pytorch.org/whl/cu130) serves torch and its partners, not vLLM; any other might
     torch_family = pkg.name in _TORCH_FAMILY
-    return all((build_of_index(i.url) is not None and not torch_family) or "pypi.org" in i.url for i in ctx.inventory.indexes)
+    return all((torch_index(i.url) and not torch_family) or "pypi.org" in i.url for i in ctx.inventory.indexes)
 
 
 def _is_pypi(url: str) -> bool:

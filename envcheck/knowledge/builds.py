@@ -102,6 +102,12 @@ def build_of_index(url: str) -> CudaBuild | None:
     return CudaBuild("cuda", cuda_from_tag(tag), f"{tag} index")
 
 
+def torch_index(url: str) -> bool:
+    """Whether ``url`` is shaped like PyTorch's wheel index (``.../whl/cu130``, ``/whl/cpu``): an index of torch and its
+    partner builds, not of other projects (a CUDA tag elsewhere in a path, ``wheels.vllm.ai/0.11.2/cu130``, is not)."""
+    return _INDEX_TAG.search(url.rstrip("/") + "/") is not None
+
+
 def _path_cuda_tag(url: str) -> CudaBuild | None:
     """The CUDA build a path segment of an index URL names (``.../sbsa/cu128`` -> CUDA 12), or None. The host,
     query and fragment are not read; the last such segment wins (``/cu126/cu128`` is unlikely, but it is the folder)."""
