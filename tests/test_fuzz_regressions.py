@@ -394,3 +394,18 @@ def test_nvidia_smi_cells_that_are_not_finite_are_not_readings(cell: str) -> Non
     assert app["pid"] is None and app["used_memory_mib"] is None
     gpu = nvidia_smi.gpu_row({"index": cell, "temperature.gpu": cell, "power.draw": "35.2"})
     assert gpu["temperature_c"] is None and gpu["power_w"] == 35.2
+
+
+@pytest.mark.parametrize("shape", [
+    'spec:\n  template:\n    spec: "text"\n',  # a Job whose pod spec is text
+    'spec:\n  template: [a, b]\n',  # a list where the template belongs
+])
+def test_a_kubernetes_workload_whose_pod_spec_is_not_a_mapping_is_an_input_error(tmp_path: Path, shape: str) -> None:
+    """fuzz (input_kinds): a Job whose `spec.template.spec` was text crashed the reader (`'Scalar' object has no
+    attribute 'get'`). Fixed: a pod spec that is not a mapping is the same input error as a missing one."""
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: x\n" + shape, encoding="utf-8")
+    proc = run_envcheck("--kind", "kubernetes", "--format", "json", str(manifest))
+    assert proc.returncode == 2, proc.stderr
+    messages = [f["message"] for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["status"] == "ERROR"]
+    assert messages == ["Job has no pod spec at spec.template.spec"]

@@ -259,7 +259,8 @@ def test_g10_launches() -> None:
     found = findings(host(launch=[tp_two_nodes]), "G10")
     assert [f.status for f in found] == [Status.WARN] and found[0].location is not None and found[0].location.line == 16
     assert statuses(host(launch=[{"origin": "--launch", "nodes": 2, "tp": None, "settings": []}]), "G10") == [Status.PASS]
-    assert statuses(host(launch=[{"origin": "--launch", "nodes": None, "tp": 8, "settings": []}]), "G10") == [Status.PASS]
+    # tp=8 with no node count: a Spark has one GPU, so the ranks must run on other machines (or cannot start)
+    assert statuses(host(launch=[{"origin": "--launch", "nodes": None, "tp": 8, "settings": []}]), "G10") == [Status.WARN]
     assert statuses(host(launch=[]), "G10") == [Status.SKIP]
     # a hostfile with two nodes plus a DeepSpeed config with AutoTP 2, given separately, add up
     split = [{"origin": "hostfile", "nodes": 2, "tp": None, "settings": []},

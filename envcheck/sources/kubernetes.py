@@ -112,9 +112,10 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             continue
         spec = _at_path(document, WORKLOADS[str(kind)])
         workers = _at_path(document, _LWS_WORKERS) if kind == "LeaderWorkerSet" else None
-        if spec is None and workers is not None:
+        workers = workers if isinstance(workers, YMap) else None
+        if not isinstance(spec, YMap) and workers is not None:
             spec, workers = workers, None
-        if spec is None:
+        if not isinstance(spec, YMap):  # missing, or text where a pod spec belongs
             inventory.problems.append(ReadProblem(f"{kind} has no pod spec at {'.'.join(WORKLOADS[str(kind)])}",
                                                   Location(str(path), line=line_of(document))))
             continue
