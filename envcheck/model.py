@@ -1,10 +1,5 @@
-"""The plain facts envcheck passes between its stages.
-
-Sources produce an :class:`Inventory` (facts only, no judgement); checks turn an inventory into
-:class:`Finding` objects; formats render a :class:`Report`. Everything here is plain data: frozen
-dataclasses where a value never changes after it is read, and ``to_json()`` so the JSON format can
-include the inventory verbatim.
-"""
+"""The plain facts passed between stages: sources produce an :class:`Inventory`, checks turn it into
+:class:`Finding` objects, formats render a :class:`Report`. Frozen dataclasses with ``to_json()``."""
 
 from __future__ import annotations
 
@@ -20,9 +15,7 @@ from envcheck.plain_json import from_plain as from_plain
 from envcheck.plain_json import json_list, json_type
 
 if TYPE_CHECKING:
-    from envcheck import (
-        readings,  # loaded when a reading is read: its records cost a start-up most runs do not need
-    )
+    from envcheck import readings  # loaded when a reading is read: most runs do not need its start-up
 
 
 class _Vocabulary(str, enum.Enum):
@@ -37,9 +30,7 @@ class Role(_Vocabulary):
 
     REQUIREMENT = "requirement"  # to be installed (requirements line, pyproject dependency, pip install argument)
     CONSTRAINT = "constraint"  # limits versions but installs nothing (-c file, PIP_CONSTRAINT)
-    # replaces every requirement other packages declare on it, installs nothing (uv's override-dependencies,
-    # a uv.lock's [manifest] overrides)
-    OVERRIDE = "override"
+    OVERRIDE = "override"  # replaces what others declare on it, installs nothing (uv override-dependencies)
     LOCK = "lock"  # an entry of a lock file (uv.lock, pylock.toml)
     INSTALLED = "installed"  # present in an environment (site-packages, freeze output, image, probe)
     BUILD = "build"  # needed only to build (build-system.requires, a Dockerfile build stage)
@@ -70,7 +61,7 @@ class Origin(_Vocabulary):
 
 
 class Status(enum.Enum):
-    """A finding's outcome, in the original preflight script's vocabulary plus ERROR."""
+    """A finding's outcome, in the original preflight script's vocabulary plus ERROR (in rank order)."""
 
     SKIP = "SKIP"
     INFO = "INFO"
@@ -81,33 +72,26 @@ class Status(enum.Enum):
 
     @property
     def rank(self) -> int:
-        """Order used to pick the worst status of a gotcha (ERROR is worst)."""
         return _RANK[self]
 
     @classmethod
     def worst(cls, statuses: Iterable[Status], default: Status | None = None) -> Status:
         """The worst of ``statuses``; ``default`` (SKIP) when there are none."""
-        best: Status | None = None
-        for status in statuses:
-            if best is None or status.rank > best.rank:
-                best = status
-        if best is None:
-            return default or cls.SKIP
-        return best
+        return max(statuses, key=_RANK.__getitem__, default=default or cls.SKIP)
 
 
-_RANK = {
-    Status.SKIP: 0,
-    Status.INFO: 1,
-    Status.PASS: 2,
-    Status.WARN: 3,
-    Status.FAIL: 4,
-    Status.ERROR: 5,
-}
+_RANK = {status: rank for rank, status in enumerate(Status)}
 
 GOTCHAS: tuple[str, ...] = tuple(f"G{n}" for n in range(1, 11))
 ARCH = "ARCH"
 ALL_GOTCHAS: tuple[str, ...] = (*GOTCHAS, ARCH)
+
+
+class _Record:
+    """A model record whose JSON form is its non-empty fields (:func:`_plain`)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain(self)
 
 
 @dataclass(frozen=True)
@@ -119,15 +103,13 @@ class Location:
     offset: int | None = None
     member: str | None = None  # a member inside a wheel, layer, archive or image
     stage: str | None = None  # Dockerfile build stage
-    # A command in a shell branch that may not run: the branch in words (``in a conditional branch (if
-    # `[ -n "$X" ]`)``), and whether it is a fallback that runs only when the main path fails.
+    # A command in a shell branch that may not run: the branch in words, and whether it is a fallback
+    # that runs only when the main path fails.
     branch: str | None = None
     fallback: bool = False
-    # A Dockerfile stage that is not part of the built image: neither the target nor a stage the target builds
-    # on, copies from or mounts (docs/dockerfiles.md). The engine lowers findings located there one level.
+    # A Dockerfile stage not in the built image (docs/dockerfiles.md), or a compose service under a profile
+    # (started only when asked for): the engine lowers findings located there one level.
     outside_image: bool = False
-    # A compose service under a profile: it starts only when asked for (``--profile``), so the engine lowers
-    # findings located there one level.
     on_request: bool = False
 
     def __str__(self) -> str:
@@ -146,17 +128,12 @@ class Location:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        # the fields are plain values (text, numbers, a flag): no asdict copy needed
-        return {k: v for k in _field_names(Location) if (v := getattr(self, k)) is not None and v is not False}
+        return {k: v for k, _ in _plain_fields(Location) if (v := getattr(self, k)) is not None and v is not False}
 
 
 @dataclass(frozen=True)
-class Package:
-    """One Python distribution, either declared (to be installed) or already installed.
-
-    ``version`` is the exact version when it is known (``==`` pin, freeze line, lock entry, installed
-    metadata); ``specifier`` keeps the requirement text as written (``>=2.9,<2.10``).
-    """
+class Package(_Record):
+    """One Python distribution, declared or installed: ``version`` where exactly known, ``specifier`` as written."""
 
     name: str  # canonical (PEP 503) name
     version: str | None = None
@@ -170,28 +147,19 @@ class Package:
     no_deps: bool = False  # installed with --no-deps (where visible)
     role: Role = Role.REQUIREMENT
     location: Location | None = None
-    # The opt-in part of a project that brings it: "extra 'cu128'", "group 'docs'"; None: the default install.
-    scope: str | None = None
-    # The index it must come from (uv's [tool.uv.sources] naming an index); None: whatever indexes apply.
-    index: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return _plain(self)
+    scope: str | None = None  # the opt-in part that brings it ("extra 'cu128'", "group 'docs'"); None: default
+    index: str | None = None  # the index it must come from ([tool.uv.sources]); None: whatever indexes apply
 
 
 @dataclass(frozen=True)
-class PackageIndex:
+class PackageIndex(_Record):
     """A package index or link source that an install uses."""
 
     url: str
     option: IndexOption
     location: Location | None = None
     name: str | None = None  # uv's [[tool.uv.index]] name
-    # uv's `explicit = true`: it serves only the packages whose source names it (Package.index), nothing else.
-    explicit: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return _plain(self)
+    explicit: bool = False  # uv's `explicit = true`: serves only the packages whose source names it
 
 
 # The roles of packages that only pin versions (narrow or replace them) and install nothing.
@@ -202,7 +170,7 @@ REPLACING_OPTIONS = ("-U", "--upgrade", "--force-reinstall", "-I", "--ignore-ins
 
 
 @dataclass(frozen=True)
-class InstallCommand:
+class InstallCommand(_Record):
     """One package-manager invocation (a pip/uv/conda command, or a requirements file as a whole)."""
 
     tool: str  # pip | uv | conda | mamba | requirements
@@ -217,19 +185,12 @@ class InstallCommand:
 
     @property
     def replaces(self) -> bool:
-        """Installed with an option that makes pip replace what is already there (--upgrade, --force-reinstall)."""
         return any(o.split("=", 1)[0] in REPLACING_OPTIONS for o in self.options)
-
-    def to_json(self) -> dict[str, Any]:
-        return _plain(self)
 
 
 @dataclass(frozen=True)
-class Binary:
-    """An ELF file and what it says about CPU architecture, CUDA libraries and GPU code.
-
-    Field names are part of the JSON interface (other tools read them).
-    """
+class Binary(_Record):
+    """An ELF file: CPU architecture, CUDA libraries and GPU code. Field names are part of the JSON interface."""
 
     path: str
     machine: str  # aarch64 | x86_64 | ...
@@ -243,8 +204,7 @@ class Binary:
     lto: tuple[str, ...] = ()
     ptx_isa: tuple[str, ...] = ()  # distinct PTX ISA versions, e.g. "9.0"
     sm121: str | None = None  # on the GB10 (sm_121): native | compatible | ptx-jit | none (None: no GPU code at all)
-    # Each distinct fatbin module's SASS and PTX images ("sm_120 compute_120"): G7 judges them against the profile's SM.
-    modules: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()  # each fatbin module's images ("sm_120 compute_120"): G7 judges them
     sections: tuple[str, ...] = ()  # sections where fatbin containers were found
     static_cudart: bool = False
     distribution: str | None = None  # owning distribution (from RECORD) where known
@@ -252,12 +212,9 @@ class Binary:
     bytes_read: int = 0
     location: Location | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return _plain(self)
-
 
 @dataclass(frozen=True)
-class Wheel:
+class Wheel(_Record):
     """A wheel file's name, tags and metadata."""
 
     filename: str
@@ -268,12 +225,9 @@ class Wheel:
     location: Location | None = None
     scope: str | None = None  # as Package.scope: a lock's wheels of a package only an extra installs
 
-    def to_json(self) -> dict[str, Any]:
-        return _plain(self)
-
 
 @dataclass(frozen=True)
-class BaseImage:
+class BaseImage(_Record):
     """A container image a build starts from, or the image under inspection."""
 
     ref: str  # as written after substitution, e.g. nvcr.io/nvidia/pytorch:25.11-py3
@@ -282,10 +236,10 @@ class BaseImage:
     final: bool = True  # ends up in the final image
     location: Location | None = None
     stages: tuple[str, ...] = ()  # Dockerfile: this stage and every stage built on it (FROM <stage>), by label
-    copied_at: int | None = None  # Dockerfile, a stage outside the final image: the line of a COPY --from that takes its output in
+    copied_at: int | None = None  # a stage outside the final image: the line of a COPY --from that takes from it
     runs: str = ""  # compose/Kubernetes: the container's command when all it runs is a device query (nvidia-smi)
-    # Dockerfile: the programs the RUN lines of the stages on it run (None: not a Dockerfile stage), and the files
-    # they install from (-r, pyproject.toml) that envcheck could not read
+    # Dockerfile: the programs the RUN lines of the stages on it run (None: not a Dockerfile stage), and the
+    # files they install from (-r, pyproject.toml) that envcheck could not read
     programs: tuple[str, ...] | None = None
     unread: tuple[str, ...] = ()
 
@@ -297,7 +251,7 @@ class BaseImage:
 
 
 @dataclass(frozen=True)
-class EnvVar:
+class EnvVar(_Record):
     """An environment variable (Dockerfile ENV/ARG, image config, live environment)."""
 
     name: str
@@ -305,17 +259,11 @@ class EnvVar:
     origin: Origin = Origin.ENV
     location: Location | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return _plain(self)
-
 
 @dataclass(frozen=True)
-class ResolvedFile:
-    """A file a resolver picked for the target platform (``envcheck --resolve``), and where its facts came from.
-
-    ``kind``: wheel | sdist (only a source archive fits: pip builds it on the target) | none (no file fits) |
-    conflict (the resolver refused the set; ``reason`` holds its words). ``url`` is always redacted.
-    """
+class ResolvedFile(_Record):
+    """A file a resolver picked for the target platform (``--resolve``). ``kind``: wheel | sdist | none |
+    conflict (the resolver refused the set; ``reason`` says why). ``url`` is always redacted."""
 
     name: str
     version: str | None
@@ -329,12 +277,9 @@ class ResolvedFile:
     reason: str = ""
     location: Location | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return _plain(self)
-
 
 @dataclass(frozen=True)
-class ReadProblem:
+class ReadProblem(_Record):
     """Something a source could not read. The engine turns each into an ERROR finding (an INFO one for a note)."""
 
     message: str
@@ -343,30 +288,20 @@ class ReadProblem:
     note: bool = False  # True: not an error but something skipped on purpose (an INFO finding, rule input-skipped)
     fix: str = ""  # what to do, where it differs from the rule's general fix (a missing file: check the path)
 
-    def to_json(self) -> dict[str, Any]:
-        return _plain(self)
-
 
 @dataclass(frozen=True)
-class Pragma:
+class Pragma(_Record):
     """An inline suppression: ``# envcheck: ignore=RULE[,RULE] reason`` on the line before a line."""
 
     rules: tuple[str, ...]  # rule ids or gotchas (G2)
     reason: str
     location: Location  # the line it applies to
 
-    def to_json(self) -> dict[str, Any]:
-        return _plain(self)
-
 
 @dataclass(frozen=True)
 class HostReadings:
-    """Live readings of a running machine or container, and the image facts of an image target.
-
-    One field per reading, each a typed record of :mod:`envcheck.readings` (``launch``: a tuple of them),
-    None when the source did not take it. Sources build a new value with :func:`dataclasses.replace`; checks
-    read the fields' attributes.
-    """
+    """Live readings of a running machine or container, and an image target's facts: one typed record of
+    :mod:`envcheck.readings` per field (``launch``, ``pod_requests``: tuples of them), None where not taken."""
 
     python: readings.PythonReading | None = None  # the probed interpreter (status ok) or status absent
     torch: readings.TorchReading | None = None  # importing torch in a child process
@@ -378,7 +313,7 @@ class HostReadings:
     meminfo: readings.MeminfoReading | None = None  # /proc/meminfo in bytes
     nvidia_smi: readings.NvidiaSmiReading | None = None  # samples, GPU processes
     launch: tuple[readings.LaunchReading, ...] | None = None  # launch commands and configs (G3, G6, G10)
-    pod_requests: tuple[readings.PodRequest, ...] | None = None  # Kubernetes containers' GPU and memory requests (G3, G10)
+    pod_requests: tuple[readings.PodRequest, ...] | None = None  # Kubernetes GPU and memory requests (G3, G10)
     expected_bandwidth_gbs: float | None = None  # --expect-bandwidth (G5)
     playbooks: readings.PlaybooksReading | None = None  # open dgx-spark-playbooks issues (G8)
     binaries: readings.BinariesReading | None = None  # preflight --binaries: what was scanned
@@ -408,7 +343,6 @@ class HostReadings:
 
     @classmethod
     def from_json(cls, data: Any, where: str = "host") -> HostReadings:
-        """Readings from :meth:`to_json` output; unknown keys and wrongly typed readings are refused."""
         from envcheck.readings import host_values
 
         return cls(**host_values(cls, data, where))
@@ -416,12 +350,18 @@ class HostReadings:
 
 @dataclass(frozen=True)
 class Alternatives:
-    """Opt-in scopes a project declares as alternatives of one another: a uv ``conflicts`` set (never installed
-    together), or extras whose ``[tool.uv.sources]`` take the same package from different indexes (a ``cpu``
-    build and a ``gpu`` one). ``where``: the line that binds each scope (its source entry), in the same order."""
+    """Opt-in scopes declared as alternatives: a uv ``conflicts`` set, or extras taking one package from
+    different indexes (``cpu``/``gpu``). ``where``: the line binding each scope, in the same order."""
 
     scopes: tuple[str, ...]
     where: tuple[Location | None, ...] = ()
+
+
+# The inventory's lists of records, in JSON order, and their record classes.
+_INVENTORY_ITEMS: dict[str, type] = {
+    "packages": Package, "indexes": PackageIndex, "installs": InstallCommand, "binaries": Binary,
+    "wheels": Wheel, "images": BaseImage, "env": EnvVar, "resolved": ResolvedFile,
+}
 
 
 @dataclass
@@ -435,11 +375,8 @@ class Inventory:
     wheels: list[Wheel] = field(default_factory=list)
     images: list[BaseImage] = field(default_factory=list)
     env: list[EnvVar] = field(default_factory=list)
-    # Live readings (host or container): meminfo, nvidia-smi samples, torch probe, container kind,
-    # GPU processes, launch configs; image facts. Documented in docs/inventory.md.
-    host: HostReadings = field(default_factory=HostReadings)
-    # What produced the inventory: "declared" inputs describe what will be installed, "installed"
-    # ones describe what is there (freeze, site-packages, image).
+    host: HostReadings = field(default_factory=HostReadings)  # live readings and image facts (docs/inventory.md)
+    # "declared": inputs describe what will be installed; "installed": what is there (freeze, site-packages, image)
     context: str = "declared"
     problems: list[ReadProblem] = field(default_factory=list)
     pragmas: list[Pragma] = field(default_factory=list)
@@ -449,39 +386,23 @@ class Inventory:
 
     def extend(self, other: Inventory) -> None:
         """Merge ``other`` into this inventory (host readings: ``other`` wins)."""
-        self.packages.extend(other.packages)
-        self.indexes.extend(other.indexes)
-        self.installs.extend(other.installs)
-        self.binaries.extend(other.binaries)
-        self.wheels.extend(other.wheels)
-        self.images.extend(other.images)
-        self.env.extend(other.env)
+        for key in (*_INVENTORY_ITEMS, "problems", "pragmas", "alternatives"):
+            getattr(self, key).extend(getattr(other, key))
         self.host = self.host.merged(other.host)
-        self.problems.extend(other.problems)
-        self.pragmas.extend(other.pragmas)
-        self.resolved.extend(other.resolved)
-        self.alternatives.extend(other.alternatives)
 
     def package(self, name: str) -> Package | None:
         """The first package of that canonical name, preferring installed ones."""
         found = [p for p in self.packages if p.name == name]
-        installed = [p for p in found if p.installed]
-        chosen = installed or found
-        return chosen[0] if chosen else None
+        return next((p for p in found if p.installed), found[0] if found else None)
 
     def env_value(self, name: str) -> str | None:
         """Last value set for ``name`` (later definitions win, as in a Dockerfile)."""
-        value = None
-        for var in self.env:
-            if var.name == name:
-                value = var.value
-        return value
+        return next((var.value for var in reversed(self.env) if var.name == name), None)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"context": self.context}
-        for key in ("packages", "indexes", "installs", "binaries", "wheels", "images", "env", "resolved"):
-            items = getattr(self, key)
-            if items:
+        for key in _INVENTORY_ITEMS:
+            if items := getattr(self, key):
                 out[key] = [item.to_json() for item in items]
         if self.host:
             out["host"] = self.host.to_json()
@@ -511,10 +432,8 @@ class Inventory:
 
 @dataclass(frozen=True)
 class Edit:
-    """One change ``envcheck --fix`` makes: replace ``length`` bytes at byte ``offset`` of ``path`` by ``replacement``.
-
-    ``line``/``column`` (1-based, column in characters) and ``end_line``/``end_column`` (exclusive) name the same
-    span for readers that count lines, as SARIF's ``deletedRegion`` does."""
+    """One change ``envcheck --fix`` makes: ``length`` bytes at byte ``offset`` of ``path`` become ``replacement``;
+    ``line``/``column`` (1-based) to ``end_line``/``end_column`` (exclusive) name the same span, as SARIF does."""
 
     path: str
     offset: int
@@ -531,11 +450,8 @@ class Edit:
 
 @dataclass(frozen=True)
 class Finding:
-    """One verdict: which gotcha, which rule, what status, where, and what to do.
-
-    ``edits``: the exact change ``envcheck --fix`` makes for it (empty when the rule has no certain fix here);
-    ``fix_refused``: why a rule that has a fix leaves this finding alone (a line with --hash, a lock file);
-    ``policy``: policy advice (an unpinned package, bare pip, a moving tag), not a fault of the Spark."""
+    """One verdict. ``edits``: what ``--fix`` changes for it; ``fix_refused``: why a rule with a fix leaves it
+    alone (a line with --hash); ``policy``: policy advice (an unpinned package), not a fault of the Spark."""
 
     rule: str
     gotcha: str
@@ -549,12 +465,7 @@ class Finding:
     policy: bool = False  # its rule gives policy advice, not a Spark fault (envcheck.rules.Rule.policy)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "rule": self.rule,
-            "gotcha": self.gotcha,
-            "status": self.status.value,
-            "message": self.message,
-        }
+        out: dict[str, Any] = {"rule": self.rule, "gotcha": self.gotcha, "status": self.status.value, "message": self.message}
         if self.location is not None:
             out["location"] = self.location.to_json()
         out["evidence"] = dict(self.evidence)
@@ -585,14 +496,13 @@ class Finding:
         location = data.get("location")
         if not isinstance(data.get("policy", False), bool):
             raise InputError(f"{where}.policy: expected true or false, found {json_type(data.get('policy'))}")
+        edits = json_list(data.get("edits", []), f"{where}.edits")
         return cls(
             rule=data["rule"], gotcha=data["gotcha"], status=status, message=data["message"],
             location=None if location is None else from_plain(Location, location, f"{where}.location"),
             evidence=dict(evidence), fix=str(data.get("fix", "")),
-            edits=tuple(from_plain(Edit, e, f"{where}.edits[{i}]") for i, e in enumerate(json_list(data.get("edits", []), f"{where}.edits"))),
-            fix_refused=str(data.get("fix_refused", "")),
-            policy=data.get("policy") is True,
-        )
+            edits=tuple(from_plain(Edit, e, f"{where}.edits[{i}]") for i, e in enumerate(edits)),
+            fix_refused=str(data.get("fix_refused", "")), policy=data.get("policy") is True)
 
 
 @dataclass
@@ -606,14 +516,9 @@ class TargetResult:
     suppressed: list[tuple[Finding, str]] = field(default_factory=list)  # (finding, reason)
 
     def to_json(self) -> dict[str, Any]:
-        """One entry of a JSON report's ``targets``."""
-        return {
-            "target": self.target,
-            "kind": self.kind,
-            "inventory": self.inventory.to_json(),
-            "findings": [f.to_json() for f in self.findings],
-            "suppressed": [dict(f.to_json(), reason=reason) for f, reason in self.suppressed],
-        }
+        return {"target": self.target, "kind": self.kind, "inventory": self.inventory.to_json(),
+                "findings": [f.to_json() for f in self.findings],
+                "suppressed": [dict(f.to_json(), reason=reason) for f, reason in self.suppressed]}
 
     @classmethod
     def from_json(cls, data: Any, where: str = "target") -> TargetResult:
@@ -632,8 +537,7 @@ class TargetResult:
             inventory=Inventory.from_json(data.get("inventory"), f"{where}.inventory"),
             findings=[Finding.from_json(f, f"{where}.findings[{i}]") for i, f in enumerate(findings)],
             suppressed=[(Finding.from_json(f, f"{where}.suppressed[{i}]"), str(f.get("reason", "")))
-                        for i, f in enumerate(suppressed)],
-        )
+                        for i, f in enumerate(suppressed)])
 
 
 @dataclass
@@ -650,14 +554,7 @@ class Report:
 
     def summary(self) -> dict[str, Status]:
         """Worst status per gotcha over all targets (SKIP where nothing was checked)."""
-        return {
-            g: Status.worst(f.status for f in self.findings if f.gotcha == g) for g in ALL_GOTCHAS
-        }
-
-
-@functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+        return {g: Status.worst(f.status for f in self.findings if f.gotcha == g) for g in ALL_GOTCHAS}
 
 
 @functools.cache
@@ -667,40 +564,24 @@ def _plain_fields(cls: type) -> tuple[tuple[str, bool], ...]:
 
 
 def _plain(obj: Any) -> dict[str, Any]:
-    """A dataclass as JSON-ready data, dropping empty values to keep output readable."""
+    """A dataclass as JSON-ready data, dropping empty values (an empty tuple stays where None is the default:
+    no Requires-Dist at all is a reading)."""
     out: dict[str, Any] = {}
     for name, none_default in _plain_fields(obj.__class__):
         value = getattr(obj, name)
         kind = type(value)
-        # the common kinds first, each as the general rule below treats it
         if kind is str:
             if value:
                 out[name] = value
-            continue
-        if value is None or value is False:
-            continue
-        if kind is tuple:
-            if value or none_default:  # an empty tuple that is a reading (no Requires-Dist at all) is kept
+        elif kind is tuple:
+            if value or none_default:
                 out[name] = list(value)
+        elif value is None or value is False:
             continue
-        if kind is int or value is True:
-            out[name] = value
-            continue
-        if value == () and none_default:
-            pass
-        elif value == () or value == "":
-            continue
-        if isinstance(value, Location):
-            value = value.to_json()
+        elif isinstance(value, Location):
+            out[name] = value.to_json()
         elif isinstance(value, enum.Enum):
-            value = value.value
-        elif isinstance(value, tuple):
-            value = list(value)
-        out[name] = value
+            out[name] = value.value
+        else:
+            out[name] = value
     return out
-
-
-_INVENTORY_ITEMS: dict[str, type] = {
-    "packages": Package, "indexes": PackageIndex, "installs": InstallCommand, "binaries": Binary,
-    "wheels": Wheel, "images": BaseImage, "env": EnvVar, "resolved": ResolvedFile,
-}
