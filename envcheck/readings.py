@@ -1,13 +1,5 @@
-"""Typed live readings: the records of ``Inventory.host`` (:class:`envcheck.model.HostReadings`).
-
-Each reading is a frozen dataclass with one JSON form: :meth:`Reading.to_json` writes its fields, leaving
-out those that are None, and :meth:`Reading.from_json` reads that form back, checking every field's type
-(a snapshot or a collector document is input, not trusted). Sources build the records; checks read their
-attributes. ``docs/inventory.md`` says where each reading comes from.
-
-The collector (``envcheck/collect/probe.py``) stays standard-library only and prints plain JSON; the typing
-happens here, on the reading side.
-"""
+"""Typed live readings, the records of ``Inventory.host``: one JSON form each, read back with every field's
+type checked (a snapshot or a collector document is input). ``docs/inventory.md`` says where each is from."""
 
 from __future__ import annotations
 
@@ -28,17 +20,14 @@ _R = TypeVar("_R", bound="Reading")
 
 class Reading:
     """Base of the reading records: the JSON form shared by the JSON report, snapshots and every cache."""
-
     __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The record as JSON-ready data; fields that are None are left out."""
         return {name: _plain(value) for name in _names(typing.cast(type, type(self))) if (value := getattr(self, name)) is not None}
 
     @classmethod
     def from_json(cls: type[_R], data: Any, where: str = "reading", *, lenient: bool = False) -> _R:
-        """The record :meth:`to_json` wrote. Wrong types raise :class:`InputError` naming the JSON path; unknown
-        keys too, unless ``lenient`` (a collector document of another envcheck version may carry more)."""
+        """The record :meth:`to_json` wrote; ``lenient``: unknown keys are skipped (another collector)."""
         if not isinstance(data, Mapping):
             raise InputError(f"{where}: expected an object, found {json_type(data)}")
         hints = _hints(typing.cast(type, cls))
@@ -73,6 +62,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# The scalar field types: the JSON values each accepts (never a boolean for a number), and its name in errors.
+_SCALARS: dict[Any, tuple[Any, str]] = {float: ((int, float), "a number"), int: (int, "a whole number"),
+                                         bool: (bool, "a boolean"), str: (str, "text")}
+
+
 def _read(hint: Any, value: Any, where: str) -> Any:
     """``value`` checked against the field type ``hint`` (str, int, float, bool, a Reading, tuple[T, ...],
     dict[str, T], an optional one of those, or Any for raw JSON)."""
@@ -99,32 +93,17 @@ def _read(hint: Any, value: Any, where: str) -> Any:
         return {k: _read(item, v, f"{where}.{k}") for k, v in value.items()}
     if isinstance(hint, type) and issubclass(hint, Reading):
         return hint.from_json(value, where)
-    if hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise InputError(f"{where}: expected a number, found {json_type(value)}")
-    if hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise InputError(f"{where}: expected a whole number, found {json_type(value)}")
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        raise InputError(f"{where}: expected a boolean, found {json_type(value)}")
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        raise InputError(f"{where}: expected text, found {json_type(value)}")
+    if hint in _SCALARS:
+        accepted, words = _SCALARS[hint]
+        if isinstance(value, accepted) and (hint is bool or not isinstance(value, bool)):
+            return float(value) if hint is float else value
+        raise InputError(f"{where}: expected {words}, found {json_type(value)}")
     raise TypeError(f"{where}: no reader for {hint!r}")  # pragma: no cover - a field type this reader does not know yet
-
-
-# --- the probed interpreter and what importing in it did ---------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class PythonReading(Reading):
     """The probed interpreter (``status`` ok), or ``absent`` with the interpreter that was asked for."""
-
     status: str | None = None  # ok | absent
     executable: str | None = None
     version: str | None = None  # platform.python_version()
@@ -140,7 +119,6 @@ class PythonReading(Reading):
 @dataclass(frozen=True, slots=True)
 class ChildReading(Reading):
     """An import run in a child process of the probed interpreter, and how it ended."""
-
     status: str | None = None  # ok | absent | import-error | error | crashed | timeout | not-run
     stage: str | None = None  # the last stage reached: import, cuda-init (torch), extension (flash-attn)
     pid: int | None = None
@@ -156,7 +134,6 @@ class ChildReading(Reading):
 @dataclass(frozen=True, slots=True)
 class TorchDevice(Reading):
     """One CUDA device as torch sees it."""
-
     index: int | None = None
     name: str | None = None
     capability: tuple[int, ...] | None = None  # (major, minor)
@@ -165,7 +142,6 @@ class TorchDevice(Reading):
 @dataclass(frozen=True, slots=True)
 class TorchReading(ChildReading):
     """``import torch`` and CUDA initialisation in the probed interpreter."""
-
     cuda: str | None = None  # torch.version.cuda (None: a CPU build)
     hip: str | None = None
     cuda_available: bool | None = None
@@ -178,7 +154,6 @@ class TorchReading(ChildReading):
 @dataclass(frozen=True, slots=True)
 class FlashAttnReading(ChildReading):
     """``import flash_attn`` and loading its CUDA extension in the probed interpreter."""
-
     extension: str | None = None  # ok | error
     extension_file: str | None = None
     extension_error: str | None = None
@@ -187,7 +162,6 @@ class FlashAttnReading(ChildReading):
 @dataclass(frozen=True, slots=True)
 class UnslothReading(Reading):
     """Whether unsloth is installed (never imported)."""
-
     present: bool = False
     version: str | None = None
 
@@ -195,7 +169,6 @@ class UnslothReading(Reading):
 @dataclass(frozen=True, slots=True)
 class LdconfigReading(Reading):
     """The CUDA sonames the dynamic loader's cache knows (``ldconfig -p``)."""
-
     status: str | None = None  # ok | absent | error
     error: str | None = None
     cuda_sonames: dict[str, tuple[str, ...]] | None = None  # soname -> paths
@@ -204,7 +177,6 @@ class LdconfigReading(Reading):
 @dataclass(frozen=True, slots=True)
 class ContainerReading(Reading):
     """The container kind and the evidence for it."""
-
     kind: str | None = None  # docker | podman | kubernetes | containerd | the `container` variable | None
     evidence: tuple[str, ...] = ()
 
@@ -212,19 +184,14 @@ class ContainerReading(Reading):
 @dataclass(frozen=True, slots=True)
 class ProbeReading(Reading):
     """The collector run an inventory was read from."""
-
     origin: str | None = None
     duration_s: float | None = None
     pid: int | None = None
 
 
-# --- memory and GPU -----------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class MeminfoReading(Reading):
     """``/proc/meminfo``: the kept fields in bytes (HugePages_Total is a count)."""
-
     status: str | None = None  # ok | absent | error
     path: str | None = None
     error: str | None = None
@@ -235,7 +202,6 @@ class MeminfoReading(Reading):
 @dataclass(frozen=True, slots=True)
 class Gpu(Reading):
     """One GPU in one nvidia-smi sample; None wherever nvidia-smi printed [N/A] (a GB10 does for memory)."""
-
     index: int | None = None
     name: str | None = None
     uuid: str | None = None
@@ -254,7 +220,6 @@ class Gpu(Reading):
 @dataclass(frozen=True, slots=True)
 class GpuSample(Reading):
     """The GPUs at ``t`` seconds into the sampling window."""
-
     t: float = 0.0
     gpus: tuple[Gpu, ...] = ()
 
@@ -262,7 +227,6 @@ class GpuSample(Reading):
 @dataclass(frozen=True, slots=True)
 class GpuProcess(Reading):
     """A compute process nvidia-smi lists."""
-
     pid: int | None = None
     process_name: str | None = None
     used_memory_mib: float | None = None
@@ -275,7 +239,6 @@ class GpuProcess(Reading):
 @dataclass(frozen=True, slots=True)
 class NvidiaSmiReading(Reading):
     """nvidia-smi samples and the GPU processes."""
-
     status: str | None = None  # ok | absent | error | not-run
     path: str | None = None
     error: str | None = None
@@ -293,13 +256,9 @@ class NvidiaSmiReading(Reading):
         return self.samples[-1].gpus
 
 
-# --- readings of preflight options and services --------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class PlaybookIssue(Reading):
     """One open dgx-spark-playbooks issue."""
-
     number: int | None = None
     title: str | None = None
     created_at: str | None = None
@@ -309,7 +268,6 @@ class PlaybookIssue(Reading):
 @dataclass(frozen=True, slots=True)
 class PlaybooksReading(Reading):
     """The open dgx-spark-playbooks issues (G8)."""
-
     status: str | None = None  # offline | ok | error
     url: str | None = None  # the issues page
     api: str | None = None  # what was asked
@@ -320,7 +278,6 @@ class PlaybooksReading(Reading):
 @dataclass(frozen=True, slots=True)
 class BinariesReading(Reading):
     """preflight --binaries: what was scanned (the Binary records are in ``Inventory.binaries``)."""
-
     status: str | None = None  # ok | unavailable
     folders: tuple[str, ...] | None = None
     count: int | None = None
@@ -330,7 +287,6 @@ class BinariesReading(Reading):
 @dataclass(frozen=True, slots=True)
 class ResolveReading(Reading):
     """envcheck --resolve: the target and the traffic (the files are in ``Inventory.resolved``)."""
-
     python_version: str | None = None
     platform: str | None = None
     files: int | None = None
@@ -339,13 +295,9 @@ class ResolveReading(Reading):
     seconds: float | None = None
 
 
-# --- images and containers -------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class ImageDeep(Reading):
     """envcheck image --deep: what the layer walk did."""
-
     layers_scanned: int | None = None
     layers_cached: int | None = None
     bytes: int | None = None  # uncompressed bytes walked
@@ -356,7 +308,6 @@ class ImageDeep(Reading):
 @dataclass(frozen=True, slots=True)
 class ImageFacts(Reading):
     """envcheck image: registry, manifest and config facts."""
-
     source: str | None = None  # registry | oci-layout | docker-archive | docker-daemon
     ref: str | None = None
     registry: str | None = None
@@ -386,7 +337,6 @@ class ImageFacts(Reading):
 @dataclass(frozen=True, slots=True)
 class Hardening(Reading):
     """How envcheck container confined the collector's container."""
-
     network: str | None = None
     read_only_rootfs: bool | None = None
     cap_drop: str | None = None
@@ -398,7 +348,6 @@ class Hardening(Reading):
 @dataclass(frozen=True, slots=True)
 class ContainerRun(Reading):
     """envcheck container: how the collector ran in a container started from the image."""
-
     image: str | None = None
     user: str | None = None
     gpus: str | None = None
@@ -409,13 +358,9 @@ class ContainerRun(Reading):
     hardened: Hardening | None = None
 
 
-# --- launch commands and configs (G3, G6, G10) -------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class LaunchSetting(Reading):
     """One parallelism or memory setting of a launch, as written."""
-
     key: str | None = None  # normalised: tensor_parallel_size, num_machines, gpu_memory_utilization, ...
     value: str | None = None
     line: int | None = None  # the line it is on (config files, scripts)
@@ -424,7 +369,6 @@ class LaunchSetting(Reading):
 @dataclass(frozen=True, slots=True)
 class LaunchReading(Reading):
     """One launch: a --launch command or --launch-config file, or a launch command found in a file."""
-
     origin: str | None = None  # "--launch" or the file
     tool: str | None = None  # torchrun, accelerate, deepspeed, vllm, sglang, ...
     nodes: int | None = None  # None where the launch does not say
@@ -455,7 +399,6 @@ class LaunchReading(Reading):
 class PodRequest(Reading):
     """What a Kubernetes container asks the scheduler for: its GPUs or memory, a request or a limit, as written
     and read (``nvidia.com/gpu: 2``; NVIDIA Dynamo's ``gpu: "2"``; ``memory: 200Gi``)."""
-
     origin: str | None = None  # the manifest
     service: str | None = None  # `Kind/name container c`, as on the container's launch
     resource: str | None = None  # "gpu" or "memory"
@@ -471,9 +414,6 @@ def launches_from_json(items: Any, where: str = "launch") -> tuple[LaunchReading
     if not isinstance(items, list):
         raise InputError(f"{where}: expected a list of objects, found {json_type(items)}")
     return tuple(LaunchReading.from_json(item, f"{where}[{i}]") for i, item in enumerate(items))
-
-
-# --- HostReadings (envcheck.model), one field per reading ----------------------------------------------------------
 
 
 @functools.cache
