@@ -1,18 +1,9 @@
 """Opt-in parts of a project (extras, dependency groups), each judged in its own scope.
 
-A pyproject or lock file describes more than one install: the default one (``pip install .``,
-``uv sync``) and one per extra or dependency group that a user opts into (``.[cu128]``,
-``--group docs``). Extras are often alternatives that cannot be installed together (a ``cpu`` extra
-next to a ``gpu`` one, declared as uv ``conflicts``), so judging them all at once mixes facts that never
-meet. The default install decides a file's verdict; each opt-in scope is judged on its own (the default
-install plus that scope), and what it adds is reported as a WARN that names it, never as a FAIL of the file.
-
-One exception, read from the file: where the project declares its extras as alternatives (uv ``conflicts``,
-or extras whose sources take torch from different indexes) and one of them is for another platform (a
-``cpu`` extra, an extra bound to the cpu index), the other one is the project's GPU build: the route a Spark
-user takes. What breaks it stays a FAIL, and the default install beside it is the project's CPU path, whose
-CPU-only torch is INFO.
-"""
+Extras are often alternatives never installed together (``cpu``/``gpu``), so the default install decides a
+file's verdict and what each scope adds is a WARN naming it. Where a project declares alternatives and one is
+for another platform, the other is its GPU build (the Spark user's route): its FAIL stands, and the default
+install's CPU-only torch is INFO."""
 
 from __future__ import annotations
 
@@ -23,16 +14,13 @@ from dataclasses import replace
 from envcheck.knowledge.builds import build_of_index
 from envcheck.model import Finding, Inventory, Location, Package, Status
 
-# Scopes judged one by one; past this many, the rest are judged together (a file with hundreds of
-# extras must not cost hundreds of full check runs). Each scope's run costs about one run over the whole
-# inventory, so a large one (an 11 000-package lock) gets fewer separate runs: packages judged over all
-# scope runs together stay under MAX_SCOPED_PACKAGES.
+# Scopes judged one by one; the rest are judged together (hundreds of extras must not cost hundreds of check
+# runs), and fewer for a large inventory: packages judged over all scope runs stay under MAX_SCOPED_PACKAGES.
 MAX_SCOPES = 16
 MAX_SCOPED_PACKAGES = 60_000
 
 
 def scopes_of(inventory: Inventory) -> list[str]:
-    """The opt-in scopes of an inventory's packages and wheels, in the order they were read."""
     seen: dict[str, None] = {}
     for scope in [p.scope for p in inventory.packages] + [w.scope for w in inventory.wheels]:
         if scope is not None:
@@ -41,30 +29,17 @@ def scopes_of(inventory: Inventory) -> list[str]:
 
 
 def in_scope(inventory: Inventory, scopes: tuple[str, ...] = (), installs: Callable[[Package], bool] = lambda p: True) -> Inventory:
-    """The default install plus ``scopes``: what one install of the project would contain.
-
-    An explicit index (uv ``explicit = true``) belongs to a scope only when one of its packages that
-    ``installs`` on the target is sourced from it; every other index applies to the whole install, as pip
-    and uv use it.
-    """
+    """The default install plus ``scopes``. An explicit index (uv ``explicit = true``) belongs to it only when
+    a package it holds that ``installs`` on the target is sourced from it; others apply to every install."""
     wanted = {None, *scopes}
     packages = [p for p in inventory.packages if p.scope in wanted]
     sourced = {p.index for p in packages if p.index and installs(p)}
-    return Inventory(
-        packages=packages,
-        indexes=[i for i in inventory.indexes if not i.explicit or i.url in sourced],
-        installs=list(inventory.installs),
-        binaries=inventory.binaries,
-        wheels=[w for w in inventory.wheels if w.scope in wanted],
-        images=list(inventory.images),
-        env=list(inventory.env),
-        host=inventory.host,
-        context=inventory.context,
-        problems=[],
-        pragmas=list(inventory.pragmas),
-        resolved=list(inventory.resolved),  # --resolve: what the default install resolves to
-        alternatives=list(inventory.alternatives),
-    )
+    copied = ("installs", "images", "env", "pragmas", "resolved", "alternatives")
+    indexes = [i for i in inventory.indexes if not i.explicit or i.url in sourced]
+    return Inventory(packages=packages, indexes=indexes,
+                     binaries=inventory.binaries, wheels=[w for w in inventory.wheels if w.scope in wanted],
+                     host=inventory.host, context=inventory.context, problems=[],
+                     **{f: list(getattr(inventory, f)) for f in copied})
 
 
 def _key(finding: Finding) -> tuple[str, str, str, str]:
@@ -73,12 +48,8 @@ def _key(finding: Finding) -> tuple[str, str, str, str]:
 
 def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Finding]],
                  installs: Callable[[Package], bool] = lambda p: True) -> list[Finding]:
-    """Findings of the default install, then what each opt-in scope adds (FAIL softened to WARN, scope named).
-
-    A finding that several scopes add alike is reported once, naming all of them; one that the default
-    install already has is not repeated. Summary PASS/INFO lines without a location are the default
-    install's only (a scope's count of pinned packages says nothing new).
-    """
+    """Findings of the default install, then what each opt-in scope adds (FAIL softened to WARN, scope named):
+    once for scopes that add it alike, never what the default has, no location-less PASS/INFO summaries."""
     scopes = scopes_of(inventory)
     if not scopes and not any(i.explicit for i in inventory.indexes):
         return one_cause(run_checks(inventory))
@@ -127,8 +98,8 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
 
 
 def _fold_policy(out: list[Finding], added: Iterable[tuple[Finding, list[str]]]) -> list[tuple[Finding, list[str]]]:
-    """A policy finding naming packages (G9-unpinned) that a scope adds to a file whose default install already has
-    one joins that finding, naming what the scope adds: one policy finding per file. The rest is returned."""
+    """A scope's policy finding naming packages joins the default install's one for that file (one per file),
+    naming what the scope adds; the rest is returned."""
     rest: list[tuple[Finding, list[str]]] = []
     for finding, labels in added:
         path = finding.location.path if finding.location else None
@@ -155,19 +126,15 @@ def _fold_policy(out: list[Finding], added: Iterable[tuple[Finding, list[str]]])
 
 # A package's name without the CUDA flavour it names (cuml-cu12, cupy-cuda12x): alternatives of one package.
 _FLAVOUR = re.compile(r"[-_](?:cu|cuda)\d+x?$")
-
-
 # Words that name another machine in an extra's or group's name: such a scope is not what a Spark installs.
 _ELSEWHERE = re.compile(r"(?i)(?:^|[-_ '])(?:mac|macos|osx|darwin|apple|mps|mlx|metal|rocm|amd|xpu|intel|windows|win|tpu|cpu)(?:$|[-_ '\d])")
 
 
 def _for_elsewhere(scope: str) -> bool:
-    """Whether ``extra 'NAME'`` / ``group 'NAME'`` names another platform than the Spark (mac, rocm, cpu ...)."""
     return bool(_ELSEWHERE.search(scope.partition(" ")[2].strip("'")))
 
 
-# Gotchas of which build a package is (CUDA major, CPU-only, machine): another scope may offer another build of
-# the same packages. Policy (G9 pins) is not an alternative: an extra without pins does not make another's right.
+# Gotchas of which build a package is: another scope may offer another build of the same packages.
 _BUILD_GOTCHAS = frozenset({"G1", "ARCH"})
 _CPU_BUILD_RULE = "G1-cpu-build"  # a CPU-only torch (envcheck.checks.g01_cuda_abi)
 
@@ -178,11 +145,8 @@ def _family(name: str) -> str:
 
 def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
              routes: dict[str, list[str]] | None = None) -> list[Finding]:
-    """What the opt-in scopes add, one finding per scope and gotcha (a CUDA 12 extra of 18 packages, or its
-    cu12x index and the +cu12x pins it serves, is one cause), at INFO when the project offers the same packages in another opt-in scope that has no such
-    finding (a ``cuda12`` extra beside a ``cuda13`` one, a ``mac`` extra beside a ``gpu`` one: the Spark
-    user picks the other). A scope that is the project's GPU build (``routes``) keeps its FAIL: its CPU
-    alternative is no way out on a Spark."""
+    """What the opt-in scopes add, one finding per scope and gotcha, at INFO where another scope offers the
+    same packages without it (``cuda12`` beside ``cuda13``); the GPU build (``routes``) keeps its FAIL."""
     routes = routes or {}
     platform = _platform_scopes(inventory)
     by_labels: dict[tuple[str, ...], list[Finding]] = {}
@@ -246,8 +210,7 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
 
 
 def one_cause(findings: list[Finding]) -> list[Finding]:
-    """A locked package that is a CUDA 12 build and has no linux/aarch64 wheel either is one cause (the CUDA 13
-    build that fixes the first has one): the G1 finding on its entry says both, with no ARCH finding beside it."""
+    """A CUDA 12 build with no aarch64 wheel either is one cause: its G1 finding says both, no ARCH one."""
     bad = (Status.WARN, Status.FAIL)
     g1 = {(f.location, f.evidence["package"]): i for i, f in reversed(list(enumerate(findings)))
           if f.gotcha == "G1" and f.location and f.status in bad and f.evidence.get("package")}
@@ -267,17 +230,15 @@ def one_cause(findings: list[Finding]) -> list[Finding]:
 
 
 def _route_first(found: list[Finding]) -> Finding:
-    """The finding that speaks for a GPU build's cause: the index its source binds (the line to change) where it
-    is a line of its own, else the package's."""
+    """The finding for a GPU build's cause: the index its source binds where that is a line of its own."""
     packages_at = {str(f.location) for f in found if "url" not in f.evidence}
     apart = [f for f in found if "url" in f.evidence and str(f.location) not in packages_at]
     return apart[0] if apart else found[0]
 
 
 def gpu_routes(inventory: Inventory) -> dict[str, list[str]]:
-    """The opt-in scopes that are the project's GPU build, each with its declared alternatives for another
-    platform: of a set of alternatives (uv ``conflicts``, extras bound to different indexes), a member that is
-    not for another platform where another member is (the ``gpu`` of ``cpu``/``gpu``)."""
+    """The scopes that are the project's GPU build (the ``gpu`` of declared ``cpu``/``gpu`` alternatives),
+    each with its alternatives for another platform."""
     present = set(scopes_of(inventory))
     platform = _platform_scopes(inventory)
     routes: dict[str, list[str]] = {}
@@ -292,7 +253,6 @@ def gpu_routes(inventory: Inventory) -> dict[str, list[str]]:
 
 
 def _bound_apart(inventory: Inventory) -> list[tuple[str, ...]]:
-    """Scopes that take one package from different indexes (a lock or pylock whose project declares nothing more)."""
     by_name: dict[str, dict[str, str]] = {}
     for p in inventory.packages:
         if p.scope is not None and p.index:
@@ -301,8 +261,8 @@ def _bound_apart(inventory: Inventory) -> list[tuple[str, ...]]:
 
 
 def _platform_scopes(inventory: Inventory) -> set[str]:
-    """The scopes for another platform than a GPU: named so (``cpu``, ``mac``, ``rocm`` ...), or whose every
-    package taken from a build index comes from a CPU, ROCm or XPU one (``download.pytorch.org/whl/cpu``)."""
+    """Scopes for another platform: named so (``cpu``, ``mac``), or taking every build-index package from a
+    CPU, ROCm or XPU index."""
     flavors: dict[str, set[str]] = {}
     for p in inventory.packages:
         if p.scope is not None and p.index and (build := build_of_index(p.index)) is not None:
@@ -311,7 +271,6 @@ def _platform_scopes(inventory: Inventory) -> set[str]:
 
 
 def _bindings(scope: str, inventory: Inventory) -> list[Location]:
-    """Where the project binds ``scope`` to its source (the [tool.uv.sources] entry, the lock's requires-dist)."""
     out: list[Location] = []
     for alternatives in inventory.alternatives:
         out.extend(w for s, w in zip(alternatives.scopes, alternatives.where, strict=False) if s == scope and w is not None)
@@ -319,8 +278,8 @@ def _bindings(scope: str, inventory: Inventory) -> list[Location]:
 
 
 def _gpu_route(finding: Finding, labels: list[str], routes: dict[str, list[str]], inventory: Inventory) -> Finding:
-    """``finding`` of a scope that is the project's GPU build: named, at its own level, with the lines that bind it."""
-    named = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+    """``finding`` of the project's GPU build: named, at its own level, with the lines that bind it."""
+    named = _names(labels)
     others = list(dict.fromkeys(o for label in labels for o in routes.get(label, [])))
     bound = [w for label in labels for w in _bindings(label, inventory)]
     evidence = dict(finding.evidence)
@@ -330,8 +289,7 @@ def _gpu_route(finding: Finding, labels: list[str], routes: dict[str, list[str]]
         evidence["lines"] = sorted({w.line for w in bound if w.line is not None})
     return replace(finding, evidence=evidence, message=(
         f"with {named}, the project's GPU build ({where}{' and '.join(others)} {'is' if len(others) == 1 else 'are'} "
-        f"its alternative for another platform): "
-        f"{finding.message}"))
+        f"its alternative for another platform): {finding.message}"))
 
 
 def _default_path(finding: Finding, routes: dict[str, list[str]], inventory: Inventory) -> Finding:
@@ -350,18 +308,17 @@ def _default_path(finding: Finding, routes: dict[str, list[str]], inventory: Inv
 def opt_in(finding: Finding, labels: list[str]) -> Finding:
     """``finding`` as seen only when a user opts into ``labels``: named, and a WARN at most."""
     status = Status.WARN if finding.status is Status.FAIL else finding.status
-    named = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
-    evidence = dict(finding.evidence)
-    evidence["scope"] = labels
-    return replace(finding, status=status, message=f"with {named} (opt-in): {finding.message}", evidence=evidence)
+    return replace(finding, status=status, message=f"with {_names(labels)} (opt-in): {finding.message}",
+                   evidence={**finding.evidence, "scope": labels})
+
+
+def _names(labels: list[str]) -> str:
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
 
 def scopes_asked(argv: list[str] | tuple[str, ...]) -> tuple[set[str], bool]:
-    """The opt-in scopes an install command asks for, and whether it asks for every extra.
-
-    ``uv sync --extra cu130 --group docs`` asks for ``extra 'cu130'`` and ``group 'docs'``;
-    ``pip install '.[cu130,train]'`` for two extras; ``uv sync --all-extras`` (True) for every extra.
-    """
+    """The scopes an install command asks for (``--extra cu130``, ``--group docs``, ``'.[cu130,train]'``), and
+    whether it asks for every extra (``--all-extras``)."""
     asked: set[str] = set()
     every_extra = False
     words = list(argv)
@@ -391,8 +348,6 @@ def install_scopes(inventory: Inventory, asked: set[str], every_extra: bool = Fa
 
 def replace_scopes(inventory: Inventory, chosen: Callable[[str | None], bool]) -> Inventory:
     """A copy of ``inventory`` whose packages and wheels in a ``chosen`` scope are in the default install."""
-    out = Inventory(**{f: getattr(inventory, f) for f in ("indexes", "installs", "binaries", "images", "env", "host", "context",
-                                                          "problems", "pragmas", "alternatives")})
-    out.packages = [replace(p, scope=None) if chosen(p.scope) else p for p in inventory.packages]
-    out.wheels = [replace(w, scope=None) if chosen(w.scope) else w for w in inventory.wheels]
-    return out
+    return replace(inventory, resolved=[],
+                   packages=[replace(p, scope=None) if chosen(p.scope) else p for p in inventory.packages],
+                   wheels=[replace(w, scope=None) if chosen(w.scope) else w for w in inventory.wheels])
