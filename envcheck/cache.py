@@ -1,13 +1,6 @@
-"""A small on-disk cache of what envcheck read from binaries, so an unchanged environment rescans fast.
-
-One JSON file per scanned root (a folder or a wheel), under ``$ENVCHECK_CACHE_DIR`` or the user cache
-folder (``$XDG_CACHE_HOME/envcheck``, default ``~/.cache/envcheck``). Entries are keyed by the file's
-path and its stat (size, mtime_ns, inode; folder scans add the ctime): any change to a file makes its
-entry miss. A scanned folder also gets
-a :class:`FolderSnapshot`: its finished inventory and the stat of everything it was built from. Writes go to a temporary
-file that is renamed into place, so concurrent runs never see a torn file (the last writer wins, and a
-lost write only costs a rescan). An unreadable or corrupt cache is ignored, never an error.
-"""
+"""The on-disk cache of what envcheck read from binaries (one JSON file per scanned root, entries keyed by
+path and stat) and of finished folder inventories (:class:`FolderSnapshot`). Writes are atomic renames (the
+last writer wins); an unreadable or corrupt cache is a miss, never an error."""
 
 from __future__ import annotations
 
@@ -34,7 +27,6 @@ SCAN_CACHE_LIMIT = 512 << 20  # a per-file cache file bigger than this is not re
 
 
 def cache_dir() -> Path:
-    """Where envcheck keeps its cache files."""
     explicit = env("ENVCHECK_CACHE_DIR")
     if explicit:
         return Path(explicit)
@@ -62,7 +54,6 @@ class ScanCache:
 
     @staticmethod
     def file_of(namespace: str, directory: Path | None = None) -> Path:
-        """The cache file of ``namespace``."""
         digest = hashlib.sha256(f"{FORMAT}:{namespace}".encode()).hexdigest()[:32]
         return (directory or cache_dir()) / f"scan-{digest}.json"
 
@@ -72,12 +63,8 @@ class ScanCache:
         touch(cls.file_of(namespace, directory))
 
     def get(self, path: str, key: tuple[int, ...], decode: Callable[[Any], Any] | None = None) -> Any | None:
-        """The cached value for ``path`` if its change key matches; None on a miss. With ``decode``, the value
-        it makes of the cached one, and a miss when it raises TypeError, ValueError, KeyError or IndexError
-        (the cache is untrusted: a value of the wrong shape is read again, never an error).
-
-        A cached "nothing here" (a non-ELF file) is returned as ``False``.
-        """
+        """The value cached for ``path`` at ``key`` (through ``decode``), ``False`` for "nothing here"; None
+        on a miss, also where the untrusted entry has the wrong shape."""
         entry = self._old.get(path)
         try:
             if entry is None or tuple(entry[0]) != key:
@@ -94,7 +81,7 @@ class ScanCache:
         self._dirty = True
 
     def save(self) -> None:
-        """Write the entries used or added in this run (atomically; errors are ignored)."""
+        """Write the entries used or added in this run."""
         if not self._dirty and len(self._new) == len(self._old):
             return
         data = json.dumps({"format": FORMAT, "files": self._new}, separators=(",", ":"))
@@ -102,8 +89,7 @@ class ScanCache:
 
 
 def write_atomically(path: Path, data: bytes, prefix: str = ".tmp-") -> bool:
-    """Write ``data`` to ``path`` through a temporary file (``prefix``*.tmp) renamed into place, so a reader never
-    sees half an entry; False on an error (a cache that cannot be written only makes the next run slower)."""
+    """Write ``data`` to ``path`` through a temporary file renamed into place; False on an error."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: entries name the user's files
         import tempfile  # here: a run that writes nothing need not load it
@@ -122,34 +108,24 @@ def write_atomically(path: Path, data: bytes, prefix: str = ".tmp-") -> bool:
     return True
 
 
-# ------------------------------------------------------------------------------ folder snapshots
-
-
 SNAPSHOT_FORMAT = 2  # with FORMAT: what the folder readers produce
 SNAPSHOT_LIMIT = 512 << 20  # no snapshot file is read past this (the torch environment's: about 1.5 MB)
 SNAPSHOT_HEAD_LIMIT = 64 << 20  # its paths and keys, read before anything is stat'ed
-# A folder or file changed (its ctime) this close to the scan may change again within the same timestamp
-# (1-10 ms on Linux, 1-2 s on some file systems) and look unchanged: no snapshot is kept then (git's "racy"
-# entries). The mtime is not looked at: tar and pip may set it anywhere, even in the future.
+# A path changed (its ctime) this close to the scan may change again within one timestamp (1-2 s on some
+# file systems) and look unchanged: no snapshot then (git's "racy" entries). The mtime may be set anywhere.
 RACY_NS = 2_000_000_000
 _CHANGE_KEY = operator.attrgetter("st_ino", "st_dev", "st_size", "st_mtime_ns", "st_ctime_ns")
 _KEY_LEN = 5
 def change_key(st: os.stat_result) -> tuple[int, ...]:
-    """What a folder snapshot compares for each folder and file: (inode, device, size, mtime_ns, ctime_ns).
-    The ctime changes with every write, entry added or removed, rename, chmod and chown, and utime cannot
-    set it back."""
+    """(inode, device, size, mtime_ns, ctime_ns): the ctime changes with every write, entry added or removed,
+    rename, chmod and chown, and utime cannot set it back."""
     key: tuple[int, ...] = _CHANGE_KEY(st)
     return key
 
 
 class FolderSnapshot:
-    """The finished inventory of one scanned folder, and the change key of every folder it listed and every
-    file it read (candidates, METADATA, RECORD), so an unchanged folder is answered by stat-ing them only.
-
-    A new or removed entry anywhere changes its folder's key, a file rewritten in place its own; any
-    difference, and any doubt about the file (another format, another root, corrupt, over its size limit),
-    makes :meth:`load` return None, and the scan reads the folder with the per-file cache instead.
-    """
+    """The finished inventory of one scanned folder and the change key of every folder it listed and file it
+    read, so an unchanged folder is answered by stat-ing them only; any difference or doubt is a miss."""
 
     def __init__(self, namespace: str, directory: Path | None = None) -> None:
         self.directory = directory or cache_dir()
@@ -157,8 +133,7 @@ class FolderSnapshot:
         self.path = self.directory / f"folder-{digest}.json"
 
     def load(self, root: str) -> tuple[list[Package], list[Binary], list[ReadProblem]] | None:
-        """The packages, binaries and problems of the last scan of ``root`` if nothing it was built from
-        changed since; None otherwise (never an error)."""
+        """The packages, binaries and problems of the last scan of ``root`` if nothing it read changed."""
         data = read_entry(self.path, SNAPSHOT_LIMIT)
         if data is None:
             return None
@@ -174,8 +149,7 @@ class FolderSnapshot:
             if not (type(paths) is list and paths and paths[0] == "" and type(files) is int and 0 <= files <= len(paths)
                     and set(map(type, paths)) <= {str}):
                 return None
-            # The keys as save() wrote them, one per path, compared as numbers: reading 45,000 numbers back is
-            # quicker than writing the current ones as text (about 1.5 ms of the H200 environment's check).
+            # The keys as save() wrote them, compared as numbers (quicker than the current ones as text).
             if flat.count(b",") + 1 != _KEY_LEN * len(paths):
                 return None  # refused before parsing: a hostile head would be millions of numbers
             stored = json.loads(flat)
@@ -197,9 +171,8 @@ class FolderSnapshot:
              files: list[tuple[str, tuple[int, ...]]], packages: list[Package], binaries: list[Binary],
              problems: list[ReadProblem]) -> bool:
         """Keep the inventory of ``root`` with the keys of the ``folders`` it listed (the root first) and the
-        ``files`` it read. Nothing is kept (and an older snapshot is removed) when something changed within
-        :data:`RACY_NS` of ``started_ns`` (when the scan began), when a path is not under ``root``, or when
-        the inventory would not read back the same. True when the snapshot was written."""
+        ``files`` it read; nothing (and no older snapshot) when a path changed within :data:`RACY_NS` of
+        ``started_ns``, is not under ``root``, or the inventory would not read back the same."""
         if not folders or folders[0][0] != root:
             return self._drop()
         prefix = root if root.endswith(os.sep) else root + os.sep
@@ -232,8 +205,7 @@ class FolderSnapshot:
 
 
 def read_entry(path: Path, limit: int = SCAN_CACHE_LIMIT) -> bytes | None:
-    """A cache entry's bytes, or None when it is missing, not regular, or over ``limit`` bytes (an entry is
-    untrusted: a miss, never an error)."""
+    """A cache entry's bytes, or None when it is missing, not regular, or over ``limit`` bytes."""
     try:
         return read_regular(path, limit)[0]
     except OSError:
@@ -241,8 +213,7 @@ def read_entry(path: Path, limit: int = SCAN_CACHE_LIMIT) -> bytes | None:
 
 
 def unchanged(root: str, paths: list[str], stored: list[int]) -> bool:
-    """Whether the change keys of ``root`` (``paths[0]`` is "") and of the paths under it, flat and in order,
-    are ``stored``; False when one differs or cannot be stat'ed (stat'ed relative to the root)."""
+    """Whether the change keys of ``root`` (``paths[0]`` is "") and the paths under it are ``stored``."""
     if len(stored) != _KEY_LEN * len(paths):
         return False
     try:
@@ -266,13 +237,10 @@ def _inventory_to_json(packages: list[Package], binaries: list[Binary], problems
 
 
 def _inventory_from_json(data: Any) -> tuple[list[Package], list[Binary], list[ReadProblem]]:
-    """What :func:`_inventory_to_json` wrote; raises InputError (or TypeError/KeyError) for anything else."""
     return ([from_plain(Package, p, "package") for p in data["packages"]],
             [from_plain(Binary, b, "binary") for b in data["binaries"]],
             [from_plain(ReadProblem, p, "problem") for p in data["problems"]])
 
-
-# ------------------------------------------------------------------------------ `envcheck cache`
 
 # What envcheck writes under the cache folder (the folder may be shared: nothing else is touched).
 _ENTRIES = {
@@ -283,8 +251,8 @@ _ENTRIES = {
     "package file facts (--resolve)": ("files-v*",),
     "resolutions (--resolve)": ("resolutions-v*",),
 }
-# Empty lock files that let concurrent runs read a shared layer once (services/registry/cache.py): no entries,
-# so not counted, but removed by a full clean (a run that holds one meanwhile may then read a layer twice).
+# Empty lock files that let concurrent runs read a shared layer once (services/registry/cache.py): not
+# counted, but removed by a full clean.
 _LOCKS = "locks"
 
 
@@ -320,10 +288,8 @@ def usage(root: Path | None = None) -> dict[str, tuple[int, int]]:
 
 
 def clean(older_than_days: float | None = None, root: Path | None = None) -> tuple[int, int]:
-    """Remove cache entries (all, or those not used for ``older_than_days``); (files, bytes) removed.
-
-    Only envcheck's own entries are removed, and emptied folders of them; symlinks are never followed.
-    """
+    """Remove envcheck's own entries (all, or those unused for ``older_than_days``), never through a symlink;
+    (files, bytes) removed."""
     root = root or cache_dir()
     cutoff = None if older_than_days is None else time.time() - older_than_days * 86400
     removed = freed = 0
@@ -353,7 +319,6 @@ def clean(older_than_days: float | None = None, root: Path | None = None) -> tup
 
 
 def _remove_empty(folder: Path) -> None:
-    """Remove ``folder`` and the folders under it, deepest first, where they are empty (never through a link)."""
     if not folder.is_dir() or folder.is_symlink():
         return
     for sub in sorted((d for d in folder.rglob("*") if d.is_dir()), key=lambda d: len(d.parts), reverse=True):
