@@ -1,16 +1,4 @@
-"""Command line: parse options, build targets, run the engine, render, map to an exit code. Nothing else.
-
-    envcheck [OPTIONS] [PATH ...]          check files and folders (default: the current folder)
-    envcheck rules [ID|GOTCHA]             explain rules
-    envcheck image REF                     judge a registry image before pulling it
-    envcheck catalog REGISTRY/REPOSITORY   judge a repository's tags (--tags GLOB, --shard K/N)
-    envcheck merge REPORT.json...          shards, nightly runs, snapshots as one report
-    envcheck container IMAGE               run the checks inside a container
-    envcheck preflight                     live checks of this host, one line per gotcha
-    envcheck snapshot [TARGET] -o FILE     save a target's inventory and findings (JSON)
-    envcheck diff A B                      what changed between snapshots or live targets (--twins: nodes)
-    envcheck cache [info|clean]            show or empty envcheck's cache
-"""
+"""Command line: parse options, build targets, run the engine, render, map to an exit code. Nothing else."""
 
 from __future__ import annotations
 
@@ -31,17 +19,11 @@ if TYPE_CHECKING:
     from envcheck.engine import Target
     from envcheck.model import Report
 
-COMMANDS = {
-    "image": "envcheck.commands.image",
-    "container": "envcheck.commands.container",
-    "preflight": "envcheck.commands.preflight",
-    "snapshot": "envcheck.commands.snapshot",
-    "diff": "envcheck.commands.diff",
-    "rules": "envcheck.commands.rules",
-    "cache": "envcheck.commands.cache",
-    "catalog": "envcheck.commands.catalog",
-    "merge": "envcheck.commands.merge",
-}
+# Each subcommand and its module (envcheck.commands.NAME).
+COMMANDS = {name: f"envcheck.commands.{name}" for name in (
+    "image", "container", "preflight", "snapshot", "diff", "rules", "cache", "catalog", "merge")}
+
+
 def _common(parser: argparse.ArgumentParser, default_format: str | None = None) -> None:
     g = parser.add_argument_group("output and policy")
     from envcheck import formats
@@ -76,7 +58,6 @@ def _check_parser() -> argparse.ArgumentParser:
 
 
 def _check_parser_options(parser: argparse.ArgumentParser) -> None:
-    """The default command's own arguments: PATHs, reading options, --fix/--diff, --version."""
     from envcheck.commands import check, fix
 
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
@@ -85,8 +66,8 @@ def _check_parser_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _command_parser(command: str) -> tuple[argparse.ArgumentParser, ModuleType]:
-    """The parser of ``envcheck COMMAND``: the command word is its first positional, so every option may
-    come before or after it, and the common options where the command reports findings."""
+    """The parser of ``envcheck COMMAND``: the command word is its first positional, so options may come
+    before or after it."""
     module = _command_module(command)
     parser = argparse.ArgumentParser(prog=f"envcheck {command}", description=getattr(module, "HELP", None))
     parser.add_argument("command", choices=(command,), help=argparse.SUPPRESS)
@@ -99,9 +80,8 @@ def _command_parser(command: str) -> tuple[argparse.ArgumentParser, ModuleType]:
 
 
 def _command_word(argv: list[str]) -> str | None:
-    """The subcommand the arguments name, if any: the first positional word, found by argparse over every
-    option of every command (so ``envcheck --max-expansion 50 image REF`` is the image command, and
-    ``envcheck --target image Dockerfile`` is not). Runs that name no command word pay for no parser."""
+    """The subcommand named, if any: the first positional word as argparse finds it over every command's
+    options (not ``envcheck --target image Dockerfile``). Runs naming no command pay for no parser."""
     if argv and argv[0] in COMMANDS:
         return argv[0]
     before = argv[:argv.index("--")] if "--" in argv else argv
@@ -128,8 +108,7 @@ class _ScanError(Exception):
 
 
 class _OptionScanner(argparse.ArgumentParser):
-    """Every command's options (their names and how many values each takes), no positionals, no checks of
-    values: argparse itself tells an option's value from the command word."""
+    """Every command's options, no positionals, no checks of values: argparse tells a value from a command."""
 
     def add_argument(self, *names: str, **kwargs: Any) -> argparse.Action:
         if names and not names[0].startswith("-") and names[0] != "words":
@@ -156,15 +135,12 @@ def _command_module(name: str) -> ModuleType:
         raise UsageError(f"`envcheck {name}` is not available in this build: {exc}") from exc
 
 
-# The cyclic garbage collector's first threshold while envcheck runs (Python's default: 700). A folder scan
-# allocates hundreds of thousands of objects that live to the end (readings, fatbin entries, stats) and almost
-# no cycles; at 700 the collector ran 376 times in a serial scan of the torch environment and took 60-90 ms
-# of its 0.6-0.8 s, at 100,000 not once, with the same peak RSS (mypy raises it the same way).
+# The cyclic GC's first threshold while envcheck runs (default 700): a folder scan allocates hundreds of
+# thousands of long-lived objects and almost no cycles; at 700 collection took a tenth of a serial scan.
 GC_THRESHOLD = (100_000, 50, 100)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `envcheck` console script; returns the exit code."""
     threshold = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLD)  # scan workers, forked from this process, inherit it
     try:
@@ -174,8 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def console() -> NoReturn:
-    """The ``envcheck`` command and ``python -m envcheck``: :func:`main`, then a normal interpreter exit
-    (exit handlers and finalizers run: envcheck starts uv and Docker clients)."""
+    """The ``envcheck`` command: :func:`main`, then a normal exit (handlers and finalizers run)."""
     code = main()
     gc.freeze()  # the interpreter's last collection then skips what the run left: a cheap exit (BENCHMARKS.md)
     sys.exit(code)
@@ -202,16 +177,14 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _clean(text: str) -> str:
-    """A message for stderr: secrets masked, control characters escaped, no workflow command (envcheck.redaction)."""
     from envcheck.redaction import clean, no_command_lines
 
     return no_command_lines(clean(text))
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """Options anywhere (``parse_intermixed_args``), except after ``--``: every later word is a positional (a
-    path such as ``--fail-on=never``). Python 3.11's intermixed parsing still reads options after ``--``, so
-    those words are parsed as stand-ins that cannot look like options and put back afterwards."""
+    """Options anywhere, except after ``--`` (Python 3.11's intermixed parsing still reads options there: the
+    words after it are parsed as stand-ins that cannot look like options, then put back)."""
     if "--" not in argv:
         return parser.parse_intermixed_args(argv)
     cut = argv.index("--")
@@ -281,8 +254,7 @@ def _run(argv: list[str]) -> int:
 
 
 def _layered_config(args: argparse.Namespace, config: Config, max_text_bytes: int | None) -> Config:
-    """Command-line options are the top layer over file and environment config (``max_text_bytes``:
-    --max-text-size, parsed once before the config file is read)."""
+    """Command-line options over file and environment config (``max_text_bytes``: --max-text-size, parsed)."""
     from dataclasses import replace
 
     changes: dict[str, object] = {}
@@ -297,21 +269,15 @@ def _layered_config(args: argparse.Namespace, config: Config, max_text_bytes: in
             raise UsageError(f"--ignore: {why}")
     if args.ignore:
         changes["ignores"] = {**config.ignores, **{r: "ignored on the command line" for r in args.ignore}}
-    options = config.options
-    if args.nvfp4:
-        options = replace(options, nvfp4=True)
-    if getattr(args, "deep_fatbin", False):
-        options = replace(options, deep_fatbin=True)
-    if args.no_cache:
-        options = replace(options, use_cache=False)
-    if max_text_bytes is not None:
-        options = replace(options, max_text_bytes=max_text_bytes)
-    changes["options"] = options
+    given: dict[str, Any] = {"nvfp4": args.nvfp4 or None, "max_text_bytes": max_text_bytes,
+                             "deep_fatbin": getattr(args, "deep_fatbin", False) or None,
+                             "use_cache": False if args.no_cache else None}
+    changes["options"] = replace(config.options, **{k: v for k, v in given.items() if v is not None})
     return replace(config, **changes)  # type: ignore[arg-type]
 
 
 def _no_mistyped_command(paths: list[str]) -> None:
-    """``envcheck imgae foo``: a first PATH that does not exist and is spelled like a command is a typo (as git says)."""
+    """``envcheck imgae foo``: a first PATH that does not exist and is spelled like a command is a typo."""
     if not paths or "/" in paths[0] or Path(paths[0]).exists():
         return
     import difflib
