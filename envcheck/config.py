@@ -54,17 +54,13 @@ ENVIRONMENT = {
 
 
 def env(name: str) -> str | None:
-    """The environment variable ``name`` (None when unset): the one place envcheck reads its environment.
-
-    Names are listed in :data:`ENVIRONMENT`; a ``--build-arg NAME`` without a value is the one variable
-    the user names (its value comes from the environment, as with ``docker build``).
-    """
+    """The one place envcheck reads its environment: names are listed in :data:`ENVIRONMENT`, but for a
+    ``--build-arg NAME`` without a value (the user names it, as with ``docker build``)."""
     return os.environ.get(name)
 
 
 def env_processes(name: str) -> int | None:
-    """A number of worker processes from the environment variable ``name`` (None when unset or empty;
-    UsageError for anything but a whole number of at least 1: ``1`` means none besides this process)."""
+    """Worker processes from the variable ``name`` (None when unset; ``1``: none besides this one)."""
     raw = env(name)
     if not raw:
         return None
@@ -78,7 +74,7 @@ def env_processes(name: str) -> int | None:
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system has one, else the machine's)."""
+    """The cores this process may run on (its CPU affinity where the system has one)."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -86,7 +82,6 @@ def usable_cores() -> int:
 
 
 def child_environment(**overrides: str) -> dict[str, str]:
-    """The environment of a child process envcheck runs (uv): the user's, with ``overrides``."""
     return {**os.environ, **overrides}
 
 
@@ -114,9 +109,9 @@ def parse_size(text: str, what: str = "a size") -> int:
     """``16MiB``, ``64M``, ``1048576`` as bytes; anything else is a usage error naming ``what``."""
     value = text.strip().lower().removesuffix("ib").removesuffix("b")
     number, unit = value.rstrip("kmgt"), value[len(value.rstrip("kmgt")):]
-    if unit not in _UNITS or not number or len(number) > 20:
-        raise UsageError(f"{what} must be a size such as 16MiB, 64M or 1048576, not {text[:40]!r}")
     try:
+        if unit not in _UNITS or not number or len(number) > 20:
+            raise ValueError(unit)
         size = int(float(number) * _UNITS[unit])
     except (ValueError, OverflowError):
         raise UsageError(f"{what} must be a size such as 16MiB, 64M or 1048576, not {text[:40]!r}") from None
@@ -126,7 +121,6 @@ def parse_size(text: str, what: str = "a size") -> int:
 
 
 def text_limit_default() -> int:
-    """The size limit for text inputs and config files: ENVCHECK_MAX_TEXT_SIZE, else the built-in default."""
     from envcheck.limits import MAX_TEXT_BYTES  # not sources.requirements: that brings packaging and pip_args
 
     raw = env("ENVCHECK_MAX_TEXT_SIZE")
@@ -134,8 +128,7 @@ def text_limit_default() -> int:
 
 
 def _config_bytes(path: Path, max_bytes: int) -> bytes:
-    """A config file's bytes: a regular file (a FIFO is never waited on) within the text-size limit (a sparse 1 GiB
-    file is refused unread)."""
+    """A config file's bytes: a regular file (never a FIFO) within the text-size limit, else a usage error."""
     from envcheck.limits import OverLimit, read_regular
 
     try:
@@ -173,11 +166,8 @@ def _table_from_file(path: Path, max_bytes: int) -> dict[str, Any] | None:
 
 
 def find_config(start: Path, max_bytes: int | None = None) -> Path | None:
-    """``.envcheck.toml``, or a pyproject.toml with ``[tool.envcheck]``, in ``start`` or a parent.
-
-    Only regular files count (a FIFO or a device named pyproject.toml is not read); a pyproject.toml is
-    searched in bounded chunks, never read whole, and one past the size limit is a usage error.
-    """
+    """``.envcheck.toml``, or a pyproject.toml with ``[tool.envcheck]`` (searched in bounded chunks), in
+    ``start`` or a parent up to the repository root; only regular files count."""
     limit = text_limit_default() if max_bytes is None else max_bytes
     start = start.resolve()
     for folder in (start, *start.parents):
@@ -282,11 +272,7 @@ def _apply_table(config: Config, table: dict[str, Any], origin: str) -> Config:
 
 
 def load_config(explicit: str | None, cwd: Path, max_bytes: int | None = None) -> Config:
-    """Defaults, then the config file (explicit or discovered), then ENVCHECK_* variables.
-
-    ``max_bytes`` bounds the config file read (``--max-text-size``; default: ENVCHECK_MAX_TEXT_SIZE or the
-    built-in limit for text inputs).
-    """
+    """Defaults, then the config file (explicit or discovered, at most ``max_bytes``), then ENVCHECK_*."""
     config = Config()
     limit = text_limit_default() if max_bytes is None else max_bytes
     path = Path(explicit) if explicit else find_config(cwd, limit)
