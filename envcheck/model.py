@@ -128,12 +128,13 @@ class Location:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, _ in _plain_fields(Location) if (v := getattr(self, k)) is not None and v is not False}
+        fields = _plain_fields(Location)
+        return {k: v for k, _ in fields if (v := getattr(self, k)) is not None and v is not False}
 
 
 @dataclass(frozen=True)
 class Package(_Record):
-    """One Python distribution, declared or installed: ``version`` where exactly known, ``specifier`` as written."""
+    """A Python distribution, declared or installed: ``version`` if known exactly, ``specifier`` as given."""
 
     name: str  # canonical (PEP 503) name
     version: str | None = None
@@ -147,7 +148,7 @@ class Package(_Record):
     no_deps: bool = False  # installed with --no-deps (where visible)
     role: Role = Role.REQUIREMENT
     location: Location | None = None
-    scope: str | None = None  # the opt-in part that brings it ("extra 'cu128'", "group 'docs'"); None: default
+    scope: str | None = None  # the opt-in part that brings it ("extra 'cu128'", "group 'docs'"); None: always
     index: str | None = None  # the index it must come from ([tool.uv.sources]); None: whatever indexes apply
 
 
@@ -190,7 +191,7 @@ class InstallCommand(_Record):
 
 @dataclass(frozen=True)
 class Binary(_Record):
-    """An ELF file: CPU architecture, CUDA libraries and GPU code. Field names are part of the JSON interface."""
+    """An ELF file: CPU architecture, CUDA libraries, GPU code. Field names are part of the JSON interface."""
 
     path: str
     machine: str  # aarch64 | x86_64 | ...
@@ -236,7 +237,7 @@ class BaseImage(_Record):
     final: bool = True  # ends up in the final image
     location: Location | None = None
     stages: tuple[str, ...] = ()  # Dockerfile: this stage and every stage built on it (FROM <stage>), by label
-    copied_at: int | None = None  # a stage outside the final image: the line of a COPY --from that takes from it
+    copied_at: int | None = None  # a stage outside the final image: the line of a COPY --from taking from it
     runs: str = ""  # compose/Kubernetes: the container's command when all it runs is a device query (nvidia-smi)
     # Dockerfile: the programs the RUN lines of the stages on it run (None: not a Dockerfile stage), and the
     # files they install from (-r, pyproject.toml) that envcheck could not read
@@ -301,7 +302,7 @@ class Pragma(_Record):
 @dataclass(frozen=True)
 class HostReadings:
     """Live readings of a running machine or container, and an image target's facts: one typed record of
-    :mod:`envcheck.readings` per field (``launch``, ``pod_requests``: tuples of them), None where not taken."""
+    :mod:`envcheck.readings` per field (``launch``, ``pod_requests``: tuples of them), None if not taken."""
 
     python: readings.PythonReading | None = None  # the probed interpreter (status ok) or status absent
     torch: readings.TorchReading | None = None  # importing torch in a child process
@@ -313,7 +314,7 @@ class HostReadings:
     meminfo: readings.MeminfoReading | None = None  # /proc/meminfo in bytes
     nvidia_smi: readings.NvidiaSmiReading | None = None  # samples, GPU processes
     launch: tuple[readings.LaunchReading, ...] | None = None  # launch commands and configs (G3, G6, G10)
-    pod_requests: tuple[readings.PodRequest, ...] | None = None  # Kubernetes GPU and memory requests (G3, G10)
+    pod_requests: tuple[readings.PodRequest, ...] | None = None  # Kubernetes GPU, memory requests (G3, G10)
     expected_bandwidth_gbs: float | None = None  # --expect-bandwidth (G5)
     playbooks: readings.PlaybooksReading | None = None  # open dgx-spark-playbooks issues (G8)
     binaries: readings.BinariesReading | None = None  # preflight --binaries: what was scanned
@@ -375,8 +376,8 @@ class Inventory:
     wheels: list[Wheel] = field(default_factory=list)
     images: list[BaseImage] = field(default_factory=list)
     env: list[EnvVar] = field(default_factory=list)
-    host: HostReadings = field(default_factory=HostReadings)  # live readings and image facts (docs/inventory.md)
-    # "declared": inputs describe what will be installed; "installed": what is there (freeze, site-packages, image)
+    host: HostReadings = field(default_factory=HostReadings)  # live readings, image facts (docs/inventory.md)
+    # "declared": inputs say what will be installed; "installed": what is there (freeze, site-packages, image)
     context: str = "declared"
     problems: list[ReadProblem] = field(default_factory=list)
     pragmas: list[Pragma] = field(default_factory=list)
@@ -432,8 +433,8 @@ class Inventory:
 
 @dataclass(frozen=True)
 class Edit:
-    """One change ``envcheck --fix`` makes: ``length`` bytes at byte ``offset`` of ``path`` become ``replacement``;
-    ``line``/``column`` (1-based) to ``end_line``/``end_column`` (exclusive) name the same span, as SARIF does."""
+    """One change ``envcheck --fix`` makes: ``length`` bytes at ``offset`` of ``path`` become ``replacement``;
+    ``line``/``column`` (1-based) to ``end_line``/``end_column`` (exclusive): the same span, for SARIF."""
 
     path: str
     offset: int
@@ -465,7 +466,8 @@ class Finding:
     policy: bool = False  # its rule gives policy advice, not a Spark fault (envcheck.rules.Rule.policy)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"rule": self.rule, "gotcha": self.gotcha, "status": self.status.value, "message": self.message}
+        out: dict[str, Any] = {"rule": self.rule, "gotcha": self.gotcha, "status": self.status.value,
+                               "message": self.message}
         if self.location is not None:
             out["location"] = self.location.to_json()
         out["evidence"] = dict(self.evidence)
