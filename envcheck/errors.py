@@ -16,13 +16,9 @@ class EnvcheckError(Exception):
 class UsageError(EnvcheckError):
     """The command line, a config file or a profile is wrong."""
 
-    exit_code = 2
-
 
 class InputError(EnvcheckError):
-    """A target could not be read or parsed. ``where`` is 'path:line' or 'path@offset' when known."""
-
-    exit_code = 2
+    """A target could not be read or parsed, at ``path`` (``line``, ``offset``) where known."""
 
     def __init__(self, message: str, path: str | None = None, line: int | None = None, offset: int | None = None,
                  fix: str = "") -> None:
@@ -40,18 +36,12 @@ class ServiceError(EnvcheckError):
 
 
 class KnowledgeError(EnvcheckError):
-    """A shipped knowledge file (``envcheck/knowledge/*.toml``) breaks its schema: a bug in the release, not in the input."""
-
-    exit_code = 2
+    """A shipped knowledge file (``envcheck/knowledge/*.toml``) breaks its schema: a bug in the release."""
 
 
 class ReadingError(Exception):
-    """What a reader in ``envcheck/inspect/`` raises for bytes or text it cannot read, and where.
-
-    ``line`` is 1-based, ``offset`` a byte offset, ``member`` an archive member. It is not an
-    ``EnvcheckError``: a reader never ends a run; the source that called it turns it into a ``ReadProblem``
-    (or an ``InputError``) that names the file. Readers subclass it to say which syntax failed.
-    """
+    """What a reader in ``envcheck/inspect/`` raises for what it cannot read, and where. Not an
+    ``EnvcheckError``: the calling source makes it a ``ReadProblem`` or ``InputError`` naming the file."""
 
     def __init__(self, message: str, line: int | None = None, offset: int | None = None, member: str | None = None) -> None:
         super().__init__(message)

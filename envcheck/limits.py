@@ -1,11 +1,5 @@
-"""Limits on what envcheck reads from untrusted inputs, and the defaults a user can raise.
-
-Compressed inputs (wheels, image layers, ``docker save`` archives) are bounded by an expansion ratio:
-the uncompressed bytes envcheck will produce from an input are at most ``--max-expansion`` times its
-compressed size (never below :data:`EXPANSION_FLOOR`). Real wheels and layers expand 2-5x (24x for the
-most compressible member of the torch wheel); a decompression bomb 1000x. docs/limits.md lists every
-limit and how to raise it.
-"""
+"""Limits on what envcheck reads from untrusted inputs (docs/limits.md). Compressed inputs may expand at most
+``--max-expansion`` times: real wheels and layers expand 2-5x (24x at most), a decompression bomb 1000x."""
 
 from __future__ import annotations
 
@@ -29,9 +23,8 @@ class OverLimit(OSError):
 
 
 def read_regular(path: str | os.PathLike[str], limit: int) -> tuple[bytes, os.stat_result]:
-    """A regular file's bytes (at most ``limit``) and its stat, taken before reading. Raises OSError for a
-    missing file, one that is not regular (opened without blocking, so a FIFO never hangs the read), or one
-    over ``limit`` bytes, also when it grows while it is read (:class:`OverLimit`)."""
+    """A regular file's bytes and its stat, taken before reading; OSError for a missing or irregular file
+    (opened without blocking: a FIFO never hangs), :class:`OverLimit` over ``limit`` bytes (also growing)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         st = os.fstat(fd)

@@ -1,5 +1,4 @@
-"""The run options: one typed object from the command line (and config file, environment) down to the
-sources, checks and fixes."""
+"""The run options: one typed object from the command line (and config file, environment) down."""
 
 from __future__ import annotations
 
@@ -8,8 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class RunOptions:
-    """The run options below policy, layered like it (config file < environment < command line) and read by
-    the commands, sources, checks and fixes: one typed object from argparse down."""
+    """The run options below policy, layered like it (config file < environment < command line)."""
 
     nvfp4: bool = False  # --nvfp4 / nvfp4: WARN when no sm_121a kernels exist (NVFP4 is planned)
     deep_fatbin: bool = False  # --deep-fatbin / deep-fatbin: also find fatbins outside .nv_fatbin

@@ -1,15 +1,6 @@
-"""``--shard K/N``: which part of a multi-target run this process judges, so a fleet runs on an engine teams
-already have (a Kubernetes Indexed Job, a GitHub Actions matrix, a SLURM array), then ``envcheck merge``.
-
-A target's shard is a hash of its name (the tag, for ``envcheck catalog``), never its position: the same
-tag lands in the same shard whatever else the repository holds and in whatever order the registry lists
-it, so N processes cover every target exactly once. K counts from 1 (``1/3``, ``2/3``, ``3/3``).
-
-Where ``--shard`` is not given, the engine's own variables say it, first found wins:
-``ENVCHECK_SHARD`` (``K/N``, e.g. from a matrix value), ``JOB_COMPLETION_INDEX`` (0-based, Kubernetes
-Indexed Jobs) with ``JOB_COMPLETIONS`` (the Job's ``completions``, which the manifest passes: Kubernetes
-does not), ``SLURM_ARRAY_TASK_ID`` with ``SLURM_ARRAY_TASK_COUNT`` (counted from ``SLURM_ARRAY_TASK_MIN``).
-"""
+"""``--shard K/N`` (K from 1): the part of a multi-target run this process judges (a Kubernetes Indexed Job,
+an Actions matrix, a SLURM array; then ``envcheck merge``). A target's shard is a hash of its name, never its
+position, so N processes cover every target once whatever order a registry lists it in."""
 
 from __future__ import annotations
 
@@ -26,7 +17,7 @@ MAX_SHARDS = 100_000
 
 @dataclass(frozen=True)
 class Shard:
-    """Part ``index`` (1-based) of ``count``; ``source`` says where it was read (for messages)."""
+    """Part ``index`` (1-based) of ``count``; ``source``: where it was read (for messages)."""
 
     index: int
     count: int
@@ -36,7 +27,6 @@ class Shard:
         return f"{self.index}/{self.count}"
 
     def holds(self, name: str) -> bool:
-        """Whether the target called ``name`` belongs to this shard."""
         return self.count == 1 or shard_of(name, self.count) == self.index
 
 
@@ -67,7 +57,7 @@ def _number(environ: Mapping[str, str], name: str) -> int:
 
 
 def shard_from(option: str | None, environ: Mapping[str, str]) -> Shard | None:
-    """The shard ``--shard`` names, else the one the environment's engine variables name, else None (all)."""
+    """The shard ``--shard`` names, else the engine's variables (first found wins), else None (all)."""
     if option:
         return parse_shard(option)
     if environ.get("ENVCHECK_SHARD"):
@@ -86,9 +76,8 @@ def shard_from(option: str | None, environ: Mapping[str, str]) -> Shard | None:
 
 
 def engine_variables() -> dict[str, str]:
-    """The variables :func:`shard_from` reads, from this process's environment (those that are set)."""
+    """The variables :func:`shard_from` reads that are set in this process's environment."""
     from envcheck.config import env
-
     values = {"ENVCHECK_SHARD": env("ENVCHECK_SHARD"), "JOB_COMPLETION_INDEX": env("JOB_COMPLETION_INDEX"),
               "JOB_COMPLETIONS": env("JOB_COMPLETIONS"), "SLURM_ARRAY_TASK_ID": env("SLURM_ARRAY_TASK_ID"),
               "SLURM_ARRAY_TASK_COUNT": env("SLURM_ARRAY_TASK_COUNT"), "SLURM_ARRAY_TASK_MIN": env("SLURM_ARRAY_TASK_MIN")}
@@ -96,10 +85,8 @@ def engine_variables() -> dict[str, str]:
 
 
 def sharded(items: Iterable[T], option: str, name: Callable[[T], str]) -> list[T]:
-    """The items of the shard ``--shard`` names (``K/N``, or ``auto``: the engine's variables; all of them when
-    none is set), in their order; the shard is said on stderr."""
+    """The items of the shard ``--shard`` names (``K/N``, or ``auto``: the engine's variables)."""
     import sys
-
     items = list(items)
     shard = shard_from(None, engine_variables()) if option == "auto" else parse_shard(option)
     if shard is None:

@@ -15,6 +15,6 @@ __all__ = ["TOMLDecodeError", "load_shipped", "loads"]
 
 
 def load_shipped(package: str, name: str) -> dict[str, Any]:
-    """The parsed TOML file ``<name>.toml`` shipped in ``package`` (OSError: no such file; TOMLDecodeError: not TOML)."""
+    """The parsed TOML file ``<name>.toml`` shipped in ``package``."""
     data: dict[str, Any] = loads(resources.files(package).joinpath(f"{name}.toml").read_text(encoding="utf-8"))
     return data
