@@ -16,7 +16,6 @@ from envcheck.profile import Profile, load_profile
 @dataclass(frozen=True)
 class Target:
     """One thing to check: its name as the user gave it, its kind, and how to read it."""
-
     name: str
     kind: str
     read: Callable[[], Inventory]
@@ -41,13 +40,8 @@ def read_safely(target: Target, debug: bool = False) -> Inventory:
 
 def evaluate(inventory: Inventory, profile: Profile, kind: str, options: RunOptions | None = None,
              debug: bool = False) -> list[Finding]:
-    """Every finding the checks for ``kind`` yield for ``inventory``, problems first.
-
-    Only the checks whose rules apply to ``kind`` run (their modules are imported now, see
-    :func:`envcheck.rules.checks_for`). A check that breaks on unexpected facts costs only its own
-    findings: it becomes one ERROR finding naming the check, and every other check still runs (``debug``
-    re-raises instead).
-    """
+    """Every finding the checks for ``kind`` yield for ``inventory``, problems first. A check that breaks
+    costs only its own findings: one ERROR finding names it, the others still run (``debug`` re-raises)."""
     findings: list[Finding] = []
     for problem in inventory.problems:
         rule = rules.SERVICE_ERROR if problem.service else rules.INPUT_SKIPPED if problem.note else rules.INPUT_ERROR
@@ -64,76 +58,61 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: RunOpti
                     raise
                 out.append(rules.INTERNAL_ERROR.finding(
                     f"check {check.name} failed on this input: {type(exc).__name__}: {exc}",
-                    evidence={"check": check.name},
-                ))
+                    evidence={"check": check.name}))
         return out
 
     # Extras and dependency groups are opt-in: each is judged in its own scope (envcheck.scopes).
     from envcheck.knowledge.builds import installs_on
-
     findings.extend(scopes.judge_scopes(inventory, run_checks, lambda p: installs_on(p, profile)))
     return _distinct(_branch_aware(f) for f in findings)
 
 
-# A finding in what runs only when asked for (a compose service under a profile) is one level lower.
-_ON_REQUEST = {Status.FAIL: Status.WARN, Status.WARN: Status.INFO}
+# A finding in what runs only when asked for (a compose service under a profile), or in a Dockerfile stage
+# outside the built image (it cannot break the image), is one level lower.
+_LOWER = {Status.FAIL: Status.WARN, Status.WARN: Status.INFO}
 
 
 def _branch_aware(finding: Finding) -> Finding:
-    """A finding about a command that runs only in a shell branch says so; in a fallback (it runs only
-    when the main path fails) a FAIL is a WARN: it is the recipe's second path, not what it does. In a compose
-    service under a profile (``Location.on_request``: it starts only when asked for) every finding is one
-    level lower: FAIL becomes WARN, WARN becomes INFO."""
+    """A finding about a command in a shell branch says so; in a fallback (run only when the main path
+    fails) a FAIL is a WARN; in a compose service under a profile (``on_request``) it is one level lower."""
     loc = finding.location
     if loc is None or not loc.branch:
         return finding
     status = Status.WARN if loc.fallback and finding.status is Status.FAIL else finding.status
     if loc.on_request:
-        status = _ON_REQUEST.get(status, status)
+        status = _LOWER.get(status, status)
     return replace(finding, status=status, message=f"{finding.message}; {loc.branch}")
 
 
-# A finding in a stage outside the built image is one level lower: it cannot break or degrade the image.
-_OUTSIDE_IMAGE = {Status.FAIL: Status.WARN, Status.WARN: Status.INFO}
-
-
 def _stage_aware(finding: Finding) -> Finding:
-    """The level of a finding located in a Dockerfile stage that is not part of the built image (neither the
-    target nor a stage the target builds on, copies from or mounts: ``Location.outside_image``), one rule for
-    every check: FAIL becomes WARN (the legacy builder still builds it, and a stage left in the file is
-    often wired in later), WARN becomes INFO. Checks judge a stage by what it does; this decides the level."""
+    """A finding in a Dockerfile stage outside the built image (``Location.outside_image``) one level lower,
+    for every check: the legacy builder still builds it, and a stage left in a file is often used later."""
     loc = finding.location
-    lowered = _OUTSIDE_IMAGE.get(finding.status) if loc is not None and loc.outside_image else None
+    lowered = _LOWER.get(finding.status) if loc is not None and loc.outside_image else None
     if loc is None or lowered is None:
         return finding
     return replace(finding, status=lowered, message=finding.message + _outside_image(loc.stage))
 
 
 def _unstaged(location: Location | None) -> Location | None:
-    """``location`` without its stage: the same file line (or wheel member) whichever stage read it."""
     return None if location is None else replace(location, stage=None, outside_image=False)
 
 
 def _outside_image(stage: str | None) -> str:
-    """What :func:`_stage_aware` adds to the message of a finding it lowers."""
     return f"; stage {stage!r} is not part of the built image (the target neither builds on it nor copies or mounts from it)"
 
 
 def _distinct(findings: Iterable[Finding]) -> list[Finding]:
     """Each finding once: the same rule, status, location and message reached twice (a file read directly
-    and again through a Dockerfile that copies it, two checks meeting on one fact) is one finding."""
-    seen: set[tuple[str, Status, Location | None, str]] = set()
-    out: list[Finding] = []
-    for finding in findings:
-        key = (finding.rule, finding.status, finding.location, finding.message)
-        if key not in seen:
-            seen.add(key)
-            out.append(finding)
-    return out
+    and through a Dockerfile that copies it) is one finding."""
+    unique: dict[tuple[str, Status, Location | None, str], Finding] = {}
+    for f in findings:
+        unique.setdefault((f.rule, f.status, f.location, f.message), f)
+    return list(unique.values())
 
 
 def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str | None:
-    """The reason ``finding`` is suppressed, or None. ERROR findings are never suppressed."""
+    """The reason ``finding`` is suppressed (by config or a pragma), or None; never an ERROR."""
     if finding.status is Status.ERROR:
         return None
     if (reason := ignored(finding, config.ignores)) is not None:
@@ -142,11 +121,8 @@ def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str 
     loc = finding.location
     if loc is not None and loc.line is not None:
         for pragma in inventory.pragmas:
-            if (
-                pragma.location.path == loc.path
-                and pragma.location.line == loc.line
-                and any(key in pragma.rules for key in keys)
-            ):
+            if pragma.location.path == loc.path and pragma.location.line == loc.line and any(
+                    key in pragma.rules for key in keys):
                 return pragma.reason or "inline pragma"
     return None
 
@@ -159,22 +135,15 @@ def ignored(finding: Finding, ignores: Mapping[str, str]) -> str | None:
 
 
 def _ignore_keys(finding: Finding) -> tuple[str, ...]:
-    """The names that select ``finding`` in --ignore, the config and pragmas: its rule, its gotcha, and
-    ``policy`` for a policy rule's finding."""
+    """The names that select ``finding`` in --ignore, config and pragmas (``policy`` for a policy rule's)."""
     return (finding.rule, finding.gotcha, rules.POLICY) if finding.policy else (finding.rule, finding.gotcha)
 
 
 def apply_ignores(findings: Iterable[Finding], ignores: Mapping[str, str]) -> tuple[list[Finding], list[tuple[Finding, str]]]:
     """The findings kept, and the ignored ones with their reasons."""
-    kept: list[Finding] = []
-    suppressed: list[tuple[Finding, str]] = []
-    for finding in findings:
-        reason = ignored(finding, ignores)
-        if reason is None:
-            kept.append(finding)
-        else:
-            suppressed.append((finding, reason))
-    return kept, suppressed
+    judged = [(finding, ignored(finding, ignores)) for finding in findings]
+    kept = [f for f, reason in judged if reason is None]
+    return kept, [(f, reason) for f, reason in judged if reason is not None]
 
 
 def judge(target: Target, inventory: Inventory, profile: Profile, config: Config, debug: bool = False) -> TargetResult:
@@ -207,8 +176,7 @@ def exit_code(findings: Iterable[Finding], threshold: Status | None) -> int:
     if any(f.status is Status.ERROR for f in findings):
         return 2
     if threshold is not None and any(
-        f.status.rank >= threshold.rank and f.status not in (Status.SKIP, Status.INFO) for f in findings
-    ):
+            f.status.rank >= threshold.rank and f.status not in (Status.SKIP, Status.INFO) for f in findings):
         return 1
     return 0
 
@@ -222,7 +190,6 @@ def run(targets: Iterable[Target], config: Config, debug: bool = False) -> Repor
         report.targets.append(judge(target, inventory, profile, config, debug))
     _owned_once(report.targets)
     from envcheck import fixes
-
     fixes.attach(report, config.options)  # the edits `envcheck --fix` would make, for every format to show
     report.exit_code = exit_code(report.findings, config.fail_threshold)
     return report
@@ -230,8 +197,7 @@ def run(targets: Iterable[Target], config: Config, debug: bool = False) -> Repor
 
 def _owned_once(results: list[TargetResult]) -> None:
     """A finding about a file that is itself a target belongs to that target: a Dockerfile that COPYs the
-    project's pyproject.toml or requirements.txt, or a compose file whose ``build:`` reads a Dockerfile, does not
-    repeat the findings that file's own target has (one cause, one finding across targets)."""
+    project's requirements.txt does not repeat that file's own findings (one cause, one finding)."""
     import os
 
     def real(path: str) -> str:
@@ -264,11 +230,9 @@ def _owned_once(results: list[TargetResult]) -> None:
 
 
 def _same_cause(view: Finding, own: Finding) -> bool:
-    """Whether ``view`` (a finding another target reached through a file) is ``own`` (that file's own target's
-    finding): the same rule and line, and the same level and words once the stage is named alike and a lowering by
-    :func:`_stage_aware` (the view read the file through a stage outside the built image) is undone. A compose file
-    names a Dockerfile's stage after its service (``app/builder`` for the file's ``builder``); a build argument
-    that changes what the line says (another base) changes the words too, so that finding stays."""
+    """Whether ``view`` (a finding another target reached through a file) is ``own`` (that file's target's):
+    the same rule and line, level and words once the stage is named alike (a compose file says
+    ``app/builder``) and a lowering by :func:`_stage_aware` is undone."""
     at, mine = view.location, own.location
     if view.rule != own.rule:
         return False
@@ -279,7 +243,7 @@ def _same_cause(view: Finding, own: Finding) -> bool:
     status, words = view.status, view.message
     if at.outside_image and not mine.outside_image:
         suffix = _outside_image(at.stage)
-        if status is not _OUTSIDE_IMAGE.get(own.status) or not words.endswith(suffix):
+        if status is not _LOWER.get(own.status) or not words.endswith(suffix):
             return False
         status, words = own.status, words[: -len(suffix)]
     if status is not own.status:
