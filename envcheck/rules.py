@@ -1,9 +1,5 @@
-"""The rule registry: every rule's id, gotcha, default severity, explanation and fix, in one place.
-
-Check modules (``envcheck.checks.*``) declare their rules with :func:`rule` next to the function that
-yields findings for them, and register that function with :func:`check`. ``envcheck rules``, the SARIF
-rule table, ``docs/rules.md`` and the pre-commit hooks are all generated from this registry.
-"""
+"""The rule registry: check modules declare rules with :func:`rule` and register check functions with
+:func:`check`; ``envcheck rules``, SARIF, ``docs/rules.md`` and the pre-commit hooks are generated from it."""
 
 from __future__ import annotations
 
@@ -24,7 +20,6 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Rule:
     """A named verdict envcheck can reach. ``severity`` is the status it reports when it fires."""
-
     id: str
     gotcha: str
     title: str
@@ -34,30 +29,17 @@ class Rule:
     inputs: tuple[str, ...] = ()  # input kinds it applies to (envcheck.kinds: a kind, "lock" or "any"); () = engine-only
     # The certain, local fix `envcheck --fix` applies (envcheck.fixes); None: the rule's findings are never edited.
     autofix: Autofix | None = field(default=None, compare=False, repr=False)
-    # Policy advice (pin your packages, prefer a container), not a fault of the Spark: its findings carry
-    # `policy`, and `--ignore policy` (or `ignore = ["policy"]`) leaves them all out.
+    # Policy advice (pin your packages), not a Spark fault: `--ignore policy` leaves its findings out.
     policy: bool = False
 
-    def finding(
-        self,
-        message: str,
-        location: Location | None = None,
-        evidence: Mapping[str, Any] | None = None,
-        status: Status | None = None,
-        fix: str | None = None,
-    ) -> Finding:
+    def finding(self, message: str, location: Location | None = None,
+                evidence: Mapping[str, Any] | None = None, status: Status | None = None,
+                fix: str | None = None) -> Finding:
         """A finding of this rule; status defaults to the rule's severity, fix to the rule's fix."""
         chosen = status or self.severity
-        return Finding(
-            rule=self.id,
-            gotcha=self.gotcha,
-            status=chosen,
-            message=message,
-            location=location,
-            evidence=dict(evidence or {}),
-            fix=(self.fix if fix is None else fix) if chosen not in (Status.PASS, Status.INFO) else (fix or ""),
-            policy=self.policy,
-        )
+        fix = (self.fix if fix is None else fix) if chosen not in (Status.PASS, Status.INFO) else (fix or "")
+        return Finding(rule=self.id, gotcha=self.gotcha, status=chosen, message=message, location=location,
+                       evidence=dict(evidence or {}), fix=fix, policy=self.policy)
 
     def passed(self, message: str, location: Location | None = None, **evidence: Any) -> Finding:
         """A PASS finding: the facts this rule looks at were present and fine."""
@@ -71,7 +53,6 @@ class Rule:
 @dataclass(frozen=True)
 class CheckContext:
     """What a check may look at: the inventory, the target profile, and run options."""
-
     inventory: Inventory
     profile: Profile
     kind: str  # input kind of the target: requirements, dockerfile, wheel, folder, image, host, ...
@@ -84,13 +65,11 @@ CheckFn = Callable[[CheckContext], Iterable[Finding]]
 @dataclass(frozen=True)
 class Check:
     """A registered check function and the rule inputs it serves (the union of its rules' ``inputs``)."""
-
     fn: CheckFn
     inputs: tuple[str, ...]
 
     @property
     def name(self) -> str:
-        """module.function, as error findings name it."""
         return f"{self.fn.__module__}.{self.fn.__name__}"
 
 
@@ -104,22 +83,9 @@ SERVICE_ERROR_ID = "service-error"
 POLICY = "policy"
 
 
-def rule(
-    id: str,
-    gotcha: str,
-    title: str,
-    severity: Status,
-    explanation: str,
-    fix: str,
-    inputs: tuple[str, ...] = (),
-    autofix: Autofix | None = None,
-    policy: bool = False,
-) -> Rule:
-    """Declare a rule and add it to the registry (ids are unique and stable).
-
-    ``autofix``: the function that computes the exact edits ``envcheck --fix`` makes for one of its findings
-    (:mod:`envcheck.fixes`); a rule without one is never touched. ``policy``: the rule gives policy advice
-    (unpinned packages, bare pip, moving tags), not a fault that breaks or degrades a Spark."""
+def rule(id: str, gotcha: str, title: str, severity: Status, explanation: str, fix: str,
+         inputs: tuple[str, ...] = (), autofix: Autofix | None = None, policy: bool = False) -> Rule:
+    """Declare a rule and add it to the registry (ids are unique and stable)."""
     if id in RULES:
         raise ValueError(f"rule {id} declared twice")
     unknown = [name for name in inputs if name not in kinds.RULE_INPUTS]
@@ -138,11 +104,8 @@ def check(fn: _Fn, /) -> _Fn: ...
 @overload
 def check(*declared: Rule) -> Callable[[_Fn], _Fn]: ...
 def check(*declared: Any) -> Any:
-    """Register a pure check function ``fn(ctx) -> iterable of findings`` (no I/O).
-
-    ``@check(RULE_A, RULE_B)`` names the rules it reports: the engine runs it only on targets whose kind
-    one of those rules applies to (``Rule.inputs``, read through :mod:`envcheck.kinds`). A bare ``@check``
-    runs on every target and must decide from the facts it finds."""
+    """Register a pure check function ``fn(ctx) -> iterable of findings``. ``@check(RULE_A, RULE_B)`` runs it
+    only on targets whose kind one of those rules applies to; a bare ``@check`` runs on every target."""
     if len(declared) == 1 and not isinstance(declared[0], Rule):
         CHECKS.append(Check(declared[0], (kinds.ANY,)))
         return declared[0]
@@ -158,16 +121,11 @@ def check(*declared: Any) -> Any:
 
 
 def checks_for(kind: str, also: tuple[str, ...] = ()) -> list[Check]:
-    """The registered checks that apply to a target of ``kind`` (their modules loaded first).
-
-    ``also``: kinds whose checks run too (``envcheck --resolve`` adds ``wheel``: a requirements file's
-    inventory then holds the resolved wheels and their binaries)."""
+    """The registered checks for a target of ``kind`` and of the kinds ``also`` (``--resolve``: ``wheel``)."""
     from envcheck.checks import MODULES, RULES_ONLY
-
     for name in (kind, *also):
         load_for(name)
-    # In the table's order, whatever order the modules were imported in (one command line checks a
-    # requirements file, then a folder: the folder's findings come out as when it is checked alone).
+    # In the table's order, whatever order the modules were imported in (as when a target is checked alone).
     rank = {module: i for i, module in enumerate((*MODULES, *RULES_ONLY))}
     found = [c for c in CHECKS if any(kinds.applies(c.inputs, name) for name in (kind, *also))]
     return sorted(found, key=lambda c: rank.get(c.fn.__module__, len(rank)))
@@ -178,21 +136,18 @@ def load_for(kind: str) -> None:
     import importlib
 
     from envcheck.checks import MODULES
-
     for module, inputs in MODULES.items():
         if kinds.applies(inputs, kind):
             importlib.import_module(module)
 
 
 def load_all() -> None:
-    """Import every check module so its rules and checks are registered."""
     import envcheck.checks
-
     envcheck.checks.load_all()
 
 
 def iter_rules(selector: str | None = None) -> Iterator[Rule]:
-    """Rules in gotcha order; ``selector`` is a rule id, a gotcha (G2, ARCH), ``policy`` (the policy rules) or None for all."""
+    """Rules in gotcha order; ``selector``: a rule id, a gotcha (G2, ARCH), ``policy`` or None for all."""
     load_all()
     order = {g: i for i, g in enumerate(("G1", "G2", "G3", "G4", "G5", "G6", "G7", "G8", "G9", "G10", "ARCH", "ENVCHECK"))}
     for r in sorted(RULES.values(), key=lambda r: (order.get(r.gotcha, 99), r.id)):
@@ -201,13 +156,11 @@ def iter_rules(selector: str | None = None) -> Iterator[Rule]:
 
 
 def unknown_selector(selector: str) -> str | None:
-    """None when ``selector`` is a rule id, a gotcha (G2, ARCH) that findings carry or ``policy`` (every policy
-    rule); else a sentence naming it and the closest real one, for ``--ignore`` and ``ignore`` in a config file."""
+    """None when ``selector`` is a rule id, a gotcha or ``policy``; else a sentence naming the closest one."""
     import difflib
 
-    load_all()
     from envcheck.model import ALL_GOTCHAS
-
+    load_all()
     known = [*RULES, *ALL_GOTCHAS, "ENVCHECK", POLICY]
     if selector in known:
         return None
@@ -218,29 +171,20 @@ def unknown_selector(selector: str) -> str | None:
 
 
 INPUT_ERROR = rule(
-    READ_ERROR_ID,
-    "ENVCHECK",
-    "A target or part of it could not be read",
-    Status.ERROR,
+    READ_ERROR_ID, "ENVCHECK", "A target or part of it could not be read", Status.ERROR,
     """envcheck could not read this input (or one line, member or section of it), so nothing it
     contains was checked. The message names the file and the line, byte offset or member.""",
     """Fix or remove the broken input; the message says what could not be read and where.""",
 )
 SERVICE_ERROR = rule(
-    SERVICE_ERROR_ID,
-    "ENVCHECK",
-    "A service needed for the check was unreachable",
-    Status.ERROR,
+    SERVICE_ERROR_ID, "ENVCHECK", "A service needed for the check was unreachable", Status.ERROR,
     """A registry, Docker engine or API that this check needs did not answer or refused access, so
     the target could not be checked. envcheck exits with code 3.""",
     """Do what the message advises for that service; otherwise check that its address is right and reachable
     from here (DNS, proxy, network), then run again.""",
 )
 INPUT_SKIPPED = rule(
-    "input-skipped",
-    "ENVCHECK",
-    "Part of a target was left out on purpose",
-    Status.INFO,
+    "input-skipped", "ENVCHECK", "Part of a target was left out on purpose", Status.INFO,
     """envcheck left part of this input out on purpose and says what and why: in a folder, symbolic links
     that lead outside it are not followed (a link to / would make the scan walk the whole machine, and a
     scan of one environment must not judge another). A file this input reads that is also a target of the
@@ -250,10 +194,7 @@ INPUT_SKIPPED = rule(
     link leads to as its own target. A file judged as its own target needs nothing: read its findings there.""",
 )
 INTERNAL_ERROR = rule(
-    "internal-error",
-    "ENVCHECK",
-    "A check failed on unexpected input",
-    Status.ERROR,
+    "internal-error", "ENVCHECK", "A check failed on unexpected input", Status.ERROR,
     """One of envcheck's checks raised an error on facts it did not expect. Its findings for this target are
     missing; every other check still ran. This is a bug in envcheck: please report it with the input.""",
     """Run again with --debug for a traceback and report it; meanwhile review this target by hand.""",
