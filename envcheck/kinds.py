@@ -1,18 +1,6 @@
-"""The input kinds envcheck reads: one typed table that everything about a kind reads from.
-
-A row says what a kind is called (``--kind``), which source module reads it (imported only when a
-target of that kind is read), which file names it has (one regular expression over the base name: the
-same rule for ``envcheck FILE``, for ``envcheck DIR`` discovery and for the pre-commit hook's ``files``),
-how to recognise it by content when the name says nothing, and which rule ``inputs`` it satisfies.
-
-Readers of the table: :mod:`envcheck.sources` (detect, discover, ``module_for``), ``envcheck --kind``
-help and errors (:mod:`envcheck.cli`), rule declarations (:func:`envcheck.rules.rule` rejects unknown
-input names), the engine (it runs a check on a target only when one of the check's rules applies to the
-target's kind), ``scripts/gen_hooks.py`` and the tests.
-
-This module imports nothing from envcheck and only ``re`` and ``dataclasses`` from the standard library:
-everything imports it, so it must stay cheap.
-"""
+"""The input kinds envcheck reads: one typed table (names, reader module, file names, content recognition,
+rule inputs) read by the sources, ``--kind``, rule declarations, the engine and ``scripts/gen_hooks.py``.
+Everything imports it, so it imports nothing from envcheck and only ``re`` and ``dataclasses``."""
 
 from __future__ import annotations
 
@@ -23,7 +11,6 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class InputKind:
     """One input kind: its name, reader, file names, content recognition and the rule inputs it satisfies."""
-
     name: str  # the --kind name and the target kind in reports
     module: str  # the source module that reads it (KIND, read(path, options), optional sniff(path, head))
     what: str  # what it is, in the user's words (--kind help, "cannot tell" errors, hook descriptions)
@@ -31,16 +18,14 @@ class InputKind:
     magic: tuple[bytes, ...] = ()  # leading bytes that identify it without importing its module
     sniff: bool = False  # its module's sniff(path, head) recognises it by content (tried in table order)
     satisfies: tuple[str, ...] = ()  # rule `inputs` names it answers to besides its own name
-    # What its inventory carries, in the words the kind sets below are built from: dependencies (a file that
-    # says which packages to install), lock (exact pins from a lock file), binaries (ELF files), environment
-    # (an installed environment), live (a running one), launches (commands that start servers and jobs).
+    # What its inventory carries, for the kind sets below: dependencies, lock (exact pins), binaries (ELF
+    # files), environment (installed), live (running), launches (commands that start servers and jobs).
     holds: tuple[str, ...] = ()
     path: bool = True  # a PATH on the command line (False: a subcommand builds its targets)
     discover: bool = True  # found by name in project folders (`envcheck DIR`)
     examples: bool = False  # files users commit: every rule on this kind ships fixtures/rules examples
     hook: str = ""  # id of the pre-commit hook that checks its files ("" = none)
-    # Files whose name says nothing but whose content may (any *.yaml for Kubernetes manifests): discovery
-    # sniffs files with these base names, and the hook takes this path rule instead of `names`.
+    # Base names discovery sniffs by content (*.yaml for Kubernetes); the hook takes this instead of `names`.
     sniff_names: str = ""
     hook_files: str = ""  # the pre-commit `files` regex over the whole path, for kinds known by content only
     pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
@@ -52,91 +37,65 @@ class InputKind:
 
     @property
     def rule_inputs(self) -> frozenset[str]:
-        """The rule ``inputs`` names that select checks for targets of this kind."""
         return frozenset((self.name, ANY, *self.satisfies))
 
     def matches_name(self, name: str) -> bool:
-        """Does a file called ``name`` (a base name, no folder) have this kind by its name alone?"""
+        """Does a file called ``name`` (a base name) have this kind by its name alone?"""
         return self.pattern.fullmatch(name) is not None
 
 
 # A rule input that every kind satisfies (a check driven by configuration, not by the input's facts).
 ANY = "any"
 
-# Dockerfile names follow pre-commit's identify (its `dockerfile` type): a name, or a dot-separated part
-# of it, that is exactly `Dockerfile` or `Containerfile` (Dockerfile.cuda, app.Dockerfile), plus the
-# `.dockerfile` / `.containerfile` extensions. Never `dockerfile.py` or `dockerfiles.md`.
+# Dockerfile names as pre-commit's identify has them: a dot-separated part that is exactly `Dockerfile` or
+# `Containerfile` (Dockerfile.cuda, app.Dockerfile), or those extensions; never `dockerfiles.md`.
 _DOCKERFILE = r"(?:[^/]*\.)?(?:Dockerfile|Containerfile)(?:\.[^/]*)?|[^/]+\.(?i:dockerfile|containerfile)"
 
 # Order matters twice: the first row whose name rule matches wins (freeze before requirements:
 # `requirements-freeze.txt` is pip freeze output), and sniffers are tried in this order.
 KINDS: tuple[InputKind, ...] = (
-    InputKind(
-        "freeze", "envcheck.sources.requirements", "pip freeze output (*freeze*.txt)",
-        names=r"(?i:[^/]*freeze[^/]*\.txt)", satisfies=("requirements",), examples=True, hook="envcheck-requirements",
-        holds=("dependencies",),
-    ),
-    InputKind(
-        "requirements", "envcheck.sources.requirements", "requirements and constraints files (requirements*.txt, constraints*.in)",
-        names=r"(?i:[^/]*(?:requirement|constraint)[^/]*\.(?:txt|in|pip))", sniff=True, examples=True,
-        hook="envcheck-requirements", holds=("dependencies",),
-    ),
-    InputKind(
-        "pyproject", "envcheck.sources.pyproject", "pyproject.toml",
-        names=r"(?i:pyproject\.toml)", sniff=True, examples=True, hook="envcheck-pyproject", holds=("dependencies",),
-    ),
-    InputKind(
-        "uv-lock", "envcheck.sources.locks", "uv.lock",
-        names=r"(?i:uv\.lock)", sniff=True, satisfies=("lock",), examples=True, hook="envcheck-pyproject",
-        holds=("dependencies", "lock"),
-    ),
-    InputKind(
-        "pylock", "envcheck.sources.pylock", "PEP 751 lock files (pylock.toml, pylock.NAME.toml)",
-        names=r"(?i:pylock(?:\.[^/]+)?\.toml)", sniff=True, satisfies=("lock",), examples=True, hook="envcheck-pyproject",
-        holds=("dependencies", "lock"),
-    ),
-    InputKind(
-        "conda", "envcheck.sources.conda", "conda environment files (environment.yml)",
-        names=r"(?i:(?:[^/]*[-_.])?environment(?:[-_.][^/]*)?\.ya?ml)", sniff=True, satisfies=("requirements",),
-        examples=True, hook="envcheck-conda", holds=("dependencies",),
-    ),
-    InputKind(
-        "dockerfile", "envcheck.sources.dockerfile", "Dockerfiles and Containerfiles",
-        names=_DOCKERFILE, sniff=True, examples=True, hook="envcheck-dockerfile",
-    ),
-    InputKind(
-        "compose", "envcheck.sources.compose", "Compose files (compose.yaml, docker-compose*.yml)",
-        names=r"(?i:(?:docker-)?compose(?:[-.][^/]*)?\.ya?ml)", sniff=True, satisfies=("dockerfile",), examples=True,
-        hook="envcheck-compose", sniff_names=r"(?i:[^/]+\.ya?ml)", holds=("launches",),
-    ),
-    InputKind(
-        "kubernetes", "envcheck.sources.kubernetes", "Kubernetes manifests (Pod, Deployment, Job, ... in *.yaml)",
-        sniff=True, satisfies=("dockerfile",), examples=True, hook="envcheck-kubernetes",
-        sniff_names=r"(?i:[^/]+\.ya?ml)", holds=("launches",),
-        hook_files=r"(^|/)(?i:k8s|kube|kubernetes|manifests?|deploy|deployments?|helm|charts?)/(?:[^/]+/)*[^/]+\.(?i:ya?ml)$",
-    ),
-    InputKind(
-        "shell", "envcheck.sources.shell", "shell scripts (*.sh, or a shebang naming sh, bash, dash or zsh)",
-        names=r"[^/]+\.(?i:sh)", sniff=True, satisfies=("dockerfile",), examples=True, hook="envcheck-shell",
-        holds=("launches",),
-    ),
-    InputKind(
-        "notebook", "envcheck.sources.notebook", "Jupyter notebooks (*.ipynb)",
-        names=r"[^/]+\.(?i:ipynb)", satisfies=("dockerfile",), examples=True, hook="envcheck-notebook",
-        holds=("launches",),
-    ),
-    InputKind(
-        "wheel", "envcheck.sources.wheel", "wheels (*.whl)",
-        names=r"(?i:[^/]+\.whl)", examples=True, holds=("binaries",),
-    ),
-    InputKind(
-        "elf", "envcheck.sources.binaries", "ELF files and ar archives (.so, executables, .a)",
-        magic=(b"\x7fELF", b"!<arch>\n"), discover=False, holds=("binaries",),
-    ),
-    InputKind(
-        "folder", "envcheck.sources.folder", "installed environments (a venv, site-packages, a conda env)",
-        discover=False, holds=("binaries", "environment"),
-    ),
+    InputKind("freeze", "envcheck.sources.requirements", "pip freeze output (*freeze*.txt)",
+              names=r"(?i:[^/]*freeze[^/]*\.txt)", satisfies=("requirements",), examples=True,
+              hook="envcheck-requirements", holds=("dependencies",)),
+    InputKind("requirements", "envcheck.sources.requirements",
+              "requirements and constraints files (requirements*.txt, constraints*.in)",
+              names=r"(?i:[^/]*(?:requirement|constraint)[^/]*\.(?:txt|in|pip))", sniff=True, examples=True,
+              hook="envcheck-requirements", holds=("dependencies",)),
+    InputKind("pyproject", "envcheck.sources.pyproject", "pyproject.toml", names=r"(?i:pyproject\.toml)",
+              sniff=True, examples=True, hook="envcheck-pyproject", holds=("dependencies",)),
+    InputKind("uv-lock", "envcheck.sources.locks", "uv.lock", names=r"(?i:uv\.lock)", sniff=True,
+              satisfies=("lock",), examples=True, hook="envcheck-pyproject", holds=("dependencies", "lock")),
+    InputKind("pylock", "envcheck.sources.pylock", "PEP 751 lock files (pylock.toml, pylock.NAME.toml)",
+              names=r"(?i:pylock(?:\.[^/]+)?\.toml)", sniff=True, satisfies=("lock",), examples=True,
+              hook="envcheck-pyproject", holds=("dependencies", "lock")),
+    InputKind("conda", "envcheck.sources.conda", "conda environment files (environment.yml)",
+              names=r"(?i:(?:[^/]*[-_.])?environment(?:[-_.][^/]*)?\.ya?ml)", sniff=True,
+              satisfies=("requirements",), examples=True, hook="envcheck-conda", holds=("dependencies",)),
+    InputKind("dockerfile", "envcheck.sources.dockerfile", "Dockerfiles and Containerfiles",
+              names=_DOCKERFILE, sniff=True, examples=True, hook="envcheck-dockerfile"),
+    InputKind("compose", "envcheck.sources.compose", "Compose files (compose.yaml, docker-compose*.yml)",
+              names=r"(?i:(?:docker-)?compose(?:[-.][^/]*)?\.ya?ml)", sniff=True, satisfies=("dockerfile",),
+              examples=True, hook="envcheck-compose", sniff_names=r"(?i:[^/]+\.ya?ml)", holds=("launches",)),
+    InputKind("kubernetes", "envcheck.sources.kubernetes",
+              "Kubernetes manifests (Pod, Deployment, Job, ... in *.yaml)",
+              sniff=True, satisfies=("dockerfile",), examples=True, hook="envcheck-kubernetes",
+              sniff_names=r"(?i:[^/]+\.ya?ml)", holds=("launches",),
+              hook_files=r"(^|/)(?i:k8s|kube|kubernetes|manifests?|deploy|deployments?|helm|charts?)/"
+                         r"(?:[^/]+/)*[^/]+\.(?i:ya?ml)$"),
+    InputKind("shell", "envcheck.sources.shell",
+              "shell scripts (*.sh, or a shebang naming sh, bash, dash or zsh)", names=r"[^/]+\.(?i:sh)",
+              sniff=True, satisfies=("dockerfile",), examples=True, hook="envcheck-shell",
+              holds=("launches",)),
+    InputKind("notebook", "envcheck.sources.notebook", "Jupyter notebooks (*.ipynb)",
+              names=r"[^/]+\.(?i:ipynb)", satisfies=("dockerfile",), examples=True, hook="envcheck-notebook",
+              holds=("launches",)),
+    InputKind("wheel", "envcheck.sources.wheel", "wheels (*.whl)", names=r"(?i:[^/]+\.whl)", examples=True,
+              holds=("binaries",)),
+    InputKind("elf", "envcheck.sources.binaries", "ELF files and ar archives (.so, executables, .a)",
+              magic=(b"\x7fELF", b"!<arch>\n"), discover=False, holds=("binaries",)),
+    InputKind("folder", "envcheck.sources.folder",
+              "installed environments (a venv, site-packages, a conda env)", discover=False,
+              holds=("binaries", "environment")),
     InputKind("image", "envcheck.sources.image", "container images (envcheck image)", path=False, discover=False,
               holds=("binaries", "environment")),
     InputKind("container", "envcheck.sources.container", "running containers (envcheck container)", path=False, discover=False,
@@ -150,8 +109,7 @@ def _holding(fact: str, but: str = "") -> tuple[str, ...]:
     return tuple(k.name for k in KINDS if fact in k.holds and but not in k.holds)
 
 
-# Kind sets that rule ``inputs`` are built from (``inputs=(*kinds.DEPENDENCY_FILES, "dockerfile")``), read off
-# the table's ``holds``: a new kind joins the rules of its set by saying what it holds, in its row.
+# Kind sets that rule ``inputs`` are built from, read off ``holds``: a new kind joins them by its row.
 DEPENDENCY_FILES = _holding("dependencies")  # requirements, freeze, pyproject, uv.lock, pylock, conda
 REQUIREMENT_FILES = _holding("dependencies", but="lock")  # the same without lock files
 LOCK_FILES = _holding("lock")
@@ -166,7 +124,6 @@ RULE_INPUTS: frozenset[str] = frozenset(n for k in KINDS for n in k.rule_inputs)
 
 
 def get(name: str) -> InputKind | None:
-    """The kind called ``name``, or None (a target kind outside the table, such as a read error's)."""
     return BY_NAME.get(name)
 
 
@@ -176,7 +133,7 @@ def path_kinds() -> list[str]:
 
 
 def by_file_name(name: str, discovering: bool = False) -> InputKind | None:
-    """The kind a file called ``name`` has by its name alone (the first row that matches), or None;
+    """The kind a file called ``name`` has by its name alone (the first row matching), or None;
     ``discovering``: only kinds that folder discovery picks up."""
     for kind in KINDS:
         if (kind.discover or not discovering) and kind.matches_name(name):
@@ -201,11 +158,8 @@ def hook_pattern(hook: str) -> str:
 
 
 def applies(rule_inputs: tuple[str, ...], kind: str) -> bool:
-    """Does a rule (or check) with these ``inputs`` apply to a target of ``kind``?
-
-    A kind outside the table (a target that could not even be recognised, or a caller's own label such as
-    a collector document's) gets every check, as before checks were selected by kind: a check decides from
-    the facts it finds."""
+    """Does a rule (or check) with these ``inputs`` apply to a target of ``kind``? A kind outside the table
+    (an unrecognised target, a collector document) gets every check: it decides from the facts it finds."""
     row = BY_NAME.get(kind)
     if row is None:
         return True
