@@ -1,22 +1,10 @@
-"""What envcheck writes never carries a secret or a control character from its inputs.
+"""What envcheck writes never carries a secret or a control character from its (hostile or careless) inputs.
 
-Inputs are hostile or careless: index URLs with ``user:password@``, Dockerfiles with ``ENV HF_TOKEN=...``,
-file names with an ESC or a newline (a newline followed by ``::error`` is a GitHub Actions workflow
-command). Everything envcheck writes goes through :func:`clean_report` (the formats) or :func:`clean`
-(error messages, stderr lines, the cache), so no output path is missed:
-
-- :func:`redact` replaces the userinfo of every URL (``https://***@host``), secret-looking query
-  parameters (``?token=***``), ``Authorization`` values and the values of secret-like variables
-  (``HF_TOKEN=***``; names with TOKEN, KEY, SECRET, PASSWORD, AUTH, CREDENTIAL ...), and whatever looks like a
-  credential by its value alone, whatever it is called (``GH=ghp_***``, ``--token hf_***``): GitHub, Hugging
-  Face, AWS access key, Slack and JWT tokens, Slack webhook paths and private key blocks;
-- :func:`escape_controls` writes every control character visibly (``\\x1b``, ``\\n``), so no input can
-  start a line, move the cursor, set a terminal title or open a hyperlink;
-- :func:`no_command_lines` writes the first colon of a line that would start with ``::`` (after blanks, which
-  the Actions runner skips) as ``\\x3a``, and the bracket of ``##[`` (the runner's older command form, read
-  anywhere in a line) as ``\\x5b``: a folder named ``::error title=X::y`` or ``##[add-mask]torch`` is not a
-  workflow command. Only the ``github`` format writes commands, and only its own.
-"""
+Everything written goes through :func:`clean_report` (the formats) or :func:`clean` (messages, stderr, the
+cache): :func:`redact` masks URL userinfo, secret query parameters, ``Authorization`` values, values of
+secret-like variables and credentials known by their value (GitHub, Hugging Face, AWS, Slack, JWT, private
+keys); :func:`escape_controls` writes control characters visibly (no input moves the cursor or starts a
+line); :func:`no_command_lines` defuses GitHub Actions workflow commands (``::error``, ``##[add-mask]``)."""
 
 from __future__ import annotations
 
@@ -30,9 +18,8 @@ from typing import Any, TypeVar, cast
 
 MASK = "***"
 
-# A variable name is secret-like when one of its words (split at non-letters and camelCase humps) is one of
-# _SECRET_WORDS or ends with one of _SECRET_ENDINGS: HF_TOKEN, AWS_SECRET_ACCESS_KEY, PIP_PASSWORD, apiKey,
-# OAUTH, GITHUB_PAT; not TOKENIZERS_PARALLELISM, AUTHOR, KEYRING or PATH.
+# A name is secret-like when one of its words (split at non-letters and camelCase humps) is in _SECRET_WORDS
+# or ends with one of _SECRET_ENDINGS: HF_TOKEN, apiKey, GITHUB_PAT; not TOKENIZERS_PARALLELISM, AUTHOR, PATH.
 _SECRET_WORDS = frozenset({"PASS", "PAT", "PRIVATE", "SIG", "SIGNATURE", "COOKIE", "SESSION", "AUTHORIZATION"})
 _SECRET_ENDINGS = ("TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE",
                    "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "KEY", "KEYS")
@@ -54,8 +41,7 @@ _ENV_OLD_FORM = re.compile(r"(?P<lead>\bENV\s+)(?P<name>[A-Za-z_][A-Za-z0-9_]*)(
 _AUTH_HEADER = re.compile(r"(?P<lead>\bAuthorization:\s*(?:(?:Bearer|Basic|token)\s+)?|\bBearer\s+(?=[A-Za-z0-9._~+/=\-]{16}))"
                           r"(?P<value>[A-Za-z0-9._~+/=\-]+)", re.IGNORECASE)
 
-# Credentials recognisable by their value, whatever names them: the recognisable prefix is kept (the reader
-# still sees what kind of secret was there), the rest masked.
+# Credentials recognisable by their value: the prefix is kept (the kind of secret shows), the rest masked.
 _VALUE_SECRETS = tuple(re.compile(pattern) for pattern in (
     r"(?P<lead>\b(?:gh[pousr]_|github_pat_|glpat-))[A-Za-z0-9_]{16,}",  # GitHub (and GitLab) tokens
     r"(?P<lead>\bhf_)[A-Za-z0-9]{20,}",  # Hugging Face (hf_transfer, hf_hub_download are too short or have _)
@@ -76,15 +62,14 @@ def _may_hold_value_secret(text: str) -> bool:
     return _VALUE_HINT.search(text) is not None
 
 
-# C0 controls, DEL, C1 controls, and the Unicode characters that break or reorder lines (NEL is C1;
-# LINE/PARAGRAPH SEPARATOR; bidirectional overrides and isolates, which reorder what a reader sees).
+# C0, DEL, C1, and the Unicode characters that break or reorder lines (separators, bidi overrides, isolates).
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 @functools.lru_cache(maxsize=4096)  # the same keys (evidence, Env names) come back for every finding
 def is_secret_name(name: str) -> bool:
-    """True for variable names whose values are credentials (``HF_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``PIP_PASSWORD``)."""
+    """True for variable names whose values are credentials (``HF_TOKEN``, ``PIP_PASSWORD``)."""
     for word in _NAME_WORD.findall(name):
         upper = word.upper()
         if upper in _SECRET_WORDS or upper.endswith(_SECRET_ENDINGS):
@@ -113,9 +98,8 @@ def redact(text: str) -> str:
     """``text`` with URL credentials, secret query parameters, auth headers and secret variable values masked."""
     if not text:
         return text
-    # Each pattern needs a character most strings (sonames, versions, rule ids) lack: test that first. The
-    # three that mask by a variable's name change nothing unless a secret word is somewhere in the text (a
-    # name is a piece of it, and masking only takes text away): Requires-Dist lines are full of `=` and `;`.
+    # Each pattern needs a character most strings lack: test that first. Those that mask by a variable's name
+    # change nothing unless a secret word is somewhere in the text (Requires-Dist lines are full of `=`).
     named = ("=" in text or ":" in text or "ENV" in text) and _SECRET_HINT.search(text.upper()) is not None
     if "@" in text:
         text = _URL_USERINFO.sub(lambda m: m.group("scheme") + MASK + "@", text)
@@ -141,9 +125,8 @@ _COMMAND_START = re.compile(r"^([^\S\r\n]*):(?=:)", re.MULTILINE)
 
 
 def no_command_lines(text: str, colon: str = "\\x3a", bracket: str = "\\x5b") -> str:
-    """``text`` with no line that a GitHub Actions runner reads as a workflow command: ``::name ...::`` at the
-    start of a line (the first colon is written as ``colon``: ``\\x3a``, ``&#58;`` in HTML), or the older
-    ``##[name]`` form, which the runner finds anywhere in a line (its bracket written as ``bracket``)."""
+    """``text`` with no GitHub Actions workflow command: ``::`` starting a line (after blanks) gets its first
+    colon as ``colon``, ``##[`` anywhere (the older form) its bracket as ``bracket``."""
     if "::" in text:
         text = _COMMAND_START.sub(lambda m: m.group(1) + colon, text)
     return text.replace("##[", "##" + bracket) if "##[" in text else text
@@ -160,14 +143,12 @@ def _visible(match: re.Match[str]) -> str:
 
 def escape_controls(text: str) -> str:
     """``text`` with every control character written visibly (ESC as ``\\x1b``, newline as ``\\n``)."""
-    # isprintable() is False for every character _CONTROL names (categories Cc, Cf, Zl, Zp): a C-speed pass
-    # lets the common text through without the substitution
+    # isprintable() is False for every character _CONTROL names: a C-speed pass lets common text through
     return text if text.isprintable() else _CONTROL.sub(_visible, text)
 
 
 def _plainly_clean(text: str) -> bool:
-    """Whether ``text`` is surely unchanged by :func:`clean`: no control character and none of the characters
-    or words every redaction pattern needs. True for a join of texts means True for each of them."""
+    """Whether :func:`clean` surely leaves ``text`` alone (True for a join of texts: True for each)."""
     return text.isprintable() and "=" not in text and ":" not in text and "@" not in text and "earer" not in text \
         and "ENV" not in text and not _may_hold_value_secret(text)
 
@@ -184,13 +165,9 @@ T = TypeVar("T")
 
 
 def clean_value(value: T, secret: bool = False, escape: bool = True) -> T:
-    """``value`` (a dataclass, mapping, sequence or string, nested) with every string cleaned (only
-    redacted with ``escape=False``, for data envcheck reads back, such as cache entries).
-
-    Mapping entries and dataclass fields named like secrets (an ``EnvVar`` ``HF_TOKEN``, an evidence key
-    ``password``) have their string values replaced by ``***`` entirely. Objects with nothing to change
-    are returned as they are (a whole-environment report holds tens of thousands).
-    """
+    """``value`` (nested dataclasses, mappings, sequences, strings) with every string cleaned (only redacted
+    with ``escape=False``: data read back) and secret-named entries or fields masked whole; unchanged objects
+    are returned as they are (a whole-environment report holds tens of thousands)."""
     return cast(T, _clean_any(value, secret, escape))
 
 
@@ -237,11 +214,9 @@ def _init_fields(kind: type) -> tuple[str, ...]:
 
 
 def _secret_fields(obj: Any) -> frozenset[str]:
-    """Fields of ``obj`` that hold a secret: the value of a variable whose name is secret-like."""
     name = getattr(obj, "name", None)
     return frozenset({"value"}) if isinstance(name, str) and hasattr(obj, "value") and is_secret_name(name) else frozenset()
 
 
 def clean_report(report: T) -> T:
-    """A copy of a report (or any result object) that is safe to render: every string redacted and escaped."""
     return clean_value(report)
