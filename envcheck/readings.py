@@ -28,17 +28,21 @@ class Reading:
     @classmethod
     def from_json(cls: type[_R], data: Any, where: str = "reading", *, lenient: bool = False) -> _R:
         """The record :meth:`to_json` wrote; ``lenient``: unknown keys are skipped (another collector)."""
-        if not isinstance(data, Mapping):
-            raise InputError(f"{where}: expected an object, found {json_type(data)}")
-        hints = _hints(typing.cast(type, cls))
-        values: dict[str, Any] = {}
-        for key, value in data.items():
-            if key not in hints:
-                if lenient:
-                    continue
-                raise InputError(f"{where}: {key!r} is not a field this envcheck knows ({', '.join(hints)})")
+        return cls(**_values(typing.cast(type, cls), data, where, lenient))
+
+
+def _values(cls: type, data: Any, where: str, lenient: bool = False, noun: str = "field") -> dict[str, Any]:
+    """The fields of a record ``cls`` from its JSON form; wrong types and unknown keys raise InputError."""
+    if not isinstance(data, Mapping):
+        raise InputError(f"{where}: expected an object, found {json_type(data)}")
+    hints = _hints(cls)
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in hints:
             values[key] = _read(hints[key], value, f"{where}.{key}")
-        return cls(**values)
+        elif not lenient:
+            raise InputError(f"{where}: {key!r} is not a {noun} this envcheck knows ({', '.join(hints)})")
+    return values
 
 
 @functools.cache
@@ -48,7 +52,7 @@ def _names(cls: type) -> tuple[str, ...]:
 
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, localns={"readings": sys.modules[__name__]})  # for HostReadings
     return {name: hints[name] for name in _names(cls)}
 
 
@@ -416,27 +420,6 @@ def launches_from_json(items: Any, where: str = "launch") -> tuple[LaunchReading
     return tuple(LaunchReading.from_json(item, f"{where}[{i}]") for i, item in enumerate(items))
 
 
-@functools.cache
-def _host_kinds(cls: type) -> dict[str, Any]:
-    """HostReadings' field name -> the type of its values (a reading record, a tuple of them, float)."""
-    hints = typing.get_type_hints(cls, localns={"readings": sys.modules[__name__]})
-    out: dict[str, Any] = {}
-    for name in _names(cls):
-        options = [o for o in typing.get_args(hints[name]) if o is not type(None)]
-        out[name] = options[0]
-    return out
-
-
 def host_values(cls: type, data: Any, where: str) -> dict[str, Any]:
-    """The fields of a HostReadings (``cls``) from its JSON form: each reading read by its record, the
-    ``*_seconds``/``*_gbs`` numbers as float; unknown keys and wrong types raise :class:`InputError`."""
-    if not isinstance(data, Mapping):
-        raise InputError(f"{where}: expected an object, found {json_type(data)}")
-    kinds = _host_kinds(cls)
-    values: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in kinds:
-            raise InputError(f"{where}: {key!r} is not a reading this envcheck knows ({', '.join(kinds)})")
-        if value is not None:
-            values[key] = _read(kinds[key], value, f"{where}.{key}")
-    return values
+    """The fields of a HostReadings (``cls``) from its JSON form (``model`` keeps no reader of its own)."""
+    return _values(cls, data, where, noun="reading")
