@@ -93,7 +93,6 @@ def write_atomically(path: Path, data: bytes, prefix: str = ".tmp-") -> bool:
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: entries name the user's files
         import tempfile  # here: a run that writes nothing need not load it
-
         fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:

@@ -27,7 +27,6 @@ COMMANDS = {name: f"envcheck.commands.{name}" for name in (
 def _common(parser: argparse.ArgumentParser, default_format: str | None = None) -> None:
     g = parser.add_argument_group("output and policy")
     from envcheck import formats
-
     g.add_argument("-f", "--format", choices=formats.names(), default=default_format,
                    help="output format (default: text; preflight for `envcheck preflight`): "
                         + "; ".join(f"{f.name}: {f.what}" for f in formats.FORMATS.values()))
@@ -59,7 +58,6 @@ def _check_parser() -> argparse.ArgumentParser:
 
 def _check_parser_options(parser: argparse.ArgumentParser) -> None:
     from envcheck.commands import check, fix
-
     parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
     check.configure(parser)
     fix.configure(parser)
@@ -178,7 +176,6 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _clean(text: str) -> str:
     from envcheck.redaction import clean, no_command_lines
-
     return no_command_lines(clean(text))
 
 
@@ -203,7 +200,6 @@ def _run(argv: list[str]) -> int:
     from envcheck import engine
     from envcheck.commands import check
     from envcheck.config import load_config
-
     command = _command_word(argv)
     if command is None:
         parser, module = _check_parser(), None
@@ -215,7 +211,6 @@ def _run(argv: list[str]) -> int:
             return 0
     args = _parse(parser, argv)
     from envcheck.config import parse_size
-
     max_text = parse_size(args.max_text_size, "--max-text-size") if getattr(args, "max_text_size", None) else None
     config = _layered_config(args, load_config(args.config, Path.cwd(), max_text), max_text)
     if module is None:
@@ -227,13 +222,11 @@ def _run(argv: list[str]) -> int:
         report = engine.run(targets, config, debug=args.debug)
         if module is None:  # --fix / --diff (docs/fix.md)
             from envcheck.commands import fix
-
             report, code = fix.after_check(args, config, report, targets, lambda: engine.run(check.build(args, config), config, debug=args.debug),
                                            lambda line: print(f"envcheck: {_clean(line)}", file=sys.stderr))
             if code is not None:
                 return code
     from envcheck.formats import renderer
-
     fmt = args.format or "text"
     verbosity = args.verbose - args.quiet
     out = renderer(fmt)(report, verbosity)
@@ -256,7 +249,6 @@ def _run(argv: list[str]) -> int:
 def _layered_config(args: argparse.Namespace, config: Config, max_text_bytes: int | None) -> Config:
     """Command-line options over file and environment config (``max_text_bytes``: --max-text-size, parsed)."""
     from dataclasses import replace
-
     changes: dict[str, object] = {}
     if args.profile:
         changes["profile"] = args.profile
@@ -264,7 +256,6 @@ def _layered_config(args: argparse.Namespace, config: Config, max_text_bytes: in
         changes["fail_on"] = args.fail_on
     for selector in args.ignore:
         from envcheck.rules import unknown_selector
-
         if (why := unknown_selector(selector)) is not None:
             raise UsageError(f"--ignore: {why}")
     if args.ignore:
@@ -281,7 +272,6 @@ def _no_mistyped_command(paths: list[str]) -> None:
     if not paths or "/" in paths[0] or Path(paths[0]).exists():
         return
     import difflib
-
     close = difflib.get_close_matches(paths[0], list(COMMANDS), n=1, cutoff=0.6)
     if close:
         raise UsageError(f"{paths[0]!r} is neither a file nor an envcheck command; the most similar command is "

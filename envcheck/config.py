@@ -88,7 +88,6 @@ def child_environment(**overrides: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class Config:
     """Everything that changes how findings are judged and reported."""
-
     profile: str = "dgx-spark"
     fail_on: str = "fail"
     ignores: dict[str, str] = field(default_factory=dict)  # rule id or gotcha -> reason
@@ -122,7 +121,6 @@ def parse_size(text: str, what: str = "a size") -> int:
 
 def text_limit_default() -> int:
     from envcheck.limits import MAX_TEXT_BYTES  # not sources.requirements: that brings packaging and pip_args
-
     raw = env("ENVCHECK_MAX_TEXT_SIZE")
     return parse_size(raw, "ENVCHECK_MAX_TEXT_SIZE") if raw else MAX_TEXT_BYTES
 
@@ -130,7 +128,6 @@ def text_limit_default() -> int:
 def _config_bytes(path: Path, max_bytes: int) -> bytes:
     """A config file's bytes: a regular file (never a FIFO) within the text-size limit, else a usage error."""
     from envcheck.limits import OverLimit, read_regular
-
     try:
         return read_regular(path, max_bytes)[0]
     except OverLimit:
@@ -143,7 +140,6 @@ def _config_bytes(path: Path, max_bytes: int) -> bytes:
 def _table_from_file(path: Path, max_bytes: int) -> dict[str, Any] | None:
     data = _config_bytes(path, max_bytes)
     from envcheck import toml  # here: a run without a config file does not load the TOML parser
-
     try:
         parsed = toml.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -237,7 +233,6 @@ def _apply_table(config: Config, table: dict[str, Any], origin: str) -> Config:
             raise UsageError(f"{origin}: ignore entries must be rule ids or {{rule = \"ID\", reason = \"...\"}} tables, not {_kind(item)}")
     for selector in sorted(set(ignores) - set(config.ignores)):
         from envcheck.rules import unknown_selector
-
         if (why := unknown_selector(selector)) is not None:
             raise UsageError(f"{origin}: ignore: {why}")
     changes["ignores"] = ignores

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 class EnvcheckError(Exception):
     """Base of every expected failure; the CLI prints ``message`` without a traceback."""
-
     exit_code = 2
 
     def __init__(self, message: str) -> None:
@@ -31,7 +30,6 @@ class InputError(EnvcheckError):
 
 class ServiceError(EnvcheckError):
     """A registry, Docker engine or web API could not be reached or refused us."""
-
     exit_code = 3
 
 

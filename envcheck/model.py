@@ -27,7 +27,6 @@ class _Vocabulary(str, enum.Enum):
 
 class Role(_Vocabulary):
     """Why a :class:`Package` is in an inventory."""
-
     REQUIREMENT = "requirement"  # to be installed (requirements line, pyproject dependency, pip install argument)
     CONSTRAINT = "constraint"  # limits versions but installs nothing (-c file, PIP_CONSTRAINT)
     OVERRIDE = "override"  # replaces what others declare on it, installs nothing (uv override-dependencies)
@@ -40,7 +39,6 @@ class Role(_Vocabulary):
 
 class IndexOption(_Vocabulary):
     """How a :class:`PackageIndex` was given."""
-
     INDEX_URL = "index-url"  # --index-url, PIP_INDEX_URL, UV_DEFAULT_INDEX, uv --torch-backend
     EXTRA_INDEX_URL = "extra-index-url"  # --extra-index-url, PIP_EXTRA_INDEX_URL, UV_INDEX
     FIND_LINKS = "find-links"  # --find-links, PIP_FIND_LINKS
@@ -51,7 +49,6 @@ class IndexOption(_Vocabulary):
 
 class Origin(_Vocabulary):
     """Where an :class:`EnvVar` was set."""
-
     ENV = "env"  # Dockerfile ENV
     ARG = "arg"  # Dockerfile ARG (build time only)
     RUN = "run"  # a variable set on a RUN command line (VAR=value cmd)
@@ -62,7 +59,6 @@ class Origin(_Vocabulary):
 
 class Status(enum.Enum):
     """A finding's outcome, in the original preflight script's vocabulary plus ERROR (in rank order)."""
-
     SKIP = "SKIP"
     INFO = "INFO"
     PASS = "PASS"
@@ -97,7 +93,6 @@ class _Record:
 @dataclass(frozen=True)
 class Location:
     """Where a fact came from: a file, and inside it a line, a byte offset or an archive member."""
-
     path: str
     line: int | None = None
     offset: int | None = None
@@ -135,7 +130,6 @@ class Location:
 @dataclass(frozen=True)
 class Package(_Record):
     """A Python distribution, declared or installed: ``version`` if known exactly, ``specifier`` as given."""
-
     name: str  # canonical (PEP 503) name
     version: str | None = None
     specifier: str = ""
@@ -155,7 +149,6 @@ class Package(_Record):
 @dataclass(frozen=True)
 class PackageIndex(_Record):
     """A package index or link source that an install uses."""
-
     url: str
     option: IndexOption
     location: Location | None = None
@@ -173,7 +166,6 @@ REPLACING_OPTIONS = ("-U", "--upgrade", "--force-reinstall", "-I", "--ignore-ins
 @dataclass(frozen=True)
 class InstallCommand(_Record):
     """One package-manager invocation (a pip/uv/conda command, or a requirements file as a whole)."""
-
     tool: str  # pip | uv | conda | mamba | requirements
     packages: tuple[str, ...]  # canonical names installed by this command
     options: tuple[str, ...] = ()  # flags as written: --no-deps, --no-build-isolation, ...
@@ -192,7 +184,6 @@ class InstallCommand(_Record):
 @dataclass(frozen=True)
 class Binary(_Record):
     """An ELF file: CPU architecture, CUDA libraries, GPU code. Field names are part of the JSON interface."""
-
     path: str
     machine: str  # aarch64 | x86_64 | ...
     elf_type: str = "DYN"
@@ -217,7 +208,6 @@ class Binary(_Record):
 @dataclass(frozen=True)
 class Wheel(_Record):
     """A wheel file's name, tags and metadata."""
-
     filename: str
     name: str
     version: str
@@ -230,7 +220,6 @@ class Wheel(_Record):
 @dataclass(frozen=True)
 class BaseImage(_Record):
     """A container image a build starts from, or the image under inspection."""
-
     ref: str  # as written after substitution, e.g. nvcr.io/nvidia/pytorch:25.11-py3
     stage: str | None = None
     platform: str | None = None  # --platform value or the image config's os/arch
@@ -254,7 +243,6 @@ class BaseImage(_Record):
 @dataclass(frozen=True)
 class EnvVar(_Record):
     """An environment variable (Dockerfile ENV/ARG, image config, live environment)."""
-
     name: str
     value: str
     origin: Origin = Origin.ENV
@@ -265,7 +253,6 @@ class EnvVar(_Record):
 class ResolvedFile(_Record):
     """A file a resolver picked for the target platform (``--resolve``). ``kind``: wheel | sdist | none |
     conflict (the resolver refused the set; ``reason`` says why). ``url`` is always redacted."""
-
     name: str
     version: str | None
     kind: str
@@ -282,7 +269,6 @@ class ResolvedFile(_Record):
 @dataclass(frozen=True)
 class ReadProblem(_Record):
     """Something a source could not read. The engine turns each into an ERROR finding (an INFO one for a note)."""
-
     message: str
     location: Location | None = None
     service: bool = False  # True: a service (registry, engine) was unreachable -> exit code 3
@@ -293,7 +279,6 @@ class ReadProblem(_Record):
 @dataclass(frozen=True)
 class Pragma(_Record):
     """An inline suppression: ``# envcheck: ignore=RULE[,RULE] reason`` on the line before a line."""
-
     rules: tuple[str, ...]  # rule ids or gotchas (G2)
     reason: str
     location: Location  # the line it applies to
@@ -303,7 +288,6 @@ class Pragma(_Record):
 class HostReadings:
     """Live readings of a running machine or container, and an image target's facts: one typed record of
     :mod:`envcheck.readings` per field (``launch``, ``pod_requests``: tuples of them), None if not taken."""
-
     python: readings.PythonReading | None = None  # the probed interpreter (status ok) or status absent
     torch: readings.TorchReading | None = None  # importing torch in a child process
     flash_attn: readings.FlashAttnReading | None = None  # importing flash-attn and its CUDA extension
@@ -345,7 +329,6 @@ class HostReadings:
     @classmethod
     def from_json(cls, data: Any, where: str = "host") -> HostReadings:
         from envcheck.readings import host_values
-
         return cls(**host_values(cls, data, where))
 
 
@@ -353,7 +336,6 @@ class HostReadings:
 class Alternatives:
     """Opt-in scopes declared as alternatives: a uv ``conflicts`` set, or extras taking one package from
     different indexes (``cpu``/``gpu``). ``where``: the line binding each scope, in the same order."""
-
     scopes: tuple[str, ...]
     where: tuple[Location | None, ...] = ()
 
@@ -368,7 +350,6 @@ _INVENTORY_ITEMS: dict[str, type] = {
 @dataclass
 class Inventory:
     """Everything a source saw in one target. Plain facts; checks judge them."""
-
     packages: list[Package] = field(default_factory=list)
     indexes: list[PackageIndex] = field(default_factory=list)
     installs: list[InstallCommand] = field(default_factory=list)
@@ -435,7 +416,6 @@ class Inventory:
 class Edit:
     """One change ``envcheck --fix`` makes: ``length`` bytes at ``offset`` of ``path`` become ``replacement``;
     ``line``/``column`` (1-based) to ``end_line``/``end_column`` (exclusive): the same span, for SARIF."""
-
     path: str
     offset: int
     length: int
@@ -453,7 +433,6 @@ class Edit:
 class Finding:
     """One verdict. ``edits``: what ``--fix`` changes for it; ``fix_refused``: why a rule with a fix leaves it
     alone (a line with --hash); ``policy``: policy advice (an unpinned package), not a fault of the Spark."""
-
     rule: str
     gotcha: str
     status: Status
@@ -510,7 +489,6 @@ class Finding:
 @dataclass
 class TargetResult:
     """One checked target: what it was, what was seen, what was found."""
-
     target: str
     kind: str
     inventory: Inventory
@@ -545,7 +523,6 @@ class TargetResult:
 @dataclass
 class Report:
     """The result of one envcheck run, ready for a format."""
-
     profile: str
     targets: list[TargetResult] = field(default_factory=list)
     exit_code: int = 0

@@ -15,7 +15,6 @@ from envcheck.errors import UsageError
 @dataclass(frozen=True)
 class Profile:
     """A target machine: CPU architecture, CUDA major, GPU compute capability, marker environment."""
-
     name: str
     description: str
     os: str  # linux

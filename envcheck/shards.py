@@ -18,7 +18,6 @@ MAX_SHARDS = 100_000
 @dataclass(frozen=True)
 class Shard:
     """Part ``index`` (1-based) of ``count``; ``source``: where it was read (for messages)."""
-
     index: int
     count: int
     source: str = "--shard"
