@@ -139,24 +139,10 @@ GC_THRESHOLD = (100_000, 50, 100)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    threshold = gc.get_threshold()
-    gc.set_threshold(*GC_THRESHOLD)  # scan workers, forked from this process, inherit it
-    try:
-        return _main(argv)
-    finally:
-        gc.set_threshold(*threshold)
-
-
-def console() -> NoReturn:
-    """The ``envcheck`` command: :func:`main`, then a normal exit (handlers and finalizers run)."""
-    code = main()
-    gc.freeze()  # the interpreter's last collection then skips what the run left: a cheap exit (BENCHMARKS.md)
-    sys.exit(code)
-
-
-def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list
+    threshold = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLD)  # scan workers, forked from this process, inherit it
     try:
         return _run(args_list)
     except EnvcheckError as exc:
@@ -172,6 +158,15 @@ def _main(argv: Sequence[str] | None) -> int:
             raise
         print(f"envcheck: internal error: {type(exc).__name__}: {_clean(str(exc))} (run with --debug for a traceback)", file=sys.stderr)
         return 2
+    finally:
+        gc.set_threshold(*threshold)
+
+
+def console() -> NoReturn:
+    """The ``envcheck`` command: :func:`main`, then a normal exit (handlers and finalizers run)."""
+    code = main()
+    gc.freeze()  # the last collection then skips what the run left: a cheap exit (BENCHMARKS.md)
+    sys.exit(code)
 
 
 def _clean(text: str) -> str:
