@@ -27,11 +27,9 @@ SCAN_CACHE_LIMIT = 512 << 20  # a per-file cache file bigger than this is not re
 
 
 def cache_dir() -> Path:
-    explicit = env("ENVCHECK_CACHE_DIR")
-    if explicit:
+    if explicit := env("ENVCHECK_CACHE_DIR"):
         return Path(explicit)
-    base = env("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "envcheck"
+    return Path(env("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")) / "envcheck"
 
 
 class ScanCache:
