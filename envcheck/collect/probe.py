@@ -1,7 +1,7 @@
 """Describe the Python environment this interpreter belongs to, as one JSON document on stdout.
 
-torch and flash-attn are imported in child processes with a timeout, so an import that segfaults (G1's symptom)
-or hangs is recorded, not fatal. The keys are in ``docs/inventory.md``; the probe never judges."""
+torch and flash-attn are imported in child processes with a timeout, so an import that segfaults (G1's
+symptom) or hangs is recorded, not fatal. The keys are in ``docs/inventory.md``; the probe never judges."""
 
 from __future__ import annotations
 
@@ -32,11 +32,12 @@ ENV_NAMES = (
 )
 
 # Sonames that say which CUDA major the dynamic loader can hand out.
-CUDA_SONAME = re.compile(r"^lib(cudart|cublas|cublasLt|cudnn|nccl|nvrtc|cufft|curand|cusparse|cusolver|nvJitLink"
-                         r"|cupti|cuda|nvidia-ml)\.so(\.\d+)*$")
+CUDA_SONAME = re.compile(r"^lib(cudart|cublas|cublasLt|cudnn|nccl|nvrtc|cufft|curand|cusparse|cusolver"
+                         r"|nvJitLink|cupti|cuda|nvidia-ml)\.so(\.\d+)*$")
 
-GPU_FIELDS = ("index", "uuid", "name", "driver_version", "temperature.gpu", "power.draw", "power.limit", "memory.total",
-              "memory.used", "utilization.gpu", "clocks.sm", "clocks_throttle_reasons.active", "compute_cap")
+GPU_FIELDS = ("index", "uuid", "name", "driver_version", "temperature.gpu", "power.draw", "power.limit",
+              "memory.total", "memory.used", "utilization.gpu", "clocks.sm", "clocks_throttle_reasons.active",
+              "compute_cap")
 # Older drivers reject compute_cap and the throttle bitmask; nvidia-smi then prints nothing at all.
 GPU_FIELDS_BASIC = GPU_FIELDS[:11]
 APP_FIELDS = ("pid", "process_name", "used_memory", "gpu_uuid")
@@ -124,7 +125,6 @@ def python_facts() -> dict[str, Any]:
 
 def distributions() -> tuple[list[dict[str, Any]], list[str]]:
     from importlib import metadata
-
     found: list[dict[str, Any]] = []
     errors: list[str] = []
     seen: set[str] = set()
@@ -175,7 +175,6 @@ def _read_text(dist: Any, name: str) -> str | None:
 
 def _module_present(name: str) -> bool:
     import importlib.util
-
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
@@ -183,14 +182,12 @@ def _module_present(name: str) -> bool:
 
 
 def start_child(code: str, python: str | None = None) -> subprocess.Popen[str]:
-    """Run ``code`` (TORCH_CODE, FLASH_ATTN_CODE) in a child of ``python``; read it with :func:`finish_child`."""
-    return subprocess.Popen([python or sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True,
-                            start_new_session=True)  # so a timeout can kill whatever the import started, too
+    # its own session, so a timeout can kill whatever the import started, too
+    return subprocess.Popen([python or sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def finish_child(proc: subprocess.Popen[str], deadline: float) -> dict[str, Any]:
-    """Wait for a child until ``deadline`` (time.monotonic); its result, or how it died and at which stage."""
     timed_out = False
     try:
         stdout, stderr = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
@@ -248,7 +245,6 @@ def _last_error_line(stderr: str) -> str:
 
 
 def ldconfig_sonames(timeout: float) -> dict[str, Any]:
-    """CUDA sonames the dynamic loader's cache knows (``ldconfig -p``)."""
     exe = shutil.which("ldconfig") or next((p for p in ("/sbin/ldconfig", "/usr/sbin/ldconfig")
                                             if os.access(p, os.X_OK)), None)
     if exe is None:
@@ -417,7 +413,6 @@ def probe(timeout: float = 30.0, with_binaries: bool = False, with_nvidia_smi: b
 
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
-
     parser = argparse.ArgumentParser(prog="envcheck.collect.probe", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds for the torch/flash-attn imports (default 30)")
     parser.add_argument("--binaries", action="store_true", help="scan site-packages ELF files (needs envcheck importable)")
