@@ -57,9 +57,8 @@ if not present:
     sys.stdout.write("@@envcheck-absent\n"); sys.stdout.flush()
     raise SystemExit(0)
 def start_driver():
-    # The CUDA driver's own start (cuInit: most of torch.cuda.is_available()'s time) runs beside
-    # `import torch`: ctypes lets go of the GIL during the call, and torch's first CUDA call then finds
-    # the driver started. Nothing is decided here: a missing or failing driver is left to torch's check.
+    # cuInit (most of torch.cuda.is_available()'s time) beside `import torch`: ctypes lets go of the GIL.
+    # Nothing is decided here: a missing or failing driver is left to torch's check.
     sys.stdout.write("@@envcheck-driver start\n"); sys.stdout.flush()
     try:
         import ctypes
@@ -143,8 +142,8 @@ def distributions() -> tuple[list[dict[str, Any]], list[str]]:
         if key in seen:  # the same directory reachable twice through sys.path
             continue
         seen.add(key)
-        entry: dict[str, Any] = {"name": name, "version": version, "location": location}
-        entry["requires"] = list(dist.requires or [])
+        entry: dict[str, Any] = {"name": name, "version": version, "location": location,
+                                 "requires": list(dist.requires or [])}
         installer = _read_text(dist, "INSTALLER")
         if installer:
             entry["installer"] = installer.strip()
