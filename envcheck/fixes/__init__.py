@@ -46,8 +46,7 @@ class Source:
             return len(self.text), len(self.text)
         start = self.line_starts[line - 1]
         end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
-        body = self.text[start:end].rstrip("\r\n")
-        return start, start + len(body)
+        return start, start + len(self.text[start:end].rstrip("\r\n"))
 
     def logical_span(self, line: int) -> tuple[int, int]:
         """From ``line`` to the end of its logical line: a backslash continues it, and comment lines inside a
@@ -69,9 +68,7 @@ class Source:
     def edit(self, start: int, end: int, replacement: str) -> Edit:
         offset = len(self.text[:start].encode("utf-8", "surrogateescape"))
         length = len(self.text[start:end].encode("utf-8", "surrogateescape"))
-        line, column = self.position(start)
-        end_line, end_column = self.position(end)
-        return Edit(self.path, offset, length, replacement, line, column, end_line, end_column)
+        return Edit(self.path, offset, length, replacement, *self.position(start), *self.position(end))
 
 
 @dataclass(frozen=True)

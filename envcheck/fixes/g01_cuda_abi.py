@@ -19,22 +19,20 @@ _TORCH_INDEX = re.compile(r"(?P<head>https?://(?:[^\s/@'\"]+@)?download\.pytorch
                           r"(?P<build>cu1[0-2]\d)(?=[/\s\"'#;,\]]|$)")
 
 
-def _stuck_index(inventory: Inventory) -> str | None:
-    """The host of a CUDA 11/12 mirror or private index this input uses, of which envcheck cannot know whether
+def _stuck(inventory: Inventory) -> Refused | None:
+    """Refused for a CUDA 11/12 mirror or private index this input uses, of which envcheck cannot know whether
     it serves cu130 builds: a pin and its index move together or not at all (docs/fix.md)."""
     for index in inventory.indexes:
         build = build_of_index(index.url)
         if build is None or build.flavor != "cuda" or build.cuda_major is None or build.cuda_major >= 13:
             continue
         if not _TORCH_INDEX.search(index.url):
-            return urlsplit(index.url).hostname or "an index envcheck does not know"
+            host = urlsplit(index.url).hostname or "an index envcheck does not know"
+            return Refused(f"the CUDA 12 index on {host} is not download.pytorch.org, and envcheck cannot "
+                           "know whether it serves cu130 builds: the index and the +cu12x pins it serves "
+                           "must move together, so neither is changed; change them by hand (or point the "
+                           "index at https://download.pytorch.org/whl/cu130)")
     return None
-
-
-def _stuck_reason(host: str) -> Refused:
-    return Refused(f"the CUDA 12 index on {host} is not download.pytorch.org, and envcheck cannot know whether it serves "
-                   "cu130 builds: the index and the +cu12x pins it serves must move together, so neither is changed; "
-                   "change them by hand (or point the index at https://download.pytorch.org/whl/cu130)")
 
 
 _LOCAL_CU = re.compile(r"\+cu1[0-2]\d$")
@@ -62,11 +60,10 @@ def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
     if request.kind == "pyproject":  # a [[tool.uv.index]] table: its url = line follows the header
         following = re.compile(r"^\s*\[", re.MULTILINE).search(request.source.text, end)
         end = following.start() if following else len(request.source.text)
-    found = list(_TORCH_INDEX.finditer(request.source.text, start, end))
-    stuck = _stuck_index(request.inventory)
-    if stuck is not None:
-        return _stuck_reason(stuck)
-    edits = [request.source.edit(m.start("build"), m.end("build"), "cu130") for m in found]
+    if (stuck := _stuck(request.inventory)) is not None:
+        return stuck
+    edits = [request.source.edit(m.start("build"), m.end("build"), "cu130")
+             for m in _TORCH_INDEX.finditer(request.source.text, start, end)]
     lines = request.finding.evidence.get("lines")
     pins = [m for line in (lines if isinstance(lines, list) else []) if isinstance(line, int)
             for m in name_pattern("torch").finditer(request.source.text, *request.source.logical_span(line))]
@@ -94,10 +91,10 @@ def local_version(request: FixRequest) -> list[Edit] | Refused | None:
     version = str(request.finding.evidence.get("version") or "")
     if request.finding.evidence.get("package") != "torch" or not _LOCAL_CU.search(version) or not cu130_release(version):
         return None
-    stuck = _stuck_index(request.inventory)
-    if stuck is not None:
-        return _stuck_reason(stuck)
-    edits = [e for m in request.matches(name_pattern("torch")) if (e := _cu130_local(request, m, version.split("+")[0])) is not None]
+    if (stuck := _stuck(request.inventory)) is not None:
+        return stuck
+    edits = [e for m in request.matches(name_pattern("torch"))
+             if (e := _cu130_local(request, m, version.split("+")[0])) is not None]
     return edits or None
 
 
