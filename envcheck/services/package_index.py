@@ -74,14 +74,13 @@ def redact(url: str) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         netloc = "***@" + netloc.rsplit("@", 1)[1]
-    query = parts.query
-    if query:
-        kept = []
-        for item in query.split("&"):
-            key = item.split("=", 1)[0].lower()
-            secret = any(w in key for w in ("token", "key", "secret", "password", "sig", "auth", "credential"))
-            kept.append(f"{item.split('=', 1)[0]}=***" if secret else item)
-        query = "&".join(kept)
+
+    def hidden(item: str) -> str:
+        key = item.split("=", 1)[0]
+        secret = ("token", "key", "secret", "password", "sig", "auth", "credential")
+        return f"{key}=***" if any(w in key.lower() for w in secret) else item
+
+    query = "&".join(map(hidden, parts.query.split("&"))) if parts.query else ""
     text = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     return "".join(ch if ch.isprintable() else "?" for ch in text)
 
@@ -465,13 +464,8 @@ class RemoteFile(io.RawIOBase):
         return self.pos
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_SET:
-            self.pos = offset
-        elif whence == io.SEEK_CUR:
-            self.pos += offset
-        else:
-            self.pos = self.size + offset
-        self.pos = max(0, self.pos)
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos}.get(whence, self.size)
+        self.pos = max(0, base + offset)
         return self.pos
 
     def read(self, size: int | None = -1) -> bytes:
