@@ -109,18 +109,16 @@ def uv_compile(path: Path, ctx: ResolveContext, no_deps: bool, cwd: Path | None 
 def _no_matching_wheel(words: str, path: Path) -> list[Chosen]:
     """uv's "X==V has no wheels with a matching platform tag" (and no sdist): no file fits the target."""
     text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
-    out = []
-    for m in re.finditer(r"Because ([A-Za-z0-9._-]+)(?:==(\S+?))? was not found in the package registry", words):
-        out.append(Chosen(canonical(m.group(1)), m.group(2), "none", reason="not found on the configured indexes",
-                          location=line_of(path, text, m.group(1))))
-    for m in re.finditer(r"Because there is no version of ([A-Za-z0-9._-]+)==(\S+?) and", words):
-        out.append(Chosen(canonical(m.group(1)), m.group(2), "none", reason="the index serves no such version at all: the install always fails",
-                          location=line_of(path, text, m.group(1))))
+    found = [(m, "not found on the configured indexes") for m in re.finditer(
+        r"Because ([A-Za-z0-9._-]+)(?:==(\S+?))? was not found in the package registry", words)]
+    found += [(m, "the index serves no such version at all: the install always fails")
+              for m in re.finditer(r"Because there is no version of ([A-Za-z0-9._-]+)==(\S+?) and", words)]
     for m in re.finditer(r"Because (?:only )?([A-Za-z0-9._-]+)==(\S+?) has no wheels with a matching platform tag", words):
         hint = re.search(rf"Wheels are available for `{re.escape(m.group(1))}` \(v[^)]*\) on the following platforms?: ([^.]*)", words)
-        reason = f"wheels only for {hint.group(1).replace('`', '')}" if hint else "no wheel with a matching platform tag"
-        out.append(Chosen(canonical(m.group(1)), m.group(2), "none", reason=reason[:300], location=line_of(path, text, m.group(1))))
-    return out
+        found.append((m, f"wheels only for {hint.group(1).replace('`', '')}" if hint
+                      else "no wheel with a matching platform tag"))
+    return [Chosen(canonical(m.group(1)), m.group(2), "none", reason=reason[:300],
+                   location=line_of(path, text, m.group(1))) for m, reason in found]
 
 
 def conflict_line(path: Path, words: str) -> Location:
