@@ -1,15 +1,7 @@
 """Describe the Python environment this interpreter belongs to, as one JSON document on stdout.
 
-Run it with the interpreter of the environment to check (standard library only, Python >= 3.10)::
-
-    python3 -m envcheck.collect.probe [--binaries] [--timeout SECONDS] [--no-nvidia-smi]
-    python3 /path/to/envcheck/collect/probe.py ...
-
-It never imports torch or flash-attn in its own process: each is imported in a child process with a
-timeout, so an import that segfaults (gotcha G1's symptom) or hangs is *recorded* as such instead of
-taking the probe down. The document's keys are documented in ``docs/inventory.md`` (``probe_schema`` 1).
-The probe never judges; ``envcheck.sources.host.inventory_from_probe`` reads the document.
-"""
+torch and flash-attn are imported in child processes with a timeout, so an import that segfaults (G1's
+symptom) or hangs is recorded, not fatal. The keys are in ``docs/inventory.md``; the probe never judges."""
 
 from __future__ import annotations
 
@@ -40,15 +32,12 @@ ENV_NAMES = (
 )
 
 # Sonames that say which CUDA major the dynamic loader can hand out.
-CUDA_SONAME = re.compile(
-    r"^lib(cudart|cublas|cublasLt|cudnn|nccl|nvrtc|cufft|curand|cusparse|cusolver|nvJitLink|cupti|cuda|nvidia-ml)\.so(\.\d+)*$"
-)
+CUDA_SONAME = re.compile(r"^lib(cudart|cublas|cublasLt|cudnn|nccl|nvrtc|cufft|curand|cusparse|cusolver"
+                         r"|nvJitLink|cupti|cuda|nvidia-ml)\.so(\.\d+)*$")
 
-GPU_FIELDS = (
-    "index", "uuid", "name", "driver_version", "temperature.gpu", "power.draw", "power.limit",
-    "memory.total", "memory.used", "utilization.gpu", "clocks.sm", "clocks_throttle_reasons.active",
-    "compute_cap",
-)
+GPU_FIELDS = ("index", "uuid", "name", "driver_version", "temperature.gpu", "power.draw", "power.limit",
+              "memory.total", "memory.used", "utilization.gpu", "clocks.sm", "clocks_throttle_reasons.active",
+              "compute_cap")
 # Older drivers reject compute_cap and the throttle bitmask; nvidia-smi then prints nothing at all.
 GPU_FIELDS_BASIC = GPU_FIELDS[:11]
 APP_FIELDS = ("pid", "process_name", "used_memory", "gpu_uuid")
@@ -68,9 +57,8 @@ if not present:
     sys.stdout.write("@@envcheck-absent\n"); sys.stdout.flush()
     raise SystemExit(0)
 def start_driver():
-    # The CUDA driver's own start (cuInit: most of torch.cuda.is_available()'s time) runs beside
-    # `import torch`: ctypes lets go of the GIL during the call, and torch's first CUDA call then finds
-    # the driver started. Nothing is decided here: a missing or failing driver is left to torch's check.
+    # cuInit (most of torch.cuda.is_available()'s time) beside `import torch`: ctypes lets go of the GIL.
+    # Nothing is decided here: a missing or failing driver is left to torch's check.
     sys.stdout.write("@@envcheck-driver start\n"); sys.stdout.flush()
     try:
         import ctypes
@@ -120,7 +108,6 @@ sys.stdout.write("@@envcheck-result " + json.dumps(out) + "\n"); sys.stdout.flus
 
 
 def python_facts() -> dict[str, Any]:
-    """The interpreter itself: version, executable, prefixes, machine."""
     return {
         "executable": sys.executable,
         "version": platform.python_version(),
@@ -136,9 +123,7 @@ def python_facts() -> dict[str, Any]:
 
 
 def distributions() -> tuple[list[dict[str, Any]], list[str]]:
-    """Installed distributions (name, version, Requires-Dist, installer, location) and read errors."""
     from importlib import metadata
-
     found: list[dict[str, Any]] = []
     errors: list[str] = []
     seen: set[str] = set()
@@ -157,8 +142,8 @@ def distributions() -> tuple[list[dict[str, Any]], list[str]]:
         if key in seen:  # the same directory reachable twice through sys.path
             continue
         seen.add(key)
-        entry: dict[str, Any] = {"name": name, "version": version, "location": location}
-        entry["requires"] = list(dist.requires or [])
+        entry: dict[str, Any] = {"name": name, "version": version, "location": location,
+                                 "requires": list(dist.requires or [])}
         installer = _read_text(dist, "INSTALLER")
         if installer:
             entry["installer"] = installer.strip()
@@ -189,7 +174,6 @@ def _read_text(dist: Any, name: str) -> str | None:
 
 def _module_present(name: str) -> bool:
     import importlib.util
-
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
@@ -197,18 +181,12 @@ def _module_present(name: str) -> bool:
 
 
 def start_child(code: str, python: str | None = None) -> subprocess.Popen[str]:
-    """Run ``code`` (TORCH_CODE, FLASH_ATTN_CODE) in a child of ``python`` (default: this interpreter);
-    read its outcome with :func:`finish_child`."""
-    return subprocess.Popen(
-        [python or sys.executable, "-c", code],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-        start_new_session=True,  # so a timeout can kill whatever the import started, too
-    )
+    # its own session, so a timeout can kill whatever the import started, too
+    return subprocess.Popen([python or sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def finish_child(proc: subprocess.Popen[str], deadline: float) -> dict[str, Any]:
-    """Wait for a child until ``deadline`` (time.monotonic); record its result, or how it died and at which
-    stage (``{"status": "absent"}`` when the child found no such module)."""
     timed_out = False
     try:
         stdout, stderr = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
@@ -266,10 +244,8 @@ def _last_error_line(stderr: str) -> str:
 
 
 def ldconfig_sonames(timeout: float) -> dict[str, Any]:
-    """CUDA sonames the dynamic loader's cache knows (``ldconfig -p``)."""
-    exe = shutil.which("ldconfig") or next(
-        (p for p in ("/sbin/ldconfig", "/usr/sbin/ldconfig") if os.access(p, os.X_OK)), None
-    )
+    exe = shutil.which("ldconfig") or next((p for p in ("/sbin/ldconfig", "/usr/sbin/ldconfig")
+                                            if os.access(p, os.X_OK)), None)
     if exe is None:
         return {"status": "absent"}
     try:
@@ -288,7 +264,6 @@ def ldconfig_sonames(timeout: float) -> dict[str, Any]:
 
 
 def container_facts(root: str = "/") -> dict[str, Any]:
-    """The original preflight's container test plus podman, Kubernetes and cgroup/mount evidence."""
     evidence: list[str] = []
     kind: str | None = None
 
@@ -329,7 +304,6 @@ def _read_file(path: str) -> str | None:
 
 
 def meminfo(path: str = "/proc/meminfo") -> dict[str, Any]:
-    """``/proc/meminfo`` as raw text (the reader parses it) plus a read status."""
     text = _read_file(path)
     if text is None:
         return {"status": "absent", "path": path}
@@ -337,7 +311,7 @@ def meminfo(path: str = "/proc/meminfo") -> dict[str, Any]:
 
 
 def nvidia_smi_reading(timeout: float) -> dict[str, Any]:
-    """One reading of the GPU and compute-app queries, raw CSV (parsed by envcheck.inspect.nvidia_smi)."""
+    """The GPU and compute-app queries, raw CSV (parsed by envcheck.inspect.nvidia_smi)."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return {"status": "absent"}
@@ -399,10 +373,8 @@ def binaries(locations: Sequence[str]) -> dict[str, Any]:
 
 def probe(timeout: float = 30.0, with_binaries: bool = False, with_nvidia_smi: bool = True,
           with_torch: bool = True) -> dict[str, Any]:
-    """Collect everything; children (torch, flash-attn) run in parallel with the other readings.
-
-    ``with_torch=False`` leaves the torch child to the caller (envcheck starts it itself, before this
-    probe, so that the target's ``import torch``, the longest reading, starts as early as it can)."""
+    """Collect everything, the torch and flash-attn children beside the other readings (``with_torch=False``:
+    the caller started the torch child itself, earlier, as it is the longest reading)."""
     started = time.monotonic()
     deadline = started + timeout
     doc: dict[str, Any] = {"probe_schema": PROBE_SCHEMA, "pid": os.getpid(), "python": python_facts()}
@@ -439,9 +411,7 @@ def probe(timeout: float = 30.0, with_binaries: bool = False, with_nvidia_smi: b
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the probe document. Exit 0 whenever a document was printed."""
     import argparse
-
     parser = argparse.ArgumentParser(prog="envcheck.collect.probe", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds for the torch/flash-attn imports (default 30)")
     parser.add_argument("--binaries", action="store_true", help="scan site-packages ELF files (needs envcheck importable)")

@@ -1,14 +1,7 @@
 """``envcheck --fix`` / ``--diff``: the certain, local fixes, as byte spans of the files the findings name.
 
-A rule declares its fix with ``rule(..., autofix=FUNCTION)`` (see :mod:`envcheck.rules`); a rule without one is
-never touched. The function gets a :class:`FixRequest` (the finding, the file's text, the target's kind and
-inventory) and returns the :class:`~envcheck.model.Edit` spans to make, a :class:`Refused` reason (a line that
-carries ``--hash``), or None (no certain fix for this finding). Edits are spans of the original bytes: text
-outside them (comments, continuations, quoting, CRLF, markers, hashes) is never re-rendered.
-
-:func:`attach` puts the edits on the report's findings (the JSON and SARIF formats carry them); :func:`plan`
-gathers them per file; :func:`unified_diff` shows them; :func:`write` writes them, atomically.
-"""
+A rule's ``autofix`` gets a :class:`FixRequest` and returns the :class:`~envcheck.model.Edit` spans, a
+:class:`Refused` reason, or None (no certain fix). Text outside the spans is never re-rendered."""
 
 from __future__ import annotations
 
@@ -44,23 +37,20 @@ class Source:
 
     @classmethod
     def of(cls, path: str, data: bytes) -> Source:
-        """The source of ``data`` read from ``path``."""
         text = data.decode("utf-8", "surrogateescape")
         starts = [0] + [m.end() for m in re.finditer(r"\r\n|\n|\r(?!\n)", text)]
         return cls(path, data, text, tuple(starts))
 
     def line_span(self, line: int) -> tuple[int, int]:
-        """Character span of 1-based ``line`` without its line break (empty past the end)."""
         if line < 1 or line > len(self.line_starts):
             return len(self.text), len(self.text)
         start = self.line_starts[line - 1]
         end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
-        body = self.text[start:end].rstrip("\r\n")
-        return start, start + len(body)
+        return start, start + len(self.text[start:end].rstrip("\r\n"))
 
     def logical_span(self, line: int) -> tuple[int, int]:
-        """Characters from ``line`` to the end of its logical line: lines ending in a backslash continue (as in
-        requirements files and Dockerfiles, whose comment lines inside a continuation are skipped)."""
+        """From ``line`` to the end of its logical line: a backslash continues it, and comment lines inside a
+        continuation are skipped (requirements files, Dockerfiles)."""
         start, end = self.line_span(line)
         number = line
         while self.text[start:end].rstrip().endswith("\\") and number < len(self.line_starts):
@@ -72,23 +62,17 @@ class Source:
         return start, end
 
     def position(self, offset: int) -> tuple[int, int]:
-        """1-based line and column of character ``offset``."""
         index = bisect.bisect_right(self.line_starts, offset) - 1
         return index + 1, offset - self.line_starts[index] + 1
 
     def edit(self, start: int, end: int, replacement: str) -> Edit:
-        """The edit replacing characters ``start:end`` by ``replacement``, as a byte span."""
         offset = len(self.text[:start].encode("utf-8", "surrogateescape"))
         length = len(self.text[start:end].encode("utf-8", "surrogateescape"))
-        line, column = self.position(start)
-        end_line, end_column = self.position(end)
-        return Edit(self.path, offset, length, replacement, line, column, end_line, end_column)
+        return Edit(self.path, offset, length, replacement, *self.position(start), *self.position(end))
 
 
 @dataclass(frozen=True)
 class FixRequest:
-    """What a rule's fix function may look at for one finding."""
-
     finding: Finding
     source: Source
     kind: str  # the target's input kind
@@ -97,12 +81,10 @@ class FixRequest:
 
     @property
     def region(self) -> tuple[int, int]:
-        """Character span of the finding's logical line (its instruction or requirement)."""
         line = self.finding.location.line if self.finding.location else None
         return self.source.logical_span(line or 1)
 
     def matches(self, pattern: str | re.Pattern[str]) -> list[re.Match[str]]:
-        """Matches of ``pattern`` inside the finding's logical line (offsets are of the whole file)."""
         start, end = self.region
         compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
         return list(compiled.finditer(self.source.text, start, end))
@@ -111,7 +93,6 @@ class FixRequest:
 @dataclass(frozen=True)
 class Refused:
     """Why a rule with a fix leaves this finding alone; the finding says so."""
-
     reason: str
 
 
@@ -119,9 +100,7 @@ Autofix = Callable[[FixRequest], list[Edit] | Refused | None]
 
 
 def attach(report: Report, options: RunOptions | None = None) -> None:
-    """Put each fixable finding's edits (or the reason it is not fixed) on it, in place."""
     from envcheck.rules import RULES
-
     sources: dict[str, Source | None] = {}
     for result in report.targets:
         if result.kind not in FIXABLE_KINDS:
@@ -134,7 +113,8 @@ def attach(report: Report, options: RunOptions | None = None) -> None:
             if loc is None or loc.line is None or loc.member:
                 continue
             if _LOCK_FILE.match(Path(loc.path).name):
-                result.findings[i] = replace(finding, fix_refused=f"{loc.path} is written by its locker: fix the project file and lock again")
+                refused = f"{loc.path} is written by its locker: fix the project file and lock again"
+                result.findings[i] = replace(finding, fix_refused=refused)
                 continue
             if loc.path not in sources:
                 sources[loc.path] = _read(loc.path)
@@ -155,11 +135,8 @@ def attach(report: Report, options: RunOptions | None = None) -> None:
 
 
 def _read(path: str) -> Source | None:
-    """The bytes of a regular file to compute edits on; None for anything else.
-
-    A FIFO given on the command line (``envcheck <(pip freeze)``) was consumed by its source: opening it
-    again would block for ever, so only regular files get edits (:func:`envcheck.limits.read_regular`).
-    """
+    """A regular file's source, else None: a FIFO (``envcheck <(pip freeze)``) was consumed by its reader, and
+    opening it again would block for ever."""
     try:
         return Source.of(path, read_regular(path, MAX_FIX_BYTES)[0])
     except OSError:
@@ -168,8 +145,6 @@ def _read(path: str) -> Source | None:
 
 @dataclass(frozen=True)
 class FileFix:
-    """The new content of one file and the findings it fixes."""
-
     path: str
     before: bytes
     after: bytes
@@ -177,8 +152,8 @@ class FileFix:
 
 
 def plan(report: Report) -> list[FileFix]:
-    """The files ``--fix`` rewrites, each with all its edits applied (an edit overlapping an earlier one is
-    left for the next run; identical edits from two findings count once)."""
+    """The files ``--fix`` rewrites, with their edits applied (one overlapping an earlier one waits for the
+    next run; identical edits count once)."""
     by_path: dict[str, list[tuple[Edit, Finding]]] = {}
     for finding in report.findings:
         for one in finding.edits:
@@ -194,8 +169,7 @@ def plan(report: Report) -> list[FileFix]:
         for one in edits:
             if one.offset < at or one.offset + one.length > len(source.data):
                 continue
-            chunks.append(source.data[at:one.offset])
-            chunks.append(one.replacement.encode("utf-8", "surrogateescape"))
+            chunks += [source.data[at:one.offset], one.replacement.encode("utf-8", "surrogateescape")]
             at = one.offset + one.length
         chunks.append(source.data[at:])
         after = b"".join(chunks)
@@ -208,9 +182,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def unified_diff(fixes: list[FileFix]) -> str:
-    """The changes as a unified diff (a/PATH, b/PATH). What every other output does holds here too, context
-    lines included: secrets are masked (:func:`envcheck.redaction.redact`), control characters other than line
-    ends are escaped, and no line starts a workflow command."""
+    """The changes as a unified diff, with secrets masked, control characters escaped and no line starting a
+    workflow command, as in every other output."""
     import difflib
 
     from envcheck.redaction import no_command_lines, redact
@@ -234,21 +207,14 @@ def unified_diff(fixes: list[FileFix]) -> str:
     return no_command_lines("".join(out))
 
 
-def _inside(real: str, real_roots: list[str]) -> bool:
-    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in real_roots)
-
-
 def within(fixes: list[FileFix], roots: list[str]) -> tuple[list[FileFix], list[str]]:
-    """The fixes of files inside ``roots`` (the folders of the targets), and a line for each other one.
-
-    Only what the user gave is ever written: a requirements file included with ``-r /elsewhere/x.txt``, or a
-    file that a symbolic link (the file, or a folder on its path) leads out of the targets, is reported and
-    left alone, by ``--fix`` and by ``--diff`` alike."""
+    """The fixes of files inside ``roots`` (the targets' folders), and a line for each other one: a file
+    included from elsewhere (``-r``) or led out by a symbolic link is never written."""
     real_roots = [os.path.realpath(r) for r in roots]
     kept, left = [], []
     for one in fixes:
         real = os.path.realpath(one.path)
-        if _inside(real, real_roots):
+        if any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in real_roots):
             kept.append(one)
         elif real != os.path.abspath(one.path):
             left.append(f"{one.path}: not fixed: a symbolic link leads it to {real}, outside the checked folders")
@@ -259,8 +225,8 @@ def within(fixes: list[FileFix], roots: list[str]) -> tuple[list[FileFix], list[
 
 
 def write(fixes: list[FileFix], roots: list[str]) -> Iterator[str]:
-    """Write each file inside ``roots`` (:func:`within`; temporary file in the same folder, renamed over it,
-    mode kept) and say what was done. A file that changed since it was read is left alone."""
+    """Write each file inside ``roots`` atomically, mode kept, and say what was done; a file that changed
+    since it was read is left alone."""
     fixes, left = within(fixes, roots)
     yield from left
     for one in fixes:
@@ -280,7 +246,6 @@ def write(fixes: list[FileFix], roots: list[str]) -> Iterator[str]:
 
 def _write_atomically(path: str, data: bytes) -> None:
     import tempfile
-
     mode = stat.S_IMODE(os.stat(path).st_mode)
     folder = os.path.dirname(path) or "."
     fd, temporary = tempfile.mkstemp(prefix=".envcheck-fix-", dir=folder)

@@ -1,7 +1,6 @@
-"""G1 fixes: CUDA 12 PyTorch indexes, +cu12x torch pins, CUDA 12 library distributions, nvidia/cuda:12 bases.
-
-Each is certain and local: the CUDA 13 counterpart comes from envcheck's knowledge tables, and where they do
-not name one, the finding is left alone (or refused, with the reason)."""
+"""G1 fixes: CUDA 12 PyTorch indexes, +cu12x torch pins, CUDA 12 library distributions, nvidia/cuda:12 bases,
+each to the CUDA 13 counterpart envcheck's knowledge tables name (else left alone, or refused with the
+reason)."""
 
 from __future__ import annotations
 
@@ -20,31 +19,28 @@ _TORCH_INDEX = re.compile(r"(?P<head>https?://(?:[^\s/@'\"]+@)?download\.pytorch
                           r"(?P<build>cu1[0-2]\d)(?=[/\s\"'#;,\]]|$)")
 
 
-def _stuck_index(inventory: Inventory) -> str | None:
-    """The host of a CUDA 11/12 index this input uses that no fix can move: a mirror or private index (not
-    download.pytorch.org), of which envcheck cannot know whether it serves cu130 builds. A pin and the index
-    that serves it move together or not at all (docs/fix.md), so its presence holds the pins back too."""
+def _stuck(inventory: Inventory) -> Refused | None:
+    """Refused for a CUDA 11/12 mirror or private index this input uses, of which envcheck cannot know whether
+    it serves cu130 builds: a pin and its index move together or not at all (docs/fix.md)."""
     for index in inventory.indexes:
         build = build_of_index(index.url)
         if build is None or build.flavor != "cuda" or build.cuda_major is None or build.cuda_major >= 13:
             continue
         if not _TORCH_INDEX.search(index.url):
-            return urlsplit(index.url).hostname or "an index envcheck does not know"
+            host = urlsplit(index.url).hostname or "an index envcheck does not know"
+            return Refused(f"the CUDA 12 index on {host} is not download.pytorch.org, and envcheck cannot "
+                           "know whether it serves cu130 builds: the index and the +cu12x pins it serves "
+                           "must move together, so neither is changed; change them by hand (or point the "
+                           "index at https://download.pytorch.org/whl/cu130)")
     return None
 
 
-def _stuck_reason(host: str) -> Refused:
-    return Refused(f"the CUDA 12 index on {host} is not download.pytorch.org, and envcheck cannot know whether it serves "
-                   "cu130 builds: the index and the +cu12x pins it serves must move together, so neither is changed; "
-                   "change them by hand (or point the index at https://download.pytorch.org/whl/cu130)")
 _LOCAL_CU = re.compile(r"\+cu1[0-2]\d$")
 
 
 def cu130_release(version: str) -> bool:
-    """Whether the PyTorch index has a cu130 build of torch ``version`` (knowledge/torch_builds.toml:
-    every release from ``first_cu130_release`` on)."""
+    """Whether the PyTorch index has a cu130 build of torch ``version`` (knowledge/torch_builds.toml)."""
     from packaging.version import InvalidVersion, Version
-
     first = knowledge.load("torch_builds")["pytorch_index"]["first_cu130_release"]
     try:
         return Version(version.split("+")[0]) >= Version(first)
@@ -53,10 +49,8 @@ def cu130_release(version: str) -> bool:
 
 
 def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
-    """A cu11x/cu12x PyTorch index URL -> the cu130 one (not removal: a pinned torch < 2.11 from PyPI is
-    CPU-only on aarch64, the cu130 index serves every torch from 2.9 on). Refused when the same input pins a
-    torch older than 2.9 or a torchvision/torchaudio (their cu130 releases are not in envcheck's tables): the
-    index and the pin must move together."""
+    """A cu11x/cu12x PyTorch index URL -> the cu130 one (not removal: torch < 2.11 from PyPI is CPU-only on
+    aarch64); refused where a pinned torch < 2.9, torchvision or torchaudio would have to move with it."""
     for pkg in request.inventory.packages:
         pinned = pkg.name in ("torch", "torchvision", "torchaudio") and pkg.version and pkg.role not in PINS_ONLY
         if pinned and (pkg.name != "torch" or not cu130_release(pkg.version or "")):
@@ -66,25 +60,23 @@ def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
     if request.kind == "pyproject":  # a [[tool.uv.index]] table: its url = line follows the header
         following = re.compile(r"^\s*\[", re.MULTILINE).search(request.source.text, end)
         end = following.start() if following else len(request.source.text)
-    found = list(_TORCH_INDEX.finditer(request.source.text, start, end))
-    stuck = _stuck_index(request.inventory)
-    if stuck is not None:
-        return _stuck_reason(stuck)
-    edits = [request.source.edit(m.start("build"), m.end("build"), "cu130") for m in found]
+    if (stuck := _stuck(request.inventory)) is not None:
+        return stuck
+    edits = [request.source.edit(m.start("build"), m.end("build"), "cu130")
+             for m in _TORCH_INDEX.finditer(request.source.text, start, end)]
     lines = request.finding.evidence.get("lines")
     pins = [m for line in (lines if isinstance(lines, list) else []) if isinstance(line, int)
             for m in name_pattern("torch").finditer(request.source.text, *request.source.logical_span(line))]
     if edits and (request.kind == "dockerfile" or pins):
-        # a +cu12x torch pin that this index serves (on its own line, or on the lines the finding names) moves with
-        # it (the finding stands for both; the refusal above has made sure every pinned torch has a cu130 release)
+        # a +cu12x torch pin this index serves moves with it (the refusal above made sure of a cu130 build)
         edits += [e for m in [*(request.matches(name_pattern("torch")) if request.kind == "dockerfile" else []), *pins]
                   if (e := _cu130_local(request, m)) is not None]
     return edits or None
 
 
 def _cu130_local(request: FixRequest, torch: re.Match[str], version: str | None = None) -> Edit | None:
-    """The edit of a ``+cu1xx`` local version in a torch requirement's specifier to ``+cu130`` (only where the
-    specifier's version is ``version``, when given)."""
+    """``+cu1xx`` -> ``+cu130`` in a torch requirement's specifier (only where its version is ``version``, if
+    given)."""
     spec = torch.group("spec") or ""
     local = re.search(r"\+cu1[0-2]\d(?![\w.])", spec)
     if local is None or (version is not None and spec[:local.start()].strip().lstrip("=~<>!").strip() != version):
@@ -94,23 +86,21 @@ def _cu130_local(request: FixRequest, torch: re.Match[str], version: str | None 
 
 
 def local_version(request: FixRequest) -> list[Edit] | Refused | None:
-    """torch==X+cu12x -> torch==X+cu130 where the cu130 index has that release (torch >= 2.9.0); other
-    packages and older releases: no certain fix. Refused when a CUDA 12 index that cannot move serves it."""
+    """torch==X+cu12x -> torch==X+cu130 where the cu130 index has that release; refused when a CUDA 12 index
+    that cannot move serves it."""
     version = str(request.finding.evidence.get("version") or "")
     if request.finding.evidence.get("package") != "torch" or not _LOCAL_CU.search(version) or not cu130_release(version):
         return None
-    stuck = _stuck_index(request.inventory)
-    if stuck is not None:
-        return _stuck_reason(stuck)
-    edits = [e for m in request.matches(name_pattern("torch")) if (e := _cu130_local(request, m, version.split("+")[0])) is not None]
+    if (stuck := _stuck(request.inventory)) is not None:
+        return stuck
+    edits = [e for m in request.matches(name_pattern("torch"))
+             if (e := _cu130_local(request, m, version.split("+")[0])) is not None]
     return edits or None
 
 
 def cuda12_distribution(request: FixRequest) -> list[Edit] | Refused | None:
-    """nvidia-*-cu12 -> the CUDA 13 distribution from knowledge/nvidia_distributions.toml (toolkit parts drop the
-    suffix and take the table's CUDA 13 specifier; cudnn, nccl, ... become -cu13); cupy-cuda12x -> cupy-cuda13x.
-    A pinned version of a renamed distribution is refused: envcheck's tables do not list the releases of the
-    CUDA 13 distribution."""
+    """nvidia-*-cu12 -> the CUDA 13 distribution of knowledge/nvidia_distributions.toml, cupy-cuda12x ->
+    cupy-cuda13x; a pinned one is refused (the tables do not list the CUDA 13 releases)."""
     name = str(request.finding.evidence.get("package") or "")
     m = re.fullmatch(r"(?P<base>.+)-(?P<prefix>cu|cuda)1[0-2](?P<x>x?)", name)
     if m is None:
@@ -138,19 +128,16 @@ def cuda12_distribution(request: FixRequest) -> list[Edit] | Refused | None:
 _CUDA_TAG = re.compile(r"(?<![\w./-])(?:(?:docker\.io/|nvcr\.io/)?nvidia/cuda):(?P<version>1[0-2]\.\d+(?:\.\d+)?)"
                        r"-(?P<flavor>[a-z]+\d*(?:-[a-z]+)*)-(?P<os>[a-z]+\d+(?:\.\d+)?)(?=[\s@\"']|$)")
 _CUDNN_MAJOR = re.compile(r"cudnn(?P<major>\d+)-(?P<rest>[a-z-]+)")
-
-
 _FROM = re.compile(r"\s*FROM\s", re.IGNORECASE)
 # Where an image is named in the other kinds that carry one: a compose service's or a container's `image:` value.
-_BASE_KEY = {"compose": re.compile(r"\s*(?:-\s+)?image:\s*[\"']?(?:docker\.io/)?\s"),
-             "kubernetes": re.compile(r"\s*(?:-\s+)?image:\s*[\"']?(?:docker\.io/)?\s")}
+_IMAGE_KEY = re.compile(r"\s*(?:-\s+)?image:\s*[\"']?(?:docker\.io/)?\s")
+_BASE_KEY = {"compose": _IMAGE_KEY, "kubernetes": _IMAGE_KEY}
 
 
 def cuda12_base(request: FixRequest) -> list[Edit] | Refused | None:
-    """``FROM nvidia/cuda:12.x-FLAVOR-OS`` (a compose service's or a Kubernetes container's ``image:``) -> the CUDA 13 tag of the same flavour and OS from
-    knowledge/cuda_image_tags.toml (``cudnn9-`` tags count as ``cudnn-``). Every other case says why it is
-    left: a flavour/OS without a CUDA 13 tag in the table, a cuDNN 8 tag (CUDA 13 images carry cuDNN 9), a tag
-    built from build arguments, an NGC framework image (its CUDA 13 release changes the framework too)."""
+    """``FROM nvidia/cuda:12.x-FLAVOR-OS`` (or an ``image:``) -> the CUDA 13 tag of the same flavour and OS
+    from knowledge/cuda_image_tags.toml (``cudnn9-`` counts as ``cudnn-``); every other case says why it is
+    left."""
     loc = request.finding.location
     start, end = request.source.line_span(loc.line if loc and loc.line else 1)
     rows = knowledge.load("cuda_image_tags")["cuda13"]

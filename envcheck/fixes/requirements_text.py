@@ -1,5 +1,5 @@
-"""Where a distribution's name and version specifier sit in requirement text (requirements lines, pyproject
-dependency strings, pip arguments in a Dockerfile RUN): character spans, for fixes that change only them."""
+"""Where a distribution's name and version specifier sit in requirement text, for fixes that change only
+them."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
-"""``--resolve``'s cache, in one place: resolutions (by the input, the target and the options, for a day) and the
-facts of files (by verified keys only: :func:`facts_key`). Entries live under envcheck's cache folder and
-nowhere else; an unreadable entry is a miss."""
+"""``--resolve``'s cache: resolutions (for a day) and the facts of files (under verified keys only:
+:func:`facts_key`), under envcheck's cache folder only; an unreadable entry is a miss."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from envcheck.cache import cache_dir, read_entry, touch, write_atomically
@@ -18,15 +18,11 @@ from envcheck.resolution.uv import pip_config_args
 from envcheck.sources.remote_wheel import FileFacts
 
 FACTS_FORMAT = 3  # 2: facts read by ranges are keyed by URL and hash, never by a claimed hash alone; 3: Binary.modules
-
-
 RESOLUTION_TTL_HOURS = 24.0  # a resolution of unpinned requirements changes when new releases appear
 
 
 def resolution_key(path: Path, declared: Inventory, ctx: ResolveContext, no_deps: bool) -> str:
-    """The cache key of a resolution: the input's bytes and facts, the target, the options and uv's indexes."""
     import hashlib
-
     digest = hashlib.sha256()
     with contextlib.suppress(OSError):
         digest.update(path.read_bytes())
@@ -41,7 +37,18 @@ def _resolution_path(key: str) -> Path:
     return cache_dir() / f"resolutions-v{FACTS_FORMAT}" / f"{key}.json"
 
 
-def cached_resolution(key: str) -> tuple[list[Chosen], str] | None:
+def remembered(key: str, ctx: ResolveContext,
+               resolve: Callable[[], tuple[list[Chosen], str]]) -> tuple[list[Chosen], str]:
+    """The cached resolution under ``key``, else what ``resolve()`` gives, stored."""
+    hit = _cached_resolution(key) if ctx.settings.use_cache else None
+    if hit is None:
+        hit = resolve()
+        if ctx.settings.use_cache:
+            _store_resolution(key, *hit)
+    return hit
+
+
+def _cached_resolution(key: str) -> tuple[list[Chosen], str] | None:
     path = _resolution_path(key)
     try:
         if time.time() - path.stat().st_mtime > _env_hours("ENVCHECK_RESOLVE_TTL_HOURS", RESOLUTION_TTL_HOURS) * 3600:
@@ -53,9 +60,8 @@ def cached_resolution(key: str) -> tuple[list[Chosen], str] | None:
         return None
 
 
-def store_resolution(key: str, chosen: list[Chosen], conflict: str) -> None:
+def _store_resolution(key: str, chosen: list[Chosen], conflict: str) -> None:
     import dataclasses
-
     rows = [{**dataclasses.asdict(c), "location": c.location.to_json() if c.location else None} for c in chosen]
     write_atomically(_resolution_path(key), json.dumps({"chosen": rows, "conflict": conflict}).encode(), ".resolution-")
 
@@ -69,29 +75,27 @@ def _env_hours(name: str, default: float) -> float:
 
 
 def _cache_path(key: str) -> Path | None:
-    """Where the facts of cache key ``key`` live; None for anything but 64 hex digits (never a path of its own)."""
+    """None for anything but 64 hex digits: a key is never a path of its own."""
     if not SHA256_HEX.fullmatch(key):
         return None
     return cache_dir() / f"files-v{FACTS_FORMAT}" / key[:2] / f"{key}.json"
 
 
 def facts_key(sha256: str | None, url: str | None, size: int | None, verified: bool) -> str | None:
-    """The cache key of a file's facts: its sha256 only when the whole file was read and matched it; otherwise the
-    claimed hash bound to the URL (without credentials) and size it was read from, so a lock that pairs a real
-    wheel's hash with another file's URL can only ever poison its own pairing."""
+    """A file's sha256 only when the whole file was read and matched it; else the claimed hash bound to the
+    URL and size, so a lock pairing a real wheel's hash with another file's URL can only poison its own
+    pairing."""
     if verified and sha256:
         return sha256
     if not url:
         return None
     from hashlib import sha256 as digest
-
     bare = _without_userinfo(url.split("#", 1)[0])
     return digest(json.dumps(["range", sha256, bare, size]).encode()).hexdigest()
 
 
 def _without_userinfo(url: str) -> str:
     from urllib.parse import urlsplit, urlunsplit
-
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -100,7 +104,6 @@ def _without_userinfo(url: str) -> str:
 
 
 def cached_facts(key: str) -> FileFacts | None:
-    """Facts of a file from envcheck's cache (None on a miss)."""
     path = _cache_path(key)
     if path is None:
         return None
@@ -118,7 +121,6 @@ def cached_facts(key: str) -> FileFacts | None:
 
 
 def store_facts(key: str, facts: FileFacts) -> None:
-    """Remember complete facts of a file (atomically; errors are ignored). Only inside the cache folder."""
     path = _cache_path(key)
     if path is None:
         return

@@ -13,8 +13,6 @@ from envcheck.services.package_index import IndexClient
 
 @dataclass(frozen=True)
 class ResolveSettings:
-    """How to resolve: the target, the indexes, and what may be fetched."""
-
     python_version: str | None = None  # None: the profile's
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
@@ -27,9 +25,6 @@ class ResolveSettings:
 
 @dataclass(frozen=True)
 class ResolveContext:
-    """What every step of one target's resolution shares: the target platform, the run's settings, the target's
-    Python and the index client (with its deadlines, slow hosts and credentials)."""
-
     profile: Profile
     settings: ResolveSettings
     python: str
@@ -38,8 +33,6 @@ class ResolveContext:
 
 @dataclass(frozen=True)
 class Chosen:
-    """One package of the resolution and the file picked for the target."""
-
     name: str
     version: str | None
     kind: str  # wheel | sdist | none | conflict

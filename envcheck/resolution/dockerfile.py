@@ -11,7 +11,7 @@ from pathlib import Path
 from envcheck.errors import ServiceError
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.model import InstallCommand, Inventory, Package, Role
-from envcheck.resolution.cache import cached_resolution, resolution_key, store_resolution
+from envcheck.resolution.cache import remembered, resolution_key
 from envcheck.resolution.context import Chosen, ResolveContext
 from envcheck.resolution.facts import facts_of
 from envcheck.resolution.uv import index_lines, requirement_line, uv_compile
@@ -26,32 +26,27 @@ def dockerfile_installs(declared: Inventory) -> list[tuple[InstallCommand, list[
         if install.tool not in ("pip", "uv") or loc is None or not install.packages:
             continue
         lines = index_lines(declared.indexes, loc)
-        for pkg in declared.packages:
-            if pkg.location is None or (pkg.location.line, pkg.location.stage) != (loc.line, loc.stage) or pkg.role not in (Role.REQUIREMENT, Role.BUILD):
-                continue
-            lines.append(requirement_line(pkg))
+        lines += [requirement_line(p) for p in declared.packages if p.role in (Role.REQUIREMENT, Role.BUILD)
+                  and p.location is not None and (p.location.line, p.location.stage) == (loc.line, loc.stage)]
         if any(not line.startswith("--") for line in lines):
             out.append((install, lines))
     return out
 
 
 def shipped_packages(declared: Inventory, install: InstallCommand) -> dict[str, Package]:
-    """What the install's stage already has (an NGC image's torch, triton, flash-attn ...), by name."""
     stage = install.location.stage if install.location else None
     return {p.name: p for p in declared.packages
             if p.installed and p.version and p.location is not None and p.location.stage == stage}
 
 
 def keep_shipped(found: list[Chosen], shipped: dict[str, Package], lines: list[str], ctx: ResolveContext) -> list[Chosen]:
-    """The resolution of an install on a base that already has ``shipped`` packages, as pip does it: a shipped
-    version that satisfies every requirement on it (the command's own and the Requires-Dist of what is installed)
-    stays, and what only it would have pulled in is not installed. A resolution from scratch would report PyPI's
-    torch and its CUDA wheels where pip keeps NGC's torch."""
+    """An install's resolution on a base that ships packages, as pip does it: a shipped version that satisfies
+    every requirement on it stays, and what only it would have pulled in goes (else PyPI's torch would replace
+    NGC's)."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.version import InvalidVersion, Version
 
     from envcheck.knowledge.builds import requirement_applies
-
     by_name = {c.name: c for c in found}
 
     def requires_of(name: str) -> list[Requirement]:
@@ -105,15 +100,9 @@ def keep_shipped(found: list[Chosen], shipped: dict[str, Package], lines: list[s
 
 
 def resolve_lines(lines: list[str], install: InstallCommand, ctx: ResolveContext) -> tuple[list[Chosen], str]:
-    """Resolve one install command's requirements (cached like a file of the same lines)."""
     with tempfile.TemporaryDirectory(prefix="envcheck-run-") as tmp:
         req = Path(tmp) / "requirements.txt"
         req.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        key = resolution_key(req, Inventory(), ctx, install.no_deps)
-        hit = cached_resolution(key) if ctx.settings.use_cache else None
-        if hit is None:
-            hit = uv_compile(req, ctx, no_deps=install.no_deps)
-            if ctx.settings.use_cache:
-                store_resolution(key, *hit)
-    found, conflict = hit
+        found, conflict = remembered(resolution_key(req, Inventory(), ctx, install.no_deps), ctx,
+                                     lambda: uv_compile(req, ctx, no_deps=install.no_deps))
     return [replace(c, location=install.location) for c in found], conflict

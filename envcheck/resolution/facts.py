@@ -19,20 +19,15 @@ from envcheck.sources.remote_wheel import FileFacts, read_remote_wheel
 
 PARALLEL_READS = 8  # wheels read at once (ENVCHECK_RESOLVE_JOBS): reads wait on the network; each holds one RemoteFile's blocks
 MAX_PARALLEL_READS = 32
-
 Outcome = FileFacts | FileProblem | ServiceError  # what reading one file gave: its facts, or why there are none
-
-
 MAX_TABLE_BYTES = 64 << 20  # a user's facts table bigger than this is not read
 
 
 @cache
 def facts_table() -> dict[str, Any]:
-    """Facts of the wheels Spark projects resolve to, by sha256 (``scripts/gen_wheel_facts.py``): the shipped table,
-    plus the rows of a newer table the user keeps (:func:`user_table`) for files the shipped one lacks.
-
-    A user's table is refreshed without a new envcheck release (``envcheck cache update-facts`` writes it); it never
-    changes a shipped row, and an unreadable one is ignored (the files it would have answered are read from the index)."""
+    """Facts of common wheels by sha256: the shipped table, plus the rows of the user's newer table
+    (``envcheck cache update-facts``) for files the shipped one lacks; a user's table never changes a shipped
+    row."""
     shipped = shipped_table()
     extra = user_table()
     try:
@@ -47,7 +42,6 @@ def facts_table() -> dict[str, Any]:
 
 @cache
 def shipped_table() -> dict[str, Any]:
-    """The rows of the shipped table alone (``envcheck/knowledge/wheel_facts.json``)."""
     try:
         text = resources.files("envcheck.knowledge").joinpath("wheel_facts.json").read_text(encoding="utf-8")
     except OSError:
@@ -56,17 +50,14 @@ def shipped_table() -> dict[str, Any]:
 
 
 def user_table() -> Path:
-    """Where the user's newer facts table is: ``ENVCHECK_WHEEL_FACTS``, else ``wheel_facts.json`` in envcheck's cache
-    folder (written by ``envcheck cache update-facts``)."""
+    """``ENVCHECK_WHEEL_FACTS``, else ``wheel_facts.json`` in envcheck's cache folder."""
     from envcheck.cache import cache_dir
     from envcheck.config import env
-
     named = env("ENVCHECK_WHEEL_FACTS")
     return Path(named).expanduser() if named else cache_dir() / "wheel_facts.json"
 
 
 def _rows(text: str) -> dict[str, Any]:
-    """The well-formed rows of a facts table (keyed by a sha256, with a source)."""
     try:
         data = json.loads(text) if text else {}
     except (ValueError, RecursionError):
@@ -82,10 +73,8 @@ def _rows(text: str) -> dict[str, Any]:
 
 
 def _readable(row: dict[str, Any]) -> bool:
-    """Every binary of a user's row reads as the model's :class:`~envcheck.model.Binary` (a broken row is skipped)."""
     from envcheck.errors import InputError
     from envcheck.model import Binary, from_plain
-
     try:
         for data in row.get("binaries", []):
             from_plain(Binary, {k: v for k, v in data.items() if k != "member"}, "binary")
@@ -106,12 +95,8 @@ _READ_THIS_RUN: dict[str, FileFacts] = {}  # a file read twice in one run (a Doc
 
 
 def facts_of(chosen: Chosen, ctx: ResolveContext) -> FileFacts:
-    """Facts of a chosen wheel: the shipped table, then the cache, then the index (unless offline).
-
-    The table wins over a cache entry for the same file. The cache holds facts under the file's sha256 only when
-    the whole file was read and matched it; facts read by ranges are keyed by the URL they came from as well
-    (:func:`facts_key`), so a lock claiming one file's hash for another file's URL never changes what a later run
-    learns about the first file."""
+    """Facts of a chosen wheel: the shipped table, then the cache (under keys only verified facts can claim:
+    :func:`facts_key`), then the index (unless offline)."""
     settings = ctx.settings
     sha = chosen.sha256
     url = chosen.url if chosen.url and chosen.url.startswith(("http://", "https://")) else None
@@ -133,16 +118,14 @@ def facts_of(chosen: Chosen, ctx: ResolveContext) -> FileFacts:
     key = facts_key(sha, url, chosen.size, verified=facts.verified)
     if facts.complete and key and settings.use_cache:
         store_facts(key, facts)
-    if bound:
-        # a second look in this run reads nothing more
+    if bound:  # a second look in this run reads nothing more
         _READ_THIS_RUN[bound] = replace(facts, sources=[*facts.sources], bytes_read=0)
     return facts
 
 
 def facts_of_all(items: Sequence[Chosen], ctx: ResolveContext) -> list[Outcome | None]:
-    """:func:`facts_of` for every wheel of ``items``, read :data:`PARALLEL_READS` at a time (the largest first, so
-    the longest read starts first); one outcome per item, in order (None for what is not a wheel). A file listed
-    twice is read once."""
+    """:func:`facts_of` for every wheel of ``items`` (None for the rest), several at a time, the largest
+    first; a file listed twice is read once."""
     todo: dict[tuple[str | None, str | None, int | None], Chosen] = {}
     for item in items:
         if item.kind == "wheel" and not item.problem:
@@ -167,7 +150,6 @@ def facts_of_all(items: Sequence[Chosen], ctx: ResolveContext) -> list[Outcome |
 
 def _jobs() -> int:
     from envcheck.config import env
-
     try:
         value = int(env("ENVCHECK_RESOLVE_JOBS") or PARALLEL_READS)
     except ValueError:

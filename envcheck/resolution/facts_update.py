@@ -1,12 +1,6 @@
-"""Writing a wheel facts table: the shipped one (``scripts/gen_wheel_facts.py``) and a user's newer one
-(``envcheck cache update-facts``), from the real files on an index.
-
-For each ``name==version`` (a bare ``name``: its newest release with a wheel for the profile) the project's page
-is read, the wheel pip would install on the profile is picked, and it is read the way ``--resolve`` reads a file
-(:func:`envcheck.sources.remote_wheel.read_remote_wheel`), every ELF member whatever its size, several files at
-once. Rows are keyed by the file's sha256 (facts of a file never change), name their file URL as their source and
-the day they were read, and are written one per line.
-"""
+"""Writing a wheel facts table (the shipped one, ``scripts/gen_wheel_facts.py``, and a user's newer one,
+``envcheck cache update-facts``): the wheel pip would install for each pin, read as ``--resolve`` reads one
+but whole, in rows keyed by sha256 (facts of a file never change) that name their file URL and day."""
 
 from __future__ import annotations
 
@@ -36,9 +30,7 @@ TABLE_RUN_DEADLINE = 3600.0  # seconds for all reads of one table run: it reads 
 
 
 def pick(client: IndexClient, index_url: str, pin: str, profile: Profile, python: str) -> IndexFile | str:
-    """The file of ``pin`` pip would install on the profile, or why there is none."""
     from packaging.version import InvalidVersion, Version
-
     name, _, version = pin.partition("==")
     wheels = [f for f in client.project_files(index_url, name.strip()) if f.filename.endswith(".whl") and not f.yanked]
     if not version:
@@ -61,7 +53,6 @@ def pick(client: IndexClient, index_url: str, pin: str, profile: Profile, python
 
 
 def table_row(client: IndexClient, item: IndexFile) -> dict[str, Any]:
-    """One row of the table: what reading ``item`` whole (every ELF member) says, with its source and day."""
     facts = read_remote_wheel(client, item.url, item.size, item.sha256, item.metadata_sha256, max_expansion=0,
                               max_member_bytes=16 << 30)
     today = datetime.date.today().isoformat()
@@ -73,7 +64,6 @@ def table_row(client: IndexClient, item: IndexFile) -> dict[str, Any]:
 
 
 def read_table(path: Path) -> dict[str, dict[str, Any]]:
-    """The rows of the table at ``path`` (none when it is missing or unreadable)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
@@ -86,7 +76,6 @@ def read_table(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def write_table(path: Path, files: dict[str, dict[str, Any]]) -> None:
-    """The table, one row per line, sorted by file name (written whole, then moved into place)."""
     meta = {
         "updated": datetime.date.today().isoformat(),
         "sources": ["the wheel files themselves, read by scripts/gen_wheel_facts.py (each row names its file URL and day)"],
@@ -102,8 +91,7 @@ def write_table(path: Path, files: dict[str, dict[str, Any]]) -> None:
 
 def update(path: Path, pins: Iterable[str], profile: Profile, python: str, index_url: str = PYPI, jobs: int = 4,
            say: Callable[[str, bool], None] | None = None, known: Collection[str] = ()) -> int:
-    """Add the rows of ``pins`` missing from the table at ``path`` (and from ``known``, the sha256s another table
-    answers for); the number of rows added. ``say(line, problem)`` hears one line per pin."""
+    """Add the rows of ``pins`` missing from the table at ``path`` and from ``known``; the number added."""
     files = read_table(path)
     client = IndexClient(deadline=1800.0, run_deadline=TABLE_RUN_DEADLINE)
 

@@ -18,7 +18,7 @@ from envcheck.services.package_index import redact
 
 def checked_sha256(value: Any) -> tuple[str | None, str]:
     """A lock's claimed sha256, lowercased, or None and what is wrong with it (it becomes part of cache keys)."""
-    if value is None or value == "":
+    if value in (None, ""):
         return None, ""
     text = value.lower() if isinstance(value, str) else ""
     if SHA256_HEX.fullmatch(text):
@@ -28,9 +28,7 @@ def checked_sha256(value: Any) -> tuple[str | None, str]:
 
 
 def lock_choices(path: Path, profile: Profile, python: str) -> list[Chosen]:
-    """Files of a ``pylock.toml`` or ``uv.lock``: the wheel that fits the target, else the sdist, else none."""
     from envcheck.sources.toml_file import parse_toml
-
     data, text = parse_toml(path)
     style = "pylock" if "packages" in data or path.name.startswith("pylock") else "uv"
     entries = data.get("packages" if style == "pylock" else "package", [])
@@ -59,8 +57,8 @@ SOURCE_TREE = "built from a source tree, not a file for one platform"
 
 
 def _source_tree(entry: dict[str, Any], source: Any) -> str | None:
-    """The git repository, URL or path a lock entry is built from (uv.lock ``source = { git = ... }``, pylock
-    ``vcs``/``archive``/``directory``): a platform-independent source, never "no file for linux/aarch64"."""
+    """The git repository, URL or path a lock entry is built from: a platform-independent source, never "no
+    file for linux/aarch64"."""
     for table, key in ((source, "git"), (source, "url"), (source, "path"), (entry.get("vcs"), "url"),
                        (entry.get("archive"), "url"), (entry.get("directory"), "path")):
         if isinstance(table, dict) and isinstance(table.get(key), str) and table[key]:
@@ -69,7 +67,6 @@ def _source_tree(entry: dict[str, Any], source: Any) -> str | None:
 
 
 def _hash_line(path: Path, text: str, start: int, fallback: Location) -> Location:
-    """The line of the first ``sha256`` key at or after an entry's start that does not hold a proper hash."""
     for m in re.finditer(r"sha256\s*=\s*(\S+)|hash\s*=\s*\"sha256:([^\"]*)\"", text[start:]):
         value = (m.group(1) or m.group(2) or "").strip("\"'")
         if not SHA256_HEX.fullmatch(value.lower()):

@@ -14,23 +14,17 @@ from envcheck.profile import Profile
 
 def glibc_of(profile: Profile) -> tuple[int, int]:
     """The newest glibc the profile's wheel platforms name (DGX OS: Ubuntu 24.04, glibc 2.39)."""
-    best = (2, 17)
-    for platform in profile.wheel_platforms:
-        m = re.match(r"manylinux_(\d+)_(\d+)_", platform)
-        if m:
-            best = max(best, (int(m.group(1)), int(m.group(2))))
-    return best
+    found = (re.match(r"manylinux_(\d+)_(\d+)_", platform) for platform in profile.wheel_platforms)
+    return max([(2, 17), *((int(m.group(1)), int(m.group(2))) for m in found if m)])
 
 
 def uv_platform(profile: Profile) -> str:
-    """uv's ``--python-platform`` for the profile: ``aarch64-manylinux_2_39`` for the Spark."""
     major, minor = glibc_of(profile)
     return f"{profile.machine}-manylinux_{major}_{minor}"
 
 
 @cache
 def _supported_tags(machine: str, glibc: tuple[int, int], python: str) -> dict[str, int]:
-    """Wheel tags that install on the target, best first (as pip orders them), tag -> rank."""
     platforms = [f"manylinux_{glibc[0]}_{m}_{machine}" for m in range(glibc[1], 16, -1)]
     platforms += [f"manylinux2014_{machine}", f"linux_{machine}"]
     version = tuple(int(p) for p in python.split(".")[:2])
@@ -39,7 +33,6 @@ def _supported_tags(machine: str, glibc: tuple[int, int], python: str) -> dict[s
 
 
 def best_wheel(filenames: Iterable[str], profile: Profile, python: str) -> tuple[str | None, str]:
-    """The wheel of ``filenames`` pip would pick on the target, or None and why none fits."""
     ranks = _supported_tags(profile.machine, glibc_of(profile), python)
     best: tuple[int, str] | None = None
     seen: list[str] = []
@@ -53,6 +46,4 @@ def best_wheel(filenames: Iterable[str], profile: Profile, python: str) -> tuple
             best = (rank, filename)
     if best is not None:
         return best[1], ""
-    if not seen:
-        return None, "no wheel files"
-    return None, f"wheels only for {', '.join(sorted(set(seen))[:6])}"
+    return None, f"wheels only for {', '.join(sorted(set(seen))[:6])}" if seen else "no wheel files"

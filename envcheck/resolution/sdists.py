@@ -16,22 +16,17 @@ _PYPI = "https://pypi.org/simple"
 
 
 def sdist_reason(item: Chosen, ctx: ResolveContext) -> str:
-    """``item.reason`` refined for an sdist pick: :data:`NO_WHEEL_ANYWHERE`, ``wheels only for ...`` or as it was."""
     if item.reason.startswith(("wheels only for", "built from a source tree")):
         return item.reason
     platforms = _wheel_platforms(item, ctx)
     if platforms is None:
         return item.reason
-    if not platforms:
-        return NO_WHEEL_ANYWHERE
-    return f"wheels only for {', '.join(sorted(platforms)[:6])}"
+    return f"wheels only for {', '.join(sorted(platforms)[:6])}" if platforms else NO_WHEEL_ANYWHERE
 
 
 def _wheel_platforms(item: Chosen, ctx: ResolveContext) -> set[str] | None:
-    """Platform tags of the wheels of ``item``'s release: from the index (one page), else the shipped table."""
     if not ctx.settings.offline:
         from envcheck.resolution.uv import settings_index_urls
-
         for index in settings_index_urls(ctx.settings) or [_PYPI]:
             if "://" not in index or index.startswith("file:"):
                 continue
@@ -45,13 +40,10 @@ def _wheel_platforms(item: Chosen, ctx: ResolveContext) -> set[str] | None:
                 # a release without wheels of a project whose other releases ship machine wheels is compiled code
                 return here or {p for w in parsed for p in w.platforms if p != "any"}
     from envcheck.knowledge import wheels
-
     rel = (wheels.release(item.name, item.version) or wheels.older_than_window(item.name, item.version)) if item.version else None
-    if rel is None:
+    if rel is None or rel.aarch64 != "sdist":
         return None
-    if rel.aarch64 == "sdist":
-        return {"x86_64"} if rel.x86_64 else set()
-    return None
+    return {"x86_64"} if rel.x86_64 else set()
 
 
 def _same(a: str, b: str | None) -> bool:

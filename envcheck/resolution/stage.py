@@ -24,7 +24,7 @@ from envcheck.model import (
     from_plain,
 )
 from envcheck.profile import Profile
-from envcheck.resolution.cache import cached_resolution, resolution_key, store_resolution
+from envcheck.resolution.cache import remembered, resolution_key
 from envcheck.resolution.context import Chosen, ResolveContext, ResolveSettings
 from envcheck.resolution.dockerfile import dockerfile_installs, keep_shipped, resolve_lines, shipped_packages
 from envcheck.resolution.facts import Outcome, facts_of, facts_of_all
@@ -42,11 +42,10 @@ from envcheck.services.package_index import FileProblem, IndexClient, redact
 from envcheck.sources.remote_wheel import FileFacts
 
 
-def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settings: ResolveSettings,
-            client: IndexClient | None = None) -> Inventory:
-    """The files the target resolves to on ``profile``, and their facts, as an inventory."""
+def resolve(path: Path, kind: str, declared: Inventory, profile: Profile,
+            settings: ResolveSettings) -> Inventory:
     python = settings.python_version or profile.python_version
-    client = client or IndexClient()
+    client = IndexClient()
     for index in (*settings_index_urls(settings), *(i.url for i in declared.indexes)):
         client.use_credentials_of(index)
     ctx = ResolveContext(profile, settings, python, client)
@@ -57,27 +56,17 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
         # What the default install puts on the target: entries whose markers exclude linux/aarch64 (another
         # fork of a uv.lock, a pylock marker) or that only an extra or a group installs are not judged here.
         from envcheck.knowledge.builds import installs_on
-
         locked = [p for p in declared.packages if p.role == Role.LOCK]
         wanted = {(p.name, p.version) for p in locked if p.scope is None and installs_on(p, profile)}
         known = {(p.name, p.version) for p in locked}
         chosen = [c for c in chosen if (c.name, c.version) in wanted or (c.name, c.version) not in known]
     elif kind in ("requirements", "freeze", "pyproject"):
         freeze = kind == "freeze" or declared.context == "installed"
-        key = resolution_key(path, declared, ctx, freeze)
-        hit = cached_resolution(key) if settings.use_cache else None
-        if hit is not None:
-            chosen, conflict = hit
-        else:
-            if kind == "pyproject":
-                chosen, conflict = resolve_pyproject(path, declared, ctx)
-            else:
-                chosen, conflict = uv_compile(path, ctx, no_deps=freeze)
-            if settings.use_cache:
-                store_resolution(key, chosen, conflict)
+        chosen, conflict = remembered(resolution_key(path, declared, ctx, freeze), ctx, lambda: (
+            resolve_pyproject(path, declared, ctx) if kind == "pyproject"
+            else uv_compile(path, ctx, no_deps=freeze)))
         if conflict and not chosen:
-            inventory.resolved.append(ResolvedFile(path.name, None, "conflict", reason=redact_text(conflict_pair(conflict)),
-                                                   sources=("resolver",), location=conflict_line(path, conflict)))
+            inventory.resolved.append(_conflict(path, conflict, conflict_line(path, conflict)))
             return inventory
     elif kind == "dockerfile":
         chosen = []
@@ -93,28 +82,28 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile, settin
             if shipped and found:
                 found = keep_shipped(found, shipped, requirements, ctx)
             if conflict and not found:
-                inventory.resolved.append(ResolvedFile(path.name, None, "conflict", reason=redact_text(conflict_pair(conflict)),
-                                                       sources=("resolver",), location=install.location))
+                inventory.resolved.append(_conflict(path, conflict, install.location))
             chosen += found
     else:
         raise InputError(f"{path}: --resolve reads requirements, freeze, pyproject, uv.lock, pylock files and Dockerfiles, not {kind} inputs", str(path))
     for item, outcome in zip(chosen, facts_of_all(chosen, ctx), strict=True):
         add_file(inventory, item, ctx, outcome)
     from envcheck.readings import ResolveReading
-
     inventory.host = replace(inventory.host, resolve=ResolveReading(
         python_version=python, platform=uv_platform(profile), files=len(chosen), requests=client.traffic.requests,
         bytes_read=client.traffic.bytes, seconds=round(time.monotonic() - started, 3)))
     return inventory
 
 
+def _conflict(path: Path, words: str, location: Location | None) -> ResolvedFile:
+    return ResolvedFile(path.name, None, "conflict", reason=redact_text(conflict_pair(words)),
+                        sources=("resolver",), location=location)
+
+
 def add_file(inventory: Inventory, item: Chosen, ctx: ResolveContext, outcome: Outcome | None = None) -> None:
-    """One picked file in the inventory: its record, its package, and (a wheel) its facts and binaries (``outcome``:
-    what reading it gave, when it was read already)."""
     url = redact(item.url) if item.url else None
     if item.kind == "sdist" and not item.problem:
         from envcheck.resolution.sdists import sdist_reason
-
         item = replace(item, reason=sdist_reason(item, ctx))
     record = ResolvedFile(item.name, item.version, item.kind, item.filename, url, item.sha256, item.size,
                           (item.source,), 0, item.reason, item.location)
@@ -157,7 +146,6 @@ def add_file(inventory: Inventory, item: Chosen, ctx: ResolveContext, outcome: O
 
 
 def index_entries(settings: ResolveSettings) -> list[PackageIndex]:
-    """The index options given on the command line, as inventory facts (redacted)."""
     out = []
     if settings.index_url:
         out.append(PackageIndex(redact(settings.index_url), IndexOption.INDEX_URL))
@@ -170,12 +158,9 @@ RESOLVABLE = ("requirements", "freeze", "pyproject", "uv-lock", "pylock", "docke
 
 
 def resolved_reader(name: str, kind: str, read_declared: Any, settings: ResolveSettings, profile_name: str) -> Any:
-    """A target reader that reads the file as usual, then adds what it resolves to on the profile.
-
-    The resolved facts come first in the inventory (the exact versions and Requires-Dist of what would be
-    installed win over the file's own words). An unreachable index is a service problem next to whatever
-    was read (exit code 3 with partial results), never a lost target.
-    """
+    """A target reader that adds, first, what the file resolves to on the profile (what would be installed
+    wins over the file's own words); an unreachable index is a service problem next to what was read, never a
+    lost target."""
     from envcheck.profile import load_profile
 
     def read() -> Inventory:

@@ -1,5 +1,4 @@
-"""Resolving with uv for the target platform (``uv pip compile --python-platform ... --format pylock.toml``),
-and reading uv's words when it refuses."""
+"""Resolving with uv for the target platform, and reading uv's words when it refuses."""
 
 from __future__ import annotations
 
@@ -28,7 +27,6 @@ _NETWORK_WORDS = ("error sending request", "Failed to fetch", "dns error", "Conn
 
 
 def find_uv(settings: ResolveSettings) -> str:
-    """The uv executable, or a clear error saying how to get it."""
     if settings.uv:
         return settings.uv
     here = Path(os.path.realpath(sys.executable)).parent
@@ -37,7 +35,6 @@ def find_uv(settings: ResolveSettings) -> str:
             return candidate
     with contextlib.suppress(ImportError, FileNotFoundError):
         import uv  # type: ignore[import-not-found,import-untyped,unused-ignore]
-
         found: str = uv.find_uv_bin()
         return found
     raise InputError("--resolve needs uv (a resolver that resolves for another platform), and none was found",
@@ -62,7 +59,6 @@ def pip_config_args(settings: ResolveSettings) -> list[str]:
 
 
 def settings_index_urls(settings: ResolveSettings) -> list[str]:
-    """Every index URL this run gives uv (the command line's, else the pip and uv environment's)."""
     urls = [arg for arg in pip_config_args(settings) if "://" in arg]
     for name in ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX"):
         urls += [word.split("=", 1)[-1] for word in (env(name) or "").split()]
@@ -71,10 +67,9 @@ def settings_index_urls(settings: ResolveSettings) -> list[str]:
 
 def uv_compile(path: Path, ctx: ResolveContext, no_deps: bool, cwd: Path | None = None,
                shown: Path | None = None) -> tuple[list[Chosen], str]:
-    """Resolve ``path`` with uv for the target; the chosen files and uv's words when it refused.
-
-    uv runs in ``cwd`` (default: the file's folder), so it reads that project's uv configuration; ``shown`` is the
-    user's file (messages and the lines of the picked packages)."""
+    """Resolve ``path`` with uv for the target: the chosen files, and uv's words when it refused. uv runs in
+    ``cwd`` (default: the file's folder) to read that project's configuration; ``shown`` is the user's
+    file."""
     settings, profile, python = ctx.settings, ctx.profile, ctx.python
     uv = find_uv(settings)
     user_file = shown or path
@@ -91,7 +86,6 @@ def uv_compile(path: Path, ctx: ResolveContext, no_deps: bool, cwd: Path | None 
         if settings.offline:
             cmd.append("--offline")
         from envcheck.services.uv_process import run_uv
-
         try:
             proc = run_uv(cmd, str(cwd or path.resolve().parent), str(user_file), NO_COLOR="1", UV_NO_PROGRESS="1")
         except OSError as exc:
@@ -99,17 +93,15 @@ def uv_compile(path: Path, ctx: ResolveContext, no_deps: bool, cwd: Path | None 
         words = _clean(proc.stderr)
         if proc.returncode != 0:
             if "No solution found" in words or "unsatisfiable" in words:
-                missing = _no_matching_wheel(words, user_file)
-                return (missing, words) if missing else ([], words)
+                return _no_matching_wheel(words, user_file), words
             if settings.offline and ("offline" in words.lower() or "network" in words.lower()):
                 raise ServiceError(f"{user_file}: --offline and uv's cache lacks what this resolution needs: {_last(words)}")
             if any(w in words for w in _NETWORK_WORDS):
                 raise ServiceError(f"{user_file}: a package index did not answer while uv resolved: {redact_text(_last(words))}")
             raise InputError(f"{user_file}: uv could not resolve this input: {redact_text(_last(words))}", str(user_file))
-        lock = out
-        if not lock.is_file():
+        if not out.is_file():
             raise InputError(f"{user_file}: uv wrote no lock file", str(user_file))
-        chosen = lock_choices(lock, profile, python)
+        chosen = lock_choices(out, profile, python)
     text = user_file.read_text(encoding="utf-8", errors="replace") if user_file.is_file() else ""
     return [replace(c, location=line_of(user_file, text, c.name), source="resolver") for c in chosen], ""
 
@@ -117,22 +109,19 @@ def uv_compile(path: Path, ctx: ResolveContext, no_deps: bool, cwd: Path | None 
 def _no_matching_wheel(words: str, path: Path) -> list[Chosen]:
     """uv's "X==V has no wheels with a matching platform tag" (and no sdist): no file fits the target."""
     text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
-    out = []
-    for m in re.finditer(r"Because ([A-Za-z0-9._-]+)(?:==(\S+?))? was not found in the package registry", words):
-        out.append(Chosen(canonical(m.group(1)), m.group(2), "none", reason="not found on the configured indexes",
-                          location=line_of(path, text, m.group(1))))
-    for m in re.finditer(r"Because there is no version of ([A-Za-z0-9._-]+)==(\S+?) and", words):
-        out.append(Chosen(canonical(m.group(1)), m.group(2), "none", reason="the index serves no such version at all: the install always fails",
-                          location=line_of(path, text, m.group(1))))
+    found = [(m, "not found on the configured indexes") for m in re.finditer(
+        r"Because ([A-Za-z0-9._-]+)(?:==(\S+?))? was not found in the package registry", words)]
+    found += [(m, "the index serves no such version at all: the install always fails")
+              for m in re.finditer(r"Because there is no version of ([A-Za-z0-9._-]+)==(\S+?) and", words)]
     for m in re.finditer(r"Because (?:only )?([A-Za-z0-9._-]+)==(\S+?) has no wheels with a matching platform tag", words):
         hint = re.search(rf"Wheels are available for `{re.escape(m.group(1))}` \(v[^)]*\) on the following platforms?: ([^.]*)", words)
-        reason = f"wheels only for {hint.group(1).replace('`', '')}" if hint else "no wheel with a matching platform tag"
-        out.append(Chosen(canonical(m.group(1)), m.group(2), "none", reason=reason[:300], location=line_of(path, text, m.group(1))))
-    return out
+        found.append((m, f"wheels only for {hint.group(1).replace('`', '')}" if hint
+                      else "no wheel with a matching platform tag"))
+    return [Chosen(canonical(m.group(1)), m.group(2), "none", reason=reason[:300],
+                   location=line_of(path, text, m.group(1))) for m, reason in found]
 
 
 def conflict_line(path: Path, words: str) -> Location:
-    """Where a conflict is shown: the line of the first requirement uv names that the file itself has."""
     text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     for name in re.findall(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:==|>=|<=|~=|!=|<|>)", conflict_pair(words)):
         found = line_of(path, text, name)
@@ -150,7 +139,7 @@ def line_of(path: Path, text: str, name: str) -> Location:
 
 
 def _clean(text: str) -> str:
-    """uv's error in one line: from its first ``error:`` on (warnings before it, with their causes, dropped)."""
+    """uv's error in one line, from its first ``error:`` on."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", text)
     raw = text.splitlines()
     first = next((i for i, line in enumerate(raw) if line.lstrip().startswith(("error:", "×"))), 0)
@@ -164,24 +153,21 @@ def _last(words: str) -> str:
 
 
 def redact_text(text: str) -> str:
-    """Every URL in ``text`` redacted, control characters replaced."""
     return re.sub(r"[a-z][a-z0-9+.-]*://\S+", lambda m: redact(m.group(0)), text)
 
 
 def conflict_pair(words: str) -> str:
     """The resolver's reason in one sentence: ``A depends on B and you require C`` where uv says so."""
     m = re.search(r"Because .*", words)
-    text = (m.group(0) if m else words).split(" hint:", 1)[0]
-    return text[:600]
+    return (m.group(0) if m else words).split(" hint:", 1)[0][:600]
 
 
 def resolve_pyproject(path: Path, declared: Inventory, ctx: ResolveContext) -> tuple[list[Chosen], str]:
-    """A pyproject's own dependencies (not its optional extras or groups) with its index options, resolved in the
-    project's folder (uv reads its ``[tool.uv]`` configuration there) without building the project itself."""
+    """A pyproject's own dependencies (not its extras or groups), resolved in its folder (for its
+    ``[tool.uv]``) without building the project itself."""
     lines = index_lines(declared.indexes)
-    for pkg in declared.packages:
-        if pkg.role == Role.REQUIREMENT and pkg.scope is None:
-            lines.append(requirement_line(pkg))
+    lines += [requirement_line(p) for p in declared.packages
+              if p.role == Role.REQUIREMENT and p.scope is None]
     with tempfile.TemporaryDirectory(prefix="envcheck-pyproject-") as tmp:
         req = Path(tmp) / "requirements.txt"
         req.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,10 +1,5 @@
-"""The Docker engine service: which engine the environment names, a client for it, and images on it.
-
-The engine is the one ``docker`` would use: ``DOCKER_HOST`` (``unix://``, ``tcp://`` with
-``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH``, ``ssh://``), else ``DOCKER_CONTEXT`` or the Docker CLI's current
-context, else the local socket. Every failure to reach it is a :class:`ServiceError` (exit code 3);
-an image that does not exist is an :class:`InputError`. Running containers: ``docker_runner``.
-"""
+"""The Docker engine ``docker`` would use (DOCKER_HOST, else the current context, else the local socket), and
+images on it. Failing to reach it is a ServiceError; an image that does not exist an InputError."""
 
 from __future__ import annotations
 
@@ -25,19 +20,14 @@ PULL_POLICIES = ("missing", "always", "never")
 
 
 def engine_client(timeout: float = 60.0) -> DockerClient:
-    """A Docker SDK client for the engine the environment names; ServiceError when it does not answer.
-
-    Order: ``DOCKER_HOST`` (with ``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH``), then ``DOCKER_CONTEXT`` or the
-    Docker CLI's current context, then the local socket. ``ssh://`` hosts go through the ``ssh`` client
-    when it is installed (as the Docker CLI does), else paramiko; the SDK needs paramiko either way.
-    """
+    """A Docker SDK client for the engine the environment names; ServiceError when it does not answer."""
     try:
         from docker.errors import DockerException
     except ImportError as exc:  # pragma: no cover - docker is a declared dependency
         raise ServiceError(f"the Docker SDK is not installed ({exc}); pip install docker") from exc
-    where = env("DOCKER_HOST") or "the local Docker engine"
+    docker_host = env("DOCKER_HOST")
+    where = docker_host or "the local Docker engine"
     try:
-        docker_host = env("DOCKER_HOST")
         if docker_host:
             client = _engine_client_class().from_env(timeout=int(timeout), use_ssh_client=_use_ssh_binary(docker_host))
         else:
@@ -46,9 +36,8 @@ def engine_client(timeout: float = 60.0) -> DockerClient:
                 client = _engine_client_class().from_env(timeout=int(timeout))
             else:
                 where = host
-                client = _engine_client_class()(
-                    base_url=host, tls=tls or False, timeout=int(timeout), use_ssh_client=_use_ssh_binary(host)
-                )
+                client = _engine_client_class()(base_url=host, tls=tls or False, timeout=int(timeout),
+                                                use_ssh_client=_use_ssh_binary(host))
         client.ping()
     except ServiceError:
         raise
@@ -64,13 +53,9 @@ def engine_client(timeout: float = 60.0) -> DockerClient:
 
 @lru_cache(maxsize=1)
 def _engine_client_class() -> type[DockerClient]:
-    """``docker.DockerClient`` whose requests trust the engine's CA (``DOCKER_CERT_PATH/ca.pem``).
-
-    requests lets ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` from the environment replace a session's
-    ``verify`` on every request, so with either set (common behind corporate proxies) the SDK would
-    check the engine's certificate against the public CAs and refuse it. Here a CA file set on the
-    session wins; proxies and everything else from the environment still apply.
-    """
+    """``docker.DockerClient`` that trusts the engine's CA even with ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE``
+    set (common behind corporate proxies): requests would otherwise replace the session's ``verify`` with
+    them."""
     import docker
 
     class EngineAPI(docker.APIClient):  # type: ignore[misc]
@@ -87,30 +72,21 @@ def _engine_client_class() -> type[DockerClient]:
 
 
 def _use_ssh_binary(host: str) -> bool:
-    """For ``ssh://``, use the ``ssh`` client when it is installed, as the Docker CLI does.
-
-    Then ``~/.ssh/config``, known_hosts, agents and ProxyJump behave exactly as for ``docker -H ssh://``.
-    Without it the SDK's paramiko transport is used. The SDK imports paramiko for ``ssh://`` either way.
-    """
+    """For ``ssh://``, the ``ssh`` client when installed, as the Docker CLI does (so ~/.ssh/config, agents and
+    ProxyJump behave as for ``docker -H``); else paramiko, which the SDK imports for ``ssh://`` either way."""
     if not host.startswith("ssh://"):
         return False
     try:
         import paramiko  # noqa: F401
     except ImportError:
-        raise ServiceError(
-            f"DOCKER_HOST={host} needs the paramiko package (the Docker SDK's ssh:// transport): "
-            "pip install 'envcheck-spark[ssh]'"
-        ) from None
+        raise ServiceError(f"DOCKER_HOST={host} needs the paramiko package (the Docker SDK's ssh:// "
+                           "transport): pip install 'envcheck-spark[ssh]'") from None
     return shutil.which("ssh") is not None
 
 
 def _context_endpoint() -> tuple[str | None, Any]:
-    """Host and TLS settings of ``DOCKER_CONTEXT`` or the CLI's current context (None: the default).
-
-    Read from the Docker CLI's own store (``$DOCKER_CONFIG`` or ``~/.docker``: ``config.json``
-    ``currentContext``, ``contexts/meta/<sha256 of name>/meta.json``, ``contexts/tls/<id>/docker/``),
-    because the SDK's reader ignores contexts when no ``config.json`` exists.
-    """
+    """Host and TLS settings of ``DOCKER_CONTEXT`` or the CLI's current context (None: the default), read from
+    the CLI's own store: the SDK's reader ignores contexts when no ``config.json`` exists."""
     config_dir = Path(env("DOCKER_CONFIG") or Path.home() / ".docker")
     name = env("DOCKER_CONTEXT")
     if not name:
@@ -135,25 +111,19 @@ def _context_endpoint() -> tuple[str | None, Any]:
     if not tls_dir.is_dir():
         return host, None
     from docker.tls import TLSConfig
-
     cert, key, ca = tls_dir / "cert.pem", tls_dir / "key.pem", tls_dir / "ca.pem"
-    return host, TLSConfig(
-        client_cert=(str(cert), str(key)) if cert.is_file() and key.is_file() else None,
-        ca_cert=str(ca) if ca.is_file() else None,
-        verify=not endpoint.get("SkipTLSVerify", False),
-    )
+    return host, TLSConfig(client_cert=(str(cert), str(key)) if cert.is_file() and key.is_file() else None,
+                           ca_cert=str(ca) if ca.is_file() else None,
+                           verify=not endpoint.get("SkipTLSVerify", False))
 
 
 def short_error(exc: BaseException) -> str:
-    """An exception's text on one line, at most 300 characters, for messages."""
     text = " ".join(str(exc).split())
     return text if len(text) <= 300 else text[:297] + "..."
 
 
 def ensure_image(client: DockerClient, image: str, pull: str) -> Any:
-    """The local image, pulled first when the policy asks; InputError when it cannot be had."""
     from docker.errors import APIError, ImageNotFound
-
     if pull not in PULL_POLICIES:
         raise UsageError(f"--pull must be one of {', '.join(PULL_POLICIES)}, not {pull!r}")
     if pull != "always":
@@ -175,12 +145,10 @@ def ensure_image(client: DockerClient, image: str, pull: str) -> Any:
         raise ServiceError(f"pulling {image} failed: {short_error(exc)}") from exc
 
 
-
 def engine_is_local(client: DockerClient) -> bool:
     """True for a unix socket (the SDK's base URL ``http+docker://localhost``)."""
     return str(getattr(client.api, "base_url", "")).startswith("http+docker://localhost")
 
 
 def engine_where() -> str:
-    """The engine address for messages: DOCKER_HOST, else the context or local socket the SDK chose."""
     return env("DOCKER_HOST") or "the current Docker context or local socket"

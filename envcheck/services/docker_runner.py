@@ -1,19 +1,6 @@
-"""Run a probe container on the Docker engine: hardened settings, the collector payload, bounded output.
-
-``run_probe`` starts an image with envcheck's pure-Python collector plus the pure-Python libraries it
-needs copied into a fresh volume (``put_archive`` before start: the image itself is never modified) and
-runs ``python3 -m envcheck.collect.probe`` with the image's own interpreter.
-
-The container is hardened by default: no network, read-only root filesystem with a small tmpfs at
-``/tmp``, every capability dropped, ``no-new-privileges``, memory and pids limits, a non-root user unless
-the image or ``--user`` says otherwise, and a wall-clock timeout after which it is killed. It is always
-removed (with its volume), also when the run fails, times out, or the envcheck process gets SIGINT or
-SIGTERM: the engine itself removes it when it exits (``AutoRemove``, as ``docker run --rm``), so a
-container stopped by an engine crash is removed when that engine restarts, and envcheck removes it too.
-Its output is read through an attach made before it starts (kept up to a bound: MAX_STDOUT, MAX_STDERR),
-its exit status from a wait registered before it starts. ``exported_filesystem`` streams a created,
-never started container's filesystem for the source's static look.
-"""
+"""Run envcheck's collector in a hardened probe container (copied into a fresh volume: the image is never
+modified), always removed afterwards, its output bounded; ``exported_filesystem`` streams a created, never
+started container's filesystem."""
 
 from __future__ import annotations
 
@@ -91,8 +78,6 @@ class ContainerOptions:
 
 @dataclass
 class ProbeRun:
-    """What one probe container did: its exit status, output and how it ended."""
-
     image: str
     container_name: str
     exit_code: int | None = None  # None: it never ran or was killed at the timeout
@@ -113,51 +98,27 @@ class ProbeRun:
         return self.exit_code == TOO_OLD_EXIT and self.python is not None
 
 
-
-# -------------------------------------------------------------------------------------------- payload
-
-
 def payload_folders() -> tuple[Path, ...]:
-    """The pure-Python packages the collector needs inside the image: envcheck and its readers' deps.
-
-    Python 3.10 images have no ``tomllib`` (envcheck's knowledge files are TOML): on Python 3.11+ the
-    standard library's pure-Python ``tomllib`` travels and is installed in the payload as ``tomli``, the
-    same code under the name envcheck imports on 3.10. (An installed tomli may be a compiled build for
-    this machine only, so it travels only when it is pure Python.)
-    """
+    """envcheck, packaging and a pure-Python TOML reader: Python 3.10 images have no ``tomllib``, so the
+    standard library's travels as ``tomli`` (an installed tomli travels only when it is not compiled)."""
     import packaging
 
     import envcheck
-
-    folders = [Path(envcheck.__file__).parent, Path(packaging.__file__).parent]
-    toml = _pure_toml_package()
-    if toml is not None:
-        folders.append(toml)
-    return tuple(folders)
-
-
-def _pure_toml_package() -> Path | None:
+    folders = (Path(envcheck.__file__).parent, Path(packaging.__file__).parent)
     with contextlib.suppress(ImportError):
         import tomllib
-
-        return Path(tomllib.__file__).parent
+        return (*folders, Path(tomllib.__file__).parent)
     with contextlib.suppress(ImportError):
         import tomli
-
-        folder = Path(tomli.__file__).parent
-        if not any(folder.glob("*.so")):
-            return folder
-    return None
+        if not any(Path(tomli.__file__).parent.glob("*.so")):
+            return (*folders, Path(tomli.__file__).parent)
+    return folders
 
 
 @lru_cache(maxsize=8)
 def payload_archive(folders: tuple[Path, ...], compress: bool = False) -> bytes:
-    """A tar of ``folders`` (source files only, no caches), root-owned and world-readable, read-only.
-
-    Only package folders travel, never ``*.dist-info``: the collector must not see envcheck's own copies
-    of packaging as distributions installed in the image. ``compress``: gzip it (the
-    engine unpacks gzip), worth it when the engine is remote (tcp://, ssh://), not on a local socket.
-    """
+    """A root-owned, read-only tar of ``folders`` (never ``*.dist-info``: the collector must not see
+    envcheck's packaging as installed in the image); gzip pays only for a remote engine."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for folder in folders:
@@ -181,22 +142,15 @@ def payload_archive(folders: tuple[Path, ...], compress: bool = False) -> bytes:
     return gzip.compress(data, compresslevel=6, mtime=0) if compress else data
 
 
-
-# ------------------------------------------------------------------------------------------------ run
-
-
 @contextlib.contextmanager
 def signals_raise() -> Iterator[None]:
-    """SIGTERM raises SystemExit(143) while a container exists, so ``finally`` blocks still remove it.
-
-    SIGINT already raises KeyboardInterrupt. Only the main thread can install handlers; elsewhere this
-    does nothing (the caller's own handling applies).
-    """
+    """SIGTERM raises SystemExit(143) while a container exists, so ``finally`` blocks still remove it
+    (main thread only: only it can install handlers)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def terminate(signum: int, frame: object) -> None:
+    def terminate(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, terminate)
@@ -208,7 +162,6 @@ def signals_raise() -> Iterator[None]:
 
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM while removing a container; a signal that arrives meanwhile is delivered after."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -230,14 +183,10 @@ def _choose_user(image_obj: Any, requested: str | None) -> str:
 
 
 def device_requests(gpus: str | None) -> list[Any]:
-    """``--gpus`` as the CLI understands it: all, a count, or comma-separated device ids."""
     if not gpus:
         return []
     from docker.types import DeviceRequest
-
-    value = gpus.strip()
-    if value.startswith("device="):
-        value = value[len("device="):]
+    value = gpus.strip().removeprefix("device=")
     if value == "all":
         return [DeviceRequest(count=-1, capabilities=[["gpu"]])]
     if value.isdigit():
@@ -250,43 +199,25 @@ def device_requests(gpus: str | None) -> list[Any]:
 
 def _container_settings(image: str, name: str, user: str, options: ContainerOptions) -> dict[str, Any]:
     from docker.types import LogConfig
-
-    environment = {
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "HOME": "/tmp",
-        "ENVCHECK_IN_CONTAINER": "1",
-        "ENVCHECK_GPUS": options.gpus or "",
-    }
-    environment.update(dict(options.environment))
+    environment = {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp", "ENVCHECK_IN_CONTAINER": "1",
+                   "ENVCHECK_GPUS": options.gpus or "", **dict(options.environment)}
     if not options.gpus:
         # NGC images set NVIDIA_VISIBLE_DEVICES=all; with the nvidia runtime as the engine's default
         # that alone would hand the container every GPU. No --gpus means no GPU.
         environment["NVIDIA_VISIBLE_DEVICES"] = "void"
     alarm = max(1, int(options.timeout) + 5)
     return {
-        "image": image,
-        "name": name,
+        "image": image, "name": name, "user": user, "working_dir": "/tmp", "environment": environment,
         "auto_remove": True,  # the engine removes it on exit, also after a restart that found it stopped
         "entrypoint": ["python3"],
         "command": ["-c", BOOTSTRAP, str(alarm), options.probe_module, *collector_args(options)],
-        "user": user,
-        "working_dir": "/tmp",
-        "environment": environment,
-        "network_mode": "none",
-        "read_only": True,
+        "network_mode": "none", "read_only": True, "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"],
         "tmpfs": {"/tmp": f"rw,nosuid,nodev,noexec,size={options.tmpfs_size}"},
         "volumes": [PAYLOAD_DIR],  # an anonymous volume: fresh, removed with the container
-        "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges"],
-        "mem_limit": options.memory,
-        "memswap_limit": options.memory,
-        "pids_limit": options.pids,
-        "ipc_mode": "private",
+        "mem_limit": options.memory, "memswap_limit": options.memory, "pids_limit": options.pids,
+        "ipc_mode": "private", "labels": probe_labels(), "device_requests": device_requests(options.gpus),
         "log_config": LogConfig(type="json-file", config={"max-size": "8m", "max-file": "1"}),
-        "labels": probe_labels(),
-        "device_requests": device_requests(options.gpus),
-        "stdin_open": False,
-        "tty": False,
+        "stdin_open": False, "tty": False,
     }
 
 
@@ -305,13 +236,9 @@ _NO_EXECUTABLE = re.compile(r"executable file not found|no such file or director
 
 def run_probe(client: DockerClient, image: str, options: ContainerOptions | None = None,
               image_obj: Any = None) -> ProbeRun:
-    """Start the probe container for ``image``, wait for it (at most ``options.timeout``) and remove it.
-
-    Never leaves a container behind: removal runs in ``finally`` with SIGINT/SIGTERM held, and the
-    container is created under a known name so that even an interrupted ``create`` call is cleaned up.
-    """
+    """Run the probe container for ``image`` (at most ``options.timeout``) and remove it: in ``finally``, with
+    signals held, by a known name so that even an interrupted ``create`` is cleaned up."""
     from docker.errors import APIError, DockerException, NotFound
-
     options = options or ContainerOptions()
     if image_obj is None:
         image_obj = client.images.get(image)
@@ -363,15 +290,14 @@ def run_probe(client: DockerClient, image: str, options: ContainerOptions | None
                     return run
                 run.exit_code = int(status.get("StatusCode", -1))
                 output.finish(timeout=10.0)
-                run.stdout, stderr = output.stdout(), output.stderr()
-                run.stderr = stderr.decode("utf-8", "replace")
-                run.facts["killed"] = run.exit_code == 137
-                run.facts["memory"] = options.memory
-                run.facts["stdout_truncated"] = output.truncated
+                run.stdout, run.stderr = output.stdout(), output.stderr().decode("utf-8", "replace")
+                run.facts.update(killed=run.exit_code == 137, memory=options.memory,
+                                 stdout_truncated=output.truncated)
             except APIError as exc:
                 raise ServiceError(f"the Docker engine failed while running {image}: {short_error(exc)}") from exc
             except (DockerException, OSError) as exc:
-                raise ServiceError(f"the Docker engine ({engine_where()}) failed while running {image}: {short_error(exc)}") from exc
+                raise ServiceError(f"the Docker engine ({engine_where()}) failed while running {image}: "
+                                   f"{short_error(exc)}") from exc
     finally:
         with signals_held():
             remove_container(client, container, name, NotFound)
@@ -381,12 +307,8 @@ def run_probe(client: DockerClient, image: str, options: ContainerOptions | None
 
 
 class _ExitWaiter:
-    """The engine's answer to "wait until it is removed", asked before the container starts.
-
-    The engine registers the wait, then sends the response headers at once (``stream=True`` returns on
-    them) and the body, with the exit status, once the container is gone. Reading the body is bounded
-    by ``timeout`` seconds of silence (requests' read timeout).
-    """
+    """The engine's answer to "wait until it is removed", asked before the container starts: headers at once,
+    the body (the exit status) once it is gone, read within ``timeout`` seconds of silence."""
 
     def __init__(self, client: DockerClient, container_id: str, timeout: float) -> None:
         api = client.api
@@ -411,13 +333,9 @@ class _ExitWaiter:
 
 
 class _Output:
-    """The container's stdout and stderr, read by a thread from an attach socket, within bounds.
-
-    The socket carries the engine's multiplexed stream (8-byte frame headers: stream id, size) and is
-    read with plain blocking reads: the SDK's reader polls the file descriptor, which misses data that
-    TLS has already decrypted and buffered, so over ``tcp://`` with TLS it stalls. Stdout beyond
-    MAX_STDOUT is dropped (``truncated``); of stderr the last MAX_STDERR bytes are kept.
-    """
+    """The container's multiplexed stdout/stderr, read by a thread with plain blocking reads (the SDK's reader
+    polls the descriptor and stalls on data TLS has already buffered); stdout past MAX_STDOUT is dropped
+    (``truncated``), of stderr the last MAX_STDERR bytes are kept."""
 
     def __init__(self, sock: Any) -> None:
         self._sock = sock
@@ -461,7 +379,6 @@ class _Output:
                 del self._err[:-MAX_STDERR]
 
     def finish(self, timeout: float) -> None:
-        """Wait for the stream to end (the container is gone), at most ``timeout`` seconds."""
         self._thread.join(timeout)
         self.close()
 
@@ -483,14 +400,11 @@ class _Output:
 def _is_timeout(exc: Exception) -> bool:
     """A read timeout of ``wait``: requests raises ReadTimeout, or ConnectionError on a unix socket."""
     import requests
-
-    if isinstance(exc, requests.exceptions.ReadTimeout):
-        return True
-    return isinstance(exc, requests.exceptions.ConnectionError) and "timed out" in str(exc).lower()
+    return isinstance(exc, requests.exceptions.ReadTimeout) or (
+        isinstance(exc, requests.exceptions.ConnectionError) and "timed out" in str(exc).lower())
 
 
 def remove_container(client: DockerClient, container: Container | None, name: str, not_found: type[Exception]) -> None:
-    """Remove the probe container and its volume, by object or, if create was interrupted, by name."""
     for _ in range(3):
         try:
             target = container if container is not None else client.containers.get(name)
@@ -503,33 +417,26 @@ def remove_container(client: DockerClient, container: Container | None, name: st
 
 
 def _read_python_tag(run: ProbeRun) -> None:
-    for line in run.stderr.splitlines():
-        if line.startswith(PYTHON_TAG):
-            parts = line[len(PYTHON_TAG):].split(None, 1)
-            if parts:
-                run.python = parts[0]
-            if len(parts) > 1:
-                run.python_path = parts[1].strip()
-            break
+    tag = next((line for line in run.stderr.splitlines() if line.startswith(PYTHON_TAG)), PYTHON_TAG)
+    parts = tag[len(PYTHON_TAG):].split(None, 1)
+    if parts:
+        run.python = parts[0]
+    if len(parts) > 1:
+        run.python_path = parts[1].strip()
 
 
 def probe_labels() -> dict[str, str]:
-    """Labels that say which envcheck process, on which machine, owns a probe container."""
     return {LABEL: "1", f"{LABEL}.pid": str(os.getpid()), f"{LABEL}.host": socket.gethostname()}
 
 
 def sweep_orphans(client: DockerClient) -> list[str]:
-    """Remove probe containers whose envcheck process on this machine is gone (SIGKILL, power loss).
-
-    Only containers labelled with this machine's host name and a process id that no longer exists are
-    touched; containers of other machines sharing the engine, and of live processes, are left alone.
-    """
+    """Remove probe containers whose envcheck process on this machine is gone (SIGKILL, power loss); those of
+    other machines sharing the engine, and of live processes, stay."""
     from docker.errors import DockerException
-
     removed: list[str] = []
     try:
-        found = client.containers.list(
-            all=True, filters={"label": [LABEL, f"{LABEL}.host={socket.gethostname()}"]})
+        here = f"{LABEL}.host={socket.gethostname()}"
+        found = client.containers.list(all=True, filters={"label": [LABEL, here]})
     except DockerException:
         return removed
     for container in found:
@@ -537,49 +444,36 @@ def sweep_orphans(client: DockerClient) -> list[str]:
             pid = int((container.labels or {}).get(f"{LABEL}.pid", ""))
         except ValueError:
             continue
-        if pid == os.getpid() or _process_alive(pid):
+        if pid == os.getpid():
             continue
-        with contextlib.suppress(DockerException):
-            container.remove(force=True, v=True)
-            removed.append(str(container.name))
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:  # its process is gone
+            with contextlib.suppress(DockerException):
+                container.remove(force=True, v=True)
+                removed.append(str(container.name))
+        except PermissionError:  # alive, another user's
+            pass
     return removed
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def leftover_containers(client: DockerClient) -> list[str]:
-    """Names of probe containers this process started that still exist (for tests and diagnostics)."""
-    # One call, no per-container inspect: a container the engine removes meanwhile (AutoRemove) is simply absent.
     found = client.api.containers(all=True, filters={"label": f"{LABEL}.pid={os.getpid()}"})
     return [str(c["Names"][0]).lstrip("/") for c in found if c.get("Names")]
 
 
-
 @contextlib.contextmanager
 def exported_filesystem(client: DockerClient, image: str) -> Iterator[io.RawIOBase]:
-    """The filesystem of a created, never started container of ``image``, as a tar stream.
-
-    The container has no network and an entrypoint that does not exist; it is removed afterwards (with
-    SIGINT/SIGTERM held), also when reading fails. Engine failures are ServiceErrors.
-    """
+    """The filesystem of a created, never started container of ``image`` (no network, an entrypoint that does
+    not exist), as a tar stream; the container is removed afterwards."""
     from docker.errors import DockerException, NotFound
-
     name = f"envcheck-export-{os.getpid()}-{secrets.token_hex(4)}"
     container: Container | None = None
     try:
         with signals_raise():
             try:
-                container = client.containers.create(
-                    image, name=name, entrypoint=["/nonexistent"], network_mode="none", labels=probe_labels(),
-                )
+                container = client.containers.create(image, name=name, entrypoint=["/nonexistent"],
+                                                     network_mode="none", labels=probe_labels())
                 yield ChunkReader(container.export(chunk_size=1 << 20))
             except DockerException as exc:
                 raise ServiceError(short_error(exc)) from exc

@@ -1,10 +1,6 @@
-"""The GitHub service: the newest open issues of the DGX Spark playbooks repository (G8, ``preflight --online``).
-
-The public REST API, no token. Bounds: ``timeout`` seconds per read (the caller also stops waiting
-after its own deadline), an answer of at most MAX_ANSWER_BYTES, asked for and read uncompressed (an
-answer in another Content-Encoding is refused, so nothing inflates in memory). Failures are data
-(``status: error``), never exceptions: G8 is advice, not a reason to stop the other checks.
-"""
+"""The newest open issues of the DGX Spark playbooks repository (G8, ``preflight --online``), public API, no
+token. The answer is bounded and read uncompressed (nothing inflates in memory); failures are data, never
+exceptions."""
 
 from __future__ import annotations
 
@@ -20,9 +16,7 @@ MAX_ANSWER_BYTES = 4 << 20  # a page of issues is tens of KiB
 
 
 def fetch_playbook_issues(limit: int = 5, timeout: float = 5.0) -> dict[str, Any]:
-    """Newest open issues of the DGX Spark playbooks repository (public API, no token)."""
     import requests
-
     api = (env(GITHUB_API_ENV) or "https://api.github.com").rstrip("/")
     url = f"{api}/repos/{PLAYBOOKS_REPO}/issues"
 
@@ -30,11 +24,10 @@ def fetch_playbook_issues(limit: int = 5, timeout: float = 5.0) -> dict[str, Any
         return {"status": "error", "api": url, "url": PLAYBOOKS_URL, "error": text}
 
     try:
-        response = requests.get(
-            url, params={"state": "open", "sort": "created", "direction": "desc", "per_page": str(limit * 2)},
-            headers={"Accept": "application/vnd.github+json", "User-Agent": "envcheck", "Accept-Encoding": "identity"},
-            timeout=timeout, stream=True,
-        )
+        response = requests.get(url, params={"state": "open", "sort": "created", "direction": "desc",
+                                             "per_page": str(limit * 2)},
+                                headers={"Accept": "application/vnd.github+json", "User-Agent": "envcheck",
+                                         "Accept-Encoding": "identity"}, timeout=timeout, stream=True)
     except requests.RequestException as exc:
         return error(f"cannot reach {url}: {type(exc).__name__}")
     with response:
@@ -55,9 +48,7 @@ def fetch_playbook_issues(limit: int = 5, timeout: float = 5.0) -> dict[str, Any
         return error(f"{url} did not answer JSON")
     if not isinstance(items, list):
         return error(f"{url} answered an unexpected document")
-    issues = [
-        {"number": item.get("number"), "title": str(item.get("title", "")).strip(), "created_at": item.get("created_at"),
-         "url": item.get("html_url")}
-        for item in items if isinstance(item, dict) and "pull_request" not in item
-    ][:limit]
+    issues = [{"number": item.get("number"), "title": str(item.get("title", "")).strip(),
+               "created_at": item.get("created_at"), "url": item.get("html_url")}
+              for item in items if isinstance(item, dict) and "pull_request" not in item][:limit]
     return {"status": "ok", "api": url, "url": PLAYBOOKS_URL, "issues": issues}

@@ -1,12 +1,7 @@
-"""One overall deadline per HTTP request, its body included: the registry and package-index clients share it.
-
-A per-read timeout alone lets a server that sends a byte every few seconds (slow-loris) hold envcheck for ever.
-While a :class:`Deadline` is current in a thread, every connection a request sends on through a
-:func:`watching_adapter` session registers with it; when the deadline passes, their sockets are shut down, so a
-blocked ``recv`` returns at once wherever the request was (headers dripped a byte at a time, a body streamed
-later) and the caller sees ``fired``. A connection that went back to the pool and was taken by a later request
-carries a newer use number, and an older deadline leaves it alone.
-"""
+"""One overall deadline per HTTP request, body included: a per-read timeout alone lets a server that drips a
+byte every few seconds hold envcheck for ever. When a :class:`Deadline` passes, the sockets of the connections
+that sent under it are shut down, so a blocked ``recv`` returns at once; a connection reused by a later
+request (a newer use number) is left alone."""
 
 from __future__ import annotations
 
@@ -25,10 +20,8 @@ _CURRENT = threading.local()  # the Deadline of the request this thread is sendi
 
 
 class Deadline:
-    """Shuts down the sockets of the connections registered with it ``seconds`` from now, unless cancelled.
-
-    ``budget``: the whole deadline, for messages, when ``seconds`` is what is left of it.
-    """
+    """Shuts down the sockets of the connections registered with it ``seconds`` from now, unless cancelled
+    (``budget``: the whole deadline, for messages, when ``seconds`` is what is left of it)."""
 
     def __init__(self, seconds: float, budget: float | None = None) -> None:
         self.seconds = budget if budget is not None else seconds
@@ -41,7 +34,6 @@ class Deadline:
 
     @contextlib.contextmanager
     def current(self) -> Iterator[Deadline]:
-        """Connections that send a request in this block, in this thread, register with this deadline."""
         _CURRENT.deadline = self
         try:
             yield self

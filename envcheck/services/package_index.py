@@ -1,19 +1,7 @@
-"""A small package-index client: the simple API, per-file metadata and HTTP range reads of wheels.
-
-What it speaks: the simple repository API as JSON (PEP 691) or HTML (PEP 503), with each file's separate
-core metadata where the index offers it (PEP 658/714: ``<file URL>.metadata``); ``Range`` requests, so a
-wheel's zip directory and the headers of its ELF members are read without downloading the wheel
-(:class:`RemoteFile`, a seekable file object that ``zipfile`` reads directly).
-
-Bounds, in one place: every request has a per-read timeout and an overall deadline (:mod:`envcheck.services.http_deadline`
-shuts the socket down when it passes, so a server that drips bytes cannot hold envcheck); answers are size-limited;
-a server that ignores ``Range`` is read whole only up to :data:`MAX_FALLBACK_BYTES`. Credentials: URLs may
-carry ``user:password@`` and requests reads ``~/.netrc``; neither ever reaches a message, a finding or the
-JSON inventory: everything shown goes through :func:`redact`.
-
-Every failure to reach the index is a :class:`ServiceError` (exit code 3); an answer that is wrong (a 404,
-a hash that does not match) is a :class:`FileProblem`, which the caller records as data.
-"""
+"""A package-index client: the simple API (PEP 691 JSON, PEP 503 HTML), PEP 658 metadata and HTTP range reads
+of wheels (:class:`RemoteFile`), each request under a deadline and a size limit, every URL shown through
+:func:`redact`. Failing to reach the index is a ServiceError; a wrong answer (404, bad hash) a
+:class:`FileProblem`, kept as data."""
 
 from __future__ import annotations
 
@@ -52,8 +40,6 @@ MAX_READ_BYTES = 256 << 20  # one read of a remote file (a zip central directory
 
 
 class FileProblem(Exception):
-    """The index answered, but not with what was asked (404, wrong hash, a refused range): data, not a crash."""
-
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
@@ -63,16 +49,14 @@ _RUN_STARTED: list[float] = []  # when this process first asked an index or star
 
 
 def run_left(total: float | None = None) -> float:
-    """Seconds left of the run's deadline for index reads and resolver runs (``ENVCHECK_RESOLVE_TIMEOUT``, or
-    ``total``), counted from the first request or resolver run of this process: many slow hosts or RUN lines never
-    add up past it."""
+    """Seconds left of the run's deadline for index reads and resolver runs, counted from this process's
+    first: many slow hosts or RUN lines never add up past it."""
     if not _RUN_STARTED:
         _RUN_STARTED.append(time.monotonic())
-    return (total or _env_float("ENVCHECK_RESOLVE_TIMEOUT", DEFAULT_RUN_DEADLINE)) - (time.monotonic() - _RUN_STARTED[0])
+    return (total or run_seconds()) - (time.monotonic() - _RUN_STARTED[0])
 
 
 def host_of(url: str) -> str:
-    """``scheme://host:port`` of ``url``, without credentials (the unit a slow host is remembered by)."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -82,7 +66,7 @@ def host_of(url: str) -> str:
 
 
 def redact(url: str) -> str:
-    """``url`` without credentials: userinfo becomes ``***`` and query values named like secrets are hidden."""
+    """``url`` with its userinfo and query values named like secrets as ``***``."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -90,22 +74,19 @@ def redact(url: str) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         netloc = "***@" + netloc.rsplit("@", 1)[1]
-    query = parts.query
-    if query:
-        kept = []
-        for item in query.split("&"):
-            key = item.split("=", 1)[0].lower()
-            secret = any(w in key for w in ("token", "key", "secret", "password", "sig", "auth", "credential"))
-            kept.append(f"{item.split('=', 1)[0]}=***" if secret else item)
-        query = "&".join(kept)
+
+    def hidden(item: str) -> str:
+        key = item.split("=", 1)[0]
+        secret = ("token", "key", "secret", "password", "sig", "auth", "credential")
+        return f"{key}=***" if any(w in key.lower() for w in secret) else item
+
+    query = "&".join(map(hidden, parts.query.split("&"))) if parts.query else ""
     text = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
 @dataclass(frozen=True)
 class IndexFile:
-    """One file a project page lists."""
-
     filename: str
     url: str
     sha256: str | None = None
@@ -113,24 +94,18 @@ class IndexFile:
     metadata: bool = False  # PEP 658/714: `<url>.metadata` is offered
     metadata_sha256: str | None = None
     yanked: bool = False
-    requires_python: str | None = None
 
 
 @dataclass
 class Traffic:
-    """What this client sent and received (reported in the inventory and measured by the benchmark)."""
-
     requests: int = 0
     bytes: int = 0
 
 
 @dataclass
 class IndexClient:
-    """Requests to package indexes and file hosts, with deadlines, size limits and redacted errors."""
-
     deadline: float = field(default_factory=lambda: _env_float("ENVCHECK_HTTP_TIMEOUT", DEFAULT_DEADLINE))
     traffic: Traffic = field(default_factory=Traffic)
-    session: requests.Session | None = None
     run_deadline: float | None = None  # seconds for all of this process's reads (None: ENVCHECK_RESOLVE_TIMEOUT or 300)
 
     def __post_init__(self) -> None:
@@ -145,11 +120,9 @@ class IndexClient:
         self._first_asks: dict[str, threading.Lock] = {}
 
     def use_credentials_of(self, index_url: str) -> None:
-        """Send the user name and password of ``index_url`` (``https://user:pw@host/...``) with every request to
-        the same scheme, host and port that carries none of its own, as pip does: a resolver's lock drops them, so
-        the files it names would otherwise answer 401. They are kept in memory only, and never shown."""
+        """Send ``index_url``'s user and password with every credential-less request to its origin, as pip
+        does (a resolver's lock drops them: its files would answer 401); kept in memory only, never shown."""
         from urllib.parse import unquote
-
         try:
             parts = urlsplit(index_url.strip())
         except ValueError:
@@ -167,14 +140,11 @@ class IndexClient:
         return self._credentials.get(host_of(url))
 
     def _session(self) -> requests.Session:
-        if self.session is not None:
-            return self.session
         session: requests.Session | None = getattr(self._local, "session", None)
         if session is None:
             import requests
 
             from envcheck.services.http_deadline import WatchingAdapter
-
             session = requests.Session()
             session.headers["User-Agent"] = USER_AGENT
             adapter = WatchingAdapter()
@@ -185,7 +155,6 @@ class IndexClient:
 
     @contextlib.contextmanager
     def _first_ask(self, host: str) -> Iterator[None]:
-        """Until ``host`` has answered one request in time, only one thread asks it (the others wait for that answer)."""
         if host in self._answered:
             yield
             return
@@ -201,8 +170,6 @@ class IndexClient:
 
     @contextlib.contextmanager
     def _get(self, url: str, headers: dict[str, str] | None = None) -> Iterator[requests.Response]:
-        """A streamed GET under one deadline for connecting, the headers and the body; failures and timeouts are
-        ServiceErrors naming the redacted URL. A host that let a deadline pass is not asked again in this run."""
         host = host_of(url)
         with self._first_ask(host):
             try:
@@ -218,13 +185,12 @@ class IndexClient:
         import requests
 
         from envcheck.services.http_deadline import Deadline
-
         shown = redact(url)
         if host in self.slow_hosts:
             raise ServiceError(f"{shown}: not asked: {redact(host)} did not answer within {self.deadline:g} s earlier in this run")
         left = run_left(self.run_deadline)
         if left <= 0:
-            raise ServiceError(f"{shown}: not asked: the run's {_env_float('ENVCHECK_RESOLVE_TIMEOUT', DEFAULT_RUN_DEADLINE):g} s "
+            raise ServiceError(f"{shown}: not asked: the run's {run_seconds():g} s "
                                "for index reads passed (ENVCHECK_RESOLVE_TIMEOUT)")
         deadline = min(self.deadline, left)
         watch = Deadline(deadline)
@@ -238,10 +204,9 @@ class IndexClient:
                     self.slow_hosts.add(host)
                     raise ServiceError(f"{shown}: no answer {self._within(deadline)} ({type(exc).__name__}); "
                                        "check the index URL and the network") from None
-                if isinstance(exc, (requests.exceptions.ConnectionError, OSError)):
-                    raise ServiceError(f"{shown}: cannot connect ({_reason(exc)}); check the index URL, the proxy settings "
-                                       "and the network") from None
-                raise ServiceError(f"{shown}: request failed: {type(exc).__name__}") from None
+                # every requests error is an OSError
+                raise ServiceError(f"{shown}: cannot connect ({_reason(exc)}); check the index URL, the "
+                                   "proxy settings and the network") from None
             self._count(0, 1)
             resp.envcheck_deadline = watch  # type: ignore[attr-defined]
             try:
@@ -258,13 +223,12 @@ class IndexClient:
 
     def _within(self, deadline: float) -> str:
         if deadline < self.deadline:
-            return (f"before the run's deadline for index reads passed (ENVCHECK_RESOLVE_TIMEOUT="
-                    f"{_env_float('ENVCHECK_RESOLVE_TIMEOUT', DEFAULT_RUN_DEADLINE):g} s)")
+            return ("before the run's deadline for index reads passed "
+                    f"(ENVCHECK_RESOLVE_TIMEOUT={run_seconds():g} s)")
         return f"within {self.deadline:g} s (ENVCHECK_HTTP_TIMEOUT)"
 
     def _body(self, resp: requests.Response, url: str, limit: int) -> bytes:
         import requests
-
         declared = resp.headers.get("Content-Length")
         if declared and declared.isdigit() and int(declared) > limit:
             raise FileProblem(f"{redact(url)}: the answer is {int(declared)} bytes, more than the {limit} envcheck reads")
@@ -286,15 +250,12 @@ class IndexClient:
         return bytes(out)
 
     def fetch(self, url: str, limit: int, headers: dict[str, str] | None = None) -> tuple[bytes, str]:
-        """The whole body of ``url`` (at most ``limit`` bytes) and its content type; 4xx is a FileProblem."""
         with self._get(url, headers) as resp:
             _check_status(resp.status_code, url)
             return self._body(resp, url, limit), resp.headers.get("Content-Type", "")
 
     def project_files(self, index_url: str, project: str) -> list[IndexFile]:
-        """The files of ``project`` on a simple-API index (JSON preferred, HTML understood)."""
         from envcheck.inspect.wheel_tags import canonical
-
         url = index_url.rstrip("/") + "/" + canonical(project) + "/"
         body, ctype = self.fetch(url, MAX_PAGE_BYTES, {"Accept": ACCEPT_SIMPLE})
         if ctype.split(";")[0].strip() == JSON_TYPE or body.lstrip()[:1] == b"{":
@@ -302,7 +263,6 @@ class IndexClient:
         return parse_html_page(body.decode("utf-8", "replace"), url)
 
     def metadata(self, file_url: str, sha256: str | None = None) -> bytes | None:
-        """The file's core metadata from ``<url>.metadata`` (PEP 658); None when the index does not offer it."""
         try:
             body, _ = self.fetch(_without_fragment(file_url) + ".metadata", MAX_METADATA_BYTES)
         except FileProblem:
@@ -312,11 +272,8 @@ class IndexClient:
         return body
 
     def read_range(self, url: str, start: int, end: int) -> tuple[bytes, int | None, bool]:
-        """Bytes ``start..end`` (inclusive) of ``url``: (data, total size if told, whether Range was honoured).
-
-        A server that ignores Range answers 200 with the whole file: then the first ``end + 1`` bytes are
-        read (bounded by :data:`MAX_FALLBACK_BYTES`) and the caller is told, so it can switch to a download.
-        """
+        """Bytes ``start..end`` (inclusive) of ``url``, the total size if told, and whether Range was honoured
+        (if not, the whole file up to MAX_FALLBACK_BYTES)."""
         with self._get(url, {"Range": f"bytes={start}-{end}", "Accept-Encoding": "identity"}) as resp:
             if resp.status_code == 416:
                 raise FileProblem(f"{redact(url)}: the server refused the byte range {start}-{end} (416)")
@@ -347,6 +304,10 @@ def _env_float(name: str, default: float) -> float:
     return value if value > 0 else default
 
 
+def run_seconds() -> float:
+    return _env_float("ENVCHECK_RESOLVE_TIMEOUT", DEFAULT_RUN_DEADLINE)
+
+
 def _reason(exc: BaseException) -> str:
     text = str(exc)
     for word in ("Connection refused", "Name or service not known", "Temporary failure in name resolution", "timed out",
@@ -365,15 +326,7 @@ def _without_fragment(url: str) -> str:
     return url.split("#", 1)[0]
 
 
-def _hash_fragment(url: str) -> str | None:
-    frag = url.partition("#")[2]
-    if frag.startswith("sha256="):
-        return frag[len("sha256="):].lower()
-    return None
-
-
 def parse_json_page(body: bytes, page_url: str) -> list[IndexFile]:
-    """Files from a PEP 691 JSON project page."""
     try:
         data = json.loads(body)
     except ValueError as exc:
@@ -394,9 +347,7 @@ def parse_json_page(body: bytes, page_url: str) -> list[IndexFile]:
             sha256=str(hashes.get("sha256")).lower() if hashes.get("sha256") else None,
             size=size if isinstance(size, int) else None,
             metadata=bool(meta), metadata_sha256=str(meta_hash) if meta_hash else None,
-            yanked=bool(item.get("yanked")),
-            requires_python=item.get("requires-python") if isinstance(item.get("requires-python"), str) else None,
-        ))
+            yanked=bool(item.get("yanked"))))
     return out
 
 
@@ -423,7 +374,6 @@ class _Anchors(html.parser.HTMLParser):
 
 
 def parse_html_page(text: str, page_url: str) -> list[IndexFile]:
-    """Files from a PEP 503 HTML project page (with PEP 592 yanks and PEP 658/714 metadata attributes)."""
     parser = _Anchors()
     parser.feed(text)
     out = []
@@ -434,23 +384,20 @@ def parse_html_page(text: str, page_url: str) -> list[IndexFile]:
         url = urljoin(page_url, href)
         filename = label or url.split("#")[0].rsplit("/", 1)[-1]
         meta = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata"))
+        fragment = url.partition("#")[2]
         out.append(IndexFile(
-            filename=filename, url=_without_fragment(url), sha256=_hash_fragment(url),
+            filename=filename, url=_without_fragment(url),
+            sha256=fragment[len("sha256="):].lower() if fragment.startswith("sha256=") else None,
             metadata=meta is not None and meta != "false",
             metadata_sha256=meta[len("sha256="):] if meta and meta.startswith("sha256=") else None,
-            yanked="data-yanked" in attrs, requires_python=attrs.get("data-requires-python"),
-        ))
+            yanked="data-yanked" in attrs))
     return out
 
 
 class RemoteFile(io.RawIOBase):
-    """A remote file read through HTTP range requests: seekable, so ``zipfile.ZipFile`` can open it.
-
-    Reads are served from blocks of :data:`BLOCK` bytes kept in a bounded LRU; sequential reads double the
-    read-ahead up to :data:`MAX_READAHEAD` (a member streamed from its start costs few requests). When the
-    server ignores Range, the first answer (bounded by :data:`MAX_FALLBACK_BYTES`) holds the whole file and
-    every later read is served from it.
-    """
+    """A remote file read by HTTP ranges for ``zipfile``: blocks in a bounded LRU, sequential reads doubling
+    the read-ahead up to MAX_READAHEAD; from a server that ignores Range, the first answer holds the whole
+    file."""
 
     def __init__(self, client: IndexClient, url: str, size: int | None = None) -> None:
         super().__init__()
@@ -488,8 +435,8 @@ class RemoteFile(io.RawIOBase):
             self._blocks.popitem(last=False)
 
     def prefetch(self, start: int, end: int) -> None:
-        """Bytes ``start`` to ``end`` (exclusive) into the block cache in one request, unless all are there: the
-        caller coalesces adjacent zip members into one span (at most :data:`MAX_READAHEAD` bytes)."""
+        """Bytes ``start`` to ``end`` (exclusive) into the block cache in one request, unless all are
+        there."""
         end = min(self.size, end, start + MAX_READAHEAD)
         if self._whole is not None or end <= start:
             return
@@ -499,14 +446,12 @@ class RemoteFile(io.RawIOBase):
         self._fetch(first * BLOCK, min(self.size, (last + 1) * BLOCK) - 1)
 
     def _fetch(self, lo: int, hi: int) -> None:
-        """Bytes ``lo`` to ``hi`` (inclusive) into the block cache (or the whole file, from a server that ignores Range)."""
         data, total, ranged = self.client.read_range(self.url, lo, hi)
         if ranged and len(data) != hi - lo + 1:
             raise FileProblem(f"{redact(self.url)}: asked for bytes {lo}-{hi}, got {len(data)} bytes")
         self._take(lo, data, total, ranged)
 
     def downloaded_sha256(self) -> str | None:
-        """The sha256 of the whole file when the server ignored Range and it was downloaded; None otherwise."""
         return hashlib.sha256(self._whole).hexdigest() if self._whole is not None else None
 
     def readable(self) -> bool:
@@ -519,13 +464,8 @@ class RemoteFile(io.RawIOBase):
         return self.pos
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        if whence == io.SEEK_SET:
-            self.pos = offset
-        elif whence == io.SEEK_CUR:
-            self.pos += offset
-        else:
-            self.pos = self.size + offset
-        self.pos = max(0, self.pos)
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos}.get(whence, self.size)
+        self.pos = max(0, base + offset)
         return self.pos
 
     def read(self, size: int | None = -1) -> bytes:
@@ -541,7 +481,6 @@ class RemoteFile(io.RawIOBase):
         return len(data)
 
     def read_at(self, offset: int, size: int) -> bytes:
-        """``size`` bytes at ``offset`` (fewer at the end of the file)."""
         end = min(self.size, offset + size)
         if end <= offset:
             return b""

@@ -1,12 +1,6 @@
-"""One command on a remote machine over SSH (paramiko, the transport the Docker SDK uses for ``ssh://``).
-
-``ssh://[USER@]HOST[:PORT]`` names the machine; ``~/.ssh/config`` is read for its ``HostName``, ``User``,
-``Port`` and ``IdentityFile`` as ssh reads them. Authentication is the SSH agent and the usual key files
-(never a password: envcheck never takes one as an argument). The host key must already be known
-(``~/.ssh/known_hosts``, as after one ``ssh HOST``): an unknown or changed key is refused, never accepted
-silently. Bounds: a connect timeout, an overall deadline for the command, and a size limit on what it
-prints. Every failure to reach the machine or run the command is a :class:`ServiceError` (exit code 3).
-"""
+"""One command on a remote machine over SSH (paramiko), with ``~/.ssh/config``, the agent and key files (never
+a password). The host key must already be in known_hosts: an unknown or changed key is refused, never accepted
+silently. Bounded by a connect timeout, a deadline and an output limit; every failure is a ServiceError."""
 
 from __future__ import annotations
 
@@ -26,8 +20,6 @@ _SPEC = re.compile(r"ssh://(?:(?P<user>[A-Za-z0-9._-]{1,64})@)?(?P<host>[A-Za-z0
 
 @dataclass(frozen=True)
 class SshHost:
-    """A machine named ``ssh://[USER@]HOST[:PORT]``."""
-
     host: str
     user: str | None = None
     port: int | None = None
@@ -37,7 +29,6 @@ class SshHost:
 
 
 def parse_ssh(text: str) -> SshHost:
-    """``ssh://[USER@]HOST[:PORT]`` as an :class:`SshHost`; a UsageError naming what is wrong otherwise."""
     found = _SPEC.match(text)
     port = int(found.group("port")) if found and found.group("port") else None
     if found is None or (port is not None and not 0 < port < 65536):
@@ -46,7 +37,6 @@ def parse_ssh(text: str) -> SshHost:
 
 
 def run_remote(target: SshHost, argv: list[str], stdin: bytes, deadline: float) -> tuple[int, bytes, bytes]:
-    """Run ``argv`` (quoted for the remote shell) on ``target`` with ``stdin``; (exit status, stdout, stderr)."""
     try:
         import paramiko
     except ImportError:
@@ -113,11 +103,9 @@ def _exec(client: object, target: SshHost, command: str, stdin: bytes, deadline:
 
 
 def _ssh_config(host: str) -> dict[str, str]:
-    """``~/.ssh/config``'s settings for ``host`` (hostname, user, port, identityfile), where it exists."""
     path = Path(os.path.expanduser("~")) / ".ssh" / "config"
     try:
         import paramiko
-
         config = paramiko.SSHConfig.from_path(str(path)) if path.is_file() else None
     except (OSError, ValueError, ImportError):
         return {}
@@ -133,7 +121,6 @@ def _ssh_config(host: str) -> dict[str, str]:
 
 def _local_user() -> str:
     import getpass
-
     try:
         return getpass.getuser()
     except (KeyError, OSError):

@@ -1,12 +1,7 @@
-"""uv run as a bounded child process: envcheck's deadlines passed down, its time and memory held.
-
-An index that answers slowly or with an endless page must not hold envcheck longer than its own reads would
-be held, nor grow uv until the kernel's OOM killer picks a process. So uv gets envcheck's request deadline as
-``UV_HTTP_TIMEOUT`` and one retry (unless the user set uv's own variables), runs in its own process group
-under the run's deadline (:func:`envcheck.services.package_index.run_left`), and is stopped, with every
-process it started, when its resident memory passes :data:`DEFAULT_MEMORY` (``ENVCHECK_UV_MEMORY``). Each way it
-was stopped is a :class:`envcheck.errors.ServiceError` that names the cause and the setting that moves it.
-"""
+"""uv as a bounded child process: a slow or endless index must not hold envcheck longer than its own reads,
+nor grow uv until the OOM killer picks a process. uv gets envcheck's request deadline, runs in its own process
+group under the run's deadline and is killed past a memory limit; each stop is a ServiceError naming the
+setting to move."""
 
 from __future__ import annotations
 
@@ -20,7 +15,7 @@ from dataclasses import dataclass
 
 from envcheck.config import child_environment, env, parse_size
 from envcheck.errors import ServiceError
-from envcheck.services.package_index import DEFAULT_DEADLINE, DEFAULT_RUN_DEADLINE, run_left
+from envcheck.services.package_index import DEFAULT_DEADLINE, run_left, run_seconds
 
 MAX_SECONDS = 600.0  # one uv run, at most (the run's deadline usually ends it sooner)
 DEFAULT_MEMORY = 2 << 30  # uv's resident memory (a 300 MB index page costs it about 700 MB)
@@ -29,8 +24,6 @@ POLL = 0.05  # seconds between looks at uv's memory
 
 @dataclass(frozen=True)
 class UvResult:
-    """How a finished uv run ended."""
-
     returncode: int
     stderr: str
 
@@ -46,7 +39,7 @@ def memory_limit() -> int:
 
 
 def uv_environment(**overrides: str) -> dict[str, str]:
-    """The environment uv runs in: envcheck's request deadline and one retry, unless the user chose uv's own."""
+    """envcheck's request deadline and one retry, unless the user chose uv's own."""
     ours = env("ENVCHECK_HTTP_TIMEOUT")
     extra: dict[str, str] = {}
     if ours or not env("UV_HTTP_TIMEOUT"):
@@ -61,11 +54,10 @@ def uv_environment(**overrides: str) -> dict[str, str]:
 
 
 def run_uv(cmd: list[str], cwd: str, shown: str, **overrides: str) -> UvResult:
-    """Run uv (``cmd``) in ``cwd`` within the run's deadline and the memory limit; ``shown`` names the user's file."""
     left = min(MAX_SECONDS, run_left())
     if left <= 0:
         raise ServiceError(f"{shown}: not resolved: the run's deadline for index reads and resolver runs passed "
-                           f"(ENVCHECK_RESOLVE_TIMEOUT={_run_seconds():g} s)")
+                           f"(ENVCHECK_RESOLVE_TIMEOUT={run_seconds():g} s)")
     limit = memory_limit()
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, cwd=cwd, env=uv_environment(**overrides), stdin=subprocess.DEVNULL,
@@ -75,8 +67,9 @@ def run_uv(cmd: list[str], cwd: str, shown: str, **overrides: str) -> UvResult:
             end = time.monotonic() + left
             while proc.poll() is None:
                 if time.monotonic() > end:
-                    cause = (f"uv did not finish resolving within {left:g} s (an index that answers slowly?); the run's "
-                             f"deadline is ENVCHECK_RESOLVE_TIMEOUT={_run_seconds():g} s, each request's ENVCHECK_HTTP_TIMEOUT")
+                    cause = (f"uv did not finish resolving within {left:g} s (an index that answers "
+                             f"slowly?); the run's deadline is ENVCHECK_RESOLVE_TIMEOUT={run_seconds():g} s, "
+                             "each request's ENVCHECK_HTTP_TIMEOUT")
                 elif limit and _resident(proc.pid) > limit:
                     cause = (f"uv used more than {limit >> 20} MiB of memory while resolving (an index page too large, "
                              f"or one that never ends?) and was stopped; raise the limit with ENVCHECK_UV_MEMORY")
@@ -93,14 +86,6 @@ def run_uv(cmd: list[str], cwd: str, shown: str, **overrides: str) -> UvResult:
         size = err.seek(0, os.SEEK_END)
         err.seek(max(0, size - (1 << 20)))  # uv's error is at the end of what it wrote
         return UvResult(proc.returncode, err.read().decode("utf-8", "replace"))
-
-
-def _run_seconds() -> float:
-    try:
-        value = float(env("ENVCHECK_RESOLVE_TIMEOUT") or "")
-    except ValueError:
-        return DEFAULT_RUN_DEADLINE
-    return value if value > 0 else DEFAULT_RUN_DEADLINE
 
 
 def _resident(pid: int) -> int:
