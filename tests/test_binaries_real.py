@@ -8,9 +8,11 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch_env
 from conftest import REPO, require, run_envcheck, scan_in_child
 from test_binaries_oracle import cuobjdump_lists, cuobjdump_path, parsed_lists
 from test_binaries_read import facts, pyelftools_facts
@@ -26,7 +28,6 @@ from envcheck.sources.folder import scan_folder
 pytestmark = pytest.mark.slow
 
 WORK = REPO / ".work"
-TORCH = "torch==2.14.1"
 
 
 def _pip(*args: str, python: str = sys.executable, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
@@ -35,35 +36,26 @@ def _pip(*args: str, python: str = sys.executable, timeout: float = 1800) -> sub
 
 @pytest.fixture(scope="session")
 def torch_venv() -> Path:
-    """The CUDA 13 torch environment (made once; reused across sessions)."""
-    venv = WORK / "torch-venv"
-    python = venv / "bin" / "python"
-    if not (venv / "lib").exists() or not list(venv.glob("lib/python*/site-packages/torch/lib/libtorch_cuda.so")):
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-        proc = _pip("install", "-q", TORCH, python=str(python))
-        require(proc.returncode == 0, f"pip install {TORCH} failed: {proc.stderr[-500:]}")
-    [site] = list(venv.glob("lib/python*/site-packages"))
-    return site
+    """The CUDA 13 torch environment's site-packages (made once; reused across sessions)."""
+    return _prepared(torch_env.torch_site)
 
 
 @pytest.fixture(scope="session")
 def torch_wheel() -> Path:
-    found = sorted(WORK.glob("torch-wheel/torch-2.14.1-*.whl"))
-    if not found:
-        proc = _pip("download", "-q", "--no-deps", TORCH, "-d", str(WORK / "torch-wheel"))
-        require(proc.returncode == 0, f"pip download {TORCH} failed: {proc.stderr[-500:]}")
-        found = sorted(WORK.glob("torch-wheel/torch-2.14.1-*.whl"))
-    return found[0]
+    return _prepared(torch_env.torch_wheel)
 
 
 @pytest.fixture(scope="session")
 def cuda12_runtime_wheel() -> Path:
-    found = sorted(WORK.glob("cu12/nvidia_cuda_runtime_cu12-*.whl"))
-    if not found:
-        proc = _pip("download", "-q", "--no-deps", "nvidia-cuda-runtime-cu12", "-d", str(WORK / "cu12"), timeout=600)
-        require(proc.returncode == 0, f"cannot download nvidia-cuda-runtime-cu12: {proc.stderr[-500:]}")
-        found = sorted(WORK.glob("cu12/nvidia_cuda_runtime_cu12-*.whl"))
-    return found[0]
+    return _prepared(torch_env.cuda12_runtime_wheel)
+
+
+def _prepared(make: Callable[[], Path]) -> Path:
+    try:
+        return make()
+    except torch_env.NotPrepared as exc:
+        require(False, str(exc))
+        raise
 
 
 def test_cuda13_torch_env_is_clean_for_g1(torch_venv: Path, tmp_path: Path) -> None:
@@ -190,28 +182,14 @@ def test_cufft_searched_in_pieces_reads_like_the_whole(torch_venv: Path, deep: b
 # ---- official wheels whose one-pass stream read once gave ERROR (issue 12) ----------------------------------
 # Each is fetched once into .work/real-wheels/ (the exact file: platform and Python pinned) and its ELF/ar
 # members extracted next to it, as pip would install them.
-REAL_WHEELS = {
-    "nvidia-cudnn-cu13==9.24.0.43": ("--platform", "manylinux_2_27_x86_64", "--python-version", "3.12"),
-    "nvidia-cusparselt-cu13==0.8.1": ("--platform", "manylinux2014_x86_64", "--python-version", "3.12"),
-    "triton==3.8.0": ("--platform", "manylinux_2_28_aarch64", "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312"),
-}
-
-
-@pytest.fixture(scope="session", params=sorted(REAL_WHEELS), ids=lambda r: r.split("==")[0])
+@pytest.fixture(scope="session", params=sorted(torch_env.REAL_WHEELS), ids=lambda r: r.split("==")[0])
 def real_wheel(request: pytest.FixtureRequest) -> tuple[Path, Path]:
     """(the wheel, a folder holding its ELF and ar members at their install paths)."""
     import zipfile
 
     spec: str = request.param
-    folder = WORK / "real-wheels" / spec.replace("==", "-")
-    stem = spec.split("==")[0].replace("-", "_")
-    found = sorted(folder.glob(f"{stem}-*.whl"))
-    if not found:
-        proc = _pip("download", "-q", "--no-deps", "--only-binary=:all:", *REAL_WHEELS[spec], spec, "-d", str(folder), timeout=900)
-        require(proc.returncode == 0, f"pip download {spec} failed: {proc.stderr[-500:]}")
-        found = sorted(folder.glob(f"{stem}-*.whl"))
-    whl = found[0]
-    installed = folder / "installed"
+    whl = _prepared(lambda: torch_env.real_wheel(spec))
+    installed = whl.parent / "installed"
     if not (installed / ".complete-modes").exists():  # as pip installs it: the members' modes kept
         with zipfile.ZipFile(whl) as zf:
             for info in zf.infolist():
