@@ -23,33 +23,32 @@ _FIRST_CUDA13_NGC = knowledge.first_cuda13_ngc_release()
 CUDA12_BASE = rule(
     "G1-cuda12-base", "G1", "The base image is a CUDA 12 (or older) image", Status.FAIL,
     f"""The Dockerfile builds on an image whose CUDA is older than the Spark's CUDA 13: nvidia/cuda:12.*,
-    an NGC container of a release month before {_FIRST_CUDA13_NGC} (the first on CUDA 13.0; the month fixes the CUDA across
-    families: pytorch, pyg, jax, tensorflow, tritonserver, vllm, nemo, cuda-dl-base, ...), or a tag that names
-    cuda12/cu12x.
-    Its torch, extensions and libraries are CUDA 12 builds (libcudart.so.12): CUDA 13 wheels (cu130,
-    nvidia-*-cu13) installed on top cannot load next to them, CUDA releases before 12.8 carry no code for
-    Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
-    dated, sourced table (knowledge/ngc_tags.toml) and says when a mapping is inferred rather than quoted.
-    A stage outside the final image whose output the final image copies in (COPY --from) is a FAIL too: what it
-    builds links CUDA 12. A stage that is not part of the built image at all is a WARN, as every finding there is
-    one level lower (docs/dockerfiles.md).
-    A base on CUDA 12.9 or newer 12.x (NGC 25.04-25.06) is a WARN: 12.9 is the first toolkit that compiles for
-    sm_121 (knowledge/nvcc_targets.toml), so its builds can carry code for the GPU, and the CUDA 13 driver runs
-    a CUDA 12 user space; whether it works depends on what was built for the GPU.
-    A compose service or Kubernetes container whose command only queries the device (nvidia-smi, ls /dev/nvidia*,
-    echo: a smoke test) is INFO: those come from the host driver, which runs CUDA 12 images, and the image's CUDA 12
-    libraries are never loaded. So is a Dockerfile stage on nvidia/cuda's 'base' flavour (only the CUDA runtime, no
-    math libraries, no nvcc: an Ubuntu with the NVIDIA runtime settings) that runs no compiler and installs no GPU
-    package: the CUDA 13 driver runs an older CUDA runtime, and a wheel brings its own CUDA libraries; a requirements
-    file it installs that envcheck cannot read is named (the stage depends on it, judged when it is checked itself).
-    So is a stage that replaces the base's torch with a CUDA 13 build (an exact cu130 pin, an install with
-    --upgrade that resolves to PyPI's CUDA 13 torch): the base is then only a shell, and only what else the
-    stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk.""",
-    f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
-    playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
+    an NGC container of a release month before {_FIRST_CUDA13_NGC} (the first on CUDA 13.0; the month
+    fixes the CUDA across families: pytorch, pyg, jax, tensorflow, tritonserver, vllm, nemo, cuda-dl-base,
+    ...), or a tag that names cuda12/cu12x. Its torch, extensions and libraries are CUDA 12 builds
+    (libcudart.so.12): CUDA 13 wheels (cu130, nvidia-*-cu13) installed on top cannot load next to them,
+    CUDA releases before 12.8 carry no code for Blackwell GPUs at all, and the Spark's recipes and
+    toolchain are CUDA 13. envcheck maps NGC tags with a dated, sourced table (knowledge/ngc_tags.toml)
+    and says when a mapping is inferred rather than quoted. A stage outside the final image whose output
+    the final image copies in (COPY --from) is a FAIL too: what it builds links CUDA 12. A stage that is
+    not part of the built image at all is a WARN, as every finding there is one level lower
+    (docs/dockerfiles.md). A base on CUDA 12.9 or newer 12.x (NGC 25.04-25.06) is a WARN: 12.9 is the
+    first toolkit that compiles for sm_121 (knowledge/nvcc_targets.toml), so its builds can carry code for
+    the GPU, and the CUDA 13 driver runs a CUDA 12 user space; whether it works depends on what was built
+    for the GPU. A compose service or Kubernetes container whose command only queries the device
+    (nvidia-smi, ls /dev/nvidia*, echo: a smoke test) is INFO: those come from the host driver, which runs
+    CUDA 12 images, and the image's CUDA 12 libraries are never loaded. So is a Dockerfile stage on
+    nvidia/cuda's 'base' flavour (only the CUDA runtime, no math libraries, no nvcc: an Ubuntu with the
+    NVIDIA runtime settings) that runs no compiler and installs no GPU package: the CUDA 13 driver runs an
+    older CUDA runtime, and a wheel brings its own CUDA libraries; a requirements file it installs that
+    envcheck cannot read is named (the stage depends on it, judged when it is checked itself). So is a
+    stage that replaces the base's torch with a CUDA 13 build (an exact cu130 pin, an install with
+    --upgrade that resolves to PyPI's CUDA 13 torch): the base is then only a shell, and only what else
+    the stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk.""",
+    f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what
+    NVIDIA's Spark playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("dockerfile",),
-    autofix=fixes.cuda12_base,
-)
+    autofix=fixes.cuda12_base)
 
 
 @check(CUDA12_BASE)

@@ -20,24 +20,23 @@ from envcheck.rules import CheckContext, check, rule
 PYPI_VLLM_CUDA12 = rule(
     "G1-pypi-vllm-cuda12", "G1", "vLLM from PyPI is a CUDA 12 build on linux/aarch64", Status.FAIL,
     """vLLM's PyPI wheels are built against the default CUDA build of the torch release they pin. For the
-    releases that pin a torch whose PyPI build is CUDA 12 (knowledge/wheels.toml: vLLM up to the torch 2.10
-    era), the linux/aarch64 wheel's kernels link libcudart.so.12: next to the Spark's CUDA 13 torch (a cu130
-    torch, an NGC image) they fail to load with an undefined symbol or a missing library, and pip would
-    otherwise replace that torch with the one vLLM pins.""",
+    releases that pin a torch whose PyPI build is CUDA 12 (knowledge/wheels.toml: vLLM up to the torch
+    2.10 era), the linux/aarch64 wheel's kernels link libcudart.so.12: next to the Spark's CUDA 13 torch
+    (a cu130 torch, an NGC image) they fail to load with an undefined symbol or a missing library, and pip
+    would otherwise replace that torch with the one vLLM pins.""",
     "Use a vLLM release whose PyPI wheels are CUDA 13 builds (see knowledge/wheels.toml), vLLM's cu130 wheels "
     "(https://wheels.vllm.ai), or the NGC vLLM container (nvcr.io/nvidia/vllm).",
-    (*kinds.DEPENDENCY_FILES, "dockerfile"),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile"))
 CPU_ONLY_AARCH64 = rule(
     "G1-aarch64-wheel-without-cuda", "G1", "The package's linux/aarch64 wheel has no CUDA code", Status.WARN,
     """The index's linux/aarch64 wheel of this package carries no GPU code while its x86_64 wheel does
-    (CTranslate2 builds its aarch64 wheels without CUDA; PyPI's torchvision/torchaudio before torch 2.11 follow
-    PyPI's CPU-only aarch64 torch): in a GPU project on a Spark it installs cleanly and then runs on the CPU,
-    slower by an order of magnitude, or its GPU operators are missing, without an error at install time.""",
+    (CTranslate2 builds its aarch64 wheels without CUDA; PyPI's torchvision/torchaudio before torch 2.11
+    follow PyPI's CPU-only aarch64 torch): in a GPU project on a Spark it installs cleanly and then runs
+    on the CPU, slower by an order of magnitude, or its GPU operators are missing, without an error at
+    install time.""",
     "Build the package from source with CUDA for aarch64 (CTranslate2: -DWITH_CUDA=ON -DCUDA_ARCH_LIST=12.1), "
     "use a container that ships such a build, or accept CPU inference.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile"),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile"))
 
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton")
 _GPU_NAMES = ("torch", "vllm", "sglang", "xformers", "flash-attn", "triton", "onnxruntime-gpu", "tensorrt", "bitsandbytes")

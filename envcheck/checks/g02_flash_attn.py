@@ -25,26 +25,27 @@ OVERRIDE = (
 
 FLASH_ATTN_BUILD = rule(
     "G2-flash-attn-build", "G2", "flash-attn would be built from source by pip", Status.FAIL,
-    """flash-attn publishes no aarch64 wheels, so pip compiles it from source: two to three hours on a Spark,
-    often ending in a failure or an apparent hang. NGC PyTorch containers already ship a working build.""",
+    """flash-attn publishes no aarch64 wheels, so pip compiles it from source: two to three hours on a
+    Spark, often ending in a failure or an apparent hang. NGC PyTorch containers already ship a working
+    build.""",
     "Drop flash-attn and use PyTorch SDPA (attn_implementation='sdpa'), or use an NGC PyTorch container, which ships flash-attn built for SM121; if you have a prebuilt aarch64 wheel, install that file explicitly.",
     (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
-    autofix=dockerfile_fixes.flash_attn_build,
-)
+    autofix=dockerfile_fixes.flash_attn_build)
 FLASH_ATTN_PRESENT = rule(
     "G2-flash-attn-present", "G2", "flash-attn is installed", Status.INFO,
-    """flash-attn is already installed (a freeze, an environment, an NGC image). That is not a failure, but
-    libraries that auto-detect it (Unsloth) will use it even when another attention implementation is asked for.""",
+    """flash-attn is already installed (a freeze, an environment, an NGC image). That is not a failure,
+    but libraries that auto-detect it (Unsloth) will use it even when another attention implementation is
+    asked for.""",
     OVERRIDE,
-    ("requirements", *kinds.LOCK_FILES, *kinds.ENVIRONMENTS),
-)
+    ("requirements", *kinds.LOCK_FILES, *kinds.ENVIRONMENTS))
 UNSLOTH_SDPA = rule(
-    "G2-unsloth-prefers-flash-attn", "G2", "Unsloth will use flash-attn even when SDPA is asked for", Status.WARN,
+    "G2-unsloth-prefers-flash-attn", "G2",
+    "Unsloth will use flash-attn even when SDPA is asked for", Status.WARN,
     """Unsloth checks HAS_FLASH_ATTENTION (flash_attn importable and compute capability >= 8) and then
-    uses flash-attn, discarding attn_implementation='sdpa'. With flash-attn present next to Unsloth,
-    an SDPA request is silently ignored.""",
-    OVERRIDE, ("requirements", *kinds.LOCK_FILES, "dockerfile", *kinds.ENVIRONMENTS),
-)
+    uses flash-attn, discarding attn_implementation='sdpa'. With flash-attn present next to Unsloth, an
+    SDPA request is silently ignored.""",
+    OVERRIDE,
+    ("requirements", *kinds.LOCK_FILES, "dockerfile", *kinds.ENVIRONMENTS))
 
 
 def _prebuilt_aarch64(pkg: Package, ctx: CheckContext) -> str | None:
@@ -136,13 +137,14 @@ def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
 
 
 FLASH_ATTN_LOADS = rule(
-    "G2-live-flash-attn-extension", "G2", "flash-attn is installed but its CUDA extension does not load", Status.FAIL,
+    "G2-live-flash-attn-extension", "G2",
+    "flash-attn is installed but its CUDA extension does not load", Status.FAIL,
     """Read live (preflight, container): flash_attn is importable only if its compiled CUDA extension
     (flash_attn_2_cuda) loads. A build for another CUDA major, another Python or another GPU architecture
-    imports with an ImportError or crashes; Unsloth then either fails at model load or silently falls back.""",
+    imports with an ImportError or crashes; Unsloth then either fails at model load or silently falls
+    back.""",
     "Reinstall flash-attn built for this environment (NGC containers ship one built for SM121), or uninstall it and use SDPA.",
-    kinds.LIVE_KINDS,
-)
+    kinds.LIVE_KINDS)
 
 
 @check(FLASH_ATTN_LOADS)

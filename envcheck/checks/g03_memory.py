@@ -19,29 +19,21 @@ from envcheck.rules import CheckContext, check, rule
 PAGE_CACHE_SHARE = 0.25
 
 PAGE_CACHE = rule(
-    "G3-page-cache",
-    "G3",
-    "Large page cache before a model load on unified memory",
-    Status.WARN,
-    """On unified memory (DGX Spark) the page cache, mmap'ed safetensors and the CUDA allocator draw
-    from one pool and double-count pages; a run can OOM while nvidia-smi shows free memory or
-    [N/A]. QLoRA dequantisation adds transient allocations, so it can OOM earlier than bf16. This
-    rule reads /proc/meminfo and warns when the page cache (Cached) holds at least a quarter of
-    MemTotal; on GPUs with their own memory the page cache does not compete and the rule passes.""",
-    """Drop the page cache between runs (not during one): `sync; echo 3 > /proc/sys/vm/drop_caches`
-    (needs root). Read `free -g` and /proc/meminfo, not nvidia-smi, for memory headroom.""",
-    inputs=kinds.LIVE_KINDS,
-)
+    "G3-page-cache", "G3", "Large page cache before a model load on unified memory", Status.WARN,
+    """On unified memory (DGX Spark) the page cache, mmap'ed safetensors and the CUDA allocator draw from
+    one pool and double-count pages; a run can OOM while nvidia-smi shows free memory or [N/A]. QLoRA
+    dequantisation adds transient allocations, so it can OOM earlier than bf16. This rule reads
+    /proc/meminfo and warns when the page cache (Cached) holds at least a quarter of MemTotal; on GPUs
+    with their own memory the page cache does not compete and the rule passes.""",
+    """Drop the page cache between runs (not during one): `sync; echo 3 > /proc/sys/vm/drop_caches` (needs
+    root). Read `free -g` and /proc/meminfo, not nvidia-smi, for memory headroom.""",
+    inputs=kinds.LIVE_KINDS)
 READINGS = rule(
-    "G3-memory-readings",
-    "G3",
-    "Memory readings from /proc/meminfo",
-    Status.INFO,
-    """MemTotal, MemAvailable, Cached, Dirty and SwapTotal as the kernel reports them: the numbers
-    to plan a model load with on unified memory, where nvidia-smi reports no memory.""",
+    "G3-memory-readings", "G3", "Memory readings from /proc/meminfo", Status.INFO,
+    """MemTotal, MemAvailable, Cached, Dirty and SwapTotal as the kernel reports them: the numbers to plan
+    a model load with on unified memory, where nvidia-smi reports no memory.""",
     "",
-    inputs=kinds.LIVE_KINDS,
-)
+    inputs=kinds.LIVE_KINDS)
 
 
 @check(PAGE_CACHE, READINGS)
@@ -86,20 +78,17 @@ def page_cache(ctx: CheckContext) -> Iterator[Finding]:
 LAUNCH_INPUTS = kinds.LAUNCH_FILES
 
 MEMORY_FRACTION = rule(
-    "G3-memory-fraction",
-    "G3",
-    "A server claims more of unified memory than a Spark can give it",
-    Status.WARN,
+    "G3-memory-fraction", "G3",
+    "A server claims more of unified memory than a Spark can give it", Status.WARN,
     """vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static are shares of GPU memory. On a
     DGX Spark that memory is the one 128 GB pool the OS, the page cache, the model's mmap'ed safetensors
-    and every other process also draw from, so a share near 1 (0.95 is common in recipes written for
-    GPUs with their own memory) leaves too little: the load OOMs, or the kernel evicts pages while
-    nvidia-smi still shows free memory. The rule reads launch commands in compose services, Kubernetes
-    containers, shell scripts and notebooks, and warns above the profile's serve_memory_fraction_max.""",
+    and every other process also draw from, so a share near 1 (0.95 is common in recipes written for GPUs
+    with their own memory) leaves too little: the load OOMs, or the kernel evicts pages while nvidia-smi
+    still shows free memory. The rule reads launch commands in compose services, Kubernetes containers,
+    shell scripts and notebooks, and warns above the profile's serve_memory_fraction_max.""",
     """Lower the share to the profile's limit or below (--gpu-memory-utilization 0.85 on a Spark that runs
     nothing else; less next to other GPU work), and drop the page cache before loading a large model.""",
-    inputs=LAUNCH_INPUTS,
-)
+    inputs=LAUNCH_INPUTS)
 
 
 @check(MEMORY_FRACTION)
@@ -128,21 +117,18 @@ def memory_fraction(ctx: CheckContext) -> Iterator[Finding]:
 
 
 POD_MEMORY = rule(
-    "G3-pod-memory-over-pool",
-    "G3",
-    "A Kubernetes container asks for more memory than a Spark has",
-    Status.FAIL,
+    "G3-pod-memory-over-pool", "G3",
+    "A Kubernetes container asks for more memory than a Spark has", Status.FAIL,
     """A DGX Spark has one 128 GB pool of unified memory that the OS, the page cache, the CPU side and the
     GPU side of every process share. A container whose memory request (or its limit, when no request is
     given: Kubernetes then requests the limit) is above that pool fits no Spark node: the scheduler never
-    places the pod, which stays Pending. A limit above the pool with a request inside it schedules, but
-    is never enforced: the container can grow until the whole pool, GPU allocations included, runs out.
-    The rule reads `resources.requests`/`limits` `memory` of Kubernetes containers (and of NVIDIA Dynamo
+    places the pod, which stays Pending. A limit above the pool with a request inside it schedules, but is
+    never enforced: the container can grow until the whole pool, GPU allocations included, runs out. The
+    rule reads `resources.requests`/`limits` `memory` of Kubernetes containers (and of NVIDIA Dynamo
     components) and compares them with the profile's memory_gb, read as the larger GiB.""",
-    """Ask for what the workload needs on one Spark (well under 128 GB: the model's weights and KV cache share
-    the same pool), or move the part that needs more to a machine that has it.""",
-    inputs=("kubernetes",),
-)
+    """Ask for what the workload needs on one Spark (well under 128 GB: the model's weights and KV cache
+    share the same pool), or move the part that needs more to a machine that has it.""",
+    inputs=("kubernetes",))
 
 
 @check(POD_MEMORY)

@@ -23,27 +23,19 @@ POWER_WELL_BELOW = 0.6
 THERMAL_REASONS = ("sw_thermal_slowdown", "hw_thermal_slowdown")
 
 THROTTLING = rule(
-    "G4-throttling",
-    "G4",
-    "Thermal throttling signature while sampling",
-    Status.WARN,
-    """Sustained power on a DGX Spark plateaus at about 100 W against the 240 W adapter rating; long
-    runs reach that ceiling, throttle and sometimes reboot. preflight samples temperature and power
-    with nvidia-smi over --sample-seconds and warns when temperature rises while power stays flat
-    well below the rated limit, or when nvidia-smi reports an active thermal slowdown.""",
-    """Improve cooling (airflow, ambient temperature) or cap run length; do not plan throughput on
-    the 240 W rating. Re-run with a longer --sample-seconds under load to confirm.""",
-    inputs=kinds.LIVE_KINDS,
-)
+    "G4-throttling", "G4", "Thermal throttling signature while sampling", Status.WARN,
+    """Sustained power on a DGX Spark plateaus at about 100 W against the 240 W adapter rating; long runs
+    reach that ceiling, throttle and sometimes reboot. preflight samples temperature and power with
+    nvidia-smi over --sample-seconds and warns when temperature rises while power stays flat well below
+    the rated limit, or when nvidia-smi reports an active thermal slowdown.""",
+    """Improve cooling (airflow, ambient temperature) or cap run length; do not plan throughput on the 240
+    W rating. Re-run with a longer --sample-seconds under load to confirm.""",
+    inputs=kinds.LIVE_KINDS)
 READINGS = rule(
-    "G4-power-readings",
-    "G4",
-    "Temperature and power readings",
-    Status.INFO,
+    "G4-power-readings", "G4", "Temperature and power readings", Status.INFO,
     """Temperature and power per GPU over the sampling window, as nvidia-smi reports them.""",
     "",
-    inputs=kinds.LIVE_KINDS,
-)
+    inputs=kinds.LIVE_KINDS)
 
 
 def _span(values: list[float], unit: str) -> str:

@@ -10,26 +10,18 @@ from envcheck.model import Finding, Status
 from envcheck.rules import CheckContext, check, rule
 
 BANDWIDTH_PLAN = rule(
-    "G5-bandwidth-plan",
-    "G5",
-    "Throughput planned on more memory bandwidth than is sustained",
-    Status.WARN,
+    "G5-bandwidth-plan", "G5", "Throughput planned on more memory bandwidth than is sustained", Status.WARN,
     """273 GB/s is the DGX Spark's spec peak, not its sustained memory bandwidth; measured sustained
     bandwidth is 180-192 GB/s, so memory-bound work (decode-heavy RL loops) plateaus well under plans
     built on the spec. The rule compares the bandwidth you plan with (--expect-bandwidth, or
     expect-bandwidth in envcheck's config) against the profile's sustained range.""",
     """Plan throughput on 180-192 GB/s and correct estimates derived from 273 GB/s.""",
-    inputs=("any",),  # the planned figure comes from the configuration, whatever the target
-)
+    inputs=("any",))
 PLANNING_FIGURE = rule(
-    "G5-planning-figure",
-    "G5",
-    "The bandwidth to plan with",
-    Status.INFO,
+    "G5-planning-figure", "G5", "The bandwidth to plan with", Status.INFO,
     """The profile's sustained bandwidth range, shown on live checks so that plans start from it.""",
     "",
-    inputs=kinds.LIVE_KINDS,
-)
+    inputs=kinds.LIVE_KINDS)
 
 
 def _expected(ctx: CheckContext) -> float | None:

@@ -34,20 +34,16 @@ SERVERS: tuple[tuple[str, re.Pattern[str], str | None, float | None], ...] = (
 )
 
 NEIGHBOUR = rule(
-    "G6-gpu-neighbour",
-    "G6",
-    "An uncapped or heavy process already resident on the GPU",
-    Status.WARN,
+    "G6-gpu-neighbour", "G6", "An uncapped or heavy process already resident on the GPU", Status.WARN,
     """Unified memory is one global pool: a process that is uncapped or near capacity competes with
-    everything else and can silently evict another process's KV cache or weights, with no OOM in
-    that process's own log. preflight lists the processes nvidia-smi shows on the GPU, reads their
-    command lines from /proc, recognises known servers (vLLM, SGLang, llama.cpp, Ollama, Triton,
-    TGI) and whether their memory is capped. Small capped work coexists (a <4 GB LoRA next to vLLM
-    with --gpu-memory-utilization <= 0.5).""",
+    everything else and can silently evict another process's KV cache or weights, with no OOM in that
+    process's own log. preflight lists the processes nvidia-smi shows on the GPU, reads their command
+    lines from /proc, recognises known servers (vLLM, SGLang, llama.cpp, Ollama, Triton, TGI) and whether
+    their memory is capped. Small capped work coexists (a <4 GB LoRA next to vLLM with
+    --gpu-memory-utilization <= 0.5).""",
     """Cap the neighbour (vLLM --gpu-memory-utilization <= 0.5, SGLang --mem-fraction-static) or stop
     unrelated servers before an uncapped or near-capacity run: one heavy job at a time.""",
-    inputs=kinds.LIVE_KINDS,
-)
+    inputs=kinds.LIVE_KINDS)
 
 
 def _cap(words: Sequence[str], option: str) -> float | None:
@@ -132,21 +128,17 @@ def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
 
 
 POOL_OVERCOMMIT = rule(
-    "G6-pool-overcommit",
-    "G6",
-    "Servers started together claim more than the one memory pool",
-    Status.FAIL,
+    "G6-pool-overcommit", "G6", "Servers started together claim more than the one memory pool", Status.FAIL,
     """Unified memory is one pool: several GPU servers started together (services of one compose file,
     containers of one Kubernetes manifest, servers one script starts) each claim their share of the same
     memory (vLLM --gpu-memory-utilization, 0.9 when not given; SGLang --mem-fraction-static, 0.88). When
     the shares add up past 1, the server that starts last cannot get its share and stops at start-up, or
-    evicts the KV cache and weights of the others. Services that cannot run together are not added up: those
-    that share one container_name or, under host networking, one host port (a menu of alternative models, one
-    started at a time), and those under a compose profile (started only when asked for).""",
+    evicts the KV cache and weights of the others. Services that cannot run together are not added up:
+    those that share one container_name or, under host networking, one host port (a menu of alternative
+    models, one started at a time), and those under a compose profile (started only when asked for).""",
     """Give each server a share so that they add up to well under 1 (two vLLM servers at 0.4 each), or run
     only one heavy server at a time (compose profiles).""",
-    inputs=kinds.LAUNCH_FILES,
-)
+    inputs=kinds.LAUNCH_FILES)
 
 
 Share = tuple["LaunchReading", float, bool]
@@ -236,22 +228,19 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
 
 
 FREE_MEMORY_CHECK_OFF = rule(
-    "G6-vllm-free-memory-check-off",
-    "G6",
-    "A build line switches off vLLM's start-up free-memory check",
-    Status.WARN,
+    "G6-vllm-free-memory-check-off", "G6",
+    "A build line switches off vLLM's start-up free-memory check", Status.WARN,
     """vLLM refuses to start when the memory free at start-up is less than the share it is asked to take
     (gpu_memory_utilization x total memory): its GPU worker compares self.init_snapshot.free_memory with
     self.requested_memory and stops with "Free memory on device ... is less than desired GPU memory
     utilization". On unified memory that check is what keeps a new server from claiming memory that other
-    processes (another server, a training run, the page cache) already hold. A sed/perl/python edit of vLLM's
-    source that removes or relaxes it lets the server start anyway; the KV cache and weights of whichever
-    process loses the race are then evicted silently, or the machine swaps.""",
+    processes (another server, a training run, the page cache) already hold. A sed/perl/python edit of
+    vLLM's source that removes or relaxes it lets the server start anyway; the KV cache and weights of
+    whichever process loses the race are then evicted silently, or the machine swaps.""",
     """Keep the check and lower --gpu-memory-utilization to what is free (on a Spark read free -g, not
-    nvidia-smi), or stop the process that holds the memory; drop the page cache before a run
-    (sync; echo 3 > /proc/sys/vm/drop_caches).""",
-    inputs=("dockerfile",),
-)
+    nvidia-smi), or stop the process that holds the memory; drop the page cache before a run (sync; echo 3
+    > /proc/sys/vm/drop_caches).""",
+    inputs=("dockerfile",))
 
 
 @check(FREE_MEMORY_CHECK_OFF)

@@ -12,18 +12,14 @@ from envcheck.rules import CheckContext, check, rule
 PLAYBOOKS_URL = "https://github.com/NVIDIA/dgx-spark-playbooks/issues"
 
 PLAYBOOK_ISSUES = rule(
-    "G8-playbook-issues",
-    "G8",
-    "Recent open issues of the official DGX Spark playbooks",
-    Status.INFO,
+    "G8-playbook-issues", "G8", "Recent open issues of the official DGX Spark playbooks", Status.INFO,
     """Official DGX Spark playbooks have shipped broken; the stack moves faster than the docs. Offline,
-    preflight cannot check and says where to look (SKIP). With --online it lists the newest open
-    issues of github.com/NVIDIA/dgx-spark-playbooks through the public GitHub API (no token) as INFO,
-    to compare with the playbook you are about to trust.""",
+    preflight cannot check and says where to look (SKIP). With --online it lists the newest open issues of
+    github.com/NVIDIA/dgx-spark-playbooks through the public GitHub API (no token) as INFO, to compare
+    with the playbook you are about to trust.""",
     """Read the recent issues of github.com/NVIDIA/dgx-spark-playbooks before trusting a recipe for an
     expensive run.""",
-    inputs=kinds.LIVE_KINDS,
-)
+    inputs=kinds.LIVE_KINDS)
 
 
 @check(PLAYBOOK_ISSUES)

@@ -19,15 +19,15 @@ from envcheck.rules import CheckContext, check, rule
 
 NOT_SERVED = rule(
     "G9-version-not-served", "G9", "A pinned version the index never served", Status.FAIL,
-    """The input pins an exact version that the package index does not serve at all: a release that never existed
-    (a mistyped or invented pre-release such as vllm==0.99.0rc7), or one that was deleted. pip and uv stop with
-    "No matching distribution found" on every machine, so the image or environment is never built. Judged offline
-    from the release list recorded in knowledge/wheels.toml (its date is in the message); a version newer than that
-    list is only named, since it may have been released since. With --resolve the index itself answers.""",
+    """The input pins an exact version that the package index does not serve at all: a release that never
+    existed (a mistyped or invented pre-release such as vllm==0.99.0rc7), or one that was deleted. pip and
+    uv stop with "No matching distribution found" on every machine, so the image or environment is never
+    built. Judged offline from the release list recorded in knowledge/wheels.toml (its date is in the
+    message); a version newer than that list is only named, since it may have been released since. With
+    --resolve the index itself answers.""",
     "Pin a version the index serves (pip index versions NAME, or the project's release history on PyPI), or drop "
     "the pin and let the resolver pick one.",
-    ("requirements", "pyproject", "dockerfile"),
-)
+    ("requirements", "pyproject", "dockerfile"))
 
 
 def _newest_first(versions: tuple[str, ...], want: Version, count: int = 3) -> list[str]:

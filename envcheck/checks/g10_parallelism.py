@@ -15,30 +15,26 @@ if TYPE_CHECKING:
     from envcheck.readings import LaunchReading
 
 TP_ACROSS_NODES = rule(
-    "G10-tp-across-nodes",
-    "G10",
-    "Tensor parallelism across more than one node",
-    Status.WARN,
-    """Two DGX Sparks are linked by ConnectX-7 (200 Gb/s): fast enough for DDP/FSDP gradient and
-    parameter sync, too thin for tensor parallelism's fine-grained traffic, so TP across two Sparks
-    hangs, errors or runs far slower than one Spark. It is a WARN, not a FAIL: NVIDIA's own two-Spark
-    recipes (vLLM over Ray, TensorRT-LLM over MPI) run tp=2 across the pair, and over RoCE it serves,
-    only slower; it breaks where NCCL falls back to TCP or the link is misconfigured. The rule reads the launch command (--launch:
-    torchrun, accelerate, deepspeed, vLLM, SGLang, Megatron, ms-swift) or launch config
-    (--launch-config: JSON/YAML, DeepSpeed hostfile) and warns when more than one node is combined
-    with a tensor-parallel degree above 1, or a tensor-parallel degree above 1 with a Ray or MPI cluster
-    (``ray start``, ``--distributed-executor-backend ray``, ``mpirun``): a Spark has one GPU, so those
-    ranks run on other Sparks. With no node count and no cluster in the input (``docker exec`` into a Ray
-    container another script started), a tensor-parallel degree above the profile's gpus_per_node (1 on a
-    Spark) warns too: its ranks can only run on other machines, or the launch cannot start. Pipeline and
-    data parallelism across Sparks are fine. Launch commands in compose services, Kubernetes containers,
-    shell scripts and notebooks are read the same way. A tensor-parallel size given by a variable or
-    positional parameter the input does not set (--tensor-parallel-size "$3") is unknown, not 1: across
-    several nodes, or over a Ray cluster the script spans machines with (ray start --head here, ray start
+    "G10-tp-across-nodes", "G10", "Tensor parallelism across more than one node", Status.WARN,
+    """Two DGX Sparks are linked by ConnectX-7 (200 Gb/s): fast enough for DDP/FSDP gradient and parameter
+    sync, too thin for tensor parallelism's fine-grained traffic, so TP across two Sparks hangs, errors or
+    runs far slower than one Spark. It is a WARN, not a FAIL: NVIDIA's own two-Spark recipes (vLLM over
+    Ray, TensorRT-LLM over MPI) run tp=2 across the pair, and over RoCE it serves, only slower; it breaks
+    where NCCL falls back to TCP or the link is misconfigured. The rule reads the launch command
+    (--launch: torchrun, accelerate, deepspeed, vLLM, SGLang, Megatron, ms-swift) or launch config
+    (--launch-config: JSON/YAML, DeepSpeed hostfile) and warns when more than one node is combined with a
+    tensor-parallel degree above 1, or a tensor-parallel degree above 1 with a Ray or MPI cluster (``ray
+    start``, ``--distributed-executor-backend ray``, ``mpirun``): a Spark has one GPU, so those ranks run
+    on other Sparks. With no node count and no cluster in the input (``docker exec`` into a Ray container
+    another script started), a tensor-parallel degree above the profile's gpus_per_node (1 on a Spark)
+    warns too: its ranks can only run on other machines, or the launch cannot start. Pipeline and data
+    parallelism across Sparks are fine. Launch commands in compose services, Kubernetes containers, shell
+    scripts and notebooks are read the same way. A tensor-parallel size given by a variable or positional
+    parameter the input does not set (--tensor-parallel-size "$3") is unknown, not 1: across several
+    nodes, or over a Ray cluster the script spans machines with (ray start --head here, ray start
     --address joining it elsewhere), it is a WARN that depends on the value; otherwise an INFO.""",
     """On two Sparks use DDP or FSDP; keep tensor parallelism inside one node (tp=1 across nodes).""",
-    inputs=(*kinds.LIVE_KINDS, *kinds.LAUNCH_FILES),
-)
+    inputs=(*kinds.LIVE_KINDS, *kinds.LAUNCH_FILES))
 
 
 def _where(launch: LaunchReading) -> Location:
@@ -125,20 +121,17 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
 
 
 POD_GPUS = rule(
-    "G10-pod-gpus-over-node",
-    "G10",
-    "A Kubernetes pod asks for more GPUs than a Spark node has",
-    Status.FAIL,
+    "G10-pod-gpus-over-node", "G10", "A Kubernetes pod asks for more GPUs than a Spark node has", Status.FAIL,
     """A DGX Spark has one GPU. A container that requests (or is limited to) more whole GPUs than one node
     has (`nvidia.com/gpu: 2`, NVIDIA Dynamo's `gpu: "2"`) fits no Spark: the scheduler never places the
     pod, which stays Pending; tensor parallelism inside that pod is what usually asks for them. GPU
-    time-slicing that advertises more `nvidia.com/gpu` than the node has gives no second GPU: two ranks
-    on one GPU. MIG slices (GB10 has no MIG), renamed shared resources (`nvidia.com/gpu.shared`) and
-    dynamic resource allocation claims are not counted.""",
-    """Ask for one GPU a pod (`nvidia.com/gpu: 1`) and keep tensor parallelism at 1; serve a model that does not
-    fit one Spark with pipeline parallelism across Sparks, and scale out with one replica a Spark.""",
-    inputs=("kubernetes",),
-)
+    time-slicing that advertises more `nvidia.com/gpu` than the node has gives no second GPU: two ranks on
+    one GPU. MIG slices (GB10 has no MIG), renamed shared resources (`nvidia.com/gpu.shared`) and dynamic
+    resource allocation claims are not counted.""",
+    """Ask for one GPU a pod (`nvidia.com/gpu: 1`) and keep tensor parallelism at 1; serve a model that
+    does not fit one Spark with pipeline parallelism across Sparks, and scale out with one replica a
+    Spark.""",
+    inputs=("kubernetes",))
 
 
 @check(POD_GPUS)

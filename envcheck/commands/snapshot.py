@@ -1,8 +1,6 @@
-"""``envcheck snapshot [TARGET] -o FILE``: what a target is made of and what envcheck found, saved for later.
+"""``envcheck snapshot [TARGET] -o FILE``: a target's make-up and findings, saved for ``diff`` and ``preflight``.
 
-The document is the ``--format json`` report with a ``snapshot`` header (``envcheck.formats.snapshot_format``);
-``envcheck diff`` and ``preflight --baseline/--twin`` read it back with :func:`load_snapshot`. This module
-also turns a TARGET word into engine targets (:func:`live_targets`), for ``diff`` as well.
+Also turns a TARGET word into engine targets (:func:`live_targets`), for ``diff`` as well.
 """
 
 from __future__ import annotations
@@ -60,7 +58,6 @@ class LiveOptions:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the snapshot command's arguments."""
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("target", nargs="?", metavar="TARGET", help="file, folder, image reference or `host` (default with --python: host)")
@@ -68,7 +65,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def add_live_options(parser: argparse.ArgumentParser) -> None:
-    """Options that say how a live target is read."""
     g = parser.add_argument_group("reading live targets")
     g.add_argument("--python", metavar="PATH", help="the live machine and this interpreter's environment (as `envcheck preflight --python`)")
     g.add_argument("--kind", help="force the input kind of a file TARGET (requirements, freeze, dockerfile, ...)")
@@ -80,7 +76,6 @@ def add_live_options(parser: argparse.ArgumentParser) -> None:
 
 
 def live_options(args: argparse.Namespace, config: Config) -> LiveOptions:
-    """The live-target options of a parsed command line (the cache setting from the layered ``config``)."""
     if args.probe_timeout <= 0:
         raise UsageError("--probe-timeout must be more than 0")
     return LiveOptions(python=args.python, kind=args.kind, deep=bool(args.deep), container=bool(args.container),
@@ -89,7 +84,6 @@ def live_options(args: argparse.Namespace, config: Config) -> LiveOptions:
 
 
 def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
-    """The engine targets of TARGET (or of the host with --python)."""
     options = live_options(args, config)
     if args.target is None and options.python is None:
         raise UsageError("name a TARGET (a file, folder, image reference or `host`), or --python PATH")
@@ -117,14 +111,12 @@ _FILE_SUFFIXES = {".json", ".txt", ".in", ".toml", ".lock", ".whl", ".so", ".yml
 
 
 def host_target(options: HostOptions) -> engine.Target:
-    """This machine and the interpreter ``options`` name, as one target (``snapshot host``, ``preflight``)."""
     from envcheck.sources.host import KIND, read_host
 
     return engine.Target(name=f"host (python: {options.python or 'python3 on PATH'})", kind=KIND, read=lambda: read_host(options))
 
 
 def remote_target(word: str, python: str | None, probe_timeout: float) -> engine.Target:
-    """A Spark over SSH (``ssh://[USER@]HOST[:PORT]``): the collector runs there (envcheck.sources.remote_host)."""
     from envcheck.services.ssh import parse_ssh
     from envcheck.sources.remote_host import KIND, read_remote_host, target_name
 
@@ -175,20 +167,15 @@ def _image_target(ref: str, options: LiveOptions, config: Config) -> engine.Targ
 
 
 def report(args: argparse.Namespace, config: Config) -> Report:
-    """Read and judge the target; findings are data here, so they do not make the exit code 1."""
+    """Findings are data here, so they do not make the exit code 1."""
     result = engine.run(build(args, config), config, debug=args.debug)
     if result.exit_code == 1:
         result.exit_code = 0
     return result
 
 
-# ---------------------------------------------------------------------------------------------- reading back
-
-
 @dataclass(frozen=True)
 class Snapshot:
-    """A snapshot document read back: where it came from, its header and its targets."""
-
     source: str  # the file name, or "-" for stdin
     targets: tuple[TargetResult, ...]
     created: str | None = None
@@ -197,10 +184,9 @@ class Snapshot:
 
 
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024  # a snapshot of a full CUDA 13 torch environment is well under 1 MB
-# What the JSON parser may build, counted on the bytes before it runs (an upper bound: a brace or comma inside a
-# string counts too): objects and lists, and values (each one after the first in its container follows a
-# comma). A snapshot of 300,000 packages holds 600,000 and 2.4 million; 10 million empty objects in 30 MB
-# took 780 MB to parse, and these bounds keep any document under about 400 MB.
+# Bounds on what the JSON parser may build, counted on the raw bytes (a brace or comma inside a string counts
+# too): 10 million empty objects in 30 MB took 780 MB to parse; these keep any document under about 400 MB,
+# while a 300,000-package snapshot holds 600,000 containers and 2.4 million values.
 MAX_SNAPSHOT_CONTAINERS = 2_000_000
 MAX_SNAPSHOT_VALUES = 6_000_000
 
@@ -227,7 +213,6 @@ def read_bounded(where: str, limit: int) -> bytes:
 
 
 def parse_snapshot(raw: bytes, name: str) -> Snapshot:
-    """A snapshot from its bytes; ``name`` goes into error messages."""
     containers = raw.count(b"{") + raw.count(b"[")
     values = containers + raw.count(b",")
     if containers > MAX_SNAPSHOT_CONTAINERS or values > MAX_SNAPSHOT_VALUES:
@@ -257,9 +242,7 @@ def parse_snapshot(raw: bytes, name: str) -> Snapshot:
 
 
 def _shared_texts(obj: dict[str, Any]) -> dict[str, Any]:
-    """A JSON object with its short text values interned: a snapshot repeats the same paths, roles, versions
-    and distribution names hundreds of thousands of times, and one copy of each took a 300,000-package
-    snapshot's reading from about 310 MB to 240 MB."""
+    """Short texts interned: a snapshot repeats paths, roles and versions hundreds of thousands of times."""
     for key, value in obj.items():
         if type(value) is str and len(value) < 128:
             obj[key] = sys.intern(value)
