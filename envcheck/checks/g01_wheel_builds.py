@@ -1,8 +1,5 @@
-"""G1 from what the index serves: wheels whose linux/aarch64 build has the wrong CUDA, or none at all.
-
-The facts come from ``knowledge/wheels.toml`` (generated from the index's own answers by
-``scripts/gen_knowledge.py``), so these checks work offline; ``--resolve`` reads the chosen files themselves.
-"""
+"""G1 from what the index serves (``knowledge/wheels.toml``, so offline): wheels whose aarch64 build has the wrong
+CUDA, or none at all; ``--resolve`` reads the chosen files themselves."""
 
 from __future__ import annotations
 
@@ -80,18 +77,15 @@ def _release(pkg: Package, torch: str | None) -> wheels.Release | None:
     return wheels.older_than_window(pkg.name, picks[-1]) if picks else None
 
 
-def _cpu_only(rel: wheels.Release) -> wheels.Release | None:
-    """``rel`` when its aarch64 wheel carries no CUDA code while its x86_64 wheel does."""
-    return rel if rel.aarch64 == "wheel" and rel.aarch64_cuda == "none" and rel.x86_64_cuda not in (None, "none") else None
+
 
 
 def _newer(pkg: Package, gpu: bool) -> Finding | None:
-    """INFO for an exact pin newer than every recorded release of a package these rules judge: the table's day, and
-    that --resolve reads the index."""
+    """INFO for an exact pin newer than every recorded release: the table's day, and that --resolve reads the index."""
     newest = wheels.newer_than_window(pkg.name, pkg.version) if pkg.version else None
     if newest is None:
         return None
-    rule_ = PYPI_VLLM_CUDA12 if pkg.name == "vllm" else CPU_ONLY_AARCH64 if gpu and _cpu_only(newest) else None
+    rule_ = PYPI_VLLM_CUDA12 if pkg.name == "vllm" else CPU_ONLY_AARCH64 if gpu and wheels.cpu_only(newest) else None
     if rule_ is None:
         return None
     return rule_.info(f"{pkg.name} {pkg.version} is newer than every release knowledge/wheels.toml recorded on {newest.checked} "
@@ -100,11 +94,8 @@ def _newer(pkg: Package, gpu: bool) -> Finding | None:
 
 
 def _pinned_torch(torches: list[Package], pkg: Package) -> str | None:
-    """The one torch release pinned exactly in the same resolution as ``pkg`` (its public version), if any, among
-    ``torches`` (the inventory's exact torch pins that install on the target).
-
-    A requirements file, pyproject or lock is one resolution; in a Dockerfile only the same command is: a torch
-    installed by an earlier RUN does not hold pip back (``pip install vllm`` replaces it)."""
+    """The one torch release pinned exactly in the same resolution as ``pkg``: a whole file, but in a Dockerfile only
+    the same command (a torch installed by an earlier RUN does not hold pip back)."""
     found = {p.version.split("+", 1)[0] for p in torches if p.version and _same_resolution(p.location, pkg.location)}
     return found.pop() if len(found) == 1 else None
 
@@ -134,7 +125,6 @@ def _final(text: str) -> bool:
 
 @check(PYPI_VLLM_CUDA12, CPU_ONLY_AARCH64)
 def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
-    """G1 from knowledge/wheels.toml: PyPI's CUDA 12 vLLM on aarch64; aarch64 wheels without CUDA in a GPU project."""
     if ctx.profile.machine != "aarch64":
         return
     # with --resolve the picked files themselves were read (G1-binary-soname): one finding per cause
@@ -172,7 +162,7 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
                 pkg.location, {"package": pkg.name, "version": rel.version, "source": rel.source})
             continue
         newest = wheels.release(pkg.name)
-        cpu_only = _cpu_only(rel) or (
+        cpu_only = wheels.cpu_only(rel) or (
             # the newest release was read; an older one with an aarch64 wheel is built the same way (inferred)
             wheels.cpu_only_on_aarch64(pkg.name) if rel.aarch64 == "wheel" and rel.aarch64_cuda is None else None)
         if cpu_only and gpu and pkg.name != "torch":  # torch's own build is G1-cpu-build's

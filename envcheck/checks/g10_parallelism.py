@@ -44,8 +44,7 @@ def _where(launch: LaunchReading) -> Location:
 
 
 def _unknown_tp(launch: LaunchReading) -> str | None:
-    """The tensor-parallel setting as written when its value is not a number envcheck can read (``"$3"``,
-    ``$TP``: a positional parameter or a variable set elsewhere), else None."""
+    """The tensor-parallel setting as written when its value is unreadable (``"$3"``, ``$TP``), else None."""
     if launch.tp is not None:
         return None
     written = [s.value for s in launch.settings if s.key in TP_KEYS and s.value]
@@ -54,12 +53,8 @@ def _unknown_tp(launch: LaunchReading) -> str | None:
 
 @check(TP_ACROSS_NODES)
 def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
-    """WARN for nodes > 1 with tp > 1, and for tp above the profile's GPUs per node with no node count; PASS
-    otherwise; SKIP when no launch was given."""
     launches = ctx.inventory.host.launch
-    if not is_live(ctx) and not launches:  # a file's launch commands (compose, script): none, nothing to say
-        return
-    if launches is None:
+    if launches is None or (not is_live(ctx) and not launches):  # a file without launch commands: nothing to say
         return
     if not launches:
         yield TP_ACROSS_NODES.finding("no --launch or --launch-config given", status=Status.SKIP)
@@ -70,13 +65,9 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
     for launch in launches:
         if in_one_pod(launch, ctx.profile.gpus_per_node):
             continue  # G10-pod-gpus-over-node says it: the pod never schedules, its ranks are not across nodes
-        nodes = launch.nodes or 1
-        tp = launch.tp or 1
-        origin = launch.origin or "--launch"
-        where = _where(launch)
+        nodes, tp, origin, cluster = launch.nodes or 1, launch.tp or 1, launch.origin or "--launch", launch.cluster
+        where, unknown = _where(launch), _unknown_tp(launch)
         evidence = {"nodes": nodes, "tp": tp, "tool": launch.tool}
-        cluster = launch.cluster
-        unknown = _unknown_tp(launch)
         if unknown is not None and (nodes > 1 or launch.multi_node):
             failed = True
             across = f"{nodes} nodes" if nodes > 1 else f"a multi-node {cluster} cluster (a head and a worker that joins it)"
@@ -116,8 +107,7 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
         yield TP_ACROSS_NODES.finding(
             f"{most_tp.origin} sets tp={most_tp.tp} and {most_nodes.origin} runs"
             f" {most_nodes.nodes} nodes: tensor parallelism across nodes; use DDP/FSDP across Sparks",
-            _where(most_tp), {"nodes": most_nodes.nodes, "tp": most_tp.tp},
-        )
+            _where(most_tp), {"nodes": most_nodes.nodes, "tp": most_tp.tp})
 
 
 POD_GPUS = rule(
@@ -136,7 +126,6 @@ POD_GPUS = rule(
 
 @check(POD_GPUS)
 def pod_gpus(ctx: CheckContext) -> Iterator[Finding]:
-    """FAIL for a container that asks for more GPUs than the profile's node has; PASS for one within it."""
     per_node = ctx.profile.gpus_per_node
     requests = [r for r in ctx.inventory.host.pod_requests or () if r.resource == "gpu" and r.amount is not None]
     if per_node <= 0 or not requests:
@@ -144,8 +133,7 @@ def pod_gpus(ctx: CheckContext) -> Iterator[Finding]:
     for service in dict.fromkeys(r.service for r in requests):
         parts = {r.part: r for r in requests if r.service == service}
         asked = parts.get("limits") or parts["requests"]
-        count = int(asked.amount or 0)
-        where = Location(asked.origin or "", line=asked.line)
+        count, where = int(asked.amount or 0), Location(asked.origin or "", line=asked.line)
         launch = next((item for item in ctx.inventory.host.launch or () if item.service == service and (item.tp or 1) > 1), None)
         other = [r.line for r in parts.values() if r is not asked and r.line]
         flag = launch.written_line(TP_KEYS) if launch is not None else None
@@ -172,7 +160,7 @@ def pod_gpus(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def in_one_pod(launch: LaunchReading, per_node: int) -> bool:
-    """A Kubernetes container that asks for the GPUs of all its tensor-parallel ranks, more than one node has, and
-    spans no nodes: its pod never schedules on the profile (G10-pod-gpus-over-node); its ranks are not across nodes."""
+    """A container that asks for the GPUs of all its TP ranks, more than a node has, over no nodes: its pod never
+    schedules (G10-pod-gpus-over-node), so its ranks are not across nodes."""
     gpus = launch.gpus or 0
     return 0 < per_node < gpus and (launch.tp or 1) <= gpus and not launch.nodes and not launch.cluster
