@@ -1,5 +1,5 @@
-"""G1 from what the index serves (``knowledge/wheels.toml``, so offline): wheels whose aarch64 build has the wrong
-CUDA, or none at all; ``--resolve`` reads the chosen files themselves."""
+"""G1 from what the index serves (``knowledge/wheels.toml``, so offline): wheels whose aarch64 build has
+the wrong CUDA, or none at all; ``--resolve`` reads the chosen files themselves."""
 
 from __future__ import annotations
 
@@ -81,11 +81,12 @@ def _release(pkg: Package, torch: str | None) -> wheels.Release | None:
 
 
 def _newer(pkg: Package, gpu: bool) -> Finding | None:
-    """INFO for an exact pin newer than every recorded release: the table's day, and that --resolve reads the index."""
+    """INFO for an exact pin newer than every recorded release: the table's day; --resolve reads the index."""
     newest = wheels.newer_than_window(pkg.name, pkg.version) if pkg.version else None
     if newest is None:
         return None
-    rule_ = PYPI_VLLM_CUDA12 if pkg.name == "vllm" else CPU_ONLY_AARCH64 if gpu and wheels.cpu_only(newest) else None
+    cpu_only = gpu and wheels.cpu_only(newest)
+    rule_ = PYPI_VLLM_CUDA12 if pkg.name == "vllm" else CPU_ONLY_AARCH64 if cpu_only else None
     if rule_ is None:
         return None
     return rule_.info(f"{pkg.name} {pkg.version} is newer than every release knowledge/wheels.toml recorded on {newest.checked} "
@@ -94,8 +95,8 @@ def _newer(pkg: Package, gpu: bool) -> Finding | None:
 
 
 def _pinned_torch(torches: list[Package], pkg: Package) -> str | None:
-    """The one torch release pinned exactly in the same resolution as ``pkg``: a whole file, but in a Dockerfile only
-    the same command (a torch installed by an earlier RUN does not hold pip back)."""
+    """The one torch release pinned exactly in the same resolution as ``pkg``: a whole file, but in a
+    Dockerfile only the same command (a torch installed by an earlier RUN does not hold pip back)."""
     found = {p.version.split("+", 1)[0] for p in torches if p.version and _same_resolution(p.location, pkg.location)}
     return found.pop() if len(found) == 1 else None
 

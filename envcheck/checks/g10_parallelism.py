@@ -54,7 +54,7 @@ def _unknown_tp(launch: LaunchReading) -> str | None:
 @check(TP_ACROSS_NODES)
 def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
     launches = ctx.inventory.host.launch
-    if launches is None or (not is_live(ctx) and not launches):  # a file without launch commands: nothing to say
+    if launches is None or (not is_live(ctx) and not launches):  # a file without launch commands
         return
     if not launches:
         yield TP_ACROSS_NODES.finding("no --launch or --launch-config given", status=Status.SKIP)
@@ -65,7 +65,8 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
     for launch in launches:
         if in_one_pod(launch, ctx.profile.gpus_per_node):
             continue  # G10-pod-gpus-over-node says it: the pod never schedules, its ranks are not across nodes
-        nodes, tp, origin, cluster = launch.nodes or 1, launch.tp or 1, launch.origin or "--launch", launch.cluster
+        nodes, tp, origin = launch.nodes or 1, launch.tp or 1, launch.origin or "--launch"
+        cluster = launch.cluster
         where, unknown = _where(launch), _unknown_tp(launch)
         evidence = {"nodes": nodes, "tp": tp, "tool": launch.tool}
         if unknown is not None and (nodes > 1 or launch.multi_node):
@@ -160,7 +161,7 @@ def pod_gpus(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def in_one_pod(launch: LaunchReading, per_node: int) -> bool:
-    """A container that asks for the GPUs of all its TP ranks, more than a node has, over no nodes: its pod never
-    schedules (G10-pod-gpus-over-node), so its ranks are not across nodes."""
+    """A container that asks for the GPUs of all its TP ranks, more than a node has, over no nodes: its pod
+    never schedules (G10-pod-gpus-over-node), so its ranks are not across nodes."""
     gpus = launch.gpus or 0
     return 0 < per_node < gpus and (launch.tp or 1) <= gpus and not launch.nodes and not launch.cluster

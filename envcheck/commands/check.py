@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the PATH arguments and the options of reading them."""
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files and folders to check (default: the current folder); "
                         "the kind of each is told from its name, else its content")
     parser.add_argument("--kind", help="force the input kind, one of: " + ", ".join(kinds.path_kinds()))
@@ -53,7 +52,6 @@ def _resolve_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build(args: argparse.Namespace, config: Config) -> list[Target]:
-    """Targets for the PATHs (or what the current folder holds), --python's environment, resolved with --resolve."""
     from envcheck import sources
     from envcheck.engine import Target
     from envcheck.errors import InputError
@@ -65,14 +63,9 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
             value = env(name) or ""  # as docker build: the value comes from the environment
         build_args[name] = value
     options = sources.ReadOptions(
-        kind=args.kind,
-        build_args=build_args,
-        deep_fatbin=config.options.deep_fatbin,
-        use_cache=config.options.use_cache,
-        target=args.target,
-        max_text_bytes=config.options.max_text_bytes,
-        max_expansion=args.max_expansion,
-    )
+        kind=args.kind, build_args=build_args, deep_fatbin=config.options.deep_fatbin,
+        use_cache=config.options.use_cache, target=args.target, max_text_bytes=config.options.max_text_bytes,
+        max_expansion=args.max_expansion)
     if args.kind is not None and args.kind not in kinds.path_kinds():
         raise UsageError(f"unknown input kind {args.kind!r} for --kind; known: {', '.join(kinds.path_kinds())}")
     targets: list[Target] = []
@@ -131,8 +124,7 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
 
 
 def _relative_to_cwd(path: Path) -> Path:
-    """``path`` relative to the working folder when it lies under it, else as given: the files found in a folder
-    are named the same way by ``envcheck``, ``envcheck .`` and ``envcheck $PWD``."""
+    """Relative to the working folder when under it: ``envcheck .`` and ``envcheck $PWD`` name files alike."""
     if not path.is_absolute():
         return path
     try:
@@ -151,8 +143,7 @@ def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Ta
         raise UsageError(f"--python-version {args.python_version!r}: give the target's CPython as 3.X (e.g. 3.12)")
     settings = resolve.ResolveSettings(
         python_version=args.python_version, index_url=args.index_url, extra_index_urls=tuple(args.extra_index_url),
-        find_links=tuple(args.find_links), offline=args.offline, use_cache=config.options.use_cache,
-    )
+        find_links=tuple(args.find_links), offline=args.offline, use_cache=config.options.use_cache)
     if args.max_expansion is not None:
         settings = replace(settings, max_expansion=float(args.max_expansion))
     return [Target(t.name, t.kind, resolve.resolved_reader(t.name, t.kind, t.read, settings, config.profile)) for t in targets]
@@ -190,11 +181,7 @@ def _folder_target(path: Path, options: ReadOptions, allow_empty: bool) -> Targe
     from envcheck import sources
     from envcheck.engine import Target
 
-    def read() -> Inventory:
-        inventory: Inventory = sources.read_bare_folder(path, options, allow_empty)
-        return inventory
-
-    return Target(str(path), "folder", read)
+    return Target(str(path), "folder", lambda: sources.read_bare_folder(path, options, allow_empty))
 
 
 def _raiser(exc: Exception) -> Callable[[], Inventory]:

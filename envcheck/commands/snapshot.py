@@ -1,4 +1,4 @@
-"""``envcheck snapshot [TARGET] -o FILE``: a target's make-up and findings, saved for ``diff`` and ``preflight``.
+"""``envcheck snapshot [TARGET] -o FILE``: a target's make-up and findings, for ``diff`` and ``preflight``.
 
 Also turns a TARGET word into engine targets (:func:`live_targets`), for ``diff`` as well.
 """
