@@ -1,9 +1,4 @@
-"""G1 over the images a Dockerfile, compose file or Kubernetes manifest starts from: a CUDA 12 (or older) base.
-
-The level follows what the image is used for: the final image's base FAILs, a CUDA 12.9 base (whose toolkit
-compiles for sm_121) is a WARN, a container that only queries the device is INFO; a stage that is not part of the
-built image is one level lower, as every finding located there (envcheck.engine).
-"""
+"""G1: a CUDA 12 (or older) base image under a Dockerfile, compose file or Kubernetes manifest."""
 
 from __future__ import annotations
 
@@ -18,7 +13,6 @@ from envcheck.model import BaseImage, Finding, Status
 from envcheck.rules import CheckContext, check, rule
 
 _FIRST_CUDA13_NGC = knowledge.first_cuda13_ngc_release()
-
 
 CUDA12_BASE = rule(
     "G1-cuda12-base", "G1", "The base image is a CUDA 12 (or older) image", Status.FAIL,
@@ -53,7 +47,6 @@ CUDA12_BASE = rule(
 
 @check(CUDA12_BASE)
 def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
-    """G1 over Dockerfile base images: CUDA 12 bases FAIL (the engine lowers a stage outside the built image)."""
     from envcheck.knowledge.base_images import in_stage, safe_describe
 
     for image in ctx.inventory.images:
@@ -99,8 +92,8 @@ _GPU_NAME = re.compile(r"(?:^|[-_])(?:cuda\d*x?|cu\d{2,3}|gpu|nvidia|cupy|tensor
 
 
 def _runtime_unused(ctx: CheckContext, image: BaseImage, facts: BaseFacts) -> tuple[str, dict[str, object]] | None:
-    """Why a Dockerfile stage on nvidia/cuda's 'base' flavour (only the CUDA runtime) uses none of its CUDA user space,
-    and the evidence; None when it may: another flavour, not a Dockerfile stage, a compiler run, a GPU package installed."""
+    """Why a Dockerfile stage on nvidia/cuda's 'base' flavour (only the CUDA runtime) uses none of its CUDA
+    user space, and the evidence; None when it may (a compiler run, a GPU package installed, ...)."""
     from envcheck.inspect.device_query import compilers
     from envcheck.knowledge.base_images import cuda_runtime_only
     from envcheck.knowledge.builds import distribution_cuda_major
@@ -129,20 +122,16 @@ def _runtime_unused(ctx: CheckContext, image: BaseImage, facts: BaseFacts) -> tu
 
 
 def _torch_replaced_by(ctx: CheckContext, image: BaseImage, ngc_torch: bool) -> str | None:
-    """How a stage on ``image`` installs a CUDA ``profile`` torch in place of the base's (None if it does not).
-
-    On an NGC base, pip keeps the container's torch for an unpinned requirement, so only an exact pin or an
-    install with --upgrade/--force-reinstall replaces it."""
+    """How a stage on ``image`` installs a CUDA ``profile`` torch in place of the base's, or None. On an
+    NGC base pip keeps the container's torch unless pinned exactly or installed with --upgrade."""
     stages = set(image.stages or ((image.stage,) if image.stage else ()))
     for pkg in ctx.inventory.packages:
         if (pkg.name != "torch" or pkg.installed or pkg.role != "requirement" or pkg.location is None
                 or pkg.location.stage not in stages):
             continue
-        if ngc_torch and not pkg.version:
-            upgrade = any(i.location == pkg.location and "torch" in i.packages
-                          and i.replaces for i in ctx.inventory.installs)
-            if not upgrade:
-                continue
+        if ngc_torch and not pkg.version and not any(i.location == pkg.location and "torch" in i.packages
+                                                     and i.replaces for i in ctx.inventory.installs):
+            continue
         build, how = torch_build(pkg, ctx)
         if build is not None and build.flavor == "cuda" and build.cuda_major == ctx.profile.cuda_major:
             return f"line {pkg.location.line}: {how}"

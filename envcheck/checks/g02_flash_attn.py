@@ -1,9 +1,5 @@
-"""G2: flash-attn on aarch64/sm_121, and Unsloth silently preferring it over a requested SDPA.
-
-There is no aarch64/sm_121 flash-attn wheel for bare pip: ``pip install flash-attn`` builds from source
-(2-3 hours on a Spark) or fails. NGC containers ship a working flash-attn, and Unsloth then uses it even
-when ``attn_implementation="sdpa"`` was asked for.
-"""
+"""G2: flash-attn on aarch64/sm_121 (no wheel: pip builds it for hours, or fails; NGC ships one), and Unsloth
+silently preferring it over a requested SDPA."""
 
 from __future__ import annotations
 
@@ -17,11 +13,9 @@ from envcheck.knowledge.wheel_platforms import platform_verdict
 from envcheck.model import PINS_ONLY, Finding, Package, Status
 from envcheck.rules import CheckContext, check, rule
 
-OVERRIDE = (
-    "To force SDPA under Unsloth, set unsloth.models._utils.HAS_FLASH_ATTENTION = False after importing "
-    "unsloth and before from_pretrained (a monkeypatch of Unsloth's flash-attn detection); "
-    "attn_implementation='sdpa' alone is ignored."
-)
+OVERRIDE = ("To force SDPA under Unsloth, set unsloth.models._utils.HAS_FLASH_ATTENTION = False after "
+            "importing unsloth and before from_pretrained (a monkeypatch of Unsloth's flash-attn detection); "
+            "attn_implementation='sdpa' alone is ignored.")
 
 FLASH_ATTN_BUILD = rule(
     "G2-flash-attn-build", "G2", "flash-attn would be built from source by pip", Status.FAIL,
@@ -83,9 +77,8 @@ def _already_installed(pkg: Package, installed: list[Package], ctx: CheckContext
 
 
 def _installed_in_stage(pkg: Package, installed: list[Package], ctx: CheckContext) -> list[Package]:
-    """The installed flash-attn that ``pkg``'s install meets: in a build stage (a Dockerfile's, or one a compose
-    service builds), the one its own stage's base ships (whether or not the stage reaches the final image: a
-    stage is judged by what it does); elsewhere any."""
+    """The installed flash-attn that ``pkg``'s install meets: in a build stage, the one its own stage's base
+    ships (a stage is judged by what it does, final or not); elsewhere any."""
     stage = pkg.location.stage if pkg.location is not None else None
     if stage is None or not ctx.inventory.images:
         return installed
@@ -108,7 +101,6 @@ def _installed_in_stage(pkg: Package, installed: list[Package], ctx: CheckContex
 
 @check(FLASH_ATTN_BUILD, FLASH_ATTN_PRESENT, UNSLOTH_SDPA)
 def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
-    """G2 over packages: pip-built flash-attn, installed flash-attn, and flash-attn next to Unsloth."""
     pkgs = [p for p in ctx.inventory.packages if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
     flash = [p for p in pkgs if p.name == "flash-attn"]
     unsloth = [p for p in pkgs if p.name == "unsloth"]
@@ -122,16 +114,13 @@ def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
         else:
             yield FLASH_ATTN_BUILD.finding(
                 "flash-attn has no aarch64/sm_121 wheel: pip will compile it from source (hours, or a hang)",
-                pkg.location, {"package": "flash-attn", "version": pkg.version, "url": pkg.url},
-            )
+                pkg.location, {"package": "flash-attn", "version": pkg.version, "url": pkg.url})
     for pkg in installed_flash:
         yield FLASH_ATTN_PRESENT.info(f"flash-attn {pkg.version or ''} is installed".replace("  ", " "), pkg.location)
     if unsloth and flash:
-        where = unsloth[0].location
         yield UNSLOTH_SDPA.finding(
             "unsloth and flash-attn are both present: Unsloth will use flash-attn even if attn_implementation='sdpa' is requested",
-            where, {"unsloth": unsloth[0].version, "flash_attn": flash[0].version},
-        )
+            unsloth[0].location, {"unsloth": unsloth[0].version, "flash_attn": flash[0].version})
     if not flash and pkgs:
         yield FLASH_ATTN_BUILD.passed("no flash-attn source build in this input", None)
 
@@ -149,21 +138,16 @@ FLASH_ATTN_LOADS = rule(
 
 @check(FLASH_ATTN_LOADS)
 def flash_attn_live(ctx: CheckContext) -> Iterator[Finding]:
-    """G2 on live readings: does the installed flash-attn's CUDA extension load?"""
     reading = ctx.inventory.host.flash_attn
-    if reading is None:
+    if reading is None or reading.status == "absent":
         return
-    status = reading.status
-    version = reading.version or ""
-    if status == "absent":
-        return
+    status, version = reading.status, reading.version or ""
     if status == "ok" and reading.extension == "ok":
         yield FLASH_ATTN_LOADS.passed(f"flash-attn {version} imports and its CUDA extension loads".replace("  ", " "))
     elif status == "ok" and reading.extension == "error":
         yield FLASH_ATTN_LOADS.finding(
             f"flash-attn {version} imports but its CUDA extension does not load: {reading.extension_error or 'unknown error'}".replace("  ", " "),
-            None, {"reading": reading.to_json()},
-        )
+            None, {"reading": reading.to_json()})
     elif status in ("import-error", "error", "crashed", "timeout"):
         detail = reading.signal or reading.error or status
         yield FLASH_ATTN_LOADS.finding(f"importing flash_attn failed ({status}: {detail})", None, {"reading": reading.to_json()})

@@ -1,9 +1,5 @@
-"""G3: unified memory is double-counted (page cache, mmap, allocator).
-
-On a GB10 the GPU allocates from the same memory as the page cache, and nvidia-smi prints ``[N/A]``
-for memory, so the readings come from ``/proc/meminfo``. A large page cache before a model load is
-the situation in which a run OOMs while memory looks free.
-"""
+"""G3: unified memory is double-counted (page cache, mmap, allocator); nvidia-smi prints ``[N/A]`` for memory
+on a GB10, so the readings come from ``/proc/meminfo``."""
 
 from __future__ import annotations
 
@@ -38,12 +34,10 @@ READINGS = rule(
 
 @check(PAGE_CACHE, READINGS)
 def page_cache(ctx: CheckContext) -> Iterator[Finding]:
-    """WARN when the page cache is large on unified memory; INFO readings; SKIP without /proc/meminfo."""
     if not is_live(ctx):
         return
     if ctx.kind == "container" and ctx.inventory.host.container_run is not None:
-        # a container envcheck started from an image reads the memory of the machine its engine runs on:
-        # that is no fact about the image (issue 26 item 15)
+        # a container envcheck started reads the memory of its engine's machine, no fact about the image
         yield PAGE_CACHE.finding("the page cache is the Docker engine's machine's, not the image's: run `envcheck preflight` "
                                  "on the Spark before the job", status=Status.SKIP)
         return
@@ -68,14 +62,10 @@ def page_cache(ctx: CheckContext) -> Iterator[Finding]:
         yield PAGE_CACHE.finding(
             f"page cache holds {gib(cached)} ({share:.0%} of {gib(total)}); drop it before a model load:"
             " sync; echo 3 > /proc/sys/vm/drop_caches (root)",
-            where, {"cached": cached, "total": total, "share": round(share, 3)},
-        )
+            where, {"cached": cached, "total": total, "share": round(share, 3)})
     else:
         yield PAGE_CACHE.passed(f"page cache {gib(cached)} ({share:.0%} of {gib(total)})", where, cached=cached, total=total)
 
-
-# Inputs that carry launch commands envcheck reads statically (compose services, Kubernetes containers, scripts, notebooks).
-LAUNCH_INPUTS = kinds.LAUNCH_FILES
 
 MEMORY_FRACTION = rule(
     "G3-memory-fraction", "G3",
@@ -88,12 +78,11 @@ MEMORY_FRACTION = rule(
     shell scripts and notebooks, and warns above the profile's serve_memory_fraction_max.""",
     """Lower the share to the profile's limit or below (--gpu-memory-utilization 0.85 on a Spark that runs
     nothing else; less next to other GPU work), and drop the page cache before loading a large model.""",
-    inputs=LAUNCH_INPUTS)
+    inputs=kinds.LAUNCH_FILES)
 
 
 @check(MEMORY_FRACTION)
 def memory_fraction(ctx: CheckContext) -> Iterator[Finding]:
-    """WARN for a launch whose memory share is above the profile's limit; PASS for those at or below it."""
     limit = ctx.profile.serve_memory_fraction_max
     launches = ctx.inventory.host.launch
     if is_live(ctx) or launches is None or limit <= 0:
@@ -133,8 +122,6 @@ POD_MEMORY = rule(
 
 @check(POD_MEMORY)
 def pod_memory(ctx: CheckContext) -> Iterator[Finding]:
-    """FAIL for a container whose memory request is above the profile's memory; WARN for a limit above it
-    with a request inside it; PASS for those within it."""
     pool_gb = ctx.profile.memory_gb
     requests = [r for r in ctx.inventory.host.pod_requests or () if r.resource == "memory" and r.amount is not None]
     if pool_gb <= 0 or not requests:

@@ -47,7 +47,6 @@ def _span(values: list[float], unit: str) -> str:
 
 @check(THROTTLING, READINGS)
 def throttling(ctx: CheckContext) -> Iterator[Finding]:
-    """Per GPU: INFO readings, then WARN on the throttling signature, PASS otherwise, SKIP without data."""
     if not is_live(ctx):
         return
     smi, reason = nvidia_smi(ctx)
@@ -63,8 +62,7 @@ def throttling(ctx: CheckContext) -> Iterator[Finding]:
     judged = False
     for readings in by_gpu.values():
         first = readings[0]
-        index = first.index
-        label = f"GPU{index if index is not None else 0} {first.name or ''}".strip()
+        label = f"GPU{first.index if first.index is not None else 0} {first.name or ''}".strip()
         temps = [r.temperature_c for r in readings if r.temperature_c is not None]
         powers = [r.power_w for r in readings if r.power_w is not None]
         limit = next((r.power_limit_w for r in readings if r.power_limit_w is not None), None)
@@ -72,8 +70,7 @@ def throttling(ctx: CheckContext) -> Iterator[Finding]:
         limit_text = f"limit {limit:g} W" if limit is not None else f"limit N/A, rated {rated:g} W"
         yield READINGS.info(
             f"{label}: {_span(temps, 'C')}, {_span(powers, 'W')} ({limit_text}) over {len(readings)} sample{'s' if len(readings) != 1 else ''}",
-            gpu=label, temperatures=temps, powers=powers, limit=limit,
-        )
+            gpu=label, temperatures=temps, powers=powers, limit=limit)
         thermal = sorted({r for g in readings for r in g.throttle_reasons if r in THERMAL_REASONS})
         if thermal:
             judged = True
@@ -89,12 +86,10 @@ def throttling(ctx: CheckContext) -> Iterator[Finding]:
             yield THROTTLING.finding(
                 f"{label}: temperature rose {temps[0]:g}->{temps[-1]:g} C while power stayed near {mean:.0f} W"
                 f" (rated {rated:g} W): throttling signature",
-                evidence={"temperatures": temps, "powers": powers, "rated": rated},
-            )
+                evidence={"temperatures": temps, "powers": powers, "rated": rated})
         else:
             yield THROTTLING.passed(f"{label}: no throttling signature over {seconds:.1f} s", gpu=label)
     if not judged:
         yield THROTTLING.finding(
             "need two or more temperature/power samples to judge (nvidia-smi gave none, or --sample-seconds 0)",
-            status=Status.SKIP,
-        )
+            status=Status.SKIP)

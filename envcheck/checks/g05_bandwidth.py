@@ -38,21 +38,18 @@ def _expected(ctx: CheckContext) -> float | None:
 
 @check(BANDWIDTH_PLAN, PLANNING_FIGURE)
 def bandwidth_plan(ctx: CheckContext) -> Iterator[Finding]:
-    """INFO with the planning range on live targets; WARN/PASS for an expected bandwidth."""
     low, high = ctx.profile.bandwidth_gbs
     spec = ctx.profile.bandwidth_spec_gbs
     if is_live(ctx):
         yield PLANNING_FIGURE.info(
             f"plan memory-bound work on {low:g}-{high:g} GB/s sustained, not the {spec:g} GB/s spec",
-            low=low, high=high, spec=spec,
-        )
+            low=low, high=high, spec=spec)
     expected = _expected(ctx)
     if expected is None:
         return
     if expected > high:
         yield BANDWIDTH_PLAN.finding(
             f"plan assumes {expected:g} GB/s; sustained is {low:g}-{high:g} GB/s ({spec:g} is the spec peak)",
-            evidence={"expected": expected, "sustained": [low, high], "spec": spec},
-        )
+            evidence={"expected": expected, "sustained": [low, high], "spec": spec})
     else:
         yield BANDWIDTH_PLAN.passed(f"planned {expected:g} GB/s is within the {low:g}-{high:g} GB/s sustained", expected=expected)

@@ -62,13 +62,10 @@ def _cap(words: Sequence[str], option: str) -> float | None:
 
 def _describe(process: GpuProcess) -> tuple[str | None, float | None, bool]:
     """(server name, memory cap, cap given explicitly) for a process and its ancestors."""
-    lines: list[list[str]] = []
-    if process.cmdline:
-        lines.append(list(process.cmdline))
+    lines = [list(process.cmdline)] if process.cmdline else []
     lines.extend(list(a) for a in process.ancestors or ())
-    name = process.process_name or ""
+    texts = [process.process_name or "", *(" ".join(words) for words in lines)]
     for label, pattern, option, default in SERVERS:
-        texts = [name, *(" ".join(words) for words in lines)]
         if not any(pattern.search(text) for text in texts if text):
             continue
         if option is None:
@@ -83,7 +80,6 @@ def _describe(process: GpuProcess) -> tuple[str | None, float | None, bool]:
 
 @check(NEIGHBOUR)
 def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
-    """WARN for uncapped known servers and heavy unknown processes; PASS when the GPU is free."""
     if not is_live(ctx):
         return
     smi, reason = nvidia_smi(ctx)
@@ -102,9 +98,8 @@ def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
     mem_total = (meminfo.bytes or {}).get("MemTotal") if meminfo is not None else None
     uma = unified_memory(ctx)
     for process in others:
-        pid = process.pid
+        pid, used = process.pid, process.used_memory_mib
         label, cap, explicit = _describe(process)
-        used = process.used_memory_mib
         used_text = f", {gib(used * 2**20)}" if used is not None else ""
         who = f"pid {pid} ({label or process.process_name or '?'}{used_text})"
         evidence: dict[str, Any] = {"pid": pid, "server": label, "cap": cap, "used_mib": used,
@@ -145,9 +140,8 @@ Share = tuple["LaunchReading", float, bool]
 
 
 def _together(shares: list[Share], uncapped: list[LaunchReading]) -> tuple[list[Share], list[LaunchReading]]:
-    """The servers that can run at the same time. Services that hold the same ``exclusive`` resource (one
-    ``container_name``, one host port under host networking: compose's menu of alternative models) cannot: of
-    each such group only the service that claims the most counts (an uncapped one counts as the whole pool)."""
+    """The servers that can run at the same time: of services that hold one ``exclusive`` resource (a
+    container_name, a host port: compose's menu of models) only the largest claim counts (uncapped: 1)."""
     def service(launch: LaunchReading) -> str:
         return launch.service or str(id(launch))
 
@@ -181,7 +175,6 @@ def _together(shares: list[Share], uncapped: list[LaunchReading]) -> tuple[list[
 
 @check(POOL_OVERCOMMIT)
 def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
-    """FAIL when the memory shares of two or more servers of one input add up past the whole pool."""
     launches = ctx.inventory.host.launch
     if is_live(ctx) or launches is None:
         return
@@ -198,8 +191,8 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
                        if default is not None and pattern.search(launch.tool or "")), None)
         if server is None:
             continue
-        explicit = launch.memory is not None
-        shares.append((launch, launch.memory if launch.memory is not None else float(server[1] or 0), explicit))
+        shares.append((launch, launch.memory if launch.memory is not None else float(server[1] or 0),
+                       launch.memory is not None))
     shares, uncapped = _together(shares, uncapped)
     if shares and uncapped and len(shares) + len(uncapped) >= 2:
         first = shares[0]
@@ -245,7 +238,6 @@ FREE_MEMORY_CHECK_OFF = rule(
 
 @check(FREE_MEMORY_CHECK_OFF)
 def free_memory_check_off(ctx: CheckContext) -> Iterator[Finding]:
-    """WARN at each build or script line that edits vLLM's free-memory check out of its source."""
     for install in ctx.inventory.installs:
         if VLLM_FREE_MEMORY_CHECK_EDIT in install.options:
             text = install.text if len(install.text) <= 120 else install.text[:117] + "..."
