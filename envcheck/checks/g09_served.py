@@ -1,10 +1,6 @@
-"""G9 from the index's release lists: an exact pin of a version the index never served cannot install.
-
-``knowledge/wheels.toml`` records, for a fixed list of ML packages, every release PyPI served (a file to install,
-yanked ones included: an exact pin still installs those) on the day it was recorded. A pin inside that history
-that the list lacks fails on every machine; a pin newer than the list may have been released since, so it is only
-named, with the day. ``--resolve`` asks the index itself (ARCH-resolve-no-file), so this check steps back then.
-"""
+"""G9 from the index's release lists (``knowledge/wheels.toml``, yanked ones included: an exact pin still
+installs them): an exact pin of a version the index never served cannot install; one newer than the list is
+only named."""
 
 from __future__ import annotations
 
@@ -45,15 +41,13 @@ def _parse(text: str) -> Version | None:
 
 @check(NOT_SERVED)
 def versions_served(ctx: CheckContext) -> Iterator[Finding]:
-    """FAIL for an exact PyPI pin the recorded release history lacks; INFO for one newer than that history."""
     if ctx.inventory.resolved:
         return  # --resolve asked the index itself
     checked: list[str] = []
     for pkg in ctx.inventory.packages:
         if not pkg.version or pkg.role in (Role.RESOLVED, Role.CONSTRAINT) or not _from_pypi(pkg, ctx):
             continue
-        listed = wheels.served(pkg.name)
-        want = _parse(pkg.version)
+        listed, want = wheels.served(pkg.name), _parse(pkg.version)
         if listed is None or want is None:
             continue
         newest = _parse(listed.newest)
