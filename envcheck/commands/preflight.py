@@ -27,7 +27,6 @@ node (torch, NCCL, CUDA runtime, driver, flash-attn, nvidia-*) into the G10 line
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add preflight's arguments."""
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--host", metavar="ssh://[USER@]HOST[:PORT]", default=None,
@@ -56,7 +55,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
-    """One target of kind ``host``: this machine and the chosen interpreter."""
     if args.sample_seconds < 0:
         raise UsageError("--sample-seconds must be 0 or more")
     if args.probe_timeout <= 0:
@@ -79,7 +77,6 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
 
 
 def report(args: argparse.Namespace, config: Config) -> Report:
-    """The live checks, plus (with --baseline/--twin) what differs from a snapshot, in the G9/G10 lines."""
     from envcheck.checks import drift
     from envcheck.commands.snapshot import load_snapshot
     from envcheck.profile import load_profile
@@ -103,8 +100,7 @@ def report(args: argparse.Namespace, config: Config) -> Report:
         added.append(found or drift.DRIFT_PACKAGE.passed(f"no changes since {baseline.source}{taken}"))
     if twin is not None:
         other = drift.side_of(twin.source, twin.targets)
-        found = drift.summary(drift.twins([live, other]), f"differs from {twin.source}")
-        if found is not None:
+        if (found := drift.summary(drift.twins([live, other]), f"differs from {twin.source}")) is not None:
             added.append(found)
     target = result.targets[0]
     kept, suppressed = engine.apply_ignores(added, config.ignores)
