@@ -1,7 +1,4 @@
-"""What a version string, distribution name or index URL says about the CUDA build behind it.
-
-Pure functions over the knowledge files: they say what is known and return None where nothing is.
-"""
+"""What a version string, distribution name or index URL says about the CUDA build behind it."""
 
 from __future__ import annotations
 
@@ -39,8 +36,7 @@ class CudaBuild:
 
 def cuda_from_tag(tag: str) -> int | None:
     """``cu128`` -> 12, ``cu130`` -> 13, ``cu118`` -> 11."""
-    m = re.fullmatch(r"cu(\d{2,3})", tag)
-    if not m:
+    if not (m := re.fullmatch(r"cu(\d{2,3})", tag)):
         return None
     digits = m.group(1)
     return int(digits[:-1]) if len(digits) == 3 else int(digits[0])
@@ -56,11 +52,10 @@ def build_of_version(version: str | None) -> CudaBuild | None:
         first = knowledge.first_cuda13_ngc_release()
         major = 13 if knowledge.release_month(ngc) >= knowledge.release_month(first) else 12
         return CudaBuild("cuda", major, f"NGC {ngc}")
-    m = _LOCAL_CUDA.search(local)
-    if m:
+    if m := _LOCAL_CUDA.search(local):
         tag = f"cu{m.group(1)}"
         return CudaBuild("cuda", cuda_from_tag(tag), f"+{tag}")
-    if local == "cpu" or local.startswith("cpu"):
+    if local.startswith("cpu"):
         return CudaBuild("cpu", None, "+cpu")
     if _LOCAL_ROCM.search(local) or local.startswith("rocm"):
         return CudaBuild("rocm", None, f"+{local}")
@@ -71,23 +66,19 @@ def ngc_release(version: str | None) -> str | None:
     """``2.9.0a0+50eac811a6.nv25.09`` -> ``25.09``; None for other versions."""
     if not version:
         return None
-    pattern = knowledge.load("torch_builds")["ngc"]["version_pattern"]
-    m = re.search(pattern, version)
-    if not m:
-        return None
-    return f"{m.group(1)}.{int(m.group(2)):02d}"
+    m = re.search(knowledge.load("torch_builds")["ngc"]["version_pattern"], version)
+    return f"{m.group(1)}.{int(m.group(2)):02d}" if m else None
 
 
 def build_of_index(url: str) -> CudaBuild | None:
     """What a package index serves: ``download.pytorch.org/whl/cu128`` -> CUDA 12; None if it says nothing."""
     if url.startswith("uv-torch-backend:"):
         tag = url.split(":", 1)[1]
-        if tag in ("auto",):
+        if tag == "auto":
             return None
         major = cuda_from_tag(tag)
         return CudaBuild("cuda" if major else ("cpu" if tag == "cpu" else "unknown"), major, f"uv --torch-backend={tag}")
-    label = _CONDA_CUDA_LABEL.search(url)
-    if label:  # conda: nvidia/label/cuda-12.4.0 holds that CUDA release's packages
+    if label := _CONDA_CUDA_LABEL.search(url):  # conda: nvidia/label/cuda-12.4.0 holds that release
         return CudaBuild("cuda", int(label.group(1)), f"conda channel label cuda-{label.group(1)}")
     m = _INDEX_TAG.search(url.rstrip("/") + "/")
     if not m:
@@ -103,14 +94,13 @@ def build_of_index(url: str) -> CudaBuild | None:
 
 
 def torch_index(url: str) -> bool:
-    """Whether ``url`` is shaped like PyTorch's wheel index (``.../whl/cu130``, ``/whl/cpu``): an index of torch and its
-    partner builds, not of other projects (a CUDA tag elsewhere in a path, ``wheels.vllm.ai/0.11.2/cu130``, is not)."""
+    """Whether ``url`` is shaped like PyTorch's wheel index (``.../whl/cu130``): torch and its partners only
+    (a CUDA tag elsewhere in a path, ``wheels.vllm.ai/0.11.2/cu130``, is not one)."""
     return _INDEX_TAG.search(url.rstrip("/") + "/") is not None
 
 
 def _path_cuda_tag(url: str) -> CudaBuild | None:
-    """The CUDA build a path segment of an index URL names (``.../sbsa/cu128`` -> CUDA 12), or None. The host,
-    query and fragment are not read; the last such segment wins (``/cu126/cu128`` is unlikely, but it is the folder)."""
+    """The CUDA build the last path segment of an index URL that names one says (``.../sbsa/cu128`` -> 12)."""
     try:
         path = urlsplit(url).path
     except ValueError:
@@ -146,8 +136,7 @@ def pypi_torch_build(specifier: str, version: str | None, machine: str) -> tuple
 
 
 def pypi_torch_releases() -> list[str]:
-    """Torch releases on PyPI as far as envcheck knows them: torch_builds.toml's list and the generated
-    wheels.toml (final releases), so the newest one is as fresh as the last ``scripts/gen_knowledge.py --fetch``."""
+    """Torch releases on PyPI as far as envcheck knows them: torch_builds.toml's list and wheels.toml's."""
     from packaging.version import Version
 
     from envcheck.knowledge import wheels
@@ -159,12 +148,10 @@ def pypi_torch_releases() -> list[str]:
 
 def _pypi_row(row: dict[str, Any], chosen: str, machine: str) -> tuple[CudaBuild, str] | None:
     """The build a row of torch_builds.toml's ``pypi`` table says ``chosen`` is on ``machine``."""
-    flavor = str(row.get(machine, "unknown"))
+    flavor, detail = str(row.get(machine, "unknown")), f"PyPI torch {chosen} on {machine}"
     if flavor == "cpu":
-        return CudaBuild("cpu", None, f"PyPI torch {chosen} on {machine}"), str(row["source"])
-    if flavor.isdigit():
-        return CudaBuild("cuda", int(flavor), f"PyPI torch {chosen} on {machine}"), str(row["source"])
-    return None
+        return CudaBuild("cpu", None, detail), str(row["source"])
+    return (CudaBuild("cuda", int(flavor), detail), str(row["source"])) if flavor.isdigit() else None
 
 
 def distribution_cuda_major(pkg: Package) -> tuple[int, str] | None:
@@ -175,8 +162,7 @@ def distribution_cuda_major(pkg: Package) -> tuple[int, str] | None:
         if name.endswith(suffix) and (name.startswith(("nvidia-", "cuda-")) or name.count("-") >= 1):
             return int(major), f"the distribution name ends in {suffix}"
     for row in data["pattern"]:
-        m = re.match(row["regex"], name)
-        if m:
+        if m := re.match(row["regex"], name):
             return int(m.group(1)), f"the distribution name {name} names CUDA {m.group(1)}"
     row = _unsuffixed().get(name)
     if row is not None and pkg.version:
@@ -217,10 +203,8 @@ def installs_on(pkg: Package, profile: Profile, extras: tuple[str, ...] = ("",))
 
 @lru_cache(maxsize=16384)
 def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tuple[str, ...]) -> bool:
-    """installs_on's answer, cached: a uv.lock repeats the same few markers over thousands of packages,
-    and every check asks again."""
-    # imported here, not at the top: markers, their parser and packaging.tags cost 15-30 ms of start-up
-    # that an installed environment's packages (they carry no markers) never need
+    """Cached: a uv.lock repeats the same few markers over thousands of packages, and every check asks."""
+    # imported here: an installed environment's packages carry no markers and never need the parser
     from packaging.markers import InvalidMarker, Marker
 
     try:
@@ -251,7 +235,7 @@ def requirement_applies(marker: Marker | None, profile: Profile) -> bool:
 
 
 def unsuffixed_distribution(name: str) -> dict[str, Any] | None:
-    """The row of a CUDA toolkit distribution without a -cuXX suffix (``nvidia-cublas``: its release line per CUDA major)."""
+    """The row of a CUDA distribution without a -cuXX suffix (``nvidia-cublas``: its lines per major)."""
     return _unsuffixed().get(name)
 
 
