@@ -48,7 +48,6 @@ CUDA12_BASE = rule(
 @check(CUDA12_BASE)
 def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
     from envcheck.knowledge.base_images import in_stage, safe_describe
-
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
         if facts is None or facts.cuda_major is None:
@@ -97,7 +96,6 @@ def _runtime_unused(ctx: CheckContext, image: BaseImage, facts: BaseFacts) -> tu
     from envcheck.inspect.device_query import compilers
     from envcheck.knowledge.base_images import cuda_runtime_only
     from envcheck.knowledge.builds import distribution_cuda_major
-
     if image.programs is None or not cuda_runtime_only(facts) or compilers(image.programs):
         return None
     stack = set(knowledge.load("pins")["stack"]["ml_stack"]) | {r["name"] for r in knowledge.load("cuda_extensions").get("package", [])}

@@ -64,7 +64,6 @@ def _already_installed(pkg: Package, installed: list[Package], ctx: CheckContext
     have = installed[0].version
     from packaging.specifiers import InvalidSpecifier, SpecifierSet  # here: a folder scan's checks need none
     from packaging.version import InvalidVersion, Version
-
     try:
         allowed = not pkg.specifier or (have is not None and Version(have) in SpecifierSet(pkg.specifier, prereleases=True))
     except (InvalidVersion, InvalidSpecifier):
@@ -83,7 +82,6 @@ def _installed_in_stage(pkg: Package, installed: list[Package], ctx: CheckContex
     if stage is None or not ctx.inventory.images:
         return installed
     from envcheck.knowledge.base_images import safe_describe
-
     for image in ctx.inventory.images:
         if stage not in (image.stages or (image.stage,)):
             continue

@@ -28,7 +28,6 @@ def clashes(ctx: CheckContext, pkgs: list[Package], overridden: set[str],
     if not asked:
         return
     from envcheck.knowledge import wheels  # (packaging: only where a torch-family requirement is asked)
-
     for pkg in pkgs:
         if (pkg.requires is not None or pkg.installed or pkg.no_deps or pkg.url or pkg.role != Role.REQUIREMENT
                 or not installs_on(pkg, ctx.profile)):
@@ -57,7 +56,6 @@ def clashes(ctx: CheckContext, pkgs: list[Package], overridden: set[str],
 def _every_release_excluded(releases: list[Release], targets: list[Package]) -> dict[str, tuple[str, list[str]]] | None:
     """target name -> (what the input asks, the pins excluding it) when every release has one, else None."""
     from envcheck.knowledge import wheels
-
     out: dict[str, tuple[str, list[str]]] = {}
     for rel in releases:
         hit = False

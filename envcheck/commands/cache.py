@@ -53,7 +53,6 @@ def _update_facts(args: argparse.Namespace) -> str:
     from envcheck.profile import load_profile
     from envcheck.resolution.facts import shipped_table, user_table
     from envcheck.resolution.facts_update import FAMILIES, PYPI, update
-
     path, profile = user_table(), load_profile("dgx-spark")
     lines: list[str] = []
 

@@ -129,7 +129,6 @@ def report(args: argparse.Namespace, config: Config) -> Report:
     from envcheck.services.registry.auth import credentials_from_docker_config
     from envcheck.services.registry.client import RegistryClient
     from envcheck.services.registry.tags import list_tags
-
     repository = _repository(args.repository)
     if not 1 <= args.jobs <= MAX_JOBS:
         raise UsageError(f"--jobs {args.jobs}: expected 1 to {MAX_JOBS}")
@@ -171,7 +170,6 @@ def report(args: argparse.Namespace, config: Config) -> Report:
                            lambda done, result, seconds: _progress(done, len(tags), result, seconds) if say else None)
     out = Report(profile=profile.name, targets=results)
     from envcheck import fixes
-
     fixes.attach(out, config.options)
     out.exit_code = engine.exit_code(out.findings, config.fail_threshold)
     return out
@@ -204,7 +202,6 @@ def _by_date(tags: list[str], since: datetime.datetime | None, last: int | None,
 
 def _progress(done: int, total: int, result: TargetResult, seconds: float) -> None:
     from envcheck.redaction import clean
-
     worst = Status.worst((f.status for f in result.findings), Status.PASS)
     loud = sorted({f.gotcha for f in result.findings if f.status is worst and worst in (Status.FAIL, Status.WARN, Status.ERROR)})
     why = f" ({', '.join(loud)})" if loud else ""

@@ -55,7 +55,6 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
     from envcheck import sources
     from envcheck.engine import Target
     from envcheck.errors import InputError
-
     build_args = {}
     for item in args.build_arg:
         name, eq, value = item.partition("=")
@@ -106,7 +105,6 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
             continue
         if args.kind is None and kinds.by_file_name(path.name) is None and (row := kinds.get(kind)) is not None:
             from envcheck.redaction import escape_controls
-
             print(f"envcheck: {escape_controls(str(path))}: read as a {row.name} file, told from its content (its name "
                   f"says no kind; --kind {row.name} makes it explicit)", file=sys.stderr)
         targets.append(_file_target(path, kind, options, guessed=args.kind is None))
@@ -118,7 +116,6 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
         raise UsageError("--offline, --python-version, --index-url, --extra-index-url and --find-links go with --resolve")
     if args.shard:
         from envcheck.shards import sharded
-
         targets = sharded(targets, args.shard, lambda target: target.name)
     return targets
 
@@ -138,7 +135,6 @@ def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Ta
 
     from envcheck import resolution as resolve
     from envcheck.engine import Target
-
     if args.python_version and not re.fullmatch(r"3\.\d{1,2}", args.python_version):
         raise UsageError(f"--python-version {args.python_version!r}: give the target's CPython as 3.X (e.g. 3.12)")
     settings = resolve.ResolveSettings(
@@ -154,7 +150,6 @@ def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> li
     from envcheck.engine import Target
     from envcheck.errors import InputError
     from envcheck.redaction import escape_controls, no_command_lines
-
     for skipped, reason in discovery.skipped:
         # a link named like an input that leads outside the folder is said even without -v: it looks like an input
         if verbose or str(skipped) in discovery.outside:
@@ -163,7 +158,6 @@ def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> li
     if discovery.outside:
         from envcheck.model import Inventory
         from envcheck.sources.walk import outside_note
-
         note = outside_note(discovery.root, discovery.outside)
         targets.append(Target(discovery.root, "folder", lambda: Inventory(problems=[note])))
     for path, target in discovery.broken:
@@ -180,7 +174,6 @@ def _folder_target(path: Path, options: ReadOptions, allow_empty: bool) -> Targe
     """A folder with no input files: its binaries are scanned; finding none is "nothing to check" (exit 2)."""
     from envcheck import sources
     from envcheck.engine import Target
-
     return Target(str(path), "folder", lambda: sources.read_bare_folder(path, options, allow_empty))
 
 
@@ -197,7 +190,6 @@ def _file_target(path: Path, kind: str, options: ReadOptions, guessed: bool = Tr
     from envcheck import sources
     from envcheck.engine import Target
     from envcheck.errors import InputError
-
     module = sources.module_for(kind)
     opts = replace(options, kind=kind)
 
@@ -219,7 +211,6 @@ def _python_target(python: str, options: ReadOptions) -> Target:
 
     def read() -> Inventory:
         from envcheck.sources.folder import read_python
-
         return read_python(python, options)
 
     return Target(f"python:{python}", "folder", read)

@@ -28,7 +28,6 @@ def after_check(args: argparse.Namespace, config: Config, report: Report, target
     """With --diff: print the diff; the exit code is returned (1 when something would change). With --fix:
     write the files and return the report of a second check (exit code None: the report's)."""
     from envcheck import fixes
-
     if not (getattr(args, "diff", False) or getattr(args, "fix", False)):
         return report, None
     # only files inside what the user gave (a folder, or a file's folder) are written (fixes.within)

@@ -106,7 +106,6 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
     ref_text: str = args.ref
     if args.run:
         from envcheck.commands.container import container_target
-
         if args.deep or args.username:
             raise UsageError("--run checks inside a running container: --deep and --username do not apply (use docker login)")
         return [container_target(ref_text, pull="missing", gpus=args.gpus, timeout=args.timeout)]

@@ -53,7 +53,6 @@ def load_report(where: str, left: int = MAX_TOTAL_BYTES) -> tuple[dict[str, Any]
     """The header fields and the targets of one JSON report or snapshot, refused unless this version wrote
     it; ``left``: the bytes the other inputs left of :data:`MAX_TOTAL_BYTES`."""
     from envcheck.formats.json_format import SCHEMA_VERSION
-
     name = "stdin" if where == "-" else where
     raw = _read(where, left)
     try:

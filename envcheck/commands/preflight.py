@@ -63,13 +63,11 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
         raise UsageError("--expect-bandwidth must be a positive number of GB/s")
     if args.host:
         from envcheck.commands.snapshot import remote_target
-
         if args.launch or args.launch_config or args.binaries or args.online:
             raise UsageError("--host reads the remote machine's environment and GPU: --launch, --launch-config, --binaries "
                              "and --online read this one, so they do not go with it")
         return [remote_target(args.host, args.python, args.probe_timeout)]
     from envcheck.commands.snapshot import host_target
-
     return [host_target(HostOptions(python=args.python, sample_seconds=args.sample_seconds, online=args.online,
                                     launch=tuple(args.launch), launch_configs=tuple(args.launch_config),
                                     expect_bandwidth=args.expect_bandwidth, binaries=args.binaries,
@@ -80,7 +78,6 @@ def report(args: argparse.Namespace, config: Config) -> Report:
     from envcheck.checks import drift
     from envcheck.commands.snapshot import load_snapshot
     from envcheck.profile import load_profile
-
     if args.baseline == "-" and args.twin == "-":
         raise UsageError("--baseline and --twin cannot both read stdin")
     # Read the snapshots first: a missing or damaged file is a usage error before the slow live read.

@@ -26,7 +26,6 @@ def run(args: argparse.Namespace) -> str:
         return json.dumps(data, indent=2) + "\n"
     if args.format == "markdown":
         from envcheck.formats.rules_doc import markdown
-
         return markdown(selected)
     detailed = args.selector is not None
     lines = []

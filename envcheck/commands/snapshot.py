@@ -94,7 +94,6 @@ def live_targets(word: str, options: LiveOptions, config: Config) -> list[engine
     """Engine targets for one TARGET word: `host`, an existing file or folder, else an image reference."""
     if word == "host":
         from envcheck.sources.host import HostOptions
-
         return [host_target(HostOptions(python=options.python, sample_seconds=0.0, binaries=options.binaries,
                                         probe_timeout=options.probe_timeout))]
     if word.startswith("ssh://"):
@@ -112,21 +111,18 @@ _FILE_SUFFIXES = {".json", ".txt", ".in", ".toml", ".lock", ".whl", ".so", ".yml
 
 def host_target(options: HostOptions) -> engine.Target:
     from envcheck.sources.host import KIND, read_host
-
     return engine.Target(name=f"host (python: {options.python or 'python3 on PATH'})", kind=KIND, read=lambda: read_host(options))
 
 
 def remote_target(word: str, python: str | None, probe_timeout: float) -> engine.Target:
     from envcheck.services.ssh import parse_ssh
     from envcheck.sources.remote_host import KIND, read_remote_host, target_name
-
     host = parse_ssh(word)
     return engine.Target(name=target_name(host, python), kind=KIND, read=lambda: read_remote_host(host, python, probe_timeout))
 
 
 def _path_targets(path: Path, options: LiveOptions) -> list[engine.Target]:
     from envcheck import sources
-
     read_options = sources.ReadOptions(kind=options.kind, use_cache=options.use_cache)
     kind = options.kind or sources.detect(path)
     if kind == "project":
@@ -141,7 +137,6 @@ def _path_targets(path: Path, options: LiveOptions) -> list[engine.Target]:
 
 def _file_target(path: Path, kind: str, options: sources.ReadOptions) -> engine.Target:
     from envcheck import sources
-
     module = sources.module_for("requirements" if kind == "freeze" else kind)
     opts = replace(options, kind=kind)
     return engine.Target(str(path), kind, lambda: module.read(path, opts))
@@ -151,10 +146,8 @@ def _image_target(ref: str, options: LiveOptions, config: Config) -> engine.Targ
     from envcheck.inspect.image_reference import parse_reference
     from envcheck.profile import load_profile
     from envcheck.sources.image import KIND, ImageOptions, looks_like_image, read_image
-
     if options.container:
         from envcheck.commands.container import container_target
-
         return container_target(ref)
     if not looks_like_image(ref):
         try:

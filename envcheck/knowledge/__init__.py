@@ -13,7 +13,6 @@ from envcheck import toml
 def load(name: str) -> dict[str, Any]:
     data = toml.load_shipped(__name__, name)
     from envcheck.knowledge.schema import validate
-
     validate(name, data)
     return data
 

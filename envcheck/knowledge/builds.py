@@ -116,7 +116,6 @@ def pypi_torch_build(specifier: str, version: str | None, machine: str) -> tuple
     data = knowledge.load("torch_builds")
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
-
     chosen: Version | None = None
     try:
         if version:
@@ -140,7 +139,6 @@ def pypi_torch_releases() -> list[str]:
     from packaging.version import Version
 
     from envcheck.knowledge import wheels
-
     listed = {str(v) for v in knowledge.load("torch_builds")["pypi_releases"]["versions"]}
     listed |= {r.version for r in wheels.releases("torch") if not Version(r.version).is_prerelease}
     return sorted(listed, key=Version)
@@ -182,7 +180,6 @@ def _version_in(version: str, specifier: str) -> bool | None:
     """``Version(version) in SpecifierSet(specifier)``; None: not a version."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
-
     try:
         return Version(version) in SpecifierSet(specifier)
     except InvalidVersion:
@@ -206,7 +203,6 @@ def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tup
     """Cached: a uv.lock repeats the same few markers over thousands of packages, and every check asks."""
     # imported here: an installed environment's packages carry no markers and never need the parser
     from packaging.markers import InvalidMarker, Marker
-
     try:
         marker = Marker(text)
     except InvalidMarker:
