@@ -1,9 +1,5 @@
 """What a base image reference says about the image: NGC release, CUDA, torch, arm64, flash-attn, triton.
-
-Pure lookups in ``knowledge/ngc_tags.toml``. Where the table has no row, the answer says so
-(``known=False``) together with what the tag lets us infer (a YY.MM after the first CUDA 13 release,
-a ``cuda12.4`` in the tag text), and ``inferred=True``: nothing is guessed silently.
-"""
+Lookups in ``knowledge/ngc_tags.toml``; what the tag only lets us infer is ``inferred=True``, never silent."""
 
 from __future__ import annotations
 
@@ -53,18 +49,16 @@ class BaseFacts:
         return self.digest is None and (self.tag is None or self.tag in ("latest", "nightly") or self.tag.startswith(("latest-", "nightly-")))
 
 
-@lru_cache(maxsize=1)
-def _table() -> dict[str, Any]:
-    return knowledge.load("ngc_tags")
+
 
 
 def pip_constraint_protects(facts: BaseFacts) -> bool:
-    """Whether pip in this NGC image refuses to replace its torch (PIP_CONSTRAINT, from ``pip_constraint_from`` on).
-
-    True where the release is unknown: nothing is claimed about a tag the table cannot place."""
+    """Whether pip in this NGC image refuses to replace its torch (PIP_CONSTRAINT, ``pip_constraint_from``
+    on); True where the release is unknown: nothing is claimed about a tag the table cannot place."""
     if not facts.ngc_torch or facts.release is None:
         return facts.ngc_torch
-    return release_month(facts.release) >= release_month(str(_table()["pip_constraint_from"]))
+    first = str(knowledge.load("ngc_tags")["pip_constraint_from"])
+    return release_month(facts.release) >= release_month(first)
 
 
 def cuda_runtime_only(facts: BaseFacts) -> bool:
@@ -76,14 +70,11 @@ def cuda_runtime_only(facts: BaseFacts) -> bool:
 def describe(ref: str) -> BaseFacts:
     """Facts about ``ref`` (as written after ARG substitution). Raises UsageError for a malformed reference."""
     parsed = parse_reference(ref)
-    tag_written = _tag_written(ref)
-    repo = parsed.repository
-    if parsed.registry == DEFAULT_REGISTRY:
-        name = repo.removeprefix("library/")
-    else:
-        name = f"{parsed.registry}/{repo}"
-    tag = parsed.tag if tag_written else None
-    table = _table()
+    repo, written = parsed.repository, ref.split("@", 1)[0]
+    hub = parsed.registry == DEFAULT_REGISTRY
+    name = repo.removeprefix("library/") if hub else f"{parsed.registry}/{repo}"
+    tag = parsed.tag if written.rfind(":") > written.rfind("/") else None  # None: no tag written
+    table = knowledge.load("ngc_tags")
     base: dict[str, Any] = {"ref": ref, "repository": name, "tag": tag, "digest": parsed.digest}
     if parsed.registry == "nvcr.io" and repo.startswith("nvidia/"):
         return _ngc(base, repo, tag, table)
@@ -126,9 +117,7 @@ def _release(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
 
 
-def _tag_written(ref: str) -> bool:
-    name = ref.split("@", 1)[0]
-    return name.rfind(":") > name.rfind("/")
+
 
 
 def _tag_text(base: dict[str, Any], tag: str | None, table: dict[str, Any]) -> BaseFacts:
@@ -143,8 +132,7 @@ def _tag_text(base: dict[str, Any], tag: str | None, table: dict[str, Any]) -> B
     return BaseFacts(**base, family="other")
 
 
-def _ngc(base: dict[str, Any], repo: str, tag: str | None, table: dict[str, Any]) -> BaseFacts:
-    short = repo  # nvidia/pytorch
+def _ngc(base: dict[str, Any], short: str, tag: str | None, table: dict[str, Any]) -> BaseFacts:
     ngc_torch = short in table["ngc_torch_repos"]
     family = {"nvidia/pytorch": "ngc-pytorch", "nvidia/vllm": "ngc-vllm"}.get(short, "ngc")
     if short == "nvidia/cuda":
@@ -226,7 +214,7 @@ def _release_variant(repo: str, tag: str, release: str, table: dict[str, Any]) -
 
 
 def safe_describe(ref: str) -> BaseFacts | None:
-    """``describe`` that returns None for a malformed reference (the source reports those)."""
+    """``describe``, or None for a malformed reference (the source reports those)."""
     try:
         return describe(ref)
     except UsageError:
@@ -248,9 +236,8 @@ def is_arm64(platform: str | None) -> bool | None:
 
 
 def local_build(ref: str) -> bool:
-    """Whether no registry can serve ``ref``: a one-word name (no registry, no namespace: ``vllm-node:latest``) that
-    is not one of Docker's official images (``knowledge/docker_official_images.toml``), so only a local build can
-    have tagged it."""
+    """Whether no registry can serve ``ref``: a one-word name (``vllm-node:latest``) that is not one of
+    Docker's official images (``knowledge/docker_official_images.toml``): only a local build tagged it."""
     written = ref.split("@", 1)[0]
     name = written.rsplit(":", 1)[0] if ":" in written else written
     if not name or "/" in name or "$" in name or name != name.lower():
