@@ -34,6 +34,5 @@ RULES_ONLY = ("envcheck.checks.drift",)
 
 
 def load_all() -> None:
-    """Import every check module (``envcheck rules``, the docs, SARIF's rule table need them all)."""
     for module in (*MODULES, *RULES_ONLY):
         importlib.import_module(module)

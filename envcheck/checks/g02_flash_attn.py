@@ -43,7 +43,6 @@ UNSLOTH_SDPA = rule(
 
 
 def _prebuilt_aarch64(pkg: Package, ctx: CheckContext) -> str | None:
-    """Why this flash-attn does not need a source build, or None."""
     if pkg.url:
         wheel = parse_wheel_name(pkg.url)
         if wheel is not None and platform_verdict(wheel.platforms, ctx.profile)[0]:

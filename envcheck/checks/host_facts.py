@@ -18,7 +18,6 @@ def is_live(ctx: CheckContext) -> bool:
 
 
 def nvidia_smi(ctx: CheckContext) -> tuple[NvidiaSmiReading | None, str]:
-    """The nvidia-smi readings, or None and the reason they are missing."""
     smi = ctx.inventory.host.nvidia_smi
     if smi is None:
         return None, "nvidia-smi was not run"

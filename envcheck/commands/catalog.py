@@ -85,7 +85,6 @@ def _since(text: str | None) -> datetime.datetime | None:
 
 
 def _parse_date(text: object) -> datetime.datetime | None:
-    """An aware datetime (UTC where none is given) from an ISO 8601 text, or None."""
     if not isinstance(text, str) or not text.strip():
         return None
     value = text.strip()
@@ -103,7 +102,6 @@ def _parse_date(text: object) -> datetime.datetime | None:
 
 
 def selected_tags(tags: list[str], globs: list[str]) -> list[str]:
-    """The tags any glob matches (all without globs), in tag-name order."""
     return sorted(t for t in set(tags) if not globs or any(fnmatch.fnmatchcase(t, g) for g in globs))
 
 

@@ -146,7 +146,6 @@ def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Ta
 
 
 def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> list[Target]:
-    """Targets for what discovery found, an ERROR target per folder it could not read; -v lists what it skipped."""
     from envcheck.engine import Target
     from envcheck.errors import InputError
     from envcheck.redaction import escape_controls, no_command_lines

@@ -77,7 +77,6 @@ def report(args: argparse.Namespace, config: Config) -> Report:
 
 
 def _side(word: str, options: LiveOptions, config: Config, debug: bool) -> tuple[drift.Side, list[Finding]]:
-    """One side: a snapshot read back, or live targets read and judged now. Unreadable parts are ERROR findings."""
     if word == "-" or (Path(word).is_file() and looks_like_snapshot(Path(word))):
         snapshot = load_snapshot(word)
         name = word if word != "-" else f"stdin ({snapshot.node or 'snapshot'})"

@@ -78,7 +78,6 @@ def load_report(where: str, left: int = MAX_TOTAL_BYTES) -> tuple[dict[str, Any]
 
 
 def merged_targets(inputs: list[tuple[dict[str, Any], list[TargetResult]]]) -> list[TargetResult]:
-    """The targets of every input, each distinct one once, ordered by name."""
     by_name: dict[str, list[tuple[dict[str, Any], TargetResult]]] = {}
     for header, targets in inputs:
         for target in targets:

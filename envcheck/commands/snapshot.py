@@ -45,8 +45,6 @@ as text. Exit code 0 when the snapshot was taken (whatever it found), 2 when a t
 
 @dataclass(frozen=True)
 class LiveOptions:
-    """How a live TARGET word is read (shared by ``snapshot`` and ``diff``)."""
-
     python: str | None = None
     kind: str | None = None
     deep: bool = False
@@ -91,7 +89,6 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
 
 
 def live_targets(word: str, options: LiveOptions, config: Config) -> list[engine.Target]:
-    """Engine targets for one TARGET word: `host`, an existing file or folder, else an image reference."""
     if word == "host":
         from envcheck.sources.host import HostOptions
         return [host_target(HostOptions(python=options.python, sample_seconds=0.0, binaries=options.binaries,
@@ -185,7 +182,6 @@ MAX_SNAPSHOT_VALUES = 6_000_000
 
 
 def load_snapshot(where: str) -> Snapshot:
-    """Read a snapshot (or any ``--format json`` report) from a file, or from stdin for ``-``."""
     name = "stdin" if where == "-" else where
     raw = read_bounded(where, MAX_SNAPSHOT_BYTES)
     if len(raw) > MAX_SNAPSHOT_BYTES:

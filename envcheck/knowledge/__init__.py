@@ -18,7 +18,6 @@ def load(name: str) -> dict[str, Any]:
 
 
 def first_cuda13_ngc_release() -> str:
-    """The first NGC release month (``YY.MM``) whose framework containers ship CUDA 13 (``ngc_tags.toml``)."""
     return str(load("ngc_tags")["first_cuda13_pytorch"])
 
 

@@ -18,8 +18,6 @@ _YYMM = re.compile(r"^(\d{2})\.(\d{2})(?:\.post\d+)?(?:-|$)")
 
 @dataclass(frozen=True)
 class BaseFacts:
-    """Facts about one base image reference (fields are None where nothing is known)."""
-
     ref: str
     repository: str  # registry-qualified for non-Hub images: nvcr.io/nvidia/pytorch; Hub: ubuntu, pytorch/pytorch
     tag: str | None  # None: no tag written (Docker uses latest)
@@ -68,7 +66,6 @@ def cuda_runtime_only(facts: BaseFacts) -> bool:
 
 
 def describe(ref: str) -> BaseFacts:
-    """Facts about ``ref`` (as written after ARG substitution). Raises UsageError for a malformed reference."""
     parsed = parse_reference(ref)
     repo, written = parsed.repository, ref.split("@", 1)[0]
     hub = parsed.registry == DEFAULT_REGISTRY
@@ -214,7 +211,6 @@ def _release_variant(repo: str, tag: str, release: str, table: dict[str, Any]) -
 
 
 def safe_describe(ref: str) -> BaseFacts | None:
-    """``describe``, or None for a malformed reference (the source reports those)."""
     try:
         return describe(ref)
     except UsageError:

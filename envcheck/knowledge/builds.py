@@ -43,7 +43,6 @@ def cuda_from_tag(tag: str) -> int | None:
 
 
 def build_of_version(version: str | None) -> CudaBuild | None:
-    """The build a version's local part names (``+cu130``, ``+cpu``, NGC ``.nv25.09``), or None."""
     if not version or "+" not in version:
         return None
     local = version.split("+", 1)[1]
@@ -145,7 +144,6 @@ def pypi_torch_releases() -> list[str]:
 
 
 def _pypi_row(row: dict[str, Any], chosen: str, machine: str) -> tuple[CudaBuild, str] | None:
-    """The build a row of torch_builds.toml's ``pypi`` table says ``chosen`` is on ``machine``."""
     flavor, detail = str(row.get(machine, "unknown")), f"PyPI torch {chosen} on {machine}"
     if flavor == "cpu":
         return CudaBuild("cpu", None, detail), str(row["source"])
@@ -192,7 +190,6 @@ def _unsuffixed() -> dict[str, dict[str, Any]]:
 
 
 def installs_on(pkg: Package, profile: Profile, extras: tuple[str, ...] = ("",)) -> bool:
-    """Whether a requirement's environment marker selects it on the profile's platform."""
     if not pkg.marker:
         return True
     return _marker_holds(pkg.marker, tuple(sorted(profile.marker_env.items())), extras)
@@ -219,7 +216,6 @@ def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tup
 
 
 def requirement_applies(marker: Marker | None, profile: Profile) -> bool:
-    """Whether a Requires-Dist line's marker holds on the profile (no extras requested)."""
     if marker is None:
         return True
     env = dict(profile.marker_env)
@@ -236,7 +232,6 @@ def unsuffixed_distribution(name: str) -> dict[str, Any] | None:
 
 
 def first_cu130_torch() -> str:
-    """The first torch release on the PyTorch cu130 index (``2.9.0``)."""
     return str(knowledge.load("torch_builds")["pytorch_index"]["first_cu130_release"])
 
 
@@ -247,7 +242,6 @@ def cu130_aarch64_arch_list() -> tuple[str, str]:
 
 
 def first_pypi_cuda_torch(major: int, machine: str = "aarch64") -> str:
-    """The first torch release whose PyPI wheels for ``machine`` are CUDA ``major`` builds (``2.11``)."""
     for row in knowledge.load("torch_builds")["pypi"]:
         if str(row.get(machine)) == str(major) and str(row["versions"]).startswith(">="):
             return str(row["versions"])[2:]

@@ -1,10 +1,5 @@
-"""The shape of every knowledge file, as data: checked on load so that a broken row fails loudly.
-
-Each file has a ``[meta]`` table (``updated``, ``sources``). A *row* (an entry of an array of tables) carries
-its own ``source`` and may say ``inferred = true``; a *table* lists its keys the same way. Keys not in the
-schema are refused, so a typo (``sorce``) cannot silently drop a fact. A source starts with something a reader
-can follow: an http(s) URL or a path in the repository (``docs/research/spark-facts.md §1.1: ...``).
-"""
+"""The shape of every knowledge file, checked on load so that a broken row fails loudly: every row carries its
+own ``source``, and unknown keys are refused, so a typo (``sorce``) cannot silently drop a fact."""
 
 from __future__ import annotations
 
@@ -98,7 +93,6 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
 
 
 def validate(name: str, data: Mapping[str, Any]) -> None:
-    """Raise ``KnowledgeError`` naming the file, row and key where ``data`` breaks the schema of ``name``."""
     where = f"envcheck/knowledge/{name}.toml"
     schema = SCHEMAS.get(name)
     if schema is None:

@@ -29,7 +29,6 @@ def _soname_table() -> dict[str, tuple[int, ...]]:
 
 @lru_cache(maxsize=4096)  # an environment names the same few hundred sonames thousands of times
 def cuda_majors(soname: str) -> tuple[int, ...] | None:
-    """The CUDA majors that ship this soname (None: it says nothing about the CUDA major)."""
     return _soname_table().get(soname_key(soname))
 
 

@@ -10,7 +10,6 @@ _MACHINE_IN_TAG = re.compile(r"(x86_64|amd64|aarch64|arm64|armv7l|ppc64le|s390x|
 
 
 def platform_verdict(platforms: tuple[str, ...], profile: Profile) -> tuple[bool, str]:
-    """Whether any of ``platforms`` can install on the profile, and why (one sentence)."""
     if not platforms or "any" in platforms:
         return True, "pure-Python wheel (platform 'any')"
     ok = [p for p in platforms if _platform_fits(p, profile)]

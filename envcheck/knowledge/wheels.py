@@ -15,8 +15,6 @@ from envcheck.inspect.wheel_tags import canonical
 
 @dataclass(frozen=True, slots=True)
 class Release:
-    """One release of a package as the index served it on the day the row was recorded (``checked``)."""
-
     package: str
     version: str
     aarch64: str
@@ -73,7 +71,6 @@ def known(package: str) -> bool:
 
 
 def release(package: str, version: str | None = None) -> Release | None:
-    """The row of ``package`` at ``version`` (compared as versions), or its newest final release when None."""
     rels = _table().get(canonical(package), [])
     if version is None:
         finals = [r for r in rels if not _version(r.version).is_prerelease and not _version(r.version).is_devrelease]
@@ -101,7 +98,6 @@ def cpu_only_on_aarch64(package: str, version: str | None = None) -> Release | N
 
 
 def window(package: str) -> tuple[Release, Release] | None:
-    """The oldest and the newest recorded release (the table holds only the recent ones)."""
     rels = _table().get(canonical(package), [])
     return (rels[0], rels[-1]) if rels else None
 
