@@ -160,10 +160,8 @@ def _together(shares: list[Share], uncapped: list[LaunchReading]) -> tuple[list[
             if a != b:
                 group[b] = a
     claims: dict[str, float] = {}
-    for launch, share, _explicit in shares:
+    for launch, share in [*((item[0], item[1]) for item in shares), *((launch, 1.0) for launch in uncapped)]:
         claims[service(launch)] = claims.get(service(launch), 0.0) + share
-    for launch in uncapped:
-        claims[service(launch)] = claims.get(service(launch), 0.0) + 1.0
     chosen: dict[str, str] = {}
     for name, claim in claims.items():  # in file order: a tie keeps the first service
         root = find(name)
@@ -178,7 +176,7 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
     launches = ctx.inventory.host.launch
     if is_live(ctx) or launches is None:
         return
-    shares: list[tuple[LaunchReading, float, bool]] = []
+    shares: list[Share] = []
     uncapped: list[LaunchReading] = []  # GPU services with no share envcheck can read (Ollama, llama.cpp)
     for launch in launches:
         if launch.optional:  # a compose service behind a profile does not start with the others

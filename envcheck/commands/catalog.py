@@ -75,13 +75,7 @@ def _repository(text: str) -> str:
     return text.strip()
 
 
-def _since(text: str | None) -> datetime.datetime | None:
-    if text is None:
-        return None
-    when = _parse_date(text)
-    if when is None:
-        raise UsageError(f"--since {text[:40]!r}: expected a date (2025-10-01) or an ISO 8601 time (2025-10-01T12:00:00Z)")
-    return when
+
 
 
 def _parse_date(text: object) -> datetime.datetime | None:
@@ -132,7 +126,10 @@ def report(args: argparse.Namespace, config: Config) -> Report:
         raise UsageError(f"--jobs {args.jobs}: expected 1 to {MAX_JOBS}")
     if args.last is not None and args.last < 1:
         raise UsageError(f"--last {args.last}: expected 1 or more")
-    since = _since(args.since)
+    since = _parse_date(args.since) if args.since is not None else None
+    if args.since is not None and since is None:
+        raise UsageError(f"--since {args.since[:40]!r}: expected a date (2025-10-01) or an ISO 8601 time "
+                         "(2025-10-01T12:00:00Z)")
     shard = shard_from(args.shard, engine_variables())
     options = image_options(args, config, progress=False)
     ref = parse_reference(repository)
