@@ -84,7 +84,8 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
         if not path.exists() and not path.is_symlink():
             targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(
                 f"{path}: no such file or folder", str(path),
-                fix="Check the path" + ("." if path.is_absolute() else f" (it is relative to {Path.cwd()}).")))))
+                fix="Check the path" + ("." if path.is_absolute() else f" (it is relative to {Path.cwd()})."),
+            ))))
             continue
         kind = args.kind or sources.detect(path)
         if kind == "project":

@@ -190,9 +190,7 @@ def _unsuffixed() -> dict[str, dict[str, Any]]:
 
 
 def installs_on(pkg: Package, profile: Profile, extras: tuple[str, ...] = ("",)) -> bool:
-    if not pkg.marker:
-        return True
-    return _marker_holds(pkg.marker, tuple(sorted(profile.marker_env.items())), extras)
+    return not pkg.marker or _marker_holds(pkg.marker, tuple(sorted(profile.marker_env.items())), extras)
 
 
 @lru_cache(maxsize=16384)
@@ -216,14 +214,7 @@ def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tup
 
 
 def requirement_applies(marker: Marker | None, profile: Profile) -> bool:
-    if marker is None:
-        return True
-    env = dict(profile.marker_env)
-    env["extra"] = ""
-    try:
-        return bool(marker.evaluate(env))
-    except ValueError:  # a name the profile lacks, an undefined comparison (`~= "3"`): taken as holding
-        return True
+    return marker is None or _marker_holds(str(marker), tuple(sorted(profile.marker_env.items())), ("",))
 
 
 def unsuffixed_distribution(name: str) -> dict[str, Any] | None:
