@@ -77,9 +77,6 @@ def _release(pkg: Package, torch: str | None) -> wheels.Release | None:
     return wheels.older_than_window(pkg.name, picks[-1]) if picks else None
 
 
-
-
-
 def _newer(pkg: Package, gpu: bool) -> Finding | None:
     """INFO for an exact pin newer than every recorded release: the table's day; --resolve reads the index."""
     newest = wheels.newer_than_window(pkg.name, pkg.version) if pkg.version else None

@@ -75,9 +75,6 @@ def _repository(text: str) -> str:
     return text.strip()
 
 
-
-
-
 def _parse_date(text: object) -> datetime.datetime | None:
     if not isinstance(text, str) or not text.strip():
         return None
@@ -190,9 +187,6 @@ def _by_date(tags: list[str], since: datetime.datetime | None, last: int | None,
         print(f"envcheck: {undated} of {len(tags)} tags have no creation date in their image config"
               + (" (left out by --since)" if since is not None else " (counted oldest by --last)"), file=sys.stderr)
     return sorted(chosen), results
-
-
-
 
 
 def _progress(done: int, total: int, result: TargetResult, seconds: float) -> None:

@@ -47,9 +47,6 @@ class BaseFacts:
         return self.digest is None and (self.tag is None or self.tag in ("latest", "nightly") or self.tag.startswith(("latest-", "nightly-")))
 
 
-
-
-
 def pip_constraint_protects(facts: BaseFacts) -> bool:
     """Whether pip in this NGC image refuses to replace its torch (PIP_CONSTRAINT, ``pip_constraint_from``
     on); True where the release is unknown: nothing is claimed about a tag the table cannot place."""
@@ -112,9 +109,6 @@ def _amd64_only_tag(row: dict[str, Any], tag: str | None) -> bool:
 
 def _release(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
-
-
-
 
 
 def _tag_text(base: dict[str, Any], tag: str | None, table: dict[str, Any]) -> BaseFacts:
