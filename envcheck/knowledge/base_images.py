@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from envcheck import knowledge
@@ -141,9 +141,10 @@ def _ngc(base: dict[str, Any], short: str, tag: str | None, table: dict[str, Any
     if not m:
         return BaseFacts(**base, family=family, ngc_torch=ngc_torch, note=f"tag {tag or '(none)'} is not an NGC YY.MM release")
     release = f"{m.group(1)}.{m.group(2)}"
+    facts = partial(BaseFacts, **base, family=family, release=release, ngc_torch=ngc_torch)
     variant = _release_variant(short, tag or "", release, table)
     if variant is not None:
-        return BaseFacts(**base, family=family, release=release, ngc_torch=ngc_torch, **variant)
+        return facts(**variant)
     family_key = short.removeprefix("nvidia/") if family == "ngc" else family.removeprefix("ngc-")
     rows = table.get(family_key, []) if family_key in ("pytorch", "vllm", "tensorflow") else []
     for row in rows:
@@ -155,11 +156,8 @@ def _ngc(base: dict[str, Any], short: str, tag: str | None, table: dict[str, Any
                 if same is not None and same.get("torch"):
                     torch, inferred = same["torch"], True
                     source += f"; torch from nvidia/pytorch:{release} (vLLM images are built on it: inferred)"
-            return BaseFacts(
-                **base, family=family, release=release, known=True, cuda=row.get("cuda"), torch=torch,
-                flash_attn=row.get("flash_attn"), triton=row.get("triton"), arm64=row.get("arm64"), ngc_torch=ngc_torch,
-                inferred=inferred, source=source,
-            )
+            return facts(known=True, cuda=row.get("cuda"), torch=torch, flash_attn=row.get("flash_attn"),
+                         triton=row.get("triton"), arm64=row.get("arm64"), inferred=inferred, source=source)
     first = str(table["first_cuda13_pytorch"])
     newest: str | None = max((str(r["tag"]) for r in rows), key=release_month, default=None)
     if short in table["monthly_release_repos"] and short != "nvidia/pytorch":
@@ -167,20 +165,16 @@ def _ngc(base: dict[str, Any], short: str, tag: str | None, table: dict[str, Any
         if same is not None:
             note = (f"NGC release {release} is CUDA {same['cuda']} in every framework container of that month, "
                     f"as nvidia/pytorch:{release}")
-            return BaseFacts(**base, family=family, release=release, known=True, cuda=str(same["cuda"]), ngc_torch=ngc_torch,
-                             inferred=True, source=f"{table['release_cuda_source']}; {same['source']}", note=note)
+            return facts(known=True, cuda=str(same["cuda"]), inferred=True,
+                         source=f"{table['release_cuda_source']}; {same['source']}", note=note)
     if short in table["monthly_release_repos"] or short in table["built_on_pytorch"] or family == "ngc-vllm":
         if release_month(release) < release_month(first):
             note = f"{release} is older than {first}, the first NGC release on CUDA 13, so it is a CUDA 12 (or older) image"
-            return BaseFacts(**base, family=family, release=release, cuda="12", ngc_torch=ngc_torch, inferred=True,
-                             source=table["first_cuda13_source"], note=note)
+            return facts(cuda="12", inferred=True, source=table["first_cuda13_source"], note=note)
         known_text = f"newer than the newest release envcheck knows ({newest})" if newest and release_month(release) > release_month(newest) else "not in the table"
-        note = (f"{release} is {known_text}; "
-                f"releases from {first} on are CUDA 13, so CUDA 13 is inferred")
-        return BaseFacts(**base, family=family, release=release, cuda="13", ngc_torch=ngc_torch, inferred=True,
-                         source=table["first_cuda13_source"], note=note)
-    note = f"no table for {short}; its CUDA cannot be told from the tag {release}"
-    return BaseFacts(**base, family=family, release=release, ngc_torch=ngc_torch, inferred=True, note=note)
+        note = f"{release} is {known_text}; releases from {first} on are CUDA 13, so CUDA 13 is inferred"
+        return facts(cuda="13", inferred=True, source=table["first_cuda13_source"], note=note)
+    return facts(inferred=True, note=f"no table for {short}; its CUDA cannot be told from the tag {release}")
 
 
 def _cuda_in_tag(tag: str | None) -> str | None:
