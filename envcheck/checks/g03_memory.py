@@ -46,14 +46,13 @@ def page_cache(ctx: CheckContext) -> Iterator[Finding]:
         reason = (mem.error or mem.status) if mem is not None else "not read"
         yield PAGE_CACHE.finding(f"cannot read /proc/meminfo: {reason}", status=Status.SKIP)
         return
-    values = mem.bytes or {}
-    where = Location(mem.path or "/proc/meminfo")
+    values, where = mem.bytes or {}, Location(mem.path or "/proc/meminfo")
     total = values.get("MemTotal")
     if total is None or total <= 0:
         yield PAGE_CACHE.finding("/proc/meminfo has no MemTotal", where, status=Status.SKIP)
         return
-    shown = ", ".join(f"{name} {gib(values[name])}" for name in ("MemTotal", "MemAvailable", "Cached", "Dirty", "SwapTotal") if name in values)
-    yield READINGS.info(shown, where, **{k: values[k] for k in ("MemTotal", "MemAvailable", "Cached", "Dirty", "SwapTotal") if k in values})
+    read = {k: values[k] for k in ("MemTotal", "MemAvailable", "Cached", "Dirty", "SwapTotal") if k in values}
+    yield READINGS.info(", ".join(f"{name} {gib(value)}" for name, value in read.items()), where, **read)
     cached = values.get("Cached", 0)
     share = cached / total
     if not unified_memory(ctx):
