@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import InvalidVersion
 
 from envcheck import kinds
 from envcheck.knowledge import wheels
@@ -114,11 +114,8 @@ def _picked(pkg: Package, torch: str | None) -> str:
 
 
 def _final(text: str) -> bool:
-    try:
-        v = Version(text)
-    except InvalidVersion:
-        return False
-    return not (v.is_prerelease or v.is_devrelease)
+    v = wheels.parse_version(text)
+    return v is not None and not (v.is_prerelease or v.is_devrelease)
 
 
 @check(PYPI_VLLM_CUDA12, CPU_ONLY_AARCH64)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from envcheck.checks.g01_wheel_builds import _from_pypi
 from envcheck.knowledge import wheels
@@ -28,15 +28,11 @@ NOT_SERVED = rule(
 
 def _newest_first(versions: tuple[str, ...], want: Version, count: int = 3) -> list[str]:
     """The ``count`` served releases nearest below ``want``, newest first (what the user may have meant)."""
-    below = [v for v in versions if (parsed := _parse(v)) is not None and parsed < want]
+    below = [v for v in versions if (parsed := wheels.parse_version(v)) is not None and parsed < want]
     return list(reversed(below[-count:]))
 
 
-def _parse(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
+
 
 
 @check(NOT_SERVED)
@@ -47,10 +43,10 @@ def versions_served(ctx: CheckContext) -> Iterator[Finding]:
     for pkg in ctx.inventory.packages:
         if not pkg.version or pkg.role in (Role.RESOLVED, Role.CONSTRAINT) or not _from_pypi(pkg, ctx):
             continue
-        listed, want = wheels.served(pkg.name), _parse(pkg.version)
+        listed, want = wheels.served(pkg.name), wheels.parse_version(pkg.version)
         if listed is None or want is None:
             continue
-        newest = _parse(listed.newest)
+        newest = wheels.parse_version(listed.newest)
         where = f"{listed.source.split(' ', 1)[0]}, recorded {listed.checked}"
         evidence = {"package": pkg.name, "version": pkg.version, "newest": listed.newest, "checked": listed.checked}
         if listed.has(pkg.version):

@@ -47,19 +47,16 @@ def _table() -> dict[str, list[Release]]:
 _PINNED = ("torch", "torchvision", "torchaudio")
 
 
-def _valid(text: str) -> bool:
-    try:
-        Version(text)
-    except InvalidVersion:
-        return False
-    return True
-
-
-def _version(text: str) -> Version:
+def parse_version(text: str) -> Version | None:
     try:
         return Version(text)
     except InvalidVersion:
-        return Version("0")
+        return None
+
+
+def _version(text: str) -> Version:
+    parsed = parse_version(text)
+    return Version("0") if parsed is None else parsed
 
 
 def releases(package: str) -> list[Release]:
@@ -119,8 +116,8 @@ def every_release_allowed(package: str, specifier: str) -> list[Release] | None:
         allowed = SpecifierSet(specifier)
     except InvalidSpecifier:
         return None
-    rows = [release(package, v) for v in listed.versions if _valid(v) and not Version(v).is_prerelease
-            and allowed.contains(Version(v)) and v not in listed.yanked]
+    rows = [release(package, v) for v in listed.versions if (parsed := parse_version(v)) is not None
+            and not parsed.is_prerelease and allowed.contains(parsed) and v not in listed.yanked]
     if not rows or any(r is None for r in rows):
         return None
     return [r for r in rows if r is not None]
