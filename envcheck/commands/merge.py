@@ -54,8 +54,8 @@ def load_report(where: str, left: int = MAX_TOTAL_BYTES) -> tuple[dict[str, Any]
     it; ``left``: the bytes the other inputs left of :data:`MAX_TOTAL_BYTES`."""
     from envcheck.formats.json_format import SCHEMA_VERSION
     name = "stdin" if where == "-" else where
-    raw = _read(where, left)
     try:
+        raw = _read(where, left)
         data = json.loads(raw)
     except (ValueError, RecursionError) as exc:
         raise InputError(f"{name}: not JSON ({getattr(exc, 'msg', exc)}); expected an envcheck JSON report "
