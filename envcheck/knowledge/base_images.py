@@ -72,13 +72,8 @@ def describe(ref: str) -> BaseFacts:
     base: dict[str, Any] = {"ref": ref, "repository": name, "tag": tag, "digest": parsed.digest}
     if parsed.registry == "nvcr.io" and repo.startswith("nvidia/"):
         return _ngc(base, repo, tag, table)
-    cuda_images = table["cuda_images"]
-    if name in cuda_images["repos"]:
-        m = re.match(cuda_images["tag_pattern"], tag or "")
-        if m:
-            return BaseFacts(**base, family="cuda", known=True, cuda=f"{m.group(1)}.{m.group(2)}", arm64=bool(cuda_images["arm64"]),
-                             source=cuda_images["source"])
-        return BaseFacts(**base, family="cuda", note=f"tag {tag or '(none)'} does not name a CUDA version", source=cuda_images["source"])
+    if name in table["cuda_images"]["repos"]:
+        return _cuda_image(base, tag, table["cuda_images"], table["cuda_images"]["source"])
     for row in table.get("amd64_only", []):
         if name == row["repo"] and _amd64_only_tag(row, tag):
             facts = _tag_text(base, tag, table)
@@ -87,6 +82,15 @@ def describe(ref: str) -> BaseFacts:
                                 "platform_note": str(row.get("note", "")).format(repo=name, tag=tag),
                                 "inferred": facts.inferred or bool(row.get("inferred", False))})
     return _tag_text(base, tag, table)
+
+
+def _cuda_image(base: dict[str, Any], tag: str | None, spec: dict[str, Any], unnamed: str) -> BaseFacts:
+    """nvidia/cuda (Hub or NGC): the CUDA its tag names; ``unnamed``: the source for a tag naming none."""
+    if m := re.match(spec["tag_pattern"], tag or ""):
+        return BaseFacts(**base, family="cuda", known=True, cuda=f"{m.group(1)}.{m.group(2)}",
+                         arm64=bool(spec["arm64"]), source=spec["source"])
+    return BaseFacts(**base, family="cuda", note=f"tag {tag or '(none)'} does not name a CUDA version",
+                     source=unnamed)
 
 
 def _amd64_only_tag(row: dict[str, Any], tag: str | None) -> bool:
@@ -127,11 +131,7 @@ def _ngc(base: dict[str, Any], short: str, tag: str | None, table: dict[str, Any
     ngc_torch = short in table["ngc_torch_repos"]
     family = {"nvidia/pytorch": "ngc-pytorch", "nvidia/vllm": "ngc-vllm"}.get(short, "ngc")
     if short == "nvidia/cuda":
-        spec = table["cuda_images"]
-        m = re.match(spec["tag_pattern"], tag or "")
-        if m:
-            return BaseFacts(**base, family="cuda", known=True, cuda=f"{m.group(1)}.{m.group(2)}", arm64=bool(spec["arm64"]), source=spec["source"])
-        return BaseFacts(**base, family="cuda", note=f"tag {tag or '(none)'} does not name a CUDA version")
+        return _cuda_image(base, tag, table["cuda_images"], "")
     named = _cuda_in_tag(tag)
     if named is not None:  # cuda-dl-base:25.03-cuda12.8-devel-ubuntu24.04: the tag says it
         m_named = _YYMM.match(tag or "")
