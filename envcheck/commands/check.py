@@ -55,12 +55,8 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
     from envcheck import sources
     from envcheck.engine import Target
     from envcheck.errors import InputError
-    build_args = {}
-    for item in args.build_arg:
-        name, eq, value = item.partition("=")
-        if not eq:
-            value = env(name) or ""  # as docker build: the value comes from the environment
-        build_args[name] = value
+    parts = [item.partition("=") for item in args.build_arg]
+    build_args = {name: value if eq else env(name) or "" for name, eq, value in parts}  # NAME: from the env
     options = sources.ReadOptions(
         kind=args.kind, build_args=build_args, deep_fatbin=config.options.deep_fatbin,
         use_cache=config.options.use_cache, target=args.target, max_text_bytes=config.options.max_text_bytes,

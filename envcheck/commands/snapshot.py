@@ -225,9 +225,8 @@ def parse_snapshot(raw: bytes, name: str) -> Snapshot:
         results = tuple(TargetResult.from_json(t, f"targets[{i}]") for i, t in enumerate(targets))
     except InputError as exc:
         raise InputError(f"{name}: {exc.message}", path=name) from None
-    created, node, profile = header.get("created"), header.get("node"), data.get("profile")
-    return Snapshot(name, results, created if isinstance(created, str) else None, node if isinstance(node, str) else None,
-                    profile if isinstance(profile, str) else None)
+    texts = (header.get("created"), header.get("node"), data.get("profile"))
+    return Snapshot(name, results, *(text if isinstance(text, str) else None for text in texts))
 
 
 def _shared_texts(obj: dict[str, Any]) -> dict[str, Any]:
