@@ -1,10 +1,6 @@
-"""Checks: one module per gotcha (G1..G10) plus ``arch`` for CPU-architecture mismatch.
-
-Each module declares its rules with :func:`envcheck.rules.rule` and registers pure check functions
-with :func:`envcheck.rules.check`. The engine imports only the modules that serve the kind of target
-it checks (one requirements file loads neither the ELF nor the live-host checks): :data:`MODULES`
-says which rule inputs each module's checks serve, and a test holds it to the registered checks.
-"""
+"""Checks: one module per gotcha (G1..G10) plus ``arch``. The engine imports only the modules that serve the
+target's kind (:data:`MODULES`; a test holds it to the registered checks), so one requirements file loads
+neither the ELF nor the live-host checks."""
 
 from __future__ import annotations
 
@@ -38,6 +34,5 @@ RULES_ONLY = ("envcheck.checks.drift",)
 
 
 def load_all() -> None:
-    """Import every check module (``envcheck rules``, the docs, SARIF's rule table need them all)."""
     for module in (*MODULES, *RULES_ONLY):
         importlib.import_module(module)

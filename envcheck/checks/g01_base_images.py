@@ -1,9 +1,4 @@
-"""G1 over the images a Dockerfile, compose file or Kubernetes manifest starts from: a CUDA 12 (or older) base.
-
-The level follows what the image is used for: the final image's base FAILs, a CUDA 12.9 base (whose toolkit
-compiles for sm_121) is a WARN, a container that only queries the device is INFO; a stage that is not part of the
-built image is one level lower, as every finding located there (envcheck.engine).
-"""
+"""G1: a CUDA 12 (or older) base image under a Dockerfile, compose file or Kubernetes manifest."""
 
 from __future__ import annotations
 
@@ -19,44 +14,40 @@ from envcheck.rules import CheckContext, check, rule
 
 _FIRST_CUDA13_NGC = knowledge.first_cuda13_ngc_release()
 
-
 CUDA12_BASE = rule(
     "G1-cuda12-base", "G1", "The base image is a CUDA 12 (or older) image", Status.FAIL,
     f"""The Dockerfile builds on an image whose CUDA is older than the Spark's CUDA 13: nvidia/cuda:12.*,
-    an NGC container of a release month before {_FIRST_CUDA13_NGC} (the first on CUDA 13.0; the month fixes the CUDA across
-    families: pytorch, pyg, jax, tensorflow, tritonserver, vllm, nemo, cuda-dl-base, ...), or a tag that names
-    cuda12/cu12x.
-    Its torch, extensions and libraries are CUDA 12 builds (libcudart.so.12): CUDA 13 wheels (cu130,
-    nvidia-*-cu13) installed on top cannot load next to them, CUDA releases before 12.8 carry no code for
-    Blackwell GPUs at all, and the Spark's recipes and toolchain are CUDA 13. envcheck maps NGC tags with a
-    dated, sourced table (knowledge/ngc_tags.toml) and says when a mapping is inferred rather than quoted.
-    A stage outside the final image whose output the final image copies in (COPY --from) is a FAIL too: what it
-    builds links CUDA 12. A stage that is not part of the built image at all is a WARN, as every finding there is
-    one level lower (docs/dockerfiles.md).
-    A base on CUDA 12.9 or newer 12.x (NGC 25.04-25.06) is a WARN: 12.9 is the first toolkit that compiles for
-    sm_121 (knowledge/nvcc_targets.toml), so its builds can carry code for the GPU, and the CUDA 13 driver runs
-    a CUDA 12 user space; whether it works depends on what was built for the GPU.
-    A compose service or Kubernetes container whose command only queries the device (nvidia-smi, ls /dev/nvidia*,
-    echo: a smoke test) is INFO: those come from the host driver, which runs CUDA 12 images, and the image's CUDA 12
-    libraries are never loaded. So is a Dockerfile stage on nvidia/cuda's 'base' flavour (only the CUDA runtime, no
-    math libraries, no nvcc: an Ubuntu with the NVIDIA runtime settings) that runs no compiler and installs no GPU
-    package: the CUDA 13 driver runs an older CUDA runtime, and a wheel brings its own CUDA libraries; a requirements
-    file it installs that envcheck cannot read is named (the stage depends on it, judged when it is checked itself).
-    So is a stage that replaces the base's torch with a CUDA 13 build (an exact cu130 pin, an install with
-    --upgrade that resolves to PyPI's CUDA 13 torch): the base is then only a shell, and only what else the
-    stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk.""",
-    f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
-    playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
+    an NGC container of a release month before {_FIRST_CUDA13_NGC} (the first on CUDA 13.0; the month
+    fixes the CUDA across families: pytorch, pyg, jax, tensorflow, tritonserver, vllm, nemo, cuda-dl-base,
+    ...), or a tag that names cuda12/cu12x. Its torch, extensions and libraries are CUDA 12 builds
+    (libcudart.so.12): CUDA 13 wheels (cu130, nvidia-*-cu13) installed on top cannot load next to them,
+    CUDA releases before 12.8 carry no code for Blackwell GPUs at all, and the Spark's recipes and
+    toolchain are CUDA 13. envcheck maps NGC tags with a dated, sourced table (knowledge/ngc_tags.toml)
+    and says when a mapping is inferred rather than quoted. A stage outside the final image whose output
+    the final image copies in (COPY --from) is a FAIL too: what it builds links CUDA 12. A stage that is
+    not part of the built image at all is a WARN, as every finding there is one level lower
+    (docs/dockerfiles.md). A base on CUDA 12.9 or newer 12.x (NGC 25.04-25.06) is a WARN: 12.9 is the
+    first toolkit that compiles for sm_121 (knowledge/nvcc_targets.toml), so its builds can carry code for
+    the GPU, and the CUDA 13 driver runs a CUDA 12 user space; whether it works depends on what was built
+    for the GPU. A compose service or Kubernetes container whose command only queries the device
+    (nvidia-smi, ls /dev/nvidia*, echo: a smoke test) is INFO: those come from the host driver, which runs
+    CUDA 12 images, and the image's CUDA 12 libraries are never loaded. So is a Dockerfile stage on
+    nvidia/cuda's 'base' flavour (only the CUDA runtime, no math libraries, no nvcc: an Ubuntu with the
+    NVIDIA runtime settings) that runs no compiler and installs no GPU package: the CUDA 13 driver runs an
+    older CUDA runtime, and a wheel brings its own CUDA libraries; a requirements file it installs that
+    envcheck cannot read is named (the stage depends on it, judged when it is checked itself). So is a
+    stage that replaces the base's torch with a CUDA 13 build (an exact cu130 pin, an install with
+    --upgrade that resolves to PyPI's CUDA 13 torch): the base is then only a shell, and only what else
+    the stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk.""",
+    f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what
+    NVIDIA's Spark playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("dockerfile",),
-    autofix=fixes.cuda12_base,
-)
+    autofix=fixes.cuda12_base)
 
 
 @check(CUDA12_BASE)
 def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
-    """G1 over Dockerfile base images: CUDA 12 bases FAIL (the engine lowers a stage outside the built image)."""
     from envcheck.knowledge.base_images import in_stage, safe_describe
-
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
         if facts is None or facts.cuda_major is None:
@@ -100,12 +91,11 @@ _GPU_NAME = re.compile(r"(?:^|[-_])(?:cuda\d*x?|cu\d{2,3}|gpu|nvidia|cupy|tensor
 
 
 def _runtime_unused(ctx: CheckContext, image: BaseImage, facts: BaseFacts) -> tuple[str, dict[str, object]] | None:
-    """Why a Dockerfile stage on nvidia/cuda's 'base' flavour (only the CUDA runtime) uses none of its CUDA user space,
-    and the evidence; None when it may: another flavour, not a Dockerfile stage, a compiler run, a GPU package installed."""
+    """Why a Dockerfile stage on nvidia/cuda's 'base' flavour (only the CUDA runtime) uses none of its CUDA
+    user space, and the evidence; None when it may (a compiler run, a GPU package installed, ...)."""
     from envcheck.inspect.device_query import compilers
     from envcheck.knowledge.base_images import cuda_runtime_only
     from envcheck.knowledge.builds import distribution_cuda_major
-
     if image.programs is None or not cuda_runtime_only(facts) or compilers(image.programs):
         return None
     stack = set(knowledge.load("pins")["stack"]["ml_stack"]) | {r["name"] for r in knowledge.load("cuda_extensions").get("package", [])}
@@ -130,20 +120,16 @@ def _runtime_unused(ctx: CheckContext, image: BaseImage, facts: BaseFacts) -> tu
 
 
 def _torch_replaced_by(ctx: CheckContext, image: BaseImage, ngc_torch: bool) -> str | None:
-    """How a stage on ``image`` installs a CUDA ``profile`` torch in place of the base's (None if it does not).
-
-    On an NGC base, pip keeps the container's torch for an unpinned requirement, so only an exact pin or an
-    install with --upgrade/--force-reinstall replaces it."""
+    """How a stage on ``image`` installs a CUDA ``profile`` torch in place of the base's, or None. On an
+    NGC base pip keeps the container's torch unless pinned exactly or installed with --upgrade."""
     stages = set(image.stages or ((image.stage,) if image.stage else ()))
     for pkg in ctx.inventory.packages:
         if (pkg.name != "torch" or pkg.installed or pkg.role != "requirement" or pkg.location is None
                 or pkg.location.stage not in stages):
             continue
-        if ngc_torch and not pkg.version:
-            upgrade = any(i.location == pkg.location and "torch" in i.packages
-                          and i.replaces for i in ctx.inventory.installs)
-            if not upgrade:
-                continue
+        if ngc_torch and not pkg.version and not any(i.location == pkg.location and "torch" in i.packages
+                                                     and i.replaces for i in ctx.inventory.installs):
+            continue
         build, how = torch_build(pkg, ctx)
         if build is not None and build.flavor == "cuda" and build.cuda_major == ctx.profile.cuda_major:
             return f"line {pkg.location.line}: {how}"

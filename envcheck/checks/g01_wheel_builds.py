@@ -1,15 +1,12 @@
-"""G1 from what the index serves: wheels whose linux/aarch64 build has the wrong CUDA, or none at all.
-
-The facts come from ``knowledge/wheels.toml`` (generated from the index's own answers by
-``scripts/gen_knowledge.py``), so these checks work offline; ``--resolve`` reads the chosen files themselves.
-"""
+"""G1 from what the index serves (``knowledge/wheels.toml``, so offline): wheels whose aarch64 build has
+the wrong CUDA, or none at all; ``--resolve`` reads the chosen files themselves."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import InvalidVersion
 
 from envcheck import kinds
 from envcheck.knowledge import wheels
@@ -20,24 +17,23 @@ from envcheck.rules import CheckContext, check, rule
 PYPI_VLLM_CUDA12 = rule(
     "G1-pypi-vllm-cuda12", "G1", "vLLM from PyPI is a CUDA 12 build on linux/aarch64", Status.FAIL,
     """vLLM's PyPI wheels are built against the default CUDA build of the torch release they pin. For the
-    releases that pin a torch whose PyPI build is CUDA 12 (knowledge/wheels.toml: vLLM up to the torch 2.10
-    era), the linux/aarch64 wheel's kernels link libcudart.so.12: next to the Spark's CUDA 13 torch (a cu130
-    torch, an NGC image) they fail to load with an undefined symbol or a missing library, and pip would
-    otherwise replace that torch with the one vLLM pins.""",
+    releases that pin a torch whose PyPI build is CUDA 12 (knowledge/wheels.toml: vLLM up to the torch
+    2.10 era), the linux/aarch64 wheel's kernels link libcudart.so.12: next to the Spark's CUDA 13 torch
+    (a cu130 torch, an NGC image) they fail to load with an undefined symbol or a missing library, and pip
+    would otherwise replace that torch with the one vLLM pins.""",
     "Use a vLLM release whose PyPI wheels are CUDA 13 builds (see knowledge/wheels.toml), vLLM's cu130 wheels "
     "(https://wheels.vllm.ai), or the NGC vLLM container (nvcr.io/nvidia/vllm).",
-    (*kinds.DEPENDENCY_FILES, "dockerfile"),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile"))
 CPU_ONLY_AARCH64 = rule(
     "G1-aarch64-wheel-without-cuda", "G1", "The package's linux/aarch64 wheel has no CUDA code", Status.WARN,
     """The index's linux/aarch64 wheel of this package carries no GPU code while its x86_64 wheel does
-    (CTranslate2 builds its aarch64 wheels without CUDA; PyPI's torchvision/torchaudio before torch 2.11 follow
-    PyPI's CPU-only aarch64 torch): in a GPU project on a Spark it installs cleanly and then runs on the CPU,
-    slower by an order of magnitude, or its GPU operators are missing, without an error at install time.""",
+    (CTranslate2 builds its aarch64 wheels without CUDA; PyPI's torchvision/torchaudio before torch 2.11
+    follow PyPI's CPU-only aarch64 torch): in a GPU project on a Spark it installs cleanly and then runs
+    on the CPU, slower by an order of magnitude, or its GPU operators are missing, without an error at
+    install time.""",
     "Build the package from source with CUDA for aarch64 (CTranslate2: -DWITH_CUDA=ON -DCUDA_ARCH_LIST=12.1), "
     "use a container that ships such a build, or accept CPU inference.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile"),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile"))
 
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton")
 _GPU_NAMES = ("torch", "vllm", "sglang", "xformers", "flash-attn", "triton", "onnxruntime-gpu", "tensorrt", "bitsandbytes")
@@ -81,18 +77,13 @@ def _release(pkg: Package, torch: str | None) -> wheels.Release | None:
     return wheels.older_than_window(pkg.name, picks[-1]) if picks else None
 
 
-def _cpu_only(rel: wheels.Release) -> wheels.Release | None:
-    """``rel`` when its aarch64 wheel carries no CUDA code while its x86_64 wheel does."""
-    return rel if rel.aarch64 == "wheel" and rel.aarch64_cuda == "none" and rel.x86_64_cuda not in (None, "none") else None
-
-
 def _newer(pkg: Package, gpu: bool) -> Finding | None:
-    """INFO for an exact pin newer than every recorded release of a package these rules judge: the table's day, and
-    that --resolve reads the index."""
+    """INFO for an exact pin newer than every recorded release: the table's day; --resolve reads the index."""
     newest = wheels.newer_than_window(pkg.name, pkg.version) if pkg.version else None
     if newest is None:
         return None
-    rule_ = PYPI_VLLM_CUDA12 if pkg.name == "vllm" else CPU_ONLY_AARCH64 if gpu and _cpu_only(newest) else None
+    cpu_only = gpu and wheels.cpu_only(newest)
+    rule_ = PYPI_VLLM_CUDA12 if pkg.name == "vllm" else CPU_ONLY_AARCH64 if cpu_only else None
     if rule_ is None:
         return None
     return rule_.info(f"{pkg.name} {pkg.version} is newer than every release knowledge/wheels.toml recorded on {newest.checked} "
@@ -101,11 +92,8 @@ def _newer(pkg: Package, gpu: bool) -> Finding | None:
 
 
 def _pinned_torch(torches: list[Package], pkg: Package) -> str | None:
-    """The one torch release pinned exactly in the same resolution as ``pkg`` (its public version), if any, among
-    ``torches`` (the inventory's exact torch pins that install on the target).
-
-    A requirements file, pyproject or lock is one resolution; in a Dockerfile only the same command is: a torch
-    installed by an earlier RUN does not hold pip back (``pip install vllm`` replaces it)."""
+    """The one torch release pinned exactly in the same resolution as ``pkg``: a whole file, but in a
+    Dockerfile only the same command (a torch installed by an earlier RUN does not hold pip back)."""
     found = {p.version.split("+", 1)[0] for p in torches if p.version and _same_resolution(p.location, pkg.location)}
     return found.pop() if len(found) == 1 else None
 
@@ -126,16 +114,12 @@ def _picked(pkg: Package, torch: str | None) -> str:
 
 
 def _final(text: str) -> bool:
-    try:
-        v = Version(text)
-    except InvalidVersion:
-        return False
-    return not (v.is_prerelease or v.is_devrelease)
+    v = wheels.parse_version(text)
+    return v is not None and not (v.is_prerelease or v.is_devrelease)
 
 
 @check(PYPI_VLLM_CUDA12, CPU_ONLY_AARCH64)
 def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
-    """G1 from knowledge/wheels.toml: PyPI's CUDA 12 vLLM on aarch64; aarch64 wheels without CUDA in a GPU project."""
     if ctx.profile.machine != "aarch64":
         return
     # with --resolve the picked files themselves were read (G1-binary-soname): one finding per cause
@@ -173,7 +157,7 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
                 pkg.location, {"package": pkg.name, "version": rel.version, "source": rel.source})
             continue
         newest = wheels.release(pkg.name)
-        cpu_only = _cpu_only(rel) or (
+        cpu_only = wheels.cpu_only(rel) or (
             # the newest release was read; an older one with an aarch64 wheel is built the same way (inferred)
             wheels.cpu_only_on_aarch64(pkg.name) if rel.aarch64 == "wheel" and rel.aarch64_cuda is None else None)
         if cpu_only and gpu and pkg.name != "torch":  # torch's own build is G1-cpu-build's

@@ -1,9 +1,5 @@
-"""G2: flash-attn on aarch64/sm_121, and Unsloth silently preferring it over a requested SDPA.
-
-There is no aarch64/sm_121 flash-attn wheel for bare pip: ``pip install flash-attn`` builds from source
-(2-3 hours on a Spark) or fails. NGC containers ship a working flash-attn, and Unsloth then uses it even
-when ``attn_implementation="sdpa"`` was asked for.
-"""
+"""G2: flash-attn on aarch64/sm_121 (no wheel: pip builds it for hours, or fails; NGC ships one), and Unsloth
+silently preferring it over a requested SDPA."""
 
 from __future__ import annotations
 
@@ -17,38 +13,36 @@ from envcheck.knowledge.wheel_platforms import platform_verdict
 from envcheck.model import PINS_ONLY, Finding, Package, Status
 from envcheck.rules import CheckContext, check, rule
 
-OVERRIDE = (
-    "To force SDPA under Unsloth, set unsloth.models._utils.HAS_FLASH_ATTENTION = False after importing "
-    "unsloth and before from_pretrained (a monkeypatch of Unsloth's flash-attn detection); "
-    "attn_implementation='sdpa' alone is ignored."
-)
+OVERRIDE = ("To force SDPA under Unsloth, set unsloth.models._utils.HAS_FLASH_ATTENTION = False after "
+            "importing unsloth and before from_pretrained (a monkeypatch of Unsloth's flash-attn detection); "
+            "attn_implementation='sdpa' alone is ignored.")
 
 FLASH_ATTN_BUILD = rule(
     "G2-flash-attn-build", "G2", "flash-attn would be built from source by pip", Status.FAIL,
-    """flash-attn publishes no aarch64 wheels, so pip compiles it from source: two to three hours on a Spark,
-    often ending in a failure or an apparent hang. NGC PyTorch containers already ship a working build.""",
+    """flash-attn publishes no aarch64 wheels, so pip compiles it from source: two to three hours on a
+    Spark, often ending in a failure or an apparent hang. NGC PyTorch containers already ship a working
+    build.""",
     "Drop flash-attn and use PyTorch SDPA (attn_implementation='sdpa'), or use an NGC PyTorch container, which ships flash-attn built for SM121; if you have a prebuilt aarch64 wheel, install that file explicitly.",
     (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
-    autofix=dockerfile_fixes.flash_attn_build,
-)
+    autofix=dockerfile_fixes.flash_attn_build)
 FLASH_ATTN_PRESENT = rule(
     "G2-flash-attn-present", "G2", "flash-attn is installed", Status.INFO,
-    """flash-attn is already installed (a freeze, an environment, an NGC image). That is not a failure, but
-    libraries that auto-detect it (Unsloth) will use it even when another attention implementation is asked for.""",
+    """flash-attn is already installed (a freeze, an environment, an NGC image). That is not a failure,
+    but libraries that auto-detect it (Unsloth) will use it even when another attention implementation is
+    asked for.""",
     OVERRIDE,
-    ("requirements", *kinds.LOCK_FILES, *kinds.ENVIRONMENTS),
-)
+    ("requirements", *kinds.LOCK_FILES, *kinds.ENVIRONMENTS))
 UNSLOTH_SDPA = rule(
-    "G2-unsloth-prefers-flash-attn", "G2", "Unsloth will use flash-attn even when SDPA is asked for", Status.WARN,
+    "G2-unsloth-prefers-flash-attn", "G2",
+    "Unsloth will use flash-attn even when SDPA is asked for", Status.WARN,
     """Unsloth checks HAS_FLASH_ATTENTION (flash_attn importable and compute capability >= 8) and then
-    uses flash-attn, discarding attn_implementation='sdpa'. With flash-attn present next to Unsloth,
-    an SDPA request is silently ignored.""",
-    OVERRIDE, ("requirements", *kinds.LOCK_FILES, "dockerfile", *kinds.ENVIRONMENTS),
-)
+    uses flash-attn, discarding attn_implementation='sdpa'. With flash-attn present next to Unsloth, an
+    SDPA request is silently ignored.""",
+    OVERRIDE,
+    ("requirements", *kinds.LOCK_FILES, "dockerfile", *kinds.ENVIRONMENTS))
 
 
 def _prebuilt_aarch64(pkg: Package, ctx: CheckContext) -> str | None:
-    """Why this flash-attn does not need a source build, or None."""
     if pkg.url:
         wheel = parse_wheel_name(pkg.url)
         if wheel is not None and platform_verdict(wheel.platforms, ctx.profile)[0]:
@@ -69,7 +63,6 @@ def _already_installed(pkg: Package, installed: list[Package], ctx: CheckContext
     have = installed[0].version
     from packaging.specifiers import InvalidSpecifier, SpecifierSet  # here: a folder scan's checks need none
     from packaging.version import InvalidVersion, Version
-
     try:
         allowed = not pkg.specifier or (have is not None and Version(have) in SpecifierSet(pkg.specifier, prereleases=True))
     except (InvalidVersion, InvalidSpecifier):
@@ -82,14 +75,12 @@ def _already_installed(pkg: Package, installed: list[Package], ctx: CheckContext
 
 
 def _installed_in_stage(pkg: Package, installed: list[Package], ctx: CheckContext) -> list[Package]:
-    """The installed flash-attn that ``pkg``'s install meets: in a build stage (a Dockerfile's, or one a compose
-    service builds), the one its own stage's base ships (whether or not the stage reaches the final image: a
-    stage is judged by what it does); elsewhere any."""
+    """The installed flash-attn that ``pkg``'s install meets: in a build stage, the one its own stage's base
+    ships (a stage is judged by what it does, final or not); elsewhere any."""
     stage = pkg.location.stage if pkg.location is not None else None
     if stage is None or not ctx.inventory.images:
         return installed
     from envcheck.knowledge.base_images import safe_describe
-
     for image in ctx.inventory.images:
         if stage not in (image.stages or (image.stage,)):
             continue
@@ -107,7 +98,6 @@ def _installed_in_stage(pkg: Package, installed: list[Package], ctx: CheckContex
 
 @check(FLASH_ATTN_BUILD, FLASH_ATTN_PRESENT, UNSLOTH_SDPA)
 def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
-    """G2 over packages: pip-built flash-attn, installed flash-attn, and flash-attn next to Unsloth."""
     pkgs = [p for p in ctx.inventory.packages if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
     flash = [p for p in pkgs if p.name == "flash-attn"]
     unsloth = [p for p in pkgs if p.name == "unsloth"]
@@ -121,47 +111,40 @@ def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
         else:
             yield FLASH_ATTN_BUILD.finding(
                 "flash-attn has no aarch64/sm_121 wheel: pip will compile it from source (hours, or a hang)",
-                pkg.location, {"package": "flash-attn", "version": pkg.version, "url": pkg.url},
-            )
+                pkg.location, {"package": "flash-attn", "version": pkg.version, "url": pkg.url})
     for pkg in installed_flash:
         yield FLASH_ATTN_PRESENT.info(f"flash-attn {pkg.version or ''} is installed".replace("  ", " "), pkg.location)
     if unsloth and flash:
-        where = unsloth[0].location
         yield UNSLOTH_SDPA.finding(
             "unsloth and flash-attn are both present: Unsloth will use flash-attn even if attn_implementation='sdpa' is requested",
-            where, {"unsloth": unsloth[0].version, "flash_attn": flash[0].version},
-        )
+            unsloth[0].location, {"unsloth": unsloth[0].version, "flash_attn": flash[0].version})
     if not flash and pkgs:
         yield FLASH_ATTN_BUILD.passed("no flash-attn source build in this input", None)
 
 
 FLASH_ATTN_LOADS = rule(
-    "G2-live-flash-attn-extension", "G2", "flash-attn is installed but its CUDA extension does not load", Status.FAIL,
+    "G2-live-flash-attn-extension", "G2",
+    "flash-attn is installed but its CUDA extension does not load", Status.FAIL,
     """Read live (preflight, container): flash_attn is importable only if its compiled CUDA extension
     (flash_attn_2_cuda) loads. A build for another CUDA major, another Python or another GPU architecture
-    imports with an ImportError or crashes; Unsloth then either fails at model load or silently falls back.""",
+    imports with an ImportError or crashes; Unsloth then either fails at model load or silently falls
+    back.""",
     "Reinstall flash-attn built for this environment (NGC containers ship one built for SM121), or uninstall it and use SDPA.",
-    kinds.LIVE_KINDS,
-)
+    kinds.LIVE_KINDS)
 
 
 @check(FLASH_ATTN_LOADS)
 def flash_attn_live(ctx: CheckContext) -> Iterator[Finding]:
-    """G2 on live readings: does the installed flash-attn's CUDA extension load?"""
     reading = ctx.inventory.host.flash_attn
-    if reading is None:
+    if reading is None or reading.status == "absent":
         return
-    status = reading.status
-    version = reading.version or ""
-    if status == "absent":
-        return
+    status, version = reading.status, reading.version or ""
     if status == "ok" and reading.extension == "ok":
         yield FLASH_ATTN_LOADS.passed(f"flash-attn {version} imports and its CUDA extension loads".replace("  ", " "))
     elif status == "ok" and reading.extension == "error":
         yield FLASH_ATTN_LOADS.finding(
             f"flash-attn {version} imports but its CUDA extension does not load: {reading.extension_error or 'unknown error'}".replace("  ", " "),
-            None, {"reading": reading.to_json()},
-        )
+            None, {"reading": reading.to_json()})
     elif status in ("import-error", "error", "crashed", "timeout"):
         detail = reading.signal or reading.error or status
         yield FLASH_ATTN_LOADS.finding(f"importing flash_attn failed ({status}: {detail})", None, {"reading": reading.to_json()})

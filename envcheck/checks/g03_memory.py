@@ -1,9 +1,5 @@
-"""G3: unified memory is double-counted (page cache, mmap, allocator).
-
-On a GB10 the GPU allocates from the same memory as the page cache, and nvidia-smi prints ``[N/A]``
-for memory, so the readings come from ``/proc/meminfo``. A large page cache before a model load is
-the situation in which a run OOMs while memory looks free.
-"""
+"""G3: unified memory is double-counted (page cache, mmap, allocator); nvidia-smi prints ``[N/A]`` for memory
+on a GB10, so the readings come from ``/proc/meminfo``."""
 
 from __future__ import annotations
 
@@ -19,39 +15,29 @@ from envcheck.rules import CheckContext, check, rule
 PAGE_CACHE_SHARE = 0.25
 
 PAGE_CACHE = rule(
-    "G3-page-cache",
-    "G3",
-    "Large page cache before a model load on unified memory",
-    Status.WARN,
-    """On unified memory (DGX Spark) the page cache, mmap'ed safetensors and the CUDA allocator draw
-    from one pool and double-count pages; a run can OOM while nvidia-smi shows free memory or
-    [N/A]. QLoRA dequantisation adds transient allocations, so it can OOM earlier than bf16. This
-    rule reads /proc/meminfo and warns when the page cache (Cached) holds at least a quarter of
-    MemTotal; on GPUs with their own memory the page cache does not compete and the rule passes.""",
-    """Drop the page cache between runs (not during one): `sync; echo 3 > /proc/sys/vm/drop_caches`
-    (needs root). Read `free -g` and /proc/meminfo, not nvidia-smi, for memory headroom.""",
-    inputs=kinds.LIVE_KINDS,
-)
+    "G3-page-cache", "G3", "Large page cache before a model load on unified memory", Status.WARN,
+    """On unified memory (DGX Spark) the page cache, mmap'ed safetensors and the CUDA allocator draw from
+    one pool and double-count pages; a run can OOM while nvidia-smi shows free memory or [N/A]. QLoRA
+    dequantisation adds transient allocations, so it can OOM earlier than bf16. This rule reads
+    /proc/meminfo and warns when the page cache (Cached) holds at least a quarter of MemTotal; on GPUs
+    with their own memory the page cache does not compete and the rule passes.""",
+    """Drop the page cache between runs (not during one): `sync; echo 3 > /proc/sys/vm/drop_caches` (needs
+    root). Read `free -g` and /proc/meminfo, not nvidia-smi, for memory headroom.""",
+    inputs=kinds.LIVE_KINDS)
 READINGS = rule(
-    "G3-memory-readings",
-    "G3",
-    "Memory readings from /proc/meminfo",
-    Status.INFO,
-    """MemTotal, MemAvailable, Cached, Dirty and SwapTotal as the kernel reports them: the numbers
-    to plan a model load with on unified memory, where nvidia-smi reports no memory.""",
+    "G3-memory-readings", "G3", "Memory readings from /proc/meminfo", Status.INFO,
+    """MemTotal, MemAvailable, Cached, Dirty and SwapTotal as the kernel reports them: the numbers to plan
+    a model load with on unified memory, where nvidia-smi reports no memory.""",
     "",
-    inputs=kinds.LIVE_KINDS,
-)
+    inputs=kinds.LIVE_KINDS)
 
 
 @check(PAGE_CACHE, READINGS)
 def page_cache(ctx: CheckContext) -> Iterator[Finding]:
-    """WARN when the page cache is large on unified memory; INFO readings; SKIP without /proc/meminfo."""
     if not is_live(ctx):
         return
     if ctx.kind == "container" and ctx.inventory.host.container_run is not None:
-        # a container envcheck started from an image reads the memory of the machine its engine runs on:
-        # that is no fact about the image (issue 26 item 15)
+        # a container envcheck started reads the memory of its engine's machine, no fact about the image
         yield PAGE_CACHE.finding("the page cache is the Docker engine's machine's, not the image's: run `envcheck preflight` "
                                  "on the Spark before the job", status=Status.SKIP)
         return
@@ -60,14 +46,13 @@ def page_cache(ctx: CheckContext) -> Iterator[Finding]:
         reason = (mem.error or mem.status) if mem is not None else "not read"
         yield PAGE_CACHE.finding(f"cannot read /proc/meminfo: {reason}", status=Status.SKIP)
         return
-    values = mem.bytes or {}
-    where = Location(mem.path or "/proc/meminfo")
+    values, where = mem.bytes or {}, Location(mem.path or "/proc/meminfo")
     total = values.get("MemTotal")
     if total is None or total <= 0:
         yield PAGE_CACHE.finding("/proc/meminfo has no MemTotal", where, status=Status.SKIP)
         return
-    shown = ", ".join(f"{name} {gib(values[name])}" for name in ("MemTotal", "MemAvailable", "Cached", "Dirty", "SwapTotal") if name in values)
-    yield READINGS.info(shown, where, **{k: values[k] for k in ("MemTotal", "MemAvailable", "Cached", "Dirty", "SwapTotal") if k in values})
+    read = {k: values[k] for k in ("MemTotal", "MemAvailable", "Cached", "Dirty", "SwapTotal") if k in values}
+    yield READINGS.info(", ".join(f"{name} {gib(value)}" for name, value in read.items()), where, **read)
     cached = values.get("Cached", 0)
     share = cached / total
     if not unified_memory(ctx):
@@ -76,35 +61,27 @@ def page_cache(ctx: CheckContext) -> Iterator[Finding]:
         yield PAGE_CACHE.finding(
             f"page cache holds {gib(cached)} ({share:.0%} of {gib(total)}); drop it before a model load:"
             " sync; echo 3 > /proc/sys/vm/drop_caches (root)",
-            where, {"cached": cached, "total": total, "share": round(share, 3)},
-        )
+            where, {"cached": cached, "total": total, "share": round(share, 3)})
     else:
         yield PAGE_CACHE.passed(f"page cache {gib(cached)} ({share:.0%} of {gib(total)})", where, cached=cached, total=total)
 
 
-# Inputs that carry launch commands envcheck reads statically (compose services, Kubernetes containers, scripts, notebooks).
-LAUNCH_INPUTS = kinds.LAUNCH_FILES
-
 MEMORY_FRACTION = rule(
-    "G3-memory-fraction",
-    "G3",
-    "A server claims more of unified memory than a Spark can give it",
-    Status.WARN,
+    "G3-memory-fraction", "G3",
+    "A server claims more of unified memory than a Spark can give it", Status.WARN,
     """vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static are shares of GPU memory. On a
     DGX Spark that memory is the one 128 GB pool the OS, the page cache, the model's mmap'ed safetensors
-    and every other process also draw from, so a share near 1 (0.95 is common in recipes written for
-    GPUs with their own memory) leaves too little: the load OOMs, or the kernel evicts pages while
-    nvidia-smi still shows free memory. The rule reads launch commands in compose services, Kubernetes
-    containers, shell scripts and notebooks, and warns above the profile's serve_memory_fraction_max.""",
+    and every other process also draw from, so a share near 1 (0.95 is common in recipes written for GPUs
+    with their own memory) leaves too little: the load OOMs, or the kernel evicts pages while nvidia-smi
+    still shows free memory. The rule reads launch commands in compose services, Kubernetes containers,
+    shell scripts and notebooks, and warns above the profile's serve_memory_fraction_max.""",
     """Lower the share to the profile's limit or below (--gpu-memory-utilization 0.85 on a Spark that runs
     nothing else; less next to other GPU work), and drop the page cache before loading a large model.""",
-    inputs=LAUNCH_INPUTS,
-)
+    inputs=kinds.LAUNCH_FILES)
 
 
 @check(MEMORY_FRACTION)
 def memory_fraction(ctx: CheckContext) -> Iterator[Finding]:
-    """WARN for a launch whose memory share is above the profile's limit; PASS for those at or below it."""
     limit = ctx.profile.serve_memory_fraction_max
     launches = ctx.inventory.host.launch
     if is_live(ctx) or launches is None or limit <= 0:
@@ -128,27 +105,22 @@ def memory_fraction(ctx: CheckContext) -> Iterator[Finding]:
 
 
 POD_MEMORY = rule(
-    "G3-pod-memory-over-pool",
-    "G3",
-    "A Kubernetes container asks for more memory than a Spark has",
-    Status.FAIL,
+    "G3-pod-memory-over-pool", "G3",
+    "A Kubernetes container asks for more memory than a Spark has", Status.FAIL,
     """A DGX Spark has one 128 GB pool of unified memory that the OS, the page cache, the CPU side and the
     GPU side of every process share. A container whose memory request (or its limit, when no request is
     given: Kubernetes then requests the limit) is above that pool fits no Spark node: the scheduler never
-    places the pod, which stays Pending. A limit above the pool with a request inside it schedules, but
-    is never enforced: the container can grow until the whole pool, GPU allocations included, runs out.
-    The rule reads `resources.requests`/`limits` `memory` of Kubernetes containers (and of NVIDIA Dynamo
+    places the pod, which stays Pending. A limit above the pool with a request inside it schedules, but is
+    never enforced: the container can grow until the whole pool, GPU allocations included, runs out. The
+    rule reads `resources.requests`/`limits` `memory` of Kubernetes containers (and of NVIDIA Dynamo
     components) and compares them with the profile's memory_gb, read as the larger GiB.""",
-    """Ask for what the workload needs on one Spark (well under 128 GB: the model's weights and KV cache share
-    the same pool), or move the part that needs more to a machine that has it.""",
-    inputs=("kubernetes",),
-)
+    """Ask for what the workload needs on one Spark (well under 128 GB: the model's weights and KV cache
+    share the same pool), or move the part that needs more to a machine that has it.""",
+    inputs=("kubernetes",))
 
 
 @check(POD_MEMORY)
 def pod_memory(ctx: CheckContext) -> Iterator[Finding]:
-    """FAIL for a container whose memory request is above the profile's memory; WARN for a limit above it
-    with a request inside it; PASS for those within it."""
     pool_gb = ctx.profile.memory_gb
     requests = [r for r in ctx.inventory.host.pod_requests or () if r.resource == "memory" and r.amount is not None]
     if pool_gb <= 0 or not requests:

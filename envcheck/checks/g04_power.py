@@ -23,27 +23,19 @@ POWER_WELL_BELOW = 0.6
 THERMAL_REASONS = ("sw_thermal_slowdown", "hw_thermal_slowdown")
 
 THROTTLING = rule(
-    "G4-throttling",
-    "G4",
-    "Thermal throttling signature while sampling",
-    Status.WARN,
-    """Sustained power on a DGX Spark plateaus at about 100 W against the 240 W adapter rating; long
-    runs reach that ceiling, throttle and sometimes reboot. preflight samples temperature and power
-    with nvidia-smi over --sample-seconds and warns when temperature rises while power stays flat
-    well below the rated limit, or when nvidia-smi reports an active thermal slowdown.""",
-    """Improve cooling (airflow, ambient temperature) or cap run length; do not plan throughput on
-    the 240 W rating. Re-run with a longer --sample-seconds under load to confirm.""",
-    inputs=kinds.LIVE_KINDS,
-)
+    "G4-throttling", "G4", "Thermal throttling signature while sampling", Status.WARN,
+    """Sustained power on a DGX Spark plateaus at about 100 W against the 240 W adapter rating; long runs
+    reach that ceiling, throttle and sometimes reboot. preflight samples temperature and power with
+    nvidia-smi over --sample-seconds and warns when temperature rises while power stays flat well below
+    the rated limit, or when nvidia-smi reports an active thermal slowdown.""",
+    """Improve cooling (airflow, ambient temperature) or cap run length; do not plan throughput on the 240
+    W rating. Re-run with a longer --sample-seconds under load to confirm.""",
+    inputs=kinds.LIVE_KINDS)
 READINGS = rule(
-    "G4-power-readings",
-    "G4",
-    "Temperature and power readings",
-    Status.INFO,
+    "G4-power-readings", "G4", "Temperature and power readings", Status.INFO,
     """Temperature and power per GPU over the sampling window, as nvidia-smi reports them.""",
     "",
-    inputs=kinds.LIVE_KINDS,
-)
+    inputs=kinds.LIVE_KINDS)
 
 
 def _span(values: list[float], unit: str) -> str:
@@ -55,7 +47,6 @@ def _span(values: list[float], unit: str) -> str:
 
 @check(THROTTLING, READINGS)
 def throttling(ctx: CheckContext) -> Iterator[Finding]:
-    """Per GPU: INFO readings, then WARN on the throttling signature, PASS otherwise, SKIP without data."""
     if not is_live(ctx):
         return
     smi, reason = nvidia_smi(ctx)
@@ -71,8 +62,7 @@ def throttling(ctx: CheckContext) -> Iterator[Finding]:
     judged = False
     for readings in by_gpu.values():
         first = readings[0]
-        index = first.index
-        label = f"GPU{index if index is not None else 0} {first.name or ''}".strip()
+        label = f"GPU{first.index if first.index is not None else 0} {first.name or ''}".strip()
         temps = [r.temperature_c for r in readings if r.temperature_c is not None]
         powers = [r.power_w for r in readings if r.power_w is not None]
         limit = next((r.power_limit_w for r in readings if r.power_limit_w is not None), None)
@@ -80,8 +70,7 @@ def throttling(ctx: CheckContext) -> Iterator[Finding]:
         limit_text = f"limit {limit:g} W" if limit is not None else f"limit N/A, rated {rated:g} W"
         yield READINGS.info(
             f"{label}: {_span(temps, 'C')}, {_span(powers, 'W')} ({limit_text}) over {len(readings)} sample{'s' if len(readings) != 1 else ''}",
-            gpu=label, temperatures=temps, powers=powers, limit=limit,
-        )
+            gpu=label, temperatures=temps, powers=powers, limit=limit)
         thermal = sorted({r for g in readings for r in g.throttle_reasons if r in THERMAL_REASONS})
         if thermal:
             judged = True
@@ -97,12 +86,10 @@ def throttling(ctx: CheckContext) -> Iterator[Finding]:
             yield THROTTLING.finding(
                 f"{label}: temperature rose {temps[0]:g}->{temps[-1]:g} C while power stayed near {mean:.0f} W"
                 f" (rated {rated:g} W): throttling signature",
-                evidence={"temperatures": temps, "powers": powers, "rated": rated},
-            )
+                evidence={"temperatures": temps, "powers": powers, "rated": rated})
         else:
             yield THROTTLING.passed(f"{label}: no throttling signature over {seconds:.1f} s", gpu=label)
     if not judged:
         yield THROTTLING.finding(
             "need two or more temperature/power samples to judge (nvidia-smi gave none, or --sample-seconds 0)",
-            status=Status.SKIP,
-        )
+            status=Status.SKIP)

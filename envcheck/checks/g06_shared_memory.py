@@ -34,20 +34,16 @@ SERVERS: tuple[tuple[str, re.Pattern[str], str | None, float | None], ...] = (
 )
 
 NEIGHBOUR = rule(
-    "G6-gpu-neighbour",
-    "G6",
-    "An uncapped or heavy process already resident on the GPU",
-    Status.WARN,
+    "G6-gpu-neighbour", "G6", "An uncapped or heavy process already resident on the GPU", Status.WARN,
     """Unified memory is one global pool: a process that is uncapped or near capacity competes with
-    everything else and can silently evict another process's KV cache or weights, with no OOM in
-    that process's own log. preflight lists the processes nvidia-smi shows on the GPU, reads their
-    command lines from /proc, recognises known servers (vLLM, SGLang, llama.cpp, Ollama, Triton,
-    TGI) and whether their memory is capped. Small capped work coexists (a <4 GB LoRA next to vLLM
-    with --gpu-memory-utilization <= 0.5).""",
+    everything else and can silently evict another process's KV cache or weights, with no OOM in that
+    process's own log. preflight lists the processes nvidia-smi shows on the GPU, reads their command
+    lines from /proc, recognises known servers (vLLM, SGLang, llama.cpp, Ollama, Triton, TGI) and whether
+    their memory is capped. Small capped work coexists (a <4 GB LoRA next to vLLM with
+    --gpu-memory-utilization <= 0.5).""",
     """Cap the neighbour (vLLM --gpu-memory-utilization <= 0.5, SGLang --mem-fraction-static) or stop
     unrelated servers before an uncapped or near-capacity run: one heavy job at a time.""",
-    inputs=kinds.LIVE_KINDS,
-)
+    inputs=kinds.LIVE_KINDS)
 
 
 def _cap(words: Sequence[str], option: str) -> float | None:
@@ -66,13 +62,10 @@ def _cap(words: Sequence[str], option: str) -> float | None:
 
 def _describe(process: GpuProcess) -> tuple[str | None, float | None, bool]:
     """(server name, memory cap, cap given explicitly) for a process and its ancestors."""
-    lines: list[list[str]] = []
-    if process.cmdline:
-        lines.append(list(process.cmdline))
+    lines = [list(process.cmdline)] if process.cmdline else []
     lines.extend(list(a) for a in process.ancestors or ())
-    name = process.process_name or ""
+    texts = [process.process_name or "", *(" ".join(words) for words in lines)]
     for label, pattern, option, default in SERVERS:
-        texts = [name, *(" ".join(words) for words in lines)]
         if not any(pattern.search(text) for text in texts if text):
             continue
         if option is None:
@@ -87,7 +80,6 @@ def _describe(process: GpuProcess) -> tuple[str | None, float | None, bool]:
 
 @check(NEIGHBOUR)
 def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
-    """WARN for uncapped known servers and heavy unknown processes; PASS when the GPU is free."""
     if not is_live(ctx):
         return
     smi, reason = nvidia_smi(ctx)
@@ -106,9 +98,8 @@ def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
     mem_total = (meminfo.bytes or {}).get("MemTotal") if meminfo is not None else None
     uma = unified_memory(ctx)
     for process in others:
-        pid = process.pid
+        pid, used = process.pid, process.used_memory_mib
         label, cap, explicit = _describe(process)
-        used = process.used_memory_mib
         used_text = f", {gib(used * 2**20)}" if used is not None else ""
         who = f"pid {pid} ({label or process.process_name or '?'}{used_text})"
         evidence: dict[str, Any] = {"pid": pid, "server": label, "cap": cap, "used_mib": used,
@@ -132,30 +123,25 @@ def gpu_neighbours(ctx: CheckContext) -> Iterator[Finding]:
 
 
 POOL_OVERCOMMIT = rule(
-    "G6-pool-overcommit",
-    "G6",
-    "Servers started together claim more than the one memory pool",
-    Status.FAIL,
+    "G6-pool-overcommit", "G6", "Servers started together claim more than the one memory pool", Status.FAIL,
     """Unified memory is one pool: several GPU servers started together (services of one compose file,
     containers of one Kubernetes manifest, servers one script starts) each claim their share of the same
     memory (vLLM --gpu-memory-utilization, 0.9 when not given; SGLang --mem-fraction-static, 0.88). When
     the shares add up past 1, the server that starts last cannot get its share and stops at start-up, or
-    evicts the KV cache and weights of the others. Services that cannot run together are not added up: those
-    that share one container_name or, under host networking, one host port (a menu of alternative models, one
-    started at a time), and those under a compose profile (started only when asked for).""",
+    evicts the KV cache and weights of the others. Services that cannot run together are not added up:
+    those that share one container_name or, under host networking, one host port (a menu of alternative
+    models, one started at a time), and those under a compose profile (started only when asked for).""",
     """Give each server a share so that they add up to well under 1 (two vLLM servers at 0.4 each), or run
     only one heavy server at a time (compose profiles).""",
-    inputs=kinds.LAUNCH_FILES,
-)
+    inputs=kinds.LAUNCH_FILES)
 
 
 Share = tuple["LaunchReading", float, bool]
 
 
 def _together(shares: list[Share], uncapped: list[LaunchReading]) -> tuple[list[Share], list[LaunchReading]]:
-    """The servers that can run at the same time. Services that hold the same ``exclusive`` resource (one
-    ``container_name``, one host port under host networking: compose's menu of alternative models) cannot: of
-    each such group only the service that claims the most counts (an uncapped one counts as the whole pool)."""
+    """The servers that can run at the same time: of services that hold one ``exclusive`` resource (a
+    container_name, a host port: compose's menu of models) only the largest claim counts (uncapped: 1)."""
     def service(launch: LaunchReading) -> str:
         return launch.service or str(id(launch))
 
@@ -174,10 +160,8 @@ def _together(shares: list[Share], uncapped: list[LaunchReading]) -> tuple[list[
             if a != b:
                 group[b] = a
     claims: dict[str, float] = {}
-    for launch, share, _explicit in shares:
+    for launch, share in [*((item[0], item[1]) for item in shares), *((launch, 1.0) for launch in uncapped)]:
         claims[service(launch)] = claims.get(service(launch), 0.0) + share
-    for launch in uncapped:
-        claims[service(launch)] = claims.get(service(launch), 0.0) + 1.0
     chosen: dict[str, str] = {}
     for name, claim in claims.items():  # in file order: a tie keeps the first service
         root = find(name)
@@ -189,11 +173,10 @@ def _together(shares: list[Share], uncapped: list[LaunchReading]) -> tuple[list[
 
 @check(POOL_OVERCOMMIT)
 def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
-    """FAIL when the memory shares of two or more servers of one input add up past the whole pool."""
     launches = ctx.inventory.host.launch
     if is_live(ctx) or launches is None:
         return
-    shares: list[tuple[LaunchReading, float, bool]] = []
+    shares: list[Share] = []
     uncapped: list[LaunchReading] = []  # GPU services with no share envcheck can read (Ollama, llama.cpp)
     for launch in launches:
         if launch.optional:  # a compose service behind a profile does not start with the others
@@ -206,8 +189,8 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
                        if default is not None and pattern.search(launch.tool or "")), None)
         if server is None:
             continue
-        explicit = launch.memory is not None
-        shares.append((launch, launch.memory if launch.memory is not None else float(server[1] or 0), explicit))
+        shares.append((launch, launch.memory if launch.memory is not None else float(server[1] or 0),
+                       launch.memory is not None))
     shares, uncapped = _together(shares, uncapped)
     if shares and uncapped and len(shares) + len(uncapped) >= 2:
         first = shares[0]
@@ -236,27 +219,23 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
 
 
 FREE_MEMORY_CHECK_OFF = rule(
-    "G6-vllm-free-memory-check-off",
-    "G6",
-    "A build line switches off vLLM's start-up free-memory check",
-    Status.WARN,
+    "G6-vllm-free-memory-check-off", "G6",
+    "A build line switches off vLLM's start-up free-memory check", Status.WARN,
     """vLLM refuses to start when the memory free at start-up is less than the share it is asked to take
     (gpu_memory_utilization x total memory): its GPU worker compares self.init_snapshot.free_memory with
     self.requested_memory and stops with "Free memory on device ... is less than desired GPU memory
     utilization". On unified memory that check is what keeps a new server from claiming memory that other
-    processes (another server, a training run, the page cache) already hold. A sed/perl/python edit of vLLM's
-    source that removes or relaxes it lets the server start anyway; the KV cache and weights of whichever
-    process loses the race are then evicted silently, or the machine swaps.""",
+    processes (another server, a training run, the page cache) already hold. A sed/perl/python edit of
+    vLLM's source that removes or relaxes it lets the server start anyway; the KV cache and weights of
+    whichever process loses the race are then evicted silently, or the machine swaps.""",
     """Keep the check and lower --gpu-memory-utilization to what is free (on a Spark read free -g, not
-    nvidia-smi), or stop the process that holds the memory; drop the page cache before a run
-    (sync; echo 3 > /proc/sys/vm/drop_caches).""",
-    inputs=("dockerfile",),
-)
+    nvidia-smi), or stop the process that holds the memory; drop the page cache before a run (sync; echo 3
+    > /proc/sys/vm/drop_caches).""",
+    inputs=("dockerfile",))
 
 
 @check(FREE_MEMORY_CHECK_OFF)
 def free_memory_check_off(ctx: CheckContext) -> Iterator[Finding]:
-    """WARN at each build or script line that edits vLLM's free-memory check out of its source."""
     for install in ctx.inventory.installs:
         if VLLM_FREE_MEMORY_CHECK_EDIT in install.options:
             text = install.text if len(install.text) <= 120 else install.text[:117] + "..."

@@ -1,14 +1,7 @@
-"""G9 from the recorded release pins: a requirement every release of which pins torch outside what the input asks.
-
-``knowledge/wheels.toml`` records, for the packages ``scripts/gen_knowledge.py`` names in PAIRED (the torch family,
-xformers, vLLM, SGLang and applications such as audiocraft), the torch/torchvision/torchaudio requirement of each
-recorded release, and the whole release list of each. ``audiocraft>=1.3.0`` next to ``torch>=2.3.0`` cannot install:
-1.3.0, the only release it allows, requires torch==2.1.0. Where only some allowed releases conflict, pip backtracks to
-one that fits and the install succeeds, so nothing is reported here: what that release brings is G1's question.
-Opt-in extras are judged scope by scope by the engine, and build stages hold no requirement of the image, so every
-requirement compared here goes into the same environment.
-G9-pin-conflict (``g09_drift``) reports what this module finds; it holds no rule of its own.
-"""
+"""G9 from the recorded release pins (``knowledge/wheels.toml``): a requirement every release of which pins
+torch outside what the input asks (``audiocraft>=1.3.0`` next to ``torch>=2.3.0``: 1.3.0 requires
+torch==2.1.0). Where only some releases conflict, pip backtracks, so nothing is said. G9-pin-conflict
+(``g09_drift``) reports it."""
 
 from __future__ import annotations
 
@@ -27,16 +20,14 @@ _FAMILY = ("torch", "torchvision", "torchaudio")
 
 def clashes(ctx: CheckContext, pkgs: list[Package], overridden: set[str],
             compared: Callable[[Package], set[str]]) -> Iterator[tuple[Package, str, dict[str, Any]]]:
-    """(package, message, evidence) for each declared package without metadata in the input whose every allowed
-    release pins a torch-family package outside what the input asks for it. ``compared``: the names an exact pin's
-    requirements were already compared for (from the pin table), left out here."""
+    """(package, message, evidence) for each package whose every allowed release pins a torch-family package
+    outside what the input asks. ``compared``: names already compared from the pin table, left out here."""
     asked = [p for p in ctx.inventory.packages if p.name in _FAMILY and not p.installed and not p.url
              and p.role in (Role.REQUIREMENT, Role.CONSTRAINT) and (p.version or p.specifier)
              and installs_on(p, ctx.profile) and p.name not in overridden]
     if not asked:
         return
     from envcheck.knowledge import wheels  # (packaging: only where a torch-family requirement is asked)
-
     for pkg in pkgs:
         if (pkg.requires is not None or pkg.installed or pkg.no_deps or pkg.url or pkg.role != Role.REQUIREMENT
                 or not installs_on(pkg, ctx.profile)):
@@ -55,19 +46,16 @@ def clashes(ctx: CheckContext, pkgs: list[Package], overridden: set[str],
                     else f"{releases[0].version} to {releases[-1].version}, {len(releases)} releases")
         which = f"{pkg.name} {pkg.version}" if pkg.version else f"{pkg.name}{pkg.specifier}: every release it allows ({versions})"
         yield pkg, (
-            f"{which} requires {needs}, but this input asks "
-            f"{asks}: one pip command cannot resolve both, and a later one replaces what the earlier installed "
-            f"(release pins from {releases[-1].where})"
+            f"{which} requires {needs}, but this input asks {asks}: one pip command cannot resolve both, and "
+            f"a later one replaces what the earlier installed (release pins from {releases[-1].where})"
         ), {"package": pkg.name, "releases": [r.version for r in releases],
             "requires": [f"{n}{p}" for n, (_, ps) in found.items() for p in ps], "found": asks,
             "source": [r.source for r in releases]}
 
 
 def _every_release_excluded(releases: list[Release], targets: list[Package]) -> dict[str, tuple[str, list[str]]] | None:
-    """target name -> (what the input asks, the release pins that exclude it) when every release has such a pin;
-    None when one release fits (pip can pick it)."""
+    """target name -> (what the input asks, the pins excluding it) when every release has one, else None."""
     from envcheck.knowledge import wheels
-
     out: dict[str, tuple[str, list[str]]] = {}
     for rel in releases:
         hit = False

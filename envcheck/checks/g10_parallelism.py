@@ -15,30 +15,26 @@ if TYPE_CHECKING:
     from envcheck.readings import LaunchReading
 
 TP_ACROSS_NODES = rule(
-    "G10-tp-across-nodes",
-    "G10",
-    "Tensor parallelism across more than one node",
-    Status.WARN,
-    """Two DGX Sparks are linked by ConnectX-7 (200 Gb/s): fast enough for DDP/FSDP gradient and
-    parameter sync, too thin for tensor parallelism's fine-grained traffic, so TP across two Sparks
-    hangs, errors or runs far slower than one Spark. It is a WARN, not a FAIL: NVIDIA's own two-Spark
-    recipes (vLLM over Ray, TensorRT-LLM over MPI) run tp=2 across the pair, and over RoCE it serves,
-    only slower; it breaks where NCCL falls back to TCP or the link is misconfigured. The rule reads the launch command (--launch:
-    torchrun, accelerate, deepspeed, vLLM, SGLang, Megatron, ms-swift) or launch config
-    (--launch-config: JSON/YAML, DeepSpeed hostfile) and warns when more than one node is combined
-    with a tensor-parallel degree above 1, or a tensor-parallel degree above 1 with a Ray or MPI cluster
-    (``ray start``, ``--distributed-executor-backend ray``, ``mpirun``): a Spark has one GPU, so those
-    ranks run on other Sparks. With no node count and no cluster in the input (``docker exec`` into a Ray
-    container another script started), a tensor-parallel degree above the profile's gpus_per_node (1 on a
-    Spark) warns too: its ranks can only run on other machines, or the launch cannot start. Pipeline and
-    data parallelism across Sparks are fine. Launch commands in compose services, Kubernetes containers,
-    shell scripts and notebooks are read the same way. A tensor-parallel size given by a variable or
-    positional parameter the input does not set (--tensor-parallel-size "$3") is unknown, not 1: across
-    several nodes, or over a Ray cluster the script spans machines with (ray start --head here, ray start
+    "G10-tp-across-nodes", "G10", "Tensor parallelism across more than one node", Status.WARN,
+    """Two DGX Sparks are linked by ConnectX-7 (200 Gb/s): fast enough for DDP/FSDP gradient and parameter
+    sync, too thin for tensor parallelism's fine-grained traffic, so TP across two Sparks hangs, errors or
+    runs far slower than one Spark. It is a WARN, not a FAIL: NVIDIA's own two-Spark recipes (vLLM over
+    Ray, TensorRT-LLM over MPI) run tp=2 across the pair, and over RoCE it serves, only slower; it breaks
+    where NCCL falls back to TCP or the link is misconfigured. The rule reads the launch command
+    (--launch: torchrun, accelerate, deepspeed, vLLM, SGLang, Megatron, ms-swift) or launch config
+    (--launch-config: JSON/YAML, DeepSpeed hostfile) and warns when more than one node is combined with a
+    tensor-parallel degree above 1, or a tensor-parallel degree above 1 with a Ray or MPI cluster (``ray
+    start``, ``--distributed-executor-backend ray``, ``mpirun``): a Spark has one GPU, so those ranks run
+    on other Sparks. With no node count and no cluster in the input (``docker exec`` into a Ray container
+    another script started), a tensor-parallel degree above the profile's gpus_per_node (1 on a Spark)
+    warns too: its ranks can only run on other machines, or the launch cannot start. Pipeline and data
+    parallelism across Sparks are fine. Launch commands in compose services, Kubernetes containers, shell
+    scripts and notebooks are read the same way. A tensor-parallel size given by a variable or positional
+    parameter the input does not set (--tensor-parallel-size "$3") is unknown, not 1: across several
+    nodes, or over a Ray cluster the script spans machines with (ray start --head here, ray start
     --address joining it elsewhere), it is a WARN that depends on the value; otherwise an INFO.""",
     """On two Sparks use DDP or FSDP; keep tensor parallelism inside one node (tp=1 across nodes).""",
-    inputs=(*kinds.LIVE_KINDS, *kinds.LAUNCH_FILES),
-)
+    inputs=(*kinds.LIVE_KINDS, *kinds.LAUNCH_FILES))
 
 
 def _where(launch: LaunchReading) -> Location:
@@ -48,8 +44,7 @@ def _where(launch: LaunchReading) -> Location:
 
 
 def _unknown_tp(launch: LaunchReading) -> str | None:
-    """The tensor-parallel setting as written when its value is not a number envcheck can read (``"$3"``,
-    ``$TP``: a positional parameter or a variable set elsewhere), else None."""
+    """The tensor-parallel setting as written when its value is unreadable (``"$3"``, ``$TP``), else None."""
     if launch.tp is not None:
         return None
     written = [s.value for s in launch.settings if s.key in TP_KEYS and s.value]
@@ -58,12 +53,8 @@ def _unknown_tp(launch: LaunchReading) -> str | None:
 
 @check(TP_ACROSS_NODES)
 def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
-    """WARN for nodes > 1 with tp > 1, and for tp above the profile's GPUs per node with no node count; PASS
-    otherwise; SKIP when no launch was given."""
     launches = ctx.inventory.host.launch
-    if not is_live(ctx) and not launches:  # a file's launch commands (compose, script): none, nothing to say
-        return
-    if launches is None:
+    if launches is None or (not is_live(ctx) and not launches):  # a file without launch commands
         return
     if not launches:
         yield TP_ACROSS_NODES.finding("no --launch or --launch-config given", status=Status.SKIP)
@@ -74,13 +65,10 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
     for launch in launches:
         if in_one_pod(launch, ctx.profile.gpus_per_node):
             continue  # G10-pod-gpus-over-node says it: the pod never schedules, its ranks are not across nodes
-        nodes = launch.nodes or 1
-        tp = launch.tp or 1
-        origin = launch.origin or "--launch"
-        where = _where(launch)
-        evidence = {"nodes": nodes, "tp": tp, "tool": launch.tool}
+        nodes, tp, origin = launch.nodes or 1, launch.tp or 1, launch.origin or "--launch"
         cluster = launch.cluster
-        unknown = _unknown_tp(launch)
+        where, unknown = _where(launch), _unknown_tp(launch)
+        evidence = {"nodes": nodes, "tp": tp, "tool": launch.tool}
         if unknown is not None and (nodes > 1 or launch.multi_node):
             failed = True
             across = f"{nodes} nodes" if nodes > 1 else f"a multi-node {cluster} cluster (a head and a worker that joins it)"
@@ -120,30 +108,25 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
         yield TP_ACROSS_NODES.finding(
             f"{most_tp.origin} sets tp={most_tp.tp} and {most_nodes.origin} runs"
             f" {most_nodes.nodes} nodes: tensor parallelism across nodes; use DDP/FSDP across Sparks",
-            _where(most_tp), {"nodes": most_nodes.nodes, "tp": most_tp.tp},
-        )
+            _where(most_tp), {"nodes": most_nodes.nodes, "tp": most_tp.tp})
 
 
 POD_GPUS = rule(
-    "G10-pod-gpus-over-node",
-    "G10",
-    "A Kubernetes pod asks for more GPUs than a Spark node has",
-    Status.FAIL,
+    "G10-pod-gpus-over-node", "G10", "A Kubernetes pod asks for more GPUs than a Spark node has", Status.FAIL,
     """A DGX Spark has one GPU. A container that requests (or is limited to) more whole GPUs than one node
     has (`nvidia.com/gpu: 2`, NVIDIA Dynamo's `gpu: "2"`) fits no Spark: the scheduler never places the
     pod, which stays Pending; tensor parallelism inside that pod is what usually asks for them. GPU
-    time-slicing that advertises more `nvidia.com/gpu` than the node has gives no second GPU: two ranks
-    on one GPU. MIG slices (GB10 has no MIG), renamed shared resources (`nvidia.com/gpu.shared`) and
-    dynamic resource allocation claims are not counted.""",
-    """Ask for one GPU a pod (`nvidia.com/gpu: 1`) and keep tensor parallelism at 1; serve a model that does not
-    fit one Spark with pipeline parallelism across Sparks, and scale out with one replica a Spark.""",
-    inputs=("kubernetes",),
-)
+    time-slicing that advertises more `nvidia.com/gpu` than the node has gives no second GPU: two ranks on
+    one GPU. MIG slices (GB10 has no MIG), renamed shared resources (`nvidia.com/gpu.shared`) and dynamic
+    resource allocation claims are not counted.""",
+    """Ask for one GPU a pod (`nvidia.com/gpu: 1`) and keep tensor parallelism at 1; serve a model that
+    does not fit one Spark with pipeline parallelism across Sparks, and scale out with one replica a
+    Spark.""",
+    inputs=("kubernetes",))
 
 
 @check(POD_GPUS)
 def pod_gpus(ctx: CheckContext) -> Iterator[Finding]:
-    """FAIL for a container that asks for more GPUs than the profile's node has; PASS for one within it."""
     per_node = ctx.profile.gpus_per_node
     requests = [r for r in ctx.inventory.host.pod_requests or () if r.resource == "gpu" and r.amount is not None]
     if per_node <= 0 or not requests:
@@ -151,8 +134,7 @@ def pod_gpus(ctx: CheckContext) -> Iterator[Finding]:
     for service in dict.fromkeys(r.service for r in requests):
         parts = {r.part: r for r in requests if r.service == service}
         asked = parts.get("limits") or parts["requests"]
-        count = int(asked.amount or 0)
-        where = Location(asked.origin or "", line=asked.line)
+        count, where = int(asked.amount or 0), Location(asked.origin or "", line=asked.line)
         launch = next((item for item in ctx.inventory.host.launch or () if item.service == service and (item.tp or 1) > 1), None)
         other = [r.line for r in parts.values() if r is not asked and r.line]
         flag = launch.written_line(TP_KEYS) if launch is not None else None
@@ -179,7 +161,7 @@ def pod_gpus(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def in_one_pod(launch: LaunchReading, per_node: int) -> bool:
-    """A Kubernetes container that asks for the GPUs of all its tensor-parallel ranks, more than one node has, and
-    spans no nodes: its pod never schedules on the profile (G10-pod-gpus-over-node); its ranks are not across nodes."""
+    """A container that asks for the GPUs of all its TP ranks, more than a node has, over no nodes: its pod
+    never schedules (G10-pod-gpus-over-node), so its ranks are not across nodes."""
     gpus = launch.gpus or 0
     return 0 < per_node < gpus and (launch.tp or 1) <= gpus and not launch.nodes and not launch.cluster

@@ -17,7 +17,6 @@ HELP = ("Show what envcheck's cache holds (binary scans, registry manifests and 
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the cache command's arguments (it has its own --format: text or json)."""
     parser.add_argument("action", nargs="?", choices=("info", "clean", "update-facts"), default="info")
     parser.add_argument("names", nargs="*", metavar="NAME[==VERSION]", help="update-facts: the packages to read (default: the "
                         "families Spark projects resolve to, newest releases)")
@@ -28,7 +27,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> str:
-    """What the cache holds, or what cleaning it removed, as it goes to stdout."""
     if args.older_than is not None and (args.action != "clean" or args.older_than < 0):
         raise UsageError("--older-than DAYS goes with `envcheck cache clean` and is zero or more")
     if (args.names or args.index_url) and args.action != "update-facts":
@@ -45,11 +43,9 @@ def run(args: argparse.Namespace) -> str:
     parts = cache.usage(root)
     if args.format == "json":
         return json.dumps({"cache_dir": str(root), "entries": {k: {"files": n, "bytes": b} for k, (n, b) in parts.items()}}) + "\n"
-    total_files = sum(n for n, _ in parts.values())
-    total_bytes = sum(b for _, b in parts.values())
+    total_files, total_bytes = sum(n for n, _ in parts.values()), sum(b for _, b in parts.values())
     lines = [f"{clean(str(root))}: {total_files} files, {_size(total_bytes)}"]
-    for kind, (files, size) in parts.items():
-        lines.append(f"  {kind:32} {files:6} files  {_size(size):>10}")
+    lines += [f"  {kind:32} {files:6} files  {_size(size):>10}" for kind, (files, size) in parts.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -57,9 +53,7 @@ def _update_facts(args: argparse.Namespace) -> str:
     from envcheck.profile import load_profile
     from envcheck.resolution.facts import shipped_table, user_table
     from envcheck.resolution.facts_update import FAMILIES, PYPI, update
-
-    path = user_table()
-    profile = load_profile("dgx-spark")
+    path, profile = user_table(), load_profile("dgx-spark")
     lines: list[str] = []
 
     def say(line: str, problem: bool) -> None:
@@ -75,8 +69,8 @@ def _update_facts(args: argparse.Namespace) -> str:
 
 def _size(count: int) -> str:
     value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
+    for unit in ("B", "KiB", "MiB"):
+        if value < 1024:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
-    return f"{value:.1f} GiB"  # pragma: no cover
+    return f"{value:.1f} GiB"

@@ -1,15 +1,7 @@
 """``envcheck catalog REGISTRY/REPOSITORY``: judge a repository's tags as ``envcheck image`` judges one image.
 
-The tags come from the registry's tags API (:mod:`envcheck.services.registry.tags`), with the same auth,
-limits and errors as ``envcheck image``. ``--tags GLOB`` (repeatable) selects by name, ``--since`` and
-``--last`` by the date each tag's image config records (``created``; the tags API gives no dates, and the
-config is a few KB, cached by digest), ``--shard K/N`` (:mod:`envcheck.shards`) the part of them this process
-judges. Each tag is one target, named ``REGISTRY/REPOSITORY:TAG``, in tag-name order whatever the registry's
-order or the shard, so ``envcheck merge`` of the shards' JSON reports equals one run over all of them.
-
-``--jobs`` tags are read at once (threads: the time goes to the network and to zlib, which releases the
-GIL). Layers are cached by digest (``--deep``) and a layer's cache lock makes tags that share it, in this
-process or in other shards on the same cache folder, read it once.
+Targets come in tag-name order whatever the registry's order or the shard, so ``envcheck merge`` of the
+shards' reports equals one run. ``--jobs`` are threads: the time goes to the network and to zlib (no GIL).
 """
 
 from __future__ import annotations
@@ -28,7 +20,7 @@ from envcheck.commands.image import add_registry_options, image_options
 from envcheck.config import Config
 from envcheck.errors import UsageError
 from envcheck.inspect.image_reference import parse_reference
-from envcheck.model import Inventory, Report, Status, TargetResult
+from envcheck.model import Report, Status, TargetResult
 from envcheck.profile import load_profile
 from envcheck.shards import engine_variables, shard_from
 from envcheck.sources.image import KIND, ImageOptions, read_image
@@ -56,7 +48,6 @@ SLURM_ARRAY_TASK_COUNT name the shard (docs/fleet.md)."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the catalog command's arguments (the registry options are `envcheck image`'s)."""
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("repository", metavar="REGISTRY/REPOSITORY", help="the repository whose tags to judge (no tag)")
@@ -84,17 +75,7 @@ def _repository(text: str) -> str:
     return text.strip()
 
 
-def _since(text: str | None) -> datetime.datetime | None:
-    if text is None:
-        return None
-    when = _parse_date(text)
-    if when is None:
-        raise UsageError(f"--since {text[:40]!r}: expected a date (2025-10-01) or an ISO 8601 time (2025-10-01T12:00:00Z)")
-    return when
-
-
 def _parse_date(text: object) -> datetime.datetime | None:
-    """An aware datetime (UTC where none is given) from an ISO 8601 text, or None."""
     if not isinstance(text, str) or not text.strip():
         return None
     value = text.strip()
@@ -112,7 +93,6 @@ def _parse_date(text: object) -> datetime.datetime | None:
 
 
 def selected_tags(tags: list[str], globs: list[str]) -> list[str]:
-    """The tags any glob matches (all without globs), in tag-name order."""
     return sorted(t for t in set(tags) if not globs or any(fnmatch.fnmatchcase(t, g) for g in globs))
 
 
@@ -135,17 +115,18 @@ def _in_parallel(jobs: int, names: list[str], work: Callable[[str], TargetResult
 
 
 def report(args: argparse.Namespace, config: Config) -> Report:
-    """List, select and judge the repository's tags; one target per tag."""
     from envcheck.services.registry.auth import credentials_from_docker_config
     from envcheck.services.registry.client import RegistryClient
     from envcheck.services.registry.tags import list_tags
-
     repository = _repository(args.repository)
     if not 1 <= args.jobs <= MAX_JOBS:
         raise UsageError(f"--jobs {args.jobs}: expected 1 to {MAX_JOBS}")
     if args.last is not None and args.last < 1:
         raise UsageError(f"--last {args.last}: expected 1 or more")
-    since = _since(args.since)
+    since = _parse_date(args.since) if args.since is not None else None
+    if args.since is not None and since is None:
+        raise UsageError(f"--since {args.since[:40]!r}: expected a date (2025-10-01) or an ISO 8601 time "
+                         "(2025-10-01T12:00:00Z)")
     shard = shard_from(args.shard, engine_variables())
     options = image_options(args, config, progress=False)
     ref = parse_reference(repository)
@@ -181,7 +162,6 @@ def report(args: argparse.Namespace, config: Config) -> Report:
                            lambda done, result, seconds: _progress(done, len(tags), result, seconds) if say else None)
     out = Report(profile=profile.name, targets=results)
     from envcheck import fixes
-
     fixes.attach(out, config.options)
     out.exit_code = engine.exit_code(out.findings, config.fail_threshold)
     return out
@@ -193,7 +173,9 @@ def _by_date(tags: list[str], since: datetime.datetime | None, last: int | None,
     config-level results read to learn the dates (reused when the run is not --deep)."""
     results = dict(zip(tags, _in_parallel(jobs, tags, judge, lambda *_: None), strict=True))
     oldest = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
-    created = {tag: _parse_date(_image_facts(result.inventory).get("created")) for tag, result in results.items()}
+    facts = {tag: result.inventory.host.image for tag, result in results.items()}
+    created = {tag: _parse_date(f.to_json().get("created") if f is not None else None)
+               for tag, f in facts.items()}
     chosen = [t for t in tags if since is None or ((when := created[t]) is not None and when >= since)]
     if last is not None:
         chosen = sorted(chosen, key=lambda t: (created[t] or oldest, t), reverse=True)[:last]
@@ -207,15 +189,8 @@ def _by_date(tags: list[str], since: datetime.datetime | None, last: int | None,
     return sorted(chosen), results
 
 
-def _image_facts(inventory: Inventory) -> dict[str, object]:
-    facts = inventory.host.image
-    return facts.to_json() if facts is not None else {}
-
-
 def _progress(done: int, total: int, result: TargetResult, seconds: float) -> None:
-    """One progress line per judged tag on stderr (on a terminal only)."""
     from envcheck.redaction import clean
-
     worst = Status.worst((f.status for f in result.findings), Status.PASS)
     loud = sorted({f.gotcha for f in result.findings if f.status is worst and worst in (Status.FAIL, Status.WARN, Status.ERROR)})
     why = f" ({', '.join(loud)})" if loud else ""

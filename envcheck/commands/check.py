@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the PATH arguments and the options of reading them."""
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files and folders to check (default: the current folder); "
                         "the kind of each is told from its name, else its content")
     parser.add_argument("--kind", help="force the input kind, one of: " + ", ".join(kinds.path_kinds()))
@@ -53,26 +52,15 @@ def _resolve_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build(args: argparse.Namespace, config: Config) -> list[Target]:
-    """Targets for the PATHs (or what the current folder holds), --python's environment, resolved with --resolve."""
     from envcheck import sources
     from envcheck.engine import Target
     from envcheck.errors import InputError
-
-    build_args = {}
-    for item in args.build_arg:
-        name, eq, value = item.partition("=")
-        if not eq:
-            value = env(name) or ""  # as docker build: the value comes from the environment
-        build_args[name] = value
+    parts = [item.partition("=") for item in args.build_arg]
+    build_args = {name: value if eq else env(name) or "" for name, eq, value in parts}  # NAME: from the env
     options = sources.ReadOptions(
-        kind=args.kind,
-        build_args=build_args,
-        deep_fatbin=config.options.deep_fatbin,
-        use_cache=config.options.use_cache,
-        target=args.target,
-        max_text_bytes=config.options.max_text_bytes,
-        max_expansion=args.max_expansion,
-    )
+        kind=args.kind, build_args=build_args, deep_fatbin=config.options.deep_fatbin,
+        use_cache=config.options.use_cache, target=args.target, max_text_bytes=config.options.max_text_bytes,
+        max_expansion=args.max_expansion)
     if args.kind is not None and args.kind not in kinds.path_kinds():
         raise UsageError(f"unknown input kind {args.kind!r} for --kind; known: {', '.join(kinds.path_kinds())}")
     targets: list[Target] = []
@@ -113,7 +101,6 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
             continue
         if args.kind is None and kinds.by_file_name(path.name) is None and (row := kinds.get(kind)) is not None:
             from envcheck.redaction import escape_controls
-
             print(f"envcheck: {escape_controls(str(path))}: read as a {row.name} file, told from its content (its name "
                   f"says no kind; --kind {row.name} makes it explicit)", file=sys.stderr)
         targets.append(_file_target(path, kind, options, guessed=args.kind is None))
@@ -125,14 +112,12 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
         raise UsageError("--offline, --python-version, --index-url, --extra-index-url and --find-links go with --resolve")
     if args.shard:
         from envcheck.shards import sharded
-
         targets = sharded(targets, args.shard, lambda target: target.name)
     return targets
 
 
 def _relative_to_cwd(path: Path) -> Path:
-    """``path`` relative to the working folder when it lies under it, else as given: the files found in a folder
-    are named the same way by ``envcheck``, ``envcheck .`` and ``envcheck $PWD``."""
+    """Relative to the working folder when under it: ``envcheck .`` and ``envcheck $PWD`` name files alike."""
     if not path.is_absolute():
         return path
     try:
@@ -146,24 +131,20 @@ def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Ta
 
     from envcheck import resolution as resolve
     from envcheck.engine import Target
-
     if args.python_version and not re.fullmatch(r"3\.\d{1,2}", args.python_version):
         raise UsageError(f"--python-version {args.python_version!r}: give the target's CPython as 3.X (e.g. 3.12)")
     settings = resolve.ResolveSettings(
         python_version=args.python_version, index_url=args.index_url, extra_index_urls=tuple(args.extra_index_url),
-        find_links=tuple(args.find_links), offline=args.offline, use_cache=config.options.use_cache,
-    )
+        find_links=tuple(args.find_links), offline=args.offline, use_cache=config.options.use_cache)
     if args.max_expansion is not None:
         settings = replace(settings, max_expansion=float(args.max_expansion))
     return [Target(t.name, t.kind, resolve.resolved_reader(t.name, t.kind, t.read, settings, config.profile)) for t in targets]
 
 
 def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> list[Target]:
-    """Targets for what discovery found, an ERROR target per folder it could not read; -v lists what it skipped."""
     from envcheck.engine import Target
     from envcheck.errors import InputError
     from envcheck.redaction import escape_controls, no_command_lines
-
     for skipped, reason in discovery.skipped:
         # a link named like an input that leads outside the folder is said even without -v: it looks like an input
         if verbose or str(skipped) in discovery.outside:
@@ -172,7 +153,6 @@ def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> li
     if discovery.outside:
         from envcheck.model import Inventory
         from envcheck.sources.walk import outside_note
-
         note = outside_note(discovery.root, discovery.outside)
         targets.append(Target(discovery.root, "folder", lambda: Inventory(problems=[note])))
     for path, target in discovery.broken:
@@ -189,12 +169,7 @@ def _folder_target(path: Path, options: ReadOptions, allow_empty: bool) -> Targe
     """A folder with no input files: its binaries are scanned; finding none is "nothing to check" (exit 2)."""
     from envcheck import sources
     from envcheck.engine import Target
-
-    def read() -> Inventory:
-        inventory: Inventory = sources.read_bare_folder(path, options, allow_empty)
-        return inventory
-
-    return Target(str(path), "folder", read)
+    return Target(str(path), "folder", lambda: sources.read_bare_folder(path, options, allow_empty))
 
 
 def _raiser(exc: Exception) -> Callable[[], Inventory]:
@@ -210,7 +185,6 @@ def _file_target(path: Path, kind: str, options: ReadOptions, guessed: bool = Tr
     from envcheck import sources
     from envcheck.engine import Target
     from envcheck.errors import InputError
-
     module = sources.module_for(kind)
     opts = replace(options, kind=kind)
 
@@ -232,7 +206,6 @@ def _python_target(python: str, options: ReadOptions) -> Target:
 
     def read() -> Inventory:
         from envcheck.sources.folder import read_python
-
         return read_python(python, options)
 
     return Target(f"python:{python}", "folder", read)

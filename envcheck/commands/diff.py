@@ -1,10 +1,5 @@
 """``envcheck diff A B`` and ``envcheck diff --twins A B [C...]``: what changed, and do nodes match (G9, G10).
-
-Each side is a snapshot file (``-``: stdin) or a live target read now (a file, folder, image reference,
-``host``; ``--python PY`` adds the live environment of PY as the last side). The comparison itself is
-``envcheck.checks.drift``; the result is an ordinary report (one target named ``A → B``), so every
-``--format`` works and ``--fail-on`` applies.
-"""
+The result is an ordinary report (one target ``A → B``), so every ``--format`` and ``--fail-on`` work."""
 
 from __future__ import annotations
 
@@ -46,7 +41,6 @@ informational changes (other packages, findings that got better)."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the diff command's arguments."""
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("sides", nargs="*", metavar="SIDE", help="snapshot file, -, file, folder, image reference or host")
@@ -55,7 +49,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def report(args: argparse.Namespace, config: Config) -> Report:
-    """Read every side, compare, and return a report with the changes as findings."""
     words: list[str] = list(args.sides)
     options = live_options(args, config)
     if options.python is not None:
@@ -67,12 +60,9 @@ def report(args: argparse.Namespace, config: Config) -> Report:
     if len(words) > 2 and not args.twins:
         raise UsageError(f"{len(words)} sides given: compare two, or pass --twins to compare several nodes")
     profile = load_profile(config.profile)
-    sides: list[drift.Side] = []
-    problems: list[Finding] = []
-    for word in words:
-        side, broken = _side(word, options, config, args.debug)
-        sides.append(side)
-        problems.extend(broken)
+    read = [_side(word, options, config, args.debug) for word in words]
+    sides = [side for side, _ in read]
+    problems = [finding for _, broken in read for finding in broken]
     if args.twins:
         findings = drift.twins(sides)
         name = " = ".join(s.name for s in sides)
@@ -87,7 +77,6 @@ def report(args: argparse.Namespace, config: Config) -> Report:
 
 
 def _side(word: str, options: LiveOptions, config: Config, debug: bool) -> tuple[drift.Side, list[Finding]]:
-    """One side: a snapshot read back, or live targets read and judged now. Unreadable parts are ERROR findings."""
     if word == "-" or (Path(word).is_file() and looks_like_snapshot(Path(word))):
         snapshot = load_snapshot(word)
         name = word if word != "-" else f"stdin ({snapshot.node or 'snapshot'})"

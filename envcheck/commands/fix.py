@@ -1,7 +1,5 @@
-"""``envcheck --fix`` / ``--diff`` around the default command: its options, and what runs after the check.
-
-The edits themselves come from :mod:`envcheck.fixes` (already on the report's findings); this module prints
-the diff, or writes the files and checks the targets again."""
+"""``envcheck --fix`` / ``--diff``: print the diff of :mod:`envcheck.fixes`'s edits, or write them and check
+again."""
 
 from __future__ import annotations
 
@@ -20,7 +18,6 @@ if TYPE_CHECKING:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add ``--fix`` and ``--diff``."""
     g = parser.add_argument_group("fix (docs/fix.md)")
     g.add_argument("--fix", action="store_true", help="rewrite the files in place where a rule has a certain fix, then report what is left")
     g.add_argument("--diff", action="store_true", help="print the changes --fix would make as a unified diff; exit 1 when there are any")
@@ -28,14 +25,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def after_check(args: argparse.Namespace, config: Config, report: Report, targets: Sequence[Target],
                 check_again: Callable[[], Report], say: Callable[[str], None]) -> tuple[Report, int | None]:
-    """With --diff: print the diff; the exit code is returned (1 when something would change). With --fix: write
-    the files, say what was done, and return the report of a second check (exit code None: the report's)."""
+    """With --diff: print the diff; the exit code is returned (1 when something would change). With --fix:
+    write the files and return the report of a second check (exit code None: the report's)."""
     from envcheck import fixes
-
     if not (getattr(args, "diff", False) or getattr(args, "fix", False)):
         return report, None
-    # What the user gave: a folder, or the folder of a file (default: the current folder). Only files inside
-    # these are written (fixes.within).
+    # only files inside what the user gave (a folder, or a file's folder) are written (fixes.within)
     given = [Path(p) for p in (getattr(args, "paths", None) or ["."])]
     folders = [str(p) if p.is_dir() else str(p.parent) for p in given]
     changes, left = fixes.within(fixes.plan(report), folders)

@@ -31,7 +31,6 @@ Every registry request has an overall deadline (--http-timeout, else ENVCHECK_HT
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the image command's arguments."""
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("ref", metavar="REF", help="image reference, or docker-daemon:/oci-layout:/docker-archive: path")
@@ -64,7 +63,6 @@ def add_registry_options(parser: argparse.ArgumentParser) -> None:
 
 
 def image_options(args: argparse.Namespace, config: Config, progress: bool, verbose: bool = False) -> ImageOptions:
-    """How to read an image, from the options of `envcheck image` or `envcheck catalog`."""
     platform = args.platform or load_profile(config.profile).docker_platform
     if platform.count("/") not in (1, 2):
         raise UsageError(f"--platform {platform!r}: expected os/arch[/variant], e.g. linux/arm64")
@@ -72,8 +70,7 @@ def image_options(args: argparse.Namespace, config: Config, progress: bool, verb
         platform=platform, deep=bool(args.deep), credentials=_credentials(args),
         insecure_registries=tuple(args.insecure_registry), progress=progress, use_cache=config.options.use_cache,
         deep_fatbin=config.options.deep_fatbin, max_expansion=float(args.max_expansion),
-        http_timeout=_http_timeout(args), verbose=verbose,
-    )
+        http_timeout=_http_timeout(args), verbose=verbose)
 
 
 def _credentials(args: argparse.Namespace) -> Credentials | None:
@@ -92,7 +89,6 @@ def _credentials(args: argparse.Namespace) -> Credentials | None:
 
 
 def _http_timeout(args: argparse.Namespace) -> float:
-    """--http-timeout, else ENVCHECK_HTTP_TIMEOUT, else the client's default."""
     text = args.http_timeout if args.http_timeout is not None else env("ENVCHECK_HTTP_TIMEOUT")
     if text is None or text == "":
         return DEFAULT_DEADLINE
@@ -107,11 +103,9 @@ def _http_timeout(args: argparse.Namespace) -> float:
 
 
 def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
-    """One target of kind ``image`` for REF (kind ``container`` with --run)."""
     ref_text: str = args.ref
     if args.run:
         from envcheck.commands.container import container_target
-
         if args.deep or args.username:
             raise UsageError("--run checks inside a running container: --deep and --username do not apply (use docker login)")
         return [container_target(ref_text, pull="missing", gpus=args.gpus, timeout=args.timeout)]

@@ -1,15 +1,7 @@
 """``envcheck merge REPORT.json...``: JSON reports (catalog shards, nightly runs, several Sparks' snapshots)
-as one report, in any format.
-
-Every input must be a ``--format json`` report or an ``envcheck snapshot`` of this envcheck's version and
-schema, for one profile: findings of another version were judged by other rules, and mixing them in one
-matrix would misstate both, so such a file is refused with a message naming it and its versions. Targets are
-ordered by name (a catalog's shards then merge into the order of one run over all tags). A target name met in
-several inputs is kept once when both say the same; when they differ (yesterday's and today's run of one
-tag, the ``host`` target of two Sparks) each is kept, named with its snapshot's node, else its file. This
-run's ``--ignore`` applies on top of what the inputs suppressed; the exit code is recomputed with this run's
-``--fail-on``, as for one run.
-"""
+as one report, in any format. Reports of another envcheck version are refused (other rules judged them).
+Targets are ordered by name, so a catalog's shards merge into the order of one run; a target name met twice
+with different findings is kept twice, named with its snapshot's node, else its file."""
 
 from __future__ import annotations
 
@@ -41,15 +33,13 @@ stdin). The exit code is what one run over all the targets would give (--fail-on
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the merge command's arguments."""
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("reports", nargs="+", metavar="REPORT.json", help="JSON reports or snapshots to merge (- for stdin)")
 
 
 def _read(where: str, left: int) -> bytes:
-    name = "stdin" if where == "-" else where
-    limit = min(MAX_REPORT_BYTES, left)
+    name, limit = "stdin" if where == "-" else where, min(MAX_REPORT_BYTES, left)
     raw = read_bounded(where, limit)
     if len(raw) > MAX_REPORT_BYTES:
         raise InputError(f"{name}: larger than {MAX_REPORT_BYTES >> 20} MiB; not an envcheck report", path=name)
@@ -60,10 +50,9 @@ def _read(where: str, left: int) -> bytes:
 
 
 def load_report(where: str, left: int = MAX_TOTAL_BYTES) -> tuple[dict[str, Any], list[TargetResult]]:
-    """The header fields and the targets of one JSON report or snapshot, refused unless this version wrote it;
-    ``left``: how many bytes it may have (what the other inputs left of :data:`MAX_TOTAL_BYTES`)."""
+    """The header fields and the targets of one JSON report or snapshot, refused unless this version wrote
+    it; ``left``: the bytes the other inputs left of :data:`MAX_TOTAL_BYTES`."""
     from envcheck.formats.json_format import SCHEMA_VERSION
-
     name = "stdin" if where == "-" else where
     try:
         raw = _read(where, left)
@@ -89,7 +78,6 @@ def load_report(where: str, left: int = MAX_TOTAL_BYTES) -> tuple[dict[str, Any]
 
 
 def merged_targets(inputs: list[tuple[dict[str, Any], list[TargetResult]]]) -> list[TargetResult]:
-    """The targets of every input, each distinct one once, ordered by name (see the module doc)."""
     by_name: dict[str, list[tuple[dict[str, Any], TargetResult]]] = {}
     for header, targets in inputs:
         for target in targets:
@@ -99,22 +87,19 @@ def merged_targets(inputs: list[tuple[dict[str, Any], list[TargetResult]]]) -> l
     out: list[TargetResult] = []
     for name in sorted(by_name):
         entries = by_name[name]
-        if len(entries) == 1:
-            out.append(entries[0][1])
-            continue
         for header, target in entries:
-            label = header.get("node") if isinstance(header.get("node"), str) and header.get("node") else Path(header["source"]).name
-            out.append(replace(target, target=f"{name} @ {label}"))
+            node = header.get("node")
+            label = node if isinstance(node, str) and node else Path(header["source"]).name
+            out.append(target if len(entries) == 1 else replace(target, target=f"{name} @ {label}"))
     return out
 
 
 def _same(one: TargetResult, other: TargetResult) -> bool:
     """The same verdicts on the same target (counters of the reading, like requests made, may differ)."""
-    return (one.kind, one.findings, [(f, r) for f, r in one.suppressed]) == (other.kind, other.findings, [(f, r) for f, r in other.suppressed])
+    return (one.kind, one.findings, one.suppressed) == (other.kind, other.findings, other.suppressed)
 
 
 def report(args: argparse.Namespace, config: Config) -> Report:
-    """One report of every input's targets; the exit code as one run over them would give."""
     if len(args.reports) > MAX_REPORTS:
         raise UsageError(f"{len(args.reports)} reports: at most {MAX_REPORTS} are merged at once")
     if args.reports.count("-") > 1:

@@ -27,7 +27,6 @@ node (torch, NCCL, CUDA runtime, driver, flash-attn, nvidia-*) into the G10 line
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add preflight's arguments."""
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--host", metavar="ssh://[USER@]HOST[:PORT]", default=None,
@@ -56,7 +55,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
-    """One target of kind ``host``: this machine and the chosen interpreter."""
     if args.sample_seconds < 0:
         raise UsageError("--sample-seconds must be 0 or more")
     if args.probe_timeout <= 0:
@@ -65,13 +63,11 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
         raise UsageError("--expect-bandwidth must be a positive number of GB/s")
     if args.host:
         from envcheck.commands.snapshot import remote_target
-
         if args.launch or args.launch_config or args.binaries or args.online:
             raise UsageError("--host reads the remote machine's environment and GPU: --launch, --launch-config, --binaries "
                              "and --online read this one, so they do not go with it")
         return [remote_target(args.host, args.python, args.probe_timeout)]
     from envcheck.commands.snapshot import host_target
-
     return [host_target(HostOptions(python=args.python, sample_seconds=args.sample_seconds, online=args.online,
                                     launch=tuple(args.launch), launch_configs=tuple(args.launch_config),
                                     expect_bandwidth=args.expect_bandwidth, binaries=args.binaries,
@@ -79,11 +75,9 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
 
 
 def report(args: argparse.Namespace, config: Config) -> Report:
-    """The live checks, plus (with --baseline/--twin) what differs from a snapshot, in the G9/G10 lines."""
     from envcheck.checks import drift
     from envcheck.commands.snapshot import load_snapshot
     from envcheck.profile import load_profile
-
     if args.baseline == "-" and args.twin == "-":
         raise UsageError("--baseline and --twin cannot both read stdin")
     # Read the snapshots first: a missing or damaged file is a usage error before the slow live read.
@@ -103,8 +97,7 @@ def report(args: argparse.Namespace, config: Config) -> Report:
         added.append(found or drift.DRIFT_PACKAGE.passed(f"no changes since {baseline.source}{taken}"))
     if twin is not None:
         other = drift.side_of(twin.source, twin.targets)
-        found = drift.summary(drift.twins([live, other]), f"differs from {twin.source}")
-        if found is not None:
+        if (found := drift.summary(drift.twins([live, other]), f"differs from {twin.source}")) is not None:
             added.append(found)
     target = result.targets[0]
     kept, suppressed = engine.apply_ignores(added, config.ignores)

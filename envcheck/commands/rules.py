@@ -12,13 +12,11 @@ HELP = "List every rule, or explain one rule or gotcha."
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the rules command's arguments (it has its own --format: text, json or markdown)."""
     parser.add_argument("selector", nargs="?", help="a rule id (G1-cuda12-index), a gotcha (G2, ARCH) or policy (the policy rules)")
     parser.add_argument("-f", "--format", choices=("text", "json", "markdown"), default="text")
 
 
 def run(args: argparse.Namespace) -> str:
-    """The listing or explanation, as it goes to stdout."""
     selected = list(rules.iter_rules(args.selector))
     if not selected:
         raise UsageError(f"no rule or gotcha named {args.selector!r}; `envcheck rules` lists them")
@@ -28,7 +26,6 @@ def run(args: argparse.Namespace) -> str:
         return json.dumps(data, indent=2) + "\n"
     if args.format == "markdown":
         from envcheck.formats.rules_doc import markdown
-
         return markdown(selected)
     detailed = args.selector is not None
     lines = []

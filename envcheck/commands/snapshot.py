@@ -1,8 +1,6 @@
-"""``envcheck snapshot [TARGET] -o FILE``: what a target is made of and what envcheck found, saved for later.
+"""``envcheck snapshot [TARGET] -o FILE``: a target's make-up and findings, for ``diff`` and ``preflight``.
 
-The document is the ``--format json`` report with a ``snapshot`` header (``envcheck.formats.snapshot_format``);
-``envcheck diff`` and ``preflight --baseline/--twin`` read it back with :func:`load_snapshot`. This module
-also turns a TARGET word into engine targets (:func:`live_targets`), for ``diff`` as well.
+Also turns a TARGET word into engine targets (:func:`live_targets`), for ``diff`` as well.
 """
 
 from __future__ import annotations
@@ -47,8 +45,6 @@ as text. Exit code 0 when the snapshot was taken (whatever it found), 2 when a t
 
 @dataclass(frozen=True)
 class LiveOptions:
-    """How a live TARGET word is read (shared by ``snapshot`` and ``diff``)."""
-
     python: str | None = None
     kind: str | None = None
     deep: bool = False
@@ -60,7 +56,6 @@ class LiveOptions:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add the snapshot command's arguments."""
     parser.epilog = EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("target", nargs="?", metavar="TARGET", help="file, folder, image reference or `host` (default with --python: host)")
@@ -68,7 +63,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def add_live_options(parser: argparse.ArgumentParser) -> None:
-    """Options that say how a live target is read."""
     g = parser.add_argument_group("reading live targets")
     g.add_argument("--python", metavar="PATH", help="the live machine and this interpreter's environment (as `envcheck preflight --python`)")
     g.add_argument("--kind", help="force the input kind of a file TARGET (requirements, freeze, dockerfile, ...)")
@@ -80,7 +74,6 @@ def add_live_options(parser: argparse.ArgumentParser) -> None:
 
 
 def live_options(args: argparse.Namespace, config: Config) -> LiveOptions:
-    """The live-target options of a parsed command line (the cache setting from the layered ``config``)."""
     if args.probe_timeout <= 0:
         raise UsageError("--probe-timeout must be more than 0")
     return LiveOptions(python=args.python, kind=args.kind, deep=bool(args.deep), container=bool(args.container),
@@ -89,7 +82,6 @@ def live_options(args: argparse.Namespace, config: Config) -> LiveOptions:
 
 
 def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
-    """The engine targets of TARGET (or of the host with --python)."""
     options = live_options(args, config)
     if args.target is None and options.python is None:
         raise UsageError("name a TARGET (a file, folder, image reference or `host`), or --python PATH")
@@ -97,10 +89,8 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
 
 
 def live_targets(word: str, options: LiveOptions, config: Config) -> list[engine.Target]:
-    """Engine targets for one TARGET word: `host`, an existing file or folder, else an image reference."""
     if word == "host":
         from envcheck.sources.host import HostOptions
-
         return [host_target(HostOptions(python=options.python, sample_seconds=0.0, binaries=options.binaries,
                                         probe_timeout=options.probe_timeout))]
     if word.startswith("ssh://"):
@@ -117,24 +107,19 @@ _FILE_SUFFIXES = {".json", ".txt", ".in", ".toml", ".lock", ".whl", ".so", ".yml
 
 
 def host_target(options: HostOptions) -> engine.Target:
-    """This machine and the interpreter ``options`` name, as one target (``snapshot host``, ``preflight``)."""
     from envcheck.sources.host import KIND, read_host
-
     return engine.Target(name=f"host (python: {options.python or 'python3 on PATH'})", kind=KIND, read=lambda: read_host(options))
 
 
 def remote_target(word: str, python: str | None, probe_timeout: float) -> engine.Target:
-    """A Spark over SSH (``ssh://[USER@]HOST[:PORT]``): the collector runs there (envcheck.sources.remote_host)."""
     from envcheck.services.ssh import parse_ssh
     from envcheck.sources.remote_host import KIND, read_remote_host, target_name
-
     host = parse_ssh(word)
     return engine.Target(name=target_name(host, python), kind=KIND, read=lambda: read_remote_host(host, python, probe_timeout))
 
 
 def _path_targets(path: Path, options: LiveOptions) -> list[engine.Target]:
     from envcheck import sources
-
     read_options = sources.ReadOptions(kind=options.kind, use_cache=options.use_cache)
     kind = options.kind or sources.detect(path)
     if kind == "project":
@@ -149,7 +134,6 @@ def _path_targets(path: Path, options: LiveOptions) -> list[engine.Target]:
 
 def _file_target(path: Path, kind: str, options: sources.ReadOptions) -> engine.Target:
     from envcheck import sources
-
     module = sources.module_for("requirements" if kind == "freeze" else kind)
     opts = replace(options, kind=kind)
     return engine.Target(str(path), kind, lambda: module.read(path, opts))
@@ -159,10 +143,8 @@ def _image_target(ref: str, options: LiveOptions, config: Config) -> engine.Targ
     from envcheck.inspect.image_reference import parse_reference
     from envcheck.profile import load_profile
     from envcheck.sources.image import KIND, ImageOptions, looks_like_image, read_image
-
     if options.container:
         from envcheck.commands.container import container_target
-
         return container_target(ref)
     if not looks_like_image(ref):
         try:
@@ -175,20 +157,15 @@ def _image_target(ref: str, options: LiveOptions, config: Config) -> engine.Targ
 
 
 def report(args: argparse.Namespace, config: Config) -> Report:
-    """Read and judge the target; findings are data here, so they do not make the exit code 1."""
+    """Findings are data here, so they do not make the exit code 1."""
     result = engine.run(build(args, config), config, debug=args.debug)
     if result.exit_code == 1:
         result.exit_code = 0
     return result
 
 
-# ---------------------------------------------------------------------------------------------- reading back
-
-
 @dataclass(frozen=True)
 class Snapshot:
-    """A snapshot document read back: where it came from, its header and its targets."""
-
     source: str  # the file name, or "-" for stdin
     targets: tuple[TargetResult, ...]
     created: str | None = None
@@ -197,16 +174,14 @@ class Snapshot:
 
 
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024  # a snapshot of a full CUDA 13 torch environment is well under 1 MB
-# What the JSON parser may build, counted on the bytes before it runs (an upper bound: a brace or comma inside a
-# string counts too): objects and lists, and values (each one after the first in its container follows a
-# comma). A snapshot of 300,000 packages holds 600,000 and 2.4 million; 10 million empty objects in 30 MB
-# took 780 MB to parse, and these bounds keep any document under about 400 MB.
+# Bounds on what the JSON parser may build, counted on the raw bytes (a brace or comma inside a string counts
+# too): 10 million empty objects in 30 MB took 780 MB to parse; these keep any document under about 400 MB,
+# while a 300,000-package snapshot holds 600,000 containers and 2.4 million values.
 MAX_SNAPSHOT_CONTAINERS = 2_000_000
 MAX_SNAPSHOT_VALUES = 6_000_000
 
 
 def load_snapshot(where: str) -> Snapshot:
-    """Read a snapshot (or any ``--format json`` report) from a file, or from stdin for ``-``."""
     name = "stdin" if where == "-" else where
     raw = read_bounded(where, MAX_SNAPSHOT_BYTES)
     if len(raw) > MAX_SNAPSHOT_BYTES:
@@ -227,7 +202,6 @@ def read_bounded(where: str, limit: int) -> bytes:
 
 
 def parse_snapshot(raw: bytes, name: str) -> Snapshot:
-    """A snapshot from its bytes; ``name`` goes into error messages."""
     containers = raw.count(b"{") + raw.count(b"[")
     values = containers + raw.count(b",")
     if containers > MAX_SNAPSHOT_CONTAINERS or values > MAX_SNAPSHOT_VALUES:
@@ -251,15 +225,12 @@ def parse_snapshot(raw: bytes, name: str) -> Snapshot:
         results = tuple(TargetResult.from_json(t, f"targets[{i}]") for i, t in enumerate(targets))
     except InputError as exc:
         raise InputError(f"{name}: {exc.message}", path=name) from None
-    created, node, profile = header.get("created"), header.get("node"), data.get("profile")
-    return Snapshot(name, results, created if isinstance(created, str) else None, node if isinstance(node, str) else None,
-                    profile if isinstance(profile, str) else None)
+    texts = (header.get("created"), header.get("node"), data.get("profile"))
+    return Snapshot(name, results, *(text if isinstance(text, str) else None for text in texts))
 
 
 def _shared_texts(obj: dict[str, Any]) -> dict[str, Any]:
-    """A JSON object with its short text values interned: a snapshot repeats the same paths, roles, versions
-    and distribution names hundreds of thousands of times, and one copy of each took a 300,000-package
-    snapshot's reading from about 310 MB to 240 MB."""
+    """Short texts interned: a snapshot repeats paths, roles and versions hundreds of thousands of times."""
     for key, value in obj.items():
         if type(value) is str and len(value) < 128:
             obj[key] = sys.intern(value)

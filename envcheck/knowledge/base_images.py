@@ -1,15 +1,11 @@
 """What a base image reference says about the image: NGC release, CUDA, torch, arm64, flash-attn, triton.
-
-Pure lookups in ``knowledge/ngc_tags.toml``. Where the table has no row, the answer says so
-(``known=False``) together with what the tag lets us infer (a YY.MM after the first CUDA 13 release,
-a ``cuda12.4`` in the tag text), and ``inferred=True``: nothing is guessed silently.
-"""
+Lookups in ``knowledge/ngc_tags.toml``; what the tag only lets us infer is ``inferred=True``, never silent."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from envcheck import knowledge
@@ -22,8 +18,6 @@ _YYMM = re.compile(r"^(\d{2})\.(\d{2})(?:\.post\d+)?(?:-|$)")
 
 @dataclass(frozen=True)
 class BaseFacts:
-    """Facts about one base image reference (fields are None where nothing is known)."""
-
     ref: str
     repository: str  # registry-qualified for non-Hub images: nvcr.io/nvidia/pytorch; Hub: ubuntu, pytorch/pytorch
     tag: str | None  # None: no tag written (Docker uses latest)
@@ -53,18 +47,13 @@ class BaseFacts:
         return self.digest is None and (self.tag is None or self.tag in ("latest", "nightly") or self.tag.startswith(("latest-", "nightly-")))
 
 
-@lru_cache(maxsize=1)
-def _table() -> dict[str, Any]:
-    return knowledge.load("ngc_tags")
-
-
 def pip_constraint_protects(facts: BaseFacts) -> bool:
-    """Whether pip in this NGC image refuses to replace its torch (PIP_CONSTRAINT, from ``pip_constraint_from`` on).
-
-    True where the release is unknown: nothing is claimed about a tag the table cannot place."""
+    """Whether pip in this NGC image refuses to replace its torch (PIP_CONSTRAINT, ``pip_constraint_from``
+    on); True where the release is unknown: nothing is claimed about a tag the table cannot place."""
     if not facts.ngc_torch or facts.release is None:
         return facts.ngc_torch
-    return release_month(facts.release) >= release_month(str(_table()["pip_constraint_from"]))
+    first = str(knowledge.load("ngc_tags")["pip_constraint_from"])
+    return release_month(facts.release) >= release_month(first)
 
 
 def cuda_runtime_only(facts: BaseFacts) -> bool:
@@ -74,26 +63,17 @@ def cuda_runtime_only(facts: BaseFacts) -> bool:
 
 
 def describe(ref: str) -> BaseFacts:
-    """Facts about ``ref`` (as written after ARG substitution). Raises UsageError for a malformed reference."""
     parsed = parse_reference(ref)
-    tag_written = _tag_written(ref)
-    repo = parsed.repository
-    if parsed.registry == DEFAULT_REGISTRY:
-        name = repo.removeprefix("library/")
-    else:
-        name = f"{parsed.registry}/{repo}"
-    tag = parsed.tag if tag_written else None
-    table = _table()
+    repo, written = parsed.repository, ref.split("@", 1)[0]
+    hub = parsed.registry == DEFAULT_REGISTRY
+    name = repo.removeprefix("library/") if hub else f"{parsed.registry}/{repo}"
+    tag = parsed.tag if written.rfind(":") > written.rfind("/") else None  # None: no tag written
+    table = knowledge.load("ngc_tags")
     base: dict[str, Any] = {"ref": ref, "repository": name, "tag": tag, "digest": parsed.digest}
     if parsed.registry == "nvcr.io" and repo.startswith("nvidia/"):
         return _ngc(base, repo, tag, table)
-    cuda_images = table["cuda_images"]
-    if name in cuda_images["repos"]:
-        m = re.match(cuda_images["tag_pattern"], tag or "")
-        if m:
-            return BaseFacts(**base, family="cuda", known=True, cuda=f"{m.group(1)}.{m.group(2)}", arm64=bool(cuda_images["arm64"]),
-                             source=cuda_images["source"])
-        return BaseFacts(**base, family="cuda", note=f"tag {tag or '(none)'} does not name a CUDA version", source=cuda_images["source"])
+    if name in table["cuda_images"]["repos"]:
+        return _cuda_image(base, tag, table["cuda_images"], table["cuda_images"]["source"])
     for row in table.get("amd64_only", []):
         if name == row["repo"] and _amd64_only_tag(row, tag):
             facts = _tag_text(base, tag, table)
@@ -102,6 +82,15 @@ def describe(ref: str) -> BaseFacts:
                                 "platform_note": str(row.get("note", "")).format(repo=name, tag=tag),
                                 "inferred": facts.inferred or bool(row.get("inferred", False))})
     return _tag_text(base, tag, table)
+
+
+def _cuda_image(base: dict[str, Any], tag: str | None, spec: dict[str, Any], unnamed: str) -> BaseFacts:
+    """nvidia/cuda (Hub or NGC): the CUDA its tag names; ``unnamed``: the source for a tag naming none."""
+    if m := re.match(spec["tag_pattern"], tag or ""):
+        return BaseFacts(**base, family="cuda", known=True, cuda=f"{m.group(1)}.{m.group(2)}",
+                         arm64=bool(spec["arm64"]), source=spec["source"])
+    return BaseFacts(**base, family="cuda", note=f"tag {tag or '(none)'} does not name a CUDA version",
+                     source=unnamed)
 
 
 def _amd64_only_tag(row: dict[str, Any], tag: str | None) -> bool:
@@ -126,11 +115,6 @@ def _release(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
 
 
-def _tag_written(ref: str) -> bool:
-    name = ref.split("@", 1)[0]
-    return name.rfind(":") > name.rfind("/")
-
-
 def _tag_text(base: dict[str, Any], tag: str | None, table: dict[str, Any]) -> BaseFacts:
     spec = table["tag_text"]
     for pattern in spec["patterns"]:
@@ -143,16 +127,11 @@ def _tag_text(base: dict[str, Any], tag: str | None, table: dict[str, Any]) -> B
     return BaseFacts(**base, family="other")
 
 
-def _ngc(base: dict[str, Any], repo: str, tag: str | None, table: dict[str, Any]) -> BaseFacts:
-    short = repo  # nvidia/pytorch
+def _ngc(base: dict[str, Any], short: str, tag: str | None, table: dict[str, Any]) -> BaseFacts:
     ngc_torch = short in table["ngc_torch_repos"]
     family = {"nvidia/pytorch": "ngc-pytorch", "nvidia/vllm": "ngc-vllm"}.get(short, "ngc")
     if short == "nvidia/cuda":
-        spec = table["cuda_images"]
-        m = re.match(spec["tag_pattern"], tag or "")
-        if m:
-            return BaseFacts(**base, family="cuda", known=True, cuda=f"{m.group(1)}.{m.group(2)}", arm64=bool(spec["arm64"]), source=spec["source"])
-        return BaseFacts(**base, family="cuda", note=f"tag {tag or '(none)'} does not name a CUDA version")
+        return _cuda_image(base, tag, table["cuda_images"], "")
     named = _cuda_in_tag(tag)
     if named is not None:  # cuda-dl-base:25.03-cuda12.8-devel-ubuntu24.04: the tag says it
         m_named = _YYMM.match(tag or "")
@@ -162,9 +141,10 @@ def _ngc(base: dict[str, Any], repo: str, tag: str | None, table: dict[str, Any]
     if not m:
         return BaseFacts(**base, family=family, ngc_torch=ngc_torch, note=f"tag {tag or '(none)'} is not an NGC YY.MM release")
     release = f"{m.group(1)}.{m.group(2)}"
+    facts = partial(BaseFacts, **base, family=family, release=release, ngc_torch=ngc_torch)
     variant = _release_variant(short, tag or "", release, table)
     if variant is not None:
-        return BaseFacts(**base, family=family, release=release, ngc_torch=ngc_torch, **variant)
+        return facts(**variant)
     family_key = short.removeprefix("nvidia/") if family == "ngc" else family.removeprefix("ngc-")
     rows = table.get(family_key, []) if family_key in ("pytorch", "vllm", "tensorflow") else []
     for row in rows:
@@ -176,11 +156,8 @@ def _ngc(base: dict[str, Any], repo: str, tag: str | None, table: dict[str, Any]
                 if same is not None and same.get("torch"):
                     torch, inferred = same["torch"], True
                     source += f"; torch from nvidia/pytorch:{release} (vLLM images are built on it: inferred)"
-            return BaseFacts(
-                **base, family=family, release=release, known=True, cuda=row.get("cuda"), torch=torch,
-                flash_attn=row.get("flash_attn"), triton=row.get("triton"), arm64=row.get("arm64"), ngc_torch=ngc_torch,
-                inferred=inferred, source=source,
-            )
+            return facts(known=True, cuda=row.get("cuda"), torch=torch, flash_attn=row.get("flash_attn"),
+                         triton=row.get("triton"), arm64=row.get("arm64"), inferred=inferred, source=source)
     first = str(table["first_cuda13_pytorch"])
     newest: str | None = max((str(r["tag"]) for r in rows), key=release_month, default=None)
     if short in table["monthly_release_repos"] and short != "nvidia/pytorch":
@@ -188,20 +165,16 @@ def _ngc(base: dict[str, Any], repo: str, tag: str | None, table: dict[str, Any]
         if same is not None:
             note = (f"NGC release {release} is CUDA {same['cuda']} in every framework container of that month, "
                     f"as nvidia/pytorch:{release}")
-            return BaseFacts(**base, family=family, release=release, known=True, cuda=str(same["cuda"]), ngc_torch=ngc_torch,
-                             inferred=True, source=f"{table['release_cuda_source']}; {same['source']}", note=note)
+            return facts(known=True, cuda=str(same["cuda"]), inferred=True,
+                         source=f"{table['release_cuda_source']}; {same['source']}", note=note)
     if short in table["monthly_release_repos"] or short in table["built_on_pytorch"] or family == "ngc-vllm":
         if release_month(release) < release_month(first):
             note = f"{release} is older than {first}, the first NGC release on CUDA 13, so it is a CUDA 12 (or older) image"
-            return BaseFacts(**base, family=family, release=release, cuda="12", ngc_torch=ngc_torch, inferred=True,
-                             source=table["first_cuda13_source"], note=note)
+            return facts(cuda="12", inferred=True, source=table["first_cuda13_source"], note=note)
         known_text = f"newer than the newest release envcheck knows ({newest})" if newest and release_month(release) > release_month(newest) else "not in the table"
-        note = (f"{release} is {known_text}; "
-                f"releases from {first} on are CUDA 13, so CUDA 13 is inferred")
-        return BaseFacts(**base, family=family, release=release, cuda="13", ngc_torch=ngc_torch, inferred=True,
-                         source=table["first_cuda13_source"], note=note)
-    note = f"no table for {short}; its CUDA cannot be told from the tag {release}"
-    return BaseFacts(**base, family=family, release=release, ngc_torch=ngc_torch, inferred=True, note=note)
+        note = f"{release} is {known_text}; releases from {first} on are CUDA 13, so CUDA 13 is inferred"
+        return facts(cuda="13", inferred=True, source=table["first_cuda13_source"], note=note)
+    return facts(inferred=True, note=f"no table for {short}; its CUDA cannot be told from the tag {release}")
 
 
 def _cuda_in_tag(tag: str | None) -> str | None:
@@ -226,7 +199,6 @@ def _release_variant(repo: str, tag: str, release: str, table: dict[str, Any]) -
 
 
 def safe_describe(ref: str) -> BaseFacts | None:
-    """``describe`` that returns None for a malformed reference (the source reports those)."""
     try:
         return describe(ref)
     except UsageError:
@@ -248,9 +220,8 @@ def is_arm64(platform: str | None) -> bool | None:
 
 
 def local_build(ref: str) -> bool:
-    """Whether no registry can serve ``ref``: a one-word name (no registry, no namespace: ``vllm-node:latest``) that
-    is not one of Docker's official images (``knowledge/docker_official_images.toml``), so only a local build can
-    have tagged it."""
+    """Whether no registry can serve ``ref``: a one-word name (``vllm-node:latest``) that is not one of
+    Docker's official images (``knowledge/docker_official_images.toml``): only a local build tagged it."""
     written = ref.split("@", 1)[0]
     name = written.rsplit(":", 1)[0] if ":" in written else written
     if not name or "/" in name or "$" in name or name != name.lower():

@@ -1,7 +1,4 @@
-"""What a version string, distribution name or index URL says about the CUDA build behind it.
-
-Pure functions over the knowledge files: they say what is known and return None where nothing is.
-"""
+"""What a version string, distribution name or index URL says about the CUDA build behind it."""
 
 from __future__ import annotations
 
@@ -39,15 +36,13 @@ class CudaBuild:
 
 def cuda_from_tag(tag: str) -> int | None:
     """``cu128`` -> 12, ``cu130`` -> 13, ``cu118`` -> 11."""
-    m = re.fullmatch(r"cu(\d{2,3})", tag)
-    if not m:
+    if not (m := re.fullmatch(r"cu(\d{2,3})", tag)):
         return None
     digits = m.group(1)
     return int(digits[:-1]) if len(digits) == 3 else int(digits[0])
 
 
 def build_of_version(version: str | None) -> CudaBuild | None:
-    """The build a version's local part names (``+cu130``, ``+cpu``, NGC ``.nv25.09``), or None."""
     if not version or "+" not in version:
         return None
     local = version.split("+", 1)[1]
@@ -56,11 +51,10 @@ def build_of_version(version: str | None) -> CudaBuild | None:
         first = knowledge.first_cuda13_ngc_release()
         major = 13 if knowledge.release_month(ngc) >= knowledge.release_month(first) else 12
         return CudaBuild("cuda", major, f"NGC {ngc}")
-    m = _LOCAL_CUDA.search(local)
-    if m:
+    if m := _LOCAL_CUDA.search(local):
         tag = f"cu{m.group(1)}"
         return CudaBuild("cuda", cuda_from_tag(tag), f"+{tag}")
-    if local == "cpu" or local.startswith("cpu"):
+    if local.startswith("cpu"):
         return CudaBuild("cpu", None, "+cpu")
     if _LOCAL_ROCM.search(local) or local.startswith("rocm"):
         return CudaBuild("rocm", None, f"+{local}")
@@ -71,23 +65,19 @@ def ngc_release(version: str | None) -> str | None:
     """``2.9.0a0+50eac811a6.nv25.09`` -> ``25.09``; None for other versions."""
     if not version:
         return None
-    pattern = knowledge.load("torch_builds")["ngc"]["version_pattern"]
-    m = re.search(pattern, version)
-    if not m:
-        return None
-    return f"{m.group(1)}.{int(m.group(2)):02d}"
+    m = re.search(knowledge.load("torch_builds")["ngc"]["version_pattern"], version)
+    return f"{m.group(1)}.{int(m.group(2)):02d}" if m else None
 
 
 def build_of_index(url: str) -> CudaBuild | None:
     """What a package index serves: ``download.pytorch.org/whl/cu128`` -> CUDA 12; None if it says nothing."""
     if url.startswith("uv-torch-backend:"):
         tag = url.split(":", 1)[1]
-        if tag in ("auto",):
+        if tag == "auto":
             return None
         major = cuda_from_tag(tag)
         return CudaBuild("cuda" if major else ("cpu" if tag == "cpu" else "unknown"), major, f"uv --torch-backend={tag}")
-    label = _CONDA_CUDA_LABEL.search(url)
-    if label:  # conda: nvidia/label/cuda-12.4.0 holds that CUDA release's packages
+    if label := _CONDA_CUDA_LABEL.search(url):  # conda: nvidia/label/cuda-12.4.0 holds that release
         return CudaBuild("cuda", int(label.group(1)), f"conda channel label cuda-{label.group(1)}")
     m = _INDEX_TAG.search(url.rstrip("/") + "/")
     if not m:
@@ -103,14 +93,13 @@ def build_of_index(url: str) -> CudaBuild | None:
 
 
 def torch_index(url: str) -> bool:
-    """Whether ``url`` is shaped like PyTorch's wheel index (``.../whl/cu130``, ``/whl/cpu``): an index of torch and its
-    partner builds, not of other projects (a CUDA tag elsewhere in a path, ``wheels.vllm.ai/0.11.2/cu130``, is not)."""
+    """Whether ``url`` is shaped like PyTorch's wheel index (``.../whl/cu130``): torch and its partners only
+    (a CUDA tag elsewhere in a path, ``wheels.vllm.ai/0.11.2/cu130``, is not one)."""
     return _INDEX_TAG.search(url.rstrip("/") + "/") is not None
 
 
 def _path_cuda_tag(url: str) -> CudaBuild | None:
-    """The CUDA build a path segment of an index URL names (``.../sbsa/cu128`` -> CUDA 12), or None. The host,
-    query and fragment are not read; the last such segment wins (``/cu126/cu128`` is unlikely, but it is the folder)."""
+    """The CUDA build the last path segment of an index URL that names one says (``.../sbsa/cu128`` -> 12)."""
     try:
         path = urlsplit(url).path
     except ValueError:
@@ -126,7 +115,6 @@ def pypi_torch_build(specifier: str, version: str | None, machine: str) -> tuple
     data = knowledge.load("torch_builds")
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
-
     chosen: Version | None = None
     try:
         if version:
@@ -146,25 +134,20 @@ def pypi_torch_build(specifier: str, version: str | None, machine: str) -> tuple
 
 
 def pypi_torch_releases() -> list[str]:
-    """Torch releases on PyPI as far as envcheck knows them: torch_builds.toml's list and the generated
-    wheels.toml (final releases), so the newest one is as fresh as the last ``scripts/gen_knowledge.py --fetch``."""
+    """Torch releases on PyPI as far as envcheck knows them: torch_builds.toml's list and wheels.toml's."""
     from packaging.version import Version
 
     from envcheck.knowledge import wheels
-
     listed = {str(v) for v in knowledge.load("torch_builds")["pypi_releases"]["versions"]}
     listed |= {r.version for r in wheels.releases("torch") if not Version(r.version).is_prerelease}
     return sorted(listed, key=Version)
 
 
 def _pypi_row(row: dict[str, Any], chosen: str, machine: str) -> tuple[CudaBuild, str] | None:
-    """The build a row of torch_builds.toml's ``pypi`` table says ``chosen`` is on ``machine``."""
-    flavor = str(row.get(machine, "unknown"))
+    flavor, detail = str(row.get(machine, "unknown")), f"PyPI torch {chosen} on {machine}"
     if flavor == "cpu":
-        return CudaBuild("cpu", None, f"PyPI torch {chosen} on {machine}"), str(row["source"])
-    if flavor.isdigit():
-        return CudaBuild("cuda", int(flavor), f"PyPI torch {chosen} on {machine}"), str(row["source"])
-    return None
+        return CudaBuild("cpu", None, detail), str(row["source"])
+    return (CudaBuild("cuda", int(flavor), detail), str(row["source"])) if flavor.isdigit() else None
 
 
 def distribution_cuda_major(pkg: Package) -> tuple[int, str] | None:
@@ -175,8 +158,7 @@ def distribution_cuda_major(pkg: Package) -> tuple[int, str] | None:
         if name.endswith(suffix) and (name.startswith(("nvidia-", "cuda-")) or name.count("-") >= 1):
             return int(major), f"the distribution name ends in {suffix}"
     for row in data["pattern"]:
-        m = re.match(row["regex"], name)
-        if m:
+        if m := re.match(row["regex"], name):
             return int(m.group(1)), f"the distribution name {name} names CUDA {m.group(1)}"
     row = _unsuffixed().get(name)
     if row is not None and pkg.version:
@@ -196,7 +178,6 @@ def _version_in(version: str, specifier: str) -> bool | None:
     """``Version(version) in SpecifierSet(specifier)``; None: not a version."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
-
     try:
         return Version(version) in SpecifierSet(specifier)
     except InvalidVersion:
@@ -209,20 +190,14 @@ def _unsuffixed() -> dict[str, dict[str, Any]]:
 
 
 def installs_on(pkg: Package, profile: Profile, extras: tuple[str, ...] = ("",)) -> bool:
-    """Whether a requirement's environment marker selects it on the profile's platform."""
-    if not pkg.marker:
-        return True
-    return _marker_holds(pkg.marker, tuple(sorted(profile.marker_env.items())), extras)
+    return not pkg.marker or _marker_holds(pkg.marker, tuple(sorted(profile.marker_env.items())), extras)
 
 
 @lru_cache(maxsize=16384)
 def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tuple[str, ...]) -> bool:
-    """installs_on's answer, cached: a uv.lock repeats the same few markers over thousands of packages,
-    and every check asks again."""
-    # imported here, not at the top: markers, their parser and packaging.tags cost 15-30 ms of start-up
-    # that an installed environment's packages (they carry no markers) never need
+    """Cached: a uv.lock repeats the same few markers over thousands of packages, and every check asks."""
+    # imported here: an installed environment's packages carry no markers and never need the parser
     from packaging.markers import InvalidMarker, Marker
-
     try:
         marker = Marker(text)
     except InvalidMarker:
@@ -239,24 +214,15 @@ def _marker_holds(text: str, env_items: tuple[tuple[str, str], ...], extras: tup
 
 
 def requirement_applies(marker: Marker | None, profile: Profile) -> bool:
-    """Whether a Requires-Dist line's marker holds on the profile (no extras requested)."""
-    if marker is None:
-        return True
-    env = dict(profile.marker_env)
-    env["extra"] = ""
-    try:
-        return bool(marker.evaluate(env))
-    except ValueError:  # a name the profile lacks, an undefined comparison (`~= "3"`): taken as holding
-        return True
+    return marker is None or _marker_holds(str(marker), tuple(sorted(profile.marker_env.items())), ("",))
 
 
 def unsuffixed_distribution(name: str) -> dict[str, Any] | None:
-    """The row of a CUDA toolkit distribution without a -cuXX suffix (``nvidia-cublas``: its release line per CUDA major)."""
+    """The row of a CUDA distribution without a -cuXX suffix (``nvidia-cublas``: its lines per major)."""
     return _unsuffixed().get(name)
 
 
 def first_cu130_torch() -> str:
-    """The first torch release on the PyTorch cu130 index (``2.9.0``)."""
     return str(knowledge.load("torch_builds")["pytorch_index"]["first_cu130_release"])
 
 
@@ -267,7 +233,6 @@ def cu130_aarch64_arch_list() -> tuple[str, str]:
 
 
 def first_pypi_cuda_torch(major: int, machine: str = "aarch64") -> str:
-    """The first torch release whose PyPI wheels for ``machine`` are CUDA ``major`` builds (``2.11``)."""
     for row in knowledge.load("torch_builds")["pypi"]:
         if str(row.get(machine)) == str(major) and str(row["versions"]).startswith(">="):
             return str(row["versions"])[2:]

@@ -18,21 +18,16 @@ def _first() -> dict[str, tuple[tuple[int, int], str]]:
 
 
 def first_nvcc(target: str) -> tuple[tuple[int, int], str] | None:
-    """((major, minor) of the first toolkit that targets ``target`` (``sm_121a``), its source); None if not in the table."""
+    """((major, minor) of the first toolkit that targets ``target`` (``sm_121a``), its source), or None."""
     return _first().get(target.lower())
 
 
 def unknown_to(cuda: str, targets: list[str]) -> list[tuple[str, str, str]]:
-    """(target, first toolkit, source) for each of ``targets`` that the nvcc of CUDA ``cuda`` (``12.6``) cannot compile for.
-
-    Empty when ``cuda`` names no minor version: which 12.x it is cannot be told, so nothing is claimed."""
+    """(target, first toolkit, source) for each of ``targets`` the nvcc of CUDA ``cuda`` (``12.6``) cannot
+    compile for; empty when ``cuda`` names no minor version (which 12.x cannot be told)."""
     parts = cuda.split(".")
     if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
         return []
     have = (int(parts[0]), int(parts[1]))
-    out = []
-    for target in targets:
-        found = first_nvcc(target)
-        if found is not None and have < found[0]:
-            out.append((target, f"{found[0][0]}.{found[0][1]}", found[1]))
-    return out
+    return [(target, f"{found[0][0]}.{found[0][1]}", found[1]) for target in targets
+            if (found := first_nvcc(target)) is not None and have < found[0]]

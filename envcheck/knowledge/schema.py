@@ -1,10 +1,5 @@
-"""The shape of every knowledge file, as data: checked on load so that a broken row fails loudly.
-
-Each file has a ``[meta]`` table (``updated``, ``sources``). A *row* (an entry of an array of tables) carries
-its own ``source`` and may say ``inferred = true``; a *table* lists its keys the same way. Keys not in the
-schema are refused, so a typo (``sorce``) cannot silently drop a fact. A source starts with something a reader
-can follow: an http(s) URL or a path in the repository (``docs/research/spark-facts.md §1.1: ...``).
-"""
+"""The shape of every knowledge file, checked on load so that a broken row fails loudly: every row carries its
+own ``source``, and unknown keys are refused, so a typo (``sorce``) cannot silently drop a fact."""
 
 from __future__ import annotations
 
@@ -22,8 +17,6 @@ Kind = type | str
 
 @dataclass(frozen=True)
 class Table:
-    """A single table: ``required`` and ``optional`` keys with their value kinds."""
-
     required: Mapping[str, Kind]
     optional: Mapping[str, Kind] = field(default_factory=dict)
 
@@ -35,8 +28,6 @@ class Rows(Table):
 
 @dataclass(frozen=True)
 class Value:
-    """A top-level key holding one value."""
-
     kind: Kind
 
 
@@ -52,40 +43,19 @@ ROW = {"source": str}
 ROW_OPTIONAL = {"inferred": bool}
 
 SCHEMAS: dict[str, dict[str, Entry]] = {
-    "cuda_extensions": {
-        "meta": META,
-        "package": Rows({"name": str, "reason": str}, {"aarch64_wheels": bool}),
-    },
-    "docker_official_images": {
-        "meta": META,
-        "official": Rows({"registry": str, "names": STR_LIST}),
-    },
-    "cuda_image_tags": {
-        "meta": META,
-        "cuda13": Rows({"version": str, "flavor": str, "os": str}),
-    },
-    "nvcc_targets": {
-        "meta": META,
-        "target": Rows({"targets": STR_LIST, "first_nvcc": str}),
-    },
-    "cuda_sonames": {
-        "meta": META,
-        "library": Rows({"soname": str, "cuda": INT_LIST}),
-    },
+    "cuda_extensions": {"meta": META,
+                        "package": Rows({"name": str, "reason": str}, {"aarch64_wheels": bool})},
+    "docker_official_images": {"meta": META, "official": Rows({"registry": str, "names": STR_LIST})},
+    "cuda_image_tags": {"meta": META, "cuda13": Rows({"version": str, "flavor": str, "os": str})},
+    "nvcc_targets": {"meta": META, "target": Rows({"targets": STR_LIST, "first_nvcc": str})},
+    "cuda_sonames": {"meta": META, "library": Rows({"soname": str, "cuda": INT_LIST})},
     "ngc_tags": {
-        "meta": META,
-        "first_cuda13_pytorch": Value(str),
-        "first_cuda13_source": Value(str),
-        "built_on_pytorch": Value(STR_LIST),
-        "ngc_torch_repos": Value(STR_LIST),
-        "ngc_torch_repos_source": Value(str),
-        "ngc_torch_repos_inferred": Value(bool),
-        "pip_constraint_from": Value(str),
-        "pip_constraint_inferred": Value(bool),
-        "pip_constraint_source": Value(str),
-        "monthly_release_repos": Value(STR_LIST),
-        "release_cuda_inferred": Value(bool),
-        "release_cuda_source": Value(str),
+        "meta": META, "first_cuda13_pytorch": Value(str), "first_cuda13_source": Value(str),
+        "built_on_pytorch": Value(STR_LIST), "ngc_torch_repos": Value(STR_LIST),
+        "ngc_torch_repos_source": Value(str), "ngc_torch_repos_inferred": Value(bool),
+        "pip_constraint_from": Value(str), "pip_constraint_inferred": Value(bool),
+        "pip_constraint_source": Value(str), "monthly_release_repos": Value(STR_LIST),
+        "release_cuda_inferred": Value(bool), "release_cuda_source": Value(str),
         "release_variant": Rows({"repo": str, "tag_contains": str, "first_cuda13": str}),
         "release_variant_row": Rows({"repo": str, "tag_contains": str, "tag": str, "cuda": str}),
         "tensorflow": Rows({"tag": str, "cuda": str}),
@@ -98,15 +68,11 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
         "tag_text": Table({"patterns": STR_LIST, "source": str}, {"inferred": bool}),
     },
     "nvidia_distributions": {
-        "meta": META,
-        "suffix": Mapping_(int),
-        "pattern": Rows({"regex": str}),
-        "unsuffixed": Rows({"name": str, "cuda13": str}, {"cuda12": str}),
-        "conda": Rows({"name": str}),
+        "meta": META, "suffix": Mapping_(int), "pattern": Rows({"regex": str}),
+        "unsuffixed": Rows({"name": str, "cuda13": str}, {"cuda12": str}), "conda": Rows({"name": str}),
     },
     "pins": {
-        "meta": META,
-        "stack": Table({"ml_stack": STR_LIST}),
+        "meta": META, "stack": Table({"ml_stack": STR_LIST}),
         "pin": Rows({"package": str, "when": str, "requires": str, "spec": str}),
         "same_version": Rows({"package": str, "requires": str, "since": str}),
     },
@@ -117,22 +83,21 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
         "served": Rows({"package": str, "versions": STR_LIST, "checked": str}, {"yanked": STR_LIST}),
     },
     "torch_builds": {
-        "meta": META,
-        "pypi": Rows({"versions": str, "aarch64": str, "x86_64": str}),
+        "meta": META, "pypi": Rows({"versions": str, "aarch64": str, "x86_64": str}),
         "pypi_releases": Table({"versions": STR_LIST, "source": str}),
-        "pytorch_index": Table({"first_cu130_release": str, "source": str}, {"cu130_aarch64_arch_list": str, "cu130_arch_source": str}),
+        "pytorch_index": Table({"first_cu130_release": str, "source": str},
+                               {"cu130_aarch64_arch_list": str, "cu130_arch_source": str}),
         "ngc": Table({"version_pattern": str, "source": str}),
     },
 }
 
 
 def validate(name: str, data: Mapping[str, Any]) -> None:
-    """Raise ``KnowledgeError`` naming the file, row and key where ``data`` breaks the schema of ``name``."""
     where = f"envcheck/knowledge/{name}.toml"
     schema = SCHEMAS.get(name)
     if schema is None:
         raise KnowledgeError(f"{where}: no schema in envcheck/knowledge/schema.py; add one before shipping the file")
-    _keys(where, data, {k: v for k, v in schema.items()}, {})
+    _keys(where, data, schema, {})
     for key, entry in schema.items():
         if key not in data:
             if isinstance(entry, Rows):

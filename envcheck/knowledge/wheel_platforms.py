@@ -10,18 +10,17 @@ _MACHINE_IN_TAG = re.compile(r"(x86_64|amd64|aarch64|arm64|armv7l|ppc64le|s390x|
 
 
 def platform_verdict(platforms: tuple[str, ...], profile: Profile) -> tuple[bool, str]:
-    """Whether any of ``platforms`` can install on the profile, and why (one sentence)."""
     if not platforms or "any" in platforms:
         return True, "pure-Python wheel (platform 'any')"
-    target_machine = profile.machine
     ok = [p for p in platforms if _platform_fits(p, profile)]
     if ok:
-        return True, f"platform tag {ok[0]} installs on {profile.os}/{target_machine}"
+        return True, f"platform tag {ok[0]} installs on {profile.os}/{profile.machine}"
     machines = sorted({m.group(1) for p in platforms if (m := _MACHINE_IN_TAG.search(p))})
     if any(p.startswith(("win", "macosx")) for p in platforms) and not machines:
         machines = ["non-Linux"]
     what = ", ".join(machines) or ", ".join(platforms)
-    return False, f"built for {what} only ({', '.join(platforms)}); {profile.name} needs {profile.os}/{target_machine}"
+    target = f"{profile.os}/{profile.machine}"
+    return False, f"built for {what} only ({', '.join(platforms)}); {profile.name} needs {target}"
 
 
 def _platform_fits(platform: str, profile: Profile) -> bool:
