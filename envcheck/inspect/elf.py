@@ -210,8 +210,7 @@ def read_section_table(src: ByteSource, hdr: ElfHeader) -> list[tuple[int, ...]]
         raise MalformedBinary(f"section header size {hdr.shentsize} is smaller than {entsize}", 0x3A if hdr.bits == 64 else 0x2E)
     shnum = hdr.shnum
     if shnum == 0:  # extended numbering: the real count is section 0's sh_size
-        first = struct.unpack_from(fmt, src.read_at(hdr.shoff, entsize))
-        shnum = first[5]
+        shnum = struct.unpack_from(fmt, src.read_at(hdr.shoff, entsize))[5]
     if shnum > MAX_SECTIONS or shnum * hdr.shentsize > MAX_SECTION_TABLE:
         raise MalformedBinary(f"section table claims {shnum} x {hdr.shentsize} bytes, more than any real "
                               f"file has (limit {MAX_SECTIONS} sections, {MAX_SECTION_TABLE >> 20} MiB)",
@@ -228,9 +227,7 @@ def read_section_table(src: ByteSource, hdr: ElfHeader) -> list[tuple[int, ...]]
 def section_name_table(src: ByteSource, hdr: ElfHeader, raw: list[tuple[int, ...]]) -> bytes:
     if not raw:
         return b""
-    strndx = hdr.shstrndx
-    if strndx == 0xFFFF:
-        strndx = raw[0][6]
+    strndx = raw[0][6] if hdr.shstrndx == 0xFFFF else hdr.shstrndx
     if 0 < strndx < len(raw):
         s = raw[strndx]
         _check_range(src, s[4], s[5], f"section-name table (section {strndx})", hdr.shoff)
@@ -294,16 +291,12 @@ def dynamic_strings(entries: list[tuple[int, int]], text: Callable[[int], str | 
     needed: list[str] = []
     runpath: list[str] = []
     for tag, val in entries:
-        if tag == DT_NEEDED:
-            name = text(val)
-            if name:
-                needed.append(name)
+        if tag == DT_NEEDED and (name := text(val)):
+            needed.append(name)
         elif tag == DT_SONAME:
             soname = text(val)
-        elif tag in (DT_RUNPATH, DT_RPATH):
-            value = text(val)
-            if value:
-                runpath.extend(p for p in value.split(":") if p)
+        elif tag in (DT_RUNPATH, DT_RPATH) and (value := text(val)):
+            runpath.extend(p for p in value.split(":") if p)
     return DynamicInfo(soname, tuple(needed), tuple(runpath))
 
 

@@ -299,17 +299,12 @@ class ArStream:
         self._magic_ok = False
         self._left = 0  # data bytes left in the current member
         self._pad = 0
-        self._member: StreamedElf | None = None
-        self._member_at = 0
-        self._name = ""
+        self._member: StreamedElf | None = None  # the rest of a member's state is set in _start_member
         self._longnames: bytearray | None = None
         self._names = b""
         self._done: list[tuple[str, StreamedElf, int]] = []
         self._data_at = 0  # offset of the current member's data in the archive
         self._headers = 0
-        self._size = 0
-        self._decided = False
-        self._pending = bytearray()
         self.error: str | None = None
 
     def feed(self, chunk: bytes, offset: int) -> None:

@@ -595,9 +595,8 @@ def _error_detail(response: requests.Response) -> str:
     """': CODE message' from an error body; best effort, a bad body only loses the detail."""
     try:
         body = json.loads(_read_limited(response, MAX_ERROR_BYTES, "an error answer"))
-        errors = body.get("errors") or []
-        if errors and isinstance(errors[0], dict):
-            first = errors[0]
+        first = (body.get("errors") or [None])[0]
+        if isinstance(first, dict):
             return f": {str(first.get('code', ''))[:80]} {str(first.get('message', ''))[:300]}".rstrip()
     except (ServiceError, ValueError, AttributeError, UnicodeDecodeError):
         pass

@@ -235,8 +235,7 @@ def _read_package(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str, scan
     handle = tar.extractfile(member)
     if handle is None:
         return
-    data = _member_bytes(handle, MAX_METADATA_BYTES, 0)
-    found = read_metadata(data)
+    found = read_metadata(_member_bytes(handle, MAX_METADATA_BYTES, 0))
     if found is None:
         scan.problems.append({"path": path, "message": "METADATA has no Name field"})
         return
