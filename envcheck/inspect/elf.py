@@ -1,13 +1,7 @@
-"""ELF files and ``ar`` archives read with bounded, header-only reads (no whole-file loads).
+"""ELF files and ``ar`` archives read with bounded, header-only reads through a :class:`ByteSource`.
 
-Everything is read through a :class:`ByteSource` (``read_at(offset, size)``), so the same code reads a
-file on disk (``os.pread``), a wheel member held in memory, or the pieces of a streamed member that
-:mod:`envcheck.inspect.wheelzip` captured. Every size and count taken from the file is checked against
-the file's size before it is used: a lying header raises :class:`MalformedBinary` naming the offset, it
-never makes the reader allocate or loop.
-
-We read ELF with ``struct`` rather than pyelftools here because the scan must account for (and
-minimise) every byte it reads and must survive hostile headers with a precise offset in the message.
+``struct`` rather than pyelftools: every size a header claims is checked against the file before use, so a
+lying header raises :class:`MalformedBinary` with its offset instead of making the reader allocate or loop.
 """
 
 from __future__ import annotations
@@ -48,29 +42,22 @@ MAX_AR_MEMBERS = 200_000  # member headers of one archive, special members inclu
 
 
 class MalformedBinary(ReadingError):
-    """An ELF file or archive whose headers contradict themselves or the file size.
-
-    ``offset`` is the byte offset of the bad field; ``member`` the archive member, where there is one.
-    """
+    """An ELF file or archive whose headers contradict themselves or the file size."""
 
     def __init__(self, message: str, offset: int | None = None, member: str | None = None) -> None:
         super().__init__(message, offset=offset, member=member)
 
 
 class ByteSource(Protocol):
-    """Random access to a file's bytes; counts what it read."""
+    """Random access to a file's bytes (MalformedBinary past the end); counts what it read."""
 
     size: int
     bytes_read: int
 
-    def read_at(self, offset: int, size: int) -> bytes:
-        """Exactly ``size`` bytes at ``offset`` (raises MalformedBinary past the end)."""
-        ...
+    def read_at(self, offset: int, size: int) -> bytes: ...
 
 
 class FileSource:
-    """A :class:`ByteSource` over an open binary file (``os.pread`` when it has a descriptor)."""
-
     def __init__(self, fileobj: IO[bytes], size: int, base: int = 0) -> None:
         self.fileobj = fileobj
         self.size = size
@@ -94,10 +81,8 @@ class FileSource:
             raise MalformedBinary(f"file ended early: wanted {size} bytes at {offset:#x}, got {len(data)}", offset)
         return data
 
-
     def next_data(self, offset: int) -> int:
-        """Where data starts at or after ``offset`` (past the holes of a sparse file); ``offset`` when
-        unknown. Only a hint: the bytes there are still read and checked."""
+        """Where data starts at or after ``offset``, past the holes of a sparse file (only a hint)."""
         if self._fd is None:
             return offset
         try:
@@ -109,8 +94,6 @@ class FileSource:
 
 
 class BytesSource:
-    """A :class:`ByteSource` over bytes in memory (small wheel members, archive members, tests)."""
-
     def __init__(self, data: bytes | memoryview, base: int = 0, size: int | None = None) -> None:
         self.data = data
         self.base = base
@@ -126,7 +109,6 @@ class BytesSource:
 
 class SubSource:
     """A window ``[base, base+size)`` of another source (an ``ar`` member)."""
-
     def __init__(self, parent: ByteSource, base: int, size: int) -> None:
         self.parent = parent
         self.base = base
@@ -148,8 +130,6 @@ class SubSource:
 
 @dataclass(frozen=True)
 class ElfHeader:
-    """The fields of the ELF header we use."""
-
     bits: int  # 32 | 64
     endian: str  # "<" | ">"
     elf_type: str
@@ -168,8 +148,6 @@ class ElfHeader:
 
 @dataclass(frozen=True)
 class Section:
-    """One section header (name resolved)."""
-
     index: int
     name: str
     type: int
@@ -186,8 +164,6 @@ class Section:
 
 @dataclass(frozen=True)
 class Segment:
-    """One program header."""
-
     type: int
     offset: int
     vaddr: int
@@ -196,15 +172,12 @@ class Segment:
 
 @dataclass(frozen=True)
 class DynamicInfo:
-    """What the dynamic table says: SONAME, DT_NEEDED (in order), RUNPATH/RPATH entries."""
-
     soname: str | None = None
     needed: tuple[str, ...] = ()
     runpath: tuple[str, ...] = ()
 
 
 def parse_header(head: bytes) -> ElfHeader:
-    """Parse the ELF header from the first bytes (at least 52 for 32-bit, 64 for 64-bit)."""
     if len(head) < 20 or head[:4] != ELF_MAGIC:
         raise MalformedBinary("not an ELF file (bad magic)", 0)
     cls, data = head[4], head[5]
@@ -218,15 +191,10 @@ def parse_header(head: bytes) -> ElfHeader:
     if len(head) < need:
         raise MalformedBinary(f"ELF header truncated ({len(head)} of {need} bytes)", 0)
     fmt = "HHIQQQIHHHHHH" if bits == 64 else "HHIIIIIHHHHHH"  # entry, phoff and shoff are the class's words
-    e_type, e_machine, _v, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum, shstrndx = (
-        struct.unpack_from(endian + fmt, head, 16)
-    )
-    return ElfHeader(
-        bits=bits, endian=endian, elf_type=ELF_TYPES.get(e_type, str(e_type)),
-        machine=MACHINES.get(e_machine, f"em_{e_machine}"), e_machine=e_machine,
-        phoff=phoff, phentsize=phentsize, phnum=phnum, shoff=shoff, shentsize=shentsize, shnum=shnum,
-        shstrndx=shstrndx, flags=_flags, abi_version=head[8],
-    )
+    e_type, machine, _v, _entry, phoff, shoff, flags, _size, phentsize, phnum, shentsize, shnum, shstrndx = (
+        struct.unpack_from(endian + fmt, head, 16))
+    return ElfHeader(bits, endian, ELF_TYPES.get(e_type, str(e_type)), MACHINES.get(machine, f"em_{machine}"),
+                     machine, phoff, phentsize, phnum, shoff, shentsize, shnum, shstrndx, flags, head[8])
 
 
 def _section_format(hdr: ElfHeader) -> tuple[str, int]:
@@ -234,7 +202,7 @@ def _section_format(hdr: ElfHeader) -> tuple[str, int]:
 
 
 def read_section_table(src: ByteSource, hdr: ElfHeader) -> list[tuple[int, ...]]:
-    """Raw section header tuples (name_off, type, flags, addr, offset, size, link, ...); bounds-checked."""
+    """Raw section header tuples (name_off, type, flags, addr, offset, size, link, ...)."""
     if hdr.shoff == 0:
         return []
     fmt, entsize = _section_format(hdr)
@@ -242,17 +210,14 @@ def read_section_table(src: ByteSource, hdr: ElfHeader) -> list[tuple[int, ...]]
         raise MalformedBinary(f"section header size {hdr.shentsize} is smaller than {entsize}", 0x3A if hdr.bits == 64 else 0x2E)
     shnum = hdr.shnum
     if shnum == 0:  # extended numbering: the real count is section 0's sh_size
-        first = struct.unpack_from(fmt, src.read_at(hdr.shoff, entsize))
-        shnum = first[5]
+        shnum = struct.unpack_from(fmt, src.read_at(hdr.shoff, entsize))[5]
     if shnum > MAX_SECTIONS or shnum * hdr.shentsize > MAX_SECTION_TABLE:
-        raise MalformedBinary(
-            f"section table claims {shnum} x {hdr.shentsize} bytes, more than any real file has "
-            f"(limit {MAX_SECTIONS} sections, {MAX_SECTION_TABLE >> 20} MiB)", hdr.shoff
-        )
+        raise MalformedBinary(f"section table claims {shnum} x {hdr.shentsize} bytes, more than any real "
+                              f"file has (limit {MAX_SECTIONS} sections, {MAX_SECTION_TABLE >> 20} MiB)",
+                              hdr.shoff)
     if hdr.shoff + shnum * hdr.shentsize > src.size:
-        raise MalformedBinary(
-            f"section table ({shnum} x {hdr.shentsize} bytes at {hdr.shoff:#x}) runs past the end of the file", hdr.shoff
-        )
+        raise MalformedBinary(f"section table ({shnum} x {hdr.shentsize} bytes at {hdr.shoff:#x}) runs past "
+                              "the end of the file", hdr.shoff)
     table = src.read_at(hdr.shoff, shnum * hdr.shentsize)
     if hdr.shentsize == entsize:
         return list(struct.iter_unpack(fmt, table))  # one C loop (objects of static archives: 40k sections)
@@ -260,12 +225,9 @@ def read_section_table(src: ByteSource, hdr: ElfHeader) -> list[tuple[int, ...]]
 
 
 def section_name_table(src: ByteSource, hdr: ElfHeader, raw: list[tuple[int, ...]]) -> bytes:
-    """The bytes of the section-name string table (``.shstrtab``); empty when there is none."""
     if not raw:
         return b""
-    strndx = hdr.shstrndx
-    if strndx == 0xFFFF:
-        strndx = raw[0][6]
+    strndx = raw[0][6] if hdr.shstrndx == 0xFFFF else hdr.shstrndx
     if 0 < strndx < len(raw):
         s = raw[strndx]
         _check_range(src, s[4], s[5], f"section-name table (section {strndx})", hdr.shoff)
@@ -281,24 +243,14 @@ def section_names(src: ByteSource, hdr: ElfHeader, raw: list[tuple[int, ...]], n
         return []
     if names is None:
         names = section_name_table(src, hdr, raw)
-    out = []
-    for i, s in enumerate(raw):
-        name_off = s[0]
-        name = ""
-        if names and name_off < len(names):
-            end = names.find(b"\0", name_off)
-            name = names[name_off : end if end >= 0 else len(names)].decode("utf-8", "replace")
-        out.append(Section(i, name, s[1], s[2], s[3], s[4], s[5], s[6]))
-    return out
+    return [Section(i, _c_string(names, s[0]) or "", *s[1:7]) for i, s in enumerate(raw)]
 
 
 def read_sections(src: ByteSource, hdr: ElfHeader) -> list[Section]:
-    """Every section header with its name."""
     return section_names(src, hdr, read_section_table(src, hdr))
 
 
 def read_segments(src: ByteSource, hdr: ElfHeader) -> list[Segment]:
-    """Program headers (empty for objects)."""
     if hdr.phoff == 0 or hdr.phnum == 0:
         return []
     fmt, entsize = (hdr.endian + "IIQQQQQQ", 56) if hdr.bits == 64 else (hdr.endian + "IIIIIIII", 32)
@@ -316,7 +268,6 @@ def _check_range(src: ByteSource, offset: int, size: int, what: str, where: int)
 
 
 def parse_dynamic(table: bytes, hdr: ElfHeader) -> list[tuple[int, int]]:
-    """(tag, value) pairs of a dynamic table, up to DT_NULL."""
     fmt, size = (hdr.endian + "qQ", 16) if hdr.bits == 64 else (hdr.endian + "iI", 8)
     out = []
     for i in range(min(len(table) // size, MAX_DYNAMIC_ENTRIES)):
@@ -328,7 +279,6 @@ def parse_dynamic(table: bytes, hdr: ElfHeader) -> list[tuple[int, int]]:
 
 
 def _c_string(table: bytes, off: int) -> str | None:
-    """The NUL-terminated string at ``off`` of a string table (None past its end)."""
     if off >= len(table):
         return None
     end = table.find(b"\0", off)
@@ -341,21 +291,16 @@ def dynamic_strings(entries: list[tuple[int, int]], text: Callable[[int], str | 
     needed: list[str] = []
     runpath: list[str] = []
     for tag, val in entries:
-        if tag == DT_NEEDED:
-            name = text(val)
-            if name:
-                needed.append(name)
+        if tag == DT_NEEDED and (name := text(val)):
+            needed.append(name)
         elif tag == DT_SONAME:
             soname = text(val)
-        elif tag in (DT_RUNPATH, DT_RPATH):
-            value = text(val)
-            if value:
-                runpath.extend(p for p in value.split(":") if p)
+        elif tag in (DT_RUNPATH, DT_RPATH) and (value := text(val)):
+            runpath.extend(p for p in value.split(":") if p)
     return DynamicInfo(soname, tuple(needed), tuple(runpath))
 
 
 def vaddr_to_offset(vaddr: int, sections: list[Section], segments: list[Segment]) -> int | None:
-    """The file offset of a virtual address, through the sections or the loadable segments."""
     for s in sections:
         if s.addr and s.type != SHT_NOBITS and s.addr <= vaddr < s.addr + s.size:
             return s.offset + (vaddr - s.addr)
@@ -366,11 +311,8 @@ def vaddr_to_offset(vaddr: int, sections: list[Section], segments: list[Segment]
 
 
 def read_dynamic(src: ByteSource, hdr: ElfHeader, sections: list[Section], *, strings_at_once: bool = False) -> DynamicInfo:
-    """SONAME, DT_NEEDED and RUNPATH of a shared object or executable (empty for objects).
-
-    Strings are read one by one in small reads (a file), or with ``strings_at_once`` in one read up to
-    the furthest one (a stream, where every extra read can mean inflating the member again).
-    """
+    """SONAME, DT_NEEDED and RUNPATH; strings in small reads, or ``strings_at_once`` in one read up to the
+    furthest (a stream, where every extra read can mean inflating the member again)."""
     dyn = next((s for s in sections if s.type == SHT_DYNAMIC and s.size), None)
     segments: list[Segment] = []
     strtab_sec: Section | None = None
@@ -406,7 +348,6 @@ def read_dynamic(src: ByteSource, hdr: ElfHeader, sections: list[Section], *, st
         raise MalformedBinary(f"dynamic string table claims {str_size} bytes", str_off)
     _check_range(src, str_off, str_size, "dynamic string table", str_off)
     if strings_at_once:
-        # One read up to the furthest string we need (a stream is cheaper read once than seeked).
         strtab = src.read_at(str_off, min(str_size, max(wanted) + 4096))
         return dynamic_strings(entries, lambda off: _c_string(strtab, off))
     texts = {off: _string_at(src, str_off, str_size, off).decode("utf-8", "replace") for off in set(wanted)}
@@ -414,7 +355,6 @@ def read_dynamic(src: ByteSource, hdr: ElfHeader, sections: list[Section], *, st
 
 
 def _string_at(src: ByteSource, base: int, limit: int, off: int) -> bytes:
-    """A NUL-terminated string at ``base + off`` inside a table of ``limit`` bytes, in small reads."""
     out = b""
     pos = off
     while pos < limit:
@@ -432,8 +372,6 @@ def _string_at(src: ByteSource, base: int, limit: int, off: int) -> bytes:
 
 @dataclass(frozen=True)
 class ArMember:
-    """One member of a System V / GNU ``ar`` archive."""
-
     name: str
     offset: int  # of the member's data
     size: int
@@ -485,20 +423,14 @@ def ar_members(src: ByteSource, limit: int = 100_000) -> list[ArMember]:
     return out
 
 
-# ---- standalone cubins (e_machine 190, EM_CUDA) ---------------------------------------------------------
-
 EM_CUDA = 190
 SHT_CUDA_COMPAT = 0x70000086  # .nv.compat
 COMPAT_ACCELERATOR_TARGET = 0x09  # EICOMPAT_ATTR_CUDA_ACCELERATOR_TARGET: 1 for "a" targets
 
 
 def cubin_target(src: ByteSource, hdr: ElfHeader, sections: list[Section]) -> tuple[int, bool]:
-    """(SM number, arch-specific ``a``) of a standalone cubin, per research/fatbin.md §5.
-
-    The SM sits in e_flags (low byte in the old ABI 7, second byte in ABI 8). ``a`` is e_flags 0x800
-    in ABI 7, e_flags 0x8 from ptxas 12.8/12.9, and attribute 0x09 of ``.nv.compat`` from CUDA 13.
-    The family ``f`` is not recorded in a cubin at all.
-    """
+    """(SM, arch-specific ``a``) of a standalone cubin (research/fatbin.md §5): the SM is e_flags' low
+    byte (ABI 7) or second byte (ABI 8); ``a`` is e_flags 0x800 (ABI 7) or 0x8, or ``.nv.compat`` 0x09."""
     if hdr.abi_version >= 8:
         sm = (hdr.flags >> 8) & 0xFF
         arch_specific = bool(hdr.flags & 0x8)

@@ -1,13 +1,6 @@
-"""Fatbin containers (the GPU code nvcc embeds in ELF files), read from headers only.
-
-Layout (verified in ``research/fatbin.md`` §4): a container is a 16-byte header (magic 0xBA55ED50,
-u16 version 1, u16 header size 16, u64 size of the entries) followed by entries; each entry has a fixed
-64-byte header (u16 kind, u32 header size, u64 padded payload size, ..., u16 minor, u16 major, u32 SM at
-+0x1C, u64 flags at +0x28) and its payload. Kind 1 is PTX, 2 a cubin (SASS), 8 NVVM IR for LTO. Flag
-0x100000 marks an arch-specific ``a`` target and 0x200000 a family ``f`` target. No payload is read.
-
-Two walkers produce the same :class:`Container` lists: :func:`scan_containers` over random-access bytes
-(a file on disk) and :class:`StreamScanner` over a forward-only stream (a deflated wheel member).
+"""Fatbin containers (the GPU code nvcc embeds in ELF files), read from headers only (layout:
+``research/fatbin.md`` §4). :func:`scan_containers` walks random-access bytes, :class:`StreamScanner`
+a forward-only stream (a deflated wheel member); both give the same :class:`Container` lists.
 """
 
 from __future__ import annotations
@@ -37,8 +30,6 @@ FLAG_FAMILY = 0x200000  # "f"
 
 MAX_RECORDS = 200_000  # containers + entries walked in one binary (real: cuFFT has 24,000 modules, 48,000 records)
 ZERO_SKIP = 1 << 20  # zero padding between containers is skipped a block at a time, not 8 bytes per step
-# The deep search reads a section through a window of this many bytes: 1 MiB searched cuFFT's .ldata faster
-# than 4 MiB (fewer page faults, the window stays in the CPU's cache), whole or in pieces.
 WINDOW = 1 << 20
 
 # Sections nvcc puts fatbins in; cuobjdump reads these (and only these).
@@ -49,10 +40,7 @@ _CONTAINER = struct.Struct("<IHHQ")
 
 
 class Entry(NamedTuple):
-    """One image in a container: what kind, which SM, which variant, which version.
-
-    A named tuple rather than a frozen dataclass: cuFFT alone has 24,000 of them, and a tuple is built
-    several times faster."""
+    """One image in a container (a named tuple: cuFFT alone has 24,000)."""
 
     kind: int
     sm: int
@@ -65,7 +53,6 @@ class Entry(NamedTuple):
 
     @property
     def label(self) -> str:
-        """sm_121a for SASS, compute_121f for PTX, lto_121 for LTO IR."""
         return image_label(self.kind, self.sm, self.flags)
 
     @property
@@ -79,15 +66,13 @@ _PREFIX = {KIND_ELF: "sm_", KIND_PTX: "compute_", KIND_LTO: "lto_"}
 
 
 def image_label(kind: int, sm: int, flags: int) -> str:
-    """The label of an image of that kind, SM and flags (see :attr:`Entry.label`)."""
+    """sm_121a for SASS, compute_121f for PTX, lto_121 for LTO IR."""
     variant = "a" if flags & FLAG_ARCH_SPECIFIC else "f" if flags & FLAG_FAMILY else ""
     return f"{_PREFIX.get(kind, f'kind{kind}_')}{sm}{variant}"
 
 
 @dataclass
 class Container:
-    """One fatbin container: where it is, and its entries in order."""
-
     section: str
     offset: int  # file offset of the container header
     size: int  # header + entries
@@ -95,49 +80,37 @@ class Container:
 
 
 def parse_container_header(head: bytes, offset: int) -> int:
-    """The entries' size of a container whose 16-byte header is ``head``; MalformedBinary if it is not one."""
-    magic, version, hsize, fat_size = _CONTAINER.unpack_from(head, 0)
-    if magic != 0xBA55ED50:
-        raise MalformedBinary("no fatbin magic", offset)
+    _magic, version, hsize, fat_size = _CONTAINER.unpack_from(head, 0)  # the caller checked the magic
     if version != 1 or hsize != CONTAINER_HEADER:
         raise MalformedBinary(f"fatbin container version {version} / header size {hsize} not understood", offset)
     return int(fat_size)
 
 
 def parse_entry(head: bytes, offset: int, container_end: int) -> Entry:
-    """One entry from its 64-byte fixed header; checks that it fits in its container."""
     kind, _ver, hsize, padded, _cs, _opt, minor, major, sm, _io, _il, flags = _ENTRY.unpack_from(head, 0)
     if hsize < ENTRY_HEADER or hsize > MAX_ENTRY_HEADER:
         raise MalformedBinary(f"fatbin entry header size {hsize} is impossible", offset + 4)
     if offset + hsize + padded > container_end:
-        raise MalformedBinary(
-            f"fatbin entry of {hsize}+{padded} bytes runs past its container (ends at {container_end:#x})", offset + 8
-        )
+        raise MalformedBinary(f"fatbin entry of {hsize}+{padded} bytes runs past its container "
+                              f"(ends at {container_end:#x})", offset + 8)
     return Entry(kind, sm, flags, hsize, padded, major, minor, offset)
 
 
 class RecordBudget:
-    """How many more containers and entries one binary may have (:data:`MAX_RECORDS`), shared by the
-    walks over its sections so that no file, however it is built, makes the walk loop for long."""
+    """Containers and entries one binary may still have, shared by its sections' walks."""
 
     def __init__(self, limit: int = MAX_RECORDS) -> None:
         self.left = limit
         self.limit = limit
 
     def spend(self, offset: int) -> None:
-        """Count one container or entry at ``offset``; MalformedBinary once the budget is used up."""
         self.left -= 1
         if self.left < 0:
             raise MalformedBinary(f"more than {self.limit} fatbin containers and entries; no real library has this many", offset)
 
 
 def walk_containers(src: ByteSource, start: int, size: int, section: str, budget: RecordBudget | None = None) -> list[Container]:
-    """Contiguous containers from ``start`` (a standard fatbin section), skipping zero padding.
-
-    Stops at the first bytes that are neither padding nor a container (raising MalformedBinary for a
-    container whose header or entries lie about sizes, or past ``budget``). Every step moves forward,
-    so it always ends; runs of zeros are skipped a block at a time.
-    """
+    """Contiguous containers from ``start`` (a standard fatbin section), skipping zero padding."""
     end = start + size
     if end > src.size:
         raise MalformedBinary(f"section {section} ({size} bytes at {start:#x}) runs past the end of the file", start)
@@ -161,14 +134,8 @@ def walk_containers(src: ByteSource, start: int, size: int, section: str, budget
     return out
 
 
-_ZEROS = bytes(ZERO_SKIP)
-
-
 def _skip_zeros(src: ByteSource, pos: int, end: int) -> int:
-    """The first 8-aligned step from ``pos`` (which starts 8 zero bytes) that is not 8 zero bytes.
-
-    Holes of a sparse file are skipped without reading them (``next_data``, where the source has it).
-    """
+    """The first 8-aligned step from ``pos`` that is not 8 zero bytes (sparse holes skipped unread)."""
     next_data = getattr(src, "next_data", None)
     while pos + 8 <= end:
         if next_data is not None:
@@ -178,10 +145,7 @@ def _skip_zeros(src: ByteSource, pos: int, end: int) -> int:
                 if pos + 8 > end:
                     break
         block = src.read_at(pos, min(ZERO_SKIP, end - pos))
-        if block == _ZEROS[: len(block)]:
-            zeros = len(block) // 8 * 8
-        else:
-            zeros = (len(block) - len(block.lstrip(b"\0"))) // 8 * 8
+        zeros = (len(block) - len(block.lstrip(b"\0"))) // 8 * 8
         pos += zeros
         if zeros < len(block) // 8 * 8 or zeros == 0:
             return pos
@@ -200,11 +164,7 @@ def _walk_entries(src: ByteSource, pos: int, cend: int, budget: RecordBudget) ->
 
 def scan_containers(src: ByteSource, start: int, size: int, section: str, chunk: int = WINDOW,
                     budget: RecordBudget | None = None) -> list[Container]:
-    """Containers anywhere in a section (``--deep-fatbin``): magic search, then validation of each hit.
-
-    Hits whose header or first entry does not validate are ignored (a magic can occur by chance);
-    MalformedBinary when the hits use up ``budget``.
-    """
+    """Containers anywhere in a section (``--deep-fatbin``); hits that do not validate are chance magics."""
     if start < 0 or size < 0 or start + size > src.size:
         raise MalformedBinary(f"section {section} ({size} bytes at {start:#x}) runs past the end of the file", start)
     found = _scan_window(src, start, start + size, section, budget or RecordBudget(), max(chunk, 64))
@@ -212,10 +172,7 @@ def scan_containers(src: ByteSource, start: int, size: int, section: str, chunk:
 
 
 class _Window:
-    """Forward reads of a source through one buffer of about ``size`` bytes (memory stays flat).
-
-    ``reach`` (``end`` unless given): the magic search and the windows it reads stop there (a piece of a
-    section, :func:`scan_piece`); headers are still read up to ``end``."""
+    """Forward reads through one buffer of about ``size`` bytes; the magic search stops at ``reach``."""
 
     def __init__(self, src: ByteSource, end: int, size: int = WINDOW, reach: int | None = None) -> None:
         self.src = src
@@ -226,13 +183,11 @@ class _Window:
         self.at = 0
 
     def load(self, pos: int, n: int) -> None:
-        """Make ``[pos, pos + n)`` available (the caller checked it is before ``end``)."""
         if not (self.at <= pos and pos + n <= self.at + len(self.data)):
             self.data = self.src.read_at(pos, max(n, min(self.size, self.reach - pos)))
             self.at = pos
 
     def find(self, pos: int) -> int:
-        """The next fatbin magic at or after ``pos`` (before ``reach``), or -1."""
         magic = len(MAGIC_V1)
         while pos + magic <= self.reach:
             if not (self.at <= pos and pos + magic <= self.at + len(self.data)):
@@ -254,13 +209,9 @@ class _Window:
 
 def _scan_window(src: ByteSource, start: int, end: int, section: str, budget: RecordBudget, size: int,
                  stop: int | None = None, misses: list[tuple[int, int, int, int]] | None = None) -> list[Container]:
-    """:class:`StreamScanner`'s search over ``[start, end)`` of a random-access source, one ``find`` per hit
-    over a window of ``size`` bytes: the same containers, except that after a hit that does not validate
-    the search resumes right after its magic even where a stream has already passed those bytes.
-
-    ``stop`` (:func:`scan_piece`): hits at or after it are not taken. ``misses``: receives ``(containers
-    before it, hit, records spent, where the search went on)`` for each hit that is not a container (on:
-    ``hit + 8``), and for a hit whose entry headers run past ``end`` (on: -1)."""
+    """:class:`StreamScanner`'s search over a random-access source (after a failed hit it resumes right after
+    the magic). Hits from ``stop`` on are not taken; ``misses`` gets (containers before, hit, records spent,
+    where the search went on: -1 when the entries run past ``end``) for each hit that is no container."""
     out: list[Container] = []
     stop = end if stop is None else min(stop, end)
     window = _Window(src, end, size, stop + len(MAGIC_V1) - 1)
@@ -303,8 +254,6 @@ def _scan_window(src: ByteSource, start: int, end: int, section: str, budget: Re
             misses.append((len(out), hit, mark - budget.left, pos))
 
 
-# ---- a section's search in pieces (worker processes share cuFFT's 265 MiB .ldata) -------------------------
-
 ImageKey = tuple[tuple[int, int, int, int, int], ...]
 
 
@@ -312,13 +261,11 @@ _IMAGE = itemgetter(0, 1, 2, 5, 6)  # an Entry's kind, sm, flags, major, minor
 
 
 def images(container: Container) -> ImageKey:
-    """What a binary's description reads of a container: its images' kind, SM, flags and version."""
     return tuple(map(_IMAGE, container.entries))
 
 
 def distinct_modules(containers: Iterable[Container]) -> list[Container]:
-    """The first container of each distinct list of :func:`images`, in order. A binary's description
-    (its labels, PTX versions, sections and :func:`binary_level`) is the same from these as from all."""
+    """The first container of each distinct list of :func:`images`: a binary's description is the same."""
     first: dict[tuple[str, ImageKey], Container] = {}
     for c in containers:
         first.setdefault((c.section, images(c)), c)
@@ -326,17 +273,13 @@ def distinct_modules(containers: Iterable[Container]) -> list[Container]:
 
 
 def _plausible(c: Container, end: int) -> bool:
-    """A magic hit that is a plausible container: first entry of a known kind, inside ``end``."""
     return c.offset + c.size <= end and not (c.entries and c.entries[0].kind not in KIND_NAMES) and not (
         c.size > CONTAINER_HEADER and not c.entries)
 
 
 class Piece(NamedTuple):
-    """What the search of one piece ``[start, stop)`` of a section found (:func:`scan_piece`), compact enough
-    to cross a pipe cheaply (cuFFT's ``.ldata`` has 24,000 containers). For each hit the search took, in
-    order: its offset, where the search went on after it (-1: the search ended there), the records spent up
-    to and with it, and which of ``modules`` it is (-1: no container, or one :func:`validate_scanned` drops).
-    ``nexts`` holds the container's end where the search goes on at the next multiple of 8 (:func:`_on`)."""
+    """The search of a piece ``[start, stop)`` of a section, compact for a pipe. Per hit taken: its offset,
+    its end (-1: the search ended), records spent so far, and its index in ``modules`` (-1: none)."""
 
     start: int
     stop: int
@@ -345,14 +288,12 @@ class Piece(NamedTuple):
     spent: array[int]
     kinds: array[int]
     modules: tuple[Container, ...]  # the first container of each distinct list of images
-    failed: bool  # the search raised (its record budget ran out, the file ended early)
+    failed: bool
 
 
 def scan_piece(src: ByteSource, start: int, stop: int, end: int, section: str, limit: int = MAX_RECORDS,
                window: int = WINDOW) -> Piece:
-    """The magic search of :func:`scan_containers` from ``start`` (8-aligned) over a section that ends at
-    ``end``, taking the hits before ``stop`` (containers may end past it), spending at most ``limit``
-    records; for :func:`search`, which joins consecutive pieces."""
+    """The search of :func:`scan_containers` from ``start``, taking the hits before ``stop``."""
     misses: list[tuple[int, int, int, int]] = []
     hits, nexts, spent, kinds = array("q"), array("q"), array("q"), array("q")
     try:
@@ -371,7 +312,6 @@ def scan_piece(src: ByteSource, start: int, stop: int, end: int, section: str, l
     spent.extend(accumulate([t[1] for t in taken]))
     nexts.extend([t[2] for t in taken])
     containers = [t[3] for t in taken]
-    # each container's images (the one image itself, for most), None for those validate_scanned drops
     keys = [None if c is None or not _plausible(c, end) else
             _IMAGE(c.entries[0]) if len(c.entries) == 1 else tuple(map(_IMAGE, c.entries)) for c in containers]
     index: dict[object, int] = {}
@@ -383,14 +323,8 @@ def scan_piece(src: ByteSource, start: int, stop: int, end: int, section: str, l
 
 def search(src: ByteSource, start: int, size: int, section: str, budget: RecordBudget | None = None,
            pieces: list[Piece | None] | None = None, taken: list[int] | None = None) -> list[Container]:
-    """What :func:`scan_containers` finds in a section, one container for each distinct list of
-    :func:`images`, in order of first appearance (:func:`distinct_modules`), spending the same records of
-    ``budget``.
-
-    ``pieces``: the searches of consecutive pieces of the section (:func:`scan_piece`, run in worker
-    processes), joined by :func:`_join`; None, or pieces that cannot give the answer (one missing or
-    failed, or over ``budget``): the section is searched here whole, so the containers, and an error with
-    its offset, are always those of the plain search. ``taken`` receives the containers' offsets (tests)."""
+    """:func:`distinct_modules` of :func:`scan_containers`, from ``pieces`` (searched by workers) where they
+    give the answer, else searched here whole; ``taken`` receives the containers' offsets (tests)."""
     if start < 0 or size < 0 or start + size > src.size:
         raise MalformedBinary(f"section {section} ({size} bytes at {start:#x}) runs past the end of the file", start)
     budget = budget or RecordBudget()
@@ -407,15 +341,10 @@ def search(src: ByteSource, start: int, size: int, section: str, budget: RecordB
 
 def _join(src: ByteSource, pieces: list[Piece | None], first: int, end: int, section: str, limit: int,
           taken: list[int] | None = None) -> tuple[list[Container], int] | None:
-    """The whole section's search from its pieces' searches: its distinct modules and the records it
-    spends (None: the pieces do not cover the section, one failed, or the search spends more than
-    ``limit`` records: then its steps here stop there too).
+    """The whole section's distinct modules and records spent from its pieces (None: they cannot say).
 
-    The whole search is at ``pos`` (no hit before it is left) when it reaches a piece. Where the piece's
-    own search also passed ``pos`` (it went on at or before ``pos`` and its next hit is at or after it),
-    both take the same hits from there on: the piece's are taken. Else ``pos`` lies inside a container the
-    piece took and the whole search did not (the previous piece's last container reaches in): the whole
-    search steps on here, hit by hit, until it meets the piece's search again (one container's length)."""
+    Where a piece's own search also passed ``pos``, both take the same hits from there on; else ``pos`` is
+    inside a container the previous piece reached into, and the search steps on here until they meet."""
     ready = [p for p in pieces if p is not None and not p.failed]
     if not pieces or len(ready) != len(pieces):
         return None
@@ -464,15 +393,13 @@ def _join(src: ByteSource, pieces: list[Piece | None], first: int, end: int, sec
 
 
 def _on(end: int) -> int:
-    """Where the search goes on after a hit that ends at ``end`` (-1: it ended there)."""
     return end + (-end) % 8 if end >= 0 else end
 
 
 def _step(src: ByteSource, pos: int, stop: int, end: int, section: str, limit: int,
           ) -> tuple[int, int, Container | None] | None:
-    """One hit of the plain search from ``pos``, before ``stop``: (where it goes on, -1 where it ends; the
-    records spent; the container, None where the hit is none or one :func:`validate_scanned` drops);
-    ``(stop, 0, None)`` when there is no hit before ``stop``; None when the hit spends more than ``limit``."""
+    """One hit of the plain search before ``stop``: (where it goes on, records spent, container or None);
+    None when it spends more than ``limit``."""
     window = _Window(src, end, 1 << 16, stop + len(MAGIC_V1) - 1)
     hit = window.find(pos)
     while hit >= 0 and hit % 8:
@@ -493,14 +420,8 @@ def _step(src: ByteSource, pos: int, stop: int, end: int, section: str, limit: i
 
 
 class StreamScanner:
-    """Finds and walks fatbin containers in bytes fed strictly in order (a forward-only stream).
-
-    ``feed(chunk, offset)`` with consecutive chunks; ``finish()`` returns the containers found, with
-    section ``""`` (the caller assigns sections once it has read the section table). Hits that do not
-    validate (a first entry of an unknown kind or an impossible header) are skipped and listed in
-    ``broken`` as (offset of the hit, message), as is a container that runs past the stream: the caller
-    reports only those inside a standard fatbin section, since elsewhere such a hit is simply not a fatbin.
-    """
+    """Finds fatbin containers in bytes fed in order; hits that do not validate go to ``broken``
+    (the caller reports only those inside a standard fatbin section)."""
 
     def __init__(self, budget: RecordBudget | None = None) -> None:
         self.budget = budget or RecordBudget()
@@ -514,15 +435,9 @@ class StreamScanner:
         self._cursor = 0  # next entry header inside the current container
 
     def feed(self, chunk: bytes | memoryview, offset: int) -> None:
-        """Consume ``chunk``, which starts at absolute ``offset`` (right after the previous one)."""
         if self.stopped:
             return
-        if self._carry:
-            data = self._carry + bytes(chunk)
-            base = self._carry_at
-        else:
-            data = bytes(chunk)
-            base = offset
+        data, base = (self._carry + bytes(chunk), self._carry_at) if self._carry else (bytes(chunk), offset)
         end = base + len(data)
         self._carry = b""
         while True:
@@ -542,8 +457,7 @@ class StreamScanner:
                     if first and entry.kind not in KIND_NAMES:
                         raise MalformedBinary(f"fatbin entry kind {entry.kind} is unknown", self._cursor)
                 except MalformedBinary as exc:
-                    # Not a container after all (a magic can occur by chance): search on. The caller
-                    # decides, once it knows the sections, whether a broken one was in a fatbin section.
+                    # Not a container after all (a magic can occur by chance): search on.
                     self.broken.append((self._current.offset, exc.message))
                     self._carry_at = self._current.offset + 8
                     self._current = None
@@ -587,10 +501,7 @@ class StreamScanner:
         return True
 
     def _keep(self, data: bytes, base: int, at: int, end: int) -> None:
-        if at < end:
-            self._carry = data[at - base :]
-        else:
-            self._carry = b""
+        self._carry = data[at - base :] if at < end else b""
         self._carry_at = at
 
     def _close(self) -> None:
@@ -602,7 +513,6 @@ class StreamScanner:
             self.containers.append(c)
 
     def finish(self) -> list[Container]:
-        """The containers found; one still open at the end of the stream is reported as broken."""
         if self._current is not None:
             at = self._current.offset
             self.broken.append((at, "fatbin container runs past the end of the file"))
@@ -611,5 +521,4 @@ class StreamScanner:
 
 
 def validate_scanned(containers: Iterable[Container], end: int) -> list[Container]:
-    """Drop magic hits that are not plausible containers (first entry of a known kind, inside ``end``)."""
     return [c for c in containers if _plausible(c, end)]

@@ -1,10 +1,5 @@
-"""What a fatbin's images mean on a target GPU: whether a binary's code runs there natively, through a
-compatible SASS of the same major, only as PTX compiled at load time, or not at all.
-
-A source records what a binary holds, target-free: the image labels of each distinct module
-(``Binary.modules``, :func:`binary_modules`); a check judges them against the profile's SM
-(:func:`modules_level`). ``Binary.sm121`` keeps the same words for the GB10 (:data:`GB10_SM`), a reading
-the JSON interface has always carried."""
+"""Whether a binary's GPU code runs on a target SM natively, through compatible SASS, only as PTX, or
+not at all. Sources record modules target-free (:func:`binary_modules`); checks judge them."""
 
 from __future__ import annotations
 
@@ -30,15 +25,13 @@ _VARIANT = FLAG_ARCH_SPECIFIC | FLAG_FAMILY
 
 
 def image_level(entry: Entry, target_sm: int) -> str:
-    """How one image runs on a GPU of SM ``target_sm`` (121 for GB10)."""
     return _image_level(entry.kind, entry.sm, entry.flags & _VARIANT, target_sm)
 
 
 @cache  # a library has tens of thousands of images of a handful of kinds
 def _image_level(kind: int, sm: int, variant: int, target_sm: int) -> str:
-    """Per research/fatbin.md §10.1. SASS: runs on the same major with an equal or higher minor (``a``
-    only on exactly its SM). PTX: the driver JIT-compiles plain PTX of any older or equal SM; ``f`` PTX
-    within its family; ``a`` PTX only on exactly its SM. LTO IR never runs as is."""
+    """Per research/fatbin.md §10.1: SASS runs on the same major, equal or higher minor (``a``: its SM only);
+    PTX JITs on any newer SM (``f``: within its family; ``a``: its SM only); LTO IR never runs as is."""
     same_family = sm // 10 == target_sm // 10 and sm % 10 <= target_sm % 10
     if kind == KIND_ELF:
         ok = sm == target_sm if variant & FLAG_ARCH_SPECIFIC else same_family
@@ -55,28 +48,18 @@ def _image_level(kind: int, sm: int, variant: int, target_sm: int) -> str:
 
 
 def container_level(entries: Iterable[Entry], target_sm: int) -> str | None:
-    """The best level over a module's images (None when it has no SASS or PTX at all)."""
     levels = [image_level(e, target_sm) for e in entries if e.kind in (KIND_ELF, KIND_PTX)]
     return max(levels, key=_LEVEL.__getitem__, default=None)
 
 
 def binary_level(containers: Sequence[Container], target_sm: int = GB10_SM) -> str | None:
-    """A binary's runnability on ``target_sm``, judged module by module (:func:`_modules`), in the terms
-    of the Binary.sm121 field: ``native`` / ``compatible`` when modules carry SASS that runs there (the
-    weaker of the two among those modules: torch has 474 modules with sm_120 SASS and one with sm_121a
-    SASS, so ``compatible``), ``ptx-jit`` when the only runnable images are PTX, ``none`` when no module
-    has an image that runs there. None: no SASS or PTX at all.
-
-    Modules with no runnable image, or only PTX, do not pull a SASS level down: libraries dispatch
-    kernels by device (cuBLASLt keeps sm_90a-only and sm_100a-only modules it never launches elsewhere,
-    cuFFT and cuSPARSELt keep PTX fallbacks next to SASS; with lazy loading an unused module is not even
-    loaded), so one such module proves nothing.
-    """
+    """A binary's runnability on ``target_sm``: the weakest SASS level among modules with runnable SASS, else
+    ``ptx-jit`` or ``none``. Modules without runnable SASS do not pull that down: libraries dispatch kernels
+    by device (cuBLASLt keeps sm_90a-only modules), so they prove nothing."""
     return combine_levels(container_level(entries, target_sm) for entries in _modules(containers))
 
 
 def combine_levels(levels: Iterable[str | None]) -> str | None:
-    """Module levels -> one level (see :func:`binary_level`); also used for the members of an archive."""
     known = [lv for lv in levels if lv is not None]
     if not known:
         return None
@@ -87,15 +70,12 @@ def combine_levels(levels: Iterable[str | None]) -> str | None:
 
 
 def distinct(labels: Iterable[str]) -> tuple[str, ...]:
-    """Labels in order of first appearance, each once."""
     return tuple(dict.fromkeys(labels))
 
 
 def _modules(containers: Sequence[Container]) -> Iterator[list[Entry]]:
-    """The modules the runtime registers: one per container, except that in ``-rdc`` builds the
-    device-linked cubins of ``.nv_fatbin`` and the relocatable PTX of ``__nv_relfatbin`` are one module
-    (the runtime JIT-links that PTX, research/fatbin.md §10.3). Only which kinds of module occur counts,
-    so single-image modules (cuFFT has 24,000) come once per kind of image."""
+    """The modules the runtime registers: one per container, but in ``-rdc`` builds the standard sections
+    are one module (research/fatbin.md §10.3); single-image modules come once per kind of image."""
     groups: Iterable[list[Entry]] = (c.entries for c in containers)
     if any(c.section == "__nv_relfatbin" for c in containers):
         rdc = [e for c in containers if c.section in STANDARD_SECTIONS for e in c.entries]
@@ -112,8 +92,7 @@ def _modules(containers: Sequence[Container]) -> Iterator[list[Entry]]:
 
 
 def binary_modules(containers: Sequence[Container]) -> tuple[str, ...]:
-    """What the binary's GPU code is, for any target: each distinct module's SASS and PTX image labels
-    (``"sm_120 sm_121a compute_120"``), once, in order of first appearance; modules with neither left out."""
+    """Each distinct module's SASS and PTX labels (``"sm_120 sm_121a compute_120"``), target-free."""
     found: dict[str, None] = {}
     for entries in _modules(containers):
         labels = sorted({image_label(e.kind, e.sm, e.flags) for e in entries if e.kind in (KIND_ELF, KIND_PTX)})
@@ -126,7 +105,7 @@ _LABEL = re.compile(r"(sm|compute)_(\d+)([af]?)")
 
 
 def modules_level(modules: Iterable[str], target_sm: int) -> str | None:
-    """:func:`binary_level` over recorded modules (:func:`binary_modules`): how the binary runs on ``target_sm``."""
+    """:func:`binary_level` over recorded modules (:func:`binary_modules`)."""
     levels: set[str | None] = set()
     for module in modules:
         entries = []

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
 
 @dataclass(frozen=True)
 class WheelName:
-    """What a wheel's filename says."""
-
     filename: str
     name: str
     version: str
@@ -26,8 +25,7 @@ def parse_wheel_name(text: str) -> WheelName | None:
     filename = unquote(path.rsplit("/", 1)[-1].split("#", 1)[0])
     if not filename.endswith(".whl"):
         return None
-    # imported here: packaging.utils brings packaging.tags (platform, logging, sysconfig), which a folder
-    # scan's checks need for nothing else
+    # imported here: packaging.utils brings packaging.tags, which a folder scan needs for nothing else
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
     try:
@@ -40,9 +38,5 @@ def parse_wheel_name(text: str) -> WheelName | None:
 
 
 def canonical(name: str) -> str:
-    """PEP 503 canonical project name: ``re.sub(r"[-_.]+", "-", name).lower()``, as
-    ``packaging.utils.canonicalize_name`` writes it (``tests/test_wheel_tags.py`` holds the two together)."""
-    value = name.lower().replace("_", "-").replace(".", "-")
-    while "--" in value:
-        value = value.replace("--", "-")
-    return value
+    """PEP 503 canonical project name, as ``packaging.utils.canonicalize_name`` writes it."""
+    return re.sub(r"[-_.]+", "-", name).lower()

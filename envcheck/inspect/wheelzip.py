@@ -1,15 +1,6 @@
-"""Zip (wheel) members read as streams: inflated chunk by chunk, never extracted to disk.
-
-Python's ``zipfile`` reads the central directory (names, sizes, offsets); this module streams a member's
-data itself so it can (a) stop inflating as soon as it has what it needs, (b) bound every member by its
-declared size and by what deflate can physically produce (a member "claiming 100 GB" from a few bytes
-is refused before any work), and (c) inflate several members at once on several cores (zlib releases
-the GIL while it inflates). ``isal`` (ISA-L) is used as a faster inflater when it is installed.
-
-:class:`StreamedElf` reads an ELF file from such a stream in (usually) one forward pass: it captures
-the header, the dynamic table and the section table as they go by, and walks fatbin containers with a
-:class:`envcheck.inspect.fatbin.StreamScanner`. What it missed (a string table it learned about too
-late) is fetched by a second, shorter pass that stops at the last byte it needs.
+"""Zip (wheel) members inflated as streams, never extracted: inflation stops once enough is read, and a
+member is bounded by its declared size and by what deflate can produce. :class:`StreamedElf` captures what
+an ELF reader needs in one forward pass; what it learned about too late is fetched by a shorter second pass.
 """
 
 from __future__ import annotations
@@ -21,7 +12,9 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
+from envcheck.inspect import elf
 from envcheck.inspect.elf import MalformedBinary
+from envcheck.inspect.fatbin import StreamScanner
 
 _zlib: ModuleType = zlib
 try:  # ISA-L inflates 2-3x faster than zlib where it is available
@@ -50,14 +43,12 @@ _ENTRY = struct.Struct("<4s4B4HL2L5H2L")
 
 
 class DirectoryTooLarge(zipfile.BadZipFile):
-    """A zip whose central directory is bigger than any real wheel's: refused before its entries are built."""
+    """A central directory bigger than any real wheel's (2 million entries would cost zipfile 4 GB)."""
 
 
 def check_directory(fh: Any, size: int) -> int:
-    """Refuse a zip whose central directory claims or holds more than :data:`MAX_ENTRIES` entries or
-    :data:`MAX_DIRECTORY_BYTES` bytes, before ``zipfile`` builds an object per entry (2 million entries cost
-    4 GB). The records are counted by walking their fixed headers, since the end record's count may lie.
-    Returns the number of entries; a zip too broken to find the directory in is left to ``zipfile``."""
+    """The number of entries, counted by walking their headers (the end record may lie); DirectoryTooLarge
+    beyond the limits. A zip too broken to find the directory in is left to ``zipfile`` (0)."""
     tail_size = min(size, _EOCD.size + 0xFFFF)
     fh.seek(size - tail_size)
     tail = fh.read(tail_size)
@@ -96,7 +87,6 @@ def check_directory(fh: Any, size: int) -> int:
 
 
 def data_offset(fh: Any, info: zipfile.ZipInfo) -> int:
-    """Offset of a member's data, from its local header."""
     if info.header_offset < 0:
         raise MemberError(f"local header offset {info.header_offset} is negative", 0, info.filename)
     fh.seek(info.header_offset)
@@ -110,24 +100,18 @@ def data_offset(fh: Any, info: zipfile.ZipInfo) -> int:
 
 
 def check_member(info: zipfile.ZipInfo, archive_size: int) -> None:
-    """Refuse members whose declared sizes are impossible, before reading anything."""
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         raise MemberError(f"compression method {info.compress_type} is not supported (only stored/deflate)", info.header_offset, info.filename)
     if info.compress_size > archive_size:
         raise MemberError(f"member claims {info.compress_size} compressed bytes in a {archive_size}-byte file", info.header_offset, info.filename)
     limit = info.compress_size if info.compress_type == zipfile.ZIP_STORED else info.compress_size * MAX_DEFLATE_RATIO + 1024
     if info.file_size > limit:
-        raise MemberError(
-            f"member claims {info.file_size} bytes from {info.compress_size} compressed bytes, which deflate cannot produce",
-            info.header_offset, info.filename,
-        )
+        raise MemberError(f"member claims {info.file_size} bytes from {info.compress_size} compressed bytes, "
+                          "which deflate cannot produce", info.header_offset, info.filename)
 
 
 def iter_member(path: str, info: zipfile.ZipInfo, stop_at: int | None = None, chunk: int = CHUNK_IN) -> Iterator[bytes]:
-    """The inflated bytes of ``info`` in order, stopping once ``stop_at`` bytes were produced.
-
-    Raises :class:`MemberError` when the member produces more or fewer bytes than it declares.
-    """
+    """The inflated bytes of ``info``, up to ``stop_at``; MemberError if it gives more or less."""
     want = info.file_size if stop_at is None else min(stop_at, info.file_size)
     with open(path, "rb") as fh:
         fh.seek(0, 2)
@@ -147,9 +131,8 @@ def iter_member(path: str, info: zipfile.ZipInfo, stop_at: int | None = None, ch
                             raise MemberError("member inflates past its declared size", produced, info.filename)
                         yield tail
                         continue
-                raise MemberError(
-                    f"member data ends after {produced} of its declared {info.file_size} bytes", produced, info.filename
-                )
+                raise MemberError(f"member data ends after {produced} of its declared {info.file_size} bytes",
+                                  produced, info.filename)
             raw = fh.read(min(chunk, remaining_in))
             if not raw:
                 raise MemberError("zip file ends inside the member's data", start + info.compress_size - remaining_in, info.filename)
@@ -160,7 +143,6 @@ def iter_member(path: str, info: zipfile.ZipInfo, stop_at: int | None = None, ch
                     out, data = data, b""
                 else:
                     try:
-                        # Bound what one call may produce, so a compression bomb cannot blow memory up.
                         out = inflater.decompress(data, chunk * 4)
                     except _INFLATE_ERRORS as exc:
                         raise MemberError(f"corrupt deflate data: {exc}", produced, info.filename) from None
@@ -173,7 +155,7 @@ def iter_member(path: str, info: zipfile.ZipInfo, stop_at: int | None = None, ch
 
 
 class _Pieces:
-    """A ByteSource over captured ranges of a stream; a read of anything not captured raises NotCaptured."""
+    """A ByteSource over captured ranges of a stream; reading anything else raises NotCaptured."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -190,7 +172,6 @@ class _Pieces:
 
 
 class NotCaptured(Exception):
-    """A read of bytes the stream did not keep: the caller asks for them in another pass."""
 
     def __init__(self, offset: int, size: int) -> None:
         super().__init__(offset, size)
@@ -199,14 +180,11 @@ class NotCaptured(Exception):
 
 
 class StreamedElf:
-    """Captures what an ELF reader needs from a forward-only stream, and scans fatbins on the way."""
 
     HEAD = 64 << 10
     TAIL = 1 << 20  # before the section table: where .shstrtab usually sits
 
     def __init__(self, size: int) -> None:
-        from envcheck.inspect.fatbin import StreamScanner
-
         self.size = size
         self.source = _Pieces(size)
         self.scanner = StreamScanner()
@@ -221,73 +199,55 @@ class StreamedElf:
         self._dynamic_at: int | None = None
 
     def _plan(self) -> None:
-        """After the head is in: also capture the section table, the bytes before it, and PT_DYNAMIC."""
-        from envcheck.inspect.elf import MAX_SECTION_TABLE, PT_DYNAMIC, parse_header, read_segments
-
+        """Also capture the section table, the bytes before it, and PT_DYNAMIC."""
         self._planned = True
         try:
-            hdr = parse_header(self.source.read_at(0, min(64, self.size)))
+            hdr = elf.parse_header(self.source.read_at(0, min(64, self.size)))
         except (MalformedBinary, NotCaptured):
             return
         if hdr.shoff and hdr.shoff < self.size:
             # A table bigger than any real one is refused by the reader: capture only its first entry.
             table = max(hdr.shnum, 1) * max(hdr.shentsize, 1)
-            end = min(self.size, hdr.shoff + (table if table <= MAX_SECTION_TABLE else max(hdr.shentsize, 64)))
-            self.wanted.append((max(0, hdr.shoff - self.TAIL), end))
+            table = table if table <= elf.MAX_SECTION_TABLE else max(hdr.shentsize, 64)
+            self.wanted.append((max(0, hdr.shoff - self.TAIL), min(self.size, hdr.shoff + table)))
         self._hdr = hdr
         try:
-            self._segments = read_segments(self.source, hdr)
+            self._segments = elf.read_segments(self.source, hdr)
         except (MalformedBinary, NotCaptured):
             return
         for seg in self._segments:
-            if seg.type == PT_DYNAMIC and 0 < seg.filesz < (1 << 20) and seg.offset + seg.filesz <= self.size:
-                self.wanted.append((seg.offset, seg.offset + seg.filesz))
+            end = seg.offset + seg.filesz
+            if seg.type == elf.PT_DYNAMIC and 0 < seg.filesz < (1 << 20) and end <= self.size:
+                self.wanted.append((seg.offset, end))
                 self._dynamic_at = seg.offset
 
     def _plan_strings(self) -> None:
-        """Once the dynamic table is in: capture its string table too if it is still ahead (patchelf'd files)."""
-        from envcheck.inspect.elf import (
-            DT_NEEDED,
-            DT_RPATH,
-            DT_RUNPATH,
-            DT_SONAME,
-            DT_STRSZ,
-            DT_STRTAB,
-            MAX_STRTAB,
-            parse_dynamic,
-            vaddr_to_offset,
-        )
-
+        """Capture the dynamic string table too if it is still ahead (patchelf'd files)."""
         assert self._dynamic_at is not None and self._hdr is not None
-        pairs = parse_dynamic(self.source.pieces[self._dynamic_at], self._hdr)
+        pairs = elf.parse_dynamic(self.source.pieces[self._dynamic_at], self._hdr)
         entries = dict(pairs)
         self._dynamic_at = None
-        names = [v for t, v in pairs if t in (DT_NEEDED, DT_SONAME, DT_RUNPATH, DT_RPATH)]
-        if DT_STRTAB not in entries or not names:
+        names = [v for t, v in pairs if t in (elf.DT_NEEDED, elf.DT_SONAME, elf.DT_RUNPATH, elf.DT_RPATH)]
+        if elf.DT_STRTAB not in entries or not names:
             return
-        at = vaddr_to_offset(entries[DT_STRTAB], [], self._segments)
-        # only as far as the reader reads (strings_at_once): the furthest name it needs, plus its text
-        size = min(entries.get(DT_STRSZ, 0), MAX_STRTAB, max(names) + 4096)
+        at = elf.vaddr_to_offset(entries[elf.DT_STRTAB], [], self._segments)
+        size = min(entries.get(elf.DT_STRSZ, 0), elf.MAX_STRTAB, max(names) + 4096)
         if at is not None and at >= self.bytes_seen and at + size <= self.size:
             self.wanted.append((at, at + size))
 
     def _ready_to_plan(self) -> bool:
-        """Whether the bytes seen so far hold the ELF header and the program headers."""
         early = self._early
         if len(early) >= self.HEAD or len(early) >= self.size:
             return True
         if len(early) < 64:
             return False
-        from envcheck.inspect.elf import parse_header
-
         try:
-            hdr = parse_header(bytes(early[:64]))
+            hdr = elf.parse_header(bytes(early[:64]))
         except MalformedBinary:
             return True
         return len(early) >= min(self.HEAD, hdr.phoff + hdr.phnum * hdr.phentsize)
 
     def feed(self, chunk: bytes, offset: int, scan: bool = True) -> None:
-        """Consume the next chunk of the stream (starting at ``offset``)."""
         end = offset + len(chunk)
         self.bytes_seen = end
         if scan:
@@ -297,7 +257,6 @@ class StreamedElf:
             if self._ready_to_plan():
                 self.source.pieces[0] = bytes(self._early)  # for planning; the head range completes below
                 self._plan()
-                # ranges that start in bytes already gone by: seed them from what was kept
                 for lo, hi in self.wanted:
                     if lo < offset and (lo, hi) not in self._captured:
                         self._buffers[(lo, hi)] = bytearray(self._early[lo : min(hi, offset)])
@@ -318,8 +277,7 @@ class StreamedElf:
             self._plan_strings()
 
     def want(self, offset: int, size: int) -> bool:
-        """Ask for a range in the next pass (clipped to the file); False when that range was already
-        asked for and captured, or lies outside the file: another pass would not help."""
+        """Ask for a range in the next pass; False when another pass would not help."""
         lo, hi = max(0, offset), min(self.size, offset + size)
         if lo >= hi or any(a <= lo and hi <= b for a, b in self._captured):
             return False
@@ -327,42 +285,29 @@ class StreamedElf:
         return True
 
     def pending_end(self) -> int:
-        """The furthest byte still wanted (0 when everything was captured)."""
-        ends = [hi for lo, hi in self.wanted if (lo, hi) not in self._captured]
-        return max(ends, default=0)
+        return max((hi for lo, hi in self.wanted if (lo, hi) not in self._captured), default=0)
 
     def restart(self) -> None:
-        """Prepare for another pass over the stream (buffers of incomplete ranges are dropped)."""
         self._buffers.clear()
 
 
 class ArStream:
-    """Walks an ``ar`` archive fed as a forward-only stream; each ELF member goes to a StreamedElf.
-
-    ``feed(chunk, offset)`` in order; ``finished()`` hands out (member name, StreamedElf, data offset) for
-    the members that ended. ``error`` is set (and the walk stops) on a bad member header.
-    """
+    """Walks an ``ar`` archive fed as a stream, each ELF member into a StreamedElf; ``error`` stops it."""
 
     def __init__(self) -> None:
         self._head = bytearray()
         self._magic_ok = False
         self._left = 0  # data bytes left in the current member
         self._pad = 0
-        self._member: StreamedElf | None = None
-        self._member_at = 0
-        self._name = ""
+        self._member: StreamedElf | None = None  # the rest of a member's state is set in _start_member
         self._longnames: bytearray | None = None
         self._names = b""
         self._done: list[tuple[str, StreamedElf, int]] = []
         self._data_at = 0  # offset of the current member's data in the archive
         self._headers = 0
-        self._size = 0
-        self._decided = False
-        self._pending = bytearray()
         self.error: str | None = None
 
     def feed(self, chunk: bytes, offset: int) -> None:
-        """Consume the next chunk."""
         view = memoryview(chunk)
         while view and self.error is None:
             if not self._magic_ok:
@@ -399,14 +344,12 @@ class ArStream:
                 self._end_member()
 
     def _start_member(self, head: bytes) -> None:
-        from envcheck.inspect.elf import MAX_AR_MEMBERS
-
         if head[58:60] != b"`\n":
             self.error = "bad ar member header"
             return
         self._headers += 1
-        if self._headers > MAX_AR_MEMBERS:
-            self.error = f"ar archive has more than {MAX_AR_MEMBERS} member headers"
+        if self._headers > elf.MAX_AR_MEMBERS:
+            self.error = f"ar archive has more than {elf.MAX_AR_MEMBERS} member headers"
             return
         raw = head[0:16].decode("latin-1").rstrip()
         try:
@@ -460,6 +403,5 @@ class ArStream:
         self._member = None
 
     def finished(self) -> list[tuple[str, StreamedElf, int]]:
-        """Members completed since the last call: (name, reader, offset of the member's data)."""
         out, self._done = self._done, []
         return out

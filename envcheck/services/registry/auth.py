@@ -1,10 +1,5 @@
-"""Registry credentials and the ``WWW-Authenticate`` challenge flow (Bearer tokens and Basic).
-
-Credentials come, in this order, from ``--username/--password-stdin``, then the Docker config
-(``$DOCKER_CONFIG/config.json`` or ``~/.docker/config.json``): ``credHelpers[host]``, ``credsStore``
-(both through the real ``docker-credential-<name> get`` protocol) and ``auths[host]``. Without any,
-token requests are anonymous, which is how public images on nvcr.io and Docker Hub are read.
-"""
+"""Registry credentials (the command line, then the Docker config as the Docker CLI reads it) and the
+``WWW-Authenticate`` challenge flow (Bearer tokens and Basic)."""
 
 from __future__ import annotations
 
@@ -41,14 +36,12 @@ class Credentials:
 
 @dataclass(frozen=True)
 class Challenge:
-    """One parsed ``WWW-Authenticate`` challenge: its scheme and parameters (realm, service, scope)."""
-
     scheme: str  # bearer | basic (lower case)
     params: dict[str, str] = field(default_factory=dict)
 
 
 def parse_challenge(header: str) -> Challenge | None:
-    """Parse the first challenge of a ``WWW-Authenticate`` header; None when it has no scheme."""
+    """The first challenge of a ``WWW-Authenticate`` header; None when it has no scheme."""
     header = header.strip()
     match = re.match(r"([A-Za-z][\w-]*)\s*", header)
     if not match:
@@ -68,20 +61,17 @@ def parse_challenge(header: str) -> Challenge | None:
 
 
 def docker_config_dir() -> Path:
-    """``$DOCKER_CONFIG`` or ``~/.docker``, as the Docker CLI resolves it."""
     folder = env("DOCKER_CONFIG")
     return Path(folder) if folder else Path.home() / ".docker"
 
 
 def _config_keys(registry: str) -> list[str]:
-    """Keys under which the Docker CLI may have stored credentials for ``registry``."""
     if registry in _HUB_ALIASES:
         return [HUB_CONFIG_KEY, "docker.io", "index.docker.io", "registry-1.docker.io"]
     return [registry, f"https://{registry}", f"http://{registry}", f"https://{registry}/v1/", f"https://{registry}/v2/"]
 
 
 def run_credential_helper(helper: str, server: str, timeout: float = 30) -> Credentials | None:
-    """Ask ``docker-credential-<helper> get`` for ``server``'s credentials (None: it has none)."""
     program = f"docker-credential-{helper}"
     try:
         done = subprocess.run([program, "get"], input=server, capture_output=True, text=True, timeout=timeout, check=False)
@@ -105,7 +95,6 @@ def run_credential_helper(helper: str, server: str, timeout: float = 30) -> Cred
 
 
 def credentials_from_docker_config(registry: str, config_dir: Path | None = None) -> Credentials | None:
-    """Credentials for ``registry`` from the Docker config, asking a credential helper where it says so."""
     path = (config_dir or docker_config_dir()) / "config.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -145,11 +134,8 @@ def credentials_from_docker_config(registry: str, config_dir: Path | None = None
 
 
 def token_url(challenge: Challenge, scope: str) -> str:
-    """The token endpoint URL for a Bearer challenge, asking for ``scope``.
-
-    nvcr.io sends a realm that already carries a ``scope`` (often ``pull,push``) and no ``service``;
-    the realm's own scope is replaced by the one we need, so anonymous pulls are not refused for push.
-    """
+    """The token URL for ``scope``: nvcr.io's realm carries its own scope (``pull,push``), replaced so that
+    anonymous pulls are not refused for push."""
     realm = challenge.params.get("realm", "")
     try:
         parts = urlsplit(realm)
@@ -168,15 +154,12 @@ def token_url(challenge: Challenge, scope: str) -> str:
 @dataclass
 class TokenCache:
     """Bearer tokens by (realm, service, scope) until shortly before they expire."""
-
     tokens: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict)
 
     def get(self, key: tuple[str, str, str]) -> str | None:
-        found = self.tokens.get(key)
-        if found and found[1] > time.monotonic():
-            return found[0]
-        return None
+        token, until = self.tokens.get(key, ("", 0.0))
+        return token if until > time.monotonic() else None
 
     def put(self, key: tuple[str, str, str], token: str, expires_in: float) -> None:
-        # Refresh 10 % early; the spec's default lifetime is 60 s when expires_in is missing.
+        # Refresh 10 % early.
         self.tokens[key] = (token, time.monotonic() + max(expires_in, 1) * 0.9)

@@ -1,11 +1,7 @@
 """A content-addressed cache: manifests and configs by digest, deep-scan results by layer digest.
 
-Lives under ``$ENVCHECK_CACHE_DIR`` or the user cache folder (``$XDG_CACHE_HOME/envcheck``,
-``~/.cache/envcheck``). Entries are immutable (the key is the digest of the content), written
-atomically, and re-verified on read, so a damaged entry is a cache miss, never a wrong answer.
-Concurrent writers (threads of one ``envcheck catalog``, shards of a fleet run on one cache folder) are
-safe: the last rename wins and every candidate is whole. :meth:`BlobCache.layer_lock` also lets a layer
-that several tags share be read once: whoever holds its lock scans it, the others then find its entry.
+Entries are immutable, written atomically (concurrent writers are safe: the last rename wins) and
+re-verified on read, so a damaged entry is a cache miss, never a wrong answer.
 """
 
 from __future__ import annotations
@@ -21,13 +17,15 @@ from typing import Any
 
 from envcheck.cache import FORMAT as SCANNER_FORMAT
 from envcheck.cache import cache_dir, read_entry, touch, write_atomically
+from envcheck.redaction import clean_value
+from envcheck.services.registry.layers import LayerScan
 
 MAX_BLOB_BYTES = 64 << 20  # the largest blob cached: an image config (client.MAX_CONFIG_BYTES)
-DEEP_FORMAT = 4  # bump when what a layer scan records changes (2: path-traversal problems, expansion limit; 3: RECORD files; 4: Binary.modules)
+DEEP_FORMAT = 4  # bump when what a layer scan records changes
 
 
 def _deep_kind() -> str:
-    """The cache folder for deep results: also keyed by the binary scanner's format, whose output they hold."""
+    """Also keyed by the binary scanner's format, whose output deep results hold."""
     return f"deep-v{DEEP_FORMAT}-b{SCANNER_FORMAT}"
 
 
@@ -41,13 +39,12 @@ class BlobCache:
 
     def _path(self, kind: str, digest: str) -> Path | None:
         algorithm, _, hexpart = digest.partition(":")
-        if algorithm not in ("sha256", "sha512") or not hexpart.isalnum():
+        if not self.enabled or algorithm not in ("sha256", "sha512") or not hexpart.isalnum():
             return None
         return self.root / kind / algorithm / hexpart
 
     def get_blob(self, digest: str) -> bytes | None:
-        """The cached bytes of ``digest``, or None (also when the stored bytes no longer match)."""
-        path = self._path("blobs", digest) if self.enabled else None
+        path = self._path("blobs", digest)
         if path is None:
             return None
         data = read_entry(path, MAX_BLOB_BYTES)
@@ -59,13 +56,12 @@ class BlobCache:
         return data
 
     def put_blob(self, digest: str, data: bytes) -> None:
-        path = self._path("blobs", digest) if self.enabled else None
+        path = self._path("blobs", digest)
         if path is not None:
             write_atomically(path, data)
 
     def get_deep(self, digest: str) -> dict[str, Any] | None:
-        """Cached deep-scan result of one layer, or None."""
-        path = self._path(_deep_kind(), digest) if self.enabled else None
+        path = self._path(_deep_kind(), digest)
         if path is None:
             return None
         raw = read_entry(path)
@@ -73,8 +69,6 @@ class BlobCache:
             data = json.loads(raw) if raw is not None else None
         except (ValueError, RecursionError):
             return None
-        from envcheck.services.registry.layers import LayerScan
-
         if not isinstance(data, dict) or data.get("layer") != digest or not all(k in data for k in LayerScan.CACHED):
             return None  # damaged or foreign: a miss, never a wrong answer
         self.hits += 1
@@ -83,25 +77,22 @@ class BlobCache:
 
     @contextlib.contextmanager
     def layer_lock(self, digest: str) -> Iterator[None]:
-        """Held while one layer is scanned: threads of this process and other envcheck processes on the same
-        cache folder wait here, then find the scan in the cache (ask :meth:`get_deep` again inside)."""
-        entry = self._path("locks", digest) if self.enabled else None
+        """Held while one layer is scanned, so that a layer several tags share is read once (threads and
+        processes wait here, then find the scan in the cache)."""
+        entry = self._path("locks", digest)
         if entry is None:
             yield
             return
-        # One of 256 lock files, by the digest's first byte: a fixed set, left in place (removing a lock file another
-        # process holds open lets a third take a new one; only `envcheck cache clean` does), at the price of a rare
-        # shared wait.
+        # One of 256 lock files, by the digest's first byte, left in place: removing a lock file another
+        # process holds open lets a third take a new one.
         path = entry.parent / entry.name[:2]
         with _thread_lock(str(path)), _file_lock(path):
             yield
 
     def put_deep(self, digest: str, result: dict[str, Any]) -> None:
-        path = self._path(_deep_kind(), digest) if self.enabled else None
+        path = self._path(_deep_kind(), digest)
         if path is not None:
-            from envcheck.redaction import clean_value
-
-            # What a layer scan could not read may quote a URL with credentials: never on disk (envcheck.redaction).
+            # What a layer scan could not read may quote a URL with credentials: never on disk.
             result = {**result, "problems": clean_value(result.get("problems", []), escape=False)}
             write_atomically(path, json.dumps({**result, "layer": digest}, sort_keys=True).encode())
 
@@ -112,8 +103,7 @@ _THREAD_LOCKS_GUARD = threading.Lock()
 
 @contextlib.contextmanager
 def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``path`` (created), held while the block runs; nothing where the cache
-    folder cannot hold a lock file or the platform has no ``fcntl`` (then layers may be read twice)."""
+    """An exclusive ``flock`` on ``path``; none where there can be none (then layers may be read twice)."""
     try:
         import fcntl
 

@@ -1,18 +1,8 @@
 """A small OCI distribution client: auth challenges, retries, manifest negotiation, verified blobs.
 
-HTTPS by default; plain HTTP only for loopback registries and hosts named with --insecure-registry
-(as dockerd does). Proxies come from the environment (``HTTPS_PROXY``, ``NO_PROXY``), as requests reads them.
-Every failure to talk to the registry is a :class:`ServiceError` (exit code 3) with a message that says
-what was asked, what came back and what to do.
-
-Bounds: a per-read timeout alone lets a server that sends a byte every few seconds (slow-loris) hold
-envcheck forever, so every request also has an overall deadline (``deadline``, from ``ENVCHECK_HTTP_TIMEOUT``
-or ``--http-timeout``): when it passes, a watchdog shuts the request's socket down. The same deadline
-bounds the retries of that request and the waits between them (a ``Retry-After`` that would pass it ends
-the request at once). A layer stream gets one more second per MiB of its size. Every body read whole
-(manifests, configs, tokens, error answers, redirect answers) has a size limit counted on the decoded
-bytes, so a small gzip answer cannot inflate into memory. Redirects are followed (registries send blobs to storage hosts) at
-most :data:`MAX_REDIRECTS` times; requests drops the Authorization header when a redirect leaves the host.
+HTTPS unless loopback or --insecure-registry (as dockerd). A per-read timeout alone lets a slow-loris server
+hold envcheck forever, so each request and its retries share an overall deadline enforced by a watchdog; every
+body read whole has a size limit counted after decoding, so a small gzip answer cannot inflate into memory.
 """
 
 from __future__ import annotations
@@ -63,11 +53,8 @@ def sha256_digest(data: bytes) -> str:
 
 
 def media_type_of(body: Any, header: str | None) -> str:
-    """The manifest's media type: its own ``mediaType`` field, else a known Content-Type, else its shape.
-
-    The document is covered by its digest and the header is not: a proxy or a misconfigured registry
-    that labels a manifest ``text/html`` or an index as a manifest must not change how it is read.
-    """
+    """Its own ``mediaType``, else a known Content-Type, else its shape: the digest covers the document,
+    not the header, so a proxy's wrong Content-Type must not change how it is read."""
     header = (header or "").split(";", 1)[0].strip()
     declared = body.get("mediaType") if isinstance(body, dict) else None
     if isinstance(declared, str) and declared in (*INDEX_TYPES, *MANIFEST_TYPES, *DOCKER_SCHEMA1):
@@ -128,23 +115,17 @@ class RegistryClient:
             # A proxy from HTTPS_PROXY cannot reach this machine's loopback; never send loopback traffic to it.
             self.session.trust_env = False
         self._auth_header: str | None = None
-        self._challenge: Challenge | None = None
         insecure = set(self.insecure)
         plain = self.ref.is_loopback or self.ref.registry in insecure or self.ref.hostname in insecure
         self.base = f"{'http' if plain else 'https'}://{self.ref.api_host}/v2/"
 
-    # -- transport -------------------------------------------------------------------------------
     @property
     def scope(self) -> str:
         return f"repository:{self.ref.repository}:pull"
 
     def _sleep_before_retry(self, attempt: int, response: requests.Response | None, until: float, budget: float,
                             what: str, host: str) -> None:
-        """Wait before the next attempt: Retry-After when the answer has one, else exponential backoff.
-
-        The wait never passes ``until`` (the request's overall deadline): a registry that asks for a
-        longer wait ends the request now, with a message that says so, instead of holding envcheck.
-        """
+        """Retry-After or exponential backoff, never past ``until``: a longer wait ends the request."""
         wait = self.backoff * (2**attempt)
         header = response.headers.get("Retry-After") if response is not None else None
         asked = False
@@ -175,14 +156,8 @@ class RegistryClient:
     def _send(self, method: str, url: str, what: str, headers: dict[str, str] | None = None,
               auth: tuple[str, str] | None = None, data: dict[str, str] | None = None,
               extra_seconds: float = 0.0, until: float | None = None) -> requests.Response:
-        """One request with retries on 429/5xx (honouring Retry-After) and on transient network errors.
-
-        The response is streamed: its body is read later, with a size limit, by the caller. All attempts
-        and the waits between them share one deadline (``until``, a ``time.monotonic()`` value; by default
-        ``deadline + extra_seconds`` from now); each attempt runs under a :class:`Deadline` for what is
-        left of it, carried as ``envcheck_watchdog`` until its body has been read. A passed deadline is
-        not retried: the deadline is the user's bound on the wait.
-        """
+        """One streamed request, retried on 429/5xx and network errors; all attempts share the deadline
+        ``until``, and a passed deadline is not retried (it is the user's bound on the wait)."""
         budget = self.deadline + extra_seconds
         until = until if until is not None else time.monotonic() + budget
         attempt = 0
@@ -197,19 +172,22 @@ class RegistryClient:
                 with watchdog.current():
                     response = self.session.request(method, url, headers=headers, stream=True, timeout=self.timeout,
                                                     auth=auth, data=data, allow_redirects=True)
-            except requests.exceptions.SSLError as exc:
+            except (requests.RequestException, ValueError) as exc:  # ValueError: a bad redirect Location, ...
                 watchdog.cancel()
-                raise ServiceError(f"TLS error talking to {host} for {what}: {_short(exc)}. If this registry "
-                                   f"serves plain HTTP, name it with --insecure-registry {self.ref.registry}; if it "
-                                   "uses a private certificate authority, name its certificate with REQUESTS_CA_BUNDLE") from None
-            except requests.TooManyRedirects:
-                watchdog.cancel()
-                raise ServiceError(f"{host} redirected the request for {what} more than {self.session.max_redirects} "
-                                   "times (a redirect loop); the registry or a proxy in between is misconfigured") from None
-            except (requests.ConnectionError, requests.Timeout) as exc:
-                watchdog.cancel()
+                if isinstance(exc, requests.exceptions.SSLError):
+                    raise ServiceError(f"TLS error talking to {host} for {what}: {_short(exc)}. If this "
+                                       "registry serves plain HTTP, name it with --insecure-registry "
+                                       f"{self.ref.registry}; if it uses a private certificate authority, "
+                                       "name its certificate with REQUESTS_CA_BUNDLE") from None
+                if isinstance(exc, requests.TooManyRedirects):
+                    raise ServiceError(f"{host} redirected the request for {what} more than "
+                                       f"{self.session.max_redirects} times (a redirect loop); the registry "
+                                       "or a proxy in between is misconfigured") from None
                 if watchdog.fired:
                     raise _deadline_error(f"{host} did not finish answering the request for {what}", budget) from None
+                if not isinstance(exc, (requests.ConnectionError, requests.Timeout)):
+                    raise ServiceError(f"{host} sent an answer for {what} that could not be used: "
+                                       f"{type(exc).__name__}: {_short(exc)}") from None
                 if attempt >= min(self.retries, 2):
                     reason = "timed out" if isinstance(exc, requests.Timeout) else "connection failed"
                     raise ServiceError(f"{host} could not be reached ({reason}) while fetching {what}: "
@@ -217,12 +195,6 @@ class RegistryClient:
                 self._sleep_before_retry(attempt, None, until, budget, what, host)
                 attempt += 1
                 continue
-            except (requests.RequestException, ValueError) as exc:  # a bad redirect Location or realm host, a broken chunked answer, ...
-                watchdog.cancel()
-                if watchdog.fired:
-                    raise _deadline_error(f"{host} did not finish answering the request for {what}", budget) from None
-                raise ServiceError(f"{host} sent an answer for {what} that could not be used: "
-                                   f"{type(exc).__name__}: {_short(exc)}") from None
             if response.status_code in RETRY_STATUSES and attempt < self.retries:
                 watchdog.cancel()
                 response.close()
@@ -242,31 +214,27 @@ class RegistryClient:
                                    f"envcheck cannot read ({header[:120]!r}); the registry or a proxy in between is "
                                    "misconfigured")
             return False
-        self._challenge = challenge
         creds = self.credentials
         if challenge.scheme == "basic":
             if creds is None or not (creds.username or creds.password):
                 raise ServiceError(f"{self.ref.registry} requires a login for {what} (Basic auth) and no credentials were "
                                    "found: run `docker login`, or pass --username and --password-stdin")
             header = creds.basic_header()
-            if header == self._auth_header:
-                return False
-            self._auth_header = header
-            return True
-        if challenge.scheme != "bearer":
+        elif challenge.scheme != "bearer":
             raise ServiceError(f"{self.ref.registry} asked for unsupported authentication scheme {challenge.scheme!r} "
                                f"(HTTP 401 for {what}); envcheck speaks Bearer and Basic, as docker pull does")
-        key = (challenge.params.get("realm", ""), challenge.params.get("service", ""), self.scope)
-        token = self.tokens.get(key)
-        if token is None or f"Bearer {token}" == self._auth_header:
-            token = self._fetch_token(challenge, until)
-        header = f"Bearer {token}"
+        else:
+            key = (challenge.params.get("realm", ""), challenge.params.get("service", ""), self.scope)
+            token = self.tokens.get(key)
+            if token is None or f"Bearer {token}" == self._auth_header:
+                token = self._fetch_token(challenge, key, until)
+            header = f"Bearer {token}"
         if header == self._auth_header:
             return False
         self._auth_header = header
         return True
 
-    def _fetch_token(self, challenge: Challenge, until: float) -> str:
+    def _fetch_token(self, challenge: Challenge, key: tuple[str, str, str], until: float) -> str:
         try:
             url = token_url(challenge, self.scope)
         except ServiceError as exc:
@@ -298,29 +266,19 @@ class RegistryClient:
             except (ValueError, AttributeError, TypeError, UnicodeDecodeError, RecursionError, OverflowError):
                 raise ServiceError(f"the token server of {self.ref.registry} did not answer with the JSON of a token") from None
         finally:
-            _finish(response)
-            response.close()
+            _close(response)
         if not isinstance(token, str) or not token:
             raise ServiceError(f"the token server of {self.ref.registry} answered without a token")
         if len(token) > MAX_TOKEN_CHARS or not _TOKEN_TEXT.fullmatch(token):
             # it goes into an Authorization header: a newline or a megabyte there fails every later request
             raise ServiceError(f"the token server of {self.ref.registry} answered with a token that cannot be sent back "
                                f"({len(token):,} characters; a token is at most {MAX_TOKEN_CHARS:,} printable ASCII characters)")
-        if expires != expires:  # NaN
-            expires = 60.0
-        key = (challenge.params.get("realm", ""), challenge.params.get("service", ""), self.scope)
-        self.tokens.put(key, token, expires)
+        self.tokens.put(key, token, 60.0 if expires != expires else expires)  # NaN: the default
         return token
 
     def _refuse_downgrade(self, realm: str) -> None:
-        """Refuse a plain-HTTP token server named by an HTTPS registry (loopback excepted).
-
-        The token request carries the registry credentials (as Basic auth, or a refresh token) and its
-        answer is the token every later request presents; over plain HTTP both travel in clear text,
-        so a 401 naming an ``http://`` realm would undo the registry's TLS. The credentials do go to a
-        token server on another host, as docker does (Docker Hub's is auth.docker.io), but only over
-        HTTPS, or over loopback, which never leaves the machine.
-        """
+        """Refuse a plain-HTTP token realm named by an HTTPS registry (loopback excepted): credentials and
+        tokens would travel in clear text, undoing the registry's TLS."""
         parts = urlsplit(realm)
         if self.base.startswith("https://") and parts.scheme == "http" and not is_loopback_host(parts.hostname or ""):
             raise ServiceError(f"{self.ref.registry} is reached over HTTPS but its 401 challenge names a plain-HTTP token "
@@ -330,11 +288,7 @@ class RegistryClient:
 
     def get(self, path: str, what: str, headers: dict[str, str] | None = None, extra_seconds: float = 0.0,
             until: float | None = None) -> requests.Response:
-        """GET ``/v2/<path>`` with authentication; raise ServiceError on any answer but 2xx.
-
-        The answer is streamed (read its body with a limit). The request, its retries and the token
-        requests it needs share one deadline: ``until``, else ``deadline + extra_seconds`` from now.
-        """
+        """GET ``/v2/<path>`` streamed, with authentication; ServiceError on any answer but 2xx."""
         url = self.base + path
         until = until if until is not None else time.monotonic() + self.deadline + extra_seconds
         for _ in range(3):
@@ -345,14 +299,11 @@ class RegistryClient:
             try:
                 again = response.status_code == 401 and self._authorize(response, what, until)
             except BaseException:
-                _finish(response)
-                response.close()
+                _close(response)
                 raise
-            if again:
-                _finish(response)
-                response.close()
-                continue
-            break
+            if not again:
+                break
+            _close(response)
         if response.status_code < 300:
             return response
         self._raise_for(response, what)
@@ -361,8 +312,7 @@ class RegistryClient:
     def _raise_for(self, response: requests.Response, what: str) -> None:
         status = response.status_code
         detail = _error_detail(response)
-        _finish(response)
-        response.close()
+        _close(response)
         where = f"{self.ref.registry}/{self.ref.repository}"
         if status == 401:
             anonymous = self.credentials is None or not (self.credentials.username or self.credentials.identity_token)
@@ -380,7 +330,6 @@ class RegistryClient:
             raise ServiceError(f"{where}: still rate-limited (HTTP 429) after {self.retries} retries for {what}; try later")
         raise ServiceError(f"{where}: the registry answered HTTP {status} for {what}{detail}")
 
-    # -- manifests and blobs ---------------------------------------------------------------------
     def manifest(self, reference: str | None = None) -> Manifest:
         """Fetch the manifest or index at ``reference`` (tag or digest), accepting every media type."""
         reference = reference or self.ref.reference
@@ -399,27 +348,28 @@ class RegistryClient:
                     continue
                 raise
         content_type = response.headers.get("Content-Type")
-        header_digest = response.headers.get("Docker-Content-Digest")
+        header_digest = response.headers.get("Docker-Content-Digest") or ""
         digest = sha256_digest(raw)
-        expected = reference if reference.startswith("sha256:") else (header_digest if (header_digest or "").startswith("sha256:") else None)
-        if expected and expected != digest:
-            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} has digest {digest}, expected {expected}: "
+        expected = reference if reference.startswith("sha256:") else header_digest
+        where = f"{self.ref.registry}/{self.ref.repository}: {what}"
+        if expected.startswith("sha256:") and expected != digest:
+            raise ServiceError(f"{where} has digest {digest}, expected {expected}: "
                                "the content was altered in transit or by the registry")
         try:
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is not JSON ({exc}; Content-Type "
-                               f"{content_type or 'none'}); the registry or a proxy in between sent something else") from None
+            raise ServiceError(f"{where} is not JSON ({exc}; Content-Type {content_type or 'none'}); the "
+                               "registry or a proxy in between sent something else") from None
         if not isinstance(body, dict):
-            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is JSON but not an object")
+            raise ServiceError(f"{where} is JSON but not an object")
         media_type = media_type_of(body, content_type)
         if media_type not in (*INDEX_TYPES, *MANIFEST_TYPES, *DOCKER_SCHEMA1):
-            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is JSON but neither an image manifest "
-                               f"nor an index (media type {media_type[:80]!r}, Content-Type {content_type or 'none'}); "
-                               "the registry or a proxy in between sent something else")
+            raise ServiceError(f"{where} is JSON but neither an image manifest nor an index (media type "
+                               f"{media_type[:80]!r}, Content-Type {content_type or 'none'}); the registry "
+                               "or a proxy in between sent something else")
         if media_type in DOCKER_SCHEMA1:
-            raise ServiceError(f"{self.ref.registry}/{self.ref.repository}: {what} is a legacy schema 1 manifest, which "
-                               "carries no image config; envcheck reads schema 2 and OCI images only")
+            raise ServiceError(f"{where} is a legacy schema 1 manifest, which carries no image config; "
+                               "envcheck reads schema 2 and OCI images only")
         return Manifest(raw=raw, body=body, media_type=media_type, digest=digest)
 
     def blob(self, digest: str, limit: int = MAX_CONFIG_BYTES, what: str = "") -> bytes:
@@ -430,25 +380,16 @@ class RegistryClient:
         return data
 
     def open_blob(self, digest: str, what: str = "", size: int | None = None) -> VerifiedStream:
-        """A streaming reader over a blob that checks the digest (and size) once it reaches the end.
-
-        ``size`` (from the manifest) extends the request's deadline by LAYER_SECONDS_PER_MIB per MiB.
-        """
+        """A streaming reader over a blob that checks the digest (and size) once it reaches the end."""
         what = what or f"blob {digest[:19]}"
         extra = (size or 0) / (1 << 20) * LAYER_SECONDS_PER_MIB
         response = self.get(f"{self.ref.repository}/blobs/{digest}", what, extra_seconds=extra)
         where = f"{self.ref.registry}/{self.ref.repository} {what}"
         reader = _ResponseReader(response, where)
-
-        def close() -> None:
-            reader.finish()
-            response.close()
-
-        return VerifiedStream(reader, digest, where, size=size, on_close=close)
+        return VerifiedStream(reader, digest, where, size=size, on_close=lambda: _close(response))
 
     def _document(self, path: str, what: str, limit: int, headers: dict[str, str] | None = None) -> tuple[bytes, requests.Response]:
-        """GET a small document (manifest, config) whole; a stream broken midway is asked for again
-        (as often as a failed connection is), since nothing of it has been used yet."""
+        """GET a small document whole; a stream broken midway is asked for again (nothing of it was used)."""
         attempt = 0
         until = time.monotonic() + self.deadline
         while True:
@@ -466,7 +407,6 @@ class RegistryClient:
 
 
 def _hasher(digest: str, what: str) -> tuple[Any, str]:
-    """A fresh hash of ``digest``'s algorithm and the hex value it names."""
     algorithm, _, expected = digest.partition(":")
     if algorithm not in ("sha256", "sha512"):
         raise ServiceError(f"{what}: unsupported digest algorithm {algorithm!r}")
@@ -486,11 +426,7 @@ class _BrokenStream(ServiceError):
 
 
 class _ResponseReader:
-    """``read(n)`` over a streamed response body, turning a cut connection into a ServiceError.
-
-    ``what`` names the registry and the object, for messages. A body still unread when the request's
-    deadline passes ends in a ServiceError that says so (see :mod:`envcheck.services.http_deadline`).
-    """
+    """``read(n)`` over a streamed body; a cut connection or a passed deadline is a ServiceError."""
 
     def __init__(self, response: requests.Response, what: str) -> None:
         self._raw = response.raw
@@ -581,8 +517,7 @@ class VerifiedStream:
 
 
 def _read_limited(response: requests.Response, limit: int, what: str) -> bytes:
-    """The whole body of ``response``, decoded as its Content-Encoding says, and at most ``limit`` bytes
-    after decoding (a ServiceError beyond): a 1 MiB gzip answer that inflates to 1 GiB stops at the limit."""
+    """The whole body, decoded, at most ``limit`` bytes after decoding (a gzip bomb stops at the limit)."""
     reader = _ResponseReader(response, what)
     decoder = _decoder(response.headers.get("Content-Encoding", ""), what)
     out = bytearray()
@@ -614,7 +549,6 @@ def _read_limited(response: requests.Response, limit: int, what: str) -> bytes:
 
 
 def _decoder(encoding: str, what: str) -> Any:
-    """A zlib decompressor for a ``Content-Encoding`` (gzip or deflate), None for none."""
     encoding = encoding.strip().lower()
     if encoding in ("", "identity"):
         return None
@@ -629,10 +563,14 @@ def _size(limit: int) -> str:
 
 
 def _finish(response: requests.Response) -> None:
-    """Cancel the deadline of a response whose body is no longer wanted."""
     watchdog: Deadline | None = getattr(response, "envcheck_watchdog", None)
     if watchdog is not None:
         watchdog.cancel()
+
+
+def _close(response: requests.Response) -> None:
+    _finish(response)
+    response.close()
 
 
 def _deadline_error(subject: str, seconds: float) -> ServiceError:
@@ -641,7 +579,6 @@ def _deadline_error(subject: str, seconds: float) -> ServiceError:
 
 
 def _host_port(parts: Any) -> str:
-    """``host[:port]`` of a split URL, without any user name or password it carries."""
     host = parts.hostname or ""
     host = f"[{host}]" if ":" in host else host
     try:
@@ -651,21 +588,15 @@ def _host_port(parts: Any) -> str:
 
 
 def _host_of(url: str) -> str:
-    """``host[:port]`` of ``url``, for messages (the registry, or its token server when that is elsewhere)."""
     return url.split("://", 1)[-1].split("/", 1)[0]
 
 
 def _error_detail(response: requests.Response) -> str:
-    """The registry's error code and message from an error body, as ': CODE message'.
-
-    Best effort: a body that is too big, broken, compressed oddly or not JSON only loses the detail,
-    never turns the registry's answer into another error.
-    """
+    """': CODE message' from an error body; best effort, a bad body only loses the detail."""
     try:
         body = json.loads(_read_limited(response, MAX_ERROR_BYTES, "an error answer"))
-        errors = body.get("errors") or []
-        if errors and isinstance(errors[0], dict):
-            first = errors[0]
+        first = (body.get("errors") or [None])[0]
+        if isinstance(first, dict):
             return f": {str(first.get('code', ''))[:80]} {str(first.get('message', ''))[:300]}".rstrip()
     except (ServiceError, ValueError, AttributeError, UnicodeDecodeError):
         pass
@@ -673,8 +604,7 @@ def _error_detail(response: requests.Response) -> str:
 
 
 def _bound_redirect_body(response: requests.Response, **_: Any) -> requests.Response:
-    """A ``response`` hook: requests reads a redirect's whole body (decoded) before following it; read at
-    most MAX_ERROR_BYTES of it here, raw, and close the connection when there is more."""
+    """A hook: requests reads a redirect's whole body before following it; read at most MAX_ERROR_BYTES."""
     if response.is_redirect:
         try:
             response.raw.read(MAX_ERROR_BYTES, decode_content=False)

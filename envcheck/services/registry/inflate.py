@@ -1,16 +1,8 @@
-"""A layer's uncompressed bytes, decompressed in a background thread while the caller walks the tar.
+"""A layer's uncompressed bytes, decompressed in background threads while the caller walks the tar.
 
-:func:`open_layer_stream` looks at a layer's first bytes (gzip, zstd or a plain tar) and returns a
-:class:`LayerStream`: a forward-only file whose bytes a worker thread reads from the source (a verifying
-stream hashes them there), decompresses and hands over in chunks through a short queue. The decompressors
-release the GIL, so inflating overlaps the tar walk and the ELF reads in the caller's thread; the queue's
-depth bounds the memory in flight. Seeking forward drops whole chunks without copying them: members the
-scan does not read cost only their decompression.
-
-gzip goes through ISA-L (``isal``, a dependency with wheels for every platform envcheck supports; it
-inflates about twice as fast as zlib: see ``benchmarks/bench_deep.py``), else the standard zlib. zstd goes
-through ``zstandard``'s streaming reader. Every decompressor call is bounded to one chunk of output, so a
-bomb never holds more than the queue, and ``limit`` stops the stream once it has inflated that many bytes.
+The decompressors release the GIL, so inflating overlaps the tar walk; a short queue bounds the memory in
+flight, and each decompressor call is bounded to one chunk, so a bomb never holds more than the queue.
+gzip goes through ISA-L where it loads (about twice zlib's speed: ``benchmarks/bench_deep.py``).
 """
 
 from __future__ import annotations
@@ -34,8 +26,6 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 class Readable(Protocol):
-    """Anything with ``read(n)``: a response body, a member of an outer tar, a verifying wrapper."""
-
     def read(self, size: int = -1, /) -> bytes: ...
 
 
@@ -45,7 +35,7 @@ class DecompressionError(Exception):
 
 @functools.cache
 def gzip_library() -> tuple[ModuleType, str, tuple[type[BaseException], ...]]:
-    """(module with zlib's ``decompressobj``, its name, the errors it raises); imported at the first gzip layer."""
+    """(module with zlib's ``decompressobj``, its name, the errors it raises)."""
     try:
         from isal import isal_zlib
     except ImportError:  # isal is a dependency; zlib is the fallback where it cannot load
@@ -55,19 +45,13 @@ def gzip_library() -> tuple[ModuleType, str, tuple[type[BaseException], ...]]:
 
 class _End:
     """The worker's last item: the end of the stream, or the exception that ended it."""
-
     def __init__(self, failure: BaseException | None = None) -> None:
         self.failure = failure
 
 
 class LayerStream:
-    """The uncompressed bytes of one layer as a forward-only file (``read``, ``tell``, forward ``seek``).
-
-    Use it as a context manager (or call :meth:`close`): closing stops and joins the worker, after which
-    the source may be read again by the caller (to drain and verify it). An error the worker met is raised
-    by the read that reaches it: :class:`DecompressionError` for bad data, the source's own exception
-    (a digest mismatch, a deadline) as it was raised.
-    """
+    """The uncompressed bytes of one layer as a forward-only file; closing joins the workers, freeing the
+    source. A worker's error is raised by the read that reaches it."""
 
     def __init__(self, source: Readable, head: bytes, *, limit: int | None = None) -> None:
         self._source = source
@@ -86,14 +70,11 @@ class LayerStream:
         self._offset = 0  # read position inside self._chunk
         self._position = 0  # bytes handed out or skipped so far
         self._ended: _End | None = None
-        # Two workers: one reads (and so hashes) the source, one decompresses; hashing and inflating then
-        # overlap too, and the caller's thread is left the tar walk and the ELF reads.
+        # One worker reads (and so hashes) the source, one decompresses: hashing and inflating overlap too.
         self._workers = [threading.Thread(target=self._read_source, name="envcheck-layer-read", daemon=True),
                          threading.Thread(target=self._produce, name="envcheck-inflate", daemon=True)]
         for worker in self._workers:
             worker.start()
-
-    # ---- the worker thread ----
 
     def _produce(self) -> None:
         produced = 0
@@ -156,7 +137,8 @@ class LayerStream:
 
     def _gunzip(self) -> Iterator[bytes]:
         module, _, errors = gzip_library()
-        inflater: Any = module.decompressobj(16 + zlib.MAX_WBITS)
+        fresh_inflater = functools.partial(module.decompressobj, 16 + zlib.MAX_WBITS)
+        inflater: Any = fresh_inflater()
         member = 1
         fresh = True  # the current inflater has seen no input yet
         trailing = False  # past the last gzip member: the rest is read (and hashed) but not inflated
@@ -174,19 +156,18 @@ class LayerStream:
                     yield out
                 if inflater.eof:  # another member may follow (multi-member gzip, as pigz and `cat` write)
                     data = inflater.unused_data
-                    inflater, member, fresh = module.decompressobj(16 + zlib.MAX_WBITS), member + 1, True
+                    inflater, member, fresh = fresh_inflater(), member + 1, True
                     continue
                 data = inflater.unconsumed_tail
                 if not data and len(out) == CHUNK:
                     yield from self._held_output(inflater, member, errors)
                     if inflater.eof:
-                        inflater, member, fresh = module.decompressobj(16 + zlib.MAX_WBITS), member + 1, True
+                        inflater, member, fresh = fresh_inflater(), member + 1, True
         if not fresh:
             raise DecompressionError(f"the gzip stream ends inside member {member}: the layer is truncated")
 
     @staticmethod
     def _held_output(inflater: Any, member: int, errors: tuple[type[BaseException], ...]) -> Iterator[bytes]:
-        """Output still held inside ``inflater`` after its input ran out on a full chunk."""
         while True:
             try:
                 out: bytes = inflater.decompress(b"", CHUNK)
@@ -211,10 +192,7 @@ class LayerStream:
                 return
             yield out
 
-    # ---- the reader's side ----
-
     def _next_chunk(self) -> bool:
-        """Move to the next chunk from the worker; False at the end (raising what ended the stream)."""
         if self._ended is not None:
             return False
         item = self._queue.get()
@@ -236,7 +214,6 @@ class LayerStream:
         return self._position
 
     def read(self, size: int = -1) -> bytes:
-        """Up to ``size`` bytes; fewer only at the end of the stream. Member data goes through :meth:`copy_to`."""
         if size < 0 or size > MAX_READ:
             raise DecompressionError(f"a tar header asks for {size:,} bytes in one piece (at offset {self._position:,}); "
                                      "extended headers are a few KiB: the layer is damaged or hostile")
@@ -248,7 +225,7 @@ class LayerStream:
         return b"".join(self._pieces(size))
 
     def copy_to(self, out: Any, size: int) -> int:
-        """Write the next ``size`` bytes to ``out`` (``write`` of memoryviews: no joined copy); bytes written."""
+        """Write the next ``size`` bytes to ``out`` as memoryviews (no joined copy); bytes written."""
         done = 0
         for piece in self._pieces(size):
             out.write(piece)
@@ -256,7 +233,6 @@ class LayerStream:
         return done
 
     def seek(self, position: int, whence: int = 0) -> int:
-        """Skip forward to ``position`` (whence 0) or by ``position`` (whence 1), dropping chunks unread."""
         target = position if whence == 0 else self._position + position
         if whence not in (0, 1) or target < self._position:
             raise OSError(f"a layer stream only seeks forward (at {self._position}, asked for {target})")
@@ -265,7 +241,6 @@ class LayerStream:
         return self._position
 
     def _pieces(self, size: int) -> Iterator[memoryview]:
-        """The next ``size`` bytes (fewer at the end of the stream), a view of each chunk they span."""
         left = size
         while left > 0:
             if self._offset >= len(self._chunk) and not self._next_chunk():
@@ -278,8 +253,7 @@ class LayerStream:
             yield piece
 
     def finish(self) -> int:
-        """Inflate the rest of the stream unread (the tar's end padding): a gzip stream's CRC and length
-        are then checked, and damage anywhere in it is raised here. Returns the bytes skipped."""
+        """Inflate the rest unread, so that gzip's CRC and length are checked; the bytes skipped."""
         skipped = len(self._chunk) - self._offset
         self._chunk, self._offset = b"", 0
         while self._next_chunk():
@@ -289,7 +263,6 @@ class LayerStream:
         return skipped
 
     def close(self) -> None:
-        """Stop the worker and wait for it; the source is then free for the caller."""
         self._stop.set()
         for worker in self._workers:
             worker.join()
@@ -302,8 +275,7 @@ class LayerStream:
 
 
 class ChunkReader(io.RawIOBase):
-    """A forward-only file over an iterable of byte chunks (a Docker export stream, a member's first bytes and the
-    rest of it). ``read(n)`` returns at most what is left of one chunk, without a copy when that is all of it."""
+    """A forward-only file over byte chunks; ``read(n)`` returns at most what is left of one chunk."""
 
     def __init__(self, chunks: Iterable[bytes]) -> None:
         super().__init__()
@@ -334,10 +306,7 @@ class ChunkReader(io.RawIOBase):
 
 
 def open_layer_stream(source: Readable, *, limit: int | None = None) -> LayerStream:
-    """A :class:`LayerStream` over ``source``, its compression read from its first bytes.
-
-    bzip2 and xz (which OCI does not allow) are a :class:`DecompressionError`; so is zstd without zstandard.
-    """
+    """A :class:`LayerStream` over ``source``, its compression read from its first bytes."""
     head = b""
     while len(head) < 4:
         more = source.read(4 - len(head))

@@ -1,14 +1,7 @@
-"""Streaming reads of image layers: decompress on the fly, walk the tar, never extract, never buffer a layer.
+"""Streaming reads of image layers: walk the tar as it inflates, never extract, never buffer a layer.
 
-Decompression runs in a worker thread (:mod:`envcheck.services.registry.inflate`) while this module walks
-the tar and reads the members that matter; members that do not matter are skipped without being copied.
-
-One layer is read by :func:`scan_layer` into a :class:`LayerScan` (plain JSON-ready facts: the installed
-distributions' METADATA, the ELF files found under site-packages/dist-packages and CUDA library folders,
-the whiteouts). :func:`merge_layers` then applies the layers in order (whiteouts and opaque directories
-hide what lower layers put there, a file in an upper layer replaces the same path below), so the result
-describes the image's final filesystem. Because each layer's scan stands alone, it is cached by the
-layer's digest and layers can be read in any order (a ``docker save`` stream lists them out of order).
+Each layer's :class:`LayerScan` stands alone, so it is cached by digest and layers can be read in any order
+(``docker save`` lists them out of order); :class:`FinalFiles` then lays them over each other in order.
 """
 
 from __future__ import annotations
@@ -48,15 +41,11 @@ _SHARED_OBJECT = re.compile(r"\.so(?:\.[0-9][^/]*)?$|\.so\.[^/]*$")
 
 
 class BinaryReader(Protocol):
-    """The binary scanner's entry point: facts about one ELF file read from an open file object."""
-
     def __call__(self, fileobj: IO[bytes], path: str, size: int, *, deep_fatbin: bool = ...) -> Any: ...
 
 
 @dataclass
 class LayerScan:
-    """What one layer holds that matters: candidates' paths, whiteouts, METADATA and ELF facts."""
-
     paths: list[str] = field(default_factory=list)  # every candidate path in this layer (files and links)
     whiteouts: list[str] = field(default_factory=list)  # paths this layer deletes
     opaque: list[str] = field(default_factory=list)  # directories whose lower contents this layer hides
@@ -83,13 +72,12 @@ class LayerError(EnvcheckError):
 
 
 def normalise(name: str) -> str:
-    """A tar member name as an absolute-free, normalised path (``./usr/lib/`` -> ``usr/lib``)."""
+    """``./usr/lib/`` -> ``usr/lib``."""
     name = posixpath.normpath("/" + name).lstrip("/")
     return "" if name in (".", "") else name
 
 
 def is_elf_candidate(path: str, mode: int) -> bool:
-    """Files whose first bytes are worth reading: shared objects and executables in the places that matter."""
     in_site = bool(_SITE.search(path))
     in_cuda = bool(_CUDA_DIR.search(path))
     if not (in_site or in_cuda):
@@ -101,25 +89,23 @@ def is_elf_candidate(path: str, mode: int) -> bool:
 
 
 def _open_tar(stream: LayerStream) -> tarfile.TarFile:
-    """A TarFile over the uncompressed stream; mode ``r:`` (not ``r|``) so that skipping a member is a
-    forward seek of the stream, which drops its chunks instead of reading them through tarfile's buffer."""
+    """Mode ``r:``, not ``r|``: skipping a member is then a forward seek, which drops its chunks unread."""
     return tarfile.open(fileobj=stream, mode="r:")  # type: ignore[call-overload,no-any-return]
 
 
 def read_metadata(data: bytes) -> tuple[str, str, tuple[str, ...]] | None:
-    """(Name, Version, Requires-Dist) from a METADATA / PKG-INFO file; None without a Name."""
     message = email.parser.BytesHeaderParser().parsebytes(data)
     name = message.get("Name")
     if not name:
         return None
-    return str(name).strip(), str(message.get("Version", "")).strip(), tuple(str(v).strip() for v in message.get_all("Requires-Dist") or [])
+    requires = tuple(str(v).strip() for v in message.get_all("Requires-Dist") or [])
+    return str(name).strip(), str(message.get("Version", "")).strip(), requires
 
 
 _TAR_FAILURES = (tarfile.TarError, EOFError, OSError, ValueError, TypeError)
 
 
 def _next_member(tar: tarfile.TarFile, done: int) -> tarfile.TarInfo | None:
-    """The next member header; a damaged stream is a LayerError (tarfile's gzip reader even raises TypeError)."""
     try:
         return tar.next()
     except DecompressionError as exc:
@@ -139,11 +125,8 @@ def _member_bytes(handle: IO[bytes] | LayerStream, size: int, done: int) -> byte
 
 def scan_layer(stream: Readable, read_binary: BinaryReader | None, *, deep_fatbin: bool = False,
                progress: Callable[[int], None] | None = None, max_bytes: int | None = None) -> LayerScan:
-    """Walk one layer's tar stream once, reading only the members that matter.
-
-    ``max_bytes`` bounds the uncompressed bytes the layer may claim (see :func:`expansion_limit`): a member
-    header that would pass it is an error before tarfile tries to skip that much data.
-    """
+    """Walk one layer's tar stream once, reading only the members that matter; ``max_bytes`` bounds the
+    uncompressed bytes its member headers may claim (:func:`expansion_limit`)."""
     start = time.perf_counter()
     try:
         layer = open_layer_stream(stream, limit=max_bytes)
@@ -176,8 +159,7 @@ def _walk(layer: LayerStream, read_binary: BinaryReader | None, deep_fatbin: boo
             member = _next_member(tar, scan.members)
             if member is None:
                 break
-            # TarFile remembers every member it has read; a layer can hold 100k+ files, so forget them
-            # as we go to keep memory flat (nothing here looks members up by name afterwards).
+            # TarFile remembers every member it has read; a layer can hold 100k+ files.
             tar.members.clear()  # type: ignore[attr-defined]
             scan.members += 1
             seen_bytes += member.size
@@ -236,7 +218,7 @@ def _walk(layer: LayerStream, read_binary: BinaryReader | None, deep_fatbin: boo
 
 
 def _read_record(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str, site: str, records: dict[str, list[str]]) -> None:
-    """The shared libraries a RECORD lists, as image paths (the RECORD's entries are relative to site-packages)."""
+    """The shared libraries a RECORD lists, as image paths."""
     handle = tar.extractfile(member)
     if handle is None:
         return
@@ -253,8 +235,7 @@ def _read_package(tar: tarfile.TarFile, member: tarfile.TarInfo, path: str, scan
     handle = tar.extractfile(member)
     if handle is None:
         return
-    data = _member_bytes(handle, MAX_METADATA_BYTES, 0)
-    found = read_metadata(data)
+    found = read_metadata(_member_bytes(handle, MAX_METADATA_BYTES, 0))
     if found is None:
         scan.problems.append({"path": path, "message": "METADATA has no Name field"})
         return
@@ -275,7 +256,6 @@ def _read_binary(tar: tarfile.TarFile, layer: LayerStream, member: tarfile.TarIn
     magic = _member_bytes(handle, 4, 0)
     if magic != b"\x7fELF":
         return
-    # One member at a time goes to a bounded spool: memory up to SPOOL_IN_MEMORY, a temp file beyond.
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:
         spool.write(magic)
         _copy_member(handle, spool, member.size - len(magic), path)
@@ -299,7 +279,6 @@ def _read_binary(tar: tarfile.TarFile, layer: LayerStream, member: tarfile.TarIn
 
 
 def _copy_member(handle: IO[bytes] | LayerStream, spool: IO[bytes], size: int, path: str) -> None:
-    """The next ``size`` bytes of ``handle`` into ``spool`` (from the layer stream: its chunks, not copies)."""
     try:
         if isinstance(handle, LayerStream):
             copied = handle.copy_to(spool, size)
@@ -333,8 +312,7 @@ class _SeekOnly:
 
 
 def _deleted(path: str, folders: set[str]) -> bool:
-    """Whether ``path`` is one of ``folders`` or lies under one ("" is the root): a set lookup per ancestor,
-    so a layer of N whiteouts over N files costs N times the path depth, not N * N."""
+    """Whether ``path`` is one of ``folders`` or under one ("" is the root): a set lookup per ancestor."""
     if "" in folders or path in folders:
         return True
     end = path.rfind("/")
@@ -347,14 +325,11 @@ def _deleted(path: str, folders: set[str]) -> bool:
 
 @dataclass
 class FinalFiles:
-    """The result of applying layers in order: what the final filesystem holds."""
-
     packages: dict[str, dict[str, Any]] = field(default_factory=dict)  # METADATA path -> package facts
     binaries: dict[str, dict[str, Any]] = field(default_factory=dict)  # ELF path -> binary facts
     problems: list[dict[str, Any]] = field(default_factory=list)
 
     def apply(self, layer: LayerScan, label: str) -> None:
-        """Lay ``layer`` over what is there: whiteouts and opaque dirs first, then its own files."""
         whiteouts = set(layer.whiteouts)
         removed = whiteouts | set(layer.opaque)
         for table in (self.packages, self.binaries):
@@ -374,7 +349,6 @@ class FinalFiles:
 
 
 def merge_layers(layers: list[tuple[str, LayerScan]]) -> FinalFiles:
-    """Apply ``(label, scan)`` pairs bottom to top."""
     final = FinalFiles()
     for label, scan in layers:
         final.apply(scan, label)

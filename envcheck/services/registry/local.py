@@ -1,10 +1,5 @@
-"""Images that are already here: an OCI layout folder, a ``docker save`` archive, a Docker engine.
-
-Each store answers the same questions as a registry (manifests and blobs by digest, a streaming
-reader per layer that verifies the digest), so the image source treats all of them alike. A Docker
-engine's export stream cannot be read out of order, so for ``--deep`` it is walked once as a whole
-(:func:`scan_save_stream`), which also serves ``docker save`` archives.
-"""
+"""Images already here: an OCI layout folder, a ``docker save`` archive, a Docker engine. Each answers a
+registry's questions; an engine's export stream cannot be read out of order, so it is walked once whole."""
 
 from __future__ import annotations
 
@@ -21,9 +16,7 @@ from typing import IO, Any
 from envcheck.errors import InputError, ServiceError, UsageError
 from envcheck.limits import DEFAULT_MAX_EXPANSION, OverLimit, expansion_limit, read_regular
 from envcheck.services.registry.client import (
-    INDEX_TYPES,
     OCI_INDEX,
-    OCI_MANIFEST,
     Manifest,
     VerifiedStream,
     media_type_of,
@@ -31,14 +24,14 @@ from envcheck.services.registry.client import (
     verify_digest,
 )
 from envcheck.services.registry.inflate import ChunkReader
-from envcheck.services.registry.layers import (
-    BinaryReader,
-    LayerError,
-    LayerScan,
-    scan_layer,
-)
+from envcheck.services.registry.layers import BinaryReader, LayerError, LayerScan, scan_layer
 
 MAX_JSON_BYTES = 16 << 20
+
+
+def _tags(entries: list[dict[str, Any]]) -> str:
+    tags = {str((e.get("annotations") or {}).get("org.opencontainers.image.ref.name")) for e in entries}
+    return ", ".join(sorted(tags - {"None"})) or "none"
 
 
 def _json(data: bytes, what: str, path: str) -> Any:
@@ -78,15 +71,14 @@ class OciLayoutStore:
         if self.tag:
             named = [e for e in entries if (e.get("annotations") or {}).get("org.opencontainers.image.ref.name") == self.tag]
             if not named:
-                tags = sorted({str((e.get("annotations") or {}).get("org.opencontainers.image.ref.name")) for e in entries} - {"None"})
-                raise InputError(f"{self.name}: no manifest is tagged {self.tag!r} (tags: {', '.join(tags) or 'none'})", path=where)
+                raise InputError(f"{self.name}: no manifest is tagged {self.tag!r} (tags: {_tags(entries)})",
+                                 path=where)
             return self.manifest(named[0]["digest"])
         if len(entries) == 1 and "platform" not in entries[0]:
             return self.manifest(entries[0]["digest"])  # the one image (or index) the layout holds
         if entries and not any("platform" in e for e in entries):
-            tags = sorted({str((e.get("annotations") or {}).get("org.opencontainers.image.ref.name")) for e in entries} - {"None"})
             raise InputError(f"{self.name} holds {len(entries)} images; name one as oci-layout:DIR:TAG "
-                             f"(tags: {', '.join(tags) or 'none'})", path=where)
+                             f"(tags: {_tags(entries)})", path=where)
         return Manifest(raw=raw, body=body, media_type=OCI_INDEX, digest=sha256_digest(raw))
 
     def manifest(self, digest: str) -> Manifest:
@@ -97,12 +89,11 @@ class OciLayoutStore:
         return Manifest(raw=data, body=body, media_type=media_type_of(body, None), digest=digest)
 
     def _regular(self, path: Path) -> None:
-        """Refuse a blob that is not a regular file (a link to /dev/zero never ends; a FIFO blocks)."""
+        """A link to /dev/zero never ends; a FIFO blocks."""
         if not stat.S_ISREG(path.stat().st_mode):
             raise InputError(f"{self.name}: {path} is not a regular file; blobs are read only from regular files", path=str(path))
 
     def _read(self, path: Path, limit: int, missing: str) -> bytes:
-        """A regular file of the layout, at most ``limit`` bytes (a link to /dev/zero never ends; a FIFO blocks)."""
         try:
             return read_regular(path, limit)[0]
         except FileNotFoundError:
@@ -133,16 +124,18 @@ class OciLayoutStore:
 
 @dataclass
 class ArchiveImage:
-    """One image inside a ``docker save`` archive: its config and layer members in order."""
+    """One image inside a ``docker save`` archive: its config and layer members, bottom first."""
 
     config: dict[str, Any]
-    config_member: str
-    layers: list[str]  # member names, bottom first
+    layers: list[str]
     repo_tags: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, entry: dict[str, Any], config: dict[str, Any]) -> ArchiveImage:
+        return cls(config, [str(x) for x in entry["Layers"]], list(entry.get("RepoTags") or []))
 
 
 def _layer_digest(member: str, index: int, diff_ids: list[str]) -> str | None:
-    """The digest a layer member must have: its blob name, else the config's diff_id at its position."""
     parts = member.split("/")
     if len(parts) == 3 and parts[0] == "blobs":
         return f"{parts[1]}:{parts[2]}"
@@ -150,7 +143,6 @@ def _layer_digest(member: str, index: int, diff_ids: list[str]) -> str | None:
 
 
 def _pick(entries: Any, tag: str | None, where: str) -> dict[str, Any]:
-    """The manifest.json entry for ``tag`` (or the first), checked to have a Config name and a Layers list."""
     if not isinstance(entries, list) or not entries:
         raise InputError(f"{where}: manifest.json lists no images", path=where)
     chosen: Any = entries[0]
@@ -187,7 +179,7 @@ class DockerArchiveStore:
         self.tar.close()
 
     def _member(self, member: str) -> tarfile.TarInfo:
-        """The named member; a truncated or damaged archive is an InputError (getmember reads every header)."""
+        """The named member (getmember reads every header: a damaged archive fails here)."""
         try:
             return self.tar.getmember(member)
         except KeyError:
@@ -219,8 +211,7 @@ class DockerArchiveStore:
             except ServiceError as exc:
                 raise InputError(exc.message, path=str(self.path)) from None
         config = _config_object(config_raw, f"{self.path}!{entry['Config']}")
-        return ArchiveImage(config=config, config_member=str(entry["Config"]), layers=[str(x) for x in entry["Layers"]],
-                            repo_tags=list(entry.get("RepoTags") or []))
+        return ArchiveImage.of(entry, config)
 
     def open_layer(self, image: ArchiveImage, index: int) -> VerifiedStream:
         member = image.layers[index]
@@ -235,11 +226,8 @@ class DockerArchiveStore:
 def scan_save_stream(stream: IO[bytes], where: str, tag: str | None, read_binary: BinaryReader | None, *,
                      deep_fatbin: bool = False, progress: Callable[[int], None] | None = None,
                      max_expansion: float = DEFAULT_MAX_EXPANSION) -> tuple[ArchiveImage, list[tuple[str, str, LayerScan]]]:
-    """Walk a ``docker save`` stream once: scan every layer as it passes, order them by manifest.json.
-
-    Returns the image and ``(member, digest, scan)`` bottom to top. Small JSON members (configs,
-    manifest.json) are kept in memory; layers are scanned in passing and never buffered.
-    """
+    """Walk a ``docker save`` stream once, scanning every layer as it passes; the image and
+    ``(member, digest, scan)`` bottom to top."""
     small: dict[str, bytes] = {}
     scanned: dict[str, tuple[str, LayerScan]] = {}
     try:
@@ -278,8 +266,7 @@ def scan_save_stream(stream: IO[bytes], where: str, tag: str | None, read_binary
     if config_raw is None:
         raise InputError(f"{where}: config {entry['Config']} is missing", path=where)
     config = _config_object(config_raw, f"{where}!{entry['Config']}")
-    image = ArchiveImage(config=config, config_member=str(entry["Config"]), layers=[str(x) for x in entry["Layers"]],
-                         repo_tags=list(entry.get("RepoTags") or []))
+    image = ArchiveImage.of(entry, config)
     diff_ids = list((config.get("rootfs") or {}).get("diff_ids") or [])
     ordered: list[tuple[str, str, LayerScan]] = []
     for index, name in enumerate(image.layers):
@@ -309,7 +296,6 @@ class DockerDaemonImage:
         self.client = engine_client()  # DOCKER_HOST, contexts, TLS and ssh:// as for `envcheck container`
 
     def inspect(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """(inspect attrs, history entries) of the image."""
         try:
             attrs = self.client.api.inspect_image(self.name)
             history = self.client.api.history(self.name)
@@ -326,5 +312,3 @@ class DockerDaemonImage:
             raise ServiceError(f"the Docker engine refused to export {self.name}: {exc}") from None
         return ChunkReader(chunks)  # type: ignore[return-value]
 
-
-__all__ = ["INDEX_TYPES", "OCI_MANIFEST", "ArchiveImage", "DockerArchiveStore", "DockerDaemonImage", "OciLayoutStore", "scan_save_stream"]

@@ -19,14 +19,12 @@ def iter_platforms(index: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]
         arch = str(platform.get("architecture", "unknown"))
         if os_name == "unknown" and arch == "unknown":
             continue
-        text = f"{os_name}/{arch}" + (f"/{platform['variant']}" if platform.get("variant") else "")
-        yield text, entry
+        yield f"{os_name}/{arch}" + (f"/{platform['variant']}" if platform.get("variant") else ""), entry
 
 
 def platform_matches(wanted: str, offered: str) -> bool:
     """``linux/arm64`` matches ``linux/arm64`` and ``linux/arm64/v8`` (v8 is arm64's only variant)."""
-    w = wanted.split("/")
-    o = offered.split("/")
+    w, o = wanted.split("/"), offered.split("/")
     if w[:2] != o[:2]:
         return False
     if len(w) > 2 and len(o) > 2:

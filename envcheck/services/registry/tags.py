@@ -1,11 +1,7 @@
-"""A repository's tags through the distribution API (``GET /v2/<name>/tags/list``), page by page.
+"""A repository's tags (``GET /v2/<name>/tags/list``), page by page through ``Link`` headers (RFC 8288).
 
-Registries page the list (``?n=`` and ``?last=``) and name the next page in a ``Link`` header
-(``</v2/<name>/tags/list?n=100&last=t42>; rel="next"``, RFC 8288). The same client as ``envcheck image``
-asks, so auth, retries, deadlines and error messages are the same. Bounds: each page is read with a size
-limit, at most :data:`MAX_PAGES` pages and :data:`MAX_TAGS` tags are taken, a ``Link`` is followed only to
-this repository's own tags list on the same registry (never to another host: the request carries the
-registry's credentials), and a page that names itself again ends the listing (a loop).
+A ``Link`` is followed only to this repository's tags list on the same registry (the request carries the
+registry's credentials), and a page named again ends the listing (a loop).
 """
 
 from __future__ import annotations
@@ -28,8 +24,7 @@ _LINK = re.compile(r"<([^>]*)>\s*((?:;\s*[^;,]*)*)")
 def next_link(header: str) -> str | None:
     """The target of the ``rel="next"`` link in a ``Link`` header, or None."""
     for match in _LINK.finditer(header or ""):
-        params = [p.strip() for p in match.group(2).split(";") if p.strip()]
-        for param in params:
+        for param in match.group(2).split(";"):
             key, _, value = param.partition("=")
             if key.strip().lower() == "rel" and "next" in value.strip().strip('"').lower().split():
                 return match.group(1).strip()
@@ -37,8 +32,7 @@ def next_link(header: str) -> str | None:
 
 
 def list_tags(client: RegistryClient, page_size: int = PAGE_SIZE) -> tuple[list[str], int]:
-    """Every tag of the client's repository, in the registry's order (each once), and how many names were
-    skipped because they are not valid tags (a registry or proxy that sends something else)."""
+    """Every tag of the repository in the registry's order (each once), and the invalid names skipped."""
     repo = client.ref.repository
     where = f"{client.ref.registry}/{repo}"
     path = f"/v2/{repo}/tags/list"
@@ -59,8 +53,7 @@ def list_tags(client: RegistryClient, page_size: int = PAGE_SIZE) -> tuple[list[
         except (ValueError, UnicodeDecodeError) as exc:
             raise ServiceError(f"{where}: {what} is not JSON ({exc}); the registry or a proxy in between sent something else") from None
         names = body.get("tags") if isinstance(body, dict) else None
-        if names is None:
-            names = []  # distribution answers {"name": ..., "tags": null} for a repository without tags
+        names = [] if names is None else names  # distribution's "tags": null: a repository without tags
         if not isinstance(names, list):
             raise ServiceError(f"{where}: {what} has no list of tags")
         for name in names:
