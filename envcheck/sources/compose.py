@@ -1,24 +1,7 @@
 """Compose files (``compose.yaml``, ``docker-compose*.yml``): what each service runs and on which image.
 
-Per service, as ``docker compose up`` would see it after interpolation (``${VAR}``, ``${VAR:-default}``,
-``${VAR-default}``, ``${VAR:?error}``, ``${VAR:+alt}``, ``$$``; values from the ``.env`` file beside the
-compose file, not from the shell envcheck runs in, so a check means the same on every machine):
-
-- ``image:`` is a :class:`BaseImage` at its line (``platform:`` as its platform), judged as a Dockerfile
-  ``FROM`` is; with ``build:`` the image names the result instead, and the Dockerfile ``build:`` names
-  (``context``, ``dockerfile``, ``args``, ``target``) is read with those build arguments and that target; another
-  service that runs an image a service here builds runs that build (its Dockerfile is judged, not a pull);
-- ``entrypoint:`` and ``command:`` are read as shell text (installs in ``bash -c "pip install ... && ..."``)
-  and as launch commands (vLLM, SGLang, torchrun ...: memory share, tensor parallelism, nodes); a command
-  that is only options runs the image's own server (``vllm/vllm-openai`` starts ``vllm serve``); a command
-  that only queries the device (``nvidia-smi``) is recorded on the image (``BaseImage.runs``);
-- ``environment:`` entries are :class:`EnvVar` facts (``TORCH_CUDA_ARCH_LIST``, ``NCCL_*``, ``VLLM_*``), and
-  pip/uv index variables are indexes.
-
-``extends`` (same file or another), ``include`` (other compose files, their services added) and ``profiles``
-(a service that runs only with a profile: its facts are marked as on that branch) are followed, bounded:
-:data:`MAX_FILES` files, :data:`MAX_EXTENDS` levels of ``extends``.
-"""
+Values are interpolated from the ``.env`` beside the file, never the shell envcheck runs in, so a check means
+the same everywhere; ``extends``, ``include`` and ``profiles`` are followed, bounded by MAX_FILES and MAX_EXTENDS."""
 
 from __future__ import annotations
 
@@ -36,8 +19,10 @@ from envcheck.inspect.launch import image_entrypoint
 from envcheck.inspect.pip_args import variable_indexes
 from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
 from envcheck.knowledge.base_images import ml_image
+from envcheck.limits import read_regular
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, ReadProblem
-from envcheck.sources import ReadOptions, move_locations
+from envcheck.sources import ReadOptions, move_locations, shell
+from envcheck.sources.requirements import read_text_file, text_limit
 
 KIND = "compose"
 MAX_FILES = 20  # the compose file, the files it includes and those its services extend
@@ -46,7 +31,6 @@ _VAR = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])|(?=\}))|([A
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """A YAML file with a top-level ``services:`` mapping whose entries have ``image:`` or ``build:``."""
     if b"\x00" in head:
         return False
     text = head.decode("utf-8", "replace")
@@ -54,7 +38,6 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """Read one compose file (and what it includes and extends)."""
     reader = _Compose(path, options)
     inventory = Inventory()
     document = reader.load(path, inventory)
@@ -74,7 +57,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
 
 def interpolate(text: str, values: dict[str, str], errors: list[str]) -> str:
-    """``text`` with compose's ``${...}`` forms replaced from ``values``; ``${VAR?msg}`` with VAR unset adds to ``errors``."""
+    """``text`` with compose's ``${...}`` forms replaced; ``${VAR?msg}`` with VAR unset adds to ``errors``."""
     out: list[str] = []
     i = 0
     while i < len(text):
@@ -114,7 +97,7 @@ def interpolate(text: str, values: dict[str, str], errors: list[str]) -> str:
 
 
 def _closing(text: str, start: int) -> int:
-    """The index of the ``}`` that closes a ``${`` whose body starts at ``start`` (nested ``${...}`` skipped)."""
+    """The index of the ``}`` closing a ``${`` whose body starts at ``start``; -1 if none."""
     depth = 1
     i = start
     while i < len(text):
@@ -131,19 +114,16 @@ def _closing(text: str, start: int) -> int:
 
 
 def dotenv(folder: Path) -> dict[str, str]:
-    """``KEY=VALUE`` lines of the ``.env`` file in ``folder`` (quotes removed, ``export`` allowed); {} without one."""
-    from envcheck.limits import read_regular
-
+    """``KEY=VALUE`` lines of the ``.env`` file in ``folder`` (quotes removed, ``export`` allowed)."""
     try:
         data, _stat = read_regular(folder / ".env", 1 << 20)
     except OSError:
         return {}
     values: dict[str, str] = {}
     for raw in data.decode("utf-8", "replace").splitlines():
-        line = raw.strip()
+        line = raw.strip().removeprefix("export ").strip()
         if not line or line.startswith("#"):
             continue
-        line = line.removeprefix("export ").strip()
         key, eq, value = line.partition("=")
         if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", key.strip()):
             continue
@@ -158,7 +138,6 @@ def dotenv(folder: Path) -> dict[str, str]:
 
 class _Service(YMap):
     """A service put together by ``extends``: each key remembers the file it is written in."""
-
     def __init__(self, line: int) -> None:
         super().__init__(line)
         self.files: dict[str, Path] = {}
@@ -177,8 +156,6 @@ class _Compose:
 
     def load(self, path: Path, inventory: Inventory) -> YMap | None:
         """The first document of a compose file, interpolated; problems go to ``inventory``."""
-        from envcheck.sources.requirements import read_text_file, text_limit
-
         self.files += 1
         if self.files > MAX_FILES:
             inventory.problems.append(ReadProblem(f"more than {MAX_FILES} compose files through include/extends; {path} was not read",
@@ -209,7 +186,6 @@ class _Compose:
         return result if isinstance(result, YMap) else None
 
     def _interpolated(self, value: Any, errors: list[tuple[int, str]]) -> Any:
-        """A copy of ``value`` with every scalar interpolated (keys are not), lines kept."""
         if isinstance(value, YMap):
             copy = YMap(value.line)
             for key, item in value.items():
@@ -228,7 +204,6 @@ class _Compose:
         return value
 
     def services(self, path: Path, document: YMap, inventory: Inventory, depth: int) -> dict[str, tuple[YMap, Path]]:
-        """Services of ``document`` and of the files it includes, by name, with the file each is in."""
         found: dict[str, tuple[YMap, Path]] = {}
         includes = document.get("include")
         for item in includes if isinstance(includes, YList) else []:
@@ -256,7 +231,6 @@ class _Compose:
         return found
 
     def _extended(self, service: YMap, siblings: YMap, path: Path, inventory: Inventory, depth: int) -> YMap:
-        """``service`` with what it ``extends`` filled in (its own keys win)."""
         spec = service.get("extends")
         if spec is None:
             return service
@@ -293,7 +267,6 @@ class _Compose:
         return merged
 
     def service(self, name: str, service: YMap, file: Path, inventory: Inventory, launches: list[dict[str, Any]]) -> None:
-        """The facts of one service, located in ``file``."""
         profiles = service.get("profiles")
         branch = (f"only with the compose profile {', '.join(map(str, profiles))} (it starts only when asked for)"
                   if isinstance(profiles, YList) and profiles else None)
@@ -343,10 +316,7 @@ class _Compose:
 
     def _commands(self, name: str, service: YMap, file: Path, inventory: Inventory, launches: list[dict[str, Any]],
                   branch: str | None, image: str) -> str:
-        """Read the service's entrypoint and command; returns the command text when the image's own entrypoint is not a
-        known server (so the text is all the container runs), else the empty string."""
-        from envcheck.sources import shell
-
+        """Read entrypoint and command; the command text when the image's entrypoint is no known server, else ""."""
         words: list[str] = []
         line = None
         for key in ("entrypoint", "command"):
@@ -384,7 +354,6 @@ class _Compose:
         return "" if entry and "entrypoint" not in service else text
 
     def _build(self, name: str, build: Any, file: Path, inventory: Inventory, loc: Location, platform: str | None) -> None:
-        """Read the Dockerfile a service builds, with its build args and target."""
         from envcheck.sources import dockerfile
 
         spec = build if isinstance(build, YMap) else YMap(line_of(build))
@@ -419,9 +388,7 @@ class _Compose:
             sub.images[:] = [replace(i, platform=i.platform or platform) for i in sub.images]
         inventory.extend(_restaged(sub, name))
 
-
     def _inline_build(self, service: str, inline: Scalar, file: Path, context: Path, spec: YMap, inventory: Inventory) -> None:
-        """``dockerfile_inline:``: the Dockerfile is the compose file's own text, located at its lines there."""
         from envcheck.sources import dockerfile
 
         args = {key: value for key, value, _line in _environment(spec.get("args"))}
@@ -440,8 +407,7 @@ class _Compose:
 
 
 def _restaged(sub: Inventory, service: str) -> Inventory:
-    """A built Dockerfile's facts with its stage labels named after the service (``vllm/0``, ``app/builder``):
-    several services' Dockerfiles in one inventory must not share stage ``0``."""
+    """Stage labels named after the service (``vllm/0``): several services' Dockerfiles must not share stage 0."""
 
     def label(stage: str | None) -> str | None:
         return f"{service}/{stage}" if stage is not None else None
@@ -455,8 +421,6 @@ def _restaged(sub: Inventory, service: str) -> Inventory:
 
 
 def uses_gpu(service: YMap) -> bool:
-    """Does the service ask for a GPU: ``deploy.resources.reservations.devices`` (driver nvidia or capability gpu),
-    ``gpus:``, ``runtime: nvidia`` or ``NVIDIA_VISIBLE_DEVICES``?"""
     if service.get("gpus") is not None or str(service.get("runtime") or "") == "nvidia":
         return True
     if any(key == "NVIDIA_VISIBLE_DEVICES" for key, _value, _line in _environment(service.get("environment"))):
@@ -475,7 +439,6 @@ _DEFAULT_PORTS = {"vllm": "8000", "sglang": "30000"}
 
 
 def _port(words: list[str]) -> str | None:
-    """The value of the command's ``--port`` option, or None."""
     for i, word in enumerate(words):
         key, eq, value = word.partition("=")
         if key == "--port":
@@ -484,9 +447,8 @@ def _port(words: list[str]) -> str | None:
 
 
 def _exclusive(service: YMap, launch: dict[str, Any]) -> list[str]:
-    """What only one container at a time can hold: its ``container_name`` (often shared through a YAML anchor by
-    a menu of alternative services) and, under ``network_mode: host``, the host port its server listens on.
-    Services that share one of these cannot run together (G6 adds up only those that can)."""
+    """What one container at a time can hold (container_name, a host-network port): G6 adds up only services
+    that can run together."""
     held: list[str] = []
     name = service.get("container_name")
     if isinstance(name, Scalar) and not name.null and str(name):
@@ -499,8 +461,7 @@ def _exclusive(service: YMap, launch: dict[str, Any]) -> list[str]:
 
 
 def _environment(value: Any) -> list[tuple[str, str, int]]:
-    """``environment:`` / ``args:`` as a mapping or a ``KEY=VALUE`` list, with lines; a bare ``KEY`` (its value from
-    the shell) is left out."""
+    """``environment:`` / ``args:`` as a mapping or a ``KEY=VALUE`` list, with lines; a bare ``KEY`` is left out."""
     pairs: list[tuple[str, str, int]] = []
     if isinstance(value, YMap):
         pairs += [(k, str(v), value.line_of(k)) for k, v in value.items() if isinstance(v, Scalar) and not v.null]
@@ -516,8 +477,7 @@ _FLAG_LINES = 200  # a command's flags are looked for this many lines below its 
 
 
 def _flag_line(lines: list[str], start: int, key: str) -> int | None:
-    """The first line at or below ``start`` (1-based) that writes the option ``key`` (``--gpu-memory-utilization``
-    for ``gpu_memory_utilization``), within :data:`_FLAG_LINES`; None when it is not written there."""
+    """The first line at or below ``start`` (1-based, within _FLAG_LINES) that writes the option ``key``."""
     flags = (f"--{key.replace('_', '-')}", f"--{key}")
     for number in range(max(start, 1), min(len(lines), start + _FLAG_LINES) + 1):
         if any(flag in lines[number - 1] for flag in flags):
