@@ -1,14 +1,5 @@
-"""The ``container`` input: what an image's own python3 reports, read by envcheck's collector inside it.
-
-``read_container`` asks the Docker engine service for the image (``services/docker_engine``), runs the
-collector in a hardened probe container (``services/docker_runner``) and turns the collector's JSON
-document into an Inventory (``sources.host.inventory_from_probe``), with paths relabelled as members of
-the image. Sources never judge.
-
-When the image has no ``python3`` or one older than 3.10, the live collector cannot run; the source
-then says so (an ERROR finding) and still does a static look at the exported container filesystem:
-installed distributions from ``*.dist-info/METADATA`` and the ELF files the folder reader finds.
-"""
+"""The ``container`` input: what an image's own python3 reports to envcheck's collector run inside it; without a
+python3 of 3.10 or newer, a static look at the exported filesystem (dist-info METADATA, ELF files)."""
 
 from __future__ import annotations
 
@@ -44,12 +35,9 @@ if TYPE_CHECKING:
 
 KIND = "container"
 
-# ------------------------------------------------------------------------------------- inventory
-
 
 def read_container(image: str, options: ContainerOptions | None = None,
                    client: DockerClient | None = None) -> Inventory:
-    """The inventory of ``image`` as its own python3 sees it, or a static look when it cannot run."""
     options = options or ContainerOptions()
     if client is None:
         own = engine_client()
@@ -67,18 +55,12 @@ def read_container(image: str, options: ContainerOptions | None = None,
     where = Location(image)
     if run.no_python or run.python_too_old:
         inventory = static_look(client, image, image_obj)
-        why = (
-            "has no python3 on its PATH"
-            if run.no_python
-            else f"has Python {run.python} ({run.python_path}); the collector needs Python "
-            f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer"
-        )
+        why = ("has no python3 on its PATH" if run.no_python else f"has Python {run.python} ({run.python_path}); "
+               f"the collector needs Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer")
         inventory.problems.insert(0, ReadProblem(
-            f"image {image} {why}, so the live checks (torch, flash-attn, sonames, GPU) did not run; "
-            f"a static look at its filesystem found {len(inventory.packages)} distributions and "
-            f"{len(inventory.binaries)} ELF files",
-            where,
-        ))
+            f"image {image} {why}, so the live checks (torch, flash-attn, sonames, GPU) did not run; a static look at "
+            f"its filesystem found {len(inventory.packages)} distributions and {len(inventory.binaries)} ELF files",
+            where))
     elif run.permission_denied:
         inventory = Inventory(context="installed", problems=[ReadProblem(
             f"user {run.user} may not run python3 in {image}; pass --user with a user that can", where)])
@@ -106,14 +88,13 @@ def read_container(image: str, options: ContainerOptions | None = None,
 
 def _image_fact(image: str, image_obj: Any) -> BaseImage:
     attrs = image_obj.attrs or {}
-    arch = attrs.get("Architecture")
-    os_name = attrs.get("Os")
+    arch, os_name = attrs.get("Architecture"), attrs.get("Os")
     platform = f"{os_name}/{arch}" + (f"/{attrs['Variant']}" if attrs.get("Variant") else "") if arch and os_name else None
     return BaseImage(ref=image, platform=platform, location=Location(image))
 
 
 def _inventory_from_output(image: str, run: ProbeRun) -> Inventory:
-    """Parse and validate the probe's JSON; anything wrong with it is a ReadProblem, never a crash."""
+    """Anything wrong with the probe's JSON is a ReadProblem, never a crash."""
     text = run.stdout.decode("utf-8", "replace")
     tail = _stderr_tail(run.stderr)
     if run.facts.get("killed") and not text.strip():
@@ -154,7 +135,9 @@ def _validated(data: dict[str, Any], image: str, run: ProbeRun, tail: str) -> In
     from envcheck.sources.host import inventory_from_probe
 
     inventory: Inventory = inventory_from_probe(data, image)  # validates; bad fields become problems
-    _relabel(inventory, image)
+    # paths inside the container become members of the image (IMAGE!/usr/lib/...), as in a static look
+    move_locations(inventory, lambda loc: loc if loc is None or not loc.path.startswith("/") or loc.member
+                   else dataclasses.replace(loc, path=image, member=loc.path), "packages", "binaries", "env", "problems")
     if run.exit_code not in (0, None):
         inventory.problems.append(ReadProblem(
             f"the collector in {image} exited with status {run.exit_code}" + (f": {tail}" if tail else ""),
@@ -162,36 +145,18 @@ def _validated(data: dict[str, Any], image: str, run: ProbeRun, tail: str) -> In
     return inventory
 
 
-def _relabel(inventory: Inventory, image: str) -> None:
-    """Paths inside the container become members of the image (``IMAGE!/usr/lib/...``), as in a static look."""
-
-    def moved(location: Location | None) -> Location | None:
-        if location is None or not location.path.startswith("/") or location.member:
-            return location
-        return dataclasses.replace(location, path=image, member=location.path)
-
-    move_locations(inventory, moved, "packages", "binaries", "env", "problems")
-
-
 def _stderr_tail(stderr: str, lines: int = 3) -> str:
     kept = [line for line in stderr.splitlines() if line.strip() and not line.startswith(PYTHON_TAG)]
     return " | ".join(kept[-lines:])[:500]
 
 
-# ---------------------------------------------------------------------------------------- static look
-
 _LIBRARY_NAME = re.compile(r"\.so(\.\d+)*$")
 _SITE_DIRS = ("site-packages", "dist-packages")
 _MAX_MEMBER = 1 << 30
 
-def static_look(client: DockerClient, image: str, image_obj: Any = None) -> Inventory:
-    """What the image filesystem shows without running it: installed distributions and ELF files.
 
-    Exports a created (never started) container's filesystem as a tar stream and keeps only what the
-    folder reader needs: ``*.dist-info/METADATA`` and ``RECORD`` in site-packages, ELF files there, and
-    shared libraries (``*.so*``) elsewhere. The folder reader then reads them on the host exactly as it
-    reads a local site-packages; paths and locations are relabelled to the image's own paths.
-    """
+def static_look(client: DockerClient, image: str, image_obj: Any = None) -> Inventory:
+    """What a created (never started) container's exported filesystem shows to the folder reader."""
     inventory = Inventory(context="installed")
     with tempfile.TemporaryDirectory(prefix="envcheck-export-") as scratch:
         root = Path(scratch) / "fs"
@@ -200,19 +165,17 @@ def static_look(client: DockerClient, image: str, image_obj: Any = None) -> Inve
         try:
             with exported_filesystem(client, image) as stream:
                 kept = _extract_relevant(stream, root)
-        except ServiceError as exc:
-            inventory.problems.append(ReadProblem(
-                f"could not export the filesystem of {image} for a static look: {exc.message}", Location(image)))
-        except (tarfile.TarError, OSError) as exc:
-            inventory.problems.append(ReadProblem(
-                f"could not export the filesystem of {image} for a static look: {short_error(exc)}", Location(image)))
+        except (ServiceError, tarfile.TarError, OSError) as exc:
+            why = exc.message if isinstance(exc, ServiceError) else short_error(exc)
+            inventory.problems.append(ReadProblem(f"could not export the filesystem of {image} for a static look: {why}",
+                                                  Location(image)))
         if kept:
             _read_exported(root, inventory, image)
     return inventory
 
 
 def _extract_relevant(stream: io.RawIOBase, root: Path) -> int:
-    """Copy the members the folder reader needs out of a filesystem tar stream; returns how many."""
+    """Copy what the folder reader needs (metadata, ELF files) out of a filesystem tar stream; returns how many."""
     kept = 0
     with tarfile.open(fileobj=io.BufferedReader(stream, 1 << 20), mode="r|") as tar:
         for member in tar:
@@ -249,7 +212,6 @@ def _extract_relevant(stream: io.RawIOBase, root: Path) -> int:
 
 
 def _read_exported(root: Path, inventory: Inventory, image: str) -> None:
-    """Read the extracted tree with the folder reader and relabel paths to the image's own."""
     found = module_for("folder").read(root, ReadOptions(kind="folder", use_cache=False))
     prefix = str(root)
 
