@@ -58,7 +58,8 @@ def bind_mounts(inst: Instruction, workdir: str) -> dict[str, str]:
         fields = dict(part.partition("=")[::2] for part in spec.split(","))
         target = fields.get("target") or fields.get("dst") or fields.get("destination")
         if fields.get("type", "bind") == "bind" and "from" not in fields and target:
-            mounts[posixpath.normpath(posixpath.join(workdir, target))] = fields.get("source") or fields.get("src") or "."
+            source = fields.get("source") or fields.get("src") or "."
+            mounts[posixpath.normpath(posixpath.join(workdir, target))] = source
     return mounts
 
 

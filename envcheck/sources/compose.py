@@ -1,7 +1,7 @@
 """Compose files (``compose.yaml``, ``docker-compose*.yml``): what each service runs and on which image.
 
 Values are interpolated from the ``.env`` beside the file, never the shell envcheck runs in, so a check means
-the same everywhere; ``extends``, ``include`` and ``profiles`` are followed, bounded by MAX_FILES and MAX_EXTENDS."""
+the same everywhere; ``extends``, ``include`` and ``profiles`` are followed (MAX_FILES, MAX_EXTENDS)."""
 
 from __future__ import annotations
 
@@ -316,7 +316,7 @@ class _Compose:
 
     def _commands(self, name: str, service: YMap, file: Path, inventory: Inventory, launches: list[dict[str, Any]],
                   branch: str | None, image: str) -> str:
-        """Read entrypoint and command; the command text when the image's entrypoint is no known server, else ""."""
+        """Read entrypoint and command; the text when the image's entrypoint is no known server, else ""."""
         words: list[str] = []
         line = None
         for key in ("entrypoint", "command"):
@@ -407,7 +407,7 @@ class _Compose:
 
 
 def _restaged(sub: Inventory, service: str) -> Inventory:
-    """Stage labels named after the service (``vllm/0``): several services' Dockerfiles must not share stage 0."""
+    """Stage labels named after the service (``vllm/0``): services' Dockerfiles must not share stage 0."""
 
     def label(stage: str | None) -> str | None:
         return f"{service}/{stage}" if stage is not None else None
@@ -461,7 +461,7 @@ def _exclusive(service: YMap, launch: dict[str, Any]) -> list[str]:
 
 
 def _environment(value: Any) -> list[tuple[str, str, int]]:
-    """``environment:`` / ``args:`` as a mapping or a ``KEY=VALUE`` list, with lines; a bare ``KEY`` is left out."""
+    """``environment:`` / ``args:`` (mapping or ``KEY=VALUE`` list) with lines; a bare ``KEY`` is left out."""
     pairs: list[tuple[str, str, int]] = []
     if isinstance(value, YMap):
         pairs += [(k, str(v), value.line_of(k)) for k, v in value.items() if isinstance(v, Scalar) and not v.null]

@@ -1,6 +1,6 @@
-"""conda environment files (``environment.yml``): what ``conda env create -f`` installs: channels, conda match
-specs (``conda`` role) and the ``pip:`` list, read as a requirements file. A malformed entry is a problem at its
-line; the rest is still read."""
+"""conda environment files (``environment.yml``): what ``conda env create -f`` installs: channels, conda
+match specs (``conda`` role) and the ``pip:`` list, read as a requirements file. A malformed entry is a
+problem at its line; the rest is still read."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class EnvironmentFile:
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """Top-level ``dependencies:`` and ``channels:`` or ``name:``, but no ``apiVersion:`` (a Helm Chart.yaml)."""
+    """Top-level ``dependencies:`` and ``channels:`` or ``name:``, no ``apiVersion:`` (a Helm Chart.yaml)."""
     if b"\x00" in head:
         return False
     text = head.decode("utf-8", "replace")
@@ -86,7 +86,7 @@ def _pip_list(value: object, line: int, env: EnvironmentFile) -> None:
 
 
 def _match_spec(spec: str) -> list[str]:
-    """A match spec as conda install's argument: ``name >=1,<2`` -> ``name>=1,<2``; ``name 1.2 b`` -> ``name=1.2=b``."""
+    """A match spec as conda install takes it: ``n >=1,<2`` -> ``n>=1,<2``; ``n 1.2 b`` -> ``n=1.2=b``."""
     words: list[str] = []
     for word in spec.split():
         if words and (word[0] in "<>=!~," or words[-1][-1] in "<>=!~,"):

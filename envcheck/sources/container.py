@@ -1,5 +1,5 @@
-"""The ``container`` input: what an image's own python3 reports to envcheck's collector run inside it; without a
-python3 of 3.10 or newer, a static look at the exported filesystem (dist-info METADATA, ELF files)."""
+"""The ``container`` input: what an image's own python3 reports to envcheck's collector run inside it;
+without a python3 of 3.10 or newer, a static look at the exported filesystem (METADATA, ELF files)."""
 
 from __future__ import annotations
 
@@ -55,12 +55,12 @@ def read_container(image: str, options: ContainerOptions | None = None,
     where = Location(image)
     if run.no_python or run.python_too_old:
         inventory = static_look(client, image, image_obj)
-        why = ("has no python3 on its PATH" if run.no_python else f"has Python {run.python} ({run.python_path}); "
-               f"the collector needs Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer")
+        why = ("has no python3 on its PATH" if run.no_python else f"has Python {run.python}"
+               f" ({run.python_path}); the collector needs Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer")
         inventory.problems.insert(0, ReadProblem(
-            f"image {image} {why}, so the live checks (torch, flash-attn, sonames, GPU) did not run; a static look at "
-            f"its filesystem found {len(inventory.packages)} distributions and {len(inventory.binaries)} ELF files",
-            where))
+            f"image {image} {why}, so the live checks (torch, flash-attn, sonames, GPU) did not run; a static"
+            f" look at its filesystem found {len(inventory.packages)} distributions and"
+            f" {len(inventory.binaries)} ELF files", where))
     elif run.permission_denied:
         inventory = Inventory(context="installed", problems=[ReadProblem(
             f"user {run.user} may not run python3 in {image}; pass --user with a user that can", where)])
@@ -137,7 +137,8 @@ def _validated(data: dict[str, Any], image: str, run: ProbeRun, tail: str) -> In
     inventory: Inventory = inventory_from_probe(data, image)  # validates; bad fields become problems
     # paths inside the container become members of the image (IMAGE!/usr/lib/...), as in a static look
     move_locations(inventory, lambda loc: loc if loc is None or not loc.path.startswith("/") or loc.member
-                   else dataclasses.replace(loc, path=image, member=loc.path), "packages", "binaries", "env", "problems")
+                   else dataclasses.replace(loc, path=image, member=loc.path),
+                   "packages", "binaries", "env", "problems")
     if run.exit_code not in (0, None):
         inventory.problems.append(ReadProblem(
             f"the collector in {image} exited with status {run.exit_code}" + (f": {tail}" if tail else ""),
@@ -167,15 +168,15 @@ def static_look(client: DockerClient, image: str, image_obj: Any = None) -> Inve
                 kept = _extract_relevant(stream, root)
         except (ServiceError, tarfile.TarError, OSError) as exc:
             why = exc.message if isinstance(exc, ServiceError) else short_error(exc)
-            inventory.problems.append(ReadProblem(f"could not export the filesystem of {image} for a static look: {why}",
-                                                  Location(image)))
+            inventory.problems.append(ReadProblem(
+                f"could not export the filesystem of {image} for a static look: {why}", Location(image)))
         if kept:
             _read_exported(root, inventory, image)
     return inventory
 
 
 def _extract_relevant(stream: io.RawIOBase, root: Path) -> int:
-    """Copy what the folder reader needs (metadata, ELF files) out of a filesystem tar stream; returns how many."""
+    """Copy what the folder reader needs (metadata, ELF files) out of a tar stream; returns how many."""
     kept = 0
     with tarfile.open(fileobj=io.BufferedReader(stream, 1 << 20), mode="r|") as tar:
         for member in tar:

@@ -9,7 +9,7 @@ import importlib
 import posixpath
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -142,10 +142,7 @@ def read_text(text: str, path: str, context: Path, options: ReadOptions) -> Inve
 
 class _Reader:
     def __init__(self, df: Dockerfile, path: str, context: Path, options: ReadOptions) -> None:
-        self.df = df
-        self.path = path
-        self.context = context
-        self.options = options
+        self.df, self.path, self.context, self.options = df, path, context, options
         self.build_args: Mapping[str, str] = options.build_args
         self.line = 1  # the instruction being read (for errors raised while reading it)
         self.outside: set[int] = set()  # stages that are not part of the built image (Location.outside_image)
@@ -162,7 +159,7 @@ class _Reader:
                                if i.location is not None and i.location.path == self.path else i for i in inventory.images]
 
     def _stages_in_image(self) -> set[int]:
-        """The final stage, the stages it builds on, and those whose site-packages, venv or conda it copies."""
+        """The final stage, the stages it builds on, and any whose site-packages, venv or conda it copies."""
         keeps = {s.index for s in self.df.stages if s.final}
         changed = True
         while changed:
@@ -172,29 +169,24 @@ class _Reader:
                     continue
                 for inst in stage.instructions:
                     source = copied_from(inst)
-                    if source is None:
-                        continue
-                    other = self.df.stage_by_ref(source)
+                    other = self.df.stage_by_ref(source) if source is not None else None
                     if other is None or other.index in keeps:
                         continue
                     words = list(inst.json_args) if inst.json_args else split_words(inst.args, self.df.escape)
                     if any(marker in w for w in words[:-1] for marker in _SITE_DIRS):
-                        walk: Stage | None = other
-                        while walk is not None:
-                            keeps.add(walk.index)
-                            walk = self.df.stages[walk.parent] if walk.parent is not None else None
+                        keeps.update(s.index for s in self._lineage(other))
                         changed = True
         return keeps
 
+    def _lineage(self, stage: Stage) -> Iterator[Stage]:
+        """``stage`` and the stages it builds on, nearest first."""
+        walk: Stage | None = stage
+        while walk is not None:
+            yield walk
+            walk = self.df.stages[walk.parent] if walk.parent is not None else None
+
     def _built_on(self, root: Stage) -> tuple[str, ...]:
-        labels = []
-        for stage in self.df.stages:
-            walk: Stage | None = stage
-            while walk is not None and walk.index != root.index:
-                walk = self.df.stages[walk.parent] if walk.parent is not None else None
-            if walk is not None:
-                labels.append(stage.label)
-        return tuple(labels)
+        return tuple(s.label for s in self.df.stages if any(w.index == root.index for w in self._lineage(s)))
 
     def _loc(self, line: int, stage: Stage) -> Location:
         return Location(self.path, line=line, stage=stage.label, outside_image=stage.index in self.outside)
@@ -211,9 +203,9 @@ class _Reader:
                     message = f"FROM {stage.base_written}: {exc.message}"
                 inventory.problems.append(ReadProblem(message, self._loc(stage.line, stage)))
                 return
-            inventory.images.append(BaseImage(ref=stage.base, stage=stage.label, platform=stage.platform, final=in_image,
-                                              location=self._loc(stage.line, stage), stages=self._built_on(stage),
-                                              copied_at=copied_at))
+            inventory.images.append(BaseImage(
+                ref=stage.base, stage=stage.label, platform=stage.platform, final=in_image,
+                location=self._loc(stage.line, stage), stages=self._built_on(stage), copied_at=copied_at))
             if in_image:
                 inventory.packages.extend(shipped_packages(stage.base, self._loc(stage.line, stage)))
         workdir = "/"
@@ -306,10 +298,9 @@ class _Reader:
             return
         if exe == "uv" and len(argv) >= 2 and argv[1] == "sync":
             # uv sync installs the lock; with no uv.lock copied in, it resolves pyproject.toml (and writes the lock)
-            if files.resolve("uv.lock") is not None:
-                self._read_project_file("uv.lock", "locks", in_image, files, loc, stage, inventory, cmd)
-            else:
-                self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, cmd)
+            locked = files.resolve("uv.lock") is not None
+            name, module = ("uv.lock", "locks") if locked else ("pyproject.toml", "pyproject")
+            self._read_project_file(name, module, in_image, files, loc, stage, inventory, cmd)
             return
         install_argv, wheel_only = _as_install(_resolvable(argv))
         parsed = parse_install_command(install_argv, loc)
@@ -336,8 +327,7 @@ class _Reader:
         # local folders (`pip install .`, `pip install ./xformers`) inside a cloned repository
         if parsed.command.tool in ("pip", "uv"):
             for word in _local_paths(cmd.argv):
-                folder = posixpath.normpath(posixpath.join(files.script.cwd, word))
-                repo = repo_of(folder, files.script)
+                repo = repo_of(posixpath.normpath(posixpath.join(files.script.cwd, word)), files.script)
                 if repo is not None:
                     name, url = repo
                     pkg = Package(name=name, url=f"git+{url}" if not url.startswith("git+") else url, role=role_override or Role.REQUIREMENT,
@@ -403,7 +393,7 @@ class _Reader:
 
     def _read_project_file(self, name: str, module: str, in_image: bool, files: ContextFiles, loc: Location, stage: Stage,
                            inventory: Inventory, cmd: SimpleCommand | None, argv: list[str] | None = None) -> None:
-        """``uv sync`` reads uv.lock, ``pip install .`` pyproject.toml, with the extras and groups it asks for."""
+        """``uv sync`` reads uv.lock, ``pip install .`` pyproject.toml, with the extras and groups asked."""
         from envcheck.scopes import install_scopes, scopes_asked
 
         found = files.resolve(name)
@@ -425,8 +415,9 @@ class _Reader:
         inventory.problems.extend(sub.problems)
         inventory.pragmas.extend(sub.pragmas)
         if cmd is not None:
-            inventory.installs.append(InstallCommand(tool="uv", packages=tuple(p.name for p in sub.packages),
-                                                     options=tuple(w for w in cmd.argv[2:] if w.startswith("-")),
+            options = tuple(w for w in cmd.argv[2:] if w.startswith("-"))
+            names = tuple(p.name for p in sub.packages)
+            inventory.installs.append(InstallCommand(tool="uv", packages=names, options=options,
                                                      text=cmd.text, location=loc))
 
     def _source_build(self, cwd: str, tool: str, argv: list[str], cmd: SimpleCommand, loc: Location, in_image: bool,
@@ -435,22 +426,26 @@ class _Reader:
         if repo is None:
             return
         name, url = repo
-        inventory.packages.append(Package(name=name, url=f"git+{url}", role=Role.REQUIREMENT if in_image else Role.BUILD,
-                                          location=loc))
+        role = Role.REQUIREMENT if in_image else Role.BUILD
+        inventory.packages.append(Package(name=name, url=f"git+{url}", role=role, location=loc))
         inventory.installs.append(InstallCommand(tool=tool, packages=(name,), options=(), text=cmd.text or " ".join(argv), location=loc))
 
 
 def _in_branch(loc: Location, cmd: SimpleCommand) -> Location:
-    return loc if cmd.branch is None else replace(loc, branch=cmd.branch.describe(), fallback=cmd.branch.fallback)
+    if cmd.branch is None:
+        return loc
+    return replace(loc, branch=cmd.branch.describe(), fallback=cmd.branch.fallback)
 
 
 def _under(where: Location | None, loc: Location) -> Location:
     """A fact's location in a file a RUN read (-r file, pyproject), with the RUN's stage and branch."""
-    return loc if where is None else replace(where, stage=loc.stage, branch=loc.branch, fallback=loc.fallback, outside_image=loc.outside_image)
+    if where is None:
+        return loc
+    return replace(where, stage=loc.stage, branch=loc.branch, fallback=loc.fallback, outside_image=loc.outside_image)
 
 
 def shipped_packages(ref: str, location: Location | None) -> list[Package]:
-    """torch, flash-attn and triton that a known CUDA 13 NGC base image contains (CUDA 12 bases: G1-cuda12-base)."""
+    """torch, flash-attn and triton a known CUDA 13 NGC base contains (CUDA 12 bases: G1-cuda12-base)."""
     facts = safe_describe(ref)
     if facts is None or not facts.ngc_torch or facts.cuda_major is None or facts.cuda_major < 13:
         return []
@@ -477,7 +472,7 @@ def _as_install(argv: list[str]) -> tuple[list[str], bool]:
 
 
 def build_settings(cmd: SimpleCommand, known: Mapping[str, str]) -> list[tuple[str, str]]:
-    """GPU-target settings a build command runs with that differ from the stage's (env, cmake -D, CMAKE_ARGS)."""
+    """GPU-target settings a build command runs with that differ from the stage's (env, -D, CMAKE_ARGS)."""
     argv = list(cmd.argv)
     if not _builds(argv):
         return []
@@ -510,7 +505,8 @@ def _resolvable(argv: list[str]) -> list[str]:
         m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._\-]*(?:\[[^\]$]*\])?)\s*(?:==|>=|<=|~=|!=|<|>|@)", word)
         if m and "$" not in m.group(1):
             out.append(m.group(1))
-        elif out and out[-1].startswith("-") and "=" not in out[-1] and out[-1] in ("-r", "-c", "-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--requirement", "--constraint"):
+        elif out and out[-1] in ("-r", "-c", "-i", "--index-url", "--extra-index-url", "-f", "--find-links",
+                                 "--requirement", "--constraint"):
             out.pop()  # an option whose value we cannot know
     return out
 
@@ -534,7 +530,7 @@ def _local_paths(argv: tuple[str, ...]) -> list[str]:
         after_option = word
         if word.startswith("-") or "://" in word or "@" in word or re.search(r"[=<>~!;\[]", word):
             continue
-        if word in (".", "..") or word.startswith(("./", "../", "/")) or "/" in word:
+        if word in (".", "..") or "/" in word:
             found.append(word)
     return found
 
@@ -551,14 +547,13 @@ def _history_env_pairs(inst: Instruction) -> list[tuple[str, str]]:
     starts = list(_HISTORY_NAME.finditer(inst.args))
     if not starts:
         return env_pairs(inst, "\\")
-    pairs: list[tuple[str, str]] = []
-    for k, m in enumerate(starts):
-        end = starts[k + 1].start() if k + 1 < len(starts) else len(inst.args)
-        value = inst.args[m.end() : end].strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        pairs.append((m.group(1), value))
-    return pairs
+    ends = [m.start() for m in starts[1:]] + [len(inst.args)]
+    return [(m.group(1), _unquoted(inst.args[m.end() : end].strip()))
+            for m, end in zip(starts, ends, strict=True)]
+
+
+def _unquoted(value: str) -> str:
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
 
 
 def inventory_from_history(created_by: list[str], origin: str) -> Inventory:

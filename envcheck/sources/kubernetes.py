@@ -39,8 +39,8 @@ WORKLOADS: dict[str, tuple[str, ...]] = {
     "RayService": ("spec", "rayClusterConfig", "headGroupSpec", "template", "spec"),
 }
 _LWS_WORKERS = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")
-# NVIDIA Dynamo's operator (ai-dynamo/dynamo API reference, multinode-deployment.md): a component runs pods from
-# `extraPodSpec` (its `mainContainer`), asks for `resources.{requests,limits}.{gpu,memory}`, and with
+# NVIDIA Dynamo's operator (ai-dynamo/dynamo API reference, multinode-deployment.md): a component runs pods
+# from `extraPodSpec` (its `mainContainer`), asks for `resources.{requests,limits}.{gpu,memory}`, and with
 # `multinode.nodeCount` one replica spans that many nodes.
 COMPONENTS: dict[str, tuple[str, ...]] = {
     "DynamoGraphDeployment": ("spec", "services"),  # a mapping: service name -> component
@@ -60,7 +60,7 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def sniff_named(path: Path, head: bytes) -> bool:
-    """A file the user named is a manifest with any ``kind:``; folder discovery takes only workloads (sniff)."""
+    """A file the user named is a manifest with any ``kind:``; discovery takes only workloads (sniff)."""
     if b"\x00" in head:
         return False
     text = head.decode("utf-8", "replace")
@@ -236,10 +236,10 @@ class _Pods:
                 runs = device_query(shlex.join(words)) if words and not entry else ""
                 inventory.images.append(BaseImage(ref=str(image), platform=platform, location=at, stage=stage,
                                                   stages=(stage,), runs=runs))
-                # imported here: discovery sniffs YAML files with this module and never needs the Dockerfile reader
+                # imported here: discovery sniffs YAML with this module and never needs the Dockerfile reader
                 from envcheck.sources.dockerfile import shipped_packages
 
-                inventory.packages.extend(shipped_packages(str(image), at))  # NGC's torch, flash-attn: what pip keeps
+                inventory.packages.extend(shipped_packages(str(image), at))  # NGC's torch, flash-attn
         for items in (component.get("envs") if component is not None else None, container.get("env")):
             for item in items if isinstance(items, YList) else []:
                 if isinstance(item, YMap) and isinstance(item.get("name"), str) and isinstance(item.get("value"), str):
@@ -270,7 +270,7 @@ _SHELLS = frozenset({"sh", "bash", "dash", "zsh"})
 
 
 def _script(container: YMap, words: list[str], path: str, stage: str) -> tuple[str, Callable[[int], Location]]:
-    """The shell text a container runs and where each line is: ``bash -c SCRIPT`` at the script's own lines."""
+    """The shell text a container runs and where each line is (``bash -c SCRIPT``: the script's lines)."""
     key = "command" if "command" in container else "args"
     last = next((container[k][-1] for k in ("args", "command") if isinstance(container.get(k), YList) and container[k]), None)
     if (len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] == "-c" and isinstance(last, Scalar)

@@ -1,6 +1,6 @@
 """Jupyter notebooks: ``!`` lines, ``%%bash`` cells and ``%pip`` magics of code cells read as a shell script,
-``%env`` and ``os.environ`` as settings. A fact's ``member`` is ``cell 3, line 2``; its ``line`` is the line of
-the ``.ipynb`` where Jupyter wrote that source line, so a SARIF region points at it."""
+``%env`` and ``os.environ`` as settings. A fact's ``member`` is ``cell 3, line 2``; its ``line`` is the
+line of the ``.ipynb`` where Jupyter wrote that source line, so a SARIF region points at it."""
 
 from __future__ import annotations
 
@@ -70,7 +70,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             places.append(loc)
         inventory.pragmas.extend(_pragmas(lines, file_lines, str(path), number))
     if script:
-        sub = shell.read_script("\n".join(script), str(path), path.parent, options, lambda n: places[min(max(n, 1), len(places)) - 1])
+        sub = shell.read_script("\n".join(script), str(path), path.parent, options,
+                                lambda n: places[min(max(n, 1), len(places)) - 1])
         for facts in ("packages", "indexes", "installs", "env", "wheels", "problems", "pragmas"):
             getattr(inventory, facts).extend(getattr(sub, facts))
         inventory.host = sub.host

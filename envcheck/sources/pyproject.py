@@ -1,5 +1,5 @@
-"""pyproject.toml: requirements by scope (extras and non-default groups are opt-in ``Package.scope``s) and uv's
-index configuration, which decides which CUDA build of torch is installed."""
+"""pyproject.toml: requirements by scope (extras and non-default groups are opt-in ``Package.scope``s) and
+uv's index configuration, which decides which CUDA build of torch is installed."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ class TomlLines:
         return None
 
     def key(self, path: tuple[str, ...]) -> int | None:
-        """0-based line where the value at ``path`` is assigned (``[a.b]`` then ``c =``, or ``b.c =`` in ``[a]``)."""
+        """0-based line where the value at ``path`` is set (``c =`` in ``[a.b]``, or ``b.c =`` in ``[a]``)."""
         for split in range(len(path) - 1, -1, -1):
             table, rest = ".".join(path[:split]), path[split:]
             for start, end in self._sections(table):
@@ -191,8 +191,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
 
 def _locked(packages: list[Package], path: Path, options: ReadOptions, default_groups: set[str]) -> list[Package]:
-    """``packages`` at the versions the uv.lock beside ``path`` holds (``uv sync`` installs the lock, not the newest
-    release); a missing, unreadable or out-of-date lock (uv locks again) leaves them as written."""
+    """``packages`` at the versions the uv.lock beside ``path`` holds (``uv sync`` installs the lock, not the
+    newest release); a missing, unreadable or out-of-date lock (uv locks again) leaves them as written."""
     lock_path = path.parent / "uv.lock"
     try:
         if not lock_path.is_file():

@@ -1,5 +1,5 @@
-"""A Spark read over SSH (``ssh://[USER@]HOST[:PORT]``): the collector goes to the remote python3 on stdin, nothing
-is installed, and its document is read as a local preflight's is (a target of kind ``host``)."""
+"""A Spark read over SSH (``ssh://[USER@]HOST[:PORT]``): the collector goes to the remote python3 on stdin,
+nothing is installed, and its document is read as a local preflight's is (a target of kind ``host``)."""
 
 from __future__ import annotations
 

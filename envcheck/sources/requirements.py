@@ -136,7 +136,7 @@ def logical_lines(text: str) -> list[tuple[int, str, str | None]]:
 
 
 def _without_comment(line: str) -> str:
-    """``line`` up to a ``#`` at the start or after whitespace, as pip strips it (a scan: the regex is quadratic)."""
+    """``line`` up to a ``#`` at the start or after whitespace, as pip strips it (a regex is quadratic)."""
     at = line.find("#")
     while at > 0 and not line[at - 1].isspace():
         at = line.find("#", at + 1)
@@ -160,7 +160,7 @@ MAX_DEPTH = 20
 
 @dataclass
 class _Includes:
-    """What one target's include graph has cost so far: each file is read once, files and bytes are bounded."""
+    """What one target's include graph has cost so far: each file read once, files and bytes bounded."""
 
     max_bytes: int
     read: set[tuple[Path, str]] = field(default_factory=set)
@@ -175,7 +175,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         inventory.packages = [_installed(p) for p in inventory.packages]
     names = tuple(p.name for p in inventory.packages if p.role == "requirement")  # the file is one install
     inventory.installs.insert(0, InstallCommand(tool="requirements", packages=names, options=(),
-                                                text=f"pip install -r {path.name}", location=Location(str(path))))
+                                                text=f"pip install -r {path.name}",
+                                                location=Location(str(path))))
     return inventory
 
 
@@ -255,7 +256,7 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
 
 
 def _regular_file(path: Path) -> int:
-    """Includes must be regular files: ``-r /dev/stdin`` or a FIFO would block forever, ``/dev/zero`` never ends."""
+    """Includes must be regular files: ``-r /dev/stdin`` or a FIFO blocks forever, /dev/zero never ends."""
     try:
         info = path.stat()
     except OSError as exc:

@@ -49,7 +49,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
 
 def read_script(text: str, path: str, folder: Path, options: ReadOptions, where: Callable[[int], Location]) -> Inventory:
-    """The facts a Dockerfile RUN of ``text`` has, located by ``where(line in text)``; files looked up in ``folder``."""
+    """The facts a Dockerfile RUN of ``text`` has, located by ``where(line)``."""
     from envcheck.sources import dockerfile
 
     marker = _MARKER
@@ -88,8 +88,8 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
 
 
 def container_images(text: str, where: Callable[[int], Location], folder: Path | None = None) -> list[BaseImage]:
-    """Images ``docker run`` lines start with a GPU, a platform, a known server or a known image; the project's own
-    builds (tagged by ``docker build -t``, or a bare local name beside a Dockerfile) are left out."""
+    """Images ``docker run`` lines start with a GPU, a platform, a known server or a known image; the
+    project's own builds (``docker build -t`` tags, a bare local name beside a Dockerfile) are left out."""
     images: list[BaseImage] = []
     commands = split_commands(text, arch="arm64")
     built = _built_tags([_unwrapped(cmd.argv) for cmd in commands])
@@ -165,8 +165,8 @@ _WRAPPERS = frozenset({"exec", "nohup", "env", "sudo", "time", "command"})
 
 def launches(text: str, path: str, where: Callable[[int], Location], entry: tuple[str, ...] = (),
              extra: Mapping[str, object] | None = None) -> list[dict[str, Any]]:
-    """Launch commands in shell text as ``HostReadings.launch`` entries; ``entry``: the image's entrypoint, run
-    before commands that start with an option (a compose ``command:`` that is only flags)."""
+    """Launch commands in shell text as ``HostReadings.launch`` entries; ``entry``: the image's entrypoint,
+    run before commands that start with an option (a compose ``command:`` that is only flags)."""
     found: list[dict[str, Any]] = []
     commands = list(_commands(split_commands(text, arch="arm64")))
     cluster = next((c for c in (_cluster(argv) for _offset, argv in commands) if c), None)
@@ -214,7 +214,7 @@ _RAY_JOIN = re.compile(r"\bray\s+start\b[^\n]*--address\b")
 
 
 def _ray_joins(text: str) -> bool:
-    """A multi-node Ray cluster in one script: ``ray start --head`` and a ``ray start --address`` that joins it."""
+    """A multi-node Ray cluster: ``ray start --head`` and a ``ray start --address`` that joins it."""
     lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
     return any(_RAY_HEAD.search(line) for line in lines) and any(_RAY_JOIN.search(line) for line in lines)
 
@@ -233,8 +233,8 @@ def _ray_in_substitution(text: str) -> bool:
 
 
 def _commands(commands: Iterable[SimpleCommand], depth: int = 0) -> Iterator[tuple[int, list[str]]]:
-    """Each command's words with wrappers dropped, and where it starts; what ``docker exec`` and ``ssh HOST '...'``
-    run is read as commands at the same place."""
+    """Each command's words with wrappers dropped, and where it starts; what ``docker exec`` and
+    ``ssh HOST '...'`` run is read as commands at the same place."""
     for cmd in commands:
         argv = _unwrapped(cmd.argv)
         inside = exec_command(argv)
@@ -310,7 +310,7 @@ def _leading_tool(argv: list[str]) -> bool:
 
 
 def _masked(argv: list[str]) -> list[str]:
-    """``argv`` with the values of secret options (``--api-key sk-...``) masked: the command is kept as evidence."""
+    """``argv`` with secret options' values (``--api-key sk-...``) masked: the command is kept as evidence."""
     out: list[str] = []
     hide_next = False
     for word in argv:
