@@ -335,6 +335,7 @@ class _Compose:
             return ""
         text = shlex.join(words)
         entry = image_entrypoint(image)
+
         def where(_line: int) -> Location:  # a compose command is one value: every fact is at its key
             return Location(str(file), line=line, branch=branch, stage=name, on_request=bool(branch))
 
@@ -362,14 +363,23 @@ class _Compose:
             inventory.problems.append(ReadProblem(f"build context {context_text} is remote; its Dockerfile was not read", loc, note=True))
             return
         context = file.parent / context_text
-        inline = spec.get("dockerfile_inline")
-        if isinstance(inline, Scalar) and not inline.null:
-            self._inline_build(name, inline, file, context, spec, inventory)
-            return
-        written = str(spec.get("dockerfile") or "Dockerfile")
         args = {key: value for key, value, _line in _environment(spec.get("args"))}
         target = str(spec.get("target") or "")
-        recipe = context / written
+        options = replace(self.options, build_args=args, target=target or None)
+        inline = spec.get("dockerfile_inline")
+        if isinstance(inline, Scalar) and not inline.null:  # the Dockerfile is this file's text, at its lines
+            sub = _restaged(dockerfile.read_text(str(inline), str(file), context, options), name)
+            first = inline.line + (1 if inline.style_block else 0)  # a block scalar starts below its `|`
+
+            def moved(loc: Location | None) -> Location | None:
+                if loc is None or loc.path != str(file) or loc.line is None:
+                    return loc
+                return replace(loc, line=first + loc.line - 1)
+
+            for facts in ("images", "packages", "indexes", "installs", "env", "problems"):
+                getattr(inventory, facts).extend(getattr(move_locations(sub, moved, facts), facts))
+            return
+        recipe = context / str(spec.get("dockerfile") or "Dockerfile")
         key = (str(recipe), tuple(sorted(args.items())), target)
         if key in self.dockerfiles:
             return
@@ -378,7 +388,6 @@ class _Compose:
             shown_path = os.path.normpath(recipe)
             inventory.problems.append(ReadProblem(f"build: no Dockerfile at {shown_path}; it was not checked", loc, note=True))
             return
-        options = replace(self.options, build_args=args, target=target or None)
         try:
             sub = dockerfile.read(recipe, options)
         except InputError as exc:
@@ -387,23 +396,6 @@ class _Compose:
         if platform:
             sub.images[:] = [replace(i, platform=i.platform or platform) for i in sub.images]
         inventory.extend(_restaged(sub, name))
-
-    def _inline_build(self, service: str, inline: Scalar, file: Path, context: Path, spec: YMap, inventory: Inventory) -> None:
-        from envcheck.sources import dockerfile
-
-        args = {key: value for key, value, _line in _environment(spec.get("args"))}
-        target = str(spec.get("target") or "")
-        options = replace(self.options, build_args=args, target=target or None)
-        sub = _restaged(dockerfile.read_text(str(inline), str(file), context, options), service)
-        first = inline.line + (1 if inline.style_block else 0)  # a block scalar's text starts below its `|`
-
-        def moved(loc: Location | None) -> Location | None:
-            if loc is None or loc.path != str(file) or loc.line is None:
-                return loc
-            return replace(loc, line=first + loc.line - 1)
-
-        for facts in ("images", "packages", "indexes", "installs", "env", "problems"):
-            getattr(inventory, facts).extend(getattr(move_locations(sub, moved, facts), facts))
 
 
 def _restaged(sub: Inventory, service: str) -> Inventory:

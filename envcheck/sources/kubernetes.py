@@ -20,7 +20,7 @@ from envcheck.inspect.pip_args import variable_indexes
 from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
 from envcheck.knowledge.base_images import ml_image
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, ReadProblem
-from envcheck.readings import PodRequest
+from envcheck.readings import PodRequest, launches_from_json
 from envcheck.sources import ReadOptions, shell
 from envcheck.sources.requirements import read_text_file, text_limit
 
@@ -96,8 +96,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             inventory.problems.append(ReadProblem(f"{kind} has no pod spec at {'.'.join(WORKLOADS[str(kind)])}",
                                                   Location(str(path), line=line_of(document))))
             continue
-        metadata = document.get("metadata")
-        name = f"{kind}/{metadata.get('name')}" if isinstance(metadata, YMap) and metadata.get("name") else str(kind)
+        name = _named(document, str(kind))
         first = len(launches)
         pods.pod(name, spec)
         if workers is not None:
@@ -106,8 +105,6 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             pods.pod(f"{name} workers {group}", pod)
         _spans(launches[first:], _at_path(document, ("spec", "leaderWorkerTemplate", "size")))  # a group spans `size` nodes
     if launches:
-        from envcheck.readings import launches_from_json
-
         inventory.host = replace(inventory.host, launch=launches_from_json(launches))
     if requests:
         inventory.host = replace(inventory.host, pod_requests=tuple(requests))
@@ -116,6 +113,11 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         inventory.problems.append(ReadProblem(f"no workload with a pod template (Pod, Deployment, Job ...) in this manifest ({shown}): "
                                               "nothing here runs a container, so there is nothing to check", Location(str(path)), note=True))
     return inventory
+
+
+def _named(document: YMap, kind: str) -> str:
+    metadata = document.get("metadata")
+    return f"{kind}/{metadata.get('name')}" if isinstance(metadata, YMap) and metadata.get("name") else kind
 
 
 def _ray_worker_groups(document: YMap, head: tuple[str, ...]) -> list[tuple[str, YMap]]:
@@ -190,8 +192,7 @@ class _Pods:
 
     def components(self, document: YMap, kind: str) -> None:
         at = _at_path(document, COMPONENTS[kind])
-        metadata = document.get("metadata")
-        name = f"{kind}/{metadata.get('name')}" if isinstance(metadata, YMap) and metadata.get("name") else kind
+        name = _named(document, kind)
         if not isinstance(at, YMap):
             self.inventory.problems.append(ReadProblem(f"{kind} has no components at {'.'.join(COMPONENTS[kind])}",
                                                        Location(str(self.path), line=line_of(document))))

@@ -150,11 +150,11 @@ def _same_image(ref: Reference, built: list[Reference]) -> bool:
 _DOCKERFILE = re.compile(r"^(?:Dockerfile|Containerfile)(?:\..+)?$|\.(?:dockerfile|Dockerfile)$")
 
 
-def _has_dockerfile(folder: Path, limit: int = 2000) -> bool:
-    """A Dockerfile (Dockerfile, Dockerfile.train, train.Dockerfile, Containerfile) among the folder's first entries."""
+def _has_dockerfile(folder: Path) -> bool:
+    """A Dockerfile (Dockerfile, x.Dockerfile, Containerfile...) among the folder's first 2000 entries."""
     try:
         with os.scandir(folder) as entries:
-            return any(_DOCKERFILE.search(entry.name) for entry in itertools.islice(entries, limit))
+            return any(_DOCKERFILE.search(entry.name) for entry in itertools.islice(entries, 2000))
     except OSError:
         return False
 
