@@ -20,43 +20,23 @@ class Pattern:
     anchored: bool
 
 
+# gitignore glob tokens: **/ (any leading folders), /** at the end (everything inside), **, *, ?, a [class],
+# a backslash escape, any other character
+_GLOB = re.compile(r"(\*\*/)|(/\*\*\Z)|(\*\*)|(\*)|(\?)|\[(.[^\]]*)\]|\\(.)|(.)", re.S)
+_WILDCARDS = ("(?:.*/)?", "/.*", ".*", "[^/]*", "[^/]")
+
+
 def _translate(glob: str) -> str:
     out: list[str] = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if glob.startswith("/**", i) and i + 3 == len(glob):
-            out.append("/.*")
-            i += 3
-            continue
-        if glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        ch = glob[i]
-        if ch == "*":
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            end = glob.find("]", i + 2)
-            if end == -1:
-                out.append(re.escape(ch))
-            else:
-                body = glob[i + 1:end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end
-        elif ch == "\\" and i + 1 < len(glob):
-            i += 1
-            out.append(re.escape(glob[i]))
+    for m in _GLOB.finditer(glob):
+        group = m.lastindex or 8
+        if group <= len(_WILDCARDS):
+            out.append(_WILDCARDS[group - 1])
+        elif group == 6:
+            body = "^" + m.group(6)[1:] if m.group(6).startswith("!") else m.group(6)
+            out.append("[" + body.replace("\\", "\\\\") + "]")
         else:
-            out.append(re.escape(ch))
-        i += 1
+            out.append(re.escape(m.group(group)))
     return "".join(out)
 
 
