@@ -27,6 +27,7 @@ from envcheck.sources.requirements import read_text_file, text_limit
 KIND = "compose"
 MAX_FILES = 20  # the compose file, the files it includes and those its services extend
 MAX_EXTENDS = 10  # extends chains; compose itself refuses cycles
+_BRACES = re.compile(r"\$\{|\}")
 _VAR = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])|(?=\}))|([A-Za-z_][A-Za-z0-9_]*))")
 
 
@@ -60,56 +61,41 @@ def interpolate(text: str, values: dict[str, str], errors: list[str]) -> str:
     """``text`` with compose's ``${...}`` forms replaced; ``${VAR?msg}`` with VAR unset adds to ``errors``."""
     out: list[str] = []
     i = 0
-    while i < len(text):
-        m = _VAR.search(text, i)
-        if m is None:
-            out.append(text[i:])
-            break
+    while (m := _VAR.search(text, i)) is not None:
         out.append(text[i:m.start()])
-        if m.group(1):  # $$
-            out.append("$")
-            i = m.end()
-            continue
-        if m.group(4):  # $VAR
-            out.append(values.get(m.group(4), ""))
-            i = m.end()
+        i = m.end()
+        if m.group(1) or m.group(4):  # $$ or $VAR
+            out.append("$" if m.group(1) else values.get(m.group(4), ""))
             continue
         name, op = m.group(2), m.group(3) or ""
         end = _closing(text, m.end())
         if end < 0:  # unterminated: compose refuses it; keep the text
             out.append(text[m.start():])
-            break
+            return "".join(out)
         word = interpolate(text[m.end():end], values, errors) if op else ""
         value = values.get(name)
         empty = value is None or (op.startswith(":") and value == "")
+        if op.endswith("?") and empty:
+            unset = "not set or empty" if op.startswith(":") else "not set"
+            errors.append(f"{name} is {unset}: {word or 'required variable'}")
         if op.endswith("-"):
             out.append(word if empty else value or "")
-        elif op.endswith("?"):
-            if empty:
-                errors.append(f"{name} is {'not set or empty' if op.startswith(':') else 'not set'}: {word or 'required variable'}")
-            out.append(value or "")
         elif op.endswith("+"):
             out.append("" if empty else word)
         else:
             out.append(value or "")
         i = end + 1
+    out.append(text[i:])
     return "".join(out)
 
 
 def _closing(text: str, start: int) -> int:
     """The index of the ``}`` closing a ``${`` whose body starts at ``start``; -1 if none."""
     depth = 1
-    i = start
-    while i < len(text):
-        if text.startswith("${", i):
-            depth += 1
-            i += 2
-            continue
-        if text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
+    for m in _BRACES.finditer(text, start):
+        depth += 1 if m.group() == "${" else -1
+        if depth == 0:
+            return m.start()
     return -1
 
 
