@@ -314,19 +314,10 @@ def _masked(argv: list[str]) -> list[str]:
     out: list[str] = []
     hide_next = False
     for word in argv:
-        if hide_next:
-            out.append(MASK)
-            hide_next = False
-            continue
         name, eq, _value = word.partition("=")
-        if word.startswith("-") and is_secret_name(name.lstrip("-")):
-            if eq:
-                out.append(f"{name}={MASK}")
-            else:
-                out.append(word)
-                hide_next = True
-            continue
-        out.append(word)
+        secret = word.startswith("-") and is_secret_name(name.lstrip("-"))
+        out.append(MASK if hide_next else f"{name}={MASK}" if secret and eq else word)
+        hide_next = not hide_next and secret and not eq
     return out
 
 
