@@ -32,9 +32,7 @@ _VAR = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])|(?=\}))|([A
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    if b"\x00" in head:
-        return False
-    text = head.decode("utf-8", "replace")
+    text = "" if b"\x00" in head else head.decode("utf-8", "replace")  # binary junk matches no pattern
     return bool(re.search(r"(?m)^services\s*:\s*$", text)) and bool(re.search(r"(?m)^\s+(image|build)\s*:", text))
 
 

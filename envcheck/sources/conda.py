@@ -35,9 +35,7 @@ class EnvironmentFile:
 
 def sniff(path: Path, head: bytes) -> bool:
     """Top-level ``dependencies:`` and ``channels:`` or ``name:``, no ``apiVersion:`` (a Helm Chart.yaml)."""
-    if b"\x00" in head:
-        return False
-    text = head.decode("utf-8", "replace")
+    text = "" if b"\x00" in head else head.decode("utf-8", "replace")  # binary junk matches no pattern
     return (bool(re.search(r"(?m)^dependencies\s*:", text)) and bool(re.search(r"(?m)^(channels|name)\s*:", text))
             and not re.search(r"(?m)^apiVersion\s*:", text))
 

@@ -593,9 +593,7 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
         step_env = dict(env)
         a = _ARGS_PREFIX.match(text)
         if a:
-            for word in a.group(2).split():
-                name, _, value = word.partition("=")
-                step_env[name] = value
+            step_env.update(word.partition("=")[::2] for word in a.group(2).split())
             text = a.group(3)
         s = _SHELL_PREFIX.match(text)
         script = s.group(3) if s else text

@@ -53,17 +53,13 @@ _ANY_KIND = re.compile(r"(?m)^kind\s*:\s*[\"']?[A-Za-z][A-Za-z0-9]*[\"']?\s*(#.*
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    if b"\x00" in head:
-        return False
-    text = head.decode("utf-8", "replace")
+    text = "" if b"\x00" in head else head.decode("utf-8", "replace")  # binary junk matches no pattern
     return bool(_SNIFF.search(text)) and bool(_SNIFF_KIND.search(text))
 
 
 def sniff_named(path: Path, head: bytes) -> bool:
     """A file the user named is a manifest with any ``kind:``; discovery takes only workloads (sniff)."""
-    if b"\x00" in head:
-        return False
-    text = head.decode("utf-8", "replace")
+    text = "" if b"\x00" in head else head.decode("utf-8", "replace")  # binary junk matches no pattern
     return bool(_SNIFF.search(text)) and bool(_ANY_KIND.search(text))
 
 

@@ -105,9 +105,7 @@ class _Reader:
 
     def table(self, parent: dict[str, Any], key: str) -> dict[str, Any]:
         """``parent[key]`` when it is a TOML table; anything else is a problem at its line and reads as empty."""
-        value = parent.get(key)
-        if value is None:
-            return {}
+        value = parent.get(key, {})
         if not isinstance(value, dict):
             self.problem(f"{key} must be a table, not {type(value).__name__}", self.lines.find(key))
             return {}
