@@ -21,6 +21,7 @@ from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, 
 from envcheck.knowledge.base_images import ml_image
 from envcheck.limits import read_regular
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, ReadProblem
+from envcheck.readings import launches_from_json
 from envcheck.sources import ReadOptions, move_locations, shell
 from envcheck.sources.requirements import read_text_file, text_limit
 
@@ -49,8 +50,6 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     for name, (service, file) in services.items():
         reader.service(name, service, file, inventory, launches)
     if launches:
-        from envcheck.readings import launches_from_json
-
         inventory.host = replace(inventory.host, launch=launches_from_json(launches))
     return inventory
 

@@ -8,6 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion
+
 from envcheck.errors import EnvcheckError
 from envcheck.inspect.markers import all_of, negated
 from envcheck.inspect.pip_args import parse_requirement_text, shown
@@ -222,9 +225,6 @@ def _locked(packages: list[Package], path: Path, options: ReadOptions, default_g
 
 
 def _allows(specifier: str, version: str) -> bool:
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion
-
     try:
         return SpecifierSet(specifier).contains(version, prereleases=True)
     except (InvalidSpecifier, InvalidVersion):

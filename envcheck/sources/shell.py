@@ -21,6 +21,7 @@ from envcheck.inspect.pragma import instruction_pragmas
 from envcheck.inspect.shell import split_commands
 from envcheck.knowledge.base_images import ml_image
 from envcheck.model import BaseImage, Inventory, Location, ReadProblem
+from envcheck.readings import launches_from_json
 from envcheck.redaction import MASK, is_secret_name
 from envcheck.sources import ReadOptions, move_locations
 from envcheck.sources.requirements import read_text_file, text_limit
@@ -80,8 +81,6 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
     out.pragmas = [replace(p, location=moved(p.location) or p.location) for p in inventory.pragmas if p.location.path != path]
     found = launches(text, path, where)
     if found:
-        from envcheck.readings import launches_from_json
-
         out.host = replace(out.host, launch=launches_from_json(found))
     out.images = container_images(text, where, folder)
     return out
