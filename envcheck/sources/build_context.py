@@ -81,8 +81,7 @@ class ContextFiles:
     def resolve(self, name: str) -> Path | None:
         wanted = posixpath.normpath(posixpath.join(self.script.cwd, name))
         for target, source in self.mounts.items():
-            found = self._under(wanted, target, source, is_dir_dest=False)
-            if found is not None:
+            if (found := self._under(wanted, target, source, is_dir_dest=False)) is not None:
                 return found
         for sources, dest, workdir in reversed(self.copies):
             dest_abs = posixpath.normpath(posixpath.join(workdir, dest))

@@ -203,8 +203,7 @@ class _Compose:
                     inventory.problems.append(ReadProblem(f"include: {name} is not a file next to {path.name}", Location(str(path), line=line_of(name))))
                     continue
                 self.included.add(other.resolve())
-                sub = self.load(other, inventory)
-                if sub is not None:
+                if (sub := self.load(other, inventory)) is not None:
                     found.update(self.services(other, sub, inventory, depth + 1))
         services = document.get("services")
         if isinstance(services, YMap):
@@ -274,8 +273,7 @@ class _Compose:
                              "service": name, "memory": None, "uncapped": True, "settings": [],
                              **({"optional": True} if branch else {})})
         for launch in launches[before:]:
-            exclusive = _exclusive(service, launch)
-            if exclusive:
+            if exclusive := _exclusive(service, launch):
                 launch["exclusive"] = exclusive
         if build is not None:
             self._build(name, build, file_of("build"), inventory, at("build"), platform if isinstance(platform, str) else None)
@@ -428,10 +426,9 @@ def _exclusive(service: YMap, launch: dict[str, Any]) -> list[str]:
     name = service.get("container_name")
     if isinstance(name, Scalar) and not name.null and str(name):
         held.append(f"container_name {name}")
-    if str(service.get("network_mode") or "") == "host":
-        port = launch.get("port") or _DEFAULT_PORTS.get(str(launch.get("tool") or ""))
-        if port:
-            held.append(f"host port {port}")
+    port = launch.get("port") or _DEFAULT_PORTS.get(str(launch.get("tool") or ""))
+    if str(service.get("network_mode") or "") == "host" and port:
+        held.append(f"host port {port}")
     return held
 
 

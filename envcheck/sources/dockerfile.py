@@ -345,8 +345,7 @@ class _Reader:
     def _read_listed_file(self, name: str, role: Role, role_override: Role | None, files: ContextFiles, loc: Location,
                           stage: Stage, inventory: Inventory) -> None:
         """Read a ``-r``/``-c`` file that the build copied (or bind-mounted) from the context."""
-        inline = files.inline(name)
-        if inline is not None:
+        if (inline := files.inline(name)) is not None:
             self._read_inline_file(inline, name, role, role_override, loc, stage, inventory)
             return
         found = files.resolve(name)
@@ -563,8 +562,7 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
     for index, raw in enumerate(created_by):
         loc = Location(origin, member=f"history[{index}]")
         text = _BUILDKIT_SUFFIX.sub("", raw or "").strip()
-        m = _NOP.match(text)
-        if m:
+        if m := _NOP.match(text):
             text = m.group(1).strip()
         keyword, _, rest = text.partition(" ")
         upper = keyword.upper()
@@ -591,8 +589,7 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
         elif upper in ("COPY", "ADD", "WORKDIR", "LABEL", "CMD", "ENTRYPOINT", "EXPOSE", "USER", "VOLUME", "SHELL", "HEALTHCHECK", "STOPSIGNAL", "ONBUILD", "MAINTAINER"):
             continue
         step_env = dict(env)
-        a = _ARGS_PREFIX.match(text)
-        if a:
+        if a := _ARGS_PREFIX.match(text):
             step_env.update(word.partition("=")[::2] for word in a.group(2).split())
             text = a.group(3)
         s = _SHELL_PREFIX.match(text)

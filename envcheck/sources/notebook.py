@@ -103,17 +103,14 @@ def _commands(lines: list[str]) -> Iterator[tuple[int, str | tuple[str, str]]]:
         if line.startswith("!"):
             yield start, _PYTHON_VALUE.sub("", _EXECUTABLE.sub("python", line[1:].lstrip("!").strip()))
             continue
-        magic = _LINE_MAGIC.match(line)
-        if magic:
+        if magic := _LINE_MAGIC.match(line):
             tool, rest = magic.groups()
             yield start, f"{tool} {_PYTHON_VALUE.sub('', _EXECUTABLE.sub('python', rest))}"
             continue
-        env = _ENV_MAGIC.match(line)
-        if env:
+        if env := _ENV_MAGIC.match(line):
             yield start, (env.group(1), env.group(2).strip().strip("\"'"))
             continue
-        assigned = _OS_ENVIRON.match(line) or _SETDEFAULT.match(line)
-        if assigned:
+        if assigned := _OS_ENVIRON.match(line) or _SETDEFAULT.match(line):
             yield start, (assigned.group(2), assigned.group(4))
 
 

@@ -53,10 +53,8 @@ class TomlLines:
         self.lines = text.split("\n")  # TOML lines end in LF or CRLF only (splitlines would also split at U+2028)
         self.headers: list[tuple[int, str]] = []
         for i, line in enumerate(self.lines):
-            if line.lstrip().startswith("["):
-                m = self._HEADER.match(line)
-                if m:
-                    self.headers.append((i, _plain_key(m.group(1))))
+            if line.lstrip().startswith("[") and (m := self._HEADER.match(line)):
+                self.headers.append((i, _plain_key(m.group(1))))
 
     def find(self, needle: str, start: int = 0, end: int | None = None) -> int | None:
         """0-based index of the first line from ``start`` holding ``needle`` quoted (or bare)."""

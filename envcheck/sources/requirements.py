@@ -233,8 +233,7 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
     for number, line, pragma in logical_lines(text):
         loc = Location(str(path), line=number)
         if pragma is not None:
-            m = PRAGMA.search(pragma)
-            if m:
+            if m := PRAGMA.search(pragma):
                 pending_pragma = (tuple(r.strip() for r in m.group(1).split(",") if r.strip()), m.group(2).strip())
             continue
         if not line:

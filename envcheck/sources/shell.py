@@ -79,8 +79,7 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
             out.env.append(replace(variable, location=moved(variable.location)))
     out.problems = [ReadProblem(p.message.replace("this RUN", "this script"), moved(p.location)) for p in inventory.problems]
     out.pragmas = [replace(p, location=moved(p.location) or p.location) for p in inventory.pragmas if p.location.path != path]
-    found = launches(text, path, where)
-    if found:
+    if found := launches(text, path, where):
         out.host = replace(out.host, launch=launches_from_json(found))
     out.images = container_images(text, where, folder)
     return out
