@@ -325,7 +325,7 @@ class _Compose:
             getattr(inventory, facts).extend(getattr(sub, facts))
         extra: dict[str, object] = {"service": f"service {name}", **({"optional": True, "branch": branch} if branch else {})}  # not started by default
         found = shell.launches(text, str(file), where, entry=entry, extra=extra)
-        port = _port(words)
+        port = next(iter(shell.option_values(words, "--port")), None)
         for launch in found if port else []:
             launch["port"] = port
         lines = self.lines.get(str(file), [])
@@ -409,14 +409,6 @@ def uses_gpu(service: YMap) -> bool:
 
 # The port a server listens on when its command names none (vLLM, SGLang defaults).
 _DEFAULT_PORTS = {"vllm": "8000", "sglang": "30000"}
-
-
-def _port(words: list[str]) -> str | None:
-    for i, word in enumerate(words):
-        key, eq, value = word.partition("=")
-        if key == "--port":
-            return value if eq else (words[i + 1] if i + 1 < len(words) else None)
-    return None
 
 
 def _exclusive(service: YMap, launch: dict[str, Any]) -> list[str]:

@@ -129,15 +129,18 @@ def _built_tags(commands: list[list[str]]) -> list[Reference]:
         words = argv[2:] if argv[1] == "buildx" else argv[1:]
         if not words or words[0] not in ("build", "bud"):
             continue
-        for i, word in enumerate(words):
-            name, eq, value = word.partition("=")
-            if name in ("-t", "--tag"):
-                value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
-                try:
-                    tags.append(parse_reference(value))
-                except UsageError:
-                    continue
+        for value in option_values(words, "-t", "--tag"):
+            try:
+                tags.append(parse_reference(value))
+            except UsageError:
+                continue
     return tags
+
+
+def option_values(argv: list[str], *names: str) -> list[str]:
+    """The values of the options ``names`` in ``argv``, written ``--name=value`` or ``--name value``."""
+    return [value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            for i, (name, eq, value) in enumerate(word.partition("=") for word in argv) if name in names]
 
 
 def _same_image(ref: Reference, built: list[Reference]) -> bool:
@@ -279,11 +282,7 @@ def _cluster(argv: list[str]) -> str | None:
         return "Ray"
     if first in _MPI:
         return "MPI"
-    for i, word in enumerate(argv):
-        name, eq, value = word.partition("=")
-        if name == "--distributed-executor-backend" and (value if eq else (argv[i + 1] if i + 1 < len(argv) else "")) == "ray":
-            return "Ray"
-    return None
+    return "Ray" if "ray" in option_values(argv, "--distributed-executor-backend") else None
 
 
 _SETTING_SPAN = 8192  # a command's flags are looked for this far after its start (its continued lines)
