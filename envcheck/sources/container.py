@@ -49,8 +49,7 @@ def read_container(image: str, options: ContainerOptions | None = None,
     sweep_orphans(client)
     run = run_probe(client, image, options, image_obj)
     if run.permission_denied and options.user is None:
-        # The image keeps its interpreter from other users (e.g. under a 0700 /root): non-root is not
-        # possible here, so run as root; still no capabilities, no network, read-only, no-new-privileges.
+        # the interpreter is kept from other users (a 0700 /root): root, still with no capabilities or network
         run = run_probe(client, image, dataclasses.replace(options, user="0:0"), image_obj)
     where = Location(image)
     if run.no_python or run.python_too_old:
@@ -113,8 +112,7 @@ def _inventory_from_output(image: str, run: ProbeRun) -> Inventory:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        # The collector prints its document as the last line; something in the image (a sitecustomize,
-        # a noisy .pth file) may have printed before it. A last line that is a whole object is the result.
+        # the document is the last line; a sitecustomize or a noisy .pth file may have printed before it
         last = text.rstrip().rsplit("\n", 1)[-1]
         with contextlib.suppress(json.JSONDecodeError):
             data = json.loads(last) if last.startswith("{") else None
@@ -186,8 +184,7 @@ def _extract_relevant(stream: io.RawIOBase, root: Path) -> int:
             if ".." in path.parts or not path.parts:
                 continue
             in_site = any(part in _SITE_DIRS for part in path.parts)
-            # site-packages, and CUDA/NVIDIA library folders (/usr/local/cuda*/lib64, .../nvidia/...):
-            # what the live collector reads too; the image's own libc and friends are not the question
+            # site-packages and CUDA/NVIDIA library folders, as the live collector reads: not the image's libc
             cuda_folder = any(part.startswith("cuda") or "nvidia" in part for part in path.parts[:-1])
             if not (in_site or cuda_folder):
                 continue

@@ -276,8 +276,7 @@ def _script(container: YMap, words: list[str], path: str, stage: str) -> tuple[s
         return words[2], lambda line: Location(path, line=first + line - 1, stage=stage)
     items = [w for k in ("command", "args") if isinstance(container.get(k), YList) for w in container[k]]
     if len(items) == len(words) and not any("\n" in w for w in words):
-        # one word a line, continued: a flag's setting sits on its own list item (`- --tensor-parallel-size`);
-        # the command's first line stays at its key
+        # one word a line: a flag's setting sits on its own list item; the first line stays at the key
         lines = [container.line_of(key), *(line_of(w, container.line_of(key)) for w in items[1:])]
         return " \\\n".join(shlex.quote(w) for w in words), lambda line: Location(path, line=lines[min(line, len(lines)) - 1], stage=stage)
     return shlex.join(words), _at(path, container.line_of(key), stage)

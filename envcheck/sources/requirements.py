@@ -143,9 +143,8 @@ def _without_comment(line: str) -> str:
     return line if at < 0 else line[:at]
 
 
-# Requirements (or lock entries) one target may hold: real projects and environments have hundreds, a few
-# thousand at most; past this a target is refused from that line on, so its time is bounded by this, not
-# only by its size in bytes (16 MiB of short lines are 200 000 requirements).
+# Requirements (or lock entries) one target may hold: real ones have a few thousand at most; this bounds the
+# time a target takes, not only its size (16 MiB of short lines are 200 000 requirements).
 MAX_PACKAGES = 20_000
 
 
