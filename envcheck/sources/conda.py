@@ -104,8 +104,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     if "dependencies" not in env.keys:
         inventory.problems.append(ReadProblem(f"{path.name} has no `dependencies:` list: not a conda environment file?",
                                               Location(where)))
-    entries = len(env.dependencies) + len(env.pip)
-    if entries > MAX_PACKAGES:  # the same bound as a requirements file: time stays bounded by it
+    if len(env.dependencies) + len(env.pip) > MAX_PACKAGES:  # the requirements bound: time stays bounded
         first_dropped = [*env.dependencies, *env.pip][MAX_PACKAGES][0]
         inventory.problems.append(ReadProblem(too_many_packages(), Location(where, line=first_dropped)))
         env.dependencies = env.dependencies[:MAX_PACKAGES]

@@ -40,11 +40,8 @@ def read_container(image: str, options: ContainerOptions | None = None,
                    client: DockerClient | None = None) -> Inventory:
     options = options or ContainerOptions()
     if client is None:
-        own = engine_client()
-        try:
+        with contextlib.closing(engine_client()) as own:
             return read_container(image, options, own)
-        finally:
-            own.close()
     image_obj = ensure_image(client, image, options.pull)
     sweep_orphans(client)
     run = run_probe(client, image, options, image_obj)

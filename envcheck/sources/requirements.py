@@ -87,8 +87,7 @@ def text_limit(options: ReadOptions) -> int:
 def read_text_file(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, list[ReadProblem]]:
     """Binary junk and oversize files raise InputError; bad UTF-8 is a problem, not a stop."""
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
+        if (size := path.stat().st_size) > max_bytes:
             raise InputError(f"{path} is {size} bytes, over the {max_bytes}-byte limit for a text input (raise it with --max-text-size)", str(path))
         with path.open("rb") as fh:  # bounded: /dev/zero or a FIFO reports size 0 and never ends
             data = fh.read(max_bytes + 1)
@@ -96,8 +95,7 @@ def read_text_file(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, list[Re
             raise InputError(f"{path} is over the {max_bytes}-byte limit for a text input (raise it with --max-text-size)", str(path))
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}", str(path)) from exc
-    nul = data.find(b"\x00", 0, 65536)
-    if nul >= 0:
+    if (nul := data.find(b"\x00", 0, 65536)) >= 0:
         raise InputError(f"{path} is not a text file (NUL byte at offset {nul})", str(path), offset=nul)
     try:
         return data.decode("utf-8-sig"), []
