@@ -93,19 +93,20 @@ def _inventory_from_output(image: str, run: ProbeRun) -> Inventory:
     """Anything wrong with the probe's JSON is a ReadProblem, never a crash."""
     text = run.stdout.decode("utf-8", "replace")
     tail = _stderr_tail(run.stderr)
+
+    def failed(message: str, **where: Any) -> Inventory:
+        problem = ReadProblem(f"the collector in {image} {message}", Location(image, **where))
+        return Inventory(problems=[problem])
+
     if run.facts.get("killed") and not text.strip():
-        return Inventory(problems=[ReadProblem(
-            f"the collector in {image} was killed (exit status 137): it ran out of memory under the container's "
-            f"limit (raise --memory, now {run.facts.get('memory', '?')}) or was killed from outside envcheck",
-            Location(image))])
+        return failed("was killed (exit status 137): it ran out of memory under the container's limit (raise "
+                      f"--memory, now {run.facts.get('memory', '?')}) or was killed from outside envcheck")
     if run.facts.get("stdout_truncated"):
-        return Inventory(problems=[ReadProblem(
-            f"the collector in {image} printed more than {MAX_STDOUT >> 20} MiB; that is not a collector's result",
-            Location(image, member="stdout", offset=MAX_STDOUT))])
+        return failed(f"printed more than {MAX_STDOUT >> 20} MiB; that is not a collector's result",
+                      member="stdout", offset=MAX_STDOUT)
     if not text.strip():
-        return Inventory(problems=[ReadProblem(
-            f"the collector in {image} exited with status {run.exit_code} and printed no result"
-            + (f"; its last error output: {tail}" if tail else ""), Location(image, member="stdout"))])
+        return failed(f"exited with status {run.exit_code} and printed no result"
+                      + (f"; its last error output: {tail}" if tail else ""), member="stdout")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -115,14 +116,12 @@ def _inventory_from_output(image: str, run: ProbeRun) -> Inventory:
             data = json.loads(last) if last.startswith("{") else None
             if isinstance(data, dict):
                 return _validated(data, image, run, tail)
-        return Inventory(problems=[ReadProblem(
-            f"the collector in {image} printed a result that is not valid JSON ({exc.msg} at line {exc.lineno}, "
-            f"column {exc.colno}); exit status {run.exit_code}" + (f"; its last error output: {tail}" if tail else ""),
-            Location(image, member="stdout", line=exc.lineno, offset=exc.pos))])
+        said = f"; its last error output: {tail}" if tail else ""
+        return failed(f"printed a result that is not valid JSON ({exc.msg} at line {exc.lineno}, column "
+                      f"{exc.colno}); exit status {run.exit_code}{said}",
+                      member="stdout", line=exc.lineno, offset=exc.pos)
     if not isinstance(data, dict):
-        return Inventory(problems=[ReadProblem(
-            f"the collector in {image} printed JSON of type {type(data).__name__}, not an object",
-            Location(image, member="stdout", offset=0))])
+        return failed(f"printed JSON of type {type(data).__name__}, not an object", member="stdout", offset=0)
     return _validated(data, image, run, tail)
 
 
