@@ -17,7 +17,6 @@ _REPO_PACKAGES = {"flash-attention": "flash-attn", "triton": "triton", "xformers
 @dataclass
 class Script:
     """State of one RUN's shell script: the folder it is in and what was cloned where."""
-
     cwd: str
     clones: dict[str, str] = field(default_factory=dict)  # absolute folder -> repository URL
 
@@ -57,20 +56,15 @@ def bind_mounts(inst: Instruction, workdir: str) -> dict[str, str]:
     mounts: dict[str, str] = {}
     for spec in inst.flag_values("mount"):
         fields = dict(part.partition("=")[::2] for part in spec.split(","))
-        kind = fields.get("type", "bind")
-        if kind != "bind" or "from" in fields:
-            continue
         target = fields.get("target") or fields.get("dst") or fields.get("destination")
-        if not target:
-            continue
-        source = fields.get("source") or fields.get("src") or "."
-        mounts[posixpath.normpath(posixpath.join(workdir, target))] = source
+        if fields.get("type", "bind") == "bind" and "from" not in fields and target:
+            source = fields.get("source") or fields.get("src") or "."
+            mounts[posixpath.normpath(posixpath.join(workdir, target))] = source
     return mounts
 
 
 class ContextFiles:
     """Maps a path inside the image back to a file in the build context, where the build copied it."""
-
     def __init__(self, context: Path, copies: list[tuple[list[str], str, str]], mounts: dict[str, str], workdir: str,
                  clones: dict[str, str], heredocs: dict[str, tuple[Heredoc, Instruction]] | None = None) -> None:
         self.context = context
@@ -81,15 +75,13 @@ class ContextFiles:
 
     def inline(self, name: str) -> Heredoc | None:
         """The heredoc a ``COPY <<EOF /path`` wrote at the path ``name`` refers to, if any."""
-        wanted = posixpath.normpath(posixpath.join(self.script.cwd, name))
-        found = self.heredocs.get(wanted)
+        found = self.heredocs.get(posixpath.normpath(posixpath.join(self.script.cwd, name)))
         return found[0] if found else None
 
     def resolve(self, name: str) -> Path | None:
         wanted = posixpath.normpath(posixpath.join(self.script.cwd, name))
         for target, source in self.mounts.items():
-            found = self._under(wanted, target, source, is_dir_dest=False)
-            if found is not None:
+            if (found := self._under(wanted, target, source, is_dir_dest=False)) is not None:
                 return found
         for sources, dest, workdir in reversed(self.copies):
             dest_abs = posixpath.normpath(posixpath.join(workdir, dest))

@@ -1,24 +1,7 @@
 """Compose files (``compose.yaml``, ``docker-compose*.yml``): what each service runs and on which image.
 
-Per service, as ``docker compose up`` would see it after interpolation (``${VAR}``, ``${VAR:-default}``,
-``${VAR-default}``, ``${VAR:?error}``, ``${VAR:+alt}``, ``$$``; values from the ``.env`` file beside the
-compose file, not from the shell envcheck runs in, so a check means the same on every machine):
-
-- ``image:`` is a :class:`BaseImage` at its line (``platform:`` as its platform), judged as a Dockerfile
-  ``FROM`` is; with ``build:`` the image names the result instead, and the Dockerfile ``build:`` names
-  (``context``, ``dockerfile``, ``args``, ``target``) is read with those build arguments and that target; another
-  service that runs an image a service here builds runs that build (its Dockerfile is judged, not a pull);
-- ``entrypoint:`` and ``command:`` are read as shell text (installs in ``bash -c "pip install ... && ..."``)
-  and as launch commands (vLLM, SGLang, torchrun ...: memory share, tensor parallelism, nodes); a command
-  that is only options runs the image's own server (``vllm/vllm-openai`` starts ``vllm serve``); a command
-  that only queries the device (``nvidia-smi``) is recorded on the image (``BaseImage.runs``);
-- ``environment:`` entries are :class:`EnvVar` facts (``TORCH_CUDA_ARCH_LIST``, ``NCCL_*``, ``VLLM_*``), and
-  pip/uv index variables are indexes.
-
-``extends`` (same file or another), ``include`` (other compose files, their services added) and ``profiles``
-(a service that runs only with a profile: its facts are marked as on that branch) are followed, bounded:
-:data:`MAX_FILES` files, :data:`MAX_EXTENDS` levels of ``extends``.
-"""
+Values are interpolated from the ``.env`` beside the file, never the shell envcheck runs in, so a check means
+the same everywhere; ``extends``, ``include`` and ``profiles`` are followed (MAX_FILES, MAX_EXTENDS)."""
 
 from __future__ import annotations
 
@@ -36,25 +19,25 @@ from envcheck.inspect.launch import image_entrypoint
 from envcheck.inspect.pip_args import variable_indexes
 from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
 from envcheck.knowledge.base_images import ml_image
+from envcheck.limits import read_regular
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, ReadProblem
-from envcheck.sources import ReadOptions, move_locations
+from envcheck.readings import launches_from_json
+from envcheck.sources import ReadOptions, move_locations, shell
+from envcheck.sources.requirements import read_text_file, text_limit
 
 KIND = "compose"
 MAX_FILES = 20  # the compose file, the files it includes and those its services extend
 MAX_EXTENDS = 10  # extends chains; compose itself refuses cycles
+_BRACES = re.compile(r"\$\{|\}")
 _VAR = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])|(?=\}))|([A-Za-z_][A-Za-z0-9_]*))")
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """A YAML file with a top-level ``services:`` mapping whose entries have ``image:`` or ``build:``."""
-    if b"\x00" in head:
-        return False
-    text = head.decode("utf-8", "replace")
+    text = "" if b"\x00" in head else head.decode("utf-8", "replace")  # binary junk matches no pattern
     return bool(re.search(r"(?m)^services\s*:\s*$", text)) and bool(re.search(r"(?m)^\s+(image|build)\s*:", text))
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """Read one compose file (and what it includes and extends)."""
     reader = _Compose(path, options)
     inventory = Inventory()
     document = reader.load(path, inventory)
@@ -67,83 +50,63 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     for name, (service, file) in services.items():
         reader.service(name, service, file, inventory, launches)
     if launches:
-        from envcheck.readings import launches_from_json
-
         inventory.host = replace(inventory.host, launch=launches_from_json(launches))
     return inventory
 
 
 def interpolate(text: str, values: dict[str, str], errors: list[str]) -> str:
-    """``text`` with compose's ``${...}`` forms replaced from ``values``; ``${VAR?msg}`` with VAR unset adds to ``errors``."""
+    """``text`` with compose's ``${...}`` forms replaced; ``${VAR?msg}`` with VAR unset adds to ``errors``."""
     out: list[str] = []
     i = 0
-    while i < len(text):
-        m = _VAR.search(text, i)
-        if m is None:
-            out.append(text[i:])
-            break
+    while (m := _VAR.search(text, i)) is not None:
         out.append(text[i:m.start()])
-        if m.group(1):  # $$
-            out.append("$")
-            i = m.end()
-            continue
-        if m.group(4):  # $VAR
-            out.append(values.get(m.group(4), ""))
-            i = m.end()
+        i = m.end()
+        if m.group(1) or m.group(4):  # $$ or $VAR
+            out.append("$" if m.group(1) else values.get(m.group(4), ""))
             continue
         name, op = m.group(2), m.group(3) or ""
         end = _closing(text, m.end())
         if end < 0:  # unterminated: compose refuses it; keep the text
             out.append(text[m.start():])
-            break
+            return "".join(out)
         word = interpolate(text[m.end():end], values, errors) if op else ""
         value = values.get(name)
         empty = value is None or (op.startswith(":") and value == "")
+        if op.endswith("?") and empty:
+            unset = "not set or empty" if op.startswith(":") else "not set"
+            errors.append(f"{name} is {unset}: {word or 'required variable'}")
         if op.endswith("-"):
             out.append(word if empty else value or "")
-        elif op.endswith("?"):
-            if empty:
-                errors.append(f"{name} is {'not set or empty' if op.startswith(':') else 'not set'}: {word or 'required variable'}")
-            out.append(value or "")
         elif op.endswith("+"):
             out.append("" if empty else word)
         else:
             out.append(value or "")
         i = end + 1
+    out.append(text[i:])
     return "".join(out)
 
 
 def _closing(text: str, start: int) -> int:
-    """The index of the ``}`` that closes a ``${`` whose body starts at ``start`` (nested ``${...}`` skipped)."""
+    """The index of the ``}`` closing a ``${`` whose body starts at ``start``; -1 if none."""
     depth = 1
-    i = start
-    while i < len(text):
-        if text.startswith("${", i):
-            depth += 1
-            i += 2
-            continue
-        if text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
+    for m in _BRACES.finditer(text, start):
+        depth += 1 if m.group() == "${" else -1
+        if depth == 0:
+            return m.start()
     return -1
 
 
 def dotenv(folder: Path) -> dict[str, str]:
-    """``KEY=VALUE`` lines of the ``.env`` file in ``folder`` (quotes removed, ``export`` allowed); {} without one."""
-    from envcheck.limits import read_regular
-
+    """``KEY=VALUE`` lines of the ``.env`` file in ``folder`` (quotes removed, ``export`` allowed)."""
     try:
         data, _stat = read_regular(folder / ".env", 1 << 20)
     except OSError:
         return {}
     values: dict[str, str] = {}
     for raw in data.decode("utf-8", "replace").splitlines():
-        line = raw.strip()
+        line = raw.strip().removeprefix("export ").strip()
         if not line or line.startswith("#"):
             continue
-        line = line.removeprefix("export ").strip()
         key, eq, value = line.partition("=")
         if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", key.strip()):
             continue
@@ -158,7 +121,6 @@ def dotenv(folder: Path) -> dict[str, str]:
 
 class _Service(YMap):
     """A service put together by ``extends``: each key remembers the file it is written in."""
-
     def __init__(self, line: int) -> None:
         super().__init__(line)
         self.files: dict[str, Path] = {}
@@ -177,8 +139,6 @@ class _Compose:
 
     def load(self, path: Path, inventory: Inventory) -> YMap | None:
         """The first document of a compose file, interpolated; problems go to ``inventory``."""
-        from envcheck.sources.requirements import read_text_file, text_limit
-
         self.files += 1
         if self.files > MAX_FILES:
             inventory.problems.append(ReadProblem(f"more than {MAX_FILES} compose files through include/extends; {path} was not read",
@@ -209,7 +169,6 @@ class _Compose:
         return result if isinstance(result, YMap) else None
 
     def _interpolated(self, value: Any, errors: list[tuple[int, str]]) -> Any:
-        """A copy of ``value`` with every scalar interpolated (keys are not), lines kept."""
         if isinstance(value, YMap):
             copy = YMap(value.line)
             for key, item in value.items():
@@ -228,7 +187,6 @@ class _Compose:
         return value
 
     def services(self, path: Path, document: YMap, inventory: Inventory, depth: int) -> dict[str, tuple[YMap, Path]]:
-        """Services of ``document`` and of the files it includes, by name, with the file each is in."""
         found: dict[str, tuple[YMap, Path]] = {}
         includes = document.get("include")
         for item in includes if isinstance(includes, YList) else []:
@@ -245,8 +203,7 @@ class _Compose:
                     inventory.problems.append(ReadProblem(f"include: {name} is not a file next to {path.name}", Location(str(path), line=line_of(name))))
                     continue
                 self.included.add(other.resolve())
-                sub = self.load(other, inventory)
-                if sub is not None:
+                if (sub := self.load(other, inventory)) is not None:
                     found.update(self.services(other, sub, inventory, depth + 1))
         services = document.get("services")
         if isinstance(services, YMap):
@@ -256,7 +213,6 @@ class _Compose:
         return found
 
     def _extended(self, service: YMap, siblings: YMap, path: Path, inventory: Inventory, depth: int) -> YMap:
-        """``service`` with what it ``extends`` filled in (its own keys win)."""
         spec = service.get("extends")
         if spec is None:
             return service
@@ -293,7 +249,6 @@ class _Compose:
         return merged
 
     def service(self, name: str, service: YMap, file: Path, inventory: Inventory, launches: list[dict[str, Any]]) -> None:
-        """The facts of one service, located in ``file``."""
         profiles = service.get("profiles")
         branch = (f"only with the compose profile {', '.join(map(str, profiles))} (it starts only when asked for)"
                   if isinstance(profiles, YList) and profiles else None)
@@ -318,8 +273,7 @@ class _Compose:
                              "service": name, "memory": None, "uncapped": True, "settings": [],
                              **({"optional": True} if branch else {})})
         for launch in launches[before:]:
-            exclusive = _exclusive(service, launch)
-            if exclusive:
+            if exclusive := _exclusive(service, launch):
                 launch["exclusive"] = exclusive
         if build is not None:
             self._build(name, build, file_of("build"), inventory, at("build"), platform if isinstance(platform, str) else None)
@@ -343,10 +297,7 @@ class _Compose:
 
     def _commands(self, name: str, service: YMap, file: Path, inventory: Inventory, launches: list[dict[str, Any]],
                   branch: str | None, image: str) -> str:
-        """Read the service's entrypoint and command; returns the command text when the image's own entrypoint is not a
-        known server (so the text is all the container runs), else the empty string."""
-        from envcheck.sources import shell
-
+        """Read entrypoint and command; the text when the image's entrypoint is no known server, else ""."""
         words: list[str] = []
         line = None
         for key in ("entrypoint", "command"):
@@ -365,6 +316,7 @@ class _Compose:
             return ""
         text = shlex.join(words)
         entry = image_entrypoint(image)
+
         def where(_line: int) -> Location:  # a compose command is one value: every fact is at its key
             return Location(str(file), line=line, branch=branch, stage=name, on_request=bool(branch))
 
@@ -373,7 +325,7 @@ class _Compose:
             getattr(inventory, facts).extend(getattr(sub, facts))
         extra: dict[str, object] = {"service": f"service {name}", **({"optional": True, "branch": branch} if branch else {})}  # not started by default
         found = shell.launches(text, str(file), where, entry=entry, extra=extra)
-        port = _port(words)
+        port = next(iter(shell.option_values(words, "--port")), None)
         for launch in found if port else []:
             launch["port"] = port
         lines = self.lines.get(str(file), [])
@@ -384,7 +336,6 @@ class _Compose:
         return "" if entry and "entrypoint" not in service else text
 
     def _build(self, name: str, build: Any, file: Path, inventory: Inventory, loc: Location, platform: str | None) -> None:
-        """Read the Dockerfile a service builds, with its build args and target."""
         from envcheck.sources import dockerfile
 
         spec = build if isinstance(build, YMap) else YMap(line_of(build))
@@ -393,14 +344,23 @@ class _Compose:
             inventory.problems.append(ReadProblem(f"build context {context_text} is remote; its Dockerfile was not read", loc, note=True))
             return
         context = file.parent / context_text
-        inline = spec.get("dockerfile_inline")
-        if isinstance(inline, Scalar) and not inline.null:
-            self._inline_build(name, inline, file, context, spec, inventory)
-            return
-        written = str(spec.get("dockerfile") or "Dockerfile")
         args = {key: value for key, value, _line in _environment(spec.get("args"))}
         target = str(spec.get("target") or "")
-        recipe = context / written
+        options = replace(self.options, build_args=args, target=target or None)
+        inline = spec.get("dockerfile_inline")
+        if isinstance(inline, Scalar) and not inline.null:  # the Dockerfile is this file's text, at its lines
+            sub = _restaged(dockerfile.read_text(str(inline), str(file), context, options), name)
+            first = inline.line + (1 if inline.style_block else 0)  # a block scalar starts below its `|`
+
+            def moved(loc: Location | None) -> Location | None:
+                if loc is None or loc.path != str(file) or loc.line is None:
+                    return loc
+                return replace(loc, line=first + loc.line - 1)
+
+            for facts in ("images", "packages", "indexes", "installs", "env", "problems"):
+                getattr(inventory, facts).extend(getattr(move_locations(sub, moved, facts), facts))
+            return
+        recipe = context / str(spec.get("dockerfile") or "Dockerfile")
         key = (str(recipe), tuple(sorted(args.items())), target)
         if key in self.dockerfiles:
             return
@@ -409,7 +369,6 @@ class _Compose:
             shown_path = os.path.normpath(recipe)
             inventory.problems.append(ReadProblem(f"build: no Dockerfile at {shown_path}; it was not checked", loc, note=True))
             return
-        options = replace(self.options, build_args=args, target=target or None)
         try:
             sub = dockerfile.read(recipe, options)
         except InputError as exc:
@@ -420,28 +379,8 @@ class _Compose:
         inventory.extend(_restaged(sub, name))
 
 
-    def _inline_build(self, service: str, inline: Scalar, file: Path, context: Path, spec: YMap, inventory: Inventory) -> None:
-        """``dockerfile_inline:``: the Dockerfile is the compose file's own text, located at its lines there."""
-        from envcheck.sources import dockerfile
-
-        args = {key: value for key, value, _line in _environment(spec.get("args"))}
-        target = str(spec.get("target") or "")
-        options = replace(self.options, build_args=args, target=target or None)
-        sub = _restaged(dockerfile.read_text(str(inline), str(file), context, options), service)
-        first = inline.line + (1 if inline.style_block else 0)  # a block scalar's text starts below its `|`
-
-        def moved(loc: Location | None) -> Location | None:
-            if loc is None or loc.path != str(file) or loc.line is None:
-                return loc
-            return replace(loc, line=first + loc.line - 1)
-
-        for facts in ("images", "packages", "indexes", "installs", "env", "problems"):
-            getattr(inventory, facts).extend(getattr(move_locations(sub, moved, facts), facts))
-
-
 def _restaged(sub: Inventory, service: str) -> Inventory:
-    """A built Dockerfile's facts with its stage labels named after the service (``vllm/0``, ``app/builder``):
-    several services' Dockerfiles in one inventory must not share stage ``0``."""
+    """Stage labels named after the service (``vllm/0``): services' Dockerfiles must not share stage 0."""
 
     def label(stage: str | None) -> str | None:
         return f"{service}/{stage}" if stage is not None else None
@@ -455,8 +394,6 @@ def _restaged(sub: Inventory, service: str) -> Inventory:
 
 
 def uses_gpu(service: YMap) -> bool:
-    """Does the service ask for a GPU: ``deploy.resources.reservations.devices`` (driver nvidia or capability gpu),
-    ``gpus:``, ``runtime: nvidia`` or ``NVIDIA_VISIBLE_DEVICES``?"""
     if service.get("gpus") is not None or str(service.get("runtime") or "") == "nvidia":
         return True
     if any(key == "NVIDIA_VISIBLE_DEVICES" for key, _value, _line in _environment(service.get("environment"))):
@@ -474,33 +411,21 @@ def uses_gpu(service: YMap) -> bool:
 _DEFAULT_PORTS = {"vllm": "8000", "sglang": "30000"}
 
 
-def _port(words: list[str]) -> str | None:
-    """The value of the command's ``--port`` option, or None."""
-    for i, word in enumerate(words):
-        key, eq, value = word.partition("=")
-        if key == "--port":
-            return value if eq else (words[i + 1] if i + 1 < len(words) else None)
-    return None
-
-
 def _exclusive(service: YMap, launch: dict[str, Any]) -> list[str]:
-    """What only one container at a time can hold: its ``container_name`` (often shared through a YAML anchor by
-    a menu of alternative services) and, under ``network_mode: host``, the host port its server listens on.
-    Services that share one of these cannot run together (G6 adds up only those that can)."""
+    """What one container at a time can hold (container_name, a host-network port): G6 adds up only services
+    that can run together."""
     held: list[str] = []
     name = service.get("container_name")
     if isinstance(name, Scalar) and not name.null and str(name):
         held.append(f"container_name {name}")
-    if str(service.get("network_mode") or "") == "host":
-        port = launch.get("port") or _DEFAULT_PORTS.get(str(launch.get("tool") or ""))
-        if port:
-            held.append(f"host port {port}")
+    port = launch.get("port") or _DEFAULT_PORTS.get(str(launch.get("tool") or ""))
+    if str(service.get("network_mode") or "") == "host" and port:
+        held.append(f"host port {port}")
     return held
 
 
 def _environment(value: Any) -> list[tuple[str, str, int]]:
-    """``environment:`` / ``args:`` as a mapping or a ``KEY=VALUE`` list, with lines; a bare ``KEY`` (its value from
-    the shell) is left out."""
+    """``environment:`` / ``args:`` (mapping or ``KEY=VALUE`` list) with lines; a bare ``KEY`` is left out."""
     pairs: list[tuple[str, str, int]] = []
     if isinstance(value, YMap):
         pairs += [(k, str(v), value.line_of(k)) for k, v in value.items() if isinstance(v, Scalar) and not v.null]
@@ -516,8 +441,7 @@ _FLAG_LINES = 200  # a command's flags are looked for this many lines below its 
 
 
 def _flag_line(lines: list[str], start: int, key: str) -> int | None:
-    """The first line at or below ``start`` (1-based) that writes the option ``key`` (``--gpu-memory-utilization``
-    for ``gpu_memory_utilization``), within :data:`_FLAG_LINES`; None when it is not written there."""
+    """The first line at or below ``start`` (1-based, within _FLAG_LINES) that writes the option ``key``."""
     flags = (f"--{key.replace('_', '-')}", f"--{key}")
     for number in range(max(start, 1), min(len(lines), start + _FLAG_LINES) + 1):
         if any(flag in lines[number - 1] for flag in flags):

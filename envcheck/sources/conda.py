@@ -1,18 +1,6 @@
-"""conda environment files (``environment.yml``): channels, conda package specs, and the ``pip:`` list.
-
-What ``conda env create -f environment.yml`` installs: each entry of ``dependencies`` is a conda match spec
-(``pytorch-cuda=12.1``, ``cuda-version >=12,<13``, ``nvidia::cuda-toolkit=12.4``), a package with the
-``conda`` role, and every ``channels`` entry (and a ``channel::`` prefix) a conda channel. The ``pip:`` entry
-is a requirements list, read the way pip reads a requirements file (options such as ``--extra-index-url``
-and ``-r other.txt`` included, relative to the environment file).
-
-The file is read with the bounded YAML reader compose files and Kubernetes manifests use
-(:mod:`envcheck.inspect.yaml_tree`, PyYAML's safe event parser): every item keeps its line. An entry of
-``channels`` or ``dependencies`` that is neither a string nor the ``- pip:`` list (another mapping, a nested
-list, an empty item) is a problem at its line, and the rest of the file is still read; YAML that does not
-parse is one problem at the line where it breaks. Other top-level keys (``name``, ``prefix``, ``variables``)
-are skipped.
-"""
+"""conda environment files (``environment.yml``): what ``conda env create -f`` installs: channels, conda
+match specs (``conda`` role) and the ``pip:`` list, read as a requirements file. A malformed entry is a
+problem at its line; the rest is still read."""
 
 from __future__ import annotations
 
@@ -35,11 +23,9 @@ from envcheck.sources.requirements import (
 KIND = "conda"
 
 
-
 @dataclass
 class EnvironmentFile:
     """The parts of an environment file that decide what gets installed, each item with its line."""
-
     channels: list[tuple[int, str]] = field(default_factory=list)
     dependencies: list[tuple[int, str]] = field(default_factory=list)
     pip: list[tuple[int, str]] = field(default_factory=list)
@@ -48,17 +34,13 @@ class EnvironmentFile:
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """A YAML file with a top-level ``dependencies:`` key and ``channels:`` or ``name:`` (an environment file),
-    and no top-level ``apiVersion:`` (a Helm ``Chart.yaml`` has ``name:`` and ``dependencies:`` too)."""
-    if b"\x00" in head:
-        return False
-    text = head.decode("utf-8", "replace")
+    """Top-level ``dependencies:`` and ``channels:`` or ``name:``, no ``apiVersion:`` (a Helm Chart.yaml)."""
+    text = "" if b"\x00" in head else head.decode("utf-8", "replace")  # binary junk matches no pattern
     return (bool(re.search(r"(?m)^dependencies\s*:", text)) and bool(re.search(r"(?m)^(channels|name)\s*:", text))
             and not re.search(r"(?m)^apiVersion\s*:", text))
 
 
 def parse(text: str) -> EnvironmentFile:
-    """The channels, dependencies and pip entries of an environment file's text (problems, not exceptions)."""
     env = EnvironmentFile()
     try:
         documents = load_all(text, max_documents=1 << 10)
@@ -91,7 +73,6 @@ def parse(text: str) -> EnvironmentFile:
 
 
 def _pip_list(value: object, line: int, env: EnvironmentFile) -> None:
-    """The ``- pip:`` list: requirement lines, each a string."""
     if not isinstance(value, YList):
         env.problems.append((line, "cannot read pip: (expected a list)"))
         return
@@ -103,24 +84,19 @@ def _pip_list(value: object, line: int, env: EnvironmentFile) -> None:
 
 
 def _match_spec(spec: str) -> list[str]:
-    """A conda match spec as conda install's argument: ``name >=1,<2`` -> ``name>=1,<2``; ``name 1.2 build`` ->
-    ``name=1.2=build``. (Split and joined without regular expressions: linear on any input.)"""
+    """A match spec as conda install takes it: ``n >=1,<2`` -> ``n>=1,<2``; ``n 1.2 b`` -> ``n=1.2=b``."""
     words: list[str] = []
     for word in spec.split():
         if words and (word[0] in "<>=!~," or words[-1][-1] in "<>=!~,"):
             words[-1] += word  # an operator and its version, or a version list, belong to the word before
         else:
             words.append(word)
-    if len(words) <= 1:
-        return words
-    return ["=".join(words)]  # name version [build]
+    return words if len(words) <= 1 else ["=".join(words)]  # name version [build]
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """Read one conda environment file: what ``conda env create -f`` would install, and from where."""
     text, problems = read_text_file(path, text_limit(options))
-    inventory = Inventory()
-    inventory.problems.extend(problems)
+    inventory = Inventory(problems=list(problems))
     env = parse(text)
     where = str(path)
     for number, message in env.problems:
@@ -128,8 +104,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     if "dependencies" not in env.keys:
         inventory.problems.append(ReadProblem(f"{path.name} has no `dependencies:` list: not a conda environment file?",
                                               Location(where)))
-    entries = len(env.dependencies) + len(env.pip)
-    if entries > MAX_PACKAGES:  # the same bound as a requirements file: time stays bounded by it
+    if len(env.dependencies) + len(env.pip) > MAX_PACKAGES:  # the requirements bound: time stays bounded
         first_dropped = [*env.dependencies, *env.pip][MAX_PACKAGES][0]
         inventory.problems.append(ReadProblem(too_many_packages(), Location(where, line=first_dropped)))
         env.dependencies = env.dependencies[:MAX_PACKAGES]

@@ -1,14 +1,5 @@
-"""The ``container`` input: what an image's own python3 reports, read by envcheck's collector inside it.
-
-``read_container`` asks the Docker engine service for the image (``services/docker_engine``), runs the
-collector in a hardened probe container (``services/docker_runner``) and turns the collector's JSON
-document into an Inventory (``sources.host.inventory_from_probe``), with paths relabelled as members of
-the image. Sources never judge.
-
-When the image has no ``python3`` or one older than 3.10, the live collector cannot run; the source
-then says so (an ERROR finding) and still does a static look at the exported container filesystem:
-installed distributions from ``*.dist-info/METADATA`` and the ELF files the folder reader finds.
-"""
+"""The ``container`` input: what an image's own python3 reports to envcheck's collector run inside it;
+without a python3 of 3.10 or newer, a static look at the exported filesystem (METADATA, ELF files)."""
 
 from __future__ import annotations
 
@@ -44,41 +35,28 @@ if TYPE_CHECKING:
 
 KIND = "container"
 
-# ------------------------------------------------------------------------------------- inventory
-
 
 def read_container(image: str, options: ContainerOptions | None = None,
                    client: DockerClient | None = None) -> Inventory:
-    """The inventory of ``image`` as its own python3 sees it, or a static look when it cannot run."""
     options = options or ContainerOptions()
     if client is None:
-        own = engine_client()
-        try:
+        with contextlib.closing(engine_client()) as own:
             return read_container(image, options, own)
-        finally:
-            own.close()
     image_obj = ensure_image(client, image, options.pull)
     sweep_orphans(client)
     run = run_probe(client, image, options, image_obj)
     if run.permission_denied and options.user is None:
-        # The image keeps its interpreter from other users (e.g. under a 0700 /root): non-root is not
-        # possible here, so run as root; still no capabilities, no network, read-only, no-new-privileges.
+        # the interpreter is kept from other users (a 0700 /root): root, still with no capabilities or network
         run = run_probe(client, image, dataclasses.replace(options, user="0:0"), image_obj)
     where = Location(image)
     if run.no_python or run.python_too_old:
         inventory = static_look(client, image, image_obj)
-        why = (
-            "has no python3 on its PATH"
-            if run.no_python
-            else f"has Python {run.python} ({run.python_path}); the collector needs Python "
-            f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer"
-        )
+        why = ("has no python3 on its PATH" if run.no_python else f"has Python {run.python}"
+               f" ({run.python_path}); the collector needs Python {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer")
         inventory.problems.insert(0, ReadProblem(
-            f"image {image} {why}, so the live checks (torch, flash-attn, sonames, GPU) did not run; "
-            f"a static look at its filesystem found {len(inventory.packages)} distributions and "
-            f"{len(inventory.binaries)} ELF files",
-            where,
-        ))
+            f"image {image} {why}, so the live checks (torch, flash-attn, sonames, GPU) did not run; a static"
+            f" look at its filesystem found {len(inventory.packages)} distributions and"
+            f" {len(inventory.binaries)} ELF files", where))
     elif run.permission_denied:
         inventory = Inventory(context="installed", problems=[ReadProblem(
             f"user {run.user} may not run python3 in {image}; pass --user with a user that can", where)])
@@ -106,47 +84,44 @@ def read_container(image: str, options: ContainerOptions | None = None,
 
 def _image_fact(image: str, image_obj: Any) -> BaseImage:
     attrs = image_obj.attrs or {}
-    arch = attrs.get("Architecture")
-    os_name = attrs.get("Os")
+    arch, os_name = attrs.get("Architecture"), attrs.get("Os")
     platform = f"{os_name}/{arch}" + (f"/{attrs['Variant']}" if attrs.get("Variant") else "") if arch and os_name else None
     return BaseImage(ref=image, platform=platform, location=Location(image))
 
 
 def _inventory_from_output(image: str, run: ProbeRun) -> Inventory:
-    """Parse and validate the probe's JSON; anything wrong with it is a ReadProblem, never a crash."""
+    """Anything wrong with the probe's JSON is a ReadProblem, never a crash."""
     text = run.stdout.decode("utf-8", "replace")
     tail = _stderr_tail(run.stderr)
+
+    def failed(message: str, **where: Any) -> Inventory:
+        problem = ReadProblem(f"the collector in {image} {message}", Location(image, **where))
+        return Inventory(problems=[problem])
+
     if run.facts.get("killed") and not text.strip():
-        return Inventory(problems=[ReadProblem(
-            f"the collector in {image} was killed (exit status 137): it ran out of memory under the container's "
-            f"limit (raise --memory, now {run.facts.get('memory', '?')}) or was killed from outside envcheck",
-            Location(image))])
+        return failed("was killed (exit status 137): it ran out of memory under the container's limit (raise "
+                      f"--memory, now {run.facts.get('memory', '?')}) or was killed from outside envcheck")
     if run.facts.get("stdout_truncated"):
-        return Inventory(problems=[ReadProblem(
-            f"the collector in {image} printed more than {MAX_STDOUT >> 20} MiB; that is not a collector's result",
-            Location(image, member="stdout", offset=MAX_STDOUT))])
+        return failed(f"printed more than {MAX_STDOUT >> 20} MiB; that is not a collector's result",
+                      member="stdout", offset=MAX_STDOUT)
     if not text.strip():
-        return Inventory(problems=[ReadProblem(
-            f"the collector in {image} exited with status {run.exit_code} and printed no result"
-            + (f"; its last error output: {tail}" if tail else ""), Location(image, member="stdout"))])
+        return failed(f"exited with status {run.exit_code} and printed no result"
+                      + (f"; its last error output: {tail}" if tail else ""), member="stdout")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        # The collector prints its document as the last line; something in the image (a sitecustomize,
-        # a noisy .pth file) may have printed before it. A last line that is a whole object is the result.
+        # the document is the last line; a sitecustomize or a noisy .pth file may have printed before it
         last = text.rstrip().rsplit("\n", 1)[-1]
         with contextlib.suppress(json.JSONDecodeError):
             data = json.loads(last) if last.startswith("{") else None
             if isinstance(data, dict):
                 return _validated(data, image, run, tail)
-        return Inventory(problems=[ReadProblem(
-            f"the collector in {image} printed a result that is not valid JSON ({exc.msg} at line {exc.lineno}, "
-            f"column {exc.colno}); exit status {run.exit_code}" + (f"; its last error output: {tail}" if tail else ""),
-            Location(image, member="stdout", line=exc.lineno, offset=exc.pos))])
+        said = f"; its last error output: {tail}" if tail else ""
+        return failed(f"printed a result that is not valid JSON ({exc.msg} at line {exc.lineno}, column "
+                      f"{exc.colno}); exit status {run.exit_code}{said}",
+                      member="stdout", line=exc.lineno, offset=exc.pos)
     if not isinstance(data, dict):
-        return Inventory(problems=[ReadProblem(
-            f"the collector in {image} printed JSON of type {type(data).__name__}, not an object",
-            Location(image, member="stdout", offset=0))])
+        return failed(f"printed JSON of type {type(data).__name__}, not an object", member="stdout", offset=0)
     return _validated(data, image, run, tail)
 
 
@@ -154,7 +129,10 @@ def _validated(data: dict[str, Any], image: str, run: ProbeRun, tail: str) -> In
     from envcheck.sources.host import inventory_from_probe
 
     inventory: Inventory = inventory_from_probe(data, image)  # validates; bad fields become problems
-    _relabel(inventory, image)
+    # paths inside the container become members of the image (IMAGE!/usr/lib/...), as in a static look
+    move_locations(inventory, lambda loc: loc if loc is None or not loc.path.startswith("/") or loc.member
+                   else dataclasses.replace(loc, path=image, member=loc.path),
+                   "packages", "binaries", "env", "problems")
     if run.exit_code not in (0, None):
         inventory.problems.append(ReadProblem(
             f"the collector in {image} exited with status {run.exit_code}" + (f": {tail}" if tail else ""),
@@ -162,36 +140,18 @@ def _validated(data: dict[str, Any], image: str, run: ProbeRun, tail: str) -> In
     return inventory
 
 
-def _relabel(inventory: Inventory, image: str) -> None:
-    """Paths inside the container become members of the image (``IMAGE!/usr/lib/...``), as in a static look."""
-
-    def moved(location: Location | None) -> Location | None:
-        if location is None or not location.path.startswith("/") or location.member:
-            return location
-        return dataclasses.replace(location, path=image, member=location.path)
-
-    move_locations(inventory, moved, "packages", "binaries", "env", "problems")
-
-
 def _stderr_tail(stderr: str, lines: int = 3) -> str:
     kept = [line for line in stderr.splitlines() if line.strip() and not line.startswith(PYTHON_TAG)]
     return " | ".join(kept[-lines:])[:500]
 
 
-# ---------------------------------------------------------------------------------------- static look
-
 _LIBRARY_NAME = re.compile(r"\.so(\.\d+)*$")
 _SITE_DIRS = ("site-packages", "dist-packages")
 _MAX_MEMBER = 1 << 30
 
-def static_look(client: DockerClient, image: str, image_obj: Any = None) -> Inventory:
-    """What the image filesystem shows without running it: installed distributions and ELF files.
 
-    Exports a created (never started) container's filesystem as a tar stream and keeps only what the
-    folder reader needs: ``*.dist-info/METADATA`` and ``RECORD`` in site-packages, ELF files there, and
-    shared libraries (``*.so*``) elsewhere. The folder reader then reads them on the host exactly as it
-    reads a local site-packages; paths and locations are relabelled to the image's own paths.
-    """
+def static_look(client: DockerClient, image: str, image_obj: Any = None) -> Inventory:
+    """What a created (never started) container's exported filesystem shows to the folder reader."""
     inventory = Inventory(context="installed")
     with tempfile.TemporaryDirectory(prefix="envcheck-export-") as scratch:
         root = Path(scratch) / "fs"
@@ -200,19 +160,17 @@ def static_look(client: DockerClient, image: str, image_obj: Any = None) -> Inve
         try:
             with exported_filesystem(client, image) as stream:
                 kept = _extract_relevant(stream, root)
-        except ServiceError as exc:
+        except (ServiceError, tarfile.TarError, OSError) as exc:
+            why = exc.message if isinstance(exc, ServiceError) else short_error(exc)
             inventory.problems.append(ReadProblem(
-                f"could not export the filesystem of {image} for a static look: {exc.message}", Location(image)))
-        except (tarfile.TarError, OSError) as exc:
-            inventory.problems.append(ReadProblem(
-                f"could not export the filesystem of {image} for a static look: {short_error(exc)}", Location(image)))
+                f"could not export the filesystem of {image} for a static look: {why}", Location(image)))
         if kept:
             _read_exported(root, inventory, image)
     return inventory
 
 
 def _extract_relevant(stream: io.RawIOBase, root: Path) -> int:
-    """Copy the members the folder reader needs out of a filesystem tar stream; returns how many."""
+    """Copy what the folder reader needs (metadata, ELF files) out of a tar stream; returns how many."""
     kept = 0
     with tarfile.open(fileobj=io.BufferedReader(stream, 1 << 20), mode="r|") as tar:
         for member in tar:
@@ -222,8 +180,7 @@ def _extract_relevant(stream: io.RawIOBase, root: Path) -> int:
             if ".." in path.parts or not path.parts:
                 continue
             in_site = any(part in _SITE_DIRS for part in path.parts)
-            # site-packages, and CUDA/NVIDIA library folders (/usr/local/cuda*/lib64, .../nvidia/...):
-            # what the live collector reads too; the image's own libc and friends are not the question
+            # site-packages and CUDA/NVIDIA library folders, as the live collector reads: not the image's libc
             cuda_folder = any(part.startswith("cuda") or "nvidia" in part for part in path.parts[:-1])
             if not (in_site or cuda_folder):
                 continue
@@ -249,7 +206,6 @@ def _extract_relevant(stream: io.RawIOBase, root: Path) -> int:
 
 
 def _read_exported(root: Path, inventory: Inventory, image: str) -> None:
-    """Read the extracted tree with the folder reader and relabel paths to the image's own."""
     found = module_for("folder").read(root, ReadOptions(kind="folder", use_cache=False))
     prefix = str(root)
 

@@ -1,21 +1,15 @@
 """Dockerfiles and Containerfiles: base images, ENV/ARG, and every package install in RUN lines.
 
-Facts only: each FROM becomes a :class:`BaseImage` (stage, platform, whether it reaches the final
-image), each ENV/ARG an :class:`EnvVar` located at its line and stage, each pip/uv/conda/mamba
-install an :class:`InstallCommand` with its packages and indexes (read by the same code as
-requirements files), ``-r`` files copied into the image from the build context are read with the
-requirements source. Packages installed in stages that do not reach the final image carry
-``role="build"``; checks name the stage from ``location.stage``.
-
-:func:`inventory_from_history` turns an image config's ``history[].created_by`` strings into the
-same facts, for images whose Dockerfile is not at hand.
-"""
+Packages installed in stages that do not reach the final image carry ``role="build"``;
+:func:`inventory_from_history` reads an image's ``history[].created_by`` the same way."""
 
 from __future__ import annotations
 
+import importlib
 import posixpath
 import re
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -52,6 +46,7 @@ from envcheck.inspect.shell import SimpleCommand, split_commands
 from envcheck.inspect.source_edits import VLLM_FREE_MEMORY_CHECK_EDIT, disables_vllm_free_memory_check
 from envcheck.knowledge.base_images import safe_describe
 from envcheck.model import (
+    BaseImage,
     EnvVar,
     InstallCommand,
     Inventory,
@@ -61,8 +56,9 @@ from envcheck.model import (
     ReadProblem,
     Role,
 )
-from envcheck.sources import ReadOptions
+from envcheck.sources import ReadOptions, requirements
 from envcheck.sources.build_context import ContextFiles, bind_mounts, record_clone, repo_of
+from envcheck.sources.requirements import read_text_file, text_limit
 
 KIND = "dockerfile"
 BUILD_PLATFORM = "linux/arm64"  # the Spark builds its own images: $TARGETARCH etc. resolve to arm64
@@ -83,7 +79,6 @@ def _stdin_shell(argv: tuple[str, ...]) -> bool:
 
 
 def _included_role(own: Role, role: Role, role_override: Role | None) -> Role:
-    """The role of a package read from a file that a ``-r`` (``role``) or ``-c`` (constraint) names."""
     if role == "constraint" and own == "requirement":
         return Role.CONSTRAINT
     return role_override if role_override is not None and own == "requirement" else own
@@ -105,8 +100,7 @@ _CMAKE_ARCH_FLAG = re.compile(r"^-D\s*CMAKE_CUDA_ARCHITECTURES(?::[A-Za-z]+)?=(.
 def sniff(path: Path, head: bytes) -> bool:
     """A Dockerfile starts (after comments and directives) with FROM or ARG and has a FROM."""
     for raw in head.splitlines():
-        line = raw.strip()
-        if not line or line.startswith(b"#"):
+        if not raw.strip() or raw.strip().startswith(b"#"):
             continue
         m = _FIRST_WORD.match(raw)
         if m is None or m.group(1).upper() not in (b"FROM", b"ARG"):
@@ -116,9 +110,7 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """Read one Dockerfile. A syntax error is a problem at its line; nothing else is read then."""
-    from envcheck.sources.requirements import read_text_file, text_limit
-
+    """A syntax error is a problem at its line; nothing else is read then."""
     text, problems = read_text_file(path, text_limit(options))
     inventory = read_text(text, str(path), path.parent, options)
     inventory.problems[:0] = problems
@@ -126,8 +118,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
 
 def read_text(text: str, path: str, context: Path, options: ReadOptions) -> Inventory:
-    """A Dockerfile's text, located as ``path``, with ``context`` as its build context (also read by the
-    shell-script source, which wraps a script into one RUN)."""
+    """A Dockerfile's text located as ``path`` (the shell source wraps a script into one RUN)."""
     inventory = Inventory()
     try:
         df = parse(text, options.build_args, BUILD_PLATFORM, options.target or None)
@@ -151,16 +142,12 @@ def read_text(text: str, path: str, context: Path, options: ReadOptions) -> Inve
 
 class _Reader:
     def __init__(self, df: Dockerfile, path: str, context: Path, options: ReadOptions) -> None:
-        self.df = df
-        self.path = path
-        self.context = context
-        self.options = options
+        self.df, self.path, self.context, self.options = df, path, context, options
         self.build_args: Mapping[str, str] = options.build_args
         self.line = 1  # the instruction being read (for errors raised while reading it)
         self.outside: set[int] = set()  # stages that are not part of the built image (Location.outside_image)
         self.work: dict[str, tuple[list[str], list[str]]] = {}  # stage label -> (programs run, files not read)
 
-    # -- stages --------------------------------------------------------------------------------
     def read_all(self, inventory: Inventory) -> None:
         keeps = self._stages_in_image()
         self.outside = {s.index for s in self.df.stages} - stages_in_build(self.df)
@@ -172,11 +159,7 @@ class _Reader:
                                if i.location is not None and i.location.path == self.path else i for i in inventory.images]
 
     def _stages_in_image(self) -> set[int]:
-        """Stages whose installed packages end up in the final image.
-
-        The final stage and the stages it builds on, plus stages whose site-packages, venv or conda
-        folder a final stage copies with ``COPY --from``.
-        """
+        """The final stage, the stages it builds on, and any whose site-packages, venv or conda it copies."""
         keeps = {s.index for s in self.df.stages if s.final}
         changed = True
         while changed:
@@ -186,37 +169,29 @@ class _Reader:
                     continue
                 for inst in stage.instructions:
                     source = copied_from(inst)
-                    if source is None:
-                        continue
-                    other = self.df.stage_by_ref(source)
+                    other = self.df.stage_by_ref(source) if source is not None else None
                     if other is None or other.index in keeps:
                         continue
                     words = list(inst.json_args) if inst.json_args else split_words(inst.args, self.df.escape)
                     if any(marker in w for w in words[:-1] for marker in _SITE_DIRS):
-                        walk: Stage | None = other
-                        while walk is not None:
-                            keeps.add(walk.index)
-                            walk = self.df.stages[walk.parent] if walk.parent is not None else None
+                        keeps.update(s.index for s in self._lineage(other))
                         changed = True
         return keeps
 
+    def _lineage(self, stage: Stage) -> Iterator[Stage]:
+        """``stage`` and the stages it builds on, nearest first."""
+        walk: Stage | None = stage
+        while walk is not None:
+            yield walk
+            walk = self.df.stages[walk.parent] if walk.parent is not None else None
+
     def _built_on(self, root: Stage) -> tuple[str, ...]:
-        """Labels of ``root`` and of every stage that builds on it, directly or through other stages."""
-        labels = []
-        for stage in self.df.stages:
-            walk: Stage | None = stage
-            while walk is not None and walk.index != root.index:
-                walk = self.df.stages[walk.parent] if walk.parent is not None else None
-            if walk is not None:
-                labels.append(stage.label)
-        return tuple(labels)
+        return tuple(s.label for s in self.df.stages if any(w.index == root.index for w in self._lineage(s)))
 
     def _loc(self, line: int, stage: Stage) -> Location:
         return Location(self.path, line=line, stage=stage.label, outside_image=stage.index in self.outside)
 
     def _read_stage(self, stage: Stage, in_image: bool, inventory: Inventory, copied_at: int | None = None) -> None:
-        from envcheck.model import BaseImage
-
         if stage.parent is None and stage.base.lower() != "scratch":
             try:
                 parse_reference(stage.base)
@@ -230,8 +205,7 @@ class _Reader:
                 return
             inventory.images.append(BaseImage(
                 ref=stage.base, stage=stage.label, platform=stage.platform, final=in_image,
-                location=self._loc(stage.line, stage), stages=self._built_on(stage), copied_at=copied_at,
-            ))
+                location=self._loc(stage.line, stage), stages=self._built_on(stage), copied_at=copied_at))
             if in_image:
                 inventory.packages.extend(shipped_packages(stage.base, self._loc(stage.line, stage)))
         workdir = "/"
@@ -270,9 +244,8 @@ class _Reader:
                 elif truncated:
                     inventory.problems.append(ReadProblem(TRUNCATED_RUN, self._loc(inst.line, stage)))
 
-    # -- RUN -----------------------------------------------------------------------------------
     def _commands(self, inst: Instruction, values: Mapping[str, str]) -> tuple[list[tuple[SimpleCommand, int]], bool]:
-        """Every simple command of a RUN with the Dockerfile line it is on; True when reading stopped early."""
+        """Every simple command of a RUN with its line; True when reading stopped early."""
         out: list[tuple[SimpleCommand, int]] = []
         if len(inst.args) + sum(len(doc.body) for doc in inst.heredocs) > MAX_RUN_TEXT:
             return out, True
@@ -281,8 +254,7 @@ class _Reader:
             argv = list(inst.json_args)
             if argv and argv[0].rsplit("/", 1)[-1] in _SHELL_EXES and len(argv) >= 3 and argv[1].startswith("-") and "c" in argv[1]:
                 script = split_commands(argv[2], env, arch=_ARCH)
-                out += [(cmd, inst.line) for cmd in script]
-                return out, script.truncated
+                return [(cmd, inst.line) for cmd in script], script.truncated
             if argv:
                 out.append((SimpleCommand(tuple(argv), 0, (), env, " ".join(argv)), inst.line))
             return out, False
@@ -326,10 +298,9 @@ class _Reader:
             return
         if exe == "uv" and len(argv) >= 2 and argv[1] == "sync":
             # uv sync installs the lock; with no uv.lock copied in, it resolves pyproject.toml (and writes the lock)
-            if files.resolve("uv.lock") is not None:
-                self._read_project_file("uv.lock", "locks", in_image, files, loc, stage, inventory, cmd)
-            else:
-                self._read_project_file("pyproject.toml", "pyproject", in_image, files, loc, stage, inventory, cmd)
+            locked = files.resolve("uv.lock") is not None
+            name, module = ("uv.lock", "locks") if locked else ("pyproject.toml", "pyproject")
+            self._read_project_file(name, module, in_image, files, loc, stage, inventory, cmd)
             return
         install_argv, wheel_only = _as_install(_resolvable(argv))
         parsed = parse_install_command(install_argv, loc)
@@ -356,8 +327,7 @@ class _Reader:
         # local folders (`pip install .`, `pip install ./xformers`) inside a cloned repository
         if parsed.command.tool in ("pip", "uv"):
             for word in _local_paths(cmd.argv):
-                folder = posixpath.normpath(posixpath.join(files.script.cwd, word))
-                repo = repo_of(folder, files.script)
+                repo = repo_of(posixpath.normpath(posixpath.join(files.script.cwd, word)), files.script)
                 if repo is not None:
                     name, url = repo
                     pkg = Package(name=name, url=f"git+{url}" if not url.startswith("git+") else url, role=role_override or Role.REQUIREMENT,
@@ -375,10 +345,7 @@ class _Reader:
     def _read_listed_file(self, name: str, role: Role, role_override: Role | None, files: ContextFiles, loc: Location,
                           stage: Stage, inventory: Inventory) -> None:
         """Read a ``-r``/``-c`` file that the build copied (or bind-mounted) from the context."""
-        from envcheck.sources import requirements
-
-        inline = files.inline(name)
-        if inline is not None:
+        if (inline := files.inline(name)) is not None:
             self._read_inline_file(inline, name, role, role_override, loc, stage, inventory)
             return
         found = files.resolve(name)
@@ -400,11 +367,7 @@ class _Reader:
 
     def _read_inline_file(self, doc: Heredoc, name: str, role: Role, role_override: Role | None, loc: Location, stage: Stage,
                           inventory: Inventory) -> None:
-        """A requirements file written by ``COPY <<EOF``: read it, and locate its lines in the Dockerfile."""
-        import tempfile
-
-        from envcheck.sources import requirements
-
+        """A requirements file written by ``COPY <<EOF``, located at its lines in the Dockerfile."""
         with tempfile.TemporaryDirectory(prefix="envcheck-heredoc-") as tmp:
             path = Path(tmp) / (posixpath.basename(name) or "requirements.txt")
             path.write_text(doc.body, encoding="utf-8")
@@ -425,15 +388,11 @@ class _Reader:
         inventory.problems.extend(replace(p, location=here(p.location)) for p in sub.problems)
 
     def _text_options(self) -> ReadOptions:
-        """Options for the requirements, pyproject and lock files a build copies: the user's text-size limit."""
         return ReadOptions(max_text_bytes=self.options.max_text_bytes, with_lock=False)
 
     def _read_project_file(self, name: str, module: str, in_image: bool, files: ContextFiles, loc: Location, stage: Stage,
                            inventory: Inventory, cmd: SimpleCommand | None, argv: list[str] | None = None) -> None:
-        """``uv sync`` reads uv.lock, ``pip install .`` reads pyproject.toml, where the build copied them; the extras
-        and groups the command asks for (``--extra cu130``, ``.[cu130]``) are part of what it installs."""
-        import importlib
-
+        """``uv sync`` reads uv.lock, ``pip install .`` pyproject.toml, with the extras and groups asked."""
         from envcheck.scopes import install_scopes, scopes_asked
 
         found = files.resolve(name)
@@ -455,8 +414,9 @@ class _Reader:
         inventory.problems.extend(sub.problems)
         inventory.pragmas.extend(sub.pragmas)
         if cmd is not None:
+            options = tuple(w for w in cmd.argv[2:] if w.startswith("-"))
             names = tuple(p.name for p in sub.packages)
-            inventory.installs.append(InstallCommand(tool="uv", packages=names, options=tuple(w for w in cmd.argv[2:] if w.startswith("-")),
+            inventory.installs.append(InstallCommand(tool="uv", packages=names, options=options,
                                                      text=cmd.text, location=loc))
 
     def _source_build(self, cwd: str, tool: str, argv: list[str], cmd: SimpleCommand, loc: Location, in_image: bool,
@@ -471,7 +431,6 @@ class _Reader:
 
 
 def _in_branch(loc: Location, cmd: SimpleCommand) -> Location:
-    """``loc`` marked with the shell branch ``cmd`` runs in, if it runs only under a condition."""
     if cmd.branch is None:
         return loc
     return replace(loc, branch=cmd.branch.describe(), fallback=cmd.branch.fallback)
@@ -485,12 +444,7 @@ def _under(where: Location | None, loc: Location) -> Location:
 
 
 def shipped_packages(ref: str, location: Location | None) -> list[Package]:
-    """torch, flash-attn and triton that a known CUDA 13 NGC base image already contains (installed facts).
-
-    These let the package rules see what the container brings: a later ``pip install`` that replaces
-    NGC's pre-release torch, or Unsloth next to the shipped flash-attn. CUDA 12 bases are reported as a
-    whole by G1-cuda12-base, so their contents are not repeated here.
-    """
+    """torch, flash-attn and triton a known CUDA 13 NGC base contains (CUDA 12 bases: G1-cuda12-base)."""
     facts = safe_describe(ref)
     if facts is None or not facts.ngc_torch or facts.cuda_major is None or facts.cuda_major < 13:
         return []
@@ -507,8 +461,7 @@ def shipped_packages(ref: str, location: Location | None) -> list[Package]:
 
 
 def _as_install(argv: list[str]) -> tuple[list[str], bool]:
-    """``pip wheel X`` builds X the way ``pip install X`` does, without installing it: read it as an install,
-    and say so (True) so that its packages count as built, not installed (``pip download`` is neither)."""
+    """``pip wheel X`` read as ``pip install X``, and True: its packages are built, not installed."""
     for i, word in enumerate(argv):
         if word == "wheel" and i > 0 and re.fullmatch(r"pip(\d+(\.\d+)?)?", argv[i - 1].rsplit("/", 1)[-1]):
             return [*argv[:i], "install", *argv[i + 1 :]], True
@@ -518,9 +471,7 @@ def _as_install(argv: list[str]) -> tuple[list[str], bool]:
 
 
 def build_settings(cmd: SimpleCommand, known: Mapping[str, str]) -> list[tuple[str, str]]:
-    """GPU-target settings a build command runs with that differ from the stage's: TORCH_CUDA_ARCH_LIST,
-    CMAKE_CUDA_ARCHITECTURES and CUDAARCHS set for it (prefix or export), ``-DCMAKE_CUDA_ARCHITECTURES=``
-    on a cmake command line, or inside ``CMAKE_ARGS`` for a pip build (llama-cpp-python)."""
+    """GPU-target settings a build command runs with that differ from the stage's (env, -D, CMAKE_ARGS)."""
     argv = list(cmd.argv)
     if not _builds(argv):
         return []
@@ -539,7 +490,6 @@ def build_settings(cmd: SimpleCommand, known: Mapping[str, str]) -> list[tuple[s
 
 
 def _builds(argv: list[str]) -> bool:
-    """Is this a command that compiles or installs Python packages?"""
     exe = argv[0].rsplit("/", 1)[-1] if argv else ""
     return bool(re.fullmatch(r"(pip\d?(\.\d+)?|python\d?(\.\d+)?|uv|conda|mamba|micromamba|make|cmake|ninja)", exe))
 
@@ -554,7 +504,8 @@ def _resolvable(argv: list[str]) -> list[str]:
         m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._\-]*(?:\[[^\]$]*\])?)\s*(?:==|>=|<=|~=|!=|<|>|@)", word)
         if m and "$" not in m.group(1):
             out.append(m.group(1))
-        elif out and out[-1].startswith("-") and "=" not in out[-1] and out[-1] in ("-r", "-c", "-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--requirement", "--constraint"):
+        elif out and out[-1] in ("-r", "-c", "-i", "--index-url", "--extra-index-url", "-f", "--find-links",
+                                 "--requirement", "--constraint"):
             out.pop()  # an option whose value we cannot know
     return out
 
@@ -578,54 +529,40 @@ def _local_paths(argv: tuple[str, ...]) -> list[str]:
         after_option = word
         if word.startswith("-") or "://" in word or "@" in word or re.search(r"[=<>~!;\[]", word):
             continue
-        if word in (".", "..") or word.startswith(("./", "../", "/")) or "/" in word:
+        if word in (".", "..") or "/" in word:
             found.append(word)
     return found
 
-
-# -------------------------------------------------------------------------------------------------
-# Image history (the image engineer's entry point)
-# -------------------------------------------------------------------------------------------------
 
 _NOP = re.compile(r"^/bin/sh -c #\(nop\)\s+(.*)$", re.S)
 _BUILDKIT_SUFFIX = re.compile(r"\s*# buildkit\s*$")
 _ARGS_PREFIX = re.compile(r"^\|(\d+)((?:\s+[A-Za-z_][A-Za-z0-9_]*=\S*)*)\s+(.*)$", re.S)
 _SHELL_PREFIX = re.compile(r"^((?:/usr)?/bin/(?:ba|da|z)?sh)((?:\s+-[A-Za-z]+|\s+-o\s+\S+)*)\s+-c\s+(.*)$", re.S)
-
-
 _HISTORY_NAME = re.compile(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=")
 
 
 def _history_env_pairs(inst: Instruction) -> list[tuple[str, str]]:
-    """ENV pairs as image history prints them: values are not quoted (``ENV LIST=8.0 9.0``), so a pair
-    runs until the next ``NAME=``; the legacy ``ENV NAME value`` form is read too."""
+    """History prints ENV values unquoted (``ENV LIST=8.0 9.0``): a pair runs until the next ``NAME=``."""
     starts = list(_HISTORY_NAME.finditer(inst.args))
     if not starts:
         return env_pairs(inst, "\\")
-    pairs: list[tuple[str, str]] = []
-    for k, m in enumerate(starts):
-        end = starts[k + 1].start() if k + 1 < len(starts) else len(inst.args)
-        value = inst.args[m.end() : end].strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        pairs.append((m.group(1), value))
-    return pairs
+    ends = [m.start() for m in starts[1:]] + [len(inst.args)]
+    return [(m.group(1), _unquoted(inst.args[m.end() : end].strip()))
+            for m, end in zip(starts, ends, strict=True)]
+
+
+def _unquoted(value: str) -> str:
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
 
 
 def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
-    """Facts from an image config's ``history[].created_by`` strings (legacy builder and BuildKit).
-
-    Recognises ``/bin/sh -c #(nop)  ENV A=B``, ``ENV A=B`` / ``ARG X=1`` (BuildKit), RUN steps in both
-    spellings (``/bin/sh -c pip install x``, ``RUN /bin/sh -c pip install x # buildkit``) including
-    build-arg prefixes (``|1 TAG=v /bin/sh -c ...``). Locations are ``origin!history[N]``.
-    """
+    """Facts from ``history[].created_by`` (legacy builder and BuildKit), located at ``origin!history[N]``."""
     inventory = Inventory()
     env: dict[str, str] = {}
     for index, raw in enumerate(created_by):
         loc = Location(origin, member=f"history[{index}]")
         text = _BUILDKIT_SUFFIX.sub("", raw or "").strip()
-        m = _NOP.match(text)
-        if m:
+        if m := _NOP.match(text):
             text = m.group(1).strip()
         keyword, _, rest = text.partition(" ")
         upper = keyword.upper()
@@ -652,11 +589,8 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
         elif upper in ("COPY", "ADD", "WORKDIR", "LABEL", "CMD", "ENTRYPOINT", "EXPOSE", "USER", "VOLUME", "SHELL", "HEALTHCHECK", "STOPSIGNAL", "ONBUILD", "MAINTAINER"):
             continue
         step_env = dict(env)
-        a = _ARGS_PREFIX.match(text)
-        if a:
-            for word in a.group(2).split():
-                name, _, value = word.partition("=")
-                step_env[name] = value
+        if a := _ARGS_PREFIX.match(text):
+            step_env.update(word.partition("=")[::2] for word in a.group(2).split())
             text = a.group(3)
         s = _SHELL_PREFIX.match(text)
         script = s.group(3) if s else text

@@ -1,21 +1,5 @@
-"""The ``.gitignore`` patterns that ``envcheck DIR`` honours while it looks for input files.
-
-A subset of git's rules, the common one (gitignore(5)):
-
-- every ``.gitignore`` found on the way down applies to the paths below its folder; a later pattern (and a
-  deeper file) wins over an earlier one;
-- blank lines and ``#`` comments are ignored; ``\\#`` and ``\\!`` start a literal ``#`` / ``!``;
-- ``!pattern`` re-includes what an earlier pattern excluded (not inside an excluded folder: discovery never
-  enters one, as git never does);
-- a trailing ``/`` matches folders only;
-- a pattern with a ``/`` at the start or in the middle is anchored to its ``.gitignore``'s folder; without
-  one it matches a name at any depth;
-- ``*`` and ``?`` match within one path part, ``[abc]`` / ``[!a-z]`` a character class, ``**/`` any number of
-  leading folders, ``/**`` everything inside, ``a/**/b`` zero or more folders in between.
-
-Not read: ``.git/info/exclude``, the global ``core.excludesFile``, and escaped trailing spaces. A
-``.gitignore`` that cannot be read is ignored (its folder is still read).
-"""
+"""The ``.gitignore`` patterns ``envcheck DIR`` honours while it looks for input files: gitignore(5)'s common
+rules, without ``.git/info/exclude``, ``core.excludesFile`` and escaped trailing spaces."""
 
 from __future__ import annotations
 
@@ -28,8 +12,6 @@ MAX_BYTES = 1 << 20  # a bigger .gitignore is not read
 
 @dataclass(frozen=True)
 class Pattern:
-    """One line of a .gitignore, compiled."""
-
     base: Path  # the folder of the .gitignore
     text: str  # the line as written (for -v)
     regex: re.Pattern[str]
@@ -38,48 +20,27 @@ class Pattern:
     anchored: bool
 
 
+# gitignore glob tokens: **/ (any leading folders), /** at the end (everything inside), **, *, ?, a [class],
+# a backslash escape, any other character
+_GLOB = re.compile(r"(\*\*/)|(/\*\*\Z)|(\*\*)|(\*)|(\?)|\[(.[^\]]*)\]|\\(.)|(.)", re.S)
+_WILDCARDS = ("(?:.*/)?", "/.*", ".*", "[^/]*", "[^/]")
+
+
 def _translate(glob: str) -> str:
     out: list[str] = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if glob.startswith("/**", i) and i + 3 == len(glob):
-            out.append("/.*")
-            i += 3
-            continue
-        if glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        ch = glob[i]
-        if ch == "*":
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            end = glob.find("]", i + 2)
-            if end == -1:
-                out.append(re.escape(ch))
-            else:
-                body = glob[i + 1:end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end
-        elif ch == "\\" and i + 1 < len(glob):
-            i += 1
-            out.append(re.escape(glob[i]))
+    for m in _GLOB.finditer(glob):
+        group = m.lastindex or 8
+        if group <= len(_WILDCARDS):
+            out.append(_WILDCARDS[group - 1])
+        elif group == 6:
+            body = "^" + m.group(6)[1:] if m.group(6).startswith("!") else m.group(6)
+            out.append("[" + body.replace("\\", "\\\\") + "]")
         else:
-            out.append(re.escape(ch))
-        i += 1
+            out.append(re.escape(m.group(group)))
     return "".join(out)
 
 
 def compile_line(line: str, base: Path) -> Pattern | None:
-    """One .gitignore line as a pattern, or None for a blank line or a comment."""
     text = line.rstrip("\n").rstrip("\r")
     stripped = text.rstrip(" ")
     if not stripped or stripped.startswith("#"):
@@ -104,11 +65,9 @@ def compile_line(line: str, base: Path) -> Pattern | None:
 @dataclass(frozen=True)
 class IgnoreRules:
     """The .gitignore patterns in force for one folder (those of its parents first)."""
-
     patterns: tuple[Pattern, ...] = ()
 
     def add_file(self, path: Path, base: Path) -> IgnoreRules:
-        """These rules plus the patterns of the .gitignore at ``path`` (if there is a readable one)."""
         try:
             with path.open("rb") as fh:
                 data = fh.read(MAX_BYTES + 1)
@@ -120,7 +79,7 @@ class IgnoreRules:
         return IgnoreRules(self.patterns + tuple(added)) if added else self
 
     def excluded(self, path: Path, is_dir: bool) -> str | None:
-        """The pattern that excludes ``path`` (the last one that matches decides), or None."""
+        """The pattern that excludes ``path`` (the last match decides), or None."""
         verdict: Pattern | None = None
         for pattern in self.patterns:
             if pattern.folders_only and not is_dir:
@@ -132,6 +91,4 @@ class IgnoreRules:
             subject = rel if pattern.anchored else rel.rsplit("/", 1)[-1]
             if pattern.regex.fullmatch(subject):
                 verdict = pattern
-        if verdict is None or verdict.negate:
-            return None
-        return verdict.text
+        return None if verdict is None or verdict.negate else verdict.text

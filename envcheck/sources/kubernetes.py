@@ -1,19 +1,6 @@
-"""Kubernetes manifests: the containers a workload runs, on which images, scheduled where.
-
-A manifest is multi-document YAML (``kubectl apply -f``, Helm's rendered output given on stdin as ``-``).
-Documents are recognised by ``apiVersion`` and ``kind``; the workloads read are Pod, Deployment,
-StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, LeaderWorkerSet and KubeRay's RayCluster, RayJob and
-RayService, and NVIDIA Dynamo's DynamoGraphDeployment and DynamoComponentDeployment, whose components carry their
-pod elsewhere (other documents, such as Services and ConfigMaps, are skipped). For each container and init container:
-
-- ``image`` is a :class:`BaseImage` at its line, judged as a Dockerfile ``FROM`` is; when the pod is
-  scheduled only on amd64 nodes (``nodeSelector`` or required node affinity on ``kubernetes.io/arch``), its
-  images carry ``linux/amd64`` as their platform, which the ARCH rules judge against the Spark's arm64;
-- ``command`` + ``args`` are read as shell text and as a launch command (vLLM, SGLang, torchrun ...); a
-  command that only queries the device (``nvidia-smi``) is recorded on the image (``BaseImage.runs``);
-- ``env`` entries with a literal ``value`` are :class:`EnvVar` facts;
-- the GPUs (``nvidia.com/gpu``) and memory it requests or is limited to are :class:`readings.PodRequest` readings.
-"""
+"""Kubernetes manifests (multi-document YAML, Helm output on stdin as ``-``): the containers a workload runs,
+on which images, scheduled where (amd64-only pods give their images ``linux/amd64``), and the GPUs and memory
+they request (:class:`readings.PodRequest`)."""
 
 from __future__ import annotations
 
@@ -33,18 +20,16 @@ from envcheck.inspect.pip_args import variable_indexes
 from envcheck.inspect.yaml_tree import Scalar, YamlError, YList, YMap, line_of, load_all
 from envcheck.knowledge.base_images import ml_image
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, ReadProblem
-from envcheck.readings import PodRequest
-from envcheck.sources import ReadOptions
+from envcheck.readings import PodRequest, launches_from_json
+from envcheck.sources import ReadOptions, shell
+from envcheck.sources.requirements import read_text_file, text_limit
 
 KIND = "kubernetes"
 # kind -> the path from the document to its pod spec
+_TEMPLATE = ("spec", "template", "spec")
 WORKLOADS: dict[str, tuple[str, ...]] = {
-    "Pod": ("spec",),
-    "Deployment": ("spec", "template", "spec"),
-    "StatefulSet": ("spec", "template", "spec"),
-    "DaemonSet": ("spec", "template", "spec"),
-    "ReplicaSet": ("spec", "template", "spec"),
-    "Job": ("spec", "template", "spec"),
+    "Pod": ("spec",), "Deployment": _TEMPLATE, "StatefulSet": _TEMPLATE, "DaemonSet": _TEMPLATE,
+    "ReplicaSet": _TEMPLATE, "Job": _TEMPLATE,
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
     # LeaderWorkerSet (the multi-node vLLM/SGLang recipe): the leader's pod (the workers' is read below)
     "LeaderWorkerSet": ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
@@ -54,12 +39,9 @@ WORKLOADS: dict[str, tuple[str, ...]] = {
     "RayService": ("spec", "rayClusterConfig", "headGroupSpec", "template", "spec"),
 }
 _LWS_WORKERS = ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")
-# NVIDIA Dynamo's operator (nvidia.com/v1alpha1; ai-dynamo/dynamo, the operator's API reference:
-# DynamoComponentDeploymentSharedSpec, ExtraPodSpec, MultinodeSpec, and docs/guides/dynamo_deploy/
-# multinode-deployment.md): each component (a DynamoGraphDeployment's spec.services.<name>, a
-# DynamoComponentDeployment's spec) runs pods built from `extraPodSpec` (a PodSpec whose `mainContainer` is the
-# component's container), asks for `resources.{requests,limits}.{gpu,memory}` for that container, and with
-# `multinode.nodeCount` one replica spans that many nodes ("total number of GPUs is NumberOfNodes * GPU limit").
+# NVIDIA Dynamo's operator (ai-dynamo/dynamo API reference, multinode-deployment.md): a component runs pods
+# from `extraPodSpec` (its `mainContainer`), asks for `resources.{requests,limits}.{gpu,memory}`, and with
+# `multinode.nodeCount` one replica spans that many nodes.
 COMPONENTS: dict[str, tuple[str, ...]] = {
     "DynamoGraphDeployment": ("spec", "services"),  # a mapping: service name -> component
     "DynamoComponentDeployment": ("spec",),  # the component itself
@@ -71,26 +53,17 @@ _ANY_KIND = re.compile(r"(?m)^kind\s*:\s*[\"']?[A-Za-z][A-Za-z0-9]*[\"']?\s*(#.*
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """YAML with a top-level ``apiVersion:`` and a workload ``kind:`` (Pod, Deployment, Job ...)."""
-    if b"\x00" in head:
-        return False
-    text = head.decode("utf-8", "replace")
+    text = "" if b"\x00" in head else head.decode("utf-8", "replace")  # binary junk matches no pattern
     return bool(_SNIFF.search(text)) and bool(_SNIFF_KIND.search(text))
 
 
 def sniff_named(path: Path, head: bytes) -> bool:
-    """A file the user named: any Kubernetes object (a top-level ``apiVersion:`` and ``kind:``: a ConfigMap, a
-    Cilium resource) is a manifest, read as one; folder discovery takes only those with a workload (:func:`sniff`)."""
-    if b"\x00" in head:
-        return False
-    text = head.decode("utf-8", "replace")
+    """A file the user named is a manifest with any ``kind:``; discovery takes only workloads (sniff)."""
+    text = "" if b"\x00" in head else head.decode("utf-8", "replace")  # binary junk matches no pattern
     return bool(_SNIFF.search(text)) and bool(_ANY_KIND.search(text))
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """Read every workload of a manifest file."""
-    from envcheck.sources.requirements import read_text_file, text_limit
-
     text, problems = read_text_file(path, text_limit(options))
     try:
         documents = load_all(text)
@@ -119,8 +92,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             inventory.problems.append(ReadProblem(f"{kind} has no pod spec at {'.'.join(WORKLOADS[str(kind)])}",
                                                   Location(str(path), line=line_of(document))))
             continue
-        metadata = document.get("metadata")
-        name = f"{kind}/{metadata.get('name')}" if isinstance(metadata, YMap) and metadata.get("name") else str(kind)
+        name = _named(document, str(kind))
         first = len(launches)
         pods.pod(name, spec)
         if workers is not None:
@@ -129,8 +101,6 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             pods.pod(f"{name} workers {group}", pod)
         _spans(launches[first:], _at_path(document, ("spec", "leaderWorkerTemplate", "size")))  # a group spans `size` nodes
     if launches:
-        from envcheck.readings import launches_from_json
-
         inventory.host = replace(inventory.host, launch=launches_from_json(launches))
     if requests:
         inventory.host = replace(inventory.host, pod_requests=tuple(requests))
@@ -141,8 +111,12 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     return inventory
 
 
+def _named(document: YMap, kind: str) -> str:
+    metadata = document.get("metadata")
+    return f"{kind}/{metadata.get('name')}" if isinstance(metadata, YMap) and metadata.get("name") else kind
+
+
 def _ray_worker_groups(document: YMap, head: tuple[str, ...]) -> list[tuple[str, YMap]]:
-    """(group name, pod spec) of each of a KubeRay cluster's ``workerGroupSpecs`` (beside its ``headGroupSpec``)."""
     if head[-3:] != ("headGroupSpec", "template", "spec"):
         return []
     cluster = _at_path(document, head[:-3])
@@ -156,7 +130,6 @@ def _ray_worker_groups(document: YMap, head: tuple[str, ...]) -> list[tuple[str,
 
 
 def _at_path(document: YMap, path: tuple[str, ...]) -> Any:
-    """The value at ``path`` below ``document`` (a pod spec must be a mapping), or None."""
     value: Any = document
     for step in path:
         value = value.get(step) if isinstance(value, YMap) else None
@@ -164,7 +137,6 @@ def _at_path(document: YMap, path: tuple[str, ...]) -> Any:
 
 
 def _flattened(documents: list[Any]) -> list[YMap]:
-    """The documents, with the items of a ``kind: List`` (``kubectl get -o yaml``) in their place."""
     out: list[YMap] = []
     for document in documents:
         if not isinstance(document, YMap):
@@ -178,7 +150,6 @@ def _flattened(documents: list[Any]) -> list[YMap]:
 
 
 def amd64_only(spec: YMap) -> bool:
-    """Is the pod scheduled only on amd64 nodes (nodeSelector, or required node affinity without arm64)?"""
     selector = spec.get("nodeSelector")
     if isinstance(selector, YMap) and isinstance(selector.get(ARCH_LABEL), str):
         return str(selector.get(ARCH_LABEL)) in ("amd64", "x86_64")
@@ -203,14 +174,11 @@ def amd64_only(spec: YMap) -> bool:
 
 
 class _Pods:
-    """Reads pods, containers and Dynamo components of one manifest into its inventory, launches and requests."""
-
     def __init__(self, path: Path, options: ReadOptions, inventory: Inventory, launches: list[dict[str, Any]],
                  requests: list[PodRequest]) -> None:
         self.path, self.options, self.inventory, self.launches, self.requests = path, options, inventory, launches, requests
 
     def pod(self, name: str, spec: YMap) -> None:
-        """Every init container and container of a pod spec."""
         platform = "linux/amd64" if amd64_only(spec) else None
         for group in ("initContainers", "containers"):
             containers = spec.get(group)
@@ -219,11 +187,8 @@ class _Pods:
                     self.container(name, container, platform)
 
     def components(self, document: YMap, kind: str) -> None:
-        """Each component of an NVIDIA Dynamo deployment (:data:`COMPONENTS`): its main container with the
-        component's resources and environment, the other containers of its pod, the nodes one replica spans."""
         at = _at_path(document, COMPONENTS[kind])
-        metadata = document.get("metadata")
-        name = f"{kind}/{metadata.get('name')}" if isinstance(metadata, YMap) and metadata.get("name") else kind
+        name = _named(document, kind)
         if not isinstance(at, YMap):
             self.inventory.problems.append(ReadProblem(f"{kind} has no components at {'.'.join(COMPONENTS[kind])}",
                                                        Location(str(self.path), line=line_of(document))))
@@ -244,10 +209,7 @@ class _Pods:
             _spans(self.launches[first:], _at_path(component, ("multinode", "nodeCount")))
 
     def container(self, name: str, container: YMap, platform: str | None, component: YMap | None = None) -> None:
-        """One container: its image, environment, commands and launches, GPU and memory requests. ``component``:
-        the Dynamo component whose main container it is (its ``resources`` and ``envs`` are the container's)."""
-        from envcheck.sources import shell
-
+        """``component``: the Dynamo component whose main container it is (its resources and envs apply)."""
         path, inventory = self.path, self.inventory
         cname = container.get("name") or ("main" if component is not None else "?")
         who = f"{name} container {cname}"
@@ -269,9 +231,12 @@ class _Pods:
                 inventory.problems.append(ReadProblem(f"{who}: image {image}: {exc.message}", at))
             else:
                 runs = device_query(shlex.join(words)) if words and not entry else ""
-                inventory.images.append(BaseImage(ref=str(image), platform=platform, location=at, stage=stage, stages=(stage,),
-                                                  runs=runs))
-                inventory.packages.extend(_shipped(str(image), at))  # NGC's torch, flash-attn: what pip keeps
+                inventory.images.append(BaseImage(ref=str(image), platform=platform, location=at, stage=stage,
+                                                  stages=(stage,), runs=runs))
+                # imported here: discovery sniffs YAML with this module and never needs the Dockerfile reader
+                from envcheck.sources.dockerfile import shipped_packages
+
+                inventory.packages.extend(shipped_packages(str(image), at))  # NGC's torch, flash-attn
         for items in (component.get("envs") if component is not None else None, container.get("env")):
             for item in items if isinstance(items, YList) else []:
                 if isinstance(item, YMap) and isinstance(item.get("name"), str) and isinstance(item.get("value"), str):
@@ -289,14 +254,12 @@ class _Pods:
 
 
 def _spans(launches: list[dict[str, Any]], nodes: Any) -> None:
-    """The launches of a group that spans ``nodes`` nodes (a LeaderWorkerSet's size, a Dynamo nodeCount)."""
     if isinstance(nodes, str) and nodes.isdigit() and 1 < int(nodes) < 100_000:
         for launch in launches:
             launch["nodes"] = max(int(launch.get("nodes") or 1), int(nodes))
 
 
 def _at(path: str, line: int, stage: str | None = None) -> Callable[[int], Location]:
-    """Every line of a container's command is located at its ``command:`` (or ``args:``) key."""
     return lambda _line: Location(path, line=line, stage=stage)
 
 
@@ -304,9 +267,7 @@ _SHELLS = frozenset({"sh", "bash", "dash", "zsh"})
 
 
 def _script(container: YMap, words: list[str], path: str, stage: str) -> tuple[str, Callable[[int], Location]]:
-    """The shell text a container runs and where each of its lines is in the manifest: ``bash -c SCRIPT`` runs
-    SCRIPT, whose lines are the manifest's own (a block scalar starts on the line after its ``|``); any other
-    command is its words, located at its ``command:`` (or ``args:``) key."""
+    """The shell text a container runs and where each line is (``bash -c SCRIPT``: the script's lines)."""
     key = "command" if "command" in container else "args"
     last = next((container[k][-1] for k in ("args", "command") if isinstance(container.get(k), YList) and container[k]), None)
     if (len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] == "-c" and isinstance(last, Scalar)
@@ -315,8 +276,7 @@ def _script(container: YMap, words: list[str], path: str, stage: str) -> tuple[s
         return words[2], lambda line: Location(path, line=first + line - 1, stage=stage)
     items = [w for k in ("command", "args") if isinstance(container.get(k), YList) for w in container[k]]
     if len(items) == len(words) and not any("\n" in w for w in words):
-        # one word a line, continued: a flag's setting sits on its own list item (`- --tensor-parallel-size`);
-        # the command's first line stays at its key
+        # one word a line: a flag's setting sits on its own list item; the first line stays at the key
         lines = [container.line_of(key), *(line_of(w, container.line_of(key)) for w in items[1:])]
         return " \\\n".join(shlex.quote(w) for w in words), lambda line: Location(path, line=lines[min(line, len(lines)) - 1], stage=stage)
     return shlex.join(words), _at(path, container.line_of(key), stage)
@@ -330,7 +290,7 @@ _QUANTITY = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d{1,2}))?(Ki|Mi|Gi|T
 
 
 def quantity_bytes(text: str) -> float | None:
-    """A Kubernetes memory quantity (``200Gi``, ``128G``, ``1.5e9``) in bytes, or None where it is not one."""
+    """A Kubernetes memory quantity (``200Gi``, ``128G``, ``1.5e9``) in bytes, or None."""
     found = _QUANTITY.fullmatch(text.strip()) if len(text) <= 40 else None
     if found is None:
         return None
@@ -340,7 +300,6 @@ def quantity_bytes(text: str) -> float | None:
 
 
 def _requests(resources: Any, gpu_keys: tuple[str, ...], path: str, who: str) -> list[PodRequest]:
-    """The GPU (``gpu_keys``) and memory requests and limits of a ``resources`` mapping."""
     found: list[PodRequest] = []
     for part in ("requests", "limits"):
         table = resources.get(part) if isinstance(resources, YMap) else None
@@ -361,14 +320,6 @@ def _requests(resources: Any, gpu_keys: tuple[str, ...], path: str, who: str) ->
 
 
 def _gpus(requests: list[PodRequest]) -> int | None:
-    """The GPUs a container asks for (its limit, else its request: Kubernetes holds them equal)."""
+    """Its limit, else its request: Kubernetes holds them equal."""
     counts = {r.part: int(r.amount or 0) for r in requests if r.resource == "gpu"}
     return counts.get("limits", counts.get("requests")) or None
-
-
-def _shipped(ref: str, location: Location) -> list[Any]:
-    """What a known NGC image ships (torch, flash-attn, triton), as the Dockerfile source adds for a FROM."""
-    # imported here: discovery sniffs YAML files with this module and never needs the Dockerfile reader
-    from envcheck.sources.dockerfile import shipped_packages
-
-    return shipped_packages(ref, location)

@@ -1,18 +1,6 @@
-"""Jupyter notebooks (``*.ipynb``): the installs and settings in code cells.
-
-Read from code cells only (markdown and raw cells and every output are never read as commands):
-
-- ``!pip install ...``, ``!uv pip install ...``, any ``!`` shell line, and whole ``%%bash`` / ``%%sh`` cells are
-  shell text, read like a shell script (:func:`envcheck.sources.shell.read_script`): packages, indexes,
-  ``git clone ... && pip install .``, launch commands (``!vllm serve ... &``);
-- ``%pip install ...`` and ``%conda install ...`` are the same installs (``{sys.executable} -m pip`` too);
-- ``%env NAME=value``, ``%env NAME value`` and ``os.environ["NAME"] = "value"`` set variables.
-
-A fact is located twice: ``member`` says ``cell 3, line 2`` (cells counted from 1 over all cells, as the
-notebook shows them; lines within the cell's source), and ``line`` is the line of that source line in the
-``.ipynb`` file itself, where Jupyter writes each source line as one JSON string on a line of its own, so
-a SARIF region points a code-scanning view at the right place.
-"""
+"""Jupyter notebooks: ``!`` lines, ``%%bash`` cells and ``%pip`` magics of code cells read as a shell script,
+``%env`` and ``os.environ`` as settings. A fact's ``member`` is ``cell 3, line 2``; its ``line`` is the
+line of the ``.ipynb`` where Jupyter wrote that source line, so a SARIF region points at it."""
 
 from __future__ import annotations
 
@@ -26,7 +14,8 @@ from envcheck.errors import InputError
 from envcheck.inspect.pip_args import variable_indexes
 from envcheck.inspect.pragma import pragma_targets
 from envcheck.model import EnvVar, Inventory, Location, Origin, Pragma
-from envcheck.sources import ReadOptions
+from envcheck.sources import ReadOptions, shell
+from envcheck.sources.requirements import read_text_file, text_limit
 
 KIND = "notebook"
 MAX_CELLS = 10_000  # notebooks with a few hundred cells are large
@@ -42,10 +31,6 @@ _PYTHON_BLOCK = "in an indented Python block of the cell (if/else/try: it may no
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """Read one notebook."""
-    from envcheck.sources import shell
-    from envcheck.sources.requirements import read_text_file, text_limit
-
     text, problems = read_text_file(path, text_limit(options))
     try:
         document = json.loads(text)
@@ -85,8 +70,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             places.append(loc)
         inventory.pragmas.extend(_pragmas(lines, file_lines, str(path), number))
     if script:
-        text_script = "\n".join(script)
-        sub = shell.read_script(text_script, str(path), path.parent, options, lambda n: places[min(max(n, 1), len(places)) - 1])
+        sub = shell.read_script("\n".join(script), str(path), path.parent, options,
+                                lambda n: places[min(max(n, 1), len(places)) - 1])
         for facts in ("packages", "indexes", "installs", "env", "wheels", "problems", "pragmas"):
             getattr(inventory, facts).extend(getattr(sub, facts))
         inventory.host = sub.host
@@ -94,14 +79,10 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
 
 def _source_lines(source: Any) -> list[str]:
-    """A cell's source as lines (nbformat stores a list of lines, each with its newline, or one string)."""
+    """nbformat stores a list of lines, each with its newline, or one string."""
     if isinstance(source, list):
-        text = "".join(s for s in source if isinstance(s, str))
-    elif isinstance(source, str):
-        text = source
-    else:
-        return []
-    return text.split("\n")
+        return "".join(s for s in source if isinstance(s, str)).split("\n")
+    return source.split("\n") if isinstance(source, str) else []
 
 
 def _commands(lines: list[str]) -> Iterator[tuple[int, str | tuple[str, str]]]:
@@ -122,17 +103,14 @@ def _commands(lines: list[str]) -> Iterator[tuple[int, str | tuple[str, str]]]:
         if line.startswith("!"):
             yield start, _PYTHON_VALUE.sub("", _EXECUTABLE.sub("python", line[1:].lstrip("!").strip()))
             continue
-        magic = _LINE_MAGIC.match(line)
-        if magic:
+        if magic := _LINE_MAGIC.match(line):
             tool, rest = magic.groups()
             yield start, f"{tool} {_PYTHON_VALUE.sub('', _EXECUTABLE.sub('python', rest))}"
             continue
-        env = _ENV_MAGIC.match(line)
-        if env:
+        if env := _ENV_MAGIC.match(line):
             yield start, (env.group(1), env.group(2).strip().strip("\"'"))
             continue
-        assigned = _OS_ENVIRON.match(line) or _SETDEFAULT.match(line)
-        if assigned:
+        if assigned := _OS_ENVIRON.match(line) or _SETDEFAULT.match(line):
             yield start, (assigned.group(2), assigned.group(4))
 
 
@@ -144,7 +122,6 @@ def _pragmas(lines: list[str], file_lines: list[int | None], path: str, cell: in
 
 class _Lines:
     """Finds, in order, the line of the ``.ipynb`` file on which each source line is written as a JSON string."""
-
     def __init__(self, text: str) -> None:
         self.text = text
         self.position = 0

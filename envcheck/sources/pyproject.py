@@ -1,11 +1,5 @@
-"""pyproject.toml: [project] dependencies and optional-dependencies, [dependency-groups], and uv's
-index configuration (``[[tool.uv.index]]``, ``[tool.uv.sources]``, ``[tool.uv.pip]``), which decides
-which CUDA build of torch is installed.
-
-Extras and dependency groups are opt-in scopes (``Package.scope``): the default install is
-``[project].dependencies`` (plus uv's default groups, ``dev`` unless ``tool.uv.default-groups`` says
-otherwise), and each extra or other group is judged in its own scope (envcheck.scopes).
-"""
+"""pyproject.toml: requirements by scope (extras and non-default groups are opt-in ``Package.scope``s) and
+uv's index configuration, which decides which CUDA build of torch is installed."""
 
 from __future__ import annotations
 
@@ -13,6 +7,9 @@ import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion
 
 from envcheck.errors import EnvcheckError
 from envcheck.inspect.markers import all_of, negated
@@ -30,11 +27,7 @@ from envcheck.model import (
     Role,
 )
 from envcheck.sources import ReadOptions
-from envcheck.sources.requirements import (
-    MAX_PACKAGES,
-    text_limit,
-    too_many_packages,
-)
+from envcheck.sources.requirements import MAX_PACKAGES, text_limit, too_many_packages
 from envcheck.sources.toml_file import parse_toml
 
 KIND = "pyproject"
@@ -44,30 +37,27 @@ _PYPROJECT_TABLE = re.compile(rb"(?m)^[ \t]*\[(?:(?:project|build-system|depende
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """Does ``head`` look like a pyproject.toml under another name (``gpu-deps.toml``)? A table header that
-    only a pyproject.toml has, in text without NUL bytes."""
     return b"\x00" not in head and _PYPROJECT_TABLE.search(head) is not None
+
+
 # include-group chains and self-referencing extras (`all = ["proj[cpu,train]"]`) are followed this deep.
 _MAX_NESTING = 16
 
 
 class TomlLines:
-    """Line numbers of keys and values in a TOML text, found in one pass (no re-splitting per lookup)."""
+    """Line numbers of keys and values in a TOML text."""
 
     _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 
     def __init__(self, text: str) -> None:
         self.lines = text.split("\n")  # TOML lines end in LF or CRLF only (splitlines would also split at U+2028)
-        # (line index, dotted header) of every table header, in order
         self.headers: list[tuple[int, str]] = []
         for i, line in enumerate(self.lines):
-            if line.lstrip().startswith("["):
-                m = self._HEADER.match(line)
-                if m:
-                    self.headers.append((i, _plain_key(m.group(1))))
+            if line.lstrip().startswith("[") and (m := self._HEADER.match(line)):
+                self.headers.append((i, _plain_key(m.group(1))))
 
     def find(self, needle: str, start: int = 0, end: int | None = None) -> int | None:
-        """0-based index of the first line from ``start`` holding ``needle`` quoted as in TOML (or bare)."""
+        """0-based index of the first line from ``start`` holding ``needle`` quoted (or bare)."""
         stop = len(self.lines) if end is None else min(end, len(self.lines))
         for quoted in (f'"{needle}"', f"'{needle}'", needle):
             for i in range(start, stop):
@@ -76,7 +66,7 @@ class TomlLines:
         return None
 
     def key(self, path: tuple[str, ...]) -> int | None:
-        """0-based line where the value at ``path`` is assigned (``[a.b]`` then ``c = ...``, or ``b.c = ...`` in ``[a]``)."""
+        """0-based line where the value at ``path`` is set (``c =`` in ``[a.b]``, or ``b.c =`` in ``[a]``)."""
         for split in range(len(path) - 1, -1, -1):
             table, rest = ".".join(path[:split]), path[split:]
             for start, end in self._sections(table):
@@ -98,23 +88,14 @@ def _plain_key(header: str) -> str:
     return ".".join(part.strip().strip("\"'") for part in header.split("."))
 
 
-def line_of(text: str, needle: str, after: int = 0) -> int | None:
-    """1-based line of the first occurrence of ``needle`` (quoted as in TOML), searching from line ``after``."""
-    found = TomlLines(text).find(needle, after)
-    return None if found is None else found + 1
-
-
 class _Reader:
-    """One pyproject.toml read into an inventory."""
-
     def __init__(self, path: Path, data: dict[str, Any], text: str) -> None:
         self.path = path
         self.data = data
         self.lines = TomlLines(text)
         self.inventory = Inventory()
         self.count = 0  # requirement strings read so far, every list together (MAX_PACKAGES)
-        project = self.table(data, "project")
-        self.project = project
+        self.project = project = self.table(data, "project")
         self.name = canonical(str(project.get("name"))) if isinstance(project.get("name"), str) else None
 
     def loc(self, index: int | None) -> Location:
@@ -125,9 +106,7 @@ class _Reader:
 
     def table(self, parent: dict[str, Any], key: str) -> dict[str, Any]:
         """``parent[key]`` when it is a TOML table; anything else is a problem at its line and reads as empty."""
-        value = parent.get(key)
-        if value is None:
-            return {}
+        value = parent.get(key, {})
         if not isinstance(value, dict):
             self.problem(f"{key} must be a table, not {type(value).__name__}", self.lines.find(key))
             return {}
@@ -135,7 +114,6 @@ class _Reader:
 
     def requirements(self, path: tuple[str, ...], reqs: Any, scope: str | None, role: Role = Role.REQUIREMENT,
                      groups: dict[str, Any] | None = None, depth: int = 0) -> list[Package]:
-        """The requirement strings at ``path`` (a list), each located on its own line."""
         label = ".".join(path)
         start = self.lines.key(path)
         if not isinstance(reqs, list):
@@ -173,7 +151,6 @@ class _Reader:
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """Read a pyproject.toml: its requirements by scope, build requirements and uv's index configuration."""
     data, text = parse_toml(path, text_limit(options))
     reader = _Reader(path, data, text)
     inventory = reader.inventory
@@ -213,13 +190,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
 
 def _locked(packages: list[Package], path: Path, options: ReadOptions, default_groups: set[str]) -> list[Package]:
-    """``packages`` at the versions the uv.lock beside ``path`` holds for them: ``uv sync`` (and ``uv run``) install
-    the lock, not the newest release a range allows. A requirement with no exact version takes each locked
-    version of its name in its scope that its specifier allows (one per platform: the lock entry's marker joins
-    its own), from the index the lock names (a lock places the groups uv sync installs by default, other than
-    dev, in their own scopes: ``default_groups`` are the default install here). A lock that is missing, unreadable or out of date (a range excludes
-    every locked version of its name: uv locks again, and any version may move) leaves the requirements as
-    written. The lock's own findings are its target's: only these versions are taken from it."""
+    """``packages`` at the versions the uv.lock beside ``path`` holds (``uv sync`` installs the lock, not the
+    newest release); a missing, unreadable or out-of-date lock (uv locks again) leaves them as written."""
     lock_path = path.parent / "uv.lock"
     try:
         if not lock_path.is_file():
@@ -251,9 +223,6 @@ def _locked(packages: list[Package], path: Path, options: ReadOptions, default_g
 
 
 def _allows(specifier: str, version: str) -> bool:
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion
-
     try:
         return SpecifierSet(specifier).contains(version, prereleases=True)
     except (InvalidSpecifier, InvalidVersion):
@@ -261,8 +230,7 @@ def _allows(specifier: str, version: str) -> bool:
 
 
 def _own_extras(reader: _Reader, packages: list[Package], extras: dict[str, list[Package]], scope: str | None) -> list[Package]:
-    """``packages`` in ``scope``; ``proj[cpu]`` inside proj's own requirements (``all = ["proj[cpu,train]"]``)
-    brings the requirements of those extras into the same scope."""
+    """``packages`` in ``scope``; ``proj[cpu]`` in proj's own requirements brings those extras into it."""
     out: list[Package] = []
     for pkg in packages:
         if reader.name is None or pkg.name != reader.name or not pkg.extras:
@@ -284,7 +252,6 @@ def _own_extras(reader: _Reader, packages: list[Package], extras: dict[str, list
 
 
 def _default_groups(uv: dict[str, Any], groups: dict[str, Any]) -> set[str]:
-    """Dependency groups ``uv sync`` installs without being asked: ``tool.uv.default-groups``, else ``dev``."""
     value = uv.get("default-groups", ["dev"])
     if value == "all":
         return set(groups)
@@ -292,7 +259,7 @@ def _default_groups(uv: dict[str, Any], groups: dict[str, Any]) -> set[str]:
 
 
 def _uv_indexes(reader: _Reader, uv: dict[str, Any]) -> dict[str, PackageIndex]:
-    """uv's indexes by name (unnamed ones by URL): ``[[tool.uv.index]]``, ``[tool.uv.pip]`` and the older ``[tool.uv]`` keys."""
+    """uv's indexes by name (unnamed ones by URL)."""
     out: dict[str, PackageIndex] = {}
     raw = uv.get("index", [])
     cursor = reader.lines.key(("tool", "uv", "index")) or 0
@@ -323,9 +290,7 @@ def _uv_indexes(reader: _Reader, uv: dict[str, Any]) -> dict[str, PackageIndex]:
 
 
 def _with_sources(reader: _Reader, packages: list[Package], sources: dict[str, Any], indexes: dict[str, PackageIndex]) -> list[Package]:
-    """Apply ``[tool.uv.sources]``: the index (or URL, git repository, path) each package comes from, per extra,
-    group and marker, as uv picks it. Where every source of a package has a marker, the package comes from
-    the default indexes where none holds."""
+    """Apply ``[tool.uv.sources]`` as uv picks them, per extra, group and marker."""
     by_name: dict[str, list[dict[str, Any]]] = {}
     for name, value in sources.items():
         entries = value if isinstance(value, list) else [value]
@@ -358,12 +323,8 @@ def _with_sources(reader: _Reader, packages: list[Package], sources: dict[str, A
 
 
 def _source_applies(entry: dict[str, Any], scope: str | None) -> bool:
-    """A source limited to an extra or group applies only to the requirement in that extra or group."""
-    if isinstance(entry.get("extra"), str):
-        return scope == f"extra {entry['extra']!r}"
-    if isinstance(entry.get("group"), str):
-        return scope == f"group {entry['group']!r}"
-    return True
+    named = _scope_named(entry)
+    return named is None or scope == named
 
 
 def _sourced(reader: _Reader, pkg: Package, entry: dict[str, Any], indexes: dict[str, PackageIndex]) -> Package | None:
@@ -387,7 +348,7 @@ def _sourced(reader: _Reader, pkg: Package, entry: dict[str, Any], indexes: dict
 
 
 def _scope_named(entry: Any) -> str | None:
-    """``{ extra = "gpu" }`` -> ``extra 'gpu'`` (a conflicts item or a source entry); None for anything else."""
+    """``{ extra = "gpu" }`` -> ``extra 'gpu'``; None for anything else."""
     if not isinstance(entry, dict):
         return None
     for key in ("extra", "group"):
@@ -397,9 +358,8 @@ def _scope_named(entry: Any) -> str | None:
 
 
 def _alternatives(reader: _Reader, uv: dict[str, Any]) -> list[Alternatives]:
-    """Extras and groups the project declares as alternatives: each ``[tool.uv] conflicts`` set, and the scopes
-    whose ``[tool.uv.sources]`` entries take one package from different indexes (uv's PyTorch guide: a ``cpu``
-    extra from the cpu index, a ``gpu`` one from a CUDA index), located at those entries."""
+    """Scopes declared as alternatives: ``[tool.uv] conflicts`` sets, and those whose sources take one package
+    from different indexes (uv's PyTorch guide: ``cpu`` and ``gpu`` extras)."""
     out: dict[frozenset[str], Alternatives] = {}
     conflicts = uv.get("conflicts")
     for group in conflicts if isinstance(conflicts, list) else []:

@@ -1,11 +1,5 @@
-"""A Spark read over SSH (``ssh://[USER@]HOST[:PORT]``): the collector runs there, nothing is installed.
-
-The collector (``envcheck/collect/probe.py``, standard library only) goes to the remote interpreter on its
-stdin (``python3 - --timeout S``); its JSON document comes back on stdout and is read exactly as a local
-``preflight``/``snapshot`` reads it (:func:`envcheck.sources.host.inventory_from_probe`), so a remote host
-is a target of kind ``host``: the same checks, the same snapshot, ``diff --twins ssh://a ssh://b``. It
-carries one nvidia-smi reading (as a snapshot does), not the seconds of sampling a local preflight takes.
-"""
+"""A Spark read over SSH (``ssh://[USER@]HOST[:PORT]``): the collector goes to the remote python3 on stdin,
+nothing is installed, and its document is read as a local preflight's is (a target of kind ``host``)."""
 
 from __future__ import annotations
 
@@ -25,7 +19,6 @@ def target_name(host: SshHost, python: str | None) -> str:
 
 
 def read_remote_host(host: SshHost, python: str | None = None, probe_timeout: float = 20.0) -> Inventory:
-    """Run the collector on ``host`` with ``python`` (python3 on its PATH) and read its document."""
     interpreter = python or "python3"
     where = Location(str(replace(host, user=None)))
     status, out, err = run_remote(host, [interpreter, "-", "--timeout", f"{probe_timeout:g}"], PROBE_PATH.read_bytes(),

@@ -1,17 +1,12 @@
-"""requirements.txt, constraints files and ``pip freeze`` output, with pip's full file syntax.
-
-Reads: ``-r``/``-c`` includes (relative to the including file, cycles reported), ``--index-url``,
-``--extra-index-url``, ``-f``, ``--hash`` options, environment markers, backslash continuations,
-``-e``/URL/VCS requirements, ``name @ file://...`` freeze lines, and ``# envcheck: ignore=RULE reason``
-pragmas on the line before a requirement.
-"""
+"""requirements.txt, constraints files and ``pip freeze`` output, with pip's full file syntax (includes,
+options, markers, continuations, URL requirements) and ``# envcheck: ignore=RULE reason`` pragmas."""
 
 from __future__ import annotations
 
 import re
 import shlex
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -45,11 +40,8 @@ _INLINE_COMMENT = re.compile(r"(?:^|\s+)#.*$")
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """Is ``head`` (the file's first 4 KiB) a requirements file whose name says nothing? Only when EVERY
-    non-comment line is a requirement (PEP 508, ``name @ url``, a VCS or archive URL) or an option pip takes
-    in a requirements file, and at least one says what only a requirements file says (a version specifier,
-    extras, a marker, a URL or an option): a list of bare words (labels.txt, vocab.txt) is not one, nor is
-    prose with one pinned package in it."""
+    """Every non-comment line is a requirement or a requirements-file option, and one says what only a
+    requirements file says (a specifier, extras, a marker, a URL, an option): labels.txt is not one."""
     if b"\x00" in head:
         return False
     try:
@@ -74,7 +66,6 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 def _requirement_line(line: str) -> bool | None:
-    """None: ``line`` is no requirements-file line; else whether it says what only a requirements file says."""
     if line.startswith("-"):
         name = re.split(r"[\s=]", line, maxsplit=1)[0] if line.startswith("--") else line[:2]  # -rother.txt is -r
         return True if name in _FILE_OPTIONS else None
@@ -89,16 +80,14 @@ def _requirement_line(line: str) -> bool | None:
 
 
 def text_limit(options: ReadOptions) -> int:
-    """The size limit for one text input: ``--max-text-size`` / ``max-text-size`` (ReadOptions.max_text_bytes), else MAX_BYTES."""
     value = options.max_text_bytes
     return value if value is not None and value > 0 else MAX_BYTES
 
 
 def read_text_file(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, list[ReadProblem]]:
-    """A text input as str: binary junk and oversize files raise InputError; bad UTF-8 is a problem, not a stop."""
+    """Binary junk and oversize files raise InputError; bad UTF-8 is a problem, not a stop."""
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
+        if (size := path.stat().st_size) > max_bytes:
             raise InputError(f"{path} is {size} bytes, over the {max_bytes}-byte limit for a text input (raise it with --max-text-size)", str(path))
         with path.open("rb") as fh:  # bounded: /dev/zero or a FIFO reports size 0 and never ends
             data = fh.read(max_bytes + 1)
@@ -106,17 +95,15 @@ def read_text_file(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, list[Re
             raise InputError(f"{path} is over the {max_bytes}-byte limit for a text input (raise it with --max-text-size)", str(path))
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}", str(path)) from exc
-    nul = data.find(b"\x00", 0, 65536)
-    if nul >= 0:
+    if (nul := data.find(b"\x00", 0, 65536)) >= 0:
         raise InputError(f"{path} is not a text file (NUL byte at offset {nul})", str(path), offset=nul)
-    problems: list[ReadProblem] = []
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig"), []
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        problems.append(ReadProblem(f"not valid UTF-8 at byte offset {exc.start}; read with replacement characters", Location(str(path), line=line, offset=exc.start)))
-        text = data.decode("utf-8", errors="replace")
-    return text, problems
+        return data.decode("utf-8", errors="replace"), [ReadProblem(
+            f"not valid UTF-8 at byte offset {exc.start}; read with replacement characters",
+            Location(str(path), line=line, offset=exc.start))]
 
 
 def logical_lines(text: str) -> list[tuple[int, str, str | None]]:
@@ -139,10 +126,7 @@ def logical_lines(text: str) -> list[tuple[int, str, str | None]]:
         buf.append(raw)
         joined = " ".join(part.strip() for part in buf)
         buf = []
-        pragma = None
-        m = PRAGMA.search(joined)
-        if m and joined.lstrip().startswith("#"):
-            pragma = joined
+        pragma = joined if PRAGMA.search(joined) and joined.lstrip().startswith("#") else None
         out.append((start, _without_comment(joined).strip(), pragma))
     if buf:
         out.append((start, _without_comment(" ".join(p.strip() for p in buf)).strip(), None))
@@ -150,24 +134,19 @@ def logical_lines(text: str) -> list[tuple[int, str, str | None]]:
 
 
 def _without_comment(line: str) -> str:
-    """``line`` up to its comment: a ``#`` at the start or after whitespace, as pip strips it.
-
-    A scan, not a regex: ``(^|\\s+)#`` retried at every offset of a 100 KB run of spaces is quadratic.
-    """
+    """``line`` up to a ``#`` at the start or after whitespace, as pip strips it (a regex is quadratic)."""
     at = line.find("#")
     while at > 0 and not line[at - 1].isspace():
         at = line.find("#", at + 1)
     return line if at < 0 else line[:at]
 
 
-# Requirements (or lock entries) one target may hold: real projects and environments have hundreds, a few
-# thousand at most; past this a target is refused from that line on, so its time is bounded by this, not
-# only by its size in bytes (16 MiB of short lines are 200 000 requirements).
+# Requirements (or lock entries) one target may hold: real ones have a few thousand at most; this bounds the
+# time a target takes, not only its size (16 MiB of short lines are 200 000 requirements).
 MAX_PACKAGES = 20_000
 
 
 def too_many_packages() -> str:
-    """The read problem of a target past MAX_PACKAGES."""
     return f"more than {MAX_PACKAGES} requirements in this target: the rest was not read (no real project has this many)"
 
 
@@ -178,9 +157,7 @@ MAX_DEPTH = 20
 
 @dataclass
 class _Includes:
-    """What one target's include graph has cost so far: each file is read once, and the files and bytes
-    read over the whole graph are bounded (a file including the next twice, 20 levels deep, would
-    otherwise be read a million times)."""
+    """What one target's include graph has cost so far: each file read once, files and bytes bounded."""
 
     max_bytes: int
     read: set[tuple[Path, str]] = field(default_factory=set)
@@ -188,21 +165,19 @@ class _Includes:
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """Read a requirements/constraints/freeze file and every file it includes."""
     inventory = Inventory()
     _read_into(path, options, inventory, role=Role.REQUIREMENT, seen=set(), depth=0, includes=_Includes(text_limit(options)))
     if options.kind == "freeze" or "freeze" in path.name.lower() or _looks_like_freeze(inventory):
         inventory.context = "installed"
         inventory.packages = [_installed(p) for p in inventory.packages]
-    # The file as a whole is one install (pip install -r FILE): checks read its options from here.
-    names = tuple(p.name for p in inventory.packages if p.role == "requirement")
-    inventory.installs.insert(0, InstallCommand(tool="requirements", packages=names, options=(), text=f"pip install -r {path.name}", location=Location(str(path))))
+    names = tuple(p.name for p in inventory.packages if p.role == "requirement")  # the file is one install
+    inventory.installs.insert(0, InstallCommand(tool="requirements", packages=names, options=(),
+                                                text=f"pip install -r {path.name}",
+                                                location=Location(str(path))))
     return inventory
 
 
 def _installed(pkg: Package) -> Package:
-    from dataclasses import replace
-
     return replace(pkg, installed=True, role=Role.INSTALLED) if pkg.role == "requirement" else pkg
 
 
@@ -255,8 +230,7 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
     for number, line, pragma in logical_lines(text):
         loc = Location(str(path), line=number)
         if pragma is not None:
-            m = PRAGMA.search(pragma)
-            if m:
+            if m := PRAGMA.search(pragma):
                 pending_pragma = (tuple(r.strip() for r in m.group(1).split(",") if r.strip()), m.group(2).strip())
             continue
         if not line:
@@ -278,8 +252,7 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
 
 
 def _regular_file(path: Path) -> int:
-    """Includes must be regular files: ``-r /dev/stdin`` or a FIFO would block forever, ``-r /dev/zero`` never ends.
-    (A FIFO given on the command line, such as ``<(pip freeze)``, is read: the user asked for it.)"""
+    """Includes must be regular files: ``-r /dev/stdin`` or a FIFO blocks forever, /dev/zero never ends."""
     try:
         info = path.stat()
     except OSError as exc:
@@ -323,8 +296,6 @@ def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inv
         if isinstance(pkg, ReadProblem):
             inventory.problems.append(pkg)
         elif pkg is not None:
-            from dataclasses import replace
-
             inventory.packages.append(replace(pkg, editable=True))
     elif opt in ("--no-index", "--pre", "--prefer-binary", "--require-hashes", "--no-binary", "--only-binary",
                  "--trusted-host", "--use-feature", "--config-settings", "--global-option", "--hash"):

@@ -1,18 +1,11 @@
-"""Shell scripts (``install.sh``, ``setup.sh``, files whose shebang names sh, bash, dash or zsh).
-
-A script installs what a Dockerfile ``RUN`` with the same text installs, so it is read by the Dockerfile
-source's RUN reader (one shared reading of pip/uv/conda/apt command lines, ``export``, ``git clone ... &&
-pip install .``, conditions, ``cd``): the script becomes the heredoc of one RUN in a stage that has the
-script's folder copied in as its working directory, so ``pip install -r requirements.txt`` reads the file
-beside the script. Locations are then moved back to the script's own lines (and the stage label dropped).
-
-:func:`read_script` is the same reading for shell text held by other inputs: a compose service's
-``command:``, a Kubernetes container's ``command``/``args``, a notebook's ``!pip`` and ``%pip`` lines. The
-caller says where each of the text's lines is in its own file.
-"""
+"""Shell scripts (``install.sh``, files whose shebang names sh, bash, dash or zsh), read as the heredoc of one
+Dockerfile RUN in a stage with the script's folder copied in; :func:`read_script` does the same for shell text
+held by other inputs (compose ``command:``, Kubernetes ``args``, notebook ``!pip`` lines)."""
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -20,9 +13,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envcheck.errors import UsageError
+from envcheck.inspect.docker_run import exec_command, parse_run
+from envcheck.inspect.image_reference import parse_reference
+from envcheck.inspect.launch import MEMORY_KEYS, TP_KEYS, LaunchFormatError, image_entrypoint, parse_command
 from envcheck.inspect.pragma import instruction_pragmas
+from envcheck.inspect.shell import split_commands
+from envcheck.knowledge.base_images import ml_image
 from envcheck.model import BaseImage, Inventory, Location, ReadProblem
+from envcheck.readings import launches_from_json
+from envcheck.redaction import MASK, is_secret_name
 from envcheck.sources import ReadOptions, move_locations
+from envcheck.sources.requirements import read_text_file, text_limit
 
 if TYPE_CHECKING:
     from envcheck.inspect.image_reference import Reference
@@ -36,14 +38,10 @@ _HEADER_LINES = 4
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """A file whose first line is a shebang naming sh, bash, dash or zsh (directly or through env)."""
     return SHEBANG.match(head) is not None
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """Read one shell script; its own lines are the locations."""
-    from envcheck.sources.requirements import read_text_file, text_limit
-
     text, problems = read_text_file(path, text_limit(options))
     inventory = read_script(text, str(path), path.parent, options, lambda line: Location(str(path), line=line))
     inventory.problems[:0] = problems
@@ -52,8 +50,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
 
 def read_script(text: str, path: str, folder: Path, options: ReadOptions, where: Callable[[int], Location]) -> Inventory:
-    """What running ``text`` with sh installs: the facts a Dockerfile RUN with this text has, located by
-    ``where(line)`` (``line`` counted in ``text``, from 1). Files the script names are looked up in ``folder``."""
+    """The facts a Dockerfile RUN of ``text`` has, located by ``where(line)``."""
     from envcheck.sources import dockerfile
 
     marker = _MARKER
@@ -82,26 +79,15 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
             out.env.append(replace(variable, location=moved(variable.location)))
     out.problems = [ReadProblem(p.message.replace("this RUN", "this script"), moved(p.location)) for p in inventory.problems]
     out.pragmas = [replace(p, location=moved(p.location) or p.location) for p in inventory.pragmas if p.location.path != path]
-    found = launches(text, path, where)
-    if found:
-        from envcheck.readings import launches_from_json
-
+    if found := launches(text, path, where):
         out.host = replace(out.host, launch=launches_from_json(found))
     out.images = container_images(text, where, folder)
     return out
 
 
 def container_images(text: str, where: Callable[[int], Location], folder: Path | None = None) -> list[BaseImage]:
-    """The images ``docker run`` / ``podman run`` lines start, judged as a FROM line is when the container gets a GPU,
-    names a platform, starts a known server, or is an image the knowledge describes (NGC, nvidia/cuda). An image the
-    project builds itself is left out: one the script tags (``docker build -t NAME``), or a bare local name
-    (``flux-train``: no registry, no namespace) next to a Dockerfile in ``folder``; its Dockerfile is the input."""
-    from envcheck.errors import UsageError
-    from envcheck.inspect.docker_run import parse_run
-    from envcheck.inspect.image_reference import parse_reference
-    from envcheck.inspect.shell import split_commands
-    from envcheck.knowledge.base_images import ml_image
-
+    """Images ``docker run`` lines start with a GPU, a platform, a known server or a known image; the
+    project's own builds (``docker build -t`` tags, a bare local name beside a Dockerfile) are left out."""
     images: list[BaseImage] = []
     commands = split_commands(text, arch="arm64")
     built = _built_tags([_unwrapped(cmd.argv) for cmd in commands])
@@ -117,7 +103,7 @@ def container_images(text: str, where: Callable[[int], Location], folder: Path |
             continue
         if _same_image(ref, built) or (beside and "/" not in run.image and ":" not in run.image and "@" not in run.image):
             continue  # the project's own build
-        command = list(run.command) or list(_entrypoint_of(run.image))
+        command = list(run.command) or list(image_entrypoint(run.image))
         if run.gpus or run.platform or ml_image(run.image) or (command and _leading_tool(command)):
             at = cmd.offset
             if run.image not in text[cmd.offset:cmd.offset + _SETTING_SPAN]:  # "$IMAGE": where its value is written
@@ -136,9 +122,6 @@ def _unwrapped(words: tuple[str, ...]) -> list[str]:
 
 def _built_tags(commands: list[list[str]]) -> list[Reference]:
     """The tags ``docker build -t NAME`` (``docker buildx build``, ``podman build``) gives what it builds."""
-    from envcheck.errors import UsageError
-    from envcheck.inspect.image_reference import parse_reference
-
     tags: list[Reference] = []
     for argv in commands:
         if len(argv) < 2 or argv[0].rsplit("/", 1)[-1] not in ("docker", "podman", "buildah"):
@@ -146,15 +129,18 @@ def _built_tags(commands: list[list[str]]) -> list[Reference]:
         words = argv[2:] if argv[1] == "buildx" else argv[1:]
         if not words or words[0] not in ("build", "bud"):
             continue
-        for i, word in enumerate(words):
-            name, eq, value = word.partition("=")
-            if name in ("-t", "--tag"):
-                value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
-                try:
-                    tags.append(parse_reference(value))
-                except UsageError:
-                    continue
+        for value in option_values(words, "-t", "--tag"):
+            try:
+                tags.append(parse_reference(value))
+            except UsageError:
+                continue
     return tags
+
+
+def option_values(argv: list[str], *names: str) -> list[str]:
+    """The values of the options ``names`` in ``argv``, written ``--name=value`` or ``--name value``."""
+    return [value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            for i, (name, eq, value) in enumerate(word.partition("=") for word in argv) if name in names]
 
 
 def _same_image(ref: Reference, built: list[Reference]) -> bool:
@@ -165,22 +151,13 @@ def _same_image(ref: Reference, built: list[Reference]) -> bool:
 _DOCKERFILE = re.compile(r"^(?:Dockerfile|Containerfile)(?:\..+)?$|\.(?:dockerfile|Dockerfile)$")
 
 
-def _has_dockerfile(folder: Path, limit: int = 2000) -> bool:
-    """A Dockerfile (Dockerfile, Dockerfile.train, train.Dockerfile, Containerfile) among the folder's first entries."""
-    import itertools
-    import os
-
+def _has_dockerfile(folder: Path) -> bool:
+    """A Dockerfile (Dockerfile, x.Dockerfile, Containerfile...) among the folder's first 2000 entries."""
     try:
         with os.scandir(folder) as entries:
-            return any(_DOCKERFILE.search(entry.name) for entry in itertools.islice(entries, limit))
+            return any(_DOCKERFILE.search(entry.name) for entry in itertools.islice(entries, 2000))
     except OSError:
         return False
-
-
-def _entrypoint_of(image: str) -> tuple[str, ...]:
-    from envcheck.inspect.launch import image_entrypoint
-
-    return image_entrypoint(image)
 
 
 # Words that run the command after them: `exec vllm serve ...`, `nohup torchrun ... &`.
@@ -189,14 +166,8 @@ _WRAPPERS = frozenset({"exec", "nohup", "env", "sudo", "time", "command"})
 
 def launches(text: str, path: str, where: Callable[[int], Location], entry: tuple[str, ...] = (),
              extra: Mapping[str, object] | None = None) -> list[dict[str, Any]]:
-    """Launch commands in shell text (vllm serve, sglang.launch_server, torchrun, trtllm-serve, llama-server ...):
-    what each asks for (nodes, tensor parallelism, its share of GPU memory), located by ``where(line)``, as
-    ``HostReadings.launch`` entries. ``entry``: the image's entrypoint, run before commands that start with an
-    option (a compose service on ``vllm/vllm-openai`` whose ``command:`` is only flags)."""
-    from envcheck.inspect.docker_run import parse_run
-    from envcheck.inspect.launch import MEMORY_KEYS, TP_KEYS, LaunchFormatError, parse_command
-    from envcheck.inspect.shell import split_commands
-
+    """Launch commands in shell text as ``HostReadings.launch`` entries; ``entry``: the image's entrypoint,
+    run before commands that start with an option (a compose ``command:`` that is only flags)."""
     found: list[dict[str, Any]] = []
     commands = list(_commands(split_commands(text, arch="arm64")))
     cluster = next((c for c in (_cluster(argv) for _offset, argv in commands) if c), None)
@@ -208,7 +179,7 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
         if run is not None:  # `docker run ... IMAGE CMD`: the container's command is the launch
             argv = list(run.command)
             if run.entrypoint is None and (not argv or argv[0].startswith("-")):
-                argv = [*_entrypoint_of(run.image), *argv]
+                argv = [*image_entrypoint(run.image), *argv]
         elif argv and argv[0].startswith("-") and entry:
             argv = [*entry, *argv]
         if not argv:
@@ -244,8 +215,7 @@ _RAY_JOIN = re.compile(r"\bray\s+start\b[^\n]*--address\b")
 
 
 def _ray_joins(text: str) -> bool:
-    """Evidence of a multi-node Ray cluster in one script: ``ray start --head`` and a ``ray start --address``
-    that joins it (on another host: over ssh, in a container started there), wherever they are quoted."""
+    """A multi-node Ray cluster: ``ray start --head`` and a ``ray start --address`` that joins it."""
     lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
     return any(_RAY_HEAD.search(line) for line in lines) and any(_RAY_JOIN.search(line) for line in lines)
 
@@ -264,16 +234,10 @@ def _ray_in_substitution(text: str) -> bool:
 
 
 def _commands(commands: Iterable[SimpleCommand], depth: int = 0) -> Iterator[tuple[int, list[str]]]:
-    """Each command's words with wrappers dropped, and where it starts; the command a ``docker exec`` runs in a
-    container and the one ``ssh HOST '...'`` runs on another machine (split with the script's variables) are read
-    as commands at the same place."""
-    from envcheck.inspect.docker_run import exec_command
-    from envcheck.inspect.shell import split_commands
-
+    """Each command's words with wrappers dropped, and where it starts; what ``docker exec`` and
+    ``ssh HOST '...'`` run is read as commands at the same place."""
     for cmd in commands:
-        argv = list(cmd.argv)
-        while argv and (argv[0] in _WRAPPERS or ("=" in argv[0] and not argv[0].startswith("-"))):
-            argv.pop(0)
+        argv = _unwrapped(cmd.argv)
         inside = exec_command(argv)
         remote = _ssh_command(argv) if inside is None else None
         if depth >= 3 or (inside is None and remote is None):
@@ -300,9 +264,7 @@ def _ssh_command(argv: list[str]) -> str | None:
 
 
 def _launched(argv: list[str]) -> list[str]:
-    """``mpirun [options] trtllm-llmapi-launch trtllm-serve ...``: the words from the program the launcher starts
-    (kept whole, launcher included, when no known program follows); ``/launch-cluster.sh vllm serve ...``: a
-    wrapper script handed the server's command line runs it."""
+    """The words from the program an MPI launcher (or a wrapper ``x.sh vllm serve ...``) starts."""
     if argv and argv[0].endswith(".sh") and len(argv) > 1 and _leading_tool(argv[1:]):
         return argv[1:]
     if not argv or argv[0].rsplit("/", 1)[-1] not in _MPI:
@@ -312,8 +274,7 @@ def _launched(argv: list[str]) -> list[str]:
 
 
 def _cluster(argv: list[str]) -> str | None:
-    """The multi-node runtime a command starts or joins: ``ray start``/``ray status``, vLLM's
-    ``--distributed-executor-backend ray``, an MPI launcher."""
+    """The multi-node runtime (Ray, MPI) a command starts or joins."""
     if not argv:
         return None
     first = argv[0].rsplit("/", 1)[-1]
@@ -321,19 +282,14 @@ def _cluster(argv: list[str]) -> str | None:
         return "Ray"
     if first in _MPI:
         return "MPI"
-    for i, word in enumerate(argv):
-        name, eq, value = word.partition("=")
-        if name == "--distributed-executor-backend" and (value if eq else (argv[i + 1] if i + 1 < len(argv) else "")) == "ray":
-            return "Ray"
-    return None
+    return "Ray" if "ray" in option_values(argv, "--distributed-executor-backend") else None
 
 
 _SETTING_SPAN = 8192  # a command's flags are looked for this far after its start (its continued lines)
 
 
 def _setting_line(text: str, start: int, key: str, where: Callable[[int], Location]) -> int | None:
-    """The file line where a launch's setting ``key`` is written (``--tensor-parallel-size 16`` on the fourth
-    line of a continued command), so a finding points at the flag, not at the command's first line."""
+    """The file line where a launch's setting ``key`` is written, so a finding points at the flag."""
     span = text[start:start + _SETTING_SPAN]
     short = ("-tp",) if key == "tp" else ()  # vLLM's -tp: the nearest form written wins, not a later command's --tp
     for forms in ((f"--{key.replace('_', '-')}", f"--{key}", *short), (f"{key.upper()}=",), (key,)):
@@ -344,9 +300,6 @@ def _setting_line(text: str, start: int, key: str, where: Callable[[int], Locati
 
 
 def _leading_tool(argv: list[str]) -> bool:
-    """Does the command itself start a known launcher or server (``vllm serve``, ``python -m sglang.launch_server``)?"""
-    from envcheck.inspect.launch import parse_command
-
     first = argv[0].rsplit("/", 1)[-1]
     if re.fullmatch(r"python(\d+(\.\d+)?)?", first):
         return len(argv) >= 3 and argv[1] == "-m" and parse_command(shlex.join(argv[:3])).tool not in (None, "python")
@@ -354,26 +307,14 @@ def _leading_tool(argv: list[str]) -> bool:
 
 
 def _masked(argv: list[str]) -> list[str]:
-    """``argv`` with the values of secret options masked (``--api-key sk-...``, ``--hf-token=hf_...``): the
-    command is kept in the report as evidence."""
-    from envcheck.redaction import MASK, is_secret_name
-
+    """``argv`` with secret options' values (``--api-key sk-...``) masked: the command is kept as evidence."""
     out: list[str] = []
     hide_next = False
     for word in argv:
-        if hide_next:
-            out.append(MASK)
-            hide_next = False
-            continue
         name, eq, _value = word.partition("=")
-        if word.startswith("-") and is_secret_name(name.lstrip("-")):
-            if eq:
-                out.append(f"{name}={MASK}")
-            else:
-                out.append(word)
-                hide_next = True
-            continue
-        out.append(word)
+        secret = word.startswith("-") and is_secret_name(name.lstrip("-"))
+        out.append(MASK if hide_next else f"{name}={MASK}" if secret and eq else word)
+        hide_next = not hide_next and secret and not eq
     return out
 
 
