@@ -1,11 +1,6 @@
-"""KIND ``folder``: a whole installed environment (a venv, site-packages, a conda env, an unpacked image).
-
-:func:`scan_folder` walks the tree (:mod:`envcheck.sources.walk`), opens the files that can be native code
-(by name or executable bit, see docs/inventory.md), reads them with :mod:`envcheck.sources.binaries`, in
-worker processes for a big tree (:mod:`envcheck.sources.scan_workers`), and collects the installed
-distributions. An unchanged folder is answered from its folder inventory (:class:`envcheck.cache.FolderSnapshot`)
-without loading the readers.
-"""
+"""KIND ``folder``: a whole installed environment (a venv, site-packages, a conda env, an unpacked image):
+its binaries (read in worker processes for a big tree) and distributions. An unchanged folder is answered
+from its snapshot (:class:`envcheck.cache.FolderSnapshot`) without loading the readers."""
 
 from __future__ import annotations
 
@@ -29,13 +24,11 @@ KIND = "folder"
 
 
 def namespace_of(root: Path | str, deep: bool) -> str:
-    """The cache namespace of a folder scan of ``root`` (its per-file cache and its folder inventory)."""
     return f"folder:{os.path.abspath(root)}:deep={deep}"
 
 
 def from_snapshot(root: Path | str, options: ReadOptions) -> Inventory | None:
-    """The inventory of ``root`` from its folder inventory when nothing it was built from changed; None
-    otherwise (no cache, no snapshot, any change: the folder must be scanned)."""
+    """The inventory of ``root`` from its snapshot when nothing it was built from changed, else None."""
     if not options.use_cache:
         return None
     namespace = namespace_of(root, options.deep_fatbin)
@@ -49,7 +42,7 @@ def from_snapshot(root: Path | str, options: ReadOptions) -> Inventory | None:
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """KIND ``folder`` (:func:`scan_folder`, from the snapshot when it answers); a file is read as KIND ``elf``."""
+    """A file is read as KIND ``elf``."""
     path = Path(path)
     if path.is_dir():
         return scan_folder(path, options)
@@ -59,11 +52,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
 
 def scan_folder(root: Path, options: ReadOptions) -> Inventory:
-    """Every ELF file and installed distribution under ``root`` (context ``installed``).
-
-    Results per file are cached by (path, size, mtime, inode, ctime), and the whole inventory by the stat of
-    everything it was built from (:class:`envcheck.cache.FolderSnapshot`), unless ``options.use_cache`` is False.
-    """
+    """Every ELF file and installed distribution under ``root``; cached per file and as a whole snapshot."""
     root = Path(root)
     cached = from_snapshot(root, options)
     if cached is not None:
@@ -168,14 +157,12 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     return inv
 
 
-def _file_key(st: os.stat_result) -> tuple[int, int, int, int]:
-    """A file's key in the per-file cache: size, mtime, inode, and ctime (a rewrite that restores the mtime)."""
+def _file_key(st: os.stat_result) -> tuple[int, int, int, int]:  # ctime: a rewrite that restores the mtime
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def _recorded(files: Iterator[tuple[str, os.stat_result]], into: list[tuple[str, os.stat_result]] | None,
               ) -> Iterator[tuple[str, os.stat_result]]:
-    """``files`` as they come, also appended to ``into`` (when given)."""
     if into is None:
         yield from files
         return
@@ -185,7 +172,6 @@ def _recorded(files: Iterator[tuple[str, os.stat_result]], into: list[tuple[str,
 
 
 def site_packages_of(python: str) -> list[Path]:
-    """The site-packages folders of the interpreter ``python`` (it is run once to ask)."""
     code = (
         "import json, site, sysconfig; p = []\n"
         "for k in ('purelib', 'platlib'):\n"
@@ -207,7 +193,7 @@ def site_packages_of(python: str) -> list[Path]:
 
 
 def read_python(python: str, options: ReadOptions) -> Inventory:
-    """The installed environment of the interpreter ``python`` (``envcheck --python PY``): its site-packages, scanned."""
+    """``envcheck --python PY``: its site-packages, scanned."""
     inventory = Inventory(context="installed")
     for site in site_packages_of(python):
         inventory.extend(scan_folder(site, options))

@@ -18,13 +18,10 @@ def inside(real: str, root_real: str) -> bool:
     return real == root_real or real.startswith(root_real if root_real.endswith(os.sep) else root_real + os.sep)
 
 
-# What a folder scan opens (docs/inventory.md): files whose name says shared library, archive, object or
-# cubin, and files with an executable bit. Everything else (Python sources, data, headers: 95% of a torch
-# environment) is never opened; an ELF file with none of these names and no executable bit cannot be
-# loaded by the dynamic linker or run, so it changes nothing on the target machine.
+# What a folder scan opens: files named like a library, archive, object or cubin, and files with an executable
+# bit (an ELF file with neither cannot be loaded or run). 95% of a torch environment is never opened.
 BINARY_SUFFIXES = (".so", ".a", ".o", ".cubin")
-# Names that are source or text whatever their mode (an executable .py is a script): their mode is not
-# even looked at, which saves one stat per file on the 20,000 Python files of a torch environment.
+# Names that are source or text whatever their mode: not even stat'ed (20,000 Python files in a torch env).
 TEXT_SUFFIXES = (".py", ".pyc", ".pyi", ".pyx", ".pxd", ".h", ".hpp", ".hxx", ".cuh", ".inc", ".c", ".cc", ".cpp",
                  ".cu", ".txt", ".md", ".rst", ".json", ".toml", ".yaml", ".yml", ".cfg", ".ini", ".pth", ".typed",
                  ".html", ".js", ".css", ".csv", ".pem", ".sh")
@@ -32,17 +29,14 @@ WALK_PREFIX = "\0walk:"  # walk-cache keys (folders) next to the per-file entrie
 
 
 def may_be_binary(name: str, mode: int | None = None) -> bool:
-    """Whether a folder scan opens a file of this name (and mode, when the name does not decide)."""
     if name.endswith(BINARY_SUFFIXES) or ".so." in name:
         return True
     return mode is not None and bool(mode & 0o111)
 
 
 def list_folder(folder: str, root_real: str, problems: list[ReadProblem]) -> dict[str, list[str]] | None:
-    """One folder's entries that matter to the scan, by name: ``d`` subfolders, ``f`` files to read
-    (candidates and ``*.dist-info/METADATA``), ``l`` the same reached through links inside the root,
-    ``x`` links that lead outside the root. None when the folder cannot be listed (a problem is added).
-    Each list is in name order, whatever the order the filesystem lists them in."""
+    """A folder's entries in name order: ``d`` subfolders, ``f`` files to read (and ``*.dist-info/METADATA``),
+    ``l`` such files through links inside the root, ``x`` links out of it. None: unlistable (a problem)."""
     dist_info = folder.endswith(".dist-info")
     d: list[str] = []
     f: list[str] = []
@@ -88,11 +82,9 @@ def list_folder(folder: str, root_real: str, problems: list[ReadProblem]) -> dic
     return {"d": d, "f": f, "l": linked, "x": x}
 
 
-# What the walk needs from the filesystem about one folder, as plain tuples (worker processes send one per
-# folder: 7,800 on a CUDA torch environment, and tuples are the cheapest to unpickle): the problems met
-# listing it, then by :func:`_list_folder`'s kinds the ``x`` names (None when the folder cannot be listed),
-# the ``f`` names and their stats (not following links; a string says why not), the ``l`` names, the ``d``
-# names and their (st_dev, st_ino) when they are folders (None: not a folder, or no stat).
+# One folder as the walk needs it, in tuples (workers send 7,800 of them; the cheapest to unpickle): the
+# problems, by list_folder's kinds the ``x`` names (None: unlistable), the ``f`` names and their stats (a
+# string: why none), the ``l`` names, the ``d`` names and their (st_dev, st_ino) (None: no folder, no stat).
 FolderFacts = tuple[
     tuple[ReadProblem, ...], "tuple[str, ...] | None", tuple[str, ...], "tuple[os.stat_result | str, ...]",
     tuple[str, ...], tuple[str, ...], "tuple[tuple[int, int] | None, ...]",
@@ -100,7 +92,6 @@ FolderFacts = tuple[
 
 
 def folder_facts(folder: str, root_real: str) -> FolderFacts:
-    """List one folder and stat what :func:`_walk` stats in it (the same calls, made ahead of the walk)."""
     problems: list[ReadProblem] = []
     listing = list_folder(folder, root_real, problems)
     if listing is None:
@@ -125,8 +116,7 @@ def folder_facts(folder: str, root_real: str) -> FolderFacts:
 
 
 def takes(name: str, st: os.stat_result, seen_files: set[tuple[int, int]]) -> bool:
-    """Whether the walk yields a listed file: a regular file not yielded before (by another path), that is a
-    candidate by name or mode, or a METADATA file (listed only in ``*.dist-info``); marks it seen."""
+    """A regular file not yielded before, a candidate by name or mode or a METADATA file; marks it seen."""
     key = (st.st_dev, st.st_ino)
     if not stat.S_ISREG(st.st_mode) or key in seen_files or not (name == "METADATA" or may_be_binary(name, st.st_mode)):
         return False
@@ -138,15 +128,9 @@ def walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
           cache: ScanCache | None = None, folders: list[tuple[str, os.stat_result]] | None = None,
           listed: Mapping[str, FolderFacts] | None = None,
           ) -> Iterator[tuple[str, os.stat_result]]:
-    """The files a folder scan reads under ``root`` (:func:`may_be_binary`, and ``*.dist-info/METADATA``),
-    with their stat, each real file once.
-
-    Links are followed only while they stay inside ``root`` (those that leave go to ``outside``), so a link
-    to ``/`` cannot make the scan walk the whole machine; devices, FIFOs and sockets are never opened.
-    ``cache``: a folder whose mtime and inode did not change is not listed again. ``folders`` receives
-    every folder listed, with its stat taken before the listing (what a FolderSnapshot compares).
-    ``listed``: the folders worker processes listed (:func:`folder_facts`), replayed in the same order.
-    """
+    """The files a folder scan reads under ``root``, with their stat, each real file once. Links are followed
+    only inside ``root`` (the others go to ``outside``); devices, FIFOs and sockets are never opened.
+    ``folders`` receives each folder with its stat before listing; ``listed``: the workers' listings."""
     root = str(root)
     seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[tuple[int, int]] = set()
@@ -210,10 +194,8 @@ def walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
 def replay(root: str, root_real: str, listed: Mapping[str, FolderFacts], problems: list[ReadProblem],
             outside: list[str], seen_dirs: set[tuple[int, int]], seen_files: set[tuple[int, int]], linked: list[str],
             ) -> Iterator[tuple[str, os.stat_result]]:
-    """:func:`_walk`'s steps over what worker processes listed and stat'ed (the folders ``listed`` lacks are
-    read here): the same files in the same order, the same problems, outside links and linked files. Most
-    folders of an environment hold only Python files and subfolders, so empty parts are skipped first
-    (7,800 folders on the H200 machine's torch venv)."""
+    """:func:`walk`'s steps over the workers' listings (folders they lack are read here), with the same
+    results; most folders hold only Python files and subfolders, so empty parts are skipped first."""
     stack = [root]
     while stack:
         folder = stack.pop()
@@ -254,12 +236,8 @@ def outside_note(root: Path | str, outside: list[str]) -> ReadProblem:
         Location(str(root)), note=True,
     )
 
-
-
-
 def walk_listing(value: object) -> dict[str, list[str]]:
-    """A folder's listing as the walk cache stored it (:func:`_list_folder`); TypeError for anything else,
-    such as a name with a path separator (it would lead out of the folder)."""
+    """A cached listing; TypeError for anything else, such as a name with a path separator."""
     if type(value) is not dict or value.keys() != {"d", "f", "l", "x"}:
         raise TypeError("listing")
     for names in value.values():
