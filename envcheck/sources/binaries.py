@@ -269,9 +269,6 @@ def binary_from_file(fileobj: IO[bytes], path: str, size: int, *, deep_fatbin: b
     return reading.binary
 
 
-# ---- folders -------------------------------------------------------------------------------------------
-
-
 @dataclass
 class Distribution:
     package: Package

@@ -8,7 +8,6 @@ import dataclasses
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -87,7 +86,9 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
         if cache is None and workers > 1:
             # No cache: worker processes list the folders and read the files while the tree is walked.
             listed, read_ahead, pool, reading = scan_workers.read_ahead(str(root), deep, workers, dists_ahead, split)
-        for path, st in _recorded(walk(root, problems, outside, cache, folders, listed), walked if snapshot is not None else None):
+        for path, st in walk(root, problems, outside, cache, folders, listed):
+            if snapshot is not None:
+                walked.append((path, st))
             if path.endswith(".dist-info/METADATA"):
                 dist_dirs.append((os.path.dirname(path), st))
                 continue
@@ -159,16 +160,6 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
 
 def _file_key(st: os.stat_result) -> tuple[int, int, int, int]:  # ctime: a rewrite that restores the mtime
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
-
-
-def _recorded(files: Iterator[tuple[str, os.stat_result]], into: list[tuple[str, os.stat_result]] | None,
-              ) -> Iterator[tuple[str, os.stat_result]]:
-    if into is None:
-        yield from files
-        return
-    for item in files:
-        into.append(item)
-        yield item
 
 
 def site_packages_of(python: str) -> list[Path]:

@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +65,6 @@ class HostOptions:
     probe_timeout: float = 20.0  # seconds for the torch / flash-attn imports in the target env
     nvidia_smi: str | None = None  # nvidia-smi executable; None: look it up on PATH
     proc: str = "/proc"
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def read_host(options: HostOptions) -> Inventory:
@@ -185,8 +184,6 @@ def _finish_probe(proc: subprocess.Popen[str], python: str, timeout: float,
         data["torch"] = torch_record
     return inventory_from_probe(data, python)
 
-
-# --- the probe document --------------------------------------------------------------------------
 
 _CHILD_STATUSES = ("ok", "absent", "import-error", "error", "crashed", "timeout")
 
@@ -329,8 +326,6 @@ def _smi_from_probe(smi: Mapping[str, Any]) -> dict[str, Any]:
         out["apps_error"] = str(smi["apps_error"])
     return out
 
-
-# --- readings taken by envcheck itself ------------------------------------------------------------
 
 def _parse_meminfo(text: str, path: str) -> dict[str, Any]:
     try:

@@ -162,8 +162,6 @@ class WorkerPool(Generic[Job, Result]):
         self.close(abort=kind is not None)
 
 
-# ------------------------------------------------------------------------------ the folder scan's jobs
-
 # The main process lists FIRST_FOLDERS folders itself (a small tree starts no worker); each job then lists
 # up to JOB_FOLDERS and reads the files below INLINE_BYTES there. A cached scan uses workers from POOL_FILES.
 FIRST_FOLDERS = 48
