@@ -79,12 +79,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     """One package per locked entry, in each scope that installs it."""
     data, text = parse_toml(path, text_limit(options))
     inventory = Inventory()
-    if "packages" in data or path.name.startswith("pylock"):
-        entries = data.get("packages", [])
-        style = "pylock"
-    else:
-        entries = data.get("package", [])
-        style = "uv"
+    style = "pylock" if "packages" in data or path.name.startswith("pylock") else "uv"
+    entries = data.get("packages" if style == "pylock" else "package", [])
     if not isinstance(entries, list):
         inventory.problems.append(ReadProblem("the lock file has no package list", Location(str(path))))
         return inventory

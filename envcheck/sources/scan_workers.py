@@ -281,28 +281,21 @@ def run_job(deep: bool, split_at: int | None, job: ScanJob) -> object:
     return _explore(list(job.starts), job.root_real, JOB_FOLDERS, deep)
 
 
-class FileReads:
+class FileReads(WorkerPool[ScanJob, object]):
     """A WorkerPool whose reads of big files may come back unfinished: a big data section's search is cut into
     pieces (alone it would be the last job to end), and the file is read again here once they are all back."""
 
     def __init__(self, workers: int, deep: bool, split: tuple[int, int],
                  work: Callable[[ScanJob], object] | None = None) -> None:
-        self.pool: WorkerPool[ScanJob, object] = WorkerPool(workers, work or partial(run_job, deep, split[0]))
+        super().__init__(workers, work or partial(run_job, deep, split[0]))
         self.deep = deep
         self.piece_bytes = split[1]
         self._tickets = itertools.count()
         # by ticket: the read job, the pieces by section (None until back), how many are still out
         self._waiting: dict[int, tuple[ReadFile, dict[tuple[str, int, int], list[fatbin.Piece | None]], list[int]]] = {}
 
-    @property
-    def rerun(self) -> int:
-        return self.pool.rerun
-
-    def submit(self, job: ScanJob, priority: float = 0.0) -> None:
-        self.pool.submit(job, priority)
-
     def results(self) -> Iterator[tuple[ScanJob, object]]:
-        for job, result in self.pool.results():
+        for job, result in super().results():
             if isinstance(job, ReadFile) and isinstance(result, _BigSections):
                 self._cut(job, result)
             elif isinstance(job, SearchPiece):
@@ -318,7 +311,7 @@ class FileReads:
         pieces: dict[tuple[str, int, int], list[fatbin.Piece | None]] = {}
         for piece in _piece_jobs(ticket, job.path, big.sections, self.piece_bytes):
             pieces.setdefault(piece.section, []).append(None)
-            self.pool.submit(piece, _PIECE_PRIORITY)
+            self.submit(piece, _PIECE_PRIORITY)
         self._waiting[ticket] = (job, pieces, [sum(len(v) for v in pieces.values())])
 
     def _piece_back(self, job: SearchPiece, piece: fatbin.Piece | None) -> tuple[ReadFile, BinaryReading] | None:
@@ -329,9 +322,6 @@ class FileReads:
             return None
         del self._waiting[job.ticket]
         return read_job, scan_file(job.path, read_job.stat, self.deep, DeepSearch(pieces=pieces))
-
-    def close(self, abort: bool = False) -> None:
-        self.pool.close(abort)
 
 
 def _piece_jobs(ticket: int, path: str, sections: tuple[tuple[str, int, int], ...], piece_bytes: int,
