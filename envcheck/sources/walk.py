@@ -91,9 +91,11 @@ FolderFacts = tuple[
 ]
 
 
-def folder_facts(folder: str, root_real: str) -> FolderFacts:
+def folder_facts(folder: str, root_real: str, listing: dict[str, list[str]] | None = None,
+                 dir_stats: dict[str, os.stat_result] | None = None) -> FolderFacts:
+    """``listing`` (else a fresh one) with the stats the walk needs; ``dir_stats`` gets the subfolders'."""
     problems: list[ReadProblem] = []
-    listing = list_folder(folder, root_real, problems)
+    listing = listing or list_folder(folder, root_real, problems)
     if listing is None:
         return tuple(problems), None, (), (), (), (), ()
     prefix = folder if folder.endswith(os.sep) else folder + os.sep
@@ -111,6 +113,8 @@ def folder_facts(folder: str, root_real: str) -> FolderFacts:
             dirs.append(None)
             continue
         dirs.append((sst.st_dev, sst.st_ino) if stat.S_ISDIR(sst.st_mode) else None)
+        if dir_stats is not None and stat.S_ISDIR(sst.st_mode):
+            dir_stats[prefix + name] = sst
     return (tuple(problems), tuple(listing["x"]), tuple(listing["f"]), tuple(files), tuple(listing["l"]),
             tuple(listing["d"]), tuple(dirs))
 
@@ -124,82 +128,47 @@ def takes(name: str, st: os.stat_result, seen_files: set[tuple[int, int]]) -> bo
     return True
 
 
+def _list_here(folder: str, fst: os.stat_result, root_real: str, cache: ScanCache | None,
+               folders: list[tuple[str, os.stat_result]] | None, dir_stats: dict[str, os.stat_result],
+               ) -> FolderFacts:
+    """One folder listed in this process: recorded in ``folders``, its listing cached by its stat."""
+    if folders is not None:
+        folders.append((folder, fst))
+    key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev, fst.st_ctime_ns)  # ctime: a chmod (made unreadable) too
+    listing = cache.get(WALK_PREFIX + folder, key, walk_listing) if cache is not None else None
+    facts = folder_facts(folder, root_real, listing, dir_stats)
+    if not listing and cache is not None and facts[1] is not None:
+        cache.put(WALK_PREFIX + folder, key, {"d": list(facts[5]), "f": list(facts[2]), "l": list(facts[4]),
+                                              "x": list(facts[1])})
+    return facts
+
+
 def walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
           cache: ScanCache | None = None, folders: list[tuple[str, os.stat_result]] | None = None,
           listed: Mapping[str, FolderFacts] | None = None,
           ) -> Iterator[tuple[str, os.stat_result]]:
     """The files a folder scan reads under ``root``, with their stat, each real file once. Links are followed
     only inside ``root`` (the others go to ``outside``); devices, FIFOs and sockets are never opened.
-    ``folders`` receives each folder with its stat before listing; ``listed``: the workers' listings."""
+    ``folders`` receives each folder with its stat before listing; ``listed``: the workers' listings (most
+    folders hold only Python files and subfolders, so empty parts are skipped first)."""
     root = str(root)
-    seen_dirs: set[tuple[int, int]] = set()
-    seen_files: set[tuple[int, int]] = set()
-    linked: list[str] = []
     try:
         st = os.stat(root)
     except OSError as exc:
         raise InputError(f"cannot read folder {root}: {exc.strerror or exc}", path=root) from exc
     root_real = os.path.realpath(root)
-    seen_dirs.add((st.st_dev, st.st_ino))
-    if listed is not None:
-        yield from replay(root, root_real, listed, problems, outside, seen_dirs, seen_files, linked)
-    stack: list[tuple[str, os.stat_result]] = [] if listed is not None else [(root, st)]
-    while stack:
-        folder, fst = stack.pop()
-        prefix = folder if folder.endswith(os.sep) else folder + os.sep
-        if folders is not None:
-            folders.append((folder, fst))
-        key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev, fst.st_ctime_ns)  # ctime: a chmod (made unreadable) too
-        listing = cache.get(WALK_PREFIX + folder, key, walk_listing) if cache is not None else None
-        if not listing:
-            listing = list_folder(folder, root_real, problems)
-            if listing is None:
-                continue
-            if cache is not None:
-                cache.put(WALK_PREFIX + folder, key, listing)
-        outside.extend(prefix + name for name in listing["x"])
-        for name in listing["f"]:
-            path = prefix + name
-            try:
-                est = os.stat(path, follow_symlinks=False)
-            except OSError as exc:
-                problems.append(ReadProblem(f"{path}: cannot stat: {exc.strerror or exc}", Location(path)))
-                continue
-            if takes(name, est, seen_files):  # the mode again: a cached listing may name a file that lost its x bit
-                yield path, est
-        linked.extend(prefix + name for name in listing["l"])
-        subdirs: list[tuple[str, os.stat_result]] = []
-        for name in listing["d"]:
-            path = prefix + name
-            try:
-                sst = os.stat(path)
-            except OSError:
-                continue
-            dkey = (sst.st_dev, sst.st_ino)
-            if stat.S_ISDIR(sst.st_mode) and dkey not in seen_dirs:
-                seen_dirs.add(dkey)
-                subdirs.append((path, sst))
-        stack.extend(reversed(subdirs))
-    for path in linked:  # after the real files: a file is reported by its own path
-        try:
-            est = os.stat(path)
-        except OSError:
-            continue
-        fkey = (est.st_dev, est.st_ino)
-        if stat.S_ISREG(est.st_mode) and fkey not in seen_files and may_be_binary(os.path.basename(path), est.st_mode):
-            seen_files.add(fkey)
-            yield path, est
-
-
-def replay(root: str, root_real: str, listed: Mapping[str, FolderFacts], problems: list[ReadProblem],
-            outside: list[str], seen_dirs: set[tuple[int, int]], seen_files: set[tuple[int, int]], linked: list[str],
-            ) -> Iterator[tuple[str, os.stat_result]]:
-    """:func:`walk`'s steps over the workers' listings (folders they lack are read here), with the same
-    results; most folders hold only Python files and subfolders, so empty parts are skipped first."""
+    seen_dirs = {(st.st_dev, st.st_ino)}
+    seen_files: set[tuple[int, int]] = set()
+    linked: list[str] = []
+    dir_stats = {root: st}
     stack = [root]
     while stack:
         folder = stack.pop()
-        probs, x_names, f_names, f_stats, l_names, d_names, d_keys = listed.get(folder) or folder_facts(folder, root_real)
+        if listed is not None:  # the workers' listing; a folder they lack is read here
+            facts = listed.get(folder) or folder_facts(folder, root_real)
+        else:
+            facts = _list_here(folder, dir_stats.pop(folder), root_real, cache, folders, dir_stats)
+        probs, x_names, f_names, f_stats, l_names, d_names, d_keys = facts
         if probs:
             problems.extend(probs)
         if x_names is None:
@@ -212,7 +181,7 @@ def replay(root: str, root_real: str, listed: Mapping[str, FolderFacts], problem
                 path = prefix + name
                 if isinstance(got, str):
                     problems.append(ReadProblem(f"{path}: cannot stat: {got}", Location(path)))
-                elif takes(name, got, seen_files):
+                elif takes(name, got, seen_files):  # the mode again: a cached listing may be stale
                     yield path, got
         if l_names:
             linked.extend(prefix + name for name in l_names)
@@ -222,8 +191,16 @@ def replay(root: str, root_real: str, listed: Mapping[str, FolderFacts], problem
                 if dkey is not None and dkey not in seen_dirs:
                     seen_dirs.add(dkey)
                     found.append(prefix + name)
-            found.reverse()
-            stack += found
+            stack += reversed(found)
+    for path in linked:  # after the real files: a file is reported by its own path
+        try:
+            est = os.stat(path)
+        except OSError:
+            continue
+        fkey = (est.st_dev, est.st_ino)
+        if stat.S_ISREG(est.st_mode) and fkey not in seen_files and may_be_binary(os.path.basename(path), est.st_mode):
+            seen_files.add(fkey)
+            yield path, est
 
 
 def outside_note(root: Path | str, outside: list[str]) -> ReadProblem:
