@@ -112,8 +112,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         if graph is not None and graph.is_root(entry):
             continue  # the project itself
         requires = _dependencies(entry)
-        if graph is not None:
-            placements = graph.placements(number)
+        if graph is not None:  # reached in no scope (or not followed): judged as installed
+            placements = graph.placed.get(number) or [(None, None)]
         else:
             marker = entry.get("marker")
             placements = _pylock_placements(str(marker), pylock_scopes) if marker is not None else [(None, None)]
@@ -226,10 +226,6 @@ class _Graph:
     def is_root(entry: dict[str, Any]) -> bool:
         source = entry.get("source")
         return isinstance(source, dict) and any(k in source for k in ("virtual", "editable"))
-
-    def placements(self, number: int) -> list[tuple[str | None, str | None]]:
-        """(scope, marker) of each scope that installs entry ``number`` (none found: judged as installed)."""
-        return self.placed.get(number) or [(None, None)]
 
     def _walk_all(self) -> None:
         default: list[tuple[int, dict[str, Any]]] = []
