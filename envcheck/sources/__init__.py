@@ -166,7 +166,9 @@ def discover_tree(folder: Path) -> Discovery:
                 continue
             row = kinds.by_file_name(entry.name, discovering=True) if is_file or is_link else None
             if row is None and is_file and not is_link:
-                row = _by_content(path, kinds.content_kinds(entry.name))
+                candidates = kinds.content_kinds(entry.name)
+                head = _head(path) if candidates else None
+                row = _sniffed(path, head, candidates, "sniff") if head is not None else None
             if row is None:
                 continue
             if is_link and not is_file:  # named like an input, but the link leads nowhere (or to no file)
@@ -214,11 +216,6 @@ def _sniffed(path: Path, head: bytes, candidates: list[kinds.InputKind], sniffer
         if sniff is not None and sniff(path, head):
             return row
     return None
-
-
-def _by_content(path: Path, candidates: list[kinds.InputKind]) -> kinds.InputKind | None:
-    head = _head(path) if candidates else None
-    return _sniffed(path, head, candidates, "sniff") if head is not None else None
 
 
 def read_bare_folder(folder: Path, options: ReadOptions, allow_empty: bool = False) -> Any:

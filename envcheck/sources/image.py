@@ -231,12 +231,11 @@ def _config_inventory(name: str, config: dict[str, Any], facts: dict[str, Any]) 
     inventory.images.append(BaseImage(ref=name, platform=platform, location=where))
     history = config.get("history") or []
     history = history if isinstance(history, list) else []
-    created_by = [(i, str(h.get("created_by") or h.get("CreatedBy") or "")) for i, h in enumerate(history) if isinstance(h, dict)]
-    created_by = [(i, text) for i, text in created_by if text]
-    facts["history"] = [text for _, text in created_by]
+    created_by = (h.get("created_by") or h.get("CreatedBy") for h in history if isinstance(h, dict))
+    facts["history"] = [str(text) for text in created_by if text]
     from envcheck.sources.dockerfile import inventory_from_history
 
-    from_history = inventory_from_history([text for _, text in created_by], name)
+    from_history = inventory_from_history(list(facts["history"]), name)
     # The history describes how the image was built; its packages are already installed there.
     from_history.images.clear()
     # The config's Env is the final word on the environment; keep only variables set for one RUN step.

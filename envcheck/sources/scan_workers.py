@@ -342,10 +342,9 @@ def _piece_jobs(ticket: int, path: str, sections: tuple[tuple[str, int, int], ..
 
 def split_sizes(options: ReadOptions) -> tuple[int, int]:
     """(``split_at``, ``piece_bytes``): the defaults or positive whole numbers from ``options``."""
-    sizes = []
-    for value, default in ((options.split_bytes, SPLIT_BYTES), (options.piece_bytes, PIECE_BYTES)):
-        sizes.append(value if type(value) is int and value > 0 else default)
-    return max(64, sizes[0]), max(8, sizes[1])
+    asked = ((options.split_bytes, SPLIT_BYTES), (options.piece_bytes, PIECE_BYTES))
+    split, piece = (value if type(value) is int and value > 0 else default for value, default in asked)
+    return max(64, split), max(8, piece)
 
 
 def read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistInfoReading] | None = None,
