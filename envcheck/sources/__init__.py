@@ -1,15 +1,6 @@
-"""Sources: one module per input kind. Each reads, never judges, and returns an Inventory.
-
-A source module provides::
-
-    KIND: str                                   # the --kind name
-    def sniff(path: Path, head: bytes) -> bool  # optional: does this file look like my kind?
-    def read(path: Path, options: ReadOptions) -> Inventory
-
-Problems it can survive (one bad line, one unreadable member) go into ``Inventory.problems``; a
-target it cannot read at all raises :class:`envcheck.errors.InputError` (or ServiceError).
-Modules are imported lazily so that ``envcheck requirements.txt`` stays light as a pre-commit hook.
-"""
+"""Sources: one module per input kind (``KIND``, ``read(path, options) -> Inventory``, optionally
+``sniff(path, head)``). Each reads, never judges: what it survives goes into ``Inventory.problems``, what it
+cannot read at all raises InputError. Imported lazily, so that a pre-commit run on one file stays light."""
 
 from __future__ import annotations
 
@@ -40,24 +31,21 @@ class ReadOptions:
     target: str | None = None  # Dockerfile build target stage (--target)
     max_text_bytes: int | None = None  # largest text input (--max-text-size; None: ENVCHECK_MAX_TEXT_SIZE or built-in)
     max_expansion: float | None = None  # a wheel's binaries may expand this many times (--max-expansion; None: default)
-    # A folder scan searches a data section of split_bytes or more in pieces of piece_bytes (None: the defaults,
-    # binaries.SPLIT_BYTES and PIECE_BYTES; tests use small ones).
+    # A folder scan searches a data section of split_bytes or more in pieces of piece_bytes (None: defaults)
     split_bytes: int | None = None
     piece_bytes: int | None = None
-    # A pyproject.toml is read with the uv.lock beside it (uv sync installs the lock's versions); a build that copies
-    # a pyproject reads it alone (pip install . resolves afresh, uv sync reads the lock the build copied).
+    # A pyproject.toml is read with the uv.lock beside it (uv sync installs the lock's versions); one a build
+    # copies is read alone (pip install . resolves afresh, uv sync reads the lock the build copied).
     with_lock: bool = True
 
 
 def move_locations(inventory: Inventory, moved: Callable[[Location | None], Location | None], *facts: str) -> Inventory:
-    """``inventory`` with the locations of its ``facts`` lists (``"packages"``, ``"env"``...) moved, in place."""
     for name in facts:
         getattr(inventory, name)[:] = [replace(fact, location=moved(fact.location)) for fact in getattr(inventory, name)]
     return inventory
 
 
 def module_for(kind: str) -> ModuleType:
-    """The source module that reads ``kind`` (imported now: each kind's code loads only when needed)."""
     row = kinds.get(kind)
     if row is None:
         raise UsageError(f"unknown input kind {kind!r}; known: {', '.join(kinds.path_kinds())}")
@@ -65,8 +53,7 @@ def module_for(kind: str) -> ModuleType:
 
 
 def detect(path: Path) -> str | None:
-    """The input kind of ``path`` from its name (the table's name rules, as discovery and the pre-commit
-    hooks use them) and, where the name says nothing, its content (magic bytes, then each sniffer)."""
+    """The input kind of ``path`` by name (the kinds table) or, where that says nothing, by content."""
     if path.is_dir():
         return "folder" if is_environment(path) else "project"
     by_name = kinds.by_file_name(path.name)
@@ -96,8 +83,7 @@ _SKIP_DIRS = {
 
 
 def environment_reason(folder: Path) -> str | None:
-    """Why ``folder`` holds installed software (a venv, a site-packages, a conda env, a CUDA tree) rather than
-    a project, or None. A project with build leftovers (``*.egg-info``) is a project."""
+    """Why ``folder`` holds installed software rather than a project (``*.egg-info`` is one), or None."""
     if folder.name in ("site-packages", "dist-packages"):
         return f"a {folder.name} folder"
     try:
@@ -124,13 +110,11 @@ def environment_reason(folder: Path) -> str | None:
 
 
 def is_environment(folder: Path) -> bool:
-    """Does ``folder`` hold installed software (a venv, a site-packages, a CUDA tree) rather than a project?"""
     return environment_reason(folder) is not None
 
 
 @dataclass
 class Discovery:
-    """What ``envcheck DIR`` found: input files by kind, what it did not enter (and why), what it could not read."""
 
     files: list[tuple[Path, str]] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
@@ -141,13 +125,8 @@ class Discovery:
 
 
 def discover_tree(folder: Path) -> Discovery:
-    """Input files (the kinds table's name rules) in ``folder`` and every folder below it, however deep.
-
-    Not entered: version control and cache folders, ``node_modules``, installed environments (virtualenvs,
-    site-packages, conda envs), symbolic links to folders, and what ``.gitignore`` files exclude (see
-    :class:`envcheck.sources.gitignore.IgnoreRules` for the patterns understood). A folder that cannot be
-    listed is ``unreadable``; the walk goes on with the others.
-    """
+    """Input files (by the kinds table's names) in ``folder`` and below; not entered: VCS, cache and installed
+    environments' folders, links to folders, what ``.gitignore`` excludes."""
     from envcheck.sources.gitignore import IgnoreRules
 
     found = Discovery(root=str(folder))
@@ -187,7 +166,9 @@ def discover_tree(folder: Path) -> Discovery:
                 continue
             row = kinds.by_file_name(entry.name, discovering=True) if is_file or is_link else None
             if row is None and is_file and not is_link:
-                row = _by_content(path, kinds.content_kinds(entry.name))
+                candidates = kinds.content_kinds(entry.name)
+                head = _head(path) if candidates else None
+                row = _sniffed(path, head, candidates, "sniff") if head is not None else None
             if row is None:
                 continue
             if is_link and not is_file:  # named like an input, but the link leads nowhere (or to no file)
@@ -222,7 +203,6 @@ def discover_tree(folder: Path) -> Discovery:
 
 
 def _head(path: Path) -> bytes | None:
-    """The first 4 KiB of a file, what the sniffers read (None: unreadable)."""
     try:
         with path.open("rb") as fh:
             return fh.read(4096)
@@ -231,7 +211,6 @@ def _head(path: Path) -> bytes | None:
 
 
 def _sniffed(path: Path, head: bytes, candidates: list[kinds.InputKind], sniffer: str) -> kinds.InputKind | None:
-    """The first of ``candidates`` whose source's ``sniffer`` recognises the file by ``head``."""
     for row in candidates:
         sniff = getattr(module_for(row.name), sniffer, None)
         if sniff is not None and sniff(path, head):
@@ -239,15 +218,8 @@ def _sniffed(path: Path, head: bytes, candidates: list[kinds.InputKind], sniffer
     return None
 
 
-def _by_content(path: Path, candidates: list[kinds.InputKind]) -> kinds.InputKind | None:
-    """The first of ``candidates`` whose sniffer recognises the file (its first 4 KiB); None for none."""
-    head = _head(path) if candidates else None
-    return _sniffed(path, head, candidates, "sniff") if head is not None else None
-
-
 def read_bare_folder(folder: Path, options: ReadOptions, allow_empty: bool = False) -> Any:
-    """A folder with no input file that is not an environment: its binaries are scanned (a folder of ``.so``
-    files). Finding nothing is "nothing to check" (an InputError: exit 2), unless ``allow_empty``."""
+    """A folder with no input file that is no environment: its binaries, scanned; none is an InputError."""
     from envcheck.errors import InputError
 
     inventory = module_for("folder").read(folder, options)
@@ -263,5 +235,4 @@ def read_bare_folder(folder: Path, options: ReadOptions, allow_empty: bool = Fal
 
 
 def discover(folder: Path) -> list[tuple[Path, str]]:
-    """Input files in ``folder`` and below, with their kinds: what ``envcheck DIR`` checks (see :func:`discover_tree`)."""
     return discover_tree(folder).files

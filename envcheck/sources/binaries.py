@@ -1,12 +1,5 @@
-"""ELF files and ``ar`` archives (KIND ``elf``), and the installed distributions' ``*.dist-info``.
-
-Reads each binary's machine, SONAME, DT_NEEDED, RUNPATH and fatbin architectures from headers only, and a
-distribution's METADATA (name, version, Requires-Dist) and RECORD (which distribution each binary belongs
-to). The folder scan (:mod:`envcheck.sources.folder`) uses both.
-
-Public API used by other sources (wheels, images, containers): :func:`binary_from_file` and
-:func:`read_binary` (the same reading, returning problems as data).
-"""
+"""ELF files and ``ar`` archives (KIND ``elf``), and installed distributions' ``*.dist-info``: read from
+headers only. :func:`binary_from_file` and :func:`read_binary` serve the other sources (wheels, images)."""
 
 from __future__ import annotations
 
@@ -57,17 +50,14 @@ _NOT_FATBIN = (".text", ".symtab", ".strtab", ".dynsym", ".dynstr", ".debug", ".
 
 @dataclass
 class BinaryReading:
-    """The result of reading one file: the binary (None when it is not an ELF file) and its problems."""
-
-    binary: Binary | None
+    binary: Binary | None  # None: not an ELF file
     problems: list[ReadProblem] = field(default_factory=list)
 
 
 @dataclass
 class DeepSearch:
-    """How :func:`read_elf` searches data sections for fatbins (``--deep-fatbin``, and cuFFT's kernels).
-    ``split_at``: sections of this many bytes or more are not searched but listed in ``later`` (the folder
-    scan cuts them into pieces and reads the file again with them); ``pieces``: those searches by section."""
+    """How :func:`read_elf` searches data sections for fatbins: sections of ``split_at`` bytes or more go to
+    ``later`` (the folder scan searches them in pieces and reads the file again with ``pieces``)."""
 
     split_at: int | None = None
     pieces: Mapping[tuple[str, int, int], list[fatbin.Piece | None]] = field(default_factory=dict)
@@ -80,30 +70,18 @@ def _problem(exc: MalformedBinary, location: Location, prefix: str = "") -> Read
 
 
 def is_binary_head(head: bytes) -> bool:
-    """True when ``head`` starts like an ELF file or an ``ar`` archive."""
-    return head.startswith(ELF_MAGIC) or head.startswith(AR_MAGIC)
+    return head.startswith((ELF_MAGIC, AR_MAGIC))
 
 
 def fatbin_sections(sections: list[Section], deep: bool) -> list[Section]:
-    """Sections to read fatbins from: the standard two, plus every other data section when ``deep``."""
+    """The standard two fatbin sections, plus every other data section when ``deep``."""
     return [s for s in sections if s.has_bytes and (
         s.name in fatbin.STANDARD_SECTIONS or (deep and not s.name.startswith(_NOT_FATBIN) and s.size >= 80))]
 
 
-def describe(
-    path: str,
-    machine: str,
-    elf_type: str,
-    dyn_soname: str | None,
-    needed: tuple[str, ...],
-    runpath: tuple[str, ...],
-    containers: list[fatbin.Container],
-    has_fatbin_segment: bool,
-    size: int,
-    bytes_read: int,
-    location: Location,
-) -> Binary:
-    """Assemble a :class:`Binary` from what was read (shared by the file, archive and stream readers)."""
+def describe(path: str, machine: str, elf_type: str, dyn_soname: str | None, needed: tuple[str, ...],
+             runpath: tuple[str, ...], containers: list[fatbin.Container], has_fatbin_segment: bool,
+             size: int, bytes_read: int, location: Location) -> Binary:
     # One representative entry per distinct image kind (cuFFT has 24,000 single-entry modules): the labels
     # are a function of (kind, SM, variant), so first appearances keep their order.
     variant = fatbin.FLAG_ARCH_SPECIFIC | fatbin.FLAG_FAMILY
@@ -112,31 +90,16 @@ def describe(
                       for kind in (fatbin.KIND_ELF, fatbin.KIND_PTX, fatbin.KIND_LTO))
     ptx_isa = fatbin_levels.distinct(f"{v[0]}.{v[1]}" for v in dict.fromkeys((e.major, e.minor) for c in containers for e in c.entries
                                                                         if e.kind == fatbin.KIND_PTX))
-    sections = fatbin_levels.distinct(c.section for c in containers)
     names = [*needed, *([dyn_soname] if dyn_soname else [])]
     # A linked file that registers fatbins but needs no libcudart carries the runtime itself (nvcc's
     # default -cudart static). Objects and archives are linked later: nothing to say for them.
     static_cudart = elf_type in ("DYN", "EXEC") and has_fatbin_segment and not any(n.startswith("libcudart") for n in needed)
-    return Binary(
-        path=path,
-        machine=machine,
-        elf_type=elf_type,
-        soname=dyn_soname,
-        needed=needed,
-        runpath=runpath,
-        cuda_major=implied_cuda_major(names),
-        sass=sass,
-        ptx=ptx,
-        lto=lto,
-        ptx_isa=ptx_isa,
-        sm121=fatbin_levels.binary_level(containers),
-        modules=fatbin_levels.binary_modules(containers),
-        sections=sections,
-        static_cudart=static_cudart,
-        size=size,
-        bytes_read=bytes_read,
-        location=location,
-    )
+    return Binary(path=path, machine=machine, elf_type=elf_type, soname=dyn_soname, needed=needed,
+                  runpath=runpath, cuda_major=implied_cuda_major(names), sass=sass, ptx=ptx, lto=lto,
+                  ptx_isa=ptx_isa, sm121=fatbin_levels.binary_level(containers),
+                  modules=fatbin_levels.binary_modules(containers),
+                  sections=fatbin_levels.distinct(c.section for c in containers), static_cudart=static_cudart,
+                  size=size, bytes_read=bytes_read, location=location)
 
 
 def _runs_on_no_known_gpu(containers: list[fatbin.Container]) -> bool:
@@ -144,24 +107,14 @@ def _runs_on_no_known_gpu(containers: list[fatbin.Container]) -> bool:
     return all(fatbin_levels.binary_level(containers, sm) == fatbin_levels.NONE for sm in shipped_sms())
 
 
-def read_elf(
-    src: ByteSource,
-    path: str,
-    deep: bool,
-    location: Location,
-    scanned: list[fatbin.Container] | None = None,
-    strings_at_once: bool = False,
-    search: DeepSearch | None = None,
-) -> tuple[Binary, list[ReadProblem]]:
-    """Read one ELF file: header, sections, dynamic table, fatbins. MalformedBinary when the headers are
-    unreadable; damage in the dynamic table or a fatbin section is returned as problems.
-
-    ``scanned``: containers a stream scanner already found; otherwise the standard sections are walked
-    (with ``deep``, every data section searched as ``search`` says). ``strings_at_once``: the dynamic
-    string table in one read (streams: one pass instead of many small reads)."""
+def read_elf(src: ByteSource, path: str, deep: bool, location: Location,
+             scanned: list[fatbin.Container] | None = None, strings_at_once: bool = False,
+             search: DeepSearch | None = None) -> tuple[Binary, list[ReadProblem]]:
+    """One ELF file; MalformedBinary for unreadable headers, damage in the dynamic table or a fatbin is
+    returned as problems. ``scanned``: containers a stream scanner found; ``strings_at_once``: the string
+    table in one read (streams)."""
     problems: list[ReadProblem] = []
-    head = src.read_at(0, min(64, src.size))
-    hdr = parse_header(head)
+    hdr = parse_header(src.read_at(0, min(64, src.size)))
     raw = read_section_table(src, hdr)
     names = section_name_table(src, hdr, raw)
     if (scanned is None and not deep and hdr.elf_type == "REL" and hdr.e_machine != EM_CUDA
@@ -184,14 +137,11 @@ def read_elf(
         if not deep and _runs_on_no_known_gpu(containers):
             # No image in the standard sections runs on a profile's GPU: libraries such as cuFFT keep their
             # real kernels in other sections and load them themselves, so look there before judging.
-            extra = [c for c in _walk_fatbins(src, sections, True, location, problems, budget, search)
-                     if c.section not in fatbin.STANDARD_SECTIONS]
-            containers.extend(extra)
+            extra = _walk_fatbins(src, sections, True, location, problems, budget, search)
+            containers.extend(c for c in extra if c.section not in fatbin.STANDARD_SECTIONS)
     has_segment = any(s.name == ".nvFatBinSegment" for s in sections)
-    binary = describe(
-        path, hdr.machine, hdr.elf_type, dyn.soname, dyn.needed, dyn.runpath, containers, has_segment,
-        src.size, src.bytes_read, location,
-    )
+    binary = describe(path, hdr.machine, hdr.elf_type, dyn.soname, dyn.needed, dyn.runpath, containers,
+                      has_segment, src.size, src.bytes_read, location)
     if hdr.e_machine == EM_CUDA:
         # A standalone cubin (shipped as a file and loaded with cuModuleLoad): it is one SASS image.
         sm, arch_specific = cubin_target(src, hdr, sections)
@@ -201,14 +151,11 @@ def read_elf(
     return binary, problems
 
 
-def _walk_fatbins(
-    src: ByteSource, sections: list[Section], deep: bool, location: Location, problems: list[ReadProblem],
-    budget: fatbin.RecordBudget, search: DeepSearch,
-) -> list[fatbin.Container]:
-    """The containers of the standard sections and, with ``deep``, those found in the other data sections
-    (:func:`fatbin.search`: one of each distinct module, all that :func:`describe` needs). A searched
-    section counts as read whole in ``bytes_read`` (the search skips some payloads, and pieces searched
-    elsewhere read a little more around their cuts): the same count however the search was split."""
+def _walk_fatbins(src: ByteSource, sections: list[Section], deep: bool, location: Location,
+                  problems: list[ReadProblem], budget: fatbin.RecordBudget, search: DeepSearch,
+                  ) -> list[fatbin.Container]:
+    """The standard sections' containers and, with ``deep``, one of each distinct module in the other data
+    sections. A searched section counts as read whole in ``bytes_read``, however the search was split."""
     containers: list[fatbin.Container] = []
     for s in fatbin_sections(sections, deep):
         if budget.left < 0:
@@ -233,9 +180,7 @@ def _walk_fatbins(
 
 
 def _place(scanned: list[fatbin.Container], sections: list[Section], deep: bool) -> list[fatbin.Container]:
-    """Give stream-scanned containers their section. Kept: those in the standard sections; with
-    ``deep`` (or when the standard ones have nothing that runs on the target, as for cuFFT) also the
-    validated ones in other data sections, as the file reader does."""
+    """Stream-scanned containers given their section, kept as the file reader would keep them."""
     spans = sorted((s.offset, s.offset + s.size, s.name) for s in sections if s.has_bytes)
     standard: list[fatbin.Container] = []
     other: list[fatbin.Container] = []
@@ -255,7 +200,6 @@ def _place(scanned: list[fatbin.Container], sections: list[Section], deep: bool)
 
 
 def _read_archive(src: ByteSource, path: str, deep: bool, location: Location) -> tuple[Binary | None, list[ReadProblem]]:
-    """An ``ar`` archive as one binary: members' fatbins in order, the first ELF member's machine."""
     problems: list[ReadProblem] = []
     parts: list[Binary] = []
     for m in ar_members(src):
@@ -286,16 +230,13 @@ def merge_archive(parts: list[Binary], path: str, size: int, bytes_read: int, lo
         path=path, machine=parts[0].machine, elf_type="AR", needed=join("needed"),
         cuda_major=implied_cuda_major(join("needed")), sass=join("sass"), ptx=join("ptx"), lto=join("lto"),
         ptx_isa=join("ptx_isa"), sm121=fatbin_levels.combine_levels(b.sm121 for b in parts), modules=join("modules"),
-        sections=join("sections"),
-        static_cudart=False, size=size, bytes_read=bytes_read, location=location,
+        sections=join("sections"), static_cudart=False, size=size, bytes_read=bytes_read, location=location,
     )
 
 
 def read_binary(src: ByteSource, path: str, *, deep_fatbin: bool = False, location: Location | None = None,
                 search: DeepSearch | None = None) -> BinaryReading:
-    """Read an ELF file or ``ar`` archive from ``src``; never raises for bad content: what could be read
-    (None for anything that is not ELF/ar, or whose headers are unreadable) and the problems, each naming
-    the section and offset. ``search``: see :class:`DeepSearch` (ELF files only)."""
+    """An ELF file or ``ar`` archive; never raises for bad content (None: not ELF/ar, or unreadable)."""
     location = location or Location(path)
     try:
         head = src.read_at(0, min(8, src.size))
@@ -311,8 +252,7 @@ def read_binary(src: ByteSource, path: str, *, deep_fatbin: bool = False, locati
 
 
 class UnreadableBinary(InputError):
-    """Raised by :func:`binary_from_file` for an ELF file or archive it could not fully read: ``partial`` is
-    what could be read, ``problems`` the :class:`ReadProblem` records to put in an inventory."""
+    """A damaged ELF file or archive: ``partial`` is what could be read, ``problems`` what went wrong."""
 
     def __init__(self, reading: BinaryReading, path: str) -> None:
         first = reading.problems[0]
@@ -322,15 +262,11 @@ class UnreadableBinary(InputError):
 
 
 def binary_from_file(fileobj: IO[bytes], path: str, size: int, *, deep_fatbin: bool = False) -> Binary | None:
-    """What one ELF file or ``ar`` archive says (``fileobj`` must be seekable): None for anything that is
-    not ELF/ar; :class:`UnreadableBinary` for a damaged one (:func:`read_binary` returns problems as data)."""
+    """:func:`read_binary` of a seekable file that raises :class:`UnreadableBinary` for a damaged one."""
     reading = read_binary(FileSource(fileobj, size), path, deep_fatbin=deep_fatbin)
     if reading.problems:
         raise UnreadableBinary(reading, path)
     return reading.binary
-
-
-# ---- folders -------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -340,23 +276,26 @@ class Distribution:
     record_key: tuple[int, ...] | None = None  # RECORD's cache.change_key when it was read (None: no RECORD)
 
 
+DistInfoReading = tuple[Distribution | None, list[ReadProblem]]
 DIST_INFO_FILE_LIMIT = 256 << 20  # METADATA or RECORD bigger than this is not read (the largest real RECORD: 3 MB)
+# A worker reads a dist-info ahead only when its RECORD is at most this big (torch's is 3 MB): it keeps every
+# path the walk could take, so a bigger one is left to the main process, which keeps only the paths taken.
+AHEAD_RECORD_BYTES = 8 << 20
+
+
 def _read_bytes(path: str) -> tuple[bytes, tuple[int, ...]]:
-    """A dist-info file's bytes with its change key, taken before reading (OSError: missing, not a regular
-    file, or over the limit)."""
+    """A dist-info file's bytes and change key, taken before reading (OSError: missing, odd, too big)."""
     data, st = read_regular(path, DIST_INFO_FILE_LIMIT)
     return data, change_key(st)
 
 
 def _universal_newlines(data: bytes) -> bytes:
-    """``\\r\\n`` and ``\\r`` as ``\\n`` (what text mode reads; the bytes of UTF-8 text, so no character is split)."""
     return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
 
 
 def _record_files(text: str, prefix: str, wanted: set[str] | None, candidates: bool = False) -> set[str]:
-    """The paths RECORD names (``prefix`` + the first field, white space then quotes stripped, ``..``
-    resolved), only those in ``wanted`` when given. With ``candidates``, none whose name the walk never
-    takes (:data:`TEXT_SUFFIXES` on a name that is no binary's): most of a RECORD, which a worker sends."""
+    """The paths RECORD names (only those in ``wanted`` when given); with ``candidates``, only those the
+    walk could take (most of a RECORD is text files, which a worker would otherwise send)."""
     files: set[str] = set()
     lines = text.split("\n")
     if candidates:  # first the lines surely dropped (a first field ending in a text suffix, no ".so."): most of them
@@ -375,11 +314,8 @@ def _record_files(text: str, prefix: str, wanted: set[str] | None, candidates: b
 
 
 def read_dist_info(info_dir: Path | str, base: Path | str, wanted: set[str] | None = None, candidates: bool = False,
-                    ) -> tuple[Distribution | None, list[ReadProblem]]:
-    """Package and RECORD file set of one ``*.dist-info`` directory (only the files in ``wanted``, when
-    given: the binaries the scan found, which is all that RECORD is used for; with ``candidates``, only
-    those the walk could take, :func:`_record_files`). A plain function of its arguments (worker processes
-    may call it)."""
+                   ) -> DistInfoReading:
+    """Package and RECORD files (see :func:`_record_files`) of one ``*.dist-info``; workers may call it."""
     info_dir = Path(info_dir)
     meta_path = str(info_dir / "METADATA")  # as a Path writes it: the name packages and problems carry
     try:
@@ -391,10 +327,9 @@ def read_dist_info(info_dir: Path | str, base: Path | str, wanted: set[str] | No
     name, version = str(meta.get("Name", "")), str(meta.get("Version", ""))
     if not name:
         return None, [ReadProblem(f"{meta_path}: METADATA has no Name field", Location(meta_path))]
-    pkg = Package(
-        name=canonical(name), version=version or None, installed=True,
-        requires=tuple(str(r) for r in meta.get_all("Requires-Dist") or ()), role=Role.INSTALLED, location=Location(meta_path),
-    )
+    requires = tuple(str(r) for r in meta.get_all("Requires-Dist") or ())
+    pkg = Package(name=canonical(name), version=version or None, installed=True, requires=requires,
+                  role=Role.INSTALLED, location=Location(meta_path))
     files: set[str] = set()
     record_key = None
     try:
@@ -407,20 +342,10 @@ def read_dist_info(info_dir: Path | str, base: Path | str, wanted: set[str] | No
     return Distribution(pkg, files, record_key), []
 
 
-# A worker reads a dist-info ahead only when its RECORD is at most this big (torch's is 3 MB): RECORD is kept
-# there as a set of every path the walk could take, so a bigger one is left to the main process, which keeps
-# only the paths the walk took as it reads.
-AHEAD_RECORD_BYTES = 8 << 20
-
-
-DistInfoReading = tuple[Distribution | None, list[ReadProblem]]  # what read_dist_info returns
-
-
 def dist_infos(dist_dirs: list[tuple[str, os.stat_result]], wanted: set[str],
-                ahead: Mapping[str, DistInfoReading] | None = None,
-                ) -> list[tuple[str, Distribution | None, list[ReadProblem]]]:
-    """Each ``*.dist-info`` folder read (:func:`read_dist_info`), in walk order; those in ``ahead`` (read by
-    worker processes, RECORD narrowed only by name) are taken from there, their RECORD paths narrowed to ``wanted``."""
+               ahead: Mapping[str, DistInfoReading] | None = None,
+               ) -> list[tuple[str, Distribution | None, list[ReadProblem]]]:
+    """Each ``*.dist-info`` in walk order (or from workers' ``ahead``), its RECORD narrowed to ``wanted``."""
     out: list[tuple[str, Distribution | None, list[ReadProblem]]] = []
     for info_dir, _st in dist_dirs:
         got = ahead.get(info_dir) if ahead else None
@@ -434,9 +359,8 @@ def dist_infos(dist_dirs: list[tuple[str, os.stat_result]], wanted: set[str],
     return out
 
 
-def read_dist_info_ahead(info_dir: str) -> tuple[Distribution | None, list[ReadProblem]] | None:
-    """:func:`_read_dist_info` of ``info_dir`` with every RECORD path the walk could take, or None when its RECORD is over
-    :data:`AHEAD_RECORD_BYTES` (also when it grew past that while it was read)."""
+def read_dist_info_ahead(info_dir: str) -> DistInfoReading | None:
+    """:func:`read_dist_info` with ``candidates``; None when RECORD is (or grew while read) over the bound."""
     try:
         if os.stat(os.path.join(info_dir, "RECORD")).st_size > AHEAD_RECORD_BYTES:
             return None
@@ -456,8 +380,7 @@ def scan_file(path: str, st: os.stat_result, deep: bool, search: DeepSearch | No
     try:
         with open(path, "rb", buffering=0) as fh:
             src = FileSource(fh, st.st_size)
-            head = src.read_at(0, 8)
-            if not is_binary_head(head):
+            if not is_binary_head(src.read_at(0, 8)):
                 return BinaryReading(None)
             return read_binary(src, path, deep_fatbin=deep, search=search)
     except OSError as exc:
@@ -468,15 +391,12 @@ def reading_to_cache(reading: BinaryReading) -> dict[str, object] | None:
     """A reading as JSON data for :class:`envcheck.cache.ScanCache` (None: not a binary)."""
     if reading.binary is None and not reading.problems:
         return None
-    return {
-        "binary": reading.binary.to_json() if reading.binary is not None else None,
-        "problems": [p.to_json() for p in reading.problems],
-    }
+    return {"binary": reading.binary.to_json() if reading.binary is not None else None,
+            "problems": [p.to_json() for p in reading.problems]}
 
 
 def reading_from_cache(value: object) -> BinaryReading:
-    """The reading that :func:`reading_to_cache` stored. The cache is untrusted: anything of another shape
-    raises TypeError or KeyError (the file is read again), never a wrong reading."""
+    """The cache is untrusted: any other shape raises TypeError or KeyError (the file is read again)."""
     if type(value) is not dict or not value.keys() <= {"binary", "problems"} or type(value.get("problems", [])) is not list:
         raise TypeError("reading")
     try:
@@ -488,7 +408,7 @@ def reading_from_cache(value: object) -> BinaryReading:
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """KIND ``elf`` (one file) or ``folder`` (a directory tree)."""
+    """KIND ``elf``: one file."""
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path} is a folder: read it as kind folder (leave out --kind elf)", path=str(path))
@@ -512,26 +432,13 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """ELF files and ar archives, by magic."""
     return is_binary_head(head)
 
 
-__all__ = [
-    "KIND",
-    "BinaryReading",
-    "UnreadableBinary",
-    "binary_from_file",
-    "read",
-    "read_binary",
-            ]
-
-
 def standard_containers(src: ByteSource) -> list[fatbin.Container]:
-    """The fatbin containers cuobjdump lists: ``.nv_fatbin`` and ``__nv_relfatbin``, in section order
-    (archives: member by member). Raises MalformedBinary for bad headers. Used by the oracle tests and
-    the benchmarks to compare with ``cuobjdump``."""
-    head = src.read_at(0, min(8, src.size))
-    if head.startswith(AR_MAGIC):
+    """The containers cuobjdump lists (``.nv_fatbin``, ``__nv_relfatbin``; archives member by member): for
+    the oracle tests and benchmarks. Raises MalformedBinary for bad headers."""
+    if src.read_at(0, min(8, src.size)).startswith(AR_MAGIC):
         out: list[fatbin.Container] = []
         for m in ar_members(src):
             sub = SubSource(src, m.offset, m.size)
@@ -539,8 +446,5 @@ def standard_containers(src: ByteSource) -> list[fatbin.Container]:
                 out.extend(standard_containers(sub))
         return out
     hdr = parse_header(src.read_at(0, min(64, src.size)))
-    found: list[fatbin.Container] = []
-    for s in read_sections(src, hdr):
-        if s.has_bytes and s.name in fatbin.STANDARD_SECTIONS:
-            found.extend(fatbin.walk_containers(src, s.offset, s.size, s.name))
-    return found
+    return [c for s in read_sections(src, hdr) if s.has_bytes and s.name in fatbin.STANDARD_SECTIONS
+            for c in fatbin.walk_containers(src, s.offset, s.size, s.name)]

@@ -1,11 +1,6 @@
-"""KIND ``folder``: a whole installed environment (a venv, site-packages, a conda env, an unpacked image).
-
-:func:`scan_folder` walks the tree (:mod:`envcheck.sources.walk`), opens the files that can be native code
-(by name or executable bit, see docs/inventory.md), reads them with :mod:`envcheck.sources.binaries`, in
-worker processes for a big tree (:mod:`envcheck.sources.scan_workers`), and collects the installed
-distributions. An unchanged folder is answered from its folder inventory (:class:`envcheck.cache.FolderSnapshot`)
-without loading the readers.
-"""
+"""KIND ``folder``: a whole installed environment (a venv, site-packages, a conda env, an unpacked image):
+its binaries (read in worker processes for a big tree) and distributions. An unchanged folder is answered
+from its snapshot (:class:`envcheck.cache.FolderSnapshot`) without loading the readers."""
 
 from __future__ import annotations
 
@@ -13,7 +8,6 @@ import dataclasses
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,13 +23,11 @@ KIND = "folder"
 
 
 def namespace_of(root: Path | str, deep: bool) -> str:
-    """The cache namespace of a folder scan of ``root`` (its per-file cache and its folder inventory)."""
     return f"folder:{os.path.abspath(root)}:deep={deep}"
 
 
 def from_snapshot(root: Path | str, options: ReadOptions) -> Inventory | None:
-    """The inventory of ``root`` from its folder inventory when nothing it was built from changed; None
-    otherwise (no cache, no snapshot, any change: the folder must be scanned)."""
+    """The inventory of ``root`` from its snapshot when nothing it was built from changed, else None."""
     if not options.use_cache:
         return None
     namespace = namespace_of(root, options.deep_fatbin)
@@ -49,7 +41,7 @@ def from_snapshot(root: Path | str, options: ReadOptions) -> Inventory | None:
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """KIND ``folder`` (:func:`scan_folder`, from the snapshot when it answers); a file is read as KIND ``elf``."""
+    """A file is read as KIND ``elf``."""
     path = Path(path)
     if path.is_dir():
         return scan_folder(path, options)
@@ -59,11 +51,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
 
 def scan_folder(root: Path, options: ReadOptions) -> Inventory:
-    """Every ELF file and installed distribution under ``root`` (context ``installed``).
-
-    Results per file are cached by (path, size, mtime, inode, ctime), and the whole inventory by the stat of
-    everything it was built from (:class:`envcheck.cache.FolderSnapshot`), unless ``options.use_cache`` is False.
-    """
+    """Every ELF file and installed distribution under ``root``; cached per file and as a whole snapshot."""
     root = Path(root)
     cached = from_snapshot(root, options)
     if cached is not None:
@@ -98,7 +86,9 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
         if cache is None and workers > 1:
             # No cache: worker processes list the folders and read the files while the tree is walked.
             listed, read_ahead, pool, reading = scan_workers.read_ahead(str(root), deep, workers, dists_ahead, split)
-        for path, st in _recorded(walk(root, problems, outside, cache, folders, listed), walked if snapshot is not None else None):
+        for path, st in walk(root, problems, outside, cache, folders, listed):
+            if snapshot is not None:
+                walked.append((path, st))
             if path.endswith(".dist-info/METADATA"):
                 dist_dirs.append((os.path.dirname(path), st))
                 continue
@@ -168,24 +158,11 @@ def scan_folder(root: Path, options: ReadOptions) -> Inventory:
     return inv
 
 
-def _file_key(st: os.stat_result) -> tuple[int, int, int, int]:
-    """A file's key in the per-file cache: size, mtime, inode, and ctime (a rewrite that restores the mtime)."""
+def _file_key(st: os.stat_result) -> tuple[int, int, int, int]:  # ctime: a rewrite that restores the mtime
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
-def _recorded(files: Iterator[tuple[str, os.stat_result]], into: list[tuple[str, os.stat_result]] | None,
-              ) -> Iterator[tuple[str, os.stat_result]]:
-    """``files`` as they come, also appended to ``into`` (when given)."""
-    if into is None:
-        yield from files
-        return
-    for item in files:
-        into.append(item)
-        yield item
-
-
 def site_packages_of(python: str) -> list[Path]:
-    """The site-packages folders of the interpreter ``python`` (it is run once to ask)."""
     code = (
         "import json, site, sysconfig; p = []\n"
         "for k in ('purelib', 'platlib'):\n"
@@ -207,7 +184,7 @@ def site_packages_of(python: str) -> list[Path]:
 
 
 def read_python(python: str, options: ReadOptions) -> Inventory:
-    """The installed environment of the interpreter ``python`` (``envcheck --python PY``): its site-packages, scanned."""
+    """``envcheck --python PY``: its site-packages, scanned."""
     inventory = Inventory(context="installed")
     for site in site_packages_of(python):
         inventory.extend(scan_folder(site, options))

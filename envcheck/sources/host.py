@@ -1,11 +1,5 @@
-"""The live host: the Python environment envcheck is pointed at, GPU readings, memory, launch plans.
-
-``read_host`` runs the collector (``envcheck/collect/probe.py``) with the *target* interpreter
-(``--python``; default the ``python3`` on PATH, not envcheck's own) while it samples ``nvidia-smi``
-over ``--sample-seconds`` in this process, then reads ``/proc``. ``inventory_from_probe`` turns the
-collector's JSON document into an Inventory and is shared with the container source. Sources never
-judge: everything here is readings; ``docs/inventory.md`` documents the ``Inventory.host`` keys.
-"""
+"""The live host: the target Python environment (the collector, run by *its* interpreter), GPU readings,
+memory and launch plans. ``inventory_from_probe`` is shared with the container source."""
 
 from __future__ import annotations
 
@@ -17,7 +11,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +55,6 @@ _MEMINFO_KEPT = frozenset({
 
 @dataclass(frozen=True)
 class HostOptions:
-    """What ``envcheck preflight`` was asked to read."""
-
     python: str | None = None  # interpreter of the environment to check; None: python3 on PATH
     sample_seconds: float = 3.0
     online: bool = False
@@ -73,11 +65,10 @@ class HostOptions:
     probe_timeout: float = 20.0  # seconds for the torch / flash-attn imports in the target env
     nvidia_smi: str | None = None  # nvidia-smi executable; None: look it up on PATH
     proc: str = "/proc"
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def read_host(options: HostOptions) -> Inventory:
-    """Read this host and the chosen Python environment. Never raises for missing tools or GPUs."""
+    """Never raises for missing tools or GPUs."""
     started = time.monotonic()
     problems: list[ReadProblem] = []
     python, python_problem = _resolve_python(options.python)
@@ -102,9 +93,7 @@ def read_host(options: HostOptions) -> Inventory:
     playbooks: dict[str, Any] = {"status": "offline", "url": PLAYBOOKS_URL}
     fetcher: threading.Thread | None = None
     if options.online:
-        def fetch() -> None:
-            playbooks.update(fetch_playbook_issues())
-        fetcher = threading.Thread(target=fetch, daemon=True)
+        fetcher = threading.Thread(target=lambda: playbooks.update(fetch_playbook_issues()), daemon=True)
         fetcher.start()
 
     smi = sample_nvidia_smi(options.sample_seconds, options.nvidia_smi, options.proc)
@@ -113,42 +102,41 @@ def read_host(options: HostOptions) -> Inventory:
         inventory = _finish_probe(probe_proc, python or "python3", options.probe_timeout, torch_proc, started)
     else:
         inventory = Inventory(context="installed")
-        inventory.host = replace(inventory.host, python=PythonReading(status="absent", requested=options.python or "python3"))
+        absent = PythonReading(status="absent", requested=options.python or "python3")
+        inventory.host = replace(inventory.host, python=absent)
     inventory.problems[:0] = problems
 
-    ours = {os.getpid()}
-    if probe_proc is not None:
-        ours.add(probe_proc.pid)
-    for child in (inventory.host.torch, inventory.host.flash_attn):
-        if child is not None and child.pid is not None:
-            ours.add(child.pid)
+    children = (probe_proc, inventory.host.torch, inventory.host.flash_attn)
+    ours = {os.getpid(), *(c.pid for c in children if c is not None and c.pid is not None)}
     for process in smi.get("processes", []):
         if process.get("pid") in ours:
             process["ours"] = True
     meminfo = MeminfoReading.from_json(read_meminfo(Path(options.proc) / "meminfo"))
     launches, launch_problems = read_launches(options.launch, options.launch_configs)
-    inventory.host = replace(inventory.host, nvidia_smi=NvidiaSmiReading.from_json(smi, "nvidia_smi"), meminfo=meminfo,
-                             launch=launches_from_json(launches), expected_bandwidth_gbs=options.expect_bandwidth)
+    inventory.host = replace(inventory.host, nvidia_smi=NvidiaSmiReading.from_json(smi, "nvidia_smi"),
+                             meminfo=meminfo, launch=launches_from_json(launches),
+                             expected_bandwidth_gbs=options.expect_bandwidth)
     inventory.problems.extend(launch_problems)
     if options.binaries:
         _scan_binaries(inventory)
     if fetcher is not None:
         fetcher.join(timeout=10.0)
         if playbooks.get("status") == "error":
-            inventory.problems.append(ReadProblem(f"G8: {playbooks.get('error')}", Location(str(playbooks.get("api"))), service=True))
+            where = Location(str(playbooks.get("api")))
+            inventory.problems.append(ReadProblem(f"G8: {playbooks.get('error')}", where, service=True))
     try:
-        inventory.host = replace(inventory.host, playbooks=PlaybooksReading.from_json(playbooks, "playbooks", lenient=True))
+        reading = PlaybooksReading.from_json(playbooks, "playbooks", lenient=True)
     except InputError as exc:  # the answer is a service's: an odd one is an error reading, not a crash
-        inventory.host = replace(inventory.host, playbooks=PlaybooksReading(status="error", url=PLAYBOOKS_URL, error=exc.message))
-    inventory.host = replace(inventory.host, sample_seconds=options.sample_seconds, read_seconds=round(time.monotonic() - started, 3))
+        reading = PlaybooksReading(status="error", url=PLAYBOOKS_URL, error=exc.message)
+    inventory.host = replace(inventory.host, playbooks=reading, sample_seconds=options.sample_seconds,
+                             read_seconds=round(time.monotonic() - started, 3))
     return inventory
 
 
 def _resolve_python(requested: str | None) -> tuple[str | None, ReadProblem | None]:
     """The interpreter to probe. A missing default is a SKIP reason, a missing ``--python`` an error."""
     if requested is None:
-        found = shutil.which("python3")
-        return found, None
+        return shutil.which("python3"), None
     path = shutil.which(requested) if os.sep not in requested else (requested if os.access(requested, os.X_OK) else None)
     if path is None:
         return None, ReadProblem(f"--python {requested}: no such executable", Location(requested))
@@ -167,9 +155,8 @@ def _stop_child(proc: subprocess.Popen[str] | None) -> None:
 
 
 def _finish_probe(proc: subprocess.Popen[str], python: str, timeout: float,
-                  torch_proc: subprocess.Popen[str] | None = None, started: float | None = None) -> Inventory:
-    """The collector's document as an Inventory, with the torch child's record (started by read_host
-    beside the collector, under the same ``timeout`` from ``started``) put where the collector would."""
+                  torch_proc: subprocess.Popen[str] | None, started: float) -> Inventory:
+    """The collector's document, with the torch child's record (same ``timeout``) where it belongs."""
     try:
         stdout, stderr = proc.communicate(timeout=timeout + 15.0)
     except subprocess.TimeoutExpired:
@@ -180,7 +167,7 @@ def _finish_probe(proc: subprocess.Popen[str], python: str, timeout: float,
             f"the collector run by {python} did not finish within {timeout + 15.0:g} s", Location(python))])
     torch_record: dict[str, Any] | None = None
     if torch_proc is not None:
-        torch_record = probe.finish_child(torch_proc, (started if started is not None else time.monotonic()) + timeout)
+        torch_record = probe.finish_child(torch_proc, started + timeout)
         torch_record["timeout_s"] = timeout
     if proc.returncode != 0 or not stdout.strip():
         last = [line for line in stderr.strip().splitlines() if line.strip()]
@@ -198,17 +185,12 @@ def _finish_probe(proc: subprocess.Popen[str], python: str, timeout: float,
     return inventory_from_probe(data, python)
 
 
-# --- the probe document --------------------------------------------------------------------------
-
 _CHILD_STATUSES = ("ok", "absent", "import-error", "error", "crashed", "timeout")
 
 
 def inventory_from_probe(data: Any, origin: str) -> Inventory:
-    """Validate a collector document and turn it into an Inventory.
-
-    Anything missing or malformed becomes a ReadProblem located at ``origin`` (with the JSON key as
-    ``member``); what can be read is kept. Never raises for bad data.
-    """
+    """A collector document as an Inventory: what is malformed is a ReadProblem at ``origin`` (the JSON key
+    as ``member``), the rest is kept. Never raises for bad data."""
     inventory = Inventory(context="installed")
     problems = inventory.problems
 
@@ -298,25 +280,19 @@ def _read_distributions(value: Any, inventory: Inventory, origin: str, problem: 
             problem(f"distribution {item['name']}: Requires-Dist is malformed", member)
             requires = []
         where = item.get("metadata_path") or item.get("location") or origin
+        url = item.get("direct_url") if isinstance(item.get("direct_url"), str) else None
         inventory.packages.append(Package(
-            name=canonicalize_name(item["name"]),
-            version=item["version"],
-            installed=True,
-            requires=tuple(requires),
-            editable=bool(item.get("editable")),
-            url=item.get("direct_url") if isinstance(item.get("direct_url"), str) else None,
-            role=Role.INSTALLED,
-            location=Location(str(where)),
-        ))
+            name=canonicalize_name(item["name"]), version=item["version"], installed=True,
+            requires=tuple(requires), editable=bool(item.get("editable")), url=url, role=Role.INSTALLED,
+            location=Location(str(where))))
 
 
 def _binary(item: Any) -> Binary | None:
     if not isinstance(item, dict) or not isinstance(item.get("path"), str) or not isinstance(item.get("machine"), str):
         return None
-    fields = {f for f in Binary.__dataclass_fields__}
     values: dict[str, Any] = {}
     for key, value in item.items():
-        if key not in fields:
+        if key not in Binary.__dataclass_fields__:
             continue
         if key == "location" and isinstance(value, dict):
             value = Location(**{k: v for k, v in value.items() if k in Location.__dataclass_fields__})
@@ -350,8 +326,6 @@ def _smi_from_probe(smi: Mapping[str, Any]) -> dict[str, Any]:
         out["apps_error"] = str(smi["apps_error"])
     return out
 
-
-# --- readings taken by envcheck itself ------------------------------------------------------------
 
 def _parse_meminfo(text: str, path: str) -> dict[str, Any]:
     try:
@@ -391,13 +365,9 @@ def _query(exe: str, fields: tuple[str, ...], kind: str) -> tuple[tuple[str, ...
 
 
 def sample_nvidia_smi(seconds: float, exe: str | None = None, proc: str = "/proc") -> dict[str, Any]:
-    """GPU readings every second (at least two when ``seconds`` > 0) and the compute processes.
-
-    The readings stay inside the window: a reading is started only when it can finish by the end of
-    ``seconds`` (its duration is learned from the first one), so a slow nvidia-smi (0.3-0.7 s a call on
-    a driver without persistence mode) does not push the command past the window. The compute-process
-    query runs beside the readings, not after them. ``preflight`` so ends within the window + ~1 s.
-    """
+    """GPU readings every second (at least two when ``seconds`` > 0) and, beside them, the compute processes.
+    A reading starts only when it can end inside the window: a slow nvidia-smi (0.3-0.7 s a call without
+    persistence mode) must not push ``preflight`` past it."""
     path = exe or shutil.which("nvidia-smi")
     if path is None:
         return {"status": "absent"}
@@ -459,7 +429,7 @@ def sample_nvidia_smi(seconds: float, exe: str | None = None, proc: str = "/proc
 
 
 def process_command(pid: int, proc: str = "/proc") -> dict[str, Any]:
-    """A process's command line and, for workers (``VLLM::EngineCore``), its nearest ancestor's with options."""
+    """A process's command line and its ancestors' (a worker such as ``VLLM::EngineCore`` has no options)."""
     out: dict[str, Any] = {}
     cmdline = _cmdline(pid, proc)
     if cmdline is not None:
@@ -528,16 +498,15 @@ def read_launches(commands: tuple[str, ...], configs: tuple[str, ...]) -> tuple[
 
 
 def _scan_binaries(inventory: Inventory) -> None:
-    """ELF facts of the environment's site-packages through envcheck's folder scanner."""
+    """The site-packages folders' binaries, by envcheck's folder scan."""
     from envcheck.sources import ReadOptions
     from envcheck.sources.folder import scan_folder
 
     folders = sorted({str(Path(p.location.path).parent) for p in inventory.packages
                       if p.location is not None and p.location.path.endswith((".dist-info", ".egg-info"))})
-    scanned: list[str] = []
     for folder in folders:
         found = scan_folder(Path(folder), ReadOptions(kind="folder"))
         inventory.binaries.extend(found.binaries)
         inventory.problems.extend(found.problems)
-        scanned.append(folder)
-    inventory.host = replace(inventory.host, binaries=BinariesReading(status="ok", folders=tuple(scanned), count=len(inventory.binaries)))
+    reading = BinariesReading(status="ok", folders=tuple(folders), count=len(inventory.binaries))
+    inventory.host = replace(inventory.host, binaries=reading)

@@ -1,19 +1,6 @@
 """Container images: a registry reference, an OCI layout, a ``docker save`` archive or a Docker engine image.
-
-Config level (the default) reads only the manifest(s) and the image config, a few KB: environment,
-labels, architecture, the platforms an index offers, and the build history (whose ``RUN`` lines are
-Dockerfile instructions and go through the Dockerfile reader). ``deep`` also streams the selected
-platform's layers (see :mod:`envcheck.services.registry.layers`) for installed distributions and ELF files.
-Sources never judge: the ARCH, G1, G2, G7 and G9 checks read what this module records.
-
-Inventory vocabulary (``inventory.host.image``, an :class:`envcheck.readings.ImageFacts`): ``ref``, ``source`` (registry | oci-layout |
-docker-archive | docker-daemon), ``digest`` (of what the reference names), ``media_type``, ``platform``
-(the one asked for), ``platforms`` (what an index offers; a single-platform image lists its own),
-``platform_found`` (False: nothing for the asked platform, no config was read), ``manifest_digest``,
-``config_digest``, ``os``, ``architecture``, ``variant``, ``labels``, ``created``, ``layers``, ``size``,
-``history`` (``created_by`` lines), ``requests`` (HTTP requests made), ``cache_hits``, and with
-``deep``: ``deep`` = {``layers_scanned``, ``layers_cached``, ``bytes``, ``files``}.
-"""
+The config level reads the manifests and the config (a few KB; history ``RUN`` lines go through the
+Dockerfile reader); ``deep`` also streams the platform's layers. Facts: :class:`readings.ImageFacts`."""
 
 from __future__ import annotations
 
@@ -36,12 +23,7 @@ from envcheck.readings import ImageFacts
 from envcheck.redaction import escape_controls
 from envcheck.services.registry.auth import Credentials, credentials_from_docker_config
 from envcheck.services.registry.cache import BlobCache
-from envcheck.services.registry.client import (
-    DEFAULT_DEADLINE,
-    Manifest,
-    RegistryClient,
-    media_type_of,
-)
+from envcheck.services.registry.client import DEFAULT_DEADLINE, Manifest, RegistryClient, media_type_of
 from envcheck.services.registry.layers import (
     DEFAULT_MAX_EXPANSION,
     BinaryReader,
@@ -67,8 +49,6 @@ MAX_INDEX_DEPTH = 4
 
 @dataclass(frozen=True)
 class ImageOptions:
-    """How to read an image: which platform, how deep, with which credentials."""
-
     platform: str = "linux/arm64"
     deep: bool = False
     credentials: Credentials | None = None
@@ -91,9 +71,7 @@ class LayerRef:
 
 
 @dataclass
-class Resolved:
-    """What the manifests say: the platforms, the selected config and its layers."""
-
+class Resolved:  # what the manifests say
     top: Manifest | None
     platforms: list[str] = field(default_factory=list)
     selected: Manifest | None = None
@@ -102,8 +80,7 @@ class Resolved:
     layers: list[LayerRef] = field(default_factory=list)
 
 
-class _RegistryStore:
-    """A registry repository, with manifests and configs cached by digest."""
+class _RegistryStore:  # manifests and configs cached by digest
 
     def __init__(self, client: RegistryClient, cache: BlobCache) -> None:
         self.client = client
@@ -111,9 +88,7 @@ class _RegistryStore:
 
     def top(self) -> Manifest:
         ref = self.client.ref
-        if ref.digest:
-            return self.manifest(ref.digest)
-        return self.client.manifest(ref.reference)
+        return self.manifest(ref.digest) if ref.digest else self.client.manifest(ref.reference)
 
     def manifest(self, digest: str) -> Manifest:
         cached = self.cache.get_blob(digest)
@@ -134,7 +109,6 @@ class _RegistryStore:
 
 
 def _resolve(store: Any, top: Manifest, wanted: str, where: str) -> Resolved:
-    """Follow an index to the ``wanted`` platform's manifest, then read its config."""
     resolved = Resolved(top=top)
     current = top
     for _ in range(MAX_INDEX_DEPTH):
@@ -184,9 +158,7 @@ def _platform_of(config: dict[str, Any]) -> str:
     return text + (f"/{variant}" if variant else "")
 
 
-class Progress:
-    """Bytes and layers on stderr, on a terminal only (redrawn at most 10 times a second)."""
-
+class Progress:  # bytes and layers on stderr, on a terminal only (redrawn at most 10 times a second)
     def __init__(self, enabled: bool, total_layers: int) -> None:
         self.enabled = enabled and sys.stderr.isatty()
         self.total = total_layers
@@ -217,7 +189,6 @@ class Progress:
 
 
 def _report_rate(options: ImageOptions, label: str, scan: LayerScan, progress: Progress | None = None) -> None:
-    """With -v: how fast one layer was read, in MB/s of uncompressed bytes (what decompression runs at)."""
     if not options.verbose:
         return
     if progress is not None:
@@ -228,14 +199,12 @@ def _report_rate(options: ImageOptions, label: str, scan: LayerScan, progress: P
 
 
 def binary_reader() -> BinaryReader:
-    """The binary scanner's ``binary_from_file`` (imported when an image's files are read)."""
     from envcheck.sources.binaries import binary_from_file
 
     return binary_from_file
 
 
 def _config_inventory(name: str, config: dict[str, Any], facts: dict[str, Any]) -> Inventory:
-    """Env, labels, platform and history from an image config (OCI/Docker config or engine inspect)."""
     inventory = Inventory(context="installed")
     section = config.get("config") or config.get("Config") or {}
     where = Location(name, member="config")
@@ -262,12 +231,11 @@ def _config_inventory(name: str, config: dict[str, Any], facts: dict[str, Any]) 
     inventory.images.append(BaseImage(ref=name, platform=platform, location=where))
     history = config.get("history") or []
     history = history if isinstance(history, list) else []
-    created_by = [(i, str(h.get("created_by") or h.get("CreatedBy") or "")) for i, h in enumerate(history) if isinstance(h, dict)]
-    created_by = [(i, text) for i, text in created_by if text]
-    facts["history"] = [text for _, text in created_by]
+    created_by = (h.get("created_by") or h.get("CreatedBy") for h in history if isinstance(h, dict))
+    facts["history"] = [str(text) for text in created_by if text]
     from envcheck.sources.dockerfile import inventory_from_history
 
-    from_history = inventory_from_history([text for _, text in created_by], name)
+    from_history = inventory_from_history(list(facts["history"]), name)
     # The history describes how the image was built; its packages are already installed there.
     from_history.images.clear()
     # The config's Env is the final word on the environment; keep only variables set for one RUN step.
@@ -282,8 +250,7 @@ _NGC_FACTS = "config: NGC base facts"
 
 
 def _ngc_shipped(inventory: Inventory, name: str) -> None:
-    """What an NGC PyTorch base ships (torch a0, flash-attn, triton), known from NVIDIA_PYTORCH_VERSION in the
-    config: lets G2 (Unsloth next to flash-attn) and G9 (NGC torch replaced) judge an image without --deep."""
+    """What an NGC PyTorch base ships (by NVIDIA_PYTORCH_VERSION): G2 and G9 judge it without --deep."""
     release = inventory.env_value("NVIDIA_PYTORCH_VERSION")
     if not release or not release.replace(".", "").isdigit():
         return
@@ -319,7 +286,6 @@ def _add_final_files(inventory: Inventory, name: str, final: FinalFiles) -> None
 
 def _scan_layers(name: str, layers: list[LayerRef], opener: Callable[[LayerRef], Any], cache: BlobCache,
                  options: ImageOptions, facts: dict[str, Any]) -> FinalFiles:
-    """Scan each layer (or take its cached scan), then apply them bottom to top."""
     read_binary = binary_reader()
     progress = Progress(options.progress, len(layers))
     scans: list[tuple[str, LayerScan]] = []
@@ -363,7 +329,6 @@ def _text(value: Any) -> str | None:
 
 
 def _typed(facts: dict[str, Any]) -> ImageFacts:
-    """The facts gathered as a typed record; a value of the wrong JSON type is an input error naming the image."""
     try:
         return ImageFacts.from_json(facts, "image")
     except InputError as exc:
@@ -392,7 +357,7 @@ def _scan_one(name: str, layer: LayerRef, opener: Callable[[LayerRef], Any], rea
 
 
 def _split_local(spec: str, prefix: str) -> tuple[Path, str | None]:
-    """``prefix PATH[:TAG]``: the path as given when it exists, else split off a trailing ``:TAG``."""
+    """``prefix PATH[:TAG]``: the path as given when it exists, else with a trailing ``:TAG`` split off."""
     rest = spec[len(prefix):]
     if Path(rest).exists() or ":" not in rest:
         return Path(rest), None
@@ -401,7 +366,6 @@ def _split_local(spec: str, prefix: str) -> tuple[Path, str | None]:
 
 
 def read_image(spec: str, options: ImageOptions) -> Inventory:
-    """Read the image ``spec`` names into an inventory (config level, plus layers when ``options.deep``)."""
     cache = BlobCache(enabled=options.use_cache)
     if spec.startswith("docker-daemon:"):
         return _read_daemon(spec, options, cache)
@@ -513,5 +477,4 @@ def _read_daemon(spec: str, options: ImageOptions, cache: BlobCache) -> Inventor
 
 
 def looks_like_image(text: str) -> bool:
-    """True for transport-prefixed specs (the command decides registry references itself)."""
     return text.startswith(TRANSPORTS)

@@ -1,12 +1,8 @@
-"""Lock files: uv.lock and pylock.toml (PEP 751). Exact versions, the index each package comes from,
-and the wheel files that can be installed (their platform tags tell whether aarch64 is covered).
+"""Lock files: uv.lock and pylock.toml (PEP 751): exact versions, each package's index, its wheels' tags.
 
-A uv.lock is universal (one lock for every platform and every extra). Which packages an install gets is
-worked out the way uv does it: from the project's own entries (``source = { virtual | editable }``) along
-the dependency edges, through the extras an edge asks for (``{ name = "unstructured", extra = ["pdf"] }``
-follows unstructured's ``[package.optional-dependencies] pdf``), with the edges' markers. The project's own
-extras and dependency groups are opt-in scopes (``Package.scope``), each judged on its own; uv's internal
-conflict markers (``extra == 'extra-10-proj-cu128'``) are decided per scope and never shown.
+A universal uv.lock is walked as uv does: from the project's entries along the dependency edges (and the
+extras they ask for) with their markers. The project's extras and groups are scopes, each judged on its own;
+uv's conflict markers (``extra == 'extra-10-proj-cu128'``) are decided per scope and never shown.
 """
 
 from __future__ import annotations
@@ -46,9 +42,9 @@ _MAX_ROOT_SCOPES = 64
 _DEFAULT_GROUPS = ("dev",)  # uv sync installs the dev group unless told otherwise
 
 
-# A lock told by content (a file whose name says nothing): uv.lock's top-level `version = N` and a `[[package]]`
-# entry with a `source = { ... }` table (Cargo.lock has the same shape, with `source = "registry+..."` text); PEP 751's `lock-version` and a `[[packages]]` entry. Locks put long `resolution-markers`
-# or `[manifest]` tables first, so the sniffers look this far into the file, not only at detect's 4 KiB.
+# A lock told by content: uv.lock's `version = N` and a `[[package]]` with a `source = { ... }` table
+# (Cargo.lock has `source = "registry+..."` text); PEP 751's `lock-version` and `[[packages]]`. Long
+# `resolution-markers` or `[manifest]` tables come first, so the sniffers read this far, not only 4 KiB.
 _SNIFF_BYTES = 64 << 10
 _UV_VERSION = re.compile(rb"(?m)^version[ \t]*=[ \t]*\d+[ \t]*(?:#.*)?\r?$")
 _UV_ENTRY = re.compile(rb"(?m)^\[\[package\]\][ \t]*\r?\n(?:(?:[^\[\n][^\n]*)?\n)*?source[ \t]*=[ \t]*\{")
@@ -57,7 +53,6 @@ _PYLOCK_ENTRY = re.compile(rb"(?m)^\[\[packages\]\][ \t]*\r?$")
 
 
 def _lock_head(path: Path, head: bytes) -> bytes | None:
-    """More of the file than ``head`` where a lock's entries start late; None for binary data."""
     if b"\x00" in head:
         return None
     if len(head) < 4096:
@@ -71,30 +66,23 @@ def _lock_head(path: Path, head: bytes) -> bytes | None:
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """Does the file read as a uv.lock under another name: a top-level ``version = N`` and a ``[[package]]``
-    entry with a ``source = { ... }`` table?"""
     text = _lock_head(path, head)
     return text is not None and _UV_VERSION.search(text) is not None and _UV_ENTRY.search(text) is not None
 
 
 def sniff_pylock(path: Path, head: bytes) -> bool:
-    """Does the file read as a PEP 751 lock under another name: ``lock-version`` and a ``[[packages]]`` entry?"""
     text = _lock_head(path, head)
     return text is not None and _PYLOCK_VERSION.search(text) is not None and _PYLOCK_ENTRY.search(text) is not None
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """Read a uv.lock or pylock.toml: one package per locked entry, in the scopes that install it."""
+    """One package per locked entry, in each scope that installs it."""
     data, text = parse_toml(path, text_limit(options))
     inventory = Inventory()
-    if "packages" in data or path.name.startswith("pylock"):
-        entries = data.get("packages", [])
-        style = "pylock"
-    else:
-        entries = data.get("package", [])
-        style = "uv"
+    style = "pylock" if "packages" in data or path.name.startswith("pylock") else "uv"
+    entries = data.get("packages" if style == "pylock" else "package", [])
     if not isinstance(entries, list):
-        raise_problem(inventory, path, "the lock file has no package list")
+        inventory.problems.append(ReadProblem("the lock file has no package list", Location(str(path))))
         return inventory
     lines = _entry_lines(text, "[[packages]]" if style == "pylock" else "[[package]]")
     graph = _Graph(entries) if style == "uv" else None
@@ -102,7 +90,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     seen_indexes: set[str] = set()
     names: list[str] = []
     if len(entries) > MAX_PACKAGES:
-        inventory.problems.append(ReadProblem(too_many_packages(), Location(str(path), line=lines[MAX_PACKAGES][1] if len(lines) > MAX_PACKAGES else None)))
+        line = lines[MAX_PACKAGES][1] if len(lines) > MAX_PACKAGES else None
+        inventory.problems.append(ReadProblem(too_many_packages(), Location(str(path), line=line)))
         entries = entries[:MAX_PACKAGES]
     for number, entry in enumerate(entries):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
@@ -123,8 +112,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         if graph is not None and graph.is_root(entry):
             continue  # the project itself
         requires = _dependencies(entry)
-        if graph is not None:
-            placements = graph.placements(number)
+        if graph is not None:  # reached in no scope (or not followed): judged as installed
+            placements = graph.placed.get(number) or [(None, None)]
         else:
             marker = entry.get("marker")
             placements = _pylock_placements(str(marker), pylock_scopes) if marker is not None else [(None, None)]
@@ -134,12 +123,10 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             wheels = []
         tags: list[str] = []
         for wheel in wheels:
-            if not isinstance(wheel, dict):
-                continue
-            ref = str(wheel.get("name") or wheel.get("url") or wheel.get("path") or "")
-            parsed = parse_wheel_name(ref)
-            if parsed is not None:
-                tags.extend(parsed.tags)
+            if isinstance(wheel, dict):
+                ref = wheel.get("name") or wheel.get("url") or wheel.get("path") or ""
+                parsed = parse_wheel_name(str(ref))
+                tags.extend(parsed.tags if parsed is not None else ())
         has_sdist = bool(entry.get("sdist")) or bool(entry.get("source", {}).get("git") if isinstance(entry.get("source"), dict) else False)
         for scope, marker in placements:
             inventory.packages.append(Package(
@@ -159,16 +146,15 @@ def read(path: Path, options: ReadOptions) -> Inventory:
                 ))
     if style == "uv":
         inventory.packages.extend(_overrides(data.get("manifest"), text, path))
-    inventory.installs.append(InstallCommand(tool="requirements", packages=tuple(dict.fromkeys(names)), text=f"install from {path.name}",
-                                             location=Location(str(path))))
+    inventory.installs.append(InstallCommand(tool="requirements", packages=tuple(dict.fromkeys(names)),
+                                             text=f"install from {path.name}", location=Location(str(path))))
     if graph is not None:
         inventory.alternatives.extend(_alternatives(data, [entries[i] for i in graph.roots], text, path))
     return inventory
 
 
 def _overrides(manifest: Any, text: str, path: Path) -> list[Package]:
-    """The project's uv overrides the lock was resolved with (``[manifest] overrides``, from
-    ``[tool.uv] override-dependencies``): each replaces every requirement other packages declare on its package."""
+    """The ``[manifest] overrides`` the lock was resolved with: each replaces every requirement on it."""
     entries = manifest.get("overrides") if isinstance(manifest, dict) else None
     if not isinstance(entries, list):
         return []
@@ -186,8 +172,7 @@ def _overrides(manifest: Any, text: str, path: Path) -> list[Package]:
 
 
 def _manifest_lines(text: str) -> dict[str, int]:
-    """The 1-based line of each override (canonical name) in the ``[manifest]`` table's ``overrides``, and of
-    the table itself (key "")."""
+    """The line of each override (by canonical name) in ``[manifest]``, and of the table itself (key "")."""
     out: dict[str, int] = {}
     inside = False
     key = ""
@@ -216,15 +201,14 @@ _MANIFEST_NAME = re.compile(r"""\bname\s*=\s*["']([^"']*)["']""")
 
 @dataclass
 class _Reach:
-    """Where one node (a lock entry, or one of its extras) is reached in one scope: the marker conditions."""
+    """Where a node (an entry or one of its extras) is reached in one scope: each condition is the edge
+    markers that must all hold."""
 
-    # each condition: the edge markers that must all hold (a set: the same marker twice on a path is one)
     conditions: list[frozenset[str]] = field(default_factory=list)
     everywhere: bool = False
 
 
 class _Graph:
-    """The dependency graph of a universal uv.lock, walked once per scope of the project."""
 
     def __init__(self, entries: list[Any]) -> None:
         self.entries = entries
@@ -242,11 +226,6 @@ class _Graph:
     def is_root(entry: dict[str, Any]) -> bool:
         source = entry.get("source")
         return isinstance(source, dict) and any(k in source for k in ("virtual", "editable"))
-
-    def placements(self, number: int) -> list[tuple[str | None, str | None]]:
-        """(scope, marker) for each scope that installs entry ``number``; the default install when none was
-        found (a lock without a project entry, or one envcheck cannot follow: judged as installed)."""
-        return self.placed.get(number) or [(None, None)]
 
     def _walk_all(self) -> None:
         default: list[tuple[int, dict[str, Any]]] = []
@@ -276,7 +255,6 @@ class _Graph:
             self._walk(label, frozenset().union(*(a for _, a, _ in rest)), [e for _, _, edges in rest for e in edges])
 
     def _walk(self, scope: str | None, active: frozenset[str], start: list[tuple[int, dict[str, Any]]]) -> None:
-        """Follow edges from ``start`` and place every entry reached (in ``scope``) with its conditions."""
         reach: dict[tuple[int, str | None], _Reach] = {}
         queue: list[tuple[int, str | None, frozenset[str]]] = []  # (entry, extra or None, condition)
 
@@ -330,7 +308,7 @@ class _Graph:
             placed.append((scope, marker))
 
     def _targets(self, dep: dict[str, Any]) -> list[int]:
-        """The lock entries an edge points at (its version and source pick one where a name has several)."""
+        """The entries an edge points at (its version and source pick one where a name has several)."""
         out = []
         for i in self.by_name.get(canonical(str(dep.get("name", ""))), []):
             entry = self.entries[i]
@@ -343,8 +321,7 @@ class _Graph:
 
 
 def _pylock_scopes(data: dict[str, Any]) -> list[tuple[str | None, frozenset[str]]]:
-    """(scope, what is selected) for a pylock.toml: the default install (its default groups), then each extra
-    and each other dependency group (PEP 751 ``extras``, ``dependency-groups``, ``default-groups``)."""
+    """(scope, what is selected): the default install (default groups), then each extra and other group."""
     def names(key: str) -> list[str]:
         value = data.get(key)
         return [str(v) for v in value if isinstance(v, str)][:_MAX_ROOT_SCOPES] if isinstance(value, list) else []
@@ -357,8 +334,7 @@ def _pylock_scopes(data: dict[str, Any]) -> list[tuple[str | None, frozenset[str
 
 
 def _pylock_placements(marker: str, scopes: list[tuple[str | None, frozenset[str]]]) -> list[tuple[str | None, str | None]]:
-    """Where a pylock.toml package is installed: in the default install if its marker can hold there, else in
-    each extra or group whose selection makes it hold; the marker keeps only its platform part."""
+    """The default install if the marker can hold there, else each scope where it can (platform part kept)."""
     out: list[tuple[str | None, str | None]] = []
     for scope, active in scopes:
         decided = with_extras(marker, active)
@@ -371,7 +347,6 @@ def _pylock_placements(marker: str, scopes: list[tuple[str | None, frozenset[str
 
 
 def _all_of(markers: frozenset[str]) -> str:
-    """A condition as one marker: its edge markers joined with ``and`` (in a stable order)."""
     parts = sorted(markers)
     return parts[0] if len(parts) == 1 else " and ".join(f"({m})" for m in parts)
 
@@ -396,19 +371,14 @@ def _direct_url(entry: dict[str, Any]) -> str | None:
     return None
 
 
-def raise_problem(inventory: Inventory, path: Path, message: str) -> None:
-    inventory.problems.append(ReadProblem(message, Location(str(path))))
-
-
 # A requirement of the project bound to an index for one extra, as uv writes it under [package.metadata]:
 # { name = "torch", marker = "extra == 'gpu'", specifier = ">=2.8.0", index = "https://...", conflict = {...} }
 _BOUND_LINE = re.compile(r"""^\s*\{\s*name\s*=\s*"([^"]+)",\s*marker\s*=\s*"extra == '([^']+)'".*\bindex\s*=""")
 
 
 def _alternatives(data: dict[str, Any], roots: list[dict[str, Any]], text: str, path: Path) -> list[Alternatives]:
-    """The project's extras that uv.lock records as alternatives: its ``conflicts`` sets, and the extras whose
-    requirements the project binds to different indexes (``[package.metadata] requires-dist`` entries with an
-    ``index``), located at those entries."""
+    """The project's alternative extras: its ``conflicts`` sets, and extras that bind a requirement to
+    different indexes (``[package.metadata] requires-dist`` entries with an ``index``, located there)."""
     projects = {canonical(str(r.get("name"))) for r in roots}
     out: dict[frozenset[str], Alternatives] = {}
     conflicts = data.get("conflicts")
@@ -446,7 +416,7 @@ _NAME_LINE = re.compile(r"""^\s*name\s*=\s*["']([^"']*)["']""")
 
 
 def _entry_lines(text: str, header: str) -> list[tuple[str, int]]:
-    """(name, 1-based line) of each ``[[package]]`` block's ``name = ...``, in file order, in one pass."""
+    """(name, line) of each ``header`` block's ``name = ...``, in file order."""
     out: list[tuple[str, int]] = []
     in_header = False
     for number, line in enumerate(text.split("\n"), start=1):
@@ -467,12 +437,7 @@ def _index_of(entry: dict[str, Any], style: str) -> str | None:
         index = entry.get("index")
         return str(index) if index else None
     source = entry.get("source")
-    if isinstance(source, dict):
-        for key in ("registry", "url", "git"):
-            if source.get(key):
-                value = str(source[key])
-                return value if key == "registry" else None
-    return None
+    return str(source["registry"]) if isinstance(source, dict) and source.get("registry") else None
 
 
 def _dependencies(entry: dict[str, Any]) -> tuple[str, ...] | None:

@@ -1,11 +1,5 @@
-"""A wheel on a package index read without downloading it: its metadata, tags and binaries (``--resolve``).
-
-The zip's central directory and each member that may be an ELF file are read through HTTP range requests
-(:class:`envcheck.services.package_index.RemoteFile`): a stored member's headers in place, a deflated one
-inflated from its start into a temporary file. The same bounds as a local wheel's apply (the directory's size,
-``--max-expansion``), plus caps on how many members are read; a cap reached is a note, not an error. The
-resolution stage (:mod:`envcheck.resolution.facts`) asks the shipped facts table and the cache first.
-"""
+"""A wheel on a package index read by HTTP range requests, not downloaded: metadata, tags, binaries
+(``--resolve``). A local wheel's bounds apply, plus caps on the members read (a cap reached is a note)."""
 
 from __future__ import annotations
 
@@ -31,9 +25,7 @@ _TEXT_SUFFIXES = (".py", ".pyi", ".pyc", ".txt", ".md", ".json", ".h", ".hpp", "
 
 
 @dataclass
-class FileFacts:
-    """What envcheck learned about one file (cached: :mod:`envcheck.resolution.cache`)."""
-
+class FileFacts:  # cached by envcheck.resolution.cache
     requires: tuple[str, ...] | None = None
     tags: tuple[str, ...] = ()
     binaries: list[dict[str, Any]] = field(default_factory=list)  # Binary.to_json() without location, plus "member"
@@ -55,13 +47,8 @@ def _may_be_binary(info: zipfile.ZipInfo) -> bool:
 
 def read_remote_wheel(client: IndexClient, url: str, size: int | None, sha256: str | None, metadata_sha256: str | None = None,
                       max_expansion: float = DEFAULT_MAX_EXPANSION, max_member_bytes: int = MAX_MEMBER_BYTES) -> FileFacts:
-    """Facts of a wheel on an index: metadata, then its binaries by range requests.
-
-    The index's separate metadata file (PEP 658) is used only when its hash is known (``metadata_sha256``, from
-    the project page) and matches; otherwise Requires-Dist comes from the wheel's own METADATA. Binaries are held
-    to the expansion limit (``--max-expansion``), each against its compressed size and all of them against the
-    wheel's size, and a zip directory bigger than any real wheel's is refused before it is parsed.
-    """
+    """The index's PEP 658 metadata is used only when its hash is known and matches, else the wheel's own.
+    Binaries are held to ``--max-expansion`` each and together; a huge zip directory is refused unparsed."""
     from envcheck.inspect import wheelzip  # the binary readers load only when a file is really read
     from envcheck.inspect.elf import MalformedBinary
 
@@ -139,12 +126,8 @@ COALESCE_GAP = 64 << 10  # unread bytes between two such members that still go i
 
 
 def coalesced_spans(infos: list[zipfile.ZipInfo], to_read: list[zipfile.ZipInfo], directory: int) -> dict[int, tuple[int, int]]:
-    """Byte spans of small compressed members to read, adjacent ones joined: {header offset of a span's first member:
-    (start, end)}. Stored members are not in them: their headers are read in place, by small ranges.
-
-    A member's bytes run from its local header to the next member's (or the central directory). Small members next
-    to each other (binaries packed side by side in a wheel) are fetched in one range request of at most
-    :data:`~envcheck.services.package_index.MAX_READAHEAD` bytes instead of one or more requests each."""
+    """{header offset of a span's first member: (start, end)}: small compressed members next to each other,
+    fetched in one range request of at most MAX_READAHEAD bytes (stored members are read in place)."""
     from envcheck.services.package_index import MAX_READAHEAD
 
     starts = sorted({i.header_offset for i in infos if 0 <= i.header_offset < directory} | {directory})
@@ -167,14 +150,12 @@ def coalesced_spans(infos: list[zipfile.ZipInfo], to_read: list[zipfile.ZipInfo]
 
 @dataclass
 class _Budget:
-    """How many bytes the binaries of one remote wheel may still inflate to (``--max-expansion``)."""
-
     left: int | None  # None: no limit
     ratio: float
     refused: bool = False  # a member was refused: the facts depend on the limit, so they are not cached
 
     def take(self, info: zipfile.ZipInfo) -> str:
-        """Charge ``info``'s declared size; the reason it may not be inflated, or "" when it may."""
+        """Charge ``info``'s declared size: why it may not be inflated, or "" when it may."""
         limit = expansion_limit(info.compress_size, self.ratio)
         if limit is not None and info.file_size > limit:
             what = f"{info.file_size} bytes from {info.compress_size} compressed bytes"
@@ -196,7 +177,6 @@ def _requires_of(meta: bytes) -> tuple[str, ...]:
 
 def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo, budget: _Budget,
                  max_member_bytes: int) -> tuple[Binary | None, list[str]]:
-    """One member read as a binary: stored ones in place by range reads, deflated ones inflated from the start."""
     from envcheck.inspect import wheelzip
     from envcheck.inspect.elf import ELF_MAGIC, FileSource
     from envcheck.sources.binaries import read_binary
@@ -224,8 +204,7 @@ def _read_member(zf: zipfile.ZipFile, remote: RemoteFile, info: zipfile.ZipInfo,
     return reading.binary, [p.message for p in reading.problems]
 
 
-class _RemoteWindow:
-    """A :class:`envcheck.inspect.elf.ByteSource` over a stored member of a remote zip (range reads)."""
+class _RemoteWindow:  # a ByteSource over a stored member of a remote zip
 
     def __init__(self, remote: RemoteFile, base: int, size: int) -> None:
         self.remote = remote

@@ -1,27 +1,6 @@
-"""Worker processes for a folder scan (Linux): listing folders and reading ELF headers on every core.
-
-A folder scan of a CUDA environment is Python work per folder and per file (7,800 folders, 870 ELF files
-in a torch environment), so threads do not help; processes do. :class:`WorkerPool` runs typed jobs
-(:class:`ListFolders`, :class:`ReadFile`, :class:`SearchPiece`) in a
-:class:`concurrent.futures.ProcessPoolExecutor` of forked workers, handing out the most important job first
-and keeping only a few more in flight than there are workers, so that a slow job never holds up the others.
-
-Rules that keep this safe:
-
-- Workers are only forked while no other thread runs (:func:`can_fork`): forking a process with threads
-  can copy a lock some thread held, and the child would wait for it forever.
-- A job that raises in a worker is run again in the main process, so an exception surfaces exactly as in a
-  serial scan; when a worker dies (killed by a signal, out of memory) the executor is broken, and every job
-  not yet done is run in the main process, so no file is lost.
-- Workers ignore Ctrl-C: the main process terminates them when it is interrupted (or fails), and the
-  kernel kills them when the main process dies (``PR_SET_PDEATHSIG``); none is left waiting for jobs.
-- Results are the readers' own records (``Binary``, ``ReadProblem``, folder listings), whose size the
-  readers already bound.
-
-The number of workers: ``ENVCHECK_SCAN_WORKERS`` (``1`` scans in the main process only), else the cores
-this process may run on (``os.sched_getaffinity``), at most :data:`MAX_WORKERS`, and none on a machine of
-fewer than :data:`MIN_CORES` cores (docs/limits.md).
-"""
+"""A folder scan's worker processes (Linux): folders listed and ELF headers read on every core, by forked
+workers of a ProcessPoolExecutor. A job that fails in a worker, or is left by a dead one, runs here; workers
+ignore Ctrl-C and die with the main process. Worker count, bounds: docs/limits.md."""
 
 from __future__ import annotations
 
@@ -40,13 +19,11 @@ from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 from envcheck.config import env_processes, usable_cores
 from envcheck.inspect import fatbin
 from envcheck.inspect.elf import FileSource
-from envcheck.model import ReadProblem
 from envcheck.sources import ReadOptions
 from envcheck.sources.binaries import (
     BinaryReading,
     DeepSearch,
     DistInfoReading,
-    Distribution,
     read_dist_info_ahead,
     scan_file,
 )
@@ -55,8 +32,6 @@ from envcheck.sources.walk import FolderFacts, folder_facts
 if TYPE_CHECKING:  # loaded when a pool starts: a scan without workers does not pay for them
     from concurrent.futures import Future, ProcessPoolExecutor
     from multiprocessing.process import BaseProcess
-
-__all__ = ["WorkerPool", "can_fork", "worker_count"]
 
 MAX_WORKERS = 16  # more did not help on a 16-core machine: the main process merges every result
 MIN_CORES = 4  # fewer cores: no workers by default (on 2 cores they made a torch environment's scan no faster)
@@ -67,9 +42,7 @@ Result = TypeVar("Result")
 
 
 def worker_count(requested: int | None = None) -> int:
-    """How many worker processes a folder scan may use: ``requested`` (a test, an option), else
-    ``ENVCHECK_SCAN_WORKERS``, else the cores this process may run on, at most :data:`MAX_WORKERS` (none
-    below :data:`MIN_CORES` cores). 1 means no workers (everything in the main process)."""
+    """``requested``, else ``ENVCHECK_SCAN_WORKERS``, else the usable cores (up to 16); 1: no workers."""
     if requested is None:
         requested = env_processes("ENVCHECK_SCAN_WORKERS")
     if requested is not None:
@@ -79,16 +52,14 @@ def worker_count(requested: int | None = None) -> int:
 
 
 def can_fork() -> bool:
-    """Whether worker processes may be forked now: Linux, and no thread but this one (forking a process with
-    threads can copy a lock some thread held, and the child would wait for it forever)."""
+    """Linux and no other thread: a fork can copy a lock some thread held, and the child waits forever."""
     import threading  # the executor loads it anyway; a folder answered from its snapshot never asks
 
     return sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
 
 
 def _worker_start(main: int) -> None:
-    """Each worker's start: Ctrl-C is the main process's to handle, and the worker dies with it (else it
-    would wait for jobs forever)."""
+    """Ctrl-C is the main process's to handle, and the worker dies with it (else it would wait forever)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     import ctypes  # Linux only (workers are forked there only): prctl(PR_SET_PDEATHSIG, SIGKILL)
 
@@ -98,9 +69,8 @@ def _worker_start(main: int) -> None:
 
 
 class WorkerPool(Generic[Job, Result]):
-    """``work(job)`` for the jobs given to :meth:`submit`, in up to ``count`` forked processes (``work`` and
-    the jobs are pickled). Every job yields one ``(job, result)`` from :meth:`results` as it finishes; one
-    that raised in a worker, or was left when a worker died, is run here (:attr:`rerun` counts them)."""
+    """``work(job)`` in up to ``count`` forked processes, the lowest priority first and only a few jobs in
+    flight per worker; a job that raised there, or was left by a dead worker, runs here (``rerun``)."""
 
     def __init__(self, count: int, work: Callable[[Job], Result]) -> None:
         self.work = work
@@ -116,12 +86,10 @@ class WorkerPool(Generic[Job, Result]):
         self._done: deque[tuple[Job, Future[Result]]] = deque()  # finished, not yet given to the caller
 
     def submit(self, job: Job, priority: float = 0.0) -> None:
-        """Queue ``job``; lower ``priority`` values are handed out first (then in submission order)."""
         heapq.heappush(self._queue, (priority, next(self._sequence), job))
 
     def results(self) -> Iterator[tuple[Job, Result]]:
-        """``(job, result)`` for every submitted job (also those submitted while iterating), as they finish.
-        A caller may stop iterating and call again later: no job is lost."""
+        """``(job, result)`` of every job as it finishes (also those submitted meanwhile); resumable."""
         while True:
             if self._done:
                 job, future = self._done.popleft()
@@ -177,8 +145,7 @@ class WorkerPool(Generic[Job, Result]):
             return self.work(job)
 
     def close(self, abort: bool = False) -> None:
-        """Stop the workers: jobs not started are dropped, running ones are waited for; with ``abort``
-        (Ctrl-C, an error), or once a worker died, the workers are terminated at once instead."""
+        """Drop the jobs not started, wait for the running ones; with ``abort`` (or a dead worker), kill."""
         executor, self._executor = self._executor, None
         self._running.clear()
         if executor is None:
@@ -195,24 +162,18 @@ class WorkerPool(Generic[Job, Result]):
         self.close(abort=kind is not None)
 
 
-# ------------------------------------------------------------------------------ the folder scan's jobs
-
-# The main process lists the first FIRST_FOLDERS folders itself (a small tree never starts a worker); then
-# each job lists up to JOB_FOLDERS folders and reads the candidate files in them below INLINE_BYTES; bigger
-# files are jobs of their own, the biggest first. A cached scan hands its unread files to workers when
-# there are POOL_FILES of them.
+# The main process lists FIRST_FOLDERS folders itself (a small tree starts no worker); each job then lists
+# up to JOB_FOLDERS and reads the files below INLINE_BYTES there. A cached scan uses workers from POOL_FILES.
 FIRST_FOLDERS = 48
 JOB_FOLDERS = 64
 INLINE_BYTES = 4 << 20
 POOL_FILES = 24
-# A data section of SPLIT_BYTES or more that a worker's read must search for fatbins (cuFFT's 265 MiB .ldata,
-# the longest job of a CUDA environment's scan) is searched in pieces of about PIECE_BYTES, each a job of its
-# own, handed out before any file (ReadOptions.split_bytes / piece_bytes change both: tests).
+# A data section of SPLIT_BYTES or more to search for fatbins (cuFFT's 265 MiB .ldata, the longest job) is
+# searched in pieces of about PIECE_BYTES, each a job (ReadOptions.split_bytes / piece_bytes: tests).
 SPLIT_BYTES = 32 << 20
 PIECE_BYTES = 16 << 20
-# The order jobs are handed out in: the pieces of a section searched in pieces; the files of EARLY_BYTES or
-# more, the biggest first (their reads are the longest: started during the listing, they end with it); the
-# listing jobs, the shallowest first (a folder's depth times 4,096); every other file, the biggest first.
+# Job order: pieces; files of EARLY_BYTES or more, the biggest first (started during the listing, they end
+# with it); listings, the shallowest first (depth times 4,096); every other file, the biggest first.
 EARLY_BYTES = 32 << 20
 _PIECE_PRIORITY = -float(1 << 66)
 _EARLY_PRIORITY = -float(1 << 65)  # minus the file's size
@@ -223,24 +184,19 @@ Start = tuple[str, tuple[int, int]]  # a folder to list: its path and (st_dev, s
 
 @dataclass(frozen=True, slots=True)
 class ListFolders:
-    """List up to :data:`JOB_FOLDERS` folders depth first from ``starts`` (:func:`_explore`)."""
-
     starts: tuple[Start, ...]
     root_real: str
 
 
 @dataclass(frozen=True, slots=True)
 class ReadFile:
-    """Read one candidate file (:func:`binaries.scan_file`)."""
-
     path: str
     stat: os.stat_result
 
 
 @dataclass(frozen=True, slots=True)
 class SearchPiece:
-    """Search ``[start, stop)`` of the data section ``section`` (name, offset, size) of ``path`` for fatbins
-    (:func:`fatbin.scan_piece`, spending at most ``records``); piece ``index`` of the file's ``ticket``."""
+    """Piece ``index`` (bytes ``[start, stop)``, at most ``records``) of ``section`` (name, offset, size)."""
 
     ticket: int
     path: str
@@ -255,23 +211,20 @@ ScanJob = ListFolders | ReadFile | SearchPiece
 
 
 class _Explored(NamedTuple):
-    """What one listing job found: folders' facts (path, (st_dev, st_ino), facts), the folders it left for
-    other jobs, readings of the small candidate files, the big ones left to read, and the ``*.dist-info``
-    folders it read (path, what :func:`read_dist_info_ahead` returned)."""
+    """One listing job's folders (path, (st_dev, st_ino), facts), the folders left for other jobs, its
+    readings, the big files left to read, and the ``*.dist-info`` folders it read."""
 
     folders: list[tuple[str, tuple[int, int], FolderFacts]]
     left: list[Start]
     readings: list[tuple[str, BinaryReading]]
     big: list[tuple[str, os.stat_result]]
-    dists: list[tuple[str, tuple[Distribution | None, list[ReadProblem]]]]
+    dists: list[tuple[str, DistInfoReading]]
 
 
 def _explore(starts: list[Start], root_real: str, folders: int, deep: bool, inline: int = INLINE_BYTES,
              dists: bool = True) -> _Explored:
-    """List up to ``folders`` folders depth first from ``starts`` (skipping folders already seen here),
-    reading the candidate files below ``inline`` bytes on the way; the others are left in ``big``. With
-    ``dists``, a ``*.dist-info`` folder with a METADATA file is read too (its RECORD narrowed only by name: which of
-    its paths matter is known only once the whole tree is walked)."""
+    """Up to ``folders`` folders depth first from ``starts``, the files below ``inline`` bytes read; with
+    ``dists``, each ``*.dist-info`` too (RECORD narrowed by name only: the tree is not walked yet)."""
     out = _Explored([], [], [], [], [])
     stack = list(reversed(starts))
     seen = {key for _path, key in starts}
@@ -305,18 +258,12 @@ def _explore(starts: list[Start], root_real: str, folders: int, deep: bool, inli
     return out
 
 
-class _BigSections(NamedTuple):
-    """A worker's read of a file that has data sections to search of :data:`SPLIT_BYTES` or more (see
-    :class:`FileReads`): each as (name, offset, size)."""
-
+class _BigSections(NamedTuple):  # a read left unfinished: sections (name, offset, size) to search in pieces
     sections: tuple[tuple[str, int, int], ...]
 
 
 def run_job(deep: bool, split_at: int | None, job: ScanJob) -> object:
-    """One job of a folder scan, in a worker or here: a :class:`ReadFile` gives a :class:`BinaryReading`
-    (a :class:`_BigSections` when the file has sections of ``split_at`` bytes or more to search), a
-    :class:`SearchPiece` a :class:`fatbin.Piece` (None when the file cannot be read), a :class:`ListFolders`
-    an :class:`_Explored`."""
+    """A BinaryReading (or _BigSections), a fatbin.Piece (None: unreadable) or an _Explored, by job type."""
     if isinstance(job, ReadFile):
         search = DeepSearch(split_at=split_at)
         reading = scan_file(job.path, job.stat, deep, search)
@@ -334,33 +281,21 @@ def run_job(deep: bool, split_at: int | None, job: ScanJob) -> object:
     return _explore(list(job.starts), job.root_real, JOB_FOLDERS, deep)
 
 
-class FileReads:
-    """A folder scan's :class:`WorkerPool`, whose reads of big files may come back unfinished: the fatbin
-    search of a data section of ``split_at`` bytes or more (cuFFT's 265 MiB ``.ldata``: alone it would be
-    the last job to end) is cut into pieces of about ``piece_bytes``, handed out before any file, and the
-    file is read again here with the pieces' searches once they are all back (:func:`fatbin.search`)."""
+class FileReads(WorkerPool[ScanJob, object]):
+    """A WorkerPool whose reads of big files may come back unfinished: a big data section's search is cut into
+    pieces (alone it would be the last job to end), and the file is read again here once they are all back."""
 
     def __init__(self, workers: int, deep: bool, split: tuple[int, int],
                  work: Callable[[ScanJob], object] | None = None) -> None:
-        self.pool: WorkerPool[ScanJob, object] = WorkerPool(workers, work or partial(run_job, deep, split[0]))
+        super().__init__(workers, work or partial(run_job, deep, split[0]))
         self.deep = deep
         self.piece_bytes = split[1]
         self._tickets = itertools.count()
-        # by ticket, a file being searched in pieces: its read job, the pieces by section (None until back),
-        # how many are still out
+        # by ticket: the read job, the pieces by section (None until back), how many are still out
         self._waiting: dict[int, tuple[ReadFile, dict[tuple[str, int, int], list[fatbin.Piece | None]], list[int]]] = {}
 
-    @property
-    def rerun(self) -> int:
-        return self.pool.rerun
-
-    def submit(self, job: ScanJob, priority: float = 0.0) -> None:
-        """Queue ``job`` (see :meth:`WorkerPool.submit`)."""
-        self.pool.submit(job, priority)
-
     def results(self) -> Iterator[tuple[ScanJob, object]]:
-        """``(job, result)`` for every submitted job as it finishes, a read with its finished reading."""
-        for job, result in self.pool.results():
+        for job, result in super().results():
             if isinstance(job, ReadFile) and isinstance(result, _BigSections):
                 self._cut(job, result)
             elif isinstance(job, SearchPiece):
@@ -372,16 +307,14 @@ class FileReads:
                 yield job, result
 
     def _cut(self, job: ReadFile, big: _BigSections) -> None:
-        """Hand out the pieces of ``big``'s sections (:func:`_piece_jobs`)."""
         ticket = next(self._tickets)
         pieces: dict[tuple[str, int, int], list[fatbin.Piece | None]] = {}
         for piece in _piece_jobs(ticket, job.path, big.sections, self.piece_bytes):
             pieces.setdefault(piece.section, []).append(None)
-            self.pool.submit(piece, _PIECE_PRIORITY)
+            self.submit(piece, _PIECE_PRIORITY)
         self._waiting[ticket] = (job, pieces, [sum(len(v) for v in pieces.values())])
 
     def _piece_back(self, job: SearchPiece, piece: fatbin.Piece | None) -> tuple[ReadFile, BinaryReading] | None:
-        """Keep a piece's search; the finished reading once it was the file's last piece."""
         read_job, pieces, out = self._waiting[job.ticket]
         pieces[job.section][job.index] = piece
         out[0] -= 1
@@ -390,18 +323,11 @@ class FileReads:
         del self._waiting[job.ticket]
         return read_job, scan_file(job.path, read_job.stat, self.deep, DeepSearch(pieces=pieces))
 
-    def close(self, abort: bool = False) -> None:
-        """Stop the workers (:meth:`WorkerPool.close`)."""
-        self.pool.close(abort)
-
 
 def _piece_jobs(ticket: int, path: str, sections: tuple[tuple[str, int, int], ...], piece_bytes: int,
                 ) -> list[SearchPiece]:
-    """The piece jobs of ``sections`` (name, offset, size) of ``path``: 8-aligned cuts about ``piece_bytes``
-    apart from each section's 8-aligned start. Each piece may spend twice its share of the file's record
-    limit (:data:`fatbin.MAX_RECORDS`), so that all of them together do no more than twice the work a
-    plain search may do (cuFFT's pieces spend a tenth of their share); a piece that needs more fails, and
-    the section is searched whole."""
+    """8-aligned cuts about ``piece_bytes`` apart. Each piece may spend twice its share of the file's record
+    limit (all together: at most twice a plain search's work); one that needs more fails (searched whole)."""
     cuts: dict[tuple[str, int, int], list[int]] = {}
     for name, offset, size in sections:
         first, end = offset + (-offset) % 8, offset + size
@@ -415,22 +341,18 @@ def _piece_jobs(ticket: int, path: str, sections: tuple[tuple[str, int, int], ..
 
 
 def split_sizes(options: ReadOptions) -> tuple[int, int]:
-    """(``split_at``, ``piece_bytes``) for :class:`FileReads`: :data:`SPLIT_BYTES`, :data:`PIECE_BYTES`, or
-    positive whole numbers from ``options`` (``split_bytes``, ``piece_bytes``: tests use small ones)."""
-    sizes = []
-    for value, default in ((options.split_bytes, SPLIT_BYTES), (options.piece_bytes, PIECE_BYTES)):
-        sizes.append(value if type(value) is int and value > 0 else default)
-    return max(64, sizes[0]), max(8, sizes[1])
+    """(``split_at``, ``piece_bytes``): the defaults or positive whole numbers from ``options``."""
+    asked = ((options.split_bytes, SPLIT_BYTES), (options.piece_bytes, PIECE_BYTES))
+    split, piece = (value if type(value) is int and value > 0 else default for value, default in asked)
+    return max(64, split), max(8, piece)
 
 
 def read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistInfoReading] | None = None,
                 split: tuple[int, int] = (SPLIT_BYTES, PIECE_BYTES),
                 ) -> tuple[dict[str, FolderFacts], dict[str, BinaryReading], FileReads | None, set[str]]:
-    """List the tree under ``root`` and read its candidate files ahead of the walk, in worker processes
-    once the tree has more than :data:`FIRST_FOLDERS` folders: the folders' facts and the readings by
-    path, the pool (None: no worker was needed) and the files it is still reading. It returns once every
-    folder is listed, so that the walk runs while the workers read the big files; the walk still decides
-    which files count. ``dist_infos`` receives the ``*.dist-info`` folders the workers read."""
+    """List the tree and read its files ahead of the walk (which still decides what counts), in workers past
+    FIRST_FOLDERS folders: the facts and readings by path, the pool (None: none needed) and the files it
+    still reads. Returns once every folder is listed; ``dist_infos`` receives what the workers read."""
     listed: dict[str, FolderFacts] = {}
     read: dict[str, BinaryReading] = {}
     try:
@@ -465,11 +387,8 @@ def read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistIn
     reading: set[str] = set()
     try:
         def list_folders(starts: list[Start]) -> int:
-            # A few folders per job while there are many (a site-packages root has hundreds). Listing goes
-            # before every file under EARLY_BYTES, the shallowest folders first (a library folder such as
-            # nvidia/cu13/lib is then found before the hundreds of folders deep in torch/'s headers); the
-            # files of EARLY_BYTES or more (cuFFT's read and its pieces, cuBLASLt: the longest jobs) are
-            # read as they are found, while the listing goes on.
+            # A few folders per job while there are many; the shallowest first (nvidia/cu13/lib is found
+            # before the hundreds of folders deep in torch/'s headers).
             per_job = max(1, len(starts) // (workers * 4))
             for i in range(0, len(starts), per_job):
                 depth = starts[i][0].count(os.sep)
@@ -506,8 +425,8 @@ def read_ahead(root: str, deep: bool, workers: int, dist_infos: dict[str, DistIn
 
 def read_todo(todo: list[tuple[int, str, os.stat_result]], deep: bool, pool: FileReads | None,
                reading: set[str] | None = None) -> Iterator[tuple[int, BinaryReading]]:
-    """Read the files of ``todo`` (index, path, stat): in ``pool``'s workers, the biggest first, else here.
-    ``reading``: files the pool is reading already (they are not handed out twice)."""
+    """``todo`` (index, path, stat) read in ``pool``'s workers, the biggest first, or here; ``reading``:
+    already being read."""
     if pool is None:
         for at, path, st in todo:
             yield at, scan_file(path, st, deep)

@@ -18,13 +18,10 @@ def inside(real: str, root_real: str) -> bool:
     return real == root_real or real.startswith(root_real if root_real.endswith(os.sep) else root_real + os.sep)
 
 
-# What a folder scan opens (docs/inventory.md): files whose name says shared library, archive, object or
-# cubin, and files with an executable bit. Everything else (Python sources, data, headers: 95% of a torch
-# environment) is never opened; an ELF file with none of these names and no executable bit cannot be
-# loaded by the dynamic linker or run, so it changes nothing on the target machine.
+# What a folder scan opens: files named like a library, archive, object or cubin, and files with an executable
+# bit (an ELF file with neither cannot be loaded or run). 95% of a torch environment is never opened.
 BINARY_SUFFIXES = (".so", ".a", ".o", ".cubin")
-# Names that are source or text whatever their mode (an executable .py is a script): their mode is not
-# even looked at, which saves one stat per file on the 20,000 Python files of a torch environment.
+# Names that are source or text whatever their mode: not even stat'ed (20,000 Python files in a torch env).
 TEXT_SUFFIXES = (".py", ".pyc", ".pyi", ".pyx", ".pxd", ".h", ".hpp", ".hxx", ".cuh", ".inc", ".c", ".cc", ".cpp",
                  ".cu", ".txt", ".md", ".rst", ".json", ".toml", ".yaml", ".yml", ".cfg", ".ini", ".pth", ".typed",
                  ".html", ".js", ".css", ".csv", ".pem", ".sh")
@@ -32,17 +29,14 @@ WALK_PREFIX = "\0walk:"  # walk-cache keys (folders) next to the per-file entrie
 
 
 def may_be_binary(name: str, mode: int | None = None) -> bool:
-    """Whether a folder scan opens a file of this name (and mode, when the name does not decide)."""
     if name.endswith(BINARY_SUFFIXES) or ".so." in name:
         return True
     return mode is not None and bool(mode & 0o111)
 
 
 def list_folder(folder: str, root_real: str, problems: list[ReadProblem]) -> dict[str, list[str]] | None:
-    """One folder's entries that matter to the scan, by name: ``d`` subfolders, ``f`` files to read
-    (candidates and ``*.dist-info/METADATA``), ``l`` the same reached through links inside the root,
-    ``x`` links that lead outside the root. None when the folder cannot be listed (a problem is added).
-    Each list is in name order, whatever the order the filesystem lists them in."""
+    """A folder's entries in name order: ``d`` subfolders, ``f`` files to read (and ``*.dist-info/METADATA``),
+    ``l`` such files through links inside the root, ``x`` links out of it. None: unlistable (a problem)."""
     dist_info = folder.endswith(".dist-info")
     d: list[str] = []
     f: list[str] = []
@@ -88,21 +82,20 @@ def list_folder(folder: str, root_real: str, problems: list[ReadProblem]) -> dic
     return {"d": d, "f": f, "l": linked, "x": x}
 
 
-# What the walk needs from the filesystem about one folder, as plain tuples (worker processes send one per
-# folder: 7,800 on a CUDA torch environment, and tuples are the cheapest to unpickle): the problems met
-# listing it, then by :func:`_list_folder`'s kinds the ``x`` names (None when the folder cannot be listed),
-# the ``f`` names and their stats (not following links; a string says why not), the ``l`` names, the ``d``
-# names and their (st_dev, st_ino) when they are folders (None: not a folder, or no stat).
+# One folder as the walk needs it, in tuples (workers send 7,800 of them; the cheapest to unpickle): the
+# problems, by list_folder's kinds the ``x`` names (None: unlistable), the ``f`` names and their stats (a
+# string: why none), the ``l`` names, the ``d`` names and their (st_dev, st_ino) (None: no folder, no stat).
 FolderFacts = tuple[
     tuple[ReadProblem, ...], "tuple[str, ...] | None", tuple[str, ...], "tuple[os.stat_result | str, ...]",
     tuple[str, ...], tuple[str, ...], "tuple[tuple[int, int] | None, ...]",
 ]
 
 
-def folder_facts(folder: str, root_real: str) -> FolderFacts:
-    """List one folder and stat what :func:`_walk` stats in it (the same calls, made ahead of the walk)."""
+def folder_facts(folder: str, root_real: str, listing: dict[str, list[str]] | None = None,
+                 dir_stats: dict[str, os.stat_result] | None = None) -> FolderFacts:
+    """``listing`` (else a fresh one) with the stats the walk needs; ``dir_stats`` gets the subfolders'."""
     problems: list[ReadProblem] = []
-    listing = list_folder(folder, root_real, problems)
+    listing = listing or list_folder(folder, root_real, problems)
     if listing is None:
         return tuple(problems), None, (), (), (), (), ()
     prefix = folder if folder.endswith(os.sep) else folder + os.sep
@@ -120,13 +113,14 @@ def folder_facts(folder: str, root_real: str) -> FolderFacts:
             dirs.append(None)
             continue
         dirs.append((sst.st_dev, sst.st_ino) if stat.S_ISDIR(sst.st_mode) else None)
+        if dir_stats is not None and stat.S_ISDIR(sst.st_mode):
+            dir_stats[prefix + name] = sst
     return (tuple(problems), tuple(listing["x"]), tuple(listing["f"]), tuple(files), tuple(listing["l"]),
             tuple(listing["d"]), tuple(dirs))
 
 
 def takes(name: str, st: os.stat_result, seen_files: set[tuple[int, int]]) -> bool:
-    """Whether the walk yields a listed file: a regular file not yielded before (by another path), that is a
-    candidate by name or mode, or a METADATA file (listed only in ``*.dist-info``); marks it seen."""
+    """A regular file not yielded before, a candidate by name or mode or a METADATA file; marks it seen."""
     key = (st.st_dev, st.st_ino)
     if not stat.S_ISREG(st.st_mode) or key in seen_files or not (name == "METADATA" or may_be_binary(name, st.st_mode)):
         return False
@@ -134,90 +128,47 @@ def takes(name: str, st: os.stat_result, seen_files: set[tuple[int, int]]) -> bo
     return True
 
 
+def _list_here(folder: str, fst: os.stat_result, root_real: str, cache: ScanCache | None,
+               folders: list[tuple[str, os.stat_result]] | None, dir_stats: dict[str, os.stat_result],
+               ) -> FolderFacts:
+    """One folder listed in this process: recorded in ``folders``, its listing cached by its stat."""
+    if folders is not None:
+        folders.append((folder, fst))
+    key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev, fst.st_ctime_ns)  # ctime: a chmod (made unreadable) too
+    listing = cache.get(WALK_PREFIX + folder, key, walk_listing) if cache is not None else None
+    facts = folder_facts(folder, root_real, listing, dir_stats)
+    if not listing and cache is not None and facts[1] is not None:
+        cache.put(WALK_PREFIX + folder, key, {"d": list(facts[5]), "f": list(facts[2]), "l": list(facts[4]),
+                                              "x": list(facts[1])})
+    return facts
+
+
 def walk(root: Path | str, problems: list[ReadProblem], outside: list[str],
           cache: ScanCache | None = None, folders: list[tuple[str, os.stat_result]] | None = None,
           listed: Mapping[str, FolderFacts] | None = None,
           ) -> Iterator[tuple[str, os.stat_result]]:
-    """The files a folder scan reads under ``root`` (:func:`may_be_binary`, and ``*.dist-info/METADATA``),
-    with their stat, each real file once.
-
-    Links are followed only while they stay inside ``root`` (those that leave go to ``outside``), so a link
-    to ``/`` cannot make the scan walk the whole machine; devices, FIFOs and sockets are never opened.
-    ``cache``: a folder whose mtime and inode did not change is not listed again. ``folders`` receives
-    every folder listed, with its stat taken before the listing (what a FolderSnapshot compares).
-    ``listed``: the folders worker processes listed (:func:`folder_facts`), replayed in the same order.
-    """
+    """The files a folder scan reads under ``root``, with their stat, each real file once. Links are followed
+    only inside ``root`` (the others go to ``outside``); devices, FIFOs and sockets are never opened.
+    ``folders`` receives each folder with its stat before listing; ``listed``: the workers' listings (most
+    folders hold only Python files and subfolders, so empty parts are skipped first)."""
     root = str(root)
-    seen_dirs: set[tuple[int, int]] = set()
-    seen_files: set[tuple[int, int]] = set()
-    linked: list[str] = []
     try:
         st = os.stat(root)
     except OSError as exc:
         raise InputError(f"cannot read folder {root}: {exc.strerror or exc}", path=root) from exc
     root_real = os.path.realpath(root)
-    seen_dirs.add((st.st_dev, st.st_ino))
-    if listed is not None:
-        yield from replay(root, root_real, listed, problems, outside, seen_dirs, seen_files, linked)
-    stack: list[tuple[str, os.stat_result]] = [] if listed is not None else [(root, st)]
-    while stack:
-        folder, fst = stack.pop()
-        prefix = folder if folder.endswith(os.sep) else folder + os.sep
-        if folders is not None:
-            folders.append((folder, fst))
-        key = (fst.st_mtime_ns, fst.st_ino, fst.st_dev, fst.st_ctime_ns)  # ctime: a chmod (made unreadable) too
-        listing = cache.get(WALK_PREFIX + folder, key, walk_listing) if cache is not None else None
-        if not listing:
-            listing = list_folder(folder, root_real, problems)
-            if listing is None:
-                continue
-            if cache is not None:
-                cache.put(WALK_PREFIX + folder, key, listing)
-        outside.extend(prefix + name for name in listing["x"])
-        for name in listing["f"]:
-            path = prefix + name
-            try:
-                est = os.stat(path, follow_symlinks=False)
-            except OSError as exc:
-                problems.append(ReadProblem(f"{path}: cannot stat: {exc.strerror or exc}", Location(path)))
-                continue
-            if takes(name, est, seen_files):  # the mode again: a cached listing may name a file that lost its x bit
-                yield path, est
-        linked.extend(prefix + name for name in listing["l"])
-        subdirs: list[tuple[str, os.stat_result]] = []
-        for name in listing["d"]:
-            path = prefix + name
-            try:
-                sst = os.stat(path)
-            except OSError:
-                continue
-            dkey = (sst.st_dev, sst.st_ino)
-            if stat.S_ISDIR(sst.st_mode) and dkey not in seen_dirs:
-                seen_dirs.add(dkey)
-                subdirs.append((path, sst))
-        stack.extend(reversed(subdirs))
-    for path in linked:  # after the real files: a file is reported by its own path
-        try:
-            est = os.stat(path)
-        except OSError:
-            continue
-        fkey = (est.st_dev, est.st_ino)
-        if stat.S_ISREG(est.st_mode) and fkey not in seen_files and may_be_binary(os.path.basename(path), est.st_mode):
-            seen_files.add(fkey)
-            yield path, est
-
-
-def replay(root: str, root_real: str, listed: Mapping[str, FolderFacts], problems: list[ReadProblem],
-            outside: list[str], seen_dirs: set[tuple[int, int]], seen_files: set[tuple[int, int]], linked: list[str],
-            ) -> Iterator[tuple[str, os.stat_result]]:
-    """:func:`_walk`'s steps over what worker processes listed and stat'ed (the folders ``listed`` lacks are
-    read here): the same files in the same order, the same problems, outside links and linked files. Most
-    folders of an environment hold only Python files and subfolders, so empty parts are skipped first
-    (7,800 folders on the H200 machine's torch venv)."""
+    seen_dirs = {(st.st_dev, st.st_ino)}
+    seen_files: set[tuple[int, int]] = set()
+    linked: list[str] = []
+    dir_stats = {root: st}
     stack = [root]
     while stack:
         folder = stack.pop()
-        probs, x_names, f_names, f_stats, l_names, d_names, d_keys = listed.get(folder) or folder_facts(folder, root_real)
+        if listed is not None:  # the workers' listing; a folder they lack is read here
+            facts = listed.get(folder) or folder_facts(folder, root_real)
+        else:
+            facts = _list_here(folder, dir_stats.pop(folder), root_real, cache, folders, dir_stats)
+        probs, x_names, f_names, f_stats, l_names, d_names, d_keys = facts
         if probs:
             problems.extend(probs)
         if x_names is None:
@@ -230,7 +181,7 @@ def replay(root: str, root_real: str, listed: Mapping[str, FolderFacts], problem
                 path = prefix + name
                 if isinstance(got, str):
                     problems.append(ReadProblem(f"{path}: cannot stat: {got}", Location(path)))
-                elif takes(name, got, seen_files):
+                elif takes(name, got, seen_files):  # the mode again: a cached listing may be stale
                     yield path, got
         if l_names:
             linked.extend(prefix + name for name in l_names)
@@ -240,8 +191,16 @@ def replay(root: str, root_real: str, listed: Mapping[str, FolderFacts], problem
                 if dkey is not None and dkey not in seen_dirs:
                     seen_dirs.add(dkey)
                     found.append(prefix + name)
-            found.reverse()
-            stack += found
+            stack += reversed(found)
+    for path in linked:  # after the real files: a file is reported by its own path
+        try:
+            est = os.stat(path)
+        except OSError:
+            continue
+        fkey = (est.st_dev, est.st_ino)
+        if stat.S_ISREG(est.st_mode) and fkey not in seen_files and may_be_binary(os.path.basename(path), est.st_mode):
+            seen_files.add(fkey)
+            yield path, est
 
 
 def outside_note(root: Path | str, outside: list[str]) -> ReadProblem:
@@ -254,12 +213,8 @@ def outside_note(root: Path | str, outside: list[str]) -> ReadProblem:
         Location(str(root)), note=True,
     )
 
-
-
-
 def walk_listing(value: object) -> dict[str, list[str]]:
-    """A folder's listing as the walk cache stored it (:func:`_list_folder`); TypeError for anything else,
-    such as a name with a path separator (it would lead out of the folder)."""
+    """A cached listing; TypeError for anything else, such as a name with a path separator."""
     if type(value) is not dict or value.keys() != {"d", "f", "l", "x"}:
         raise TypeError("listing")
     for names in value.values():

@@ -1,10 +1,5 @@
-"""KIND ``wheel``: a ``.whl`` file's tags and metadata, and every ELF file inside it.
-
-The wheel is never extracted: the WHEEL and METADATA files are read from the zip, and each member that
-starts with the ELF (or ``ar``) magic is streamed through :mod:`envcheck.inspect.wheelzip`, several at
-once on several cores. The result is one :class:`Wheel`, one declared :class:`Package` (the wheel's own
-name, version and Requires-Dist) and the binaries, each located as ``wheel!member``.
-"""
+"""KIND ``wheel``: a ``.whl`` file's tags, metadata (one declared Package) and every ELF file inside it,
+read from the zip without extracting it (members that start like ELF or ``ar`` streamed, several at once)."""
 
 from __future__ import annotations
 
@@ -30,7 +25,6 @@ from envcheck.inspect.elf import (
     parse_header,
     read_sections,
 )
-from envcheck.inspect.fatbin import Container
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.limits import DEFAULT_MAX_EXPANSION, EXPANSION_FLOOR, expansion_limit
 from envcheck.model import Inventory, Location, Package, ReadProblem, Role, Wheel
@@ -51,7 +45,6 @@ MAX_META = 16 << 20  # METADATA / WHEEL / RECORD bigger than this are refused
 
 
 def _file_type(mode: int) -> str:
-    """What a non-regular file is, in words."""
     for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
                        (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
         if test(mode):
@@ -60,7 +53,6 @@ def _file_type(mode: int) -> str:
 
 
 def sniff(path: Path, head: bytes) -> bool:
-    """A zip file whose name ends in ``.whl``."""
     return path.name.endswith(".whl") and head.startswith(b"PK")
 
 
@@ -73,7 +65,6 @@ def _read_text(zf: zipfile.ZipFile, path: str, name: str) -> str:
 
 
 def _peek(path: str, info: zipfile.ZipInfo) -> bytes:
-    """The first bytes of a member (inflating as little as possible)."""
     out = b""
     for piece in wheelzip.iter_member(path, info, stop_at=8, chunk=16 << 10):
         out += piece
@@ -83,10 +74,7 @@ def _peek(path: str, info: zipfile.ZipInfo) -> bytes:
 
 
 def read_member(path: str, info: zipfile.ZipInfo, *, deep_fatbin: bool = False, known_binary: bool = False) -> BinaryReading:
-    """Read one member of a zip as a binary (None when it is not ELF/ar); problems come back as data.
-
-    ``known_binary``: the caller already peeked at the member's magic (see :func:`peek_member`).
-    """
+    """One member as a binary (None: not ELF/ar), problems as data; ``known_binary``: magic checked."""
     location = Location(path, member=info.filename)
     try:
         if not known_binary and (info.file_size < 8 or not is_binary_head(_peek(path, info))):
@@ -103,7 +91,6 @@ _READ_ERRORS = (MalformedBinary, OSError, ValueError, IndexError, OverflowError,
 
 
 def _unreadable(path: str, member: str | None, exc: BaseException) -> BinaryReading:
-    """A member that could not be read, as a problem naming it (and the offset of a bad header)."""
     location = Location(path, member=member)
     if isinstance(exc, MalformedBinary):
         return BinaryReading(None, [ReadProblem(f"{location}: {exc.message}", Location(path, offset=exc.offset, member=member))])
@@ -112,7 +99,7 @@ def _unreadable(path: str, member: str | None, exc: BaseException) -> BinaryRead
 
 
 def peek_member(path: str, info: zipfile.ZipInfo) -> BinaryReading | bool:
-    """Whether a member starts like an ELF file or ``ar`` archive (a problem reading when it cannot be read)."""
+    """Whether a member starts like ELF or ``ar`` (a reading with the problem when it cannot be read)."""
     try:
         return info.file_size >= 8 and is_binary_head(_peek(path, info))
     except _READ_ERRORS as exc:
@@ -123,12 +110,11 @@ Pieces = Callable[[int | None], Iterator[bytes]]  # the member's bytes in order,
 
 
 def _read_streamed(path: str, info: zipfile.ZipInfo, deep: bool, location: Location) -> BinaryReading:
-    """A big member: one forward pass (plus a short second one if a string table came too late)."""
     return _stream_pieces(lambda stop: wheelzip.iter_member(path, info, stop_at=stop), info, deep, location)
 
 
 def read_streamed_bytes(data: bytes, name: str, deep: bool = False, chunk: int = 4096) -> BinaryReading:
-    """Read ``data`` through the forward-only stream reader, as a big wheel member would be (tests, fuzzing)."""
+    """``data`` through the stream reader, as a big wheel member would be (tests, fuzzing)."""
     info = zipfile.ZipInfo(name)
     info.file_size = len(data)
     try:
@@ -163,12 +149,8 @@ def _stream_pieces(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, location: 
 def _finish_elf(
     streamed: wheelzip.StreamedElf, pieces: Pieces, name: str, deep: bool, location: Location, inflated: int
 ) -> BinaryReading:
-    """Read an ELF file from what one pass captured; ask for more passes when headers were elsewhere.
-
-    The one-pass reading is kept only when it must equal the file reader's (every header found, the
-    standard fatbin sections tiled by the scanned containers); otherwise the member is spilled to a
-    temporary file and read as an installed file is: a valid file never ends in an ERROR because it was streamed.
-    """
+    """An ELF file from what one pass captured (more passes for headers met late), kept only when it must
+    equal the file reader's; otherwise the member is spilled to a temporary file and read as a file."""
     containers = streamed.scanner.finish()
     for _attempt in range(MAX_PASSES):
         try:
@@ -190,10 +172,9 @@ def _finish_elf(
     return _spill(pieces, name, streamed.size, deep, location)
 
 
-def _scan_matches_sections(containers: list[Container], broken: list[tuple[int, str]], sections: list[Section]) -> bool:
-    """Whether the stream scanner's containers are exactly what walking the standard fatbin sections finds:
-    they follow each other from each section's start (zero padding of up to 4 KiB allowed between), fill
-    it to its end, and no candidate that failed to validate lies inside one of these sections."""
+def _scan_matches_sections(containers: list[fatbin.Container], broken: list[tuple[int, str]],
+                           sections: list[Section]) -> bool:
+    """Whether the scanned containers tile each standard fatbin section (gaps < 4 KiB), none broken inside."""
     for s in sections:
         if s.name not in fatbin.STANDARD_SECTIONS or not s.has_bytes:
             continue
@@ -212,8 +193,7 @@ def _scan_matches_sections(containers: list[Container], broken: list[tuple[int, 
 
 
 def _spill(pieces: Pieces, name: str, size: int, deep: bool, location: Location) -> BinaryReading:
-    """Inflate the member once more into a temporary file and read it as a file on disk (bounded by the
-    member's declared size, already checked against the expansion limit)."""
+    """The member inflated again into a temporary file (bounded by its checked declared size) and read."""
     with tempfile.TemporaryFile(prefix="envcheck-member-") as fh:
         written = 0
         for piece in pieces(None):
@@ -227,7 +207,6 @@ def _spill(pieces: Pieces, name: str, size: int, deep: bool, location: Location)
 
 
 def _slice(pieces: Pieces, start: int, length: int) -> Pieces:
-    """The bytes ``[start, start + length)`` of a stream, as a stream of their own (an archive member)."""
 
     def member(stop: int | None) -> Iterator[bytes]:
         end = start + (length if stop is None else min(stop, length))
@@ -244,8 +223,7 @@ def _slice(pieces: Pieces, start: int, length: int) -> Pieces:
 
 
 def _read_streamed_archive(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, location: Location) -> BinaryReading:
-    """A big ``ar`` archive (a static library): members walked in one pass, each ELF member streamed; a
-    member whose headers the pass missed is read again from its own bytes (see :func:`_finish_elf`)."""
+    """A big ``ar`` archive: members walked in one pass, each ELF member streamed (:func:`_finish_elf`)."""
     stream = wheelzip.ArStream()
     parts = []
     problems: list[ReadProblem] = []
@@ -272,7 +250,6 @@ def _read_streamed_archive(pieces: Pieces, info: zipfile.ZipInfo, deep: bool, lo
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
-    """The wheel's tags, metadata (as a declared package) and binaries."""
     spath = str(path)
     try:
         st = os.stat(spath)
@@ -333,12 +310,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
 
 
 def _read_members(path: str, st: os.stat_result, infos: list[zipfile.ZipInfo], options: ReadOptions) -> list[BinaryReading]:
-    """Every member read as a binary, biggest first over a thread pool; cached by wheel identity.
-
-    Before anything is inflated past its first bytes, the binary members' declared sizes (binding: a member
-    that inflates past its size is refused) are held to ``--max-expansion``, each against its compressed
-    size and all together against the wheel's; a member over either limit is one problem, the rest are read.
-    """
+    """Every member as a binary, biggest first over a thread pool; cached by wheel identity. Declared sizes
+    (binding) are held to ``--max-expansion`` first, each and all together; one over is a problem."""
     ratio = DEFAULT_MAX_EXPANSION if options.max_expansion is None else float(options.max_expansion)
     cache = ScanCache(f"wheel:{os.path.abspath(path)}:deep={options.deep_fatbin}:x={ratio:g}") if options.use_cache else None
     wheel_key = (st.st_size, st.st_mtime_ns, st.st_ino)
