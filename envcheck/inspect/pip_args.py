@@ -1,14 +1,10 @@
-"""Package-installer command lines and requirement strings, read the way pip, uv and conda read them.
-
-Used by the requirements source (for option lines such as ``--index-url`` and ``-r``) and by the
-Dockerfile source (for every ``pip install`` in a RUN line), so both produce the same facts.
-"""
+"""Installer command lines and requirement strings, read the way pip, uv and conda read them (shared by the
+requirements and Dockerfile sources, so both produce the same facts)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -38,8 +34,6 @@ _CONDA_TO_PYPI = {"pytorch": "torch", "pytorch-gpu": "torch", "pytorch-cuda": "p
 
 @dataclass
 class InstallParse:
-    """What one installer command line installs and from where."""
-
     command: InstallCommand
     packages: list[Package] = field(default_factory=list)
     indexes: list[PackageIndex] = field(default_factory=list)
@@ -86,11 +80,8 @@ def installer_of(argv: list[str]) -> tuple[str, int] | None:
     return None
 
 
-def parse_install_command(argv: list[str], location: Location | None, base_dir: Path | None = None) -> InstallParse | None:
-    """Parse one shell-split installer command; None when ``argv`` installs nothing.
-
-    ``base_dir`` resolves ``-r`` paths for callers that can read them (the requirements source).
-    """
+def parse_install_command(argv: list[str], location: Location | None) -> InstallParse | None:
+    """Parse one shell-split installer command; None when ``argv`` installs nothing."""
     found = installer_of(argv)
     if found is None:
         return None
@@ -130,9 +121,8 @@ def parse_install_command(argv: list[str], location: Location | None, base_dir: 
             result.packages.append(pkg)
             names.append(pkg.name)
         i += 1
-    no_deps = "--no-deps" in options
-    if no_deps:
-        result.packages = [_with(p, no_deps=True) for p in result.packages]
+    if "--no-deps" in options:
+        result.packages = [replace(p, no_deps=True) for p in result.packages]
     result.command = InstallCommand(tool=tool, packages=tuple(names), options=tuple(options), text=" ".join(argv), location=location)
     return result
 
@@ -147,7 +137,7 @@ def _apply_value_option(opt: str, value: str, result: InstallParse, location: Lo
     elif opt in ("-e", "--editable"):
         pkg = parse_requirement_text(value, location, role=Role.REQUIREMENT)
         if isinstance(pkg, Package):
-            pkg = _with(pkg, editable=True)
+            pkg = replace(pkg, editable=True)
             result.packages.append(pkg)
             names.append(pkg.name)
     elif opt == "--torch-backend" and tool == "uv":
@@ -201,17 +191,13 @@ _REPO_TO_PACKAGE = {"flash-attention": "flash-attn"}
 
 
 def parse_requirement_text(text: str, location: Location | None, role: Role = Role.REQUIREMENT, installed: bool = False) -> Package | ReadProblem | None:
-    """One requirement as pip reads it: PEP 508, ``name @ url``, a wheel path/URL, a VCS URL, or a path.
-
-    Returns None for things that name no distribution we can tell (``.``, a bare local folder).
-    """
+    """One requirement as pip reads it (PEP 508, ``name @ url``, a wheel, a VCS URL); None for a path."""
     text = text.strip()
     if not text:
         return None
     if (problem := long_number(text)) is not None:
         return ReadProblem(f"invalid requirement {shown(text)}: {problem}", location)
-    # pip allows per-requirement options after the requirement: `pkg==1 --hash=sha256:...`
-    # (?<!\s): tried only where a run of whitespace starts, so a 100 KB run of spaces is scanned once, not per offset
+    # `pkg==1 --hash=sha256:...`; (?<!\s): a 100 KB run of spaces is scanned once, not once per offset
     text = _PER_REQUIREMENT_OPTION.split(text)[0].strip()
     wheel = parse_wheel_name(text.split(";", 1)[0].strip()) if ".whl" in text else None
     if wheel is not None and " @ " not in text:
@@ -245,17 +231,9 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
     url = req.url
     if url and (w := parse_wheel_name(url)) is not None:
         version = version or w.version
-    return Package(
-        name=canonical(req.name),
-        version=version,
-        specifier=str(req.specifier),
-        extras=tuple(sorted(req.extras)),
-        marker=str(req.marker) if req.marker else None,
-        url=url,
-        installed=installed,
-        role=role,
-        location=location,
-    )
+    return Package(name=canonical(req.name), version=version, specifier=str(req.specifier),
+                   extras=tuple(sorted(req.extras)), marker=str(req.marker) if req.marker else None, url=url,
+                   installed=installed, role=role, location=location)
 
 
 # No version pip can install has a number this long; Python refuses to convert one past 4300 digits.
@@ -272,8 +250,7 @@ def long_number(text: str) -> str | None:
 
 
 def shown(text: str, limit: int = 120) -> str:
-    """``text`` quoted for a message, cut to ``limit`` characters (a 1 MB line must not become a 1 MB message),
-    with credentials masked (envcheck.redaction)."""
+    """``text`` quoted for a message, cut to ``limit`` characters, credentials masked."""
     from envcheck.redaction import redact
 
     if len(text) <= limit:
@@ -282,9 +259,8 @@ def shown(text: str, limit: int = 120) -> str:
 
 
 def _excerpt_to_error(text: str, error: str, limit: int = 40) -> str:
-    """The start of an invalid requirement up to the character packaging stopped at (its caret line), at most
-    ``limit`` characters: enough to find the line, never a whole line of a file that is not a requirements
-    file at all (``-r /etc/shadow`` must not print the file)."""
+    """An invalid requirement up to where packaging stopped (its caret), at most ``limit`` characters: enough
+    to find the line, never a whole line of a file that is not a requirements file (``-r /etc/shadow``)."""
     lines = error.splitlines()
     stop = limit
     if len(lines) >= 3 and lines[-1].strip().endswith("^"):
@@ -292,12 +268,6 @@ def _excerpt_to_error(text: str, error: str, limit: int = 40) -> str:
     if len(text) <= stop:
         return shown(text)
     return f"{shown(text[:stop])}... ({len(text)} characters)"
-
-
-def _with(pkg: Package, **changes: object) -> Package:
-    from dataclasses import replace
-
-    return replace(pkg, **changes)  # type: ignore[arg-type]
 
 
 # pip and uv settings that name package indexes, as environment variables (ENV/ARG in a Dockerfile)
@@ -310,14 +280,13 @@ NAMED_INDEX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*=(?=[A-Za-z][A-Za-z0-9+.\
 
 
 def variable_indexes(name: str, value: str, location: Location | None) -> list[PackageIndex]:
-    """The indexes an environment variable sets for pip/uv (none for a variable that is not theirs)."""
     option = INDEX_VARIABLES.get(name)
     return [] if option is None else [PackageIndex(url, option, location) for url in index_entries(name, value)]
 
 
 def index_entries(name: str, value: str) -> list[str]:
-    """The index URLs a pip/uv variable holds: space-separated, ``UV_INDEX``'s ``name=url`` form without the
-    name, and ``UV_TORCH_BACKEND=cu126`` as uv's torch-backend index (read like ``--torch-backend``)."""
+    """The index URLs a pip/uv variable holds (``UV_INDEX``'s ``name=url`` without the name;
+    ``UV_TORCH_BACKEND`` read like ``--torch-backend``)."""
     if name == "UV_TORCH_BACKEND":
         return [f"uv-torch-backend:{value.strip()}"] if value.strip() else []
     return [NAMED_INDEX.sub("", entry) for entry in value.split()]
