@@ -11,7 +11,7 @@ import fnmatch
 import re
 from collections import ChainMap
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from envcheck.inspect.shell_words import _tokens, _Word
 
@@ -165,16 +165,8 @@ class _Parser:
     """Recursive descent over the items of one script, evaluating conditions as it goes."""
     def __init__(self, text: str, items: list[_Item], env: dict[str, str], base: int, commands: list[SimpleCommand],
                  depth: int, budget: list[int], arch: str) -> None:
-        self.text = text
-        self.arch = arch
-        self.items = items
-        self.pos = 0
-        self.env = _ScriptEnv(env)
-        self.base = base
-        self.commands = commands
-        self.depth = depth
-        self.budget = budget
-        self.nesting = depth * 4
+        self.text, self.items, self.base, self.commands, self.budget = text, items, base, commands, budget
+        self.depth, self.arch, self.nesting, self.pos, self.env = depth, arch, depth * 4, 0, _ScriptEnv(env)
 
     def peek(self) -> _Item | None:
         return self.items[self.pos] if self.pos < len(self.items) else None
@@ -187,8 +179,8 @@ class _Parser:
         self.pos += 1
         return self.items[self.pos - 1]
 
-    def accept(self, kind: str, value: str) -> None:
-        if self.at(kind, value):
+    def accept(self, kind: str, *values: str) -> None:
+        if self.at(kind, *values):
             self.pos += 1
 
     def skip(self, *ops: str) -> None:
@@ -278,8 +270,7 @@ class _Parser:
     def parse_compound(self, ctx: Branch | None, word: str) -> _Status:
         self.pos += 1
         if word == "function":
-            if self.at("cmd"):
-                self.pos += 1
+            self.accept("cmd")
             if self.at("op", "(") and self.pos + 1 < len(self.items) and self.items[self.pos + 1].value == ")":
                 self.pos += 2
             self.skip_separators()
@@ -328,17 +319,15 @@ class _Parser:
         if head.end <= head.start:
             return None
         words = [w for w in _tokens(self.text[head.start : head.end], self.env.values, 0, arch=self.arch) if not w.operator]
-        if len(words) != 1 or words[0].unknown:
-            return None
-        return words[0].value
+        return words[0].value if len(words) == 1 and not words[0].unknown else None
 
     def parse_if(self, ctx: Branch | None) -> _Status:
         rest = ctx
         while True:  # if, then each elif
             cond = self.parse_list(rest, ("then",))
             self.accept("kw", "then")
-            self.parse_list(_derive(rest, cond, "&&", "if"), ("elif", "else", "fi"))
-            rest = _derive(rest, cond, "||", "if")
+            self.parse_list(_derive(rest, cond, "&&"), ("elif", "else", "fi"))
+            rest = _derive(rest, cond, "||")
             if not self.at("kw", "elif"):
                 break
             self.pos += 1
@@ -360,10 +349,8 @@ class _Parser:
             value, probe = _evaluate_test(words)
             probe = probe or any(re.search(rf"\$\{{?{re.escape(name)}\b", segment) for name in self.env.probes)
             status = _Status({True: "T", False: "F", None: "U"}[value], written, probe)
-        elif head in ("true", ":"):
-            status = _Status("T", written)
-        elif head == "false":
-            status = _Status("F", written)
+        elif head in ("true", ":", "false"):
+            status = _Status("F" if head == "false" else "T", written)
         else:
             probe = head.rsplit("/", 1)[-1] in ("ls", "test", "command", "which", "find", "grep", "compgen", "stat")
             status = _Status("AS", written, probe)
@@ -383,17 +370,14 @@ def _shorten(text: str, limit: int = 80) -> str:
 
 def _within(outer: Branch | None, inner: Branch) -> Branch:
     """The branch of a command under ``inner`` inside ``outer``: a fallback anywhere makes it a fallback."""
-    if outer is None:
-        return inner
-    return Branch(inner.condition, inner.negated, inner.fallback or outer.fallback)
+    return inner if outer is None else replace(inner, fallback=inner.fallback or outer.fallback)
 
 
-def _derive(ctx: Branch | None, status: _Status, op: str, keyword: str = "") -> Branch | None:
+def _derive(ctx: Branch | None, status: _Status, op: str) -> Branch | None:
     """The branch of what runs after ``status`` through ``op`` (``&&``: on success, ``||``: on failure)."""
     if ctx is _DEAD:
         return _DEAD
-    value = status.value
-    success = op == "&&"
+    value, success = status.value, op == "&&"
     condition = _shorten(status.text)
     if value in ("T", "F"):
         return ctx if (value == "T") == success else _DEAD
@@ -410,8 +394,7 @@ def _evaluate_test(words: list[_Word]) -> tuple[bool | None, bool]:
     args = words[1:]
     if (words[0].value == "[" and args and args[-1].value == "]") or (words[0].value == "[[" and args and args[-1].value == "]]"):
         args = args[:-1]
-    probe = [False]
-    pos = [0]
+    probe, pos = [False], [0]
 
     def peek() -> _Word | None:
         return args[pos[0]] if pos[0] < len(args) else None
@@ -526,8 +509,7 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
     head = words[0].value
     if head in ("export", "readonly", "local", "declare", "typeset") and not words[0].quoted:  # all assign
         for word in words[1:]:
-            m = _ASSIGN.match(word.value)
-            if m:
+            if m := _ASSIGN.match(word.value):
                 env.set(m.group(1), m.group(2), known=not word.unknown)
         return
     # wrappers: sudo -E pip ..., env A=B pip ..., time pip ...
@@ -535,8 +517,7 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
         wrapper = words[0].value.rsplit("/", 1)[-1]
         words = words[1:]
         while words and (words[0].value.startswith("-") or (wrapper == "env" and _ASSIGN.match(words[0].value))):
-            m = _ASSIGN.match(words[0].value)
-            if m:
+            if m := _ASSIGN.match(words[0].value):
                 assignments.append((m.group(1), m.group(2)))
             words = words[1:]
     if not words:
@@ -551,8 +532,7 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
             # offsets inside the nested script are approximate: they point at the script's start
             sub: list[SimpleCommand] = []
             _split(nested.value, inner_env, 0, sub, depth + 1, budget, branch, arch)
-            for cmd in sub:
-                commands.append(SimpleCommand(cmd.argv, nested.start, cmd.assignments, cmd.env, cmd.text, cmd.branch))
+            commands.extend(replace(cmd, offset=nested.start) for cmd in sub)
             return
     commands.append(SimpleCommand(tuple(argv), words[0].start, tuple(assignments), env.view(assignments), written,
                                   branch))
