@@ -496,15 +496,12 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
     line = instructions[0].line if instructions else 1
     expanded_chars = 0
     try:
-        for index, inst in enumerate(instructions):
+        for inst in instructions:
             line = inst.line
             if inst.keyword == "FROM":
                 current = _new_stage(inst, stages, global_values, escape)
                 stages.append(current)
-                instructions[index] = _with_stage(inst, current.index)
-                current.instructions.append(instructions[index])
-                continue
-            if current is None:
+            elif current is None:
                 if inst.keyword != "ARG":
                     raise DockerfileSyntaxError(f"{inst.keyword} before the first FROM: only ARG may come first", inst.line)
                 for name, default in arg_pairs(inst, escape):
@@ -517,8 +514,9 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
                             raise DockerfileSyntaxError(f"the ARG values of this file expand to more than "
                                                         f"{MAX_EXPANDED_TOTAL >> 20} MiB", inst.line)
                 continue
-            instructions[index] = _with_stage(inst, current.index)
-            current.instructions.append(instructions[index])
+            # In place: made by read_instructions for this parse alone (a replace() each was most of the cost)
+            object.__setattr__(inst, "stage", current.index)
+            current.instructions.append(inst)
             if inst.keyword in ("ENV", "LABEL"):
                 env_pairs(inst, escape)  # validates the syntax
             elif inst.keyword == "ARG":
@@ -555,12 +553,6 @@ class UnknownTargetError(ReadingError):
         named = ", ".join(stages) if stages else "none: no stage has an AS name"
         super().__init__(f"--target {target!r} names no stage of this Dockerfile (stage names: {named})")
         self.stages = stages
-
-
-def _with_stage(inst: Instruction, stage: int) -> Instruction:
-    # In place: made by read_instructions for this parse alone (a replace() each was most of the cost)
-    object.__setattr__(inst, "stage", stage)
-    return inst
 
 
 def _new_stage(inst: Instruction, stages: list[Stage], global_values: dict[str, str], escape: str) -> Stage:

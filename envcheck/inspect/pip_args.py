@@ -46,7 +46,7 @@ def installer_of(argv: list[str]) -> tuple[str, int] | None:
     """(tool, index of the first argument after the install verb) if ``argv`` is an install command."""
     if not argv:
         return None
-    words = list(argv)
+    words = argv
     exe = words[0].rsplit("/", 1)[-1]
     i = 1
     if re.fullmatch(r"python(\d+(\.\d+)?)?", exe):
@@ -86,48 +86,48 @@ def parse_install_command(argv: list[str], location: Location | None) -> Install
     if found is None:
         return None
     tool, start = found
-    args = argv[start:]
-    if tool in ("conda", "mamba", "micromamba"):
-        return _parse_conda(tool, argv, args, location)
     result = InstallParse(InstallCommand(tool=tool, packages=(), text=" ".join(argv), location=location))
     options: list[str] = []
-    names: list[str] = []
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word.startswith("-") and word not in ("-",):
+    words = iter(argv[start:])
+    conda = tool in ("conda", "mamba", "micromamba")
+    for word in words:
+        if conda and word.startswith("-"):
+            opt, eq, inline = word.partition("=")
+            if opt in _CONDA_VALUE_OPTIONS:
+                channel = inline if eq else next(words, "")
+                if opt in ("-c", "--channel"):
+                    result.indexes.append(PackageIndex(channel, IndexOption.CONDA_CHANNEL, location))
+                options.append(f"{opt}={channel}")
+            else:
+                options.append(opt)
+        elif word.startswith("-") and word != "-":
             opt, eq, inline = word.partition("=")
             if opt.startswith("-") and not opt.startswith("--") and len(opt) > 2 and opt[:2] in _VALUE_OPTIONS and not eq:
                 opt, inline, eq = opt[:2], opt[2:], "="  # -rrequirements.txt
             if opt in _VALUE_OPTIONS:
-                if eq:
-                    value = inline
-                elif i + 1 < len(args):
-                    value = args[i + 1]
-                    i += 1
-                else:
+                value = inline if eq else next(words, None)
+                if value is None:
                     result.problems.append(ReadProblem(f"option {opt} needs a value", location))
                     break
                 options.append(f"{opt}={value}")
-                _apply_value_option(opt, value, result, location, names, tool)
+                _apply_value_option(opt, value, result, location, tool)
             else:
                 options.append(opt)
-            i += 1
-            continue
-        pkg = parse_requirement_text(word, location, role=Role.REQUIREMENT)
-        if isinstance(pkg, ReadProblem):
-            result.problems.append(pkg)
-        elif pkg is not None:
-            result.packages.append(pkg)
-            names.append(pkg.name)
-        i += 1
-    if "--no-deps" in options:
+        else:
+            pkg = _conda_package(word, location) if conda else parse_requirement_text(word, location)
+            if isinstance(pkg, ReadProblem):
+                result.problems.append(pkg)
+            elif pkg is not None:
+                result.packages.append(pkg)
+    if "--no-deps" in options and not conda:
         result.packages = [replace(p, no_deps=True) for p in result.packages]
-    result.command = InstallCommand(tool=tool, packages=tuple(names), options=tuple(options), text=" ".join(argv), location=location)
+    result.command = InstallCommand(tool=tool, packages=tuple(p.name for p in result.packages),
+                                    options=tuple(options), text=" ".join(argv), location=location)
     return result
 
 
-def _apply_value_option(opt: str, value: str, result: InstallParse, location: Location | None, names: list[str], tool: str) -> None:
+def _apply_value_option(opt: str, value: str, result: InstallParse, location: Location | None,
+                        tool: str) -> None:
     if opt in _INDEX_OPTIONS:
         result.indexes.append(PackageIndex(value, _INDEX_OPTIONS[opt], location))
     elif opt in ("-r", "--requirement"):
@@ -137,51 +137,24 @@ def _apply_value_option(opt: str, value: str, result: InstallParse, location: Lo
     elif opt in ("-e", "--editable"):
         pkg = parse_requirement_text(value, location, role=Role.REQUIREMENT)
         if isinstance(pkg, Package):
-            pkg = replace(pkg, editable=True)
-            result.packages.append(pkg)
-            names.append(pkg.name)
+            result.packages.append(replace(pkg, editable=True))
     elif opt == "--torch-backend" and tool == "uv":
         # uv's --torch-backend=cu126 picks the PyTorch index for that CUDA build.
         result.indexes.append(PackageIndex(f"uv-torch-backend:{value}", IndexOption.INDEX_URL, location))
 
 
-def _parse_conda(tool: str, argv: list[str], args: list[str], location: Location | None) -> InstallParse:
-    result = InstallParse(InstallCommand(tool=tool, packages=(), text=" ".join(argv), location=location))
-    options: list[str] = []
-    names: list[str] = []
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word.startswith("-"):
-            opt, eq, inline = word.partition("=")
-            if opt in _CONDA_VALUE_OPTIONS:
-                value = inline if eq else (args[i + 1] if i + 1 < len(args) else "")
-                i += 0 if eq else 1
-                if opt in ("-c", "--channel"):
-                    result.indexes.append(PackageIndex(value, IndexOption.CONDA_CHANNEL, location))
-                options.append(f"{opt}={value}")
-            else:
-                options.append(opt)
-            i += 1
-            continue
-        spec = word.split("::", 1)[-1]
-        m = re.match(r"^([A-Za-z0-9_.\-]+)\s*(?:(==|=|>=|<=|>|<|!=)\s*([^\s=]+?))?(?:=[^=\s]+)?$", spec)
-        if not m:
-            result.problems.append(ReadProblem(f"cannot read conda package spec {shown(word)}", location))
-            i += 1
-            continue
-        raw_name, op, version = m.group(1), m.group(2), m.group(3)
-        if (problem := long_number(spec)) is not None:
-            result.problems.append(ReadProblem(f"cannot read conda package spec {shown(word)}: {problem}", location))
-            i += 1
-            continue
-        name = _CONDA_TO_PYPI.get(raw_name.lower(), canonical(raw_name))
-        exact = version if op in ("=", "==") and version and "*" not in version else None
-        result.packages.append(Package(name=name, version=exact, specifier=f"{op or ''}{version or ''}", role=Role.CONDA, location=location))
-        names.append(name)
-        i += 1
-    result.command = InstallCommand(tool=tool, packages=tuple(names), options=tuple(options), text=" ".join(argv), location=location)
-    return result
+def _conda_package(word: str, location: Location | None) -> Package | ReadProblem:
+    spec = word.split("::", 1)[-1]
+    m = re.match(r"^([A-Za-z0-9_.\-]+)\s*(?:(==|=|>=|<=|>|<|!=)\s*([^\s=]+?))?(?:=[^=\s]+)?$", spec)
+    if not m:
+        return ReadProblem(f"cannot read conda package spec {shown(word)}", location)
+    raw_name, op, version = m.group(1), m.group(2), m.group(3)
+    if (problem := long_number(spec)) is not None:
+        return ReadProblem(f"cannot read conda package spec {shown(word)}: {problem}", location)
+    name = _CONDA_TO_PYPI.get(raw_name.lower(), canonical(raw_name))
+    exact = version if op in ("=", "==") and version and "*" not in version else None
+    return Package(name=name, version=exact, specifier=f"{op or ''}{version or ''}", role=Role.CONDA,
+                   location=location)
 
 
 _PER_REQUIREMENT_OPTION = re.compile(r"(?<!\s)\s+--?(?:hash|global-option|config-settings|install-option)\b")
