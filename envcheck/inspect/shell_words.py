@@ -43,14 +43,10 @@ class _Tokenizer:
         self.text, self.values, self.base, self.keep_empty, self.arch = text, values, base, keep_empty, arch
         self.out: list[_Word] = []
         self.buf: list[str] = []
-        self.start = -1
-        self.quoted = False
-        self.unknown = False
-        self.redirect_next = False
+        self.start, self.quoted, self.unknown, self.redirect_next = -1, False, False, False
 
     def run(self) -> list[_Word]:
-        text, n = self.text, len(self.text)
-        i = 0
+        text, n, i = self.text, len(self.text), 0
         while i < n:
             plain = _PLAIN.match(text, i)
             if plain is not None:  # fast path: a run of ordinary characters

@@ -85,8 +85,6 @@ def load_all(text: str, max_documents: int = MAX_DOCUMENTS, max_depth: int = MAX
             if isinstance(event, yaml.DocumentEndEvent):
                 documents.append(root[0] if root else None)
                 continue
-            if isinstance(event, (yaml.StreamStartEvent, yaml.StreamEndEvent)):
-                continue
             value: Any
             cost, deep = 1, 0
             if isinstance(event, yaml.AliasEvent):
@@ -118,16 +116,13 @@ def load_all(text: str, max_documents: int = MAX_DOCUMENTS, max_depth: int = MAX
                     anchors[pending[0]] = (value, cost, deep)
                 _add(stack, sizes, root, value, cost, deep, line)
                 continue
-            else:
+            else:  # the stream's start and end
                 continue
             if isinstance(event, yaml.ScalarEvent) and event.anchor:
                 anchors[event.anchor] = (value, 1, 0)
-            if not isinstance(event, yaml.AliasEvent):
-                nodes += 1
-            else:
-                nodes += cost
-                if len(stack) + deep > max_depth:
-                    raise YamlError(f"alias *{event.anchor} nests past {max_depth} levels; envcheck stops reading here", line)
+            nodes += cost  # a scalar costs 1, an alias the nodes it names
+            if isinstance(event, yaml.AliasEvent) and len(stack) + deep > max_depth:
+                raise YamlError(f"alias *{event.anchor} nests past {max_depth} levels; envcheck stops reading here", line)
             if nodes > max_nodes:
                 raise YamlError(f"more than {max_nodes} YAML nodes (aliases counted as what they expand to)", line)
             _add(stack, sizes, root, value, cost, deep, line)
