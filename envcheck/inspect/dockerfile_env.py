@@ -106,8 +106,7 @@ def copied_into_image(df: Dockerfile, keeps: set[int]) -> dict[int, int]:
             continue
         for inst in stage.instructions:
             source = copied_from(inst)
-            other = df.stage_by_ref(source) if source is not None else None
-            walk: Stage | None = other
+            walk = df.stage_by_ref(source) if source is not None else None
             while walk is not None and walk.index not in keeps and walk.index not in copied:
                 copied[walk.index] = inst.line
                 walk = df.stages[walk.parent] if walk.parent is not None else None

@@ -88,23 +88,18 @@ def _decide(items: list[Any], active: frozenset[str]) -> bool | str:
     kept_alternatives: list[str] = []
     for terms in alternatives:
         kept: list[str] = []
-        never = False
         for term in terms:
             value = _decide(term, active) if isinstance(term, list) else _decide_term(term, active)
             if value is False:
-                never = True
                 break
             if value is not True:
                 kept.append(f"({value})" if isinstance(term, list) else value)
-        if never:
-            continue
-        if not kept:
-            return True  # one alternative always holds
-        kept_alternatives.append(" and ".join(kept))
-    if not kept_alternatives:
-        return False
-    if len(kept_alternatives) == 1:
-        return kept_alternatives[0]
+        else:  # no term is False
+            if not kept:
+                return True  # one alternative always holds
+            kept_alternatives.append(" and ".join(kept))
+    if len(kept_alternatives) <= 1:
+        return kept_alternatives[0] if kept_alternatives else False
     return " or ".join(f"({a})" if " and " in a else a for a in kept_alternatives)
 
 
