@@ -20,8 +20,6 @@ INSTRUCTIONS = frozenset({"FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE",
                           "VOLUME", "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL"})
 _FLAG_INSTRUCTIONS = frozenset({"FROM", "RUN", "COPY", "ADD", "HEALTHCHECK"})
 _HEREDOC_INSTRUCTIONS = frozenset({"RUN", "COPY", "ADD"})
-_EXEC_FORM_INSTRUCTIONS = frozenset({"RUN", "CMD", "ENTRYPOINT", "SHELL", "COPY", "ADD", "VOLUME",
-                                     "HEALTHCHECK"})
 _DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 _HEREDOC = re.compile(r"<<(-?)\s*(?:\"([^\"\n]+)\"|'([^'\n]+)'|([A-Za-z0-9_.\-]+))")
 _STAGE_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_.\-]*$")
@@ -285,15 +283,12 @@ def split_words(text: str, escape: str = "\\") -> list[str]:
 def _directives(lines: list[str]) -> tuple[dict[str, str], int]:
     """Parser directives at the top of the file, and the index of the first line after them."""
     found: dict[str, str] = {}
-    index = 0
     for index, raw in enumerate(lines):
         m = _DIRECTIVE.match(raw.strip())
-        if not m or not raw.lstrip().startswith("#"):
+        # a repeated directive is a comment from then on
+        if not m or not raw.lstrip().startswith("#") or m.group(1).lower() in found:
             return found, index
-        key = m.group(1).lower()
-        if key in found:  # a repeated directive is a comment from then on
-            return found, index
-        found[key] = m.group(2)
+        found[m.group(1).lower()] = m.group(2)
     return found, len(lines)
 
 
@@ -422,23 +417,19 @@ def read_instructions(text: str) -> tuple[dict[str, str], str, list[Instruction]
                 end_line = i + 1
                 i += 1
                 heredocs.append(Heredoc(name, "\n".join(body) + ("\n" if body else ""), body_start, strip_tabs, expand_vars))
-        json_args = _exec_form(args) if keyword in _EXEC_FORM_INSTRUCTIONS else None
+        json_args: tuple[str, ...] | None = None
+        if args.startswith("[") and keyword in ("RUN", "CMD", "ENTRYPOINT", "SHELL", "COPY", "ADD", "VOLUME", "HEALTHCHECK"):
+            try:
+                parsed = json.loads(args)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, list) and all(isinstance(x, str) for x in parsed):
+                json_args = tuple(parsed)
         if keyword == "SHELL" and json_args is None:
             raise DockerfileSyntaxError("SHELL requires the arguments to be in JSON form", start_line)
         out.append(Instruction(keyword, args, start_line, end_line, tuple(flags), json_args, tuple(heredocs),
                                tuple(shifted), tuple(numbers)))
     return directives, escape, out
-
-
-def _exec_form(args: str) -> tuple[str, ...] | None:
-    """The JSON (exec) form's words, or None for the shell form."""
-    if not args.startswith("["):
-        return None
-    try:
-        parsed = json.loads(args)
-    except ValueError:
-        return None
-    return tuple(parsed) if isinstance(parsed, list) and all(isinstance(x, str) for x in parsed) else None
 
 
 def platform_args(platform: str) -> dict[str, str]:

@@ -158,8 +158,8 @@ def parse_config(text: str, origin: str) -> Launch:
         except RecursionError as exc:
             raise LaunchFormatError("JSON nested too deeply to be a launch config", 1) from exc
         return _summarise(origin, _tool_from_keys(settings), settings)
-    if _looks_like_hostfile(text):
-        hosts = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    hosts = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+    if hosts and all(re.match(r"^[\w.\-]+\s+slots=\d+$", line) for line in hosts):  # a DeepSpeed hostfile
         return _summarise(origin, "deepspeed", [Setting("num_nodes", str(len(hosts)), 1)])
     settings = list(_yaml_leaves(text))
     return _summarise(origin, _tool_from_keys(settings), settings)
@@ -189,11 +189,6 @@ def _yaml_leaves(text: str) -> Iterator[Setting]:
         if not value or value.startswith(("{", "[", "|", ">", "&", "*")):
             continue
         yield Setting(normalise(key), value.strip("\"'"), number)
-
-
-def _looks_like_hostfile(text: str) -> bool:
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
-    return bool(lines) and all(re.match(r"^[\w.\-]+\s+slots=\d+$", line) for line in lines)
 
 
 def _tool_from_keys(settings: list[Setting]) -> str | None:

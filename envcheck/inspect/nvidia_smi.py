@@ -42,10 +42,6 @@ class Table:
     rows: tuple[dict[str, str | None], ...]  # field name -> value text without its unit, or None
 
 
-def field_name(header: str) -> str:
-    return _UNIT.sub("", header).strip()
-
-
 def clean_value(text: str) -> str | None:
     value = text.strip()
     if not value or _UNAVAILABLE.match(value):
@@ -61,7 +57,7 @@ def parse_csv(text: str, fields: Sequence[str] | None = None) -> Table:
         if not lines:
             raise NvidiaSmiFormatError("no header line (use --format=csv, or pass the queried fields)", 1)
         header_no, header = lines.pop(0)
-        names = tuple(field_name(cell) for cell in header.split(","))
+        names = tuple(_UNIT.sub("", cell).strip() for cell in header.split(","))
         if not all(names):
             raise NvidiaSmiFormatError("header has an empty field name", header_no)
     else:
