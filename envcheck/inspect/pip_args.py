@@ -238,9 +238,7 @@ def _excerpt_to_error(text: str, error: str, limit: int = 40) -> str:
     stop = limit
     if len(lines) >= 3 and lines[-1].strip().endswith("^"):
         stop = min(limit, max(1, len(lines[-1].rstrip()) - 4))  # the caret line is indented like the quoted text
-    if len(text) <= stop:
-        return shown(text)
-    return f"{shown(text[:stop])}... ({len(text)} characters)"
+    return shown(text, stop)
 
 
 # pip and uv settings that name package indexes, as environment variables (ENV/ARG in a Dockerfile)
