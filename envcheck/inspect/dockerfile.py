@@ -363,12 +363,11 @@ def read_instructions(text: str) -> tuple[dict[str, str], str, list[Instruction]
     out: list[Instruction] = []
     i, n = first, len(lines)
     while i < n:
-        raw = lines[i]
-        stripped = raw.strip()
+        stripped = lines[i].strip()
         if not stripped or stripped.startswith("#"):
             i += 1
             continue
-        start_line, length, current = i + 1, 0, raw.lstrip()
+        start_line, length, current = i + 1, 0, lines[i].lstrip()
         parts: list[str] = []
         offsets: list[int] = []
         numbers: list[int] = []

@@ -100,8 +100,7 @@ def parse_command(command: str, origin: str = "--launch") -> Launch:
         raise LaunchFormatError("the launch command is empty")
     settings: list[Setting] = []
     tool: str | None = None
-    at_start = True
-    i = 0
+    at_start, i = True, 0
     while i < len(words):
         word = words[i]
         assign = _ASSIGN.match(word)

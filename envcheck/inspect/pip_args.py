@@ -46,36 +46,29 @@ def installer_of(argv: list[str]) -> tuple[str, int] | None:
     """(tool, index of the first argument after the install verb) if ``argv`` is an install command."""
     if not argv:
         return None
-    words = argv
-    exe = words[0].rsplit("/", 1)[-1]
+    exe = argv[0].rsplit("/", 1)[-1]
     i = 1
-    if re.fullmatch(r"python(\d+(\.\d+)?)?", exe):
-        # python -m pip install / python -m uv pip install
-        while i < len(words) and words[i].startswith("-") and words[i] != "-m":
+    if re.fullmatch(r"python(\d+(\.\d+)?)?", exe):  # python -m pip install / python -m uv pip install
+        while i < len(argv) and argv[i].startswith("-") and argv[i] != "-m":
             i += 1
-        if i + 1 < len(words) and words[i] == "-m":
-            exe = words[i + 1]
-            i += 2
-        else:
+        if i + 1 >= len(argv) or argv[i] != "-m":
             return None
+        exe, i = argv[i + 1], i + 2
+    verb = argv[i] if i < len(argv) else None
     if re.fullmatch(r"pip(\d+(\.\d+)?)?", exe):
         tool = "pip"
-    elif exe == "uv":
-        if i < len(words) and words[i] == "pip":
-            i += 1
-            tool = "uv"
-        elif i < len(words) and words[i] == "add":
-            return ("uv", i + 1)
-        else:
-            return None
+    elif exe == "uv" and verb == "add":
+        return ("uv", i + 1)
+    elif exe == "uv" and verb == "pip":
+        tool, i = "uv", i + 1
     elif exe in ("conda", "mamba", "micromamba"):
         tool = exe
     else:
         return None
     # skip global options before the verb (pip -q install ...)
-    while i < len(words) and words[i].startswith("-"):
-        i += 2 if words[i] in _VALUE_OPTIONS and "=" not in words[i] else 1
-    if i < len(words) and words[i] in ("install", "create"):
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in _VALUE_OPTIONS and "=" not in argv[i] else 1
+    if i < len(argv) and argv[i] in ("install", "create"):
         return (tool, i + 1)
     return None
 

@@ -51,10 +51,9 @@ class SimpleCommand:
 def split_commands(text: str, values: Mapping[str, str] | None = None, base: int = 0, arch: str = "") -> Commands:
     """Every simple command in ``text`` that can run, in order, nested ``sh -c`` scripts expanded in place;
     ``base`` is added to offsets, ``arch`` (arm64, amd64) answers ``$(uname -m)`` probes."""
-    env = dict(values or {})
     commands = Commands()
     budget = [max(SPLIT_BUDGET, 4 * len(text))]
-    _split(text, env, base, commands, depth=0, budget=budget, outer=None, arch=arch)
+    _split(text, dict(values or {}), base, commands, depth=0, budget=budget, outer=None, arch=arch)
     commands.truncated = budget[0] < 0
     return commands
 
@@ -101,8 +100,7 @@ def _items(tokens: list[_Word], text: str) -> list[_Item]:
     items: list[_Item] = []
     at_start = True
     cases = 0  # open `case ... esac` blocks: after `;;` come the next clause's patterns
-    k = 0
-    n = len(tokens)
+    k, n = 0, len(tokens)
     while k < n:
         tok = tokens[k]
         if tok.operator:
