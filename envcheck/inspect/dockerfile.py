@@ -457,8 +457,7 @@ def env_pairs(inst: Instruction, escape: str) -> list[tuple[str, str]]:
     words = split_words(inst.args, escape)
     if not words:
         raise DockerfileSyntaxError(f"{inst.keyword} requires at least one argument", inst.line)
-    if "=" not in words[0]:
-        # legacy form: ENV NAME value with spaces (one variable, the rest of the line is its value)
+    if "=" not in words[0]:  # legacy form: ENV NAME the rest of the line
         m = re.match(r"(\S+)\s+(.*)$", inst.args, re.S)
         if not m:
             raise DockerfileSyntaxError(f"{inst.keyword} {words[0]} has no value (use {words[0]}=VALUE)", inst.line)

@@ -28,7 +28,6 @@ _INDEX_OPTIONS = {
     "-f": IndexOption.FIND_LINKS, "--find-links": IndexOption.FIND_LINKS,
 }
 _CONDA_VALUE_OPTIONS = {"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file", "--override-channels-x"}
-# conda package names that are PyPI names under another spelling.
 _CONDA_TO_PYPI = {"pytorch": "torch", "pytorch-gpu": "torch", "pytorch-cuda": "pytorch-cuda", "cuda-version": "cuda-version"}
 
 
@@ -65,7 +64,6 @@ def installer_of(argv: list[str]) -> tuple[str, int] | None:
         tool = exe
     else:
         return None
-    # skip global options before the verb (pip -q install ...)
     while i < len(argv) and argv[i].startswith("-"):
         i += 2 if argv[i] in _VALUE_OPTIONS and "=" not in argv[i] else 1
     if i < len(argv) and argv[i] in ("install", "create"):
@@ -234,7 +232,6 @@ def _excerpt_to_error(text: str, error: str, limit: int = 40) -> str:
     return shown(text, stop)
 
 
-# pip and uv settings that name package indexes, as environment variables (ENV/ARG in a Dockerfile)
 INDEX_VARIABLES = {
     "PIP_INDEX_URL": IndexOption.INDEX_URL, "PIP_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL, "PIP_FIND_LINKS": IndexOption.FIND_LINKS,
     "UV_INDEX_URL": IndexOption.INDEX_URL, "UV_DEFAULT_INDEX": IndexOption.INDEX_URL, "UV_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL,
