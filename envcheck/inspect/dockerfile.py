@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 from envcheck.errors import ReadingError
 
-INSTRUCTIONS = frozenset({"FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT",
-                          "VOLUME", "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL"})
+INSTRUCTIONS = frozenset({"FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE", "ENV", "ADD", "COPY",
+                          "ENTRYPOINT", "VOLUME", "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL",
+                          "HEALTHCHECK", "SHELL"})
 _FLAG_INSTRUCTIONS = frozenset({"FROM", "RUN", "COPY", "ADD", "HEALTHCHECK"})
 _HEREDOC_INSTRUCTIONS = frozenset({"RUN", "COPY", "ADD"})
 _DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")

@@ -288,9 +288,7 @@ class _Parser:
                 self.accept("kw", "done")
                 return _Status("AS", "loop")
             if word == "case":
-                head = self.items[self.pos - 1]
-                subject = self.case_subject(head)
-                matched = False
+                subject, matched = self.case_subject(self.items[self.pos - 1]), False
                 while self.at("kw", "pattern"):
                     pattern = self.take()
                     if ctx is _DEAD:

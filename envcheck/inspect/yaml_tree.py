@@ -122,7 +122,8 @@ def load_all(text: str, max_documents: int = MAX_DOCUMENTS, max_depth: int = MAX
                 anchors[event.anchor] = (value, 1, 0)
             nodes += cost  # a scalar costs 1, an alias the nodes it names
             if isinstance(event, yaml.AliasEvent) and len(stack) + deep > max_depth:
-                raise YamlError(f"alias *{event.anchor} nests past {max_depth} levels; envcheck stops reading here", line)
+                raise YamlError(f"alias *{event.anchor} nests past {max_depth} levels; envcheck stops "
+                                "reading here", line)
             if nodes > max_nodes:
                 raise YamlError(f"more than {max_nodes} YAML nodes (aliases counted as what they expand to)", line)
             _add(stack, sizes, root, value, cost, deep, line)
