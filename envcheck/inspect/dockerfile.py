@@ -25,6 +25,7 @@ _DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 _HEREDOC = re.compile(r"<<(-?)\s*(?:\"([^\"\n]+)\"|'([^'\n]+)'|([A-Za-z0-9_.\-]+))")
 _STAGE_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_.\-]*$")
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FLAG_WORD = re.compile(r"(?:[^ \t'\"]|'[^']*(?:'|\Z)|\"[^\"]*(?:\"|\Z))*")
 # Bounds on variable substitution (docs/limits.md). Real Dockerfiles nest ${A:-${B}} a few levels and hold
 # values of a few KiB (PATH, LD_LIBRARY_PATH); Linux refuses a single environment string over 128 KiB.
 MAX_SUBSTITUTION_DEPTH = 64
@@ -331,13 +332,8 @@ def _split_flags(keyword: str, args: str, start: int) -> tuple[list[tuple[str, s
             pos += 1
         if not args.startswith("--", pos):
             return flags, pos
-        end, quote = pos, None
-        while end < n and (quote is not None or args[end] not in " \t"):
-            if quote is None and args[end] in ("'", '"'):
-                quote = args[end]
-            elif quote is not None and args[end] == quote:
-                quote = None
-            end += 1
+        m = _FLAG_WORD.match(args, pos)  # a word; its quotes may hold blanks
+        end = m.end() if m else pos
         word = args[pos + 2 : end]
         if not word:
             return flags, pos
