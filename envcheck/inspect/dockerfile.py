@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 
 from envcheck.errors import ReadingError
 
@@ -255,31 +256,14 @@ def _replace(value: str, pattern: str, replacement: str, every: bool) -> str:
 
 def split_words(text: str, escape: str = "\\") -> list[str]:
     """Split on blanks outside quotes, keeping quotes and escapes (BuildKit's parseWords)."""
-    words: list[str] = []
-    buf: list[str] = []
-    quote: str | None = None
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if quote is None and ch in " \t\r\n":
-            if buf:
-                words.append("".join(buf))
-                buf = []
-            i += 1
-            continue
-        if ch == escape and i + 1 < n and quote != "'":
-            buf.append(text[i : i + 2])
-            i += 2
-            continue
-        if quote is None and ch in ("'", '"'):
-            quote = ch
-        elif quote == ch:
-            quote = None
-        buf.append(ch)
-        i += 1
-    if buf:
-        words.append("".join(buf))
-    return words
+    return _word_pattern(escape).findall(text)
+
+
+@cache
+def _word_pattern(escape: str) -> re.Pattern[str]:
+    # a word: escaped characters, quoted runs (an unclosed quote runs to the end) and other non-blanks
+    e = re.escape(escape)
+    return re.compile(rf"(?:{e}.|'[^']*'?|\"(?:{e}.|[^\"{e}]|{e}\Z)*\"?|[^ \t\r\n'\"{e}]|{e}\Z)+", re.S)
 
 
 def _directives(lines: list[str]) -> tuple[dict[str, str], int]:
