@@ -23,7 +23,9 @@ INSTRUCTIONS = frozenset({"FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE",
 _FLAG_INSTRUCTIONS = frozenset({"FROM", "RUN", "COPY", "ADD", "HEALTHCHECK"})
 _HEREDOC_INSTRUCTIONS = frozenset({"RUN", "COPY", "ADD"})
 _DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
-_HEREDOC = re.compile(r"<<(-?)\s*(?:\"([^\"\n]+)\"|'([^'\n]+)'|([A-Za-z0-9_.\-]+))")
+# A heredoc marker's groups; quoted runs and here-strings (<<<) are matched only to be skipped.
+_HEREDOC = re.compile(r"<<(-?)\s*(?:\"([^\"\n]+)\"|'([^'\n]+)'|([A-Za-z0-9_.\-]+))"
+                      r"|'[^']*'?|\"[^\"]*\"?|<<<|[^'\"<]+|.", re.S)
 _STAGE_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_.\-]*$")
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FLAG_WORD = re.compile(r"(?:[^ \t'\"]|'[^']*(?:'|\Z)|\"[^\"]*(?:\"|\Z))*")
@@ -280,29 +282,10 @@ def _directives(lines: list[str]) -> tuple[dict[str, str], int]:
 
 def _heredoc_markers(text: str) -> list[tuple[str, bool, bool]]:
     """(delimiter, strip_tabs, expand) for each ``<<WORD`` outside quotes in an instruction line."""
-    found: list[tuple[str, bool, bool]] = []
     if "<<" not in text:
-        return found
-    quote: str | None = None
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if quote is None and ch in ("'", '"'):
-            quote = ch
-        elif quote is not None and ch == quote:
-            quote = None
-        elif quote is None and text.startswith("<<<", i):
-            i += 3  # a here-string, not a heredoc
-            continue
-        elif quote is None and text.startswith("<<", i):
-            m = _HEREDOC.match(text, i)
-            if m:
-                name = m.group(2) or m.group(3) or m.group(4)
-                found.append((name, m.group(1) == "-", m.group(4) is not None))
-                i = m.end()
-                continue
-        i += 1
-    return found
+        return []
+    return [(m.group(2) or m.group(3) or m.group(4), m.group(1) == "-", m.group(4) is not None)
+            for m in _HEREDOC.finditer(text) if m.group(1) is not None]
 
 
 def _split_flags(keyword: str, args: str, start: int) -> tuple[list[tuple[str, str | None]], int]:
