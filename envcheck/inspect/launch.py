@@ -178,11 +178,9 @@ def _json_leaves(data: object, key: str = "") -> Iterator[tuple[str, str]]:
 def _yaml_leaves(text: str) -> Iterator[Setting]:
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.split(" #", 1)[0].rstrip() if not raw.lstrip().startswith("#") else ""
-        if not line.strip() or line.strip() in ("---", "..."):
-            continue
         match = _YAML_LINE.match(line)
         if match is None:
-            continue  # list items, flow collections, continuation lines: not parallelism settings
+            continue  # blank, `---`, list items, flow collections, continuation lines: not settings
         _, key, value = match.groups()
         value = value.strip()
         if not value or value.startswith(("{", "[", "|", ">", "&", "*")):
