@@ -1,8 +1,5 @@
-"""Whether a container's command only asks the driver about the GPU (a smoke test), and nothing else.
-
-``nvidia-smi`` and the ``/dev/nvidia*`` device files come from the host driver (the NVIDIA container runtime
-mounts them); a container that runs nothing else never loads the CUDA user space of its image.
-"""
+"""Whether a container's command only asks the driver about the GPU (a smoke test): ``nvidia-smi`` and
+``/dev/nvidia*`` come from the host driver, so such a container never loads its image's CUDA user space."""
 
 from __future__ import annotations
 
@@ -13,21 +10,18 @@ _QUERIES = frozenset({"nvidia-smi", "nvidia-debugdump"})
 # Commands that print, wait or list and load no CUDA library.
 _HARMLESS = frozenset({"echo", "printf", "true", ":", "sleep", "ls", "cat", "uname", "hostname", "date", "env",
                        "printenv", "exit", "test", "["})
-
-
 # Programs that compile code (a CUDA build needs one of them, nvcc or a build system driving it).
 _COMPILERS = frozenset({"nvcc", "cmake", "make", "ninja", "meson", "bazel", "bazelisk", "gcc", "g++", "cc", "c++", "clang",
                         "clang++", "scons"})
 
 
 def compilers(programs: tuple[str, ...]) -> tuple[str, ...]:
-    """The programs of ``programs`` (a Dockerfile stage's RUN lines) that compile code."""
     return tuple(p for p in programs if p in _COMPILERS or p.startswith(("gcc-", "g++-", "clang-")))
 
 
 def device_query(text: str) -> str:
-    """``text`` (a container's command) when all it runs is a device query (``nvidia-smi``, ``ls /dev/nvidia*``,
-    ``echo OK``), else the empty string. A command that cannot be read fully is not a device query."""
+    """``text`` (a container's command) when all it runs is a device query, else "" (also when it cannot be
+    read fully)."""
     commands = split_commands(text)
     if commands.truncated or not commands:
         return ""

@@ -1,16 +1,11 @@
 """``docker run`` / ``podman run`` command lines: which image runs, on which platform, with GPUs, running what.
-
-Spark scripts mostly wrap a container (``docker run --gpus all ... nvcr.io/nvidia/vllm:25.11-py3 vllm serve
-...``): the image is what a FROM line would be, the words after it are the container's command. The options
-that take a value are listed (from ``docker run --help``, Docker 28, and podman's), so the first word that is
-neither an option nor an option's value is the image; an option this list does not know is taken as a flag.
-"""
+The first word that is neither an option nor an option's value is the image; an option not listed as taking a
+value (``docker run --help``, Docker 28, and podman's) is taken as a flag."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# docker run / podman run options that take a value (long and short forms)
 _VALUED = frozenset({
     "-a", "--attach", "--add-host", "--annotation", "--blkio-weight", "--blkio-weight-device", "-c", "--cpu-shares",
     "--cap-add", "--cap-drop", "--cgroup-parent", "--cgroupns", "--cidfile", "--cpu-period", "--cpu-quota",
@@ -33,8 +28,6 @@ _VALUED = frozenset({
 
 @dataclass(frozen=True)
 class ContainerRun:
-    """One ``docker run``: the image, its ``--platform``, whether GPUs were asked for, and the command after it."""
-
     image: str
     platform: str | None
     gpus: bool
@@ -43,22 +36,13 @@ class ContainerRun:
 
 
 def parse_run(argv: list[str]) -> ContainerRun | None:
-    """``argv`` as a container run (``docker run``, ``docker container run``, ``podman run``, ``nvidia-docker run``),
-    or None when it is not one or names no image."""
-    if not argv:
+    """``argv`` as a container run (``docker [container] run``, ``podman run``, ``nvidia-docker run``)."""
+    i = _after_verb(argv, "run")
+    if i is None:
         return None
-    exe = argv[0].rsplit("/", 1)[-1]
-    if exe not in ("docker", "podman", "nvidia-docker"):
-        return None
-    i = 1
-    if i < len(argv) and argv[i] == "container":
-        i += 1
-    if i >= len(argv) or argv[i] != "run":
-        return None
-    i += 1
     platform: str | None = None
     entrypoint: str | None = None
-    gpus = exe == "nvidia-docker"
+    gpus = argv[0].rsplit("/", 1)[-1] == "nvidia-docker"
     while i < len(argv):
         word = argv[i]
         if word == "--":
@@ -82,25 +66,28 @@ def parse_run(argv: list[str]) -> ContainerRun | None:
     return ContainerRun(argv[i], platform or None, gpus, tuple(argv[i + 1:]), entrypoint)
 
 
+def _after_verb(argv: list[str], verb: str) -> int | None:
+    """The index after ``docker [container] <verb>`` (podman, nvidia-docker too), or None."""
+    if not argv or argv[0].rsplit("/", 1)[-1] not in ("docker", "podman", "nvidia-docker"):
+        return None
+    i = 2 if len(argv) > 1 and argv[1] == "container" else 1
+    return i + 1 if i < len(argv) and argv[i] == verb else None
+
+
 def _asks_gpu(name: str, value: str) -> bool:
     """--gpus, --runtime nvidia, --device nvidia.com/gpu=all (CDI), -e NVIDIA_VISIBLE_DEVICES=..."""
     return (name == "--gpus" or (name == "--runtime" and value == "nvidia") or (name == "--device" and value.startswith("nvidia.com/gpu"))
             or (name in ("-e", "--env") and value.startswith("NVIDIA_VISIBLE_DEVICES=")))
 
 
-# docker exec / podman exec options that take a value
 _EXEC_VALUED = frozenset({"-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir", "--detach-keys"})
 
 
 def exec_command(argv: list[str]) -> tuple[str, ...] | None:
-    """The command a ``docker exec [options] CONTAINER CMD ...`` runs in the container (``podman exec`` and
-    ``docker container exec`` too), or None when ``argv`` is not one."""
-    if not argv or argv[0].rsplit("/", 1)[-1] not in ("docker", "podman", "nvidia-docker"):
+    """The command a ``docker [container] exec [options] CONTAINER CMD ...`` runs, or None."""
+    i = _after_verb(argv, "exec")
+    if i is None:
         return None
-    i = 2 if len(argv) > 1 and argv[1] == "container" else 1
-    if i >= len(argv) or argv[i] != "exec":
-        return None
-    i += 1
     while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
         name, eq, _value = argv[i].partition("=")
         i += 2 if name in _EXEC_VALUED and not eq else 1

@@ -1,18 +1,8 @@
 """A Dockerfile parser that follows BuildKit's rules (the ``docker/dockerfile:1`` frontend).
 
-Why our own: ``dockerfile-parse`` (PyPI) reads heredoc bodies as instructions and mis-substitutes
-``${TAG:-default}`` in ``FROM`` lines; see docs/dockerfiles.md. This module reads:
-
-- parser directives (``# syntax=``, ``# escape=`` with ``\\`` or a backtick), comments (also between
-  continued lines), line continuations, blank lines inside continuations;
-- heredocs on RUN/COPY/ADD (``<<EOF``, ``<<-EOF``, quoted delimiters, several per instruction);
-- JSON (exec) and shell forms; flags (``FROM --platform``, ``RUN --mount``, ``COPY --from``);
-- build stages (``FROM ... AS name``, ``FROM <stage>``), which stages reach the final image;
-- ``ARG`` before and after ``FROM`` with ``--build-arg`` overrides, ``ENV`` in both syntaxes, and
-  variable substitution with ``$V``, ``${V}``, ``${V:-x}``, ``${V-x}``, ``${V:+x}``, ``${V+x}``,
-  ``${V:?msg}``, ``${V#p}``, ``${V%p}``, ``${V/p/r}`` as BuildKit does it.
-
-Errors that ``docker build`` would stop on raise :class:`DockerfileSyntaxError` with the line.
+Our own because ``dockerfile-parse`` reads heredoc bodies as instructions and mis-substitutes
+``${TAG:-default}`` in ``FROM`` lines (docs/dockerfiles.md). What ``docker build`` rejects raises
+:class:`DockerfileSyntaxError`.
 """
 
 from __future__ import annotations
@@ -23,19 +13,22 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 
 from envcheck.errors import ReadingError
 
-INSTRUCTIONS = frozenset({
-    "FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT",
-    "VOLUME", "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL",
-})
+INSTRUCTIONS = frozenset({"FROM", "RUN", "CMD", "LABEL", "MAINTAINER", "EXPOSE", "ENV", "ADD", "COPY",
+                          "ENTRYPOINT", "VOLUME", "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL",
+                          "HEALTHCHECK", "SHELL"})
 _FLAG_INSTRUCTIONS = frozenset({"FROM", "RUN", "COPY", "ADD", "HEALTHCHECK"})
 _HEREDOC_INSTRUCTIONS = frozenset({"RUN", "COPY", "ADD"})
 _DIRECTIVE = re.compile(r"^#\s*([A-Za-z][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
-_HEREDOC = re.compile(r"<<(-?)\s*(?:\"([^\"\n]+)\"|'([^'\n]+)'|([A-Za-z0-9_.\-]+))")
+# A heredoc marker's groups; quoted runs and here-strings (<<<) are matched only to be skipped.
+_HEREDOC = re.compile(r"<<(-?)\s*(?:\"([^\"\n]+)\"|'([^'\n]+)'|([A-Za-z0-9_.\-]+))"
+                      r"|'[^']*'?|\"[^\"]*\"?|<<<|[^'\"<]+|.", re.S)
 _STAGE_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_.\-]*$")
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FLAG_WORD = re.compile(r"(?:[^ \t'\"]|'[^']*(?:'|\Z)|\"[^\"]*(?:\"|\Z))*")
 # Bounds on variable substitution (docs/limits.md). Real Dockerfiles nest ${A:-${B}} a few levels and hold
 # values of a few KiB (PATH, LD_LIBRARY_PATH); Linux refuses a single environment string over 128 KiB.
 MAX_SUBSTITUTION_DEPTH = 64
@@ -44,8 +37,6 @@ MAX_EXPANDED_TOTAL = 32 << 20
 
 
 class DockerfileSyntaxError(ReadingError):
-    """A Dockerfile that ``docker build`` would reject; ``line`` is 1-based."""
-
     line: int
 
     def __init__(self, message: str, line: int) -> None:
@@ -55,8 +46,6 @@ class DockerfileSyntaxError(ReadingError):
 
 @dataclass(frozen=True)
 class Heredoc:
-    """One heredoc attached to an instruction: its delimiter, body, and where the body starts."""
-
     name: str
     body: str
     line: int  # 1-based line of the first body line
@@ -66,12 +55,8 @@ class Heredoc:
 
 @dataclass(frozen=True)
 class Instruction:
-    """One instruction as written: keyword, flags, argument text and where each part came from.
-
-    ``args`` is the argument text after the flags with continuations joined the way BuildKit joins
-    them (the escape character and the newline are removed). ``line_of(offset)`` maps an offset in
-    ``args`` back to the physical line, so a command in the middle of a long RUN is located exactly.
-    """
+    """One instruction; ``args`` has continuations joined as BuildKit joins them, and ``line_of`` maps an
+    offset in it back to its physical line, so a command in the middle of a long RUN is located exactly."""
 
     keyword: str
     args: str
@@ -86,18 +71,13 @@ class Instruction:
 
     def flag(self, name: str) -> str | None:
         """The value of ``--name=value`` (last one wins), or None."""
-        value = None
-        for key, val in self.flags:
-            if key == name:
-                value = val if val is not None else ""
-        return value
+        values = self.flag_values(name)
+        return values[-1] if values else None
 
     def flag_values(self, name: str) -> list[str]:
-        """Every value of a repeatable flag such as ``--mount``."""
         return [val or "" for key, val in self.flags if key == name]
 
     def line_of(self, offset: int) -> int:
-        """The physical line on which ``args[offset]`` was written."""
         if not self.lines:
             return self.line
         i = bisect.bisect_right(self.offsets, offset) - 1
@@ -106,15 +86,12 @@ class Instruction:
 
 @dataclass
 class Stage:
-    """One build stage: its base, its name, its instructions and the variables it ends with."""
-
     index: int
     name: str | None
     base: str  # the FROM reference after substitution
     base_written: str  # as written
     line: int
     platform: str | None = None
-    platform_written: str | None = None
     parent: int | None = None  # index of the stage it builds on (FROM <stage>)
     instructions: list[Instruction] = field(default_factory=list)
     final: bool = False  # ends up in the final image (the target stage or one it builds on)
@@ -122,17 +99,12 @@ class Stage:
 
     @property
     def label(self) -> str:
-        """The stage's name as users refer to it: its AS name, or its index."""
         return self.name or str(self.index)
 
 
 @dataclass
 class Dockerfile:
-    """A parsed Dockerfile."""
-
-    directives: dict[str, str]
     escape: str
-    global_args: list[Instruction]
     stages: list[Stage]
     instructions: list[Instruction]
     global_values: dict[str, str]  # global ARG values (after --build-arg) visible to FROM
@@ -142,54 +114,35 @@ class Dockerfile:
 
     def stage_by_ref(self, ref: str) -> Stage | None:
         """The stage named ``ref`` (case-insensitive) or with that index."""
-        low = ref.lower()
-        for stage in self.stages:
-            if stage.name is not None and stage.name.lower() == low:
-                return stage
-        if low.isdigit() and int(low) < len(self.stages):
-            return self.stages[int(low)]
-        return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Variable substitution (BuildKit's shell lexer subset used for Dockerfile words)
-# ---------------------------------------------------------------------------------------------
+        named = _named(self.stages, ref.lower())
+        if named is None and ref.isdigit() and int(ref) < len(self.stages):
+            named = self.stages[int(ref)]
+        return named
 
 
 @dataclass
 class Expansion:
-    """The result of expanding one word: its value and the variables it used that had no value."""
-
     value: str
-    missing: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # the variables it used that had no value
 
 
 def expand(text: str, values: Mapping[str, str], escape: str = "\\", keep_unknown: bool = False,
            remove_quotes: bool = True, depth: int = 0) -> Expansion:
-    """Expand ``$VAR`` forms in ``text`` with ``values``; quotes are removed like BuildKit does.
-
-    ``keep_unknown`` leaves references to unknown variables as written (used for RUN text, where the
-    shell of the base image would expand them from an environment we cannot see). Raises
-    :class:`DockerfileSyntaxError` (line 0: the caller knows the line) for ``${A:-${B:-...}}`` nested more than
-    :data:`MAX_SUBSTITUTION_DEPTH` deep or a result longer than :data:`MAX_EXPANDED_VALUE`.
-    """
+    """Expand ``$VAR`` forms as BuildKit does. ``keep_unknown`` keeps unknown variables as written (RUN
+    text: the base image's shell expands them). A broken bound raises DockerfileSyntaxError at line 0."""
     if depth > MAX_SUBSTITUTION_DEPTH:
         raise DockerfileSyntaxError(f"variable substitution nested more than {MAX_SUBSTITUTION_DEPTH} levels deep", 0)
     out: list[str] = []
     missing: list[str] = []
-    size = 0
-    i = 0
+    size = i = 0
     n = len(text)
     quote: str | None = None
     while i < n:
         ch = text[i]
         if quote == "'":
-            if ch == "'":
-                quote = None
-                if not remove_quotes:
-                    out.append(ch)
-            else:
+            if ch != "'" or not remove_quotes:
                 out.append(ch)
+            quote = None if ch == "'" else quote
             i += 1
             continue
         if ch == escape and i + 1 < n:
@@ -199,14 +152,8 @@ def expand(text: str, values: Mapping[str, str], escape: str = "\\", keep_unknow
             out.append(nxt)
             i += 2
             continue
-        if ch in ("'", '"') and quote is None:
-            quote = ch
-            if not remove_quotes:
-                out.append(ch)
-            i += 1
-            continue
-        if ch == '"' and quote == '"':
-            quote = None
+        if (ch in ("'", '"') and quote is None) or (ch == '"' and quote == '"'):
+            quote = ch if quote is None else None
             if not remove_quotes:
                 out.append(ch)
             i += 1
@@ -226,7 +173,6 @@ def expand(text: str, values: Mapping[str, str], escape: str = "\\", keep_unknow
 
 def _dollar(text: str, i: int, values: Mapping[str, str], escape: str, keep_unknown: bool,
             out: list[str], missing: list[str], depth: int = 0) -> int:
-    """Expand the reference at ``text[i] == '$'``; return the index after it."""
     n = len(text)
     if text[i + 1] != "{":
         m = _VAR_NAME.match(text, i + 1)
@@ -241,9 +187,7 @@ def _dollar(text: str, i: int, values: Mapping[str, str], escape: str, keep_unkn
             if keep_unknown:
                 out.append(text[i:m.end()])
         return m.end()
-    # ${...}: find the matching brace (nested ${} allowed in the word part)
-    braces = 0
-    j = i + 1
+    braces, j = 0, i + 1  # ${...}: find the matching brace (nested ${} allowed in the word part)
     while j < n:
         if text[j] == escape:
             j += 2
@@ -263,47 +207,31 @@ def _dollar(text: str, i: int, values: Mapping[str, str], escape: str, keep_unkn
     if not m:
         out.append(text[i : j + 1])
         return j + 1
-    name = m.group(0)
-    rest = body[m.end():]
-    is_set = name in values
-    value = values.get(name, "")
-    result: str
+    name, rest = m.group(0), body[m.end():]
+    is_set, value = name in values, values.get(name, "")
+    if not is_set and (rest == "" or rest[:1] in ("#", "%", "/")):
+        missing.append(name)
+        if rest == "" and keep_unknown:
+            out.append(text[i : j + 1])
+            return j + 1
     if rest == "":
-        if not is_set:
-            missing.append(name)
-            if keep_unknown:
-                out.append(text[i : j + 1])
-                return j + 1
         result = value
     elif rest[:2] in (":-", ":+", ":?") or rest[:1] in ("-", "+", "?"):
         colon = rest.startswith(":")
-        op = rest[1] if colon else rest[0]
-        word = rest[2:] if colon else rest[1:]
+        op, word = (rest[1], rest[2:]) if colon else (rest[0], rest[1:])
         present = (is_set and value != "") if colon else is_set
         inner = expand(word, values, escape, keep_unknown, depth=depth + 1)
-        if op == "-":
-            result = value if present else inner.value
-            if not present:
-                missing.extend(inner.missing)
-        elif op == "+":
-            result = inner.value if present else ""
-        else:  # ?: an error in BuildKit when unset; keep going with an empty value, record it
-            if not present:
-                missing.append(name)
-            result = value
+        if not present and op != "+":  # ?: an error in BuildKit when unset; read on with the empty value
+            missing.extend(inner.missing if op == "-" else [name])
+        result = {"-": value if present else inner.value, "+": inner.value if present else "", "?": value}[op]
     elif rest[:1] in ("#", "%"):
         double = rest[1:2] == rest[:1]
         pattern = expand(rest[2:] if double else rest[1:], values, escape, keep_unknown, depth=depth + 1).value
         result = _trim(value, pattern, prefix=rest[0] == "#", longest=double)
-        if not is_set:
-            missing.append(name)
     elif rest[:1] == "/":
         every = rest[1:2] == "/"
-        spec = rest[2:] if every else rest[1:]
-        pattern, _, replacement = spec.partition("/")
+        pattern, _, replacement = rest[1 + every:].partition("/")
         result = _replace(value, pattern, replacement, every)
-        if not is_set:
-            missing.append(name)
     else:
         out.append(text[i : j + 1])
         return j + 1
@@ -330,80 +258,34 @@ def _replace(value: str, pattern: str, replacement: str, every: bool) -> str:
 
 def split_words(text: str, escape: str = "\\") -> list[str]:
     """Split on blanks outside quotes, keeping quotes and escapes (BuildKit's parseWords)."""
-    words: list[str] = []
-    buf: list[str] = []
-    quote: str | None = None
-    i = 0
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if quote is None and ch in " \t\r\n":
-            if buf:
-                words.append("".join(buf))
-                buf = []
-            i += 1
-            continue
-        if ch == escape and i + 1 < n and quote != "'":
-            buf.append(text[i : i + 2])
-            i += 2
-            continue
-        if quote is None and ch in ("'", '"'):
-            quote = ch
-        elif quote == ch:
-            quote = None
-        buf.append(ch)
-        i += 1
-    if buf:
-        words.append("".join(buf))
-    return words
+    return _word_pattern(escape).findall(text)
 
 
-# ---------------------------------------------------------------------------------------------
-# Lines, instructions, heredocs
-# ---------------------------------------------------------------------------------------------
+@cache
+def _word_pattern(escape: str) -> re.Pattern[str]:
+    # a word: escaped characters, quoted runs (an unclosed quote runs to the end) and other non-blanks
+    e = re.escape(escape)
+    return re.compile(rf"(?:{e}.|'[^']*'?|\"(?:{e}.|[^\"{e}]|{e}\Z)*\"?|[^ \t\r\n'\"{e}]|{e}\Z)+", re.S)
 
 
 def _directives(lines: list[str]) -> tuple[dict[str, str], int]:
     """Parser directives at the top of the file, and the index of the first line after them."""
     found: dict[str, str] = {}
-    index = 0
     for index, raw in enumerate(lines):
         m = _DIRECTIVE.match(raw.strip())
-        if not m or not raw.lstrip().startswith("#"):
+        # a repeated directive is a comment from then on
+        if not m or not raw.lstrip().startswith("#") or m.group(1).lower() in found:
             return found, index
-        key = m.group(1).lower()
-        if key in found:  # a repeated directive is a comment from then on
-            return found, index
-        found[key] = m.group(2)
+        found[m.group(1).lower()] = m.group(2)
     return found, len(lines)
 
 
 def _heredoc_markers(text: str) -> list[tuple[str, bool, bool]]:
     """(delimiter, strip_tabs, expand) for each ``<<WORD`` outside quotes in an instruction line."""
-    found: list[tuple[str, bool, bool]] = []
     if "<<" not in text:
-        return found
-    quote: str | None = None
-    i = 0
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if quote is None and ch in ("'", '"'):
-            quote = ch
-        elif quote is not None and ch == quote:
-            quote = None
-        elif quote is None and text.startswith("<<<", i):
-            i += 3  # a here-string, not a heredoc
-            continue
-        elif quote is None and text.startswith("<<", i):
-            m = _HEREDOC.match(text, i)
-            if m:
-                name = m.group(2) or m.group(3) or m.group(4)
-                found.append((name, m.group(1) == "-", m.group(4) is not None))
-                i = m.end()
-                continue
-        i += 1
-    return found
+        return []
+    return [(m.group(2) or m.group(3) or m.group(4), m.group(1) == "-", m.group(4) is not None)
+            for m in _HEREDOC.finditer(text) if m.group(1) is not None]
 
 
 def _split_flags(keyword: str, args: str, start: int) -> tuple[list[tuple[str, str | None]], int]:
@@ -411,21 +293,14 @@ def _split_flags(keyword: str, args: str, start: int) -> tuple[list[tuple[str, s
     flags: list[tuple[str, str | None]] = []
     if keyword not in _FLAG_INSTRUCTIONS:
         return flags, start
-    pos = start
-    n = len(args)
+    pos, n = start, len(args)
     while True:
         while pos < n and args[pos] in " \t":
             pos += 1
         if not args.startswith("--", pos):
             return flags, pos
-        end = pos
-        quote: str | None = None
-        while end < n and (quote is not None or args[end] not in " \t"):
-            if quote is None and args[end] in ("'", '"'):
-                quote = args[end]
-            elif quote is not None and args[end] == quote:
-                quote = None
-            end += 1
+        m = _FLAG_WORD.match(args, pos)  # a word; its quotes may hold blanks
+        end = m.end() if m else pos
         word = args[pos + 2 : end]
         if not word:
             return flags, pos
@@ -435,13 +310,11 @@ def _split_flags(keyword: str, args: str, start: int) -> tuple[list[tuple[str, s
 
 
 def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in ("'", '"'):
-        return value[1:-1]
-    return value
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in ("'", '"') else value
 
 
 def read_instructions(text: str) -> tuple[dict[str, str], str, list[Instruction]]:
-    """Split Dockerfile text into instructions (no stage semantics yet)."""
+    """Directives, escape character and instructions (no stage semantics yet)."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -452,20 +325,16 @@ def read_instructions(text: str) -> tuple[dict[str, str], str, list[Instruction]
         raise DockerfileSyntaxError(f"invalid escape directive {escape!r}: must be ` or \\", 1)
     continuation = re.compile(re.escape(escape) + r"[ \t]*$")
     out: list[Instruction] = []
-    i = first
-    n = len(lines)
+    i, n = first, len(lines)
     while i < n:
-        raw = lines[i]
-        stripped = raw.strip()
+        stripped = lines[i].strip()
         if not stripped or stripped.startswith("#"):
             i += 1
             continue
-        start_line = i + 1
+        start_line, length, current = i + 1, 0, lines[i].lstrip()
         parts: list[str] = []
         offsets: list[int] = []
         numbers: list[int] = []
-        length = 0
-        current = raw.lstrip()
         while True:
             m = continuation.search(current)
             piece = current[: m.start()] if m else current
@@ -521,33 +390,20 @@ def read_instructions(text: str) -> tuple[dict[str, str], str, list[Instruction]
                 json_args = tuple(parsed)
         if keyword == "SHELL" and json_args is None:
             raise DockerfileSyntaxError("SHELL requires the arguments to be in JSON form", start_line)
-        out.append(Instruction(
-            keyword=keyword, args=args, line=start_line, end_line=end_line, flags=tuple(flags),
-            json_args=json_args, heredocs=tuple(heredocs), offsets=tuple(shifted), lines=tuple(numbers),
-        ))
+        out.append(Instruction(keyword, args, start_line, end_line, tuple(flags), json_args, tuple(heredocs),
+                               tuple(shifted), tuple(numbers)))
     return directives, escape, out
-
-
-# ---------------------------------------------------------------------------------------------
-# Stages and variables
-# ---------------------------------------------------------------------------------------------
 
 
 def platform_args(platform: str) -> dict[str, str]:
     """BuildKit's automatic platform ARGs for a build on and for ``platform`` (e.g. linux/arm64)."""
     os_name, _, rest = platform.partition("/")
     arch, _, variant = rest.partition("/")
-    values: dict[str, str] = {}
-    for prefix in ("TARGET", "BUILD"):
-        values[f"{prefix}PLATFORM"] = platform
-        values[f"{prefix}OS"] = os_name
-        values[f"{prefix}ARCH"] = arch
-        values[f"{prefix}VARIANT"] = variant
-    return values
+    parts = {"PLATFORM": platform, "OS": os_name, "ARCH": arch, "VARIANT": variant}
+    return {prefix + key: value for prefix in ("TARGET", "BUILD") for key, value in parts.items()}
 
 
 def arg_pairs(inst: Instruction, escape: str) -> list[tuple[str, str | None]]:
-    """(name, default or None) for each name an ARG declares."""
     pairs: list[tuple[str, str | None]] = []
     words = split_words(inst.args, escape)
     if not words:
@@ -565,8 +421,7 @@ def env_pairs(inst: Instruction, escape: str) -> list[tuple[str, str]]:
     words = split_words(inst.args, escape)
     if not words:
         raise DockerfileSyntaxError(f"{inst.keyword} requires at least one argument", inst.line)
-    if "=" not in words[0]:
-        # legacy form: ENV NAME value with spaces (one variable, the rest of the line is its value)
+    if "=" not in words[0]:  # legacy form: ENV NAME the rest of the line
         m = re.match(r"(\S+)\s+(.*)$", inst.args, re.S)
         if not m:
             raise DockerfileSyntaxError(f"{inst.keyword} {words[0]} has no value (use {words[0]}=VALUE)", inst.line)
@@ -584,28 +439,22 @@ def env_pairs(inst: Instruction, escape: str) -> list[tuple[str, str]]:
 
 def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str = "linux/arm64",
           target: str | None = None) -> Dockerfile:
-    """Parse a Dockerfile with ``--build-arg`` values, for a build on/for ``platform``.
-
-    ``target`` is ``docker build --target``: the stage that becomes the image (default: the last).
-    """
+    """Parse a Dockerfile with ``--build-arg`` values, for a build on/for ``platform``; ``target`` is
+    ``docker build --target`` (default: the last stage)."""
     build_args = dict(build_args or {})
-    directives, escape, instructions = read_instructions(text)
+    _, escape, instructions = read_instructions(text)
     global_values: dict[str, str] = platform_args(platform)
-    global_args: list[Instruction] = []
     stages: list[Stage] = []
     current: Stage | None = None
     line = instructions[0].line if instructions else 1
     expanded_chars = 0
     try:
-        for index, inst in enumerate(instructions):
+        for inst in instructions:
             line = inst.line
             if inst.keyword == "FROM":
                 current = _new_stage(inst, stages, global_values, escape)
                 stages.append(current)
-                instructions[index] = _with_stage(inst, current.index)
-                current.instructions.append(instructions[index])
-                continue
-            if current is None:
+            elif current is None:
                 if inst.keyword != "ARG":
                     raise DockerfileSyntaxError(f"{inst.keyword} before the first FROM: only ARG may come first", inst.line)
                 for name, default in arg_pairs(inst, escape):
@@ -617,10 +466,10 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
                         if expanded_chars > MAX_EXPANDED_TOTAL:
                             raise DockerfileSyntaxError(f"the ARG values of this file expand to more than "
                                                         f"{MAX_EXPANDED_TOTAL >> 20} MiB", inst.line)
-                global_args.append(inst)
                 continue
-            instructions[index] = _with_stage(inst, current.index)
-            current.instructions.append(instructions[index])
+            # In place: made by read_instructions for this parse alone (a replace() each was most of the cost)
+            object.__setattr__(inst, "stage", current.index)
+            current.instructions.append(inst)
             if inst.keyword in ("ENV", "LABEL"):
                 env_pairs(inst, escape)  # validates the syntax
             elif inst.keyword == "ARG":
@@ -634,38 +483,29 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
     if not stages:
         raise DockerfileSyntaxError("no FROM instruction: a Dockerfile must start a build stage", instructions[-1].line if instructions else 1)
     if target:  # docker build --target: the stages after it are never built, so they are not read
-        chosen = _target_stage(stages, target)
+        chosen = _named(stages, target.lower())  # a number is not a stage name for --target
+        if chosen is None:
+            raise UnknownTargetError(target, tuple(s.name for s in stages if s.name is not None))
         stages = stages[:chosen.index + 1]
         instructions = [inst for inst in instructions if inst.stage <= chosen.index]
-    _mark_final(stages, target)
-    return Dockerfile(directives, escape, global_args, stages, instructions, global_values)
+    walk: Stage | None = stages[-1]  # the target and the stages it builds on end up in the image
+    while walk is not None:
+        walk.final = True
+        walk = stages[walk.parent] if walk.parent is not None else None
+    return Dockerfile(escape, stages, instructions, global_values)
+
+
+def _named(stages: list[Stage], low: str) -> Stage | None:
+    return next((s for s in stages if s.name is not None and s.name.lower() == low), None)
 
 
 class UnknownTargetError(ReadingError):
-    """``--target`` names no stage of the Dockerfile (``docker build`` fails the same way); ``stages`` are
-    the names it has."""
+    """``--target`` names no stage (``docker build`` fails the same way)."""
 
     def __init__(self, target: str, stages: tuple[str, ...]) -> None:
         named = ", ".join(stages) if stages else "none: no stage has an AS name"
         super().__init__(f"--target {target!r} names no stage of this Dockerfile (stage names: {named})")
         self.stages = stages
-
-
-def _target_stage(stages: list[Stage], target: str) -> Stage:
-    """The stage named ``target`` (case-insensitive, as BuildKit matches it; a number is not a stage name
-    for --target)."""
-    low = target.lower()
-    for stage in stages:
-        if stage.name is not None and stage.name.lower() == low:
-            return stage
-    raise UnknownTargetError(target, tuple(s.name for s in stages if s.name is not None))
-
-
-def _with_stage(inst: Instruction, stage: int) -> Instruction:
-    # The instruction was made by read_instructions for this parse alone: set its stage in place (a
-    # dataclasses.replace per instruction is most of the cost of a Dockerfile with 80k lines).
-    object.__setattr__(inst, "stage", stage)
-    return inst
 
 
 def _new_stage(inst: Instruction, stages: list[Stage], global_values: dict[str, str], escape: str) -> Stage:
@@ -683,35 +523,17 @@ def _new_stage(inst: Instruction, stages: list[Stage], global_values: dict[str, 
         raise DockerfileSyntaxError(f"base name ({words[0]}) should not be blank: give the ARG a default or pass --build-arg", inst.line)
     platform_written = inst.flag("platform")
     platform = expand(platform_written, global_values, escape).value if platform_written else None
-    parent = None
-    low = base.lower()
-    for earlier in stages:
+    parent, low = None, base.lower()
+    for earlier in stages:  # the last stage of that name
         if earlier.name is not None and earlier.name.lower() == low:
             parent = earlier.index
     for key, _ in inst.flags:
         if key != "platform":
             raise DockerfileSyntaxError(f"unknown flag for FROM: --{key}", inst.line)
-    return Stage(
-        index=len(stages), name=name, base=base, base_written=words[0], line=inst.line, platform=platform,
-        platform_written=platform_written, parent=parent, unresolved=tuple(dict.fromkeys(expanded.missing)),
-    )
+    return Stage(len(stages), name, base, words[0], inst.line, platform, parent,
+                 unresolved=tuple(dict.fromkeys(expanded.missing)))
 
 
 def copied_from(inst: Instruction) -> str | None:
     """The stage or image a ``COPY --from=...`` reads from."""
-    if inst.keyword not in ("COPY", "ADD"):
-        return None
-    return inst.flag("from")
-
-
-def _mark_final(stages: list[Stage], target: str | None) -> None:
-    chosen = stages[-1]
-    if target:
-        low = target.lower()
-        for candidate in stages:
-            if candidate.name is not None and candidate.name.lower() == low:
-                chosen = candidate
-    walk: Stage | None = chosen
-    while walk is not None:
-        walk.final = True
-        walk = stages[walk.parent] if walk.parent is not None else None
+    return inst.flag("from") if inst.keyword in ("COPY", "ADD") else None

@@ -1,5 +1,4 @@
-"""What a Dockerfile stage's instructions do to its environment: the variables a stage inherits from the
-stages it builds on, and each instruction's changes applied in order."""
+"""What a Dockerfile stage's instructions do to its environment, and which stages reach the image."""
 
 from __future__ import annotations
 
@@ -22,11 +21,8 @@ from envcheck.inspect.shell import SimpleCommand
 
 
 def inherited_env(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]) -> dict[str, str]:
-    """ENV values a stage starts with from the stages it builds on (ARGs do not cross FROM).
-
-    The ENV at the end of each stage is cached on ``df`` and filled from the root down, so a long
-    chain of ``FROM <stage>`` never recurses deeply and each stage is walked once.
-    """
+    """ENV values a stage starts with from the stages it builds on (ARGs do not cross FROM), cached on ``df``
+    and filled from the root down: a long ``FROM <stage>`` chain never recurses, each stage is walked once."""
     if stage.parent is None:
         return {}
     args_key = tuple(sorted(build_args.items()))
@@ -40,9 +36,9 @@ def inherited_env(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]) -
         values, env = dict(start), dict(start)
         env_names = set(start)
         for inst in ancestor.instructions:
-            for name, value, origin in apply_instruction(df, inst, values, build_args, env_names):
-                if origin == "env":
-                    env[name] = value
+            changes = instruction_changes(df, inst, values, build_args)
+            _apply(changes, values, env_names)
+            env.update((name, value) for name, value, origin in changes if origin == "env")
         df.env_at_end[(ancestor.index, args_key)] = env
     return dict(df.env_at_end[(stage.parent, args_key)])
 
@@ -61,11 +57,8 @@ def walk_stage(df: Dockerfile, stage: Stage, build_args: Mapping[str, str]
 
 def instruction_changes(df: Dockerfile, inst: Instruction, values: dict[str, str], build_args: Mapping[str, str]
                         ) -> list[tuple[str, str, str]]:
-    """(name, value, origin) for each variable an ARG/ENV instruction sets, without changing ``values``.
-
-    Raises :class:`DockerfileSyntaxError` (at the instruction's line) when the values of the file together
-    expand past :data:`MAX_EXPANDED_TOTAL`: ``ENV A=$A$A`` forty times is 503 bytes that double into gigabytes.
-    """
+    """(name, value, origin) for each variable an ARG/ENV sets. The file's values together are bounded by
+    MAX_EXPANDED_TOTAL: ``ENV A=$A$A`` forty times is 503 bytes that double into gigabytes."""
     changed: list[tuple[str, str, str]] = []
     try:
         if inst.keyword == "ENV":
@@ -95,6 +88,7 @@ def instruction_changes(df: Dockerfile, inst: Instruction, values: dict[str, str
 
 
 def _apply(changes: list[tuple[str, str, str]], values: dict[str, str], env_names: set[str]) -> None:
+    """Apply changes in place; ``env_names`` collects the names ENV set."""
     for name, value, origin in changes:
         if origin == "env":
             values[name] = value
@@ -103,29 +97,16 @@ def _apply(changes: list[tuple[str, str, str]], values: dict[str, str], env_name
             values[name] = value
 
 
-def apply_instruction(df: Dockerfile, inst: Instruction, values: dict[str, str], build_args: Mapping[str, str],
-                      env_names: set[str] | None = None) -> list[tuple[str, str, str]]:
-    """Update ``values`` for an ARG/ENV instruction; returns (name, value, origin) for each it sets.
-
-    ``env_names`` collects names set by ENV: an ARG never overrides them (Docker's rule).
-    """
-    changed = instruction_changes(df, inst, values, build_args)
-    _apply(changed, values, set() if env_names is None else env_names)
-    return changed
-
-
 def copied_into_image(df: Dockerfile, keeps: set[int]) -> dict[int, int]:
-    """Stages outside the final image (``keeps``: the indexes of those in it) whose output a stage of it takes with
-    ``COPY --from``, each with the line of that COPY (a stage a copied stage builds on counts too: its files are
-    the copied stage's)."""
+    """Stages outside the image (``keeps``: those in it) whose files a stage of it takes with ``COPY --from``
+    (with the stages they build on), each with the line of that COPY."""
     copied: dict[int, int] = {}
     for stage in df.stages:
         if stage.index not in keeps:
             continue
         for inst in stage.instructions:
             source = copied_from(inst)
-            other = df.stage_by_ref(source) if source is not None else None
-            walk: Stage | None = other
+            walk = df.stage_by_ref(source) if source is not None else None
             while walk is not None and walk.index not in keeps and walk.index not in copied:
                 copied[walk.index] = inst.line
                 walk = df.stages[walk.parent] if walk.parent is not None else None
@@ -133,10 +114,8 @@ def copied_into_image(df: Dockerfile, keeps: set[int]) -> dict[int, int]:
 
 
 def stages_in_build(df: Dockerfile) -> set[int]:
-    """Indexes of the stages whose work reaches the built image: the target stage (the last one, or
-    ``--target``) and the stages it builds on (``FROM <stage>``), then every stage that one of those names
-    in ``COPY``/``ADD --from`` or ``RUN --mount=...,from=``, with the stages that one builds on, as far as the
-    chain goes. BuildKit builds only these; a stage outside them does not change the image."""
+    """The stages BuildKit builds: the final ones, then every stage one of those names in ``COPY --from`` or
+    ``RUN --mount=...,from=``, with the stages it builds on, as far as the chain goes."""
     reach = {s.index for s in df.stages if s.final}
     pending = sorted(reach)
     while pending:
@@ -155,17 +134,17 @@ def stages_in_build(df: Dockerfile) -> set[int]:
 
 
 def _mount_source(spec: str) -> str | None:
-    """The ``from=`` of one ``RUN --mount=`` value (a stage or an image), or None."""
     for part in spec.split(","):
         key, _, value = part.partition("=")
         if key.strip() == "from":
             return value.strip() or None
     return None
+
+
 def settings_ending_with_run(text: str, commands: Sequence[tuple[SimpleCommand, int]], names: Sequence[str],
                              builds: Callable[[list[str]], bool], values: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Build settings (``names``: TORCH_CUDA_ARCH_LIST ...) a RUN's shell sets (``export NAME=...`` or a bare
-    ``NAME=...``) for no build command of that same RUN: the shell ends with the RUN, so later RUNs never see them
-    (``RUN export TORCH_CUDA_ARCH_LIST=12.1a`` on its own line). Values already in force (``values``) are left out."""
+    """Build settings (``names``: TORCH_CUDA_ARCH_LIST ...) a RUN's shell sets for no build command of that
+    same RUN: the shell ends with the RUN, so later RUNs never see them. Values in force are left out."""
     found: list[tuple[str, str]] = []
     for name in names:
         written = list(re.finditer(rf"(?:^|[\s;&|(]){name}=(\"[^\"]*\"|'[^']*'|[^\s;&|)]*)", text))

@@ -1,9 +1,5 @@
-"""Image references parsed the way Docker parses them (``distribution/reference`` normalisation).
-
-``ubuntu`` is ``docker.io/library/ubuntu:latest``; the first path component is a registry host only
-when it contains a ``.`` or a ``:`` or is ``localhost``; a reference may carry a tag, a digest or both
-(``name:tag@sha256:...``: the digest wins for fetching, the tag is kept for messages and drift rules).
-"""
+"""Image references parsed the way Docker parses them (``distribution/reference`` normalisation): ``ubuntu``
+is ``docker.io/library/ubuntu:latest``; with a tag and a digest, the digest wins for fetching."""
 
 from __future__ import annotations
 
@@ -26,8 +22,6 @@ _HOST = re.compile(r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9]
 
 @dataclass(frozen=True)
 class Reference:
-    """A fully qualified image reference: registry host, repository path, tag and/or digest."""
-
     registry: str  # as the user names it: docker.io, nvcr.io, 127.0.0.1:5000
     repository: str  # nvidia/pytorch, library/ubuntu
     tag: str | None = None
@@ -40,7 +34,7 @@ class Reference:
 
     @property
     def hostname(self) -> str:
-        """The registry host without its port (brackets removed from IPv6 literals)."""
+        """The registry host without its port or IPv6 brackets."""
         host = self.registry
         if host.startswith("["):
             return host[1 : host.index("]")]
@@ -48,7 +42,7 @@ class Reference:
 
     @property
     def is_loopback(self) -> bool:
-        """True for localhost and 127.0.0.0/8 / ::1, which Docker also treats as insecure by default."""
+        """Docker treats loopback registries as insecure by default."""
         return is_loopback_host(self.hostname)
 
     @property
@@ -57,12 +51,8 @@ class Reference:
         return self.digest or self.tag or "latest"
 
     def __str__(self) -> str:
-        text = f"{self.registry}/{self.repository}"
-        if self.tag:
-            text += f":{self.tag}"
-        if self.digest:
-            text += f"@{self.digest}"
-        return text
+        tag, digest = f":{self.tag}" if self.tag else "", f"@{self.digest}" if self.digest else ""
+        return f"{self.registry}/{self.repository}{tag}{digest}"
 
 
 def parse_reference(text: str) -> Reference:
@@ -81,9 +71,8 @@ def parse_reference(text: str) -> Reference:
         if digest.startswith("sha256:") and not _SHA256.match(digest):
             raise UsageError(f"image reference {original!r}: a sha256 digest has 64 lowercase hex digits")
     tag = None
-    slash = text.rfind("/")
     colon = text.rfind(":")
-    if colon > slash:
+    if colon > text.rfind("/"):
         text, tag = text[:colon], text[colon + 1 :]
         if not _TAG.match(tag):
             raise UsageError(f"image reference {original!r}: invalid tag {tag!r}")
@@ -110,7 +99,7 @@ def parse_reference(text: str) -> Reference:
 
 
 def is_loopback_host(hostname: str) -> bool:
-    """True for ``localhost`` and 127.0.0.0/8 / ``::1`` (a host name without port or brackets)."""
+    """True for ``localhost``, 127.0.0.0/8 and ``::1`` (a host name without port or brackets)."""
     if hostname.lower() == "localhost":
         return True
     try:

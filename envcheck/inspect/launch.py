@@ -1,15 +1,8 @@
-"""Read the parallelism a training/serving launch asks for: how many nodes, what tensor-parallel degree.
-
-Understands command lines of torchrun (``python -m torch.distributed.run``), ``accelerate launch``,
-``deepspeed``, ``vllm serve``, ``sglang.launch_server``, Megatron-style scripts and ms-swift (``NNODES=2
-swift sft ...``), and their config files: JSON (accelerate, DeepSpeed ``tensor_parallel.autotp_size``),
-YAML and DeepSpeed hostfiles. Option and key names are compared after dropping leading dashes and
-mapping ``-`` to ``_``, so ``--tensor-parallel-size`` and ``tensor_parallel_size:`` are the same.
-
-YAML is read with a deliberately small reader (no PyYAML dependency): ``key: value`` lines at any
-indentation, ``#`` comments, quoted scalars; nesting is ignored and every scalar leaf counts by its own
-key name. Launch configs are flat or shallow, and the keys that matter have distinctive names. Flow
-collections and multi-line scalars are skipped, not misread.
+"""The parallelism a training/serving launch asks for (nodes, tensor-parallel degree), from its command line
+(torchrun, accelerate, deepspeed, vllm, sglang, ms-swift ...) or its JSON/YAML config or DeepSpeed hostfile.
+Keys compare after dropping leading dashes and mapping ``-`` to ``_``. YAML is read by a small line reader
+(no PyYAML dependency): every scalar leaf counts by its own key; flow collections and block scalars are
+skipped.
 """
 
 from __future__ import annotations
@@ -22,17 +15,15 @@ from dataclasses import dataclass, field
 
 from envcheck.errors import ReadingError
 
-# Keys (normalised) that give the number of nodes / machines.
 NODE_KEYS = frozenset({"nnodes", "num_nodes", "num_machines", "nodes", "n_nodes", "node_count", "num_node"})
-# Keys that give a tensor-parallel degree.
 TP_KEYS = frozenset({
     "tensor_parallel_size", "tp", "tp_size", "tensor_model_parallel_size", "tensor_parallel_degree",
     "tp_degree", "megatron_lm_tp_degree", "autotp_size", "tensor_parallel",
 })
-# Keys that cap a server's share of GPU memory (on unified memory: of the one pool), as a fraction.
+# A server's share of GPU memory (on unified memory: of the one pool), as a fraction.
 MEMORY_KEYS = frozenset({"gpu_memory_utilization", "mem_fraction_static", "kv_cache_free_gpu_memory_fraction",
                          "free_gpu_memory_fraction"})
-# Options whose value is a file holding more launch settings (accelerate, DeepSpeed, generic --config).
+# Options whose value is a file holding more launch settings.
 FILE_KEYS = frozenset({"config_file", "deepspeed", "deepspeed_config", "hostfile", "ds_config"})
 # Short options that mean tensor parallelism only in the tools that define them (vllm -tp).
 _SHORT_TP = frozenset({"-tp"})
@@ -43,25 +34,19 @@ _TOOLS = ("torchrun", "torch.distributed.run", "accelerate", "deepspeed", "vllm"
 
 
 class LaunchFormatError(ReadingError, ValueError):
-    """A launch command or config that cannot be read; ``line`` is 1-based where known."""
-
     def __init__(self, message: str, line: int | None = None) -> None:
         super().__init__(message, line=line)
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One parallelism setting as written: normalised key, value, and the line it is on (configs)."""
-
     key: str
     value: str
-    line: int | None = None
+    line: int | None = None  # in a config
 
 
 @dataclass(frozen=True)
 class Launch:
-    """What a launch asks for. ``nodes``/``tp`` are None where the launch does not say."""
-
     origin: str  # "--launch" or a config file path
     tool: str | None
     nodes: int | None
@@ -69,22 +54,19 @@ class Launch:
     settings: tuple[Setting, ...] = field(default=())
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "origin": self.origin, "tool": self.tool, "nodes": self.nodes, "tp": self.tp,
-            "settings": [{"key": s.key, "value": s.value, **({"line": s.line} if s.line else {})} for s in self.settings],
-        }
+        settings = [{"key": s.key, "value": s.value, **({"line": s.line} if s.line else {})}
+                    for s in self.settings]
+        return {"origin": self.origin, "tool": self.tool, "nodes": self.nodes, "tp": self.tp,
+                "settings": settings}
 
 
 def normalise(key: str) -> str:
-    """``--tensor-parallel-size`` -> ``tensor_parallel_size``; env names are lower-cased."""
     return key.lstrip("-").replace("-", "_").lower()
 
 
 def _count(value: str) -> int | None:
     """An integer setting; ``MIN:MAX`` (torchrun elastic nnodes) counts as MAX."""
-    text = value.strip().strip("\"'")
-    if ":" in text:
-        text = text.rsplit(":", 1)[1]
+    text = value.strip().strip("\"'").rsplit(":", 1)[-1]
     try:
         return int(text)
     except ValueError:
@@ -110,7 +92,6 @@ def _summarise(origin: str, tool: str | None, settings: list[Setting]) -> Launch
 
 
 def parse_command(command: str, origin: str = "--launch") -> Launch:
-    """Parallelism settings of a launch command line (env assignments, options, ``--opt=value``)."""
     try:
         words = shlex.split(command, comments=True)
     except ValueError as exc:
@@ -119,8 +100,7 @@ def parse_command(command: str, origin: str = "--launch") -> Launch:
         raise LaunchFormatError("the launch command is empty")
     settings: list[Setting] = []
     tool: str | None = None
-    at_start = True
-    i = 0
+    at_start, i = True, 0
     while i < len(words):
         word = words[i]
         assign = _ASSIGN.match(word)
@@ -168,9 +148,7 @@ def referenced_files(command: str) -> list[str]:
 
 
 def parse_config(text: str, origin: str) -> Launch:
-    """Parallelism settings of a JSON/YAML launch config or a DeepSpeed hostfile."""
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
+    if text.lstrip().startswith(("{", "[")):
         try:
             data = json.loads(text)
             settings = [Setting(key, value) for key, value in _json_leaves(data)]
@@ -179,8 +157,8 @@ def parse_config(text: str, origin: str) -> Launch:
         except RecursionError as exc:
             raise LaunchFormatError("JSON nested too deeply to be a launch config", 1) from exc
         return _summarise(origin, _tool_from_keys(settings), settings)
-    if _looks_like_hostfile(text):
-        hosts = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    hosts = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+    if hosts and all(re.match(r"^[\w.\-]+\s+slots=\d+$", line) for line in hosts):  # a DeepSpeed hostfile
         return _summarise(origin, "deepspeed", [Setting("num_nodes", str(len(hosts)), 1)])
     settings = list(_yaml_leaves(text))
     return _summarise(origin, _tool_from_keys(settings), settings)
@@ -200,21 +178,14 @@ def _json_leaves(data: object, key: str = "") -> Iterator[tuple[str, str]]:
 def _yaml_leaves(text: str) -> Iterator[Setting]:
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.split(" #", 1)[0].rstrip() if not raw.lstrip().startswith("#") else ""
-        if not line.strip() or line.strip() in ("---", "..."):
-            continue
         match = _YAML_LINE.match(line)
         if match is None:
-            continue  # list items, flow collections, continuation lines: not parallelism settings
+            continue  # blank, `---`, list items, flow collections, continuation lines: not settings
         _, key, value = match.groups()
         value = value.strip()
         if not value or value.startswith(("{", "[", "|", ">", "&", "*")):
             continue
         yield Setting(normalise(key), value.strip("\"'"), number)
-
-
-def _looks_like_hostfile(text: str) -> bool:
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
-    return bool(lines) and all(re.match(r"^[\w.\-]+\s+slots=\d+$", line) for line in lines)
 
 
 def _tool_from_keys(settings: list[Setting]) -> str | None:
@@ -227,11 +198,9 @@ def _tool_from_keys(settings: list[Setting]) -> str | None:
 
 
 # Images whose entrypoint is a server, for a `command:` that gives only its options.
-_IMAGE_ENTRYPOINTS = ((re.compile(r"(^|/)vllm-openai(:|@|$)"), ("vllm", "serve")),
-                      (re.compile(r"(^|/)(?:vllm/vllm|vllm)(:|@|$)"), ("vllm", "serve")))
+_IMAGE_ENTRYPOINTS = ((re.compile(r"(^|/)(?:vllm-openai|vllm/vllm|vllm)(:|@|$)"), ("vllm", "serve")),)
 
 
 def image_entrypoint(ref: str) -> tuple[str, ...]:
-    """The server an image's own entrypoint starts (``vllm/vllm-openai``: ``vllm serve``), for commands that are
-    only its options; () when unknown."""
+    """The server an image's entrypoint starts (``vllm serve``), for commands that are only its options."""
     return next((tool for pattern, tool in _IMAGE_ENTRYPOINTS if pattern.search(ref)), ())

@@ -1,9 +1,5 @@
-"""PEP 508 environment markers: combining and negating them as text, the way uv's sources need.
-
-uv picks a package's source by marker (``{ index = "pytorch-cu128", marker = "sys_platform == 'linux'" }``)
-and falls back to the default indexes where none holds. PEP 508 has no ``not``, so "none of these holds"
-is written by inverting each comparison (De Morgan).
-"""
+"""PEP 508 markers combined and negated as text: uv picks a package's source by marker and falls back to the
+default indexes where none holds, and PEP 508 has no ``not``, so that is written by De Morgan."""
 
 from __future__ import annotations
 
@@ -16,22 +12,24 @@ _INVERSE = {"==": "!=", "!=": "==", "<": ">=", ">=": "<", ">": "<=", "<=": ">", 
 def all_of(*markers: str | None) -> str | None:
     """The conjunction of ``markers`` (None: no condition)."""
     parts = [m for m in markers if m]
-    if not parts:
-        return None
-    if len(parts) == 1:
-        return parts[0]
+    if len(parts) <= 1:
+        return parts[0] if parts else None
     return " and ".join(f"({m})" for m in parts)
 
 
 def negated(marker: str) -> str | None:
     """A marker that holds exactly where ``marker`` does not; None when it cannot be written (``~=``, ``===``)."""
+    parsed = _parsed(marker)
+    return None if parsed is None else _negate(parsed)
+
+
+def _parsed(marker: str) -> list[Any] | None:
     from packaging.markers import InvalidMarker, Marker
 
     try:
-        parsed = Marker(marker)._markers
+        return Marker(marker)._markers
     except InvalidMarker:
         return None
-    return _negate(parsed)
 
 
 def _alternatives(items: list[Any]) -> list[list[Any]]:
@@ -50,13 +48,10 @@ def _negate(items: list[Any]) -> str | None:
     alternatives = _alternatives(items)
     negated_alternatives: list[str] = []
     for terms in alternatives:
-        negated_terms: list[str] = []
-        for term in terms:
-            text = _negate_term(term)
-            if text is None:
-                return None
-            negated_terms.append(text)
-        joined = " or ".join(negated_terms)
+        negated_terms = [_negate_term(term) for term in terms]
+        if None in negated_terms:
+            return None
+        joined = " or ".join(t for t in negated_terms if t is not None)
         negated_alternatives.append(f"({joined})" if len(negated_terms) > 1 and len(alternatives) > 1 else joined)
     return " and ".join(negated_alternatives)
 
@@ -73,7 +68,6 @@ def _negate_term(term: Any) -> str | None:
 
 
 def _term(node: Any) -> str:
-    """A marker variable as its name, a value quoted."""
     text = str(node.value)
     if type(node).__name__ == "Variable":
         return text
@@ -82,21 +76,11 @@ def _term(node: Any) -> str:
 
 @lru_cache(maxsize=4096)
 def with_extras(marker: str, active: frozenset[str]) -> bool | str:
-    """``marker`` with every ``extra`` comparison decided by the ``active`` extras: True (always holds), False
-    (never), or the rest of the marker as text. pylock.toml's ``'x' in extras`` and ``'g' in dependency_groups``
-    are decided the same way, by ``extras:x`` and ``dependency_groups:g`` in ``active``.
-
-    uv.lock writes which conflicting extras and groups are selected as ``extra == 'extra-10-spark-proj-cu128'``
-    or ``extra == 'group-2-p4-docs'``; these are internal names that must never reach a user, and they are
-    decided per scope, so what remains is only the platform part (``platform_machine == 'aarch64'``).
-    """
-    from packaging.markers import InvalidMarker, Marker
-
-    try:
-        parsed = Marker(marker)._markers
-    except InvalidMarker:
-        return marker
-    return _decide(parsed, active)
+    """``marker`` with every ``extra`` comparison (and pylock.toml's ``'x' in extras``, as ``extras:x``)
+    decided by ``active``: True, False, or the rest as text. uv.lock's ``extra == 'extra-10-proj-cu128'``
+    names are internal and must never reach a user: decided per scope, they leave only the platform part."""
+    parsed = _parsed(marker)
+    return marker if parsed is None else _decide(parsed, active)
 
 
 def _decide(items: list[Any], active: frozenset[str]) -> bool | str:
@@ -104,23 +88,18 @@ def _decide(items: list[Any], active: frozenset[str]) -> bool | str:
     kept_alternatives: list[str] = []
     for terms in alternatives:
         kept: list[str] = []
-        never = False
         for term in terms:
             value = _decide(term, active) if isinstance(term, list) else _decide_term(term, active)
             if value is False:
-                never = True
                 break
             if value is not True:
                 kept.append(f"({value})" if isinstance(term, list) else value)
-        if never:
-            continue
-        if not kept:
-            return True  # one alternative always holds
-        kept_alternatives.append(" and ".join(kept))
-    if not kept_alternatives:
-        return False
-    if len(kept_alternatives) == 1:
-        return kept_alternatives[0]
+        else:  # no term is False
+            if not kept:
+                return True  # one alternative always holds
+            kept_alternatives.append(" and ".join(kept))
+    if len(kept_alternatives) <= 1:
+        return kept_alternatives[0] if kept_alternatives else False
     return " or ".join(f"({a})" if " and " in a else a for a in kept_alternatives)
 
 

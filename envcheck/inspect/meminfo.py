@@ -14,8 +14,6 @@ G3_FIELDS = ("MemTotal", "MemAvailable", "Cached", "Dirty", "SwapTotal")
 
 
 class MeminfoFormatError(ReadingError, ValueError):
-    """A line of /proc/meminfo that is not ``Name: value [kB]``; ``line`` is 1-based."""
-
     line: int
 
     def __init__(self, message: str, line: int) -> None:
@@ -24,17 +22,10 @@ class MeminfoFormatError(ReadingError, ValueError):
 
 @dataclass(frozen=True)
 class Meminfo:
-    """Values in bytes by field name."""
-
-    values: dict[str, int]
-
-    def gib(self, name: str) -> float | None:
-        value = self.values.get(name)
-        return None if value is None else value / 2**30
+    values: dict[str, int]  # bytes (unitless counts such as HugePages_* stay counts)
 
 
 def parse(text: str) -> Meminfo:
-    """Parse meminfo text; values in kB become bytes, unitless counts (HugePages_*) stay counts."""
     values: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

@@ -1,10 +1,6 @@
-"""Read ``nvidia-smi --query-gpu`` / ``--query-compute-apps`` CSV output.
-
-Both shapes nvidia-smi prints are read: ``--format=csv,noheader,nounits`` (the caller says which fields
-were asked for) and ``--format=csv`` (a header line names the fields, values carry units such as
-``MiB``, ``W``, ``%``, ``MHz``). Values nvidia-smi cannot give (``[N/A]``, ``[Not Supported]``,
-``[Not Found]``, ...) become ``None``: a GB10 prints ``[N/A]`` for every memory field because its
-memory is the unified system memory (research/spark-facts.md §9).
+"""Read ``nvidia-smi --query-gpu`` / ``--query-compute-apps`` CSV output, with or without a header and units.
+Placeholders (``[N/A]``, ``[Not Supported]`` ...) become None: a GB10 prints ``[N/A]`` for every memory field,
+its memory being the unified system memory (research/spark-facts.md §9).
 """
 
 from __future__ import annotations
@@ -17,32 +13,23 @@ from dataclasses import dataclass
 from envcheck.collect import probe
 from envcheck.errors import ReadingError
 
-# Placeholders nvidia-smi prints instead of a value.
 _UNAVAILABLE = re.compile(r"^\[?(N/A|Not Supported|Not Found|Unknown Error|Insufficient Permissions|GPU is lost|Unknown)\]?$", re.I)
 _UNIT = re.compile(r"\s*\[[^\]]*\]\s*$")  # "memory.total [MiB]" -> "memory.total"
 _VALUE_UNIT = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(MiB|GiB|KiB|W|%|MHz|C)$")
 # Fields whose values may contain commas (nvidia-smi does not quote): extra cells are joined into them.
 _FREE_TEXT = ("process_name", "name", "gpu_name")
 
-# The queries envcheck runs: defined once in the probe (which runs standalone in other interpreters, so it
-# cannot import this module), read here by the host source and the parsers.
+# The queries envcheck runs, defined in the probe (it runs standalone in other interpreters).
 GPU_FIELDS: tuple[str, ...] = probe.GPU_FIELDS
 GPU_FIELDS_BASIC: tuple[str, ...] = probe.GPU_FIELDS_BASIC  # drivers that reject compute_cap / the throttle mask
 APP_FIELDS: tuple[str, ...] = probe.APP_FIELDS
 
 # clocks_throttle_reasons.active bits (nvml.h: nvmlClocksEventReason*).
-THROTTLE_BITS: dict[int, str] = {
-    0x0000000000000004: "sw_power_cap",
-    0x0000000000000008: "hw_slowdown",
-    0x0000000000000020: "sw_thermal_slowdown",
-    0x0000000000000040: "hw_thermal_slowdown",
-    0x0000000000000080: "hw_power_brake_slowdown",
-}
+THROTTLE_BITS: dict[int, str] = {0x04: "sw_power_cap", 0x08: "hw_slowdown", 0x20: "sw_thermal_slowdown",
+                                  0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown"}
 
 
 class NvidiaSmiFormatError(ReadingError, ValueError):
-    """A line that does not have the fields the query asked for; ``line`` is 1-based."""
-
     line: int
 
     def __init__(self, message: str, line: int) -> None:
@@ -51,19 +38,11 @@ class NvidiaSmiFormatError(ReadingError, ValueError):
 
 @dataclass(frozen=True)
 class Table:
-    """Parsed rows: field name -> value text (units stripped), None where nvidia-smi had no value."""
-
     fields: tuple[str, ...]
-    rows: tuple[dict[str, str | None], ...]
-
-
-def field_name(header: str) -> str:
-    """``"memory.total [MiB]"`` -> ``"memory.total"``; also the long names nvidia-smi echoes back."""
-    return _UNIT.sub("", header).strip()
+    rows: tuple[dict[str, str | None], ...]  # field name -> value text without its unit, or None
 
 
 def clean_value(text: str) -> str | None:
-    """One cell: stripped, unit removed, placeholders -> None."""
     value = text.strip()
     if not value or _UNAVAILABLE.match(value):
         return None
@@ -72,13 +51,13 @@ def clean_value(text: str) -> str | None:
 
 
 def parse_csv(text: str, fields: Sequence[str] | None = None) -> Table:
-    """Parse query output. ``fields`` for ``noheader`` output; ``None`` when the first line is a header."""
+    """``fields``: what a ``noheader`` query asked for; None when the first line is a header."""
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     if fields is None:
         if not lines:
             raise NvidiaSmiFormatError("no header line (use --format=csv, or pass the queried fields)", 1)
         header_no, header = lines.pop(0)
-        names = tuple(field_name(cell) for cell in header.split(","))
+        names = tuple(_UNIT.sub("", cell).strip() for cell in header.split(","))
         if not all(names):
             raise NvidiaSmiFormatError("header has an empty field name", header_no)
     else:
@@ -123,28 +102,24 @@ def throttle_reasons(value: str | None) -> list[str]:
     return [name for bit, name in THROTTLE_BITS.items() if mask & bit]
 
 
+_GPU_NUMBERS = (("temperature_c", "temperature.gpu"), ("power_w", "power.draw"),
+                ("power_limit_w", "power.limit"), ("memory_total_mib", "memory.total"),
+                ("memory_used_mib", "memory.used"), ("utilization_pct", "utilization.gpu"))
+
+
 def gpu_row(row: dict[str, str | None]) -> dict[str, object]:
     """A ``--query-gpu`` row as typed readings (numbers as float, None where not available)."""
-    out: dict[str, object] = {
+    return {
         "index": int(number(row.get("index")) or 0) if row.get("index") is not None else None,
-        "name": row.get("name"),
-        "uuid": row.get("uuid"),
-        "driver_version": row.get("driver_version"),
-        "temperature_c": number(row.get("temperature.gpu")),
-        "power_w": number(row.get("power.draw")),
-        "power_limit_w": number(row.get("power.limit")),
-        "memory_total_mib": number(row.get("memory.total")),
-        "memory_used_mib": number(row.get("memory.used")),
-        "utilization_pct": number(row.get("utilization.gpu")),
+        **{key: row.get(key) for key in ("name", "uuid", "driver_version")},
+        **{key: number(row.get(name)) for key, name in _GPU_NUMBERS},
         "clock_sm_mhz": number(row.get("clocks.sm") or row.get("clocks.current.sm")),
         "throttle_reasons": throttle_reasons(row.get("clocks_throttle_reasons.active") or row.get("clocks_event_reasons.active")),
         "compute_cap": row.get("compute_cap"),
     }
-    return out
 
 
 def app_row(row: dict[str, str | None]) -> dict[str, object]:
-    """A ``--query-compute-apps`` row as typed readings."""
     pid = number(row.get("pid"))
     used = row.get("used_memory", row.get("used_gpu_memory"))
     return {

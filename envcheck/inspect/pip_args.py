@@ -1,14 +1,10 @@
-"""Package-installer command lines and requirement strings, read the way pip, uv and conda read them.
-
-Used by the requirements source (for option lines such as ``--index-url`` and ``-r``) and by the
-Dockerfile source (for every ``pip install`` in a RUN line), so both produce the same facts.
-"""
+"""Installer command lines and requirement strings, read the way pip, uv and conda read them (shared by the
+requirements and Dockerfile sources, so both produce the same facts)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -32,14 +28,11 @@ _INDEX_OPTIONS = {
     "-f": IndexOption.FIND_LINKS, "--find-links": IndexOption.FIND_LINKS,
 }
 _CONDA_VALUE_OPTIONS = {"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file", "--override-channels-x"}
-# conda package names that are PyPI names under another spelling.
 _CONDA_TO_PYPI = {"pytorch": "torch", "pytorch-gpu": "torch", "pytorch-cuda": "pytorch-cuda", "cuda-version": "cuda-version"}
 
 
 @dataclass
 class InstallParse:
-    """What one installer command line installs and from where."""
-
     command: InstallCommand
     packages: list[Package] = field(default_factory=list)
     indexes: list[PackageIndex] = field(default_factory=list)
@@ -52,92 +45,80 @@ def installer_of(argv: list[str]) -> tuple[str, int] | None:
     """(tool, index of the first argument after the install verb) if ``argv`` is an install command."""
     if not argv:
         return None
-    words = list(argv)
-    exe = words[0].rsplit("/", 1)[-1]
+    exe = argv[0].rsplit("/", 1)[-1]
     i = 1
-    if re.fullmatch(r"python(\d+(\.\d+)?)?", exe):
-        # python -m pip install / python -m uv pip install
-        while i < len(words) and words[i].startswith("-") and words[i] != "-m":
+    if re.fullmatch(r"python(\d+(\.\d+)?)?", exe):  # python -m pip install / python -m uv pip install
+        while i < len(argv) and argv[i].startswith("-") and argv[i] != "-m":
             i += 1
-        if i + 1 < len(words) and words[i] == "-m":
-            exe = words[i + 1]
-            i += 2
-        else:
+        if i + 1 >= len(argv) or argv[i] != "-m":
             return None
+        exe, i = argv[i + 1], i + 2
+    verb = argv[i] if i < len(argv) else None
     if re.fullmatch(r"pip(\d+(\.\d+)?)?", exe):
         tool = "pip"
-    elif exe == "uv":
-        if i < len(words) and words[i] == "pip":
-            i += 1
-            tool = "uv"
-        elif i < len(words) and words[i] == "add":
-            return ("uv", i + 1)
-        else:
-            return None
+    elif exe == "uv" and verb == "add":
+        return ("uv", i + 1)
+    elif exe == "uv" and verb == "pip":
+        tool, i = "uv", i + 1
     elif exe in ("conda", "mamba", "micromamba"):
         tool = exe
     else:
         return None
-    # skip global options before the verb (pip -q install ...)
-    while i < len(words) and words[i].startswith("-"):
-        i += 2 if words[i] in _VALUE_OPTIONS and "=" not in words[i] else 1
-    if i < len(words) and words[i] in ("install", "create"):
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in _VALUE_OPTIONS and "=" not in argv[i] else 1
+    if i < len(argv) and argv[i] in ("install", "create"):
         return (tool, i + 1)
     return None
 
 
-def parse_install_command(argv: list[str], location: Location | None, base_dir: Path | None = None) -> InstallParse | None:
-    """Parse one shell-split installer command; None when ``argv`` installs nothing.
-
-    ``base_dir`` resolves ``-r`` paths for callers that can read them (the requirements source).
-    """
+def parse_install_command(argv: list[str], location: Location | None) -> InstallParse | None:
+    """Parse one shell-split installer command; None when ``argv`` installs nothing."""
     found = installer_of(argv)
     if found is None:
         return None
     tool, start = found
-    args = argv[start:]
-    if tool in ("conda", "mamba", "micromamba"):
-        return _parse_conda(tool, argv, args, location)
     result = InstallParse(InstallCommand(tool=tool, packages=(), text=" ".join(argv), location=location))
     options: list[str] = []
-    names: list[str] = []
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word.startswith("-") and word not in ("-",):
+    words = iter(argv[start:])
+    conda = tool in ("conda", "mamba", "micromamba")
+    for word in words:
+        if conda and word.startswith("-"):
+            opt, eq, inline = word.partition("=")
+            if opt in _CONDA_VALUE_OPTIONS:
+                channel = inline if eq else next(words, "")
+                if opt in ("-c", "--channel"):
+                    result.indexes.append(PackageIndex(channel, IndexOption.CONDA_CHANNEL, location))
+                options.append(f"{opt}={channel}")
+            else:
+                options.append(opt)
+        elif word.startswith("-") and word != "-":
             opt, eq, inline = word.partition("=")
             if opt.startswith("-") and not opt.startswith("--") and len(opt) > 2 and opt[:2] in _VALUE_OPTIONS and not eq:
                 opt, inline, eq = opt[:2], opt[2:], "="  # -rrequirements.txt
             if opt in _VALUE_OPTIONS:
-                if eq:
-                    value = inline
-                elif i + 1 < len(args):
-                    value = args[i + 1]
-                    i += 1
-                else:
+                value = inline if eq else next(words, None)
+                if value is None:
                     result.problems.append(ReadProblem(f"option {opt} needs a value", location))
                     break
                 options.append(f"{opt}={value}")
-                _apply_value_option(opt, value, result, location, names, tool)
+                _apply_value_option(opt, value, result, location, tool)
             else:
                 options.append(opt)
-            i += 1
-            continue
-        pkg = parse_requirement_text(word, location, role=Role.REQUIREMENT)
-        if isinstance(pkg, ReadProblem):
-            result.problems.append(pkg)
-        elif pkg is not None:
-            result.packages.append(pkg)
-            names.append(pkg.name)
-        i += 1
-    no_deps = "--no-deps" in options
-    if no_deps:
-        result.packages = [_with(p, no_deps=True) for p in result.packages]
-    result.command = InstallCommand(tool=tool, packages=tuple(names), options=tuple(options), text=" ".join(argv), location=location)
+        else:
+            pkg = _conda_package(word, location) if conda else parse_requirement_text(word, location)
+            if isinstance(pkg, ReadProblem):
+                result.problems.append(pkg)
+            elif pkg is not None:
+                result.packages.append(pkg)
+    if "--no-deps" in options and not conda:
+        result.packages = [replace(p, no_deps=True) for p in result.packages]
+    result.command = InstallCommand(tool=tool, packages=tuple(p.name for p in result.packages),
+                                    options=tuple(options), text=" ".join(argv), location=location)
     return result
 
 
-def _apply_value_option(opt: str, value: str, result: InstallParse, location: Location | None, names: list[str], tool: str) -> None:
+def _apply_value_option(opt: str, value: str, result: InstallParse, location: Location | None,
+                        tool: str) -> None:
     if opt in _INDEX_OPTIONS:
         result.indexes.append(PackageIndex(value, _INDEX_OPTIONS[opt], location))
     elif opt in ("-r", "--requirement"):
@@ -147,51 +128,24 @@ def _apply_value_option(opt: str, value: str, result: InstallParse, location: Lo
     elif opt in ("-e", "--editable"):
         pkg = parse_requirement_text(value, location, role=Role.REQUIREMENT)
         if isinstance(pkg, Package):
-            pkg = _with(pkg, editable=True)
-            result.packages.append(pkg)
-            names.append(pkg.name)
+            result.packages.append(replace(pkg, editable=True))
     elif opt == "--torch-backend" and tool == "uv":
         # uv's --torch-backend=cu126 picks the PyTorch index for that CUDA build.
         result.indexes.append(PackageIndex(f"uv-torch-backend:{value}", IndexOption.INDEX_URL, location))
 
 
-def _parse_conda(tool: str, argv: list[str], args: list[str], location: Location | None) -> InstallParse:
-    result = InstallParse(InstallCommand(tool=tool, packages=(), text=" ".join(argv), location=location))
-    options: list[str] = []
-    names: list[str] = []
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word.startswith("-"):
-            opt, eq, inline = word.partition("=")
-            if opt in _CONDA_VALUE_OPTIONS:
-                value = inline if eq else (args[i + 1] if i + 1 < len(args) else "")
-                i += 0 if eq else 1
-                if opt in ("-c", "--channel"):
-                    result.indexes.append(PackageIndex(value, IndexOption.CONDA_CHANNEL, location))
-                options.append(f"{opt}={value}")
-            else:
-                options.append(opt)
-            i += 1
-            continue
-        spec = word.split("::", 1)[-1]
-        m = re.match(r"^([A-Za-z0-9_.\-]+)\s*(?:(==|=|>=|<=|>|<|!=)\s*([^\s=]+?))?(?:=[^=\s]+)?$", spec)
-        if not m:
-            result.problems.append(ReadProblem(f"cannot read conda package spec {shown(word)}", location))
-            i += 1
-            continue
-        raw_name, op, version = m.group(1), m.group(2), m.group(3)
-        if (problem := long_number(spec)) is not None:
-            result.problems.append(ReadProblem(f"cannot read conda package spec {shown(word)}: {problem}", location))
-            i += 1
-            continue
-        name = _CONDA_TO_PYPI.get(raw_name.lower(), canonical(raw_name))
-        exact = version if op in ("=", "==") and version and "*" not in version else None
-        result.packages.append(Package(name=name, version=exact, specifier=f"{op or ''}{version or ''}", role=Role.CONDA, location=location))
-        names.append(name)
-        i += 1
-    result.command = InstallCommand(tool=tool, packages=tuple(names), options=tuple(options), text=" ".join(argv), location=location)
-    return result
+def _conda_package(word: str, location: Location | None) -> Package | ReadProblem:
+    spec = word.split("::", 1)[-1]
+    m = re.match(r"^([A-Za-z0-9_.\-]+)\s*(?:(==|=|>=|<=|>|<|!=)\s*([^\s=]+?))?(?:=[^=\s]+)?$", spec)
+    if not m:
+        return ReadProblem(f"cannot read conda package spec {shown(word)}", location)
+    raw_name, op, version = m.group(1), m.group(2), m.group(3)
+    if (problem := long_number(spec)) is not None:
+        return ReadProblem(f"cannot read conda package spec {shown(word)}: {problem}", location)
+    name = _CONDA_TO_PYPI.get(raw_name.lower(), canonical(raw_name))
+    exact = version if op in ("=", "==") and version and "*" not in version else None
+    return Package(name=name, version=exact, specifier=f"{op or ''}{version or ''}", role=Role.CONDA,
+                   location=location)
 
 
 _PER_REQUIREMENT_OPTION = re.compile(r"(?<!\s)\s+--?(?:hash|global-option|config-settings|install-option)\b")
@@ -201,17 +155,13 @@ _REPO_TO_PACKAGE = {"flash-attention": "flash-attn"}
 
 
 def parse_requirement_text(text: str, location: Location | None, role: Role = Role.REQUIREMENT, installed: bool = False) -> Package | ReadProblem | None:
-    """One requirement as pip reads it: PEP 508, ``name @ url``, a wheel path/URL, a VCS URL, or a path.
-
-    Returns None for things that name no distribution we can tell (``.``, a bare local folder).
-    """
+    """One requirement as pip reads it (PEP 508, ``name @ url``, a wheel, a VCS URL); None for a path."""
     text = text.strip()
     if not text:
         return None
     if (problem := long_number(text)) is not None:
         return ReadProblem(f"invalid requirement {shown(text)}: {problem}", location)
-    # pip allows per-requirement options after the requirement: `pkg==1 --hash=sha256:...`
-    # (?<!\s): tried only where a run of whitespace starts, so a 100 KB run of spaces is scanned once, not per offset
+    # `pkg==1 --hash=sha256:...`; (?<!\s): a 100 KB run of spaces is scanned once, not once per offset
     text = _PER_REQUIREMENT_OPTION.split(text)[0].strip()
     wheel = parse_wheel_name(text.split(";", 1)[0].strip()) if ".whl" in text else None
     if wheel is not None and " @ " not in text:
@@ -245,17 +195,9 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
     url = req.url
     if url and (w := parse_wheel_name(url)) is not None:
         version = version or w.version
-    return Package(
-        name=canonical(req.name),
-        version=version,
-        specifier=str(req.specifier),
-        extras=tuple(sorted(req.extras)),
-        marker=str(req.marker) if req.marker else None,
-        url=url,
-        installed=installed,
-        role=role,
-        location=location,
-    )
+    return Package(name=canonical(req.name), version=version, specifier=str(req.specifier),
+                   extras=tuple(sorted(req.extras)), marker=str(req.marker) if req.marker else None, url=url,
+                   installed=installed, role=role, location=location)
 
 
 # No version pip can install has a number this long; Python refuses to convert one past 4300 digits.
@@ -272,8 +214,7 @@ def long_number(text: str) -> str | None:
 
 
 def shown(text: str, limit: int = 120) -> str:
-    """``text`` quoted for a message, cut to ``limit`` characters (a 1 MB line must not become a 1 MB message),
-    with credentials masked (envcheck.redaction)."""
+    """``text`` quoted for a message, cut to ``limit`` characters, credentials masked."""
     from envcheck.redaction import redact
 
     if len(text) <= limit:
@@ -282,25 +223,15 @@ def shown(text: str, limit: int = 120) -> str:
 
 
 def _excerpt_to_error(text: str, error: str, limit: int = 40) -> str:
-    """The start of an invalid requirement up to the character packaging stopped at (its caret line), at most
-    ``limit`` characters: enough to find the line, never a whole line of a file that is not a requirements
-    file at all (``-r /etc/shadow`` must not print the file)."""
+    """An invalid requirement up to where packaging stopped (its caret), at most ``limit`` characters: enough
+    to find the line, never a whole line of a file that is not a requirements file (``-r /etc/shadow``)."""
     lines = error.splitlines()
     stop = limit
     if len(lines) >= 3 and lines[-1].strip().endswith("^"):
         stop = min(limit, max(1, len(lines[-1].rstrip()) - 4))  # the caret line is indented like the quoted text
-    if len(text) <= stop:
-        return shown(text)
-    return f"{shown(text[:stop])}... ({len(text)} characters)"
+    return shown(text, stop)
 
 
-def _with(pkg: Package, **changes: object) -> Package:
-    from dataclasses import replace
-
-    return replace(pkg, **changes)  # type: ignore[arg-type]
-
-
-# pip and uv settings that name package indexes, as environment variables (ENV/ARG in a Dockerfile)
 INDEX_VARIABLES = {
     "PIP_INDEX_URL": IndexOption.INDEX_URL, "PIP_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL, "PIP_FIND_LINKS": IndexOption.FIND_LINKS,
     "UV_INDEX_URL": IndexOption.INDEX_URL, "UV_DEFAULT_INDEX": IndexOption.INDEX_URL, "UV_EXTRA_INDEX_URL": IndexOption.EXTRA_INDEX_URL,
@@ -310,14 +241,13 @@ NAMED_INDEX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*=(?=[A-Za-z][A-Za-z0-9+.\
 
 
 def variable_indexes(name: str, value: str, location: Location | None) -> list[PackageIndex]:
-    """The indexes an environment variable sets for pip/uv (none for a variable that is not theirs)."""
     option = INDEX_VARIABLES.get(name)
     return [] if option is None else [PackageIndex(url, option, location) for url in index_entries(name, value)]
 
 
 def index_entries(name: str, value: str) -> list[str]:
-    """The index URLs a pip/uv variable holds: space-separated, ``UV_INDEX``'s ``name=url`` form without the
-    name, and ``UV_TORCH_BACKEND=cu126`` as uv's torch-backend index (read like ``--torch-backend``)."""
+    """The index URLs a pip/uv variable holds (``UV_INDEX``'s ``name=url`` without the name;
+    ``UV_TORCH_BACKEND`` read like ``--torch-backend``)."""
     if name == "UV_TORCH_BACKEND":
         return [f"uv-torch-backend:{value.strip()}"] if value.strip() else []
     return [NAMED_INDEX.sub("", entry) for entry in value.split()]

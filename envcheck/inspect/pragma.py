@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 
 from envcheck.model import Location, Pragma
 
-# group 1: the rule ids or gotchas, comma-separated; group 2: the reason (may be empty)
+# group 1: the rules, comma-separated; group 2: the reason (may be empty)
 PRAGMA = re.compile(r"#\s*envcheck:\s*ignore=([A-Za-z0-9_,.\-]+)\s*(.*)$")
 
 

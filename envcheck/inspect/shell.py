@@ -1,24 +1,17 @@
-"""Split POSIX shell text (a Dockerfile RUN line, a heredoc script) into simple commands.
+"""Split POSIX shell text (a RUN line, a heredoc script) into the simple commands that can run.
 
-Handles ``&&``, ``||``, ``;``, ``|``, ``&``, newlines, subshells and braces, ``if/then/for/do``
-keywords, comments, single/double quotes and backslashes, line continuations, ``VAR=value`` prefixes,
-``export``, wrappers (``sudo``, ``env``, ``time``, ``exec``, ``nohup``) and nested ``sh -c '...'`` /
-``bash -c "..."`` scripts. Variables are expanded from the values given (unknown ones stay as written),
-because ``pip install torch==${TORCH_VERSION}`` only means something once ``TORCH_VERSION`` is known.
-
-Conditions are evaluated where the values decide them: ``[ ]``, ``[[ ]]`` and ``test`` with ``-n``, ``-z``,
-``=``, ``==``, ``!=``, ``-eq``..., ``!``, ``-a``/``-o``, ``&&``/``||`` chains and ``if/elif/else/fi``.
-A command in a branch that cannot run is dropped; one whose condition cannot be decided carries a
-:class:`Branch` saying so, and a command that runs only when an earlier one fails (``a || b``, the
-``else`` of a probe such as ``[ -f x.whl ]``) is marked as a fallback.
+Known variables are expanded (``pip install torch==${TORCH_VERSION}`` means something only once the version
+is known) and conditions they decide are evaluated; a command under a condition envcheck cannot decide
+carries a :class:`Branch`, and one that runs only when an earlier one fails is marked as a fallback.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
+from collections import ChainMap
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from envcheck.inspect.shell_words import _tokens, _Word
 
@@ -29,19 +22,15 @@ _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 
 @dataclass(frozen=True)
 class Branch:
-    """Why a command may not run: the condition it depends on, as written.
-
-    ``negated``: it runs when the condition is false (``else``, ``||``). ``fallback``: it runs only when an
-    earlier command fails or a probe of the build's state (``[ -f wheel ]``, ``ls *.whl``) finds nothing:
-    the deliberate second path of a recipe, not its main one.
-    """
+    """The condition a command depends on, as written. ``negated``: it runs when the condition is false.
+    ``fallback``: it runs only when an earlier command or a probe of the build's state (``[ -f wheel ]``)
+    fails: the deliberate second path of a recipe, not its main one."""
 
     condition: str
     negated: bool = False
     fallback: bool = False
 
     def describe(self) -> str:
-        """The branch in words, for messages: ``in a conditional branch (if [ -n "$X" ])``."""
         if self.fallback:
             return f"in a fallback that runs only when `{self.condition}` fails"
         return f"in a conditional branch ({'unless' if self.negated else 'if'} `{self.condition}`)"
@@ -60,35 +49,24 @@ class SimpleCommand:
 
 
 def split_commands(text: str, values: Mapping[str, str] | None = None, base: int = 0, arch: str = "") -> Commands:
-    """Every simple command in ``text`` that can run, in order, with nested ``sh -c`` scripts expanded in place.
-
-    ``base`` is added to offsets (used when ``text`` is itself part of a larger text); ``arch`` (arm64,
-    amd64) answers ``$(uname -m)``-style probes in conditions. Commands in branches
-    that the known ``values`` rule out are left out; see :class:`Branch` for the ones that may run.
-    """
-    env = dict(values or {})
+    """Every simple command in ``text`` that can run, in order, nested ``sh -c`` scripts expanded in place;
+    ``base`` is added to offsets, ``arch`` (arm64, amd64) answers ``$(uname -m)`` probes."""
     commands = Commands()
     budget = [max(SPLIT_BUDGET, 4 * len(text))]
-    _split(text, env, base, commands, depth=0, budget=budget, outer=None, arch=arch)
+    _split(text, dict(values or {}), base, commands, depth=0, budget=budget, outer=None, arch=arch)
     commands.truncated = budget[0] < 0
     return commands
 
 
 class Commands(list[SimpleCommand]):
-    """The commands :func:`split_commands` found; ``truncated`` when it stopped at its budget."""
-
-    truncated = False
+    truncated = False  # split_commands stopped at its budget
 
 
-# Characters the splitter may read for one call, nested `sh -c` scripts and their expanded variables
-# included. Real RUN lines use a few times their length; a line whose variables hold `sh -c` scripts that
-# expand one another can need exponentially more (a 5 KB history line took 7 s), so reading stops there.
+# Characters read for one call, nested `sh -c` scripts and expanded variables included: real RUN lines use a
+# few times their length, but variables holding `sh -c` scripts that expand one another grow exponentially.
 SPLIT_BUDGET = 64 << 10
-# Simple commands read from one RUN (nested scripts included); real RUN lines hold tens.
-MAX_COMMANDS = 10_000
-# Compound commands (if, loops, groups, subshells) nested deeper than this are not read further: real
-# scripts nest a few levels; the parser recurses once per level.
-MAX_NESTING = 40
+MAX_COMMANDS = 10_000  # simple commands from one RUN; real ones hold tens
+MAX_NESTING = 40  # compound commands (the parser recurses once per level); real scripts nest a few
 
 _RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "select", "case",
                        "esac", "in", "!", "{", "}", "function"})
@@ -102,9 +80,7 @@ class _TooDeep(Exception):
 
 @dataclass
 class _Status:
-    """What the shell knows about a command's exit status: T/F decided, U undecidable test, AS/AF assumed."""
-
-    value: str  # T | F | U | AS | AF
+    value: str  # exit status: T/F decided, U an undecidable test, AS/AF assumed success/failure
     text: str = ""  # the condition as written
     probe: bool = False  # a test of the build's state (files, command output), not of a setting
 
@@ -124,8 +100,7 @@ def _items(tokens: list[_Word], text: str) -> list[_Item]:
     items: list[_Item] = []
     at_start = True
     cases = 0  # open `case ... esac` blocks: after `;;` come the next clause's patterns
-    k = 0
-    n = len(tokens)
+    k, n = 0, len(tokens)
     while k < n:
         tok = tokens[k]
         if tok.operator:
@@ -186,19 +161,10 @@ def _case_patterns(tokens: list[_Word], k: int, items: list[_Item]) -> int:
 
 class _Parser:
     """Recursive descent over the items of one script, evaluating conditions as it goes."""
-
     def __init__(self, text: str, items: list[_Item], env: dict[str, str], base: int, commands: list[SimpleCommand],
                  depth: int, budget: list[int], arch: str) -> None:
-        self.text = text
-        self.arch = arch
-        self.items = items
-        self.pos = 0
-        self.env = _ScriptEnv(env)
-        self.base = base
-        self.commands = commands
-        self.depth = depth
-        self.budget = budget
-        self.nesting = depth * 4
+        self.text, self.items, self.base, self.commands, self.budget = text, items, base, commands, budget
+        self.depth, self.arch, self.nesting, self.pos, self.env = depth, arch, depth * 4, 0, _ScriptEnv(env)
 
     def peek(self) -> _Item | None:
         return self.items[self.pos] if self.pos < len(self.items) else None
@@ -208,13 +174,19 @@ class _Parser:
         return item is not None and item.kind == kind and (not values or item.value in values)
 
     def take(self) -> _Item:
-        item = self.items[self.pos]
         self.pos += 1
-        return item
+        return self.items[self.pos - 1]
+
+    def accept(self, kind: str, *values: str) -> None:
+        if self.at(kind, *values):
+            self.pos += 1
+
+    def skip(self, *ops: str) -> None:
+        while self.at("op", *ops):
+            self.pos += 1
 
     def skip_separators(self) -> None:
-        while self.at("op", ";", "\n", "&", ";;"):
-            self.pos += 1
+        self.skip(";", "\n", "&", ";;")
 
     def nested(self) -> None:
         self.nesting += 1
@@ -243,8 +215,7 @@ class _Parser:
         status = self.parse_pipeline(ctx)
         while self.at("op", "&&", "||"):
             op = self.take().value
-            while self.at("op", "\n"):
-                self.pos += 1
+            self.skip("\n")
             nxt = _derive(ctx, status, op)
             after = self.parse_pipeline(nxt)
             if nxt is _DEAD:
@@ -265,8 +236,7 @@ class _Parser:
         status = self.parse_command(ctx)
         while self.at("op", "|"):
             self.pos += 1
-            while self.at("op", "\n"):
-                self.pos += 1
+            self.skip("\n")
             status = self.parse_command(ctx)
         if negate:
             status = _Status({"T": "F", "F": "T", "AS": "AF", "AF": "AS"}.get(status.value, status.value),
@@ -281,8 +251,7 @@ class _Parser:
             self.pos += 1
             self.nested()
             status = self.parse_list(ctx, (")",))
-            if self.at("op", ")"):
-                self.pos += 1
+            self.accept("op", ")")
             self.nesting -= 1
             return status
         if item.kind == "kw":
@@ -292,16 +261,14 @@ class _Parser:
         self.pos += 1
         if self.at("op", "(") and self.pos + 1 < len(self.items) and self.items[self.pos + 1].value == ")":
             self.pos += 2  # name() { ...; }: a function definition; its body is read as if it ran
-            while self.at("op", "\n"):
-                self.pos += 1
+            self.skip("\n")
             return self.parse_command(ctx)
         return self.simple(item, ctx)
 
     def parse_compound(self, ctx: Branch | None, word: str) -> _Status:
         self.pos += 1
         if word == "function":
-            if self.at("cmd"):
-                self.pos += 1
+            self.accept("cmd")
             if self.at("op", "(") and self.pos + 1 < len(self.items) and self.items[self.pos + 1].value == ")":
                 self.pos += 2
             self.skip_separators()
@@ -310,28 +277,18 @@ class _Parser:
         try:
             if word == "if":
                 return self.parse_if(ctx)
-            if word in ("while", "until"):
-                cond = self.parse_list(ctx, ("do",))
-                if word == "until":
-                    cond = _Status({"T": "F", "F": "T"}.get(cond.value, cond.value), cond.text, cond.probe)
-                if self.at("kw", "do"):
-                    self.pos += 1
-                body_ctx = _DEAD if cond.value == "F" or ctx is _DEAD else ctx
+            if word in ("while", "until", "for", "select"):
+                body_ctx = ctx
+                if word in ("while", "until"):
+                    cond = self.parse_list(ctx, ("do",))
+                    stops = "T" if word == "until" else "F"
+                    body_ctx = _DEAD if cond.value == stops or ctx is _DEAD else ctx
+                self.accept("kw", "do")
                 self.parse_list(body_ctx, ("done",))
-                if self.at("kw", "done"):
-                    self.pos += 1
-                return _Status("AS", "loop")
-            if word in ("for", "select"):
-                if self.at("kw", "do"):
-                    self.pos += 1
-                self.parse_list(ctx, ("done",))
-                if self.at("kw", "done"):
-                    self.pos += 1
+                self.accept("kw", "done")
                 return _Status("AS", "loop")
             if word == "case":
-                head = self.items[self.pos - 1]
-                subject = self.case_subject(head)
-                matched = False
+                subject, matched = self.case_subject(self.items[self.pos - 1]), False
                 while self.at("kw", "pattern"):
                     pattern = self.take()
                     if ctx is _DEAD:
@@ -344,45 +301,36 @@ class _Parser:
                         clause = ctx if hit else _DEAD
                     self.parse_list(clause, (";;", "esac", "pattern"))
                     self.skip_separators()
-                if self.at("kw", "esac"):
-                    self.pos += 1
+                self.accept("kw", "esac")
                 return _Status("AS", "case")
             if word == "{":
                 status = self.parse_list(ctx, ("}",))
-                if self.at("kw", "}"):
-                    self.pos += 1
+                self.accept("kw", "}")
                 return status
             return _Status("T")  # a reserved word out of place: skipped
         finally:
             self.nesting -= 1
 
     def case_subject(self, head: _Item) -> str | None:
-        """The word a ``case`` matches, when the known variables decide it."""
         if head.end <= head.start:
             return None
         words = [w for w in _tokens(self.text[head.start : head.end], self.env.values, 0, arch=self.arch) if not w.operator]
-        if len(words) != 1 or words[0].unknown:
-            return None
-        return words[0].value
+        return words[0].value if len(words) == 1 and not words[0].unknown else None
 
     def parse_if(self, ctx: Branch | None) -> _Status:
-        cond = self.parse_list(ctx, ("then",))
-        if self.at("kw", "then"):
-            self.pos += 1
-        self.parse_list(_derive(ctx, cond, "&&", "if"), ("elif", "else", "fi"))
-        rest = _derive(ctx, cond, "||", "if")
-        while self.at("kw", "elif"):
-            self.pos += 1
+        rest = ctx
+        while True:  # if, then each elif
             cond = self.parse_list(rest, ("then",))
-            if self.at("kw", "then"):
-                self.pos += 1
-            self.parse_list(_derive(rest, cond, "&&", "if"), ("elif", "else", "fi"))
-            rest = _derive(rest, cond, "||", "if")
+            self.accept("kw", "then")
+            self.parse_list(_derive(rest, cond, "&&"), ("elif", "else", "fi"))
+            rest = _derive(rest, cond, "||")
+            if not self.at("kw", "elif"):
+                break
+            self.pos += 1
         if self.at("kw", "else"):
             self.pos += 1
             self.parse_list(rest, ("fi",))
-        if self.at("kw", "fi"):
-            self.pos += 1
+        self.accept("kw", "fi")
         return _Status("AS", "if")
 
     def simple(self, item: _Item, ctx: Branch | None) -> _Status:
@@ -397,10 +345,8 @@ class _Parser:
             value, probe = _evaluate_test(words)
             probe = probe or any(re.search(rf"\$\{{?{re.escape(name)}\b", segment) for name in self.env.probes)
             status = _Status({True: "T", False: "F", None: "U"}[value], written, probe)
-        elif head in ("true", ":"):
-            status = _Status("T", written)
-        elif head == "false":
-            status = _Status("F", written)
+        elif head in ("true", ":", "false"):
+            status = _Status("F" if head == "false" else "T", written)
         else:
             probe = head.rsplit("/", 1)[-1] in ("ls", "test", "command", "which", "find", "grep", "compgen", "stat")
             status = _Status("AS", written, probe)
@@ -420,17 +366,14 @@ def _shorten(text: str, limit: int = 80) -> str:
 
 def _within(outer: Branch | None, inner: Branch) -> Branch:
     """The branch of a command under ``inner`` inside ``outer``: a fallback anywhere makes it a fallback."""
-    if outer is None:
-        return inner
-    return Branch(inner.condition, inner.negated, inner.fallback or outer.fallback)
+    return inner if outer is None else replace(inner, fallback=inner.fallback or outer.fallback)
 
 
-def _derive(ctx: Branch | None, status: _Status, op: str, keyword: str = "") -> Branch | None:
+def _derive(ctx: Branch | None, status: _Status, op: str) -> Branch | None:
     """The branch of what runs after ``status`` through ``op`` (``&&``: on success, ``||``: on failure)."""
     if ctx is _DEAD:
         return _DEAD
-    value = status.value
-    success = op == "&&"
+    value, success = status.value, op == "&&"
     condition = _shorten(status.text)
     if value in ("T", "F"):
         return ctx if (value == "T") == success else _DEAD
@@ -447,8 +390,7 @@ def _evaluate_test(words: list[_Word]) -> tuple[bool | None, bool]:
     args = words[1:]
     if (words[0].value == "[" and args and args[-1].value == "]") or (words[0].value == "[[" and args and args[-1].value == "]]"):
         args = args[:-1]
-    probe = [False]
-    pos = [0]
+    probe, pos = [False], [0]
 
     def peek() -> _Word | None:
         return args[pos[0]] if pos[0] < len(args) else None
@@ -488,7 +430,7 @@ def _evaluate_test(words: list[_Word]) -> tuple[bool | None, bool]:
         if is_op(word, "(") or (word.operator and word.value == "("):
             pos[0] += 1
             value = or_expr(level + 1)
-            if peek() is not None and peek().value == ")":  # type: ignore[union-attr]
+            if (close := peek()) is not None and close.value == ")":
                 pos[0] += 1
             return value
         nxt = args[pos[0] + 1] if pos[0] + 1 < len(args) else None
@@ -511,17 +453,13 @@ def _evaluate_test(words: list[_Word]) -> tuple[bool | None, bool]:
                 return (nxt.value != "") == (word.value == "-n")
             return None
         pos[0] += 1
-        if word.unknown:
-            return None
-        return word.value != ""
+        return None if word.unknown else word.value != ""
 
     try:
         value = or_expr(0)
     except _TooDeep:
         return None, False
-    if pos[0] != len(args):
-        return None, probe[0]
-    return value, probe[0]
+    return (value if pos[0] == len(args) else None), probe[0]
 
 
 def _compare(left: str, op: str, right: str, pattern: bool) -> bool | None:
@@ -567,8 +505,7 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
     head = words[0].value
     if head in ("export", "readonly", "local", "declare", "typeset") and not words[0].quoted:  # all assign
         for word in words[1:]:
-            m = _ASSIGN.match(word.value)
-            if m:
+            if m := _ASSIGN.match(word.value):
                 env.set(m.group(1), m.group(2), known=not word.unknown)
         return
     # wrappers: sudo -E pip ..., env A=B pip ..., time pip ...
@@ -576,8 +513,7 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
         wrapper = words[0].value.rsplit("/", 1)[-1]
         words = words[1:]
         while words and (words[0].value.startswith("-") or (wrapper == "env" and _ASSIGN.match(words[0].value))):
-            m = _ASSIGN.match(words[0].value)
-            if m:
+            if m := _ASSIGN.match(words[0].value):
                 assignments.append((m.group(1), m.group(2)))
             words = words[1:]
     if not words:
@@ -592,8 +528,7 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
             # offsets inside the nested script are approximate: they point at the script's start
             sub: list[SimpleCommand] = []
             _split(nested.value, inner_env, 0, sub, depth + 1, budget, branch, arch)
-            for cmd in sub:
-                commands.append(SimpleCommand(cmd.argv, nested.start, cmd.assignments, cmd.env, cmd.text, cmd.branch))
+            commands.extend(replace(cmd, offset=nested.start) for cmd in sub)
             return
     commands.append(SimpleCommand(tuple(argv), words[0].start, tuple(assignments), env.view(assignments), written,
                                   branch))
@@ -602,8 +537,8 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
 
 
 class _ScriptEnv:
-    """The variables of one script, with one shared copy for every command that runs while they are unchanged
-    (8000 exports then 8000 commands must not copy 8000 names 8000 times)."""
+    """A script's variables, one shared copy for the commands that run while they are unchanged (8000 exports
+    then 8000 commands must not copy 8000 names 8000 times)."""
 
     def __init__(self, values: dict[str, str]) -> None:
         self.values = values
@@ -611,7 +546,6 @@ class _ScriptEnv:
         self._shared: Mapping[str, str] | None = None
 
     def set(self, name: str, value: str, known: bool = True) -> None:
-        """``name=value``; a value from a command substitution or an unknown variable makes it unknown."""
         if known:
             self.values[name] = value
             self.probes.discard(name)
@@ -622,13 +556,11 @@ class _ScriptEnv:
         self._shared = None
 
     def view(self, assignments: list[tuple[str, str]]) -> Mapping[str, str]:
-        """What a command sees: the script's variables under its own ``VAR=value`` prefixes."""
+        """The script's variables under a command's own ``VAR=value`` prefixes."""
         if self._shared is None:
             self._shared = dict(self.values)
         if not assignments:
             return self._shared
-        from collections import ChainMap
-
         return ChainMap(dict(assignments), self._shared)  # type: ignore[arg-type]
 
 

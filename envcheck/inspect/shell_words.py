@@ -1,6 +1,4 @@
-"""The words of POSIX shell text: quotes, backslashes, ``$VAR``/``${VAR}`` and ``$(...)`` expanded from
-known values, operators and redirections, each word with its offset (the tokenizer behind
-:mod:`envcheck.inspect.shell`)."""
+"""The words of POSIX shell text, each with its offset, known variables expanded (behind inspect.shell)."""
 
 from __future__ import annotations
 
@@ -32,33 +30,23 @@ _FD = re.compile(r"\d+|-")
 
 
 def _tokens(text: str, values: Mapping[str, str], base: int, keep_empty: bool = False, arch: str = "") -> list[_Word]:
-    """Words and operators (``operator=True``), each with its offset.
-
-    ``keep_empty``: a variable whose known value is empty stays as written (and the word is unknown):
-    an ARG that is empty by default is meant to be given with --build-arg, so ``x==${V}`` is not ``x==``.
-    """
+    """Words and operators. ``keep_empty``: a variable whose known value is empty stays as written (an ARG
+    empty by default is meant to be given with --build-arg, so ``x==${V}`` is not ``x==``)."""
     return _Tokenizer(text, values, base, keep_empty, arch).run()
 
 
 class _Tokenizer:
-    """One left-to-right pass over a script: the word being built, and a method per lexical element.
-
-    Every step matches at a position of the one text (compiled patterns with ``pos``, never a slice of
-    the rest), so the pass stays linear in the script's length however many redirections it holds.
-    """
+    """One left-to-right pass; every step matches at a position of the one text (never a slice of the rest),
+    so it stays linear in the script's length however many redirections it holds."""
 
     def __init__(self, text: str, values: Mapping[str, str], base: int, keep_empty: bool, arch: str) -> None:
         self.text, self.values, self.base, self.keep_empty, self.arch = text, values, base, keep_empty, arch
         self.out: list[_Word] = []
         self.buf: list[str] = []
-        self.start = -1
-        self.quoted = False
-        self.unknown = False
-        self.redirect_next = False
+        self.start, self.quoted, self.unknown, self.redirect_next = -1, False, False, False
 
     def run(self) -> list[_Word]:
-        text, n = self.text, len(self.text)
-        i = 0
+        text, n, i = self.text, len(self.text), 0
         while i < n:
             plain = _PLAIN.match(text, i)
             if plain is not None:  # fast path: a run of ordinary characters
@@ -101,10 +89,9 @@ class _Tokenizer:
         self.buf, self.start, self.quoted, self.unknown = [], -1, False, False
 
     def _escape(self, i: int) -> int:
-        if self.text[i + 1] == "\n":  # line continuation
-            return i + 2
-        self._begin(i)
-        self.buf.append(self.text[i + 1])
+        if self.text[i + 1] != "\n":  # else a line continuation
+            self._begin(i)
+            self.buf.append(self.text[i + 1])
         return i + 2
 
     def _single_quoted(self, i: int) -> int:
@@ -136,7 +123,6 @@ class _Tokenizer:
         return i + 1
 
     def _expansion(self, i: int) -> int:
-        """``$(...)`` or ``$NAME``/``${...}`` at ``i``, appended to the word."""
         if self.text.startswith("$(", i):
             i, missing = _substitution(self.text, i, self.arch, self.buf)
         else:
@@ -176,9 +162,7 @@ class _Tokenizer:
 def _substitution(text: str, i: int, arch: str, buf: list[str]) -> tuple[int, bool]:
     """A command substitution at ``text[i:] == "$(..."``: kept as written (unknown), except the
     architecture probes (``$(uname -m)``), answered from ``arch``. Returns the index after it."""
-    depth = 0
-    j = i
-    n = len(text)
+    depth, j, n = 0, i, len(text)
     while j < n:
         if text[j] == "(":
             depth += 1
@@ -215,11 +199,9 @@ def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str], keep_e
             buf.append(m.group(0))
             return m.end(), True
         buf.append(value)
-    elif op is not None and op.endswith("-"):
-        buf.append(word)
-    elif op is not None and op.endswith("+"):
-        pass
-    else:
+    elif op is None:
         buf.append(m.group(0))
         return m.end(), True
+    elif op.endswith("-"):
+        buf.append(word)
     return m.end(), False

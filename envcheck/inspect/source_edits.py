@@ -1,20 +1,13 @@
-"""Edits of installed Python sources made by a build line (``sed -i``, ``perl -pi``, ``python -c``).
-
-Only the edits that switch off vLLM's start-up free-memory check are recognised. vLLM's GPU worker
-(``vllm/v1/worker/gpu_worker.py``, ``init_device``) takes a memory snapshot and refuses to start when
-``self.init_snapshot.free_memory < self.requested_memory`` (``requested_memory`` = total memory x
-``gpu_memory_utilization``), raising "Free memory on device ... on startup is less than desired GPU memory
-utilization"; its profiling step asserts ``self.init_snapshot.free_memory >= free_gpu_memory`` (older
-releases: ``self.init_gpu_memory > free_gpu_memory``). A line recognised here runs an editing tool whose own
-words name those expressions or that message.
-"""
+"""Build lines (``sed -i``, ``perl -pi``, ``python -c``) that edit out vLLM's start-up free-memory check:
+``vllm/v1/worker/gpu_worker.py`` refuses to start when ``self.init_snapshot.free_memory <
+self.requested_memory`` ("Free memory on device ... is less than desired GPU memory utilization"), and its
+profiling asserts ``init_snapshot.free_memory >= free_gpu_memory`` (older: ``init_gpu_memory``)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-# The names and the message of vLLM's free-memory checks, as written in vllm/v1/worker/gpu_worker.py.
 _CHECK_TEXT = re.compile(
     r"init_snapshot\.free_memory|requested_memory|free_gpu_memory|init_gpu_memory"
     r"|Free memory on device|less than desired GPU memory utili[sz]ation"
@@ -25,7 +18,6 @@ _EDITORS = re.compile(r"(?:g?sed|perl|python(?:\d+(?:\.\d+)?)?)")
 
 
 def disables_vllm_free_memory_check(argv: Sequence[str]) -> bool:
-    """Whether ``argv`` edits source text (``sed -i``, ``perl -i``/``-pi``, ``python -c``) naming vLLM's free-memory check."""
     if not argv:
         return False
     exe = argv[0].rsplit("/", 1)[-1]

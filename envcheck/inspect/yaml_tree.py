@@ -1,16 +1,7 @@
-"""YAML documents as plain values that remember their lines, read safely and within bounds.
-
-Compose files and Kubernetes manifests are read with PyYAML's event parser (libyaml's C parser where it
-is installed): the events are assembled here, iteratively, into :class:`YMap` (a ``dict`` with string
-keys), :class:`YList` and :class:`Scalar` (a ``str``), each carrying the 1-based ``line`` it starts on,
-so a finding points at the line of ``image:`` or ``command:``. Scalars stay text (``0.95``, ``true``,
-``8000``): the readers decide what a value means; a null (``~``, ``null``, an empty value) is ``Scalar("")``
-with ``null`` set. Merge keys (``<<: *common``, as compose files use for shared service settings) are applied.
-
-Bounds (every input is untrusted): at most :data:`MAX_DOCUMENTS` documents, :data:`MAX_DEPTH` levels of
-nesting and :data:`MAX_NODES` nodes, where an alias counts as the whole subtree it names, so an alias bomb
-("billion laughs") stops at the budget instead of expanding. What breaks a bound or the YAML syntax
-raises :class:`YamlError` with the line. Nothing is constructed from tags: no Python objects, ever.
+"""YAML documents as plain values that remember their lines (:class:`YMap`, :class:`YList`, :class:`Scalar`),
+assembled iteratively from PyYAML's events; scalars stay text and merge keys (``<<: *common``) are applied.
+Every input is untrusted: documents, depth and nodes are bounded, an alias counting as the subtree it names
+(so a "billion laughs" stops at the budget), and nothing is constructed from tags.
 """
 
 from __future__ import annotations
@@ -25,14 +16,12 @@ MAX_NODES = 200_000  # counted with aliases expanded; the largest rendered chart
 
 
 class YamlError(ReadingError, ValueError):
-    """YAML that cannot be read, or that goes past a bound; ``line`` is 1-based where known."""
-
     def __init__(self, message: str, line: int | None = None) -> None:
         super().__init__(message, line=line)
 
 
 class Scalar(str):
-    """A scalar as written (its text), with the line it is on; ``null`` for ``~``, ``null`` and empty values."""
+    """A scalar as written; ``null`` for ``~``, ``null`` and empty values."""
 
     line: int
     null: bool
@@ -47,7 +36,7 @@ class Scalar(str):
 
 
 class YMap(dict[str, Any]):
-    """A mapping with string keys; ``line`` is where it starts, ``key_lines`` where each key is written."""
+    """A mapping with string keys; ``key_lines``: where each key is written."""
 
     def __init__(self, line: int) -> None:
         super().__init__()
@@ -55,20 +44,16 @@ class YMap(dict[str, Any]):
         self.key_lines: dict[str, int] = {}
 
     def line_of(self, key: str) -> int:
-        """The line of ``key`` (its value's line when the key is not in this mapping)."""
         return self.key_lines.get(key, self.line)
 
 
 class YList(list[Any]):
-    """A sequence; ``line`` is where it starts."""
-
     def __init__(self, line: int) -> None:
         super().__init__()
         self.line = line
 
 
 def line_of(value: object, default: int = 1) -> int:
-    """The line a value read by :func:`load_all` starts on."""
     line = getattr(value, "line", None)
     return line if isinstance(line, int) else default
 
@@ -78,7 +63,7 @@ _NULLS = frozenset({"", "~", "null", "Null", "NULL"})
 
 def load_all(text: str, max_documents: int = MAX_DOCUMENTS, max_depth: int = MAX_DEPTH,
              max_nodes: int = MAX_NODES) -> list[Any]:
-    """Every document of ``text`` (an empty document is None), built within the bounds above."""
+    """Every document of ``text`` (an empty document is None)."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -99,8 +84,6 @@ def load_all(text: str, max_documents: int = MAX_DOCUMENTS, max_depth: int = MAX
                 continue
             if isinstance(event, yaml.DocumentEndEvent):
                 documents.append(root[0] if root else None)
-                continue
-            if isinstance(event, (yaml.StreamStartEvent, yaml.StreamEndEvent)):
                 continue
             value: Any
             cost, deep = 1, 0
@@ -133,16 +116,14 @@ def load_all(text: str, max_documents: int = MAX_DOCUMENTS, max_depth: int = MAX
                     anchors[pending[0]] = (value, cost, deep)
                 _add(stack, sizes, root, value, cost, deep, line)
                 continue
-            else:
+            else:  # the stream's start and end
                 continue
             if isinstance(event, yaml.ScalarEvent) and event.anchor:
                 anchors[event.anchor] = (value, 1, 0)
-            if not isinstance(event, yaml.AliasEvent):
-                nodes += 1
-            else:
-                nodes += cost
-                if len(stack) + deep > max_depth:
-                    raise YamlError(f"alias *{event.anchor} nests past {max_depth} levels; envcheck stops reading here", line)
+            nodes += cost  # a scalar costs 1, an alias the nodes it names
+            if isinstance(event, yaml.AliasEvent) and len(stack) + deep > max_depth:
+                raise YamlError(f"alias *{event.anchor} nests past {max_depth} levels; envcheck stops "
+                                "reading here", line)
             if nodes > max_nodes:
                 raise YamlError(f"more than {max_nodes} YAML nodes (aliases counted as what they expand to)", line)
             _add(stack, sizes, root, value, cost, deep, line)
@@ -156,7 +137,7 @@ def load_all(text: str, max_documents: int = MAX_DOCUMENTS, max_depth: int = MAX
 
 def _add(stack: list[tuple[YMap | YList, list[Any]]], sizes: list[tuple[int, int]], root: list[Any], value: Any,
          cost: int, deep: int, line: int | None) -> None:
-    """Put a finished node into the collection that is open (a map takes a key, then its value)."""
+    """Put a finished node into the open collection (a map takes a key, then its value)."""
     if not stack:
         root.append(value)
         return
