@@ -18,8 +18,7 @@ WHEEL_PLATFORM = rule(
     (manylinux_x86_64, win_amd64, macosx). pip on a Spark refuses it, or, for a lock file whose package has
     only an sdist besides, builds it from source.""",
     "Use a release that publishes manylinux aarch64 wheels (or build one for linux/aarch64), or drop the x86_64-only URL.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS))
 
 
 @check(WHEEL_PLATFORM)
@@ -55,8 +54,7 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
         if "sdist" in wheel_set.tags:
             yield WHEEL_PLATFORM.finding(
                 f"{wheel_set.name} {wheel_set.version}: no {ctx.profile.machine} wheel ({why}); pip will build the sdist from source",
-                wheel_set.location, evidence, status=Status.WARN,
-            )
+                wheel_set.location, evidence, status=Status.WARN)
         else:
             locked_fail.append(WHEEL_PLATFORM.finding(f"{wheel_set.name} {wheel_set.version}: {why}", wheel_set.location, evidence))
     if len(locked_fail) > 5:
@@ -66,15 +64,11 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
         where = type(first)(first.path) if first is not None else None
         yield WHEEL_PLATFORM.finding(
             f"{len(names)} locked packages have no {ctx.profile.machine} wheel (the lock was resolved for another platform): {', '.join(names[:8])}{' ...' if len(names) > 8 else ''}",
-            where, {"packages": names},
-        )
+            where, {"packages": names})
     else:
         yield from locked_fail
     if checked and not failed:
         yield WHEEL_PLATFORM.passed(f"{checked} wheel(s) install on {ctx.profile.docker_platform}", None)
-
-
-# --- binaries: ELF machine of every binary (issue 3) ---------------------------------------------------
 
 
 ELF_MACHINE = rule(
@@ -84,8 +78,7 @@ ELF_MACHINE = rule(
     file"), usually because a wheel, venv or image was built on an x86_64 machine and copied over. A pure-Python
     wheel (platform 'any') that bundles helpers for several machines (debugpy) loads only its own machine's one.""",
     "Install the linux/aarch64 (manylinux_*_aarch64) build of the package, or build the image for linux/arm64.",
-    kinds.BINARY_KINDS,
-)
+    kinds.BINARY_KINDS)
 
 
 @check(ELF_MACHINE)
@@ -125,8 +118,6 @@ def _helper_for_other_machines(b: Binary) -> bool:
     return any(word in name for word in ("amd64", "x86_64", "x86", "i386", "i686", "win32", "arm64", "aarch64"))
 
 
-# --- Dockerfile base images (issue 4: Dockerfiles) ------------------------------------------------------
-
 BASE_PLATFORM = rule(
     "ARCH-base-platform", "ARCH", "A build stage runs on another CPU architecture", Status.FAIL,
     """FROM --platform=linux/amd64 (or another non-arm64 platform), or a base image that is published for
@@ -137,8 +128,7 @@ BASE_PLATFORM = rule(
     """Drop --platform (or use --platform=$BUILDPLATFORM / linux/arm64) and start from a multi-arch base such as
     nvcr.io/nvidia/pytorch:25.11-py3 or nvidia/cuda:13.0.x.""",
     ("dockerfile",),
-    autofix=dockerfile_fixes.base_platform,
-)
+    autofix=dockerfile_fixes.base_platform)
 
 
 # Where a non-Dockerfile input asks for another platform, in its own words.
@@ -150,7 +140,6 @@ _PLATFORM_FROM = {"compose": "the service's platform:", "kubernetes": "the pod i
 def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over Dockerfile FROM lines: a non-arm64 --platform or an amd64-only base image."""
     from envcheck.knowledge.base_images import in_stage, is_arm64, safe_describe
-
     want = ctx.profile.docker_platform
     pods: set[str] = set()  # Kubernetes: one pod's amd64 scheduling is one cause, however many containers it has
     for image in ctx.inventory.images:
@@ -178,9 +167,6 @@ def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
             yield BASE_PLATFORM.passed(f"{in_stage(image.stage)}{image.ref} has a {want} image", image.location, **evidence)
 
 
-# --- registry and local images (issue 5: envcheck image) -----------------------------------------------
-
-
 IMAGE_NO_PLATFORM = rule(
     "ARCH-image-no-arm64", "ARCH", "The image has no linux/arm64 variant", Status.FAIL,
     """The image's index (manifest list) offers no child for the profile's platform (linux/arm64 on a
@@ -189,16 +175,14 @@ IMAGE_NO_PLATFORM = rule(
     lists the platforms the image does offer.""",
     """Use a tag that publishes linux/arm64 (NGC's pytorch, vllm and cuda images do), or build the image for
     linux/arm64 yourself (docker buildx build --platform linux/arm64).""",
-    ("image",),
-)
+    ("image",))
 IMAGE_CONFIG_ARCH = rule(
     "ARCH-image-config", "ARCH", "The image config is for another CPU architecture", Status.FAIL,
     """The image config (what docker inspect shows as Architecture) says the image holds binaries for another
     CPU (amd64, ppc64le, ...) than the Spark's arm64. A single-platform image built on an x86_64 machine is
     the usual cause; the index, if any, may even label it arm64 while the config says otherwise.""",
     """Rebuild the image for linux/arm64 (docker buildx build --platform linux/arm64) or pick an arm64 tag.""",
-    ("image",),
-)
+    ("image",))
 
 
 @check(IMAGE_CONFIG_ARCH, IMAGE_NO_PLATFORM)
@@ -230,8 +214,6 @@ def image_platform(ctx: CheckContext) -> Iterator[Finding]:
         yield IMAGE_CONFIG_ARCH.passed(f"{ref} has a {found} image config", location, platforms=platforms)
 
 
-# --- envcheck --resolve: the files a resolver picked for linux/aarch64 ------------------------------------
-
 RESOLVE_NO_FILE = rule(
     "ARCH-resolve-no-file", "ARCH", "A resolved package has no file that installs on linux/aarch64", Status.FAIL,
     """The version the resolver picked (or the lock pins) publishes no wheel for linux/aarch64 and no source
@@ -239,8 +221,7 @@ RESOLVE_NO_FILE = rule(
     lock files written on x86_64 CI and with releases that ship only x86_64 and Windows wheels.""",
     "Pick a version that publishes a manylinux aarch64 wheel (check the project's files on the index), or re-lock for the target: "
     "uv pip compile --python-platform aarch64-manylinux_2_39.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile"),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile"))
 RESOLVE_SOURCE_BUILD = rule(
     "ARCH-resolve-source-build", "ARCH", "A resolved package is built from source on the Spark", Status.FAIL,
     """Only a source archive (sdist) fits linux/aarch64 for the version the resolver picked, so pip builds it on
@@ -251,8 +232,7 @@ RESOLVE_SOURCE_BUILD = rule(
     openai-whisper) or a git/path source builds the same anywhere: INFO.""",
     "Pin a version that publishes a manylinux aarch64 wheel, take the package from an NGC container, or build the wheel "
     "once for linux/aarch64 and install that file.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile"),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile"))
 
 
 def _target_words(ctx: CheckContext) -> str:
@@ -263,7 +243,6 @@ def _target_words(ctx: CheckContext) -> str:
 def resolved_files(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over ``--resolve`` results: no file for the target, or only an sdist (a source build)."""
     from envcheck.knowledge import load
-
     cuda_ext = {row["name"]: row for row in load("cuda_extensions").get("package", [])}
     files = [r for r in ctx.inventory.resolved if r.kind in ("wheel", "sdist", "none")]
     if not files:
@@ -304,15 +283,13 @@ NO_AARCH64_WHEEL = rule(
     index itself (ARCH-resolve-source-build) and then takes over.""",
     "Install a wheel built for linux/aarch64 (a file you built once, or a container that ships it), set "
     "TORCH_CUDA_ARCH_LIST=12.1 for the build, or drop the package (PyTorch SDPA covers most xformers uses).",
-    (*kinds.REQUIREMENT_FILES, "dockerfile"),
-)
+    (*kinds.REQUIREMENT_FILES, "dockerfile"))
 
 
 @check(NO_AARCH64_WHEEL)
 def no_aarch64_wheel(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH offline: packages known to publish no linux/aarch64 wheel, installed by name (a source build on the Spark)."""
     from envcheck.knowledge import load
-
     rows = {row["name"]: row for row in load("cuda_extensions").get("package", []) if row.get("aarch64_wheels") is False}
     resolved = {r.name for r in ctx.inventory.resolved}
     for pkg in ctx.inventory.packages:
@@ -334,8 +311,7 @@ HOST_MACHINE = rule(
     unified memory, wheels that fit aarch64) do not carry over. (`envcheck container` judges the image's own
     binaries for the Spark instead: ARCH-elf-machine.)""",
     "Run `envcheck preflight` on the Spark itself (or check files and images, which are judged for the Spark from anywhere).",
-    ("host",),
-)
+    ("host",))
 
 
 @check(HOST_MACHINE)

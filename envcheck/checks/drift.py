@@ -35,8 +35,7 @@ DRIFT_PACKAGE = rule(
     `nvidia-*` distributions and any change of CUDA major (the drift G9 describes: an unrelated install
     replacing torch, triton or a CUDA library); INFO for other packages.""",
     """If the change was not intended, reinstall the version of the good side (`pip install name==version
-    --no-deps`), or rebuild the environment from its lock file or NGC container.""",
-)
+    --no-deps`), or rebuild the environment from its lock file or NGC container.""")
 DRIFT_BINARY = rule(
     "G9-drift-binary", "G9", "An ELF file's CUDA major or sm_121 verdict changed", Status.WARN,
     """A shared library that is on both sides (by its path under site-packages) now needs another CUDA
@@ -50,15 +49,13 @@ DRIFT_ENV = rule(
     """An image config's `Env` or a live interpreter's variables differ between the sides. WARN for the
     variables that name the CUDA stack (`CUDA_VERSION`, `NCCL_VERSION`, `NVIDIA_PYTORCH_VERSION`,
     `TORCH_CUDA_ARCH_LIST`, `LD_LIBRARY_PATH`, ...), INFO for the rest.""",
-    """Check that the new value is intended; an NGC tag change moves CUDA, NCCL and PyTorch together.""",
-)
+    """Check that the new value is intended; an NGC tag change moves CUDA, NCCL and PyTorch together.""")
 DRIFT_DRIVER = rule(
     "G9-drift-driver", "G9", "The NVIDIA driver version changed", Status.WARN,
     """nvidia-smi reports another driver version than on the other side. A driver update can change which
     CUDA 13 minor versions run and how the GPU behaves under load.""",
     """If the run broke after a driver update, compare with NVIDIA's DGX OS release notes before changing
-    the Python environment.""",
-)
+    the Python environment.""")
 DRIFT_FINDING = rule(
     "G9-drift-finding", "G9", "A finding got worse since the other side", Status.FAIL,
     """A finding of another rule appeared as WARN/FAIL/ERROR, or its status got worse (PASS → FAIL) between
@@ -67,15 +64,13 @@ DRIFT_FINDING = rule(
     (G3 memory, G4 power, G5 bandwidth, G6 GPU processes, G8 playbook issues, G10 launch plans) are not
     compared.""",
     """Read the named rule's own fix (`envcheck rules RULE`); the package and binary changes listed with it
-    usually say which install caused it.""",
-)
+    usually say which install caused it.""")
 DRIFT_PIN = rule(
     "G9-drift-pin", "G9", "Installed versions now contradict each other's pins", Status.FAIL,
     """A `G9-pin-conflict` finding appeared: after the change, one distribution's `Requires-Dist` (or
     envcheck's pin table) no longer accepts another's installed version (torch ↔ triton, torchvision ↔ torch).""",
     """Install the pair together at matching versions (`pip install torch==X torchvision==Y`), or return to
-    the good side's versions.""",
-)
+    the good side's versions.""")
 TWIN_MISMATCH = rule(
     "G10-twin-mismatch", "G10", "Two nodes of a multi-node run differ in something that must match", Status.FAIL,
     """`envcheck diff --twins` (or `preflight --twin`) compares what must be identical on every node of a
@@ -84,20 +79,17 @@ TWIN_MISMATCH = rule(
     or a run is slower across two Sparks than on one. Host names, memory readings, temperatures, GPU
     processes and other packages are ignored.""",
     """Install the same versions on every node (the same container image, or the same lock file with
-    `--no-deps`), then take the snapshots again.""",
-)
+    `--no-deps`), then take the snapshots again.""")
 TWIN_MATCH = rule(
     "G10-twin-match", "G10", "The nodes match in everything a multi-node run needs identical", Status.PASS,
     """Every node has the same torch, torch CUDA, NCCL, CUDA runtime, driver, flash-attn and `nvidia-*`
     versions (those that were read on any node).""",
-    """Nothing to do.""",
-)
+    """Nothing to do.""")
 
 
 @dataclass(frozen=True)
 class Side:
     """One side of a comparison: a name (file, image, interpreter), what was read, what was found."""
-
     name: str
     inventory: Inventory
     findings: tuple[Finding, ...] = ()
@@ -128,9 +120,6 @@ def compare(a: Side, b: Side, cuda_major: int, sm: int = GB10_SM) -> list[Findin
         out.append(DRIFT_DRIVER.finding(f"driver {driver_a} → {driver_b}", evidence={"a": driver_a, "b": driver_b}))
     out.extend(_finding_changes(a, b))
     return out
-
-
-# ---------------------------------------------------------------------------------------------- packages
 
 
 def _versions(inventory: Inventory) -> dict[str, Package]:
@@ -212,8 +201,6 @@ def _package_changes(a: Side, b: Side, cuda_major: int) -> Iterator[Finding]:
         yield DRIFT_PACKAGE.finding(f"{text}{cuda_note}", location, evidence, status=None if worth else Status.INFO, fix=fix)
 
 
-# ---------------------------------------------------------------------------------------------- binaries
-
 _SITE = re.compile(r".*/(?:site|dist)-packages/")
 
 
@@ -232,7 +219,6 @@ def _owner(binary: Binary) -> str:
 
 def _binary_changes(a: Side, b: Side, cuda_major: int, sm: int) -> Iterator[Finding]:
     from envcheck.checks.g07_gpu_arch import gpu_level
-
     old = {file_key(x.path): x for x in a.inventory.binaries}
     new = {file_key(x.path): x for x in b.inventory.binaries}
     for key in sorted(set(old) | set(new)):
@@ -263,9 +249,6 @@ def _binary_evidence(key: str, ba: Binary | None, bb: Binary | None) -> dict[str
             "sm121_a": ba.sm121 if ba else None, "sm121_b": bb.sm121 if bb else None}
 
 
-# ---------------------------------------------------------------------------------------------- variables, driver
-
-
 def _env(inventory: Inventory) -> dict[str, str]:
     values: dict[str, str] = {}
     for var in inventory.env:
@@ -293,9 +276,6 @@ def _driver(inventory: Inventory) -> str | None:
         return None
     versions = sorted({g.driver_version for g in smi.gpus if g.driver_version})
     return ", ".join(versions) or None
-
-
-# ---------------------------------------------------------------------------------------------- findings
 
 
 def _finding_key(f: Finding, roots: tuple[str, ...]) -> tuple[str, str, str]:
@@ -348,9 +328,6 @@ def _finding_changes(a: Side, b: Side) -> Iterator[Finding]:
         elif fa is not None and sa in _BAD and (sb is None or sb.rank < sa.rank):
             after = sb.value if sb else "no longer reported"
             yield DRIFT_FINDING.info(f"{key[0]} {sa.value} → {after}: {fa.message}", fa.location, **evidence)
-
-
-# ---------------------------------------------------------------------------------------------- twins
 
 
 def twin_facts(side: Side) -> dict[str, str]:

@@ -1,8 +1,5 @@
-"""G1: a CUDA 12 (or CPU-only) build where the Spark's CUDA 13 is needed.
-
-Symptom: ``ImportError: undefined symbol`` naming a CUDA function, or a segfault at the first
-``.cuda()``. pip does not check the CUDA ABI, so it surfaces only at import or first kernel launch.
-"""
+"""G1: a CUDA 12 (or CPU-only) build where the Spark's CUDA 13 is needed. pip does not check the CUDA ABI:
+it surfaces as ``ImportError: undefined symbol`` or a segfault at the first ``.cuda()``."""
 
 from __future__ import annotations
 
@@ -45,8 +42,7 @@ LOCAL_VERSION = rule(
     libcudart.so.12 and friends, which a CUDA 13 Spark does not have: import fails with undefined symbols
     or the first .cuda() segfaults. pip does not check this.""",
     _FIX_CU130, (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
-    autofix=fixes.local_version,
-)
+    autofix=fixes.local_version)
 CPU_BUILD = rule(
     "G1-cpu-build", "G1", "torch resolves to a CPU-only build", Status.WARN,
     f"""The torch that this input installs has no CUDA at all: a +cpu build, the whl/cpu index, or a PyPI
@@ -56,8 +52,7 @@ CPU_BUILD = rule(
     at all and fails to install (FAIL). A CPU build the file asks for on purpose (the whl/cpu index or a +cpu pin
     in a file or stage named for the CPU: requirements-cpu.txt, Dockerfile.cpu, FROM ... AS cpu) is INFO.""",
     f"Use torch >= {_PYPI_CUDA13_TORCH} from PyPI, or the cu130 index (torch >= {_CU130_MINOR}), or an NGC PyTorch container.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"))
 CUDA12_DIST = rule(
     "G1-cuda12-distribution", "G1", "A CUDA 12 library distribution is installed", Status.FAIL,
     """Distributions such as nvidia-cuda-runtime-cu12, nvidia-cublas-cu12, cupy-cuda12x or conda's
@@ -65,16 +60,14 @@ CUDA12_DIST = rule(
     follow the toolkit's major: nvidia-cufft 12.x and nvidia-curand 10.4.x are CUDA 13 releases and pass.""",
     "Replace it with the CUDA 13 distribution (unsuffixed nvidia-* 13.x, or the -cu13 variant), or drop the pin and let torch's cu130 build pull its own.",
     (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS),
-    autofix=fixes.cuda12_distribution,
-)
+    autofix=fixes.cuda12_distribution)
 CUDA12_INDEX = rule(
     "G1-cuda12-index", "G1", "A package index serves CUDA 12 builds", Status.FAIL,
     """--index-url/--extra-index-url (or a uv index) names a CUDA 11/12 build as a path segment (.../whl/cu128, a mirror's
     .../sbsa/cu128): it serves CUDA 12 builds even when the version looks right. WARN (latent) where pip keeps what is installed.""",
     f"Point the index at https://download.pytorch.org/whl/cu130 (or cu13x), or remove it and use torch >= {_PYPI_CUDA13_TORCH} from PyPI.",
     (*kinds.DEPENDENCY_FILES, "dockerfile"),
-    autofix=fixes.cuda12_index,
-)
+    autofix=fixes.cuda12_index)
 TORCH_BUILD = rule(
     "G1-torch-build", "G1", "Which CUDA build of torch this input gets", Status.WARN,
     """envcheck works out which CUDA build of torch an input installs: from the local version (+cu130),
@@ -82,24 +75,19 @@ TORCH_BUILD = rule(
     means it cannot tell (a direct URL, an unknown index, an unpinned torch in an installed set); envcheck
     says what is unknown rather than guessing.""",
     f"Pin torch with its build (torch=={_CU130_TORCH}+cu130 with the cu130 index, or torch>={_PYPI_CUDA13_TORCH} from PyPI) so the CUDA build is explicit.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"))
 
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 
 
 def _torch_packages(ctx: CheckContext) -> list[Package]:
-    return [p for p in ctx.inventory.packages if p.name == "torch" and installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
+    return [p for p in _judged_packages(ctx) if p.name == "torch"]
 
 
 def _index_builds(ctx: CheckContext, pkg: Package) -> list[tuple[CudaBuild, str]]:
     """Builds served by the indexes ``pkg`` may come from (an explicit uv index serves only its own)."""
-    out = []
-    for index in ctx.inventory.indexes:
-        build = build_of_index(index.url) if not index.explicit and _index_reaches(ctx, index, pkg) else None
-        if build is not None:
-            out.append((build, index.url))
-    return out
+    return [(build, i.url) for i in ctx.inventory.indexes
+            if not i.explicit and _index_reaches(ctx, i, pkg) and (build := build_of_index(i.url)) is not None]
 
 
 def _index_reaches(ctx: CheckContext, index: PackageIndex, pkg: Package) -> bool:
@@ -109,22 +97,17 @@ def _index_reaches(ctx: CheckContext, index: PackageIndex, pkg: Package) -> bool
     here, there = pkg.location, index.location
     if here is None or there is None or here.stage is None or there.stage is None:
         return True
+    set_by_env = any(e.location is not None and e.location.stage == there.stage and e.location.line == there.line
+                     for e in ctx.inventory.env)
     if here.stage != there.stage:
         # ENV/ARG of a stage reach the stages built on it (FROM <stage>); a command's own options do not
-        built_on = any(there.stage in image.stages[:1] and here.stage in image.stages for image in ctx.inventory.images)
-        inherited = built_on and any(e.location is not None and e.location.stage == there.stage and e.location.line == there.line
-                                     for e in ctx.inventory.env)
-        return inherited
+        return set_by_env and any(there.stage in i.stages[:1] and here.stage in i.stages for i in ctx.inventory.images)
     if here.path != there.path or here.line is None or there.line is None:
         # a file the build installs (-r requirements.txt): its own options, read with it; a pip command's own
         # --index-url reaches such a file only when that command reads it
         commands = [i for i in ctx.inventory.installs if i.location == there]
         return not commands or any(re.search(r"(?:^|\s)(?:-r|--requirement)(?:[=\s]|$)", i.text) for i in commands)
-    if here.line == there.line:
-        return True
-    set_by_env = any(e.location is not None and e.location.stage == there.stage and e.location.line == there.line
-                     for e in ctx.inventory.env)
-    return set_by_env and there.line < here.line
+    return here.line == there.line or (set_by_env and there.line < here.line)
 
 
 def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]:
@@ -136,28 +119,23 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
         return _conda_torch_build(ctx)
     if pkg.url:
         wheel = parse_wheel_name(pkg.url)
-        if wheel is not None:
-            build = build_of_version(wheel.version)
-            if build is not None:
-                return build, f"the wheel {wheel.filename}"
+        if wheel is not None and (build := build_of_version(wheel.version)) is not None:
+            return build, f"the wheel {wheel.filename}"
         if "download.pytorch.org" in pkg.url and (index_build := build_of_index(pkg.url)):
             return index_build, f"the URL {pkg.url}"
         return None, f"it is installed from {pkg.url}, whose CUDA build envcheck cannot tell"
     if pkg.index and not _is_pypi(pkg.index):  # uv sources, lock entries: this package comes from that index only
-        build = build_of_index(pkg.index)
-        if build is not None:
+        if (build := build_of_index(pkg.index)) is not None:
             return build, f"its index {pkg.index}"
         return None, f"it comes from the index {pkg.index}, whose CUDA build envcheck cannot tell"
     indexed = _index_builds(ctx, pkg)
     if indexed and not pkg.installed:
-        majors = {(b.flavor, b.cuda_major) for b, _ in indexed}
-        if len(majors) == 1:
-            build, url = indexed[0]
-            return build, f"the index {url}"
+        if len({(b.flavor, b.cuda_major) for b, _ in indexed}) == 1:
+            return indexed[0][0], f"the index {indexed[0][1]}"
         return None, "several indexes serve different builds: " + ", ".join(f"{u} ({b.detail})" for b, u in indexed)
     found = pypi_torch_build(pkg.specifier, pkg.version, ctx.profile.machine)
     if found is not None:
-        build, _source = found
+        build = found[0]
         kind = "a CPU-only" if build.flavor == "cpu" else f"a CUDA {build.cuda_major}"
         served = f"PyPI serves {build.detail.removeprefix('PyPI ')} as {kind} build (knowledge/torch_builds.toml)"
         if not pkg.version:
@@ -172,17 +150,15 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
 
 
 def _distribution_fix(name: str, major: int) -> str | None:
-    """The fix naming the CUDA ``major`` distribution that replaces ``name`` (:func:`_cuda_replacement`). None: the rule's fix."""
+    """The fix naming the CUDA ``major`` distribution that replaces ``name``; None: the rule's fix."""
     replacement = _cuda_replacement(name, major)
-    if replacement is None:
-        return None
-    return (f"Replace {name} with {replacement}, its CUDA {major} build, or drop the pin and let torch's cu{major}0 "
-            "build pull its own.")
+    return None if replacement is None else (f"Replace {name} with {replacement}, its CUDA {major} build, or drop the "
+                                             f"pin and let torch's cu{major}0 build pull its own.")
 
 
 def _cuda_replacement(name: str, major: int) -> str | None:
-    """The CUDA ``major`` distribution that replaces ``name``: cupy-cuda12x -> cupy-cuda13x; nvidia-cublas-cu12
-    -> nvidia-cublas 13.x (toolkit parts drop the suffix); nvidia-cudnn-cu12 -> nvidia-cudnn-cu13. None: not such a name."""
+    """cupy-cuda12x -> cupy-cuda13x, nvidia-cudnn-cu12 -> nvidia-cudnn-cu13; toolkit parts drop the suffix, and
+    their CUDA 13 releases are not always 13.x (cuFFT 12.x). None: not such a name."""
     from envcheck.knowledge.builds import unsuffixed_distribution
 
     m = re.fullmatch(r"(.+)-(cu|cuda)1[0-2](x?)", name)
@@ -190,12 +166,10 @@ def _cuda_replacement(name: str, major: int) -> str | None:
         return None
     base, prefix, x = m.groups()
     row = unsuffixed_distribution(base) if prefix == "cu" else None
-    if row is not None:  # toolkit parts drop the suffix; their CUDA 13 releases are not always 13.x (cuFFT 12.x)
-        spec = row.get(f"cuda{major}")
-        replacement = f"{base}{spec}" if isinstance(spec, str) else f"the unsuffixed {base} (its CUDA {major} release)"
-    else:
-        replacement = f"{base}-{prefix}{major}{x}"
-    return replacement
+    if row is None:
+        return f"{base}-{prefix}{major}{x}"
+    spec = row.get(f"cuda{major}")
+    return f"{base}{spec}" if isinstance(spec, str) else f"the unsuffixed {base} (its CUDA {major} release)"
 
 
 def _is_pypi(url: str) -> bool:
@@ -207,14 +181,11 @@ _CONDA_CUDA = ("pytorch-cuda", "cuda-version", "cudatoolkit")
 _FIX_CONDA = (
     "conda's pytorch channel has no CUDA 13 build (pytorch-cuda stops at 12.x). Get a CUDA 13 environment: "
     "conda-forge's pytorch with cuda-version>=13 (channels: [conda-forge], no pytorch/nvidia CUDA 12 pins), or "
-    "install torch with pip from the cu130 PyTorch index in the pip: list "
-    f"(--extra-index-url https://download.pytorch.org/whl/cu130), or use an NGC container (nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer)."
-)
-
+    "install torch with pip from the cu130 PyTorch index in the pip: list (--extra-index-url "
+    f"https://download.pytorch.org/whl/cu130), or use an NGC container (nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer).")
 _FIX_CONDA_CHANNEL = (
     "Use the CUDA 13 label of the channel (nvidia/label/cuda-13.0.0 or newer) or conda-forge with cuda-version>=13; "
-    "for torch, conda-forge's CUDA 13 pytorch or pip's cu130 PyTorch index in the pip: list."
-)
+    "for torch, conda-forge's CUDA 13 pytorch or pip's cu130 PyTorch index in the pip: list.")
 
 
 def _conda_cuda_major(pkg: Package, major: int) -> int | None:
@@ -222,8 +193,7 @@ def _conda_cuda_major(pkg: Package, major: int) -> int | None:
     (``=12.1``), a wildcard (``12.*``) or a range that allows no CUDA ``major`` release (``>=12,<13``)."""
     if pkg.role != "conda" or pkg.name not in _CONDA_CUDA:
         return None
-    text = pkg.version or pkg.specifier.lstrip("=")
-    exact = re.match(r"^(\d+)(?:\.[\d*]+)*\*?$", text)
+    exact = re.match(r"^(\d+)(?:\.[\d*]+)*\*?$", pkg.version or pkg.specifier.lstrip("="))
     if exact:
         return int(exact.group(1))
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -233,16 +203,13 @@ def _conda_cuda_major(pkg: Package, major: int) -> int | None:
     except InvalidSpecifier:
         return None
     allowed = sorted({m for m in range(8, major + 3) for minor in range(10) if spec.contains(f"{m}.{minor}", prereleases=True)})
-    if allowed and major not in allowed and allowed[-1] < major:
-        return allowed[-1]
-    return None
+    return allowed[-1] if allowed and major not in allowed and allowed[-1] < major else None
 
 
 def _conda_torch_build(ctx: CheckContext) -> tuple[CudaBuild | None, str]:
     """conda's pytorch takes its CUDA build from pytorch-cuda / cuda-version / cudatoolkit in the same install."""
     for pkg in ctx.inventory.packages:
-        found = _conda_cuda_major(pkg, ctx.profile.cuda_major)
-        if found is not None:
+        if (found := _conda_cuda_major(pkg, ctx.profile.cuda_major)) is not None:
             spec = f"{pkg.name}={pkg.version}" if pkg.version else f"{pkg.name}{pkg.specifier}"
             return CudaBuild("cuda", found, f"conda {spec}"), f"conda {spec}"
     return None, "conda's pytorch build depends on the channel and on pytorch-cuda/cuda-version, which this install does not name"
@@ -267,19 +234,20 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
             what = "CUDA 12" if found.rule == CUDA12_INDEX.id else "CPU-only"
             here = [f for f in also if f.location == found.location]
             there = [f for f in also if f.location != found.location]
-            words = ([f"{_named(here)} on this line"] if here else []) + [f"{_named([f])} on line {f.location.line}" for f in there if f.location]
+            words = ([f"{_named(here)} on this line"] if here else []) + [f"{_named([f])} on line {f.location.line}"
+                                                                         for f in there if f.location]
             lines = sorted({f.location.line for f in there if f.location and f.location.line})
-            found = dataclasses.replace(found, message=f"{found.message}; {' and '.join(words)} {'is its ' + what + ' build' if len(also) == 1 else 'are its ' + what + ' builds'}",
-                                        evidence={**found.evidence, "packages": [f.evidence.get("package") for f in also],
-                                                  **({"lines": lines} if lines else {})})
+            verb = f"is its {what} build" if len(also) == 1 else f"are its {what} builds"
+            found = dataclasses.replace(found, message=f"{found.message}; {' and '.join(words)} {verb}", evidence={
+                **found.evidence, "packages": [f.evidence.get("package") for f in also], **({"lines": lines} if lines else {})})
         yield found
     judged = {LOCAL_VERSION.id, CPU_BUILD.id, CUDA12_DIST.id, CUDA12_INDEX.id}
     if any(f.rule in judged and f.status is not Status.PASS for f in findings) or not _names_a_cuda_build(ctx):
         return
     cuda_pkgs = [p.name for p in ctx.inventory.packages if distribution_cuda_major(p) or p.name in _TORCH_FAMILY]
     if cuda_pkgs and not _torch_packages(ctx):
-        yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {ctx.profile.cuda_major} builds ({len(cuda_pkgs)} distributions)", None,
-                                 packages=sorted(set(cuda_pkgs)))
+        yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {ctx.profile.cuda_major} builds ({len(cuda_pkgs)} distributions)",
+                                 None, packages=sorted(set(cuda_pkgs)))
 
 
 def _serves(ctx: CheckContext, index: Finding, found: Finding) -> bool:
@@ -320,8 +288,7 @@ def _package_builds(ctx: CheckContext) -> Iterator[Finding]:
         if build is not None and build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:
             yield LOCAL_VERSION.finding(
                 f"{pkg.name} {pkg.version} is a CUDA {build.cuda_major} build ({build.detail}); {ctx.profile.name} has CUDA {major}",
-                pkg.location, {"package": pkg.name, "version": pkg.version, "build": build.detail},
-            )
+                pkg.location, {"package": pkg.name, "version": pkg.version, "build": build.detail})
             continue
         dist = distribution_cuda_major(pkg)
         if dist is not None and dist[0] < major:
@@ -329,8 +296,7 @@ def _package_builds(ctx: CheckContext) -> Iterator[Finding]:
             yield CUDA12_DIST.finding(
                 f"{pkg.name}{' ' + pkg.version if pkg.version else ''} carries CUDA {dist_major} libraries: {why}",
                 pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": dist_major},
-                fix=_FIX_CONDA if pkg.role == "conda" else _distribution_fix(pkg.name, major),
-            )
+                fix=_FIX_CONDA if pkg.role == "conda" else _distribution_fix(pkg.name, major))
         conda_major = _conda_cuda_major(pkg, major)
         if conda_major is not None and conda_major < major:
             spec = f"{pkg.name}={pkg.version}" if pkg.version else f"{pkg.name}{pkg.specifier}"
@@ -424,16 +390,13 @@ def _cpu_name(location: Location | None) -> str | None:
     return None
 
 
-# --- live: torch as the target interpreter imports it (envcheck preflight, container probes) --------
-
 LIVE_TORCH = rule(
     "G1-live-torch", "G1", "torch does not import, or reports the wrong CUDA major, in this environment", Status.FAIL,
     """preflight imports torch with the environment's own interpreter in a child process with a timeout and
     reads torch.version.cuda. An import that segfaults or fails with an undefined CUDA symbol is G1's
     symptom itself; a torch.version.cuda whose major differs from the Spark's CUDA 13 links the wrong
     libraries. NGC builds report 13.x without a +cu130 tag, which passes.""",
-    _FIX_CU130, (*kinds.LIVE_KINDS, "image"),
-)
+    _FIX_CU130, (*kinds.LIVE_KINDS, "image"))
 
 
 @check(LIVE_TORCH)
@@ -476,14 +439,9 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
             why = f" (CUDA_VISIBLE_DEVICES={hidden!r})" if hidden is not None else " (driver too old for CUDA 13, or no device access)"
             yield LIVE_TORCH.finding(
                 f"torch {version} imports but torch.cuda.is_available() is False while nvidia-smi lists {len(listed)} GPU(s){why}",
-                evidence=evidence, status=Status.WARN,
-            )
+                evidence=evidence, status=Status.WARN)
         else:
             yield LIVE_TORCH.passed(f"torch {version} imports; torch.version.cuda {cuda}", **evidence)
-
-
-# --- binaries: CUDA library sonames in DT_NEEDED / DT_SONAME of ELF files ----------------------------
-
 
 
 BINARY_SONAME = rule(
@@ -496,16 +454,14 @@ BINARY_SONAME = rule(
     symbol). Packages that ship one library per CUDA version and pick one at import time are judged by
     whether a CUDA 13 variant exists next to it (INFO then).""",
     _FIX_CU130,
-    kinds.BINARY_KINDS,
-)
+    kinds.BINARY_KINDS)
 BINARY_STATIC_CUDART = rule(
     "G1-binary-static-cudart", "G1", "Binaries with the CUDA runtime linked in statically", Status.INFO,
     """These binaries register fatbins but need no libcudart: nvcc linked the CUDA runtime statically (its
     default). Their CUDA major cannot be read from sonames; the driver API they use is backward
     compatible, so this is a reading, not a failure.""",
     "",
-    kinds.BINARY_KINDS,
-)
+    kinds.BINARY_KINDS)
 
 _DIGITS = re.compile(r"\d+")
 
@@ -514,7 +470,6 @@ def _foreign(names: tuple[str, ...], major: int) -> list[tuple[str, tuple[int, .
     from envcheck.knowledge.sonames import (
         cuda_majors,  # the soname table loads only for targets with binaries
     )
-
     out = []
     for name in names:
         majors = cuda_majors(name)
@@ -565,7 +520,6 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     if not binaries:
         return
     from envcheck.knowledge.sonames import cuda_majors, soname_key  # only for targets with binaries
-
     major = ctx.profile.cuda_major
     good_variants = {variant_key(b) for b in binaries if b.cuda_major == major}
     needed_anywhere = {name for b in binaries for name in b.needed}
@@ -661,7 +615,6 @@ def kept_from_base(ctx: CheckContext, pkg: Package) -> Package | None:
     """What the Dockerfile stage's base ships (NGC's torch, flash-attn) that pip keeps for ``pkg`` (no --upgrade), or None."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
-
     loc = pkg.location
     if (ctx.kind != "dockerfile" or loc is None or pkg.url or pkg.installed or pkg.role != "requirement"
             or any(i.location == loc and i.replaces for i in ctx.inventory.installs)):
@@ -681,7 +634,6 @@ def older_cuda_level(cuda: str | None, ctx: CheckContext) -> tuple[Status, str, 
     CUDA 13 driver runs that user space, and whether it works depends on what was built for the GPU. An unknown
     minor (``12``) FAILs. Returns the status, the words that say why (empty for FAIL) and their evidence."""
     from envcheck.knowledge.nvcc import first_nvcc
-
     target = f"sm_{ctx.profile.sm}"
     first = first_nvcc(target)
     parts = (cuda or "").split(".")
@@ -696,9 +648,6 @@ def older_cuda_level(cuda: str | None, ctx: CheckContext) -> tuple[Status, str, 
             {"first_nvcc": toolkit, "nvcc_source": first[1]})
 
 
-# --- registry and local images (issue 5: envcheck image) -----------------------------------------------
-
-
 IMAGE_CUDA = rule(
     "G1-image-cuda", "G1", "The image's CUDA is older than the Spark's CUDA 13", Status.FAIL,
     """The image config's CUDA_VERSION (set by every nvidia/cuda and NGC image; the com.nvidia.cuda.version
@@ -710,8 +659,7 @@ IMAGE_CUDA = rule(
     (knowledge/nvcc_targets.toml), and the CUDA 13 driver runs a CUDA 12 user space.""",
     f"""Use a CUDA 13 image: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
     playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
-    ("image",),
-)
+    ("image",))
 
 
 @check(IMAGE_CUDA)
@@ -735,7 +683,6 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
             evidence["CUDA_VERSION"] = value
     if major is None:
         from envcheck.knowledge.base_images import safe_describe
-
         described = safe_describe(f"{facts.registry or ''}/{facts.repository}:{facts.tag or 'latest'}") if facts.repository else None
         if described is not None and described.cuda_major is not None:
             major, cuda = described.cuda_major, described.cuda
@@ -760,15 +707,13 @@ DEFAULT_INDEX_PULL = rule(
     finding points at the install that pulls them; the index itself is reported where it is set.""",
     """Point the variable at https://download.pytorch.org/whl/cu130 (or drop it), or install with --no-deps
     after a torch that is already right.""",
-    ("dockerfile",),
-)
+    ("dockerfile",))
 
 
 @check(DEFAULT_INDEX_PULL)
 def default_index_pulls(ctx: CheckContext) -> Iterator[Finding]:
     """G1: Dockerfile installs that resolve dependencies through a CUDA 12 index set in ENV/ARG."""
     from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
-
     defaults = []  # (stage, line, variable, url, build)
     for var in ctx.inventory.env:
         if var.name not in INDEX_VARIABLES or var.origin not in ("env", "arg") or var.location is None or var.location.line is None:

@@ -14,8 +14,6 @@ from envcheck.inspect import fatbin_levels
 from envcheck.model import Binary, EnvVar, Finding, Location, Package, Status
 from envcheck.rules import CheckContext, check, rule
 
-# --- live: the GPU of this host and the kernels torch carries (envcheck preflight) --------------------
-
 LIVE_CAPABILITY = rule(
     "G7-live-capability", "G7", "The GPU is not compute capability 12.1, or torch has no kernels for it", Status.FAIL,
     """preflight reads the GPU's compute capability (torch.cuda.get_device_capability(), else nvidia-smi's
@@ -25,8 +23,7 @@ LIVE_CAPABILITY = rule(
     of binaries still apply), never as a failure.""",
     """Use a torch built for CUDA 13 with sm_120/sm_121 kernels (cu130 wheels, NGC containers); stay on FP8
     unless the kernels you run target sm_121a.""",
-    kinds.LIVE_KINDS,
-)
+    kinds.LIVE_KINDS)
 
 _ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
 
@@ -89,9 +86,6 @@ def live_capability(ctx: CheckContext) -> Iterator[Finding]:
     yield LIVE_CAPABILITY.passed(f"{label}; torch kernels {' '.join(usable)} run on it{note}", arch_list=arch_list)
 
 
-# --- static: the GPU code inside ELF files (binaries in wheels, folders, images) ----------------------
-
-
 BINARY_NO_SM121 = rule(
     "G7-binary-no-sm121", "G7", "A binary carries GPU code, but none that runs on sm_121", Status.FAIL,
     """The ELF file embeds fatbins (SASS cubins and/or PTX), but no module has an image that a compute
@@ -102,8 +96,7 @@ BINARY_NO_SM121 = rule(
     """Install a build that targets sm_120 or sm_121 (CUDA 12.8+ / 13 builds, TORCH_CUDA_ARCH_LIST
     including 12.0 or 12.1), or one that ships PTX; or rebuild from source with -gencode
     arch=compute_121,code=sm_121.""",
-    kinds.BINARY_KINDS,
-)
+    kinds.BINARY_KINDS)
 BINARY_PTX_ONLY = rule(
     "G7-binary-ptx-only", "G7", "A binary runs on sm_121 only through PTX JIT", Status.WARN,
     """No SASS in this binary runs on compute capability 12.1, but it ships PTX that the driver can
@@ -112,16 +105,14 @@ BINARY_PTX_ONLY = rule(
     13.0 drivers).""",
     """Prefer a build with sm_120/sm_121 SASS; otherwise make sure the CUDA JIT cache
     (CUDA_CACHE_MAXSIZE, ~/.nv/ComputeCache) is large enough and persists between runs.""",
-    kinds.BINARY_KINDS,
-)
+    kinds.BINARY_KINDS)
 BINARY_SM121A = rule(
     "G7-binary-sm121a", "G7", "Whether sm_121a (NVFP4) kernels exist", Status.INFO,
     """Only kernels built for the arch-specific sm_121a target can use the FP4 conversion instructions
     (cvt.e2m1x2) that make NVFP4 pay off on a Spark; without them NVFP4 is about 32% slower than FP8.
     Reported as INFO; with --nvfp4 a WARN when no binary carries sm_121a kernels.""",
     "Stay on FP8 unless the kernels you run are built for sm_121a (e.g. -gencode arch=compute_121a,code=sm_121a).",
-    kinds.BINARY_KINDS,
-)
+    kinds.BINARY_KINDS)
 
 
 def _nvidia_cuda13_library(b: Binary, major: int) -> bool:
@@ -174,7 +165,6 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     from envcheck.knowledge.sonames import (
         cuda_majors,  # the soname table loads only for targets with binaries
     )
-
     target = f"sm_{ctx.profile.sm}"
     major = ctx.profile.cuda_major
     # bitsandbytes-style packages ship one library per CUDA version (libbnb_cuda121.so ... _cuda130.so) and
@@ -192,7 +182,6 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
         for b in group:
             if b.machine == "cuda" and level[id(b)] == "none":
                 continue  # judged with the package's other cubins below
-
             where = b.location
             evidence = {"binary": b.path, "distribution": b.distribution, "sass": list(b.sass), "ptx": list(b.ptx),
                         "sections": list(b.sections)}
@@ -201,16 +190,14 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
                 yield BINARY_NO_SM121.info(
                     f"{b.path} ({owner}) is a CUDA {b.cuda_major or 'other'} variant; on CUDA {major} the package loads "
                     f"{chosen} instead, so its GPU code ({', '.join([*b.sass, *b.ptx]) or 'none'}) is not used",
-                    where, **evidence, loaded_instead=chosen,
-                )
+                    where, **evidence, loaded_instead=chosen)
             elif level[id(b)] == "none" and b.soname and ctx.profile.cuda_major in (cuda_majors(b.soname) or ()):
                 # NVIDIA's own CUDA 13 toolkit libraries support every GPU CUDA 13 supports (7.5 to 12.x,
                 # CUDA 13.0 release notes) and pick kernels by device; a leftover module is not launched.
                 yield BINARY_NO_SM121.info(
                     f"{b.path} ({owner}) is the CUDA {ctx.profile.cuda_major} toolkit library {b.soname}; its fatbin "
                     f"modules ({', '.join([*b.sass, *b.ptx])}) have no {target} image, but the library dispatches by device",
-                    where, **evidence,
-                )
+                    where, **evidence)
             elif level[id(b)] == "none":
                 failing.append((b, evidence))
             elif level[id(b)] == "ptx-jit" and _nvidia_cuda13_library(b, ctx.profile.cuda_major):
@@ -219,8 +206,7 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
                 # older than the CUDA 13 driver's, and the kernels are few: a reading, not a warning.
                 yield BINARY_PTX_ONLY.info(
                     f"{b.path} ({owner}) is part of NVIDIA's CUDA {ctx.profile.cuda_major} stack and reaches {target} "
-                    f"by JIT-compiling {', '.join(b.ptx)}{isa} at first use", where, **evidence,
-                )
+                    f"by JIT-compiling {', '.join(b.ptx)}{isa} at first use", where, **evidence)
             elif level[id(b)] == "ptx-jit":
                 jit_only.append((b, evidence))
             else:
@@ -230,8 +216,7 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
         for b, evidence in failing if len(failing) == 1 or single else []:
             yield BINARY_NO_SM121.finding(
                 f"{b.path} ({owner}) has GPU code for {', '.join([*b.sass, *b.ptx]) or 'nothing loadable'} "
-                f"but none that runs on {target}", b.location, evidence,
-            )
+                f"but none that runs on {target}", b.location, evidence)
         if len(failing) > 1 and not single:
             yield BINARY_NO_SM121.finding(
                 f"{owner}: {len(failing)} binaries have GPU code for {_codes(b for b, _ in failing)} but none that runs on "
@@ -241,14 +226,12 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
             isa = f" (PTX ISA {', '.join(b.ptx_isa)})" if b.ptx_isa else ""
             yield BINARY_PTX_ONLY.finding(
                 f"{b.path} ({owner}) has no SASS for {target}; it runs only by JIT-compiling {', '.join(b.ptx)}{isa}",
-                b.location, evidence,
-            )
+                b.location, evidence)
         if len(jit_only) > 1 and not single:
             yield BINARY_PTX_ONLY.finding(
                 f"{owner}: {len(jit_only)} binaries have no SASS for {target}; they run only by JIT-compiling "
                 f"{_codes(b for b, _ in jit_only)}, e.g. {jit_only[0][0].path}", jit_only[0][0].location,
-                _grouped(owner, [b for b, _ in jit_only]),
-            )
+                _grouped(owner, [b for b, _ in jit_only]))
         if cubins_none:
             # A library that ships one cubin per kernel and GPU (flashinfer-cubin) picks the file for the GPU it runs
             # on: a cubin for another GPU is never loaded, so it is no failure of its own. What matters is whether
@@ -281,8 +264,6 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
         yield BINARY_SM121A.info(f"no binary carries {nvfp4} kernels (NVFP4 would be slower than FP8)")
 
 
-# --- static: TORCH_CUDA_ARCH_LIST and CUDA extension source builds in Dockerfiles ----------------------
-
 ARCH_LIST = rule(
     "G7-torch-cuda-arch-list", "G7", "TORCH_CUDA_ARCH_LIST does not cover sm_121", Status.WARN,
     """TORCH_CUDA_ARCH_LIST (ENV, ARG, or exported in a RUN) chooses the GPU code that torch extensions
@@ -293,15 +274,13 @@ ARCH_LIST = rule(
     arch-specific target whose FP4 instructions make NVFP4 faster than FP8) is reported as INFO.""",
     "Add 12.1 to the list (TORCH_CUDA_ARCH_LIST=\"12.1\"; \"12.1a\" for NVFP4 kernels; \"12.0+PTX\" keeps other Blackwell GPUs working too).",
     ("dockerfile", "image"),
-    autofix=dockerfile_fixes.arch_list,
-)
+    autofix=dockerfile_fixes.arch_list)
 ARCH_LIST_NVFP4 = rule(
     "G7-arch-list-sm121a", "G7", "Whether TORCH_CUDA_ARCH_LIST builds sm_121a (NVFP4) kernels", Status.INFO,
     """Only kernels compiled for the arch-specific target 12.1a (sm_121a) can use cvt.e2m1x2, which NVFP4 needs
     to be faster than FP8 on a Spark (about 32% slower without it).""",
     "Add 12.1a to TORCH_CUDA_ARCH_LIST for extensions that run NVFP4 kernels; otherwise stay on FP8.",
-    ("dockerfile", "image"),
-)
+    ("dockerfile", "image"))
 SOURCE_BUILD_ARCH = rule(
     "G7-source-build-arch", "G7", "A CUDA extension is built from source without sm_121 in TORCH_CUDA_ARCH_LIST", Status.WARN,
     """xformers (or another torch CUDA extension) is compiled from source in the Dockerfile (git clone + pip
@@ -310,8 +289,7 @@ SOURCE_BUILD_ARCH = rule(
     that includes 12.0+PTX) or lacks 12.x, the extension has no code for sm_121. Triton is not judged here:
     it compiles kernels at run time, not at build time.""",
     "Set TORCH_CUDA_ARCH_LIST=\"12.1\" (or \"12.0;12.1a\") in the same RUN or in an ENV before the build, as Unsloth's Spark recipe does.",
-    ("dockerfile",),
-)
+    ("dockerfile",))
 
 CMAKE_ARCH = rule(
     "G7-cmake-cuda-architectures", "G7", "CMAKE_CUDA_ARCHITECTURES / CUDAARCHS does not cover sm_121", Status.WARN,
@@ -324,8 +302,7 @@ CMAKE_ARCH = rule(
     the build, and docker build sees none: the result cannot be told from the Dockerfile. A list with nothing
     for 12.x yields binaries that fail with "no kernel image is available" on a Spark.""",
     "Add 121 to the list (-DCMAKE_CUDA_ARCHITECTURES=121, or \"120;121a\" for NVFP4 kernels); replace native with an explicit list in container builds.",
-    ("dockerfile", "image"),
-)
+    ("dockerfile", "image"))
 NVCC_TARGET = rule(
     "G7-nvcc-target", "G7", "The stage's CUDA toolkit cannot compile for the GPU target it is asked for", Status.FAIL,
     """A TORCH_CUDA_ARCH_LIST, CMAKE_CUDA_ARCHITECTURES or CUDAARCHS value names a target that the nvcc of the
@@ -334,8 +311,7 @@ NVCC_TARGET = rule(
     architecture" for such a target, so the build fails, whatever else the list holds. Judged where the base
     image's tag names the CUDA version (nvidia/cuda:12.6.3-devel-..., an NGC release in envcheck's table).""",
     "Build on a CUDA 13 devel image (nvidia/cuda:13.0.1-devel-ubuntu24.04 or an NGC PyTorch 25.08+ container), which also matches the Spark's CUDA 13.",
-    ("dockerfile",),
-)
+    ("dockerfile",))
 _CMAKE_ENTRY = re.compile(r"^(\d+)([af]?)(?:-(real|virtual))?$")
 CMAKE_VARIABLES = ("CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
 
@@ -416,8 +392,7 @@ ARCH_LIST_RUN_ONLY = rule(
     none, torch's default for a build machine without a GPU), not the one written here. Exported in the RUN
     that runs the build (`export ... && pip install .`), it is in effect and this rule is silent.""",
     """Set it with ENV (or ARG) before the build, or export it in the RUN that runs the build.""",
-    ("dockerfile",),
-)
+    ("dockerfile",))
 
 
 @check(ARCH_LIST, ARCH_LIST_NVFP4, SOURCE_BUILD_ARCH, NVCC_TARGET, ARCH_LIST_RUN_ONLY)
@@ -435,7 +410,6 @@ def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
 def _run_only_settings(ctx: CheckContext, settings: list[EnvVar]) -> Iterator[Finding]:
     """Arch settings exported in a RUN of their own: WARN where a later source build of the stage needed them."""
     from envcheck.knowledge.base_images import in_stage
-
     for var in ctx.inventory.env:
         vloc = var.location
         if var.origin != "run-only" or vloc is None or vloc.line is None:
@@ -459,7 +433,6 @@ def _nvcc_targets(ctx: CheckContext) -> Iterator[Finding]:
     """Arch-list values whose targets the nvcc of their stage's base image cannot compile for."""
     from envcheck.knowledge.base_images import in_stage, safe_describe
     from envcheck.knowledge.nvcc import unknown_to
-
     stage_cuda: dict[str, tuple[str, str]] = {}  # stage -> (CUDA version, base image)
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
@@ -491,7 +464,6 @@ def _nvcc_targets(ctx: CheckContext) -> Iterator[Finding]:
 def _arch_list_settings(settings: list[EnvVar], sm: int) -> Iterator[Finding]:
     """Each TORCH_CUDA_ARCH_LIST value: what it targets on sm_``sm``, and whether it includes sm_``sm``a (NVFP4)."""
     from envcheck.knowledge.base_images import in_stage
-
     for var in settings:
         stage = var.location.stage if var.location else None
         level, targets, nvfp4 = arch_list_coverage(var.value, sm)
@@ -537,7 +509,6 @@ def _source_builds(ctx: CheckContext) -> list[Package]:
 def _source_build_arch(ctx: CheckContext, settings: list[EnvVar]) -> Iterator[Finding]:
     """CUDA extensions a Dockerfile builds from source: which architectures the arch list in force gives them."""
     from envcheck.knowledge.base_images import in_stage, safe_describe
-
     sm = ctx.profile.sm
     ngc_stages = {i.stage for i in ctx.inventory.images if (f := safe_describe(i.ref)) is not None and f.ngc_torch}
     own_base = {i.stage for i in ctx.inventory.images}
@@ -572,7 +543,6 @@ def _source_build_arch(ctx: CheckContext, settings: list[EnvVar]) -> Iterator[Fi
 def _cmake_arch_lists(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over CMAKE_CUDA_ARCHITECTURES / CUDAARCHS values (ENV, ARG, cmake -D, CMAKE_ARGS)."""
     from envcheck.knowledge.base_images import in_stage
-
     sm = ctx.profile.sm
     for var in ctx.inventory.env:
         if var.name not in CMAKE_VARIABLES or var.origin == "run-only":
@@ -603,8 +573,6 @@ def _cmake_arch_lists(ctx: CheckContext) -> Iterator[Finding]:
                                      var.location, evidence)
 
 
-# --- static: the GPU code of PyTorch's cu130 wheels ------------------------------------------------------
-
 TORCH_WHEEL_ARCH = rule(
     "G7-cu130-torch-arch", "G7", "Which GPU code PyTorch's cu130 torch carries for a GB10", Status.INFO,
     """PyTorch builds its cu130 linux/aarch64 wheels for a fixed TORCH_CUDA_ARCH_LIST (knowledge/torch_builds.toml):
@@ -613,15 +581,13 @@ TORCH_WHEEL_ARCH = rule(
     JIT-compiled at first launch. No source tells one cu130 release (2.9.0 included) from another, so this is a
     reading, never a WARN; NVFP4 kernels need sm_121a, which only a build of your own (or NGC) targets.""",
     "Nothing to do for FP8/BF16 work; for NVFP4 kernels use an NGC container or build the extension with TORCH_CUDA_ARCH_LIST=\"12.1a\".",
-    ("requirements", "pyproject", "lock", "dockerfile"),
-)
+    ("requirements", "pyproject", "lock", "dockerfile"))
 
 
 @check(TORCH_WHEEL_ARCH)
 def cu130_torch_arch(ctx: CheckContext) -> Iterator[Finding]:
     """INFO naming the arch list of PyTorch's cu130 aarch64 wheels, once, at the first cu130 torch of the input."""
     from envcheck.knowledge.builds import build_of_index, build_of_version, cu130_aarch64_arch_list
-
     if ctx.profile.machine != "aarch64":
         return
     for pkg in ctx.inventory.packages:

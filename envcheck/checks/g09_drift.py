@@ -35,16 +35,14 @@ PIN_CONFLICT = rule(
     override (`[tool.uv] override-dependencies`, kept in uv.lock's `[manifest] overrides`) replaces every
     requirement declared on its package, which is what it is for: those requirements are not compared.""",
     "Pick versions that agree (the evidence names the pin), install them in one pip command so the resolver sees both, or use an NGC container where they are built together.",
-    ("requirements", *kinds.LOCK_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS),
-)
+    ("requirements", *kinds.LOCK_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS))
 NGC_TORCH_REPLACED = rule(
     "G9-ngc-torch-replaced", "G9", "A requirement would replace NGC's pre-release torch", Status.FAIL,
     """NGC containers ship torch as a pre-release (2.9.0a0+<hash>.nv25.09). Under PEP 440, 2.9.0a0 < 2.9.0,
     so torch>=2.9 or torch==2.9.0 (directly, or through a package that pins torch) is not satisfied, and pip
     replaces NGC's torch with a PyPI build that lacks NGC's CUDA 13/SM121 tuning.""",
     "Install with --no-deps, loosen the requirement to accept the pre-release (e.g. torch>=2.9.0a0), or pick versions built against the container's torch.",
-    ("requirements", "dockerfile", "image", *kinds.LIVE_KINDS),
-)
+    ("requirements", "dockerfile", "image", *kinds.LIVE_KINDS))
 UNPINNED = rule(
     "G9-unpinned", "G9", "An ML package is not pinned", Status.WARN,
     """Under bare pip, torch, triton, xformers, transformers and friends drift independently: an unpinned
@@ -55,8 +53,7 @@ UNPINNED = rule(
     packages in its one finding. Reported once per file (per stage), naming every unpinned package.""",
     "Pin exact versions (==) that are known to work together, or use a lock file, or an NGC/Unsloth container.",
     (*kinds.REQUIREMENT_FILES, "dockerfile"),
-    policy=True,
-)
+    policy=True)
 UNSLOTH_DEPS = rule(
     "G9-unsloth-with-deps", "G9", "Unsloth is installed with its dependencies", Status.WARN,
     """NVIDIA's Spark install order installs unsloth and unsloth_zoo with --no-deps after the rest of the
@@ -66,8 +63,7 @@ UNSLOTH_DEPS = rule(
     the stage (Unsloth's Spark recipe) it passes, and otherwise the advice is to pin them, not --no-deps.""",
     "Install the stack first, then: pip install --no-deps unsloth unsloth_zoo bitsandbytes (NVIDIA's Unsloth playbook order).",
     (*kinds.REQUIREMENT_FILES, "dockerfile"),
-    autofix=dockerfile_fixes.unsloth_no_deps,
-)
+    autofix=dockerfile_fixes.unsloth_no_deps)
 TORCH_REPINNED = rule(
     "G9-torch-repinned", "G9", "vLLM is built from source without use_existing_torch.py", Status.WARN,
     """vLLM's own requirement files (requirements/cuda.txt, build.txt) pin torch to the release vLLM was tested
@@ -77,16 +73,14 @@ TORCH_REPINNED = rule(
     an existing torch is `python use_existing_torch.py` in the clone before the build.""",
     "Run `python use_existing_torch.py` in the vLLM clone before installing its requirements and building it "
     "(then build with --no-build-isolation), or pin the same torch vLLM's requirements name.",
-    ("dockerfile",),
-)
+    ("dockerfile",))
 MARKER_EXCLUDED = rule(
     "G9-marker-excludes-aarch64", "G9", "An ML requirement is skipped on aarch64 by its marker", Status.INFO,
     """The requirement's environment marker is false on linux/aarch64 (for example
     platform_machine == 'x86_64'), so on a Spark it is not installed at all. Older torch wheels gate triton
     this way.""",
     "If the Spark needs it, add a requirement without the x86_64 marker.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile"),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile"))
 
 
 @lru_cache(maxsize=1)
@@ -100,7 +94,6 @@ def _version(pkg: Package) -> Version | None:
 
 def _parsed(version: str | None) -> Version | None:
     from packaging.version import InvalidVersion, Version
-
     try:
         return Version(version) if version else None
     except InvalidVersion:
@@ -123,7 +116,6 @@ def _satisfies(version: Version, spec: SpecifierSet) -> bool:
 def _requirement(line: str) -> Requirement | None:
     """A Requires-Dist line, parsed once (a lock repeats the same lines over thousands of packages)."""
     from packaging.requirements import InvalidRequirement, Requirement
-
     try:
         return Requirement(line)
     except InvalidRequirement:
@@ -153,7 +145,6 @@ def _read_requires_line(line: str) -> tuple[str, str, Marker | None] | None:
 @lru_cache(maxsize=4096)
 def _specifier(text: str) -> SpecifierSet:
     from packaging.specifiers import SpecifierSet
-
     return SpecifierSet(text)
 
 
@@ -179,7 +170,6 @@ def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | No
         return out
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
-
     version = _version(pkg)
     if version is None or ngc_release(pkg.version) is not None:
         # The pin table describes public releases; NGC builds pair their own (e.g. torch 2.10a0 with triton 3.5).
@@ -318,7 +308,6 @@ def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding
     if version is None:
         return
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
     on_ngc = _ngc_stages(ctx, protected=False)  # a compose file's other services build on other bases
     for pkg in ctx.inventory.packages:
         if pkg.installed or pkg.role in PINS_ONLY or not installs_on(pkg, ctx.profile):
@@ -333,8 +322,7 @@ def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding
             if not _satisfies(version, spec) and not pkg.no_deps:
                 yield NGC_TORCH_REPLACED.finding(
                     f"torch{spec} is not satisfied by NGC's torch {torch.version} (a pre-release): pip will replace it",
-                    pkg.location, {"requirement": f"torch{spec}", "ngc_torch": torch.version},
-                )
+                    pkg.location, {"requirement": f"torch{spec}", "ngc_torch": torch.version})
         elif not pkg.no_deps:
             for name, text, source in _requirements_of(pkg, ctx.profile, ("torch",)):
                 spec = _specifier(text)
@@ -358,7 +346,6 @@ def _transformers_from_main(ctx: CheckContext, exact: dict[str, Package]) -> Ite
     from packaging.specifiers import SpecifierSet
 
     from envcheck.knowledge.base_images import safe_describe
-
     caps = [row for row in _pins().get("pin", []) if row["package"] == "vllm" and row["requires"] == "transformers"]
     for pkg in from_main:
         assert pkg.location is not None
@@ -409,7 +396,6 @@ def _ngc_stages(ctx: CheckContext, protected: bool = True) -> set[str]:
     if ctx.kind != "dockerfile" and not kinds.applies(("dockerfile",), ctx.kind):
         return set()
     from envcheck.knowledge.base_images import pip_constraint_protects, safe_describe
-
     found: set[str] = set()
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
@@ -422,7 +408,6 @@ def _is_unpinned(ctx: CheckContext, pkg: Package, stack: set[str]) -> bool:
     """An ML requirement with no exact version, URL or constraint pin, installed on the target (a repeated
     `pip install torch` that pip answers with "Requirement already satisfied" installs nothing)."""
     from envcheck.checks.g01_cuda_abi import installed_before
-
     return (pkg.role == "requirement" and pkg.name in stack and not pkg.version and not pkg.url
             and installs_on(pkg, ctx.profile) and not _pinned_by_constraint(ctx, pkg.name) and installed_before(ctx, pkg) is None)
 
@@ -489,11 +474,8 @@ def _unsloth(ctx: CheckContext, pkgs: list[Package]) -> Iterator[Finding]:
             continue
         yield UNSLOTH_DEPS.finding(
             "unsloth is installed with its dependencies (no --no-deps): pip may replace torch, transformers or trl",
-            pkg.location, {"package": "unsloth"},
-        )
+            pkg.location, {"package": "unsloth"})
 
-
-# --- live: container or bare pip (envcheck preflight, issue 7) ------------------------------------
 
 LIVE_CONTAINER = rule(
     "G9-bare-pip", "G9", "The environment is bare pip, not a container", Status.INFO,
@@ -502,8 +484,7 @@ LIVE_CONTAINER = rule(
     xformers and transformers drift independently, so the pins of the installed distributions are
     checked (G9-pin-conflict) and this rule reports which case applies.""",
     "Prefer an NGC or Unsloth container; under bare pip follow NVIDIA's install order, including --no-deps for Unsloth.",
-    kinds.LIVE_KINDS,
-)
+    kinds.LIVE_KINDS)
 
 
 @check(LIVE_CONTAINER)
@@ -519,8 +500,6 @@ def live_container(ctx: CheckContext) -> Iterator[Finding]:
         yield LIVE_CONTAINER.info("bare pip (no container markers found): installed pins are checked", evidence=evidence)
 
 
-# --- Dockerfile base images (issue 4: Dockerfiles) ------------------------------------------------------
-
 FLOATING_BASE = rule(
     "G9-floating-base-tag", "G9", "The base image tag moves (latest, nightly, or no tag)", Status.WARN,
     """FROM image:latest, a nightly tag, or no tag at all (Docker then uses latest) rebuilds on whatever was
@@ -530,8 +509,7 @@ FLOATING_BASE = rule(
     INFO. One image line shared by several services (a YAML anchor) is one finding.""",
     "Pin a release tag (nvcr.io/nvidia/pytorch:25.11-py3) or a digest (image@sha256:...).",
     ("dockerfile",),
-    policy=True,
-)
+    policy=True)
 BARE_PIP_BASE = rule(
     "G9-bare-pip-base", "G9", "The ML stack is pip-installed on a base without NGC's PyTorch", Status.WARN,
     """The final image starts from a base that carries no NVIDIA-built PyTorch (python, ubuntu, nvidia/cuda)
@@ -542,16 +520,14 @@ BARE_PIP_BASE = rule(
     """Start from nvcr.io/nvidia/pytorch:25.11-py3 (or newer) and add only what it lacks; if bare pip is
     unavoidable, pin every ML package and install Unsloth last with --no-deps (NVIDIA's order).""",
     ("dockerfile",),
-    policy=True,
-)
+    policy=True)
 UNKNOWN_BASE = rule(
     "G9-base-image-unknown", "G9", "envcheck's table does not know this NVIDIA base image tag", Status.INFO,
     f"""The base is an NVIDIA image (nvcr.io/nvidia/..., nvidia/cuda) whose tag is not in envcheck's dated table
     of NGC releases, so its CUDA, torch and shipped flash-attn/triton are not known. envcheck reports what
     the tag lets it infer (a release from {knowledge.first_cuda13_ngc_release()} on is CUDA 13) instead of guessing silently.""",
     "Check the release notes of that tag, or pin a tag envcheck knows (envcheck/knowledge/ngc_tags.toml).",
-    ("dockerfile",),
-)
+    ("dockerfile",))
 
 
 @check(FLOATING_BASE, BARE_PIP_BASE, UNKNOWN_BASE)
@@ -560,7 +536,6 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
     if not ctx.inventory.images:
         return
     from envcheck.knowledge.base_images import in_stage, local_build, safe_describe
-
     floating = 0
     said: set[tuple[str, int | None, str]] = set()  # one finding per written image line (YAML anchors repeat it)
     # an image line shared by services with and without a compose profile is reported for one that starts by default
@@ -608,7 +583,6 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
 @dataclass(frozen=True)
 class _BarePipStage:
     """A Dockerfile stage that pip-installs the ML stack, and what G9-bare-pip-base makes of it."""
-
     stage: str | None
     names: list[str]  # the GPU stack packages it installs
     unpinned: list[Package]  # the ML packages it leaves unpinned (G9-unpinned folds them into this finding)
@@ -626,7 +600,6 @@ def _bare_pip_stages(ctx: CheckContext) -> list[_BarePipStage]:
     if not ctx.inventory.images:
         return []
     from envcheck.knowledge.base_images import pip_constraint_protects, safe_describe
-
     ngc_final = False
     unprotected = False
     for image in ctx.inventory.images:
@@ -663,9 +636,6 @@ def _bare_pip_stages(ctx: CheckContext) -> list[_BarePipStage]:
     return out
 
 
-# --- registry and local images (issue 5: envcheck image) -----------------------------------------------
-
-
 IMAGE_FLOATING_TAG = rule(
     "G9-image-floating-tag", "G9", "The image is named by a moving tag (latest, nightly)", Status.WARN,
     """The checked image was named by `latest`, a nightly tag or no tag at all. What envcheck judged is what
@@ -673,8 +643,7 @@ IMAGE_FLOATING_TAG = rule(
     digest that was checked, so it can be pinned.""",
     "Pin the digest that was checked (image@sha256:...) or a release tag (nvcr.io/nvidia/pytorch:25.11-py3).",
     ("image",),
-    policy=True,
-)
+    policy=True)
 IMAGE_BARE_PIP = rule(
     "G9-image-bare-pip", "G9", "The image pip-installs the ML stack without NGC's PyTorch", Status.WARN,
     """The image's build history installs torch or the packages that pull it (triton, xformers, vllm, ...) with
@@ -683,8 +652,7 @@ IMAGE_BARE_PIP = rule(
     """Build on nvcr.io/nvidia/pytorch:25.11-py3 (or newer) and add only what it lacks; otherwise pin every ML
     package and install Unsloth last with --no-deps (NVIDIA's order).""",
     ("image",),
-    policy=True,
-)
+    policy=True)
 
 
 @check(IMAGE_FLOATING_TAG, IMAGE_BARE_PIP)
@@ -726,8 +694,7 @@ RESOLVE_CONFLICT = rule(
     excludes (xformers 0.0.32.post2 requires torch==2.8.0 next to torch==2.14.1). pip would stop the same way.""",
     "Change one of the two requirements the message names: usually pick the release of the dependent package "
     "built for your torch (its Requires-Dist on the index says which).",
-    (*kinds.REQUIREMENT_FILES, "dockerfile"),
-)
+    (*kinds.REQUIREMENT_FILES, "dockerfile"))
 
 
 @check(RESOLVE_CONFLICT)

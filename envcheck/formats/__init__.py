@@ -23,7 +23,6 @@ from envcheck.model import Inventory, Report
 @dataclass(frozen=True)
 class Format:
     """One output format: ``--format NAME`` renders with ``module``'s ``render``."""
-
     name: str
     module: str  # importable module path (imported only when the format is used)
     what: str  # one phrase for --help
@@ -33,7 +32,6 @@ class Format:
 @dataclass(frozen=True)
 class Rendered:
     """What a format writes: ``stdout`` (the report, or the file ``-o`` writes) and ``stderr`` lines."""
-
     stdout: str
     stderr: tuple[str, ...] = ()
 
@@ -60,7 +58,6 @@ def names() -> tuple[str, ...]:
 def renderer(name: str) -> Renderer:
     """Render with format ``name``: the report is cleaned first (:func:`envcheck.redaction.clean_report`)."""
     from envcheck.redaction import clean_report, no_command_lines
-
     render = importlib.import_module(FORMATS[name].module).render
     inventory = FORMATS[name].inventory
     # No input may start a workflow command line: only the github format writes commands (its own).
@@ -71,7 +68,6 @@ def renderer(name: str) -> Renderer:
         out = out if isinstance(out, Rendered) else Rendered(str(out))
         stdout = out.stdout if name == "github" else no_command_lines(out.stdout, colon, bracket)
         return Rendered(stdout, tuple(no_command_lines(line) for line in out.stderr))
-
     return safe_render
 
 

@@ -81,7 +81,6 @@ def _badge(status: Status) -> str:
 def render(report: Report, verbosity: int = 0) -> str:
     """The report as one HTML5 page (no external resources)."""
     from envcheck import rules
-
     explanations = {r.id: r for r in rules.iter_rules()}
     out: list[str] = [
         "<!DOCTYPE html>",
@@ -257,7 +256,6 @@ def _matrix(binaries: list[Binary], findings: list[Finding], sm: int) -> list[st
     def status_of(b: Binary) -> Status:
         loc = b.location
         return worst_at.get((loc.path, loc.member) if loc else (b.path, None), Status.PASS)
-
     levels = {id(b): _level(b, sm) for b in binaries}
     rows = []
     for name, files in groups.items():

@@ -32,7 +32,6 @@ def artifact_uri(path: str, base: str | None = None) -> str:
     URI; percent-encoded either way."""
     from pathlib import PurePosixPath
     from urllib.parse import quote
-
     pure = PurePosixPath(path)
     if pure.is_absolute() and base is not None and pure.is_relative_to(base):
         pure = pure.relative_to(base)
@@ -59,7 +58,6 @@ def _fix(finding: Finding, base: str) -> dict[str, Any]:
 def sarif_data(report: Report) -> dict[str, Any]:
     """The report as a SARIF 2.1.0 log."""
     import os
-
     base = os.getcwd()
     all_rules = list(rules.iter_rules())
     index = {r.id: i for i, r in enumerate(all_rules)}
