@@ -1,9 +1,5 @@
 """G9 drift and G10 twins: what changed between two views of an environment, and do nodes match.
-
-Not a per-inventory check: ``envcheck diff``, ``envcheck preflight --baseline`` and ``--twin`` call
-:func:`compare` and :func:`twins` with two or more :class:`Side` values (a snapshot file or a live read,
-each with the findings envcheck reached on it). Pure functions: no I/O.
-"""
+Not a per-inventory check: ``envcheck diff`` and ``preflight --baseline/--twin`` call these functions."""
 
 from __future__ import annotations
 
@@ -109,8 +105,7 @@ def side_of(name: str, results: Iterable[TargetResult]) -> Side:
 
 
 def compare(a: Side, b: Side, cuda_major: int, sm: int = GB10_SM) -> list[Finding]:
-    """What changed from ``a`` (the good or older side) to ``b``: packages, binaries, variables, driver,
-    findings. ``cuda_major`` and ``sm`` are the profile's (13 and 121 on a Spark)."""
+    """What changed from ``a`` (the good or older side) to ``b``, for the profile's CUDA major and SM."""
     out = list(_package_changes(a, b, cuda_major))
     if a.inventory.binaries and b.inventory.binaries:
         out.extend(_binary_changes(a, b, cuda_major, sm))
@@ -136,11 +131,9 @@ def _shown(pkg: Package) -> str:
 
 
 def _cuda(pkg: Package, inventory: Inventory) -> int | None:
-    build = build_of_version(pkg.version)
-    if build is not None:
+    if (build := build_of_version(pkg.version)) is not None:
         return build.cuda_major
-    found = distribution_cuda_major(pkg)
-    if found:
+    if found := distribution_cuda_major(pkg):
         return found[0]
     torch = inventory.host.torch
     if pkg.name == "torch" and torch is not None and torch.status == "ok" and torch.cuda is not None:
@@ -151,8 +144,7 @@ def _cuda(pkg: Package, inventory: Inventory) -> int | None:
 
 
 def _important(name: str) -> bool:
-    stack = set(knowledge.load("pins")["stack"]["ml_stack"])
-    return name in stack or name.startswith(("nvidia-", "cuda-"))
+    return name in knowledge.load("pins")["stack"]["ml_stack"] or name.startswith(("nvidia-", "cuda-"))
 
 
 def _direction(old: str | None, new: str | None) -> str:
@@ -224,6 +216,8 @@ def _binary_changes(a: Side, b: Side, cuda_major: int, sm: int) -> Iterator[Find
     for key in sorted(set(old) | set(new)):
         ba, bb = old.get(key), new.get(key)
         level_b = gpu_level(bb, sm) if bb is not None else None
+        worse = bb is not None and (bb.cuda_major not in (None, cuda_major) or level_b == "none")
+        status = None if worse else Status.INFO
         if ba is not None and bb is not None:
             changes = []
             level_a = gpu_level(ba, sm)
@@ -232,14 +226,12 @@ def _binary_changes(a: Side, b: Side, cuda_major: int, sm: int) -> Iterator[Find
             if level_a != level_b:
                 changes.append(f"sm_{sm} {level_a or 'no GPU code'} → {level_b or 'no GPU code'}")
             if changes:
-                worse = bb.cuda_major not in (None, cuda_major) or level_b == "none"
-                yield DRIFT_BINARY.finding(f"{key}{_owner(bb)}: {', '.join(changes)}", bb.location, _binary_evidence(key, ba, bb),
-                                           status=None if worse else Status.INFO)
+                yield DRIFT_BINARY.finding(f"{key}{_owner(bb)}: {', '.join(changes)}", bb.location,
+                                           _binary_evidence(key, ba, bb), status=status)
         elif bb is not None and _cuda_facts(bb):
-            worse = bb.cuda_major not in (None, cuda_major) or level_b == "none"
             facts = ", ".join(x for x in (f"CUDA {bb.cuda_major}" if bb.cuda_major else "", f"sm_{sm} {level_b}" if level_b else "") if x)
             yield DRIFT_BINARY.finding(f"{key}{_owner(bb)} added: {facts}", bb.location, _binary_evidence(key, None, bb),
-                                       status=None if worse else Status.INFO)
+                                       status=status)
         elif ba is not None and bb is None and _cuda_facts(ba):
             yield DRIFT_BINARY.info(f"{key}{_owner(ba)} removed", ba.location, **_binary_evidence(key, ba, None))
 
@@ -250,11 +242,7 @@ def _binary_evidence(key: str, ba: Binary | None, bb: Binary | None) -> dict[str
 
 
 def _env(inventory: Inventory) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for var in inventory.env:
-        if var.origin in ("config", "live"):
-            values[var.name] = var.value
-    return values
+    return {var.name: var.value for var in inventory.env if var.origin in ("config", "live")}
 
 
 def _env_changes(a: Side, b: Side) -> Iterator[Finding]:
@@ -279,8 +267,7 @@ def _driver(inventory: Inventory) -> str | None:
 
 
 def _finding_key(f: Finding, roots: tuple[str, ...]) -> tuple[str, str, str]:
-    """(rule, where, member) comparable across sides: the target's own name (an image reference, a
-    requirements file) and the environment's location (the venv) are left out."""
+    """(rule, where, member) comparable across sides: without the target's name and the venv's location."""
     if f.location is None:
         return f.rule, "", ""
     path = f.location.path
@@ -301,9 +288,8 @@ def _binary_rule(rule_id: str) -> bool:
 def _by_key(side: Side, skip_binary: bool) -> dict[tuple[str, str, str], Finding]:
     worst: dict[tuple[str, str, str], Finding] = {}
     for f in side.findings:
-        if f.status in (Status.INFO, Status.SKIP) or f.gotcha in MACHINE_STATE_GOTCHAS or f.rule.startswith("G9-drift-"):
-            continue
-        if skip_binary and _binary_rule(f.rule):
+        if (f.status in (Status.INFO, Status.SKIP) or f.gotcha in MACHINE_STATE_GOTCHAS
+                or f.rule.startswith("G9-drift-") or (skip_binary and _binary_rule(f.rule))):
             continue
         key = _finding_key(f, side.roots)
         if key not in worst or f.status.rank > worst[key].status.rank:
@@ -317,8 +303,7 @@ def _finding_changes(a: Side, b: Side) -> Iterator[Finding]:
     old, new = _by_key(a, skip_binary), _by_key(b, skip_binary)
     for key in sorted(set(old) | set(new)):
         fa, fb = old.get(key), new.get(key)
-        sa = fa.status if fa else None
-        sb = fb.status if fb else None
+        sa, sb = fa.status if fa else None, fb.status if fb else None
         evidence = {"rule": key[0], "a": sa.value if sa else None, "b": sb.value if sb else None}
         if fb is not None and sb in _BAD and (sa is None or sb.rank > sa.rank):
             target = DRIFT_PIN if key[0] == "G9-pin-conflict" else DRIFT_FINDING
@@ -331,13 +316,10 @@ def _finding_changes(a: Side, b: Side) -> Iterator[Finding]:
 
 
 def twin_facts(side: Side) -> dict[str, str]:
-    """What must match on every node: torch (and the CUDA it was built for), NCCL, the CUDA runtime, the
-    driver, flash-attn and every nvidia-* distribution. Only what was read is listed."""
+    """What must match on every node (as read): torch and its CUDA, NCCL, the CUDA runtime, the driver,
+    flash-attn and every nvidia-* distribution."""
     inventory = side.inventory
-    facts: dict[str, str] = {}
-    for name, pkg in _versions(inventory).items():
-        if name in ("torch", "flash-attn") or name.startswith("nvidia-"):
-            facts[name] = _shown(pkg)
+    facts = {name: _shown(pkg) for name, pkg in _versions(inventory).items() if _is_package(name)}
     torch = inventory.host.torch
     if torch is not None and torch.status == "ok":
         if torch.version:
@@ -345,11 +327,9 @@ def twin_facts(side: Side) -> dict[str, str]:
         if torch.cuda:
             facts["torch CUDA"] = torch.cuda
     env = _env(inventory)
-    for name in ("CUDA_VERSION", "NCCL_VERSION", "CUDNN_VERSION", "NVIDIA_PYTORCH_VERSION"):
-        if name in env:
-            facts[name] = env[name]
-    driver = _driver(inventory)
-    if driver:
+    shown = ("CUDA_VERSION", "NCCL_VERSION", "CUDNN_VERSION", "NVIDIA_PYTORCH_VERSION")
+    facts.update({name: env[name] for name in shown if name in env})
+    if driver := _driver(inventory):
         facts["driver"] = driver
     return facts
 
@@ -367,8 +347,8 @@ def twins(sides: Sequence[Side]) -> list[Finding]:
             va, vb = reference.get(key), facts.get(key)
             if va == vb:
                 continue
-            shown_a = va if va is not None else "not installed" if _is_package(key) else "not read"
-            shown_b = vb if vb is not None else "not installed" if _is_package(key) else "not read"
+            missing = "not installed" if _is_package(key) else "not read"
+            shown_a, shown_b = va if va is not None else missing, vb if vb is not None else missing
             unread = (va is None or vb is None) and not _is_package(key)
             out.append(TWIN_MISMATCH.finding(
                 f"{key}: {shown_a} on {first.name}, {shown_b} on {other.name}",
@@ -385,8 +365,8 @@ def twins(sides: Sequence[Side]) -> list[Finding]:
 
 
 def summary(findings: Sequence[Finding], lead: str, shown: int = 3) -> Finding | None:
-    """One finding that stands for ``findings`` (for the one-line-per-gotcha preflight format): the worst
-    status, the most important changes first in its message, all of them in ``evidence["changes"]``."""
+    """One finding for ``findings`` (the one-line-per-gotcha preflight format): the worst status, the most
+    important changes first in its message, all of them in ``evidence["changes"]``."""
     if not findings:
         return None
     ordered = sorted(findings, key=lambda f: -f.status.rank)

@@ -41,8 +41,7 @@ LOCAL_VERSION = rule(
     """The version's local part (+cu121, +cu128, ...) names a CUDA 11/12 build. Its extensions link
     libcudart.so.12 and friends, which a CUDA 13 Spark does not have: import fails with undefined symbols
     or the first .cuda() segfaults. pip does not check this.""",
-    _FIX_CU130, (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
-    autofix=fixes.local_version)
+    _FIX_CU130, (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"), autofix=fixes.local_version)
 CPU_BUILD = rule(
     "G1-cpu-build", "G1", "torch resolves to a CPU-only build", Status.WARN,
     f"""The torch that this input installs has no CUDA at all: a +cpu build, the whl/cpu index, or a PyPI
@@ -59,15 +58,13 @@ CUDA12_DIST = rule(
     pytorch-cuda=12.x carry CUDA 12 libraries (libcudart.so.12, ...). Note that library versions do not
     follow the toolkit's major: nvidia-cufft 12.x and nvidia-curand 10.4.x are CUDA 13 releases and pass.""",
     "Replace it with the CUDA 13 distribution (unsuffixed nvidia-* 13.x, or the -cu13 variant), or drop the pin and let torch's cu130 build pull its own.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS),
-    autofix=fixes.cuda12_distribution)
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS), autofix=fixes.cuda12_distribution)
 CUDA12_INDEX = rule(
     "G1-cuda12-index", "G1", "A package index serves CUDA 12 builds", Status.FAIL,
     """--index-url/--extra-index-url (or a uv index) names a CUDA 11/12 build as a path segment (.../whl/cu128, a mirror's
     .../sbsa/cu128): it serves CUDA 12 builds even when the version looks right. WARN (latent) where pip keeps what is installed.""",
     f"Point the index at https://download.pytorch.org/whl/cu130 (or cu13x), or remove it and use torch >= {_PYPI_CUDA13_TORCH} from PyPI.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile"),
-    autofix=fixes.cuda12_index)
+    (*kinds.DEPENDENCY_FILES, "dockerfile"), autofix=fixes.cuda12_index)
 TORCH_BUILD = rule(
     "G1-torch-build", "G1", "Which CUDA build of torch this input gets", Status.WARN,
     """envcheck works out which CUDA build of torch an input installs: from the local version (+cu130),
@@ -86,8 +83,8 @@ def _torch_packages(ctx: CheckContext) -> list[Package]:
 
 def _index_builds(ctx: CheckContext, pkg: Package) -> list[tuple[CudaBuild, str]]:
     """Builds served by the indexes ``pkg`` may come from (an explicit uv index serves only its own)."""
-    return [(build, i.url) for i in ctx.inventory.indexes
-            if not i.explicit and _index_reaches(ctx, i, pkg) and (build := build_of_index(i.url)) is not None]
+    return [(build, i.url) for i in ctx.inventory.indexes if not i.explicit and _index_reaches(ctx, i, pkg)
+            and (build := build_of_index(i.url)) is not None]
 
 
 def _index_reaches(ctx: CheckContext, index: PackageIndex, pkg: Package) -> bool:
@@ -101,7 +98,8 @@ def _index_reaches(ctx: CheckContext, index: PackageIndex, pkg: Package) -> bool
                      for e in ctx.inventory.env)
     if here.stage != there.stage:
         # ENV/ARG of a stage reach the stages built on it (FROM <stage>); a command's own options do not
-        return set_by_env and any(there.stage in i.stages[:1] and here.stage in i.stages for i in ctx.inventory.images)
+        return set_by_env and any(there.stage in i.stages[:1] and here.stage in i.stages
+                                  for i in ctx.inventory.images)
     if here.path != there.path or here.line is None or there.line is None:
         # a file the build installs (-r requirements.txt): its own options, read with it; a pip command's own
         # --index-url reaches such a file only when that command reads it
@@ -141,7 +139,6 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
         if not pkg.version:
             # not pinned: pip takes the newest release the specifier allows, as far as envcheck knows them
             from envcheck.knowledge import wheels
-
             newest = wheels.release("torch")
             dated = f"; releases as recorded on {newest.checked}" if newest else ""
             return build, f"not pinned, so pip takes the newest release allowed, and {served}{dated}"
@@ -152,15 +149,14 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
 def _distribution_fix(name: str, major: int) -> str | None:
     """The fix naming the CUDA ``major`` distribution that replaces ``name``; None: the rule's fix."""
     replacement = _cuda_replacement(name, major)
-    return None if replacement is None else (f"Replace {name} with {replacement}, its CUDA {major} build, or drop the "
-                                             f"pin and let torch's cu{major}0 build pull its own.")
+    return None if replacement is None else (f"Replace {name} with {replacement}, its CUDA {major} build, or "
+                                             f"drop the pin and let torch's cu{major}0 build pull its own.")
 
 
 def _cuda_replacement(name: str, major: int) -> str | None:
-    """cupy-cuda12x -> cupy-cuda13x, nvidia-cudnn-cu12 -> nvidia-cudnn-cu13; toolkit parts drop the suffix, and
-    their CUDA 13 releases are not always 13.x (cuFFT 12.x). None: not such a name."""
+    """cupy-cuda12x -> cupy-cuda13x, nvidia-cudnn-cu12 -> nvidia-cudnn-cu13; toolkit parts drop the suffix,
+    and their CUDA 13 releases are not always 13.x (cuFFT 12.x). None: not such a name."""
     from envcheck.knowledge.builds import unsuffixed_distribution
-
     m = re.fullmatch(r"(.+)-(cu|cuda)1[0-2](x?)", name)
     if m is None:
         return None
@@ -182,7 +178,8 @@ _FIX_CONDA = (
     "conda's pytorch channel has no CUDA 13 build (pytorch-cuda stops at 12.x). Get a CUDA 13 environment: "
     "conda-forge's pytorch with cuda-version>=13 (channels: [conda-forge], no pytorch/nvidia CUDA 12 pins), or "
     "install torch with pip from the cu130 PyTorch index in the pip: list (--extra-index-url "
-    f"https://download.pytorch.org/whl/cu130), or use an NGC container (nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer).")
+    "https://download.pytorch.org/whl/cu130), or use an NGC container "
+    f"(nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer).")
 _FIX_CONDA_CHANNEL = (
     "Use the CUDA 13 label of the channel (nvidia/label/cuda-13.0.0 or newer) or conda-forge with cuda-version>=13; "
     "for torch, conda-forge's CUDA 13 pytorch or pip's cu130 PyTorch index in the pip: list.")
@@ -197,7 +194,6 @@ def _conda_cuda_major(pkg: Package, major: int) -> int | None:
     if exact:
         return int(exact.group(1))
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
     try:
         spec = SpecifierSet(pkg.specifier)
     except InvalidSpecifier:
@@ -234,20 +230,21 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
             what = "CUDA 12" if found.rule == CUDA12_INDEX.id else "CPU-only"
             here = [f for f in also if f.location == found.location]
             there = [f for f in also if f.location != found.location]
-            words = ([f"{_named(here)} on this line"] if here else []) + [f"{_named([f])} on line {f.location.line}"
-                                                                         for f in there if f.location]
+            words = [f"{_named(here)} on this line"] if here else []
+            words += [f"{_named([f])} on line {f.location.line}" for f in there if f.location]
             lines = sorted({f.location.line for f in there if f.location and f.location.line})
             verb = f"is its {what} build" if len(also) == 1 else f"are its {what} builds"
-            found = dataclasses.replace(found, message=f"{found.message}; {' and '.join(words)} {verb}", evidence={
-                **found.evidence, "packages": [f.evidence.get("package") for f in also], **({"lines": lines} if lines else {})})
+            evidence = {**found.evidence, "packages": [f.evidence.get("package") for f in also]}
+            found = dataclasses.replace(found, message=f"{found.message}; {' and '.join(words)} {verb}",
+                                        evidence={**evidence, "lines": lines} if lines else evidence)
         yield found
     judged = {LOCAL_VERSION.id, CPU_BUILD.id, CUDA12_DIST.id, CUDA12_INDEX.id}
     if any(f.rule in judged and f.status is not Status.PASS for f in findings) or not _names_a_cuda_build(ctx):
         return
     cuda_pkgs = [p.name for p in ctx.inventory.packages if distribution_cuda_major(p) or p.name in _TORCH_FAMILY]
     if cuda_pkgs and not _torch_packages(ctx):
-        yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {ctx.profile.cuda_major} builds ({len(cuda_pkgs)} distributions)",
-                                 None, packages=sorted(set(cuda_pkgs)))
+        yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {ctx.profile.cuda_major} builds ({len(cuda_pkgs)} "
+                                 "distributions)", None, packages=sorted(set(cuda_pkgs)))
 
 
 def _serves(ctx: CheckContext, index: Finding, found: Finding) -> bool:
@@ -320,10 +317,10 @@ def _served_builds(ctx: CheckContext) -> Iterator[Finding]:
                 # every package of its command is already installed: pip says "Requirement already satisfied"
                 message += (f"; latent: what this command installs is already in the stage ({earlier}), so pip keeps it, "
                             "and the next change to this line pulls CUDA 12 builds")
-            yield CUDA12_INDEX.finding(
-                message, index.location, {"url": index.url, "option": index.option, "latent": bool(earlier)},
-                status=Status.WARN if earlier else None, fix=_FIX_CONDA_CHANNEL if index.option == "conda-channel" else None,
-            )
+            yield CUDA12_INDEX.finding(message, index.location,
+                                       {"url": index.url, "option": index.option, "latent": bool(earlier)},
+                                       status=Status.WARN if earlier else None,
+                                       fix=_FIX_CONDA_CHANNEL if index.option == "conda-channel" else None)
         elif build.flavor in ("cpu", "rocm", "xpu"):
             yield _cpu_build(f"{index.option} {index.url} serves {build.detail} builds, not CUDA {major}",
                              index.location, {"url": index.url, "option": index.option}, build, explicit=True)
@@ -362,10 +359,9 @@ _CPU_NAMED = re.compile(r"(?i)(?:^|[-_.])cpu(?:$|[-_.])")
 
 def _cpu_build(message: str, location: Location | None, evidence: Mapping[str, object], build: CudaBuild,
                explicit: bool, pinned: bool = False) -> Finding:
-    """A G1-cpu-build finding at the level its build deserves: a ROCm/XPU build has no linux/aarch64 wheel (FAIL);
-    a CPU-only torch runs on the Grace CPU (WARN), unless the input asks for it on purpose (``explicit``: the
-    whl/cpu index, a +cpu pin) in a file or stage named for the CPU, which is that variant's point (INFO), or
-    ``pinned`` as ``torch==X+cpu`` in a declared input (a CPU-only venv or tool: INFO too)."""
+    """ROCm/XPU has no linux/aarch64 wheel (FAIL); a CPU-only torch runs on the Grace CPU (WARN), unless
+    asked for on purpose: ``explicit`` (whl/cpu index, +cpu) in a file or stage named for the CPU, or
+    ``pinned`` (INFO)."""
     if build.flavor != "cpu":
         return CPU_BUILD.finding(message, location, evidence, status=Status.FAIL)
     if pinned:
@@ -382,8 +378,7 @@ def _cpu_name(location: Location | None) -> str | None:
     """How ``location`` declares a CPU variant: its file's name or its Dockerfile stage's (None: it does not)."""
     if location is None:
         return None
-    name = Path(location.path).name
-    if _CPU_NAMED.search(name):
+    if _CPU_NAMED.search(name := Path(location.path).name):
         return name
     if location.stage and _CPU_NAMED.search(location.stage.rsplit("/", 1)[-1]):
         return f"stage {location.stage!r}"
@@ -453,29 +448,21 @@ BINARY_SONAME = rule(
     nothing. On a CUDA 13 Spark such a binary fails at import (cannot open shared object file, undefined
     symbol). Packages that ship one library per CUDA version and pick one at import time are judged by
     whether a CUDA 13 variant exists next to it (INFO then).""",
-    _FIX_CU130,
-    kinds.BINARY_KINDS)
+    _FIX_CU130, kinds.BINARY_KINDS)
 BINARY_STATIC_CUDART = rule(
     "G1-binary-static-cudart", "G1", "Binaries with the CUDA runtime linked in statically", Status.INFO,
     """These binaries register fatbins but need no libcudart: nvcc linked the CUDA runtime statically (its
     default). Their CUDA major cannot be read from sonames; the driver API they use is backward
     compatible, so this is a reading, not a failure.""",
-    "",
-    kinds.BINARY_KINDS)
+    "", kinds.BINARY_KINDS)
 
 _DIGITS = re.compile(r"\d+")
 
 
 def _foreign(names: tuple[str, ...], major: int) -> list[tuple[str, tuple[int, ...]]]:
-    from envcheck.knowledge.sonames import (
-        cuda_majors,  # the soname table loads only for targets with binaries
-    )
-    out = []
-    for name in names:
-        majors = cuda_majors(name)
-        if majors is not None and major not in majors:
-            out.append((name, majors))
-    return out
+    from envcheck.knowledge.sonames import cuda_majors  # the soname table: only for targets with binaries
+    return [(name, majors) for name in names
+            if (majors := cuda_majors(name)) is not None and major not in majors]
 
 
 def variant_key(b: Binary) -> tuple[str, str]:
@@ -487,9 +474,7 @@ def variant_key(b: Binary) -> tuple[str, str]:
 
 def _cuda_dist(distribution: str | None, major: int) -> bool:
     """Is ``distribution`` itself a CUDA library distribution of another major (nvidia-cuda-runtime-cu12)?"""
-    if not distribution:
-        return False
-    found = distribution_cuda_major(Package(distribution))
+    found = distribution_cuda_major(Package(distribution)) if distribution else None
     return found is not None and found[0] != major
 
 
@@ -498,8 +483,8 @@ _TORCH_INSTALL = frozenset({*_TORCH_FAMILY, "triton", "pytorch-triton"})
 
 
 def _binary_fix(b: Binary, major: int) -> str:
-    """The fix for this binary's own package: torch's is the cu130 index; another distribution needs its own
-    CUDA ``major`` build (the same replacement as G1-cuda12-distribution names); a loose file needs a rebuild."""
+    """The fix for this binary's own package: torch's is the cu130 index, another distribution's its own CUDA
+    ``major`` build (as G1-cuda12-distribution names it), a loose file's a rebuild."""
     dist = b.distribution
     if dist is None:
         return (f"Rebuild {b.path} against CUDA {major} (it must link the CUDA {major} libraries), or get a "
@@ -523,20 +508,19 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     major = ctx.profile.cuda_major
     good_variants = {variant_key(b) for b in binaries if b.cuda_major == major}
     needed_anywhere = {name for b in binaries for name in b.needed}
-    judged = 0
+    judged = sum(1 for b in binaries
+                 if any(cuda_majors(n) is not None for n in (*b.needed, *((b.soname,) if b.soname else ()))))
     failed = False
     for b in binaries:
-        names = (*b.needed, *((b.soname,) if b.soname else ()))
-        if any(cuda_majors(n) is not None for n in names):
-            judged += 1
         bad_needed = _foreign(b.needed, major)
         bad_self = _foreign((b.soname,), major) if b.soname else []
         if not bad_needed and not bad_self:
             continue
         owner = b.distribution or "no known distribution"
-        libs = ", ".join(f"{n} (CUDA {'/'.join(map(str, m))})" for n, m in [*bad_self, *bad_needed])
-        evidence = {"binary": b.path, "distribution": b.distribution, "libraries": [n for n, _ in [*bad_self, *bad_needed]],
-                    "soname_keys": [soname_key(n) for n, _ in [*bad_self, *bad_needed]]}
+        bad = [*bad_self, *bad_needed]
+        libs = ", ".join(f"{n} (CUDA {'/'.join(map(str, m))})" for n, m in bad)
+        evidence = {"binary": b.path, "distribution": b.distribution, "libraries": [n for n, _ in bad],
+                    "soname_keys": [soname_key(n) for n, _ in bad]}
         if bad_self and not bad_needed:
             what = f"{b.path} ({owner}) is the CUDA library {libs}, not one of CUDA {major}"
         else:
@@ -563,8 +547,8 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _replacing(ctx: CheckContext, pkg: Package) -> str:
-    """In a Dockerfile: the words for a hand-picked CUDA 13 torch of an earlier line that ``pkg`` (a later pin of
-    another version, e.g. a project's own requirements) makes pip replace; empty when there is none."""
+    """In a Dockerfile: words for a CUDA 13 torch of an earlier line that ``pkg`` (a later pin of another
+    version) makes pip replace; empty when there is none."""
     loc = pkg.location
     if ctx.kind != "dockerfile" or loc is None or not pkg.version:
         return ""
@@ -581,8 +565,8 @@ def _replacing(ctx: CheckContext, pkg: Package) -> str:
 
 
 def installed_before(ctx: CheckContext, pkg: Package) -> Package | None:
-    """In a Dockerfile stage, the earlier install of the same distribution that makes ``pkg`` a no-op: ``pkg`` is
-    an unpinned requirement (no version, no URL) of a command without --upgrade/--force-reinstall."""
+    """In a Dockerfile stage, the earlier install of the same distribution that makes ``pkg`` (unpinned, of a
+    command without --upgrade/--force-reinstall) a no-op."""
     loc = pkg.location
     if (ctx.kind != "dockerfile" or loc is None or loc.line is None or pkg.version or pkg.url or pkg.role != "requirement"
             or any(i.location == loc and i.replaces for i in ctx.inventory.installs)):
@@ -612,7 +596,7 @@ def _latent_index(ctx: CheckContext, index: PackageIndex) -> str:
 
 
 def kept_from_base(ctx: CheckContext, pkg: Package) -> Package | None:
-    """What the Dockerfile stage's base ships (NGC's torch, flash-attn) that pip keeps for ``pkg`` (no --upgrade), or None."""
+    """What the Dockerfile stage's base ships (NGC's torch) that pip keeps for ``pkg``, or None."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
     loc = pkg.location
@@ -620,19 +604,21 @@ def kept_from_base(ctx: CheckContext, pkg: Package) -> Package | None:
             or any(i.location == loc and i.replaces for i in ctx.inventory.installs)):
         return None
     spec = pkg.specifier or (f"=={pkg.version}" if pkg.version else "")
-    base = next((b for b in ctx.inventory.packages if b.installed and b.name == pkg.name and b.location and b.location.stage == loc.stage), None)
+    base = next((b for b in ctx.inventory.packages if b.installed and b.name == pkg.name and b.location
+                 and b.location.stage == loc.stage), None)
+    if base is None or not spec:
+        return base
     try:  # an unknown shipped version satisfies only a bare requirement
-        return base if base is not None and (not spec or (base.version is not None and Version(base.version) in SpecifierSet(spec, prereleases=True))) else None
+        kept = base.version is not None and Version(base.version) in SpecifierSet(spec, prereleases=True)
+        return base if kept else None
     except (InvalidVersion, InvalidSpecifier):
         return None
 
 
 def older_cuda_level(cuda: str | None, ctx: CheckContext) -> tuple[Status, str, dict[str, str]]:
-    """How an image whose CUDA major is older than the profile's fares, decided here for every rule that judges one
-    (G1-cuda12-base from a FROM line's tag, G1-image-cuda from an image's config), so one CUDA gets one level: FAIL,
-    or WARN where its toolkit compiles for the profile's GPU (CUDA 12.9 for sm_121, knowledge/nvcc_targets.toml): the
-    CUDA 13 driver runs that user space, and whether it works depends on what was built for the GPU. An unknown
-    minor (``12``) FAILs. Returns the status, the words that say why (empty for FAIL) and their evidence."""
+    """(status, why, evidence) of an image whose CUDA is older than the profile's, for every rule that judges
+    one (one CUDA, one level): FAIL, or WARN where its toolkit compiles for the profile's GPU (12.9 for
+    sm_121), as the CUDA 13 driver runs that user space. An unknown minor (``12``) FAILs."""
     from envcheck.knowledge.nvcc import first_nvcc
     target = f"sm_{ctx.profile.sm}"
     first = first_nvcc(target)
@@ -644,8 +630,7 @@ def older_cuda_level(cuda: str | None, ctx: CheckContext) -> tuple[Status, str, 
     return (Status.WARN,
             f"CUDA {toolkit} is the first toolkit that compiles for {target}, so its builds can carry code for this GPU and "
             f"the CUDA {major} driver runs them: whether it works depends on what was built for {target} (and CUDA {major} "
-            "wheels cannot be mixed in)",
-            {"first_nvcc": toolkit, "nvcc_source": first[1]})
+            "wheels cannot be mixed in)", {"first_nvcc": toolkit, "nvcc_source": first[1]})
 
 
 IMAGE_CUDA = rule(
@@ -675,12 +660,9 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
     cuda: str | None = None
     how = ""
     evidence: dict[str, object] = {"image": ref}
-    if value:
-        head = re.match(r"\s*(\d+)", value)
-        if head:
-            major, cuda = int(head.group(1)), value.strip()
-            how = f"CUDA_VERSION={value}"
-            evidence["CUDA_VERSION"] = value
+    if value and (head := re.match(r"\s*(\d+)", value)):
+        major, cuda, how = int(head.group(1)), value.strip(), f"CUDA_VERSION={value}"
+        evidence["CUDA_VERSION"] = value
     if major is None:
         from envcheck.knowledge.base_images import safe_describe
         described = safe_describe(f"{facts.registry or ''}/{facts.repository}:{facts.tag or 'latest'}") if facts.repository else None
@@ -714,6 +696,7 @@ DEFAULT_INDEX_PULL = rule(
 def default_index_pulls(ctx: CheckContext) -> Iterator[Finding]:
     """G1: Dockerfile installs that resolve dependencies through a CUDA 12 index set in ENV/ARG."""
     from envcheck.inspect.pip_args import INDEX_VARIABLES, index_entries
+
     defaults = []  # (stage, line, variable, url, build)
     for var in ctx.inventory.env:
         if var.name not in INDEX_VARIABLES or var.origin not in ("env", "arg") or var.location is None or var.location.line is None:
@@ -729,10 +712,10 @@ def default_index_pulls(ctx: CheckContext) -> Iterator[Finding]:
         loc = install.location
         if install.tool not in ("pip", "uv") or install.no_deps or loc is None or loc.line is None or not install.packages:
             continue
-        if set(install.packages) & set(_TORCH_FAMILY):
-            continue  # torch named here: G1-cuda12-local-version judges it with the same index
-        if not set(install.packages) & stack:
-            continue  # nothing here that depends on torch or CUDA libraries
+        # torch named here is judged by G1-cuda12-local-version with the same index; without a package that
+        # depends on torch or CUDA libraries, nothing is pulled
+        if set(install.packages) & set(_TORCH_FAMILY) or not set(install.packages) & stack:
+            continue
         own_index = any(o.startswith(("--index-url=", "-i=", "--default-index=")) for o in install.options)
         for stage, line, name, url, build in defaults:
             if stage != loc.stage or line >= loc.line or (own_index and name.endswith(("INDEX_URL", "DEFAULT_INDEX")) and "EXTRA" not in name):

@@ -30,8 +30,7 @@ _ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
 
 def _runs_on(label: str, sm: int) -> bool:
     """Can code for ``label`` (sm_120, compute_90, sm_120f, sm_121a) run on a GPU of SM number ``sm``?"""
-    match = _ARCH.match(label)
-    if match is None:
+    if (match := _ARCH.match(label)) is None:
         return False
     kind, number, suffix = match.group(1), int(match.group(2)), match.group(3)
     if suffix == "a":
@@ -49,18 +48,15 @@ def live_capability(ctx: CheckContext) -> Iterator[Finding]:
         return
     torch = host.torch
     capability: tuple[int, int] | None = None
-    name = None
-    source = ""
+    name, source = None, ""
     ok = torch is not None and torch.status == "ok"
     if torch is not None and ok and torch.capability and len(torch.capability) >= 2:
-        cap = torch.capability
-        capability, source = (cap[0], cap[1]), "torch"
+        capability, source = (torch.capability[0], torch.capability[1]), "torch"
         name = torch.devices[0].name if torch.devices else None
     else:
         for gpu in gpus(ctx):
-            text = gpu.compute_cap
-            if text and re.match(r"^\d+\.\d+$", text):
-                major, minor = text.split(".")
+            if gpu.compute_cap and re.match(r"^\d+\.\d+$", gpu.compute_cap):
+                major, minor = gpu.compute_cap.split(".")
                 capability, source, name = (int(major), int(minor)), "nvidia-smi", gpu.name
                 break
     if capability is None:
@@ -123,9 +119,9 @@ def _nvidia_cuda13_library(b: Binary, major: int) -> bool:
 
 
 def gpu_level(b: Binary, sm: int) -> str | None:
-    """How a binary's GPU code runs on a GPU of SM ``sm`` (native | compatible | ptx-jit | none; None: no GPU
-    code), from the modules the reader recorded. A reading without them (the shipped wheel facts, a snapshot
-    of an older envcheck) carries only the GB10's level; for another GPU its images are judged as one module."""
+    """native | compatible | ptx-jit | none (None: no GPU code) on SM ``sm``, from the recorded modules; a
+    reading without them (shipped wheel facts, an older snapshot) has the GB10's level, else its images as one
+    module."""
     if b.modules:
         return _modules_level(b.modules, sm)
     if sm == fatbin_levels.GB10_SM or b.sm121 is None:
@@ -138,10 +134,6 @@ def _modules_level(modules: tuple[str, ...], sm: int) -> str | None:
     return fatbin_levels.modules_level(modules, sm)
 
 
-def _owner(b: Binary) -> str:
-    return b.distribution or "no distribution"
-
-
 def _codes(binaries: Iterable[Binary]) -> str:
     """The GPU code of ``binaries`` together, in words (``sm_80, sm_90a, compute_80``)."""
     seen = sorted({code for b in binaries for code in (*b.sass, *b.ptx)})
@@ -149,7 +141,7 @@ def _codes(binaries: Iterable[Binary]) -> str:
 
 
 def _grouped(owner: str, binaries: list[Binary], shown: int = 50) -> dict[str, Any]:
-    """Evidence of one finding about many binaries of one package: the files (the first ``shown``) and the count."""
+    """Evidence of one finding about many binaries of one package."""
     return {"distribution": None if owner == "no distribution" else owner, "count": len(binaries),
             "binaries": [str(b.location) if b.location else b.path for b in binaries[:shown]]}
 
@@ -162,9 +154,7 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     if not with_code:
         return
     from envcheck.checks.g01_cuda_abi import variant_key
-    from envcheck.knowledge.sonames import (
-        cuda_majors,  # the soname table loads only for targets with binaries
-    )
+    from envcheck.knowledge.sonames import cuda_majors  # the soname table: only for targets with binaries
     target = f"sm_{ctx.profile.sm}"
     major = ctx.profile.cuda_major
     # bitsandbytes-style packages ship one library per CUDA version (libbnb_cuda121.so ... _cuda130.so) and
@@ -172,7 +162,7 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     loaded_variants = {variant_key(b): b.path for b in ctx.inventory.binaries if b.cuda_major == major}
     by_owner: dict[str, list[Binary]] = {}
     for b in with_code:
-        by_owner.setdefault(_owner(b), []).append(b)
+        by_owner.setdefault(b.distribution or "no distribution", []).append(b)
     for owner, group in sorted(by_owner.items()):
         good: dict[str, int] = {}
         failing: list[tuple[Binary, dict[str, Any]]] = []  # one finding per package and cause: the files are its evidence
@@ -220,8 +210,8 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
         if len(failing) > 1 and not single:
             yield BINARY_NO_SM121.finding(
                 f"{owner}: {len(failing)} binaries have GPU code for {_codes(b for b, _ in failing)} but none that runs on "
-                f"{target}, e.g. {failing[0][0].path}", failing[0][0].location, _grouped(owner, [b for b, _ in failing]),
-            )
+                f"{target}, e.g. {failing[0][0].path}", failing[0][0].location,
+                _grouped(owner, [b for b, _ in failing]))
         for b, evidence in jit_only if len(jit_only) == 1 or single else []:
             isa = f" (PTX ISA {', '.join(b.ptx_isa)})" if b.ptx_isa else ""
             yield BINARY_PTX_ONLY.finding(
@@ -233,9 +223,8 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
                 f"{_codes(b for b, _ in jit_only)}, e.g. {jit_only[0][0].path}", jit_only[0][0].location,
                 _grouped(owner, [b for b, _ in jit_only]))
         if cubins_none:
-            # A library that ships one cubin per kernel and GPU (flashinfer-cubin) picks the file for the GPU it runs
-            # on: a cubin for another GPU is never loaded, so it is no failure of its own. What matters is whether
-            # the package has any for this GPU at all.
+            # A library with one cubin per kernel and GPU (flashinfer-cubin) loads only the file for its GPU:
+            # what matters is whether the package has any for this GPU at all.
             runs = len(cubins) - len(cubins_none)
             if runs:
                 yield BINARY_NO_SM121.info(
@@ -273,8 +262,7 @@ ARCH_LIST = rule(
     older PTX (8.0+PTX) JIT-compiles every kernel at first load. Whether the list includes 12.1a (the
     arch-specific target whose FP4 instructions make NVFP4 faster than FP8) is reported as INFO.""",
     "Add 12.1 to the list (TORCH_CUDA_ARCH_LIST=\"12.1\"; \"12.1a\" for NVFP4 kernels; \"12.0+PTX\" keeps other Blackwell GPUs working too).",
-    ("dockerfile", "image"),
-    autofix=dockerfile_fixes.arch_list)
+    ("dockerfile", "image"), autofix=dockerfile_fixes.arch_list)
 ARCH_LIST_NVFP4 = rule(
     "G7-arch-list-sm121a", "G7", "Whether TORCH_CUDA_ARCH_LIST builds sm_121a (NVFP4) kernels", Status.INFO,
     """Only kernels compiled for the arch-specific target 12.1a (sm_121a) can use cvt.e2m1x2, which NVFP4 needs
@@ -371,16 +359,14 @@ def arch_list_coverage(value: str, sm: int) -> tuple[str, list[str], bool]:
         major, minor, suffix, ptx = int(m.group(1)), int(m.group(2)), m.group(3).lower(), bool(m.group(4))
         label = f"sm_{major}{minor}{suffix}"
         targets.append(label + (f"+compute_{major}{minor}{suffix}" if ptx else ""))
+        exact_a = major == major_want and (minor, suffix) == (minor_want, "a")
+        nvfp4 = nvfp4 or exact_a
         found = "none"
-        if major == major_want and (minor, suffix) == (minor_want, "a"):
-            nvfp4 = True
+        if exact_a or (major == major_want and minor <= minor_want and suffix in ("", "f")):
             found = "native"
-        elif major == major_want and minor <= minor_want and suffix in ("", "f"):
-            found = "native"
-        if ptx and suffix != "a" and (major, minor) <= (major_want, minor_want) and found == "none":
+        elif ptx and suffix != "a" and (major, minor) <= (major_want, minor_want):
             found = "jit-same-major" if major == major_want else "jit-older"
-        if order[found] > order[level]:
-            level = found
+        level = max(level, found, key=order.__getitem__)
     return level, targets, nvfp4
 
 
@@ -433,21 +419,17 @@ def _nvcc_targets(ctx: CheckContext) -> Iterator[Finding]:
     """Arch-list values whose targets the nvcc of their stage's base image cannot compile for."""
     from envcheck.knowledge.base_images import in_stage, safe_describe
     from envcheck.knowledge.nvcc import unknown_to
-    stage_cuda: dict[str, tuple[str, str]] = {}  # stage -> (CUDA version, base image)
-    for image in ctx.inventory.images:
-        facts = safe_describe(image.ref)
-        if facts is not None and facts.cuda and not facts.inferred:
-            for stage in image.stages or ((image.stage,) if image.stage else ()):
-                stage_cuda[stage] = (facts.cuda, image.ref)
+    stage_cuda: dict[str, tuple[str, str]] = {  # stage -> (CUDA version, base image)
+        stage: (facts.cuda, image.ref) for image in ctx.inventory.images
+        if (facts := safe_describe(image.ref)) is not None and facts.cuda and not facts.inferred
+        for stage in image.stages or ((image.stage,) if image.stage else ())}
     for var in ctx.inventory.env:
         if (var.name not in ("TORCH_CUDA_ARCH_LIST", *CMAKE_VARIABLES) or var.origin == "run-only" or var.location is None
                 or var.location.stage not in stage_cuda):
             continue
         cuda, base = stage_cuda[var.location.stage]
-        if var.name == "TORCH_CUDA_ARCH_LIST":
-            _, labels, _ = arch_list_coverage(var.value, ctx.profile.sm)
-        else:
-            _, labels, _ = cmake_arch_coverage(var.value, ctx.profile.sm)
+        coverage = arch_list_coverage if var.name == "TORCH_CUDA_ARCH_LIST" else cmake_arch_coverage
+        _, labels, _ = coverage(var.value, ctx.profile.sm)
         targets = list(dict.fromkeys(f"sm_{m}" for label in labels for m in re.findall(r"(?:sm|compute)_(\d+[af]?)", label)))
         refused = unknown_to(cuda, targets)
         evidence = {"variable": var.name, "value": var.value, "cuda": cuda, "base": base}

@@ -12,6 +12,7 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from envcheck import __version__
@@ -26,48 +27,16 @@ if TYPE_CHECKING:
 SM121_ORDER: dict[str | None, int] = {"none": 0, "ptx-jit": 1, "compatible": 2, "native": 3, None: 4}
 SM121_WORDS: dict[str | None, str] = {"none": "none", "ptx-jit": "PTX-JIT", "compatible": "compatible",
                                       "native": "native", None: "no GPU code"}
-# A fatbin anywhere else is "hidden" (the deep scan found it in a data section, archive or compressed payload).
+# A fatbin outside the toolchain's sections is "hidden" (the deep scan found it in a data section, archive
+# or compressed payload).
 FATBIN_SECTIONS = frozenset(STANDARD_SECTIONS)
 _QUIET = (Status.PASS, Status.INFO, Status.SKIP)
 _HISTORY = re.compile(r"history\[(\d+)\]")
 
-_STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1b1b;background:#fff}
-header,main,footer{padding:0 24px}header{border-bottom:1px solid #ccc;padding-bottom:8px}
-h1{font-size:22px;margin:16px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:2px solid #333}
-h3{font-size:15px;margin:18px 0 6px}code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px}
-.meta{color:#444}.band{display:grid;grid-template-columns:repeat(auto-fill,minmax(92px,1fr));gap:8px;margin:14px 0}
-.tile{display:block;padding:8px;border-radius:6px;text-decoration:none;color:inherit;border:2px solid #999}
-.tile b{display:block;font-size:15px}.tile span{display:block;font-weight:700;letter-spacing:.04em}
-.s-ERROR{background:#f3d1f5;border:4px double #6a1b6f}.s-FAIL{background:#f8c9c4;border:4px solid #8b1a10}
-.s-WARN{background:#fbe7b5;border:3px dashed #7a5300}.s-PASS{background:#d4efd6;border:1px solid #2f6b33}
-.s-INFO{background:#dde8f6;border:1px dotted #2c4f7c}.s-SKIP{background:#eee;border:1px dotted #888;color:#555}
-.badge{display:inline-block;min-width:46px;text-align:center;font-weight:700;font-size:12px;padding:1px 4px;border-radius:4px}
-.finding{margin:6px 0;padding:6px 10px;border-radius:4px;background:#fafafa;border-left:6px solid #999}
-.finding.s-ERROR,.finding.s-FAIL,.finding.s-WARN,.finding.s-PASS,.finding.s-INFO,.finding.s-SKIP{border-top:0;border-right:0;border-bottom:0}
-.finding .where{color:#444}.finding .fix{margin-top:3px}.finding details{margin-top:3px}
-table{border-collapse:collapse;margin:6px 0 12px;width:100%}th,td{border:1px solid #bbb;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
-th{background:#eee}td.num{text-align:right}.hidden-fatbin{font-weight:700;text-decoration:underline dotted}
-.sm-none{background:#f8c9c4;font-weight:700}.sm-ptx-jit{background:#fbe7b5}.sm-compatible{background:#e4f2d8}
-.sm-native{background:#c9ebcc}.sm-nogpu{color:#666}
-.quiet{display:none}#showall:checked~main .quiet{display:block}#showall:checked~main tr.quiet{display:table-row}
-.controls{padding:8px 24px;background:#f4f4f4;border-bottom:1px solid #ccc}.controls input[type=search]{width:260px}
-#showall{margin:8px 4px 8px 24px}table.compat td{text-align:center;font-weight:700;border-width:1px}
-table.compat td a{color:inherit}table.matrix summary{white-space:nowrap}
-.empty{color:#555;font-style:italic}pre{white-space:pre-wrap;word-break:break-all;margin:2px 0}
-@media print{.controls{display:none}.quiet{display:block}}
-"""
-
-# Filter by text: rows and findings that do not contain the words typed are hidden. Data is never read
-# from attributes, only from text nodes, so no input can reach the script.
-_SCRIPT = """
-document.getElementById("filter").addEventListener("input", function (e) {
-  var q = e.target.value.toLowerCase();
-  document.querySelectorAll("[data-filter]").forEach(function (el) {
-    el.style.display = (q && el.textContent.toLowerCase().indexOf(q) < 0) ? "none" : "";
-  });
-});
-"""
+# Filter by text (report.js): rows and findings that do not contain the words typed are hidden. Data is never
+# read from attributes, only from text nodes, so no input can reach the script.
+_STYLE, _SCRIPT = (resources.files("envcheck.formats").joinpath(name).read_text(encoding="utf-8")
+                   for name in ("report.css", "report.js"))
 
 
 def _e(value: Any) -> str:
@@ -83,18 +52,13 @@ def render(report: Report, verbosity: int = 0) -> str:
     from envcheck import rules
     explanations = {r.id: r for r in rules.iter_rules()}
     out: list[str] = [
-        "<!DOCTYPE html>",
-        '<html lang="en">',
+        "<!DOCTYPE html>", '<html lang="en">',
         '<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>envcheck report: {_e(', '.join(t.target for t in report.targets) or 'nothing checked')}</title>",
-        f"<style>{_STYLE}</style></head>",
-        "<body>",
-        '<header><h1>envcheck report</h1>',
+        f"<style>{_STYLE}</style></head>", "<body>", '<header><h1>envcheck report</h1>',
         f'<p class="meta">profile <b>{_e(report.profile)}</b> · envcheck {_e(__version__)} · '
         f"{len(report.targets)} target{'s' if len(report.targets) != 1 else ''} · exit code {report.exit_code}</p>",
-        _band(report),
-        *_compatibility(report),
-        "</header>",
+        _band(report), *_compatibility(report), "</header>",
         '<input type="checkbox" id="showall"' + (" checked" if verbosity > 0 else "") + ">",
         '<label for="showall"> show passing and informational findings</label>',
         '<div class="controls"><label>Filter <input type="search" id="filter" placeholder="package, rule, file…"></label></div>',
@@ -234,8 +198,8 @@ def _arch_key(label: str) -> tuple[int, str]:
 
 
 def _level(b: Binary, sm: int) -> str | None:
-    """How ``b`` runs on the profile's GPU: ``Binary.sm121`` is read for the GB10; another GPU is judged from the
-    recorded modules (a reading without them: its images as one module), as G7 does."""
+    """How ``b`` runs on the profile's GPU: ``Binary.sm121`` is read for the GB10; another GPU is judged
+    from the recorded modules (a reading without them: its images as one module), as G7 does."""
     if sm == fatbin_levels.GB10_SM or b.sm121 is None:
         return b.sm121
     return fatbin_levels.modules_level(b.modules or (" ".join((*b.sass, *b.ptx)),), sm)
@@ -287,9 +251,10 @@ def _matrix(binaries: list[Binary], findings: list[Finding], sm: int) -> list[st
             f'<td class="mono">{_e(_labels(s for b in files for s in b.ptx))}</td><td>{fat_text}</td></tr>')
     out.append("</tbody></table>")
     out.append(f'<p class="meta">{target}: <b>native</b> SASS for {target}; <b>compatible</b> SASS of the '
-               f"sm_{sm // 10 * 10} family that {target} runs; <b>PTX-JIT</b> only PTX the driver compiles at first "
-               f"launch; <b>none</b> nothing that runs on {target}. A package shows its worst file. <b>hidden</b>: a fatbin found outside "
-               "<code>.nv_fatbin</code>. Rows with nothing to look at are folded under the switch above.</p>")
+               f"sm_{sm // 10 * 10} family that {target} runs; <b>PTX-JIT</b> only PTX the driver compiles "
+               f"at first launch; <b>none</b> nothing that runs on {target}. A package shows its worst file. "
+               "<b>hidden</b>: a fatbin found outside <code>.nv_fatbin</code>. Rows with nothing to look at "
+               "are folded under the switch above.</p>")
     return out
 
 
