@@ -27,9 +27,7 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
     checked = 0
     failed = False
     for pkg in ctx.inventory.packages:
-        if not pkg.url or not installs_on(pkg, ctx.profile):
-            continue
-        if (wheel := parse_wheel_name(pkg.url)) is None:
+        if not pkg.url or not installs_on(pkg, ctx.profile) or (wheel := parse_wheel_name(pkg.url)) is None:
             continue
         checked += 1
         ok, why = platform_verdict(wheel.platforms, ctx.profile)

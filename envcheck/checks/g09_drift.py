@@ -220,8 +220,8 @@ def vllm_existing_torch(ctx: CheckContext) -> Iterator[Finding]:
                 torch = other
         if torch is None:
             continue
-        if any(i.tool == "python" and "use_existing_torch" in i.options and i.location is not None and
-               i.location.stage == loc.stage and (i.location.line or 0) <= (loc.line or 0)
+        if any(i.tool == "python" and "use_existing_torch" in i.options and i.location is not None
+               and i.location.stage == loc.stage and (i.location.line or 0) <= (loc.line or 0)
                for i in ctx.inventory.installs):
             yield TORCH_REPINNED.passed(f"vLLM is built with use_existing_torch.py: it keeps torch {torch.version}", loc)
             continue
@@ -339,10 +339,10 @@ def _transformers_from_main(ctx: CheckContext, exact: dict[str, Package]) -> Ite
         vllm = exact.get("vllm") or next((p for p in ctx.inventory.packages if p.name == "vllm"
                                           and p.location is not None and p.location.stage == stage), None)
         version = vllm.version if vllm is not None else None
-        bases = [] if vllm is not None else [safe_describe(i.ref) for i in ctx.inventory.images
-                                               if stage in (i.stages or (i.stage,))]
-        if vllm is None and not any(f is not None and f.family == "ngc-vllm" for f in bases):
-            continue
+        if vllm is None:
+            bases = [safe_describe(i.ref) for i in ctx.inventory.images if stage in (i.stages or (i.stage,))]
+            if not any(f is not None and f.family == "ngc-vllm" for f in bases):
+                continue
         rows = [r for r in caps if version is None or _allows(version, r["when"])]
         if not rows or _allows("5.0.0.dev0", rows[0]["spec"]) is not False:
             continue

@@ -58,6 +58,7 @@ def renderer(name: str) -> Renderer:
         out = out if isinstance(out, Rendered) else Rendered(str(out))
         stdout = out.stdout if name == "github" else no_command_lines(out.stdout, colon, bracket)
         return Rendered(stdout, tuple(no_command_lines(line) for line in out.stderr))
+
     return safe_render
 
 

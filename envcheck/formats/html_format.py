@@ -220,6 +220,7 @@ def _matrix(binaries: list[Binary], findings: list[Finding], sm: int) -> list[st
     def status_of(b: Binary) -> Status:
         loc = b.location
         return worst_at.get((loc.path, loc.member) if loc else (b.path, None), Status.PASS)
+
     levels = {id(b): _level(b, sm) for b in binaries}
     rows = []
     for name, files in groups.items():
