@@ -183,8 +183,7 @@ IMAGE_CONFIG_ARCH = rule(
 @check(IMAGE_CONFIG_ARCH, IMAGE_NO_PLATFORM)
 def image_platform(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over an image: the index has a linux/arm64 child, and the selected config says arm64."""
-    facts = ctx.inventory.host.image
-    if facts is None:
+    if (facts := ctx.inventory.host.image) is None:
         return
     want = facts.platform or ctx.profile.docker_platform
     ref = facts.ref or ""
@@ -195,8 +194,7 @@ def image_platform(ctx: CheckContext) -> Iterator[Finding]:
                                         Location(ref) if ref else None,
                                         {"platforms": platforms, "wanted": want, "digest": facts.digest})
         return
-    arch = facts.architecture
-    if arch is None:
+    if (arch := facts.architecture) is None:
         return
     want_os, _, want_arch = want.partition("/")
     found = f"{facts.os}/{arch}" + (f"/{facts.variant}" if facts.variant else "")

@@ -166,12 +166,9 @@ def _package_changes(a: Side, b: Side, cuda_major: int) -> Iterator[Finding]:
         if pa is not None and pb is not None and _shown(pa) == _shown(pb):
             continue
         ca, cb = (_cuda(pa, a.inventory) if pa else None), (_cuda(pb, b.inventory) if pb else None)
-        cuda_note = ""
         if pa is not None and pb is not None:
-            change = _direction(pa.version, pb.version)
-            text = f"{name} {_shown(pa)} → {_shown(pb)}"
-            if ca != cb:
-                cuda_note = f" (CUDA {ca or '?'} → {cb or '?'})"
+            change, text = _direction(pa.version, pb.version), f"{name} {_shown(pa)} → {_shown(pb)}"
+            cuda_note = f" (CUDA {ca or '?'} → {cb or '?'})" if ca != cb else ""
         elif pb is not None:
             change, text = "added", f"{name} {_shown(pb)} added"
             cuda_note = f" (CUDA {cb})" if cb is not None else ""

@@ -416,8 +416,7 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
     elif status == "timeout":
         yield LIVE_TORCH.finding(f"{stage} did not finish within {torch.timeout_s} s", evidence=evidence, status=Status.WARN)
     elif status == "ok":
-        version = torch.version
-        cuda = torch.cuda
+        version, cuda = torch.version, torch.cuda
         if not cuda:
             yield LIVE_TORCH.finding(f"torch {version} is not a CUDA build (torch.version.cuda is None)", evidence=evidence)
             return

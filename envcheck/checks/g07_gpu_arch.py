@@ -535,10 +535,9 @@ def _cmake_arch_lists(ctx: CheckContext) -> Iterator[Finding]:
                     "origin": str(var.origin)}
         what = f"{in_stage(stage)}{var.name}={var.value!r}"
         a_note = "" if nvfp4 else f" (no sm_{sm}a: NVFP4 kernels built here will be slower than FP8)"
-        if level == "native":
-            yield CMAKE_ARCH.passed(f"{what} builds SASS that runs on sm_{sm}{a_note}", var.location, **evidence)
-        elif level == "jit-same-major":
-            yield CMAKE_ARCH.passed(f"{what} builds PTX that the driver JIT-compiles for sm_{sm}{a_note}", var.location, **evidence)
+        if level in ("native", "jit-same-major"):
+            how = "SASS that runs on" if level == "native" else "PTX that the driver JIT-compiles for"
+            yield CMAKE_ARCH.passed(f"{what} builds {how} sm_{sm}{a_note}", var.location, **evidence)
         elif level == "all":
             yield CMAKE_ARCH.passed(f"{what} builds for every architecture the CUDA toolkit knows (12.8 and newer include "
                                     f"sm_120/sm_{sm}){a_note}", var.location, **evidence)

@@ -619,11 +619,9 @@ IMAGE_BARE_PIP = rule(
 @check(IMAGE_FLOATING_TAG, IMAGE_BARE_PIP)
 def image_drift(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over an image: a moving tag, and an ML stack pip-installed (per its history) without NGC's torch."""
-    facts = ctx.inventory.host.image
-    if facts is None:
+    if (facts := ctx.inventory.host.image) is None:
         return
-    ref = facts.ref or ""
-    tag = facts.tag
+    ref, tag = facts.ref or "", facts.tag
     if facts.source == "registry" and "@" not in ref:
         where = Location(ref)
         if tag in ("latest", "nightly") or (tag or "").startswith(("latest-", "nightly-")):

@@ -117,8 +117,7 @@ def _target(index: int, target: TargetResult, explanations: Mapping[str, Any], s
         out.extend(_diff(target))
     if target.inventory.binaries:
         out.extend(_matrix(target.inventory.binaries, target.findings, sm))
-    image = target.inventory.host.image
-    if image is not None:
+    if (image := target.inventory.host.image) is not None:
         out.extend(_image(image, target.findings))
     out.extend(_findings(index, target, explanations))
     if target.suppressed:
@@ -282,8 +281,7 @@ def _image(image: ImageFacts, findings: list[Finding]) -> list[str]:
     out = ["<h3>Image</h3><table><tbody>"]
     out += [f"<tr><th>{_e(k)}</th><td class=\"mono\">{_e(v)}</td></tr>" for k, v in facts if v not in (None, "")]
     out.append("</tbody></table>")
-    history = image.history
-    if not history:
+    if not (history := image.history):
         out.append('<p class="empty">The image config has no build history.</p>')
         return out
     at: dict[int, list[Finding]] = defaultdict(list)
