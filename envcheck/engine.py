@@ -184,7 +184,7 @@ def exit_code(findings: Iterable[Finding], threshold: Status | None) -> int:
 def run(targets: Iterable[Target], config: Config, debug: bool = False) -> Report:
     """Check every target and return the report (with its exit code)."""
     profile = load_profile(config.profile)
-    report = Report(profile=profile.name)
+    report = Report(profile=profile.name, sm=profile.sm)
     for target in targets:
         inventory = read_safely(target, debug)
         report.targets.append(judge(target, inventory, profile, config, debug))

@@ -526,6 +526,7 @@ class Report:
     profile: str
     targets: list[TargetResult] = field(default_factory=list)
     exit_code: int = 0
+    sm: int = 121  # the profile's GPU (Profile.sm); a merged report keeps the GB10's
 
     @property
     def findings(self) -> list[Finding]:

@@ -21,7 +21,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 import pytest
-from conftest import FIXTURES, installed_dist, require, run_envcheck
+from conftest import FIXTURES, REPO, installed_dist, require, run_envcheck
 from seed_builders import digest, metadata_layer, oci_index, oci_manifest, tar_of, write_oci_layout
 
 from envcheck.formats import html_format
@@ -210,6 +210,19 @@ def test_diff_shows_each_change_side_by_side(site: Path, tmp_path: Path) -> None
     rows = {r[1].split("\n")[0]: r for r in _rows(tree, "diff")}
     added = next(r for key, r in rows.items() if key.startswith("nvidia-cuda-runtime-cu12"))
     assert added[0] == "WARN" and added[2] == "—" and "12.8.90" in added[3]
+
+
+def test_the_matrix_judges_for_the_profile_gpu(site: Path, tmp_path: Path) -> None:
+    """With another profile (--profile FILE) the matrix's column and verdicts are for that profile's GPU."""
+    shipped = (REPO / "envcheck" / "profiles" / "dgx-spark.toml").read_text(encoding="utf-8")
+    profile = tmp_path / "other-gpu.toml"
+    profile.write_text(shipped.replace('compute_capability = "12.1"', 'compute_capability = "8.0"'))
+    text, tree = _page(str(site), "--profile", str(profile), tmp_path=tmp_path)
+    heads = [_text(th) for table in tree.iter("table") if table.get("class") == "matrix" for th in table.iter("th")]
+    assert "sm_80" in heads and "sm_121" not in heads
+    rows = {r[1]: r for r in _rows(tree, "matrix")}
+    assert rows["oldkernels"][4] == "native" and rows["gpukernels"][4] == "none"
+    assert "nothing that runs on sm_80" in text
 
 
 def test_hidden_fatbins_are_marked() -> None:

@@ -18,8 +18,7 @@ WHEEL_PLATFORM = rule(
     (manylinux_x86_64, win_amd64, macosx). pip on a Spark refuses it, or, for a lock file whose package has
     only an sdist besides, builds it from source.""",
     "Use a release that publishes manylinux aarch64 wheels (or build one for linux/aarch64), or drop the x86_64-only URL.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS))
 
 
 @check(WHEEL_PLATFORM)
@@ -28,16 +27,14 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
     checked = 0
     failed = False
     for pkg in ctx.inventory.packages:
-        if not pkg.url or not installs_on(pkg, ctx.profile):
-            continue
-        wheel = parse_wheel_name(pkg.url)
-        if wheel is None:
+        if not pkg.url or not installs_on(pkg, ctx.profile) or (wheel := parse_wheel_name(pkg.url)) is None:
             continue
         checked += 1
         ok, why = platform_verdict(wheel.platforms, ctx.profile)
         if not ok:
             failed = True
-            yield WHEEL_PLATFORM.finding(f"{wheel.filename}: {why}", pkg.location, {"wheel": wheel.filename, "platforms": list(wheel.platforms)})
+            yield WHEEL_PLATFORM.finding(f"{wheel.filename}: {why}", pkg.location,
+                                         {"wheel": wheel.filename, "platforms": list(wheel.platforms)})
     locked_fail: list[Finding] = []
     skipped = {(p.name, p.version) for p in ctx.inventory.packages if p.role == "lock" and not installs_on(p, ctx.profile)}
     for wheel_set in ctx.inventory.wheels:
@@ -55,26 +52,21 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
         if "sdist" in wheel_set.tags:
             yield WHEEL_PLATFORM.finding(
                 f"{wheel_set.name} {wheel_set.version}: no {ctx.profile.machine} wheel ({why}); pip will build the sdist from source",
-                wheel_set.location, evidence, status=Status.WARN,
-            )
+                wheel_set.location, evidence, status=Status.WARN)
         else:
             locked_fail.append(WHEEL_PLATFORM.finding(f"{wheel_set.name} {wheel_set.version}: {why}", wheel_set.location, evidence))
     if len(locked_fail) > 5:
         # A lock resolved on another machine: one finding that says so, not dozens of identical ones.
         names = [str(f.evidence["package"]) for f in locked_fail]
         first = locked_fail[0].location
-        where = type(first)(first.path) if first is not None else None
         yield WHEEL_PLATFORM.finding(
-            f"{len(names)} locked packages have no {ctx.profile.machine} wheel (the lock was resolved for another platform): {', '.join(names[:8])}{' ...' if len(names) > 8 else ''}",
-            where, {"packages": names},
-        )
+            f"{len(names)} locked packages have no {ctx.profile.machine} wheel (the lock was resolved for "
+            f"another platform): {', '.join(names[:8])}{' ...' if len(names) > 8 else ''}",
+            Location(first.path) if first is not None else None, {"packages": names})
     else:
         yield from locked_fail
     if checked and not failed:
         yield WHEEL_PLATFORM.passed(f"{checked} wheel(s) install on {ctx.profile.docker_platform}", None)
-
-
-# --- binaries: ELF machine of every binary (issue 3) ---------------------------------------------------
 
 
 ELF_MACHINE = rule(
@@ -84,8 +76,7 @@ ELF_MACHINE = rule(
     file"), usually because a wheel, venv or image was built on an x86_64 machine and copied over. A pure-Python
     wheel (platform 'any') that bundles helpers for several machines (debugpy) loads only its own machine's one.""",
     "Install the linux/aarch64 (manylinux_*_aarch64) build of the package, or build the image for linux/arm64.",
-    kinds.BINARY_KINDS,
-)
+    kinds.BINARY_KINDS)
 
 
 @check(ELF_MACHINE)
@@ -125,8 +116,6 @@ def _helper_for_other_machines(b: Binary) -> bool:
     return any(word in name for word in ("amd64", "x86_64", "x86", "i386", "i686", "win32", "arm64", "aarch64"))
 
 
-# --- Dockerfile base images (issue 4: Dockerfiles) ------------------------------------------------------
-
 BASE_PLATFORM = rule(
     "ARCH-base-platform", "ARCH", "A build stage runs on another CPU architecture", Status.FAIL,
     """FROM --platform=linux/amd64 (or another non-arm64 platform), or a base image that is published for
@@ -136,9 +125,7 @@ BASE_PLATFORM = rule(
     image at all is a WARN, as every finding there is one level lower (docs/dockerfiles.md).""",
     """Drop --platform (or use --platform=$BUILDPLATFORM / linux/arm64) and start from a multi-arch base such as
     nvcr.io/nvidia/pytorch:25.11-py3 or nvidia/cuda:13.0.x.""",
-    ("dockerfile",),
-    autofix=dockerfile_fixes.base_platform,
-)
+    ("dockerfile",), autofix=dockerfile_fixes.base_platform)
 
 
 # Where a non-Dockerfile input asks for another platform, in its own words.
@@ -150,14 +137,11 @@ _PLATFORM_FROM = {"compose": "the service's platform:", "kubernetes": "the pod i
 def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over Dockerfile FROM lines: a non-arm64 --platform or an amd64-only base image."""
     from envcheck.knowledge.base_images import in_stage, is_arm64, safe_describe
-
     want = ctx.profile.docker_platform
     pods: set[str] = set()  # Kubernetes: one pod's amd64 scheduling is one cause, however many containers it has
     for image in ctx.inventory.images:
         facts = safe_describe(image.ref)
         evidence = {"image": image.ref, "stage": image.stage, "platform": image.platform, "final": image.final}
-        # a stage outside the built image is one level lower (the engine's stage rule): judged here by what it does
-        status = Status.FAIL
         tail = "" if image.copied_at is None else f" (the final image copies what it builds: COPY --from on line {image.copied_at})"
         if is_arm64(image.platform) is False and ctx.kind != "dockerfile":  # compose `platform:`, Kubernetes amd64 scheduling
             pod = (image.stage or "").rpartition("/")[0] if ctx.kind == "kubernetes" else ""
@@ -165,20 +149,17 @@ def base_platforms(ctx: CheckContext) -> Iterator[Finding]:
                 continue
             pods.add(pod)
             yield BASE_PLATFORM.finding(f"{image.ref} is asked for as {image.platform} ({_PLATFORM_FROM.get(ctx.kind, 'platform')}), "
-                                        f"not {want}", image.location, evidence, status=status)
+                                        f"not {want}", image.location, evidence)
         elif is_arm64(image.platform) is False:
             yield BASE_PLATFORM.finding(f"{in_stage(image.stage)}FROM --platform={image.platform} builds a {image.platform} stage, "
-                                        f"not {want}{tail}", image.location, evidence, status=status)
+                                        f"not {want}{tail}", image.location, evidence)
         elif facts is not None and facts.amd64_only:
             what = (f"{facts.repository}:{facts.tag} is a linux/amd64 image: {facts.platform_note}" if facts.platform_note
                     else f"{facts.repository} publishes linux/amd64 images only")
-            yield BASE_PLATFORM.finding(f"{in_stage(image.stage)}{what}{tail}",
-                                        image.location, {**evidence, "source": facts.source}, status=status)
+            yield BASE_PLATFORM.finding(f"{in_stage(image.stage)}{what}{tail}", image.location,
+                                        {**evidence, "source": facts.source})
         elif image.final and (is_arm64(image.platform) or (facts is not None and facts.arm64)):
             yield BASE_PLATFORM.passed(f"{in_stage(image.stage)}{image.ref} has a {want} image", image.location, **evidence)
-
-
-# --- registry and local images (issue 5: envcheck image) -----------------------------------------------
 
 
 IMAGE_NO_PLATFORM = rule(
@@ -189,48 +170,41 @@ IMAGE_NO_PLATFORM = rule(
     lists the platforms the image does offer.""",
     """Use a tag that publishes linux/arm64 (NGC's pytorch, vllm and cuda images do), or build the image for
     linux/arm64 yourself (docker buildx build --platform linux/arm64).""",
-    ("image",),
-)
+    ("image",))
 IMAGE_CONFIG_ARCH = rule(
     "ARCH-image-config", "ARCH", "The image config is for another CPU architecture", Status.FAIL,
     """The image config (what docker inspect shows as Architecture) says the image holds binaries for another
     CPU (amd64, ppc64le, ...) than the Spark's arm64. A single-platform image built on an x86_64 machine is
     the usual cause; the index, if any, may even label it arm64 while the config says otherwise.""",
     """Rebuild the image for linux/arm64 (docker buildx build --platform linux/arm64) or pick an arm64 tag.""",
-    ("image",),
-)
+    ("image",))
 
 
 @check(IMAGE_CONFIG_ARCH, IMAGE_NO_PLATFORM)
 def image_platform(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over an image: the index has a linux/arm64 child, and the selected config says arm64."""
-    facts = ctx.inventory.host.image
-    if facts is None:
+    if (facts := ctx.inventory.host.image) is None:
         return
     want = facts.platform or ctx.profile.docker_platform
     ref = facts.ref or ""
-    where = Location(ref) if ref else None
     platforms = list(facts.platforms or ())
     if facts.platform_found is False:
-        yield IMAGE_NO_PLATFORM.finding(
-            f"{ref} has no {want} image; it offers {', '.join(platforms) or 'no platforms at all'}",
-            where, {"platforms": platforms, "wanted": want, "digest": facts.digest})
+        offers = ", ".join(platforms) or "no platforms at all"
+        yield IMAGE_NO_PLATFORM.finding(f"{ref} has no {want} image; it offers {offers}",
+                                        Location(ref) if ref else None,
+                                        {"platforms": platforms, "wanted": want, "digest": facts.digest})
         return
-    arch = facts.architecture
-    if arch is None:
+    if (arch := facts.architecture) is None:
         return
     want_os, _, want_arch = want.partition("/")
-    want_arch = want_arch.split("/")[0]
     found = f"{facts.os}/{arch}" + (f"/{facts.variant}" if facts.variant else "")
     location = Location(ref, member="config") if ref else None
-    if arch != want_arch or facts.os not in (None, want_os):
+    if arch != want_arch.split("/")[0] or facts.os not in (None, want_os):
         yield IMAGE_CONFIG_ARCH.finding(f"{ref}: the image config is {found}, not {want}", location,
                                         {"config_platform": found, "wanted": want, "platforms": platforms})
     else:
         yield IMAGE_CONFIG_ARCH.passed(f"{ref} has a {found} image config", location, platforms=platforms)
 
-
-# --- envcheck --resolve: the files a resolver picked for linux/aarch64 ------------------------------------
 
 RESOLVE_NO_FILE = rule(
     "ARCH-resolve-no-file", "ARCH", "A resolved package has no file that installs on linux/aarch64", Status.FAIL,
@@ -238,9 +212,7 @@ RESOLVE_NO_FILE = rule(
     archive: pip on a Spark stops with "no matching distribution" (and a docker build fails). Seen with
     lock files written on x86_64 CI and with releases that ship only x86_64 and Windows wheels.""",
     "Pick a version that publishes a manylinux aarch64 wheel (check the project's files on the index), or re-lock for the target: "
-    "uv pip compile --python-platform aarch64-manylinux_2_39.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile"),
-)
+    "uv pip compile --python-platform aarch64-manylinux_2_39.", (*kinds.DEPENDENCY_FILES, "dockerfile"))
 RESOLVE_SOURCE_BUILD = rule(
     "ARCH-resolve-source-build", "ARCH", "A resolved package is built from source on the Spark", Status.FAIL,
     """Only a source archive (sdist) fits linux/aarch64 for the version the resolver picked, so pip builds it on
@@ -250,48 +222,46 @@ RESOLVE_SOURCE_BUILD = rule(
     and the build may still fail). A project that publishes no wheel on any platform (pure Python: langdetect,
     openai-whisper) or a git/path source builds the same anywhere: INFO.""",
     "Pin a version that publishes a manylinux aarch64 wheel, take the package from an NGC container, or build the wheel "
-    "once for linux/aarch64 and install that file.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile"),
-)
-
-
-def _target_words(ctx: CheckContext) -> str:
-    return f"{ctx.profile.os}/{ctx.profile.machine}"
+    "once for linux/aarch64 and install that file.", (*kinds.DEPENDENCY_FILES, "dockerfile"))
 
 
 @check(RESOLVE_NO_FILE, RESOLVE_SOURCE_BUILD)
 def resolved_files(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over ``--resolve`` results: no file for the target, or only an sdist (a source build)."""
     from envcheck.knowledge import load
-
     cuda_ext = {row["name"]: row for row in load("cuda_extensions").get("package", [])}
     files = [r for r in ctx.inventory.resolved if r.kind in ("wheel", "sdist", "none")]
     if not files:
         return
     bad = 0
+    target = f"{ctx.profile.os}/{ctx.profile.machine}"
     for r in files:
         evidence = {"package": r.name, "version": r.version, "file": r.filename, "url": r.url, "sha256": r.sha256}
         if r.kind == "none":
             bad += 1
-            yield RESOLVE_NO_FILE.finding(f"{r.name} {r.version}: no file installs on {_target_words(ctx)} ({r.reason})", r.location, evidence)
+            yield RESOLVE_NO_FILE.finding(f"{r.name} {r.version}: no file installs on {target} ({r.reason})",
+                                          r.location, evidence)
         elif r.kind == "sdist":
-            bad += 1
             row = cuda_ext.get(r.name)
             if row is not None:
+                bad += 1
                 yield RESOLVE_SOURCE_BUILD.finding(
-                    f"{r.name} {r.version}: only the source archive {r.filename} fits {_target_words(ctx)}, so pip builds it "
-                    f"on the Spark, and it {row['reason']}", r.location, {**evidence, "cuda_extension": row["source"]})
+                    f"{r.name} {r.version}: only the source archive {r.filename} fits {target}, so pip "
+                    f"builds it on the Spark, and it {row['reason']}", r.location,
+                    {**evidence, "cuda_extension": row["source"]})
             elif r.reason.startswith(("no wheel on any platform", "built from a source tree")):
-                bad -= 1  # pure Python or a source tree: building it needs no machine-specific toolchain
+                # pure Python or a source tree: building it needs no machine-specific toolchain
                 yield RESOLVE_SOURCE_BUILD.info(
-                    f"{r.name} {r.version or ''}: installed from source ({r.reason}); that builds the same on {_target_words(ctx)}",
+                    f"{r.name} {r.version or ''}: installed from source ({r.reason}); that builds the same "
+                    f"on {target}",
                     r.location, **evidence)
             else:
+                bad += 1
                 yield RESOLVE_SOURCE_BUILD.finding(
-                    f"{r.name} {r.version}: only the source archive {r.filename} fits {_target_words(ctx)}: pip builds it on the Spark",
-                    r.location, evidence, status=Status.WARN)
+                    f"{r.name} {r.version}: only the source archive {r.filename} fits {target}: pip builds "
+                    "it on the Spark", r.location, evidence, status=Status.WARN)
     if not bad:
-        yield RESOLVE_NO_FILE.passed(f"all {len(files)} resolved packages have a wheel for {_target_words(ctx)}", None)
+        yield RESOLVE_NO_FILE.passed(f"all {len(files)} resolved packages have a wheel for {target}", None)
 
 
 NO_AARCH64_WHEEL = rule(
@@ -304,15 +274,13 @@ NO_AARCH64_WHEEL = rule(
     index itself (ARCH-resolve-source-build) and then takes over.""",
     "Install a wheel built for linux/aarch64 (a file you built once, or a container that ships it), set "
     "TORCH_CUDA_ARCH_LIST=12.1 for the build, or drop the package (PyTorch SDPA covers most xformers uses).",
-    (*kinds.REQUIREMENT_FILES, "dockerfile"),
-)
+    (*kinds.REQUIREMENT_FILES, "dockerfile"))
 
 
 @check(NO_AARCH64_WHEEL)
 def no_aarch64_wheel(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH offline: packages known to publish no linux/aarch64 wheel, installed by name (a source build on the Spark)."""
     from envcheck.knowledge import load
-
     rows = {row["name"]: row for row in load("cuda_extensions").get("package", []) if row.get("aarch64_wheels") is False}
     resolved = {r.name for r in ctx.inventory.resolved}
     for pkg in ctx.inventory.packages:
@@ -320,9 +288,9 @@ def no_aarch64_wheel(ctx: CheckContext) -> Iterator[Finding]:
         if (row is None or pkg.installed or pkg.url or pkg.role != "requirement" or pkg.name in resolved
                 or not installs_on(pkg, ctx.profile)):
             continue
-        what = f"{pkg.name}{pkg.specifier or ''}"
         yield NO_AARCH64_WHEEL.finding(
-            f"{what}: no release on the index ships a {ctx.profile.os}/{ctx.profile.machine} wheel, so pip builds it from "
+            f"{pkg.name}{pkg.specifier or ''}: no release on the index ships a "
+            f"{ctx.profile.os}/{ctx.profile.machine} wheel, so pip builds it from "
             f"source on the Spark, and it {row['reason']}", pkg.location,
             {"package": pkg.name, "specifier": pkg.specifier, "source": row["source"]})
 
@@ -334,8 +302,7 @@ HOST_MACHINE = rule(
     unified memory, wheels that fit aarch64) do not carry over. (`envcheck container` judges the image's own
     binaries for the Spark instead: ARCH-elf-machine.)""",
     "Run `envcheck preflight` on the Spark itself (or check files and images, which are judged for the Spark from anywhere).",
-    ("host",),
-)
+    ("host",))
 
 
 @check(HOST_MACHINE)
@@ -346,12 +313,11 @@ def host_machine(ctx: CheckContext) -> Iterator[Finding]:
     if not machine:
         return
     wanted = ctx.profile.machine
-    same = machine.lower() in (wanted, "arm64") if wanted == "aarch64" else machine.lower() == wanted
-    if same:
+    if machine.lower() in ((wanted, "arm64") if wanted == "aarch64" else (wanted,)):
         yield HOST_MACHINE.passed(f"this machine is {machine}, as a {ctx.profile.name} is", None)
         return
     smi = ctx.inventory.host.nvidia_smi
-    gpu = "no NVIDIA GPU" if not (smi is not None and smi.status == "ok") else "its own GPU"
+    gpu = "its own GPU" if smi is not None and smi.status == "ok" else "no NVIDIA GPU"
     yield HOST_MACHINE.finding(
         f"this machine is {machine} with {gpu}, not a {ctx.profile.name} ({ctx.profile.os}/{wanted}, GB10): "
         "its readings describe this machine, not a Spark", None, {"machine": machine, "profile_machine": wanted})

@@ -1,9 +1,5 @@
 """G9 drift and G10 twins: what changed between two views of an environment, and do nodes match.
-
-Not a per-inventory check: ``envcheck diff``, ``envcheck preflight --baseline`` and ``--twin`` call
-:func:`compare` and :func:`twins` with two or more :class:`Side` values (a snapshot file or a live read,
-each with the findings envcheck reached on it). Pure functions: no I/O.
-"""
+Not a per-inventory check: ``envcheck diff`` and ``preflight --baseline/--twin`` call these functions."""
 
 from __future__ import annotations
 
@@ -35,8 +31,7 @@ DRIFT_PACKAGE = rule(
     `nvidia-*` distributions and any change of CUDA major (the drift G9 describes: an unrelated install
     replacing torch, triton or a CUDA library); INFO for other packages.""",
     """If the change was not intended, reinstall the version of the good side (`pip install name==version
-    --no-deps`), or rebuild the environment from its lock file or NGC container.""",
-)
+    --no-deps`), or rebuild the environment from its lock file or NGC container.""")
 DRIFT_BINARY = rule(
     "G9-drift-binary", "G9", "An ELF file's CUDA major or sm_121 verdict changed", Status.WARN,
     """A shared library that is on both sides (by its path under site-packages) now needs another CUDA
@@ -50,15 +45,13 @@ DRIFT_ENV = rule(
     """An image config's `Env` or a live interpreter's variables differ between the sides. WARN for the
     variables that name the CUDA stack (`CUDA_VERSION`, `NCCL_VERSION`, `NVIDIA_PYTORCH_VERSION`,
     `TORCH_CUDA_ARCH_LIST`, `LD_LIBRARY_PATH`, ...), INFO for the rest.""",
-    """Check that the new value is intended; an NGC tag change moves CUDA, NCCL and PyTorch together.""",
-)
+    """Check that the new value is intended; an NGC tag change moves CUDA, NCCL and PyTorch together.""")
 DRIFT_DRIVER = rule(
     "G9-drift-driver", "G9", "The NVIDIA driver version changed", Status.WARN,
     """nvidia-smi reports another driver version than on the other side. A driver update can change which
     CUDA 13 minor versions run and how the GPU behaves under load.""",
     """If the run broke after a driver update, compare with NVIDIA's DGX OS release notes before changing
-    the Python environment.""",
-)
+    the Python environment.""")
 DRIFT_FINDING = rule(
     "G9-drift-finding", "G9", "A finding got worse since the other side", Status.FAIL,
     """A finding of another rule appeared as WARN/FAIL/ERROR, or its status got worse (PASS → FAIL) between
@@ -67,15 +60,13 @@ DRIFT_FINDING = rule(
     (G3 memory, G4 power, G5 bandwidth, G6 GPU processes, G8 playbook issues, G10 launch plans) are not
     compared.""",
     """Read the named rule's own fix (`envcheck rules RULE`); the package and binary changes listed with it
-    usually say which install caused it.""",
-)
+    usually say which install caused it.""")
 DRIFT_PIN = rule(
     "G9-drift-pin", "G9", "Installed versions now contradict each other's pins", Status.FAIL,
     """A `G9-pin-conflict` finding appeared: after the change, one distribution's `Requires-Dist` (or
     envcheck's pin table) no longer accepts another's installed version (torch ↔ triton, torchvision ↔ torch).""",
     """Install the pair together at matching versions (`pip install torch==X torchvision==Y`), or return to
-    the good side's versions.""",
-)
+    the good side's versions.""")
 TWIN_MISMATCH = rule(
     "G10-twin-mismatch", "G10", "Two nodes of a multi-node run differ in something that must match", Status.FAIL,
     """`envcheck diff --twins` (or `preflight --twin`) compares what must be identical on every node of a
@@ -84,20 +75,17 @@ TWIN_MISMATCH = rule(
     or a run is slower across two Sparks than on one. Host names, memory readings, temperatures, GPU
     processes and other packages are ignored.""",
     """Install the same versions on every node (the same container image, or the same lock file with
-    `--no-deps`), then take the snapshots again.""",
-)
+    `--no-deps`), then take the snapshots again.""")
 TWIN_MATCH = rule(
     "G10-twin-match", "G10", "The nodes match in everything a multi-node run needs identical", Status.PASS,
     """Every node has the same torch, torch CUDA, NCCL, CUDA runtime, driver, flash-attn and `nvidia-*`
     versions (those that were read on any node).""",
-    """Nothing to do.""",
-)
+    """Nothing to do.""")
 
 
 @dataclass(frozen=True)
 class Side:
     """One side of a comparison: a name (file, image, interpreter), what was read, what was found."""
-
     name: str
     inventory: Inventory
     findings: tuple[Finding, ...] = ()
@@ -117,8 +105,7 @@ def side_of(name: str, results: Iterable[TargetResult]) -> Side:
 
 
 def compare(a: Side, b: Side, cuda_major: int, sm: int = GB10_SM) -> list[Finding]:
-    """What changed from ``a`` (the good or older side) to ``b``: packages, binaries, variables, driver,
-    findings. ``cuda_major`` and ``sm`` are the profile's (13 and 121 on a Spark)."""
+    """What changed from ``a`` (the good or older side) to ``b``, for the profile's CUDA major and SM."""
     out = list(_package_changes(a, b, cuda_major))
     if a.inventory.binaries and b.inventory.binaries:
         out.extend(_binary_changes(a, b, cuda_major, sm))
@@ -128,9 +115,6 @@ def compare(a: Side, b: Side, cuda_major: int, sm: int = GB10_SM) -> list[Findin
         out.append(DRIFT_DRIVER.finding(f"driver {driver_a} → {driver_b}", evidence={"a": driver_a, "b": driver_b}))
     out.extend(_finding_changes(a, b))
     return out
-
-
-# ---------------------------------------------------------------------------------------------- packages
 
 
 def _versions(inventory: Inventory) -> dict[str, Package]:
@@ -147,11 +131,9 @@ def _shown(pkg: Package) -> str:
 
 
 def _cuda(pkg: Package, inventory: Inventory) -> int | None:
-    build = build_of_version(pkg.version)
-    if build is not None:
+    if (build := build_of_version(pkg.version)) is not None:
         return build.cuda_major
-    found = distribution_cuda_major(pkg)
-    if found:
+    if found := distribution_cuda_major(pkg):
         return found[0]
     torch = inventory.host.torch
     if pkg.name == "torch" and torch is not None and torch.status == "ok" and torch.cuda is not None:
@@ -162,8 +144,7 @@ def _cuda(pkg: Package, inventory: Inventory) -> int | None:
 
 
 def _important(name: str) -> bool:
-    stack = set(knowledge.load("pins")["stack"]["ml_stack"])
-    return name in stack or name.startswith(("nvidia-", "cuda-"))
+    return name in knowledge.load("pins")["stack"]["ml_stack"] or name.startswith(("nvidia-", "cuda-"))
 
 
 def _direction(old: str | None, new: str | None) -> str:
@@ -185,12 +166,9 @@ def _package_changes(a: Side, b: Side, cuda_major: int) -> Iterator[Finding]:
         if pa is not None and pb is not None and _shown(pa) == _shown(pb):
             continue
         ca, cb = (_cuda(pa, a.inventory) if pa else None), (_cuda(pb, b.inventory) if pb else None)
-        cuda_note = ""
         if pa is not None and pb is not None:
-            change = _direction(pa.version, pb.version)
-            text = f"{name} {_shown(pa)} → {_shown(pb)}"
-            if ca != cb:
-                cuda_note = f" (CUDA {ca or '?'} → {cb or '?'})"
+            change, text = _direction(pa.version, pb.version), f"{name} {_shown(pa)} → {_shown(pb)}"
+            cuda_note = f" (CUDA {ca or '?'} → {cb or '?'})" if ca != cb else ""
         elif pb is not None:
             change, text = "added", f"{name} {_shown(pb)} added"
             cuda_note = f" (CUDA {cb})" if cb is not None else ""
@@ -212,8 +190,6 @@ def _package_changes(a: Side, b: Side, cuda_major: int) -> Iterator[Finding]:
         yield DRIFT_PACKAGE.finding(f"{text}{cuda_note}", location, evidence, status=None if worth else Status.INFO, fix=fix)
 
 
-# ---------------------------------------------------------------------------------------------- binaries
-
 _SITE = re.compile(r".*/(?:site|dist)-packages/")
 
 
@@ -232,12 +208,13 @@ def _owner(binary: Binary) -> str:
 
 def _binary_changes(a: Side, b: Side, cuda_major: int, sm: int) -> Iterator[Finding]:
     from envcheck.checks.g07_gpu_arch import gpu_level
-
     old = {file_key(x.path): x for x in a.inventory.binaries}
     new = {file_key(x.path): x for x in b.inventory.binaries}
     for key in sorted(set(old) | set(new)):
         ba, bb = old.get(key), new.get(key)
         level_b = gpu_level(bb, sm) if bb is not None else None
+        worse = bb is not None and (bb.cuda_major not in (None, cuda_major) or level_b == "none")
+        status = None if worse else Status.INFO
         if ba is not None and bb is not None:
             changes = []
             level_a = gpu_level(ba, sm)
@@ -246,14 +223,12 @@ def _binary_changes(a: Side, b: Side, cuda_major: int, sm: int) -> Iterator[Find
             if level_a != level_b:
                 changes.append(f"sm_{sm} {level_a or 'no GPU code'} → {level_b or 'no GPU code'}")
             if changes:
-                worse = bb.cuda_major not in (None, cuda_major) or level_b == "none"
-                yield DRIFT_BINARY.finding(f"{key}{_owner(bb)}: {', '.join(changes)}", bb.location, _binary_evidence(key, ba, bb),
-                                           status=None if worse else Status.INFO)
+                yield DRIFT_BINARY.finding(f"{key}{_owner(bb)}: {', '.join(changes)}", bb.location,
+                                           _binary_evidence(key, ba, bb), status=status)
         elif bb is not None and _cuda_facts(bb):
-            worse = bb.cuda_major not in (None, cuda_major) or level_b == "none"
             facts = ", ".join(x for x in (f"CUDA {bb.cuda_major}" if bb.cuda_major else "", f"sm_{sm} {level_b}" if level_b else "") if x)
             yield DRIFT_BINARY.finding(f"{key}{_owner(bb)} added: {facts}", bb.location, _binary_evidence(key, None, bb),
-                                       status=None if worse else Status.INFO)
+                                       status=status)
         elif ba is not None and bb is None and _cuda_facts(ba):
             yield DRIFT_BINARY.info(f"{key}{_owner(ba)} removed", ba.location, **_binary_evidence(key, ba, None))
 
@@ -263,15 +238,8 @@ def _binary_evidence(key: str, ba: Binary | None, bb: Binary | None) -> dict[str
             "sm121_a": ba.sm121 if ba else None, "sm121_b": bb.sm121 if bb else None}
 
 
-# ---------------------------------------------------------------------------------------------- variables, driver
-
-
 def _env(inventory: Inventory) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for var in inventory.env:
-        if var.origin in ("config", "live"):
-            values[var.name] = var.value
-    return values
+    return {var.name: var.value for var in inventory.env if var.origin in ("config", "live")}
 
 
 def _env_changes(a: Side, b: Side) -> Iterator[Finding]:
@@ -295,12 +263,8 @@ def _driver(inventory: Inventory) -> str | None:
     return ", ".join(versions) or None
 
 
-# ---------------------------------------------------------------------------------------------- findings
-
-
 def _finding_key(f: Finding, roots: tuple[str, ...]) -> tuple[str, str, str]:
-    """(rule, where, member) comparable across sides: the target's own name (an image reference, a
-    requirements file) and the environment's location (the venv) are left out."""
+    """(rule, where, member) comparable across sides: without the target's name and the venv's location."""
     if f.location is None:
         return f.rule, "", ""
     path = f.location.path
@@ -321,9 +285,8 @@ def _binary_rule(rule_id: str) -> bool:
 def _by_key(side: Side, skip_binary: bool) -> dict[tuple[str, str, str], Finding]:
     worst: dict[tuple[str, str, str], Finding] = {}
     for f in side.findings:
-        if f.status in (Status.INFO, Status.SKIP) or f.gotcha in MACHINE_STATE_GOTCHAS or f.rule.startswith("G9-drift-"):
-            continue
-        if skip_binary and _binary_rule(f.rule):
+        if (f.status in (Status.INFO, Status.SKIP) or f.gotcha in MACHINE_STATE_GOTCHAS
+                or f.rule.startswith("G9-drift-") or (skip_binary and _binary_rule(f.rule))):
             continue
         key = _finding_key(f, side.roots)
         if key not in worst or f.status.rank > worst[key].status.rank:
@@ -337,8 +300,7 @@ def _finding_changes(a: Side, b: Side) -> Iterator[Finding]:
     old, new = _by_key(a, skip_binary), _by_key(b, skip_binary)
     for key in sorted(set(old) | set(new)):
         fa, fb = old.get(key), new.get(key)
-        sa = fa.status if fa else None
-        sb = fb.status if fb else None
+        sa, sb = fa.status if fa else None, fb.status if fb else None
         evidence = {"rule": key[0], "a": sa.value if sa else None, "b": sb.value if sb else None}
         if fb is not None and sb in _BAD and (sa is None or sb.rank > sa.rank):
             target = DRIFT_PIN if key[0] == "G9-pin-conflict" else DRIFT_FINDING
@@ -350,17 +312,11 @@ def _finding_changes(a: Side, b: Side) -> Iterator[Finding]:
             yield DRIFT_FINDING.info(f"{key[0]} {sa.value} → {after}: {fa.message}", fa.location, **evidence)
 
 
-# ---------------------------------------------------------------------------------------------- twins
-
-
 def twin_facts(side: Side) -> dict[str, str]:
-    """What must match on every node: torch (and the CUDA it was built for), NCCL, the CUDA runtime, the
-    driver, flash-attn and every nvidia-* distribution. Only what was read is listed."""
+    """What must match on every node (as read): torch and its CUDA, NCCL, the CUDA runtime, the driver,
+    flash-attn and every nvidia-* distribution."""
     inventory = side.inventory
-    facts: dict[str, str] = {}
-    for name, pkg in _versions(inventory).items():
-        if name in ("torch", "flash-attn") or name.startswith("nvidia-"):
-            facts[name] = _shown(pkg)
+    facts = {name: _shown(pkg) for name, pkg in _versions(inventory).items() if _is_package(name)}
     torch = inventory.host.torch
     if torch is not None and torch.status == "ok":
         if torch.version:
@@ -368,11 +324,9 @@ def twin_facts(side: Side) -> dict[str, str]:
         if torch.cuda:
             facts["torch CUDA"] = torch.cuda
     env = _env(inventory)
-    for name in ("CUDA_VERSION", "NCCL_VERSION", "CUDNN_VERSION", "NVIDIA_PYTORCH_VERSION"):
-        if name in env:
-            facts[name] = env[name]
-    driver = _driver(inventory)
-    if driver:
+    shown = ("CUDA_VERSION", "NCCL_VERSION", "CUDNN_VERSION", "NVIDIA_PYTORCH_VERSION")
+    facts.update({name: env[name] for name in shown if name in env})
+    if driver := _driver(inventory):
         facts["driver"] = driver
     return facts
 
@@ -390,8 +344,8 @@ def twins(sides: Sequence[Side]) -> list[Finding]:
             va, vb = reference.get(key), facts.get(key)
             if va == vb:
                 continue
-            shown_a = va if va is not None else "not installed" if _is_package(key) else "not read"
-            shown_b = vb if vb is not None else "not installed" if _is_package(key) else "not read"
+            missing = "not installed" if _is_package(key) else "not read"
+            shown_a, shown_b = va if va is not None else missing, vb if vb is not None else missing
             unread = (va is None or vb is None) and not _is_package(key)
             out.append(TWIN_MISMATCH.finding(
                 f"{key}: {shown_a} on {first.name}, {shown_b} on {other.name}",
@@ -408,8 +362,8 @@ def twins(sides: Sequence[Side]) -> list[Finding]:
 
 
 def summary(findings: Sequence[Finding], lead: str, shown: int = 3) -> Finding | None:
-    """One finding that stands for ``findings`` (for the one-line-per-gotcha preflight format): the worst
-    status, the most important changes first in its message, all of them in ``evidence["changes"]``."""
+    """One finding for ``findings`` (the one-line-per-gotcha preflight format): the worst status, the most
+    important changes first in its message, all of them in ``evidence["changes"]``."""
     if not findings:
         return None
     ordered = sorted(findings, key=lambda f: -f.status.rank)

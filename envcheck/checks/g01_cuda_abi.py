@@ -1,8 +1,5 @@
-"""G1: a CUDA 12 (or CPU-only) build where the Spark's CUDA 13 is needed.
-
-Symptom: ``ImportError: undefined symbol`` naming a CUDA function, or a segfault at the first
-``.cuda()``. pip does not check the CUDA ABI, so it surfaces only at import or first kernel launch.
-"""
+"""G1: a CUDA 12 (or CPU-only) build where the Spark's CUDA 13 is needed. pip does not check the CUDA ABI:
+it surfaces as ``ImportError: undefined symbol`` or a segfault at the first ``.cuda()``."""
 
 from __future__ import annotations
 
@@ -44,9 +41,7 @@ LOCAL_VERSION = rule(
     """The version's local part (+cu121, +cu128, ...) names a CUDA 11/12 build. Its extensions link
     libcudart.so.12 and friends, which a CUDA 13 Spark does not have: import fails with undefined symbols
     or the first .cuda() segfaults. pip does not check this.""",
-    _FIX_CU130, (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
-    autofix=fixes.local_version,
-)
+    _FIX_CU130, (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"), autofix=fixes.local_version)
 CPU_BUILD = rule(
     "G1-cpu-build", "G1", "torch resolves to a CPU-only build", Status.WARN,
     f"""The torch that this input installs has no CUDA at all: a +cpu build, the whl/cpu index, or a PyPI
@@ -56,25 +51,20 @@ CPU_BUILD = rule(
     at all and fails to install (FAIL). A CPU build the file asks for on purpose (the whl/cpu index or a +cpu pin
     in a file or stage named for the CPU: requirements-cpu.txt, Dockerfile.cpu, FROM ... AS cpu) is INFO.""",
     f"Use torch >= {_PYPI_CUDA13_TORCH} from PyPI, or the cu130 index (torch >= {_CU130_MINOR}), or an NGC PyTorch container.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"))
 CUDA12_DIST = rule(
     "G1-cuda12-distribution", "G1", "A CUDA 12 library distribution is installed", Status.FAIL,
     """Distributions such as nvidia-cuda-runtime-cu12, nvidia-cublas-cu12, cupy-cuda12x or conda's
     pytorch-cuda=12.x carry CUDA 12 libraries (libcudart.so.12, ...). Note that library versions do not
     follow the toolkit's major: nvidia-cufft 12.x and nvidia-curand 10.4.x are CUDA 13 releases and pass.""",
     "Replace it with the CUDA 13 distribution (unsuffixed nvidia-* 13.x, or the -cu13 variant), or drop the pin and let torch's cu130 build pull its own.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS),
-    autofix=fixes.cuda12_distribution,
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS), autofix=fixes.cuda12_distribution)
 CUDA12_INDEX = rule(
     "G1-cuda12-index", "G1", "A package index serves CUDA 12 builds", Status.FAIL,
     """--index-url/--extra-index-url (or a uv index) names a CUDA 11/12 build as a path segment (.../whl/cu128, a mirror's
     .../sbsa/cu128): it serves CUDA 12 builds even when the version looks right. WARN (latent) where pip keeps what is installed.""",
     f"Point the index at https://download.pytorch.org/whl/cu130 (or cu13x), or remove it and use torch >= {_PYPI_CUDA13_TORCH} from PyPI.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile"),
-    autofix=fixes.cuda12_index,
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile"), autofix=fixes.cuda12_index)
 TORCH_BUILD = rule(
     "G1-torch-build", "G1", "Which CUDA build of torch this input gets", Status.WARN,
     """envcheck works out which CUDA build of torch an input installs: from the local version (+cu130),
@@ -82,24 +72,19 @@ TORCH_BUILD = rule(
     means it cannot tell (a direct URL, an unknown index, an unpinned torch in an installed set); envcheck
     says what is unknown rather than guessing.""",
     f"Pin torch with its build (torch=={_CU130_TORCH}+cu130 with the cu130 index, or torch>={_PYPI_CUDA13_TORCH} from PyPI) so the CUDA build is explicit.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"))
 
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 
 
 def _torch_packages(ctx: CheckContext) -> list[Package]:
-    return [p for p in ctx.inventory.packages if p.name == "torch" and installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
+    return [p for p in _judged_packages(ctx) if p.name == "torch"]
 
 
 def _index_builds(ctx: CheckContext, pkg: Package) -> list[tuple[CudaBuild, str]]:
     """Builds served by the indexes ``pkg`` may come from (an explicit uv index serves only its own)."""
-    out = []
-    for index in ctx.inventory.indexes:
-        build = build_of_index(index.url) if not index.explicit and _index_reaches(ctx, index, pkg) else None
-        if build is not None:
-            out.append((build, index.url))
-    return out
+    return [(build, i.url) for i in ctx.inventory.indexes if not i.explicit and _index_reaches(ctx, i, pkg)
+            and (build := build_of_index(i.url)) is not None]
 
 
 def _index_reaches(ctx: CheckContext, index: PackageIndex, pkg: Package) -> bool:
@@ -109,22 +94,18 @@ def _index_reaches(ctx: CheckContext, index: PackageIndex, pkg: Package) -> bool
     here, there = pkg.location, index.location
     if here is None or there is None or here.stage is None or there.stage is None:
         return True
+    set_by_env = any(e.location is not None and e.location.stage == there.stage and e.location.line == there.line
+                     for e in ctx.inventory.env)
     if here.stage != there.stage:
         # ENV/ARG of a stage reach the stages built on it (FROM <stage>); a command's own options do not
-        built_on = any(there.stage in image.stages[:1] and here.stage in image.stages for image in ctx.inventory.images)
-        inherited = built_on and any(e.location is not None and e.location.stage == there.stage and e.location.line == there.line
-                                     for e in ctx.inventory.env)
-        return inherited
+        return set_by_env and any(there.stage in i.stages[:1] and here.stage in i.stages
+                                  for i in ctx.inventory.images)
     if here.path != there.path or here.line is None or there.line is None:
         # a file the build installs (-r requirements.txt): its own options, read with it; a pip command's own
         # --index-url reaches such a file only when that command reads it
         commands = [i for i in ctx.inventory.installs if i.location == there]
         return not commands or any(re.search(r"(?:^|\s)(?:-r|--requirement)(?:[=\s]|$)", i.text) for i in commands)
-    if here.line == there.line:
-        return True
-    set_by_env = any(e.location is not None and e.location.stage == there.stage and e.location.line == there.line
-                     for e in ctx.inventory.env)
-    return set_by_env and there.line < here.line
+    return here.line == there.line or (set_by_env and there.line < here.line)
 
 
 def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]:
@@ -136,34 +117,28 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
         return _conda_torch_build(ctx)
     if pkg.url:
         wheel = parse_wheel_name(pkg.url)
-        if wheel is not None:
-            build = build_of_version(wheel.version)
-            if build is not None:
-                return build, f"the wheel {wheel.filename}"
+        if wheel is not None and (build := build_of_version(wheel.version)) is not None:
+            return build, f"the wheel {wheel.filename}"
         if "download.pytorch.org" in pkg.url and (index_build := build_of_index(pkg.url)):
             return index_build, f"the URL {pkg.url}"
         return None, f"it is installed from {pkg.url}, whose CUDA build envcheck cannot tell"
     if pkg.index and not _is_pypi(pkg.index):  # uv sources, lock entries: this package comes from that index only
-        build = build_of_index(pkg.index)
-        if build is not None:
+        if (build := build_of_index(pkg.index)) is not None:
             return build, f"its index {pkg.index}"
         return None, f"it comes from the index {pkg.index}, whose CUDA build envcheck cannot tell"
     indexed = _index_builds(ctx, pkg)
     if indexed and not pkg.installed:
-        majors = {(b.flavor, b.cuda_major) for b, _ in indexed}
-        if len(majors) == 1:
-            build, url = indexed[0]
-            return build, f"the index {url}"
+        if len({(b.flavor, b.cuda_major) for b, _ in indexed}) == 1:
+            return indexed[0][0], f"the index {indexed[0][1]}"
         return None, "several indexes serve different builds: " + ", ".join(f"{u} ({b.detail})" for b, u in indexed)
     found = pypi_torch_build(pkg.specifier, pkg.version, ctx.profile.machine)
     if found is not None:
-        build, _source = found
+        build = found[0]
         kind = "a CPU-only" if build.flavor == "cpu" else f"a CUDA {build.cuda_major}"
         served = f"PyPI serves {build.detail.removeprefix('PyPI ')} as {kind} build (knowledge/torch_builds.toml)"
         if not pkg.version:
             # not pinned: pip takes the newest release the specifier allows, as far as envcheck knows them
             from envcheck.knowledge import wheels
-
             newest = wheels.release("torch")
             dated = f"; releases as recorded on {newest.checked}" if newest else ""
             return build, f"not pinned, so pip takes the newest release allowed, and {served}{dated}"
@@ -172,30 +147,25 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
 
 
 def _distribution_fix(name: str, major: int) -> str | None:
-    """The fix naming the CUDA ``major`` distribution that replaces ``name`` (:func:`_cuda_replacement`). None: the rule's fix."""
+    """The fix naming the CUDA ``major`` distribution that replaces ``name``; None: the rule's fix."""
     replacement = _cuda_replacement(name, major)
-    if replacement is None:
-        return None
-    return (f"Replace {name} with {replacement}, its CUDA {major} build, or drop the pin and let torch's cu{major}0 "
-            "build pull its own.")
+    return None if replacement is None else (f"Replace {name} with {replacement}, its CUDA {major} build, or "
+                                             f"drop the pin and let torch's cu{major}0 build pull its own.")
 
 
 def _cuda_replacement(name: str, major: int) -> str | None:
-    """The CUDA ``major`` distribution that replaces ``name``: cupy-cuda12x -> cupy-cuda13x; nvidia-cublas-cu12
-    -> nvidia-cublas 13.x (toolkit parts drop the suffix); nvidia-cudnn-cu12 -> nvidia-cudnn-cu13. None: not such a name."""
+    """cupy-cuda12x -> cupy-cuda13x, nvidia-cudnn-cu12 -> nvidia-cudnn-cu13; toolkit parts drop the suffix,
+    and their CUDA 13 releases are not always 13.x (cuFFT 12.x). None: not such a name."""
     from envcheck.knowledge.builds import unsuffixed_distribution
-
     m = re.fullmatch(r"(.+)-(cu|cuda)1[0-2](x?)", name)
     if m is None:
         return None
     base, prefix, x = m.groups()
     row = unsuffixed_distribution(base) if prefix == "cu" else None
-    if row is not None:  # toolkit parts drop the suffix; their CUDA 13 releases are not always 13.x (cuFFT 12.x)
-        spec = row.get(f"cuda{major}")
-        replacement = f"{base}{spec}" if isinstance(spec, str) else f"the unsuffixed {base} (its CUDA {major} release)"
-    else:
-        replacement = f"{base}-{prefix}{major}{x}"
-    return replacement
+    if row is None:
+        return f"{base}-{prefix}{major}{x}"
+    spec = row.get(f"cuda{major}")
+    return f"{base}{spec}" if isinstance(spec, str) else f"the unsuffixed {base} (its CUDA {major} release)"
 
 
 def _is_pypi(url: str) -> bool:
@@ -207,14 +177,12 @@ _CONDA_CUDA = ("pytorch-cuda", "cuda-version", "cudatoolkit")
 _FIX_CONDA = (
     "conda's pytorch channel has no CUDA 13 build (pytorch-cuda stops at 12.x). Get a CUDA 13 environment: "
     "conda-forge's pytorch with cuda-version>=13 (channels: [conda-forge], no pytorch/nvidia CUDA 12 pins), or "
-    "install torch with pip from the cu130 PyTorch index in the pip: list "
-    f"(--extra-index-url https://download.pytorch.org/whl/cu130), or use an NGC container (nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer)."
-)
-
+    "install torch with pip from the cu130 PyTorch index in the pip: list (--extra-index-url "
+    "https://download.pytorch.org/whl/cu130), or use an NGC container "
+    f"(nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer).")
 _FIX_CONDA_CHANNEL = (
     "Use the CUDA 13 label of the channel (nvidia/label/cuda-13.0.0 or newer) or conda-forge with cuda-version>=13; "
-    "for torch, conda-forge's CUDA 13 pytorch or pip's cu130 PyTorch index in the pip: list."
-)
+    "for torch, conda-forge's CUDA 13 pytorch or pip's cu130 PyTorch index in the pip: list.")
 
 
 def _conda_cuda_major(pkg: Package, major: int) -> int | None:
@@ -222,27 +190,22 @@ def _conda_cuda_major(pkg: Package, major: int) -> int | None:
     (``=12.1``), a wildcard (``12.*``) or a range that allows no CUDA ``major`` release (``>=12,<13``)."""
     if pkg.role != "conda" or pkg.name not in _CONDA_CUDA:
         return None
-    text = pkg.version or pkg.specifier.lstrip("=")
-    exact = re.match(r"^(\d+)(?:\.[\d*]+)*\*?$", text)
+    exact = re.match(r"^(\d+)(?:\.[\d*]+)*\*?$", pkg.version or pkg.specifier.lstrip("="))
     if exact:
         return int(exact.group(1))
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
     try:
         spec = SpecifierSet(pkg.specifier)
     except InvalidSpecifier:
         return None
     allowed = sorted({m for m in range(8, major + 3) for minor in range(10) if spec.contains(f"{m}.{minor}", prereleases=True)})
-    if allowed and major not in allowed and allowed[-1] < major:
-        return allowed[-1]
-    return None
+    return allowed[-1] if allowed and major not in allowed and allowed[-1] < major else None
 
 
 def _conda_torch_build(ctx: CheckContext) -> tuple[CudaBuild | None, str]:
     """conda's pytorch takes its CUDA build from pytorch-cuda / cuda-version / cudatoolkit in the same install."""
     for pkg in ctx.inventory.packages:
-        found = _conda_cuda_major(pkg, ctx.profile.cuda_major)
-        if found is not None:
+        if (found := _conda_cuda_major(pkg, ctx.profile.cuda_major)) is not None:
             spec = f"{pkg.name}={pkg.version}" if pkg.version else f"{pkg.name}{pkg.specifier}"
             return CudaBuild("cuda", found, f"conda {spec}"), f"conda {spec}"
     return None, "conda's pytorch build depends on the channel and on pytorch-cuda/cuda-version, which this install does not name"
@@ -267,19 +230,21 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
             what = "CUDA 12" if found.rule == CUDA12_INDEX.id else "CPU-only"
             here = [f for f in also if f.location == found.location]
             there = [f for f in also if f.location != found.location]
-            words = ([f"{_named(here)} on this line"] if here else []) + [f"{_named([f])} on line {f.location.line}" for f in there if f.location]
+            words = [f"{_named(here)} on this line"] if here else []
+            words += [f"{_named([f])} on line {f.location.line}" for f in there if f.location]
             lines = sorted({f.location.line for f in there if f.location and f.location.line})
-            found = dataclasses.replace(found, message=f"{found.message}; {' and '.join(words)} {'is its ' + what + ' build' if len(also) == 1 else 'are its ' + what + ' builds'}",
-                                        evidence={**found.evidence, "packages": [f.evidence.get("package") for f in also],
-                                                  **({"lines": lines} if lines else {})})
+            verb = f"is its {what} build" if len(also) == 1 else f"are its {what} builds"
+            evidence = {**found.evidence, "packages": [f.evidence.get("package") for f in also]}
+            found = dataclasses.replace(found, message=f"{found.message}; {' and '.join(words)} {verb}",
+                                        evidence={**evidence, "lines": lines} if lines else evidence)
         yield found
     judged = {LOCAL_VERSION.id, CPU_BUILD.id, CUDA12_DIST.id, CUDA12_INDEX.id}
     if any(f.rule in judged and f.status is not Status.PASS for f in findings) or not _names_a_cuda_build(ctx):
         return
     cuda_pkgs = [p.name for p in ctx.inventory.packages if distribution_cuda_major(p) or p.name in _TORCH_FAMILY]
     if cuda_pkgs and not _torch_packages(ctx):
-        yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {ctx.profile.cuda_major} builds ({len(cuda_pkgs)} distributions)", None,
-                                 packages=sorted(set(cuda_pkgs)))
+        yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {ctx.profile.cuda_major} builds ({len(cuda_pkgs)} "
+                                 "distributions)", None, packages=sorted(set(cuda_pkgs)))
 
 
 def _serves(ctx: CheckContext, index: Finding, found: Finding) -> bool:
@@ -320,8 +285,7 @@ def _package_builds(ctx: CheckContext) -> Iterator[Finding]:
         if build is not None and build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:
             yield LOCAL_VERSION.finding(
                 f"{pkg.name} {pkg.version} is a CUDA {build.cuda_major} build ({build.detail}); {ctx.profile.name} has CUDA {major}",
-                pkg.location, {"package": pkg.name, "version": pkg.version, "build": build.detail},
-            )
+                pkg.location, {"package": pkg.name, "version": pkg.version, "build": build.detail})
             continue
         dist = distribution_cuda_major(pkg)
         if dist is not None and dist[0] < major:
@@ -329,8 +293,7 @@ def _package_builds(ctx: CheckContext) -> Iterator[Finding]:
             yield CUDA12_DIST.finding(
                 f"{pkg.name}{' ' + pkg.version if pkg.version else ''} carries CUDA {dist_major} libraries: {why}",
                 pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": dist_major},
-                fix=_FIX_CONDA if pkg.role == "conda" else _distribution_fix(pkg.name, major),
-            )
+                fix=_FIX_CONDA if pkg.role == "conda" else _distribution_fix(pkg.name, major))
         conda_major = _conda_cuda_major(pkg, major)
         if conda_major is not None and conda_major < major:
             spec = f"{pkg.name}={pkg.version}" if pkg.version else f"{pkg.name}{pkg.specifier}"
@@ -354,10 +317,10 @@ def _served_builds(ctx: CheckContext) -> Iterator[Finding]:
                 # every package of its command is already installed: pip says "Requirement already satisfied"
                 message += (f"; latent: what this command installs is already in the stage ({earlier}), so pip keeps it, "
                             "and the next change to this line pulls CUDA 12 builds")
-            yield CUDA12_INDEX.finding(
-                message, index.location, {"url": index.url, "option": index.option, "latent": bool(earlier)},
-                status=Status.WARN if earlier else None, fix=_FIX_CONDA_CHANNEL if index.option == "conda-channel" else None,
-            )
+            yield CUDA12_INDEX.finding(message, index.location,
+                                       {"url": index.url, "option": index.option, "latent": bool(earlier)},
+                                       status=Status.WARN if earlier else None,
+                                       fix=_FIX_CONDA_CHANNEL if index.option == "conda-channel" else None)
         elif build.flavor in ("cpu", "rocm", "xpu"):
             yield _cpu_build(f"{index.option} {index.url} serves {build.detail} builds, not CUDA {major}",
                              index.location, {"url": index.url, "option": index.option}, build, explicit=True)
@@ -396,10 +359,9 @@ _CPU_NAMED = re.compile(r"(?i)(?:^|[-_.])cpu(?:$|[-_.])")
 
 def _cpu_build(message: str, location: Location | None, evidence: Mapping[str, object], build: CudaBuild,
                explicit: bool, pinned: bool = False) -> Finding:
-    """A G1-cpu-build finding at the level its build deserves: a ROCm/XPU build has no linux/aarch64 wheel (FAIL);
-    a CPU-only torch runs on the Grace CPU (WARN), unless the input asks for it on purpose (``explicit``: the
-    whl/cpu index, a +cpu pin) in a file or stage named for the CPU, which is that variant's point (INFO), or
-    ``pinned`` as ``torch==X+cpu`` in a declared input (a CPU-only venv or tool: INFO too)."""
+    """ROCm/XPU has no linux/aarch64 wheel (FAIL); a CPU-only torch runs on the Grace CPU (WARN), unless
+    asked for on purpose: ``explicit`` (whl/cpu index, +cpu) in a file or stage named for the CPU, or
+    ``pinned`` (INFO)."""
     if build.flavor != "cpu":
         return CPU_BUILD.finding(message, location, evidence, status=Status.FAIL)
     if pinned:
@@ -416,15 +378,12 @@ def _cpu_name(location: Location | None) -> str | None:
     """How ``location`` declares a CPU variant: its file's name or its Dockerfile stage's (None: it does not)."""
     if location is None:
         return None
-    name = Path(location.path).name
-    if _CPU_NAMED.search(name):
+    if _CPU_NAMED.search(name := Path(location.path).name):
         return name
     if location.stage and _CPU_NAMED.search(location.stage.rsplit("/", 1)[-1]):
         return f"stage {location.stage!r}"
     return None
 
-
-# --- live: torch as the target interpreter imports it (envcheck preflight, container probes) --------
 
 LIVE_TORCH = rule(
     "G1-live-torch", "G1", "torch does not import, or reports the wrong CUDA major, in this environment", Status.FAIL,
@@ -432,8 +391,7 @@ LIVE_TORCH = rule(
     reads torch.version.cuda. An import that segfaults or fails with an undefined CUDA symbol is G1's
     symptom itself; a torch.version.cuda whose major differs from the Spark's CUDA 13 links the wrong
     libraries. NGC builds report 13.x without a +cu130 tag, which passes.""",
-    _FIX_CU130, (*kinds.LIVE_KINDS, "image"),
-)
+    _FIX_CU130, (*kinds.LIVE_KINDS, "image"))
 
 
 @check(LIVE_TORCH)
@@ -458,8 +416,7 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
     elif status == "timeout":
         yield LIVE_TORCH.finding(f"{stage} did not finish within {torch.timeout_s} s", evidence=evidence, status=Status.WARN)
     elif status == "ok":
-        version = torch.version
-        cuda = torch.cuda
+        version, cuda = torch.version, torch.cuda
         if not cuda:
             yield LIVE_TORCH.finding(f"torch {version} is not a CUDA build (torch.version.cuda is None)", evidence=evidence)
             return
@@ -476,14 +433,9 @@ def live_torch(ctx: CheckContext) -> Iterator[Finding]:
             why = f" (CUDA_VISIBLE_DEVICES={hidden!r})" if hidden is not None else " (driver too old for CUDA 13, or no device access)"
             yield LIVE_TORCH.finding(
                 f"torch {version} imports but torch.cuda.is_available() is False while nvidia-smi lists {len(listed)} GPU(s){why}",
-                evidence=evidence, status=Status.WARN,
-            )
+                evidence=evidence, status=Status.WARN)
         else:
             yield LIVE_TORCH.passed(f"torch {version} imports; torch.version.cuda {cuda}", **evidence)
-
-
-# --- binaries: CUDA library sonames in DT_NEEDED / DT_SONAME of ELF files ----------------------------
-
 
 
 BINARY_SONAME = rule(
@@ -495,32 +447,21 @@ BINARY_SONAME = rule(
     nothing. On a CUDA 13 Spark such a binary fails at import (cannot open shared object file, undefined
     symbol). Packages that ship one library per CUDA version and pick one at import time are judged by
     whether a CUDA 13 variant exists next to it (INFO then).""",
-    _FIX_CU130,
-    kinds.BINARY_KINDS,
-)
+    _FIX_CU130, kinds.BINARY_KINDS)
 BINARY_STATIC_CUDART = rule(
     "G1-binary-static-cudart", "G1", "Binaries with the CUDA runtime linked in statically", Status.INFO,
     """These binaries register fatbins but need no libcudart: nvcc linked the CUDA runtime statically (its
     default). Their CUDA major cannot be read from sonames; the driver API they use is backward
     compatible, so this is a reading, not a failure.""",
-    "",
-    kinds.BINARY_KINDS,
-)
+    "", kinds.BINARY_KINDS)
 
 _DIGITS = re.compile(r"\d+")
 
 
 def _foreign(names: tuple[str, ...], major: int) -> list[tuple[str, tuple[int, ...]]]:
-    from envcheck.knowledge.sonames import (
-        cuda_majors,  # the soname table loads only for targets with binaries
-    )
-
-    out = []
-    for name in names:
-        majors = cuda_majors(name)
-        if majors is not None and major not in majors:
-            out.append((name, majors))
-    return out
+    from envcheck.knowledge.sonames import cuda_majors  # the soname table: only for targets with binaries
+    return [(name, majors) for name in names
+            if (majors := cuda_majors(name)) is not None and major not in majors]
 
 
 def variant_key(b: Binary) -> tuple[str, str]:
@@ -532,9 +473,7 @@ def variant_key(b: Binary) -> tuple[str, str]:
 
 def _cuda_dist(distribution: str | None, major: int) -> bool:
     """Is ``distribution`` itself a CUDA library distribution of another major (nvidia-cuda-runtime-cu12)?"""
-    if not distribution:
-        return False
-    found = distribution_cuda_major(Package(distribution))
+    found = distribution_cuda_major(Package(distribution)) if distribution else None
     return found is not None and found[0] != major
 
 
@@ -543,8 +482,8 @@ _TORCH_INSTALL = frozenset({*_TORCH_FAMILY, "triton", "pytorch-triton"})
 
 
 def _binary_fix(b: Binary, major: int) -> str:
-    """The fix for this binary's own package: torch's is the cu130 index; another distribution needs its own
-    CUDA ``major`` build (the same replacement as G1-cuda12-distribution names); a loose file needs a rebuild."""
+    """The fix for this binary's own package: torch's is the cu130 index, another distribution's its own CUDA
+    ``major`` build (as G1-cuda12-distribution names it), a loose file's a rebuild."""
     dist = b.distribution
     if dist is None:
         return (f"Rebuild {b.path} against CUDA {major} (it must link the CUDA {major} libraries), or get a "
@@ -565,24 +504,22 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     if not binaries:
         return
     from envcheck.knowledge.sonames import cuda_majors, soname_key  # only for targets with binaries
-
     major = ctx.profile.cuda_major
     good_variants = {variant_key(b) for b in binaries if b.cuda_major == major}
     needed_anywhere = {name for b in binaries for name in b.needed}
-    judged = 0
+    judged = sum(1 for b in binaries
+                 if any(cuda_majors(n) is not None for n in (*b.needed, *((b.soname,) if b.soname else ()))))
     failed = False
     for b in binaries:
-        names = (*b.needed, *((b.soname,) if b.soname else ()))
-        if any(cuda_majors(n) is not None for n in names):
-            judged += 1
         bad_needed = _foreign(b.needed, major)
         bad_self = _foreign((b.soname,), major) if b.soname else []
         if not bad_needed and not bad_self:
             continue
         owner = b.distribution or "no known distribution"
-        libs = ", ".join(f"{n} (CUDA {'/'.join(map(str, m))})" for n, m in [*bad_self, *bad_needed])
-        evidence = {"binary": b.path, "distribution": b.distribution, "libraries": [n for n, _ in [*bad_self, *bad_needed]],
-                    "soname_keys": [soname_key(n) for n, _ in [*bad_self, *bad_needed]]}
+        bad = [*bad_self, *bad_needed]
+        libs = ", ".join(f"{n} (CUDA {'/'.join(map(str, m))})" for n, m in bad)
+        evidence = {"binary": b.path, "distribution": b.distribution, "libraries": [n for n, _ in bad],
+                    "soname_keys": [soname_key(n) for n, _ in bad]}
         if bad_self and not bad_needed:
             what = f"{b.path} ({owner}) is the CUDA library {libs}, not one of CUDA {major}"
         else:
@@ -609,8 +546,8 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _replacing(ctx: CheckContext, pkg: Package) -> str:
-    """In a Dockerfile: the words for a hand-picked CUDA 13 torch of an earlier line that ``pkg`` (a later pin of
-    another version, e.g. a project's own requirements) makes pip replace; empty when there is none."""
+    """In a Dockerfile: words for a CUDA 13 torch of an earlier line that ``pkg`` (a later pin of another
+    version) makes pip replace; empty when there is none."""
     loc = pkg.location
     if ctx.kind != "dockerfile" or loc is None or not pkg.version:
         return ""
@@ -627,8 +564,8 @@ def _replacing(ctx: CheckContext, pkg: Package) -> str:
 
 
 def installed_before(ctx: CheckContext, pkg: Package) -> Package | None:
-    """In a Dockerfile stage, the earlier install of the same distribution that makes ``pkg`` a no-op: ``pkg`` is
-    an unpinned requirement (no version, no URL) of a command without --upgrade/--force-reinstall."""
+    """In a Dockerfile stage, the earlier install of the same distribution that makes ``pkg`` (unpinned, of a
+    command without --upgrade/--force-reinstall) a no-op."""
     loc = pkg.location
     if (ctx.kind != "dockerfile" or loc is None or loc.line is None or pkg.version or pkg.url or pkg.role != "requirement"
             or any(i.location == loc and i.replaces for i in ctx.inventory.installs)):
@@ -658,30 +595,30 @@ def _latent_index(ctx: CheckContext, index: PackageIndex) -> str:
 
 
 def kept_from_base(ctx: CheckContext, pkg: Package) -> Package | None:
-    """What the Dockerfile stage's base ships (NGC's torch, flash-attn) that pip keeps for ``pkg`` (no --upgrade), or None."""
+    """What the Dockerfile stage's base ships (NGC's torch) that pip keeps for ``pkg``, or None."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
-
     loc = pkg.location
     if (ctx.kind != "dockerfile" or loc is None or pkg.url or pkg.installed or pkg.role != "requirement"
             or any(i.location == loc and i.replaces for i in ctx.inventory.installs)):
         return None
     spec = pkg.specifier or (f"=={pkg.version}" if pkg.version else "")
-    base = next((b for b in ctx.inventory.packages if b.installed and b.name == pkg.name and b.location and b.location.stage == loc.stage), None)
+    base = next((b for b in ctx.inventory.packages if b.installed and b.name == pkg.name and b.location
+                 and b.location.stage == loc.stage), None)
+    if base is None or not spec:
+        return base
     try:  # an unknown shipped version satisfies only a bare requirement
-        return base if base is not None and (not spec or (base.version is not None and Version(base.version) in SpecifierSet(spec, prereleases=True))) else None
+        kept = base.version is not None and Version(base.version) in SpecifierSet(spec, prereleases=True)
+        return base if kept else None
     except (InvalidVersion, InvalidSpecifier):
         return None
 
 
 def older_cuda_level(cuda: str | None, ctx: CheckContext) -> tuple[Status, str, dict[str, str]]:
-    """How an image whose CUDA major is older than the profile's fares, decided here for every rule that judges one
-    (G1-cuda12-base from a FROM line's tag, G1-image-cuda from an image's config), so one CUDA gets one level: FAIL,
-    or WARN where its toolkit compiles for the profile's GPU (CUDA 12.9 for sm_121, knowledge/nvcc_targets.toml): the
-    CUDA 13 driver runs that user space, and whether it works depends on what was built for the GPU. An unknown
-    minor (``12``) FAILs. Returns the status, the words that say why (empty for FAIL) and their evidence."""
+    """(status, why, evidence) of an image whose CUDA is older than the profile's, for every rule that judges
+    one (one CUDA, one level): FAIL, or WARN where its toolkit compiles for the profile's GPU (12.9 for
+    sm_121), as the CUDA 13 driver runs that user space. An unknown minor (``12``) FAILs."""
     from envcheck.knowledge.nvcc import first_nvcc
-
     target = f"sm_{ctx.profile.sm}"
     first = first_nvcc(target)
     parts = (cuda or "").split(".")
@@ -692,11 +629,7 @@ def older_cuda_level(cuda: str | None, ctx: CheckContext) -> tuple[Status, str, 
     return (Status.WARN,
             f"CUDA {toolkit} is the first toolkit that compiles for {target}, so its builds can carry code for this GPU and "
             f"the CUDA {major} driver runs them: whether it works depends on what was built for {target} (and CUDA {major} "
-            "wheels cannot be mixed in)",
-            {"first_nvcc": toolkit, "nvcc_source": first[1]})
-
-
-# --- registry and local images (issue 5: envcheck image) -----------------------------------------------
+            "wheels cannot be mixed in)", {"first_nvcc": toolkit, "nvcc_source": first[1]})
 
 
 IMAGE_CUDA = rule(
@@ -710,8 +643,7 @@ IMAGE_CUDA = rule(
     (knowledge/nvcc_targets.toml), and the CUDA 13 driver runs a CUDA 12 user space.""",
     f"""Use a CUDA 13 image: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what NVIDIA's Spark
     playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
-    ("image",),
-)
+    ("image",))
 
 
 @check(IMAGE_CUDA)
@@ -727,15 +659,11 @@ def image_cuda(ctx: CheckContext) -> Iterator[Finding]:
     cuda: str | None = None
     how = ""
     evidence: dict[str, object] = {"image": ref}
-    if value:
-        head = re.match(r"\s*(\d+)", value)
-        if head:
-            major, cuda = int(head.group(1)), value.strip()
-            how = f"CUDA_VERSION={value}"
-            evidence["CUDA_VERSION"] = value
+    if value and (head := re.match(r"\s*(\d+)", value)):
+        major, cuda, how = int(head.group(1)), value.strip(), f"CUDA_VERSION={value}"
+        evidence["CUDA_VERSION"] = value
     if major is None:
         from envcheck.knowledge.base_images import safe_describe
-
         described = safe_describe(f"{facts.registry or ''}/{facts.repository}:{facts.tag or 'latest'}") if facts.repository else None
         if described is not None and described.cuda_major is not None:
             major, cuda = described.cuda_major, described.cuda
@@ -760,8 +688,7 @@ DEFAULT_INDEX_PULL = rule(
     finding points at the install that pulls them; the index itself is reported where it is set.""",
     """Point the variable at https://download.pytorch.org/whl/cu130 (or drop it), or install with --no-deps
     after a torch that is already right.""",
-    ("dockerfile",),
-)
+    ("dockerfile",))
 
 
 @check(DEFAULT_INDEX_PULL)
@@ -784,10 +711,10 @@ def default_index_pulls(ctx: CheckContext) -> Iterator[Finding]:
         loc = install.location
         if install.tool not in ("pip", "uv") or install.no_deps or loc is None or loc.line is None or not install.packages:
             continue
-        if set(install.packages) & set(_TORCH_FAMILY):
-            continue  # torch named here: G1-cuda12-local-version judges it with the same index
-        if not set(install.packages) & stack:
-            continue  # nothing here that depends on torch or CUDA libraries
+        # torch named here is judged by G1-cuda12-local-version with the same index; without a package that
+        # depends on torch or CUDA libraries, nothing is pulled
+        if set(install.packages) & set(_TORCH_FAMILY) or not set(install.packages) & stack:
+            continue
         own_index = any(o.startswith(("--index-url=", "-i=", "--default-index=")) for o in install.options)
         for stage, line, name, url, build in defaults:
             if stage != loc.stage or line >= loc.line or (own_index and name.endswith(("INDEX_URL", "DEFAULT_INDEX")) and "EXTRA" not in name):

@@ -14,8 +14,6 @@ from envcheck.inspect import fatbin_levels
 from envcheck.model import Binary, EnvVar, Finding, Location, Package, Status
 from envcheck.rules import CheckContext, check, rule
 
-# --- live: the GPU of this host and the kernels torch carries (envcheck preflight) --------------------
-
 LIVE_CAPABILITY = rule(
     "G7-live-capability", "G7", "The GPU is not compute capability 12.1, or torch has no kernels for it", Status.FAIL,
     """preflight reads the GPU's compute capability (torch.cuda.get_device_capability(), else nvidia-smi's
@@ -25,16 +23,14 @@ LIVE_CAPABILITY = rule(
     of binaries still apply), never as a failure.""",
     """Use a torch built for CUDA 13 with sm_120/sm_121 kernels (cu130 wheels, NGC containers); stay on FP8
     unless the kernels you run target sm_121a.""",
-    kinds.LIVE_KINDS,
-)
+    kinds.LIVE_KINDS)
 
 _ARCH = re.compile(r"^(sm|compute)_(\d+)([af]?)$")
 
 
 def _runs_on(label: str, sm: int) -> bool:
     """Can code for ``label`` (sm_120, compute_90, sm_120f, sm_121a) run on a GPU of SM number ``sm``?"""
-    match = _ARCH.match(label)
-    if match is None:
+    if (match := _ARCH.match(label)) is None:
         return False
     kind, number, suffix = match.group(1), int(match.group(2)), match.group(3)
     if suffix == "a":
@@ -52,18 +48,15 @@ def live_capability(ctx: CheckContext) -> Iterator[Finding]:
         return
     torch = host.torch
     capability: tuple[int, int] | None = None
-    name = None
-    source = ""
+    name, source = None, ""
     ok = torch is not None and torch.status == "ok"
     if torch is not None and ok and torch.capability and len(torch.capability) >= 2:
-        cap = torch.capability
-        capability, source = (cap[0], cap[1]), "torch"
+        capability, source = (torch.capability[0], torch.capability[1]), "torch"
         name = torch.devices[0].name if torch.devices else None
     else:
         for gpu in gpus(ctx):
-            text = gpu.compute_cap
-            if text and re.match(r"^\d+\.\d+$", text):
-                major, minor = text.split(".")
+            if gpu.compute_cap and re.match(r"^\d+\.\d+$", gpu.compute_cap):
+                major, minor = gpu.compute_cap.split(".")
                 capability, source, name = (int(major), int(minor)), "nvidia-smi", gpu.name
                 break
     if capability is None:
@@ -89,9 +82,6 @@ def live_capability(ctx: CheckContext) -> Iterator[Finding]:
     yield LIVE_CAPABILITY.passed(f"{label}; torch kernels {' '.join(usable)} run on it{note}", arch_list=arch_list)
 
 
-# --- static: the GPU code inside ELF files (binaries in wheels, folders, images) ----------------------
-
-
 BINARY_NO_SM121 = rule(
     "G7-binary-no-sm121", "G7", "A binary carries GPU code, but none that runs on sm_121", Status.FAIL,
     """The ELF file embeds fatbins (SASS cubins and/or PTX), but no module has an image that a compute
@@ -102,8 +92,7 @@ BINARY_NO_SM121 = rule(
     """Install a build that targets sm_120 or sm_121 (CUDA 12.8+ / 13 builds, TORCH_CUDA_ARCH_LIST
     including 12.0 or 12.1), or one that ships PTX; or rebuild from source with -gencode
     arch=compute_121,code=sm_121.""",
-    kinds.BINARY_KINDS,
-)
+    kinds.BINARY_KINDS)
 BINARY_PTX_ONLY = rule(
     "G7-binary-ptx-only", "G7", "A binary runs on sm_121 only through PTX JIT", Status.WARN,
     """No SASS in this binary runs on compute capability 12.1, but it ships PTX that the driver can
@@ -112,16 +101,14 @@ BINARY_PTX_ONLY = rule(
     13.0 drivers).""",
     """Prefer a build with sm_120/sm_121 SASS; otherwise make sure the CUDA JIT cache
     (CUDA_CACHE_MAXSIZE, ~/.nv/ComputeCache) is large enough and persists between runs.""",
-    kinds.BINARY_KINDS,
-)
+    kinds.BINARY_KINDS)
 BINARY_SM121A = rule(
     "G7-binary-sm121a", "G7", "Whether sm_121a (NVFP4) kernels exist", Status.INFO,
     """Only kernels built for the arch-specific sm_121a target can use the FP4 conversion instructions
     (cvt.e2m1x2) that make NVFP4 pay off on a Spark; without them NVFP4 is about 32% slower than FP8.
     Reported as INFO; with --nvfp4 a WARN when no binary carries sm_121a kernels.""",
     "Stay on FP8 unless the kernels you run are built for sm_121a (e.g. -gencode arch=compute_121a,code=sm_121a).",
-    kinds.BINARY_KINDS,
-)
+    kinds.BINARY_KINDS)
 
 
 def _nvidia_cuda13_library(b: Binary, major: int) -> bool:
@@ -132,9 +119,9 @@ def _nvidia_cuda13_library(b: Binary, major: int) -> bool:
 
 
 def gpu_level(b: Binary, sm: int) -> str | None:
-    """How a binary's GPU code runs on a GPU of SM ``sm`` (native | compatible | ptx-jit | none; None: no GPU
-    code), from the modules the reader recorded. A reading without them (the shipped wheel facts, a snapshot
-    of an older envcheck) carries only the GB10's level; for another GPU its images are judged as one module."""
+    """native | compatible | ptx-jit | none (None: no GPU code) on SM ``sm``, from the recorded modules; a
+    reading without them (shipped wheel facts, an older snapshot) has the GB10's level, else its images as one
+    module."""
     if b.modules:
         return _modules_level(b.modules, sm)
     if sm == fatbin_levels.GB10_SM or b.sm121 is None:
@@ -147,10 +134,6 @@ def _modules_level(modules: tuple[str, ...], sm: int) -> str | None:
     return fatbin_levels.modules_level(modules, sm)
 
 
-def _owner(b: Binary) -> str:
-    return b.distribution or "no distribution"
-
-
 def _codes(binaries: Iterable[Binary]) -> str:
     """The GPU code of ``binaries`` together, in words (``sm_80, sm_90a, compute_80``)."""
     seen = sorted({code for b in binaries for code in (*b.sass, *b.ptx)})
@@ -158,7 +141,7 @@ def _codes(binaries: Iterable[Binary]) -> str:
 
 
 def _grouped(owner: str, binaries: list[Binary], shown: int = 50) -> dict[str, Any]:
-    """Evidence of one finding about many binaries of one package: the files (the first ``shown``) and the count."""
+    """Evidence of one finding about many binaries of one package."""
     return {"distribution": None if owner == "no distribution" else owner, "count": len(binaries),
             "binaries": [str(b.location) if b.location else b.path for b in binaries[:shown]]}
 
@@ -171,10 +154,7 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     if not with_code:
         return
     from envcheck.checks.g01_cuda_abi import variant_key
-    from envcheck.knowledge.sonames import (
-        cuda_majors,  # the soname table loads only for targets with binaries
-    )
-
+    from envcheck.knowledge.sonames import cuda_majors  # the soname table: only for targets with binaries
     target = f"sm_{ctx.profile.sm}"
     major = ctx.profile.cuda_major
     # bitsandbytes-style packages ship one library per CUDA version (libbnb_cuda121.so ... _cuda130.so) and
@@ -182,7 +162,7 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     loaded_variants = {variant_key(b): b.path for b in ctx.inventory.binaries if b.cuda_major == major}
     by_owner: dict[str, list[Binary]] = {}
     for b in with_code:
-        by_owner.setdefault(_owner(b), []).append(b)
+        by_owner.setdefault(b.distribution or "no distribution", []).append(b)
     for owner, group in sorted(by_owner.items()):
         good: dict[str, int] = {}
         failing: list[tuple[Binary, dict[str, Any]]] = []  # one finding per package and cause: the files are its evidence
@@ -192,7 +172,6 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
         for b in group:
             if b.machine == "cuda" and level[id(b)] == "none":
                 continue  # judged with the package's other cubins below
-
             where = b.location
             evidence = {"binary": b.path, "distribution": b.distribution, "sass": list(b.sass), "ptx": list(b.ptx),
                         "sections": list(b.sections)}
@@ -201,16 +180,14 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
                 yield BINARY_NO_SM121.info(
                     f"{b.path} ({owner}) is a CUDA {b.cuda_major or 'other'} variant; on CUDA {major} the package loads "
                     f"{chosen} instead, so its GPU code ({', '.join([*b.sass, *b.ptx]) or 'none'}) is not used",
-                    where, **evidence, loaded_instead=chosen,
-                )
+                    where, **evidence, loaded_instead=chosen)
             elif level[id(b)] == "none" and b.soname and ctx.profile.cuda_major in (cuda_majors(b.soname) or ()):
                 # NVIDIA's own CUDA 13 toolkit libraries support every GPU CUDA 13 supports (7.5 to 12.x,
                 # CUDA 13.0 release notes) and pick kernels by device; a leftover module is not launched.
                 yield BINARY_NO_SM121.info(
                     f"{b.path} ({owner}) is the CUDA {ctx.profile.cuda_major} toolkit library {b.soname}; its fatbin "
                     f"modules ({', '.join([*b.sass, *b.ptx])}) have no {target} image, but the library dispatches by device",
-                    where, **evidence,
-                )
+                    where, **evidence)
             elif level[id(b)] == "none":
                 failing.append((b, evidence))
             elif level[id(b)] == "ptx-jit" and _nvidia_cuda13_library(b, ctx.profile.cuda_major):
@@ -219,8 +196,7 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
                 # older than the CUDA 13 driver's, and the kernels are few: a reading, not a warning.
                 yield BINARY_PTX_ONLY.info(
                     f"{b.path} ({owner}) is part of NVIDIA's CUDA {ctx.profile.cuda_major} stack and reaches {target} "
-                    f"by JIT-compiling {', '.join(b.ptx)}{isa} at first use", where, **evidence,
-                )
+                    f"by JIT-compiling {', '.join(b.ptx)}{isa} at first use", where, **evidence)
             elif level[id(b)] == "ptx-jit":
                 jit_only.append((b, evidence))
             else:
@@ -230,29 +206,25 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
         for b, evidence in failing if len(failing) == 1 or single else []:
             yield BINARY_NO_SM121.finding(
                 f"{b.path} ({owner}) has GPU code for {', '.join([*b.sass, *b.ptx]) or 'nothing loadable'} "
-                f"but none that runs on {target}", b.location, evidence,
-            )
+                f"but none that runs on {target}", b.location, evidence)
         if len(failing) > 1 and not single:
             yield BINARY_NO_SM121.finding(
                 f"{owner}: {len(failing)} binaries have GPU code for {_codes(b for b, _ in failing)} but none that runs on "
-                f"{target}, e.g. {failing[0][0].path}", failing[0][0].location, _grouped(owner, [b for b, _ in failing]),
-            )
+                f"{target}, e.g. {failing[0][0].path}", failing[0][0].location,
+                _grouped(owner, [b for b, _ in failing]))
         for b, evidence in jit_only if len(jit_only) == 1 or single else []:
             isa = f" (PTX ISA {', '.join(b.ptx_isa)})" if b.ptx_isa else ""
             yield BINARY_PTX_ONLY.finding(
                 f"{b.path} ({owner}) has no SASS for {target}; it runs only by JIT-compiling {', '.join(b.ptx)}{isa}",
-                b.location, evidence,
-            )
+                b.location, evidence)
         if len(jit_only) > 1 and not single:
             yield BINARY_PTX_ONLY.finding(
                 f"{owner}: {len(jit_only)} binaries have no SASS for {target}; they run only by JIT-compiling "
                 f"{_codes(b for b, _ in jit_only)}, e.g. {jit_only[0][0].path}", jit_only[0][0].location,
-                _grouped(owner, [b for b, _ in jit_only]),
-            )
+                _grouped(owner, [b for b, _ in jit_only]))
         if cubins_none:
-            # A library that ships one cubin per kernel and GPU (flashinfer-cubin) picks the file for the GPU it runs
-            # on: a cubin for another GPU is never loaded, so it is no failure of its own. What matters is whether
-            # the package has any for this GPU at all.
+            # A library with one cubin per kernel and GPU (flashinfer-cubin) loads only the file for its GPU:
+            # what matters is whether the package has any for this GPU at all.
             runs = len(cubins) - len(cubins_none)
             if runs:
                 yield BINARY_NO_SM121.info(
@@ -281,8 +253,6 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
         yield BINARY_SM121A.info(f"no binary carries {nvfp4} kernels (NVFP4 would be slower than FP8)")
 
 
-# --- static: TORCH_CUDA_ARCH_LIST and CUDA extension source builds in Dockerfiles ----------------------
-
 ARCH_LIST = rule(
     "G7-torch-cuda-arch-list", "G7", "TORCH_CUDA_ARCH_LIST does not cover sm_121", Status.WARN,
     """TORCH_CUDA_ARCH_LIST (ENV, ARG, or exported in a RUN) chooses the GPU code that torch extensions
@@ -292,16 +262,13 @@ ARCH_LIST = rule(
     older PTX (8.0+PTX) JIT-compiles every kernel at first load. Whether the list includes 12.1a (the
     arch-specific target whose FP4 instructions make NVFP4 faster than FP8) is reported as INFO.""",
     "Add 12.1 to the list (TORCH_CUDA_ARCH_LIST=\"12.1\"; \"12.1a\" for NVFP4 kernels; \"12.0+PTX\" keeps other Blackwell GPUs working too).",
-    ("dockerfile", "image"),
-    autofix=dockerfile_fixes.arch_list,
-)
+    ("dockerfile", "image"), autofix=dockerfile_fixes.arch_list)
 ARCH_LIST_NVFP4 = rule(
     "G7-arch-list-sm121a", "G7", "Whether TORCH_CUDA_ARCH_LIST builds sm_121a (NVFP4) kernels", Status.INFO,
     """Only kernels compiled for the arch-specific target 12.1a (sm_121a) can use cvt.e2m1x2, which NVFP4 needs
     to be faster than FP8 on a Spark (about 32% slower without it).""",
     "Add 12.1a to TORCH_CUDA_ARCH_LIST for extensions that run NVFP4 kernels; otherwise stay on FP8.",
-    ("dockerfile", "image"),
-)
+    ("dockerfile", "image"))
 SOURCE_BUILD_ARCH = rule(
     "G7-source-build-arch", "G7", "A CUDA extension is built from source without sm_121 in TORCH_CUDA_ARCH_LIST", Status.WARN,
     """xformers (or another torch CUDA extension) is compiled from source in the Dockerfile (git clone + pip
@@ -310,8 +277,7 @@ SOURCE_BUILD_ARCH = rule(
     that includes 12.0+PTX) or lacks 12.x, the extension has no code for sm_121. Triton is not judged here:
     it compiles kernels at run time, not at build time.""",
     "Set TORCH_CUDA_ARCH_LIST=\"12.1\" (or \"12.0;12.1a\") in the same RUN or in an ENV before the build, as Unsloth's Spark recipe does.",
-    ("dockerfile",),
-)
+    ("dockerfile",))
 
 CMAKE_ARCH = rule(
     "G7-cmake-cuda-architectures", "G7", "CMAKE_CUDA_ARCHITECTURES / CUDAARCHS does not cover sm_121", Status.WARN,
@@ -324,8 +290,7 @@ CMAKE_ARCH = rule(
     the build, and docker build sees none: the result cannot be told from the Dockerfile. A list with nothing
     for 12.x yields binaries that fail with "no kernel image is available" on a Spark.""",
     "Add 121 to the list (-DCMAKE_CUDA_ARCHITECTURES=121, or \"120;121a\" for NVFP4 kernels); replace native with an explicit list in container builds.",
-    ("dockerfile", "image"),
-)
+    ("dockerfile", "image"))
 NVCC_TARGET = rule(
     "G7-nvcc-target", "G7", "The stage's CUDA toolkit cannot compile for the GPU target it is asked for", Status.FAIL,
     """A TORCH_CUDA_ARCH_LIST, CMAKE_CUDA_ARCHITECTURES or CUDAARCHS value names a target that the nvcc of the
@@ -334,8 +299,7 @@ NVCC_TARGET = rule(
     architecture" for such a target, so the build fails, whatever else the list holds. Judged where the base
     image's tag names the CUDA version (nvidia/cuda:12.6.3-devel-..., an NGC release in envcheck's table).""",
     "Build on a CUDA 13 devel image (nvidia/cuda:13.0.1-devel-ubuntu24.04 or an NGC PyTorch 25.08+ container), which also matches the Spark's CUDA 13.",
-    ("dockerfile",),
-)
+    ("dockerfile",))
 _CMAKE_ENTRY = re.compile(r"^(\d+)([af]?)(?:-(real|virtual))?$")
 CMAKE_VARIABLES = ("CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
 
@@ -395,16 +359,14 @@ def arch_list_coverage(value: str, sm: int) -> tuple[str, list[str], bool]:
         major, minor, suffix, ptx = int(m.group(1)), int(m.group(2)), m.group(3).lower(), bool(m.group(4))
         label = f"sm_{major}{minor}{suffix}"
         targets.append(label + (f"+compute_{major}{minor}{suffix}" if ptx else ""))
+        exact_a = major == major_want and (minor, suffix) == (minor_want, "a")
+        nvfp4 = nvfp4 or exact_a
         found = "none"
-        if major == major_want and (minor, suffix) == (minor_want, "a"):
-            nvfp4 = True
+        if exact_a or (major == major_want and minor <= minor_want and suffix in ("", "f")):
             found = "native"
-        elif major == major_want and minor <= minor_want and suffix in ("", "f"):
-            found = "native"
-        if ptx and suffix != "a" and (major, minor) <= (major_want, minor_want) and found == "none":
+        elif ptx and suffix != "a" and (major, minor) <= (major_want, minor_want):
             found = "jit-same-major" if major == major_want else "jit-older"
-        if order[found] > order[level]:
-            level = found
+        level = max(level, found, key=order.__getitem__)
     return level, targets, nvfp4
 
 
@@ -416,8 +378,7 @@ ARCH_LIST_RUN_ONLY = rule(
     none, torch's default for a build machine without a GPU), not the one written here. Exported in the RUN
     that runs the build (`export ... && pip install .`), it is in effect and this rule is silent.""",
     """Set it with ENV (or ARG) before the build, or export it in the RUN that runs the build.""",
-    ("dockerfile",),
-)
+    ("dockerfile",))
 
 
 @check(ARCH_LIST, ARCH_LIST_NVFP4, SOURCE_BUILD_ARCH, NVCC_TARGET, ARCH_LIST_RUN_ONLY)
@@ -435,7 +396,6 @@ def dockerfile_arch_list(ctx: CheckContext) -> Iterator[Finding]:
 def _run_only_settings(ctx: CheckContext, settings: list[EnvVar]) -> Iterator[Finding]:
     """Arch settings exported in a RUN of their own: WARN where a later source build of the stage needed them."""
     from envcheck.knowledge.base_images import in_stage
-
     for var in ctx.inventory.env:
         vloc = var.location
         if var.origin != "run-only" or vloc is None or vloc.line is None:
@@ -459,22 +419,17 @@ def _nvcc_targets(ctx: CheckContext) -> Iterator[Finding]:
     """Arch-list values whose targets the nvcc of their stage's base image cannot compile for."""
     from envcheck.knowledge.base_images import in_stage, safe_describe
     from envcheck.knowledge.nvcc import unknown_to
-
-    stage_cuda: dict[str, tuple[str, str]] = {}  # stage -> (CUDA version, base image)
-    for image in ctx.inventory.images:
-        facts = safe_describe(image.ref)
-        if facts is not None and facts.cuda and not facts.inferred:
-            for stage in image.stages or ((image.stage,) if image.stage else ()):
-                stage_cuda[stage] = (facts.cuda, image.ref)
+    stage_cuda: dict[str, tuple[str, str]] = {  # stage -> (CUDA version, base image)
+        stage: (facts.cuda, image.ref) for image in ctx.inventory.images
+        if (facts := safe_describe(image.ref)) is not None and facts.cuda and not facts.inferred
+        for stage in image.stages or ((image.stage,) if image.stage else ())}
     for var in ctx.inventory.env:
         if (var.name not in ("TORCH_CUDA_ARCH_LIST", *CMAKE_VARIABLES) or var.origin == "run-only" or var.location is None
                 or var.location.stage not in stage_cuda):
             continue
         cuda, base = stage_cuda[var.location.stage]
-        if var.name == "TORCH_CUDA_ARCH_LIST":
-            _, labels, _ = arch_list_coverage(var.value, ctx.profile.sm)
-        else:
-            _, labels, _ = cmake_arch_coverage(var.value, ctx.profile.sm)
+        coverage = arch_list_coverage if var.name == "TORCH_CUDA_ARCH_LIST" else cmake_arch_coverage
+        _, labels, _ = coverage(var.value, ctx.profile.sm)
         targets = list(dict.fromkeys(f"sm_{m}" for label in labels for m in re.findall(r"(?:sm|compute)_(\d+[af]?)", label)))
         refused = unknown_to(cuda, targets)
         evidence = {"variable": var.name, "value": var.value, "cuda": cuda, "base": base}
@@ -491,7 +446,6 @@ def _nvcc_targets(ctx: CheckContext) -> Iterator[Finding]:
 def _arch_list_settings(settings: list[EnvVar], sm: int) -> Iterator[Finding]:
     """Each TORCH_CUDA_ARCH_LIST value: what it targets on sm_``sm``, and whether it includes sm_``sm``a (NVFP4)."""
     from envcheck.knowledge.base_images import in_stage
-
     for var in settings:
         stage = var.location.stage if var.location else None
         level, targets, nvfp4 = arch_list_coverage(var.value, sm)
@@ -537,7 +491,6 @@ def _source_builds(ctx: CheckContext) -> list[Package]:
 def _source_build_arch(ctx: CheckContext, settings: list[EnvVar]) -> Iterator[Finding]:
     """CUDA extensions a Dockerfile builds from source: which architectures the arch list in force gives them."""
     from envcheck.knowledge.base_images import in_stage, safe_describe
-
     sm = ctx.profile.sm
     ngc_stages = {i.stage for i in ctx.inventory.images if (f := safe_describe(i.ref)) is not None and f.ngc_torch}
     own_base = {i.stage for i in ctx.inventory.images}
@@ -572,7 +525,6 @@ def _source_build_arch(ctx: CheckContext, settings: list[EnvVar]) -> Iterator[Fi
 def _cmake_arch_lists(ctx: CheckContext) -> Iterator[Finding]:
     """G7 over CMAKE_CUDA_ARCHITECTURES / CUDAARCHS values (ENV, ARG, cmake -D, CMAKE_ARGS)."""
     from envcheck.knowledge.base_images import in_stage
-
     sm = ctx.profile.sm
     for var in ctx.inventory.env:
         if var.name not in CMAKE_VARIABLES or var.origin == "run-only":
@@ -583,10 +535,9 @@ def _cmake_arch_lists(ctx: CheckContext) -> Iterator[Finding]:
                     "origin": str(var.origin)}
         what = f"{in_stage(stage)}{var.name}={var.value!r}"
         a_note = "" if nvfp4 else f" (no sm_{sm}a: NVFP4 kernels built here will be slower than FP8)"
-        if level == "native":
-            yield CMAKE_ARCH.passed(f"{what} builds SASS that runs on sm_{sm}{a_note}", var.location, **evidence)
-        elif level == "jit-same-major":
-            yield CMAKE_ARCH.passed(f"{what} builds PTX that the driver JIT-compiles for sm_{sm}{a_note}", var.location, **evidence)
+        if level in ("native", "jit-same-major"):
+            how = "SASS that runs on" if level == "native" else "PTX that the driver JIT-compiles for"
+            yield CMAKE_ARCH.passed(f"{what} builds {how} sm_{sm}{a_note}", var.location, **evidence)
         elif level == "all":
             yield CMAKE_ARCH.passed(f"{what} builds for every architecture the CUDA toolkit knows (12.8 and newer include "
                                     f"sm_120/sm_{sm}){a_note}", var.location, **evidence)
@@ -603,8 +554,6 @@ def _cmake_arch_lists(ctx: CheckContext) -> Iterator[Finding]:
                                      var.location, evidence)
 
 
-# --- static: the GPU code of PyTorch's cu130 wheels ------------------------------------------------------
-
 TORCH_WHEEL_ARCH = rule(
     "G7-cu130-torch-arch", "G7", "Which GPU code PyTorch's cu130 torch carries for a GB10", Status.INFO,
     """PyTorch builds its cu130 linux/aarch64 wheels for a fixed TORCH_CUDA_ARCH_LIST (knowledge/torch_builds.toml):
@@ -613,15 +562,13 @@ TORCH_WHEEL_ARCH = rule(
     JIT-compiled at first launch. No source tells one cu130 release (2.9.0 included) from another, so this is a
     reading, never a WARN; NVFP4 kernels need sm_121a, which only a build of your own (or NGC) targets.""",
     "Nothing to do for FP8/BF16 work; for NVFP4 kernels use an NGC container or build the extension with TORCH_CUDA_ARCH_LIST=\"12.1a\".",
-    ("requirements", "pyproject", "lock", "dockerfile"),
-)
+    ("requirements", "pyproject", "lock", "dockerfile"))
 
 
 @check(TORCH_WHEEL_ARCH)
 def cu130_torch_arch(ctx: CheckContext) -> Iterator[Finding]:
     """INFO naming the arch list of PyTorch's cu130 aarch64 wheels, once, at the first cu130 torch of the input."""
     from envcheck.knowledge.builds import build_of_index, build_of_version, cu130_aarch64_arch_list
-
     if ctx.profile.machine != "aarch64":
         return
     for pkg in ctx.inventory.packages:

@@ -35,16 +35,14 @@ PIN_CONFLICT = rule(
     override (`[tool.uv] override-dependencies`, kept in uv.lock's `[manifest] overrides`) replaces every
     requirement declared on its package, which is what it is for: those requirements are not compared.""",
     "Pick versions that agree (the evidence names the pin), install them in one pip command so the resolver sees both, or use an NGC container where they are built together.",
-    ("requirements", *kinds.LOCK_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS),
-)
+    ("requirements", *kinds.LOCK_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS))
 NGC_TORCH_REPLACED = rule(
     "G9-ngc-torch-replaced", "G9", "A requirement would replace NGC's pre-release torch", Status.FAIL,
     """NGC containers ship torch as a pre-release (2.9.0a0+<hash>.nv25.09). Under PEP 440, 2.9.0a0 < 2.9.0,
     so torch>=2.9 or torch==2.9.0 (directly, or through a package that pins torch) is not satisfied, and pip
     replaces NGC's torch with a PyPI build that lacks NGC's CUDA 13/SM121 tuning.""",
     "Install with --no-deps, loosen the requirement to accept the pre-release (e.g. torch>=2.9.0a0), or pick versions built against the container's torch.",
-    ("requirements", "dockerfile", "image", *kinds.LIVE_KINDS),
-)
+    ("requirements", "dockerfile", "image", *kinds.LIVE_KINDS))
 UNPINNED = rule(
     "G9-unpinned", "G9", "An ML package is not pinned", Status.WARN,
     """Under bare pip, torch, triton, xformers, transformers and friends drift independently: an unpinned
@@ -54,9 +52,7 @@ UNPINNED = rule(
     torch (NGC 25.01 on) are not bare pip and pass; on other bases G9-bare-pip-base lists the stage's unpinned
     packages in its one finding. Reported once per file (per stage), naming every unpinned package.""",
     "Pin exact versions (==) that are known to work together, or use a lock file, or an NGC/Unsloth container.",
-    (*kinds.REQUIREMENT_FILES, "dockerfile"),
-    policy=True,
-)
+    (*kinds.REQUIREMENT_FILES, "dockerfile"), policy=True)
 UNSLOTH_DEPS = rule(
     "G9-unsloth-with-deps", "G9", "Unsloth is installed with its dependencies", Status.WARN,
     """NVIDIA's Spark install order installs unsloth and unsloth_zoo with --no-deps after the rest of the
@@ -65,9 +61,7 @@ UNSLOTH_DEPS = rule(
     (25.01 on), Unsloth's own caps are what keep transformers and trl in range: with both pinned exactly in
     the stage (Unsloth's Spark recipe) it passes, and otherwise the advice is to pin them, not --no-deps.""",
     "Install the stack first, then: pip install --no-deps unsloth unsloth_zoo bitsandbytes (NVIDIA's Unsloth playbook order).",
-    (*kinds.REQUIREMENT_FILES, "dockerfile"),
-    autofix=dockerfile_fixes.unsloth_no_deps,
-)
+    (*kinds.REQUIREMENT_FILES, "dockerfile"), autofix=dockerfile_fixes.unsloth_no_deps)
 TORCH_REPINNED = rule(
     "G9-torch-repinned", "G9", "vLLM is built from source without use_existing_torch.py", Status.WARN,
     """vLLM's own requirement files (requirements/cuda.txt, build.txt) pin torch to the release vLLM was tested
@@ -77,16 +71,14 @@ TORCH_REPINNED = rule(
     an existing torch is `python use_existing_torch.py` in the clone before the build.""",
     "Run `python use_existing_torch.py` in the vLLM clone before installing its requirements and building it "
     "(then build with --no-build-isolation), or pin the same torch vLLM's requirements name.",
-    ("dockerfile",),
-)
+    ("dockerfile",))
 MARKER_EXCLUDED = rule(
     "G9-marker-excludes-aarch64", "G9", "An ML requirement is skipped on aarch64 by its marker", Status.INFO,
     """The requirement's environment marker is false on linux/aarch64 (for example
     platform_machine == 'x86_64'), so on a Spark it is not installed at all. Older torch wheels gate triton
     this way.""",
     "If the Spark needs it, add a requirement without the x86_64 marker.",
-    (*kinds.DEPENDENCY_FILES, "dockerfile"),
-)
+    (*kinds.DEPENDENCY_FILES, "dockerfile"))
 
 
 @lru_cache(maxsize=1)
@@ -94,13 +86,8 @@ def _pins() -> dict[str, Any]:
     return knowledge.load("pins")
 
 
-def _version(pkg: Package) -> Version | None:
-    return _parsed(pkg.version)
-
-
 def _parsed(version: str | None) -> Version | None:
     from packaging.version import InvalidVersion, Version
-
     try:
         return Version(version) if version else None
     except InvalidVersion:
@@ -108,8 +95,7 @@ def _parsed(version: str | None) -> Version | None:
 
 
 def _allows(version: str | None, specifier: str) -> bool | None:
-    """Whether the version ``version`` meets ``specifier`` (pre-releases count, see :func:`_satisfies`);
-    None when ``version`` is no version."""
+    """Whether ``version`` meets ``specifier``; None when it is no version."""
     parsed = _parsed(version)
     return None if parsed is None else _satisfies(parsed, _specifier(specifier))
 
@@ -123,7 +109,6 @@ def _satisfies(version: Version, spec: SpecifierSet) -> bool:
 def _requirement(line: str) -> Requirement | None:
     """A Requires-Dist line, parsed once (a lock repeats the same lines over thousands of packages)."""
     from packaging.requirements import InvalidRequirement, Requirement
-
     try:
         return Requirement(line)
     except InvalidRequirement:
@@ -136,8 +121,7 @@ _NAME = re.compile(r"[ \t]*(\b[a-zA-Z0-9][a-zA-Z0-9._-]*\b)")
 
 @lru_cache(maxsize=16384)
 def _read_requires_line(line: str) -> tuple[str, str, Marker | None] | None:
-    """(canonical name, specifier text, marker) of a Requires-Dist line; None for a line whose marker names an
-    extra (it does not apply without that extra) or that is not PEP 508."""
+    """(canonical name, specifier, marker) of a Requires-Dist line; None: not PEP 508, or for an extra."""
     semicolon = line.find(";")
     at = line.find("@")
     if semicolon >= 0 and not 0 <= at < semicolon and "extra" in line[semicolon + 1:]:
@@ -153,7 +137,6 @@ def _read_requires_line(line: str) -> tuple[str, str, Marker | None] | None:
 @lru_cache(maxsize=4096)
 def _specifier(text: str) -> SpecifierSet:
     from packaging.specifiers import SpecifierSet
-
     return SpecifierSet(text)
 
 
@@ -161,11 +144,8 @@ _canonical = lru_cache(maxsize=8192)(canonical)  # the same few hundred names, t
 
 
 def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | None = None) -> list[tuple[str, str, str]]:
-    """(required name, specifier text, source) from metadata when present, else from the pin table.
-
-    ``wanted``: the names whose requirements can matter to the caller (the packages present); lines that
-    require anything else are not read at all.
-    """
+    """(required name, specifier text, source) from metadata when present, else from the pin table; lines
+    that require a name outside ``wanted`` (the packages present) are not read at all."""
     out: list[tuple[str, str, str]] = []
     if pkg.requires is not None:
         for line in pkg.requires:
@@ -179,22 +159,21 @@ def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | No
         return out
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
-
-    version = _version(pkg)
+    version = _parsed(pkg.version)
     if version is None or ngc_release(pkg.version) is not None:
         # The pin table describes public releases; NGC builds pair their own (e.g. torch 2.10a0 with triton 3.5).
         return out
     public = Version(str(version).split("+", 1)[0])
     for row in _pins().get("pin", []):
-        if row["package"] == pkg.name:
-            try:
-                if _satisfies(public, SpecifierSet(row["when"])):
-                    out.append((row["requires"], str(SpecifierSet(row["spec"])), f"pin table: {pkg.name} {row['when']} needs {row['requires']}{row['spec']} ({row['source']})"))
-            except (InvalidSpecifier, InvalidVersion):
-                continue
-    for row in _pins().get("same_version", []):
-        if row["package"] == pkg.name and version >= Version(row["since"]):
-            out.append((row["requires"], f"=={version.major}.{version.minor}.*", f"{pkg.name} shares torch's version ({row['source']})"))
+        try:
+            if row["package"] == pkg.name and _satisfies(public, SpecifierSet(row["when"])):
+                out.append((row["requires"], str(SpecifierSet(row["spec"])), f"pin table: {pkg.name} "
+                            f"{row['when']} needs {row['requires']}{row['spec']} ({row['source']})"))
+        except (InvalidSpecifier, InvalidVersion):
+            continue
+    out += [(row["requires"], f"=={version.major}.{version.minor}.*", f"{pkg.name} shares torch's version "
+             f"({row['source']})") for row in _pins().get("same_version", [])
+            if row["package"] == pkg.name and version >= Version(row["since"])]
     return out
 
 
@@ -219,9 +198,9 @@ def _marker_profile(ctx: CheckContext) -> Profile:
     version = python.version if python is not None else None
     if version is None or not version[:1].isdigit():
         return ctx.profile
-    env = dict(ctx.profile.marker_env)
-    env.update(python_version=".".join(version.split(".")[:2]), python_full_version=version)
-    return replace(ctx.profile, marker_env=env)
+    short = ".".join(version.split(".")[:2])
+    return replace(ctx.profile, marker_env={**ctx.profile.marker_env, "python_version": short,
+                                            "python_full_version": version})
 
 
 @check(TORCH_REPINNED)
@@ -239,11 +218,11 @@ def vllm_existing_torch(ctx: CheckContext) -> Iterator[Finding]:
                 break
             if other.name == "torch" and other.version and other.location is not None and other.location.stage == loc.stage:
                 torch = other
-        kept = any(i.tool == "python" and "use_existing_torch" in i.options and i.location is not None
-                   and i.location.stage == loc.stage and (i.location.line or 0) <= (loc.line or 0) for i in ctx.inventory.installs)
         if torch is None:
             continue
-        if kept:
+        if any(i.tool == "python" and "use_existing_torch" in i.options and i.location is not None
+               and i.location.stage == loc.stage and (i.location.line or 0) <= (loc.line or 0)
+               for i in ctx.inventory.installs):
             yield TORCH_REPINNED.passed(f"vLLM is built with use_existing_torch.py: it keeps torch {torch.version}", loc)
             continue
         yield TORCH_REPINNED.finding(
@@ -278,30 +257,27 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
             yield PIN_CONFLICT.finding(
                 f"{pkg.name} {pkg.version} needs {name}{spec}, but {name} is {other.version}",
                 pkg.location or other.location,
-                {"package": pkg.name, "version": pkg.version, "requires": f"{name}{spec}", "found": other.version, "source": source},
-            )
+                {"package": pkg.name, "version": pkg.version, "requires": f"{name}{spec}",
+                 "found": other.version, "source": source})
     # a range whose every release pins torch/torchvision/torchaudio outside what the input asks (wheels.toml)
     for pkg, message, evidence in release_pins.clashes(ctx, pkgs, overridden, lambda p: {
             name for name, _, _ in _requirements_of(p, marker_profile, exact)} if p.version else set()):
         conflicts += 1
         yield PIN_CONFLICT.finding(message, pkg.location, evidence)
-    from_main = list(_transformers_from_main(ctx, exact))
-    conflicts += len(from_main)
-    yield from from_main
+    for found in _transformers_from_main(ctx, exact):
+        conflicts += 1
+        yield found
     replaced = list(_ngc_torch(ctx, exact))
     yield from replaced
     yield from _ngc_torch_upgraded(ctx, [f.location for f in replaced])
     # Markers that drop a requirement on aarch64 (the torch->triton x86_64-only gate).
     stack = set(_pins()["stack"]["ml_stack"])
     # One requirement read as several (uv sources by marker) is excluded only when none of them installs.
-    installed_here = {(p.name, p.location, p.scope) for p in pkgs if installs_on(p, ctx.profile)}
-    reported: set[tuple[str, Location | None, str | None]] = set()
+    done = {(p.name, p.location, p.scope) for p in pkgs if installs_on(p, ctx.profile)}  # or reported
     for pkg in pkgs:
         key = (pkg.name, pkg.location, pkg.scope)
-        if key in installed_here or key in reported:
-            continue
-        if pkg.name in stack and not installs_on(pkg, ctx.profile) and not pkg.installed:
-            reported.add(key)
+        if key not in done and pkg.name in stack and not installs_on(pkg, ctx.profile) and not pkg.installed:
+            done.add(key)
             yield MARKER_EXCLUDED.info(f"{pkg.name} is not installed on {ctx.profile.machine}: its marker is {pkg.marker}", pkg.location)
     if ctx.inventory.context == "declared":
         yield from _unpinned(ctx, pkgs, stack)
@@ -314,11 +290,10 @@ def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding
     torch = exact.get("torch")
     if torch is None or ngc_release(torch.version) is None:
         return
-    version = _version(torch)
+    version = _parsed(torch.version)
     if version is None:
         return
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
     on_ngc = _ngc_stages(ctx, protected=False)  # a compose file's other services build on other bases
     for pkg in ctx.inventory.packages:
         if pkg.installed or pkg.role in PINS_ONLY or not installs_on(pkg, ctx.profile):
@@ -333,32 +308,30 @@ def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding
             if not _satisfies(version, spec) and not pkg.no_deps:
                 yield NGC_TORCH_REPLACED.finding(
                     f"torch{spec} is not satisfied by NGC's torch {torch.version} (a pre-release): pip will replace it",
-                    pkg.location, {"requirement": f"torch{spec}", "ngc_torch": torch.version},
-                )
+                    pkg.location, {"requirement": f"torch{spec}", "ngc_torch": torch.version})
         elif not pkg.no_deps:
             for name, text, source in _requirements_of(pkg, ctx.profile, ("torch",)):
                 spec = _specifier(text)
                 if name == "torch" and str(spec) and not _satisfies(version, spec):
+                    what = f"{pkg.name} {pkg.version}" if pkg.version else pkg.name
                     yield NGC_TORCH_REPLACED.finding(
-                        f"{pkg.name} {pkg.version or ''} needs torch{spec}, which NGC's torch {torch.version} does not satisfy: pip will replace NGC's torch".replace("  ", " "),
-                        pkg.location, {"package": pkg.name, "requires": f"torch{spec}", "ngc_torch": torch.version, "source": source},
-                    )
+                        f"{what} needs torch{spec}, which NGC's torch {torch.version} does not satisfy: "
+                        "pip will replace NGC's torch", pkg.location,
+                        {"package": pkg.name, "requires": f"torch{spec}", "ngc_torch": torch.version,
+                         "source": source})
 
 
 _TRANSFORMERS_MAIN = re.compile(r"github\.com/huggingface/transformers(?:\.git)?(?:@(?:main|master))?(?:[#?].*)?$")
 
 
 def _transformers_from_main(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding]:
-    """transformers installed from its main branch (a 5.x development version) next to a vLLM whose requirements
-    cap transformers below 5: with --no-deps (or --force-reinstall) pip never compares the two."""
+    """transformers from its main branch (5.x dev) next to a vLLM that caps it below 5: with --no-deps (or
+    --force-reinstall) pip never compares the two."""
     from_main = [p for p in ctx.inventory.packages
                  if p.name == "transformers" and p.url and _TRANSFORMERS_MAIN.search(p.url) and p.location is not None]
     if not from_main:
-        return  # (a folder scan imports no packaging for this)
-    from packaging.specifiers import SpecifierSet
-
+        return
     from envcheck.knowledge.base_images import safe_describe
-
     caps = [row for row in _pins().get("pin", []) if row["package"] == "vllm" and row["requires"] == "transformers"]
     for pkg in from_main:
         assert pkg.location is not None
@@ -373,7 +346,7 @@ def _transformers_from_main(ctx: CheckContext, exact: dict[str, Package]) -> Ite
         rows = [r for r in caps if version is None or _allows(version, r["when"])]
         if not rows or _allows("5.0.0.dev0", rows[0]["spec"]) is not False:
             continue
-        spec = str(SpecifierSet(rows[0]["spec"]))
+        spec = str(_specifier(rows[0]["spec"]))
         yield PIN_CONFLICT.finding(
             f"transformers from its main branch (a 5.x development version) goes over vLLM{' ' + version if version else ''}, "
             f"which requires transformers{spec}" + ("; --no-deps: pip does not check it" if pkg.no_deps else ""),
@@ -382,8 +355,7 @@ def _transformers_from_main(ctx: CheckContext, exact: dict[str, Package]) -> Ite
 
 
 def _ngc_torch_upgraded(ctx: CheckContext, reported: list[Location | None]) -> Iterator[Finding]:
-    """``pip install --upgrade torch`` (or --force-reinstall) in a stage on an NGC PyTorch base replaces NGC's torch,
-    whatever version the table knows for it."""
+    """``pip install --upgrade torch`` (or --force-reinstall) on an NGC PyTorch base replaces NGC's torch."""
     ngc = _ngc_stages(ctx, protected=False)
     for install in ctx.inventory.installs:
         loc = install.location
@@ -402,38 +374,28 @@ def _pinned_by_constraint(ctx: CheckContext, name: str) -> bool:
 
 
 def _ngc_stages(ctx: CheckContext, protected: bool = True) -> set[str]:
-    """Dockerfile stages that build on an NGC PyTorch container (directly or through other stages); also those of
-    the Dockerfiles a compose file builds (kinds that satisfy ``dockerfile`` carry stages only from such builds).
-
-    ``protected``: only those whose pip refuses to replace NGC's torch (PIP_CONSTRAINT, NGC 25.01 on)."""
+    """Dockerfile stages (also of those a compose file builds) on an NGC PyTorch container; ``protected``:
+    only those whose pip refuses to replace NGC's torch (PIP_CONSTRAINT, NGC 25.01 on)."""
     if ctx.kind != "dockerfile" and not kinds.applies(("dockerfile",), ctx.kind):
         return set()
     from envcheck.knowledge.base_images import pip_constraint_protects, safe_describe
-
-    found: set[str] = set()
-    for image in ctx.inventory.images:
-        facts = safe_describe(image.ref)
-        if facts is not None and facts.ngc_torch and (not protected or pip_constraint_protects(facts)):
-            found.update(image.stages or ((image.stage,) if image.stage else ()))
-    return found
+    return {stage for image in ctx.inventory.images if (facts := safe_describe(image.ref)) is not None
+            and facts.ngc_torch and (not protected or pip_constraint_protects(facts))
+            for stage in image.stages or ((image.stage,) if image.stage else ())}
 
 
 def _is_unpinned(ctx: CheckContext, pkg: Package, stack: set[str]) -> bool:
     """An ML requirement with no exact version, URL or constraint pin, installed on the target (a repeated
     `pip install torch` that pip answers with "Requirement already satisfied" installs nothing)."""
     from envcheck.checks.g01_cuda_abi import installed_before
-
     return (pkg.role == "requirement" and pkg.name in stack and not pkg.version and not pkg.url
-            and installs_on(pkg, ctx.profile) and not _pinned_by_constraint(ctx, pkg.name) and installed_before(ctx, pkg) is None)
+            and installs_on(pkg, ctx.profile) and not _pinned_by_constraint(ctx, pkg.name)
+            and installed_before(ctx, pkg) is None)
 
 
 def _unpinned(ctx: CheckContext, pkgs: list[Package], stack: set[str]) -> Iterator[Finding]:
-    """One finding per file (per stage in a Dockerfile) naming every unpinned ML package in it: policy advice.
-
-    Only bare pip counts (GOTCHAS G9): a Dockerfile stage on an NGC PyTorch container installs against
-    NVIDIA's build and its pip constraints, the container-first setup the gotcha recommends. A stage that
-    G9-bare-pip-base reports lists its unpinned packages there, so they are not reported twice.
-    """
+    """One finding per file (per Dockerfile stage) naming its unpinned ML packages. Only bare pip counts: a
+    stage on an NGC PyTorch container is container-first; one G9-bare-pip-base reports lists them there."""
     ngc = _ngc_stages(ctx)
     folded = {s.stage for s in _bare_pip_stages(ctx) if s.unpinned}
     by_file: dict[tuple[str | None, str | None], list[Package]] = {}
@@ -444,27 +406,23 @@ def _unpinned(ctx: CheckContext, pkgs: list[Package], stack: set[str]) -> Iterat
         stage = pkg.location.stage if pkg.location is not None else None
         if stage is not None and stage in ngc:
             on_ngc += 1
-            continue
-        if stage is not None and stage in folded:
-            continue
-        by_file.setdefault((pkg.location.path if pkg.location else None, stage), []).append(pkg)
+        elif stage is None or stage not in folded:
+            by_file.setdefault((pkg.location.path if pkg.location else None, stage), []).append(pkg)
     if on_ngc and not by_file:
         yield UNPINNED.passed(f"{on_ngc} unpinned ML requirement(s) install on an NGC PyTorch container, not bare pip", None)
     for group in by_file.values():
         names = list(dict.fromkeys(f"{p.name}{p.specifier or ''}" for p in group))  # `pip install torch torch`: once
         what = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        yield UNPINNED.finding(
-            f"{what} {'is' if len(names) == 1 else 'are'} not pinned to an exact version",
-            group[0].location, {"packages": [p.name for p in group], "specifiers": [p.specifier for p in group],
-                                "lines": sorted({p.location.line for p in group if p.location and p.location.line})},
-        )
+        yield UNPINNED.finding(f"{what} {'is' if len(names) == 1 else 'are'} not pinned to an exact version",
+                               group[0].location, {"packages": [p.name for p in group],
+                                                   "specifiers": [p.specifier for p in group],
+                                                   "lines": sorted({p.location.line for p in group
+                                                                    if p.location and p.location.line})})
 
 
 def _unsloth(ctx: CheckContext, pkgs: list[Package]) -> Iterator[Finding]:
-    """Unsloth with its dependencies. On an NGC base whose pip constraints keep torch (25.01 on), pip cannot
-    replace torch, and Unsloth's own Requires-Dist caps on transformers and trl are what keeps them in range:
-    with both pinned exactly in the stage (Unsloth's own Spark recipe) nothing is left to drift, and where they
-    are not, the advice is to pin them, since --no-deps would drop those caps."""
+    """On an NGC base whose pip constraints keep torch, Unsloth's own caps keep transformers and trl in range:
+    the advice there is to pin both (Unsloth's Spark recipe), as --no-deps would drop those caps."""
     protected = _ngc_stages(ctx)
     for pkg in pkgs:
         if pkg.name != "unsloth" or pkg.role not in ("requirement", "conda"):
@@ -489,11 +447,8 @@ def _unsloth(ctx: CheckContext, pkgs: list[Package]) -> Iterator[Finding]:
             continue
         yield UNSLOTH_DEPS.finding(
             "unsloth is installed with its dependencies (no --no-deps): pip may replace torch, transformers or trl",
-            pkg.location, {"package": "unsloth"},
-        )
+            pkg.location, {"package": "unsloth"})
 
-
-# --- live: container or bare pip (envcheck preflight, issue 7) ------------------------------------
 
 LIVE_CONTAINER = rule(
     "G9-bare-pip", "G9", "The environment is bare pip, not a container", Status.INFO,
@@ -502,15 +457,13 @@ LIVE_CONTAINER = rule(
     xformers and transformers drift independently, so the pins of the installed distributions are
     checked (G9-pin-conflict) and this rule reports which case applies.""",
     "Prefer an NGC or Unsloth container; under bare pip follow NVIDIA's install order, including --no-deps for Unsloth.",
-    kinds.LIVE_KINDS,
-)
+    kinds.LIVE_KINDS)
 
 
 @check(LIVE_CONTAINER)
 def live_container(ctx: CheckContext) -> Iterator[Finding]:
     """PASS inside a container (with the evidence); INFO for bare pip."""
-    container = ctx.inventory.host.container
-    if container is None:
+    if (container := ctx.inventory.host.container) is None:
         return
     evidence = list(container.evidence)
     if container.kind:
@@ -519,8 +472,6 @@ def live_container(ctx: CheckContext) -> Iterator[Finding]:
         yield LIVE_CONTAINER.info("bare pip (no container markers found): installed pins are checked", evidence=evidence)
 
 
-# --- Dockerfile base images (issue 4: Dockerfiles) ------------------------------------------------------
-
 FLOATING_BASE = rule(
     "G9-floating-base-tag", "G9", "The base image tag moves (latest, nightly, or no tag)", Status.WARN,
     """FROM image:latest, a nightly tag, or no tag at all (Docker then uses latest) rebuilds on whatever was
@@ -528,10 +479,8 @@ FLOATING_BASE = rule(
     so an image that worked yesterday breaks today. An image no registry serves (a one-word name that is not
     one of Docker's official images: vllm-node:latest) was built locally, and changes only when it is rebuilt:
     INFO. One image line shared by several services (a YAML anchor) is one finding.""",
-    "Pin a release tag (nvcr.io/nvidia/pytorch:25.11-py3) or a digest (image@sha256:...).",
-    ("dockerfile",),
-    policy=True,
-)
+    "Pin a release tag (nvcr.io/nvidia/pytorch:25.11-py3) or a digest (image@sha256:...).", ("dockerfile",),
+    policy=True)
 BARE_PIP_BASE = rule(
     "G9-bare-pip-base", "G9", "The ML stack is pip-installed on a base without NGC's PyTorch", Status.WARN,
     """The final image starts from a base that carries no NVIDIA-built PyTorch (python, ubuntu, nvidia/cuda)
@@ -541,17 +490,14 @@ BARE_PIP_BASE = rule(
     and passes; whether those pins are CUDA 13 builds is G1's question.""",
     """Start from nvcr.io/nvidia/pytorch:25.11-py3 (or newer) and add only what it lacks; if bare pip is
     unavoidable, pin every ML package and install Unsloth last with --no-deps (NVIDIA's order).""",
-    ("dockerfile",),
-    policy=True,
-)
+    ("dockerfile",), policy=True)
 UNKNOWN_BASE = rule(
     "G9-base-image-unknown", "G9", "envcheck's table does not know this NVIDIA base image tag", Status.INFO,
     f"""The base is an NVIDIA image (nvcr.io/nvidia/..., nvidia/cuda) whose tag is not in envcheck's dated table
     of NGC releases, so its CUDA, torch and shipped flash-attn/triton are not known. envcheck reports what
     the tag lets it infer (a release from {knowledge.first_cuda13_ngc_release()} on is CUDA 13) instead of guessing silently.""",
     "Check the release notes of that tag, or pin a tag envcheck knows (envcheck/knowledge/ngc_tags.toml).",
-    ("dockerfile",),
-)
+    ("dockerfile",))
 
 
 @check(FLOATING_BASE, BARE_PIP_BASE, UNKNOWN_BASE)
@@ -560,19 +506,17 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
     if not ctx.inventory.images:
         return
     from envcheck.knowledge.base_images import in_stage, local_build, safe_describe
-
     floating = 0
     said: set[tuple[str, int | None, str]] = set()  # one finding per written image line (YAML anchors repeat it)
     # an image line shared by services with and without a compose profile is reported for one that starts by default
     for image in sorted(ctx.inventory.images, key=lambda i: bool(i.location and i.location.branch)):
-        facts = safe_describe(image.ref)
-        if facts is None:
+        if (facts := safe_describe(image.ref)) is None:
             continue
         evidence = {"image": image.ref, "stage": image.stage, "final": image.final}
         if facts.floating:
             floating += 1
             line = (image.location.path, image.location.line, image.ref) if image.location else None
-            if line is not None and line in said:
+            if line in said:
                 continue
             if line is not None:
                 said.add(line)
@@ -593,22 +537,21 @@ def dockerfile_bases(ctx: CheckContext) -> Iterator[Finding]:
             return
         if not stage.unpinned:
             # Every ML package of the stage is pinned exactly: the gotcha's own advice for unavoidable bare pip.
-            yield BARE_PIP_BASE.passed(f"{in_stage(stage.stage)}{', '.join(stage.names)}: bare pip, every ML package pinned to an exact version",
-                                       stage.location)
+            yield BARE_PIP_BASE.passed(f"{in_stage(stage.stage)}{', '.join(stage.names)}: bare pip, every ML "
+                                       "package pinned to an exact version", stage.location)
             continue
         unpinned = list(dict.fromkeys(p.name for p in stage.unpinned))
+        lines = sorted({p.location.line for p in stage.unpinned if p.location and p.location.line})
         yield BARE_PIP_BASE.finding(
             f"{in_stage(stage.stage)}{', '.join(stage.names)} installed by pip/uv/conda on {stage.bases}, {stage.why}; "
-            f"not pinned to an exact version: {', '.join(unpinned)}",
-            stage.location, {"stage": stage.stage, "packages": stage.names, "bases": stage.bases, "unpinned": unpinned,
-                             "lines": sorted({p.location.line for p in stage.unpinned if p.location and p.location.line})},
-        )
+            f"not pinned to an exact version: {', '.join(unpinned)}", stage.location,
+            {"stage": stage.stage, "packages": stage.names, "bases": stage.bases, "unpinned": unpinned,
+             "lines": lines})
 
 
 @dataclass(frozen=True)
 class _BarePipStage:
     """A Dockerfile stage that pip-installs the ML stack, and what G9-bare-pip-base makes of it."""
-
     stage: str | None
     names: list[str]  # the GPU stack packages it installs
     unpinned: list[Package]  # the ML packages it leaves unpinned (G9-unpinned folds them into this finding)
@@ -619,21 +562,14 @@ class _BarePipStage:
 
 
 def _bare_pip_stages(ctx: CheckContext) -> list[_BarePipStage]:
-    """Dockerfile stages that install the ML stack with pip on a base without (protected) NGC PyTorch.
-
-    One entry with ``container_first`` when the final image builds on an NGC PyTorch container whose pip
-    constraints protect its torch (NGC 25.01 on); an older NGC base does not stop pip from replacing it."""
+    """Dockerfile stages that pip-install the ML stack on a base without (protected) NGC PyTorch; one entry
+    with ``container_first`` when the final image's NGC base has pip constraints guarding its torch."""
     if not ctx.inventory.images:
         return []
     from envcheck.knowledge.base_images import pip_constraint_protects, safe_describe
-
-    ngc_final = False
-    unprotected = False
-    for image in ctx.inventory.images:
-        facts = safe_describe(image.ref)
-        if facts is not None and image.final and facts.ngc_torch:
-            ngc_final = ngc_final or pip_constraint_protects(facts)
-            unprotected = unprotected or not pip_constraint_protects(facts)
+    protects = [pip_constraint_protects(facts) for image in ctx.inventory.images
+                if image.final and (facts := safe_describe(image.ref)) is not None and facts.ngc_torch]
+    ngc_final, unprotected = any(protects), not all(protects)
     # the GPU stack: torch and what pulls it (transformers alone does not require torch)
     full_stack = set(_pins()["stack"]["ml_stack"])
     stack = full_stack - {"transformers"}
@@ -663,18 +599,13 @@ def _bare_pip_stages(ctx: CheckContext) -> list[_BarePipStage]:
     return out
 
 
-# --- registry and local images (issue 5: envcheck image) -----------------------------------------------
-
-
 IMAGE_FLOATING_TAG = rule(
     "G9-image-floating-tag", "G9", "The image is named by a moving tag (latest, nightly)", Status.WARN,
     """The checked image was named by `latest`, a nightly tag or no tag at all. What envcheck judged is what
     the tag points to today; the next pull can bring another torch, CUDA or set of pins. The finding names the
     digest that was checked, so it can be pinned.""",
     "Pin the digest that was checked (image@sha256:...) or a release tag (nvcr.io/nvidia/pytorch:25.11-py3).",
-    ("image",),
-    policy=True,
-)
+    ("image",), policy=True)
 IMAGE_BARE_PIP = rule(
     "G9-image-bare-pip", "G9", "The image pip-installs the ML stack without NGC's PyTorch", Status.WARN,
     """The image's build history installs torch or the packages that pull it (triton, xformers, vllm, ...) with
@@ -682,19 +613,15 @@ IMAGE_BARE_PIP = rule(
     these drift independently and nothing pins them to GB10's SM121.""",
     """Build on nvcr.io/nvidia/pytorch:25.11-py3 (or newer) and add only what it lacks; otherwise pin every ML
     package and install Unsloth last with --no-deps (NVIDIA's order).""",
-    ("image",),
-    policy=True,
-)
+    ("image",), policy=True)
 
 
 @check(IMAGE_FLOATING_TAG, IMAGE_BARE_PIP)
 def image_drift(ctx: CheckContext) -> Iterator[Finding]:
     """G9 over an image: a moving tag, and an ML stack pip-installed (per its history) without NGC's torch."""
-    facts = ctx.inventory.host.image
-    if facts is None:
+    if (facts := ctx.inventory.host.image) is None:
         return
-    ref = facts.ref or ""
-    tag = facts.tag
+    ref, tag = facts.ref or "", facts.tag
     if facts.source == "registry" and "@" not in ref:
         where = Location(ref)
         if tag in ("latest", "nightly") or (tag or "").startswith(("latest-", "nightly-")):
@@ -726,8 +653,7 @@ RESOLVE_CONFLICT = rule(
     excludes (xformers 0.0.32.post2 requires torch==2.8.0 next to torch==2.14.1). pip would stop the same way.""",
     "Change one of the two requirements the message names: usually pick the release of the dependent package "
     "built for your torch (its Requires-Dist on the index says which).",
-    (*kinds.REQUIREMENT_FILES, "dockerfile"),
-)
+    (*kinds.REQUIREMENT_FILES, "dockerfile"))
 
 
 @check(RESOLVE_CONFLICT)

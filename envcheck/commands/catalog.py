@@ -160,7 +160,7 @@ def report(args: argparse.Namespace, config: Config) -> Report:
     say = not args.no_progress and sys.stderr.isatty()
     results = _in_parallel(args.jobs, tags, lambda tag: early[tag] if tag in early and not options.deep else judge(tag, options),
                            lambda done, result, seconds: _progress(done, len(tags), result, seconds) if say else None)
-    out = Report(profile=profile.name, targets=results)
+    out = Report(profile=profile.name, targets=results, sm=profile.sm)
     from envcheck import fixes
     fixes.attach(out, config.options)
     out.exit_code = engine.exit_code(out.findings, config.fail_threshold)

@@ -71,7 +71,7 @@ def report(args: argparse.Namespace, config: Config) -> Report:
         name = f"{sides[0].name} → {sides[1].name}"
     result = TargetResult(target=name, kind="twins" if args.twins else "diff", inventory=Inventory(context="installed"))
     result.findings, result.suppressed = engine.apply_ignores(problems + findings, config.ignores)
-    out = Report(profile=profile.name, targets=[result])
+    out = Report(profile=profile.name, targets=[result], sm=profile.sm)
     out.exit_code = engine.exit_code(result.findings, config.fail_threshold)
     return out
 

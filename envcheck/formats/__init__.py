@@ -1,15 +1,7 @@
-"""Output formats: one module per format, listed once in :data:`FORMATS`. The engine never prints.
-
-A format module has ``render(report, verbosity) -> str | Rendered``: what goes to stdout, or a
-:class:`Rendered` when some findings belong on stderr (the preflight format keeps its ten stdout lines and
-writes the rest there). :func:`renderer` is the render boundary: every format receives the report after
-:func:`envcheck.redaction.clean_report` (secrets masked, control characters escaped), so no format can
-print a credential or let an input start a line of its own (nor a workflow command: only the github format
-writes those). A format that renders findings only
-(``inventory=False``) receives each target with an empty inventory: what it cannot see need not be
-cleaned (a whole environment's inventory is 866 binaries and thousands of Requires-Dist lines). The CLI reads ``--format`` choices and help
-from :data:`FORMATS` and writes what the renderer returns; it knows nothing else of any format.
-"""
+"""Output formats: one module per format, listed once in :data:`FORMATS`, each with ``render(report,
+verbosity) -> str | Rendered``. :func:`renderer` is the render boundary: every format gets the report after
+:func:`envcheck.redaction.clean_report` (secrets masked, control characters escaped), so no format prints a
+credential or lets an input start a line (nor a workflow command: only the github format writes those)."""
 
 from __future__ import annotations
 
@@ -23,17 +15,15 @@ from envcheck.model import Inventory, Report
 @dataclass(frozen=True)
 class Format:
     """One output format: ``--format NAME`` renders with ``module``'s ``render``."""
-
     name: str
     module: str  # importable module path (imported only when the format is used)
     what: str  # one phrase for --help
-    inventory: bool = True  # renders the targets' inventories (False: it is given empty ones)
+    inventory: bool = True  # False: findings only, given empty inventories (which then need no cleaning)
 
 
 @dataclass(frozen=True)
 class Rendered:
     """What a format writes: ``stdout`` (the report, or the file ``-o`` writes) and ``stderr`` lines."""
-
     stdout: str
     stderr: tuple[str, ...] = ()
 
@@ -53,14 +43,11 @@ Renderer = Callable[[Report, int], Rendered]
 
 
 def names() -> tuple[str, ...]:
-    """The ``--format`` choices, in table order."""
     return tuple(FORMATS)
 
 
 def renderer(name: str) -> Renderer:
-    """Render with format ``name``: the report is cleaned first (:func:`envcheck.redaction.clean_report`)."""
     from envcheck.redaction import clean_report, no_command_lines
-
     render = importlib.import_module(FORMATS[name].module).render
     inventory = FORMATS[name].inventory
     # No input may start a workflow command line: only the github format writes commands (its own).

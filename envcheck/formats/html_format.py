@@ -1,25 +1,8 @@
-"""One self-contained HTML page per run (``--format html -o report.html``), for people and CI artifacts.
+"""One self-contained HTML page per run (``--format html -o report.html``); what it shows: docs/html.md.
 
-The page needs no network: styles are inline, there are no fonts, images or external scripts, and six
-lines of plain JavaScript filter rows by text (everything reads without it). It shows, per run:
-
-- a summary band, one tile per gotcha (G1..G10, ARCH) with its worst status and how many findings have it;
-  the status is a word, and tiles differ in border style too, so the band reads in greyscale;
-- per target, the findings grouped by gotcha, each with its location, evidence, fix and the rule's
-  explanation in a ``<details>`` (passing and informational findings are folded under a switch);
-- where a target has ELF files (a venv, a folder, a wheel, an image with ``--deep``, a container): a matrix
-  with one row per package: the CUDA major its files need, the sm_121 verdict (native / compatible /
-  PTX-JIT / none), the SASS and PTX architectures, fatbins found outside ``.nv_fatbin`` (hidden) marked,
-  packages with problems first; each row opens to its files;
-- for an image: the build history, one row per step with the instruction and the findings it carries;
-- for ``envcheck diff``: each change with the A side and the B side next to each other;
-- with more than one target (``envcheck catalog``, ``envcheck merge``): a compatibility matrix, one row per
-  target (a tag, a host) and one column per gotcha (G1..G10, ARCH), each cell the target's worst status for
-  that gotcha, linked to those findings.
-
-Every string from an input goes through :func:`html.escape` after the render boundary has masked secrets
-and made control characters visible (:func:`envcheck.formats.renderer`); nothing from an input is placed
-in a ``<style>`` or ``<script>`` element or in an attribute other than escaped text.
+No network: inline styles, no fonts, images or external scripts. Every input string goes through
+:func:`html.escape` after the render boundary (:func:`envcheck.formats.renderer`) masked secrets; no input
+reaches a ``<style>`` or ``<script>`` element or an attribute other than escaped text.
 """
 
 from __future__ import annotations
@@ -29,66 +12,34 @@ import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from envcheck import __version__
+from envcheck.inspect import fatbin_levels
 from envcheck.inspect.fatbin import STANDARD_SECTIONS
 from envcheck.model import ALL_GOTCHAS, Binary, Finding, Report, Status, TargetResult
 
 if TYPE_CHECKING:
     from envcheck.readings import ImageFacts
 
-# sm_121 verdicts, worst first (the order problems sort by), and the words the page shows for them.
+# GPU code verdicts, worst first (the order problems sort by), and the words the page shows for them.
 SM121_ORDER: dict[str | None, int] = {"none": 0, "ptx-jit": 1, "compatible": 2, "native": 3, None: 4}
 SM121_WORDS: dict[str | None, str] = {"none": "none", "ptx-jit": "PTX-JIT", "compatible": "compatible",
                                       "native": "native", None: "no GPU code"}
-# Fatbins in these sections are where a CUDA toolchain puts them; anywhere else they are "hidden"
-# (found by the deep scan inside data sections, archives or compressed payloads).
+# A fatbin outside the toolchain's sections is "hidden" (the deep scan found it in a data section, archive
+# or compressed payload).
 FATBIN_SECTIONS = frozenset(STANDARD_SECTIONS)
 _QUIET = (Status.PASS, Status.INFO, Status.SKIP)
 _HISTORY = re.compile(r"history\[(\d+)\]")
 
-_STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1b1b;background:#fff}
-header,main,footer{padding:0 24px}header{border-bottom:1px solid #ccc;padding-bottom:8px}
-h1{font-size:22px;margin:16px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:2px solid #333}
-h3{font-size:15px;margin:18px 0 6px}code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px}
-.meta{color:#444}.band{display:grid;grid-template-columns:repeat(auto-fill,minmax(92px,1fr));gap:8px;margin:14px 0}
-.tile{display:block;padding:8px;border-radius:6px;text-decoration:none;color:inherit;border:2px solid #999}
-.tile b{display:block;font-size:15px}.tile span{display:block;font-weight:700;letter-spacing:.04em}
-.s-ERROR{background:#f3d1f5;border:4px double #6a1b6f}.s-FAIL{background:#f8c9c4;border:4px solid #8b1a10}
-.s-WARN{background:#fbe7b5;border:3px dashed #7a5300}.s-PASS{background:#d4efd6;border:1px solid #2f6b33}
-.s-INFO{background:#dde8f6;border:1px dotted #2c4f7c}.s-SKIP{background:#eee;border:1px dotted #888;color:#555}
-.badge{display:inline-block;min-width:46px;text-align:center;font-weight:700;font-size:12px;padding:1px 4px;border-radius:4px}
-.finding{margin:6px 0;padding:6px 10px;border-radius:4px;background:#fafafa;border-left:6px solid #999}
-.finding.s-ERROR,.finding.s-FAIL,.finding.s-WARN,.finding.s-PASS,.finding.s-INFO,.finding.s-SKIP{border-top:0;border-right:0;border-bottom:0}
-.finding .where{color:#444}.finding .fix{margin-top:3px}.finding details{margin-top:3px}
-table{border-collapse:collapse;margin:6px 0 12px;width:100%}th,td{border:1px solid #bbb;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
-th{background:#eee}td.num{text-align:right}.hidden-fatbin{font-weight:700;text-decoration:underline dotted}
-.sm-none{background:#f8c9c4;font-weight:700}.sm-ptx-jit{background:#fbe7b5}.sm-compatible{background:#e4f2d8}
-.sm-native{background:#c9ebcc}.sm-nogpu{color:#666}
-.quiet{display:none}#showall:checked~main .quiet{display:block}#showall:checked~main tr.quiet{display:table-row}
-.controls{padding:8px 24px;background:#f4f4f4;border-bottom:1px solid #ccc}.controls input[type=search]{width:260px}
-#showall{margin:8px 4px 8px 24px}table.compat td{text-align:center;font-weight:700;border-width:1px}
-table.compat td a{color:inherit}table.matrix summary{white-space:nowrap}
-.empty{color:#555;font-style:italic}pre{white-space:pre-wrap;word-break:break-all;margin:2px 0}
-@media print{.controls{display:none}.quiet{display:block}}
-"""
-
-# Filter by text: rows and findings that do not contain the words typed are hidden. Data is never read
-# from attributes, only from text nodes, so no input can reach the script.
-_SCRIPT = """
-document.getElementById("filter").addEventListener("input", function (e) {
-  var q = e.target.value.toLowerCase();
-  document.querySelectorAll("[data-filter]").forEach(function (el) {
-    el.style.display = (q && el.textContent.toLowerCase().indexOf(q) < 0) ? "none" : "";
-  });
-});
-"""
+# Filter by text (report.js): rows and findings that do not contain the words typed are hidden. Data is never
+# read from attributes, only from text nodes, so no input can reach the script.
+_STYLE, _SCRIPT = (resources.files("envcheck.formats").joinpath(name).read_text(encoding="utf-8")
+                   for name in ("report.css", "report.js"))
 
 
 def _e(value: Any) -> str:
-    """Text from anywhere (an input, a reading) as HTML text or attribute content."""
     return html.escape("" if value is None else str(value), quote=True)
 
 
@@ -99,28 +50,22 @@ def _badge(status: Status) -> str:
 def render(report: Report, verbosity: int = 0) -> str:
     """The report as one HTML5 page (no external resources)."""
     from envcheck import rules
-
     explanations = {r.id: r for r in rules.iter_rules()}
     out: list[str] = [
-        "<!DOCTYPE html>",
-        '<html lang="en">',
+        "<!DOCTYPE html>", '<html lang="en">',
         '<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>envcheck report: {_e(', '.join(t.target for t in report.targets) or 'nothing checked')}</title>",
-        f"<style>{_STYLE}</style></head>",
-        "<body>",
-        '<header><h1>envcheck report</h1>',
+        f"<style>{_STYLE}</style></head>", "<body>", '<header><h1>envcheck report</h1>',
         f'<p class="meta">profile <b>{_e(report.profile)}</b> · envcheck {_e(__version__)} · '
         f"{len(report.targets)} target{'s' if len(report.targets) != 1 else ''} · exit code {report.exit_code}</p>",
-        _band(report),
-        *_compatibility(report),
-        "</header>",
+        _band(report), *_compatibility(report), "</header>",
         '<input type="checkbox" id="showall"' + (" checked" if verbosity > 0 else "") + ">",
         '<label for="showall"> show passing and informational findings</label>',
         '<div class="controls"><label>Filter <input type="search" id="filter" placeholder="package, rule, file…"></label></div>',
         "<main>",
     ]
     for index, target in enumerate(report.targets):
-        out.extend(_target(index, target, explanations))
+        out.extend(_target(index, target, explanations, report.sm))
     if not report.targets:
         out.append('<p class="empty">Nothing was checked.</p>')
     out += ["</main>", f'<footer><p class="meta">envcheck {_e(__version__)}: rules are explained by '
@@ -129,7 +74,6 @@ def render(report: Report, verbosity: int = 0) -> str:
 
 
 def _band(report: Report) -> str:
-    """One tile per gotcha: worst status and how many findings have that status."""
     tiles = ['<nav class="band" aria-label="summary by gotcha">']
     for gotcha in ALL_GOTCHAS:
         statuses = [f.status for f in report.findings if f.gotcha == gotcha]
@@ -165,16 +109,15 @@ def _compatibility(report: Report) -> list[str]:
     return out
 
 
-def _target(index: int, target: TargetResult, explanations: Mapping[str, Any]) -> list[str]:
+def _target(index: int, target: TargetResult, explanations: Mapping[str, Any], sm: int) -> list[str]:
     worst = Status.worst((f.status for f in target.findings), Status.PASS)
     out = [f'<section class="target" id="t{index}">',
            f"<h2>{_badge(worst)} {_e(target.target)} <small>({_e(target.kind)})</small></h2>"]
     if target.kind in ("diff", "twins"):
         out.extend(_diff(target))
     if target.inventory.binaries:
-        out.extend(_matrix(target.inventory.binaries, target.findings))
-    image = target.inventory.host.image
-    if image is not None:
+        out.extend(_matrix(target.inventory.binaries, target.findings, sm))
+    if (image := target.inventory.host.image) is not None:
         out.extend(_image(image, target.findings))
     out.extend(_findings(index, target, explanations))
     if target.suppressed:
@@ -228,7 +171,6 @@ def _finding(f: Finding, rule: Any) -> str:
 
 
 def hidden_sections(binary: Binary) -> tuple[str, ...]:
-    """The sections (or places) where a fatbin was found outside the ones a CUDA toolchain writes."""
     return tuple(s for s in binary.sections if s not in FATBIN_SECTIONS)
 
 
@@ -254,8 +196,16 @@ def _arch_key(label: str) -> tuple[int, str]:
     return (int(digits.group(1)) if digits else 0, label)
 
 
-def _matrix(binaries: list[Binary], findings: list[Finding]) -> list[str]:
-    """Packages × what their ELF files need and carry for sm_121, problems first."""
+def _level(b: Binary, sm: int) -> str | None:
+    """How ``b`` runs on the profile's GPU: ``Binary.sm121`` is read for the GB10; another GPU is judged
+    from the recorded modules (a reading without them: its images as one module), as G7 does."""
+    if sm == fatbin_levels.GB10_SM or b.sm121 is None:
+        return b.sm121
+    return fatbin_levels.modules_level(b.modules or (" ".join((*b.sass, *b.ptx)),), sm)
+
+
+def _matrix(binaries: list[Binary], findings: list[Finding], sm: int) -> list[str]:
+    """Packages × what their ELF files need and carry for the profile's GPU, problems first."""
     worst_at: dict[tuple[str, str | None], Status] = {}
     for f in findings:
         if f.location is not None:
@@ -270,17 +220,19 @@ def _matrix(binaries: list[Binary], findings: list[Finding]) -> list[str]:
         loc = b.location
         return worst_at.get((loc.path, loc.member) if loc else (b.path, None), Status.PASS)
 
+    levels = {id(b): _level(b, sm) for b in binaries}
     rows = []
     for name, files in groups.items():
         status = Status.worst((status_of(b) for b in files), Status.PASS)
-        gpu = [b for b in files if b.sm121 is not None]
-        level = min((b.sm121 for b in gpu), key=lambda lv: SM121_ORDER.get(lv, 4)) if gpu else None
+        gpu = [levels[id(b)] for b in files if levels[id(b)] is not None]
+        level = min(gpu, key=lambda lv: SM121_ORDER.get(lv, 4)) if gpu else None
         rows.append((name, files, status, level))
     rows.sort(key=lambda r: (-r[2].rank, SM121_ORDER.get(r[3], 4), r[0]))
-    gpu_files = sum(1 for b in binaries if b.sm121 is not None)
+    gpu_files = sum(1 for b in binaries if levels[id(b)] is not None)
+    target = f"sm_{sm}"
     out = [f"<h3>Binaries: {len(binaries)} ELF files in {len(rows)} packages, {gpu_files} with GPU code</h3>",
            '<table class="matrix"><thead><tr><th>status</th><th>package</th><th>ELF files</th><th>CUDA major</th>'
-           "<th>sm_121</th><th>SASS</th><th>PTX</th><th>fatbins</th></tr></thead><tbody>"]
+           f"<th>{target}</th><th>SASS</th><th>PTX</th><th>fatbins</th></tr></thead><tbody>"]
     for name, files, status, level in rows:
         majors = sorted({b.cuda_major for b in files if b.cuda_major is not None})
         hidden = sorted({s for b in files for s in hidden_sections(b)})
@@ -292,29 +244,29 @@ def _matrix(binaries: list[Binary], findings: list[Finding]) -> list[str]:
         cls = "nogpu" if level is None else level
         out.append(
             f"<tr{quiet} data-filter><td>{_badge(status)}</td><td><details><summary>{_e(name)}</summary>"
-            + _files(files, status_of) + "</details></td>"
+            + _files(files, status_of, levels) + "</details></td>"
             f'<td class="num">{len(files)}</td><td>{_e(", ".join(map(str, majors)) or "—")}</td>'
             f'<td class="sm-{cls}">{_e(SM121_WORDS.get(level, str(level)))}</td>'
             f'<td class="mono">{_e(_labels(s for b in files for s in b.sass))}</td>'
             f'<td class="mono">{_e(_labels(s for b in files for s in b.ptx))}</td><td>{fat_text}</td></tr>')
     out.append("</tbody></table>")
-    out.append('<p class="meta">sm_121: <b>native</b> SASS for sm_121; <b>compatible</b> SASS another GB10 GPU '
-               "runs (sm_120 family); <b>PTX-JIT</b> only PTX the driver compiles at first launch; <b>none</b> nothing "
-               "that runs on sm_121. A package shows its worst file. <b>hidden</b>: a fatbin found outside "
-               "<code>.nv_fatbin</code>. Rows with nothing to look at are folded under the switch above.</p>")
+    out.append(f'<p class="meta">{target}: <b>native</b> SASS for {target}; <b>compatible</b> SASS of the '
+               f"sm_{sm // 10 * 10} family that {target} runs; <b>PTX-JIT</b> only PTX the driver compiles "
+               f"at first launch; <b>none</b> nothing that runs on {target}. A package shows its worst file. "
+               "<b>hidden</b>: a fatbin found outside <code>.nv_fatbin</code>. Rows with nothing to look at "
+               "are folded under the switch above.</p>")
     return out
 
 
-def _files(files: list[Binary], status_of: Any) -> str:
-    ordered = sorted(files, key=lambda b: (-status_of(b).rank, SM121_ORDER.get(b.sm121, 4), b.path))
+def _files(files: list[Binary], status_of: Any, levels: Mapping[int, str | None]) -> str:
+    ordered = sorted(files, key=lambda b: (-status_of(b).rank, SM121_ORDER.get(levels[id(b)], 4), b.path))
     rows = ['<table class="files"><tbody>']
     for b in ordered:
-        hidden = hidden_sections(b)
         rows.append(f"<tr><td>{_badge(status_of(b))}</td><td class=\"mono\">{_e(b.location or b.path)}</td>"
                     f"<td>{_e(b.cuda_major if b.cuda_major is not None else '—')}</td>"
-                    f"<td>{_e(SM121_WORDS.get(b.sm121, str(b.sm121)))}</td>"
+                    f"<td>{_e(SM121_WORDS.get(levels[id(b)], str(levels[id(b)])))}</td>"
                     f'<td class="mono">{_e(_labels(b.sass))} / {_e(_labels(b.ptx))}</td>'
-                    f"<td>{_hidden(hidden)}</td></tr>")
+                    f"<td>{_hidden(hidden_sections(b))}</td></tr>")
     rows.append("</tbody></table>")
     return "".join(rows)
 
@@ -329,8 +281,7 @@ def _image(image: ImageFacts, findings: list[Finding]) -> list[str]:
     out = ["<h3>Image</h3><table><tbody>"]
     out += [f"<tr><th>{_e(k)}</th><td class=\"mono\">{_e(v)}</td></tr>" for k, v in facts if v not in (None, "")]
     out.append("</tbody></table>")
-    history = image.history
-    if not history:
+    if not (history := image.history):
         out.append('<p class="empty">The image config has no build history.</p>')
         return out
     at: dict[int, list[Finding]] = defaultdict(list)

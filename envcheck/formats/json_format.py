@@ -12,14 +12,10 @@ SCHEMA_VERSION = 1
 
 
 def report_data(report: Report) -> dict[str, Any]:
-    """The report as JSON-ready data (what ``--format json`` prints)."""
     return {
-        "schema_version": SCHEMA_VERSION,
-        "envcheck_version": __version__,
-        "profile": report.profile,
+        "schema_version": SCHEMA_VERSION, "envcheck_version": __version__, "profile": report.profile,
         "targets": [t.to_json() for t in report.targets],
-        "summary": {g: s.value for g, s in report.summary().items()},
-        "exit_code": report.exit_code,
+        "summary": {g: s.value for g, s in report.summary().items()}, "exit_code": report.exit_code,
     }
 
 

@@ -1,9 +1,5 @@
-"""The original preflight script's contract: one line per gotcha, G1..G10 in order.
-
-``G<n> <STATUS> <detail>`` with STATUS in PASS/FAIL/WARN/SKIP, and ``G<n> INFO: <readings>`` where a
-gotcha has only raw readings: exactly ten lines on stdout. Findings outside G1..G10 (ARCH, envcheck's own
-ERRORs) go to stderr, one line each (see :func:`other_lines`); the exit code counts them.
-"""
+"""The original preflight script's contract: exactly ten lines on stdout, ``G<n> <STATUS> <detail>`` (or
+``G<n> INFO: <readings>``) for G1..G10 in order. Findings outside G1..G10 go to stderr, one line each."""
 
 from __future__ import annotations
 
@@ -16,7 +12,6 @@ def _one_line(text: str) -> str:
 
 
 def gotcha_line(gotcha: str, findings: list[Finding]) -> str:
-    """The single line for one gotcha."""
     if not findings:
         return f"{gotcha} SKIP not checked by this command"
     worst = Status.worst(f.status for f in findings)
@@ -35,15 +30,13 @@ def gotcha_line(gotcha: str, findings: list[Finding]) -> str:
 
 
 def render(report: Report, verbosity: int = 0) -> Rendered:
-    """Exactly ten lines, G1..G10, on stdout (what scripts written against the original parse); the rest on stderr."""
     findings = report.findings
     lines = [gotcha_line(g, [f for f in findings if f.gotcha == g]) for g in GOTCHAS]
     return Rendered("\n".join(lines) + "\n", tuple(other_lines(report)))
 
 
 def other_lines(report: Report) -> list[str]:
-    """Findings outside G1..G10 (ARCH, envcheck's own ERRORs), one line each: they go to
-    stderr so that stdout keeps the ten-line contract while nothing is hidden."""
+    """Findings outside G1..G10 (ARCH, envcheck's own ERRORs), one line each (stderr: nothing is hidden)."""
     out = []
     for f in report.findings:
         if f.gotcha not in GOTCHAS and f.status in (Status.FAIL, Status.WARN, Status.ERROR):

@@ -16,16 +16,10 @@ def markdown(rules: Iterable[Rule]) -> str:
             gotcha = r.gotcha
             out += [f"## {gotcha}", ""]
         out += [
-            f'<a id="{r.id.lower()}"></a>',
-            f"### {r.id}: {r.title}",
-            "",
+            f'<a id="{r.id.lower()}"></a>', f"### {r.id}: {r.title}", "",
             f"Default status: **{r.severity.value}**."
             + (" A **policy** rule: advice, not a fault of the Spark (`--ignore policy` leaves its findings out)." if r.policy else ""),
-            "",
-            r.explanation,
-            "",
-            f"**Fix:** {r.fix}",
-            "",
+            "", r.explanation, "", f"**Fix:** {r.fix}", "",
         ]
         if r.autofix is not None:
             out += [f"**`envcheck --fix`:** {autofix_summary(r)}", ""]

@@ -14,8 +14,7 @@ HELP_URI = "https://github.com/envcheck/envcheck/blob/main/docs/rules.md"
 
 def _rule_descriptor(rule: rules.Rule) -> dict[str, Any]:
     return {
-        "id": rule.id,
-        "name": rule.id.replace("-", "_"),
+        "id": rule.id, "name": rule.id.replace("-", "_"),
         "shortDescription": {"text": f"{rule.gotcha}: {rule.title}"},
         "fullDescription": {"text": rule.explanation},
         "help": {"text": f"{rule.explanation}\n\nFix: {rule.fix}", "markdown": f"{rule.explanation}\n\n**Fix:** {rule.fix}"},
@@ -27,12 +26,10 @@ def _rule_descriptor(rule: rules.Rule) -> dict[str, Any]:
 
 
 def artifact_uri(path: str, base: str | None = None) -> str:
-    """A SARIF artifact URI: a path under ``base`` (the working folder: the checkout, in CI) as a relative URI
-    reference, which code scanning resolves against the checkout; any other absolute path as a ``file://``
-    URI; percent-encoded either way."""
+    """A path under ``base`` (the checkout, in CI) as a relative URI reference, which code scanning resolves
+    against the checkout; any other absolute path as a ``file://`` URI; percent-encoded either way."""
     from pathlib import PurePosixPath
     from urllib.parse import quote
-
     pure = PurePosixPath(path)
     if pure.is_absolute() and base is not None and pure.is_relative_to(base):
         pure = pure.relative_to(base)
@@ -42,24 +39,19 @@ def artifact_uri(path: str, base: str | None = None) -> str:
 
 
 def _fix(finding: Finding, base: str) -> dict[str, Any]:
-    """A SARIF ``fix``: what ``envcheck --fix`` changes, as byte spans of the file (deletedRegion byteOffset/byteLength)."""
+    """What ``envcheck --fix`` changes, as byte spans of the file."""
     changes: dict[str, list[dict[str, Any]]] = {}
     for edit in finding.edits:
         changes.setdefault(edit.path, []).append({
             "deletedRegion": {"byteOffset": edit.offset, "byteLength": edit.length},
-            "insertedContent": {"text": edit.replacement},
-        })
-    return {
-        "description": {"text": finding.fix or "envcheck --fix"},
-        "artifactChanges": [{"artifactLocation": {"uri": artifact_uri(path, base)}, "replacements": replacements}
-                            for path, replacements in changes.items()],
-    }
+            "insertedContent": {"text": edit.replacement}})
+    return {"description": {"text": finding.fix or "envcheck --fix"},
+            "artifactChanges": [{"artifactLocation": {"uri": artifact_uri(path, base)}, "replacements": edits}
+                                for path, edits in changes.items()]}
 
 
 def sarif_data(report: Report) -> dict[str, Any]:
-    """The report as a SARIF 2.1.0 log."""
     import os
-
     base = os.getcwd()
     all_rules = list(rules.iter_rules())
     index = {r.id: i for i, r in enumerate(all_rules)}
@@ -67,19 +59,15 @@ def sarif_data(report: Report) -> dict[str, Any]:
     for target in report.targets:
         for f in target.findings:
             level = _LEVEL.get(f.status)
-            if level is None or (f.status is Status.INFO):
+            if level is None or f.status is Status.INFO:
                 continue
             loc = f.location
             path = loc.path if loc is not None else target.target
-            region: dict[str, Any] = {}
-            if loc is not None and loc.line is not None:
-                region["startLine"] = loc.line
             physical: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(path, base)}}
-            if region:
-                physical["region"] = region
+            if loc is not None and loc.line is not None:
+                physical["region"] = {"startLine": loc.line}
             result: dict[str, Any] = {
-                "ruleId": f.rule,
-                "level": level,
+                "ruleId": f.rule, "level": level,
                 "message": {"text": f.message + (f" Fix: {f.fix}" if f.fix else "")},
                 "locations": [{"physicalLocation": physical}],
                 "properties": {"gotcha": f.gotcha, "status": f.status.value, "policy": f.policy},
@@ -91,25 +79,11 @@ def sarif_data(report: Report) -> dict[str, Any]:
             if f.edits:
                 result["fixes"] = [_fix(f, base)]
             results.append(result)
-    return {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "envcheck",
-                        "version": __version__,
-                        "semanticVersion": __version__,
-                        "informationUri": "https://github.com/envcheck/envcheck",
-                        "rules": [_rule_descriptor(r) for r in all_rules],
-                    }
-                },
-                "results": results,
-                "properties": {"profile": report.profile},
-            }
-        ],
-    }
+    driver = {"name": "envcheck", "version": __version__, "semanticVersion": __version__,
+              "informationUri": "https://github.com/envcheck/envcheck",
+              "rules": [_rule_descriptor(r) for r in all_rules]}
+    run = {"tool": {"driver": driver}, "results": results, "properties": {"profile": report.profile}}
+    return {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
 
 
 def render(report: Report, verbosity: int = 0) -> str:

@@ -1,11 +1,6 @@
-"""The snapshot document (``envcheck snapshot``): the JSON report plus a ``snapshot`` header, compact.
-
-Same schema as ``--format json`` (``report.schema.json``, ``schema_version`` 1) with the optional top-level
-``snapshot`` object: ``snapshot_version``, ``created`` (UTC, ISO 8601) and ``node`` (the machine it was
-taken on; informational, twin mode ignores it). To stay small (a full CUDA 13 torch environment is a few
-hundred KB), it is written without indentation and an ELF record drops a ``location`` that only repeats
-its ``path``.
-"""
+"""The snapshot document (``envcheck snapshot``): the JSON report (``report.schema.json``) plus a ``snapshot``
+header. Compact, as a CUDA 13 torch environment is a few hundred KB: no indentation, and an ELF record drops a
+``location`` that only repeats its ``path``."""
 
 from __future__ import annotations
 
@@ -21,7 +16,6 @@ SNAPSHOT_VERSION = 1
 
 
 def snapshot_data(report: Report, created: str | None = None, node: str | None = None) -> dict[str, Any]:
-    """The snapshot document of ``report`` as JSON-ready data."""
     data = report_data(report)
     for target in data["targets"]:
         for binary in target["inventory"].get("binaries", []):

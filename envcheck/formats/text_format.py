@@ -5,8 +5,7 @@ from __future__ import annotations
 from envcheck.model import Report, Status
 
 _SHOWN = {
-    -1: (Status.ERROR, Status.FAIL),
-    0: (Status.ERROR, Status.FAIL, Status.WARN),
+    -1: (Status.ERROR, Status.FAIL), 0: (Status.ERROR, Status.FAIL, Status.WARN),
     1: (Status.ERROR, Status.FAIL, Status.WARN, Status.INFO, Status.SKIP, Status.PASS),
 }
 
@@ -28,9 +27,8 @@ def render(report: Report, verbosity: int = 0) -> str:
                 lines.append("      envcheck --fix makes this change (--diff shows it)")
             elif f.fix_refused:
                 lines.append(f"      envcheck --fix: {f.fix_refused}")
-        if target.suppressed and verbosity > 0:
-            for f, reason in target.suppressed:
-                lines.append(f"  suppressed {f.rule} at {f.location}: {reason}")
+        if verbosity > 0:
+            lines += [f"  suppressed {f.rule} at {f.location}: {reason}" for f, reason in target.suppressed]
         if verbosity <= 0:
             lines.extend(_hidden_line([f.status for f in findings if f.status not in shown], verbosity < 0))
     summary = report.summary()
@@ -40,7 +38,6 @@ def render(report: Report, verbosity: int = 0) -> str:
 
 
 def _hidden_line(hidden: list[Status], quiet: bool) -> list[str]:
-    """The line saying what -q or the default level left out, each status counted under its own name."""
     if not hidden:
         return []
     named = ", ".join(f"{hidden.count(s)} {s.value}" for s in sorted(set(hidden), key=lambda s: -s.rank))
