@@ -15,8 +15,8 @@ _PIP_INSTALL = re.compile(r"(?<![\w-])(?:pip3?(?:\.\d+)?|uv\s+pip|-m\s+pip)\s+in
 
 
 def base_platform(request: FixRequest) -> list[Edit] | None:
-    """``FROM --platform=linux/amd64 IMAGE`` -> ``FROM IMAGE`` (the builder's platform, linux/arm64 on a
-    Spark); only a literal platform (not ``$BUILDPLATFORM``)."""
+    """``FROM --platform=linux/amd64 IMAGE`` -> ``FROM IMAGE``: the build then takes the builder's platform,
+    linux/arm64 on a Spark. Only a literal platform that is not arm64 is removed (not ``$BUILDPLATFORM``)."""
     platform = request.finding.evidence.get("platform")
     if not platform or "$" in str(platform):
         return None
@@ -30,8 +30,8 @@ def base_platform(request: FixRequest) -> list[Edit] | None:
 
 
 def arch_list(request: FixRequest) -> list[Edit] | None:
-    """TORCH_CUDA_ARCH_LIST without sm_121 -> with ``12.1`` added (and ``12.1a`` under ``--nvfp4``), separated
-    as the list is; only a literal value."""
+    """TORCH_CUDA_ARCH_LIST without sm_121 -> the same list with ``12.1`` added (and ``12.1a`` under
+    ``--nvfp4``), separated as the list already is. Only a value written literally where the finding points."""
     value = str(request.finding.evidence.get("value") or "")
     if not value.strip():
         return None
@@ -45,8 +45,10 @@ def arch_list(request: FixRequest) -> list[Edit] | None:
 
 
 def unsloth_no_deps(request: FixRequest) -> list[Edit] | Refused | None:
-    """``pip install unsloth`` on an NGC base -> ``pip install --no-deps unsloth`` (NVIDIA's Spark order: the
-    stack comes from the container); refused when the command installs more than _UNSLOTH_SET."""
+    """``pip install unsloth ...`` in a Dockerfile stage on an NGC base -> ``pip install --no-deps unsloth ...``
+    (NVIDIA's Spark order: the stack comes from the container). Refused when the same command installs anything
+    besides unsloth, unsloth_zoo and bitsandbytes (their dependencies would go too); on other bases the
+    dependencies may be needed."""
     if request.kind != "dockerfile":
         return None
     loc = request.finding.location
@@ -73,4 +75,5 @@ def unsloth_no_deps(request: FixRequest) -> list[Edit] | Refused | None:
 
 
 def flash_attn_build(request: FixRequest) -> Refused:
+    """Never: removing flash-attn would drop a package the project uses; the finding says so and keeps its fix text."""
     return Refused("left as it is: removing flash-attn would drop a package the project uses; the fix above is a choice to make by hand")

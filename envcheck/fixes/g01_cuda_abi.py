@@ -49,8 +49,10 @@ def cu130_release(version: str) -> bool:
 
 
 def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
-    """A cu11x/cu12x PyTorch index URL -> the cu130 one (not removal: torch < 2.11 from PyPI is CPU-only on
-    aarch64); refused where a pinned torch < 2.9, torchvision or torchaudio would have to move with it."""
+    """A cu11x/cu12x PyTorch index URL -> the cu130 one (not removal: a pinned torch < 2.11 from PyPI is
+    CPU-only on aarch64, the cu130 index serves every torch from 2.9 on). Refused when the same input pins a
+    torch older than 2.9 or a torchvision/torchaudio (their cu130 releases are not in envcheck's tables): the
+    index and the pin must move together."""
     for pkg in request.inventory.packages:
         pinned = pkg.name in ("torch", "torchvision", "torchaudio") and pkg.version and pkg.role not in PINS_ONLY
         if pinned and (pkg.name != "torch" or not cu130_release(pkg.version or "")):
@@ -86,8 +88,8 @@ def _cu130_local(request: FixRequest, torch: re.Match[str], version: str | None 
 
 
 def local_version(request: FixRequest) -> list[Edit] | Refused | None:
-    """torch==X+cu12x -> torch==X+cu130 where the cu130 index has that release; refused when a CUDA 12 index
-    that cannot move serves it."""
+    """torch==X+cu12x -> torch==X+cu130 where the cu130 index has that release (torch >= 2.9.0); other
+    packages and older releases: no certain fix. Refused when a CUDA 12 index that cannot move serves it."""
     version = str(request.finding.evidence.get("version") or "")
     if request.finding.evidence.get("package") != "torch" or not _LOCAL_CU.search(version) or not cu130_release(version):
         return None
@@ -99,8 +101,10 @@ def local_version(request: FixRequest) -> list[Edit] | Refused | None:
 
 
 def cuda12_distribution(request: FixRequest) -> list[Edit] | Refused | None:
-    """nvidia-*-cu12 -> the CUDA 13 distribution of knowledge/nvidia_distributions.toml, cupy-cuda12x ->
-    cupy-cuda13x; a pinned one is refused (the tables do not list the CUDA 13 releases)."""
+    """nvidia-*-cu12 -> the CUDA 13 distribution from knowledge/nvidia_distributions.toml (toolkit parts drop the
+    suffix and take the table's CUDA 13 specifier; cudnn, nccl, ... become -cu13); cupy-cuda12x -> cupy-cuda13x.
+    A pinned version of a renamed distribution is refused: envcheck's tables do not list the releases of the
+    CUDA 13 distribution."""
     name = str(request.finding.evidence.get("package") or "")
     m = re.fullmatch(r"(?P<base>.+)-(?P<prefix>cu|cuda)1[0-2](?P<x>x?)", name)
     if m is None:
@@ -135,9 +139,10 @@ _BASE_KEY = {"compose": _IMAGE_KEY, "kubernetes": _IMAGE_KEY}
 
 
 def cuda12_base(request: FixRequest) -> list[Edit] | Refused | None:
-    """``FROM nvidia/cuda:12.x-FLAVOR-OS`` (or an ``image:``) -> the CUDA 13 tag of the same flavour and OS
-    from knowledge/cuda_image_tags.toml (``cudnn9-`` counts as ``cudnn-``); every other case says why it is
-    left."""
+    """``FROM nvidia/cuda:12.x-FLAVOR-OS`` (a compose service's or a Kubernetes container's ``image:``) -> the CUDA 13 tag of the same flavour and OS from
+    knowledge/cuda_image_tags.toml (``cudnn9-`` tags count as ``cudnn-``). Every other case says why it is
+    left: a flavour/OS without a CUDA 13 tag in the table, a cuDNN 8 tag (CUDA 13 images carry cuDNN 9), a tag
+    built from build arguments, an NGC framework image (its CUDA 13 release changes the framework too)."""
     loc = request.finding.location
     start, end = request.source.line_span(loc.line if loc and loc.line else 1)
     rows = knowledge.load("cuda_image_tags")["cuda13"]
