@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -18,6 +19,11 @@ FIXTURES = REPO / "fixtures"
 # fuzz/seed_builders.py: the archives and image layouts both the fuzz harnesses and the property tests start from
 sys.path.insert(1, str(REPO / "fuzz"))
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+# A suite started in the background of a non-interactive shell (`.ci/run &`, nohup) inherits SIGINT ignored,
+# and so would every process it starts: the Ctrl-C tests need it delivered as from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def require(condition: bool, reason: str, provided: bool = True) -> None:
