@@ -196,18 +196,23 @@ class _Reader:
             try:
                 parse_reference(stage.base)
             except UsageError as exc:  # docker build stops here: "invalid reference format"
-                if stage.unresolved:
-                    message = (f"FROM {stage.base_written} uses ARG {', '.join(stage.unresolved)} with no value (read as "
-                               f"{stage.base!r}): give it a default or pass --build-arg {stage.unresolved[0]}=...")
+                if stage.unresolved and not stage.undeclared:  # a build argument the build passes: base unknown
+                    inventory.problems.append(ReadProblem(
+                        f"FROM {stage.base_written}: the base comes from --build-arg {', '.join(stage.unresolved)} (no "
+                        "default), so it is not checked; pass --build-arg NAME=VALUE to check it", self._loc(stage.line, stage),
+                        note=True))
                 else:
-                    message = f"FROM {stage.base_written}: {exc.message}"
-                inventory.problems.append(ReadProblem(message, self._loc(stage.line, stage)))
-                return
-            inventory.images.append(BaseImage(
-                ref=stage.base, stage=stage.label, platform=stage.platform, final=in_image,
-                location=self._loc(stage.line, stage), stages=self._built_on(stage), copied_at=copied_at))
-            if in_image:
-                inventory.packages.extend(shipped_packages(stage.base, self._loc(stage.line, stage)))
+                    message = (f"FROM {stage.base_written}: ARG {', '.join(stage.undeclared)} is not declared before the "
+                               f"first FROM, so FROM reads {stage.base!r}" if stage.undeclared
+                               else f"FROM {stage.base_written}: {exc.message}")
+                    inventory.problems.append(ReadProblem(message, self._loc(stage.line, stage)))
+                    return
+            else:
+                inventory.images.append(BaseImage(
+                    ref=stage.base, stage=stage.label, platform=stage.platform, final=in_image,
+                    location=self._loc(stage.line, stage), stages=self._built_on(stage), copied_at=copied_at))
+                if in_image:
+                    inventory.packages.extend(shipped_packages(stage.base, self._loc(stage.line, stage)))
         workdir = "/"
         clones: dict[str, str] = {}  # git clones made by earlier RUNs of this stage
         copies: list[tuple[list[str], str, str]] = []  # (sources in context, destination, workdir)
