@@ -22,6 +22,8 @@ def _findings(path: Path, text: str) -> list[dict[str, Any]]:
     ("Dockerfile", "FROM nvcr.io/nvidia/pytorch:25.11-py3\nENV PYTHONUNBUFFERED=1 \\\n    CUDA_DISABLE_PTX_JIT=1\n", 2),
     ("compose.yaml", "services:\n  app:\n    image: nvcr.io/nvidia/pytorch:25.11-py3\n    environment:\n"
                      "      CUDA_FORCE_PTX_JIT: \"1\"\n", 5),
+    ("serve.sh", "#!/bin/bash\ndocker run --gpus all \\\n  -e CUDA_DISABLE_PTX_JIT=1 \\\n"
+                 "  nvcr.io/nvidia/pytorch:25.11-py3 python serve.py\n", 3),
     ("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n"
                  "    image: nvcr.io/nvidia/pytorch:25.11-py3\n    env:\n    - name: CUDA_DISABLE_PTX_JIT\n      value: \"1\"\n", 10),
 ])

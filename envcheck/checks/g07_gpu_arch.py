@@ -596,10 +596,11 @@ PTX_JIT_OFF = rule(
     loads; wheels built before Blackwell often reach sm_121 only through that PTX. CUDA_DISABLE_PTX_JIT=1 stops
     the JIT, so such kernels fail with "no kernel image is available"; CUDA_FORCE_PTX_JIT=1 ignores the SASS and
     JIT-compiles every kernel, so kernels shipped without PTX fail the same way and every first load is slow.
-    Set in a Dockerfile ENV, an image's config, a compose or Kubernetes environment or a notebook's %env, it
-    reaches every process started there (a RUN's own assignment only lasts for that build step).""",
+    Set in a Dockerfile ENV, an image's config, a compose or Kubernetes environment, a script's docker run -e or
+    a notebook's %env, it reaches every process started there (a RUN's own assignment only lasts for that build
+    step).""",
     "Drop the variable (or set it to 0); keep it for a one-off debugging run, not in an image or a service.",
-    ("dockerfile", "image", "compose", "kubernetes", "notebook"))
+    ("dockerfile", "image", "compose", "kubernetes", "shell", "notebook"))
 _PTX_JIT = {"CUDA_DISABLE_PTX_JIT": "the driver will not JIT-compile PTX: a kernel that reaches sm_{sm} only as PTX fails "
                                     "with \"no kernel image is available\"",
             "CUDA_FORCE_PTX_JIT": "the driver ignores SASS and JIT-compiles every kernel from PTX: a kernel shipped "
