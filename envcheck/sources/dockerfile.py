@@ -480,10 +480,13 @@ def build_settings(cmd: SimpleCommand, known: Mapping[str, str]) -> list[tuple[s
     argv = list(cmd.argv)
     if not _builds(argv):
         return []
+    cmake = argv[0].rsplit("/", 1)[-1] == "cmake"
+    if cmake and argv[1:2] and argv[1] in ("--build", "--install", "-E"):
+        return []  # only cmake's configure step reads GPU targets
     found = [(name, cmd.env[name]) for name in _TRACKED_BUILD_ENV if name in cmd.env and cmd.env[name] != known.get(name)]
-    words = argv[1:] if argv[0].rsplit("/", 1)[-1] == "cmake" else []
-    if "CMAKE_ARGS" in cmd.env and cmd.env["CMAKE_ARGS"] != known.get("CMAKE_ARGS"):
-        words += split_words(cmd.env["CMAKE_ARGS"])
+    words = argv[1:] if cmake else []
+    if not cmake and "CMAKE_ARGS" in cmd.env and cmd.env["CMAKE_ARGS"] != known.get("CMAKE_ARGS"):
+        words += split_words(cmd.env["CMAKE_ARGS"])  # read by pip builds (scikit-build, llama-cpp-python), not by cmake
     for i, word in enumerate(words):
         if word == "-D" and i + 1 < len(words):
             word = "-D" + words[i + 1]
