@@ -19,7 +19,7 @@ def _findings(path: Path, text: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(("name", "text", "line"), [
-    ("Dockerfile", "FROM nvcr.io/nvidia/pytorch:25.11-py3\nENV PYTHONUNBUFFERED=1 \\\n    CUDA_DISABLE_PTX_JIT=1\n", 2),
+    ("Dockerfile", "FROM nvcr.io/nvidia/pytorch:25.11-py3\nENV PYTHONUNBUFFERED=1 \\\n    CUDA_DISABLE_PTX_JIT=1\n", 3),
     ("compose.yaml", "services:\n  app:\n    image: nvcr.io/nvidia/pytorch:25.11-py3\n    environment:\n"
                      "      CUDA_FORCE_PTX_JIT: \"1\"\n", 5),
     ("serve.sh", "#!/bin/bash\ndocker run --gpus all \\\n  -e CUDA_DISABLE_PTX_JIT=1 \\\n"

@@ -221,9 +221,10 @@ class _Reader:
             self.line = inst.line
             if inst.keyword in ("ENV", "ARG"):
                 for name, value, origin in changes:
-                    inventory.env.append(EnvVar(name, value, Origin(origin), self._loc(inst.line, stage)))
+                    where = self._loc(_setting_line(inst, name), stage)  # `ENV A=1 \ B=2`: B on its own line
+                    inventory.env.append(EnvVar(name, value, Origin(origin), where))
                     # pip/uv read their default index from the environment of every later RUN
-                    inventory.indexes.extend(variable_indexes(name, value, self._loc(inst.line, stage)))
+                    inventory.indexes.extend(variable_indexes(name, value, where))
             elif inst.keyword == "WORKDIR":
                 target = expand(inst.args.strip(), values, self.df.escape, keep_unknown=True).value
                 workdir = posixpath.normpath(posixpath.join(workdir, target))
@@ -473,6 +474,12 @@ def _as_install(argv: list[str]) -> tuple[list[str], bool]:
         if not (word.startswith("-") or i == 0 or word == "pip" or (i == 1 and argv[0].rsplit("/", 1)[-1].startswith("python"))):
             break
     return argv, False
+
+
+def _setting_line(inst: Instruction, name: str) -> int:
+    """The physical line of ``name``'s setting in a (continued) ENV or ARG instruction."""
+    m = re.search(rf"(?:^|\s){re.escape(name)}(?=[=\s]|$)", inst.args)
+    return inst.line_of(m.start() + (m.group(0)[:1].isspace())) if m else inst.line
 
 
 def build_settings(cmd: SimpleCommand, known: Mapping[str, str]) -> list[tuple[str, str]]:
