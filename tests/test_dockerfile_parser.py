@@ -147,7 +147,7 @@ def test_run_flags_and_json_form() -> None:
     ("# only a comment\n", 1, "no FROM"),
     ("FROM a\nENV NAME\n", 2, "has no value"),
     ("FROM a\nENV A=1 B\n", 2, "can't find ="),
-    ("ARG BASE\nFROM ${BASE}\n", 2, "should not be blank"),
+    ("FROM a AS s\nARG BASE=b\nFROM ${BASE}\n", 3, "not declared before the first FROM"),
     ("FROM a b c d\n", 1, "FROM requires"),
     ("FROM a\nSHELL /bin/bash -c\n", 2, "JSON"),
     ("FROM --chown=x a\n", 1, "unknown flag"),

@@ -111,7 +111,12 @@ def test_unresolved_from_arg_is_a_problem_with_its_line(tmp_path: Path) -> None:
     (tmp_path / "Dockerfile").write_text("ARG TAG\nFROM nvcr.io/nvidia/pytorch:${TAG}-py3\nRUN pip install x==1\n")
     inv = read(tmp_path / "Dockerfile", ReadOptions())
     assert len(inv.problems) == 1 and inv.problems[0].location is not None and inv.problems[0].location.line == 2
-    assert "--build-arg TAG" in inv.problems[0].message
+    assert "--build-arg TAG" in inv.problems[0].message and inv.problems[0].note  # given at build time: a note
+    assert [p.name for p in inv.packages] == ["x"]  # the stage is still read
+    (tmp_path / "Dockerfile").write_text("FROM a AS s\nARG TAG=25.11\nFROM nvcr.io/nvidia/pytorch:${TAG}-py3\n")
+    inv = read(tmp_path / "Dockerfile", ReadOptions())
+    assert len(inv.problems) == 1 and not inv.problems[0].note and "not declared" in inv.problems[0].message
+    (tmp_path / "Dockerfile").write_text("ARG TAG\nFROM nvcr.io/nvidia/pytorch:${TAG}-py3\nRUN pip install x==1\n")
     inv = read(tmp_path / "Dockerfile", ReadOptions(build_args={"TAG": "25.11"}))
     assert inv.problems == [] and inv.images[0].ref == "nvcr.io/nvidia/pytorch:25.11-py3"
 

@@ -588,3 +588,30 @@ def cu130_torch_arch(ctx: CheckContext) -> Iterator[Finding]:
             f"(TORCH_CUDA_ARCH_LIST {arch_list}): no sm_121 SASS, but {runs}, so torch's capability-12.1 warning is benign "
             f"({source.split(':', 1)[0]})", pkg.location, arch_list=arch_list, source=source)
         return
+
+
+PTX_JIT_OFF = rule(
+    "G7-ptx-jit-off", "G7", "The environment turns the driver's PTX JIT off (or forces it)", Status.WARN,
+    """GPU code reaches a GB10 as SASS built for 12.x or as PTX that the driver JIT-compiles when the kernel
+    loads; wheels built before Blackwell often reach sm_121 only through that PTX. CUDA_DISABLE_PTX_JIT=1 stops
+    the JIT, so such kernels fail with "no kernel image is available"; CUDA_FORCE_PTX_JIT=1 ignores the SASS and
+    JIT-compiles every kernel, so kernels shipped without PTX fail the same way and every first load is slow.
+    Set in a Dockerfile ENV, an image's config, a compose or Kubernetes environment, a script's docker run -e or
+    a notebook's %env, it reaches every process started there (a RUN's own assignment only lasts for that build
+    step).""",
+    "Drop the variable (or set it to 0); keep it for a one-off debugging run, not in an image or a service.",
+    ("dockerfile", "image", "compose", "kubernetes", "shell", "notebook"))
+_PTX_JIT = {"CUDA_DISABLE_PTX_JIT": "the driver will not JIT-compile PTX: a kernel that reaches sm_{sm} only as PTX fails "
+                                    "with \"no kernel image is available\"",
+            "CUDA_FORCE_PTX_JIT": "the driver ignores SASS and JIT-compiles every kernel from PTX: a kernel shipped "
+                                  "without PTX fails with \"no kernel image is available\", and every first load is slow"}
+
+
+@check(PTX_JIT_OFF)
+def ptx_jit_settings(ctx: CheckContext) -> Iterator[Finding]:
+    """WARN where the image or a launch sets CUDA_DISABLE_PTX_JIT / CUDA_FORCE_PTX_JIT to a non-zero value."""
+    build_only = ("run", "run-only", "arg") if ctx.kind == "dockerfile" else ()
+    for var in ctx.inventory.env:
+        if var.name in _PTX_JIT and var.value.strip() not in ("", "0") and var.origin not in build_only:
+            yield PTX_JIT_OFF.finding(f"{var.name}={var.value}: {_PTX_JIT[var.name].format(sm=ctx.profile.sm)}",
+                                      var.location, {"variable": var.name, "value": var.value})

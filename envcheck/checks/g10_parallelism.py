@@ -87,7 +87,7 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
                 where, {**evidence, "cluster": cluster})
         elif nodes > 1 and tp > 1:
             failed = True
-            yield TP_ACROSS_NODES.finding(f"{origin}: tensor parallelism (tp={tp}) across {nodes} nodes; use DDP/FSDP across Sparks", where, evidence)
+            yield TP_ACROSS_NODES.finding(f"{origin}: tensor parallelism (tp={tp}) across {nodes} nodes; use pipeline parallelism (or DDP/FSDP) across Sparks", where, evidence)
         elif not counted and 0 < per_node < tp:  # no node count: tp ranks beyond one machine's GPUs span machines
             failed = True
             yield TP_ACROSS_NODES.finding(
@@ -107,7 +107,7 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
     if not failed and (most_nodes.nodes or 1) > 1 and (most_tp.tp or 1) > 1:
         yield TP_ACROSS_NODES.finding(
             f"{most_tp.origin} sets tp={most_tp.tp} and {most_nodes.origin} runs"
-            f" {most_nodes.nodes} nodes: tensor parallelism across nodes; use DDP/FSDP across Sparks",
+            f" {most_nodes.nodes} nodes: tensor parallelism across nodes; use pipeline parallelism (or DDP/FSDP) across Sparks",
             _where(most_tp), {"nodes": most_nodes.nodes, "tp": most_tp.tp})
 
 

@@ -33,6 +33,7 @@ class ContainerRun:
     gpus: bool
     command: tuple[str, ...]
     entrypoint: str | None
+    env: tuple[tuple[str, str], ...] = ()  # -e/--env NAME=VALUE (a bare NAME takes the caller's value: left out)
 
 
 def parse_run(argv: list[str]) -> ContainerRun | None:
@@ -43,6 +44,7 @@ def parse_run(argv: list[str]) -> ContainerRun | None:
     platform: str | None = None
     entrypoint: str | None = None
     gpus = argv[0].rsplit("/", 1)[-1] == "nvidia-docker"
+    env: list[tuple[str, str]] = []
     while i < len(argv):
         word = argv[i]
         if word == "--":
@@ -60,10 +62,13 @@ def parse_run(argv: list[str]) -> ContainerRun | None:
             gpus = True
         elif name == "--entrypoint":
             entrypoint = value
+        if name in ("-e", "--env") and "=" in value:
+            key, _, setting = value.partition("=")
+            env.append((key, setting))
         i += 1
     if i >= len(argv):
         return None
-    return ContainerRun(argv[i], platform or None, gpus, tuple(argv[i + 1:]), entrypoint)
+    return ContainerRun(argv[i], platform or None, gpus, tuple(argv[i + 1:]), entrypoint, tuple(env))
 
 
 def _after_verb(argv: list[str], verb: str) -> int | None:

@@ -96,6 +96,7 @@ class Stage:
     instructions: list[Instruction] = field(default_factory=list)
     final: bool = False  # ends up in the final image (the target stage or one it builds on)
     unresolved: tuple[str, ...] = ()  # ARG names in FROM that had no value
+    undeclared: tuple[str, ...] = ()  # those of them no ARG before the first FROM declares (FROM cannot see them)
 
     @property
     def label(self) -> str:
@@ -444,6 +445,7 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
     build_args = dict(build_args or {})
     _, escape, instructions = read_instructions(text)
     global_values: dict[str, str] = platform_args(platform)
+    declared = set(global_values)  # names FROM can see: declared before the first FROM (a value or not)
     stages: list[Stage] = []
     current: Stage | None = None
     line = instructions[0].line if instructions else 1
@@ -452,12 +454,13 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
         for inst in instructions:
             line = inst.line
             if inst.keyword == "FROM":
-                current = _new_stage(inst, stages, global_values, escape)
+                current = _new_stage(inst, stages, global_values, escape, declared)
                 stages.append(current)
             elif current is None:
                 if inst.keyword != "ARG":
                     raise DockerfileSyntaxError(f"{inst.keyword} before the first FROM: only ARG may come first", inst.line)
                 for name, default in arg_pairs(inst, escape):
+                    declared.add(name)
                     if name in build_args:
                         global_values[name] = build_args[name]
                     elif default is not None:
@@ -508,7 +511,8 @@ class UnknownTargetError(ReadingError):
         self.stages = stages
 
 
-def _new_stage(inst: Instruction, stages: list[Stage], global_values: dict[str, str], escape: str) -> Stage:
+def _new_stage(inst: Instruction, stages: list[Stage], global_values: dict[str, str], escape: str,
+               declared: set[str]) -> Stage:
     words = split_words(inst.args, escape)
     name: str | None = None
     if len(words) == 3 and words[1].lower() == "as":
@@ -519,8 +523,13 @@ def _new_stage(inst: Instruction, stages: list[Stage], global_values: dict[str, 
         raise DockerfileSyntaxError("FROM requires either one argument, or three: FROM <image> [AS <name>]", inst.line)
     expanded = expand(words[0], global_values, escape)
     base = expanded.value
-    if not base.strip():
-        raise DockerfileSyntaxError(f"base name ({words[0]}) should not be blank: give the ARG a default or pass --build-arg", inst.line)
+    missing = tuple(dict.fromkeys(expanded.missing))
+    undeclared = tuple(n for n in missing if n not in declared)
+    if not base.strip() and (undeclared or not missing):
+        raise DockerfileSyntaxError(
+            f"base name ({words[0]}) should not be blank: ARG {', '.join(undeclared)} is not declared before the first "
+            "FROM (an ARG inside a stage is not visible to FROM); docker build fails the same way" if undeclared
+            else f"base name ({words[0]}) should not be blank", inst.line)
     platform_written = inst.flag("platform")
     platform = expand(platform_written, global_values, escape).value if platform_written else None
     parent, low = None, base.lower()
@@ -530,8 +539,8 @@ def _new_stage(inst: Instruction, stages: list[Stage], global_values: dict[str, 
     for key, _ in inst.flags:
         if key != "platform":
             raise DockerfileSyntaxError(f"unknown flag for FROM: --{key}", inst.line)
-    return Stage(len(stages), name, base, words[0], inst.line, platform, parent,
-                 unresolved=tuple(dict.fromkeys(expanded.missing)))
+    return Stage(len(stages), name, base, words[0], inst.line, platform, parent, unresolved=missing,
+                 undeclared=undeclared)
 
 
 def copied_from(inst: Instruction) -> str | None:

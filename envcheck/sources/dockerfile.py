@@ -196,18 +196,23 @@ class _Reader:
             try:
                 parse_reference(stage.base)
             except UsageError as exc:  # docker build stops here: "invalid reference format"
-                if stage.unresolved:
-                    message = (f"FROM {stage.base_written} uses ARG {', '.join(stage.unresolved)} with no value (read as "
-                               f"{stage.base!r}): give it a default or pass --build-arg {stage.unresolved[0]}=...")
+                if stage.unresolved and not stage.undeclared:  # a build argument the build passes: base unknown
+                    inventory.problems.append(ReadProblem(
+                        f"FROM {stage.base_written}: the base comes from --build-arg {', '.join(stage.unresolved)} (no "
+                        "default), so it is not checked; pass --build-arg NAME=VALUE to check it", self._loc(stage.line, stage),
+                        note=True))
                 else:
-                    message = f"FROM {stage.base_written}: {exc.message}"
-                inventory.problems.append(ReadProblem(message, self._loc(stage.line, stage)))
-                return
-            inventory.images.append(BaseImage(
-                ref=stage.base, stage=stage.label, platform=stage.platform, final=in_image,
-                location=self._loc(stage.line, stage), stages=self._built_on(stage), copied_at=copied_at))
-            if in_image:
-                inventory.packages.extend(shipped_packages(stage.base, self._loc(stage.line, stage)))
+                    message = (f"FROM {stage.base_written}: ARG {', '.join(stage.undeclared)} is not declared before the "
+                               f"first FROM, so FROM reads {stage.base!r}" if stage.undeclared
+                               else f"FROM {stage.base_written}: {exc.message}")
+                    inventory.problems.append(ReadProblem(message, self._loc(stage.line, stage)))
+                    return
+            else:
+                inventory.images.append(BaseImage(
+                    ref=stage.base, stage=stage.label, platform=stage.platform, final=in_image,
+                    location=self._loc(stage.line, stage), stages=self._built_on(stage), copied_at=copied_at))
+                if in_image:
+                    inventory.packages.extend(shipped_packages(stage.base, self._loc(stage.line, stage)))
         workdir = "/"
         clones: dict[str, str] = {}  # git clones made by earlier RUNs of this stage
         copies: list[tuple[list[str], str, str]] = []  # (sources in context, destination, workdir)
@@ -216,9 +221,10 @@ class _Reader:
             self.line = inst.line
             if inst.keyword in ("ENV", "ARG"):
                 for name, value, origin in changes:
-                    inventory.env.append(EnvVar(name, value, Origin(origin), self._loc(inst.line, stage)))
+                    where = self._loc(_setting_line(inst, name), stage)  # `ENV A=1 \ B=2`: B on its own line
+                    inventory.env.append(EnvVar(name, value, Origin(origin), where))
                     # pip/uv read their default index from the environment of every later RUN
-                    inventory.indexes.extend(variable_indexes(name, value, self._loc(inst.line, stage)))
+                    inventory.indexes.extend(variable_indexes(name, value, where))
             elif inst.keyword == "WORKDIR":
                 target = expand(inst.args.strip(), values, self.df.escape, keep_unknown=True).value
                 workdir = posixpath.normpath(posixpath.join(workdir, target))
@@ -470,15 +476,24 @@ def _as_install(argv: list[str]) -> tuple[list[str], bool]:
     return argv, False
 
 
+def _setting_line(inst: Instruction, name: str) -> int:
+    """The physical line of ``name``'s setting in a (continued) ENV or ARG instruction."""
+    m = re.search(rf"(?:^|\s){re.escape(name)}(?=[=\s]|$)", inst.args)
+    return inst.line_of(m.start() + (m.group(0)[:1].isspace())) if m else inst.line
+
+
 def build_settings(cmd: SimpleCommand, known: Mapping[str, str]) -> list[tuple[str, str]]:
     """GPU-target settings a build command runs with that differ from the stage's (env, -D, CMAKE_ARGS)."""
     argv = list(cmd.argv)
     if not _builds(argv):
         return []
+    cmake = argv[0].rsplit("/", 1)[-1] == "cmake"
+    if cmake and argv[1:2] and argv[1] in ("--build", "--install", "-E"):
+        return []  # only cmake's configure step reads GPU targets
     found = [(name, cmd.env[name]) for name in _TRACKED_BUILD_ENV if name in cmd.env and cmd.env[name] != known.get(name)]
-    words = argv[1:] if argv[0].rsplit("/", 1)[-1] == "cmake" else []
-    if "CMAKE_ARGS" in cmd.env and cmd.env["CMAKE_ARGS"] != known.get("CMAKE_ARGS"):
-        words += split_words(cmd.env["CMAKE_ARGS"])
+    words = argv[1:] if cmake else []
+    if not cmake and "CMAKE_ARGS" in cmd.env and cmd.env["CMAKE_ARGS"] != known.get("CMAKE_ARGS"):
+        words += split_words(cmd.env["CMAKE_ARGS"])  # read by pip builds (scikit-build, llama-cpp-python), not by cmake
     for i, word in enumerate(words):
         if word == "-D" and i + 1 < len(words):
             word = "-D" + words[i + 1]

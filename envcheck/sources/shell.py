@@ -20,7 +20,7 @@ from envcheck.inspect.launch import MEMORY_KEYS, TP_KEYS, LaunchFormatError, ima
 from envcheck.inspect.pragma import instruction_pragmas
 from envcheck.inspect.shell import split_commands
 from envcheck.knowledge.base_images import ml_image
-from envcheck.model import BaseImage, Inventory, Location, ReadProblem
+from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, ReadProblem
 from envcheck.readings import launches_from_json
 from envcheck.redaction import MASK, is_secret_name
 from envcheck.sources import ReadOptions, move_locations
@@ -82,6 +82,11 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
     if found := launches(text, path, where):
         out.host = replace(out.host, launch=launches_from_json(found))
     out.images = container_images(text, where, folder)
+    for cmd in split_commands(text, arch="arm64"):  # `docker run -e NAME=VALUE`: the container's environment
+        if (run := parse_run(_unwrapped(cmd.argv))) is not None:
+            for name, value in run.env:  # at the line that sets it (a continued docker run spans several)
+                at = text.find(f"{name}=", cmd.offset)
+                out.env.append(EnvVar(name, value, Origin.ENV, where(text.count("\n", 0, max(at, cmd.offset)) + 1)))
     return out
 
 
