@@ -170,3 +170,12 @@ def scan_in_child(site: Path, **options: object) -> object:
                           text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(REPO)), cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``-n N --dist loadgroup`` (``.ci/run``) the tests that use the Docker engine run one after another
+    in one worker, since some compare the engine's containers and volumes before and after; the rest spread."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if item.get_closest_marker("docker") or "docker_client" in fixtures or "test_images" in fixtures:
+            item.add_marker(pytest.mark.xdist_group("engine"))
