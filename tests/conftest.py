@@ -172,6 +172,7 @@ def scan_in_child(site: Path, **options: object) -> object:
     return json.loads(done.stdout)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under ``-n N --dist loadgroup`` (``.ci/run``) the tests that use the Docker engine run one after another
     in one worker, since some compare the engine's containers and volumes before and after; the rest spread."""

@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -83,7 +84,7 @@ def _condition(text: str, inputs: dict[str, str], context: dict[str, str], run: 
     return result
 
 
-def _run_action(inputs: dict[str, str], work: Path, python_bin: Path, skip_install: bool) -> Run:
+def _run_action(inputs: dict[str, str], work: Path, python_bin: Path, skip_install: bool, action_path: Path = REPO) -> Run:
     """Run action.yml's steps with ``inputs`` (defaults filled in) in ``work``."""
     action = _action()
     full = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
@@ -92,7 +93,7 @@ def _run_action(inputs: dict[str, str], work: Path, python_bin: Path, skip_insta
     full.update(inputs)
     temp = work / "runner-temp"
     temp.mkdir(parents=True, exist_ok=True)
-    context = {"github.action_path": str(REPO), "runner.temp": str(temp)}
+    context = {"github.action_path": str(action_path), "runner.temp": str(temp)}
     run = Run()
     summary = work / "step-summary.md"
     summary.touch()
@@ -134,7 +135,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("action-install")
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    run = _run_action({}, work, venv / "bin", skip_install=False)
+    # the action's checkout, as GitHub makes one: pip builds in it, never in this tree other tests build from
+    checkout = work / "action"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True, timeout=60).stdout
+    for name in filter(None, tracked.decode().split("\0")):  # the package and the top-level files
+        if (REPO / name).is_file() and (name.startswith("envcheck/") or "/" not in name):
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, checkout / name)
+    run = _run_action({}, work, venv / "bin", skip_install=False, action_path=checkout)
     # The install ran (the other steps ran on "." of an empty folder: nothing to check)
     assert (venv / "bin" / "envcheck").is_file(), run.logs
     return venv / "bin"
