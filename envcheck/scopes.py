@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import Any
 
-from envcheck.knowledge.builds import build_of_index
+from envcheck.knowledge.builds import CudaBuild, build_of_index
 from envcheck.model import Finding, Inventory, Location, Package, Status
 
 # Scopes judged one by one; the rest are judged together (hundreds of extras must not cost hundreds of check
@@ -61,6 +62,9 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
     if len(scopes) > separate:
         groups.append(tuple(scopes[separate:]))
     known = {_key(f) for f in base}
+    # a line the default install already flags for a rule: a scope that flags it again adds nothing
+    flagged_at = {(k, str(f.location)) for f in base if f.location and f.status in (Status.WARN, Status.FAIL)
+                  for k in (f.rule, *(["build"] if f.gotcha in _BUILD_GOTCHAS else []))}
     # a finding that names packages (one policy finding for a file's unpinned packages): the default install's
     known_packages: dict[str, set[str]] = {}
     for f in base:
@@ -79,6 +83,9 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
             key = _key(finding)
             softened = (*key[:3], Status.WARN.value) if finding.status is Status.FAIL else key
             if key in known or softened in known or (finding.location is None and finding.status in (Status.PASS, Status.INFO, Status.SKIP)):
+                continue
+            if finding.location and not finding.policy and ((finding.rule, str(finding.location)) in flagged_at or (
+                    finding.gotcha in _BUILD_GOTCHAS and ("build", str(finding.location)) in flagged_at)):
                 continue
             named = finding.evidence.get("packages")
             if isinstance(named, list) and named and {str(n) for n in named} <= known_packages.get(finding.rule, set()):
@@ -148,7 +155,7 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
     """What the opt-in scopes add, one finding per scope and gotcha, at INFO where another scope offers the
     same packages without it (``cuda12`` beside ``cuda13``); the GPU build (``routes``) keeps its FAIL."""
     routes = routes or {}
-    platform = _platform_scopes(inventory)
+    platform, older = _platform_scopes(inventory), _older_cuda(inventory)
     by_labels: dict[tuple[str, ...], list[Finding]] = {}
     for finding, named in added:
         by_labels.setdefault(tuple(named), []).append(finding)
@@ -198,9 +205,14 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
             lines.update(first.evidence.get("lines", []))
             if lines:
                 first = replace(first, evidence={**first.evidence, "lines": sorted(lines)})
-        elif first.status is Status.WARN and elsewhere and len(elsewhere) == len(labels):
+        elif first.status is Status.WARN and elsewhere and len(elsewhere) == len(labels) and not set(labels) <= older:
             first = replace(first, status=Status.INFO,
                             message=first.message + f"; {' and '.join(elsewhere)} is for another platform, not what a Spark installs")
+        elif first.status is Status.WARN and set(labels) <= older:
+            newer = sorted({o for a in inventory.alternatives if set(labels) & set(a.scopes)
+                            for o in a.scopes if o not in older})
+            first = replace(first, status=Status.INFO, message=first.message + (
+                f"; the project offers {' and '.join(newer)} instead, a newer CUDA build: install that one on a Spark"))
         elif first.status is Status.WARN and alternatives:
             first = replace(first, status=Status.INFO,
                             message=first.message + f"; the project offers {' and '.join(alternatives)} instead, "
@@ -242,11 +254,13 @@ def gpu_routes(inventory: Inventory) -> dict[str, list[str]]:
     present = set(scopes_of(inventory))
     platform = _platform_scopes(inventory)
     routes: dict[str, list[str]] = {}
+    older, cuda = _older_cuda(inventory), _index_builds(inventory, lambda b: b.cuda_major)
     for scopes in dict.fromkeys([a.scopes for a in inventory.alternatives] + _bound_apart(inventory)):
         here = [s for s in scopes if s in present]
         other = [s for s in here if s in platform][:8]  # named in a message: a few are enough, and bounded
         for scope in here:
-            if other and scope not in platform:
+            # beside older CUDA builds only, the route is the scope that binds a newer one
+            if other and scope not in platform and (cuda.get(scope) or not set(other) <= older):
                 known = routes.setdefault(scope, [])
                 known.extend(o for o in other if o not in known and len(known) < 8)
     return routes
@@ -263,11 +277,25 @@ def _bound_apart(inventory: Inventory) -> list[tuple[str, ...]]:
 def _platform_scopes(inventory: Inventory) -> set[str]:
     """Scopes for another platform: named so (``cpu``, ``mac``), or taking every build-index package from a
     CPU, ROCm or XPU index."""
-    flavors: dict[str, set[str]] = {}
+    flavors = _index_builds(inventory, lambda b: b.flavor)
+    return {s for s in scopes_of(inventory) if _for_elsewhere(s) or (flavors.get(s) and "cuda" not in flavors[s])
+            or s in _older_cuda(inventory)}
+
+
+def _index_builds(inventory: Inventory, what: Callable[[CudaBuild], str | int | None]) -> dict[str, set[Any]]:
+    out: dict[str, set[Any]] = {}
     for p in inventory.packages:
-        if p.scope is not None and p.index and (build := build_of_index(p.index)) is not None:
-            flavors.setdefault(p.scope, set()).add(build.flavor)
-    return {s for s in scopes_of(inventory) if _for_elsewhere(s) or (flavors.get(s) and "cuda" not in flavors[s])}
+        if p.scope is not None and p.index and (build := build_of_index(p.index)) is not None and what(build):
+            out.setdefault(p.scope, set()).add(what(build))
+    return out
+
+
+def _older_cuda(inventory: Inventory) -> set[str]:
+    """Alternatives whose build indexes serve an older CUDA than a sibling's (cu128 beside cu130): builds for
+    machines the newer one does not serve."""
+    majors = _index_builds(inventory, lambda b: b.cuda_major)
+    return {s for a in inventory.alternatives for s in a.scopes if majors.get(s)
+            and any(min(majors.get(o) or {0}) > max(majors[s]) for o in a.scopes if o != s)}
 
 
 def _bindings(scope: str, inventory: Inventory) -> list[Location]:

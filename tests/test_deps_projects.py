@@ -583,3 +583,89 @@ def test_an_explicit_cpu_build_of_torch_is_deliberate_and_installed_one_is_not(t
     frozen = _write(tmp_path, "frozen.txt", "numpy==2.2.6\ntorch==2.9.1+cpu\n")
     proc = run_envcheck("--format", "json", "--fail-on", "never", "--kind", "freeze", str(frozen))
     assert [(f["rule"], f["status"]) for f in _findings(json.loads(proc.stdout)) if f["gotcha"] == "G1"] == [("G1-cpu-build", "WARN")]
+
+
+# A uv workspace lock as uv writes it: the app asks the member lib for its cu128 extra, lib offers cu128 and
+# cu130 as conflicting extras; accelerate's torch edges carry uv's conflict markers, one of them reachable only
+# with both CUDA extras at once (never installed).
+_LIB = "extra-3-lib"
+_WORKSPACE_LOCK = f'''version = 1
+revision = 3
+requires-python = ">=3.12"
+conflicts = [[
+    {{ package = "lib", extra = "cu128" }},
+    {{ package = "lib", extra = "cu130" }},
+]]
+
+[manifest]
+members = ["app", "lib"]
+
+[[package]]
+name = "app"
+version = "0.1.0"
+source = {{ virtual = "." }}
+dependencies = [{{ name = "lib", extra = ["{{ask}}"], marker = "extra == '{_LIB}-{{ask}}'" }}]
+
+[[package]]
+name = "lib"
+version = "0.1.0"
+source = {{ editable = "lib" }}
+dependencies = [{{ name = "accelerate" }}]
+
+[package.optional-dependencies]
+cu128 = [{{ name = "torch", version = "2.8.0+cu128", source = {{ registry = "https://download.pytorch.org/whl/cu128" }} }}]
+cu130 = [{{ name = "torch", version = "2.9.0+cu130", source = {{ registry = "https://download.pytorch.org/whl/cu130" }} }}]
+
+[[package]]
+name = "accelerate"
+version = "1.12.0"
+source = {{ registry = "https://pypi.org/simple" }}
+dependencies = [
+    {{ name = "torch", version = "2.9.0", source = {{ registry = "https://pypi.org/simple" }}, marker = "extra == '{_LIB}-cu128' and extra == '{_LIB}-cu130'" }},
+]
+
+[[package]]
+name = "torch"
+version = "2.8.0+cu128"
+source = {{ registry = "https://download.pytorch.org/whl/cu128" }}
+wheels = [{{ url = "https://download.pytorch.org/whl/cu128/torch-2.8.0%2Bcu128-cp312-cp312-manylinux_2_28_aarch64.whl" }}]
+
+[[package]]
+name = "torch"
+version = "2.9.0"
+source = {{ registry = "https://pypi.org/simple" }}
+wheels = [{{ url = "https://files.pythonhosted.org/packages/torch-2.9.0-cp312-cp312-manylinux_2_28_aarch64.whl" }}]
+
+[[package]]
+name = "torch"
+version = "2.9.0+cu130"
+source = {{ registry = "https://download.pytorch.org/whl/cu130" }}
+wheels = [{{ url = "https://download.pytorch.org/whl/cu130/torch-2.9.0%2Bcu130-cp312-cp312-manylinux_2_28_aarch64.whl" }}]
+'''
+
+
+def _lock_lines(tmp_path: Path, ask: str) -> dict[int, list[tuple[str, str]]]:
+    lock = _write(tmp_path, "uv.lock", _WORKSPACE_LOCK.replace("{ask}", ask))
+    report = _report(lock)
+    lines: dict[int, list[tuple[str, str]]] = {}
+    for f in _findings(report, ("INFO", "WARN", "FAIL", "ERROR")):
+        if f.get("location") and f["location"].get("line"):
+            lines.setdefault(f["location"]["line"], []).append((f["status"], f["rule"]))
+    return lines
+
+
+def test_a_workspace_member_extra_another_member_asks_for_is_installed(tmp_path: Path) -> None:
+    """The app asks lib for cu128: that torch is the app's own install (FAIL, not an opt-in WARN); the cu130 extra
+    conflicts with what the app asks, and the torch only both CUDA extras together reach is never installed."""
+    lines = _lock_lines(tmp_path, "cu128")
+    at = {n: [s for s, r in found if r.startswith("G1-cuda12")] for n, found in lines.items()}
+    assert "FAIL" in at[37], lines  # torch 2.8.0+cu128
+    assert 43 not in lines and 49 not in lines, lines  # PyPI torch (conflicting extras only), cu130 torch
+
+
+def test_an_older_cuda_extra_beside_a_newer_one_is_info(tmp_path: Path) -> None:
+    """Asked for nothing, cu128 and cu130 are the member's alternatives: the cu128 torch is INFO naming cu130,
+    and nothing is reported for the torch only conflicting extras reach."""
+    lines = _lock_lines(tmp_path, "none")
+    assert lines.get(37) and all(s == "INFO" for s, r in lines[37] if r.startswith("G1")), lines
+    assert 43 not in lines, lines

@@ -40,6 +40,7 @@ _MAX_CONDITION = 16
 # The project's extras and groups judged one by one (the engine merges the rest, see envcheck.scopes).
 _MAX_ROOT_SCOPES = 64
 _DEFAULT_GROUPS = ("dev",)  # uv sync installs the dev group unless told otherwise
+_NEVER = "\0never"  # the scope of an extra that conflicts with one the project itself asks for
 
 
 # A lock told by content: uv.lock's `version = N` and a `[[package]]` with a `source = { ... }` table
@@ -85,7 +86,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         inventory.problems.append(ReadProblem("the lock file has no package list", Location(str(path))))
         return inventory
     lines = _entry_lines(text, "[[packages]]" if style == "pylock" else "[[package]]")
-    graph = _Graph(entries) if style == "uv" else None
+    graph = _Graph(entries, data.get("conflicts")) if style == "uv" else None
     pylock_scopes = _pylock_scopes(data) if style == "pylock" else []
     seen_indexes: set[str] = set()
     names: list[str] = []
@@ -113,7 +114,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             continue  # the project itself
         requires = _dependencies(entry)
         if graph is not None:  # reached in no scope (or not followed): judged as installed
-            placements = graph.placed.get(number) or [(None, None)]
+            placements = [p for p in graph.placed.get(number) or [(None, None)] if p[0] != _NEVER]
+            if not placements or (number not in graph.placed and graph.conflicts):
+                continue  # reached only by extras that conflict with each other or with what the project asks for
         else:
             marker = entry.get("marker")
             placements = _pylock_placements(str(marker), pylock_scopes) if marker is not None else [(None, None)]
@@ -210,8 +213,11 @@ class _Reach:
 
 class _Graph:
 
-    def __init__(self, entries: list[Any]) -> None:
+    def __init__(self, entries: list[Any], conflicts: Any = None) -> None:
         self.entries = entries
+        # uv's conflict sets as its marker names (extra-10-proj-cu128): extras never installed together
+        self.conflicts = [{_marker_name(item) for item in group if isinstance(item, dict)} - {""}
+                          for group in (conflicts if isinstance(conflicts, list) else []) if isinstance(group, list)]
         self.by_name: dict[str, list[int]] = {}
         for i, entry in enumerate(entries):
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):
@@ -230,10 +236,16 @@ class _Graph:
     def _walk_all(self) -> None:
         default: list[tuple[int, dict[str, Any]]] = []
         scoped: list[tuple[str, frozenset[str], list[tuple[int, dict[str, Any]]]]] = []
+        members = {canonical(str(self.entries[r]["name"])) for r in self.roots}
+        asked: set[str] = set()  # a workspace member's extra another member's default install asks for
         for root in self.roots:
             entry = self.entries[root]
             project = canonical(str(entry["name"]))
             default.extend((root, dep) for dep in _edges(entry.get("dependencies")))
+            for dep in _edges(entry.get("dependencies")):
+                member, extras = canonical(str(dep.get("name", ""))), dep.get("extra")
+                if member in members and member != project and isinstance(extras, list):
+                    asked.update(f"extra-{len(member)}-{member}-{x}" for x in extras)
             for table, kind, prefix in (("optional-dependencies", "extra", "extra"), ("dev-dependencies", "group", "group")):
                 listed = entry.get(table)
                 if not isinstance(listed, dict):
@@ -246,9 +258,14 @@ class _Graph:
                     # uv's internal name for the selected extra or group in conflict markers
                     active = frozenset({f"{prefix}-{len(project)}-{project}-{scope_name}"})
                     scoped.append((f"{kind} {scope_name!r}", active, edges))
-        self._walk(None, frozenset(), default)
+        # uv writes that request as a conflict marker on the member's edge: installing the project activates it,
+        # so a scope is walked with it, and one that conflicts with it is never installed beside the project
+        self._walk(None, frozenset(asked), default)
         for scope, active, edges in scoped[:_MAX_ROOT_SCOPES]:
-            self._walk(scope, active, edges)
+            if any(active & group and asked & group - active for group in self.conflicts):
+                self._walk(_NEVER, active, edges)  # what only it reaches is not installed
+            elif not active <= asked:
+                self._walk(scope, active | asked, edges)
         rest = scoped[_MAX_ROOT_SCOPES:]
         if rest:
             label = f"{len(rest)} more extras and groups"
@@ -318,6 +335,15 @@ class _Graph:
                 continue
             out.append(i)
         return out
+
+
+def _marker_name(item: dict[str, Any]) -> str:
+    """uv's marker name of a conflict item: ``{ package = "proj", extra = "cu128" }`` -> extra-4-proj-cu128."""
+    project = canonical(str(item.get("package", "")))
+    for kind in ("extra", "group"):
+        if isinstance(item.get(kind), str) and project:
+            return f"{kind}-{len(project)}-{project}-{item[kind]}"
+    return ""
 
 
 def _pylock_scopes(data: dict[str, Any]) -> list[tuple[str | None, frozenset[str]]]:
