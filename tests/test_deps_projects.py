@@ -669,3 +669,50 @@ def test_an_older_cuda_extra_beside_a_newer_one_is_info(tmp_path: Path) -> None:
     lines = _lock_lines(tmp_path, "none")
     assert lines.get(37) and all(s == "INFO" for s, r in lines[37] if r.startswith("G1")), lines
     assert 43 not in lines, lines
+
+
+_MEMBER = """[project]
+name = "lib"
+version = "0.1"
+dependencies = ["numpy==2.2.6"]
+
+[project.optional-dependencies]
+cu128 = ["torch==2.8.0"]
+cu130 = ["torch==2.9.0"]
+
+[tool.uv]
+conflicts = [[{ extra = "cu128" }, { extra = "cu130" }]]
+
+[tool.uv.sources]
+torch = [
+    { index = "pytorch-cu128", extra = "cu128" },
+    { index = "pytorch-cu130", extra = "cu130" },
+]
+
+[[tool.uv.index]]
+name = "pytorch-cu128"
+url = "https://download.pytorch.org/whl/cu128"
+explicit = true
+
+[[tool.uv.index]]
+name = "pytorch-cu130"
+url = "https://download.pytorch.org/whl/cu130"
+explicit = true
+"""
+
+
+def test_a_workspace_members_extra_is_read_from_its_pyproject(tmp_path: Path) -> None:
+    """``lib[cu128]`` with ``lib = { workspace = true }``: what lib's cu128 extra installs (torch from the cu128
+    index) is the app's install, reported at the app's requirement line; asking for cu130 is clean."""
+    (tmp_path / "lib").mkdir()
+    _write(tmp_path / "lib", "pyproject.toml", _MEMBER)
+    (tmp_path / "app").mkdir()
+
+    def g1(extra: str) -> list[tuple[str, int]]:
+        app = _write(tmp_path / "app", "pyproject.toml",
+                     f'[project]\nname = "app"\nversion = "0.1"\ndependencies = [\n    "lib[{extra}]",\n]\n\n'
+                     '[tool.uv.sources]\nlib = { workspace = true }\n\n[tool.uv.workspace]\nmembers = ["../lib"]\n')
+        return [(f["status"], f["location"]["line"]) for f in _findings(_report(app)) if f["gotcha"] == "G1"]
+
+    assert ("FAIL", 5) in g1("cu128")
+    assert g1("cu130") == []
