@@ -53,8 +53,8 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
     once for scopes that add it alike, never what the default has, no location-less PASS/INFO summaries."""
     scopes = scopes_of(inventory)
     if not scopes and not any(i.explicit for i in inventory.indexes):
-        return one_cause(run_checks(inventory))
-    base = one_cause(run_checks(in_scope(inventory, (), installs)))
+        return _one_per_line(one_cause(run_checks(inventory)))
+    base = _one_per_line(one_cause(run_checks(in_scope(inventory, (), installs))))
     if not scopes:
         return base
     separate = max(1, min(MAX_SCOPES, MAX_SCOPED_PACKAGES // max(1, len(inventory.packages))))
@@ -208,15 +208,15 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
         elif first.status is Status.WARN and elsewhere and len(elsewhere) == len(labels) and not set(labels) <= older:
             first = replace(first, status=Status.INFO,
                             message=first.message + f"; {' and '.join(elsewhere)} is for another platform, not what a Spark installs")
-        elif first.status is Status.WARN and set(labels) <= older:
-            newer = sorted({o for a in inventory.alternatives if set(labels) & set(a.scopes)
-                            for o in a.scopes if o not in older})
-            first = replace(first, status=Status.INFO, message=first.message + (
-                f"; the project offers {' and '.join(newer)} instead, a newer CUDA build: install that one on a Spark"))
         elif first.status is Status.WARN and alternatives:
             first = replace(first, status=Status.INFO,
                             message=first.message + f"; the project offers {' and '.join(alternatives)} instead, "
                                                     "without this: install that one on a Spark")
+        elif first.status is Status.WARN and set(labels) <= older:
+            newer = sorted({o for a in inventory.alternatives if set(labels) & set(a.scopes)
+                            for o in a.scopes if o not in older and o not in platform})
+            first = replace(first, status=Status.INFO, message=first.message + (
+                f"; the project offers {' and '.join(newer)} instead, a newer CUDA build: install that one on a Spark"))
         out.append(first)
     return out
 
@@ -239,6 +239,27 @@ def one_cause(findings: list[Finding]) -> list[Finding]:
                          message=f"{g.message}; nor can it install here: {arch.message}", evidence={**g.evidence, "platforms": platforms})
         folded.add(i)
     return [f for i, f in enumerate(out) if i not in folded]
+
+
+def _one_per_line(findings: list[Finding]) -> list[Finding]:
+    """G1 findings on one line are one cause (a requirement whose extra installs a CUDA 12 stack, a lock entry
+    and the index it names): the worst speaks for the line and names the rest."""
+    at: dict[tuple[str, str], list[int]] = {}
+    for i, f in enumerate(findings):
+        if f.gotcha == "G1" and f.location and f.location.line and f.status in (Status.WARN, Status.FAIL) and not f.policy:
+            at.setdefault((str(f.location), f.gotcha), []).append(i)
+    dropped: set[int] = set()
+    out = list(findings)
+    for same in at.values():
+        if len(same) < 2:
+            continue
+        keep = max(same, key=lambda i: findings[i].status.rank)
+        rest = [findings[i] for i in same if i != keep]
+        dropped.update(i for i in same if i != keep)
+        out[keep] = replace(findings[keep], message=f"{findings[keep].message} (and on this line: "
+                            + "; ".join(f.message for f in rest[:3]) + (", ..." if len(rest) > 3 else "") + ")",
+                            evidence={**findings[keep].evidence, "also": [f.rule for f in rest]})
+    return [f for i, f in enumerate(out) if i not in dropped]
 
 
 def _route_first(found: list[Finding]) -> Finding:
