@@ -717,3 +717,15 @@ def test_a_workspace_members_extra_is_read_from_its_pyproject(tmp_path: Path) ->
 
     assert g1("cu128") == [("FAIL", 5)]
     assert g1("cu130") == []
+
+
+def test_a_torch_bound_to_a_cuda12_index_names_the_binding_line(tmp_path: Path) -> None:
+    """torch from the cu128 index on aarch64 (a [tool.uv.sources] entry far below the requirement): the finding
+    stands for the requirement and the source that binds it, the line a user has to change."""
+    project = _write(tmp_path, "pyproject.toml",
+                     '[project]\nname = "p"\nversion = "1"\ndependencies = [\n    "torch==2.7.1",\n]\n\n'
+                     "[tool.uv.sources]\ntorch = [\n"
+                     '    { index = "cu128", marker = "platform_machine == \'aarch64\'" },\n]\n\n'
+                     '[[tool.uv.index]]\nname = "cu128"\nurl = "https://download.pytorch.org/whl/cu128"\nexplicit = true\n')
+    found = [f for f in _findings(_report(project)) if f["rule"] == "G1-cuda12-local-version"]
+    assert [(f["status"], f["location"]["line"], f["evidence"].get("lines")) for f in found] == [("FAIL", 5, [5, 9])]

@@ -372,7 +372,8 @@ def _sourced(reader: _Reader, pkg: Package, entry: dict[str, Any], indexes: dict
             reader.problem(f"tool.uv.sources.{pkg.name} names the index {shown(entry['index'])}, which no [[tool.uv.index]] defines",
                            reader.lines.key(("tool", "uv", "sources", pkg.name)))
             return None
-        return replace(pkg, index=index.url)
+        line = reader.lines.key(("tool", "uv", "sources", pkg.name))
+        return replace(pkg, index=index.url, bound_at=None if line is None else line + 1)
     if isinstance(entry.get("git"), str):
         ref = next((str(entry[k]) for k in ("rev", "tag", "branch") if isinstance(entry.get(k), str)), None)
         return replace(pkg, url=f"git+{entry['git']}" + (f"@{ref}" if ref else ""))
