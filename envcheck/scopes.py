@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from envcheck.knowledge.builds import CudaBuild, build_of_index
-from envcheck.model import Finding, Inventory, Location, Package, Status
+from envcheck.model import Finding, Inventory, Location, Package, Role, Status
 
 # Scopes judged one by one; the rest are judged together (hundreds of extras must not cost hundreds of check
 # runs), and fewer for a large inventory: packages judged over all scope runs stay under MAX_SCOPED_PACKAGES.
@@ -55,6 +55,8 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
     if not scopes and not any(i.explicit for i in inventory.indexes):
         return _one_per_line(one_cause(run_checks(inventory)))
     base = _one_per_line(one_cause(run_checks(in_scope(inventory, (), installs))))
+    if inventory.packages and all(p.role == Role.LOCK for p in inventory.packages if p.location):
+        base = _one_per_lock(base)
     if not scopes:
         return base
     separate = max(1, min(MAX_SCOPES, MAX_SCOPED_PACKAGES // max(1, len(inventory.packages))))
@@ -239,6 +241,22 @@ def one_cause(findings: list[Finding]) -> list[Finding]:
                          message=f"{g.message}; nor can it install here: {arch.message}", evidence={**g.evidence, "platforms": platforms})
         folded.add(i)
     return [f for i, f in enumerate(out) if i not in folded]
+
+
+def _one_per_lock(findings: list[Finding]) -> list[Finding]:
+    """A lock's default install that resolves a CUDA 12 stack (torch, its partners, what they pull) is one cause:
+    one G1 finding, led by torch's, standing for every entry's line."""
+    bad = [i for i, f in enumerate(findings) if f.gotcha == "G1" and f.status in (Status.WARN, Status.FAIL)
+           and not f.policy and f.location and f.location.line]
+    if len(bad) < 2:
+        return findings
+    lead = max(bad, key=lambda i: (findings[i].status.rank, findings[i].evidence.get("package") == "torch"))
+    rest = [findings[i] for i in bad if i != lead]
+    lines = sorted({f.location.line for f in [findings[lead], *rest] if f.location and f.location.line})
+    kept = replace(findings[lead], message=f"{findings[lead].message} (and {len(rest)} more entries of this stack: "
+                   + ", ".join(str(f.evidence.get("package") or f.rule) for f in rest[:5]) + (", ..." if len(rest) > 5 else "") + ")",
+                   evidence={**findings[lead].evidence, "lines": lines})
+    return [kept if i == lead else f for i, f in enumerate(findings) if i == lead or i not in bad]
 
 
 def _one_per_line(findings: list[Finding]) -> list[Finding]:

@@ -729,3 +729,30 @@ def test_a_torch_bound_to_a_cuda12_index_names_the_binding_line(tmp_path: Path) 
                      '[[tool.uv.index]]\nname = "cu128"\nurl = "https://download.pytorch.org/whl/cu128"\nexplicit = true\n')
     found = [f for f in _findings(_report(project)) if f["rule"] == "G1-cuda12-local-version"]
     assert [(f["status"], f["location"]["line"], f["evidence"].get("lines")) for f in found] == [("FAIL", 5, [5, 9])]
+
+
+def test_a_locks_cuda12_stack_is_one_finding(tmp_path: Path) -> None:
+    """A lock whose default install resolves torch +cu128 and a -cu12 library: one cause, one G1 finding led by
+    torch's and standing for both entries' lines."""
+    lock = _write(tmp_path, "uv.lock", '''version = 1
+revision = 3
+requires-python = ">=3.12"
+
+[[package]]
+name = "app"
+version = "0.1.0"
+source = { virtual = "." }
+dependencies = [{ name = "torch" }, { name = "nvidia-cublas-cu12" }]
+
+[[package]]
+name = "nvidia-cublas-cu12"
+version = "12.8.4.1"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "torch"
+version = "2.8.0+cu128"
+source = { registry = "https://download.pytorch.org/whl/cu128" }
+''')
+    found = [f for f in _findings(_report(lock)) if f["gotcha"] == "G1"]
+    assert [(f["status"], f["location"]["line"], f["evidence"].get("lines")) for f in found] == [("FAIL", 17, [12, 17])], found
