@@ -54,7 +54,7 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
     scopes = scopes_of(inventory)
     if not scopes and not any(i.explicit for i in inventory.indexes):
         return _one_per_line(one_cause(run_checks(inventory)))
-    base = _one_per_line(one_cause(run_checks(in_scope(inventory, (), installs))))
+    base = unfolded = _one_per_line(one_cause(run_checks(in_scope(inventory, (), installs))))
     if inventory.packages and all(p.role == Role.LOCK for p in inventory.packages if p.location):
         base = _one_per_lock(base)
     if not scopes:
@@ -63,9 +63,9 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
     groups: list[tuple[str, ...]] = [(s,) for s in scopes[:separate]]
     if len(scopes) > separate:
         groups.append(tuple(scopes[separate:]))
-    known = {_key(f) for f in base}
+    known = {_key(f) for f in unfolded}
     # a line the default install already flags for a rule: a scope that flags it again adds nothing
-    flagged_at = {(k, str(f.location)) for f in base if f.location and f.status in (Status.WARN, Status.FAIL)
+    flagged_at = {(k, str(f.location)) for f in unfolded if f.location and f.status in (Status.WARN, Status.FAIL)
                   for k in (f.rule, *(["build"] if f.gotcha in _BUILD_GOTCHAS else []))}
     # a finding that names packages (one policy finding for a file's unpinned packages): the default install's
     known_packages: dict[str, set[str]] = {}
