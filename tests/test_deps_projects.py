@@ -756,3 +756,17 @@ source = { registry = "https://download.pytorch.org/whl/cu128" }
 ''')
     found = [f for f in _findings(_report(lock)) if f["gotcha"] == "G1"]
     assert [(f["status"], f["location"]["line"], f["evidence"].get("lines")) for f in found] == [("FAIL", 17, [12, 17])], found
+
+
+def test_release_pins_do_not_judge_builds_of_another_index(tmp_path: Path) -> None:
+    """PyPI's torch 2.10.0 pins triton 3.6.0; Jetson AI Lab's sbsa/cu130 build of it resolves with triton 3.5.0
+    (its own metadata): the pin table's fact holds for PyPI's release, not for that index's build."""
+    def conflicts(bound: str) -> list[str]:
+        project = _write(tmp_path, "pyproject.toml",
+                         '[project]\nname = "p"\nversion = "1"\ndependencies = ["torch==2.10.0", "triton==3.5.0"]\n' + bound)
+        return [f["status"] for f in _findings(_report(project)) if f["rule"] == "G9-pin-conflict"]
+
+    jetson = ('\n[tool.uv.sources]\ntorch = [{ index = "jetson" }]\ntriton = [{ index = "jetson" }]\n\n'
+              '[[tool.uv.index]]\nname = "jetson"\nurl = "https://pypi.jetson-ai-lab.io/sbsa/cu130/+simple"\nexplicit = true\n')
+    assert conflicts("") == ["FAIL"]
+    assert conflicts(jetson) == []
