@@ -139,6 +139,10 @@ _FLAVOUR = re.compile(r"[-_](?:cu|cuda)\d+x?$")
 _ELSEWHERE = re.compile(r"(?i)(?:^|[-_ '])(?:mac|macos|osx|darwin|apple|mps|mlx|metal|rocm|amd|xpu|intel|windows|win|tpu|cpu)(?:$|[-_ '\d])")
 
 
+# A lock's scope of a workspace member other than the project the lock is for ("extra 'x' of member").
+_MEMBER = re.compile(r"' of [a-z0-9][a-z0-9._-]*$")
+
+
 def _for_elsewhere(scope: str) -> bool:
     return bool(_ELSEWHERE.search(scope.partition(" ")[2].strip("'")))
 
@@ -207,6 +211,14 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
             lines.update(first.evidence.get("lines", []))
             if lines:
                 first = replace(first, evidence={**first.evidence, "lines": sorted(lines)})
+        elif first.status is Status.WARN and any(_MEMBER.search(x) for x in labels) and all(
+                _MEMBER.search(x) or x in older for x in labels):
+            members = [x for x in labels if _MEMBER.search(x)]
+            rest = [x for x in labels if not _MEMBER.search(x)]
+            first = replace(first, status=Status.INFO, message=first.message + (
+                f"; {_names(members)} belong{'s' if len(members) == 1 else ''} to a workspace member, installed only by "
+                "that member's own sync (uv sync --package), not by this project's"
+                + (f", and {_names(rest)} is an older CUDA build than the project's other extras" if rest else "")))
         elif first.status is Status.WARN and elsewhere and len(elsewhere) == len(labels) and not set(labels) <= older:
             first = replace(first, status=Status.INFO,
                             message=first.message + f"; {' and '.join(elsewhere)} is for another platform, not what a Spark installs")

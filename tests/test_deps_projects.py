@@ -770,3 +770,17 @@ def test_release_pins_do_not_judge_builds_of_another_index(tmp_path: Path) -> No
               '[[tool.uv.index]]\nname = "jetson"\nurl = "https://pypi.jetson-ai-lab.io/sbsa/cu130/+simple"\nexplicit = true\n')
     assert conflicts("") == ["FAIL"]
     assert conflicts(jetson) == []
+
+
+
+def test_a_workspace_roots_extras_ask_member_extras_and_member_extras_are_the_members(tmp_path: Path) -> None:
+    """The workspace root (source virtual ".") offers cu128/cu130 extras that ask lib for its own: walked with
+    lib's extras active, they are alternatives (the older CUDA one INFO); lib's own extras are lib's install
+    (uv sync --package lib), INFO for this project."""
+    asking = [line for line in _WORKSPACE_LOCK.split("\n") if line.startswith('dependencies = [{ name = "lib"')]
+    text = _WORKSPACE_LOCK.replace(asking[0], 'dependencies = [{ name = "lib" }]\n\n[package.optional-dependencies]\n'
+                                   'cu128 = [{ name = "lib", extra = ["cu128"] }]\ncu130 = [{ name = "lib", extra = ["cu130"] }]')
+    report = _report(_write(tmp_path, "uv.lock", text))
+    g1 = [(f["status"], f["message"]) for f in _findings(report, ("INFO", "WARN", "FAIL")) if f["gotcha"] == "G1"]
+    assert g1 and all(status == "INFO" for status, _ in g1), g1
+    assert any("older CUDA build" in message and "uv sync --package" in message for _, message in g1), g1
