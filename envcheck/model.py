@@ -144,6 +144,7 @@ class Package(_Record):
     location: Location | None = None
     scope: str | None = None  # the opt-in part that brings it ("extra 'cu128'", "group 'docs'"); None: always
     index: str | None = None  # the index it must come from ([tool.uv.sources]); None: whatever indexes apply
+    bound_at: int | None = None  # the line of the [tool.uv.sources] entry that binds ``index``
 
 
 @dataclass(frozen=True)

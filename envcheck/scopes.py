@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import Any
 
-from envcheck.knowledge.builds import build_of_index
-from envcheck.model import Finding, Inventory, Location, Package, Status
+from envcheck.knowledge.builds import CudaBuild, build_of_index
+from envcheck.model import Finding, Inventory, Location, Package, Role, Status
 
 # Scopes judged one by one; the rest are judged together (hundreds of extras must not cost hundreds of check
 # runs), and fewer for a large inventory: packages judged over all scope runs stay under MAX_SCOPED_PACKAGES.
@@ -52,15 +53,20 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
     once for scopes that add it alike, never what the default has, no location-less PASS/INFO summaries."""
     scopes = scopes_of(inventory)
     if not scopes and not any(i.explicit for i in inventory.indexes):
-        return one_cause(run_checks(inventory))
-    base = one_cause(run_checks(in_scope(inventory, (), installs)))
+        return _one_per_line(one_cause(run_checks(inventory)))
+    base = unfolded = _one_per_line(one_cause(run_checks(in_scope(inventory, (), installs))))
+    if inventory.packages and all(p.role == Role.LOCK for p in inventory.packages if p.location):
+        base = _one_per_lock(base)
     if not scopes:
         return base
     separate = max(1, min(MAX_SCOPES, MAX_SCOPED_PACKAGES // max(1, len(inventory.packages))))
     groups: list[tuple[str, ...]] = [(s,) for s in scopes[:separate]]
     if len(scopes) > separate:
         groups.append(tuple(scopes[separate:]))
-    known = {_key(f) for f in base}
+    known = {_key(f) for f in unfolded}
+    # a line the default install already flags for a rule: a scope that flags it again adds nothing
+    flagged_at = {(k, str(f.location)) for f in unfolded if f.location and f.status in (Status.WARN, Status.FAIL)
+                  for k in (f.rule, *(["build"] if f.gotcha in _BUILD_GOTCHAS else []))}
     # a finding that names packages (one policy finding for a file's unpinned packages): the default install's
     known_packages: dict[str, set[str]] = {}
     for f in base:
@@ -79,6 +85,9 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
             key = _key(finding)
             softened = (*key[:3], Status.WARN.value) if finding.status is Status.FAIL else key
             if key in known or softened in known or (finding.location is None and finding.status in (Status.PASS, Status.INFO, Status.SKIP)):
+                continue
+            if finding.location and not finding.policy and ((finding.rule, str(finding.location)) in flagged_at or (
+                    finding.gotcha in _BUILD_GOTCHAS and ("build", str(finding.location)) in flagged_at)):
                 continue
             named = finding.evidence.get("packages")
             if isinstance(named, list) and named and {str(n) for n in named} <= known_packages.get(finding.rule, set()):
@@ -130,6 +139,10 @@ _FLAVOUR = re.compile(r"[-_](?:cu|cuda)\d+x?$")
 _ELSEWHERE = re.compile(r"(?i)(?:^|[-_ '])(?:mac|macos|osx|darwin|apple|mps|mlx|metal|rocm|amd|xpu|intel|windows|win|tpu|cpu)(?:$|[-_ '\d])")
 
 
+# A lock's scope of a workspace member other than the project the lock is for ("extra 'x' of member").
+_MEMBER = re.compile(r"' of [a-z0-9][a-z0-9._-]*$")
+
+
 def _for_elsewhere(scope: str) -> bool:
     return bool(_ELSEWHERE.search(scope.partition(" ")[2].strip("'")))
 
@@ -148,7 +161,7 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
     """What the opt-in scopes add, one finding per scope and gotcha, at INFO where another scope offers the
     same packages without it (``cuda12`` beside ``cuda13``); the GPU build (``routes``) keeps its FAIL."""
     routes = routes or {}
-    platform = _platform_scopes(inventory)
+    platform, older = _platform_scopes(inventory), _older_cuda(inventory)
     by_labels: dict[tuple[str, ...], list[Finding]] = {}
     for finding, named in added:
         by_labels.setdefault(tuple(named), []).append(finding)
@@ -198,13 +211,26 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
             lines.update(first.evidence.get("lines", []))
             if lines:
                 first = replace(first, evidence={**first.evidence, "lines": sorted(lines)})
-        elif first.status is Status.WARN and elsewhere and len(elsewhere) == len(labels):
+        elif first.status is Status.WARN and any(_MEMBER.search(x) for x in labels) and all(
+                _MEMBER.search(x) or x in older for x in labels):
+            members = [x for x in labels if _MEMBER.search(x)]
+            rest = [x for x in labels if not _MEMBER.search(x)]
+            first = replace(first, status=Status.INFO, message=first.message + (
+                f"; {_names(members)} belong{'s' if len(members) == 1 else ''} to a workspace member, installed only by "
+                "that member's own sync (uv sync --package), not by this project's"
+                + (f", and {_names(rest)} is an older CUDA build than the project's other extras" if rest else "")))
+        elif first.status is Status.WARN and elsewhere and len(elsewhere) == len(labels) and not set(labels) <= older:
             first = replace(first, status=Status.INFO,
                             message=first.message + f"; {' and '.join(elsewhere)} is for another platform, not what a Spark installs")
         elif first.status is Status.WARN and alternatives:
             first = replace(first, status=Status.INFO,
                             message=first.message + f"; the project offers {' and '.join(alternatives)} instead, "
                                                     "without this: install that one on a Spark")
+        elif first.status is Status.WARN and set(labels) <= older:
+            newer = sorted({o for a in inventory.alternatives if set(labels) & set(a.scopes)
+                            for o in a.scopes if o not in older and o not in platform})
+            first = replace(first, status=Status.INFO, message=first.message + (
+                f"; the project offers {' and '.join(newer)} instead, a newer CUDA build: install that one on a Spark"))
         out.append(first)
     return out
 
@@ -229,6 +255,43 @@ def one_cause(findings: list[Finding]) -> list[Finding]:
     return [f for i, f in enumerate(out) if i not in folded]
 
 
+def _one_per_lock(findings: list[Finding]) -> list[Finding]:
+    """A lock's default install that resolves a CUDA 12 stack (torch, its partners, what they pull) is one cause:
+    one G1 finding, led by torch's, standing for every entry's line."""
+    bad = [i for i, f in enumerate(findings) if f.gotcha == "G1" and f.status in (Status.WARN, Status.FAIL)
+           and not f.policy and f.location and f.location.line]
+    if len(bad) < 2:
+        return findings
+    lead = max(bad, key=lambda i: (findings[i].status.rank, findings[i].evidence.get("package") == "torch"))
+    rest = [findings[i] for i in bad if i != lead]
+    lines = sorted({f.location.line for f in [findings[lead], *rest] if f.location and f.location.line})
+    kept = replace(findings[lead], message=f"{findings[lead].message} (and {len(rest)} more entries of this stack: "
+                   + ", ".join(str(f.evidence.get("package") or f.rule) for f in rest[:5]) + (", ..." if len(rest) > 5 else "") + ")",
+                   evidence={**findings[lead].evidence, "lines": lines})
+    return [kept if i == lead else f for i, f in enumerate(findings) if i == lead or i not in bad]
+
+
+def _one_per_line(findings: list[Finding]) -> list[Finding]:
+    """G1 findings on one line are one cause (a requirement whose extra installs a CUDA 12 stack, a lock entry
+    and the index it names): the worst speaks for the line and names the rest."""
+    at: dict[tuple[str, str], list[int]] = {}
+    for i, f in enumerate(findings):
+        if f.gotcha == "G1" and f.location and f.location.line and f.status in (Status.WARN, Status.FAIL) and not f.policy:
+            at.setdefault((str(f.location), f.gotcha), []).append(i)
+    dropped: set[int] = set()
+    out = list(findings)
+    for same in at.values():
+        if len(same) < 2:
+            continue
+        keep = max(same, key=lambda i: findings[i].status.rank)
+        rest = [findings[i] for i in same if i != keep]
+        dropped.update(i for i in same if i != keep)
+        out[keep] = replace(findings[keep], message=f"{findings[keep].message} (and on this line: "
+                            + "; ".join(f.message for f in rest[:3]) + (", ..." if len(rest) > 3 else "") + ")",
+                            evidence={**findings[keep].evidence, "also": [f.rule for f in rest]})
+    return [f for i, f in enumerate(out) if i not in dropped]
+
+
 def _route_first(found: list[Finding]) -> Finding:
     """The finding for a GPU build's cause: the index its source binds where that is a line of its own."""
     packages_at = {str(f.location) for f in found if "url" not in f.evidence}
@@ -242,11 +305,13 @@ def gpu_routes(inventory: Inventory) -> dict[str, list[str]]:
     present = set(scopes_of(inventory))
     platform = _platform_scopes(inventory)
     routes: dict[str, list[str]] = {}
+    older, cuda = _older_cuda(inventory), _index_builds(inventory, lambda b: b.cuda_major)
     for scopes in dict.fromkeys([a.scopes for a in inventory.alternatives] + _bound_apart(inventory)):
         here = [s for s in scopes if s in present]
         other = [s for s in here if s in platform][:8]  # named in a message: a few are enough, and bounded
         for scope in here:
-            if other and scope not in platform:
+            # beside older CUDA builds only, the route is the scope that binds a newer one
+            if other and scope not in platform and (cuda.get(scope) or not set(other) <= older):
                 known = routes.setdefault(scope, [])
                 known.extend(o for o in other if o not in known and len(known) < 8)
     return routes
@@ -263,11 +328,25 @@ def _bound_apart(inventory: Inventory) -> list[tuple[str, ...]]:
 def _platform_scopes(inventory: Inventory) -> set[str]:
     """Scopes for another platform: named so (``cpu``, ``mac``), or taking every build-index package from a
     CPU, ROCm or XPU index."""
-    flavors: dict[str, set[str]] = {}
+    flavors = _index_builds(inventory, lambda b: b.flavor)
+    return {s for s in scopes_of(inventory) if _for_elsewhere(s) or (flavors.get(s) and "cuda" not in flavors[s])
+            or s in _older_cuda(inventory)}
+
+
+def _index_builds(inventory: Inventory, what: Callable[[CudaBuild], str | int | None]) -> dict[str, set[Any]]:
+    out: dict[str, set[Any]] = {}
     for p in inventory.packages:
-        if p.scope is not None and p.index and (build := build_of_index(p.index)) is not None:
-            flavors.setdefault(p.scope, set()).add(build.flavor)
-    return {s for s in scopes_of(inventory) if _for_elsewhere(s) or (flavors.get(s) and "cuda" not in flavors[s])}
+        if p.scope is not None and p.index and (build := build_of_index(p.index)) is not None and what(build):
+            out.setdefault(p.scope, set()).add(what(build))
+    return out
+
+
+def _older_cuda(inventory: Inventory) -> set[str]:
+    """Alternatives whose build indexes serve an older CUDA than a sibling's (cu128 beside cu130): builds for
+    machines the newer one does not serve."""
+    majors = _index_builds(inventory, lambda b: b.cuda_major)
+    return {s for a in inventory.alternatives for s in a.scopes if majors.get(s)
+            and any(min(majors.get(o) or {0}) > max(majors[s]) for o in a.scopes if o != s)}
 
 
 def _bindings(scope: str, inventory: Inventory) -> list[Location]:

@@ -583,3 +583,204 @@ def test_an_explicit_cpu_build_of_torch_is_deliberate_and_installed_one_is_not(t
     frozen = _write(tmp_path, "frozen.txt", "numpy==2.2.6\ntorch==2.9.1+cpu\n")
     proc = run_envcheck("--format", "json", "--fail-on", "never", "--kind", "freeze", str(frozen))
     assert [(f["rule"], f["status"]) for f in _findings(json.loads(proc.stdout)) if f["gotcha"] == "G1"] == [("G1-cpu-build", "WARN")]
+
+
+# A uv workspace lock as uv writes it: the app asks the member lib for its cu128 extra, lib offers cu128 and
+# cu130 as conflicting extras; accelerate's torch edges carry uv's conflict markers, one of them reachable only
+# with both CUDA extras at once (never installed).
+_LIB = "extra-3-lib"
+_WORKSPACE_LOCK = f'''version = 1
+revision = 3
+requires-python = ">=3.12"
+conflicts = [[
+    {{ package = "lib", extra = "cu128" }},
+    {{ package = "lib", extra = "cu130" }},
+]]
+
+[manifest]
+members = ["app", "lib"]
+
+[[package]]
+name = "app"
+version = "0.1.0"
+source = {{ virtual = "." }}
+dependencies = [{{ name = "lib", extra = ["{{ask}}"], marker = "extra == '{_LIB}-{{ask}}'" }}]
+
+[[package]]
+name = "lib"
+version = "0.1.0"
+source = {{ editable = "lib" }}
+dependencies = [{{ name = "accelerate" }}]
+
+[package.optional-dependencies]
+cu128 = [{{ name = "torch", version = "2.8.0+cu128", source = {{ registry = "https://download.pytorch.org/whl/cu128" }} }}]
+cu130 = [{{ name = "torch", version = "2.9.0+cu130", source = {{ registry = "https://download.pytorch.org/whl/cu130" }} }}]
+
+[[package]]
+name = "accelerate"
+version = "1.12.0"
+source = {{ registry = "https://pypi.org/simple" }}
+dependencies = [
+    {{ name = "torch", version = "2.9.0", source = {{ registry = "https://pypi.org/simple" }}, marker = "extra == '{_LIB}-cu128' and extra == '{_LIB}-cu130'" }},
+]
+
+[[package]]
+name = "torch"
+version = "2.8.0+cu128"
+source = {{ registry = "https://download.pytorch.org/whl/cu128" }}
+wheels = [{{ url = "https://download.pytorch.org/whl/cu128/torch-2.8.0%2Bcu128-cp312-cp312-manylinux_2_28_aarch64.whl" }}]
+
+[[package]]
+name = "torch"
+version = "2.9.0"
+source = {{ registry = "https://pypi.org/simple" }}
+wheels = [{{ url = "https://files.pythonhosted.org/packages/torch-2.9.0-cp312-cp312-manylinux_2_28_aarch64.whl" }}]
+
+[[package]]
+name = "torch"
+version = "2.9.0+cu130"
+source = {{ registry = "https://download.pytorch.org/whl/cu130" }}
+wheels = [{{ url = "https://download.pytorch.org/whl/cu130/torch-2.9.0%2Bcu130-cp312-cp312-manylinux_2_28_aarch64.whl" }}]
+'''
+
+
+def _lock_lines(tmp_path: Path, ask: str) -> dict[int, list[tuple[str, str]]]:
+    lock = _write(tmp_path, "uv.lock", _WORKSPACE_LOCK.replace("{ask}", ask))
+    report = _report(lock)
+    lines: dict[int, list[tuple[str, str]]] = {}
+    for f in _findings(report, ("INFO", "WARN", "FAIL", "ERROR")):
+        if f.get("location") and f["location"].get("line"):
+            lines.setdefault(f["location"]["line"], []).append((f["status"], f["rule"]))
+    return lines
+
+
+def test_a_workspace_member_extra_another_member_asks_for_is_installed(tmp_path: Path) -> None:
+    """The app asks lib for cu128: that torch is the app's own install (FAIL, not an opt-in WARN); the cu130 extra
+    conflicts with what the app asks, and the torch only both CUDA extras together reach is never installed."""
+    lines = _lock_lines(tmp_path, "cu128")
+    at = {n: [s for s, r in found if r.startswith("G1-cuda12")] for n, found in lines.items()}
+    assert "FAIL" in at[37], lines  # torch 2.8.0+cu128
+    assert 43 not in lines and 49 not in lines, lines  # PyPI torch (conflicting extras only), cu130 torch
+
+
+def test_an_older_cuda_extra_beside_a_newer_one_is_info(tmp_path: Path) -> None:
+    """Asked for nothing, cu128 and cu130 are the member's alternatives: the cu128 torch is INFO naming cu130,
+    and nothing is reported for the torch only conflicting extras reach."""
+    lines = _lock_lines(tmp_path, "none")
+    assert lines.get(37) and all(s == "INFO" for s, r in lines[37] if r.startswith("G1")), lines
+    assert 43 not in lines, lines
+
+
+_MEMBER = """[project]
+name = "lib"
+version = "0.1"
+dependencies = ["numpy==2.2.6"]
+
+[project.optional-dependencies]
+cu128 = ["torch==2.8.0", "nvidia-cublas-cu12==12.8.4.1"]
+cu130 = ["torch==2.9.0"]
+
+[tool.uv]
+conflicts = [[{ extra = "cu128" }, { extra = "cu130" }]]
+
+[tool.uv.sources]
+torch = [
+    { index = "pytorch-cu128", extra = "cu128" },
+    { index = "pytorch-cu130", extra = "cu130" },
+]
+
+[[tool.uv.index]]
+name = "pytorch-cu128"
+url = "https://download.pytorch.org/whl/cu128"
+explicit = true
+
+[[tool.uv.index]]
+name = "pytorch-cu130"
+url = "https://download.pytorch.org/whl/cu130"
+explicit = true
+"""
+
+
+def test_a_workspace_members_extra_is_read_from_its_pyproject(tmp_path: Path) -> None:
+    """``lib[cu128]`` with ``lib = { workspace = true }``: what lib's cu128 extra installs (torch from the cu128
+    index, a -cu12 library) is the app's install, one finding at the app's requirement line (one cause); asking
+    for cu130 is clean."""
+    (tmp_path / "lib").mkdir()
+    _write(tmp_path / "lib", "pyproject.toml", _MEMBER)
+    (tmp_path / "app").mkdir()
+
+    def g1(extra: str) -> list[tuple[str, int]]:
+        app = _write(tmp_path / "app", "pyproject.toml",
+                     f'[project]\nname = "app"\nversion = "0.1"\ndependencies = [\n    "lib[{extra}]",\n]\n\n'
+                     '[tool.uv.sources]\nlib = { workspace = true }\n\n[tool.uv.workspace]\nmembers = ["../lib"]\n')
+        return [(f["status"], f["location"]["line"]) for f in _findings(_report(app)) if f["gotcha"] == "G1"]
+
+    assert g1("cu128") == [("FAIL", 5)]
+    assert g1("cu130") == []
+
+
+def test_a_torch_bound_to_a_cuda12_index_names_the_binding_line(tmp_path: Path) -> None:
+    """torch from the cu128 index on aarch64 (a [tool.uv.sources] entry far below the requirement): the finding
+    stands for the requirement and the source that binds it, the line a user has to change."""
+    project = _write(tmp_path, "pyproject.toml",
+                     '[project]\nname = "p"\nversion = "1"\ndependencies = [\n    "torch==2.7.1",\n]\n\n'
+                     "[tool.uv.sources]\ntorch = [\n"
+                     '    { index = "cu128", marker = "platform_machine == \'aarch64\'" },\n]\n\n'
+                     '[[tool.uv.index]]\nname = "cu128"\nurl = "https://download.pytorch.org/whl/cu128"\nexplicit = true\n')
+    found = [f for f in _findings(_report(project)) if f["rule"] == "G1-cuda12-local-version"]
+    assert [(f["status"], f["location"]["line"], f["evidence"].get("lines")) for f in found] == [("FAIL", 5, [5, 9])]
+
+
+def test_a_locks_cuda12_stack_is_one_finding(tmp_path: Path) -> None:
+    """A lock whose default install resolves torch +cu128 and a -cu12 library: one cause, one G1 finding led by
+    torch's and standing for both entries' lines."""
+    lock = _write(tmp_path, "uv.lock", '''version = 1
+revision = 3
+requires-python = ">=3.12"
+
+[[package]]
+name = "app"
+version = "0.1.0"
+source = { virtual = "." }
+dependencies = [{ name = "torch" }, { name = "nvidia-cublas-cu12" }]
+
+[[package]]
+name = "nvidia-cublas-cu12"
+version = "12.8.4.1"
+source = { registry = "https://pypi.org/simple" }
+
+[[package]]
+name = "torch"
+version = "2.8.0+cu128"
+source = { registry = "https://download.pytorch.org/whl/cu128" }
+''')
+    found = [f for f in _findings(_report(lock)) if f["gotcha"] == "G1"]
+    assert [(f["status"], f["location"]["line"], f["evidence"].get("lines")) for f in found] == [("FAIL", 17, [12, 17])], found
+
+
+def test_release_pins_do_not_judge_builds_of_another_index(tmp_path: Path) -> None:
+    """PyPI's torch 2.10.0 pins triton 3.6.0; Jetson AI Lab's sbsa/cu130 build of it resolves with triton 3.5.0
+    (its own metadata): the pin table's fact holds for PyPI's release, not for that index's build."""
+    def conflicts(bound: str) -> list[str]:
+        project = _write(tmp_path, "pyproject.toml",
+                         '[project]\nname = "p"\nversion = "1"\ndependencies = ["torch==2.10.0", "triton==3.5.0"]\n' + bound)
+        return [f["status"] for f in _findings(_report(project)) if f["rule"] == "G9-pin-conflict"]
+
+    jetson = ('\n[tool.uv.sources]\ntorch = [{ index = "jetson" }]\ntriton = [{ index = "jetson" }]\n\n'
+              '[[tool.uv.index]]\nname = "jetson"\nurl = "https://pypi.jetson-ai-lab.io/sbsa/cu130/+simple"\nexplicit = true\n')
+    assert conflicts("") == ["FAIL"]
+    assert conflicts(jetson) == []
+
+
+
+def test_a_workspace_roots_extras_ask_member_extras_and_member_extras_are_the_members(tmp_path: Path) -> None:
+    """The workspace root (source virtual ".") offers cu128/cu130 extras that ask lib for its own: walked with
+    lib's extras active, they are alternatives (the older CUDA one INFO); lib's own extras are lib's install
+    (uv sync --package lib), INFO for this project."""
+    asking = [line for line in _WORKSPACE_LOCK.split("\n") if line.startswith('dependencies = [{ name = "lib"')]
+    text = _WORKSPACE_LOCK.replace(asking[0], 'dependencies = [{ name = "lib" }]\n\n[package.optional-dependencies]\n'
+                                   'cu128 = [{ name = "lib", extra = ["cu128"] }]\ncu130 = [{ name = "lib", extra = ["cu130"] }]')
+    report = _report(_write(tmp_path, "uv.lock", text))
+    g1 = [(f["status"], f["message"]) for f in _findings(report, ("INFO", "WARN", "FAIL")) if f["gotcha"] == "G1"]
+    assert g1 and all(status == "INFO" for status, _ in g1), g1
+    assert any("older CUDA build" in message and "uv sync --package" in message for _, message in g1), g1

@@ -336,7 +336,9 @@ def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
         if installed_before(ctx, pkg) is not None or kept_from_base(ctx, pkg) is not None:
             continue  # `pip install torch` again: pip keeps the torch an earlier line (or the base) installed, judged there
         build, how = torch_build(pkg, ctx)
-        evidence = {"package": "torch", "version": pkg.version, "specifier": pkg.specifier, "how": how}
+        evidence: dict[str, object] = {"package": "torch", "version": pkg.version, "specifier": pkg.specifier, "how": how}
+        if pkg.bound_at and pkg.location and pkg.location.line and how.startswith("its index"):
+            evidence["lines"] = sorted({pkg.location.line, pkg.bound_at})  # the requirement and the source binding it
         if build is None:
             yield TORCH_BUILD.finding(f"cannot tell which CUDA build of torch is installed: {how}", pkg.location, evidence)
         elif build.flavor == "cuda" and build.cuda_major is not None and build.cuda_major < major:

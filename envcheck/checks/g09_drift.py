@@ -160,8 +160,9 @@ def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | No
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
     version = _parsed(pkg.version)
-    if version is None or ngc_release(pkg.version) is not None:
-        # The pin table describes public releases; NGC builds pair their own (e.g. torch 2.10a0 with triton 3.5).
+    if version is None or ngc_release(pkg.version) is not None or not _public_index(pkg.index):
+        # The pin table describes public releases; NGC builds pair their own (e.g. torch 2.10a0 with triton 3.5),
+        # as do builds of another index (Jetson AI Lab's sbsa/cu130 torch 2.10.0 with triton 3.5.0)
         return out
     public = Version(str(version).split("+", 1)[0])
     for row in _pins().get("pin", []):
@@ -175,6 +176,13 @@ def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | No
              f"({row['source']})") for row in _pins().get("same_version", [])
             if row["package"] == pkg.name and version >= Version(row["since"])]
     return out
+
+
+def _public_index(url: str | None) -> bool:
+    """PyPI, or the project's own index (PyTorch's, vLLM's: their builds carry PyPI's Requires-Dist): where the pin
+    table's facts hold."""
+    host = re.sub(r"^[a-z+]+://", "", (url or "https://pypi.org/simple").lower()).split("/", 1)[0]
+    return host in ("pypi.org", "pypi.python.org", "files.pythonhosted.org", "download.pytorch.org", "wheels.vllm.ai")
 
 
 def _exact_versions(ctx: CheckContext) -> dict[str, Package]:

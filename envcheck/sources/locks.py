@@ -8,6 +8,7 @@ uv's conflict markers (``extra == 'extra-10-proj-cu128'``) are decided per scope
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ _MAX_CONDITION = 16
 # The project's extras and groups judged one by one (the engine merges the rest, see envcheck.scopes).
 _MAX_ROOT_SCOPES = 64
 _DEFAULT_GROUPS = ("dev",)  # uv sync installs the dev group unless told otherwise
+_NEVER = "\0never"  # the scope of an extra that conflicts with one the project itself asks for
 
 
 # A lock told by content: uv.lock's `version = N` and a `[[package]]` with a `source = { ... }` table
@@ -85,7 +87,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         inventory.problems.append(ReadProblem("the lock file has no package list", Location(str(path))))
         return inventory
     lines = _entry_lines(text, "[[packages]]" if style == "pylock" else "[[package]]")
-    graph = _Graph(entries) if style == "uv" else None
+    graph = _Graph(entries, data.get("conflicts")) if style == "uv" else None
     pylock_scopes = _pylock_scopes(data) if style == "pylock" else []
     seen_indexes: set[str] = set()
     names: list[str] = []
@@ -113,7 +115,9 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             continue  # the project itself
         requires = _dependencies(entry)
         if graph is not None:  # reached in no scope (or not followed): judged as installed
-            placements = graph.placed.get(number) or [(None, None)]
+            placements = [p for p in graph.placed.get(number) or [(None, None)] if p[0] != _NEVER]
+            if not placements or (number not in graph.placed and graph.conflicts):
+                continue  # reached only by extras that conflict with each other or with what the project asks for
         else:
             marker = entry.get("marker")
             placements = _pylock_placements(str(marker), pylock_scopes) if marker is not None else [(None, None)]
@@ -150,6 +154,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
                                              text=f"install from {path.name}", location=Location(str(path))))
     if graph is not None:
         inventory.alternatives.extend(_alternatives(data, [entries[i] for i in graph.roots], text, path))
+        inventory.alternatives.extend(Alternatives(tuple(dict.fromkeys(a))) for a in graph.alternatives.values() if len(set(a)) > 1)
     return inventory
 
 
@@ -210,8 +215,12 @@ class _Reach:
 
 class _Graph:
 
-    def __init__(self, entries: list[Any]) -> None:
+    def __init__(self, entries: list[Any], conflicts: Any = None) -> None:
         self.entries = entries
+        # uv's conflict sets as its marker names (extra-10-proj-cu128): extras never installed together
+        self.conflicts = [{_marker_name(item) for item in group if isinstance(item, dict)} - {""}
+                          for group in (conflicts if isinstance(conflicts, list) else []) if isinstance(group, list)]
+        self.alternatives: dict[frozenset[str], list[str]] = {}  # conflict set -> the extras asking its members
         self.by_name: dict[str, list[int]] = {}
         for i, entry in enumerate(entries):
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):
@@ -230,10 +239,14 @@ class _Graph:
     def _walk_all(self) -> None:
         default: list[tuple[int, dict[str, Any]]] = []
         scoped: list[tuple[str, frozenset[str], list[tuple[int, dict[str, Any]]]]] = []
+        members = {canonical(str(self.entries[r]["name"])) for r in self.roots}
+        main = _main_project(self.entries[r] for r in self.roots)
+        asked: set[str] = set()  # a workspace member's extra another member's default install asks for
         for root in self.roots:
             entry = self.entries[root]
             project = canonical(str(entry["name"]))
             default.extend((root, dep) for dep in _edges(entry.get("dependencies")))
+            asked |= _asks(project, members, entry.get("dependencies"))
             for table, kind, prefix in (("optional-dependencies", "extra", "extra"), ("dev-dependencies", "group", "group")):
                 listed = entry.get(table)
                 if not isinstance(listed, dict):
@@ -243,12 +256,23 @@ class _Graph:
                     if kind == "group" and scope_name in _DEFAULT_GROUPS:
                         default.extend(edges)
                         continue
-                    # uv's internal name for the selected extra or group in conflict markers
-                    active = frozenset({f"{prefix}-{len(project)}-{project}-{scope_name}"})
-                    scoped.append((f"{kind} {scope_name!r}", active, edges))
-        self._walk(None, frozenset(), default)
+                    # uv's internal name for the selected extra or group in conflict markers, and the member
+                    # extras it asks for (a root's cu130 extra asking lib[cu130])
+                    own = _asks(project, members, deps)
+                    active = frozenset({f"{prefix}-{len(project)}-{project}-{scope_name}", *own})
+                    label = f"{kind} {scope_name!r}{_owner(project, main)}"
+                    scoped.append((label, active, edges))
+                    for group in self.conflicts:  # extras asking conflicting member extras are alternatives too
+                        if own & group:
+                            self.alternatives.setdefault(frozenset(group), []).append(label)
+        # uv writes that request as a conflict marker on the member's edge: installing the project activates it,
+        # so a scope is walked with it, and one that conflicts with it is never installed beside the project
+        self._walk(None, frozenset(asked), default)
         for scope, active, edges in scoped[:_MAX_ROOT_SCOPES]:
-            self._walk(scope, active, edges)
+            if any(active & group and asked & group - active for group in self.conflicts):
+                self._walk(_NEVER, active, edges)  # what only it reaches is not installed
+            elif not active <= asked:
+                self._walk(scope, active | asked, edges)
         rest = scoped[_MAX_ROOT_SCOPES:]
         if rest:
             label = f"{len(rest)} more extras and groups"
@@ -320,6 +344,39 @@ class _Graph:
         return out
 
 
+def _asks(project: str, members: set[str], deps: Any) -> set[str]:
+    """uv's marker names of the workspace members' extras ``deps`` ask for (``lib[cu130]`` -> extra-3-lib-cu130)."""
+    out: set[str] = set()
+    for dep in _edges(deps):
+        member, extras = canonical(str(dep.get("name", ""))), dep.get("extra")
+        if member in members and member != project and isinstance(extras, list):
+            out.update(f"extra-{len(member)}-{member}-{x}" for x in extras)
+    return out
+
+
+def _main_project(roots: Iterable[dict[str, Any]]) -> str | None:
+    """The project the lock is for (``source = { virtual = "." }`` or editable "."); None: not told."""
+    for entry in roots:
+        source = entry.get("source")
+        if isinstance(source, dict) and "." in (source.get("virtual"), source.get("editable")):
+            return canonical(str(entry.get("name")))
+    return None
+
+
+def _owner(project: str, main: str | None) -> str:
+    """A workspace member's extra is that member's own install (uv sync --package), named so."""
+    return f" of {project}" if main is not None and project != main else ""
+
+
+def _marker_name(item: dict[str, Any]) -> str:
+    """uv's marker name of a conflict item: ``{ package = "proj", extra = "cu128" }`` -> extra-4-proj-cu128."""
+    project = canonical(str(item.get("package", "")))
+    for kind in ("extra", "group"):
+        if isinstance(item.get(kind), str) and project:
+            return f"{kind}-{len(project)}-{project}-{item[kind]}"
+    return ""
+
+
 def _pylock_scopes(data: dict[str, Any]) -> list[tuple[str | None, frozenset[str]]]:
     """(scope, what is selected): the default install (default groups), then each extra and other group."""
     def names(key: str) -> list[str]:
@@ -380,16 +437,20 @@ def _alternatives(data: dict[str, Any], roots: list[dict[str, Any]], text: str, 
     """The project's alternative extras: its ``conflicts`` sets, and extras that bind a requirement to
     different indexes (``[package.metadata] requires-dist`` entries with an ``index``, located there)."""
     projects = {canonical(str(r.get("name"))) for r in roots}
+    main = _main_project(roots)
     out: dict[frozenset[str], Alternatives] = {}
     conflicts = data.get("conflicts")
     for group in conflicts if isinstance(conflicts, list) else []:
-        scopes = tuple(dict.fromkeys(f"{key} {item[key]!r}" for item in (group if isinstance(group, list) else [])
+        scopes = tuple(dict.fromkeys(f"{key} {item[key]!r}{_owner(canonical(str(item.get('package', ''))), main)}"
+                                     for item in (group if isinstance(group, list) else [])
                                      if isinstance(item, dict) and canonical(str(item.get("package", ""))) in projects
                                      for key in ("extra", "group") if isinstance(item.get(key), str)))
         if len(scopes) > 1:
             out.setdefault(frozenset(scopes), Alternatives(scopes))
     bound: dict[str, dict[str, str]] = {}  # package -> extra -> index
     for root in roots:
+        if main is not None and canonical(str(root.get("name"))) != main:
+            continue  # a member's own bindings: its extras are its own install's
         metadata = root.get("metadata")
         requires = metadata.get("requires-dist") if isinstance(metadata, dict) else None
         for req in requires if isinstance(requires, list) else []:

@@ -150,7 +150,7 @@ class _Reader:
         return out
 
 
-def read(path: Path, options: ReadOptions) -> Inventory:
+def read(path: Path, options: ReadOptions, members: bool = True) -> Inventory:
     data, text = parse_toml(path, text_limit(options))
     reader = _Reader(path, data, text)
     inventory = reader.inventory
@@ -180,6 +180,8 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     indexes = _uv_indexes(reader, uv)
     inventory.indexes.extend(indexes.values())
     inventory.packages.extend(_with_sources(reader, packages, reader.table(uv, "sources"), indexes))
+    if members:
+        inventory.packages.extend(_member_extras(reader, packages, uv, options))
     if options.with_lock:
         inventory.packages[:] = _locked(inventory.packages, path, options, defaults)
     inventory.alternatives.extend(_alternatives(reader, uv))
@@ -220,6 +222,41 @@ def _locked(packages: list[Package], path: Path, options: ReadOptions, default_g
         out.extend(replace(pkg, version=e.version, marker=all_of(pkg.marker, e.marker), index=e.index or pkg.index)
                    for e in allowed)
     return out
+
+
+def _member_extras(reader: _Reader, packages: list[Package], uv: dict[str, Any], options: ReadOptions) -> list[Package]:
+    """What ``member[extra]`` of a uv workspace member (``{ workspace = true }``) installs: the member's own
+    requirements and those extras, as its pyproject.toml binds them, at this file's requirement line."""
+    sources = reader.table(uv, "sources")
+    listed = reader.table(uv, "workspace").get("members", [])
+    wanted = [p for p in packages if p.extras and any(
+        isinstance(e, dict) and e.get("workspace") is True for e in _entries(sources, p.name))]
+    out: list[Package] = []
+    for pattern in listed[:_MAX_NESTING] if isinstance(listed, list) and wanted else ():
+        for member in sorted(reader.path.parent.glob(f"{pattern}/pyproject.toml"))[:_MAX_NESTING]:
+            asking = [p for p in wanted if _project_name(member) == p.name]
+            try:
+                inventory = read(member, replace(options, with_lock=False), members=False) if asking else Inventory()
+            except (OSError, EnvcheckError):
+                continue
+            for pkg in asking:
+                scopes = {None, *(f"extra {e!r}" for e in pkg.extras)}
+                out.extend(replace(i, location=pkg.location, scope=pkg.scope, marker=all_of(pkg.marker, i.marker))
+                           for i in inventory.packages if i.role == Role.REQUIREMENT and i.scope in scopes)
+    return out
+
+
+def _entries(sources: dict[str, Any], name: str) -> list[Any]:
+    value: Any = next((v for k, v in sources.items() if canonical(str(k)) == name), [])
+    return value if isinstance(value, list) else [value]
+
+
+def _project_name(path: Path) -> str | None:
+    try:
+        project = parse_toml(path, 1 << 20)[0].get("project", {})
+    except (OSError, EnvcheckError):
+        return None
+    return canonical(str(project.get("name"))) if isinstance(project, dict) and project.get("name") else None
 
 
 def _allows(specifier: str, version: str) -> bool:
@@ -335,7 +372,8 @@ def _sourced(reader: _Reader, pkg: Package, entry: dict[str, Any], indexes: dict
             reader.problem(f"tool.uv.sources.{pkg.name} names the index {shown(entry['index'])}, which no [[tool.uv.index]] defines",
                            reader.lines.key(("tool", "uv", "sources", pkg.name)))
             return None
-        return replace(pkg, index=index.url)
+        line = reader.lines.key(("tool", "uv", "sources", pkg.name))
+        return replace(pkg, index=index.url, bound_at=None if line is None else line + 1)
     if isinstance(entry.get("git"), str):
         ref = next((str(entry[k]) for k in ("rev", "tag", "branch") if isinstance(entry.get(k), str)), None)
         return replace(pkg, url=f"git+{entry['git']}" + (f"@{ref}" if ref else ""))
