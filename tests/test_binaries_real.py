@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import torch_env
@@ -28,6 +29,7 @@ from envcheck.sources.folder import scan_folder
 pytestmark = pytest.mark.slow
 
 WORK = REPO / ".work"
+T = TypeVar("T")
 
 
 def _pip(*args: str, python: str = sys.executable, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
@@ -50,7 +52,7 @@ def cuda12_runtime_wheel() -> Path:
     return _prepared(torch_env.cuda12_runtime_wheel)
 
 
-def _prepared(make: Callable[[], Path]) -> Path:
+def _prepared(make: Callable[[], T]) -> T:
     try:
         return make()
     except torch_env.NotPrepared as exc:
@@ -185,25 +187,8 @@ def test_cufft_searched_in_pieces_reads_like_the_whole(torch_venv: Path, deep: b
 @pytest.fixture(scope="session", params=sorted(torch_env.REAL_WHEELS), ids=lambda r: r.split("==")[0])
 def real_wheel(request: pytest.FixtureRequest) -> tuple[Path, Path]:
     """(the wheel, a folder holding its ELF and ar members at their install paths)."""
-    import zipfile
-
     spec: str = request.param
-    whl = _prepared(lambda: torch_env.real_wheel(spec))
-    installed = whl.parent / "installed"
-    if not (installed / ".complete-modes").exists():  # as pip installs it: the members' modes kept
-        with zipfile.ZipFile(whl) as zf:
-            for info in zf.infolist():
-                if info.is_dir():
-                    continue
-                with zf.open(info) as member:
-                    if not member.read(8).startswith((b"\x7fELF", b"!<arch>\n")):
-                        continue
-                target = zf.extract(info, installed)
-                mode = (info.external_attr >> 16) & 0o777
-                if mode & 0o111:  # pip keeps the executable bits (ptxas, cuobjdump in triton's wheel)
-                    os.chmod(target, mode | 0o644)
-        (installed / ".complete-modes").write_text("")
-    return whl, installed
+    return _prepared(lambda: torch_env.installed_members(spec))
 
 
 def test_real_wheel_reads_like_its_installed_files(real_wheel: tuple[Path, Path]) -> None:

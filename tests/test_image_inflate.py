@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch_env
 import zstandard
 from conftest import REPO, require, run_envcheck
 from hypothesis import given, settings
@@ -31,7 +32,7 @@ from envcheck.services.registry.inflate import CHUNK, open_layer_stream
 from envcheck.services.registry.layers import LayerError, LayerScan, expansion_limit, scan_layer
 from envcheck.sources.binaries import binary_from_file
 
-NVSHMEM = "nvidia-nvshmem-cu13==3.4.5"  # 60 MB wheel: host and device libraries with fatbins, bitcode, headers
+NVSHMEM = torch_env.NVSHMEM  # 60 MB wheel: host and device libraries with fatbins, bitcode, headers
 
 
 def _compressions(tar: bytes) -> dict[str, bytes]:
@@ -51,14 +52,11 @@ def _facts(scan: LayerScan) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def nvshmem_wheel() -> Path:
-    folder = REPO / ".work" / "real-wheels" / NVSHMEM.replace("==", "-")
-    found = sorted(folder.glob("nvidia_nvshmem_cu13-*.whl"))
-    if not found:
-        proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", NVSHMEM,
-                               "-d", str(folder)], capture_output=True, text=True, timeout=900)
-        require(proc.returncode == 0, f"pip download {NVSHMEM} failed: {proc.stderr[-500:]}")
-        found = sorted(folder.glob("nvidia_nvshmem_cu13-*.whl"))
-    return found[0]
+    try:
+        return torch_env.real_wheel(NVSHMEM)
+    except torch_env.NotPrepared as exc:
+        require(False, str(exc))
+        raise
 
 
 @pytest.mark.slow

@@ -9,9 +9,11 @@ for a preparation under way and do the work themselves when none ran.
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,6 +59,8 @@ REAL_WHEELS = {
     "triton==3.8.0": ("--platform", "manylinux_2_28_aarch64", "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312"),
 }
 
+NVSHMEM = "nvidia-nvshmem-cu13==3.4.5"  # a real CUDA 13 wheel for this machine (tests/test_image_inflate.py)
+
 
 def _downloaded(folder: str, pattern: str, *spec: str) -> Path:
     with _locked(folder.replace("/", "-")):
@@ -76,8 +80,32 @@ def cuda12_runtime_wheel() -> Path:
 
 
 def real_wheel(spec: str) -> Path:
+    """The wheel ``spec`` names (for the platform REAL_WHEELS gives it, else this machine's)."""
     stem = spec.split("==")[0].replace("-", "_")
-    return _downloaded(f"real-wheels/{spec.replace('==', '-')}", f"{stem}-*.whl", "--only-binary=:all:", *REAL_WHEELS[spec], spec)
+    return _downloaded(f"real-wheels/{spec.replace('==', '-')}", f"{stem}-*.whl", "--only-binary=:all:",
+                       *REAL_WHEELS.get(spec, ()), spec)
+
+
+def installed_members(spec: str) -> tuple[Path, Path]:
+    """(the wheel, a folder holding its ELF and ar members at their install paths, with the modes pip keeps)."""
+    whl = real_wheel(spec)
+    installed = whl.parent / "installed"
+    with _locked(f"real-wheels-{spec.replace('==', '-')}-installed"):
+        if not (installed / ".complete-modes").exists():
+            shutil.rmtree(installed, ignore_errors=True)
+            with zipfile.ZipFile(whl) as zf:
+                for info in zf.infolist():
+                    if info.is_dir():
+                        continue
+                    with zf.open(info) as member:
+                        if not member.read(8).startswith((b"\x7fELF", b"!<arch>\n")):
+                            continue
+                    target = zf.extract(info, installed)
+                    mode = (info.external_attr >> 16) & 0o777
+                    if mode & 0o111:  # pip keeps the executable bits (ptxas, cuobjdump in triton's wheel)
+                        os.chmod(target, mode | 0o644)
+            (installed / ".complete-modes").write_text("")
+    return whl, installed
 
 
 if __name__ == "__main__":
@@ -85,4 +113,5 @@ if __name__ == "__main__":
     torch_wheel()
     cuda12_runtime_wheel()
     for spec in REAL_WHEELS:
-        real_wheel(spec)
+        installed_members(spec)
+    real_wheel(NVSHMEM)
