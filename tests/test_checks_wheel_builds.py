@@ -282,3 +282,16 @@ def test_a_cu130_torch_is_clean_with_an_info_naming_its_arch_list(tmp_path: Path
         assert [f["status"] for f in found] == ["INFO"] and arch_list in found[0]["message"] and "sm_120" in found[0]["message"]
     req.write_text("--extra-index-url https://download.pytorch.org/whl/cu128\ntorch==2.9.0+cu128\n", encoding="utf-8")
     assert "G7-cu130-torch-arch" not in _ids(req)
+
+
+def test_a_pin_whose_release_has_only_a_source_archive_for_aarch64_is_a_source_build(tmp_path: Path) -> None:
+    """vLLM 0.10.1 shipped CUDA wheels for x86_64 and only its sdist for aarch64 (knowledge/wheels.toml): pinned,
+    in a requirements file or a Dockerfile, pip compiles it on the Spark; a range that reaches wheels does not."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("vllm==0.10.1\n", encoding="utf-8")
+    assert _ids(req).get("ARCH-no-aarch64-wheel") == "WARN"
+    req.write_text("vllm>=0.10.1\n", encoding="utf-8")
+    assert "ARCH-no-aarch64-wheel" not in _ids(req)
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install vllm==0.10.1\n", encoding="utf-8")
+    assert _ids(dockerfile).get("ARCH-no-aarch64-wheel") == "WARN"

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from envcheck import kinds
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.knowledge import wheels
 from envcheck.knowledge.builds import installs_on
 from envcheck.knowledge.wheel_platforms import platform_verdict
 from envcheck.model import Binary, Finding, Location, Status
@@ -266,8 +267,9 @@ def resolved_files(ctx: CheckContext) -> Iterator[Finding]:
 
 NO_AARCH64_WHEEL = rule(
     "ARCH-no-aarch64-wheel", "ARCH", "A CUDA extension package publishes no linux/aarch64 wheel", Status.WARN,
-    """The package is installed by name from the index, and envcheck's knowledge (knowledge/cuda_extensions.toml,
-    the rows with aarch64_wheels = false) says its releases ship no linux/aarch64 wheel: on a Spark pip
+    """The package is installed by name from the index, and envcheck's knowledge says the releases asked for ship no
+    linux/aarch64 wheel (knowledge/cuda_extensions.toml, the rows with aarch64_wheels = false; or, for a pin,
+    knowledge/wheels.toml: CUDA wheels for x86_64 and only a source archive for aarch64, as vLLM before 0.10.2): on a Spark pip
     downloads the source archive and compiles its CUDA kernels with nvcc against the installed torch. That
     needs a CUDA toolkit and a matching torch in the build environment and takes long; without
     TORCH_CUDA_ARCH_LIST it may build no code for sm_121. Judged without the network; `--resolve` reads the
@@ -284,15 +286,27 @@ def no_aarch64_wheel(ctx: CheckContext) -> Iterator[Finding]:
     rows = {row["name"]: row for row in load("cuda_extensions").get("package", []) if row.get("aarch64_wheels") is False}
     resolved = {r.name for r in ctx.inventory.resolved}
     for pkg in ctx.inventory.packages:
-        row = rows.get(pkg.name)
-        if (row is None or pkg.installed or pkg.url or pkg.role != "requirement" or pkg.name in resolved
-                or not installs_on(pkg, ctx.profile)):
+        if pkg.installed or pkg.url or pkg.role != "requirement" or pkg.name in resolved or not installs_on(pkg, ctx.profile):
             continue
-        yield NO_AARCH64_WHEEL.finding(
-            f"{pkg.name}{pkg.specifier or ''}: no release on the index ships a "
-            f"{ctx.profile.os}/{ctx.profile.machine} wheel, so pip builds it from "
-            f"source on the Spark, and it {row['reason']}", pkg.location,
-            {"package": pkg.name, "specifier": pkg.specifier, "source": row["source"]})
+        platform = f"{ctx.profile.os}/{ctx.profile.machine}"
+        if (row := rows.get(pkg.name)) is not None:
+            yield NO_AARCH64_WHEEL.finding(
+                f"{pkg.name}{pkg.specifier or ''}: no release on the index ships a {platform} wheel, so pip builds it "
+                f"from source on the Spark, and it {row['reason']}", pkg.location,
+                {"package": pkg.name, "specifier": pkg.specifier, "source": row["source"]})
+        elif (rel := _x86_only(pkg.name, pkg.specifier)) is not None:
+            yield NO_AARCH64_WHEEL.finding(
+                f"{pkg.name}{pkg.specifier}: the releases this allows ship CUDA {rel.x86_64_cuda} wheels for x86_64 and "
+                f"only a source archive for {platform}, so pip compiles its CUDA kernels on the Spark", pkg.location,
+                {"package": pkg.name, "specifier": pkg.specifier, "source": rel.where})
+
+
+def _x86_only(name: str, specifier: str | None) -> wheels.Release | None:
+    """The newest release ``specifier`` allows when every one of them is an x86_64 CUDA wheel and an aarch64 sdist."""
+    rels = wheels.every_release_allowed(name, specifier) if specifier else None
+    if rels and all(r.aarch64 == "sdist" and r.x86_64 and r.x86_64_cuda not in (None, "none") for r in rels):
+        return rels[-1]
+    return None
 
 
 HOST_MACHINE = rule(
