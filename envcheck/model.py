@@ -444,6 +444,8 @@ class Finding:
     edits: tuple[Edit, ...] = field(default=(), hash=False, compare=False)
     fix_refused: str = field(default="", hash=False, compare=False)
     policy: bool = False  # its rule gives policy advice, not a Spark fault (envcheck.rules.Rule.policy)
+    # findings of the same cause folded into this one (never written out): `--fix` makes their edits too
+    folded: tuple[Finding, ...] = field(default=(), hash=False, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rule": self.rule, "gotcha": self.gotcha, "status": self.status.value,

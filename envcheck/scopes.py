@@ -250,7 +250,8 @@ def one_cause(findings: list[Finding]) -> list[Finding]:
         g = out[j]
         platforms = sorted({str(p) for p in [*g.evidence.get("platforms", []), *arch.evidence.get("platforms", [])]})
         out[j] = replace(g, status=max(g.status, arch.status, key=lambda s: s.rank),
-                         message=f"{g.message}; nor can it install here: {arch.message}", evidence={**g.evidence, "platforms": platforms})
+                         message=f"{g.message}; nor can it install here: {arch.message}", evidence={**g.evidence, "platforms": platforms},
+                         folded=(*g.folded, arch))
         folded.add(i)
     return [f for i, f in enumerate(out) if i not in folded]
 
@@ -267,7 +268,7 @@ def _one_per_lock(findings: list[Finding]) -> list[Finding]:
     lines = sorted({f.location.line for f in [findings[lead], *rest] if f.location and f.location.line})
     kept = replace(findings[lead], message=f"{findings[lead].message} (and {len(rest)} more entries of this stack: "
                    + ", ".join(str(f.evidence.get("package") or f.rule) for f in rest[:5]) + (", ..." if len(rest) > 5 else "") + ")",
-                   evidence={**findings[lead].evidence, "lines": lines})
+                   evidence={**findings[lead].evidence, "lines": lines}, folded=(*findings[lead].folded, *rest))
     return [kept if i == lead else f for i, f in enumerate(findings) if i == lead or i not in bad]
 
 
@@ -288,7 +289,8 @@ def _one_per_line(findings: list[Finding]) -> list[Finding]:
         dropped.update(i for i in same if i != keep)
         out[keep] = replace(findings[keep], message=f"{findings[keep].message} (and on this line: "
                             + "; ".join(f.message for f in rest[:3]) + (", ..." if len(rest) > 3 else "") + ")",
-                            evidence={**findings[keep].evidence, "also": [f.rule for f in rest]})
+                            evidence={**findings[keep].evidence, "also": [f.rule for f in rest]},
+                            folded=(*findings[keep].folded, *rest))
     return [f for i, f in enumerate(out) if i not in dropped]
 
 

@@ -310,6 +310,20 @@ def test_dockerfile_bytes_outside_the_reported_spans_never_change(tmp_path: Path
     assert _cli("--diff", "Dockerfile", cwd=tmp_path)[1] == ""
 
 
+def test_one_fix_run_makes_the_edits_of_findings_folded_into_one(tmp_path: Path) -> None:
+    # a CUDA 12 index and a -cu12 pin in one RUN are one cause, one finding; --fix fixes both in one run
+    path = tmp_path / "Dockerfile"
+    path.write_text("FROM nvcr.io/nvidia/pytorch:25.11-py3\n"
+                    "RUN pip install --extra-index-url https://download.pytorch.org/whl/cu128 \\\n"
+                    "    einops nvidia-nvjitlink-cu12==12.8.93\n")
+    _, out, _ = _cli("-f", "json", "--fail-on", "never", "Dockerfile", cwd=tmp_path)
+    assert len([f for f in _findings(out) if f["status"] == "FAIL"]) == 1
+    _cli("--fix", "--fail-on", "never", "Dockerfile", cwd=tmp_path)
+    text = path.read_text()
+    assert "whl/cu130" in text and "nvidia-nvjitlink>=13" in text and "cu12" not in text
+    assert _cli("--diff", "Dockerfile", cwd=tmp_path)[1] == ""
+
+
 def test_ignored_findings_are_not_fixed(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_text("cupy-cuda12x\n# envcheck: ignore=G1-cuda12-distribution kept for the x86 box\nnvidia-cudnn-cu12\n")
     assert _cli("--diff", "--ignore", "G1-cuda12-distribution", "requirements.txt", cwd=tmp_path)[:2] == (0, "")

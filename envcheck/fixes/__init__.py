@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envcheck.limits import read_regular
-from envcheck.model import Edit, Finding, Inventory, Report, Status
+from envcheck.model import Edit, Finding, Inventory, Report, Status, TargetResult
 from envcheck.options import RunOptions
 
 # Input kinds whose files --fix edits. Lock files, freeze output, folders and images describe what a tool
@@ -100,38 +100,48 @@ Autofix = Callable[[FixRequest], list[Edit] | Refused | None]
 
 
 def attach(report: Report, options: RunOptions | None = None) -> None:
-    from envcheck.rules import RULES
     sources: dict[str, Source | None] = {}
     for result in report.targets:
         if result.kind not in FIXABLE_KINDS:
             continue
         for i, finding in enumerate(result.findings):
-            declared = RULES.get(finding.rule)
-            loc = finding.location
-            if declared is None or declared.autofix is None or finding.status not in (Status.WARN, Status.FAIL):
-                continue
-            if loc is None or loc.line is None or loc.member:
-                continue
-            if _LOCK_FILE.match(Path(loc.path).name):
-                refused = f"{loc.path} is written by its locker: fix the project file and lock again"
-                result.findings[i] = replace(finding, fix_refused=refused)
-                continue
-            if loc.path not in sources:
-                sources[loc.path] = _read(loc.path)
-            source = sources[loc.path]
-            if source is None:
-                continue
-            request = FixRequest(finding, source, result.kind, result.inventory, options or RunOptions())
-            outcome = declared.autofix(request)
-            if isinstance(outcome, list) and outcome:
-                start, end = request.region
-                if _HASH_OPTION.search(source.text, start, end):
-                    outcome = Refused("the requirement carries --hash: the hashes would no longer match the changed "
-                                      "requirement; change it by hand and generate the hashes again")
-            if isinstance(outcome, Refused):
-                result.findings[i] = replace(finding, fix_refused=outcome.reason)
-            elif outcome:
-                result.findings[i] = replace(finding, edits=tuple(outcome))
+            edits: list[Edit] = []
+            for one in (finding, *finding.folded):  # a folded finding's cause is this one's: its fix is made too
+                outcome = _autofix(one, result, sources, options)
+                if isinstance(outcome, Refused):
+                    result.findings[i] = finding = replace(finding, fix_refused=outcome.reason)
+                    break
+                edits += outcome
+            else:
+                if edits:
+                    result.findings[i] = replace(finding, edits=tuple(edits))
+
+
+def _autofix(finding: Finding, result: TargetResult, sources: dict[str, Source | None],
+             options: RunOptions | None) -> list[Edit] | Refused:
+    """The edits that fix ``finding`` (none where its rule has no fix or it is not a place in a file)."""
+    from envcheck.rules import RULES
+    declared = RULES.get(finding.rule)
+    loc = finding.location
+    if declared is None or declared.autofix is None or finding.status not in (Status.WARN, Status.FAIL):
+        return []
+    if loc is None or loc.line is None or loc.member:
+        return []
+    if _LOCK_FILE.match(Path(loc.path).name):
+        return Refused(f"{loc.path} is written by its locker: fix the project file and lock again")
+    if loc.path not in sources:
+        sources[loc.path] = _read(loc.path)
+    source = sources[loc.path]
+    if source is None:
+        return []
+    request = FixRequest(finding, source, result.kind, result.inventory, options or RunOptions())
+    outcome = declared.autofix(request)
+    if isinstance(outcome, list) and outcome:
+        start, end = request.region
+        if _HASH_OPTION.search(source.text, start, end):
+            return Refused("the requirement carries --hash: the hashes would no longer match the changed "
+                           "requirement; change it by hand and generate the hashes again")
+    return outcome or []
 
 
 def _read(path: str) -> Source | None:
