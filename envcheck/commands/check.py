@@ -99,7 +99,7 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
                 fix=f"If {path.name} is one of those kinds, pass --kind KIND (docs/inputs.md says what each holds); "
                     "otherwise leave it out: envcheck does not read it."))))
             continue
-        if args.kind is None and kinds.by_file_name(path.name) is None and (row := kinds.get(kind)) is not None:
+        if args.kind is None and kind not in ("folder", "elf") and kinds.by_file_name(path.name) is None and (row := kinds.get(kind)):
             from envcheck.redaction import escape_controls
             print(f"envcheck: {escape_controls(str(path))}: read as a {row.name} file, told from its content (its name "
                   f"says no kind; --kind {row.name} makes it explicit)", file=sys.stderr)
