@@ -92,6 +92,9 @@ def test_readme_pre_commit_snippet_lists_every_hook() -> None:
     assert rev is not None
     tags = subprocess.run(["git", "tag"], cwd=REPO, capture_output=True, text=True).stdout.split()
     assert re.fullmatch(r"[0-9a-f]{40}", rev.group(1)) or rev.group(1) in tags, rev.group(1)
+    for page in sorted((REPO / "docs").glob("*.md")):  # the docs' snippets too (no release tag such as v0.1.0 exists)
+        for other in re.findall(r"^\s*rev: (\S+)", page.read_text(encoding="utf-8"), re.M):
+            assert re.fullmatch(r"[0-9a-f]{40}", other) or other in tags, f"{page.name}: rev: {other}"
 
 
 def test_examples_doc_matches_real_output() -> None:
