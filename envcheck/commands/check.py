@@ -68,8 +68,8 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
     if not paths and not args.python:
         found = _discovered(sources.discover_tree(Path(".")), options, args.verbose > 0)  # relative, as `envcheck .` prints them
         if not found and not args.allow_empty:
-            raise UsageError("nothing to check in the current folder (no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
-                             "environment.yml, Dockerfile or wheel); pass a PATH")
+            raise UsageError("nothing to check in the current folder (no dependency file, Dockerfile, compose file, Kubernetes "
+                             "manifest, shell script, notebook or wheel); pass a PATH, or --allow-empty")
         targets.extend(found)
     for path in paths:
         if str(path) == "-":  # a manifest or script on stdin (helm template ... | envcheck --kind kubernetes -)
