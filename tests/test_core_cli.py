@@ -208,6 +208,12 @@ def test_options_of_a_command_may_come_before_or_after_its_word(tmp_path: Path) 
     proc = run_envcheck("--target", "image", "-f", "json", str(dockerfile))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["targets"][0]["target"] == str(dockerfile)
+    # An option of another command before the word is named, not its value taken for a wrong command word.
+    for args, option in ((["--kind", "freeze", "image", "x:1"], "--kind"), (["--profile", "dgx-spark", "rules"], "--profile")):
+        proc = run_envcheck(*args)
+        command = args[2]
+        assert proc.returncode == 2 and f"{option} is not an option of `envcheck {command}`" in proc.stderr, proc.stderr
+        assert "invalid choice" not in proc.stderr
     # Options after the PATHs and between them.
     clean, bad = _req(tmp_path, CLEAN, "requirements-clean.txt"), _req(tmp_path, CUDA12, "requirements-bad.txt")
     proc = run_envcheck(str(clean), "-f", "json", str(bad), "--fail-on", "never")
