@@ -246,8 +246,9 @@ def _run(argv: list[str]) -> int:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
         if args.quiet <= 0:  # -o replaces stdout; a line on stderr says where the report went
             counted = [f"{g} {s.value}" for g, s in report.summary().items() if s.value != "SKIP"]
-            print(f"envcheck: wrote the {fmt} report to {_clean(args.output)}; summary: {', '.join(counted) or 'nothing checked'}",
-                  file=sys.stderr)
+            errors = [f.message for f in report.findings if f.status.value == "ERROR"]  # why the exit code is 2 or 3
+            print(f"envcheck: wrote the {fmt} report to {_clean(args.output)}; summary: {', '.join(counted) or 'nothing checked'}"
+                  + (f"; {len(errors)} ERROR: {_clean(errors[0])}" if errors else ""), file=sys.stderr)
     else:
         sys.stdout.write(out.stdout)
     for line in out.stderr:

@@ -231,6 +231,9 @@ def test_output_file_replaces_stdout(tmp_path: Path) -> None:
         assert "G1-cuda12-local-version" in out.read_text()
     quiet = run_envcheck("-f", "json", "-o", str(tmp_path / "q.json"), "-q", str(bad))
     assert (quiet.stdout, quiet.stderr) == ("", "")
+    # exit code 2 or 3: the line says why, not only "nothing checked"
+    missing = run_envcheck("-f", "json", "-o", str(tmp_path / "m.json"), str(tmp_path / "missing.txt"), str(bad))
+    assert missing.returncode == 2 and "; 1 ERROR: " in missing.stderr and "missing.txt: no such file" in missing.stderr
 
 
 def test_quiet_counts_what_it_hides_by_status(tmp_path: Path) -> None:
