@@ -48,7 +48,7 @@ def _check_parser() -> argparse.ArgumentParser:
         description="Will this Python environment or container work on an NVIDIA DGX Spark (GB10, aarch64, CUDA 13, sm_121)?",
         epilog="Subcommands: envcheck rules [ID], envcheck image REF, envcheck catalog REGISTRY/REPOSITORY, "
         "envcheck merge REPORT.json..., envcheck container IMAGE, envcheck preflight, "
-        "envcheck snapshot [TARGET] -o FILE, envcheck diff A B, envcheck cache [info|clean]. "
+        "envcheck snapshot [TARGET] -o FILE, envcheck diff A B, envcheck cache [info|clean|update-facts]. "
         "Exit codes: 0 clean, 1 findings at/above --fail-on, 2 usage error or unreadable target, 3 a service was unreachable.",
     )
     _check_parser_options(parser)
