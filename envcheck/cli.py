@@ -48,7 +48,7 @@ def _check_parser() -> argparse.ArgumentParser:
         description="Will this Python environment or container work on an NVIDIA DGX Spark (GB10, aarch64, CUDA 13, sm_121)?",
         epilog="Subcommands: envcheck rules [ID], envcheck image REF, envcheck catalog REGISTRY/REPOSITORY, "
         "envcheck merge REPORT.json..., envcheck container IMAGE, envcheck preflight, "
-        "envcheck snapshot [TARGET] -o FILE, envcheck diff A B, envcheck cache [info|clean]. "
+        "envcheck snapshot [TARGET] -o FILE, envcheck diff A B, envcheck cache [info|clean|update-facts]. "
         "Exit codes: 0 clean, 1 findings at/above --fail-on, 2 usage error or unreadable target, 3 a service was unreachable.",
     )
     _check_parser_options(parser)
@@ -67,7 +67,7 @@ def _command_parser(command: str) -> tuple[argparse.ArgumentParser, ModuleType]:
     """The parser of ``envcheck COMMAND``: the command word is its first positional, so options may come
     before or after it."""
     module = _command_module(command)
-    parser = argparse.ArgumentParser(prog=f"envcheck {command}", description=getattr(module, "HELP", None))
+    parser = _CommandParser(prog=f"envcheck {command}", description=getattr(module, "HELP", None))
     parser.add_argument("command", choices=(command,), help=argparse.SUPPRESS)
     module.configure(parser)
     if not hasattr(module, "run"):  # rules and cache print their own output: no report options
@@ -103,6 +103,19 @@ def _command_word(argv: list[str]) -> str | None:
 
 class _ScanError(Exception):
     pass
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A command's parser; an option it lacks given before its word (`--kind x image`) is named as that, where
+    argparse would call the option's value a wrong command word."""
+    argv: Sequence[str] = ()
+
+    def error(self, message: str) -> NoReturn:
+        value = message.partition("invalid choice: ")[2].partition(" (")[0].strip("'")
+        if message.startswith("argument command:") and value in self.argv[1:]:
+            option = self.argv[self.argv.index(value) - 1]
+            message = f"{option} is not an option of `{self.prog}` (`{self.prog} --help` lists them)"
+        super().error(message)
 
 
 class _OptionScanner(argparse.ArgumentParser):
@@ -200,6 +213,7 @@ def _run(argv: list[str]) -> int:
         parser, module = _check_parser(), None
     else:
         parser, module = _command_parser(command)
+        parser.argv = argv  # type: ignore[attr-defined]
         if hasattr(module, "run"):  # a command with its own output (rules, cache): no report, no engine
             text: str = module.run(_parse(parser, argv))
             sys.stdout.write(text)
@@ -232,8 +246,9 @@ def _run(argv: list[str]) -> int:
             raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
         if args.quiet <= 0:  # -o replaces stdout; a line on stderr says where the report went
             counted = [f"{g} {s.value}" for g, s in report.summary().items() if s.value != "SKIP"]
-            print(f"envcheck: wrote the {fmt} report to {_clean(args.output)}; summary: {', '.join(counted) or 'nothing checked'}",
-                  file=sys.stderr)
+            errors = [f.message for f in report.findings if f.status.value == "ERROR"]  # why the exit code is 2 or 3
+            print(f"envcheck: wrote the {fmt} report to {_clean(args.output)}; summary: {', '.join(counted) or 'nothing checked'}"
+                  + (f"; {len(errors)} ERROR: {_clean(errors[0])}" if errors else ""), file=sys.stderr)
     else:
         sys.stdout.write(out.stdout)
     for line in out.stderr:

@@ -48,8 +48,10 @@ class InputKind:
 ANY = "any"
 
 # Dockerfile names as pre-commit's identify has them: a dot-separated part that is exactly `Dockerfile` or
-# `Containerfile` (Dockerfile.cuda, app.Dockerfile), or those extensions; never `dockerfiles.md`.
-_DOCKERFILE = r"(?:[^/]*\.)?(?:Dockerfile|Containerfile)(?:\.[^/]*)?|[^/]+\.(?i:dockerfile|containerfile)"
+# `Containerfile` (Dockerfile.cuda, app.Dockerfile), or those extensions; never `dockerfiles.md`, nor a name that
+# ends in another format's extension (Dockerfile.dockerignore, BuildKit's ignore file for a Dockerfile; .md).
+_DOCKERFILE = (r"(?![^/]*\.(?i:dockerignore|md|rst|json|toml|ya?ml)$)(?:[^/]*\.)?(?:Dockerfile|Containerfile)(?:\.[^/]*)?"
+               r"|[^/]+\.(?i:dockerfile|containerfile)")
 
 # Order matters twice: the first row whose name rule matches wins (freeze before requirements:
 # `requirements-freeze.txt` is pip freeze output), and sniffers are tried in this order.

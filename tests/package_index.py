@@ -251,6 +251,8 @@ def standard_index() -> PackageIndex:
     # Only a source archive (a CUDA-extension name from the knowledge table and a plain one).
     index.add("xformers", build_sdist("xformers", "0.0.35"))
     index.add("plainsrc", build_sdist("plainsrc", "1.0"))
+    # Pure Python whose only wheel is for Python 2 (langdetect 1.0.9): the sdist is picked, and builds anywhere.
+    index.add("py2src", build_wheel("py2src", "1.0", tag="py2-none-any"), build_sdist("py2src", "1.0"))
     # Only a Windows wheel: no file for linux/aarch64.
     index.add("winonly", build_wheel("winonly", "1.0", tag="py3-none-win_amd64"))
     # A conflict in metadata: alpha 1.0 needs beta==1.0.

@@ -755,3 +755,16 @@ def test_nvidia_cuda13_ptx_library_reads_the_same_in_a_wheel_and_a_folder(tmp_pa
     make_site(site, "nvidia-cufake", {"nvidia/cu13/lib/libcufake.so.0": BIN / "gpu_sm80_ptx.so"})
     g7 = [f for f in findings(scan_folder(site, NO_CACHE)) if f.rule == "G7-binary-ptx-only"]
     assert [f.status for f in g7] == [Status.INFO], [f.message for f in g7]
+
+
+def test_a_package_of_ptx_only_binaries_names_only_the_ptx_it_jit_compiles(tmp_path: Path) -> None:
+    """The grouped G7-binary-ptx-only finding (cupy-cuda12x's wheel: SASS sm_50..sm_89 and PTX compute_90) said
+    they "run only by JIT-compiling compute_90, sm_50, ...": SASS is never JIT-compiled; only the PTX is."""
+    site = tmp_path / "site-packages"
+    make_site(site, "ptx-pkg", {"ptx_pkg/a.so": BIN / "gpu_sm80_ptx.so", "ptx_pkg/b.so": BIN / "gpu_sm80_ptx.so"})
+    done = run_envcheck("-f", "json", "--no-cache", str(site))
+    (found,) = [f for t in json.loads(done.stdout)["targets"] for f in t["findings"]
+                if f["rule"] == "G7-binary-ptx-only" and f["status"] == "WARN"]
+    assert "2 binaries have no SASS" in found["message"], found["message"]
+    jit = found["message"].split("JIT-compiling ", 1)[1].split(", e.g.", 1)[0]
+    assert jit and "sm_" not in jit and "compute_" in jit, found["message"]

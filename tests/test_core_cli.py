@@ -208,6 +208,12 @@ def test_options_of_a_command_may_come_before_or_after_its_word(tmp_path: Path) 
     proc = run_envcheck("--target", "image", "-f", "json", str(dockerfile))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["targets"][0]["target"] == str(dockerfile)
+    # An option of another command before the word is named, not its value taken for a wrong command word.
+    for args, option in ((["--kind", "freeze", "image", "x:1"], "--kind"), (["--profile", "dgx-spark", "rules"], "--profile")):
+        proc = run_envcheck(*args)
+        command = args[2]
+        assert proc.returncode == 2 and f"{option} is not an option of `envcheck {command}`" in proc.stderr, proc.stderr
+        assert "invalid choice" not in proc.stderr
     # Options after the PATHs and between them.
     clean, bad = _req(tmp_path, CLEAN, "requirements-clean.txt"), _req(tmp_path, CUDA12, "requirements-bad.txt")
     proc = run_envcheck(str(clean), "-f", "json", str(bad), "--fail-on", "never")
@@ -225,6 +231,9 @@ def test_output_file_replaces_stdout(tmp_path: Path) -> None:
         assert "G1-cuda12-local-version" in out.read_text()
     quiet = run_envcheck("-f", "json", "-o", str(tmp_path / "q.json"), "-q", str(bad))
     assert (quiet.stdout, quiet.stderr) == ("", "")
+    # exit code 2 or 3: the line says why, not only "nothing checked"
+    missing = run_envcheck("-f", "json", "-o", str(tmp_path / "m.json"), str(tmp_path / "missing.txt"), str(bad))
+    assert missing.returncode == 2 and "; 1 ERROR: " in missing.stderr and "missing.txt: no such file" in missing.stderr
 
 
 def test_quiet_counts_what_it_hides_by_status(tmp_path: Path) -> None:

@@ -144,9 +144,11 @@ def test_nothing_to_check_is_exit_2(tmp_path: Path, files: dict[str, str]) -> No
     proc = run_envcheck(str(folder))
     assert proc.returncode == 2
     assert f"nothing to check in {folder}" in proc.stdout
+    assert "compose file, Kubernetes manifest, shell script, notebook" in proc.stdout  # every kind a folder walk finds
     assert run_envcheck("--allow-empty", str(folder)).returncode == 0
     proc = run_envcheck(cwd=folder)
     assert proc.returncode == 2 and "nothing to check in the current folder" in proc.stderr
+    assert "shell script, notebook or wheel); pass a PATH, or --allow-empty" in proc.stderr
     assert run_envcheck("--allow-empty", cwd=folder).returncode == 0
 
 

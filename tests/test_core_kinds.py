@@ -32,6 +32,8 @@ NAMES = {
     "composer.json": None, "compose.md": None, "docker-compose.yml.bak": None, "setup.shx": None, "k8s.yaml": None,
     # not by name: code and docs about Dockerfiles, build files with a matching extension
     "dockerfile.py": None, "dockerfiles.md": None, "Dockerfile-cuda": None, "dockerignore": None,
+    # another format's extension last: Docker's per-Dockerfile ignore file, notes and configs about a Dockerfile
+    "Dockerfile.dockerignore": None, "app.Dockerfile.dockerignore": None, "Dockerfile.md": None, "Dockerfile.toml": None,
     "MANIFEST.in": None, "setup.cfg": None, "README.md": None, "requirements.md": None,
 }
 
@@ -63,6 +65,17 @@ def test_dockerfile_names_follow_pre_commit_identify() -> None:
         tagged = "dockerfile" in identify.tags_from_filename(name)
         row = kinds.by_file_name(name)
         assert (row is not None and row.name == "dockerfile") == tagged, name
+
+
+def test_a_dockerfiles_ignore_file_is_not_read_as_a_dockerfile(tmp_path: Path) -> None:
+    """`Dockerfile.dockerignore` is BuildKit's ignore file for `Dockerfile`: `envcheck .` read it as a Dockerfile,
+    "unknown instruction: node_modules", exit 2."""
+    (tmp_path / "Dockerfile").write_text("FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install numpy==2.1.0\n")
+    (tmp_path / "Dockerfile.dockerignore").write_text("node_modules\n*.md\n")
+    (tmp_path / "Dockerfile.md").write_text("# How to build\nrun docker build .\n")
+    done = run_envcheck("-f", "json", ".", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert [t["target"] for t in json.loads(done.stdout)["targets"]] == ["Dockerfile"]
 
 
 def test_content_decides_when_the_name_says_nothing(tmp_path: Path) -> None:

@@ -506,6 +506,19 @@ def test_compose_and_kubernetes_image_tags_move_to_cuda13(tmp_path: Path) -> Non
     assert code == 1 and "NGC framework image" in err + _out
 
 
+def test_a_compose_services_arch_list_gets_12_1_in_both_environment_forms(tmp_path: Path) -> None:
+    """`environment:` as a mapping (`TORCH_CUDA_ARCH_LIST: "8.0 9.0"`) is fixed like the list form (`- NAME=...`)
+    and a Dockerfile's ENV; an unquoted list keeps its spaces."""
+    compose = ('services:\n  build:\n    image: nvcr.io/nvidia/pytorch:25.11-py3\n    gpus: all\n    environment:\n'
+               '      TORCH_CUDA_ARCH_LIST: "8.0 9.0"\n  other:\n    image: nvcr.io/nvidia/pytorch:25.11-py3\n    gpus: all\n'
+               '    environment:\n      TORCH_CUDA_ARCH_LIST: 8.0 9.0\n  third:\n    image: nvcr.io/nvidia/pytorch:25.11-py3\n'
+               '    gpus: all\n    environment:\n      - TORCH_CUDA_ARCH_LIST=8.0;9.0\n')
+    (tmp_path / "compose.yaml").write_text(compose)
+    _cli("--fix", "--fail-on", "never", "compose.yaml", cwd=tmp_path)
+    assert (tmp_path / "compose.yaml").read_text() == compose.replace('"8.0 9.0"', '"8.0 9.0 12.1"').replace(
+        ": 8.0 9.0\n", ": 8.0 9.0 12.1\n").replace("=8.0;9.0", "=8.0;9.0;12.1")
+
+
 def test_a_shell_scripts_cuda12_index_moves_with_its_line_kept(tmp_path: Path) -> None:
     """An install script is fixed as a Dockerfile's RUN would be: the cu128 index of a torch that has a cu130
     build moves; a torch without one is left, with the reason."""

@@ -50,7 +50,7 @@ def shell(tmp_path: Path, script: str, env: dict[str, str], fleet: FleetReposito
     shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m envcheck "$@"\n')
     shim.chmod(0o755)
     script = script.replace(DOC_REPOSITORY, fleet.repository)
-    script = re.sub(r"pip install --quiet envcheck &&|^pip install envcheck$", "", script, flags=re.M)
+    script = re.sub(r'pip install (--quiet )?"envcheck-spark @ [^"]+"( &&|$)', "", script, flags=re.M)
     full = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "PYTHONPATH": str(REPO), **env}
     return subprocess.run(["bash", "-c", script], env=full, cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
 

@@ -234,6 +234,7 @@ def test_docker_daemon_unreachable(image_cache: Path) -> None:
     code, report, _ = check("docker-daemon:x:1", cache=image_cache, env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
     message = findings(report, "service-error")[0]["message"]
     assert code == 3 and "cannot reach the Docker engine at unix:///nonexistent/docker.sock" in message
+    assert "or ssh://HOST)" in message and "***" not in message  # an example address, not a masked secret
 
 
 

@@ -84,3 +84,16 @@ def test_content_that_only_resembles_an_input_is_not_read_as_one(tmp_path: Path,
     (target,) = json.loads(done.stdout)["targets"]
     assert (target["kind"], done.returncode) == ("unknown", 2), done.stdout + done.stderr
     assert "told from its content" not in done.stderr
+
+
+def test_folders_and_binaries_are_read_without_a_content_note(tmp_path: Path) -> None:
+    """Only a text file named off convention gets the stderr note: an environment folder or an ELF file is
+    always told by what it holds (there is no name to get right), so `--kind folder`/`elf` would be noise."""
+    venv = tmp_path / "venv-a"
+    (venv / "lib" / "python3.12" / "site-packages").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    lib = tmp_path / "libcudart.so.12"
+    lib.write_bytes((Path(__file__).resolve().parent.parent / "fixtures" / "binaries" / "libcudart.so.12").read_bytes())
+    done = run_envcheck("-f", "json", "venv-a", "libcudart.so.12", cwd=tmp_path)
+    assert [t["kind"] for t in json.loads(done.stdout)["targets"]] == ["folder", "elf"], done.stdout
+    assert "told from its content" not in done.stderr, done.stderr

@@ -166,3 +166,9 @@ def test_a_file_named_off_convention_is_read_by_its_content_and_says_so(tmp_path
     assert done.returncode == 2 and json.loads(done.stdout)["targets"][0]["kind"] == "unknown"
     named = run_envcheck(str(tmp_path / "gpu-deps.toml"), "--kind", "pyproject", cwd=tmp_path)
     assert "told from its content" not in named.stderr
+
+
+def test_help_names_every_subcommand() -> None:
+    from envcheck.cli import COMMANDS
+    text = run_envcheck("--help", env={"COLUMNS": "1000"}).stdout
+    assert [c for c in COMMANDS if f"envcheck {c}" not in text] == [] and "cache [info|clean|update-facts]" in text

@@ -70,6 +70,16 @@ def test_readme_first_command_in_a_fresh_clone(tmp_path: Path) -> None:
     assert done.stdout.splitlines()[-1].startswith("summary: ") and "G1 FAIL" in done.stdout.splitlines()[-1]
 
 
+def test_readme_example_is_what_envcheck_prints() -> None:
+    """The README's Example block, lines left out as `...`: every line shown is a line of the real output, in order."""
+    block = (REPO / "README.md").read_text().split("## Example", 1)[1].split("```console\n", 1)[1].split("```", 1)[0]
+    command, *shown = block.splitlines()
+    proc = subprocess.run([sys.executable, "-m", "envcheck", *command.split()[2:]], cwd=REPO, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    real = iter(proc.stdout.splitlines())
+    assert all(line in real for line in shown if line.strip() != "..."), proc.stdout
+
+
 def test_readme_pre_commit_snippet_lists_every_hook() -> None:
     """The snippet shows every hook the repository publishes, and a rev of a form pre-commit accepts."""
     text = (REPO / "README.md").read_text()
@@ -82,6 +92,9 @@ def test_readme_pre_commit_snippet_lists_every_hook() -> None:
     assert rev is not None
     tags = subprocess.run(["git", "tag"], cwd=REPO, capture_output=True, text=True).stdout.split()
     assert re.fullmatch(r"[0-9a-f]{40}", rev.group(1)) or rev.group(1) in tags, rev.group(1)
+    for page in sorted((REPO / "docs").glob("*.md")):  # the docs' snippets too (no release tag such as v0.1.0 exists)
+        for other in re.findall(r"^\s*rev: (\S+)", page.read_text(encoding="utf-8"), re.M):
+            assert re.fullmatch(r"[0-9a-f]{40}", other) or other in tags, f"{page.name}: rev: {other}"
 
 
 def test_examples_doc_matches_real_output() -> None:
@@ -111,5 +124,9 @@ def test_every_install_line_names_our_distribution() -> None:
     wrong = re.compile(r"""pip install\s+(?:-\S+\s+)*["']?envcheck(?![-\w])""")
     files = [REPO / "README.md", REPO / "action.yml", *(REPO / "docs").rglob("*.md"), *(REPO / "envcheck").rglob("*.py")]
     found = [f"{p.relative_to(REPO)}: {m.group(0)}" for p in files for m in wrong.finditer(p.read_text(encoding="utf-8"))]
+    assert not found, found
+    # nor envcheck-spark by its bare name: it is not on PyPI yet (a checkout, `@ URL`, or extras of an installed one)
+    bare = re.compile(r"""pip install\s+(?:-\S+\s+)*["']?envcheck-spark["']?(?=\s|$)(?!\s+@)""", re.M)
+    found = [f"{p.relative_to(REPO)}: {m.group(0)}" for p in files for m in bare.finditer(p.read_text(encoding="utf-8"))]
     assert not found, found
     assert "envcheck-spark" in (REPO / "README.md").read_text()

@@ -118,10 +118,11 @@ def test_gpu_code_without_sm121_is_g7(tmp_path: Path, uv_cache: Path, index: Pac
 # ------------------------------------------------------------------------------ sdists, no file, conflicts
 
 def test_sdist_only_is_a_source_build(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
-    _, target, _ = _resolve(tmp_path, uv_cache, index.url, "xformers==0.0.35\nplainsrc==1.0\n", "--kind", "freeze")
+    _, target, _ = _resolve(tmp_path, uv_cache, index.url, "xformers==0.0.35\nplainsrc==1.0\npy2src==1.0\n", "--kind", "freeze")
     by_pkg = {f["evidence"]["package"]: f for f in _findings(target, "ARCH-resolve-source-build")}
     assert by_pkg["xformers"]["status"] == "FAIL" and "nvcc" in by_pkg["xformers"]["message"]
     assert by_pkg["plainsrc"]["status"] == "INFO"  # no wheel on any platform: pure Python, no Spark problem
+    assert by_pkg["py2src"]["status"] == "INFO"  # its one wheel is py2-none-any: pure Python as well
     assert _resolved(target)["xformers"]["kind"] == "sdist"
 
 

@@ -99,6 +99,11 @@ def test_a_users_facts_table_answers_without_the_index_and_never_overrides_the_s
                         env=_env(tmp_path, tmp_path / "uv"))
     assert proc.returncode == 0, proc.stderr
     assert "winonly: no wheel for aarch64 (not added)" in proc.stdout and "1 rows added" in proc.stdout
+    # an index that does not answer is exit code 3, as for every unreachable service, with the lines still said
+    down = run_envcheck("cache", "update-facts", "--index-url", "http://127.0.0.1:9/simple", "cuda12ext",
+                        env=_env(tmp_path, tmp_path / "uv"))
+    assert down.returncode == 3 and "cuda12ext: " in down.stdout and "0 rows added" in down.stdout, down.stdout + down.stderr
+    assert "did not answer for 1 packages (cuda12ext)" in down.stderr and "Traceback" not in down.stderr
     table = cache / "wheel_facts.json"
     # a row for a shipped file that says otherwise: the shipped row wins
     shipped_sha, shipped_row = next(iter(facts_table().items()))

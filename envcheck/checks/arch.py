@@ -220,7 +220,7 @@ RESOLVE_SOURCE_BUILD = rule(
     the Spark. For packages with CUDA extensions (xformers, flash-attn, apex ...) that is an nvcc build of hours
     that needs a matching torch and CUDA toolkit, and it often fails; the finding is FAIL for them and WARN for
     other packages with compiled code (wheels for other machines, none for this one: a build toolchain is needed,
-    and the build may still fail). A project that publishes no wheel on any platform (pure Python: langdetect,
+    and the build may still fail). A project that publishes no wheel for any machine (pure Python: langdetect,
     openai-whisper) or a git/path source builds the same anywhere: INFO.""",
     "Pin a version that publishes a manylinux aarch64 wheel, take the package from an NGC container, or build the wheel "
     "once for linux/aarch64 and install that file.", (*kinds.DEPENDENCY_FILES, "dockerfile"))
@@ -250,7 +250,7 @@ def resolved_files(ctx: CheckContext) -> Iterator[Finding]:
                     f"{r.name} {r.version}: only the source archive {r.filename} fits {target}, so pip "
                     f"builds it on the Spark, and it {row['reason']}", r.location,
                     {**evidence, "cuda_extension": row["source"]})
-            elif r.reason.startswith(("no wheel on any platform", "built from a source tree")):
+            elif r.reason.startswith(("no wheel for any machine", "built from a source tree")):
                 # pure Python or a source tree: building it needs no machine-specific toolchain
                 yield RESOLVE_SOURCE_BUILD.info(
                     f"{r.name} {r.version or ''}: installed from source ({r.reason}); that builds the same "

@@ -220,7 +220,7 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
         if len(jit_only) > 1 and not single:
             yield BINARY_PTX_ONLY.finding(
                 f"{owner}: {len(jit_only)} binaries have no SASS for {target}; they run only by JIT-compiling "
-                f"{_codes(b for b, _ in jit_only)}, e.g. {jit_only[0][0].path}", jit_only[0][0].location,
+                f"{', '.join(sorted({p for b, _ in jit_only for p in b.ptx}))}, e.g. {jit_only[0][0].path}", jit_only[0][0].location,
                 _grouped(owner, [b for b, _ in jit_only]))
         if cubins_none:
             # A library with one cubin per kernel and GPU (flashinfer-cubin) loads only the file for its GPU:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from envcheck import cache
-from envcheck.errors import UsageError
+from envcheck.errors import ServiceError, UsageError
 from envcheck.redaction import clean
 
 HELP = ("Show what envcheck's cache holds (binary scans, registry manifests and configs, image layer "
@@ -59,12 +60,16 @@ def _update_facts(args: argparse.Namespace) -> str:
     def say(line: str, problem: bool) -> None:
         lines.append(clean(f"{line} (not added)" if problem else line))
 
+    unreachable: list[str] = []
     added = update(path, args.names or FAMILIES, profile, profile.python_version, args.index_url or PYPI, say=say,
-                   known=shipped_table().keys())
+                   known=shipped_table().keys(), unreachable=unreachable)
     lines.append(f"{clean(str(path))}: {added} rows added")
-    if args.format == "json":
-        return json.dumps({"table": str(path), "added": added}) + "\n"
-    return "\n".join(lines) + "\n"
+    text = json.dumps({"table": str(path), "added": added}) + "\n" if args.format == "json" else "\n".join(lines) + "\n"
+    if unreachable:  # exit code 3, as for every unreachable service; what was read is kept and said first
+        sys.stdout.write(text)
+        raise ServiceError(f"update-facts: the index or a file host did not answer for {len(unreachable)} packages "
+                           f"({', '.join(unreachable[:5])}{', ...' if len(unreachable) > 5 else ''})")
+    return text
 
 
 def _size(count: int) -> str:

@@ -68,8 +68,8 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
     if not paths and not args.python:
         found = _discovered(sources.discover_tree(Path(".")), options, args.verbose > 0)  # relative, as `envcheck .` prints them
         if not found and not args.allow_empty:
-            raise UsageError("nothing to check in the current folder (no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
-                             "environment.yml, Dockerfile or wheel); pass a PATH")
+            raise UsageError("nothing to check in the current folder (no dependency file, Dockerfile, compose file, Kubernetes "
+                             "manifest, shell script, notebook or wheel); pass a PATH, or --allow-empty")
         targets.extend(found)
     for path in paths:
         if str(path) == "-":  # a manifest or script on stdin (helm template ... | envcheck --kind kubernetes -)
@@ -99,7 +99,7 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
                 fix=f"If {path.name} is one of those kinds, pass --kind KIND (docs/inputs.md says what each holds); "
                     "otherwise leave it out: envcheck does not read it."))))
             continue
-        if args.kind is None and kinds.by_file_name(path.name) is None and (row := kinds.get(kind)) is not None:
+        if args.kind is None and kind not in ("folder", "elf") and kinds.by_file_name(path.name) is None and (row := kinds.get(kind)):
             from envcheck.redaction import escape_controls
             print(f"envcheck: {escape_controls(str(path))}: read as a {row.name} file, told from its content (its name "
                   f"says no kind; --kind {row.name} makes it explicit)", file=sys.stderr)

@@ -36,10 +36,10 @@ def arch_list(request: FixRequest) -> list[Edit] | None:
     if not value.strip():
         return None
     added = ["12.1", "12.1a"] if request.options.nvfp4 else ["12.1"]
-    pattern = re.compile(r"(?<![\w$])TORCH_CUDA_ARCH_LIST(?:=|\s+)(?P<quote>[\"']?)(?P<value>" + re.escape(value) + r")(?P=quote)(?=\s|$|\\)")
+    pattern = re.compile(r"(?<![\w$])TORCH_CUDA_ARCH_LIST(?:=|:?\s+)(?P<quote>[\"']?)(?P<value>" + re.escape(value) + r")(?P=quote)(?=\s|$|\\)")
     edits = []
     for m in request.matches(pattern):
-        separator = ";" if ";" in value or not m.group("quote") else (" " if re.search(r"\s", value) else ";")
+        separator = ";" if ";" in value or not re.search(r"\s", value) else " "  # `KEY: 8.0 9.0` (YAML) keeps spaces
         edits.append(request.source.edit(m.end("value"), m.end("value"), "".join(separator + a for a in added)))
     return edits or None
 

@@ -90,8 +90,9 @@ def write_table(path: Path, files: dict[str, dict[str, Any]]) -> None:
 
 
 def update(path: Path, pins: Iterable[str], profile: Profile, python: str, index_url: str = PYPI, jobs: int = 4,
-           say: Callable[[str, bool], None] | None = None, known: Collection[str] = ()) -> int:
-    """Add the rows of ``pins`` missing from the table at ``path`` and from ``known``; the number added."""
+           say: Callable[[str, bool], None] | None = None, known: Collection[str] = (), unreachable: list[str] | None = None) -> int:
+    """Add the rows of ``pins`` missing from the table at ``path`` and from ``known``; the number added
+    (``unreachable`` gets the pins an index or file host did not answer for)."""
     files = read_table(path)
     client = IndexClient(deadline=1800.0, run_deadline=TABLE_RUN_DEADLINE)
 
@@ -106,6 +107,8 @@ def update(path: Path, pins: Iterable[str], profile: Profile, python: str, index
                 return f"{pin}: {item.filename} already in the table", None, None
             row = table_row(client, item)
         except (FileProblem, ServiceError) as exc:
+            if isinstance(exc, ServiceError) and unreachable is not None:
+                unreachable.append(pin)
             return f"{pin}: {exc}", None, None
         return f"{pin}: {item.filename}: {len(row['binaries'])} binaries of {item.size} bytes", item.sha256, row
 

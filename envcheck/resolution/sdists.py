@@ -1,4 +1,4 @@
-"""Why only a source archive fits the target: a pure-Python project (no wheel on any platform) or compiled code
+"""Why only a source archive fits the target: a pure-Python project (no wheel for any machine) or compiled code
 with no wheel for this machine. Read from the index's project page when the run may ask it, else from
 ``knowledge/wheels.toml``; unknown stays unknown."""
 
@@ -11,17 +11,18 @@ from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.resolution.context import Chosen, ResolveContext
 from envcheck.services.package_index import FileProblem
 
-NO_WHEEL_ANYWHERE = "no wheel on any platform (a pure-Python or platform-independent source)"
+NO_WHEEL_ANYWHERE = "no wheel for any machine (a pure-Python or platform-independent source)"
 _PYPI = "https://pypi.org/simple"
 
 
 def sdist_reason(item: Chosen, ctx: ResolveContext) -> str:
-    if item.reason.startswith(("wheels only for", "built from a source tree")):
-        return item.reason
-    platforms = _wheel_platforms(item, ctx)
-    if platforms is None:
-        return item.reason
-    return f"wheels only for {', '.join(sorted(platforms)[:6])}" if platforms else NO_WHEEL_ANYWHERE
+    reason = item.reason
+    if not reason.startswith(("wheels only for", "built from a source tree")):
+        platforms = _wheel_platforms(item, ctx)
+        if platforms is not None:
+            reason = f"wheels only for {', '.join(sorted(platforms)[:6])}" if platforms else NO_WHEEL_ANYWHERE
+    # wheels for no machine, only another Python's (langdetect 1.0.9: py2-none-any) are pure Python as well
+    return NO_WHEEL_ANYWHERE if reason == "wheels only for any" else reason
 
 
 def _wheel_platforms(item: Chosen, ctx: ResolveContext) -> set[str] | None:

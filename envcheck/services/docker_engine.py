@@ -26,7 +26,7 @@ def engine_client(timeout: float = 60.0) -> DockerClient:
     except ImportError as exc:  # pragma: no cover - docker is a declared dependency
         raise ServiceError(f"the Docker SDK is not installed ({exc}); pip install docker") from exc
     docker_host = env("DOCKER_HOST")
-    where = docker_host or "the local Docker engine"
+    where = docker_host or "unix:///var/run/docker.sock (DOCKER_HOST is not set)"
     try:
         if docker_host:
             client = _engine_client_class().from_env(timeout=int(timeout), use_ssh_client=_use_ssh_binary(docker_host))
@@ -44,7 +44,7 @@ def engine_client(timeout: float = 60.0) -> DockerClient:
     except DockerException as exc:
         raise ServiceError(
             f"cannot reach the Docker engine at {where}: {short_error(exc)}. Start the engine or set DOCKER_HOST "
-            "(unix://, tcp:// with DOCKER_TLS_VERIFY/DOCKER_CERT_PATH, or ssh://user@host)."
+            "(unix://, tcp:// with DOCKER_TLS_VERIFY/DOCKER_CERT_PATH, or ssh://HOST)."
         ) from exc
     except Exception as exc:  # requests/paramiko/socket errors surface unwrapped from ping()
         raise ServiceError(f"cannot reach the Docker engine at {where}: {type(exc).__name__}: {short_error(exc)}") from exc

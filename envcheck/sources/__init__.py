@@ -226,8 +226,8 @@ def read_bare_folder(folder: Path, options: ReadOptions, allow_empty: bool = Fal
     # a note (links not followed) is not something checked: a folder of such links alone checked nothing
     notes = [p.message for p in inventory.problems if p.note]
     if not (inventory.binaries or inventory.packages or len(notes) < len(inventory.problems) or allow_empty):
-        raise InputError(f"nothing to check in {folder}: no requirements*.txt, pyproject.toml, uv.lock, pylock.toml, "
-                         "environment.yml, Dockerfile, wheel or ELF file (`envcheck --allow-empty` accepts that)"
+        raise InputError(f"nothing to check in {folder}: no dependency file, Dockerfile, compose file, Kubernetes manifest, "
+                         "shell script, notebook, wheel or ELF file (`envcheck --allow-empty` accepts that)"
                          + "".join(f"; {note}" for note in notes), str(folder),
                          fix="Pass the project folder or environment you meant (the path may point one level too high "
                              "or low), or a file with --kind; add --allow-empty where an empty folder is expected.")
