@@ -489,3 +489,28 @@ def test_a_dockerfile_read_directly_and_through_compose_build_is_one_finding(tmp
     _write(tmp_path / "server" / "Dockerfile.args", "ARG BASE=nvidia/cuda:12.8.1-devel-ubuntu24.04\nFROM ${BASE}\n")
     _code, targets = _report(str(compose), str(tmp_path / "server" / "Dockerfile.args"))
     assert cuda12(targets) == [("compose", 2), ("dockerfile", 2)]
+
+
+def test_flags_of_a_command_far_below_an_empty_entrypoint_are_at_their_lines(tmp_path: Path) -> None:
+    # `entrypoint: []` only clears the image's entrypoint: the flags are looked for below `command:`, however
+    # long the environment written between the two keys
+    env = "".join(f"          NCCL_KNOB_{n}: \"1\"\n" for n in range(230))
+    compose = tmp_path / "docker-compose.yml"
+    compose.write_text(
+        "services:\n"
+        "  vllm:\n"
+        "    image: nvcr.io/nvidia/vllm:25.11-py3\n"
+        "    entrypoint: []\n"
+        "    environment:\n" + env.replace("          ", "      ") +
+        "    command:\n"
+        "      - bash\n"
+        "      - -lc\n"
+        "      - >\n"
+        "        exec vllm serve Qwen/Qwen3-8B\n"
+        "        --tensor-parallel-size 2\n"
+        "        --nnodes 2\n"
+        "        --node-rank ${NODE_RANK:-0}\n", encoding="utf-8")
+    flag = compose.read_text().splitlines().index("        --tensor-parallel-size 2") + 1
+    _code, (target,) = _report(str(compose))
+    (tp,) = _hits(target, "G10-tp-across-nodes")
+    assert tp["status"] == "WARN" and tp["location"]["line"] == flag == 241

@@ -299,19 +299,21 @@ class _Compose:
                   branch: str | None, image: str) -> str:
         """Read entrypoint and command; the text when the image's entrypoint is no known server, else ""."""
         words: list[str] = []
-        line = None
+        line = last = None  # the first and the last key that carries words (`entrypoint: []` carries none)
         for key in ("entrypoint", "command"):
             value = service.get(key)
             if isinstance(value, YList):
-                words += [str(v) for v in value]
+                written = [str(v) for v in value]
             elif isinstance(value, Scalar) and not value.null:
                 try:
-                    words += shlex.split(value)
+                    written = shlex.split(value)
                 except ValueError:
-                    words += value.split()
+                    written = value.split()
             else:
                 continue
-            line = line or service.line_of(key)
+            if written:
+                words += written
+                line, last = line or service.line_of(key), service.line_of(key)
         if not words or line is None:
             return ""
         text = shlex.join(words)
@@ -331,7 +333,7 @@ class _Compose:
         lines = self.lines.get(str(file), [])
         for launch in found:  # a command value is one text: each flag is on the file line it is written on
             for setting in launch.get("settings", []):
-                setting["line"] = _flag_line(lines, line, str(setting.get("key", ""))) or setting.get("line")
+                setting["line"] = _flag_line(lines, line, last or line, str(setting.get("key", ""))) or setting.get("line")
         launches.extend(found)
         return "" if entry and "entrypoint" not in service else text
 
@@ -440,10 +442,11 @@ def _environment(value: Any) -> list[tuple[str, str, int]]:
 _FLAG_LINES = 200  # a command's flags are looked for this many lines below its key
 
 
-def _flag_line(lines: list[str], start: int, key: str) -> int | None:
-    """The first line at or below ``start`` (1-based, within _FLAG_LINES) that writes the option ``key``."""
+def _flag_line(lines: list[str], start: int, last: int, key: str) -> int | None:
+    """The first line at or below ``start`` (1-based, up to _FLAG_LINES below ``last``, the command's last key)
+    that writes the option ``key``."""
     flags = (f"--{key.replace('_', '-')}", f"--{key}")
-    for number in range(max(start, 1), min(len(lines), start + _FLAG_LINES) + 1):
+    for number in range(max(start, 1), min(len(lines), last + _FLAG_LINES) + 1):
         if any(flag in lines[number - 1] for flag in flags):
             return number
     return None
