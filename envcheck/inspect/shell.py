@@ -46,6 +46,7 @@ class SimpleCommand:
     env: Mapping[str, str] = field(default_factory=dict)  # variables exported earlier in the same script
     text: str = ""  # the command as written
     branch: Branch | None = None  # set when the command runs only under a condition envcheck cannot decide
+    tolerated: bool = False  # `cmd || true`, `cmd || echo ...`: the script goes on when it fails
 
 
 def split_commands(text: str, values: Mapping[str, str] | None = None, base: int = 0, arch: str = "") -> Commands:
@@ -212,12 +213,16 @@ class _Parser:
             status = self.parse_and_or(ctx)
 
     def parse_and_or(self, ctx: Branch | None) -> _Status:
+        first = len(self.commands)
         status = self.parse_pipeline(ctx)
         while self.at("op", "&&", "||"):
             op = self.take().value
             self.skip("\n")
             nxt = _derive(ctx, status, op)
+            before = len(self.commands)
             after = self.parse_pipeline(nxt)
+            if op == "||" and after.text.split(" ", 1)[0] in _TOLERATING:  # the commands so far may fail
+                self.commands[first:before] = [replace(c, tolerated=True) for c in self.commands[first:before]]
             if nxt is _DEAD:
                 continue
             if nxt is ctx:
@@ -357,6 +362,9 @@ class _Parser:
         if words:
             _emit(words, written, self.env, self.commands, self.depth, self.budget, ctx, self.arch)
         return status
+
+
+_TOLERATING = ("true", ":", "echo", "printf")  # `|| echo "skipped"`: a failure the script reports and ignores
 
 
 def _shorten(text: str, limit: int = 80) -> str:
