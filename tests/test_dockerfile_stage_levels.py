@@ -119,3 +119,24 @@ def test_a_flash_attn_build_whose_failure_is_ignored_is_a_warn(tmp_path: Path, r
     found = _flash_attn(_findings("Dockerfile", cwd=tmp_path))
     assert found["status"] == level and found["location"]["line"] == 2
     assert ("failure is ignored" in found["message"]) == (level == "WARN")
+
+
+@pytest.mark.parametrize(("declared", "amd64", "arm64"), [
+    ("ARG TARGETARCH=amd64", "FAIL", "FAIL"),  # the default shadows BuildKit's arm64; --build-arg arm64 takes the other
+    ("ARG TARGETARCH", "WARN", "FAIL"),  # BuildKit's arm64: only base-arm64 is built on a Spark
+])
+def test_a_stage_chosen_by_the_platform_arg_is_judged_for_the_spark(tmp_path: Path, declared: str, amd64: str,
+                                                                    arm64: str) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        f"{declared}\n"
+        "FROM nvcr.io/nvidia/pytorch:25.01-py3 AS base-amd64\n"
+        "FROM nvcr.io/nvidia/pytorch:24.08-py3 AS base-arm64\n"
+        "FROM base-${TARGETARCH}\n"
+        "RUN echo ok\n")
+    bases = {f["location"]["line"]: f["status"] for f in _findings("Dockerfile", cwd=tmp_path)
+             if f["rule"] == "G1-cuda12-base"}
+    assert bases == {2: amd64, 3: arm64}
+    # a platform the build is told explicitly is the one built
+    told = {f["location"]["line"]: f["status"] for f in _findings("Dockerfile", "--build-arg", "TARGETARCH=amd64", cwd=tmp_path)
+            if f["rule"] == "G1-cuda12-base"}
+    assert told == {2: "FAIL", 3: "WARN"}
