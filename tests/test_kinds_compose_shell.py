@@ -514,3 +514,26 @@ def test_flags_of_a_command_far_below_an_empty_entrypoint_are_at_their_lines(tmp
     _code, (target,) = _report(str(compose))
     (tp,) = _hits(target, "G10-tp-across-nodes")
     assert tp["status"] == "WARN" and tp["location"]["line"] == flag == 241
+
+
+def test_a_command_passed_to_an_entrypoint_script_is_its_arguments(tmp_path: Path) -> None:
+    # entrypoint: [bash, -c, '... exec vllm serve "$@"', --] makes `command:` the script's "$@": the server's flags
+    compose = _write(tmp_path / "docker-compose.yml", """
+        services:
+          vllm:
+            image: vllm/vllm-openai:v0.27.1
+            entrypoint:
+              - bash
+              - -c
+              - |
+                pip install -q transformers==5.14.1
+                exec vllm serve "$@"
+              - --
+            command:
+              - "Qwen/Qwen3-8B"
+              - "--gpu-memory-utilization"
+              - "0.95"
+    """)
+    _code, (target,) = _report(str(compose))
+    (memory,) = _hits(target, "G3-memory-fraction")
+    assert memory["status"] == "WARN" and memory["location"]["line"] == 13 and "0.95" in memory["message"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import shlex
 from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -532,10 +533,15 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
         script_at = _shell_c_script(argv)
         if script_at is not None:
             nested = words[script_at]
-            inner_env = {**env.values, **dict(assignments)}
+            # `bash -c 'exec vllm serve "$@"' -- --flag v`: the words after $0 are the script's parameters
+            params = argv[script_at + 2:]
+            inner_env = {**env.values, **dict(assignments), **{str(n): a for n, a in enumerate(params, 1)}}
+            script = nested.value
+            if params:
+                script = script.replace('"$@"', "$@").replace("$@", " ".join(shlex.quote(a) for a in params))
             # offsets inside the nested script are approximate: they point at the script's start
             sub: list[SimpleCommand] = []
-            _split(nested.value, inner_env, 0, sub, depth + 1, budget, branch, arch)
+            _split(script, inner_env, 0, sub, depth + 1, budget, branch, arch)
             commands.extend(replace(cmd, offset=nested.start) for cmd in sub)
             return
     commands.append(SimpleCommand(tuple(argv), words[0].start, tuple(assignments), env.view(assignments), written,
