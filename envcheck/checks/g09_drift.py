@@ -363,7 +363,9 @@ def _transformers_from_main(ctx: CheckContext, exact: dict[str, Package]) -> Ite
 
 
 def _ngc_torch_upgraded(ctx: CheckContext, reported: list[Location | None]) -> Iterator[Finding]:
-    """``pip install --upgrade torch`` (or --force-reinstall) on an NGC PyTorch base replaces NGC's torch."""
+    """``pip install --upgrade torch`` (or --force-reinstall) on an NGC PyTorch base replaces NGC's torch: FAIL,
+    WARN when the torch it installs is a CUDA build of the Spark's major (the image runs, NGC's extensions do not)."""
+    from envcheck.checks.g01_cuda_abi import torch_build
     ngc = _ngc_stages(ctx, protected=False)
     for install in ctx.inventory.installs:
         loc = install.location
@@ -371,10 +373,19 @@ def _ngc_torch_upgraded(ctx: CheckContext, reported: list[Location | None]) -> I
                 or not install.replaces):
             continue
         flag = next(o for o in install.options if o.split("=", 1)[0] in REPLACING_OPTIONS)
-        yield NGC_TORCH_REPLACED.finding(
-            f"{install.tool} install {flag} torch on an NGC PyTorch base replaces NGC's torch with an index build: the "
-            "container's own extensions (flash-attn, Transformer Engine, apex) were built against the torch it removes",
-            loc, {"options": list(install.options), "command": install.text})
+        named = next(n for n in install.packages if n in ("torch", "torchvision", "torchaudio"))  # torch: implied
+        message = (f"{install.tool} install {flag} {named} on an NGC PyTorch base replaces NGC's torch with an index "
+                   "build: the container's own extensions (flash-attn, Transformer Engine, apex) were built against "
+                   "the torch it removes")
+        torch = next((p for p in ctx.inventory.packages if p.name == "torch" and p.location == loc), None)
+        build = torch_build(torch, ctx)[0] if torch is not None else None
+        if build is not None and build.flavor == "cuda" and build.cuda_major == ctx.profile.cuda_major:
+            # the image still runs on the new torch: what breaks is only what uses NGC's own extensions
+            yield NGC_TORCH_REPLACED.finding(message + f"; the torch it installs is a CUDA {build.cuda_major} build, so "
+                                             "only code that imports those extensions breaks", loc,
+                                             {"options": list(install.options), "command": install.text}, status=Status.WARN)
+            continue
+        yield NGC_TORCH_REPLACED.finding(message, loc, {"options": list(install.options), "command": install.text})
 
 
 def _pinned_by_constraint(ctx: CheckContext, name: str) -> bool:
