@@ -40,7 +40,10 @@ NGC_TORCH_REPLACED = rule(
     "G9-ngc-torch-replaced", "G9", "A requirement would replace NGC's pre-release torch", Status.FAIL,
     """NGC containers ship torch as a pre-release (2.9.0a0+<hash>.nv25.09). Under PEP 440, 2.9.0a0 < 2.9.0,
     so torch>=2.9 or torch==2.9.0 (directly, or through a package that pins torch) is not satisfied, and pip
-    replaces NGC's torch with a PyPI build that lacks NGC's CUDA 13/SM121 tuning.""",
+    replaces NGC's torch with a PyPI build that lacks NGC's CUDA 13/SM121 tuning. An install with -U or
+    --force-reinstall of torch (or of an unpinned torchvision/torchaudio, whose newest release pins the newest
+    torch) replaces it outright: a WARN when the torch it brings is a CUDA 13 build (the image runs; NGC's own
+    extensions built against the removed torch do not).""",
     "Install with --no-deps, loosen the requirement to accept the pre-release (e.g. torch>=2.9.0a0), or pick versions built against the container's torch.",
     ("requirements", "dockerfile", "image", *kinds.LIVE_KINDS))
 UNPINNED = rule(
