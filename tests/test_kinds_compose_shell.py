@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import run_envcheck
 
 
@@ -537,3 +538,17 @@ def test_a_command_passed_to_an_entrypoint_script_is_its_arguments(tmp_path: Pat
     _code, (target,) = _report(str(compose))
     (memory,) = _hits(target, "G3-memory-fraction")
     assert memory["status"] == "WARN" and memory["location"]["line"] == 13 and "0.95" in memory["message"]
+
+
+@pytest.mark.parametrize(("cap", "status"), [
+    ("    mem_limit: 6g\n", None),  # 0.85 + 6 GB of 128: within the pool
+    ("    deploy:\n      resources:\n        limits:\n          memory: 8G\n", None),
+    ("    mem_limit: 40g\n", "FAIL"),  # 0.85 + 40 GB of 128: past the pool
+])
+def test_a_gpu_service_with_a_memory_cap_claims_its_cap(tmp_path: Path, cap: str, status: str | None) -> None:
+    # a container memory cap (mem_limit) is the GPU service's share of the one pool, not "no cap"
+    neighbour = _OLLAMA.replace("    deploy:\n      resources:\n", cap if "deploy" in cap else cap + "    deploy:\n      resources:\n")
+    (tmp_path / "compose.yaml").write_text(_NEIGHBOURS.replace("NEIGHBOUR", neighbour))
+    done = run_envcheck("-f", "json", "compose.yaml", cwd=tmp_path)
+    g6 = [f for f in json.loads(done.stdout)["targets"][0]["findings"] if f["rule"] == "G6-pool-overcommit"]
+    assert [f["status"] for f in g6 if f["status"] != "PASS"] == ([status] if status else []), g6

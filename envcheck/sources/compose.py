@@ -269,9 +269,10 @@ class _Compose:
             # a GPU service whose server envcheck cannot read from a command (Ollama, llama.cpp images started by
             # their own entrypoint): it takes what it needs of the one pool, with no cap that envcheck can see
             where = at("image") if "image" in service else at("build")
+            cap = _memory_limit(service)  # mem_limit: the container's cgroup cap, which unified memory counts too
             launches.append({"origin": where.path, "line": where.line, "tool": str(image) if isinstance(image, str) else name,
-                             "service": name, "memory": None, "uncapped": True, "settings": [],
-                             **({"optional": True} if branch else {})})
+                             "service": name, "memory": None, "uncapped": cap is None, "settings": [],
+                             **({"memory_cap_gb": cap} if cap is not None else {}), **({"optional": True} if branch else {})})
         for launch in launches[before:]:
             if exclusive := _exclusive(service, launch):
                 launch["exclusive"] = exclusive
@@ -424,6 +425,21 @@ def _exclusive(service: YMap, launch: dict[str, Any]) -> list[str]:
     if str(service.get("network_mode") or "") == "host" and port:
         held.append(f"host port {port}")
     return held
+
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", re.I)
+
+
+def _memory_limit(service: YMap) -> float | None:
+    """``mem_limit: 6g`` (or ``deploy.resources.limits.memory``) in GB, None when not set or unreadable."""
+    deploy = service.get("deploy")
+    resources = deploy.get("resources") if isinstance(deploy, YMap) else None
+    limits = resources.get("limits") if isinstance(resources, YMap) else None
+    value = service.get("mem_limit") or (limits.get("memory") if isinstance(limits, YMap) else None)
+    m = _SIZE.fullmatch(str(value).strip()) if isinstance(value, (Scalar, int)) and str(value).strip() else None
+    if m is None:
+        return None
+    return float(m.group(1)) * float(1024 ** "bkmgt".index((m.group(2) or "b").lower())) / 1e9
 
 
 def _environment(value: Any) -> list[tuple[str, str, int]]:
