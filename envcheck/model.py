@@ -106,6 +106,7 @@ class Location:
     # (started only when asked for): the engine lowers findings located there one level.
     outside_image: bool = False
     on_request: bool = False
+    tolerated: bool = False  # a command whose failure the script ignores (`|| true`, `|| echo ...`)
 
     def __str__(self) -> str:
         text = self.path

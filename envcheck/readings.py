@@ -386,6 +386,7 @@ class LaunchReading(Reading):
     optional: bool | None = None  # a compose service behind a profile: not started by default
     branch: str | None = None
     uncapped: bool | None = None  # a GPU service with no memory cap envcheck can read
+    memory_cap_gb: float | None = None  # a GPU service's container memory cap (compose mem_limit), in GB
     gpus: int | None = None  # GPUs a Kubernetes container asks for
     cluster: str | None = None  # tp over a Ray or MPI cluster (one GPU a Spark: across Sparks)
     multi_node: bool | None = None  # a script that starts a cluster head and a worker that joins it from elsewhere

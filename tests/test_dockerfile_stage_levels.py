@@ -105,3 +105,38 @@ def test_a_file_installed_in_and_outside_the_built_image_is_one_finding(tmp_path
     (tmp_path / "Dockerfile").write_text(f"FROM python:3.12-slim AS dev\n{install}\nFROM python:3.12-slim\n{install}", encoding="utf-8")
     found = [(f["location"]["stage"], f["status"]) for f in _findings("Dockerfile", cwd=tmp_path) if f["rule"] == "G1-cuda12-local-version"]
     assert found == [("1", "FAIL")]
+
+
+@pytest.mark.parametrize(("run", "level"), [
+    ('pip install flash-attn --no-build-isolation || echo "flash-attn failed, using SDPA"', "WARN"),
+    ("pip install flash-attn --no-build-isolation || true", "WARN"),
+    ("pip install flash-attn --no-build-isolation || exit 1", "FAIL"),
+    ("pip install flash-attn --no-build-isolation", "FAIL"),
+])
+def test_a_flash_attn_build_whose_failure_is_ignored_is_a_warn(tmp_path: Path, run: str, level: str) -> None:
+    # hours of source build either way, but with `|| echo` / `|| true` the image still builds, without flash-attn
+    (tmp_path / "Dockerfile").write_text(f"FROM nvidia/cuda:13.0.2-devel-ubuntu24.04\nRUN {run}\n")
+    found = _flash_attn(_findings("Dockerfile", cwd=tmp_path))
+    assert found["status"] == level and found["location"]["line"] == 2
+    assert ("failure is ignored" in found["message"]) == (level == "WARN")
+
+
+@pytest.mark.parametrize(("declared", "amd64", "arm64"), [
+    ("ARG TARGETARCH=amd64", "FAIL", "FAIL"),  # the default shadows BuildKit's arm64; --build-arg arm64 takes the other
+    ("ARG TARGETARCH", "WARN", "FAIL"),  # BuildKit's arm64: only base-arm64 is built on a Spark
+])
+def test_a_stage_chosen_by_the_platform_arg_is_judged_for_the_spark(tmp_path: Path, declared: str, amd64: str,
+                                                                    arm64: str) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        f"{declared}\n"
+        "FROM nvcr.io/nvidia/pytorch:25.01-py3 AS base-amd64\n"
+        "FROM nvcr.io/nvidia/pytorch:24.08-py3 AS base-arm64\n"
+        "FROM base-${TARGETARCH}\n"
+        "RUN echo ok\n")
+    bases = {f["location"]["line"]: f["status"] for f in _findings("Dockerfile", cwd=tmp_path)
+             if f["rule"] == "G1-cuda12-base"}
+    assert bases == {2: amd64, 3: arm64}
+    # a platform the build is told explicitly is the one built
+    told = {f["location"]["line"]: f["status"] for f in _findings("Dockerfile", "--build-arg", "TARGETARCH=amd64", cwd=tmp_path)
+            if f["rule"] == "G1-cuda12-base"}
+    assert told == {2: "FAIL", 3: "WARN"}

@@ -44,3 +44,33 @@ def test_an_unknown_tensor_parallel_size_over_a_two_node_ray_cluster_depends_on_
     # no worker joins the head: a one-node Ray, and the size is unknown: said, but not a warning, and never "tp=1"
     (alone,) = _g10(_script(tmp_path / "single.sh", "echo 'one node'"))
     assert alone["status"] == "INFO" and "unknown here" in alone["message"] and "tp=1" not in alone["message"]
+
+
+DEFAULTED = """
+    #!/usr/bin/env bash
+    set -euo pipefail
+    start() {
+      docker run -d --name head --gpus all --network host "$IMAGE" bash -lc 'exec ray start --head --port=6379 --block'
+      ssh "$WORKER_HOST" "docker run -d --gpus all --network host $IMAGE bash -lc 'ray start --address=$HEAD_IP:6379 --block'"
+    }
+    serve() {
+      local model="${1:-Qwen/Qwen3-8B}" tp="${2:-2}"
+      exec docker exec head vllm serve "$model" --tensor-parallel-size "$tp" --distributed-executor-backend ray
+    }
+    case "${1:-}" in
+      start) start ;;
+      serve) shift; serve "$@" ;;
+    esac
+"""
+
+
+def test_a_positional_parameter_with_a_default_is_read_as_its_default(tmp_path: Path) -> None:
+    # `tp="${2:-2}"`: the size the script runs with when it is not given is 2, over a two-Spark Ray cluster
+    script = tmp_path / "run_cluster.sh"
+    script.write_text(textwrap.dedent(DEFAULTED).lstrip("\n"), encoding="utf-8")
+    (finding,) = _g10(script)
+    assert finding["status"] == "WARN" and finding["location"]["line"] == 9 and "tp=2" in finding["message"]
+    # without a default the parameter stays unknown: never read as 1, never as its own text
+    script.write_text(textwrap.dedent(DEFAULTED).lstrip("\n").replace('"${2:-2}"', '"${2}"'), encoding="utf-8")
+    (unknown,) = _g10(script)
+    assert "unknown" in unknown["message"] and "tp=" not in unknown["message"]

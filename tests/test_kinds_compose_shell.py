@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import run_envcheck
 
 
@@ -489,3 +490,65 @@ def test_a_dockerfile_read_directly_and_through_compose_build_is_one_finding(tmp
     _write(tmp_path / "server" / "Dockerfile.args", "ARG BASE=nvidia/cuda:12.8.1-devel-ubuntu24.04\nFROM ${BASE}\n")
     _code, targets = _report(str(compose), str(tmp_path / "server" / "Dockerfile.args"))
     assert cuda12(targets) == [("compose", 2), ("dockerfile", 2)]
+
+
+def test_flags_of_a_command_far_below_an_empty_entrypoint_are_at_their_lines(tmp_path: Path) -> None:
+    # `entrypoint: []` only clears the image's entrypoint: the flags are looked for below `command:`, however
+    # long the environment written between the two keys
+    env = "".join(f"          NCCL_KNOB_{n}: \"1\"\n" for n in range(230))
+    compose = tmp_path / "docker-compose.yml"
+    compose.write_text(
+        "services:\n"
+        "  vllm:\n"
+        "    image: nvcr.io/nvidia/vllm:25.11-py3\n"
+        "    entrypoint: []\n"
+        "    environment:\n" + env.replace("          ", "      ") +
+        "    command:\n"
+        "      - bash\n"
+        "      - -lc\n"
+        "      - >\n"
+        "        exec vllm serve Qwen/Qwen3-8B\n"
+        "        --tensor-parallel-size 2\n"
+        "        --nnodes 2\n"
+        "        --node-rank ${NODE_RANK:-0}\n", encoding="utf-8")
+    flag = compose.read_text().splitlines().index("        --tensor-parallel-size 2") + 1
+    _code, (target,) = _report(str(compose))
+    (tp,) = _hits(target, "G10-tp-across-nodes")
+    assert tp["status"] == "WARN" and tp["location"]["line"] == flag == 241
+
+
+def test_a_command_passed_to_an_entrypoint_script_is_its_arguments(tmp_path: Path) -> None:
+    # entrypoint: [bash, -c, '... exec vllm serve "$@"', --] makes `command:` the script's "$@": the server's flags
+    compose = _write(tmp_path / "docker-compose.yml", """
+        services:
+          vllm:
+            image: vllm/vllm-openai:v0.27.1
+            entrypoint:
+              - bash
+              - -c
+              - |
+                pip install -q transformers==5.14.1
+                exec vllm serve "$@"
+              - --
+            command:
+              - "Qwen/Qwen3-8B"
+              - "--gpu-memory-utilization"
+              - "0.95"
+    """)
+    _code, (target,) = _report(str(compose))
+    (memory,) = _hits(target, "G3-memory-fraction")
+    assert memory["status"] == "WARN" and memory["location"]["line"] == 13 and "0.95" in memory["message"]
+
+
+@pytest.mark.parametrize(("cap", "status"), [
+    ("    mem_limit: 6g\n", None),  # 0.85 + 6 GB of 128: within the pool
+    ("    deploy:\n      resources:\n        limits:\n          memory: 8G\n", None),
+    ("    mem_limit: 40g\n", "FAIL"),  # 0.85 + 40 GB of 128: past the pool
+])
+def test_a_gpu_service_with_a_memory_cap_claims_its_cap(tmp_path: Path, cap: str, status: str | None) -> None:
+    # a container memory cap (mem_limit) is the GPU service's share of the one pool, not "no cap"
+    neighbour = _OLLAMA.replace("    deploy:\n      resources:\n", cap if "deploy" in cap else cap + "    deploy:\n      resources:\n")
+    (tmp_path / "compose.yaml").write_text(_NEIGHBOURS.replace("NEIGHBOUR", neighbour))
+    done = run_envcheck("-f", "json", "compose.yaml", cwd=tmp_path)
+    g6 = [f for f in json.loads(done.stdout)["targets"][0]["findings"] if f["rule"] == "G6-pool-overcommit"]
+    assert [f["status"] for f in g6 if f["status"] != "PASS"] == ([status] if status else []), g6

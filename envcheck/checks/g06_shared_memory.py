@@ -130,7 +130,9 @@ POOL_OVERCOMMIT = rule(
     the shares add up past 1, the server that starts last cannot get its share and stops at start-up, or
     evicts the KV cache and weights of the others. Services that cannot run together are not added up:
     those that share one container_name or, under host networking, one host port (a menu of alternative
-    models, one started at a time), and those under a compose profile (started only when asked for).""",
+    models, one started at a time), and those under a compose profile (started only when asked for). A GPU
+    service envcheck cannot read a share from claims its container memory cap (compose mem_limit or
+    deploy.resources.limits.memory) when it has one, the whole pool when it has none.""",
     """Give each server a share so that they add up to well under 1 (two vLLM servers at 0.4 each), or run
     only one heavy server at a time (compose profiles).""",
     inputs=kinds.LAUNCH_FILES)
@@ -181,6 +183,9 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
     for launch in launches:
         if launch.optional:  # a compose service behind a profile does not start with the others
             continue
+        if launch.memory_cap_gb is not None and ctx.profile.memory_gb:  # a GPU service with a container memory cap
+            shares.append((launch, launch.memory_cap_gb / ctx.profile.memory_gb, True))
+            continue
         if launch.uncapped or any(pattern.search(launch.tool or "") and default is None
                                   for _label, pattern, _option, default in SERVERS):
             uncapped.append(launch)
@@ -207,7 +212,7 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
     if len(shares) < 2:
         return
     total = sum(share for _launch, share, _explicit in shares)
-    parts = ", ".join(f"{launch.service or launch.tool} {share:g}{'' if explicit else ' (default)'}"
+    parts = ", ".join(f"{launch.service or launch.tool} {round(share, 3):g}{'' if explicit else ' (default)'}"
                       for launch, share, explicit in shares)
     last = shares[-1][0]
     where = Location(last.origin or "", line=last.line, member=last.member)

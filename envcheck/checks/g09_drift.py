@@ -40,7 +40,10 @@ NGC_TORCH_REPLACED = rule(
     "G9-ngc-torch-replaced", "G9", "A requirement would replace NGC's pre-release torch", Status.FAIL,
     """NGC containers ship torch as a pre-release (2.9.0a0+<hash>.nv25.09). Under PEP 440, 2.9.0a0 < 2.9.0,
     so torch>=2.9 or torch==2.9.0 (directly, or through a package that pins torch) is not satisfied, and pip
-    replaces NGC's torch with a PyPI build that lacks NGC's CUDA 13/SM121 tuning.""",
+    replaces NGC's torch with a PyPI build that lacks NGC's CUDA 13/SM121 tuning. An install with -U or
+    --force-reinstall of torch (or of an unpinned torchvision/torchaudio, whose newest release pins the newest
+    torch) replaces it outright: a WARN when the torch it brings is a CUDA 13 build (the image runs; NGC's own
+    extensions built against the removed torch do not).""",
     "Install with --no-deps, loosen the requirement to accept the pre-release (e.g. torch>=2.9.0a0), or pick versions built against the container's torch.",
     ("requirements", "dockerfile", "image", *kinds.LIVE_KINDS))
 UNPINNED = rule(
@@ -363,7 +366,9 @@ def _transformers_from_main(ctx: CheckContext, exact: dict[str, Package]) -> Ite
 
 
 def _ngc_torch_upgraded(ctx: CheckContext, reported: list[Location | None]) -> Iterator[Finding]:
-    """``pip install --upgrade torch`` (or --force-reinstall) on an NGC PyTorch base replaces NGC's torch."""
+    """``pip install --upgrade torch`` (or --force-reinstall) on an NGC PyTorch base replaces NGC's torch: FAIL,
+    WARN when the torch it installs is a CUDA build of the Spark's major (the image runs, NGC's extensions do not)."""
+    from envcheck.checks.g01_cuda_abi import torch_build
     ngc = _ngc_stages(ctx, protected=False)
     for install in ctx.inventory.installs:
         loc = install.location
@@ -371,10 +376,19 @@ def _ngc_torch_upgraded(ctx: CheckContext, reported: list[Location | None]) -> I
                 or not install.replaces):
             continue
         flag = next(o for o in install.options if o.split("=", 1)[0] in REPLACING_OPTIONS)
-        yield NGC_TORCH_REPLACED.finding(
-            f"{install.tool} install {flag} torch on an NGC PyTorch base replaces NGC's torch with an index build: the "
-            "container's own extensions (flash-attn, Transformer Engine, apex) were built against the torch it removes",
-            loc, {"options": list(install.options), "command": install.text})
+        named = next(n for n in install.packages if n in ("torch", "torchvision", "torchaudio"))  # torch: implied
+        message = (f"{install.tool} install {flag} {named} on an NGC PyTorch base replaces NGC's torch with an index "
+                   "build: the container's own extensions (flash-attn, Transformer Engine, apex) were built against "
+                   "the torch it removes")
+        torch = next((p for p in ctx.inventory.packages if p.name == "torch" and p.location == loc), None)
+        build = torch_build(torch, ctx)[0] if torch is not None else None
+        if build is not None and build.flavor == "cuda" and build.cuda_major == ctx.profile.cuda_major:
+            # the image still runs on the new torch: what breaks is only what uses NGC's own extensions
+            yield NGC_TORCH_REPLACED.finding(message + f"; the torch it installs is a CUDA {build.cuda_major} build, so "
+                                             "only code that imports those extensions breaks", loc,
+                                             {"options": list(install.options), "command": install.text}, status=Status.WARN)
+            continue
+        yield NGC_TORCH_REPLACED.finding(message, loc, {"options": list(install.options), "command": install.text})
 
 
 def _pinned_by_constraint(ctx: CheckContext, name: str) -> bool:

@@ -495,7 +495,27 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
     while walk is not None:
         walk.final = True
         walk = stages[walk.parent] if walk.parent is not None else None
+    _platform_alternatives(stages, global_values, build_args, platform, escape)
     return Dockerfile(escape, stages, instructions, global_values)
+
+
+_PLATFORM_REF = re.compile(r"\$\{?((?:TARGET|BUILD)(?:PLATFORM|OS|ARCH|VARIANT))\b")
+
+
+def _platform_alternatives(stages: list[Stage], values: Mapping[str, str], build_args: Mapping[str, str],
+                           platform: str, escape: str) -> None:
+    """``ARG TARGETARCH=amd64`` then ``FROM base-${TARGETARCH}``: the declared default shadows BuildKit's value
+    (docker/buildx#510), so a plain build takes base-amd64; the stage the file names for ``platform``
+    (base-arm64) is the one a build that passes the platform gets, so it is in the image as well."""
+    for stage in [s for s in stages if s.final]:
+        names = set(_PLATFORM_REF.findall(stage.base_written))
+        if not names or names & set(build_args):
+            continue
+        own = expand(stage.base_written, {**values, **platform_args(platform)}, escape).value.lower()
+        alt = _named(stages[:stage.index], own)
+        while alt is not None and not alt.final:
+            alt.final = True
+            alt = stages[alt.parent] if alt.parent is not None else None
 
 
 def _named(stages: list[Stage], low: str) -> Stage | None:

@@ -112,9 +112,19 @@ def parse_install_command(argv: list[str], location: Location | None) -> Install
                 result.packages.append(pkg)
     if "--no-deps" in options and not conda:
         result.packages = [replace(p, no_deps=True) for p in result.packages]
+    elif not conda and _replaces_torch_through_partner(options, result.packages):
+        # `pip install -U torchvision` / `--force-reinstall torchvision`: its newest release pins the newest torch,
+        # which pip installs over the one present: an unpinned torch of this command
+        result.packages.append(Package(name="torch", location=location))
     result.command = InstallCommand(tool=tool, packages=tuple(p.name for p in result.packages),
                                     options=tuple(options), text=" ".join(argv), location=location)
     return result
+
+
+def _replaces_torch_through_partner(options: list[str], packages: list[Package]) -> bool:
+    from envcheck.model import REPLACING_OPTIONS
+    return (any(o.split("=", 1)[0] in REPLACING_OPTIONS for o in options) and all(p.name != "torch" for p in packages)
+            and any(p.name in ("torchvision", "torchaudio") and not p.version and not p.url for p in packages))
 
 
 def _apply_value_option(opt: str, value: str, result: InstallParse, location: Location | None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import shlex
 from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -46,6 +47,7 @@ class SimpleCommand:
     env: Mapping[str, str] = field(default_factory=dict)  # variables exported earlier in the same script
     text: str = ""  # the command as written
     branch: Branch | None = None  # set when the command runs only under a condition envcheck cannot decide
+    tolerated: bool = False  # `cmd || true`, `cmd || echo ...`: the script goes on when it fails
 
 
 def split_commands(text: str, values: Mapping[str, str] | None = None, base: int = 0, arch: str = "") -> Commands:
@@ -212,12 +214,16 @@ class _Parser:
             status = self.parse_and_or(ctx)
 
     def parse_and_or(self, ctx: Branch | None) -> _Status:
+        first = len(self.commands)
         status = self.parse_pipeline(ctx)
         while self.at("op", "&&", "||"):
             op = self.take().value
             self.skip("\n")
             nxt = _derive(ctx, status, op)
+            before = len(self.commands)
             after = self.parse_pipeline(nxt)
+            if op == "||" and after.text.split(" ", 1)[0] in _TOLERATING:  # the commands so far may fail
+                self.commands[first:before] = [replace(c, tolerated=True) for c in self.commands[first:before]]
             if nxt is _DEAD:
                 continue
             if nxt is ctx:
@@ -357,6 +363,9 @@ class _Parser:
         if words:
             _emit(words, written, self.env, self.commands, self.depth, self.budget, ctx, self.arch)
         return status
+
+
+_TOLERATING = ("true", ":", "echo", "printf")  # `|| echo "skipped"`: a failure the script reports and ignores
 
 
 def _shorten(text: str, limit: int = 80) -> str:
@@ -524,10 +533,15 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
         script_at = _shell_c_script(argv)
         if script_at is not None:
             nested = words[script_at]
-            inner_env = {**env.values, **dict(assignments)}
+            # `bash -c 'exec vllm serve "$@"' -- --flag v`: the words after $0 are the script's parameters
+            params = argv[script_at + 2:]
+            inner_env = {**env.values, **dict(assignments), **{str(n): a for n, a in enumerate(params, 1)}}
+            script = nested.value
+            if params:
+                script = script.replace('"$@"', "$@").replace("$@", " ".join(shlex.quote(a) for a in params))
             # offsets inside the nested script are approximate: they point at the script's start
             sub: list[SimpleCommand] = []
-            _split(nested.value, inner_env, 0, sub, depth + 1, budget, branch, arch)
+            _split(script, inner_env, 0, sub, depth + 1, budget, branch, arch)
             commands.extend(replace(cmd, offset=nested.start) for cmd in sub)
             return
     commands.append(SimpleCommand(tuple(argv), words[0].start, tuple(assignments), env.view(assignments), written,

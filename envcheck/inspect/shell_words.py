@@ -9,7 +9,9 @@ from dataclasses import dataclass
 _OPERATORS = ("&&", "||", ";;", ";", "|", "&", "(", ")", "\n")
 _PLAIN = re.compile(r"[^\s\\'\"$#<>&|;()]+")
 _AFTER_VERSION_OPERATOR = ("==", ">=", "<=", "~=", "!=", "<", ">", "@")
-_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+# ${2:-2}: a positional parameter is matched only in braces, where its default is written (an unset one is
+# unknown, its default is the value the script runs with when it is not given)
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(?:(:?[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 # `$(uname -m)` and friends, answered from the build platform's architecture (arm64, amd64) when it is given.
 _ARCH_PROBES = {"uname -m": {"arm64": "aarch64", "amd64": "x86_64"}, "arch": {"arm64": "aarch64", "amd64": "x86_64"},
                 "dpkg --print-architecture": {"arm64": "arm64", "amd64": "amd64"}}

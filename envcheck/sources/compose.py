@@ -269,9 +269,10 @@ class _Compose:
             # a GPU service whose server envcheck cannot read from a command (Ollama, llama.cpp images started by
             # their own entrypoint): it takes what it needs of the one pool, with no cap that envcheck can see
             where = at("image") if "image" in service else at("build")
+            cap = _memory_limit(service)  # mem_limit: the container's cgroup cap, which unified memory counts too
             launches.append({"origin": where.path, "line": where.line, "tool": str(image) if isinstance(image, str) else name,
-                             "service": name, "memory": None, "uncapped": True, "settings": [],
-                             **({"optional": True} if branch else {})})
+                             "service": name, "memory": None, "uncapped": cap is None, "settings": [],
+                             **({"memory_cap_gb": cap} if cap is not None else {}), **({"optional": True} if branch else {})})
         for launch in launches[before:]:
             if exclusive := _exclusive(service, launch):
                 launch["exclusive"] = exclusive
@@ -299,19 +300,21 @@ class _Compose:
                   branch: str | None, image: str) -> str:
         """Read entrypoint and command; the text when the image's entrypoint is no known server, else ""."""
         words: list[str] = []
-        line = None
+        line = last = None  # the first and the last key that carries words (`entrypoint: []` carries none)
         for key in ("entrypoint", "command"):
             value = service.get(key)
             if isinstance(value, YList):
-                words += [str(v) for v in value]
+                written = [str(v) for v in value]
             elif isinstance(value, Scalar) and not value.null:
                 try:
-                    words += shlex.split(value)
+                    written = shlex.split(value)
                 except ValueError:
-                    words += value.split()
+                    written = value.split()
             else:
                 continue
-            line = line or service.line_of(key)
+            if written:
+                words += written
+                line, last = line or service.line_of(key), service.line_of(key)
         if not words or line is None:
             return ""
         text = shlex.join(words)
@@ -331,7 +334,7 @@ class _Compose:
         lines = self.lines.get(str(file), [])
         for launch in found:  # a command value is one text: each flag is on the file line it is written on
             for setting in launch.get("settings", []):
-                setting["line"] = _flag_line(lines, line, str(setting.get("key", ""))) or setting.get("line")
+                setting["line"] = _flag_line(lines, line, last or line, str(setting.get("key", ""))) or setting.get("line")
         launches.extend(found)
         return "" if entry and "entrypoint" not in service else text
 
@@ -424,6 +427,21 @@ def _exclusive(service: YMap, launch: dict[str, Any]) -> list[str]:
     return held
 
 
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", re.I)
+
+
+def _memory_limit(service: YMap) -> float | None:
+    """``mem_limit: 6g`` (or ``deploy.resources.limits.memory``) in GB, None when not set or unreadable."""
+    deploy = service.get("deploy")
+    resources = deploy.get("resources") if isinstance(deploy, YMap) else None
+    limits = resources.get("limits") if isinstance(resources, YMap) else None
+    value = service.get("mem_limit") or (limits.get("memory") if isinstance(limits, YMap) else None)
+    m = _SIZE.fullmatch(str(value).strip()) if isinstance(value, (Scalar, int)) and str(value).strip() else None
+    if m is None:
+        return None
+    return float(m.group(1)) * float(1024 ** "bkmgt".index((m.group(2) or "b").lower())) / 1e9
+
+
 def _environment(value: Any) -> list[tuple[str, str, int]]:
     """``environment:`` / ``args:`` (mapping or ``KEY=VALUE`` list) with lines; a bare ``KEY`` is left out."""
     pairs: list[tuple[str, str, int]] = []
@@ -440,10 +458,11 @@ def _environment(value: Any) -> list[tuple[str, str, int]]:
 _FLAG_LINES = 200  # a command's flags are looked for this many lines below its key
 
 
-def _flag_line(lines: list[str], start: int, key: str) -> int | None:
-    """The first line at or below ``start`` (1-based, within _FLAG_LINES) that writes the option ``key``."""
+def _flag_line(lines: list[str], start: int, last: int, key: str) -> int | None:
+    """The first line at or below ``start`` (1-based, up to _FLAG_LINES below ``last``, the command's last key)
+    that writes the option ``key``."""
     flags = (f"--{key.replace('_', '-')}", f"--{key}")
-    for number in range(max(start, 1), min(len(lines), start + _FLAG_LINES) + 1):
+    for number in range(max(start, 1), min(len(lines), last + _FLAG_LINES) + 1):
         if any(flag in lines[number - 1] for flag in flags):
             return number
     return None

@@ -437,6 +437,8 @@ class _Reader:
 
 
 def _in_branch(loc: Location, cmd: SimpleCommand) -> Location:
+    if cmd.tolerated:
+        loc = replace(loc, tolerated=True)
     if cmd.branch is None:
         return loc
     return replace(loc, branch=cmd.branch.describe(), fallback=cmd.branch.fallback)
@@ -446,7 +448,8 @@ def _under(where: Location | None, loc: Location) -> Location:
     """A fact's location in a file a RUN read (-r file, pyproject), with the RUN's stage and branch."""
     if where is None:
         return loc
-    return replace(where, stage=loc.stage, branch=loc.branch, fallback=loc.fallback, outside_image=loc.outside_image)
+    return replace(where, stage=loc.stage, branch=loc.branch, fallback=loc.fallback, outside_image=loc.outside_image,
+                   tolerated=loc.tolerated)
 
 
 def shipped_packages(ref: str, location: Location | None) -> list[Package]:

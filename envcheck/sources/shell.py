@@ -67,7 +67,8 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
             return replace(loc, stage=where(1).stage)
         line = (loc.line or _HEADER_LINES + 1) - _HEADER_LINES
         base = where(min(max(line, 1), lines))  # the caller's branch (a compose profile, a notebook's Python block) stays
-        return replace(base, branch=loc.branch or base.branch, fallback=loc.fallback or base.fallback)
+        return replace(base, branch=loc.branch or base.branch, fallback=loc.fallback or base.fallback,
+                       tolerated=loc.tolerated or base.tolerated)
 
     out = Inventory(context=inventory.context, packages=inventory.packages, indexes=inventory.indexes,
                     installs=inventory.installs, wheels=inventory.wheels)
