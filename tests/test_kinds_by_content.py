@@ -84,3 +84,18 @@ def test_content_that_only_resembles_an_input_is_not_read_as_one(tmp_path: Path,
     (target,) = json.loads(done.stdout)["targets"]
     assert (target["kind"], done.returncode) == ("unknown", 2), done.stdout + done.stderr
     assert "told from its content" not in done.stderr
+
+
+@pytest.mark.parametrize("folder", ["requirements", "reqs", "requirements.d"])
+def test_bare_names_in_a_requirements_folder_are_a_requirements_file(tmp_path: Path, folder: str) -> None:
+    """LLaMA-Factory's requirements/metrics.txt holds only bare names: the folder says what the file is."""
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "metrics.txt").write_text("nltk\njieba\nnvidia-cuda-runtime-cu12\n", encoding="utf-8")
+    (tmp_path / "words").mkdir()
+    (tmp_path / "words" / "metrics.txt").write_text("nltk\njieba\n", encoding="utf-8")
+    done = run_envcheck("-f", "json", f"{folder}/metrics.txt", cwd=tmp_path)
+    (target,) = json.loads(done.stdout)["targets"]
+    assert target["kind"] == "requirements", done.stdout + done.stderr
+    assert [f for f in target["findings"] if f["rule"] == "G1-cuda12-distribution" and f["status"] == "FAIL"]
+    other = run_envcheck("-f", "json", "words/metrics.txt", cwd=tmp_path)
+    assert (json.loads(other.stdout)["targets"][0]["kind"], other.returncode) == ("unknown", 2)
