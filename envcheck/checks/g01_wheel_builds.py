@@ -10,7 +10,7 @@ from packaging.version import InvalidVersion
 
 from envcheck import kinds
 from envcheck.knowledge import wheels
-from envcheck.knowledge.builds import installs_on, torch_index
+from envcheck.knowledge.builds import first_pypi_cuda_torch, installs_on, torch_index
 from envcheck.model import PINS_ONLY, Finding, Location, Package, Role, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -30,12 +30,14 @@ CPU_ONLY_AARCH64 = rule(
     (CTranslate2 builds its aarch64 wheels without CUDA; PyPI's torchvision/torchaudio before torch 2.11
     follow PyPI's CPU-only aarch64 torch): in a GPU project on a Spark it installs cleanly and then runs
     on the CPU, slower by an order of magnitude, or its GPU operators are missing, without an error at
-    install time.""",
+    install time. Where the input names no torch pin of its own, such a torchvision/torchaudio pin also
+    decides torch: pip installs the CPU-only torch it pins, over a CUDA one already there.""",
     "Build the package from source with CUDA for aarch64 (CTranslate2: -DWITH_CUDA=ON -DCUDA_ARCH_LIST=12.1), "
     "use a container that ships such a build, or accept CPU inference.",
     (*kinds.DEPENDENCY_FILES, "dockerfile"))
 
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton")
+_CUDA13_PYPI_TORCH = first_pypi_cuda_torch(13)  # 2.11: the first torch whose PyPI aarch64 wheels are CUDA 13
 _GPU_NAMES = ("torch", "vllm", "sglang", "xformers", "flash-attn", "triton", "onnxruntime-gpu", "tensorrt", "bitsandbytes")
 
 
@@ -155,6 +157,16 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
                 f"{pkg.name} {rel.version} from PyPI is a CPU-only build on linux/aarch64 (it pins torch{rel.torch or ''}, whose "
                 f"aarch64 wheel on PyPI has no CUDA): next to this CUDA torch its GPU operators are missing ({rel.where})",
                 pkg.location, {"package": pkg.name, "version": rel.version, "source": rel.source})
+            continue
+        if pkg.name in ("torchvision", "torchaudio") and rel.aarch64_cuda == "none" and not torches and not ctx.inventory.images:
+            # no exact torch of the input's own holds pip back: the partner's pin decides which torch is installed
+            yield CPU_ONLY_AARCH64.finding(
+                f"{pkg.name} {rel.version} from PyPI pins torch{rel.torch or ''}, a CPU-only build on linux/aarch64, and no "
+                f"torch pin of this input overrides it: pip installs that torch (replacing a CUDA torch already there) "
+                f"and the work runs on the Grace CPU ({rel.where})",
+                pkg.location, {"package": pkg.name, "version": rel.version, "torch": rel.torch, "source": rel.source},
+                fix=f"Pin {pkg.name} to a release paired with torch >= {_CUDA13_PYPI_TORCH} (PyPI's aarch64 torch is a CUDA 13 "
+                    f"build from there on), or install torch and {pkg.name} from the cu130 index.")
             continue
         newest = wheels.release(pkg.name)
         cpu_only = wheels.cpu_only(rel) or (
