@@ -132,6 +132,21 @@ def test_no_file_for_the_target(tmp_path: Path, uv_cache: Path, index: PackageIn
     assert not _findings(target, "G9-resolve-conflict")
 
 
+def test_versions_the_resolver_backtracked_through_are_one_finding(tmp_path: Path, uv_cache: Path) -> None:
+    """sglang[srt] with transformers==4.51.1: uv explains every sgl-kernel it tried (all x86_64-only); one cause,
+    one ARCH-resolve-no-file at a line of the file (eleventh corpus batch)."""
+    backtrack = PackageIndex()
+    x86 = "py3-none-manylinux_2_28_x86_64"
+    backtrack.add("app", *(build_wheel("app", v, (f"kern=={v}", "pinned==1.0"), tag="py3-none-any") for v in ("1.0", "2.0", "3.0")))
+    backtrack.add("kern", *(build_wheel("kern", v, tag=x86) for v in ("1.0", "2.0", "3.0")))
+    backtrack.add("pinned", build_wheel("pinned", "1.0", tag="py3-none-any"))
+    for served in serve(backtrack):
+        _, target, _ = _resolve(tmp_path, uv_cache, served.url, "app>=1.0\npinned==1.0\n")
+        (found,) = [f for f in _findings(target, "ARCH-resolve-no-file") if f["status"] == "FAIL"]
+        assert "kern" in found["message"] and "the other versions the resolver tried" in found["message"], found
+        assert found["location"].get("line") is not None, found
+
+
 def test_resolver_conflict_is_g9_naming_both(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
     code, target, _ = _resolve(tmp_path, uv_cache, index.url, "alpha==1.0\nbeta==2.0\n")
     found = _findings(target, "G9-resolve-conflict")

@@ -117,8 +117,19 @@ def _no_matching_wheel(words: str, path: Path) -> list[Chosen]:
         hint = re.search(rf"Wheels are available for `{re.escape(m.group(1))}` \(v[^)]*\) on the following platforms?: ([^.]*)", words)
         found.append((m, f"wheels only for {hint.group(1).replace('`', '')}" if hint
                       else "no wheel with a matching platform tag"))
-    return [Chosen(canonical(m.group(1)), m.group(2), "none", reason=reason[:300],
-                   location=line_of(path, text, m.group(1))) for m, reason in found]
+    # one unsatisfiable resolution, one finding per package: uv explains every version it backtracked through
+    tried: dict[str, list[tuple[re.Match[str], str]]] = {}
+    for m, reason in found:
+        tried.setdefault(canonical(m.group(1)), []).append((m, reason))
+    chosen = []
+    for name, [(m, reason), *more] in tried.items():
+        others = list(dict.fromkeys(o.group(2) for o, _ in more if o.group(2) and o.group(2) != m.group(2)))
+        if others:
+            reason += f"; nor for {', '.join(others)}, the other versions the resolver tried"
+        where = line_of(path, text, m.group(1))
+        chosen.append(Chosen(name, m.group(2), "none", reason=reason[:300],
+                             location=where if where.line is not None else conflict_line(path, words)))
+    return chosen
 
 
 def conflict_line(path: Path, words: str) -> Location:
