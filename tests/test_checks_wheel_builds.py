@@ -88,7 +88,7 @@ def test_pypis_cpu_only_aarch64_torchvision_next_to_a_cuda_torch_is_warn(tmp_pat
     assert found.get("G1-cpu-build") == "WARN" and "G1-aarch64-wheel-without-cuda" not in found
 
 
-def test_a_torchvision_pin_whose_torch_is_cpu_only_on_aarch64_is_warn_when_the_input_names_no_torch(
+def test_a_release_pinning_a_cpu_only_aarch64_torch_is_warn_when_no_torch_of_the_input_holds_pip_back(
         tmp_path: Path) -> None:
     """torchvision==0.22.1 requires torch==2.7.1, PyPI's CPU-only aarch64 build: pip installs it (eleventh corpus batch)."""
     req = tmp_path / "requirements.txt"
@@ -106,6 +106,14 @@ def test_a_torchvision_pin_whose_torch_is_cpu_only_on_aarch64_is_warn_when_the_i
     # a torchvision paired with a CUDA 13 PyPI torch is clean
     req.write_text("torchvision==0.26.0\n", encoding="utf-8")
     assert "G1-aarch64-wheel-without-cuda" not in _ids(req)
+    # any recorded release that pins torch exactly: audiocraft 1.3.0 pins torch==2.1.0
+    req.write_text("audiocraft==1.3.0\n", encoding="utf-8")
+    assert _ids(req).get("G1-aarch64-wheel-without-cuda") == "WARN"
+    # a torch requirement that excludes the pinned torch is a conflict, not this finding; a bare torch gives way
+    req.write_text("torch>=2.11\ntorchvision==0.22.1\n", encoding="utf-8")
+    assert "G1-aarch64-wheel-without-cuda" not in _ids(req)
+    req.write_text("torch\ntorchvision==0.22.1\n", encoding="utf-8")
+    assert _ids(req).get("G1-aarch64-wheel-without-cuda") == "WARN"
 
 
 def test_a_local_version_is_never_pypis_build(tmp_path: Path) -> None:
