@@ -19,7 +19,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import run_envcheck
+from conftest import require, run_envcheck
 from package_index import PackageIndex, build_wheel, serve, standard_index
 
 from envcheck.services.package_index import IndexClient, RemoteFile, parse_html_page, redact
@@ -200,6 +200,15 @@ def test_index_down_exits_3_with_partial_results(tmp_path: Path, uv_cache: Path,
     code, target, _ = _resolve(tmp_path, uv_cache, down, text, name="pylock.toml")
     assert code == 3 and _findings(target, "service-error")
     assert "Traceback" not in out
+
+
+def test_a_git_source_whose_host_is_unreachable_is_a_service_error(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
+    """diffusers @ git+https://github.com/... where github.com does not resolve: the network, not the input (exit 3);
+    seen running --resolve over the eleventh corpus batch offline."""
+    require(shutil.which("git") is not None, "git is not installed")
+    text = "helper==1.0\nghost @ git+https://envcheck-no-such-host.invalid/ghost.git@0123456789abcdef0123456789abcdef01234567\n"
+    code, target, _ = _resolve(tmp_path, uv_cache, index.url, text)
+    assert code == 3 and _findings(target, "service-error") and not _findings(target, "input-error"), target["findings"]
 
 
 def test_missing_file_and_wrong_hash_are_errors_naming_the_file(tmp_path: Path, uv_cache: Path) -> None:

@@ -23,7 +23,9 @@ from envcheck.services.package_index import redact
 
 _NETWORK_WORDS = ("error sending request", "Failed to fetch", "dns error", "Connection refused", "connection error",
                   "operation timed out", "tcp connect error", "Could not connect", "failed to lookup address",
-                  "Request failed after", "os error 111", "status code 5")
+                  "Request failed after", "os error 111", "status code 5",
+                  # git sources (pkg @ git+https://...): git's own words when the host is unreachable
+                  "Could not resolve host", "Failed to connect to")
 
 
 def find_uv(settings: ResolveSettings) -> str:
@@ -97,7 +99,8 @@ def uv_compile(path: Path, ctx: ResolveContext, no_deps: bool, cwd: Path | None 
             if settings.offline and ("offline" in words.lower() or "network" in words.lower()):
                 raise ServiceError(f"{user_file}: --offline and uv's cache lacks what this resolution needs: {_last(words)}")
             if any(w in words for w in _NETWORK_WORDS):
-                raise ServiceError(f"{user_file}: a package index did not answer while uv resolved: {redact_text(_last(words))}")
+                raise ServiceError(f"{user_file}: a package index or source host did not answer while uv resolved: "
+                                   f"{redact_text(_last(words))}")
             raise InputError(f"{user_file}: uv could not resolve this input: {redact_text(_last(words))}", str(user_file))
         if not out.is_file():
             raise InputError(f"{user_file}: uv wrote no lock file", str(user_file))
