@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 import pytest
 from conftest import require, run_envcheck
-from package_index import PackageIndex, build_wheel, serve, standard_index
+from package_index import PackageIndex, build_sdist, build_wheel, serve, standard_index
 
 from envcheck.services.package_index import IndexClient, RemoteFile, parse_html_page, redact
 
@@ -123,6 +123,17 @@ def test_sdist_only_is_a_source_build(tmp_path: Path, uv_cache: Path, index: Pac
     assert by_pkg["xformers"]["status"] == "FAIL" and "nvcc" in by_pkg["xformers"]["message"]
     assert by_pkg["plainsrc"]["status"] == "INFO"  # no wheel on any platform: pure Python, no Spark problem
     assert _resolved(target)["xformers"]["kind"] == "sdist"
+
+
+def test_a_python_2_only_wheel_beside_an_sdist_is_pure_python_not_a_source_build(tmp_path: Path, uv_cache: Path) -> None:
+    """langdetect 1.0.9 ships a py2-none-any wheel and an sdist: on Python 3 the sdist is a pure-Python build on
+    every machine (INFO), not machine code without an aarch64 wheel (eleventh corpus batch, --resolve)."""
+    old = PackageIndex()
+    old.add("langish", build_wheel("langish", "1.0.9", tag="py2-none-any"), build_sdist("langish", "1.0.9"))
+    for served in serve(old):
+        _, target, _ = _resolve(tmp_path, uv_cache, served.url, "langish==1.0.9\n")
+        (found,) = _findings(target, "ARCH-resolve-source-build")
+        assert found["status"] == "INFO" and "any" not in found["message"].split("(")[-1], found
 
 
 def test_no_file_for_the_target(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
