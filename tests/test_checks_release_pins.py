@@ -95,3 +95,18 @@ def test_yanked_releases_are_not_what_pip_picks_for_a_range(tmp_path: Path) -> N
     found = _conflicts(req)
     assert [(f["location"]["line"], f["evidence"]["requires"]) for f in found] == [(2, ["torch~=2.8.0"])], found
     assert "3.8.2" not in found[0]["evidence"]["releases"]
+
+
+def test_an_exact_pin_whose_requirement_a_range_of_the_input_excludes_fails_once(tmp_path: Path) -> None:
+    """torchvision==0.22.1 needs torch 2.7; torch>=2.11 beside it leaves pip nothing to install (seen while fixing
+    the eleventh corpus batch); the same for vLLM 0.14's transformers<5 beside transformers>=5."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("torch>=2.11\ntorchvision==0.22.1\n", encoding="utf-8")
+    (found,) = _conflicts(req)
+    assert found["status"] == "FAIL" and found["location"]["line"] == 2, found
+    assert "torch==2.7.*" in found["message"] and "torch>=2.11" in found["message"]
+    req.write_text("vllm==0.14.0\ntransformers>=5.0\n", encoding="utf-8")
+    assert [f["location"]["line"] for f in _conflicts(req)] == [1]
+    # a range that admits the pinned release is no conflict
+    req.write_text("torch>=2.7\ntorchvision==0.22.1\n", encoding="utf-8")
+    assert not _conflicts(req)

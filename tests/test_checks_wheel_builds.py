@@ -88,6 +88,34 @@ def test_pypis_cpu_only_aarch64_torchvision_next_to_a_cuda_torch_is_warn(tmp_pat
     assert found.get("G1-cpu-build") == "WARN" and "G1-aarch64-wheel-without-cuda" not in found
 
 
+def test_a_release_pinning_a_cpu_only_aarch64_torch_is_warn_when_no_torch_of_the_input_holds_pip_back(
+        tmp_path: Path) -> None:
+    """torchvision==0.22.1 requires torch==2.7.1, PyPI's CPU-only aarch64 build: pip installs it (eleventh corpus batch)."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("accelerate==1.9.0\ntorchvision==0.22.1\npeft==0.17.0\n", encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(req))
+    (found,) = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"]
+                if f["rule"] == "G1-aarch64-wheel-without-cuda"]
+    assert (found["status"], found["location"]["line"]) == ("WARN", 2)
+    assert "torch==2.7.1" in found["message"] and "torch >= 2.11" in found["fix"]
+    req.write_text("torchaudio==2.7.1\n", encoding="utf-8")
+    assert _ids(req).get("G1-aarch64-wheel-without-cuda") == "WARN"
+    # torch pinned by the input itself: its own build is G1-cpu-build's (one cause, one finding)
+    req.write_text("torch==2.7.1\ntorchvision==0.22.1\n", encoding="utf-8")
+    assert "G1-aarch64-wheel-without-cuda" not in _ids(req) and _ids(req).get("G1-cpu-build") == "WARN"
+    # a torchvision paired with a CUDA 13 PyPI torch is clean
+    req.write_text("torchvision==0.26.0\n", encoding="utf-8")
+    assert "G1-aarch64-wheel-without-cuda" not in _ids(req)
+    # any recorded release that pins torch exactly: audiocraft 1.3.0 pins torch==2.1.0
+    req.write_text("audiocraft==1.3.0\n", encoding="utf-8")
+    assert _ids(req).get("G1-aarch64-wheel-without-cuda") == "WARN"
+    # a torch requirement that excludes the pinned torch is a conflict, not this finding; a bare torch gives way
+    req.write_text("torch>=2.11\ntorchvision==0.22.1\n", encoding="utf-8")
+    assert "G1-aarch64-wheel-without-cuda" not in _ids(req)
+    req.write_text("torch\ntorchvision==0.22.1\n", encoding="utf-8")
+    assert _ids(req).get("G1-aarch64-wheel-without-cuda") == "WARN"
+
+
 def test_a_local_version_is_never_pypis_build(tmp_path: Path) -> None:
     """A uv export names torchvision==0.25.0+cu130 without its index line: PyPI serves no local versions."""
     req = tmp_path / "requirements.txt"

@@ -97,3 +97,18 @@ def test_folders_and_binaries_are_read_without_a_content_note(tmp_path: Path) ->
     done = run_envcheck("-f", "json", "venv-a", "libcudart.so.12", cwd=tmp_path)
     assert [t["kind"] for t in json.loads(done.stdout)["targets"]] == ["folder", "elf"], done.stdout
     assert "told from its content" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("folder", ["requirements", "reqs", "requirements.d"])
+def test_bare_names_in_a_requirements_folder_are_a_requirements_file(tmp_path: Path, folder: str) -> None:
+    """LLaMA-Factory's requirements/metrics.txt holds only bare names: the folder says what the file is."""
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "metrics.txt").write_text("nltk\njieba\nnvidia-cuda-runtime-cu12\n", encoding="utf-8")
+    (tmp_path / "words").mkdir()
+    (tmp_path / "words" / "metrics.txt").write_text("nltk\njieba\n", encoding="utf-8")
+    done = run_envcheck("-f", "json", f"{folder}/metrics.txt", cwd=tmp_path)
+    (target,) = json.loads(done.stdout)["targets"]
+    assert target["kind"] == "requirements", done.stdout + done.stderr
+    assert [f for f in target["findings"] if f["rule"] == "G1-cuda12-distribution" and f["status"] == "FAIL"]
+    other = run_envcheck("-f", "json", "words/metrics.txt", cwd=tmp_path)
+    assert (json.loads(other.stdout)["targets"][0]["kind"], other.returncode) == ("unknown", 2)

@@ -19,8 +19,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import run_envcheck
-from package_index import PackageIndex, build_wheel, serve, standard_index
+from conftest import require, run_envcheck
+from package_index import PackageIndex, build_sdist, build_wheel, serve, standard_index
 
 from envcheck.services.package_index import IndexClient, RemoteFile, parse_html_page, redact
 
@@ -126,11 +126,37 @@ def test_sdist_only_is_a_source_build(tmp_path: Path, uv_cache: Path, index: Pac
     assert _resolved(target)["xformers"]["kind"] == "sdist"
 
 
+def test_a_python_2_only_wheel_beside_an_sdist_is_pure_python_not_a_source_build(tmp_path: Path, uv_cache: Path) -> None:
+    """langdetect 1.0.9 ships a py2-none-any wheel and an sdist: on Python 3 the sdist is a pure-Python build on
+    every machine (INFO), not machine code without an aarch64 wheel (eleventh corpus batch, --resolve)."""
+    old = PackageIndex()
+    old.add("langish", build_wheel("langish", "1.0.9", tag="py2-none-any"), build_sdist("langish", "1.0.9"))
+    for served in serve(old):
+        _, target, _ = _resolve(tmp_path, uv_cache, served.url, "langish==1.0.9\n")
+        (found,) = _findings(target, "ARCH-resolve-source-build")
+        assert found["status"] == "INFO" and "any" not in found["message"].split("(")[-1], found
+
+
 def test_no_file_for_the_target(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
     _, target, _ = _resolve(tmp_path, uv_cache, index.url, "winonly==1.0\n")
     fails = _findings(target, "ARCH-resolve-no-file")
     assert fails and fails[0]["status"] == "FAIL" and "win_amd64" in fails[0]["message"], target["findings"]
     assert not _findings(target, "G9-resolve-conflict")
+
+
+def test_versions_the_resolver_backtracked_through_are_one_finding(tmp_path: Path, uv_cache: Path) -> None:
+    """sglang[srt] with transformers==4.51.1: uv explains every sgl-kernel it tried (all x86_64-only); one cause,
+    one ARCH-resolve-no-file at a line of the file (eleventh corpus batch)."""
+    backtrack = PackageIndex()
+    x86 = "py3-none-manylinux_2_28_x86_64"
+    backtrack.add("app", *(build_wheel("app", v, (f"kern=={v}", "pinned==1.0"), tag="py3-none-any") for v in ("1.0", "2.0", "3.0")))
+    backtrack.add("kern", *(build_wheel("kern", v, tag=x86) for v in ("1.0", "2.0", "3.0")))
+    backtrack.add("pinned", build_wheel("pinned", "1.0", tag="py3-none-any"))
+    for served in serve(backtrack):
+        _, target, _ = _resolve(tmp_path, uv_cache, served.url, "app>=1.0\npinned==1.0\n")
+        (found,) = [f for f in _findings(target, "ARCH-resolve-no-file") if f["status"] == "FAIL"]
+        assert "kern" in found["message"] and "the other versions the resolver tried" in found["message"], found
+        assert found["location"].get("line") is not None, found
 
 
 def test_resolver_conflict_is_g9_naming_both(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
@@ -186,6 +212,15 @@ def test_index_down_exits_3_with_partial_results(tmp_path: Path, uv_cache: Path,
     code, target, _ = _resolve(tmp_path, uv_cache, down, text, name="pylock.toml")
     assert code == 3 and _findings(target, "service-error")
     assert "Traceback" not in out
+
+
+def test_a_git_source_whose_host_is_unreachable_is_a_service_error(tmp_path: Path, uv_cache: Path, index: PackageIndex) -> None:
+    """diffusers @ git+https://github.com/... where github.com does not resolve: the network, not the input (exit 3);
+    seen running --resolve over the eleventh corpus batch offline."""
+    require(shutil.which("git") is not None, "git is not installed")
+    text = "helper==1.0\nghost @ git+https://envcheck-no-such-host.invalid/ghost.git@0123456789abcdef0123456789abcdef01234567\n"
+    code, target, _ = _resolve(tmp_path, uv_cache, index.url, text)
+    assert code == 3 and _findings(target, "service-error") and not _findings(target, "input-error"), target["findings"]
 
 
 def test_missing_file_and_wrong_hash_are_errors_naming_the_file(tmp_path: Path, uv_cache: Path) -> None:

@@ -10,7 +10,7 @@ from packaging.version import InvalidVersion
 
 from envcheck import kinds
 from envcheck.knowledge import wheels
-from envcheck.knowledge.builds import installs_on, torch_index
+from envcheck.knowledge.builds import first_pypi_cuda_torch, installs_on, pypi_torch_build, torch_index
 from envcheck.model import PINS_ONLY, Finding, Location, Package, Role, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -30,12 +30,15 @@ CPU_ONLY_AARCH64 = rule(
     (CTranslate2 builds its aarch64 wheels without CUDA; PyPI's torchvision/torchaudio before torch 2.11
     follow PyPI's CPU-only aarch64 torch): in a GPU project on a Spark it installs cleanly and then runs
     on the CPU, slower by an order of magnitude, or its GPU operators are missing, without an error at
-    install time.""",
+    install time. Where no torch requirement of the input holds pip back, a release that pins such a torch
+    exactly (torchvision 0.22.1: torch==2.7.1; audiocraft 1.3.0: torch==2.1.0) also decides torch: pip installs
+    that CPU-only torch, over a CUDA one already there.""",
     "Build the package from source with CUDA for aarch64 (CTranslate2: -DWITH_CUDA=ON -DCUDA_ARCH_LIST=12.1), "
     "use a container that ships such a build, or accept CPU inference.",
     (*kinds.DEPENDENCY_FILES, "dockerfile"))
 
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton")
+_CUDA13_PYPI_TORCH = first_pypi_cuda_torch(13)  # 2.11: the first torch whose PyPI aarch64 wheels are CUDA 13
 _GPU_NAMES = ("torch", "vllm", "sglang", "xformers", "flash-attn", "triton", "onnxruntime-gpu", "tensorrt", "bitsandbytes")
 
 
@@ -75,6 +78,23 @@ def _release(pkg: Package, torch: str | None) -> wheels.Release | None:
     except (InvalidSpecifier, InvalidVersion):
         return None
     return wheels.older_than_window(pkg.name, picks[-1]) if picks else None
+
+
+def _pulled_cpu_torch(ctx: CheckContext, rel: wheels.Release, torches: list[Package]) -> str | None:
+    """The torch a release pins exactly when PyPI serves it CPU-only on aarch64 and nothing in the input holds pip
+    back: no exact torch, no base image with its own, no torch requirement that excludes it (that is a conflict)."""
+    if torches or ctx.inventory.images or not (rel.torch or "").startswith("=="):
+        return None
+    version = (rel.torch or "")[2:]
+    build = pypi_torch_build("", version, ctx.profile.machine)
+    if build is None or build[0].flavor != "cpu":
+        return None
+    try:
+        asked = [SpecifierSet(p.specifier or "") for p in ctx.inventory.packages
+                 if p.name == "torch" and p.role not in PINS_ONLY and installs_on(p, ctx.profile)]
+        return version if all(spec.contains(version, prereleases=True) for spec in asked) else None
+    except (InvalidSpecifier, InvalidVersion):
+        return None
 
 
 def _newer(pkg: Package, gpu: bool) -> Finding | None:
@@ -155,6 +175,16 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
                 f"{pkg.name} {rel.version} from PyPI is a CPU-only build on linux/aarch64 (it pins torch{rel.torch or ''}, whose "
                 f"aarch64 wheel on PyPI has no CUDA): next to this CUDA torch its GPU operators are missing ({rel.where})",
                 pkg.location, {"package": pkg.name, "version": rel.version, "source": rel.source})
+            continue
+        if pkg.name != "vllm" and (pulled := _pulled_cpu_torch(ctx, rel, torches)) is not None:
+            # no exact torch of the input's own holds pip back: the release's pin decides which torch is installed
+            yield CPU_ONLY_AARCH64.finding(
+                f"{pkg.name} {rel.version} from PyPI pins torch=={pulled}, a CPU-only build on linux/aarch64, and no "
+                f"torch requirement of this input overrides it: pip installs that torch (replacing a CUDA torch already "
+                f"there) and the work runs on the Grace CPU ({rel.where})",
+                pkg.location, {"package": pkg.name, "version": rel.version, "torch": rel.torch, "source": rel.source},
+                fix=f"Pin {pkg.name} to a release paired with torch >= {_CUDA13_PYPI_TORCH} (PyPI's aarch64 torch is a CUDA 13 "
+                    f"build from there on), or install torch and {pkg.name} from the cu130 index.")
             continue
         newest = wheels.release(pkg.name)
         cpu_only = wheels.cpu_only(rel) or (

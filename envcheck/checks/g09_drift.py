@@ -29,7 +29,8 @@ PIN_CONFLICT = rule(
     """Two packages in this set cannot both be right: one's Requires-Dist (read from its metadata where the
     input carries it, otherwise from envcheck's sourced pin table: torch/triton, torchvision/torchaudio/torch,
     xformers/torch, transformers minimums; for a version range, the recorded pins of every release it allows,
-    knowledge/wheels.toml: audiocraft>=1.3.0 needs torch==2.1.0) excludes the other's version. Where one release of
+    knowledge/wheels.toml: audiocraft>=1.3.0 needs torch==2.1.0) excludes the other's version, or every served release
+    of a range the input asks (torchvision==0.22.1 needs torch 2.7, beside torch>=2.11). Where one release of
     a range fits, pip picks it and nothing is reported. pip installs them anyway when they
     arrive in separate commands, and the environment breaks at import or at the first compiled kernel. A uv
     override (`[tool.uv] override-dependencies`, kept in uv.lock's `[manifest] overrides`) replaces every
@@ -188,6 +189,28 @@ def _public_index(url: str | None) -> bool:
     return host in ("pypi.org", "pypi.python.org", "files.pythonhosted.org", "download.pytorch.org", "wheels.vllm.ai")
 
 
+def _ranged(ctx: CheckContext, pkgs: list[Package], exact: dict[str, Package]) -> dict[str, Package]:
+    """Requirements of this input given as a range (torch>=2.11), by name, where no exact pin names them."""
+    if ctx.kind == "dockerfile":
+        return {}  # stages and RUN lines install one after another: a range there is no joint resolution
+    return {p.name: p for p in pkgs if p.name not in exact and p.specifier and not p.version
+            and not p.installed and installs_on(p, ctx.profile)}
+
+
+def _ranged_conflict(ctx: CheckContext, pkgs: list[Package], name: str, text: str) -> Package | None:
+    """The ranged requirement of ``name`` that no served release of ``name`` meeting ``text`` satisfies."""
+    from envcheck.knowledge import wheels
+    ranged = _ranged(ctx, pkgs, {}).get(name)
+    listed = wheels.served(name)
+    if ranged is None or listed is None:
+        return None
+    wanted, asked = _specifier(text), _specifier(ranged.specifier)
+    if not str(wanted) or not str(asked):
+        return None
+    fits = [v for v in listed.versions if (parsed := _parsed(v)) is not None and _satisfies(parsed, wanted)]
+    return ranged if fits and not any(_satisfies(v, asked) for f in fits if (v := _parsed(f)) is not None) else None
+
+
 def _exact_versions(ctx: CheckContext) -> dict[str, Package]:
     out: dict[str, Package] = {}
     for pkg in ctx.inventory.packages:
@@ -255,8 +278,16 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
     overridden = {p.name for p in ctx.inventory.packages if p.role == Role.OVERRIDE}
     conflicts = 0
     for pkg in exact.values():
-        for name, text, source in _requirements_of(pkg, marker_profile, exact):
+        for name, text, source in _requirements_of(pkg, marker_profile, exact | _ranged(ctx, pkgs, exact)):
             other = exact.get(name)
+            if other is None and name not in overridden and (ranged := _ranged_conflict(ctx, pkgs, name, text)) is not None:
+                conflicts += 1  # torchvision==0.22.1 (torch==2.7.1) with torch>=2.11: no release meets both
+                yield PIN_CONFLICT.finding(
+                    f"{pkg.name} {pkg.version} needs {name}{_specifier(text)}, but this input asks {name}{ranged.specifier}: "
+                    "no release meets both, so the install fails", pkg.location or ranged.location,
+                    {"package": pkg.name, "version": pkg.version, "requires": f"{name}{_specifier(text)}",
+                     "found": ranged.specifier, "source": source})
+                continue
             if other is None or other is pkg or name in overridden or _allows(other.version, text) is not False:
                 continue  # not present, itself, overridden, no version, or allowed
             spec = _specifier(text)  # the clauses as packaging prints them

@@ -46,4 +46,7 @@ def best_wheel(filenames: Iterable[str], profile: Profile, python: str) -> tuple
             best = (rank, filename)
     if best is not None:
         return best[1], ""
-    return None, f"wheels only for {', '.join(sorted(set(seen))[:6])}" if seen else "no wheel files"
+    machines = sorted(set(seen) - {"any"})  # a py2-none-any wheel fits every machine, only not this Python
+    if machines:
+        return None, f"wheels only for {', '.join(machines[:6])}"
+    return None, "only pure-Python wheels for another Python" if seen else "no wheel files"

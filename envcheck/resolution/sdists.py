@@ -37,7 +37,8 @@ def _wheel_platforms(item: Chosen, ctx: ResolveContext) -> set[str] | None:
                 continue
             if files:
                 parsed = [w for f in files if (w := parse_wheel_name(f.filename))]
-                here = {p for w in parsed if _same(w.version, item.version) for p in w.platforms}
+                # "any" (langdetect's py2-none-any) is pure Python for another interpreter, not a machine
+                here = {p for w in parsed if _same(w.version, item.version) for p in w.platforms if p != "any"}
                 # a release without wheels of a project whose other releases ship machine wheels is compiled code
                 return here or {p for w in parsed for p in w.platforms if p != "any"}
     from envcheck.knowledge import wheels

@@ -23,7 +23,9 @@ from envcheck.services.package_index import redact
 
 _NETWORK_WORDS = ("error sending request", "Failed to fetch", "dns error", "Connection refused", "connection error",
                   "operation timed out", "tcp connect error", "Could not connect", "failed to lookup address",
-                  "Request failed after", "os error 111", "status code 5")
+                  "Request failed after", "os error 111", "status code 5",
+                  # git sources (pkg @ git+https://...): git's own words when the host is unreachable
+                  "Could not resolve host", "Failed to connect to")
 
 
 def find_uv(settings: ResolveSettings) -> str:
@@ -97,7 +99,8 @@ def uv_compile(path: Path, ctx: ResolveContext, no_deps: bool, cwd: Path | None 
             if settings.offline and ("offline" in words.lower() or "network" in words.lower()):
                 raise ServiceError(f"{user_file}: --offline and uv's cache lacks what this resolution needs: {_last(words)}")
             if any(w in words for w in _NETWORK_WORDS):
-                raise ServiceError(f"{user_file}: a package index did not answer while uv resolved: {redact_text(_last(words))}")
+                raise ServiceError(f"{user_file}: a package index or source host did not answer while uv resolved: "
+                                   f"{redact_text(_last(words))}")
             raise InputError(f"{user_file}: uv could not resolve this input: {redact_text(_last(words))}", str(user_file))
         if not out.is_file():
             raise InputError(f"{user_file}: uv wrote no lock file", str(user_file))
@@ -117,8 +120,19 @@ def _no_matching_wheel(words: str, path: Path) -> list[Chosen]:
         hint = re.search(rf"Wheels are available for `{re.escape(m.group(1))}` \(v[^)]*\) on the following platforms?: ([^.]*)", words)
         found.append((m, f"wheels only for {hint.group(1).replace('`', '')}" if hint
                       else "no wheel with a matching platform tag"))
-    return [Chosen(canonical(m.group(1)), m.group(2), "none", reason=reason[:300],
-                   location=line_of(path, text, m.group(1))) for m, reason in found]
+    # one unsatisfiable resolution, one finding per package: uv explains every version it backtracked through
+    tried: dict[str, list[tuple[re.Match[str], str]]] = {}
+    for m, reason in found:
+        tried.setdefault(canonical(m.group(1)), []).append((m, reason))
+    chosen = []
+    for name, [(m, reason), *more] in tried.items():
+        others = list(dict.fromkeys(o.group(2) for o, _ in more if o.group(2) and o.group(2) != m.group(2)))
+        if others:
+            reason += f"; nor for {', '.join(others)}, the other versions the resolver tried"
+        where = line_of(path, text, m.group(1))
+        chosen.append(Chosen(name, m.group(2), "none", reason=reason[:300],
+                             location=where if where.line is not None else conflict_line(path, words)))
+    return chosen
 
 
 def conflict_line(path: Path, words: str) -> Location:

@@ -37,11 +37,14 @@ _FILE_OPTIONS = frozenset({
 })
 _URL_REQUIREMENT = re.compile(r"(?i)^(?:git\+|hg\+|svn\+|bzr\+|https?://|file:)\S+(?:\s+;\s*\S.*)?$")
 _INLINE_COMMENT = re.compile(r"(?:^|\s+)#.*$")
+# Folders that hold nothing but requirement files (LLaMA-Factory's requirements/metrics.txt, vLLM's requirements/cuda.txt)
+_REQUIREMENTS_FOLDER = re.compile(r"(?i)(?:requirements?|reqs?|constraints?)(?:[-_.]d)?")
 
 
 def sniff(path: Path, head: bytes) -> bool:
     """Every non-comment line is a requirement or a requirements-file option, and one says what only a
-    requirements file says (a specifier, extras, a marker, a URL, an option): labels.txt is not one."""
+    requirements file says (a specifier, extras, a marker, a URL, an option): labels.txt is not one. In a
+    folder named for requirements (requirements/metrics.txt) bare package names are enough."""
     if b"\x00" in head:
         return False
     try:
@@ -62,7 +65,8 @@ def sniff(path: Path, head: bytes) -> bool:
         if said is None:
             return False
         telling = telling or said
-    return checked > 0 and telling
+    folder = path.suffix in (".txt", ".in") and _REQUIREMENTS_FOLDER.fullmatch(path.parent.name) is not None
+    return checked > 0 and (telling or folder)
 
 
 def _requirement_line(line: str) -> bool | None:
