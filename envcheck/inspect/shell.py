@@ -53,6 +53,7 @@ def split_commands(text: str, values: Mapping[str, str] | None = None, base: int
     ``base`` is added to offsets, ``arch`` (arm64, amd64) answers ``$(uname -m)`` probes."""
     commands = Commands()
     budget = [max(SPLIT_BUDGET, 4 * len(text))]
+    text = _heredoc_continuations(text)
     _split(text, dict(values or {}), base, commands, depth=0, budget=budget, outer=None, arch=arch)
     commands.truncated = budget[0] < 0
     return commands
@@ -60,6 +61,37 @@ def split_commands(text: str, values: Mapping[str, str] | None = None, base: int
 
 class Commands(list[SimpleCommand]):
     truncated = False  # split_commands stopped at its budget
+
+
+_HEREDOC = re.compile(r"(?<![<\w])<<(-?)[ \t]*(\\?)(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\3")
+
+
+def _heredoc_continuations(text: str) -> str:
+    """An unquoted here-document prints ``\\\\`` as ``\\``: its lines ending in ``\\\\`` are continued lines of
+    the script it writes (``cat <<EOF | ssh host bash``). They are rewritten as `` \\`` (same length: offsets
+    hold), so the printed command is read whole; a quoted delimiter prints the body as written."""
+    if "<<" not in text:
+        return text
+    out, done = [], 0
+    for m in _HEREDOC.finditer(text):
+        if m.start() < done:
+            continue  # inside a body already read
+        start = text.find("\n", m.end()) + 1
+        if start == 0:
+            break
+        end = start
+        while end < len(text):
+            stop = text.find("\n", end)
+            line = text[end:] if stop < 0 else text[end:stop]
+            if (line.lstrip("\t") if m.group(1) else line) == m.group(4):
+                break
+            end = len(text) if stop < 0 else stop + 1
+        body = text[start:end]
+        if not m.group(2) and not m.group(3):
+            body = body.replace("\\\\\n", " \\\n")
+        out += [text[done:start], body]
+        done = end
+    return "".join(out) + text[done:] if out else text
 
 
 # Characters read for one call, nested `sh -c` scripts and expanded variables included: real RUN lines use a

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 _OPERATORS = ("&&", "||", ";;", ";", "|", "&", "(", ")", "\n")
 _PLAIN = re.compile(r"[^\s\\'\"$#<>&|;()]+")
 _AFTER_VERSION_OPERATOR = ("==", ">=", "<=", "~=", "!=", "<", ">", "@")
-_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+# ${3:-2}: a positional parameter's default is the script's value when the caller does not give it, as ${VAR:-2} is
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(?:(:?[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 # `$(uname -m)` and friends, answered from the build platform's architecture (arm64, amd64) when it is given.
 _ARCH_PROBES = {"uname -m": {"arm64": "aarch64", "amd64": "x86_64"}, "arch": {"arm64": "aarch64", "amd64": "x86_64"},
                 "dpkg --print-architecture": {"arm64": "arm64", "amd64": "amd64"}}

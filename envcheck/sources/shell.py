@@ -167,6 +167,7 @@ def _has_dockerfile(folder: Path) -> bool:
 
 # Words that run the command after them: `exec vllm serve ...`, `nohup torchrun ... &`.
 _WRAPPERS = frozenset({"exec", "nohup", "env", "sudo", "time", "command"})
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
 
 
 def launches(text: str, path: str, where: Callable[[int], Location], entry: tuple[str, ...] = (),
@@ -239,11 +240,14 @@ def _ray_in_substitution(text: str) -> bool:
 
 
 def _commands(commands: Iterable[SimpleCommand], depth: int = 0) -> Iterator[tuple[int, list[str]]]:
-    """Each command's words with wrappers dropped, and where it starts; what ``docker exec`` and
-    ``ssh HOST '...'`` run is read as commands at the same place."""
+    """Each command's words with wrappers dropped, and where it starts; what ``docker exec``, ``ssh HOST '...'``
+    and ``docker run --entrypoint bash IMAGE -c '...'`` run is read as commands at the same place."""
     for cmd in commands:
         argv = _unwrapped(cmd.argv)
         inside = exec_command(argv)
+        if inside is None and (run := parse_run(argv)) is not None and run.entrypoint is not None \
+                and run.entrypoint.rsplit("/", 1)[-1] in _SHELLS and run.command:
+            inside = (run.entrypoint, *run.command)  # the shell's -c script is the container's command
         remote = _ssh_command(argv) if inside is None else None
         if depth >= 3 or (inside is None and remote is None):
             yield cmd.offset, argv

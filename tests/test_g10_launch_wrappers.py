@@ -1,0 +1,89 @@
+"""G10 for launches a script wraps: a positional parameter's default (``TP_SIZE="${3:-2}"``) is the tensor-parallel
+size the script runs with when its caller gives none; a launch printed by an unquoted here-document (lines ending in
+``\\\\``, piped to ``ssh HOST bash``) is one continued command; ``docker run --entrypoint /bin/bash IMAGE -lc '...'``
+runs the script it is given, also after a variable of collected options (``$MOUNT_ARGS -e ...``)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from conftest import run_envcheck
+
+MPI = """
+    #!/usr/bin/env bash
+    set -euo pipefail
+    MODEL="$1"
+    TP_SIZE="${3:-2}"
+    CID="$(docker ps -q -f name=trtllm-multinode)"
+    docker exec -it "$CID" bash -lc "
+        mpirun trtllm-llmapi-launch trtllm-serve \\"$MODEL\\" \\
+          --tp_size ${TP_SIZE} \\
+          --backend pytorch
+    "
+"""
+
+HEREDOC = """
+    #!/usr/bin/env bash
+    set -uo pipefail
+    TP="${TP:-4}"
+    IMAGE=example/vllm-gb10:1.0
+    NODES=(10.0.0.1 10.0.0.2 10.0.0.3 10.0.0.4)
+    MOUNT_ARGS=""
+    while read -r f rel; do
+      MOUNT_ARGS="$MOUNT_ARGS -v /patches/$f:/vllm/$rel:ro"
+    done < /patches/mounts.txt
+    runscript() {
+      local r="$1"
+      cat <<EOF
+    docker run -d --name vllm --network host --gpus all \\\\
+     --device /dev/infiniband:/dev/infiniband \\\\
+    $MOUNT_ARGS \\\\
+     -e VLLM_HOST_IP=${NODES[$r]} \\\\
+     --entrypoint /bin/bash $IMAGE -lc '
+     exec vllm serve /models/big \\\\
+     --tensor-parallel-size $TP \\\\
+     --gpu-memory-utilization 0.80 \\\\
+     --nnodes $TP --node-rank $r --master-addr ${NODES[0]}
+     '
+    EOF
+    }
+    for r in 3 2 1 0; do
+      runscript "$r" | ssh "${NODES[$r]}" 'cat > /tmp/launch.sh && bash /tmp/launch.sh'
+    done
+"""
+
+
+def _g10(path: Path) -> list[dict[str, Any]]:
+    done = run_envcheck("--format", "json", "-v", str(path))
+    assert done.returncode in (0, 1), done.stderr
+    findings = json.loads(done.stdout)["targets"][0]["findings"]
+    return [f for f in findings if f["rule"] == "G10-tp-across-nodes"]
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def test_a_positional_parameters_default_is_the_tensor_parallel_size_the_script_runs_with(tmp_path: Path) -> None:
+    (finding,) = _g10(_write(tmp_path / "serve.sh", MPI))
+    assert finding["status"] == "WARN" and finding["location"]["line"] == 8, finding
+    assert "tp=2" in finding["message"]
+    # a default of 1: one Spark, nothing to say
+    (one,) = _g10(_write(tmp_path / "one.sh", MPI.replace("${3:-2}", "${3:-1}")))
+    assert one["status"] == "PASS", one
+
+
+def test_a_launch_printed_by_a_here_document_and_piped_to_ssh_is_read_whole(tmp_path: Path) -> None:
+    (finding,) = _g10(_write(tmp_path / "tp4.sh", HEREDOC))
+    assert finding["status"] == "WARN" and finding["location"]["line"] == 19, finding
+    assert "tp=4" in finding["message"] and "4 nodes" in finding["message"]
+    # the same launcher on one node with TP 1 stays clean
+    (single,) = _g10(_write(tmp_path / "tp1.sh", HEREDOC.replace('"${TP:-4}"', '"${TP:-1}"')))
+    assert single["status"] == "PASS", single
+    # a quoted delimiter prints the body as written: `\\\\` stays a backslash, no continued command, no launch read
+    quoted = _g10(_write(tmp_path / "quoted.sh", HEREDOC.replace("cat <<EOF", "cat <<'EOF'")))
+    assert all(f["status"] != "WARN" for f in quoted), quoted
