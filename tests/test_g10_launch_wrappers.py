@@ -87,3 +87,41 @@ def test_a_launch_printed_by_a_here_document_and_piped_to_ssh_is_read_whole(tmp_
     # a quoted delimiter prints the body as written: `\\\\` stays a backslash, no continued command, no launch read
     quoted = _g10(_write(tmp_path / "quoted.sh", HEREDOC.replace("cat <<EOF", "cat <<'EOF'")))
     assert all(f["status"] != "WARN" for f in quoted), quoted
+
+
+ARRAYS = """
+    #!/usr/bin/env bash
+    set -euo pipefail
+    CHAT=(
+      --port 8000
+      --gpu-memory-utilization 0.45
+    )
+    EMBED=(
+      --port 8001
+      --gpu-memory-utilization 0.3
+    )
+    nohup vllm serve Qwen/Qwen3-8B "${CHAT[@]}" > chat.log 2>&1 &
+    nohup vllm serve Qwen/Qwen3-Embedding-0.6B "${EMBED[@]}" > embed.log 2>&1 &
+    wait
+"""
+
+
+def _findings(path: Path, *rules: str) -> list[dict[str, Any]]:
+    done = run_envcheck("--format", "json", "-v", str(path))
+    assert done.returncode in (0, 1), done.stderr
+    return [f for f in json.loads(done.stdout)["targets"][0]["findings"] if f["rule"] in rules]
+
+
+def test_launch_arguments_held_in_a_bash_array_belong_to_the_command_that_expands_it(tmp_path: Path) -> None:
+    """``ARGS=( ... )`` then ``vllm serve "${ARGS[@]}"``: one server with the array's settings, located in the array
+    (its lines were read as flag-only commands, and each server counted at vLLM's default 0.9: a false FAIL)."""
+    found = _findings(_write(tmp_path / "two.sh", ARRAYS), "G3-memory-fraction", "G6-pool-overcommit")
+    (pool,) = [f for f in found if f["rule"] == "G6-pool-overcommit"]
+    assert pool["status"] == "PASS" and "0.75" in pool["message"], pool
+    assert sorted(f["location"]["line"] for f in found if f["rule"] == "G3-memory-fraction") == [5, 9]
+    over = _findings(_write(tmp_path / "over.sh", ARRAYS.replace("0.45", "0.6").replace("0.3", "0.5")), "G6-pool-overcommit")
+    assert [f["status"] for f in over] != ["PASS"] and "1.10" in over[0]["message"], over
+    # tensor parallelism in the array of a launch over a Ray cluster: reported at the array's flag
+    ray = ARRAYS.replace("--port 8000", "--port 8000\n  --tensor-parallel-size 2\n  --distributed-executor-backend ray")
+    (tp,) = [f for f in _g10(_write(tmp_path / "ray.sh", ray)) if f["status"] == "WARN"]
+    assert tp["location"]["line"] == 5, tp

@@ -13,7 +13,7 @@ from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from envcheck.inspect.shell_words import _tokens, _Word
+from envcheck.inspect.shell_words import ARRAY, SEP, _tokens, _Word, array_value
 
 _WRAPPERS = frozenset({"sudo", "time", "exec", "nohup", "command", "builtin", "xargs", "nice", "stdbuf"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
@@ -295,7 +295,22 @@ class _Parser:
             self.pos += 2  # name() { ...; }: a function definition; its body is read as if it ran
             self.skip("\n")
             return self.parse_command(ctx)
+        if self.at("op", "(") and (name := _ARRAY_ASSIGN.fullmatch(self.text[item.start:item.end].strip())):
+            return self.array(name.group(1), ctx)
         return self.simple(item, ctx)
+
+    def array(self, name: str, ctx: Branch | None) -> _Status:
+        """``NAME=( word ... )``, over several lines too: the array's words, expanded as they are assigned."""
+        self.pos += 1
+        words: list[_Word] = []
+        while self.peek() is not None and not self.at("op", ")"):
+            item = self.take()
+            if item.kind == "cmd":
+                words += _tokens(self.text[item.start:item.end], self.env.values, 0, arch=self.arch)
+        self.accept("op", ")")
+        if ctx is not _DEAD:
+            self.env.set(name, array_value([w.value for w in _spread(words) if not w.operator and not w.redirect]))
+        return _Status("T")
 
     def parse_compound(self, ctx: Branch | None, word: str) -> _Status:
         self.pos += 1
@@ -384,11 +399,27 @@ class _Parser:
             status = _Status("AS", written, probe)
         if ctx is _DEAD:
             return status
-        words = [w for w in _tokens(segment, self.env.values, self.base + item.start, keep_empty=True, arch=self.arch)
-                 if not w.operator and not w.redirect]
+        words = _spread([w for w in _tokens(segment, self.env.values, self.base + item.start, keep_empty=True, arch=self.arch)
+                         if not w.operator and not w.redirect])
         if words:
             _emit(words, written, self.env, self.commands, self.depth, self.budget, ctx, self.arch)
         return status
+
+
+_ARRAY_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
+
+
+def _spread(words: list[_Word]) -> list[_Word]:
+    """Words with ``"${ARGS[@]}"`` of a known array spread into one word per element."""
+    if not any(ARRAY in w.value for w in words):
+        return words
+    out: list[_Word] = []
+    for w in words:
+        if w.value.startswith(ARRAY) and w.value.count(ARRAY) == 1:
+            out += [replace(w, value=part) for part in w.value[1:].split(SEP) if part or w.value != ARRAY]
+        else:
+            out.append(replace(w, value=w.value.replace(ARRAY, "").replace(SEP, " ")))
+    return out
 
 
 def _shorten(text: str, limit: int = 80) -> str:

@@ -180,8 +180,24 @@ def _substitution(text: str, i: int, arch: str, buf: list[str]) -> tuple[int, bo
     return j + 1, True
 
 
+# A bash array (ARGS=(--port 8000 ...)) is held as one value: ARRAY, then its words joined by SEP; "${ARGS[@]}" stands
+# for all of them and becomes one word each where the command's words are read (inspect.shell).
+ARRAY, SEP = "\x1e", "\x1f"
+_ARRAY_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}")
+
+
+def array_value(words: list[str]) -> str:
+    return ARRAY + SEP.join(words)
+
+
 def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str], keep_empty: bool = False) -> tuple[int, bool]:
     """Expand the reference at ``text[i]``; returns the index after it and whether its value is unknown."""
+    if (whole := _ARRAY_REF.match(text, i)) is not None:
+        if whole.group(1) not in values:
+            buf.append(whole.group(0))
+            return whole.end(), True
+        buf.append(values[whole.group(1)])
+        return whole.end(), False
     m = _VAR.match(text, i)
     if not m:
         buf.append("$")
@@ -190,6 +206,8 @@ def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str], keep_e
     op, word = m.group(2), m.group(3)
     if name in values:
         value = values[name]
+        if value.startswith(ARRAY):  # $ARGS of an array: its first word
+            value = value[1:].split(SEP, 1)[0]
         if op is not None and op.endswith("+"):
             value = word if (value or op == "+") else ""
         elif op == ":-" and value == "":
