@@ -125,3 +125,25 @@ def test_launch_arguments_held_in_a_bash_array_belong_to_the_command_that_expand
     ray = ARRAYS.replace("--port 8000", "--port 8000\n  --tensor-parallel-size 2\n  --distributed-executor-backend ray")
     (tp,) = [f for f in _g10(_write(tmp_path / "ray.sh", ray)) if f["status"] == "WARN"]
     assert tp["location"]["line"] == 5, tp
+
+
+APPENDED = """
+    #!/usr/bin/env bash
+    serve() {
+      local -a args=(--port 8000)
+      args+=(--gpu-memory-utilization 0.45)
+      vllm serve Qwen/Qwen3-8B "${args[@]}" &
+    }
+    serve
+    declare -a EMB=(--port 8001 --gpu-memory-utilization 0.3)
+    vllm serve Qwen/Qwen3-Embedding-0.6B "${EMB[@]}" &
+    wait
+"""
+
+
+def test_arrays_declared_local_or_appended_to_are_read_too(tmp_path: Path) -> None:
+    found = _findings(_write(tmp_path / "plus.sh", APPENDED), "G3-memory-fraction", "G6-pool-overcommit")
+    (pool,) = [f for f in found if f["rule"] == "G6-pool-overcommit"]
+    assert pool["status"] == "PASS" and "0.75" in pool["message"], pool
+    # each share at the array line that sets it: the += line, not the later array's flag
+    assert sorted(f["location"]["line"] for f in found if f["rule"] == "G3-memory-fraction") == [4, 8]

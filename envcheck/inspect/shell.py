@@ -296,13 +296,14 @@ class _Parser:
             self.skip("\n")
             return self.parse_command(ctx)
         if self.at("op", "(") and (name := _ARRAY_ASSIGN.fullmatch(self.text[item.start:item.end].strip())):
-            return self.array(name.group(1), ctx)
+            return self.array(name.group(1), ctx, append=bool(name.group(2)))
         return self.simple(item, ctx)
 
-    def array(self, name: str, ctx: Branch | None) -> _Status:
-        """``NAME=( word ... )``, over several lines too: the array's words, expanded as they are assigned."""
+    def array(self, name: str, ctx: Branch | None, append: bool = False) -> _Status:
+        """``NAME=( word ... )`` (``local -a``, ``+=`` too), over several lines: its words, expanded when assigned."""
         self.pos += 1
-        words: list[_Word] = []
+        before = self.env.values.get(name, "") if append else ""
+        words = [_Word(w, 0) for w in before[1:].split(SEP)] if before.startswith(ARRAY) and before != ARRAY else []
         while self.peek() is not None and not self.at("op", ")"):
             item = self.take()
             if item.kind == "cmd":
@@ -406,7 +407,7 @@ class _Parser:
         return status
 
 
-_ARRAY_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
+_ARRAY_ASSIGN = re.compile(r"(?:(?:local|declare|typeset|readonly)(?:\s+-[A-Za-z]+)*\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 
 
 def _spread(words: list[_Word]) -> list[_Word]:

@@ -302,12 +302,12 @@ def _setting_line(text: str, start: int, key: str, where: Callable[[int], Locati
     span = text[start:start + _SETTING_SPAN]
     short = ("-tp",) if key == "tp" else ()  # vLLM's -tp: the nearest form written wins, not a later command's --tp
     flags = (f"--{key.replace('_', '-')}", f"--{key}", *short)
+    if (in_array := _array_flag(text, start, flags)) >= 0:  # "${ARGS[@]}": the flag is in ARGS=( ... )
+        return where(text.count("\n", 0, in_array) + 1).line
     for forms in (flags, (f"{key.upper()}=",)):
         found = min((at for at in (span.find(written) for written in forms) if at >= 0), default=-1)  # the nearest
         if found >= 0:
             return where(text.count("\n", 0, start + found) + 1).line
-        if forms is flags and (back := _flag_before(text, start, flags)) >= 0:
-            return where(text.count("\n", 0, back) + 1).line
     bare = re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", span)  # `tp`, not the tp of http
     return where(text.count("\n", 0, start + bare.start()) + 1).line if bare else None
 
@@ -315,21 +315,19 @@ def _setting_line(text: str, start: int, key: str, where: Callable[[int], Locati
 _ARRAY_USE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}")
 
 
-def _flag_before(text: str, start: int, flags: tuple[str, ...]) -> int:
-    """Where a flag of a command's ``"${ARGS[@]}"`` is written: in the ``ARGS=( ... )`` it expands, else the
-    nearest one before the command (a variable of options); -1 when there is none."""
+def _array_flag(text: str, start: int, flags: tuple[str, ...]) -> int:
+    """Where a flag of the arrays a command expands (``"${ARGS[@]}"``) is written: in the last ``ARGS=( ... )``
+    or ``ARGS+=( ... )`` before the command that holds it; -1 when there is none."""
     end = start
     while (newline := text.find("\n", end)) > 0 and text[newline - 1] == "\\":
         end = newline + 1
+    best = -1
     for name in _ARRAY_USE.findall(text[start:newline if newline >= 0 else len(text)]):
-        if (at := text.rfind(f"{name}=(", 0, start)) >= 0:
-            close = text.find(")", at)
-            found = [x for x in (text.find(flag, at, close) for flag in flags) if x >= 0]
-            if found:
-                return min(found)
-    before = text[max(0, start - _SETTING_SPAN):start]
-    back = max(before.rfind(flag) for flag in flags)
-    return -1 if back < 0 else start - len(before) + back
+        for m in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(name)}\+?=\(", text[:start]):
+            close = text.find(")", m.end())
+            found = [x for x in (text.find(flag, m.end(), close) for flag in flags) if x >= 0]
+            best = max(best, min(found)) if found else best
+    return best
 
 
 def _leading_tool(argv: list[str]) -> bool:
