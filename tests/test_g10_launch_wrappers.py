@@ -147,3 +147,10 @@ def test_arrays_declared_local_or_appended_to_are_read_too(tmp_path: Path) -> No
     assert pool["status"] == "PASS" and "0.75" in pool["message"], pool
     # each share at the array line that sets it: the += line, not the later array's flag
     assert sorted(f["location"]["line"] for f in found if f["rule"] == "G3-memory-fraction") == [4, 8]
+
+
+def test_a_default_that_falls_back_to_a_positional_parameter_is_expanded(tmp_path: Path) -> None:
+    """``TP="${TP:-${3:-2}}"``: the variable, else the script's third argument, else 2 (config > argument > default)."""
+    nested = MPI.replace('TP_SIZE="${3:-2}"', 'DEFAULT_TP=2\n    TP_SIZE="${TP_SIZE:-${3:-$DEFAULT_TP}}"')
+    (finding,) = _g10(_write(tmp_path / "nested.sh", nested))
+    assert finding["status"] == "WARN" and "tp=2" in finding["message"], finding
