@@ -154,3 +154,28 @@ def test_a_default_that_falls_back_to_a_positional_parameter_is_expanded(tmp_pat
     nested = MPI.replace('TP_SIZE="${3:-2}"', 'DEFAULT_TP=2\n    TP_SIZE="${TP_SIZE:-${3:-$DEFAULT_TP}}"')
     (finding,) = _g10(_write(tmp_path / "nested.sh", nested))
     assert finding["status"] == "WARN" and "tp=2" in finding["message"], finding
+
+
+USAGE = """
+    #!/usr/bin/env bash
+    usage() {
+      cat <<EOF
+    Usage: $0 MODEL
+
+    Runs one server on this Spark. To spread a model over two Sparks instead, see docs/cluster.md:
+      vllm serve MODEL --tensor-parallel-size 2 --distributed-executor-backend ray
+    EOF
+    }
+    [ $# -ge 1 ] || { usage; exit 1; }
+    exec vllm serve "$1" --gpu-memory-utilization 0.8
+"""
+
+
+def test_example_commands_in_a_usage_message_are_not_launches(tmp_path: Path) -> None:
+    """``cat <<EOF`` that only shows text (a usage message) runs none of its lines: no second server (a false
+    G6 FAIL at 1.70), no tensor parallelism over Ray (a false G10 WARN)."""
+    found = _findings(_write(tmp_path / "serve.sh", USAGE), "G6-pool-overcommit", "G10-tp-across-nodes")
+    assert [f["status"] for f in found if f["status"] in ("WARN", "FAIL")] == [], found
+    # the same text piped into a shell on another Spark is a launch
+    piped = USAGE.replace("  cat <<EOF\n", "  cat <<EOF | ssh spark2 bash\n")
+    assert any(f["status"] == "WARN" for f in _g10(_write(tmp_path / "piped.sh", piped)))

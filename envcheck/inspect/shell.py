@@ -7,6 +7,7 @@ carries a :class:`Branch`, and one that runs only when an earlier one fails is m
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import re
 from collections import ChainMap
@@ -53,7 +54,7 @@ def split_commands(text: str, values: Mapping[str, str] | None = None, base: int
     ``base`` is added to offsets, ``arch`` (arm64, amd64) answers ``$(uname -m)`` probes."""
     commands = Commands()
     budget = [max(SPLIT_BUDGET, 4 * len(text))]
-    text = _heredoc_continuations(text)
+    text = _heredoc_bodies(text)
     _split(text, dict(values or {}), base, commands, depth=0, budget=budget, outer=None, arch=arch)
     commands.truncated = budget[0] < 0
     return commands
@@ -66,13 +67,18 @@ class Commands(list[SimpleCommand]):
 _HEREDOC = re.compile(r"(?<![<\w])<<(-?)[ \t]*(\\?)(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\3")
 
 
-def _heredoc_continuations(text: str) -> str:
-    """An unquoted here-document prints ``\\\\`` as ``\\``: its lines ending in ``\\\\`` are continued lines of
-    the script it writes (``cat <<EOF | ssh host bash``). They are rewritten as `` \\`` (same length: offsets
-    hold), so the printed command is read whole; a quoted delimiter prints the body as written."""
+_FUNCTION = re.compile(r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w-]*)[ \t]*\([ \t]*\)")
+
+
+def _heredoc_bodies(text: str) -> str:
+    """Here-document bodies as what they feed (same length, so offsets hold). Text that ``cat`` prints to the
+    terminal (a usage message with example commands) is no command: blanked. An unquoted here-document prints
+    ``\\\\`` as ``\\``: lines ending in ``\\\\`` are continued lines of the script it writes (``cat <<EOF | ssh host
+    bash``), rewritten as `` \\``; a quoted delimiter prints the body as written."""
     if "<<" not in text:
         return text
     out, done = [], 0
+    shown = _Shown(text)
     for m in _HEREDOC.finditer(text):
         if m.start() < done:
             continue  # inside a body already read
@@ -87,11 +93,40 @@ def _heredoc_continuations(text: str) -> str:
                 break
             end = len(text) if stop < 0 else stop + 1
         body = text[start:end]
-        if not m.group(2) and not m.group(3):
+        if shown(m.start(), m.end(), start):
+            body = re.sub(r"[^\n]", " ", body)
+        elif not m.group(2) and not m.group(3):
             body = body.replace("\\\\\n", " \\\n")
         out += [text[done:start], body]
         done = end
     return "".join(out) + text[done:] if out else text
+
+
+class _Shown:
+    """Whether a here-document is text ``cat`` shows: no pipe or file after it, and not in a function whose
+    output a caller pipes or captures (``gen | ssh host bash``, ``$(gen)``)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.functions = [(m.start(), m.end(), m.group(1)) for m in _FUNCTION.finditer(text)]
+        self.closes = [m.start() for m in re.finditer(r"(?m)^\}", text)]
+        self.piped: dict[str, bool] = {}
+
+    def __call__(self, at: int, after: int, body: int) -> bool:
+        text = self.text
+        head = re.split(r"&&|\|\||;|\|", text[text.rfind("\n", 0, at) + 1:at])[-1]
+        tail = text[after:body].replace("1>&2", "").replace(">&2", "")
+        if head.split()[:1] != ["cat"] or ">" in head.replace(">&2", "") or re.search(r"(?<!\|)\|(?!\|)|>", tail):
+            return False
+        k = bisect.bisect_left(self.functions, (at,)) - 1
+        if k < 0 or bisect.bisect_left(self.closes, self.functions[k][1]) < bisect.bisect_left(self.closes, at):
+            return True  # not inside a function: shown where it stands
+        name = self.functions[k][2]
+        if name not in self.piped:
+            use = re.escape(name)
+            used = re.compile(rf"(?<![\w-]){use}(?![\w-])[^\n|(]*(?<!\|)\|(?!\|)|\$\(\s*{use}(?![\w-])")
+            self.piped[name] = used.search(text) is not None
+        return not self.piped[name]
 
 
 # Characters read for one call, nested `sh -c` scripts and expanded variables included: real RUN lines use a
