@@ -179,3 +179,15 @@ def test_example_commands_in_a_usage_message_are_not_launches(tmp_path: Path) ->
     # the same text piped into a shell on another Spark is a launch
     piped = USAGE.replace("  cat <<EOF\n", "  cat <<EOF | ssh spark2 bash\n")
     assert any(f["status"] == "WARN" for f in _g10(_write(tmp_path / "piped.sh", piped)))
+
+
+def test_a_command_held_in_a_variable_runs_through_eval_or_its_expansion(tmp_path: Path) -> None:
+    """``CMD="vllm serve ..."`` then ``eval "$CMD"`` or a bare ``$CMD``: the command the variable holds runs."""
+    held = 'CMD="vllm serve Qwen/Qwen3-32B --tensor-parallel-size 2 --distributed-executor-backend ray"\n'
+    (by_eval,) = _g10(_write(tmp_path / "eval.sh", "#!/usr/bin/env bash\n" + held + 'eval "$CMD"\n'))
+    assert by_eval["status"] == "WARN" and "tp=2" in by_eval["message"], by_eval
+    share = 'CMD="vllm serve Qwen/Qwen3-32B --gpu-memory-utilization 0.97"\n'
+    found = _findings(_write(tmp_path / "bare.sh", "#!/usr/bin/env bash\n" + share + "$CMD\n"), "G3-memory-fraction")
+    assert [f["status"] for f in found] == ["WARN"], found
+    # quoted, "$CMD" is one word (a program named that): nothing runs as a server
+    assert _findings(_write(tmp_path / "quoted.sh", "#!/usr/bin/env bash\n" + share + '"$CMD"\n'), "G3-memory-fraction") == []

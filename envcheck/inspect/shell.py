@@ -619,16 +619,20 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
         return
     argv = [w.value for w in words]
     exe = argv[0].rsplit("/", 1)[-1]
-    if exe in _SHELLS and depth < 4:
-        script_at = _shell_c_script(argv)
-        if script_at is not None:
-            nested = words[script_at]
-            inner_env = {**env.values, **dict(assignments)}
-            # offsets inside the nested script are approximate: they point at the script's start
-            sub: list[SimpleCommand] = []
-            _split(nested.value, inner_env, 0, sub, depth + 1, budget, branch, arch)
-            commands.extend(replace(cmd, offset=nested.start) for cmd in sub)
-            return
+    script: _Word | None = None
+    if exe in _SHELLS and depth < 4 and (script_at := _shell_c_script(argv)) is not None:
+        script = words[script_at]
+    elif depth < 4 and ((exe == "eval" and not words[0].quoted and len(words) > 1)
+                        or (not words[0].quoted and any(c in argv[0] for c in " \t\n"))):
+        # `eval "$CMD"`, or `$CMD` whose value splits into words: the command the text holds
+        script = replace(words[0], value=" ".join(argv[1:] if exe == "eval" else argv))
+    if script is not None:
+        inner_env = {**env.values, **dict(assignments)}
+        # offsets inside the nested script are approximate: they point at the script's start
+        sub: list[SimpleCommand] = []
+        _split(script.value, inner_env, 0, sub, depth + 1, budget, branch, arch)
+        commands.extend(replace(cmd, offset=script.start) for cmd in sub)
+        return
     commands.append(SimpleCommand(tuple(argv), words[0].start, tuple(assignments), env.view(assignments), written,
                                   branch))
     if len(commands) >= MAX_COMMANDS:
