@@ -191,3 +191,11 @@ def test_a_command_held_in_a_variable_runs_through_eval_or_its_expansion(tmp_pat
     assert [f["status"] for f in found] == ["WARN"], found
     # quoted, "$CMD" is one word (a program named that): nothing runs as a server
     assert _findings(_write(tmp_path / "quoted.sh", "#!/usr/bin/env bash\n" + share + '"$CMD"\n'), "G3-memory-fraction") == []
+
+
+def test_a_launch_run_by_kubectl_exec_is_read(tmp_path: Path) -> None:
+    """``kubectl exec POD -- bash -c '...'`` runs its command in the pod, as ``docker exec`` does in a container."""
+    script = ('#!/usr/bin/env bash\nkubectl exec -n llm deploy/vllm-head -- bash -c '
+              '"vllm serve Qwen/Qwen3-32B --tensor-parallel-size 2 --distributed-executor-backend ray"\n')
+    (finding,) = _g10(_write(tmp_path / "exec.sh", script))
+    assert finding["status"] == "WARN" and finding["location"]["line"] == 2, finding

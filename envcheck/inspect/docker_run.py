@@ -100,7 +100,9 @@ _EXEC_VALUED = frozenset({"-e", "--env", "--env-file", "-u", "--user", "-w", "--
 
 
 def exec_command(argv: list[str]) -> tuple[str, ...] | None:
-    """The command a ``docker [container] exec [options] CONTAINER CMD ...`` runs, or None."""
+    """The command a ``docker [container] exec [options] CONTAINER CMD ...`` (``kubectl exec POD -- CMD``) runs."""
+    if argv[:1] and argv[0].rsplit("/", 1)[-1] in ("kubectl", "oc") and argv[1:2] == ["exec"] and "--" in argv:
+        return tuple(argv[argv.index("--") + 1:]) or None
     i = _after_verb(argv, "exec")
     if i is None:
         return None
