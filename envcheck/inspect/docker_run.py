@@ -4,6 +4,7 @@ value (``docker run --help``, Docker 28, and podman's) is taken as a flag."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 _VALUED = frozenset({
@@ -24,6 +25,13 @@ _VALUED = frozenset({
     "--init-path", "--pod", "--requires", "--seccomp-policy", "--sdnotify", "--systemd", "--timeout", "--tz",
     "--umask", "--passwd-entry",
 })
+
+
+# Options that follow a variable of collected options, never a program the container runs (`-m` would be llama.cpp's).
+_RUN_ONLY = frozenset({"--entrypoint", "--gpus", "-e", "--env", "--env-file", "-v", "--volume", "--mount", "--device",
+                       "--network", "--net", "--ipc", "--shm-size", "--ulimit", "--cap-add", "--restart", "--runtime",
+                       "--privileged", "--rm", "--init"})
+_OPTIONS_VARIABLE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,9 @@ def parse_run(argv: list[str]) -> ContainerRun | None:
             i += 1
             break
         if not word.startswith("-") or word == "-":
+            if _OPTIONS_VARIABLE.fullmatch(word) and i + 1 < len(argv) and argv[i + 1].partition("=")[0] in _RUN_ONLY:
+                i += 1  # `$MOUNT_ARGS -e A=1 ... IMAGE`: options the script collected in a variable, not the image
+                continue
             break
         name, eq, value = word.partition("=")
         if name in _VALUED and not eq:
@@ -89,7 +100,9 @@ _EXEC_VALUED = frozenset({"-e", "--env", "--env-file", "-u", "--user", "-w", "--
 
 
 def exec_command(argv: list[str]) -> tuple[str, ...] | None:
-    """The command a ``docker [container] exec [options] CONTAINER CMD ...`` runs, or None."""
+    """The command a ``docker [container] exec [options] CONTAINER CMD ...`` (``kubectl exec POD -- CMD``) runs."""
+    if argv[:1] and argv[0].rsplit("/", 1)[-1] in ("kubectl", "oc") and argv[1:2] == ["exec"] and "--" in argv:
+        return tuple(argv[argv.index("--") + 1:]) or None
     i = _after_verb(argv, "exec")
     if i is None:
         return None

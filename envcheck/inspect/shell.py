@@ -7,6 +7,7 @@ carries a :class:`Branch`, and one that runs only when an earlier one fails is m
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import re
 import shlex
@@ -14,7 +15,7 @@ from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from envcheck.inspect.shell_words import _tokens, _Word
+from envcheck.inspect.shell_words import ARRAY, SEP, _tokens, _Word, array_value
 
 _WRAPPERS = frozenset({"sudo", "time", "exec", "nohup", "command", "builtin", "xargs", "nice", "stdbuf"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
@@ -55,6 +56,7 @@ def split_commands(text: str, values: Mapping[str, str] | None = None, base: int
     ``base`` is added to offsets, ``arch`` (arm64, amd64) answers ``$(uname -m)`` probes."""
     commands = Commands()
     budget = [max(SPLIT_BUDGET, 4 * len(text))]
+    text = _heredoc_bodies(text)
     _split(text, dict(values or {}), base, commands, depth=0, budget=budget, outer=None, arch=arch)
     commands.truncated = budget[0] < 0
     return commands
@@ -62,6 +64,71 @@ def split_commands(text: str, values: Mapping[str, str] | None = None, base: int
 
 class Commands(list[SimpleCommand]):
     truncated = False  # split_commands stopped at its budget
+
+
+_HEREDOC = re.compile(r"(?<![<\w])<<(-?)[ \t]*(\\?)(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\3")
+
+
+_FUNCTION = re.compile(r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w-]*)[ \t]*\([ \t]*\)")
+
+
+def _heredoc_bodies(text: str) -> str:
+    """Here-document bodies as what they feed (same length, so offsets hold). Text that ``cat`` prints to the
+    terminal (a usage message with example commands) is no command: blanked. An unquoted here-document prints
+    ``\\\\`` as ``\\``: lines ending in ``\\\\`` are continued lines of the script it writes (``cat <<EOF | ssh host
+    bash``), rewritten as `` \\``; a quoted delimiter prints the body as written."""
+    if "<<" not in text:
+        return text
+    out, done = [], 0
+    shown = _Shown(text)
+    for m in _HEREDOC.finditer(text):
+        if m.start() < done:
+            continue  # inside a body already read
+        start = text.find("\n", m.end()) + 1
+        if start == 0:
+            break
+        end = start
+        while end < len(text):
+            stop = text.find("\n", end)
+            line = text[end:] if stop < 0 else text[end:stop]
+            if (line.lstrip("\t") if m.group(1) else line) == m.group(4):
+                break
+            end = len(text) if stop < 0 else stop + 1
+        body = text[start:end]
+        if shown(m.start(), m.end(), start):
+            body = re.sub(r"[^\n]", " ", body)
+        elif not m.group(2) and not m.group(3):
+            body = body.replace("\\\\\n", " \\\n")
+        out += [text[done:start], body]
+        done = end
+    return "".join(out) + text[done:] if out else text
+
+
+class _Shown:
+    """Whether a here-document is text ``cat`` shows: no pipe or file after it, and not in a function whose
+    output a caller pipes or captures (``gen | ssh host bash``, ``$(gen)``)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.functions = [(m.start(), m.end(), m.group(1)) for m in _FUNCTION.finditer(text)]
+        self.closes = [m.start() for m in re.finditer(r"(?m)^\}", text)]
+        self.piped: dict[str, bool] = {}
+
+    def __call__(self, at: int, after: int, body: int) -> bool:
+        text = self.text
+        head = re.split(r"&&|\|\||;|\|", text[text.rfind("\n", 0, at) + 1:at])[-1]
+        tail = text[after:body].replace("1>&2", "").replace(">&2", "")
+        if head.split()[:1] != ["cat"] or ">" in head.replace(">&2", "") or re.search(r"(?<!\|)\|(?!\|)|>", tail):
+            return False
+        k = bisect.bisect_left(self.functions, (at,)) - 1
+        if k < 0 or bisect.bisect_left(self.closes, self.functions[k][1]) < bisect.bisect_left(self.closes, at):
+            return True  # not inside a function: shown where it stands
+        name = self.functions[k][2]
+        if name not in self.piped:
+            use = re.escape(name)
+            used = re.compile(rf"(?<![\w-]){use}(?![\w-])[^\n|(]*(?<!\|)\|(?!\|)|\$\(\s*{use}(?![\w-])")
+            self.piped[name] = used.search(text) is not None
+        return not self.piped[name]
 
 
 # Characters read for one call, nested `sh -c` scripts and expanded variables included: real RUN lines use a
@@ -269,7 +336,23 @@ class _Parser:
             self.pos += 2  # name() { ...; }: a function definition; its body is read as if it ran
             self.skip("\n")
             return self.parse_command(ctx)
+        if self.at("op", "(") and (name := _ARRAY_ASSIGN.fullmatch(self.text[item.start:item.end].strip())):
+            return self.array(name.group(1), ctx, append=bool(name.group(2)))
         return self.simple(item, ctx)
+
+    def array(self, name: str, ctx: Branch | None, append: bool = False) -> _Status:
+        """``NAME=( word ... )`` (``local -a``, ``+=`` too), over several lines: its words, expanded when assigned."""
+        self.pos += 1
+        before = self.env.values.get(name, "") if append else ""
+        words = [_Word(w, 0) for w in before[1:].split(SEP)] if before.startswith(ARRAY) and before != ARRAY else []
+        while self.peek() is not None and not self.at("op", ")"):
+            item = self.take()
+            if item.kind == "cmd":
+                words += _tokens(self.text[item.start:item.end], self.env.values, 0, arch=self.arch)
+        self.accept("op", ")")
+        if ctx is not _DEAD:
+            self.env.set(name, array_value([w.value for w in _spread(words) if not w.operator and not w.redirect]))
+        return _Status("T")
 
     def parse_compound(self, ctx: Branch | None, word: str) -> _Status:
         self.pos += 1
@@ -358,14 +441,30 @@ class _Parser:
             status = _Status("AS", written, probe)
         if ctx is _DEAD:
             return status
-        words = [w for w in _tokens(segment, self.env.values, self.base + item.start, keep_empty=True, arch=self.arch)
-                 if not w.operator and not w.redirect]
+        words = _spread([w for w in _tokens(segment, self.env.values, self.base + item.start, keep_empty=True, arch=self.arch)
+                         if not w.operator and not w.redirect])
         if words:
             _emit(words, written, self.env, self.commands, self.depth, self.budget, ctx, self.arch)
         return status
 
 
 _TOLERATING = ("true", ":", "echo", "printf")  # `|| echo "skipped"`: a failure the script reports and ignores
+
+
+_ARRAY_ASSIGN = re.compile(r"(?:(?:local|declare|typeset|readonly)(?:\s+-[A-Za-z]+)*\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
+
+
+def _spread(words: list[_Word]) -> list[_Word]:
+    """Words with ``"${ARGS[@]}"`` of a known array spread into one word per element."""
+    if not any(ARRAY in w.value for w in words):
+        return words
+    out: list[_Word] = []
+    for w in words:
+        if w.value.startswith(ARRAY) and w.value.count(ARRAY) == 1:
+            out += [replace(w, value=part) for part in w.value[1:].split(SEP) if part or w.value != ARRAY]
+        else:
+            out.append(replace(w, value=w.value.replace(ARRAY, "").replace(SEP, " ")))
+    return out
 
 
 def _shorten(text: str, limit: int = 80) -> str:
@@ -529,21 +628,25 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
         return
     argv = [w.value for w in words]
     exe = argv[0].rsplit("/", 1)[-1]
-    if exe in _SHELLS and depth < 4:
-        script_at = _shell_c_script(argv)
-        if script_at is not None:
-            nested = words[script_at]
-            # `bash -c 'exec vllm serve "$@"' -- --flag v`: the words after $0 are the script's parameters
-            params = argv[script_at + 2:]
-            inner_env = {**env.values, **dict(assignments), **{str(n): a for n, a in enumerate(params, 1)}}
-            script = nested.value
-            if params:
-                script = script.replace('"$@"', "$@").replace("$@", " ".join(shlex.quote(a) for a in params))
-            # offsets inside the nested script are approximate: they point at the script's start
-            sub: list[SimpleCommand] = []
-            _split(script, inner_env, 0, sub, depth + 1, budget, branch, arch)
-            commands.extend(replace(cmd, offset=nested.start) for cmd in sub)
-            return
+    script: _Word | None = None
+    params: list[str] = []
+    if exe in _SHELLS and depth < 4 and (script_at := _shell_c_script(argv)) is not None:
+        script = words[script_at]
+        params = argv[script_at + 2:]  # `bash -c 'exec vllm serve "$@"' -- --flag v`: the words after $0
+    elif depth < 4 and ((exe == "eval" and not words[0].quoted and len(words) > 1)
+                        or (not words[0].quoted and any(c in argv[0] for c in " \t\n"))):
+        # `eval "$CMD"`, or `$CMD` whose value splits into words: the command the text holds
+        script = replace(words[0], value=" ".join(argv[1:] if exe == "eval" else argv))
+    if script is not None:
+        inner_env = {**env.values, **dict(assignments), **{str(n): a for n, a in enumerate(params, 1)}}
+        text = script.value
+        if params:  # the script's parameters
+            text = text.replace('"$@"', "$@").replace("$@", " ".join(shlex.quote(a) for a in params))
+        # offsets inside the nested script are approximate: they point at the script's start
+        sub: list[SimpleCommand] = []
+        _split(text, inner_env, 0, sub, depth + 1, budget, branch, arch)
+        commands.extend(replace(cmd, offset=script.start) for cmd in sub)
+        return
     commands.append(SimpleCommand(tuple(argv), words[0].start, tuple(assignments), env.view(assignments), written,
                                   branch))
     if len(commands) >= MAX_COMMANDS:

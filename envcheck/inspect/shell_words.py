@@ -9,9 +9,7 @@ from dataclasses import dataclass
 _OPERATORS = ("&&", "||", ";;", ";", "|", "&", "(", ")", "\n")
 _PLAIN = re.compile(r"[^\s\\'\"$#<>&|;()]+")
 _AFTER_VERSION_OPERATOR = ("==", ">=", "<=", "~=", "!=", "<", ">", "@")
-# ${2:-2}: a positional parameter is matched only in braces, where its default is written (an unset one is
-# unknown, its default is the value the script runs with when it is not given)
-_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(?:(:?[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+_VAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")  # $NAME; ${...} is read by _dollar
 # `$(uname -m)` and friends, answered from the build platform's architecture (arm64, amd64) when it is given.
 _ARCH_PROBES = {"uname -m": {"arm64": "aarch64", "amd64": "x86_64"}, "arch": {"arm64": "aarch64", "amd64": "x86_64"},
                 "dpkg --print-architecture": {"arm64": "arm64", "amd64": "amd64"}}
@@ -181,29 +179,95 @@ def _substitution(text: str, i: int, arch: str, buf: list[str]) -> tuple[int, bo
     return j + 1, True
 
 
+# A bash array (ARGS=(--port 8000 ...)) is held as one value: ARRAY, then its words joined by SEP; "${ARGS[@]}" stands
+# for all of them and becomes one word each where the command's words are read (inspect.shell).
+ARRAY, SEP = "\x1e", "\x1f"
+_ARRAY_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}")
+
+
+def array_value(words: list[str]) -> str:
+    return ARRAY + SEP.join(words)
+
+
+# ${NAME}, ${NAME:-word}, ${NAME:+word}; ${3:-2}: a positional parameter's default is the script's value when the
+# caller does not give it, as ${VAR:-2} is; the word may hold references itself (${A:-${3:-$B}})
+_PARAM = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(?:(:?[-+])(.*))?", re.S)
+
+
+def _braced_end(text: str, i: int) -> int:
+    """The index of the ``}`` closing the ``${`` at ``text[i]`` (nested ``${...}`` included), or -1."""
+    depth, j, n = 0, i, len(text)
+    while j < n:
+        if text.startswith("${", j):
+            depth, j = depth + 1, j + 2
+            continue
+        if text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return -1
+
+
+def _expanded(word: str, values: Mapping[str, str]) -> tuple[str, bool]:
+    """A default or alternative word (``${A:-${3:-$B}}``), its references expanded and its quotes removed."""
+    out: list[str] = []
+    unknown, k = False, 0
+    while k < len(word):
+        if word[k] == "$":
+            k, missing = _dollar(word, k, values, out)
+            unknown = unknown or missing
+        elif word[k] == "'" and (close := word.find("'", k + 1)) > k:
+            out.append(word[k + 1 : close])
+            k = close + 1
+        else:
+            out.append("" if word[k] == '"' else word[k])
+            k += 1
+    return "".join(out), unknown
+
+
 def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str], keep_empty: bool = False) -> tuple[int, bool]:
     """Expand the reference at ``text[i]``; returns the index after it and whether its value is unknown."""
-    m = _VAR.match(text, i)
-    if not m:
+    if (whole := _ARRAY_REF.match(text, i)) is not None:
+        if whole.group(1) not in values:
+            buf.append(whole.group(0))
+            return whole.end(), True
+        buf.append(values[whole.group(1)])
+        return whole.end(), False
+    op: str | None = None
+    word = ""
+    if text.startswith("${", i):
+        end = _braced_end(text, i)
+        p = _PARAM.fullmatch(text, i + 2, end) if end > 0 else None
+        if p is None:
+            buf.append("$")
+            return i + 1, False
+        name, op, word, stop = p.group(1), p.group(2), p.group(3) or "", end + 1
+    elif (m := _VAR.match(text, i)) is not None:
+        name, stop = m.group(1), m.end()
+    else:
         buf.append("$")
         return i + 1, False
-    name = m.group(1) or m.group(4)
-    op, word = m.group(2), m.group(3)
+    ref, missing = text[i:stop], False
     if name in values:
         value = values[name]
+        if value.startswith(ARRAY):  # $ARGS of an array: its first word
+            value = value[1:].split(SEP, 1)[0]
         if op is not None and op.endswith("+"):
-            value = word if (value or op == "+") else ""
+            value, missing = _expanded(word, values) if (value or op == "+") else ("", False)
         elif op == ":-" and value == "":
-            value = word
+            value, missing = _expanded(word, values)
         # empty by default: `pkg==${V}` must not read as the invalid `pkg==` (nor a lone `$V` as nothing), but
         # `python${SUFFIX}` is python
         if keep_empty and value == "" and op is None and (not any(buf) or "".join(buf[-3:]).endswith(_AFTER_VERSION_OPERATOR)):
-            buf.append(m.group(0))
-            return m.end(), True
+            buf.append(ref)
+            return stop, True
         buf.append(value)
-    elif op is None:
-        buf.append(m.group(0))
-        return m.end(), True
-    elif op.endswith("-"):
-        buf.append(word)
-    return m.end(), False
+        return stop, missing
+    if op is None:
+        buf.append(ref)
+        return stop, True
+    if op.endswith("-"):
+        value, missing = _expanded(word, values)
+        buf.append(value)
+    return stop, missing

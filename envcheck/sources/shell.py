@@ -168,6 +168,7 @@ def _has_dockerfile(folder: Path) -> bool:
 
 # Words that run the command after them: `exec vllm serve ...`, `nohup torchrun ... &`.
 _WRAPPERS = frozenset({"exec", "nohup", "env", "sudo", "time", "command"})
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
 
 
 def launches(text: str, path: str, where: Callable[[int], Location], entry: tuple[str, ...] = (),
@@ -240,11 +241,14 @@ def _ray_in_substitution(text: str) -> bool:
 
 
 def _commands(commands: Iterable[SimpleCommand], depth: int = 0) -> Iterator[tuple[int, list[str]]]:
-    """Each command's words with wrappers dropped, and where it starts; what ``docker exec`` and
-    ``ssh HOST '...'`` run is read as commands at the same place."""
+    """Each command's words with wrappers dropped, and where it starts; what ``docker exec``, ``ssh HOST '...'``
+    and ``docker run --entrypoint bash IMAGE -c '...'`` run is read as commands at the same place."""
     for cmd in commands:
         argv = _unwrapped(cmd.argv)
         inside = exec_command(argv)
+        if inside is None and (run := parse_run(argv)) is not None and run.entrypoint is not None \
+                and run.entrypoint.rsplit("/", 1)[-1] in _SHELLS and run.command:
+            inside = (run.entrypoint, *run.command)  # the shell's -c script is the container's command
         remote = _ssh_command(argv) if inside is None else None
         if depth >= 3 or (inside is None and remote is None):
             yield cmd.offset, argv
@@ -298,11 +302,33 @@ def _setting_line(text: str, start: int, key: str, where: Callable[[int], Locati
     """The file line where a launch's setting ``key`` is written, so a finding points at the flag."""
     span = text[start:start + _SETTING_SPAN]
     short = ("-tp",) if key == "tp" else ()  # vLLM's -tp: the nearest form written wins, not a later command's --tp
-    for forms in ((f"--{key.replace('_', '-')}", f"--{key}", *short), (f"{key.upper()}=",), (key,)):
+    flags = (f"--{key.replace('_', '-')}", f"--{key}", *short)
+    if (in_array := _array_flag(text, start, flags)) >= 0:  # "${ARGS[@]}": the flag is in ARGS=( ... )
+        return where(text.count("\n", 0, in_array) + 1).line
+    for forms in (flags, (f"{key.upper()}=",)):
         found = min((at for at in (span.find(written) for written in forms) if at >= 0), default=-1)  # the nearest
         if found >= 0:
             return where(text.count("\n", 0, start + found) + 1).line
-    return None
+    bare = re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", span)  # `tp`, not the tp of http
+    return where(text.count("\n", 0, start + bare.start()) + 1).line if bare else None
+
+
+_ARRAY_USE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}")
+
+
+def _array_flag(text: str, start: int, flags: tuple[str, ...]) -> int:
+    """Where a flag of the arrays a command expands (``"${ARGS[@]}"``) is written: in the last ``ARGS=( ... )``
+    or ``ARGS+=( ... )`` before the command that holds it; -1 when there is none."""
+    end = start
+    while (newline := text.find("\n", end)) > 0 and text[newline - 1] == "\\":
+        end = newline + 1
+    best = -1
+    for name in _ARRAY_USE.findall(text[start:newline if newline >= 0 else len(text)]):
+        for m in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(name)}\+?=\(", text[:start]):
+            close = text.find(")", m.end())
+            found = [x for x in (text.find(flag, m.end(), close) for flag in flags) if x >= 0]
+            best = max(best, min(found)) if found else best
+    return best
 
 
 def _leading_tool(argv: list[str]) -> bool:
