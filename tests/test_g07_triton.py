@@ -42,6 +42,12 @@ def test_unpinned_constraint_and_conda_triton_say_nothing(tmp_path: Path) -> Non
     assert _found(str(tmp_path / "requirements.txt"), str(tmp_path / "environment.yml")) == []
 
 
+def test_a_triton_another_index_may_serve_is_not_judged(tmp_path: Path) -> None:
+    # Jetson AI Lab's sbsa/cu130 index builds its own triton: the PyPI table does not describe it
+    (tmp_path / "requirements.txt").write_text("--extra-index-url https://pypi.jetson-ai-lab.io/sbsa/cu130\ntriton==3.5.0\n")
+    assert _found(str(tmp_path / "requirements.txt")) == []
+
+
 def test_installed_pytorch_triton_and_triton_in_a_folder(tmp_path: Path) -> None:
     (tmp_path / "freeze.txt").write_text("pytorch-triton==3.5.0+git7416ffcb\n")
     [(status, _, message)] = _found("--kind", "freeze", str(tmp_path / "freeze.txt"))

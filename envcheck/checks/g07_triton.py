@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from functools import cache
 
 from envcheck import kinds
-from envcheck.model import PINS_ONLY, Finding, Role, Status
+from envcheck.model import PINS_ONLY, Finding, Package, Role, Status
 from envcheck.rules import CheckContext, check, rule
 
 TRITON_PTXAS = rule(
@@ -18,6 +18,7 @@ TRITON_PTXAS = rule(
     option 'gpu-name'" (triton-lang/triton#8539). The ptxas of each release comes from a sourced table
     (envcheck/knowledge/triton_ptxas.toml); pytorch-triton builds count by their base version. INFO where the
     input sets TRITON_PTXAS_PATH, or is an NGC container (an NGC torch), whose images point it at their toolkit;
+    silent for a Triton that may come from another index (its build may bundle another ptxas);
     WARN next to a cu13x torch of the PyTorch index, whose own bundled ptxas torch.compile uses (kernels launched
     through Triton directly still fail).""",
     """Use triton 3.6 or newer (torch 2.10 or newer pins one), or export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas
@@ -60,7 +61,7 @@ def triton_ptxas(ctx: CheckContext) -> Iterator[Finding]:
         if pkg.name not in _NAMES or not pkg.version or pkg.role in _NOT_RUN or not installs_on(pkg, ctx.profile):
             continue
         found = bundled_ptxas(pkg.version)
-        if found is None:
+        if found is None or _other_build(ctx, pkg):
             continue
         ptxas, inferred = found
         evidence = {"package": pkg.name, "version": pkg.version, "ptxas": ptxas, "target": target, "inferred": inferred}
@@ -83,6 +84,21 @@ def triton_ptxas(ctx: CheckContext) -> Iterator[Finding]:
                 yield TRITON_PTXAS.finding(f"{head}: torch.compile uses the ptxas of {own}, but Triton kernels launched "
                                            f"directly (vLLM's, Unsloth's, Liger's) fail {fails}", pkg.location,
                                            {**evidence, "torch_ptxas": own}, status=Status.WARN)
+
+
+_KNOWN_HOSTS = ("pypi.org", "pypi.python.org", "files.pythonhosted.org", "download.pytorch.org")
+
+
+def _other_build(ctx: CheckContext, pkg: Package) -> bool:
+    """Whether ``pkg`` may come from an index other than PyPI's or PyTorch's (Jetson AI Lab's, for one, whose build may bundle
+    another ptxas): the table describes only PyPI's and PyTorch's builds."""
+    from urllib.parse import urlsplit
+
+    def other(url: str) -> bool:
+        return (urlsplit(url).hostname or "").lower() not in _KNOWN_HOSTS
+    if pkg.url or pkg.index:
+        return other(pkg.url or pkg.index or "")
+    return any(other(i.url) for i in ctx.inventory.indexes if not i.explicit and i.url.startswith(("http://", "https://")))
 
 
 def _torch_ptxas(ctx: CheckContext) -> str | None:
