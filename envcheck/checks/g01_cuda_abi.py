@@ -448,7 +448,9 @@ BINARY_SONAME = rule(
     libcusolver.so.12 and libcurand.so.10 are CUDA 13 libraries, libnccl.so.2 and libcudnn.so.9 say
     nothing. On a CUDA 13 Spark such a binary fails at import (cannot open shared object file, undefined
     symbol). Packages that ship one library per CUDA version and pick one at import time are judged by
-    whether a CUDA 13 variant exists next to it (INFO then).""",
+    whether a CUDA 13 variant exists next to it (INFO then). A CUDA 12 library a wheel ships itself under an
+    auditwheel-renamed name (libcudart-5961e14e.so.12), linked by that name, is INFO too: it loads with the
+    wheel, and the CUDA 13 driver runs older runtimes.""",
     _FIX_CU130, kinds.BINARY_KINDS)
 BINARY_STATIC_CUDART = rule(
     "G1-binary-static-cudart", "G1", "Binaries with the CUDA runtime linked in statically", Status.INFO,
@@ -464,6 +466,17 @@ def _foreign(names: tuple[str, ...], major: int) -> list[tuple[str, tuple[int, .
     from envcheck.knowledge.sonames import cuda_majors  # the soname table: only for targets with binaries
     return [(name, majors) for name in names
             if (majors := cuda_majors(name)) is not None and major not in majors]
+
+
+def _private_copies(binaries: list[Binary]) -> dict[str, set[str]]:
+    """Per distribution, the auditwheel-renamed libraries (``libcudart-5961e14e.so.12``) it ships itself."""
+    from envcheck.knowledge.sonames import renamed
+    out: dict[str, set[str]] = {}
+    for b in binaries:
+        for name in (os.path.basename(b.path), b.soname):
+            if b.distribution and name and renamed(name):
+                out.setdefault(b.distribution, set()).add(name)
+    return out
 
 
 def variant_key(b: Binary) -> tuple[str, str]:
@@ -512,9 +525,14 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     judged = sum(1 for b in binaries
                  if any(cuda_majors(n) is not None for n in (*b.needed, *((b.soname,) if b.soname else ()))))
     failed = False
+    private = _private_copies(binaries)
+    vendored: dict[str, set[str]] = {}  # distribution -> the private CUDA libraries its binaries use
     for b in binaries:
-        bad_needed = _foreign(b.needed, major)
-        bad_self = _foreign((b.soname,), major) if b.soname else []
+        mine = private.get(b.distribution or "", set())
+        bad_needed = [(n, m) for n, m in _foreign(b.needed, major) if n not in mine]
+        bad_self = _foreign((b.soname,), major) if b.soname and b.soname not in mine else []
+        if b.distribution and (own := {n for n, _ in _foreign((*b.needed, b.soname or ""), major) if n in mine}):
+            vendored.setdefault(b.distribution, set()).update(own)
         if not bad_needed and not bad_self:
             continue
         owner = b.distribution or "no known distribution"
@@ -541,6 +559,13 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     if judged and not failed:
         yield BINARY_SONAME.passed(f"{judged} binaries link CUDA libraries; none needs a library of a CUDA major other than {major}",
                                    None, binaries=judged)
+    for dist, names in sorted(vendored.items()):
+        # auditwheel renamed the copy (libcudart-5961e14e.so.12): only the wheel's own binaries load it, and the
+        # CUDA 13 driver runs an older runtime; their GPU code is G7's to judge
+        yield BINARY_SONAME.info(f"{dist} ships its own copy of {', '.join(sorted(names))} (CUDA "
+                                 f"{'/'.join(sorted({str(m) for n in names for m in cuda_majors(n) or ()}))}, renamed by auditwheel) "
+                                 f"and its binaries load that copy: it runs under {ctx.profile.name}'s CUDA {major} driver",
+                                 None, distribution=dist, libraries=sorted(names))
     static = sorted({b.path for b in binaries if b.static_cudart})
     if static:
         yield BINARY_STATIC_CUDART.info(f"{len(static)} binaries link the CUDA runtime statically, e.g. {static[0]}",
