@@ -5,6 +5,7 @@ the inputs that name an exact Triton: requirements, freeze output, an installed 
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,20 @@ def test_next_to_a_cu13x_torch_that_bundles_ptxas_it_is_a_warn(tmp_path: Path) -
     (tmp_path / "requirements.txt").write_text("--index-url https://download.pytorch.org/whl/cu130\ntorch==2.9.0+cu130\ntriton==3.5.0\n")
     [(status, line, message)] = _found(str(tmp_path / "requirements.txt"))
     assert (status, line) == ("WARN", 3) and "torch.compile uses the ptxas of torch 2.9.0+cu130" in message
+
+
+@pytest.mark.parametrize(("version", "status"), [("2.9.0", "FAIL"), ("2.9.0+cu130", "WARN")])
+def test_a_torch_wheel_is_judged_by_the_triton_it_pins(tmp_path: Path, version: str, status: str) -> None:
+    # torch 2.9.0's Requires-Dist pins triton==3.5.0: pip installs exactly that one with the wheel
+    wheel = tmp_path / f"torch-{version.replace('+', '%2B')}-cp312-cp312-manylinux_2_28_aarch64.whl"
+    info = f"torch-{version}.dist-info"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n"
+                                         "Requires-Dist: triton==3.5.0; platform_system == \"Linux\"\n")
+        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nTag: cp312-cp312-manylinux_2_28_aarch64\n")
+        zf.writestr(f"{info}/RECORD", "")
+    [(got, _, message)] = _found(str(wheel))
+    assert got == status and message.startswith(f"triton 3.5.0 (which torch {version} pins) bundles ptxas 12.8")
 
 
 def test_a_freeze_of_an_ngc_container_is_info(tmp_path: Path) -> None:

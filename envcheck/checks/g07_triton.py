@@ -18,6 +18,7 @@ TRITON_PTXAS = rule(
     option 'gpu-name'" (triton-lang/triton#8539). The ptxas of each release comes from a sourced table
     (envcheck/knowledge/triton_ptxas.toml); pytorch-triton builds count by their base version. INFO where the
     input sets TRITON_PTXAS_PATH, or is an NGC container (an NGC torch), whose images point it at their toolkit;
+    a wheel is judged by the Triton its Requires-Dist pins (torch 2.9.0: triton==3.5.0);
     silent for a Triton that may come from another index (its build may bundle another ptxas);
     WARN next to a cu13x torch of the PyTorch index, whose own bundled ptxas torch.compile uses (kernels launched
     through Triton directly still fail).""",
@@ -57,7 +58,8 @@ def triton_ptxas(ctx: CheckContext) -> Iterator[Finding]:
     if not redirected and (ngc := next((p for p in ctx.inventory.packages if p.name == "torch" and ngc_release(p.version)), None)):
         # NGC PyTorch images set TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (docs/research/spark-facts.md §1.4)
         redirected = [f"the NGC container of torch {ngc.version} (its TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas)"]
-    for pkg in ctx.inventory.packages:
+    pinned = dict(_pinned_by_wheel(ctx))  # a wheel's own Requires-Dist pin (torch 2.9.0: triton==3.5.0)
+    for pkg in [*ctx.inventory.packages, *pinned]:
         if pkg.name not in _NAMES or not pkg.version or pkg.role in _NOT_RUN or not installs_on(pkg, ctx.profile):
             continue
         found = bundled_ptxas(pkg.version)
@@ -65,6 +67,8 @@ def triton_ptxas(ctx: CheckContext) -> Iterator[Finding]:
             continue
         ptxas, inferred = found
         evidence = {"package": pkg.name, "version": pkg.version, "ptxas": ptxas, "target": target, "inferred": inferred}
+        if pkg in pinned:
+            evidence["pinned_by"] = pinned[pkg]
         missing = unknown_to(ptxas, [target])
         if not missing:
             yield TRITON_PTXAS.passed(f"{pkg.name} {pkg.version} bundles ptxas {ptxas}, which compiles for {target}",
@@ -74,8 +78,8 @@ def triton_ptxas(ctx: CheckContext) -> Iterator[Finding]:
                                     f"{redirected[-1]} replaces it", pkg.location, **evidence)
         else:
             fails = f"(ptxas fatal : Value '{target}' is not defined for option 'gpu-name')"
-            head = (f"{pkg.name} {pkg.version} bundles ptxas {ptxas}{' (inferred)' if inferred else ''}, which cannot compile "
-                    f"for {target} (CUDA {missing[0][1]} is the first that can)")
+            head = (f"{pkg.name} {pkg.version}{f' (which {pinned[pkg]} pins)' if pkg in pinned else ''} bundles ptxas {ptxas}"
+                    f"{' (inferred)' if inferred else ''}, which cannot compile for {target} (CUDA {missing[0][1]} is the first that can)")
             own = _torch_ptxas(ctx)
             if own is None:
                 yield TRITON_PTXAS.finding(f"{head}: every Triton kernel fails to build on {ctx.profile.name} {fails}",
@@ -84,6 +88,24 @@ def triton_ptxas(ctx: CheckContext) -> Iterator[Finding]:
                 yield TRITON_PTXAS.finding(f"{head}: torch.compile uses the ptxas of {own}, but Triton kernels launched "
                                            f"directly (vLLM's, Unsloth's, Liger's) fail {fails}", pkg.location,
                                            {**evidence, "torch_ptxas": own}, status=Status.WARN)
+
+
+def _pinned_by_wheel(ctx: CheckContext) -> Iterator[tuple[Package, str]]:
+    """The Triton a wheel pins in its own Requires-Dist (a torch wheel's ``triton==3.5.0; platform_system ==
+    "Linux"``), at the wheel, as (package, the wheel's name and version): pip installs exactly that one with it."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    if ctx.kind != "wheel" or any(p.name in _NAMES for p in ctx.inventory.packages):
+        return
+    for pkg in ctx.inventory.packages:
+        for line in pkg.requires or ():
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            pins = [s.version for s in req.specifier if s.operator == "==" or (s.operator == "~=" and s.version.count(".") == 2)]
+            if (req.name.lower() in _NAMES and len(pins) == 1
+                    and (req.marker is None or req.marker.evaluate({**ctx.profile.marker_env, "extra": ""}))):
+                yield Package(req.name.lower(), pins[0], location=pkg.location), f"{pkg.name} {pkg.version}"
 
 
 _KNOWN_HOSTS = ("pypi.org", "pypi.python.org", "files.pythonhosted.org", "download.pytorch.org")
