@@ -25,6 +25,8 @@ def test_a_wheel_url_is_read_and_judged(index: PackageIndex) -> None:
     [g1] = [f for f in target["findings"] if f["rule"] == "G1-binary-soname" and f["status"] == "FAIL"]
     assert g1["location"] == {"path": url, "member": "cuda12ext/_C.so"} and "libcudart.so.12" in g1["message"]
     assert any(r.startswith(("GET", "HEAD")) for r in index.requests)
+    sarif = json.loads(run_envcheck("-f", "sarif", url).stdout)  # the URL is the artifact's URI as it is
+    assert {loc["physicalLocation"]["artifactLocation"]["uri"] for r in sarif["runs"][0]["results"] for loc in r["locations"]} == {url}
 
 
 def test_a_url_that_names_no_wheel_is_an_input_error(index: PackageIndex) -> None:
