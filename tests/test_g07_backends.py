@@ -19,6 +19,7 @@ GENCODES = {
     "mla.so": ("compute_100f", "sm_100f"),
     "sm120a.so": ("compute_120a", "sm_120a"),
     "sm80.so": ("compute_80", "sm_80"),
+    "ptx80.so": ("compute_80", "compute_80"),
 }
 
 
@@ -47,8 +48,12 @@ def test_other_generation_backends_next_to_a_running_core_are_one_warn(tmp_path:
     assert "servekit: 2 binaries" in message and "sm_100f, sm_90a" in message
 
 
-def test_without_a_core_that_runs_the_same_backends_fail(tmp_path: Path, libraries: dict[str, Path]) -> None:
-    installed_dist(tmp_path, "hopperonly", "1.0", {f"hopperonly/{n}": libraries[n] for n in ("fa3.so", "mla.so")})
+@pytest.mark.parametrize("core", [None, "ptx80.so"])
+def test_without_a_core_with_sass_for_the_gpu_the_same_backends_fail(tmp_path: Path, libraries: dict[str, Path],
+                                                                     core: str | None) -> None:
+    # a package whose only code that reaches sm_121 is PTX to JIT is not known to run its main path here
+    names = ("fa3.so", "mla.so", *((core,) if core else ()))
+    installed_dist(tmp_path, "hopperonly", "1.0", {f"hopperonly/{n}": libraries[n] for n in names})
     assert [s for s, _ in _g7(tmp_path)] == ["FAIL"]
 
 

@@ -90,7 +90,7 @@ BINARY_NO_SM121 = rule(
     cudaErrorNoKernelImageForDevice ("no kernel image is available") on a DGX Spark. Each fatbin module is
     judged on its own, as the runtime registers them one by one. Binaries whose only code is arch- or
     family-specific for another GPU generation (sm_90a, sm_100f: vLLM's FlashMLA and FA3) in a package whose
-    other binaries run here are backends it picks by GPU: WARN, as those features are missing on a Spark.""",
+    other binaries carry SASS that runs here are backends it picks by GPU: WARN, as those features are missing.""",
     """Install a build that targets sm_120 or sm_121 (CUDA 12.8+ / 13 builds, TORCH_CUDA_ARCH_LIST
     including 12.0 or 12.1), or one that ships PTX; or rebuild from source with -gencode
     arch=compute_121,code=sm_121.""",
@@ -214,8 +214,8 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
         # Loose files (no distribution) are each their own cause; a package's files are one.
         single = group[0].distribution is None
         backends = [b for b, _ in failing if _other_generation_only(b, ctx.profile.sm)]
-        if not single and failing and len(backends) == len(failing) and (good or jit_only):
-            failing = []  # the package runs here: what it lacks is features built for other GPUs only
+        if not single and failing and len(backends) == len(failing) and good:
+            failing = []  # its main path has SASS for this GPU: what it lacks is features built for other GPUs only
             yield BINARY_NO_SM121.finding(
                 f"{owner}: {len(backends)} binaries carry only kernels specialised for other GPU generations "
                 f"({_codes(backends)}), none for {target}, e.g. {backends[0].path}: backends the package selects by GPU, "
