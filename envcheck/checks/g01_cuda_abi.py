@@ -11,7 +11,7 @@ from pathlib import PurePosixPath as Path
 
 from envcheck import kinds, knowledge
 from envcheck.fixes import g01_cuda_abi as fixes
-from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.knowledge.builds import (
     CudaBuild,
     build_of_index,
@@ -56,7 +56,8 @@ CUDA12_DIST = rule(
     "G1-cuda12-distribution", "G1", "A CUDA 12 library distribution is installed", Status.FAIL,
     """Distributions such as nvidia-cuda-runtime-cu12, nvidia-cublas-cu12, cupy-cuda12x or conda's
     pytorch-cuda=12.x carry CUDA 12 libraries (libcudart.so.12, ...). Note that library versions do not
-    follow the toolkit's major: nvidia-cufft 12.x and nvidia-curand 10.4.x are CUDA 13 releases and pass.""",
+    follow the toolkit's major: nvidia-cufft 12.x and nvidia-curand 10.4.x are CUDA 13 releases and pass. A
+    wheel is judged with what its Requires-Dist installs on the profile (and an exactly pinned torch by its build).""",
     "Replace it with the CUDA 13 distribution (unsuffixed nvidia-* 13.x, or the -cu13 variant), or drop the pin and let torch's cu130 build pull its own.",
     (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS), autofix=fixes.cuda12_distribution)
 CUDA12_INDEX = rule(
@@ -267,7 +268,30 @@ def _named(found: list[Finding]) -> str:
 
 def _judged_packages(ctx: CheckContext) -> list[Package]:
     """The packages that install on the profile's platform (constraints and overrides install nothing)."""
-    return [p for p in ctx.inventory.packages if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
+    return [p for p in (*ctx.inventory.packages, *_wheel_requirements(ctx)) if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
+
+
+def _wheel_requirements(ctx: CheckContext) -> list[Package]:
+    """What a wheel's Requires-Dist makes pip install with it, as G1 judges it: CUDA 11/12 library distributions
+    (nvidia-cublas-cu12, cupy-cuda12x) and an exactly pinned torch, at the wheel (not for a CUDA 12 distribution's
+    own wheel: that is its finding already)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    out = []
+    for wheel in ctx.inventory.wheels if ctx.kind == "wheel" else ():
+        if (own := distribution_cuda_major(Package(wheel.name))) is not None and own[0] < ctx.profile.cuda_major:
+            continue
+        for line in wheel.requires:
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            pins = [s.version for s in req.specifier if s.operator == "=="]
+            pkg = Package(canonical(req.name), pins[0] if len(pins) == 1 else None, str(req.specifier),
+                          marker=str(req.marker) if req.marker else None, location=wheel.location)
+            dist = distribution_cuda_major(pkg)
+            if (dist is not None and dist[0] < ctx.profile.cuda_major) or (pkg.name == "torch" and pkg.version):
+                out.append(pkg)
+    return out
 
 
 def _names_a_cuda_build(ctx: CheckContext) -> bool:
