@@ -272,25 +272,31 @@ def _judged_packages(ctx: CheckContext) -> list[Package]:
 
 
 def _wheel_requirements(ctx: CheckContext) -> list[Package]:
-    """What a wheel's Requires-Dist makes pip install with it, as G1 judges it: CUDA 11/12 library distributions
-    (nvidia-cublas-cu12, cupy-cuda12x) and an exactly pinned torch, at the wheel (not for a CUDA 12 distribution's
-    own wheel: that is its finding already)."""
+    """What a wheel's Requires-Dist installs, as G1 judges it: CUDA 11/12 library distributions (nvidia-cublas-cu12,
+    cupy-cuda12x) and an exactly pinned torch (not for a CUDA 12 distribution's own wheel: its finding already)."""
+    out = []
+    for pkg in wheel_requirements(ctx):
+        dist = distribution_cuda_major(pkg)
+        if (dist is not None and dist[0] < ctx.profile.cuda_major) or (pkg.name == "torch" and pkg.version):
+            out.append(pkg)
+    own = [d for w in ctx.inventory.wheels if (d := distribution_cuda_major(Package(w.name))) and d[0] < ctx.profile.cuda_major]
+    return [] if own else out
+
+
+def wheel_requirements(ctx: CheckContext) -> list[Package]:
+    """A wheel target's Requires-Dist as packages at the wheel (their markers kept for installs_on): what pip
+    installs with it. Empty for other inputs, whose requirements are their own packages."""
     from packaging.requirements import InvalidRequirement, Requirement
     out = []
     for wheel in ctx.inventory.wheels if ctx.kind == "wheel" else ():
-        if (own := distribution_cuda_major(Package(wheel.name))) is not None and own[0] < ctx.profile.cuda_major:
-            continue
         for line in wheel.requires:
             try:
                 req = Requirement(line)
             except InvalidRequirement:
                 continue
             pins = [s.version for s in req.specifier if s.operator == "=="]
-            pkg = Package(canonical(req.name), pins[0] if len(pins) == 1 else None, str(req.specifier),
-                          marker=str(req.marker) if req.marker else None, location=wheel.location)
-            dist = distribution_cuda_major(pkg)
-            if (dist is not None and dist[0] < ctx.profile.cuda_major) or (pkg.name == "torch" and pkg.version):
-                out.append(pkg)
+            out.append(Package(canonical(req.name), pins[0] if len(pins) == 1 else None, str(req.specifier),
+                               marker=str(req.marker) if req.marker else None, location=wheel.location))
     return out
 
 

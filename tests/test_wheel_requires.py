@@ -1,6 +1,7 @@
-"""G1 over what a wheel's Requires-Dist makes pip install with it: CUDA 12 library distributions and an exactly
-pinned torch are judged at the wheel, where their markers hold on the Spark (linux/aarch64, no extra); a CUDA 12
-distribution's own wheel is one finding, not one more per CUDA 12 dependency. Through the command line."""
+"""G1 and G2 over what a wheel's Requires-Dist makes pip install with it: CUDA 12 library distributions, an exactly
+pinned torch and flash-attn (a source build on aarch64) are judged at the wheel, where their markers hold on the
+Spark (linux/aarch64, no extra); a CUDA 12 distribution's own wheel is one finding, not one more per CUDA 12
+dependency. Through the command line."""
 
 from __future__ import annotations
 
@@ -22,11 +23,11 @@ def _wheel(folder: Path, name: str, *requires: str) -> Path:
     return path
 
 
-def _g1(wheel: Path) -> list[tuple[str, str, str]]:
+def _g1(wheel: Path, gotcha: str = "G1") -> list[tuple[str, str, str]]:
     done = run_envcheck("-f", "json", str(wheel))
     assert done.returncode in (0, 1), done.stderr
     return sorted((f["rule"], f["status"], f["message"]) for t in json.loads(done.stdout)["targets"] for f in t["findings"]
-                  if f["gotcha"] == "G1" and f["status"] in ("WARN", "FAIL"))
+                  if f["gotcha"] == gotcha and f["status"] in ("WARN", "FAIL"))
 
 
 def test_cuda12_dependencies_and_a_pinned_cpu_torch_are_judged_at_the_wheel(tmp_path: Path) -> None:
@@ -48,3 +49,9 @@ def test_a_cuda12_distributions_own_wheel_is_one_finding(tmp_path: Path) -> None
     wheel = _wheel(tmp_path, "jax-cuda12-plugin", "jax-cuda12-pjrt==1.0")
     [(rule, status, message)] = _g1(wheel)
     assert (rule, status) == ("G1-cuda12-distribution", "FAIL") and message.startswith("jax-cuda12-plugin 1.0")
+
+
+def test_a_wheel_that_requires_flash_attn_makes_pip_build_it(tmp_path: Path) -> None:
+    assert [r for r, _, _ in _g1(_wheel(tmp_path, "fa-user", "flash-attn>=2.7"), "G2")] == ["G2-flash-attn-build"]
+    (tmp_path / "x").mkdir()
+    assert _g1(_wheel(tmp_path / "x", "fa-opt", "flash-attn>=2.7; extra == 'gpu'"), "G2") == []
