@@ -12,11 +12,11 @@ from pathlib import Path
 from conftest import run_envcheck
 
 
-def _wheel(folder: Path, name: str, *requires: str) -> Path:
-    path = folder / f"{name.replace('-', '_')}-1.0-py3-none-manylinux_2_28_aarch64.whl"
-    info = f"{name.replace('-', '_')}-1.0.dist-info"
+def _wheel(folder: Path, name: str, *requires: str, version: str = "1.0") -> Path:
+    path = folder / f"{name.replace('-', '_')}-{version.replace('+', '%2B')}-py3-none-manylinux_2_28_aarch64.whl"
+    info = f"{name.replace('-', '_')}-{version}.dist-info"
     with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"
+        zf.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
                                          + "".join(f"Requires-Dist: {r}\n" for r in requires))
         zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nTag: py3-none-manylinux_2_28_aarch64\n")
         zf.writestr(f"{info}/RECORD", "")
@@ -55,3 +55,11 @@ def test_a_wheel_that_requires_flash_attn_makes_pip_build_it(tmp_path: Path) -> 
     assert [r for r, _, _ in _g1(_wheel(tmp_path, "fa-user", "flash-attn>=2.7"), "G2")] == ["G2-flash-attn-build"]
     (tmp_path / "x").mkdir()
     assert _g1(_wheel(tmp_path / "x", "fa-opt", "flash-attn>=2.7; extra == 'gpu'"), "G2") == []
+
+
+def test_a_cu130_wheel_pins_the_torch_of_its_own_index(tmp_path: Path) -> None:
+    # pip takes torch==2.9.0 from the cu130 index the torchvision 0.24.0+cu130 wheel comes from: a CUDA 13 torch
+    assert _g1(_wheel(tmp_path, "torchvision", "torch==2.9.0", version="0.24.0+cu130")) == []
+    (tmp_path / "pypi").mkdir()  # PyPI's torchvision 0.24.0 pulls PyPI's torch 2.9.0: CPU-only on aarch64
+    found = _g1(_wheel(tmp_path / "pypi", "torchvision", "torch==2.9.0", version="0.24.0"))
+    assert [(r, s) for r, s, _ in found] == [("G1-cpu-build", "WARN")]

@@ -295,7 +295,11 @@ def wheel_requirements(ctx: CheckContext) -> list[Package]:
             except InvalidRequirement:
                 continue
             pins = [s.version for s in req.specifier if s.operator == "=="]
-            out.append(Package(canonical(req.name), pins[0] if len(pins) == 1 else None, str(req.specifier),
+            version = pins[0] if len(pins) == 1 else None
+            if version and "+" not in version and "+" in wheel.version and canonical(req.name) in _TORCH_FAMILY:
+                # torchvision 0.24.0+cu130 pins torch==2.9.0: pip takes it from the same index, torch 2.9.0+cu130
+                version += "+" + wheel.version.split("+", 1)[1]
+            out.append(Package(canonical(req.name), version, str(req.specifier),
                                marker=str(req.marker) if req.marker else None, location=wheel.location))
     return out
 
