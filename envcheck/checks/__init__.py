@@ -24,6 +24,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "envcheck.checks.g05_bandwidth": ("any",),
     "envcheck.checks.g06_shared_memory": (*_LIVE, *_LAUNCHES, "dockerfile"),
     "envcheck.checks.g07_gpu_arch": ("requirements", "pyproject", "lock", "dockerfile", *kinds.BINARY_KINDS),
+    "envcheck.checks.g07_triton": (*kinds.DEPENDENCY_FILES, "wheel", *kinds.ENVIRONMENTS),
     "envcheck.checks.g08_playbooks": _LIVE,
     "envcheck.checks.g09_drift": _PACKAGES,
     "envcheck.checks.g09_served": ("requirements", "pyproject", "dockerfile"),

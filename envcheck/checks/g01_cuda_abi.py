@@ -11,7 +11,7 @@ from pathlib import PurePosixPath as Path
 
 from envcheck import kinds, knowledge
 from envcheck.fixes import g01_cuda_abi as fixes
-from envcheck.inspect.wheel_tags import parse_wheel_name
+from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.knowledge.builds import (
     CudaBuild,
     build_of_index,
@@ -56,7 +56,8 @@ CUDA12_DIST = rule(
     "G1-cuda12-distribution", "G1", "A CUDA 12 library distribution is installed", Status.FAIL,
     """Distributions such as nvidia-cuda-runtime-cu12, nvidia-cublas-cu12, cupy-cuda12x or conda's
     pytorch-cuda=12.x carry CUDA 12 libraries (libcudart.so.12, ...). Note that library versions do not
-    follow the toolkit's major: nvidia-cufft 12.x and nvidia-curand 10.4.x are CUDA 13 releases and pass.""",
+    follow the toolkit's major: nvidia-cufft 12.x and nvidia-curand 10.4.x are CUDA 13 releases and pass. A
+    wheel is judged with what its Requires-Dist installs on the profile (and an exactly pinned torch by its build).""",
     "Replace it with the CUDA 13 distribution (unsuffixed nvidia-* 13.x, or the -cu13 variant), or drop the pin and let torch's cu130 build pull its own.",
     (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS), autofix=fixes.cuda12_distribution)
 CUDA12_INDEX = rule(
@@ -267,7 +268,40 @@ def _named(found: list[Finding]) -> str:
 
 def _judged_packages(ctx: CheckContext) -> list[Package]:
     """The packages that install on the profile's platform (constraints and overrides install nothing)."""
-    return [p for p in ctx.inventory.packages if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
+    return [p for p in (*ctx.inventory.packages, *_wheel_requirements(ctx)) if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
+
+
+def _wheel_requirements(ctx: CheckContext) -> list[Package]:
+    """What a wheel's Requires-Dist installs, as G1 judges it: CUDA 11/12 library distributions (nvidia-cublas-cu12,
+    cupy-cuda12x) and an exactly pinned torch (not for a CUDA 12 distribution's own wheel: its finding already)."""
+    out = []
+    for pkg in wheel_requirements(ctx):
+        dist = distribution_cuda_major(pkg)
+        if (dist is not None and dist[0] < ctx.profile.cuda_major) or (pkg.name == "torch" and pkg.version):
+            out.append(pkg)
+    own = [d for w in ctx.inventory.wheels if (d := distribution_cuda_major(Package(w.name))) and d[0] < ctx.profile.cuda_major]
+    return [] if own else out
+
+
+def wheel_requirements(ctx: CheckContext) -> list[Package]:
+    """A wheel target's Requires-Dist as packages at the wheel (their markers kept for installs_on): what pip
+    installs with it. Empty for other inputs, whose requirements are their own packages."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    out = []
+    for wheel in ctx.inventory.wheels if ctx.kind == "wheel" else ():
+        for line in wheel.requires:
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            pins = [s.version for s in req.specifier if s.operator == "=="]
+            version = pins[0] if len(pins) == 1 else None
+            if version and "+" not in version and "+" in wheel.version and canonical(req.name) in _TORCH_FAMILY:
+                # torchvision 0.24.0+cu130 pins torch==2.9.0: pip takes it from the same index, torch 2.9.0+cu130
+                version += "+" + wheel.version.split("+", 1)[1]
+            out.append(Package(canonical(req.name), version, str(req.specifier),
+                               marker=str(req.marker) if req.marker else None, location=wheel.location))
+    return out
 
 
 def _names_a_cuda_build(ctx: CheckContext) -> bool:
@@ -448,7 +482,9 @@ BINARY_SONAME = rule(
     libcusolver.so.12 and libcurand.so.10 are CUDA 13 libraries, libnccl.so.2 and libcudnn.so.9 say
     nothing. On a CUDA 13 Spark such a binary fails at import (cannot open shared object file, undefined
     symbol). Packages that ship one library per CUDA version and pick one at import time are judged by
-    whether a CUDA 13 variant exists next to it (INFO then).""",
+    whether a CUDA 13 variant exists next to it (INFO then). A CUDA 12 library a wheel ships itself under an
+    auditwheel-renamed name (libcudart-5961e14e.so.12), linked by that name, is INFO too: it loads with the
+    wheel, and the CUDA 13 driver runs older runtimes.""",
     _FIX_CU130, kinds.BINARY_KINDS)
 BINARY_STATIC_CUDART = rule(
     "G1-binary-static-cudart", "G1", "Binaries with the CUDA runtime linked in statically", Status.INFO,
@@ -464,6 +500,17 @@ def _foreign(names: tuple[str, ...], major: int) -> list[tuple[str, tuple[int, .
     from envcheck.knowledge.sonames import cuda_majors  # the soname table: only for targets with binaries
     return [(name, majors) for name in names
             if (majors := cuda_majors(name)) is not None and major not in majors]
+
+
+def _private_copies(binaries: list[Binary]) -> dict[str, set[str]]:
+    """Per distribution, the auditwheel-renamed libraries (``libcudart-5961e14e.so.12``) it ships itself."""
+    from envcheck.knowledge.sonames import renamed
+    out: dict[str, set[str]] = {}
+    for b in binaries:
+        for name in (os.path.basename(b.path), b.soname):
+            if b.distribution and name and renamed(name):
+                out.setdefault(b.distribution, set()).add(name)
+    return out
 
 
 def variant_key(b: Binary) -> tuple[str, str]:
@@ -512,9 +559,14 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     judged = sum(1 for b in binaries
                  if any(cuda_majors(n) is not None for n in (*b.needed, *((b.soname,) if b.soname else ()))))
     failed = False
+    private = _private_copies(binaries)
+    vendored: dict[str, set[str]] = {}  # distribution -> the private CUDA libraries its binaries use
     for b in binaries:
-        bad_needed = _foreign(b.needed, major)
-        bad_self = _foreign((b.soname,), major) if b.soname else []
+        mine = private.get(b.distribution or "", set())
+        bad_needed = [(n, m) for n, m in _foreign(b.needed, major) if n not in mine]
+        bad_self = _foreign((b.soname,), major) if b.soname and b.soname not in mine else []
+        if b.distribution and (own := {n for n, _ in _foreign((*b.needed, b.soname or ""), major) if n in mine}):
+            vendored.setdefault(b.distribution, set()).update(own)
         if not bad_needed and not bad_self:
             continue
         owner = b.distribution or "no known distribution"
@@ -541,6 +593,13 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     if judged and not failed:
         yield BINARY_SONAME.passed(f"{judged} binaries link CUDA libraries; none needs a library of a CUDA major other than {major}",
                                    None, binaries=judged)
+    for dist, names in sorted(vendored.items()):
+        # auditwheel renamed the copy (libcudart-5961e14e.so.12): only the wheel's own binaries load it, and the
+        # CUDA 13 driver runs an older runtime; their GPU code is G7's to judge
+        yield BINARY_SONAME.info(f"{dist} ships its own copy of {', '.join(sorted(names))} (CUDA "
+                                 f"{'/'.join(sorted({str(m) for n in names for m in cuda_majors(n) or ()}))}, renamed by auditwheel) "
+                                 f"and its binaries load that copy: it runs under {ctx.profile.name}'s CUDA {major} driver",
+                                 None, distribution=dist, libraries=sorted(names))
     static = sorted({b.path for b in binaries if b.static_cudart})
     if static:
         yield BINARY_STATIC_CUDART.info(f"{len(static)} binaries link the CUDA runtime statically, e.g. {static[0]}",

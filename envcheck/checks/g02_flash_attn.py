@@ -21,8 +21,9 @@ FLASH_ATTN_BUILD = rule(
     "G2-flash-attn-build", "G2", "flash-attn would be built from source by pip", Status.FAIL,
     """flash-attn publishes no aarch64 wheels, so pip compiles it from source: two to three hours on a
     Spark, often ending in a failure or an apparent hang. NGC PyTorch containers already ship a working
-    build. An install whose failure the script ignores (`|| true`, `|| echo ...`) is a WARN: the hours are
-    spent, then the image builds without flash-attn.""",
+    build. A wheel whose Requires-Dist names flash-attn makes pip build it too. An install whose failure the
+    script ignores (`|| true`, `|| echo ...`) is a WARN: the hours are spent, then the image builds without
+    flash-attn.""",
     "Drop flash-attn and use PyTorch SDPA (attn_implementation='sdpa'), or use an NGC PyTorch container, which ships flash-attn built for SM121; if you have a prebuilt aarch64 wheel, install that file explicitly.",
     (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
     autofix=dockerfile_fixes.flash_attn_build)
@@ -100,6 +101,9 @@ def _installed_in_stage(pkg: Package, installed: list[Package], ctx: CheckContex
 @check(FLASH_ATTN_BUILD, FLASH_ATTN_PRESENT, UNSLOTH_SDPA)
 def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
     pkgs = [p for p in ctx.inventory.packages if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
+    if ctx.kind == "wheel":  # a wheel that requires flash-attn makes pip build it (its Requires-Dist)
+        from envcheck.checks.g01_cuda_abi import wheel_requirements
+        pkgs += [p for p in wheel_requirements(ctx) if p.name == "flash-attn" and installs_on(p, ctx.profile)]
     flash = [p for p in pkgs if p.name == "flash-attn"]
     unsloth = [p for p in pkgs if p.name == "unsloth"]
     installed_flash = [p for p in flash if p.installed]

@@ -71,7 +71,10 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
             raise UsageError("nothing to check in the current folder (no dependency file, Dockerfile, compose file, Kubernetes "
                              "manifest, shell script, notebook or wheel); pass a PATH, or --allow-empty")
         targets.extend(found)
-    for path in paths:
+    for raw, path in zip(args.paths, paths, strict=True):
+        if re.match(r"(?i)https?://", raw):  # a wheel on a server, read by range requests
+            targets.append(_url_target(raw, args.max_expansion))
+            continue
         if str(path) == "-":  # a manifest or script on stdin (helm template ... | envcheck --kind kubernetes -)
             if args.kind is None:
                 raise UsageError("reading stdin (-) needs --kind: envcheck cannot tell the kind of a stream by its name")
@@ -114,6 +117,17 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
         from envcheck.shards import sharded
         targets = sharded(targets, args.shard, lambda target: target.name)
     return targets
+
+
+def _url_target(url: str, max_expansion: float | None) -> Target:
+    from envcheck.engine import Target
+    from envcheck.services.package_index import redact
+    from envcheck.sources.remote_wheel import read_url
+
+    def read() -> Inventory:
+        return read_url(url, max_expansion)
+
+    return Target(redact(url), "wheel", read)
 
 
 def _relative_to_cwd(path: Path) -> Path:

@@ -27,9 +27,12 @@ def _rule_descriptor(rule: rules.Rule) -> dict[str, Any]:
 
 def artifact_uri(path: str, base: str | None = None) -> str:
     """A path under ``base`` (the checkout, in CI) as a relative URI reference, which code scanning resolves
-    against the checkout; any other absolute path as a ``file://`` URI; percent-encoded either way."""
+    against the checkout; any other absolute path as a ``file://`` URI; percent-encoded either way. A URL is
+    its own URI."""
     from pathlib import PurePosixPath
     from urllib.parse import quote
+    if path.startswith(("https://", "http://")):  # a remote wheel (envcheck URL, --resolve): already a URI
+        return path
     pure = PurePosixPath(path)
     if pure.is_absolute() and base is not None and pure.is_relative_to(base):
         pure = pure.relative_to(base)

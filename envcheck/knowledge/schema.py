@@ -48,6 +48,7 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
     "docker_official_images": {"meta": META, "official": Rows({"registry": str, "names": STR_LIST})},
     "cuda_image_tags": {"meta": META, "cuda13": Rows({"version": str, "flavor": str, "os": str})},
     "nvcc_targets": {"meta": META, "target": Rows({"targets": STR_LIST, "first_nvcc": str})},
+    "triton_ptxas": {"meta": META, "triton": Rows({"versions": str, "ptxas": str})},
     "cuda_sonames": {"meta": META, "library": Rows({"soname": str, "cuda": INT_LIST})},
     "ngc_tags": {
         "meta": META, "first_cuda13_pytorch": Value(str), "first_cuda13_source": Value(str),

@@ -21,6 +21,11 @@ def soname_key(name: str) -> str:
     return m2.group("stem") + (f".{m2.group('major')}" if m2.group("major") else "")
 
 
+def renamed(name: str) -> bool:
+    """Whether auditwheel renamed ``name`` (``libcudart-5961e14e.so.12``): a wheel's private copy."""
+    return _HASHED.match(name.rsplit("/", 1)[-1]) is not None
+
+
 @lru_cache(maxsize=1)
 def _soname_table() -> dict[str, tuple[int, ...]]:
     rows = load("cuda_sonames").get("library", [])

@@ -8,12 +8,12 @@ import itertools
 import shutil
 import tempfile
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.limits import DEFAULT_MAX_EXPANSION, EXPANSION_FLOOR, expansion_limit
-from envcheck.model import Binary, Location
+from envcheck.model import Binary, Inventory, Location, from_plain
 from envcheck.services.package_index import FileProblem, IndexClient, RemoteFile, redact
 
 MAX_MEMBER_BYTES = 1 << 30  # an ELF member bigger than this (inflated) is not read: its facts come from the table
@@ -222,3 +222,33 @@ class _RemoteWindow:  # a ByteSource over a stored member of a remote zip
         if len(data) != size:
             raise MalformedBinary(f"file ended early: wanted {size} bytes at {offset:#x}", offset)
         return data
+
+
+def read_url(url: str, max_expansion: float | None = None) -> Inventory:
+    """KIND ``wheel`` named by its http(s) URL (``envcheck https://.../x.whl``): read by range requests as
+    ``--resolve`` reads the files it picks, judged like a local wheel."""
+    from envcheck.errors import InputError
+    from envcheck.model import Package, ReadProblem, Role, Wheel
+    from envcheck.services.package_index import redact
+
+    shown = redact(url)
+    parsed = parse_wheel_name(url.split("#")[0].split("?")[0])
+    if parsed is None:
+        raise InputError(f"{shown}: not the URL of a wheel (envcheck reads a remote file only when it is a .whl)", path=shown)
+    try:
+        facts = read_remote_wheel(IndexClient(), url, None, None,
+                                  max_expansion=DEFAULT_MAX_EXPANSION if max_expansion is None else max_expansion)
+    except FileProblem as exc:
+        raise InputError(exc.message, path=shown) from None
+    where = Location(shown)
+    inv = Inventory(context="declared")
+    inv.problems += [ReadProblem(f"{shown}!{p}", where) for p in facts.problems]
+    inv.problems += [ReadProblem(f"{shown}: {n}", where, note=True) for n in facts.notes]
+    requires = facts.requires or ()
+    inv.wheels.append(Wheel(parsed.filename, parsed.name, parsed.version, parsed.tags or facts.tags, requires, where))
+    inv.packages.append(Package(name=parsed.name, version=parsed.version, specifier=f"=={parsed.version}", requires=requires,
+                                role=Role.REQUIREMENT, location=where))
+    for data in facts.binaries:
+        binary = from_plain(Binary, {k: v for k, v in data.items() if k != "member"}, "binary")
+        inv.binaries.append(replace(binary, distribution=parsed.name, location=Location(shown, member=data.get("member"))))
+    return inv
