@@ -174,7 +174,10 @@ def clean_value(value: T, secret: bool = False, escape: bool = True) -> T:
 def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
     kind: Any = type(value)
     if kind is str:
-        return (MASK if value else value) if secret else clean(value) if escape else redact(value)
+        if secret:
+            return MASK if value else value
+        new = clean(value) if escape else redact(value)
+        return value if new == value else new  # the same object when unchanged: the callers compare by identity
     if value is None or kind in _PLAIN or isinstance(value, enum.Enum):
         return value
     if kind is tuple or kind is list:
@@ -190,7 +193,8 @@ def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
             return value  # nothing to change (a diff of 300,000 packages has as many evidence objects)
         return dict(pairs)
     if isinstance(value, (set, frozenset)):
-        return kind(_clean_any(v, secret, escape) for v in value)
+        members = [(_clean_any(v, secret, escape), v) for v in value]
+        return value if all(new is old for new, old in members) else kind(new for new, _ in members)
     if not dataclasses.is_dataclass(value):
         return value
     secret_fields = _secret_fields(value)
@@ -200,7 +204,7 @@ def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
         if old is None or type(old) in _PLAIN:
             continue
         new = _clean_any(old, name in secret_fields, escape)
-        if new is not old and new != old:
+        if new is not old:  # not `!=`: fields left out of comparison (evidence, edits) may hold the secret
             changes[name] = new
     return dataclasses.replace(value, **changes) if changes else value  # type: ignore[type-var]
 

@@ -18,7 +18,8 @@ from envcheck.redaction import clean, escape_controls, is_secret_name, redact
 
 FORMATS = ("text", "json", "sarif", "github", "preflight", "html")
 SECRETS = ("alice", "S3cretPw", "bob", "S3cretInc", "hf_SecretValue123", "carol", "S3cretArg", "hf_RunSecret456",
-           "dave", "S3cretRun", "ghp_BuildArgSecret", "S3cretQuery", "erin", "S3cretCfg", "hf_ImageEnvSecret", "wandb_OldFormSecret")
+           "dave", "S3cretRun", "ghp_BuildArgSecret", "S3cretQuery", "erin", "S3cretCfg", "hf_ImageEnvSecret", "wandb_OldFormSecret",
+           "frank", "S3cretGit")
 # What an injected line would start with: a GitHub workflow command, or a fake envcheck line.
 INJECTED = ("::error file=injected", "INJECTED")
 ESC, BEL = "\x1b", "\x07"
@@ -34,6 +35,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "-r https://bob:S3cretInc@files.example.com/more-requirements.txt\n"
         "--index-url https://download.pytorch.org/whl/cu121?token=S3cretQuery\n"
         "torch==2.5.1+cu121\n"
+        # the URL only reaches a finding's evidence, not its message
+        "flash-attn @ git+https://frank:S3cretGit@github.com/Dao-AILab/flash-attention.git\n"
         "root:$6$saltsalt$S3cretPwHashNotARequirement:19000:0:99999:7:::\n")
     (root / "Dockerfile").write_text(
         "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n"
@@ -286,3 +289,20 @@ def test_no_input_starts_a_workflow_command(tmp_path: Path, folder: str) -> None
             assert not line.lstrip().startswith("::") and "##[" not in line, f"{name}: {line!r}"
     shown = runs["text"].stdout.replace("\\x3a", ":").replace("\\x5b", "[")
     assert folder.strip() in shown  # the name is still shown, one character escaped
+
+
+def test_a_secret_only_in_evidence_is_masked(tmp_path: Path) -> None:
+    """A finding whose message is clean but whose evidence holds a credential (a merged report written by
+    anyone): the evidence is masked in every format, not only the fields the finding compares by."""
+    report = json.loads(run_envcheck("-f", "json", str(FIXTURES.parent / "examples" / "requirements-cuda12.txt"),
+                                     cwd=tmp_path).stdout)
+    for target in report["targets"]:
+        for finding in target["findings"]:
+            finding["evidence"] = {"url": "git+https://frank:S3cretGit@github.com/x/y.git", "HF_TOKEN": "S3cretGit"}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    for fmt in ("json", "html", "snapshot", "sarif", "text"):
+        done = run_envcheck("merge", "-f", fmt, "-v", str(tmp_path / "report.json"), cwd=tmp_path)
+        assert done.returncode == 1, done.stderr
+        assert "S3cretGit" not in done.stdout + done.stderr and "frank" not in done.stdout, fmt
+        if fmt == "json":  # masked, not dropped
+            assert "git+https://***@github.com/x/y.git" in done.stdout
