@@ -357,3 +357,23 @@ def test_a_variable_set_from_a_command_is_unknown_and_a_probe() -> None:
     assert build is not None and build.fallback  # the source build when no wheel was found
     assert got["a"] is not None and not got["a"].fallback  # undecidable, on the main side of its test
     assert got["b"] is None  # X is known to be empty
+
+
+def test_split_gives_shlex_words_and_errors() -> None:
+    """The launch-command, compose and option-line splitter is shlex.split (linear in a word's length)."""
+    import shlex
+
+    from envcheck.inspect.shell_words import split
+    texts = ["vllm serve m --tp 2 # a comment", "a#b c\nd", "'a b'\"c\\\"d\\x\"e\\ f", "''", '""', "a\\\nb", "x 'open",
+             'x "open', "x \\", '"a\\', "\t\r\n", "#only", "a'#'b", "é 'ü' \"日本\"", "a\\#b", '"\\\\" \\\\']
+    for text in texts:
+        for comments in (False, True):
+            try:
+                expected: object = shlex.split(text, comments=comments)
+            except ValueError:
+                expected = ValueError
+            try:
+                got: object = split(text, comments=comments)
+            except ValueError:
+                got = ValueError
+            assert got == expected, (text, comments)

@@ -408,3 +408,23 @@ def test_a_ray_image_published_for_amd64_only_is_arch_in_a_ray_cluster_for_the_s
     manifest.write_text(text.replace("2.9.0-py310-gpu\n", "2.52.0-py312-gpu\n"), encoding="utf-8")
     (target,) = _targets(str(manifest))
     assert not _hits(target, "ARCH-base-platform")
+
+
+def test_a_megabyte_word_in_a_launch_command_is_read_in_bounded_time(tmp_path: Path) -> None:
+    """Launch commands were split by shlex, which grows a word one character at a time: a 4 MB word in a
+    compose or pod `command:`, a script or a notebook line took many minutes. Each ends (its shell text is
+    over the 1 MiB envcheck reads for installs: an ERROR), and the G3 flag after the word is still found."""
+    word = "m" * (4 << 20)
+    command = f"vllm serve {word} --gpu-memory-utilization 0.99"
+    files = [
+        _write(tmp_path / "compose.yaml", f"services:\n  s:\n    image: vllm/vllm-openai:v0.11.0\n    command: {command}\n"),
+        _write(tmp_path / "pod.yaml", "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: c\n"
+               f"    image: vllm/vllm-openai:v0.11.0\n    command: [sh, -c, '{command}']\n"),
+        _write(tmp_path / "serve.sh", f"#!/bin/sh\n{command}\n"),
+        _notebook(tmp_path / "serve.ipynb", [("code", [f"!{command}\n"], [])]),
+    ]
+    for path in files:
+        run = run_envcheck_bounded("--format", "json", "--fail-on", "never", str(path), kill_after=60)
+        assert not run.killed and run.returncode in (0, 2), (path.name, run.describe())
+        (target,) = json.loads(run.stdout)["targets"]
+        assert _hits(target, "G3-memory-fraction"), (path.name, target["findings"])

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.errors import InputError, UsageError
+from envcheck.inspect import shell_words
 from envcheck.inspect.device_query import device_query
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.launch import image_entrypoint
@@ -306,7 +307,7 @@ class _Compose:
                 words += [str(v) for v in value]
             elif isinstance(value, Scalar) and not value.null:
                 try:
-                    words += shlex.split(value)
+                    words += shell_words.split(value)
                 except ValueError:
                     words += value.split()
             else:
