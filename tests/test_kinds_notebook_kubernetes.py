@@ -428,3 +428,25 @@ def test_a_megabyte_word_in_a_launch_command_is_read_in_bounded_time(tmp_path: P
         assert not run.killed and run.returncode in (0, 2), (path.name, run.describe())
         (target,) = json.loads(run.stdout)["targets"]
         assert _hits(target, "G3-memory-fraction"), (path.name, target["findings"])
+
+
+def test_notebook_lines_are_found_in_bounded_time(tmp_path: Path) -> None:
+    """Each source line's file line was searched from the last one to the end of the file when not found:
+    a cell source written as one string of 400,000 lines (valid nbformat), lines written with other
+    escapes than Jupyter's, or a `!` line continued 400,000 times were quadratic (hours). Each is read and
+    judged; a one-string source's findings are on the file line where the string is."""
+    one_string = tmp_path / "one-string.ipynb"
+    one_string.write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                                                 "source": "x = 1\n" * 400_000 + "!pip install flash-attn\n"}],
+                                      "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1), encoding="utf-8")
+    escaped = tmp_path / "escaped.ipynb"  # "\u0078" is "x": valid JSON no writer of notebooks produces
+    escaped.write_text('{"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": ['
+                       + '"\\u0078 = 1\\n", ' * 100_000 + '"!pip install flash-attn\\n"]}], "metadata": {}, '
+                       '"nbformat": 4, "nbformat_minor": 5}', encoding="utf-8")
+    continued = _notebook(tmp_path / "continued.ipynb", [("code", ["!pip install flash-attn \\\n", *[" \\\n"] * 400_000, "x\n"], [])])
+    for path, line in ((one_string, _line(one_string.read_text(), '"source"')), (escaped, None), (continued, None)):
+        run = run_envcheck_bounded("--format", "json", "--fail-on", "never", str(path), kill_after=60)
+        assert not run.killed and run.returncode == 0, (path.name, run.describe())
+        (target,) = json.loads(run.stdout)["targets"]
+        (hit,) = _hits(target, "G2-flash-attn-build")
+        assert line is None or hit["location"].get("line") == line, (path.name, hit)
