@@ -265,3 +265,19 @@ def test_a_pyproject_with_thousands_of_keys_is_located_in_linear_time(tmp_path: 
     assert not run.killed and run.returncode == 0, run.describe()
     (hit,) = [f for f in _targets(run)[str(project)] if f["rule"] == "G2-flash-attn-build" and f["status"] != "PASS"]
     assert hit["location"]["line"] == text.count("\n")  # the last line: gpu = ["flash-attn"]
+
+
+def test_thousands_of_indexes_and_pins_are_judged_in_linear_time(tmp_path: Path) -> None:
+    """Each CUDA 12 index finding was matched against every finding, and each finding's fix read every index
+    and package again: 3,000 indexes and 3,000 +cu121 pins took minutes. They are judged, and a message that
+    folds the pins an index serves names a few of them, not all."""
+    text = "".join(f"--extra-index-url https://download.pytorch.org/whl/cu121/m{i}\n" for i in range(3_000))
+    text += "--extra-index-url https://download.pytorch.org/whl/cu121\n"
+    text += "".join(f"torch=={i}.0+cu121\n" for i in range(3_000))
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(text, encoding="utf-8")
+    run = run_envcheck_bounded("-f", "json", "--fail-on", "never", str(requirements), kill_after=60)
+    assert not run.killed and run.returncode == 0, run.describe()
+    findings = _targets(run)[str(requirements)]
+    (served,) = [f for f in findings if f["rule"] == "G1-cuda12-index" and f["location"]["line"] == 3_001]
+    assert "more are its CUDA 12 builds" in served["message"] and len(served["message"]) < 1_000, served["message"]

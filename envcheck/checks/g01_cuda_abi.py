@@ -220,7 +220,9 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     # belongs to its own command, so only the same line is folded there; in a requirements file it serves the file.
     indexes = [f for f in findings if f.rule in (CUDA12_INDEX.id, CPU_BUILD.id) and "url" in f.evidence
                and f.status is not Status.PASS and f.location]
-    folded = {id(index): [f for f in findings if f.location and _serves(ctx, index, f)] for index in indexes}
+    keys = _serving_keys(findings)
+    folded = {id(index): [f for f in _may_serve(index, findings, keys) if f.location and _serves(ctx, index, f)]
+              for index in indexes}
     served = {id(f) for also in folded.values() for f in also}
     for found in findings:
         if id(found) in served:
@@ -230,8 +232,9 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
             what = "CUDA 12" if found.rule == CUDA12_INDEX.id else "CPU-only"
             here = [f for f in also if f.location == found.location]
             there = [f for f in also if f.location != found.location]
-            words = [f"{_named(here)} on this line"] if here else []
-            words += [f"{_named([f])} on line {f.location.line}" for f in there if f.location]
+            words = [f"{_named(here[:8])}{', ...' if len(here) > 8 else ''} on this line"] if here else []
+            words += [f"{_named([f])} on line {f.location.line}" for f in there[:8] if f.location]
+            words += [f"{len(there) - 8} more"] if len(there) > 8 else []
             lines = sorted({f.location.line for f in there if f.location and f.location.line})
             verb = f"is its {what} build" if len(also) == 1 else f"are its {what} builds"
             evidence = {**found.evidence, "packages": [f.evidence.get("package") for f in also]}
@@ -245,6 +248,24 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     if cuda_pkgs and not _torch_packages(ctx):
         yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {ctx.profile.cuda_major} builds ({len(cuda_pkgs)} "
                                  "distributions)", None, packages=sorted(set(cuda_pkgs)))
+
+
+def _may_serve(index: Finding, findings: list[Finding], keys: dict[tuple[str, str], list[int]]) -> list[Finding]:
+    """The findings :func:`_serves` may accept for ``index``, in their order: those on its line, those that
+    name its URL as their index, and +cuNNN pins of its URL's build (not every finding: indexes x pins)."""
+    url = str(index.evidence["url"])
+    picked = {*keys.get(("at", str(index.location)), ()), *keys.get(("how", f"the index {url}"), ()),
+              *keys.get(("local", url.rstrip("/").rsplit("/", 1)[-1]), ())}
+    return [findings[i] for i in sorted(picked)]
+
+
+def _serving_keys(findings: list[Finding]) -> dict[tuple[str, str], list[int]]:
+    keys: dict[tuple[str, str], list[int]] = {}
+    for i, f in enumerate(findings):
+        local = re.search(r"\+(cu\d+)$", str(f.evidence.get("version") or ""))
+        for key in (("at", str(f.location)), ("how", str(f.evidence.get("how", ""))), ("local", local.group(1) if local else "")):
+            keys.setdefault(key, []).append(i)
+    return keys
 
 
 def _serves(ctx: CheckContext, index: Finding, found: Finding) -> bool:
