@@ -377,3 +377,15 @@ def test_split_gives_shlex_words_and_errors() -> None:
             except ValueError:
                 got = ValueError
             assert got == expected, (text, comments)
+
+
+def test_a_backquoted_substitution_is_one_unknown_word(tmp_path: Path) -> None:
+    """`cmd` is POSIX command substitution, like $(cmd): one word kept as written, not split at its spaces
+    into words read as requirements (an ERROR on a valid file)."""
+    assert _argvs("pip install `echo torch==2.5.1+cu121` vllm && X=`cat a b` pip install y") == [
+        ("pip", "install", "`echo torch==2.5.1+cu121`", "vllm"), ("pip", "install", "y")]
+    docker = tmp_path / "Dockerfile"
+    docker.write_text("FROM ubuntu:24.04\nRUN pip install `cat /tmp/pins.txt` \"`echo a b`\" flash-attn\n", encoding="utf-8")
+    inventory = read(docker, ReadOptions())
+    assert inventory.problems == [], inventory.problems
+    assert [p.name for p in inventory.packages] == ["flash-attn"]

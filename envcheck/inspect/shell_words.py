@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 _OPERATORS = ("&&", "||", ";;", ";", "|", "&", "(", ")", "\n")
-_PLAIN = re.compile(r"[^\s\\'\"$#<>&|;()]+")
+_PLAIN = re.compile(r"[^\s\\'\"$#<>&|;()`]+")
+_BACKQUOTED = re.compile(r"`(?:[^`\\]|\\.)*(?:`|\Z)", re.DOTALL)  # `command` (to the end when never closed)
 _AFTER_VERSION_OPERATOR = ("==", ">=", "<=", "~=", "!=", "<", ">", "@")
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 # `$(uname -m)` and friends, answered from the build platform's architecture (arm64, amd64) when it is given.
@@ -107,7 +108,6 @@ class _Tokenizer:
             if plain is not None:  # fast path: a run of ordinary characters
                 self._begin(i)
                 self.buf.append(plain.group())
-                self.unknown = self.unknown or "`" in plain.group()
                 i = plain.end()
                 continue
             ch = text[i]
@@ -120,6 +120,12 @@ class _Tokenizer:
             elif ch == "$":
                 self._begin(i)
                 i = self._expansion(i)
+            elif ch == "`":  # a command substitution, spaces and all, kept as written (unknown) like $(...)
+                self._begin(i)
+                found = _BACKQUOTED.match(text, i)
+                assert found is not None
+                self.buf.append(found.group())
+                self.unknown, i = True, found.end()
             elif ch == "#" and self.start < 0:  # comment to end of line
                 end = text.find("\n", i)
                 i = n if end < 0 else end
