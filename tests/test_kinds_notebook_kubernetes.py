@@ -210,6 +210,9 @@ def test_hostile_yaml_ends_in_a_bounded_error_at_its_line(tmp_path: Path) -> Non
     many = tmp_path / "many.yaml"
     many.write_text("apiVersion: v1\nkind: Pod\n" + "---\n{}\n" * 5000, encoding="utf-8")
     _bounded_error(many, "kubernetes", "documents")
+    nested = tmp_path / "nested" / "compose.yaml"  # was a RecursionError, read as "could not read"
+    _write(nested, "services:\n  s:\n    image: vllm/vllm-openai:v0.11.0\n    command: " + "${A:-" * 5000 + "m" + "}" * 5000 + "\n")
+    _bounded_error(nested, "compose", "nested more than 64 levels deep")
     big = tmp_path / "big.yaml"
     big.write_text("apiVersion: v1\nkind: Pod\n#" + "x" * (17 << 20) + "\n", encoding="utf-8")
     run = run_envcheck_bounded("--kind", "kubernetes", str(big), kill_after=60)
