@@ -306,3 +306,30 @@ def test_a_secret_only_in_evidence_is_masked(tmp_path: Path) -> None:
         assert "S3cretGit" not in done.stdout + done.stderr and "frank" not in done.stdout, fmt
         if fmt == "json":  # masked, not dropped
             assert "git+https://***@github.com/x/y.git" in done.stdout
+
+
+def test_credentials_given_as_command_words_are_masked(tmp_path: Path) -> None:
+    """A build history (and any RUN text) holds credentials as command words, where no name= says so:
+    `--token X`, `--api-key X`, `curl -u user:pass`, `docker login -p X`, .netrc text. None is printed."""
+    secrets = ("S3cretOpt1", "S3cretOpt2", "S3cretCurl", "S3cretLogin", "S3cretNetrc")
+    history = [f"RUN huggingface-cli login --token {secrets[0]} && pip install torch",
+               f"RUN vllm serve m --api-key '{secrets[1]}' --port 8000",
+               f"RUN curl -u alice:{secrets[2]} https://x.example/a.whl -o /a.whl && pip install /a.whl",
+               f"RUN docker login -u bob -p {secrets[3]} nvcr.io",
+               f"RUN echo 'machine pypi.example.com login alice password {secrets[4]}' > /root/.netrc"]
+    layer = metadata_layer("torch", "2.9.0+cu130")
+    config = json.dumps({"architecture": "arm64", "os": "linux", "history": [{"created_by": h} for h in history],
+                         "rootfs": {"type": "layers", "diff_ids": [digest(layer)]}}).encode()
+    manifest = json.dumps(oci_manifest(config, [layer])).encode()
+    write_oci_layout(tmp_path / "image", json.dumps(oci_index(manifest)).encode(), [config, layer, manifest])
+    for fmt in (*FORMATS, "snapshot"):
+        done = run_envcheck("image", "-v", "-f", fmt, f"oci-layout:{tmp_path / 'image'}", cwd=tmp_path)
+        assert "Traceback" not in done.stderr, done.stderr
+        for secret in secrets:
+            assert secret not in done.stdout + done.stderr, f"{fmt} prints {secret}"
+        if fmt == "html":  # the rows are still there, masked
+            assert "login --token ***" in done.stdout and "curl -u alice:***" in done.stdout, done.stdout[-3000:]
+    for text, masked in (("docker login --password-stdin -u x nvcr.io", None), ("docker run -u 1000:1000 x", None),
+                         ("pip install --token-file /t torch", None), ("vllm serve m --api-key $KEY", None),
+                         ("vllm serve m --api-key abc", "vllm serve m --api-key ***")):
+        assert redact(text) == (masked or text)
