@@ -22,7 +22,17 @@ from envcheck.knowledge.builds import (
     installs_on,
     pypi_torch_build,
 )
-from envcheck.model import PINS_ONLY, Binary, Finding, Location, Package, PackageIndex, Status
+from envcheck.model import (
+    PINS_ONLY,
+    Binary,
+    Finding,
+    Inventory,
+    Location,
+    Package,
+    PackageIndex,
+    Status,
+    per_inventory,
+)
 from envcheck.rules import CheckContext, check, rule
 
 # the first NGC release month on CUDA 13 (knowledge/ngc_tags.toml): rule prose quotes the data, never a copy
@@ -590,16 +600,26 @@ def installed_before(ctx: CheckContext, pkg: Package) -> Package | None:
     """In a Dockerfile stage, the earlier install of the same distribution that makes ``pkg`` (unpinned, of a
     command without --upgrade/--force-reinstall) a no-op."""
     loc = pkg.location
-    if (ctx.kind != "dockerfile" or loc is None or loc.line is None or pkg.version or pkg.url or pkg.role != "requirement"
-            or any(i.location == loc and i.replaces for i in ctx.inventory.installs)):
+    if ctx.kind != "dockerfile" or loc is None or loc.line is None or pkg.version or pkg.url or pkg.role != "requirement":
         return None
-    for other in ctx.inventory.packages:  # in the order the Dockerfile installs them (-r files where they are read)
-        if other is pkg:
-            return None
-        if (other.name == pkg.name and other.role == "requirement" and not other.installed and other.location is not None
-                and other.location.stage == loc.stage):
-            return other
-    return None
+    replacing, first, order = _installs_in_order(ctx.inventory)
+    if loc in replacing:
+        return None
+    # the first install of the name in the stage, in the order the Dockerfile installs them (-r files where read)
+    other = first.get((pkg.name, loc.stage))
+    return other if other is not None and order[id(other)] < order.get(id(pkg), -1) else None
+
+
+@per_inventory
+def _installs_in_order(inventory: Inventory) -> tuple[set[Location], dict[tuple[str, str | None], Package], dict[int, int]]:
+    """Where an install replaces what is there (--upgrade), the first requirement of each name in each stage,
+    and each package's place in the install order."""
+    first: dict[tuple[str, str | None], Package] = {}
+    for other in inventory.packages:
+        if other.role == "requirement" and not other.installed and other.location is not None:
+            first.setdefault((other.name, other.location.stage), other)
+    return ({i.location for i in inventory.installs if i.replaces and i.location is not None}, first,
+            {id(p): n for n, p in enumerate(inventory.packages)})
 
 
 def _latent_index(ctx: CheckContext, index: PackageIndex) -> str:

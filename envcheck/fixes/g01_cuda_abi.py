@@ -5,15 +5,13 @@ reason)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any, cast
 from urllib.parse import urlsplit
 
 from envcheck import knowledge
 from envcheck.fixes import FixRequest, Refused
 from envcheck.fixes.requirements_text import name_pattern
 from envcheck.knowledge.builds import build_of_index
-from envcheck.model import PINS_ONLY, Edit, Inventory
+from envcheck.model import PINS_ONLY, Edit, Inventory, per_inventory
 
 # The PyTorch index of CUDA 11/12 builds, as --index-url, PIP_INDEX_URL, a uv index or a wheel URL's folder
 # (with credentials too: only the build part of the path changes).
@@ -21,18 +19,7 @@ _TORCH_INDEX = re.compile(r"(?P<head>https?://(?:[^\s/@'\"]+@)?download\.pytorch
                           r"(?P<build>cu1[0-2]\d)(?=[/\s\"'#;,\]]|$)")
 
 
-def _per_inventory(answer: Callable[[Inventory], Refused | None]) -> Callable[[Inventory], Refused | None]:
-    """``answer`` computed once per inventory: it is asked once per finding (findings x packages otherwise)."""
-    last: list[Any] = [None, None]  # the inventory (kept: its id is not reused) and its answer
-
-    def once(inventory: Inventory) -> Refused | None:
-        if last[0] is not inventory:
-            last[:] = [inventory, answer(inventory)]
-        return cast("Refused | None", last[1])
-    return once
-
-
-@_per_inventory
+@per_inventory
 def _stuck(inventory: Inventory) -> Refused | None:
     """Refused for a CUDA 11/12 mirror or private index this input uses, of which envcheck cannot know whether
     it serves cu130 builds: a pin and its index move together or not at all (docs/fix.md)."""
@@ -87,7 +74,7 @@ def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
     return edits or None
 
 
-@_per_inventory
+@per_inventory
 def _pinned_without_cu130(inventory: Inventory) -> Refused | None:
     for pkg in inventory.packages:
         pinned = pkg.name in ("torch", "torchvision", "torchaudio") and pkg.version and pkg.role not in PINS_ONLY
