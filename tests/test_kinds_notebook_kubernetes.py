@@ -453,3 +453,17 @@ def test_notebook_lines_are_found_in_bounded_time(tmp_path: Path) -> None:
         (target,) = json.loads(run.stdout)["targets"]
         (hit,) = _hits(target, "G2-flash-attn-build")
         assert line is None or hit["location"].get("line") == line, (path.name, hit)
+
+
+def test_a_pod_of_fifteen_thousand_gpu_containers_is_judged_once_each(tmp_path: Path) -> None:
+    """Each container's GPU request was found by reading every request and launch of the manifest again
+    (containers x containers). 15,000 containers are judged: the one that asks for 2 GPUs, at its line."""
+    pod = tmp_path / "pod.yaml"
+    pod.write_text("apiVersion: v1\nkind: Pod\nspec:\n  containers:\n" + "".join(
+        f"  - name: c{i}\n    image: x\n    resources: {{limits: {{nvidia.com/gpu: {2 if i == 14_999 else 1}}}}}\n"
+        for i in range(15_000)), encoding="utf-8")
+    run = run_envcheck_bounded("--format", "json", "--fail-on", "never", str(pod), kill_after=60)
+    assert not run.killed and run.returncode == 0, run.describe()
+    (target,) = json.loads(run.stdout)["targets"]
+    (hit,) = _hits(target, "G10-pod-gpus-over-node")
+    assert "c14999" in hit["message"] and hit["location"]["line"] == 4 + 3 * 15_000, hit
