@@ -6,13 +6,15 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from envcheck.errors import InputError
 from envcheck.plain_json import from_plain as from_plain
 from envcheck.plain_json import json_list, json_type
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from envcheck import readings  # loaded when a reading is read: most runs do not need its start-up
@@ -539,6 +541,19 @@ class Report:
     def summary(self) -> dict[str, Status]:
         """Worst status per gotcha over all targets (SKIP where nothing was checked)."""
         return {g: Status.worst(f.status for f in self.findings if f.gotcha == g) for g in ALL_GOTCHAS}
+
+
+def per_inventory(answer: Callable[[Inventory], _T]) -> Callable[[Inventory], _T]:
+    """``answer`` computed once for the inventory it was last asked about: checks and fixes ask about each
+    package or finding, and a pass over the whole inventory each time is packages x packages. The inventory
+    is held, so its id is not reused while the answer is kept."""
+    last: list[Any] = [None, None]
+
+    def once(inventory: Inventory) -> _T:
+        if last[0] is not inventory:
+            last[:] = [inventory, answer(inventory)]
+        return cast("_T", last[1])
+    return once
 
 
 @functools.cache

@@ -2,7 +2,8 @@
 
 Everything written goes through :func:`clean_report` (the formats) or :func:`clean` (messages, stderr, the
 cache): :func:`redact` masks URL userinfo, secret query parameters, ``Authorization`` values, values of
-secret-like variables and credentials known by their value (GitHub, Hugging Face, AWS, Slack, JWT, private
+secret-like variables and options (``--token X``, ``curl -u user:pass``, ``docker login -p X``, .netrc
+passwords) and credentials known by their value (GitHub, Hugging Face, AWS, Slack, JWT, private
 keys); :func:`escape_controls` writes control characters visibly (no input moves the cursor or starts a
 line); :func:`no_command_lines` defuses GitHub Actions workflow commands (``::error``, ``##[add-mask]``)."""
 
@@ -40,6 +41,15 @@ _ENV_OLD_FORM = re.compile(r"(?P<lead>\bENV\s+)(?P<name>[A-Za-z_][A-Za-z0-9_]*)(
 # Authorization: <anything>; and bearer tokens quoted on their own (long: English words are not caught).
 _AUTH_HEADER = re.compile(r"(?P<lead>\bAuthorization:\s*(?:(?:Bearer|Basic|token)\s+)?|\bBearer\s+(?=[A-Za-z0-9._~+/=\-]{16}))"
                           r"(?P<value>[A-Za-z0-9._~+/=\-]+)", re.IGNORECASE)
+
+# Credentials given as command-line words: `--token X`, `--api-key X` (a secret-named option and the next word),
+# `curl -u user:pass`, `docker login -p X`, and .netrc text (`machine h login u password X`).
+_OPTION = re.compile(r"(?P<lead>(?<![\w-])--?(?P<name>[A-Za-z][A-Za-z0-9_-]*)[ \t]+)(?P<value>\"[^\"]*\"|'[^']*'|[^\s'\";&|)<>]+)")
+_USER_PASSWORD = re.compile(r"(?P<lead>(?<![\w-])(?:-u|--user)(?:[ \t]+|=)?['\"]?[^\s:'\"$]+:)(?!\d+\b)(?P<value>[^\s'\"@;&|]+)")
+_LOGIN_PASSWORD = re.compile(r"(?P<lead>\blogin\b[^;&|\n]{0,200}?[ \t]-p[ \t]*)(?P<value>[^\s;&|'\"-][^\s;&|'\"]*)")
+_NETRC_PASSWORD = re.compile(r"(?P<lead>\b(?:machine|login|default)\b[^\n]{0,200}?\bpassword[ \t]+)(?P<value>[^\s'\"]+)")
+# an option naming where a secret is, not the secret (`--password-stdin`, `--token-file`)
+_OPTION_NOT_VALUE = ("stdin", "file", "path", "env", "dir", "type", "url")
 
 # Credentials recognisable by their value: the prefix is kept (the kind of secret shows), the rest masked.
 _VALUE_SECRETS = tuple(re.compile(pattern) for pattern in (
@@ -94,13 +104,24 @@ def _assignment(match: re.Match[str]) -> str:
     return f"{name}{sep}{quote}{MASK}{quote}"
 
 
+def _option(match: re.Match[str]) -> str:
+    name, value = match.group("name"), match.group("value")
+    if (not is_secret_name(name) or name.lower().endswith(_OPTION_NOT_VALUE) or MASK in value or not value.strip("\"'")
+            or value.startswith(("$", "-", "\"$", "'$"))):
+        return match.group(0)
+    quote = value[0] if value[0] in "\"'" else ""
+    return f"{match.group('lead')}{quote}{MASK}{quote}"
+
+
 def redact(text: str) -> str:
-    """``text`` with URL credentials, secret query parameters, auth headers and secret variable values masked."""
+    """``text`` with URL credentials, secret query parameters, auth headers, secret variable and option values
+    masked."""
     if not text:
         return text
     # Each pattern needs a character most strings lack: test that first. Those that mask by a variable's name
     # change nothing unless a secret word is somewhere in the text (Requires-Dist lines are full of `=`).
-    named = ("=" in text or ":" in text or "ENV" in text) and _SECRET_HINT.search(text.upper()) is not None
+    hinted = _SECRET_HINT.search(text.upper()) is not None
+    named = ("=" in text or ":" in text or "ENV" in text) and hinted
     if "@" in text:
         text = _URL_USERINFO.sub(lambda m: m.group("scheme") + MASK + "@", text)
     if named and "=" in text:
@@ -117,6 +138,14 @@ def redact(text: str) -> str:
             text = pattern.sub(lambda m: m.group("lead") + MASK, text)
         if "PRIVATE KEY" in text:
             text = _PRIVATE_KEY.sub(lambda m: m.group("lead") + MASK + m.group("end"), text)
+    if hinted and "-" in text:  # after the value patterns: `--token hf_***` keeps the kind of secret it was
+        text = _OPTION.sub(_option, text)
+    if ":" in text and ("-u" in text or "--user" in text):
+        text = _USER_PASSWORD.sub(lambda m: m.group("lead") + MASK, text)
+    if "login" in text:
+        text = _LOGIN_PASSWORD.sub(lambda m: m.group("lead") + MASK, text)
+        if "password" in text:
+            text = _NETRC_PASSWORD.sub(lambda m: m.group(0) if m.group("value") == MASK else m.group("lead") + MASK, text)
     return text
 
 
@@ -150,7 +179,8 @@ def escape_controls(text: str) -> str:
 def _plainly_clean(text: str) -> bool:
     """Whether :func:`clean` surely leaves ``text`` alone (True for a join of texts: True for each)."""
     return text.isprintable() and "=" not in text and ":" not in text and "@" not in text and "earer" not in text \
-        and "ENV" not in text and not _may_hold_value_secret(text)
+        and "ENV" not in text and "login" not in text and not ("-" in text and _SECRET_HINT.search(text.upper())) \
+        and not _may_hold_value_secret(text)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -174,7 +204,10 @@ def clean_value(value: T, secret: bool = False, escape: bool = True) -> T:
 def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
     kind: Any = type(value)
     if kind is str:
-        return (MASK if value else value) if secret else clean(value) if escape else redact(value)
+        if secret:
+            return MASK if value else value
+        new = clean(value) if escape else redact(value)
+        return value if new == value else new  # the same object when unchanged: the callers compare by identity
     if value is None or kind in _PLAIN or isinstance(value, enum.Enum):
         return value
     if kind is tuple or kind is list:
@@ -190,7 +223,8 @@ def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
             return value  # nothing to change (a diff of 300,000 packages has as many evidence objects)
         return dict(pairs)
     if isinstance(value, (set, frozenset)):
-        return kind(_clean_any(v, secret, escape) for v in value)
+        members = [(_clean_any(v, secret, escape), v) for v in value]
+        return value if all(new is old for new, old in members) else kind(new for new, _ in members)
     if not dataclasses.is_dataclass(value):
         return value
     secret_fields = _secret_fields(value)
@@ -200,7 +234,7 @@ def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
         if old is None or type(old) in _PLAIN:
             continue
         new = _clean_any(old, name in secret_fields, escape)
-        if new is not old and new != old:
+        if new is not old:  # not `!=`: fields left out of comparison (evidence, edits) may hold the secret
             changes[name] = new
     return dataclasses.replace(value, **changes) if changes else value  # type: ignore[type-var]
 

@@ -330,9 +330,9 @@ def _bound_apart(inventory: Inventory) -> list[tuple[str, ...]]:
 def _platform_scopes(inventory: Inventory) -> set[str]:
     """Scopes for another platform: named so (``cpu``, ``mac``), or taking every build-index package from a
     CPU, ROCm or XPU index."""
-    flavors = _index_builds(inventory, lambda b: b.flavor)
+    flavors, older = _index_builds(inventory, lambda b: b.flavor), _older_cuda(inventory)  # once, not per scope
     return {s for s in scopes_of(inventory) if _for_elsewhere(s) or (flavors.get(s) and "cuda" not in flavors[s])
-            or s in _older_cuda(inventory)}
+            or s in older}
 
 
 def _index_builds(inventory: Inventory, what: Callable[[CudaBuild], str | int | None]) -> dict[str, set[Any]]:

@@ -211,6 +211,9 @@ def hostile_dockerfiles(scale: float = 1) -> dict[str, str]:
         "many-redirections": "FROM ubuntu:24.04\nRUN pip install torch " + ">a " * n(330_000) + "\n",
         # if/subshell nesting past the shell reader's depth
         "nested-shell": "FROM ubuntu:24.04\nRUN " + "(" * n(5_000) + "pip install torch" + ")" * n(5_000) + "\n",
+        # 5000 stages, each on the one before (the stage relations were read pairwise: quadratic)
+        "many-stages": "FROM ubuntu:24.04 AS s0\nRUN pip install torch\n"
+        + "".join(f"FROM s{i - 1} AS s{i}\nRUN pip install torch\n" for i in range(1, n(5_000))),
     }
 
 

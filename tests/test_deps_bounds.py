@@ -248,3 +248,68 @@ def test_the_text_size_limit_applies_to_files_a_dockerfile_installs(tmp_path: Pa
     assert [(f["location"]["line"], "1024-byte limit" in f["message"]) for f in small if f["status"] == "ERROR"] == [(3, True)]
     default = _targets(run_envcheck_bounded("-f", "json", str(dockerfile)))[str(dockerfile)]
     assert any(f["rule"] == "G1-cuda12-local-version" for f in default)
+
+
+def test_a_pyproject_with_thousands_of_keys_is_located_in_linear_time(tmp_path: Path) -> None:
+    """Every key's line was found by reading its whole table, every requirement written with other escapes
+    than its parsed text by reading the whole file six times, and each extra's platform by reading every
+    package: 15,000 extras and 4,000 escaped requirements took minutes. They are read, and findings keep
+    their lines."""
+    extras = "".join(f'e{i} = ["numpy"]\n' for i in range(15_000))
+    escaped = ", ".join(['"\\u0070ackaging"'] * 4_000)
+    text = (f'[project]\nname = "demo"\nversion = "1"\ndependencies = [{escaped}]\n'
+            f'[project.optional-dependencies]\n{extras}gpu = ["flash-attn"]\n')
+    project = tmp_path / "pyproject.toml"
+    project.write_text(text, encoding="utf-8")
+    run = run_envcheck_bounded("-f", "json", "--fail-on", "never", str(project), kill_after=60)
+    assert not run.killed and run.returncode == 0, run.describe()
+    (hit,) = [f for f in _targets(run)[str(project)] if f["rule"] == "G2-flash-attn-build" and f["status"] != "PASS"]
+    assert hit["location"]["line"] == text.count("\n")  # the last line: gpu = ["flash-attn"]
+
+
+def test_thousands_of_indexes_and_pins_are_judged_in_linear_time(tmp_path: Path) -> None:
+    """Each CUDA 12 index finding was matched against every finding, and each finding's fix read every index
+    and package again: 3,000 indexes and 3,000 +cu121 pins took minutes. They are judged, and a message that
+    folds the pins an index serves names a few of them, not all."""
+    text = "".join(f"--extra-index-url https://download.pytorch.org/whl/cu121/m{i}\n" for i in range(3_000))
+    text += "--extra-index-url https://download.pytorch.org/whl/cu121\n"
+    text += "".join(f"torch=={i}.0+cu121\n" for i in range(3_000))
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(text, encoding="utf-8")
+    run = run_envcheck_bounded("-f", "json", "--fail-on", "never", str(requirements), kill_after=60)
+    assert not run.killed and run.returncode == 0, run.describe()
+    findings = _targets(run)[str(requirements)]
+    (served,) = [f for f in findings if f["rule"] == "G1-cuda12-index" and f["location"]["line"] == 3_001]
+    assert "more are its CUDA 12 builds" in served["message"] and len(served["message"]) < 1_000, served["message"]
+
+
+@pytest.mark.slow  # two runs of about 10 s
+def test_many_torch_pins_are_judged_in_linear_time(tmp_path: Path) -> None:
+    """The torch release pinned beside each package was looked for among every torch pin: 19,000 pins in a
+    file (10,000 took 22 s) were pins x pins. They are judged, each the same way as one would be."""
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("".join(f"torch==2.{i % 10}.0\n" for i in range(19_000)), encoding="utf-8")
+    run = run_envcheck_bounded("-f", "json", "--fail-on", "never", str(requirements), kill_after=60)
+    assert not run.killed and run.returncode == 0, run.describe()
+    one = tmp_path / "one" / "requirements.txt"
+    one.parent.mkdir()
+    one.write_text("torch==2.5.0\n", encoding="utf-8")
+    alone = {(f["rule"], f["status"]) for f in _targets(run_envcheck_bounded("-f", "json", str(one)))[str(one)]}
+    assert alone <= {(f["rule"], f["status"]) for f in _targets(run)[str(requirements)]}, alone
+
+
+def test_a_dockerfile_of_ten_thousand_installs_is_judged_in_linear_time(tmp_path: Path) -> None:
+    """Each unpinned install looked through every earlier install and every package (is it a no-op? is the
+    name pinned by a constraint?), and each judged package re-parsed the wheel table's versions: 10,000
+    `RUN pip install` lines took 107 s. They are judged, with the findings 16 such lines give."""
+    names = ["torch", "vllm", "flash-attn", "transformers", "xformers", "triton", "bitsandbytes", "deepspeed"]
+    findings = {}
+    for count in (16, 10_000):
+        docker = tmp_path / str(count) / "Dockerfile"
+        docker.parent.mkdir()
+        docker.write_text("FROM nvcr.io/nvidia/pytorch:24.05-py3\n" + "".join(f"RUN pip install {names[i % 8]}\n" for i in range(count)),
+                          encoding="utf-8")
+        run = run_envcheck_bounded("-f", "json", "--fail-on", "never", str(docker), kill_after=60)
+        assert not run.killed and run.returncode == 0, run.describe()
+        findings[count] = {(f["rule"], f["status"]) for f in _targets(run)[str(docker)]}
+    assert findings[10_000] == findings[16], findings

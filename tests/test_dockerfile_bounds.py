@@ -35,6 +35,7 @@ EXPECTED: dict[str, tuple[range | None, str]] = {
     "nested-shell": (range(2, 3), "stopped reading it there"),
     "many-commands": (range(2, 3), "more than 10000 commands"),
     "many-redirections": (None, ""),
+    "many-stages": (range(2001, 2002), "more than 1000 build stages"),
 }
 
 

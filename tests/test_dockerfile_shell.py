@@ -357,3 +357,35 @@ def test_a_variable_set_from_a_command_is_unknown_and_a_probe() -> None:
     assert build is not None and build.fallback  # the source build when no wheel was found
     assert got["a"] is not None and not got["a"].fallback  # undecidable, on the main side of its test
     assert got["b"] is None  # X is known to be empty
+
+
+def test_split_gives_shlex_words_and_errors() -> None:
+    """The launch-command, compose and option-line splitter is shlex.split (linear in a word's length)."""
+    import shlex
+
+    from envcheck.inspect.shell_words import split
+    texts = ["vllm serve m --tp 2 # a comment", "a#b c\nd", "'a b'\"c\\\"d\\x\"e\\ f", "''", '""', "a\\\nb", "x 'open",
+             'x "open', "x \\", '"a\\', "\t\r\n", "#only", "a'#'b", "é 'ü' \"日本\"", "a\\#b", '"\\\\" \\\\']
+    for text in texts:
+        for comments in (False, True):
+            try:
+                expected: object = shlex.split(text, comments=comments)
+            except ValueError:
+                expected = ValueError
+            try:
+                got: object = split(text, comments=comments)
+            except ValueError:
+                got = ValueError
+            assert got == expected, (text, comments)
+
+
+def test_a_backquoted_substitution_is_one_unknown_word(tmp_path: Path) -> None:
+    """`cmd` is POSIX command substitution, like $(cmd): one word kept as written, not split at its spaces
+    into words read as requirements (an ERROR on a valid file)."""
+    assert _argvs("pip install `echo torch==2.5.1+cu121` vllm && X=`cat a b` pip install y") == [
+        ("pip", "install", "`echo torch==2.5.1+cu121`", "vllm"), ("pip", "install", "y")]
+    docker = tmp_path / "Dockerfile"
+    docker.write_text("FROM ubuntu:24.04\nRUN pip install `cat /tmp/pins.txt` \"`echo a b`\" flash-attn\n", encoding="utf-8")
+    inventory = read(docker, ReadOptions())
+    assert inventory.problems == [], inventory.problems
+    assert [p.name for p in inventory.packages] == ["flash-attn"]

@@ -210,6 +210,9 @@ def test_hostile_yaml_ends_in_a_bounded_error_at_its_line(tmp_path: Path) -> Non
     many = tmp_path / "many.yaml"
     many.write_text("apiVersion: v1\nkind: Pod\n" + "---\n{}\n" * 5000, encoding="utf-8")
     _bounded_error(many, "kubernetes", "documents")
+    nested = tmp_path / "nested" / "compose.yaml"  # was a RecursionError, read as "could not read"
+    _write(nested, "services:\n  s:\n    image: vllm/vllm-openai:v0.11.0\n    command: " + "${A:-" * 5000 + "m" + "}" * 5000 + "\n")
+    _bounded_error(nested, "compose", "nested more than 64 levels deep")
     big = tmp_path / "big.yaml"
     big.write_text("apiVersion: v1\nkind: Pod\n#" + "x" * (17 << 20) + "\n", encoding="utf-8")
     run = run_envcheck_bounded("--kind", "kubernetes", str(big), kill_after=60)
@@ -408,3 +411,59 @@ def test_a_ray_image_published_for_amd64_only_is_arch_in_a_ray_cluster_for_the_s
     manifest.write_text(text.replace("2.9.0-py310-gpu\n", "2.52.0-py312-gpu\n"), encoding="utf-8")
     (target,) = _targets(str(manifest))
     assert not _hits(target, "ARCH-base-platform")
+
+
+def test_a_megabyte_word_in_a_launch_command_is_read_in_bounded_time(tmp_path: Path) -> None:
+    """Launch commands were split by shlex, which grows a word one character at a time: a 4 MB word in a
+    compose or pod `command:`, a script or a notebook line took many minutes. Each ends (its shell text is
+    over the 1 MiB envcheck reads for installs: an ERROR), and the G3 flag after the word is still found."""
+    word = "m" * (4 << 20)
+    command = f"vllm serve {word} --gpu-memory-utilization 0.99"
+    files = [
+        _write(tmp_path / "compose.yaml", f"services:\n  s:\n    image: vllm/vllm-openai:v0.11.0\n    command: {command}\n"),
+        _write(tmp_path / "pod.yaml", "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: c\n"
+               f"    image: vllm/vllm-openai:v0.11.0\n    command: [sh, -c, '{command}']\n"),
+        _write(tmp_path / "serve.sh", f"#!/bin/sh\n{command}\n"),
+        _notebook(tmp_path / "serve.ipynb", [("code", [f"!{command}\n"], [])]),
+    ]
+    for path in files:
+        run = run_envcheck_bounded("--format", "json", "--fail-on", "never", str(path), kill_after=60)
+        assert not run.killed and run.returncode in (0, 2), (path.name, run.describe())
+        (target,) = json.loads(run.stdout)["targets"]
+        assert _hits(target, "G3-memory-fraction"), (path.name, target["findings"])
+
+
+def test_notebook_lines_are_found_in_bounded_time(tmp_path: Path) -> None:
+    """Each source line's file line was searched from the last one to the end of the file when not found:
+    a cell source written as one string of 400,000 lines (valid nbformat), lines written with other
+    escapes than Jupyter's, or a `!` line continued 400,000 times were quadratic (hours). Each is read and
+    judged; a one-string source's findings are on the file line where the string is."""
+    one_string = tmp_path / "one-string.ipynb"
+    one_string.write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                                                 "source": "x = 1\n" * 400_000 + "!pip install flash-attn\n"}],
+                                      "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1), encoding="utf-8")
+    escaped = tmp_path / "escaped.ipynb"  # "\u0078" is "x": valid JSON no writer of notebooks produces
+    escaped.write_text('{"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": ['
+                       + '"\\u0078 = 1\\n", ' * 100_000 + '"!pip install flash-attn\\n"]}], "metadata": {}, '
+                       '"nbformat": 4, "nbformat_minor": 5}', encoding="utf-8")
+    continued = _notebook(tmp_path / "continued.ipynb", [("code", ["!pip install flash-attn \\\n", *[" \\\n"] * 400_000, "x\n"], [])])
+    for path, line in ((one_string, _line(one_string.read_text(), '"source"')), (escaped, None), (continued, None)):
+        run = run_envcheck_bounded("--format", "json", "--fail-on", "never", str(path), kill_after=60)
+        assert not run.killed and run.returncode == 0, (path.name, run.describe())
+        (target,) = json.loads(run.stdout)["targets"]
+        (hit,) = _hits(target, "G2-flash-attn-build")
+        assert line is None or hit["location"].get("line") == line, (path.name, hit)
+
+
+def test_a_pod_of_fifteen_thousand_gpu_containers_is_judged_once_each(tmp_path: Path) -> None:
+    """Each container's GPU request was found by reading every request and launch of the manifest again
+    (containers x containers). 15,000 containers are judged: the one that asks for 2 GPUs, at its line."""
+    pod = tmp_path / "pod.yaml"
+    pod.write_text("apiVersion: v1\nkind: Pod\nspec:\n  containers:\n" + "".join(
+        f"  - name: c{i}\n    image: x\n    resources: {{limits: {{nvidia.com/gpu: {2 if i == 14_999 else 1}}}}}\n"
+        for i in range(15_000)), encoding="utf-8")
+    run = run_envcheck_bounded("--format", "json", "--fail-on", "never", str(pod), kill_after=60)
+    assert not run.killed and run.returncode == 0, run.describe()
+    (target,) = json.loads(run.stdout)["targets"]
+    (hit,) = _hits(target, "G10-pod-gpus-over-node")
+    assert "c14999" in hit["message"] and hit["location"]["line"] == 4 + 3 * 15_000, hit

@@ -18,7 +18,8 @@ from envcheck.redaction import clean, escape_controls, is_secret_name, redact
 
 FORMATS = ("text", "json", "sarif", "github", "preflight", "html")
 SECRETS = ("alice", "S3cretPw", "bob", "S3cretInc", "hf_SecretValue123", "carol", "S3cretArg", "hf_RunSecret456",
-           "dave", "S3cretRun", "ghp_BuildArgSecret", "S3cretQuery", "erin", "S3cretCfg", "hf_ImageEnvSecret", "wandb_OldFormSecret")
+           "dave", "S3cretRun", "ghp_BuildArgSecret", "S3cretQuery", "erin", "S3cretCfg", "hf_ImageEnvSecret", "wandb_OldFormSecret",
+           "frank", "S3cretGit")
 # What an injected line would start with: a GitHub workflow command, or a fake envcheck line.
 INJECTED = ("::error file=injected", "INJECTED")
 ESC, BEL = "\x1b", "\x07"
@@ -34,6 +35,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "-r https://bob:S3cretInc@files.example.com/more-requirements.txt\n"
         "--index-url https://download.pytorch.org/whl/cu121?token=S3cretQuery\n"
         "torch==2.5.1+cu121\n"
+        # the URL only reaches a finding's evidence, not its message
+        "flash-attn @ git+https://frank:S3cretGit@github.com/Dao-AILab/flash-attention.git\n"
         "root:$6$saltsalt$S3cretPwHashNotARequirement:19000:0:99999:7:::\n")
     (root / "Dockerfile").write_text(
         "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n"
@@ -286,3 +289,47 @@ def test_no_input_starts_a_workflow_command(tmp_path: Path, folder: str) -> None
             assert not line.lstrip().startswith("::") and "##[" not in line, f"{name}: {line!r}"
     shown = runs["text"].stdout.replace("\\x3a", ":").replace("\\x5b", "[")
     assert folder.strip() in shown  # the name is still shown, one character escaped
+
+
+def test_a_secret_only_in_evidence_is_masked(tmp_path: Path) -> None:
+    """A finding whose message is clean but whose evidence holds a credential (a merged report written by
+    anyone): the evidence is masked in every format, not only the fields the finding compares by."""
+    report = json.loads(run_envcheck("-f", "json", str(FIXTURES.parent / "examples" / "requirements-cuda12.txt"),
+                                     cwd=tmp_path).stdout)
+    for target in report["targets"]:
+        for finding in target["findings"]:
+            finding["evidence"] = {"url": "git+https://frank:S3cretGit@github.com/x/y.git", "HF_TOKEN": "S3cretGit"}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    for fmt in ("json", "html", "snapshot", "sarif", "text"):
+        done = run_envcheck("merge", "-f", fmt, "-v", str(tmp_path / "report.json"), cwd=tmp_path)
+        assert done.returncode == 1, done.stderr
+        assert "S3cretGit" not in done.stdout + done.stderr and "frank" not in done.stdout, fmt
+        if fmt == "json":  # masked, not dropped
+            assert "git+https://***@github.com/x/y.git" in done.stdout
+
+
+def test_credentials_given_as_command_words_are_masked(tmp_path: Path) -> None:
+    """A build history (and any RUN text) holds credentials as command words, where no name= says so:
+    `--token X`, `--api-key X`, `curl -u user:pass`, `docker login -p X`, .netrc text. None is printed."""
+    secrets = ("S3cretOpt1", "S3cretOpt2", "S3cretCurl", "S3cretLogin", "S3cretNetrc")
+    history = [f"RUN huggingface-cli login --token {secrets[0]} && pip install torch",
+               f"RUN vllm serve m --api-key '{secrets[1]}' --port 8000",
+               f"RUN curl -u alice:{secrets[2]} https://x.example/a.whl -o /a.whl && pip install /a.whl",
+               f"RUN docker login -u bob -p {secrets[3]} nvcr.io",
+               f"RUN echo 'machine pypi.example.com login alice password {secrets[4]}' > /root/.netrc"]
+    layer = metadata_layer("torch", "2.9.0+cu130")
+    config = json.dumps({"architecture": "arm64", "os": "linux", "history": [{"created_by": h} for h in history],
+                         "rootfs": {"type": "layers", "diff_ids": [digest(layer)]}}).encode()
+    manifest = json.dumps(oci_manifest(config, [layer])).encode()
+    write_oci_layout(tmp_path / "image", json.dumps(oci_index(manifest)).encode(), [config, layer, manifest])
+    for fmt in (*FORMATS, "snapshot"):
+        done = run_envcheck("image", "-v", "-f", fmt, f"oci-layout:{tmp_path / 'image'}", cwd=tmp_path)
+        assert "Traceback" not in done.stderr, done.stderr
+        for secret in secrets:
+            assert secret not in done.stdout + done.stderr, f"{fmt} prints {secret}"
+        if fmt == "html":  # the rows are still there, masked
+            assert "login --token ***" in done.stdout and "curl -u alice:***" in done.stdout, done.stdout[-3000:]
+    for text, masked in (("docker login --password-stdin -u x nvcr.io", None), ("docker run -u 1000:1000 x", None),
+                         ("pip install --token-file /t torch", None), ("vllm serve m --api-key $KEY", None),
+                         ("vllm serve m --api-key abc", "vllm serve m --api-key ***")):
+        assert redact(text) == (masked or text)

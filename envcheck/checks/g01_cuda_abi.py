@@ -22,7 +22,17 @@ from envcheck.knowledge.builds import (
     installs_on,
     pypi_torch_build,
 )
-from envcheck.model import PINS_ONLY, Binary, Finding, Location, Package, PackageIndex, Status
+from envcheck.model import (
+    PINS_ONLY,
+    Binary,
+    Finding,
+    Inventory,
+    Location,
+    Package,
+    PackageIndex,
+    Status,
+    per_inventory,
+)
 from envcheck.rules import CheckContext, check, rule
 
 # the first NGC release month on CUDA 13 (knowledge/ngc_tags.toml): rule prose quotes the data, never a copy
@@ -221,7 +231,9 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     # belongs to its own command, so only the same line is folded there; in a requirements file it serves the file.
     indexes = [f for f in findings if f.rule in (CUDA12_INDEX.id, CPU_BUILD.id) and "url" in f.evidence
                and f.status is not Status.PASS and f.location]
-    folded = {id(index): [f for f in findings if f.location and _serves(ctx, index, f)] for index in indexes}
+    keys = _serving_keys(findings)
+    folded = {id(index): [f for f in _may_serve(index, findings, keys) if f.location and _serves(ctx, index, f)]
+              for index in indexes}
     served = {id(f) for also in folded.values() for f in also}
     for found in findings:
         if id(found) in served:
@@ -231,8 +243,9 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
             what = "CUDA 12" if found.rule == CUDA12_INDEX.id else "CPU-only"
             here = [f for f in also if f.location == found.location]
             there = [f for f in also if f.location != found.location]
-            words = [f"{_named(here)} on this line"] if here else []
-            words += [f"{_named([f])} on line {f.location.line}" for f in there if f.location]
+            words = [f"{_named(here[:8])}{', ...' if len(here) > 8 else ''} on this line"] if here else []
+            words += [f"{_named([f])} on line {f.location.line}" for f in there[:8] if f.location]
+            words += [f"{len(there) - 8} more"] if len(there) > 8 else []
             lines = sorted({f.location.line for f in there if f.location and f.location.line})
             verb = f"is its {what} build" if len(also) == 1 else f"are its {what} builds"
             evidence = {**found.evidence, "packages": [f.evidence.get("package") for f in also]}
@@ -246,6 +259,24 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     if cuda_pkgs and not _torch_packages(ctx):
         yield CUDA12_DIST.passed(f"CUDA libraries are CUDA {ctx.profile.cuda_major} builds ({len(cuda_pkgs)} "
                                  "distributions)", None, packages=sorted(set(cuda_pkgs)))
+
+
+def _may_serve(index: Finding, findings: list[Finding], keys: dict[tuple[str, str], list[int]]) -> list[Finding]:
+    """The findings :func:`_serves` may accept for ``index``, in their order: those on its line, those that
+    name its URL as their index, and +cuNNN pins of its URL's build (not every finding: indexes x pins)."""
+    url = str(index.evidence["url"])
+    picked = {*keys.get(("at", str(index.location)), ()), *keys.get(("how", f"the index {url}"), ()),
+              *keys.get(("local", url.rstrip("/").rsplit("/", 1)[-1]), ())}
+    return [findings[i] for i in sorted(picked)]
+
+
+def _serving_keys(findings: list[Finding]) -> dict[tuple[str, str], list[int]]:
+    keys: dict[tuple[str, str], list[int]] = {}
+    for i, f in enumerate(findings):
+        local = re.search(r"\+(cu\d+)$", str(f.evidence.get("version") or ""))
+        for key in (("at", str(f.location)), ("how", str(f.evidence.get("how", ""))), ("local", local.group(1) if local else "")):
+            keys.setdefault(key, []).append(i)
+    return keys
 
 
 def _serves(ctx: CheckContext, index: Finding, found: Finding) -> bool:
@@ -628,16 +659,26 @@ def installed_before(ctx: CheckContext, pkg: Package) -> Package | None:
     """In a Dockerfile stage, the earlier install of the same distribution that makes ``pkg`` (unpinned, of a
     command without --upgrade/--force-reinstall) a no-op."""
     loc = pkg.location
-    if (ctx.kind != "dockerfile" or loc is None or loc.line is None or pkg.version or pkg.url or pkg.role != "requirement"
-            or any(i.location == loc and i.replaces for i in ctx.inventory.installs)):
+    if ctx.kind != "dockerfile" or loc is None or loc.line is None or pkg.version or pkg.url or pkg.role != "requirement":
         return None
-    for other in ctx.inventory.packages:  # in the order the Dockerfile installs them (-r files where they are read)
-        if other is pkg:
-            return None
-        if (other.name == pkg.name and other.role == "requirement" and not other.installed and other.location is not None
-                and other.location.stage == loc.stage):
-            return other
-    return None
+    replacing, first, order = _installs_in_order(ctx.inventory)
+    if loc in replacing:
+        return None
+    # the first install of the name in the stage, in the order the Dockerfile installs them (-r files where read)
+    other = first.get((pkg.name, loc.stage))
+    return other if other is not None and order[id(other)] < order.get(id(pkg), -1) else None
+
+
+@per_inventory
+def _installs_in_order(inventory: Inventory) -> tuple[set[Location], dict[tuple[str, str | None], Package], dict[int, int]]:
+    """Where an install replaces what is there (--upgrade), the first requirement of each name in each stage,
+    and each package's place in the install order."""
+    first: dict[tuple[str, str | None], Package] = {}
+    for other in inventory.packages:
+        if other.role == "requirement" and not other.installed and other.location is not None:
+            first.setdefault((other.name, other.location.stage), other)
+    return ({i.location for i in inventory.installs if i.replaces and i.location is not None}, first,
+            {id(p): n for n, p in enumerate(inventory.packages)})
 
 
 def _latent_index(ctx: CheckContext, index: PackageIndex) -> str:

@@ -3,7 +3,7 @@ the wrong CUDA, or none at all; ``--resolve`` reads the chosen files themselves.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion
@@ -11,7 +11,7 @@ from packaging.version import InvalidVersion
 from envcheck import kinds
 from envcheck.knowledge import wheels
 from envcheck.knowledge.builds import first_pypi_cuda_torch, installs_on, pypi_torch_build, torch_index
-from envcheck.model import PINS_ONLY, Finding, Location, Package, Role, Status
+from envcheck.model import PINS_ONLY, Finding, Package, Role, Status
 from envcheck.rules import CheckContext, check, rule
 
 PYPI_VLLM_CUDA12 = rule(
@@ -111,17 +111,24 @@ def _newer(pkg: Package, gpu: bool) -> Finding | None:
                       pkg.location, package=pkg.name, version=pkg.version, newest=newest.version)
 
 
-def _pinned_torch(torches: list[Package], pkg: Package) -> str | None:
-    """The one torch release pinned exactly in the same resolution as ``pkg``: a whole file, but in a
-    Dockerfile only the same command (a torch installed by an earlier RUN does not hold pip back)."""
-    found = {p.version.split("+", 1)[0] for p in torches if p.version and _same_resolution(p.location, pkg.location)}
-    return found.pop() if len(found) == 1 else None
+def _pinned_torch(torches: list[Package]) -> Callable[[Package], str | None]:
+    """For a package, the one torch release pinned exactly in the same resolution: a whole file, but in a
+    Dockerfile only the same command (a torch installed by an earlier RUN does not hold pip back). The
+    torches are grouped once by where they are (not packages x torches: 10,000 pins took minutes)."""
+    def releases(group: Iterable[Package]) -> set[str]:
+        return {p.version.split("+", 1)[0] for p in group if p.version}
+    unplaced = releases(p for p in torches if p.location is None)
+    every, unstaged = releases(torches), unplaced | releases(p for p in torches if p.location and p.location.stage is None)
+    by_command: dict[tuple[str | None, str, int | None], set[str]] = {}
+    for p in torches:
+        if p.location is not None and p.location.stage is not None:
+            by_command.setdefault((p.location.stage, p.location.path, p.location.line), set()).update(releases([p]))
 
-
-def _same_resolution(a: Location | None, b: Location | None) -> bool:
-    if a is None or b is None or (a.stage is None and b.stage is None):
-        return True
-    return a.stage == b.stage and a.path == b.path and a.line == b.line
+    def pinned(pkg: Package) -> str | None:
+        at = pkg.location
+        found = every if at is None else unstaged if at.stage is None else unplaced | by_command.get((at.stage, at.path, at.line), set())
+        return next(iter(found)) if len(found) == 1 else None
+    return pinned
 
 
 def _picked(pkg: Package, torch: str | None) -> str:
@@ -151,10 +158,11 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
     gpu = any(p.name in _GPU_NAMES or p.name.startswith(("nvidia-", "cupy-cuda")) for p in ctx.inventory.packages)
     torches = [p for p in ctx.inventory.packages
                if p.name == "torch" and p.version and p.role not in PINS_ONLY and installs_on(p, ctx.profile)]
+    pinned_torch = _pinned_torch(torches)
     for pkg in pkgs:
         if not wheels.known(pkg.name):
             continue
-        torch = _pinned_torch(torches, pkg)
+        torch = pinned_torch(pkg)
         rel = _release(pkg, torch)
         if rel is None:
             if (info := _newer(pkg, gpu)) is not None:

@@ -14,7 +14,17 @@ from envcheck.checks import g09_release_pins as release_pins
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
-from envcheck.model import PINS_ONLY, REPLACING_OPTIONS, Finding, Location, Package, Role, Status
+from envcheck.model import (
+    PINS_ONLY,
+    REPLACING_OPTIONS,
+    Finding,
+    Inventory,
+    Location,
+    Package,
+    Role,
+    Status,
+    per_inventory,
+)
 from envcheck.profile import Profile
 from envcheck.rules import CheckContext, check, rule
 
@@ -423,7 +433,12 @@ def _ngc_torch_upgraded(ctx: CheckContext, reported: list[Location | None]) -> I
 
 
 def _pinned_by_constraint(ctx: CheckContext, name: str) -> bool:
-    return any(p.name == name and p.role in PINS_ONLY and p.version for p in ctx.inventory.packages)
+    return name in _constraint_pins(ctx.inventory)
+
+
+@per_inventory
+def _constraint_pins(inventory: Inventory) -> frozenset[str]:
+    return frozenset(p.name for p in inventory.packages if p.role in PINS_ONLY and p.version)
 
 
 def _ngc_stages(ctx: CheckContext, protected: bool = True) -> set[str]:

@@ -12,7 +12,7 @@ from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
 if TYPE_CHECKING:
-    from envcheck.readings import LaunchReading
+    from envcheck.readings import LaunchReading, PodRequest
 
 TP_ACROSS_NODES = rule(
     "G10-tp-across-nodes", "G10", "Tensor parallelism across more than one node", Status.WARN,
@@ -131,11 +131,17 @@ def pod_gpus(ctx: CheckContext) -> Iterator[Finding]:
     requests = [r for r in ctx.inventory.host.pod_requests or () if r.resource == "gpu" and r.amount is not None]
     if per_node <= 0 or not requests:
         return
-    for service in dict.fromkeys(r.service for r in requests):
-        parts = {r.part: r for r in requests if r.service == service}
+    by_service: dict[str | None, dict[str | None, PodRequest]] = {}  # grouped once: a pod of 5,000 containers is not 5,000 x 5,000
+    for r in requests:
+        by_service.setdefault(r.service, {})[r.part] = r
+    tensor_parallel: dict[str | None, LaunchReading] = {}
+    for item in ctx.inventory.host.launch or ():
+        if (item.tp or 1) > 1:
+            tensor_parallel.setdefault(item.service, item)
+    for service, parts in by_service.items():
         asked = parts.get("limits") or parts["requests"]
         count, where = int(asked.amount or 0), Location(asked.origin or "", line=asked.line)
-        launch = next((item for item in ctx.inventory.host.launch or () if item.service == service and (item.tp or 1) > 1), None)
+        launch = tensor_parallel.get(service)
         other = [r.line for r in parts.values() if r is not asked and r.line]
         flag = launch.written_line(TP_KEYS) if launch is not None else None
         evidence = {"service": service, "gpus": count, "per_node": per_node, "tp": launch.tp if launch else None,

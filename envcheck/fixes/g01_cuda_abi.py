@@ -11,7 +11,7 @@ from envcheck import knowledge
 from envcheck.fixes import FixRequest, Refused
 from envcheck.fixes.requirements_text import name_pattern
 from envcheck.knowledge.builds import build_of_index
-from envcheck.model import PINS_ONLY, Edit, Inventory
+from envcheck.model import PINS_ONLY, Edit, Inventory, per_inventory
 
 # The PyTorch index of CUDA 11/12 builds, as --index-url, PIP_INDEX_URL, a uv index or a wheel URL's folder
 # (with credentials too: only the build part of the path changes).
@@ -19,15 +19,16 @@ _TORCH_INDEX = re.compile(r"(?P<head>https?://(?:[^\s/@'\"]+@)?download\.pytorch
                           r"(?P<build>cu1[0-2]\d)(?=[/\s\"'#;,\]]|$)")
 
 
+@per_inventory
 def _stuck(inventory: Inventory) -> Refused | None:
     """Refused for a CUDA 11/12 mirror or private index this input uses, of which envcheck cannot know whether
     it serves cu130 builds: a pin and its index move together or not at all (docs/fix.md)."""
-    for index in inventory.indexes:
-        build = build_of_index(index.url)
+    for url in (index.url for index in inventory.indexes):
+        build = build_of_index(url)
         if build is None or build.flavor != "cuda" or build.cuda_major is None or build.cuda_major >= 13:
             continue
-        if not _TORCH_INDEX.search(index.url):
-            host = urlsplit(index.url).hostname or "an index envcheck does not know"
+        if not _TORCH_INDEX.search(url):
+            host = urlsplit(url).hostname or "an index envcheck does not know"
             return Refused(f"the CUDA 12 index on {host} is not download.pytorch.org, and envcheck cannot "
                            "know whether it serves cu130 builds: the index and the +cu12x pins it serves "
                            "must move together, so neither is changed; change them by hand (or point the "
@@ -53,11 +54,8 @@ def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
     CPU-only on aarch64, the cu130 index serves every torch from 2.9 on). Refused when the same input pins a
     torch older than 2.9 or a torchvision/torchaudio (their cu130 releases are not in envcheck's tables): the
     index and the pin must move together."""
-    for pkg in request.inventory.packages:
-        pinned = pkg.name in ("torch", "torchvision", "torchaudio") and pkg.version and pkg.role not in PINS_ONLY
-        if pinned and (pkg.name != "torch" or not cu130_release(pkg.version or "")):
-            return Refused(f"{pkg.name}=={pkg.version} is pinned too, and envcheck knows of no cu130 build of it: "
-                           "change the pin and the index together by hand")
+    if (pinned := _pinned_without_cu130(request.inventory)) is not None:
+        return pinned
     start, end = request.region
     if request.kind == "pyproject":  # a [[tool.uv.index]] table: its url = line follows the header
         following = re.compile(r"^\s*\[", re.MULTILINE).search(request.source.text, end)
@@ -74,6 +72,16 @@ def cuda12_index(request: FixRequest) -> list[Edit] | Refused | None:
         edits += [e for m in [*(request.matches(name_pattern("torch")) if request.kind == "dockerfile" else []), *pins]
                   if (e := _cu130_local(request, m)) is not None]
     return edits or None
+
+
+@per_inventory
+def _pinned_without_cu130(inventory: Inventory) -> Refused | None:
+    for pkg in inventory.packages:
+        pinned = pkg.name in ("torch", "torchvision", "torchaudio") and pkg.version and pkg.role not in PINS_ONLY
+        if pinned and (pkg.name != "torch" or not cu130_release(pkg.version or "")):
+            return Refused(f"{pkg.name}=={pkg.version} is pinned too, and envcheck knows of no cu130 build of it: "
+                           "change the pin and the index together by hand")
+    return None
 
 
 def _cu130_local(request: FixRequest, torch: re.Match[str], version: str | None = None) -> Edit | None:

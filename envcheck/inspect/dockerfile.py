@@ -34,6 +34,7 @@ _FLAG_WORD = re.compile(r"(?:[^ \t'\"]|'[^']*(?:'|\Z)|\"[^\"]*(?:\"|\Z))*")
 MAX_SUBSTITUTION_DEPTH = 64
 MAX_EXPANDED_VALUE = 128 << 10
 MAX_EXPANDED_TOTAL = 32 << 20
+MAX_STAGES = 1000  # real recipes have a few dozen; the stage relations (FROM, COPY --from) are read pairwise
 
 
 class DockerfileSyntaxError(ReadingError):
@@ -454,6 +455,8 @@ def parse(text: str, build_args: Mapping[str, str] | None = None, platform: str 
         for inst in instructions:
             line = inst.line
             if inst.keyword == "FROM":
+                if len(stages) >= MAX_STAGES:
+                    raise DockerfileSyntaxError(f"more than {MAX_STAGES} build stages; envcheck reads at most {MAX_STAGES}", inst.line)
                 current = _new_stage(inst, stages, global_values, escape, declared)
                 stages.append(current)
             elif current is None:

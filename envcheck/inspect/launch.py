@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from envcheck.errors import ReadingError
+from envcheck.inspect import shell_words
 
 NODE_KEYS = frozenset({"nnodes", "num_nodes", "num_machines", "nodes", "n_nodes", "node_count", "num_node"})
 TP_KEYS = frozenset({
@@ -93,7 +93,7 @@ def _summarise(origin: str, tool: str | None, settings: list[Setting]) -> Launch
 
 def parse_command(command: str, origin: str = "--launch") -> Launch:
     try:
-        words = shlex.split(command, comments=True)
+        words = shell_words.split(command, comments=True)
     except ValueError as exc:
         raise LaunchFormatError(f"cannot split the command line: {exc}") from exc
     if not words:
@@ -131,7 +131,7 @@ def parse_command(command: str, origin: str = "--launch") -> Launch:
 def referenced_files(command: str) -> list[str]:
     """Config files a launch command names (``--config_file``, ``--deepspeed``, ``--hostfile``, ...)."""
     try:
-        words = shlex.split(command, comments=True)
+        words = shell_words.split(command, comments=True)
     except ValueError:
         return []
     found: list[str] = []

@@ -4,7 +4,7 @@ per release, the aarch64 wheel kind (wheel/any/sdist/none), its wheels' CUDA maj
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -47,6 +47,7 @@ def _table() -> dict[str, list[Release]]:
 _PINNED = ("torch", "torchvision", "torchaudio")
 
 
+@lru_cache(maxsize=1 << 14)  # the table's versions, parsed for every package judged
 def parse_version(text: str) -> Version | None:
     try:
         return Version(text)

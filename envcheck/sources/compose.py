@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.errors import InputError, UsageError
+from envcheck.inspect import shell_words
 from envcheck.inspect.device_query import device_query
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.launch import image_entrypoint
@@ -54,7 +55,16 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     return inventory
 
 
-def interpolate(text: str, values: dict[str, str], errors: list[str]) -> str:
+MAX_INTERPOLATION_DEPTH = 64  # ${A:-${B:-...}} in one value; real files nest two or three (as in a Dockerfile)
+
+
+class _NestedTooDeep(Exception):
+    def __init__(self, line: int | None = None) -> None:
+        super().__init__(f"variable substitution nested more than {MAX_INTERPOLATION_DEPTH} levels deep")
+        self.line = line
+
+
+def interpolate(text: str, values: dict[str, str], errors: list[str], depth: int = 0) -> str:
     """``text`` with compose's ``${...}`` forms replaced; ``${VAR?msg}`` with VAR unset adds to ``errors``."""
     out: list[str] = []
     i = 0
@@ -69,7 +79,9 @@ def interpolate(text: str, values: dict[str, str], errors: list[str]) -> str:
         if end < 0:  # unterminated: compose refuses it; keep the text
             out.append(text[m.start():])
             return "".join(out)
-        word = interpolate(text[m.end():end], values, errors) if op else ""
+        if op and depth >= MAX_INTERPOLATION_DEPTH:
+            raise _NestedTooDeep
+        word = interpolate(text[m.end():end], values, errors, depth + 1) if op else ""
         value = values.get(name)
         empty = value is None or (op.startswith(":") and value == "")
         if op.endswith("?") and empty:
@@ -161,7 +173,13 @@ class _Compose:
             inventory.problems.append(ReadProblem("a compose file is a mapping (services: ...)", Location(str(path), line=line_of(document))))
             return None
         errors: list[tuple[int, str]] = []
-        result = self._interpolated(document, errors)
+        try:
+            result = self._interpolated(document, errors)
+        except _NestedTooDeep as exc:
+            if path == self.root:
+                raise InputError(f"{path}: {exc}", str(path), exc.line) from None
+            inventory.problems.append(ReadProblem(f"{path}: {exc}", Location(str(path), line=exc.line)))
+            return None
         for line, message in errors:
             # a note: such variables are usually secrets kept out of the repository (an uncommitted .env)
             inventory.problems.append(ReadProblem(f"docker compose needs a value here ({message}); envcheck read it as empty",
@@ -181,7 +199,10 @@ class _Compose:
             return seq
         if isinstance(value, Scalar) and "$" in value:
             found: list[str] = []
-            text = interpolate(str(value), self.values, found)
+            try:
+                text = interpolate(str(value), self.values, found)
+            except _NestedTooDeep:
+                raise _NestedTooDeep(value.line) from None
             errors.extend((value.line, message) for message in found)
             return Scalar(text, value.line, value.null, value.style_block)
         return value
@@ -307,7 +328,7 @@ class _Compose:
                 written = [str(v) for v in value]
             elif isinstance(value, Scalar) and not value.null:
                 try:
-                    written = shlex.split(value)
+                    written = shell_words.split(value)
                 except ValueError:
                     written = value.split()
             else:

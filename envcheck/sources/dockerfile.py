@@ -513,14 +513,15 @@ def _builds(argv: list[str]) -> bool:
 
 
 def _resolvable(argv: list[str]) -> list[str]:
-    """Words with shell variables we could not resolve: keep the package name, drop the rest."""
+    """Words with shell variables or command substitutions (``$(...)``, backquotes) we could not resolve:
+    keep the package name, drop the rest."""
     out: list[str] = []
     for word in argv:
-        if "$" not in word:
+        if "$" not in word and "`" not in word:
             out.append(word)
             continue
-        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._\-]*(?:\[[^\]$]*\])?)\s*(?:==|>=|<=|~=|!=|<|>|@)", word)
-        if m and "$" not in m.group(1):
+        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._\-]*(?:\[[^\]$`]*\])?)\s*(?:==|>=|<=|~=|!=|<|>|@)", word)
+        if m and "$" not in m.group(1) and "`" not in m.group(1):
             out.append(m.group(1))
         elif out and out[-1] in ("-r", "-c", "-i", "--index-url", "--extra-index-url", "-f", "--find-links",
                                  "--requirement", "--constraint"):

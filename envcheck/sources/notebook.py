@@ -53,8 +53,12 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     for number, cell in enumerate(cells, 1):
         if not isinstance(cell, dict):
             continue
-        lines = _source_lines(cell.get("source"))
-        file_lines = [finder.find(line) for line in lines]
+        source = cell.get("source")
+        lines = _source_lines(source)
+        if isinstance(source, str):  # one JSON string: every line of it is on the file line where it starts
+            file_lines = [finder.find(lines[0])] * len(lines)
+        else:
+            file_lines = [finder.find(line) for line in lines]
         if cell.get("cell_type") not in ("code", None) or "cell_type" not in cell:
             continue
         for where, command in _commands(lines):
@@ -95,10 +99,12 @@ def _commands(lines: list[str]) -> Iterator[tuple[int, str | tuple[str, str]]]:
     i = 0
     while i < len(lines):
         start = i
-        line = lines[i].strip()
-        while line.endswith("\\") and i + 1 < len(lines):  # `!pip install a \` continued on the next line
+        parts = [lines[i].strip()]
+        while parts[-1].endswith("\\") and i + 1 < len(lines):  # `!pip install a \` continued on the next line
             i += 1
-            line = line[:-1] + " " + lines[i].strip()
+            parts[-1] = parts[-1][:-1]
+            parts.append(lines[i].strip())
+        line = " ".join(parts)
         i += 1
         if line.startswith("!"):
             yield start, _PYTHON_VALUE.sub("", _EXECUTABLE.sub("python", line[1:].lstrip("!").strip()))
@@ -126,14 +132,19 @@ class _Lines:
         self.text = text
         self.position = 0
         self.line = 1
+        # A line not found was searched for to the end of the text: all such searches together read at most
+        # this much (a line written with other escapes than json.dumps's, again and again, is quadratic).
+        self.misses_left = 4 * len(text) + (1 << 20)
 
     def find(self, source_line: str) -> int | None:
-        if not source_line:
+        if not source_line or self.misses_left <= 0:
             return None if self.position == 0 else self.line
         for ensure_ascii in (False, True):
             needle = json.dumps(source_line, ensure_ascii=ensure_ascii)[:-1]  # without the closing quote (a newline may follow)
             found = self.text.find(needle, self.position)
-            if found >= 0:
+            if found < 0:
+                self.misses_left -= len(self.text) - self.position
+            else:
                 self.line += self.text.count("\n", self.position, found)
                 self.position = found + len(needle)
                 return self.line

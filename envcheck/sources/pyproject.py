@@ -45,9 +45,13 @@ _MAX_NESTING = 16
 
 
 class TomlLines:
-    """Line numbers of keys and values in a TOML text."""
+    """Line numbers of keys and values in a TOML text. The keys of every section are indexed once, and the
+    searches for values that are not there read the file at most a few times over: one lookup per key of a
+    20,000-key table used to read the whole table (quadratic: minutes)."""
 
     _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+    _PART = r"""(?:"[^"]*"|'[^']*'|[^\s"'.=]+)"""
+    _KEY = re.compile(rf"^\s*({_PART}(?:\s*\.\s*{_PART})*)\s*=")
 
     def __init__(self, text: str) -> None:
         self.lines = text.split("\n")  # TOML lines end in LF or CRLF only (splitlines would also split at U+2028)
@@ -55,33 +59,42 @@ class TomlLines:
         for i, line in enumerate(self.lines):
             if line.lstrip().startswith("[") and (m := self._HEADER.match(line)):
                 self.headers.append((i, _plain_key(m.group(1))))
+        self.sections: dict[str, list[int]] = {"": [0]}  # table name: its sections (0: the top, n: after headers[n - 1])
+        for n, (_, name) in enumerate(self.headers, 1):
+            self.sections.setdefault(name, []).append(n)
+        self._keys: dict[tuple[int, tuple[str, ...]], int] | None = None
+        self.scan_left = 16 * len(self.lines) + (1 << 16)  # lines all searches together may read
 
     def find(self, needle: str, start: int = 0, end: int | None = None) -> int | None:
-        """0-based index of the first line from ``start`` holding ``needle`` quoted (or bare)."""
+        """0-based index of the first line from ``start`` holding ``needle`` quoted (or bare); None also once
+        the searches have read the file many times over (values written unlike their parsed text)."""
         stop = len(self.lines) if end is None else min(end, len(self.lines))
         for quoted in (f'"{needle}"', f"'{needle}'", needle):
+            if self.scan_left <= 0:
+                return None
             for i in range(start, stop):
                 if quoted in self.lines[i]:
+                    self.scan_left -= i + 1 - start
                     return i
+            self.scan_left -= stop - start
         return None
 
     def key(self, path: tuple[str, ...]) -> int | None:
         """0-based line where the value at ``path`` is set (``c =`` in ``[a.b]``, or ``b.c =`` in ``[a]``)."""
+        if self._keys is None:
+            self._keys = {}
+            section = 0  # 0: the top of the file, n: after the header headers[n - 1]
+            starts = {i for i, _ in self.headers}
+            for i, line in enumerate(self.lines):
+                if i in starts:
+                    section += 1
+                elif "=" in line and (m := self._KEY.match(line)):
+                    self._keys.setdefault((section, tuple(_plain_key(m.group(1)).split("."))), i)
         for split in range(len(path) - 1, -1, -1):
-            table, rest = ".".join(path[:split]), path[split:]
-            for start, end in self._sections(table):
-                pattern = re.compile(r"^\s*" + r"\s*\.\s*".join(rf"[\"']?{re.escape(k)}[\"']?" for k in rest) + r"\s*=")
-                for i in range(start, end):
-                    if pattern.match(self.lines[i]):
-                        return i
+            for section in self.sections.get(".".join(path[:split]), ()):
+                if (found := self._keys.get((section, path[split:]))) is not None:
+                    return found
         return None
-
-    def _sections(self, table: str) -> list[tuple[int, int]]:
-        """(first line, end) of each section with header ``table`` ('' is the top of the file)."""
-        bounds = [h[0] for h in self.headers] + [len(self.lines)]
-        if not table:
-            return [(0, bounds[0])]
-        return [(i + 1, bounds[n + 1]) for n, (i, name) in enumerate(self.headers) if name == table]
 
 
 def _plain_key(header: str) -> str:

@@ -4,7 +4,6 @@ options, markers, continuations, URL requirements) and ``# envcheck: ignore=RULE
 from __future__ import annotations
 
 import re
-import shlex
 import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck.errors import InputError
+from envcheck.inspect import shell_words
 from envcheck.inspect.pip_args import _INDEX_OPTIONS, _PER_REQUIREMENT_OPTION, parse_requirement_text, shown
 from envcheck.inspect.pragma import PRAGMA
 from envcheck.limits import MAX_TEXT_BYTES
@@ -274,7 +274,7 @@ def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inv
     if includes is None:
         includes = _Includes(text_limit(options))
     try:
-        words = shlex.split(line)
+        words = shell_words.split(line)
     except ValueError as exc:
         inventory.problems.append(ReadProblem(f"cannot split option line: {exc}", loc))
         return
