@@ -207,10 +207,11 @@ def _ranged(ctx: CheckContext, pkgs: list[Package], exact: dict[str, Package]) -
             and not p.installed and installs_on(p, ctx.profile)}
 
 
-def _ranged_conflict(ctx: CheckContext, pkgs: list[Package], name: str, text: str) -> Package | None:
-    """The ranged requirement of ``name`` that no served release of ``name`` meeting ``text`` satisfies."""
+def _ranged_conflict(ranges: dict[str, Package], name: str, text: str) -> Package | None:
+    """The ranged requirement of ``name`` (in ``ranges``, from :func:`_ranged`) that no served release of ``name``
+    meeting ``text`` satisfies."""
     from envcheck.knowledge import wheels
-    ranged = _ranged(ctx, pkgs, {}).get(name)
+    ranged = ranges.get(name)
     listed = wheels.served(name)
     if ranged is None or listed is None:
         return None
@@ -287,10 +288,12 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
     # (https://docs.astral.sh/uv/concepts/resolution/#dependency-overrides): those requirements do not bind
     overridden = {p.name for p in ctx.inventory.packages if p.role == Role.OVERRIDE}
     conflicts = 0
+    ranges = _ranged(ctx, pkgs, exact)
+    wanted = exact | ranges
     for pkg in exact.values():
-        for name, text, source in _requirements_of(pkg, marker_profile, exact | _ranged(ctx, pkgs, exact)):
+        for name, text, source in _requirements_of(pkg, marker_profile, wanted):
             other = exact.get(name)
-            if other is None and name not in overridden and (ranged := _ranged_conflict(ctx, pkgs, name, text)) is not None:
+            if other is None and name not in overridden and (ranged := _ranged_conflict(ranges, name, text)) is not None:
                 conflicts += 1  # torchvision==0.22.1 (torch==2.7.1) with torch>=2.11: no release meets both
                 yield PIN_CONFLICT.finding(
                     f"{pkg.name} {pkg.version} needs {name}{_specifier(text)}, but this input asks {name}{ranged.specifier}: "
