@@ -234,8 +234,16 @@ def _official_images() -> frozenset[str]:
     return frozenset(str(n) for row in knowledge.load("docker_official_images")["official"] for n in row["names"])
 
 
+def jetson_image(facts: BaseFacts) -> dict[str, Any] | None:
+    """The ``[[jetson]]`` row of knowledge/ngc_tags.toml an image matches (built for a Jetson GPU), or None."""
+    for row in knowledge.load("ngc_tags").get("jetson", []):
+        if re.search(row["repo"], facts.repository) and re.search(row.get("tag", ""), facts.tag or ""):
+            return dict(row)
+    return None
+
+
 def ml_image(ref: str) -> bool:
     """An image envcheck's knowledge says something about (NGC, nvidia/cuda, amd64-only ML images): judged whatever
     the service asks for. Other images of services without a GPU (databases, web UIs, curl) are not the Spark's concern."""
     facts = safe_describe(ref)
-    return facts is not None and (facts.family != "other" or facts.amd64_only)
+    return facts is not None and (facts.family != "other" or facts.amd64_only or jetson_image(facts) is not None)
