@@ -514,7 +514,7 @@ def _source_builds(ctx: CheckContext) -> list[Package]:
         if pkg.name not in _EXTENSIONS or pkg.installed or pkg.location is None or pkg.location.line is None:
             continue
         url = pkg.url or ""
-        if url.startswith(("git+", "file:", "/", ".")) or ("://" in url and not url.endswith(".whl")):
+        if not url.endswith(".whl") and (url.startswith(("git+", "file:", "/", ".")) or "://" in url):  # a wheel is built
             out.append(pkg)
     return out
 
