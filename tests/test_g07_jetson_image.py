@@ -31,6 +31,9 @@ def test_a_thor_image_in_compose_warns_and_an_l4t_base_fails(tmp_path: Path) -> 
         RUN pip install transformers==4.57.1
     """)
     assert l4t["status"] == "FAIL" and "Orin" in l4t["message"]
+    # a Jetson tag that names CUDA 12 is G1-cuda12-base's FAIL: one cause, one finding
+    (cu128,) = _findings(tmp_path / "run.sh", "docker run --gpus all dustynv/vllm:0.8.6-r36.4-cu128-24.04 vllm serve x\n")
+    assert cu128["status"] == "INFO"
 
 
 def test_a_per_platform_menu_reports_only_the_stage_it_builds(tmp_path: Path) -> None:

@@ -262,7 +262,8 @@ JETSON_IMAGE = rule(
     also carry the Tegra CUDA user space, which the Spark's driver does not serve: a FAIL. Thor images
     (JetPack 7) are SBSA CUDA 13 builds for sm_110: they run only where they also carry PTX or sm_12x code,
     a WARN. A Jetson stage the built image does not use (a per-platform menu, FROM base-${PLATFORM}) is
-    another machine's alternative: INFO.""",
+    another machine's alternative, and a Jetson image whose tag names CUDA 12 is G1-cuda12-base's finding
+    (one cause, one finding): INFO.""",
     """Use an image built for the Spark: nvcr.io/nvidia/vllm, nvcr.io/nvidia/pytorch (25.09 or newer) or
     another CUDA 13 arm64 build whose arch list includes 12.0/12.1.""",
     ("dockerfile",))
@@ -276,12 +277,14 @@ def jetson_images(ctx: CheckContext) -> Iterator[Finding]:
         row = jetson_image(facts) if facts is not None else None
         if row is None:
             continue
+        cuda12 = facts is not None and facts.cuda_major is not None and facts.cuda_major < ctx.profile.cuda_major
+        unused = image.location is not None and image.location.outside_image
         yield JETSON_IMAGE.finding(
             f"{in_stage(image.stage)}{image.ref} is built for {row['gpu']}: its GPU code targets that GPU, not "
-            f"{ctx.profile.name}'s sm_{ctx.profile.sm}", image.location,
+            f"{ctx.profile.name}'s sm_{ctx.profile.sm}{'; G1-cuda12-base reports its CUDA' if cuda12 else ''}", image.location,
             {"image": image.ref, "stage": image.stage, "gpu": row["gpu"], "source": row["source"],
              "inferred": bool(row.get("inferred", False))},
-            status=Status.INFO if image.location is not None and image.location.outside_image else Status[row["status"]])
+            status=Status.INFO if unused or cuda12 else Status[row["status"]])
 
 
 ARCH_LIST = rule(
