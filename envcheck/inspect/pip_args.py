@@ -178,7 +178,7 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
     wheel = parse_wheel_name(text.split(";", 1)[0].strip()) if ".whl" in text else None
     if wheel is not None and " @ " not in text:
         return Package(name=wheel.name, version=wheel.version, specifier=f"=={wheel.version}", url=text, installed=installed, role=role, location=location)
-    if glob := _GLOB_WHEEL.search(text):  # /tmp/wheels/flash_attn-*.whl: the name, not the version or the tags
+    if "://" not in text and ("*" in text or "?" in text) and (glob := _GLOB_WHEEL.search(text)):  # flash_attn-*.whl
         return Package(name=canonical(glob.group(1)), url=text, installed=installed, role=role, location=location)
     lowered = text.lower()
     if lowered.startswith(("git+", "hg+", "svn+", "bzr+", "http://", "https://", "file:")) and " @ " not in text:
