@@ -438,6 +438,10 @@ def test_a_capped_server_beside_an_uncapped_gpu_service_is_g6(tmp_path: Path) ->
     g6 = [f for f in json.loads(done.stdout)["targets"][0]["findings"] if f["gotcha"] == "G6" and f["status"] != "PASS"]
     assert [(f["status"], f["location"]["line"]) for f in g6] == [("WARN", 7)], g6
     assert "ollama" in g6[0]["message"]
+    # capped at 0.3, vLLM leaves most of the pool to its uncapped neighbour: small capped work coexists
+    (tmp_path / "compose.yaml").write_text(_NEIGHBOURS.replace("NEIGHBOUR", _OLLAMA).replace("0.85", "0.3"))
+    small = run_envcheck("-f", "json", "compose.yaml", cwd=tmp_path)
+    assert not [f for f in json.loads(small.stdout)["targets"][0]["findings"] if f["gotcha"] == "G6" and f["status"] != "PASS"]
     (tmp_path / "compose.yaml").write_text(_NEIGHBOURS.replace("  NEIGHBOUR\n", ""))
     alone = run_envcheck("-f", "json", "compose.yaml", cwd=tmp_path)
     assert not [f for f in json.loads(alone.stdout)["targets"][0]["findings"] if f["gotcha"] == "G6" and f["status"] != "PASS"]

@@ -23,7 +23,9 @@ FLASH_ATTN_BUILD = rule(
     Spark, often ending in a failure or an apparent hang. NGC PyTorch containers already ship a working
     build. A wheel whose Requires-Dist names flash-attn makes pip build it too. An install whose failure the
     script ignores (`|| true`, `|| echo ...`) is a WARN: the hours are spent, then the image builds without
-    flash-attn.""",
+    flash-attn. So is a wheel file whose name envcheck cannot read
+    (a glob: flash_attn-*.whl): no official aarch64/sm_121 build exists, so it works only if it was built
+    for aarch64 with sm_120/sm_121 code (a wheel built for another GPU fails with 'no kernel image').""",
     "Drop flash-attn and use PyTorch SDPA (attn_implementation='sdpa'), or use an NGC PyTorch container, which ships flash-attn built for SM121; if you have a prebuilt aarch64 wheel, install that file explicitly.",
     (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"),
     autofix=dockerfile_fixes.flash_attn_build)
@@ -113,6 +115,11 @@ def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
         why = _prebuilt_aarch64(pkg, ctx) or _already_installed(pkg, _installed_in_stage(pkg, installed_flash, ctx), ctx)
         if why:
             yield FLASH_ATTN_BUILD.passed(f"flash-attn is {why}", pkg.location)
+        elif pkg.url and pkg.url.endswith(".whl") and parse_wheel_name(pkg.url) is None:  # flash_attn-*.whl
+            yield FLASH_ATTN_BUILD.finding(
+                f"flash-attn is installed from the wheel file {pkg.url}, whose platform and GPU code envcheck cannot "
+                "read: there is no official aarch64/sm_121 build, so it works only if it was built for aarch64 with "
+                "sm_120/sm_121 code", pkg.location, {"package": "flash-attn", "url": pkg.url}, status=Status.WARN)
         elif pkg.location is not None and pkg.location.tolerated:  # `pip install flash-attn || echo ...`
             yield FLASH_ATTN_BUILD.finding(
                 "flash-attn has no aarch64/sm_121 wheel: pip compiles it from source (hours, or a hang); the install's "

@@ -132,7 +132,8 @@ POOL_OVERCOMMIT = rule(
     those that share one container_name or, under host networking, one host port (a menu of alternative
     models, one started at a time), and those under a compose profile (started only when asked for). A GPU
     service envcheck cannot read a share from claims its container memory cap (compose mem_limit or
-    deploy.resources.limits.memory) when it has one, the whole pool when it has none.""",
+    deploy.resources.limits.memory) when it has one, the whole pool when it has none; beside servers that
+    claim 0.5 of the pool or less it fits in the rest (small capped work coexists).""",
     """Give each server a share so that they add up to well under 1 (two vLLM servers at 0.4 each), or run
     only one heavy server at a time (compose profiles).""",
     inputs=kinds.LAUNCH_FILES)
@@ -197,7 +198,7 @@ def pool_overcommit(ctx: CheckContext) -> Iterator[Finding]:
         shares.append((launch, launch.memory if launch.memory is not None else float(server[1] or 0),
                        launch.memory is not None))
     shares, uncapped = _together(shares, uncapped)
-    if shares and uncapped and len(shares) + len(uncapped) >= 2:
+    if shares and uncapped and sum(share for _l, share, _e in shares) > CAPPED_SHARE:
         first = shares[0]
         memory_line = next((s.line for s in first[0].settings if s.key in MEMORY_KEYS), None)
         named = ", ".join(str(u.service or u.tool) for u in uncapped[:4])

@@ -273,6 +273,40 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
         yield BINARY_SM121A.info(f"no binary carries {nvfp4} kernels (NVFP4 would be slower than FP8)")
 
 
+JETSON_IMAGE = rule(
+    "G7-jetson-image", "G7", "The image is built for a Jetson GPU", Status.FAIL,
+    """The image (a Dockerfile's FROM, a compose service, a Kubernetes container) is a Jetson build
+    (knowledge/ngc_tags.toml, [[jetson]]): NVIDIA's L4T containers and the jetson-containers /
+    NVIDIA-AI-IOT images. Their CUDA code is compiled for the Jetson's integrated GPU, and SASS of another
+    major architecture does not run on sm_121. L4T images (JetPack 6 and older: Xavier/Orin, sm_72/sm_87)
+    also carry the Tegra CUDA user space, which the Spark's driver does not serve: a FAIL. Thor images
+    (JetPack 7) are SBSA CUDA 13 builds for sm_110: they run only where they also carry PTX or sm_12x code,
+    a WARN. A Jetson stage the built image does not use (a per-platform menu, FROM base-${PLATFORM}) is
+    another machine's alternative, and a Jetson image whose tag names CUDA 12 is G1-cuda12-base's finding
+    (one cause, one finding): INFO.""",
+    """Use an image built for the Spark: nvcr.io/nvidia/vllm, nvcr.io/nvidia/pytorch (25.09 or newer) or
+    another CUDA 13 arm64 build whose arch list includes 12.0/12.1.""",
+    ("dockerfile",))
+
+
+@check(JETSON_IMAGE)
+def jetson_images(ctx: CheckContext) -> Iterator[Finding]:
+    from envcheck.knowledge.base_images import in_stage, jetson_image, safe_describe
+    for image in ctx.inventory.images:
+        facts = safe_describe(image.ref)
+        row = jetson_image(facts) if facts is not None else None
+        if row is None:
+            continue
+        cuda12 = facts is not None and facts.cuda_major is not None and facts.cuda_major < ctx.profile.cuda_major
+        unused = image.location is not None and image.location.outside_image
+        yield JETSON_IMAGE.finding(
+            f"{in_stage(image.stage)}{image.ref} is built for {row['gpu']}: its GPU code targets that GPU, not "
+            f"{ctx.profile.name}'s sm_{ctx.profile.sm}{'; G1-cuda12-base reports its CUDA' if cuda12 else ''}", image.location,
+            {"image": image.ref, "stage": image.stage, "gpu": row["gpu"], "source": row["source"],
+             "inferred": bool(row.get("inferred", False))},
+            status=Status.INFO if unused or cuda12 else Status[row["status"]])
+
+
 ARCH_LIST = rule(
     "G7-torch-cuda-arch-list", "G7", "TORCH_CUDA_ARCH_LIST does not cover sm_121", Status.WARN,
     """TORCH_CUDA_ARCH_LIST (ENV, ARG, or exported in a RUN) chooses the GPU code that torch extensions
@@ -503,7 +537,7 @@ def _source_builds(ctx: CheckContext) -> list[Package]:
         if pkg.name not in _EXTENSIONS or pkg.installed or pkg.location is None or pkg.location.line is None:
             continue
         url = pkg.url or ""
-        if url.startswith(("git+", "file:", "/", ".")) or ("://" in url and not url.endswith(".whl")):
+        if not url.endswith(".whl") and (url.startswith(("git+", "file:", "/", ".")) or "://" in url):  # a wheel is built
             out.append(pkg)
     return out
 

@@ -309,9 +309,10 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
             if name == "torch" and ngc_release(other.version):
                 continue  # reported below as an NGC replacement, with its own explanation
             conflicts += 1
+            shipped = pkg.installed and not other.installed and other.location is not None  # the base has it: the pin breaks it
             yield PIN_CONFLICT.finding(
-                f"{pkg.name} {pkg.version} needs {name}{spec}, but {name} is {other.version}",
-                pkg.location or other.location,
+                f"{pkg.name} {pkg.version}{' (in the base image)' if shipped else ''} needs {name}{spec}, but {name} is {other.version}",
+                other.location if shipped else pkg.location or other.location,
                 {"package": pkg.name, "version": pkg.version, "requires": f"{name}{spec}",
                  "found": other.version, "source": source})
     # a range whose every release pins torch/torchvision/torchaudio outside what the input asks (wheels.toml)

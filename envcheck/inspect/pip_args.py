@@ -160,6 +160,8 @@ def _conda_package(word: str, location: Location | None) -> Package | ReadProble
 
 _PER_REQUIREMENT_OPTION = re.compile(r"(?<!\s)\s+--?(?:hash|global-option|config-settings|install-option)\b")
 _GIT_NAME = re.compile(r"/([A-Za-z0-9_.\-]+?)(?:\.git)?(?:@[^/#]*)?(?:#.*)?$")
+# A wheel file named by a shell glob (`flash_attn-*.whl`): its distribution name is all that can be read.
+_GLOB_WHEEL = re.compile(r"(?:^|/)([A-Za-z0-9][A-Za-z0-9_.]*)-[^/\s]*[*?][^/\s]*\.whl$")
 # Repository names whose package name differs (flash-attention's repo builds the flash-attn distribution).
 _REPO_TO_PACKAGE = {"flash-attention": "flash-attn"}
 
@@ -176,6 +178,8 @@ def parse_requirement_text(text: str, location: Location | None, role: Role = Ro
     wheel = parse_wheel_name(text.split(";", 1)[0].strip()) if ".whl" in text else None
     if wheel is not None and " @ " not in text:
         return Package(name=wheel.name, version=wheel.version, specifier=f"=={wheel.version}", url=text, installed=installed, role=role, location=location)
+    if "://" not in text and ("*" in text or "?" in text) and (glob := _GLOB_WHEEL.search(text)):  # flash_attn-*.whl
+        return Package(name=canonical(glob.group(1)), url=text, installed=installed, role=role, location=location)
     lowered = text.lower()
     if lowered.startswith(("git+", "hg+", "svn+", "bzr+", "http://", "https://", "file:")) and " @ " not in text:
         egg = re.search(r"[#&]egg=([A-Za-z0-9_.\-]+)", text)

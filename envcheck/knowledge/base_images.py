@@ -29,6 +29,7 @@ class BaseFacts:
     torch: str | None = None
     flash_attn: str | None = None
     triton: str | None = None
+    vllm: str | None = None  # the vLLM release the image carries (NGC [[vllm]] rows, [[vllm_image]] tags)
     arm64: bool | None = None
     amd64_only: bool = False
     platform_note: str = ""  # where the arm64 image is instead, for an amd64-only tag (knowledge/ngc_tags.toml)
@@ -81,7 +82,12 @@ def describe(ref: str) -> BaseFacts:
                                 "source": "; ".join(s for s in (facts.source, row["source"]) if s),
                                 "platform_note": str(row.get("note", "")).format(repo=name, tag=tag),
                                 "inferred": facts.inferred or bool(row.get("inferred", False))})
-    return _tag_text(base, tag, table)
+    facts = _tag_text(base, tag, table)
+    for row in table.get("vllm_image", []):
+        if name == row["repo"] and (m := re.match(row["tag_pattern"], tag or "")):
+            return BaseFacts(**{**facts.__dict__, "vllm": m.group("vllm"), "inferred": facts.inferred or bool(row.get("inferred")),
+                                "source": "; ".join(s for s in (facts.source, row["source"]) if s)})
+    return facts
 
 
 def _cuda_image(base: dict[str, Any], tag: str | None, spec: dict[str, Any], unnamed: str) -> BaseFacts:
@@ -157,7 +163,7 @@ def _ngc(base: dict[str, Any], short: str, tag: str | None, table: dict[str, Any
                     torch, inferred = same["torch"], True
                     source += f"; torch from nvidia/pytorch:{release} (vLLM images are built on it: inferred)"
             return facts(known=True, cuda=row.get("cuda"), torch=torch, flash_attn=row.get("flash_attn"),
-                         triton=row.get("triton"), arm64=row.get("arm64"), inferred=inferred, source=source)
+                         triton=row.get("triton"), vllm=row.get("vllm"), arm64=row.get("arm64"), inferred=inferred, source=source)
     first = str(table["first_cuda13_pytorch"])
     newest: str | None = max((str(r["tag"]) for r in rows), key=release_month, default=None)
     if short in table["monthly_release_repos"] and short != "nvidia/pytorch":
@@ -234,8 +240,16 @@ def _official_images() -> frozenset[str]:
     return frozenset(str(n) for row in knowledge.load("docker_official_images")["official"] for n in row["names"])
 
 
+def jetson_image(facts: BaseFacts) -> dict[str, Any] | None:
+    """The ``[[jetson]]`` row of knowledge/ngc_tags.toml an image matches (built for a Jetson GPU), or None."""
+    for row in knowledge.load("ngc_tags").get("jetson", []):
+        if re.search(row["repo"], facts.repository) and re.search(row.get("tag", ""), facts.tag or ""):
+            return dict(row)
+    return None
+
+
 def ml_image(ref: str) -> bool:
     """An image envcheck's knowledge says something about (NGC, nvidia/cuda, amd64-only ML images): judged whatever
     the service asks for. Other images of services without a GPU (databases, web UIs, curl) are not the Spark's concern."""
     facts = safe_describe(ref)
-    return facts is not None and (facts.family != "other" or facts.amd64_only)
+    return facts is not None and (facts.family != "other" or facts.amd64_only or jetson_image(facts) is not None)

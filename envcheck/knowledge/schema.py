@@ -66,6 +66,8 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
                      {"vllm": str, "torch": str, "triton": str, "flash_attn": str}),
         "cuda_images": Table({"repos": STR_LIST, "tag_pattern": str, "arm64": bool, "source": str}),
         "amd64_only": Rows({"repo": str}, {"tag_pattern": str, "before": str, "note": str}),
+        "vllm_image": Rows({"repo": str, "tag_pattern": str, "source": str}, {"inferred": bool}),
+        "jetson": Rows({"repo": str, "gpu": str, "status": str, "source": str}, {"tag": str, "inferred": bool}),
         "tag_text": Table({"patterns": STR_LIST, "source": str}, {"inferred": bool}),
     },
     "nvidia_distributions": {

@@ -453,11 +453,16 @@ def _under(where: Location | None, loc: Location) -> Location:
 
 
 def shipped_packages(ref: str, location: Location | None) -> list[Package]:
-    """torch, flash-attn and triton a known CUDA 13 NGC base contains (CUDA 12 bases: G1-cuda12-base)."""
+    """vLLM an image's tag names, and torch, flash-attn and triton a known CUDA 13 NGC base contains (CUDA 12
+    bases: G1-cuda12-base)."""
     facts = safe_describe(ref)
-    if facts is None or not facts.ngc_torch or facts.cuda_major is None or facts.cuda_major < 13:
+    if facts is None:
         return []
     out: list[Package] = []
+    if facts.vllm is not None:  # what pip installs over it must meet that vLLM's pins (G9-pin-conflict)
+        out.append(Package(name="vllm", version=facts.vllm, specifier=f"=={facts.vllm}", installed=True, role=Role.INSTALLED, location=location))
+    if not facts.ngc_torch or facts.cuda_major is None or facts.cuda_major < 13:
+        return out
     torch = facts.torch
     if torch is not None and "+" in torch:
         out.append(Package(name="torch", version=torch, specifier=f"=={torch}", installed=True, role=Role.INSTALLED, location=location))
