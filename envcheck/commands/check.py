@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a folder with nothing to check is not an error (default: exit 2, \"nothing to check in DIR\")")
     parser.add_argument("--build-arg", action="append", default=[], metavar="NAME=VALUE", help="Dockerfile build argument (repeatable)")
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
-    parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
+    parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter (or virtual environment folder)")
     parser.add_argument("--shard", metavar="K/N|auto", help="check only the targets of shard K of N, by a hash of each target's "
                         "name (auto: from ENVCHECK_SHARD, a Kubernetes Indexed Job or a SLURM array; docs/fleet.md)")
     parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
