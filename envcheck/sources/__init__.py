@@ -189,7 +189,7 @@ def discover_tree(folder: Path) -> Discovery:
                 continue
             row = kinds.by_file_name(entry.name, discovering=True) if is_file or is_link else None
             if row is None and is_file and not is_link:
-                candidates = kinds.content_kinds(entry.name)
+                candidates = kinds.content_kinds(entry.name, here.name)
                 head = _head(path) if candidates else None
                 row = _sniffed(path, head, candidates, "sniff") if head is not None else None
             if row is None:
