@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from envcheck.config import env
-from envcheck.errors import InputError, ServiceError
+from envcheck.errors import InputError, ServiceError, missing_extra
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.model import IndexOption, Inventory, Location, Package, PackageIndex, Role
 from envcheck.resolution.context import Chosen, ResolveContext, ResolveSettings
@@ -39,9 +39,8 @@ def find_uv(settings: ResolveSettings) -> str:
         import uv  # type: ignore[import-not-found,import-untyped,unused-ignore]
         found: str = uv.find_uv_bin()
         return found
-    raise InputError("--resolve needs uv (a resolver that resolves for another platform), and none was found",
-                     fix="Install uv into envcheck's environment (pip install uv, or the extra: pip install "
-                         "'envcheck-spark[resolve]'), put uv on PATH, or run without --resolve.")
+    raise missing_extra("--resolve", "uv (a resolver that resolves for another platform)", "resolve",
+                        ", put uv on PATH, or run without --resolve")
 
 
 def pip_config_args(settings: ResolveSettings) -> list[str]:
