@@ -48,7 +48,8 @@ def test_check_and_preflight_python_take_a_virtual_environment_folder(project: P
     (("--profile", "nope"), "unknown profile 'nope'; --profile takes a shipped profile (dgx-spark) or a profile TOML"),
     (("-o", "nodir/report.txt"), "-o nodir/report.txt: cannot write the report: its folder nodir does not exist"),
     (("-o", "folder"), "-o folder: cannot write the report: is a folder"),
-    (("--config", "nope.toml"), "config file nope.toml does not exist"),
+    (("--config", "nope.toml"), "config file nope.toml: no such file; --config takes a TOML file"),
+    (("--config", "folder"), "config file folder: is a folder; --config takes a TOML file"),
 ])
 def test_file_options_say_what_is_wrong(project: Path, args: tuple[str, ...], said: str) -> None:
     done = run_envcheck(*args, "requirements.txt", cwd=project)
@@ -58,3 +59,10 @@ def test_file_options_say_what_is_wrong(project: Path, args: tuple[str, ...], sa
 def test_launch_config_that_is_a_folder_is_said_so(project: Path) -> None:
     done = run_envcheck("preflight", "--launch-config", "folder", "--sample-seconds", "0", cwd=project)
     assert "--launch-config folder: cannot read it: is a folder" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("given", "said"), [("folder", "--baseline: cannot read folder: is a folder, not a file"),
+                                             ("nope.json", "--baseline: cannot read nope.json: no such file")])
+def test_a_baseline_snapshot_path_is_said_with_its_option(project: Path, given: str, said: str) -> None:
+    done = run_envcheck("preflight", "--baseline", given, "--sample-seconds", "0", cwd=project)
+    assert done.returncode == 2 and said in done.stderr, done.stderr
