@@ -243,7 +243,10 @@ def _run(argv: list[str]) -> int:
         try:
             Path(args.output).write_text(out.stdout, encoding="utf-8")
         except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
+            where = Path(args.output)
+            why = ("is a folder; -o takes a file" if where.is_dir() else f"its folder {where.parent} does not exist"
+                   if not where.parent.is_dir() else exc.strerror or str(exc))
+            raise UsageError(f"-o {args.output}: cannot write the report: {why}") from exc
         if args.quiet <= 0:  # -o replaces stdout; a line on stderr says where the report went
             counted = [f"{g} {s.value}" for g, s in report.summary().items() if s.value != "SKIP"]
             errors = [f.message for f in report.findings if f.status.value == "ERROR"]  # why the exit code is 2 or 3

@@ -272,7 +272,8 @@ def load_config(explicit: str | None, cwd: Path, max_bytes: int | None = None) -
     limit = text_limit_default() if max_bytes is None else max_bytes
     path = Path(explicit) if explicit else find_config(cwd, limit)
     if explicit and not path.is_file():  # type: ignore[union-attr]
-        raise UsageError(f"config file {explicit} does not exist (or is not a regular file)")
+        what = "is a folder" if path.is_dir() else "no such file" if not path.exists() else "is not a regular file"  # type: ignore[union-attr]
+        raise UsageError(f"config file {explicit}: {what}; --config takes a TOML file (.envcheck.toml, pyproject.toml)")
     if path is not None:
         table = _table_from_file(path, limit)
         if table:

@@ -28,6 +28,14 @@ class InputError(EnvcheckError):
         self.fix = fix  # what to do, when it is more precise than "fix or remove the broken input"
 
 
+def missing_extra(needed_by: str, package: str, extra: str, otherwise: str = "") -> InputError:
+    """An optional dependency that is not installed, said one way for every extra of pyproject.toml (ssh:
+    paramiko, resolve: uv), with one exit code (2: this machine's setup, not a service that failed)."""
+    install = f"pip install 'envcheck-spark[{extra}]'"
+    return InputError(f"{needed_by} needs {package}, which is not installed here: {install}",
+                      fix=f"Install envcheck's {extra} extra where envcheck runs ({install}){otherwise}.")
+
+
 class ServiceError(EnvcheckError):
     """A registry, Docker engine or web API could not be reached or refused us."""
     exit_code = 3

@@ -25,7 +25,8 @@ class InputKind:
     discover: bool = True  # found by name in project folders (`envcheck DIR`)
     examples: bool = False  # files users commit: every rule on this kind ships fixtures/rules examples
     hook: str = ""  # id of the pre-commit hook that checks its files ("" = none)
-    # Base names discovery sniffs by content (*.yaml for Kubernetes); the hook takes this instead of `names`.
+    # Files discovery sniffs by content, over `folder/name` (the last two parts of the path): */*.yaml for
+    # Kubernetes, requirements/*.txt for requirements; a named file is sniffed whatever its name.
     sniff_names: str = ""
     hook_files: str = ""  # the pre-commit `files` regex over the whole path, for kinds known by content only
     pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
@@ -62,7 +63,8 @@ KINDS: tuple[InputKind, ...] = (
     InputKind("requirements", "envcheck.sources.requirements",
               "requirements and constraints files (requirements*.txt, constraints*.in)",
               names=r"(?i:[^/]*(?:requirement|constraint)[^/]*\.(?:txt|in|pip))", sniff=True, examples=True,
-              hook="envcheck-requirements", holds=("dependencies",)),
+              hook="envcheck-requirements", holds=("dependencies",),
+              sniff_names=r"(?i:(?:requirements?|reqs?|constraints?)(?:[-_.]d)?/[^/]+\.(?:txt|in))"),
     InputKind("pyproject", "envcheck.sources.pyproject", "pyproject.toml", names=r"(?i:pyproject\.toml)",
               sniff=True, examples=True, hook="envcheck-pyproject", holds=("dependencies",)),
     InputKind("uv-lock", "envcheck.sources.locks", "uv.lock", names=r"(?i:uv\.lock)", sniff=True,
@@ -77,11 +79,11 @@ KINDS: tuple[InputKind, ...] = (
               names=_DOCKERFILE, sniff=True, examples=True, hook="envcheck-dockerfile"),
     InputKind("compose", "envcheck.sources.compose", "Compose files (compose.yaml, docker-compose*.yml)",
               names=r"(?i:(?:docker-)?compose(?:[-.][^/]*)?\.ya?ml)", sniff=True, satisfies=("dockerfile",),
-              examples=True, hook="envcheck-compose", sniff_names=r"(?i:[^/]+\.ya?ml)", holds=("launches",)),
+              examples=True, hook="envcheck-compose", sniff_names=r"(?i:[^/]*/[^/]+\.ya?ml)", holds=("launches",)),
     InputKind("kubernetes", "envcheck.sources.kubernetes",
               "Kubernetes manifests (Pod, Deployment, Job, ... in *.yaml)",
               sniff=True, satisfies=("dockerfile",), examples=True, hook="envcheck-kubernetes",
-              sniff_names=r"(?i:[^/]+\.ya?ml)", holds=("launches",),
+              sniff_names=r"(?i:[^/]*/[^/]+\.ya?ml)", holds=("launches",),
               hook_files=r"(^|/)(?i:k8s|kube|kubernetes|manifests?|deploy|deployments?|helm|charts?)/"
                          r"(?:[^/]+/)*[^/]+\.(?i:ya?ml)$"),
     InputKind("shell", "envcheck.sources.shell",
@@ -143,9 +145,11 @@ def by_file_name(name: str, discovering: bool = False) -> InputKind | None:
     return None
 
 
-def content_kinds(name: str) -> list[InputKind]:
-    """Kinds that discovery recognises by content in a file called ``name`` (whose name gave no kind)."""
-    return [k for k in KINDS if k.discover and k.sniff_pattern is not None and k.sniff_pattern.fullmatch(name)]
+def content_kinds(name: str, folder: str = "") -> list[InputKind]:
+    """Kinds that discovery recognises by content in a file called ``name`` in a folder called ``folder``
+    (whose name gave no kind)."""
+    where = f"{folder}/{name}"
+    return [k for k in KINDS if k.discover and k.sniff_pattern is not None and k.sniff_pattern.fullmatch(where)]
 
 
 def hook_pattern(hook: str) -> str:

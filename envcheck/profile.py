@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -61,13 +62,16 @@ def load_profile(name_or_path: str = "dgx-spark") -> Profile:
     """A shipped profile by name, or a profile TOML file by path."""
     path = Path(name_or_path)
     try:
-        if path.suffix == ".toml" and path.is_file():
+        if path.is_file() and (path.suffix == ".toml" or name_or_path not in _shipped()):
             data = toml.loads(path.read_text(encoding="utf-8"))
         else:
             ref = resources.files("envcheck.profiles").joinpath(f"{name_or_path}.toml")
             if not ref.is_file():
                 shipped = ", ".join(_shipped())
-                raise UsageError(f"unknown profile {name_or_path!r}; shipped profiles: {shipped}")
+                looks = path.suffix == ".toml" or os.sep in name_or_path or path.exists()
+                what = (f"profile {name_or_path}: " + ("is a folder" if path.is_dir() else "no such file")
+                        if looks else f"unknown profile {name_or_path!r}")
+                raise UsageError(f"{what}; --profile takes a shipped profile ({shipped}) or a profile TOML file")
             data = toml.load_shipped("envcheck.profiles", str(name_or_path))
     except (OSError, toml.TOMLDecodeError) as exc:
         raise UsageError(f"cannot read profile {name_or_path}: {exc}") from exc

@@ -70,3 +70,25 @@ def test_info_and_clean(tmp_path: Path) -> None:
 def test_older_than_only_with_clean(tmp_path: Path) -> None:
     done = run_envcheck("cache", "info", "--older-than", "3", env={"ENVCHECK_CACHE_DIR": str(tmp_path)})
     assert done.returncode == 2 and "--older-than" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_info_lists_the_users_own_facts_table_and_clean_keeps_it(tmp_path: Path) -> None:
+    """`cache update-facts` writes the user's wheel facts table into the cache folder: `cache info` names it
+    (where, rows, bytes; none yet before), in text and JSON, and `cache clean` never removes it."""
+    root = tmp_path / "cache"
+    env = {"ENVCHECK_CACHE_DIR": str(root)}
+    table = root / "wheel_facts.json"
+    done = run_envcheck("cache", "info", env=env)
+    said = "your wheel facts table (--resolve reads it; clean keeps it)"
+    assert f"{said}: {table}: none yet (update-facts writes it)" in done.stdout
+    table.parent.mkdir(parents=True)
+    rows = {f"{i:064x}": {"source": "pypi on 2026-12-01", "tags": [], "binaries": [], "notes": []} for i in range(3)}
+    table.write_text(json.dumps({"files": rows}))
+    assert run_envcheck("cache", "clean", env=env).returncode == 0 and table.is_file()
+    done = run_envcheck("cache", "info", env=env)
+    assert f"{said}: {table}: 3 rows, " in done.stdout, done.stdout
+    elsewhere = tmp_path / "mine.json"  # ENVCHECK_WHEEL_FACTS names it outside the cache folder
+    elsewhere.write_text(json.dumps({"files": dict(list(rows.items())[:1])}))
+    done = run_envcheck("cache", "info", "-f", "json", env={**env, "ENVCHECK_WHEEL_FACTS": str(elsewhere)})
+    assert json.loads(done.stdout)["facts_table"] == {"path": str(elsewhere), "exists": True, "rows": 1,
+                                                      "bytes": elsewhere.stat().st_size}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -110,3 +111,26 @@ def test_preflight_format_keeps_ten_lines_and_sends_other_findings_to_stderr(tmp
     assert [line.split()[0] for line in proc.stdout.splitlines()] == [f"G{n}" for n in range(1, 11)]
     assert "ARCH FAIL" in proc.stderr and "ENVCHECK ERROR" in proc.stderr
     assert proc.returncode == 2
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github", "html"])
+def test_stdin_is_named_dash_in_every_format_with_its_lines(tmp_path: Path, fmt: str) -> None:
+    """`-` is stdin, named `-` as ruff and hadolint name it, never /dev/stdin; its lines stay right."""
+    done = run_envcheck("--kind", "requirements", "-f", fmt, "-", cwd=tmp_path, input="numpy==2.2.0\ntorch==2.5.1\n")
+    assert done.returncode == 0 and "/dev/stdin" not in done.stdout + done.stderr, done.stdout
+    said = {"text": "-:2: WARN G1 G1-cpu-build", "github": "::warning file=-,line=2,title=G1 G1-cpu-build",
+            "html": "<code>-:2</code>"}.get(fmt)
+    if said is not None:
+        assert said in done.stdout, done.stdout
+    if fmt == "json":
+        (target,) = json.loads(done.stdout)["targets"]
+        (warn,) = [f for f in target["findings"] if f["status"] == "WARN"]
+        assert (target["target"], warn["location"]) == ("-", {"path": "-", "line": 2})
+    if fmt == "sarif":
+        (result,) = json.loads(done.stdout)["runs"][0]["results"]
+        assert result["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "-"}, "region": {"startLine": 2}}
+
+
+def test_an_unreadable_stdin_is_named_too(tmp_path: Path) -> None:
+    done = run_envcheck("--kind", "uv-lock", "-", cwd=tmp_path, input="")
+    assert done.returncode == 2 and "-: ERROR ENVCHECK input-error: stdin (-) is empty: not a uv lock file" in done.stdout

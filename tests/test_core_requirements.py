@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import run_envcheck
 
 from envcheck.model import Inventory
@@ -148,3 +149,22 @@ def test_kind_detection(tmp_path: Path) -> None:
     assert detect(_write(tmp_path, "uv.lock", "version = 1\n")) == "uv-lock"
     assert detect(_write(tmp_path, "pylock.toml", "lock-version = '1.0'\n")) == "pylock"
     assert detect(_write(tmp_path, "notes.md", "# Hello\nThis is prose, not requirements.\n")) is None
+
+
+@pytest.mark.parametrize(("name", "text", "said"), [
+    ("uv.lock", "", "uv.lock is empty: not a uv lock file (uv refuses it too)"),
+    ("uv.lock", "# nothing\n", "uv.lock is empty: not a uv lock file"),
+    ("uv.lock", 'revision = 3\n[[package]]\nname = "a"\n', "uv.lock has no top-level `version`: not a uv lock file"),
+    ("pylock.toml", "", "pylock.toml is empty: not a PEP 751 lock file (pip and uv refuse it too)"),
+    ("pylock.gpu.toml", '[[packages]]\nname = "a"\n', "pylock.gpu.toml has no top-level `lock-version`"),
+])
+def test_an_empty_or_headless_lock_is_an_error_not_a_clean_lock(tmp_path: Path, name: str, text: str, said: str) -> None:
+    """uv refuses an empty uv.lock (missing field `version`): envcheck reports it as it reports any file it
+    cannot read (ERROR, exit 2), in every format, not PASS with exit 0."""
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    done = run_envcheck("-f", "json", name, cwd=tmp_path)
+    (finding,) = [f for t in json.loads(done.stdout)["targets"] for f in t["findings"]]
+    assert (done.returncode, finding["rule"], finding["status"]) == (2, "input-error", "ERROR"), done.stdout
+    assert said in finding["message"] and finding["fix"].startswith("Write the lock again")
+    folder = run_envcheck(".", cwd=tmp_path)  # found in a walk: the same
+    assert folder.returncode == 2 and said in folder.stdout

@@ -88,8 +88,9 @@ def test_pyproject_uv_index_settings_of_the_wrong_type_are_ignored(tmp_path: Pat
 ])
 def test_lock_entries_of_the_wrong_shape_are_problems_not_crashes(tmp_path: Path, text: str) -> None:
     """hypothesis: `wheels = 1`, nameless entries and non-list dependencies raised TypeError."""
-    path = tmp_path / ("pylock.toml" if "[[packages]]" in text else "uv.lock")
-    path.write_text(text)
+    pylock = "[[packages]]" in text
+    path = tmp_path / ("pylock.toml" if pylock else "uv.lock")
+    path.write_text(('lock-version = "1.0"\n' if pylock else "version = 1\n") + text)  # headless: an InputError
     inventory = locks.read(path, ReadOptions())
     assert all(p.name for p in inventory.packages)
     assert all(p.marker is None or isinstance(p.marker, str) for p in inventory.packages)

@@ -112,3 +112,20 @@ def test_bare_names_in_a_requirements_folder_are_a_requirements_file(tmp_path: P
     assert [f for f in target["findings"] if f["rule"] == "G1-cuda12-distribution" and f["status"] == "FAIL"]
     other = run_envcheck("-f", "json", "words/metrics.txt", cwd=tmp_path)
     assert (json.loads(other.stdout)["targets"][0]["kind"], other.returncode) == ("unknown", 2)
+
+
+def test_a_folder_walk_reads_the_requirements_folder_a_user_would_name(tmp_path: Path) -> None:
+    """`envcheck DIR` reads requirements/*.txt as `envcheck requirements/metrics.txt` does; a word list
+    elsewhere, and prose in the requirements folder, stay unread."""
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "metrics.txt").write_text("nltk\nnvidia-cuda-runtime-cu12\n", encoding="utf-8")
+    (tmp_path / "requirements" / "deepspeed.in").write_text("deepspeed>=0.10\n", encoding="utf-8")
+    (tmp_path / "requirements" / "README.txt").write_text("Pick one of these files.\n", encoding="utf-8")
+    (tmp_path / "words").mkdir()
+    (tmp_path / "words" / "metrics.txt").write_text("nltk\njieba\n", encoding="utf-8")
+    done = run_envcheck("-f", "json", ".", cwd=tmp_path)
+    targets = {t["target"]: t for t in json.loads(done.stdout)["targets"]}
+    assert sorted(targets) == ["requirements/deepspeed.in", "requirements/metrics.txt"], done.stdout
+    assert {t["kind"] for t in targets.values()} == {"requirements"}
+    assert [f for f in targets["requirements/metrics.txt"]["findings"] if f["rule"] == "G1-cuda12-distribution"]
+    assert "told from its content" not in done.stderr  # found in a walk: the folder named it

@@ -172,3 +172,27 @@ def test_help_names_every_subcommand() -> None:
     from envcheck.cli import COMMANDS
     text = run_envcheck("--help", env={"COLUMNS": "1000"}).stdout
     assert [c for c in COMMANDS if f"envcheck {c}" not in text] == [] and "cache [info|clean|update-facts]" in text
+
+
+@pytest.mark.parametrize("args", [("snapshot", "ssh://spark@127.0.0.1:1", "-f", "json", "-o", "-"),
+                                  ("container", "nvcr.io/nvidia/pytorch:25.11-py3", "-f", "json")])
+def test_a_missing_extra_is_said_one_way_with_exit_2(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """paramiko missing (the ssh extra) reads as uv missing (the resolve extra): `pip install 'envcheck-spark[EXTRA]'`,
+    an input-error of this machine's setup (exit 2), not an unreachable service (exit 3)."""
+    from conftest import REPO
+    (tmp_path / "paramiko.py").write_text("raise ImportError('No module named paramiko')\n")
+    done = run_envcheck(*args, env={"PYTHONPATH": f"{tmp_path}:{REPO}", "DOCKER_HOST": "ssh://spark@127.0.0.1:1"})
+    (finding,) = [f for t in json.loads(done.stdout)["targets"] for f in t["findings"] if f["status"] == "ERROR"]
+    assert done.returncode == 2 and finding["rule"] == "input-error", done.stdout
+    assert "needs paramiko" in finding["message"]
+    assert finding["message"].endswith(", which is not installed here: pip install 'envcheck-spark[ssh]'")
+    assert finding["fix"] == "Install envcheck's ssh extra where envcheck runs (pip install 'envcheck-spark[ssh]')."
+
+
+
+def test_the_extras_envcheck_names_are_pyproject_s() -> None:
+    from conftest import REPO
+
+    from envcheck import toml
+    extras = toml.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert [p.split(">")[0] for p in extras["ssh"]] == ["paramiko"] and [p.split(">")[0] for p in extras["resolve"]] == ["uv"]

@@ -160,7 +160,7 @@ def test_read_host_without_nvidia_smi_for_real(preflight_envs: dict[str, Path], 
 
 def test_missing_python_is_a_problem_but_the_rest_is_read(tmp_path: Path) -> None:
     inv = read_host(HostOptions(python=str(tmp_path / "no-such-python"), sample_seconds=0))
-    assert [p.message for p in inv.problems] == [f"--python {tmp_path / 'no-such-python'}: no such executable"]
+    assert [p.message for p in inv.problems] == [f"--python {tmp_path / 'no-such-python'}: no such file; --python takes a Python interpreter (e.g. .venv/bin/python)"]
     assert inv.host.meminfo is not None and inv.host.meminfo.status == "ok"
 
 
@@ -229,7 +229,7 @@ def test_read_launches_records_problems_with_locations(fixtures_dir: Path) -> No
     )
     assert [item["tp"] for item in launches] == [2]
     assert problems[0].location is not None and problems[0].location.line == 3
-    assert "cannot read launch config" in problems[1].message
+    assert "--launch-config " in problems[1].message and "No such file" in problems[1].message
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,11 @@ def _findings(path: Path, text: str) -> list[dict[str, Any]]:
                      "      CUDA_FORCE_PTX_JIT: \"1\"\n", 5),
     ("serve.sh", "#!/bin/bash\ndocker run --gpus all \\\n  -e CUDA_DISABLE_PTX_JIT=1 \\\n"
                  "  nvcr.io/nvidia/pytorch:25.11-py3 python serve.py\n", 3),
+    ("launch.sh", "#!/bin/bash\nset -e\nexport HF_HOME=/data CUDA_DISABLE_PTX_JIT=1\nvllm serve Qwen/Qwen3-8B\n", 3),
+    ("train.sh", "#!/bin/bash\nCUDA_FORCE_PTX_JIT=1 python train.py --epochs 1\n", 2),
+    ("notebook.sh", "#!/bin/sh\nCUDA_DISABLE_PTX_JIT=1\nexport CUDA_DISABLE_PTX_JIT\ntorchrun train.py\n", 2),
+    ("compose.yaml", "services:\n  app:\n    image: nvcr.io/nvidia/vllm:25.11-py3\n"
+                     "    command: sh -c 'export CUDA_DISABLE_PTX_JIT=1 && vllm serve m'\n", 4),
     ("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n"
                  "    image: nvcr.io/nvidia/pytorch:25.11-py3\n    env:\n    - name: CUDA_DISABLE_PTX_JIT\n      value: \"1\"\n", 10),
 ])
@@ -39,3 +44,13 @@ def test_a_ptx_jit_setting_that_reaches_the_workload_warns(tmp_path: Path, name:
 ])
 def test_zero_and_a_build_step_of_its_own_stay_quiet(tmp_path: Path, text: str) -> None:
     assert _findings(tmp_path / "Dockerfile", text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "#!/bin/bash\nCUDA_DISABLE_PTX_JIT=1\npython train.py\n",  # set, never exported: the program does not see it
+    "#!/bin/bash\nexport CUDA_DISABLE_PTX_JIT=1\nssh spark-b python train.py\n",  # ssh does not carry it
+    "#!/bin/bash\nexport CUDA_DISABLE_PTX_JIT=1\ndocker run --gpus all nvcr.io/nvidia/pytorch:25.11-py3 python t.py\n",
+    "#!/bin/bash\nexport CUDA_DISABLE_PTX_JIT=0\nvllm serve m\n",
+])
+def test_a_script_setting_that_never_reaches_a_program_stays_quiet(tmp_path: Path, text: str) -> None:
+    assert _findings(tmp_path / "run.sh", text) == []

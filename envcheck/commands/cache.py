@@ -14,7 +14,8 @@ HELP = ("Show what envcheck's cache holds (binary scans, registry manifests and 
         "scans), or remove it. The folder is $ENVCHECK_CACHE_DIR, else $XDG_CACHE_HOME/envcheck or ~/.cache/envcheck; "
         "only envcheck's own entries in it are touched. `update-facts [NAME[==VERSION] ...]` adds the newest "
         "linux/aarch64 wheels of the packages Spark projects use (or those named) to your own wheel facts table, "
-        "which --resolve reads after the shipped one (it downloads those wheels: several GB by default).")
+        "which --resolve reads after the shipped one (it downloads those wheels: several GB by default); `info` "
+        "lists that table too, and `clean` keeps it.")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -42,12 +43,26 @@ def run(args: argparse.Namespace) -> str:
         age = f" not used for {args.older_than:g} days" if args.older_than is not None else ""
         return f"{clean(str(root))}: removed {removed} cache files{age} ({_size(freed)})\n"
     parts = cache.usage(root)
+    table, rows, size = _facts_table()
     if args.format == "json":
-        return json.dumps({"cache_dir": str(root), "entries": {k: {"files": n, "bytes": b} for k, (n, b) in parts.items()}}) + "\n"
+        return json.dumps({"cache_dir": str(root), "entries": {k: {"files": n, "bytes": b} for k, (n, b) in parts.items()},
+                           "facts_table": {"path": table, "exists": rows is not None, "rows": rows or 0, "bytes": size}}) + "\n"
     total_files, total_bytes = sum(n for n, _ in parts.values()), sum(b for _, b in parts.values())
     lines = [f"{clean(str(root))}: {total_files} files, {_size(total_bytes)}"]
     lines += [f"  {kind:32} {files:6} files  {_size(size):>10}" for kind, (files, size) in parts.items()]
+    lines.append(f"your wheel facts table (--resolve reads it; clean keeps it): {clean(table)}: "
+                 + (f"{rows} rows, {_size(size)}" if rows is not None else "none yet (update-facts writes it)"))
     return "\n".join(lines) + "\n"
+
+
+def _facts_table() -> tuple[str, int | None, int]:
+    """The user's own wheel facts table (``cache update-facts``): where, its rows (None: not written yet), bytes."""
+    from envcheck.resolution.facts import user_table
+    from envcheck.resolution.facts_update import read_table
+    path = user_table()
+    if not path.is_file():
+        return str(path), None, 0
+    return str(path), len(read_table(path)), path.stat().st_size
 
 
 def _update_facts(args: argparse.Namespace) -> str:

@@ -17,7 +17,7 @@ from envcheck.errors import UsageError
 if TYPE_CHECKING:
     from envcheck.config import Config
     from envcheck.engine import Target
-    from envcheck.model import Inventory
+    from envcheck.model import Inventory, Location
     from envcheck.sources import Discovery, ReadOptions
 
 
@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="a folder with nothing to check is not an error (default: exit 2, \"nothing to check in DIR\")")
     parser.add_argument("--build-arg", action="append", default=[], metavar="NAME=VALUE", help="Dockerfile build argument (repeatable)")
     parser.add_argument("--target", metavar="STAGE", help="Dockerfile build target stage (as docker build --target)")
-    parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter")
+    parser.add_argument("--python", metavar="PATH", help="also scan the site-packages of this Python interpreter (or virtual environment folder)")
     parser.add_argument("--shard", metavar="K/N|auto", help="check only the targets of shard K of N, by a hash of each target's "
                         "name (auto: from ENVCHECK_SHARD, a Kubernetes Indexed Job or a SLURM array; docs/fleet.md)")
     parser.add_argument("--deep-fatbin", action="store_true", help="also find fatbins stored outside .nv_fatbin (cuFFT, cuBLASLt, cuDNN)")
@@ -78,7 +78,7 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
         if str(path) == "-":  # a manifest or script on stdin (helm template ... | envcheck --kind kubernetes -)
             if args.kind is None:
                 raise UsageError("reading stdin (-) needs --kind: envcheck cannot tell the kind of a stream by its name")
-            targets.append(_file_target(Path("/dev/stdin"), args.kind, options, guessed=False))
+            targets.append(_stdin_target(args.kind, options))
             continue
         if not path.exists() and not path.is_symlink():
             targets.append(Target(str(path), args.kind or "missing", _raiser(InputError(
@@ -213,6 +213,32 @@ def _file_target(path: Path, kind: str, options: ReadOptions, guessed: bool = Tr
         return inventory
 
     return Target(str(path), kind, read)
+
+
+def _stdin_target(kind: str, options: ReadOptions) -> Target:
+    """``-``: read /dev/stdin, named ``-`` in every report and location (as ruff and hadolint name it)."""
+    from dataclasses import replace
+
+    from envcheck.engine import Target
+    from envcheck.errors import InputError
+    from envcheck.sources import move_locations
+    stream, inner = "/dev/stdin", _file_target(Path("/dev/stdin"), kind, options, guessed=False)
+
+    def named(loc: Location | None) -> Location | None:
+        return replace(loc, path="-") if loc is not None and loc.path == stream else loc
+
+    def read() -> Inventory:
+        try:
+            inventory = inner.read()
+        except InputError as exc:
+            exc.message, exc.path = exc.message.replace(stream, "stdin (-)"), "-"
+            raise
+        move_locations(inventory, named, "packages", "indexes", "installs", "binaries", "wheels", "images", "env",
+                       "problems", "pragmas", "resolved")
+        inventory.problems[:] = [replace(p, message=p.message.replace(stream, "stdin (-)")) for p in inventory.problems]
+        return inventory
+
+    return Target("-", kind, read)
 
 
 def _python_target(python: str, options: ReadOptions) -> Target:

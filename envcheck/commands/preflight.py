@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from envcheck import engine
 from envcheck.config import Config
-from envcheck.errors import UsageError
+from envcheck.errors import InputError, UsageError
 from envcheck.model import Finding, Report
 from envcheck.sources.host import HostOptions
+
+if TYPE_CHECKING:
+    from envcheck.commands.snapshot import Snapshot
 
 HELP = "live checks of this host and a Python environment right before a long job (G1-G10)"
 DEFAULT_FORMAT = "preflight"
@@ -74,15 +78,22 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
                                     probe_timeout=args.probe_timeout))]
 
 
+def _snapshot_of(option: str, where: str | None) -> Snapshot | None:
+    """The snapshot an option names; what is wrong with the file is said with the option's name."""
+    from envcheck.commands.snapshot import load_snapshot
+    try:
+        return load_snapshot(where) if where else None
+    except InputError as exc:
+        raise InputError(f"{option}: {exc.message}", exc.path) from None
+
+
 def report(args: argparse.Namespace, config: Config) -> Report:
     from envcheck.checks import drift
-    from envcheck.commands.snapshot import load_snapshot
     from envcheck.profile import load_profile
     if args.baseline == "-" and args.twin == "-":
         raise UsageError("--baseline and --twin cannot both read stdin")
     # Read the snapshots first: a missing or damaged file is a usage error before the slow live read.
-    baseline = load_snapshot(args.baseline) if args.baseline else None
-    twin = load_snapshot(args.twin) if args.twin else None
+    baseline, twin = (_snapshot_of(option, where) for option, where in (("--baseline", args.baseline), ("--twin", args.twin)))
     result = engine.run(build(args, config), config, debug=args.debug)
     if baseline is None and twin is None:
         return result

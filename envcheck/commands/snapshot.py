@@ -198,7 +198,9 @@ def read_bounded(where: str, limit: int) -> bytes:
             return handle.read(limit + 1)
     except OSError as exc:
         name = "stdin" if where == "-" else where
-        raise InputError(f"cannot read {name}: {exc.strerror or exc}", path=name) from None
+        why = ("is a folder, not a file" if isinstance(exc, IsADirectoryError) else "no such file"
+               if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc))
+        raise InputError(f"cannot read {name}: {why}", path=name) from None
 
 
 def parse_snapshot(raw: bytes, name: str) -> Snapshot:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -37,6 +38,7 @@ from envcheck.resolution.uv import (
     resolve_pyproject,
     settings_index_urls,
     uv_compile,
+    without_absent_projects,
 )
 from envcheck.services.package_index import FileProblem, IndexClient, redact
 from envcheck.sources.remote_wheel import FileFacts
@@ -62,9 +64,15 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile,
         chosen = [c for c in chosen if (c.name, c.version) in wanted or (c.name, c.version) not in known]
     elif kind in ("requirements", "freeze", "pyproject"):
         freeze = kind == "freeze" or declared.context == "installed"
-        chosen, conflict = remembered(resolution_key(path, declared, ctx, freeze), ctx, lambda: (
-            resolve_pyproject(path, declared, ctx) if kind == "pyproject"
-            else uv_compile(path, ctx, no_deps=freeze)))
+        with tempfile.TemporaryDirectory(prefix="envcheck-local-") as tmp:
+            read, absent = (path, []) if kind == "pyproject" else without_absent_projects(path, Path(tmp))
+            chosen, conflict = remembered(resolution_key(read, declared, ctx, freeze), ctx, lambda: (
+                resolve_pyproject(path, declared, ctx) if kind == "pyproject"
+                else uv_compile(read, ctx, no_deps=freeze, cwd=path.resolve().parent, shown=path)))
+        inventory.problems += [ReadProblem(
+            f"{words}: not resolved: {where} is not here, or holds no pyproject.toml or setup.py (uv and pip stop "
+            "there: checked without its project?); the rest is resolved without it", Location(str(path), line=line), note=True)
+            for line, words, where in absent]
         if conflict and not chosen:
             inventory.resolved.append(_conflict(path, conflict, conflict_line(path, conflict)))
             return inventory

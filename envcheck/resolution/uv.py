@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from envcheck.config import env
-from envcheck.errors import InputError, ServiceError
+from envcheck.errors import InputError, ServiceError, missing_extra
 from envcheck.inspect.wheel_tags import canonical
 from envcheck.model import IndexOption, Inventory, Location, Package, PackageIndex, Role
 from envcheck.resolution.context import Chosen, ResolveContext, ResolveSettings
@@ -39,9 +39,8 @@ def find_uv(settings: ResolveSettings) -> str:
         import uv  # type: ignore[import-not-found,import-untyped,unused-ignore]
         found: str = uv.find_uv_bin()
         return found
-    raise InputError("--resolve needs uv (a resolver that resolves for another platform), and none was found",
-                     fix="Install uv into envcheck's environment (pip install uv, or the extra: pip install "
-                         "'envcheck-spark[resolve]'), put uv on PATH, or run without --resolve.")
+    raise missing_extra("--resolve", "uv (a resolver that resolves for another platform)", "resolve",
+                        ", put uv on PATH, or run without --resolve")
 
 
 def pip_config_args(settings: ResolveSettings) -> list[str]:
@@ -206,3 +205,35 @@ def requirement_line(pkg: Package) -> str:
     extras = f"[{','.join(pkg.extras)}]" if pkg.extras else ""
     text = f"{pkg.name}{extras} @ {pkg.url}" if pkg.url else f"{pkg.name}{extras}{pkg.specifier}"
     return text + (f"; {pkg.marker}" if pkg.marker else "")
+
+
+# A requirements line that names a local folder or file: `-e .`, `--editable=./pkg`, `./pkg[gpu]`, `file:../x`.
+_LOCAL_LINE = re.compile(r"\s*(?:(?:-e|--editable)(?:\s+|\s*=\s*))?(?:file:(?://)?)?(?P<path>\.{1,2}(?:/[^\s;#\[]*)?|/[^\s;#\[]*)")
+_PATH_OPTION = re.compile(r"(?P<flag>\s*(?:-[rcef]|--requirement|--constraint|--editable|--find-links)(?:\s+|\s*=\s*))(?P<path>[^\s:]+)(?=\s|$)")
+
+
+def without_absent_projects(path: Path, tmp: Path) -> tuple[Path, list[tuple[int, str, Path]]]:
+    """``path`` as uv should read it, and the local projects left out as (line, text): ``-e .`` in a requirements
+    file checked without its project names no pyproject.toml or setup.py (uv and pip stop there); the rest still
+    resolves. Left out: (line, text, folder); then ``path`` is copied to ``tmp`` with its relative paths made absolute."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return path, []
+    folder, absent, out = path.resolve().parent, list[tuple[int, str, Path]](), list[str]()
+    for number, line in enumerate(lines, 1):
+        local = _LOCAL_LINE.match(line)
+        if local is not None and not line.lstrip().startswith("#"):
+            where = folder / local["path"]
+            if not where.is_file() and not any((where / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
+                absent.append((number, line.strip(), where))
+                continue
+            line = line[:local.start("path")] + str(where.resolve()) + line[local.end("path"):]
+        elif (option := _PATH_OPTION.match(line)) is not None and not os.path.isabs(option["path"]):
+            line = option["flag"] + str(folder / option["path"]) + line[option.end("path"):]
+        out.append(line)
+    if not absent:
+        return path, []
+    copy = tmp / path.name
+    copy.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return copy, absent

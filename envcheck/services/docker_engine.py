@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envcheck.config import env
-from envcheck.errors import InputError, ServiceError, UsageError
+from envcheck.errors import EnvcheckError, InputError, ServiceError, UsageError, missing_extra
 
 if TYPE_CHECKING:
     from docker import DockerClient
@@ -39,7 +39,7 @@ def engine_client(timeout: float = 60.0) -> DockerClient:
                 client = _engine_client_class()(base_url=host, tls=tls or False, timeout=int(timeout),
                                                 use_ssh_client=_use_ssh_binary(host))
         client.ping()
-    except ServiceError:
+    except EnvcheckError:  # already said (a missing extra, a refused context)
         raise
     except DockerException as exc:
         raise ServiceError(
@@ -79,8 +79,7 @@ def _use_ssh_binary(host: str) -> bool:
     try:
         import paramiko  # noqa: F401
     except ImportError:
-        raise ServiceError(f"DOCKER_HOST={host} needs the paramiko package (the Docker SDK's ssh:// "
-                           "transport): pip install 'envcheck-spark[ssh]'") from None
+        raise missing_extra(f"DOCKER_HOST={host}", "paramiko (the Docker SDK's ssh:// transport)", "ssh") from None
     return shutil.which("ssh") is not None
 
 

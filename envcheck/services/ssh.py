@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from envcheck.errors import ServiceError, UsageError
+from envcheck.errors import ServiceError, UsageError, missing_extra
 
 CONNECT_TIMEOUT = 15.0
 MAX_OUTPUT = 64 << 20
@@ -40,7 +40,7 @@ def run_remote(target: SshHost, argv: list[str], stdin: bytes, deadline: float) 
     try:
         import paramiko
     except ImportError:
-        raise ServiceError(f"{target}: reading a machine over SSH needs the paramiko package (pip install paramiko)") from None
+        raise missing_extra(f"{target}: reading a machine over SSH", "paramiko", "ssh") from None
     config = _ssh_config(target.host)
     hostname = config.get("hostname", target.host)
     port = target.port or int(config.get("port", 22))

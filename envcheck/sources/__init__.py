@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from envcheck import kinds
-from envcheck.errors import UsageError
+from envcheck.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     from envcheck.model import Inventory, Location
@@ -43,6 +43,29 @@ def move_locations(inventory: Inventory, moved: Callable[[Location | None], Loca
     for name in facts:
         getattr(inventory, name)[:] = [replace(fact, location=moved(fact.location)) for fact in getattr(inventory, name)]
     return inventory
+
+
+def interpreter(requested: str) -> str:
+    """The program ``--python REQUESTED`` names: a path, a virtual environment's folder, or a name on PATH.
+    What it cannot be is said as it is (a folder, a file that is no program), not as "no such file"."""
+    import shutil
+
+    path = Path(requested)
+    if os.sep not in requested and (found := shutil.which(requested)):
+        return found
+    usage = "--python takes a Python interpreter (e.g. .venv/bin/python)"
+    if path.is_dir():
+        for inside in (path / "bin" / "python", path / "bin" / "python3", path / "Scripts" / "python.exe"):
+            if os.access(inside, os.X_OK) and inside.is_file():
+                return str(inside)  # a virtual environment's folder, as uv's --python takes it
+        raise InputError(f"--python {requested}: is a folder with no bin/python; {usage}", requested)
+    if path.is_file():
+        if os.access(path, os.X_OK):
+            return str(path.absolute())  # "./py" is not looked up on PATH
+        raise InputError(f"--python {requested}: is a file but not a program; {usage}; to check {requested} "
+                         f"itself, name it as a PATH (envcheck {requested})", requested)
+    where = "no such file" + ("" if os.sep in requested else f" here and no program {requested} on PATH")
+    raise InputError(f"--python {requested}: {where}; {usage}", requested)
 
 
 def module_for(kind: str) -> ModuleType:
@@ -166,7 +189,7 @@ def discover_tree(folder: Path) -> Discovery:
                 continue
             row = kinds.by_file_name(entry.name, discovering=True) if is_file or is_link else None
             if row is None and is_file and not is_link:
-                candidates = kinds.content_kinds(entry.name)
+                candidates = kinds.content_kinds(entry.name, here.name)
                 head = _head(path) if candidates else None
                 row = _sniffed(path, head, candidates, "sniff") if head is not None else None
             if row is None:

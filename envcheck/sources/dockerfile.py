@@ -93,7 +93,7 @@ def _too_long(size: int) -> str:
 _SITE_DIRS = ("site-packages", "dist-packages", "/opt/venv", "/opt/conda", "/venv", "/.venv", "/usr/local/lib/python",
               "wheels", "wheelhouse", ".whl")
 # Build settings that choose GPU targets: recorded where a RUN sets them for a build command.
-_TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
+TRACKED_BUILD_ENV = ("TORCH_CUDA_ARCH_LIST", "CMAKE_CUDA_ARCHITECTURES", "CUDAARCHS")
 _CMAKE_ARCH_FLAG = re.compile(r"^-D\s*CMAKE_CUDA_ARCHITECTURES(?::[A-Za-z]+)?=(.*)$", re.S)
 
 
@@ -242,7 +242,7 @@ class _Reader:
                 commands, truncated = self._commands(inst, values)
                 for cmd, line in commands:
                     self._command(cmd, line, stage, in_image, values, files, inventory)
-                for name, value in settings_ending_with_run(inst.args, commands, _TRACKED_BUILD_ENV, _builds, values):
+                for name, value in settings_ending_with_run(inst.args, commands, TRACKED_BUILD_ENV, _builds, values):
                     inventory.env.append(EnvVar(name, value, Origin.RUN_ONLY, self._loc(inst.line, stage)))
                 size = len(inst.args) + sum(len(doc.body) for doc in inst.heredocs)
                 if size > MAX_RUN_TEXT:
@@ -498,7 +498,7 @@ def build_settings(cmd: SimpleCommand, known: Mapping[str, str]) -> list[tuple[s
     cmake = argv[0].rsplit("/", 1)[-1] == "cmake"
     if cmake and argv[1:2] and argv[1] in ("--build", "--install", "-E"):
         return []  # only cmake's configure step reads GPU targets
-    found = [(name, cmd.env[name]) for name in _TRACKED_BUILD_ENV if name in cmd.env and cmd.env[name] != known.get(name)]
+    found = [(name, cmd.env[name]) for name in TRACKED_BUILD_ENV if name in cmd.env and cmd.env[name] != known.get(name)]
     words = argv[1:] if cmake else []
     if not cmake and "CMAKE_ARGS" in cmd.env and cmd.env["CMAKE_ARGS"] != known.get("CMAKE_ARGS"):
         words += split_words(cmd.env["CMAKE_ARGS"])  # read by pip builds (scikit-build, llama-cpp-python), not by cmake

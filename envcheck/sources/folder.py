@@ -175,11 +175,16 @@ def site_packages_of(python: str) -> list[Path]:
     )
     import subprocess  # here: only `--python` runs a program, and the folder scan's start-up need not load it
 
+    from envcheck.sources import interpreter
+    program = interpreter(python)
     try:
-        out = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=True)
+        out = subprocess.run([program, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=True)
         paths = json.loads(out.stdout.strip().splitlines()[-1])
+    except subprocess.CalledProcessError as exc:
+        said = (exc.stderr or "").strip().splitlines()[-1:] or [f"exit status {exc.returncode}"]
+        raise InputError(f"--python {python}: not a Python interpreter, or a broken one ({said[0]})", path=python) from exc
     except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
-        raise InputError(f"cannot ask {python} for its site-packages: {exc}", path=python) from exc
+        raise InputError(f"--python {python}: cannot ask it for its site-packages: {exc}", path=python) from exc
     return [Path(p) for p in paths if Path(p).is_dir()]
 
 

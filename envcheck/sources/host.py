@@ -137,10 +137,11 @@ def _resolve_python(requested: str | None) -> tuple[str | None, ReadProblem | No
     """The interpreter to probe. A missing default is a SKIP reason, a missing ``--python`` an error."""
     if requested is None:
         return shutil.which("python3"), None
-    path = shutil.which(requested) if os.sep not in requested else (requested if os.access(requested, os.X_OK) else None)
-    if path is None:
-        return None, ReadProblem(f"--python {requested}: no such executable", Location(requested))
-    return path, None
+    from envcheck.sources import interpreter
+    try:
+        return interpreter(requested), None
+    except InputError as exc:
+        return None, ReadProblem(exc.message, Location(requested))
 
 
 def _stop_child(proc: subprocess.Popen[str] | None) -> None:
@@ -488,7 +489,8 @@ def read_launches(commands: tuple[str, ...], configs: tuple[str, ...]) -> tuple[
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            problems.append(ReadProblem(f"cannot read launch config: {exc}", Location(config)))
+            why = "is a folder" if path.is_dir() else getattr(exc, "strerror", None) or str(exc)
+            problems.append(ReadProblem(f"--launch-config {config}: cannot read it: {why}", Location(config)))
             continue
         try:
             launches.append(launch_reader.parse_config(text, config).to_json())

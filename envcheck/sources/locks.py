@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from envcheck.errors import InputError
 from envcheck.inspect.markers import with_extras
 from envcheck.inspect.pip_args import long_number, shown
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
@@ -82,6 +83,12 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     data, text = parse_toml(path, text_limit(options))
     inventory = Inventory()
     style = "pylock" if "packages" in data or path.name.startswith("pylock") else "uv"
+    key, kind, readers, remake = (("lock-version", "a PEP 751 lock", "pip and uv refuse", "uv export --format pylock.toml, or pip lock")
+                                  if style == "pylock" else ("version", "a uv lock", "uv refuses", "uv lock"))
+    if key not in data:  # as uv and pip do: an empty or truncated lock is not a lock with nothing in it
+        what = "is empty" if not data else f"has no top-level `{key}`"
+        raise InputError(f"{path} {what}: not {kind} file ({readers} it too)", str(path),
+                         fix=f"Write the lock again ({remake}) and commit it whole, or remove it.")
     entries = data.get("packages" if style == "pylock" else "package", [])
     if not isinstance(entries, list):
         inventory.problems.append(ReadProblem("the lock file has no package list", Location(str(path))))

@@ -17,6 +17,7 @@ from envcheck.errors import UsageError
 from envcheck.inspect.docker_run import exec_command, parse_run
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.launch import MEMORY_KEYS, TP_KEYS, LaunchFormatError, image_entrypoint, parse_command
+from envcheck.inspect.pip_args import INDEX_VARIABLES
 from envcheck.inspect.pragma import instruction_pragmas
 from envcheck.inspect.shell import split_commands
 from envcheck.knowledge.base_images import ml_image
@@ -83,11 +84,29 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
     if found := launches(text, path, where):
         out.host = replace(out.host, launch=launches_from_json(found))
     out.images = container_images(text, where, folder)
-    for cmd in split_commands(text, arch="arm64"):  # `docker run -e NAME=VALUE`: the container's environment
-        if (run := parse_run(_unwrapped(cmd.argv))) is not None:
+    # The environment programs run with: `docker run -e NAME=VALUE` (the container's), else what the script
+    # exports (or sets before the command) for what it runs here, as compose `environment:` is read. Not
+    # through docker/ssh, nor what the RUN reading already made facts of (build arch settings, indexes).
+    made = {v.name for v in out.env} | set(dockerfile.TRACKED_BUILD_ENV) | set(INDEX_VARIABLES) | {"CMAKE_ARGS"}
+    for cmd in split_commands(text, arch="arm64"):
+        argv = _unwrapped(cmd.argv)
+        if (run := parse_run(argv)) is not None:
             for name, value in run.env:  # at the line that sets it (a continued docker run spans several)
                 at = text.find(f"{name}=", cmd.offset)
                 out.env.append(EnvVar(name, value, Origin.ENV, where(text.count("\n", 0, max(at, cmd.offset)) + 1)))
+            continue
+        if not argv or exec_command(argv) is not None or _ssh_command(argv) is not None:
+            continue
+        at = text.find(cmd.text, cmd.offset) if cmd.text else -1  # in `sh -c '...'` the offset is the script's
+        before = text[:max(at, cmd.offset)]
+        for name, value in cmd.env.items():
+            exported = name in dict(cmd.assignments) or re.search(
+                rf"(?m)\b(?:export|declare\s+-\w*x\w*)\b[^\n;&|]*(?<![\w$]){re.escape(name)}\b", before)
+            if name in made or not exported:
+                continue
+            made.add(name)
+            set_at = [m.start() for m in re.finditer(rf"(?<![\w$]){re.escape(name)}=", before)]
+            out.env.append(EnvVar(name, value, Origin.ENV, where(before.count("\n", 0, (set_at or [cmd.offset])[-1]) + 1)))
     return out
 
 
