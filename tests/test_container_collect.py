@@ -88,8 +88,10 @@ def test_image_whose_python_only_root_may_run(test_images: Any) -> None:
 def test_without_gpus_the_gpu_lines_skip(test_images: Any) -> None:
     _, report = run_json(test_images.cuda13, "--verbose")
     for gotcha in ("G4", "G6", "G7"):
-        statuses = {f["status"] for f in by_gotcha(report, gotcha)}
-        assert statuses == {"SKIP"}, (gotcha, by_gotcha(report, gotcha))
+        # the lines that need the GPU; G7 also judges the installed packages (triton's ptxas), which need none
+        live = [f for f in by_gotcha(report, gotcha) if gotcha != "G7" or f["rule"] == "G7-live-capability"]
+        assert live and {f["status"] for f in live} == {"SKIP"}, (gotcha, by_gotcha(report, gotcha))
+    assert {f["status"] for f in by_gotcha(report, "G7")} <= {"SKIP", "PASS", "INFO"}
     assert "nvidia_smi" not in report["targets"][0]["inventory"]["host"]
     g4 = by_gotcha(report, "G4")[0]
     assert "nvidia-smi was not run" in g4["message"]
