@@ -16,6 +16,7 @@ _LAUNCHES = kinds.LAUNCH_FILES  # files whose launch commands G3, G6 and G10 rea
 MODULES: dict[str, tuple[str, ...]] = {
     "envcheck.checks.arch": (*_PACKAGES, "elf"),
     "envcheck.checks.g01_cuda_abi": (*_PACKAGES, "elf"),
+    "envcheck.checks.g01_binaries": kinds.BINARY_KINDS,
     "envcheck.checks.g01_base_images": ("dockerfile",),
     "envcheck.checks.g01_wheel_builds": (*kinds.DEPENDENCY_FILES, "dockerfile"),
     "envcheck.checks.g02_flash_attn": _PACKAGES,

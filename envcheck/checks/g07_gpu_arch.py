@@ -163,7 +163,7 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
     with_code = [b for b in ctx.inventory.binaries if level[id(b)] is not None]
     if not with_code:
         return
-    from envcheck.checks.g01_cuda_abi import variant_key
+    from envcheck.checks.g01_binaries import variant_key
     from envcheck.knowledge.sonames import cuda_majors  # the soname table: only for targets with binaries
     target = f"sm_{ctx.profile.sm}"
     major = ctx.profile.cuda_major
