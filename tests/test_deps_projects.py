@@ -784,3 +784,34 @@ def test_a_workspace_roots_extras_ask_member_extras_and_member_extras_are_the_me
     g1 = [(f["status"], f["message"]) for f in _findings(report, ("INFO", "WARN", "FAIL")) if f["gotcha"] == "G1"]
     assert g1 and all(status == "INFO" for status, _ in g1), g1
     assert any("older CUDA build" in message and "uv sync --package" in message for _, message in g1), g1
+
+
+def test_a_default_group_pinning_a_cuda12_stack_is_one_finding(tmp_path: Path) -> None:
+    """A project whose default install pins a CUDA 12 stack (torch, its partners, nvidia-*-cu12 runtime wheels) has
+    one cause: one G1 finding, torch's, naming every pin's line; the index that binds the stack keeps its own."""
+    _write(tmp_path, "pyproject.toml", '''[project]
+name = "x"
+version = "0"
+dependencies = ["numpy"]
+[dependency-groups]
+cu128 = [
+  "torch==2.7.1+cu128",
+  "torchvision==0.22.1+cu128",
+  "nvidia-cublas-cu12==12.8.3.14",
+  "nvidia-cudnn-cu12==9.7.1.26",
+  "nvidia-nccl-cu12==2.26.2",
+]
+[tool.uv]
+default-groups = ["cu128"]
+[tool.uv.sources]
+torch = [{ index = "cu128" }]
+[[tool.uv.index]]
+name = "cu128"
+url = "https://download.pytorch.org/whl/cu128"
+explicit = true
+''')
+    g1 = [f for f in _findings(_report(tmp_path / "pyproject.toml")) if f["gotcha"] == "G1"]
+    builds = [f for f in g1 if f["evidence"].get("package")]
+    assert len(builds) == 1 and builds[0]["status"] == "FAIL" and builds[0]["location"]["line"] == 7
+    assert {7, 8, 9, 10, 11} <= set(builds[0]["evidence"]["lines"])
+    assert len(g1) - len(builds) <= 1  # the cu128 index line, apart
