@@ -3,6 +3,7 @@ silently preferring it over a requested SDPA."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from envcheck import kinds
@@ -43,10 +44,21 @@ UNSLOTH_SDPA = rule(
     ("requirements", *kinds.LOCK_FILES, "dockerfile", *kinds.ENVIRONMENTS))
 
 
+# flash-attn's upstream wheels name the CUDA major and torch they were built for: 2.8.3+cu12torch2.9cxx11abiTRUE
+_UPSTREAM_BUILD = re.compile(r"\+cu(\d{2})torch\d")
+
+
+def _older_cuda_wheel(pkg: Package, ctx: CheckContext) -> str | None:
+    """The filename of an aarch64 flash-attn wheel built for an older CUDA major than the target's (upstream's)."""
+    wheel = parse_wheel_name(pkg.url) if pkg.url else None
+    m = _UPSTREAM_BUILD.search(wheel.version) if wheel is not None else None
+    return wheel.filename if wheel is not None and m and int(m.group(1)) < ctx.profile.cuda_major else None
+
+
 def _prebuilt_aarch64(pkg: Package, ctx: CheckContext) -> str | None:
     if pkg.url:
         wheel = parse_wheel_name(pkg.url)
-        if wheel is not None and platform_verdict(wheel.platforms, ctx.profile)[0]:
+        if wheel is not None and platform_verdict(wheel.platforms, ctx.profile)[0] and not _older_cuda_wheel(pkg, ctx):
             return f"installed from the prebuilt wheel {wheel.filename}"
     for wheel_set in ctx.inventory.wheels:
         if wheel_set.name == "flash-attn" and any(t.endswith(ctx.profile.machine) for t in wheel_set.tags):
@@ -109,6 +121,11 @@ def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
         why = _prebuilt_aarch64(pkg, ctx) or _already_installed(pkg, _installed_in_stage(pkg, installed_flash, ctx), ctx)
         if why:
             yield FLASH_ATTN_BUILD.passed(f"flash-attn is {why}", pkg.location)
+        elif (older := _older_cuda_wheel(pkg, ctx)) is not None:
+            yield FLASH_ATTN_BUILD.finding(
+                f"{older} is an upstream CUDA 12 build of flash-attn: it loads only beside a CUDA 12 torch, not the "
+                "CUDA 13 stack of a Spark (NGC's flash-attn builds are the ones made for sm_121)", pkg.location,
+                {"package": "flash-attn", "version": pkg.version, "url": pkg.url})
         elif pkg.location is not None and pkg.location.tolerated:  # `pip install flash-attn || echo ...`
             yield FLASH_ATTN_BUILD.finding(
                 "flash-attn has no aarch64/sm_121 wheel: pip compiles it from source (hours, or a hang); the install's "
