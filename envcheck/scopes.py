@@ -67,6 +67,9 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
     # a line the default install already flags for a rule: a scope that flags it again adds nothing
     flagged_at = {(k, str(f.location)) for f in unfolded if f.location and f.status in (Status.WARN, Status.FAIL)
                   for k in (f.rule, *(["build"] if f.gotcha in _BUILD_GOTCHAS else []))}
+    # a package the default install already has a finding of the rule for (an extra that mirrors a default group)
+    had = {(f.rule, str(f.evidence.get("package")), str(f.evidence.get("version"))) for f in unfolded
+           if f.status in (Status.WARN, Status.FAIL) and f.evidence.get("package")}
     # a finding that names packages (one policy finding for a file's unpinned packages): the default install's
     known_packages: dict[str, set[str]] = {}
     for f in base:
@@ -89,6 +92,9 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
             if finding.location and not finding.policy and ((finding.rule, str(finding.location)) in flagged_at or (
                     finding.gotcha in _BUILD_GOTCHAS and ("build", str(finding.location)) in flagged_at)):
                 continue
+            if finding.evidence.get("package") and (finding.rule, str(finding.evidence.get("package")),
+                                                     str(finding.evidence.get("version"))) in had:
+                continue  # the same package and version, already judged in the default install
             named = finding.evidence.get("packages")
             if isinstance(named, list) and named and {str(n) for n in named} <= known_packages.get(finding.rule, set()):
                 continue  # the scope adds no package to what the default install's finding names

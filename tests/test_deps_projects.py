@@ -815,3 +815,20 @@ explicit = true
     assert len(builds) == 1 and builds[0]["status"] == "FAIL" and builds[0]["location"]["line"] == 7
     assert {7, 8, 9, 10, 11} <= set(builds[0]["evidence"]["lines"])
     assert len(g1) - len(builds) <= 1  # the cu128 index line, apart
+
+
+def test_an_extra_that_mirrors_the_default_group_adds_no_finding(tmp_path: Path) -> None:
+    """uv has no default extras, so projects mirror a default dependency group as an extra: the extra's copy of a
+    requirement the default install already judged is the same cause, not a second opt-in finding."""
+    _write(tmp_path, "pyproject.toml", '''[project]
+name = "x"
+version = "0"
+[project.optional-dependencies]
+gpu = ["flash-attn==2.6.3", "einops"]
+[dependency-groups]
+gpu = ["flash-attn==2.6.3"]
+[tool.uv]
+default-groups = ["gpu"]
+''')
+    g2 = [f for f in _findings(_report(tmp_path / "pyproject.toml")) if f["rule"] == "G2-flash-attn-build"]
+    assert [f["location"]["line"] for f in g2] == [7]
