@@ -832,3 +832,39 @@ default-groups = ["gpu"]
 ''')
     g2 = [f for f in _findings(_report(tmp_path / "pyproject.toml")) if f["rule"] == "G2-flash-attn-build"]
     assert [f["location"]["line"] for f in g2] == [7]
+
+
+DEFAULT_GROUP_LOCK = '''version = 1
+revision = 3
+requires-python = ">=3.10"
+
+[[package]]
+name = "x"
+version = "0"
+source = { editable = "." }
+
+[package.dev-dependencies]
+gpu = [
+    { name = "torch" },
+]
+
+[[package]]
+name = "torch"
+version = "2.7.1+cu128"
+source = { registry = "https://download.pytorch.org/whl/cu128" }
+wheels = [
+    { url = "https://download.pytorch.org/whl/cu128/torch-2.7.1%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl" },
+]
+'''
+
+
+def test_a_lock_reads_its_projects_default_groups(tmp_path: Path) -> None:
+    """uv.lock does not record [tool.uv] default-groups: read beside the project's pyproject.toml, a default group
+    is the default install (FAIL), not an opt-in scope (WARN); without the pyproject it stays opt-in."""
+    lock = _write(tmp_path, "uv.lock", DEFAULT_GROUP_LOCK)
+    opt_in = [f["status"] for f in _findings(_report(lock)) if f["gotcha"] == "G1"]
+    assert opt_in == ["WARN"]
+    _write(tmp_path, "pyproject.toml", '[project]\nname = "x"\nversion = "0"\n[dependency-groups]\ngpu = ["torch"]\n'
+           '[tool.uv]\ndefault-groups = ["gpu"]\n')
+    default = [(f["status"], f["location"]["line"]) for f in _findings(_report(lock)) if f["gotcha"] == "G1"]
+    assert default == [("FAIL", 16)]

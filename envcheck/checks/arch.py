@@ -39,9 +39,10 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
             yield WHEEL_PLATFORM.finding(f"{wheel.filename}: {why}", pkg.location,
                                          {"wheel": wheel.filename, "platforms": list(wheel.platforms)})
     pypi_only = not any(i.option in ("index-url", "find-links") for i in ctx.inventory.indexes)
-    for pkg in ctx.inventory.packages:  # by name from PyPI: every release the specifier allows has no aarch64 file
-        if (not pypi_only or pkg.index or pkg.url or pkg.installed or pkg.role != "requirement" or not pkg.specifier
-                or not installs_on(pkg, ctx.profile) or pkg.name in {r.name for r in ctx.inventory.resolved}):
+    resolved = {r.name for r in ctx.inventory.resolved}
+    for pkg in ctx.inventory.packages if pypi_only else ():  # by name from PyPI: no release allowed has an aarch64 file
+        if (pkg.index or pkg.url or pkg.installed or pkg.role != "requirement" or not pkg.specifier
+                or not wheels.known(pkg.name) or pkg.name in resolved or not installs_on(pkg, ctx.profile)):
             continue
         rels = wheels.every_release_allowed(pkg.name, pkg.specifier)
         if rels and all(r.aarch64 == "none" for r in rels):
@@ -79,7 +80,7 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
         yield WHEEL_PLATFORM.finding(
             f"{len(names)} locked packages have no {ctx.profile.machine} wheel (the lock was resolved for "
             f"another platform): {', '.join(names[:8])}{' ...' if len(names) > 8 else ''}",
-            Location(first.path) if first is not None else None, {"packages": names})
+            first, {"packages": names, "lines": sorted({f.location.line for f in locked_fail if f.location and f.location.line})})
     else:
         yield from locked_fail
     if checked and not failed:
