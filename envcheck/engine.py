@@ -63,7 +63,7 @@ def evaluate(inventory: Inventory, profile: Profile, kind: str, options: RunOpti
 
     # Extras and dependency groups are opt-in: each is judged in its own scope (envcheck.scopes).
     from envcheck.knowledge.builds import installs_on
-    findings.extend(scopes.judge_scopes(inventory, run_checks, lambda p: installs_on(p, profile)))
+    findings.extend(scopes.judge_scopes(inventory, run_checks, lambda p: installs_on(p, profile), kind == "pyproject"))
     return _distinct(_branch_aware(f) for f in findings)
 
 

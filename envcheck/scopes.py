@@ -48,15 +48,15 @@ def _key(finding: Finding) -> tuple[str, str, str, str]:
 
 
 def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Finding]],
-                 installs: Callable[[Package], bool] = lambda p: True) -> list[Finding]:
+                 installs: Callable[[Package], bool] = lambda p: True, project: bool = False) -> list[Finding]:
     """Findings of the default install, then what each opt-in scope adds (FAIL softened to WARN, scope named):
     once for scopes that add it alike, never what the default has, no location-less PASS/INFO summaries."""
     scopes = scopes_of(inventory)
     if not scopes and not any(i.explicit for i in inventory.indexes):
         return _one_per_line(one_cause(run_checks(inventory)))
     base = unfolded = _one_per_line(one_cause(run_checks(in_scope(inventory, (), installs))))
-    if inventory.packages and all(p.role == Role.LOCK for p in inventory.packages if p.location):
-        base = _one_per_lock(base)
+    if project or (inventory.packages and all(p.role == Role.LOCK for p in inventory.packages if p.location)):
+        base = _one_per_lock(base, packages_only=project)  # a default install of a CUDA 12 stack: one cause
     if not scopes:
         return base
     separate = max(1, min(MAX_SCOPES, MAX_SCOPED_PACKAGES // max(1, len(inventory.packages))))
@@ -67,6 +67,9 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
     # a line the default install already flags for a rule: a scope that flags it again adds nothing
     flagged_at = {(k, str(f.location)) for f in unfolded if f.location and f.status in (Status.WARN, Status.FAIL)
                   for k in (f.rule, *(["build"] if f.gotcha in _BUILD_GOTCHAS else []))}
+    # a package the default install already has a finding of the rule for (an extra that mirrors a default group)
+    had = {(f.rule, str(f.evidence.get("package")), str(f.evidence.get("version"))) for f in unfolded
+           if f.status in (Status.WARN, Status.FAIL) and f.evidence.get("package")}
     # a finding that names packages (one policy finding for a file's unpinned packages): the default install's
     known_packages: dict[str, set[str]] = {}
     for f in base:
@@ -89,6 +92,9 @@ def judge_scopes(inventory: Inventory, run_checks: Callable[[Inventory], list[Fi
             if finding.location and not finding.policy and ((finding.rule, str(finding.location)) in flagged_at or (
                     finding.gotcha in _BUILD_GOTCHAS and ("build", str(finding.location)) in flagged_at)):
                 continue
+            if finding.evidence.get("package") and (finding.rule, str(finding.evidence.get("package")),
+                                                     str(finding.evidence.get("version"))) in had:
+                continue  # the same package and version, already judged in the default install
             named = finding.evidence.get("packages")
             if isinstance(named, list) and named and {str(n) for n in named} <= known_packages.get(finding.rule, set()):
                 continue  # the scope adds no package to what the default install's finding names
@@ -256,16 +262,18 @@ def one_cause(findings: list[Finding]) -> list[Finding]:
     return [f for i, f in enumerate(out) if i not in folded]
 
 
-def _one_per_lock(findings: list[Finding]) -> list[Finding]:
-    """A lock's default install that resolves a CUDA 12 stack (torch, its partners, what they pull) is one cause:
-    one G1 finding, led by torch's, standing for every entry's line."""
+def _one_per_lock(findings: list[Finding], packages_only: bool = False) -> list[Finding]:
+    """A lock's (or a project's) default install that resolves (pins) a CUDA 12 stack (torch, its partners, what
+    they pull) is one cause: one G1 finding, led by torch's, standing for every entry's line. ``packages_only``:
+    a project's index and source lines keep their own findings (they bind the stack, the pins only follow)."""
     bad = [i for i, f in enumerate(findings) if f.gotcha == "G1" and f.status in (Status.WARN, Status.FAIL)
-           and not f.policy and f.location and f.location.line]
+           and not f.policy and f.location and f.location.line and (not packages_only or f.evidence.get("package"))]
     if len(bad) < 2:
         return findings
     lead = max(bad, key=lambda i: (findings[i].status.rank, findings[i].evidence.get("package") == "torch"))
     rest = [findings[i] for i in bad if i != lead]
-    lines = sorted({f.location.line for f in [findings[lead], *rest] if f.location and f.location.line})
+    lines = sorted({f.location.line for f in [findings[lead], *rest] if f.location and f.location.line}
+                   | {n for f in [findings[lead], *rest] for n in f.evidence.get("lines", []) if isinstance(n, int)})
     kept = replace(findings[lead], message=f"{findings[lead].message} (and {len(rest)} more entries of this stack: "
                    + ", ".join(str(f.evidence.get("package") or f.rule) for f in rest[:5]) + (", ..." if len(rest) > 5 else "") + ")",
                    evidence={**findings[lead].evidence, "lines": lines}, folded=(*findings[lead].folded, *rest))

@@ -127,3 +127,19 @@ def test_preflight_without_a_driver(arm64: Run) -> None:
     lines = [line for line in done.stdout.splitlines() if line[:1] == "G"]
     assert [line.split()[0] for line in lines] == [f"G{n}" for n in range(1, 11)]
     assert "nvidia-smi not found" in done.stdout
+
+
+def test_a_pin_whose_releases_publish_no_aarch64_file_fails(tmp_path: Path) -> None:
+    """onnxruntime-gpu 1.24.1 ships x86_64 wheels only, no aarch64 wheel and no sdist (knowledge/wheels.toml): pip
+    cannot install it on a Spark, whatever else the file does; a release with an aarch64 wheel, or the same pin
+    from another index, is not judged so."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("numpy\nonnxruntime-gpu==1.24.1\n", encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(req))
+    found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "ARCH-wheel-platform"]
+    assert [(f["status"], f["location"]["line"]) for f in found] == [("FAIL", 2)]
+    for text in ("onnxruntime-gpu==1.29.0\n", "--index-url https://example.org/simple\nonnxruntime-gpu==1.24.1\n"):
+        req.write_text(text, encoding="utf-8")
+        proc = run_envcheck("--format", "json", "--fail-on", "never", str(req))
+        assert not [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"]
+                    if f["rule"] == "ARCH-wheel-platform" and f["status"] in ("WARN", "FAIL")]

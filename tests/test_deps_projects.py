@@ -784,3 +784,87 @@ def test_a_workspace_roots_extras_ask_member_extras_and_member_extras_are_the_me
     g1 = [(f["status"], f["message"]) for f in _findings(report, ("INFO", "WARN", "FAIL")) if f["gotcha"] == "G1"]
     assert g1 and all(status == "INFO" for status, _ in g1), g1
     assert any("older CUDA build" in message and "uv sync --package" in message for _, message in g1), g1
+
+
+def test_a_default_group_pinning_a_cuda12_stack_is_one_finding(tmp_path: Path) -> None:
+    """A project whose default install pins a CUDA 12 stack (torch, its partners, nvidia-*-cu12 runtime wheels) has
+    one cause: one G1 finding, torch's, naming every pin's line; the index that binds the stack keeps its own."""
+    _write(tmp_path, "pyproject.toml", '''[project]
+name = "x"
+version = "0"
+dependencies = ["numpy"]
+[dependency-groups]
+cu128 = [
+  "torch==2.7.1+cu128",
+  "torchvision==0.22.1+cu128",
+  "nvidia-cublas-cu12==12.8.3.14",
+  "nvidia-cudnn-cu12==9.7.1.26",
+  "nvidia-nccl-cu12==2.26.2",
+]
+[tool.uv]
+default-groups = ["cu128"]
+[tool.uv.sources]
+torch = [{ index = "cu128" }]
+[[tool.uv.index]]
+name = "cu128"
+url = "https://download.pytorch.org/whl/cu128"
+explicit = true
+''')
+    g1 = [f for f in _findings(_report(tmp_path / "pyproject.toml")) if f["gotcha"] == "G1"]
+    builds = [f for f in g1 if f["evidence"].get("package")]
+    assert len(builds) == 1 and builds[0]["status"] == "FAIL" and builds[0]["location"]["line"] == 7
+    assert {7, 8, 9, 10, 11} <= set(builds[0]["evidence"]["lines"])
+    assert len(g1) - len(builds) <= 1  # the cu128 index line, apart
+
+
+def test_an_extra_that_mirrors_the_default_group_adds_no_finding(tmp_path: Path) -> None:
+    """uv has no default extras, so projects mirror a default dependency group as an extra: the extra's copy of a
+    requirement the default install already judged is the same cause, not a second opt-in finding."""
+    _write(tmp_path, "pyproject.toml", '''[project]
+name = "x"
+version = "0"
+[project.optional-dependencies]
+gpu = ["flash-attn==2.6.3", "einops"]
+[dependency-groups]
+gpu = ["flash-attn==2.6.3"]
+[tool.uv]
+default-groups = ["gpu"]
+''')
+    g2 = [f for f in _findings(_report(tmp_path / "pyproject.toml")) if f["rule"] == "G2-flash-attn-build"]
+    assert [f["location"]["line"] for f in g2] == [7]
+
+
+DEFAULT_GROUP_LOCK = '''version = 1
+revision = 3
+requires-python = ">=3.10"
+
+[[package]]
+name = "x"
+version = "0"
+source = { editable = "." }
+
+[package.dev-dependencies]
+gpu = [
+    { name = "torch" },
+]
+
+[[package]]
+name = "torch"
+version = "2.7.1+cu128"
+source = { registry = "https://download.pytorch.org/whl/cu128" }
+wheels = [
+    { url = "https://download.pytorch.org/whl/cu128/torch-2.7.1%2Bcu128-cp312-cp312-manylinux_2_28_x86_64.whl" },
+]
+'''
+
+
+def test_a_lock_reads_its_projects_default_groups(tmp_path: Path) -> None:
+    """uv.lock does not record [tool.uv] default-groups: read beside the project's pyproject.toml, a default group
+    is the default install (FAIL), not an opt-in scope (WARN); without the pyproject it stays opt-in."""
+    lock = _write(tmp_path, "uv.lock", DEFAULT_GROUP_LOCK)
+    opt_in = [f["status"] for f in _findings(_report(lock)) if f["gotcha"] == "G1"]
+    assert opt_in == ["WARN"]
+    _write(tmp_path, "pyproject.toml", '[project]\nname = "x"\nversion = "0"\n[dependency-groups]\ngpu = ["torch"]\n'
+           '[tool.uv]\ndefault-groups = ["gpu"]\n')
+    default = [(f["status"], f["location"]["line"]) for f in _findings(_report(lock)) if f["gotcha"] == "G1"]
+    assert default == [("FAIL", 16)]

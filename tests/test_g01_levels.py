@@ -118,3 +118,17 @@ def test_one_cuda_version_gets_one_level_from_a_from_line_and_from_an_image_conf
         found = [f for t in json.loads(done.stdout)["targets"] for f in t["findings"] if f["rule"] == "G1-image-cuda"]
         assert [f["status"] for f in found] == [level], done.stderr
         assert ("sm_121" in found[0]["message"]) is (level == "WARN")
+
+
+def test_a_cuda12_devel_base_whose_only_cuda_code_is_a_cuda13_torch_is_info(tmp_path: Path) -> None:
+    """nvidia/cuda:12.6.3-devel with `pip install numpy torch` (PyPI's newest aarch64 torch is a CUDA 13 build with its
+    own CUDA libraries) and nothing compiled: the base's CUDA 12 parts stay unused (INFO); a compiler run or another
+    GPU package in the stage keeps the WARN."""
+    path = tmp_path / "Dockerfile"
+    head = "FROM nvidia/cuda:12.6.3-devel-ubuntu24.04\nRUN pip install --break-system-packages numpy torch\n"
+    path.write_text(head + 'CMD ["python3", "smoke.py"]\n', encoding="utf-8")
+    assert _levels(_findings(path), "G1-cuda12-base") == [(1, "INFO")]
+    path.write_text(head + "RUN nvcc -o k k.cu\n", encoding="utf-8")
+    assert _levels(_findings(path), "G1-cuda12-base") == [(1, "WARN")]
+    path.write_text(head + "RUN pip install --break-system-packages cupy-cuda12x\n", encoding="utf-8")
+    assert [lvl for _, lvl in _levels(_findings(path), "G1-cuda12-base")] == ["WARN"]

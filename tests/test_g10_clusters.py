@@ -170,3 +170,32 @@ def test_trtllm_over_mpi_through_ssh_with_a_readonly_default(tmp_path: Path) -> 
     single = tmp_path / "single.sh"
     single.write_text(textwrap.dedent(STACKED).replace('DEFAULT_TP_SIZE="2"', 'DEFAULT_TP_SIZE="1"'), encoding="utf-8")
     assert _g10(single) == []
+
+
+def test_a_tensor_parallel_size_in_a_gpu_services_environment_is_read(tmp_path: Path) -> None:
+    """An image whose own entrypoint serves (no command envcheck can read) takes its TP size from the environment:
+    TENSOR_PARALLEL_SIZE=2 on a one-GPU Spark puts ranks on other Sparks; 1 does not; a readable command wins."""
+    def compose(tp: str, command: str = "serve") -> Path:
+        path = tmp_path / "docker-compose.yml"
+        path.write_text(textwrap.dedent(f"""\
+            services:
+              server:
+                image: myorg/llm-server:1.0
+                environment:
+                  - MODEL=some/model
+                  - TENSOR_PARALLEL_SIZE={tp}
+                deploy:
+                  resources:
+                    reservations:
+                      devices:
+                        - driver: nvidia
+                          count: all
+                          capabilities: [gpu]
+                command: {command}
+            """), encoding="utf-8")
+        return path
+
+    warned = [(f["status"], f["location"]["line"]) for f in _g10(compose("2")) if f["status"] in ("WARN", "FAIL")]
+    assert warned == [("WARN", 6)]
+    assert not [f for f in _g10(compose("1")) if f["status"] in ("WARN", "FAIL")]
+    assert not [f for f in _g10(compose("2", "vllm serve some/model --tensor-parallel-size 1")) if f["status"] in ("WARN", "FAIL")]

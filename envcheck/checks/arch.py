@@ -17,7 +17,9 @@ WHEEL_PLATFORM = rule(
     "ARCH-wheel-platform", "ARCH", "A wheel cannot install on linux/aarch64", Status.FAIL,
     """A wheel named or locked for this target carries only platform tags of another CPU or OS
     (manylinux_x86_64, win_amd64, macosx). pip on a Spark refuses it, or, for a lock file whose package has
-    only an sdist besides, builds it from source.""",
+    only an sdist besides, builds it from source. A package installed by name from PyPI fails the same way when
+    every release its specifier allows publishes no linux/aarch64 file at all, no wheel and no sdist
+    (knowledge/wheels.toml: onnxruntime-gpu up to 1.28.0).""",
     "Use a release that publishes manylinux aarch64 wheels (or build one for linux/aarch64), or drop the x86_64-only URL.",
     (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS))
 
@@ -36,6 +38,21 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
             failed = True
             yield WHEEL_PLATFORM.finding(f"{wheel.filename}: {why}", pkg.location,
                                          {"wheel": wheel.filename, "platforms": list(wheel.platforms)})
+    pypi_only = not any(i.option in ("index-url", "find-links") for i in ctx.inventory.indexes)
+    resolved = {r.name for r in ctx.inventory.resolved}
+    for pkg in ctx.inventory.packages if pypi_only else ():  # by name from PyPI: no release allowed has an aarch64 file
+        if (pkg.index or pkg.url or pkg.installed or pkg.role != "requirement" or not pkg.specifier
+                or not wheels.known(pkg.name) or pkg.name in resolved or not installs_on(pkg, ctx.profile)):
+            continue
+        rels = wheels.every_release_allowed(pkg.name, pkg.specifier)
+        if rels and all(r.aarch64 == "none" for r in rels):
+            checked += 1
+            failed = True
+            yield WHEEL_PLATFORM.finding(
+                f"{pkg.name}{pkg.specifier}: no release this allows publishes a {ctx.profile.os}/{ctx.profile.machine} "
+                f"file (no wheel, no sdist; {rels[-1].version} has {'x86_64 wheels' if rels[-1].x86_64 else 'none either'}): "
+                "pip cannot install it on a Spark", pkg.location,
+                {"package": pkg.name, "specifier": pkg.specifier, "source": rels[-1].where})
     locked_fail: list[Finding] = []
     skipped = {(p.name, p.version) for p in ctx.inventory.packages if p.role == "lock" and not installs_on(p, ctx.profile)}
     for wheel_set in ctx.inventory.wheels:
@@ -63,7 +80,7 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
         yield WHEEL_PLATFORM.finding(
             f"{len(names)} locked packages have no {ctx.profile.machine} wheel (the lock was resolved for "
             f"another platform): {', '.join(names[:8])}{' ...' if len(names) > 8 else ''}",
-            Location(first.path) if first is not None else None, {"packages": names})
+            first, {"packages": names, "lines": sorted({f.location.line for f in locked_fail if f.location and f.location.line})})
     else:
         yield from locked_fail
     if checked and not failed:

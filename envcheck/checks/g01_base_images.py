@@ -38,7 +38,8 @@ CUDA12_BASE = rule(
     envcheck cannot read is named (the stage depends on it, judged when it is checked itself). So is a
     stage that replaces the base's torch with a CUDA 13 build (an exact cu130 pin, an install with
     --upgrade that resolves to PyPI's CUDA 13 torch): the base is then only a shell, and only what else
-    the stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk.""",
+    the stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk: a WARN, and INFO when
+    the stage compiles nothing and installs no other GPU package (that torch brings its own CUDA libraries).""",
     f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what
     NVIDIA's Spark playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("dockerfile",),
@@ -65,7 +66,7 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
                                           f"come from the host driver, which runs CUDA {facts.cuda_major} images, and the image's CUDA "
                                           f"{facts.cuda_major} libraries are never loaded", image.location,
                                           {**evidence, "runs": image.runs}, status=Status.INFO)
-            elif (unused := _runtime_unused(ctx, image, facts)) is not None:
+            elif (unused := _runtime_unused(ctx, image, facts, replaced)) is not None:
                 yield CUDA12_BASE.finding(message + unused[0], image.location, {**evidence, **unused[1]}, status=Status.INFO)
             elif replaced is not None:
                 # the stage's torch is a CUDA 13 build: the base is only a shell, its own CUDA 12 parts may still be used
@@ -90,25 +91,32 @@ def cuda12_base(ctx: CheckContext) -> Iterator[Finding]:
 _GPU_NAME = re.compile(r"(?:^|[-_])(?:cuda\d*x?|cu\d{2,3}|gpu|nvidia|cupy|tensorrt|triton)(?:$|[-_])")
 
 
-def _runtime_unused(ctx: CheckContext, image: BaseImage, facts: BaseFacts) -> tuple[str, dict[str, object]] | None:
-    """Why a Dockerfile stage on nvidia/cuda's 'base' flavour (only the CUDA runtime) uses none of its CUDA
-    user space, and the evidence; None when it may (a compiler run, a GPU package installed, ...)."""
+def _runtime_unused(ctx: CheckContext, image: BaseImage, facts: BaseFacts,
+                    replaced: str | None = None) -> tuple[str, dict[str, object]] | None:
+    """Why a Dockerfile stage on nvidia/cuda's 'base' flavour (only the CUDA runtime), or on any flavour whose
+    torch the stage ``replaced`` with a current-CUDA build, uses none of its CUDA user space, and the evidence;
+    None when it may (a compiler run, another GPU package installed, ...)."""
     from envcheck.inspect.device_query import compilers
     from envcheck.knowledge.base_images import cuda_runtime_only
     from envcheck.knowledge.builds import distribution_cuda_major
-    if image.programs is None or not cuda_runtime_only(facts) or compilers(image.programs):
+    if image.programs is None or not (cuda_runtime_only(facts) or replaced) or compilers(image.programs):
         return None
     stack = set(knowledge.load("pins")["stack"]["ml_stack"]) | {r["name"] for r in knowledge.load("cuda_extensions").get("package", [])}
     unseen = list(image.unread)
     for pkg in ctx.inventory.packages:
         if pkg.location is None or pkg.location.stage not in image.stages or pkg.role == "constraint":
             continue
+        if replaced and pkg.name == "torch":
+            continue  # the current-CUDA torch brings its own CUDA libraries
         if pkg.name in stack or _GPU_NAME.search(pkg.name) or distribution_cuda_major(pkg) is not None:
             return None
         if pkg.url and not pkg.url.endswith(".whl"):
             unseen.append(pkg.url)  # a source build of something envcheck cannot see into
-    runtime = (f"; but nothing in this stage uses that CUDA {facts.cuda_major} user space: the 'base' flavour carries only the "
-               "CUDA runtime (no math libraries, no nvcc), the stage compiles nothing and installs no GPU package")
+    runtime = (f"; but nothing in this stage uses that CUDA {facts.cuda_major} user space: " + (
+        f"its only CUDA code is the torch it installs, a CUDA {ctx.profile.cuda_major} build ({replaced}) that brings its own "
+        "CUDA libraries; the stage compiles nothing and installs no other GPU package" if replaced else
+        "the 'base' flavour carries only the CUDA runtime (no math libraries, no nvcc), the stage compiles nothing and "
+        "installs no GPU package"))
     driver = f", and the host's CUDA {ctx.profile.cuda_major} driver runs an older CUDA runtime"
     if not unseen:
         return runtime + driver, {"flavor": "base", "unused": True}

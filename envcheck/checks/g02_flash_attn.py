@@ -3,6 +3,7 @@ silently preferring it over a requested SDPA."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from envcheck import kinds
@@ -46,10 +47,21 @@ UNSLOTH_SDPA = rule(
     ("requirements", *kinds.LOCK_FILES, "dockerfile", *kinds.ENVIRONMENTS))
 
 
+# flash-attn's upstream wheels name the CUDA major and torch they were built for: 2.8.3+cu12torch2.9cxx11abiTRUE
+_UPSTREAM_BUILD = re.compile(r"\+cu(\d{2})torch\d")
+
+
+def _older_cuda_wheel(pkg: Package, ctx: CheckContext) -> str | None:
+    """The filename of an aarch64 flash-attn wheel built for an older CUDA major than the target's (upstream's)."""
+    wheel = parse_wheel_name(pkg.url) if pkg.url else None
+    m = _UPSTREAM_BUILD.search(wheel.version) if wheel is not None else None
+    return wheel.filename if wheel is not None and m and int(m.group(1)) < ctx.profile.cuda_major else None
+
+
 def _prebuilt_aarch64(pkg: Package, ctx: CheckContext) -> str | None:
     if pkg.url:
         wheel = parse_wheel_name(pkg.url)
-        if wheel is not None and platform_verdict(wheel.platforms, ctx.profile)[0]:
+        if wheel is not None and platform_verdict(wheel.platforms, ctx.profile)[0] and not _older_cuda_wheel(pkg, ctx):
             return f"installed from the prebuilt wheel {wheel.filename}"
     for wheel_set in ctx.inventory.wheels:
         if wheel_set.name == "flash-attn" and any(t.endswith(ctx.profile.machine) for t in wheel_set.tags):
@@ -120,6 +132,11 @@ def flash_attn(ctx: CheckContext) -> Iterator[Finding]:
                 f"flash-attn is installed from the wheel file {pkg.url}, whose platform and GPU code envcheck cannot "
                 "read: there is no official aarch64/sm_121 build, so it works only if it was built for aarch64 with "
                 "sm_120/sm_121 code", pkg.location, {"package": "flash-attn", "url": pkg.url}, status=Status.WARN)
+        elif (older := _older_cuda_wheel(pkg, ctx)) is not None:
+            yield FLASH_ATTN_BUILD.finding(
+                f"{older} is an upstream CUDA 12 build of flash-attn: it loads only beside a CUDA 12 torch, not the "
+                "CUDA 13 stack of a Spark (NGC's flash-attn builds are the ones made for sm_121)", pkg.location,
+                {"package": "flash-attn", "version": pkg.version, "url": pkg.url})
         elif pkg.location is not None and pkg.location.tolerated:  # `pip install flash-attn || echo ...`
             yield FLASH_ATTN_BUILD.finding(
                 "flash-attn has no aarch64/sm_121 wheel: pip compiles it from source (hours, or a hang); the install's "

@@ -29,7 +29,8 @@ TP_ACROSS_NODES = rule(
     another script started), a tensor-parallel degree above the profile's gpus_per_node (1 on a Spark)
     warns too: its ranks can only run on other machines, or the launch cannot start. Pipeline and data
     parallelism across Sparks are fine. Launch commands in compose services, Kubernetes containers, shell
-    scripts and notebooks are read the same way. A tensor-parallel size given by a variable or positional
+    scripts and notebooks are read the same way; a GPU compose service whose image serves from its own
+    entrypoint takes the size its environment gives (TENSOR_PARALLEL_SIZE=2). A tensor-parallel size given by a variable or positional
     parameter the input does not set (--tensor-parallel-size "$3") is unknown, not 1: across several
     nodes, or over a Ray cluster the script spans machines with (ray start --head here, ray start
     --address joining it elsewhere), it is a WARN that depends on the value; otherwise an INFO.""",

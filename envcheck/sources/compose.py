@@ -291,8 +291,13 @@ class _Compose:
             # their own entrypoint): it takes what it needs of the one pool, with no cap that envcheck can see
             where = at("image") if "image" in service else at("build")
             cap = _memory_limit(service)  # mem_limit: the container's cgroup cap, which unified memory counts too
+            # the image's own entrypoint may take its tensor-parallel size from the environment (TENSOR_PARALLEL_SIZE=2)
+            tp = [(value, line) for key, value, line in _environment(service.get("environment"))
+                  if _TP_ENV.fullmatch(key) and value.strip().isdigit()]
             launches.append({"origin": where.path, "line": where.line, "tool": str(image) if isinstance(image, str) else name,
-                             "service": name, "memory": None, "uncapped": cap is None, "settings": [],
+                             "service": name, "memory": None, "uncapped": cap is None,
+                             "settings": [{"key": "tensor_parallel_size", "value": v, "line": ln} for v, ln in tp[-1:]],
+                             **({"tp": int(tp[-1][0])} if tp else {}),
                              **({"memory_cap_gb": cap} if cap is not None else {}), **({"optional": True} if branch else {})})
         for launch in launches[before:]:
             if exclusive := _exclusive(service, launch):
@@ -461,6 +466,10 @@ def _memory_limit(service: YMap) -> float | None:
     if m is None:
         return None
     return float(m.group(1)) * float(1024 ** "bkmgt".index((m.group(2) or "b").lower())) / 1e9
+
+
+# An environment variable that names a tensor-parallel size (TENSOR_PARALLEL_SIZE, VLLM_TENSOR_PARALLEL_SIZE, TP_SIZE)
+_TP_ENV = re.compile(r"(?i)(?:[A-Z0-9]+_)?(?:TENSOR_PARALLEL_SIZE|TENSOR_PARALLEL_DEGREE|TP_SIZE)")
 
 
 def _environment(value: Any) -> list[tuple[str, str, int]]:

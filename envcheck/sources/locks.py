@@ -78,6 +78,25 @@ def sniff_pylock(path: Path, head: bytes) -> bool:
     return text is not None and _PYLOCK_VERSION.search(text) is not None and _PYLOCK_ENTRY.search(text) is not None
 
 
+def _default_groups(path: Path, options: ReadOptions) -> tuple[str, ...] | str:
+    """The groups ``uv sync`` installs for this lock: the project's ``[tool.uv] default-groups`` where the
+    pyproject.toml beside it says (the lock does not record them), else uv's default, the dev group."""
+    project = path.parent / "pyproject.toml"
+    if path.name != "uv.lock" or not project.is_file():
+        return _DEFAULT_GROUPS
+    try:
+        data, _ = parse_toml(project, text_limit(options))
+    except InputError:
+        return _DEFAULT_GROUPS
+    uv = data.get("tool", {}).get("uv", {}) if isinstance(data.get("tool"), dict) else {}
+    groups = uv.get("default-groups") if isinstance(uv, dict) else None
+    if groups == "all":
+        return "all"
+    if isinstance(groups, list) and all(isinstance(g, str) for g in groups):
+        return tuple(canonical(g) for g in groups)
+    return _DEFAULT_GROUPS
+
+
 def read(path: Path, options: ReadOptions) -> Inventory:
     """One package per locked entry, in each scope that installs it."""
     data, text = parse_toml(path, text_limit(options))
@@ -94,7 +113,7 @@ def read(path: Path, options: ReadOptions) -> Inventory:
         inventory.problems.append(ReadProblem("the lock file has no package list", Location(str(path))))
         return inventory
     lines = _entry_lines(text, "[[packages]]" if style == "pylock" else "[[package]]")
-    graph = _Graph(entries, data.get("conflicts")) if style == "uv" else None
+    graph = _Graph(entries, data.get("conflicts"), _default_groups(path, options)) if style == "uv" else None
     pylock_scopes = _pylock_scopes(data) if style == "pylock" else []
     seen_indexes: set[str] = set()
     names: list[str] = []
@@ -222,8 +241,9 @@ class _Reach:
 
 class _Graph:
 
-    def __init__(self, entries: list[Any], conflicts: Any = None) -> None:
+    def __init__(self, entries: list[Any], conflicts: Any = None, default_groups: tuple[str, ...] | str = _DEFAULT_GROUPS) -> None:
         self.entries = entries
+        self.default_groups = default_groups  # the groups uv sync installs: "all", or their names
         # uv's conflict sets as its marker names (extra-10-proj-cu128): extras never installed together
         self.conflicts = [{_marker_name(item) for item in group if isinstance(item, dict)} - {""}
                           for group in (conflicts if isinstance(conflicts, list) else []) if isinstance(group, list)]
@@ -260,7 +280,7 @@ class _Graph:
                     continue
                 for scope_name, deps in listed.items():
                     edges = [(root, dep) for dep in _edges(deps)]
-                    if kind == "group" and scope_name in _DEFAULT_GROUPS:
+                    if kind == "group" and (self.default_groups == "all" or scope_name in self.default_groups):
                         default.extend(edges)
                         continue
                     # uv's internal name for the selected extra or group in conflict markers, and the member
