@@ -36,6 +36,15 @@ def test_a_pinned_triton_is_judged_by_the_ptxas_it_bundles(tmp_path: Path, pin: 
     assert ("ptxas 12.8" in message and "sm_121a" in message) if status == "FAIL" else "compiles for sm_121a" in message
 
 
+def test_a_triton_with_no_aarch64_wheel_is_an_install_failure_not_a_ptxas_one(tmp_path: Path) -> None:
+    # triton 3.3.1 publishes x86_64 wheels only: it never installs on a Spark, so its ptxas is not the cause
+    (tmp_path / "requirements.txt").write_text("triton==3.3.1\n")
+    done = run_envcheck("-f", "json", str(tmp_path / "requirements.txt"))
+    findings = json.loads(done.stdout)["targets"][0]["findings"]
+    assert not [f for f in findings if f["rule"] == RULE]
+    assert [f["status"] for f in findings if f["rule"] == "ARCH-wheel-platform"] == ["FAIL"]
+
+
 def test_unpinned_constraint_and_conda_triton_say_nothing(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_text("triton>=3.5\n-c constraints.txt\n")
     (tmp_path / "constraints.txt").write_text("triton==3.5.0\n")

@@ -63,7 +63,7 @@ def triton_ptxas(ctx: CheckContext) -> Iterator[Finding]:
         if pkg.name not in _NAMES or not pkg.version or pkg.role in _NOT_RUN or not installs_on(pkg, ctx.profile):
             continue
         found = bundled_ptxas(pkg.version)
-        if found is None or _other_build(ctx, pkg):
+        if found is None or _other_build(ctx, pkg) or (not pkg.installed and _no_wheel_here(pkg.version, ctx)):
             continue
         ptxas, inferred = found
         evidence = {"package": pkg.name, "version": pkg.version, "ptxas": ptxas, "target": target, "inferred": inferred}
@@ -109,6 +109,14 @@ def _pinned_by_wheel(ctx: CheckContext) -> Iterator[tuple[Package, str]]:
 
 
 _KNOWN_HOSTS = ("pypi.org", "pypi.python.org", "files.pythonhosted.org", "download.pytorch.org")
+
+
+def _no_wheel_here(version: str, ctx: CheckContext) -> bool:
+    """A release with no wheel for the profile's machine (triton before 3.5 on aarch64) is not installed there:
+    that is the ARCH rules' finding, and its ptxas never runs."""
+    from envcheck.knowledge import wheels
+    rels = wheels.every_release_allowed("triton", f"=={version}") if ctx.profile.machine == "aarch64" else None
+    return bool(rels) and all(r.aarch64 != "wheel" for r in rels or ())
 
 
 def _other_build(ctx: CheckContext, pkg: Package) -> bool:
