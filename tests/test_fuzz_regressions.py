@@ -410,3 +410,12 @@ def test_a_kubernetes_workload_whose_pod_spec_is_not_a_mapping_is_an_input_error
     assert proc.returncode == 2, proc.stderr
     messages = [f["message"] for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["status"] == "ERROR"]
     assert messages == ["Job has no pod spec at spec.template.spec"]
+
+
+@pytest.mark.parametrize("text", ["pip install `cat pins\\", "RUN echo `uname\\\n", "x=`\\"])
+def test_a_backquote_left_open_before_a_final_backslash_is_read(tmp_path: Path, text: str) -> None:
+    # found by the shell fuzz harness: a never-closed `...` whose last character is a backslash
+    (tmp_path / "setup.sh").write_text(f"#!/bin/bash\n{text}")
+    done = run_envcheck("-f", "json", "setup.sh", cwd=tmp_path, timeout=120)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert not [f for t in json.loads(done.stdout)["targets"] for f in t["findings"] if f["status"] == "ERROR"]

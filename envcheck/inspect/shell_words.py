@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 _OPERATORS = ("&&", "||", ";;", ";", "|", "&", "(", ")", "\n")
 _PLAIN = re.compile(r"[^\s\\'\"$#<>&|;()`]+")
-_BACKQUOTED = re.compile(r"`(?:[^`\\]|\\.)*(?:`|\Z)", re.DOTALL)  # `command` (to the end when never closed)
+_BACKQUOTED = re.compile(r"`(?:[^`\\]|\\.)*(?:`|\\?\Z)", re.DOTALL)  # `command` (to the end when never closed)
 _AFTER_VERSION_OPERATOR = ("==", ">=", "<=", "~=", "!=", "<", ">", "@")
 _VAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")  # $NAME; ${...} is read by _dollar
 # `$(uname -m)` and friends, answered from the build platform's architecture (arm64, amd64) when it is given.
