@@ -15,7 +15,7 @@ _LAUNCHES = kinds.LAUNCH_FILES  # files whose launch commands G3, G6 and G10 rea
 # check module -> the rule inputs its checks serve (envcheck.kinds names; "any" = every target).
 MODULES: dict[str, tuple[str, ...]] = {
     "envcheck.checks.arch": (*_PACKAGES, "elf"),
-    "envcheck.checks.g01_cuda_abi": (*_PACKAGES, "elf"),
+    "envcheck.checks.g01_cuda_abi": _PACKAGES,
     "envcheck.checks.g01_binaries": kinds.BINARY_KINDS,
     "envcheck.checks.g01_base_images": ("dockerfile",),
     "envcheck.checks.g01_wheel_builds": (*kinds.DEPENDENCY_FILES, "dockerfile"),

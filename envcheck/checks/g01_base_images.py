@@ -38,8 +38,9 @@ CUDA12_BASE = rule(
     envcheck cannot read is named (the stage depends on it, judged when it is checked itself). So is a
     stage that replaces the base's torch with a CUDA 13 build (an exact cu130 pin, an install with
     --upgrade that resolves to PyPI's CUDA 13 torch): the base is then only a shell, and only what else
-    the stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk: a WARN, and INFO when
-    the stage compiles nothing and installs no other GPU package (that torch brings its own CUDA libraries).""",
+    the stage uses from it (CUDA 12 libraries, nvcc, NGC's own extensions) is at risk: a WARN, and INFO on an
+    nvidia/cuda image when the stage compiles nothing and installs no other GPU package (that torch brings its
+    own CUDA libraries).""",
     f"""Use a CUDA 13 base: nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer (25.11-py3 is what
     NVIDIA's Spark playbooks use), nvcr.io/nvidia/vllm:25.09-py3 or newer, or nvidia/cuda:13.0.x-*.""",
     ("dockerfile",),
@@ -93,13 +94,16 @@ _GPU_NAME = re.compile(r"(?:^|[-_])(?:cuda\d*x?|cu\d{2,3}|gpu|nvidia|cupy|tensor
 
 def _runtime_unused(ctx: CheckContext, image: BaseImage, facts: BaseFacts,
                     replaced: str | None = None) -> tuple[str, dict[str, object]] | None:
-    """Why a Dockerfile stage on nvidia/cuda's 'base' flavour (only the CUDA runtime), or on any flavour whose
-    torch the stage ``replaced`` with a current-CUDA build, uses none of its CUDA user space, and the evidence;
+    """Why a Dockerfile stage on nvidia/cuda's 'base' flavour (only the CUDA runtime), or on any nvidia/cuda flavour
+    whose torch the stage ``replaced`` with a current-CUDA build, uses none of its CUDA user space, and the evidence;
     None when it may (a compiler run, another GPU package installed, ...)."""
     from envcheck.inspect.device_query import compilers
     from envcheck.knowledge.base_images import cuda_runtime_only
     from envcheck.knowledge.builds import distribution_cuda_major
-    if image.programs is None or not (cuda_runtime_only(facts) or replaced) or compilers(image.programs):
+    # an NGC or other framework image ships its own CUDA 12 extensions, which the stage may use: only nvidia/cuda's
+    # images are a shell once the stage brings a current-CUDA torch
+    shell = replaced is not None and facts.family == "cuda"
+    if image.programs is None or not (cuda_runtime_only(facts) or shell) or compilers(image.programs):
         return None
     stack = set(knowledge.load("pins")["stack"]["ml_stack"]) | {r["name"] for r in knowledge.load("cuda_extensions").get("package", [])}
     unseen = list(image.unread)
