@@ -206,13 +206,23 @@ def _file_target(path: Path, kind: str, options: ReadOptions, guessed: bool = Tr
         try:
             inventory: Inventory = module.read(path, opts)
         except InputError as exc:
-            if guessed and not exc.fix and path.is_file():
+            if not exc.fix and path.is_file() and not _opens(path):
+                exc.fix = f"Make {path} readable for the user envcheck runs as (its mode or owner), or leave it out."
+            elif guessed and not exc.fix and path.is_file():
                 # The kind came from the file's name or content: the file may simply be something else.
                 exc.fix = f"Fix the {kind} file, or pass --kind if {path} is not one ({', '.join(kinds.path_kinds())})."
             raise
         return inventory
 
     return Target(str(path), kind, read)
+
+
+def _opens(path: Path) -> bool:
+    try:
+        with path.open("rb"):
+            return True
+    except OSError:
+        return False
 
 
 def _stdin_target(kind: str, options: ReadOptions) -> Target:
