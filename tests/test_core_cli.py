@@ -358,3 +358,13 @@ def test_unknown_config_keys_and_severity_ids_are_usage_errors(tmp_path: Path) -
     config.unlink()
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.envcheck]\nfail-on = "warn"\n[tool.ruff]\nline-length = 100\n')
     assert run_envcheck(str(warn), cwd=tmp_path).returncode == 1
+
+
+def test_a_registry_name_that_does_not_resolve_is_said_plainly(tmp_path: Path) -> None:
+    """A registry host with no DNS name (.invalid never resolves, RFC 2606) is exit 3 with a sentence about the
+    name, not urllib3's repr of its connection pool (`_WatchedHTTPSPool(host=..., port=443): Max retries ...`)."""
+    proc = run_envcheck("image", "--http-timeout", "20", "-f", "json", "registry.envcheck.invalid/lab/x:1", cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    [finding] = json.loads(proc.stdout)["targets"][0]["findings"]
+    assert "could not be resolved" in finding["message"], finding["message"]
+    assert "Pool(" not in finding["message"] and "Max retries" not in finding["message"]
