@@ -246,6 +246,11 @@ def _stdin_target(kind: str, options: ReadOptions) -> Target:
         move_locations(inventory, named, "packages", "indexes", "installs", "binaries", "wheels", "images", "env",
                        "problems", "pragmas", "resolved")
         inventory.problems[:] = [replace(p, message=p.message.replace(stream, "stdin (-)")) for p in inventory.problems]
+        host = inventory.host  # launch commands and pod requests name their file too (G3, G6, G10 findings)
+        moved = {name: tuple(replace(r, origin="-") if r.origin == stream else r for r in readings)
+                 for name in ("launch", "pod_requests") if (readings := getattr(host, name))}
+        if moved:
+            inventory.host = replace(host, **moved)
         return inventory
 
     return Target("-", kind, read)
