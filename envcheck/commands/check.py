@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from envcheck import kinds
 from envcheck.config import env
@@ -18,7 +18,10 @@ if TYPE_CHECKING:
     from envcheck.config import Config
     from envcheck.engine import Target
     from envcheck.model import Inventory, Location
+    from envcheck.readings import LaunchReading, PodRequest
     from envcheck.sources import Discovery, ReadOptions
+
+_Origin = TypeVar("_Origin", "LaunchReading", "PodRequest")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -247,13 +250,18 @@ def _stdin_target(kind: str, options: ReadOptions) -> Target:
                        "problems", "pragmas", "resolved")
         inventory.problems[:] = [replace(p, message=p.message.replace(stream, "stdin (-)")) for p in inventory.problems]
         host = inventory.host  # launch commands and pod requests name their file too (G3, G6, G10 findings)
-        moved = {name: tuple(replace(r, origin="-") if r.origin == stream else r for r in readings)
-                 for name in ("launch", "pod_requests") if (readings := getattr(host, name))}
-        if moved:
-            inventory.host = replace(host, **moved)
+        if host.launch or host.pod_requests:
+            inventory.host = replace(
+                host, launch=_dash(host.launch, stream), pod_requests=_dash(host.pod_requests, stream))
         return inventory
 
     return Target("-", kind, read)
+
+
+def _dash(readings: tuple[_Origin, ...] | None, stream: str) -> tuple[_Origin, ...] | None:
+    """Readings of stdin (``stream``) named ``-``, as every other fact of it."""
+    from dataclasses import replace
+    return None if readings is None else tuple(replace(r, origin="-") if r.origin == stream else r for r in readings)
 
 
 def _python_target(python: str, options: ReadOptions) -> Target:
