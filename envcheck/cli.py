@@ -32,8 +32,8 @@ def _common(parser: argparse.ArgumentParser, default_format: str | None = None) 
                         + "; ".join(f"{f.name}: {f.what}" for f in formats.FORMATS.values()))
     g.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout (-: stdout)")
     g.add_argument("--fail-on", choices=("fail", "warn", "never"), help="lowest status that makes the exit code 1 (default: fail)")
-    g.add_argument("--ignore", action="append", default=[], metavar="RULE", help="ignore a rule id or a whole gotcha (G2); repeatable")
-    g.add_argument("--config", metavar="FILE", help="config file (default: .envcheck.toml or [tool.envcheck] in pyproject.toml)")
+    g.add_argument("--ignore", action="append", default=[], metavar="RULE", help="ignore a rule id, a whole gotcha (G2) or policy (the policy rules); repeatable")
+    g.add_argument("--config", metavar="FILE", help="config file (default: .envcheck.toml or [tool.envcheck] in pyproject.toml, in the working folder or one above it up to the repository root)")
     g.add_argument("--profile", help="target profile name or TOML file (default: dgx-spark)")
     g.add_argument("--nvfp4", action="store_true", help="WARN when no sm_121a kernels exist (you plan to run NVFP4)")
     g.add_argument("--no-cache", action="store_true", help="do not read or write envcheck's cache")
@@ -42,8 +42,24 @@ def _common(parser: argparse.ArgumentParser, default_format: str | None = None) 
     g.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, naming the closest option for a mistyped one (`--formt` -> `--format`), as for a command word."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments: "):
+            import difflib
+            known = [o for action in self._actions for o in action.option_strings if o.startswith("--")]
+            hints = [(word.split("=")[0], close[0]) for word in message.split(": ", 1)[1].split()
+                     if word.startswith("--") and (close := difflib.get_close_matches(word.split("=")[0], known, n=1, cutoff=0.6))]
+            if len(hints) == 1:
+                message += f" (did you mean {hints[0][1]}?)"
+            elif hints:
+                message += f" (did you mean {', '.join(f'{right} for {wrong}' for wrong, right in hints)}?)"
+        super().error(message)
+
+
 def _check_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="envcheck",
         description="Will this Python environment or container work on an NVIDIA DGX Spark (GB10, aarch64, CUDA 13, sm_121)?",
         epilog="Subcommands: envcheck rules [ID], envcheck image REF, envcheck catalog REGISTRY/REPOSITORY, "
@@ -105,7 +121,7 @@ class _ScanError(Exception):
     pass
 
 
-class _CommandParser(argparse.ArgumentParser):
+class _CommandParser(_Parser):
     """A command's parser; an option it lacks given before its word (`--kind x image`) is named as that, where
     argparse would call the option's value a wrong command word."""
     argv: Sequence[str] = ()

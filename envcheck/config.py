@@ -196,6 +196,16 @@ def _mentions_envcheck(path: Path, max_bytes: int) -> bool:
     return False
 
 
+def _not_a_rule(rule_id: str) -> str | None:
+    """None for a rule id; else why not (a severity applies to one rule, not a gotcha or ``policy``)."""
+    from envcheck.rules import RULES, load_all, unknown_selector
+    load_all()
+    if rule_id in RULES:
+        return None
+    return unknown_selector(rule_id) or (f"{rule_id!r} is not a rule id: a severity is set per rule "
+                                         f"(`envcheck rules {rule_id}` lists its rules)")
+
+
 def _text(table: dict[str, Any], key: str, origin: str) -> str:
     value = table[key]
     if not isinstance(value, str):
@@ -207,8 +217,17 @@ def _kind(value: Any) -> str:
     return {dict: "a table", list: "a list", bool: "true/false", int: "a number", float: "a number"}.get(type(value), type(value).__name__)
 
 
+# The keys a config table may hold (`tool` too: a .envcheck.toml may nest its table as [tool.envcheck]).
+CONFIG_KEYS = ("profile", "fail-on", "fail_on", "ignore", "severity", "nvfp4", "deep-fatbin", "expect-bandwidth", "max-text-size")
+
+
 def _apply_table(config: Config, table: dict[str, Any], origin: str) -> Config:
-    """The config layer ``table`` over ``config``; every malformed value is a usage error naming its key."""
+    """The config layer ``table`` over ``config``; every malformed value or unknown key is a usage error naming it."""
+    for key in sorted(set(table) - {*CONFIG_KEYS, "tool"}):
+        import difflib
+        close = difflib.get_close_matches(key, [k for k in CONFIG_KEYS if k != "fail_on"], n=1, cutoff=0.6)
+        raise UsageError(f"{origin}: unknown key {key[:80]!r}" + (f"; the closest is {close[0]!r}" if close else "")
+                         + f" (the keys are {', '.join(k for k in CONFIG_KEYS if k != 'fail_on')})")
     changes: dict[str, Any] = {"source": origin}
     if "profile" in table:
         changes["profile"] = _text(table, "profile", origin)
@@ -242,6 +261,8 @@ def _apply_table(config: Config, table: dict[str, Any], origin: str) -> Config:
         raise UsageError(f"{origin}: severity must be a table of rule ids and statuses (severity = {{G9-unpinned = \"INFO\"}}), "
                          f"not {_kind(raw_severity)}")
     for rule_id, status in raw_severity.items():
+        if (why := _not_a_rule(str(rule_id))) is not None:
+            raise UsageError(f"{origin}: severity: {why}")
         if not isinstance(status, str) or status.upper() not in Status.__members__:
             raise UsageError(f"{origin}: severity.{rule_id} must be one of {', '.join(Status.__members__)}")
         severity[str(rule_id)] = status.upper()

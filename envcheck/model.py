@@ -127,7 +127,7 @@ class Location:
 
     def to_json(self) -> dict[str, Any]:
         fields = _plain_fields(Location)
-        return {k: v for k, _ in fields if (v := getattr(self, k)) is not None and v is not False}
+        return {k: v for k, _, _ in fields if (v := getattr(self, k)) is not None and v is not False}
 
 
 @dataclass(frozen=True)
@@ -557,20 +557,23 @@ def per_inventory(answer: Callable[[Inventory], _T]) -> Callable[[Inventory], _T
 
 
 @functools.cache
-def _plain_fields(cls: type) -> tuple[tuple[str, bool], ...]:
-    """(name, whether its default is None) of each field (dataclasses.fields is slow: once per class)."""
-    return tuple((f.name, f.default is None) for f in dataclasses.fields(cls))
+def _plain_fields(cls: type) -> tuple[tuple[str, bool, bool], ...]:
+    """(name, whether its default is None, whether it has none) of each field (dataclasses.fields is slow:
+    once per class)."""
+    return tuple((f.name, f.default is None, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+                 for f in dataclasses.fields(cls))
 
 
 def _plain(obj: Any) -> dict[str, Any]:
     """A dataclass as JSON-ready data, dropping empty values (an empty tuple stays where None is the default:
-    no Requires-Dist at all is a reading)."""
+    no Requires-Dist at all is a reading; an empty text stays where the field has no default, as the reader
+    requires it: `ARG NAME=""` is a variable whose value is empty)."""
     out: dict[str, Any] = {}
-    for name, none_default in _plain_fields(obj.__class__):
+    for name, none_default, required in _plain_fields(obj.__class__):
         value = getattr(obj, name)
         kind = type(value)
         if kind is str:
-            if value:
+            if value or required:
                 out[name] = value
         elif kind is tuple:
             if value or none_default:

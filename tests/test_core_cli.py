@@ -322,3 +322,49 @@ def test_words_after_double_dash_are_paths(tmp_path: Path) -> None:
     assert [t["target"] for t in json.loads(done.stdout)["targets"]] == ["good.txt", "--fail-on=never"]
     missing = run_envcheck("--", "--no-such-option", cwd=tmp_path)
     assert missing.returncode == 2 and "--no-such-option: no such file" in missing.stdout
+
+
+def test_a_mistyped_option_or_rules_selector_is_named_with_the_closest(tmp_path: Path) -> None:
+    """An unknown option (`--formt`), of envcheck or of a command, and an unknown `envcheck rules` selector are
+    usage errors (exit 2) that name the closest real one, as a mistyped command word and --ignore id are."""
+    bad = _req(tmp_path, CUDA12)
+    for args, wanted in ((["--formt", "json", str(bad)], "(did you mean --format?)"),
+                         (["--verbsoe", str(bad)], "(did you mean --verbose?)"),
+                         (["--outptu=report.txt", str(bad)], "(did you mean --output?)"),
+                         (["rules", "--formt", "json"], "(did you mean --format?)"),
+                         (["image", "--deeep", "x:1"], "(did you mean --deep?)"),
+                         (["rules", "G1-cuda12-indx"], "the closest is 'G1-cuda12-index'")):
+        proc = run_envcheck(*args, cwd=tmp_path)
+        assert proc.returncode == 2 and wanted in proc.stderr and proc.stdout == "", (args, proc.stderr)
+    assert "did you mean" not in run_envcheck("--zzzzzz", str(bad)).stderr
+    assert run_envcheck("rules", "g1-cuda12-index").returncode == 0
+
+
+def test_unknown_config_keys_and_severity_ids_are_usage_errors(tmp_path: Path) -> None:
+    """A mistyped key of .envcheck.toml or [tool.envcheck] (`fial-on`) used to be ignored without a word, and so
+    was a severity for a gotcha or a mistyped rule id: each is now exit 2 naming the closest real one."""
+    warn = _req(tmp_path, "transformers\n")
+    (tmp_path / ".git").mkdir()
+    config = tmp_path / ".envcheck.toml"
+    for text, wanted in (('fial-on = "warn"\n', "unknown key 'fial-on'; the closest is 'fail-on'"),
+                         ('[tool.envcheck]\nfailon = "warn"\n', "unknown key 'failon'; the closest is 'fail-on'"),
+                         ('[severity]\nG9-unpined = "FAIL"\n', "the closest is 'G9-unpinned'"),
+                         ('[severity]\nG9 = "FAIL"\n', "'G9' is not a rule id")):
+        config.write_text(text)
+        proc = run_envcheck(str(warn), cwd=tmp_path)
+        assert proc.returncode == 2 and ".envcheck.toml" in proc.stderr and wanted in proc.stderr, (text, proc.stderr)
+    config.write_text('fail-on = "warn"\n[severity]\nG9-unpinned = "FAIL"\n')
+    assert run_envcheck(str(warn), cwd=tmp_path).returncode == 1
+    config.unlink()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.envcheck]\nfail-on = "warn"\n[tool.ruff]\nline-length = 100\n')
+    assert run_envcheck(str(warn), cwd=tmp_path).returncode == 1
+
+
+def test_a_registry_name_that_does_not_resolve_is_said_plainly(tmp_path: Path) -> None:
+    """A registry host with no DNS name (.invalid never resolves, RFC 2606) is exit 3 with a sentence about the
+    name, not urllib3's repr of its connection pool (`_WatchedHTTPSPool(host=..., port=443): Max retries ...`)."""
+    proc = run_envcheck("image", "--http-timeout", "20", "-f", "json", "registry.envcheck.invalid/lab/x:1", cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    [finding] = json.loads(proc.stdout)["targets"][0]["findings"]
+    assert "could not be resolved" in finding["message"], finding["message"]
+    assert "Pool(" not in finding["message"] and "Max retries" not in finding["message"]

@@ -190,6 +190,30 @@ def test_an_unreadable_subfolder_is_one_error_and_the_rest_is_checked(tmp_path: 
     assert any(f["rule"] == "G1-cuda12-local-version" for f in found[str(project / "requirements.txt")])
 
 
+def test_an_unreadable_file_is_told_to_be_made_readable_not_to_change_kind(tmp_path: Path) -> None:
+    """A file envcheck may not open (mode 000) is an ERROR whose fix is about its permissions, whatever its kind:
+    the advice for a file that does not parse ("Fix the dockerfile file, or pass --kind") does not fit it."""
+    require(shutil.which("setpriv") is not None, "setpriv (util-linux) is not installed")
+    names = ("requirements.txt", "Dockerfile", "compose.yaml", "uv.lock")
+    project = _write(tmp_path / "proj", {**{name: "" for name in names}, "ok/requirements.txt": CUDA12_REQS})
+    for name in names:
+        (project / name).chmod(0)
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+        denied = subprocess.run([*prefix, "cat", str(project / "Dockerfile")], capture_output=True, text=True)
+        require(denied.returncode != 0 and "Permission denied" in denied.stderr, "setpriv cannot drop the DAC capabilities here")
+    proc = subprocess.run([*prefix, sys.executable, "-m", "envcheck", "--format", "json", str(project)],
+                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parent.parent)
+    assert proc.returncode == 2 and "internal error" not in proc.stderr, proc.stderr
+    found = {t["target"]: t["findings"] for t in json.loads(proc.stdout)["targets"]}
+    for name in names:
+        [error] = found[str(project / name)]
+        assert error["status"] == "ERROR" and "Permission denied" in error["message"], error
+        assert "readable" in error["fix"] and "--kind" not in error["fix"], error["fix"]
+    assert any(f["rule"] == "G1-cuda12-local-version" for f in found[str(project / "ok" / "requirements.txt")])
+
+
 def test_odd_names_are_found_and_shown_safely(tmp_path: Path) -> None:
     """A name that is not UTF-8 is still discovered and judged; a skipped name with a newline is escaped."""
     project = tmp_path / "odd"

@@ -131,6 +131,27 @@ def test_stdin_is_named_dash_in_every_format_with_its_lines(tmp_path: Path, fmt:
         assert result["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "-"}, "region": {"startLine": 2}}
 
 
+STDIN_LAUNCHES = {
+    "shell": "#!/bin/bash\nvllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.95\n"
+             "torchrun --nnodes 2 --nproc-per-node 1 train.py --tp 2\n",
+    "kubernetes": "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: a\n"
+                  "    image: nvcr.io/nvidia/vllm:25.11-py3\n    resources: {limits: {nvidia.com/gpu: 2}}\n",
+    "compose": "services:\n  vllm:\n    image: nvcr.io/nvidia/vllm:25.11-py3\n"
+               "    command: vllm serve Qwen/Qwen3-8B --gpu-memory-utilization 0.95\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(STDIN_LAUNCHES))
+def test_stdin_launch_and_pod_findings_are_named_dash_too(tmp_path: Path, kind: str) -> None:
+    """Launch commands and pod requests carry their file in the readings (G3, G6, G10 findings are located from
+    them): from stdin they said /dev/stdin where every other finding says `-`."""
+    done = run_envcheck("--kind", kind, "-f", "json", "-", cwd=tmp_path, input=STDIN_LAUNCHES[kind])
+    assert "/dev/stdin" not in done.stdout + done.stderr, done.stdout
+    (target,) = json.loads(done.stdout)["targets"]
+    located = [f for f in target["findings"] if f["rule"].startswith(("G3-", "G10-")) and f.get("location")]
+    assert located and all(f["location"]["path"] == "-" for f in located), located
+
+
 def test_an_unreadable_stdin_is_named_too(tmp_path: Path) -> None:
     done = run_envcheck("--kind", "uv-lock", "-", cwd=tmp_path, input="")
     assert done.returncode == 2 and "-: ERROR ENVCHECK input-error: stdin (-) is empty: not a uv lock file" in done.stdout

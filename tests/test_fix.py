@@ -531,3 +531,16 @@ def test_a_shell_scripts_cuda12_index_moves_with_its_line_kept(tmp_path: Path) -
     (tmp_path / "old.sh").write_text(old)
     _code, out, err = _cli("--fix", "old.sh", cwd=tmp_path)
     assert (tmp_path / "old.sh").read_text() == old and "no cu130 build" in out + err
+
+
+def test_stdin_is_said_to_be_unfixable_not_free_of_fixable_findings(tmp_path: Path) -> None:
+    """`envcheck --fix -` said '4 findings, none that --fix can change' of a stream whose findings --fix changes
+    in a file; a stream has no file to write, and --fix/--diff now say so (files given beside it are fixed)."""
+    text = (REPO / "examples" / "requirements-cuda12.txt").read_text()
+    for option in ("--fix", "--diff"):
+        proc = run_envcheck(option, "--kind", "requirements", "-", input=text, cwd=tmp_path)
+        assert "stdin (-) is not fixed" in proc.stderr and "none that --fix can change" not in proc.stderr, proc.stderr
+    saved = tmp_path / "requirements.txt"
+    saved.write_text(text)
+    proc = run_envcheck("--diff", "--kind", "requirements", "-", str(saved), input=text, cwd=tmp_path)
+    assert proc.returncode == 1 and "+nvidia-cuda-runtime>=13" in proc.stdout and "stdin (-) is not fixed" in proc.stderr

@@ -71,6 +71,26 @@ def test_snapshot_of_a_shipped_fixture_validates_reads_back_and_diffs_empty_with
     assert (code, findings) == (0, [])
 
 
+def test_variables_with_empty_values_round_trip_through_json_merge_and_snapshot(tmp_path: Path) -> None:
+    """`ARG NAME=""`, `ENV NAME=`, a compose `NAME: ""`: the JSON report left the empty value out, against its own
+    schema (an env entry requires `value`), and `envcheck merge` or `diff` of that report or snapshot refused it
+    (`targets[0].inventory.env[0]: missing value`)."""
+    (tmp_path / "Dockerfile").write_text('FROM nvcr.io/nvidia/pytorch:25.11-py3\nARG FLASHINFER_VERSION=""\nENV EMPTY=\n'
+                                         'RUN if [ -n "$FLASHINFER_VERSION" ]; then pip install flashinfer-python; fi\n')
+    (tmp_path / "compose.yaml").write_text('services:\n  vllm:\n    image: nvcr.io/nvidia/vllm:25.11-py3\n'
+                                           '    environment:\n      HF_HOME: ""\n')
+    proc = run_envcheck("-f", "json", "-o", "report.json", ".", cwd=tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())
+    jsonschema.validate(report, _schema())
+    empty = [e for t in report["targets"] for e in t["inventory"].get("env", []) if e["value"] == ""]
+    assert {e["name"] for e in empty} >= {"FLASHINFER_VERSION", "EMPTY", "HF_HOME"}, empty
+    merged = run_envcheck("merge", "report.json", cwd=tmp_path)
+    assert merged.returncode == proc.returncode and "missing" not in merged.stderr, merged.stderr
+    snap = run_envcheck("snapshot", ".", "-o", "snap.json", "-q", cwd=tmp_path)
+    assert snap.returncode == 0, snap.stderr
+    assert _diff(str(tmp_path / "snap.json"), str(tmp_path / "snap.json")) == (0, [])
+
+
 def test_snapshot_to_stdout_is_only_the_document_and_composes_with_diff_over_stdin(tmp_path: Path) -> None:
     target = str(FIXTURES / "rules" / "G1-cuda12-index" / "positive" / "requirements.txt")
     proc = run_envcheck("snapshot", target, "-o", "-")

@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from envcheck import kinds
 from envcheck.config import env
@@ -18,7 +18,10 @@ if TYPE_CHECKING:
     from envcheck.config import Config
     from envcheck.engine import Target
     from envcheck.model import Inventory, Location
+    from envcheck.readings import LaunchReading, PodRequest
     from envcheck.sources import Discovery, ReadOptions
+
+_Origin = TypeVar("_Origin", "LaunchReading", "PodRequest")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -206,13 +209,23 @@ def _file_target(path: Path, kind: str, options: ReadOptions, guessed: bool = Tr
         try:
             inventory: Inventory = module.read(path, opts)
         except InputError as exc:
-            if guessed and not exc.fix and path.is_file():
+            if not exc.fix and path.is_file() and not _opens(path):
+                exc.fix = f"Make {path} readable for the user envcheck runs as (its mode or owner), or leave it out."
+            elif guessed and not exc.fix and path.is_file():
                 # The kind came from the file's name or content: the file may simply be something else.
                 exc.fix = f"Fix the {kind} file, or pass --kind if {path} is not one ({', '.join(kinds.path_kinds())})."
             raise
         return inventory
 
     return Target(str(path), kind, read)
+
+
+def _opens(path: Path) -> bool:
+    try:
+        with path.open("rb"):
+            return True
+    except OSError:
+        return False
 
 
 def _stdin_target(kind: str, options: ReadOptions) -> Target:
@@ -236,9 +249,19 @@ def _stdin_target(kind: str, options: ReadOptions) -> Target:
         move_locations(inventory, named, "packages", "indexes", "installs", "binaries", "wheels", "images", "env",
                        "problems", "pragmas", "resolved")
         inventory.problems[:] = [replace(p, message=p.message.replace(stream, "stdin (-)")) for p in inventory.problems]
+        host = inventory.host  # launch commands and pod requests name their file too (G3, G6, G10 findings)
+        if host.launch or host.pod_requests:
+            inventory.host = replace(
+                host, launch=_dash(host.launch, stream), pod_requests=_dash(host.pod_requests, stream))
         return inventory
 
     return Target("-", kind, read)
+
+
+def _dash(readings: tuple[_Origin, ...] | None, stream: str) -> tuple[_Origin, ...] | None:
+    """Readings of stdin (``stream``) named ``-``, as every other fact of it."""
+    from dataclasses import replace
+    return None if readings is None else tuple(replace(r, origin="-") if r.origin == stream else r for r in readings)
 
 
 def _python_target(python: str, options: ReadOptions) -> Target:

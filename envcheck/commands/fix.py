@@ -36,8 +36,11 @@ def after_check(args: argparse.Namespace, config: Config, report: Report, target
     changes, left = fixes.within(fixes.plan(report), folders)
     for line in left:
         say(line)
+    if "-" in (getattr(args, "paths", None) or []):  # a stream has no file to write or to diff against
+        say("stdin (-) is not fixed: --fix and --diff change files; save the stream to a file to fix it")
     if not changes and not left:
-        count = sum(1 for f in report.findings if f.status in (Status.FAIL, Status.WARN, Status.ERROR))
+        count = sum(1 for t in report.targets if t.target != "-" for f in t.findings
+                    if f.status in (Status.FAIL, Status.WARN, Status.ERROR))
         if count:  # so a user knows it ran
             say(f"{count} finding{'s' if count != 1 else ''}, none that --fix can change")
     if args.diff:

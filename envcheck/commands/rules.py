@@ -19,7 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> str:
     selected = list(rules.iter_rules(args.selector))
     if not selected:
-        raise UsageError(f"no rule or gotcha named {args.selector!r}; `envcheck rules` lists them")
+        raise UsageError(rules.unknown_selector(args.selector) or f"no rule or gotcha named {args.selector!r}; `envcheck rules` lists them")
     if args.format == "json":
         data = [{"id": r.id, "gotcha": r.gotcha, "title": r.title, "severity": r.severity.value, "explanation": r.explanation,
                  "fix": r.fix, "policy": r.policy} for r in selected]

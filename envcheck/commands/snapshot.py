@@ -38,8 +38,8 @@ them) and one nvidia-smi reading.
   envcheck diff good.json --python .venv/bin/python                 # later: what changed?
   ssh spark-b envcheck snapshot --python /opt/venv/bin/python -o - > spark-b.json
 
--o - writes the snapshot to stdout (nothing else is printed there); with -o FILE the findings are printed
-as text. Exit code 0 when the snapshot was taken (whatever it found), 2 when a target could not be read,
+-o - writes the snapshot to stdout (nothing else is printed there); -o FILE writes it there and one summary
+line to stderr (-q drops it; `envcheck TARGET` prints the findings). Exit code 0 when the snapshot was taken (whatever it found), 2 when a target could not be read,
 3 when a registry or engine could not be reached."""
 
 

@@ -624,4 +624,9 @@ def _short(exc: BaseException) -> str:
         return "connection refused"
     if "Connection reset" in text or "Errno 104" in text:
         return "connection reset by the server"
+    if any(word in text for word in ("Name or service not known", "Temporary failure in name resolution",
+                                     "No address associated with hostname", "NameResolutionError", "nodename nor servname")):
+        return "its name could not be resolved (DNS: a typo in the registry name, or no DNS from here)"
+    if "No route to host" in text or "Network is unreachable" in text:
+        return "no route to it from here"
     return text[:300]
