@@ -148,6 +148,7 @@ class Package(_Record):
     scope: str | None = None  # the opt-in part that brings it ("extra 'cu128'", "group 'docs'"); None: always
     index: str | None = None  # the index it must come from ([tool.uv.sources]); None: whatever indexes apply
     bound_at: int | None = None  # the line of the [tool.uv.sources] entry that binds ``index``
+    version_from: str | None = None  # an exact pin to a variable the input does not set (torch==${TORCH_VERSION})
 
 
 @dataclass(frozen=True)

@@ -140,6 +140,9 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
         if len({(b.flavor, b.cuda_major) for b, _ in indexed}) == 1:
             return indexed[0][0], f"the index {indexed[0][1]}"
         return None, "several indexes serve different builds: " + ", ".join(f"{u} ({b.detail})" for b, u in indexed)
+    if pkg.version_from and not pkg.version:
+        return None, (f"its version is {pkg.version_from}, which this input does not set, and the build PyPI serves "
+                      f"depends on it (on linux/aarch64 a CPU-only build before torch {_PYPI_CUDA13_TORCH})")
     found = pypi_torch_build(pkg.specifier, pkg.version, ctx.profile.machine)
     if found is not None:
         build = found[0]

@@ -460,7 +460,7 @@ def _is_unpinned(ctx: CheckContext, pkg: Package, stack: set[str]) -> bool:
     """An ML requirement with no exact version, URL or constraint pin, installed on the target (a repeated
     `pip install torch` that pip answers with "Requirement already satisfied" installs nothing)."""
     from envcheck.checks.g01_cuda_abi import installed_before
-    return (pkg.role == "requirement" and pkg.name in stack and not pkg.version and not pkg.url
+    return (pkg.role == "requirement" and pkg.name in stack and not pkg.version and not pkg.url and not pkg.version_from
             and installs_on(pkg, ctx.profile) and not _pinned_by_constraint(ctx, pkg.name)
             and installed_before(ctx, pkg) is None)
 

@@ -12,7 +12,7 @@ from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.model import IndexOption, InstallCommand, Location, Package, PackageIndex, ReadProblem, Role
 
 # pip install options that take a value (both spellings); everything else starting with '-' is a flag.
-_VALUE_OPTIONS = {
+VALUE_OPTIONS = {
     "-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f",
     "--find-links", "-e", "--editable", "-t", "--target", "--prefix", "--root", "--platform",
     "--python-version", "--implementation", "--abi", "--only-binary", "--no-binary", "--trusted-host",
@@ -65,7 +65,7 @@ def installer_of(argv: list[str]) -> tuple[str, int] | None:
     else:
         return None
     while i < len(argv) and argv[i].startswith("-"):
-        i += 2 if argv[i] in _VALUE_OPTIONS and "=" not in argv[i] else 1
+        i += 2 if argv[i] in VALUE_OPTIONS and "=" not in argv[i] else 1
     if i < len(argv) and argv[i] in ("install", "create"):
         return (tool, i + 1)
     return None
@@ -93,9 +93,9 @@ def parse_install_command(argv: list[str], location: Location | None) -> Install
                 options.append(opt)
         elif word.startswith("-") and word != "-":
             opt, eq, inline = word.partition("=")
-            if opt.startswith("-") and not opt.startswith("--") and len(opt) > 2 and opt[:2] in _VALUE_OPTIONS and not eq:
+            if opt.startswith("-") and not opt.startswith("--") and len(opt) > 2 and opt[:2] in VALUE_OPTIONS and not eq:
                 opt, inline, eq = opt[:2], opt[2:], "="  # -rrequirements.txt
-            if opt in _VALUE_OPTIONS:
+            if opt in VALUE_OPTIONS:
                 value = inline if eq else next(words, None)
                 if value is None:
                     result.problems.append(ReadProblem(f"option {opt} needs a value", location))
@@ -130,6 +130,9 @@ def _replaces_torch_through_partner(options: list[str], packages: list[Package])
 def _apply_value_option(opt: str, value: str, result: InstallParse, location: Location | None,
                         tool: str) -> None:
     if opt in _INDEX_OPTIONS:
+        if tool == "pip" and _INDEX_OPTIONS[opt] is IndexOption.INDEX_URL:
+            # pip keeps the last -i/--index-url of a command: `--index-url .../cu130 -i <mirror>` installs from the mirror
+            result.indexes = [i for i in result.indexes if i.option is not IndexOption.INDEX_URL]
         result.indexes.append(PackageIndex(value, _INDEX_OPTIONS[opt], location))
     elif opt in ("-r", "--requirement"):
         result.requirement_files.append(value)

@@ -20,6 +20,9 @@ from envcheck.inspect.shell_words import ARRAY, SEP, _tokens, _Word, array_value
 _WRAPPERS = frozenset({"sudo", "time", "exec", "nohup", "command", "builtin", "xargs", "nice", "stdbuf"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+# A path whose last part is a Python interpreter or pip (`$VENV/bin/python`, `$ROOT/.venv/bin/pip3`): the folder
+# is not known, the program is, so a variable holding one still says what `"$PY" -m pip install` runs.
+INTERPRETER_PATH = re.compile(r"\S*/(?:python|pip)(?:\d+(?:\.\d+)?)?")
 
 
 @dataclass(frozen=True)
@@ -603,7 +606,7 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
     unknown: set[str] = set()  # WHEEL=$(ls ...): a value only the build knows
     while words and (m := _ASSIGN.match(words[0].value)) and not words[0].value.startswith("="):
         assignments.append((m.group(1), m.group(2)))
-        if words[0].unknown:
+        if words[0].unknown and not INTERPRETER_PATH.fullmatch(m.group(2)):
             unknown.add(m.group(1))
         words = words[1:]
     if not words:
@@ -614,7 +617,7 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
     if head in ("export", "readonly", "local", "declare", "typeset") and not words[0].quoted:  # all assign
         for word in words[1:]:
             if m := _ASSIGN.match(word.value):
-                env.set(m.group(1), m.group(2), known=not word.unknown)
+                env.set(m.group(1), m.group(2), known=not word.unknown or INTERPRETER_PATH.fullmatch(m.group(2)) is not None)
         return
     # wrappers: sudo -E pip ..., env A=B pip ..., time pip ...
     while words and words[0].value.rsplit("/", 1)[-1] in (*_WRAPPERS, "env"):

@@ -37,13 +37,15 @@ from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.pip_args import (
     INDEX_VARIABLES,
     NAMED_INDEX,
+    VALUE_OPTIONS,
     InstallParse,
     parse_install_command,
     variable_indexes,
 )
 from envcheck.inspect.pragma import instruction_pragmas
-from envcheck.inspect.shell import SimpleCommand, split_commands
+from envcheck.inspect.shell import INTERPRETER_PATH, SimpleCommand, split_commands
 from envcheck.inspect.source_edits import VLLM_FREE_MEMORY_CHECK_EDIT, disables_vllm_free_memory_check
+from envcheck.inspect.wheel_tags import canonical
 from envcheck.knowledge.base_images import safe_describe
 from envcheck.model import (
     BaseImage,
@@ -312,6 +314,7 @@ class _Reader:
         parsed = parse_install_command(install_argv, loc)
         if parsed is None:
             return
+        _pinned_to_variables(argv, parsed)
         in_image = in_image and not wheel_only  # `pip wheel`: built into a folder, not installed
         if parsed.command.tool in ("pip", "uv"):
             # PIP_*/UV_* index variables set for this command (prefix or export) count like its own index options
@@ -525,13 +528,27 @@ def _resolvable(argv: list[str]) -> list[str]:
         if "$" not in word and "`" not in word:
             out.append(word)
             continue
+        if not out and INTERPRETER_PATH.fullmatch(word):  # `$VENV/bin/pip install ...`: pip, wherever it lives
+            out.append(word.rsplit("/", 1)[-1])
+            continue
         m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._\-]*(?:\[[^\]$`]*\])?)\s*(?:==|>=|<=|~=|!=|<|>|@)", word)
         if m and "$" not in m.group(1) and "`" not in m.group(1):
             out.append(m.group(1))
-        elif out and out[-1] in ("-r", "-c", "-i", "--index-url", "--extra-index-url", "-f", "--find-links",
-                                 "--requirement", "--constraint"):
-            out.pop()  # an option whose value we cannot know
+        elif out and out[-1] in VALUE_OPTIONS:
+            out.pop()  # an option whose value we cannot know (`--retries "$N"`, `-i "$MIRROR"`)
     return out
+
+
+# `torch==${TORCH_VERSION}` with the variable unset here: an exact pin whose version the input does not say.
+_VARIABLE_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._\-]*)(?:\[[^\]$`]*\])?\s*===?\s*(\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)")
+
+
+def _pinned_to_variables(argv: list[str] | tuple[str, ...], parsed: InstallParse) -> None:
+    """Mark the packages ``argv`` pins to an unset variable: pinned, to a version this input does not know."""
+    pins = {canonical(m.group(1)): m.group(2) for word in argv if (m := _VARIABLE_PIN.fullmatch(word))}
+    if pins:
+        parsed.packages = [replace(p, version_from=pins[p.name]) if p.name in pins and not p.version else p
+                           for p in parsed.packages]
 
 
 _PATH_VALUED_OPTIONS = frozenset({
@@ -628,6 +645,7 @@ def inventory_from_history(created_by: list[str], origin: str) -> Inventory:
             parsed = parse_install_command(_resolvable(list(cmd.argv)), _in_branch(loc, cmd))
             if parsed is None:
                 continue
+            _pinned_to_variables(cmd.argv, parsed)
             inventory.installs.append(replace(parsed.command, text=cmd.text or parsed.command.text))
             inventory.packages.extend(parsed.packages)
             inventory.indexes.extend(parsed.indexes)
