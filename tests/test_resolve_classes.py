@@ -34,6 +34,9 @@ def index() -> Iterator[PackageIndex]:
     idx.add("helper", build_wheel("helper", "1.0", tag="py3-none-any"))
     idx.add("vllm", build_wheel("vllm", "0.11.2", tag="py3-none-any"))
     idx.add("vllm", build_wheel("vllm", "0.11.5", tag="py3-none-any"))  # a release PyPI's recorded history lacks
+    # what a requirement names and what the resolver picks for it are one package (PyPI's torch 2.9.0 on aarch64 is CPU-only)
+    idx.add("torch", build_wheel("torch", "2.9.0", tag="cp312-cp312-manylinux_2_28_aarch64"))
+    idx.add("cupy-cuda12x", build_wheel("cupy-cuda12x", "13.3.0", tag="cp312-cp312-manylinux_2_28_aarch64"))
     yield from serve(idx)
 
 
@@ -78,6 +81,29 @@ def test_with_resolve_the_index_not_the_recorded_release_list_says_whether_a_ver
     offline = run_envcheck("-f", "json", "--fail-on", "never", str(tmp_path / "requirements.txt"))
     found = {f["rule"]: f["status"] for t in json.loads(offline.stdout)["targets"] for f in t["findings"]}
     assert found.get("G9-version-not-served") == "FAIL"
+
+
+def test_a_requirement_and_its_resolved_version_are_one_package(tmp_path: Path, index: PackageIndex) -> None:
+    """torch==2.9.0 resolved to torch 2.9.0 on its own line is one CPU-only torch, named once; an unpinned
+    cupy-cuda12x takes the resolved version into its one finding."""
+    target = _run(tmp_path, index, "requirements.txt", "torch==2.9.0\ncupy-cuda12x\n")
+    bad = [f for f in target["findings"] if f["gotcha"] == "G1" and f["status"] != "PASS"]
+    assert sorted(f["rule"] for f in bad) == ["G1-cpu-build", "G1-cuda12-distribution"], bad
+    assert not [f for f in bad if "on this line" in f["message"]], bad
+    torch = next(f for f in bad if f["evidence"]["package"] == "torch")
+    assert torch["message"].count("torch 2.9.0") == 1, torch
+    cupy = next(f for f in bad if f["evidence"]["package"] == "cupy-cuda12x")
+    assert cupy["message"].startswith("cupy-cuda12x 13.3.0 ") and cupy["message"].count("13.3.0") == 1, cupy
+
+
+def test_offline_a_package_uvs_cache_lacks_is_a_service_problem_not_a_conflict(tmp_path: Path, index: PackageIndex) -> None:
+    """uv --offline refuses what its cache lacks in a resolver's words ("torch was not found in the cache ...
+    unsatisfiable"): that says nothing about the requirements (no G9-resolve-conflict, no ARCH-resolve-no-file)."""
+    target = _run(tmp_path, index, "requirements.txt", "torch==2.9.0\n", "--offline")
+    rules = {f["rule"]: f["status"] for f in target["findings"]}
+    assert rules.get("service-error") == "ERROR" and "--offline and uv's cache lacks" in str(target["findings"]), rules
+    assert rules.get("G9-resolve-conflict") in (None, "PASS") and rules.get("ARCH-resolve-no-file") in (None, "PASS"), rules
+    assert rules.get("G1-cpu-build") == "WARN", rules  # what the file says is still judged
 
 
 def test_a_project_that_wants_managed_pythons_still_resolves_for_the_target(tmp_path: Path, index: PackageIndex) -> None:

@@ -28,6 +28,7 @@ from envcheck.model import (
     Location,
     Package,
     PackageIndex,
+    Role,
     Status,
     per_inventory,
 )
@@ -296,8 +297,16 @@ def _named(found: list[Finding]) -> str:
 
 
 def _judged_packages(ctx: CheckContext) -> list[Package]:
-    """The packages that install on the profile's platform (constraints and overrides install nothing)."""
-    return [p for p in (*ctx.inventory.packages, *_wheel_requirements(ctx)) if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
+    """The packages that install on the profile's platform (constraints and overrides install nothing). Under
+    --resolve a requirement and what the resolver picked for it (its line, its name) are one package: the
+    requirement, with the resolved version where it names none (what would be installed wins)."""
+    packages = [p for p in (*ctx.inventory.packages, *_wheel_requirements(ctx)) if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
+    picked = {(p.name, p.location): p for p in packages if p.role == Role.RESOLVED and p.location and p.location.line}
+    if not picked:
+        return packages
+    declared = {(p.name, p.location) for p in packages if p.role != Role.RESOLVED}
+    return [dataclasses.replace(p, version=twin.version) if (twin := picked.get((p.name, p.location))) and not p.version and p.role != Role.RESOLVED
+            else p for p in packages if p.role != Role.RESOLVED or (p.name, p.location) not in declared]
 
 
 def _wheel_requirements(ctx: CheckContext) -> list[Package]:

@@ -93,10 +93,10 @@ def uv_compile(path: Path, ctx: ResolveContext, no_deps: bool, cwd: Path | None 
             raise InputError(f"{user_file}: cannot run uv ({uv}): {exc.strerror or exc}", str(user_file)) from None
         words = _clean(proc.stderr)
         if proc.returncode != 0:
+            if settings.offline and _offline_miss(words):
+                raise ServiceError(f"{user_file}: --offline and uv's cache lacks what this resolution needs: {_last(words)}")
             if "No solution found" in words or "unsatisfiable" in words:
                 return _no_matching_wheel(words, user_file), words
-            if settings.offline and ("offline" in words.lower() or "network" in words.lower()):
-                raise ServiceError(f"{user_file}: --offline and uv's cache lacks what this resolution needs: {_last(words)}")
             if any(w in words for w in _NETWORK_WORDS):
                 raise ServiceError(f"{user_file}: a package index or source host did not answer while uv resolved: "
                                    f"{redact_text(_last(words))}")
@@ -106,6 +106,14 @@ def uv_compile(path: Path, ctx: ResolveContext, no_deps: bool, cwd: Path | None 
         chosen = lock_choices(out, profile, python)
     text = user_file.read_text(encoding="utf-8", errors="replace") if user_file.is_file() else ""
     return [replace(c, location=line_of(user_file, text, c.name), source="resolver") for c in chosen], ""
+
+
+def _offline_miss(words: str) -> bool:
+    """Under --offline uv refuses what its cache lacks with a resolver's words ("X was not found in the cache", or,
+    beside --find-links, "there is no version of X"): no claim about the index or the requirements."""
+    lower = words.lower()
+    return ("offline" in lower or "network" in lower or "not found in the cache" in lower
+            or "there is no version of" in lower)
 
 
 def _no_matching_wheel(words: str, path: Path) -> list[Chosen]:
