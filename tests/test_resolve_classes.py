@@ -147,6 +147,23 @@ def test_an_editable_project_that_is_not_there_is_left_out_and_the_rest_resolves
     assert notes[0]["message"].startswith("-e .: not resolved: ") and "the rest is resolved without it" in notes[0]["message"]
 
 
+def test_an_editable_path_in_an_included_file_is_read_as_pip_reads_it(tmp_path: Path, index: PackageIndex) -> None:
+    """`-e ./x` in a file included with `-r`: pip and uv read `-r` paths from the including file and `-e` paths from
+    the working folder (uv's #1421, pip's own), which envcheck takes as the top file's. One that is not there is left
+    out at INFO on its own file and line, as a top-level `-e .` is; the rest (its project beside the top file) resolves."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "more.txt").write_text("-e ./gone\n-e ./mine\nvllm==0.11.2\n", encoding="utf-8")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "pyproject.toml").write_text('[project]\nname = "mine"\nversion = "0.1"\ndependencies = ["helper==1.0"]\n\n'
+                                                      '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n')
+    target = _run(tmp_path, index, "requirements.txt", "-r sub/more.txt\n")
+    assert not [f for f in target["findings"] if f["status"] == "ERROR"], target["findings"]
+    assert sorted(r["name"] for r in target["inventory"]["resolved"]) == ["helper", "mine", "vllm"], target["findings"]
+    (note,) = [f for f in target["findings"] if f["rule"] == "input-skipped"]
+    assert note["status"] == "INFO" and note["location"] == {"path": str(tmp_path / "sub" / "more.txt"), "line": 1}, note
+    assert note["message"].startswith(f"-e ./gone: not resolved: {tmp_path / 'gone'} is not here"), note
+
+
 def test_an_editable_project_that_is_there_is_read(tmp_path: Path, index: PackageIndex) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "mine"\nversion = "0.1"\ndependencies = ["helper==1.0"]\n\n'
                                              '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n')
