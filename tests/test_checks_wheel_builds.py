@@ -323,3 +323,16 @@ def test_a_pin_whose_release_has_only_a_source_archive_for_aarch64_is_a_source_b
     dockerfile = tmp_path / "Dockerfile"
     dockerfile.write_text("FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install vllm==0.10.1\n", encoding="utf-8")
     assert _ids(dockerfile).get("ARCH-no-aarch64-wheel") == "WARN"
+
+
+def test_the_no_aarch64_wheel_fix_fits_the_package(tmp_path: Path) -> None:
+    """ARCH-no-aarch64-wheel's fix names PyTorch SDPA only for xformers; a vLLM pin of x86_64-only releases is told
+    the first release with a CUDA 13 aarch64 wheel (knowledge/wheels.toml), not an attention hint."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("vllm==0.10.1\nxformers==0.0.32\n", encoding="utf-8")
+    proc = run_envcheck("-f", "json", "--fail-on", "never", str(req))
+    fixes = {f["evidence"]["package"]: f["fix"] for t in json.loads(proc.stdout)["targets"] for f in t["findings"]
+             if f["rule"] == "ARCH-no-aarch64-wheel"}
+    assert set(fixes) == {"vllm", "xformers"}, fixes
+    assert "SDPA" in fixes["xformers"] and "SDPA" not in fixes["vllm"], fixes
+    assert fixes["vllm"].startswith("Pin a release that ships a linux/aarch64 CUDA 13 wheel (vllm 0.20.0 is the first)"), fixes

@@ -292,8 +292,12 @@ NO_AARCH64_WHEEL = rule(
     TORCH_CUDA_ARCH_LIST it may build no code for sm_121. Judged without the network; `--resolve` reads the
     index itself (ARCH-resolve-source-build) and then takes over.""",
     "Install a wheel built for linux/aarch64 (a file you built once, or a container that ships it), set "
-    "TORCH_CUDA_ARCH_LIST=12.1 for the build, or drop the package (PyTorch SDPA covers most xformers uses).",
+    "TORCH_CUDA_ARCH_LIST=12.1 for the build, or drop the package.",
     (*kinds.REQUIREMENT_FILES, "dockerfile"))
+# The rule's fix for a pin of x86_64-only releases, and what can replace a package where something does.
+_FIX_NEWER = ("Pin a release that ships a linux/aarch64 CUDA {major} wheel ({first} is the first), or "
+              + NO_AARCH64_WHEEL.fix[0].lower() + NO_AARCH64_WHEEL.fix[1:])
+_INSTEAD = {"xformers": "PyTorch SDPA covers most xformers uses"}
 
 
 @check(NO_AARCH64_WHEEL)
@@ -310,12 +314,21 @@ def no_aarch64_wheel(ctx: CheckContext) -> Iterator[Finding]:
             yield NO_AARCH64_WHEEL.finding(
                 f"{pkg.name}{pkg.specifier or ''}: no release on the index ships a {platform} wheel, so pip builds it "
                 f"from source on the Spark, and it {row['reason']}", pkg.location,
-                {"package": pkg.name, "specifier": pkg.specifier, "source": row["source"]})
+                {"package": pkg.name, "specifier": pkg.specifier, "source": row["source"]}, fix=_fix_for(pkg.name))
         elif (rel := _x86_only(pkg.name, pkg.specifier)) is not None:
+            major = ctx.profile.cuda_major
+            first = next((r.version for r in wheels.releases(pkg.name) if r.aarch64 == "wheel" and r.aarch64_cuda == str(major)), None)
             yield NO_AARCH64_WHEEL.finding(
                 f"{pkg.name}{pkg.specifier}: the releases this allows ship CUDA {rel.x86_64_cuda} wheels for x86_64 and "
                 f"only a source archive for {platform}, so pip compiles its CUDA kernels on the Spark", pkg.location,
-                {"package": pkg.name, "specifier": pkg.specifier, "source": rel.where})
+                {"package": pkg.name, "specifier": pkg.specifier, "source": rel.where},
+                fix=_FIX_NEWER.format(major=major, first=f"{pkg.name} {first}") if first else _fix_for(pkg.name))
+
+
+def _fix_for(name: str) -> str:
+    """The rule's fix, with what replaces the package where something does (xformers: PyTorch SDPA)."""
+    instead = _INSTEAD.get(name)
+    return NO_AARCH64_WHEEL.fix if instead is None else f"{NO_AARCH64_WHEEL.fix.removesuffix('.')} ({instead})."
 
 
 def _x86_only(name: str, specifier: str | None) -> wheels.Release | None:
