@@ -8,7 +8,7 @@ from envcheck import kinds
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge import wheels
-from envcheck.knowledge.builds import installs_on
+from envcheck.knowledge.builds import installs_on, is_pypi
 from envcheck.knowledge.wheel_platforms import platform_verdict
 from envcheck.model import Binary, Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
@@ -22,6 +22,10 @@ WHEEL_PLATFORM = rule(
     (knowledge/wheels.toml: onnxruntime-gpu up to 1.28.0).""",
     "Use a release that publishes manylinux aarch64 wheels (or build one for linux/aarch64), or drop the x86_64-only URL.",
     (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS))
+# The fix for a package installed by name (no URL to drop), and for one with no linux/aarch64 file in any release.
+_FIX_BY_NAME = "Use a release that publishes manylinux aarch64 wheels, or build one for linux/aarch64 and install that file."
+_FIX_NEVER = ("No recorded release of {name} publishes a linux/aarch64 file: build a wheel for linux/aarch64 from its "
+              "source repository and install that file, or replace the package.")
 
 
 @check(WHEEL_PLATFORM)
@@ -41,7 +45,7 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
     pypi_only = not any(i.option in ("index-url", "find-links") for i in ctx.inventory.indexes)
     resolved = {r.name for r in ctx.inventory.resolved}
     for pkg in ctx.inventory.packages if pypi_only else ():  # by name from PyPI: no release allowed has an aarch64 file
-        if (pkg.index or pkg.url or pkg.installed or pkg.role != "requirement" or not pkg.specifier
+        if ((pkg.index and not is_pypi(pkg.index)) or pkg.url or pkg.installed or pkg.role != "requirement" or not pkg.specifier
                 or not wheels.known(pkg.name) or pkg.name in resolved or not installs_on(pkg, ctx.profile)):
             continue
         rels = wheels.every_release_allowed(pkg.name, pkg.specifier)
@@ -52,7 +56,8 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
                 f"{pkg.name}{pkg.specifier}: no release this allows publishes a {ctx.profile.os}/{ctx.profile.machine} "
                 f"file (no wheel, no sdist; {rels[-1].version} has {'x86_64 wheels' if rels[-1].x86_64 else 'none either'}): "
                 "pip cannot install it on a Spark", pkg.location,
-                {"package": pkg.name, "specifier": pkg.specifier, "source": rels[-1].where})
+                {"package": pkg.name, "specifier": pkg.specifier, "source": rels[-1].where},
+                fix=_FIX_BY_NAME if any(r.aarch64 != "none" for r in wheels.releases(pkg.name)) else _FIX_NEVER.format(name=pkg.name))
     locked_fail: list[Finding] = []
     skipped = {(p.name, p.version) for p in ctx.inventory.packages if p.role == "lock" and not installs_on(p, ctx.profile)}
     for wheel_set in ctx.inventory.wheels:

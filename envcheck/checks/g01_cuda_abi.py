@@ -19,6 +19,7 @@ from envcheck.knowledge.builds import (
     first_cu130_torch,
     first_pypi_cuda_torch,
     installs_on,
+    is_pypi,
     pypi_torch_build,
 )
 from envcheck.model import (
@@ -132,7 +133,7 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
         if "download.pytorch.org" in pkg.url and (index_build := build_of_index(pkg.url)):
             return index_build, f"the URL {pkg.url}"
         return None, f"it is installed from {pkg.url}, whose CUDA build envcheck cannot tell"
-    if pkg.index and not _is_pypi(pkg.index):  # uv sources, lock entries: this package comes from that index only
+    if pkg.index and not is_pypi(pkg.index):  # uv sources, lock entries: this package comes from that index only
         if (build := build_of_index(pkg.index)) is not None:
             return build, f"its index {pkg.index}"
         return None, f"it comes from the index {pkg.index}, whose CUDA build envcheck cannot tell"
@@ -176,10 +177,6 @@ def _cuda_replacement(name: str, major: int) -> str | None:
         return f"{base}-{prefix}{major}{x}"
     spec = row.get(f"cuda{major}")
     return f"{base}{spec}" if isinstance(spec, str) else f"the unsuffixed {base} (its CUDA {major} release)"
-
-
-def _is_pypi(url: str) -> bool:
-    return url.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
 
 
 # conda packages whose version is the environment's CUDA version (knowledge/nvidia_distributions.toml [[conda]]).
