@@ -298,7 +298,8 @@ def _judged_packages(ctx: CheckContext) -> list[Package]:
     --resolve a requirement and what the resolver picked for it (its line, its name) are one package: the
     requirement, with the resolved version where it names none (what would be installed wins)."""
     packages = [p for p in (*ctx.inventory.packages, *_wheel_requirements(ctx)) if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
-    picked = {(p.name, p.location): p for p in packages if p.role == Role.RESOLVED and p.location and p.location.line}
+    picked: dict[tuple[str, Location | None], Package] = {
+        (p.name, p.location): p for p in packages if p.role == Role.RESOLVED and p.location and p.location.line}
     if not picked:
         return packages
     declared = {(p.name, p.location) for p in packages if p.role != Role.RESOLVED}
