@@ -28,7 +28,7 @@ class InputKind:
     # Files discovery sniffs by content, over `folder/name` (the last two parts of the path): */*.yaml for
     # Kubernetes, requirements/*.txt for requirements; a named file is sniffed whatever its name.
     sniff_names: str = ""
-    hook_files: str = ""  # the pre-commit `files` regex over the whole path, for kinds known by content only
+    hook_files: str = ""  # a pre-commit `files` regex over the whole path: files known by content (and folder), not name
     pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
     sniff_pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
@@ -54,6 +54,10 @@ ANY = "any"
 _DOCKERFILE = (r"(?![^/]*\.(?i:dockerignore|md|rst|json|toml|ya?ml)$)(?:[^/]*\.)?(?:Dockerfile|Containerfile)(?:\.[^/]*)?"
                r"|[^/]+\.(?i:dockerfile|containerfile)")
 
+# Files in a folder named for requirements (requirements/cuda.txt, reqs/dev.in, constraints.d/ci.txt): discovery
+# reads them when their content is a requirements file's, and the requirements hook takes them.
+_REQUIREMENTS_FOLDER_FILES = r"(?i:(?:requirements?|reqs?|constraints?)(?:[-_.]d)?/[^/]+\.(?:txt|in))"
+
 # Order matters twice: the first row whose name rule matches wins (freeze before requirements:
 # `requirements-freeze.txt` is pip freeze output), and sniffers are tried in this order.
 KINDS: tuple[InputKind, ...] = (
@@ -61,10 +65,10 @@ KINDS: tuple[InputKind, ...] = (
               names=r"(?i:[^/]*freeze[^/]*\.txt)", satisfies=("requirements",), examples=True,
               hook="envcheck-requirements", holds=("dependencies",)),
     InputKind("requirements", "envcheck.sources.requirements",
-              "requirements and constraints files (requirements*.txt, constraints*.in)",
+              "requirements and constraints files (requirements*.txt, constraints*.in, requirements/*.txt)",
               names=r"(?i:[^/]*(?:requirement|constraint)[^/]*\.(?:txt|in|pip))", sniff=True, examples=True,
               hook="envcheck-requirements", holds=("dependencies",),
-              sniff_names=r"(?i:(?:requirements?|reqs?|constraints?)(?:[-_.]d)?/[^/]+\.(?:txt|in))"),
+              sniff_names=_REQUIREMENTS_FOLDER_FILES, hook_files=f"(^|/){_REQUIREMENTS_FOLDER_FILES}$"),
     InputKind("pyproject", "envcheck.sources.pyproject", "pyproject.toml", names=r"(?i:pyproject\.toml)",
               sniff=True, examples=True, hook="envcheck-pyproject", holds=("dependencies",)),
     InputKind("uv-lock", "envcheck.sources.locks", "uv.lock", names=r"(?i:uv\.lock)", sniff=True,
@@ -157,10 +161,9 @@ def hook_pattern(hook: str) -> str:
     rows = [k for k in KINDS if k.hook == hook]
     if not rows:
         raise KeyError(hook)
-    if all(k.hook_files for k in rows):
-        return "|".join(k.hook_files for k in rows)
-    names = [k.names for k in rows]
-    return r"(^|/)(" + "|".join(f"(?:{n})" for n in names) + r")$"
+    names = [k.names for k in rows if k.names]
+    by_name = [r"(^|/)(" + "|".join(f"(?:{n})" for n in names) + r")$"] if names else []
+    return "|".join([*by_name, *(k.hook_files for k in rows if k.hook_files)])
 
 
 def applies(rule_inputs: tuple[str, ...], kind: str) -> bool:

@@ -29,7 +29,7 @@ class Hook:
 
 HOOKS = (
     Hook("envcheck-dockerfile", "envcheck: Dockerfiles for DGX Spark", "Dockerfiles and Containerfiles"),
-    Hook("envcheck-requirements", "envcheck: requirements files for DGX Spark", "requirements, constraints and pip freeze files"),
+    Hook("envcheck-requirements", "envcheck: requirements files for DGX Spark", "requirements, constraints and pip freeze files (requirements*.txt, requirements/*.txt)"),
     Hook("envcheck-pyproject", "envcheck: pyproject.toml and lock files for DGX Spark", "pyproject.toml, uv.lock and pylock.toml"),
     Hook("envcheck-conda", "envcheck: conda environment files for DGX Spark", "conda environment files (environment.yml)"),
     Hook("envcheck-compose", "envcheck: Compose files for DGX Spark", "Compose files (compose.yaml, docker-compose*.yml)"),

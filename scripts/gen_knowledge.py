@@ -6,6 +6,7 @@ Two steps, kept apart so the table can be rebuilt (and checked by a test) offlin
     python3 scripts/gen_knowledge.py --fetch   # record: bounded look-ups of the NAMED packages below only
     python3 scripts/gen_knowledge.py --fetch-served   # record only the release lists of the SERVED packages
     python3 scripts/gen_knowledge.py --fetch-paired NAME ...  # record the releases, pins and release list of PAIRED ones
+    python3 scripts/gen_knowledge.py --fetch-platform NAME ...  # record only these PLATFORM_PACKAGES (a new row's package)
     python3 scripts/gen_knowledge.py           # generate: knowledge/raw/pypi.json -> envcheck/knowledge/wheels.toml
 
 ``--fetch`` asks ``https://pypi.org/pypi/NAME/json`` once per package, the PEP 658 ``.metadata`` of one wheel per
@@ -46,6 +47,7 @@ PLATFORM_PACKAGES = [
     "torch", "torchvision", "torchaudio", "triton", "xformers", "flash-attn", "vllm", "sglang", "sgl-kernel",
     "bitsandbytes", "cupy-cuda12x", "cupy-cuda13x", "ctranslate2", "onnxruntime-gpu", "jax-cuda12-plugin",
     "jax-cuda13-plugin", "tensorrt", "deepspeed", "flashinfer-python", "mamba-ssm", "causal-conv1d", "llama-cpp-python",
+    "decord",  # video decoding for VLMs (cosmos-predict2.5): x86_64/macOS/Windows wheels only, no sdist
 ]
 # Packages whose releases pin torch (their Requires-Dist is recorded for every recent release): the torch family, and
 # applications known to pin torch/torchaudio/torchvision hard (exact or capped) in every release.
@@ -133,8 +135,9 @@ def _remote_zip(session: Any, url: str) -> zipfile.ZipFile:
     return zipfile.ZipFile(io.BufferedReader(_RangeFile(session, url, size), 1 << 20))  # type: ignore[arg-type]
 
 
-def fetch(today: str) -> dict[str, Any]:
-    """Record the raw answers for the named packages (bounded: a fixed list, RECENT releases each)."""
+def fetch(today: str, only: list[str] | None = None) -> dict[str, Any]:
+    """Record the raw answers for the named packages (bounded: a fixed list, RECENT releases each); ``only``: just
+    those of the list (and not the torch releases the PAIRED ones pin)."""
     import requests
 
     session = requests.Session()
@@ -184,7 +187,7 @@ def fetch(today: str) -> dict[str, Any]:
         records[filename] = {"url": url, "cuda_libraries": libs[:20], "scanned": [i.filename for i in shared],
                              "cuda_sonames_named": sorted(needed), "cuda_code_in": fatbin}
 
-    for name in sorted(set(PLATFORM_PACKAGES) | set(PAIRED)):
+    for name in sorted(only or set(PLATFORM_PACKAGES) | set(PAIRED)):
         proj = project(name)
         for version, rel in proj["versions"].items():
             wheels = [(f, u) for f, u in rel["files"] if f.endswith(".whl")]
@@ -201,9 +204,9 @@ def fetch(today: str) -> dict[str, Any]:
                 if name not in ("torch",):  # torch's CUDA is in its Requires-Dist; its wheel is 0.5-1 GB
                     record_of(*pick)
     # torch builds for every torch version a paired release pins exactly (its CUDA is in its Requires-Dist).
-    pinned = sorted({_exact(r, "torch") for m in metadata.values() for r in m.get("requires", [])} - {None})  # type: ignore[type-var]
-    torch = project("torch")
-    page = json.loads(_get(session, API.format(name="torch")))
+    pinned = [] if only else sorted({_exact(r, "torch") for m in metadata.values() for r in m.get("requires", [])} - {None})  # type: ignore[type-var]
+    torch = project("torch") if pinned else {}
+    page = json.loads(_get(session, API.format(name="torch"))) if pinned else {}
     for version in pinned:
         files = page.get("releases", {}).get(version) or []
         if files and version not in torch["versions"]:
@@ -307,14 +310,14 @@ def fetch_paired(today: str, raw: dict[str, Any], names: list[str]) -> dict[str,
     return raw
 
 
-def fetch_served(today: str) -> dict[str, Any]:
-    """Every version of each SERVED package that has at least one file (yanked ones too: an exact pin still installs
-    them), one https://pypi.org/pypi/NAME/json answer per package: bounded, named look-ups only."""
+def fetch_served(today: str, only: list[str] | None = None) -> dict[str, Any]:
+    """Every version of each SERVED package (``only``: of those) that has at least one file (yanked ones too: an exact
+    pin still installs them), one https://pypi.org/pypi/NAME/json answer per package: bounded, named look-ups only."""
     import requests
 
     session = requests.Session()
     served: dict[str, Any] = {}
-    for name in SERVED:
+    for name in only or SERVED:
         url = API.format(name=name)
         page = json.loads(_get(session, url))
         served[name] = _served_entry(url, today, page)
@@ -465,7 +468,7 @@ def generate(raw: dict[str, Any]) -> str:
                     source += f"; pins: {meta['url']}"  # type: ignore[index]
             if "inferred:" in source:
                 rows.append("inferred = true")
-            out += ["[[wheel]]", *rows, f"source = {_q(source)}", f"checked = {_q(day)}", ""]
+            out += ["[[wheel]]", *rows, f"source = {_q(source)}", f"checked = {_q(proj.get('fetched', day))}", ""]
     out += ["# Every release of these packages the index served on the day recorded (a file to install, yanked or not)."]
     for name, entry in sorted(raw.get("served", {}).items()):
         versions = ", ".join(_q(v) for v in entry["versions"])
@@ -506,9 +509,23 @@ def main() -> int:
     parser.add_argument("--fetch", action="store_true", help="record fresh raw answers from pypi.org first")
     parser.add_argument("--fetch-served", action="store_true", help="record the release lists of the SERVED packages only")
     parser.add_argument("--fetch-paired", nargs="+", metavar="NAME", help="record only these PAIRED packages (releases, pins, release list)")
+    parser.add_argument("--fetch-platform", nargs="+", metavar="NAME",
+                        help="record only these PLATFORM_PACKAGES (releases, their newest wheels, release list)")
     parser.add_argument("--check", action="store_true", help="exit 1 when the shipped table differs from the generated one")
     args = parser.parse_args()
-    if args.fetch_paired:
+    if args.fetch_platform:
+        unknown = sorted(set(args.fetch_platform) - set(PLATFORM_PACKAGES) - set(PAIRED))
+        if unknown:
+            raise SystemExit(f"not in PLATFORM_PACKAGES: {', '.join(unknown)} (add them to PLATFORM_PACKAGES first)")
+        today = datetime.date.today().isoformat()
+        raw, new = json.loads(RAW.read_text(encoding="utf-8")), fetch(today, args.fetch_platform)
+        for entry in new["projects"].values():
+            entry["fetched"] = today  # its rows' day, not the whole record's
+        for key in ("projects", "metadata", "records"):
+            raw[key] = dict(sorted({**raw[key], **new[key]}.items()))
+        raw.setdefault("served", {}).update(fetch_served(today, [n for n in args.fetch_platform if n in SERVED]))
+        RAW.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    elif args.fetch_paired:
         raw = fetch_paired(datetime.date.today().isoformat(), json.loads(RAW.read_text(encoding="utf-8")), args.fetch_paired)
         RAW.write_text(json.dumps(raw, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     elif args.fetch or args.fetch_served:

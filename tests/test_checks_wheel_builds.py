@@ -323,3 +323,60 @@ def test_a_pin_whose_release_has_only_a_source_archive_for_aarch64_is_a_source_b
     dockerfile = tmp_path / "Dockerfile"
     dockerfile.write_text("FROM nvcr.io/nvidia/pytorch:25.11-py3\nRUN pip install vllm==0.10.1\n", encoding="utf-8")
     assert _ids(dockerfile).get("ARCH-no-aarch64-wheel") == "WARN"
+
+
+def test_the_no_aarch64_wheel_fix_fits_the_package(tmp_path: Path) -> None:
+    """ARCH-no-aarch64-wheel's fix names PyTorch SDPA only for xformers; a vLLM pin of x86_64-only releases is told
+    the first release with a CUDA 13 aarch64 wheel (knowledge/wheels.toml), not an attention hint."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("vllm==0.10.1\nxformers==0.0.32\n", encoding="utf-8")
+    proc = run_envcheck("-f", "json", "--fail-on", "never", str(req))
+    fixes = {f["evidence"]["package"]: f["fix"] for t in json.loads(proc.stdout)["targets"] for f in t["findings"]
+             if f["rule"] == "ARCH-no-aarch64-wheel"}
+    assert set(fixes) == {"vllm", "xformers"}, fixes
+    assert "SDPA" in fixes["xformers"] and "SDPA" not in fixes["vllm"], fixes
+    assert fixes["vllm"].startswith("Pin a release that ships a linux/aarch64 CUDA 13 wheel (vllm 0.20.0 is the first)"), fixes
+
+
+DECORD_LOCK = '''version = 1
+revision = 3
+requires-python = ">=3.10"
+
+[[package]]
+name = "app"
+version = "0.1.0"
+source = { virtual = "." }
+dependencies = [
+    { name = "decord" },
+]
+
+[package.metadata]
+requires-dist = [{ name = "decord", specifier = ">=0.6.0" }]
+
+[[package]]
+name = "decord"
+version = "0.6.0"
+source = { registry = "https://pypi.org/simple" }
+wheels = [
+    { url = "https://files.pythonhosted.org/packages/11/79/936af42edf90a7bd4e41a6cac89c913d4b47fa48a26b042d5129a9242ee3/decord-0.6.0-py3-none-manylinux2010_x86_64.whl", hash = "sha256:51997f20be8958e23b7c4061ba45d0efcd86bffd5fe81c695d0befee0d442976", size = 13602299 },
+]
+'''
+
+
+def test_a_package_no_release_of_which_installs_on_aarch64_fails_by_name(tmp_path: Path) -> None:
+    """decord publishes x86_64, macOS and Windows wheels and no sdist in any release (knowledge/wheels.toml): by name
+    from PyPI, in a requirements file or a pyproject whose uv.lock takes it from https://pypi.org/simple, pip and uv
+    cannot install it on a Spark (ARCH-wheel-platform), and the fix says no release has a file to pin."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("decord>=0.6.0\n", encoding="utf-8")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "app"\nversion = "0.1.0"\ndependencies = [\n  "decord>=0.6.0",\n]\n',
+                                            encoding="utf-8")
+    (project / "uv.lock").write_text(DECORD_LOCK, encoding="utf-8")
+    for path, line in ((req, 1), (project / "pyproject.toml", 5)):
+        proc = run_envcheck("-f", "json", "--fail-on", "never", str(path))
+        found = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"]
+                 if f["rule"] == "ARCH-wheel-platform" and f["status"] == "FAIL"]
+        assert [(f["evidence"].get("package"), f["location"]["line"]) for f in found] == [("decord", line)], (path, found)
+        assert found[0]["fix"].startswith("No recorded release of decord publishes a linux/aarch64 file"), found

@@ -102,3 +102,18 @@ def test_triton_ptxas_path_replaces_the_bundled_ptxas() -> None:
     result = engine.judge(engine.Target("image", "image", lambda: inv), inv, load_profile("dgx-spark"), Config())
     [found] = [f for f in result.findings if f.rule == RULE]
     assert found.status is Status.INFO and "TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas" in found.message
+
+
+def test_a_torch_29_pin_with_no_triton_line_brings_no_triton_to_a_spark(tmp_path: Path) -> None:
+    """PyPI's torch 2.9.0/2.9.1 aarch64 wheels require triton only where platform_machine == "x86_64"
+    (knowledge/raw/pypi.json, their METADATA): on a Spark pip installs no Triton with them, so no ptxas finding
+    is implied; a triton 3.5 line of its own is judged."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("torch==2.9.1\n", encoding="utf-8")
+    found = [f for t in json.loads(run_envcheck("-f", "json", "--fail-on", "never", str(req)).stdout)["targets"]
+             for f in t["findings"] if f["rule"] == "G7-triton-ptxas"]
+    assert not [f for f in found if f["status"] in ("FAIL", "WARN")], found
+    req.write_text("torch==2.9.1\ntriton==3.5.1\n", encoding="utf-8")
+    found = [f for t in json.loads(run_envcheck("-f", "json", "--fail-on", "never", str(req)).stdout)["targets"]
+             for f in t["findings"] if f["rule"] == "G7-triton-ptxas"]
+    assert [(f["status"], f["location"]["line"]) for f in found] == [("FAIL", 2)], found

@@ -107,6 +107,22 @@ def test_preflight_launch_config_fails_with_file_and_line(preflight_envs: dict[s
     assert "plan assumes 273 GB/s" in done.stdout
 
 
+def test_a_launch_config_of_another_kind_is_one_error_line_naming_it(preflight_envs: dict[str, Path], tmp_path: Path) -> None:
+    """A requirements file (or a script, or an empty file) given as --launch-config is no single-node launch: one
+    ERROR line naming the file and what --launch-config reads, exit 2, no traceback."""
+    (tmp_path / "requirements.txt").write_text("torch==2.11.0\n--extra-index-url https://download.pytorch.org/whl/cu130\n")
+    (tmp_path / "run.txt").write_text("vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2\n")
+    for name, why in (("requirements.txt", "its name says requirements"), ("run.txt", "no YAML `key: value` line")):
+        config = tmp_path / name
+        done = run_envcheck("preflight", "--python", str(preflight_envs["good"]), "--sample-seconds", "0",
+                            "--launch-config", str(config), env={"PATH": no_gpu_tools_path(tmp_path)})
+        assert done.returncode == 2 and "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+        (error,) = [line for line in done.stderr.splitlines() if "ERROR" in line]  # beside the ten lines
+        assert error.startswith(f"ENVCHECK ERROR --launch-config {config}: not a launch config: ") and why in error, error
+        assert "accelerate or DeepSpeed configs (YAML or JSON) and DeepSpeed hostfiles" in error
+        assert "G10 PASS" not in done.stdout
+
+
 class _Issues(BaseHTTPRequestHandler):
     status = 200
     seen: ClassVar[list[str]] = []

@@ -34,6 +34,9 @@ def index() -> Iterator[PackageIndex]:
     idx.add("helper", build_wheel("helper", "1.0", tag="py3-none-any"))
     idx.add("vllm", build_wheel("vllm", "0.11.2", tag="py3-none-any"))
     idx.add("vllm", build_wheel("vllm", "0.11.5", tag="py3-none-any"))  # a release PyPI's recorded history lacks
+    # what a requirement names and what the resolver picks for it are one package (PyPI's torch 2.9.0 on aarch64 is CPU-only)
+    idx.add("torch", build_wheel("torch", "2.9.0", tag="cp312-cp312-manylinux_2_28_aarch64"))
+    idx.add("cupy-cuda12x", build_wheel("cupy-cuda12x", "13.3.0", tag="cp312-cp312-manylinux_2_28_aarch64"))
     yield from serve(idx)
 
 
@@ -80,6 +83,29 @@ def test_with_resolve_the_index_not_the_recorded_release_list_says_whether_a_ver
     assert found.get("G9-version-not-served") == "FAIL"
 
 
+def test_a_requirement_and_its_resolved_version_are_one_package(tmp_path: Path, index: PackageIndex) -> None:
+    """torch==2.9.0 resolved to torch 2.9.0 on its own line is one CPU-only torch, named once; an unpinned
+    cupy-cuda12x takes the resolved version into its one finding."""
+    target = _run(tmp_path, index, "requirements.txt", "torch==2.9.0\ncupy-cuda12x\n")
+    bad = [f for f in target["findings"] if f["gotcha"] == "G1" and f["status"] != "PASS"]
+    assert sorted(f["rule"] for f in bad) == ["G1-cpu-build", "G1-cuda12-distribution"], bad
+    assert not [f for f in bad if "on this line" in f["message"]], bad
+    torch = next(f for f in bad if f["evidence"]["package"] == "torch")
+    assert torch["message"].count("torch 2.9.0") == 1, torch
+    cupy = next(f for f in bad if f["evidence"]["package"] == "cupy-cuda12x")
+    assert cupy["message"].startswith("cupy-cuda12x 13.3.0 ") and cupy["message"].count("13.3.0") == 1, cupy
+
+
+def test_offline_a_package_uvs_cache_lacks_is_a_service_problem_not_a_conflict(tmp_path: Path, index: PackageIndex) -> None:
+    """uv --offline refuses what its cache lacks in a resolver's words ("torch was not found in the cache ...
+    unsatisfiable"): that says nothing about the requirements (no G9-resolve-conflict, no ARCH-resolve-no-file)."""
+    target = _run(tmp_path, index, "requirements.txt", "torch==2.9.0\n", "--offline")
+    rules = {f["rule"]: f["status"] for f in target["findings"]}
+    assert rules.get("service-error") == "ERROR" and "--offline and uv's cache lacks" in str(target["findings"]), rules
+    assert rules.get("G9-resolve-conflict") in (None, "PASS") and rules.get("ARCH-resolve-no-file") in (None, "PASS"), rules
+    assert rules.get("G1-cpu-build") == "WARN", rules  # what the file says is still judged
+
+
 def test_a_project_that_wants_managed_pythons_still_resolves_for_the_target(tmp_path: Path, index: PackageIndex) -> None:
     text = ('[project]\nname = "p"\nversion = "1"\nrequires-python = ">=3.12"\ndependencies = ["helper==1.0"]\n\n'
             '[tool.uv]\npython-preference = "only-managed"\n')
@@ -119,6 +145,23 @@ def test_an_editable_project_that_is_not_there_is_left_out_and_the_rest_resolves
     notes = [f for f in target["findings"] if f["rule"] == "input-skipped"]
     assert [(f["status"], f["location"]["line"]) for f in notes] == [("INFO", 1), ("INFO", 4)], notes
     assert notes[0]["message"].startswith("-e .: not resolved: ") and "the rest is resolved without it" in notes[0]["message"]
+
+
+def test_an_editable_path_in_an_included_file_is_read_as_pip_reads_it(tmp_path: Path, index: PackageIndex) -> None:
+    """`-e ./x` in a file included with `-r`: pip and uv read `-r` paths from the including file and `-e` paths from
+    the working folder (uv's #1421, pip's own), which envcheck takes as the top file's. One that is not there is left
+    out at INFO on its own file and line, as a top-level `-e .` is; the rest (its project beside the top file) resolves."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "more.txt").write_text("-e ./gone\n-e ./mine\nvllm==0.11.2\n", encoding="utf-8")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "pyproject.toml").write_text('[project]\nname = "mine"\nversion = "0.1"\ndependencies = ["helper==1.0"]\n\n'
+                                                      '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n')
+    target = _run(tmp_path, index, "requirements.txt", "-r sub/more.txt\n")
+    assert not [f for f in target["findings"] if f["status"] == "ERROR"], target["findings"]
+    assert sorted(r["name"] for r in target["inventory"]["resolved"]) == ["helper", "mine", "vllm"], target["findings"]
+    (note,) = [f for f in target["findings"] if f["rule"] == "input-skipped"]
+    assert note["status"] == "INFO" and note["location"] == {"path": str(tmp_path / "sub" / "more.txt"), "line": 1}, note
+    assert note["message"].startswith(f"-e ./gone: not resolved: {tmp_path / 'gone'} is not here"), note
 
 
 def test_an_editable_project_that_is_there_is_read(tmp_path: Path, index: PackageIndex) -> None:

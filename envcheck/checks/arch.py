@@ -8,7 +8,7 @@ from envcheck import kinds
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge import wheels
-from envcheck.knowledge.builds import installs_on
+from envcheck.knowledge.builds import installs_on, is_pypi
 from envcheck.knowledge.wheel_platforms import platform_verdict
 from envcheck.model import Binary, Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
@@ -22,6 +22,10 @@ WHEEL_PLATFORM = rule(
     (knowledge/wheels.toml: onnxruntime-gpu up to 1.28.0).""",
     "Use a release that publishes manylinux aarch64 wheels (or build one for linux/aarch64), or drop the x86_64-only URL.",
     (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS))
+# The fix for a package installed by name (no URL to drop), and for one with no linux/aarch64 file in any release.
+_FIX_BY_NAME = "Use a release that publishes manylinux aarch64 wheels, or build one for linux/aarch64 and install that file."
+_FIX_NEVER = ("No recorded release of {name} publishes a linux/aarch64 file: build a wheel for linux/aarch64 from its "
+              "source repository and install that file, or replace the package.")
 
 
 @check(WHEEL_PLATFORM)
@@ -41,7 +45,7 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
     pypi_only = not any(i.option in ("index-url", "find-links") for i in ctx.inventory.indexes)
     resolved = {r.name for r in ctx.inventory.resolved}
     for pkg in ctx.inventory.packages if pypi_only else ():  # by name from PyPI: no release allowed has an aarch64 file
-        if (pkg.index or pkg.url or pkg.installed or pkg.role != "requirement" or not pkg.specifier
+        if ((pkg.index and not is_pypi(pkg.index)) or pkg.url or pkg.installed or pkg.role != "requirement" or not pkg.specifier
                 or not wheels.known(pkg.name) or pkg.name in resolved or not installs_on(pkg, ctx.profile)):
             continue
         rels = wheels.every_release_allowed(pkg.name, pkg.specifier)
@@ -52,7 +56,8 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
                 f"{pkg.name}{pkg.specifier}: no release this allows publishes a {ctx.profile.os}/{ctx.profile.machine} "
                 f"file (no wheel, no sdist; {rels[-1].version} has {'x86_64 wheels' if rels[-1].x86_64 else 'none either'}): "
                 "pip cannot install it on a Spark", pkg.location,
-                {"package": pkg.name, "specifier": pkg.specifier, "source": rels[-1].where})
+                {"package": pkg.name, "specifier": pkg.specifier, "source": rels[-1].where},
+                fix=_FIX_BY_NAME if any(r.aarch64 != "none" for r in wheels.releases(pkg.name)) else _FIX_NEVER.format(name=pkg.name))
     locked_fail: list[Finding] = []
     skipped = {(p.name, p.version) for p in ctx.inventory.packages if p.role == "lock" and not installs_on(p, ctx.profile)}
     for wheel_set in ctx.inventory.wheels:
@@ -292,8 +297,12 @@ NO_AARCH64_WHEEL = rule(
     TORCH_CUDA_ARCH_LIST it may build no code for sm_121. Judged without the network; `--resolve` reads the
     index itself (ARCH-resolve-source-build) and then takes over.""",
     "Install a wheel built for linux/aarch64 (a file you built once, or a container that ships it), set "
-    "TORCH_CUDA_ARCH_LIST=12.1 for the build, or drop the package (PyTorch SDPA covers most xformers uses).",
+    "TORCH_CUDA_ARCH_LIST=12.1 for the build, or drop the package.",
     (*kinds.REQUIREMENT_FILES, "dockerfile"))
+# The rule's fix for a pin of x86_64-only releases, and what can replace a package where something does.
+_FIX_NEWER = ("Pin a release that ships a linux/aarch64 CUDA {major} wheel ({first} is the first), or "
+              + NO_AARCH64_WHEEL.fix[0].lower() + NO_AARCH64_WHEEL.fix[1:])
+_INSTEAD = {"xformers": "PyTorch SDPA covers most xformers uses"}
 
 
 @check(NO_AARCH64_WHEEL)
@@ -310,12 +319,21 @@ def no_aarch64_wheel(ctx: CheckContext) -> Iterator[Finding]:
             yield NO_AARCH64_WHEEL.finding(
                 f"{pkg.name}{pkg.specifier or ''}: no release on the index ships a {platform} wheel, so pip builds it "
                 f"from source on the Spark, and it {row['reason']}", pkg.location,
-                {"package": pkg.name, "specifier": pkg.specifier, "source": row["source"]})
+                {"package": pkg.name, "specifier": pkg.specifier, "source": row["source"]}, fix=_fix_for(pkg.name))
         elif (rel := _x86_only(pkg.name, pkg.specifier)) is not None:
+            major = ctx.profile.cuda_major
+            first = next((r.version for r in wheels.releases(pkg.name) if r.aarch64 == "wheel" and r.aarch64_cuda == str(major)), None)
             yield NO_AARCH64_WHEEL.finding(
                 f"{pkg.name}{pkg.specifier}: the releases this allows ship CUDA {rel.x86_64_cuda} wheels for x86_64 and "
                 f"only a source archive for {platform}, so pip compiles its CUDA kernels on the Spark", pkg.location,
-                {"package": pkg.name, "specifier": pkg.specifier, "source": rel.where})
+                {"package": pkg.name, "specifier": pkg.specifier, "source": rel.where},
+                fix=_FIX_NEWER.format(major=major, first=f"{pkg.name} {first}") if first else _fix_for(pkg.name))
+
+
+def _fix_for(name: str) -> str:
+    """The rule's fix, with what replaces the package where something does (xformers: PyTorch SDPA)."""
+    instead = _INSTEAD.get(name)
+    return NO_AARCH64_WHEEL.fix if instead is None else f"{NO_AARCH64_WHEEL.fix.removesuffix('.')} ({instead})."
 
 
 def _x86_only(name: str, specifier: str | None) -> wheels.Release | None:

@@ -19,6 +19,7 @@ from envcheck.knowledge.builds import (
     first_cu130_torch,
     first_pypi_cuda_torch,
     installs_on,
+    is_pypi,
     pypi_torch_build,
 )
 from envcheck.model import (
@@ -28,6 +29,7 @@ from envcheck.model import (
     Location,
     Package,
     PackageIndex,
+    Role,
     Status,
     per_inventory,
 )
@@ -131,7 +133,7 @@ def torch_build(pkg: Package, ctx: CheckContext) -> tuple[CudaBuild | None, str]
         if "download.pytorch.org" in pkg.url and (index_build := build_of_index(pkg.url)):
             return index_build, f"the URL {pkg.url}"
         return None, f"it is installed from {pkg.url}, whose CUDA build envcheck cannot tell"
-    if pkg.index and not _is_pypi(pkg.index):  # uv sources, lock entries: this package comes from that index only
+    if pkg.index and not is_pypi(pkg.index):  # uv sources, lock entries: this package comes from that index only
         if (build := build_of_index(pkg.index)) is not None:
             return build, f"its index {pkg.index}"
         return None, f"it comes from the index {pkg.index}, whose CUDA build envcheck cannot tell"
@@ -178,10 +180,6 @@ def _cuda_replacement(name: str, major: int) -> str | None:
         return f"{base}-{prefix}{major}{x}"
     spec = row.get(f"cuda{major}")
     return f"{base}{spec}" if isinstance(spec, str) else f"the unsuffixed {base} (its CUDA {major} release)"
-
-
-def _is_pypi(url: str) -> bool:
-    return url.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
 
 
 # conda packages whose version is the environment's CUDA version (knowledge/nvidia_distributions.toml [[conda]]).
@@ -299,8 +297,17 @@ def _named(found: list[Finding]) -> str:
 
 
 def _judged_packages(ctx: CheckContext) -> list[Package]:
-    """The packages that install on the profile's platform (constraints and overrides install nothing)."""
-    return [p for p in (*ctx.inventory.packages, *_wheel_requirements(ctx)) if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
+    """The packages that install on the profile's platform (constraints and overrides install nothing). Under
+    --resolve a requirement and what the resolver picked for it (its line, its name) are one package: the
+    requirement, with the resolved version where it names none (what would be installed wins)."""
+    packages = [p for p in (*ctx.inventory.packages, *_wheel_requirements(ctx)) if installs_on(p, ctx.profile) and p.role not in PINS_ONLY]
+    picked: dict[tuple[str, Location | None], Package] = {
+        (p.name, p.location): p for p in packages if p.role == Role.RESOLVED and p.location and p.location.line}
+    if not picked:
+        return packages
+    declared = {(p.name, p.location) for p in packages if p.role != Role.RESOLVED}
+    return [dataclasses.replace(p, version=twin.version) if (twin := picked.get((p.name, p.location))) and not p.version and p.role != Role.RESOLVED
+            else p for p in packages if p.role != Role.RESOLVED or (p.name, p.location) not in declared]
 
 
 def _wheel_requirements(ctx: CheckContext) -> list[Package]:

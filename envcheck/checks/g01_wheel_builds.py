@@ -10,7 +10,13 @@ from packaging.version import InvalidVersion
 
 from envcheck import kinds
 from envcheck.knowledge import wheels
-from envcheck.knowledge.builds import first_pypi_cuda_torch, installs_on, pypi_torch_build, torch_index
+from envcheck.knowledge.builds import (
+    first_pypi_cuda_torch,
+    installs_on,
+    is_pypi,
+    pypi_torch_build,
+    torch_index,
+)
 from envcheck.model import PINS_ONLY, Finding, Package, Role, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -49,16 +55,13 @@ def _from_pypi(pkg: Package, ctx: CheckContext) -> bool:
     if "+" in (pkg.version or ""):
         return False  # a local version (+cu130) is never PyPI's: another index serves it
     if pkg.index is not None:
-        return _is_pypi(pkg.index)
+        return is_pypi(pkg.index)
     if pkg.installed:
         return False  # a freeze line or site-packages: where it came from is not told
     # an index of torch builds (download.pytorch.org/whl/cu130) serves torch and its partners, not vLLM; any other might
     torch_family = pkg.name in _TORCH_FAMILY
     return all((torch_index(i.url) and not torch_family) or "pypi.org" in i.url for i in ctx.inventory.indexes)
 
-
-def _is_pypi(url: str) -> bool:
-    return url.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
 
 
 def _release(pkg: Package, torch: str | None) -> wheels.Release | None:
@@ -153,7 +156,7 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
     resolved = {r.name for r in ctx.inventory.resolved}
     pkgs = [p for p in ctx.inventory.packages if p.name not in resolved and p.role != Role.RESOLVED and _from_pypi(p, ctx)]
     # a CUDA torch that does not come from PyPI (a cu130 wheel URL or index, a +cu13x build)
-    cuda_torch = any(p.name == "torch" and ("+cu" in (p.version or "") or p.url or (p.index and not _is_pypi(p.index)))
+    cuda_torch = any(p.name == "torch" and ("+cu" in (p.version or "") or p.url or (p.index and not is_pypi(p.index)))
                      for p in ctx.inventory.packages)
     gpu = any(p.name in _GPU_NAMES or p.name.startswith(("nvidia-", "cupy-cuda")) for p in ctx.inventory.packages)
     torches = [p for p in ctx.inventory.packages

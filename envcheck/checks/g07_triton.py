@@ -13,12 +13,12 @@ TRITON_PTXAS = rule(
     "G7-triton-ptxas", "G7", "Triton's bundled ptxas cannot compile for the GPU", Status.FAIL,
     """Triton compiles every kernel at run time, for sm_121a on a GB10, with the ptxas it bundles
     (triton/backends/nvidia/bin/ptxas, from 3.6 on ptxas-blackwell), unless TRITON_PTXAS_PATH names another.
-    Triton 3.5.x (what torch 2.9 pins) bundles ptxas 12.8, and sm_121 first came with CUDA 12.9: every Triton
+    Triton 3.5.x (what torch 2.9 pins, on x86_64 only: PyPI's aarch64 torch 2.9 wheels pull no Triton) bundles ptxas 12.8, and sm_121 first came with CUDA 12.9: every Triton
     kernel (torch.compile, vLLM's, Unsloth's) stops with "ptxas fatal : Value 'sm_121a' is not defined for
     option 'gpu-name'" (triton-lang/triton#8539). The ptxas of each release comes from a sourced table
     (envcheck/knowledge/triton_ptxas.toml); pytorch-triton builds count by their base version. INFO where the
     input sets TRITON_PTXAS_PATH, or is an NGC container (an NGC torch), whose images point it at their toolkit;
-    a wheel is judged by the Triton its Requires-Dist pins (torch 2.9.0: triton==3.5.0);
+    a wheel is judged by the Triton its Requires-Dist pins for the target (a pin whose marker leaves out aarch64 installs nothing there);
     silent for a Triton that may come from another index (its build may bundle another ptxas);
     WARN next to a cu13x torch of the PyTorch index, whose own bundled ptxas torch.compile uses (kernels launched
     through Triton directly still fail).""",

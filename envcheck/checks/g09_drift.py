@@ -555,8 +555,8 @@ FLOATING_BASE = rule(
     policy=True)
 BARE_PIP_BASE = rule(
     "G9-bare-pip-base", "G9", "The ML stack is pip-installed on a base without NGC's PyTorch", Status.WARN,
-    """The final image starts from a base that carries no NVIDIA-built PyTorch (python, ubuntu, nvidia/cuda)
-    and pip-installs the ML stack on top. Under bare pip, torch, triton, xformers and transformers drift
+    """The final image starts from a base that carries no NVIDIA-built PyTorch (python, ubuntu, nvidia/cuda, or a
+    third-party image, whose torch and pins envcheck cannot see) and pip-installs the ML stack on top. Under bare pip, torch, triton, xformers and transformers drift
     independently and nothing pins them to GB10's SM121; the gotchas' advice is container-first. A stage
     that pins every ML package it installs to an exact version (or a lock) follows the advice for bare pip
     and passes; whether those pins are CUDA 13 builds is G1's question.""",
@@ -638,7 +638,7 @@ def _bare_pip_stages(ctx: CheckContext) -> list[_BarePipStage]:
     with ``container_first`` when the final image's NGC base has pip constraints guarding its torch."""
     if not ctx.inventory.images:
         return []
-    from envcheck.knowledge.base_images import pip_constraint_protects, safe_describe
+    from envcheck.knowledge.base_images import pip_constraint_protects, safe_describe, third_party
     protects = [pip_constraint_protects(facts) for image in ctx.inventory.images
                 if image.final and (facts := safe_describe(image.ref)) is not None and facts.ngc_torch]
     ngc_final, unprotected = any(protects), not all(protects)
@@ -656,8 +656,8 @@ def _bare_pip_stages(ctx: CheckContext) -> list[_BarePipStage]:
     if ngc_final:
         return [_BarePipStage(None, [], [], None, "", "", container_first=True)] if pip_installed else []
     finals = [i for i in ctx.inventory.images if i.final]
-    why = ("an NGC release from before PIP_CONSTRAINT, whose pip does not stop an install from replacing its torch"
-           if unprotected else "which carries no NGC PyTorch")
+    default_why = ("an NGC release from before PIP_CONSTRAINT, whose pip does not stop an install from replacing its torch"
+                   if unprotected else "which carries no NGC PyTorch")
     out: list[_BarePipStage] = []
     for stage in dict.fromkeys(p.location.stage for p in pip_installed if p.location is not None):
         in_stage_pkgs = [p for p in pip_installed if p.location is not None and p.location.stage == stage]
@@ -665,6 +665,12 @@ def _bare_pip_stages(ctx: CheckContext) -> list[_BarePipStage]:
                     and _is_unpinned(ctx, p, full_stack)]
         own = [i for i in finals if stage in (i.stages or (i.stage,))]  # the stage's own base (a compose service's image)
         bases = ", ".join(sorted({i.ref for i in own or finals})) or "an unknown base"
+        if not unprotected and any(third_party(f) for i in own or finals if (f := safe_describe(i.ref)) is not None):
+            # a community image (scitrera/*, vllm/vllm-openai) may ship torch and vLLM: envcheck cannot tell, nor what it pins
+            why = ("not an NGC PyTorch container; envcheck cannot see whether this base ships torch and the rest of the "
+                   "ML stack, or which versions it pins")
+        else:
+            why = default_why
         # the complaint is the unpinned packages: it sits at their line, not at an exact pin's (torch==2.10.0 from cu130)
         where = next((p.location for p in unpinned if p.location is not None), in_stage_pkgs[0].location)
         out.append(_BarePipStage(stage, sorted({p.name for p in in_stage_pkgs}), unpinned, where, bases, why))

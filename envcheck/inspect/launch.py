@@ -160,6 +160,9 @@ def parse_config(text: str, origin: str) -> Launch:
     hosts = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
     if hosts and all(re.match(r"^[\w.\-]+\s+slots=\d+$", line) for line in hosts):  # a DeepSpeed hostfile
         return _summarise(origin, "deepspeed", [Setting("num_nodes", str(len(hosts)), 1)])
+    if not any(_YAML_LINE.match(line) for line in text.splitlines() if not line.lstrip().startswith("#")):
+        # no `key: value` line, no JSON, no hostfile: another kind of file (requirements.txt, a script)
+        raise LaunchFormatError("no YAML `key: value` line, no JSON object and no hostfile line (`host slots=N`)")
     settings = list(_yaml_leaves(text))
     return _summarise(origin, _tool_from_keys(settings), settings)
 

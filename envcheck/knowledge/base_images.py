@@ -235,6 +235,12 @@ def local_build(ref: str) -> bool:
     return name not in _official_images()
 
 
+def third_party(facts: BaseFacts) -> bool:
+    """An image envcheck's tables say nothing about: not NVIDIA's (NGC, nvidia/cuda), not one of Docker's official
+    images (python, ubuntu), whose contents are known. What a third-party image ships (torch, vLLM) is not told."""
+    return facts.family == "other" and facts.repository not in _official_images()
+
+
 @lru_cache(maxsize=1)
 def _official_images() -> frozenset[str]:
     return frozenset(str(n) for row in knowledge.load("docker_official_images")["official"] for n in row["names"])

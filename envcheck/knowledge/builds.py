@@ -92,6 +92,11 @@ def build_of_index(url: str) -> CudaBuild | None:
     return CudaBuild("cuda", cuda_from_tag(tag), f"{tag} index")
 
 
+def is_pypi(url: str) -> bool:
+    """Whether ``url`` is PyPI's simple index (a lock entry's or uv source's ``https://pypi.org/simple``)."""
+    return url.rstrip("/").lower() in ("https://pypi.org/simple", "https://pypi.python.org/simple")
+
+
 def torch_index(url: str) -> bool:
     """Whether ``url`` is shaped like PyTorch's wheel index (``.../whl/cu130``): torch and its partners only
     (a CUDA tag elsewhere in a path, ``wheels.vllm.ai/0.11.2/cu130``, is not one)."""

@@ -71,8 +71,10 @@ def resolve(path: Path, kind: str, declared: Inventory, profile: Profile,
                 else uv_compile(read, ctx, no_deps=freeze, cwd=path.resolve().parent, shown=path)))
         inventory.problems += [ReadProblem(
             f"{words}: not resolved: {where} is not here, or holds no pyproject.toml or setup.py (uv and pip stop "
-            "there: checked without its project?); the rest is resolved without it", Location(str(path), line=line), note=True)
-            for line, words, where in absent]
+            "there: checked without its project?"
+            + (f"; in a file that {path.name} includes, pip and uv read it from the working folder, not this file's" if file != path else "")
+            + "); the rest is resolved without it", Location(str(file), line=line), note=True)
+            for file, line, words, where in absent]
         if conflict and not chosen:
             inventory.resolved.append(_conflict(path, conflict, conflict_line(path, conflict)))
             return inventory

@@ -93,10 +93,10 @@ def uv_compile(path: Path, ctx: ResolveContext, no_deps: bool, cwd: Path | None 
             raise InputError(f"{user_file}: cannot run uv ({uv}): {exc.strerror or exc}", str(user_file)) from None
         words = _clean(proc.stderr)
         if proc.returncode != 0:
+            if settings.offline and _offline_miss(words):
+                raise ServiceError(f"{user_file}: --offline and uv's cache lacks what this resolution needs: {_last(words)}")
             if "No solution found" in words or "unsatisfiable" in words:
                 return _no_matching_wheel(words, user_file), words
-            if settings.offline and ("offline" in words.lower() or "network" in words.lower()):
-                raise ServiceError(f"{user_file}: --offline and uv's cache lacks what this resolution needs: {_last(words)}")
             if any(w in words for w in _NETWORK_WORDS):
                 raise ServiceError(f"{user_file}: a package index or source host did not answer while uv resolved: "
                                    f"{redact_text(_last(words))}")
@@ -106,6 +106,14 @@ def uv_compile(path: Path, ctx: ResolveContext, no_deps: bool, cwd: Path | None 
         chosen = lock_choices(out, profile, python)
     text = user_file.read_text(encoding="utf-8", errors="replace") if user_file.is_file() else ""
     return [replace(c, location=line_of(user_file, text, c.name), source="resolver") for c in chosen], ""
+
+
+def _offline_miss(words: str) -> bool:
+    """Under --offline uv refuses what its cache lacks with a resolver's words ("X was not found in the cache", or,
+    beside --find-links, "there is no version of X"): no claim about the index or the requirements."""
+    lower = words.lower()
+    return ("offline" in lower or "network" in lower or "not found in the cache" in lower
+            or "there is no version of" in lower)
 
 
 def _no_matching_wheel(words: str, path: Path) -> list[Chosen]:
@@ -212,28 +220,47 @@ _LOCAL_LINE = re.compile(r"\s*(?:(?:-e|--editable)(?:\s+|\s*=\s*))?(?:file:(?://
 _PATH_OPTION = re.compile(r"(?P<flag>\s*(?:-[rcef]|--requirement|--constraint|--editable|--find-links)(?:\s+|\s*=\s*))(?P<path>[^\s:]+)(?=\s|$)")
 
 
-def without_absent_projects(path: Path, tmp: Path) -> tuple[Path, list[tuple[int, str, Path]]]:
-    """``path`` as uv should read it, and the local projects left out as (line, text): ``-e .`` in a requirements
-    file checked without its project names no pyproject.toml or setup.py (uv and pip stop there); the rest still
-    resolves. Left out: (line, text, folder); then ``path`` is copied to ``tmp`` with its relative paths made absolute."""
+def without_absent_projects(path: Path, tmp: Path) -> tuple[Path, list[tuple[Path, int, str, Path]]]:
+    """``path`` as uv should read it, and the local projects left out as (file, line, text, folder): ``-e .`` in a
+    requirements file (or in one it includes with ``-r``/``-c``) checked without its project names no pyproject.toml
+    or setup.py (uv and pip stop there); the rest still resolves. As pip and uv read them, ``-r``/``-c`` paths are
+    relative to the file that names them and local projects to the working folder, where uv runs: ``path``'s folder.
+    A file that leaves something out is copied to ``tmp`` with its relative paths made absolute."""
+    absent: list[tuple[Path, int, str, Path]] = []
+    copy = _without_absent(path, path.resolve().parent, tmp, absent, set())
+    return (copy or path), absent
+
+
+def _without_absent(path: Path, cwd: Path, tmp: Path, absent: list[tuple[Path, int, str, Path]], seen: set[Path]) -> Path | None:
+    """The copy of ``path`` that leaves out absent local projects (its own and its includes'), or None: none."""
+    from envcheck.sources.requirements import MAX_INCLUDES
+    real = path.resolve()
+    if real in seen or len(seen) >= MAX_INCLUDES:
+        return None
+    seen.add(real)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
-        return path, []
-    folder, absent, out = path.resolve().parent, list[tuple[int, str, Path]](), list[str]()
+        return None
+    folder, out, changed = real.parent, list[str](), False
     for number, line in enumerate(lines, 1):
         local = _LOCAL_LINE.match(line)
         if local is not None and not line.lstrip().startswith("#"):
-            where = folder / local["path"]
+            where = cwd / local["path"]
             if not where.is_file() and not any((where / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
-                absent.append((number, line.strip(), where))
+                absent.append((path, number, line.strip(), where))
+                changed = True
                 continue
             line = line[:local.start("path")] + str(where.resolve()) + line[local.end("path"):]
         elif (option := _PATH_OPTION.match(line)) is not None and not os.path.isabs(option["path"]):
-            line = option["flag"] + str(folder / option["path"]) + line[option.end("path"):]
+            named = folder / option["path"]
+            included = (_without_absent(path.parent / option["path"], cwd, tmp, absent, seen)
+                        if option["flag"].strip().rstrip("=").strip() in ("-r", "-c", "--requirement", "--constraint") else None)
+            changed = changed or included is not None
+            line = option["flag"] + str(included or named) + line[option.end("path"):]
         out.append(line)
-    if not absent:
-        return path, []
-    copy = tmp / path.name
+    if not changed:
+        return None
+    copy = tmp / f"{len(list(tmp.iterdir()))}-{path.name}"
     copy.write_text("\n".join(out) + "\n", encoding="utf-8")
-    return copy, absent
+    return copy

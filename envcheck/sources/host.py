@@ -17,6 +17,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from envcheck import kinds
 from envcheck.collect import probe
 from envcheck.errors import InputError
 from envcheck.inspect import launch as launch_reader
@@ -492,11 +493,20 @@ def read_launches(commands: tuple[str, ...], configs: tuple[str, ...]) -> tuple[
             why = "is a folder" if path.is_dir() else getattr(exc, "strerror", None) or str(exc)
             problems.append(ReadProblem(f"--launch-config {config}: cannot read it: {why}", Location(config)))
             continue
+        named = kinds.by_file_name(path.name)
+        if named is not None and not path.name.lower().endswith((".yaml", ".yml", ".json")):
+            problems.append(ReadProblem(f"--launch-config {config}: not a launch config: its name says {named.what} "
+                                        f"(check it with `envcheck {config}`); {_LAUNCH_CONFIGS}", Location(config)))
+            continue
         try:
             launches.append(launch_reader.parse_config(text, config).to_json())
         except launch_reader.LaunchFormatError as exc:
-            problems.append(ReadProblem(f"launch config: {exc.message}", Location(config, line=exc.line)))
+            problems.append(ReadProblem(f"--launch-config {config}: not a launch config: {exc.message}; {_LAUNCH_CONFIGS}"
+                                        if exc.line is None else f"launch config: {exc.message}", Location(config, line=exc.line)))
     return launches, problems
+
+
+_LAUNCH_CONFIGS = "--launch-config reads accelerate or DeepSpeed configs (YAML or JSON) and DeepSpeed hostfiles"
 
 
 def _scan_binaries(inventory: Inventory) -> None:

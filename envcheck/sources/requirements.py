@@ -43,8 +43,7 @@ _REQUIREMENTS_FOLDER = re.compile(r"(?i)(?:requirements?|reqs?|constraints?)(?:[
 
 def sniff(path: Path, head: bytes) -> bool:
     """Every non-comment line is a requirement or a requirements-file option, and one says what only a
-    requirements file says (a specifier, extras, a marker, a URL, an option): labels.txt is not one. In a
-    folder named for requirements (requirements/metrics.txt) bare package names are enough."""
+    requirements file says (a specifier, extras, a marker, a URL, an option): labels.txt is not one."""
     if b"\x00" in head:
         return False
     try:
@@ -65,8 +64,10 @@ def sniff(path: Path, head: bytes) -> bool:
         if said is None:
             return False
         telling = telling or said
+    # in a folder named for requirements, bare names are enough, and so is no requirement at all (an empty
+    # requirements/optional.txt, or one of comments: the requirements hook takes such files too)
     folder = path.suffix in (".txt", ".in") and _REQUIREMENTS_FOLDER.fullmatch(path.parent.name) is not None
-    return checked > 0 and (telling or folder)
+    return telling or folder
 
 
 def _requirement_line(line: str) -> bool | None:
