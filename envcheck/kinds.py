@@ -58,6 +58,9 @@ _DOCKERFILE = (r"(?![^/]*\.(?i:dockerignore|md|rst|json|toml|ya?ml)$)(?:[^/]*\.)
 # reads them when their content is a requirements file's, and the requirements hook takes them.
 _REQUIREMENTS_FOLDER_FILES = r"(?i:(?:requirements?|reqs?|constraints?)(?:[-_.]d)?/[^/]+\.(?:txt|in))"
 
+# Prose files that sit in such a folder (requirements/README.txt): the hook leaves them out, as discovery does.
+_PROSE = r"(?i:(?:requirements?|reqs?|constraints?)(?:[-_.]d)?/(?:readme|license|licence|notice|changelog|authors)[^/]*$)"
+
 # Order matters twice: the first row whose name rule matches wins (freeze before requirements:
 # `requirements-freeze.txt` is pip freeze output), and sniffers are tried in this order.
 KINDS: tuple[InputKind, ...] = (
@@ -68,7 +71,7 @@ KINDS: tuple[InputKind, ...] = (
               "requirements and constraints files (requirements*.txt, constraints*.in, requirements/*.txt)",
               names=r"(?i:[^/]*(?:requirement|constraint)[^/]*\.(?:txt|in|pip))", sniff=True, examples=True,
               hook="envcheck-requirements", holds=("dependencies",),
-              sniff_names=_REQUIREMENTS_FOLDER_FILES, hook_files=f"(^|/){_REQUIREMENTS_FOLDER_FILES}$"),
+              sniff_names=_REQUIREMENTS_FOLDER_FILES, hook_files=f"(^|/)(?!{_PROSE}){_REQUIREMENTS_FOLDER_FILES}$"),
     InputKind("pyproject", "envcheck.sources.pyproject", "pyproject.toml", names=r"(?i:pyproject\.toml)",
               sniff=True, examples=True, hook="envcheck-pyproject", holds=("dependencies",)),
     InputKind("uv-lock", "envcheck.sources.locks", "uv.lock", names=r"(?i:uv\.lock)", sniff=True,

@@ -48,7 +48,7 @@ def test_hooks_cover_the_kinds_their_rules_declare() -> None:
     # files in a folder named for requirements, as the folder walk reads them
     for name in ("requirements/base.txt", "app/requirements/cuda.txt", "reqs/dev.in", "constraints.d/ci.txt", "Requirements/GPU.TXT"):
         assert reqs.search(name), name
-    for name in ("requirements/README.md", "docs/base.txt", "requirements/sub/base.txt", "myrequirements/base.txt"):
+    for name in ("requirements/README.md", "requirements/README.txt", "reqs/LICENSE.txt", "docs/base.txt", "requirements/sub/base.txt", "myrequirements/base.txt"):
         assert not reqs.search(name), name
     locks = re.compile(hooks["envcheck-pyproject"]["files"])
     assert locks.search("pyproject.toml") and locks.search("uv.lock") and locks.search("pylock.dev.toml")
@@ -184,17 +184,18 @@ def test_try_repo_checks_compose_files_and_manifests(hook_repo: Path, pre_commit
 def test_try_repo_checks_requirements_files_in_a_requirements_folder(hook_repo: Path, pre_commit_home: Path,
                                                                      user_repo: Callable[[str, str], Path]) -> None:
     """requirements/cuda.txt and requirements/base.txt (the folder walk reads them) go through the requirements
-    hook: a CUDA 12 index in one blocks the commit; an empty one in the folder is no error."""
+    hook: a CUDA 12 index in one blocks the commit; an empty one in the folder is no error, nor is a prose README.txt."""
     repo = user_repo("README.md", "a project\n")
     (repo / "requirements").mkdir()
     user_repo("requirements/base.txt", "numpy\neinops\n")
     user_repo("requirements/cuda.txt", "-r base.txt\n--extra-index-url https://download.pytorch.org/whl/cu128\ntorch==2.9.0+cu128\n")
     user_repo("requirements/optional.txt", "# nothing optional yet\n")
-    files = ("README.md", "requirements/base.txt", "requirements/cuda.txt", "requirements/optional.txt")
+    user_repo("requirements/README.txt", "Pins of the project.\nUse cuda.txt on a Spark.\n")
+    files = ("README.md", "requirements/base.txt", "requirements/cuda.txt", "requirements/optional.txt", "requirements/README.txt")
     done = _try_repo(hook_repo, pre_commit_home, repo, "envcheck-requirements", *files)
     out = done.stdout + done.stderr
     assert done.returncode == 1 and "requirements/cuda.txt:2: FAIL G1 G1-cuda12-index" in out, out
-    assert "ERROR" not in out and "README.md" not in out, out
+    assert "ERROR" not in out and "README" not in out, out
     user_repo("requirements/cuda.txt", "-r base.txt\n--extra-index-url https://download.pytorch.org/whl/cu130\ntorch==2.11.0+cu130\n")
     done = _try_repo(hook_repo, pre_commit_home, repo, "envcheck-requirements", *files)
     assert done.returncode == 0, done.stdout + done.stderr
