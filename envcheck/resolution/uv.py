@@ -20,6 +20,7 @@ from envcheck.resolution.context import Chosen, ResolveContext, ResolveSettings
 from envcheck.resolution.locks import lock_choices
 from envcheck.resolution.platform import uv_platform
 from envcheck.services.package_index import redact
+from envcheck.sources import referenced
 
 _NETWORK_WORDS = ("error sending request", "Failed to fetch", "dns error", "Connection refused", "connection error",
                   "operation timed out", "tcp connect error", "Could not connect", "failed to lookup address",
@@ -224,7 +225,7 @@ def without_absent_projects(path: Path, tmp: Path) -> tuple[Path, list[tuple[int
     for number, line in enumerate(lines, 1):
         local = _LOCAL_LINE.match(line)
         if local is not None and not line.lstrip().startswith("#"):
-            where = folder / local["path"]
+            where = referenced(folder, local["path"])
             if not where.is_file() and not any((where / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
                 absent.append((number, line.strip(), where))
                 continue
