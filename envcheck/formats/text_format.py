@@ -33,8 +33,15 @@ def render(report: Report, verbosity: int = 0) -> str:
             lines.extend(_hidden_line([f.status for f in findings if f.status not in shown], verbosity < 0))
     summary = report.summary()
     counted = [f"{g} {s.value}" for g, s in summary.items() if s is not Status.SKIP]
-    lines.append("summary: " + (", ".join(counted) if counted else "nothing checked") + _suppressed_clause(report, verbosity))
+    lines.append("summary: " + (", ".join(counted) if counted else _nothing(report)) + _suppressed_clause(report, verbosity))
     return "\n".join(lines) + "\n"
+
+
+def _nothing(report: Report) -> str:
+    """The summary of a report without findings: `envcheck diff` of two sides that match changed nothing."""
+    if not report.targets or any(t.kind != "diff" for t in report.targets):
+        return "nothing checked"
+    return "no change reported" if any(t.suppressed for t in report.targets) else "nothing changed: the two sides match"
 
 
 def _suppressed_clause(report: Report, verbosity: int) -> str:
