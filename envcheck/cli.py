@@ -283,12 +283,9 @@ def _layered_config(args: argparse.Namespace, config: Config, max_text_bytes: in
         changes["profile"] = args.profile
     if args.fail_on:
         changes["fail_on"] = args.fail_on
-    for selector in args.ignore:
-        from envcheck.rules import unknown_selector
-        if (why := unknown_selector(selector)) is not None:
-            raise UsageError(f"--ignore: {why}")
     if args.ignore:
-        changes["ignores"] = {**config.ignores, **{r: "ignored on the command line" for r in args.ignore}}
+        from envcheck.config import selector
+        changes["ignores"] = {**config.ignores, **{selector(r, "--ignore"): "ignored on the command line" for r in args.ignore}}
     given: dict[str, Any] = {"nvfp4": args.nvfp4 or None, "max_text_bytes": max_text_bytes,
                              "deep_fatbin": getattr(args, "deep_fatbin", False) or None,
                              "use_cache": False if args.no_cache else None}

@@ -196,14 +196,24 @@ def _mentions_envcheck(path: Path, max_bytes: int) -> bool:
     return False
 
 
-def _not_a_rule(rule_id: str) -> str | None:
-    """None for a rule id; else why not (a severity applies to one rule, not a gotcha or ``policy``)."""
-    from envcheck.rules import RULES, load_all, unknown_selector
-    load_all()
-    if rule_id in RULES:
-        return None
-    return unknown_selector(rule_id) or (f"{rule_id!r} is not a rule id: a severity is set per rule "
-                                         f"(`envcheck rules {rule_id}` lists its rules)")
+def selector(text: str, origin: str) -> str:
+    """The rule id, gotcha or ``policy`` that ``text`` names in any case, spelled as envcheck does (``g1`` is
+    ``G1``); a usage error that starts with ``origin`` when it names none."""
+    from envcheck.rules import canonical_selector, unknown_selector
+    found = canonical_selector(text)
+    if found is None:
+        raise UsageError(f"{origin}: {unknown_selector(text)}")
+    return found
+
+
+def _rule_id(text: str, origin: str) -> str:
+    """The rule id ``text`` names in any case; a usage error when it names a gotcha or ``policy`` (a
+    severity applies to one rule) or nothing."""
+    from envcheck.rules import RULES
+    found = selector(text, origin)
+    if found not in RULES:
+        raise UsageError(f"{origin}: {text!r} is not a rule id: a severity is set per rule (`envcheck rules {text}` lists its rules)")
+    return found
 
 
 def _text(table: dict[str, Any], key: str, origin: str) -> str:
@@ -245,15 +255,11 @@ def _apply_table(config: Config, table: dict[str, Any], origin: str) -> Config:
         raise UsageError(f"{origin}: ignore must be a list of rule ids or {{rule, reason}} tables, not {_kind(raw)}")
     for item in raw:
         if isinstance(item, str):
-            ignores[item] = "ignored in config"
+            ignores[selector(item, f"{origin}: ignore")] = "ignored in config"
         elif isinstance(item, dict) and isinstance(item.get("rule"), str) and isinstance(item.get("reason", ""), str):
-            ignores[item["rule"]] = item.get("reason") or "ignored in config"
+            ignores[selector(item["rule"], f"{origin}: ignore")] = item.get("reason") or "ignored in config"
         else:
             raise UsageError(f"{origin}: ignore entries must be rule ids or {{rule = \"ID\", reason = \"...\"}} tables, not {_kind(item)}")
-    for selector in sorted(set(ignores) - set(config.ignores)):
-        from envcheck.rules import unknown_selector
-        if (why := unknown_selector(selector)) is not None:
-            raise UsageError(f"{origin}: ignore: {why}")
     changes["ignores"] = ignores
     severity = dict(config.severity)
     raw_severity = table.get("severity", {})
@@ -261,11 +267,10 @@ def _apply_table(config: Config, table: dict[str, Any], origin: str) -> Config:
         raise UsageError(f"{origin}: severity must be a table of rule ids and statuses (severity = {{G9-unpinned = \"INFO\"}}), "
                          f"not {_kind(raw_severity)}")
     for rule_id, status in raw_severity.items():
-        if (why := _not_a_rule(str(rule_id))) is not None:
-            raise UsageError(f"{origin}: severity: {why}")
+        canonical = _rule_id(str(rule_id), f"{origin}: severity")
         if not isinstance(status, str) or status.upper() not in Status.__members__:
             raise UsageError(f"{origin}: severity.{rule_id} must be one of {', '.join(Status.__members__)}")
-        severity[str(rule_id)] = status.upper()
+        severity[canonical] = status.upper()
     changes["severity"] = severity
     options: dict[str, Any] = {}
     for key in ("nvfp4", "deep-fatbin"):

@@ -122,7 +122,7 @@ def _suppression(finding: Finding, inventory: Inventory, config: Config) -> str 
     if loc is not None and loc.line is not None:
         for pragma in inventory.pragmas:
             if pragma.location.path == loc.path and pragma.location.line == loc.line and any(
-                    key in pragma.rules for key in keys):
+                    key.lower() in {r.lower() for r in pragma.rules} for key in keys):  # `ignore=g1` is G1, as --ignore
                 return pragma.reason or "inline pragma"
     return None
 

@@ -155,18 +155,23 @@ def iter_rules(selector: str | None = None) -> Iterator[Rule]:
             yield r
 
 
+def canonical_selector(selector: str) -> str | None:
+    """The rule id, gotcha or ``policy`` that ``selector`` names in any case (``g1`` is ``G1``), or None."""
+    from envcheck.model import ALL_GOTCHAS
+    load_all()
+    return {k.lower(): k for k in (*RULES, *ALL_GOTCHAS, "ENVCHECK", POLICY)}.get(selector.lower())
+
+
 def unknown_selector(selector: str) -> str | None:
-    """None when ``selector`` is a rule id, a gotcha or ``policy``; else a sentence naming the closest one."""
+    """None when ``selector`` is a rule id, a gotcha or ``policy`` (in any case); else a sentence naming the closest one."""
     import difflib
 
     from envcheck.model import ALL_GOTCHAS
-    load_all()
-    known = [*RULES, *ALL_GOTCHAS, "ENVCHECK", POLICY]
-    if selector in known:
+    if canonical_selector(selector) is not None:
         return None
-    by_fold = {k.lower(): k for k in known}
-    close = [by_fold[selector.lower()]] if selector.lower() in by_fold else difflib.get_close_matches(selector, known, n=1, cutoff=0.5)
-    hint = f"; the closest is {close[0]!r}" if close else ""
+    by_fold = {k.lower(): k for k in (*RULES, *ALL_GOTCHAS, "ENVCHECK", POLICY)}
+    close = difflib.get_close_matches(selector.lower(), by_fold, n=1, cutoff=0.5)
+    hint = f"; the closest is {by_fold[close[0]]!r}" if close else ""
     return f"unknown rule or gotcha {selector[:80]!r}{hint} (`envcheck rules` lists them)"
 
 

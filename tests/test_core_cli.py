@@ -360,6 +360,40 @@ def test_unknown_config_keys_and_severity_ids_are_usage_errors(tmp_path: Path) -
     assert run_envcheck(str(warn), cwd=tmp_path).returncode == 1
 
 
+def test_rule_ids_and_gotchas_are_taken_in_any_case_everywhere(tmp_path: Path) -> None:
+    """`envcheck rules g1` was accepted while `--ignore g1` was refused: every selector (--ignore,
+    ENVCHECK_IGNORE, config `ignore`, `severity` keys, pragmas) takes a rule id, gotcha or `policy` in any case
+    and acts as its canonical spelling; a mistyped one is still an error naming the closest, as envcheck spells it."""
+    bad = _req(tmp_path, CUDA12 + "transformers\n")
+    (tmp_path / ".git").mkdir()
+
+    def verdict(*args: str, env: dict[str, str] | None = None) -> tuple[int, list[tuple[str, str]], list[str]]:
+        proc = run_envcheck("-f", "json", *args, str(bad), cwd=tmp_path, env=env)
+        assert proc.returncode in (0, 1), proc.stderr
+        (target,) = json.loads(proc.stdout)["targets"]
+        return (proc.returncode, sorted((f["rule"], f["status"]) for f in target["findings"] if f["status"] != "PASS"),
+                sorted(f["rule"] for f in target.get("suppressed", [])))
+
+    assert verdict() == (1, [("G1-cuda12-local-version", "FAIL"), ("G9-unpinned", "WARN")], [])
+    for args, env in ((["--ignore", "g1"], None), (["--ignore", "g1-CUDA12-local-version"], None),
+                      ([], {"ENVCHECK_IGNORE": "g1, g9-unpinned"})):
+        code, left, hidden = verdict(*args, env=env)
+        assert code == 0 and "G1-cuda12-local-version" in hidden and ("G1-cuda12-local-version", "FAIL") not in left, (args, env)
+    assert verdict("--ignore", "POLICY")[1:] == ([("G1-cuda12-local-version", "FAIL")], ["G9-unpinned"])
+    config = tmp_path / ".envcheck.toml"
+    config.write_text('ignore = [{ rule = "g9-UNPINNED", reason = "constraints.txt pins" }]\n'
+                      '[severity]\n"g1-cuda12-LOCAL-version" = "warn"\n')
+    assert verdict() == (0, [("G1-cuda12-local-version", "WARN")], ["G9-unpinned"])
+    config.unlink()
+    bad.write_text("# envcheck: ignore=g1-CUDA12-local-version pinned for the x86 CI box\n" + bad.read_text())
+    assert verdict() == (0, [("G9-unpinned", "WARN")], ["G1-cuda12-local-version"])
+    for args, env, wanted in ((["--ignore", "g1-cuda12-locl-version"], None, "--ignore: unknown rule or gotcha "
+                               "'g1-cuda12-locl-version'; the closest is 'G1-cuda12-local-version'"),
+                              ([], {"ENVCHECK_IGNORE": "POLICYY"}, "the closest is 'policy'")):
+        proc = run_envcheck(*args, str(bad), cwd=tmp_path, env=env)
+        assert proc.returncode == 2 and wanted in proc.stderr, (args, proc.stderr)
+
+
 def test_a_registry_name_that_does_not_resolve_is_said_plainly(tmp_path: Path) -> None:
     """A registry host with no DNS name (.invalid never resolves, RFC 2606) is exit 3 with a sentence about the
     name, not urllib3's repr of its connection pool (`_WatchedHTTPSPool(host=..., port=443): Max retries ...`)."""

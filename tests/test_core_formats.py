@@ -101,6 +101,21 @@ def test_text_format_shows_fix_and_summary() -> None:
     assert proc.returncode == 1
 
 
+def test_text_summary_counts_what_was_suppressed(tmp_path: Path) -> None:
+    """Problems left out by --ignore, the config or a pragma were counted only in JSON's `suppressed`: the text
+    summary says how many, by status, and only when there are some (a suppressed PASS is no problem hidden)."""
+    req = tmp_path / "requirements.txt"
+    req.write_text("# envcheck: ignore=G9-unpinned constraints.txt pins it\ntransformers\ntorch==2.5.1+cu121\n")
+    last = run_envcheck("--ignore", "G1", str(req)).stdout.splitlines()[-1]
+    assert last == "summary: G2 PASS, G9 PASS; 1 FAIL, 1 WARN suppressed (-v lists them)", last
+    verbose = run_envcheck("-v", "--ignore", "G1", str(req)).stdout.splitlines()
+    assert verbose[-1].endswith("; 1 FAIL, 1 WARN suppressed") and sum("  suppressed " in line for line in verbose) >= 2, verbose
+    assert run_envcheck("-q", "--ignore", "G1", str(req)).stdout.splitlines()[-1].endswith("suppressed (drop -q and add -v)")
+    req.write_text("--index-url https://download.pytorch.org/whl/cu130\ntorch==2.9.0+cu130\n")  # only PASS findings left out
+    quiet = run_envcheck("--ignore", "G1", "--ignore", "G2", str(req)).stdout.splitlines()[-1]
+    assert quiet.startswith("summary: ") and "suppressed" not in quiet, quiet
+
+
 def test_preflight_format_keeps_ten_lines_and_sends_other_findings_to_stderr(tmp_path) -> None:
     wheel_url = "https://example.org/w/bitsandbytes-0.48.0-py3-none-manylinux_2_24_x86_64.whl"
     req = tmp_path / "requirements.txt"

@@ -254,6 +254,26 @@ def test_diff_exit_codes(tmp_path: Path) -> None:
     assert (tmp_path / "Dockerfile").read_text().startswith("FROM --platform")
 
 
+def test_a_diff_applies_with_git_apply_and_patch_for_relative_and_absolute_paths(tmp_path: Path) -> None:
+    """--diff of an absolute path printed `a//tmp/x`, which `patch -p1` refuses as a dangerous name: its headers
+    are what `git diff --no-index` writes (`a/tmp/x`), so the diff applies from / as a relative one applies from
+    the folder envcheck ran in, with `git apply` or `patch -p1`, and gives what --fix writes."""
+    text = "--extra-index-url https://download.pytorch.org/whl/cu126\ntorch==2.9.0+cu126\ncupy-cuda12x\n"
+    req = tmp_path / "requirements.txt"
+    req.write_text(text)
+    assert _cli("--fix", "--fail-on", "never", "requirements.txt", cwd=tmp_path)[0] == 0
+    fixed = req.read_text()
+    assert fixed != text
+    tools = [["git", "apply"], *([["patch", "-p1", "--quiet"]] if shutil.which("patch") else [])]
+    for tool in tools:
+        for name, root in (("requirements.txt", tmp_path), (str(req), Path("/"))):
+            req.write_text(text)
+            code, diff, _ = _cli("--diff", name, cwd=tmp_path)
+            assert code == 1 and diff.startswith(f"--- a/{name.lstrip('/')}\n+++ b/{name.lstrip('/')}\n"), diff
+            done = subprocess.run(tool, input=diff, text=True, capture_output=True, cwd=root, timeout=60)
+            assert done.returncode == 0 and req.read_text() == fixed, (tool, name, done.stderr)
+
+
 def test_sarif_and_json_carry_the_edits(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_bytes(b"# \xc3\xa9t\xc3\xa9\r\ncupy-cuda12x ; platform_machine == 'aarch64'\r\n")
     _, out, _ = _cli("-f", "sarif", "requirements.txt", cwd=tmp_path)

@@ -496,6 +496,56 @@ def test_a_dockerfile_read_directly_and_through_compose_build_is_one_finding(tmp
     assert cuda12(targets) == [("compose", 2), ("dockerfile", 2)]
 
 
+def test_a_file_reached_through_dotdot_is_named_without_it(tmp_path: Path) -> None:
+    # a compose build context, its dockerfile, a -r/-c include and a conda pip list name files with `..`:
+    # the report names each file once, as the folder scan does, and still says once what it holds
+    _write(tmp_path / "b" / "requirements.txt", "torch\n")
+    _write(tmp_path / "b" / "constraints.txt", "--extra-index-url https://download.pytorch.org/whl/cu121\ntorch==2.4.0+cu121\n")
+    _write(tmp_path / "a" / "requirements.txt", "-r ../b/requirements.txt\n-c ./../b/constraints.txt\n")
+    _write(tmp_path / "env" / "environment.yml", "name: x\ndependencies:\n  - pip\n  - pip:\n    - -r ../b/requirements.txt\n")
+    _write(tmp_path / "services" / "api" / "Dockerfile", """
+        FROM nvcr.io/nvidia/pytorch:24.01-py3
+        COPY requirements.txt .
+        RUN pip install -r requirements.txt
+    """)
+    _write(tmp_path / "services" / "api" / "requirements.txt", "flash-attn==2.5.0\n")
+    _write(tmp_path / "deploy" / "compose" / "compose.yaml", """
+        services:
+          api:
+            build:
+              context: ../../services/api
+              dockerfile: ../api/Dockerfile
+    """)
+    named = ("a/requirements.txt", "env/environment.yml", "deploy/compose/compose.yaml")
+    _code, targets = _report(*named, cwd=tmp_path)
+    paths = {f["location"]["path"] for t in targets for f in t["findings"] if f.get("location")}
+    assert paths == {"b/requirements.txt", "b/constraints.txt", "services/api/Dockerfile", "services/api/requirements.txt"}, paths
+    text = run_envcheck("-v", *named, cwd=tmp_path).stdout
+    assert "../" not in text, text
+    # with the files' own targets in the run, what the compose file reaches is reported there, once
+    _code, targets = _report(*named, "services/api/Dockerfile", "services/api/requirements.txt", cwd=tmp_path)
+    base = [(t["target"], f["location"]["path"]) for t in targets for f in _hits(t, "G1-cuda12-base")]
+    assert base == [("services/api/Dockerfile", "services/api/Dockerfile")], base
+    flash = [(t["target"], f["location"]["path"]) for t in targets for f in _hits(t, "G2-flash-attn-build")]
+    assert flash == [("services/api/requirements.txt", "services/api/requirements.txt")], flash
+    notes = sorted(f["message"].split(" is judged")[0] for t in targets if t["kind"] == "compose" for f in t["findings"]
+                   if f["rule"] == "input-skipped")
+    assert notes == ["services/api/Dockerfile", "services/api/requirements.txt"], notes
+
+
+def test_a_dotdot_after_a_symlink_keeps_the_file_it_names(tmp_path: Path) -> None:
+    # `lnk/../other.txt` is deep/other.txt when lnk points into deep/: spelled as `other.txt` it would name
+    # another file (and --fix would edit that one), so the reference keeps its spelling
+    _write(tmp_path / "deep" / "inner" / "keep.txt", "\n")
+    _write(tmp_path / "deep" / "other.txt", "flash-attn==2.5.0\n")
+    _write(tmp_path / "other.txt", "numpy==2.1.0\n")
+    (tmp_path / "lnk").symlink_to(tmp_path / "deep" / "inner", target_is_directory=True)
+    _write(tmp_path / "c" / "requirements.txt", "-r ../lnk/../other.txt\n")
+    _code, targets = _report("c/requirements.txt", cwd=tmp_path)
+    (hit,) = _hits(targets[0], "G2-flash-attn-build")
+    assert (tmp_path / hit["location"]["path"]).resolve() == tmp_path / "deep" / "other.txt", hit
+
+
 def test_flags_of_a_command_far_below_an_empty_entrypoint_are_at_their_lines(tmp_path: Path) -> None:
     # `entrypoint: []` only clears the image's entrypoint: the flags are looked for below `command:`, however
     # long the environment written between the two keys

@@ -139,12 +139,13 @@ def test_an_editable_project_that_is_not_there_is_left_out_and_the_rest_resolves
     """`-e .` in a requirements file checked without its project: uv and pip stop there ("does not appear to be
     a Python project"); envcheck resolves the rest, its includes too, and says at INFO what it left out."""
     (tmp_path / "more.txt").write_text("vllm==0.11.2\n", encoding="utf-8")
-    target = _run(tmp_path, index, "requirements.txt", "-e .\n-r more.txt\nhelper==1.0\n-e ./gone[gpu]\n")
+    target = _run(tmp_path, index, "requirements.txt", "-e .\n-r more.txt\nhelper==1.0\n-e ./sub/../gone[gpu]\n")
     assert not [f for f in target["findings"] if f["status"] == "ERROR"], target["findings"]
     assert sorted(r["name"] for r in target["inventory"]["resolved"]) == ["helper", "vllm"]
     notes = [f for f in target["findings"] if f["rule"] == "input-skipped"]
     assert [(f["status"], f["location"]["line"]) for f in notes] == [("INFO", 1), ("INFO", 4)], notes
     assert notes[0]["message"].startswith("-e .: not resolved: ") and "the rest is resolved without it" in notes[0]["message"]
+    assert f"not resolved: {tmp_path.resolve() / 'gone'} is not here" in notes[1]["message"], notes  # named without `sub/..`
 
 
 def test_an_editable_path_in_an_included_file_is_read_as_pip_reads_it(tmp_path: Path, index: PackageIndex) -> None:

@@ -71,6 +71,24 @@ def test_snapshot_of_a_shipped_fixture_validates_reads_back_and_diffs_empty_with
     assert (code, findings) == (0, [])
 
 
+def test_a_diff_that_finds_no_change_says_the_sides_match(tmp_path: Path) -> None:
+    """`envcheck diff X.json X.json` ended with "summary: nothing checked", as if nothing had been compared: a
+    diff without findings says that the two sides match; one whose changes were all ignored says no change was
+    reported (and how many problems --ignore left out), never that the sides match."""
+    target = str(FIXTURES / "rules" / "G1-cuda12-index" / "positive" / "requirements.txt")
+    assert run_envcheck("snapshot", target, "-o", str(tmp_path / "a.json"), "-q").returncode == 0
+    for sides in ((str(tmp_path / "a.json"), str(tmp_path / "a.json")), (str(tmp_path / "a.json"), target)):
+        proc = run_envcheck("diff", *sides)
+        assert proc.returncode == 0 and proc.stdout.splitlines()[-1] == "summary: nothing changed: the two sides match", proc.stdout
+    (tmp_path / "b.txt").write_text("torch==2.5.1+cu121\ntransformers\n")
+    proc = run_envcheck("diff", str(tmp_path / "a.json"), str(tmp_path / "b.txt"), "--ignore", "g9")
+    assert proc.returncode == 0 and proc.stdout.splitlines()[-1].startswith("summary: no change reported; "), proc.stdout
+    assert "match" not in proc.stdout
+    # an ordinary check that finds nothing to judge still says so
+    (tmp_path / "empty.txt").write_text("# nothing\n")
+    assert run_envcheck("--kind", "requirements", str(tmp_path / "empty.txt")).stdout.splitlines()[-1] == "summary: nothing checked"
+
+
 def test_variables_with_empty_values_round_trip_through_json_merge_and_snapshot(tmp_path: Path) -> None:
     """`ARG NAME=""`, `ENV NAME=`, a compose `NAME: ""`: the JSON report left the empty value out, against its own
     schema (an env entry requires `value`), and `envcheck merge` or `diff` of that report or snapshot refused it

@@ -209,7 +209,7 @@ def unified_diff(fixes: list[FileFix]) -> str:
 
     out = []
     for one in fixes:
-        name = _CONTROL.sub("?", redact(one.path))
+        name = _CONTROL.sub("?", redact(one.path)).lstrip("/")  # /tmp/x is a/tmp/x, as git diff --no-index writes it
         for i, line in enumerate(difflib.unified_diff(lines(one.before), lines(one.after), f"a/{name}", f"b/{name}")):
             # the two file headers, and hunk headers (a line of the file starts with " ", "-" or "+" here:
             # a removed "--extra-index-url" line is "---extra-index-url", not a header)

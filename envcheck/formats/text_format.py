@@ -33,8 +33,24 @@ def render(report: Report, verbosity: int = 0) -> str:
             lines.extend(_hidden_line([f.status for f in findings if f.status not in shown], verbosity < 0))
     summary = report.summary()
     counted = [f"{g} {s.value}" for g, s in summary.items() if s is not Status.SKIP]
-    lines.append("summary: " + (", ".join(counted) if counted else "nothing checked"))
+    lines.append("summary: " + (", ".join(counted) if counted else _nothing(report)) + _suppressed_clause(report, verbosity))
     return "\n".join(lines) + "\n"
+
+
+def _nothing(report: Report) -> str:
+    """The summary of a report without findings: `envcheck diff` of two sides that match changed nothing."""
+    if not report.targets or any(t.kind != "diff" for t in report.targets):
+        return "nothing checked"
+    return "no change reported" if any(t.suppressed for t in report.targets) else "nothing changed: the two sides match"
+
+
+def _suppressed_clause(report: Report, verbosity: int) -> str:
+    """``; 1 FAIL, 2 WARN suppressed`` when --ignore, the config or a pragma left problems out (else nothing)."""
+    hidden = [f.status for t in report.targets for f, _reason in t.suppressed if f.status in (Status.FAIL, Status.WARN)]
+    if not hidden:
+        return ""
+    named = ", ".join(f"{hidden.count(s)} {s.value}" for s in sorted(set(hidden), key=lambda s: -s.rank))
+    return f"; {named} suppressed" + ("" if verbosity > 0 else " (drop -q and add -v)" if verbosity < 0 else " (-v lists them)")
 
 
 def _hidden_line(hidden: list[Status], quiet: bool) -> list[str]:

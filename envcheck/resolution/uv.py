@@ -20,6 +20,7 @@ from envcheck.resolution.context import Chosen, ResolveContext, ResolveSettings
 from envcheck.resolution.locks import lock_choices
 from envcheck.resolution.platform import uv_platform
 from envcheck.services.package_index import redact
+from envcheck.sources import referenced
 
 _NETWORK_WORDS = ("error sending request", "Failed to fetch", "dns error", "Connection refused", "connection error",
                   "operation timed out", "tcp connect error", "Could not connect", "failed to lookup address",
@@ -246,7 +247,7 @@ def _without_absent(path: Path, cwd: Path, tmp: Path, absent: list[tuple[Path, i
     for number, line in enumerate(lines, 1):
         local = _LOCAL_LINE.match(line)
         if local is not None and not line.lstrip().startswith("#"):
-            where = cwd / local["path"]
+            where = referenced(cwd, local["path"])
             if not where.is_file() and not any((where / name).is_file() for name in ("pyproject.toml", "setup.py", "setup.cfg")):
                 absent.append((path, number, line.strip(), where))
                 changed = True

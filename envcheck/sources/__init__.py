@@ -45,6 +45,21 @@ def move_locations(inventory: Inventory, moved: Callable[[Location | None], Loca
     return inventory
 
 
+def referenced(folder: Path, name: str | Path) -> Path:
+    """The file an input names relative to ``folder`` (``-r ../b/req.txt``, a compose build context), spelled
+    without ``.``/``..`` steps so that one file has one name in a report. Lexical, not resolved (a symlink
+    the user named stays as named), and only where the tidy spelling reaches the same file: ``a/../b`` is not
+    ``b`` when ``a`` is a symlink to another folder."""
+    joined = folder / name
+    tidy = Path(os.path.normpath(joined))
+    if tidy == joined:
+        return joined
+    try:
+        return tidy if os.path.realpath(tidy) == os.path.realpath(joined) else joined
+    except (OSError, ValueError):  # a NUL, a name too long: the caller reports it as it was written
+        return joined
+
+
 def interpreter(requested: str) -> str:
     """The program ``--python REQUESTED`` names: a path, a virtual environment's folder, or a name on PATH.
     What it cannot be is said as it is (a folder, a file that is no program), not as "no such file"."""

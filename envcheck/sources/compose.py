@@ -5,7 +5,6 @@ the same everywhere; ``extends``, ``include`` and ``profiles`` are followed (MAX
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from dataclasses import replace
@@ -23,7 +22,7 @@ from envcheck.knowledge.base_images import ml_image
 from envcheck.limits import read_regular
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, ReadProblem
 from envcheck.readings import launches_from_json
-from envcheck.sources import ReadOptions, move_locations, shell
+from envcheck.sources import ReadOptions, move_locations, referenced, shell
 from envcheck.sources.requirements import read_text_file, text_limit
 
 KIND = "compose"
@@ -215,7 +214,7 @@ class _Compose:
             for name in names if isinstance(names, YList) else [names]:
                 if not isinstance(name, str) or not name or depth >= 5:
                     continue
-                other = (path.parent / name)
+                other = referenced(path.parent, name)
                 if other.resolve() in self.included or other.resolve() == self.root.resolve():
                     inventory.problems.append(ReadProblem(f"include: {name} is already included (a cycle); docker compose refuses it",
                                                           Location(str(path), line=line_of(name))))
@@ -244,7 +243,7 @@ class _Compose:
         file = spec.get("file") if isinstance(spec, YMap) else None
         base: Any = None
         if isinstance(file, str) and file:
-            other = path.parent / file
+            other = referenced(path.parent, file)
             document = self.load(other, inventory) if other.is_file() else None
             if document is None:
                 inventory.problems.append(ReadProblem(f"extends: cannot read {file}", Location(str(path), line=line_of(spec))))
@@ -261,7 +260,7 @@ class _Compose:
             inventory.problems.append(ReadProblem(f"extends: no service {base_name!s}", Location(str(path), line=line_of(spec))))
             return service
         merged = _Service(service.line)
-        for source, source_path in ((base, path if not isinstance(file, str) or not file else path.parent / file), (service, path)):
+        for source, source_path in ((base, path if not isinstance(file, str) or not file else referenced(path.parent, file)), (service, path)):
             for key, value in source.items():
                 if key != "extends":
                     merged[key] = value
@@ -372,7 +371,7 @@ class _Compose:
         if re.match(r"^[a-z][a-z0-9+.-]*://|^git@", context_text):
             inventory.problems.append(ReadProblem(f"build context {context_text} is remote; its Dockerfile was not read", loc, note=True))
             return
-        context = file.parent / context_text
+        context = referenced(file.parent, context_text)
         args = {key: value for key, value, _line in _environment(spec.get("args"))}
         target = str(spec.get("target") or "")
         options = replace(self.options, build_args=args, target=target or None)
@@ -389,14 +388,13 @@ class _Compose:
             for facts in ("images", "packages", "indexes", "installs", "env", "problems"):
                 getattr(inventory, facts).extend(getattr(move_locations(sub, moved, facts), facts))
             return
-        recipe = context / str(spec.get("dockerfile") or "Dockerfile")
+        recipe = referenced(context, str(spec.get("dockerfile") or "Dockerfile"))
         key = (str(recipe), tuple(sorted(args.items())), target)
         if key in self.dockerfiles:
             return
         self.dockerfiles.add(key)
         if not recipe.is_file():
-            shown_path = os.path.normpath(recipe)
-            inventory.problems.append(ReadProblem(f"build: no Dockerfile at {shown_path}; it was not checked", loc, note=True))
+            inventory.problems.append(ReadProblem(f"build: no Dockerfile at {recipe}; it was not checked", loc, note=True))
             return
         try:
             sub = dockerfile.read(recipe, options)

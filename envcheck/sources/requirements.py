@@ -25,7 +25,7 @@ from envcheck.model import (
     ReadProblem,
     Role,
 )
-from envcheck.sources import ReadOptions
+from envcheck.sources import ReadOptions, referenced
 
 KIND = "requirements"
 MAX_BYTES = MAX_TEXT_BYTES  # --max-text-size; docs/limits.md
@@ -292,7 +292,7 @@ def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inv
             inventory.problems.append(ReadProblem(f"remote include {value} was not fetched (envcheck reads local files only)", loc))
             return
         child_role = Role.CONSTRAINT if opt in ("-c", "--constraint") else role
-        _read_into((path.parent / value), options, inventory, child_role, seen, depth + 1, includes, included_from=loc)
+        _read_into(referenced(path.parent, value), options, inventory, child_role, seen, depth + 1, includes, included_from=loc)
     elif opt in _INDEX_OPTIONS:
         if value:
             inventory.indexes.append(PackageIndex(value, _INDEX_OPTIONS[opt], loc))
