@@ -110,3 +110,23 @@ def test_an_exact_pin_whose_requirement_a_range_of_the_input_excludes_fails_once
     # a range that admits the pinned release is no conflict
     req.write_text("torch>=2.7\ntorchvision==0.22.1\n", encoding="utf-8")
     assert not _conflicts(req)
+
+
+def test_a_requirement_its_own_constraint_excludes_fails_and_a_fitting_one_passes(tmp_path: Path) -> None:
+    """pip stops with no version to install when a -c file (uv: constraint-dependencies) excludes what a requirement
+    asks; a constraint the requirement fits, or one on another package, is no conflict."""
+    (tmp_path / "constraints.txt").write_text("torch==2.11.0\nnumpy<2\n", encoding="utf-8")
+    cases = {
+        "requirements.txt": ("-c constraints.txt\ntorch==2.10.0\nnumpy\n", 2),
+        "requirements-range.txt": ("-c constraints.txt\ntorch>=2.12\n", 2),
+        "requirements-fits.txt": ("-c constraints.txt\ntorch>=2.11\nnumpy==1.26.4\n", None),
+        "pyproject.toml": ('[project]\nname = "p"\nversion = "1"\ndependencies = ["torch==2.10.0"]\n'
+                           '[tool.uv]\nconstraint-dependencies = ["torch==2.11.0"]\n', 4),
+    }
+    for name, (text, line) in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        found = _conflicts(path)
+        assert [(f["status"], f["location"]["line"]) for f in found] == ([("FAIL", line)] if line else []), (name, found)
+        if line:
+            assert "constraint torch==2.11.0" in found[0]["message"], found

@@ -40,7 +40,8 @@ PIN_CONFLICT = rule(
     input carries it, otherwise from envcheck's sourced pin table: torch/triton, torchvision/torchaudio/torch,
     xformers/torch, transformers minimums; for a version range, the recorded pins of every release it allows,
     knowledge/wheels.toml: audiocraft>=1.3.0 needs torch==2.1.0) excludes the other's version, or every served release
-    of a range the input asks (torchvision==0.22.1 needs torch 2.7, beside torch>=2.11). Where one release of
+    of a range the input asks (torchvision==0.22.1 needs torch 2.7, beside torch>=2.11), or a constraint of the
+    same install (a -c file, uv's constraint-dependencies) excludes what a requirement asks. Where one release of
     a range fits, pip picks it and nothing is reported. pip installs them anyway when they
     arrive in separate commands, and the environment breaks at import or at the first compiled kernel. A uv
     override (`[tool.uv] override-dependencies`, kept in uv.lock's `[manifest] overrides`) replaces every
@@ -320,7 +321,7 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
             name for name, _, _ in _requirements_of(p, marker_profile, exact)} if p.version else set()):
         conflicts += 1
         yield PIN_CONFLICT.finding(message, pkg.location, evidence)
-    for found in _transformers_from_main(ctx, exact):
+    for found in [*_transformers_from_main(ctx, exact), *_constraint_clashes(ctx, pkgs)]:
         conflicts += 1
         yield found
     replaced = list(_ngc_torch(ctx, exact))
@@ -340,6 +341,30 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
         yield from _unsloth(ctx, pkgs)
     if conflicts == 0 and exact:
         yield PIN_CONFLICT.passed(f"no contradicting pins among {len(exact)} pinned packages", None)
+
+
+def _constraint_clashes(ctx: CheckContext, pkgs: list[Package]) -> Iterator[Finding]:
+    """A requirement that its own input's constraint excludes (torch==2.4.0 beside -c pinning torch==2.5.0, or
+    uv's constraint-dependencies): pip and uv stop with no version to install. Only where one install reads both."""
+    if ctx.kind not in ("requirements", "pyproject"):
+        return
+    constraints = [c for c in ctx.inventory.packages if c.role == Role.CONSTRAINT and (c.version or c.specifier)]
+    for pkg in pkgs:
+        if pkg.role != Role.REQUIREMENT or not installs_on(pkg, ctx.profile):
+            continue
+        for limit in (c for c in constraints if c.name == pkg.name and installs_on(c, ctx.profile)):
+            asked = _parsed(pkg.version) if pkg.version else None
+            clash = (not _satisfies(asked, _specifier(limit.specifier or f"=={limit.version}")) if asked is not None
+                     else limit.version is not None and pkg.specifier is not None
+                     and _allows(limit.version, pkg.specifier) is False)
+            if clash:
+                where = f" ({limit.location.path}:{limit.location.line})" if limit.location is not None else ""
+                yield PIN_CONFLICT.finding(
+                    f"{pkg.name}{pkg.specifier or '==' + str(pkg.version)} is asked, but the constraint "
+                    f"{limit.name}{limit.specifier or '==' + str(limit.version)}{where} excludes it: no version can be installed",
+                    pkg.location, {"package": pkg.name, "requires": pkg.specifier or pkg.version,
+                                   "constraint": limit.specifier or limit.version})
+                break
 
 
 def _ngc_torch(ctx: CheckContext, exact: dict[str, Package]) -> Iterator[Finding]:
