@@ -361,7 +361,7 @@ def _package_builds(ctx: CheckContext) -> Iterator[Finding]:
                 pkg.location, {"package": pkg.name, "version": pkg.version, "build": build.detail})
             continue
         dist = distribution_cuda_major(pkg)
-        if dist is not None and dist[0] < major:
+        if dist is not None and dist[0] < major and not _binaries_say(ctx, pkg):
             dist_major, why = dist
             yield CUDA12_DIST.finding(
                 f"{pkg.name}{' ' + pkg.version if pkg.version else ''} carries CUDA {dist_major} libraries: {why}",
@@ -374,6 +374,19 @@ def _package_builds(ctx: CheckContext) -> Iterator[Finding]:
                 f"conda {spec} selects a CUDA {conda_major} environment",
                 pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": conda_major}, fix=_FIX_CONDA,
             )
+
+
+def _binaries_say(ctx: CheckContext, pkg: Package) -> bool:
+    """Do the binaries of ``pkg``'s own distribution in this input (a wheel, a folder, an image's layers) need or
+    are CUDA libraries of another major? Then G1-binary-soname's one finding for the package, naming them, is
+    this cause's finding (one cause, one finding); they do not lie, where a name only suggests."""
+    if not (pkg.installed or ctx.kind == "wheel") or not ctx.inventory.binaries:
+        return False
+    from envcheck.knowledge.sonames import cuda_majors, renamed
+    major = ctx.profile.cuda_major
+    return any(b.distribution == pkg.name and any(
+        not renamed(n) and (m := cuda_majors(n)) is not None and major not in m for n in (*b.needed, b.soname or ""))
+        for b in ctx.inventory.binaries)
 
 
 def _served_builds(ctx: CheckContext) -> Iterator[Finding]:
