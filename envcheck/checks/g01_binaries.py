@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 from envcheck import kinds
-from envcheck.checks.g01_cuda_abi import _FIX_CU130, _TORCH_FAMILY, _cuda_replacement
+from envcheck.checks.g01_cuda_abi import _FIX_CU130, _TORCH_FAMILY, _cuda_replacement, _judged_packages
 from envcheck.knowledge.builds import distribution_cuda_major
 from envcheck.model import Binary, Finding, Package, Status
 from envcheck.rules import CheckContext, check, rule
@@ -22,7 +22,9 @@ BINARY_SONAME = rule(
     symbol). Packages that ship one library per CUDA version and pick one at import time are judged by
     whether a CUDA 13 variant exists next to it (INFO then). A CUDA 12 library a wheel ships itself under an
     auditwheel-renamed name (libcudart-5961e14e.so.12), linked by that name, is INFO too: it loads with the
-    wheel, and the CUDA 13 driver runs older runtimes.""",
+    wheel, and the CUDA 13 driver runs older runtimes. One cause, one finding: a package's binaries (loose
+    files: those of one folder) are one finding per CUDA major, naming them; a CUDA 12 distribution
+    (nvidia-cuda-runtime-cu12, cupy-cuda12x) whose own binaries show it is this finding, not G1-cuda12-distribution.""",
     _FIX_CU130, kinds.BINARY_KINDS)
 BINARY_STATIC_CUDART = rule(
     "G1-binary-static-cudart", "G1", "Binaries with the CUDA runtime linked in statically", Status.INFO,
@@ -156,8 +158,12 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
         failed = True
         key = b.distribution or f"folder {os.path.dirname(b.path) or '.'}"
         groups.setdefault((key, max(m for _, ms in bad for m in ms)), []).append((b, bad, bool(bad_needed)))
-    for (_, old), group in groups.items():
-        yield _grouped_finding(ctx, group, old, major)
+    # a CUDA 12 distribution a file declares (what --resolve read for it): the line's G1-cuda12-distribution
+    # names it, its fix and these binaries (one cause, one finding)
+    declared = {p.name for p in _judged_packages(ctx) if not p.installed} if ctx.kind != "wheel" else set()
+    for (owner, old), group in groups.items():
+        if not (owner in declared and _cuda_dist(owner, major)):
+            yield _grouped_finding(ctx, group, old, major)
     if judged and not failed:
         yield BINARY_SONAME.passed(f"{judged} binaries link CUDA libraries; none needs a library of a CUDA major other than {major}",
                                    None, binaries=judged)
