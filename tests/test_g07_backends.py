@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 from conftest import installed_dist, require, run_envcheck
 
-GENCODES = {
-    "core.so": ("compute_120", "sm_120"),
-    "fa3.so": ("compute_90a", "sm_90a"),
-    "mla.so": ("compute_100f", "sm_100f"),
-    "sm120a.so": ("compute_120a", "sm_120a"),
-    "sm80.so": ("compute_80", "sm_80"),
-    "ptx80.so": ("compute_80", "compute_80"),
+GENCODES: dict[str, tuple[tuple[str, str], ...]] = {
+    "core.so": (("compute_120", "sm_120"),),
+    "fa3.so": (("compute_90a", "sm_90a"),),
+    "mla.so": (("compute_100f", "sm_100f"),),
+    "sm120a.so": (("compute_120a", "sm_120a"),),
+    "sm80.so": (("compute_80", "sm_80"),),
+    "ptx80.so": (("compute_80", "compute_80"),),
+    # vLLM 0.11.1's FA3 (_vllm_fa3_C): Hopper kernels next to a few plain sm_80 ones, no PTX
+    "fa3fat.so": (("compute_80", "sm_80"), ("compute_90a", "sm_90a")),
 }
 
 
@@ -28,9 +30,10 @@ def libraries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     require(shutil.which("nvcc") is not None, "nvcc not on PATH")
     out = tmp_path_factory.mktemp("g07-backends")
     (out / "k.cu").write_text("__global__ void k(int *p) { *p = 42; }\nvoid launch(int *p) { k<<<1, 1>>>(p); }\n")
-    for name, (arch, code) in GENCODES.items():
-        subprocess.run(["nvcc", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-gencode",
-                        f"arch={arch},code={code}", "-o", str(out / name), str(out / "k.cu")], check=True, timeout=300)
+    for name, codes in GENCODES.items():
+        gencodes = [flag for arch, code in codes for flag in ("-gencode", f"arch={arch},code={code}")]
+        subprocess.run(["nvcc", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", *gencodes,
+                        "-o", str(out / name), str(out / "k.cu")], check=True, timeout=300)
     return {name: out / name for name in GENCODES}
 
 
@@ -46,6 +49,15 @@ def test_other_generation_backends_next_to_a_running_core_are_one_warn(tmp_path:
     [(status, message)] = _g7(tmp_path)
     assert status == "WARN"
     assert "servekit: 2 binaries" in message and "sm_100f, sm_90a" in message
+
+
+def test_a_backend_with_plain_kernels_of_an_older_gpu_beside_its_specific_ones_is_a_backend(
+        tmp_path: Path, libraries: dict[str, Path]) -> None:
+    """FA3 in vLLM 0.11.1's wheel: sm_90a kernels and a few plain sm_80 ones, none for sm_121, next to a core
+    with sm_120 SASS: a backend vLLM selects on Hopper only, so one WARN, not a FAIL."""
+    installed_dist(tmp_path, "servekit", "1.0", {f"servekit/{n}": libraries[n] for n in ("core.so", "fa3fat.so", "mla.so")})
+    [(status, message)] = _g7(tmp_path)
+    assert status == "WARN" and "servekit: 2 binaries" in message and "sm_80" in message, message
 
 
 @pytest.mark.parametrize("core", [None, "ptx80.so"])

@@ -300,11 +300,13 @@ def test_deep_names_the_distribution_of_a_library_from_its_record(tmp_path: Path
     elves = session_elves()
     info = f"{DIST}/nvidia_cuda_runtime_cu12-12.8.90.dist-info"
     record = (f"nvidia/cuda_runtime/lib/libcudart.so.12,sha256=x,{len(elves.cudart12)}\n"
+              f"nvidia/cuda_runtime/lib/libcudart.so.12.8.90,sha256=x,{len(elves.cudart12)}\n"
               f"nvidia_cuda_runtime_cu12-12.8.90.dist-info/METADATA,,\n").encode()
     layer = Layer(tar_of({
         f"{info}/METADATA": metadata("nvidia-cuda-runtime-cu12", "12.8.90"),
         f"{info}/RECORD": record,
         f"{DIST}/nvidia/cuda_runtime/lib/libcudart.so.12": elves.cudart12,
+        f"{DIST}/nvidia/cuda_runtime/lib/libcudart.so.12.8.90": elves.cudart12,
         "usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13": elves.cudart13,
     }), "gzip")
     folder = tmp_path / "layout"
@@ -312,4 +314,8 @@ def test_deep_names_the_distribution_of_a_library_from_its_record(tmp_path: Path
     _code, report, _ = check(f"oci-layout:{folder}:cu12runtime", "--deep", *AMD64, cache=image_cache)
     owners = {b["path"]: b.get("distribution") for b in inventory(report)["binaries"]}
     assert owners == {f"/{DIST}/nvidia/cuda_runtime/lib/libcudart.so.12": "nvidia-cuda-runtime-cu12",
+                      f"/{DIST}/nvidia/cuda_runtime/lib/libcudart.so.12.8.90": "nvidia-cuda-runtime-cu12",
                       "/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13": None}
+    # one cause, one finding: the CUDA 12 distribution and its two libraries in the layers
+    g1 = [f for t in report["targets"] for f in t["findings"] if f["gotcha"] == "G1" and f["status"] in ("WARN", "FAIL")]
+    assert [(f["rule"], f["evidence"]["count"]) for f in g1] == [("G1-binary-soname", 2)], g1

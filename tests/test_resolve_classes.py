@@ -37,6 +37,9 @@ def index() -> Iterator[PackageIndex]:
     # what a requirement names and what the resolver picks for it are one package (PyPI's torch 2.9.0 on aarch64 is CPU-only)
     idx.add("torch", build_wheel("torch", "2.9.0", tag="cp312-cp312-manylinux_2_28_aarch64"))
     idx.add("cupy-cuda12x", build_wheel("cupy-cuda12x", "13.3.0", tag="cp312-cp312-manylinux_2_28_aarch64"))
+    # a CUDA 12 distribution whose wheel holds two extensions linking CUDA 12 libraries (cupy-cuda12x's real wheel: five)
+    idx.add("gpulibs-cu12", build_wheel("gpulibs-cu12", "1.0", (), {
+        "gpulibs/_a.so": BINARIES / "libext_cuda12.so", "gpulibs/_b.so": BINARIES / "libext_cuda12.so"}))
     yield from serve(idx)
 
 
@@ -94,6 +97,16 @@ def test_a_requirement_and_its_resolved_version_are_one_package(tmp_path: Path, 
     assert torch["message"].count("torch 2.9.0") == 1, torch
     cupy = next(f for f in bad if f["evidence"]["package"] == "cupy-cuda12x")
     assert cupy["message"].startswith("cupy-cuda12x 13.3.0 ") and cupy["message"].count("13.3.0") == 1, cupy
+
+
+def test_a_cuda12_distribution_and_the_binaries_resolve_read_are_one_finding(tmp_path: Path, index: PackageIndex) -> None:
+    """The line that names a CUDA 12 distribution is the finding (its --fix replaces it); the binaries of the
+    wheel --resolve read for it are its evidence, not one more G1 finding per package or per binary."""
+    target = _run(tmp_path, index, "requirements.txt", "gpulibs-cu12==1.0\n")
+    bad = [f for f in target["findings"] if f["gotcha"] == "G1" and f["status"] != "PASS"]
+    assert [(f["rule"], f["status"]) for f in bad] == [("G1-cuda12-distribution", "FAIL")], bad
+    assert bad[0]["location"]["line"] == 1 and bad[0]["evidence"]["count"] == 2, bad
+    assert sorted(bad[0]["evidence"]["binaries"]) == ["gpulibs/_a.so", "gpulibs/_b.so"], bad
 
 
 def test_offline_a_package_uvs_cache_lacks_is_a_service_problem_not_a_conflict(tmp_path: Path, index: PackageIndex) -> None:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 from envcheck import kinds
-from envcheck.checks.g01_cuda_abi import _FIX_CU130, _TORCH_FAMILY, _cuda_replacement
+from envcheck.checks.g01_cuda_abi import _FIX_CU130, _TORCH_FAMILY, _cuda_replacement, _judged_packages
 from envcheck.knowledge.builds import distribution_cuda_major
 from envcheck.model import Binary, Finding, Package, Status
 from envcheck.rules import CheckContext, check, rule
@@ -22,7 +22,9 @@ BINARY_SONAME = rule(
     symbol). Packages that ship one library per CUDA version and pick one at import time are judged by
     whether a CUDA 13 variant exists next to it (INFO then). A CUDA 12 library a wheel ships itself under an
     auditwheel-renamed name (libcudart-5961e14e.so.12), linked by that name, is INFO too: it loads with the
-    wheel, and the CUDA 13 driver runs older runtimes.""",
+    wheel, and the CUDA 13 driver runs older runtimes. One cause, one finding: a package's binaries (loose
+    files: those of one folder) are one finding per CUDA major, naming them; a CUDA 12 distribution
+    (nvidia-cuda-runtime-cu12, cupy-cuda12x) whose own binaries show it is this finding, not G1-cuda12-distribution.""",
     _FIX_CU130, kinds.BINARY_KINDS)
 BINARY_STATIC_CUDART = rule(
     "G1-binary-static-cudart", "G1", "Binaries with the CUDA runtime linked in statically", Status.INFO,
@@ -84,6 +86,31 @@ def _binary_fix(b: Binary, major: int) -> str:
             f"or use a container where it is built for CUDA {major}; reinstalling torch does not change {dist}.")
 
 
+def _grouped_finding(ctx: CheckContext, group: list[tuple[Binary, list[tuple[str, tuple[int, ...]]], bool]],
+                     old: int, major: int, shown: int = 20) -> Finding:
+    """One G1 finding for a package's (or a loose folder's) binaries that need or are CUDA ``old`` libraries,
+    naming the count and the first ``shown`` binaries (G7 groups a package's binaries the same way)."""
+    first = group[0][0]
+    names = sorted({n for _, bad, _ in group for n, _ in bad})
+    linked = any(needs for _, _, needs in group)
+    evidence: dict[str, object] = {"binary": first.path, "distribution": first.distribution, "libraries": names, "cuda_major": old,
+                                   "count": len(group), "binaries": [b.path for b, _, _ in group[:shown]]}
+    fix = _binary_fix(first, major)
+    if len(group) == 1:
+        b, bad, needs = group[0]
+        libs = ", ".join(f"{n} (CUDA {'/'.join(map(str, m))})" for n, m in bad)
+        owner = b.distribution or "no known distribution"
+        what = (f"{b.path} ({owner}) needs {libs}; {ctx.profile.name} has CUDA {major}" if needs
+                else f"{b.path} ({owner}) is the CUDA library {libs}, not one of CUDA {major}")
+        return BINARY_SONAME.finding(what, b.location, evidence, fix=fix)
+    owner = first.distribution or f"{len(group)} files in {os.path.dirname(first.path) or '.'} (no known distribution)"
+    verb = ("need or are" if not all(needs for _, _, needs in group) else "need") if linked else "are"
+    listed = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return BINARY_SONAME.finding(
+        f"{owner}: {len(group)} binaries {verb} CUDA {old} libraries ({listed}); {ctx.profile.name} has CUDA {major}, "
+        f"e.g. {first.path}", first.location, evidence, fix=fix)
+
+
 @check(BINARY_SONAME, BINARY_STATIC_CUDART)
 def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     """G1 over binaries: FAIL for each binary needing (or being) a CUDA library of another major."""
@@ -99,6 +126,8 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     failed = False
     private = _private_copies(binaries)
     vendored: dict[str, set[str]] = {}  # distribution -> the private CUDA libraries its binaries use
+    # one finding per cause: a package's binaries of one CUDA major (a loose folder's files) are one finding
+    groups: dict[tuple[str, int], list[tuple[Binary, list[tuple[str, tuple[int, ...]]], bool]]] = {}
     for b in binaries:
         mine = private.get(b.distribution or "", set())
         bad_needed = [(n, m) for n, m in _foreign(b.needed, major) if n not in mine]
@@ -127,7 +156,14 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
                                         b.location, evidence, status=Status.INFO)
             continue
         failed = True
-        yield BINARY_SONAME.finding(what, b.location, evidence, fix=_binary_fix(b, major))
+        key = b.distribution or f"folder {os.path.dirname(b.path) or '.'}"
+        groups.setdefault((key, max(m for _, ms in bad for m in ms)), []).append((b, bad, bool(bad_needed)))
+    # a CUDA 12 distribution a file declares (what --resolve read for it): the line's G1-cuda12-distribution
+    # names it, its fix and these binaries (one cause, one finding)
+    declared = {p.name for p in _judged_packages(ctx) if not p.installed} if ctx.kind != "wheel" else set()
+    for (owner, old), group in groups.items():
+        if not (owner in declared and _cuda_dist(owner, major)):
+            yield _grouped_finding(ctx, group, old, major)
     if judged and not failed:
         yield BINARY_SONAME.passed(f"{judged} binaries link CUDA libraries; none needs a library of a CUDA major other than {major}",
                                    None, binaries=judged)

@@ -24,6 +24,7 @@ from envcheck.knowledge.builds import (
 )
 from envcheck.model import (
     PINS_ONLY,
+    Binary,
     Finding,
     Inventory,
     Location,
@@ -361,11 +362,16 @@ def _package_builds(ctx: CheckContext) -> Iterator[Finding]:
                 pkg.location, {"package": pkg.name, "version": pkg.version, "build": build.detail})
             continue
         dist = distribution_cuda_major(pkg)
-        if dist is not None and dist[0] < major:
+        own = _own_binaries(ctx, pkg.name) if dist is not None and dist[0] < major else []
+        if dist is not None and dist[0] < major and not (own and (pkg.installed or ctx.kind == "wheel")):
             dist_major, why = dist
+            # under --resolve the wheel it resolves to was read: its binaries are this finding's evidence
+            shown = (f"; the wheel it resolves to has {len(own)} binaries that link or are CUDA {dist_major} libraries, "
+                     f"e.g. {own[0].path}") if own else ""
             yield CUDA12_DIST.finding(
-                f"{pkg.name}{' ' + pkg.version if pkg.version else ''} carries CUDA {dist_major} libraries: {why}",
-                pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": dist_major},
+                f"{pkg.name}{' ' + pkg.version if pkg.version else ''} carries CUDA {dist_major} libraries: {why}{shown}",
+                pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": dist_major,
+                               **({"count": len(own), "binaries": [b.path for b in own[:20]]} if own else {})},
                 fix=_FIX_CONDA if pkg.role == "conda" else _distribution_fix(pkg.name, major))
         conda_major = _conda_cuda_major(pkg, major)
         if conda_major is not None and conda_major < major:
@@ -374,6 +380,20 @@ def _package_builds(ctx: CheckContext) -> Iterator[Finding]:
                 f"conda {spec} selects a CUDA {conda_major} environment",
                 pkg.location, {"package": pkg.name, "version": pkg.version, "cuda_major": conda_major}, fix=_FIX_CONDA,
             )
+
+
+def _own_binaries(ctx: CheckContext, name: str) -> list[Binary]:
+    """The binaries of the distribution ``name`` in this input (a wheel, a folder, an image's layers, what
+    --resolve read) that need or are CUDA libraries of another major. For an installed distribution or a
+    wheel, G1-binary-soname's one finding for the package names them and is this cause's finding (one cause,
+    one finding: binaries do not lie, where a name only suggests); for a declared requirement, the line's
+    finding is, with them as its evidence."""
+    if not ctx.inventory.binaries:
+        return []
+    from envcheck.knowledge.sonames import cuda_majors, renamed
+    major = ctx.profile.cuda_major
+    return [b for b in ctx.inventory.binaries if b.distribution == name and any(
+        not renamed(n) and (m := cuda_majors(n)) is not None and major not in m for n in (*b.needed, b.soname or ""))]
 
 
 def _served_builds(ctx: CheckContext) -> Iterator[Finding]:

@@ -88,9 +88,10 @@ BINARY_NO_SM121 = rule(
     capability 12.1 GPU can load: SASS only for other majors (sm_80, sm_90, sm_100, ...) or for sm_120a
     (arch-specific, 12.0 only), and no PTX the driver could JIT. Its kernels fail with
     cudaErrorNoKernelImageForDevice ("no kernel image is available") on a DGX Spark. Each fatbin module is
-    judged on its own, as the runtime registers them one by one. Binaries whose only code is arch- or
-    family-specific for another GPU generation (sm_90a, sm_100f: vLLM's FlashMLA and FA3) in a package whose
-    other binaries carry SASS that runs here are backends it picks by GPU: WARN, as those features are missing.""",
+    judged on its own, as the runtime registers them one by one. Binaries whose code is all for other GPU
+    generations, arch- or family-specific code among it (sm_90a, sm_100f: vLLM's FlashMLA; FA3's sm_90a with
+    a few plain sm_80 kernels), in a package whose other binaries carry SASS that runs here are backends it
+    picks by GPU: WARN, as those features are missing.""",
     """Install a build that targets sm_120 or sm_121 (CUDA 12.8+ / 13 builds, TORCH_CUDA_ARCH_LIST
     including 12.0 or 12.1), or one that ships PTX; or rebuild from source with -gencode
     arch=compute_121,code=sm_121.""",
@@ -137,11 +138,13 @@ def _modules_level(modules: tuple[str, ...], sm: int) -> str | None:
 
 
 def _other_generation_only(b: Binary, sm: int) -> bool:
-    """Is all of ``b``'s GPU code arch- or family-specific (sm_90a, sm_100f) for another GPU generation? Such
-    builds are per-GPU backends a package picks by device (vLLM's FlashMLA, FA3), not its generic path; a
-    specific build for this generation (sm_120a) is what it would pick here, and plain code is generic."""
+    """Is ``b``'s GPU code built for other GPU generations only, with arch- or family-specific code among it
+    (sm_90a, sm_100f; FA3's sm_90a kernels next to a few plain sm_80 ones)? Such builds are per-GPU backends a
+    package picks by device (vLLM's FlashMLA, FA3), not its generic path; a specific build for this generation
+    (sm_120a) is what it would pick here, and only plain code is generic."""
     found = [_ARCH.match(label) for label in (*b.sass, *b.ptx)]
-    return bool(found) and all(m is not None and m.group(3) != "" and int(m.group(2)) // 10 != sm // 10 for m in found)
+    return (bool(found) and all(m is not None and int(m.group(2)) // 10 != sm // 10 for m in found)
+            and any(m is not None and m.group(3) != "" for m in found))
 
 
 def _codes(binaries: Iterable[Binary]) -> str:
@@ -217,8 +220,8 @@ def binary_gpu_code(ctx: CheckContext) -> Iterator[Finding]:
         if not single and failing and len(backends) == len(failing) and good:
             failing = []  # its main path has SASS for this GPU: what it lacks is features built for other GPUs only
             yield BINARY_NO_SM121.finding(
-                f"{owner}: {len(backends)} binaries carry only kernels specialised for other GPU generations "
-                f"({_codes(backends)}), none for {target}, e.g. {backends[0].path}: backends the package selects by GPU, "
+                f"{owner}: {len(backends)} binaries carry kernels only for other GPU generations, specialised ones "
+                f"among them ({_codes(backends)}), none for {target}, e.g. {backends[0].path}: backends the package selects by GPU, "
                 "so those features are missing here while its other binaries run", backends[0].location,
                 _grouped(owner, backends), status=Status.WARN,
                 fix=f"Nothing to reinstall: the package uses its other kernels here. A feature that needs these backends "
