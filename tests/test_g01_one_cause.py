@@ -1,5 +1,5 @@
 """G1 over binaries gives one finding per cause: a package's binaries that need (or are) CUDA 12 libraries are
-one finding per distribution and CUDA major, naming them in its evidence (count, first ones), as G7 groups a
+one finding per distribution (all its CUDA majors), naming them in its evidence (count, first ones), as G7 groups a
 package's binaries; a CUDA 12 distribution whose binaries say so is that same finding, not one more
 (cupy-cuda12x's wheel gave 1 + 5, bitsandbytes 0.42.0 twenty). Through the CLI, on real ELF files."""
 
@@ -73,3 +73,19 @@ def test_loose_files_of_one_folder_are_one_finding_and_two_folders_two(tmp_path:
     found = _g1(tmp_path / "tree", tmp_path)
     assert len(found) == 2 and all(f["evidence"]["count"] == 2 for f in found), found
     assert all("(no known distribution)" in f["message"] and "Rebuild" in f["fix"] for f in found), found
+
+
+def test_a_package_with_cuda11_and_cuda12_variants_and_no_cuda13_one_is_one_finding(tmp_path: Path) -> None:
+    """bitsandbytes 0.46 ships libraries for CUDA 11 and 12 and none for 13: one cause (no CUDA 13 build), one finding."""
+    import subprocess
+    (tmp_path / "stub.c").write_text("int cuda_stub(void) { return 0; }\n", encoding="utf-8")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", "libcudart.so.11.0", "-Wl,-soname,libcudart.so.11.0", "stub.c"],
+                   cwd=tmp_path, check=True)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", "_cuda11.so", "-Wl,--no-as-needed", "stub.c", "./libcudart.so.11.0"],
+                   cwd=tmp_path, check=True)
+    site = tmp_path / "site"
+    installed_dist(site, "variants-ext", "0.46.0", {"variants_ext/_cuda11.so": tmp_path / "_cuda11.so",
+                                                   "variants_ext/_cuda12.so": CUDA12})
+    [one] = _g1(site, tmp_path)
+    assert one["rule"] == "G1-binary-soname" and one["evidence"]["count"] == 2, one
+    assert "CUDA 11/12 libraries" in one["message"], one

@@ -23,8 +23,8 @@ BINARY_SONAME = rule(
     whether a CUDA 13 variant exists next to it (INFO then). A CUDA 12 library a wheel ships itself under an
     auditwheel-renamed name (libcudart-5961e14e.so.12), linked by that name, is INFO too: it loads with the
     wheel, and the CUDA 13 driver runs older runtimes. One cause, one finding: a package's binaries (loose
-    files: those of one folder) are one finding per CUDA major, naming them; a CUDA 12 distribution
-    (nvidia-cuda-runtime-cu12, cupy-cuda12x) whose own binaries show it is this finding, not G1-cuda12-distribution.""",
+    files: those of one folder) are one finding, naming them, also where they are CUDA 11 and 12 variants with
+    no CUDA 13 one; a CUDA 12 distribution (nvidia-cuda-runtime-cu12, cupy-cuda12x) whose own binaries show it is this finding, not G1-cuda12-distribution.""",
     _FIX_CU130, kinds.BINARY_KINDS)
 BINARY_STATIC_CUDART = rule(
     "G1-binary-static-cudart", "G1", "Binaries with the CUDA runtime linked in statically", Status.INFO,
@@ -87,13 +87,13 @@ def _binary_fix(b: Binary, major: int) -> str:
 
 
 def _grouped_finding(ctx: CheckContext, group: list[tuple[Binary, list[tuple[str, tuple[int, ...]]], bool]],
-                     old: int, major: int, shown: int = 20) -> Finding:
-    """One G1 finding for a package's (or a loose folder's) binaries that need or are CUDA ``old`` libraries,
+                     olds: list[int], major: int, shown: int = 20) -> Finding:
+    """One G1 finding for a package's (or a loose folder's) binaries that need or are CUDA ``olds`` libraries,
     naming the count and the first ``shown`` binaries (G7 groups a package's binaries the same way)."""
     first = group[0][0]
     names = sorted({n for _, bad, _ in group for n, _ in bad})
     linked = any(needs for _, _, needs in group)
-    evidence: dict[str, object] = {"binary": first.path, "distribution": first.distribution, "libraries": names, "cuda_major": old,
+    evidence: dict[str, object] = {"binary": first.path, "distribution": first.distribution, "libraries": names, "cuda_major": olds[-1],
                                    "count": len(group), "binaries": [b.path for b, _, _ in group[:shown]]}
     fix = _binary_fix(first, major)
     if len(group) == 1:
@@ -107,7 +107,7 @@ def _grouped_finding(ctx: CheckContext, group: list[tuple[Binary, list[tuple[str
     verb = ("need or are" if not all(needs for _, _, needs in group) else "need") if linked else "are"
     listed = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
     return BINARY_SONAME.finding(
-        f"{owner}: {len(group)} binaries {verb} CUDA {old} libraries ({listed}); {ctx.profile.name} has CUDA {major}, "
+        f"{owner}: {len(group)} binaries {verb} CUDA {'/'.join(map(str, olds))} libraries ({listed}); {ctx.profile.name} has CUDA {major}, "
         f"e.g. {first.path}", first.location, evidence, fix=fix)
 
 
@@ -126,8 +126,8 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
     failed = False
     private = _private_copies(binaries)
     vendored: dict[str, set[str]] = {}  # distribution -> the private CUDA libraries its binaries use
-    # one finding per cause: a package's binaries of one CUDA major (a loose folder's files) are one finding
-    groups: dict[tuple[str, int], list[tuple[Binary, list[tuple[str, tuple[int, ...]]], bool]]] = {}
+    # one finding per cause: a package's binaries (a loose folder's files) are one finding, whatever their CUDA majors
+    groups: dict[str, list[tuple[Binary, list[tuple[str, tuple[int, ...]]], bool]]] = {}
     for b in binaries:
         mine = private.get(b.distribution or "", set())
         bad_needed = [(n, m) for n, m in _foreign(b.needed, major) if n not in mine]
@@ -157,13 +157,13 @@ def binary_sonames(ctx: CheckContext) -> Iterator[Finding]:
             continue
         failed = True
         key = b.distribution or f"folder {os.path.dirname(b.path) or '.'}"
-        groups.setdefault((key, max(m for _, ms in bad for m in ms)), []).append((b, bad, bool(bad_needed)))
+        groups.setdefault(key, []).append((b, bad, bool(bad_needed)))
     # a CUDA 12 distribution a file declares (what --resolve read for it): the line's G1-cuda12-distribution
     # names it, its fix and these binaries (one cause, one finding)
     declared = {p.name for p in _judged_packages(ctx) if not p.installed} if ctx.kind != "wheel" else set()
-    for (owner, old), group in groups.items():
+    for owner, group in groups.items():  # bitsandbytes 0.46's CUDA 11 and 12 variants: no CUDA 13 one, one cause
         if not (owner in declared and _cuda_dist(owner, major)):
-            yield _grouped_finding(ctx, group, old, major)
+            yield _grouped_finding(ctx, group, sorted({m for _, bad, _ in group for _, ms in bad for m in ms}), major)
     if judged and not failed:
         yield BINARY_SONAME.passed(f"{judged} binaries link CUDA libraries; none needs a library of a CUDA major other than {major}",
                                    None, binaries=judged)
