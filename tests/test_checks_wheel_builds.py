@@ -325,6 +325,29 @@ def test_a_pin_whose_release_has_only_a_source_archive_for_aarch64_is_a_source_b
     assert _ids(dockerfile).get("ARCH-no-aarch64-wheel") == "WARN"
 
 
+def test_a_package_bound_to_the_pytorch_wheel_index_without_an_aarch64_wheel_cannot_install(tmp_path: Path) -> None:
+    """xformers bound by uv sources to download.pytorch.org/whl/cu128, which holds wheels only: no aarch64 wheel
+    and no source archive to build, so the install fails (FAIL); from PyPI it is a source build (WARN)."""
+    project = tmp_path / "pyproject.toml"
+    body = """[project]
+name = "p"
+version = "0"
+dependencies = ["xformers==0.0.33.post2"]
+{sources}
+[[tool.uv.index]]
+name = "pytorch-cu128"
+url = "https://download.pytorch.org/whl/cu128"
+explicit = true
+"""
+    project.write_text(body.format(sources='[tool.uv.sources]\nxformers = { index = "pytorch-cu128" }\n'), encoding="utf-8")
+    proc = run_envcheck("-f", "json", "--fail-on", "never", str(project))
+    (found,) = [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["rule"] == "ARCH-no-aarch64-wheel"]
+    assert found["status"] == "FAIL" and found["location"]["line"] == 4, found
+    assert "no source archives" in found["message"] and "platform_machine == 'x86_64'" in found["fix"], found
+    project.write_text(body.format(sources=""), encoding="utf-8")
+    assert _ids(project).get("ARCH-no-aarch64-wheel") == "WARN"
+
+
 def test_the_no_aarch64_wheel_fix_fits_the_package(tmp_path: Path) -> None:
     """ARCH-no-aarch64-wheel's fix names PyTorch SDPA only for xformers; a vLLM pin of x86_64-only releases is told
     the first release with a CUDA 13 aarch64 wheel (knowledge/wheels.toml), not an attention hint."""

@@ -8,7 +8,7 @@ from envcheck import kinds
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge import wheels
-from envcheck.knowledge.builds import installs_on, is_pypi
+from envcheck.knowledge.builds import installs_on, is_pypi, wheels_only_index
 from envcheck.knowledge.wheel_platforms import platform_verdict
 from envcheck.model import Binary, Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
@@ -294,8 +294,10 @@ NO_AARCH64_WHEEL = rule(
     knowledge/wheels.toml: CUDA wheels for x86_64 and only a source archive for aarch64, as vLLM before 0.10.2): on a Spark pip
     downloads the source archive and compiles its CUDA kernels with nvcc against the installed torch. That
     needs a CUDA toolkit and a matching torch in the build environment and takes long; without
-    TORCH_CUDA_ARCH_LIST it may build no code for sm_121. Judged without the network; `--resolve` reads the
-    index itself (ARCH-resolve-source-build) and then takes over.""",
+    TORCH_CUDA_ARCH_LIST it may build no code for sm_121. A FAIL when the package may come only from PyTorch's
+    wheel index (a uv source binding it there), which holds no source archives: there is nothing to build, the
+    install fails. Judged without the network; `--resolve` reads the index itself (ARCH-resolve-source-build)
+    and then takes over.""",
     "Install a wheel built for linux/aarch64 (a file you built once, or a container that ships it), set "
     "TORCH_CUDA_ARCH_LIST=12.1 for the build, or drop the package.",
     (*kinds.REQUIREMENT_FILES, "dockerfile"))
@@ -315,7 +317,13 @@ def no_aarch64_wheel(ctx: CheckContext) -> Iterator[Finding]:
         if pkg.installed or pkg.url or pkg.role != "requirement" or pkg.name in resolved or not installs_on(pkg, ctx.profile):
             continue
         platform = f"{ctx.profile.os}/{ctx.profile.machine}"
-        if (row := rows.get(pkg.name)) is not None:
+        if (row := rows.get(pkg.name)) is not None and pkg.index and (only := wheels_only_index(pkg.index)):
+            yield NO_AARCH64_WHEEL.finding(
+                f"{pkg.name}{pkg.specifier or ''} comes only from {pkg.index}, which holds wheels and no source "
+                f"archives, and no release ships a {platform} wheel: nothing there can be installed on the Spark",
+                pkg.location, {"package": pkg.name, "specifier": pkg.specifier, "index": pkg.index,
+                               "source": f"{row['source']}; {only}"}, status=Status.FAIL, fix=_fix_for(pkg.name, _UNBIND))
+        elif row is not None:
             yield NO_AARCH64_WHEEL.finding(
                 f"{pkg.name}{pkg.specifier or ''}: no release on the index ships a {platform} wheel, so pip builds it "
                 f"from source on the Spark, and it {row['reason']}", pkg.location,
@@ -330,10 +338,14 @@ def no_aarch64_wheel(ctx: CheckContext) -> Iterator[Finding]:
                 fix=_FIX_NEWER.format(major=major, first=f"{pkg.name} {first}") if first else _fix_for(pkg.name))
 
 
-def _fix_for(name: str) -> str:
-    """The rule's fix, with what replaces the package where something does (xformers: PyTorch SDPA)."""
-    instead = _INSTEAD.get(name)
-    return NO_AARCH64_WHEEL.fix if instead is None else f"{NO_AARCH64_WHEEL.fix.removesuffix('.')} ({instead})."
+_UNBIND = ("Limit the index binding to x86_64 (marker platform_machine == 'x86_64') and give linux/aarch64 a wheel "
+           "built for it or the package's source archive from PyPI, or drop the package.")
+
+
+def _fix_for(name: str, fix: str = "") -> str:
+    """The rule's fix (or ``fix``), with what replaces the package where something does (xformers: PyTorch SDPA)."""
+    fix, instead = fix or NO_AARCH64_WHEEL.fix, _INSTEAD.get(name)
+    return fix if instead is None else f"{fix.removesuffix('.')} ({instead})."
 
 
 def _x86_only(name: str, specifier: str | None) -> wheels.Release | None:

@@ -354,7 +354,9 @@ class _Parser:
                 words += _tokens(self.text[item.start:item.end], self.env.values, 0, arch=self.arch)
         self.accept("op", ")")
         if ctx is not _DEAD:
-            self.env.set(name, array_value([w.value for w in _spread(words) if not w.operator and not w.redirect]))
+            # `args+=(--api-key ...)` under a condition: the words before it are on both paths, so they stay
+            self.env.set(name, array_value([w.value for w in _spread(words) if not w.operator and not w.redirect]),
+                         branch=None if append else ctx)
         return _Status("T")
 
     def parse_compound(self, ctx: Branch | None, word: str) -> _Status:
@@ -611,13 +613,14 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
         words = words[1:]
     if not words:
         for name, value in assignments:  # plain assignment: visible to later commands in this script
-            env.set(name, value, known=name not in unknown)
+            env.set(name, value, known=name not in unknown, branch=branch)
         return
     head = words[0].value
     if head in ("export", "readonly", "local", "declare", "typeset") and not words[0].quoted:  # all assign
         for word in words[1:]:
             if m := _ASSIGN.match(word.value):
-                env.set(m.group(1), m.group(2), known=not word.unknown or INTERPRETER_PATH.fullmatch(m.group(2)) is not None)
+                env.set(m.group(1), m.group(2), known=not word.unknown or INTERPRETER_PATH.fullmatch(m.group(2)) is not None,
+                        branch=branch)
         return
     # wrappers: sudo -E pip ..., env A=B pip ..., time pip ...
     while words and words[0].value.rsplit("/", 1)[-1] in (*_WRAPPERS, "env"):
@@ -665,7 +668,15 @@ class _ScriptEnv:
         self.probes: set[str] = set()  # variables set from a command's output (WHEEL=$(ls *.whl)): build state
         self._shared: Mapping[str, str] | None = None
 
-    def set(self, name: str, value: str, known: bool = True) -> None:
+    def set(self, name: str, value: str, known: bool = True, branch: Branch | None = None) -> None:
+        """``branch``: the assignment runs only in that branch. A value set before it then stands in the
+        fallback (the main path is the one assumed) and becomes unknown under an undecidable condition
+        (`case "$1" in --x) X=true`: X is either value afterwards)."""
+        if branch is not None and name in self.values and self.values[name] != value:
+            if not branch.fallback:
+                self.values.pop(name)
+                self._shared = None
+            return
         if known:
             self.values[name] = value
             self.probes.discard(name)

@@ -10,7 +10,9 @@ _OPERATORS = ("&&", "||", ";;", ";", "|", "&", "(", ")", "\n")
 _PLAIN = re.compile(r"[^\s\\'\"$#<>&|;()`]+")
 _BACKQUOTED = re.compile(r"`(?:[^`\\]|\\.)*(?:`|\\?\Z)", re.DOTALL)  # `command` (to the end when never closed)
 _AFTER_VERSION_OPERATOR = ("==", ">=", "<=", "~=", "!=", "<", ">", "@")
-_VAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")  # $NAME; ${...} is read by _dollar
+# $NAME, and the one-character parameters: $1 (a script's argument: unknown unless a `sh -c` gives it), $#, $@,
+# $*, $?, $$, $!; ${...} is read by _dollar
+_VAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*|[0-9#@*?$!])")
 # `$(uname -m)` and friends, answered from the build platform's architecture (arm64, amd64) when it is given.
 _ARCH_PROBES = {"uname -m": {"arm64": "aarch64", "amd64": "x86_64"}, "arch": {"arm64": "aarch64", "amd64": "x86_64"},
                 "dpkg --print-architecture": {"arm64": "arm64", "amd64": "amd64"}}

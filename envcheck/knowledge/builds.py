@@ -231,6 +231,12 @@ def first_cu130_torch() -> str:
     return str(knowledge.load("torch_builds")["pytorch_index"]["first_cu130_release"])
 
 
+def wheels_only_index(url: str) -> str | None:
+    """The source of the fact that ``url``, PyTorch's wheel index, holds no source archives; None for other indexes."""
+    index = knowledge.load("torch_builds")["pytorch_index"]
+    return str(index["wheels_only_source"]) if torch_index(url) and index.get("wheels_only") else None
+
+
 def cu130_aarch64_arch_list() -> tuple[str, str]:
     """(TORCH_CUDA_ARCH_LIST of PyTorch's cu130 linux/aarch64 wheels, its source)."""
     index = knowledge.load("torch_builds")["pytorch_index"]

@@ -89,7 +89,8 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
         "meta": META, "pypi": Rows({"versions": str, "aarch64": str, "x86_64": str}),
         "pypi_releases": Table({"versions": STR_LIST, "source": str}),
         "pytorch_index": Table({"first_cu130_release": str, "source": str},
-                               {"cu130_aarch64_arch_list": str, "cu130_arch_source": str}),
+                               {"cu130_aarch64_arch_list": str, "cu130_arch_source": str,
+                                "wheels_only": bool, "wheels_only_source": str}),
         "ngc": Table({"version_pattern": str, "source": str}),
     },
 }
