@@ -199,3 +199,39 @@ def test_a_launch_run_by_kubectl_exec_is_read(tmp_path: Path) -> None:
               '"vllm serve Qwen/Qwen3-32B --tensor-parallel-size 2 --distributed-executor-backend ray"\n')
     (finding,) = _g10(_write(tmp_path / "exec.sh", script))
     assert finding["status"] == "WARN" and finding["location"]["line"] == 2, finding
+
+
+NESTED = """
+    #!/usr/bin/env bash
+    set -euo pipefail
+    vllm_args=(
+      serve /model
+      --tensor-parallel-size 2
+      --nnodes 2
+      --master-addr 10.0.0.1
+    )
+    common=(--gpus all --network host)
+    head_docker=(docker run -d --name head)
+    worker_docker=(docker run -d --name worker)
+    head_docker+=(
+      "${common[@]}"
+      example/vllm:1.0 "${vllm_args[@]}"
+      --node-rank 0
+    )
+    worker_docker+=(
+      "${common[@]}"
+      example/vllm:1.0 "${vllm_args[@]}"
+      --node-rank 1 --headless
+    )
+    ssh worker "${worker_docker[@]}"
+    "${head_docker[@]}"
+"""
+
+
+def test_a_flag_in_an_array_another_array_expands_is_located_at_the_flag(tmp_path: Path) -> None:
+    """``head_docker+=(... "${vllm_args[@]}")`` run as ``"${head_docker[@]}"``: the tensor-parallel size is written
+    in ``vllm_args``, so the head and the worker launch are one cause at that line, not two at their run lines."""
+    path = tmp_path / "up.sh"
+    path.write_text(textwrap.dedent(NESTED).lstrip())
+    found = [f for f in _g10(path) if f["status"] == "WARN"]
+    assert [f["location"]["line"] for f in found] == [5]
