@@ -144,6 +144,8 @@ _RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while"
                        "esac", "in", "!", "{", "}", "function"})
 _FILE_TESTS = frozenset(["-e", "-f", "-d", "-x", "-s", "-r", "-w", "-L", "-h", "-p", "-S", "-b", "-c", "-g", "-u", "-k", "-O", "-G", "-N"])
 _DEAD = Branch("", fallback=True)  # marker: the branch cannot run (compared by identity)
+_POSITIONAL = re.compile(r"\$(?:\{#?[1-9@*#][}:#%/-]|[1-9@*#])")  # $1, "${1:-}", $@, $#: the caller's arguments
+_CALL = "\0call"  # marker: a SimpleCommand that calls a function of the script (replaced by its commands)
 
 
 class _TooDeep(Exception):
@@ -237,6 +239,11 @@ class _Parser:
                  depth: int, budget: list[int], arch: str) -> None:
         self.text, self.items, self.base, self.commands, self.budget = text, items, base, commands, budget
         self.depth, self.arch, self.nesting, self.pos, self.env = depth, arch, depth * 4, 0, _ScriptEnv(env)
+        # functions the script names again after defining them: read where they are called (see define)
+        self.called = {name for name in _FUNCTION.findall(text)
+                       if len(re.findall(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)) > 1}
+        self.bodies: dict[str, list[SimpleCommand]] = {}
+        self.calls: set[str] = set()  # functions a command calls, in a branch that runs or not
 
     def peek(self) -> _Item | None:
         return self.items[self.pos] if self.pos < len(self.items) else None
@@ -336,12 +343,49 @@ class _Parser:
             return _Status("T")
         self.pos += 1
         if self.at("op", "(") and self.pos + 1 < len(self.items) and self.items[self.pos + 1].value == ")":
-            self.pos += 2  # name() { ...; }: a function definition; its body is read as if it ran
+            self.pos += 2  # name() { ...; }: a function definition
             self.skip("\n")
-            return self.parse_command(ctx)
+            return self.define(item.value, ctx)
         if self.at("op", "(") and (name := _ARRAY_ASSIGN.fullmatch(self.text[item.start:item.end].strip())):
             return self.array(name.group(1), ctx, append=bool(name.group(2)))
         return self.simple(item, ctx)
+
+    def define(self, name: str, ctx: Branch | None) -> _Status:
+        """A function definition. A function the script calls by name runs where it is called, under the call's
+        branch (``elif [ "$MODE" = h100 ]; then install_h100``), so its body is kept until then; one it never
+        names is read where it stands, as if it ran. Its variables are the ones set where it is defined."""
+        if name not in self.called or ctx is _DEAD:
+            return self.parse_command(ctx)
+        outer, self.commands = self.commands, []
+        try:
+            self.parse_command(None)
+        finally:
+            self.bodies[name], self.commands = self.commands, outer
+        return _Status("T")
+
+    def finish(self) -> None:
+        """Calls replaced by the commands of the functions they run (a function runs once per branch it is
+        called in); functions named but never called as a command (``trap cleanup EXIT``) as if they ran."""
+        done: set[tuple[str, Branch | None]] = set()
+        out: list[SimpleCommand] = []
+
+        def expand(cmds: list[SimpleCommand], ctx: Branch | None, tolerated: bool, stack: tuple[str, ...]) -> None:
+            for cmd in cmds:
+                branch = cmd.branch if ctx is None else ctx if cmd.branch is None else _within(ctx, cmd.branch)
+                if cmd.argv[:1] != (_CALL,):
+                    if len(out) < MAX_COMMANDS:
+                        out.append(replace(cmd, branch=branch, tolerated=cmd.tolerated or tolerated))
+                    continue
+                name = cmd.argv[1]
+                if name in self.bodies and name not in stack and (name, branch) not in done:
+                    done.add((name, branch))
+                    expand(self.bodies[name], branch, tolerated or cmd.tolerated, (*stack, name))
+
+        expand(list(self.commands), None, False, ())
+        for name in self.bodies:
+            if name not in self.calls:
+                expand(self.bodies[name], None, False, (name,))
+        self.commands[:] = out
 
     def array(self, name: str, ctx: Branch | None, append: bool = False) -> _Status:
         """``NAME=( word ... )`` (``local -a``, ``+=`` too), over several lines: its words, expanded when assigned."""
@@ -360,11 +404,11 @@ class _Parser:
     def parse_compound(self, ctx: Branch | None, word: str) -> _Status:
         self.pos += 1
         if word == "function":
-            self.accept("cmd")
+            name = self.take().value if self.at("cmd") else ""
             if self.at("op", "(") and self.pos + 1 < len(self.items) and self.items[self.pos + 1].value == ")":
                 self.pos += 2
             self.skip_separators()
-            return self.parse_command(ctx)
+            return self.define(name, ctx)
         self.nested()
         try:
             if word == "if":
@@ -375,6 +419,7 @@ class _Parser:
                     cond = self.parse_list(ctx, ("do",))
                     stops = "T" if word == "until" else "F"
                     body_ctx = _DEAD if cond.value == stops or ctx is _DEAD else ctx
+                self.skip_separators()  # `for x in a b; do`
                 self.accept("kw", "do")
                 self.parse_list(body_ctx, ("done",))
                 self.accept("kw", "done")
@@ -404,8 +449,8 @@ class _Parser:
             self.nesting -= 1
 
     def case_subject(self, head: _Item) -> str | None:
-        if head.end <= head.start:
-            return None
+        if head.end <= head.start or _POSITIONAL.search(self.text[head.start : head.end]):
+            return None  # `case "$1" in serve) ...`: the subcommand is the caller's choice, each clause can run
         words = [w for w in _tokens(self.text[head.start : head.end], self.env.values, 0, arch=self.arch) if not w.operator]
         return words[0].value if len(words) == 1 and not words[0].unknown else None
 
@@ -435,6 +480,8 @@ class _Parser:
         if head in ("[", "[[", "test") and not item.detail:
             words = [w for w in _tokens(segment, self.env.values, 0, arch=self.arch) if not w.redirect]
             value, probe = _evaluate_test(words)
+            if _POSITIONAL.search(segment):  # `[ "${1:-}" = --from-source ]`: the caller's arguments decide
+                value = None
             probe = probe or any(re.search(rf"\$\{{?{re.escape(name)}\b", segment) for name in self.env.probes)
             status = _Status({True: "T", False: "F", None: "U"}[value], written, probe)
         elif head in ("true", ":", "false"):
@@ -442,6 +489,11 @@ class _Parser:
         else:
             probe = head.rsplit("/", 1)[-1] in ("ls", "test", "command", "which", "find", "grep", "compgen", "stat")
             status = _Status("AS", written, probe)
+        if head in self.called and not item.detail:
+            self.calls.add(head)
+            if ctx is not _DEAD:  # a call: the function's commands take its place when the script is read
+                self.commands.append(SimpleCommand((_CALL, head), self.base + item.start, branch=ctx))
+            return status
         if ctx is _DEAD:
             return status
         words = _spread([w for w in _tokens(segment, self.env.values, self.base + item.start, keep_empty=True, arch=self.arch)
@@ -594,6 +646,7 @@ def _split(text: str, env: dict[str, str], base: int, commands: list[SimpleComma
     parser = _Parser(text, _items(_tokens(text, {}, 0), text), env, base, commands, depth, budget, arch)
     try:
         parser.parse_list(outer, ())
+        parser.finish()
     except _TooDeep:
         budget[0] = min(budget[0], -1)  # reported as truncated: the rest was not read
 
@@ -611,7 +664,13 @@ def _emit(words: list[_Word], written: str, env: _ScriptEnv, commands: list[Simp
         words = words[1:]
     if not words:
         for name, value in assignments:  # plain assignment: visible to later commands in this script
-            env.set(name, value, known=name not in unknown)
+            # a known value a branch may change (`action=""`, then `-d) action=deploy`) depends on the branch
+            changed = branch is not None and (name in env.varied or env.values.get(name, value) != value)
+            env.set(name, value, known=name not in unknown and not changed)
+            if changed:
+                env.varied.add(name)
+            elif branch is None:
+                env.varied.discard(name)
         return
     head = words[0].value
     if head in ("export", "readonly", "local", "declare", "typeset") and not words[0].quoted:  # all assign
@@ -663,6 +722,7 @@ class _ScriptEnv:
     def __init__(self, values: dict[str, str]) -> None:
         self.values = values
         self.probes: set[str] = set()  # variables set from a command's output (WHEEL=$(ls *.whl)): build state
+        self.varied: set[str] = set()  # variables a branch envcheck cannot decide gave another value
         self._shared: Mapping[str, str] | None = None
 
     def set(self, name: str, value: str, known: bool = True) -> None:
