@@ -145,6 +145,8 @@ _RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while"
 _FILE_TESTS = frozenset(["-e", "-f", "-d", "-x", "-s", "-r", "-w", "-L", "-h", "-p", "-S", "-b", "-c", "-g", "-u", "-k", "-O", "-G", "-N"])
 _DEAD = Branch("", fallback=True)  # marker: the branch cannot run (compared by identity)
 _POSITIONAL = re.compile(r"\$(?:\{#?[1-9@*#][}:#%/-]|[1-9@*#])")  # $1, "${1:-}", $@, $#: the caller's arguments
+_ARRAY_LIST = re.compile(r'[A-Za-z_]\w*\s+in\s+"\$\{([A-Za-z_]\w*)\[@\]\}"')  # `t in "${cmd[@]}"`
+_COMMAND_HEADS = frozenset({"docker", "podman", "nerdctl", "vllm", "sglang", "torchrun", "trtllm-serve"})
 _CALL = "\0call"  # marker: a SimpleCommand that calls a function of the script (replaced by its commands)
 
 
@@ -193,9 +195,9 @@ def _items(tokens: list[_Word], text: str) -> list[_Item]:
                 head = k
                 while k < n and not tokens[k].operator and not (not tokens[k].quoted and tokens[k].value in ends):
                     k += 1
+                if k > head:  # the header's span (the case word, a loop's list), read with the variables then
+                    items[-1].start, items[-1].end = tokens[head].start, tokens[k].start if k < n else len(text)
                 if tok.value == "case":
-                    if k > head:  # the case word's span, read with the variables when the case runs
-                        items[-1].start, items[-1].end = tokens[head].start, tokens[k].start if k < n else len(text)
                     k = _case_patterns(tokens, k + 1, items)
             continue
         if tok.redirect:
@@ -415,6 +417,8 @@ class _Parser:
                 return self.parse_if(ctx)
             if word in ("while", "until", "for", "select"):
                 body_ctx = ctx
+                if word == "for" and ctx is not _DEAD:
+                    self.quoted_command(self.items[self.pos - 1], ctx)
                 if word in ("while", "until"):
                     cond = self.parse_list(ctx, ("do",))
                     stops = "T" if word == "until" else "F"
@@ -447,6 +451,18 @@ class _Parser:
             return _Status("T")  # a reserved word out of place: skipped
         finally:
             self.nesting -= 1
+
+    def quoted_command(self, head: _Item, ctx: Branch | None) -> None:
+        """``for t in "${cmd[@]}"; do out+=" $(printf %q "$t")"; done``: a command array (``cmd=(docker run ...
+        vllm serve ...)``) turned word by word into text that ``ssh`` or ``bash -c`` runs later. It is read as
+        a command here, unless the script also runs the array itself."""
+        header = self.text[head.start:head.end]
+        used = _ARRAY_LIST.fullmatch(header.strip())
+        if not used or re.search(rf'(?m)^[ \t]*(?:exec[ \t]+)?"?\$\{{{used.group(1)}\[@\]\}}', self.text):
+            return
+        words = _spread(_tokens(header, self.env.values, self.base + head.start, arch=self.arch))[2:]
+        if words and words[0].value.rsplit("/", 1)[-1] in _COMMAND_HEADS:
+            _emit(words, " ".join(header.split()), self.env, self.commands, self.depth, self.budget, ctx, self.arch)
 
     def case_subject(self, head: _Item) -> str | None:
         if head.end <= head.start or _POSITIONAL.search(self.text[head.start : head.end]):
