@@ -107,3 +107,21 @@ def test_subcommands_chosen_by_the_arguments_can_all_run(tmp_path: Path) -> None
         esac
     """
     assert [f["gotcha"] for f in _findings(_script(tmp_path, dispatch))] == ["G10"]
+
+
+def test_an_empty_array_assignment_is_not_a_function_definition(tmp_path: Path) -> None:
+    """``multinode=()`` in the ray branch was read as the definition of a function ``multinode=`` whose body is
+    the next word: it swallowed ``else``, so the mp branch's ``multinode=(--nnodes 8 ...)`` was dead and the
+    launch had "no node count"."""
+    body = """
+        DIST_BACKEND="${DIST_BACKEND:-mp}"
+        if [[ "$DIST_BACKEND" == "ray" ]]; then
+          multinode=()
+        else
+          multinode=(--nnodes 8 --node-rank 0 --master-addr 10.0.0.11)
+        fi
+        args=(vllm serve /models/glm --tensor-parallel-size 8 "${multinode[@]}")
+        "${args[@]}"
+    """
+    (g10,) = [f for f in _findings(_script(tmp_path, body)) if f["gotcha"] == "G10"]
+    assert "across 8 nodes" in g10["message"], g10

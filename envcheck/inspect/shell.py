@@ -344,7 +344,8 @@ class _Parser:
         if item.kind != "cmd":
             return _Status("T")
         self.pos += 1
-        if self.at("op", "(") and self.pos + 1 < len(self.items) and self.items[self.pos + 1].value == ")":
+        if self.at("op", "(") and self.pos + 1 < len(self.items) and self.items[self.pos + 1].value == ")" \
+                and not self.text[item.start:item.end].rstrip().endswith("="):  # `m=()` is an empty array
             self.pos += 2  # name() { ...; }: a function definition
             self.skip("\n")
             return self.define(item.value, ctx)
