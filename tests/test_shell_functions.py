@@ -125,3 +125,20 @@ def test_an_empty_array_assignment_is_not_a_function_definition(tmp_path: Path) 
     """
     (g10,) = [f for f in _findings(_script(tmp_path, body)) if f["gotcha"] == "G10"]
     assert "across 8 nodes" in g10["message"], g10
+
+
+def test_a_function_called_in_several_branches_is_one_cause(tmp_path: Path) -> None:
+    """``install_torch`` called when no wheel was downloaded and when none was found: one finding at its pip line,
+    under the first call's branch; a call that runs whatever happens makes it unconditional."""
+    body = """
+        install_torch() {
+            pip install torch==2.9.1
+        }
+        if [ -z "$(ls /tmp/wheels)" ]; then install_torch; fi
+        if [ ! -f /tmp/wheels/SHA256SUMS ]; then install_torch; fi
+    """
+    (cpu,) = [f for f in _findings(_script(tmp_path, body)) if f["rule"] == "G1-cpu-build"]
+    assert cpu["location"]["line"] == 4 and "and on this line" not in cpu["message"], cpu
+    assert "conditional branch" in cpu["message"], cpu
+    (plain,) = [f for f in _findings(_script(tmp_path, body + "install_torch\n")) if f["rule"] == "G1-cpu-build"]
+    assert "conditional branch" not in plain["message"], plain

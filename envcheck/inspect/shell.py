@@ -367,27 +367,48 @@ class _Parser:
         return _Status("T")
 
     def finish(self) -> None:
-        """Calls replaced by the commands of the functions they run (a function runs once per branch it is
-        called in); functions named but never called as a command (``trap cleanup EXIT``) as if they ran."""
-        done: set[tuple[str, Branch | None]] = set()
-        out: list[SimpleCommand] = []
+        """Calls replaced by the commands of the functions they run, once per function, at its first call: under
+        no branch when some call runs unconditionally, else under its first call's branch. Functions named but
+        never called as a command (``trap cleanup EXIT``) are read as if they ran."""
+        best: dict[str, Branch | None] = {}
 
-        def expand(cmds: list[SimpleCommand], ctx: Branch | None, tolerated: bool, stack: tuple[str, ...]) -> None:
+        def under(ctx: Branch | None, cmd: SimpleCommand) -> Branch | None:
+            return cmd.branch if ctx is None else ctx if cmd.branch is None else _within(ctx, cmd.branch)
+
+        def reach(cmds: list[SimpleCommand], ctx: Branch | None, stack: tuple[str, ...]) -> None:
             for cmd in cmds:
-                branch = cmd.branch if ctx is None else ctx if cmd.branch is None else _within(ctx, cmd.branch)
-                if cmd.argv[:1] != (_CALL,):
-                    if len(out) < MAX_COMMANDS:
-                        out.append(replace(cmd, branch=branch, tolerated=cmd.tolerated or tolerated))
-                    continue
-                name = cmd.argv[1]
-                if name in self.bodies and name not in stack and (name, branch) not in done:
-                    done.add((name, branch))
-                    expand(self.bodies[name], branch, tolerated or cmd.tolerated, (*stack, name))
+                name = cmd.argv[1] if cmd.argv[:1] == (_CALL,) else ""
+                if name in self.bodies and name not in stack:
+                    branch = under(ctx, cmd)
+                    if name not in best or (branch is None and best[name] is not None):
+                        best[name] = branch  # a function's calls: at most a first one and an unconditional one
+                        reach(self.bodies[name], branch, (*stack, name))
 
-        expand(list(self.commands), None, False, ())
+        out: list[SimpleCommand] = []
+        done: set[str] = set()
+
+        def emit(cmds: list[SimpleCommand], ctx: Branch | None, tolerated: bool) -> None:
+            for cmd in cmds:
+                if len(out) >= MAX_COMMANDS:
+                    self.budget[0] = min(self.budget[0], -1)  # reported as truncated: the rest is not read
+                    return
+                if cmd.argv[:1] != (_CALL,):
+                    out.append(replace(cmd, branch=under(ctx, cmd), tolerated=cmd.tolerated or tolerated))
+                elif (name := cmd.argv[1]) in best and name not in done:
+                    done.add(name)
+                    emit(self.bodies[name], best[name], tolerated or cmd.tolerated)
+
+        top = list(self.commands)
+        reach(top, None, ())
         for name in self.bodies:
             if name not in self.calls:
-                expand(self.bodies[name], None, False, (name,))
+                best.setdefault(name, None)
+                reach(self.bodies[name], None, (name,))
+        emit(top, None, False)
+        for name in self.bodies:
+            if name not in self.calls and name not in done:
+                done.add(name)
+                emit(self.bodies[name], None, False)
         self.commands[:] = out
 
     def array(self, name: str, ctx: Branch | None, append: bool = False) -> _Status:
