@@ -142,3 +142,14 @@ def test_a_function_called_in_several_branches_is_one_cause(tmp_path: Path) -> N
     assert "conditional branch" in cpu["message"], cpu
     (plain,) = [f for f in _findings(_script(tmp_path, body + "install_torch\n")) if f["rule"] == "G1-cpu-build"]
     assert "conditional branch" not in plain["message"], plain
+
+
+def test_functions_calling_functions_past_the_bound_stop_with_an_error(tmp_path: Path) -> None:
+    """A chain of 3,000 functions each calling the next: envcheck stops at 40 levels and says so (it was a
+    RecursionError while calls were being expanded)."""
+    chain = "".join(f"f{i}() {{ f{i + 1}; }}\n" for i in range(3000)) + "f3000() { pip install torch==2.9.1; }\nf0\n"
+    path = tmp_path / "chain.sh"
+    path.write_text("#!/bin/bash\n" + chain, encoding="utf-8")
+    done = run_envcheck("--format", "json", str(path))
+    (error,) = [f for f in json.loads(done.stdout)["targets"][0]["findings"] if f["status"] == "ERROR"]
+    assert "stopped reading it there" in error["message"], error

@@ -11,7 +11,7 @@ import bisect
 import fnmatch
 import re
 import shlex
-from collections import ChainMap
+from collections import ChainMap, Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -242,8 +242,8 @@ class _Parser:
         self.text, self.items, self.base, self.commands, self.budget = text, items, base, commands, budget
         self.depth, self.arch, self.nesting, self.pos, self.env = depth, arch, depth * 4, 0, _ScriptEnv(env)
         # functions the script names again after defining them: read where they are called (see define)
-        self.called = {name for name in _FUNCTION.findall(text)
-                       if len(re.findall(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)) > 1}
+        names = Counter(re.findall(r"(?<![\w-])[A-Za-z_][\w-]*", text))
+        self.called = {name for name in _FUNCTION.findall(text) if names[name] > 1}
         self.bodies: dict[str, list[SimpleCommand]] = {}
         self.calls: set[str] = set()  # functions a command calls, in a branch that runs or not
 
@@ -379,6 +379,9 @@ class _Parser:
             for cmd in cmds:
                 name = cmd.argv[1] if cmd.argv[:1] == (_CALL,) else ""
                 if name in self.bodies and name not in stack:
+                    if len(stack) >= MAX_NESTING:  # functions calling functions 40 deep: stop reading there
+                        self.budget[0] = min(self.budget[0], -1)
+                        return
                     branch = under(ctx, cmd)
                     if name not in best or (branch is None and best[name] is not None):
                         best[name] = branch  # a function's calls: at most a first one and an unconditional one
@@ -387,16 +390,16 @@ class _Parser:
         out: list[SimpleCommand] = []
         done: set[str] = set()
 
-        def emit(cmds: list[SimpleCommand], ctx: Branch | None, tolerated: bool) -> None:
+        def emit(cmds: list[SimpleCommand], ctx: Branch | None, tolerated: bool, depth: int = 0) -> None:
             for cmd in cmds:
                 if len(out) >= MAX_COMMANDS:
                     self.budget[0] = min(self.budget[0], -1)  # reported as truncated: the rest is not read
                     return
                 if cmd.argv[:1] != (_CALL,):
                     out.append(replace(cmd, branch=under(ctx, cmd), tolerated=cmd.tolerated or tolerated))
-                elif (name := cmd.argv[1]) in best and name not in done:
+                elif (name := cmd.argv[1]) in best and name not in done and depth < MAX_NESTING:
                     done.add(name)
-                    emit(self.bodies[name], best[name], tolerated or cmd.tolerated)
+                    emit(self.bodies[name], best[name], tolerated or cmd.tolerated, depth + 1)
 
         top = list(self.commands)
         reach(top, None, ())
