@@ -199,3 +199,82 @@ def test_a_launch_run_by_kubectl_exec_is_read(tmp_path: Path) -> None:
               '"vllm serve Qwen/Qwen3-32B --tensor-parallel-size 2 --distributed-executor-backend ray"\n')
     (finding,) = _g10(_write(tmp_path / "exec.sh", script))
     assert finding["status"] == "WARN" and finding["location"]["line"] == 2, finding
+
+
+NESTED = """
+    #!/usr/bin/env bash
+    set -euo pipefail
+    vllm_args=(
+      serve /model
+      --tensor-parallel-size 2
+      --nnodes 2
+      --master-addr 10.0.0.1
+    )
+    common=(--gpus all --network host)
+    head_docker=(docker run -d --name head)
+    worker_docker=(docker run -d --name worker)
+    head_docker+=(
+      "${common[@]}"
+      example/vllm:1.0 "${vllm_args[@]}"
+      --node-rank 0
+    )
+    worker_docker+=(
+      "${common[@]}"
+      example/vllm:1.0 "${vllm_args[@]}"
+      --node-rank 1 --headless
+    )
+    ssh worker "${worker_docker[@]}"
+    "${head_docker[@]}"
+"""
+
+
+def test_a_flag_in_an_array_another_array_expands_is_located_at_the_flag(tmp_path: Path) -> None:
+    """``head_docker+=(... "${vllm_args[@]}")`` run as ``"${head_docker[@]}"``: the tensor-parallel size is written
+    in ``vllm_args``, so the head and the worker launch are one cause at that line, not two at their run lines."""
+    path = tmp_path / "up.sh"
+    path.write_text(textwrap.dedent(NESTED).lstrip())
+    found = [f for f in _g10(path) if f["status"] == "WARN"]
+    assert [f["location"]["line"] for f in found] == [5]
+
+
+QUOTED = """
+    #!/usr/bin/env bash
+    set -uo pipefail
+    NODES=(192.168.200.12 192.168.200.13 192.168.200.14 192.168.200.15)
+    NNODES="${#NODES[@]}"
+    HEAD="${NODES[0]}"
+    SERVE=(
+      vllm serve /models/glm
+      --tensor-parallel-size 4 --pipeline-parallel-size 1
+      --gpu-memory-utilization 0.93
+    )
+    docker_run_cmd() {
+      local rank="$1"
+      local cmd=(docker run -d --gpus all --network host example/vllm:1.0 "${SERVE[@]}"
+                 --nnodes "$NNODES" --node-rank "$rank" --master-addr "$HEAD")
+      local out="" t
+      for t in "${cmd[@]}"; do out+=" $(printf '%q' "$t")"; done
+      printf '%s' "${out# }"
+    }
+    for ((rank=1; rank<NNODES; rank++)); do
+      ssh "${NODES[$rank]}" "$(docker_run_cmd "$rank")"
+    done
+    bash -c "$(docker_run_cmd 0)"
+"""
+
+
+def test_a_command_array_quoted_word_by_word_for_ssh_is_read_as_the_launch(tmp_path: Path) -> None:
+    """``for t in "${cmd[@]}"; do out+=" $(printf %q "$t")"; done``: a function prints the ``docker run`` it
+    builds for ``ssh``/``bash -c``; it is the launch (TP=4 over ``${#NODES[@]}`` = 4 nodes, and a 0.93 share),
+    located at the flags (the script said "nothing checked")."""
+    path = _write(tmp_path / "launch.sh", QUOTED)
+    (g10,) = _g10(path)
+    assert g10["status"] == "WARN" and g10["location"]["line"] == 8 and "across 4 nodes" in g10["message"], g10
+    done = run_envcheck("--format", "json", str(path))
+    findings = json.loads(done.stdout)["targets"][0]["findings"]
+    (g3,) = [f for f in findings if f["rule"] == "G3-memory-fraction"]
+    assert g3["status"] == "WARN" and g3["location"]["line"] == 9, g3
+    # the same array run by the script itself is that launch once, not a second one
+    direct = QUOTED.replace('      for t in "${cmd[@]}"; do out+=" $(printf \'%q\' "$t")"; done\n',
+                            '      for t in "${cmd[@]}"; do out+=" $(printf \'%q\' "$t")"; done\n      "${cmd[@]}"\n')
+    assert len(_g10(_write(tmp_path / "direct.sh", direct))) == 1

@@ -11,11 +11,11 @@ import bisect
 import fnmatch
 import re
 import shlex
-from collections import ChainMap
+from collections import ChainMap, Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from envcheck.inspect.shell_words import ARRAY, SEP, _tokens, _Word, array_value
+from envcheck.inspect.shell_words import ARRAY, SEP, _tokens, _Word, array_value, shortened
 
 _WRAPPERS = frozenset({"sudo", "time", "exec", "nohup", "command", "builtin", "xargs", "nice", "stdbuf"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
@@ -144,6 +144,10 @@ _RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while"
                        "esac", "in", "!", "{", "}", "function"})
 _FILE_TESTS = frozenset(["-e", "-f", "-d", "-x", "-s", "-r", "-w", "-L", "-h", "-p", "-S", "-b", "-c", "-g", "-u", "-k", "-O", "-G", "-N"])
 _DEAD = Branch("", fallback=True)  # marker: the branch cannot run (compared by identity)
+_POSITIONAL = re.compile(r"\$(?:\{#?[1-9@*#][}:#%/-]|[1-9@*#])")  # $1, "${1:-}", $@, $#: the caller's arguments
+_ARRAY_LIST = re.compile(r'[A-Za-z_]\w*\s+in\s+"\$\{([A-Za-z_]\w*)\[@\]\}"')  # `t in "${cmd[@]}"`
+_COMMAND_HEADS = frozenset({"docker", "podman", "nerdctl", "vllm", "sglang", "torchrun", "trtllm-serve"})
+_CALL = "\0call"  # marker: a SimpleCommand that calls a function of the script (replaced by its commands)
 
 
 class _TooDeep(Exception):
@@ -191,9 +195,9 @@ def _items(tokens: list[_Word], text: str) -> list[_Item]:
                 head = k
                 while k < n and not tokens[k].operator and not (not tokens[k].quoted and tokens[k].value in ends):
                     k += 1
+                if k > head:  # the header's span (the case word, a loop's list), read with the variables then
+                    items[-1].start, items[-1].end = tokens[head].start, tokens[k].start if k < n else len(text)
                 if tok.value == "case":
-                    if k > head:  # the case word's span, read with the variables when the case runs
-                        items[-1].start, items[-1].end = tokens[head].start, tokens[k].start if k < n else len(text)
                     k = _case_patterns(tokens, k + 1, items)
             continue
         if tok.redirect:
@@ -237,6 +241,11 @@ class _Parser:
                  depth: int, budget: list[int], arch: str) -> None:
         self.text, self.items, self.base, self.commands, self.budget = text, items, base, commands, budget
         self.depth, self.arch, self.nesting, self.pos, self.env = depth, arch, depth * 4, 0, _ScriptEnv(env)
+        # functions the script names again after defining them: read where they are called (see define)
+        names = Counter(re.findall(r"(?<![\w-])[A-Za-z_][\w-]*", text))
+        self.called = {name for name in _FUNCTION.findall(text) if names[name] > 1}
+        self.bodies: dict[str, list[SimpleCommand]] = {}
+        self.calls: set[str] = set()  # functions a command calls, in a branch that runs or not
 
     def peek(self) -> _Item | None:
         return self.items[self.pos] if self.pos < len(self.items) else None
@@ -335,13 +344,75 @@ class _Parser:
         if item.kind != "cmd":
             return _Status("T")
         self.pos += 1
-        if self.at("op", "(") and self.pos + 1 < len(self.items) and self.items[self.pos + 1].value == ")":
-            self.pos += 2  # name() { ...; }: a function definition; its body is read as if it ran
+        if self.at("op", "(") and self.pos + 1 < len(self.items) and self.items[self.pos + 1].value == ")" \
+                and not self.text[item.start:item.end].rstrip().endswith("="):  # `m=()` is an empty array
+            self.pos += 2  # name() { ...; }: a function definition
             self.skip("\n")
-            return self.parse_command(ctx)
+            return self.define(item.value, ctx)
         if self.at("op", "(") and (name := _ARRAY_ASSIGN.fullmatch(self.text[item.start:item.end].strip())):
             return self.array(name.group(1), ctx, append=bool(name.group(2)))
         return self.simple(item, ctx)
+
+    def define(self, name: str, ctx: Branch | None) -> _Status:
+        """A function definition. A function the script calls by name runs where it is called, under the call's
+        branch (``elif [ "$MODE" = h100 ]; then install_h100``), so its body is kept until then; one it never
+        names is read where it stands, as if it ran. Its variables are the ones set where it is defined."""
+        if name not in self.called or ctx is _DEAD:
+            return self.parse_command(ctx)
+        outer, self.commands = self.commands, []
+        try:
+            self.parse_command(None)
+        finally:
+            self.bodies[name], self.commands = self.commands, outer
+        return _Status("T")
+
+    def finish(self) -> None:
+        """Calls replaced by the commands of the functions they run, once per function, at its first call: under
+        no branch when some call runs unconditionally, else under its first call's branch. Functions named but
+        never called as a command (``trap cleanup EXIT``) are read as if they ran."""
+        best: dict[str, Branch | None] = {}
+
+        def under(ctx: Branch | None, cmd: SimpleCommand) -> Branch | None:
+            return cmd.branch if ctx is None else ctx if cmd.branch is None else _within(ctx, cmd.branch)
+
+        def reach(cmds: list[SimpleCommand], ctx: Branch | None, stack: tuple[str, ...]) -> None:
+            for cmd in cmds:
+                name = cmd.argv[1] if cmd.argv[:1] == (_CALL,) else ""
+                if name in self.bodies and name not in stack:
+                    if len(stack) >= MAX_NESTING:  # functions calling functions 40 deep: stop reading there
+                        self.budget[0] = min(self.budget[0], -1)
+                        return
+                    branch = under(ctx, cmd)
+                    if name not in best or (branch is None and best[name] is not None):
+                        best[name] = branch  # a function's calls: at most a first one and an unconditional one
+                        reach(self.bodies[name], branch, (*stack, name))
+
+        out: list[SimpleCommand] = []
+        done: set[str] = set()
+
+        def emit(cmds: list[SimpleCommand], ctx: Branch | None, tolerated: bool, depth: int = 0) -> None:
+            for cmd in cmds:
+                if len(out) >= MAX_COMMANDS:
+                    self.budget[0] = min(self.budget[0], -1)  # reported as truncated: the rest is not read
+                    return
+                if cmd.argv[:1] != (_CALL,):
+                    out.append(replace(cmd, branch=under(ctx, cmd), tolerated=cmd.tolerated or tolerated))
+                elif (name := cmd.argv[1]) in best and name not in done and depth < MAX_NESTING:
+                    done.add(name)
+                    emit(self.bodies[name], best[name], tolerated or cmd.tolerated, depth + 1)
+
+        top = list(self.commands)
+        reach(top, None, ())
+        for name in self.bodies:
+            if name not in self.calls:
+                best.setdefault(name, None)
+                reach(self.bodies[name], None, (name,))
+        emit(top, None, False)
+        for name in self.bodies:
+            if name not in self.calls and name not in done:
+                done.add(name)
+                emit(self.bodies[name], None, False)
+        self.commands[:] = out
 
     def array(self, name: str, ctx: Branch | None, append: bool = False) -> _Status:
         """``NAME=( word ... )`` (``local -a``, ``+=`` too), over several lines: its words, expanded when assigned."""
@@ -362,21 +433,24 @@ class _Parser:
     def parse_compound(self, ctx: Branch | None, word: str) -> _Status:
         self.pos += 1
         if word == "function":
-            self.accept("cmd")
+            name = self.take().value if self.at("cmd") else ""
             if self.at("op", "(") and self.pos + 1 < len(self.items) and self.items[self.pos + 1].value == ")":
                 self.pos += 2
             self.skip_separators()
-            return self.parse_command(ctx)
+            return self.define(name, ctx)
         self.nested()
         try:
             if word == "if":
                 return self.parse_if(ctx)
             if word in ("while", "until", "for", "select"):
                 body_ctx = ctx
+                if word == "for" and ctx is not _DEAD:
+                    self.quoted_command(self.items[self.pos - 1], ctx)
                 if word in ("while", "until"):
                     cond = self.parse_list(ctx, ("do",))
                     stops = "T" if word == "until" else "F"
                     body_ctx = _DEAD if cond.value == stops or ctx is _DEAD else ctx
+                self.skip_separators()  # `for x in a b; do`
                 self.accept("kw", "do")
                 self.parse_list(body_ctx, ("done",))
                 self.accept("kw", "done")
@@ -388,7 +462,7 @@ class _Parser:
                     if ctx is _DEAD:
                         clause: Branch | None = _DEAD
                     elif subject is None:
-                        clause = _within(ctx, Branch(f"case ... in {_shorten(pattern.detail)})"))
+                        clause = _within(ctx, Branch(f"case ... in {shortened(pattern.detail)})"))
                     else:  # the first clause whose pattern matches runs, no other
                         hit = not matched and any(fnmatch.fnmatchcase(subject, alt) for alt in pattern.alternatives)
                         matched = matched or hit
@@ -405,9 +479,21 @@ class _Parser:
         finally:
             self.nesting -= 1
 
+    def quoted_command(self, head: _Item, ctx: Branch | None) -> None:
+        """``for t in "${cmd[@]}"; do out+=" $(printf %q "$t")"; done``: a command array (``cmd=(docker run ...
+        vllm serve ...)``) turned word by word into text that ``ssh`` or ``bash -c`` runs later. It is read as
+        a command here, unless the script also runs the array itself."""
+        header = self.text[head.start:head.end]
+        used = _ARRAY_LIST.fullmatch(header.strip())
+        if not used or re.search(rf'(?m)^[ \t]*(?:exec[ \t]+)?"?\$\{{{used.group(1)}\[@\]\}}', self.text):
+            return
+        words = _spread(_tokens(header, self.env.values, self.base + head.start, arch=self.arch))[2:]
+        if words and words[0].value.rsplit("/", 1)[-1] in _COMMAND_HEADS:
+            _emit(words, " ".join(header.split()), self.env, self.commands, self.depth, self.budget, ctx, self.arch)
+
     def case_subject(self, head: _Item) -> str | None:
-        if head.end <= head.start:
-            return None
+        if head.end <= head.start or _POSITIONAL.search(self.text[head.start : head.end]):
+            return None  # `case "$1" in serve) ...`: the subcommand is the caller's choice, each clause can run
         words = [w for w in _tokens(self.text[head.start : head.end], self.env.values, 0, arch=self.arch) if not w.operator]
         return words[0].value if len(words) == 1 and not words[0].unknown else None
 
@@ -437,6 +523,8 @@ class _Parser:
         if head in ("[", "[[", "test") and not item.detail:
             words = [w for w in _tokens(segment, self.env.values, 0, arch=self.arch) if not w.redirect]
             value, probe = _evaluate_test(words)
+            if _POSITIONAL.search(segment):  # `[ "${1:-}" = --from-source ]`: the caller's arguments decide
+                value = None
             probe = probe or any(re.search(rf"\$\{{?{re.escape(name)}\b", segment) for name in self.env.probes)
             status = _Status({True: "T", False: "F", None: "U"}[value], written, probe)
         elif head in ("true", ":", "false"):
@@ -444,6 +532,11 @@ class _Parser:
         else:
             probe = head.rsplit("/", 1)[-1] in ("ls", "test", "command", "which", "find", "grep", "compgen", "stat")
             status = _Status("AS", written, probe)
+        if head in self.called and not item.detail:
+            self.calls.add(head)
+            if ctx is not _DEAD:  # a call: the function's commands take its place when the script is read
+                self.commands.append(SimpleCommand((_CALL, head), self.base + item.start, branch=ctx))
+            return status
         if ctx is _DEAD:
             return status
         words = _spread([w for w in _tokens(segment, self.env.values, self.base + item.start, keep_empty=True, arch=self.arch)
@@ -472,11 +565,6 @@ def _spread(words: list[_Word]) -> list[_Word]:
     return out
 
 
-def _shorten(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _within(outer: Branch | None, inner: Branch) -> Branch:
     """The branch of a command under ``inner`` inside ``outer``: a fallback anywhere makes it a fallback."""
     return inner if outer is None else replace(inner, fallback=inner.fallback or outer.fallback)
@@ -487,7 +575,7 @@ def _derive(ctx: Branch | None, status: _Status, op: str) -> Branch | None:
     if ctx is _DEAD:
         return _DEAD
     value, success = status.value, op == "&&"
-    condition = _shorten(status.text)
+    condition = shortened(status.text)
     if value in ("T", "F"):
         return ctx if (value == "T") == success else _DEAD
     if value == "AS":  # a command assumed to succeed: what follows on success runs; on failure, a fallback
@@ -596,6 +684,7 @@ def _split(text: str, env: dict[str, str], base: int, commands: list[SimpleComma
     parser = _Parser(text, _items(_tokens(text, {}, 0), text), env, base, commands, depth, budget, arch)
     try:
         parser.parse_list(outer, ())
+        parser.finish()
     except _TooDeep:
         budget[0] = min(budget[0], -1)  # reported as truncated: the rest was not read
 
@@ -666,17 +755,20 @@ class _ScriptEnv:
     def __init__(self, values: dict[str, str]) -> None:
         self.values = values
         self.probes: set[str] = set()  # variables set from a command's output (WHEEL=$(ls *.whl)): build state
+        self.varied: set[str] = set()  # variables a branch envcheck cannot decide gave another value
         self._shared: Mapping[str, str] | None = None
 
     def set(self, name: str, value: str, known: bool = True, branch: Branch | None = None) -> None:
-        """``branch``: the assignment runs only in that branch. A value set before it then stands in the
-        fallback (the main path is the one assumed) and becomes unknown under an undecidable condition
-        (`case "$1" in --x) X=true`: X is either value afterwards)."""
-        if branch is not None and name in self.values and self.values[name] != value:
+        """``branch``: the assignment runs only there. An earlier value stands in a fallback (the main path is
+        assumed) and is unknown after an undecidable one (`case "$1" in --x) X=true`), also through others."""
+        if branch is not None and (name in self.varied or (name in self.values and self.values[name] != value)):
             if not branch.fallback:
-                self.values.pop(name)
+                self.values.pop(name, None)
+                self.varied.add(name)
                 self._shared = None
             return
+        if branch is None:
+            self.varied.discard(name)
         if known:
             self.values[name] = value
             self.probes.discard(name)

@@ -246,6 +246,7 @@ def _substitution(text: str, i: int, arch: str, buf: list[str]) -> tuple[int, bo
 # for all of them and becomes one word each where the command's words are read (inspect.shell).
 ARRAY, SEP = "\x1e", "\x1f"
 _ARRAY_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}")
+_ARRAY_LEN = re.compile(r"\$\{#([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}")
 
 
 def array_value(words: list[str]) -> str:
@@ -291,6 +292,13 @@ def _expanded(word: str, values: Mapping[str, str]) -> tuple[str, bool]:
 
 def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str], keep_empty: bool = False) -> tuple[int, bool]:
     """Expand the reference at ``text[i]``; returns the index after it and whether its value is unknown."""
+    if (count := _ARRAY_LEN.match(text, i)) is not None:  # ${#NODES[@]}: how many words a known array holds
+        held = values.get(count.group(1), "")
+        if not held.startswith(ARRAY) or any(c in held for c in "*?["):  # (*.whl): as many as the glob finds
+            buf.append(count.group(0))
+            return count.end(), True
+        buf.append(str(len(held[1:].split(SEP)) if held != ARRAY else 0))
+        return count.end(), False
     if (whole := _ARRAY_REF.match(text, i)) is not None:
         if whole.group(1) not in values:
             buf.append(whole.group(0))
@@ -334,3 +342,9 @@ def _dollar(text: str, i: int, values: Mapping[str, str], buf: list[str], keep_e
         value, missing = _expanded(word, values)
         buf.append(value)
     return stop, missing
+
+
+def shortened(text: str, limit: int = 80) -> str:
+    """``text`` on one line, cut to ``limit`` characters (a condition quoted in a message)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -337,17 +337,28 @@ _ARRAY_USE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}")
 
 def _array_flag(text: str, start: int, flags: tuple[str, ...]) -> int:
     """Where a flag of the arrays a command expands (``"${ARGS[@]}"``) is written: in the last ``ARGS=( ... )``
-    or ``ARGS+=( ... )`` before the command that holds it; -1 when there is none."""
+    or ``ARGS+=( ... )`` before the command that holds it, also in an array such an array expands
+    (``RUN=(docker run ... "${ARGS[@]}")``); -1 when there is none."""
     end = start
     while (newline := text.find("\n", end)) > 0 and text[newline - 1] == "\\":
         end = newline + 1
     best = -1
-    for name in _ARRAY_USE.findall(text[start:newline if newline >= 0 else len(text)]):
+    names = _ARRAY_USE.findall(text[start:newline if newline >= 0 else len(text)])
+    seen: set[str] = set()
+    while names and len(seen) < _NESTED_ARRAYS:
+        name = names.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
         for m in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(name)}\+?=\(", text[:start]):
             close = text.find(")", m.end())
             found = [x for x in (text.find(flag, m.end(), close) for flag in flags) if x >= 0]
             best = max(best, min(found)) if found else best
+            names += _ARRAY_USE.findall(text, m.end(), close if close >= 0 else len(text))
     return best
+
+
+_NESTED_ARRAYS = 8  # arrays followed through the arrays a command expands
 
 
 def _leading_tool(argv: list[str]) -> bool:
