@@ -158,8 +158,16 @@ _BUILD_GOTCHAS = frozenset({"G1", "ARCH"})
 _CPU_BUILD_RULE = "G1-cpu-build"  # a CPU-only torch (envcheck.checks.g01_cuda_abi)
 
 
+# Rules whose finding in a scope is a cause of its own, not one of the scope's index binding: vLLM's PyPI build
+# stays CUDA 12 when the extra's torch index is moved to cu130.
+_OWN_CAUSE = frozenset({"G1-pypi-vllm-cuda12"})
+# Inference engines a project offers as alternative extras (a ``vllm`` extra beside an SGLang ``gpu`` one).
+_ENGINES = frozenset({"vllm", "sglang"})
+
+
 def _family(name: str) -> str:
-    return _FLAVOUR.sub("", name.lower().replace("_", "-"))
+    family = _FLAVOUR.sub("", name.lower().replace("_", "-"))
+    return "llm-engine" if family in _ENGINES else family
 
 
 def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
@@ -171,10 +179,11 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
     by_labels: dict[tuple[str, ...], list[Finding]] = {}
     for finding, named in added:
         by_labels.setdefault(tuple(named), []).append(finding)
-    by_scope: dict[tuple[tuple[str, ...], str], list[Finding]] = {}
+    by_scope: dict[tuple[tuple[str, ...], str, str], list[Finding]] = {}
     for scope_labels, findings in by_labels.items():
         for finding in one_cause(findings):
-            by_scope.setdefault((scope_labels, finding.gotcha), []).append(finding)
+            cause = finding.rule if finding.rule in _OWN_CAUSE else ""
+            by_scope.setdefault((scope_labels, finding.gotcha, cause), []).append(finding)
     at: dict[str, set[str]] = {}  # a location's package families
     scope_families: dict[str, set[str]] = {}
     for package in inventory.packages:
@@ -183,11 +192,11 @@ def _grouped(added: Iterable[tuple[Finding, list[str]]], inventory: Inventory,
         if package.scope is not None:
             scope_families.setdefault(package.scope, set()).add(_family(package.name))
     flagged: dict[str, set[str]] = {}  # gotcha -> scopes with a WARN/FAIL finding of it
-    for (labels, gotcha), found in by_scope.items():
+    for (labels, gotcha, _), found in by_scope.items():
         if any(f.status in (Status.WARN, Status.FAIL) for f in found):
             flagged.setdefault(gotcha, set()).update(labels)
     out: list[Finding] = []
-    for (labels, gotcha), found in by_scope.items():
+    for (labels, gotcha, _), found in by_scope.items():
         worst = max(f.status.rank for f in found)  # the worst finding, on a package's line, speaks for the scope
         found.sort(key=lambda f: (f.status.rank != worst, not at.get(str(f.location))))
         families = set().union(*(at.get(str(f.location), set()) for f in found))

@@ -36,13 +36,67 @@ def test_a_cpu_only_aarch64_wheel_is_no_finding_outside_a_gpu_project(tmp_path: 
     assert _ids(req).get("G1-aarch64-wheel-without-cuda") == "WARN"
 
 
-def test_an_opt_in_extra_is_not_what_the_project_installs(tmp_path: Path) -> None:
+def _g1(path: Path) -> list[dict[str, object]]:
+    proc = run_envcheck("--format", "json", "--fail-on", "never", str(path))
+    assert proc.returncode == 0, proc.stderr
+    return [f for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["gotcha"] == "G1" and f["status"] != "PASS"]
+
+
+_PROJECT = '[project]\nname = "p"\nversion = "1"\ndependencies = ["numpy==2.2.6"]\n\n[project.optional-dependencies]\n'
+
+
+def test_pypis_cuda12_vllm_in_an_opt_in_extra_is_a_warn_naming_the_extra(tmp_path: Path) -> None:
     project = tmp_path / "pyproject.toml"
-    project.write_text('[project]\nname = "p"\nversion = "1"\ndependencies = ["torch==2.14.1"]\n\n'
-                       '[project.optional-dependencies]\nvllm = ["vllm==0.14.0"]\n', encoding="utf-8")
-    assert "G1-pypi-vllm-cuda12" not in _ids(project)
-    project.write_text('[project]\nname = "p"\nversion = "1"\ndependencies = ["torch==2.14.1", "vllm==0.14.0"]\n', encoding="utf-8")
-    assert _ids(project).get("G1-pypi-vllm-cuda12") == "FAIL"
+    project.write_text(_PROJECT + 'serve = ["vllm==0.14.0"]\n', encoding="utf-8")
+    found = [f for f in _g1(project) if f["rule"] == "G1-pypi-vllm-cuda12"]
+    assert [(f["status"], f["location"]["line"]) for f in found] == [("WARN", 7)]
+    assert "with extra 'serve' (opt-in): vllm 0.14.0 from PyPI" in str(found[0]["message"])
+    project.write_text(_PROJECT.replace('"numpy==2.2.6"', '"numpy==2.2.6", "vllm==0.14.0"') + 'serve = ["fastapi"]\n', encoding="utf-8")
+    assert [f["status"] for f in _g1(project) if f["rule"] == "G1-pypi-vllm-cuda12"] == ["FAIL"]
+
+
+def test_pypis_vllm_in_the_gpu_route_of_cpu_gpu_extras_fails_apart_from_its_index(tmp_path: Path) -> None:
+    # the GPU extra's torch comes from the cu128 index, its vLLM from PyPI: two causes, two fixes
+    project = tmp_path / "pyproject.toml"
+    project.write_text(_PROJECT + 'cpu = ["torch==2.9.1"]\ngpu = ["torch==2.9.1", "vllm==0.15.0"]\n\n'
+                       '[tool.uv]\nconflicts = [[{ extra = "cpu" }, { extra = "gpu" }]]\n\n'
+                       '[tool.uv.sources]\ntorch = [\n  { index = "torch-cpu", extra = "cpu" },\n  { index = "torch-cu128", extra = "gpu" },\n]\n\n'
+                       '[[tool.uv.index]]\nname = "torch-cpu"\nurl = "https://download.pytorch.org/whl/cpu"\nexplicit = true\n\n'
+                       '[[tool.uv.index]]\nname = "torch-cu128"\nurl = "https://download.pytorch.org/whl/cu128"\nexplicit = true\n',
+                       encoding="utf-8")
+    found = {f["rule"]: f for f in _g1(project) if f["status"] == "FAIL"}
+    assert found["G1-pypi-vllm-cuda12"]["location"]["line"] == 8
+    assert "the project's GPU build" in str(found["G1-pypi-vllm-cuda12"]["message"])
+    assert len(found) == 2, found  # the cu128 index binding is the other cause
+
+
+def test_a_cuda12_vllm_extra_beside_another_engines_clean_extra_is_info(tmp_path: Path) -> None:
+    project = tmp_path / "pyproject.toml"
+    project.write_text(_PROJECT + 'gpu = ["sglang==0.5.12"]\nvllm = ["vllm==0.14.0"]\n', encoding="utf-8")
+    found = [f for f in _g1(project) if f["rule"] == "G1-pypi-vllm-cuda12"]
+    assert [f["status"] for f in found] == ["INFO"]
+    assert "the project offers extra 'gpu' instead" in str(found[0]["message"])
+
+
+def test_a_cu130_extra_with_vllms_cu130_index_and_pypis_torchaudio_is_clean(tmp_path: Path) -> None:
+    # the cu130 extra is a CUDA 13 stack (torchaudio from PyPI beside it is no CUDA 12 cause); the cu128 one is older
+    project = tmp_path / "pyproject.toml"
+    project.write_text(_PROJECT + 'cu128 = ["torch==2.9.0", "vllm==0.12.0"]\ncu130 = ["torch==2.9.0", "torchaudio==2.9.0", "vllm"]\n\n'
+                       '[tool.uv]\nconflicts = [[{ extra = "cu128" }, { extra = "cu130" }]]\n\n'
+                       '[tool.uv.sources]\ntorch = [\n  { index = "torch-cu128", extra = "cu128" },\n  { url = "https://download.pytorch.org/whl/cu130/'
+                       'torch-2.9.0%2Bcu130-cp312-cp312-manylinux_2_28_aarch64.whl", extra = "cu130" },\n]\n'
+                       'vllm = [{ index = "vllm-cu130", extra = "cu130" }]\n\n'
+                       '[[tool.uv.index]]\nname = "torch-cu128"\nurl = "https://download.pytorch.org/whl/cu128"\nexplicit = true\n\n'
+                       '[[tool.uv.index]]\nname = "vllm-cu130"\nurl = "https://wheels.vllm.ai/0.13.0/cu130"\nexplicit = true\n',
+                       encoding="utf-8")
+    found = _g1(project)
+    assert not [f for f in found if f["status"] in ("WARN", "FAIL")], found
+    assert [(f["status"], f["location"]["line"]) for f in found if f["rule"] == "G1-pypi-vllm-cuda12"] == [("INFO", 7)]
+    # a CUDA 13 vLLM from PyPI instead: torchaudio is judged from PyPI, and vLLM's pin of it is no cause in an extra
+    project.write_text(project.read_text(encoding="utf-8").replace('"vllm"]', '"vllm==0.20.0"]').replace('vllm = [{ index', '# [{ index'),
+                       encoding="utf-8")
+    found = _g1(project)
+    assert not [f for f in found if f["status"] in ("WARN", "FAIL")], found
 
 
 def test_an_unpinned_torch_is_judged_by_the_newest_recorded_release_with_its_date(tmp_path: Path) -> None:

@@ -48,10 +48,11 @@ _CUDA13_PYPI_TORCH = first_pypi_cuda_torch(13)  # 2.11: the first torch whose Py
 _GPU_NAMES = ("torch", "vllm", "sglang", "xformers", "flash-attn", "triton", "onnxruntime-gpu", "tensorrt", "bitsandbytes")
 
 
-def _from_pypi(pkg: Package, ctx: CheckContext) -> bool:
-    """Whether pip takes ``pkg`` from PyPI: no URL, no other index that could serve it, not a bare installed entry."""
-    if pkg.url or pkg.role in PINS_ONLY or pkg.scope is not None or not installs_on(pkg, ctx.profile):
-        return False  # an opt-in extra or group is not what the project installs
+def _from_pypi(pkg: Package, ctx: CheckContext, scoped: bool = False) -> bool:
+    """Whether pip takes ``pkg`` from PyPI: no URL, no other index that could serve it, not a bare installed entry.
+    ``scoped``: a package of an opt-in extra or group counts too (envcheck.scopes levels what it adds)."""
+    if pkg.url or pkg.role in PINS_ONLY or (pkg.scope is not None and not scoped) or not installs_on(pkg, ctx.profile):
+        return False
     if "+" in (pkg.version or ""):
         return False  # a local version (+cu130) is never PyPI's: another index serves it
     if pkg.index is not None:
@@ -154,7 +155,10 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
         return
     # with --resolve the picked files themselves were read (G1-binary-soname): one finding per cause
     resolved = {r.name for r in ctx.inventory.resolved}
-    pkgs = [p for p in ctx.inventory.packages if p.name not in resolved and p.role != Role.RESOLVED and _from_pypi(p, ctx)]
+    # an opt-in extra's or group's vLLM is judged for its CUDA 12 build (it breaks whoever opts in); what the CPU-only
+    # rule reads (torchaudio pulled beside a cu130 torch) is judged only where the project installs it by default
+    pkgs = [p for p in ctx.inventory.packages if p.name not in resolved and p.role != Role.RESOLVED
+            and _from_pypi(p, ctx, scoped=p.name == "vllm")]
     # a CUDA torch that does not come from PyPI (a cu130 wheel URL or index, a +cu13x build)
     cuda_torch = any(p.name == "torch" and ("+cu" in (p.version or "") or p.url or (p.index and not is_pypi(p.index)))
                      for p in ctx.inventory.packages)
