@@ -130,3 +130,30 @@ def test_a_requirement_its_own_constraint_excludes_fails_and_a_fitting_one_passe
         assert [(f["status"], f["location"]["line"]) for f in found] == ([("FAIL", line)] if line else []), (name, found)
         if line:
             assert "constraint torch==2.11.0" in found[0]["message"], found
+
+
+def test_pypis_aarch64_torch_before_2_11_requires_no_triton_but_cuda_builds_and_2_11_do(tmp_path: Path) -> None:
+    """PyPI's linux/aarch64 wheels of torch 2.6-2.10 require triton only on x86_64: beside another triton they install
+    on a Spark, so no pin conflict. PyTorch's CUDA aarch64 builds (a +cu130 pin, or a PyTorch index the input reaches)
+    and PyPI's torch 2.11 require it on all Linux: the same pair there is a conflict."""
+    cases = {
+        "torch==2.9.0\ntriton==3.6.0\n": [],
+        "torch==2.10.0\ntriton==3.6.1\n": [],
+        "torch==2.11.0\ntriton==3.5.0\n": [("FAIL", 1)],
+        "--extra-index-url https://download.pytorch.org/whl/cu130\ntorch==2.9.0+cu130\ntriton==3.6.0\n": [("FAIL", 2)],
+        "--extra-index-url https://download.pytorch.org/whl/cu130\ntorch==2.9.0\ntriton==3.6.0\n": [("FAIL", 2)],
+    }
+    for text, expected in cases.items():
+        path = tmp_path / "requirements.txt"
+        path.write_text(text, encoding="utf-8")
+        assert [(f["status"], f["location"]["line"]) for f in _conflicts(path)] == expected, text
+    on_x86 = tmp_path / "requirements.txt"
+    on_x86.write_text("torch==2.9.0\ntriton==3.6.0\n", encoding="utf-8")
+    import envcheck
+    spark = (Path(envcheck.__file__).parent / "profiles" / "dgx-spark.toml").read_text(encoding="utf-8")
+    x86 = tmp_path / "x86.toml"
+    x86.write_text(spark.replace('name = "dgx-spark"', 'name = "x86-box"').replace('machine = "aarch64"', 'machine = "x86_64"'),
+                   encoding="utf-8")
+    proc = run_envcheck("--format", "json", "--fail-on", "never", "--profile", str(x86), str(on_x86))
+    rules = [f["rule"] for t in json.loads(proc.stdout)["targets"] for f in t["findings"] if f["status"] == "FAIL"]
+    assert "G9-pin-conflict" in rules, proc.stdout

@@ -759,8 +759,9 @@ source = { registry = "https://download.pytorch.org/whl/cu128" }
 
 
 def test_release_pins_do_not_judge_builds_of_another_index(tmp_path: Path) -> None:
-    """PyPI's torch 2.10.0 pins triton 3.6.0; Jetson AI Lab's sbsa/cu130 build of it resolves with triton 3.5.0
-    (its own metadata): the pin table's fact holds for PyPI's release, not for that index's build."""
+    """PyTorch's cu130 build of torch 2.10.0 pins triton 3.6.0 (PyPI's aarch64 build pins it on x86_64 only);
+    Jetson AI Lab's sbsa/cu130 build of it resolves with triton 3.5.0 (its own metadata): the pin table's fact holds
+    for the project's own releases, not for that index's build."""
     def conflicts(bound: str) -> list[str]:
         project = _write(tmp_path, "pyproject.toml",
                          '[project]\nname = "p"\nversion = "1"\ndependencies = ["torch==2.10.0", "triton==3.5.0"]\n' + bound)
@@ -768,7 +769,10 @@ def test_release_pins_do_not_judge_builds_of_another_index(tmp_path: Path) -> No
 
     jetson = ('\n[tool.uv.sources]\ntorch = [{ index = "jetson" }]\ntriton = [{ index = "jetson" }]\n\n'
               '[[tool.uv.index]]\nname = "jetson"\nurl = "https://pypi.jetson-ai-lab.io/sbsa/cu130/+simple"\nexplicit = true\n')
-    assert conflicts("") == ["FAIL"]
+    pytorch = ('\n[tool.uv.sources]\ntorch = [{ index = "pytorch" }]\n\n'
+               '[[tool.uv.index]]\nname = "pytorch"\nurl = "https://download.pytorch.org/whl/cu130"\nexplicit = true\n')
+    assert conflicts(pytorch) == ["FAIL"]
+    assert conflicts("") == []
     assert conflicts(jetson) == []
 
 

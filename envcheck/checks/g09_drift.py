@@ -13,7 +13,7 @@ from envcheck import kinds, knowledge
 from envcheck.checks import g09_release_pins as release_pins
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import canonical
-from envcheck.knowledge.builds import installs_on, ngc_release, requirement_applies
+from envcheck.knowledge.builds import installs_on, is_pypi, ngc_release, requirement_applies, torch_index
 from envcheck.model import (
     PINS_ONLY,
     REPLACING_OPTIONS,
@@ -158,9 +158,11 @@ def _specifier(text: str) -> SpecifierSet:
 _canonical = lru_cache(maxsize=8192)(canonical)  # the same few hundred names, thousands of lines
 
 
-def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | None = None) -> list[tuple[str, str, str]]:
+def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | None = None,
+                     pypi_only: bool = False) -> list[tuple[str, str, str]]:
     """(required name, specifier text, source) from metadata when present, else from the pin table; lines
-    that require a name outside ``wanted`` (the packages present) are not read at all."""
+    that require a name outside ``wanted`` (the packages present) are not read at all. ``pypi_only``: the input
+    reaches no PyTorch index, so a plain version is PyPI's build, whose pins carry the row's ``pypi_marker``."""
     out: list[tuple[str, str, str]] = []
     if pkg.requires is not None:
         for line in pkg.requires:
@@ -183,6 +185,9 @@ def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | No
     for row in _pins().get("pin", []):
         try:
             if row["package"] == pkg.name and _satisfies(public, SpecifierSet(row["when"])):
+                if "pypi_marker" in row and pypi_only and public == version and not pkg.url \
+                        and (pkg.index is None or is_pypi(pkg.index)) and not _marker_applies(row["pypi_marker"], profile):
+                    continue  # PyPI's torch 2.10 on aarch64 requires no triton: any triton installs beside it
                 out.append((row["requires"], str(SpecifierSet(row["spec"])), f"pin table: {pkg.name} "
                             f"{row['when']} needs {row['requires']}{row['spec']} ({row['source']})"))
         except (InvalidSpecifier, InvalidVersion):
@@ -191,6 +196,11 @@ def _requirements_of(pkg: Package, profile: Profile, wanted: Container[str] | No
              f"({row['source']})") for row in _pins().get("same_version", [])
             if row["package"] == pkg.name and version >= Version(row["since"])]
     return out
+
+
+def _marker_applies(marker: str, profile: Profile) -> bool:
+    from packaging.markers import Marker
+    return requirement_applies(Marker(marker), profile)
 
 
 def _public_index(url: str | None) -> bool:
@@ -291,8 +301,9 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
     conflicts = 0
     ranges = _ranged(ctx, pkgs, exact)
     wanted = exact | ranges
+    pypi_only = not any(torch_index(i.url) for i in ctx.inventory.indexes)
     for pkg in exact.values():
-        for name, text, source in _requirements_of(pkg, marker_profile, wanted):
+        for name, text, source in _requirements_of(pkg, marker_profile, wanted, pypi_only):
             other = exact.get(name)
             if other is None and name not in overridden and (ranged := _ranged_conflict(ranges, name, text)) is not None:
                 conflicts += 1  # torchvision==0.22.1 (torch==2.7.1) with torch>=2.11: no release meets both
@@ -318,7 +329,7 @@ def pins(ctx: CheckContext) -> Iterator[Finding]:
                  "found": other.version, "source": source})
     # a range whose every release pins torch/torchvision/torchaudio outside what the input asks (wheels.toml)
     for pkg, message, evidence in release_pins.clashes(ctx, pkgs, overridden, lambda p: {
-            name for name, _, _ in _requirements_of(p, marker_profile, exact)} if p.version else set()):
+            name for name, _, _ in _requirements_of(p, marker_profile, exact, pypi_only)} if p.version else set()):
         conflicts += 1
         yield PIN_CONFLICT.finding(message, pkg.location, evidence)
     for found in [*_transformers_from_main(ctx, exact), *_constraint_clashes(ctx, pkgs)]:
