@@ -397,7 +397,7 @@ class _Compose:
             inventory.problems.append(ReadProblem(f"build: no Dockerfile at {recipe}; it was not checked", loc, note=True))
             return
         try:
-            sub = dockerfile.read(recipe, options)
+            sub = dockerfile.read(recipe, options, context)
         except InputError as exc:
             inventory.problems.append(ReadProblem(f"build: {exc.message}", loc))
             return

@@ -111,15 +111,18 @@ def sniff(path: Path, head: bytes) -> bool:
     return False
 
 
-def read(path: Path, options: ReadOptions) -> Inventory:
-    """A syntax error is a problem at its line; nothing else is read then."""
+def read(path: Path, options: ReadOptions, context: Path | None = None) -> Inventory:
+    """A syntax error is a problem at its line; nothing else is read then. ``context``: the build context (a compose
+    file's ``build.context``); when not given, the Dockerfile's folder, or the nearest folder above it (up to a
+    repository root) that holds every file the Dockerfile copies when its own folder lacks one (``docker build -f
+    docker/Dockerfile .``), said in an INFO note."""
     text, problems = read_text_file(path, text_limit(options))
-    inventory = read_text(text, str(path), path.parent, options)
+    inventory = read_text(text, str(path), context or path.parent, options, infer_context=context is None)
     inventory.problems[:0] = problems
     return inventory
 
 
-def read_text(text: str, path: str, context: Path, options: ReadOptions) -> Inventory:
+def read_text(text: str, path: str, context: Path, options: ReadOptions, infer_context: bool = False) -> Inventory:
     """A Dockerfile's text located as ``path`` (the shell source wraps a script into one RUN)."""
     inventory = Inventory()
     try:
@@ -130,6 +133,11 @@ def read_text(text: str, path: str, context: Path, options: ReadOptions) -> Inve
     except UnknownTargetError as exc:
         raise InputError(exc.message, path,
                          fix="Pass one of the stage names to --target, as `docker build --target` takes them.") from None
+    if infer_context and (found := _inferred_context(df, context)) is not None:
+        context = found[0]
+        inventory.problems.append(ReadProblem(
+            f"build context taken as {context}: the Dockerfile's folder has no {found[1]}, which it copies, and that "
+            "folder has every file it copies", Location(path), note=True))
     reader = _Reader(df, path, context, options)
     try:
         reader.read_all(inventory)
@@ -140,6 +148,32 @@ def read_text(text: str, path: str, context: Path, options: ReadOptions) -> Inve
                                               Location(path, line=reader.line)))
     inventory.pragmas.extend(instruction_pragmas(text, {inst.line: inst.end_line for inst in df.instructions}, path))
     return inventory
+
+
+_CONTEXT_LEVELS = 3  # folders above the Dockerfile's tried as its build context
+
+
+def _inferred_context(df: Dockerfile, folder: Path) -> tuple[Path, str] | None:
+    """(the build context, the first copied file the Dockerfile's folder lacks) when ``folder`` lacks a plain COPY/ADD
+    source (no stage, URL, variable or wildcard) and the nearest folder above it (at most three, not past a repository
+    root) holds them all; None otherwise (the Dockerfile's folder is the context)."""
+    sources = sorted({w.lstrip("/") for inst in df.instructions if inst.keyword in ("COPY", "ADD") and copied_from(inst) is None
+                      for w in (list(inst.json_args) if inst.json_args else split_words(inst.args, df.escape))[:-1]
+                      if w and not w.startswith(("<<", "-")) and "://" not in w and not any(c in w for c in "$*?[")})
+    try:
+        missing = next((s for s in sources if not (folder / s).exists()), None)
+        if missing is None:
+            return None
+        for level, above in enumerate(folder.resolve().parents):
+            if level >= _CONTEXT_LEVELS:
+                break
+            if all((above / s).exists() for s in sources):
+                return above, missing
+            if (above / ".git").exists():
+                break
+    except (OSError, ValueError):  # a name the file system rejects: no folder holds it
+        pass
+    return None
 
 
 class _Reader:
