@@ -38,7 +38,10 @@ RAW = ROOT / "knowledge" / "raw" / "pypi.json"
 OUT = ROOT / "envcheck" / "knowledge" / "wheels.toml"
 API = "https://pypi.org/pypi/{name}/json"
 RECENT = 12  # releases per package kept in the raw record
-LONGER = {"vllm": 40, "torchvision": 28, "torchaudio": 28, "xformers": 24, "torch": 30}  # back to the CUDA 12 era
+LONGER = {"vllm": 40, "torchvision": 28, "torchaudio": 28, "xformers": 24, "torch": 30,  # back to the CUDA 12 era
+          # back to their last release without a linux/aarch64 file (or their first)
+          "torchcodec": 30, "open3d": 20, "pytorch3d": 20, "faiss-gpu": 20, "autoawq": 30, "auto-gptq": 20,
+          "pynvvideocodec": 20, "mxnet": 40}
 SCAN_MEMBERS, SCAN_BYTES, WHOLE_BYTES = 3, 2 << 20, 48 << 20  # the largest shared objects of a wheel, the start of each (its .dynstr)
 _NEEDED = re.compile(rb"lib(cudart|cublas|cublasLt|cudnn|nvrtc|cufft|curand|cusparse|cusolver|nccl|nvJitLink)\.so\.(\d+)")
 
@@ -48,6 +51,19 @@ PLATFORM_PACKAGES = [
     "bitsandbytes", "cupy-cuda12x", "cupy-cuda13x", "ctranslate2", "onnxruntime-gpu", "jax-cuda12-plugin",
     "jax-cuda13-plugin", "tensorrt", "deepspeed", "flashinfer-python", "mamba-ssm", "causal-conv1d", "llama-cpp-python",
     "decord",  # video decoding for VLMs (cosmos-predict2.5): x86_64/macOS/Windows wheels only, no sdist
+    # What ML projects on a Spark install whose linux/aarch64 story is a trap: releases without a linux/aarch64
+    # file (a pin, or every release, fails), or only a source archive that builds CUDA kernels or x86-only code.
+    # (Packages whose releases all ship aarch64 wheels, av, onnxruntime, jaxlib, tensorflow, are left out: no check
+    # reads them.) Video decoding,
+    "eva-decord", "torchcodec", "pynvvideocodec",
+    # 3D/vision and graph CUDA extensions and their wheels,
+    "spconv-cu120", "spconv-cu121", "spconv-cu124", "spconv-cu126", "pytorch3d", "open3d", "natten",
+    "torch-scatter", "torch-sparse", "torch-cluster", "mmcv", "mmcv-full", "dgl",
+    # serving/training kernels and frameworks,
+    "vllm-flash-attn", "auto-gptq", "autoawq", "transformer-engine-cu12", "faiss-gpu", "faiss-gpu-cu12",
+    "paddlepaddle-gpu", "mxnet",
+    # and a CPU library whose build is x86 SIMD only.
+    "pillow-simd",
 ]
 # Packages whose releases pin torch (their Requires-Dist is recorded for every recent release): the torch family, and
 # applications known to pin torch/torchaudio/torchvision hard (exact or capped) in every release.

@@ -8,18 +8,21 @@ from envcheck import kinds
 from envcheck.fixes import dockerfile_fixes
 from envcheck.inspect.wheel_tags import parse_wheel_name
 from envcheck.knowledge import wheels
-from envcheck.knowledge.builds import installs_on, is_pypi, wheels_only_index
+from envcheck.knowledge.builds import installs_on, is_pypi, torch_index, wheels_only_index
 from envcheck.knowledge.wheel_platforms import platform_verdict
-from envcheck.model import Binary, Finding, Location, Status
+from envcheck.model import Binary, Finding, Location, Package, Status
 from envcheck.rules import CheckContext, check, rule
 
 WHEEL_PLATFORM = rule(
     "ARCH-wheel-platform", "ARCH", "A wheel cannot install on linux/aarch64", Status.FAIL,
     """A wheel named or locked for this target carries only platform tags of another CPU or OS
     (manylinux_x86_64, win_amd64, macosx). pip on a Spark refuses it, or, for a lock file whose package has
-    only an sdist besides, builds it from source. A package installed by name from PyPI fails the same way when
-    every release its specifier allows publishes no linux/aarch64 file at all, no wheel and no sdist
-    (knowledge/wheels.toml: onnxruntime-gpu up to 1.28.0).""",
+    only an sdist besides, builds it from source. A package installed by name from PyPI (pinned, a range or a bare
+    name) fails the same way when no release its specifier allows publishes a linux/aarch64 file at all, no wheel
+    and no sdist (knowledge/wheels.toml: onnxruntime-gpu up to 1.28.0, decord): pip skips releases without one and
+    takes the newest that has one, so a bare name whose older releases ship aarch64 wheels installs. It fails too
+    when the release pip takes has only a source archive whose build is documented to fail on aarch64
+    (knowledge/cuda_extensions.toml, fails_on_aarch64: pillow-simd compiles x86 SSE4/AVX2 code).""",
     "Use a release that publishes manylinux aarch64 wheels (or build one for linux/aarch64), or drop the x86_64-only URL.",
     (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel", *kinds.ENVIRONMENTS))
 # The fix for a package installed by name (no URL to drop), and for one with no linux/aarch64 file in any release.
@@ -42,22 +45,18 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
             failed = True
             yield WHEEL_PLATFORM.finding(f"{wheel.filename}: {why}", pkg.location,
                                          {"wheel": wheel.filename, "platforms": list(wheel.platforms)})
-    pypi_only = not any(i.option in ("index-url", "find-links") for i in ctx.inventory.indexes)
     resolved = {r.name for r in ctx.inventory.resolved}
-    for pkg in ctx.inventory.packages if pypi_only else ():  # by name from PyPI: no release allowed has an aarch64 file
-        if ((pkg.index and not is_pypi(pkg.index)) or pkg.url or pkg.installed or pkg.role != "requirement" or not pkg.specifier
+    for pkg in ctx.inventory.packages:  # by name from PyPI: what pip picks has no aarch64 file, or one that cannot build
+        if (not _only_pypi(pkg, ctx) or pkg.url or pkg.installed or pkg.role != "requirement"
                 or not wheels.known(pkg.name) or pkg.name in resolved or not installs_on(pkg, ctx.profile)):
             continue
-        rels = wheels.every_release_allowed(pkg.name, pkg.specifier)
-        if rels and all(r.aarch64 == "none" for r in rels):
+        if (found := _by_name(pkg.name, pkg.specifier or "", ctx)) is not None:
             checked += 1
-            failed = True
-            yield WHEEL_PLATFORM.finding(
-                f"{pkg.name}{pkg.specifier}: no release this allows publishes a {ctx.profile.os}/{ctx.profile.machine} "
-                f"file (no wheel, no sdist; {rels[-1].version} has {'x86_64 wheels' if rels[-1].x86_64 else 'none either'}): "
-                "pip cannot install it on a Spark", pkg.location,
-                {"package": pkg.name, "specifier": pkg.specifier, "source": rels[-1].where},
-                fix=_FIX_BY_NAME if any(r.aarch64 != "none" for r in wheels.releases(pkg.name)) else _FIX_NEVER.format(name=pkg.name))
+            failed = failed or pkg.scope is None
+            # an opt-in extra or group is not what the project installs (a project may split such a package off
+            # for ARM): told, at INFO
+            yield WHEEL_PLATFORM.finding(found[0], pkg.location, {"package": pkg.name, "specifier": pkg.specifier, "source": found[1]},
+                                         fix=found[2], status=Status.INFO if pkg.scope else None)
     locked_fail: list[Finding] = []
     skipped = {(p.name, p.version) for p in ctx.inventory.packages if p.role == "lock" and not installs_on(p, ctx.profile)}
     for wheel_set in ctx.inventory.wheels:
@@ -90,6 +89,45 @@ def wheel_platforms(ctx: CheckContext) -> Iterator[Finding]:
         yield from locked_fail
     if checked and not failed:
         yield WHEEL_PLATFORM.passed(f"{checked} wheel(s) install on {ctx.profile.docker_platform}", None)
+
+
+# What PyTorch's wheel indexes (download.pytorch.org/whl/cu130) serve besides torch: its partners; for any other
+# package such an index beside PyPI changes nothing (inferred from the index pages; builds.torch_index).
+_TORCH_PARTNERS = ("torch", "torchvision", "torchaudio", "torchcodec", "torchao", "triton", "pytorch-triton", "xformers",
+                   "fbgemm-gpu", "torchrec", "torchtext", "torchdata")
+
+
+def _only_pypi(pkg: Package, ctx: CheckContext) -> bool:
+    """Whether ``pkg`` can come only from PyPI: no index of its own but PyPI, and every index of the input PyPI's or
+    a PyTorch wheel index that does not serve it (another index or find-links page may hold an aarch64 wheel)."""
+    if pkg.index:
+        return is_pypi(pkg.index)
+    return all(is_pypi(i.url) or (torch_index(i.url) and pkg.name not in _TORCH_PARTNERS) for i in ctx.inventory.indexes)
+
+
+def _by_name(name: str, specifier: str, ctx: CheckContext) -> tuple[str, str, str] | None:
+    """(message, source, fix) when what pip picks on the target for ``name`` + ``specifier`` installs nothing: no
+    release it allows has a file for the target, or the one it picks has only a source archive whose build fails there
+    (knowledge/cuda_extensions.toml ``fails_on_aarch64``)."""
+    from envcheck.knowledge import load
+    pick = wheels.linux_aarch64_pick(name, specifier)
+    if pick is None:
+        return None
+    rel, skipped = pick
+    target, asked = f"{ctx.profile.os}/{ctx.profile.machine}", f"{name}{specifier}" if specifier else f"{name} (not pinned)"
+    if rel is None:
+        newest, ends = skipped[0], wheels.window(name)
+        inferred = f"; releases before {ends[0].version} inferred from the recorded ones" if ends and skipped[-1].inferred else ""
+        fix = _FIX_BY_NAME if any(r.aarch64 != "none" for r in wheels.releases(name)) else _FIX_NEVER.format(name=name)
+        return (f"{asked}: no release this allows publishes a {target} file (no wheel, no sdist; {newest.version} has "
+                f"{'x86_64 wheels' if newest.x86_64 else 'none either'}{inferred}): pip cannot install it on a Spark",
+                newest.where, fix)
+    fails = ({row["name"]: row for row in load("cuda_extensions").get("fails_on_aarch64", [])}.get(name)
+             if ctx.profile.machine == "aarch64" else None)
+    if rel.aarch64 == "sdist" and fails is not None:
+        return (f"{asked}: pip takes {rel.version}, which has no {target} wheel, and builds its source archive, whose build "
+                f"{fails['reason']}: the install fails on a Spark", f"{rel.where}; {fails['source']}", fails["fix"])
+    return None
 
 
 ELF_MACHINE = rule(
@@ -253,6 +291,8 @@ def resolved_files(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH over ``--resolve`` results: no file for the target, or only an sdist (a source build)."""
     from envcheck.knowledge import load
     cuda_ext = {row["name"]: row for row in load("cuda_extensions").get("package", [])}
+    if ctx.profile.machine == "aarch64":  # a source build that fails on aarch64 whatever else it needs (pillow-simd)
+        cuda_ext |= {row["name"]: row for row in load("cuda_extensions").get("fails_on_aarch64", [])}
     files = [r for r in ctx.inventory.resolved if r.kind in ("wheel", "sdist", "none")]
     if not files:
         return
@@ -290,9 +330,10 @@ def resolved_files(ctx: CheckContext) -> Iterator[Finding]:
 NO_AARCH64_WHEEL = rule(
     "ARCH-no-aarch64-wheel", "ARCH", "A CUDA extension package publishes no linux/aarch64 wheel", Status.WARN,
     """The package is installed by name from the index, and envcheck's knowledge says the releases asked for ship no
-    linux/aarch64 wheel (knowledge/cuda_extensions.toml, the rows with aarch64_wheels = false; or, for a pin,
-    knowledge/wheels.toml: CUDA wheels for x86_64 and only a source archive for aarch64, as vLLM before 0.10.2): on a Spark pip
-    downloads the source archive and compiles its CUDA kernels with nvcc against the installed torch. That
+    linux/aarch64 wheel (knowledge/cuda_extensions.toml, the rows with aarch64_wheels = false; or
+    knowledge/wheels.toml says the release pip takes for the pin, range or bare name has only a source archive for
+    aarch64, beside CUDA wheels for x86_64 as vLLM before 0.10.2, or for a package of cuda_extensions.toml as natten,
+    mmcv or torch-scatter; flash-attn is G2-flash-attn-build's): on a Spark pip downloads the source archive and compiles its CUDA kernels with nvcc against the installed torch. That
     needs a CUDA toolkit and a matching torch in the build environment and takes long; without
     TORCH_CUDA_ARCH_LIST it may build no code for sm_121. A FAIL when the package may come only from PyTorch's
     wheel index (a uv source binding it there), which holds no source archives: there is nothing to build, the
@@ -305,13 +346,15 @@ NO_AARCH64_WHEEL = rule(
 _FIX_NEWER = ("Pin a release that ships a linux/aarch64 CUDA {major} wheel ({first} is the first), or "
               + NO_AARCH64_WHEEL.fix[0].lower() + NO_AARCH64_WHEEL.fix[1:])
 _INSTEAD = {"xformers": "PyTorch SDPA covers most xformers uses"}
+_OWN_RULE = {"flash-attn": "G2-flash-attn-build"}  # source builds another rule judges (one finding per cause)
 
 
 @check(NO_AARCH64_WHEEL)
 def no_aarch64_wheel(ctx: CheckContext) -> Iterator[Finding]:
     """ARCH offline: packages known to publish no linux/aarch64 wheel, installed by name (a source build on the Spark)."""
     from envcheck.knowledge import load
-    rows = {row["name"]: row for row in load("cuda_extensions").get("package", []) if row.get("aarch64_wheels") is False}
+    extensions = {row["name"]: row for row in load("cuda_extensions").get("package", [])}
+    rows = {name: row for name, row in extensions.items() if row.get("aarch64_wheels") is False}
     resolved = {r.name for r in ctx.inventory.resolved}
     for pkg in ctx.inventory.packages:
         if pkg.installed or pkg.url or pkg.role != "requirement" or pkg.name in resolved or not installs_on(pkg, ctx.profile):
@@ -328,14 +371,24 @@ def no_aarch64_wheel(ctx: CheckContext) -> Iterator[Finding]:
                 f"{pkg.name}{pkg.specifier or ''}: no release on the index ships a {platform} wheel, so pip builds it "
                 f"from source on the Spark, and it {row['reason']}", pkg.location,
                 {"package": pkg.name, "specifier": pkg.specifier, "source": row["source"]}, fix=_fix_for(pkg.name))
-        elif (rel := _x86_only(pkg.name, pkg.specifier)) is not None:
+        elif (rel := _sdist_pick(pkg, ctx)) is not None and rel.x86_64_cuda not in (None, "none"):
             major = ctx.profile.cuda_major
             first = next((r.version for r in wheels.releases(pkg.name) if r.aarch64 == "wheel" and r.aarch64_cuda == str(major)), None)
             yield NO_AARCH64_WHEEL.finding(
-                f"{pkg.name}{pkg.specifier}: the releases this allows ship CUDA {rel.x86_64_cuda} wheels for x86_64 and "
+                f"{pkg.name}{pkg.specifier}: {_picks(pkg, rel)} ships a CUDA {rel.x86_64_cuda} wheel for x86_64 and "
                 f"only a source archive for {platform}, so pip compiles its CUDA kernels on the Spark", pkg.location,
                 {"package": pkg.name, "specifier": pkg.specifier, "source": rel.where},
                 fix=_FIX_NEWER.format(major=major, first=f"{pkg.name} {first}") if first else _fix_for(pkg.name))
+        elif rel is not None and (row := extensions.get(pkg.name)) is not None:
+            yield NO_AARCH64_WHEEL.finding(
+                f"{pkg.name}{pkg.specifier}: {_picks(pkg, rel)} publishes only a source archive for {platform}"
+                f"{'' if rel.x86_64 else ' (and no wheel for linux/x86_64 either)'}, so pip builds it on the Spark, and it "
+                f"{row['reason']}", pkg.location,
+                {"package": pkg.name, "specifier": pkg.specifier, "source": f"{rel.where}; {row['source']}"}, fix=_fix_for(pkg.name))
+
+
+def _picks(pkg: Package, rel: wheels.Release) -> str:
+    return f"{rel.version}, the release pip takes for it," if pkg.specifier != f"=={rel.version}" else "this release"
 
 
 _UNBIND = ("Limit the index binding to x86_64 (marker platform_machine == 'x86_64') and give linux/aarch64 a wheel "
@@ -348,12 +401,18 @@ def _fix_for(name: str, fix: str = "") -> str:
     return fix if instead is None else f"{fix.removesuffix('.')} ({instead})."
 
 
-def _x86_only(name: str, specifier: str | None) -> wheels.Release | None:
-    """The newest release ``specifier`` allows when every one of them is an x86_64 CUDA wheel and an aarch64 sdist."""
-    rels = wheels.every_release_allowed(name, specifier) if specifier else None
-    if rels and all(r.aarch64 == "sdist" and r.x86_64 and r.x86_64_cuda not in (None, "none") for r in rels):
-        return rels[-1]
-    return None
+def _sdist_pick(pkg: Package, ctx: CheckContext) -> wheels.Release | None:
+    """The release pip picks on the target (knowledge/wheels.toml) when it has only a source archive there and the
+    package can come only from PyPI (another index may hold a wheel), unless its build is known to fail
+    (ARCH-wheel-platform's)."""
+    from envcheck.knowledge import load
+    name = pkg.name
+    if not _only_pypi(pkg, ctx) or name in _OWN_RULE:
+        return None
+    if any(row["name"] == name for row in load("cuda_extensions").get("fails_on_aarch64", [])):
+        return None
+    pick = wheels.linux_aarch64_pick(name, pkg.specifier) if ctx.profile.machine == "aarch64" else None
+    return pick[0] if pick is not None and pick[0] is not None and pick[0].aarch64 == "sdist" else None
 
 
 HOST_MACHINE = rule(

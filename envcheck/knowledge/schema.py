@@ -44,7 +44,8 @@ ROW_OPTIONAL = {"inferred": bool}
 
 SCHEMAS: dict[str, dict[str, Entry]] = {
     "cuda_extensions": {"meta": META,
-                        "package": Rows({"name": str, "reason": str}, {"aarch64_wheels": bool})},
+                        "package": Rows({"name": str, "reason": str}, {"aarch64_wheels": bool}),
+                        "fails_on_aarch64": Rows({"name": str, "reason": str, "fix": str})},
     "docker_official_images": {"meta": META, "official": Rows({"registry": str, "names": STR_LIST})},
     "cuda_image_tags": {"meta": META, "cuda13": Rows({"version": str, "flavor": str, "os": str})},
     "nvcc_targets": {"meta": META, "target": Rows({"targets": STR_LIST, "first_nvcc": str})},

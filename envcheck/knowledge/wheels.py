@@ -124,6 +124,36 @@ def every_release_allowed(package: str, specifier: str) -> list[Release] | None:
     return [r for r in rows if r is not None]
 
 
+def linux_aarch64_pick(package: str, specifier: str) -> tuple[Release | None, list[Release]] | None:
+    """What pip on linux/aarch64 picks for ``specifier`` ("" for a bare name): walking the unyanked served releases
+    it allows from the newest, it skips those with no linux/aarch64 file and takes the first with a wheel or an sdist.
+    Pre-releases count where the specifier names one, or, as pip does, only when no final release has a file.
+    (that release or None when none has a file, the releases skipped, newest first); a release older than the
+    recorded ones counts as what they all share (``older_than_window``, inferred). None when not known offline: no
+    release list, nothing allowed, or a release it reaches before a pick is not known."""
+    listed = served(package)
+    if listed is None:
+        return None
+    try:
+        allowed = SpecifierSet(specifier)
+    except InvalidSpecifier:
+        return None
+    skipped: list[Release] = []
+    finals_only = not allowed.prereleases
+    for pre in (False, True) if finals_only else (True,):
+        for v in reversed(listed.versions):
+            parsed = parse_version(v)
+            if (parsed is None or v in listed.yanked or (finals_only and parsed.is_prerelease != pre)
+                    or not allowed.contains(parsed, prereleases=True)):
+                continue
+            if (rel := release(package, v) or older_than_window(package, v)) is None:
+                return None
+            if rel.aarch64 != "none":
+                return rel, skipped
+            skipped.append(rel)
+    return (None, skipped) if skipped else None
+
+
 def meets_both(package: str, first: str, second: str) -> bool | None:
     """Whether a served release meets both specifiers (pre-releases count); None when not known offline: no
     release list, or none meets ``first`` (a version newer than the list, a local build)."""
