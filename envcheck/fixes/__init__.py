@@ -199,7 +199,11 @@ def unified_diff(fixes: list[FileFix]) -> str:
     from envcheck.redaction import no_command_lines, redact
 
     def lines(data: bytes) -> list[str]:
-        return data.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+        # The whole text is redacted first: a secret can take two lines (a Kubernetes `name:` and its
+        # `value:`, a private key); the masks keep the line count, else each line is redacted alone.
+        text = data.decode("utf-8", "surrogateescape")
+        out, masked = text.splitlines(keepends=True), redact(text).splitlines(keepends=True)
+        return masked if len(masked) == len(out) else out
 
     def shown(line: str) -> str:
         ending = line[len(line.rstrip("\r\n")):]
