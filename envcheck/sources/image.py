@@ -18,6 +18,7 @@ from packaging.utils import canonicalize_name
 
 from envcheck.errors import InputError, ServiceError, UsageError
 from envcheck.inspect.image_reference import parse_reference
+from envcheck.limits import open_input
 from envcheck.model import BaseImage, Binary, EnvVar, Inventory, Location, Origin, Package, ReadProblem, Role
 from envcheck.readings import ImageFacts
 from envcheck.redaction import escape_controls
@@ -417,9 +418,9 @@ def _read_archive(spec: str, options: ImageOptions, cache: BlobCache) -> Invento
     path, tag = _split_local(spec, "docker-archive:")
     if options.deep:
         try:
-            handle = path.open("rb")
+            handle = open_input(path)  # read as a stream (`docker save x | envcheck image --deep docker-archive:/dev/stdin`)
         except OSError as exc:
-            raise InputError(f"cannot open {path}: {exc.strerror}", path=str(path)) from None
+            raise InputError(f"cannot open {path}: {exc.strerror or exc}", path=str(path)) from None
         with handle:
             return _from_save_stream(spec, handle, tag, options, {"source": "docker-archive"})
     store = DockerArchiveStore(path, tag)
