@@ -175,7 +175,7 @@ class DockerArchiveStore:
             raise InputError(f"cannot read {path}: {exc.strerror or exc}; a docker save archive is read from a regular file",
                              path=str(path)) from None
         try:
-            self.tar = tarfile.open(fileobj=self.handle, mode="r:")
+            self.tar = tarfile.open(fileobj=self.handle, mode="r:")  # noqa: SIM115  (closed by close())
         except (OSError, tarfile.TarError) as exc:
             self.handle.close()
             raise InputError(f"{path} is not a tar archive (docker save output): {exc}", path=str(path)) from None
