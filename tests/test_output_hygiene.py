@@ -429,3 +429,19 @@ def test_caches_hold_no_secret(tmp_path: Path) -> None:
         assert b"S3cRequires" not in path.read_bytes(), path
     assert runs[0].stdout == runs[1].stdout and "S3cRequires" not in runs[0].stdout
     assert "bar @ https://***@h.example.com/bar.whl" in runs[0].stdout
+
+
+def test_lines_envcheck_says_on_stderr_are_redacted(tmp_path: Path) -> None:
+    """What envcheck says on stderr before any report (a link skipped, a kind told from content) goes through
+    the same redaction as the report: a link target that holds a token is masked there too."""
+    secret_dir = tmp_path / "ghp_S3cLinkTarget0123456789abcdef"
+    secret_dir.mkdir()
+    (secret_dir / "r.txt").write_text("torch==2.5.1+cu121\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "requirements.txt").symlink_to(secret_dir / "r.txt")
+    (project / "requirements-dev.txt").write_text("numpy\n")
+    for verbosity in ("", "-v"):
+        done = run_envcheck(*([verbosity] if verbosity else []), str(project), cwd=tmp_path)
+        assert "outside the folder" in done.stderr and "ghp_***" in done.stderr, done.stderr
+        assert "S3cLinkTarget" not in done.stdout + done.stderr, done.stderr
