@@ -445,3 +445,21 @@ def test_lines_envcheck_says_on_stderr_are_redacted(tmp_path: Path) -> None:
         done = run_envcheck(*([verbosity] if verbosity else []), str(project), cwd=tmp_path)
         assert "outside the folder" in done.stderr and "ghp_***" in done.stderr, done.stderr
         assert "S3cLinkTarget" not in done.stdout + done.stderr, done.stderr
+
+
+def test_diff_writes_no_line_break_or_control_from_the_input(tmp_path: Path) -> None:
+    """--diff split lines at U+2028 and NEL (str.splitlines) and wrote them raw, with the file's folder name
+    (a newline in it started a line of its own): lines now end at a newline only, as the readers count them,
+    and every control or line-breaking character of a name or a line is written visibly (tabs aside)."""
+    folder = tmp_path / "x\n::error::PWN"
+    folder.mkdir()
+    (folder / "Dockerfile").write_bytes(
+        "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n# a\u2028::error::LS\n# b\x85::warning::NEL \u202eevil\n"
+        "# c\r::error::CR\x1b[31m\tTAB\n".encode())
+    done = run_envcheck("--diff", str(folder / "Dockerfile"), cwd=tmp_path)
+    text = done.stdout
+    assert "@@ -1,4 +1,4 @@" in text and "+FROM nvidia/cuda:13" in text, text
+    assert " # a\\u2028::error::LS\n # b\\x85::warning::NEL \\u202eevil\n # c\\r::error::CR\\x1b[31m\tTAB\n" in text, text
+    assert "--- a/" + str(tmp_path) + "/x\\n::error::PWN/Dockerfile\n" in text, text
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]", text), ascii(text)
+    assert not any(line.lstrip().startswith("::") for line in text.splitlines()), text
