@@ -463,3 +463,14 @@ def test_diff_writes_no_line_break_or_control_from_the_input(tmp_path: Path) -> 
     assert "--- a/" + str(tmp_path) + "/x\\n::error::PWN/Dockerfile\n" in text, text
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]", text), ascii(text)
     assert not any(line.lstrip().startswith("::") for line in text.splitlines()), text
+
+
+def test_the_value_of_a_secret_option_is_no_package(tmp_path: Path) -> None:
+    """`pip install --password X torch`: pip has no such option, and X became a package named `x`, lower-cased
+    past every redaction. The word after a secret-named option is its value: neither a package nor printed."""
+    (tmp_path / "Dockerfile").write_text("FROM nvcr.io/nvidia/pytorch:25.11-py3\n"
+                                         "RUN pip install --password S3cPipOption --api-token=S3cInline torch\n")
+    done = run_envcheck("-f", "json", "-v", str(tmp_path / "Dockerfile"), cwd=tmp_path)
+    packages = json.loads(done.stdout)["targets"][0]["inventory"]["packages"]
+    assert "torch" in [p["name"] for p in packages if p.get("role") == "requirement"], packages
+    assert "s3c" not in done.stdout.lower(), done.stdout
