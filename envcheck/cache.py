@@ -20,6 +20,7 @@ from envcheck.config import env
 from envcheck.errors import InputError
 from envcheck.limits import read_regular
 from envcheck.model import Binary, Package, ReadProblem, from_plain
+from envcheck.redaction import clean_value
 
 # Bump when what the readers produce changes, so old entries are not reused.
 FORMAT = 7  # 7: Binary.modules (what each fatbin module holds, judged against the profile)
@@ -184,10 +185,12 @@ class FolderSnapshot:
             if n:
                 paths.append(path[len(prefix):])
             keys.extend(key)
-        inventory = _inventory_to_json(packages, binaries, problems)
+        # what a cache holds is redacted like what is printed (a Requires-Dist URL with a password in it)
+        kept = clean_value((packages, binaries, problems), escape=False)
+        inventory = _inventory_to_json(*kept)
         body = json.dumps(inventory, separators=(",", ":"))
         try:
-            if _inventory_from_json(json.loads(body)) != (packages, binaries, problems):
+            if _inventory_from_json(json.loads(body)) != kept:
                 return self._drop()
         except (InputError, ValueError, TypeError, KeyError):
             return self._drop()

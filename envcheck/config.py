@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from envcheck.errors import UsageError
+from envcheck.limits import open_input
 from envcheck.model import Status
 from envcheck.options import RunOptions
 
@@ -181,7 +182,7 @@ def find_config(start: Path, max_bytes: int | None = None) -> Path | None:
 def _mentions_envcheck(path: Path, max_bytes: int) -> bool:
     needle = b"[tool.envcheck"
     try:
-        with path.open("rb") as fh:
+        with open_input(path) as fh:
             tail = b""
             read = 0
             while chunk := fh.read(1 << 20):

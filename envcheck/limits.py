@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import BinaryIO
 
 MAX_TEXT_BYTES = 16 * 1024 * 1024  # one text input or config file (--max-text-size, ENVCHECK_MAX_TEXT_SIZE)
 DEFAULT_MAX_EXPANSION = 100.0  # uncompressed / compressed; real layers are 2-5x, a gzip bomb 1000x
@@ -20,6 +21,24 @@ def expansion_limit(compressed_size: int | None, ratio: float) -> int | None:
 
 class OverLimit(OSError):
     """A file larger than the limit it is read under."""
+
+
+def open_input(path: str | os.PathLike[str], streams: bool = True) -> BinaryIO:
+    """``path`` opened for reading without blocking in open(): a FIFO with no writer reads as empty instead of
+    hanging. A stream (a pipe, ``<(cmd)``, /dev/stdin) is read as the user's own; with ``streams=False``, or
+    for a device, anything but a regular file is an OSError (a sniffed head or a scanned folder's file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "is a folder")
+        if not (stat.S_ISREG(mode) or (streams and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)))):
+            raise OSError("not a regular file")
+        os.set_blocking(fd, True)  # a writer that is there is read to its end, like cat
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_regular(path: str | os.PathLike[str], limit: int) -> tuple[bytes, os.stat_result]:

@@ -205,6 +205,14 @@ def hostile_dockerfiles(scale: float = 1) -> dict[str, str]:
         "nested-workdir": f"FROM ubuntu:24.04\nWORKDIR /{deep}\nRUN pip install torch\n",
         "nested-copy": f"FROM ubuntu:24.04\nCOPY {deep} /x\nRUN pip install torch\n",
         "nested-arg": f"ARG B={deep}\nFROM ubuntu:24.04\n",
+        # thousands of RUN lines, each with its own index, CUDA 12 torch, COPY + -r, or uv backend (each was
+        # judged against every other: indexes x packages, COPYs x RUNs)
+        "many-index-lines": "FROM ubuntu:24.04\n" + "RUN pip install --index-url https://download.pytorch.org/whl/cu121 "
+        "torch==2.5.1+cu121\n" * n(5_000),
+        "many-torch-lines": "FROM ubuntu:24.04\n" + "".join(f"RUN <<E{i}\npip install torch==2.5.1+cu121\nE{i}\n" for i in range(n(5_000))),
+        "many-copy-installs": "FROM ubuntu:24.04\n" + "".join(f"COPY r{i}.txt /r{i}.txt\nRUN pip install -r /r{i}.txt\n"
+                                                            for i in range(n(5_000))),
+        "many-uv-backends": "FROM ubuntu:24.04\n" + "RUN uv pip install --torch-backend cu121 torch\n" * n(5_000),
         # just under 1 MiB of RUN text holding 340k tiny commands (past the 10,000 commands read per RUN)
         "many-commands": "FROM ubuntu:24.04\nRUN " + "a&&" * n(340_000) + "true\n",
         # just under 1 MiB of RUN text made of redirections (each one sliced the rest of the script: quadratic)

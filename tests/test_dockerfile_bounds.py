@@ -36,6 +36,10 @@ EXPECTED: dict[str, tuple[range | None, str]] = {
     "many-commands": (range(2, 3), "more than 10000 commands"),
     "many-redirections": (None, ""),
     "many-stages": (range(2001, 2002), "more than 1000 build stages"),
+    "many-index-lines": (None, ""),
+    "many-torch-lines": (None, ""),
+    "many-copy-installs": (None, ""),
+    "many-uv-backends": (None, ""),
 }
 
 

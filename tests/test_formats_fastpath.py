@@ -174,27 +174,37 @@ def test_model_json_is_the_field_walk() -> None:
 
 
 def _reference_redact(text: str) -> str:
-    """redaction.redact before the secret-word test (the authority)."""
+    """redaction.redact with every pattern applied, none skipped by a test of the text first (the authority)."""
     r = redaction
     if not text:
         return text
-    if "@" in text:
-        text = r._URL_USERINFO.sub(lambda m: m.group("scheme") + r.MASK + "@", text)
-    if "=" in text:
-        text = r._QUERY_SECRET.sub(r._query_secret, text)
-    if ":" in text or "earer" in text:
-        text = r._AUTH_HEADER.sub(lambda m: m.group("lead") + r.MASK, text)
-    if "=" in text or ":" in text:
-        text = r._ASSIGNMENT.sub(r._assignment, text)
-    if "ENV" in text:
-        text = r._ENV_OLD_FORM.sub(lambda m: m.group("lead") + m.group("name") + m.group("sep") + r.MASK
-                                   if r.is_secret_name(m.group("name")) else m.group(0), text)
-    return text
+    text = r._URL_USERINFO.sub(lambda m: m.group("scheme") + r.MASK + "@", text)
+    text = r._BARE_USERINFO.sub(lambda m: m.group("lead") + r.MASK, text)
+    text = r._QUERY_SECRET.sub(r._query_secret, text)
+    text = r._AUTH_HEADER.sub(lambda m: m.group("lead") + r.MASK, text)
+    text = r._QUOTED_KEY.sub(r._named_value, text)
+    text = r._ASSIGNMENT.sub(r._assignment, text)
+    text = r._KEY_LINE.sub(r._named_value, text)
+    text = r._HEADER_OPTION.sub(r._named_value, text)
+    text = r._K8S_ENV_VALUE.sub(r._named_value, text)
+    text = r._ENV_OLD_FORM.sub(r._named_value, text)
+    for pattern in r._VALUE_SECRETS:
+        text = pattern.sub(lambda m: m.group("lead") + r.MASK, text)
+    text = r._PRIVATE_KEY.sub(lambda m: m.group("lead") + r._masked_value(m.group("value")) + m.group("end"), text)
+    text = r._OPTION.sub(r._option, text)
+    text = r._USER_PASSWORD.sub(lambda m: m.group("lead") + r.MASK, text)
+    text = r._LOGIN_PASSWORD.sub(lambda m: m.group("lead") + r.MASK, text)
+    text = r._LOGIN_WORD.sub(r._named_value, text)
+    text = r._NETRC_PASSWORD.sub(lambda m: m.group(0) if m.group("value") == r.MASK else m.group("lead") + r.MASK, text)
+    text = r._TOOL_PASSWORD.sub(r._named_value, text)
+    return r._PIPED_SECRET.sub(r._named_value, text)
 
 
 _SECRETISH = st.lists(st.sampled_from(["HF_TOKEN", "apiKey", "pass", "PaT", "x", "=", ":", " ", "?", "&", ";", "@",
                                        "https://", "u:p@", "ENV ", "Authorization: ", "Bearer ", "abcdefghijklmnopqrst",
-                                       "'", '"', "$", "\u00df", "\ufb01", "token", "Token", "oauth", "cookie"]),
+                                       "'", '"', "$", "\u00df", "\ufb01", "token", "Token", "oauth", "cookie", "\n", "password ",
+                                       "-H ", "%env ", "set -x ", "mysql -p", "nvapi-", "| chpasswd", "wandb login ",
+                                       "name: ", "value: ", "sha256:", "-----BEGIN RSA PRIVATE KEY-----"]),
                       max_size=12).map("".join)
 
 

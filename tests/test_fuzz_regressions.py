@@ -96,6 +96,18 @@ def test_lock_entries_of_the_wrong_shape_are_problems_not_crashes(tmp_path: Path
     assert all(p.marker is None or isinstance(p.marker, str) for p in inventory.packages)
 
 
+@pytest.mark.parametrize("run", ["a-", "=a:", ";", "eyJ-", "a."])
+def test_a_long_line_is_redacted_in_linear_time(tmp_path: Path, run: str) -> None:
+    """adversary: a 200 kB RUN line of `a-a-a-...=` took minutes: each word start of the run scanned the
+    whole run again for a name= or a scheme:// (quadratic). Every run the patterns scan is bounded now."""
+    line = "RUN pip install torch==2.5.1+cu121 HF_TOKEN " + run * (200_000 // len(run))
+    for end in ("=", ":", "@x"):
+        (tmp_path / "Dockerfile").write_text(f"FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n{line}{end}\n")
+        done = run_envcheck("-f", "json", str(tmp_path / "Dockerfile"), timeout=60)
+        assert done.returncode in (1, 2) and "Traceback" not in done.stderr, done.stderr
+        assert json.loads(done.stdout)["targets"], done.stdout[-500:]
+
+
 # ---- found in modules still being written; fixed by their owners the same day ----------------------
 
 

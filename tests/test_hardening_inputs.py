@@ -88,6 +88,33 @@ def test_include_of_an_endless_device(tmp_path: Path) -> None:
     assert error["location"] == {"path": str(req), "line": 1} and "/dev/zero" in error["message"]
 
 
+@pytest.mark.parametrize("name", ["requirements.txt", "pyproject.toml", "uv.lock", "Dockerfile", "compose.yaml", "run.sh",
+                                  "notebook.ipynb", ".envcheck.toml"])
+def test_a_fifo_with_no_writer_never_hangs(tmp_path: Path, name: str) -> None:
+    """adversary: a FIFO named like an input (given as a target, or a .gitignore in a scanned folder) blocked
+    envcheck in open() forever. Opened without blocking it reads as empty: the run ends with its verdict."""
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    if name == ".envcheck.toml":  # found by the folder scan: a FIFO .gitignore beside it, read while walking
+        os.mkfifo(tmp_path / ".gitignore")
+        (tmp_path / "requirements.txt").write_text("torch==2.5.1+cu121\n")
+        done = run_envcheck("-f", "json", str(tmp_path), cwd=tmp_path, timeout=60)
+        assert done.returncode == 1 and "G1-cuda12-local-version" in done.stdout, done.stdout[-2000:] + done.stderr
+        return
+    done = run_envcheck("-f", "json", str(fifo), timeout=60)
+    assert "Traceback" not in done.stderr and json.loads(done.stdout)["targets"][0]["target"] == str(fifo), done.stderr
+
+
+def test_devices_and_fifos_are_refused_where_a_file_is_read_whole(tmp_path: Path) -> None:
+    """A device never ends and a docker save archive is read by seeking: both are a clear ERROR, not a hang."""
+    os.mkfifo(tmp_path / "image.tar")
+    report = check("/dev/zero", extra=("--kind", "requirements"))
+    (error,) = errors_of(report, "/dev/zero")
+    assert "not a regular file" in error["message"], error
+    done = run_envcheck("image", "-f", "json", f"docker-archive:{tmp_path / 'image.tar'}", timeout=60)
+    assert done.returncode == 2 and "not a regular file" in done.stdout, done.stdout[-2000:] + done.stderr
+
+
 # ---- ELF ---------------------------------------------------------------------------------------------
 
 

@@ -251,6 +251,22 @@ def test_hostile_notebooks_end_in_bounded_errors(tmp_path: Path) -> None:
         assert run.returncode == 2 and words in run.stdout, run.stdout
 
 
+def test_cells_that_are_not_text_are_one_error_and_the_rest_is_read(tmp_path: Path) -> None:
+    """adversary: a code cell whose source is a number, a mapping or a list holding non-strings (and a cell
+    that is no object) was skipped in silence, so the notebook came out PASS unread; now one ERROR names the
+    cells, and the readable cells are still judged."""
+    cells: list[Any] = [{"cell_type": "code", "source": 12345}, {"cell_type": "code", "source": ["!pip install ", None]},
+                        {"cell_type": "code", "source": {"x": "!pip install torch"}}, 7,
+                        {"cell_type": "code", "source": ["!pip install flash-attn\n"]}, {"cell_type": "markdown", "source": 3}]
+    path = tmp_path / "odd.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    done = run_envcheck("-f", "json", str(path))
+    findings = json.loads(done.stdout)["targets"][0]["findings"]
+    (error,) = [f for f in findings if f["status"] == "ERROR"]
+    assert error["message"].startswith("cells 1, 2, 3, 4: ") and error["location"]["member"] == "cell 1", error
+    assert any(f["rule"].startswith("G2") for f in findings), findings  # cell 5's flash-attn is still read
+
+
 def test_options_only_container_runs_the_image_server(tmp_path: Path) -> None:
     """A vllm/vllm-openai container with `args` only starts `vllm serve` with them (the image's entrypoint)."""
     manifest = _write(tmp_path / "k8s" / "vllm.yaml", """

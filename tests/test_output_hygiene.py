@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import zipfile
 from pathlib import Path
 
@@ -333,3 +334,143 @@ def test_credentials_given_as_command_words_are_masked(tmp_path: Path) -> None:
                          ("pip install --token-file /t torch", None), ("vllm serve m --api-key $KEY", None),
                          ("vllm serve m --api-key abc", "vllm serve m --api-key ***")):
         assert redact(text) == (masked or text)
+
+
+# One credential in each form a kind carries one (the RUN lines of an image's history are printed whole).
+CREDENTIAL_FORMS = {
+    "S3cTrusted": ("pip install --trusted-host alice:S3cTrusted@pypi.example.com torch", "--trusted-host alice:***@pypi"),
+    "S3cProxy": ("pip install --proxy u:S3cProxy@proxy.example.com:3128 torch", "--proxy u:***@proxy"),
+    "S3cMysql": ("mysql -uroot -pS3cMysql -e 'select 1'", "mysql -uroot -p***"),
+    "S3cSshpass": ("sshpass -p S3cSshpass ssh node2 true", "sshpass -p ***"),
+    "S3cZip": ("unzip -P S3cZip models.zip", "unzip -P ***"),
+    "S3cRedis": ("redis-cli -h cache -a S3cRedis ping", "redis-cli -h cache -a ***"),
+    "S3cOpenssl": ("openssl enc -d -aes256 -pass pass:S3cOpenssl -in k.enc", "-pass ***"),
+    "S3cChpasswd": ("echo 'root:S3cChpasswd' | chpasswd", "echo '***' | chpasswd"),
+    "S3cStdin": ("echo S3cStdin | docker login -u x --password-stdin nvcr.io", "echo *** | docker login"),
+    "S3cWandb": ("wandb login --relogin 0123456789abcdefS3cWandb", "wandb login --relogin ***"),
+    "S3cNgcKey": ("echo nvapi-S3cNgcKey0123456789abcdefghij > /k", "nvapi-***"),
+    "S3cOpenAI": ("echo sk-proj-S3cOpenAI0123456789abcdefghij > /k", "sk-proj-***"),
+    "S3cHeader": ("curl -H 'X-Api-Key: S3cHeader' -o /a.whl https://x.example/a.whl", "-H 'X-Api-Key: ***'"),
+    "S3cEnvOpt": ("docker run --env=HF_TOKEN=S3cEnvOpt img", "--env=HF_TOKEN=***"),
+    "S3cEnviron": ("python -c \"import os; os.environ['OPENAI_API_KEY'] = 'S3cEnviron'\"", "['OPENAI_API_KEY'] = '***'"),
+    "S3cFish": ("set -gx HF_TOKEN S3cFish", "set -gx HF_TOKEN ***"),
+    "S3cDbPwd": ("DB_PWD=S3cDbPwd ./migrate", "DB_PWD=***"),
+}
+
+
+def test_credentials_in_every_form_are_masked(tmp_path: Path) -> None:
+    """Wherever a line of input reaches an output it passes the same redaction, whatever form the credential
+    takes: no name= says so in `--trusted-host u:pw@host`, `mysql -pX`, `echo pw | chpasswd`, an API key
+    known by its prefix, a header, a quoted Python key."""
+    history = [f"RUN {line} && pip install torch" for line, _ in CREDENTIAL_FORMS.values()]
+    layer = metadata_layer("torch", "2.9.0+cu130")
+    config = json.dumps({"architecture": "arm64", "os": "linux", "history": [{"created_by": h} for h in history],
+                         "rootfs": {"type": "layers", "diff_ids": [digest(layer)]}}).encode()
+    manifest = json.dumps(oci_manifest(config, [layer])).encode()
+    write_oci_layout(tmp_path / "image", json.dumps(oci_index(manifest)).encode(), [config, layer, manifest])
+    for fmt in (*FORMATS, "snapshot"):
+        done = run_envcheck("image", "-v", "-f", fmt, f"oci-layout:{tmp_path / 'image'}", cwd=tmp_path)
+        assert "Traceback" not in done.stderr, done.stderr
+        for secret in CREDENTIAL_FORMS:
+            assert secret not in done.stdout + done.stderr, f"{fmt} prints {secret}"
+        if fmt == "html":  # the rows are still there, masked where the credential was
+            for _, masked in CREDENTIAL_FORMS.values():
+                assert masked.replace("'", "&#x27;") in done.stdout, masked
+
+
+@pytest.mark.parametrize("text", [
+    "FROM nvcr.io/nvidia/pytorch:25.01-py3@sha256:0123abcd", "ssh -o StrictHostKeyChecking=no node2",
+    "ENV TIKTOKEN_ENCODINGS_BASE=/data/tiktoken", "tiktoken: binary built for x86_64, not aarch64 (/x.so)",
+    "mkdir -p /models && cp -pr a b", "  - key: nvidia.com/gpu", "#sk-container-id-2 label.sk-toggleable__label",
+    "git clone git@github.com:org/repo.git", "mysql -u root -p$MYSQL_PASSWORD db", "- name: HF_TOKEN\n  valueFrom:",
+    "echo \"$PW\" | docker login --password-stdin", "google-auth: needs a newer protobuf than the one installed"])
+def test_redaction_leaves_what_is_no_credential(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_diff_masks_a_secret_that_takes_two_lines(tmp_path: Path) -> None:
+    """A Kubernetes env entry names the secret on one line and holds it on the next; a private key or a
+    .netrc written by a heredoc takes several: --diff's context lines mask them and keep the hunks right."""
+    (tmp_path / "pod.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n"
+        "    image: nvidia/cuda:12.4.1-runtime-ubuntu22.04\n    env:\n    - name: HF_TOKEN\n      value: S3cK8sValue\n"
+        "    command: [\"bash\", \"-c\", \"python train.py\"]\n")
+    (tmp_path / "Dockerfile").write_text(
+        "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\nRUN cat > /root/.netrc <<EOF\nmachine h.example.com\nlogin u\n"
+        "password S3cNetrcLine\nEOF\nRUN cat > /root/.pypirc <<EOF\n[pypi]\npassword = S3cPypirc\nEOF\n"
+        "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04 AS keyed\nCOPY <<EOF /k.pem\n-----BEGIN RSA PRIVATE KEY-----\n"
+        "MIIEowS3cKeyBody\nEOF\n")
+    for name in ("pod.yaml", "Dockerfile"):
+        done = run_envcheck("--diff", name, cwd=tmp_path)
+        text = done.stdout + done.stderr
+        assert "+    image: nvidia/cuda:13" in text or "+FROM nvidia/cuda:13" in text, text
+        for secret in ("S3cK8sValue", "S3cNetrcLine", "S3cPypirc", "S3cKeyBody"):
+            assert secret not in text, f"{name}: --diff prints {secret}:\n{text}"
+    done = run_envcheck("--diff", "pod.yaml", cwd=tmp_path)
+    assert "@@ -5,7 +5,7 @@" in done.stdout and "       value: ***\n" in done.stdout, done.stdout
+
+
+def test_caches_hold_no_secret(tmp_path: Path) -> None:
+    """The folder snapshot and the per-file scan cache keep what was read redacted as it is printed: a
+    Requires-Dist URL with a password in it is masked there too, and the answer from the snapshot is the same."""
+    info = tmp_path / "env" / "lib" / "python3.12" / "site-packages" / "foo-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: foo\nVersion: 1.0\n"
+                                   "Requires-Dist: bar @ https://u:S3cRequires@h.example.com/bar.whl\n")
+    (info / "RECORD").write_text("")
+    (tmp_path / "env" / "lib" / "python3.12" / "site-packages" / "foo").mkdir()
+    time.sleep(2.2)  # older than the folder snapshot's racy window (cache.RACY_NS, 2 s): else no snapshot is kept
+    cache = tmp_path / "cache"
+    runs = [run_envcheck("-f", "json", str(tmp_path / "env"), cwd=tmp_path, env={"ENVCHECK_CACHE_DIR": str(cache)})
+            for _ in range(2)]
+    stored = [p for p in cache.rglob("*") if p.is_file()]
+    assert any(p.name.startswith("folder-") for p in stored), stored
+    for path in stored:
+        assert b"S3cRequires" not in path.read_bytes(), path
+    assert runs[0].stdout == runs[1].stdout and "S3cRequires" not in runs[0].stdout
+    assert "bar @ https://***@h.example.com/bar.whl" in runs[0].stdout
+
+
+def test_lines_envcheck_says_on_stderr_are_redacted(tmp_path: Path) -> None:
+    """What envcheck says on stderr before any report (a link skipped, a kind told from content) goes through
+    the same redaction as the report: a link target that holds a token is masked there too."""
+    secret_dir = tmp_path / "ghp_S3cLinkTarget0123456789abcdef"
+    secret_dir.mkdir()
+    (secret_dir / "r.txt").write_text("torch==2.5.1+cu121\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "requirements.txt").symlink_to(secret_dir / "r.txt")
+    (project / "requirements-dev.txt").write_text("numpy\n")
+    for verbosity in ("", "-v"):
+        done = run_envcheck(*([verbosity] if verbosity else []), str(project), cwd=tmp_path)
+        assert "outside the folder" in done.stderr and "ghp_***" in done.stderr, done.stderr
+        assert "S3cLinkTarget" not in done.stdout + done.stderr, done.stderr
+
+
+def test_diff_writes_no_line_break_or_control_from_the_input(tmp_path: Path) -> None:
+    """--diff split lines at U+2028 and NEL (str.splitlines) and wrote them raw, with the file's folder name
+    (a newline in it started a line of its own): lines now end at a newline only, as the readers count them,
+    and every control or line-breaking character of a name or a line is written visibly (tabs aside)."""
+    folder = tmp_path / "x\n::error::PWN"
+    folder.mkdir()
+    (folder / "Dockerfile").write_bytes(
+        "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n# a\u2028::error::LS\n# b\x85::warning::NEL \u202eevil\n"
+        "# c\r::error::CR\x1b[31m\tTAB\n".encode())
+    done = run_envcheck("--diff", str(folder / "Dockerfile"), cwd=tmp_path)
+    text = done.stdout
+    assert "@@ -1,4 +1,4 @@" in text and "+FROM nvidia/cuda:13" in text, text
+    assert " # a\\u2028::error::LS\n # b\\x85::warning::NEL \\u202eevil\n # c\\r::error::CR\\x1b[31m\tTAB\n" in text, text
+    assert "--- a/" + str(tmp_path) + "/x\\n::error::PWN/Dockerfile\n" in text, text
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]", text), ascii(text)
+    assert not any(line.lstrip().startswith("::") for line in text.splitlines()), text
+
+
+def test_the_value_of_a_secret_option_is_no_package(tmp_path: Path) -> None:
+    """`pip install --password X torch`: pip has no such option, and X became a package named `x`, lower-cased
+    past every redaction. The word after a secret-named option is its value: neither a package nor printed."""
+    (tmp_path / "Dockerfile").write_text("FROM nvcr.io/nvidia/pytorch:25.11-py3\n"
+                                         "RUN pip install --password S3cPipOption --api-token=S3cInline torch\n")
+    done = run_envcheck("-f", "json", "-v", str(tmp_path / "Dockerfile"), cwd=tmp_path)
+    packages = json.loads(done.stdout)["targets"][0]["inventory"]["packages"]
+    assert "torch" in [p["name"] for p in packages if p.get("role") == "requirement"], packages
+    assert "s3c" not in done.stdout.lower(), done.stdout

@@ -26,6 +26,7 @@ from envcheck.model import (
     PINS_ONLY,
     Binary,
     Finding,
+    InstallCommand,
     Inventory,
     Location,
     Package,
@@ -95,8 +96,43 @@ def _torch_packages(ctx: CheckContext) -> list[Package]:
 
 def _index_builds(ctx: CheckContext, pkg: Package) -> list[tuple[CudaBuild, str]]:
     """Builds served by the indexes ``pkg`` may come from (an explicit uv index serves only its own)."""
-    return [(build, i.url) for i in ctx.inventory.indexes if not i.explicit and _index_reaches(ctx, i, pkg)
+    return [(build, i.url) for i in _reaching_candidates(ctx, pkg) if not i.explicit and _index_reaches(ctx, i, pkg)
             and (build := build_of_index(i.url)) is not None]
+
+
+def _reaching_candidates(ctx: CheckContext, pkg: Package) -> list[PackageIndex]:
+    """The indexes :func:`_index_reaches` may accept for ``pkg``, in their order: a command's own index in a
+    Dockerfile reaches only its own line (or the files that command reads), so the others are left out here
+    (a Dockerfile of thousands of `pip install --index-url` lines is not indexes x packages)."""
+    here = pkg.location
+    if here is None or here.stage is None or here.line is None:
+        return ctx.inventory.indexes
+    at, by_stage, other, order, _env = _command_indexes(ctx.inventory)
+    picked = [*other, *at.get((here.stage, here.path, here.line), ())]
+    picked += [i for path, found in by_stage.get(here.stage, {}).items() if path != here.path for i in found]
+    return sorted(picked, key=lambda i: order[id(i)])
+
+
+_Site = tuple[str, str, int]
+
+
+@per_inventory
+def _command_indexes(inventory: Inventory) -> tuple[dict[_Site, list[PackageIndex]], dict[str, dict[str, list[PackageIndex]]],
+                                                    list[PackageIndex], dict[int, int], set[tuple[str | None, int | None]]]:
+    """The indexes a command names on its own line, by (stage, path, line) and by stage and path; every other
+    index (set by ENV/ARG, or with no line); each index's place; and the (stage, line) of each ENV/ARG."""
+    env_lines = {(e.location.stage, e.location.line) for e in inventory.env if e.location is not None}
+    at: dict[_Site, list[PackageIndex]] = {}
+    by_stage: dict[str, dict[str, list[PackageIndex]]] = {}
+    other: list[PackageIndex] = []
+    for i in inventory.indexes:
+        there = i.location
+        if there is None or there.stage is None or there.line is None or (there.stage, there.line) in env_lines:
+            other.append(i)
+            continue
+        at.setdefault((there.stage, there.path, there.line), []).append(i)
+        by_stage.setdefault(there.stage, {}).setdefault(there.path, []).append(i)
+    return at, by_stage, other, {id(i): n for n, i in enumerate(inventory.indexes)}, env_lines
 
 
 def _index_reaches(ctx: CheckContext, index: PackageIndex, pkg: Package) -> bool:
@@ -106,8 +142,7 @@ def _index_reaches(ctx: CheckContext, index: PackageIndex, pkg: Package) -> bool
     here, there = pkg.location, index.location
     if here is None or there is None or here.stage is None or there.stage is None:
         return True
-    set_by_env = any(e.location is not None and e.location.stage == there.stage and e.location.line == there.line
-                     for e in ctx.inventory.env)
+    set_by_env = (there.stage, there.line) in _command_indexes(ctx.inventory)[4]
     if here.stage != there.stage:
         # ENV/ARG of a stage reach the stages built on it (FROM <stage>); a command's own options do not
         return set_by_env and any(there.stage in i.stages[:1] and here.stage in i.stages
@@ -115,7 +150,7 @@ def _index_reaches(ctx: CheckContext, index: PackageIndex, pkg: Package) -> bool
     if here.path != there.path or here.line is None or there.line is None:
         # a file the build installs (-r requirements.txt): its own options, read with it; a pip command's own
         # --index-url reaches such a file only when that command reads it
-        commands = [i for i in ctx.inventory.installs if i.location == there]
+        commands = _by_location(ctx.inventory)[1].get(there, [])
         return not commands or any(re.search(r"(?:^|\s)(?:-r|--requirement)(?:[=\s]|$)", i.text) for i in commands)
     return here.line == there.line or (set_by_env and there.line < here.line)
 
@@ -232,7 +267,7 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
     indexes = [f for f in findings if f.rule in (CUDA12_INDEX.id, CPU_BUILD.id) and "url" in f.evidence
                and f.status is not Status.PASS and f.location]
     keys = _serving_keys(findings)
-    folded = {id(index): [f for f in _may_serve(index, findings, keys) if f.location and _serves(ctx, index, f)]
+    folded = {id(index): [f for f in _may_serve(index, findings, keys, ctx.kind) if f.location and _serves(ctx, index, f)]
               for index in indexes}
     served = {id(f) for also in folded.values() for f in also}
     for found in findings:
@@ -261,12 +296,14 @@ def cuda_builds(ctx: CheckContext) -> Iterator[Finding]:
                                  "distributions)", None, packages=sorted(set(cuda_pkgs)))
 
 
-def _may_serve(index: Finding, findings: list[Finding], keys: dict[tuple[str, str], list[int]]) -> list[Finding]:
+def _may_serve(index: Finding, findings: list[Finding], keys: dict[tuple[str, str], list[int]], kind: str) -> list[Finding]:
     """The findings :func:`_serves` may accept for ``index``, in their order: those on its line, those that
-    name its URL as their index, and +cuNNN pins of its URL's build (not every finding: indexes x pins)."""
+    name its URL as their index, and +cuNNN pins of its URL's build (not every finding: indexes x pins); the
+    last two only in a requirements file, the one kind where :func:`_serves` looks past the index's own line."""
     url = str(index.evidence["url"])
-    picked = {*keys.get(("at", str(index.location)), ()), *keys.get(("how", f"the index {url}"), ()),
-              *keys.get(("local", url.rstrip("/").rsplit("/", 1)[-1]), ())}
+    picked = {*keys.get(("at", str(index.location)), ())}
+    if kind == "requirements":
+        picked |= {*keys.get(("how", f"the index {url}"), ()), *keys.get(("local", url.rstrip("/").rsplit("/", 1)[-1]), ())}
     return [findings[i] for i in sorted(picked)]
 
 
@@ -577,13 +614,38 @@ def _installs_in_order(inventory: Inventory) -> tuple[set[Location], dict[tuple[
             {id(p): n for n, p in enumerate(inventory.packages)})
 
 
+@per_inventory
+def _by_location(inventory: Inventory) -> tuple[dict[Location, list[Package]], dict[Location, list[InstallCommand]]]:
+    """The packages and the install commands at each location (a line of a Dockerfile)."""
+    packages: dict[Location, list[Package]] = {}
+    installs: dict[Location, list[InstallCommand]] = {}
+    for p in inventory.packages:
+        if p.location is not None:
+            packages.setdefault(p.location, []).append(p)
+    for i in inventory.installs:
+        if i.location is not None:
+            installs.setdefault(i.location, []).append(i)
+    return packages, installs
+
+
+@per_inventory
+def _shipped(inventory: Inventory) -> dict[tuple[str, str | None], Package]:
+    """The first package of each name each Dockerfile stage's base ships (installed, with a location)."""
+    out: dict[tuple[str, str | None], Package] = {}
+    for b in inventory.packages:
+        if b.installed and b.location:
+            out.setdefault((b.name, b.location.stage), b)
+    return out
+
+
 def _latent_index(ctx: CheckContext, index: PackageIndex) -> str:
     """Where the packages of ``index``'s own install command were installed before (empty: not latent)."""
     loc = index.location
     if ctx.kind != "dockerfile" or loc is None or index.option not in ("index-url", "extra-index-url"):
         return ""
-    here = [p for p in ctx.inventory.packages if p.location == loc and p.role == "requirement"]
-    if not here or any(i.location == loc and i.tool not in ("pip", "uv") for i in ctx.inventory.installs):
+    packages_at, installs_at = _by_location(ctx.inventory)
+    here = [p for p in packages_at.get(loc, ()) if p.role == "requirement"]
+    if not here or any(i.tool not in ("pip", "uv") for i in installs_at.get(loc, ())):
         return ""
     earlier = [installed_before(ctx, p) or kept_from_base(ctx, p) for p in here]
     if any(e is None for e in earlier):
@@ -597,12 +659,13 @@ def kept_from_base(ctx: CheckContext, pkg: Package) -> Package | None:
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
     loc = pkg.location
-    if (ctx.kind != "dockerfile" or loc is None or pkg.url or pkg.installed or pkg.role != "requirement"
-            or any(i.location == loc and i.replaces for i in ctx.inventory.installs)):
+    if ctx.kind != "dockerfile" or loc is None or pkg.url or pkg.installed or pkg.role != "requirement":
+        return None
+    replacing, _first, _order = _installs_in_order(ctx.inventory)
+    if loc in replacing:
         return None
     spec = pkg.specifier or (f"=={pkg.version}" if pkg.version else "")
-    base = next((b for b in ctx.inventory.packages if b.installed and b.name == pkg.name and b.location
-                 and b.location.stage == loc.stage), None)
+    base = _shipped(ctx.inventory).get((pkg.name, loc.stage))
     if base is None or not spec:
         return base
     try:  # an unknown shipped version satisfies only a bare requirement

@@ -625,16 +625,21 @@ TORCH_WHEEL_ARCH = rule(
 @check(TORCH_WHEEL_ARCH)
 def cu130_torch_arch(ctx: CheckContext) -> Iterator[Finding]:
     """INFO naming the arch list of PyTorch's cu130 aarch64 wheels, once, at the first cu130 torch of the input."""
-    from envcheck.knowledge.builds import build_of_index, build_of_version, cu130_aarch64_arch_list
+    from envcheck.knowledge.builds import CudaBuild, build_of_index, build_of_version, cu130_aarch64_arch_list
     if ctx.profile.machine != "aarch64":
         return
+    input_build: list[CudaBuild | None] = []  # of the input's index options: worked out once, not per torch
     for pkg in ctx.inventory.packages:
         if pkg.name != "torch" or pkg.scope is not None:
             continue
         build = build_of_version(pkg.version) if pkg.version and "+cu" in pkg.version else None
-        if build is None and not pkg.url:  # a cu130 index the package comes from, or the input's index options
-            urls = [pkg.index] if pkg.index else [i.url for i in ctx.inventory.indexes]
-            build = next((b for u in urls if (b := build_of_index(u)) is not None and b.cuda_major == 13), None)
+        if build is None and not pkg.url and pkg.index:  # a cu130 index the package comes from
+            build = next((b for b in [build_of_index(pkg.index)] if b is not None and b.cuda_major == 13), None)
+        elif build is None and not pkg.url:  # or the input's index options
+            if not input_build:
+                input_build.append(next((b for i in ctx.inventory.indexes
+                                         if (b := build_of_index(i.url)) is not None and b.cuda_major == 13), None))
+            build = input_build[0]
         if build is None or build.cuda_major != 13 or "nv" in (pkg.version or ""):
             continue
         arch_list, source = cu130_aarch64_arch_list()

@@ -106,8 +106,8 @@ def build(args: argparse.Namespace, config: Config) -> list[Target]:
                     "otherwise leave it out: envcheck does not read it."))))
             continue
         if args.kind is None and kind not in ("folder", "elf") and kinds.by_file_name(path.name) is None and (row := kinds.get(kind)):
-            from envcheck.redaction import escape_controls
-            print(f"envcheck: {escape_controls(str(path))}: read as a {row.name} file, told from its content (its name "
+            from envcheck.redaction import clean
+            print(f"envcheck: {clean(str(path))}: read as a {row.name} file, told from its content (its name "
                   f"says no kind; --kind {row.name} makes it explicit)", file=sys.stderr)
         targets.append(_file_target(path, kind, options, guessed=args.kind is None))
     if args.python:
@@ -161,11 +161,11 @@ def _resolved_targets(args: argparse.Namespace, config: Config, targets: list[Ta
 def _discovered(discovery: Discovery, options: ReadOptions, verbose: bool) -> list[Target]:
     from envcheck.engine import Target
     from envcheck.errors import InputError
-    from envcheck.redaction import escape_controls, no_command_lines
+    from envcheck.redaction import clean, no_command_lines
     for skipped, reason in discovery.skipped:
         # a link named like an input that leads outside the folder is said even without -v: it looks like an input
         if verbose or str(skipped) in discovery.outside:
-            print(no_command_lines(f"envcheck: skipped {escape_controls(str(skipped))}: {escape_controls(reason)}"), file=sys.stderr)
+            print(no_command_lines(f"envcheck: skipped {clean(str(skipped))}: {clean(reason)}"), file=sys.stderr)
     targets = [_file_target(path, kind, options) for path, kind in discovery.files]
     if discovery.outside:
         from envcheck.model import Inventory

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from envcheck import engine
 from envcheck.config import Config
 from envcheck.errors import InputError, UsageError
+from envcheck.limits import open_input
 from envcheck.model import Report, TargetResult
 
 if TYPE_CHECKING:
@@ -194,7 +195,7 @@ def read_bounded(where: str, limit: int) -> bytes:
     try:
         if where == "-":
             return sys.stdin.buffer.read(limit + 1)
-        with open(where, "rb") as handle:
+        with open_input(where) as handle:
             return handle.read(limit + 1)
     except OSError as exc:
         name = "stdin" if where == "-" else where
@@ -242,7 +243,7 @@ def _shared_texts(obj: dict[str, Any]) -> dict[str, Any]:
 def looks_like_snapshot(path: Path) -> bool:
     """A file whose first non-blank byte opens a JSON object: read it as a snapshot, not as an input."""
     try:
-        with path.open("rb") as handle:
+        with open_input(path, streams=False) as handle:
             head = handle.read(64)
     except OSError:
         return False

@@ -188,33 +188,40 @@ def plan(report: Report) -> list[FileFix]:
     return out
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
 def unified_diff(fixes: list[FileFix]) -> str:
     """The changes as a unified diff, with secrets masked, control characters escaped and no line starting a
     workflow command, as in every other output."""
     import difflib
 
-    from envcheck.redaction import no_command_lines, redact
+    from envcheck.redaction import escape_controls, no_command_lines, redact
 
     def lines(data: bytes) -> list[str]:
-        return data.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+        # Lines end at "\n" only, as the readers count them (U+2028, NEL or a form feed inside a line is text,
+        # escaped below). The whole text is redacted first: a secret can take two lines (a Kubernetes `name:`
+        # and its `value:`, a private key); the masks keep the line count, else each line is redacted alone.
+        text = data.decode("utf-8", "surrogateescape")
+        out, masked = _LINE.findall(text), _LINE.findall(redact(text))
+        return masked if len(masked) == len(out) else out
 
     def shown(line: str) -> str:
-        ending = line[len(line.rstrip("\r\n")):]
+        ending = "\r\n" if line.endswith("\r\n") else line[-1:] if line.endswith("\n") else ""  # kept: the diff applies
         body = redact(line[:len(line) - len(ending)])
-        clean = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", body).encode("utf-8", "backslashreplace").decode("utf-8")
-        return clean + ending if line.endswith("\n") else clean + ending + "\n\\ No newline at end of file\n"
+        # every control character written visibly, tabs aside (a Makefile's or a heredoc's tab is the text)
+        clean = "\t".join(map(escape_controls, body.split("\t"))).encode("utf-8", "backslashreplace").decode("utf-8")
+        return clean + ending if ending else clean + "\n\\ No newline at end of file\n"
 
     out = []
     for one in fixes:
-        name = _CONTROL.sub("?", redact(one.path)).lstrip("/")  # /tmp/x is a/tmp/x, as git diff --no-index writes it
+        # /tmp/x is a/tmp/x, as git diff --no-index writes it
+        name = escape_controls(redact(one.path)).encode("utf-8", "backslashreplace").decode("utf-8").lstrip("/")
         for i, line in enumerate(difflib.unified_diff(lines(one.before), lines(one.after), f"a/{name}", f"b/{name}")):
             # the two file headers, and hunk headers (a line of the file starts with " ", "-" or "+" here:
             # a removed "--extra-index-url" line is "---extra-index-url", not a header)
             out.append(line if i < 2 or line.startswith("@@") else shown(line))
     return no_command_lines("".join(out))
+
+
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")
 
 
 def within(fixes: list[FileFix], roots: list[str]) -> tuple[list[FileFix], list[str]]:

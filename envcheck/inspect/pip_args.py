@@ -10,6 +10,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
 from envcheck.model import IndexOption, InstallCommand, Location, Package, PackageIndex, ReadProblem, Role
+from envcheck.redaction import is_secret_name
 
 # pip install options that take a value (both spellings); everything else starting with '-' is a flag.
 VALUE_OPTIONS = {
@@ -104,6 +105,8 @@ def parse_install_command(argv: list[str], location: Location | None) -> Install
                 _apply_value_option(opt, value, result, location, tool)
             else:
                 options.append(opt)
+                if not eq and opt.startswith("--") and is_secret_name(opt[2:]):
+                    next(words, None)  # `--password X`, `--token X`: pip has no such option; X is a credential, no package
         else:
             pkg = _conda_package(word, location) if conda else parse_requirement_text(word, location)
             if isinstance(pkg, ReadProblem):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from envcheck import kinds
 from envcheck.errors import InputError, UsageError
+from envcheck.limits import open_input
 
 if TYPE_CHECKING:
     from envcheck.model import Inventory, Location
@@ -242,7 +243,7 @@ def discover_tree(folder: Path) -> Discovery:
 
 def _head(path: Path) -> bytes | None:
     try:
-        with path.open("rb") as fh:
+        with open_input(path, streams=False) as fh:  # a stream's head, read here, would be lost to its reader
             return fh.read(4096)
     except OSError:
         return None

@@ -39,6 +39,7 @@ from envcheck.knowledge.sonames import implied_cuda_major
 from envcheck.limits import read_regular
 from envcheck.model import Binary, Inventory, Location, Package, ReadProblem, Role, from_plain
 from envcheck.profile import shipped_sms
+from envcheck.redaction import clean_value
 from envcheck.sources import ReadOptions
 from envcheck.sources.walk import TEXT_SUFFIXES, may_be_binary
 
@@ -391,8 +392,8 @@ def reading_to_cache(reading: BinaryReading) -> dict[str, object] | None:
     """A reading as JSON data for :class:`envcheck.cache.ScanCache` (None: not a binary)."""
     if reading.binary is None and not reading.problems:
         return None
-    return {"binary": reading.binary.to_json() if reading.binary is not None else None,
-            "problems": [p.to_json() for p in reading.problems]}
+    binary, problems = clean_value((reading.binary, reading.problems), escape=False)  # redacted as printed
+    return {"binary": binary.to_json() if binary is not None else None, "problems": [p.to_json() for p in problems]}
 
 
 def reading_from_cache(value: object) -> BinaryReading:

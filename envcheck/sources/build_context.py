@@ -63,6 +63,37 @@ def bind_mounts(inst: Instruction, workdir: str) -> dict[str, str]:
     return mounts
 
 
+class Copies(list[tuple[list[str], str, str]]):
+    """The COPYs of a stage so far, (sources, destination, workdir), indexed by where they copy to: a RUN
+    asks for the copies that reach one path, not all of them (thousands of COPY + RUN pairs stay linear)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_dest: dict[str, list[int]] = {}
+
+    def append(self, copy: tuple[list[str], str, str]) -> None:
+        _sources, dest, workdir = copy
+        key = posixpath.normpath(posixpath.join(workdir, dest)).rstrip("/") or "/"
+        self.by_dest.setdefault(key, []).append(len(self))
+        super().append(copy)
+
+    def reaching(self, wanted: str) -> list[tuple[list[str], str, str]]:
+        """The copies whose destination is ``wanted`` or a folder above it, the latest first."""
+        keys, path = {"/"}, wanted
+        while True:  # up to the root; dirname("//") is "//" itself, so stop where nothing changes
+            keys.add(path.rstrip("/") or "/")
+            parent = posixpath.dirname(path)
+            if parent in (path, ""):
+                break
+            path = parent
+        return [self[n] for n in sorted({n for key in keys for n in self.by_dest.get(key, ())}, reverse=True)]
+
+
+def _reaches(wanted: str, dest: str) -> bool:
+    """Whether a copy to ``dest`` can put anything at ``wanted`` (``dest`` itself, or below it)."""
+    return wanted == dest or wanted.startswith(dest.rstrip("/") + "/")
+
+
 class ContextFiles:
     """Maps a path inside the image back to a file in the build context, where the build copied it."""
     def __init__(self, context: Path, copies: list[tuple[list[str], str, str]], mounts: dict[str, str], workdir: str,
@@ -81,10 +112,13 @@ class ContextFiles:
     def resolve(self, name: str) -> Path | None:
         wanted = posixpath.normpath(posixpath.join(self.script.cwd, name))
         for target, source in self.mounts.items():
-            if (found := self._under(wanted, target, source, is_dir_dest=False)) is not None:
+            if _reaches(wanted, target) and (found := self._under(wanted, target, source, is_dir_dest=False)) is not None:
                 return found
-        for sources, dest, workdir in reversed(self.copies):
+        copies = self.copies.reaching(wanted) if isinstance(self.copies, Copies) else reversed(self.copies)
+        for sources, dest, workdir in copies:
             dest_abs = posixpath.normpath(posixpath.join(workdir, dest))
+            if not _reaches(wanted, dest_abs):
+                continue  # a string test first: a COPY elsewhere is no glob and no file system call
             expanded = [m for source in sources for m in self._matches(source)]
             for source in expanded:
                 found = self._under(wanted, dest_abs, source, is_dir_dest=dest.endswith("/") or len(expanded) > 1)

@@ -59,7 +59,7 @@ from envcheck.model import (
     Role,
 )
 from envcheck.sources import ReadOptions, requirements
-from envcheck.sources.build_context import ContextFiles, bind_mounts, record_clone, repo_of
+from envcheck.sources.build_context import ContextFiles, Copies, bind_mounts, record_clone, repo_of
 from envcheck.sources.requirements import read_text_file, text_limit
 
 KIND = "dockerfile"
@@ -251,7 +251,7 @@ class _Reader:
                     inventory.packages.extend(shipped_packages(stage.base, self._loc(stage.line, stage)))
         workdir = "/"
         clones: dict[str, str] = {}  # git clones made by earlier RUNs of this stage
-        copies: list[tuple[list[str], str, str]] = []  # (sources in context, destination, workdir)
+        copies = Copies()  # (sources in context, destination, workdir)
         heredoc_files: dict[str, tuple[Heredoc, Instruction]] = {}
         for inst, values, changes in walk_stage(self.df, stage, self.build_args):
             self.line = inst.line

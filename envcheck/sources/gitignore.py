@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from envcheck.limits import open_input
+
 MAX_BYTES = 1 << 20  # a bigger .gitignore is not read
 
 
@@ -69,7 +71,7 @@ class IgnoreRules:
 
     def add_file(self, path: Path, base: Path) -> IgnoreRules:
         try:
-            with path.open("rb") as fh:
+            with open_input(path, streams=False) as fh:  # a FIFO named .gitignore must not stop the walk
                 data = fh.read(MAX_BYTES + 1)
         except OSError:
             return self

@@ -18,9 +18,10 @@ from packaging.utils import canonicalize_name
 
 from envcheck.errors import InputError, ServiceError, UsageError
 from envcheck.inspect.image_reference import parse_reference
+from envcheck.limits import open_input
 from envcheck.model import BaseImage, Binary, EnvVar, Inventory, Location, Origin, Package, ReadProblem, Role
 from envcheck.readings import ImageFacts
-from envcheck.redaction import escape_controls
+from envcheck.redaction import clean
 from envcheck.services.registry.auth import Credentials, credentials_from_docker_config
 from envcheck.services.registry.cache import BlobCache
 from envcheck.services.registry.client import DEFAULT_DEADLINE, Manifest, RegistryClient, media_type_of
@@ -194,7 +195,7 @@ def _report_rate(options: ImageOptions, label: str, scan: LayerScan, progress: P
     if progress is not None:
         progress.finish()  # clear the progress line first; its next update draws it again
     rate = scan.bytes / scan.seconds / 1e6 if scan.seconds > 0 else 0.0
-    sys.stderr.write(f"envcheck: layer {escape_controls(label[:80])}: {scan.bytes / (1 << 20):,.1f} MiB, "
+    sys.stderr.write(f"envcheck: layer {clean(label[:80])}: {scan.bytes / (1 << 20):,.1f} MiB, "
                      f"{scan.compression or 'cached'}, {scan.members:,} files, {scan.seconds:.2f} s, {rate:,.0f} MB/s\n")
 
 
@@ -417,9 +418,9 @@ def _read_archive(spec: str, options: ImageOptions, cache: BlobCache) -> Invento
     path, tag = _split_local(spec, "docker-archive:")
     if options.deep:
         try:
-            handle = path.open("rb")
+            handle = open_input(path)  # read as a stream (`docker save x | envcheck image --deep docker-archive:/dev/stdin`)
         except OSError as exc:
-            raise InputError(f"cannot open {path}: {exc.strerror}", path=str(path)) from None
+            raise InputError(f"cannot open {path}: {exc.strerror or exc}", path=str(path)) from None
         with handle:
             return _from_save_stream(spec, handle, tag, options, {"source": "docker-archive"})
     store = DockerArchiveStore(path, tag)

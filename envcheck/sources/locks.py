@@ -17,6 +17,7 @@ from envcheck.errors import InputError
 from envcheck.inspect.markers import with_extras
 from envcheck.inspect.pip_args import long_number, shown
 from envcheck.inspect.wheel_tags import canonical, parse_wheel_name
+from envcheck.limits import open_input
 from envcheck.model import (
     Alternatives,
     IndexOption,
@@ -61,7 +62,7 @@ def _lock_head(path: Path, head: bytes) -> bytes | None:
     if len(head) < 4096:
         return head
     try:
-        with path.open("rb") as fh:
+        with open_input(path, streams=False) as fh:
             more = fh.read(_SNIFF_BYTES)
     except OSError:
         return head

@@ -13,7 +13,7 @@ from typing import Any
 from envcheck.errors import InputError
 from envcheck.inspect.pip_args import variable_indexes
 from envcheck.inspect.pragma import pragma_targets
-from envcheck.model import EnvVar, Inventory, Location, Origin, Pragma
+from envcheck.model import EnvVar, Inventory, Location, Origin, Pragma, ReadProblem
 from envcheck.sources import ReadOptions, shell
 from envcheck.sources.requirements import read_text_file, text_limit
 
@@ -49,11 +49,14 @@ def read(path: Path, options: ReadOptions) -> Inventory:
     finder = _Lines(text)
     script: list[str] = []
     places: list[Location] = []
+    unread: list[int] = []
     inventory = Inventory(problems=list(problems))
     for number, cell in enumerate(cells, 1):
-        if not isinstance(cell, dict):
+        source = cell.get("source", "") if isinstance(cell, dict) else None
+        if not isinstance(cell, dict) or (cell.get("cell_type") == "code" and not (
+                isinstance(source, str) or (isinstance(source, list) and all(isinstance(s, str) for s in source)))):
+            unread.append(number)  # not a cell, or code that is not text: nbformat has neither
             continue
-        source = cell.get("source")
         lines = _source_lines(source)
         if isinstance(source, str):  # one JSON string: every line of it is on the file line where it starts
             file_lines = [finder.find(lines[0])] * len(lines)
@@ -73,6 +76,11 @@ def read(path: Path, options: ReadOptions) -> Inventory:
             script.append(command)
             places.append(loc)
         inventory.pragmas.extend(_pragmas(lines, file_lines, str(path), number))
+    if unread:
+        shown = ", ".join(map(str, unread[:10])) + (f" and {len(unread) - 10} more" if len(unread) > 10 else "")
+        inventory.problems.append(ReadProblem(
+            f"cell{'s' if len(unread) > 1 else ''} {shown}: not a cell, or a code cell whose source is neither a string nor "
+            "a list of strings; what it runs is not read", Location(str(path), member=f"cell {unread[0]}")))
     if script:
         sub = shell.read_script("\n".join(script), str(path), path.parent, options,
                                 lambda n: places[min(max(n, 1), len(places)) - 1])

@@ -14,7 +14,7 @@ from envcheck.errors import InputError
 from envcheck.inspect import shell_words
 from envcheck.inspect.pip_args import _INDEX_OPTIONS, _PER_REQUIREMENT_OPTION, parse_requirement_text, shown
 from envcheck.inspect.pragma import PRAGMA
-from envcheck.limits import MAX_TEXT_BYTES
+from envcheck.limits import MAX_TEXT_BYTES, open_input
 from envcheck.model import (
     InstallCommand,
     Inventory,
@@ -94,7 +94,7 @@ def read_text_file(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, list[Re
     try:
         if (size := path.stat().st_size) > max_bytes:
             raise InputError(f"{path} is {size} bytes, over the {max_bytes}-byte limit for a text input (raise it with --max-text-size)", str(path))
-        with path.open("rb") as fh:  # bounded: /dev/zero or a FIFO reports size 0 and never ends
+        with open_input(path) as fh:  # bounded: a FIFO reports size 0 and may never end; a device is refused
             data = fh.read(max_bytes + 1)
         if len(data) > max_bytes:
             raise InputError(f"{path} is over the {max_bytes}-byte limit for a text input (raise it with --max-text-size)", str(path))

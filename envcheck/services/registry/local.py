@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from envcheck.errors import InputError, ServiceError, UsageError
-from envcheck.limits import DEFAULT_MAX_EXPANSION, OverLimit, expansion_limit, read_regular
+from envcheck.limits import DEFAULT_MAX_EXPANSION, OverLimit, expansion_limit, open_input, read_regular
 from envcheck.services.registry.client import (
     OCI_INDEX,
     Manifest,
@@ -170,13 +170,20 @@ class DockerArchiveStore:
         self.path = path
         self.name = f"docker-archive:{path}"
         try:
-            self.tar = tarfile.open(path, mode="r:")  # noqa: SIM115  (closed by close())
+            self.handle = open_input(path, streams=False)  # read by seeking: a FIFO or a device is refused, never waited on
+        except OSError as exc:
+            raise InputError(f"cannot read {path}: {exc.strerror or exc}; a docker save archive is read from a regular file",
+                             path=str(path)) from None
+        try:
+            self.tar = tarfile.open(fileobj=self.handle, mode="r:")  # noqa: SIM115  (closed by close())
         except (OSError, tarfile.TarError) as exc:
+            self.handle.close()
             raise InputError(f"{path} is not a tar archive (docker save output): {exc}", path=str(path)) from None
         self.tag = tag
 
     def close(self) -> None:
         self.tar.close()
+        self.handle.close()
 
     def _member(self, member: str) -> tarfile.TarInfo:
         """The named member (getmember reads every header: a damaged archive fails here)."""
