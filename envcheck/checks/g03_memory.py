@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 from envcheck import kinds
 from envcheck.checks.host_facts import gib, is_live, unified_memory
-from envcheck.inspect.launch import MEMORY_KEYS
+from envcheck.inspect.launch import MEMORY_KEYS, ServedModel, parameters_billion, served_model
+from envcheck.knowledge import load
 from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -102,6 +103,89 @@ def memory_fraction(ctx: CheckContext) -> Iterator[Finding]:
                 f"above {limit:g} leaves too little for the OS, the page cache and other processes", where, evidence)
         else:
             yield MEMORY_FRACTION.passed(f"{who}{option} {share:g} is within {limit:g}", where, **evidence)
+
+
+# Shares that cap everything a server allocates, weights included (TensorRT-LLM's KV-cache fractions are shares
+# of what is free after the weights: not these).
+SHARE_OF_ALL = frozenset({"gpu_memory_utilization", "mem_fraction_static"})
+# Fail only when even this part of the estimate is above the share: a name rounds its parameter count.
+WEIGHTS_MARGIN = 0.85
+
+SHARE_BELOW_WEIGHTS = rule(
+    "G3-share-below-weights", "G3", "A server's memory share is smaller than its model's weights", Status.FAIL,
+    """vLLM's --gpu-memory-utilization and SGLang's --mem-fraction-static cap everything the server allocates on
+    its GPU: weights, activations and KV cache. On a Spark, servers that share the one unified pool are capped
+    low (G6), and a cap below the weights themselves stops the server at start-up (vLLM: 'No available memory
+    for the cache blocks'). The rule estimates the weights from the served model's name, its parameter count
+    (8B, 1.5B; the total of a 35B-A3B mixture of experts) times the bytes of its weight format (FP8, NVFP4,
+    AWQ ... from the name, --quantization or --load-format; BF16 for a Hugging Face id that names none:
+    envcheck/knowledge/weight_formats.toml), and fails when even 85% of that estimate is above the share of the
+    profile's memory. It says nothing where the size is unknown (no count in the name, 8x7B, a local folder or
+    a --quantization that names no width) or the weights are not all on one GPU's share (tensor or pipeline
+    parallel, several nodes, --cpu-offload-gb).""",
+    """Raise the share to cover the weights and a KV cache (weights / 128 GB, plus headroom), or serve a smaller
+    or quantised checkpoint of the model; lower the other servers' shares to make room.""",
+    inputs=kinds.LAUNCH_FILES)
+
+
+def weight_bytes(served: ServedModel) -> tuple[float, str] | None:
+    """(bytes a parameter, what it was read from), or None where the width is unknown: the smallest width a
+    format row names in the model's name or its --quantization/--load-format, else a natively quantised
+    family, else BF16 for a Hugging Face id (weight_formats.toml)."""
+    data = load("weight_formats")
+    name = served.name.lower()
+    said = " ".join(w.lower() for w in (name, served.quantization or "", served.load_format or ""))
+    if "$" in said:
+        return None  # --quantization "$Q": not written out
+    widths = [(float(row["bytes_per_parameter"]), marker) for row in data["format"]
+              for marker in row["markers"] if marker in said]
+    known = [(width, marker) for width, marker in widths if width > 0]
+    if known:
+        width, marker = min(known, key=lambda known_width: (known_width[0], -len(known_width[1])))
+        return width, f"format {marker}"
+    if widths or served.quantization:
+        return None  # GGUF, EXL2, 'quantized', or a --quantization (compressed-tensors, modelopt) of no width
+    family = next(((float(row["bytes_per_parameter"]), m) for row in data["family"]
+                   for m in row["markers"] if m in name), None)
+    if family is not None:
+        return family[0], f"family {family[1]}"
+    return None if served.local else (2.0, "BF16 (no format in the name)")
+
+
+@check(SHARE_BELOW_WEIGHTS)
+def share_below_weights(ctx: CheckContext) -> Iterator[Finding]:
+    pool_gb = ctx.profile.memory_gb
+    launches = ctx.inventory.host.launch
+    if is_live(ctx) or launches is None or pool_gb <= 0:
+        return
+    for launch in launches:
+        key = next((s.key for s in launch.settings if s.key in SHARE_OF_ALL), None)
+        if launch.memory is None or key is None or (launch.tp or 1) > 1 or (launch.nodes or 1) > 1 \
+                or (launch.gpus or 1) > 1 or launch.cluster or launch.multi_node:
+            continue  # weights split over several GPUs (or Sparks): one GPU's share holds only its part
+        served = served_model(launch.command or "")
+        billions = parameters_billion(served.name) if served else None
+        read = weight_bytes(served) if served and billions else None
+        if served is None or billions is None or read is None:
+            continue
+        per_parameter, read_as = read
+        weights_gb, share_gb = billions * per_parameter, launch.memory * pool_gb
+        where = Location(launch.origin or "", line=launch.written_line(SHARE_OF_ALL) or launch.line,
+                         member=launch.member, branch=launch.branch, on_request=bool(launch.optional))
+        who = f"{launch.service}: " if launch.service else ""
+        option = "--" + key.replace("_", "-")
+        evidence = {"model": served.name, "parameters_billion": billions, "bytes_per_parameter": per_parameter,
+                    "read_as": read_as, "weights_gb": round(weights_gb, 1), "share": launch.memory,
+                    "share_gb": round(share_gb, 1), "service": launch.service}
+        if weights_gb * WEIGHTS_MARGIN > share_gb:
+            yield SHARE_BELOW_WEIGHTS.finding(
+                f"{who}{served.name} has about {weights_gb:.0f} GB of weights ({billions:g}B parameters, {read_as}), "
+                f"more than {option} {launch.memory:g} gives it ({share_gb:.0f} GB of {ctx.profile.name}'s {pool_gb:g} GB): "
+                "the server stops at start-up", where, evidence)
+        else:
+            yield SHARE_BELOW_WEIGHTS.passed(
+                f"{who}{served.name}: about {weights_gb:.0f} GB of weights ({read_as}) within {option} {launch.memory:g} "
+                f"({share_gb:.0f} GB)", where, **evidence)
 
 
 POD_MEMORY = rule(

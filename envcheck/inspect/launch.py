@@ -207,3 +207,73 @@ _IMAGE_ENTRYPOINTS = ((re.compile(r"(^|/)(?:vllm-openai|vllm/vllm|vllm)(:|@|$)")
 def image_entrypoint(ref: str) -> tuple[str, ...]:
     """The server an image's entrypoint starts (``vllm serve``), for commands that are only its options."""
     return next((tool for pattern, tool in _IMAGE_ENTRYPOINTS if pattern.search(ref)), ())
+
+
+# Options that name the served model; a model's parameter count in its name ("Qwen3-Embedding-8B", "Qwen2.5-1.5B";
+# "Qwen3.6-35B-A3B": 35, not the active "A3B"; "gemma-3n-E4B": none, "E4B" is an effective count).
+_MODEL_KEYS = frozenset({"model", "model_path", "model_name_or_path"})
+_PARAMETERS = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)[Bb](?![A-Za-z0-9])")
+_EXPERTS_TIMES = re.compile(r"\d+\s*[xX]\s*\d+(?:\.\d+)?[Bb](?![A-Za-z0-9])")  # Mixtral-8x7B: not 8 x 7 = 56B
+# Options that keep part of the weights off the one GPU's share, or size the KV cache apart from the share.
+_SPLIT_KEYS = frozenset({"pipeline_parallel_size", "pp", "pp_size", "pipeline_model_parallel_size"})
+_OFFLOAD_KEYS = frozenset({"cpu_offload_gb", "kv_cache_memory_bytes", "kv_cache_memory"})
+_FORMAT_KEYS = frozenset({"quantization", "load_format"})
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    name: str  # as the launch gives it: a Hugging Face id or a local path
+    quantization: str | None  # --quantization / -q as written ("fp8", "awq", "$Q")
+    load_format: str | None  # --load-format (bitsandbytes, gguf)
+
+    @property
+    def local(self) -> bool:
+        """A path on disk, not an ``org/name`` Hugging Face id: its folder name was chosen by whoever saved it."""
+        return self.name.startswith(("/", ".", "~")) or self.name.count("/") != 1
+
+
+def served_model(command: str) -> ServedModel | None:
+    """The model a server launch serves, with its weight-format options: ``--model``/``--model-path``, else the
+    word after ``serve``, else a first word that is no option (an image whose entrypoint is the server, given
+    only ``MODEL --port ...``). None where the model is not written out (``$MODEL``) or where the weights are not
+    all on this GPU's share: ``--pipeline-parallel-size`` above 1, ``--cpu-offload-gb`` above 0, or a KV cache
+    sized apart (``--kv-cache-memory-bytes``)."""
+    try:
+        words = shell_words.split(command, comments=True)
+    except ValueError:
+        return None
+    model: str | None = None
+    options: dict[str, str] = {}
+    for i, word in enumerate(words):
+        if not word.startswith("-"):
+            continue
+        key, eq, value = word.partition("=")
+        name = "quantization" if key == "-q" else normalise(key)
+        if not eq:
+            value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("-") else ""
+        if name in _SPLIT_KEYS and (_count(value) or 1) > 1:
+            return None
+        if name in _OFFLOAD_KEYS and value.strip("\"'") not in ("", "0", "0.0"):
+            return None
+        if name in _MODEL_KEYS and model is None and value:
+            model = value
+        if name in _FORMAT_KEYS and value:
+            options.setdefault(name, value)
+    if model is None:
+        after = next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "serve"), None)
+        model = after if after and not after.startswith("-") else None
+    if model is None and words and not words[0].startswith("-") and "/" in words[0] and _PARAMETERS.search(words[0]):
+        model = words[0]
+    if not model or "$" in model:
+        return None
+    return ServedModel(model, options.get("quantization"), options.get("load_format"))
+
+
+def parameters_billion(model: str) -> float | None:
+    """The parameter count a model's name gives, in billions (the first ``<N>B`` of its last path part); None
+    where the name gives none, or gives experts times their size (``8x7B``)."""
+    name = model.rstrip("/").rsplit("/", 1)[-1]
+    if _EXPERTS_TIMES.search(name):
+        return None
+    m = _PARAMETERS.search(name)
+    return float(m.group(1)) if m else None

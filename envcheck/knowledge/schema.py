@@ -50,6 +50,8 @@ SCHEMAS: dict[str, dict[str, Entry]] = {
     "cuda_image_tags": {"meta": META, "cuda13": Rows({"version": str, "flavor": str, "os": str})},
     "nvcc_targets": {"meta": META, "target": Rows({"targets": STR_LIST, "first_nvcc": str})},
     "triton_ptxas": {"meta": META, "triton": Rows({"versions": str, "ptxas": str})},
+    "weight_formats": {"meta": META, "format": Rows({"name": str, "markers": STR_LIST, "bytes_per_parameter": float}),
+                       "family": Rows({"name": str, "markers": STR_LIST, "bytes_per_parameter": float})},
     "cuda_sonames": {"meta": META, "library": Rows({"soname": str, "cuda": INT_LIST})},
     "ngc_tags": {
         "meta": META, "first_cuda13_pytorch": Value(str), "first_cuda13_source": Value(str),

@@ -185,6 +185,8 @@ def _has_dockerfile(folder: Path) -> bool:
         return False
 
 
+# A launch's command line is kept whole up to this length (G3-share-below-weights reads its model and options).
+COMMAND_CHARS = 4000
 # Words that run the command after them: `exec vllm serve ...`, `nohup torchrun ... &`.
 _WRAPPERS = frozenset({"exec", "nohup", "env", "sudo", "time", "command"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
@@ -224,7 +226,7 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
         settings: list[dict[str, Any]] = list(item["settings"])  # type: ignore[call-overload]
         item["settings"] = [{**setting, "line": _setting_line(text, offset, str(setting["key"]), where) or loc.line}
                             for setting in settings]
-        item.update({"line": loc.line, "memory": memory, "command": shlex.join(_masked(argv))[:200], **(extra or {})})
+        item.update({"line": loc.line, "memory": memory, "command": shlex.join(_masked(argv))[:COMMAND_CHARS], **(extra or {})})
         if loc.member:
             item["member"] = loc.member
         unknown_tp = launch.tp is None and any(s.key in TP_KEYS for s in launch.settings)  # --tensor-parallel-size "$3"
