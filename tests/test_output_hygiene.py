@@ -318,11 +318,7 @@ def test_credentials_given_as_command_words_are_masked(tmp_path: Path) -> None:
                f"RUN curl -u alice:{secrets[2]} https://x.example/a.whl -o /a.whl && pip install /a.whl",
                f"RUN docker login -u bob -p {secrets[3]} nvcr.io",
                f"RUN echo 'machine pypi.example.com login alice password {secrets[4]}' > /root/.netrc"]
-    layer = metadata_layer("torch", "2.9.0+cu130")
-    config = json.dumps({"architecture": "arm64", "os": "linux", "history": [{"created_by": h} for h in history],
-                         "rootfs": {"type": "layers", "diff_ids": [digest(layer)]}}).encode()
-    manifest = json.dumps(oci_manifest(config, [layer])).encode()
-    write_oci_layout(tmp_path / "image", json.dumps(oci_index(manifest)).encode(), [config, layer, manifest])
+    _image_with_history(tmp_path / "image", history)
     for fmt in (*FORMATS, "snapshot"):
         done = run_envcheck("image", "-v", "-f", fmt, f"oci-layout:{tmp_path / 'image'}", cwd=tmp_path)
         assert "Traceback" not in done.stderr, done.stderr
@@ -334,6 +330,15 @@ def test_credentials_given_as_command_words_are_masked(tmp_path: Path) -> None:
                          ("pip install --token-file /t torch", None), ("vllm serve m --api-key $KEY", None),
                          ("vllm serve m --api-key abc", "vllm serve m --api-key ***")):
         assert redact(text) == (masked or text)
+
+
+def _image_with_history(layout: Path, history: list[str]) -> None:
+    """An OCI layout of an arm64 image holding a cu130 torch, whose history holds ``history`` (RUN lines)."""
+    layer = metadata_layer("torch", "2.9.0+cu130")
+    config = json.dumps({"architecture": "arm64", "os": "linux", "history": [{"created_by": h} for h in history],
+                         "rootfs": {"type": "layers", "diff_ids": [digest(layer)]}}).encode()
+    manifest = json.dumps(oci_manifest(config, [layer])).encode()
+    write_oci_layout(layout, json.dumps(oci_index(manifest)).encode(), [config, layer, manifest])
 
 
 # One credential in each form a kind carries one (the RUN lines of an image's history are printed whole).
@@ -363,11 +368,7 @@ def test_credentials_in_every_form_are_masked(tmp_path: Path) -> None:
     takes: no name= says so in `--trusted-host u:pw@host`, `mysql -pX`, `echo pw | chpasswd`, an API key
     known by its prefix, a header, a quoted Python key."""
     history = [f"RUN {line} && pip install torch" for line, _ in CREDENTIAL_FORMS.values()]
-    layer = metadata_layer("torch", "2.9.0+cu130")
-    config = json.dumps({"architecture": "arm64", "os": "linux", "history": [{"created_by": h} for h in history],
-                         "rootfs": {"type": "layers", "diff_ids": [digest(layer)]}}).encode()
-    manifest = json.dumps(oci_manifest(config, [layer])).encode()
-    write_oci_layout(tmp_path / "image", json.dumps(oci_index(manifest)).encode(), [config, layer, manifest])
+    _image_with_history(tmp_path / "image", history)
     for fmt in (*FORMATS, "snapshot"):
         done = run_envcheck("image", "-v", "-f", fmt, f"oci-layout:{tmp_path / 'image'}", cwd=tmp_path)
         assert "Traceback" not in done.stderr, done.stderr

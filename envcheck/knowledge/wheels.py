@@ -107,16 +107,21 @@ def _shared(values: list[str | None]) -> str | None:
     return told.pop() if len(told) == 1 and (None not in values or newest_only) else None
 
 
+def _listed_allowed(package: str, specifier: str) -> tuple[Served, SpecifierSet] | None:
+    """The served release list of ``package`` and ``specifier`` parsed; None when either is not there."""
+    listed = served(package)
+    try:
+        return (listed, SpecifierSet(specifier)) if listed is not None else None
+    except InvalidSpecifier:
+        return None
+
+
 def every_release_allowed(package: str, specifier: str) -> list[Release] | None:
     """The rows of every final, unyanked served release ``specifier`` allows (pip skips yanked ones for a
     range); None when not known offline: no release list, none allowed, or one older than the table."""
-    listed = served(package)
-    if listed is None:
+    if (found := _listed_allowed(package, specifier)) is None:
         return None
-    try:
-        allowed = SpecifierSet(specifier)
-    except InvalidSpecifier:
-        return None
+    listed, allowed = found
     rows = [release(package, v) for v in listed.versions if (parsed := parse_version(v)) is not None
             and not parsed.is_prerelease and allowed.contains(parsed) and v not in listed.yanked]
     if not rows or any(r is None for r in rows):
@@ -131,13 +136,9 @@ def linux_aarch64_pick(package: str, specifier: str) -> tuple[Release | None, li
     (that release or None when none has a file, the releases skipped, newest first); a release older than the
     recorded ones counts as what they all share (``older_than_window``, inferred). None when not known offline: no
     release list, nothing allowed, or a release it reaches before a pick is not known."""
-    listed = served(package)
-    if listed is None:
+    if (found := _listed_allowed(package, specifier)) is None:
         return None
-    try:
-        allowed = SpecifierSet(specifier)
-    except InvalidSpecifier:
-        return None
+    listed, allowed = found
     skipped: list[Release] = []
     finals_only = not allowed.prereleases
     for pre in (False, True) if finals_only else (True,):
