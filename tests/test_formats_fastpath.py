@@ -149,8 +149,9 @@ def _reference_plain(obj: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
-        if value == () and f.default is None:
-            pass
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        if (value == () and f.default is None) or (value == "" and required):
+            pass  # no Requires-Dist at all is a reading; a required text is kept empty (ARG NAME="")
         elif value is None or value == () or value == "" or value is False:
             continue
         if isinstance(value, Location):
