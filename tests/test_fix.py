@@ -420,6 +420,14 @@ def test_an_included_file_outside_the_targets_is_reported_not_written(tmp_path: 
     assert (project / "requirements.txt").read_text().endswith("nvidia-cudnn-cu13\n")
     assert "elsewhere/requirements.txt: not fixed: it is outside the checked folders" in err
     assert code == 1  # the included file's finding is still there
+    # the report never promises the change --fix refuses: the finding says why instead, in text and in JSON
+    for args in ((".",), ("--fix", ".")):
+        _, out, _ = _cli(*args, cwd=project)
+        _message, _fix, said = out[out.index("cupy-cuda12x"):].split("\n", 3)[:3]  # the finding's three lines
+        assert "outside the checked folders" in said and "makes this change" not in said, out
+    _, out, _ = _cli("-f", "json", ".", cwd=project)
+    cupy = [f for t in json.loads(out)["targets"] for f in t["findings"] if "cupy" in f["message"] and f["status"] == "FAIL"]
+    assert cupy and all(not f.get("edits") and "outside the checked folders" in f["fix_refused"] for f in cupy), cupy
 
 
 def test_an_included_file_in_another_folder_of_the_target_is_written(tmp_path: Path) -> None:

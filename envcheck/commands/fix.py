@@ -28,12 +28,14 @@ def after_check(args: argparse.Namespace, config: Config, report: Report, target
     """With --diff: print the diff; the exit code is returned (1 when something would change). With --fix:
     write the files and return the report of a second check (exit code None: the report's)."""
     from envcheck import fixes
-    if not (getattr(args, "diff", False) or getattr(args, "fix", False)):
-        return report, None
-    # only files inside what the user gave (a folder, or a file's folder) are written (fixes.within)
+    # only files inside what the user gave (a folder, or a file's folder) are written (fixes.within), and only
+    # their edits are promised in the report (fixes.confine)
     given = [Path(p) for p in (getattr(args, "paths", None) or ["."])]
     folders = [str(p) if p.is_dir() else str(p.parent) for p in given]
+    if not (getattr(args, "diff", False) or getattr(args, "fix", False)):
+        return fixes.confine(report, folders), None
     changes, left = fixes.within(fixes.plan(report), folders)
+    report = fixes.confine(report, folders)
     for line in left:
         say(line)
     if "-" in (getattr(args, "paths", None) or []):  # a stream has no file to write or to diff against
@@ -48,4 +50,4 @@ def after_check(args: argparse.Namespace, config: Config, report: Report, target
         return report, report.exit_code if report.exit_code >= 2 else int(bool(changes))
     for line in fixes.write(changes, folders):
         say(line)
-    return (check_again() if changes else report), None
+    return (fixes.confine(check_again(), folders) if changes else report), None

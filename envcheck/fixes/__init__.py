@@ -224,6 +224,25 @@ def unified_diff(fixes: list[FileFix]) -> str:
 _LINE = re.compile(r"[^\n]*\n|[^\n]+")
 
 
+def _inside(path: str, real_roots: list[str]) -> bool:
+    real = os.path.realpath(path)
+    return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in real_roots)
+
+
+def confine(report: Report, roots: list[str]) -> Report:
+    """``report`` with the edits of files outside ``roots`` taken off their findings, which say why instead: the
+    text and the formats never promise a change --fix will not write."""
+    real_roots = [os.path.realpath(r) for r in roots]
+    for target in report.targets:
+        for n, f in enumerate(target.findings):
+            outside = next((e.path for e in f.edits if not _inside(e.path, real_roots)), None)
+            if outside is not None:
+                why = (f"a symbolic link leads {outside} outside the checked folders" if os.path.realpath(outside)
+                       != os.path.abspath(outside) else f"{outside} is outside the checked folders (included from a checked file)")
+                target.findings[n] = replace(f, edits=(), fix_refused=f"{why}: fix it by hand, or run envcheck --fix on it")
+    return report
+
+
 def within(fixes: list[FileFix], roots: list[str]) -> tuple[list[FileFix], list[str]]:
     """The fixes of files inside ``roots`` (the targets' folders), and a line for each other one: a file
     included from elsewhere (``-r``) or led out by a symbolic link is never written."""
@@ -231,7 +250,7 @@ def within(fixes: list[FileFix], roots: list[str]) -> tuple[list[FileFix], list[
     kept, left = [], []
     for one in fixes:
         real = os.path.realpath(one.path)
-        if any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in real_roots):
+        if _inside(one.path, real_roots):
             kept.append(one)
         elif real != os.path.abspath(one.path):
             left.append(f"{one.path}: not fixed: a symbolic link leads it to {real}, outside the checked folders")
