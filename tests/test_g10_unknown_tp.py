@@ -40,7 +40,8 @@ def _script(path: Path, worker: str) -> Path:
 def test_an_unknown_tensor_parallel_size_over_a_two_node_ray_cluster_depends_on_it(tmp_path: Path) -> None:
     (finding,) = _g10(_script(tmp_path / "cluster.sh", WORKER))
     assert finding["status"] == "WARN" and finding["location"]["line"] == 8
-    assert "$2" in finding["message"] and "depends on the value" in finding["message"]
+    # bash -lc's "$2" is the second word after its $0 ("serve"): the variable the caller passes
+    assert "$TENSOR_PARALLEL" in finding["message"] and "depends on the value" in finding["message"]
     # no worker joins the head: a one-node Ray, and the size is unknown: said, but not a warning, and never "tp=1"
     (alone,) = _g10(_script(tmp_path / "single.sh", "echo 'one node'"))
     assert alone["status"] == "INFO" and "unknown here" in alone["message"] and "tp=1" not in alone["message"]
