@@ -59,6 +59,17 @@ def test_no_folder_past_the_repository_root_is_taken(tmp_path: Path) -> None:
     assert not [f for f in found if "build context taken" in f["message"]], found
 
 
+def test_a_dockerfile_at_a_repository_root_never_reads_above_it(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    (repo / "requirements.txt").unlink()
+    (repo / "Dockerfile").write_text(DOCKERFILE, encoding="utf-8")
+    (tmp_path / "requirements.txt").write_text(CU121, encoding="utf-8")  # beside the repository, not in it
+    (tmp_path / "src").mkdir()
+    found = _findings(repo / "Dockerfile")
+    assert not [f for f in found if f["status"] == "FAIL"], found
+    assert not [f for f in found if "build context taken" in f["message"]], found
+
+
 def test_a_compose_services_build_context_is_the_one_read(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     # a decoy beside the Dockerfile: compose builds from the repository root, so the root's file is the one installed

@@ -162,8 +162,8 @@ def _inferred_context(df: Dockerfile, folder: Path) -> tuple[Path, str] | None:
                       if w and not w.startswith(("<<", "-")) and "://" not in w and not any(c in w for c in "$*?[")})
     try:
         missing = next((s for s in sources if not (folder / s).exists()), None)
-        if missing is None:
-            return None
+        if missing is None or (folder / ".git").exists():
+            return None  # all there, or the folder is a repository's root: nothing above it is its context
         for level, above in enumerate(folder.resolve().parents):
             if level >= _CONTEXT_LEVELS:
                 break
