@@ -606,3 +606,27 @@ def test_a_gpu_service_with_a_memory_cap_claims_its_cap(tmp_path: Path, cap: str
     done = run_envcheck("-f", "json", "compose.yaml", cwd=tmp_path)
     g6 = [f for f in json.loads(done.stdout)["targets"][0]["findings"] if f["rule"] == "G6-pool-overcommit"]
     assert [f["status"] for f in g6 if f["status"] != "PASS"] == ([status] if status else []), g6
+
+
+def test_a_compose_file_whose_first_service_lies_past_its_head_is_read(tmp_path: Path) -> None:
+    # a model file an include: pulls in, named like no compose file, whose services are commented out for the first
+    # several KiB: its kind is told from the whole file, named or found in a folder
+    commented = "".join(f"#  old-{i}:\n#    image: example/old-{i}:1.0\n#    command: [serve, --port, '8000']\n"
+                        for i in range(80))
+    text = ("x-common: &common\n  restart: 'no'\n\nservices:\n" + commented
+            + "  vllm-old:\n    <<: *common\n    image: nvidia/cuda:12.4.1-runtime-ubuntu22.04\n")
+    model_file = tmp_path / "compose" / "models-old.yml"
+    model_file.parent.mkdir()
+    model_file.write_text(text, encoding="utf-8")
+    assert len(text.encode()) > 4096 and text.encode()[:4096].count(b"\n    image:") == 0
+    line = text.splitlines().index("    image: nvidia/cuda:12.4.1-runtime-ubuntu22.04") + 1
+    for args in ((str(model_file),), (str(tmp_path),)):
+        _code, targets = _report(*args)
+        (target,) = [t for t in targets if t["target"].endswith("models-old.yml")]
+        assert target["kind"] == "compose"
+        (g1,) = _hits(target, "G1-cuda12-base")
+        assert g1["status"] == "FAIL" and g1["location"]["line"] == line
+    # a YAML file with a top-level services: list and no image anywhere stays unrecognised (a CI file)
+    ci = _write(tmp_path / "ci" / "pipeline.yml", "services:\n  - docker:dind\n" + "# step\n" * 1200)
+    proc = run_envcheck("--format", "json", str(ci))
+    assert proc.returncode == 2 and "cannot tell what kind of input this is" in proc.stdout + proc.stderr

@@ -547,10 +547,12 @@ def _source_builds(ctx: CheckContext) -> list[Package]:
 
 def _source_build_arch(ctx: CheckContext, settings: list[EnvVar]) -> Iterator[Finding]:
     """CUDA extensions a Dockerfile builds from source: which architectures the arch list in force gives them."""
-    from envcheck.knowledge.base_images import in_stage, safe_describe
+    from envcheck.knowledge.base_images import in_stage, safe_describe, third_party
     sm = ctx.profile.sm
     ngc_stages = {i.stage for i in ctx.inventory.images if (f := safe_describe(i.ref)) is not None and f.ngc_torch}
     own_base = {i.stage for i in ctx.inventory.images}
+    # stages on an image envcheck's tables say nothing about (a local or community build): its ENV may set the list
+    unknown_base = {i.stage: i.ref for i in ctx.inventory.images if (f := safe_describe(i.ref)) is not None and third_party(f)}
     for pkg in _source_builds(ctx):
         if pkg.name == "flash-attn" or pkg.location is None:
             continue  # reported by G2-flash-attn-build: the build itself is the problem
@@ -564,6 +566,12 @@ def _source_build_arch(ctx: CheckContext, settings: list[EnvVar]) -> Iterator[Fi
                 yield SOURCE_BUILD_ARCH.passed(
                     f"{in_stage(loc.stage)}{pkg.name} is built from source with the NGC image's TORCH_CUDA_ARCH_LIST (includes 12.0+PTX; no sm_{sm}a)",
                     loc, **evidence)
+            elif loc.stage in unknown_base:
+                evidence["base"] = unknown_base[loc.stage]
+                yield SOURCE_BUILD_ARCH.finding(
+                    f"{in_stage(loc.stage)}{pkg.name} is built from source and this file sets no TORCH_CUDA_ARCH_LIST; envcheck "
+                    f"cannot see whether the base image {unknown_base[loc.stage]} sets one: if it does not, with no GPU visible "
+                    f"during docker build the build gets torch's default list, which may lack sm_{sm}", loc, evidence)
             else:
                 yield SOURCE_BUILD_ARCH.finding(
                     f"{in_stage(loc.stage)}{pkg.name} is built from source with no TORCH_CUDA_ARCH_LIST: with no GPU visible during "

@@ -32,9 +32,24 @@ _BRACES = re.compile(r"\$\{|\}")
 _VAR = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])|(?=\}))|([A-Za-z_][A-Za-z0-9_]*))")
 
 
+_SERVICES = re.compile(r"(?m)^services\s*:\s*$")
+_IMAGE_OR_BUILD = re.compile(r"(?m)^\s+(image|build)\s*:")
+SNIFF_LIMIT = 1 << 20  # how far past the head a file with top-level services: is searched for its first image/build
+
+
 def sniff(path: Path, head: bytes) -> bool:
     text = "" if b"\x00" in head else head.decode("utf-8", "replace")  # binary junk matches no pattern
-    return bool(re.search(r"(?m)^services\s*:\s*$", text)) and bool(re.search(r"(?m)^\s+(image|build)\s*:", text))
+    if not _SERVICES.search(text):
+        return False
+    if _IMAGE_OR_BUILD.search(text):
+        return True
+    # top-level services: with no image/build in the head: long x- anchors or commented-out services can push the
+    # first service that runs past it, so the rest of the file (bounded) decides
+    try:
+        data, _stat = read_regular(path, SNIFF_LIMIT)
+    except OSError:
+        return False
+    return b"\x00" not in data and bool(_IMAGE_OR_BUILD.search(data.decode("utf-8", "replace")))
 
 
 def read(path: Path, options: ReadOptions) -> Inventory:
