@@ -293,12 +293,33 @@ def _layered_config(args: argparse.Namespace, config: Config, max_text_bytes: in
     return replace(config, **changes)  # type: ignore[arg-type]
 
 
+# Command words of other tools (ruff check, ruff rule, trivy fs, git version) and what envcheck calls them.
+_CHECK_WORDS = ("check", "lint", "scan", "fs", "validate")
+_RULES_WORDS = ("explain", "rule", "list-rules")
+_OTHER_TOOLS_WORDS = {"version": "`envcheck --version` prints the version", "help": "`envcheck --help` lists the options and commands"}
+
+
 def _no_mistyped_command(paths: list[str]) -> None:
-    """``envcheck imgae foo``: a first PATH that does not exist and is spelled like a command is a typo."""
+    """``envcheck imgae foo``: a first PATH that does not exist and is spelled like a command is a typo; a
+    command word of another tool (``envcheck check .``, ``envcheck explain ID``) or a rule id is answered
+    with what envcheck calls it."""
     if not paths or "/" in paths[0] or Path(paths[0]).exists():
         return
+    word = paths[0]
+    rest = " ".join(paths[1:3]) + (" ..." if len(paths) > 3 else "")
+    if word.lower() in _CHECK_WORDS:
+        say = f"checking needs no command word: `envcheck {rest or '.'}`"
+    elif word.lower() in _RULES_WORDS:
+        say = f"`envcheck rules {paths[1] if len(paths) > 1 else '[ID|G2]'}` explains {'it' if len(paths) > 1 else 'the rules'}"
+    else:
+        say = _OTHER_TOOLS_WORDS.get(word.lower(), "")
+    if say:
+        raise UsageError(f"{word!r} is neither a file nor an envcheck command; {say}")
+    from envcheck.rules import canonical_selector
+    if (named := canonical_selector(word)) is not None:
+        raise UsageError(f"{word!r} is not a file; it names envcheck rules: `envcheck rules {named}` explains them")
     import difflib
-    close = difflib.get_close_matches(paths[0], list(COMMANDS), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(word, list(COMMANDS), n=1, cutoff=0.6)
     if close:
-        raise UsageError(f"{paths[0]!r} is neither a file nor an envcheck command; the most similar command is "
+        raise UsageError(f"{word!r} is neither a file nor an envcheck command; the most similar command is "
                          f"`envcheck {close[0]}` (`envcheck --help` lists them)")

@@ -1,0 +1,94 @@
+"""What a newcomer types on the first day, with habits from ruff, trivy, hadolint and git: each gets an answer
+that names envcheck's own spelling, never a Docker Hub lookup or a neighbouring command that does something
+else. Real files through the real command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_envcheck
+
+CUDA12 = "torch==2.5.1+cu121\nnvidia-cublas-cu12==12.1.3.1\n"
+
+
+@pytest.mark.parametrize(("words", "said"), [
+    (("check", "requirements.txt"), "`envcheck requirements.txt`"),
+    (("lint", "."), "`envcheck .`"),
+    (("check",), "`envcheck .`"),
+    (("explain", "G1-cuda12-index"), "`envcheck rules G1-cuda12-index`"),
+    (("explain",), "`envcheck rules [ID|G2]`"),
+    (("version",), "`envcheck --version`"),
+    (("g1-cuda12-index",), "`envcheck rules G1-cuda12-index`"),
+    (("G2",), "`envcheck rules G2`"),
+])
+def test_another_tools_command_word_names_envchecks_spelling(tmp_path: Path, words: tuple[str, ...], said: str) -> None:
+    """`envcheck check x` once answered "the most similar command is `envcheck cache`"; a rule id given as a
+    PATH was a missing file. Each now names the command that does it, with exit 2 and nothing checked."""
+    (tmp_path / "requirements.txt").write_text(CUDA12)
+    done = run_envcheck(*words, cwd=tmp_path)
+    assert done.returncode == 2 and said in done.stderr, done.stderr
+    assert "envcheck cache" not in done.stderr and done.stdout == ""
+    (tmp_path / words[0]).write_text(CUDA12)  # a file of that name is a file, checked as one
+    named = run_envcheck("--kind", "requirements", words[0], cwd=tmp_path)
+    assert named.returncode == 1 and said not in named.stderr, named.stderr
+
+
+def test_what_the_hint_names_does_what_was_meant(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text(CUDA12)
+    assert run_envcheck("requirements.txt", cwd=tmp_path).returncode == 1
+    explained = run_envcheck("rules", "G1-cuda12-index", cwd=tmp_path)
+    assert explained.returncode == 0 and explained.stdout.startswith("G1-cuda12-index")
+
+
+def _layout(folder: Path) -> Path:
+    from registry_fixtures import Layer, config_for, tar_of, write_oci_layout
+    write_oci_layout(folder, config_for("arm64", ["CUDA_VERSION=12.4.1", "PATH=/usr/bin"]),
+                     [Layer(tar_of({"etc/os-release": b"ID=ubuntu\n"}))], "app")
+    return folder
+
+
+@pytest.mark.parametrize("spelled", ["out", "./out", "out/"])
+def test_an_image_layout_folder_without_its_transport_is_named_not_looked_up(tmp_path: Path, spelled: str) -> None:
+    """`envcheck image ./out` was "invalid registry host '.'", and `envcheck image out` asked Docker Hub for
+    docker.io/library/out: both name `oci-layout:` now, before any network use, and that spelling reads it."""
+    _layout(tmp_path / "out")
+    env = {"ENVCHECK_CACHE_DIR": str(tmp_path / "cache")}
+    done = run_envcheck("image", spelled, cwd=tmp_path, env=env, timeout=30)
+    assert done.returncode == 2 and f"`envcheck image oci-layout:{spelled}`" in done.stderr, done.stdout + done.stderr
+    assert "registry" not in done.stdout and "docker.io" not in done.stderr
+    read = run_envcheck("image", f"oci-layout:{spelled}", "-f", "json", "--no-progress", cwd=tmp_path, env=env)
+    found = {f["rule"] for t in json.loads(read.stdout)["targets"] for f in t["findings"] if f["status"] == "FAIL"}
+    assert read.returncode == 1 and "G1-image-cuda" in found, read.stdout
+
+
+def test_a_local_file_given_to_image_names_docker_archive(tmp_path: Path) -> None:
+    (tmp_path / "saved.tar").write_bytes(b"")
+    done = run_envcheck("image", "saved.tar", cwd=tmp_path, timeout=30)
+    assert done.returncode == 2 and "`envcheck image docker-archive:saved.tar`" in done.stderr, done.stderr
+
+
+def test_a_missing_layout_folder_is_said_to_be_missing(tmp_path: Path) -> None:
+    """oci-layout: of a folder that does not exist said "it has no index.json" with "Fix or remove the broken
+    input"; it says the folder is missing, and a file or a folder without index.json each get their own advice."""
+    (tmp_path / "out.tar").write_bytes(b"")
+    (tmp_path / "plain").mkdir()
+    said = {}
+    for name in ("nope", "out.tar", "plain"):
+        done = run_envcheck("image", f"oci-layout:{name}:app", "-f", "json", "--no-progress", cwd=tmp_path, timeout=30)
+        (error,) = [f for t in json.loads(done.stdout)["targets"] for f in t["findings"] if f["status"] == "ERROR"]
+        assert done.returncode == 2 and "Fix or remove the broken input" not in error["fix"], error
+        said[name] = error["message"]
+    assert said["nope"] == "nope: no such folder"
+    assert "is a file" in said["out.tar"] and "index.json" in said["plain"]
+
+
+def test_fix_with_diff_prints_the_diff_and_writes_nothing(tmp_path: Path) -> None:
+    """`--fix --diff` is `--diff` (as ruff's): the change is shown, the file keeps its bytes."""
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(CUDA12)
+    done = run_envcheck("--fix", "--diff", "requirements.txt", cwd=tmp_path)
+    assert done.returncode == 1 and "+nvidia-cublas>=13" in done.stdout, done.stdout + done.stderr
+    assert requirements.read_text() == CUDA12
+    assert "also with --fix" in run_envcheck("--help", env={"COLUMNS": "1000"}).stdout
