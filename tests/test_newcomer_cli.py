@@ -92,3 +92,12 @@ def test_fix_with_diff_prints_the_diff_and_writes_nothing(tmp_path: Path) -> Non
     assert done.returncode == 1 and "+nvidia-cublas>=13" in done.stdout, done.stdout + done.stderr
     assert requirements.read_text() == CUDA12
     assert "also with --fix" in run_envcheck("--help", env={"COLUMNS": "1000"}).stdout
+
+
+@pytest.mark.parametrize(("variable", "value"), [("ENVCHECK_FAIL_ON", "warnings"), ("ENVCHECK_IGNORE", "G9-unpined")])
+def test_a_bad_environment_variable_is_named(tmp_path: Path, variable: str, value: str) -> None:
+    """A wrong ENVCHECK_* value said "environment: fail-on must be ..."; the error names the variable to fix."""
+    (tmp_path / "requirements.txt").write_text(CUDA12)
+    done = run_envcheck("requirements.txt", cwd=tmp_path, env={variable: value})
+    assert done.returncode == 2 and done.stderr.startswith(f"envcheck: error: {variable}: "), done.stderr
+    assert value in done.stderr
