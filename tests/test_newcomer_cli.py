@@ -101,3 +101,32 @@ def test_a_bad_environment_variable_is_named(tmp_path: Path, variable: str, valu
     done = run_envcheck("requirements.txt", cwd=tmp_path, env={variable: value})
     assert done.returncode == 2 and done.stderr.startswith(f"envcheck: error: {variable}: "), done.stderr
     assert value in done.stderr
+
+
+def test_an_image_step_that_installs_a_cuda12_torch_is_one_finding_with_or_without_its_layers(tmp_path: Path) -> None:
+    """`RUN pip install torch==2.5.1+cu121 --index-url .../cu121` in an image's history was two FAILs (the pin and
+    the index, where the same Dockerfile line is one), and with --deep three (the layer's METADATA of that torch
+    too). One step, one cause: one G1 finding at the step, naming the rest. A CUDA 12 torch installed without a
+    history step of its own stays a finding of its own."""
+    from registry_fixtures import Layer, config_for, metadata, tar_of, write_oci_layout
+
+    step = "/bin/sh -c pip install torch==2.5.1+cu121 --index-url https://download.pytorch.org/whl/cu121"
+    files: dict[str, bytes | None] = {
+        "usr/local/lib/python3.12/site-packages/torch-2.5.1+cu121.dist-info/METADATA": metadata("torch", "2.5.1+cu121"),
+        "usr/local/lib/python3.12/site-packages/torchaudio-2.5.1+cu121.dist-info/METADATA": metadata("torchaudio", "2.5.1+cu121")}
+    write_oci_layout(tmp_path / "out", config_for("arm64", history=[{"created_by": step}]), [Layer(tar_of(files))], "app")
+    (tmp_path / "Dockerfile").write_text(f"FROM ubuntu:24.04\nRUN {step.removeprefix('/bin/sh -c ')}\n")
+    env = {"ENVCHECK_CACHE_DIR": str(tmp_path / "cache")}
+
+    def g1(*args: str) -> list[dict[str, str]]:
+        done = run_envcheck(*args, "-f", "json", cwd=tmp_path, env=env)
+        assert done.returncode == 1, done.stdout + done.stderr
+        return [{"rule": f["rule"], "where": f["location"].get("member", str(f["location"].get("line"))), "message": f["message"]}
+                for t in json.loads(done.stdout)["targets"] for f in t["findings"] if f["gotcha"] == "G1" and f["status"] == "FAIL"]
+
+    assert len(g1("Dockerfile")) == 1
+    (config_level,) = g1("image", "--no-progress", "oci-layout:out:app")
+    assert config_level["where"] == "history[0]" and "cu121 index" in config_level["message"]
+    deep = g1("image", "--deep", "--no-progress", "oci-layout:out:app")
+    assert [f["where"] for f in deep] == ["history[0]", "/usr/local/lib/python3.12/site-packages/torchaudio-2.5.1+cu121.dist-info/METADATA"], deep
+    assert "installed in the layers (/usr/local/lib/python3.12/site-packages/torch-2.5.1+cu121.dist-info/METADATA)" in deep[0]["message"]
