@@ -130,3 +130,34 @@ def test_an_image_step_that_installs_a_cuda12_torch_is_one_finding_with_or_witho
     deep = g1("image", "--deep", "--no-progress", "oci-layout:out:app")
     assert [f["where"] for f in deep] == ["history[0]", "/usr/local/lib/python3.12/site-packages/torchaudio-2.5.1+cu121.dist-info/METADATA"], deep
     assert "installed in the layers (/usr/local/lib/python3.12/site-packages/torch-2.5.1+cu121.dist-info/METADATA)" in deep[0]["message"]
+
+
+def test_a_diff_side_that_cannot_be_read_is_not_compared(tmp_path: Path) -> None:
+    """`envcheck diff good.json empty-folder` listed every package of good.json as removed and the read error
+    itself as a G9 FAIL ("input-error not reported → ERROR"), then summed up "nothing changed" once the drift
+    was gone: an unread side is not an empty side. The ERROR stands alone, exit 2."""
+    (tmp_path / "requirements.txt").write_text(CUDA12)
+    (tmp_path / "empty").mkdir()
+    assert run_envcheck("snapshot", "requirements.txt", "-o", "good.json", cwd=tmp_path).returncode == 0
+    for args in (("good.json", "empty"), ("--twins", "good.json", "empty")):
+        done = run_envcheck("diff", *args, "-f", "json", cwd=tmp_path)
+        findings = [f for t in json.loads(done.stdout)["targets"] for f in t["findings"]]
+        assert done.returncode == 2 and [f["rule"] for f in findings] == ["input-error"], findings
+    text = run_envcheck("diff", "good.json", "empty", cwd=tmp_path)
+    assert "summary: not compared: a side could not be read" in text.stdout and "nothing changed" not in text.stdout
+    same = run_envcheck("diff", "good.json", "requirements.txt", cwd=tmp_path)
+    assert same.returncode == 0 and "summary: nothing changed: the two sides match" in same.stdout, same.stdout
+
+
+def test_a_bare_word_that_is_no_file_says_it_was_read_as_an_image(tmp_path: Path) -> None:
+    """`envcheck snapshot requirments` (a typo, no such file) is a Docker Hub image by docker's rules; when the
+    registry cannot answer, the error says so, rather than only that registry-1.docker.io was unreachable."""
+    from registry_fixtures import refusing_port
+    with refusing_port() as port:
+        proxy = f"http://127.0.0.1:{port}"
+        done = run_envcheck("snapshot", "requirments", "-o", "-", "-f", "json", "--no-cache", cwd=tmp_path,
+                            env={"HTTPS_PROXY": proxy, "https_proxy": proxy, "NO_PROXY": "", "no_proxy": ""}, timeout=60)
+    (error,) = [f for t in json.loads(done.stdout)["targets"] for f in t["findings"] if f["status"] == "ERROR"]
+    assert done.returncode == 3, done.stdout
+    assert error["message"].startswith(f"requirments is no file or folder in {tmp_path}, so it was read as the image "
+                                       "docker.io/library/requirments:latest: "), error["message"]
