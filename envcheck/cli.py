@@ -235,6 +235,8 @@ def _run(argv: list[str]) -> int:
             sys.stdout.write(text)
             return 0
     args = _parse(parser, argv)
+    if getattr(args, "output", None) and args.output != "-" and (why := _unwritable(args.output)):
+        raise UsageError(f"-o {args.output}: cannot write the report: {why}")  # before a check that may take minutes
     from envcheck.config import parse_size
     max_text = parse_size(args.max_text_size, "--max-text-size") if getattr(args, "max_text_size", None) else None
     config = _layered_config(args, load_config(args.config, Path.cwd(), max_text), max_text)
@@ -259,10 +261,7 @@ def _run(argv: list[str]) -> int:
         try:
             Path(args.output).write_text(out.stdout, encoding="utf-8")
         except OSError as exc:
-            where = Path(args.output)
-            why = ("is a folder; -o takes a file" if where.is_dir() else f"its folder {where.parent} does not exist"
-                   if not where.parent.is_dir() else exc.strerror or str(exc))
-            raise UsageError(f"-o {args.output}: cannot write the report: {why}") from exc
+            raise UsageError(f"-o {args.output}: cannot write the report: {_unwritable(args.output) or exc.strerror or exc}") from exc
         if args.quiet <= 0:  # -o replaces stdout; a line on stderr says where the report went
             counted = [f"{g} {s.value}" for g, s in report.summary().items() if s.value != "SKIP"]
             errors = [f.message for f in report.findings if f.status.value == "ERROR"]  # why the exit code is 2 or 3
@@ -273,6 +272,14 @@ def _run(argv: list[str]) -> int:
     for line in out.stderr:
         print(line, file=sys.stderr)
     return report.exit_code
+
+
+def _unwritable(output: str) -> str | None:
+    """Why the report cannot go to ``output`` whatever it holds (a folder, a missing folder), else None."""
+    where = Path(output)
+    if where.is_dir():
+        return "is a folder; -o takes a file"
+    return None if where.parent.is_dir() else f"its folder {where.parent} does not exist"
 
 
 def _layered_config(args: argparse.Namespace, config: Config, max_text_bytes: int | None) -> Config:

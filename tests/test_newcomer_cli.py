@@ -161,3 +161,16 @@ def test_a_bare_word_that_is_no_file_says_it_was_read_as_an_image(tmp_path: Path
     assert done.returncode == 3, done.stdout
     assert error["message"].startswith(f"requirments is no file or folder in {tmp_path}, so it was read as the image "
                                        "docker.io/library/requirments:latest: "), error["message"]
+
+
+def test_an_output_that_cannot_be_written_stops_before_the_check(tmp_path: Path) -> None:
+    """-o into a missing folder was found only after the whole check (minutes for `image --deep`), and after
+    --fix had rewritten the files. It is a usage error before anything is read or written now."""
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(CUDA12)
+    for output in ("nodir/report.json", "."):
+        done = run_envcheck("--fix", "-f", "json", "-o", output, "requirements.txt", cwd=tmp_path)
+        assert done.returncode == 2 and f"-o {output}: cannot write the report" in done.stderr, done.stderr
+        assert requirements.read_text() == CUDA12 and "fixed" not in done.stderr
+    snapshot = run_envcheck("snapshot", "requirements.txt", "-o", "nodir/good.json", cwd=tmp_path)
+    assert snapshot.returncode == 2 and "its folder nodir does not exist" in snapshot.stderr, snapshot.stderr
