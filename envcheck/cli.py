@@ -74,7 +74,7 @@ def _check_parser() -> argparse.ArgumentParser:
 
 def _check_parser_options(parser: argparse.ArgumentParser) -> None:
     from envcheck.commands import check, fix
-    parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"envcheck {__version__}")
     check.configure(parser)
     fix.configure(parser)
 

@@ -174,3 +174,10 @@ def test_an_output_that_cannot_be_written_stops_before_the_check(tmp_path: Path)
         assert requirements.read_text() == CUDA12 and "fixed" not in done.stderr
     snapshot = run_envcheck("snapshot", "requirements.txt", "-o", "nodir/good.json", cwd=tmp_path)
     assert snapshot.returncode == 2 and "its folder nodir does not exist" in snapshot.stderr, snapshot.stderr
+
+
+def test_dash_capital_v_is_the_version_as_in_ruff_uv_and_pip() -> None:
+    from envcheck import __version__
+    for option in ("-V", "--version"):
+        done = run_envcheck(option)
+        assert done.returncode == 0 and done.stdout == f"envcheck {__version__}\n", (option, done.stdout, done.stderr)
