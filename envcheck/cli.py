@@ -74,7 +74,7 @@ def _check_parser() -> argparse.ArgumentParser:
 
 def _check_parser_options(parser: argparse.ArgumentParser) -> None:
     from envcheck.commands import check, fix
-    parser.add_argument("--version", action="version", version=f"envcheck {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"envcheck {__version__}")
     check.configure(parser)
     fix.configure(parser)
 
@@ -235,6 +235,8 @@ def _run(argv: list[str]) -> int:
             sys.stdout.write(text)
             return 0
     args = _parse(parser, argv)
+    if getattr(args, "output", None) and args.output != "-" and (why := _unwritable(args.output)):
+        raise UsageError(f"-o {args.output}: cannot write the report: {why}")  # before a check that may take minutes
     from envcheck.config import parse_size
     max_text = parse_size(args.max_text_size, "--max-text-size") if getattr(args, "max_text_size", None) else None
     config = _layered_config(args, load_config(args.config, Path.cwd(), max_text), max_text)
@@ -259,10 +261,7 @@ def _run(argv: list[str]) -> int:
         try:
             Path(args.output).write_text(out.stdout, encoding="utf-8")
         except OSError as exc:
-            where = Path(args.output)
-            why = ("is a folder; -o takes a file" if where.is_dir() else f"its folder {where.parent} does not exist"
-                   if not where.parent.is_dir() else exc.strerror or str(exc))
-            raise UsageError(f"-o {args.output}: cannot write the report: {why}") from exc
+            raise UsageError(f"-o {args.output}: cannot write the report: {_unwritable(args.output) or exc.strerror or exc}") from exc
         if args.quiet <= 0:  # -o replaces stdout; a line on stderr says where the report went
             counted = [f"{g} {s.value}" for g, s in report.summary().items() if s.value != "SKIP"]
             errors = [f.message for f in report.findings if f.status.value == "ERROR"]  # why the exit code is 2 or 3
@@ -273,6 +272,14 @@ def _run(argv: list[str]) -> int:
     for line in out.stderr:
         print(line, file=sys.stderr)
     return report.exit_code
+
+
+def _unwritable(output: str) -> str | None:
+    """Why the report cannot go to ``output`` whatever it holds (a folder, a missing folder), else None."""
+    where = Path(output)
+    if where.is_dir():
+        return "is a folder; -o takes a file"
+    return None if where.parent.is_dir() else f"its folder {where.parent} does not exist"
 
 
 def _layered_config(args: argparse.Namespace, config: Config, max_text_bytes: int | None) -> Config:
@@ -293,12 +300,33 @@ def _layered_config(args: argparse.Namespace, config: Config, max_text_bytes: in
     return replace(config, **changes)  # type: ignore[arg-type]
 
 
+# Command words of other tools (ruff check, ruff rule, trivy fs, git version) and what envcheck calls them.
+_CHECK_WORDS = ("check", "lint", "scan", "fs", "validate")
+_RULES_WORDS = ("explain", "rule", "list-rules")
+_OTHER_TOOLS_WORDS = {"version": "`envcheck --version` prints the version", "help": "`envcheck --help` lists the options and commands"}
+
+
 def _no_mistyped_command(paths: list[str]) -> None:
-    """``envcheck imgae foo``: a first PATH that does not exist and is spelled like a command is a typo."""
+    """``envcheck imgae foo``: a first PATH that does not exist and is spelled like a command is a typo; a
+    command word of another tool (``envcheck check .``, ``envcheck explain ID``) or a rule id is answered
+    with what envcheck calls it."""
     if not paths or "/" in paths[0] or Path(paths[0]).exists():
         return
+    word = paths[0]
+    rest = " ".join(paths[1:3]) + (" ..." if len(paths) > 3 else "")
+    if word.lower() in _CHECK_WORDS:
+        say = f"checking needs no command word: `envcheck {rest or '.'}`"
+    elif word.lower() in _RULES_WORDS:
+        say = f"`envcheck rules {paths[1] if len(paths) > 1 else '[ID|G2]'}` explains {'it' if len(paths) > 1 else 'the rules'}"
+    else:
+        say = _OTHER_TOOLS_WORDS.get(word.lower(), "")
+    if say:
+        raise UsageError(f"{word!r} is neither a file nor an envcheck command; {say}")
+    from envcheck.rules import canonical_selector
+    if (named := canonical_selector(word)) is not None:
+        raise UsageError(f"{word!r} is not a file; it names envcheck rules: `envcheck rules {named}` explains them")
     import difflib
-    close = difflib.get_close_matches(paths[0], list(COMMANDS), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(word, list(COMMANDS), n=1, cutoff=0.6)
     if close:
-        raise UsageError(f"{paths[0]!r} is neither a file nor an envcheck command; the most similar command is "
+        raise UsageError(f"{word!r} is neither a file nor an envcheck command; the most similar command is "
                          f"`envcheck {close[0]}` (`envcheck --help` lists them)")

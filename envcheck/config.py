@@ -305,14 +305,10 @@ def load_config(explicit: str | None, cwd: Path, max_bytes: int | None = None) -
         table = _table_from_file(path, limit)
         if table:
             config = _apply_table(config, table, str(path))
-    env_table: dict[str, Any] = {}
-    for key, name in (("profile", "ENVCHECK_PROFILE"), ("fail-on", "ENVCHECK_FAIL_ON"), ("max-text-size", "ENVCHECK_MAX_TEXT_SIZE")):
+    for key, name in (("profile", "ENVCHECK_PROFILE"), ("fail-on", "ENVCHECK_FAIL_ON"), ("max-text-size", "ENVCHECK_MAX_TEXT_SIZE"),
+                      ("ignore", "ENVCHECK_IGNORE")):
         value = env(name)
-        if value:
-            env_table[key] = value
-    ignore = env("ENVCHECK_IGNORE")
-    if ignore:
-        env_table["ignore"] = [r.strip() for r in ignore.split(",") if r.strip()]
-    if env_table:
-        config = _apply_table(config, env_table, "environment")
+        if value:  # one layer per variable, so that an error names the variable (`ENVCHECK_FAIL_ON: fail-on must be ...`)
+            item: Any = [r.strip() for r in value.split(",") if r.strip()] if key == "ignore" else value
+            config = replace(_apply_table(config, {key: item}, name), source="environment")
     return config

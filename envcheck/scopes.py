@@ -291,10 +291,13 @@ def _one_per_lock(findings: list[Finding], packages_only: bool = False) -> list[
 
 def _one_per_line(findings: list[Finding]) -> list[Finding]:
     """G1 findings on one line are one cause (a requirement whose extra installs a CUDA 12 stack, a lock entry
-    and the index it names): the worst speaks for the line and names the rest."""
+    and the index it names, an image's build-history step, its RUN line): the worst speaks for the line and
+    names the rest."""
+    findings = _built_and_installed(findings)
     at: dict[tuple[str, str], list[int]] = {}
     for i, f in enumerate(findings):
-        if f.gotcha == "G1" and f.location and f.location.line and f.status in (Status.WARN, Status.FAIL) and not f.policy:
+        if (f.gotcha == "G1" and f.location and (f.location.line or (f.location.member or "").startswith("history["))
+                and f.status in (Status.WARN, Status.FAIL) and not f.policy):
             at.setdefault((str(f.location), f.gotcha), []).append(i)
     dropped: set[int] = set()
     out = list(findings)
@@ -309,6 +312,27 @@ def _one_per_line(findings: list[Finding]) -> list[Finding]:
                             evidence={**findings[keep].evidence, "also": [f.rule for f in rest]},
                             folded=(*findings[keep].folded, *rest))
     return [f for i, f in enumerate(out) if i not in dropped]
+
+
+def _built_and_installed(findings: list[Finding]) -> list[Finding]:
+    """An image read with --deep: a CUDA 12 build its history's RUN step installs and the same distribution's
+    METADATA in the layers are one cause. The step's finding (how it got there, with the fix) stands for both."""
+    def key(f: Finding) -> tuple[str, str, str] | None:
+        package, version = f.evidence.get("package"), f.evidence.get("version")
+        return (f.rule, str(package), str(version)) if package and version and f.gotcha == "G1" else None
+    built = {k for f in findings if f.location and (f.location.member or "").startswith("history[") and (k := key(f))}
+    if not built:
+        return findings
+    installed = [f for f in findings if f.location and (f.location.member or "").startswith("/") and key(f) in built]
+    if not installed:
+        return findings
+    out = [f for f in findings if not any(f is i for i in installed)]
+    for n, f in enumerate(out):
+        if f.location and (f.location.member or "").startswith("history[") and (same := [i for i in installed if key(i) == key(f)]):
+            out[n] = replace(f, message=f"{f.message}; installed in the layers ({same[0].location.member if same[0].location else ''})",
+                             folded=(*f.folded, *same))
+            installed = [i for i in installed if key(i) != key(f)]
+    return out
 
 
 def _route_first(found: list[Finding]) -> Finding:

@@ -63,12 +63,13 @@ def report(args: argparse.Namespace, config: Config) -> Report:
     read = [_side(word, options, config, args.debug) for word in words]
     sides = [side for side, _ in read]
     problems = [finding for _, broken in read for finding in broken]
-    if args.twins:
+    name = " = ".join(s.name for s in sides) if args.twins else f"{sides[0].name} → {sides[1].name}"
+    if problems:  # a side that could not be read is not an empty side: comparing would list all it holds as removed
+        findings: list[Finding] = []
+    elif args.twins:
         findings = drift.twins(sides)
-        name = " = ".join(s.name for s in sides)
     else:
         findings = drift.compare(sides[0], sides[1], profile.cuda_major, profile.sm)
-        name = f"{sides[0].name} → {sides[1].name}"
     result = TargetResult(target=name, kind="twins" if args.twins else "diff", inventory=Inventory(context="installed"))
     result.findings, result.suppressed = engine.apply_ignores(problems + findings, config.ignores)
     out = Report(profile=profile.name, targets=[result], sm=profile.sm)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def configure(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("fix (docs/fix.md)")
     g.add_argument("--fix", action="store_true", help="rewrite the files in place where a rule has a certain fix, then report what is left")
-    g.add_argument("--diff", action="store_true", help="print the changes --fix would make as a unified diff; exit 1 when there are any")
+    g.add_argument("--diff", action="store_true", help="print the changes --fix would make as a unified diff and write nothing (also with --fix, as ruff --fix --diff); exit 1 when there are any")
 
 
 def after_check(args: argparse.Namespace, config: Config, report: Report, targets: Sequence[Target],

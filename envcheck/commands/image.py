@@ -110,6 +110,26 @@ def build(args: argparse.Namespace, config: Config) -> list[engine.Target]:
             raise UsageError("--run checks inside a running container: --deep and --username do not apply (use docker login)")
         return [container_target(ref_text, pull="missing", gpus=args.gpus, timeout=args.timeout)]
     if not looks_like_image(ref_text):
+        _not_a_local_image(ref_text)
         parse_reference(ref_text)  # a malformed reference is a usage error (exit 2) before any network use
     options = image_options(args, config, progress=not args.no_progress, verbose=getattr(args, "verbose", 0) > 0)
     return [engine.Target(name=ref_text, kind=KIND, read=lambda: read_image(ref_text, options))]
+
+
+def _not_a_local_image(ref: str) -> None:
+    """``envcheck image ./out`` or ``image saved.tar``: a path on this machine names a local image only with its
+    transport (oci-layout:, docker-archive:); without one it would be asked of Docker Hub (``out`` is
+    docker.io/library/out). An image layout folder or a file is a usage error that names the spelling; another
+    folder that is also a valid reference (``ubuntu``) stays a registry reference."""
+    from pathlib import Path
+    path = Path(ref)
+    if path.is_dir() and ((path / "oci-layout").is_file() or (path / "index.json").is_file()):
+        raise UsageError(f"{ref} is an OCI image layout folder here, not a registry reference: "
+                         f"`envcheck image oci-layout:{ref}` reads it (oci-layout:DIR:TAG picks a tag)")
+    if path.is_file():
+        raise UsageError(f"{ref} is a file here, not a registry reference: a `docker save` archive is read as "
+                         f"`envcheck image docker-archive:{ref}`; an OCI layout (oci-layout, index.json) as oci-layout:FOLDER "
+                         "once unpacked; a Dockerfile or requirements file as `envcheck FILE`")
+    if path.is_dir() and ref.startswith((".", "/", "~")):
+        raise UsageError(f"{ref} is a folder here, not a registry reference: a project folder is checked as "
+                         f"`envcheck {ref}`, an OCI image layout folder as `envcheck image oci-layout:{ref}`")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from envcheck import engine
 from envcheck.config import Config
-from envcheck.errors import InputError, UsageError
+from envcheck.errors import InputError, ServiceError, UsageError
 from envcheck.limits import open_input
 from envcheck.model import Report, TargetResult
 
@@ -154,7 +154,18 @@ def _image_target(ref: str, options: LiveOptions, config: Config) -> engine.Targ
             raise UsageError(f"{ref}: no such file or folder, and not an image reference") from None
     platform = options.platform or load_profile(config.profile).docker_platform
     image_options = ImageOptions(platform=platform, deep=options.deep, progress=False, use_cache=options.use_cache)
-    return engine.Target(name=ref, kind=KIND, read=lambda: read_image(ref, image_options))
+    if looks_like_image(ref) or "/" in ref:
+        return engine.Target(name=ref, kind=KIND, read=lambda: read_image(ref, image_options))
+
+    def read_short_name() -> Any:
+        """A bare word that is no file here is a Docker Hub image (``ubuntu``); a registry's refusal says which,
+        since a mistyped file or folder name lands here too."""
+        try:
+            return read_image(ref, image_options)
+        except ServiceError as exc:
+            raise ServiceError(f"{ref} is no file or folder in {Path.cwd()}, so it was read as the image "
+                               f"{parse_reference(ref)}: {exc.message}") from exc
+    return engine.Target(name=ref, kind=KIND, read=read_short_name)
 
 
 def report(args: argparse.Namespace, config: Config) -> Report:

@@ -41,6 +41,8 @@ def _nothing(report: Report) -> str:
     """The summary of a report without findings: `envcheck diff` of two sides that match changed nothing."""
     if not report.targets or any(t.kind != "diff" for t in report.targets):
         return "nothing checked"
+    if any(f.status is Status.ERROR for t in report.targets for f in t.findings):
+        return "not compared: a side could not be read"
     return "no change reported" if any(t.suppressed for t in report.targets) else "nothing changed: the two sides match"
 
 

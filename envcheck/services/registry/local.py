@@ -48,8 +48,15 @@ class OciLayoutStore:
         self.folder = folder
         self.tag = tag
         self.name = f"oci-layout:{folder}" + (f":{tag}" if tag else "")
+        if not folder.is_dir():
+            raise InputError(f"{folder}: no such folder" if not folder.exists() else
+                             f"{folder} is a file; oci-layout: names an OCI image layout folder", path=str(folder),
+                             fix="Name the folder that holds the layout's oci-layout and index.json (a tar of one: unpack it "
+                                 "first; `docker save` output is read as docker-archive:FILE).")
         if not (folder / "index.json").is_file():
-            raise InputError(f"{folder} is not an OCI image layout: it has no index.json", path=str(folder))
+            raise InputError(f"{folder} is not an OCI image layout: it has no index.json", path=str(folder),
+                             fix="Name the folder that holds the layout's oci-layout and index.json (skopeo copy ... "
+                                 "oci:DIR:TAG, docker buildx build --output type=oci,tar=false,dest=DIR write one).")
 
     def _blob_path(self, digest: str) -> Path:
         algorithm, _, hexpart = digest.partition(":")
