@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from envcheck.errors import UsageError
 from envcheck.inspect.docker_run import exec_command, parse_run
+from envcheck.inspect.host_probes import on_host
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.launch import MEMORY_KEYS, TP_KEYS, LaunchFormatError, image_entrypoint, parse_command
 from envcheck.inspect.pip_args import INDEX_VARIABLES
@@ -44,7 +45,8 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, options: ReadOptions) -> Inventory:
     text, problems = read_text_file(path, text_limit(options))
-    inventory = read_script(text, str(path), path.parent, options, lambda line: Location(str(path), line=line))
+    with on_host():  # a script file runs on the Spark: `$(nvcc --version ...)` is its CUDA 13 toolkit
+        inventory = read_script(text, str(path), path.parent, options, lambda line: Location(str(path), line=line))
     inventory.problems[:0] = problems
     inventory.pragmas.extend(instruction_pragmas(text, {}, str(path)))  # each pragma: the next line that is not blank
     return inventory
