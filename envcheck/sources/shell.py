@@ -343,11 +343,8 @@ def _array_flag(text: str, start: int, flags: tuple[str, ...]) -> int:
     """Where a flag of the arrays a command expands (``"${ARGS[@]}"``) is written: in the last ``ARGS=( ... )``
     or ``ARGS+=( ... )`` before the command that holds it, also in an array such an array expands
     (``RUN=(docker run ... "${ARGS[@]}")``); -1 when there is none."""
-    end = start
-    while (newline := text.find("\n", end)) > 0 and text[newline - 1] == "\\":
-        end = newline + 1
     best = -1
-    names = _ARRAY_USE.findall(text[start:newline if newline >= 0 else len(text)])
+    names = _ARRAY_USE.findall(text[start:_command_end(text, start)])
     seen: set[str] = set()
     while names and len(seen) < _NESTED_ARRAYS:
         name = names.pop(0)
@@ -363,6 +360,29 @@ def _array_flag(text: str, start: int, flags: tuple[str, ...]) -> int:
 
 
 _NESTED_ARRAYS = 8  # arrays followed through the arrays a command expands
+
+
+def _command_end(text: str, start: int) -> int:
+    """Where the command written at ``start`` ends: the first newline outside quotes that no backslash
+    continues (``docker run ... bash -lc '<several lines>' bash "${ARGS[@]}"`` ends after its quoted script)."""
+    quote, i, n = "", start, len(text)
+    while i < n:
+        ch = text[i]
+        if quote == "'":
+            quote = "" if ch == "'" else quote
+        elif ch == "\\":
+            i += 1
+        elif quote:
+            quote = "" if ch == '"' else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "\n":
+            return i
+        elif ch == "#" and text[i - 1] in " \t":  # a comment: the command ends with its line
+            stop = text.find("\n", i)
+            return n if stop < 0 else stop
+        i += 1
+    return n
 
 
 def _leading_tool(argv: list[str]) -> bool:
