@@ -278,3 +278,34 @@ def test_a_command_array_quoted_word_by_word_for_ssh_is_read_as_the_launch(tmp_p
     direct = QUOTED.replace('      for t in "${cmd[@]}"; do out+=" $(printf \'%q\' "$t")"; done\n',
                             '      for t in "${cmd[@]}"; do out+=" $(printf \'%q\' "$t")"; done\n      "${cmd[@]}"\n')
     assert len(_g10(_write(tmp_path / "direct.sh", direct))) == 1
+
+
+RANK = """
+    #!/usr/bin/env bash
+    set -euo pipefail
+    required=(RANK NNODES MASTER_ADDR IMAGE)
+    for n in "${required[@]}"; do [[ -z "${!n:-}" ]] && { echo "missing $n" >&2; exit 1; }; done
+    serve_args=(
+        /model --host 0.0.0.0 --port 8000
+        --tensor-parallel-size 4 --pipeline-parallel-size 1
+        --gpu-memory-utilization 0.85
+        --nnodes "$NNODES" --node-rank "$RANK" --master-addr "$MASTER_ADDR"
+    )
+    docker run -d --name vllm --gpus all --network host \\
+      --device /dev/infiniband -e NCCL_NET=IB \\
+      --entrypoint /bin/bash "$IMAGE" -lc '
+        export PATH="/usr/local/cuda/bin:${PATH:-}"  # the CUDA of the image
+        exec vllm serve "$@"' bash "${serve_args[@]}"
+"""
+
+
+def test_a_node_count_from_the_environment_is_a_node_count_and_the_flag_is_in_the_array(tmp_path: Path) -> None:
+    """``--nnodes "$NNODES"`` in an array a ``bash -lc '...'`` container script runs: the launch spans nodes (the
+    count is unknown, not missing), and the finding is at the tensor-parallel flag in the array, not at
+    ``docker run`` (the command's quoted multi-line script hid the array from the flag's lookup)."""
+    (finding,) = _g10(_write(tmp_path / "rank.sh", RANK))
+    assert finding["status"] == "WARN" and finding["location"]["line"] == 7, finding
+    assert "$NNODES" in finding["message"] and "no node count" not in finding["message"], finding
+    # one rank of tensor parallelism per node is no tensor parallelism across nodes
+    (one,) = _g10(_write(tmp_path / "tp1.sh", RANK.replace("--tensor-parallel-size 4", "--tensor-parallel-size 1")))
+    assert one["status"] != "WARN", one

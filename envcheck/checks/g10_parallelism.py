@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from envcheck import kinds
 from envcheck.checks.host_facts import is_live
-from envcheck.inspect.launch import TP_KEYS
+from envcheck.inspect.launch import NODE_KEYS, TP_KEYS
 from envcheck.model import Finding, Location, Status
 from envcheck.rules import CheckContext, check, rule
 
@@ -52,6 +52,14 @@ def _unknown_tp(launch: LaunchReading) -> str | None:
     return written[-1] if written else None
 
 
+def _unknown_nodes(launch: LaunchReading) -> str | None:
+    """The node count as written when its value is unreadable (``--nnodes "$NNODES"``), else None."""
+    if launch.nodes is not None:
+        return None
+    written = [s.value for s in launch.settings if s.key in NODE_KEYS and s.value]
+    return written[-1] if written else None
+
+
 @check(TP_ACROSS_NODES)
 def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
     launches = ctx.inventory.host.launch
@@ -89,6 +97,12 @@ def tensor_parallel_across_nodes(ctx: CheckContext) -> Iterator[Finding]:
         elif nodes > 1 and tp > 1:
             failed = True
             yield TP_ACROSS_NODES.finding(f"{origin}: tensor parallelism (tp={tp}) across {nodes} nodes; use pipeline parallelism (or DDP/FSDP) across Sparks", where, evidence)
+        elif not counted and 0 < per_node < tp and (written := _unknown_nodes(launch)):  # --nnodes "$NNODES"
+            failed = True
+            yield TP_ACROSS_NODES.finding(
+                f"{origin}: tensor parallelism (tp={tp}) over a node count from {written}, unknown here: a {ctx.profile.name}"
+                f" has {per_node} GPU per node, so the {tp} ranks run on {tp} Sparks; use pipeline parallelism (or DDP/FSDP)"
+                " across Sparks", where, {**evidence, "nodes": written, "gpus_per_node": per_node})
         elif not counted and 0 < per_node < tp:  # no node count: tp ranks beyond one machine's GPUs span machines
             failed = True
             yield TP_ACROSS_NODES.finding(

@@ -33,6 +33,12 @@ _TOOLS = ("torchrun", "torch.distributed.run", "accelerate", "deepspeed", "vllm"
           "trtllm-serve", "llama-server", "python")
 
 
+def _tool_named(base: str) -> str | None:
+    """The tool a program name is: the name itself or with a version (``python3.12``), not a name that merely
+    starts like one (``vllm_disable_compile_cache:``, ``vllm-serve.sh``)."""
+    return next((t for t in _TOOLS if base == t or re.fullmatch(rf"{re.escape(t)}\d+(?:\.\d+)*", base)), None)
+
+
 class LaunchFormatError(ReadingError, ValueError):
     def __init__(self, message: str, line: int | None = None) -> None:
         super().__init__(message, line=line)
@@ -111,7 +117,7 @@ def parse_command(command: str, origin: str = "--launch") -> Launch:
         at_start = False
         if tool is None:
             base = word.rsplit("/", 1)[-1]
-            tool = next((t for t in _TOOLS if base == t or base.startswith(t)), None) if base != "env" else None
+            tool = _tool_named(base)
         if word.startswith("--") or word in _SHORT_TP:
             key, eq, value = word.partition("=")
             name = "tp" if key in _SHORT_TP else normalise(key)

@@ -6,6 +6,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from envcheck.inspect.host_probes import host_probe
+
 _OPERATORS = ("&&", "||", ";;", ";", "|", "&", "(", ")", "\n")
 _PLAIN = re.compile(r"[^\s\\'\"$#<>&|;()`]+")
 _BACKQUOTED = re.compile(r"`(?:[^`\\]|\\.)*(?:`|\\?\Z)", re.DOTALL)  # `command` (to the end when never closed)
@@ -235,6 +237,8 @@ def _substitution(text: str, i: int, arch: str, buf: list[str]) -> tuple[int, bo
                 break
         j += 1
     probe = _ARCH_PROBES.get(" ".join(text[i + 2 : j].split()), {}).get(arch)
+    if probe is None:
+        probe = host_probe(text[i + 2 : j])  # `$(nvcc --version | ...)` in a script run on the Spark
     if probe is not None:
         buf.append(probe)
         return j + 1, False

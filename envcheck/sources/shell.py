@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from envcheck.errors import UsageError
 from envcheck.inspect.docker_run import exec_command, parse_run
+from envcheck.inspect.host_probes import on_host
 from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.launch import MEMORY_KEYS, TP_KEYS, LaunchFormatError, image_entrypoint, parse_command
 from envcheck.inspect.pip_args import INDEX_VARIABLES
@@ -44,7 +45,8 @@ def sniff(path: Path, head: bytes) -> bool:
 
 def read(path: Path, options: ReadOptions) -> Inventory:
     text, problems = read_text_file(path, text_limit(options))
-    inventory = read_script(text, str(path), path.parent, options, lambda line: Location(str(path), line=line))
+    with on_host():  # a script file runs on the Spark: `$(nvcc --version ...)` is its CUDA 13 toolkit
+        inventory = read_script(text, str(path), path.parent, options, lambda line: Location(str(path), line=line))
     inventory.problems[:0] = problems
     inventory.pragmas.extend(instruction_pragmas(text, {}, str(path)))  # each pragma: the next line that is not blank
     return inventory
@@ -341,11 +343,8 @@ def _array_flag(text: str, start: int, flags: tuple[str, ...]) -> int:
     """Where a flag of the arrays a command expands (``"${ARGS[@]}"``) is written: in the last ``ARGS=( ... )``
     or ``ARGS+=( ... )`` before the command that holds it, also in an array such an array expands
     (``RUN=(docker run ... "${ARGS[@]}")``); -1 when there is none."""
-    end = start
-    while (newline := text.find("\n", end)) > 0 and text[newline - 1] == "\\":
-        end = newline + 1
     best = -1
-    names = _ARRAY_USE.findall(text[start:newline if newline >= 0 else len(text)])
+    names = _ARRAY_USE.findall(text[start:_command_end(text, start)])
     seen: set[str] = set()
     while names and len(seen) < _NESTED_ARRAYS:
         name = names.pop(0)
@@ -361,6 +360,29 @@ def _array_flag(text: str, start: int, flags: tuple[str, ...]) -> int:
 
 
 _NESTED_ARRAYS = 8  # arrays followed through the arrays a command expands
+
+
+def _command_end(text: str, start: int) -> int:
+    """Where the command written at ``start`` ends: the first newline outside quotes that no backslash
+    continues (``docker run ... bash -lc '<several lines>' bash "${ARGS[@]}"`` ends after its quoted script)."""
+    quote, i, n = "", start, len(text)
+    while i < n:
+        ch = text[i]
+        if quote == "'":
+            quote = "" if ch == "'" else quote
+        elif ch == "\\":
+            i += 1
+        elif quote:
+            quote = "" if ch == '"' else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "\n":
+            return i
+        elif ch == "#" and text[i - 1] in " \t":  # a comment: the command ends with its line
+            stop = text.find("\n", i)
+            return n if stop < 0 else stop
+        i += 1
+    return n
 
 
 def _leading_tool(argv: list[str]) -> bool:
