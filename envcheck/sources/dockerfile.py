@@ -162,7 +162,7 @@ def _inferred_context(df: Dockerfile, folder: Path) -> tuple[Path, str] | None:
                       if w and not w.startswith(("<<", "-")) and "://" not in w and not any(c in w for c in "$*?[")})
     try:
         missing = next((s for s in sources if not (folder / s).exists()), None)
-        if missing is None:
+        if missing is None or (folder / ".git").exists():  # a repository root is the widest context
             return None
         for level, above in enumerate(folder.resolve().parents):
             if level >= _CONTEXT_LEVELS:
@@ -431,7 +431,7 @@ class _Reader:
         inventory.problems.extend(replace(p, location=here(p.location)) for p in sub.problems)
 
     def _text_options(self) -> ReadOptions:
-        return ReadOptions(max_text_bytes=self.options.max_text_bytes, with_lock=False)
+        return ReadOptions(max_text_bytes=self.options.max_text_bytes, with_lock=False, root=self.context)
 
     def _read_project_file(self, name: str, module: str, in_image: bool, files: ContextFiles, loc: Location, stage: Stage,
                            inventory: Inventory, cmd: SimpleCommand | None, argv: list[str] | None = None) -> None:

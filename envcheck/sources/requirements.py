@@ -209,6 +209,11 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
     if depth > MAX_DEPTH:
         inventory.problems.append(ReadProblem(f"includes nested more than {MAX_DEPTH} deep at {path}", included_from))
         return
+    if included_from is not None and options.root is not None and not _inside(resolved, options.root):
+        inventory.problems.append(ReadProblem(
+            f"{path} was not read: it is outside the build context {options.root} (in the image that path is "
+            "another file, which envcheck cannot see)", included_from, note=True))
+        return
     if (resolved, role) in includes.read:
         return  # included again through another file: its lines are already read
     if included_from is not None and len(includes.read) >= MAX_INCLUDES:
@@ -267,6 +272,13 @@ def _regular_file(path: Path) -> int:
         what = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
         raise InputError(f"{path} is {what}, not a regular file: envcheck reads included files only when they are regular files", str(path))
     return info.st_size
+
+
+def _inside(resolved: Path, root: Path) -> bool:
+    try:
+        return resolved.is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return False
 
 
 def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inventory: Inventory, role: Role,
