@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import enum
 import functools
+import math
 import re
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
@@ -282,6 +283,8 @@ def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
             return MASK if value else value
         new = clean(value) if escape else redact(value)
         return value if new == value else new  # the same object when unchanged: the callers compare by identity
+    if kind is float and not math.isfinite(value):
+        return None  # inf and nan are no JSON: every format writes a number it cannot tell as unknown
     if value is None or kind in _PLAIN or isinstance(value, enum.Enum):
         return value
     if kind is tuple or kind is list:
