@@ -86,3 +86,35 @@ def test_uv_workspace_members_stay_inside_the_project_and_the_walk_is_bounded(tm
     assert SECRET not in run.stdout + run.stderr and "cu121" not in run.stdout, run.describe()
     report = json.loads(run.stdout)
     assert not [f for t in report["targets"] for f in t["findings"] if f["status"] == "ERROR"], run.describe()
+
+
+# Files a hostile input can point a reader at (compose `dockerfile: /etc/shadow`, `--kind requirements ~/.netrc`):
+# whatever line a syntax error quotes, the secret in it is masked.
+SECRET_FILES = {
+    "shadow": "root:$6$rounds=5000$saltsalt$S3cr3tHashS3cr3tHashS3cr3tHashS3cr3tHash0123456789abcdef:19000:0:99999:7:::\n",
+    "yescrypt": "admin:$y$j9T$F5Jx5fExrKuPp53xLKQ..1$S3cr3tHashX3DX6M94c7o.9agCG9G317fhZg9SqC.5i5r:19000::\n",
+    "htpasswd": "user:$2y$10$S3cr3tHashR9h/cIPz0gi.URNNX3kh2OPST9/PgBkqquzi.Ss7KIUgO2t\n",
+    "credentials": "[default]\naws_secret_access_key = S3cr3tHashwJalrXUtnFEMIK7MDENGbPxRfiCY\n",
+    "netrc": "machine github.com\n  login x\n  password S3cr3tHash-netrc-value\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECRET_FILES))
+def test_a_secret_file_read_as_a_dockerfile_or_requirements_never_shows_its_secret(tmp_path: Path, name: str) -> None:
+    secret = tmp_path / name
+    secret.write_text(SECRET_FILES[name], encoding="utf-8")
+    compose = tmp_path / "compose.yaml"
+    compose.write_text(f"services:\n  app:\n    build:\n      context: /\n      dockerfile: {secret}\n", encoding="utf-8")
+    for args in ([str(compose)], ["--kind", "dockerfile", str(secret)], ["--kind", "requirements", str(secret)]):
+        for fmt in ("text", "json", "github"):
+            done = run_envcheck("-f", fmt, "-v", "--no-cache", "--fail-on", "never", *args)
+            assert "Traceback" not in done.stderr, done.stderr
+            assert "S3cr3tHash" not in done.stdout + done.stderr, (args, fmt, done.stdout)
+
+
+def test_masking_password_hashes_stays_linear_in_a_hostile_line(tmp_path: Path) -> None:
+    hostile = tmp_path / "Dockerfile"
+    hostile.write_text("root:" + ".$1$" * 250_000 + "\n", encoding="utf-8")  # one 1 MB line a syntax error quotes
+    run = run_envcheck_bounded("--kind", "dockerfile", str(hostile), "--no-cache", "-f", "json", "--fail-on", "never")
+    run.assert_within(seconds=10, rss_mb=300)
+    assert "Traceback" not in run.stderr, run.describe()
