@@ -118,3 +118,16 @@ def test_masking_password_hashes_stays_linear_in_a_hostile_line(tmp_path: Path) 
     run = run_envcheck_bounded("--kind", "dockerfile", str(hostile), "--no-cache", "-f", "json", "--fail-on", "never")
     run.assert_within(seconds=10, rss_mb=300)
     assert "Traceback" not in run.stderr, run.describe()
+
+
+@pytest.mark.parametrize("name", ["..", ".", "x" * 300])
+def test_a_heredoc_requirements_file_of_any_name_is_read_in_the_scratch_folder(tmp_path: Path, name: str) -> None:
+    """`COPY <<EOF /x` then `-r ..` from below it: the heredoc is written under its own plain name, never `.`/`..`
+    (the scratch folder's parent) nor a name the file system refuses; its lines are judged."""
+    where, workdir, named = {"..": ("/x", "/x/y", ".."), ".": ("/x", "/x", ".")}.get(name, (f"/{name}", "/", f"/{name}"))
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(BASE + f"COPY <<EOF {where}\ntorch==2.3.0\nEOF\nWORKDIR {workdir}\nRUN pip install -r {named}\n",
+                          encoding="utf-8")
+    found, _text = _report(str(dockerfile))
+    assert ("G9-ngc-torch-replaced", "FAIL", 3) in {(f["rule"], f["status"], (f.get("location") or {}).get("line"))
+                                                    for f in found}, found

@@ -412,9 +412,11 @@ class _Reader:
                           inventory: Inventory) -> None:
         """A requirements file written by ``COPY <<EOF``, located at its lines in the Dockerfile."""
         with tempfile.TemporaryDirectory(prefix="envcheck-heredoc-") as tmp:
-            path = Path(tmp) / (posixpath.basename(name) or "requirements.txt")
-            path.write_text(doc.body, encoding="utf-8")
+            # the file's own name where it is a plain one (not `.`, `..`, too long for the file system)
+            base = posixpath.basename(name)
+            path = Path(tmp) / (base if re.fullmatch(r"(?!\.\.?$)[\w.+-]{1,128}", base, re.ASCII) else "requirements.txt")
             try:
+                path.write_text(doc.body, encoding="utf-8", errors="surrogatepass")
                 sub = requirements.read(path, self._text_options())
             except Exception as exc:  # reported at the RUN line; the rest of the Dockerfile is still read
                 inventory.problems.append(ReadProblem(f"cannot read the heredoc {name}: {getattr(exc, 'message', exc)}", loc))
