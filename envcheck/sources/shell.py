@@ -131,18 +131,9 @@ def _exports_and_settings(text: str) -> tuple[dict[str, int], dict[str, list[int
     return exports, settings
 
 
-# A script longer than a Dockerfile RUN may be (dockerfile.MAX_RUN_TEXT) is not split into commands again here:
-# reading it as a RUN already reports it ("over the 1 MiB envcheck reads").
-MAX_SCRIPT_TEXT = 1 << 20
-
-
 @functools.lru_cache(maxsize=4)
 def _script_commands(text: str) -> Commands:
     """``split_commands(text, arch="arm64")``, once per script however many passes read it."""
-    if len(text) > MAX_SCRIPT_TEXT:
-        commands = Commands()
-        commands.truncated = True
-        return commands
     return split_commands(text, arch="arm64")
 
 
