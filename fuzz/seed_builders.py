@@ -303,4 +303,7 @@ def hostile_line_inputs() -> dict[str, tuple[str, bytes]]:
         "shell-variables-then-commands": ("shell", b"".join(b"A%d=1\n" % i for i in range(5_000)) + b"x\n" * 5_000),
         "shell-exports-then-commands": ("shell", b"".join(b"export A%d=1\n" % i for i in range(5_000))
                                         + b"python train.py\n" * 5_000),
+        "compose-many-services": ("compose", b"services:\n" + b"".join(
+            b"  s%d:\n    image: vllm/vllm-openai:v0.11.0\n    command: vllm serve org/M-%dB --gpu-memory-utilization 0.%d\n"
+            % (i, i % 90 + 1, i % 9 + 1) for i in range(20_000))),
     }
