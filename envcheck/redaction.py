@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import enum
 import functools
+import math
 import re
 from collections.abc import Mapping
 from typing import Any, TypeVar, cast
@@ -95,10 +96,12 @@ _VALUE_SECRETS = tuple(re.compile(pattern) for pattern in (
     r"(?P<lead>\bnvapi-)[A-Za-z0-9_-]{20,}",  # NVIDIA NGC / build.nvidia.com API keys
     r"(?P<lead>\bsk-(?:proj-|ant-(?:api\d+-)?|svcacct-)?)[A-Za-z0-9]{20,}[A-Za-z0-9_-]*",  # OpenAI and Anthropic API keys
     r"(?P<lead>\bpypi-)AgE[A-Za-z0-9_-]{20,}",  # PyPI upload tokens
+    # crypt(3) password hashes (/etc/shadow, htpasswd): $6$salt$hash, $y$..., $2b$12$..., $argon2id$...
+    r"(?P<lead>(?<![\w$])\$(?:1|5|6|7|y|gy|2[abxy]|md5|sha1|argon2(?:id|i|d))\$)(?=[^\s:'\"]{0,128}?[./A-Za-z0-9+]{22})[^\s:'\"]{1,256}",
 ))
 # Every pattern of _VALUE_SECRETS (and _PRIVATE_KEY) needs one of these: one search before the expressions.
 _VALUE_HINT = re.compile(r"gh[pousr]_|github_pat_|hf_|xox|xapp-|glpat-|A(?:KIA|SIA|GPA|IDA|ROA|IPA|NPA|NVA)|hooks\.slack|eyJ"
-                         r"|PRIVATE KEY|nvapi-|sk-|pypi-")
+                         r"|PRIVATE KEY|nvapi-|sk-|pypi-|\$(?:[1567y]|gy|2[abxy]|md5|sha1|argon2i?d?)\$")
 # -----BEGIN RSA PRIVATE KEY----- ... -----END RSA PRIVATE KEY----- (or the end of the text: a key cut short).
 _PRIVATE_KEY = re.compile(r"(?P<lead>-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(?P<value>.*?)(?P<end>-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
                           re.DOTALL)
@@ -282,6 +285,8 @@ def _clean_any(value: Any, secret: bool, escape: bool) -> Any:
             return MASK if value else value
         new = clean(value) if escape else redact(value)
         return value if new == value else new  # the same object when unchanged: the callers compare by identity
+    if kind is float and not math.isfinite(value):
+        return None  # inf and nan are no JSON: every format writes a number it cannot tell as unknown
     if value is None or kind in _PLAIN or isinstance(value, enum.Enum):
         return value
     if kind is tuple or kind is list:

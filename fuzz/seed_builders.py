@@ -285,3 +285,25 @@ def scoped_uv_lock(packages: int = 11_000, extras: int = 16) -> str:
 def deep_toml(depth: int = 100_000, key: str = "tool.envcheck.severity") -> str:
     """A TOML document whose value at ``key`` nests arrays ``depth`` deep."""
     return f"{key} = {'[' * depth}{']' * depth}\n"
+
+
+def hostile_line_inputs() -> dict[str, tuple[str, bytes]]:
+    """(kind, content) of text inputs whose cost is in their number of lines, not their size: millions of short
+    lines, a hundred thousand lines that cannot be read, 20,000 copies of one requirement, scripts whose every
+    command sees thousands of variables."""
+    bad = b"torch==2.10.0\n\xff\xfe\xc0\x80 x y\n" * 100_000
+    return {
+        "requirements-many-lines": ("requirements", b"x\n" * 5_000_000),
+        "freeze-many-lines": ("freeze", b"x\n" * 5_000_000),
+        "requirements-bad-lines": ("requirements", bad),
+        "freeze-bad-lines": ("freeze", bad),
+        "requirements-same-torch": ("requirements", b"torch==2.10.0\n" * 20_000),
+        "shell-many-lines": ("shell", b"x\n" * 5_000_000),
+        "shell-lines-under-the-limit": ("shell", b"x\n" * 500_000),
+        "shell-variables-then-commands": ("shell", b"".join(b"A%d=1\n" % i for i in range(5_000)) + b"x\n" * 5_000),
+        "shell-exports-then-commands": ("shell", b"".join(b"export A%d=1\n" % i for i in range(5_000))
+                                        + b"python train.py\n" * 5_000),
+        "compose-many-services": ("compose", b"services:\n" + b"".join(
+            b"  s%d:\n    image: vllm/vllm-openai:v0.11.0\n    command: vllm serve org/M-%dB --gpu-memory-utilization 0.%d\n"
+            % (i, i % 90 + 1, i % 9 + 1) for i in range(20_000))),
+    }

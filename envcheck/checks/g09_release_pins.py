@@ -27,6 +27,8 @@ def clashes(ctx: CheckContext, pkgs: list[Package], overridden: set[str],
              and installs_on(p, ctx.profile) and p.name not in overridden]
     if not asked:
         return
+    # one of each requirement (20,000 copies of one torch line are compared once, not 20,000 times each)
+    asked = list({(p.name, p.version, p.specifier): p for p in reversed(asked)}.values())[::-1]
     from envcheck.knowledge import wheels  # (packaging: only where a torch-family requirement is asked)
     for pkg in pkgs:
         if (pkg.requires is not None or pkg.installed or pkg.no_deps or pkg.url or pkg.role != Role.REQUIREMENT

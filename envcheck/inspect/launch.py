@@ -218,8 +218,10 @@ def image_entrypoint(ref: str) -> tuple[str, ...]:
 # Options that name the served model; a model's parameter count in its name ("Qwen3-Embedding-8B", "Qwen2.5-1.5B";
 # "Qwen3.6-35B-A3B": 35, not the active "A3B"; "gemma-3n-E4B": none, "E4B" is an effective count).
 _MODEL_KEYS = frozenset({"model", "model_path", "model_name_or_path"})
-_PARAMETERS = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)[Bb](?![A-Za-z0-9])")
-_EXPERTS_TIMES = re.compile(r"\d+\s*[xX]\s*\d+(?:\.\d+)?[Bb](?![A-Za-z0-9])")  # Mixtral-8x7B: not 8 x 7 = 56B
+# A parameter count in a model's name: ASCII digits, at most 99,999 billions (the largest models have a few
+# thousand); a longer number (Model-1e308B, 400 nines, Arabic-Indic digits) is no count.
+_PARAMETERS = re.compile(r"(?<![A-Za-z0-9.])(\d{1,5}(?:\.\d{1,4})?)[Bb](?![A-Za-z0-9])", re.ASCII)
+_EXPERTS_TIMES = re.compile(r"\d+\s*[xX]\s*\d+(?:\.\d+)?[Bb](?![A-Za-z0-9])", re.ASCII)  # Mixtral-8x7B: not 8 x 7 = 56B
 # Options that keep part of the weights off the one GPU's share, or size the KV cache apart from the share.
 _SPLIT_KEYS = frozenset({"pipeline_parallel_size", "pp", "pp_size", "pipeline_model_parallel_size"})
 _OFFLOAD_KEYS = frozenset({"cpu_offload_gb", "kv_cache_memory_bytes", "kv_cache_memory"})

@@ -74,6 +74,7 @@ class Commands(list[SimpleCommand]):
 # few times their length, but variables holding `sh -c` scripts that expand one another grow exponentially.
 SPLIT_BUDGET = 64 << 10
 MAX_COMMANDS = 10_000  # simple commands from one RUN; real ones hold tens
+MAX_WHOLE_TEXT, MAX_TOKENS = 1 << 20, 200_000  # a text past a RUN's 1 MiB (a script): only its first 200,000 tokens
 MAX_NESTING = 40  # compound commands (the parser recurses once per level); real scripts nest a few
 
 _RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "select", "case",
@@ -617,7 +618,10 @@ def _split(text: str, env: dict[str, str], base: int, commands: list[SimpleComma
     budget[0] -= len(text)
     if budget[0] < 0:
         return
-    parser = _Parser(text, _items(_tokens(text, {}, 0), text), env, base, commands, depth, budget, arch)
+    tokens = _tokens(text, {}, 0, limit=MAX_TOKENS if len(text) > MAX_WHOLE_TEXT else None)
+    if len(text) > MAX_WHOLE_TEXT and len(tokens) > MAX_TOKENS:  # the commands before the cut are read
+        budget[0], tokens = min(budget[0], -1), tokens[:MAX_TOKENS]
+    parser = _Parser(text, _items(tokens, text), env, base, commands, depth, budget, arch)
     try:
         parser.parse_list(outer, ())
         parser.finish()

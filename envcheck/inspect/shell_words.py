@@ -89,25 +89,30 @@ _REDIRECT = re.compile(r"&?(?:<<-?|>>|<>|>\||[<>])&?")
 _FD = re.compile(r"\d+|-")
 
 
-def _tokens(text: str, values: Mapping[str, str], base: int, keep_empty: bool = False, arch: str = "") -> list[_Word]:
+def _tokens(text: str, values: Mapping[str, str], base: int, keep_empty: bool = False, arch: str = "",
+            limit: int | None = None) -> list[_Word]:
     """Words and operators. ``keep_empty``: a variable whose known value is empty stays as written (an ARG
-    empty by default is meant to be given with --build-arg, so ``x==${V}`` is not ``x==``)."""
-    return _Tokenizer(text, values, base, keep_empty, arch).run()
+    empty by default is meant to be given with --build-arg, so ``x==${V}`` is not ``x==``). ``limit``: stop after
+    about that many (the caller sees more than ``limit`` and knows the text was cut there)."""
+    return _Tokenizer(text, values, base, keep_empty, arch, limit).run()
 
 
 class _Tokenizer:
     """One left-to-right pass; every step matches at a position of the one text (never a slice of the rest),
     so it stays linear in the script's length however many redirections it holds."""
 
-    def __init__(self, text: str, values: Mapping[str, str], base: int, keep_empty: bool, arch: str) -> None:
+    def __init__(self, text: str, values: Mapping[str, str], base: int, keep_empty: bool, arch: str,
+                 limit: int | None = None) -> None:
         self.text, self.values, self.base, self.keep_empty, self.arch = text, values, base, keep_empty, arch
+        self.limit = limit
         self.out: list[_Word] = []
         self.buf: list[str] = []
         self.start, self.quoted, self.unknown, self.redirect_next = -1, False, False, False
 
     def run(self) -> list[_Word]:
         text, n, i = self.text, len(self.text), 0
-        while i < n:
+        limit = self.limit if self.limit is not None else n + 1  # never more words than characters
+        while i < n and len(self.out) <= limit:
             plain = _PLAIN.match(text, i)
             if plain is not None:  # fast path: a run of ordinary characters
                 self._begin(i)

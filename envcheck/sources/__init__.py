@@ -38,6 +38,9 @@ class ReadOptions:
     # A pyproject.toml is read with the uv.lock beside it (uv sync installs the lock's versions); one a build
     # copies is read alone (pip install . resolves afresh, uv sync reads the lock the build copied).
     with_lock: bool = True
+    # Files a read includes (-r/-c, workspace members) must lie under this folder: a file a Dockerfile copies
+    # names its includes inside the image, so the build context is all of the host envcheck may read for it.
+    root: Path | None = None
 
 
 def move_locations(inventory: Inventory, moved: Callable[[Location | None], Location | None], *facts: str) -> Inventory:

@@ -151,6 +151,9 @@ class ContextFiles:
                     candidates.append(src)
                 if posixpath.join(dest, src.name) == wanted:
                     candidates.append(src)
-            return next((candidate for candidate in candidates if candidate.is_file()), None)
+            inside = self.context.resolve()  # a link in a copied folder may lead out of the context: docker copies
+            # the link, not what it names, so the host file it names is not the image's
+            return next((candidate for candidate in candidates
+                         if candidate.is_file() and candidate.resolve().is_relative_to(inside)), None)
         except (OSError, ValueError):
             return None

@@ -412,9 +412,11 @@ class _Reader:
                           inventory: Inventory) -> None:
         """A requirements file written by ``COPY <<EOF``, located at its lines in the Dockerfile."""
         with tempfile.TemporaryDirectory(prefix="envcheck-heredoc-") as tmp:
-            path = Path(tmp) / (posixpath.basename(name) or "requirements.txt")
-            path.write_text(doc.body, encoding="utf-8")
+            # the file's own name where it is a plain one (not `.`, `..`, too long for the file system)
+            base = posixpath.basename(name)
+            path = Path(tmp) / (base if re.fullmatch(r"(?!\.\.?$)[\w.+-]{1,128}", base, re.ASCII) else "requirements.txt")
             try:
+                path.write_text(doc.body, encoding="utf-8", errors="surrogatepass")
                 sub = requirements.read(path, self._text_options())
             except Exception as exc:  # reported at the RUN line; the rest of the Dockerfile is still read
                 inventory.problems.append(ReadProblem(f"cannot read the heredoc {name}: {getattr(exc, 'message', exc)}", loc))
@@ -431,7 +433,7 @@ class _Reader:
         inventory.problems.extend(replace(p, location=here(p.location)) for p in sub.problems)
 
     def _text_options(self) -> ReadOptions:
-        return ReadOptions(max_text_bytes=self.options.max_text_bytes, with_lock=False)
+        return ReadOptions(max_text_bytes=self.options.max_text_bytes, with_lock=False, root=self.context)
 
     def _read_project_file(self, name: str, module: str, in_image: bool, files: ContextFiles, loc: Location, stage: Stage,
                            inventory: Inventory, cmd: SimpleCommand | None, argv: list[str] | None = None) -> None:

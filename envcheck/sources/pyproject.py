@@ -3,6 +3,7 @@ uv's index configuration, which decides which CUDA build of torch is installed."
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -42,6 +43,7 @@ def sniff(path: Path, head: bytes) -> bool:
 
 # include-group chains and self-referencing extras (`all = ["proj[cpu,train]"]`) are followed this deep.
 _MAX_NESTING = 16
+_MAX_MEMBER_MATCHES = 1000  # workspace member files a glob may find before envcheck stops it
 
 
 class TomlLines:
@@ -246,7 +248,7 @@ def _member_extras(reader: _Reader, packages: list[Package], uv: dict[str, Any],
         isinstance(e, dict) and e.get("workspace") is True for e in _entries(sources, p.name))]
     out: list[Package] = []
     for pattern in listed[:_MAX_NESTING] if isinstance(listed, list) and wanted else ():
-        for member in sorted(reader.path.parent.glob(f"{pattern}/pyproject.toml"))[:_MAX_NESTING]:
+        for member in _members(reader.path.parent, pattern):
             asking = [p for p in wanted if _project_name(member) == p.name]
             try:
                 inventory = read(member, replace(options, with_lock=False), members=False) if asking else Inventory()
@@ -257,6 +259,27 @@ def _member_extras(reader: _Reader, packages: list[Package], uv: dict[str, Any],
                 out.extend(replace(i, location=pkg.location, scope=pkg.scope, marker=all_of(pkg.marker, i.marker))
                            for i in inventory.packages if i.role == Role.REQUIREMENT and i.scope in scopes)
     return out
+
+
+def _members(root: Path, pattern: object) -> list[Path]:
+    """The pyproject.toml files of the workspace members ``pattern`` names, at most _MAX_NESTING of the first
+    _MAX_MEMBER_MATCHES the glob finds. Never an absolute pattern; ``..`` steps (``../lib``) only ahead of the
+    rest, which then has no wildcard but in its last part (no walk of the folders above); never through a link
+    leading out of the folder the pattern starts in."""
+    if not isinstance(pattern, str) or not pattern or pattern.startswith(("/", "\\")) or "\0" in pattern:
+        return []
+    parts = [p for p in re.split(r"[/\\]", pattern) if p not in ("", ".")]
+    ups = next((n for n, p in enumerate(parts) if p != ".."), len(parts))
+    rest = parts[ups:]
+    if ".." in rest or (ups and ("**" in rest or any(c in part for part in rest[:-1] for c in "*?["))):
+        return []
+    try:
+        base = root.joinpath(*parts[:ups]).resolve()
+        found = [m for m in itertools.islice(base.glob("/".join([*rest, "pyproject.toml"])), _MAX_MEMBER_MATCHES)
+                 if m.resolve().is_relative_to(base)]
+    except (OSError, RuntimeError, ValueError, NotImplementedError):  # a pattern pathlib refuses ('**a'), a loop
+        return []
+    return sorted(found)[:_MAX_NESTING]
 
 
 def _entries(sources: dict[str, Any], name: str) -> list[Any]:

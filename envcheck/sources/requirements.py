@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -111,14 +112,21 @@ def read_text_file(path: Path, max_bytes: int = MAX_BYTES) -> tuple[str, list[Re
             Location(str(path), line=line, offset=exc.start))]
 
 
-def logical_lines(text: str) -> list[tuple[int, str, str | None]]:
-    """(first line number, joined text without comment, pragma comment) for each logical line."""
-    out: list[tuple[int, str, str | None]] = []
+# One physical line as str.splitlines splits them (pip's way: form feeds and U+2028 too), its break kept.
+_PHYSICAL_LINE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]*(?:\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029])?")
+
+
+def logical_lines(text: str) -> Iterator[tuple[int, str, str | None]]:
+    """(first line number, joined text without comment, pragma comment) for each logical line, one at a time: a
+    reader that stops early (too many requirements) never holds a million lines."""
     buf: list[str] = []
     start = 0
     # Lines split the way pip splits them (form feeds and U+2028 too), numbered the way editors count them.
     physical = 1
-    for raw_line in text.splitlines(keepends=True):
+    for found in _PHYSICAL_LINE.finditer(text):
+        raw_line = found.group()
+        if not raw_line:
+            break  # the empty match at the end of the text
         raw = raw_line.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
         number = physical
         physical += 1 if raw_line.endswith(("\n", "\r")) else 0
@@ -132,10 +140,9 @@ def logical_lines(text: str) -> list[tuple[int, str, str | None]]:
         joined = " ".join(part.strip() for part in buf)
         buf = []
         pragma = joined if PRAGMA.search(joined) and joined.lstrip().startswith("#") else None
-        out.append((start, _without_comment(joined).strip(), pragma))
+        yield start, _without_comment(joined).strip(), pragma
     if buf:
-        out.append((start, _without_comment(" ".join(p.strip() for p in buf)).strip(), None))
-    return out
+        yield start, _without_comment(" ".join(p.strip() for p in buf)).strip(), None
 
 
 def _without_comment(line: str) -> str:
@@ -149,6 +156,15 @@ def _without_comment(line: str) -> str:
 # Requirements (or lock entries) one target may hold: real ones have a few thousand at most; this bounds the
 # time a target takes, not only its size (16 MiB of short lines are 200 000 requirements).
 MAX_PACKAGES = 20_000
+
+
+# Lines of one target that cannot be read, each an ERROR: past this the file is no requirements file (a binary, a
+# text of another kind) and the rest is not read (a million bad lines made a million findings).
+MAX_PROBLEMS = 1_000
+
+
+def too_many_problems() -> str:
+    return f"more than {MAX_PROBLEMS} lines of this target could not be read: the rest was not read (is it a requirements file?)"
 
 
 def too_many_packages() -> str:
@@ -209,6 +225,11 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
     if depth > MAX_DEPTH:
         inventory.problems.append(ReadProblem(f"includes nested more than {MAX_DEPTH} deep at {path}", included_from))
         return
+    if included_from is not None and options.root is not None and not _inside(resolved, options.root):
+        inventory.problems.append(ReadProblem(
+            f"{path} was not read: it is outside the build context {options.root} (in the image that path is "
+            "another file, which envcheck cannot see)", included_from, note=True))
+        return
     if (resolved, role) in includes.read:
         return  # included again through another file: its lines are already read
     if included_from is not None and len(includes.read) >= MAX_INCLUDES:
@@ -251,6 +272,9 @@ def _read_into(path: Path, options: ReadOptions, inventory: Inventory, role: Rol
             return
         pkg = parse_requirement_text(line, loc, role=role)
         if isinstance(pkg, ReadProblem):
+            if len(inventory.problems) >= MAX_PROBLEMS:
+                inventory.problems.append(ReadProblem(too_many_problems(), loc))
+                return
             inventory.problems.append(pkg)
         elif pkg is not None:
             inventory.packages.append(pkg)
@@ -267,6 +291,13 @@ def _regular_file(path: Path) -> int:
         what = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
         raise InputError(f"{path} is {what}, not a regular file: envcheck reads included files only when they are regular files", str(path))
     return info.st_size
+
+
+def _inside(resolved: Path, root: Path) -> bool:
+    try:
+        return resolved.is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return False
 
 
 def _option_line(line: str, loc: Location, path: Path, options: ReadOptions, inventory: Inventory, role: Role,

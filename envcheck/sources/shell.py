@@ -4,6 +4,8 @@ held by other inputs (compose ``command:``, Kubernetes ``args``, notebook ``!pip
 
 from __future__ import annotations
 
+import bisect
+import functools
 import itertools
 import os
 import re
@@ -20,7 +22,7 @@ from envcheck.inspect.image_reference import parse_reference
 from envcheck.inspect.launch import MEMORY_KEYS, TP_KEYS, LaunchFormatError, image_entrypoint, parse_command
 from envcheck.inspect.pip_args import INDEX_VARIABLES
 from envcheck.inspect.pragma import instruction_pragmas
-from envcheck.inspect.shell import split_commands
+from envcheck.inspect.shell import Commands, split_commands
 from envcheck.knowledge.base_images import ml_image
 from envcheck.model import BaseImage, EnvVar, Inventory, Location, Origin, ReadProblem
 from envcheck.readings import launches_from_json
@@ -90,7 +92,8 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
     # exports (or sets before the command) for what it runs here, as compose `environment:` is read. Not
     # through docker/ssh, nor what the RUN reading already made facts of (build arch settings, indexes).
     made = {v.name for v in out.env} | set(dockerfile.TRACKED_BUILD_ENV) | set(INDEX_VARIABLES) | {"CMAKE_ARGS"}
-    for cmd in split_commands(text, arch="arm64"):
+    exports, settings = _exports_and_settings(text)
+    for cmd in _script_commands(text):
         argv = _unwrapped(cmd.argv)
         if (run := parse_run(argv)) is not None:
             for name, value in run.env:  # at the line that sets it (a continued docker run spans several)
@@ -100,23 +103,47 @@ def read_script(text: str, path: str, folder: Path, options: ReadOptions, where:
         if not argv or exec_command(argv) is not None or _ssh_command(argv) is not None:
             continue
         at = text.find(cmd.text, cmd.offset) if cmd.text else -1  # in `sh -c '...'` the offset is the script's
-        before = text[:max(at, cmd.offset)]
+        cut = max(at, cmd.offset)  # the text before the command
+        assigned = dict(cmd.assignments)
         for name, value in cmd.env.items():
-            exported = name in dict(cmd.assignments) or re.search(
-                rf"(?m)\b(?:export|declare\s+-\w*x\w*)\b[^\n;&|]*(?<![\w$]){re.escape(name)}\b", before)
-            if name in made or not exported:
+            if name in made or not (name in assigned or exports.get(name, cut + 1) <= cut):
                 continue
             made.add(name)
-            set_at = [m.start() for m in re.finditer(rf"(?<![\w$]){re.escape(name)}=", before)]
-            out.env.append(EnvVar(name, value, Origin.ENV, where(before.count("\n", 0, (set_at or [cmd.offset])[-1]) + 1)))
+            set_at = settings.get(name, [])
+            last = bisect.bisect_left(set_at, cut)  # the last `NAME=` before the command
+            out.env.append(EnvVar(name, value, Origin.ENV, where(text.count("\n", 0, set_at[last - 1] if last else cmd.offset) + 1)))
     return out
+
+
+_EXPORT = re.compile(r"(?m)\b(?:export|declare\s+-\w*x\w*)\b([^\n;&|]*)")
+_NAME = re.compile(r"(?<![\w$])([A-Za-z_]\w*)\b")
+_SETTING = re.compile(r"(?<![\w$])([A-Za-z_]\w*)=")
+
+
+def _exports_and_settings(text: str) -> tuple[dict[str, int], dict[str, list[int]]]:
+    """Where each name is first exported (the end of the name in `export A B=1`, `declare -x A`), and where each
+    `NAME=` starts, in order: one pass over the script (a search per command and name was cubic)."""
+    exports: dict[str, int] = {}
+    for found in _EXPORT.finditer(text):
+        for name in _NAME.finditer(text, found.start(1), found.end(1)):
+            exports.setdefault(name.group(1), name.end())
+    settings: dict[str, list[int]] = {}
+    for found in _SETTING.finditer(text):
+        settings.setdefault(found.group(1), []).append(found.start())
+    return exports, settings
+
+
+@functools.lru_cache(maxsize=4)
+def _script_commands(text: str) -> Commands:
+    """``split_commands(text, arch="arm64")``, once per script however many passes read it."""
+    return split_commands(text, arch="arm64")
 
 
 def container_images(text: str, where: Callable[[int], Location], folder: Path | None = None) -> list[BaseImage]:
     """Images ``docker run`` lines start with a GPU, a platform, a known server or a known image; the
     project's own builds (``docker build -t`` tags, a bare local name beside a Dockerfile) are left out."""
     images: list[BaseImage] = []
-    commands = split_commands(text, arch="arm64")
+    commands = _script_commands(text)
     built = _built_tags([_unwrapped(cmd.argv) for cmd in commands])
     beside = folder is not None and _has_dockerfile(folder)
     for cmd in commands:
@@ -199,7 +226,7 @@ def launches(text: str, path: str, where: Callable[[int], Location], entry: tupl
     """Launch commands in shell text as ``HostReadings.launch`` entries; ``entry``: the image's entrypoint,
     run before commands that start with an option (a compose ``command:`` that is only flags)."""
     found: list[dict[str, Any]] = []
-    commands = list(_commands(split_commands(text, arch="arm64")))
+    commands = list(_commands(_script_commands(text)))
     cluster = next((c for c in (_cluster(argv) for _offset, argv in commands) if c), None)
     if cluster is None and _ray_in_substitution(text):  # GPUS=$(docker exec "$C" ray status | ...)
         cluster = "Ray"
