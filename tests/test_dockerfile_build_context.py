@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import run_envcheck
 
 DOCKERFILE = ("FROM nvcr.io/nvidia/cuda:13.0.1-devel-ubuntu24.04\nWORKDIR /app\nCOPY requirements.txt .\n"
@@ -49,23 +50,15 @@ def test_the_dockerfiles_own_folder_wins_when_it_holds_what_is_copied(tmp_path: 
     assert not [f for f in found if "build context taken" in f["message"]], found
 
 
-def test_no_folder_past_the_repository_root_is_taken(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["docker/Dockerfile", "Dockerfile"])
+def test_no_folder_past_the_repository_root_is_taken(tmp_path: Path, where: str) -> None:
+    """A decoy beside the repository is never the context, for a Dockerfile in a subfolder or at the root."""
     repo = _repo(tmp_path)
     (repo / "requirements.txt").unlink()
+    (repo / where).write_text(DOCKERFILE, encoding="utf-8")
     (tmp_path / "requirements.txt").write_text(CU121, encoding="utf-8")  # beside the repository, not in it
     (tmp_path / "src").mkdir()
-    found = _findings(repo / "docker" / "Dockerfile")
-    assert not [f for f in found if f["status"] == "FAIL"], found
-    assert not [f for f in found if "build context taken" in f["message"]], found
-
-
-def test_a_dockerfile_at_a_repository_root_never_reads_above_it(tmp_path: Path) -> None:
-    repo = _repo(tmp_path)
-    (repo / "requirements.txt").unlink()
-    (repo / "Dockerfile").write_text(DOCKERFILE, encoding="utf-8")
-    (tmp_path / "requirements.txt").write_text(CU121, encoding="utf-8")  # beside the repository, not in it
-    (tmp_path / "src").mkdir()
-    found = _findings(repo / "Dockerfile")
+    found = _findings(repo / where)
     assert not [f for f in found if f["status"] == "FAIL"], found
     assert not [f for f in found if "build context taken" in f["message"]], found
 
