@@ -51,6 +51,9 @@ def test_the_kernel_package_pinned_itself_fails_and_a_cuda13_release_does_not(tm
     assert _at(_findings(req), "G1-pypi-dependency-cuda12") == [(1, "FAIL")]
     req.write_text("torch==2.11.0\nsglang==0.5.14\n", encoding="utf-8")
     assert _at(_findings(req), "G1-pypi-dependency-cuda12") == []
+    # bitsandbytes bundles a library per CUDA release and loads the one matching torch's
+    req.write_text("torch==2.11.0\nbitsandbytes==0.50.2\n", encoding="utf-8")
+    assert _at(_findings(req), "G1-pypi-dependency-cuda12") == []
 
 
 def test_a_pin_served_by_another_index_is_not_pypis_build(tmp_path: Path) -> None:

@@ -56,6 +56,9 @@ CPU_ONLY_AARCH64 = rule(
 
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton")
 _CUDA13_PYPI_TORCH = first_pypi_cuda_torch(13)  # 2.11: the first torch whose PyPI aarch64 wheels are CUDA 13
+# Wheels that bundle one library per CUDA release and load the one matching torch's (inferred from bitsandbytes'
+# libbitsandbytes_cuda<NNN>.so naming): the CUDA wheels.toml reads from their largest object is not the one used
+_RUNTIME_PICKED = ("bitsandbytes",)
 _GPU_NAMES = ("torch", "vllm", "sglang", "xformers", "flash-attn", "triton", "onnxruntime-gpu", "tensorrt", "bitsandbytes")
 
 
@@ -115,7 +118,7 @@ def _pulled_cpu_torch(ctx: CheckContext, rel: wheels.Release, torches: list[Pack
 def _cuda12_build(pkg: Package) -> tuple[str, str, str] | None:
     """(package, version, source) of the CUDA 12 aarch64 build an exact pin installs: the package itself, or a
     compiled package its release requires exactly (knowledge/pins.toml); None where none is known."""
-    if not pkg.version or pkg.name == "vllm" or pkg.name in _TORCH_FAMILY:
+    if not pkg.version or pkg.name in ("vllm", *_RUNTIME_PICKED, *_TORCH_FAMILY):
         return None
     version = pkg.version.split("+", 1)[0]
     if wheels.aarch64_cuda(pkg.name, version) == "12":
