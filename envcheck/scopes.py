@@ -156,6 +156,8 @@ def _for_elsewhere(scope: str) -> bool:
 # Gotchas of which build a package is: another scope may offer another build of the same packages.
 _BUILD_GOTCHAS = frozenset({"G1", "ARCH"})
 _CPU_BUILD_RULE = "G1-cpu-build"  # a CPU-only torch (envcheck.checks.g01_cuda_abi)
+# a compiled package's own CUDA 12 build (sgl-kernel): a cause of its own, beside whatever torch the stack has
+_OWN_BUILD_RULES = frozenset({"G1-pypi-dependency-cuda12"})
 
 
 # Rules whose finding in a scope is a cause of its own, not one of the scope's index binding: vLLM's PyPI build
@@ -276,7 +278,8 @@ def _one_per_lock(findings: list[Finding], packages_only: bool = False) -> list[
     they pull) is one cause: one G1 finding, led by torch's, standing for every entry's line. ``packages_only``:
     a project's index and source lines keep their own findings (they bind the stack, the pins only follow)."""
     bad = [i for i, f in enumerate(findings) if f.gotcha == "G1" and f.status in (Status.WARN, Status.FAIL)
-           and not f.policy and f.location and f.location.line and (not packages_only or f.evidence.get("package"))]
+           and not f.policy and f.location and f.location.line and (not packages_only or f.evidence.get("package"))
+           and f.rule not in _OWN_BUILD_RULES]
     if len(bad) < 2:
         return findings
     lead = max(bad, key=lambda i: (findings[i].status.rank, findings[i].evidence.get("package") == "torch"))

@@ -479,8 +479,10 @@ def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
             explicit = "PyPI serves" not in how  # asked for (+cpu, the cpu index, uv --torch-backend=cpu), not PyPI's default
             # torch==2.9.1+cpu written out in a declared input asks for the CPU build on purpose (a CPU-only venv or tool)
             pinned = build.flavor == "cpu" and not pkg.installed and build_of_version(pkg.version) is not None
+            engine = next((p.name for p in ctx.inventory.packages if p.name in _CUDA_ONLY and p.scope is None and p.location
+                           and pkg.location and (p.location.path, p.location.stage) == (pkg.location.path, pkg.location.stage)), None)
             yield _cpu_build(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}"
-                             f"{_replacing(ctx, pkg)}", pkg.location, evidence, build, explicit, pinned)
+                             f"{_replacing(ctx, pkg)}", pkg.location, evidence, build, explicit, pinned, engine)
         else:
             yield TORCH_BUILD.passed(f"torch is a CUDA {build.cuda_major} build: {how}", pkg.location, **evidence)
 
@@ -489,8 +491,12 @@ def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
 _CPU_NAMED = re.compile(r"(?i)(?:^|[-_.])cpu(?:$|[-_.])")
 
 
+# Packages of the same install that run only on CUDA: beside a CPU-only torch they do not start at all
+_CUDA_ONLY = frozenset({"vllm", "sglang", "sgl-kernel", "flash-attn", "flashinfer-python"})
+
+
 def _cpu_build(message: str, location: Location | None, evidence: Mapping[str, object], build: CudaBuild,
-               explicit: bool, pinned: bool = False) -> Finding:
+               explicit: bool, pinned: bool = False, engine: str | None = None) -> Finding:
     """ROCm/XPU has no linux/aarch64 wheel (FAIL); a CPU-only torch runs on the Grace CPU (WARN), unless
     asked for on purpose: ``explicit`` (whl/cpu index, +cpu) in a file or stage named for the CPU, or
     ``pinned`` (INFO)."""
@@ -503,6 +509,9 @@ def _cpu_build(message: str, location: Location | None, evidence: Mapping[str, o
     if named is not None:
         return CPU_BUILD.info(f"{message}; {named} is named for the CPU, so a CPU-only torch is what it asks for", location,
                               **evidence, deliberate=True)
+    if engine is not None and not explicit:
+        return CPU_BUILD.finding(f"{message}; {engine}, installed with it, runs only on CUDA: it does not start on this torch",
+                                 location, evidence, status=Status.FAIL)
     return CPU_BUILD.finding(f"{message}; on a Spark it runs on the Grace CPU, not the GPU", location, evidence)
 
 

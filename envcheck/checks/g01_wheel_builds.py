@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion
 
-from envcheck import kinds
+from envcheck import kinds, knowledge
 from envcheck.knowledge import wheels
 from envcheck.knowledge.builds import (
     first_pypi_cuda_torch,
@@ -30,6 +30,17 @@ PYPI_VLLM_CUDA12 = rule(
     "Use a vLLM release whose PyPI wheels are CUDA 13 builds (see knowledge/wheels.toml), vLLM's cu130 wheels "
     "(https://wheels.vllm.ai), or the NGC vLLM container (nvcr.io/nvidia/vllm).",
     (*kinds.DEPENDENCY_FILES, "dockerfile"))
+PYPI_DEPENDENCY_CUDA12 = rule(
+    "G1-pypi-dependency-cuda12", "G1", "A pinned PyPI package is, or requires exactly, a CUDA 12 build on linux/aarch64",
+    Status.FAIL,
+    """The release pinned, or a compiled package it requires at one exact version, is served by PyPI for
+    linux/aarch64 as a build whose shared objects link the CUDA 12 runtime (knowledge/wheels.toml, read from
+    the wheel; the exact requirement from knowledge/pins.toml: sglang 0.5.8 requires sgl-kernel==0.3.21). On a
+    Spark with CUDA 13 only its import fails (`libcudart.so.12: cannot open shared object file`) and what
+    loads it does not start (sgl-project/sglang-omni issue 620). vLLM's own wheels are G1-pypi-vllm-cuda12's.""",
+    "Pin a release whose aarch64 build is CUDA 13 (see knowledge/wheels.toml), install the CUDA 13 build from "
+    "the project's own index, or use a container that ships it (lmsysorg/sglang's Spark tags, NGC's SGLang).",
+    (*kinds.DEPENDENCY_FILES, "dockerfile"))
 CPU_ONLY_AARCH64 = rule(
     "G1-aarch64-wheel-without-cuda", "G1", "The package's linux/aarch64 wheel has no CUDA code", Status.WARN,
     """The index's linux/aarch64 wheel of this package carries no GPU code while its x86_64 wheel does
@@ -45,6 +56,9 @@ CPU_ONLY_AARCH64 = rule(
 
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio", "triton", "pytorch-triton")
 _CUDA13_PYPI_TORCH = first_pypi_cuda_torch(13)  # 2.11: the first torch whose PyPI aarch64 wheels are CUDA 13
+# Wheels that bundle one library per CUDA release and load the one matching torch's (inferred from bitsandbytes'
+# libbitsandbytes_cuda<NNN>.so naming): the CUDA wheels.toml reads from their largest object is not the one used
+_RUNTIME_PICKED = ("bitsandbytes",)
 _GPU_NAMES = ("torch", "vllm", "sglang", "xformers", "flash-attn", "triton", "onnxruntime-gpu", "tensorrt", "bitsandbytes")
 
 
@@ -101,6 +115,31 @@ def _pulled_cpu_torch(ctx: CheckContext, rel: wheels.Release, torches: list[Pack
         return None
 
 
+def _cuda12_build(pkg: Package) -> tuple[str, str, str] | None:
+    """(package, version, source) of the CUDA 12 aarch64 build an exact pin installs: the package itself, or a
+    compiled package its release requires exactly (knowledge/pins.toml); None where none is known."""
+    if not pkg.version or pkg.name in ("vllm", *_RUNTIME_PICKED, *_TORCH_FAMILY):
+        return None
+    version = pkg.version.split("+", 1)[0]
+    if wheels.aarch64_cuda(pkg.name, version) == "12":
+        rel = wheels.release(pkg.name, version)
+        return pkg.name, version, rel.where if rel else ""
+    for row in knowledge.load("pins").get("pin", []):
+        if row["package"] != pkg.name or not row["spec"].startswith("==") or not _within(version, row["when"]):
+            continue
+        needed = row["spec"][2:]
+        if wheels.aarch64_cuda(row["requires"], needed) == "12":
+            return row["requires"], needed, row["source"]
+    return None
+
+
+def _within(version: str, specifier: str) -> bool:
+    try:
+        return SpecifierSet(specifier).contains(version, prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return False
+
+
 def _newer(pkg: Package, gpu: bool) -> Finding | None:
     """INFO for an exact pin newer than every recorded release: the table's day; --resolve reads the index."""
     newest = wheels.newer_than_window(pkg.name, pkg.version) if pkg.version else None
@@ -149,7 +188,7 @@ def _final(text: str) -> bool:
     return v is not None and not (v.is_prerelease or v.is_devrelease)
 
 
-@check(PYPI_VLLM_CUDA12, CPU_ONLY_AARCH64)
+@check(PYPI_VLLM_CUDA12, PYPI_DEPENDENCY_CUDA12, CPU_ONLY_AARCH64)
 def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.profile.machine != "aarch64":
         return
@@ -167,6 +206,14 @@ def wheel_builds(ctx: CheckContext) -> Iterator[Finding]:
                if p.name == "torch" and p.version and p.role not in PINS_ONLY and installs_on(p, ctx.profile)]
     pinned_torch = _pinned_torch(torches)
     for pkg in pkgs:
+        if (cuda12 := _cuda12_build(pkg)) is not None:
+            name, version, where = cuda12
+            via = "" if name == pkg.name else f" requires {name}=={version}, and that"
+            yield PYPI_DEPENDENCY_CUDA12.finding(
+                f"{pkg.name} {pkg.version} from PyPI{via}: the linux/aarch64 wheel of {name} {version} links the CUDA 12 "
+                f"runtime (libcudart.so.12), which a CUDA 13 Spark does not have: its import fails ({where})",
+                pkg.location, {"package": name, "version": version, "source": where})
+            continue
         if not wheels.known(pkg.name):
             continue
         torch = pinned_torch(pkg)
