@@ -17,6 +17,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "envcheck.checks.arch": (*_PACKAGES, "elf"),
     "envcheck.checks.g01_cuda_abi": _PACKAGES,
     "envcheck.checks.g01_binaries": kinds.BINARY_KINDS,
+    "envcheck.checks.g01_live_torch": (*_LIVE, "image"),
     "envcheck.checks.g01_base_images": ("dockerfile",),
     "envcheck.checks.g01_wheel_builds": (*kinds.DEPENDENCY_FILES, "dockerfile"),
     "envcheck.checks.g02_flash_attn": _PACKAGES,

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 from envcheck import kinds
-from envcheck.checks.g01_cuda_abi import _FIX_CU130, _TORCH_FAMILY, _cuda_replacement, _judged_packages
+from envcheck.checks.g01_cuda_abi import _TORCH_FAMILY, FIX_CU130, _cuda_replacement, _judged_packages
 from envcheck.knowledge.builds import distribution_cuda_major
 from envcheck.model import Binary, Finding, Package, Status
 from envcheck.rules import CheckContext, check, rule
@@ -25,7 +25,7 @@ BINARY_SONAME = rule(
     wheel, and the CUDA 13 driver runs older runtimes. One cause, one finding: a package's binaries (loose
     files: those of one folder) are one finding, naming them, also where they are CUDA 11 and 12 variants with
     no CUDA 13 one; a CUDA 12 distribution (nvidia-cuda-runtime-cu12, cupy-cuda12x) whose own binaries show it is this finding, not G1-cuda12-distribution.""",
-    _FIX_CU130, kinds.BINARY_KINDS)
+    FIX_CU130, kinds.BINARY_KINDS)
 BINARY_STATIC_CUDART = rule(
     "G1-binary-static-cudart", "G1", "Binaries with the CUDA runtime linked in statically", Status.INFO,
     """These binaries register fatbins but need no libcudart: nvcc linked the CUDA runtime statically (its
@@ -78,7 +78,7 @@ def _binary_fix(b: Binary, major: int) -> str:
         return (f"Rebuild {b.path} against CUDA {major} (it must link the CUDA {major} libraries), or get a "
                 f"CUDA {major} build of the software it belongs to.")
     if dist in _TORCH_INSTALL:
-        return _FIX_CU130
+        return FIX_CU130
     replacement = _cuda_replacement(dist, major)  # nvidia-cublas-cu12 -> nvidia-cublas 13.x, cupy-cuda12x -> cupy-cuda13x
     if replacement is not None:
         return f"Replace {dist} with {replacement}, its CUDA {major} build (reinstalling torch does not change {dist})."

@@ -43,7 +43,7 @@ _CU130_TORCH = first_cu130_torch()  # 2.9.0: the first torch on the cu130 index
 _CU130_MINOR = ".".join(_CU130_TORCH.split(".")[:2])
 _PYPI_CUDA13_TORCH = first_pypi_cuda_torch(13)  # 2.11: the first torch whose PyPI aarch64 wheels are CUDA 13
 
-_FIX_CU130 = (
+FIX_CU130 = (
     "Install the CUDA 13 build: pip install torch --index-url https://download.pytorch.org/whl/cu130 "
     f"(torch >= {_CU130_MINOR}), or use an NGC container (nvcr.io/nvidia/pytorch:{_FIRST_CUDA13_NGC}-py3 or newer)."
 )
@@ -53,7 +53,7 @@ LOCAL_VERSION = rule(
     """The version's local part (+cu121, +cu128, ...) names a CUDA 11/12 build. Its extensions link
     libcudart.so.12 and friends, which a CUDA 13 Spark does not have: import fails with undefined symbols
     or the first .cuda() segfaults. pip does not check this.""",
-    _FIX_CU130, (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"), autofix=fixes.local_version)
+    FIX_CU130, (*kinds.DEPENDENCY_FILES, "dockerfile", "wheel"), autofix=fixes.local_version)
 CPU_BUILD = rule(
     "G1-cpu-build", "G1", "torch resolves to a CPU-only build", Status.WARN,
     f"""The torch that this input installs has no CUDA at all: a +cpu build, the whl/cpu index, or a PyPI
@@ -479,8 +479,7 @@ def _torch_builds(ctx: CheckContext) -> Iterator[Finding]:
             explicit = "PyPI serves" not in how  # asked for (+cpu, the cpu index, uv --torch-backend=cpu), not PyPI's default
             # torch==2.9.1+cpu written out in a declared input asks for the CPU build on purpose (a CPU-only venv or tool)
             pinned = build.flavor == "cpu" and not pkg.installed and build_of_version(pkg.version) is not None
-            engine = next((p.name for p in ctx.inventory.packages if p.name in _CUDA_ONLY and p.scope is None and p.location
-                           and pkg.location and (p.location.path, p.location.stage) == (pkg.location.path, pkg.location.stage)), None)
+            engine = _cuda_only_at(ctx.inventory).get((pkg.location.path, pkg.location.stage)) if pkg.location else None
             yield _cpu_build(f"torch is a {build.flavor.upper() if build.flavor != 'cpu' else 'CPU-only'} build: {how}"
                              f"{_replacing(ctx, pkg)}", pkg.location, evidence, build, explicit, pinned, engine)
         else:
@@ -493,6 +492,16 @@ _CPU_NAMED = re.compile(r"(?i)(?:^|[-_.])cpu(?:$|[-_.])")
 
 # Packages of the same install that run only on CUDA: beside a CPU-only torch they do not start at all
 _CUDA_ONLY = frozenset({"vllm", "sglang", "sgl-kernel", "flash-attn", "flashinfer-python"})
+
+
+@per_inventory
+def _cuda_only_at(inventory: Inventory) -> dict[tuple[str, str | None], str]:
+    """The first CUDA-only package of each file (and Dockerfile stage) the default install brings."""
+    out: dict[tuple[str, str | None], str] = {}
+    for p in inventory.packages:
+        if p.name in _CUDA_ONLY and p.scope is None and p.location:
+            out.setdefault((p.location.path, p.location.stage), p.name)
+    return out
 
 
 def _cpu_build(message: str, location: Location | None, evidence: Mapping[str, object], build: CudaBuild,
@@ -524,59 +533,6 @@ def _cpu_name(location: Location | None) -> str | None:
     if location.stage and _CPU_NAMED.search(location.stage.rsplit("/", 1)[-1]):
         return f"stage {location.stage!r}"
     return None
-
-
-LIVE_TORCH = rule(
-    "G1-live-torch", "G1", "torch does not import, or reports the wrong CUDA major, in this environment", Status.FAIL,
-    """preflight imports torch with the environment's own interpreter in a child process with a timeout and
-    reads torch.version.cuda. An import that segfaults or fails with an undefined CUDA symbol is G1's
-    symptom itself; a torch.version.cuda whose major differs from the Spark's CUDA 13 links the wrong
-    libraries. NGC builds report 13.x without a +cu130 tag, which passes.""",
-    _FIX_CU130, (*kinds.LIVE_KINDS, "image"))
-
-
-@check(LIVE_TORCH)
-def live_torch(ctx: CheckContext) -> Iterator[Finding]:
-    """G1 over the live torch probe: crash/import error FAIL, wrong CUDA major FAIL, timeout WARN."""
-    host = ctx.inventory.host
-    torch = host.torch
-    if torch is None:
-        if host.python is not None and host.python.status == "absent":
-            yield LIVE_TORCH.finding("no python3 to probe: cannot check torch", status=Status.SKIP)
-        return
-    python = (host.python.executable if host.python is not None else None) or "python3"
-    status = torch.status
-    stage = "initialising CUDA" if torch.stage == "cuda-init" else "importing torch"
-    evidence = {k: v for k in ("status", "stage", "signal", "error", "version", "cuda") if (v := getattr(torch, k)) is not None}
-    if status == "absent":
-        yield LIVE_TORCH.finding(f"torch is not installed for {python}", status=Status.SKIP)
-    elif status == "crashed":
-        yield LIVE_TORCH.finding(f"{python} crashed ({torch.signal}) {stage}", evidence=evidence)
-    elif status in ("import-error", "error"):
-        yield LIVE_TORCH.finding(f"{stage} failed: {torch.error or 'no message'}", evidence=evidence)
-    elif status == "timeout":
-        yield LIVE_TORCH.finding(f"{stage} did not finish within {torch.timeout_s} s", evidence=evidence, status=Status.WARN)
-    elif status == "ok":
-        version, cuda = torch.version, torch.cuda
-        if not cuda:
-            yield LIVE_TORCH.finding(f"torch {version} is not a CUDA build (torch.version.cuda is None)", evidence=evidence)
-            return
-        try:
-            major = int(str(cuda).split(".")[0])
-        except ValueError:
-            yield LIVE_TORCH.finding(f"torch {version} reports an unreadable CUDA version {cuda!r}", evidence=evidence, status=Status.WARN)
-            return
-        listed = host.nvidia_smi.gpus if host.nvidia_smi is not None else ()
-        if major != ctx.profile.cuda_major:
-            yield LIVE_TORCH.finding(f"torch {version} is built for CUDA {cuda}; {ctx.profile.name} needs CUDA {ctx.profile.cuda_major}", evidence=evidence)
-        elif torch.cuda_available is False and listed:
-            hidden = ctx.inventory.env_value("CUDA_VISIBLE_DEVICES")
-            why = f" (CUDA_VISIBLE_DEVICES={hidden!r})" if hidden is not None else " (driver too old for CUDA 13, or no device access)"
-            yield LIVE_TORCH.finding(
-                f"torch {version} imports but torch.cuda.is_available() is False while nvidia-smi lists {len(listed)} GPU(s){why}",
-                evidence=evidence, status=Status.WARN)
-        else:
-            yield LIVE_TORCH.passed(f"torch {version} imports; torch.version.cuda {cuda}", **evidence)
 
 
 def _replacing(ctx: CheckContext, pkg: Package) -> str:
